@@ -1,0 +1,139 @@
+# tagplan - GNU make.  `make help` lists the targets.
+#
+#   make            the tagplan binary and libtagplan.a
+#   make check      unit and command tests (Check); ends with Check's summary
+#   make asan       every test again under -fsanitize=address,undefined
+#   make WERROR=1   warnings are errors (CI)
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BINDIR   = $(PREFIX)/bin
+DATADIR  = $(PREFIX)/share/tagplan
+MANDIR   = $(PREFIX)/share/man
+
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+CC      ?= cc
+PKGS     = libcjson libcgraph libgvc openblas check
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs libcjson libcgraph libgvc openblas 2>/dev/null)
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+# METIS (Debian libmetis-dev) has no pkg-config file.
+METIS_LIBS = -lmetis
+
+WARN    = -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wwrite-strings
+ifeq ($(WERROR),1)
+WARN   += -Werror
+endif
+OPT    ?= -O2 -g
+CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
+	    -DTP_VERSION='"$(VERSION)"' -DTP_DATADIR='"$(DATADIR)"' \
+	    -Isrc $(PKG_CFLAGS)
+CFLAGS  += $(WARN) $(OPT) -MMD -MP
+LDLIBS  += $(PKG_LIBS) $(METIS_LIBS) -lpthread -lm
+
+LIB_DIRS = core io sim search gnn train render
+LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
+CLI_SRC := $(sort $(wildcard src/cli/*.c))
+TEST_SRC := $(sort $(wildcard tests/*.c))
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+
+# BUILD is the object tree; the ASan build uses its own.
+BUILD   ?= build
+LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
+LIB      = $(BUILD)/libtagplan.a
+BIN     ?= tagplan
+CHECKBIN = $(BUILD)/tests/check_tagplan
+
+.PHONY: all check asan bench demo install uninstall format clean help \
+	fuzz valgrind data weights
+
+all: $(BIN) libtagplan.a
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+libtagplan.a: $(BUILD)/libtagplan.a
+	@if [ "$(BUILD)" = build ]; then cp $< $@; fi
+
+$(BIN): $(CLI_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+# The test runner collects every `Suite *suite_NAME(void)` in tests/*.c.
+$(BUILD)/tests/suites.h: $(TEST_SRC)
+	@mkdir -p $(dir $@)
+	@sed -n 's/^Suite \*\(suite_[A-Za-z0-9_]*\)(void)$$/TP_SUITE(\1)/p' \
+		$(TEST_SRC) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/tests/%.o: CPPFLAGS += -I$(BUILD)/tests -Itests
+$(BUILD)/tests/main.o: $(BUILD)/tests/suites.h
+
+$(CHECKBIN): $(TEST_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(LDLIBS) $(CHECK_LIBS)
+
+check: $(BIN) $(CHECKBIN)
+	TAGPLAN_BIN=$(abspath $(BIN)) TAGPLAN_DATA=$(abspath data) \
+	TAGPLAN_TESTS=$(abspath tests) $(CHECKBIN)
+
+SAN = -fsanitize=address,undefined -fno-omit-frame-pointer \
+      -fno-sanitize-recover=undefined
+asan:
+	$(MAKE) BUILD=build/asan BIN=build/asan/tagplan OPT="-O1 -g $(SAN)" \
+		LDFLAGS="$(SAN)" build/asan/tagplan build/asan/tests/check_tagplan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp):print_suppressions=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	CK_TIMEOUT_MULTIPLIER=10 \
+	TAGPLAN_BIN=$(abspath build/asan/tagplan) TAGPLAN_DATA=$(abspath data) \
+	TAGPLAN_TESTS=$(abspath tests) build/asan/tests/check_tagplan
+
+BENCH_BIN = $(BENCH_SRC:%.c=$(BUILD)/%)
+$(BUILD)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+bench: $(BIN) $(BENCH_BIN)
+	@for b in $(BENCH_BIN); do \
+		echo "== $$b"; \
+		TAGPLAN_DATA=$(abspath data) TAGPLAN_BIN=$(abspath $(BIN)) $$b || exit 1; \
+	done
+
+demo: $(BIN)
+	./$(BIN) validate data/*.json data/models/*.json data/topologies/*.json
+	./$(BIN) inspect data/demo-model.json
+	./$(BIN) inspect data/tag-testbed.json
+	./$(BIN) plan
+
+install: $(BIN)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
+	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/tagplan
+	cp -R data/. $(DESTDIR)$(DATADIR)/
+	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 man/*.5 $(DESTDIR)$(MANDIR)/man5/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/tagplan
+	rm -rf $(DESTDIR)$(DATADIR)
+	for f in man/*.1; do rm -f $(DESTDIR)$(MANDIR)/man1/$${f#man/}; done
+	for f in man/*.5; do rm -f $(DESTDIR)$(MANDIR)/man5/$${f#man/}; done
+
+format:
+	clang-format -i $(LIB_SRC) $(CLI_SRC) $(TEST_SRC) $(BENCH_SRC) \
+		$(wildcard src/*/*.h tests/*.h fuzz/*.c)
+
+clean:
+	rm -rf build tagplan libtagplan.a
+
+help:
+	@sed -n 's/^#   //p' Makefile
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

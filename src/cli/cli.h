@@ -1,0 +1,110 @@
+/*
+ * cli.h - the command table, the option table and shared helpers of the
+ * command line.  Only src/cli/ prints to stdout/stderr or exits.
+ *
+ * Each command lives in its own file (plan.c, simulate.c, ...) and exports
+ *   int cmd_NAME(int argc, char **argv);
+ * returning an exit code: 0 done, 1 a check failed, 2 bad usage or input,
+ * 3 I/O or internal failure, 130 interrupted.
+ *
+ * Options are declared once, in a table of struct tp_opt that drives
+ * parsing, defaults, range checks and --help (tp_opts_parse/tp_opts_help).
+ */
+#ifndef TP_CLI_H
+#define TP_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/error.h"
+
+enum {
+	TP_EXIT_OK = 0,
+	TP_EXIT_CHECK = 1,
+	TP_EXIT_USAGE = 2,
+	TP_EXIT_FAILURE = 3,
+	TP_EXIT_INTERRUPTED = 130
+};
+
+enum tp_opt_type {
+	TP_OPT_FLAG,   /* bool, no argument */
+	TP_OPT_STRING, /* const char * */
+	TP_OPT_INT,    /* long long, range-checked */
+	TP_OPT_DOUBLE, /* double, range-checked, finite */
+	TP_OPT_LIST    /* repeatable string: appended to a tp_opt_list */
+};
+
+struct tp_opt_list {
+	const char **v;
+	int n, cap;
+};
+
+struct tp_opt {
+	const char *name;  /* long name without "--" */
+	char short_name;   /* 0 = none */
+	enum tp_opt_type type;
+	void *dest;        /* bool*, const char**, long long*, double*,
+			      struct tp_opt_list* */
+	const char *metavar; /* "S", "FILE", ... */
+	const char *help;
+	double min, max;   /* range for INT/DOUBLE (inclusive) */
+	bool seen;         /* set by the parser */
+};
+
+struct tp_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary; /* one line for `tagplan --help` */
+	bool available;      /* false: its logic comes in a later release */
+};
+
+extern const struct tp_command tp_commands[];
+
+/*
+ * Parse argv[1..] (argv[0] is the command name) against opts.  Options may
+ * be given as --name VALUE, --name=VALUE, -x VALUE.  Positional arguments
+ * are collected into *pos (a NULL-terminated array the caller frees, whose
+ * strings point into argv) and their count into *npos; with pos == NULL
+ * any positional argument is an error.  "--help"/"-h" print help (usage line + option table)
+ * to stdout and return -1 with *exit_code 0.  Errors print
+ * "tagplan CMD: ..." to stderr and return -1 with *exit_code 2.
+ * Returns 0 on success.
+ */
+int tp_opts_parse(const char *cmd, const char *usage, const char *about,
+		  struct tp_opt *opts, int argc, char **argv, char ***pos,
+		  int *npos, int *exit_code);
+
+/* Print the help of a command: usage, about text and the option table. */
+void tp_opts_help(FILE *out, const char *cmd, const char *usage,
+		  const char *about, const struct tp_opt *opts);
+
+void tp_opt_list_free(struct tp_opt_list *l);
+
+/* Print err as "tagplan: <formatted error>" on stderr and return the exit
+ * code of its status. */
+int tp_cli_fail(const struct tp_error *err);
+
+/* printf to stderr prefixed with "tagplan CMD: "; returns 2 (usage). */
+int tp_cli_usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Run the named command; `tagplan help CMD` and unknown commands. */
+int tp_cli_dispatch(int argc, char **argv);
+
+/* Commands */
+int cmd_plan(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_render(int argc, char **argv);
+int cmd_model(int argc, char **argv);
+int cmd_topo(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+
+/* For commands whose logic comes later: says so, exits 3. */
+int tp_cli_not_yet(const char *cmd, const char *issue);
+
+#endif

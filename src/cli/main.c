@@ -1,0 +1,109 @@
+/*
+ * main.c - tagplan's entry point and command table (git-style).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const struct tp_command tp_commands[] = {
+	{"plan", cmd_plan, "search the fastest plan for a model on a cluster",
+	 true},
+	{"simulate", cmd_simulate,
+	 "simulate one training iteration of a plan or strategy", true},
+	{"check", cmd_check,
+	 "CI gate: does a committed plan still fit and stay fast?", true},
+	{"render", cmd_render, "draw a plan's device mapping (DOT/SVG/PNG/PDF)",
+	 true},
+	{"model", cmd_model,
+	 "build a model file (GPT dimensions, HF config, zoo)", true},
+	{"topo", cmd_topo, "build a topology file from presets", true},
+	{"inspect", cmd_inspect, "summarise a model or topology file as JSON",
+	 true},
+	{"validate", cmd_validate, "check files against the formats", true},
+	{"export", cmd_export,
+	 "turn a plan into Megatron/DeepSpeed/torchrun arguments", true},
+	{"train", cmd_train, "train the GNN by self-play", true},
+	{NULL, NULL, NULL, false},
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: tagplan COMMAND [OPTIONS]\n"
+		"       tagplan help COMMAND | tagplan COMMAND --help\n"
+		"       tagplan --version\n\n"
+		"tagplan finds how to run one training step of a deep-learning "
+		"model fastest\non a GPU cluster: which op groups go on which "
+		"devices, with which data/\ntensor/pipeline parallel degrees, "
+		"how gradients are synchronised and\ncompressed.  A graph neural "
+		"network guides a Monte Carlo tree search whose\ncandidates are "
+		"scored by a simulator of the training iteration.\n\n"
+		"commands:\n");
+	for (const struct tp_command *c = tp_commands; c->name; c++)
+		fprintf(out, "  %-10s %s\n", c->name, c->summary);
+	fprintf(out,
+		"\nA first run:  tagplan plan          (plans the shipped demo "
+		"model on the\n              shipped demo cluster)\n"
+		"Typical:      tagplan model gpt --hidden 4096 --layers 32 "
+		"--heads 32 \\\n                  --seq 2048 --vocab 51200 "
+		"--batch 512 -o gpt.json\n"
+		"              tagplan topo dgx-a100:4 --net ib-hdr -o topo.json\n"
+		"              tagplan plan -m gpt.json -t topo.json -o plan.json "
+		"--svg plan.svg\n\n"
+		"exit codes: 0 done, 1 a check failed (plan does not fit or "
+		"misses a\nthreshold), 2 bad usage or bad input, 3 I/O or "
+		"internal failure,\n130 interrupted.\n"
+		"Files are JSON: formats in tagplan-formats(5), commands in "
+		"tagplan(1).\n");
+}
+
+int tp_cli_dispatch(int argc, char **argv)
+{
+	const char *name;
+
+	if (argc < 2) {
+		usage(stderr);
+		return TP_EXIT_USAGE;
+	}
+	name = argv[1];
+	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+		usage(stdout);
+		return TP_EXIT_OK;
+	}
+	if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+		printf("tagplan %s\n", TP_VERSION);
+		return TP_EXIT_OK;
+	}
+	if (strcmp(name, "help") == 0) {
+		char *hargv[3];
+		if (argc < 3) {
+			usage(stdout);
+			return TP_EXIT_OK;
+		}
+		for (const struct tp_command *c = tp_commands; c->name; c++) {
+			if (strcmp(c->name, argv[2]) == 0) {
+				hargv[0] = argv[2];
+				hargv[1] = (char *)"--help";
+				hargv[2] = NULL;
+				return c->fn(2, hargv);
+			}
+		}
+		fprintf(stderr, "tagplan: no command \"%s\"; see 'tagplan "
+				"--help'\n",
+			argv[2]);
+		return TP_EXIT_USAGE;
+	}
+	for (const struct tp_command *c = tp_commands; c->name; c++)
+		if (strcmp(c->name, name) == 0)
+			return c->fn(argc - 1, argv + 1);
+	fprintf(stderr, "tagplan: no command \"%s\"; see 'tagplan --help'\n",
+		name);
+	return TP_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	return tp_cli_dispatch(argc, argv);
+}

@@ -1,0 +1,248 @@
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tp_opt_list_free(struct tp_opt_list *l)
+{
+	free(l->v);
+	l->v = NULL;
+	l->n = l->cap = 0;
+}
+
+int tp_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tagplan %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n(see 'tagplan %s --help')\n", cmd);
+	return TP_EXIT_USAGE;
+}
+
+int tp_cli_fail(const struct tp_error *err)
+{
+	char buf[2048];
+
+	fprintf(stderr, "tagplan: %s\n", tp_error_format(err, buf, sizeof(buf)));
+	return tp_status_exit_code(err->status);
+}
+
+int tp_cli_not_yet(const char *cmd, const char *issue)
+{
+	fprintf(stderr,
+		"tagplan %s: not available in this version yet (%s); see the "
+		"README's list of commands\n",
+		cmd, issue);
+	return TP_EXIT_FAILURE;
+}
+
+void tp_opts_help(FILE *out, const char *cmd, const char *usage,
+		  const char *about, const struct tp_opt *opts)
+{
+	fprintf(out, "usage: tagplan %s %s\n", cmd, usage);
+	if (about && *about)
+		fprintf(out, "\n%s\n", about);
+	if (!opts || !opts->name)
+		return;
+	fprintf(out, "\noptions:\n");
+	for (const struct tp_opt *o = opts; o->name; o++) {
+		char left[64];
+		int n;
+
+		if (o->short_name)
+			n = snprintf(left, sizeof(left), "  -%c, --%s",
+				     o->short_name, o->name);
+		else
+			n = snprintf(left, sizeof(left), "      --%s", o->name);
+		if (o->type != TP_OPT_FLAG && n > 0 && (size_t)n < sizeof(left))
+			snprintf(left + n, sizeof(left) - (size_t)n, " %s",
+				 o->metavar ? o->metavar : "X");
+		fprintf(out, "%-28s %s", left, o->help ? o->help : "");
+		if (o->type == TP_OPT_INT && o->dest)
+			fprintf(out, " [%lld]", *(long long *)o->dest);
+		else if (o->type == TP_OPT_DOUBLE && o->dest)
+			fprintf(out, " [%g]", *(double *)o->dest);
+		else if (o->type == TP_OPT_STRING && o->dest &&
+			 *(const char **)o->dest)
+			fprintf(out, " [%s]", *(const char **)o->dest);
+		fputc('\n', out);
+	}
+	fprintf(out, "  -h, --help                 show this help\n");
+}
+
+static struct tp_opt *find_long(struct tp_opt *opts, const char *name,
+				size_t len)
+{
+	for (struct tp_opt *o = opts; o && o->name; o++)
+		if (strlen(o->name) == len && strncmp(o->name, name, len) == 0)
+			return o;
+	return NULL;
+}
+
+static struct tp_opt *find_short(struct tp_opt *opts, char c)
+{
+	for (struct tp_opt *o = opts; o && o->name; o++)
+		if (o->short_name == c)
+			return o;
+	return NULL;
+}
+
+static int set_value(const char *cmd, struct tp_opt *o, const char *val)
+{
+	char *end;
+
+	switch (o->type) {
+	case TP_OPT_FLAG:
+		*(bool *)o->dest = true;
+		return 0;
+	case TP_OPT_STRING:
+		*(const char **)o->dest = val;
+		return 0;
+	case TP_OPT_LIST: {
+		struct tp_opt_list *l = o->dest;
+		if (l->n == l->cap) {
+			int ncap = l->cap ? l->cap * 2 : 8;
+			const char **nv = realloc(l->v, sizeof(*nv) * (size_t)ncap);
+			if (!nv) {
+				fprintf(stderr, "tagplan %s: out of memory\n",
+					cmd);
+				return -1;
+			}
+			l->v = nv;
+			l->cap = ncap;
+		}
+		l->v[l->n++] = val;
+		return 0;
+	}
+	case TP_OPT_INT: {
+		long long v;
+		errno = 0;
+		v = strtoll(val, &end, 10);
+		if (errno || end == val || *end ||
+		    (o->min != o->max && (v < o->min || v > o->max))) {
+			tp_cli_usage_error(
+				cmd, "--%s expects an integer from %.0f to %.0f, "
+				     "not \"%s\"",
+				o->name, o->min, o->max, val);
+			return -1;
+		}
+		*(long long *)o->dest = v;
+		return 0;
+	}
+	case TP_OPT_DOUBLE: {
+		double v;
+		errno = 0;
+		v = strtod(val, &end);
+		if (errno || end == val || *end || !isfinite(v) ||
+		    (o->min != o->max && (v < o->min || v > o->max))) {
+			tp_cli_usage_error(cmd,
+					   "--%s expects a number from %g to %g, "
+					   "not \"%s\"",
+					   o->name, o->min, o->max, val);
+			return -1;
+		}
+		*(double *)o->dest = v;
+		return 0;
+	}
+	}
+	return -1;
+}
+
+int tp_opts_parse(const char *cmd, const char *usage, const char *about,
+		  struct tp_opt *opts, int argc, char **argv, char ***pos,
+		  int *npos, int *exit_code)
+{
+	char **positional = calloc((size_t)argc + 1, sizeof(char *));
+	int np = 0;
+	bool only_pos = false;
+
+	*exit_code = TP_EXIT_USAGE;
+	if (!positional) {
+		fprintf(stderr, "tagplan %s: out of memory\n", cmd);
+		*exit_code = TP_EXIT_FAILURE;
+		return -1;
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		struct tp_opt *o = NULL;
+		const char *val = NULL;
+
+		if (only_pos || a[0] != '-' || strcmp(a, "-") == 0) {
+			positional[np++] = argv[i];
+			continue;
+		}
+		if (strcmp(a, "--") == 0) {
+			only_pos = true;
+			continue;
+		}
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			tp_opts_help(stdout, cmd, usage, about, opts);
+			free(positional);
+			*exit_code = TP_EXIT_OK;
+			return -1;
+		}
+		if (a[1] == '-') {
+			const char *eq = strchr(a + 2, '=');
+			size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+			o = find_long(opts, a + 2, len);
+			if (eq)
+				val = eq + 1;
+		} else if (a[2] == '\0') {
+			o = find_short(opts, a[1]);
+		}
+		if (!o) {
+			tp_cli_usage_error(cmd, "unknown option \"%s\"", a);
+			free(positional);
+			return -1;
+		}
+		if (o->type == TP_OPT_FLAG) {
+			if (val) {
+				tp_cli_usage_error(cmd,
+						   "--%s takes no value", o->name);
+				free(positional);
+				return -1;
+			}
+		} else if (!val) {
+			if (i + 1 >= argc) {
+				tp_cli_usage_error(cmd, "%s needs a value (%s)",
+						   a, o->metavar ? o->metavar
+								 : "X");
+				free(positional);
+				return -1;
+			}
+			val = argv[++i];
+		}
+		if (o->seen && o->type != TP_OPT_LIST) {
+			tp_cli_usage_error(cmd, "--%s given twice", o->name);
+			free(positional);
+			return -1;
+		}
+		o->seen = true;
+		if (set_value(cmd, o, val)) {
+			free(positional);
+			return -1;
+		}
+	}
+	positional[np] = NULL;
+	if (pos) {
+		*pos = positional; /* the caller frees the array */
+	} else {
+		if (np) {
+			tp_cli_usage_error(cmd, "unexpected argument \"%s\"",
+					   positional[0]);
+			free(positional);
+			return -1;
+		}
+		free(positional);
+	}
+	if (npos)
+		*npos = np;
+	*exit_code = TP_EXIT_OK;
+	return 0;
+}

@@ -1,0 +1,189 @@
+/*
+ * cluster.h - the cluster IR: device types, devices, nodes, links, routes.
+ *
+ * The topology is a graph of vertices joined by full-duplex links.  Every
+ * device is a vertex; a node usually adds a fabric vertex (NVSwitch, PCIe
+ * host bridge) its devices hang off, and one NIC vertex that stands for all
+ * of its network interfaces (device-to-NIC links carry one NIC's bandwidth,
+ * the NIC-to-network link the node's aggregate, divided by the network's
+ * oversubscription); the network between nodes is a core switch vertex by
+ * default, or explicit switches and links.  Point-to-point links (NVLink
+ * between two GPUs) join device vertices directly.
+ *
+ * A route is derived for every ordered pair of devices by
+ * tp_cluster_finalize: the path minimising the time to move 1 MB
+ * (sum over its links of latency + 1 MB / bandwidth), ties broken by link
+ * index, so routes are deterministic.  A route lists directed *channels*
+ * (link index * 2 + direction; direction 0 is a->b), so the two directions
+ * of a link are separate resources for bandwidth sharing.
+ *
+ * Ownership: the cluster owns all its memory (names in its arena);
+ * tp_cluster_release frees it.  After finalize it is immutable and may be
+ * shared between threads.
+ */
+#ifndef TP_CLUSTER_H
+#define TP_CLUSTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "error.h"
+#include "model.h"
+#include "strmap.h"
+#include "vec.h"
+
+/*
+ * A device type: vendor figures plus the cost-model constants the simulator
+ * uses (documented with their sources in data/devices.json).
+ */
+struct tp_device_type {
+	const char *name;
+	double peak_flops[TP_DTYPE_COUNT]; /* dense FLOP/s per dtype; fp32 is
+					      plain FP32, fp16/bf16 tensor
+					      cores where present */
+	double memory_bytes;
+	double memory_bw_Bps;
+	/* cost model (see src/sim/README) */
+	double gemm_efficiency;   /* fraction of peak a large GEMM reaches */
+	double gemm_half_flop;    /* GEMM FLOP at which it reaches half that */
+	double memory_efficiency; /* fraction of memory bandwidth reached */
+	double kernel_overhead_s; /* fixed cost per kernel launch */
+	double reserved_bytes;    /* memory the runtime keeps (CUDA context,
+				     allocator fragmentation) */
+	const char *source;       /* where the figures come from */
+	bool builtin;             /* from data/devices.json */
+};
+
+enum tp_vertex_kind {
+	TP_VERTEX_DEVICE,
+	TP_VERTEX_FABRIC, /* intra-node switch or host bridge */
+	TP_VERTEX_NIC,    /* a node's network interfaces */
+	TP_VERTEX_SWITCH  /* a network switch */
+};
+
+enum tp_link_kind {
+	TP_LINK_NVLINK,
+	TP_LINK_NVSWITCH,
+	TP_LINK_PCIE,
+	TP_LINK_NIC,     /* device to its NIC */
+	TP_LINK_NETWORK, /* NIC or switch to switch */
+	TP_LINK_OTHER,
+	TP_LINK_KIND_COUNT
+};
+
+struct tp_device {
+	const char *name; /* unique, e.g. "node0/gpu3" */
+	uint32_t type;    /* index into cluster->types */
+	uint32_t node;    /* index into cluster->nodes */
+	uint32_t local;   /* index within its node */
+	uint32_t vertex;
+};
+
+struct tp_node {
+	const char *name;
+	uint32_t first_device, n_devices; /* devices are contiguous */
+	uint32_t fabric_vertex;           /* TP_NONE when none */
+	uint32_t nic_vertex;              /* TP_NONE when none */
+	uint32_t n_nics;
+	double nic_bw_Bps; /* per NIC */
+	double nic_latency_s;
+};
+
+struct tp_link {
+	uint32_t a, b; /* vertices */
+	double bw_Bps; /* per direction */
+	double latency_s;
+	enum tp_link_kind kind;
+};
+
+struct tp_route {
+	double bw_Bps;    /* bottleneck bandwidth */
+	double latency_s; /* sum of link latencies */
+	uint32_t first, n; /* channels in cluster->route_channels */
+};
+
+struct tp_cluster {
+	struct tp_arena arena;
+	const char *name;
+	TP_VEC(struct tp_device_type) types;
+	TP_VEC(struct tp_device) devices;
+	TP_VEC(struct tp_node) nodes;
+	TP_VEC(struct tp_link) links;
+	TP_VEC(uint8_t) vertex_kind; /* enum tp_vertex_kind per vertex */
+	struct tp_strmap type_by_name, device_by_name, node_by_name;
+	double oversubscription; /* >= 1; informational once links exist */
+
+	/* derived by tp_cluster_finalize */
+	bool finalized;
+	struct tp_route *routes;  /* n_devices * n_devices, [a * n + b] */
+	uint32_t *route_channels;
+	uint32_t *type_count;     /* devices per type */
+};
+
+void tp_cluster_init(struct tp_cluster *c);
+void tp_cluster_release(struct tp_cluster *c);
+
+/* Add a device type (copied; strings into the arena).  TP_EINPUT on a
+ * duplicate name. */
+enum tp_status tp_cluster_add_type(struct tp_cluster *c,
+				   const struct tp_device_type *t,
+				   uint32_t *index, struct tp_error *err);
+/* Index of a type by exact name, or TP_NONE. */
+uint32_t tp_cluster_find_type(const struct tp_cluster *c, const char *name);
+
+/* Add a vertex of the given kind; returns its index or TP_NONE on
+ * allocation failure. */
+uint32_t tp_cluster_add_vertex(struct tp_cluster *c, enum tp_vertex_kind k);
+
+/* Add a node (no devices yet).  TP_EINPUT on a duplicate name. */
+enum tp_status tp_cluster_add_node(struct tp_cluster *c, const char *name,
+				   uint32_t *index, struct tp_error *err);
+
+/* Add a device of type `type` to node `node`, which must be the last node
+ * added (devices of a node are contiguous).  Its name is
+ * "<node name>/gpu<local index>" unless name != NULL. */
+enum tp_status tp_cluster_add_device(struct tp_cluster *c, uint32_t node,
+				     uint32_t type, const char *name,
+				     uint32_t *index, struct tp_error *err);
+
+/* Add a full-duplex link between two vertices. */
+enum tp_status tp_cluster_add_link(struct tp_cluster *c, uint32_t a,
+				   uint32_t b, double bw_Bps, double latency_s,
+				   enum tp_link_kind kind,
+				   struct tp_error *err);
+
+/*
+ * Check and derive routes.  TP_EINPUT when there are no devices or when a
+ * device cannot reach another (the message names both; the path names the
+ * unreachable device).  Idempotent.
+ */
+enum tp_status tp_cluster_finalize(struct tp_cluster *c, struct tp_error *err);
+
+static inline const struct tp_route *
+tp_cluster_route(const struct tp_cluster *c, uint32_t a, uint32_t b)
+{
+	return &c->routes[(size_t)a * c->devices.n + b];
+}
+
+static inline const uint32_t *
+tp_cluster_route_channels(const struct tp_cluster *c, const struct tp_route *r)
+{
+	return c->route_channels + r->first;
+}
+
+uint32_t tp_cluster_find_device(const struct tp_cluster *c, const char *name);
+uint32_t tp_cluster_find_node(const struct tp_cluster *c, const char *name);
+
+/* Peak FLOP/s of device d for dtype (falls back to fp32 when the type has
+ * no figure for it). */
+double tp_device_peak_flops(const struct tp_cluster *c, uint32_t d,
+			    enum tp_dtype dtype);
+
+/* Sum of peak FLOP/s over all devices, for MFU and lower bounds. */
+double tp_cluster_total_peak(const struct tp_cluster *c, enum tp_dtype dtype);
+
+const char *tp_link_kind_name(enum tp_link_kind k);
+int tp_link_kind_parse(const char *s);
+
+#endif

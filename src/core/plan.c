@@ -1,0 +1,376 @@
+#include "plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tp_plan_init(struct tp_plan *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->micro_batches = 1;
+	p->schedule = TP_SCHEDULE_1F1B;
+	p->virtual_stages = 1;
+	p->compression = TP_COMPRESSION_LOSSLESS;
+}
+
+void tp_plan_summary_release(struct tp_plan_summary *s)
+{
+	free(s->peak_memory_bytes);
+	free(s->busy_fraction);
+	memset(s, 0, sizeof(*s));
+}
+
+void tp_plan_release(struct tp_plan *p)
+{
+	if (!p)
+		return;
+	tp_vec_free(&p->groups);
+	tp_vec_free(&p->ops);
+	tp_vec_free(&p->devs);
+	tp_vec_free(&p->shares);
+	tp_vec_free(&p->sfb);
+	tp_plan_summary_release(&p->summary);
+	memset(p, 0, sizeof(*p));
+}
+
+void tp_plan_clear(struct tp_plan *p)
+{
+	p->groups.n = p->ops.n = p->devs.n = p->shares.n = p->sfb.n = 0;
+	tp_plan_summary_release(&p->summary);
+}
+
+#define COPY_VEC(dst, src)                                                    \
+	do {                                                                  \
+		(dst)->n = 0;                                                 \
+		if (tp_vec_reserve((dst), (src)->n))                          \
+			goto nomem;                                           \
+		if ((src)->n)                                                 \
+			memcpy((dst)->v, (src)->v,                            \
+			       (src)->n * sizeof(*(src)->v));                 \
+		(dst)->n = (src)->n;                                          \
+	} while (0)
+
+enum tp_status tp_plan_copy(struct tp_plan *dst, const struct tp_plan *src,
+			    struct tp_error *err)
+{
+	uint32_t nd = src->summary.n_devices;
+
+	COPY_VEC(&dst->groups, &src->groups);
+	COPY_VEC(&dst->ops, &src->ops);
+	COPY_VEC(&dst->devs, &src->devs);
+	COPY_VEC(&dst->shares, &src->shares);
+	COPY_VEC(&dst->sfb, &src->sfb);
+	dst->global_batch = src->global_batch;
+	dst->micro_batches = src->micro_batches;
+	dst->schedule = src->schedule;
+	dst->virtual_stages = src->virtual_stages;
+	dst->zero = src->zero;
+	dst->compression = src->compression;
+	tp_plan_summary_release(&dst->summary);
+	dst->summary = src->summary;
+	dst->summary.peak_memory_bytes = NULL;
+	dst->summary.busy_fraction = NULL;
+	if (src->summary.peak_memory_bytes) {
+		dst->summary.peak_memory_bytes = tp_calloc(nd, sizeof(double));
+		if (!dst->summary.peak_memory_bytes)
+			goto nomem;
+		memcpy(dst->summary.peak_memory_bytes,
+		       src->summary.peak_memory_bytes, nd * sizeof(double));
+	}
+	if (src->summary.busy_fraction) {
+		dst->summary.busy_fraction = tp_calloc(nd, sizeof(double));
+		if (!dst->summary.busy_fraction)
+			goto nomem;
+		memcpy(dst->summary.busy_fraction, src->summary.busy_fraction,
+		       nd * sizeof(double));
+	}
+	return TP_OK;
+nomem:
+	return tp_error_set(err, TP_ENOMEM, "out of memory");
+}
+
+enum tp_status tp_plan_add_group(struct tp_plan *p, const uint32_t *ops,
+				 uint32_t n_ops, const uint32_t *devs,
+				 uint32_t n_devs, uint32_t dp, uint32_t tp,
+				 const double *shares, uint32_t *index,
+				 struct tp_error *err)
+{
+	struct tp_plan_group g;
+
+	if (dp == 0 || tp == 0 || (uint64_t)dp * tp != n_devs)
+		return tp_error_set(err, TP_EINPUT,
+				    "dp (%u) x tp (%u) must equal the number "
+				    "of devices (%u)",
+				    dp, tp, n_devs);
+	if (tp_vec_reserve(&p->ops, n_ops) || tp_vec_reserve(&p->devs, n_devs) ||
+	    tp_vec_reserve(&p->shares, dp) || tp_vec_reserve(&p->groups, 1))
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	memset(&g, 0, sizeof(g));
+	g.op_first = (uint32_t)p->ops.n;
+	g.n_ops = n_ops;
+	g.dev_first = (uint32_t)p->devs.n;
+	g.n_devices = n_devs;
+	g.share_first = (uint32_t)p->shares.n;
+	g.dp = dp;
+	g.tp = tp;
+	g.sync = TP_SYNC_RING;
+	g.recompute = TP_RECOMPUTE_NONE;
+	g.sfb_first = (uint32_t)p->sfb.n;
+	if (n_ops)
+		memcpy(p->ops.v + p->ops.n, ops, n_ops * sizeof(*ops));
+	p->ops.n += n_ops;
+	if (n_devs)
+		memcpy(p->devs.v + p->devs.n, devs, n_devs * sizeof(*devs));
+	p->devs.n += n_devs;
+	for (uint32_t r = 0; r < dp; r++)
+		p->shares.v[p->shares.n++] = shares ? shares[r] : 1.0 / dp;
+	p->groups.v[p->groups.n++] = g;
+	if (index)
+		*index = (uint32_t)p->groups.n - 1;
+	return TP_OK;
+}
+
+enum tp_status tp_plan_validate(const struct tp_plan *p,
+				const struct tp_model *m,
+				const struct tp_cluster *c,
+				struct tp_error *err)
+{
+	uint32_t nops = (uint32_t)m->ops.n, ndev = (uint32_t)c->devices.n;
+	uint32_t *owner = NULL, *seen = NULL;
+	enum tp_status st = TP_OK;
+	char path[96];
+	double mb;
+
+	if (p->groups.n == 0)
+		return tp_error_set_path(err, TP_EINPUT, "$.groups",
+					 "the plan has no groups");
+	if (p->global_batch != m->global_batch)
+		return tp_error_set_path(
+			err, TP_EINPUT, "$.global_batch_size",
+			"the plan's global batch (%lld) differs from the "
+			"model's (%lld); re-plan or fix the model",
+			(long long)p->global_batch, (long long)m->global_batch);
+	if (p->micro_batches == 0 ||
+	    p->global_batch % (int64_t)p->micro_batches != 0)
+		return tp_error_set_path(
+			err, TP_EINPUT, "$.micro_batches",
+			"%u micro-batches do not divide the global batch of "
+			"%lld samples; pick a divisor",
+			p->micro_batches, (long long)p->global_batch);
+	if (p->zero > 3)
+		return tp_error_set_path(err, TP_EINPUT, "$.zero",
+					 "ZeRO stage %u: expected 0 to 3",
+					 p->zero);
+	if (p->virtual_stages == 0 ||
+	    (p->virtual_stages > 1 &&
+	     p->schedule != TP_SCHEDULE_INTERLEAVED))
+		return tp_error_set_path(err, TP_EINPUT, "$.virtual_stages",
+					 "virtual stages > 1 need the "
+					 "interleaved schedule");
+	mb = (double)p->global_batch / p->micro_batches;
+	owner = tp_calloc(nops, sizeof(*owner));
+	seen = tp_calloc(ndev, sizeof(*seen));
+	if (!owner || !seen) {
+		st = tp_error_set(err, TP_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < nops; i++)
+		owner[i] = TP_NONE;
+	for (uint32_t g = 0; g < p->groups.n; g++) {
+		const struct tp_plan_group *gr = &p->groups.v[g];
+		const uint32_t *ops = tp_plan_group_ops(p, g);
+		const uint32_t *devs = tp_plan_group_devs(p, g);
+		const double *sh = tp_plan_group_shares(p, g);
+		double sum = 0;
+
+		if (gr->n_ops == 0) {
+			snprintf(path, sizeof(path), "$.groups[%u].ops", g);
+			st = tp_error_set_path(err, TP_EINPUT, path,
+					       "a group needs at least one op");
+			goto out;
+		}
+		if (gr->dp == 0 || gr->tp == 0 ||
+		    (uint64_t)gr->dp * gr->tp != gr->n_devices) {
+			snprintf(path, sizeof(path), "$.groups[%u]", g);
+			st = tp_error_set_path(
+				err, TP_EINPUT, path,
+				"dp (%u) x tp (%u) must equal the number of "
+				"devices (%u)",
+				gr->dp, gr->tp, gr->n_devices);
+			goto out;
+		}
+		if (gr->sp && gr->tp < 2) {
+			snprintf(path, sizeof(path), "$.groups[%u].sp", g);
+			st = tp_error_set_path(err, TP_EINPUT, path,
+					       "sequence parallelism needs "
+					       "tp > 1");
+			goto out;
+		}
+		for (uint32_t k = 0; k < gr->n_ops; k++) {
+			uint32_t o = ops[k];
+			if (o >= nops) {
+				snprintf(path, sizeof(path),
+					 "$.groups[%u].ops[%u]", g, k);
+				st = tp_error_set_path(err, TP_EINPUT, path,
+						       "op index %u out of "
+						       "range",
+						       o);
+				goto out;
+			}
+			if (owner[o] != TP_NONE) {
+				snprintf(path, sizeof(path),
+					 "$.groups[%u].ops[%u]", g, k);
+				st = tp_error_set_path(
+					err, TP_EINPUT, path,
+					"op \"%s\" is already in group %u; "
+					"every op belongs to exactly one group",
+					m->ops.v[o].name, owner[o]);
+				goto out;
+			}
+			owner[o] = g;
+			if (gr->tp > 1 && m->ops.v[o].tp_units &&
+			    m->ops.v[o].tp_units % gr->tp != 0) {
+				snprintf(path, sizeof(path), "$.groups[%u].tp",
+					 g);
+				st = tp_error_set_path(
+					err, TP_EINPUT, path,
+					"tp=%u does not divide the %u units "
+					"(heads or channels) of op \"%s\"; use "
+					"a divisor of %u",
+					gr->tp, m->ops.v[o].tp_units,
+					m->ops.v[o].name, m->ops.v[o].tp_units);
+				goto out;
+			}
+		}
+		for (uint32_t k = 0; k < gr->n_devices; k++) {
+			uint32_t d = devs[k];
+			if (d >= ndev) {
+				snprintf(path, sizeof(path),
+					 "$.groups[%u].devices[%u]", g, k);
+				st = tp_error_set_path(err, TP_EINPUT, path,
+						       "device index %u out "
+						       "of range",
+						       d);
+				goto out;
+			}
+			if (seen[d] == g + 1) {
+				snprintf(path, sizeof(path),
+					 "$.groups[%u].devices[%u]", g, k);
+				st = tp_error_set_path(
+					err, TP_EINPUT, path,
+					"device \"%s\" appears twice in the "
+					"group",
+					c->devices.v[d].name);
+				goto out;
+			}
+			seen[d] = g + 1;
+		}
+		for (uint32_t r = 0; r < gr->dp; r++) {
+			double samples = sh[r] * mb;
+			if (!(sh[r] > 0) || !isfinite(sh[r]) ||
+			    samples < 1 - 1e-6 ||
+			    fabs(samples - round(samples)) > 1e-6 * mb) {
+				snprintf(path, sizeof(path),
+					 "$.groups[%u].shares[%u]", g, r);
+				st = tp_error_set_path(
+					err, TP_EINPUT, path,
+					"replica %u gets %.4g samples of each "
+					"%.6g-sample micro-batch; every replica "
+					"needs a whole number, at least 1 "
+					"(fewer micro-batches or fewer "
+					"replicas)",
+					r, samples, mb);
+				goto out;
+			}
+			sum += sh[r];
+		}
+		if (fabs(sum - 1.0) > 1e-6) {
+			snprintf(path, sizeof(path), "$.groups[%u].shares", g);
+			st = tp_error_set_path(err, TP_EINPUT, path,
+					       "shares sum to %.6g, expected 1",
+					       sum);
+			goto out;
+		}
+		for (uint32_t k = 0; k < gr->n_sfb; k++) {
+			uint32_t o = tp_plan_group_sfb(p, g)[k];
+			if (o >= nops || owner[o] != g) {
+				snprintf(path, sizeof(path),
+					 "$.groups[%u].compression.ops[%u]", g,
+					 k);
+				st = tp_error_set_path(
+					err, TP_EINPUT, path,
+					"compressed op is not in this group");
+				goto out;
+			}
+		}
+	}
+	for (uint32_t i = 0; i < nops; i++) {
+		if (owner[i] == TP_NONE) {
+			st = tp_error_set_path(err, TP_EINPUT, "$.groups",
+					       "op \"%s\" is in no group; every "
+					       "op belongs to exactly one group",
+					       m->ops.v[i].name);
+			goto out;
+		}
+	}
+out:
+	free(owner);
+	free(seen);
+	return st;
+}
+
+static int parse_in(const char *const *names, int n, const char *s)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(names[i], s) == 0)
+			return i;
+	return -1;
+}
+
+static const char *const sync_names[] = {"ring", "hierarchical", "ps"};
+static const char *const rec_names[] = {"none", "selective", "full"};
+static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved"};
+static const char *const comp_names[] = {"off", "lossless", "lossy"};
+static const char *const lossy_names[] = {"none", "fp16", "powersgd"};
+
+const char *tp_sync_name(enum tp_sync s)
+{
+	return (unsigned)s < TP_SYNC_COUNT ? sync_names[s] : "?";
+}
+int tp_sync_parse(const char *s)
+{
+	return parse_in(sync_names, TP_SYNC_COUNT, s);
+}
+const char *tp_recompute_name(enum tp_recompute r)
+{
+	return (unsigned)r < TP_RECOMPUTE_COUNT ? rec_names[r] : "?";
+}
+int tp_recompute_parse(const char *s)
+{
+	return parse_in(rec_names, TP_RECOMPUTE_COUNT, s);
+}
+const char *tp_schedule_name(enum tp_schedule s)
+{
+	return (unsigned)s < TP_SCHEDULE_COUNT ? sched_names[s] : "?";
+}
+int tp_schedule_parse(const char *s)
+{
+	return parse_in(sched_names, TP_SCHEDULE_COUNT, s);
+}
+const char *tp_compression_name(enum tp_compression c)
+{
+	return (unsigned)c < TP_COMPRESSION_COUNT ? comp_names[c] : "?";
+}
+int tp_compression_parse(const char *s)
+{
+	return parse_in(comp_names, TP_COMPRESSION_COUNT, s);
+}
+const char *tp_lossy_name(enum tp_lossy l)
+{
+	return (unsigned)l < TP_LOSSY_COUNT ? lossy_names[l] : "?";
+}
+int tp_lossy_parse(const char *s)
+{
+	return parse_in(lossy_names, TP_LOSSY_COUNT, s);
+}

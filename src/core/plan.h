@@ -1,0 +1,209 @@
+/*
+ * plan.h - the plan IR: how one training iteration runs on a cluster.
+ *
+ * A plan partitions the model's ops into groups.  Each group runs on a
+ * device set with a data-parallel degree dp and a tensor-parallel degree tp
+ * (dp * tp == number of devices).  devices[r * tp + k] is tensor rank k of
+ * replica r.  Replica r processes the fraction shares[r] of every
+ * micro-batch (shares sum to 1; uneven on heterogeneous devices).
+ *
+ * Groups whose device sets are disjoint and which follow each other in the
+ * model form pipeline stages; a device may hold several non-adjacent groups
+ * (interleaved virtual stages).  Globally, the global batch is cut into
+ * micro_batches micro-batches run under `schedule`; zero is the ZeRO stage
+ * applied within each group's data-parallel replicas.
+ *
+ * Storage: the per-group arrays live in shared pools indexed by offsets,
+ * so a search can refill a plan (tp_plan_clear keeps capacity) without
+ * allocating.  Use the accessors below.
+ *
+ * Ownership: tp_plan_init / tp_plan_release; the plan owns its pools and
+ * summary.  A plan borrows nothing from the model or cluster: ops and
+ * devices are indices, valid for the model/cluster it was made for.
+ */
+#ifndef TP_PLAN_H
+#define TP_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster.h"
+#include "error.h"
+#include "model.h"
+#include "vec.h"
+
+enum tp_sync {
+	TP_SYNC_RING,         /* ring all-reduce over the replicas */
+	TP_SYNC_HIERARCHICAL, /* intra-node reduce-scatter, inter-node
+				 all-reduce, intra-node all-gather */
+	TP_SYNC_PS,           /* parameter server: push to / pull from the
+				 group's first device of each op, round robin */
+	TP_SYNC_COUNT
+};
+
+enum tp_recompute {
+	TP_RECOMPUTE_NONE,
+	TP_RECOMPUTE_SELECTIVE, /* drop and recompute attention internals */
+	TP_RECOMPUTE_FULL,      /* keep only layer inputs, recompute forward */
+	TP_RECOMPUTE_COUNT
+};
+
+enum tp_schedule {
+	TP_SCHEDULE_GPIPE,
+	TP_SCHEDULE_1F1B,
+	TP_SCHEDULE_INTERLEAVED, /* 1F1B with virtual_stages chunks/device */
+	TP_SCHEDULE_COUNT
+};
+
+enum tp_compression {
+	TP_COMPRESSION_OFF,
+	TP_COMPRESSION_LOSSLESS, /* sufficient-factor broadcasting where it
+				    pays (exact) */
+	TP_COMPRESSION_LOSSY,    /* plus opt-in lossy gradient formats */
+	TP_COMPRESSION_COUNT
+};
+
+/* Lossy gradient communication of a group (only under
+ * TP_COMPRESSION_LOSSY; never chosen by default). */
+enum tp_lossy {
+	TP_LOSSY_NONE,
+	TP_LOSSY_FP16,     /* gradients communicated in 16 bits */
+	TP_LOSSY_POWERSGD, /* low-rank (rank powersgd_rank) */
+	TP_LOSSY_COUNT
+};
+
+struct tp_plan_group {
+	uint32_t op_first, n_ops;     /* into plan->ops (op indices) */
+	uint32_t dev_first, n_devices; /* into plan->devs (device indices) */
+	uint32_t share_first;          /* dp entries in plan->shares */
+	uint32_t dp, tp;
+	enum tp_sync sync;
+	enum tp_recompute recompute;
+	bool sp; /* sequence parallelism (needs tp > 1) */
+	/* gradient compression */
+	uint32_t sfb_first, n_sfb; /* ops using sufficient-factor broadcasting,
+				      into plan->sfb */
+	double sfb_saved_bytes;    /* traffic saved per iteration, bytes */
+	enum tp_lossy lossy;
+	uint32_t powersgd_rank;
+};
+
+struct tp_plan_baseline {
+	char name[32];
+	bool feasible;
+	double iteration_time_s;
+};
+
+#define TP_PLAN_MAX_BASELINES 8
+
+/*
+ * What `plan` found and how: written under "summary" in the plan file.
+ * valid == false means "no summary" (a hand-written plan).  Timing figures
+ * (wall clock) are kept apart so the rest is deterministic.
+ */
+struct tp_plan_summary {
+	bool valid;
+	bool feasible;
+	double iteration_time_s;
+	double throughput_samples_per_s;
+	double tokens_per_s; /* 0 when the model has no sequence length */
+	double mfu;
+	double tflops_per_device;
+	double *peak_memory_bytes; /* per device, n_devices entries, or NULL */
+	double *busy_fraction;     /* per device, or NULL */
+	uint32_t n_devices;
+	char infeasible_reason[512];
+	struct tp_plan_baseline baselines[TP_PLAN_MAX_BASELINES];
+	uint32_t n_baselines;
+	/* search statistics */
+	uint64_t playouts;
+	uint64_t simulations;
+	uint64_t seed;
+	uint32_t threads;
+	bool gnn;
+	char weights[256];
+	double search_seconds;   /* timing */
+	double playouts_per_s;   /* timing */
+	/* provenance */
+	char version[32];
+	char model_sha256[65], topology_sha256[65];
+	char model_file[256], topology_file[256];
+};
+
+struct tp_plan {
+	TP_VEC(struct tp_plan_group) groups;
+	TP_VEC(uint32_t) ops;
+	TP_VEC(uint32_t) devs;
+	TP_VEC(double) shares;
+	TP_VEC(uint32_t) sfb;
+	int64_t global_batch;
+	uint32_t micro_batches; /* >= 1 */
+	enum tp_schedule schedule;
+	uint32_t virtual_stages; /* >= 1; > 1 only with INTERLEAVED */
+	uint32_t zero;           /* 0..3 */
+	enum tp_compression compression;
+	struct tp_plan_summary summary;
+};
+
+void tp_plan_init(struct tp_plan *p);
+void tp_plan_release(struct tp_plan *p);
+/* Drop all groups and the summary; keep pool capacity. */
+void tp_plan_clear(struct tp_plan *p);
+/* Deep copy src into dst (dst initialised). */
+enum tp_status tp_plan_copy(struct tp_plan *dst, const struct tp_plan *src,
+			    struct tp_error *err);
+
+/*
+ * Append a group.  ops/devs are copied; shares may be NULL for an even
+ * split.  dp * tp must equal n_devs.  Returns TP_OK and fills *index.
+ */
+enum tp_status tp_plan_add_group(struct tp_plan *p, const uint32_t *ops,
+				 uint32_t n_ops, const uint32_t *devs,
+				 uint32_t n_devs, uint32_t dp, uint32_t tp,
+				 const double *shares, uint32_t *index,
+				 struct tp_error *err);
+
+static inline uint32_t *tp_plan_group_ops(const struct tp_plan *p, uint32_t g)
+{
+	return p->ops.v + p->groups.v[g].op_first;
+}
+static inline uint32_t *tp_plan_group_devs(const struct tp_plan *p, uint32_t g)
+{
+	return p->devs.v + p->groups.v[g].dev_first;
+}
+static inline double *tp_plan_group_shares(const struct tp_plan *p, uint32_t g)
+{
+	return p->shares.v + p->groups.v[g].share_first;
+}
+static inline uint32_t *tp_plan_group_sfb(const struct tp_plan *p, uint32_t g)
+{
+	return p->sfb.v + p->groups.v[g].sfb_first;
+}
+
+/*
+ * Check the plan against its model and cluster: every op in exactly one
+ * group, device and op indices in range, no device twice in a group,
+ * dp * tp == devices, shares positive and summing to 1, tp dividing every
+ * op's tp_units, sp only with tp > 1, micro-batches dividing the batch
+ * into at least one sample per replica, schedule/virtual stages/ZeRO
+ * consistent.  TP_EINPUT with a JSON path ("$.groups[2].tp") and the fix.
+ */
+enum tp_status tp_plan_validate(const struct tp_plan *p,
+				const struct tp_model *m,
+				const struct tp_cluster *c,
+				struct tp_error *err);
+
+void tp_plan_summary_release(struct tp_plan_summary *s);
+
+const char *tp_sync_name(enum tp_sync s);
+int tp_sync_parse(const char *s);
+const char *tp_recompute_name(enum tp_recompute r);
+int tp_recompute_parse(const char *s);
+const char *tp_schedule_name(enum tp_schedule s);
+int tp_schedule_parse(const char *s);
+const char *tp_compression_name(enum tp_compression c);
+int tp_compression_parse(const char *s);
+const char *tp_lossy_name(enum tp_lossy l);
+int tp_lossy_parse(const char *s);
+
+#endif

@@ -1,0 +1,66 @@
+/*
+ * report.h - the report IR: what one simulated iteration of a plan gives.
+ *
+ * Filled by the simulator (src/sim/), written as tagplan-report/1 by
+ * src/io/, read back by `check`.  Per-device arrays have n_devices entries
+ * and are owned by the report (tp_report_init / tp_report_release).
+ */
+#ifndef TP_REPORT_H
+#define TP_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+
+/* What a device's peak memory is made of, bytes. */
+struct tp_memory_breakdown {
+	double weights, gradients, optimizer, activations, temporary, reserved;
+};
+
+struct tp_report_device {
+	double peak_memory_bytes;
+	double capacity_bytes;
+	double compute_s;       /* busy computing */
+	double communication_s; /* time its collectives/transfers were active
+				   and not hidden behind compute */
+	double idle_s;          /* iteration time - compute - exposed comm */
+	struct tp_memory_breakdown memory;
+};
+
+struct tp_report_link {
+	uint32_t link;      /* index into cluster->links */
+	double bytes;       /* carried per iteration, both directions */
+	double busy_s;      /* time with at least one flow */
+};
+
+struct tp_report {
+	bool feasible;
+	double iteration_time_s;
+	double throughput_samples_per_s;
+	double tokens_per_s; /* 0 without a sequence length */
+	double model_flop_per_iteration; /* model FLOP (fwd + bwd, counting
+					    recomputation as Megatron does) */
+	double tflops_per_device;        /* model FLOP / devices / time / 1e12 */
+	double mfu;                      /* model FLOP / (time * sum of peaks),
+					    recomputation not counted */
+	double bubble_fraction;          /* pipeline idle share, 0 without pp */
+	uint32_t n_devices;
+	struct tp_report_device *devices;
+	uint32_t n_links;
+	struct tp_report_link *links; /* only links that carried traffic */
+	/* when infeasible: the worst device and why */
+	uint32_t worst_device;  /* device index, or UINT32_MAX */
+	double over_bytes;      /* by how much it exceeds its capacity */
+	char reason[512];       /* one sentence: device, figure, dominant term,
+				   and the smallest change that would fit */
+	char approximations[512]; /* what this estimate leaves out */
+};
+
+void tp_report_init(struct tp_report *r);
+/* Allocate per-device storage (zeroed). */
+enum tp_status tp_report_alloc(struct tp_report *r, uint32_t n_devices,
+			       struct tp_error *err);
+void tp_report_release(struct tp_report *r);
+
+#endif

@@ -1,0 +1,65 @@
+/*
+ * strategy.h - uniform 3D strategies written as strings, and their
+ * expansion into a plan.
+ *
+ *   tp=8,pp=8,dp=16,mb=1,gbs=1536,schedule=interleaved:3,
+ *   recompute=selective,sp=on,zero=1
+ *
+ * Keys (all optional; defaults in brackets): tp [1], pp [1],
+ * dp [devices / (tp*pp)], mb micro-batch size per replica in samples [1],
+ * gbs global batch [the model's], schedule gpipe|1f1b|interleaved:V
+ * [1f1b], recompute none|selective|full [none], sp on|off [off],
+ * zero 0..3 [0], sync ring|hierarchical|ps [hierarchical when a replica
+ * set spans nodes, else ring].
+ *
+ * Expansion follows Megatron-LM's rank order (tensor fastest, then data,
+ * then pipeline): stage s uses devices [s*tp*dp, (s+1)*tp*dp) in topology
+ * order, replica r of it devices s*tp*dp + r*tp + [0, tp).  Layers are
+ * spread evenly over pp*V chunks, chunk c on stage c mod pp; ops before the
+ * first layer go to the first chunk and ops after the last to the last.
+ */
+#ifndef TP_STRATEGY_H
+#define TP_STRATEGY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster.h"
+#include "error.h"
+#include "model.h"
+#include "plan.h"
+
+struct tp_strategy {
+	uint32_t tp, pp, dp; /* dp 0 = derive from the device count */
+	uint32_t mb;
+	int64_t gbs;         /* 0 = the model's */
+	enum tp_schedule schedule;
+	uint32_t virtual_stages;
+	enum tp_recompute recompute;
+	bool sp;
+	uint32_t zero;
+	int sync; /* enum tp_sync, or -1 = automatic */
+};
+
+void tp_strategy_default(struct tp_strategy *s);
+
+/* Parse a strategy string.  TP_EUSAGE naming the key and the expected
+ * values for unknown keys, bad numbers and duplicate keys. */
+enum tp_status tp_strategy_parse(const char *text, struct tp_strategy *s,
+				 struct tp_error *err);
+
+/* Write s as a canonical string (all keys) into buf. */
+void tp_strategy_format(const struct tp_strategy *s, char *buf, size_t size);
+
+/*
+ * Expand into a plan for model m on cluster c (plan initialised; cleared
+ * first).  TP_EINPUT, naming the fix, when tp does not divide the heads,
+ * tp*pp*dp differs from the device count, the batch is not divisible by
+ * mb*dp, pp*V exceeds the layers, or the schedule is inconsistent.
+ */
+enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
+				   const struct tp_model *m,
+				   const struct tp_cluster *c,
+				   struct tp_plan *plan, struct tp_error *err);
+
+#endif

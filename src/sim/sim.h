@@ -1,0 +1,66 @@
+/*
+ * sim.h - the simulator: one training iteration of a plan on a cluster.
+ *
+ * Usage:
+ *   struct tp_sim *sim = tp_sim_new(model, cluster, &opts, &err);
+ *   struct tp_sim_scratch *s = tp_sim_scratch_new(sim);     one per thread
+ *   tp_sim_run(sim, plan, s, &report, NULL, &err);           many times
+ *   tp_sim_scratch_free(s); tp_sim_free(sim);
+ *
+ * tp_sim_new precomputes what does not depend on the plan (op times per
+ * device type, ...).  tp_sim_run is a pure function of (model, cluster,
+ * plan): it never modifies the sim, so several threads may run it at once,
+ * each with its own scratch.  The model and cluster are borrowed and must
+ * outlive the sim.
+ *
+ * Errors: TP_EINPUT (with a JSON path into the plan) when the plan is
+ * inconsistent with the model or cluster; an infeasible plan (out of
+ * memory on some device) is not an error: the report says feasible=false,
+ * names the device and why.
+ *
+ * The cost model, its constants and what it leaves out: src/sim/README.
+ */
+#ifndef TP_SIM_H
+#define TP_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/cluster.h"
+#include "../core/error.h"
+#include "../core/model.h"
+#include "../core/plan.h"
+#include "../core/report.h"
+#include "../core/strbuf.h"
+
+struct tp_sim;
+struct tp_sim_scratch;
+
+struct tp_sim_options {
+	bool validate; /* run tp_plan_validate first (default true) */
+};
+
+void tp_sim_options_default(struct tp_sim_options *o);
+
+struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
+			  const struct tp_sim_options *o,
+			  struct tp_error *err);
+void tp_sim_free(struct tp_sim *sim);
+
+struct tp_sim_scratch *tp_sim_scratch_new(const struct tp_sim *sim);
+void tp_sim_scratch_free(struct tp_sim_scratch *s);
+
+/*
+ * Simulate one iteration of plan.  report is (re)filled; it must have been
+ * tp_report_init'ed.  When trace != NULL a Chrome trace-event JSON
+ * document (one track per device and per link) is appended to it.
+ */
+enum tp_status tp_sim_run(const struct tp_sim *sim, const struct tp_plan *plan,
+			  struct tp_sim_scratch *scratch,
+			  struct tp_report *report, struct tp_strbuf *trace,
+			  struct tp_error *err);
+
+/* Simulated tasks processed by this scratch so far (for speed figures). */
+uint64_t tp_sim_scratch_tasks(const struct tp_sim_scratch *s);
+
+#endif

@@ -1,0 +1,189 @@
+#include "util.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *env_or(const char *name, const char *dflt)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : dflt;
+}
+
+static void append(char **buf, size_t *len, size_t *cap, const char *d,
+		   size_t n)
+{
+	if (*len + n + 1 > *cap) {
+		size_t nc = (*cap ? *cap : 4096);
+		while (nc < *len + n + 1)
+			nc *= 2;
+		*buf = realloc(*buf, nc);
+		ck_assert_ptr_nonnull(*buf);
+		*cap = nc;
+	}
+	memcpy(*buf + *len, d, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+}
+
+void tp_run_tagplan(struct tp_run *r, const char *const *argv,
+		    const char *stdin_data)
+{
+	const char *bin = env_or("TAGPLAN_BIN", "./tagplan");
+	int in[2], out[2], err[2], st;
+	size_t ocap = 0, ecap = 0, inlen = stdin_data ? strlen(stdin_data) : 0,
+	       inoff = 0;
+	pid_t pid;
+	int n = 0;
+	char **av;
+
+	memset(r, 0, sizeof(*r));
+	while (argv[n])
+		n++;
+	av = calloc((size_t)n + 1, sizeof(*av));
+	ck_assert_ptr_nonnull(av);
+	av[0] = (char *)bin;
+	for (int i = 1; i < n; i++)
+		av[i] = (char *)argv[i];
+	ck_assert_int_eq(pipe(in), 0);
+	ck_assert_int_eq(pipe(out), 0);
+	ck_assert_int_eq(pipe(err), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		close(in[1]);
+		close(out[0]);
+		close(err[0]);
+		execv(bin, av);
+		_exit(127);
+	}
+	free(av);
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	signal(SIGPIPE, SIG_IGN);
+	if (!inlen) {
+		close(in[1]);
+		in[1] = -1;
+	}
+	append(&r->out, &r->out_len, &ocap, "", 0);
+	append(&r->err, &r->err_len, &ecap, "", 0);
+	for (int open_fds = 2; open_fds > 0;) {
+		struct pollfd p[3] = {{out[0], POLLIN, 0},
+				      {err[0], POLLIN, 0},
+				      {in[1], POLLOUT, 0}};
+		char buf[65536];
+		ssize_t k;
+		if (poll(p, in[1] >= 0 ? 3 : 2, -1) < 0)
+			continue;
+		for (int i = 0; i < 2; i++) {
+			if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP)))
+				continue;
+			k = read(p[i].fd, buf, sizeof(buf));
+			if (k <= 0) {
+				close(p[i].fd);
+				if (i == 0)
+					out[0] = -1;
+				else
+					err[0] = -1;
+				open_fds--;
+			} else if (i == 0) {
+				append(&r->out, &r->out_len, &ocap, buf,
+				       (size_t)k);
+			} else {
+				append(&r->err, &r->err_len, &ecap, buf,
+				       (size_t)k);
+			}
+		}
+		if (in[1] >= 0 && (p[2].revents & (POLLOUT | POLLERR))) {
+			k = write(in[1], stdin_data + inoff, inlen - inoff);
+			if (k > 0)
+				inoff += (size_t)k;
+			if (k <= 0 || inoff == inlen) {
+				close(in[1]);
+				in[1] = -1;
+			}
+		}
+		if (out[0] < 0 && err[0] < 0)
+			break;
+	}
+	if (in[1] >= 0)
+		close(in[1]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void tp_run_free(struct tp_run *r)
+{
+	free(r->out);
+	free(r->err);
+	memset(r, 0, sizeof(*r));
+}
+
+static const char *rotate(const char *base, const char *rel)
+{
+	static char bufs[8][1024];
+	static int k;
+	char *b = bufs[k++ & 7];
+
+	snprintf(b, 1024, "%s/%s", base, rel);
+	return b;
+}
+
+const char *tp_test_path(const char *rel)
+{
+	return rotate(env_or("TAGPLAN_TESTS", "tests"), rel);
+}
+
+const char *tp_data_file(const char *rel)
+{
+	return rotate(env_or("TAGPLAN_DATA", "data"), rel);
+}
+
+const char *tp_test_tmpdir(void)
+{
+	static char dir[256];
+
+	snprintf(dir, sizeof(dir), "/tmp/tagplan-test-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	return dir;
+}
+
+char *tp_test_read(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t n = 0, cap = 0, k;
+	char tmp[65536];
+
+	if (!f)
+		return NULL;
+	while ((k = fread(tmp, 1, sizeof(tmp), f)) > 0)
+		append(&buf, &n, &cap, tmp, k);
+	fclose(f);
+	if (!buf)
+		append(&buf, &n, &cap, "", 0);
+	if (len)
+		*len = n;
+	return buf;
+}
+
+int tp_test_write(const char *path, const char *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fwrite(data, 1, len, f) == len;
+	return (fclose(f) == 0 && ok) ? 0 : -1;
+}

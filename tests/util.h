@@ -1,0 +1,37 @@
+/*
+ * util.h - shared helpers for the Check tests.
+ *
+ * Command tests run the tagplan binary named by $TAGPLAN_BIN (the Makefile
+ * sets it, and TAGPLAN_DATA / TAGPLAN_TESTS to the data and tests folders).
+ */
+#ifndef TP_TESTS_UTIL_H
+#define TP_TESTS_UTIL_H
+
+#include <stddef.h>
+
+struct tp_run {
+	int status; /* exit code, or 128 + signal */
+	char *out;  /* captured stdout, NUL-terminated (caller frees) */
+	char *err;  /* captured stderr */
+	size_t out_len, err_len;
+};
+
+/* Run $TAGPLAN_BIN with argv (NULL-terminated, argv[0] is ignored),
+ * feeding stdin_data (may be NULL) and capturing stdout and stderr. */
+void tp_run_tagplan(struct tp_run *r, const char *const *argv,
+		    const char *stdin_data);
+void tp_run_free(struct tp_run *r);
+
+/* Path of a file under tests/ or data/ (static buffer rotation of 8). */
+const char *tp_test_path(const char *rel);
+const char *tp_data_file(const char *rel);
+/* A fresh temporary directory for this test (removed by the OS /tmp
+ * policy; tests do not rely on cleanup). */
+const char *tp_test_tmpdir(void);
+
+/* Read a whole file; NULL when it cannot be read.  Caller frees. */
+char *tp_test_read(const char *path, size_t *len);
+/* Write a whole file; 0 on success. */
+int tp_test_write(const char *path, const char *data, size_t len);
+
+#endif
