@@ -99,6 +99,7 @@ enum tp_status tp_cluster_add_node(struct tp_cluster *c, const char *name,
 	n.first_device = (uint32_t)c->devices.n;
 	n.fabric_vertex = TP_NONE;
 	n.nic_vertex = TP_NONE;
+	n.network_link = TP_NONE;
 	r = tp_strmap_put(&c->node_by_name, n.name, idx, NULL);
 	if (r < 0)
 		return tp_error_set(err, TP_ENOMEM, "out of memory");
@@ -401,4 +402,97 @@ int tp_link_kind_parse(const char *s)
 		if (strcmp(link_names[i], s) == 0)
 			return i;
 	return -1;
+}
+
+enum tp_status tp_cluster_build_node(struct tp_cluster *c, const char *name,
+				     uint32_t type, uint32_t count,
+				     enum tp_link_kind fabric_kind,
+				     double fabric_bw_Bps,
+				     double fabric_latency_s, uint32_t n_nics,
+				     double nic_bw_Bps, double nic_latency_s,
+				     uint32_t *index, struct tp_error *err)
+{
+	enum tp_status st;
+	uint32_t node, d;
+	struct tp_node *n;
+
+	if (type >= c->types.n)
+		return tp_error_set(err, TP_EINTERNAL, "unknown device type");
+	st = tp_cluster_add_node(c, name, &node, err);
+	if (st)
+		return st;
+	n = &c->nodes.v[node];
+	n->fabric_kind = fabric_kind;
+	n->fabric_bw_Bps = fabric_bw_Bps;
+	n->fabric_latency_s = fabric_latency_s;
+	n->n_nics = n_nics;
+	n->nic_bw_Bps = nic_bw_Bps;
+	n->nic_latency_s = nic_latency_s;
+	n->network_link = TP_NONE;
+	if (fabric_bw_Bps > 0) {
+		n->fabric_vertex = tp_cluster_add_vertex(c, TP_VERTEX_FABRIC);
+		if (n->fabric_vertex == TP_NONE)
+			return tp_error_set(err, TP_ENOMEM, "out of memory");
+	}
+	if (n_nics > 0 && nic_bw_Bps > 0) {
+		n->nic_vertex = tp_cluster_add_vertex(c, TP_VERTEX_NIC);
+		if (n->nic_vertex == TP_NONE)
+			return tp_error_set(err, TP_ENOMEM, "out of memory");
+	}
+	for (uint32_t k = 0; k < count; k++) {
+		st = tp_cluster_add_device(c, node, type, NULL, &d, err);
+		if (st)
+			return st;
+		n = &c->nodes.v[node];
+		if (n->fabric_vertex != TP_NONE) {
+			st = tp_cluster_add_link(c, c->devices.v[d].vertex,
+						 n->fabric_vertex, fabric_bw_Bps,
+						 fabric_latency_s / 2,
+						 fabric_kind, err);
+			if (st)
+				return st;
+		}
+		if (n->nic_vertex != TP_NONE) {
+			st = tp_cluster_add_link(c, c->devices.v[d].vertex,
+						 n->nic_vertex, nic_bw_Bps, 0,
+						 TP_LINK_NIC, err);
+			if (st)
+				return st;
+		}
+	}
+	if (index)
+		*index = node;
+	return TP_OK;
+}
+
+enum tp_status tp_cluster_connect_star(struct tp_cluster *c,
+				       double oversubscription, uint32_t *sw,
+				       struct tp_error *err)
+{
+	uint32_t v;
+	enum tp_status st;
+
+	if (!(oversubscription >= 1) || !isfinite(oversubscription))
+		return tp_error_set(err, TP_EINPUT,
+				    "oversubscription must be at least 1");
+	v = tp_cluster_add_vertex(c, TP_VERTEX_SWITCH);
+	if (v == TP_NONE)
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	c->oversubscription = oversubscription;
+	for (uint32_t i = 0; i < c->nodes.n; i++) {
+		struct tp_node *n = &c->nodes.v[i];
+		if (n->nic_vertex == TP_NONE || n->network_link != TP_NONE)
+			continue;
+		st = tp_cluster_add_link(c, n->nic_vertex, v,
+					 n->n_nics * n->nic_bw_Bps /
+						 oversubscription,
+					 n->nic_latency_s / 2, TP_LINK_NETWORK,
+					 err);
+		if (st)
+			return st;
+		c->nodes.v[i].network_link = (uint32_t)c->links.n - 1;
+	}
+	if (sw)
+		*sw = v;
+	return TP_OK;
 }

@@ -84,10 +84,14 @@ struct tp_node {
 	const char *name;
 	uint32_t first_device, n_devices; /* devices are contiguous */
 	uint32_t fabric_vertex;           /* TP_NONE when none */
+	enum tp_link_kind fabric_kind;    /* NVSWITCH, PCIE, ... */
+	double fabric_bw_Bps;     /* per device, per direction */
+	double fabric_latency_s;  /* device to device through the fabric */
 	uint32_t nic_vertex;              /* TP_NONE when none */
 	uint32_t n_nics;
-	double nic_bw_Bps; /* per NIC */
-	double nic_latency_s;
+	double nic_bw_Bps; /* per NIC, per direction */
+	double nic_latency_s; /* device to network */
+	uint32_t network_link;  /* link NIC -> network, TP_NONE when none */
 };
 
 struct tp_link {
@@ -152,6 +156,37 @@ enum tp_status tp_cluster_add_link(struct tp_cluster *c, uint32_t a,
 				   uint32_t b, double bw_Bps, double latency_s,
 				   enum tp_link_kind kind,
 				   struct tp_error *err);
+
+/*
+ * Convenience builders used by the topology loader and the presets.
+ *
+ * tp_cluster_build_node adds a node named `name` with `count` devices of
+ * type `type`; when fabric_bw_Bps > 0 a fabric vertex of fabric_kind joins
+ * every device (each device-fabric link carries fabric_bw_Bps and half of
+ * fabric_latency_s, so a device-to-device hop costs fabric_latency_s);
+ * when n_nics > 0 a NIC vertex is added, each device linked to it with one
+ * NIC's bandwidth (capped by the fabric when the NIC hangs off PCIe is the
+ * caller's business) and no latency.  The node is not yet connected to
+ * any network.
+ */
+enum tp_status tp_cluster_build_node(struct tp_cluster *c, const char *name,
+				     uint32_t type, uint32_t count,
+				     enum tp_link_kind fabric_kind,
+				     double fabric_bw_Bps,
+				     double fabric_latency_s, uint32_t n_nics,
+				     double nic_bw_Bps, double nic_latency_s,
+				     uint32_t *index, struct tp_error *err);
+
+/*
+ * Join every node that has a NIC vertex and no network link yet to a new
+ * switch vertex: the NIC-switch link carries n_nics * nic_bw_Bps /
+ * oversubscription and half the node's nic_latency_s, so between two
+ * nodes of equal nic_latency_s a message pays exactly nic_latency_s one
+ * way.  Returns the switch vertex in *sw (may be NULL).
+ */
+enum tp_status tp_cluster_connect_star(struct tp_cluster *c,
+				       double oversubscription, uint32_t *sw,
+				       struct tp_error *err);
 
 /*
  * Check and derive routes.  TP_EINPUT when there are no devices or when a
