@@ -85,15 +85,16 @@ check: $(BIN) $(CHECKBIN)
 
 SAN = -fsanitize=address,undefined -fno-omit-frame-pointer \
       -fno-sanitize-recover=undefined
+ASAN_BUILD ?= build/asan
 asan:
-	$(MAKE) BUILD=build/asan BIN=build/asan/tagplan OPT="-O1 -g $(SAN)" \
-		LDFLAGS="$(SAN)" build/asan/tagplan build/asan/tests/check_tagplan
+	$(MAKE) BUILD=$(ASAN_BUILD) BIN=$(ASAN_BUILD)/tagplan OPT="-O1 -g $(SAN)" \
+		LDFLAGS="$(SAN)" $(ASAN_BUILD)/tagplan $(ASAN_BUILD)/tests/check_tagplan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 	LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp):print_suppressions=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	CK_TIMEOUT_MULTIPLIER=10 \
-	TAGPLAN_BIN=$(abspath build/asan/tagplan) TAGPLAN_DATA=$(abspath data) \
-	TAGPLAN_TESTS=$(abspath tests) build/asan/tests/check_tagplan
+	TAGPLAN_BIN=$(abspath $(ASAN_BUILD)/tagplan) TAGPLAN_DATA=$(abspath data) \
+	TAGPLAN_TESTS=$(abspath tests) $(ASAN_BUILD)/tests/check_tagplan
 
 BENCH_BIN = $(BENCH_SRC:%.c=$(BUILD)/%)
 $(BUILD)/bench/%: bench/%.c $(LIB)
