@@ -1,0 +1,128 @@
+/*
+ * io.h - files <-> IR: strict JSON reading with precise error locations,
+ * loaders and writers for the four tagplan formats, atomic output, and the
+ * data directory.
+ *
+ * Formats (version 1, documented in man/tagplan-formats.5 and as JSON
+ * Schema in data/schema/): "tagplan-model/1", "tagplan-topology/1",
+ * "tagplan-plan/1", "tagplan-report/1".  Every document carries "format".
+ *
+ * Errors: syntax errors fill err->line/column ("file:line:column: msg");
+ * semantic errors fill err->path ("$.ops[3].kind") and say what was
+ * expected; err->file is the file name given.  Unknown fields are
+ * warnings (appended, one per line, to opts->warnings when non-NULL), and
+ * errors under opts->strict.  Nothing is left half-loaded: on failure the
+ * output IR is released and re-initialised.
+ *
+ * Ownership: loaders fill caller-initialised IR structs (tp_model_init,
+ * ...); writers append to a caller's strbuf.  No cJSON type appears here.
+ */
+#ifndef TP_IO_H
+#define TP_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../core/cluster.h"
+#include "../core/error.h"
+#include "../core/model.h"
+#include "../core/plan.h"
+#include "../core/report.h"
+#include "../core/strbuf.h"
+
+#define TP_IO_DEFAULT_MAX_BYTES ((size_t)1 << 30) /* 1 GiB */
+#define TP_IO_DEFAULT_MAX_DEPTH 64
+
+struct tp_load_options {
+	bool strict;              /* unknown fields are errors */
+	size_t max_bytes;         /* file size limit; 0 = default */
+	int max_depth;            /* nesting limit; 0 = default */
+	struct tp_strbuf *warnings; /* NULL: warnings are dropped */
+};
+
+void tp_load_options_default(struct tp_load_options *o);
+
+/* The kind of document a file holds, from its "format" field. */
+enum tp_format_kind {
+	TP_FORMAT_UNKNOWN,
+	TP_FORMAT_MODEL,
+	TP_FORMAT_TOPOLOGY,
+	TP_FORMAT_PLAN,
+	TP_FORMAT_REPORT
+};
+
+/* Read a whole file ("-" is stdin) refusing more than max_bytes (0 =
+ * default).  *data is NUL-terminated, caller frees.  TP_EIO/TP_ELIMIT. */
+enum tp_status tp_file_read(const char *path, size_t max_bytes, char **data,
+			    size_t *len, struct tp_error *err);
+
+/* Write data to path atomically: a temporary file in the same directory,
+ * fsync, rename.  "-" writes to stdout.  A failure leaves any existing
+ * file at path untouched.  TP_EIO naming the path. */
+enum tp_status tp_file_write_atomic(const char *path, const char *data,
+				    size_t len, struct tp_error *err);
+
+/* Which format a document claims, after a strict parse (TP_EINPUT on
+ * syntax errors or a missing/unknown "format"). */
+enum tp_status tp_format_detect(const char *name, const char *text,
+				size_t len, const struct tp_load_options *o,
+				enum tp_format_kind *kind,
+				struct tp_error *err);
+
+/* Model: load (and tp_model_finalize) / write. */
+enum tp_status tp_model_load(const char *name, const char *text, size_t len,
+			     const struct tp_load_options *o,
+			     struct tp_model *m, struct tp_error *err);
+enum tp_status tp_model_load_file(const char *path,
+				  const struct tp_load_options *o,
+				  struct tp_model *m, struct tp_error *err);
+void tp_model_write(const struct tp_model *m, struct tp_strbuf *out);
+
+/* Topology: load (device types resolved against the built-in presets of
+ * data/devices.json plus the file's own "device_types"; then
+ * tp_cluster_finalize) / write. */
+enum tp_status tp_topology_load(const char *name, const char *text,
+				size_t len, const struct tp_load_options *o,
+				struct tp_cluster *c, struct tp_error *err);
+enum tp_status tp_topology_load_file(const char *path,
+				     const struct tp_load_options *o,
+				     struct tp_cluster *c,
+				     struct tp_error *err);
+void tp_topology_write(const struct tp_cluster *c, struct tp_strbuf *out);
+
+/* The built-in device types (data/devices.json), added to c.  Idempotent
+ * per cluster. */
+enum tp_status tp_devices_load_builtin(struct tp_cluster *c,
+				       struct tp_error *err);
+
+/* Plan: ops and devices are named in the file and resolved against m and
+ * c (unknown names are errors with the path); then tp_plan_validate. */
+enum tp_status tp_plan_load(const char *name, const char *text, size_t len,
+			    const struct tp_model *m,
+			    const struct tp_cluster *c,
+			    const struct tp_load_options *o,
+			    struct tp_plan *p, struct tp_error *err);
+enum tp_status tp_plan_load_file(const char *path, const struct tp_model *m,
+				 const struct tp_cluster *c,
+				 const struct tp_load_options *o,
+				 struct tp_plan *p, struct tp_error *err);
+void tp_plan_write(const struct tp_plan *p, const struct tp_model *m,
+		   const struct tp_cluster *c, struct tp_strbuf *out);
+
+/* Report. */
+void tp_report_write(const struct tp_report *r, const struct tp_cluster *c,
+		     struct tp_strbuf *out);
+enum tp_status tp_report_load(const char *name, const char *text, size_t len,
+			      const struct tp_load_options *o,
+			      struct tp_report *r, struct tp_error *err);
+
+/*
+ * Find a file of tagplan's data directory: $TAGPLAN_DATA, else "data"
+ * next to the running binary (a build tree), else the installed
+ * $(PREFIX)/share/tagplan.  Writes the full path of rel into out;
+ * TP_EIO when no data directory holds it.
+ */
+enum tp_status tp_data_path(const char *rel, char *out, size_t size,
+			    struct tp_error *err);
+
+#endif
