@@ -6,7 +6,37 @@
  * All builders fill caller-initialised IR (tp_model_init /
  * tp_cluster_init) and finalize it; on failure the IR is released and
  * re-initialised and err says which field or argument is wrong.
- * Granularity and FLOP/byte conventions: src/io/README.
+ *
+ * Model conventions (all builders):
+ *  - Costs are per sample (one sequence of seq tokens; one image).  FLOP
+ *    counts a multiply-add as 2 FLOP (torchvision's and thop's "FLOPS"/
+ *    "MACs" count it as 1: our CNN totals are 2 x theirs, plus the
+ *    elementwise ops they leave out).  Backward FLOP = 2 x forward.
+ *  - Transformers: one op per Megatron sub-layer: ln1, qkv (column, units
+ *    = KV heads), attn (sharded, selective_recompute), proj (row), drop1
+ *    (dropout + residual), ln2, fc1 (column), gelu/relu/swiglu/geglu
+ *    (sharded), fc2 (row), drop2; "res1"/"res2" instead of drop1/drop2
+ *    when the architecture has no dropout; encoder-decoder blocks add
+ *    cross_ln, cross_q, cross_kv, cross_attn, cross_proj, cross_drop.  Op
+ *    names are "layer<i>.<sub-layer>"; "layer" = block index (decoder
+ *    blocks of encoder-decoder models continue after the encoder's), the
+ *    embedding, final norm, LM head and loss have layer -1 (first/last
+ *    pipeline stage by their position).  FLOP: QKV 2sh(h + 2kv*h/a),
+ *    attention 4s^2 h (Megatron's count; causal masking is not halved),
+ *    projection 2sh^2, MLP 2sh*ffn per GEMM, LM head 2shV; norms and
+ *    elementwise ops a few FLOP per element (memory bound, their
+ *    memory_bytes are the bytes read + written).  Saved activations follow
+ *    Korthikanti et al. 2022: a GPT block saves 34sh + 5as^2 bytes in
+ *    16-bit (ln1 4sh, qkv 6sh, attn 5as^2, proj 2sh, drop1 sh, ln2 4sh,
+ *    fc1 8sh, gelu 8sh, drop2 sh), of which the ops with tp_split none
+ *    (10sh) stay whole under tensor parallelism and the rest splits.  The
+ *    LM head is tied to the embedding (counted once, in "embedding") for
+ *    GPT; the loss keeps the fp32 softmax (4sV bytes).
+ *  - Mixture of experts: per layer a "router" op, E experts as separate
+ *    ops ("layer<i>.expert<j>.fc1/act/fc2", each on s*k/E tokens with
+ *    balanced routing) and a "combine" op.
+ *  - Parameters are counted as HuggingFace/torchvision count them
+ *    (learnable weights; BatchNorm running statistics excluded).
  */
 #ifndef TP_BUILD_H
 #define TP_BUILD_H
@@ -26,6 +56,12 @@ struct tp_gpt_dims {
 	const char *name;    /* NULL = "gpt" */
 };
 
+/* Zero everything and set dtype bf16. */
+void tp_gpt_dims_default(struct tp_gpt_dims *d);
+
+/* A GPT in m (initialised).  ffn 0 = 4 * hidden, kv_heads 0 = heads.
+ * TP_EINPUT naming the dimension when one is out of range or heads do
+ * not divide hidden or kv_heads does not divide heads. */
 enum tp_status tp_build_gpt(const struct tp_gpt_dims *d, struct tp_model *m,
 			    struct tp_error *err);
 
