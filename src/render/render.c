@@ -1,0 +1,897 @@
+/*
+ * render.c - scene -> cgraph graph -> DOT text, or SVG/PNG/PDF through
+ * gvc (see render.h).
+ */
+#include "render.h"
+
+#include <ctype.h>
+#include <gvc.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/vec.h"
+#include "scene.h"
+
+/* cgraph's API takes char * for strings it only reads: the one cast. */
+static char *cs(const char *s)
+{
+	return (char *)s;
+}
+
+static void set(void *obj, const char *name, const char *value)
+{
+	agsafeset(obj, cs(name), cs(value), cs(""));
+}
+
+/* Fill colours per device type (ColorBrewer Set3, light enough for black
+ * text) and line colours per stage (ColorBrewer Dark2 and Set1). */
+static const char *const type_colors[] = {
+	"#8dd3c7", "#ffffb3", "#bebada", "#80b1d3", "#fdb462",
+	"#b3de69", "#fccde5", "#d9d9d9", "#bc80bd", "#ccebc5"};
+static const char *const stage_colors[] = {
+	"#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02",
+	"#a6761d", "#377eb8", "#984ea3", "#4daf4a", "#666666", "#a65628"};
+#define N_TYPE_COLORS (sizeof(type_colors) / sizeof(type_colors[0]))
+#define N_STAGE_COLORS (sizeof(stage_colors) / sizeof(stage_colors[0]))
+
+/* Stage edges drawn at most; above this, device labels name their stages
+ * and the stage boxes stand alone (the picture stays readable). */
+#define MAX_STAGE_EDGES 64
+
+void tp_render_options_default(struct tp_render_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->collapse = TP_COLLAPSE_AUTO;
+	o->collapse_above = 64;
+	o->max_classes = 24;
+}
+
+static const char *const format_names[TP_RENDER_FORMAT_COUNT] = {
+	"dot", "svg", "png", "pdf"};
+
+const char *tp_render_format_name(enum tp_render_format f)
+{
+	return (unsigned)f < TP_RENDER_FORMAT_COUNT ? format_names[f] : "?";
+}
+
+int tp_render_format_parse(const char *name)
+{
+	for (int i = 0; i < TP_RENDER_FORMAT_COUNT; i++)
+		if (strcmp(name, format_names[i]) == 0)
+			return i;
+	if (strcmp(name, "gv") == 0)
+		return TP_RENDER_DOT;
+	return -1;
+}
+
+int tp_render_format_from_path(const char *fname)
+{
+	const char *dot = strrchr(fname, '.'), *slash = strrchr(fname, '/');
+	char ext[8];
+	size_t n;
+
+	if (!dot || (slash && dot < slash))
+		return -1;
+	n = strlen(dot + 1);
+	if (n == 0 || n >= sizeof(ext))
+		return -1;
+	for (size_t i = 0; i <= n; i++)
+		ext[i] = (char)tolower((unsigned char)dot[1 + i]);
+	return tp_render_format_parse(ext);
+}
+
+/* Label text: Graphviz reads backslash escapes in labels (\n, \l), so a
+ * literal backslash in a name is doubled. */
+static void add_text(struct tp_strbuf *sb, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			tp_strbuf_addc(sb, '\\');
+		tp_strbuf_addc(sb, *s);
+	}
+}
+
+static void add_si(struct tp_strbuf *sb, double v, const char *unit)
+{
+	char buf[48];
+	tp_render_fmt_si(buf, sizeof(buf), v, unit);
+	tp_strbuf_adds(sb, buf);
+}
+
+static void add_pct(struct tp_strbuf *sb, double f)
+{
+	tp_strbuf_addf(sb, "%.0f%%", 100 * f);
+}
+
+static void vertex_name(const struct tp_cluster *c, uint32_t v, char *buf,
+			size_t size)
+{
+	for (size_t d = 0; d < c->devices.n; d++)
+		if (c->devices.v[d].vertex == v) {
+			snprintf(buf, size, "%s", c->devices.v[d].name);
+			return;
+		}
+	for (size_t n = 0; n < c->nodes.n; n++) {
+		if (c->nodes.v[n].fabric_vertex == v) {
+			snprintf(buf, size, "%s/%s", c->nodes.v[n].name,
+				 tp_link_kind_name(c->nodes.v[n].fabric_kind));
+			return;
+		}
+		if (c->nodes.v[n].nic_vertex == v) {
+			snprintf(buf, size, "%s/nic", c->nodes.v[n].name);
+			return;
+		}
+	}
+	snprintf(buf, size, "%s%u",
+		 c->vertex_kind.v[v] == TP_VERTEX_SWITCH ? "switch" : "vertex",
+		 v);
+}
+
+/* Build the graph's title lines. */
+static void title(const struct tp_scene *s, const struct tp_render_options *o,
+		  struct tp_strbuf *sb)
+{
+	const struct tp_plan *p = s->plan;
+	const struct tp_cluster *c = s->cluster;
+	const struct tp_report *r = s->report;
+	const struct tp_plan_summary *sm = &p->summary;
+
+	if (o->title)
+		add_text(sb, o->title);
+	else {
+		add_text(sb, s->model->name && *s->model->name ? s->model->name
+							     : "model");
+		tp_strbuf_adds(sb, " on ");
+		add_text(sb, c->name && *c->name ? c->name : "cluster");
+	}
+	tp_strbuf_addf(sb, " (%zu devices, %zu nodes)\\n", c->devices.n,
+		       c->nodes.n);
+	if (r || sm->valid) {
+		double it = r ? r->iteration_time_s : sm->iteration_time_s;
+		double th = r ? r->throughput_samples_per_s
+			      : sm->throughput_samples_per_s;
+		double mfu = r ? r->mfu : sm->mfu;
+
+		tp_strbuf_adds(sb, "iteration ");
+		add_si(sb, it, "s");
+		tp_strbuf_adds(sb, ", ");
+		add_si(sb, th, "samples/s");
+		tp_strbuf_adds(sb, ", MFU ");
+		tp_strbuf_addf(sb, "%.1f%%", 100 * mfu);
+		tp_strbuf_adds(sb, r ? " (simulated)\\n" : " (plan summary)\\n");
+	} else {
+		tp_strbuf_adds(sb, "no figures: the plan has no summary "
+				   "(render with -m and -t to simulate)\\n");
+	}
+	tp_strbuf_addf(sb, "batch %lld in %u micro-batches, %s",
+		       (long long)p->global_batch, p->micro_batches,
+		       tp_schedule_name(p->schedule));
+	if (p->schedule == TP_SCHEDULE_INTERLEAVED)
+		tp_strbuf_addf(sb, ":%u", p->virtual_stages);
+	tp_strbuf_addf(sb, ", ZeRO %u, compression %s\\n", p->zero,
+		       tp_compression_name(p->compression));
+	if (s->feasible_known && !s->feasible) {
+		const char *why = r ? r->reason : sm->infeasible_reason;
+		tp_strbuf_adds(sb, "DOES NOT FIT");
+		if (why && *why) {
+			tp_strbuf_adds(sb, ": ");
+			add_text(sb, why);
+		}
+		tp_strbuf_adds(sb, "\\n");
+	}
+	if (s->bn_device != TP_NONE) {
+		tp_strbuf_adds(sb, "bottleneck (red): device ");
+		add_text(sb, c->devices.v[s->bn_device].name);
+		tp_strbuf_adds(sb, " computing ");
+		add_pct(sb, s->bn_fraction);
+		tp_strbuf_adds(sb, " of the iteration\\n");
+	} else if (s->bn_link != TP_NONE) {
+		char a[300], b[300];
+		const struct tp_link *l = &c->links.v[s->bn_link];
+
+		vertex_name(c, l->a, a, sizeof(a));
+		vertex_name(c, l->b, b, sizeof(b));
+		tp_strbuf_adds(sb, "bottleneck (red): link ");
+		add_text(sb, a);
+		tp_strbuf_adds(sb, " - ");
+		add_text(sb, b);
+		tp_strbuf_adds(sb, " busy ");
+		add_pct(sb, s->bn_fraction);
+		tp_strbuf_adds(sb, " of the iteration\\n");
+	}
+	if (s->collapsed)
+		tp_strbuf_adds(sb, s->roles_merged
+					   ? "identical nodes and devices drawn "
+					     "once with a count (roles merged: "
+					     "device labels list their stages)\\n"
+					   : "identical nodes and devices drawn "
+					     "once with a count; figures are "
+					     "ranges over them\\n");
+}
+
+/* "a" or "a-b" for a range of figures. */
+static void add_range(struct tp_strbuf *sb, double lo, double hi,
+		      const char *unit)
+{
+	char a[48], b[48];
+
+	tp_render_fmt_si(a, sizeof(a), lo, unit);
+	tp_render_fmt_si(b, sizeof(b), hi, unit);
+	if (strcmp(a, b) == 0) {
+		tp_strbuf_adds(sb, a);
+		return;
+	}
+	/* "61.2-61.9 GB": drop the unit of the low end when it is the same */
+	tp_render_fmt_si(a, sizeof(a), lo, "");
+	{
+		const char *ua = strrchr(a, ' ');
+		const char *ub = strrchr(b, ' ');
+		char la[48];
+		size_t n = ua ? (size_t)(ua - a) : strlen(a);
+
+		if (n >= sizeof(la))
+			n = sizeof(la) - 1;
+		memcpy(la, a, n);
+		la[n] = '\0';
+		if (ua && ub && strncmp(ua + 1, ub + 1, 1) == 0 &&
+		    strlen(ua + 1) <= 1) {
+			tp_strbuf_addf(sb, "%s-%s", la, b);
+			return;
+		}
+		tp_render_fmt_si(a, sizeof(a), lo, unit);
+		tp_strbuf_addf(sb, "%s - %s", a, b);
+	}
+}
+
+static void add_pct_range(struct tp_strbuf *sb, double lo, double hi)
+{
+	long a = lround(100 * lo), b = lround(100 * hi);
+	if (a == b)
+		tp_strbuf_addf(sb, "%ld%%", a);
+	else
+		tp_strbuf_addf(sb, "%ld-%ld%%", a, b);
+}
+
+/* Stage ids per item (sorted unique pairs item<<32|stage). */
+struct item_stages {
+	uint64_t *v;
+	size_t n;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int item_stages_build(const struct tp_scene *s, struct item_stages *is)
+{
+	const struct tp_cluster *c = s->cluster;
+	size_t n = 0, k = 0;
+
+	is->v = tp_calloc(s->dev_stages.n ? s->dev_stages.n : 1,
+			  sizeof(uint64_t));
+	if (!is->v)
+		return -1;
+	for (size_t d = 0; d < c->devices.n; d++) {
+		uint64_t it = s->vertex_item[c->devices.v[d].vertex];
+		for (uint32_t i = 0; i < s->dev_stage_n[d]; i++)
+			is->v[n++] = it << 32 |
+				     s->dev_stages.v[s->dev_stage_first[d] + i];
+	}
+	qsort(is->v, n, sizeof(uint64_t), cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || is->v[k - 1] != is->v[i])
+			is->v[k++] = is->v[i];
+	is->n = k;
+	return 0;
+}
+
+static void add_item_stages(struct tp_strbuf *sb, const struct item_stages *is,
+			    uint32_t item, bool placements)
+{
+	size_t lo = 0, hi = is->n, cnt = 0, first;
+
+	while (lo < hi) { /* first pair of this item */
+		size_t mid = (lo + hi) / 2;
+		if ((is->v[mid] >> 32) < item)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	first = lo;
+	while (first + cnt < is->n && (is->v[first + cnt] >> 32) == item)
+		cnt++;
+	if (cnt == 0) {
+		tp_strbuf_adds(sb, "\\nidle (no group)");
+		return;
+	}
+	tp_strbuf_addf(sb, "\\n%s%s ", placements ? "placement" : "stage",
+		       cnt > 1 ? "s" : "");
+	for (size_t i = 0; i < cnt && i < 6; i++)
+		tp_strbuf_addf(sb, "%s%u", i ? ", " : "",
+			       (uint32_t)(is->v[first + i] & 0xffffffffu));
+	if (cnt > 6)
+		tp_strbuf_addf(sb, ", ... (%zu)", cnt);
+}
+
+static void device_label(const struct tp_scene *s, const struct tp_item *it,
+			 const struct item_stages *is, uint32_t item,
+			 bool placements, struct tp_strbuf *sb)
+{
+	const struct tp_cluster *c = s->cluster;
+	const char *type = c->types.v[it->type].name;
+
+	if (it->count == 1) {
+		add_text(sb, c->devices.v[it->device].name);
+		tp_strbuf_adds(sb, "\\n");
+		add_text(sb, type);
+	} else {
+		tp_strbuf_addf(sb, "%u x ", it->count);
+		add_text(sb, type);
+		if (s->classes.v[it->cls].n_nodes > 1)
+			tp_strbuf_addf(sb, "\\nper node: %u, local %u-%u",
+				       it->count /
+					       s->classes.v[it->cls].n_nodes,
+				       it->local_lo, it->local_hi);
+		else
+			tp_strbuf_addf(sb, "\\nlocal %u-%u", it->local_lo,
+				       it->local_hi);
+	}
+	if (it->has_mem) {
+		tp_strbuf_adds(sb, "\\nmem ");
+		add_range(sb, it->mem_lo, it->mem_hi, "B");
+		tp_strbuf_adds(sb, " / ");
+	} else {
+		tp_strbuf_adds(sb, "\\nmemory ");
+	}
+	add_si(sb, it->cap, "B");
+	if (it->has_busy) {
+		tp_strbuf_adds(sb, "\\nbusy ");
+		add_pct_range(sb, it->busy_lo, it->busy_hi);
+	}
+	add_item_stages(sb, is, item, placements);
+	if (it->n_internal)
+		tp_strbuf_addf(sb, "\\n+%u links among them", it->n_internal);
+	if (it->oom)
+		tp_strbuf_adds(sb, "\\nOUT OF MEMORY");
+}
+
+static void other_label(const struct tp_scene *s, const struct tp_item *it,
+			struct tp_strbuf *sb)
+{
+	const struct tp_cluster *c = s->cluster;
+	const struct tp_node *nd = NULL;
+
+	if (it->cls != TP_NONE)
+		nd = &c->nodes.v[s->cls_nodes.v[s->classes.v[it->cls].node_first]];
+	switch (it->kind) {
+	case TP_ITEM_FABRIC:
+		add_text(sb, tp_link_kind_name(nd->fabric_kind));
+		tp_strbuf_adds(sb, " fabric\\n");
+		add_si(sb, nd->fabric_bw_Bps, "B/s");
+		tp_strbuf_adds(sb, " per device");
+		break;
+	case TP_ITEM_NIC:
+		tp_strbuf_addf(sb, "NIC x%u\\n", nd->n_nics);
+		add_si(sb, nd->nic_bw_Bps, "B/s");
+		tp_strbuf_adds(sb, " each");
+		break;
+	case TP_ITEM_SWITCH:
+		tp_strbuf_adds(sb, "network switch");
+		break;
+	default: {
+		char b[300];
+		vertex_name(c, it->vertex, b, sizeof(b));
+		add_text(sb, b);
+		break;
+	}
+	}
+	if (it->n_internal)
+		tp_strbuf_addf(sb, "\\n+%u internal links", it->n_internal);
+}
+
+static void class_label(const struct tp_scene *s, uint32_t k,
+			struct tp_strbuf *sb)
+{
+	const struct tp_cluster *c = s->cluster;
+	const struct tp_cls *cl = &s->classes.v[k];
+	const uint32_t *nodes = s->cls_nodes.v + cl->node_first;
+
+	if (cl->n_nodes == 1) {
+		add_text(sb, c->nodes.v[nodes[0]].name);
+		return;
+	}
+	tp_strbuf_addf(sb, "%u identical nodes: ", cl->n_nodes);
+	for (uint32_t i = 0; i < cl->n_nodes && i < 3; i++) {
+		if (i)
+			tp_strbuf_adds(sb, ", ");
+		add_text(sb, c->nodes.v[nodes[i]].name);
+	}
+	if (cl->n_nodes > 4)
+		tp_strbuf_adds(sb, ", ...");
+	if (cl->n_nodes > 3) {
+		tp_strbuf_adds(sb, ", ");
+		add_text(sb, c->nodes.v[nodes[cl->n_nodes - 1]].name);
+	}
+}
+
+static void stage_label(const struct tp_scene *s, uint32_t k, bool placements,
+			struct tp_strbuf *sb)
+{
+	const struct tp_stage *st = &s->stages.v[k];
+	const struct tp_plan *p = s->plan;
+	const struct tp_model *m = s->model;
+	const struct tp_plan_group *g0 =
+		&p->groups.v[s->stage_grps.v[st->grp_first]];
+	uint32_t n_sfb = 0;
+
+	tp_strbuf_addf(sb, "%s %u: ", placements ? "placement" : "stage", k);
+	if (st->n_grps == 1)
+		tp_strbuf_addf(sb, "group %u",
+			       s->stage_grps.v[st->grp_first]);
+	else
+		tp_strbuf_addf(sb, "%u groups", st->n_grps);
+	if (p->schedule == TP_SCHEDULE_INTERLEAVED && st->n_grps > 1)
+		tp_strbuf_addf(sb, " (%u chunks)", st->n_grps);
+	tp_strbuf_adds(sb, "\\nops ");
+	add_text(sb, m->ops.v[m->topo[st->op_lo]].name);
+	if (st->op_hi != st->op_lo) {
+		tp_strbuf_adds(sb, " .. ");
+		add_text(sb, m->ops.v[m->topo[st->op_hi]].name);
+	}
+	if (st->layer_lo >= 0) {
+		if (st->layer_lo == st->layer_hi)
+			tp_strbuf_addf(sb, "\\nlayer %d", st->layer_lo);
+		else
+			tp_strbuf_addf(sb, "\\nlayers %d-%d", st->layer_lo,
+				       st->layer_hi);
+	}
+	if (st->mixed_degrees)
+		tp_strbuf_addf(sb, "\\n%u devices, mixed dp x tp", st->n_devs);
+	else
+		tp_strbuf_addf(sb, "\\ndp %u x tp %u = %u devices", st->dp,
+			       st->tp, st->n_devs);
+	if (m->total_flop > 0)
+		tp_strbuf_addf(sb, "\\n%.1f%% of the model FLOP",
+			       100 * st->flop / m->total_flop);
+	tp_strbuf_addf(sb, "\\nsync %s", tp_sync_name(g0->sync));
+	if (g0->recompute != TP_RECOMPUTE_NONE)
+		tp_strbuf_addf(sb, ", recompute %s",
+			       tp_recompute_name(g0->recompute));
+	if (g0->sp)
+		tp_strbuf_adds(sb, ", seq-par");
+	for (uint32_t i = 0; i < st->n_grps; i++)
+		n_sfb += p->groups.v[s->stage_grps.v[st->grp_first + i]].n_sfb;
+	if (n_sfb)
+		tp_strbuf_addf(sb, "\\n%u ops with SFB compression", n_sfb);
+	{
+		bool uneven = false;
+		for (uint32_t i = 0; i < st->n_grps && !uneven; i++) {
+			uint32_t g = s->stage_grps.v[st->grp_first + i];
+			const double *sh = tp_plan_group_shares(p, g);
+			for (uint32_t r = 1; r < p->groups.v[g].dp; r++)
+				if (fabs(sh[r] - sh[0]) > 1e-9)
+					uneven = true;
+		}
+		if (uneven)
+			tp_strbuf_adds(sb, "\\nuneven batch shares");
+	}
+}
+
+static int item_rank(enum tp_item_kind k)
+{
+	switch (k) {
+	case TP_ITEM_DEVICE:
+		return 1;
+	case TP_ITEM_FABRIC:
+	case TP_ITEM_NIC:
+		return 2;
+	default:
+		return 3;
+	}
+}
+
+static void edge_label(const struct tp_scene *s, const struct tp_sedge *e,
+		       struct tp_strbuf *sb)
+{
+	const struct tp_link *l = &s->cluster->links.v[e->link];
+	enum tp_item_kind ka = s->items.v[e->a].kind, kb = s->items.v[e->b].kind;
+	/* a device's link to its node's fabric or NIC: the fabric/NIC box
+	 * states the bandwidth once; the edge carries only the traffic */
+	bool local = (ka == TP_ITEM_DEVICE) != (kb == TP_ITEM_DEVICE) &&
+		     (ka == TP_ITEM_FABRIC || ka == TP_ITEM_NIC ||
+		      kb == TP_ITEM_FABRIC || kb == TP_ITEM_NIC);
+
+	if (!local) {
+		if (e->count > 1)
+			tp_strbuf_addf(sb, "%u x ", e->count);
+		add_text(sb, tp_link_kind_name(l->kind));
+		tp_strbuf_adds(sb, " ");
+		add_range(sb, e->bw_lo, e->bw_hi, "B/s");
+	}
+	if (e->bytes_hi > 0 || (e->bytes_hi == 0 && !local)) {
+		if (!local)
+			tp_strbuf_adds(sb, "\\n");
+		if (e->count > 1)
+			tp_strbuf_adds(sb, "up to ");
+		add_si(sb, e->bytes_hi, "B");
+		tp_strbuf_adds(sb, "/iter");
+		if (e->busy_hi > 0.005) {
+			tp_strbuf_adds(sb, ", busy ");
+			add_pct(sb, e->busy_hi);
+		}
+	}
+}
+
+struct gbuild {
+	Agraph_t *g;
+	struct tp_strbuf sb;
+};
+
+static char *label_of(struct gbuild *b)
+{
+	return b->sb.failed ? cs("") : b->sb.buf ? b->sb.buf : cs("");
+}
+
+static Agraph_t *build_graph(const struct tp_scene *s,
+			     const struct tp_render_options *o,
+			     Agdisc_t *disc, struct tp_error *err)
+{
+	const struct tp_cluster *c = s->cluster;
+	struct gbuild b;
+	Agraph_t *g, **sub = NULL;
+	Agnode_t **nodes = NULL, **stage_nodes = NULL;
+	struct item_stages is = {NULL, 0};
+	bool placements = false;
+	size_t stage_edges = 0;
+	char name[64];
+
+	g = agopen(cs("tagplan"), Agundirected, disc);
+	if (!g) {
+		tp_error_set(err, TP_ENOMEM, "out of memory (cgraph)");
+		return NULL;
+	}
+	b.g = g;
+	tp_strbuf_init(&b.sb);
+	sub = tp_calloc(s->classes.n ? s->classes.n : 1, sizeof(*sub));
+	nodes = tp_calloc(s->items.n ? s->items.n : 1, sizeof(*nodes));
+	stage_nodes = tp_calloc(s->stages.n ? s->stages.n : 1,
+				sizeof(*stage_nodes));
+	if (!sub || !nodes || !stage_nodes || item_stages_build(s, &is))
+		goto oom;
+	for (size_t d = 0; d < c->devices.n; d++)
+		if (s->dev_stage_n[d] > 1)
+			placements = true;
+
+	agattr(g, AGRAPH, cs("fontname"), cs("Helvetica"));
+	agattr(g, AGRAPH, cs("fontsize"), cs("14"));
+	agattr(g, AGRAPH, cs("labelloc"), cs("t"));
+	agattr(g, AGRAPH, cs("labeljust"), cs("l"));
+	agattr(g, AGRAPH, cs("rankdir"), cs("TB"));
+	agattr(g, AGRAPH, cs("nodesep"), cs("0.25"));
+	agattr(g, AGRAPH, cs("ranksep"), cs("0.6"));
+	agattr(g, AGRAPH, cs("newrank"), cs("true"));
+	agattr(g, AGNODE, cs("shape"), cs("box"));
+	agattr(g, AGNODE, cs("style"), cs("rounded,filled"));
+	agattr(g, AGNODE, cs("fillcolor"), cs("white"));
+	agattr(g, AGNODE, cs("fontname"), cs("Helvetica"));
+	agattr(g, AGNODE, cs("fontsize"), cs("10"));
+	agattr(g, AGEDGE, cs("fontname"), cs("Helvetica"));
+	agattr(g, AGEDGE, cs("fontsize"), cs("9"));
+	agattr(g, AGEDGE, cs("color"), cs("#555555"));
+
+	tp_strbuf_reset(&b.sb);
+	title(s, o, &b.sb);
+	set(g, "label", label_of(&b));
+
+	/* stages on top */
+	if (s->stages.n) {
+		Agraph_t *sg = agsubg(g, cs("stages"), 1);
+		set(sg, "rank", "min");
+		for (size_t k = 0; k < s->stages.n; k++) {
+			const char *col = stage_colors[k % N_STAGE_COLORS];
+			Agnode_t *n;
+
+			snprintf(name, sizeof(name), "stage%zu", k);
+			n = agnode(sg, name, 1);
+			stage_nodes[k] = n;
+			tp_strbuf_reset(&b.sb);
+			stage_label(s, (uint32_t)k, placements, &b.sb);
+			set(n, "label", label_of(&b));
+			set(n, "color", col);
+			set(n, "penwidth", "2");
+			set(n, "fillcolor", "#fbfbfb");
+		}
+	}
+
+	/* node clusters */
+	for (size_t k = 0; k < s->classes.n; k++) {
+		snprintf(name, sizeof(name), "cluster_node%zu", k);
+		sub[k] = agsubg(g, name, 1);
+		tp_strbuf_reset(&b.sb);
+		class_label(s, (uint32_t)k, &b.sb);
+		set(sub[k], "label", label_of(&b));
+		set(sub[k], "style", s->classes.v[k].n_nodes > 1
+					     ? "rounded,bold"
+					     : "rounded");
+		set(sub[k], "color", "#888888");
+		set(sub[k], "fontsize", "11");
+		if (s->classes.v[k].n_nodes > 1)
+			set(sub[k], "peripheries", "1");
+	}
+	for (size_t i = 0; i < s->items.n; i++) {
+		const struct tp_item *it = &s->items.v[i];
+		Agraph_t *parent = it->cls != TP_NONE ? sub[it->cls] : g;
+		Agnode_t *n;
+
+		snprintf(name, sizeof(name), "%s%zu",
+			 it->kind == TP_ITEM_DEVICE ? "dev" : "v", i);
+		n = agnode(parent, name, 1);
+		nodes[i] = n;
+		tp_strbuf_reset(&b.sb);
+		if (it->kind == TP_ITEM_DEVICE) {
+			device_label(s, it, &is, (uint32_t)i, placements,
+				     &b.sb);
+			set(n, "fillcolor",
+			    it->oom ? "#ff8a80"
+				    : type_colors[it->type % N_TYPE_COLORS]);
+			if (it->count > 1)
+				set(n, "peripheries", "2");
+		} else {
+			other_label(s, it, &b.sb);
+			set(n, "fillcolor", it->kind == TP_ITEM_NIC ? "#dfe9f3"
+								    : "#eeeeee");
+			set(n, "shape", it->kind == TP_ITEM_SWITCH ? "ellipse"
+								   : "box");
+			set(n, "style", "filled");
+			set(n, "fontsize", "9");
+		}
+		set(n, "label", label_of(&b));
+		if (it->bottleneck || it->oom) {
+			set(n, "color", "red");
+			set(n, "penwidth", "3");
+		}
+	}
+
+	/* stage -> device edges */
+	for (size_t i = 0; i < is.n; i++)
+		stage_edges++;
+	if (stage_edges <= MAX_STAGE_EDGES) {
+		for (size_t i = 0; i < is.n; i++) {
+			uint32_t item = (uint32_t)(is.v[i] >> 32);
+			uint32_t k = (uint32_t)(is.v[i] & 0xffffffffu);
+			Agedge_t *e = agedge(g, stage_nodes[k], nodes[item],
+					     NULL, 1);
+			set(e, "style", "dashed");
+			set(e, "color", stage_colors[k % N_STAGE_COLORS]);
+			set(e, "penwidth", "1.5");
+		}
+	}
+
+	/* links */
+	for (size_t i = 0; i < s->edges.n; i++) {
+		const struct tp_sedge *se = &s->edges.v[i];
+		uint32_t a = se->a, bb = se->b;
+		Agedge_t *e;
+		char w[32];
+
+		if (item_rank(s->items.v[a].kind) >
+		    item_rank(s->items.v[bb].kind)) {
+			uint32_t t = a;
+			a = bb;
+			bb = t;
+		}
+		e = agedge(g, nodes[a], nodes[bb], NULL, 1);
+		tp_strbuf_reset(&b.sb);
+		edge_label(s, se, &b.sb);
+		set(e, "label", label_of(&b));
+		if (item_rank(s->items.v[a].kind) ==
+		    item_rank(s->items.v[bb].kind))
+			set(e, "constraint", "false");
+		if (se->bytes_hi > 0 && s->max_link_bytes > 0) {
+			snprintf(w, sizeof(w), "%.2f",
+				 1 + 3 * se->bytes_hi / s->max_link_bytes);
+			set(e, "penwidth", w);
+		}
+		if (se->bottleneck) {
+			set(e, "color", "red");
+			set(e, "fontcolor", "red");
+			set(e, "penwidth", "4");
+		}
+	}
+
+	/* legend: one box per device type present */
+	{
+		Agraph_t *lg = agsubg(g, cs("cluster_legend"), 1);
+		set(lg, "label", "device types");
+		set(lg, "style", "dashed");
+		set(lg, "color", "#aaaaaa");
+		set(lg, "fontsize", "10");
+		for (size_t t = 0; t < c->types.n; t++) {
+			const struct tp_device_type *ty = &c->types.v[t];
+			uint32_t cnt = c->type_count ? c->type_count[t] : 0;
+			Agnode_t *n;
+
+			if (!cnt)
+				continue;
+			snprintf(name, sizeof(name), "type%zu", t);
+			n = agnode(lg, name, 1);
+			tp_strbuf_reset(&b.sb);
+			add_text(&b.sb, ty->name);
+			tp_strbuf_addf(&b.sb, "\\n%u devices, ", cnt);
+			add_si(&b.sb, ty->memory_bytes, "B");
+			tp_strbuf_adds(&b.sb, ", ");
+			add_si(&b.sb, ty->peak_flops[s->model->dtype],
+			       "FLOP/s");
+			tp_strbuf_addf(&b.sb, " %s",
+				       tp_dtype_name(s->model->dtype));
+			set(n, "label", label_of(&b));
+			set(n, "fillcolor", type_colors[t % N_TYPE_COLORS]);
+		}
+	}
+	if (b.sb.failed)
+		goto oom;
+	tp_strbuf_release(&b.sb);
+	free(sub);
+	free(nodes);
+	free(stage_nodes);
+	free(is.v);
+	return g;
+oom:
+	tp_strbuf_release(&b.sb);
+	free(sub);
+	free(nodes);
+	free(stage_nodes);
+	free(is.v);
+	agclose(g);
+	tp_error_set(err, TP_ENOMEM, "out of memory");
+	return NULL;
+}
+
+/* agwrite through a discipline that appends to a strbuf. */
+static int sb_putstr(void *chan, const char *str)
+{
+	tp_strbuf_adds(chan, str);
+	return 0;
+}
+
+static int sb_flush(void *chan)
+{
+	(void)chan;
+	return 0;
+}
+
+static void make_disc(Agdisc_t *disc, Agiodisc_t *io)
+{
+	*io = AgIoDisc;
+	io->putstr = sb_putstr;
+	io->flush = sb_flush;
+	disc->mem = &AgMemDisc;
+	disc->id = &AgIdDisc;
+	disc->io = io;
+}
+
+static Agraph_t *scene_graph(const struct tp_plan *p, const struct tp_model *m,
+			     const struct tp_cluster *c,
+			     const struct tp_report *report,
+			     const struct tp_render_options *o, Agdisc_t *disc,
+			     struct tp_error *err)
+{
+	struct tp_render_options dflt;
+	struct tp_scene s;
+	Agraph_t *g;
+
+	if (!o) {
+		tp_render_options_default(&dflt);
+		o = &dflt;
+	}
+	if (tp_scene_build(&s, p, m, c, report, o, err) != TP_OK)
+		return NULL;
+	g = build_graph(&s, o, disc, err);
+	tp_scene_release(&s);
+	return g;
+}
+
+enum tp_status tp_render_dot(const struct tp_plan *p, const struct tp_model *m,
+			     const struct tp_cluster *c,
+			     const struct tp_report *report,
+			     const struct tp_render_options *o,
+			     struct tp_strbuf *out, struct tp_error *err)
+{
+	Agdisc_t disc;
+	Agiodisc_t io;
+	Agraph_t *g;
+	int rc;
+
+	make_disc(&disc, &io);
+	g = scene_graph(p, m, c, report, o, &disc, err);
+	if (!g)
+		return err ? err->status : TP_EINTERNAL;
+	rc = agwrite(g, out);
+	agclose(g);
+	if (rc != 0)
+		return tp_error_set(err, TP_EINTERNAL,
+				    "Graphviz could not write DOT");
+	if (out->failed)
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	return TP_OK;
+}
+
+enum tp_status tp_render_plan(const struct tp_plan *p, const struct tp_model *m,
+			      const struct tp_cluster *c,
+			      const struct tp_report *report,
+			      const struct tp_render_options *o,
+			      enum tp_render_format format,
+			      struct tp_strbuf *out,
+			      enum tp_render_format *produced,
+			      struct tp_strbuf *warning, struct tp_error *err)
+{
+	Agdisc_t disc;
+	Agiodisc_t io;
+	Agraph_t *g;
+	GVC_t *gvc;
+	char *data = NULL;
+	unsigned int len = 0;
+	const char *why = NULL;
+
+	if (produced)
+		*produced = TP_RENDER_DOT;
+	if (format == TP_RENDER_DOT)
+		return tp_render_dot(p, m, c, report, o, out, err);
+	if ((unsigned)format >= TP_RENDER_FORMAT_COUNT)
+		return tp_error_set(err, TP_EUSAGE, "unknown picture format %d",
+				    (int)format);
+	make_disc(&disc, &io);
+	g = scene_graph(p, m, c, report, o, &disc, err);
+	if (!g)
+		return err ? err->status : TP_EINTERNAL;
+	gvc = gvContext();
+	if (!gvc) {
+		why = "Graphviz could not start (gvContext failed)";
+	} else if (gvLayout(gvc, g, "dot") != 0) {
+		why = "Graphviz has no 'dot' layout engine (its plugin "
+		      "configuration is missing or stale: run 'dot -c' as "
+		      "root)";
+	} else {
+		if (gvRenderData(gvc, g, format_names[format], &data, &len) !=
+			    0 ||
+		    !data)
+			why = format == TP_RENDER_SVG
+				      ? "Graphviz has no SVG renderer (run 'dot "
+					"-c' as root)"
+				      : "Graphviz has no cairo renderer for "
+					"this format (install graphviz's "
+					"libgvplugin-pango / run 'dot -c')";
+		else
+			tp_strbuf_add(out, data, len);
+		if (data)
+			gvFreeRenderData(data);
+		gvFreeLayout(gvc, g);
+	}
+	if (gvc)
+		gvFreeContext(gvc);
+	if (why) {
+		int rc;
+
+		if (warning) {
+			tp_strbuf_adds(warning, why);
+			tp_strbuf_addf(warning, "; writing DOT instead of %s",
+				       format_names[format]);
+		}
+		rc = agwrite(g, out);
+		agclose(g);
+		if (rc != 0)
+			return tp_error_set(err, TP_EINTERNAL,
+					    "Graphviz could not write DOT");
+	} else {
+		agclose(g);
+		if (produced)
+			*produced = format;
+	}
+	if (out->failed)
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	return TP_OK;
+}

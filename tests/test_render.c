@@ -1,0 +1,601 @@
+/*
+ * test_render.c - suite "render": the device-mapping picture (DOT
+ * structure parsed back with cgraph, never SVG bytes), collapsing on a
+ * 1,024-device cluster, in-process SVG/PNG, the human tables, export, and
+ * the commands render/check/export.
+ */
+#include <check.h>
+#include <cgraph.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cluster.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "core/report.h"
+#include "core/strbuf.h"
+#include "render/render.h"
+#include "util.h"
+
+/* ---- fixtures built with the core API ---- */
+
+/* A GPT-like chain: embed, per layer attn + mlp, head. */
+static void make_model(struct tp_model *m, int layers)
+{
+	struct tp_error err;
+	uint32_t prev = TP_NONE, idx;
+	char name[32];
+
+	tp_model_init(m);
+	m->name = "test-gpt";
+	m->global_batch = 64;
+	m->seq_len = 1024;
+	m->dtype = TP_DTYPE_BF16;
+	m->optimizer = TP_OPT_ADAM;
+	for (int l = -1; l <= layers; l++) {
+		for (int k = 0; k < (l < 0 || l == layers ? 1 : 2); k++) {
+			struct tp_op op = tp_op_default();
+
+			if (l < 0) {
+				snprintf(name, sizeof(name), "embed");
+				op.kind = TP_OP_EMBEDDING;
+			} else if (l == layers) {
+				snprintf(name, sizeof(name), "head");
+				op.kind = TP_OP_LOSS;
+			} else {
+				snprintf(name, sizeof(name), "l%d.%s", l,
+					 k ? "mlp" : "attn");
+				op.kind = k ? TP_OP_MATMUL : TP_OP_ATTENTION;
+				op.layer = l;
+				op.tp_split = TP_SPLIT_COLUMN;
+			}
+			op.name = name;
+			op.flop = 1e12;
+			op.backward_flop = 2e12;
+			op.param_bytes = 1e8;
+			op.out_bytes = 1e6;
+			op.saved_bytes = 4e6;
+			ck_assert_int_eq(tp_model_add_op(m, &op, &idx, &err),
+					 TP_OK);
+			if (prev != TP_NONE)
+				ck_assert_int_eq(
+					tp_model_add_edge(m, prev, idx, 1e6, &err),
+					TP_OK);
+			prev = idx;
+		}
+	}
+	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+}
+
+static uint32_t add_type(struct tp_cluster *c, const char *name, double mem,
+			 double flops)
+{
+	struct tp_device_type t;
+	struct tp_error err;
+	uint32_t idx;
+
+	memset(&t, 0, sizeof(t));
+	t.name = name;
+	t.peak_flops[TP_DTYPE_FP32] = flops / 16;
+	t.peak_flops[TP_DTYPE_FP16] = flops;
+	t.peak_flops[TP_DTYPE_BF16] = flops;
+	t.memory_bytes = mem;
+	t.memory_bw_Bps = 2e12;
+	t.gemm_efficiency = 0.8;
+	t.memory_efficiency = 0.8;
+	ck_assert_int_eq(tp_cluster_add_type(c, &t, &idx, &err), TP_OK);
+	return idx;
+}
+
+/* n_nodes nodes of per_node GPUs on NVSwitch, 8 NICs each, one star. */
+static void make_cluster(struct tp_cluster *c, uint32_t n_nodes,
+			 uint32_t per_node)
+{
+	struct tp_error err;
+	uint32_t t = 0;
+	char name[32];
+
+	tp_cluster_init(c);
+	c->name = "test-dgx";
+	t = add_type(c, "A100-SXM4-80GB", 80e9, 312e12);
+	for (uint32_t n = 0; n < n_nodes; n++) {
+		snprintf(name, sizeof(name), "node%u", n);
+		ck_assert_int_eq(tp_cluster_build_node(c, name, t, per_node,
+						       TP_LINK_NVSWITCH, 300e9,
+						       2e-6, 8, 25e9, 5e-6,
+						       NULL, &err),
+				 TP_OK);
+	}
+	ck_assert_int_eq(tp_cluster_connect_star(c, 1.0, NULL, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);
+}
+
+/* A small heterogeneous cluster: 1 node of 4 V100, 2 nodes of 2 1080 Ti,
+ * PCIe inside, 25 GbE between. */
+static void make_hetero_cluster(struct tp_cluster *c)
+{
+	struct tp_error err;
+	uint32_t v100, gtx;
+
+	tp_cluster_init(c);
+	c->name = "mini-testbed";
+	v100 = add_type(c, "V100-SXM2-32GB", 32e9, 125e12);
+	gtx = add_type(c, "GTX-1080-Ti", 11e9, 11e12);
+	ck_assert_int_eq(tp_cluster_build_node(c, "v100", v100, 4,
+					       TP_LINK_NVSWITCH, 150e9, 2e-6, 1,
+					       3.125e9, 5e-6, NULL, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_cluster_build_node(c, "gtx-a", gtx, 2, TP_LINK_PCIE,
+					       12e9, 3e-6, 1, 3.125e9, 5e-6,
+					       NULL, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_cluster_build_node(c, "gtx-b", gtx, 2, TP_LINK_PCIE,
+					       12e9, 3e-6, 1, 3.125e9, 5e-6,
+					       NULL, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_cluster_connect_star(c, 1.0, NULL, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);
+}
+
+/*
+ * Megatron-style 3D plan: pp stages of the layers, stage s on devices
+ * [s*tp*dp, (s+1)*tp*dp).
+ */
+static void make_3d_plan(struct tp_plan *p, const struct tp_model *m,
+			 uint32_t pp, uint32_t dp, uint32_t tp)
+{
+	struct tp_error err;
+	uint32_t n_ops = (uint32_t)m->ops.n, per = tp * dp;
+	uint32_t *devs = calloc(per, sizeof(uint32_t));
+	uint32_t *ops = calloc(n_ops, sizeof(uint32_t));
+
+	ck_assert_ptr_nonnull(devs);
+	ck_assert_ptr_nonnull(ops);
+	tp_plan_init(p);
+	p->global_batch = m->global_batch;
+	p->micro_batches = 8;
+	for (uint32_t s = 0; s < pp; s++) {
+		uint32_t lo = n_ops * s / pp, hi = n_ops * (s + 1) / pp;
+
+		for (uint32_t i = lo; i < hi; i++)
+			ops[i - lo] = m->topo[i];
+		for (uint32_t i = 0; i < per; i++)
+			devs[i] = s * per + i;
+		ck_assert_int_eq(tp_plan_add_group(p, ops, hi - lo, devs, per,
+						   dp, tp, NULL, NULL, &err),
+				 TP_OK);
+	}
+	free(devs);
+	free(ops);
+}
+
+/* ---- DOT parsing helpers ---- */
+
+static Agraph_t *parse_dot(const struct tp_strbuf *sb)
+{
+	Agraph_t *g;
+
+	ck_assert(!sb->failed);
+	ck_assert_ptr_nonnull(sb->buf);
+	g = agmemread(sb->buf);
+	ck_assert_msg(g != NULL, "DOT does not parse:\n%s", sb->buf);
+	return g;
+}
+
+static int count_prefix_subgraphs(Agraph_t *g, const char *prefix)
+{
+	int n = 0;
+	for (Agraph_t *s = agfstsubg(g); s; s = agnxtsubg(s))
+		if (strncmp(agnameof(s), prefix, strlen(prefix)) == 0)
+			n++;
+	return n;
+}
+
+static int count_prefix_nodes(Agraph_t *g, const char *prefix)
+{
+	int n = 0;
+	for (Agnode_t *v = agfstnode(g); v; v = agnxtnode(g, v))
+		if (strncmp(agnameof(v), prefix, strlen(prefix)) == 0)
+			n++;
+	return n;
+}
+
+static const char *attr(void *obj, const char *name)
+{
+	const char *v = agget(obj, (char *)name);
+	return v ? v : "";
+}
+
+/* Edges between a node named with prefix a and one named with prefix b. */
+static int count_edges_between(Agraph_t *g, const char *a, const char *b)
+{
+	int n = 0;
+	for (Agnode_t *v = agfstnode(g); v; v = agnxtnode(g, v))
+		for (Agedge_t *e = agfstout(g, v); e; e = agnxtout(g, e)) {
+			const char *t = agnameof(agtail(e)),
+				   *h = agnameof(aghead(e));
+			if ((!strncmp(t, a, strlen(a)) &&
+			     !strncmp(h, b, strlen(b))) ||
+			    (!strncmp(t, b, strlen(b)) &&
+			     !strncmp(h, a, strlen(a))))
+				n++;
+		}
+	return n;
+}
+
+/* ---- tests ---- */
+
+START_TEST(test_format_names)
+{
+	ck_assert_int_eq(tp_render_format_from_path("a/b.svg"), TP_RENDER_SVG);
+	ck_assert_int_eq(tp_render_format_from_path("x.PNG"), TP_RENDER_PNG);
+	ck_assert_int_eq(tp_render_format_from_path("x.pdf"), TP_RENDER_PDF);
+	ck_assert_int_eq(tp_render_format_from_path("x.dot"), TP_RENDER_DOT);
+	ck_assert_int_eq(tp_render_format_from_path("x.gv"), TP_RENDER_DOT);
+	ck_assert_int_eq(tp_render_format_from_path("x.jpeg"), -1);
+	ck_assert_int_eq(tp_render_format_from_path("dir.svg/file"), -1);
+	ck_assert_int_eq(tp_render_format_parse("svg"), TP_RENDER_SVG);
+	ck_assert_int_eq(tp_render_format_parse("gif"), -1);
+	ck_assert_str_eq(tp_render_format_name(TP_RENDER_PDF), "pdf");
+}
+END_TEST
+
+START_TEST(test_dot_structure_small)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_strbuf sb;
+	struct tp_error err;
+	Agraph_t *g;
+	int devs = 0;
+
+	make_model(&m, 4);
+	make_cluster(&c, 2, 4);
+	make_3d_plan(&p, &m, 2, 2, 2); /* 2 stages x 4 devices */
+	tp_strbuf_init(&sb);
+	ck_assert_int_eq(tp_render_dot(&p, &m, &c, NULL, NULL, &sb, &err),
+			 TP_OK);
+	g = parse_dot(&sb);
+	/* one cluster per node, plus the legend */
+	ck_assert_int_eq(count_prefix_subgraphs(g, "cluster_node"), 2);
+	ck_assert_int_eq(count_prefix_subgraphs(g, "cluster_legend"), 1);
+	/* one box per device, one per stage, one per type */
+	ck_assert_int_eq(count_prefix_nodes(g, "dev"), 8);
+	ck_assert_int_eq(count_prefix_nodes(g, "stage"), 2);
+	ck_assert_int_eq(count_prefix_nodes(g, "type"), 1);
+	/* each device attached to its stage; fabric and NIC links */
+	ck_assert_int_eq(count_edges_between(g, "stage", "dev"), 8);
+	ck_assert_int_eq(count_edges_between(g, "dev", "v"), 16);
+	for (Agraph_t *s = agfstsubg(g); s; s = agnxtsubg(s)) {
+		if (strncmp(agnameof(s), "cluster_node", 12))
+			continue;
+		ck_assert_int_eq(count_prefix_nodes(s, "dev"), 4);
+		ck_assert(strstr(attr(s, "label"), "node") != NULL);
+	}
+	for (Agnode_t *v = agfstnode(g); v; v = agnxtnode(g, v)) {
+		const char *l = attr(v, "label");
+		if (strncmp(agnameof(v), "dev", 3))
+			continue;
+		devs++;
+		ck_assert_msg(strstr(l, "A100-SXM4-80GB") != NULL, "%s", l);
+		ck_assert_msg(strstr(l, "memory 80 GB") != NULL, "%s", l);
+		ck_assert_msg(strstr(l, "stage ") != NULL, "%s", l);
+		ck_assert(strstr(l, "busy") == NULL); /* no figures given */
+		ck_assert_str_eq(attr(v, "fillcolor"), "#8dd3c7");
+	}
+	ck_assert_int_eq(devs, 8);
+	{
+		Agnode_t *st = agnode(g, (char *)"stage1", 0);
+		ck_assert_ptr_nonnull(st);
+		ck_assert_msg(strstr(attr(st, "label"), "dp 2 x tp 2") != NULL,
+			      "%s", attr(st, "label"));
+		ck_assert(strstr(attr(st, "label"), "layers 2-3") != NULL);
+		ck_assert(strstr(attr(st, "label"), "head") != NULL);
+	}
+	ck_assert(strstr(attr(g, "label"), "test-gpt on test-dgx") != NULL);
+	agclose(g);
+	tp_strbuf_release(&sb);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* Figures from a report: busy %, memory, traffic on links, bottleneck. */
+START_TEST(test_dot_report_figures_and_bottleneck)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_strbuf sb;
+	struct tp_error err;
+	Agraph_t *g;
+	uint32_t hot = TP_NONE;
+	int red_edges = 0;
+
+	make_model(&m, 4);
+	make_cluster(&c, 2, 4);
+	make_3d_plan(&p, &m, 1, 8, 1); /* plain data parallel */
+	tp_report_init(&r);
+	ck_assert_int_eq(tp_report_alloc(&r, 8, &err), TP_OK);
+	r.feasible = true;
+	r.iteration_time_s = 2.0;
+	r.throughput_samples_per_s = 32;
+	r.mfu = 0.4;
+	for (uint32_t d = 0; d < 8; d++) {
+		r.devices[d].peak_memory_bytes = 40e9 + d * 1e9;
+		r.devices[d].capacity_bytes = 80e9;
+		r.devices[d].compute_s = 1.0; /* 50% busy */
+	}
+	/* the inter-node link of node1 carries the most and is busiest */
+	for (size_t l = 0; l < c.links.n; l++)
+		if (c.links.v[l].kind == TP_LINK_NETWORK)
+			hot = (uint32_t)l;
+	ck_assert_uint_ne(hot, TP_NONE);
+	r.links = calloc(2, sizeof(*r.links));
+	r.n_links = 2;
+	r.links[0].link = 0;
+	r.links[0].bytes = 5e9;
+	r.links[0].busy_s = 0.2;
+	r.links[1].link = hot;
+	r.links[1].bytes = 12.5e9;
+	r.links[1].busy_s = 1.8; /* 90% > 50% of the devices */
+	tp_strbuf_init(&sb);
+	ck_assert_int_eq(tp_render_dot(&p, &m, &c, &r, NULL, &sb, &err),
+			 TP_OK);
+	g = parse_dot(&sb);
+	for (Agnode_t *v = agfstnode(g); v; v = agnxtnode(g, v)) {
+		const char *l = attr(v, "label");
+		if (strncmp(agnameof(v), "dev", 3))
+			continue;
+		ck_assert_msg(strstr(l, "busy 50%") != NULL, "%s", l);
+		ck_assert_msg(strstr(l, "GB / 80 GB") != NULL, "%s", l);
+	}
+	for (Agnode_t *v = agfstnode(g); v; v = agnxtnode(g, v))
+		for (Agedge_t *e = agfstout(g, v); e; e = agnxtout(g, e))
+			if (!strcmp(attr(e, "color"), "red")) {
+				red_edges++;
+				ck_assert_msg(strstr(attr(e, "label"),
+						     "12.5 GB/iter") != NULL,
+					      "%s", attr(e, "label"));
+				ck_assert(strstr(attr(e, "label"), "busy 90%"));
+			}
+	ck_assert_int_eq(red_edges, 1);
+	ck_assert(strstr(attr(g, "label"), "bottleneck (red): link") != NULL);
+	ck_assert(strstr(attr(g, "label"), "(simulated)") != NULL);
+	agclose(g);
+
+	/* now a device is the busiest and one is over its memory */
+	r.devices[3].compute_s = 1.95;
+	r.devices[5].peak_memory_bytes = 90e9;
+	r.feasible = false;
+	snprintf(r.reason, sizeof(r.reason), "node1/gpu1 needs 90 GB");
+	tp_strbuf_reset(&sb);
+	ck_assert_int_eq(tp_render_dot(&p, &m, &c, &r, NULL, &sb, &err),
+			 TP_OK);
+	g = parse_dot(&sb);
+	ck_assert(strstr(attr(g, "label"), "device node0/gpu3") != NULL);
+	ck_assert(strstr(attr(g, "label"), "DOES NOT FIT: node1/gpu1") != NULL);
+	{
+		int red = 0, oom = 0;
+		for (Agnode_t *v = agfstnode(g); v; v = agnxtnode(g, v)) {
+			if (!strcmp(attr(v, "color"), "red"))
+				red++;
+			if (strstr(attr(v, "label"), "OUT OF MEMORY"))
+				oom++;
+		}
+		ck_assert_int_eq(red, 2);
+		ck_assert_int_eq(oom, 1);
+	}
+	agclose(g);
+	tp_strbuf_release(&sb);
+	tp_report_release(&r);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* 128 DGX nodes = 1,024 GPUs, tp 8 x pp 8 x dp 16: collapses to 8 node
+ * classes of 16 nodes, one device box of 8 per class. */
+START_TEST(test_collapse_1024)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_strbuf sb;
+	struct tp_error err;
+	struct tp_render_options o;
+	Agraph_t *g;
+
+	make_model(&m, 16);
+	make_cluster(&c, 128, 8);
+	ck_assert_uint_eq(c.devices.n, 1024);
+	make_3d_plan(&p, &m, 8, 16, 8);
+	tp_strbuf_init(&sb);
+	ck_assert_int_eq(tp_render_dot(&p, &m, &c, NULL, NULL, &sb, &err),
+			 TP_OK);
+	g = parse_dot(&sb);
+	ck_assert_int_eq(count_prefix_subgraphs(g, "cluster_node"), 8);
+	ck_assert_int_eq(count_prefix_nodes(g, "dev"), 8);
+	ck_assert_int_eq(count_prefix_nodes(g, "stage"), 8);
+	ck_assert_int_lt(agnnodes(g), 40);
+	ck_assert_int_lt(agnedges(g), 60);
+	for (Agraph_t *s = agfstsubg(g); s; s = agnxtsubg(s)) {
+		if (strncmp(agnameof(s), "cluster_node", 12))
+			continue;
+		ck_assert_msg(strstr(attr(s, "label"), "16 identical nodes") !=
+				      NULL,
+			      "%s", attr(s, "label"));
+	}
+	for (Agnode_t *v = agfstnode(g); v; v = agnxtnode(g, v)) {
+		if (strncmp(agnameof(v), "dev", 3))
+			continue;
+		ck_assert_msg(strstr(attr(v, "label"), "128 x A100") != NULL,
+			      "%s", attr(v, "label"));
+		ck_assert(strstr(attr(v, "label"), "per node: 8") != NULL);
+	}
+	/* one NIC-switch edge per class, standing for 16 links */
+	ck_assert_int_eq(count_edges_between(g, "v", "v"), 8);
+	agclose(g);
+
+	/* never collapse: one box per device, one cluster per node */
+	tp_render_options_default(&o);
+	o.collapse = TP_COLLAPSE_NEVER;
+	tp_strbuf_reset(&sb);
+	ck_assert_int_eq(tp_render_dot(&p, &m, &c, NULL, &o, &sb, &err),
+			 TP_OK);
+	g = parse_dot(&sb);
+	ck_assert_int_eq(count_prefix_subgraphs(g, "cluster_node"), 128);
+	ck_assert_int_eq(count_prefix_nodes(g, "dev"), 1024);
+	agclose(g);
+
+	/* an arbitrary placement that defeats role collapsing (every node
+	 * its own stage pattern) merges roles instead */
+	tp_plan_release(&p);
+	make_3d_plan(&p, &m, 32, 4, 8);
+	tp_strbuf_reset(&sb);
+	ck_assert_int_eq(tp_render_dot(&p, &m, &c, NULL, NULL, &sb, &err),
+			 TP_OK);
+	g = parse_dot(&sb);
+	ck_assert_int_eq(count_prefix_subgraphs(g, "cluster_node"), 1);
+	ck_assert_int_eq(count_prefix_nodes(g, "dev"), 1);
+	ck_assert(strstr(attr(g, "label"), "roles merged") != NULL);
+	agclose(g);
+	tp_strbuf_release(&sb);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+START_TEST(test_hetero_types_coloured)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_strbuf sb;
+	struct tp_error err;
+	Agraph_t *g;
+	const char *col_v = NULL, *col_g = NULL;
+
+	make_model(&m, 4);
+	make_hetero_cluster(&c);
+	make_3d_plan(&p, &m, 1, 8, 1);
+	tp_strbuf_init(&sb);
+	ck_assert_int_eq(tp_render_dot(&p, &m, &c, NULL, NULL, &sb, &err),
+			 TP_OK);
+	g = parse_dot(&sb);
+	ck_assert_int_eq(count_prefix_subgraphs(g, "cluster_node"), 3);
+	ck_assert_int_eq(count_prefix_nodes(g, "type"), 2);
+	for (Agnode_t *v = agfstnode(g); v; v = agnxtnode(g, v)) {
+		const char *l = attr(v, "label");
+		if (strncmp(agnameof(v), "dev", 3))
+			continue;
+		if (strstr(l, "V100"))
+			col_v = attr(v, "fillcolor");
+		else if (strstr(l, "1080"))
+			col_g = attr(v, "fillcolor");
+	}
+	ck_assert_ptr_nonnull(col_v);
+	ck_assert_ptr_nonnull(col_g);
+	ck_assert_str_ne(col_v, col_g);
+	agclose(g);
+	tp_strbuf_release(&sb);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+START_TEST(test_bad_plan_is_input_error)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_strbuf sb;
+	struct tp_error err;
+
+	make_model(&m, 2);
+	make_cluster(&c, 1, 4);
+	make_3d_plan(&p, &m, 1, 4, 1);
+	p.devs.v[2] = 99;
+	tp_strbuf_init(&sb);
+	tp_error_clear(&err);
+	ck_assert_int_eq(tp_render_dot(&p, &m, &c, NULL, NULL, &sb, &err),
+			 TP_EINPUT);
+	ck_assert_str_eq(err.path, "$.groups[0].devices[2]");
+	tp_strbuf_release(&sb);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* In-process layout: SVG text and a PNG (or the documented DOT fallback
+ * when this Graphviz has no plugins configured). */
+START_TEST(test_svg_png_in_process)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_strbuf sb, warn;
+	struct tp_error err;
+	enum tp_render_format got;
+
+	make_model(&m, 4);
+	make_hetero_cluster(&c);
+	make_3d_plan(&p, &m, 2, 2, 2);
+	tp_strbuf_init(&sb);
+	tp_strbuf_init(&warn);
+	ck_assert_int_eq(tp_render_plan(&p, &m, &c, NULL, NULL, TP_RENDER_SVG,
+					&sb, &got, &warn, &err),
+			 TP_OK);
+	if (got == TP_RENDER_SVG) {
+		ck_assert(strstr(sb.buf, "<svg") != NULL);
+		ck_assert(strstr(sb.buf, "class=\"cluster\"") != NULL);
+		ck_assert(strstr(sb.buf, "V100&#45;SXM2") != NULL);
+		ck_assert_uint_eq(warn.len, 0);
+	} else {
+		ck_assert_int_eq(got, TP_RENDER_DOT);
+		ck_assert(strstr(warn.buf, "dot -c") != NULL);
+	}
+	tp_strbuf_reset(&sb);
+	tp_strbuf_reset(&warn);
+	ck_assert_int_eq(tp_render_plan(&p, &m, &c, NULL, NULL, TP_RENDER_PNG,
+					&sb, &got, &warn, &err),
+			 TP_OK);
+	if (got == TP_RENDER_PNG) {
+		ck_assert_uint_gt(sb.len, 1000);
+		ck_assert(memcmp(sb.buf, "\x89PNG", 4) == 0);
+	} else {
+		ck_assert_uint_gt(warn.len, 0);
+	}
+	tp_strbuf_release(&sb);
+	tp_strbuf_release(&warn);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+Suite *suite_render(void)
+{
+	Suite *s = suite_create("render");
+	TCase *t = tcase_create("picture");
+
+	tcase_set_timeout(t, 30);
+	tcase_add_test(t, test_format_names);
+	tcase_add_test(t, test_dot_structure_small);
+	tcase_add_test(t, test_dot_report_figures_and_bottleneck);
+	tcase_add_test(t, test_collapse_1024);
+	tcase_add_test(t, test_hetero_types_coloured);
+	tcase_add_test(t, test_bad_plan_is_input_error);
+	tcase_add_test(t, test_svg_png_in_process);
+	suite_add_tcase(s, t);
+	return s;
+}
