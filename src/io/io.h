@@ -51,6 +51,13 @@ enum tp_format_kind {
 	TP_FORMAT_REPORT
 };
 
+/* "model", "topology", "plan", "report" ("unknown" otherwise). */
+const char *tp_format_kind_name(enum tp_format_kind k);
+/* The "format" string of a kind ("tagplan-model/1"), "?" for UNKNOWN. */
+const char *tp_format_string(enum tp_format_kind k);
+/* The kind a "format" string names, TP_FORMAT_UNKNOWN if none. */
+enum tp_format_kind tp_format_parse(const char *s);
+
 /* Read a whole file ("-" is stdin) refusing more than max_bytes (0 =
  * default).  *data is NUL-terminated, caller frees.  TP_EIO/TP_ELIMIT. */
 enum tp_status tp_file_read(const char *path, size_t max_bytes, char **data,
@@ -106,6 +113,11 @@ enum tp_status tp_plan_load_file(const char *path, const struct tp_model *m,
 				 const struct tp_cluster *c,
 				 const struct tp_load_options *o,
 				 struct tp_plan *p, struct tp_error *err);
+/* Check a plan's structure without a model or topology (names are not
+ * resolved, only their syntax and the fields' types and ranges). */
+enum tp_status tp_plan_check(const char *name, const char *text, size_t len,
+			     const struct tp_load_options *o,
+			     struct tp_error *err);
 void tp_plan_write(const struct tp_plan *p, const struct tp_model *m,
 		   const struct tp_cluster *c, struct tp_strbuf *out);
 
