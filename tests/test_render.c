@@ -16,6 +16,7 @@
 #include "core/plan.h"
 #include "core/report.h"
 #include "core/strbuf.h"
+#include "render/export.h"
 #include "render/render.h"
 #include "util.h"
 
@@ -583,6 +584,237 @@ START_TEST(test_svg_png_in_process)
 }
 END_TEST
 
+/* ---- export ---- */
+
+static enum tp_status export_to(const struct tp_plan *p,
+				const struct tp_model *m,
+				const struct tp_cluster *c,
+				enum tp_export_target t, struct tp_strbuf *out,
+				struct tp_error *err)
+{
+	struct tp_export_spec spec;
+	enum tp_status st;
+
+	tp_error_clear(err);
+	st = tp_export_analyze(p, m, c, &spec, err);
+	if (st != TP_OK)
+		return st;
+	return tp_export_write(&spec, t, NULL, out, NULL, err);
+}
+
+START_TEST(test_export_uniform)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_strbuf sb;
+	struct tp_error err;
+	struct tp_export_spec spec;
+
+	make_model(&m, 4);
+	make_cluster(&c, 2, 4);
+	make_3d_plan(&p, &m, 2, 2, 2);
+	for (size_t g = 0; g < p.groups.n; g++) {
+		p.groups.v[g].recompute = TP_RECOMPUTE_SELECTIVE;
+		p.groups.v[g].sp = true;
+	}
+	p.zero = 1;
+	ck_assert_int_eq(tp_export_analyze(&p, &m, &c, &spec, &err), TP_OK);
+	ck_assert_uint_eq(spec.tp, 2);
+	ck_assert_uint_eq(spec.pp, 2);
+	ck_assert_uint_eq(spec.dp, 2);
+	ck_assert_int_eq(spec.micro_batch, 4); /* 64 / (8 x 2) */
+	ck_assert_int_eq(spec.layers_per_chunk, 2);
+	ck_assert_uint_eq(spec.nnodes, 2);
+	ck_assert_uint_eq(spec.nproc_per_node, 4);
+
+	tp_strbuf_init(&sb);
+	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_MEGATRON, &sb, &err),
+			 TP_OK);
+	ck_assert(strstr(sb.buf, "--tensor-model-parallel-size 2\n"));
+	ck_assert(strstr(sb.buf, "--pipeline-model-parallel-size 2\n"));
+	ck_assert(strstr(sb.buf, "--micro-batch-size 4\n"));
+	ck_assert(strstr(sb.buf, "--global-batch-size 64\n"));
+	ck_assert(strstr(sb.buf, "--sequence-parallel\n"));
+	ck_assert(strstr(sb.buf, "--recompute-granularity selective\n"));
+	ck_assert(strstr(sb.buf, "--use-distributed-optimizer\n"));
+	ck_assert(strstr(sb.buf, "--num-layers 4\n"));
+	ck_assert(strstr(sb.buf, "--seq-length 1024\n"));
+	ck_assert(strstr(sb.buf, "--bf16\n"));
+	ck_assert(!strstr(sb.buf, "virtual"));
+
+	tp_strbuf_reset(&sb);
+	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_DEEPSPEED, &sb, &err),
+			 TP_OK);
+	ck_assert(strstr(sb.buf, "\"train_batch_size\": 64"));
+	ck_assert(strstr(sb.buf, "\"train_micro_batch_size_per_gpu\": 4"));
+	ck_assert(strstr(sb.buf, "\"gradient_accumulation_steps\": 8"));
+	ck_assert(strstr(sb.buf, "\"stage\": 1"));
+	ck_assert(strstr(sb.buf, "\"stages\": 2"));
+
+	tp_strbuf_reset(&sb);
+	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_TORCHRUN, &sb, &err),
+			 TP_OK);
+	ck_assert(strncmp(sb.buf, "torchrun \\\n", 11) == 0);
+	ck_assert(strstr(sb.buf, "--nnodes=2 \\\n"));
+	ck_assert(strstr(sb.buf, "--nproc_per_node=4 \\\n"));
+	ck_assert(strstr(sb.buf, "pretrain_gpt.py \\\n"));
+	ck_assert(strstr(sb.buf, "--tensor-model-parallel-size 2 \\\n"));
+	ck_assert_str_eq(sb.buf + sb.len - 7, "--bf16\n");
+
+	/* ZeRO-2: DeepSpeed only (and only without pipelining) */
+	p.zero = 2;
+	tp_strbuf_reset(&sb);
+	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_MEGATRON, &sb, &err),
+			 TP_EINFEASIBLE);
+	ck_assert(strstr(err.msg, "ZeRO stage 2"));
+	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_DEEPSPEED, &sb, &err),
+			 TP_EINFEASIBLE);
+	ck_assert(strstr(err.msg, "pipeline"));
+	tp_strbuf_release(&sb);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+START_TEST(test_export_interleaved)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_strbuf sb;
+	struct tp_error err;
+	uint32_t per = 4, ops[16], devs[4], n;
+
+	/* 8 layers in 4 chunks of 2 layers, round robin on 2 stages */
+	make_model(&m, 8);
+	make_cluster(&c, 2, 4);
+	tp_plan_init(&p);
+	p.global_batch = 64;
+	p.micro_batches = 8;
+	p.schedule = TP_SCHEDULE_INTERLEAVED;
+	p.virtual_stages = 2;
+	for (uint32_t ch = 0; ch < 4; ch++) {
+		n = 0;
+		for (size_t k = 0; k < m.ops.n; k++) {
+			const struct tp_op *op = &m.ops.v[m.topo[k]];
+			int32_t l = op->layer;
+			uint32_t want = l >= 0 ? (uint32_t)l / 2
+					       : (k == 0 ? 0 : 3);
+			if (want == ch)
+				ops[n++] = m.topo[k];
+		}
+		for (uint32_t i = 0; i < per; i++)
+			devs[i] = (ch % 2) * per + i;
+		ck_assert_int_eq(tp_plan_add_group(&p, ops, n, devs, per, 2, 2,
+						   NULL, NULL, &err),
+				 TP_OK);
+	}
+	tp_strbuf_init(&sb);
+	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_MEGATRON, &sb, &err),
+			 TP_OK);
+	ck_assert(strstr(sb.buf, "--num-layers-per-virtual-pipeline-stage 2\n"));
+	ck_assert(strstr(sb.buf, "--pipeline-model-parallel-size 2\n"));
+	tp_strbuf_reset(&sb);
+	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_DEEPSPEED, &sb, &err),
+			 TP_EINFEASIBLE);
+	ck_assert(strstr(err.msg, "interleaved"));
+	tp_strbuf_release(&sb);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* Plans the launchers cannot express: each says which part. */
+START_TEST(test_export_refuses_heterogeneous)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_strbuf sb;
+	struct tp_error err;
+	double *sh;
+
+	make_model(&m, 4);
+	make_hetero_cluster(&c);
+	tp_strbuf_init(&sb);
+
+	/* uneven batch shares over V100 and 1080 Ti replicas */
+	make_3d_plan(&p, &m, 1, 8, 1);
+	sh = tp_plan_group_shares(&p, 0);
+	for (int r = 0; r < 8; r++)
+		sh[r] = r < 4 ? 0.2 : 0.05;
+	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_MEGATRON, &sb, &err),
+			 TP_EINFEASIBLE);
+	ck_assert_msg(strstr(err.msg, "uneven batch shares"), "%s", err.msg);
+	tp_plan_release(&p);
+
+	/* mixed per-group degrees */
+	make_3d_plan(&p, &m, 2, 2, 2);
+	p.groups.v[1].dp = 4;
+	p.groups.v[1].tp = 1;
+	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_DEEPSPEED, &sb, &err),
+			 TP_EINFEASIBLE);
+	ck_assert_msg(strstr(err.msg, "mixed per-group degrees"), "%s",
+		      err.msg);
+	tp_plan_release(&p);
+
+	/* arbitrary placement: two devices swapped */
+	make_3d_plan(&p, &m, 2, 2, 2);
+	p.devs.v[0] = 1;
+	p.devs.v[1] = 0;
+	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_MEGATRON, &sb, &err),
+			 TP_EINFEASIBLE);
+	ck_assert_msg(strstr(err.msg, "arbitrary placement"), "%s", err.msg);
+	ck_assert(strstr(err.msg, "v100/gpu1"));
+	tp_plan_release(&p);
+
+	/* uneven layer split: 3 layers + 1 layer */
+	make_3d_plan(&p, &m, 1, 4, 1);
+	tp_plan_release(&p);
+	{
+		uint32_t a[16], b[16], na = 0, nb = 0, d0[4] = {0, 1, 2, 3},
+				       d1[4] = {4, 5, 6, 7};
+		tp_plan_init(&p);
+		p.global_batch = 64;
+		p.micro_batches = 4;
+		for (size_t k = 0; k < m.ops.n; k++) {
+			uint32_t o = m.topo[k];
+			if (m.ops.v[o].layer >= 0 && m.ops.v[o].layer < 3)
+				a[na++] = o;
+			else if (k == 0)
+				a[na++] = o;
+			else
+				b[nb++] = o;
+		}
+		ck_assert_int_eq(tp_plan_add_group(&p, a, na, d0, 4, 4, 1, NULL,
+						   NULL, &err),
+				 TP_OK);
+		ck_assert_int_eq(tp_plan_add_group(&p, b, nb, d1, 4, 4, 1, NULL,
+						   NULL, &err),
+				 TP_OK);
+	}
+	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_MEGATRON, &sb, &err),
+			 TP_EINFEASIBLE);
+	ck_assert_msg(strstr(err.msg, "uneven layer split"), "%s", err.msg);
+	tp_plan_release(&p);
+
+	/* torchrun: nodes with 4 and 2 GPUs */
+	make_3d_plan(&p, &m, 1, 8, 1);
+	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_MEGATRON, &sb, &err),
+			 TP_OK);
+	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_TORCHRUN, &sb, &err),
+			 TP_EINFEASIBLE);
+	ck_assert(strstr(err.msg, "nproc_per_node"));
+	tp_plan_release(&p);
+	tp_strbuf_release(&sb);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 Suite *suite_render(void)
 {
 	Suite *s = suite_create("render");
@@ -596,6 +828,11 @@ Suite *suite_render(void)
 	tcase_add_test(t, test_hetero_types_coloured);
 	tcase_add_test(t, test_bad_plan_is_input_error);
 	tcase_add_test(t, test_svg_png_in_process);
+	suite_add_tcase(s, t);
+	t = tcase_create("export");
+	tcase_add_test(t, test_export_uniform);
+	tcase_add_test(t, test_export_interleaved);
+	tcase_add_test(t, test_export_refuses_heterogeneous);
 	suite_add_tcase(s, t);
 	return s;
 }
