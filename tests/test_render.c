@@ -18,6 +18,7 @@
 #include "core/strbuf.h"
 #include "render/export.h"
 #include "render/render.h"
+#include "render/table.h"
 #include "util.h"
 
 /* ---- fixtures built with the core API ---- */
@@ -815,6 +816,158 @@ START_TEST(test_export_refuses_heterogeneous)
 }
 END_TEST
 
+/* ---- human tables and explanations ---- */
+
+static void fill_report(struct tp_report *r, uint32_t n, double iter)
+{
+	struct tp_error err;
+
+	tp_report_init(r);
+	ck_assert_int_eq(tp_report_alloc(r, n, &err), TP_OK);
+	r->feasible = true;
+	r->iteration_time_s = iter;
+	r->throughput_samples_per_s = 64 / iter;
+	r->tokens_per_s = 64 * 1024 / iter;
+	r->tflops_per_device = 120;
+	r->mfu = 0.385;
+	for (uint32_t d = 0; d < n; d++) {
+		r->devices[d].capacity_bytes = 80e9;
+		r->devices[d].peak_memory_bytes = 50e9 + 1e9 * d;
+		r->devices[d].compute_s = iter * (0.6 + 0.01 * d);
+	}
+}
+
+START_TEST(test_table)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_strbuf sb;
+	struct tp_error err;
+
+	make_model(&m, 4);
+	make_hetero_cluster(&c);
+	make_3d_plan(&p, &m, 2, 2, 2);
+	fill_report(&r, 8, 0.5);
+	tp_strbuf_init(&sb);
+	ck_assert_int_eq(tp_render_table(&p, &m, &c, &r, &sb, &err), TP_OK);
+	/* stage 0 on v100 (4 devices), stage 1 on both gtx nodes */
+	ck_assert_msg(strstr(sb.buf, "    0       4 v100 "), "%s", sb.buf);
+	ck_assert_msg(strstr(sb.buf, "    1       4 gtx-a, gtx-b "), "%s",
+		      sb.buf);
+	ck_assert(strstr(sb.buf, "2 x 2"));
+	ck_assert(strstr(sb.buf, "50.0% 60-63%"));
+	ck_assert_msg(strstr(sb.buf, "V100-SXM2-32GB                 4 60-63%"),
+		      "%s", sb.buf);
+	ck_assert(strstr(sb.buf, "57 GB / 80 GB (71%)"));
+	ck_assert(strstr(sb.buf, "iteration 0.5 s, 128 samples/s"));
+	ck_assert(strstr(sb.buf, "MFU 38.5%"));
+	ck_assert(strstr(sb.buf, "busiest: device gtx-b/gpu1, computing 67%"));
+	for (char *line = sb.buf; line && *line;) {
+		char *nl = strchr(line, '\n');
+		ck_assert_int_le(nl ? nl - line : (long)strlen(line), 80);
+		line = nl ? nl + 1 : NULL;
+	}
+	tp_strbuf_release(&sb);
+	tp_report_release(&r);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* A fake evaluator: fits when ZeRO >= 2 or recomputation is full. */
+static enum tp_status fake_eval(void *ctx, const struct tp_plan *v,
+				struct tp_report *out, struct tp_error *err)
+{
+	int *calls = ctx;
+	bool full = false;
+
+	(*calls)++;
+	for (size_t g = 0; g < v->groups.n; g++)
+		if (v->groups.v[g].recompute == TP_RECOMPUTE_FULL)
+			full = true;
+	if (tp_report_alloc(out, 8, err) != TP_OK)
+		return TP_ENOMEM;
+	out->feasible = v->zero >= 2 || full;
+	out->iteration_time_s = full ? 1.3 : 1.0 + 0.05 * v->zero;
+	for (int d = 0; d < 8; d++) {
+		out->devices[d].capacity_bytes = 80e9;
+		out->devices[d].peak_memory_bytes = out->feasible ? 70e9 : 85e9;
+	}
+	return TP_OK;
+}
+
+START_TEST(test_explain)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_strbuf sb;
+	struct tp_error err;
+	int calls = 0;
+
+	make_model(&m, 4);
+	make_cluster(&c, 2, 4);
+	make_3d_plan(&p, &m, 1, 8, 1);
+	p.micro_batches = 2;
+	fill_report(&r, 8, 1.0);
+	r.feasible = false;
+	r.worst_device = 5;
+	r.devices[5].peak_memory_bytes = 95e9;
+	r.over_bytes = 15e9;
+	r.devices[5].memory.weights = 10e9;
+	r.devices[5].memory.gradients = 10e9;
+	r.devices[5].memory.optimizer = 40e9;
+	r.devices[5].memory.activations = 30e9;
+	r.devices[5].memory.reserved = 5e9;
+	snprintf(r.reason, sizeof(r.reason), "optimizer states dominate");
+	tp_strbuf_init(&sb);
+
+	/* estimates only: ZeRO-1 saves 40 GB x 7/8 = 35 GB >= 15 GB */
+	ck_assert_int_eq(tp_render_explain(&p, &m, &c, &r, NULL, NULL, &sb,
+					   &err),
+			 TP_OK);
+	ck_assert_msg(strstr(sb.buf, "does not fit: node1/gpu1 "
+				     "(A100-SXM4-80GB) needs 95 GB of 80 GB, "
+				     "15 GB too much"),
+		      "%s", sb.buf);
+	ck_assert(strstr(sb.buf, "optimizer states 40 GB (dominant)"));
+	ck_assert(strstr(sb.buf, "simulator: optimizer states dominate"));
+	ck_assert_msg(strstr(sb.buf, "smallest change that fits: ZeRO-1 "
+				     "(shard optimizer states over dp=8) "
+				     "(estimate: saves about 35 GB)"),
+		      "%s", sb.buf);
+	ck_assert(strstr(sb.buf, "half the micro-batch size (4 micro-batches instead of 2)"));
+
+	/* confirmed by simulation: ZeRO-1 does not fit, ZeRO-2 is fastest */
+	tp_strbuf_reset(&sb);
+	ck_assert_int_eq(tp_render_explain(&p, &m, &c, &r, fake_eval, &calls,
+					   &sb, &err),
+			 TP_OK);
+	ck_assert_int_ge(calls, 4);
+	ck_assert_msg(strstr(sb.buf, "smallest change that fits: ZeRO-2"),
+		      "%s", sb.buf);
+	ck_assert(strstr(sb.buf, "(simulated: fits, iteration 1.1 s)"));
+	ck_assert(strstr(sb.buf, "simulated: still 5 GB over"));
+
+	/* a feasible report explains nothing */
+	r.feasible = true;
+	tp_strbuf_reset(&sb);
+	ck_assert_int_eq(tp_render_explain(&p, &m, &c, &r, NULL, NULL, &sb,
+					   &err),
+			 TP_OK);
+	ck_assert_uint_eq(sb.len, 0);
+	tp_strbuf_release(&sb);
+	tp_report_release(&r);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 Suite *suite_render(void)
 {
 	Suite *s = suite_create("render");
@@ -828,6 +981,10 @@ Suite *suite_render(void)
 	tcase_add_test(t, test_hetero_types_coloured);
 	tcase_add_test(t, test_bad_plan_is_input_error);
 	tcase_add_test(t, test_svg_png_in_process);
+	suite_add_tcase(s, t);
+	t = tcase_create("tables");
+	tcase_add_test(t, test_table);
+	tcase_add_test(t, test_explain);
 	suite_add_tcase(s, t);
 	t = tcase_create("export");
 	tcase_add_test(t, test_export_uniform);

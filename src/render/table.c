@@ -1,0 +1,556 @@
+/*
+ * table.c - human summaries and infeasibility explanations (table.h).
+ */
+#include "table.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render.h"
+#include "scene.h"
+
+static void si(char *buf, size_t size, double v, const char *unit)
+{
+	tp_render_fmt_si(buf, size, v, unit);
+}
+
+/* "node0", "node0, node1", "node0 .. node15 (16 nodes)" for the nodes a
+ * device set touches. */
+static void nodes_of(const struct tp_cluster *c, const uint32_t *devs,
+		     uint32_t n, char *buf, size_t size)
+{
+	uint32_t first = TP_NONE, last = TP_NONE, count = 0, prev = TP_NONE;
+	bool contiguous = true;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t nd = c->devices.v[devs[i]].node;
+		if (nd == prev)
+			continue;
+		if (prev != TP_NONE && nd != prev + 1)
+			contiguous = false;
+		if (first == TP_NONE)
+			first = nd;
+		last = nd;
+		prev = nd;
+		count++;
+	}
+	if (count == 0)
+		snprintf(buf, size, "-");
+	else if (count == 1)
+		snprintf(buf, size, "%s", c->nodes.v[first].name);
+	else if (count == 2)
+		snprintf(buf, size, "%s, %s", c->nodes.v[first].name,
+			 c->nodes.v[last].name);
+	else
+		snprintf(buf, size, "%s %s %s (%u nodes)",
+			 c->nodes.v[first].name, contiguous ? ".." : "...",
+			 c->nodes.v[last].name, count);
+}
+
+static void pct_range(char *buf, size_t size, double lo, double hi)
+{
+	long a = lround(100 * lo), b = lround(100 * hi);
+	if (a == b)
+		snprintf(buf, size, "%ld%%", a);
+	else
+		snprintf(buf, size, "%ld-%ld%%", a, b);
+}
+
+enum tp_status tp_render_table(const struct tp_plan *p,
+			       const struct tp_model *m,
+			       const struct tp_cluster *c,
+			       const struct tp_report *r,
+			       struct tp_strbuf *out, struct tp_error *err)
+{
+	struct tp_render_options o;
+	struct tp_scene s;
+	enum tp_status st;
+	char buf[256], a[64], b[64];
+
+	tp_render_options_default(&o);
+	o.collapse = TP_COLLAPSE_NEVER;
+	if ((st = tp_scene_build(&s, p, m, c, r, &o, err)) != TP_OK)
+		return st;
+
+	/* per stage */
+	tp_strbuf_addf(out, "%-5s %-7s %-30s %-9s %-7s %5s %s\n",
+		       s.stages.n > 1 ? "stage" : "", "devices", "on",
+		       "dp x tp", "layers", "FLOP", "busy");
+	for (size_t k = 0; k < s.stages.n; k++) {
+		const struct tp_stage *stg = &s.stages.v[k];
+		const uint32_t *devs = s.stage_devs.v + stg->dev_first;
+		double lo = 1e300, hi = -1;
+		bool busy = true;
+		char deg[24], lay[24];
+
+		nodes_of(c, devs, stg->n_devs, buf, sizeof(buf));
+		if (strlen(buf) > 30)
+			buf[30] = '\0';
+		for (uint32_t i = 0; i < stg->n_devs; i++) {
+			const struct tp_dev_fig *f = &s.fig[devs[i]];
+			if (!f->has_busy)
+				busy = false;
+			lo = fmin(lo, f->busy);
+			hi = fmax(hi, f->busy);
+		}
+		if (stg->mixed_degrees)
+			snprintf(deg, sizeof(deg), "mixed");
+		else
+			snprintf(deg, sizeof(deg), "%u x %u", stg->dp, stg->tp);
+		if (stg->layer_lo < 0)
+			snprintf(lay, sizeof(lay), "-");
+		else if (stg->layer_lo == stg->layer_hi)
+			snprintf(lay, sizeof(lay), "%d", stg->layer_lo);
+		else
+			snprintf(lay, sizeof(lay), "%d-%d", stg->layer_lo,
+				 stg->layer_hi);
+		if (busy && stg->n_devs)
+			pct_range(a, sizeof(a), lo, hi);
+		else
+			snprintf(a, sizeof(a), "-");
+		tp_strbuf_addf(out, "%5zu %7u %-30s %-9s %-7s %4.1f%% %s\n", k,
+			       stg->n_devs, buf, deg, lay,
+			       m->total_flop > 0
+				       ? 100 * stg->flop / m->total_flop
+				       : 0.0,
+			       a);
+	}
+
+	/* per device type */
+	tp_strbuf_addf(out, "%-24s %7s %-9s %s\n", "device type", "count",
+		       "busy", "peak memory / capacity");
+	for (size_t t = 0; t < c->types.n; t++) {
+		double blo = 1e300, bhi = -1, mhi = -1, cap = 0;
+		uint32_t n = 0;
+		bool has_b = true, has_m = true;
+
+		for (size_t d = 0; d < c->devices.n; d++) {
+			const struct tp_dev_fig *f = &s.fig[d];
+			if (c->devices.v[d].type != t)
+				continue;
+			n++;
+			has_b = has_b && f->has_busy;
+			has_m = has_m && f->has_mem;
+			blo = fmin(blo, f->busy);
+			bhi = fmax(bhi, f->busy);
+			if (f->mem > mhi) {
+				mhi = f->mem;
+				cap = f->cap;
+			}
+			if (mhi < 0 || cap == 0)
+				cap = f->cap;
+		}
+		if (!n)
+			continue;
+		if (has_b)
+			pct_range(a, sizeof(a), blo, bhi);
+		else
+			snprintf(a, sizeof(a), "-");
+		si(b, sizeof(b), cap, "B");
+		if (has_m) {
+			char mm[32];
+			si(mm, sizeof(mm), mhi, "B");
+			snprintf(buf, sizeof(buf), "%s / %s (%.0f%%)", mm, b,
+				 cap > 0 ? 100 * mhi / cap : 0.0);
+		} else {
+			snprintf(buf, sizeof(buf), "- / %s", b);
+		}
+		tp_strbuf_addf(out, "%-24.24s %7u %-9s %s\n",
+			       c->types.v[t].name, n, a, buf);
+	}
+
+	/* headline */
+	if (r || p->summary.valid) {
+		const struct tp_plan_summary *sm = &p->summary;
+		double it = r ? r->iteration_time_s : sm->iteration_time_s;
+		double th = r ? r->throughput_samples_per_s
+			      : sm->throughput_samples_per_s;
+		double tok = r ? r->tokens_per_s : sm->tokens_per_s;
+		double tf = r ? r->tflops_per_device : sm->tflops_per_device;
+		double mfu = r ? r->mfu : sm->mfu;
+
+		si(a, sizeof(a), it, "s");
+		si(b, sizeof(b), th, "samples/s");
+		tp_strbuf_addf(out, "iteration %s, %s", a, b);
+		if (tok > 0) {
+			si(a, sizeof(a), tok, "tokens/s");
+			tp_strbuf_addf(out, ", %s", a);
+		}
+		tp_strbuf_addf(out, "\n%.1f TFLOP/s per device, MFU %.1f%%",
+			       tf, 100 * mfu);
+		if (r && r->bubble_fraction > 0)
+			tp_strbuf_addf(out, ", bubble %.0f%%",
+				       100 * r->bubble_fraction);
+		tp_strbuf_addc(out, '\n');
+	}
+	if (s.bn_device != TP_NONE)
+		tp_strbuf_addf(out, "busiest: device %s, computing %.0f%% of "
+				    "the iteration\n",
+			       c->devices.v[s.bn_device].name,
+			       100 * s.bn_fraction);
+	else if (s.bn_link != TP_NONE) {
+		const struct tp_link *l = &c->links.v[s.bn_link];
+		si(a, sizeof(a), l->bw_Bps, "B/s");
+		tp_strbuf_addf(out, "busiest: a %s link (%s), busy %.0f%% of "
+				    "the iteration\n",
+			       tp_link_kind_name(l->kind), a,
+			       100 * s.bn_fraction);
+	}
+	tp_scene_release(&s);
+	if (out->failed)
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	return TP_OK;
+}
+
+/* ---- explanation ---- */
+
+enum cand_kind {
+	CAND_ZERO1,
+	CAND_ZERO2,
+	CAND_SELECTIVE,
+	CAND_MICRO,
+	CAND_FULL,
+	CAND_ZERO3,
+	CAND_DEVICES,
+	CAND_COUNT
+};
+
+struct cand {
+	bool applicable;
+	double saves; /* estimated bytes on the worst device */
+	bool simulated, fits;
+	double iter_s, worst_over;
+	char what[160];
+};
+
+static const char *const term_names[] = {"weights",     "gradients",
+					 "optimizer states",
+					 "activations", "temporary buffers",
+					 "runtime reserve"};
+
+/* Fractions of the worst device's saved activations that selective and
+ * full recomputation drop, from the ops of its groups (full keeps each
+ * layer's output as the next layer's input). */
+static void recompute_fractions(const struct tp_plan *p,
+				const struct tp_model *m, uint32_t dev,
+				double *sel, double *full, bool *has_layers)
+{
+	double saved = 0, selb = 0, keep = 0;
+
+	*has_layers = false;
+	for (size_t g = 0; g < p->groups.n; g++) {
+		const struct tp_plan_group *gr = &p->groups.v[g];
+		const uint32_t *devs = tp_plan_group_devs(p, (uint32_t)g);
+		const uint32_t *ops = tp_plan_group_ops(p, (uint32_t)g);
+		bool on = false;
+
+		for (uint32_t i = 0; i < gr->n_devices && !on; i++)
+			on = devs[i] == dev;
+		if (!on)
+			continue;
+		for (uint32_t i = 0; i < gr->n_ops; i++) {
+			const struct tp_op *op = &m->ops.v[ops[i]];
+			bool last_of_layer = true;
+
+			saved += op->saved_bytes;
+			if (op->selective_recompute)
+				selb += op->saved_bytes;
+			if (op->layer < 0) {
+				keep += op->saved_bytes;
+				continue;
+			}
+			*has_layers = true;
+			/* the layer's last op: no successor in the same
+			 * layer */
+			for (uint32_t e = 0; e < op->n_out; e++) {
+				const struct tp_edge *ed =
+					&m->edges.v[tp_model_out_edges(
+						m, ops[i])[e]];
+				if (m->ops.v[ed->dst].layer == op->layer)
+					last_of_layer = false;
+			}
+			if (last_of_layer)
+				keep += op->out_bytes;
+		}
+	}
+	*sel = saved > 0 ? selb / saved : 0;
+	*full = saved > 0 ? fmax(0, 1 - keep / saved) : 0;
+}
+
+static void apply_recompute(struct tp_plan *v, uint32_t dev,
+			    enum tp_recompute rc)
+{
+	for (size_t g = 0; g < v->groups.n; g++) {
+		const uint32_t *devs = tp_plan_group_devs(v, (uint32_t)g);
+		for (uint32_t i = 0; i < v->groups.v[g].n_devices; i++)
+			if (devs[i] == dev && v->groups.v[g].recompute < rc) {
+				v->groups.v[g].recompute = rc;
+				break;
+			}
+	}
+}
+
+enum tp_status tp_render_explain(const struct tp_plan *p,
+				 const struct tp_model *m,
+				 const struct tp_cluster *c,
+				 const struct tp_report *r,
+				 tp_explain_eval_fn eval, void *eval_ctx,
+				 struct tp_strbuf *out, struct tp_error *err)
+{
+	const struct tp_report_device *rd;
+	const struct tp_memory_breakdown *bd;
+	struct cand cand[CAND_COUNT];
+	double terms[6], total = 0, over, sel_f, full_f;
+	uint32_t w = r->worst_device, dpw = 1, dom = 0;
+	enum tp_recompute cur_rc = TP_RECOMPUTE_NONE;
+	bool has_layers;
+	char a[48], b[48], cc[48];
+	int best = -1;
+
+	if (r->feasible)
+		return TP_OK;
+	if (w == UINT32_MAX || w >= c->devices.n || !r->devices ||
+	    w >= r->n_devices) {
+		tp_strbuf_adds(out, "does not fit");
+		if (r->reason[0])
+			tp_strbuf_addf(out, ": %s", r->reason);
+		tp_strbuf_addc(out, '\n');
+		return out->failed ? tp_error_set(err, TP_ENOMEM,
+						  "out of memory")
+				   : TP_OK;
+	}
+	rd = &r->devices[w];
+	bd = &rd->memory;
+	terms[0] = bd->weights;
+	terms[1] = bd->gradients;
+	terms[2] = bd->optimizer;
+	terms[3] = bd->activations;
+	terms[4] = bd->temporary;
+	terms[5] = bd->reserved;
+	for (int i = 0; i < 6; i++) {
+		total += terms[i];
+		if (terms[i] > terms[dom])
+			dom = (uint32_t)i;
+	}
+	over = r->over_bytes > 0 ? r->over_bytes
+				 : rd->peak_memory_bytes - rd->capacity_bytes;
+	si(a, sizeof(a), rd->peak_memory_bytes, "B");
+	si(b, sizeof(b), rd->capacity_bytes, "B");
+	si(cc, sizeof(cc), over, "B");
+	tp_strbuf_addf(out, "does not fit: %s (%s) needs %s of %s, %s too "
+			    "much\n",
+		       c->devices.v[w].name,
+		       c->types.v[c->devices.v[w].type].name, a, b, cc);
+	tp_strbuf_adds(out, "  memory:");
+	{
+		const char *sep = " ";
+		for (int i = 0; i < 6; i++) {
+			if (terms[i] <= 0)
+				continue;
+			si(a, sizeof(a), terms[i], "B");
+			tp_strbuf_addf(out, "%s%s %s%s", sep, term_names[i], a,
+				       (uint32_t)i == dom ? " (dominant)" : "");
+			sep = ", ";
+		}
+	}
+	tp_strbuf_addc(out, '\n');
+	if (r->reason[0])
+		tp_strbuf_addf(out, "  simulator: %s\n", r->reason);
+
+	/* the worst device's data-parallel degree and recomputation */
+	for (size_t g = 0; g < p->groups.n; g++) {
+		const uint32_t *devs = tp_plan_group_devs(p, (uint32_t)g);
+		for (uint32_t i = 0; i < p->groups.v[g].n_devices; i++)
+			if (devs[i] == w) {
+				if (p->groups.v[g].dp > dpw)
+					dpw = p->groups.v[g].dp;
+				if (p->groups.v[g].recompute > cur_rc)
+					cur_rc = p->groups.v[g].recompute;
+			}
+	}
+	recompute_fractions(p, m, w, &sel_f, &full_f, &has_layers);
+	memset(cand, 0, sizeof(cand));
+	{
+		double shard = dpw > 1 ? 1 - 1.0 / dpw : 0;
+		if (p->zero < 1 && dpw > 1) {
+			cand[CAND_ZERO1].applicable = true;
+			cand[CAND_ZERO1].saves = bd->optimizer * shard;
+			snprintf(cand[CAND_ZERO1].what, sizeof(cand[0].what),
+				 "ZeRO-1 (shard optimizer states over dp=%u)",
+				 dpw);
+		}
+		if (p->zero < 2 && dpw > 1) {
+			cand[CAND_ZERO2].applicable = true;
+			cand[CAND_ZERO2].saves =
+				(bd->gradients +
+				 (p->zero < 1 ? bd->optimizer : 0)) *
+				shard;
+			snprintf(cand[CAND_ZERO2].what, sizeof(cand[0].what),
+				 "ZeRO-2 (shard optimizer states and gradients "
+				 "over dp=%u)",
+				 dpw);
+		}
+		if (p->zero < 3 && dpw > 1) {
+			cand[CAND_ZERO3].applicable = true;
+			cand[CAND_ZERO3].saves =
+				(bd->weights +
+				 (p->zero < 2 ? bd->gradients : 0) +
+				 (p->zero < 1 ? bd->optimizer : 0)) *
+				shard;
+			snprintf(cand[CAND_ZERO3].what, sizeof(cand[0].what),
+				 "ZeRO-3 (shard weights too over dp=%u)", dpw);
+		}
+	}
+	if (cur_rc < TP_RECOMPUTE_SELECTIVE && sel_f > 0) {
+		cand[CAND_SELECTIVE].applicable = true;
+		cand[CAND_SELECTIVE].saves = bd->activations * sel_f;
+		snprintf(cand[CAND_SELECTIVE].what, sizeof(cand[0].what),
+			 "selective recomputation");
+	}
+	if (cur_rc < TP_RECOMPUTE_FULL && has_layers && full_f > 0) {
+		cand[CAND_FULL].applicable = true;
+		cand[CAND_FULL].saves = bd->activations * full_f;
+		snprintf(cand[CAND_FULL].what, sizeof(cand[0].what),
+			 "full recomputation (keep only layer inputs)");
+	}
+	if (p->global_batch % (2 * (int64_t)p->micro_batches) == 0 &&
+	    p->global_batch / (2 * (int64_t)p->micro_batches) >= dpw) {
+		cand[CAND_MICRO].applicable = true;
+		cand[CAND_MICRO].saves = bd->activations / 2;
+		snprintf(cand[CAND_MICRO].what, sizeof(cand[0].what),
+			 "half the micro-batch size (%u micro-batches "
+			 "instead of %u)",
+			 2 * p->micro_batches, p->micro_batches);
+	}
+	{
+		double states = bd->weights + bd->gradients + bd->optimizer;
+		/* devices of this type needed if the model states were spread
+		 * over more of them: ceil(states / (capacity - the rest)) */
+		double rest = total - states;
+		double room = rd->capacity_bytes - rest;
+		cand[CAND_DEVICES].applicable = states > 0;
+		cand[CAND_DEVICES].saves = states / 2;
+		if (room > 0 && states > 0) {
+			double factor = ceil(states / room);
+			if (factor < 2)
+				factor = 2;
+			cand[CAND_DEVICES].saves = states * (1 - 1 / factor);
+			snprintf(cand[CAND_DEVICES].what, sizeof(cand[0].what),
+				 "%.0fx the devices for the model states (more "
+				 "pipeline stages or a higher tensor-parallel "
+				 "degree)",
+				 factor);
+		} else {
+			snprintf(cand[CAND_DEVICES].what, sizeof(cand[0].what),
+				 "more devices (activations and buffers alone "
+				 "exceed the capacity: lower the micro-batch "
+				 "too)");
+		}
+	}
+
+	/* confirm by simulation where a variant plan can express it */
+	if (eval) {
+		for (int k = 0; k < CAND_COUNT; k++) {
+			struct tp_plan v;
+			struct tp_report vr;
+			struct tp_error verr;
+
+			if (!cand[k].applicable || k == CAND_DEVICES)
+				continue;
+			tp_plan_init(&v);
+			tp_report_init(&vr);
+			if (tp_plan_copy(&v, p, &verr) != TP_OK) {
+				tp_plan_release(&v);
+				continue;
+			}
+			switch (k) {
+			case CAND_ZERO1:
+				v.zero = 1;
+				break;
+			case CAND_ZERO2:
+				v.zero = 2;
+				break;
+			case CAND_ZERO3:
+				v.zero = 3;
+				break;
+			case CAND_SELECTIVE:
+				apply_recompute(&v, w, TP_RECOMPUTE_SELECTIVE);
+				break;
+			case CAND_FULL:
+				apply_recompute(&v, w, TP_RECOMPUTE_FULL);
+				break;
+			case CAND_MICRO:
+				v.micro_batches *= 2;
+				break;
+			default:
+				break;
+			}
+			if (eval(eval_ctx, &v, &vr, &verr) == TP_OK) {
+				cand[k].simulated = true;
+				cand[k].fits = vr.feasible;
+				cand[k].iter_s = vr.iteration_time_s;
+				if (vr.devices && w < vr.n_devices)
+					cand[k].worst_over =
+						vr.devices[w].peak_memory_bytes -
+						vr.devices[w].capacity_bytes;
+			}
+			tp_report_release(&vr);
+			tp_plan_release(&v);
+		}
+	}
+	/* recommendation: the fastest simulated fit, else the first (in
+	 * order of expected cost) whose estimate covers the excess */
+	for (int k = 0; k < CAND_COUNT; k++)
+		if (cand[k].applicable && cand[k].simulated && cand[k].fits &&
+		    (best < 0 || cand[k].iter_s < cand[best].iter_s))
+			best = k;
+	if (best < 0)
+		for (int k = 0; k < CAND_COUNT && best < 0; k++)
+			if (cand[k].applicable && !cand[k].simulated &&
+			    cand[k].saves >= over)
+				best = k;
+	if (best >= 0) {
+		tp_strbuf_addf(out, "  smallest change that fits: %s", cand[best].what);
+		if (cand[best].simulated) {
+			si(a, sizeof(a), cand[best].iter_s, "s");
+			tp_strbuf_addf(out, " (simulated: fits, iteration %s)\n",
+				       a);
+		} else {
+			si(a, sizeof(a), cand[best].saves, "B");
+			tp_strbuf_addf(out, " (estimate: saves about %s)\n", a);
+		}
+	} else {
+		tp_strbuf_adds(out, "  no single change below fits; combine "
+				    "them:\n");
+	}
+	tp_strbuf_adds(out, "  changes considered:\n");
+	for (int k = 0; k < CAND_COUNT; k++) {
+		if (!cand[k].applicable)
+			continue;
+		si(a, sizeof(a), cand[k].saves, "B");
+		tp_strbuf_addf(out, "    %-s: saves about %s", cand[k].what, a);
+		if (cand[k].simulated) {
+			si(b, sizeof(b), cand[k].iter_s, "s");
+			if (cand[k].fits)
+				tp_strbuf_addf(out, "; simulated: fits, "
+						    "iteration %s",
+					       b);
+			else {
+				si(cc, sizeof(cc), cand[k].worst_over, "B");
+				tp_strbuf_addf(out, "; simulated: still %s "
+						    "over",
+					       cc);
+			}
+		} else {
+			tp_strbuf_adds(out, cand[k].saves >= over
+						    ? " (enough)"
+						    : " (not enough alone)");
+		}
+		tp_strbuf_addc(out, '\n');
+	}
+	if (out->failed)
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	return TP_OK;
+}

@@ -1,0 +1,63 @@
+/*
+ * table.h - human summaries of a simulated plan, for stderr: a compact
+ * table (per stage: devices, dp x tp, layers, share of the FLOP, busy %;
+ * per device type: busy %, peak memory against capacity; the headline
+ * figures), and, when the plan does not fit, why and the smallest changes
+ * that would.
+ *
+ * Used by `plan`, `simulate` and `check`.  Plain text, at most 80 columns
+ * wide for clusters of any size (stages are summarised, devices grouped
+ * by type).  Nothing here prints: text is appended to the caller's strbuf.
+ *
+ * The explanation reads the report's worst_device, over_bytes, memory
+ * breakdown and reason (filled by the simulator).  Each candidate change
+ * (a ZeRO stage, recomputation, a smaller micro-batch, more devices) gets
+ * an estimate of the memory it saves from the breakdown; when the caller
+ * gives an evaluator (e.g. the simulator), every candidate that can be
+ * written as a plan is re-simulated and marked as fitting or not, with
+ * its iteration time, and the recommendation is the fastest that fits.
+ */
+#ifndef TP_RENDER_TABLE_H
+#define TP_RENDER_TABLE_H
+
+#include "../core/cluster.h"
+#include "../core/error.h"
+#include "../core/model.h"
+#include "../core/plan.h"
+#include "../core/report.h"
+#include "../core/strbuf.h"
+
+/*
+ * Append the summary table of plan p simulated as r (r may be NULL: the
+ * plan's summary is used when valid, else only the structure is shown).
+ * TP_EINPUT when p does not match c/m; TP_ENOMEM.
+ */
+enum tp_status tp_render_table(const struct tp_plan *p,
+			       const struct tp_model *m,
+			       const struct tp_cluster *c,
+			       const struct tp_report *r,
+			       struct tp_strbuf *out, struct tp_error *err);
+
+/*
+ * Evaluate a variant plan (same model and cluster): fill *out (initialised
+ * by the caller) and return TP_OK, or an error.  ctx is the caller's.
+ */
+typedef enum tp_status (*tp_explain_eval_fn)(void *ctx,
+					      const struct tp_plan *variant,
+					      struct tp_report *out,
+					      struct tp_error *err);
+
+/*
+ * When r says the plan does not fit, append why (device, peak against
+ * capacity, what dominates its memory, the simulator's reason) and the
+ * changes that would make it fit, smallest first.  eval may be NULL
+ * (estimates only).  Appends nothing when r is feasible.
+ */
+enum tp_status tp_render_explain(const struct tp_plan *p,
+				 const struct tp_model *m,
+				 const struct tp_cluster *c,
+				 const struct tp_report *r,
+				 tp_explain_eval_fn eval, void *eval_ctx,
+				 struct tp_strbuf *out, struct tp_error *err);
+
+#endif
