@@ -8,8 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cluster.h"
+#include "core/model.h"
+#include "core/plan.h"
 #include "core/rng.h"
 #include "search/mincut.h"
+#include "search/sfb.h"
 
 /* --- max-flow against brute force ------------------------------------- */
 
@@ -335,6 +339,625 @@ START_TEST(test_energy_rejects_supermodular)
 }
 END_TEST
 
+/* --- SFB: fixtures ------------------------------------------------------- */
+
+/* nodes x gpus devices of type A (or B for odd nodes when hetero), a
+ * fabric of 1e11 B/s and 1 us per node, one NIC of nic_bw, latency lat. */
+static void make_cluster(struct tp_cluster *c, uint32_t nodes, uint32_t gpus,
+			 double nic_bw, double lat, bool hetero)
+{
+	struct tp_device_type t;
+	struct tp_error err;
+	uint32_t ta, tb, idx;
+
+	tp_cluster_init(c);
+	memset(&t, 0, sizeof(t));
+	t.name = "A";
+	t.peak_flops[TP_DTYPE_FP32] = 1.5e13;
+	t.memory_bytes = 32e9;
+	t.memory_bw_Bps = 9e11;
+	t.gemm_efficiency = 0.8;
+	t.gemm_half_flop = 1e9;
+	t.memory_efficiency = 0.8;
+	t.kernel_overhead_s = 5e-6;
+	ck_assert_int_eq(tp_cluster_add_type(c, &t, &ta, &err), TP_OK);
+	t.name = "B";
+	t.peak_flops[TP_DTYPE_FP32] = 1.1e13;
+	t.memory_bw_Bps = 4.8e11;
+	ck_assert_int_eq(tp_cluster_add_type(c, &t, &tb, &err), TP_OK);
+	for (uint32_t n = 0; n < nodes; n++) {
+		char name[16];
+		snprintf(name, sizeof(name), "n%u", n);
+		ck_assert_int_eq(tp_cluster_build_node(
+					 c, name, hetero && (n & 1) ? tb : ta,
+					 gpus, TP_LINK_PCIE, 1e11, 1e-6, 1,
+					 nic_bw, lat, &idx, &err),
+				 TP_OK);
+	}
+	ck_assert_int_eq(tp_cluster_connect_star(c, 1, NULL, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);
+}
+
+static uint32_t add_op(struct tp_model *m, const char *name,
+		       enum tp_op_kind kind, double params, double flop,
+		       double out)
+{
+	struct tp_op op = tp_op_default();
+	struct tp_error err;
+	uint32_t i;
+
+	op.name = name;
+	op.kind = kind;
+	op.param_bytes = params;
+	op.flop = flop;
+	op.backward_flop = 2 * flop;
+	op.out_bytes = out;
+	op.mem_bytes = out * 2;
+	ck_assert_int_eq(tp_model_add_op(m, &op, &i, &err), TP_OK);
+	return i;
+}
+
+static void edge(struct tp_model *m, uint32_t a, uint32_t b)
+{
+	struct tp_error err;
+
+	ck_assert_int_eq(tp_model_add_edge(m, a, b, m->ops.v[a].out_bytes,
+					   &err),
+			 TP_OK);
+}
+
+/* input -> fc1 -> relu -> fc2 -> loss, fp32; fc1 has p1 bytes of weights
+ * and reads a0 bytes per sample. */
+static void mlp(struct tp_model *m, double p1, double a0, int64_t batch)
+{
+	struct tp_error err;
+	uint32_t in, fc1, relu, fc2, loss;
+
+	tp_model_init(m);
+	m->global_batch = batch;
+	m->dtype = TP_DTYPE_FP32;
+	in = add_op(m, "in", TP_OP_INPUT, 0, 0, a0);
+	fc1 = add_op(m, "fc1", TP_OP_MATMUL, p1, 2 * p1 / 4, 16384);
+	relu = add_op(m, "relu", TP_OP_ELEMENTWISE, 0, 4096, 16384);
+	fc2 = add_op(m, "fc2", TP_OP_MATMUL, 16e6, 8e6, 4000);
+	loss = add_op(m, "loss", TP_OP_LOSS, 0, 1000, 4);
+	edge(m, in, fc1);
+	edge(m, fc1, relu);
+	edge(m, relu, fc2);
+	edge(m, fc2, loss);
+	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+}
+
+/* One group with every op on every device, data parallel. */
+static void dp_plan(struct tp_plan *p, const struct tp_model *m,
+		    const struct tp_cluster *c, enum tp_sync sync)
+{
+	uint32_t ops[64], devs[64], n = (uint32_t)c->devices.n, idx;
+	struct tp_error err;
+
+	tp_plan_init(p);
+	p->global_batch = m->global_batch;
+	for (uint32_t i = 0; i < m->ops.n; i++)
+		ops[i] = i;
+	for (uint32_t d = 0; d < n; d++)
+		devs[d] = d;
+	ck_assert_int_eq(tp_plan_add_group(p, ops, (uint32_t)m->ops.n, devs, n,
+					   n, 1, NULL, &idx, &err),
+			 TP_OK);
+	p->groups.v[idx].sync = sync;
+}
+
+/* --- SFB: the cost figures ------------------------------------------------ */
+
+START_TEST(test_sfb_ring_and_hierarchical_costs)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_sfb *sfb;
+	struct tp_sfb_scratch *s;
+	struct tp_sfb_costs k;
+	struct tp_error err;
+	const double B = 1.25e9, L = 2e-5, P = 400e6;
+	double S, want, g = 2, K = 2;
+
+	mlp(&m, P, 1e5, 64);
+	/* 2 nodes x 1 GPU: ring over the network */
+	make_cluster(&c, 2, 1, B, L, false);
+	dp_plan(&p, &m, &c, TP_SYNC_RING);
+	sfb = tp_sfb_new(&m, &c, NULL, &err);
+	ck_assert_ptr_nonnull(sfb);
+	s = tp_sfb_scratch_new(sfb);
+	tp_sfb_costs_init(&k);
+	ck_assert_int_eq(tp_sfb_group_costs(sfb, &p, 0, TP_LOSSY_NONE, 0, s, &k,
+					    &err),
+			 TP_OK);
+	ck_assert(k.eligible);
+	ck_assert_uint_eq(k.cands.n, 2);
+	ck_assert_uint_eq(k.cands.v[0].op, 1);
+	/* ring all-reduce 2(n-1)(alpha + S/(n beta)) */
+	S = P;
+	want = 2 * 1 * (L + S / (2 * B));
+	ck_assert_msg(fabs(k.cands.v[0].sync_s - want) < 1e-12 * want,
+		      "sync %.9g want %.9g", k.cands.v[0].sync_s, want);
+	ck_assert(fabs(k.cands.v[0].sync_bytes - 2 * S) < 1e-6);
+	/* all-gather of fc1's output gradient: (n-1)(alpha + S/(n beta)) */
+	S = 16384.0 * 64;
+	want = 1 * (L + S / (2 * B));
+	ck_assert(fabs(k.cands.v[0].grad_gather_s - want) < 1e-12 * want);
+	/* activations: the input (read by fc1) and relu's (read by fc2) */
+	ck_assert_uint_eq(k.tensors.n, 2);
+	ck_assert_uint_eq(k.tensors.v[0].producer, 0);
+	ck_assert_uint_eq(k.tensors.v[0].producer_cand, TP_NONE);
+	ck_assert(k.tensors.v[0].sample_bytes == 1e5);
+	ck_assert(k.cands.v[0].wgrad_s > 0);
+	tp_sfb_scratch_free(s);
+	tp_sfb_free(sfb);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+
+	/* 2 nodes x 2 GPUs, hierarchical: intra ring on the fabric, two
+	 * inter-node rings sharing each node's network link */
+	make_cluster(&c, 2, 2, B, L, false);
+	dp_plan(&p, &m, &c, TP_SYNC_HIERARCHICAL);
+	sfb = tp_sfb_new(&m, &c, NULL, &err);
+	s = tp_sfb_scratch_new(sfb);
+	ck_assert_int_eq(tp_sfb_group_costs(sfb, &p, 0, TP_LOSSY_NONE, 0, s, &k,
+					    &err),
+			 TP_OK);
+	S = P;
+	want = 2 * (g - 1) * (1e-6 + S / (g * 1e11)) +
+	       2 * (K - 1) * (L + S / (g * K * (B / 2)));
+	ck_assert_msg(fabs(k.cands.v[0].sync_s - want) < 1e-12 * want,
+		      "hier sync %.9g want %.9g", k.cands.v[0].sync_s, want);
+	/* the same group with a ring: the slowest hop is a network hop
+	 * whose link carries one flow per direction */
+	p.groups.v[0].sync = TP_SYNC_RING;
+	ck_assert_int_eq(tp_sfb_group_costs(sfb, &p, 0, TP_LOSSY_NONE, 0, s, &k,
+					    &err),
+			 TP_OK);
+	want = 2 * 3 * (L + S / (4 * B));
+	ck_assert_msg(fabs(k.cands.v[0].sync_s - want) < 1e-12 * want,
+		      "ring sync %.9g want %.9g", k.cands.v[0].sync_s, want);
+	/* lossy formats */
+	ck_assert_int_eq(tp_sfb_group_costs(sfb, &p, 0, TP_LOSSY_FP16, 0, s, &k,
+					    &err),
+			 TP_OK);
+	want = 2 * 3 * (L + S / 2 / (4 * B));
+	ck_assert(fabs(k.cands.v[0].sync_s - want) < 1e-12 * want);
+	ck_assert_int_eq(tp_sfb_group_costs(sfb, &p, 0, TP_LOSSY_POWERSGD, 4, s,
+					    &k, &err),
+			 TP_OK);
+	/* fc1: 100M parameters as 4096 x 24414: (m + n) r numbers */
+	ck_assert(k.cands.v[0].sync_bytes < 2 * 3 * (4096 + 24415) * 4 * 4);
+	ck_assert(k.cands.v[0].sync_s < want);
+	tp_sfb_costs_release(&k);
+	tp_sfb_scratch_free(s);
+	tp_sfb_free(sfb);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+START_TEST(test_sfb_selects_when_it_pays)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_sfb *sfb;
+	struct tp_sfb_scratch *s;
+	struct tp_sfb_stats st;
+	struct tp_error err;
+
+	/* 100M-parameter layer, small batch, 10 GbE: both matmuls pay */
+	mlp(&m, 400e6, 1e5, 64);
+	make_cluster(&c, 4, 1, 1.25e9, 2e-5, false);
+	dp_plan(&p, &m, &c, TP_SYNC_RING);
+	sfb = tp_sfb_new(&m, &c, NULL, &err);
+	s = tp_sfb_scratch_new(sfb);
+	ck_assert_int_eq(tp_sfb_select(sfb, &p, s, &st, &err), TP_OK);
+	ck_assert_uint_eq(p.groups.v[0].n_sfb, 2);
+	ck_assert_uint_eq(tp_plan_group_sfb(&p, 0)[0], 1);
+	ck_assert_uint_eq(tp_plan_group_sfb(&p, 0)[1], 3);
+	ck_assert(p.groups.v[0].sfb_saved_bytes > 1e9);
+	ck_assert_int_eq(p.groups.v[0].lossy, TP_LOSSY_NONE);
+	ck_assert_msg(st.saved_s > 0.45 && st.saved_s < st.sync_s, "saved %g sync %g", st.saved_s, st.sync_s);
+	ck_assert_uint_eq(st.ops_selected, 2);
+	ck_assert_int_eq(tp_plan_validate(&p, &m, &c, &err), TP_OK);
+	/* off: nothing */
+	p.compression = TP_COMPRESSION_OFF;
+	ck_assert_int_eq(tp_sfb_select(sfb, &p, s, &st, &err), TP_OK);
+	ck_assert_uint_eq(p.groups.v[0].n_sfb, 0);
+	ck_assert_uint_eq(p.sfb.n, 0);
+	ck_assert(p.groups.v[0].sfb_saved_bytes == 0);
+	tp_sfb_scratch_free(s);
+	tp_sfb_free(sfb);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+
+	/* small layer, large batch, fast network: nothing pays */
+	mlp(&m, 1e6, 1e5, 4096);
+	make_cluster(&c, 4, 1, 1e11, 2e-6, false);
+	dp_plan(&p, &m, &c, TP_SYNC_RING);
+	sfb = tp_sfb_new(&m, &c, NULL, &err);
+	s = tp_sfb_scratch_new(sfb);
+	ck_assert_int_eq(tp_sfb_select(sfb, &p, s, &st, &err), TP_OK);
+	ck_assert_uint_eq(p.groups.v[0].n_sfb, 0);
+	ck_assert(st.saved_s == 0);
+	ck_assert_uint_eq(st.groups_eligible, 1);
+	tp_sfb_scratch_free(s);
+	tp_sfb_free(sfb);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+START_TEST(test_sfb_eligibility)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_sfb *sfb;
+	struct tp_sfb_scratch *s;
+	struct tp_sfb_costs k;
+	struct tp_error err;
+	uint32_t ops[5] = {0, 1, 2, 3, 4}, devs[2] = {0, 1};
+
+	mlp(&m, 400e6, 1e5, 64);
+	make_cluster(&c, 2, 1, 1.25e9, 2e-5, false);
+	sfb = tp_sfb_new(&m, &c, NULL, &err);
+	s = tp_sfb_scratch_new(sfb);
+	tp_sfb_costs_init(&k);
+	for (int v = 0; v < 4; v++) {
+		tp_plan_init(&p);
+		p.global_batch = 64;
+		if (v == 0) /* tp = 2 */
+			ck_assert_int_eq(tp_plan_add_group(&p, ops, 5, devs, 2,
+							   1, 2, NULL, NULL,
+							   &err),
+					 TP_OK);
+		else if (v == 1) /* one device */
+			ck_assert_int_eq(tp_plan_add_group(&p, ops, 5, devs, 1,
+							   1, 1, NULL, NULL,
+							   &err),
+					 TP_OK);
+		else
+			ck_assert_int_eq(tp_plan_add_group(&p, ops, 5, devs, 2,
+							   2, 1, NULL, NULL,
+							   &err),
+					 TP_OK);
+		if (v == 2)
+			p.groups.v[0].sync = TP_SYNC_PS;
+		if (v == 3)
+			p.zero = 1;
+		ck_assert_int_eq(tp_sfb_group_costs(sfb, &p, 0, TP_LOSSY_NONE,
+						    0, s, &k, &err),
+				 TP_OK);
+		ck_assert(!k.eligible);
+		ck_assert(k.why[0] != 0);
+		ck_assert_int_eq(tp_sfb_select(sfb, &p, s, NULL, &err), TP_OK);
+		ck_assert_uint_eq(p.groups.v[0].n_sfb, 0);
+		tp_plan_release(&p);
+	}
+	tp_sfb_costs_release(&k);
+	tp_sfb_scratch_free(s);
+	tp_sfb_free(sfb);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* Three projections read one normalised input: one gather serves all. */
+START_TEST(test_sfb_shared_gather)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_sfb *sfb;
+	struct tp_sfb_scratch *s;
+	struct tp_sfb_costs k;
+	struct tp_error err;
+	uint32_t in, ln, q, kk, v, att, out, loss;
+	uint8_t x1[4] = {1, 0, 0, 0}, x3[4] = {1, 1, 1, 0};
+	double d;
+
+	tp_model_init(&m);
+	m.global_batch = 16;
+	in = add_op(&m, "in", TP_OP_INPUT, 0, 0, 8192);
+	ln = add_op(&m, "ln", TP_OP_NORM, 0, 1e4, 8192);
+	q = add_op(&m, "q", TP_OP_MATMUL, 4e6, 2e6, 8192);
+	kk = add_op(&m, "k", TP_OP_MATMUL, 4e6, 2e6, 8192);
+	v = add_op(&m, "v", TP_OP_MATMUL, 4e6, 2e6, 8192);
+	att = add_op(&m, "att", TP_OP_ATTENTION, 0, 1e6, 8192);
+	out = add_op(&m, "out", TP_OP_MATMUL, 4e6, 2e6, 8192);
+	loss = add_op(&m, "loss", TP_OP_LOSS, 0, 10, 4);
+	edge(&m, in, ln);
+	edge(&m, ln, q);
+	edge(&m, ln, kk);
+	edge(&m, ln, v);
+	edge(&m, q, att);
+	edge(&m, kk, att);
+	edge(&m, v, att);
+	edge(&m, att, out);
+	edge(&m, out, loss);
+	ck_assert_int_eq(tp_model_finalize(&m, &err), TP_OK);
+	make_cluster(&c, 2, 1, 1.25e9, 2e-5, false);
+	dp_plan(&p, &m, &c, TP_SYNC_RING);
+	sfb = tp_sfb_new(&m, &c, NULL, &err);
+	s = tp_sfb_scratch_new(sfb);
+	tp_sfb_costs_init(&k);
+	ck_assert_int_eq(tp_sfb_group_costs(sfb, &p, 0, TP_LOSSY_NONE, 0, s, &k,
+					    &err),
+			 TP_OK);
+	ck_assert_uint_eq(k.cands.n, 4);
+	ck_assert_uint_eq(k.tensors.n, 2);
+	ck_assert_uint_eq(k.tensors.v[0].producer, ln);
+	ck_assert_uint_eq(k.tensors.v[0].n, 3);
+	ck_assert_uint_eq(k.tensors.v[1].producer, att);
+	/* adding k and v adds only their own unary terms */
+	d = tp_sfb_objective(&k, x3) - tp_sfb_objective(&k, x1);
+	ck_assert(fabs(d - (k.cands.v[1].wgrad_s + k.cands.v[1].grad_gather_s -
+			    k.cands.v[1].sync_s + k.cands.v[2].wgrad_s +
+			    k.cands.v[2].grad_gather_s - k.cands.v[2].sync_s)) <
+		  1e-12);
+	tp_sfb_costs_release(&k);
+	tp_sfb_scratch_free(s);
+	tp_sfb_free(sfb);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* fc1 -> fc2 directly: fc1, selected, recomputes its cheap forward over
+ * the whole batch rather than gathering its large output. */
+START_TEST(test_sfb_forward_recompute_and_actions)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_sfb *sfb;
+	struct tp_sfb_scratch *s;
+	struct tp_sfb_actions a;
+	struct tp_error err;
+	uint32_t in, fc1, fc2, loss;
+	bool seen_fc1 = false, seen_in = false;
+
+	tp_model_init(&m);
+	m.global_batch = 32;
+	in = add_op(&m, "in", TP_OP_INPUT, 0, 0, 4096);
+	fc1 = add_op(&m, "fc1", TP_OP_MATMUL, 200e6, 1e8, 200000);
+	fc2 = add_op(&m, "fc2", TP_OP_MATMUL, 200e6, 1e8, 4096);
+	loss = add_op(&m, "loss", TP_OP_LOSS, 0, 10, 4);
+	edge(&m, in, fc1);
+	edge(&m, fc1, fc2);
+	edge(&m, fc2, loss);
+	ck_assert_int_eq(tp_model_finalize(&m, &err), TP_OK);
+	make_cluster(&c, 2, 1, 1.25e9, 2e-5, false);
+	dp_plan(&p, &m, &c, TP_SYNC_RING);
+	sfb = tp_sfb_new(&m, &c, NULL, &err);
+	s = tp_sfb_scratch_new(sfb);
+	ck_assert_int_eq(tp_sfb_select(sfb, &p, s, NULL, &err), TP_OK);
+	ck_assert_uint_eq(p.groups.v[0].n_sfb, 2);
+	tp_sfb_actions_init(&a);
+	ck_assert_int_eq(tp_sfb_group_actions(sfb, &p, 0, s, &a, &err), TP_OK);
+	for (size_t i = 0; i < a.v.n; i++) {
+		const struct tp_sfb_action *x = &a.v.v[i];
+		if (x->op == fc1) {
+			seen_fc1 = true;
+			ck_assert(x->sfb && x->forward_full);
+			ck_assert(x->gather_act_bytes == 0);
+			ck_assert(x->gather_grad_bytes == 200000);
+			ck_assert(x->sync_bytes == 0);
+		} else if (x->op == in) {
+			seen_in = true;
+			ck_assert(x->gather_act_bytes == 4096);
+			ck_assert(!x->sfb && !x->forward_full);
+		} else if (x->op == fc2) {
+			ck_assert(x->sfb && !x->forward_full);
+		}
+	}
+	ck_assert(seen_fc1 && seen_in);
+	/* a hand-edited plan selecting a parameter-free op is rejected */
+	p.sfb.v[p.groups.v[0].sfb_first] = loss;
+	ck_assert_int_eq(tp_sfb_group_actions(sfb, &p, 0, s, &a, &err),
+			 TP_EINPUT);
+	ck_assert_ptr_nonnull(strstr(err.path, "compression.ops[0]"));
+	/* without compression: plain entries with the gradient size */
+	tp_sfb_clear(&p);
+	ck_assert_int_eq(tp_sfb_group_actions(sfb, &p, 0, s, &a, &err), TP_OK);
+	ck_assert_uint_eq(a.v.n, 2);
+	ck_assert(a.v.v[0].sync_bytes == 200e6 && !a.v.v[0].sfb);
+	tp_sfb_actions_release(&a);
+	tp_sfb_scratch_free(s);
+	tp_sfb_free(sfb);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+START_TEST(test_sfb_lossy_opt_in)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_sfb *sfb;
+	struct tp_sfb_scratch *s;
+	struct tp_sfb_stats st;
+	struct tp_error err;
+
+	/* big batch: SFB does not pay, but lossy formats would */
+	mlp(&m, 400e6, 1e6, 8192);
+	make_cluster(&c, 4, 1, 1.25e9, 2e-5, false);
+	dp_plan(&p, &m, &c, TP_SYNC_RING);
+	sfb = tp_sfb_new(&m, &c, NULL, &err);
+	s = tp_sfb_scratch_new(sfb);
+	ck_assert_int_eq(p.compression, TP_COMPRESSION_LOSSLESS);
+	ck_assert_int_eq(tp_sfb_select(sfb, &p, s, &st, &err), TP_OK);
+	ck_assert_int_eq(p.groups.v[0].lossy, TP_LOSSY_NONE);
+	ck_assert_uint_eq(st.groups_lossy, 0);
+	p.compression = TP_COMPRESSION_LOSSY;
+	ck_assert_int_eq(tp_sfb_select(sfb, &p, s, &st, &err), TP_OK);
+	ck_assert_int_ne(p.groups.v[0].lossy, TP_LOSSY_NONE);
+	ck_assert_uint_eq(st.groups_lossy, 1);
+	ck_assert(st.saved_s > 0);
+	if (p.groups.v[0].lossy == TP_LOSSY_POWERSGD)
+		ck_assert_uint_eq(p.groups.v[0].powersgd_rank, 4);
+	tp_sfb_scratch_free(s);
+	tp_sfb_free(sfb);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* --- SFB: the cut against enumeration of every selection ----------------- */
+
+static void random_case(struct tp_rng *rng, struct tp_model *m,
+			struct tp_cluster *c, struct tp_plan *p)
+{
+	static const enum tp_op_kind kinds[] = {
+		TP_OP_MATMUL, TP_OP_CONV, TP_OP_ELEMENTWISE, TP_OP_NORM,
+		TP_OP_EMBEDDING, TP_OP_MATMUL, TP_OP_ATTENTION};
+	struct tp_error err;
+	uint32_t n = 3 + (uint32_t)tp_rng_below(rng, 10), nd, cut;
+	uint32_t ops[16], devs[16];
+	char name[16];
+
+	tp_model_init(m);
+	m->global_batch = 8 << tp_rng_below(rng, 5);
+	m->dtype = tp_rng_below(rng, 2) ? TP_DTYPE_FP32 : TP_DTYPE_BF16;
+	for (uint32_t i = 0; i < n; i++) {
+		enum tp_op_kind k = i == 0 ? TP_OP_INPUT
+					   : kinds[tp_rng_below(rng, 7)];
+		double params = tp_rng_below(rng, 3) == 0
+					? 0
+					: exp(tp_rng_uniform(rng) * 20);
+		snprintf(name, sizeof(name), "op%u", i);
+		add_op(m, name, k, i == 0 ? 0 : params,
+		       exp(tp_rng_uniform(rng) * 22),
+		       exp(2 + tp_rng_uniform(rng) * 14));
+	}
+	for (uint32_t i = 1; i < n; i++) {
+		uint32_t a = (uint32_t)tp_rng_below(rng, i);
+		edge(m, a, i);
+		if (tp_rng_below(rng, 3) == 0) {
+			uint32_t b = (uint32_t)tp_rng_below(rng, i);
+			edge(m, b, i); /* maybe parallel to a -> i */
+		}
+	}
+	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+	make_cluster(c, 1 + (uint32_t)tp_rng_below(rng, 3),
+		     1 + (uint32_t)tp_rng_below(rng, 2),
+		     exp(20 + tp_rng_uniform(rng) * 5), 1e-5, true);
+	tp_plan_init(p);
+	p->global_batch = m->global_batch;
+	p->micro_batches = 1 + (uint32_t)tp_rng_below(rng, 2);
+	nd = (uint32_t)c->devices.n;
+	cut = 1 + (uint32_t)tp_rng_below(rng, n - 1);
+	for (uint32_t i = 0; i < n; i++)
+		ops[i] = i;
+	for (uint32_t d = 0; d < nd; d++)
+		devs[d] = d;
+	for (int gi = 0; gi < 2; gi++) {
+		uint32_t first = gi ? cut : 0, cnt = gi ? n - cut : cut;
+		double sh[16], sum = 0;
+		uint32_t idx;
+
+		for (uint32_t r = 0; r < nd; r++)
+			sum += sh[r] = 0.5 + tp_rng_uniform(rng);
+		for (uint32_t r = 0; r < nd; r++)
+			sh[r] /= sum;
+		ck_assert_int_eq(tp_plan_add_group(p, ops + first, cnt, devs,
+						   nd, nd, 1, sh, &idx, &err),
+				 TP_OK);
+		p->groups.v[idx].sync = tp_rng_below(rng, 2)
+						? TP_SYNC_RING
+						: TP_SYNC_HIERARCHICAL;
+	}
+}
+
+START_TEST(test_sfb_brute_force)
+{
+	struct tp_rng rng;
+	struct tp_error err;
+	int compared = 0, nonempty = 0;
+
+	for (uint64_t seed = 1; seed <= 250; seed++) {
+		struct tp_model m;
+		struct tp_cluster c;
+		struct tp_plan p;
+		struct tp_sfb *sfb;
+		struct tp_sfb_scratch *s;
+		struct tp_sfb_costs k;
+
+		tp_rng_seed(&rng, seed);
+		random_case(&rng, &m, &c, &p);
+		sfb = tp_sfb_new(&m, &c, NULL, &err);
+		ck_assert_ptr_nonnull(sfb);
+		s = tp_sfb_scratch_new(sfb);
+		ck_assert_ptr_nonnull(s);
+		tp_sfb_costs_init(&k);
+		for (uint32_t g = 0; g < p.groups.n; g++) {
+			enum tp_lossy f = (enum tp_lossy)tp_rng_below(&rng, 3);
+			uint8_t x[16], y[16];
+			double value, best = INFINITY, scale = 0;
+			uint32_t nc;
+
+			ck_assert_int_eq(tp_sfb_group_costs(sfb, &p, g, f, 2, s,
+							    &k, &err),
+					 TP_OK);
+			nc = (uint32_t)k.cands.n;
+			if (!k.eligible || nc > 14)
+				continue;
+			ck_assert_int_eq(tp_sfb_solve(&k, s, x, &value, &err),
+					 TP_OK);
+			ck_assert(fabs(tp_sfb_objective(&k, x) - value) <=
+				  1e-12 * (1 + fabs(value)));
+			for (uint32_t i = 0; i < nc; i++)
+				scale += k.cands.v[i].sync_s +
+					 k.cands.v[i].wgrad_s +
+					 k.cands.v[i].grad_gather_s;
+			for (size_t t = 0; t < k.tensors.n; t++)
+				scale += k.tensors.v[t].gather_s;
+			for (uint32_t mask = 0; mask < (1u << nc); mask++) {
+				double v;
+				for (uint32_t i = 0; i < nc; i++)
+					y[i] = mask >> i & 1;
+				v = tp_sfb_objective(&k, y);
+				if (v < best)
+					best = v;
+			}
+			ck_assert_msg(value <= best + 1e-12 * (1 + scale),
+				      "seed %llu group %u: cut %.17g, brute "
+				      "force %.17g",
+				      (unsigned long long)seed, g, value, best);
+			ck_assert(value <= 0);
+			compared++;
+			for (uint32_t i = 0; i < nc; i++)
+				if (x[i]) {
+					nonempty++;
+					break;
+				}
+		}
+		tp_sfb_costs_release(&k);
+		tp_sfb_scratch_free(s);
+		tp_sfb_free(sfb);
+		tp_plan_release(&p);
+		tp_cluster_release(&c);
+		tp_model_release(&m);
+	}
+	/* the instances exercise both outcomes */
+	ck_assert_int_gt(compared, 150);
+	ck_assert_int_gt(nonempty, 20);
+	ck_assert_int_lt(nonempty, compared);
+}
+END_TEST
+
 Suite *suite_compress(void)
 {
 	Suite *s = suite_create("compress");
@@ -346,6 +969,16 @@ Suite *suite_compress(void)
 	tcase_add_test(tc, test_mincut_bad_input);
 	tcase_add_test(tc, test_energy_brute_force);
 	tcase_add_test(tc, test_energy_rejects_supermodular);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("sfb");
+	tcase_set_timeout(tc, 20);
+	tcase_add_test(tc, test_sfb_ring_and_hierarchical_costs);
+	tcase_add_test(tc, test_sfb_selects_when_it_pays);
+	tcase_add_test(tc, test_sfb_eligibility);
+	tcase_add_test(tc, test_sfb_shared_gather);
+	tcase_add_test(tc, test_sfb_forward_recompute_and_actions);
+	tcase_add_test(tc, test_sfb_lossy_opt_in);
+	tcase_add_test(tc, test_sfb_brute_force);
 	suite_add_tcase(s, tc);
 	return s;
 }
