@@ -1,0 +1,1003 @@
+/*
+ * features.c - the GNN input graph of a (model, cluster, groups, state)
+ * (see features.h; every feature is listed in src/gnn/README).
+ */
+#include "features.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_POOL_ABOVE 64
+
+struct tp_gnn_features {
+	const struct tp_model *m;
+	const struct tp_cluster *c;
+	uint32_t K, ND, NN, T;
+	uint32_t *gfirst;   /* K + 1 */
+	uint32_t *dev_node; /* ND: device -> device node */
+	float *node_w;      /* NN: devices per node (class size) */
+	uint32_t *node_rep; /* NN: a representative device */
+	double *gtime;      /* K * T: s per sample, fwd + bwd */
+	double *gtime_min;  /* K: fastest over the types present */
+	double *gparam, *gsaved, *gflop; /* K */
+	double state_factor; /* bytes of weights+grads+optimizer per param
+				byte */
+	double lower_bound;  /* s per iteration */
+	double batch;
+	double total_peak, min_bw;
+	double *dev_peak;    /* ND */
+	uint32_t n_nodes_phys;
+	/* flow edges between groups: (src, dst, bytes) */
+	uint32_t n_flow;
+	uint32_t *flow_src, *flow_dst;
+	uint32_t *flow_pos, *back_pos; /* sorted positions */
+	uint32_t *place_pos;           /* K * NN: (g, n) -> sorted pos */
+	uint32_t *serve_pos;           /* NN * K: (n, g) */
+	struct tp_gnn_graph g;
+	struct tp_gnn_input in;
+	/* per-state scratch */
+	TP_VEC(uint32_t) op_pg;    /* op -> plan group */
+	TP_VEC(uint32_t) g_pg;     /* coarse group -> plan group */
+	TP_VEC(float) pg_frac;     /* plan group x NN placement fraction */
+	TP_VEC(uint32_t) act_nodes;
+	TP_VEC(float) act_w;
+	double *load, *mem, *comm; /* ND */
+	uint32_t *ngroups_on;      /* ND */
+	uint32_t *node_seen;       /* ND, stamps */
+	uint32_t *node_slot;       /* ND: device node -> action slot */
+	uint32_t stamp;
+};
+
+void tp_gnn_feature_widths(struct tp_gnn_widths *w)
+{
+	w->group = TP_GNN_F_GROUP;
+	w->device = TP_GNN_F_DEVICE;
+	w->action = TP_GNN_F_ACTION;
+	w->global = TP_GNN_F_GLOBAL;
+	w->edge[TP_GNN_E_FLOW] = TP_GNN_F_FLOW;
+	w->edge[TP_GNN_E_BACK] = TP_GNN_F_FLOW;
+	w->edge[TP_GNN_E_LINK] = TP_GNN_F_LINK;
+	w->edge[TP_GNN_E_PLACE] = TP_GNN_F_PLACE;
+	w->edge[TP_GNN_E_SERVE] = TP_GNN_F_PLACE;
+}
+
+/* ------------------------------------------------------------------ */
+/* helpers */
+
+static float clampf(double x, double lo, double hi)
+{
+	if (!(x >= lo)) /* also NaN */
+		return (float)lo;
+	return (float)(x > hi ? hi : x);
+}
+
+/* x / max on a log scale: 1 at max, 0 at max / 10^decades or less. */
+static float logn(double x, double max, double decades)
+{
+	if (!(x > 0) || !(max > 0))
+		return 0.0f;
+	return clampf(1.0 + log10(x / max) / decades, 0, 1);
+}
+
+static float ratio(double x, double max)
+{
+	return max > 0 ? clampf(x / max, 0, 1) : 0.0f;
+}
+
+static float log2n(double x, double max)
+{
+	if (!(x > 1) || !(max > 1))
+		return 0.0f;
+	return clampf(log2(x) / log2(max), 0, 1);
+}
+
+/* Per-sample forward + backward time of op on a device type: the model's
+ * profile when it has one for the type, else a roofline with the type's
+ * efficiency constants at a nominal per-device batch. */
+static double op_time(const struct tp_model *m, const struct tp_cluster *c,
+		      uint32_t op, uint32_t t, double batch_hint)
+{
+	const struct tp_op *o = &m->ops.v[op];
+	const struct tp_device_type *ty = &c->types.v[t];
+	double peak, eff, half, bw, meff, ovh, ce, f, fwd, bwd;
+
+	for (uint32_t i = 0; i < o->n_prof; i++) {
+		const struct tp_profile *p = &m->profiles.v[o->prof_first + i];
+		if (p->batch > 0 && strcmp(p->device_type, ty->name) == 0)
+			return (p->forward_s + p->backward_s) / p->batch;
+	}
+	if (o->kind == TP_OP_INPUT)
+		return 0;
+	peak = ty->peak_flops[m->dtype] > 0 ? ty->peak_flops[m->dtype]
+					    : ty->peak_flops[TP_DTYPE_FP32];
+	if (!(peak > 0))
+		peak = 1e13;
+	eff = ty->gemm_efficiency > 0 ? ty->gemm_efficiency : 0.6;
+	half = ty->gemm_half_flop > 0 ? ty->gemm_half_flop : 1e9;
+	bw = ty->memory_bw_Bps > 0 ? ty->memory_bw_Bps : 5e11;
+	meff = ty->memory_efficiency > 0 ? ty->memory_efficiency : 0.7;
+	ovh = ty->kernel_overhead_s > 0 ? ty->kernel_overhead_s : 5e-6;
+	f = o->flop * batch_hint;
+	if (o->kind == TP_OP_MATMUL || o->kind == TP_OP_CONV ||
+	    o->kind == TP_OP_ATTENTION)
+		ce = eff * f / (f + half);
+	else
+		ce = eff * 0.25;
+	if (!(ce > 0))
+		ce = 1e-3;
+	fwd = fmax(o->flop / (peak * ce), o->mem_bytes / (bw * meff));
+	bwd = fmax(o->backward_flop / (peak * ce),
+		   2 * o->mem_bytes / (bw * meff));
+	return fwd + bwd + 3 * ovh / batch_hint;
+}
+
+/* Bytes of weights, gradients and optimizer state per parameter byte. */
+static double state_factor(const struct tp_model *m)
+{
+	double pb = tp_dtype_bytes(m->dtype);
+	double master = m->dtype == TP_DTYPE_FP32 ? 0 : 4;
+	double opt = m->optimizer == TP_OPT_ADAM	 ? 8
+		     : m->optimizer == TP_OPT_MOMENTUM ? 4
+						       : 0;
+	return (2 * pb + master + opt) / pb;
+}
+
+float tp_gnn_value_target(double lower_bound_s, bool feasible,
+			  double iteration_time_s)
+{
+	double e;
+
+	if (!feasible || !(iteration_time_s > 0))
+		return -1.0f;
+	e = lower_bound_s / iteration_time_s;
+	if (!(e > 0))
+		return -1.0f;
+	if (e > 1)
+		e = 1;
+	return (float)(2 * sqrt(e) - 1);
+}
+
+double tp_gnn_value_time(double lower_bound_s, float v)
+{
+	double s;
+
+	if (!(v > -1.0f))
+		return INFINITY;
+	s = (v + 1.0) / 2.0;
+	if (s > 1)
+		s = 1;
+	return lower_bound_s / (s * s);
+}
+
+/* ------------------------------------------------------------------ */
+/* construction */
+
+static bool node_kind_eq(const struct tp_node *a, const struct tp_node *b)
+{
+	return a->n_devices == b->n_devices &&
+	       a->fabric_bw_Bps == b->fabric_bw_Bps &&
+	       a->nic_bw_Bps * a->n_nics == b->nic_bw_Bps * b->n_nics;
+}
+
+static enum tp_status build_classes(struct tp_gnn_features *f,
+				    uint32_t pool_above, struct tp_error *err)
+{
+	const struct tp_cluster *c = f->c;
+	uint32_t nn = 0;
+
+	f->dev_node = tp_calloc(f->ND, sizeof(uint32_t));
+	f->node_w = tp_calloc(f->ND, sizeof(float));
+	f->node_rep = tp_calloc(f->ND, sizeof(uint32_t));
+	if (!f->dev_node || !f->node_w || !f->node_rep)
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	for (uint32_t d = 0; d < f->ND; d++) {
+		const struct tp_device *dv = &c->devices.v[d];
+		uint32_t k = nn;
+		if (f->ND > pool_above) {
+			for (k = 0; k < nn; k++) {
+				const struct tp_device *r =
+					&c->devices.v[f->node_rep[k]];
+				if (r->type == dv->type && r->local == dv->local &&
+				    node_kind_eq(&c->nodes.v[r->node],
+						 &c->nodes.v[dv->node]))
+					break;
+			}
+		}
+		if (k == nn) {
+			f->node_rep[nn] = d;
+			nn++;
+		}
+		f->dev_node[d] = k;
+		f->node_w[k] += 1.0f;
+	}
+	f->NN = nn;
+	return TP_OK;
+}
+
+static enum tp_status fill_static(struct tp_gnn_features *f,
+				  struct tp_error *err)
+{
+	const struct tp_model *m = f->m;
+	const struct tp_cluster *c = f->c;
+	struct tp_gnn_graph *g = &f->g;
+	uint32_t K = f->K, NN = f->NN, T = f->T;
+	double gmax_flop = 0, gmax_param = 0, gmax_saved = 0, tot_flop = 0,
+	       tot_param = 0;
+	double max_peak = 0, max_mem = 0, max_mbw = 0, max_bw = 0, max_lat = 0;
+	double max_flow = 0, max_fabric = 0, max_nic = 0;
+	double *flow_bytes = NULL;
+	float x[32];
+	enum tp_status st;
+
+	if ((st = tp_gnn_graph_reset(g, K, NN, err)))
+		return st;
+	for (uint32_t k = 0; k < K; k++) {
+		gmax_flop = fmax(gmax_flop, f->gflop[k]);
+		gmax_param = fmax(gmax_param, f->gparam[k]);
+		gmax_saved = fmax(gmax_saved, f->gsaved[k]);
+		tot_flop += f->gflop[k];
+		tot_param += f->gparam[k];
+	}
+	/* groups: static part (dynamic columns 13.. filled per state) */
+	for (uint32_t k = 0; k < K; k++) {
+		float *r = tp_gnn_graph_group_row(g, k);
+		double tmax = 0, tmean = 0, io = 0;
+		uint32_t units = 0;
+		bool split = false;
+		for (uint32_t t = 0; t < T; t++) {
+			tmax = fmax(tmax, f->gtime[(size_t)k * T + t]);
+			tmean += f->gtime[(size_t)k * T + t] / T;
+		}
+		for (uint32_t i = f->gfirst[k]; i < f->gfirst[k + 1]; i++) {
+			const struct tp_op *o = &m->ops.v[m->topo[i]];
+			io += o->mem_bytes;
+			if (o->tp_split != TP_SPLIT_NONE)
+				split = true;
+			if (o->tp_units && (!units || o->tp_units < units))
+				units = o->tp_units;
+		}
+		r[0] = ratio(f->gflop[k], gmax_flop);
+		r[1] = logn(f->gflop[k], gmax_flop, 4);
+		r[2] = ratio(f->gparam[k], gmax_param);
+		r[3] = logn(f->gparam[k], gmax_param, 4);
+		r[4] = ratio(f->gsaved[k], gmax_saved);
+		r[5] = logn(f->gsaved[k], gmax_saved, 4);
+		r[6] = ratio(f->gflop[k], tot_flop);
+		r[7] = ratio(f->gparam[k], tot_param);
+		r[8] = K > 1 ? (float)k / (float)(K - 1) : 0.0f;
+		r[9] = f->gtime_min[k] > 0 ? clampf(tmax / f->gtime_min[k] - 1,
+						    0, 4) /
+						     4
+					   : 0.0f;
+		/* arithmetic intensity, FLOP per byte, on a log scale */
+		r[10] = io > 0 ? clampf(log10(f->gflop[k] / io + 1) / 3, 0, 1)
+			       : 1.0f;
+		r[11] = split ? 1.0f : 0.0f;
+		r[12] = units ? clampf(log2(units) / 7, 0, 1) : 0.0f;
+		(void)tmean;
+	}
+	/* devices */
+	for (uint32_t d = 0; d < f->ND; d++) {
+		const struct tp_device *dv = &c->devices.v[d];
+		const struct tp_node *nd = &c->nodes.v[dv->node];
+		max_peak = fmax(max_peak, f->dev_peak[d]);
+		max_mem = fmax(max_mem, c->types.v[dv->type].memory_bytes);
+		max_mbw = fmax(max_mbw, c->types.v[dv->type].memory_bw_Bps);
+		max_fabric = fmax(max_fabric, nd->fabric_bw_Bps);
+		max_nic = fmax(max_nic, nd->nic_bw_Bps * nd->n_nics);
+	}
+	for (uint32_t a = 0; a < f->ND; a++)
+		for (uint32_t b = 0; b < f->ND; b++) {
+			const struct tp_route *r = tp_cluster_route(c, a, b);
+			if (a == b)
+				continue;
+			if (isfinite(r->bw_Bps))
+				max_bw = fmax(max_bw, r->bw_Bps);
+			max_lat = fmax(max_lat, r->latency_s);
+		}
+	if (!(max_bw > 0))
+		max_bw = 1;
+	for (uint32_t n = 0; n < NN; n++) {
+		uint32_t d = f->node_rep[n];
+		const struct tp_device *dv = &c->devices.v[d];
+		const struct tp_device_type *ty = &c->types.v[dv->type];
+		const struct tp_node *nd = &c->nodes.v[dv->node];
+		float *r = tp_gnn_graph_device_row(g, n);
+		r[0] = ratio(f->dev_peak[d], max_peak);
+		r[1] = logn(f->dev_peak[d], max_peak, 2);
+		r[2] = ratio(ty->memory_bytes, max_mem);
+		r[3] = ratio(ty->memory_bw_Bps, max_mbw);
+		r[4] = ratio(nd->n_devices, f->ND);
+		r[5] = ratio(nd->fabric_bw_Bps, max_fabric);
+		r[6] = ratio(nd->nic_bw_Bps * nd->n_nics, max_nic);
+		r[7] = f->node_w[n] / (float)f->ND;
+		g->device_weight.v[n] = f->node_w[n];
+	}
+	/* link edges: every ordered pair of device nodes, self-loops too */
+	for (uint32_t b = 0; b < NN; b++) {
+		for (uint32_t a = 0; a < NN; a++) {
+			uint32_t ra = f->node_rep[a], rb = f->node_rep[b];
+			const struct tp_route *r;
+			bool self = a == b;
+			/* a representative of b on another node than ra (or
+			 * another device of the same class) */
+			if (NN < f->ND) {
+				for (uint32_t d = 0; d < f->ND; d++) {
+					if (f->dev_node[d] != b || d == ra)
+						continue;
+					rb = d;
+					if (c->devices.v[d].node !=
+					    c->devices.v[ra].node)
+						break;
+				}
+			}
+			if (ra == rb) {
+				x[0] = 1.0f;
+				x[1] = 1.0f;
+				x[2] = 0.0f;
+				x[3] = 1.0f;
+			} else {
+				r = tp_cluster_route(c, ra, rb);
+				x[0] = ratio(r->bw_Bps, max_bw);
+				x[1] = logn(r->bw_Bps, max_bw, 3);
+				x[2] = ratio(r->latency_s, max_lat);
+				x[3] = c->devices.v[ra].node ==
+						       c->devices.v[rb].node
+					       ? 1.0f
+					       : 0.0f;
+			}
+			x[4] = self ? 1.0f : 0.0f;
+			if (tp_gnn_graph_add_edge(g, TP_GNN_E_LINK, a, b, x) ==
+			    UINT32_MAX)
+				goto nomem;
+		}
+	}
+	/* flow edges: bytes between groups, summed over op edges */
+	flow_bytes = tp_calloc((size_t)K * K, sizeof(double));
+	if (!flow_bytes)
+		goto nomem;
+	{
+		uint32_t *gof = tp_calloc(m->ops.n, sizeof(uint32_t));
+		if (!gof)
+			goto nomem;
+		for (uint32_t k = 0; k < K; k++)
+			for (uint32_t i = f->gfirst[k]; i < f->gfirst[k + 1];
+			     i++)
+				gof[m->topo[i]] = k;
+		for (size_t e = 0; e < m->edges.n; e++) {
+			uint32_t a = gof[m->edges.v[e].src];
+			uint32_t b = gof[m->edges.v[e].dst];
+			if (a != b)
+				flow_bytes[(size_t)a * K + b] +=
+					m->edges.v[e].bytes;
+		}
+		free(gof);
+	}
+	f->n_flow = 0;
+	for (size_t i = 0; i < (size_t)K * K; i++)
+		if (flow_bytes[i] > 0) {
+			f->n_flow++;
+			max_flow = fmax(max_flow, flow_bytes[i]);
+		}
+	f->flow_src = tp_calloc(f->n_flow + 1, sizeof(uint32_t));
+	f->flow_dst = tp_calloc(f->n_flow + 1, sizeof(uint32_t));
+	f->flow_pos = tp_calloc(f->n_flow + 1, sizeof(uint32_t));
+	f->back_pos = tp_calloc(f->n_flow + 1, sizeof(uint32_t));
+	f->place_pos = tp_calloc((size_t)K * NN, sizeof(uint32_t));
+	f->serve_pos = tp_calloc((size_t)K * NN, sizeof(uint32_t));
+	if (!f->flow_src || !f->flow_dst || !f->flow_pos || !f->back_pos ||
+	    !f->place_pos || !f->serve_pos)
+		goto nomem;
+	{
+		uint32_t i = 0;
+		for (uint32_t a = 0; a < K; a++)
+			for (uint32_t b = 0; b < K; b++) {
+				double by = flow_bytes[(size_t)a * K + b];
+				if (!(by > 0))
+					continue;
+				x[0] = ratio(by, max_flow);
+				x[1] = logn(by, max_flow, 4);
+				x[2] = 0.0f;
+				f->flow_src[i] = a;
+				f->flow_dst[i] = b;
+				f->flow_pos[i] = tp_gnn_graph_add_edge(
+					g, TP_GNN_E_FLOW, a, b, x);
+				f->back_pos[i] = tp_gnn_graph_add_edge(
+					g, TP_GNN_E_BACK, b, a, x);
+				if (f->flow_pos[i] == UINT32_MAX ||
+				    f->back_pos[i] == UINT32_MAX)
+					goto nomem;
+				i++;
+			}
+	}
+	/* place / serve */
+	for (uint32_t n = 0; n < NN; n++) {
+		uint32_t t = c->devices.v[f->node_rep[n]].type;
+		double mem = c->types.v[t].memory_bytes;
+		double tot = 0;
+		for (uint32_t k = 0; k < K; k++)
+			tot += f->gtime[(size_t)k * T + t];
+		for (uint32_t k = 0; k < K; k++) {
+			double tg = f->gtime[(size_t)k * T + t];
+			x[0] = f->gtime_min[k] > 0
+				       ? clampf(log10(tg / f->gtime_min[k]) / 2,
+						0, 1)
+				       : 0.0f;
+			x[1] = ratio(tg, tot);
+			x[2] = mem > 0 ? clampf(f->gparam[k] * f->state_factor /
+							mem,
+						0, 1)
+				       : 1.0f;
+			x[3] = 0.0f;
+			f->place_pos[(size_t)k * NN + n] = tp_gnn_graph_add_edge(
+				g, TP_GNN_E_PLACE, k, n, x);
+			f->serve_pos[(size_t)n * K + k] = tp_gnn_graph_add_edge(
+				g, TP_GNN_E_SERVE, n, k, x);
+			if (f->place_pos[(size_t)k * NN + n] == UINT32_MAX ||
+			    f->serve_pos[(size_t)n * K + k] == UINT32_MAX)
+				goto nomem;
+		}
+	}
+	if ((st = tp_gnn_graph_finish(g, &f->in, err))) {
+		free(flow_bytes);
+		return st;
+	}
+	/* insertion indices -> sorted positions */
+	for (uint32_t i = 0; i < f->n_flow; i++) {
+		f->flow_pos[i] = tp_gnn_graph_edge_pos(g, TP_GNN_E_FLOW,
+						       f->flow_pos[i]);
+		f->back_pos[i] = tp_gnn_graph_edge_pos(g, TP_GNN_E_BACK,
+						       f->back_pos[i]);
+	}
+	for (size_t i = 0; i < (size_t)K * NN; i++) {
+		f->place_pos[i] = tp_gnn_graph_edge_pos(g, TP_GNN_E_PLACE,
+							f->place_pos[i]);
+		f->serve_pos[i] = tp_gnn_graph_edge_pos(g, TP_GNN_E_SERVE,
+							f->serve_pos[i]);
+	}
+	free(flow_bytes);
+	return TP_OK;
+nomem:
+	free(flow_bytes);
+	return tp_error_set(err, TP_ENOMEM, "out of memory for GNN features");
+}
+
+struct tp_gnn_features *
+tp_gnn_features_new(const struct tp_model *m, const struct tp_cluster *c,
+		    uint32_t n_groups, const uint32_t *group_first,
+		    const struct tp_gnn_feat_options *opt,
+		    struct tp_error *err)
+{
+	struct tp_gnn_features *f;
+	struct tp_gnn_widths w;
+	uint32_t pool = opt && opt->pool_above ? opt->pool_above
+					       : DEFAULT_POOL_ABOVE;
+	double hint, fl = 0;
+
+	if (!m->finalized || !c->finalized) {
+		tp_error_set(err, TP_EINPUT,
+			     "GNN features need a finalized model and cluster");
+		return NULL;
+	}
+	if (n_groups == 0 || group_first[0] != 0 ||
+	    group_first[n_groups] != m->ops.n) {
+		tp_error_set(err, TP_EINPUT,
+			     "GNN features: the %u groups do not cover the "
+			     "model's %zu ops",
+			     n_groups, m->ops.n);
+		return NULL;
+	}
+	for (uint32_t k = 0; k < n_groups; k++)
+		if (group_first[k + 1] <= group_first[k]) {
+			tp_error_set(err, TP_EINPUT,
+				     "GNN features: group %u is empty", k);
+			return NULL;
+		}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		tp_error_set(err, TP_ENOMEM, "out of memory");
+		return NULL;
+	}
+	tp_gnn_feature_widths(&w);
+	tp_gnn_graph_init(&f->g, &w);
+	f->m = m;
+	f->c = c;
+	f->K = n_groups;
+	f->ND = (uint32_t)c->devices.n;
+	f->T = (uint32_t)c->types.n;
+	f->batch = (double)m->global_batch;
+	f->gfirst = tp_calloc(n_groups + 1, sizeof(uint32_t));
+	f->gtime = tp_calloc((size_t)n_groups * f->T, sizeof(double));
+	f->gtime_min = tp_calloc(n_groups, sizeof(double));
+	f->gparam = tp_calloc(n_groups, sizeof(double));
+	f->gsaved = tp_calloc(n_groups, sizeof(double));
+	f->gflop = tp_calloc(n_groups, sizeof(double));
+	f->dev_peak = tp_calloc(f->ND, sizeof(double));
+	f->load = tp_calloc(f->ND, sizeof(double));
+	f->mem = tp_calloc(f->ND, sizeof(double));
+	f->comm = tp_calloc(f->ND, sizeof(double));
+	f->ngroups_on = tp_calloc(f->ND, sizeof(uint32_t));
+	f->node_seen = tp_calloc(f->ND, sizeof(uint32_t));
+	f->node_slot = tp_calloc(f->ND, sizeof(uint32_t));
+	if (!f->node_slot ||
+	    !f->gfirst || !f->gtime || !f->gtime_min || !f->gparam ||
+	    !f->gsaved || !f->gflop || !f->dev_peak || !f->load || !f->mem ||
+	    !f->comm || !f->ngroups_on || !f->node_seen) {
+		tp_error_set(err, TP_ENOMEM, "out of memory");
+		goto fail;
+	}
+	memcpy(f->gfirst, group_first, (n_groups + 1) * sizeof(uint32_t));
+	if (build_classes(f, pool, err))
+		goto fail;
+	f->state_factor = state_factor(m);
+	hint = f->batch / f->ND;
+	if (hint < 1)
+		hint = 1;
+	for (uint32_t d = 0; d < f->ND; d++) {
+		f->dev_peak[d] = tp_device_peak_flops(c, d, m->dtype);
+		f->total_peak += f->dev_peak[d];
+	}
+	for (uint32_t k = 0; k < n_groups; k++) {
+		f->gtime_min[k] = INFINITY;
+		for (uint32_t i = group_first[k]; i < group_first[k + 1]; i++) {
+			const struct tp_op *o = &m->ops.v[m->topo[i]];
+			f->gflop[k] += o->flop + o->backward_flop;
+			f->gparam[k] += o->param_bytes;
+			f->gsaved[k] += o->saved_bytes;
+			for (uint32_t t = 0; t < f->T; t++)
+				f->gtime[(size_t)k * f->T + t] +=
+					op_time(m, c, m->topo[i], t, hint);
+		}
+		for (uint32_t t = 0; t < f->T; t++)
+			if (c->type_count[t])
+				f->gtime_min[k] = fmin(
+					f->gtime_min[k],
+					f->gtime[(size_t)k * f->T + t]);
+		if (!isfinite(f->gtime_min[k]))
+			f->gtime_min[k] = 0;
+		fl += f->gflop[k];
+	}
+	f->lower_bound = f->total_peak > 0 ? fl * f->batch / f->total_peak : 0;
+	f->min_bw = INFINITY;
+	for (uint32_t a = 0; a < f->ND; a++)
+		for (uint32_t b = 0; b < f->ND; b++)
+			if (a != b)
+				f->min_bw = fmin(f->min_bw,
+						 tp_cluster_route(c, a, b)->bw_Bps);
+	for (uint32_t d = 0; d < f->ND; d++) {
+		uint32_t nd = c->devices.v[d].node;
+		if (nd + 1 > f->n_nodes_phys)
+			f->n_nodes_phys = nd + 1;
+	}
+	if (fill_static(f, err))
+		goto fail;
+	return f;
+fail:
+	tp_gnn_features_free(f);
+	return NULL;
+}
+
+void tp_gnn_features_free(struct tp_gnn_features *f)
+{
+	if (!f)
+		return;
+	free(f->gfirst);
+	free(f->dev_node);
+	free(f->node_w);
+	free(f->node_rep);
+	free(f->gtime);
+	free(f->gtime_min);
+	free(f->gparam);
+	free(f->gsaved);
+	free(f->gflop);
+	free(f->dev_peak);
+	free(f->flow_src);
+	free(f->flow_dst);
+	free(f->flow_pos);
+	free(f->back_pos);
+	free(f->place_pos);
+	free(f->serve_pos);
+	free(f->load);
+	free(f->mem);
+	free(f->comm);
+	free(f->ngroups_on);
+	free(f->node_seen);
+	free(f->node_slot);
+	tp_vec_free(&f->op_pg);
+	tp_vec_free(&f->g_pg);
+	tp_vec_free(&f->pg_frac);
+	tp_vec_free(&f->act_nodes);
+	tp_vec_free(&f->act_w);
+	tp_gnn_graph_release(&f->g);
+	free(f);
+}
+
+bool tp_gnn_features_match(const struct tp_gnn_features *f,
+			   const struct tp_model *m, const struct tp_cluster *c,
+			   uint32_t n_groups, const uint32_t *group_first)
+{
+	return f && f->m == m && f->c == c && f->K == n_groups &&
+	       memcmp(f->gfirst, group_first,
+		      (n_groups + 1) * sizeof(uint32_t)) == 0;
+}
+
+uint32_t tp_gnn_features_device_nodes(const struct tp_gnn_features *f)
+{
+	return f->NN;
+}
+
+bool tp_gnn_features_pooled(const struct tp_gnn_features *f)
+{
+	return f->NN < f->ND;
+}
+
+double tp_gnn_features_lower_bound(const struct tp_gnn_features *f)
+{
+	return f->lower_bound;
+}
+
+/* ------------------------------------------------------------------ */
+/* per state */
+
+static void one_hot(float *r, uint32_t n, uint32_t k)
+{
+	for (uint32_t i = 0; i < n; i++)
+		r[i] = i == k ? 1.0f : 0.0f;
+}
+
+static bool same_devices(const struct tp_plan *p, uint32_t a, uint32_t b)
+{
+	const struct tp_plan_group *ga = &p->groups.v[a], *gb = &p->groups.v[b];
+	if (a == b)
+		return true;
+	if (ga->n_devices != gb->n_devices)
+		return false;
+	return memcmp(tp_plan_group_devs(p, a), tp_plan_group_devs(p, b),
+		      ga->n_devices * sizeof(uint32_t)) == 0;
+}
+
+/* The devices of a set as (device node, weight) pairs in act_nodes /
+ * act_w (cleared first); weights count devices, so a pooled class
+ * contributes how many of its devices the set holds. */
+static int set_nodes(struct tp_gnn_features *f, const uint32_t *devs,
+		     uint32_t n)
+{
+	f->act_nodes.n = 0;
+	f->act_w.n = 0;
+	if (++f->stamp == 0) {
+		memset(f->node_seen, 0, f->ND * sizeof(uint32_t));
+		f->stamp = 1;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t nd = f->dev_node[devs[i]];
+		if (f->node_seen[nd] != f->stamp) {
+			f->node_seen[nd] = f->stamp;
+			f->node_slot[nd] = (uint32_t)f->act_nodes.n;
+			if (tp_vec_push(&f->act_nodes, nd) ||
+			    tp_vec_push(&f->act_w, 0.0f))
+				return -1;
+		}
+		f->act_w.v[f->node_slot[nd]] += 1.0f;
+	}
+	return 0;
+}
+
+static void globals_features(float *r, const struct tp_plan *p,
+			     double batch)
+{
+	r[0] = log2n(p->micro_batches, batch);
+	one_hot(r + 1, 3, p->schedule);
+	one_hot(r + 4, 4, p->zero);
+}
+
+enum tp_status tp_gnn_features_state(struct tp_gnn_features *f,
+				     const struct tp_prior_state *st,
+				     struct tp_gnn_input *in,
+				     struct tp_error *err)
+{
+	const struct tp_model *m = f->m;
+	const struct tp_cluster *c = f->c;
+	const struct tp_plan *p = st->plan;
+	const struct tp_report *rep = st->report;
+	struct tp_gnn_graph *g = &f->g;
+	uint32_t K = f->K, NN = f->NN, ND = f->ND, npg;
+	double max_load = 0, sum_mem = 0;
+	float x[TP_GNN_F_ACTION];
+	enum tp_status s;
+
+	if (st->n_groups != K || !p)
+		return tp_error_set(err, TP_EINPUT,
+				    "GNN features: state has %u groups, the "
+				    "features %u",
+				    st->n_groups, K);
+	if (rep && rep->n_devices != ND)
+		rep = NULL;
+	npg = (uint32_t)p->groups.n;
+	/* op -> plan group, coarse group -> plan group of its first op */
+	f->op_pg.n = 0;
+	f->g_pg.n = 0;
+	f->pg_frac.n = 0;
+	if (tp_vec_reserve(&f->op_pg, m->ops.n) ||
+	    tp_vec_reserve(&f->g_pg, K) ||
+	    tp_vec_reserve(&f->pg_frac, (size_t)npg * NN + 1))
+		goto nomem;
+	for (size_t i = 0; i < m->ops.n; i++)
+		f->op_pg.v[i] = 0;
+	for (uint32_t q = 0; q < npg; q++) {
+		const uint32_t *ops = tp_plan_group_ops(p, q);
+		const uint32_t *devs = tp_plan_group_devs(p, q);
+		float *fr = f->pg_frac.v + (size_t)q * NN;
+		for (uint32_t i = 0; i < p->groups.v[q].n_ops; i++) {
+			if (ops[i] >= m->ops.n)
+				return tp_error_set(err, TP_EINPUT,
+						    "GNN features: plan group "
+						    "%u names op %u of %zu",
+						    q, ops[i], m->ops.n);
+			f->op_pg.v[ops[i]] = q;
+		}
+		memset(fr, 0, NN * sizeof(float));
+		for (uint32_t i = 0; i < p->groups.v[q].n_devices; i++) {
+			if (devs[i] >= ND)
+				return tp_error_set(err, TP_EINPUT,
+						    "GNN features: plan group "
+						    "%u names device %u of %u",
+						    q, devs[i], ND);
+			fr[f->dev_node[devs[i]]] += 1.0f;
+		}
+		for (uint32_t n = 0; n < NN; n++)
+			fr[n] /= f->node_w[n];
+	}
+	for (uint32_t k = 0; k < K; k++)
+		f->g_pg.v[k] = f->op_pg.v[m->topo[f->gfirst[k]]];
+
+	/* estimated per-device load and memory from the plan */
+	memset(f->load, 0, ND * sizeof(double));
+	memset(f->mem, 0, ND * sizeof(double));
+	memset(f->comm, 0, ND * sizeof(double));
+	memset(f->ngroups_on, 0, ND * sizeof(uint32_t));
+	for (uint32_t k = 0; k < K && npg; k++) {
+		uint32_t q = f->g_pg.v[k];
+		const struct tp_plan_group *pg = &p->groups.v[q];
+		const uint32_t *devs = tp_plan_group_devs(p, q);
+		const double *sh = tp_plan_group_shares(p, q);
+		double mb = p->micro_batches ? p->micro_batches : 1;
+		for (uint32_t r = 0; r < pg->dp; r++)
+			for (uint32_t j = 0; j < pg->tp; j++) {
+				uint32_t d = devs[r * pg->tp + j];
+				uint32_t t = c->devices.v[d].type;
+				double samples = f->batch * sh[r];
+				f->load[d] += f->gtime[(size_t)k * f->T + t] *
+					      samples / pg->tp;
+				f->mem[d] += f->gparam[k] * f->state_factor /
+						     pg->tp +
+					     f->gsaved[k] * samples / mb /
+						     pg->tp;
+				f->ngroups_on[d]++;
+			}
+	}
+	for (uint32_t d = 0; d < ND; d++)
+		max_load = fmax(max_load, f->load[d]);
+
+	/* groups: dynamic columns */
+	for (uint32_t k = 0; k < K; k++) {
+		float *r = tp_gnn_graph_group_row(g, k);
+		r[13] = st->decided && st->decided[k] ? 1.0f : 0.0f;
+		r[14] = st->level == k + 1 ? 1.0f : 0.0f;
+		if (npg) {
+			const struct tp_plan_group *pg =
+				&p->groups.v[f->g_pg.v[k]];
+			r[15] = ratio(pg->n_devices, ND);
+			r[16] = log2n(pg->dp, ND);
+			r[17] = clampf(log2(pg->tp) / 3, 0, 1);
+			one_hot(r + 18, 3, pg->sync);
+			one_hot(r + 21, 3, pg->recompute);
+		}
+	}
+	/* devices: dynamic columns, averaged over a class */
+	for (uint32_t n = 0; n < NN; n++) {
+		float *r = tp_gnn_graph_device_row(g, n);
+		for (int j = 8; j < TP_GNN_F_DEVICE; j++)
+			r[j] = 0;
+	}
+	for (uint32_t d = 0; d < ND; d++) {
+		uint32_t n = f->dev_node[d];
+		float *r = tp_gnn_graph_device_row(g, n);
+		float w = 1.0f / f->node_w[n];
+		double cap = c->types.v[c->devices.v[d].type].memory_bytes;
+		if (rep && rep->iteration_time_s > 0) {
+			r[8] += w * clampf(rep->devices[d].compute_s /
+						   rep->iteration_time_s,
+					   0, 1);
+			r[9] += w * clampf(rep->devices[d].peak_memory_bytes /
+						   (cap > 0 ? cap : 1) / 2,
+					   0, 1);
+			r[10] += w * clampf(rep->devices[d].communication_s /
+						    rep->iteration_time_s,
+					    0, 1);
+			r[11] += w;
+		} else {
+			r[8] += w * ratio(f->load[d], max_load);
+			r[9] += w * clampf(f->mem[d] / (cap > 0 ? cap : 1) / 2,
+					   0, 1);
+		}
+		r[12] += w * ratio(f->ngroups_on[d], K);
+		sum_mem += cap;
+	}
+	/* place/serve: placement fraction; flow: same device set */
+	for (uint32_t k = 0; k < K; k++) {
+		const float *fr = npg ? f->pg_frac.v + (size_t)f->g_pg.v[k] * NN
+				      : NULL;
+		for (uint32_t n = 0; n < NN; n++) {
+			float v = fr ? fr[n] : 0.0f;
+			tp_gnn_graph_edge_x(g, TP_GNN_E_PLACE,
+					    f->place_pos[(size_t)k * NN + n])[3] =
+				v;
+			tp_gnn_graph_edge_x(g, TP_GNN_E_SERVE,
+					    f->serve_pos[(size_t)n * K + k])[3] =
+				v;
+		}
+	}
+	for (uint32_t i = 0; i < f->n_flow && npg; i++) {
+		float v = same_devices(p, f->g_pg.v[f->flow_src[i]],
+				       f->g_pg.v[f->flow_dst[i]])
+				  ? 1.0f
+				  : 0.0f;
+		tp_gnn_graph_edge_x(g, TP_GNN_E_FLOW, f->flow_pos[i])[2] = v;
+		tp_gnn_graph_edge_x(g, TP_GNN_E_BACK, f->back_pos[i])[2] = v;
+	}
+	/* global */
+	{
+		float *r = g->global_x.v;
+		double tot_param = 0;
+		for (uint32_t k = 0; k < K; k++)
+			tot_param += f->gparam[k];
+		memset(r, 0, TP_GNN_F_GLOBAL * sizeof(float));
+		r[0] = ratio(st->level, K);
+		r[1] = clampf(K / 64.0, 0, 1);
+		r[2] = clampf(log2(ND) / 10, 0, 1);
+		r[3] = ratio(f->n_nodes_phys, ND);
+		r[4] = clampf((f->T - 1) / 3.0, 0, 1);
+		r[5] = sum_mem > 0 ? clampf(tot_param * f->state_factor /
+							sum_mem / 2,
+					    0, 1)
+				   : 1.0f;
+		if (f->lower_bound > 0 && isfinite(f->min_bw) && f->min_bw > 0)
+			r[6] = clampf(log10(2 * tot_param / f->min_bw /
+					    f->lower_bound) /
+					      6 +
+				      0.5,
+				      0, 1);
+		globals_features(r + 7, p, f->batch);
+		if (st->report) {
+			r[15] = 1;
+			r[16] = st->report->feasible ? 1.0f : 0.0f;
+			r[17] = st->report->feasible
+					? (tp_gnn_value_target(
+						   f->lower_bound, true,
+						   st->report->iteration_time_s) +
+					   1) / 2
+					: 0.0f;
+		}
+	}
+	/* actions */
+	tp_gnn_graph_clear_actions(g);
+	g->group = st->level > 0 && st->level <= K ? st->level - 1 : 0;
+	for (uint32_t a = 0; a < st->n_actions; a++) {
+		const struct tp_prior_action *ac = &st->actions[a];
+		memset(x, 0, sizeof(x));
+		if (ac->global) {
+			struct tp_plan tmp;
+			/* the globals as a plan header, for the shared
+			 * encoding */
+			memset(&tmp, 0, sizeof(tmp));
+			tmp.micro_batches = ac->micro_batches;
+			tmp.schedule = ac->schedule;
+			tmp.zero = ac->zero;
+			x[0] = 1.0f;
+			globals_features(x + 16, &tmp, f->batch);
+			f->act_nodes.n = f->act_w.n = 0;
+			for (uint32_t n = 0; n < NN; n++)
+				if (tp_vec_push(&f->act_nodes, n) ||
+				    tp_vec_push(&f->act_w, f->node_w[n]))
+					goto nomem;
+		} else {
+			uint32_t k = g->group, nodes_seen = 0;
+			double peak = 0, inv_t = 0, inv_all = 0, minmem = INFINITY;
+			double bottleneck = INFINITY, comm, comp, memb;
+			if (ac->n_devices == 0 || ac->dp * ac->tp != ac->n_devices)
+				return tp_error_set(err, TP_EINPUT,
+						    "GNN features: action %u "
+						    "has %u devices, dp %u, "
+						    "tp %u",
+						    a, ac->n_devices, ac->dp,
+						    ac->tp);
+			for (uint32_t i = 0; i < ac->n_devices; i++)
+				if (ac->devices[i] >= ND)
+					return tp_error_set(
+						err, TP_EINPUT,
+						"GNN features: action %u names "
+						"device %u of %u",
+						a, ac->devices[i], ND);
+			if (set_nodes(f, ac->devices, ac->n_devices))
+				goto nomem;
+			for (uint32_t d = 0; d < ND; d++) {
+				double t = f->gtime[(size_t)k * f->T +
+						    c->devices.v[d].type];
+				if (t > 0)
+					inv_all += 1 / t;
+			}
+			/* physical nodes spanned: stamp by node index */
+			if (++f->stamp == 0) {
+				memset(f->node_seen, 0, ND * sizeof(uint32_t));
+				f->stamp = 1;
+			}
+			for (uint32_t i = 0; i < ac->n_devices; i++) {
+				uint32_t d = ac->devices[i];
+				uint32_t t = c->devices.v[d].type;
+				uint32_t pn = c->devices.v[d].node;
+				double tg = f->gtime[(size_t)k * f->T + t];
+				peak += f->dev_peak[d];
+				if (tg > 0)
+					inv_t += 1 / tg;
+				minmem = fmin(minmem,
+					      c->types.v[t].memory_bytes);
+				if (pn < ND && f->node_seen[pn] != f->stamp) {
+					f->node_seen[pn] = f->stamp;
+					nodes_seen++;
+				}
+				if (ac->n_devices > 1) {
+					uint32_t e = ac->devices
+						[(i + 1) % ac->n_devices];
+					bottleneck = fmin(
+						bottleneck,
+						tp_cluster_route(c, d, e)->bw_Bps);
+				}
+			}
+			x[1] = ratio(ac->n_devices, ND);
+			x[2] = log2n(ac->dp, ND);
+			x[3] = clampf(log2(ac->tp) / 3, 0, 1);
+			one_hot(x + 4, 3, ac->sync);
+			one_hot(x + 7, 3, ac->recompute);
+			x[10] = ac->keeps_default ? 1.0f : 0.0f;
+			x[11] = ratio(peak, f->total_peak);
+			x[12] = ratio(nodes_seen, f->n_nodes_phys);
+			x[13] = inv_t > 0 && inv_all > 0 && ND > 1
+					? clampf(log(inv_all / inv_t) / log(ND),
+						 0, 1)
+					: 0.0f;
+			memb = f->gparam[k] * f->state_factor / ac->tp +
+			       f->gsaved[k] * f->batch /
+				       (ac->dp * (p->micro_batches
+							  ? p->micro_batches
+							  : 1)) /
+				       ac->tp;
+			x[14] = minmem > 0 && isfinite(minmem)
+					? clampf(memb / minmem / 2, 0, 1)
+					: 1.0f;
+			comp = inv_t > 0 ? f->batch / inv_t : 0;
+			comm = ac->dp > 1 && isfinite(bottleneck) &&
+					       bottleneck > 0
+				       ? 2.0 * (ac->dp - 1) / ac->dp *
+						 f->gparam[k] / ac->tp /
+						 bottleneck
+				       : 0;
+			x[15] = comp > 0 && comm > 0
+					? clampf(log10(comm / comp) / 6 + 0.5,
+						 0, 1)
+					: 0.0f;
+		}
+		if ((s = tp_gnn_graph_add_action(g, f->act_nodes.v,
+						 f->act_w.v,
+						 (uint32_t)f->act_nodes.n, x,
+						 err)))
+			return s;
+	}
+	if ((s = tp_gnn_graph_finish(g, &f->in, err)))
+		return s;
+	*in = f->in;
+	return TP_OK;
+nomem:
+	return tp_error_set(err, TP_ENOMEM, "out of memory for GNN features");
+}

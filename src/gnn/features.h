@@ -1,0 +1,122 @@
+/*
+ * features.h - from (model, cluster, op groups, partial plan, candidate
+ * actions) to the GNN's input graph.
+ *
+ * The graph has one node per op group and one node per device (or per
+ * device equivalence class on large clusters, see below), and five edge
+ * types (net.h): flow/back between groups that exchange tensors, link
+ * between every pair of device nodes (self-loops included), place/serve
+ * between every group and every device node.  Every feature is
+ * normalised so that one network serves any model and cluster size: sizes
+ * are divided by the graph's maximum (or total) and/or log-scaled onto
+ * [0, 1]; times are relative to the fastest device for that group.  The
+ * full list is in src/gnn/README ("Features"); the widths are the
+ * TP_GNN_F_* constants and a weights file whose widths differ is refused.
+ *
+ * Fixes over TAG: group-to-group edges carry the tensor bytes (TAG's were
+ * always 0), devices are GPUs, not machines, and utilisation is a
+ * floating-point fraction (TAG's integer division gave 0).
+ *
+ * Equivalence classes: a cluster with more than `pool_above` devices
+ * (default 64) is pooled: devices with the same type, the same kind of
+ * node (device count, fabric and NIC bandwidth) and the same position in
+ * their node share one device node, weighted by the number of devices it
+ * stands for.  A DGX cluster of 128 nodes x 8 GPUs becomes 8 device nodes.
+ * Actions then name classes with weights (how many of their devices are
+ * in the class).  Link features of a class pair are those of the route
+ * between representatives on different nodes where possible.
+ *
+ * Usage: tp_gnn_features_new once per (model, cluster, groups) - it
+ * computes the static features - then tp_gnn_features_state for every
+ * state, which refreshes the dynamic features (decisions, loads, memory)
+ * in place and lists the actions.  A struct tp_gnn_features is not
+ * thread-safe: one per thread.
+ *
+ * Ownership: the features object borrows model and cluster (they must
+ * outlive it) and copies the group boundaries.  The struct tp_gnn_input
+ * filled by tp_gnn_features_state points into the object and is valid
+ * until the next call.
+ * Errors: TP_EINPUT when the groups do not cover the model or a state
+ * does not match (wrong group count, device out of range), TP_ENOMEM.
+ */
+#ifndef TP_GNN_FEATURES_H
+#define TP_GNN_FEATURES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/cluster.h"
+#include "../core/error.h"
+#include "../core/model.h"
+#include "../search/prior.h"
+#include "graph.h"
+#include "net.h"
+
+/* Feature widths (documented in src/gnn/README). */
+#define TP_GNN_F_GROUP 24
+#define TP_GNN_F_DEVICE 13
+#define TP_GNN_F_ACTION 24
+#define TP_GNN_F_GLOBAL 18
+#define TP_GNN_F_FLOW 3
+#define TP_GNN_F_LINK 5
+#define TP_GNN_F_PLACE 4
+
+/* The widths above as a struct (for graphs and network configs). */
+void tp_gnn_feature_widths(struct tp_gnn_widths *w);
+
+struct tp_gnn_features;
+
+/* Pool devices into classes above this many devices (0 = default 64). */
+struct tp_gnn_feat_options {
+	uint32_t pool_above;
+};
+
+/*
+ * Static features of model m (finalized), cluster c (finalized) cut into
+ * n_groups groups: group g holds m->topo[group_first[g] ..
+ * group_first[g + 1]).  opt may be NULL.
+ */
+struct tp_gnn_features *
+tp_gnn_features_new(const struct tp_model *m, const struct tp_cluster *c,
+		    uint32_t n_groups, const uint32_t *group_first,
+		    const struct tp_gnn_feat_options *opt,
+		    struct tp_error *err);
+void tp_gnn_features_free(struct tp_gnn_features *f);
+
+/* Was f built for exactly (m, c, n_groups, group_first)? */
+bool tp_gnn_features_match(const struct tp_gnn_features *f,
+			   const struct tp_model *m, const struct tp_cluster *c,
+			   uint32_t n_groups, const uint32_t *group_first);
+
+/* Device nodes of the graph (classes when pooled) and whether pooled. */
+uint32_t tp_gnn_features_device_nodes(const struct tp_gnn_features *f);
+bool tp_gnn_features_pooled(const struct tp_gnn_features *f);
+
+/*
+ * Refresh the dynamic features for state st (same model, cluster and
+ * groups as f) and fill *in with the graph and its candidate actions.
+ */
+enum tp_status tp_gnn_features_state(struct tp_gnn_features *f,
+				     const struct tp_prior_state *st,
+				     struct tp_gnn_input *in,
+				     struct tp_error *err);
+
+/*
+ * The lower bound on the iteration time the value head is relative to:
+ * model FLOP of one iteration (forward + backward, global batch) over the
+ * sum of the devices' peak FLOP/s.
+ */
+double tp_gnn_features_lower_bound(const struct tp_gnn_features *f);
+
+/*
+ * Value-head target and its inverse.  The network's value is
+ * v = 2 sqrt(e) - 1 for a plan that fits, e = lower bound / iteration
+ * time in (0, 1] (an efficiency; sqrt spreads the small ones), and -1 for
+ * a plan that does not fit.  tp_gnn_value_time turns a value back into an
+ * iteration time estimate (infinite for v <= -1).
+ */
+float tp_gnn_value_target(double lower_bound_s, bool feasible,
+			  double iteration_time_s);
+double tp_gnn_value_time(double lower_bound_s, float v);
+
+#endif

@@ -1,0 +1,768 @@
+/*
+ * net.c - parameter layout, forward graph, losses and the optimiser of
+ * the GNN (see net.h for the architecture).
+ */
+#include "net.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/vec.h"
+
+enum { NT_GROUP, NT_DEVICE, NT_COUNT };
+
+struct ptensor {
+	char name[40];
+	uint32_t rows, cols;
+	size_t off;
+};
+
+struct layer_p {
+	size_t W[TP_GNN_ETYPES], A[TP_GNN_ETYPES], B[TP_GNN_ETYPES],
+		C[TP_GNN_ETYPES], U[TP_GNN_ETYPES];
+	size_t self[NT_COUNT], bias[NT_COUNT], lng[NT_COUNT], lnb[NT_COUNT];
+};
+
+struct tp_gnn_ptab {
+	struct ptensor *t;
+	size_t n, cap, total;
+	size_t enc[NT_COUNT], enc_b[NT_COUNT], enc_g[NT_COUNT],
+		enc_lnb[NT_COUNT];
+	struct layer_p layer[TP_GNN_MAX_LAYERS];
+	size_t pw1, pb1, pw2, pb2, pw3;
+	size_t vw1, vb1, vw2, vb2;
+	/* initialisation kind per tensor: 0 normal/sqrt(fan-in), 1 zeros,
+	 * 2 ones (parallel to t) */
+	uint8_t *init;
+};
+
+static const int etype_src[TP_GNN_ETYPES] = {NT_GROUP, NT_GROUP, NT_DEVICE,
+					     NT_GROUP, NT_DEVICE};
+static const int etype_dst[TP_GNN_ETYPES] = {NT_GROUP, NT_GROUP, NT_DEVICE,
+					     NT_DEVICE, NT_GROUP};
+static const char *const etype_names[TP_GNN_ETYPES] = {
+	"flow", "back", "link", "place", "serve"};
+
+int tp_gnn_etype_src(enum tp_gnn_etype t)
+{
+	return etype_src[t];
+}
+
+int tp_gnn_etype_dst(enum tp_gnn_etype t)
+{
+	return etype_dst[t];
+}
+
+const char *tp_gnn_etype_name(enum tp_gnn_etype t)
+{
+	return etype_names[t];
+}
+
+void tp_gnn_config_default(struct tp_gnn_config *c, uint32_t group_in,
+			   uint32_t device_in, uint32_t action_in,
+			   uint32_t global_in,
+			   const uint32_t edge_in[TP_GNN_ETYPES])
+{
+	memset(c, 0, sizeof(*c));
+	c->hidden = 64;
+	c->heads = 4;
+	c->layers = 3;
+	c->head_hidden = 64;
+	c->group_in = group_in;
+	c->device_in = device_in;
+	c->action_in = action_in;
+	c->global_in = global_in;
+	for (int t = 0; t < TP_GNN_ETYPES; t++)
+		c->edge_in[t] = edge_in[t];
+}
+
+static enum tp_status width_ok(uint32_t v, const char *name,
+			       struct tp_error *err)
+{
+	if (v < 1 || v > TP_GNN_MAX_FEATS)
+		return tp_error_set(err, TP_EINPUT,
+				    "network %s is %u; it must be 1 to %d",
+				    name, v, TP_GNN_MAX_FEATS);
+	return TP_OK;
+}
+
+enum tp_status tp_gnn_config_check(const struct tp_gnn_config *c,
+				   struct tp_error *err)
+{
+	enum tp_status st;
+
+	if (c->hidden < 1 || c->hidden > TP_GNN_MAX_HIDDEN)
+		return tp_error_set(err, TP_EINPUT,
+				    "network hidden size is %u; it must be 1 "
+				    "to %d",
+				    c->hidden, TP_GNN_MAX_HIDDEN);
+	if (c->heads < 1 || c->hidden % c->heads)
+		return tp_error_set(err, TP_EINPUT,
+				    "network has %u attention heads, which "
+				    "does not divide hidden size %u",
+				    c->heads, c->hidden);
+	if (c->layers < 1 || c->layers > TP_GNN_MAX_LAYERS)
+		return tp_error_set(err, TP_EINPUT,
+				    "network has %u layers; it must be 1 to %d",
+				    c->layers, TP_GNN_MAX_LAYERS);
+	if (c->head_hidden < 1 || c->head_hidden > TP_GNN_MAX_HIDDEN)
+		return tp_error_set(err, TP_EINPUT,
+				    "network head width is %u; it must be 1 "
+				    "to %d",
+				    c->head_hidden, TP_GNN_MAX_HIDDEN);
+	if ((st = width_ok(c->group_in, "group feature count", err)) ||
+	    (st = width_ok(c->device_in, "device feature count", err)) ||
+	    (st = width_ok(c->action_in, "action feature count", err)) ||
+	    (st = width_ok(c->global_in, "global feature count", err)))
+		return st;
+	for (int t = 0; t < TP_GNN_ETYPES; t++)
+		if ((st = width_ok(c->edge_in[t], "edge feature count", err)))
+			return st;
+	return TP_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* parameter table */
+
+static size_t add_t(struct tp_gnn_ptab *p, uint32_t rows, uint32_t cols,
+		    int init, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static size_t add_t(struct tp_gnn_ptab *p, uint32_t rows, uint32_t cols,
+		    int init, const char *fmt, ...)
+{
+	va_list ap;
+	struct ptensor *e;
+	size_t off = p->total;
+
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 64;
+		struct ptensor *nt = realloc(p->t, cap * sizeof(*nt));
+		uint8_t *ni;
+		if (!nt)
+			return SIZE_MAX;
+		p->t = nt;
+		ni = realloc(p->init, cap);
+		if (!ni)
+			return SIZE_MAX;
+		p->init = ni;
+		p->cap = cap;
+	}
+	e = &p->t[p->n];
+	va_start(ap, fmt);
+	vsnprintf(e->name, sizeof(e->name), fmt, ap);
+	va_end(ap);
+	e->rows = rows;
+	e->cols = cols;
+	e->off = off;
+	p->init[p->n] = (uint8_t)init;
+	p->n++;
+	p->total += (size_t)rows * cols;
+	return off;
+}
+
+static void ptab_free(struct tp_gnn_ptab *p)
+{
+	if (!p)
+		return;
+	free(p->t);
+	free(p->init);
+	free(p);
+}
+
+static struct tp_gnn_ptab *ptab_build(const struct tp_gnn_config *c)
+{
+	struct tp_gnn_ptab *p = calloc(1, sizeof(*p));
+	const uint32_t H = c->hidden, nh = c->heads, hh = c->head_hidden;
+	const uint32_t in[NT_COUNT] = {c->group_in, c->device_in};
+	const char *nt[NT_COUNT] = {"group", "device"};
+	bool fail = false;
+
+#define ADD(var, ...)                                                         \
+	do {                                                                  \
+		(var) = add_t(p, __VA_ARGS__);                                \
+		if ((var) == SIZE_MAX)                                        \
+			fail = true;                                          \
+	} while (0)
+
+	if (!p)
+		return NULL;
+	for (int k = 0; k < NT_COUNT; k++) {
+		ADD(p->enc[k], in[k], H, 0, "enc.%s.W", nt[k]);
+		ADD(p->enc_b[k], 1, H, 1, "enc.%s.b", nt[k]);
+		ADD(p->enc_g[k], 1, H, 2, "enc.%s.ln_g", nt[k]);
+		ADD(p->enc_lnb[k], 1, H, 1, "enc.%s.ln_b", nt[k]);
+	}
+	for (uint32_t l = 0; l < c->layers; l++) {
+		struct layer_p *L = &p->layer[l];
+		for (int t = 0; t < TP_GNN_ETYPES; t++) {
+			const char *en = etype_names[t];
+			ADD(L->W[t], H, H, 0, "l%u.%s.W", l, en);
+			ADD(L->A[t], H, nh, 0, "l%u.%s.att_src", l, en);
+			ADD(L->B[t], H, nh, 0, "l%u.%s.att_dst", l, en);
+			ADD(L->C[t], nh, c->edge_in[t], 0, "l%u.%s.att_edge",
+			    l, en);
+			ADD(L->U[t], nh * c->edge_in[t], H, 0, "l%u.%s.U", l,
+			    en);
+		}
+		for (int k = 0; k < NT_COUNT; k++) {
+			ADD(L->self[k], H, H, 0, "l%u.%s.self", l, nt[k]);
+			ADD(L->bias[k], 1, H, 1, "l%u.%s.b", l, nt[k]);
+			ADD(L->lng[k], 1, H, 2, "l%u.%s.ln_g", l, nt[k]);
+			ADD(L->lnb[k], 1, H, 1, "l%u.%s.ln_b", l, nt[k]);
+		}
+	}
+	ADD(p->pw1, 3 * H + c->action_in, hh, 0, "policy.W1");
+	ADD(p->pb1, 1, hh, 1, "policy.b1");
+	ADD(p->pw2, hh, hh, 0, "policy.W2");
+	ADD(p->pb2, 1, hh, 1, "policy.b2");
+	ADD(p->pw3, hh, 1, 0, "policy.W3");
+	ADD(p->vw1, 4 * H + c->global_in, hh, 0, "value.W1");
+	ADD(p->vb1, 1, hh, 1, "value.b1");
+	ADD(p->vw2, hh, 1, 0, "value.W2");
+	ADD(p->vb2, 1, 1, 1, "value.b2");
+#undef ADD
+	if (fail) {
+		ptab_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+size_t tp_gnn_config_params(const struct tp_gnn_config *c)
+{
+	struct tp_gnn_ptab *p = ptab_build(c);
+	size_t n = p ? p->total : 0;
+	ptab_free(p);
+	return n;
+}
+
+static size_t norm_count(const struct tp_gnn_config *c)
+{
+	size_t n = (size_t)c->group_in + c->device_in + c->action_in +
+		   c->global_in;
+	for (int t = 0; t < TP_GNN_ETYPES; t++)
+		n += c->edge_in[t];
+	return n;
+}
+
+struct tp_gnn_net *tp_gnn_net_new(const struct tp_gnn_config *c,
+				  struct tp_rng *rng, struct tp_error *err)
+{
+	struct tp_gnn_net *net;
+
+	if (tp_gnn_config_check(c, err))
+		return NULL;
+	net = calloc(1, sizeof(*net));
+	if (!net) {
+		tp_error_set(err, TP_ENOMEM, "out of memory for the network");
+		return NULL;
+	}
+	net->cfg = *c;
+	net->tab = ptab_build(c);
+	if (net->tab) {
+		net->n_params = net->tab->total;
+		net->w = tp_calloc(net->n_params, sizeof(float));
+		net->norm.n = norm_count(c);
+		net->norm.mean = tp_calloc(net->norm.n, sizeof(float));
+		net->norm.std = tp_calloc(net->norm.n, sizeof(float));
+	}
+	if (!net->tab || !net->w || !net->norm.mean || !net->norm.std) {
+		tp_gnn_net_free(net);
+		tp_error_set(err, TP_ENOMEM, "out of memory for the network");
+		return NULL;
+	}
+	for (size_t i = 0; i < net->norm.n; i++)
+		net->norm.std[i] = 1.0f;
+	for (size_t i = 0; i < net->tab->n; i++) {
+		const struct ptensor *t = &net->tab->t[i];
+		float *w = net->w + t->off;
+		size_t n = (size_t)t->rows * t->cols;
+		double sd = 1.0 / sqrt((double)t->rows);
+		for (size_t k = 0; k < n; k++) {
+			switch (net->tab->init[i]) {
+			case 0:
+				w[k] = (float)(sd * tp_rng_normal(rng));
+				break;
+			case 1:
+				w[k] = 0.0f;
+				break;
+			default:
+				w[k] = 1.0f;
+				break;
+			}
+		}
+	}
+	return net;
+}
+
+void tp_gnn_net_free(struct tp_gnn_net *net)
+{
+	if (!net)
+		return;
+	ptab_free(net->tab);
+	free(net->w);
+	free(net->norm.mean);
+	free(net->norm.std);
+	free(net);
+}
+
+size_t tp_gnn_net_tensor_count(const struct tp_gnn_net *net)
+{
+	return net->tab->n;
+}
+
+const char *tp_gnn_net_tensor(const struct tp_gnn_net *net, size_t i,
+			      uint32_t *rows, uint32_t *cols, size_t *offset)
+{
+	const struct ptensor *t = &net->tab->t[i];
+	if (rows)
+		*rows = t->rows;
+	if (cols)
+		*cols = t->cols;
+	if (offset)
+		*offset = t->off;
+	return t->name;
+}
+
+/* ------------------------------------------------------------------ */
+/* input checks */
+
+static enum tp_status check_edges(const struct tp_ad_edges *e,
+				  const struct tp_tensor *x, uint32_t n_src,
+				  uint32_t n_dst, uint32_t width,
+				  const char *name, struct tp_error *err)
+{
+	if (e->n_src != n_src || e->n_dst != n_dst)
+		return tp_error_set(err, TP_EINPUT,
+				    "GNN input: %s edges join %u x %u nodes, "
+				    "expected %u x %u",
+				    name, e->n_src, e->n_dst, n_src, n_dst);
+	if (x->rows != e->n || x->cols != width)
+		return tp_error_set(err, TP_EINPUT,
+				    "GNN input: %s edge features are %u x %u, "
+				    "expected %u x %u",
+				    name, x->rows, x->cols, e->n, width);
+	if (e->dst_first[0] != 0 || e->dst_first[n_dst] != e->n)
+		return tp_error_set(err, TP_EINPUT,
+				    "GNN input: %s edge offsets do not cover "
+				    "the %u edges",
+				    name, e->n);
+	for (uint32_t v = 0; v < n_dst; v++) {
+		if (e->dst_first[v + 1] < e->dst_first[v])
+			return tp_error_set(err, TP_EINPUT,
+					    "GNN input: %s edge offsets "
+					    "decrease at node %u",
+					    name, v);
+		for (uint32_t k = e->dst_first[v]; k < e->dst_first[v + 1];
+		     k++)
+			if (e->dst[k] != v || e->src[k] >= n_src)
+				return tp_error_set(err, TP_EINPUT,
+						    "GNN input: %s edge %u is "
+						    "out of range or unsorted",
+						    name, k);
+	}
+	return TP_OK;
+}
+
+enum tp_status tp_gnn_input_check(const struct tp_gnn_net *net,
+				  const struct tp_gnn_input *in,
+				  struct tp_error *err)
+{
+	const struct tp_gnn_config *c = &net->cfg;
+	const uint32_t nn[NT_COUNT] = {in->n_groups, in->n_devices};
+	enum tp_status st;
+
+	if (in->n_groups == 0 || in->n_devices == 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "GNN input has %u groups and %u devices; "
+				    "both must be positive",
+				    in->n_groups, in->n_devices);
+	if (in->group_x.rows != in->n_groups || in->group_x.cols != c->group_in)
+		return tp_error_set(err, TP_EINPUT,
+				    "GNN input: group features are %u x %u, "
+				    "the network reads %u x %u",
+				    in->group_x.rows, in->group_x.cols,
+				    in->n_groups, c->group_in);
+	if (in->device_x.rows != in->n_devices ||
+	    in->device_x.cols != c->device_in)
+		return tp_error_set(err, TP_EINPUT,
+				    "GNN input: device features are %u x %u, "
+				    "the network reads %u x %u",
+				    in->device_x.rows, in->device_x.cols,
+				    in->n_devices, c->device_in);
+	for (int t = 0; t < TP_GNN_ETYPES; t++)
+		if ((st = check_edges(&in->edges[t], &in->edge_x[t],
+				      nn[etype_src[t]], nn[etype_dst[t]],
+				      c->edge_in[t], etype_names[t], err)))
+			return st;
+	if (in->group >= in->n_groups && in->n_actions)
+		return tp_error_set(err, TP_EINPUT,
+				    "GNN input: group %u out of range",
+				    in->group);
+	if (in->n_actions) {
+		if (in->actions.n != in->n_actions ||
+		    in->action_x.rows != in->n_actions ||
+		    in->action_x.cols != c->action_in)
+			return tp_error_set(err, TP_EINPUT,
+					    "GNN input: %u actions but %u "
+					    "device sets and %u x %u action "
+					    "features (the network reads %u)",
+					    in->n_actions, in->actions.n,
+					    in->action_x.rows,
+					    in->action_x.cols, c->action_in);
+		for (uint32_t k = 0; k < in->n_actions; k++) {
+			if (in->actions.first[k + 1] <= in->actions.first[k])
+				return tp_error_set(err, TP_EINPUT,
+						    "GNN input: action %u has "
+						    "no devices",
+						    k);
+			for (uint32_t i = in->actions.first[k];
+			     i < in->actions.first[k + 1]; i++)
+				if (in->actions.member[i] >= in->n_devices)
+					return tp_error_set(
+						err, TP_EINPUT,
+						"GNN input: action %u names "
+						"device node %u of %u",
+						k, in->actions.member[i],
+						in->n_devices);
+		}
+	}
+	return TP_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* forward */
+
+/* A standardised copy of x in the tape; block = offset into the norm. */
+static uint32_t norm_const(struct tp_ad *ad, const struct tp_gnn_net *net,
+			   const struct tp_tensor *x, size_t block)
+{
+	uint32_t v = tp_ad_const(ad, x);
+	struct tp_tensor t;
+
+	if (v == TP_AD_NONE)
+		return v;
+	t = tp_ad_val(ad, v);
+	for (uint32_t i = 0; i < t.rows; i++) {
+		float *r = tp_tensor_at(&t, i, 0);
+		for (uint32_t j = 0; j < t.cols; j++)
+			r[j] = (r[j] - net->norm.mean[block + j]) /
+			       net->norm.std[block + j];
+	}
+	return v;
+}
+
+/* A standardised, transposed (feature-major) copy of edge features x. */
+static uint32_t norm_const_t(struct tp_ad *ad, const struct tp_gnn_net *net,
+			     const struct tp_tensor *x, size_t block)
+{
+	float *d = tp_ad_alloc(ad, (size_t)x->rows * x->cols);
+	struct tp_tensor t;
+
+	if (!d)
+		return TP_AD_NONE;
+	t = tp_tensor_view(d, x->cols, x->rows);
+	for (uint32_t j = 0; j < x->cols; j++) {
+		float m = net->norm.mean[block + j];
+		float inv = 1.0f / net->norm.std[block + j];
+		float *r = tp_tensor_at(&t, j, 0);
+		for (uint32_t i = 0; i < x->rows; i++)
+			r[i] = (*tp_tensor_at(x, i, j) - m) * inv;
+	}
+	return tp_ad_const_view(ad, &t);
+}
+
+struct fwd {
+	uint32_t logits, value;
+};
+
+static uint32_t *alloc_u32(struct tp_ad *ad, size_t n)
+{
+	return tp_ad_alloc_bytes(ad, n * sizeof(uint32_t));
+}
+
+static enum tp_status forward(const struct tp_gnn_net *net,
+			      const struct tp_gnn_input *in, struct tp_ad *ad,
+			      float *grad, struct fwd *out,
+			      struct tp_error *err)
+{
+	const struct tp_gnn_config *c = &net->cfg;
+	const struct tp_gnn_ptab *p = net->tab;
+	uint32_t h[NT_COUNT], xin[NT_COUNT], ex[TP_GNN_ETYPES];
+	struct tp_tensor exv[TP_GNN_ETYPES];
+	size_t nb_edge[TP_GNN_ETYPES], nb_action, nb_global;
+	const struct tp_tensor *xs[NT_COUNT] = {&in->group_x, &in->device_x};
+	size_t nb[NT_COUNT];
+	struct tp_ad_sets *all;
+	uint32_t *idx;
+
+#define P(off, r, cc)                                                         \
+	tp_ad_param(ad, net->w + (off), grad ? grad + (off) : NULL, (r), (cc))
+
+	tp_ad_reset(ad);
+	nb[NT_GROUP] = 0;
+	nb[NT_DEVICE] = c->group_in;
+	nb_action = nb[NT_DEVICE] + c->device_in;
+	nb_global = nb_action + c->action_in;
+	nb_edge[0] = nb_global + c->global_in;
+	for (int t = 1; t < TP_GNN_ETYPES; t++)
+		nb_edge[t] = nb_edge[t - 1] + c->edge_in[t - 1];
+
+	for (int k = 0; k < NT_COUNT; k++) {
+		uint32_t in_w = k == NT_GROUP ? c->group_in : c->device_in;
+		uint32_t x;
+		xin[k] = norm_const(ad, net, xs[k], nb[k]);
+		x = tp_ad_matmul(ad, xin[k], P(p->enc[k], in_w, c->hidden));
+		x = tp_ad_add_bias(ad, x, P(p->enc_b[k], 1, c->hidden));
+		x = tp_ad_layernorm(ad, x, P(p->enc_g[k], 1, c->hidden),
+				    P(p->enc_lnb[k], 1, c->hidden));
+		h[k] = tp_ad_silu(ad, x);
+	}
+	for (int t = 0; t < TP_GNN_ETYPES; t++) {
+		ex[t] = norm_const_t(ad, net, &in->edge_x[t], nb_edge[t]);
+		if (ex[t] == TP_AD_NONE)
+			goto nomem;
+		exv[t] = tp_ad_val(ad, ex[t]);
+	}
+	for (uint32_t l = 0; l < c->layers; l++) {
+		const struct layer_p *L = &p->layer[l];
+		uint32_t agg[NT_COUNT] = {TP_AD_NONE, TP_AD_NONE};
+		for (int t = 0; t < TP_GNN_ETYPES; t++) {
+			const struct tp_ad_edges *e = &in->edges[t];
+			int s = etype_src[t], d = etype_dst[t];
+			uint32_t z, sl, tl, cl, a, m, f;
+			if (e->n == 0)
+				continue;
+			z = tp_ad_matmul(ad, h[s],
+					 P(L->W[t], c->hidden, c->hidden));
+			sl = tp_ad_matmul(ad, h[s],
+					  P(L->A[t], c->hidden, c->heads));
+			tl = tp_ad_matmul(ad, h[d],
+					  P(L->B[t], c->hidden, c->heads));
+			cl = tp_ad_matmul(ad,
+					  P(L->C[t], c->heads, c->edge_in[t]),
+					  ex[t]);
+			a = tp_ad_edge_logits(ad, e, sl, tl, cl);
+			a = tp_ad_edge_softmax(ad, e, a);
+			m = tp_ad_edge_agg(ad, e, a, z);
+			f = tp_ad_edge_agg_feat(ad, e, a, &exv[t]);
+			f = tp_ad_matmul(ad, f,
+					 P(L->U[t], c->heads * c->edge_in[t],
+					   c->hidden));
+			m = tp_ad_add(ad, m, f);
+			agg[d] = agg[d] == TP_AD_NONE ? m
+						      : tp_ad_add(ad, agg[d], m);
+		}
+		for (int k = 0; k < NT_COUNT; k++) {
+			uint32_t u = tp_ad_matmul(
+				ad, h[k], P(L->self[k], c->hidden, c->hidden));
+			u = tp_ad_add_bias(ad, u, P(L->bias[k], 1, c->hidden));
+			if (agg[k] != TP_AD_NONE)
+				u = tp_ad_add(ad, u, agg[k]);
+			u = tp_ad_layernorm(ad, u, P(L->lng[k], 1, c->hidden),
+					    P(L->lnb[k], 1, c->hidden));
+			h[k] = tp_ad_add(ad, h[k], tp_ad_silu(ad, u));
+		}
+	}
+
+	/* policy */
+	out->logits = TP_AD_NONE;
+	if (in->n_actions) {
+		uint32_t pooled, hg, xa, x;
+		idx = alloc_u32(ad, in->n_actions);
+		if (!idx)
+			goto nomem;
+		for (uint32_t k = 0; k < in->n_actions; k++)
+			idx[k] = in->group;
+		pooled = tp_ad_set_pool(ad, h[NT_DEVICE], &in->actions);
+		hg = tp_ad_gather(ad, h[NT_GROUP], idx, in->n_actions);
+		xa = norm_const(ad, net, &in->action_x, nb_action);
+		x = tp_ad_concat(ad, pooled, hg, xa, TP_AD_NONE);
+		x = tp_ad_matmul(ad, x,
+				 P(p->pw1, 3 * c->hidden + c->action_in,
+				   c->head_hidden));
+		x = tp_ad_silu(ad,
+			       tp_ad_add_bias(ad, x, P(p->pb1, 1,
+						       c->head_hidden)));
+		x = tp_ad_matmul(ad, x,
+				 P(p->pw2, c->head_hidden, c->head_hidden));
+		x = tp_ad_silu(ad,
+			       tp_ad_add_bias(ad, x, P(p->pb2, 1,
+						       c->head_hidden)));
+		out->logits = tp_ad_matmul(ad, x, P(p->pw3, c->head_hidden, 1));
+		if (out->logits == TP_AD_NONE)
+			goto nomem;
+	}
+
+	/* value */
+	{
+		uint32_t pg, pd, xg, x;
+		struct tp_tensor gt = tp_tensor_view((float *)in->global_x, 1,
+						     c->global_in);
+		uint32_t n_all = in->n_groups + in->n_devices;
+		all = tp_ad_alloc_bytes(ad, 2 * sizeof(*all));
+		idx = alloc_u32(ad, (size_t)n_all + 4);
+		if (!all || !idx)
+			goto nomem;
+		/* set 0: all groups; set 1: all devices (weighted) */
+		for (uint32_t i = 0; i < in->n_groups; i++)
+			idx[i] = i;
+		for (uint32_t i = 0; i < in->n_devices; i++)
+			idx[in->n_groups + i] = i;
+		idx[n_all] = 0;
+		idx[n_all + 1] = in->n_groups;
+		idx[n_all + 2] = 0;
+		idx[n_all + 3] = in->n_devices;
+		all[0].n = 1;
+		all[0].first = idx + n_all;
+		all[0].member = idx;
+		all[0].weight = NULL;
+		all[1].n = 1;
+		all[1].first = idx + n_all + 2;
+		all[1].member = idx + in->n_groups;
+		all[1].weight = in->device_weight;
+		pg = tp_ad_set_pool(ad, h[NT_GROUP], &all[0]);
+		pd = tp_ad_set_pool(ad, h[NT_DEVICE], &all[1]);
+		xg = norm_const(ad, net, &gt, nb_global);
+		x = tp_ad_concat(ad, pg, pd, xg, TP_AD_NONE);
+		x = tp_ad_matmul(ad, x,
+				 P(p->vw1, 4 * c->hidden + c->global_in,
+				   c->head_hidden));
+		x = tp_ad_silu(ad,
+			       tp_ad_add_bias(ad, x, P(p->vb1, 1,
+						       c->head_hidden)));
+		x = tp_ad_matmul(ad, x, P(p->vw2, c->head_hidden, 1));
+		x = tp_ad_add_bias(ad, x, P(p->vb2, 1, 1));
+		out->value = tp_ad_tanh(ad, x);
+	}
+#undef P
+	if (tp_ad_failed(ad))
+		goto nomem;
+	return TP_OK;
+nomem:
+	return tp_error_set(err, TP_ENOMEM,
+			    "out of memory in the GNN workspace");
+}
+
+enum tp_status tp_gnn_infer(const struct tp_gnn_net *net,
+			    const struct tp_gnn_input *in, struct tp_ad *ad,
+			    float *prior, float *value, struct tp_error *err)
+{
+	struct fwd f;
+	enum tp_status st = forward(net, in, ad, NULL, &f, err);
+
+	if (st)
+		return st;
+	if (in->n_actions) {
+		struct tp_tensor l = tp_ad_val(ad, f.logits);
+		float mx = -INFINITY;
+		double sum = 0;
+		for (uint32_t k = 0; k < in->n_actions; k++)
+			if (l.data[k] > mx)
+				mx = l.data[k];
+		for (uint32_t k = 0; k < in->n_actions; k++) {
+			prior[k] = expf(l.data[k] - mx);
+			sum += prior[k];
+		}
+		for (uint32_t k = 0; k < in->n_actions; k++)
+			prior[k] = (float)(prior[k] / sum);
+	}
+	*value = tp_ad_val(ad, f.value).data[0];
+	return TP_OK;
+}
+
+enum tp_status tp_gnn_train_example(const struct tp_gnn_net *net,
+				    const struct tp_gnn_input *in,
+				    const float *target_pi, float target_v,
+				    float value_weight, struct tp_ad *ad,
+				    float *grad, float *policy_loss,
+				    float *value_loss, struct tp_error *err)
+{
+	struct fwd f;
+	enum tp_status st = forward(net, in, ad, grad, &f, err);
+	uint32_t lp = TP_AD_NONE, lv, loss;
+
+	if (st)
+		return st;
+	lv = tp_ad_mse(ad, f.value, target_v);
+	loss = tp_ad_scale(ad, lv, value_weight);
+	if (target_pi && in->n_actions) {
+		lp = tp_ad_softmax_xent(ad, f.logits, target_pi);
+		loss = tp_ad_add(ad, loss, lp);
+	}
+	if (!tp_ad_backward(ad, loss))
+		return tp_error_set(err, TP_ENOMEM,
+				    "out of memory in the GNN workspace");
+	if (policy_loss)
+		*policy_loss = lp == TP_AD_NONE ? 0.0f
+						: tp_ad_val(ad, lp).data[0];
+	if (value_loss)
+		*value_loss = tp_ad_val(ad, lv).data[0];
+	return TP_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* optimiser */
+
+enum tp_status tp_gnn_adam_init(struct tp_gnn_adam *a, size_t n, float lr,
+				struct tp_error *err)
+{
+	memset(a, 0, sizeof(*a));
+	a->m = tp_calloc(n ? n : 1, sizeof(float));
+	a->v = tp_calloc(n ? n : 1, sizeof(float));
+	if (!a->m || !a->v) {
+		tp_gnn_adam_release(a);
+		return tp_error_set(err, TP_ENOMEM,
+				    "out of memory for the optimiser");
+	}
+	a->n = n;
+	a->lr = lr;
+	a->beta1 = 0.9f;
+	a->beta2 = 0.999f;
+	a->eps = 1e-8f;
+	a->weight_decay = 0.0f;
+	return TP_OK;
+}
+
+void tp_gnn_adam_release(struct tp_gnn_adam *a)
+{
+	free(a->m);
+	free(a->v);
+	a->m = a->v = NULL;
+	a->n = 0;
+}
+
+void tp_gnn_adam_step(struct tp_gnn_adam *a, float *w, const float *g)
+{
+	double c1, c2;
+
+	a->t++;
+	c1 = 1.0 - pow(a->beta1, (double)a->t);
+	c2 = 1.0 - pow(a->beta2, (double)a->t);
+	for (size_t i = 0; i < a->n; i++) {
+		float mh, vh;
+		a->m[i] = a->beta1 * a->m[i] + (1.0f - a->beta1) * g[i];
+		a->v[i] = a->beta2 * a->v[i] + (1.0f - a->beta2) * g[i] * g[i];
+		mh = (float)(a->m[i] / c1);
+		vh = (float)(a->v[i] / c2);
+		w[i] -= a->lr * (mh / (sqrtf(vh) + a->eps) +
+				 a->weight_decay * w[i]);
+	}
+}
+
+double tp_gnn_clip_grad(float *g, size_t n, double max_norm)
+{
+	double norm = sqrt(tp_tensor_sumsq(g, n));
+
+	if (norm > max_norm && norm > 0) {
+		float s = (float)(max_norm / norm);
+		for (size_t i = 0; i < n; i++)
+			g[i] *= s;
+	}
+	return norm;
+}

@@ -1,0 +1,197 @@
+/*
+ * net.h - the policy/value graph neural network.
+ *
+ * Input: a heterogeneous graph of op-group nodes and device nodes (built
+ * by features.h from a model, a cluster and a partial plan) with five edge
+ * types, plus a query: the group being decided and its candidate actions
+ * (each a set of device nodes and a feature row describing the mode).
+ *
+ * Architecture (all sizes from struct tp_gnn_config):
+ *   encoders   h = silu(LN(x W + b)) per node type;
+ *   L layers   per edge type r (src -> dst): z = h_src W_r, attention
+ *              logits leaky_relu(h_src A_r + h_dst B_r + x_e C_r) per head,
+ *              softmax over each destination's incoming edges, message
+ *              sum_k alpha z_src + (sum_k alpha x_e) U_r;
+ *              per node type: u = h W_self + b + sum of its incoming
+ *              messages, h <- h + silu(LN(u))  (residual);
+ *   policy     per action: [weighted mean | max of its devices' h,
+ *              h of the group, action features] -> 2 silu layers ->
+ *              logit; softmax over the candidates;
+ *   value      [mean | max over groups, mean | max over devices, global
+ *              features] -> silu layer -> tanh, a number in (-1, 1).
+ * Forward and backward are written by hand (ad.h) over sgemm.
+ *
+ * Input features are standardised with per-feature constants (mean, std)
+ * that training measures on its corpus and the weights file stores.
+ *
+ * Ownership: tp_gnn_net_new / tp_gnn_net_free; the net owns its weights.
+ * A net is read-only during forward passes: several threads may run
+ * tp_gnn_infer at once, each with its own struct tp_ad workspace.
+ * Errors: TP_EINPUT for an input whose widths do not match the net,
+ * TP_ENOMEM.
+ */
+#ifndef TP_GNN_NET_H
+#define TP_GNN_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/error.h"
+#include "../core/rng.h"
+#include "ad.h"
+#include "tensor.h"
+
+enum tp_gnn_etype {
+	TP_GNN_E_FLOW,  /* group -> group it feeds */
+	TP_GNN_E_BACK,  /* group -> group feeding it */
+	TP_GNN_E_LINK,  /* device -> device */
+	TP_GNN_E_PLACE, /* group -> device */
+	TP_GNN_E_SERVE, /* device -> group */
+	TP_GNN_ETYPES
+};
+
+/* Source and destination node type of an edge type: 0 group, 1 device. */
+int tp_gnn_etype_src(enum tp_gnn_etype t);
+int tp_gnn_etype_dst(enum tp_gnn_etype t);
+const char *tp_gnn_etype_name(enum tp_gnn_etype t);
+
+struct tp_gnn_config {
+	uint32_t hidden;      /* H, embedding width */
+	uint32_t heads;       /* attention heads; divides hidden */
+	uint32_t layers;      /* message-passing layers */
+	uint32_t head_hidden; /* width of the policy/value MLPs */
+	uint32_t group_in, device_in, action_in, global_in;
+	uint32_t edge_in[TP_GNN_ETYPES];
+};
+
+#define TP_GNN_MAX_HIDDEN 1024
+#define TP_GNN_MAX_LAYERS 16
+#define TP_GNN_MAX_FEATS 256
+
+/* Per-feature standardisation x' = (x - mean) / std, one block per input
+ * kind, in the order group, device, action, global, edge types. */
+struct tp_gnn_norm {
+	size_t n;     /* total features */
+	float *mean;  /* n */
+	float *std;   /* n, > 0 */
+};
+
+/* Where a network came from (stored in the weights file). */
+struct tp_gnn_meta {
+	uint64_t seed;
+	uint32_t games, epochs, samples;
+	float train_loss, heldout_loss;
+	double train_seconds;
+	char version[32]; /* tagplan version that trained it */
+	char note[96];    /* free text, e.g. the training command */
+};
+
+struct tp_gnn_ptab; /* parameter table (net.c) */
+
+struct tp_gnn_net {
+	struct tp_gnn_config cfg;
+	size_t n_params;
+	float *w; /* n_params weights */
+	struct tp_gnn_norm norm;
+	struct tp_gnn_meta meta;
+	struct tp_gnn_ptab *tab;
+};
+
+/*
+ * The graph and query the network reads.  Edge lists are sorted by
+ * destination (struct tp_ad_edges); edge_x[t] has one row per edge.
+ * device_weight (NULL = 1 each) weights device nodes in the value head's
+ * mean (a node may stand for an equivalence class of several devices).
+ * With n_actions == 0 only the value is computed.
+ */
+struct tp_gnn_input {
+	uint32_t n_groups, n_devices;
+	struct tp_tensor group_x;  /* n_groups x group_in */
+	struct tp_tensor device_x; /* n_devices x device_in */
+	struct tp_ad_edges edges[TP_GNN_ETYPES];
+	struct tp_tensor edge_x[TP_GNN_ETYPES]; /* edges[t].n x edge_in[t] */
+	const float *device_weight;
+	const float *global_x; /* global_in floats */
+	uint32_t group;        /* the group being decided, < n_groups */
+	uint32_t n_actions;
+	struct tp_ad_sets actions;  /* device nodes of each action */
+	struct tp_tensor action_x;  /* n_actions x action_in */
+};
+
+/* A default configuration for given input widths (hidden 64, 4 heads,
+ * 3 layers, head MLPs 64). */
+void tp_gnn_config_default(struct tp_gnn_config *c, uint32_t group_in,
+			   uint32_t device_in, uint32_t action_in,
+			   uint32_t global_in,
+			   const uint32_t edge_in[TP_GNN_ETYPES]);
+
+/* TP_EINPUT (naming the field) when a configuration is out of range:
+ * hidden 1..1024 divisible by heads, 1..16 layers, widths 1..256. */
+enum tp_status tp_gnn_config_check(const struct tp_gnn_config *c,
+				   struct tp_error *err);
+
+/* A network with weights drawn from rng (scaled normal, LayerNorm gains
+ * 1, biases 0) and identity normalisation.  NULL on allocation failure or
+ * a bad configuration (err says which). */
+struct tp_gnn_net *tp_gnn_net_new(const struct tp_gnn_config *c,
+				  struct tp_rng *rng, struct tp_error *err);
+void tp_gnn_net_free(struct tp_gnn_net *net);
+
+/* Number of weights a configuration has. */
+size_t tp_gnn_config_params(const struct tp_gnn_config *c);
+
+/* Check that an input matches the net's widths and is well formed
+ * (indices in range, edges sorted).  TP_EINPUT naming what is wrong. */
+enum tp_status tp_gnn_input_check(const struct tp_gnn_net *net,
+				  const struct tp_gnn_input *in,
+				  struct tp_error *err);
+
+/*
+ * Forward pass for search: prior[k] = softmax of the action logits
+ * (n_actions floats, may be NULL when n_actions == 0) and *value in
+ * (-1, 1).  ad is the caller's per-thread workspace (reset here).
+ * The input is not re-checked (tp_gnn_input_check once per graph shape).
+ */
+enum tp_status tp_gnn_infer(const struct tp_gnn_net *net,
+			    const struct tp_gnn_input *in, struct tp_ad *ad,
+			    float *prior, float *value, struct tp_error *err);
+
+/*
+ * One training example: loss = cross-entropy(target_pi, policy)
+ * + value_weight * (value - target_v)^2 (the policy term is skipped when
+ * target_pi is NULL or n_actions == 0).  Gradients are *added* into grad
+ * (n_params floats).  *policy_loss / *value_loss receive the two terms
+ * (may be NULL).
+ */
+enum tp_status tp_gnn_train_example(const struct tp_gnn_net *net,
+				    const struct tp_gnn_input *in,
+				    const float *target_pi, float target_v,
+				    float value_weight, struct tp_ad *ad,
+				    float *grad, float *policy_loss,
+				    float *value_loss, struct tp_error *err);
+
+/* Name, shape and offset of parameter tensor i (i < count). */
+size_t tp_gnn_net_tensor_count(const struct tp_gnn_net *net);
+const char *tp_gnn_net_tensor(const struct tp_gnn_net *net, size_t i,
+			      uint32_t *rows, uint32_t *cols, size_t *offset);
+
+/* Adam with decoupled weight decay, over a flat parameter vector. */
+struct tp_gnn_adam {
+	size_t n;
+	float *m, *v;
+	uint64_t t;
+	float lr, beta1, beta2, eps, weight_decay;
+};
+
+enum tp_status tp_gnn_adam_init(struct tp_gnn_adam *a, size_t n, float lr,
+				struct tp_error *err);
+void tp_gnn_adam_release(struct tp_gnn_adam *a);
+/* w -= Adam step for gradient g (n floats). */
+void tp_gnn_adam_step(struct tp_gnn_adam *a, float *w, const float *g);
+
+/* Scale g so that its L2 norm is at most max_norm; returns the norm before
+ * clipping. */
+double tp_gnn_clip_grad(float *g, size_t n, double max_norm);
+
+#endif

@@ -1,0 +1,325 @@
+/*
+ * weights.c - reading and writing GNN weights files (see weights.h).
+ */
+#include "weights.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../io/io.h"
+
+static const unsigned char magic[8] = {'T', 'P', 'G', 'N',
+				       'N', 'W', '\r', '\n'};
+
+#define MAX_FILE_BYTES ((size_t)1 << 30)
+
+uint32_t tp_gnn_crc32(const unsigned char *p, size_t n)
+{
+	uint32_t c = 0xFFFFFFFFu;
+
+	for (size_t i = 0; i < n; i++) {
+		c ^= p[i];
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+	}
+	return c ^ 0xFFFFFFFFu;
+}
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+	uint32_t v = 0;
+	for (int i = 0; i < 4; i++)
+		v |= (uint32_t)p[i] << (8 * i);
+	return v;
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static void put_f32(unsigned char *p, float f)
+{
+	uint32_t v;
+	memcpy(&v, &f, 4);
+	put_u32(p, v);
+}
+
+static float get_f32(const unsigned char *p)
+{
+	uint32_t v = get_u32(p);
+	float f;
+	memcpy(&f, &v, 4);
+	return f;
+}
+
+static void put_f64(unsigned char *p, double f)
+{
+	uint64_t v;
+	memcpy(&v, &f, 8);
+	put_u64(p, v);
+}
+
+static double get_f64(const unsigned char *p)
+{
+	uint64_t v = get_u64(p);
+	double f;
+	memcpy(&f, &v, 8);
+	return f;
+}
+
+enum tp_status tp_gnn_weights_encode(const struct tp_gnn_net *net,
+				     unsigned char **buf, size_t *len,
+				     struct tp_error *err)
+{
+	const struct tp_gnn_config *c = &net->cfg;
+	size_t nn = net->norm.n, nw = net->n_params;
+	size_t total = TP_GNN_WEIGHTS_HEADER + 4 * (2 * nn + nw) + 4;
+	unsigned char *b = calloc(1, total), *p;
+
+	if (!b)
+		return tp_error_set(err, TP_ENOMEM,
+				    "out of memory writing weights");
+	memcpy(b, magic, 8);
+	put_u32(b + 8, TP_GNN_WEIGHTS_VERSION);
+	put_u32(b + 12, TP_GNN_WEIGHTS_HEADER);
+	put_u32(b + 16, c->hidden);
+	put_u32(b + 20, c->heads);
+	put_u32(b + 24, c->layers);
+	put_u32(b + 28, c->head_hidden);
+	put_u32(b + 32, c->group_in);
+	put_u32(b + 36, c->device_in);
+	put_u32(b + 40, c->action_in);
+	put_u32(b + 44, c->global_in);
+	for (int t = 0; t < TP_GNN_ETYPES; t++)
+		put_u32(b + 48 + 4 * t, c->edge_in[t]);
+	put_u32(b + 68, (uint32_t)nn);
+	put_u64(b + 72, nw);
+	put_u64(b + 80, net->meta.seed);
+	put_u32(b + 88, net->meta.games);
+	put_u32(b + 92, net->meta.epochs);
+	put_u32(b + 96, net->meta.samples);
+	put_f32(b + 100, net->meta.train_loss);
+	put_f32(b + 104, net->meta.heldout_loss);
+	put_f64(b + 108, net->meta.train_seconds);
+	memcpy(b + 116, net->meta.version,
+	       strnlen(net->meta.version, sizeof(net->meta.version) - 1));
+	memcpy(b + 148, net->meta.note,
+	       strnlen(net->meta.note, sizeof(net->meta.note) - 1));
+	put_u32(b + 244, 0);
+	p = b + TP_GNN_WEIGHTS_HEADER;
+	for (size_t i = 0; i < nn; i++, p += 4)
+		put_f32(p, net->norm.mean[i]);
+	for (size_t i = 0; i < nn; i++, p += 4)
+		put_f32(p, net->norm.std[i]);
+	for (size_t i = 0; i < nw; i++, p += 4)
+		put_f32(p, net->w[i]);
+	put_u32(p, tp_gnn_crc32(b, total - 4));
+	*buf = b;
+	*len = total;
+	return TP_OK;
+}
+
+static struct tp_gnn_net *bad(struct tp_error *err, const char *name,
+			      const char *msg)
+{
+	tp_error_set(err, TP_EINPUT, "%s", msg);
+	tp_error_set_file(err, name);
+	return NULL;
+}
+
+struct tp_gnn_net *tp_gnn_weights_decode(const char *name,
+					 const unsigned char *b, size_t len,
+					 const struct tp_gnn_widths *expect,
+					 struct tp_error *err)
+{
+	struct tp_gnn_config c;
+	struct tp_gnn_net *net;
+	struct tp_rng rng;
+	struct tp_error cerr;
+	uint32_t version, hsize, nn;
+	uint64_t nw;
+	size_t want, exp_params;
+	const unsigned char *p;
+	char msg[512];
+
+	if (len < 8 || memcmp(b, magic, 8) != 0)
+		return bad(err, name,
+			   "not a tagplan weights file (no \"TPGNNW\" magic "
+			   "at the start); create one with 'tagplan train' "
+			   "or 'make weights'");
+	if (len < 16)
+		return bad(err, name,
+			   "truncated weights file: the header is incomplete");
+	version = get_u32(b + 8);
+	if (version != TP_GNN_WEIGHTS_VERSION) {
+		snprintf(msg, sizeof(msg),
+			 "weights format version %u; this tagplan reads "
+			 "version %d (retrain with 'tagplan train' or use "
+			 "the matching tagplan)",
+			 version, TP_GNN_WEIGHTS_VERSION);
+		return bad(err, name, msg);
+	}
+	hsize = get_u32(b + 12);
+	if (hsize != TP_GNN_WEIGHTS_HEADER) {
+		snprintf(msg, sizeof(msg),
+			 "corrupted weights header: header size %u, expected "
+			 "%d",
+			 hsize, TP_GNN_WEIGHTS_HEADER);
+		return bad(err, name, msg);
+	}
+	if (len < TP_GNN_WEIGHTS_HEADER)
+		return bad(err, name,
+			   "truncated weights file: the header is incomplete");
+	memset(&c, 0, sizeof(c));
+	c.hidden = get_u32(b + 16);
+	c.heads = get_u32(b + 20);
+	c.layers = get_u32(b + 24);
+	c.head_hidden = get_u32(b + 28);
+	c.group_in = get_u32(b + 32);
+	c.device_in = get_u32(b + 36);
+	c.action_in = get_u32(b + 40);
+	c.global_in = get_u32(b + 44);
+	for (int t = 0; t < TP_GNN_ETYPES; t++)
+		c.edge_in[t] = get_u32(b + 48 + 4 * t);
+	nn = get_u32(b + 68);
+	nw = get_u64(b + 72);
+	tp_error_clear(&cerr);
+	if (tp_gnn_config_check(&c, &cerr)) {
+		tp_error_set(err, TP_EINPUT, "bad layer sizes in the header: %s",
+			     cerr.msg);
+		tp_error_set_file(err, name);
+		return NULL;
+	}
+	exp_params = tp_gnn_config_params(&c);
+	{
+		size_t exp_norm = (size_t)c.group_in + c.device_in +
+				  c.action_in + c.global_in;
+		for (int t = 0; t < TP_GNN_ETYPES; t++)
+			exp_norm += c.edge_in[t];
+		if (nn != exp_norm || nw != exp_params) {
+			snprintf(msg, sizeof(msg),
+				 "inconsistent header: %u normalisation "
+				 "constants and %llu weights, but the layer "
+				 "sizes give %zu and %zu",
+				 nn, (unsigned long long)nw, exp_norm,
+				 exp_params);
+			return bad(err, name, msg);
+		}
+	}
+	want = TP_GNN_WEIGHTS_HEADER + 4 * (2 * (size_t)nn + (size_t)nw) + 4;
+	if (len != want) {
+		snprintf(msg, sizeof(msg),
+			 "%s weights file: %zu bytes, the header announces "
+			 "%zu",
+			 len < want ? "truncated" : "oversized (trailing bytes)",
+			 len, want);
+		return bad(err, name, msg);
+	}
+	if (tp_gnn_crc32(b, len - 4) != get_u32(b + len - 4))
+		return bad(err, name,
+			   "checksum mismatch: the weights file is corrupted; "
+			   "restore it or retrain ('make weights')");
+	if (expect) {
+		struct tp_gnn_widths got = {c.group_in, c.device_in,
+					    c.action_in, c.global_in, {0}};
+		for (int t = 0; t < TP_GNN_ETYPES; t++)
+			got.edge[t] = c.edge_in[t];
+		if (memcmp(&got, expect, sizeof(got)) != 0) {
+			snprintf(msg, sizeof(msg),
+				 "the weights were trained for other features "
+				 "(group/device/action/global widths "
+				 "%u/%u/%u/%u, this tagplan computes "
+				 "%u/%u/%u/%u); retrain with 'make weights'",
+				 got.group, got.device, got.action, got.global,
+				 expect->group, expect->device, expect->action,
+				 expect->global);
+			return bad(err, name, msg);
+		}
+	}
+	tp_rng_seed(&rng, 0);
+	net = tp_gnn_net_new(&c, &rng, err);
+	if (!net) {
+		tp_error_set_file(err, name);
+		return NULL;
+	}
+	p = b + TP_GNN_WEIGHTS_HEADER;
+	for (size_t i = 0; i < nn; i++, p += 4)
+		net->norm.mean[i] = get_f32(p);
+	for (size_t i = 0; i < nn; i++, p += 4)
+		net->norm.std[i] = get_f32(p);
+	for (size_t i = 0; i < nw; i++, p += 4)
+		net->w[i] = get_f32(p);
+	for (size_t i = 0; i < nn; i++)
+		if (!isfinite(net->norm.mean[i]) ||
+		    !(net->norm.std[i] > 0) || !isfinite(net->norm.std[i])) {
+			tp_gnn_net_free(net);
+			return bad(err, name,
+				   "invalid normalisation constants (not "
+				   "finite or not positive)");
+		}
+	for (size_t i = 0; i < nw; i++)
+		if (!isfinite(net->w[i])) {
+			tp_gnn_net_free(net);
+			return bad(err, name, "invalid weights (not finite)");
+		}
+	net->meta.seed = get_u64(b + 80);
+	net->meta.games = get_u32(b + 88);
+	net->meta.epochs = get_u32(b + 92);
+	net->meta.samples = get_u32(b + 96);
+	net->meta.train_loss = get_f32(b + 100);
+	net->meta.heldout_loss = get_f32(b + 104);
+	net->meta.train_seconds = get_f64(b + 108);
+	memcpy(net->meta.version, b + 116, sizeof(net->meta.version) - 1);
+	memcpy(net->meta.note, b + 148, sizeof(net->meta.note) - 1);
+	net->meta.version[sizeof(net->meta.version) - 1] = '\0';
+	net->meta.note[sizeof(net->meta.note) - 1] = '\0';
+	return net;
+}
+
+enum tp_status tp_gnn_weights_save(const struct tp_gnn_net *net,
+				   const char *path, struct tp_error *err)
+{
+	unsigned char *buf;
+	size_t len;
+	enum tp_status st = tp_gnn_weights_encode(net, &buf, &len, err);
+
+	if (st)
+		return st;
+	st = tp_file_write_atomic(path, (const char *)buf, len, err);
+	free(buf);
+	return st;
+}
+
+struct tp_gnn_net *tp_gnn_weights_load(const char *path,
+				       const struct tp_gnn_widths *expect,
+				       struct tp_error *err)
+{
+	char *data;
+	size_t len;
+	struct tp_gnn_net *net;
+
+	if (tp_file_read(path, MAX_FILE_BYTES, &data, &len, err))
+		return NULL;
+	net = tp_gnn_weights_decode(path, (const unsigned char *)data, len,
+				    expect, err);
+	free(data);
+	return net;
+}

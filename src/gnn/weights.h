@@ -1,0 +1,73 @@
+/*
+ * weights.h - the GNN weights file: a versioned little-endian binary with
+ * a header, the feature normalisation and the weights, and a CRC-32.
+ *
+ * Layout (version 1; all integers little-endian, floats IEEE-754 binary32):
+ *
+ *   offset size
+ *        0    8  magic "TPGNNW\r\n" (the CR LF catches text-mode mangling)
+ *        8    4  format version (1)
+ *       12    4  header size in bytes (248)
+ *       16   16  hidden, heads, layers, head_hidden
+ *       32   16  feature widths: group, device, action, global
+ *       48   20  edge feature widths: flow, back, link, place, serve
+ *       68    4  number of normalisation constants N
+ *       72    8  number of weights W
+ *       80  164  training metadata: seed (u64), games, epochs, samples
+ *                (u32), train and held-out loss (f32), training seconds
+ *                (f64), tagplan version (32 bytes), note (96 bytes), both
+ *                NUL-padded
+ *      244    4  reserved, 0
+ *      248  4 N  normalisation means, then 4 N standard deviations
+ *           4 W  weights, in the order of tp_gnn_net_tensor
+ *            4   CRC-32 (IEEE 802.3) of every byte before it
+ *
+ * Loading checks, in this order, and fails with TP_EINPUT naming the file
+ * and what is wrong: the magic, the version, the header size, the layer
+ * sizes (in range, N and W consistent with them), the file size
+ * (truncated or trailing bytes), the checksum, the feature widths against
+ * those this build computes (a file from another feature version), and
+ * that every number is finite (standard deviations positive).  A bad file
+ * never yields a network.
+ */
+#ifndef TP_GNN_WEIGHTS_H
+#define TP_GNN_WEIGHTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/error.h"
+#include "graph.h"
+#include "net.h"
+
+#define TP_GNN_WEIGHTS_VERSION 1
+#define TP_GNN_WEIGHTS_HEADER 248
+
+/* CRC-32 (IEEE, reflected, as zlib's crc32) of n bytes. */
+uint32_t tp_gnn_crc32(const unsigned char *p, size_t n);
+
+/* Serialise net into a new buffer (*buf, caller frees). */
+enum tp_status tp_gnn_weights_encode(const struct tp_gnn_net *net,
+				     unsigned char **buf, size_t *len,
+				     struct tp_error *err);
+
+/*
+ * Parse a weights file held in memory; name is used in messages.  When
+ * expect != NULL the file's feature widths must equal it.  Returns a new
+ * network, or NULL with err filled (TP_EINPUT, TP_ENOMEM).
+ */
+struct tp_gnn_net *tp_gnn_weights_decode(const char *name,
+					 const unsigned char *buf, size_t len,
+					 const struct tp_gnn_widths *expect,
+					 struct tp_error *err);
+
+/* Write net to path atomically (TP_EIO naming the path). */
+enum tp_status tp_gnn_weights_save(const struct tp_gnn_net *net,
+				   const char *path, struct tp_error *err);
+
+/* Read and decode path (TP_EIO when it cannot be read). */
+struct tp_gnn_net *tp_gnn_weights_load(const char *path,
+				       const struct tp_gnn_widths *expect,
+				       struct tp_error *err);
+
+#endif

@@ -1,0 +1,748 @@
+/*
+ * test_gnn.c - the GNN: every op's and the whole network's gradients
+ * against finite differences, the optimiser, thread safety, weight files,
+ * features and a few training steps.
+ */
+#include <check.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "gnn/ad.h"
+#include "gnn/graph.h"
+#include "gnn/net.h"
+#include "gnn/weights.h"
+#include "util.h"
+
+/* ------------------------------------------------------------------ */
+/* finite differences for single ops */
+
+#define MAXP 4
+
+struct op_case {
+	uint32_t shape[MAXP][2]; /* rows, cols of each parameter */
+	int n_params;
+	/* builds the op from the parameter vars; returns the output var */
+	uint32_t (*build)(struct tp_ad *ad, const uint32_t *p, void *ctx);
+	void *ctx;
+	float lo, hi; /* parameter range; values with |x| < gap re-drawn */
+	float gap;
+};
+
+/* Loss = <r, out> for a fixed random r. */
+static double op_loss(struct op_case *c, float **w, float **g,
+		      const float *r, struct tp_ad *ad, bool backward)
+{
+	uint32_t p[MAXP], out, loss;
+
+	tp_ad_reset(ad);
+	for (int i = 0; i < c->n_params; i++)
+		p[i] = tp_ad_param(ad, w[i], backward ? g[i] : NULL,
+				   c->shape[i][0], c->shape[i][1]);
+	out = c->build(ad, p, c->ctx);
+	ck_assert_uint_ne(out, TP_AD_NONE);
+	loss = tp_ad_dot_const(ad, out, r);
+	if (backward)
+		ck_assert(tp_ad_backward(ad, loss));
+	return tp_ad_val(ad, loss).data[0];
+}
+
+/* Returns the largest error |analytic - numeric| / max(1, |numeric|). */
+static double check_op(struct op_case *c, uint64_t seed)
+{
+	struct tp_rng rng;
+	struct tp_ad ad;
+	float *w[MAXP], *g[MAXP], *r;
+	double worst = 0;
+	uint32_t out, n_out;
+	const float eps = 1e-2f;
+
+	tp_rng_seed(&rng, seed);
+	tp_ad_init(&ad);
+	for (int i = 0; i < c->n_params; i++) {
+		size_t n = (size_t)c->shape[i][0] * c->shape[i][1];
+		w[i] = calloc(n, sizeof(float));
+		g[i] = calloc(n, sizeof(float));
+		for (size_t k = 0; k < n; k++) {
+			float x;
+			do
+				x = c->lo + (c->hi - c->lo) *
+						    (float)tp_rng_uniform(&rng);
+			while (fabsf(x) < c->gap);
+			w[i][k] = x;
+		}
+	}
+	/* output size from a dry forward */
+	{
+		uint32_t p[MAXP];
+		tp_ad_reset(&ad);
+		for (int i = 0; i < c->n_params; i++)
+			p[i] = tp_ad_param(&ad, w[i], NULL, c->shape[i][0],
+					   c->shape[i][1]);
+		out = c->build(&ad, p, c->ctx);
+		n_out = tp_ad_val(&ad, out).rows * tp_ad_val(&ad, out).cols;
+	}
+	r = calloc(n_out, sizeof(float));
+	for (uint32_t k = 0; k < n_out; k++)
+		r[k] = (float)(2 * tp_rng_uniform(&rng) - 1);
+	op_loss(c, w, g, r, &ad, true);
+	for (int i = 0; i < c->n_params; i++) {
+		size_t n = (size_t)c->shape[i][0] * c->shape[i][1];
+		for (size_t k = 0; k < n; k++) {
+			float keep = w[i][k];
+			double lp, lm, num, e;
+			w[i][k] = keep + eps;
+			lp = op_loss(c, w, g, r, &ad, false);
+			w[i][k] = keep - eps;
+			lm = op_loss(c, w, g, r, &ad, false);
+			w[i][k] = keep;
+			num = (lp - lm) / (2 * eps);
+			e = fabs(num - g[i][k]) / fmax(1.0, fabs(num));
+			if (e > worst)
+				worst = e;
+		}
+	}
+	for (int i = 0; i < c->n_params; i++) {
+		free(w[i]);
+		free(g[i]);
+	}
+	free(r);
+	tp_ad_release(&ad);
+	return worst;
+}
+
+#define OP_TOL 3e-3
+
+static uint32_t b_matmul(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	(void)ctx;
+	return tp_ad_matmul(ad, p[0], p[1]);
+}
+static uint32_t b_add_bias(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	(void)ctx;
+	return tp_ad_add_bias(ad, p[0], p[1]);
+}
+static uint32_t b_add_scale(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	(void)ctx;
+	return tp_ad_scale(ad, tp_ad_add(ad, p[0], p[1]), -1.5f);
+}
+static uint32_t b_silu(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	(void)ctx;
+	return tp_ad_silu(ad, p[0]);
+}
+static uint32_t b_tanh(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	(void)ctx;
+	return tp_ad_tanh(ad, p[0]);
+}
+static uint32_t b_relu(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	(void)ctx;
+	return tp_ad_relu(ad, p[0]);
+}
+static uint32_t b_layernorm(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	(void)ctx;
+	return tp_ad_layernorm(ad, p[0], p[1], p[2]);
+}
+static uint32_t b_concat(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	(void)ctx;
+	return tp_ad_concat(ad, p[0], p[1], p[2], TP_AD_NONE);
+}
+static const uint32_t gather_idx[] = {2, 0, 2, 1, 3};
+static uint32_t b_gather(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	(void)ctx;
+	return tp_ad_gather(ad, p[0], gather_idx, 5);
+}
+
+/* A small bipartite graph: 4 sources, 3 destinations (the last has no
+ * edge), 6 edges sorted by destination. */
+static const uint32_t e_src[] = {0, 1, 3, 1, 2, 3};
+static const uint32_t e_dst[] = {0, 0, 0, 1, 1, 1};
+static const uint32_t e_first[] = {0, 3, 6, 6};
+static const struct tp_ad_edges small_edges = {4, 3, 6, e_src, e_dst,
+					       e_first, false};
+/* complete bipartite 3 -> 2, in the dense order */
+static const uint32_t d_src[] = {0, 1, 2, 0, 1, 2};
+static const uint32_t d_dst[] = {0, 0, 0, 1, 1, 1};
+static const uint32_t d_first[] = {0, 3, 6};
+static const struct tp_ad_edges dense_edges = {3, 2, 6, d_src, d_dst,
+					       d_first, true};
+
+static uint32_t b_edge_logits(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	(void)ctx;
+	return tp_ad_edge_logits(ad, &small_edges, p[0], p[1], p[2]);
+}
+static uint32_t b_edge_softmax(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	(void)ctx;
+	return tp_ad_edge_softmax(ad, &small_edges, p[0]);
+}
+static uint32_t b_edge_agg(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	(void)ctx;
+	return tp_ad_edge_agg(ad, &small_edges, p[0], p[1]);
+}
+static uint32_t b_edge_agg_dense(struct tp_ad *ad, const uint32_t *p,
+				 void *ctx)
+{
+	(void)ctx;
+	return tp_ad_edge_agg(ad, &dense_edges, p[0], p[1]);
+}
+/* feature-major: 3 features x 6 edges */
+static float feat_x[3 * 6] = {0.5f,  -1.f, 2.f,  0.1f, 0.3f,  -0.7f,
+			      1.2f,  0.4f, -.2f, .9f,  -.5f,  .25f,
+			      -1.1f, .6f,  .8f,  .05f, -.35f, 1.5f};
+static uint32_t b_edge_agg_feat(struct tp_ad *ad, const uint32_t *p,
+				void *ctx)
+{
+	struct tp_tensor x = tp_tensor_view(feat_x, 3, 6);
+	(void)ctx;
+	return tp_ad_edge_agg_feat(ad, &small_edges, p[0], &x);
+}
+/* attention chain as the network uses it */
+static uint32_t b_attention(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	uint32_t a;
+	(void)ctx;
+	a = tp_ad_edge_logits(ad, &small_edges, p[0], p[1], p[2]);
+	a = tp_ad_edge_softmax(ad, &small_edges, a);
+	return tp_ad_edge_agg(ad, &small_edges, a, p[3]);
+}
+static const uint32_t set_first[] = {0, 2, 3, 3, 6};
+static const uint32_t set_member[] = {0, 3, 1, 1, 2, 4};
+static const float set_w[] = {1, 2, 1, 3, 1, 0.5f};
+static const struct tp_ad_sets small_sets = {4, set_first, set_member,
+					     set_w};
+static uint32_t b_set_pool(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	(void)ctx;
+	return tp_ad_set_pool(ad, p[0], &small_sets);
+}
+static const float xent_t[] = {0.1f, 0.0f, 0.6f, 0.3f, 0.0f};
+static uint32_t b_xent(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	(void)ctx;
+	return tp_ad_softmax_xent(ad, p[0], xent_t);
+}
+static uint32_t b_mse(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	(void)ctx;
+	return tp_ad_mse(ad, tp_ad_tanh(ad, p[0]), 0.3f);
+}
+
+static struct op_case op_cases[] = {
+	{{{5, 4}, {4, 3}}, 2, b_matmul, NULL, -1, 1, 0},
+	{{{5, 4}, {1, 4}}, 2, b_add_bias, NULL, -1, 1, 0},
+	{{{3, 4}, {3, 4}}, 2, b_add_scale, NULL, -1, 1, 0},
+	{{{4, 6}}, 1, b_silu, NULL, -3, 3, 0},
+	{{{4, 6}}, 1, b_tanh, NULL, -2, 2, 0},
+	{{{4, 6}}, 1, b_relu, NULL, -2, 2, 0.05f},
+	{{{4, 7}, {1, 7}, {1, 7}}, 3, b_layernorm, NULL, -2, 2, 0},
+	{{{3, 2}, {3, 4}, {3, 1}}, 3, b_concat, NULL, -1, 1, 0},
+	{{{4, 3}}, 1, b_gather, NULL, -1, 1, 0},
+	{{{4, 2}, {3, 2}, {2, 6}}, 3, b_edge_logits, NULL, -1, 1, 0.05f},
+	{{{2, 6}}, 1, b_edge_softmax, NULL, -2, 2, 0},
+	{{{2, 6}, {4, 6}}, 2, b_edge_agg, NULL, -1, 1, 0},
+	{{{2, 6}, {3, 6}}, 2, b_edge_agg_dense, NULL, -1, 1, 0},
+	{{{2, 6}}, 1, b_edge_agg_feat, NULL, -1, 1, 0},
+	{{{4, 2}, {3, 2}, {2, 6}, {4, 6}}, 4, b_attention, NULL, -1, 1, 0.05f},
+	{{{5, 4}}, 1, b_set_pool, NULL, -1, 1, 0},
+	{{{5, 1}}, 1, b_xent, NULL, -2, 2, 0},
+	{{{1, 1}}, 1, b_mse, NULL, -1, 1, 0},
+};
+static const char *const op_names[] = {
+	"matmul",  "add_bias",	   "add+scale",	    "silu",
+	"tanh",	   "relu",	   "layernorm",	    "concat",
+	"gather",  "edge_logits",  "edge_softmax",  "edge_agg", "edge_agg_dense",
+	"edge_agg_feat", "attention", "set_pool", "softmax_xent", "mse"};
+
+START_TEST(test_op_gradients)
+{
+	for (size_t i = 0; i < sizeof(op_cases) / sizeof(op_cases[0]); i++) {
+		double e = check_op(&op_cases[i], 1000 + i);
+		if (e > OP_TOL)
+			ck_abort_msg("op %s: gradient error %.2e > %.0e",
+				     op_names[i], e, OP_TOL);
+	}
+}
+END_TEST
+
+/* A gradient check must be able to fail: a wrong analytic gradient (the
+ * output perturbed by a scaled copy) is caught. */
+static uint32_t b_wrong(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	struct tp_tensor t;
+	uint32_t y = tp_ad_tanh(ad, p[0]);
+	(void)ctx;
+	/* tamper with the value after recording: backward uses the stored
+	 * output, so d/dx is computed from the wrong tanh */
+	t = tp_ad_val(ad, y);
+	t.data[0] += 0.5f;
+	return y;
+}
+
+START_TEST(test_gradient_check_detects_errors)
+{
+	struct op_case c = {{{3, 3}}, 1, b_wrong, NULL, -1, 1, 0};
+	ck_assert(check_op(&c, 7) > 10 * OP_TOL);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* whole network */
+
+static const struct tp_gnn_widths small_w = {5, 4, 6, 3, {2, 2, 3, 4, 4}};
+
+static struct tp_gnn_net *small_net(uint64_t seed, struct tp_gnn_config *cfg)
+{
+	struct tp_rng rng;
+	struct tp_error err;
+	struct tp_gnn_net *net;
+
+	tp_gnn_config_default(cfg, small_w.group, small_w.device,
+			      small_w.action, small_w.global, small_w.edge);
+	cfg->hidden = 8;
+	cfg->heads = 2;
+	cfg->layers = 3;
+	cfg->head_hidden = 8;
+	tp_rng_seed(&rng, seed);
+	net = tp_gnn_net_new(cfg, &rng, &err);
+	ck_assert_msg(net != NULL, "%s", err.msg);
+	/* non-trivial normalisation, so it is covered too */
+	for (size_t i = 0; i < net->norm.n; i++) {
+		net->norm.mean[i] = 0.1f * (float)(i % 3);
+		net->norm.std[i] = 0.5f + 0.25f * (float)(i % 4);
+	}
+	/* random gains/biases instead of 1/0 so their gradients are not
+	 * degenerate */
+	for (size_t i = 0; i < net->n_params; i++)
+		if (net->w[i] == 0.0f || net->w[i] == 1.0f)
+			net->w[i] += (float)(0.3 * tp_rng_normal(&rng));
+	return net;
+}
+
+static double net_loss(struct tp_gnn_net *net, struct tp_gnn_input *in,
+		       const float *pi, float v, struct tp_ad *ad, float *g)
+{
+	float lp, lv;
+	struct tp_error err;
+	ck_assert_int_eq(tp_gnn_train_example(net, in, pi, v, 0.7f, ad, g,
+					      &lp, &lv, &err),
+			 TP_OK);
+	return (double)lp + 0.7 * lv;
+}
+
+START_TEST(test_network_gradient)
+{
+	struct tp_gnn_config cfg;
+	struct tp_gnn_net *net = small_net(5, &cfg);
+	struct tp_gnn_graph g;
+	struct tp_gnn_input in;
+	struct tp_rng rng;
+	struct tp_error err;
+	struct tp_ad ad;
+	float *grad, *scratch, pi[6] = {0.05f, 0.3f, 0, 0.4f, 0.15f, 0.1f};
+	double worst = 0, sum_e = 0;
+	size_t n_checked = 0;
+	double worst_big = 0, worst_abs = 0;
+	const float eps = 3e-3f;
+
+	tp_rng_seed(&rng, 11);
+	tp_gnn_graph_init(&g, &small_w);
+	ck_assert_int_eq(tp_gnn_graph_random(&g, 5, 4, 6, &rng, &err), TP_OK);
+	ck_assert_int_eq(tp_gnn_graph_finish(&g, &in, &err), TP_OK);
+	ck_assert_int_eq(tp_gnn_input_check(net, &in, &err), TP_OK);
+	tp_ad_init(&ad);
+	grad = calloc(net->n_params, sizeof(float));
+	scratch = calloc(net->n_params, sizeof(float));
+	net_loss(net, &in, pi, 0.25f, &ad, grad);
+	for (size_t i = 0; i < net->n_params; i++) {
+		float keep = net->w[i];
+		double lp, lm, num, e;
+		net->w[i] = keep + eps;
+		lp = net_loss(net, &in, pi, 0.25f, &ad, scratch);
+		net->w[i] = keep - eps;
+		lm = net_loss(net, &in, pi, 0.25f, &ad, scratch);
+		net->w[i] = keep;
+		num = (lp - lm) / (2 * eps);
+		e = fabs(num - grad[i]) / fmax(0.1, fabs(num));
+		sum_e += e;
+		n_checked++;
+		if (e > worst)
+			worst = e;
+		if (fabs(num) >= 1e-2 && e > worst_big)
+			worst_big = e;
+		if (fabs(num - grad[i]) > worst_abs)
+			worst_abs = fabs(num - grad[i]);
+	}
+	fprintf(stderr,
+		"gnn: whole-network gradient check: %zu weights, max abs "
+		"error %.1e, max rel error %.1e where |grad| >= 0.01, mean "
+		"rel error %.1e\n",
+		n_checked, worst_abs, worst_big, sum_e / (double)n_checked);
+	ck_assert_msg(worst < 2e-2, "network gradient error %.3e", worst);
+	ck_assert_msg(worst_big < 1e-2, "network gradient error %.3e",
+		      worst_big);
+	ck_assert(sum_e / (double)n_checked < 2e-3);
+	free(grad);
+	free(scratch);
+	tp_ad_release(&ad);
+	tp_gnn_graph_release(&g);
+	tp_gnn_net_free(net);
+}
+END_TEST
+
+START_TEST(test_infer_priors_and_value)
+{
+	struct tp_gnn_config cfg;
+	struct tp_gnn_net *net = small_net(6, &cfg);
+	struct tp_gnn_graph g;
+	struct tp_gnn_input in;
+	struct tp_rng rng;
+	struct tp_error err;
+	struct tp_ad ad;
+	float prior[6], v, sum = 0;
+
+	tp_rng_seed(&rng, 3);
+	tp_gnn_graph_init(&g, &small_w);
+	ck_assert_int_eq(tp_gnn_graph_random(&g, 7, 5, 6, &rng, &err), TP_OK);
+	ck_assert_int_eq(tp_gnn_graph_finish(&g, &in, &err), TP_OK);
+	tp_ad_init(&ad);
+	ck_assert_int_eq(tp_gnn_infer(net, &in, &ad, prior, &v, &err), TP_OK);
+	for (int k = 0; k < 6; k++) {
+		ck_assert(prior[k] > 0 && prior[k] < 1);
+		sum += prior[k];
+	}
+	ck_assert(fabsf(sum - 1) < 1e-5f);
+	ck_assert(v > -1 && v < 1);
+	/* value only */
+	in.n_actions = 0;
+	ck_assert_int_eq(tp_gnn_infer(net, &in, &ad, NULL, &sum, &err), TP_OK);
+	ck_assert(fabsf(sum - v) < 1e-6f);
+	/* a width mismatch is an input error, not a crash */
+	in.group_x.cols--;
+	ck_assert_int_eq(tp_gnn_input_check(net, &in, &err), TP_EINPUT);
+	ck_assert(strstr(err.msg, "group features") != NULL);
+	tp_ad_release(&ad);
+	tp_gnn_graph_release(&g);
+	tp_gnn_net_free(net);
+}
+END_TEST
+
+struct thr {
+	const struct tp_gnn_net *net;
+	struct tp_gnn_input *in;
+	float prior[16], value;
+	int ok;
+};
+
+static void *thr_run(void *arg)
+{
+	struct thr *t = arg;
+	struct tp_ad ad;
+	struct tp_error err;
+	tp_ad_init(&ad);
+	t->ok = 1;
+	for (int i = 0; i < 20; i++)
+		if (tp_gnn_infer(t->net, t->in, &ad, t->prior, &t->value,
+				 &err))
+			t->ok = 0;
+	tp_ad_release(&ad);
+	return NULL;
+}
+
+START_TEST(test_infer_threads)
+{
+	struct tp_gnn_config cfg;
+	struct tp_gnn_net *net = small_net(8, &cfg);
+	struct tp_gnn_graph g;
+	struct tp_gnn_input in;
+	struct tp_rng rng;
+	struct tp_error err;
+	struct tp_ad ad;
+	struct thr t[3];
+	pthread_t th[3];
+	float prior[16], v;
+
+	tp_rng_seed(&rng, 9);
+	tp_gnn_graph_init(&g, &small_w);
+	ck_assert_int_eq(tp_gnn_graph_random(&g, 9, 6, 10, &rng, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_gnn_graph_finish(&g, &in, &err), TP_OK);
+	tp_ad_init(&ad);
+	ck_assert_int_eq(tp_gnn_infer(net, &in, &ad, prior, &v, &err), TP_OK);
+	for (int i = 0; i < 3; i++) {
+		t[i].net = net;
+		t[i].in = &in;
+		ck_assert_int_eq(pthread_create(&th[i], NULL, thr_run, &t[i]),
+				 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert(t[i].ok);
+		ck_assert(memcmp(t[i].prior, prior, 10 * sizeof(float)) == 0);
+		ck_assert(t[i].value == v);
+	}
+	tp_ad_release(&ad);
+	tp_gnn_graph_release(&g);
+	tp_gnn_net_free(net);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* optimiser */
+
+START_TEST(test_adam_and_clip)
+{
+	struct tp_gnn_adam a;
+	struct tp_error err;
+	float w[3] = {3, -2, 1}, g[3];
+	double norm;
+
+	ck_assert_int_eq(tp_gnn_adam_init(&a, 3, 0.05f, &err), TP_OK);
+	for (int it = 0; it < 500; it++) {
+		/* f = sum (w_i - i)^2 */
+		for (int i = 0; i < 3; i++)
+			g[i] = 2 * (w[i] - (float)i);
+		tp_gnn_adam_step(&a, w, g);
+	}
+	for (int i = 0; i < 3; i++)
+		ck_assert_msg(fabsf(w[i] - (float)i) < 0.05f, "w[%d] = %g", i,
+			      w[i]);
+	tp_gnn_adam_release(&a);
+	g[0] = 3;
+	g[1] = 4;
+	g[2] = 0;
+	norm = tp_gnn_clip_grad(g, 3, 1.0);
+	ck_assert(fabs(norm - 5) < 1e-6);
+	ck_assert(fabsf(g[0] - 0.6f) < 1e-6f && fabsf(g[1] - 0.8f) < 1e-6f);
+	norm = tp_gnn_clip_grad(g, 3, 10.0);
+	ck_assert(fabs(norm - 1) < 1e-6 && fabsf(g[0] - 0.6f) < 1e-6f);
+}
+END_TEST
+
+/* A few Adam steps on a tiny fixed corpus lower the loss. */
+START_TEST(test_training_steps_lower_loss)
+{
+	struct tp_gnn_config cfg;
+	struct tp_gnn_net *net = small_net(21, &cfg);
+	struct tp_gnn_graph g[4];
+	struct tp_gnn_input in[4];
+	struct tp_rng rng;
+	struct tp_error err;
+	struct tp_ad ad;
+	struct tp_gnn_adam adam;
+	float *grad, pi[4][8], vt[4];
+	double first = 0, last = 0;
+
+	tp_rng_seed(&rng, 77);
+	for (int s = 0; s < 4; s++) {
+		tp_gnn_graph_init(&g[s], &small_w);
+		ck_assert_int_eq(tp_gnn_graph_random(&g[s], 4 + (uint32_t)s, 3,
+						     8, &rng, &err),
+				 TP_OK);
+		ck_assert_int_eq(tp_gnn_graph_finish(&g[s], &in[s], &err),
+				 TP_OK);
+		for (int k = 0; k < 8; k++)
+			pi[s][k] = k == s ? 1.0f : 0.0f;
+		vt[s] = 0.5f - 0.3f * (float)s;
+	}
+	tp_ad_init(&ad);
+	grad = calloc(net->n_params, sizeof(float));
+	ck_assert_int_eq(tp_gnn_adam_init(&adam, net->n_params, 3e-3f, &err),
+			 TP_OK);
+	for (int step = 0; step < 40; step++) {
+		double total = 0;
+		memset(grad, 0, net->n_params * sizeof(float));
+		for (int s = 0; s < 4; s++) {
+			float lp, lv;
+			ck_assert_int_eq(tp_gnn_train_example(
+						 net, &in[s], pi[s], vt[s], 1.0f,
+						 &ad, grad, &lp, &lv, &err),
+					 TP_OK);
+			total += lp + lv;
+		}
+		tp_gnn_clip_grad(grad, net->n_params, 1.0);
+		tp_gnn_adam_step(&adam, net->w, grad);
+		if (step == 0)
+			first = total;
+		last = total;
+	}
+	ck_assert_msg(last < 0.5 * first, "loss %g -> %g", first, last);
+	tp_gnn_adam_release(&adam);
+	free(grad);
+	tp_ad_release(&ad);
+	for (int s = 0; s < 4; s++)
+		tp_gnn_graph_release(&g[s]);
+	tp_gnn_net_free(net);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* weights files */
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Recompute the trailing CRC after a deliberate edit. */
+static void refresh_crc(unsigned char *b, size_t len)
+{
+	put32(b + len - 4, tp_gnn_crc32(b, len - 4));
+}
+
+START_TEST(test_weights_roundtrip)
+{
+	struct tp_gnn_config cfg;
+	struct tp_gnn_net *net = small_net(31, &cfg), *back;
+	struct tp_error err;
+	unsigned char *buf;
+	size_t len;
+	char path[512];
+
+	/* CRC-32 check value of the standard */
+	ck_assert_uint_eq(tp_gnn_crc32((const unsigned char *)"123456789", 9),
+			  0xCBF43926u);
+	net->meta.seed = 99;
+	net->meta.games = 7;
+	net->meta.heldout_loss = 0.5f;
+	snprintf(net->meta.note, sizeof(net->meta.note), "unit test");
+	ck_assert_int_eq(tp_gnn_weights_encode(net, &buf, &len, &err), TP_OK);
+	ck_assert_uint_eq(len, TP_GNN_WEIGHTS_HEADER +
+				       4 * (2 * net->norm.n + net->n_params) +
+				       4);
+	back = tp_gnn_weights_decode("mem", buf, len, &small_w, &err);
+	ck_assert_msg(back != NULL, "%s", err.msg);
+	ck_assert_uint_eq(back->n_params, net->n_params);
+	ck_assert(memcmp(back->w, net->w, net->n_params * sizeof(float)) == 0);
+	ck_assert(memcmp(back->norm.std, net->norm.std,
+			 net->norm.n * sizeof(float)) == 0);
+	ck_assert(memcmp(&back->cfg, &net->cfg, sizeof(cfg)) == 0);
+	ck_assert_uint_eq(back->meta.seed, 99);
+	ck_assert_uint_eq(back->meta.games, 7);
+	ck_assert_str_eq(back->meta.note, "unit test");
+	tp_gnn_net_free(back);
+	/* through a file */
+	snprintf(path, sizeof(path), "%s/w.bin", tp_test_tmpdir());
+	ck_assert_int_eq(tp_gnn_weights_save(net, path, &err), TP_OK);
+	back = tp_gnn_weights_load(path, &small_w, &err);
+	ck_assert_msg(back != NULL, "%s", err.msg);
+	ck_assert(memcmp(back->w, net->w, net->n_params * sizeof(float)) == 0);
+	tp_gnn_net_free(back);
+	free(buf);
+	tp_gnn_net_free(net);
+}
+END_TEST
+
+/* Decode a damaged copy: must fail with TP_EINPUT, the file name and a
+ * message containing `what`. */
+static void expect_bad(const unsigned char *b, size_t len,
+		       const struct tp_gnn_widths *w, const char *what)
+{
+	struct tp_error err;
+	struct tp_gnn_net *net;
+
+	tp_error_clear(&err);
+	net = tp_gnn_weights_decode("damaged.weights", b, len, w, &err);
+	ck_assert_msg(net == NULL, "a damaged file (%s) was accepted", what);
+	ck_assert_int_eq(err.status, TP_EINPUT);
+	ck_assert_str_eq(err.file, "damaged.weights");
+	ck_assert_msg(strstr(err.msg, what) != NULL, "expected \"%s\" in: %s",
+		      what, err.msg);
+}
+
+START_TEST(test_weights_corruption)
+{
+	struct tp_gnn_config cfg;
+	struct tp_gnn_net *net = small_net(32, &cfg);
+	struct tp_error err;
+	struct tp_gnn_widths other = small_w;
+	unsigned char *buf, *b;
+	size_t len;
+	const size_t cuts[] = {0, 5, 12, 100, TP_GNN_WEIGHTS_HEADER, 1000};
+
+	ck_assert_int_eq(tp_gnn_weights_encode(net, &buf, &len, &err), TP_OK);
+	b = malloc(len + 8);
+	/* truncated anywhere */
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++)
+		expect_bad(buf, cuts[i],
+			   &small_w, cuts[i] < 8 ? "not a tagplan weights"
+						 : "truncated");
+	expect_bad(buf, len - 1, &small_w, "truncated");
+	/* trailing bytes */
+	memcpy(b, buf, len);
+	memset(b + len, 0, 8);
+	expect_bad(b, len + 8, &small_w, "trailing");
+	/* a flipped bit anywhere in the payload or the checksum */
+	for (size_t pos = TP_GNN_WEIGHTS_HEADER; pos < len; pos += 97) {
+		memcpy(b, buf, len);
+		b[pos] ^= 0x10;
+		expect_bad(b, len, &small_w, "checksum");
+	}
+	/* ... or in the metadata part of the header */
+	memcpy(b, buf, len);
+	b[150] ^= 0x01;
+	expect_bad(b, len, &small_w, "checksum");
+	/* bad magic */
+	memcpy(b, buf, len);
+	b[6] = '\n';
+	expect_bad(b, len, &small_w, "not a tagplan weights");
+	/* wrong version (checksum made valid) */
+	memcpy(b, buf, len);
+	put32(b + 8, 2);
+	refresh_crc(b, len);
+	expect_bad(b, len, &small_w, "version 2");
+	/* wrong sizes: hidden changed, weights count no longer matches */
+	memcpy(b, buf, len);
+	put32(b + 16, cfg.hidden * 2);
+	refresh_crc(b, len);
+	expect_bad(b, len, &small_w, "inconsistent header");
+	/* impossible sizes: heads do not divide hidden */
+	memcpy(b, buf, len);
+	put32(b + 20, 3);
+	refresh_crc(b, len);
+	expect_bad(b, len, &small_w, "bad layer sizes");
+	/* another feature version */
+	other.device++;
+	expect_bad(buf, len, &other, "other features");
+	/* a NaN weight with a valid checksum */
+	memcpy(b, buf, len);
+	put32(b + len - 8, 0x7fc00000u);
+	refresh_crc(b, len);
+	expect_bad(b, len, &small_w, "not finite");
+	free(b);
+	free(buf);
+	tp_gnn_net_free(net);
+}
+END_TEST
+
+Suite *suite_gnn(void)
+{
+	Suite *s = suite_create("gnn");
+	TCase *tc = tcase_create("gnn");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_op_gradients);
+	tcase_add_test(tc, test_gradient_check_detects_errors);
+	tcase_add_test(tc, test_network_gradient);
+	tcase_add_test(tc, test_infer_priors_and_value);
+	tcase_add_test(tc, test_infer_threads);
+	tcase_add_test(tc, test_adam_and_clip);
+	tcase_add_test(tc, test_training_steps_lower_loss);
+	tcase_add_test(tc, test_weights_roundtrip);
+	tcase_add_test(tc, test_weights_corruption);
+	suite_add_tcase(s, tc);
+	return s;
+}
