@@ -156,35 +156,22 @@ enum tp_status tp_io_find_type(struct tp_jctx *j, const char *key,
 	return st;
 }
 
-enum tp_status tp_devices_load_builtin(struct tp_cluster *c,
-				       struct tp_error *err)
+enum tp_status tp_devices_load(const char *name, const char *text, size_t len,
+			       const struct tp_load_options *o,
+			       struct tp_cluster *c, struct tp_error *err)
 {
-	char path[4096];
-	char *text = NULL;
-	size_t len;
 	struct tp_json_doc doc;
 	struct tp_jctx j;
 	const struct tp_json *arr;
-	struct tp_load_options o;
 	enum tp_status st;
 	static const char *const top[] = {"format", "notes", "device_types",
 					  NULL};
 
-	for (size_t k = 0; k < c->types.n; k++)
-		if (c->types.v[k].builtin)
-			return TP_OK;
-	if ((st = tp_data_path("devices.json", path, sizeof(path), err)))
-		return st;
-	if ((st = tp_file_read(path, 0, &text, &len, err)))
-		return st;
-	tp_load_options_default(&o);
-	o.strict = true; /* our own file: keep it clean */
-	st = tp_io_parse(path, text, len, &o, "tagplan-devices/1", &doc, &j,
+	st = tp_io_parse(name, text, len, o, "tagplan-devices/1", &doc, &j,
 			 err);
-	free(text);
 	if (st)
 		return st;
-	if ((st = tp_jctx_object(&j, doc.root, "the device list", top)) ||
+	if ((st = tp_jctx_object(&j, doc.root, "a device list", top)) ||
 	    (st = tp_jget_array(&j, doc.root, "device_types", true, true,
 				&arr)))
 		goto out;
@@ -195,6 +182,12 @@ enum tp_status tp_devices_load_builtin(struct tp_cluster *c,
 		if ((st = tp_io_read_device_type(&j, arr->items[k], c, false,
 						 &t)))
 			goto out;
+		if (tp_cluster_find_type(c, t.name) != TP_NONE) {
+			st = tp_jctx_fail(&j, "name",
+					  "duplicate device type \"%s\"",
+					  t.name);
+			goto out;
+		}
 		if ((st = tp_cluster_add_type(c, &t, NULL, err))) {
 			st = tp_io_wrap(&j, "name", st);
 			goto out;
@@ -203,5 +196,30 @@ enum tp_status tp_devices_load_builtin(struct tp_cluster *c,
 	}
 out:
 	tp_json_doc_release(&doc);
+	if (st)
+		tp_error_set_file(err, name);
+	return st;
+}
+
+enum tp_status tp_devices_load_builtin(struct tp_cluster *c,
+				       struct tp_error *err)
+{
+	char path[4096];
+	char *text = NULL;
+	size_t len;
+	struct tp_load_options o;
+	enum tp_status st;
+
+	for (size_t k = 0; k < c->types.n; k++)
+		if (c->types.v[k].builtin)
+			return TP_OK;
+	if ((st = tp_data_path("devices.json", path, sizeof(path), err)))
+		return st;
+	if ((st = tp_file_read(path, 0, &text, &len, err)))
+		return st;
+	tp_load_options_default(&o);
+	o.strict = true; /* our own file: keep it clean */
+	st = tp_devices_load(path, text, len, &o, c, err);
+	free(text);
 	return st;
 }

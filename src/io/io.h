@@ -29,6 +29,7 @@
 #include "../core/plan.h"
 #include "../core/report.h"
 #include "../core/strbuf.h"
+#include "../core/vec.h"
 
 #define TP_IO_DEFAULT_MAX_BYTES ((size_t)1 << 30) /* 1 GiB */
 #define TP_IO_DEFAULT_MAX_DEPTH 64
@@ -48,7 +49,8 @@ enum tp_format_kind {
 	TP_FORMAT_MODEL,
 	TP_FORMAT_TOPOLOGY,
 	TP_FORMAT_PLAN,
-	TP_FORMAT_REPORT
+	TP_FORMAT_REPORT,
+	TP_FORMAT_DEVICES /* "tagplan-devices/1": data/devices.json */
 };
 
 /* "model", "topology", "plan", "report" ("unknown" otherwise). */
@@ -102,6 +104,12 @@ void tp_topology_write(const struct tp_cluster *c, struct tp_strbuf *out);
 enum tp_status tp_devices_load_builtin(struct tp_cluster *c,
 				       struct tp_error *err);
 
+/* Load a device-type list ("tagplan-devices/1", the layout of
+ * data/devices.json) into c as built-in types. */
+enum tp_status tp_devices_load(const char *name, const char *text, size_t len,
+			       const struct tp_load_options *o,
+			       struct tp_cluster *c, struct tp_error *err);
+
 /* Plan: ops and devices are named in the file and resolved against m and
  * c (unknown names are errors with the path); then tp_plan_validate. */
 enum tp_status tp_plan_load(const char *name, const char *text, size_t len,
@@ -113,11 +121,35 @@ enum tp_status tp_plan_load_file(const char *path, const struct tp_model *m,
 				 const struct tp_cluster *c,
 				 const struct tp_load_options *o,
 				 struct tp_plan *p, struct tp_error *err);
+/* What a plan file says, without resolving it (for `validate`/`inspect`
+ * without a model and topology). */
+struct tp_plan_outline_group {
+	uint32_t n_op_entries; /* names and ranges as written */
+	uint32_t n_ranges;
+	uint32_t n_devices, dp, tp;
+	enum tp_sync sync;
+	enum tp_recompute recompute;
+	bool sp;
+};
+struct tp_plan_outline {
+	char model[256], topology[256];
+	int64_t global_batch;
+	uint32_t micro_batches, virtual_stages, zero;
+	enum tp_schedule schedule;
+	enum tp_compression compression;
+	TP_VEC(struct tp_plan_outline_group) groups;
+	uint32_t n_distinct_devices;
+	bool has_summary;
+	double iteration_time_s; /* from the summary, 0 without */
+};
+void tp_plan_outline_release(struct tp_plan_outline *ol);
+
 /* Check a plan's structure without a model or topology (names are not
- * resolved, only their syntax and the fields' types and ranges). */
+ * resolved, only their syntax and the fields' types and ranges); fill
+ * *ol when non-NULL (caller releases it, also on failure). */
 enum tp_status tp_plan_check(const char *name, const char *text, size_t len,
 			     const struct tp_load_options *o,
-			     struct tp_error *err);
+			     struct tp_plan_outline *ol, struct tp_error *err);
 void tp_plan_write(const struct tp_plan *p, const struct tp_model *m,
 		   const struct tp_cluster *c, struct tp_strbuf *out);
 

@@ -33,6 +33,12 @@ enum tp_status tp_io_find_type(struct tp_jctx *j, const char *key,
 			       const struct tp_cluster *c, const char *name,
 			       uint32_t *index);
 
+/* Fail at the jctx path (plus ".key") for an op name m does not have,
+ * suggesting the closest. */
+enum tp_status tp_io_model_unknown_op(struct tp_jctx *j, const char *key,
+				      const struct tp_model *m,
+				      const char *name);
+
 /* Append to sb up to max names from names[0..n) that are close to s:
  * same normalised prefix, or a small edit distance.  Returns how many. */
 int tp_io_suggest(const char *s, const char *const *names, size_t n,

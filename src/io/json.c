@@ -1423,11 +1423,11 @@ enum tp_status tp_jget_object(struct tp_jctx *j, const struct tp_json *obj,
 
 static const char *const format_strings[] = {
 	NULL, "tagplan-model/1", "tagplan-topology/1", "tagplan-plan/1",
-	"tagplan-report/1"};
+	"tagplan-report/1", "tagplan-devices/1"};
 
 const char *tp_format_string(enum tp_format_kind k)
 {
-	return (unsigned)k <= TP_FORMAT_REPORT && k != TP_FORMAT_UNKNOWN
+	return (unsigned)k <= TP_FORMAT_DEVICES && k != TP_FORMAT_UNKNOWN
 		       ? format_strings[k]
 		       : "?";
 }
@@ -1435,13 +1435,13 @@ const char *tp_format_string(enum tp_format_kind k)
 const char *tp_format_kind_name(enum tp_format_kind k)
 {
 	static const char *const names[] = {"unknown", "model", "topology",
-					    "plan", "report"};
-	return (unsigned)k <= TP_FORMAT_REPORT ? names[k] : "unknown";
+					    "plan", "report", "devices"};
+	return (unsigned)k <= TP_FORMAT_DEVICES ? names[k] : "unknown";
 }
 
 enum tp_format_kind tp_format_parse(const char *s)
 {
-	for (int k = TP_FORMAT_MODEL; k <= TP_FORMAT_REPORT; k++)
+	for (int k = TP_FORMAT_MODEL; k <= TP_FORMAT_DEVICES; k++)
 		if (strcmp(s, format_strings[k]) == 0)
 			return (enum tp_format_kind)k;
 	return TP_FORMAT_UNKNOWN;

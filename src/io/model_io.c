@@ -1,0 +1,425 @@
+/*
+ * model_io.c - tagplan-model/1 <-> struct tp_model (README section 1).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/jsonw.h"
+#include "ioint.h"
+
+static const char *const model_fields[] = {
+	"format", "name", "global_batch_size", "dtype", "optimizer",
+	"sequence_length", "arch", "ops", "edges", NULL};
+static const char *const arch_fields[] = {"hidden", "heads", "kv_heads",
+					  "layers", "vocab", "ffn",
+					  "experts", "family", NULL};
+static const char *const op_fields[] = {
+	"name",
+	"kind",
+	"forward_flop_per_sample",
+	"backward_flop_per_sample",
+	"parameter_bytes",
+	"output_bytes_per_sample",
+	"saved_bytes_per_sample",
+	"memory_bytes_per_sample",
+	"tp_split",
+	"tp_units",
+	"layer",
+	"selective_recompute",
+	"profile",
+	NULL};
+static const char *const profile_fields[] = {"device_type", "batch",
+					     "forward_s", "backward_s", NULL};
+static const char *const edge_fields[] = {"from", "to", "bytes_per_sample",
+					  NULL};
+
+#define KINDS                                                                 \
+	"input | embedding | matmul | conv | attention | norm | elementwise " \
+	"| softmax | pool | loss | router | other"
+
+static int parse_kind(const char *s)
+{
+	return tp_op_kind_parse(s);
+}
+static int parse_split(const char *s)
+{
+	return tp_tp_split_parse(s);
+}
+static int parse_dtype(const char *s)
+{
+	return tp_dtype_parse(s);
+}
+static int parse_opt(const char *s)
+{
+	return tp_optimizer_parse(s);
+}
+
+static enum tp_status read_arch(struct tp_jctx *j, const struct tp_json *a,
+				struct tp_arch *arch)
+{
+	int64_t *dst[] = {&arch->hidden, &arch->heads, &arch->kv_heads,
+			  &arch->layers, &arch->vocab, &arch->ffn,
+			  &arch->experts};
+	const char *family;
+	enum tp_status st;
+	size_t old = tp_jctx_push_key(j, "arch");
+
+	if ((st = tp_jctx_object(j, a, "\"arch\"", arch_fields)))
+		return st;
+	for (int k = 0; k < 7; k++)
+		if ((st = tp_jget_int(j, a, arch_fields[k], false, 0,
+				      INT64_MAX, 0, dst[k], NULL)))
+			return st;
+	if ((st = tp_jget_string(j, a, "family", false,
+				 sizeof(arch->family) - 1, false, "", &family)))
+		return st;
+	snprintf(arch->family, sizeof(arch->family), "%s", family);
+	tp_jctx_pop(j, old);
+	return TP_OK;
+}
+
+/* Suggest the op closest to name, for "unknown op" messages. */
+static void op_hint(const struct tp_model *m, const char *name, char *buf,
+		    size_t size)
+{
+	const char *best = NULL;
+	size_t bd = (size_t)-1, cap = strlen(name) / 3 + 2;
+
+	buf[0] = '\0';
+	for (size_t k = 0; k < m->ops.n; k++) {
+		size_t d = tp_edit_distance(name, m->ops.v[k].name, cap);
+		if (d <= cap && d < bd) {
+			bd = d;
+			best = m->ops.v[k].name;
+		}
+	}
+	if (best)
+		snprintf(buf, size, " (did you mean \"%.100s\"?)", best);
+}
+
+enum tp_status tp_io_model_unknown_op(struct tp_jctx *j, const char *key,
+				      const struct tp_model *m,
+				      const char *name)
+{
+	char hint[160];
+
+	op_hint(m, name, hint, sizeof(hint));
+	return tp_jctx_fail(j, key, "unknown op \"%.100s\"%s; the model \"%s\" "
+				    "has no op of that name",
+			    name, hint, m->name);
+}
+
+static enum tp_status read_op(struct tp_jctx *j, const struct tp_json *v,
+			      struct tp_model *m, bool *mem_given)
+{
+	struct tp_op op = tp_op_default();
+	const struct tp_json *prof;
+	int kind, split;
+	int64_t units, layer;
+	bool has_bwd, has_saved;
+	enum tp_status st;
+	uint32_t idx;
+
+	if ((st = tp_jctx_object(j, v, "an op", op_fields)) ||
+	    (st = tp_jget_string(j, v, "name", true, TP_IO_NAME_MAX, true, NULL,
+				 &op.name)) ||
+	    (st = tp_jget_enum(j, v, "kind", true, parse_kind, KINDS, 0,
+			       &kind)) ||
+	    (st = tp_jget_number(j, v, "forward_flop_per_sample", true,
+				 TP_JNUM_NONNEG, 0, &op.flop, NULL)) ||
+	    (st = tp_jget_number(j, v, "backward_flop_per_sample", false,
+				 TP_JNUM_NONNEG, 0, &op.backward_flop,
+				 &has_bwd)) ||
+	    (st = tp_jget_number(j, v, "parameter_bytes", true, TP_JNUM_NONNEG,
+				 0, &op.param_bytes, NULL)) ||
+	    (st = tp_jget_number(j, v, "output_bytes_per_sample", true,
+				 TP_JNUM_NONNEG, 0, &op.out_bytes, NULL)) ||
+	    (st = tp_jget_number(j, v, "saved_bytes_per_sample", false,
+				 TP_JNUM_NONNEG, 0, &op.saved_bytes,
+				 &has_saved)) ||
+	    (st = tp_jget_number(j, v, "memory_bytes_per_sample", false,
+				 TP_JNUM_NONNEG, 0, &op.mem_bytes, mem_given)) ||
+	    (st = tp_jget_enum(j, v, "tp_split", false, parse_split,
+			       "none | column | row | sharded | vocab",
+			       TP_SPLIT_NONE, &split)) ||
+	    (st = tp_jget_int(j, v, "tp_units", false, 0, UINT32_MAX, 0,
+			      &units, NULL)) ||
+	    (st = tp_jget_int(j, v, "layer", false, -1, INT32_MAX, -1, &layer,
+			      NULL)) ||
+	    (st = tp_jget_bool(j, v, "selective_recompute", false, false,
+			       &op.selective_recompute)) ||
+	    (st = tp_jget_array(j, v, "profile", false, false, &prof)))
+		return st;
+	op.kind = (enum tp_op_kind)kind;
+	op.tp_split = (enum tp_tp_split)split;
+	op.tp_units = (uint32_t)units;
+	op.layer = (int32_t)layer;
+	if (!has_bwd) {
+		bool gemm = op.kind == TP_OP_MATMUL || op.kind == TP_OP_CONV ||
+			    op.kind == TP_OP_EMBEDDING ||
+			    op.kind == TP_OP_ATTENTION;
+		op.backward_flop = gemm ? 2 * op.flop : op.flop;
+	}
+	if (!has_saved)
+		op.saved_bytes = op.out_bytes;
+	if (tp_model_find_op(m, op.name) != TP_NONE) {
+		char first[64];
+		snprintf(first, sizeof(first), "$.ops[%u]",
+			 tp_model_find_op(m, op.name));
+		return tp_jctx_fail(j, "name",
+				    "duplicate op name \"%s\" (first used by "
+				    "%s); op names must be unique",
+				    op.name, first);
+	}
+	if ((st = tp_model_add_op(m, &op, &idx, j->err)))
+		return tp_io_wrap(j, "name", st);
+	for (size_t k = 0; prof && k < prof->n; k++) {
+		const struct tp_json *pv = prof->items[k];
+		struct tp_profile p;
+		size_t old = tp_jctx_push_key(j, "profile");
+
+		tp_jctx_push_index(j, k);
+		memset(&p, 0, sizeof(p));
+		if ((st = tp_jctx_object(j, pv, "a profile entry",
+					 profile_fields)) ||
+		    (st = tp_jget_string(j, pv, "device_type", true,
+					 TP_IO_NAME_MAX, true, NULL,
+					 &p.device_type)) ||
+		    (st = tp_jget_number(j, pv, "batch", true, TP_JNUM_POS, 0,
+					 &p.batch, NULL)) ||
+		    (st = tp_jget_number(j, pv, "forward_s", true,
+					 TP_JNUM_NONNEG, 0, &p.forward_s,
+					 NULL)) ||
+		    (st = tp_jget_number(j, pv, "backward_s", true,
+					 TP_JNUM_NONNEG, 0, &p.backward_s,
+					 NULL)))
+			return st;
+		if ((st = tp_model_add_profile(m, idx, &p, j->err)))
+			return tp_io_wrap(j, NULL, st);
+		tp_jctx_pop(j, old);
+	}
+	return TP_OK;
+}
+
+static enum tp_status read_model(struct tp_jctx *j, const struct tp_json *root,
+				 struct tp_model *m)
+{
+	const struct tp_json *arch, *ops, *edges;
+	const char *name;
+	int64_t gbs, seq;
+	int dtype, opt;
+	bool *mem_given = NULL;
+	enum tp_status st;
+
+	if ((st = tp_jctx_object(j, root, "a model", model_fields)) ||
+	    (st = tp_jget_string(j, root, "name", true, TP_IO_NAME_MAX, true,
+				 NULL, &name)) ||
+	    (st = tp_jget_int(j, root, "global_batch_size", true, 1,
+			      INT64_MAX, 0, &gbs, NULL)) ||
+	    (st = tp_jget_enum(j, root, "dtype", true, parse_dtype,
+			       "fp32 | fp16 | bf16", 0, &dtype)) ||
+	    (st = tp_jget_enum(j, root, "optimizer", true, parse_opt,
+			       "adam | adamw | sgd | momentum", 0, &opt)) ||
+	    (st = tp_jget_int(j, root, "sequence_length", false, 0, INT64_MAX,
+			      0, &seq, NULL)) ||
+	    (st = tp_jget_object(j, root, "arch", false, &arch)) ||
+	    (st = tp_jget_array(j, root, "ops", true, true, &ops)) ||
+	    (st = tp_jget_array(j, root, "edges", false, false, &edges)))
+		return st;
+	m->name = tp_arena_strdup(&m->arena, name);
+	if (!m->name)
+		return tp_error_set(j->err, TP_ENOMEM, "out of memory");
+	m->global_batch = gbs;
+	m->seq_len = seq;
+	m->dtype = (enum tp_dtype)dtype;
+	m->optimizer = (enum tp_optimizer)opt;
+	if (arch && (st = read_arch(j, arch, &m->arch)))
+		return st;
+	mem_given = tp_calloc(ops->n, sizeof(*mem_given));
+	if (!mem_given)
+		return tp_error_set(j->err, TP_ENOMEM, "out of memory");
+	for (size_t k = 0; k < ops->n; k++) {
+		size_t old = tp_jctx_push_key(j, "ops");
+		tp_jctx_push_index(j, k);
+		if ((st = read_op(j, ops->items[k], m, &mem_given[k])))
+			goto out;
+		tp_jctx_pop(j, old);
+	}
+	for (size_t k = 0; edges && k < edges->n; k++) {
+		const struct tp_json *e = edges->items[k];
+		const char *from, *to;
+		double bytes;
+		uint32_t s, d;
+		size_t old = tp_jctx_push_key(j, "edges");
+
+		tp_jctx_push_index(j, k);
+		if ((st = tp_jctx_object(j, e, "an edge", edge_fields)) ||
+		    (st = tp_jget_string(j, e, "from", true, TP_IO_NAME_MAX,
+					 true, NULL, &from)) ||
+		    (st = tp_jget_string(j, e, "to", true, TP_IO_NAME_MAX, true,
+					 NULL, &to)) ||
+		    (st = tp_jget_number(j, e, "bytes_per_sample", true,
+					 TP_JNUM_NONNEG, 0, &bytes, NULL)))
+			goto out;
+		s = tp_model_find_op(m, from);
+		d = tp_model_find_op(m, to);
+		if (s == TP_NONE) {
+			st = tp_io_model_unknown_op(j, "from", m, from);
+			goto out;
+		}
+		if (d == TP_NONE) {
+			st = tp_io_model_unknown_op(j, "to", m, to);
+			goto out;
+		}
+		if (s == d) {
+			st = tp_jctx_fail(j, "to",
+					  "edge from op \"%s\" to itself",
+					  from);
+			goto out;
+		}
+		if ((st = tp_model_add_edge(m, s, d, bytes, j->err))) {
+			st = tp_io_wrap(j, NULL, st);
+			goto out;
+		}
+		if (!mem_given[d])
+			m->ops.v[d].mem_bytes += bytes;
+		tp_jctx_pop(j, old);
+	}
+	for (size_t k = 0; k < ops->n; k++)
+		if (!mem_given[k])
+			m->ops.v[k].mem_bytes += m->ops.v[k].out_bytes;
+	if ((st = tp_model_finalize(m, j->err)))
+		tp_error_set_file(j->err, j->file);
+out:
+	free(mem_given);
+	return st;
+}
+
+enum tp_status tp_model_load(const char *name, const char *text, size_t len,
+			     const struct tp_load_options *o,
+			     struct tp_model *m, struct tp_error *err)
+{
+	struct tp_json_doc doc;
+	struct tp_jctx j;
+	enum tp_status st;
+
+	tp_model_release(m);
+	tp_model_init(m);
+	st = tp_io_parse(name, text, len, o, "tagplan-model/1", &doc, &j, err);
+	if (st)
+		return st;
+	st = read_model(&j, doc.root, m);
+	tp_json_doc_release(&doc);
+	if (st) {
+		tp_error_set_file(err, name);
+		tp_model_release(m);
+		tp_model_init(m);
+	}
+	return st;
+}
+
+enum tp_status tp_model_load_file(const char *path,
+				  const struct tp_load_options *o,
+				  struct tp_model *m, struct tp_error *err)
+{
+	char *text;
+	size_t len;
+	enum tp_status st;
+
+	st = tp_file_read(path, o ? o->max_bytes : 0, &text, &len, err);
+	if (st) {
+		tp_model_release(m);
+		tp_model_init(m);
+		return st;
+	}
+	st = tp_model_load(path, text, len, o, m, err);
+	free(text);
+	return st;
+}
+
+void tp_model_write(const struct tp_model *m, struct tp_strbuf *out)
+{
+	struct tp_jw jw;
+	const struct tp_arch *a = &m->arch;
+
+	tp_jw_init(&jw, out, true);
+	tp_jw_object_begin(&jw);
+	tp_jw_kv_string(&jw, "format", "tagplan-model/1");
+	tp_jw_kv_string(&jw, "name", m->name);
+	tp_jw_kv_int(&jw, "global_batch_size", m->global_batch);
+	tp_jw_kv_string(&jw, "dtype", tp_dtype_name(m->dtype));
+	tp_jw_kv_string(&jw, "optimizer", tp_optimizer_name(m->optimizer));
+	if (m->seq_len)
+		tp_jw_kv_int(&jw, "sequence_length", m->seq_len);
+	if (a->hidden || a->heads || a->kv_heads || a->layers || a->vocab ||
+	    a->ffn || a->experts || a->family[0]) {
+		const int64_t vals[] = {a->hidden, a->heads, a->kv_heads,
+					a->layers, a->vocab, a->ffn,
+					a->experts};
+		tp_jw_key(&jw, "arch");
+		tp_jw_object_begin(&jw);
+		for (int k = 0; k < 7; k++)
+			if (vals[k])
+				tp_jw_kv_int(&jw, arch_fields[k], vals[k]);
+		if (a->family[0])
+			tp_jw_kv_string(&jw, "family", a->family);
+		tp_jw_object_end(&jw);
+	}
+	tp_jw_key(&jw, "ops");
+	tp_jw_array_begin(&jw);
+	for (size_t k = 0; k < m->ops.n; k++) {
+		const struct tp_op *op = &m->ops.v[k];
+		tp_jw_object_begin(&jw);
+		tp_jw_kv_string(&jw, "name", op->name);
+		tp_jw_kv_string(&jw, "kind", tp_op_kind_name(op->kind));
+		tp_jw_kv_number(&jw, "forward_flop_per_sample", op->flop);
+		tp_jw_kv_number(&jw, "backward_flop_per_sample",
+				op->backward_flop);
+		tp_jw_kv_number(&jw, "parameter_bytes", op->param_bytes);
+		tp_jw_kv_number(&jw, "output_bytes_per_sample", op->out_bytes);
+		tp_jw_kv_number(&jw, "saved_bytes_per_sample", op->saved_bytes);
+		tp_jw_kv_number(&jw, "memory_bytes_per_sample", op->mem_bytes);
+		if (op->tp_split != TP_SPLIT_NONE)
+			tp_jw_kv_string(&jw, "tp_split",
+					tp_tp_split_name(op->tp_split));
+		if (op->tp_units)
+			tp_jw_kv_int(&jw, "tp_units", op->tp_units);
+		if (op->layer >= 0)
+			tp_jw_kv_int(&jw, "layer", op->layer);
+		if (op->selective_recompute)
+			tp_jw_kv_bool(&jw, "selective_recompute", true);
+		if (op->n_prof) {
+			tp_jw_key(&jw, "profile");
+			tp_jw_array_begin(&jw);
+			for (uint32_t p = 0; p < op->n_prof; p++) {
+				const struct tp_profile *pr =
+					&m->profiles.v[op->prof_first + p];
+				tp_jw_object_begin(&jw);
+				tp_jw_kv_string(&jw, "device_type",
+						pr->device_type);
+				tp_jw_kv_number(&jw, "batch", pr->batch);
+				tp_jw_kv_number(&jw, "forward_s", pr->forward_s);
+				tp_jw_kv_number(&jw, "backward_s",
+						pr->backward_s);
+				tp_jw_object_end(&jw);
+			}
+			tp_jw_array_end(&jw);
+		}
+		tp_jw_object_end(&jw);
+	}
+	tp_jw_array_end(&jw);
+	tp_jw_key(&jw, "edges");
+	tp_jw_array_begin(&jw);
+	for (size_t k = 0; k < m->edges.n; k++) {
+		const struct tp_edge *e = &m->edges.v[k];
+		tp_jw_object_begin(&jw);
+		tp_jw_kv_string(&jw, "from", m->ops.v[e->src].name);
+		tp_jw_kv_string(&jw, "to", m->ops.v[e->dst].name);
+		tp_jw_kv_number(&jw, "bytes_per_sample", e->bytes);
+		tp_jw_object_end(&jw);
+	}
+	tp_jw_array_end(&jw);
+	tp_jw_object_end(&jw);
+	tp_jw_finish(&jw);
+}

@@ -1,0 +1,986 @@
+/*
+ * plan_io.c - tagplan-plan/1 <-> struct tp_plan (README section 3).
+ *
+ * One reader serves two modes: resolving (model, cluster and plan given:
+ * names become indices, then tp_plan_validate) and structural
+ * (tp_plan_check: only the document's own consistency).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/jsonw.h"
+#include "../core/strmap.h"
+#include "ioint.h"
+
+static const char *const plan_fields[] = {
+	"format",  "model",	  "topology",	     "global_batch_size",
+	"micro_batches", "schedule", "virtual_stages", "zero",
+	"compression",   "groups",   "summary",	     NULL};
+static const char *const group_fields[] = {
+	"name", "ops", "devices", "tp", "dp", "shares", "sync", "recompute",
+	"sp",   "compression", NULL};
+static const char *const range_fields[] = {"from", "to", NULL};
+static const char *const gcomp_fields[] = {"sfb_ops", "saved_bytes", "lossy",
+					   "powersgd_rank", NULL};
+static const char *const summary_fields[] = {
+	"feasible",	     "iteration_time_s", "throughput_samples_per_s",
+	"tokens_per_s",	     "mfu",		 "tflops_per_device",
+	"infeasible_reason", "devices",		 "baselines",
+	"search",	     "provenance",	 NULL};
+static const char *const sdev_fields[] = {"device", "peak_memory_bytes",
+					  "busy_fraction", NULL};
+static const char *const base_fields[] = {"feasible", "iteration_time_s",
+					  "speedup", NULL};
+static const char *const search_fields[] = {"playouts", "simulations", "seed",
+					    "threads",  "gnn",	       "weights",
+					    "timing",	NULL};
+static const char *const timing_fields[] = {"search_seconds", "playouts_per_s",
+					    NULL};
+static const char *const prov_fields[] = {"tagplan_version", "model_file",
+					  "model_sha256", "topology_file",
+					  "topology_sha256", NULL};
+
+static int parse_schedule(const char *s)
+{
+	return tp_schedule_parse(s);
+}
+static int parse_compression(const char *s)
+{
+	return tp_compression_parse(s);
+}
+static int parse_sync(const char *s)
+{
+	return tp_sync_parse(s);
+}
+static int parse_recompute(const char *s)
+{
+	return tp_recompute_parse(s);
+}
+static int parse_lossy(const char *s)
+{
+	return tp_lossy_parse(s);
+}
+
+struct reader {
+	struct tp_jctx *j;
+	const struct tp_model *m;   /* NULL: structural mode */
+	const struct tp_cluster *c; /* NULL: structural mode */
+	struct tp_plan *p;          /* NULL: structural mode */
+	struct tp_plan_outline *ol; /* may be NULL */
+	struct tp_strmap all_devs;  /* names across groups, for ol */
+	TP_VEC(uint32_t) ops, devs, sfb;
+	TP_VEC(double) shares;
+};
+
+static enum tp_status nomem(struct reader *r)
+{
+	return tp_error_set(r->j->err, TP_ENOMEM, "out of memory");
+}
+
+static enum tp_status unknown_device(struct reader *r, const char *name)
+{
+	struct tp_strbuf sb;
+	const char **names;
+	enum tp_status st;
+	size_t n = r->c->devices.n;
+
+	names = tp_calloc(n + 1, sizeof(*names));
+	if (!names)
+		return nomem(r);
+	for (size_t k = 0; k < n; k++)
+		names[k] = r->c->devices.v[k].name;
+	tp_strbuf_init(&sb);
+	if (tp_io_suggest(name, names, n, 3, &sb))
+		st = tp_jctx_fail(r->j, NULL,
+				  "unknown device \"%.100s\" (did you mean %s?); "
+				  "the topology's devices are named like \"%s\"",
+				  name, tp_strbuf_cstr(&sb), names[0]);
+	else
+		st = tp_jctx_fail(r->j, NULL,
+				  "unknown device \"%.100s\"; the topology's "
+				  "%zu devices are named like \"%s\" .. \"%s\"",
+				  name, n, names[0], names[n - 1]);
+	tp_strbuf_release(&sb);
+	free(names);
+	return st;
+}
+
+static enum tp_status op_index(struct reader *r, const char *key,
+			       const char *name, uint32_t *idx)
+{
+	*idx = tp_model_find_op(r->m, name);
+	if (*idx == TP_NONE)
+		return tp_io_model_unknown_op(r->j, key, r->m, name);
+	return TP_OK;
+}
+
+/* One element of a group's "ops": a name or a {"from","to"} range. */
+static enum tp_status read_op_entry(struct reader *r, const struct tp_json *e)
+{
+	struct tp_jctx *j = r->j;
+	enum tp_status st;
+
+	if (e->type == TP_JSON_STRING) {
+		uint32_t idx;
+		if (e->str_len == 0 || e->str_len > TP_IO_NAME_MAX)
+			return tp_jctx_fail(j, NULL,
+					    "expected an op name (1 to %d bytes)",
+					    TP_IO_NAME_MAX);
+		if (!r->m)
+			return TP_OK;
+		if ((st = op_index(r, NULL, e->str, &idx)))
+			return st;
+		return tp_vec_push(&r->ops, idx) ? nomem(r) : TP_OK;
+	}
+	if (e->type == TP_JSON_OBJECT) {
+		const char *from, *to;
+		uint32_t a, b, pa, pb;
+		if ((st = tp_jctx_object(j, e, "an op range", range_fields)) ||
+		    (st = tp_jget_string(j, e, "from", true, TP_IO_NAME_MAX,
+					 true, NULL, &from)) ||
+		    (st = tp_jget_string(j, e, "to", true, TP_IO_NAME_MAX, true,
+					 NULL, &to)))
+			return st;
+		if (!r->m)
+			return TP_OK;
+		if ((st = op_index(r, "from", from, &a)) ||
+		    (st = op_index(r, "to", to, &b)))
+			return st;
+		pa = r->m->topo_pos[a];
+		pb = r->m->topo_pos[b];
+		if (pa > pb)
+			return tp_jctx_fail(j, NULL,
+					    "op \"%s\" comes after op \"%s\" in "
+					    "the model's topological order; swap "
+					    "\"from\" and \"to\"",
+					    from, to);
+		if (tp_vec_reserve(&r->ops, pb - pa + 1))
+			return nomem(r);
+		for (uint32_t k = pa; k <= pb; k++)
+			r->ops.v[r->ops.n++] = r->m->topo[k];
+		return TP_OK;
+	}
+	return tp_jctx_fail(j, NULL,
+			    "expected an op name or a range {\"from\": OP, "
+			    "\"to\": OP}, found %s",
+			    tp_json_type_name(e->type));
+}
+
+static enum tp_status read_group(struct reader *r, const struct tp_json *g,
+				 uint32_t gi)
+{
+	struct tp_jctx *j = r->j;
+	const struct tp_json *ops, *devs, *shares, *comp;
+	const char *gname;
+	int64_t tp, dp;
+	int sync, rec, lossy = TP_LOSSY_NONE;
+	bool sp, has_dp;
+	double saved = 0;
+	int64_t rank = 0;
+	enum tp_status st;
+	size_t old;
+	struct tp_strmap seen;
+
+	r->ops.n = r->devs.n = r->sfb.n = r->shares.n = 0;
+	if ((st = tp_jctx_object(j, g, "a group", group_fields)) ||
+	    (st = tp_jget_string(j, g, "name", false, TP_IO_NAME_MAX, false, "",
+				 &gname)) ||
+	    (st = tp_jget_array(j, g, "ops", true, true, &ops)) ||
+	    (st = tp_jget_array(j, g, "devices", true, true, &devs)))
+		return st;
+	for (size_t k = 0; k < ops->n; k++) {
+		old = tp_jctx_push_key(j, "ops");
+		tp_jctx_push_index(j, k);
+		if ((st = read_op_entry(r, ops->items[k])))
+			return st;
+		tp_jctx_pop(j, old);
+	}
+	tp_strmap_init(&seen);
+	for (size_t k = 0; k < devs->n; k++) {
+		const char *name;
+		uint32_t first;
+		int put;
+
+		old = tp_jctx_push_key(j, "devices");
+		tp_jctx_push_index(j, k);
+		if ((st = tp_jcheck_string(j, devs->items[k], TP_IO_NAME_MAX * 2,
+					   true, &name)))
+			goto out;
+		put = tp_strmap_put(&seen, name, (uint32_t)k, &first);
+		if (put < 0) {
+			st = nomem(r);
+			goto out;
+		}
+		if (put > 0) {
+			st = tp_jctx_fail(j, NULL,
+					  "device \"%s\" appears twice in the "
+					  "group (also at index %u)",
+					  name, first);
+			goto out;
+		}
+		if (r->c) {
+			uint32_t d = tp_cluster_find_device(r->c, name);
+			if (d == TP_NONE) {
+				st = unknown_device(r, name);
+				goto out;
+			}
+			if (tp_vec_push(&r->devs, d)) {
+				st = nomem(r);
+				goto out;
+			}
+		}
+		tp_jctx_pop(j, old);
+	}
+	st = TP_OK;
+out:
+	tp_strmap_release(&seen);
+	if (st)
+		return st;
+	if ((st = tp_jget_int(j, g, "tp", false, 1, TP_IO_MAX_DEVICES, 1, &tp,
+			      NULL)))
+		return st;
+	if (devs->n % (size_t)tp)
+		return tp_jctx_fail(j, "tp",
+				    "tp=%lld does not divide the group's %zu "
+				    "devices",
+				    (long long)tp, devs->n);
+	if ((st = tp_jget_int(j, g, "dp", false, 1, TP_IO_MAX_DEVICES,
+			      (int64_t)devs->n / tp, &dp, &has_dp)))
+		return st;
+	if ((size_t)(dp * tp) != devs->n)
+		return tp_jctx_fail(j, "dp",
+				    "dp (%lld) x tp (%lld) must equal the "
+				    "number of devices (%zu)",
+				    (long long)dp, (long long)tp, devs->n);
+	if ((st = tp_jget_array(j, g, "shares", false, false, &shares)))
+		return st;
+	if (shares) {
+		double sum = 0;
+		if (shares->n != (size_t)dp)
+			return tp_jctx_fail(j, "shares",
+					    "expected %lld shares (one per "
+					    "data-parallel replica), found %zu",
+					    (long long)dp, shares->n);
+		for (size_t k = 0; k < shares->n; k++) {
+			double x;
+			old = tp_jctx_push_key(j, "shares");
+			tp_jctx_push_index(j, k);
+			if ((st = tp_jcheck_number(j, shares->items[k],
+						   TP_JNUM_POS, &x)))
+				return st;
+			if (tp_vec_push(&r->shares, x))
+				return nomem(r);
+			sum += x;
+			tp_jctx_pop(j, old);
+		}
+		if (fabs(sum - 1) > 1e-6)
+			return tp_jctx_fail(j, "shares",
+					    "shares sum to %.9g, expected 1", sum);
+	}
+	if ((st = tp_jget_enum(j, g, "sync", false, parse_sync,
+			       "ring | hierarchical | ps", TP_SYNC_RING,
+			       &sync)) ||
+	    (st = tp_jget_enum(j, g, "recompute", false, parse_recompute,
+			       "none | selective | full", TP_RECOMPUTE_NONE,
+			       &rec)) ||
+	    (st = tp_jget_bool(j, g, "sp", false, false, &sp)) ||
+	    (st = tp_jget_object(j, g, "compression", false, &comp)))
+		return st;
+	if (sp && tp < 2)
+		return tp_jctx_fail(j, "sp",
+				    "sequence parallelism needs tp > 1");
+	if (comp) {
+		const struct tp_json *sfb;
+		size_t o2 = tp_jctx_push_key(j, "compression");
+		if ((st = tp_jctx_object(j, comp, "a group's compression",
+					 gcomp_fields)) ||
+		    (st = tp_jget_array(j, comp, "sfb_ops", false, false,
+					&sfb)) ||
+		    (st = tp_jget_number(j, comp, "saved_bytes", false,
+					 TP_JNUM_NONNEG, 0, &saved, NULL)) ||
+		    (st = tp_jget_enum(j, comp, "lossy", false, parse_lossy,
+				       "none | fp16 | powersgd", TP_LOSSY_NONE,
+				       &lossy)) ||
+		    (st = tp_jget_int(j, comp, "powersgd_rank", false, 0,
+				      UINT32_MAX, 0, &rank, NULL)))
+			return st;
+		for (size_t k = 0; sfb && k < sfb->n; k++) {
+			const char *name;
+			uint32_t idx;
+			bool in = false;
+			old = tp_jctx_push_key(j, "sfb_ops");
+			tp_jctx_push_index(j, k);
+			if ((st = tp_jcheck_string(j, sfb->items[k],
+						   TP_IO_NAME_MAX, true, &name)))
+				return st;
+			if (r->m) {
+				if ((st = op_index(r, NULL, name, &idx)))
+					return st;
+				for (size_t q = 0; q < r->ops.n && !in; q++)
+					in = r->ops.v[q] == idx;
+				if (!in)
+					return tp_jctx_fail(
+						j, NULL,
+						"op \"%s\" is not in this group; "
+						"only a group's own ops can use "
+						"its compression",
+						name);
+				if (tp_vec_push(&r->sfb, idx))
+					return nomem(r);
+			}
+			tp_jctx_pop(j, old);
+		}
+		tp_jctx_pop(j, o2);
+	}
+	if (r->ol) {
+		struct tp_plan_outline_group og;
+		memset(&og, 0, sizeof(og));
+		og.n_op_entries = (uint32_t)ops->n;
+		for (size_t k = 0; k < ops->n; k++)
+			og.n_ranges += ops->items[k]->type == TP_JSON_OBJECT;
+		og.n_devices = (uint32_t)devs->n;
+		og.dp = (uint32_t)dp;
+		og.tp = (uint32_t)tp;
+		og.sync = (enum tp_sync)sync;
+		og.recompute = (enum tp_recompute)rec;
+		og.sp = sp;
+		if (tp_vec_push(&r->ol->groups, og))
+			return nomem(r);
+		for (size_t k = 0; k < devs->n; k++)
+			if (tp_strmap_put(&r->all_devs, devs->items[k]->str,
+					  (uint32_t)k, NULL) < 0)
+				return nomem(r);
+		r->ol->n_distinct_devices = (uint32_t)r->all_devs.n;
+	}
+	if (r->p) {
+		struct tp_plan_group *gr;
+		uint32_t idx;
+		if ((st = tp_plan_add_group(r->p, r->ops.v, (uint32_t)r->ops.n,
+					    r->devs.v, (uint32_t)r->devs.n,
+					    (uint32_t)dp, (uint32_t)tp,
+					    shares ? r->shares.v : NULL, &idx,
+					    j->err)))
+			return tp_io_wrap(j, NULL, st);
+		if (tp_vec_reserve(&r->p->sfb, r->sfb.n))
+			return nomem(r);
+		gr = &r->p->groups.v[idx];
+		gr->sync = (enum tp_sync)sync;
+		gr->recompute = (enum tp_recompute)rec;
+		gr->sp = sp;
+		gr->sfb_first = (uint32_t)r->p->sfb.n;
+		gr->n_sfb = (uint32_t)r->sfb.n;
+		for (size_t k = 0; k < r->sfb.n; k++)
+			r->p->sfb.v[r->p->sfb.n++] = r->sfb.v[k];
+		gr->sfb_saved_bytes = saved;
+		gr->lossy = (enum tp_lossy)lossy;
+		gr->powersgd_rank = (uint32_t)rank;
+	}
+	(void)gi;
+	(void)has_dp;
+	return TP_OK;
+}
+
+static bool is_hex64(const char *s)
+{
+	size_t n = 0;
+
+	for (; s[n]; n++)
+		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+			return false;
+	return n == 64;
+}
+
+static enum tp_status copy_str(struct tp_jctx *j, const struct tp_json *obj,
+			       const char *key, char *dst, size_t size)
+{
+	const char *s;
+	enum tp_status st;
+
+	if ((st = tp_jget_string(j, obj, key, false, size - 1, false, "", &s)))
+		return st;
+	snprintf(dst, size, "%s", s);
+	return TP_OK;
+}
+
+static enum tp_status read_u64(struct tp_jctx *j, const struct tp_json *obj,
+			       const char *key, uint64_t *out)
+{
+	const struct tp_json *v = tp_json_get(obj, key);
+	int64_t x;
+	enum tp_status st;
+
+	if (v && v->type == TP_JSON_STRING) {
+		char *end;
+		unsigned long long u;
+		if (!v->str_len || v->str[0] < '0' || v->str[0] > '9')
+			return tp_jctx_fail(j, key,
+					    "expected an integer >= 0 (a number, "
+					    "or a decimal string above 2^53)");
+		u = strtoull(v->str, &end, 10);
+		if (*end)
+			return tp_jctx_fail(j, key,
+					    "expected an integer >= 0 (a number, "
+					    "or a decimal string above 2^53)");
+		*out = u;
+		return TP_OK;
+	}
+	if ((st = tp_jget_int(j, obj, key, false, 0, INT64_MAX, 0, &x, NULL)))
+		return st;
+	*out = (uint64_t)x;
+	return TP_OK;
+}
+
+static enum tp_status read_summary(struct reader *r, const struct tp_json *s,
+				   struct tp_plan_summary *sum)
+{
+	struct tp_jctx *j = r->j;
+	const struct tp_json *devs, *bases, *search, *prov;
+	enum tp_status st;
+	size_t old = tp_jctx_push_key(j, "summary");
+
+	sum->valid = true;
+	if ((st = tp_jctx_object(j, s, "the summary", summary_fields)) ||
+	    (st = tp_jget_bool(j, s, "feasible", false, false, &sum->feasible)) ||
+	    (st = tp_jget_number(j, s, "iteration_time_s", false, TP_JNUM_NONNEG,
+				 0, &sum->iteration_time_s, NULL)) ||
+	    (st = tp_jget_number(j, s, "throughput_samples_per_s", false,
+				 TP_JNUM_NONNEG, 0,
+				 &sum->throughput_samples_per_s, NULL)) ||
+	    (st = tp_jget_number(j, s, "tokens_per_s", false, TP_JNUM_NONNEG, 0,
+				 &sum->tokens_per_s, NULL)) ||
+	    (st = tp_jget_number(j, s, "mfu", false, TP_JNUM_NONNEG, 0,
+				 &sum->mfu, NULL)) ||
+	    (st = tp_jget_number(j, s, "tflops_per_device", false,
+				 TP_JNUM_NONNEG, 0, &sum->tflops_per_device,
+				 NULL)) ||
+	    (st = copy_str(j, s, "infeasible_reason", sum->infeasible_reason,
+			   sizeof(sum->infeasible_reason))) ||
+	    (st = tp_jget_array(j, s, "devices", false, false, &devs)) ||
+	    (st = tp_jget_object(j, s, "baselines", false, &bases)) ||
+	    (st = tp_jget_object(j, s, "search", false, &search)) ||
+	    (st = tp_jget_object(j, s, "provenance", false, &prov)))
+		return st;
+	if (devs && devs->n) {
+		bool any_peak = false, any_busy = false;
+		if (r->c && devs->n != r->c->devices.n)
+			return tp_jctx_fail(j, "devices",
+					    "%zu entries for a topology of %zu "
+					    "devices; expected one per device",
+					    devs->n, r->c->devices.n);
+		for (size_t k = 0; k < devs->n; k++) {
+			any_peak |= tp_json_get(devs->items[k],
+						"peak_memory_bytes") != NULL;
+			any_busy |= tp_json_get(devs->items[k],
+						"busy_fraction") != NULL;
+		}
+		sum->n_devices = (uint32_t)devs->n;
+		if (any_peak && !(sum->peak_memory_bytes =
+					  tp_calloc(devs->n, sizeof(double))))
+			return nomem(r);
+		if (any_busy && !(sum->busy_fraction =
+					  tp_calloc(devs->n, sizeof(double))))
+			return nomem(r);
+		for (size_t k = 0; k < devs->n; k++) {
+			const struct tp_json *d = devs->items[k];
+			const char *name;
+			double x;
+			size_t o2 = tp_jctx_push_key(j, "devices");
+			tp_jctx_push_index(j, k);
+			if ((st = tp_jctx_object(j, d, "a device summary",
+						 sdev_fields)) ||
+			    (st = tp_jget_string(j, d, "device", false,
+						 TP_IO_NAME_MAX * 2, false, NULL,
+						 &name)))
+				return st;
+			if (r->c && name &&
+			    strcmp(name, r->c->devices.v[k].name) != 0)
+				return tp_jctx_fail(
+					j, "device",
+					"expected device \"%s\" (entries follow "
+					"the topology's device order), found "
+					"\"%.100s\"",
+					r->c->devices.v[k].name, name);
+			if ((st = tp_jget_number(j, d, "peak_memory_bytes", false,
+						 TP_JNUM_NONNEG, 0, &x, NULL)))
+				return st;
+			if (sum->peak_memory_bytes)
+				sum->peak_memory_bytes[k] = x;
+			if ((st = tp_jget_number(j, d, "busy_fraction", false,
+						 TP_JNUM_UNIT, 0, &x, NULL)))
+				return st;
+			if (sum->busy_fraction)
+				sum->busy_fraction[k] = x;
+			tp_jctx_pop(j, o2);
+		}
+	}
+	for (size_t k = 0; bases && k < bases->n; k++) {
+		const struct tp_json *b = bases->items[k];
+		struct tp_plan_baseline *pb;
+		size_t o2 = tp_jctx_push_key(j, "baselines");
+		double speedup;
+
+		if (k >= TP_PLAN_MAX_BASELINES)
+			return tp_jctx_fail(j, NULL,
+					    "more than %d baselines",
+					    TP_PLAN_MAX_BASELINES);
+		tp_jctx_push_key(j, b->key);
+		if (strlen(b->key) >= sizeof(pb->name) || !b->key[0])
+			return tp_jctx_fail(j, NULL,
+					    "baseline names have 1 to %zu bytes",
+					    sizeof(pb->name) - 1);
+		pb = &sum->baselines[sum->n_baselines++];
+		snprintf(pb->name, sizeof(pb->name), "%s", b->key);
+		if ((st = tp_jctx_object(j, b, "a baseline", base_fields)) ||
+		    (st = tp_jget_bool(j, b, "feasible", false, true,
+				       &pb->feasible)) ||
+		    (st = tp_jget_number(j, b, "iteration_time_s", false,
+					 TP_JNUM_NONNEG, 0,
+					 &pb->iteration_time_s, NULL)) ||
+		    (st = tp_jget_number(j, b, "speedup", false, TP_JNUM_NONNEG,
+					 0, &speedup, NULL)))
+			return st;
+		tp_jctx_pop(j, o2);
+	}
+	if (search) {
+		const struct tp_json *timing;
+		int64_t threads;
+		size_t o2 = tp_jctx_push_key(j, "search");
+		if ((st = tp_jctx_object(j, search, "the search statistics",
+					 search_fields)) ||
+		    (st = read_u64(j, search, "playouts", &sum->playouts)) ||
+		    (st = read_u64(j, search, "simulations",
+				   &sum->simulations)) ||
+		    (st = read_u64(j, search, "seed", &sum->seed)) ||
+		    (st = tp_jget_int(j, search, "threads", false, 0, UINT32_MAX,
+				      0, &threads, NULL)) ||
+		    (st = tp_jget_bool(j, search, "gnn", false, false,
+				       &sum->gnn)) ||
+		    (st = copy_str(j, search, "weights", sum->weights,
+				   sizeof(sum->weights))) ||
+		    (st = tp_jget_object(j, search, "timing", false, &timing)))
+			return st;
+		sum->threads = (uint32_t)threads;
+		if (timing) {
+			size_t o3 = tp_jctx_push_key(j, "timing");
+			if ((st = tp_jctx_object(j, timing, "the search timing",
+						 timing_fields)) ||
+			    (st = tp_jget_number(j, timing, "search_seconds",
+						 false, TP_JNUM_NONNEG, 0,
+						 &sum->search_seconds, NULL)) ||
+			    (st = tp_jget_number(j, timing, "playouts_per_s",
+						 false, TP_JNUM_NONNEG, 0,
+						 &sum->playouts_per_s, NULL)))
+				return st;
+			tp_jctx_pop(j, o3);
+		}
+		tp_jctx_pop(j, o2);
+	}
+	if (prov) {
+		size_t o2 = tp_jctx_push_key(j, "provenance");
+		if ((st = tp_jctx_object(j, prov, "the provenance",
+					 prov_fields)) ||
+		    (st = copy_str(j, prov, "tagplan_version", sum->version,
+				   sizeof(sum->version))) ||
+		    (st = copy_str(j, prov, "model_file", sum->model_file,
+				   sizeof(sum->model_file))) ||
+		    (st = copy_str(j, prov, "topology_file", sum->topology_file,
+				   sizeof(sum->topology_file))) ||
+		    (st = copy_str(j, prov, "model_sha256", sum->model_sha256,
+				   sizeof(sum->model_sha256))) ||
+		    (st = copy_str(j, prov, "topology_sha256",
+				   sum->topology_sha256,
+				   sizeof(sum->topology_sha256))))
+			return st;
+		if (sum->model_sha256[0] && !is_hex64(sum->model_sha256))
+			return tp_jctx_fail(j, "model_sha256",
+					    "expected 64 lowercase hexadecimal "
+					    "digits");
+		if (sum->topology_sha256[0] && !is_hex64(sum->topology_sha256))
+			return tp_jctx_fail(j, "topology_sha256",
+					    "expected 64 lowercase hexadecimal "
+					    "digits");
+		tp_jctx_pop(j, o2);
+	}
+	tp_jctx_pop(j, old);
+	return TP_OK;
+}
+
+static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
+{
+	struct tp_jctx *j = r->j;
+	const struct tp_json *groups, *summary;
+	const char *mname, *tname;
+	int64_t gbs, mb, vs, zero;
+	int sched, comp;
+	enum tp_status st;
+	struct tp_plan_summary scratch;
+
+	if ((st = tp_jctx_object(j, root, "a plan", plan_fields)) ||
+	    (st = tp_jget_string(j, root, "model", false, TP_IO_NAME_MAX, false,
+				 NULL, &mname)) ||
+	    (st = tp_jget_string(j, root, "topology", false, TP_IO_NAME_MAX,
+				 false, NULL, &tname)) ||
+	    (st = tp_jget_int(j, root, "global_batch_size", true, 1, INT64_MAX,
+			      0, &gbs, NULL)) ||
+	    (st = tp_jget_int(j, root, "micro_batches", false, 1, UINT32_MAX,
+			      1, &mb, NULL)) ||
+	    (st = tp_jget_enum(j, root, "schedule", false, parse_schedule,
+			       "gpipe | 1f1b | interleaved", TP_SCHEDULE_1F1B,
+			       &sched)) ||
+	    (st = tp_jget_int(j, root, "virtual_stages", false, 1, 1024, 1,
+			      &vs, NULL)) ||
+	    (st = tp_jget_int(j, root, "zero", false, 0, 3, 0, &zero, NULL)) ||
+	    (st = tp_jget_enum(j, root, "compression", false, parse_compression,
+			       "off | lossless | lossy",
+			       TP_COMPRESSION_LOSSLESS, &comp)) ||
+	    (st = tp_jget_array(j, root, "groups", true, true, &groups)) ||
+	    (st = tp_jget_object(j, root, "summary", false, &summary)))
+		return st;
+	if (vs > 1 && sched != TP_SCHEDULE_INTERLEAVED)
+		return tp_jctx_fail(j, "virtual_stages",
+				    "virtual stages > 1 need \"schedule\": "
+				    "\"interleaved\"");
+	if (r->m && mname && strcmp(mname, r->m->name) != 0 &&
+	    (st = tp_jctx_warn(j, "model", false,
+			       "the plan was made for model \"%.100s\", the "
+			       "model given is \"%s\"",
+			       mname, r->m->name)))
+		return st;
+	if (r->c && tname && *tname && r->c->name && *r->c->name &&
+	    strcmp(tname, r->c->name) != 0 &&
+	    (st = tp_jctx_warn(j, "topology", false,
+			       "the plan was made for topology \"%.100s\", the "
+			       "topology given is \"%s\"",
+			       tname, r->c->name)))
+		return st;
+	if (r->ol) {
+		snprintf(r->ol->model, sizeof(r->ol->model), "%s",
+			 mname ? mname : "");
+		snprintf(r->ol->topology, sizeof(r->ol->topology), "%s",
+			 tname ? tname : "");
+		r->ol->global_batch = gbs;
+		r->ol->micro_batches = (uint32_t)mb;
+		r->ol->schedule = (enum tp_schedule)sched;
+		r->ol->virtual_stages = (uint32_t)vs;
+		r->ol->zero = (uint32_t)zero;
+		r->ol->compression = (enum tp_compression)comp;
+		r->ol->has_summary = summary != NULL;
+		if (summary) {
+			const struct tp_json *it =
+				tp_json_get(summary, "iteration_time_s");
+			if (it && it->type == TP_JSON_NUMBER)
+				r->ol->iteration_time_s = it->num;
+		}
+	}
+	if (r->p) {
+		r->p->global_batch = gbs;
+		r->p->micro_batches = (uint32_t)mb;
+		r->p->schedule = (enum tp_schedule)sched;
+		r->p->virtual_stages = (uint32_t)vs;
+		r->p->zero = (uint32_t)zero;
+		r->p->compression = (enum tp_compression)comp;
+	}
+	for (size_t k = 0; k < groups->n; k++) {
+		size_t old = tp_jctx_push_key(j, "groups");
+		tp_jctx_push_index(j, k);
+		if ((st = read_group(r, groups->items[k], (uint32_t)k)))
+			return st;
+		tp_jctx_pop(j, old);
+	}
+	if (summary) {
+		memset(&scratch, 0, sizeof(scratch));
+		st = read_summary(r, summary, r->p ? &r->p->summary : &scratch);
+		if (!r->p)
+			tp_plan_summary_release(&scratch);
+		if (st)
+			return st;
+	}
+	if (r->p && (st = tp_plan_validate(r->p, r->m, r->c, j->err)))
+		tp_error_set_file(j->err, j->file);
+	return st;
+}
+
+static enum tp_status load(const char *name, const char *text, size_t len,
+			   const struct tp_model *m, const struct tp_cluster *c,
+			   const struct tp_load_options *o, struct tp_plan *p,
+			   struct tp_plan_outline *ol, struct tp_error *err)
+{
+	struct tp_json_doc doc;
+	struct tp_jctx j;
+	struct reader r;
+	enum tp_status st;
+
+	if (p) {
+		tp_plan_release(p);
+		tp_plan_init(p);
+	}
+	st = tp_io_parse(name, text, len, o, "tagplan-plan/1", &doc, &j, err);
+	if (st)
+		return st;
+	memset(&r, 0, sizeof(r));
+	r.j = &j;
+	r.m = m;
+	r.c = c;
+	r.p = p;
+	r.ol = ol;
+	tp_strmap_init(&r.all_devs);
+	if (ol) {
+		tp_plan_outline_release(ol);
+	}
+	st = read_plan(&r, doc.root);
+	tp_strmap_release(&r.all_devs);
+	tp_json_doc_release(&doc);
+	tp_vec_free(&r.ops);
+	tp_vec_free(&r.devs);
+	tp_vec_free(&r.sfb);
+	tp_vec_free(&r.shares);
+	if (st) {
+		tp_error_set_file(err, name);
+		if (p) {
+			tp_plan_release(p);
+			tp_plan_init(p);
+		}
+	}
+	return st;
+}
+
+enum tp_status tp_plan_load(const char *name, const char *text, size_t len,
+			    const struct tp_model *m,
+			    const struct tp_cluster *c,
+			    const struct tp_load_options *o,
+			    struct tp_plan *p, struct tp_error *err)
+{
+	if (!m->finalized || !c->finalized) {
+		tp_error_set(err, TP_EINTERNAL,
+			     "tp_plan_load needs a finalized model and cluster");
+		return TP_EINTERNAL;
+	}
+	return load(name, text, len, m, c, o, p, NULL, err);
+}
+
+void tp_plan_outline_release(struct tp_plan_outline *ol)
+{
+	if (!ol)
+		return;
+	tp_vec_free(&ol->groups);
+	memset(ol, 0, sizeof(*ol));
+}
+
+enum tp_status tp_plan_check(const char *name, const char *text, size_t len,
+			     const struct tp_load_options *o,
+			     struct tp_plan_outline *ol, struct tp_error *err)
+{
+	return load(name, text, len, NULL, NULL, o, NULL, ol, err);
+}
+
+enum tp_status tp_plan_load_file(const char *path, const struct tp_model *m,
+				 const struct tp_cluster *c,
+				 const struct tp_load_options *o,
+				 struct tp_plan *p, struct tp_error *err)
+{
+	char *text;
+	size_t len;
+	enum tp_status st;
+
+	st = tp_file_read(path, o ? o->max_bytes : 0, &text, &len, err);
+	if (st) {
+		tp_plan_release(p);
+		tp_plan_init(p);
+		return st;
+	}
+	st = tp_plan_load(path, text, len, m, c, o, p, err);
+	free(text);
+	return st;
+}
+
+/* --- writer --------------------------------------------------------------- */
+
+/* Write a group's ops: maximal runs that are contiguous in the
+ * topological order become ranges when at least 3 long. */
+static void write_ops(struct tp_jw *jw, const struct tp_plan *p, uint32_t g,
+		      const struct tp_model *m)
+{
+	const uint32_t *ops = tp_plan_group_ops(p, g);
+	uint32_t n = p->groups.v[g].n_ops;
+
+	tp_jw_key(jw, "ops");
+	tp_jw_array_begin(jw);
+	for (uint32_t k = 0; k < n;) {
+		uint32_t e = k + 1;
+		if (m->finalized)
+			while (e < n && m->topo_pos[ops[e]] ==
+						m->topo_pos[ops[e - 1]] + 1)
+				e++;
+		if (e - k >= 3) {
+			tp_jw_object_begin(jw);
+			tp_jw_kv_string(jw, "from", m->ops.v[ops[k]].name);
+			tp_jw_kv_string(jw, "to", m->ops.v[ops[e - 1]].name);
+			tp_jw_object_end(jw);
+			k = e;
+		} else {
+			tp_jw_string(jw, m->ops.v[ops[k]].name);
+			k++;
+		}
+	}
+	tp_jw_array_end(jw);
+}
+
+static void write_summary(struct tp_jw *jw, const struct tp_plan_summary *s,
+			  const struct tp_cluster *c)
+{
+	tp_jw_key(jw, "summary");
+	tp_jw_object_begin(jw);
+	tp_jw_kv_bool(jw, "feasible", s->feasible);
+	tp_jw_kv_number(jw, "iteration_time_s", s->iteration_time_s);
+	tp_jw_kv_number(jw, "throughput_samples_per_s",
+			s->throughput_samples_per_s);
+	tp_jw_kv_number(jw, "tokens_per_s", s->tokens_per_s);
+	tp_jw_kv_number(jw, "mfu", s->mfu);
+	tp_jw_kv_number(jw, "tflops_per_device", s->tflops_per_device);
+	if (s->infeasible_reason[0])
+		tp_jw_kv_string(jw, "infeasible_reason", s->infeasible_reason);
+	if ((s->peak_memory_bytes || s->busy_fraction) &&
+	    s->n_devices == c->devices.n) {
+		tp_jw_key(jw, "devices");
+		tp_jw_array_begin(jw);
+		for (uint32_t d = 0; d < s->n_devices; d++) {
+			tp_jw_object_begin(jw);
+			tp_jw_kv_string(jw, "device", c->devices.v[d].name);
+			if (s->peak_memory_bytes)
+				tp_jw_kv_number(jw, "peak_memory_bytes",
+						s->peak_memory_bytes[d]);
+			if (s->busy_fraction)
+				tp_jw_kv_number(jw, "busy_fraction",
+						s->busy_fraction[d]);
+			tp_jw_object_end(jw);
+		}
+		tp_jw_array_end(jw);
+	}
+	if (s->n_baselines) {
+		tp_jw_key(jw, "baselines");
+		tp_jw_object_begin(jw);
+		for (uint32_t k = 0; k < s->n_baselines; k++) {
+			const struct tp_plan_baseline *b = &s->baselines[k];
+			tp_jw_key(jw, b->name);
+			tp_jw_object_begin(jw);
+			tp_jw_kv_bool(jw, "feasible", b->feasible);
+			tp_jw_kv_number(jw, "iteration_time_s",
+					b->iteration_time_s);
+			if (b->feasible && b->iteration_time_s > 0 &&
+			    s->iteration_time_s > 0)
+				tp_jw_kv_number(jw, "speedup",
+						b->iteration_time_s /
+							s->iteration_time_s);
+			tp_jw_object_end(jw);
+		}
+		tp_jw_object_end(jw);
+	}
+	tp_jw_key(jw, "search");
+	tp_jw_object_begin(jw);
+	tp_jw_kv_int(jw, "playouts", (int64_t)s->playouts);
+	tp_jw_kv_int(jw, "simulations", (int64_t)s->simulations);
+	if (s->seed <= (UINT64_C(1) << 53)) {
+		tp_jw_kv_int(jw, "seed", (int64_t)s->seed);
+	} else {
+		char buf[32];
+		snprintf(buf, sizeof(buf), "%" PRIu64, s->seed);
+		tp_jw_kv_string(jw, "seed", buf);
+	}
+	tp_jw_kv_int(jw, "threads", s->threads);
+	tp_jw_kv_bool(jw, "gnn", s->gnn);
+	if (s->weights[0])
+		tp_jw_kv_string(jw, "weights", s->weights);
+	tp_jw_key(jw, "timing");
+	tp_jw_object_begin(jw);
+	tp_jw_kv_number(jw, "search_seconds", s->search_seconds);
+	tp_jw_kv_number(jw, "playouts_per_s", s->playouts_per_s);
+	tp_jw_object_end(jw);
+	tp_jw_object_end(jw);
+	tp_jw_key(jw, "provenance");
+	tp_jw_object_begin(jw);
+	tp_jw_kv_string(jw, "tagplan_version", s->version);
+	tp_jw_kv_string(jw, "model_file", s->model_file);
+	tp_jw_kv_string(jw, "model_sha256", s->model_sha256);
+	tp_jw_kv_string(jw, "topology_file", s->topology_file);
+	tp_jw_kv_string(jw, "topology_sha256", s->topology_sha256);
+	tp_jw_object_end(jw);
+	tp_jw_object_end(jw);
+}
+
+void tp_plan_write(const struct tp_plan *p, const struct tp_model *m,
+		   const struct tp_cluster *c, struct tp_strbuf *out)
+{
+	struct tp_jw jw;
+
+	tp_jw_init(&jw, out, true);
+	tp_jw_object_begin(&jw);
+	tp_jw_kv_string(&jw, "format", "tagplan-plan/1");
+	tp_jw_kv_string(&jw, "model", m->name);
+	if (c->name && *c->name)
+		tp_jw_kv_string(&jw, "topology", c->name);
+	tp_jw_kv_int(&jw, "global_batch_size", p->global_batch);
+	tp_jw_kv_int(&jw, "micro_batches", p->micro_batches);
+	tp_jw_kv_string(&jw, "schedule", tp_schedule_name(p->schedule));
+	tp_jw_kv_int(&jw, "virtual_stages", p->virtual_stages);
+	tp_jw_kv_int(&jw, "zero", p->zero);
+	tp_jw_kv_string(&jw, "compression", tp_compression_name(p->compression));
+	tp_jw_key(&jw, "groups");
+	tp_jw_array_begin(&jw);
+	for (uint32_t g = 0; g < p->groups.n; g++) {
+		const struct tp_plan_group *gr = &p->groups.v[g];
+		const double *sh = tp_plan_group_shares(p, g);
+		bool even = true;
+		char name[32];
+
+		tp_jw_object_begin(&jw);
+		snprintf(name, sizeof(name), "g%u", g);
+		tp_jw_kv_string(&jw, "name", name);
+		write_ops(&jw, p, g, m);
+		tp_jw_key(&jw, "devices");
+		tp_jw_array_begin_inline(&jw);
+		for (uint32_t k = 0; k < gr->n_devices; k++)
+			tp_jw_string(&jw,
+				     c->devices.v[tp_plan_group_devs(p, g)[k]]
+					     .name);
+		tp_jw_array_end(&jw);
+		tp_jw_kv_int(&jw, "dp", gr->dp);
+		tp_jw_kv_int(&jw, "tp", gr->tp);
+		for (uint32_t r = 0; r < gr->dp; r++)
+			even &= sh[r] == 1.0 / gr->dp;
+		if (!even) {
+			tp_jw_key(&jw, "shares");
+			tp_jw_array_begin_inline(&jw);
+			for (uint32_t r = 0; r < gr->dp; r++)
+				tp_jw_number(&jw, sh[r]);
+			tp_jw_array_end(&jw);
+		}
+		tp_jw_kv_string(&jw, "sync", tp_sync_name(gr->sync));
+		tp_jw_kv_string(&jw, "recompute", tp_recompute_name(gr->recompute));
+		tp_jw_kv_bool(&jw, "sp", gr->sp);
+		if (gr->n_sfb || gr->sfb_saved_bytes > 0 ||
+		    gr->lossy != TP_LOSSY_NONE || gr->powersgd_rank) {
+			tp_jw_key(&jw, "compression");
+			tp_jw_object_begin(&jw);
+			tp_jw_key(&jw, "sfb_ops");
+			tp_jw_array_begin_inline(&jw);
+			for (uint32_t k = 0; k < gr->n_sfb; k++)
+				tp_jw_string(&jw,
+					     m->ops.v[tp_plan_group_sfb(p, g)[k]]
+						     .name);
+			tp_jw_array_end(&jw);
+			tp_jw_kv_number(&jw, "saved_bytes", gr->sfb_saved_bytes);
+			tp_jw_kv_string(&jw, "lossy", tp_lossy_name(gr->lossy));
+			tp_jw_kv_int(&jw, "powersgd_rank", gr->powersgd_rank);
+			tp_jw_object_end(&jw);
+		}
+		tp_jw_object_end(&jw);
+	}
+	tp_jw_array_end(&jw);
+	if (p->summary.valid)
+		write_summary(&jw, &p->summary, c);
+	tp_jw_object_end(&jw);
+	tp_jw_finish(&jw);
+}

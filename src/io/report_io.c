@@ -1,0 +1,312 @@
+/*
+ * report_io.c - tagplan-report/1 <-> struct tp_report (README section 4).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/jsonw.h"
+#include "ioint.h"
+
+static const char *const report_fields[] = {
+	"format",
+	"feasible",
+	"iteration_time_s",
+	"throughput_samples_per_s",
+	"tokens_per_s",
+	"model_flop_per_iteration",
+	"tflops_per_device",
+	"mfu",
+	"bubble_fraction",
+	"devices",
+	"links",
+	"worst_device_index",
+	"worst_device",
+	"over_bytes",
+	"reason",
+	"approximations",
+	NULL};
+static const char *const dev_fields[] = {
+	"device", "peak_memory_bytes", "capacity_bytes", "compute_s",
+	"communication_s", "idle_s", "memory", NULL};
+static const char *const mem_fields[] = {
+	"weights_bytes",     "gradients_bytes", "optimizer_bytes",
+	"activations_bytes", "temporary_bytes", "reserved_bytes", NULL};
+static const char *const link_fields[] = {"link", "endpoints", "bytes",
+					  "busy_s", NULL};
+
+static enum tp_status read_device(struct tp_jctx *j, const struct tp_json *v,
+				  struct tp_report_device *d)
+{
+	const struct tp_json *mem;
+	const char *name;
+	double *mdst[] = {&d->memory.weights,	  &d->memory.gradients,
+			  &d->memory.optimizer,	  &d->memory.activations,
+			  &d->memory.temporary,	  &d->memory.reserved};
+	enum tp_status st;
+
+	if ((st = tp_jctx_object(j, v, "a device report", dev_fields)) ||
+	    (st = tp_jget_string(j, v, "device", false, 0, false, "", &name)) ||
+	    (st = tp_jget_number(j, v, "peak_memory_bytes", false,
+				 TP_JNUM_NONNEG, 0, &d->peak_memory_bytes,
+				 NULL)) ||
+	    (st = tp_jget_number(j, v, "capacity_bytes", false, TP_JNUM_NONNEG,
+				 0, &d->capacity_bytes, NULL)) ||
+	    (st = tp_jget_number(j, v, "compute_s", false, TP_JNUM_NONNEG, 0,
+				 &d->compute_s, NULL)) ||
+	    (st = tp_jget_number(j, v, "communication_s", false,
+				 TP_JNUM_NONNEG, 0, &d->communication_s,
+				 NULL)) ||
+	    (st = tp_jget_number(j, v, "idle_s", false, TP_JNUM_NONNEG, 0,
+				 &d->idle_s, NULL)) ||
+	    (st = tp_jget_object(j, v, "memory", false, &mem)))
+		return st;
+	if (mem) {
+		size_t old = tp_jctx_push_key(j, "memory");
+		if ((st = tp_jctx_object(j, mem, "a memory breakdown",
+					 mem_fields)))
+			return st;
+		for (int k = 0; k < 6; k++)
+			if ((st = tp_jget_number(j, mem, mem_fields[k], false,
+						 TP_JNUM_NONNEG, 0, mdst[k],
+						 NULL)))
+				return st;
+		tp_jctx_pop(j, old);
+	}
+	return TP_OK;
+}
+
+static enum tp_status copy_str(struct tp_jctx *j, const struct tp_json *obj,
+			       const char *key, char *dst, size_t size)
+{
+	const char *s;
+	enum tp_status st;
+
+	if ((st = tp_jget_string(j, obj, key, false, size - 1, false, "", &s)))
+		return st;
+	snprintf(dst, size, "%s", s);
+	return TP_OK;
+}
+
+static enum tp_status read_report(struct tp_jctx *j, const struct tp_json *root,
+				  struct tp_report *r)
+{
+	const struct tp_json *devs, *links;
+	const char *worst;
+	int64_t wi;
+	bool has_wi;
+	enum tp_status st;
+
+	if ((st = tp_jctx_object(j, root, "a report", report_fields)) ||
+	    (st = tp_jget_bool(j, root, "feasible", true, false, &r->feasible)) ||
+	    (st = tp_jget_number(j, root, "iteration_time_s", true,
+				 TP_JNUM_NONNEG, 0, &r->iteration_time_s,
+				 NULL)) ||
+	    (st = tp_jget_number(j, root, "throughput_samples_per_s", true,
+				 TP_JNUM_NONNEG, 0,
+				 &r->throughput_samples_per_s, NULL)) ||
+	    (st = tp_jget_number(j, root, "tokens_per_s", false, TP_JNUM_NONNEG,
+				 0, &r->tokens_per_s, NULL)) ||
+	    (st = tp_jget_number(j, root, "model_flop_per_iteration", false,
+				 TP_JNUM_NONNEG, 0, &r->model_flop_per_iteration,
+				 NULL)) ||
+	    (st = tp_jget_number(j, root, "tflops_per_device", false,
+				 TP_JNUM_NONNEG, 0, &r->tflops_per_device,
+				 NULL)) ||
+	    (st = tp_jget_number(j, root, "mfu", false, TP_JNUM_NONNEG, 0,
+				 &r->mfu, NULL)) ||
+	    (st = tp_jget_number(j, root, "bubble_fraction", false,
+				 TP_JNUM_UNIT, 0, &r->bubble_fraction, NULL)) ||
+	    (st = tp_jget_array(j, root, "devices", false, false, &devs)) ||
+	    (st = tp_jget_array(j, root, "links", false, false, &links)) ||
+	    (st = tp_jget_int(j, root, "worst_device_index", false, 0,
+			      UINT32_MAX - 1, 0, &wi, &has_wi)) ||
+	    (st = tp_jget_string(j, root, "worst_device", false, 0, false, "",
+				 &worst)) ||
+	    (st = tp_jget_number(j, root, "over_bytes", false, TP_JNUM_NONNEG,
+				 0, &r->over_bytes, NULL)) ||
+	    (st = copy_str(j, root, "reason", r->reason, sizeof(r->reason))) ||
+	    (st = copy_str(j, root, "approximations", r->approximations,
+			   sizeof(r->approximations))))
+		return st;
+	r->worst_device = has_wi ? (uint32_t)wi : UINT32_MAX;
+	if (devs && devs->n) {
+		if (devs->n > TP_IO_MAX_DEVICES)
+			return tp_jctx_fail(j, "devices",
+					    "more than %d devices",
+					    TP_IO_MAX_DEVICES);
+		if ((st = tp_report_alloc(r, (uint32_t)devs->n, j->err)))
+			return st;
+		for (size_t k = 0; k < devs->n; k++) {
+			size_t old = tp_jctx_push_key(j, "devices");
+			tp_jctx_push_index(j, k);
+			if ((st = read_device(j, devs->items[k],
+					      &r->devices[k])))
+				return st;
+			tp_jctx_pop(j, old);
+		}
+	}
+	if (has_wi && wi >= (int64_t)r->n_devices)
+		return tp_jctx_fail(j, "worst_device_index",
+				    "index %lld is not one of the report's %u "
+				    "devices",
+				    (long long)wi, r->n_devices);
+	if (links && links->n) {
+		r->links = tp_calloc(links->n, sizeof(*r->links));
+		if (!r->links)
+			return tp_error_set(j->err, TP_ENOMEM, "out of memory");
+		r->n_links = (uint32_t)links->n;
+		for (size_t k = 0; k < links->n; k++) {
+			const struct tp_json *l = links->items[k];
+			struct tp_report_link *rl = &r->links[k];
+			const char *ends;
+			int64_t idx;
+			size_t old = tp_jctx_push_key(j, "links");
+			tp_jctx_push_index(j, k);
+			if ((st = tp_jctx_object(j, l, "a link report",
+						 link_fields)) ||
+			    (st = tp_jget_int(j, l, "link", true, 0,
+					      UINT32_MAX - 1, 0, &idx, NULL)) ||
+			    (st = tp_jget_string(j, l, "endpoints", false, 0,
+						 false, "", &ends)) ||
+			    (st = tp_jget_number(j, l, "bytes", false,
+						 TP_JNUM_NONNEG, 0, &rl->bytes,
+						 NULL)) ||
+			    (st = tp_jget_number(j, l, "busy_s", false,
+						 TP_JNUM_NONNEG, 0, &rl->busy_s,
+						 NULL)))
+				return st;
+			rl->link = (uint32_t)idx;
+			tp_jctx_pop(j, old);
+		}
+	}
+	return TP_OK;
+}
+
+enum tp_status tp_report_load(const char *name, const char *text, size_t len,
+			      const struct tp_load_options *o,
+			      struct tp_report *r, struct tp_error *err)
+{
+	struct tp_json_doc doc;
+	struct tp_jctx j;
+	enum tp_status st;
+
+	tp_report_release(r);
+	tp_report_init(r);
+	st = tp_io_parse(name, text, len, o, "tagplan-report/1", &doc, &j,
+			 err);
+	if (st)
+		return st;
+	st = read_report(&j, doc.root, r);
+	tp_json_doc_release(&doc);
+	if (st) {
+		tp_error_set_file(err, name);
+		tp_report_release(r);
+		tp_report_init(r);
+	}
+	return st;
+}
+
+/* A readable name for a vertex: device name, "<node>/fabric",
+ * "<node>/nic", "switch<k>". */
+static void vertex_name(const struct tp_cluster *c, uint32_t v, char *buf,
+			size_t size)
+{
+	uint32_t sw = 0;
+
+	for (uint32_t d = 0; d < c->devices.n; d++)
+		if (c->devices.v[d].vertex == v) {
+			snprintf(buf, size, "%s", c->devices.v[d].name);
+			return;
+		}
+	for (uint32_t k = 0; k < c->nodes.n; k++) {
+		if (c->nodes.v[k].fabric_vertex == v) {
+			snprintf(buf, size, "%s/fabric", c->nodes.v[k].name);
+			return;
+		}
+		if (c->nodes.v[k].nic_vertex == v) {
+			snprintf(buf, size, "%s/nic", c->nodes.v[k].name);
+			return;
+		}
+	}
+	for (uint32_t u = 0; u < v && u < c->vertex_kind.n; u++)
+		sw += c->vertex_kind.v[u] == TP_VERTEX_SWITCH;
+	snprintf(buf, size, "switch%u", sw);
+}
+
+void tp_report_write(const struct tp_report *r, const struct tp_cluster *c,
+		     struct tp_strbuf *out)
+{
+	struct tp_jw jw;
+	bool names = c && c->devices.n == r->n_devices;
+
+	tp_jw_init(&jw, out, true);
+	tp_jw_object_begin(&jw);
+	tp_jw_kv_string(&jw, "format", "tagplan-report/1");
+	tp_jw_kv_bool(&jw, "feasible", r->feasible);
+	tp_jw_kv_number(&jw, "iteration_time_s", r->iteration_time_s);
+	tp_jw_kv_number(&jw, "throughput_samples_per_s",
+			r->throughput_samples_per_s);
+	tp_jw_kv_number(&jw, "tokens_per_s", r->tokens_per_s);
+	tp_jw_kv_number(&jw, "model_flop_per_iteration",
+			r->model_flop_per_iteration);
+	tp_jw_kv_number(&jw, "tflops_per_device", r->tflops_per_device);
+	tp_jw_kv_number(&jw, "mfu", r->mfu);
+	tp_jw_kv_number(&jw, "bubble_fraction", r->bubble_fraction);
+	tp_jw_key(&jw, "devices");
+	tp_jw_array_begin(&jw);
+	for (uint32_t d = 0; d < r->n_devices; d++) {
+		const struct tp_report_device *rd = &r->devices[d];
+		tp_jw_object_begin(&jw);
+		if (names)
+			tp_jw_kv_string(&jw, "device", c->devices.v[d].name);
+		tp_jw_kv_number(&jw, "peak_memory_bytes", rd->peak_memory_bytes);
+		tp_jw_kv_number(&jw, "capacity_bytes", rd->capacity_bytes);
+		tp_jw_kv_number(&jw, "compute_s", rd->compute_s);
+		tp_jw_kv_number(&jw, "communication_s", rd->communication_s);
+		tp_jw_kv_number(&jw, "idle_s", rd->idle_s);
+		tp_jw_key(&jw, "memory");
+		tp_jw_object_begin(&jw);
+		tp_jw_kv_number(&jw, "weights_bytes", rd->memory.weights);
+		tp_jw_kv_number(&jw, "gradients_bytes", rd->memory.gradients);
+		tp_jw_kv_number(&jw, "optimizer_bytes", rd->memory.optimizer);
+		tp_jw_kv_number(&jw, "activations_bytes",
+				rd->memory.activations);
+		tp_jw_kv_number(&jw, "temporary_bytes", rd->memory.temporary);
+		tp_jw_kv_number(&jw, "reserved_bytes", rd->memory.reserved);
+		tp_jw_object_end(&jw);
+		tp_jw_object_end(&jw);
+	}
+	tp_jw_array_end(&jw);
+	tp_jw_key(&jw, "links");
+	tp_jw_array_begin(&jw);
+	for (uint32_t k = 0; k < r->n_links; k++) {
+		const struct tp_report_link *l = &r->links[k];
+		tp_jw_object_begin(&jw);
+		tp_jw_kv_int(&jw, "link", l->link);
+		if (c && l->link < c->links.n) {
+			char a[300], b[300], both[640];
+			vertex_name(c, c->links.v[l->link].a, a, sizeof(a));
+			vertex_name(c, c->links.v[l->link].b, b, sizeof(b));
+			snprintf(both, sizeof(both), "%s -- %s", a, b);
+			tp_jw_kv_string(&jw, "endpoints", both);
+		}
+		tp_jw_kv_number(&jw, "bytes", l->bytes);
+		tp_jw_kv_number(&jw, "busy_s", l->busy_s);
+		tp_jw_object_end(&jw);
+	}
+	tp_jw_array_end(&jw);
+	if (r->worst_device != UINT32_MAX) {
+		tp_jw_kv_int(&jw, "worst_device_index", r->worst_device);
+		if (names && r->worst_device < c->devices.n)
+			tp_jw_kv_string(&jw, "worst_device",
+					c->devices.v[r->worst_device].name);
+	}
+	tp_jw_kv_number(&jw, "over_bytes", r->over_bytes);
+	if (r->reason[0])
+		tp_jw_kv_string(&jw, "reason", r->reason);
+	if (r->approximations[0])
+		tp_jw_kv_string(&jw, "approximations", r->approximations);
+	tp_jw_object_end(&jw);
+	tp_jw_finish(&jw);
+}

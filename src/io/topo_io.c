@@ -1,0 +1,755 @@
+/*
+ * topo_io.c - tagplan-topology/1 <-> struct tp_cluster (README section 2).
+ *
+ * Nodes are built exactly as tp_cluster_build_node does (fabric vertex,
+ * NIC vertex, then per device: device vertex, fabric link, NIC link), but
+ * with several device types per node; then the node's explicit links.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/jsonw.h"
+#include "ioint.h"
+
+static const char *const topo_fields[] = {"format", "name", "device_types",
+					  "nodes", "network", NULL};
+static const char *const node_fields[] = {"name", "count", "devices",
+					  "fabric", "links", "nic", NULL};
+static const char *const dev_fields[] = {"type", "count", NULL};
+static const char *const fabric_fields[] = {"kind", "bandwidth_Bps",
+					    "latency_s", NULL};
+static const char *const nlink_fields[] = {"a", "b", "bandwidth_Bps",
+					   "latency_s", "kind", NULL};
+static const char *const nic_fields[] = {"count", "bandwidth_Bps",
+					 "latency_s", NULL};
+static const char *const net_fields[] = {"oversubscription", "switches",
+					 "links", NULL};
+static const char *const sw_fields[] = {"name", NULL};
+static const char *const netlink_fields[] = {"a", "b", "bandwidth_Bps",
+					     "latency_s", NULL};
+
+static int parse_fabric_kind(const char *s)
+{
+	int k = tp_link_kind_parse(s);
+	return k == TP_LINK_NIC || k == TP_LINK_NETWORK ? -1 : k;
+}
+
+struct dev_run {
+	uint32_t type, count;
+};
+
+struct node_spec {
+	const char *name;
+	int64_t count; /* replicas, 0 = no "count" field */
+	TP_VEC(struct dev_run) runs;
+	uint32_t n_devices;
+	bool fabric;
+	int fabric_kind;
+	double fabric_bw, fabric_lat;
+	bool nic;
+	int64_t n_nics;
+	double nic_bw, nic_lat;
+	const struct tp_json *links;
+};
+
+static enum tp_status read_node(struct tp_jctx *j, const struct tp_json *v,
+				const struct tp_cluster *c,
+				struct node_spec *ns)
+{
+	const struct tp_json *devs, *fab, *nic;
+	bool has_count;
+	enum tp_status st;
+	size_t old;
+
+	if ((st = tp_jctx_object(j, v, "a node", node_fields)) ||
+	    (st = tp_jget_string(j, v, "name", true, TP_IO_NAME_MAX - 8, true,
+				 NULL, &ns->name)) ||
+	    (st = tp_jget_int(j, v, "count", false, 1, TP_IO_MAX_DEVICES, 1,
+			      &ns->count, &has_count)) ||
+	    (st = tp_jget_array(j, v, "devices", true, true, &devs)) ||
+	    (st = tp_jget_object(j, v, "fabric", false, &fab)) ||
+	    (st = tp_jget_array(j, v, "links", false, false, &ns->links)) ||
+	    (st = tp_jget_object(j, v, "nic", false, &nic)))
+		return st;
+	if (!has_count)
+		ns->count = 0;
+	for (size_t k = 0; k < devs->n; k++) {
+		const struct tp_json *d = devs->items[k];
+		struct dev_run r;
+		const char *type;
+		int64_t cnt;
+
+		old = tp_jctx_push_key(j, "devices");
+		tp_jctx_push_index(j, k);
+		if ((st = tp_jctx_object(j, d, "a device entry", dev_fields)) ||
+		    (st = tp_jget_string(j, d, "type", true, TP_IO_NAME_MAX,
+					 true, NULL, &type)) ||
+		    (st = tp_io_find_type(j, "type", c, type, &r.type)) ||
+		    (st = tp_jget_int(j, d, "count", false, 1,
+				      TP_IO_MAX_DEVICES, 1, &cnt, NULL)))
+			return st;
+		r.count = (uint32_t)cnt;
+		if (ns->n_devices + r.count > TP_IO_MAX_DEVICES)
+			return tp_jctx_fail(j, "count",
+					    "more than %d devices in one node",
+					    TP_IO_MAX_DEVICES);
+		ns->n_devices += r.count;
+		if (tp_vec_push(&ns->runs, r))
+			return tp_error_set(j->err, TP_ENOMEM, "out of memory");
+		tp_jctx_pop(j, old);
+	}
+	if (fab) {
+		old = tp_jctx_push_key(j, "fabric");
+		if ((st = tp_jctx_object(j, fab, "a fabric", fabric_fields)) ||
+		    (st = tp_jget_enum(j, fab, "kind", true, parse_fabric_kind,
+				       "nvswitch | pcie | nvlink | other", 0,
+				       &ns->fabric_kind)) ||
+		    (st = tp_jget_number(j, fab, "bandwidth_Bps", true,
+					 TP_JNUM_POS, 0, &ns->fabric_bw, NULL)) ||
+		    (st = tp_jget_number(j, fab, "latency_s", true,
+					 TP_JNUM_NONNEG, 0, &ns->fabric_lat,
+					 NULL)))
+			return st;
+		ns->fabric = true;
+		tp_jctx_pop(j, old);
+	}
+	if (nic) {
+		old = tp_jctx_push_key(j, "nic");
+		if ((st = tp_jctx_object(j, nic, "a NIC", nic_fields)) ||
+		    (st = tp_jget_int(j, nic, "count", false, 1, 1024, 1,
+				      &ns->n_nics, NULL)) ||
+		    (st = tp_jget_number(j, nic, "bandwidth_Bps", true,
+					 TP_JNUM_POS, 0, &ns->nic_bw, NULL)) ||
+		    (st = tp_jget_number(j, nic, "latency_s", true,
+					 TP_JNUM_NONNEG, 0, &ns->nic_lat, NULL)))
+			return st;
+		ns->nic = true;
+		tp_jctx_pop(j, old);
+	}
+	/* check the explicit links now (built per replica later) */
+	for (size_t k = 0; ns->links && k < ns->links->n; k++) {
+		const struct tp_json *l = ns->links->items[k];
+		int64_t a, b;
+		double bw, lat;
+		int kind;
+
+		old = tp_jctx_push_key(j, "links");
+		tp_jctx_push_index(j, k);
+		if ((st = tp_jctx_object(j, l, "a link", nlink_fields)) ||
+		    (st = tp_jget_int(j, l, "a", true, 0,
+				      (int64_t)ns->n_devices - 1, 0, &a,
+				      NULL)) ||
+		    (st = tp_jget_int(j, l, "b", true, 0,
+				      (int64_t)ns->n_devices - 1, 0, &b,
+				      NULL)) ||
+		    (st = tp_jget_number(j, l, "bandwidth_Bps", true,
+					 TP_JNUM_POS, 0, &bw, NULL)) ||
+		    (st = tp_jget_number(j, l, "latency_s", true,
+					 TP_JNUM_NONNEG, 0, &lat, NULL)) ||
+		    (st = tp_jget_enum(j, l, "kind", false, parse_fabric_kind,
+				       "nvlink | pcie | nvswitch | other",
+				       TP_LINK_NVLINK, &kind)))
+			return st;
+		if (a == b)
+			return tp_jctx_fail(j, "b",
+					    "a link joins two different devices "
+					    "(a and b are both %lld)",
+					    (long long)a);
+		tp_jctx_pop(j, old);
+	}
+	return TP_OK;
+}
+
+/* Build one replica of a node spec into c. */
+static enum tp_status build_node(struct tp_jctx *j, struct tp_cluster *c,
+				 const struct node_spec *ns, const char *name)
+{
+	uint32_t node, first;
+	struct tp_node *n;
+	enum tp_status st;
+
+	if (tp_cluster_find_node(c, name) != TP_NONE)
+		return tp_jctx_fail(j, "name",
+				    "duplicate node name \"%s\"; node names "
+				    "must be unique",
+				    name);
+	if ((st = tp_cluster_add_node(c, name, &node, j->err)))
+		return tp_io_wrap(j, "name", st);
+	n = &c->nodes.v[node];
+	if (ns->fabric) {
+		n->fabric_kind = (enum tp_link_kind)ns->fabric_kind;
+		n->fabric_bw_Bps = ns->fabric_bw;
+		n->fabric_latency_s = ns->fabric_lat;
+		n->fabric_vertex = tp_cluster_add_vertex(c, TP_VERTEX_FABRIC);
+		if (n->fabric_vertex == TP_NONE)
+			return tp_error_set(j->err, TP_ENOMEM, "out of memory");
+	}
+	if (ns->nic) {
+		n->n_nics = (uint32_t)ns->n_nics;
+		n->nic_bw_Bps = ns->nic_bw;
+		n->nic_latency_s = ns->nic_lat;
+		n->nic_vertex = tp_cluster_add_vertex(c, TP_VERTEX_NIC);
+		if (n->nic_vertex == TP_NONE)
+			return tp_error_set(j->err, TP_ENOMEM, "out of memory");
+	}
+	first = (uint32_t)c->devices.n;
+	for (size_t r = 0; r < ns->runs.n; r++) {
+		for (uint32_t k = 0; k < ns->runs.v[r].count; k++) {
+			uint32_t d;
+			const struct tp_node *nn;
+			if ((st = tp_cluster_add_device(c, node,
+							ns->runs.v[r].type, NULL,
+							&d, j->err)))
+				return tp_io_wrap(j, "devices", st);
+			nn = &c->nodes.v[node];
+			if (nn->fabric_vertex != TP_NONE &&
+			    (st = tp_cluster_add_link(
+				     c, c->devices.v[d].vertex,
+				     nn->fabric_vertex, nn->fabric_bw_Bps,
+				     nn->fabric_latency_s / 2, nn->fabric_kind,
+				     j->err)))
+				return tp_io_wrap(j, "fabric", st);
+			if (nn->nic_vertex != TP_NONE &&
+			    (st = tp_cluster_add_link(c, c->devices.v[d].vertex,
+						      nn->nic_vertex,
+						      nn->nic_bw_Bps, 0,
+						      TP_LINK_NIC, j->err)))
+				return tp_io_wrap(j, "nic", st);
+		}
+	}
+	for (size_t k = 0; ns->links && k < ns->links->n; k++) {
+		const struct tp_json *l = ns->links->items[k];
+		const struct tp_json *kind = tp_json_get(l, "kind");
+		uint32_t a = (uint32_t)tp_json_get(l, "a")->num;
+		uint32_t b = (uint32_t)tp_json_get(l, "b")->num;
+		enum tp_link_kind lk =
+			kind ? (enum tp_link_kind)tp_link_kind_parse(kind->str)
+			     : TP_LINK_NVLINK;
+		if ((st = tp_cluster_add_link(
+			     c, c->devices.v[first + a].vertex,
+			     c->devices.v[first + b].vertex,
+			     tp_json_get(l, "bandwidth_Bps")->num,
+			     tp_json_get(l, "latency_s")->num, lk, j->err)))
+			return tp_io_wrap(j, "links", st);
+	}
+	return TP_OK;
+}
+
+/* The vertex a network link endpoint names: a node's NIC or a switch. */
+static enum tp_status net_endpoint(struct tp_jctx *j, const char *key,
+				   struct tp_cluster *c,
+				   const struct tp_strmap *switches,
+				   const char *name, uint32_t *v,
+				   uint32_t *node)
+{
+	uint32_t n = tp_cluster_find_node(c, name);
+
+	*node = TP_NONE;
+	if (n != TP_NONE) {
+		if (c->nodes.v[n].nic_vertex == TP_NONE)
+			return tp_jctx_fail(j, key,
+					    "node \"%s\" has no \"nic\"; give it "
+					    "one to join the network",
+					    name);
+		*v = c->nodes.v[n].nic_vertex;
+		*node = n;
+		return TP_OK;
+	}
+	*v = tp_strmap_get(switches, name);
+	if (*v != TP_STRMAP_NONE)
+		return TP_OK;
+	return tp_jctx_fail(j, key,
+			    "\"%.100s\" is neither a node nor a switch of "
+			    "\"network\".\"switches\"",
+			    name);
+}
+
+static enum tp_status read_network(struct tp_jctx *j, const struct tp_json *net,
+				   struct tp_cluster *c)
+{
+	const struct tp_json *sws = NULL, *links = NULL;
+	double over = 1.0;
+	struct tp_strmap swmap;
+	enum tp_status st;
+	size_t old = tp_jctx_push_key(j, "network");
+	bool any_nic = false;
+
+	tp_strmap_init(&swmap);
+	if (net &&
+	    ((st = tp_jctx_object(j, net, "the network", net_fields)) ||
+	     (st = tp_jget_number(j, net, "oversubscription", false,
+				  TP_JNUM_GE1, 1.0, &over, NULL)) ||
+	     (st = tp_jget_array(j, net, "switches", false, false, &sws)) ||
+	     (st = tp_jget_array(j, net, "links", false, false, &links))))
+		goto out;
+	if (sws && sws->n && !(links && links->n)) {
+		st = tp_jctx_fail(j, "switches",
+				  "switches need \"links\" to join them to the "
+				  "nodes");
+		goto out;
+	}
+	if (!links || !links->n) {
+		for (size_t k = 0; k < c->nodes.n; k++)
+			any_nic |= c->nodes.v[k].nic_vertex != TP_NONE;
+		c->oversubscription = over;
+		if (any_nic &&
+		    (st = tp_cluster_connect_star(c, over, NULL, j->err)))
+			st = tp_io_wrap(j, "oversubscription", st);
+		else
+			st = TP_OK;
+		goto out;
+	}
+	c->oversubscription = over;
+	for (size_t k = 0; sws && k < sws->n; k++) {
+		const char *name;
+		uint32_t v;
+		size_t o2 = tp_jctx_push_key(j, "switches");
+		int r;
+
+		tp_jctx_push_index(j, k);
+		if ((st = tp_jctx_object(j, sws->items[k], "a switch",
+					 sw_fields)) ||
+		    (st = tp_jget_string(j, sws->items[k], "name", true,
+					 TP_IO_NAME_MAX, true, NULL, &name)))
+			goto out;
+		if (tp_cluster_find_node(c, name) != TP_NONE) {
+			st = tp_jctx_fail(j, "name",
+					  "\"%s\" is already a node name", name);
+			goto out;
+		}
+		v = tp_cluster_add_vertex(c, TP_VERTEX_SWITCH);
+		if (v == TP_NONE || (r = tp_strmap_put(&swmap, name, v, NULL)) < 0) {
+			st = tp_error_set(j->err, TP_ENOMEM, "out of memory");
+			goto out;
+		}
+		if (r > 0) {
+			st = tp_jctx_fail(j, "name", "duplicate switch name \"%s\"",
+					  name);
+			goto out;
+		}
+		tp_jctx_pop(j, o2);
+	}
+	for (size_t k = 0; k < links->n; k++) {
+		const struct tp_json *l = links->items[k];
+		const char *a, *b;
+		double bw, lat;
+		uint32_t va, vb, na, nb;
+		size_t o2 = tp_jctx_push_key(j, "links");
+
+		tp_jctx_push_index(j, k);
+		if ((st = tp_jctx_object(j, l, "a network link",
+					 netlink_fields)) ||
+		    (st = tp_jget_string(j, l, "a", true, TP_IO_NAME_MAX, true,
+					 NULL, &a)) ||
+		    (st = tp_jget_string(j, l, "b", true, TP_IO_NAME_MAX, true,
+					 NULL, &b)) ||
+		    (st = tp_jget_number(j, l, "bandwidth_Bps", true,
+					 TP_JNUM_POS, 0, &bw, NULL)) ||
+		    (st = tp_jget_number(j, l, "latency_s", true,
+					 TP_JNUM_NONNEG, 0, &lat, NULL)) ||
+		    (st = net_endpoint(j, "a", c, &swmap, a, &va, &na)) ||
+		    (st = net_endpoint(j, "b", c, &swmap, b, &vb, &nb)))
+			goto out;
+		if (va == vb) {
+			st = tp_jctx_fail(j, "b",
+					  "a link joins two different endpoints "
+					  "(both are \"%s\")",
+					  a);
+			goto out;
+		}
+		if ((st = tp_cluster_add_link(c, va, vb, bw, lat,
+					      TP_LINK_NETWORK, j->err))) {
+			st = tp_io_wrap(j, NULL, st);
+			goto out;
+		}
+		if (na != TP_NONE && c->nodes.v[na].network_link == TP_NONE)
+			c->nodes.v[na].network_link = (uint32_t)c->links.n - 1;
+		if (nb != TP_NONE && c->nodes.v[nb].network_link == TP_NONE)
+			c->nodes.v[nb].network_link = (uint32_t)c->links.n - 1;
+		tp_jctx_pop(j, o2);
+	}
+	st = TP_OK;
+out:
+	tp_strmap_release(&swmap);
+	if (!st)
+		tp_jctx_pop(j, old);
+	return st;
+}
+
+static enum tp_status read_topology(struct tp_jctx *j,
+				    const struct tp_json *root,
+				    struct tp_cluster *c, uint32_t **file_node)
+{
+	const struct tp_json *types, *nodes, *net;
+	const char *name;
+	struct node_spec ns;
+	enum tp_status st;
+	size_t total = 0;
+	TP_VEC(uint32_t) origin = {0};
+
+	memset(&ns, 0, sizeof(ns));
+	if ((st = tp_jctx_object(j, root, "a topology", topo_fields)) ||
+	    (st = tp_jget_string(j, root, "name", false, TP_IO_NAME_MAX, false,
+				 "", &name)) ||
+	    (st = tp_jget_array(j, root, "device_types", false, false,
+				&types)) ||
+	    (st = tp_jget_array(j, root, "nodes", true, true, &nodes)) ||
+	    (st = tp_jget_object(j, root, "network", false, &net)))
+		return st;
+	c->name = tp_arena_strdup(&c->arena, name);
+	if (!c->name)
+		return tp_error_set(j->err, TP_ENOMEM, "out of memory");
+	if ((st = tp_devices_load_builtin(c, j->err)))
+		return st;
+	for (size_t k = 0; types && k < types->n; k++) {
+		struct tp_device_type t;
+		size_t old = tp_jctx_push_key(j, "device_types");
+
+		tp_jctx_push_index(j, k);
+		if ((st = tp_io_read_device_type(j, types->items[k], c, true,
+						 &t)))
+			return st;
+		if (tp_cluster_find_type(c, t.name) != TP_NONE)
+			return tp_jctx_fail(j, "name",
+					    "duplicate device type \"%s\"",
+					    t.name);
+		if ((st = tp_cluster_add_type(c, &t, NULL, j->err)))
+			return tp_io_wrap(j, "name", st);
+		tp_jctx_pop(j, old);
+	}
+	for (size_t k = 0; k < nodes->n; k++) {
+		size_t old = tp_jctx_push_key(j, "nodes");
+		int64_t reps;
+
+		tp_jctx_push_index(j, k);
+		ns.runs.n = 0;
+		ns.n_devices = 0;
+		ns.fabric = ns.nic = false;
+		if ((st = read_node(j, nodes->items[k], c, &ns)))
+			goto out;
+		reps = ns.count ? ns.count : 1;
+		total += (size_t)reps * ns.n_devices;
+		if (total > TP_IO_MAX_DEVICES) {
+			st = tp_jctx_fail(j, NULL,
+					  "the topology has more than %d devices "
+					  "(the limit of this version)",
+					  TP_IO_MAX_DEVICES);
+			goto out;
+		}
+		for (int64_t r = 0; r < reps; r++) {
+			char nm[TP_IO_NAME_MAX + 32];
+			if (ns.count)
+				snprintf(nm, sizeof(nm), "%s-%lld", ns.name,
+					 (long long)r);
+			else
+				snprintf(nm, sizeof(nm), "%s", ns.name);
+			if ((st = build_node(j, c, &ns, nm)))
+				goto out;
+			if (tp_vec_push(&origin, (uint32_t)k)) {
+				st = tp_error_set(j->err, TP_ENOMEM,
+						  "out of memory");
+				goto out;
+			}
+		}
+		tp_jctx_pop(j, old);
+	}
+	if ((st = read_network(j, net, c)))
+		goto out;
+	*file_node = origin.v;
+	origin.v = NULL;
+out:
+	tp_vec_free(&ns.runs);
+	tp_vec_free(&origin);
+	return st;
+}
+
+enum tp_status tp_topology_load(const char *name, const char *text,
+				size_t len, const struct tp_load_options *o,
+				struct tp_cluster *c, struct tp_error *err)
+{
+	struct tp_json_doc doc;
+	struct tp_jctx j;
+	enum tp_status st;
+	uint32_t *file_node = NULL;
+
+	tp_cluster_release(c);
+	tp_cluster_init(c);
+	st = tp_io_parse(name, text, len, o, "tagplan-topology/1", &doc, &j,
+			 err);
+	if (st)
+		return st;
+	st = read_topology(&j, doc.root, c, &file_node);
+	tp_json_doc_release(&doc);
+	if (!st && (st = tp_cluster_finalize(c, err)) && err) {
+		/* finalize names IR nodes; the file may replicate nodes */
+		unsigned idx;
+		if (sscanf(err->path, "$.nodes[%u]", &idx) == 1 &&
+		    idx < c->nodes.n && file_node) {
+			snprintf(err->path, sizeof(err->path), "$.nodes[%u]",
+				 file_node[idx]);
+		}
+	}
+	free(file_node);
+	if (st) {
+		tp_error_set_file(err, name);
+		tp_cluster_release(c);
+		tp_cluster_init(c);
+	}
+	return st;
+}
+
+enum tp_status tp_topology_load_file(const char *path,
+				     const struct tp_load_options *o,
+				     struct tp_cluster *c,
+				     struct tp_error *err)
+{
+	char *text;
+	size_t len;
+	enum tp_status st;
+
+	st = tp_file_read(path, o ? o->max_bytes : 0, &text, &len, err);
+	if (st) {
+		tp_cluster_release(c);
+		tp_cluster_init(c);
+		return st;
+	}
+	st = tp_topology_load(path, text, len, o, c, err);
+	free(text);
+	return st;
+}
+
+/* --- writer --------------------------------------------------------------- */
+
+static void write_type(struct tp_jw *jw, const struct tp_device_type *t)
+{
+	tp_jw_object_begin(jw);
+	tp_jw_kv_string(jw, "name", t->name);
+	tp_jw_kv_number(jw, "memory_bytes", t->memory_bytes);
+	tp_jw_kv_number(jw, "memory_bandwidth_Bps", t->memory_bw_Bps);
+	tp_jw_key(jw, "peak_flops");
+	tp_jw_object_begin(jw);
+	tp_jw_kv_number(jw, "fp32", t->peak_flops[TP_DTYPE_FP32]);
+	tp_jw_kv_number(jw, "fp16", t->peak_flops[TP_DTYPE_FP16]);
+	tp_jw_kv_number(jw, "bf16", t->peak_flops[TP_DTYPE_BF16]);
+	tp_jw_object_end(jw);
+	tp_jw_kv_number(jw, "gemm_efficiency", t->gemm_efficiency);
+	tp_jw_kv_number(jw, "gemm_half_flop", t->gemm_half_flop);
+	tp_jw_kv_number(jw, "memory_efficiency", t->memory_efficiency);
+	tp_jw_kv_number(jw, "kernel_overhead_s", t->kernel_overhead_s);
+	tp_jw_kv_number(jw, "reserved_bytes", t->reserved_bytes);
+	tp_jw_kv_string(jw, "source", t->source ? t->source : "");
+	tp_jw_object_end(jw);
+}
+
+/* Node owning device vertex v, and the device's local index, or false. */
+static bool device_of_vertex(const struct tp_cluster *c, uint32_t v,
+			     const uint32_t *dev_of_vertex, uint32_t *node,
+			     uint32_t *local)
+{
+	uint32_t d = dev_of_vertex[v];
+
+	if (d == TP_NONE)
+		return false;
+	*node = c->devices.v[d].node;
+	*local = c->devices.v[d].local;
+	return true;
+}
+
+/* Is the network exactly the star the loader builds? */
+static bool is_star(const struct tp_cluster *c, uint32_t *nic_owner)
+{
+	uint32_t sw = TP_NONE, n_sw = 0, n_net = 0, n_nic_nodes = 0;
+
+	for (uint32_t v = 0; v < c->vertex_kind.n; v++)
+		if (c->vertex_kind.v[v] == TP_VERTEX_SWITCH) {
+			sw = v;
+			n_sw++;
+		}
+	for (uint32_t k = 0; k < c->nodes.n; k++)
+		n_nic_nodes += c->nodes.v[k].nic_vertex != TP_NONE;
+	if (n_nic_nodes == 0)
+		return n_sw == 0;
+	if (n_sw != 1)
+		return false;
+	for (uint32_t l = 0; l < c->links.n; l++) {
+		const struct tp_link *lk = &c->links.v[l];
+		uint32_t nic, node;
+		const struct tp_node *n;
+		if (lk->kind != TP_LINK_NETWORK)
+			continue;
+		n_net++;
+		nic = lk->a == sw ? lk->b : lk->a;
+		if ((lk->a != sw && lk->b != sw) || nic_owner[nic] == TP_NONE)
+			return false;
+		node = nic_owner[nic];
+		n = &c->nodes.v[node];
+		if (n->network_link != l ||
+		    lk->bw_Bps != n->n_nics * n->nic_bw_Bps /
+					  c->oversubscription ||
+		    lk->latency_s != n->nic_latency_s / 2)
+			return false;
+	}
+	return n_net == n_nic_nodes;
+}
+
+void tp_topology_write(const struct tp_cluster *c, struct tp_strbuf *out)
+{
+	struct tp_jw jw;
+	uint32_t nv = (uint32_t)c->vertex_kind.n;
+	uint32_t *dev_of_vertex = tp_calloc(nv + 1, sizeof(uint32_t));
+	uint32_t *nic_owner = tp_calloc(nv + 1, sizeof(uint32_t));
+	bool any_user = false;
+
+	if (!dev_of_vertex || !nic_owner) {
+		out->failed = true;
+		free(dev_of_vertex);
+		free(nic_owner);
+		return;
+	}
+	for (uint32_t v = 0; v < nv; v++)
+		dev_of_vertex[v] = nic_owner[v] = TP_NONE;
+	for (uint32_t d = 0; d < c->devices.n; d++)
+		dev_of_vertex[c->devices.v[d].vertex] = d;
+	for (uint32_t k = 0; k < c->nodes.n; k++)
+		if (c->nodes.v[k].nic_vertex != TP_NONE)
+			nic_owner[c->nodes.v[k].nic_vertex] = k;
+
+	tp_jw_init(&jw, out, true);
+	tp_jw_object_begin(&jw);
+	tp_jw_kv_string(&jw, "format", "tagplan-topology/1");
+	tp_jw_kv_string(&jw, "name", c->name ? c->name : "");
+	for (size_t k = 0; k < c->types.n; k++)
+		any_user |= !c->types.v[k].builtin;
+	if (any_user) {
+		tp_jw_key(&jw, "device_types");
+		tp_jw_array_begin(&jw);
+		for (size_t k = 0; k < c->types.n; k++)
+			if (!c->types.v[k].builtin)
+				write_type(&jw, &c->types.v[k]);
+		tp_jw_array_end(&jw);
+	}
+	tp_jw_key(&jw, "nodes");
+	tp_jw_array_begin(&jw);
+	for (uint32_t k = 0; k < c->nodes.n; k++) {
+		const struct tp_node *n = &c->nodes.v[k];
+		bool any_link = false;
+
+		tp_jw_object_begin(&jw);
+		tp_jw_kv_string(&jw, "name", n->name);
+		tp_jw_key(&jw, "devices");
+		tp_jw_array_begin(&jw);
+		for (uint32_t d = 0; d < n->n_devices;) {
+			uint32_t t = c->devices.v[n->first_device + d].type, e = d;
+			while (e < n->n_devices &&
+			       c->devices.v[n->first_device + e].type == t)
+				e++;
+			tp_jw_object_begin(&jw);
+			tp_jw_kv_string(&jw, "type", c->types.v[t].name);
+			tp_jw_kv_int(&jw, "count", e - d);
+			tp_jw_object_end(&jw);
+			d = e;
+		}
+		tp_jw_array_end(&jw);
+		if (n->fabric_vertex != TP_NONE) {
+			tp_jw_key(&jw, "fabric");
+			tp_jw_object_begin(&jw);
+			tp_jw_kv_string(&jw, "kind",
+					tp_link_kind_name(n->fabric_kind));
+			tp_jw_kv_number(&jw, "bandwidth_Bps", n->fabric_bw_Bps);
+			tp_jw_kv_number(&jw, "latency_s", n->fabric_latency_s);
+			tp_jw_object_end(&jw);
+		}
+		for (uint32_t l = 0; l < c->links.n; l++) {
+			const struct tp_link *lk = &c->links.v[l];
+			uint32_t na, nb, la, lb;
+			if (!device_of_vertex(c, lk->a, dev_of_vertex, &na,
+					      &la) ||
+			    !device_of_vertex(c, lk->b, dev_of_vertex, &nb,
+					      &lb) ||
+			    na != k || nb != k)
+				continue;
+			if (!any_link) {
+				tp_jw_key(&jw, "links");
+				tp_jw_array_begin(&jw);
+				any_link = true;
+			}
+			tp_jw_object_begin(&jw);
+			tp_jw_kv_int(&jw, "a", la);
+			tp_jw_kv_int(&jw, "b", lb);
+			tp_jw_kv_number(&jw, "bandwidth_Bps", lk->bw_Bps);
+			tp_jw_kv_number(&jw, "latency_s", lk->latency_s);
+			tp_jw_kv_string(&jw, "kind", tp_link_kind_name(lk->kind));
+			tp_jw_object_end(&jw);
+		}
+		if (any_link)
+			tp_jw_array_end(&jw);
+		if (n->nic_vertex != TP_NONE) {
+			tp_jw_key(&jw, "nic");
+			tp_jw_object_begin(&jw);
+			tp_jw_kv_int(&jw, "count", n->n_nics);
+			tp_jw_kv_number(&jw, "bandwidth_Bps", n->nic_bw_Bps);
+			tp_jw_kv_number(&jw, "latency_s", n->nic_latency_s);
+			tp_jw_object_end(&jw);
+		}
+		tp_jw_object_end(&jw);
+	}
+	tp_jw_array_end(&jw);
+	tp_jw_key(&jw, "network");
+	tp_jw_object_begin(&jw);
+	tp_jw_kv_number(&jw, "oversubscription", c->oversubscription);
+	if (!is_star(c, nic_owner)) {
+		uint32_t n_sw = 0;
+		uint32_t *sw_index = dev_of_vertex; /* reuse: vertex -> switch # */
+
+		for (uint32_t v = 0; v < nv; v++)
+			sw_index[v] = c->vertex_kind.v[v] == TP_VERTEX_SWITCH
+					      ? n_sw++
+					      : TP_NONE;
+		tp_jw_key(&jw, "switches");
+		tp_jw_array_begin(&jw);
+		for (uint32_t s = 0; s < n_sw; s++) {
+			char nm[32];
+			snprintf(nm, sizeof(nm), "switch%u", s);
+			tp_jw_object_begin(&jw);
+			tp_jw_kv_string(&jw, "name", nm);
+			tp_jw_object_end(&jw);
+		}
+		tp_jw_array_end(&jw);
+		tp_jw_key(&jw, "links");
+		tp_jw_array_begin(&jw);
+		for (uint32_t l = 0; l < c->links.n; l++) {
+			const struct tp_link *lk = &c->links.v[l];
+			uint32_t ends[2] = {lk->a, lk->b};
+			char names[2][TP_IO_NAME_MAX + 32];
+			bool ok = true;
+			for (int e = 0; e < 2; e++) {
+				uint32_t v = ends[e];
+				if (nic_owner[v] != TP_NONE)
+					snprintf(names[e], sizeof(names[e]),
+						 "%s",
+						 c->nodes.v[nic_owner[v]].name);
+				else if (sw_index[v] != TP_NONE)
+					snprintf(names[e], sizeof(names[e]),
+						 "switch%u", sw_index[v]);
+				else
+					ok = false;
+			}
+			if (!ok)
+				continue;
+			tp_jw_object_begin(&jw);
+			tp_jw_kv_string(&jw, "a", names[0]);
+			tp_jw_kv_string(&jw, "b", names[1]);
+			tp_jw_kv_number(&jw, "bandwidth_Bps", lk->bw_Bps);
+			tp_jw_kv_number(&jw, "latency_s", lk->latency_s);
+			tp_jw_object_end(&jw);
+		}
+		tp_jw_array_end(&jw);
+	}
+	tp_jw_object_end(&jw);
+	tp_jw_object_end(&jw);
+	tp_jw_finish(&jw);
+	free(dev_of_vertex);
+	free(nic_owner);
+}
