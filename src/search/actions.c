@@ -1,0 +1,1072 @@
+#include "actions.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Samples per micro-batch assumed when estimating GEMM efficiency. */
+#define BATCH_HINT 8.0
+/* Largest number of parts of a contiguous-part family. */
+#define MAX_PARTS 64
+/* Tensor-parallel degrees beyond this are not considered. */
+#define MAX_TP 64
+
+struct tp_space_scratch {
+	uint32_t n_dev;
+	double *static_b; /* per device: weights, gradients, optimizer */
+	double *act_b;    /* per device: activation bytes at the first split */
+	double *fit;      /* per device: scale factor that would fit */
+	uint32_t *mark;   /* per device: last run index + 1 holding it */
+	uint32_t *stage;  /* per run: pipeline stage */
+	uint32_t *run_first; /* per run: first coarse group */
+	double *speed;    /* per replica */
+	double *cap;      /* per replica */
+	int64_t *samples; /* per replica */
+	uint32_t *order;  /* per replica, for largest remainders */
+	double *rem;
+	uint32_t cap_rep; /* capacity of the per-replica arrays */
+};
+
+/* ------------------------------------------------------------------ */
+/* cost estimates                                                      */
+
+double tp_space_op_time(const struct tp_model *m, const struct tp_cluster *c,
+			uint32_t op, uint32_t t)
+{
+	const struct tp_op *o = &m->ops.v[op];
+	const struct tp_device_type *ty = &c->types.v[t];
+	double peak, eff, half, bw, meff, ovh, ce, f, fwd, bwd;
+
+	for (uint32_t i = 0; i < o->n_prof; i++) {
+		const struct tp_profile *p = &m->profiles.v[o->prof_first + i];
+		if (p->batch > 0 && strcmp(p->device_type, ty->name) == 0)
+			return (p->forward_s + p->backward_s) / p->batch;
+	}
+	if (o->kind == TP_OP_INPUT)
+		return 0;
+	peak = ty->peak_flops[m->dtype] > 0 ? ty->peak_flops[m->dtype]
+					    : ty->peak_flops[TP_DTYPE_FP32];
+	if (!(peak > 0))
+		peak = 1e13;
+	eff = ty->gemm_efficiency > 0 ? ty->gemm_efficiency : 0.6;
+	half = ty->gemm_half_flop > 0 ? ty->gemm_half_flop : 1e9;
+	bw = ty->memory_bw_Bps > 0 ? ty->memory_bw_Bps : 5e11;
+	meff = ty->memory_efficiency > 0 ? ty->memory_efficiency : 0.7;
+	ovh = ty->kernel_overhead_s > 0 ? ty->kernel_overhead_s : 5e-6;
+	f = o->flop * BATCH_HINT;
+	if (o->kind == TP_OP_MATMUL || o->kind == TP_OP_CONV ||
+	    o->kind == TP_OP_ATTENTION)
+		ce = eff * f / (f + half);
+	else
+		ce = eff * 0.25;
+	if (!(ce > 0))
+		ce = 1e-3;
+	fwd = fmax(o->flop / (peak * ce), o->mem_bytes / (bw * meff));
+	bwd = fmax(o->backward_flop / (peak * ce),
+		   2 * o->mem_bytes / (bw * meff));
+	return fwd + bwd + 3 * ovh / BATCH_HINT;
+}
+
+double tp_space_state_factor(const struct tp_model *m)
+{
+	bool half = m->dtype != TP_DTYPE_FP32;
+	double opt;
+
+	switch (m->optimizer) {
+	case TP_OPT_ADAM:
+		opt = half ? 6 : 2;
+		break;
+	case TP_OPT_MOMENTUM:
+		opt = half ? 4 : 1;
+		break;
+	default:
+		opt = half ? 2 : 0;
+		break;
+	}
+	return 2 + opt;
+}
+
+/* ------------------------------------------------------------------ */
+/* device sets                                                         */
+
+static uint32_t gcd32(uint32_t a, uint32_t b)
+{
+	while (b) {
+		uint32_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* Largest tp such that the set's devices on every node form whole,
+ * aligned blocks of tp. */
+static uint32_t set_tp_max(const struct tp_cluster *c, const uint32_t *d,
+			   uint32_t n)
+{
+	uint32_t g = 0, i = 0;
+
+	while (i < n) {
+		uint32_t node = c->devices.v[d[i]].node, j = i;
+		while (j < n && c->devices.v[d[j]].node == node)
+			j++;
+		g = gcd32(g, j - i);
+		/* alignment of the first local index */
+		if (c->devices.v[d[i]].local)
+			g = gcd32(g, c->devices.v[d[i]].local);
+		i = j;
+	}
+	return g ? g : 1;
+}
+
+/* Add a set (or find an identical one); returns its index or TP_NONE on
+ * allocation failure. */
+static uint32_t add_set(struct tp_space *s, const uint32_t *d, uint32_t n,
+			enum tp_devset_kind kind, const char *label)
+{
+	const struct tp_cluster *c = s->cluster;
+	struct tp_devset set;
+	uint32_t prev_node = TP_NONE;
+
+	for (uint32_t i = 0; i < s->sets.n; i++) {
+		const struct tp_devset *o = &s->sets.v[i];
+		if (o->n == n &&
+		    memcmp(s->devs.v + o->first, d, n * sizeof(*d)) == 0)
+			return i;
+	}
+	memset(&set, 0, sizeof(set));
+	set.first = (uint32_t)s->devs.n;
+	set.n = n;
+	set.kind = kind;
+	set.type = c->devices.v[d[0]].type;
+	snprintf(set.label, sizeof(set.label), "%s", label);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct tp_device *dev = &c->devices.v[d[i]];
+		const struct tp_device_type *ty = &c->types.v[dev->type];
+		if (dev->node != prev_node) {
+			set.n_nodes++;
+			prev_node = dev->node;
+		}
+		if (dev->type != set.type)
+			set.type = TP_NONE;
+		set.speed += s->dev_speed[d[i]];
+		set.memory += ty->memory_bytes - ty->reserved_bytes;
+	}
+	set.tp_max = set_tp_max(c, d, n);
+	if (tp_vec_reserve(&s->devs, n) || tp_vec_push(&s->sets, set))
+		return TP_NONE;
+	memcpy(s->devs.v + s->devs.n, d, n * sizeof(*d));
+	s->devs.n += n;
+	if (n > s->max_group_devices)
+		s->max_group_devices = n;
+	return (uint32_t)s->sets.n - 1;
+}
+
+static int add_family(struct tp_space *s, const uint32_t *members, uint32_t n,
+		      enum tp_devset_kind kind)
+{
+	struct tp_family f = {(uint32_t)s->family_sets.n, n, kind};
+
+	if (n < 2)
+		return 0;
+	if (tp_vec_reserve(&s->family_sets, n))
+		return -1;
+	memcpy(s->family_sets.v + s->family_sets.n, members,
+	       n * sizeof(*members));
+	s->family_sets.n += n;
+	return tp_vec_push(&s->families, f);
+}
+
+static enum tp_status build_sets(struct tp_space *s, struct tp_error *err)
+{
+	const struct tp_cluster *c = s->cluster;
+	uint32_t n = (uint32_t)c->devices.n, *d = NULL, *mem = NULL;
+	uint32_t n_types_present = 0;
+	char label[32];
+
+	d = malloc(n * sizeof(*d));
+	mem = malloc((n + 1) * sizeof(*mem));
+	if (!d || !mem)
+		goto nomem;
+	for (uint32_t i = 0; i < n; i++)
+		d[i] = i;
+	if (add_set(s, d, n, TP_DEVSET_ALL, "all") == TP_NONE)
+		goto nomem;
+	for (uint32_t t = 0; t < s->n_types; t++)
+		if (c->type_count[t])
+			n_types_present++;
+	/* device types, ordered by their first device */
+	if (n_types_present > 1) {
+		uint32_t nm = 0;
+		uint8_t *done = calloc(s->n_types, 1);
+		if (!done)
+			goto nomem;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t t = c->devices.v[i].type, k = 0, idx;
+			if (done[t])
+				continue;
+			done[t] = 1;
+			for (uint32_t j = 0; j < n; j++)
+				if (c->devices.v[j].type == t)
+					d[k++] = j;
+			idx = add_set(s, d, k, TP_DEVSET_TYPE,
+				      c->types.v[t].name);
+			if (idx == TP_NONE) {
+				free(done);
+				goto nomem;
+			}
+			mem[nm++] = idx;
+		}
+		free(done);
+		if (add_family(s, mem, nm, TP_DEVSET_TYPE))
+			goto nomem;
+	}
+	/* nodes */
+	if (c->nodes.n > 1 && c->nodes.n <= MAX_PARTS) {
+		uint32_t nm = 0;
+		for (uint32_t k = 0; k < c->nodes.n; k++) {
+			const struct tp_node *nd = &c->nodes.v[k];
+			uint32_t idx;
+			if (!nd->n_devices)
+				continue;
+			for (uint32_t j = 0; j < nd->n_devices; j++)
+				d[j] = nd->first_device + j;
+			idx = add_set(s, d, nd->n_devices, TP_DEVSET_NODE,
+				      nd->name);
+			if (idx == TP_NONE)
+				goto nomem;
+			mem[nm++] = idx;
+		}
+		if (add_family(s, mem, nm, TP_DEVSET_NODE))
+			goto nomem;
+	}
+	/* contiguous parts, every divisor p of n */
+	for (uint32_t p = 2; p <= n && p <= MAX_PARTS; p++) {
+		uint32_t size = n / p, nm = 0;
+		enum tp_devset_kind kind =
+			size == 1 ? TP_DEVSET_SINGLE : TP_DEVSET_PART;
+		if (n % p || size == 1)
+			continue; /* single devices come below */
+		for (uint32_t k = 0; k < p; k++) {
+			uint32_t idx;
+			for (uint32_t j = 0; j < size; j++)
+				d[j] = k * size + j;
+			if (size == 1)
+				snprintf(label, sizeof(label), "%s",
+					 c->devices.v[k].name);
+			else
+				snprintf(label, sizeof(label), "%u/%u", k + 1,
+					 p);
+			idx = add_set(s, d, size, kind, label);
+			if (idx == TP_NONE)
+				goto nomem;
+			mem[nm++] = idx;
+		}
+		if (add_family(s, mem, nm, kind))
+			goto nomem;
+	}
+	/* single devices (offered as candidates only on small clusters;
+	   the greedy baseline places groups on them) */
+	if (n > 1) {
+		for (uint32_t k = 0; k < n; k++) {
+			d[0] = k;
+			mem[k] = add_set(s, d, 1, TP_DEVSET_SINGLE,
+					 c->devices.v[k].name);
+			if (mem[k] == TP_NONE)
+				goto nomem;
+		}
+		if (add_family(s, mem, n, TP_DEVSET_SINGLE))
+			goto nomem;
+	}
+	/* contiguous parts of about equal speed (heterogeneous clusters) */
+	if (n_types_present > 1) {
+		double total = 0, *cum = malloc((n + 1) * sizeof(double));
+		if (!cum)
+			goto nomem;
+		cum[0] = 0;
+		for (uint32_t i = 0; i < n; i++)
+			cum[i + 1] = cum[i] + s->dev_speed[i];
+		total = cum[n];
+		for (uint32_t p = 2; p <= 4 && p <= n; p++) {
+			uint32_t b[5], nm = 0;
+			b[0] = 0;
+			b[p] = n;
+			for (uint32_t k = 1; k < p; k++) {
+				double want = total * k / p;
+				uint32_t best = b[k - 1] + 1;
+				for (uint32_t i = b[k - 1] + 1;
+				     i + (p - k) <= n; i++)
+					if (fabs(cum[i] - want) <
+					    fabs(cum[best] - want))
+						best = i;
+				b[k] = best;
+			}
+			for (uint32_t k = 0; k < p; k++) {
+				uint32_t idx, sz = b[k + 1] - b[k];
+				for (uint32_t j = 0; j < sz; j++)
+					d[j] = b[k] + j;
+				snprintf(label, sizeof(label), "speed %u/%u",
+					 k + 1, p);
+				idx = add_set(s, d, sz, TP_DEVSET_SPEED_PART,
+					      label);
+				if (idx == TP_NONE) {
+					free(cum);
+					goto nomem;
+				}
+				mem[nm++] = idx;
+			}
+			if (add_family(s, mem, nm, TP_DEVSET_SPEED_PART)) {
+				free(cum);
+				goto nomem;
+			}
+		}
+		free(cum);
+	}
+	free(d);
+	free(mem);
+	return TP_OK;
+nomem:
+	free(d);
+	free(mem);
+	return tp_error_set(err, TP_ENOMEM, "out of memory building device "
+					    "sets");
+}
+
+enum tp_status tp_space_init(struct tp_space *s, const struct tp_model *m,
+			     const struct tp_cluster *c,
+			     const struct tp_groups *g, struct tp_error *err)
+{
+	uint32_t K = g->n, T = (uint32_t)c->types.n, nd = (uint32_t)c->devices.n;
+	double *tot = NULL, best = INFINITY;
+	enum tp_status st;
+
+	memset(s, 0, sizeof(*s));
+	s->model = m;
+	s->cluster = c;
+	s->groups = g;
+	s->n_types = T;
+	s->time = tp_calloc((size_t)K * T, sizeof(double));
+	s->type_speed = tp_calloc(T, sizeof(double));
+	s->dev_speed = tp_calloc(nd, sizeof(double));
+	s->mb_counts = tp_calloc(64, sizeof(uint32_t));
+	tot = tp_calloc(T, sizeof(double));
+	if (!s->time || !s->type_speed || !s->dev_speed || !s->mb_counts ||
+	    !tot)
+		goto nomem;
+	for (uint32_t t = 0; t < T; t++) {
+		for (uint32_t k = 0; k < K; k++) {
+			double sum = 0;
+			for (uint32_t i = g->first[k]; i < g->first[k + 1]; i++)
+				sum += tp_space_op_time(m, c, m->topo[i], t);
+			s->time[(size_t)k * T + t] = sum;
+			tot[t] += sum;
+		}
+		if (c->type_count[t] && tot[t] < best)
+			best = tot[t];
+	}
+	for (uint32_t t = 0; t < T; t++)
+		s->type_speed[t] = tot[t] > 0 && isfinite(best) ? best / tot[t]
+								: 1;
+	for (uint32_t i = 0; i < nd; i++)
+		s->dev_speed[i] = s->type_speed[c->devices.v[i].type];
+	free(tot);
+	tot = NULL;
+	/* micro-batch counts: divisors of the batch, at most 64 of them */
+	for (int64_t k = 1; k <= m->global_batch && s->n_mb < 64; k++)
+		if (m->global_batch % k == 0)
+			s->mb_counts[s->n_mb++] = (uint32_t)k;
+	st = build_sets(s, err);
+	if (st) {
+		tp_space_release(s);
+		return st;
+	}
+	return TP_OK;
+nomem:
+	free(tot);
+	tp_space_release(s);
+	return tp_error_set(err, TP_ENOMEM, "out of memory");
+}
+
+void tp_space_release(struct tp_space *s)
+{
+	if (!s)
+		return;
+	tp_vec_free(&s->sets);
+	tp_vec_free(&s->devs);
+	tp_vec_free(&s->families);
+	tp_vec_free(&s->family_sets);
+	free(s->time);
+	free(s->type_speed);
+	free(s->dev_speed);
+	free(s->mb_counts);
+	memset(s, 0, sizeof(*s));
+}
+
+struct tp_space_scratch *tp_space_scratch_new(const struct tp_space *s)
+{
+	struct tp_space_scratch *scr = calloc(1, sizeof(*scr));
+	uint32_t nd = (uint32_t)s->cluster->devices.n, K = s->groups->n;
+	uint32_t nr = s->max_group_devices ? s->max_group_devices : 1;
+
+	if (!scr)
+		return NULL;
+	scr->n_dev = nd;
+	scr->cap_rep = nr;
+	scr->static_b = tp_calloc(nd, sizeof(double));
+	scr->act_b = tp_calloc(nd, sizeof(double));
+	scr->fit = tp_calloc(nd, sizeof(double));
+	scr->mark = tp_calloc(nd, sizeof(uint32_t));
+	scr->stage = tp_calloc(K + 1, sizeof(uint32_t));
+	scr->run_first = tp_calloc(K + 1, sizeof(uint32_t));
+	scr->speed = tp_calloc(nr, sizeof(double));
+	scr->cap = tp_calloc(nr, sizeof(double));
+	scr->samples = tp_calloc(nr, sizeof(int64_t));
+	scr->order = tp_calloc(nr, sizeof(uint32_t));
+	scr->rem = tp_calloc(nr, sizeof(double));
+	if (!scr->static_b || !scr->act_b || !scr->fit || !scr->mark ||
+	    !scr->stage || !scr->run_first || !scr->speed || !scr->cap ||
+	    !scr->samples || !scr->order || !scr->rem) {
+		tp_space_scratch_free(scr);
+		return NULL;
+	}
+	return scr;
+}
+
+void tp_space_scratch_free(struct tp_space_scratch *scr)
+{
+	if (!scr)
+		return;
+	free(scr->static_b);
+	free(scr->act_b);
+	free(scr->fit);
+	free(scr->mark);
+	free(scr->stage);
+	free(scr->run_first);
+	free(scr->speed);
+	free(scr->cap);
+	free(scr->samples);
+	free(scr->order);
+	free(scr->rem);
+	free(scr);
+}
+
+/* ------------------------------------------------------------------ */
+/* validity                                                            */
+
+int64_t tp_space_micro_batch(const struct tp_space *s,
+			     const struct tp_globals *gl)
+{
+	uint32_t m = gl->micro_batches ? gl->micro_batches : 1;
+	return s->model->global_batch / m;
+}
+
+bool tp_space_tp_ok(const struct tp_space *s, uint32_t g, uint32_t set,
+		    uint32_t tp, const struct tp_globals *gl)
+{
+	const struct tp_devset *ds;
+	uint32_t units;
+
+	if (set >= s->sets.n || tp == 0 || tp > MAX_TP)
+		return false;
+	ds = &s->sets.v[set];
+	if (ds->tp_max % tp != 0 || ds->n % tp != 0)
+		return false;
+	if (tp > 1) {
+		units = s->groups->tp_units[g];
+		if (!s->groups->splittable[g])
+			return false;
+		if (units && units % tp != 0)
+			return false;
+	}
+	if (gl && (int64_t)(ds->n / tp) > tp_space_micro_batch(s, gl))
+		return false;
+	return true;
+}
+
+enum tp_sync tp_space_default_sync(const struct tp_space *s, uint32_t set,
+				   uint32_t tp)
+{
+	const struct tp_devset *ds = &s->sets.v[set];
+	uint32_t dp = ds->n / (tp ? tp : 1);
+
+	if (ds->n_nodes > 1 && dp > ds->n_nodes)
+		return TP_SYNC_HIERARCHICAL;
+	return TP_SYNC_RING;
+}
+
+bool tp_space_state_ok(const struct tp_space *s, const struct tp_globals *gl,
+		       const struct tp_decision *state)
+{
+	for (uint32_t g = 0; g < s->groups->n; g++)
+		if (!tp_space_tp_ok(s, g, state[g].set, state[g].tp, gl))
+			return false;
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* candidates                                                          */
+
+static bool same_decision(const struct tp_decision *a,
+			  const struct tp_decision *b)
+{
+	return a->set == b->set && a->tp == b->tp && a->sync == b->sync &&
+	       a->recompute == b->recompute;
+}
+
+struct alist {
+	struct tp_action *v;
+	uint32_t n, cap;
+};
+
+static void push_decision(struct alist *l, const struct tp_decision *d)
+{
+	struct tp_action a;
+
+	if (l->n >= l->cap)
+		return;
+	for (uint32_t i = 0; i < l->n; i++)
+		if (same_decision(&l->v[i].d, d))
+			return;
+	memset(&a, 0, sizeof(a));
+	a.d = *d;
+	l->v[l->n++] = a;
+}
+
+/* The largest valid tp <= want on set for group g (1 if none). */
+static uint32_t fit_tp(const struct tp_space *s, uint32_t g, uint32_t set,
+		       uint32_t want, const struct tp_globals *gl)
+{
+	for (uint32_t tp = want; tp > 1; tp--)
+		if (tp_space_tp_ok(s, g, set, tp, gl))
+			return tp;
+	return 1;
+}
+
+static void push_set(const struct tp_space *s, struct alist *l, uint32_t g,
+		     uint32_t set, uint32_t tp, uint8_t recompute,
+		     const struct tp_globals *gl)
+{
+	struct tp_decision d;
+
+	if (!tp_space_tp_ok(s, g, set, tp, gl))
+		return;
+	d.set = set;
+	d.tp = (uint16_t)tp;
+	d.sync = (uint8_t)tp_space_default_sync(s, set, tp);
+	d.recompute = recompute;
+	push_decision(l, &d);
+}
+
+uint32_t tp_space_group_actions(const struct tp_space *s, uint32_t g,
+				const struct tp_decision *state,
+				const struct tp_globals *gl,
+				struct tp_action *out, uint32_t cap)
+{
+	const struct tp_decision cur = state[g];
+	const struct tp_devset *cs = &s->sets.v[cur.set];
+	struct alist l = {out, 0, cap};
+	uint32_t K = s->groups->n, prev_set;
+	uint32_t prev_tp;
+
+	push_decision(&l, &cur);
+	if (g > 0 && tp_space_tp_ok(s, g, state[g - 1].set, state[g - 1].tp,
+				    gl))
+		push_decision(&l, &state[g - 1]);
+	if (g + 1 < K && tp_space_tp_ok(s, g, state[g + 1].set,
+					state[g + 1].tp, gl))
+		push_decision(&l, &state[g + 1]);
+	/* variants of the current decision */
+	for (uint32_t tp = 1; tp <= cs->tp_max && tp <= MAX_TP; tp++)
+		if (tp != cur.tp)
+			push_set(s, &l, g, cur.set, tp, cur.recompute, gl);
+	for (int r = 0; r < TP_RECOMPUTE_COUNT; r++) {
+		struct tp_decision d = cur;
+		if (r == cur.recompute)
+			continue;
+		if (r == TP_RECOMPUTE_SELECTIVE &&
+		    !(s->groups->selective_bytes[g] > 0))
+			continue;
+		d.recompute = (uint8_t)r;
+		push_decision(&l, &d);
+	}
+	for (int y = 0; y < TP_SYNC_COUNT; y++) {
+		struct tp_decision d = cur;
+		uint32_t dp = cs->n / (cur.tp ? cur.tp : 1);
+		if (y == cur.sync || dp < 2)
+			continue;
+		if (y == TP_SYNC_HIERARCHICAL && cs->n_nodes < 2)
+			continue;
+		d.sync = (uint8_t)y;
+		push_decision(&l, &d);
+	}
+	/* the next disjoint set after the previous group's (pipelining) */
+	prev_set = g > 0 ? state[g - 1].set : cur.set;
+	prev_tp = g > 0 ? state[g - 1].tp : cur.tp;
+	for (uint32_t f = 0; f < s->families.n; f++) {
+		const struct tp_family *fm = &s->families.v[f];
+		const uint32_t *mem = s->family_sets.v + fm->first;
+		for (uint32_t k = 0; k + 1 < fm->n; k++)
+			if (mem[k] == prev_set) {
+				uint32_t nx = mem[k + 1];
+				push_set(s, &l, g, nx,
+					 fit_tp(s, g, nx, prev_tp, gl),
+					 cur.recompute, gl);
+			}
+	}
+	/* fixed sets: all devices, each type, halves, thirds, quarters,
+	   speed parts, single GPUs of small clusters */
+	for (uint32_t f = 0; f <= s->families.n; f++) {
+		const uint32_t all = TP_SPACE_SET_ALL;
+		const uint32_t *mem = f == 0 ? &all
+					     : s->family_sets.v +
+						       s->families.v[f - 1].first;
+		uint32_t nm = f == 0 ? 1 : s->families.v[f - 1].n;
+		enum tp_devset_kind kind =
+			f == 0 ? TP_DEVSET_ALL : s->families.v[f - 1].kind;
+		if (kind == TP_DEVSET_NODE && nm > 4)
+			continue;
+		if (kind == TP_DEVSET_PART && nm > 4)
+			continue;
+		if (kind == TP_DEVSET_SINGLE && nm > 8)
+			continue;
+		for (uint32_t k = 0; k < nm; k++) {
+			const struct tp_devset *ds = &s->sets.v[mem[k]];
+			push_set(s, &l, g, mem[k], 1, cur.recompute, gl);
+			push_set(s, &l, g, mem[k],
+				 fit_tp(s, g, mem[k],
+					ds->tp_max < 8 ? ds->tp_max : 8, gl),
+				 cur.recompute, gl);
+		}
+	}
+	return l.n;
+}
+
+uint32_t tp_space_global_actions(const struct tp_space *s,
+				 const struct tp_globals *cur,
+				 const struct tp_decision *state,
+				 struct tp_action *out, uint32_t cap)
+{
+	uint32_t n = 0;
+	const uint32_t m = cur->micro_batches;
+	const uint64_t want[] = {(uint64_t)m * 2, m / 2 ? m / 2 : 1,
+				 (uint64_t)m * 4, m / 4 ? m / 4 : 1,
+				 (uint64_t)m * 8, 1};
+
+#define PUSH(gl_)                                                             \
+	do {                                                                  \
+		struct tp_action a_;                                          \
+		bool dup_ = false;                                            \
+		memset(&a_, 0, sizeof(a_));                                   \
+		a_.g = (gl_);                                                 \
+		for (uint32_t i_ = 0; i_ < n; i_++)                           \
+			if (memcmp(&out[i_].g, &a_.g, sizeof(a_.g)) == 0)     \
+				dup_ = true;                                  \
+		if (!dup_ && n < cap)                                         \
+			out[n++] = a_;                                        \
+	} while (0)
+
+	PUSH(*cur);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct tp_globals gl = *cur;
+		uint32_t best = 0;
+		/* the largest divisor of the batch not above want */
+		for (uint32_t k = 0; k < s->n_mb; k++)
+			if (s->mb_counts[k] <= want[i])
+				best = s->mb_counts[k];
+		if (!best || best == m)
+			continue;
+		gl.micro_batches = best;
+		if (tp_space_state_ok(s, &gl, state))
+			PUSH(gl);
+	}
+	if (cur->even) {
+		struct tp_globals gl = *cur;
+		gl.even = 0;
+		PUSH(gl);
+	}
+	{
+		struct tp_globals gl = *cur;
+		gl.schedule = cur->schedule == TP_SCHEDULE_GPIPE
+				      ? TP_SCHEDULE_1F1B
+				      : TP_SCHEDULE_GPIPE;
+		PUSH(gl);
+	}
+	for (uint8_t z = 0; z <= 3; z++) {
+		struct tp_globals gl = *cur;
+		if (z == cur->zero)
+			continue;
+		gl.zero = z;
+		PUSH(gl);
+	}
+#undef PUSH
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* materialising                                                       */
+
+bool tp_space_split_samples(int64_t samples, uint32_t n, const double *weight,
+			    const double *cap, int64_t *out)
+{
+	double wsum = 0;
+	int64_t given = 0;
+	bool even = true;
+
+	if (n == 0 || samples < (int64_t)n)
+		return false;
+	for (uint32_t i = 0; i < n; i++) {
+		wsum += weight[i] > 0 ? weight[i] : 0;
+		if (weight[i] != weight[0] || (cap && cap[i] < (double)samples))
+			even = false;
+	}
+	if (even || !(wsum > 0)) {
+		for (uint32_t i = 0; i < n; i++)
+			out[i] = samples / n + ((int64_t)i < samples % n);
+		return true;
+	}
+	/* proportional, at least one each, capped when the caps leave
+	   room; then largest remainders */
+	{
+		double capsum = 0, *want = malloc(n * sizeof(double));
+		bool use_cap = cap != NULL;
+		if (!want)
+			return false;
+		if (use_cap) {
+			for (uint32_t i = 0; i < n; i++)
+				capsum += cap[i] > 1 ? floor(cap[i]) : 1;
+			if (capsum < (double)samples)
+				use_cap = false;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			want[i] = (double)samples *
+				  (weight[i] > 0 ? weight[i] : 0) / wsum;
+		if (use_cap) {
+			/* water-filling: capped replicas keep their cap,
+			   the others share the rest by weight */
+			bool changed = true;
+			uint8_t *fixed = calloc(n, 1);
+			if (!fixed) {
+				free(want);
+				return false;
+			}
+			while (changed) {
+				double left = (double)samples, w = 0;
+				changed = false;
+				for (uint32_t i = 0; i < n; i++)
+					if (fixed[i])
+						left -= want[i];
+					else
+						w += weight[i] > 0 ? weight[i]
+								   : 0;
+				for (uint32_t i = 0; i < n; i++) {
+					double cp = cap[i] > 1 ? floor(cap[i])
+							       : 1;
+					if (fixed[i])
+						continue;
+					want[i] = w > 0 ? left * weight[i] / w
+							: 0;
+					if (want[i] > cp) {
+						want[i] = cp;
+						fixed[i] = 1;
+						changed = true;
+					}
+				}
+			}
+			free(fixed);
+		}
+		for (uint32_t i = 0; i < n; i++) {
+			int64_t k = (int64_t)floor(want[i]);
+			if (k < 1)
+				k = 1;
+			out[i] = k;
+			given += k;
+		}
+		/* too many (the ones): take from the largest, never below 1 */
+		while (given > samples) {
+			uint32_t bi = 0;
+			double bv = -INFINITY;
+			for (uint32_t i = 0; i < n; i++)
+				if (out[i] > 1 &&
+				    (double)out[i] - want[i] > bv) {
+					bv = (double)out[i] - want[i];
+					bi = i;
+				}
+			out[bi]--;
+			given--;
+		}
+		/* too few: largest remainders first (ties: lower index) */
+		while (given < samples) {
+			uint32_t bi = 0;
+			double bv = -INFINITY;
+			for (uint32_t i = 0; i < n; i++) {
+				double r = want[i] - (double)out[i];
+				if (use_cap && (double)out[i] + 1 >
+						       (cap[i] > 1 ? floor(cap[i])
+								   : 1))
+					r -= 1e9;
+				if (r > bv) {
+					bv = r;
+					bi = i;
+				}
+			}
+			out[bi]++;
+			given++;
+		}
+		free(want);
+	}
+	return true;
+}
+
+uint64_t tp_space_hash(const struct tp_space *s, const struct tp_globals *gl,
+		       const struct tp_decision *state)
+{
+	uint64_t h = 1469598103934665603ull;
+#define MIX(x)                                                                \
+	do {                                                                  \
+		h ^= (uint64_t)(x);                                           \
+		h *= 1099511628211ull;                                        \
+		h ^= h >> 29;                                                 \
+	} while (0)
+	MIX(gl->micro_batches);
+	MIX(gl->schedule);
+	MIX(gl->zero);
+	MIX(gl->even);
+	for (uint32_t g = 0; g < s->groups->n; g++) {
+		MIX(state[g].set);
+		MIX(((uint32_t)state[g].tp << 16) |
+		    ((uint32_t)state[g].sync << 8) | state[g].recompute);
+	}
+#undef MIX
+	return h;
+}
+
+/* Bytes of activation kept per sample by coarse group k under rc. */
+static double saved_bytes(const struct tp_groups *G, uint32_t k,
+			  enum tp_recompute rc)
+{
+	switch (rc) {
+	case TP_RECOMPUTE_SELECTIVE:
+		return G->saved_bytes[k] - G->selective_bytes[k];
+	case TP_RECOMPUTE_FULL:
+		return G->in_bytes[k] < G->saved_bytes[k] ? G->in_bytes[k]
+							  : G->saved_bytes[k];
+	default:
+		return G->saved_bytes[k];
+	}
+}
+
+/* Per-sample numbers of one run of equal decisions. */
+struct run_info {
+	uint32_t a, b; /* coarse groups [a, b) */
+	const struct tp_decision *dc;
+	const struct tp_devset *ds;
+	const uint32_t *d;
+	uint32_t tp, dp;
+	double act, inflight;
+};
+
+static void run_info(const struct tp_space *s,
+		     const struct tp_space_scratch *scr,
+		     const struct tp_decision *state, const struct tp_globals *gl,
+		     uint32_t r, uint32_t stages, struct run_info *ri)
+{
+	const struct tp_groups *G = s->groups;
+	uint32_t mcount = gl->micro_batches ? gl->micro_batches : 1;
+
+	ri->a = scr->run_first[r];
+	ri->b = scr->run_first[r + 1];
+	ri->dc = &state[ri->a];
+	ri->ds = &s->sets.v[ri->dc->set];
+	ri->d = tp_space_set_devs(s, ri->dc->set);
+	ri->tp = ri->dc->tp;
+	ri->dp = ri->ds->n / ri->tp;
+	ri->act = 0;
+	for (uint32_t k = ri->a; k < ri->b; k++)
+		ri->act += saved_bytes(G, k, (enum tp_recompute)ri->dc->recompute);
+	ri->inflight = gl->schedule == TP_SCHEDULE_GPIPE
+			       ? mcount
+			       : fmin(mcount, stages - scr->stage[r]);
+}
+
+/* Replica speeds of a run: 1 / the time per sample of its slowest
+ * device. */
+static void run_speeds(const struct tp_space *s, struct tp_space_scratch *scr,
+		       const struct run_info *ri)
+{
+	const struct tp_cluster *c = s->cluster;
+	uint32_t T = s->n_types;
+
+	for (uint32_t rep = 0; rep < ri->dp; rep++) {
+		double worst = 0;
+		for (uint32_t k = 0; k < ri->tp; k++) {
+			uint32_t t = c->devices.v[ri->d[rep * ri->tp + k]].type;
+			double x = 0;
+			for (uint32_t g = ri->a; g < ri->b; g++)
+				x += s->time[(size_t)g * T + t];
+			if (x > worst)
+				worst = x;
+		}
+		scr->speed[rep] = worst > 0 ? 1 / worst : 1;
+	}
+}
+
+static void run_shares(const struct tp_space *s, struct tp_space_scratch *scr,
+		       const struct tp_globals *gl, const struct run_info *ri)
+{
+	if (gl->even)
+		for (uint32_t rep = 0; rep < ri->dp; rep++)
+			scr->speed[rep] = 1;
+	else
+		run_speeds(s, scr, ri);
+}
+
+static void reset_plan(struct tp_plan *plan, const struct tp_model *m,
+		       const struct tp_globals *gl,
+		       enum tp_compression compression)
+{
+	tp_plan_clear(plan);
+	plan->global_batch = m->global_batch;
+	plan->micro_batches = gl->micro_batches ? gl->micro_batches : 1;
+	plan->schedule = (enum tp_schedule)gl->schedule;
+	plan->virtual_stages = 1;
+	plan->zero = gl->zero;
+	plan->compression = compression;
+}
+
+enum tp_status tp_space_materialize(const struct tp_space *s,
+				    const struct tp_globals *gl,
+				    const struct tp_decision *state,
+				    enum tp_compression compression,
+				    struct tp_space_scratch *scr,
+				    struct tp_plan *plan, struct tp_error *err)
+{
+	const struct tp_model *m = s->model;
+	const struct tp_cluster *c = s->cluster;
+	const struct tp_groups *G = s->groups;
+	uint32_t K = G->n, nruns = 0, stages = 1;
+	int64_t mb = tp_space_micro_batch(s, gl);
+	double sf = tp_space_state_factor(m);
+	uint32_t mcount = gl->micro_batches ? gl->micro_batches : 1;
+	struct run_info ri;
+
+	reset_plan(plan, m, gl, compression);
+	if (m->global_batch % mcount != 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "%u micro-batches do not divide the batch",
+				    mcount);
+	for (uint32_t g = 0; g < K; g++)
+		if (!tp_space_tp_ok(s, g, state[g].set, state[g].tp, gl))
+			return tp_error_set(
+				err, TP_EINPUT,
+				"group %u: tp=%u on set \"%s\" is not valid "
+				"with %lld samples per micro-batch",
+				g, state[g].tp,
+				state[g].set < s->sets.n
+					? s->sets.v[state[g].set].label
+					: "?",
+				(long long)mb);
+	/* runs of equal decisions; a run disjoint from the previous one
+	   starts a new pipeline stage */
+	memset(scr->mark, 0, scr->n_dev * sizeof(uint32_t));
+	for (uint32_t g = 0; g < K; g++) {
+		const uint32_t *d = tp_space_set_devs(s, state[g].set);
+		uint32_t nd = s->sets.v[state[g].set].n;
+		if (g > 0 && same_decision(&state[g], &state[g - 1]))
+			continue;
+		scr->run_first[nruns] = g;
+		if (nruns > 0) {
+			bool overlap = false;
+			for (uint32_t i = 0; i < nd && !overlap; i++)
+				overlap = scr->mark[d[i]] == nruns;
+			if (!overlap)
+				stages++;
+		}
+		scr->stage[nruns] = stages - 1;
+		for (uint32_t i = 0; i < nd; i++)
+			scr->mark[d[i]] = nruns + 1;
+		nruns++;
+	}
+	scr->run_first[nruns] = K;
+	/* memory estimate per device: model state, then activations of the
+	   speed-proportional split */
+	memset(scr->static_b, 0, scr->n_dev * sizeof(double));
+	memset(scr->act_b, 0, scr->n_dev * sizeof(double));
+	for (uint32_t r = 0; r < nruns; r++) {
+		double params = 0, w = 1, gr = 1, opt = sf - 2;
+		run_info(s, scr, state, gl, r, stages, &ri);
+		for (uint32_t k = ri.a; k < ri.b; k++)
+			params += G->param_bytes[k];
+		if (gl->zero >= 1)
+			opt /= ri.dp;
+		if (gl->zero >= 2)
+			gr /= ri.dp;
+		if (gl->zero >= 3)
+			w /= ri.dp;
+		run_shares(s, scr, gl, &ri);
+		if (!tp_space_split_samples(mb, ri.dp, scr->speed, NULL,
+					    scr->samples))
+			return tp_error_set(err, TP_EINPUT,
+					    "%u replicas do not fit in a "
+					    "micro-batch of %lld samples",
+					    ri.dp, (long long)mb);
+		for (uint32_t rep = 0; rep < ri.dp; rep++)
+			for (uint32_t k = 0; k < ri.tp; k++) {
+				uint32_t dv = ri.d[rep * ri.tp + k];
+				scr->static_b[dv] +=
+					params / ri.tp * (w + gr + opt);
+				scr->act_b[dv] += ri.act / ri.tp * ri.inflight *
+						  (double)scr->samples[rep];
+			}
+	}
+	/* how much of its activations each device could hold */
+	for (uint32_t i = 0; i < scr->n_dev; i++) {
+		const struct tp_device_type *ty =
+			&c->types.v[c->devices.v[i].type];
+		double avail =
+			ty->memory_bytes - ty->reserved_bytes - scr->static_b[i];
+		if (scr->act_b[i] <= 0 || avail >= scr->act_b[i])
+			scr->fit[i] = INFINITY;
+		else
+			scr->fit[i] = avail > 0 ? avail / scr->act_b[i] : 0;
+	}
+	/* the groups, with memory-capped shares */
+	for (uint32_t r = 0; r < nruns; r++) {
+		bool capped = false;
+		uint32_t idx;
+		enum tp_status st;
+
+		run_info(s, scr, state, gl, r, stages, &ri);
+		run_shares(s, scr, gl, &ri);
+		tp_space_split_samples(mb, ri.dp, scr->speed, NULL,
+				       scr->samples);
+		for (uint32_t rep = 0; rep < ri.dp; rep++) {
+			double f = INFINITY;
+			for (uint32_t k = 0; k < ri.tp; k++) {
+				uint32_t dv = ri.d[rep * ri.tp + k];
+				if (scr->fit[dv] < f)
+					f = scr->fit[dv];
+			}
+			scr->cap[rep] = INFINITY;
+			if (isfinite(f)) {
+				scr->cap[rep] = f * (double)scr->samples[rep];
+				capped = true;
+			}
+		}
+		if (capped && !gl->even)
+			tp_space_split_samples(mb, ri.dp, scr->speed, scr->cap,
+					       scr->samples);
+		for (uint32_t rep = 0; rep < ri.dp; rep++)
+			scr->rem[rep] = (double)scr->samples[rep] / (double)mb;
+		st = tp_plan_add_group(plan, m->topo + G->first[ri.a],
+				       G->first[ri.b] - G->first[ri.a], ri.d,
+				       ri.ds->n, ri.dp, ri.tp, scr->rem, &idx,
+				       err);
+		if (st)
+			return st;
+		plan->groups.v[idx].sync = (enum tp_sync)ri.dc->sync;
+		plan->groups.v[idx].recompute =
+			(enum tp_recompute)ri.dc->recompute;
+	}
+	return TP_OK;
+}

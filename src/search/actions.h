@@ -1,0 +1,223 @@
+/*
+ * actions.h - the search's action space: device sets, per-group decisions,
+ * global settings, candidate actions of a state, and turning a full
+ * decision vector into a plan.
+ *
+ * Device sets.  Built once per cluster, at GPU granularity, from the
+ * topology's hierarchy and device types: all devices; all devices of one
+ * type; each node; contiguous parts (halves, thirds, quarters, ... of the
+ * device order, for every divisor of the device count up to 64 parts);
+ * parts of equal total speed (heterogeneous clusters); single GPUs (small
+ * clusters).  Sets belong to *families* whose members are disjoint and
+ * ordered (the nodes, the halves, ...): "the next disjoint set" of a set
+ * is its successor in a family, which is how pipelines are built.  A set
+ * lists its devices in topology order, so tensor-parallel blocks of tp
+ * consecutive devices stay inside one node when tp divides the set's
+ * device count on every node it touches.
+ *
+ * A decision for a group: a device set, a tensor-parallel degree tp (dp =
+ * devices / tp), a gradient synchronisation method and a recomputation
+ * mode.  Global settings: micro-batch count, schedule, ZeRO stage.
+ *
+ * Materialising: consecutive groups with equal decisions become one plan
+ * group; per-replica batch shares are computed, not searched: proportional
+ * to the replica's estimated speed on that group (its slowest device),
+ * capped by the memory its devices have left (an estimate; the simulator
+ * has the last word), rounded to whole samples per micro-batch.
+ *
+ * Speeds here are estimates (roofline per op, or the model's profiles when
+ * it has them for a device type) used only to split batches and to seed
+ * heuristics; every plan is scored by the simulator.
+ *
+ * Ownership: tp_space_init / tp_space_release; the space borrows model,
+ * cluster and groups, which must outlive it.  After init it is read-only
+ * and may be shared between threads; materialising needs a per-thread
+ * struct tp_space_scratch.
+ */
+#ifndef TP_ACTIONS_H
+#define TP_ACTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/cluster.h"
+#include "../core/error.h"
+#include "../core/model.h"
+#include "../core/plan.h"
+#include "../core/vec.h"
+#include "coarsen.h"
+
+enum tp_devset_kind {
+	TP_DEVSET_ALL,
+	TP_DEVSET_TYPE,
+	TP_DEVSET_NODE,
+	TP_DEVSET_PART,       /* contiguous 1/p of the device order */
+	TP_DEVSET_SPEED_PART, /* contiguous, about 1/p of the total speed */
+	TP_DEVSET_SINGLE,
+	TP_DEVSET_KIND_COUNT
+};
+
+struct tp_devset {
+	uint32_t first, n; /* devices: space->devs.v[first .. first + n) */
+	enum tp_devset_kind kind;
+	uint32_t n_nodes;      /* nodes it touches */
+	uint32_t type;         /* device type when all alike, else TP_NONE */
+	uint32_t tp_max;       /* largest tp whose blocks stay within nodes */
+	double speed;          /* sum of the devices' relative speeds */
+	double memory;         /* sum of usable device memory, bytes */
+	char label[24];        /* "all", "V100-SXM2-16GB", "node3", "2/4" */
+};
+
+/* Members of a family: space->family_sets.v[first .. first + n). */
+struct tp_family {
+	uint32_t first, n;
+	enum tp_devset_kind kind;
+};
+
+struct tp_decision {
+	uint32_t set;      /* index into space->sets */
+	uint16_t tp;       /* tensor-parallel degree; dp = set size / tp */
+	uint8_t sync;      /* enum tp_sync */
+	uint8_t recompute; /* enum tp_recompute */
+};
+
+struct tp_globals {
+	uint32_t micro_batches;
+	uint8_t schedule; /* enum tp_schedule (interleaving is derived) */
+	uint8_t zero;     /* 0..3 */
+	uint8_t even;     /* 1: every replica gets the same share (the
+			     baselines dp and megatron), no memory caps */
+	uint8_t reserved; /* 0 */
+};
+
+/* An action: a decision (group levels) or global settings (level 0). */
+struct tp_action {
+	struct tp_decision d;
+	struct tp_globals g;
+};
+
+struct tp_space {
+	const struct tp_model *model;
+	const struct tp_cluster *cluster;
+	const struct tp_groups *groups;
+	TP_VEC(struct tp_devset) sets;
+	TP_VEC(uint32_t) devs;
+	TP_VEC(struct tp_family) families;
+	TP_VEC(uint32_t) family_sets;
+	uint32_t n_types;
+	double *time;       /* [g * n_types + t]: estimated s per sample,
+			       forward + backward, of group g on type t */
+	double *type_speed; /* per type: relative speed on the whole model
+			       (fastest = 1) */
+	double *dev_speed;  /* per device: type_speed of its type */
+	uint32_t *mb_counts; /* micro-batch counts worth trying: divisors of
+				the global batch, ascending */
+	uint32_t n_mb;
+	uint32_t max_group_devices; /* largest set size */
+};
+
+/* Per-thread working memory for materialising plans. */
+struct tp_space_scratch;
+
+/*
+ * Build the action space of (m, c, g).  Returns TP_OK, TP_ENOMEM.
+ */
+enum tp_status tp_space_init(struct tp_space *s, const struct tp_model *m,
+			     const struct tp_cluster *c,
+			     const struct tp_groups *g, struct tp_error *err);
+void tp_space_release(struct tp_space *s);
+
+struct tp_space_scratch *tp_space_scratch_new(const struct tp_space *s);
+void tp_space_scratch_free(struct tp_space_scratch *scr);
+
+static inline const uint32_t *tp_space_set_devs(const struct tp_space *s,
+						uint32_t set)
+{
+	return s->devs.v + s->sets.v[set].first;
+}
+
+/* Index of the set holding exactly all devices (always 0). */
+#define TP_SPACE_SET_ALL 0u
+
+/*
+ * May group g run on set with tensor-parallel degree tp?  tp must divide
+ * the set's device count on every node it touches (tp blocks inside
+ * nodes), divide the group's tp_units, and tp > 1 needs an op that
+ * splits.  dp = n / tp must fit in a micro-batch of the global settings
+ * (at least one sample per replica) when gl != NULL.
+ */
+bool tp_space_tp_ok(const struct tp_space *s, uint32_t g, uint32_t set,
+		    uint32_t tp, const struct tp_globals *gl);
+
+/* The default synchronisation on a set: hierarchical when its replicas
+ * span nodes with several replicas per node, else ring. */
+enum tp_sync tp_space_default_sync(const struct tp_space *s, uint32_t set,
+				   uint32_t tp);
+
+/* Samples per micro-batch under gl. */
+int64_t tp_space_micro_batch(const struct tp_space *s,
+			     const struct tp_globals *gl);
+
+/*
+ * Candidate actions for group g (level g + 1), given the full decision
+ * vector `state` (groups < g decided, the others at their defaults) and
+ * the global settings.  The first candidate is always the group's current
+ * (default) decision.  Writes at most cap actions into out (cap >= 1) and
+ * returns how many.  Deterministic.
+ */
+uint32_t tp_space_group_actions(const struct tp_space *s, uint32_t g,
+				const struct tp_decision *state,
+				const struct tp_globals *gl,
+				struct tp_action *out, uint32_t cap);
+
+/*
+ * Candidate global settings (level 0): the current ones first, then single
+ * changes (micro-batches halved/doubled/..., the other schedule, other
+ * ZeRO stages) valid for every group of `state`.
+ */
+uint32_t tp_space_global_actions(const struct tp_space *s,
+				 const struct tp_globals *cur,
+				 const struct tp_decision *state,
+				 struct tp_action *out, uint32_t cap);
+
+/* Is every group's decision valid under gl (tp_space_tp_ok)? */
+bool tp_space_state_ok(const struct tp_space *s, const struct tp_globals *gl,
+		       const struct tp_decision *state);
+
+/*
+ * Turn a full decision vector (groups->n decisions) and global settings
+ * into a plan (initialised; cleared first; summary untouched).
+ * compression is copied into the plan.  TP_EINPUT when a decision is
+ * invalid (see tp_space_tp_ok), TP_ENOMEM.
+ */
+enum tp_status tp_space_materialize(const struct tp_space *s,
+				    const struct tp_globals *gl,
+				    const struct tp_decision *state,
+				    enum tp_compression compression,
+				    struct tp_space_scratch *scr,
+				    struct tp_plan *plan, struct tp_error *err);
+
+/* 64-bit hash of (gl, state): equal inputs give equal plans. */
+uint64_t tp_space_hash(const struct tp_space *s, const struct tp_globals *gl,
+		       const struct tp_decision *state);
+
+/*
+ * Split `samples` into n whole numbers >= 1 proportional to weight[]
+ * (largest remainder; ties to the lower index), each at most cap[i] when
+ * cap != NULL and the caps leave room (caps are relaxed otherwise).
+ * Returns false when samples < n.
+ */
+bool tp_space_split_samples(int64_t samples, uint32_t n, const double *weight,
+			    const double *cap, int64_t *out);
+
+/* Estimated seconds per sample (forward + backward) of op on device type
+ * t of cluster c: the model's profile for that type when present, else a
+ * roofline estimate with the type's efficiency constants. */
+double tp_space_op_time(const struct tp_model *m, const struct tp_cluster *c,
+			uint32_t op, uint32_t t);
+
+/* Estimated bytes per parameter byte held for weights + gradients +
+ * optimizer state (mixed precision keeps fp32 master weights). */
+double tp_space_state_factor(const struct tp_model *m);
+
+#endif

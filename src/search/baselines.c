@@ -1,0 +1,583 @@
+/*
+ * baselines.c - the baselines every plan is compared with, and the
+ * structured seeds the tree search starts from.
+ *
+ *   dp         every device one data-parallel replica, even split of each
+ *              micro-batch; gradient accumulation (more micro-batches)
+ *              when one batch does not fit.
+ *   dp-hetero  the same with shares proportional to each device's speed,
+ *              capped by its memory.
+ *   megatron   the best uniform tp x pp x dp x micro-batch-size grid point
+ *              with the least recomputation / ZeRO that fits, as an expert
+ *              would configure Megatron-LM on that cluster (tensor
+ *              parallelism inside nodes, pipeline stages over contiguous
+ *              device ranges, even split).
+ *   greedy     list scheduling of the op groups onto single devices,
+ *              earliest finish time first under memory limits (Baechi's
+ *              m-ETF at group granularity), whole batch, no replication.
+ *
+ * Seeds (not reported): pipelines over each family of disjoint device
+ * sets (device types, nodes, contiguous and speed-balanced parts) with
+ * stages balanced by estimated speed, and data parallelism with tensor
+ * parallelism inside nodes and speed-proportional shares.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search_int.h"
+
+static const enum tp_recompute rc_ladder[] = {
+	TP_RECOMPUTE_NONE, TP_RECOMPUTE_SELECTIVE, TP_RECOMPUTE_FULL,
+	TP_RECOMPUTE_FULL};
+static const uint8_t zero_ladder[] = {0, 0, 0, 1};
+#define LADDER 4
+
+static void fill_all(struct tp_decision *dec, uint32_t K, uint32_t set,
+		     uint32_t tp, enum tp_sync sync, enum tp_recompute rc)
+{
+	for (uint32_t g = 0; g < K; g++) {
+		dec[g].set = set;
+		dec[g].tp = (uint16_t)tp;
+		dec[g].sync = (uint8_t)sync;
+		dec[g].recompute = (uint8_t)rc;
+	}
+}
+
+static void set_baseline(struct worker *w, enum tp_baseline b,
+			 const struct evalres *r, const struct tp_plan *plan,
+			 const char *config)
+{
+	struct tp_baseline_result *br = &w->s->res->baselines[b];
+
+	br->available = true;
+	br->feasible = r->ok && r->feasible;
+	br->iteration_time_s = r->ok ? r->time : 0;
+	br->over_fraction = r->ok ? r->over : 0;
+	snprintf(br->config, sizeof(br->config), "%s", config);
+	br->why[0] = 0;
+	if (!br->feasible && r->ok && w->report.reason[0])
+		snprintf(br->why, sizeof(br->why), "%s", w->report.reason);
+	else if (!r->ok)
+		snprintf(br->why, sizeof(br->why),
+			 "the plan could not be evaluated");
+	tp_plan_copy(&br->plan, plan, NULL);
+	br->plan.summary.valid = false;
+}
+
+/* Score (gl, dec) and keep its plan in w->plan (materialised again when
+ * the score came from the cache). */
+static enum tp_status score(struct worker *w, const struct tp_globals *gl,
+			    const struct tp_decision *dec, const char *source,
+			    struct evalres *r)
+{
+	struct sctx *s = w->s;
+	enum tp_status st = sctx_eval(w, gl, dec, source, r);
+
+	if (st)
+		return st;
+	if (!r->fresh) {
+		st = tp_space_materialize(&s->space, gl, dec,
+					  s->o->compression, w->sscr, &w->plan,
+					  &w->err);
+		if (st && st != TP_EINPUT)
+			return st;
+	}
+	return TP_OK;
+}
+
+/* Better of two results for reporting a baseline. */
+static bool better_res(const struct evalres *a, const struct evalres *b)
+{
+	if (!b->ok)
+		return a->ok;
+	if (!a->ok)
+		return false;
+	return sctx_better(a->feasible, a->time, a->over, b->feasible, b->time,
+			   b->over);
+}
+
+/* dp and dp-hetero: all devices, tp = 1; the fewest micro-batches that
+ * fit. */
+static enum tp_status baseline_dp(struct worker *w, bool even)
+{
+	struct sctx *s = w->s;
+	const struct tp_space *sp = &s->space;
+	enum tp_baseline b = even ? TP_BASELINE_DP : TP_BASELINE_DP_HETERO;
+	struct tp_decision *dec = w->dec;
+	struct evalres r, first;
+	struct tp_plan keep;
+	char config[160] = "";
+	enum tp_status st = TP_OK;
+	bool have = false;
+
+	tp_plan_init(&keep);
+	fill_all(dec, s->K, TP_SPACE_SET_ALL, 1,
+		 tp_space_default_sync(sp, TP_SPACE_SET_ALL, 1),
+		 TP_RECOMPUTE_NONE);
+	memset(&first, 0, sizeof(first));
+	for (uint32_t i = 0; i < sp->n_mb && i < 12; i++) {
+		struct tp_globals gl = {sp->mb_counts[i], TP_SCHEDULE_1F1B, 0,
+					(uint8_t)even, 0};
+		if (!tp_space_state_ok(sp, &gl, dec))
+			break;
+		st = score(w, &gl, dec, tp_baseline_name(b), &r);
+		if (st)
+			goto out;
+		if (!have || (r.ok && r.feasible)) {
+			first = r;
+			have = true;
+			tp_plan_copy(&keep, &w->plan, NULL);
+			snprintf(config, sizeof(config),
+				 "dp=%u, %s split, %u micro-batch%s of %lld",
+				 sp->sets.v[TP_SPACE_SET_ALL].n,
+				 even ? "even" : "speed-proportional",
+				 gl.micro_batches,
+				 gl.micro_batches > 1 ? "es" : "",
+				 (long long)tp_space_micro_batch(sp, &gl));
+			if (!r.ok || !r.feasible)
+				set_baseline(w, b, &r, &keep, config);
+		}
+		if (r.ok && r.feasible)
+			break;
+		if (sctx_should_stop(s) && have)
+			break;
+	}
+	if (have)
+		set_baseline(w, b, &first, &keep, config);
+	else
+		snprintf(s->res->baselines[b].why,
+			 sizeof(s->res->baselines[b].why),
+			 "the global batch of %lld is smaller than the %u "
+			 "devices",
+			 (long long)s->m->global_batch,
+			 sp->sets.v[TP_SPACE_SET_ALL].n);
+out:
+	tp_plan_release(&keep);
+	return st;
+}
+
+/* The PART family (or singles) with exactly p members, TP_NONE if none. */
+static uint32_t part_family(const struct tp_space *sp, uint32_t p)
+{
+	for (uint32_t f = 0; f < sp->families.n; f++) {
+		const struct tp_family *fm = &sp->families.v[f];
+		if ((fm->kind == TP_DEVSET_PART ||
+		     fm->kind == TP_DEVSET_SINGLE) &&
+		    fm->n == p)
+			return f;
+	}
+	return TP_NONE;
+}
+
+static uint32_t fit_tp(const struct tp_space *sp, uint32_t g, uint32_t set,
+		       uint32_t want)
+{
+	for (uint32_t tp = want; tp > 1; tp--)
+		if (tp_space_tp_ok(sp, g, set, tp, NULL))
+			return tp;
+	return 1;
+}
+
+/* Fill dec with a pipeline: stage j = family member j, groups split by
+ * stage speed; tp per group as large as valid up to want_tp. */
+static void pipeline(const struct tp_space *sp, const uint32_t *members,
+		     uint32_t n, uint32_t want_tp, enum tp_recompute rc,
+		     bool by_speed, struct tp_decision *dec, uint32_t *stage_of,
+		     double *weight, double *speed)
+{
+	uint32_t K = sp->groups->n;
+
+	for (uint32_t g = 0; g < K; g++)
+		weight[g] = sp->groups->weight[g];
+	for (uint32_t j = 0; j < n; j++)
+		speed[j] = by_speed ? sp->sets.v[members[j]].speed
+				    : sp->sets.v[members[j]].n;
+	if (n == 1)
+		for (uint32_t g = 0; g < K; g++)
+			stage_of[g] = 0;
+	else
+		search_split_stages(weight, K, speed, n, stage_of);
+	for (uint32_t g = 0; g < K; g++) {
+		uint32_t set = members[stage_of[g]];
+		uint32_t tp = fit_tp(sp, g, set, want_tp);
+		dec[g].set = set;
+		dec[g].tp = (uint16_t)tp;
+		dec[g].sync = (uint8_t)tp_space_default_sync(sp, set, tp);
+		dec[g].recompute = (uint8_t)rc;
+	}
+}
+
+struct bufs {
+	uint32_t *stage_of, *members;
+	double *weight, *speed;
+};
+
+static int bufs_init(struct bufs *b, uint32_t K, uint32_t n)
+{
+	b->stage_of = tp_calloc(K, sizeof(uint32_t));
+	b->members = tp_calloc(n + 1, sizeof(uint32_t));
+	b->weight = tp_calloc(K, sizeof(double));
+	b->speed = tp_calloc(n + 1, sizeof(double));
+	return b->stage_of && b->members && b->weight && b->speed ? 0 : -1;
+}
+
+static void bufs_free(struct bufs *b)
+{
+	free(b->stage_of);
+	free(b->members);
+	free(b->weight);
+	free(b->speed);
+}
+
+static enum tp_status baseline_megatron(struct worker *w)
+{
+	struct sctx *s = w->s;
+	const struct tp_space *sp = &s->space;
+	const struct tp_cluster *c = s->c;
+	uint32_t n = (uint32_t)c->devices.n, K = s->K;
+	int64_t B = s->m->global_batch;
+	struct tp_decision *dec = w->dec;
+	struct evalres best, r;
+	struct tp_plan keep;
+	struct bufs bf;
+	char config[160] = "", src[64];
+	enum tp_status st = TP_OK;
+	bool have = false;
+
+	memset(&best, 0, sizeof(best));
+	tp_plan_init(&keep);
+	if (bufs_init(&bf, K, n)) {
+		st = TP_ENOMEM;
+		goto out;
+	}
+	for (uint32_t tp = 1; tp <= 8; tp *= 2) {
+		if (sp->sets.v[TP_SPACE_SET_ALL].tp_max % tp)
+			continue;
+		for (uint32_t pp = 1; pp <= n / tp && pp <= K; pp++) {
+			uint32_t dp, f, rung = 0;
+			bool found = false;
+			struct evalres cfg;
+			if ((n / tp) % pp)
+				continue;
+			dp = n / (tp * pp);
+			if (pp == 1) {
+				bf.members[0] = TP_SPACE_SET_ALL;
+			} else {
+				const struct tp_family *fm;
+				f = part_family(sp, pp);
+				if (f == TP_NONE)
+					continue;
+				fm = &sp->families.v[f];
+				memcpy(bf.members,
+				       sp->family_sets.v + fm->first,
+				       pp * sizeof(uint32_t));
+			}
+			/* tp must be valid for the groups that split */
+			{
+				bool ok = true;
+				for (uint32_t g = 0; g < K && ok; g++)
+					if (sp->groups->splittable[g] &&
+					    fit_tp(sp, g, bf.members[0], tp) !=
+						    tp)
+						ok = false;
+				if (!ok)
+					continue;
+			}
+			memset(&cfg, 0, sizeof(cfg));
+			/* micro-batch size 1 up, with the least
+			   recomputation/ZeRO that fits at size 1 */
+			for (int64_t mbs = 1; mbs * dp <= B; mbs *= 2) {
+				struct tp_globals gl;
+				uint32_t m;
+				if (B % (mbs * dp))
+					break;
+				m = (uint32_t)(B / (mbs * dp));
+				memset(&gl, 0, sizeof(gl));
+				gl.micro_batches = m;
+				gl.schedule = TP_SCHEDULE_1F1B;
+				gl.even = 1;
+				for (;;) {
+					gl.zero = dp > 1 ? zero_ladder[rung] : 0;
+					pipeline(sp, bf.members, pp, tp,
+						 rc_ladder[rung], false, dec,
+						 bf.stage_of, bf.weight,
+						 bf.speed);
+					snprintf(src, sizeof(src),
+						 "megatron tp=%u pp=%u dp=%u",
+						 tp, pp, dp);
+					st = score(w, &gl, dec, src, &r);
+					if (st)
+						goto out;
+					if ((r.ok && r.feasible) || found ||
+					    rung + 1 >= LADDER)
+						break;
+					rung++;
+				}
+				if (r.ok && r.feasible)
+					found = true;
+				if (!have || better_res(&r, &best)) {
+					best = r;
+					have = true;
+					tp_plan_copy(&keep, &w->plan, NULL);
+					snprintf(config, sizeof(config),
+						 "tp=%u,pp=%u,dp=%u,mb=%lld,"
+						 "schedule=1f1b,recompute=%s,"
+						 "zero=%u",
+						 tp, pp, dp, (long long)mbs,
+						 tp_recompute_name(
+							 rc_ladder[rung]),
+						 gl.zero);
+				}
+				/* larger micro-batches need more memory and
+				   stop helping past the first slower one */
+				if (!(r.ok && r.feasible))
+					break;
+				if (cfg.ok && r.time > cfg.time)
+					break;
+				cfg = r;
+				if (sctx_should_stop(s) && have)
+					break;
+			}
+			if (sctx_should_stop(s) && have)
+				goto done;
+		}
+	}
+done:
+	if (have)
+		set_baseline(w, TP_BASELINE_MEGATRON, &best, &keep, config);
+	else
+		snprintf(s->res->baselines[TP_BASELINE_MEGATRON].why,
+			 sizeof(s->res->baselines[0].why),
+			 "no uniform tp x pp x dp grid point divides this "
+			 "cluster and batch");
+out:
+	bufs_free(&bf);
+	tp_plan_release(&keep);
+	return st;
+}
+
+/* Greedy list scheduling (m-ETF) of groups onto single devices. */
+static enum tp_status baseline_greedy(struct worker *w)
+{
+	struct sctx *s = w->s;
+	const struct tp_space *sp = &s->space;
+	const struct tp_cluster *c = s->c;
+	const struct tp_model *m = s->m;
+	const struct tp_groups *G = &s->groups;
+	uint32_t n = (uint32_t)c->devices.n, K = s->K, T = sp->n_types;
+	double B = (double)m->global_batch, sf = tp_space_state_factor(m);
+	double *bytes = tp_calloc((size_t)K * K, sizeof(double));
+	double *ready = tp_calloc(n, sizeof(double));
+	double *used = tp_calloc(n, sizeof(double));
+	double *fin = tp_calloc(K, sizeof(double));
+	uint32_t *dev = tp_calloc(K, sizeof(uint32_t));
+	uint32_t *single = tp_calloc(n, sizeof(uint32_t));
+	struct tp_decision *dec = w->dec;
+	struct evalres r;
+	struct tp_globals gl = {1, TP_SCHEDULE_1F1B, 0, 0, 0};
+	enum tp_status st = TP_OK;
+	uint32_t fam = TP_NONE, used_devs = 0;
+	char config[160];
+
+	if (!bytes || !ready || !used || !fin || !dev || !single) {
+		st = TP_ENOMEM;
+		goto out;
+	}
+	if (n == 1) {
+		single[0] = TP_SPACE_SET_ALL;
+	} else {
+		for (uint32_t f = 0; f < sp->families.n; f++)
+			if (sp->families.v[f].kind == TP_DEVSET_SINGLE &&
+			    sp->families.v[f].n == n)
+				fam = f;
+		if (fam == TP_NONE) {
+			st = TP_EINTERNAL;
+			goto out;
+		}
+		memcpy(single, sp->family_sets.v + sp->families.v[fam].first,
+		       n * sizeof(uint32_t));
+	}
+	for (size_t e = 0; e < m->edges.n; e++) {
+		uint32_t a = G->group_of[m->edges.v[e].src];
+		uint32_t b = G->group_of[m->edges.v[e].dst];
+		if (a != b)
+			bytes[(size_t)a * K + b] += m->edges.v[e].bytes * B;
+	}
+	for (uint32_t g = 0; g < K; g++) {
+		double need = G->param_bytes[g] * sf + G->saved_bytes[g] * B;
+		double best_f = INFINITY, best_free = -INFINITY;
+		uint32_t best_d = TP_NONE, roomiest = 0;
+		for (uint32_t d = 0; d < n; d++) {
+			const struct tp_device_type *ty =
+				&c->types.v[c->devices.v[d].type];
+			double cap = ty->memory_bytes - ty->reserved_bytes;
+			double start = ready[d], f;
+			for (uint32_t p = 0; p < g; p++) {
+				double x = bytes[(size_t)p * K + g], arr;
+				if (x <= 0)
+					continue;
+				arr = fin[p];
+				if (dev[p] != d) {
+					const struct tp_route *rt =
+						tp_cluster_route(c, dev[p], d);
+					arr += rt->latency_s +
+					       (rt->bw_Bps > 0 ? x / rt->bw_Bps
+							       : 0);
+				}
+				if (arr > start)
+					start = arr;
+			}
+			f = start +
+			    sp->time[(size_t)g * T + c->devices.v[d].type] * B;
+			if (cap - used[d] > best_free) {
+				best_free = cap - used[d];
+				roomiest = d;
+			}
+			if (used[d] + need <= cap && f < best_f) {
+				best_f = f;
+				best_d = d;
+			}
+		}
+		if (best_d == TP_NONE) {
+			/* nothing fits: the device with the most room */
+			best_d = roomiest;
+			best_f = ready[best_d] +
+				 sp->time[(size_t)g * T +
+					  c->devices.v[best_d].type] *
+					 B;
+		}
+		if (used[best_d] == 0)
+			used_devs++;
+		dev[g] = best_d;
+		fin[g] = best_f;
+		ready[best_d] = best_f;
+		used[best_d] += need;
+		dec[g].set = single[best_d];
+		dec[g].tp = 1;
+		dec[g].sync = TP_SYNC_RING;
+		dec[g].recompute = TP_RECOMPUTE_NONE;
+	}
+	st = score(w, &gl, dec, "greedy", &r);
+	if (st)
+		goto out;
+	snprintf(config, sizeof(config),
+		 "m-ETF list scheduling of %u groups onto %u single device%s, "
+		 "whole batch",
+		 K, used_devs, used_devs == 1 ? "" : "s");
+	set_baseline(w, TP_BASELINE_GREEDY, &r, &w->plan, config);
+out:
+	free(bytes);
+	free(ready);
+	free(used);
+	free(fin);
+	free(dev);
+	free(single);
+	return st;
+}
+
+enum tp_status search_baselines(struct worker *w)
+{
+	enum tp_status st;
+
+	if ((st = baseline_dp(w, true)) || (st = baseline_dp(w, false)) ||
+	    (st = baseline_megatron(w)) || (st = baseline_greedy(w)))
+		return st;
+	return TP_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* seeds                                                               */
+
+/* Try a pipeline over `members` with a few tp and micro-batch counts. */
+static enum tp_status seed_pipeline(struct worker *w, struct bufs *bf,
+				    uint32_t n, const char *what)
+{
+	struct sctx *s = w->s;
+	const struct tp_space *sp = &s->space;
+	int64_t B = s->m->global_batch;
+	struct tp_decision *dec = w->dec;
+	uint32_t tps[2] = {1, 8};
+	char src[96];
+	enum tp_status st;
+
+	for (int ti = 0; ti < 2; ti++) {
+		for (uint32_t mult = 1; mult <= 8; mult *= 2) {
+			uint64_t want = (uint64_t)n * mult;
+			uint32_t mcount = 0;
+			struct evalres r;
+			if (n == 1 && mult > 1)
+				break;
+			for (uint32_t k = 0; k < sp->n_mb; k++)
+				if (sp->mb_counts[k] <= want)
+					mcount = sp->mb_counts[k];
+			if (!mcount || (int64_t)mcount > B)
+				continue;
+			for (int rung = 0; rung < 3; rung++) {
+				struct tp_globals gl = {mcount,
+							TP_SCHEDULE_1F1B, 0, 0,
+							0};
+				pipeline(sp, bf->members, n, tps[ti],
+					 rc_ladder[rung], true, dec,
+					 bf->stage_of, bf->weight, bf->speed);
+				if (!tp_space_state_ok(sp, &gl, dec))
+					break;
+				snprintf(src, sizeof(src),
+					 "seed: %s, %u stage%s, m=%u", what, n,
+					 n == 1 ? "" : "s", mcount);
+				st = sctx_eval(w, &gl, dec, src, &r);
+				if (st)
+					return st;
+				s->res->seeds++;
+				if (r.ok && r.feasible)
+					break;
+			}
+			if (sctx_should_stop(s))
+				return TP_OK;
+		}
+		if (sp->sets.v[bf->members[0]].tp_max < 2)
+			break;
+	}
+	return TP_OK;
+}
+
+enum tp_status search_seeds(struct worker *w)
+{
+	struct sctx *s = w->s;
+	const struct tp_space *sp = &s->space;
+	struct bufs bf;
+	enum tp_status st = TP_OK;
+	char what[64];
+
+	if (bufs_init(&bf, s->K, (uint32_t)s->c->devices.n))
+		return TP_ENOMEM;
+	/* data parallel (plus tensor parallel) with proportional shares */
+	bf.members[0] = TP_SPACE_SET_ALL;
+	st = seed_pipeline(w, &bf, 1, "all devices");
+	for (uint32_t f = 0; f < sp->families.n && !st; f++) {
+		const struct tp_family *fm = &sp->families.v[f];
+		if (fm->n > s->K || fm->n > 16 || sctx_should_stop(s))
+			continue;
+		memcpy(bf.members, sp->family_sets.v + fm->first,
+		       fm->n * sizeof(uint32_t));
+		snprintf(what, sizeof(what), "pipeline over %s",
+			 fm->kind == TP_DEVSET_TYPE   ? "device types"
+			 : fm->kind == TP_DEVSET_NODE ? "nodes"
+			 : fm->kind == TP_DEVSET_SPEED_PART
+				 ? "speed-balanced parts"
+			 : fm->kind == TP_DEVSET_SINGLE ? "single devices"
+							: "contiguous parts");
+		st = seed_pipeline(w, &bf, fm->n, what);
+		/* device types in the other order (fast types first) */
+		if (!st && fm->kind == TP_DEVSET_TYPE && fm->n == 2) {
+			uint32_t t = bf.members[0];
+			bf.members[0] = bf.members[1];
+			bf.members[1] = t;
+			st = seed_pipeline(w, &bf, 2, "pipeline over device "
+						      "types, reversed");
+		}
+	}
+	bufs_free(&bf);
+	return st;
+}

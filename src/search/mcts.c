@@ -1,0 +1,507 @@
+/*
+ * mcts.c - the tree search: PUCT over priors, expansion, evaluation by
+ * the evaluator (cached), backup, virtual loss, worker threads, rounds.
+ *
+ * Level 0 of a tree decides the global settings, level g + 1 group g.
+ * The state of a node is its path's decisions on top of the round's
+ * incumbent (the best decision vector known when the round started), so
+ * every node is a complete plan and its leaf is scored directly (no
+ * rollout), as in TAG.  A round ends soon after the incumbent improves;
+ * the next tree starts from the new incumbent, so the search keeps
+ * refining the best plan.
+ *
+ * The tree lives in chunks of an arena (uint32_t node indices); when the
+ * arena budget runs out, expansion stops and playouts keep scoring leaves.
+ * One mutex guards the tree; evaluation runs outside it.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/arena.h"
+#include "search_int.h"
+
+#define CHUNK_BITS 10
+#define CHUNK (1u << CHUNK_BITS)
+#define MAX_CHILDREN 64
+#define MAX_DEPTH (TP_COARSEN_MAX_GROUPS + 2)
+#define FPU_REDUCTION 0.05
+#define VIRTUAL_LOSS 1.0
+
+struct node {
+	uint32_t parent;
+	uint32_t first_child; /* TP_NONE until expanded */
+	uint16_t n_children;
+	uint8_t expanding;
+	uint8_t terminal;
+	uint32_t visits;
+	uint32_t vloss;
+	float prior;
+	float fpu_value; /* first-play value of its children, NAN = parent Q */
+	double wsum;
+	struct tp_action action;
+};
+
+struct tree {
+	struct tp_arena arena;
+	struct node **chunks;
+	uint32_t max_chunks, n_chunks;
+	uint32_t n_nodes;
+	bool full;
+};
+
+struct mcts {
+	struct sctx *s;
+	pthread_mutex_t lock;
+	struct tree tree;
+	uint32_t round;
+	uint64_t round_playouts;
+	struct tp_globals inc_gl;
+	struct tp_decision *inc_dec;
+	bool inc_feasible;
+	double inc_time, ref_time;
+	double cpuct;
+	uint32_t min_round;
+	size_t budget;
+};
+
+struct pworker {
+	struct worker w;
+	struct mcts *M;
+	struct tp_action *acts;
+	struct tp_prior_action *pacts;
+	float *priors;
+	bool *decided;
+	uint32_t path[MAX_DEPTH + 1];
+	pthread_t thread;
+	enum tp_status st;
+};
+
+static inline struct node *N(struct tree *t, uint32_t i)
+{
+	return &t->chunks[i >> CHUNK_BITS][i & (CHUNK - 1)];
+}
+
+static void tree_reset(struct tree *t, size_t budget)
+{
+	tp_arena_release(&t->arena);
+	tp_arena_init(&t->arena, budget);
+	memset(t->chunks, 0, t->max_chunks * sizeof(*t->chunks));
+	t->n_chunks = 0;
+	t->n_nodes = 0;
+	t->full = false;
+}
+
+/* cnt consecutive nodes (within one chunk); TP_NONE when the budget is
+ * spent. */
+static uint32_t tree_alloc(struct tree *t, uint32_t cnt)
+{
+	uint32_t first = t->n_nodes;
+
+	if (cnt == 0 || cnt > CHUNK || t->full)
+		return TP_NONE;
+	if ((first & (CHUNK - 1)) + cnt > CHUNK)
+		first = (first + CHUNK - 1) & ~(CHUNK - 1);
+	if ((first >> CHUNK_BITS) >= t->n_chunks) {
+		uint32_t c = first >> CHUNK_BITS;
+		if (c >= t->max_chunks) {
+			t->full = true;
+			return TP_NONE;
+		}
+		t->chunks[c] = tp_arena_array(&t->arena, CHUNK,
+					      sizeof(struct node));
+		if (!t->chunks[c]) {
+			t->full = true;
+			return TP_NONE;
+		}
+		t->n_chunks = c + 1;
+	}
+	t->n_nodes = first + cnt;
+	return first;
+}
+
+static void node_init(struct node *n, uint32_t parent)
+{
+	memset(n, 0, sizeof(*n));
+	n->parent = parent;
+	n->first_child = TP_NONE;
+	n->fpu_value = NAN;
+}
+
+/* Start a round from the current best decision vector (M->lock held). */
+static void round_start(struct mcts *M)
+{
+	struct sctx *s = M->s;
+	uint32_t root;
+
+	pthread_mutex_lock(&s->lock);
+	M->inc_gl = s->bestdec.gl;
+	memcpy(M->inc_dec, s->bestdec.dec, s->K * sizeof(*M->inc_dec));
+	M->inc_feasible = s->bestdec.feasible;
+	M->inc_time = s->bestdec.time;
+	pthread_mutex_unlock(&s->lock);
+	M->ref_time = M->inc_time;
+	tree_reset(&M->tree, M->budget);
+	root = tree_alloc(&M->tree, 1);
+	if (root != TP_NONE)
+		node_init(N(&M->tree, root), TP_NONE);
+	M->round++;
+	M->round_playouts = 0;
+	s->res->rounds++;
+}
+
+static uint32_t select_child(struct mcts *M, struct node *nd,
+			     struct tp_rng *rng)
+{
+	struct tree *t = &M->tree;
+	double nsum = (double)nd->visits + nd->vloss;
+	double parent_q = nd->visits ? nd->wsum / nd->visits : 0;
+	double fpu = isnan(nd->fpu_value) ? parent_q - FPU_REDUCTION
+					  : nd->fpu_value;
+	double c = M->cpuct * sqrt(nd->n_children / 10.0 + 0.5);
+	double sq = sqrt(nsum + 1), best = -INFINITY;
+	uint32_t pick = nd->first_child;
+
+	for (uint32_t i = 0; i < nd->n_children; i++) {
+		uint32_t ci = nd->first_child + i;
+		struct node *ch = N(t, ci);
+		double n = (double)ch->visits + ch->vloss, q, u;
+		q = n > 0 ? (ch->wsum - VIRTUAL_LOSS * ch->vloss) / n : fpu;
+		u = q + c * ch->prior * sq / (1 + n) +
+		    1e-9 * tp_rng_uniform(rng);
+		if (u > best) {
+			best = u;
+			pick = ci;
+		}
+	}
+	return pick;
+}
+
+static void apply(struct sctx *s, uint32_t level, const struct tp_action *a,
+		  struct tp_globals *gl, struct tp_decision *dec)
+{
+	if (level == 0)
+		*gl = a->g;
+	else if (level <= s->K)
+		dec[level - 1] = a->d;
+}
+
+/* Priors of the candidate actions (uniform without a provider). */
+static enum tp_status priors(struct pworker *pw, uint32_t level, uint32_t n,
+			     const struct tp_globals *gl, bool fresh,
+			     float *value, bool *has_value)
+{
+	struct worker *w = &pw->w;
+	struct sctx *s = w->s;
+	const struct tp_prior_provider *pp = s->o->prior;
+	struct tp_prior_state ps;
+	double sum = 0;
+	enum tp_status st;
+
+	*has_value = false;
+	if (!pp || !pp->evaluate || n < 2) {
+		for (uint32_t i = 0; i < n; i++)
+			pw->priors[i] = 1.0f / (float)n;
+		return TP_OK;
+	}
+	if (!fresh) {
+		st = tp_space_materialize(&s->space, gl, w->dec,
+					  s->o->compression, w->sscr, &w->plan,
+					  &w->err);
+		if (st && st != TP_EINPUT)
+			return st;
+	}
+	for (uint32_t g = 0; g < s->K; g++)
+		pw->decided[g] = level > 0 && g + 1 < level;
+	for (uint32_t i = 0; i < n; i++) {
+		struct tp_prior_action *pa = &pw->pacts[i];
+		const struct tp_action *a = &pw->acts[i];
+		memset(pa, 0, sizeof(*pa));
+		pa->keeps_default = i == 0;
+		if (level == 0) {
+			pa->global = true;
+			pa->micro_batches = a->g.micro_batches;
+			pa->schedule = (enum tp_schedule)a->g.schedule;
+			pa->zero = a->g.zero;
+		} else {
+			const struct tp_devset *ds = &s->space.sets.v[a->d.set];
+			pa->devices = tp_space_set_devs(&s->space, a->d.set);
+			pa->n_devices = ds->n;
+			pa->tp = a->d.tp;
+			pa->dp = ds->n / a->d.tp;
+			pa->sync = (enum tp_sync)a->d.sync;
+			pa->recompute = (enum tp_recompute)a->d.recompute;
+		}
+	}
+	memset(&ps, 0, sizeof(ps));
+	ps.model = s->m;
+	ps.cluster = s->c;
+	ps.n_groups = s->K;
+	ps.group_first = s->groups.first;
+	ps.level = level;
+	ps.decided = pw->decided;
+	ps.plan = &w->plan;
+	ps.report = fresh ? &w->report : NULL;
+	ps.n_actions = n;
+	ps.actions = pw->pacts;
+	st = pp->evaluate(pp->ctx, w->prior_scratch, &ps, pw->priors, value,
+			  has_value, &w->err);
+	if (st)
+		return st;
+	for (uint32_t i = 0; i < n; i++) {
+		if (!(pw->priors[i] >= 0) || !isfinite(pw->priors[i]))
+			pw->priors[i] = 0;
+		sum += pw->priors[i];
+	}
+	for (uint32_t i = 0; i < n; i++)
+		pw->priors[i] = sum > 0 ? (float)(pw->priors[i] / sum)
+					: 1.0f / (float)n;
+	if (*has_value && !(*value >= -1 && *value <= 1))
+		*has_value = false;
+	return TP_OK;
+}
+
+static enum tp_status playout(struct pworker *pw)
+{
+	struct mcts *M = pw->M;
+	struct worker *w = &pw->w;
+	struct sctx *s = w->s;
+	struct tree *t = &M->tree;
+	struct tp_globals gl;
+	struct evalres er;
+	uint32_t round, level = 0, depth = 0, cur, n = 0;
+	bool claim = false, terminal = false, has_value = false;
+	float pvalue = 0;
+	double v, ref;
+	enum tp_status st;
+
+	pthread_mutex_lock(&M->lock);
+	round = M->round;
+	ref = M->ref_time;
+	gl = M->inc_gl;
+	memcpy(w->dec, M->inc_dec, s->K * sizeof(*w->dec));
+	cur = 0;
+	if (t->n_nodes == 0) {
+		/* not even a root fits in the budget: score the incumbent */
+		s->res->tree_full = true;
+		pthread_mutex_unlock(&M->lock);
+		st = sctx_eval(w, &gl, w->dec, "search", &er);
+		if (!st)
+			atomic_fetch_add(&s->playouts, 1);
+		return st;
+	}
+	pw->path[depth++] = cur;
+	N(t, cur)->vloss++;
+	while (N(t, cur)->first_child != TP_NONE && N(t, cur)->n_children) {
+		cur = select_child(M, N(t, cur), &w->rng);
+		apply(s, level, &N(t, cur)->action, &gl, w->dec);
+		level++;
+		pw->path[depth++] = cur;
+		N(t, cur)->vloss++;
+	}
+	{
+		struct node *nd = N(t, cur);
+		terminal = level > s->K;
+		if (terminal)
+			nd->terminal = 1;
+		if (nd->first_child == TP_NONE && !nd->expanding &&
+		    !nd->terminal && !t->full) {
+			nd->expanding = 1;
+			claim = true;
+		}
+	}
+	pthread_mutex_unlock(&M->lock);
+
+	st = sctx_eval(w, &gl, w->dec, "search", &er);
+	if (st)
+		goto fail;
+	v = er.ok ? tp_search_value(ref, er.feasible, er.time, er.over) : -1;
+
+	if (claim) {
+		if (level == 0)
+			n = tp_space_global_actions(&s->space, &gl, w->dec,
+						    pw->acts, MAX_CHILDREN);
+		else
+			n = tp_space_group_actions(&s->space, level - 1,
+						   w->dec, &gl, pw->acts,
+						   MAX_CHILDREN);
+		st = priors(pw, level, n, &gl, er.fresh, &pvalue, &has_value);
+		if (st)
+			goto fail;
+	}
+
+	pthread_mutex_lock(&M->lock);
+	if (round == M->round) {
+		if (claim) {
+			struct node *nd = N(t, cur);
+			uint32_t first = n ? tree_alloc(t, n) : TP_NONE;
+			nd = N(t, cur); /* chunks never move; for clarity */
+			if (first != TP_NONE) {
+				for (uint32_t i = 0; i < n; i++) {
+					struct node *ch = N(t, first + i);
+					node_init(ch, cur);
+					ch->action = pw->acts[i];
+					ch->prior = pw->priors[i];
+				}
+				nd->n_children = (uint16_t)n;
+				nd->first_child = first;
+				if (has_value)
+					nd->fpu_value = pvalue;
+			} else if (!n) {
+				nd->terminal = 1;
+			}
+			nd->expanding = 0;
+		}
+		for (uint32_t i = 0; i < depth; i++) {
+			struct node *nd = N(t, pw->path[i]);
+			nd->visits++;
+			nd->wsum += v;
+			nd->vloss--;
+		}
+		M->round_playouts++;
+		s->res->tree_nodes = t->n_nodes > s->res->tree_nodes
+					     ? t->n_nodes
+					     : s->res->tree_nodes;
+		if (t->full)
+			s->res->tree_full = true;
+		/* a better incumbent: restart soon from it */
+		if (M->round_playouts >= M->min_round) {
+			bool better;
+			pthread_mutex_lock(&s->lock);
+			better = s->bestdec.have &&
+				 sctx_better(s->bestdec.feasible,
+					     s->bestdec.time, s->bestdec.over,
+					     M->inc_feasible,
+					     M->inc_time * (1 - 1e-3), 0);
+			pthread_mutex_unlock(&s->lock);
+			if (better)
+				round_start(M);
+		}
+	}
+	pthread_mutex_unlock(&M->lock);
+	atomic_fetch_add(&s->playouts, 1);
+	return TP_OK;
+fail:
+	pthread_mutex_lock(&M->lock);
+	if (round == M->round) {
+		N(t, cur)->expanding = 0;
+		for (uint32_t i = 0; i < depth; i++)
+			N(t, pw->path[i])->vloss--;
+	}
+	pthread_mutex_unlock(&M->lock);
+	return st;
+}
+
+static void *thread_main(void *arg)
+{
+	struct pworker *pw = arg;
+	struct sctx *s = pw->w.s;
+
+	while (!sctx_should_stop(s)) {
+		pw->st = playout(pw);
+		if (pw->st) {
+			pthread_mutex_lock(&s->lock);
+			if (!s->error) {
+				s->error = pw->st;
+				s->err = pw->w.err;
+			}
+			pthread_mutex_unlock(&s->lock);
+			atomic_store(&s->stop, 1);
+			break;
+		}
+		if (pw->w.id == 0)
+			sctx_progress(s, false);
+	}
+	return NULL;
+}
+
+static int pworker_init(struct pworker *pw, struct mcts *M, uint32_t id)
+{
+	struct sctx *s = M->s;
+
+	memset(pw, 0, sizeof(*pw));
+	pw->M = M;
+	if (worker_init(&pw->w, s, id))
+		return -1;
+	pw->acts = tp_calloc(MAX_CHILDREN, sizeof(*pw->acts));
+	pw->pacts = tp_calloc(MAX_CHILDREN, sizeof(*pw->pacts));
+	pw->priors = tp_calloc(MAX_CHILDREN, sizeof(*pw->priors));
+	pw->decided = tp_calloc(s->K, sizeof(*pw->decided));
+	return pw->acts && pw->pacts && pw->priors && pw->decided ? 0 : -1;
+}
+
+static void pworker_release(struct pworker *pw)
+{
+	worker_release(&pw->w);
+	free(pw->acts);
+	free(pw->pacts);
+	free(pw->priors);
+	free(pw->decided);
+}
+
+enum tp_status search_mcts(struct sctx *s)
+{
+	struct mcts M;
+	struct pworker *pws = NULL;
+	uint32_t nt = s->o->threads ? s->o->threads : 1, started = 0;
+	enum tp_status st = TP_OK;
+
+	if (!s->bestdec.have)
+		return TP_OK;
+	memset(&M, 0, sizeof(M));
+	M.s = s;
+	M.cpuct = 0.5;
+	M.min_round = 50 + 4 * s->K;
+	M.budget = s->o->tree_bytes ? s->o->tree_bytes : (size_t)256 << 20;
+	M.tree.max_chunks =
+		(uint32_t)(M.budget / ((size_t)CHUNK * sizeof(struct node))) +
+		1;
+	M.tree.chunks = tp_calloc(M.tree.max_chunks, sizeof(*M.tree.chunks));
+	M.inc_dec = tp_calloc(s->K, sizeof(*M.inc_dec));
+	pws = tp_calloc(nt, sizeof(*pws));
+	if (!M.tree.chunks || !M.inc_dec || !pws ||
+	    pthread_mutex_init(&M.lock, NULL)) {
+		free(M.tree.chunks);
+		free(M.inc_dec);
+		free(pws);
+		return TP_ENOMEM;
+	}
+	tp_arena_init(&M.tree.arena, M.budget);
+	pthread_mutex_lock(&M.lock);
+	round_start(&M);
+	pthread_mutex_unlock(&M.lock);
+	s->phase = "search";
+	for (uint32_t i = 0; i < nt; i++) {
+		if (pworker_init(&pws[i], &M, i)) {
+			pworker_release(&pws[i]);
+			st = TP_ENOMEM;
+			break;
+		}
+		started++;
+	}
+	if (!st) {
+		for (uint32_t i = 1; i < started; i++)
+			if (pthread_create(&pws[i].thread, NULL, thread_main,
+					   &pws[i])) {
+				/* run with the threads we have */
+				for (uint32_t j = i; j < started; j++)
+					pworker_release(&pws[j]);
+				started = i;
+				break;
+			}
+		thread_main(&pws[0]);
+		for (uint32_t i = 1; i < started; i++)
+			pthread_join(pws[i].thread, NULL);
+	}
+	for (uint32_t i = 0; i < started; i++)
+		pworker_release(&pws[i]);
+	if (!st && s->error)
+		st = s->error;
+	pthread_mutex_destroy(&M.lock);
+	tp_arena_release(&M.tree.arena);
+	free(M.tree.chunks);
+	free(M.inc_dec);
+	free(pws);
+	return st;
+}

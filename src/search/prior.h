@@ -1,0 +1,96 @@
+/*
+ * prior.h - the prior provider: how the search asks for action priors and
+ * a state value without knowing who computes them.
+ *
+ * The MCTS of src/search/ expands a node by listing the candidate actions
+ * of its state and asking a provider for a prior over them (and, when it
+ * has one, an estimate of the state's value).  The GNN of src/gnn/
+ * implements this interface; with no provider the priors are uniform.
+ * This header is self-contained on purpose: a provider needs only the
+ * core IR (model, cluster, plan, report) and the plain structs below, not
+ * the search's internals.
+ *
+ * The state.  The model's ops are cut into n_groups op groups, contiguous
+ * ranges of the model's topological order (model->topo): group g holds
+ * topo[group_first[g] .. group_first[g + 1]).  The search decides, in this
+ * order, first the global settings (level 0: micro-batches, schedule, ZeRO)
+ * and then one action per group (level g + 1 decides group g).  A state is
+ * the decisions taken so far; every group not yet decided takes a default
+ * choice (the incumbent best plan's), so every state is a complete plan,
+ * given in `plan` (with its simulation in `report` when one was run).
+ *
+ * Values are on the search's scale: in [-1, 1], 0.25 for a plan as fast
+ * as the reference (the best plan known when the tree was started), up to
+ * 1 for much faster plans, down to -0.5 for much slower ones, and below
+ * -0.5 for plans that do not fit in memory (less negative the closer they
+ * are to fitting).  See tp_search_value (search.h).
+ *
+ * Threads: the search calls a provider from several threads at once, each
+ * with its own scratch (scratch_new is called once per search thread).  A
+ * provider must not modify anything it is given.
+ *
+ * Ownership: everything in struct tp_prior_state is borrowed for the
+ * duration of the call.
+ */
+#ifndef TP_PRIOR_H
+#define TP_PRIOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/cluster.h"
+#include "../core/error.h"
+#include "../core/model.h"
+#include "../core/plan.h"
+#include "../core/report.h"
+
+/* One candidate action of a state. */
+struct tp_prior_action {
+	bool global; /* true at level 0 */
+	/* group actions: the device set (devices[r * tp + k] is tensor rank
+	   k of replica r), degrees, synchronisation and recomputation */
+	const uint32_t *devices;
+	uint32_t n_devices, dp, tp;
+	enum tp_sync sync;
+	enum tp_recompute recompute;
+	bool keeps_default; /* the action equals the group's default */
+	/* global actions */
+	uint32_t micro_batches;
+	enum tp_schedule schedule;
+	uint32_t zero;
+};
+
+struct tp_prior_state {
+	const struct tp_model *model;
+	const struct tp_cluster *cluster;
+	uint32_t n_groups;
+	const uint32_t *group_first; /* n_groups + 1 positions in model->topo */
+	uint32_t level;              /* 0 = globals, g + 1 = group g */
+	const bool *decided;         /* per group: decided in this state */
+	const struct tp_plan *plan;  /* the state as a complete plan */
+	const struct tp_report *report; /* its simulation, or NULL */
+	uint32_t n_actions;
+	const struct tp_prior_action *actions;
+};
+
+struct tp_prior_provider {
+	const char *name; /* "gnn", ... (for the plan's summary) */
+	void *ctx;
+	/* Per-thread scratch; NULL from scratch_new means out of memory.
+	   Either function pointer may be NULL (no scratch). */
+	void *(*scratch_new)(void *ctx);
+	void (*scratch_free)(void *ctx, void *scratch);
+	/*
+	 * Fill priors[0 .. state->n_actions) with non-negative numbers (the
+	 * search normalises them; all zero means uniform) and, when the
+	 * provider estimates values, *value in [-1, 1] and *has_value = true.
+	 * Returns TP_OK, or a status with err filled (the search then stops
+	 * and reports the error).
+	 */
+	enum tp_status (*evaluate)(void *ctx, void *scratch,
+				   const struct tp_prior_state *state,
+				   float *priors, float *value, bool *has_value,
+				   struct tp_error *err);
+};
+
+#endif

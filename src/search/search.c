@@ -1,0 +1,616 @@
+#include "search.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "search_int.h"
+
+static const char *const baseline_names[TP_BASELINE_COUNT] = {
+	"dp", "dp-hetero", "megatron", "greedy"};
+
+const char *tp_baseline_name(enum tp_baseline b)
+{
+	return (unsigned)b < TP_BASELINE_COUNT ? baseline_names[b] : "?";
+}
+
+int tp_baseline_parse(const char *s)
+{
+	for (int i = 0; i < TP_BASELINE_COUNT; i++)
+		if (strcmp(s, baseline_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+void tp_search_options_default(struct tp_search_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->threads = 1;
+	o->time_limit_s = 30;
+	o->playouts = 0;
+	o->baseline = -1;
+	o->compression = TP_COMPRESSION_LOSSLESS;
+}
+
+void tp_search_result_init(struct tp_search_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	tp_plan_init(&r->plan);
+	tp_report_init(&r->report);
+	for (int b = 0; b < TP_BASELINE_COUNT; b++)
+		tp_plan_init(&r->baselines[b].plan);
+}
+
+void tp_search_result_release(struct tp_search_result *r)
+{
+	if (!r)
+		return;
+	tp_plan_release(&r->plan);
+	tp_report_release(&r->report);
+	for (int b = 0; b < TP_BASELINE_COUNT; b++)
+		tp_plan_release(&r->baselines[b].plan);
+	memset(r, 0, sizeof(*r));
+}
+
+double tp_search_value(double ref_s, bool feasible, double time_s,
+		       double over_fraction)
+{
+	if (!feasible || !(time_s > 0)) {
+		double o = over_fraction > 0 ? over_fraction : 0;
+		return -1 + 0.4 * exp(-3 * o);
+	}
+	if (!(ref_s > 0))
+		return 0.25;
+	return 0.25 + 0.75 * tanh(2 * log(ref_s / time_s));
+}
+
+double tp_search_over_fraction(const struct tp_report *r)
+{
+	double cap = 0;
+
+	if (r->feasible)
+		return 0;
+	if (r->worst_device < r->n_devices && r->devices)
+		cap = r->devices[r->worst_device].capacity_bytes;
+	if (!(cap > 0) && r->devices)
+		for (uint32_t i = 0; i < r->n_devices; i++)
+			if (r->devices[i].capacity_bytes > cap)
+				cap = r->devices[i].capacity_bytes;
+	if (!(cap > 0) || !(r->over_bytes > 0))
+		return r->over_bytes > 0 ? 1 : 0;
+	return r->over_bytes / cap;
+}
+
+/* ------------------------------------------------------------------ */
+
+double sctx_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double sctx_elapsed(const struct sctx *s)
+{
+	return sctx_now() - s->t0;
+}
+
+bool sctx_should_stop(struct sctx *s)
+{
+	const struct tp_search_options *o = s->o;
+
+	if (atomic_load(&s->stop))
+		return true;
+	if (o->stop && *o->stop) {
+		s->res->interrupted = true;
+		atomic_store(&s->stop, 1);
+		return true;
+	}
+	if (o->playouts && atomic_load(&s->playouts) >= o->playouts)
+		return true;
+	if (o->time_limit_s > 0 && sctx_elapsed(s) >= o->time_limit_s)
+		return true;
+	return false;
+}
+
+void sctx_progress(struct sctx *s, bool force)
+{
+	const struct tp_search_options *o = s->o;
+	struct tp_search_progress p;
+	double now = sctx_elapsed(s);
+	double iv = o->progress_interval_s > 0 ? o->progress_interval_s : 0.2;
+
+	if (!o->progress || (!force && now - s->last_progress < iv))
+		return;
+	s->last_progress = now;
+	memset(&p, 0, sizeof(p));
+	p.playouts = atomic_load(&s->playouts);
+	p.simulations = atomic_load(&s->simulations);
+	p.elapsed_s = now;
+	p.time_limit_s = o->time_limit_s;
+	p.playout_limit = o->playouts;
+	pthread_mutex_lock(&s->lock);
+	p.have_best = s->best.have;
+	p.best_feasible = s->best.feasible;
+	p.best_time_s = s->best.time;
+	pthread_mutex_unlock(&s->lock);
+	p.reference_time_s = s->ref_time;
+	p.phase = s->phase;
+	o->progress(o->progress_ctx, &p);
+}
+
+enum tp_status worker_init(struct worker *w, struct sctx *s, uint32_t id)
+{
+	const struct tp_prior_provider *pp = s->o->prior;
+
+	memset(w, 0, sizeof(*w));
+	w->s = s;
+	w->id = id;
+	tp_plan_init(&w->plan);
+	tp_report_init(&w->report);
+	w->dec = tp_calloc(s->K, sizeof(*w->dec));
+	w->sscr = tp_space_scratch_new(&s->space);
+	if (!w->dec || !w->sscr)
+		goto nomem;
+	if (s->ev->scratch_new) {
+		w->ev_scratch = s->ev->scratch_new(s->ev->ctx);
+		if (!w->ev_scratch)
+			goto nomem;
+	}
+	if (pp && pp->scratch_new) {
+		w->prior_scratch = pp->scratch_new(pp->ctx);
+		if (!w->prior_scratch)
+			goto nomem;
+	}
+	tp_rng_seed(&w->rng, s->o->seed * 0x9e3779b97f4a7c15ull + id + 1);
+	return TP_OK;
+nomem:
+	worker_release(w);
+	return TP_ENOMEM;
+}
+
+void worker_release(struct worker *w)
+{
+	struct sctx *s = w->s;
+
+	if (!s)
+		return;
+	if (w->ev_scratch && s->ev->scratch_free)
+		s->ev->scratch_free(s->ev->ctx, w->ev_scratch);
+	if (w->prior_scratch && s->o->prior && s->o->prior->scratch_free)
+		s->o->prior->scratch_free(s->o->prior->ctx, w->prior_scratch);
+	tp_space_scratch_free(w->sscr);
+	tp_plan_release(&w->plan);
+	tp_report_release(&w->report);
+	free(w->dec);
+	memset(w, 0, sizeof(*w));
+}
+
+bool sctx_better(bool f1, double t1, double o1, bool f2, double t2,
+		 double o2)
+{
+	if (f1 != f2)
+		return f1;
+	if (f1)
+		return t1 < t2;
+	if (o1 != o2)
+		return o1 < o2;
+	return t1 < t2;
+}
+
+/* cache: open addressing on the 64-bit plan hash, under s->lock */
+static struct cache_entry *cache_find(struct sctx *s, uint64_t key)
+{
+	size_t mask = s->cache_cap - 1, i = (size_t)(key ^ (key >> 32)) & mask;
+
+	for (;;) {
+		struct cache_entry *e = &s->cache[i];
+		if (e->key == key || e->key == 0)
+			return e;
+		i = (i + 1) & mask;
+	}
+}
+
+static void cache_grow(struct sctx *s)
+{
+	size_t ncap = s->cache_cap * 2;
+	struct cache_entry *old = s->cache, *nc;
+
+	if (ncap > ((size_t)1 << 24))
+		return;
+	nc = tp_calloc(ncap, sizeof(*nc));
+	if (!nc)
+		return;
+	s->cache = nc;
+	s->cache_cap = ncap;
+	for (size_t i = 0; i < ncap / 2; i++)
+		if (old[i].key)
+			*cache_find(s, old[i].key) = old[i];
+	free(old);
+}
+
+static bool offer_one(struct sctx_best *b, uint32_t K,
+		      const struct tp_globals *gl,
+		      const struct tp_decision *dec,
+		      const struct tp_plan *raw, const char *source,
+		      const struct evalres *r)
+{
+	if (b->have && !sctx_better(r->feasible, r->time, r->over, b->feasible,
+				    b->time, b->over))
+		return false;
+	if (raw) {
+		if (tp_plan_copy(&b->raw_plan, raw, NULL))
+			return false;
+		b->raw = true;
+	} else {
+		b->raw = false;
+		b->gl = *gl;
+		memcpy(b->dec, dec, K * sizeof(*dec));
+	}
+	b->have = true;
+	b->feasible = r->feasible;
+	b->time = r->time;
+	b->over = r->over;
+	snprintf(b->source, sizeof(b->source), "%s", source ? source : "");
+	return true;
+}
+
+static void offer_locked(struct sctx *s, const struct tp_globals *gl,
+			 const struct tp_decision *dec,
+			 const struct tp_plan *raw, const char *source,
+			 const struct evalres *r)
+{
+	if (offer_one(&s->best, s->K, gl, dec, raw, source, r))
+		s->improvements++;
+	if (!raw)
+		offer_one(&s->bestdec, s->K, gl, dec, NULL, source, r);
+}
+
+static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
+			       struct evalres *out)
+{
+	struct sctx *s = w->s;
+	enum tp_status st;
+
+	st = s->ev->run(s->ev->ctx, w->ev_scratch, plan, &w->report, &w->err);
+	atomic_fetch_add(&s->simulations, 1);
+	if (st == TP_EINPUT) {
+		/* a plan the evaluator refuses scores as the worst */
+		out->ok = false;
+		out->feasible = false;
+		out->time = INFINITY;
+		out->over = INFINITY;
+		return TP_OK;
+	}
+	if (st)
+		return st;
+	out->ok = true;
+	out->fresh = true;
+	out->feasible = w->report.feasible;
+	out->time = w->report.iteration_time_s;
+	out->over = tp_search_over_fraction(&w->report);
+	if (!(out->time > 0) || !isfinite(out->time)) {
+		out->ok = false;
+		out->feasible = false;
+		out->time = INFINITY;
+	}
+	return TP_OK;
+}
+
+enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
+			 const struct tp_decision *dec, const char *source,
+			 struct evalres *out)
+{
+	struct sctx *s = w->s;
+	uint64_t key = tp_space_hash(&s->space, gl, dec) | 1;
+	struct cache_entry *e;
+	enum tp_status st;
+
+	memset(out, 0, sizeof(*out));
+	atomic_fetch_add(&s->evaluations, 1);
+	pthread_mutex_lock(&s->lock);
+	e = cache_find(s, key);
+	if (e->key == key) {
+		out->ok = e->ok;
+		out->feasible = e->feasible;
+		out->time = e->ok ? e->time : INFINITY;
+		out->over = e->ok ? e->over : INFINITY;
+		pthread_mutex_unlock(&s->lock);
+		atomic_fetch_add(&s->cache_hits, 1);
+		return TP_OK;
+	}
+	pthread_mutex_unlock(&s->lock);
+
+	st = tp_space_materialize(&s->space, gl, dec, s->o->compression,
+				  w->sscr, &w->plan, &w->err);
+	if (st == TP_EINPUT) {
+		out->ok = false;
+		out->time = out->over = INFINITY;
+	} else if (st) {
+		return st;
+	} else {
+		st = run_eval(w, &w->plan, out);
+		if (st)
+			return st;
+	}
+	pthread_mutex_lock(&s->lock);
+	e = cache_find(s, key);
+	if (e->key != key && s->cache_n * 10 < s->cache_cap * 7) {
+		e->key = key;
+		e->ok = out->ok;
+		e->feasible = out->feasible;
+		e->time = (float)out->time;
+		e->over = (float)out->over;
+		s->cache_n++;
+		if (s->cache_n * 10 >= s->cache_cap * 6)
+			cache_grow(s);
+	}
+	if (out->ok)
+		offer_locked(s, gl, dec, NULL, source, out);
+	pthread_mutex_unlock(&s->lock);
+	return TP_OK;
+}
+
+enum tp_status sctx_eval_plan(struct worker *w, const struct tp_plan *plan,
+			      const char *source, struct evalres *out)
+{
+	struct sctx *s = w->s;
+	enum tp_status st;
+
+	memset(out, 0, sizeof(*out));
+	atomic_fetch_add(&s->evaluations, 1);
+	st = run_eval(w, plan, out);
+	if (st)
+		return st;
+	if (out->ok) {
+		pthread_mutex_lock(&s->lock);
+		offer_locked(s, NULL, NULL, plan, source, out);
+		pthread_mutex_unlock(&s->lock);
+	}
+	return TP_OK;
+}
+
+void search_split_stages(const double *weight, uint32_t K,
+			 const double *speed, uint32_t n, uint32_t *stage_of)
+{
+	/* f[j][g]: best largest stage cost of groups [0, g) on stages
+	   [0, j), every stage non-empty; exact dynamic programme (K, n <= 64
+	   in practice).  Ties keep the earliest split. */
+	double *f, *pre;
+	uint32_t *arg;
+	size_t cells = ((size_t)n + 1) * ((size_t)K + 1);
+
+	if (n == 0)
+		return;
+	if (n > K) {
+		for (uint32_t g = 0; g < K; g++)
+			stage_of[g] = g;
+		return;
+	}
+	f = malloc(cells * sizeof(*f));
+	arg = malloc(cells * sizeof(*arg));
+	pre = malloc(((size_t)K + 1) * sizeof(*pre));
+	if (!f || !arg || !pre) {
+		/* out of memory: even split by count */
+		for (uint32_t g = 0; g < K; g++)
+			stage_of[g] = (uint32_t)((uint64_t)g * n / K);
+		free(f);
+		free(arg);
+		free(pre);
+		return;
+	}
+	pre[0] = 0;
+	for (uint32_t g = 0; g < K; g++)
+		pre[g + 1] = pre[g] + weight[g];
+#define F(j, g) f[(size_t)(j) * (K + 1) + (g)]
+#define A(j, g) arg[(size_t)(j) * (K + 1) + (g)]
+	for (size_t i = 0; i < cells; i++)
+		f[i] = INFINITY;
+	F(0, 0) = 0;
+	for (uint32_t j = 1; j <= n; j++)
+		for (uint32_t g = j; g + (n - j) <= K; g++)
+			for (uint32_t i = j - 1; i < g; i++) {
+				double sp = speed[j - 1] > 0 ? speed[j - 1]
+							     : 1e-12;
+				double c = (pre[g] - pre[i]) / sp;
+				double v = F(j - 1, i) > c ? F(j - 1, i) : c;
+				if (v < F(j, g)) {
+					F(j, g) = v;
+					A(j, g) = i;
+				}
+			}
+	for (uint32_t j = n, g = K; j > 0; j--) {
+		uint32_t i = A(j, g);
+		for (uint32_t k = i; k < g; k++)
+			stage_of[k] = j - 1;
+		g = i;
+	}
+#undef F
+#undef A
+	free(f);
+	free(arg);
+	free(pre);
+}
+
+/* ------------------------------------------------------------------ */
+/* the driver                                                          */
+
+static void best_release(struct sctx_best *b)
+{
+	tp_plan_release(&b->raw_plan);
+	free(b->dec);
+	memset(b, 0, sizeof(*b));
+}
+
+static enum tp_status best_init(struct sctx_best *b, uint32_t K)
+{
+	memset(b, 0, sizeof(*b));
+	tp_plan_init(&b->raw_plan);
+	b->dec = tp_calloc(K, sizeof(*b->dec));
+	return b->dec ? TP_OK : TP_ENOMEM;
+}
+
+/* The answer into res->plan and its evaluation into res->report. */
+static enum tp_status answer(struct sctx *s, struct worker *w)
+{
+	struct tp_search_result *res = s->res;
+	const struct tp_search_options *o = s->o;
+	enum tp_status st;
+
+	if (o->baseline >= 0 && o->baseline < TP_BASELINE_COUNT) {
+		struct tp_baseline_result *b = &res->baselines[o->baseline];
+		if (!b->available || b->plan.groups.n == 0)
+			return tp_error_set(&s->err, TP_EINFEASIBLE,
+					    "the %s baseline has no plan on "
+					    "this cluster: %s",
+					    tp_baseline_name(
+						    (enum tp_baseline)o->baseline),
+					    b->why);
+		st = tp_plan_copy(&res->plan, &b->plan, &s->err);
+		snprintf(res->source, sizeof(res->source), "baseline %s",
+			 tp_baseline_name((enum tp_baseline)o->baseline));
+	} else if (!s->best.have) {
+		return tp_error_set(&s->err, TP_EINTERNAL,
+				    "no candidate plan could be evaluated");
+	} else if (s->best.raw) {
+		st = tp_plan_copy(&res->plan, &s->best.raw_plan, &s->err);
+		snprintf(res->source, sizeof(res->source), "%s",
+			 s->best.source);
+	} else {
+		st = tp_space_materialize(&s->space, &s->best.gl, s->best.dec,
+					  o->compression, w->sscr, &res->plan,
+					  &s->err);
+		snprintf(res->source, sizeof(res->source), "%s",
+			 s->best.source);
+	}
+	if (st)
+		return st;
+	res->plan.summary.valid = false;
+	st = s->ev->run(s->ev->ctx, w->ev_scratch, &res->plan, &res->report,
+			&s->err);
+	if (st)
+		return st;
+	res->have_plan = true;
+	return TP_OK;
+}
+
+enum tp_status tp_search_run(const struct tp_model *m,
+			     const struct tp_cluster *c,
+			     const struct tp_evaluator *ev,
+			     const struct tp_search_options *o,
+			     struct tp_search_result *res,
+			     struct tp_error *err)
+{
+	struct sctx s;
+	struct worker w0;
+	enum tp_status st;
+	double flop = 0, peak;
+	bool have_w0 = false, have_lock = false;
+
+	memset(&s, 0, sizeof(s));
+	memset(&w0, 0, sizeof(w0));
+	s.m = m;
+	s.c = c;
+	s.ev = ev;
+	s.o = o;
+	s.res = res;
+	s.t0 = sctx_now();
+	s.phase = "baselines";
+	st = tp_coarsen(m, o->groups, &s.groups, &s.err);
+	if (st)
+		goto out;
+	s.K = s.groups.n;
+	res->n_groups = s.K;
+	st = tp_space_init(&s.space, m, c, &s.groups, &s.err);
+	if (st)
+		goto out;
+	s.cache_cap = (size_t)1 << 14;
+	s.cache = tp_calloc(s.cache_cap, sizeof(*s.cache));
+	if (!s.cache || best_init(&s.best, s.K) ||
+	    best_init(&s.bestdec, s.K)) {
+		st = tp_error_set(&s.err, TP_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (pthread_mutex_init(&s.lock, NULL)) {
+		st = tp_error_set(&s.err, TP_ENOMEM, "cannot create a mutex");
+		goto out;
+	}
+	have_lock = true;
+	st = worker_init(&w0, &s, 0);
+	if (st) {
+		tp_error_set(&s.err, st, "out of memory");
+		goto out;
+	}
+	have_w0 = true;
+	for (size_t i = 0; i < m->ops.n; i++)
+		flop += m->ops.v[i].flop + m->ops.v[i].backward_flop;
+	peak = tp_cluster_total_peak(c, m->dtype);
+	res->lower_bound_s =
+		peak > 0 ? flop * (double)m->global_batch / peak : 0;
+
+	sctx_progress(&s, true);
+	st = search_baselines(&w0);
+	if (st)
+		goto fail_worker;
+	for (int b = 0; b < TP_BASELINE_COUNT; b++) {
+		const struct tp_baseline_result *br = &res->baselines[b];
+		if (br->available && br->feasible &&
+		    (!(s.ref_time > 0) || br->iteration_time_s < s.ref_time))
+			s.ref_time = br->iteration_time_s;
+	}
+	if (o->baseline < 0) {
+		s.phase = "seeds";
+		sctx_progress(&s, true);
+		if (!o->no_seeds && !sctx_should_stop(&s)) {
+			st = search_seeds(&w0);
+			if (st)
+				goto fail_worker;
+		}
+		if (!sctx_should_stop(&s)) {
+			st = search_mcts(&s);
+			if (st) {
+				if (s.error)
+					w0.err = s.err;
+				else
+					tp_error_set(&w0.err, st,
+						     "the search failed");
+				goto fail_worker;
+			}
+		}
+	}
+	s.phase = "done";
+	sctx_progress(&s, true);
+	st = answer(&s, &w0);
+	if (st)
+		goto out;
+	goto out;
+fail_worker:
+	s.err = w0.err;
+	if (!s.err.msg[0])
+		tp_error_set(&s.err, st, "the evaluator failed");
+out:
+	res->playouts = atomic_load(&s.playouts);
+	res->simulations = atomic_load(&s.simulations);
+	res->cache_hits = atomic_load(&s.cache_hits);
+	res->evaluations = atomic_load(&s.evaluations);
+	res->seconds = sctx_elapsed(&s);
+	if (o->stop && *o->stop)
+		res->interrupted = true;
+	if (have_w0)
+		worker_release(&w0);
+	if (have_lock)
+		pthread_mutex_destroy(&s.lock);
+	best_release(&s.best);
+	best_release(&s.bestdec);
+	free(s.cache);
+	tp_space_release(&s.space);
+	tp_groups_release(&s.groups);
+	if (st && err)
+		*err = s.err;
+	if (st && err && err->status == TP_OK)
+		err->status = st;
+	return st;
+}

@@ -1,0 +1,161 @@
+/*
+ * search.h - `tagplan plan`'s engine: baselines, structured seeds and a
+ * Monte Carlo tree search over per-group decisions, every candidate scored
+ * by an evaluator (the simulator).
+ *
+ * Flow of tp_search_run (details in src/search/README):
+ *   1. cut the model into op groups (coarsen.h) and build the action space
+ *      (actions.h);
+ *   2. score the baselines dp, dp-hetero, megatron and greedy (each also
+ *      kept as a candidate answer) and a few structured seeds (pipelines
+ *      over device types, nodes and speed-balanced parts, tensor-parallel
+ *      data parallelism with speed-proportional shares);
+ *   3. MCTS in rounds: each round's tree decides the global settings, then
+ *      one action per group in topological order; groups not yet decided
+ *      keep the incumbent best plan's choice, so every state is a complete
+ *      plan; leaves are scored by the evaluator (cached by plan hash);
+ *      PUCT over priors from a tp_prior_provider (uniform without one);
+ *      virtual loss with several threads; a round ends after a playout
+ *      budget or soon after the incumbent improves, and the next tree
+ *      starts from the new incumbent;
+ *   4. the answer is the best plan ever scored (feasible first, then
+ *      fastest; when nothing fits, the one closest to fitting), so it is
+ *      never slower than the best baseline.
+ *
+ * Determinism: with threads == 1 and the search stopped by the playout
+ * limit (not the clock or a signal), the result is a pure function of
+ * (model, cluster, options): byte-identical run to run.
+ *
+ * Threads: tp_search_run starts options->threads worker threads (pthreads)
+ * and joins them before returning.  The evaluator and the prior provider
+ * are called concurrently, each thread with its own scratch.
+ *
+ * Ownership: the result is caller-embedded: tp_search_result_release
+ * frees it (also after a failed run).  Model, cluster, evaluator and
+ * provider are borrowed.
+ */
+#ifndef TP_SEARCH_H
+#define TP_SEARCH_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/cluster.h"
+#include "../core/error.h"
+#include "../core/model.h"
+#include "../core/plan.h"
+#include "../core/report.h"
+#include "prior.h"
+
+/*
+ * How plans are scored.  run fills report (tp_report_init'ed by the
+ * caller, reused across calls) for plan; it must be thread-safe given
+ * distinct scratches.  An infeasible plan (out of memory) is not an
+ * error: report->feasible = false with over_bytes and worst_device set.
+ */
+struct tp_evaluator {
+	void *ctx;
+	void *(*scratch_new)(void *ctx);              /* may be NULL */
+	void (*scratch_free)(void *ctx, void *scratch); /* may be NULL */
+	enum tp_status (*run)(void *ctx, void *scratch,
+			      const struct tp_plan *plan,
+			      struct tp_report *report, struct tp_error *err);
+};
+
+enum tp_baseline {
+	TP_BASELINE_DP,        /* all devices data parallel, even split */
+	TP_BASELINE_DP_HETERO, /* ... with speed-proportional shares */
+	TP_BASELINE_MEGATRON,  /* best uniform tp x pp x dp x micro-batch */
+	TP_BASELINE_GREEDY,    /* list-scheduling placement (m-ETF) */
+	TP_BASELINE_COUNT
+};
+
+const char *tp_baseline_name(enum tp_baseline b);
+/* -1 for an unknown name. */
+int tp_baseline_parse(const char *s);
+
+struct tp_baseline_result {
+	bool available;  /* false: no valid configuration (see why) */
+	bool feasible;
+	double iteration_time_s;
+	double over_fraction; /* memory excess / capacity when infeasible */
+	char config[160];     /* what was chosen, human-readable */
+	char why[512];        /* when not available or infeasible */
+	struct tp_plan plan;  /* the plan scored */
+};
+
+struct tp_search_progress {
+	uint64_t playouts, simulations;
+	double elapsed_s, time_limit_s; /* time_limit_s 0 = none */
+	uint64_t playout_limit;         /* 0 = none */
+	bool have_best, best_feasible;
+	double best_time_s;
+	double reference_time_s; /* best baseline */
+	const char *phase;       /* "baselines", "seeds", "search", ... */
+};
+
+struct tp_search_options {
+	uint64_t seed;
+	uint32_t threads;      /* >= 1 */
+	double time_limit_s;   /* 0 = no limit */
+	uint64_t playouts;     /* 0 = no limit; at least one limit is set */
+	int baseline;          /* -1: search; else answer this baseline */
+	enum tp_compression compression;
+	const struct tp_prior_provider *prior; /* NULL: uniform priors */
+	uint32_t groups;       /* 0 = automatic */
+	size_t tree_bytes;     /* tree memory budget; 0 = 256 MiB */
+	bool no_seeds;         /* skip the structured seeds (tests) */
+	volatile sig_atomic_t *stop; /* nonzero = stop soon (signals) */
+	void (*progress)(void *ctx, const struct tp_search_progress *p);
+	void *progress_ctx;
+	double progress_interval_s; /* 0 = 0.2 s */
+};
+
+void tp_search_options_default(struct tp_search_options *o);
+
+struct tp_search_result {
+	struct tp_plan plan;     /* the answer (summary not filled) */
+	struct tp_report report; /* its evaluation */
+	bool have_plan;
+	bool interrupted;        /* stopped by options->stop */
+	char source[96];         /* where the answer came from */
+	struct tp_baseline_result baselines[TP_BASELINE_COUNT];
+	uint32_t n_groups;
+	uint64_t playouts, simulations, cache_hits, evaluations;
+	uint64_t tree_nodes, rounds, seeds;
+	bool tree_full; /* the tree budget ran out (expansion stopped) */
+	double seconds;
+	double lower_bound_s; /* model FLOP / sum of peak FLOP/s */
+};
+
+void tp_search_result_init(struct tp_search_result *r);
+void tp_search_result_release(struct tp_search_result *r);
+
+/*
+ * Plan model m on cluster c.  Returns TP_OK with res->have_plan (even
+ * when nothing fits: res->report.feasible says so), TP_EINTERRUPTED
+ * never (an interrupted search returns TP_OK with res->interrupted), or
+ * an error (TP_ENOMEM, TP_EINPUT from the evaluator, TP_EINTERNAL).
+ */
+enum tp_status tp_search_run(const struct tp_model *m,
+			     const struct tp_cluster *c,
+			     const struct tp_evaluator *ev,
+			     const struct tp_search_options *o,
+			     struct tp_search_result *res,
+			     struct tp_error *err);
+
+/*
+ * The search's value of an evaluation against reference time ref_s (see
+ * prior.h): feasible: 0.25 + 0.75 tanh(2 ln(ref / t)); infeasible:
+ * -1 + 0.4 exp(-3 over_fraction).  In [-1, 1].
+ */
+double tp_search_value(double ref_s, bool feasible, double time_s,
+		       double over_fraction);
+
+/* Memory excess of an infeasible report as a fraction of the worst
+ * device's capacity (0 when feasible or unknown). */
+double tp_search_over_fraction(const struct tp_report *r);
+
+#endif

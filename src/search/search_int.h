@@ -1,0 +1,126 @@
+/*
+ * search_int.h - internals shared by search.c (driver, evaluation cache,
+ * incumbent), baselines.c (baselines and structured seeds) and mcts.c
+ * (the tree search).  Not for use outside src/search/.
+ */
+#ifndef TP_SEARCH_INT_H
+#define TP_SEARCH_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "../core/rng.h"
+#include "actions.h"
+#include "coarsen.h"
+#include "search.h"
+
+/* One scored candidate: a decision vector or a plan given as is. */
+struct sctx_best {
+	bool have, feasible;
+	double time, over;
+	bool raw;              /* the plan below, not decisions */
+	struct tp_plan raw_plan;
+	struct tp_globals gl;
+	struct tp_decision *dec; /* groups->n */
+	char source[96];
+};
+
+struct cache_entry {
+	uint64_t key; /* 0 = empty */
+	float time;
+	float over;
+	uint8_t feasible, ok;
+};
+
+struct sctx {
+	const struct tp_model *m;
+	const struct tp_cluster *c;
+	const struct tp_evaluator *ev;
+	const struct tp_search_options *o;
+	struct tp_search_result *res;
+	struct tp_groups groups;
+	struct tp_space space;
+	uint32_t K;
+
+	pthread_mutex_t lock; /* cache, incumbent, counters */
+	struct cache_entry *cache;
+	size_t cache_cap, cache_n;
+	struct sctx_best best;    /* overall (may be a plan given as is) */
+	struct sctx_best bestdec; /* best decision vector: the incumbent
+				     the tree search refines */
+	uint64_t improvements; /* times best improved */
+
+	_Atomic uint64_t simulations, cache_hits, evaluations, playouts;
+	_Atomic int stop;      /* limits reached or error */
+	double t0;             /* monotonic start */
+	double last_progress;
+	const char *phase;
+	enum tp_status error;  /* first error of a worker */
+	struct tp_error err;
+	double ref_time;       /* best baseline's time (progress) */
+};
+
+/* A thread's working set. */
+struct worker {
+	struct sctx *s;
+	uint32_t id;
+	void *ev_scratch;
+	void *prior_scratch;
+	struct tp_space_scratch *sscr;
+	struct tp_plan plan;
+	struct tp_report report;
+	struct tp_decision *dec; /* K, the state being built */
+	struct tp_rng rng;
+	struct tp_error err;
+};
+
+/* Result of scoring one decision vector. */
+struct evalres {
+	bool ok;        /* materialised and simulated */
+	bool feasible;
+	double time, over;
+	bool fresh;     /* simulated now (report valid) rather than cached */
+};
+
+double sctx_now(void);
+double sctx_elapsed(const struct sctx *s);
+/* Limits (time, playouts) or a stop request reached? */
+bool sctx_should_stop(struct sctx *s);
+void sctx_progress(struct sctx *s, bool force);
+
+enum tp_status worker_init(struct worker *w, struct sctx *s, uint32_t id);
+void worker_release(struct worker *w);
+
+/*
+ * Score (gl, dec): from the cache or by materialising and evaluating;
+ * updates the incumbent (source names the candidate when it wins).
+ * Returns an error only for evaluator failures other than bad plans.
+ */
+enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
+			 const struct tp_decision *dec, const char *source,
+			 struct evalres *out);
+/* Score a ready plan (not cached); may become the incumbent. */
+enum tp_status sctx_eval_plan(struct worker *w, const struct tp_plan *plan,
+			      const char *source, struct evalres *out);
+
+/* Is (feasible, time, over) a better candidate than the incumbent? */
+bool sctx_better(bool f1, double t1, double o1, bool f2, double t2,
+		 double o2);
+
+/* Baselines into s->res->baselines; their decision vectors (when they
+ * have one) are offered as candidates.  Then the structured seeds. */
+enum tp_status search_baselines(struct worker *w);
+enum tp_status search_seeds(struct worker *w);
+/* Coordinate descent on the incumbent's global settings and recompute. */
+enum tp_status search_polish(struct worker *w);
+
+/* The tree search until a limit; returns the first worker error. */
+enum tp_status search_mcts(struct sctx *s);
+
+/* Assign groups [0, K) to n stages contiguously, minimising the largest
+ * stage cost where stage j's cost is sum(weight[g]) / speed[j]; writes
+ * stage_of[K].  Deterministic. */
+void search_split_stages(const double *weight, uint32_t K,
+			 const double *speed, uint32_t n, uint32_t *stage_of);
+
+#endif

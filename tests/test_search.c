@@ -1,0 +1,794 @@
+/*
+ * test_search.c - coarsening, the action space, baselines and the tree
+ * search (suite "search").  Library tests use a small analytic toy
+ * evaluator so they do not depend on the simulator's constants.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cluster.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "core/report.h"
+#include "search/actions.h"
+#include "search/coarsen.h"
+#include "search/search.h"
+#include "util.h"
+
+/* ------------------------------------------------------------------ */
+/* fixtures                                                            */
+
+/* A transformer-like chain: an embedding, `layers` blocks of 4 ops
+ * (column matmul, attention, row matmul, norm) and a loss. */
+static void layered_model(struct tp_model *m, int layers, int64_t batch,
+			  double scale)
+{
+	struct tp_op op = tp_op_default();
+	char name[32];
+	uint32_t prev = TP_NONE, idx;
+
+	tp_model_init(m);
+	m->global_batch = batch;
+	m->dtype = TP_DTYPE_FP16;
+	m->optimizer = TP_OPT_ADAM;
+#define ADD(nm, kind_, split, units, layer_, f, p, s)                         \
+	do {                                                                  \
+		op = tp_op_default();                                         \
+		op.name = (nm);                                               \
+		op.kind = (kind_);                                            \
+		op.tp_split = (split);                                        \
+		op.tp_units = (units);                                        \
+		op.layer = (layer_);                                          \
+		op.flop = (f) * scale;                                        \
+		op.backward_flop = 2 * (f) * scale;                           \
+		op.param_bytes = (p) * scale;                                 \
+		op.out_bytes = 1e5;                                           \
+		op.saved_bytes = (s);                                         \
+		op.mem_bytes = 2e5;                                           \
+		ck_assert_int_eq(tp_model_add_op(m, &op, &idx, NULL), TP_OK); \
+		if (prev != TP_NONE)                                          \
+			ck_assert_int_eq(                                     \
+				tp_model_add_edge(m, prev, idx, 1e5, NULL),   \
+				TP_OK);                                       \
+		prev = idx;                                                   \
+	} while (0)
+	ADD("embed", TP_OP_EMBEDDING, TP_SPLIT_VOCAB, 0, -1, 1e8, 1e8, 1e5);
+	for (int l = 0; l < layers; l++) {
+		snprintf(name, sizeof(name), "l%d.qkv", l);
+		ADD(name, TP_OP_MATMUL, TP_SPLIT_COLUMN, 8, l, 6e9, 3e7, 3e5);
+		snprintf(name, sizeof(name), "l%d.attn", l);
+		ADD(name, TP_OP_ATTENTION, TP_SPLIT_SHARDED, 8, l, 2e9, 0, 6e5);
+		snprintf(name, sizeof(name), "l%d.proj", l);
+		ADD(name, TP_OP_MATMUL, TP_SPLIT_ROW, 8, l, 2e9, 1e7, 1e5);
+		snprintf(name, sizeof(name), "l%d.norm", l);
+		ADD(name, TP_OP_NORM, TP_SPLIT_NONE, 0, l, 1e7, 1e4, 1e5);
+	}
+	ADD("loss", TP_OP_LOSS, TP_SPLIT_NONE, 0, -1, 1e8, 0, 1e5);
+#undef ADD
+	ck_assert_int_eq(tp_model_finalize(m, NULL), TP_OK);
+}
+
+/* Nodes of `per` devices; type of node k is types[k] (0 fast, 1 slow). */
+static void hetero_cluster(struct tp_cluster *c, int nodes, int per,
+			   const int *types)
+{
+	struct tp_device_type t;
+	uint32_t ti[2], node, sw, fab, nic, d;
+
+	tp_cluster_init(c);
+	for (int k = 0; k < 2; k++) {
+		memset(&t, 0, sizeof(t));
+		t.name = k == 0 ? "Fast" : "Slow";
+		t.peak_flops[TP_DTYPE_FP32] = k == 0 ? 2e13 : 8e12;
+		t.peak_flops[TP_DTYPE_FP16] = k == 0 ? 1e14 : 2.5e13;
+		t.memory_bytes = k == 0 ? 16e9 : 11e9;
+		t.memory_bw_Bps = k == 0 ? 9e11 : 4.8e11;
+		t.gemm_efficiency = 0.7;
+		t.gemm_half_flop = 1e9;
+		t.memory_efficiency = 0.8;
+		t.kernel_overhead_s = 5e-6;
+		t.reserved_bytes = 1e9;
+		ck_assert_int_eq(tp_cluster_add_type(c, &t, &ti[k], NULL),
+				 TP_OK);
+	}
+	sw = tp_cluster_add_vertex(c, TP_VERTEX_SWITCH);
+	for (int n = 0; n < nodes; n++) {
+		char name[16];
+		snprintf(name, sizeof(name), "n%d", n);
+		ck_assert_int_eq(tp_cluster_add_node(c, name, &node, NULL),
+				 TP_OK);
+		fab = tp_cluster_add_vertex(c, TP_VERTEX_FABRIC);
+		nic = tp_cluster_add_vertex(c, TP_VERTEX_NIC);
+		for (int k = 0; k < per; k++) {
+			ck_assert_int_eq(tp_cluster_add_device(c, node,
+							       ti[types[n]],
+							       NULL, &d, NULL),
+					 TP_OK);
+			tp_cluster_add_link(c, c->devices.v[d].vertex, fab,
+					    types[n] ? 1.2e10 : 1.5e11, 1e-6,
+					    TP_LINK_NVSWITCH, NULL);
+			tp_cluster_add_link(c, c->devices.v[d].vertex, nic,
+					    3e9, 0, TP_LINK_NIC, NULL);
+		}
+		tp_cluster_add_link(c, nic, sw, 3e9, 5e-6, TP_LINK_NETWORK,
+				    NULL);
+	}
+	ck_assert_int_eq(tp_cluster_finalize(c, NULL), TP_OK);
+}
+
+/* ------------------------------------------------------------------ */
+/* toy evaluator: analytic, deterministic                              */
+
+struct toy {
+	const struct tp_model *m;
+	const struct tp_cluster *c;
+	int calls;
+};
+
+static double dev_peak(const struct tp_cluster *c, uint32_t d,
+		       enum tp_dtype dt)
+{
+	return c->types.v[c->devices.v[d].type].peak_flops[dt];
+}
+
+static enum tp_status toy_run(void *ctx, void *scratch,
+			      const struct tp_plan *p, struct tp_report *r,
+			      struct tp_error *err)
+{
+	struct toy *ty = ctx;
+	const struct tp_model *m = ty->m;
+	const struct tp_cluster *c = ty->c;
+	uint32_t nd = (uint32_t)c->devices.n, stages = 1;
+	double mb = (double)p->global_batch / p->micro_batches;
+	double *mem, stage_t = 0, max_stage = 0, sync = 0;
+	uint32_t *stage_of = calloc(p->groups.n, sizeof(uint32_t));
+	enum tp_status st;
+
+	(void)scratch;
+	__atomic_add_fetch(&ty->calls, 1, __ATOMIC_RELAXED);
+	st = tp_plan_validate(p, m, c, err);
+	if (st) {
+		free(stage_of);
+		return st;
+	}
+	tp_report_alloc(r, nd, NULL);
+	mem = calloc(nd, sizeof(double));
+	for (uint32_t g = 0; g < p->groups.n; g++) {
+		const struct tp_plan_group *gr = &p->groups.v[g];
+		const uint32_t *d = tp_plan_group_devs(p, g);
+		if (g > 0) {
+			const struct tp_plan_group *pg = &p->groups.v[g - 1];
+			const uint32_t *pd = tp_plan_group_devs(p, g - 1);
+			bool overlap = false;
+			for (uint32_t i = 0; i < gr->n_devices; i++)
+				for (uint32_t j = 0; j < pg->n_devices; j++)
+					if (d[i] == pd[j])
+						overlap = true;
+			if (!overlap)
+				stages++;
+		}
+		stage_of[g] = stages - 1;
+	}
+	for (uint32_t g = 0; g < p->groups.n; g++) {
+		const struct tp_plan_group *gr = &p->groups.v[g];
+		const uint32_t *ops = tp_plan_group_ops(p, g);
+		const uint32_t *d = tp_plan_group_devs(p, g);
+		const double *sh = tp_plan_group_shares(p, g);
+		double F = 0, P = 0, S = 0, t = 0, minbw = INFINITY, inflight;
+		for (uint32_t k = 0; k < gr->n_ops; k++) {
+			const struct tp_op *op = &m->ops.v[ops[k]];
+			F += op->flop + op->backward_flop;
+			P += op->param_bytes;
+			S += op->saved_bytes;
+		}
+		if (gr->recompute == TP_RECOMPUTE_FULL) {
+			F *= 4.0 / 3.0;
+			S *= 0.1;
+		}
+		inflight = p->schedule == TP_SCHEDULE_GPIPE
+				   ? p->micro_batches
+				   : fmin(p->micro_batches,
+					  stages - stage_of[g]);
+		for (uint32_t r2 = 0; r2 < gr->dp; r2++) {
+			double n = sh[r2] * mb, peak = INFINITY, x;
+			for (uint32_t k = 0; k < gr->tp; k++) {
+				uint32_t dv = d[r2 * gr->tp + k];
+				double pk = dev_peak(c, dv, m->dtype);
+				if (pk < peak)
+					peak = pk;
+				mem[dv] += P / gr->tp * 8 / (p->zero ? 2 : 1) +
+					   S / gr->tp * n * inflight;
+			}
+			x = n * F / (gr->tp * peak * 0.5) +
+			    (gr->tp > 1 ? 1e-4 * gr->tp : 0);
+			if (x > t)
+				t = x;
+			if (r2 > 0) {
+				const struct tp_route *rt = tp_cluster_route(
+					c, d[(r2 - 1) * gr->tp], d[r2 * gr->tp]);
+				if (rt->bw_Bps < minbw)
+					minbw = rt->bw_Bps;
+			}
+		}
+		if (gr->dp > 1)
+			sync += 2.0 * (gr->dp - 1) / gr->dp * P / gr->tp /
+				minbw;
+		if (g > 0 && stage_of[g] != stage_of[g - 1]) {
+			if (stage_t > max_stage)
+				max_stage = stage_t;
+			stage_t = 0;
+		}
+		stage_t += t;
+	}
+	if (stage_t > max_stage)
+		max_stage = stage_t;
+	r->feasible = true;
+	r->over_bytes = 0;
+	r->worst_device = UINT32_MAX;
+	for (uint32_t i = 0; i < nd; i++) {
+		const struct tp_device_type *t =
+			&c->types.v[c->devices.v[i].type];
+		double cap = t->memory_bytes - t->reserved_bytes;
+		r->devices[i].peak_memory_bytes = mem[i];
+		r->devices[i].capacity_bytes = cap;
+		if (mem[i] > cap && mem[i] - cap > r->over_bytes) {
+			r->feasible = false;
+			r->over_bytes = mem[i] - cap;
+			r->worst_device = i;
+		}
+	}
+	r->iteration_time_s =
+		(p->micro_batches + stages - 1) * max_stage + sync;
+	r->throughput_samples_per_s =
+		(double)p->global_batch / r->iteration_time_s;
+	snprintf(r->reason, sizeof(r->reason), "%s",
+		 r->feasible ? "" : "out of memory (toy)");
+	free(mem);
+	free(stage_of);
+	return TP_OK;
+}
+
+static void toy_evaluator(struct toy *t, const struct tp_model *m,
+			  const struct tp_cluster *c, struct tp_evaluator *ev)
+{
+	t->m = m;
+	t->c = c;
+	t->calls = 0;
+	memset(ev, 0, sizeof(*ev));
+	ev->ctx = t;
+	ev->run = toy_run;
+}
+
+/* ------------------------------------------------------------------ */
+/* coarsening                                                          */
+
+START_TEST(test_coarsen_layers_contiguous)
+{
+	struct tp_model m;
+	struct tp_groups g;
+	uint32_t covered = 0;
+
+	layered_model(&m, 12, 64, 1);
+	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
+	/* 12 layers: one group per layer plus room for embedding/loss */
+	ck_assert_uint_eq(g.n, 14);
+	ck_assert_uint_eq(g.first[0], 0);
+	ck_assert_uint_eq(g.first[g.n], m.ops.n);
+	for (uint32_t s = 0; s < g.n; s++) {
+		ck_assert_uint_lt(g.first[s], g.first[s + 1]);
+		for (uint32_t i = g.first[s]; i < g.first[s + 1]; i++) {
+			ck_assert_uint_eq(g.group_of[m.topo[i]], s);
+			covered++;
+		}
+	}
+	ck_assert_uint_eq(covered, m.ops.n);
+	/* every edge goes forward in group order (a DAG) */
+	for (size_t e = 0; e < m.edges.n; e++)
+		ck_assert_uint_le(g.group_of[m.edges.v[e].src],
+				  g.group_of[m.edges.v[e].dst]);
+	/* no layer split: a transformer block stays together */
+	ck_assert_uint_eq(g.cuts_inside_layers, 0);
+	for (size_t i = 1; i < m.ops.n; i++) {
+		const struct tp_op *a = &m.ops.v[m.topo[i - 1]];
+		const struct tp_op *b = &m.ops.v[m.topo[i]];
+		if (a->layer >= 0 && a->layer == b->layer)
+			ck_assert_uint_eq(g.group_of[m.topo[i - 1]],
+					  g.group_of[m.topo[i]]);
+	}
+	ck_assert_uint_eq(g.tp_units[1], 8);
+	ck_assert(g.splittable[1]);
+	tp_groups_release(&g);
+	tp_model_release(&m);
+}
+END_TEST
+
+START_TEST(test_coarsen_bounded_deterministic_balanced)
+{
+	struct tp_model m;
+	struct tp_groups a, b;
+	double maxw = 0, total = 0;
+
+	/* 120 layers: groups hold several layers, at most 64 groups */
+	layered_model(&m, 120, 64, 1);
+	ck_assert_int_eq(tp_coarsen(&m, 0, &a, NULL), TP_OK);
+	ck_assert_int_eq(tp_coarsen(&m, 0, &b, NULL), TP_OK);
+	ck_assert_uint_le(a.n, TP_COARSEN_MAX_GROUPS);
+	ck_assert_uint_ge(a.n, 16);
+	ck_assert_uint_eq(a.n, b.n);
+	ck_assert_int_eq(memcmp(a.first, b.first, (a.n + 1) * sizeof(uint32_t)),
+			 0);
+	for (uint32_t s = 0; s < a.n; s++) {
+		total += a.weight[s];
+		if (a.weight[s] > maxw)
+			maxw = a.weight[s];
+	}
+	/* balanced: no group above twice the mean */
+	ck_assert(maxw < 2.0 * total / a.n);
+	tp_groups_release(&a);
+	tp_groups_release(&b);
+	/* explicit counts are honoured and clamped to the op count */
+	ck_assert_int_eq(tp_coarsen(&m, 7, &a, NULL), TP_OK);
+	ck_assert_uint_eq(a.n, 7);
+	tp_groups_release(&a);
+	tp_model_release(&m);
+	layered_model(&m, 1, 8, 1);
+	ck_assert_int_eq(tp_coarsen(&m, 40, &a, NULL), TP_OK);
+	ck_assert_uint_eq(a.n, m.ops.n);
+	tp_groups_release(&a);
+	tp_model_release(&m);
+}
+END_TEST
+
+START_TEST(test_coarsen_splits_heavy_layers)
+{
+	struct tp_model m;
+	struct tp_groups g;
+
+	/* 2 layers of 4 ops, 16 groups asked: layers must be split */
+	layered_model(&m, 2, 8, 1);
+	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
+	ck_assert_uint_eq(g.n, m.ops.n); /* fewer ops than 16 */
+	ck_assert_uint_gt(g.cuts_inside_layers, 0);
+	tp_groups_release(&g);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* action space                                                        */
+
+START_TEST(test_split_samples)
+{
+	int64_t out[4];
+	double w[4] = {3, 1, 1, 1}, cap[4] = {2, 100, 100, 100};
+
+	ck_assert(tp_space_split_samples(12, 4, w, NULL, out));
+	ck_assert_int_eq(out[0], 6);
+	ck_assert_int_eq(out[1] + out[2] + out[3], 6);
+	ck_assert(tp_space_split_samples(5, 4, w, NULL, out));
+	ck_assert_int_eq(out[0] + out[1] + out[2] + out[3], 5);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_ge(out[i], 1);
+	ck_assert(tp_space_split_samples(12, 4, w, cap, out));
+	ck_assert_int_eq(out[0], 2);
+	ck_assert_int_eq(out[0] + out[1] + out[2] + out[3], 12);
+	ck_assert(!tp_space_split_samples(3, 4, w, NULL, out));
+	w[0] = 1;
+	ck_assert(tp_space_split_samples(10, 4, w, NULL, out));
+	ck_assert_int_eq(out[0], 3);
+	ck_assert_int_eq(out[3], 2);
+}
+END_TEST
+
+START_TEST(test_space_sets_and_actions)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_groups g;
+	struct tp_space sp;
+	struct tp_action acts[64];
+	struct tp_decision *dec;
+	struct tp_globals gl = {4, TP_SCHEDULE_1F1B, 0, 0, 0};
+	const int types[3] = {0, 1, 1};
+	bool have_type = false, have_node = false, have_half = false;
+	uint32_t n;
+
+	layered_model(&m, 8, 64, 1);
+	hetero_cluster(&c, 3, 4, types);
+	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
+	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
+	ck_assert_uint_eq(sp.sets.v[TP_SPACE_SET_ALL].n, 12);
+	ck_assert(sp.type_speed[0] == 1);
+	ck_assert(sp.type_speed[1] < 0.5);
+	for (uint32_t f = 0; f < sp.families.n; f++) {
+		const struct tp_family *fm = &sp.families.v[f];
+		uint8_t seen[12] = {0};
+		for (uint32_t k = 0; k < fm->n; k++) {
+			uint32_t set = sp.family_sets.v[fm->first + k];
+			const uint32_t *d = tp_space_set_devs(&sp, set);
+			/* members are disjoint */
+			for (uint32_t i = 0; i < sp.sets.v[set].n; i++) {
+				ck_assert(!seen[d[i]]);
+				seen[d[i]] = 1;
+			}
+		}
+		have_type |= fm->kind == TP_DEVSET_TYPE && fm->n == 2;
+		have_node |= fm->kind == TP_DEVSET_NODE && fm->n == 3;
+		have_half |= fm->kind == TP_DEVSET_PART && fm->n == 2;
+	}
+	ck_assert(have_type && have_node && have_half);
+	dec = calloc(g.n, sizeof(*dec));
+	for (uint32_t k = 0; k < g.n; k++) {
+		dec[k].set = TP_SPACE_SET_ALL;
+		dec[k].tp = 1;
+	}
+	for (uint32_t k = 0; k < g.n; k++) {
+		n = tp_space_group_actions(&sp, k, dec, &gl, acts, 64);
+		ck_assert_uint_ge(n, 5);
+		/* the current decision comes first */
+		ck_assert_uint_eq(acts[0].d.set, dec[k].set);
+		ck_assert_uint_eq(acts[0].d.tp, dec[k].tp);
+		for (uint32_t i = 0; i < n; i++) {
+			ck_assert(tp_space_tp_ok(&sp, k, acts[i].d.set,
+						 acts[i].d.tp, &gl));
+			for (uint32_t j = 0; j < i; j++)
+				ck_assert(memcmp(&acts[i].d, &acts[j].d,
+						 sizeof(acts[i].d)) != 0);
+		}
+	}
+	/* tp never crosses a node and must divide the heads */
+	ck_assert(!tp_space_tp_ok(&sp, 1, TP_SPACE_SET_ALL, 8, NULL));
+	ck_assert(tp_space_tp_ok(&sp, 1, TP_SPACE_SET_ALL, 4, NULL));
+	ck_assert(!tp_space_tp_ok(&sp, 1, TP_SPACE_SET_ALL, 3, NULL));
+	/* the loss group does not split */
+	ck_assert(!tp_space_tp_ok(&sp, g.n - 1, TP_SPACE_SET_ALL, 2, NULL));
+	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	ck_assert_uint_ge(n, 4);
+	ck_assert_uint_eq(acts[0].g.micro_batches, 4);
+	free(dec);
+	tp_space_release(&sp);
+	tp_groups_release(&g);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+START_TEST(test_space_materialize_valid_random)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_groups g;
+	struct tp_space sp;
+	struct tp_space_scratch *scr;
+	struct tp_plan plan;
+	struct tp_action acts[64];
+	struct tp_decision *dec;
+	struct tp_error err;
+	const int types[2] = {0, 1};
+	uint64_t seed = 12345;
+
+	layered_model(&m, 6, 48, 1);
+	hetero_cluster(&c, 2, 4, types);
+	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
+	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
+	scr = tp_space_scratch_new(&sp);
+	ck_assert_ptr_nonnull(scr);
+	tp_plan_init(&plan);
+	dec = calloc(g.n, sizeof(*dec));
+	for (int trial = 0; trial < 200; trial++) {
+		struct tp_globals gl = {trial % 3 == 0 ? 1 : 4,
+					TP_SCHEDULE_1F1B, (uint8_t)(trial % 4),
+					0, 0};
+		for (uint32_t k = 0; k < g.n; k++) {
+			dec[k].set = TP_SPACE_SET_ALL;
+			dec[k].tp = 1;
+		}
+		/* a random path through the candidates */
+		for (uint32_t k = 0; k < g.n; k++) {
+			uint32_t n = tp_space_group_actions(&sp, k, dec, &gl,
+							    acts, 64);
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			dec[k] = acts[(seed >> 33) % n].d;
+		}
+		ck_assert_int_eq(tp_space_materialize(&sp, &gl, dec,
+						      TP_COMPRESSION_OFF, scr,
+						      &plan, &err),
+				 TP_OK);
+		if (tp_plan_validate(&plan, &m, &c, &err) != TP_OK)
+			ck_abort_msg("invalid plan: %s %s", err.path, err.msg);
+	}
+	/* data parallel over both types: fast devices get more samples */
+	for (uint32_t k = 0; k < g.n; k++) {
+		dec[k].set = TP_SPACE_SET_ALL;
+		dec[k].tp = 1;
+		dec[k].sync = TP_SYNC_RING;
+		dec[k].recompute = 0;
+	}
+	{
+		struct tp_globals gl = {1, TP_SCHEDULE_1F1B, 0, 0, 0};
+		const double *sh;
+		ck_assert_int_eq(tp_space_materialize(&sp, &gl, dec,
+						      TP_COMPRESSION_OFF, scr,
+						      &plan, NULL),
+				 TP_OK);
+		ck_assert_uint_eq(plan.groups.n, 1); /* equal runs merge */
+		sh = tp_plan_group_shares(&plan, 0);
+		ck_assert(sh[0] > 2 * sh[4]);
+		gl.even = 1;
+		ck_assert_int_eq(tp_space_materialize(&sp, &gl, dec,
+						      TP_COMPRESSION_OFF, scr,
+						      &plan, NULL),
+				 TP_OK);
+		sh = tp_plan_group_shares(&plan, 0);
+		ck_assert(sh[0] == sh[4]);
+		/* 48 samples cannot feed 8 replicas in 48 micro-batches */
+		gl.micro_batches = 48;
+		ck_assert_int_eq(tp_space_materialize(&sp, &gl, dec,
+						      TP_COMPRESSION_OFF, scr,
+						      &plan, NULL),
+				 TP_EINPUT);
+	}
+	free(dec);
+	tp_plan_release(&plan);
+	tp_space_scratch_free(scr);
+	tp_space_release(&sp);
+	tp_groups_release(&g);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* search with the toy evaluator                                       */
+
+static bool plans_equal(const struct tp_plan *a, const struct tp_plan *b)
+{
+	if (a->groups.n != b->groups.n || a->micro_batches != b->micro_batches ||
+	    a->zero != b->zero || a->schedule != b->schedule ||
+	    a->ops.n != b->ops.n || a->devs.n != b->devs.n ||
+	    a->shares.n != b->shares.n)
+		return false;
+	return memcmp(a->groups.v, b->groups.v,
+		      a->groups.n * sizeof(*a->groups.v)) == 0 &&
+	       memcmp(a->ops.v, b->ops.v, a->ops.n * sizeof(*a->ops.v)) == 0 &&
+	       memcmp(a->devs.v, b->devs.v, a->devs.n * sizeof(*a->devs.v)) ==
+		       0 &&
+	       memcmp(a->shares.v, b->shares.v,
+		      a->shares.n * sizeof(*a->shares.v)) == 0;
+}
+
+START_TEST(test_search_beats_baselines_reproducible)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_evaluator ev;
+	struct toy toy;
+	struct tp_search_options o;
+	struct tp_search_result r1, r2;
+	const int types[2] = {0, 1};
+	double best_base = INFINITY;
+
+	layered_model(&m, 8, 64, 1);
+	hetero_cluster(&c, 2, 4, types);
+	toy_evaluator(&toy, &m, &c, &ev);
+	tp_search_options_default(&o);
+	o.seed = 7;
+	o.threads = 1;
+	o.playouts = 400;
+	o.time_limit_s = 0;
+	tp_search_result_init(&r1);
+	tp_search_result_init(&r2);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r1, NULL), TP_OK);
+	ck_assert(r1.have_plan);
+	ck_assert(r1.report.feasible);
+	ck_assert_int_eq(tp_plan_validate(&r1.plan, &m, &c, NULL), TP_OK);
+	ck_assert_uint_eq(r1.playouts, 400);
+	ck_assert_uint_gt(r1.simulations, 10);
+	for (int b = 0; b < TP_BASELINE_COUNT; b++) {
+		const struct tp_baseline_result *br = &r1.baselines[b];
+		ck_assert_msg(br->available, "baseline %s missing",
+			      tp_baseline_name(b));
+		if (br->feasible && br->iteration_time_s < best_base)
+			best_base = br->iteration_time_s;
+	}
+	ck_assert(isfinite(best_base));
+	ck_assert(r1.report.iteration_time_s <= best_base);
+	ck_assert(r1.report.iteration_time_s <=
+		  r1.baselines[TP_BASELINE_DP].iteration_time_s);
+	/* heterogeneous: proportional shares beat the even split */
+	ck_assert(r1.baselines[TP_BASELINE_DP_HETERO].iteration_time_s <
+		  r1.baselines[TP_BASELINE_DP].iteration_time_s);
+	/* same seed, one thread: the same plan */
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r2, NULL), TP_OK);
+	ck_assert(plans_equal(&r1.plan, &r2.plan));
+	ck_assert_uint_eq(r1.simulations, r2.simulations);
+	ck_assert_str_eq(r1.source, r2.source);
+	tp_search_result_release(&r1);
+	tp_search_result_release(&r2);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+START_TEST(test_search_threads_and_small_tree)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_evaluator ev;
+	struct toy toy;
+	struct tp_search_options o;
+	struct tp_search_result r;
+	const int types[2] = {0, 1};
+
+	layered_model(&m, 8, 64, 1);
+	hetero_cluster(&c, 2, 4, types);
+	toy_evaluator(&toy, &m, &c, &ev);
+	tp_search_options_default(&o);
+	o.threads = 3;
+	o.playouts = 300;
+	o.time_limit_s = 20;
+	o.tree_bytes = 100 * 1024; /* about a thousand nodes */
+	o.no_seeds = true;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	ck_assert(r.have_plan);
+	ck_assert(r.tree_full);
+	ck_assert_uint_ge(r.playouts, 300);
+	ck_assert(r.report.iteration_time_s <=
+		  r.baselines[TP_BASELINE_DP].iteration_time_s);
+	tp_search_result_release(&r);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+START_TEST(test_search_baseline_answer_and_nothing_fits)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	struct tp_search_result r;
+	struct toy toy;
+	const int types[2] = {0, 0};
+
+	/* --baseline megatron answers the megatron plan, no search */
+	layered_model(&m, 8, 64, 1);
+	hetero_cluster(&c, 2, 4, types);
+	toy_evaluator(&toy, &m, &c, &ev);
+	tp_search_options_default(&o);
+	o.baseline = TP_BASELINE_MEGATRON;
+	o.playouts = 100;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	ck_assert_uint_eq(r.playouts, 0);
+	ck_assert(fabs(r.report.iteration_time_s -
+		       r.baselines[TP_BASELINE_MEGATRON].iteration_time_s) <
+		  1e-12);
+	ck_assert_str_eq(r.source, "baseline megatron");
+	tp_search_result_release(&r);
+	tp_model_release(&m);
+
+	/* a model far too big: the closest plan, infeasible */
+	layered_model(&m, 8, 64, 1e4);
+	toy_evaluator(&toy, &m, &c, &ev);
+	o.baseline = -1;
+	o.playouts = 100;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	ck_assert(r.have_plan);
+	ck_assert(!r.report.feasible);
+	ck_assert(r.report.over_bytes > 0);
+	tp_search_result_release(&r);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* A provider that prefers the last candidate and counts its calls. */
+struct spy {
+	int calls, bad;
+};
+
+static enum tp_status spy_eval(void *ctx, void *scratch,
+			       const struct tp_prior_state *st, float *priors,
+			       float *value, bool *has_value,
+			       struct tp_error *err)
+{
+	struct spy *s = ctx;
+
+	(void)scratch;
+	(void)err;
+	__atomic_add_fetch(&s->calls, 1, __ATOMIC_RELAXED);
+	if (!st->plan || st->n_actions < 2 || st->level > st->n_groups ||
+	    st->group_first[st->n_groups] != st->model->ops.n ||
+	    !st->actions[0].keeps_default)
+		__atomic_add_fetch(&s->bad, 1, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < st->n_actions; i++) {
+		if (!st->actions[i].global &&
+		    st->actions[i].dp * st->actions[i].tp !=
+			    st->actions[i].n_devices)
+			__atomic_add_fetch(&s->bad, 1, __ATOMIC_RELAXED);
+		priors[i] = i + 1 == st->n_actions ? 10.0f : 1.0f;
+	}
+	*value = 0.5f;
+	*has_value = true;
+	return TP_OK;
+}
+
+START_TEST(test_search_prior_provider)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	struct tp_search_result r;
+	struct toy toy;
+	struct spy spy = {0, 0};
+	struct tp_prior_provider pp;
+	const int types[2] = {0, 1};
+
+	layered_model(&m, 4, 32, 1);
+	hetero_cluster(&c, 2, 2, types);
+	toy_evaluator(&toy, &m, &c, &ev);
+	memset(&pp, 0, sizeof(pp));
+	pp.name = "spy";
+	pp.ctx = &spy;
+	pp.evaluate = spy_eval;
+	tp_search_options_default(&o);
+	o.prior = &pp;
+	o.playouts = 200;
+	o.time_limit_s = 0;
+	o.no_seeds = true;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	ck_assert_int_gt(spy.calls, 10);
+	ck_assert_int_eq(spy.bad, 0);
+	tp_search_result_release(&r);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+START_TEST(test_search_value_bounds)
+{
+	ck_assert(tp_search_value(1, true, 1, 0) == 0.25);
+	ck_assert(tp_search_value(1, true, 0.5, 0) > 0.8);
+	ck_assert(tp_search_value(1, true, 0.5, 0) <= 1);
+	ck_assert(tp_search_value(1, true, 100, 0) >= -0.5);
+	ck_assert(tp_search_value(1, false, 1, 0.01) < -0.5);
+	ck_assert(tp_search_value(1, false, 1, 0.01) >
+		  tp_search_value(1, false, 1, 0.5));
+	ck_assert(tp_search_value(1, false, 1, 1e9) >= -1);
+	ck_assert_int_eq(tp_baseline_parse("dp-hetero"), TP_BASELINE_DP_HETERO);
+	ck_assert_int_eq(tp_baseline_parse("nope"), -1);
+}
+END_TEST
+
+Suite *suite_search(void)
+{
+	Suite *s = suite_create("search");
+	TCase *tc = tcase_create("coarsen");
+	TCase *ta = tcase_create("actions");
+	TCase *tm = tcase_create("mcts");
+
+	tcase_add_test(tc, test_coarsen_layers_contiguous);
+	tcase_add_test(tc, test_coarsen_bounded_deterministic_balanced);
+	tcase_add_test(tc, test_coarsen_splits_heavy_layers);
+	suite_add_tcase(s, tc);
+	tcase_add_test(ta, test_split_samples);
+	tcase_add_test(ta, test_space_sets_and_actions);
+	tcase_add_test(ta, test_space_materialize_valid_random);
+	suite_add_tcase(s, ta);
+	tcase_set_timeout(tm, 30);
+	tcase_add_test(tm, test_search_value_bounds);
+	tcase_add_test(tm, test_search_beats_baselines_reproducible);
+	tcase_add_test(tm, test_search_threads_and_small_tree);
+	tcase_add_test(tm, test_search_baseline_answer_and_nothing_fits);
+	tcase_add_test(tm, test_search_prior_provider);
+	suite_add_tcase(s, tm);
+	return s;
+}
