@@ -250,6 +250,618 @@ START_TEST(test_gpt_gqa_and_errors)
 }
 END_TEST
 
+
+/* ---- topology presets ---------------------------------------------- */
+
+static void build_topo(const char *const *specs, int n, const char *net,
+		       double over, struct tp_cluster *c)
+{
+	struct tp_error err;
+
+	tp_cluster_init(c);
+	tp_error_clear(&err);
+	ck_assert_msg(tp_build_topology(specs, n, net, over, c, &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert(c->finalized);
+}
+
+static const struct tp_route *route(const struct tp_cluster *c,
+				    const char *a, const char *b)
+{
+	uint32_t i = tp_cluster_find_device(c, a), j = tp_cluster_find_device(c, b);
+
+	ck_assert_msg(i != TP_NONE && j != TP_NONE, "%s %s", a, b);
+	return tp_cluster_route(c, i, j);
+}
+
+START_TEST(test_topo_dgx_a100)
+{
+	const char *specs[] = {"dgx-a100:4"};
+	struct tp_cluster c;
+	const struct tp_route *r;
+
+	build_topo(specs, 1, NULL, 1, &c);
+	ck_assert_uint_eq(c.devices.n, 32);
+	ck_assert_uint_eq(c.nodes.n, 4);
+	ck_assert_str_eq(c.types.v[c.devices.v[0].type].name, "A100-SXM4-80GB");
+	ck_assert_str_eq(c.devices.v[9].name, "dgx-a100-1/gpu1");
+	ck_assert_uint_eq(c.nodes.v[2].n_nics, 8);
+	/* within a node: GPU - NVSwitch - GPU at 300 GB/s */
+	r = route(&c, "dgx-a100-0/gpu0", "dgx-a100-0/gpu7");
+	ck_assert(r->bw_Bps == 300e9);
+	ck_assert_uint_eq(r->n, 2);
+	ck_assert(fabs(r->latency_s - 0.3e-6) < 1e-12);
+	/* across nodes: GPU - NIC - switch - NIC - GPU, one HDR port */
+	r = route(&c, "dgx-a100-0/gpu3", "dgx-a100-3/gpu5");
+	ck_assert(r->bw_Bps == 25e9);
+	ck_assert_uint_eq(r->n, 4);
+	ck_assert(fabs(r->latency_s - 0.6e-6) < 1e-12);
+	ck_assert(c.links.v[c.nodes.v[1].network_link].bw_Bps == 8 * 25e9);
+	tp_cluster_release(&c);
+
+	/* --net and --oversubscription */
+	build_topo(specs, 1, "100gbe", 2, &c);
+	r = route(&c, "dgx-a100-0/gpu0", "dgx-a100-1/gpu0");
+	ck_assert(r->bw_Bps == 12.5e9);
+	ck_assert(c.links.v[c.nodes.v[0].network_link].bw_Bps ==
+		  8 * 12.5e9 / 2);
+	ck_assert_str_eq(c.name, "dgx-a100:4 --net 100gbe --oversubscription 2");
+	tp_cluster_release(&c);
+}
+END_TEST
+
+START_TEST(test_topo_dgx1_cube_mesh)
+{
+	const char *specs[] = {"dgx1-v100"};
+	struct tp_cluster c;
+	double nvl[8] = {0};
+	int nv_links = 0;
+
+	build_topo(specs, 1, NULL, 1, &c);
+	ck_assert_uint_eq(c.devices.n, 8);
+	for (size_t l = 0; l < c.links.n; l++) {
+		const struct tp_link *k = &c.links.v[l];
+		if (k->kind != TP_LINK_NVLINK)
+			continue;
+		nv_links++;
+		for (uint32_t d = 0; d < 8; d++)
+			if (c.devices.v[d].vertex == k->a ||
+			    c.devices.v[d].vertex == k->b)
+				nvl[d] += k->bw_Bps;
+	}
+	/* 16 GPU pairs joined; 6 NVLinks x 25 GB/s per V100 */
+	ck_assert_int_eq(nv_links, 16);
+	for (int d = 0; d < 8; d++)
+		ck_assert(nvl[d] == 150e9);
+	ck_assert(route(&c, "dgx1-v100-0/gpu0", "dgx1-v100-0/gpu3")->bw_Bps ==
+		  50e9);
+	ck_assert(route(&c, "dgx1-v100-0/gpu0", "dgx1-v100-0/gpu1")->bw_Bps ==
+		  25e9);
+	/* no direct NVLink 0-5: two NVLink hops, not PCIe */
+	ck_assert_uint_eq(route(&c, "dgx1-v100-0/gpu0", "dgx1-v100-0/gpu5")->n,
+			  2);
+	ck_assert(route(&c, "dgx1-v100-0/gpu0", "dgx1-v100-0/gpu5")->bw_Bps ==
+		  25e9);
+	ck_assert_uint_eq(c.nodes.v[0].n_nics, 4);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+START_TEST(test_topo_tag_testbed)
+{
+	const char *specs[] = {"tag-testbed"};
+	const char *mix[] = {"v100-nvlink:2", "1080ti-pcie:2"};
+	struct tp_cluster c;
+	const struct tp_route *r;
+
+	build_topo(specs, 1, NULL, 1, &c);
+	ck_assert_uint_eq(c.devices.n, 16);
+	ck_assert_uint_eq(c.nodes.n, 7);
+	ck_assert_uint_eq(c.type_count[tp_cluster_find_type(&c, "V100-SXM2-32GB")],
+			  4);
+	ck_assert_uint_eq(c.type_count[tp_cluster_find_type(&c, "GTX-1080-Ti")],
+			  8);
+	ck_assert_uint_eq(c.type_count[tp_cluster_find_type(&c, "P100-PCIe-12GB")],
+			  4);
+	r = route(&c, "v100-nvlink-0/gpu0", "v100-nvlink-0/gpu3");
+	ck_assert(r->bw_Bps == 50e9);
+	r = route(&c, "1080ti-pcie-0/gpu0", "1080ti-pcie-0/gpu1");
+	ck_assert(r->bw_Bps == 15.7e9);
+	r = route(&c, "1080ti-pcie-3/gpu0", "p100-pcie-1/gpu1");
+	ck_assert(r->bw_Bps == 3.125e9);
+	ck_assert_str_eq(c.name, "tag-testbed");
+	tp_cluster_release(&c);
+
+	build_topo(mix, 2, "25gbe", 1, &c);
+	ck_assert_uint_eq(c.devices.n, 12);
+	ck_assert_str_eq(c.nodes.v[3].name, "1080ti-pcie-1");
+	ck_assert(route(&c, "v100-nvlink-1/gpu0", "1080ti-pcie-1/gpu1")->bw_Bps ==
+		  3.125e9);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+START_TEST(test_topo_every_preset)
+{
+	static const struct {
+		const char *name, *gpu;
+		unsigned gpus;
+	} want[] = {{"dgx-a100", "A100-SXM4-80GB", 8},
+		    {"dgx-h100", "H100-SXM5-80GB", 8},
+		    {"hgx-h200", "H200-SXM-141GB", 8},
+		    {"dgx1-v100", "V100-SXM2-16GB", 8},
+		    {"v100-nvlink", "V100-SXM2-32GB", 4},
+		    {"p100-pcie", "P100-PCIe-12GB", 2},
+		    {"1080ti-pcie", "GTX-1080-Ti", 2},
+		    {"t4-pcie", "T4-16GB", 4},
+		    {"l4-pcie", "L4-24GB", 8},
+		    {"a100-pcie", "A100-PCIe-80GB", 8}};
+	int n = 0;
+
+	for (int i = 0; tp_node_preset_names[i]; i++)
+		n++;
+	ck_assert_int_eq(n, (int)(sizeof(want) / sizeof(want[0])));
+	for (int i = 0; i < n; i++) {
+		char spec[64];
+		const char *specs[1] = {spec};
+		struct tp_cluster c;
+		snprintf(spec, sizeof(spec), "%s:2", want[i].name);
+		ck_assert_str_eq(tp_node_preset_names[i], want[i].name);
+		ck_assert_ptr_nonnull(tp_node_preset_about(want[i].name));
+		build_topo(specs, 1, NULL, 1, &c);
+		ck_assert_uint_eq(c.devices.n, 2 * want[i].gpus);
+		ck_assert_str_eq(c.types.v[c.devices.v[0].type].name,
+				 want[i].gpu);
+		/* a GPU reaches a GPU of the other node */
+		ck_assert(tp_cluster_route(&c, 0, c.devices.n - 1)->bw_Bps > 0);
+		tp_cluster_release(&c);
+	}
+	for (int i = 0; tp_network_names[i]; i++)
+		ck_assert_ptr_nonnull(tp_network_about(tp_network_names[i]));
+}
+END_TEST
+
+START_TEST(test_topo_errors)
+{
+	struct tp_cluster c;
+	struct tp_error err;
+	const char *bad1[] = {"dgx-a200:2"}, *bad2[] = {"dgx-a100:0"},
+		   *bad3[] = {"dgx-a100:x"}, *ok[] = {"dgx-a100:1"},
+		   *big[] = {"dgx-a100:600"};
+
+	tp_cluster_init(&c);
+	tp_error_clear(&err);
+	ck_assert_int_eq(tp_build_topology(bad1, 1, NULL, 1, &c, &err),
+			 TP_EUSAGE);
+	ck_assert_ptr_nonnull(strstr(err.msg, "dgx-a200"));
+	ck_assert_ptr_nonnull(strstr(err.msg, "dgx-h100"));
+	ck_assert_uint_eq(c.devices.n, 0);
+	ck_assert_int_eq(tp_build_topology(bad2, 1, NULL, 1, &c, &err),
+			 TP_EUSAGE);
+	ck_assert_int_eq(tp_build_topology(bad3, 1, NULL, 1, &c, &err),
+			 TP_EUSAGE);
+	ck_assert_ptr_nonnull(strstr(err.msg, "node count"));
+	ck_assert_int_eq(tp_build_topology(ok, 1, "ib-xdr", 1, &c, &err),
+			 TP_EUSAGE);
+	ck_assert_ptr_nonnull(strstr(err.msg, "ib-ndr"));
+	ck_assert_int_eq(tp_build_topology(ok, 1, NULL, 0.5, &c, &err),
+			 TP_EUSAGE);
+	ck_assert_ptr_nonnull(strstr(err.msg, "oversubscription"));
+	ck_assert_int_eq(tp_build_topology(big, 1, NULL, 1, &c, &err),
+			 TP_ELIMIT);
+	ck_assert_int_eq(tp_build_topology(ok, 0, NULL, 1, &c, &err),
+			 TP_EUSAGE);
+	ck_assert_uint_eq(c.devices.n, 0);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* ---- zoo -------------------------------------------------------------- */
+
+/* torchvision's weights metadata (num_params, "GFLOPS" = 1e9
+ * multiply-adds); resnet101 and mobilenet-v2 from the torchvision model
+ * docs (not in the shared reference file). */
+static const struct {
+	const char *name;
+	double params, gmacs;
+} zoo_cnn[] = {{"resnet50", 25557032, 4.089},
+	       {"resnet101", 44549160, 7.801},
+	       {"vgg16", 138357544, 15.47},
+	       {"vgg19", 143667240, 19.632},
+	       {"inception-v3", 27161264, 5.713},
+	       {"mobilenet-v2", 3504872, 0.301}};
+
+START_TEST(test_zoo_cnn_totals)
+{
+	struct tp_model m;
+	struct tp_error err;
+	double macs = 0;
+
+	tp_model_init(&m);
+	ck_assert_msg(tp_build_zoo(zoo_cnn[_i].name, 0, -1, &m, &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_str_eq(m.name, zoo_cnn[_i].name);
+	ck_assert_int_eq(m.global_batch, 256);
+	ck_assert_int_eq(m.dtype, TP_DTYPE_FP32);
+	/* parameters: exactly torchvision's */
+	ck_assert_msg(tp_model_parameters(&m) == zoo_cnn[_i].params,
+		      "%s: %.0f parameters", zoo_cnn[_i].name,
+		      tp_model_parameters(&m));
+	for (size_t k = 0; k < m.ops.n; k++) {
+		const struct tp_op *o = &m.ops.v[k];
+		if (o->kind == TP_OP_CONV || o->kind == TP_OP_MATMUL)
+			macs += o->flop / 2;
+		ck_assert(o->layer >= 0);
+	}
+	/* conv + fc FLOP = 2 x torchvision's multiply-adds (inception: the
+	 * auxiliary classifier, training only, adds 0.1%) */
+	ck_assert_msg(REL_CLOSE(macs, zoo_cnn[_i].gmacs * 1e9, 0.002),
+		      "%s: %.4f GMAC", zoo_cnn[_i].name, macs / 1e9);
+	/* all ops: batch norm, activations, pools and adds add about 1%
+	 * (MobileNet-v2, with its cheap depthwise convs, 7%) */
+	ck_assert(m.total_flop > 2 * macs);
+	ck_assert(REL_CLOSE(m.total_flop, 2 * macs, _i == 5 ? 0.08 : 0.02));
+	tp_model_release(&m);
+}
+END_TEST
+
+START_TEST(test_zoo_layers_and_names)
+{
+	struct tp_model m;
+	struct tp_error err;
+	uint32_t i;
+
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_zoo("resnet50", 64, TP_DTYPE_FP16, &m, &err),
+			 TP_OK);
+	ck_assert_int_eq(m.global_batch, 64);
+	ck_assert_int_eq(m.dtype, TP_DTYPE_FP16);
+	i = tp_model_find_op(&m, "layer3.5.conv2");
+	ck_assert(i != TP_NONE);
+	ck_assert_int_eq(m.ops.v[i].kind, TP_OP_CONV);
+	ck_assert_int_eq(m.ops.v[i].layer, 3);
+	ck_assert_int_eq(m.ops.v[i].tp_split, TP_SPLIT_COLUMN);
+	ck_assert_uint_eq(m.ops.v[i].tp_units, 256);
+	/* 3x3 conv 256->256 on 14x14: 2 * 9 * 256 * 256 * 196 FLOP */
+	ck_assert(m.ops.v[i].flop == 2.0 * 9 * 256 * 256 * 196);
+	ck_assert(m.ops.v[i].param_bytes == 2.0 * 9 * 256 * 256);
+	ck_assert(tp_model_find_op(&m, "layer4.0.downsample.0") != TP_NONE);
+	ck_assert_int_eq(m.ops.v[tp_model_find_op(&m, "fc")].layer, 5);
+	tp_model_release(&m);
+
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_zoo("gpt3-175b", 0, -1, &m, &err), TP_OK);
+	ck_assert(REL_CLOSE(tp_model_parameters(&m), 175e9, 0.005));
+	ck_assert_int_eq(m.global_batch, 1536);
+	ck_assert_int_eq(m.arch.layers, 96);
+	tp_model_release(&m);
+
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_zoo("bert-large", 0, -1, &m, &err), TP_OK);
+	/* BertForPreTraining: 335.1 M + MLM transform and bias + NSP */
+	ck_assert(REL_CLOSE(tp_model_parameters(&m), 335e6, 0.005));
+	ck_assert(tp_model_find_op(&m, "nsp_loss") != TP_NONE);
+	tp_model_release(&m);
+
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_zoo("transformer", 0, -1, &m, &err), TP_OK);
+	/* Vaswani et al.: "65 M" for the base model */
+	ck_assert(REL_CLOSE(tp_model_parameters(&m), 65e6, 0.04));
+	ck_assert(tp_model_find_op(&m, "layer6.cross_attn") != TP_NONE);
+	ck_assert_int_eq(m.arch.layers, 12);
+	tp_model_release(&m);
+
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_zoo("resnet51", 0, -1, &m, &err), TP_EUSAGE);
+	ck_assert_ptr_nonnull(strstr(err.msg, "resnet50"));
+	tp_model_release(&m);
+}
+END_TEST
+
+/* ---- HuggingFace configs -------------------------------------------- */
+
+/* Published sizes: Llama 2 paper / model cards (6.74 B, 68.98 B), Meta
+ * Llama 3 model card (8.03 B), Mistral 7B (7.24 B), BERT paper (335 M for
+ * BERT-large, 110 M for base), GPT-2 (124 M), Mixtral (46.7 B), Qwen2-7B
+ * model card (7.62 B), T5 (HF's count for t5-base, 222.9 M, and 247.6 M
+ * for google/t5-v1_1-base). */
+static const struct {
+	const char *file;
+	double params;
+	int64_t layers;
+	const char *family;
+} hf_configs[] = {{"llama-2-7b.json", 6.74e9, 32, "llama"},
+		  {"llama-2-70b.json", 68.98e9, 80, "llama"},
+		  {"llama-3-8b.json", 8.03e9, 32, "llama"},
+		  {"mistral-7b.json", 7.24e9, 32, "mistral"},
+		  {"bert-large-uncased.json", 335e6, 24, "bert"},
+		  {"bert-base-uncased.json", 110e6, 12, "bert"},
+		  {"gpt2.json", 124e6, 12, "gpt2"},
+		  {"mixtral-8x7b.json", 46.7e9, 32, "mixtral"},
+		  {"qwen2-7b.json", 7.62e9, 28, "qwen2"},
+		  {"t5-base.json", 222.9e6, 24, "t5"},
+		  {"t5-v1_1-base.json", 247.6e6, 24, "t5"}};
+
+START_TEST(test_hf_parameter_counts)
+{
+	struct tp_model m;
+	struct tp_error err;
+	char rel[128];
+	double got;
+
+	snprintf(rel, sizeof(rel), "data/hf/%s", hf_configs[_i].file);
+	tp_model_init(&m);
+	tp_error_clear(&err);
+	ck_assert_msg(tp_build_hf(tp_test_path(rel), 0, 0, -1, &m, &err) ==
+			      TP_OK,
+		      "%s: %s", rel, err.msg);
+	got = tp_model_parameters(&m);
+	/* BERT-base's "110 M" is a rounded figure (109.5 M): 1% there */
+	ck_assert_msg(REL_CLOSE(got, hf_configs[_i].params,
+				_i == 5 ? 0.01 : 0.005),
+		      "%s: %.0f parameters, published %.4g", rel, got,
+		      hf_configs[_i].params);
+	ck_assert_int_eq(m.arch.layers, hf_configs[_i].layers);
+	ck_assert_str_eq(m.arch.family, hf_configs[_i].family);
+	ck_assert_int_eq(m.global_batch, 256);
+	tp_model_release(&m);
+}
+END_TEST
+
+START_TEST(test_hf_details)
+{
+	struct tp_model m;
+	struct tp_error err;
+	uint32_t i;
+
+	/* Llama-2-7B: no dropout, SwiGLU, untied head, fp16 from the
+	 * config, context 4096 */
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_hf(tp_test_path("data/hf/llama-2-7b.json"),
+				     0, 0, -1, &m, &err),
+			 TP_OK);
+	ck_assert_str_eq(m.name, "llama-2-7b");
+	ck_assert_int_eq(m.dtype, TP_DTYPE_FP16);
+	ck_assert_int_eq(m.seq_len, 4096);
+	ck_assert(tp_model_find_op(&m, "layer0.swiglu") != TP_NONE);
+	ck_assert(tp_model_find_op(&m, "layer0.res1") != TP_NONE);
+	i = tp_model_find_op(&m, "lm_head");
+	ck_assert(m.ops.v[i].param_bytes == 2.0 * 32000 * 4096);
+	/* gate + up: 2 * s * h * 2f */
+	i = tp_model_find_op(&m, "layer5.fc1");
+	ck_assert(m.ops.v[i].flop == 2.0 * 4096 * 4096 * 2 * 11008);
+	tp_model_release(&m);
+
+	/* --seq/--batch/--dtype override; GQA units */
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_hf(tp_test_path("data/hf/llama-3-8b.json"),
+				     2048, 64, TP_DTYPE_FP32, &m, &err),
+			 TP_OK);
+	ck_assert_int_eq(m.seq_len, 2048);
+	ck_assert_int_eq(m.global_batch, 64);
+	ck_assert_int_eq(m.dtype, TP_DTYPE_FP32);
+	ck_assert_uint_eq(m.ops.v[tp_model_find_op(&m, "layer0.qkv")].tp_units,
+			  8);
+	ck_assert_int_eq(m.arch.kv_heads, 8);
+	tp_model_release(&m);
+
+	/* Mixtral: router and 8 experts per layer, each on s*2/8 tokens */
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_hf(tp_test_path("data/hf/mixtral-8x7b.json"),
+				     1024, 0, -1, &m, &err),
+			 TP_OK);
+	ck_assert_int_eq(m.arch.experts, 8);
+	i = tp_model_find_op(&m, "layer3.router");
+	ck_assert(i != TP_NONE);
+	ck_assert_int_eq(m.ops.v[i].kind, TP_OP_ROUTER);
+	i = tp_model_find_op(&m, "layer3.expert7.fc2");
+	ck_assert(i != TP_NONE);
+	ck_assert(m.ops.v[i].flop == 2.0 * (1024 * 2 / 8) * 14336 * 4096);
+	ck_assert(m.ops.v[i].param_bytes == 2.0 * 14336 * 4096);
+	ck_assert(tp_model_find_op(&m, "layer3.combine") != TP_NONE);
+	ck_assert(tp_model_find_op(&m, "layer3.expert8.fc1") == TP_NONE);
+	tp_model_release(&m);
+
+	/* GPT-2: tied head, learned positions limit --seq */
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_hf(tp_test_path("data/hf/gpt2.json"), 0, 0,
+				     -1, &m, &err),
+			 TP_OK);
+	ck_assert_int_eq(m.seq_len, 1024);
+	ck_assert(m.ops.v[tp_model_find_op(&m, "lm_head")].param_bytes == 0);
+	tp_model_release(&m);
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_hf(tp_test_path("data/hf/gpt2.json"), 2048,
+				     0, -1, &m, &err),
+			 TP_EUSAGE);
+	ck_assert_ptr_nonnull(strstr(err.msg, "1024"));
+	tp_model_release(&m);
+
+	/* T5: encoder-decoder, decoder blocks after the encoder's */
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_hf(tp_test_path("data/hf/t5-base.json"), 0,
+				     0, -1, &m, &err),
+			 TP_OK);
+	ck_assert_int_eq(m.seq_len, 512);
+	i = tp_model_find_op(&m, "layer12.cross_attn");
+	ck_assert(i != TP_NONE);
+	/* 128 decoder tokens attend to 512 encoder tokens, 12 x 64 wide */
+	ck_assert(m.ops.v[i].flop == 4.0 * 128 * 512 * 768);
+	ck_assert(tp_model_find_op(&m, "layer11.cross_attn") == TP_NONE);
+	tp_model_release(&m);
+}
+END_TEST
+
+START_TEST(test_hf_errors)
+{
+	static const struct {
+		const char *file, *want1, *want2;
+		int line;
+	} bad[] = {
+		{"wrong-type.json", "$.hidden_size", "integer", 0},
+		{"missing-layers.json", "$.num_hidden_layers", "missing", 0},
+		{"unknown-type.json", "$.model_type", "llama, mistral, mixtral",
+		 0},
+		{"bad-kv-heads.json", "$.num_key_value_heads", "divide", 0},
+		{"no-model-type.json", "$.model_type", "supported", 0},
+		{"syntax.json", "syntax.json:6:1", "", 6},
+	};
+	char rel[128], buf[2048];
+
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		struct tp_model m;
+		struct tp_error err;
+		snprintf(rel, sizeof(rel), "data/hf/bad/%s", bad[k].file);
+		tp_model_init(&m);
+		tp_error_clear(&err);
+		ck_assert_int_eq(tp_build_hf(tp_test_path(rel), 0, 0, -1, &m,
+					     &err),
+				 TP_EINPUT);
+		tp_error_format(&err, buf, sizeof(buf));
+		ck_assert_msg(strstr(buf, bad[k].want1) &&
+				      strstr(buf, bad[k].want2),
+			      "%s: %s", bad[k].file, buf);
+		ck_assert_msg(strstr(buf, bad[k].file), "%s", buf);
+		if (bad[k].line)
+			ck_assert_int_eq(err.line, bad[k].line);
+		ck_assert_uint_eq(m.ops.n, 0);
+		tp_model_release(&m);
+	}
+}
+END_TEST
+
+/* ---- nvidia-smi topo -m --------------------------------------------- */
+
+static enum tp_status load_smi(const char *rel, const char *gpu,
+			       struct tp_cluster *c, struct tp_error *err)
+{
+	size_t len;
+	char *text = tp_test_read(tp_test_path(rel), &len);
+	enum tp_status st;
+
+	ck_assert_msg(text != NULL, "%s", rel);
+	tp_cluster_init(c);
+	tp_error_clear(err);
+	st = tp_build_topology_nvidia_smi(text, len, rel, gpu, c, err);
+	free(text);
+	return st;
+}
+
+/* Bandwidth of the direct link between devices a and b, 0 if none. */
+static double direct_bw(const struct tp_cluster *c, uint32_t a, uint32_t b,
+			enum tp_link_kind kind)
+{
+	uint32_t va = c->devices.v[a].vertex, vb = c->devices.v[b].vertex;
+
+	for (size_t l = 0; l < c->links.n; l++) {
+		const struct tp_link *k = &c->links.v[l];
+		if (k->kind == kind && ((k->a == va && k->b == vb) ||
+					(k->a == vb && k->b == va)))
+			return k->bw_Bps;
+	}
+	return 0;
+}
+
+START_TEST(test_smi_dgx1_matches_preset)
+{
+	struct tp_cluster smi, preset;
+	struct tp_error err;
+	const char *specs[] = {"dgx1-v100"};
+
+	ck_assert_msg(load_smi("data/nvidia-smi/dgx1-v100.txt",
+			       "V100-SXM2-16GB", &smi, &err) == TP_OK,
+		      "%s", err.msg);
+	build_topo(specs, 1, NULL, 1, &preset);
+	ck_assert_uint_eq(smi.devices.n, 8);
+	ck_assert_str_eq(smi.devices.v[3].name, "dgx1-v100-0/gpu3");
+	for (uint32_t a = 0; a < 8; a++)
+		for (uint32_t b = a + 1; b < 8; b++)
+			ck_assert_msg(direct_bw(&smi, a, b, TP_LINK_NVLINK) ==
+					      direct_bw(&preset, a, b,
+							TP_LINK_NVLINK),
+				      "GPU%u-GPU%u", a, b);
+	ck_assert(direct_bw(&smi, 0, 3, TP_LINK_NVLINK) == 50e9);
+	/* SYS pairs: a PCIe path at half the Gen3 rate, but the route takes
+	 * two NVLink hops */
+	ck_assert(direct_bw(&smi, 0, 5, TP_LINK_PCIE) == 0.5 * 15.7e9);
+	ck_assert(tp_cluster_route(&smi, 0, 5)->bw_Bps == 25e9);
+	ck_assert_uint_eq(tp_cluster_route(&smi, 0, 5)->n, 2);
+	tp_cluster_release(&smi);
+	tp_cluster_release(&preset);
+}
+END_TEST
+
+START_TEST(test_smi_dgx_a100_and_pcie)
+{
+	struct tp_cluster c;
+	struct tp_error err;
+	const struct tp_route *r;
+
+	/* NV12 everywhere: an NVSwitch fabric, 12 x 25 GB/s per GPU */
+	ck_assert_msg(load_smi("data/nvidia-smi/dgx-a100.txt", "A100-SXM4-80GB",
+			       &c, &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_uint_eq(c.devices.n, 8);
+	ck_assert(c.nodes.v[0].fabric_vertex != TP_NONE);
+	ck_assert_int_eq(c.nodes.v[0].fabric_kind, TP_LINK_NVSWITCH);
+	r = tp_cluster_route(&c, 1, 6);
+	ck_assert(r->bw_Bps == 300e9);
+	ck_assert_uint_eq(r->n, 2);
+	ck_assert_uint_eq(c.links.n, 8);
+	tp_cluster_release(&c);
+
+	/* PCIe Gen3 server: PIX 15.7, NODE 0.7x, SYS 0.5x */
+	ck_assert_msg(load_smi("data/nvidia-smi/pcie-4gpu.txt", "T4-16GB", &c,
+			       &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_uint_eq(c.devices.n, 4);
+	ck_assert(direct_bw(&c, 0, 1, TP_LINK_PCIE) == 15.7e9);
+	ck_assert(direct_bw(&c, 1, 2, TP_LINK_PCIE) == 0.7 * 15.7e9);
+	ck_assert(direct_bw(&c, 0, 3, TP_LINK_PCIE) == 0.5 * 15.7e9);
+	ck_assert(tp_cluster_route(&c, 0, 1)->bw_Bps == 15.7e9);
+	ck_assert(fabs(tp_cluster_route(&c, 0, 3)->latency_s - 4e-6) < 1e-12);
+	ck_assert_uint_eq(c.links.n, 6);
+	tp_cluster_release(&c);
+
+	/* unknown GPU type */
+	ck_assert_int_eq(load_smi("data/nvidia-smi/pcie-4gpu.txt", "T5-16GB",
+				  &c, &err),
+			 TP_EUSAGE);
+	ck_assert_ptr_nonnull(strstr(err.msg, "T4-16GB"));
+	tp_cluster_release(&c);
+}
+END_TEST
+
+START_TEST(test_smi_errors)
+{
+	static const struct {
+		const char *file, *want;
+		int line;
+	} bad[] = {{"bad-entry.txt", "\"QPI\"", 2},
+		   {"short-row.txt", "2 entries", 3},
+		   {"asymmetric.txt", "symmetric", 4},
+		   {"no-header.txt", "nvidia-smi topo -m", 1},
+		   {"missing-row.txt", "no row for GPU1", 5}};
+	char rel[128], buf[2048];
+
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		struct tp_cluster c;
+		struct tp_error err;
+		snprintf(rel, sizeof(rel), "data/nvidia-smi/%s", bad[k].file);
+		ck_assert_int_eq(load_smi(rel, "V100-SXM2-16GB", &c, &err),
+				 TP_EINPUT);
+		tp_error_format(&err, buf, sizeof(buf));
+		ck_assert_msg(strstr(buf, bad[k].want) &&
+				      strstr(buf, bad[k].file),
+			      "%s", buf);
+		ck_assert_msg(err.line == bad[k].line, "%s: line %d", buf,
+			      err.line);
+		ck_assert_uint_eq(c.devices.n, 0);
+		tp_cluster_release(&c);
+	}
+}
+END_TEST
+
 Suite *suite_build(void)
 {
 	Suite *s = suite_create("build");
@@ -260,6 +872,29 @@ Suite *suite_build(void)
 	tcase_add_loop_test(tc, test_gpt_parameters_megatron, 0, rows);
 	tcase_add_test(tc, test_gpt_activation_bytes);
 	tcase_add_test(tc, test_gpt_gqa_and_errors);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("topo");
+	tcase_add_test(tc, test_topo_dgx_a100);
+	tcase_add_test(tc, test_topo_dgx1_cube_mesh);
+	tcase_add_test(tc, test_topo_tag_testbed);
+	tcase_add_test(tc, test_topo_every_preset);
+	tcase_add_test(tc, test_topo_errors);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("zoo");
+	tcase_add_loop_test(tc, test_zoo_cnn_totals, 0,
+			    (int)(sizeof(zoo_cnn) / sizeof(zoo_cnn[0])));
+	tcase_add_test(tc, test_zoo_layers_and_names);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("hf");
+	tcase_add_loop_test(tc, test_hf_parameter_counts, 0,
+			    (int)(sizeof(hf_configs) / sizeof(hf_configs[0])));
+	tcase_add_test(tc, test_hf_details);
+	tcase_add_test(tc, test_hf_errors);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("nvidia-smi");
+	tcase_add_test(tc, test_smi_dgx1_matches_preset);
+	tcase_add_test(tc, test_smi_dgx_a100_and_pcie);
+	tcase_add_test(tc, test_smi_errors);
 	suite_add_tcase(s, tc);
 	return s;
 }

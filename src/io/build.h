@@ -65,11 +65,25 @@ void tp_gpt_dims_default(struct tp_gpt_dims *d);
 enum tp_status tp_build_gpt(const struct tp_gpt_dims *d, struct tp_model *m,
 			    struct tp_error *err);
 
-/* HF config.json -> model.  seq 0 / batch 0 = defaults documented in
- * tagplan(1); dtype < 0 = from the config's torch_dtype (else bf16). */
+/* HF config.json -> model for model_type llama, mistral, mixtral, qwen2,
+ * gpt2, bert, t5.  seq 0 = the config's context length capped at 4096
+ * (BERT/GPT-2: their position table; T5: 512 encoder tokens; a T5 decoder
+ * gets seq / 4 tokens); batch 0 = 256 sequences; dtype < 0 = from the
+ * config's torch_dtype (float16, bfloat16, float32; else bf16).
+ * TP_EINPUT with the JSON path of the offending field for an unknown
+ * model_type, a field of the wrong type or range, a missing essential
+ * field (hidden size, layers, heads); TP_EUSAGE when seq exceeds a
+ * learned position table; TP_EIO when the file cannot be read. */
 enum tp_status tp_build_hf(const char *config_path, int64_t seq,
 			   int64_t batch, int dtype, struct tp_model *m,
 			   struct tp_error *err);
+
+/* The same from a config's text; name is the file name for messages
+ * and the model's name. */
+enum tp_status tp_build_hf_text(const char *name, const char *text,
+				size_t len, int64_t seq, int64_t batch,
+				int dtype, struct tp_model *m,
+				struct tp_error *err);
 
 /* Zoo model by name ("resnet50", "vgg19", "gpt3-175b", ...); batch 0 =
  * the zoo default. */
@@ -77,6 +91,9 @@ enum tp_status tp_build_zoo(const char *name, int64_t batch, int dtype,
 			    struct tp_model *m, struct tp_error *err);
 /* Names of the zoo, NULL-terminated. */
 extern const char *const tp_zoo_names[];
+/* One line about a zoo model (what, input, default batch and dtype), or
+ * NULL for an unknown name. */
+const char *tp_zoo_about(const char *name);
 
 /* Topology from preset specs ("dgx-a100:4", "v100-nvlink:2", ...), a
  * network name ("ib-hdr", "25gbe", ...; NULL = the presets' default) and an
@@ -87,6 +104,12 @@ enum tp_status tp_build_topology(const char *const *specs, int n_specs,
 /* Names of the node presets and networks, NULL-terminated. */
 extern const char *const tp_node_preset_names[];
 extern const char *const tp_network_names[];
+/* Named compositions usable as a spec ("tag-testbed"), NULL-terminated. */
+extern const char *const tp_topology_composition_names[];
+/* One line about a preset, composition or network (what it is, where its
+ * figures come from), or NULL for an unknown name. */
+const char *tp_node_preset_about(const char *name);
+const char *tp_network_about(const char *name);
 
 /* One-node topology from the matrix `nvidia-smi topo -m` prints, with all
  * GPUs of the given device type. */

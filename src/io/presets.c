@@ -1,0 +1,407 @@
+/*
+ * presets.c - topology presets: node kinds ("dgx-a100", "v100-nvlink",
+ * ...), networks ("ib-hdr", "25gbe", ...) and their composition
+ * ("dgx-a100:4 --net ib-hdr"), plus named compositions ("tag-testbed").
+ *
+ * Every figure is per direction.  Sources: ../shared-style hardware table
+ * shipped as data/README (vendor spec sheets: NVLink/NVSwitch rates per
+ * GPU generation, PCIe x16 rates per generation, InfiniBand port rates and
+ * latencies); figures marked ASSUMPTION below are ours, chosen as typical
+ * values where no source figure was at hand.  The device types themselves
+ * (peak FLOP/s, memory) come from data/devices.json through
+ * tp_devices_load_builtin.
+ */
+#include "build.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io.h"
+
+/* PCIe x16, per direction (hardware table: 15.7 / 31.5 / 63 GB/s). */
+#define PCIE3 15.7e9
+#define PCIE4 31.5e9
+#define PCIE5 63.0e9
+/* ASSUMPTION: GPU to GPU through a PCIe switch or host bridge, one way,
+ * hardware only (no NCCL software overhead). */
+#define PCIE_LAT 1.0e-6
+/* ASSUMPTION: GPU to GPU over NVLink or through NVSwitch, one way. */
+#define NVLINK_LAT 0.3e-6
+/* NVLink 2/3/4: 25 GB/s per link per direction (V100: 6 links = 150
+ * GB/s, A100: 12 = 300, H100: 18 = 450); NVLink 1 (P100): 20 GB/s per
+ * link (4 links = 80 GB/s). */
+#define NVLINK_LINK 25e9
+#define NVLINK1_LINK 20e9
+
+struct network {
+	const char *name;
+	double bw_Bps; /* per NIC, per direction */
+	double latency_s; /* device to device across the network, one way */
+	const char *about;
+};
+
+static const struct network networks[] = {
+	{"10gbe", 1.25e9, 15e-6,
+	 "10 Gb/s Ethernet; latency 15 us ASSUMPTION (TCP sockets)"},
+	{"25gbe", 3.125e9, 10e-6,
+	 "25 Gb/s Ethernet; latency 10 us ASSUMPTION (TCP sockets)"},
+	{"100gbe", 12.5e9, 5e-6,
+	 "100 Gb/s Ethernet; latency 5 us ASSUMPTION (RoCE ~2 us, TCP ~10)"},
+	{"ib-edr", 12.5e9, 0.5e-6,
+	 "InfiniBand EDR 4x, 100 Gb/s; 0.5 us port latency (IBTA)"},
+	{"ib-hdr", 25e9, 0.6e-6,
+	 "InfiniBand HDR 4x, 200 Gb/s; 0.6 us port latency (IBTA)"},
+	{"ib-ndr", 50e9, 0.6e-6,
+	 "InfiniBand NDR 4x, 400 Gb/s; latency 0.6 us ASSUMPTION (HDR's)"},
+};
+
+const char *const tp_network_names[] = {"10gbe",  "25gbe",  "100gbe",
+					"ib-edr", "ib-hdr", "ib-ndr", NULL};
+
+enum nvlink_layout {
+	NVL_NONE,
+	NVL_DGX1, /* 8 GPUs, hybrid cube mesh */
+	NVL_QUAD  /* 4 GPUs, every pair joined by 2 links */
+};
+
+struct node_preset {
+	const char *name;
+	const char *gpu;  /* device type name (data/devices.json) */
+	uint32_t gpus;
+	enum tp_link_kind fabric; /* NVSWITCH or PCIE */
+	double fabric_bw_Bps;     /* per GPU, per direction */
+	double fabric_latency_s;
+	enum nvlink_layout nvlink;
+	double pcie_Bps; /* the PCIe generation: caps GPU-NIC links */
+	const char *net; /* default NIC kind */
+	uint32_t nics;
+	const char *about;
+};
+
+static const struct node_preset presets[] = {
+	{"dgx-a100", "A100-SXM4-80GB", 8, TP_LINK_NVSWITCH, 300e9, NVLINK_LAT,
+	 NVL_NONE, PCIE4, "ib-hdr", 8,
+	 "NVIDIA DGX A100: 8x A100-SXM4-80GB, NVSwitch 300 GB/s per GPU, 8x "
+	 "HDR 200 Gb/s"},
+	{"dgx-h100", "H100-SXM5-80GB", 8, TP_LINK_NVSWITCH, 450e9, NVLINK_LAT,
+	 NVL_NONE, PCIE5, "ib-ndr", 8,
+	 "NVIDIA DGX H100: 8x H100-SXM5-80GB, NVSwitch 450 GB/s per GPU, 8x "
+	 "NDR 400 Gb/s"},
+	{"hgx-h200", "H200-SXM-141GB", 8, TP_LINK_NVSWITCH, 450e9, NVLINK_LAT,
+	 NVL_NONE, PCIE5, "ib-ndr", 8,
+	 "HGX H200: 8x H200-SXM-141GB, NVSwitch 450 GB/s per GPU, 8x NDR 400 "
+	 "Gb/s"},
+	{"dgx1-v100", "V100-SXM2-16GB", 8, TP_LINK_PCIE, PCIE3, PCIE_LAT,
+	 NVL_DGX1, PCIE3, "ib-edr", 4,
+	 "NVIDIA DGX-1 (V100): 8x V100-SXM2-16GB, NVLink hybrid cube mesh "
+	 "(25 GB/s per link, 1 or 2 links per pair), PCIe Gen3, 4x EDR 100 "
+	 "Gb/s"},
+	{"v100-nvlink", "V100-SXM2-32GB", 4, TP_LINK_PCIE, PCIE3, PCIE_LAT,
+	 NVL_QUAD, PCIE3, "25gbe", 1,
+	 "TAG testbed V100 server: 4x V100-SXM2-32GB, each pair joined by 2 "
+	 "NVLinks (50 GB/s), PCIe Gen3, 1 NIC (25 GbE by default)"},
+	{"p100-pcie", "P100-PCIe-12GB", 2, TP_LINK_PCIE, PCIE3, PCIE_LAT,
+	 NVL_NONE, PCIE3, "25gbe", 1,
+	 "TAG testbed P100 server: 2x P100-PCIe-12GB on PCIe Gen3, 1 NIC"},
+	{"1080ti-pcie", "GTX-1080-Ti", 2, TP_LINK_PCIE, PCIE3, PCIE_LAT,
+	 NVL_NONE, PCIE3, "25gbe", 1,
+	 "TAG testbed 1080 Ti server: 2x GTX-1080-Ti on PCIe Gen3, 1 NIC"},
+	{"t4-pcie", "T4-16GB", 4, TP_LINK_PCIE, PCIE3, PCIE_LAT, NVL_NONE,
+	 PCIE3, "25gbe", 1,
+	 "4x T4-16GB on PCIe Gen3, 1 NIC (ASSUMPTION: a g4dn.12xlarge-like "
+	 "server)"},
+	{"l4-pcie", "L4-24GB", 8, TP_LINK_PCIE, PCIE4, PCIE_LAT, NVL_NONE,
+	 PCIE4, "100gbe", 1,
+	 "8x L4-24GB on PCIe Gen4, 1 NIC (ASSUMPTION: a g6.48xlarge-like "
+	 "server)"},
+	{"a100-pcie", "A100-PCIe-80GB", 8, TP_LINK_PCIE, PCIE4, PCIE_LAT,
+	 NVL_NONE, PCIE4, "ib-hdr", 1,
+	 "8x A100-PCIe-80GB on PCIe Gen4 (no NVLink bridges), 1 NIC "
+	 "(ASSUMPTION: one HDR port)"},
+};
+
+const char *const tp_node_preset_names[] = {
+	"dgx-a100",  "dgx-h100",    "hgx-h200", "dgx1-v100", "v100-nvlink",
+	"p100-pcie", "1080ti-pcie", "t4-pcie",  "l4-pcie",   "a100-pcie",
+	NULL};
+
+/* Named compositions: a list of specs and a network. */
+static const struct {
+	const char *name;
+	const char *specs[4];
+	const char *net;
+	const char *about;
+} compositions[] = {
+	{"tag-testbed",
+	 {"v100-nvlink:1", "1080ti-pcie:4", "p100-pcie:2", NULL},
+	 "25gbe",
+	 "the TAG paper's physical testbed: 4x V100 + 8x 1080 Ti + 4x P100 "
+	 "in 7 servers on one Ethernet switch (measured 2.81 GB/s between "
+	 "servers, i.e. 25 GbE)"},
+};
+
+const char *const tp_topology_composition_names[] = {"tag-testbed", NULL};
+
+/* DGX-1 (V100) hybrid cube mesh, as `nvidia-smi topo -m` shows it: two
+ * fully connected quads (0-3, 4-7) plus links i <-> i+4; 6 NVLinks per
+ * GPU, some pairs doubled. */
+static const struct {
+	uint8_t a, b, links;
+} dgx1_mesh[] = {{0, 1, 1}, {0, 2, 1}, {0, 3, 2}, {0, 4, 2}, {1, 2, 2},
+		 {1, 3, 1}, {1, 5, 2}, {2, 3, 2}, {2, 6, 1}, {3, 7, 1},
+		 {4, 5, 1}, {4, 6, 1}, {4, 7, 2}, {5, 6, 2}, {5, 7, 1},
+		 {6, 7, 2}};
+
+static const struct node_preset *find_preset(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
+		if (strlen(presets[i].name) == len &&
+		    strncmp(presets[i].name, name, len) == 0)
+			return &presets[i];
+	return NULL;
+}
+
+static const struct network *find_network(const char *name)
+{
+	for (size_t i = 0; i < sizeof(networks) / sizeof(networks[0]); i++)
+		if (strcmp(networks[i].name, name) == 0)
+			return &networks[i];
+	return NULL;
+}
+
+static void list_presets(char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; tp_node_preset_names[i]; i++) {
+		int k = snprintf(buf + n, size - n, "%s%s", i ? ", " : "",
+				 tp_node_preset_names[i]);
+		if (k < 0 || (size_t)k >= size - n)
+			return;
+		n += (size_t)k;
+	}
+	for (size_t i = 0; i < sizeof(compositions) / sizeof(compositions[0]);
+	     i++) {
+		int k = snprintf(buf + n, size - n, ", %s",
+				 compositions[i].name);
+		if (k < 0 || (size_t)k >= size - n)
+			return;
+		n += (size_t)k;
+	}
+}
+
+static void list_networks(char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; tp_network_names[i]; i++) {
+		int k = snprintf(buf + n, size - n, "%s%s", i ? ", " : "",
+				 tp_network_names[i]);
+		if (k < 0 || (size_t)k >= size - n)
+			return;
+		n += (size_t)k;
+	}
+}
+
+/* Add one node of preset p named name, with NICs of network net. */
+static enum tp_status add_node(struct tp_cluster *c, const struct node_preset *p,
+			       const char *name, const struct network *net,
+			       struct tp_error *err)
+{
+	uint32_t type = tp_cluster_find_type(c, p->gpu), node;
+	double nic_bw;
+	enum tp_status st;
+
+	if (type == TP_NONE)
+		return tp_error_set(err, TP_EINTERNAL,
+				    "preset %s: device type \"%s\" is not in "
+				    "data/devices.json",
+				    p->name, p->gpu);
+	/* the NICs hang off PCIe: a GPU reaches one at most at PCIe speed */
+	nic_bw = net->bw_Bps < p->pcie_Bps ? net->bw_Bps : p->pcie_Bps;
+	st = tp_cluster_build_node(c, name, type, p->gpus, p->fabric,
+				   p->fabric_bw_Bps, p->fabric_latency_s,
+				   p->nics, nic_bw, net->latency_s, &node, err);
+	if (st)
+		return st;
+	if (p->nvlink != NVL_NONE) {
+		uint32_t first = c->nodes.v[node].first_device;
+		if (p->nvlink == NVL_DGX1) {
+			for (size_t k = 0;
+			     k < sizeof(dgx1_mesh) / sizeof(dgx1_mesh[0]); k++) {
+				st = tp_cluster_add_link(
+					c, c->devices.v[first + dgx1_mesh[k].a].vertex,
+					c->devices.v[first + dgx1_mesh[k].b].vertex,
+					dgx1_mesh[k].links * NVLINK_LINK,
+					NVLINK_LAT, TP_LINK_NVLINK, err);
+				if (st)
+					return st;
+			}
+		} else {
+			for (uint32_t a = 0; a < p->gpus; a++)
+				for (uint32_t b = a + 1; b < p->gpus; b++) {
+					st = tp_cluster_add_link(
+						c, c->devices.v[first + a].vertex,
+						c->devices.v[first + b].vertex,
+						2 * NVLINK_LINK, NVLINK_LAT,
+						TP_LINK_NVLINK, err);
+					if (st)
+						return st;
+				}
+		}
+	}
+	return TP_OK;
+}
+
+/* One spec "PRESET[:N]" or a composition name: appends nodes.  counters
+ * number the nodes of each preset across specs. */
+static enum tp_status add_spec(struct tp_cluster *c, const char *spec,
+			       const struct network *net_override,
+			       uint32_t *counters, struct tp_strbuf *name,
+			       struct tp_error *err)
+{
+	const char *colon = strchr(spec, ':');
+	size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+	const struct node_preset *p = find_preset(spec, len);
+	long long count = 1;
+	char list[512];
+
+	if (!p) {
+		for (size_t i = 0;
+		     i < sizeof(compositions) / sizeof(compositions[0]); i++) {
+			const struct network *net;
+			if (colon || strcmp(spec, compositions[i].name) != 0)
+				continue;
+			net = net_override ? net_override
+					   : find_network(compositions[i].net);
+			for (int k = 0; compositions[i].specs[k]; k++) {
+				enum tp_status st =
+					add_spec(c, compositions[i].specs[k],
+						 net, counters, NULL, err);
+				if (st)
+					return st;
+			}
+			if (name)
+				tp_strbuf_addf(name, "%s%s",
+					       name->len ? " " : "", spec);
+			return TP_OK;
+		}
+		list_presets(list, sizeof(list));
+		return tp_error_set(err, TP_EUSAGE,
+				    "unknown node preset \"%.*s\" in \"%s\"; "
+				    "known: %s",
+				    (int)len, spec, spec, list);
+	}
+	if (colon) {
+		char *end;
+		count = strtoll(colon + 1, &end, 10);
+		if (end == colon + 1 || *end || count < 1 || count > 4096)
+			return tp_error_set(err, TP_EUSAGE,
+					    "\"%s\": the node count after ':' "
+					    "must be an integer from 1 to 4096",
+					    spec);
+	}
+	if (c->devices.n + (size_t)count * p->gpus > 4096)
+		return tp_error_set(err, TP_ELIMIT,
+				    "\"%s\": more than 4096 devices in the "
+				    "topology (routes are all-pairs)",
+				    spec);
+	{
+		const struct network *net =
+			net_override ? net_override : find_network(p->net);
+		size_t pi = (size_t)(p - presets);
+		for (long long k = 0; k < count; k++) {
+			char nn[96];
+			enum tp_status st;
+			snprintf(nn, sizeof(nn), "%s-%u", p->name,
+				 counters[pi]++);
+			st = add_node(c, p, nn, net, err);
+			if (st)
+				return st;
+		}
+	}
+	if (name)
+		tp_strbuf_addf(name, "%s%s:%lld", name->len ? " " : "", p->name,
+			       count);
+	return TP_OK;
+}
+
+enum tp_status tp_build_topology(const char *const *specs, int n_specs,
+				 const char *network, double oversubscription,
+				 struct tp_cluster *c, struct tp_error *err)
+{
+	const struct network *net = NULL;
+	uint32_t counters[sizeof(presets) / sizeof(presets[0])] = {0};
+	struct tp_strbuf name;
+	enum tp_status st = TP_OK;
+	char list[512];
+
+	if (n_specs < 1) {
+		list_presets(list, sizeof(list));
+		return tp_error_set(err, TP_EUSAGE,
+				    "no node preset given (PRESET:NODES); "
+				    "known: %s",
+				    list);
+	}
+	if (network && !(net = find_network(network))) {
+		list_networks(list, sizeof(list));
+		return tp_error_set(err, TP_EUSAGE,
+				    "unknown network \"%s\"; known: %s", network,
+				    list);
+	}
+	if (!(oversubscription >= 1) || oversubscription > 1e6)
+		return tp_error_set(err, TP_EUSAGE,
+				    "oversubscription must be a number >= 1, "
+				    "not %g",
+				    oversubscription);
+	tp_strbuf_init(&name);
+	st = tp_devices_load_builtin(c, err);
+	for (int i = 0; !st && i < n_specs; i++)
+		st = add_spec(c, specs[i], net, counters, &name, err);
+	if (!st && net)
+		tp_strbuf_addf(&name, " --net %s", net->name);
+	if (!st && oversubscription > 1)
+		tp_strbuf_addf(&name, " --oversubscription %g",
+			       oversubscription);
+	if (!st)
+		st = tp_cluster_connect_star(c, oversubscription, NULL, err);
+	if (!st) {
+		const char *nm = tp_arena_strdup(&c->arena,
+						 tp_strbuf_cstr(&name));
+		if (!nm || name.failed)
+			st = tp_error_set(err, TP_ENOMEM, "out of memory");
+		else
+			c->name = nm;
+	}
+	if (!st)
+		st = tp_cluster_finalize(c, err);
+	tp_strbuf_release(&name);
+	if (st) {
+		tp_cluster_release(c);
+		tp_cluster_init(c);
+	}
+	return st;
+}
+
+const char *tp_node_preset_about(const char *name)
+{
+	const struct node_preset *p = find_preset(name, strlen(name));
+
+	if (p)
+		return p->about;
+	for (size_t i = 0; i < sizeof(compositions) / sizeof(compositions[0]);
+	     i++)
+		if (strcmp(compositions[i].name, name) == 0)
+			return compositions[i].about;
+	return NULL;
+}
+
+const char *tp_network_about(const char *name)
+{
+	const struct network *n = find_network(name);
+
+	return n ? n->about : NULL;
+}
