@@ -36,8 +36,27 @@
 struct tp_sim;
 struct tp_sim_scratch;
 
+/*
+ * Cost-model constants that are not per device type (those live in
+ * data/devices.json).  Defaults and their justification: src/sim/README.
+ */
+struct tp_sim_params {
+	double link_eff_intra;   /* fraction of NVLink/NVSwitch/PCIe peak
+				    that collectives and copies reach */
+	double link_eff_network; /* same for NIC and network links */
+	double bucket_bytes;     /* gradient bucket of the overlapped data-
+				    parallel sync (the last one is exposed) */
+	bool overlap_grad_sync;  /* sync buckets during the last backward */
+	double backward_mem_factor; /* backward bytes / forward bytes */
+	double p2p_latency_s;    /* software cost per pipeline send/recv */
+	double collective_latency_s; /* software cost per collective step */
+};
+
+void tp_sim_params_default(struct tp_sim_params *p);
+
 struct tp_sim_options {
 	bool validate; /* run tp_plan_validate first (default true) */
+	struct tp_sim_params params;
 };
 
 void tp_sim_options_default(struct tp_sim_options *o);

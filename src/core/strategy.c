@@ -1,0 +1,476 @@
+/*
+ * strategy.c - parse "tp=8,pp=8,dp=16,..." and expand it into a plan.
+ * Conventions (rank order, layer split, defaults): strategy.h.
+ */
+#include "strategy.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tp_strategy_default(struct tp_strategy *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->tp = 1;
+	s->pp = 1;
+	s->dp = 0;
+	s->mb = 1;
+	s->gbs = 0;
+	s->schedule = TP_SCHEDULE_1F1B;
+	s->virtual_stages = 1;
+	s->recompute = TP_RECOMPUTE_NONE;
+	s->sp = false;
+	s->zero = 0;
+	s->sync = -1;
+}
+
+static const char *const keys[] = {"tp",        "pp", "dp",   "mb",
+				   "gbs",       "schedule", "recompute",
+				   "sp",        "zero", "sync"};
+#define N_KEYS (sizeof(keys) / sizeof(keys[0]))
+
+static const char key_list[] =
+	"tp, pp, dp, mb, gbs, schedule, recompute, sp, zero, sync";
+
+/* Parse a positive (or, with allow_zero, non-negative) decimal integer no
+ * larger than max. */
+static int parse_uint(const char *v, int64_t max, bool allow_zero,
+		      int64_t *out)
+{
+	char *end;
+	long long x;
+
+	if (!*v || !isdigit((unsigned char)*v))
+		return -1;
+	errno = 0;
+	x = strtoll(v, &end, 10);
+	if (errno || *end || x > max || (x == 0 && !allow_zero))
+		return -1;
+	*out = x;
+	return 0;
+}
+
+static enum tp_status bad_value(struct tp_error *err, const char *key,
+				const char *val, const char *expected)
+{
+	return tp_error_set(err, TP_EUSAGE,
+			    "strategy: %s=%s: expected %s", key, val, expected);
+}
+
+static enum tp_status set_key(struct tp_strategy *s, int k, const char *key,
+			      const char *val, struct tp_error *err)
+{
+	int64_t x;
+	int r;
+
+	switch (k) {
+	case 0: /* tp */
+	case 1: /* pp */
+	case 2: /* dp */
+	case 3: /* mb */
+		if (parse_uint(val, 1 << 20, false, &x))
+			return bad_value(err, key, val,
+					 "a positive integer (at most 1048576)");
+		if (k == 0)
+			s->tp = (uint32_t)x;
+		else if (k == 1)
+			s->pp = (uint32_t)x;
+		else if (k == 2)
+			s->dp = (uint32_t)x;
+		else
+			s->mb = (uint32_t)x;
+		return TP_OK;
+	case 4: /* gbs */
+		if (parse_uint(val, (int64_t)1 << 40, false, &x))
+			return bad_value(err, key, val,
+					 "a positive number of samples");
+		s->gbs = x;
+		return TP_OK;
+	case 5: /* schedule */
+		if (strcmp(val, "gpipe") == 0) {
+			s->schedule = TP_SCHEDULE_GPIPE;
+			s->virtual_stages = 1;
+			return TP_OK;
+		}
+		if (strcmp(val, "1f1b") == 0) {
+			s->schedule = TP_SCHEDULE_1F1B;
+			s->virtual_stages = 1;
+			return TP_OK;
+		}
+		if (strncmp(val, "interleaved", 11) == 0) {
+			if (val[11] != ':' ||
+			    parse_uint(val + 12, 1024, false, &x) || x < 2)
+				return bad_value(
+					err, key, val,
+					"interleaved:V with V >= 2 virtual "
+					"stages per device, e.g. interleaved:2");
+			s->schedule = TP_SCHEDULE_INTERLEAVED;
+			s->virtual_stages = (uint32_t)x;
+			return TP_OK;
+		}
+		return tp_error_set(err, TP_EUSAGE,
+				    "strategy: unknown schedule \"%s\": expected "
+				    "gpipe, 1f1b or interleaved:V",
+				    val);
+	case 6: /* recompute */
+		r = tp_recompute_parse(val);
+		if (r < 0)
+			return bad_value(err, key, val,
+					 "none, selective or full");
+		s->recompute = (enum tp_recompute)r;
+		return TP_OK;
+	case 7: /* sp */
+		if (strcmp(val, "on") == 0 || strcmp(val, "true") == 0 ||
+		    strcmp(val, "1") == 0)
+			s->sp = true;
+		else if (strcmp(val, "off") == 0 || strcmp(val, "false") == 0 ||
+			 strcmp(val, "0") == 0)
+			s->sp = false;
+		else
+			return bad_value(err, key, val, "on or off");
+		return TP_OK;
+	case 8: /* zero */
+		if (parse_uint(val, 3, true, &x))
+			return bad_value(err, key, val, "0, 1, 2 or 3");
+		s->zero = (uint32_t)x;
+		return TP_OK;
+	case 9: /* sync */
+		if (strcmp(val, "auto") == 0) {
+			s->sync = -1;
+			return TP_OK;
+		}
+		r = tp_sync_parse(val);
+		if (r < 0)
+			return bad_value(err, key, val,
+					 "ring, hierarchical, ps or auto");
+		s->sync = r;
+		return TP_OK;
+	default:
+		return tp_error_set(err, TP_EINTERNAL, "bad strategy key");
+	}
+}
+
+enum tp_status tp_strategy_parse(const char *text, struct tp_strategy *s,
+				 struct tp_error *err)
+{
+	bool seen[N_KEYS] = {false};
+	const char *p = text;
+
+	tp_strategy_default(s);
+	if (!text)
+		return TP_OK;
+	while (*p) {
+		char item[256], *eq, *key, *val, *e;
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+		int k = -1;
+		enum tp_status st;
+
+		if (n >= sizeof(item))
+			return tp_error_set(err, TP_EUSAGE,
+					    "strategy: item too long: \"%.40s...\"",
+					    p);
+		memcpy(item, p, n);
+		item[n] = '\0';
+		p += n + (comma ? 1 : 0);
+		key = item;
+		while (isspace((unsigned char)*key))
+			key++;
+		e = key + strlen(key);
+		while (e > key && isspace((unsigned char)e[-1]))
+			*--e = '\0';
+		if (!*key) {
+			if (comma && !*p)
+				return tp_error_set(err, TP_EUSAGE,
+						    "strategy: trailing comma");
+			if (!comma)
+				break;
+			return tp_error_set(err, TP_EUSAGE,
+					    "strategy: empty item between "
+					    "commas");
+		}
+		eq = strchr(key, '=');
+		if (!eq)
+			return tp_error_set(err, TP_EUSAGE,
+					    "strategy: \"%s\" is not key=value "
+					    "(keys: %s)",
+					    key, key_list);
+		*eq = '\0';
+		val = eq + 1;
+		e = eq;
+		while (e > key && isspace((unsigned char)e[-1]))
+			*--e = '\0';
+		while (isspace((unsigned char)*val))
+			val++;
+		for (size_t i = 0; i < N_KEYS; i++)
+			if (strcmp(keys[i], key) == 0)
+				k = (int)i;
+		if (k < 0)
+			return tp_error_set(err, TP_EUSAGE,
+					    "strategy: unknown key \"%s\" "
+					    "(keys: %s)",
+					    key, key_list);
+		if (seen[k])
+			return tp_error_set(err, TP_EUSAGE,
+					    "strategy: key \"%s\" given twice",
+					    key);
+		seen[k] = true;
+		st = set_key(s, k, key, val, err);
+		if (st)
+			return st;
+	}
+	return TP_OK;
+}
+
+void tp_strategy_format(const struct tp_strategy *s, char *buf, size_t size)
+{
+	char sched[32], dp[16], gbs[32];
+
+	if (s->schedule == TP_SCHEDULE_INTERLEAVED)
+		snprintf(sched, sizeof(sched), "interleaved:%u",
+			 s->virtual_stages);
+	else
+		snprintf(sched, sizeof(sched), "%s",
+			 tp_schedule_name(s->schedule));
+	if (s->dp)
+		snprintf(dp, sizeof(dp), "%u", s->dp);
+	else
+		snprintf(dp, sizeof(dp), "auto");
+	if (s->gbs)
+		snprintf(gbs, sizeof(gbs), "%lld", (long long)s->gbs);
+	else
+		snprintf(gbs, sizeof(gbs), "model");
+	snprintf(buf, size,
+		 "tp=%u,pp=%u,dp=%s,mb=%u,gbs=%s,schedule=%s,recompute=%s,"
+		 "sp=%s,zero=%u,sync=%s",
+		 s->tp, s->pp, dp, s->mb, gbs, sched,
+		 tp_recompute_name(s->recompute), s->sp ? "on" : "off",
+		 s->zero,
+		 s->sync < 0 ? "auto" : tp_sync_name((enum tp_sync)s->sync));
+}
+
+/*
+ * Chunk of every op: by layer when the model has layers (balanced layer
+ * counts), else by cumulative compute along the topological order.
+ * Returns the number of layers found (0 when none).
+ */
+static int64_t assign_chunks(const struct tp_model *m, uint32_t n_chunks,
+			     uint32_t *chunk)
+{
+	uint32_t n = (uint32_t)m->ops.n;
+	int64_t layers = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (m->ops.v[i].layer >= 0 && m->ops.v[i].layer + 1 > layers)
+			layers = m->ops.v[i].layer + 1;
+	if (layers > 0) {
+		uint32_t cur = 0;
+		for (uint32_t k = 0; k < n; k++) {
+			uint32_t o = m->topo[k];
+			int32_t l = m->ops.v[o].layer;
+			if (l >= 0)
+				cur = (uint32_t)((uint64_t)l * n_chunks /
+						 (uint64_t)layers);
+			chunk[o] = cur;
+		}
+		return layers;
+	}
+	{
+		double total = 0, acc = 0;
+		for (uint32_t i = 0; i < n; i++)
+			total += m->ops.v[i].flop + m->ops.v[i].backward_flop +
+				 1.0;
+		for (uint32_t k = 0; k < n; k++) {
+			uint32_t o = m->topo[k];
+			double w = m->ops.v[o].flop + m->ops.v[o].backward_flop +
+				   1.0;
+			/* the op's midpoint decides its chunk */
+			uint32_t c = (uint32_t)((acc + w / 2) / total *
+						n_chunks);
+			if (c >= n_chunks)
+				c = n_chunks - 1;
+			chunk[o] = c;
+			acc += w;
+		}
+	}
+	return 0;
+}
+
+enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
+				   const struct tp_model *m,
+				   const struct tp_cluster *c,
+				   struct tp_plan *plan, struct tp_error *err)
+{
+	uint32_t ndev = (uint32_t)c->devices.n, tp = s->tp, pp = s->pp, dp;
+	uint32_t V = s->schedule == TP_SCHEDULE_INTERLEAVED ? s->virtual_stages
+							    : 1;
+	uint32_t n_chunks, nops = (uint32_t)m->ops.n, *chunk = NULL,
+			   *ops = NULL, *devs = NULL;
+	uint64_t per_stage, mbdp;
+	int64_t gbs, layers;
+	enum tp_status st = TP_OK;
+
+	tp_plan_clear(plan);
+	if (!m->finalized || !c->finalized)
+		return tp_error_set(err, TP_EINTERNAL,
+				    "model and topology must be finalized");
+	if (tp == 0 || pp == 0 || s->mb == 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: tp, pp and mb must be positive");
+	if ((uint64_t)tp * pp > ndev)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: tp*pp = %llu exceeds the %u "
+				    "devices of the topology; lower tp or pp",
+				    (unsigned long long)tp * pp, ndev);
+	if (s->dp) {
+		dp = s->dp;
+		if ((uint64_t)tp * pp * dp != ndev)
+			return tp_error_set(
+				err, TP_EINPUT,
+				"strategy: tp*pp*dp = %u*%u*%u = %llu, but the "
+				"topology has %u devices; make the product "
+				"equal the device count (or omit dp)",
+				tp, pp, dp, (unsigned long long)tp * pp * dp,
+				ndev);
+	} else {
+		if (ndev % (tp * pp) != 0)
+			return tp_error_set(
+				err, TP_EINPUT,
+				"strategy: tp*pp = %u does not divide the %u "
+				"devices of the topology, so dp cannot be "
+				"derived; pick tp and pp whose product divides "
+				"%u",
+				tp * pp, ndev, ndev);
+		dp = ndev / (tp * pp);
+	}
+	if (m->arch.heads > 0 && m->arch.heads % tp != 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: tp=%u does not divide the model's "
+				    "%lld attention heads; use a divisor of "
+				    "%lld",
+				    tp, (long long)m->arch.heads,
+				    (long long)m->arch.heads);
+	if (m->arch.kv_heads > 0 && m->arch.kv_heads % tp != 0 &&
+	    tp % m->arch.kv_heads != 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: tp=%u and the model's %lld "
+				    "key/value heads do not divide one another; "
+				    "use a divisor of %lld",
+				    tp, (long long)m->arch.kv_heads,
+				    (long long)m->arch.kv_heads);
+	for (uint32_t i = 0; i < nops && tp > 1; i++) {
+		const struct tp_op *op = &m->ops.v[i];
+		if (op->tp_units && op->tp_units % tp != 0)
+			return tp_error_set(err, TP_EINPUT,
+					    "strategy: tp=%u does not divide the "
+					    "%u units (heads or channels) of op "
+					    "\"%s\"; use a divisor of %u",
+					    tp, op->tp_units, op->name,
+					    op->tp_units);
+	}
+	if (s->sp && tp < 2)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: sp=on (sequence parallelism) "
+				    "needs tp > 1");
+	gbs = s->gbs ? s->gbs : m->global_batch;
+	if (gbs != m->global_batch)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: gbs=%lld differs from the model's "
+				    "global batch of %lld; rebuild the model with "
+				    "that batch or drop gbs",
+				    (long long)gbs, (long long)m->global_batch);
+	mbdp = (uint64_t)s->mb * dp;
+	if (gbs % (int64_t)mbdp != 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: the global batch of %lld is not "
+				    "divisible by mb*dp = %u*%u = %llu; pick mb "
+				    "and dp whose product divides it",
+				    (long long)gbs, s->mb, dp,
+				    (unsigned long long)mbdp);
+	if (s->schedule == TP_SCHEDULE_INTERLEAVED && pp < 2)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: schedule=interleaved:%u needs "
+				    "pipeline parallelism (pp >= 2); use 1f1b",
+				    V);
+	n_chunks = pp * V;
+	chunk = tp_calloc(nops ? nops : 1, sizeof(*chunk));
+	ops = tp_calloc(nops ? nops : 1, sizeof(*ops));
+	per_stage = (uint64_t)tp * dp;
+	devs = tp_calloc(per_stage, sizeof(*devs));
+	if (!chunk || !ops || !devs) {
+		st = tp_error_set(err, TP_ENOMEM, "out of memory");
+		goto out;
+	}
+	layers = assign_chunks(m, n_chunks, chunk);
+	if (layers > 0 && (int64_t)n_chunks > layers) {
+		if (V > 1)
+			st = tp_error_set(err, TP_EINPUT,
+					  "strategy: pp*V = %u*%u = %u "
+					  "pipeline chunks but the model has "
+					  "only %lld layers; lower V or pp",
+					  pp, V, n_chunks, (long long)layers);
+		else
+			st = tp_error_set(err, TP_EINPUT,
+					  "strategy: pp=%u stages but the "
+					  "model has only %lld layers; lower pp",
+					  pp, (long long)layers);
+		goto out;
+	}
+	if (n_chunks > nops) {
+		st = tp_error_set(err, TP_EINPUT,
+				  "strategy: %u pipeline chunks but the model "
+				  "has only %u ops; lower pp or V",
+				  n_chunks, nops);
+		goto out;
+	}
+	plan->global_batch = gbs;
+	plan->micro_batches = (uint32_t)(gbs / (int64_t)mbdp);
+	plan->schedule = s->schedule;
+	plan->virtual_stages = V;
+	plan->zero = s->zero;
+	for (uint32_t ch = 0; ch < n_chunks; ch++) {
+		uint32_t n = 0, stage = ch % pp, g;
+		struct tp_plan_group *gr;
+		enum tp_sync sync;
+
+		for (uint32_t k = 0; k < nops; k++)
+			if (chunk[m->topo[k]] == ch)
+				ops[n++] = m->topo[k];
+		if (n == 0) {
+			st = tp_error_set(err, TP_EINPUT,
+					  "strategy: pipeline chunk %u gets no "
+					  "ops; lower pp or V",
+					  ch);
+			goto out;
+		}
+		for (uint32_t k = 0; k < per_stage; k++)
+			devs[k] = (uint32_t)(stage * per_stage + k);
+		if (s->sync >= 0) {
+			sync = (enum tp_sync)s->sync;
+		} else {
+			bool spans = false;
+			for (uint32_t r = 1; r < dp && !spans; r++)
+				if (c->devices.v[devs[r * tp]].node !=
+				    c->devices.v[devs[0]].node)
+					spans = true;
+			sync = spans ? TP_SYNC_HIERARCHICAL : TP_SYNC_RING;
+		}
+		st = tp_plan_add_group(plan, ops, n, devs, (uint32_t)per_stage,
+				       dp, tp, NULL, &g, err);
+		if (st)
+			goto out;
+		gr = &plan->groups.v[g];
+		gr->sync = sync;
+		gr->recompute = s->recompute;
+		gr->sp = s->sp;
+	}
+out:
+	free(chunk);
+	free(ops);
+	free(devs);
+	if (st)
+		tp_plan_clear(plan);
+	return st;
+}

@@ -1,0 +1,396 @@
+/*
+ * cost.c - the cost model of one lane (one data-parallel replica of one
+ * group): op times on a device type, tensor-parallel collectives, memory.
+ * Formulas and constants: src/sim/README.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_int.h"
+
+double tp_sim_gemm_eff(const struct tp_device_type *t, double flop)
+{
+	if (!(flop > 0))
+		return t->gemm_efficiency;
+	return t->gemm_efficiency * flop / (flop + t->gemm_half_flop);
+}
+
+static bool gemm_like(enum tp_op_kind k)
+{
+	return k == TP_OP_MATMUL || k == TP_OP_CONV || k == TP_OP_ATTENTION ||
+	       k == TP_OP_ROUTER;
+}
+
+/*
+ * Time of one kernel group: `flop` at the GEMM or vector rate, `bytes`
+ * at the memory rate.  GEMMs and vector ops overlap their memory traffic
+ * (roofline max); attention is the exception: unfused attention runs its
+ * batched GEMMs and its softmax/dropout passes as separate kernels, so
+ * the two times add.
+ */
+static double kernel_time(const struct tp_sim *sim, uint32_t ty,
+			  enum tp_op_kind kind, double flop, double bytes,
+			  double kernels)
+{
+	const struct tp_device_type *t = &sim->types[ty];
+	double comp, mem;
+
+	if (gemm_like(kind)) {
+		double per = kernels > 0 ? flop / kernels : flop;
+		double eff = tp_sim_gemm_eff(t, per);
+		comp = flop > 0 ? flop / (sim->peak[ty] * eff) : 0;
+	} else {
+		comp = flop > 0 ? flop / sim->peak_vec[ty] : 0;
+	}
+	mem = bytes > 0 ? bytes / (sim->mem_bw[ty] * t->memory_efficiency) : 0;
+	if (kind == TP_OP_ATTENTION)
+		return comp + mem + kernels * t->kernel_overhead_s;
+	return (comp > mem ? comp : mem) + kernels * t->kernel_overhead_s;
+}
+
+/* Forward and backward seconds of op on type ty for `samples` samples,
+ * FLOP and activations divided by div, weights by wdiv. */
+static void op_times(const struct tp_sim *sim, uint32_t o, uint32_t ty,
+		     double samples, double div, double wdiv, double *fwd,
+		     double *bwd)
+{
+	const struct tp_op *op = &sim->m->ops.v[o];
+	int32_t p = sim->prof[(size_t)o * sim->n_types + ty];
+	double bmf = sim->o.params.backward_mem_factor;
+
+	if (op->kind == TP_OP_INPUT) {
+		*fwd = *bwd = 0;
+		return;
+	}
+	if (p >= 0) {
+		const struct tp_profile *pr = &sim->m->profiles.v[p];
+		double scale = samples / (pr->batch > 0 ? pr->batch : 1) / div;
+		*fwd = pr->forward_s * scale;
+		*bwd = pr->backward_s * scale;
+		return;
+	}
+	{
+		double f = op->flop * samples / div;
+		double fb = op->backward_flop * samples / div;
+		double act = op->mem_bytes * samples / div;
+		double w = op->param_bytes / wdiv;
+		double kf = op->kind == TP_OP_ATTENTION ? 2 : 1;
+		double kb = (op->param_bytes > 0 || op->kind == TP_OP_ATTENTION)
+				    ? 2 * kf
+				    : 1;
+		*fwd = kernel_time(sim, ty, op->kind, f, act + w, kf);
+		*bwd = kernel_time(sim, ty, op->kind, fb, bmf * act + 2 * w,
+				   kb);
+	}
+}
+
+void tp_sim_acc_flow(struct tp_sim_scratch *s, uint32_t src, uint32_t dst)
+{
+	const struct tp_cluster *c = s->sim->c;
+	const struct tp_route *r;
+	const uint32_t *ch;
+
+	if (src == dst)
+		return;
+	r = tp_cluster_route(c, src, dst);
+	ch = tp_cluster_route_channels(c, r);
+	for (uint32_t k = 0; k < r->n; k++) {
+		uint32_t x = ch[k];
+		if (s->cnt[x]++ == 0)
+			(void)tp_vec_push(&s->touched, x);
+	}
+	s->acc_flows++;
+	if (r->latency_s > s->acc_latency)
+		s->acc_latency = r->latency_s;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Flows of NCCL-style rings over devs: participants ordered by node (device
+ * indices are grouped by node); with several nodes, as many rings as the
+ * most participants any node has, ring j entering each node at its j-th
+ * member, so every member's NIC carries one ring (as NCCL's channels do).
+ * Returns -1 on allocation failure; *rings gets the ring count.
+ */
+int tp_sim_acc_ring(struct tp_sim_scratch *s, const uint32_t *devs,
+		    uint32_t n, uint32_t *rings)
+{
+	const struct tp_cluster *c = s->sim->c;
+	uint32_t *p, nodes = 0, maxrun = 0, nr;
+
+	*rings = 1;
+	if (n < 2)
+		return 0;
+	s->tmp3.n = 0;
+	if (tp_vec_reserve(&s->tmp3, 2 * (size_t)n + 2))
+		return -1;
+	p = s->tmp3.v;
+	memcpy(p, devs, n * sizeof(*p));
+	qsort(p, n, sizeof(*p), cmp_u32);
+	/* runs of one node: start offsets in p[n..] */
+	{
+		uint32_t *start = p + n, run = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			if (i == 0 || c->devices.v[p[i]].node !=
+					      c->devices.v[p[i - 1]].node) {
+				start[nodes++] = i;
+				run = 0;
+			}
+			run++;
+			if (run > maxrun)
+				maxrun = run;
+		}
+		start[nodes] = n;
+	}
+	nr = nodes > 1 ? maxrun : 1;
+	for (uint32_t j = 0; j < nr; j++) {
+		uint32_t first = TP_NONE, prev = TP_NONE;
+		for (uint32_t q = 0; q < nodes; q++) {
+			uint32_t a = p[n + q], l = p[n + q + 1] - a;
+			for (uint32_t x = 0; x < l; x++) {
+				uint32_t d = p[a + (j + x) % l];
+				if (prev == TP_NONE)
+					first = d;
+				else
+					tp_sim_acc_flow(s, prev, d);
+				prev = d;
+			}
+		}
+		tp_sim_acc_flow(s, prev, first);
+	}
+	*rings = nr;
+	return 0;
+}
+
+int tp_sim_acc_emit(struct tp_sim_scratch *s, uint32_t *bt)
+{
+	struct btype b;
+	double rate = INFINITY;
+
+	*bt = TP_NONE;
+	if (s->acc_flows == 0) {
+		s->acc_latency = 0;
+		return 0;
+	}
+	if (tp_vec_reserve(&s->bents, s->touched.n) ||
+	    tp_vec_reserve(&s->btypes, 1))
+		return -1;
+	b.ent_first = (uint32_t)s->bents.n;
+	b.n_ent = (uint32_t)s->touched.n;
+	b.n_flows = s->acc_flows;
+	b.latency = s->acc_latency;
+	for (size_t k = 0; k < s->touched.n; k++) {
+		uint32_t ch = s->touched.v[k];
+		double r = s->sim->chan_bw[ch] / s->cnt[ch];
+		if (r < rate)
+			rate = r;
+		s->bents.v[s->bents.n++] = (struct bent){ch, s->cnt[ch]};
+		s->cnt[ch] = 0;
+	}
+	b.rate_alone = rate;
+	s->touched.n = 0;
+	s->acc_flows = 0;
+	s->acc_latency = 0;
+	*bt = (uint32_t)s->btypes.n;
+	s->btypes.v[s->btypes.n++] = b;
+	return 0;
+}
+
+void tp_sim_acc_measure(struct tp_sim_scratch *s, double *rate,
+			double *latency)
+{
+	double r = INFINITY;
+
+	for (size_t k = 0; k < s->touched.n; k++) {
+		uint32_t ch = s->touched.v[k];
+		double x = s->sim->chan_bw[ch] / s->cnt[ch];
+		if (x < r)
+			r = x;
+		s->cnt[ch] = 0;
+	}
+	*rate = r;
+	*latency = s->acc_latency;
+	s->touched.n = 0;
+	s->acc_flows = 0;
+	s->acc_latency = 0;
+}
+
+/* Tensor-parallel collective seconds of `bytes` (an all-reduce when ar,
+ * else a reduce-scatter or all-gather). */
+static double tp_coll(const struct lane *ln, double bytes, bool ar)
+{
+	double t = ln->tp_a + ln->tp_k * bytes;
+	return ar ? t : t / 2;
+}
+
+void tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
+		       struct tp_sim_scratch *s, struct lane *ln)
+{
+	const struct tp_model *m = sim->m;
+	const struct tp_plan_group *gr = &plan->groups.v[ln->group];
+	const uint32_t *ops = tp_plan_group_ops(plan, ln->group);
+	const uint32_t *devs = plan->devs.v + ln->dev_first;
+	uint32_t t = ln->tp, types[8], n_types = 0;
+	double b = ln->samples, tpd = t;
+	double f_comp = 0, f_comm = 0, b_comp = 0, b_comm = 0, rec = 0;
+	double rec_comm = 0, tp_S = 0, params = 0, act = 0, act_full = 0;
+	double maxout = 0, work_sel = 0, work_full = 0;
+	bool sp = gr->sp && t > 1, many = false;
+	enum tp_recompute rc = gr->recompute;
+	uint32_t zero = plan->zero, dp = gr->dp;
+	double *lay_saved, *lay_sel;
+	uint32_t *lay_list, n_lay = 0, stamp0;
+
+	/* device types of the ranks (the slowest rank sets the pace) */
+	for (uint32_t k = 0; k < t; k++) {
+		uint32_t ty = sim->c->devices.v[devs[k]].type, j;
+		for (j = 0; j < n_types; j++)
+			if (types[j] == ty)
+				break;
+		if (j == n_types) {
+			if (n_types < 8)
+				types[n_types++] = ty;
+			else
+				many = true;
+		}
+	}
+	(void)many;
+	/* per-layer sums for recomputation: dtmp holds two arrays */
+	s->dtmp.n = 0;
+	(void)tp_vec_reserve(&s->dtmp, 2 * (size_t)sim->n_layers + 2);
+	s->tmp2.n = 0;
+	(void)tp_vec_reserve(&s->tmp2, (size_t)gr->n_ops + 1);
+	lay_saved = s->dtmp.v;
+	lay_sel = s->dtmp.v + sim->n_layers + 1;
+	lay_list = s->tmp2.v;
+	s->stamp += 2;
+	stamp0 = s->stamp;
+
+	for (uint32_t k = 0; k < gr->n_ops; k++) {
+		uint32_t o = ops[k];
+		const struct tp_op *op = &m->ops.v[o];
+		bool split = op->tp_split != TP_SPLIT_NONE && t > 1;
+		double div = (split || sp) ? tpd : 1, wdiv = split ? tpd : 1;
+		double fw = 0, bw = 0, saved, ob;
+		double fc = 0, bc = 0; /* TP communication */
+
+		for (uint32_t j = 0; j < n_types; j++) {
+			double a, bb;
+			op_times(sim, o, types[j], b, div, wdiv, &a, &bb);
+			if (a > fw)
+				fw = a;
+			if (bb > bw)
+				bw = bb;
+		}
+		if (t > 1 && op->tp_split != TP_SPLIT_NONE &&
+		    op->tp_split != TP_SPLIT_SHARDED) {
+			bool row = op->tp_split == TP_SPLIT_ROW ||
+				   (op->tp_split == TP_SPLIT_VOCAB &&
+				    op->kind == TP_OP_EMBEDDING);
+			double S = row ? op->out_bytes * b
+				       : sim->in_bytes[o] * b;
+			if (row) {
+				fc = tp_coll(ln, S, !sp);
+				bc = sp ? tp_coll(ln, S, false) : 0;
+			} else {
+				fc = sp ? tp_coll(ln, S, false) : 0;
+				bc = tp_coll(ln, S, !sp);
+			}
+			tp_S += S; /* one all-reduce's worth per pass */
+		}
+		f_comp += fw;
+		f_comm += fc;
+		b_comp += bw;
+		b_comm += bc;
+		params += op->param_bytes / wdiv;
+		saved = op->saved_bytes * b / div;
+		ob = op->out_bytes * b / div;
+		if (ob > maxout)
+			maxout = ob;
+		if (op->layer >= 0 && (uint32_t)op->layer < sim->n_layers) {
+			uint32_t l = (uint32_t)op->layer;
+			const uint32_t *in = tp_model_in_edges(m, o);
+			if (s->lay_mark[l] != stamp0) {
+				s->lay_mark[l] = stamp0;
+				lay_saved[l] = lay_sel[l] = 0;
+				lay_list[n_lay++] = l;
+			}
+			lay_saved[l] += saved;
+			if (op->selective_recompute)
+				lay_sel[l] += saved;
+			/* layer input: tensors from outside the layer, once
+			 * per producer */
+			for (uint32_t e = 0; e < op->n_in; e++) {
+				const struct tp_edge *ed = &m->edges.v[in[e]];
+				const struct tp_op *src = &m->ops.v[ed->src];
+				if (src->layer == op->layer &&
+				    s->op_group[ed->src] == ln->group)
+					continue;
+				if (s->op_mark[ed->src] == stamp0 + 1)
+					continue;
+				s->op_mark[ed->src] = stamp0 + 1;
+				act_full += ed->bytes * b / (sp ? tpd : 1);
+			}
+			if (rc == TP_RECOMPUTE_FULL) {
+				rec += fw;
+				rec_comm += fc;
+			} else if (rc == TP_RECOMPUTE_SELECTIVE &&
+				   op->selective_recompute) {
+				rec += fw;
+			} else {
+				act += saved;
+			}
+		} else {
+			/* outside any layer: never recomputed */
+			act += saved;
+			act_full += saved;
+		}
+	}
+	for (uint32_t k = 0; k < n_lay; k++) {
+		uint32_t l = lay_list[k];
+		if (lay_saved[l] > work_full)
+			work_full = lay_saved[l];
+		if (lay_sel[l] > work_sel)
+			work_sel = lay_sel[l];
+	}
+	if (rc == TP_RECOMPUTE_FULL)
+		act = act_full;
+	ln->f_comp = f_comp;
+	ln->f_comm = f_comm;
+	ln->b_comp = b_comp + rec;
+	ln->b_comm = b_comm + rec_comm;
+	ln->act = act;
+	ln->act_full = act_full;
+	ln->work = rc == TP_RECOMPUTE_FULL        ? work_full
+		   : rc == TP_RECOMPUTE_SELECTIVE ? work_sel
+						  : 0;
+	ln->temp = 2 * maxout;
+	ln->tp_bytes_mb = tp_S * (rc == TP_RECOMPUTE_FULL ? 3 : 2);
+	{
+		double n = params / sim->dtype_bytes;
+		double dz = dp > 0 ? dp : 1;
+		double slowest_bw = INFINITY, oh = 0;
+		ln->params = params;
+		ln->weights = n * sim->w_pp / (zero >= 3 ? dz : 1);
+		ln->grads = n * sim->g_pp / (zero >= 2 ? dz : 1);
+		ln->optim = n * sim->o_pp / (zero >= 1 ? dz : 1);
+		for (uint32_t j = 0; j < n_types; j++) {
+			const struct tp_device_type *ty =
+				&sim->types[types[j]];
+			double bw = sim->mem_bw[types[j]] * ty->memory_efficiency;
+			if (bw < slowest_bw)
+				slowest_bw = bw;
+			if (ty->kernel_overhead_s > oh)
+				oh = ty->kernel_overhead_s;
+		}
+		ln->opt_s = n / (zero >= 1 ? dz : 1) * sim->step_bytes_pp /
+				    slowest_bw +
+			    (n > 0 ? oh : 0);
+	}
+}

@@ -1,0 +1,216 @@
+/*
+ * sim_int.h - private structures of the simulator (src/sim/ only).
+ *
+ * tp_sim holds what depends on (model, cluster) alone and is read-only
+ * after tp_sim_new.  Everything a run computes lives in the scratch, whose
+ * vectors keep their capacity between runs, so a search thread simulating
+ * thousands of plans allocates almost nothing.
+ *
+ * Vocabulary (see README): a *lane* is one data-parallel replica of one
+ * group (its tensor-parallel ranks move together and are simulated as one);
+ * replicas of identical lanes form a *class* and only one lane per class (a
+ * *sim lane*) is simulated; a *resource* is a set of devices that always
+ * execute the same tasks; a *bundle* is a set of flows that progress in
+ * lockstep (a collective, or one pipeline transfer of all replicas of a
+ * class), sharing links max-min fairly with the other active bundles.
+ */
+#ifndef TP_SIM_INT_H
+#define TP_SIM_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sim.h"
+
+#include "../core/vec.h"
+
+struct tp_sim {
+	const struct tp_model *m;
+	const struct tp_cluster *c;
+	struct tp_sim_options o;
+	uint32_t n_ops, n_dev, n_types, n_chan;
+	uint32_t n_layers; /* largest layer index + 1 */
+	double dtype_bytes;
+	bool mixed; /* 16-bit weights with fp32 master copy */
+	/* bytes per parameter, unsharded */
+	double w_pp, g_pp, o_pp;
+	double step_bytes_pp; /* optimizer step traffic per parameter */
+	struct tp_device_type *types; /* copies, cost fields defaulted */
+	int32_t *prof;       /* [op * n_types + type]: profile or -1 */
+	double *chan_bw;     /* effective bandwidth per directed channel */
+	double *in_bytes;    /* per op: bytes per sample entering it */
+	/* per type: peak FLOP/s for the model dtype and for vector work */
+	double *peak, *peak_vec, *mem_bw;
+	double fwd_flop, bwd_flop; /* per sample, whole model */
+};
+
+enum task_kind {
+	TK_F,     /* forward of a micro-batch on a sim lane */
+	TK_B,     /* backward (with recomputation) */
+	TK_OPT,   /* optimizer step */
+	TK_COMM,  /* a bundle of flows */
+	TK_DELAY  /* fixed time, no resource */
+};
+
+enum comm_what {
+	CW_P2P_F,
+	CW_P2P_B,
+	CW_SYNC,
+	CW_SYNC_TAIL,
+	CW_ZERO_AG,
+	CW_PARAM_AG
+};
+
+struct task {
+	double dur; /* compute/delay: seconds; comm: bytes per flow */
+	double start, end;
+	uint32_t ndeps;
+	uint32_t succ_first, n_succ;
+	uint32_t ref;   /* sim lane (compute) or bundle type (comm) */
+	uint32_t micro; /* micro-batch, or group for sync tasks */
+	uint32_t qpos;  /* position in its first resource's queue */
+	uint8_t kind, what, started, done;
+};
+
+/* A bundle type: the channels its flows cross (with multiplicity). */
+struct btype {
+	uint32_t ent_first, n_ent;
+	uint32_t n_flows;
+	double latency;    /* before bytes flow */
+	double rate_alone; /* per-flow rate without other traffic */
+};
+
+struct bent {
+	uint32_t chan, count;
+};
+
+struct gedge {
+	uint32_t src, dst;
+	double bytes; /* per sample */
+};
+
+struct ginfo {
+	uint32_t rank;  /* position in the group topological order */
+	uint32_t stage; /* device-set class */
+	uint32_t vd;    /* virtual pipeline depth */
+	uint32_t lane_first;     /* lanes: lane_first + replica */
+	uint32_t sim_first, n_sim; /* sim lanes of this group */
+	uint32_t set_first;        /* sorted device list in s->sets */
+	double grad_bytes;  /* per device, to synchronise (model dtype) */
+	double param_bytes; /* per device (model dtype) */
+	uint32_t last_sync; /* task finishing the group's sync (or NONE) */
+	uint32_t tail_first; /* first task of the sync tail (or NONE) */
+};
+
+struct lane {
+	uint32_t group, replica, tp;
+	uint32_t dev_first; /* into plan->devs */
+	uint32_t cls;       /* class representative replica */
+	uint32_t sim;       /* sim lane index, or NONE when mirrored */
+	double samples;     /* per micro-batch */
+	double f_comp, f_comm, b_comp, b_comm; /* per micro-batch */
+	double opt_s;
+	double act, work, act_full; /* bytes per device */
+	double weights, grads, optim, temp;
+	double params; /* parameter bytes per device, unsharded */
+	double tp_bytes_mb; /* tensor-parallel bytes per flow per micro-batch */
+	double tp_a, tp_k;  /* all-reduce time = tp_a + tp_k * bytes */
+	uint32_t tp_bt;     /* bundle of one TP all-reduce (for link stats) */
+};
+
+struct simlane {
+	uint32_t lane;
+	uint32_t n_members; /* replicas it stands for */
+	uint32_t member_first; /* into s->members (replica indices) */
+	uint32_t res_first, n_res; /* into s->lres */
+	uint32_t task_first;       /* F(i) = task_first + 2i, B = +1 */
+	uint32_t opt_task;
+	double last_b_end;
+};
+
+struct resource {
+	uint32_t q_first, q_n, head;
+	bool busy;
+	double peak_act;
+	double busy_pipe; /* F/B seconds */
+};
+
+struct qitem {
+	uint64_t key;
+	uint32_t task;
+};
+
+struct active {
+	uint32_t task;
+	double remaining, rate;
+	bool frozen;
+};
+
+struct heap_ev {
+	double t;
+	uint32_t task;
+	uint32_t ev; /* 0 finish, 1 flow begin */
+};
+
+struct tp_sim_scratch {
+	const struct tp_sim *sim;
+	uint64_t tasks_total;
+	/* per op, per layer */
+	uint32_t *op_group, *op_mark, *lay_mark;
+	/* per device */
+	uint32_t *dev_res;   /* resource of a simulated device or NONE */
+	uint32_t *dev_rep;   /* representative device (mode A mirrors) */
+	uint32_t *dev_mark;
+	/* per channel */
+	double *cap_rem, *weight;
+	uint32_t *cnt, *cmark;
+	double *chan_bytes, *chan_busy, *chan_since;
+	uint32_t *chan_active;
+	uint32_t stamp;
+	TP_VEC(uint32_t) touched;
+	TP_VEC(struct ginfo) groups;
+	TP_VEC(uint32_t) gorder; /* groups in topological order */
+	TP_VEC(struct gedge) gedges;
+	TP_VEC(uint32_t) gin, gout; /* CSR of group edge ids */
+	TP_VEC(uint32_t) gin_off, gout_off;
+	TP_VEC(uint32_t) sets; /* sorted device lists of groups */
+	TP_VEC(struct lane) lanes;
+	TP_VEC(struct simlane) sims;
+	TP_VEC(uint32_t) members;
+	TP_VEC(uint32_t) lres;
+	TP_VEC(struct resource) res;
+	TP_VEC(struct qitem) queue;
+	TP_VEC(struct task) tasks;
+	TP_VEC(uint64_t) edges; /* (from << 33) | (to << 1) | on_start */
+	TP_VEC(uint32_t) succ;
+	TP_VEC(struct btype) btypes;
+	TP_VEC(struct bent) bents;
+	TP_VEC(struct active) act;
+	TP_VEC(struct heap_ev) heap;
+	TP_VEC(uint32_t) tmp, tmp2, tmp3;
+	TP_VEC(double) dtmp;
+	/* flow accumulation */
+	uint32_t acc_flows;
+	double acc_latency;
+};
+
+/* cost.c */
+void tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
+		       struct tp_sim_scratch *s, struct lane *ln);
+double tp_sim_gemm_eff(const struct tp_device_type *t, double flop);
+/* Flow accumulation into a bundle type. */
+void tp_sim_acc_flow(struct tp_sim_scratch *s, uint32_t src, uint32_t dst);
+int tp_sim_acc_ring(struct tp_sim_scratch *s, const uint32_t *devs,
+		    uint32_t n, uint32_t *rings);
+int tp_sim_acc_emit(struct tp_sim_scratch *s, uint32_t *bt);
+/* Discard an accumulation, returning its per-flow rate alone and its
+ * latency. */
+void tp_sim_acc_measure(struct tp_sim_scratch *s, double *rate,
+			double *latency);
+
+/* trace.c */
+void tp_sim_trace_write(const struct tp_sim *sim, const struct tp_plan *plan,
+			const struct tp_sim_scratch *s, double t_end,
+			struct tp_strbuf *out);
+
+#endif
