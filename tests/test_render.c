@@ -549,12 +549,17 @@ START_TEST(test_svg_png_in_process)
 	struct tp_error err;
 	enum tp_render_format got;
 
+	struct tp_render_options o;
+
 	make_model(&m, 4);
 	make_hetero_cluster(&c);
 	make_3d_plan(&p, &m, 2, 2, 2);
+	tp_render_options_default(&o);
+	o.gvc = tp_render_gvc_new(); /* two pictures: one context */
+	ck_assert_ptr_nonnull(o.gvc);
 	tp_strbuf_init(&sb);
 	tp_strbuf_init(&warn);
-	ck_assert_int_eq(tp_render_plan(&p, &m, &c, NULL, NULL, TP_RENDER_SVG,
+	ck_assert_int_eq(tp_render_plan(&p, &m, &c, NULL, &o, TP_RENDER_SVG,
 					&sb, &got, &warn, &err),
 			 TP_OK);
 	if (got == TP_RENDER_SVG) {
@@ -568,7 +573,7 @@ START_TEST(test_svg_png_in_process)
 	}
 	tp_strbuf_reset(&sb);
 	tp_strbuf_reset(&warn);
-	ck_assert_int_eq(tp_render_plan(&p, &m, &c, NULL, NULL, TP_RENDER_PNG,
+	ck_assert_int_eq(tp_render_plan(&p, &m, &c, NULL, &o, TP_RENDER_PNG,
 					&sb, &got, &warn, &err),
 			 TP_OK);
 	if (got == TP_RENDER_PNG) {
@@ -577,6 +582,7 @@ START_TEST(test_svg_png_in_process)
 	} else {
 		ck_assert_uint_gt(warn.len, 0);
 	}
+	tp_render_gvc_free(o.gvc);
 	tp_strbuf_release(&sb);
 	tp_strbuf_release(&warn);
 	tp_plan_release(&p);

@@ -40,6 +40,32 @@ static const char *const stage_colors[] = {
  * and the stage boxes stand alone (the picture stays readable). */
 #define MAX_STAGE_EDGES 64
 
+struct tp_render_gvc {
+	GVC_t *gvc;
+};
+
+struct tp_render_gvc *tp_render_gvc_new(void)
+{
+	struct tp_render_gvc *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return NULL;
+	g->gvc = gvContext();
+	if (!g->gvc) {
+		free(g);
+		return NULL;
+	}
+	return g;
+}
+
+void tp_render_gvc_free(struct tp_render_gvc *g)
+{
+	if (!g)
+		return;
+	gvFreeContext(g->gvc);
+	free(g);
+}
+
 void tp_render_options_default(struct tp_render_options *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -848,7 +874,7 @@ enum tp_status tp_render_plan(const struct tp_plan *p, const struct tp_model *m,
 	g = scene_graph(p, m, c, report, o, &disc, err);
 	if (!g)
 		return err ? err->status : TP_EINTERNAL;
-	gvc = gvContext();
+	gvc = o && o->gvc ? o->gvc->gvc : gvContext();
 	if (!gvc) {
 		why = "Graphviz could not start (gvContext failed)";
 	} else if (gvLayout(gvc, g, "dot") != 0) {
@@ -871,7 +897,7 @@ enum tp_status tp_render_plan(const struct tp_plan *p, const struct tp_model *m,
 			gvFreeRenderData(data);
 		gvFreeLayout(gvc, g);
 	}
-	if (gvc)
+	if (gvc && !(o && o->gvc))
 		gvFreeContext(gvc);
 	if (why) {
 		int rc;

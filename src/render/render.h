@@ -57,12 +57,26 @@ enum tp_render_collapse {
 	TP_COLLAPSE_NEVER   /* one box per device, whatever the size */
 };
 
+/*
+ * A Graphviz context (GVC_t) for laying out several pictures in one
+ * process.  Graphviz 2.43's pango plugin keeps a pointer into the font
+ * table of the context it last measured text for, so creating a second
+ * context after freeing the first reads freed memory: a process that
+ * renders more than one picture should make one tp_render_gvc and pass
+ * it in tp_render_options.gvc.  tp_render_gvc_free(NULL) is a no-op.
+ */
+struct tp_render_gvc;
+struct tp_render_gvc *tp_render_gvc_new(void);
+void tp_render_gvc_free(struct tp_render_gvc *g);
+
 struct tp_render_options {
 	enum tp_render_collapse collapse;
 	uint32_t collapse_above; /* [64] devices */
 	uint32_t max_classes;    /* collapsed node classes before roles are
 				    merged too [24] */
 	const char *title;       /* NULL: "<model> on <topology>" */
+	struct tp_render_gvc *gvc; /* NULL: a context per call (fine for
+				      one picture per process) */
 };
 
 void tp_render_options_default(struct tp_render_options *o);
