@@ -10,7 +10,9 @@
 
 #include "core/cluster.h"
 #include "core/model.h"
+#include "core/strbuf.h"
 #include "io/build.h"
+#include "io/io.h"
 #include "util.h"
 
 #define REL_CLOSE(x, y, tol) (fabs((x) / (y) - 1.0) <= (tol))
@@ -862,6 +864,245 @@ START_TEST(test_smi_errors)
 }
 END_TEST
 
+/* ---- round trips through the file formats --------------------------- */
+
+START_TEST(test_roundtrip_files)
+{
+	const char *specs[] = {"dgx1-v100:2", "1080ti-pcie:1"};
+	struct tp_cluster c, c2;
+	struct tp_model m, m2;
+	struct tp_strbuf sb;
+	struct tp_error err;
+
+	build_topo(specs, 2, "ib-edr", 2, &c);
+	tp_strbuf_init(&sb);
+	tp_topology_write(&c, &sb);
+	tp_cluster_init(&c2);
+	ck_assert_msg(tp_topology_load("t.json", sb.buf, sb.len, NULL, &c2,
+				       &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_uint_eq(c2.devices.n, c.devices.n);
+	for (uint32_t a = 0; a < c.devices.n; a++)
+		for (uint32_t b = 0; b < c.devices.n; b++) {
+			const struct tp_route *r = tp_cluster_route(&c, a, b),
+					      *r2 = tp_cluster_route(&c2, a, b);
+			ck_assert(r->bw_Bps == r2->bw_Bps);
+			ck_assert(fabs(r->latency_s - r2->latency_s) < 1e-15);
+			ck_assert_uint_eq(r->n, r2->n);
+		}
+	tp_cluster_release(&c);
+	tp_cluster_release(&c2);
+
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_hf(tp_test_path("data/hf/mixtral-8x7b.json"),
+				     512, 8, -1, &m, &err),
+			 TP_OK);
+	tp_strbuf_reset(&sb);
+	tp_model_write(&m, &sb);
+	tp_model_init(&m2);
+	ck_assert_msg(tp_model_load("m.json", sb.buf, sb.len, NULL, &m2,
+				    &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_uint_eq(m2.ops.n, m.ops.n);
+	ck_assert_uint_eq(m2.edges.n, m.edges.n);
+	ck_assert(m2.total_flop == m.total_flop);
+	ck_assert(tp_model_parameters(&m2) == tp_model_parameters(&m));
+	ck_assert(m2.total_saved_bytes == m.total_saved_bytes);
+	ck_assert_int_eq(m2.arch.experts, 8);
+	tp_model_release(&m);
+	tp_model_release(&m2);
+	tp_strbuf_release(&sb);
+}
+END_TEST
+
+/* ---- the commands ---------------------------------------------------- */
+
+static void run(struct tp_run *r, const char *const *argv)
+{
+	tp_run_tagplan(r, argv, NULL);
+}
+
+START_TEST(test_cli_model)
+{
+	struct tp_run r;
+	char out[512], cfg[512];
+	const char *dir = tp_test_tmpdir();
+
+	snprintf(out, sizeof(out), "%s/gpt.json", dir);
+	{
+		const char *v[] = {"tagplan", "model",   "gpt",    "--hidden",
+				   "2304",    "--layers", "24",    "--heads",
+				   "24",      "--seq",    "2048",  "--vocab",
+				   "51200",   "--batch",  "512",   "-o",
+				   out,       NULL};
+		run(&r, v);
+	}
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_str_eq(r.out, "");
+	ck_assert_ptr_nonnull(strstr(r.err, "1652230656 parameters"));
+	ck_assert_ptr_nonnull(strstr(r.err, "forward FLOP per sample"));
+	tp_run_free(&r);
+	{
+		const char *v[] = {"tagplan", "inspect", out, NULL};
+		run(&r, v);
+	}
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "\"parameters\": 1652230656"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\"forward_flop_per_sample\""));
+	tp_run_free(&r);
+
+	/* zoo to stdout */
+	{
+		const char *v[] = {"tagplan", "model", "vgg19", "--batch", "32",
+				   NULL};
+		run(&r, v);
+	}
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "\"tagplan-model/1\""));
+	ck_assert_ptr_nonnull(strstr(r.out, "\"global_batch_size\": 32"));
+	ck_assert_ptr_nonnull(strstr(r.err, "143667240 parameters"));
+	tp_run_free(&r);
+
+	/* HF config */
+	snprintf(cfg, sizeof(cfg), "hf:%s",
+		 tp_test_path("data/hf/llama-2-70b.json"));
+	{
+		const char *v[] = {"tagplan", "model", cfg, "--seq", "2048",
+				   "-o", out, NULL};
+		run(&r, v);
+	}
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "68976648192 parameters"));
+	tp_run_free(&r);
+
+	/* errors: exit 2, the message names the field, nothing written */
+	snprintf(out, sizeof(out), "%s/never.json", dir);
+	snprintf(cfg, sizeof(cfg), "hf:%s",
+		 tp_test_path("data/hf/bad/wrong-type.json"));
+	{
+		const char *v[] = {"tagplan", "model", cfg, "-o", out, NULL};
+		run(&r, v);
+	}
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "$.hidden_size"));
+	ck_assert_ptr_null(tp_test_read(out, NULL));
+	tp_run_free(&r);
+	snprintf(cfg, sizeof(cfg), "hf:%s",
+		 tp_test_path("data/hf/bad/unknown-type.json"));
+	{
+		const char *v[] = {"tagplan", "model", cfg, NULL};
+		run(&r, v);
+	}
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "falcon"));
+	ck_assert_ptr_nonnull(strstr(r.err, "qwen2"));
+	tp_run_free(&r);
+	{
+		const char *v[] = {"tagplan", "model", "gpt", "--hidden", "64",
+				   NULL};
+		run(&r, v);
+	}
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "--layers --heads"));
+	tp_run_free(&r);
+	{
+		const char *v[] = {"tagplan", "model", "resnet50", "--seq",
+				   "128", NULL};
+		run(&r, v);
+	}
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "--seq"));
+	tp_run_free(&r);
+	{
+		const char *v[] = {"tagplan", "model", "alexnet", NULL};
+		run(&r, v);
+	}
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "inception-v3"));
+	tp_run_free(&r);
+	{
+		const char *v[] = {"tagplan", "model", "--help", NULL};
+		run(&r, v);
+	}
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "multiply-add"));
+	ck_assert_ptr_nonnull(strstr(r.out, "gpt3-175b"));
+	tp_run_free(&r);
+}
+END_TEST
+
+START_TEST(test_cli_topo)
+{
+	struct tp_run r;
+	char out[512];
+	const char *dir = tp_test_tmpdir();
+
+	snprintf(out, sizeof(out), "%s/topo.json", dir);
+	{
+		const char *v[] = {"tagplan", "topo", "v100-nvlink:2",
+				   "1080ti-pcie:2", "--net", "25gbe", "-o", out,
+				   NULL};
+		run(&r, v);
+	}
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "12 devices"));
+	tp_run_free(&r);
+	{
+		const char *v[] = {"tagplan", "inspect", out, NULL};
+		run(&r, v);
+	}
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "\"devices\": 12"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\"GTX-1080-Ti\": 4"));
+	tp_run_free(&r);
+	{
+		const char *v[] = {
+			"tagplan", "topo", "--from-nvidia-smi",
+			tp_test_path("data/nvidia-smi/pcie-4gpu.txt"), "--gpu",
+			"T4-16GB", NULL};
+		run(&r, v);
+	}
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.out, "\"tagplan-topology/1\""));
+	tp_run_free(&r);
+	{
+		const char *v[] = {
+			"tagplan", "topo", "--from-nvidia-smi",
+			tp_test_path("data/nvidia-smi/bad-entry.txt"), "--gpu",
+			"T4-16GB", "-o", out, NULL};
+		run(&r, v);
+	}
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "bad-entry.txt:2:"));
+	tp_run_free(&r);
+	{
+		const char *v[] = {"tagplan", "topo", "--from-nvidia-smi",
+				   "x.txt", NULL};
+		run(&r, v);
+	}
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "--gpu"));
+	tp_run_free(&r);
+	{
+		const char *v[] = {"tagplan", "topo", "dgx-a100:4", "--net",
+				   "ib-qdr", NULL};
+		run(&r, v);
+	}
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "ib-hdr"));
+	tp_run_free(&r);
+	{
+		const char *v[] = {"tagplan", "topo", "--help", NULL};
+		run(&r, v);
+	}
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "dgx1-v100"));
+	ck_assert_ptr_nonnull(strstr(r.out, "tag-testbed"));
+	ck_assert_ptr_nonnull(strstr(r.out, "ASSUMPTION"));
+	tp_run_free(&r);
+}
+END_TEST
+
 Suite *suite_build(void)
 {
 	Suite *s = suite_create("build");
@@ -895,6 +1136,12 @@ Suite *suite_build(void)
 	tcase_add_test(tc, test_smi_dgx1_matches_preset);
 	tcase_add_test(tc, test_smi_dgx_a100_and_pcie);
 	tcase_add_test(tc, test_smi_errors);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("commands");
+	tcase_set_timeout(tc, 20);
+	tcase_add_test(tc, test_roundtrip_files);
+	tcase_add_test(tc, test_cli_model);
+	tcase_add_test(tc, test_cli_topo);
 	suite_add_tcase(s, tc);
 	return s;
 }

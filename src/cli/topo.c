@@ -1,15 +1,168 @@
 /*
- * topo.c - `tagplan topo`.
+ * topo.c - `tagplan topo`: a topology file (tagplan-topology/1) from node
+ * presets composed over a network, or from the matrix `nvidia-smi topo -m`
+ * prints (src/io/build.h).  The topology goes to -o (atomically) or
+ * stdout; a one-line inventory goes to stderr.
  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
+#include "core/strbuf.h"
+#include "io/build.h"
+#include "io/io.h"
+
+static const char usage[] =
+	"PRESET[:NODES] [PRESET[:NODES] ...] [--net NETWORK] "
+	"[--oversubscription X] [-o TOPO]\n"
+	"       tagplan topo --from-nvidia-smi FILE --gpu TYPE [-o TOPO]";
+
+static void about_text(struct tp_strbuf *sb)
+{
+	tp_strbuf_adds(
+		sb,
+		"Build a topology (tagplan-topology/1) and write it to -o TOPO, "
+		"or to stdout.\nNodes of each PRESET are named PRESET-0, "
+		"PRESET-1, ...; their GPUs NODE/gpuI.\nAll nodes join one "
+		"switch (a star) through their NICs; --net replaces the\n"
+		"presets' NIC kind (keeping their NIC count), "
+		"--oversubscription divides each\nnode's uplink.  Figures are "
+		"per direction; latencies marked ASSUMPTION are\ntypical values, "
+		"not vendor figures.\n\nnode presets:\n");
+	for (int i = 0; tp_node_preset_names[i]; i++)
+		tp_strbuf_addf(sb, "  %-12s %s\n", tp_node_preset_names[i],
+			       tp_node_preset_about(tp_node_preset_names[i]));
+	tp_strbuf_adds(sb, "\ncompositions:\n");
+	for (int i = 0; tp_topology_composition_names[i]; i++)
+		tp_strbuf_addf(
+			sb, "  %-12s %s\n", tp_topology_composition_names[i],
+			tp_node_preset_about(tp_topology_composition_names[i]));
+	tp_strbuf_adds(sb, "\nnetworks (per NIC):\n");
+	for (int i = 0; tp_network_names[i]; i++)
+		tp_strbuf_addf(sb, "  %-12s %s\n", tp_network_names[i],
+			       tp_network_about(tp_network_names[i]));
+	tp_strbuf_adds(
+		sb,
+		"\n--from-nvidia-smi reads the matrix of `nvidia-smi topo -m` "
+		"(NV#, PIX, PXB, PHB,\nNODE, SYS) into one node of --gpu TYPE "
+		"devices (a name of data/devices.json):\nNV# = # NVLinks x "
+		"25 GB/s (P100: 20), PIX/PXB = the GPU's PCIe x16 rate,\nPHB "
+		"0.8x, NODE 0.7x, SYS 0.5x of it (ASSUMPTIONS); all pairs NV# "
+		"alike = NVSwitch.\n\nexamples:\n"
+		"  tagplan topo dgx-a100:4 --net ib-hdr -o topo.json\n"
+		"  tagplan topo v100-nvlink:2 1080ti-pcie:2 --net 25gbe -o "
+		"mixed.json\n"
+		"  tagplan topo tag-testbed -o tag.json\n"
+		"  nvidia-smi topo -m > m.txt; tagplan topo --from-nvidia-smi "
+		"m.txt --gpu A100-SXM4-80GB");
+}
+
+static int from_nvidia_smi(const char *file, const char *gpu,
+			   struct tp_cluster *c, struct tp_error *err)
+{
+	char *text = NULL;
+	size_t len = 0;
+	enum tp_status st;
+
+	st = tp_file_read(file, 0, &text, &len, err);
+	if (!st)
+		st = tp_build_topology_nvidia_smi(text, len, file, gpu, c,
+						  err);
+	free(text);
+	return st;
+}
 
 int cmd_topo(int argc, char **argv)
 {
-	struct tp_opt opts[] = {{0}};
-	int code;
+	const char *net = NULL, *out = NULL, *smi = NULL, *gpu = NULL;
+	double over = 1;
+	struct tp_opt opts[] = {
+		{"net", 0, TP_OPT_STRING, &net, "NETWORK",
+		 "the NICs of every node: 10gbe, 25gbe, 100gbe, ib-edr, "
+		 "ib-hdr, ib-ndr (default: each preset's own)",
+		 0, 0, false},
+		{"oversubscription", 0, TP_OPT_DOUBLE, &over, "X",
+		 "divide each node's uplink to the switch by X", 1, 1e6,
+		 false},
+		{"from-nvidia-smi", 0, TP_OPT_STRING, &smi, "FILE",
+		 "read `nvidia-smi topo -m` output (- = stdin)", 0, 0, false},
+		{"gpu", 0, TP_OPT_STRING, &gpu, "TYPE",
+		 "with --from-nvidia-smi: the device type of the GPUs", 0, 0,
+		 false},
+		{"output", 'o', TP_OPT_STRING, &out, "TOPO",
+		 "write the topology here (atomically) instead of stdout", 0,
+		 0, false},
+		{0}};
+	struct tp_strbuf about, sb;
+	struct tp_cluster c;
+	struct tp_error err;
+	enum tp_status st;
+	char **pos = NULL;
+	int npos = 0, code;
 
-	if (tp_opts_parse("topo", "[OPTIONS]", "", opts, argc, argv, NULL, NULL,
-			  &code))
+	tp_strbuf_init(&about);
+	about_text(&about);
+	if (tp_opts_parse("topo", usage, tp_strbuf_cstr(&about), opts, argc,
+			  argv, &pos, &npos, &code)) {
+		tp_strbuf_release(&about);
 		return code;
-	return tp_cli_not_yet("topo", "issues 3 and 7, topology presets");
+	}
+	tp_strbuf_release(&about);
+	tp_cluster_init(&c);
+	tp_error_clear(&err);
+	if (smi) {
+		if (npos || net || opts[1].seen) {
+			free(pos);
+			return tp_cli_usage_error(
+				"topo", "--from-nvidia-smi builds one node: no "
+					"presets, --net or --oversubscription "
+					"with it");
+		}
+		free(pos);
+		if (!gpu)
+			return tp_cli_usage_error(
+				"topo", "--from-nvidia-smi needs --gpu TYPE "
+					"(e.g. A100-SXM4-80GB; the types are "
+					"in data/devices.json)");
+		st = from_nvidia_smi(smi, gpu, &c, &err);
+	} else {
+		if (gpu) {
+			free(pos);
+			return tp_cli_usage_error(
+				"topo", "--gpu goes with --from-nvidia-smi; "
+					"presets name their GPUs");
+		}
+		if (!npos) {
+			free(pos);
+			return tp_cli_usage_error(
+				"topo", "missing PRESET[:NODES], e.g. "
+					"dgx-a100:4 (see the list in --help)");
+		}
+		st = tp_build_topology((const char *const *)pos, npos, net,
+				       over, &c, &err);
+		free(pos);
+	}
+	if (st)
+		return tp_cli_fail(&err);
+	tp_strbuf_init(&sb);
+	tp_topology_write(&c, &sb);
+	if (sb.failed)
+		st = tp_error_set(&err, TP_ENOMEM, "out of memory");
+	else
+		st = tp_file_write_atomic(out ? out : "-", sb.buf, sb.len,
+					  &err);
+	tp_strbuf_release(&sb);
+	if (!st) {
+		fprintf(stderr, "tagplan topo: %s: %zu devices (", c.name,
+			c.devices.n);
+		for (size_t t = 0, k = 0; t < c.types.n; t++)
+			if (c.type_count[t])
+				fprintf(stderr, "%s%u x %s", k++ ? ", " : "",
+					c.type_count[t], c.types.v[t].name);
+		fprintf(stderr, ") in %zu nodes%s%s\n", c.nodes.n,
+			out ? " -> " : "", out ? out : "");
+	}
+	tp_cluster_release(&c);
+	return st ? tp_cli_fail(&err) : TP_EXIT_OK;
 }
