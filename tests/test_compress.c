@@ -761,6 +761,20 @@ START_TEST(test_sfb_forward_recompute_and_actions)
 		}
 	}
 	ck_assert(seen_fc1 && seen_in);
+	{
+		struct tp_sfb_effect fx;
+		ck_assert_int_eq(tp_sfb_group_effect(sfb, &p, 0, s, &a, &fx,
+						     &err),
+				 TP_OK);
+		ck_assert(fx.active);
+		ck_assert(fx.sync_bytes == 0);
+		ck_assert(fx.plain_sync_bytes == 400e6);
+		/* the input, and both output gradients */
+		ck_assert(fx.gather_bytes_per_sample == 4096 + 200000 + 4096);
+		/* both weight gradients and fc1's forward */
+		ck_assert(fx.extra_flop_per_sample == 1e8 + 1e8 + 1e8);
+		ck_assert(fx.temp_bytes_per_sample == 200000 + 4096);
+	}
 	/* a hand-edited plan selecting a parameter-free op is rejected */
 	p.sfb.v[p.groups.v[0].sfb_first] = loss;
 	ck_assert_int_eq(tp_sfb_group_actions(sfb, &p, 0, s, &a, &err),

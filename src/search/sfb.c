@@ -33,8 +33,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../sim/sim.h"
 #include "mincut.h"
+#include "sfb_int.h"
 
 struct tp_sfb {
 	const struct tp_model *m;
@@ -50,29 +50,6 @@ struct tp_sfb {
 	double *mat_m, *mat_n; /* gradient as an m x n matrix (PowerSGD) */
 	uint8_t *candidate;  /* has parameters (and is not an input) */
 	uint8_t *gemm_like;
-};
-
-struct pair {
-	uint32_t tensor, cand;
-	double bytes;
-};
-
-struct tp_sfb_scratch {
-	struct tp_energy e;
-	uint32_t *local;     /* per op: candidate index in the group, or NONE */
-	uint32_t *tensor_of; /* per op: activation index, or NONE */
-	uint32_t *entry;     /* per op: action index, or NONE */
-	uint32_t *chan;      /* per channel: concurrent flows */
-	uint32_t *flow_a, *flow_b; /* flows of a collective */
-	size_t cap_flows;
-	TP_VEC(struct pair) pairs;
-	TP_VEC(uint32_t) last_reader, last_pair;
-	TP_VEC(uint32_t) count;
-	TP_VEC(uint8_t) x, vars;
-	TP_VEC(uint32_t) pool; /* new sfb pool */
-	struct tp_sfb_costs k;
-	struct tp_plan alt; /* tp_sfb_simulate's plan without compression */
-	bool alt_init;
 };
 
 void tp_sfb_options_default(struct tp_sfb_options *o)
@@ -220,8 +197,8 @@ void tp_sfb_scratch_free(struct tp_sfb_scratch *s)
 	tp_vec_free(&s->vars);
 	tp_vec_free(&s->pool);
 	tp_sfb_costs_release(&s->k);
-	if (s->alt_init)
-		tp_plan_release(&s->alt);
+	tp_plan_release(&s->alt);
+	tp_report_release(&s->alt_report);
 	free(s);
 }
 
@@ -234,6 +211,8 @@ struct tp_sfb_scratch *tp_sfb_scratch_new(const struct tp_sfb *sfb)
 		return NULL;
 	tp_energy_init(&s->e);
 	tp_sfb_costs_init(&s->k);
+	tp_plan_init(&s->alt);
+	tp_report_init(&s->alt_report);
 	s->local = tp_calloc(n, sizeof(uint32_t));
 	s->tensor_of = tp_calloc(n, sizeof(uint32_t));
 	s->entry = tp_calloc(n, sizeof(uint32_t));
@@ -646,7 +625,7 @@ enum tp_status tp_sfb_group_costs(const struct tp_sfb *sfb,
 		for (uint32_t e = 0; e < m->ops.v[o].n_in; e++) {
 			const struct tp_edge *ed = &m->edges.v[in[e]];
 			uint32_t p = ed->src, t = s->tensor_of[p];
-			struct pair pr;
+			struct tp_sfb_pair pr;
 
 			if (t == TP_NONE) {
 				struct tp_sfb_tensor tn;
@@ -1104,4 +1083,49 @@ out:
 	for (size_t i = 0; i < out->v.n; i++)
 		s->entry[out->v.v[i].op] = TP_NONE;
 	return st;
+}
+
+enum tp_status tp_sfb_group_effect(const struct tp_sfb *sfb,
+				   const struct tp_plan *plan, uint32_t g,
+				   struct tp_sfb_scratch *s,
+				   struct tp_sfb_actions *tmp,
+				   struct tp_sfb_effect *e,
+				   struct tp_error *err)
+{
+	enum tp_status st;
+
+	memset(e, 0, sizeof(*e));
+	st = tp_sfb_group_actions(sfb, plan, g, s, tmp, err);
+	if (st)
+		return st;
+	for (size_t i = 0; i < tmp->v.n; i++) {
+		const struct tp_sfb_action *a = &tmp->v.v[i];
+		const struct tp_op *o = &sfb->m->ops.v[a->op];
+		double factors = 0;
+
+		if (sfb->candidate[a->op])
+			e->plain_sync_bytes += sfb->params[a->op] *
+					       sfb->grad_elem;
+		e->sync_bytes += a->sync_bytes;
+		e->compress_flop += a->compress_flop;
+		e->gather_bytes_per_sample +=
+			a->gather_act_bytes + a->gather_grad_bytes;
+		if (a->sfb) {
+			e->extra_flop_per_sample += sfb->wgrad_flop[a->op];
+			e->extra_bytes_per_sample +=
+				sfb->in_bytes[a->op] + sfb->act_bytes[a->op];
+			factors = sfb->in_bytes[a->op] + sfb->act_bytes[a->op];
+		}
+		if (a->forward_full) {
+			e->extra_flop_per_sample += o->flop;
+			e->extra_bytes_per_sample += o->mem_bytes;
+		}
+		if (factors > e->temp_bytes_per_sample)
+			e->temp_bytes_per_sample = factors;
+		if (a->sfb || a->forward_full || a->gather_act_bytes > 0 ||
+		    a->compress_flop > 0 ||
+		    plan->groups.v[g].lossy != TP_LOSSY_NONE)
+			e->active = true;
+	}
+	return TP_OK;
 }

@@ -194,6 +194,8 @@ struct tp_sfb_stats {
 	double saved_bytes;  /* net traffic saved by SFB */
 	double solve_s;      /* wall clock in the min cuts (timing) */
 	uint32_t max_vars;   /* largest cut problem, variables */
+	bool dropped; /* tp_sfb_simulate: the simulator found the plan no
+			 faster with compression, which was removed */
 };
 
 /*
@@ -248,6 +250,34 @@ enum tp_status tp_sfb_group_actions(const struct tp_sfb *sfb,
 				    struct tp_sfb_scratch *s,
 				    struct tp_sfb_actions *out,
 				    struct tp_error *err);
+
+/*
+ * The same at the granularity of a group (for a simulator that runs a
+ * group's forward and backward as one task per micro-batch): with S the
+ * group's samples per micro-batch and s_r those of replica r, replica r
+ * adds extra_flop_per_sample * (S - s_r) FLOP moving
+ * extra_bytes_per_sample * (S - s_r) bytes to each backward; the replicas
+ * all-gather gather_bytes_per_sample * S bytes (shards s_r / S) during
+ * each backward, and hold temp_bytes_per_sample * S bytes of gathered
+ * factors while doing so; the gradient synchronisation moves sync_bytes
+ * (instead of plain_sync_bytes) and the optimizer step adds
+ * compress_flop.  All zero / equal for a group without compression.
+ */
+struct tp_sfb_effect {
+	bool active;
+	double plain_sync_bytes, sync_bytes;
+	double compress_flop;
+	double gather_bytes_per_sample;
+	double extra_flop_per_sample, extra_bytes_per_sample;
+	double temp_bytes_per_sample;
+};
+
+enum tp_status tp_sfb_group_effect(const struct tp_sfb *sfb,
+				   const struct tp_plan *plan, uint32_t g,
+				   struct tp_sfb_scratch *s,
+				   struct tp_sfb_actions *tmp,
+				   struct tp_sfb_effect *e,
+				   struct tp_error *err);
 
 /*
  * Score a complete plan with compression chosen jointly: select (as

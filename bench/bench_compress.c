@@ -1,0 +1,246 @@
+/*
+ * bench_compress.c - gradient compression: the speed of the exact
+ * selection (min cut at 10,000 ops; target under 10 ms) and, on
+ * communication-bound cases, the iteration time with compression off,
+ * selected after the search (TAG-style) and selected inside it.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/cluster.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "search/mincut.h"
+#include "search/sfb.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int add(struct tp_model *m, const char *name, enum tp_op_kind kind,
+	       double params, double flop, double out, uint32_t *idx)
+{
+	struct tp_op op = tp_op_default();
+	struct tp_error err;
+
+	op.name = name;
+	op.kind = kind;
+	op.param_bytes = params;
+	op.flop = flop;
+	op.backward_flop = 2 * flop;
+	op.out_bytes = out;
+	op.mem_bytes = 2 * out;
+	if (tp_model_add_op(m, &op, idx, &err)) {
+		fprintf(stderr, "bench_compress: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int link_ops(struct tp_model *m, uint32_t a, uint32_t b)
+{
+	return tp_model_add_edge(m, a, b, m->ops.v[a].out_bytes, NULL) ? -1
+									  : 0;
+}
+
+/*
+ * A synthetic transformer of `blocks` blocks of 10 ops (ln, q, k, v,
+ * attention, projection, residual add, ln, fc1+gelu, fc2) - hidden h,
+ * sequence s, fp32 - plus an input and a loss: 10 * blocks + 2 ops.
+ * Layer widths vary by block so that the selection is not all-or-nothing.
+ */
+static int synthetic(struct tp_model *m, uint32_t blocks, double h, double s)
+{
+	uint32_t in, prev, ln1, q, k, v, att, proj, add1, ln2, fc1, fc2, loss;
+	struct tp_error err;
+	char nm[64];
+
+	tp_model_init(m);
+	m->global_batch = 16;
+	m->seq_len = (int64_t)s;
+	m->dtype = TP_DTYPE_FP32;
+	if (add(m, "in", TP_OP_INPUT, 0, 0, s * h * 4, &in))
+		return -1;
+	prev = in;
+	for (uint32_t b = 0; b < blocks; b++) {
+		double w = h * (1 + (b % 4)), act = s * h * 4;
+
+#define OP(var, kind, params, flop, out)                                      \
+	do {                                                                  \
+		snprintf(nm, sizeof(nm), "b%u." #var, b);                     \
+		if (add(m, nm, kind, params, flop, out, &var))                \
+			return -1;                                            \
+	} while (0)
+		OP(ln1, TP_OP_NORM, 2 * h * 4, 5 * s * h, act);
+		OP(q, TP_OP_MATMUL, h * h * 4, 2 * s * h * h, act);
+		OP(k, TP_OP_MATMUL, h * h * 4, 2 * s * h * h, act);
+		OP(v, TP_OP_MATMUL, h * h * 4, 2 * s * h * h, act);
+		OP(att, TP_OP_ATTENTION, 0, 4 * s * s * h, act);
+		OP(proj, TP_OP_MATMUL, h * h * 4, 2 * s * h * h, act);
+		OP(add1, TP_OP_ELEMENTWISE, 0, s * h, act);
+		OP(ln2, TP_OP_NORM, 2 * h * 4, 5 * s * h, act);
+		OP(fc1, TP_OP_MATMUL, h * w * 4, 2 * s * h * w, s * w * 4);
+		OP(fc2, TP_OP_MATMUL, h * w * 4, 2 * s * h * w, act);
+#undef OP
+		if (link_ops(m, prev, ln1) || link_ops(m, ln1, q) ||
+		    link_ops(m, ln1, k) || link_ops(m, ln1, v) ||
+		    link_ops(m, q, att) || link_ops(m, k, att) ||
+		    link_ops(m, v, att) || link_ops(m, att, proj) ||
+		    link_ops(m, proj, add1) || link_ops(m, prev, add1) ||
+		    link_ops(m, add1, ln2) || link_ops(m, ln2, fc1) ||
+		    link_ops(m, fc1, fc2))
+			return -1;
+		prev = fc2;
+	}
+	if (add(m, "loss", TP_OP_LOSS, 0, s * h, 4, &loss) ||
+	    link_ops(m, prev, loss))
+		return -1;
+	if (tp_model_finalize(m, &err)) {
+		fprintf(stderr, "bench_compress: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* nodes x 1 V100-like GPU on a network of nic_bw bytes/s. */
+static int star(struct tp_cluster *c, uint32_t nodes, double nic_bw)
+{
+	struct tp_device_type t;
+	struct tp_error err;
+	uint32_t ti, idx;
+
+	tp_cluster_init(c);
+	memset(&t, 0, sizeof(t));
+	t.name = "V100-like";
+	t.peak_flops[TP_DTYPE_FP32] = 15.7e12;
+	t.memory_bytes = 16e9;
+	t.memory_bw_Bps = 9e11;
+	t.gemm_efficiency = 0.8;
+	t.gemm_half_flop = 2e9;
+	t.memory_efficiency = 0.8;
+	t.kernel_overhead_s = 5e-6;
+	if (tp_cluster_add_type(c, &t, &ti, &err))
+		goto fail;
+	for (uint32_t n = 0; n < nodes; n++) {
+		char name[16];
+		snprintf(name, sizeof(name), "n%u", n);
+		if (tp_cluster_build_node(c, name, ti, 1, TP_LINK_PCIE, 1.2e10,
+					  2e-6, 1, nic_bw, 2.5e-5, &idx, &err))
+			goto fail;
+	}
+	if (tp_cluster_connect_star(c, 1, NULL, &err) ||
+	    tp_cluster_finalize(c, &err))
+		goto fail;
+	return 0;
+fail:
+	fprintf(stderr, "bench_compress: %s\n", err.msg);
+	return -1;
+}
+
+/* The min cut on the selection problem of a 10,000-op model. */
+static int bench_mincut(void)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_sfb *sfb;
+	struct tp_sfb_scratch *s;
+	struct tp_sfb_costs k;
+	struct tp_error err;
+	uint32_t *ops, devs[4] = {0, 1, 2, 3}, n;
+	double cut[21], build[21], sel[21], cold = 0;
+	uint8_t *x;
+	int reps = 21, rc = -1;
+
+	if (synthetic(&m, 1000, 512, 32) || star(&c, 4, 1.25e9))
+		return -1;
+	n = (uint32_t)m.ops.n;
+	ops = calloc(n, sizeof(*ops));
+	x = calloc(n, 1);
+	tp_plan_init(&p);
+	tp_sfb_costs_init(&k);
+	p.global_batch = m.global_batch;
+	for (uint32_t i = 0; i < n; i++)
+		ops[i] = i;
+	if (!ops || !x ||
+	    tp_plan_add_group(&p, ops, n, devs, 4, 4, 1, NULL, NULL, &err))
+		goto out;
+	sfb = tp_sfb_new(&m, &c, NULL, &err);
+	s = sfb ? tp_sfb_scratch_new(sfb) : NULL;
+	if (!s)
+		goto out_sfb;
+	for (int r = 0; r < reps; r++) {
+		struct tp_sfb_stats st;
+		double t0 = now_s(), t1, t2, v;
+
+		if (tp_sfb_group_costs(sfb, &p, 0, TP_LOSSY_NONE, 0, s, &k,
+				       &err))
+			goto out_sfb;
+		t1 = now_s();
+		if (tp_sfb_solve(&k, s, x, &v, &err))
+			goto out_sfb;
+		t2 = now_s();
+		build[r] = t1 - t0;
+		cut[r] = t2 - t1;
+		if (tp_sfb_select(sfb, &p, s, &st, &err))
+			goto out_sfb;
+		sel[r] = st.solve_s;
+		if (r == 0) {
+			uint32_t chosen = 0;
+			for (size_t i = 0; i < k.cands.n; i++)
+				chosen += x[i];
+			printf("selection problem: %u ops, %zu candidates, "
+			       "%zu activations, %zu reader arcs; %u "
+			       "selected, proxy gain %.4f s of %.4f s sync\n",
+			       n, k.cands.n, k.tensors.n, k.readers.n, chosen,
+			       -v, k.sync_s);
+		}
+	}
+	cold = cut[0];
+	qsort(cut, (size_t)reps, sizeof(double), cmp_double);
+	qsort(build, (size_t)reps, sizeof(double), cmp_double);
+	qsort(sel, (size_t)reps, sizeof(double), cmp_double);
+	printf("min cut, 10,000-op model: median %.2f ms, first (cold "
+	       "buffers) %.2f ms, max %.2f ms (target < 10 ms) %s\n",
+	       1e3 * cut[reps / 2], 1e3 * cold, 1e3 * cut[reps - 1],
+	       cut[reps / 2] < 0.010 ? "ok" : "MISSED");
+	printf("cost figures (routes, compute): median %.2f ms; whole "
+	       "selection's cuts: median %.2f ms\n",
+	       1e3 * build[reps / 2], 1e3 * sel[reps / 2]);
+	rc = 0;
+out_sfb:
+	if (rc)
+		fprintf(stderr, "bench_compress: %s\n", err.msg);
+	tp_sfb_scratch_free(s);
+	tp_sfb_free(sfb);
+out:
+	tp_sfb_costs_release(&k);
+	tp_plan_release(&p);
+	free(ops);
+	free(x);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+	return rc;
+}
+
+int main(void)
+{
+	printf("bench_compress: gradient compression (SFB by min cut)\n");
+	if (bench_mincut())
+		return 1;
+	return 0;
+}
