@@ -10,11 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/plan.h"
+#include "core/report.h"
 #include "core/rng.h"
+#include "core/strategy.h"
 #include "gnn/ad.h"
+#include "gnn/features.h"
 #include "gnn/graph.h"
 #include "gnn/net.h"
+#include "gnn/provider.h"
 #include "gnn/weights.h"
+#include "io/build.h"
+#include "search/coarsen.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ */
@@ -728,6 +735,293 @@ START_TEST(test_weights_corruption)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* features and the provider on a real model and cluster */
+
+struct fixture {
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_groups g;
+	struct tp_plan plan;
+	bool *decided;
+	struct tp_prior_action acts[8];
+	uint32_t devs[8][256];
+	struct tp_prior_state st;
+};
+
+static void fixture_init(struct fixture *fx, const char *const *specs,
+			 int n_specs, const char *net)
+{
+	struct tp_gpt_dims d;
+	struct tp_strategy sg;
+	struct tp_error err;
+	uint32_t nd;
+
+	memset(fx, 0, sizeof(*fx));
+	tp_gpt_dims_default(&d);
+	d.hidden = 256;
+	d.layers = 4;
+	d.heads = 4;
+	d.seq = 128;
+	d.vocab = 1000;
+	d.batch = 256;
+	tp_model_init(&fx->m);
+	ck_assert_msg(tp_build_gpt(&d, &fx->m, &err) == TP_OK, "%s", err.msg);
+	tp_cluster_init(&fx->c);
+	ck_assert_msg(tp_build_topology(specs, n_specs, net, 1.0, &fx->c,
+					&err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_int_eq(tp_coarsen(&fx->m, 0, &fx->g, &err), TP_OK);
+	tp_plan_init(&fx->plan);
+	tp_strategy_default(&sg);
+	ck_assert_msg(tp_strategy_to_plan(&sg, &fx->m, &fx->c, &fx->plan,
+					  &err) == TP_OK,
+		      "%s", err.msg);
+	fx->decided = calloc(fx->g.n, sizeof(bool));
+	nd = (uint32_t)fx->c.devices.n;
+	/* actions: all devices dp, the first half, the second half with
+	 * tp 2, device 0 alone, and the global action */
+	for (uint32_t i = 0; i < nd && i < 256; i++) {
+		fx->devs[0][i] = i;
+		fx->devs[1][i] = i;
+		fx->devs[2][i] = nd / 2 + i;
+	}
+	fx->acts[0] = (struct tp_prior_action){
+		.devices = fx->devs[0], .n_devices = nd, .dp = nd, .tp = 1,
+		.keeps_default = true};
+	fx->acts[1] = (struct tp_prior_action){
+		.devices = fx->devs[1], .n_devices = nd / 2, .dp = nd / 2,
+		.tp = 1, .sync = TP_SYNC_PS};
+	fx->acts[2] = (struct tp_prior_action){
+		.devices = fx->devs[2], .n_devices = nd / 2, .dp = nd / 4,
+		.tp = 2, .recompute = TP_RECOMPUTE_FULL};
+	fx->acts[3] = (struct tp_prior_action){
+		.devices = fx->devs[0], .n_devices = 1, .dp = 1, .tp = 1};
+	fx->st.model = &fx->m;
+	fx->st.cluster = &fx->c;
+	fx->st.n_groups = fx->g.n;
+	fx->st.group_first = fx->g.first;
+	fx->st.level = 2;
+	fx->st.decided = fx->decided;
+	fx->st.plan = &fx->plan;
+	fx->st.n_actions = 4;
+	fx->st.actions = fx->acts;
+}
+
+static void fixture_release(struct fixture *fx)
+{
+	free(fx->decided);
+	tp_plan_release(&fx->plan);
+	tp_groups_release(&fx->g);
+	tp_cluster_release(&fx->c);
+	tp_model_release(&fx->m);
+}
+
+static void check_range(const float *x, size_t n, const char *what)
+{
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(isfinite(x[i]) && x[i] >= 0 && x[i] <= 1,
+			      "%s feature %zu = %g", what, i, x[i]);
+}
+
+START_TEST(test_features_real_graph)
+{
+	static const char *const specs[] = {"v100-nvlink:1", "1080ti-pcie:2"};
+	struct fixture fx;
+	struct tp_gnn_features *f;
+	struct tp_gnn_input in;
+	struct tp_gnn_config cfg;
+	struct tp_gnn_widths w;
+	struct tp_gnn_net *net;
+	struct tp_report rep;
+	struct tp_error err;
+	struct tp_rng rng;
+	uint32_t nd;
+	float util_before;
+
+	fixture_init(&fx, specs, 2, "25gbe");
+	nd = (uint32_t)fx.c.devices.n;
+	ck_assert_uint_eq(nd, 8);
+	f = tp_gnn_features_new(&fx.m, &fx.c, fx.g.n, fx.g.first, NULL, &err);
+	ck_assert_msg(f != NULL, "%s", err.msg);
+	/* one device node per GPU, not per machine */
+	ck_assert_uint_eq(tp_gnn_features_device_nodes(f), nd);
+	ck_assert(!tp_gnn_features_pooled(f));
+	ck_assert(tp_gnn_features_lower_bound(f) > 0);
+	ck_assert_int_eq(tp_gnn_features_state(f, &fx.st, &in, &err), TP_OK);
+	tp_gnn_feature_widths(&w);
+	tp_gnn_config_default(&cfg, w.group, w.device, w.action, w.global,
+			      w.edge);
+	tp_rng_seed(&rng, 1);
+	net = tp_gnn_net_new(&cfg, &rng, &err);
+	ck_assert_int_eq(tp_gnn_input_check(net, &in, &err), TP_OK);
+	ck_assert_uint_eq(in.n_groups, fx.g.n);
+	ck_assert_uint_eq(in.n_actions, 4);
+	check_range(in.group_x.data, (size_t)in.n_groups * w.group, "group");
+	check_range(in.device_x.data, (size_t)nd * w.device, "device");
+	check_range(in.action_x.data, 4 * (size_t)w.action, "action");
+	check_range(in.global_x, w.global, "global");
+	for (int t = 0; t < TP_GNN_ETYPES; t++)
+		check_range(in.edge_x[t].data,
+			    (size_t)in.edge_x[t].rows * w.edge[t], "edge");
+	/* group-to-group edges carry the tensor bytes (TAG's were 0) */
+	ck_assert(in.edges[TP_GNN_E_FLOW].n > 0);
+	for (uint32_t k = 0; k < in.edges[TP_GNN_E_FLOW].n; k++)
+		ck_assert(tp_tensor_at(&in.edge_x[TP_GNN_E_FLOW], k, 0)[0] > 0);
+	/* every edge type is complete where it should be: dense aggregation */
+	ck_assert(in.edges[TP_GNN_E_LINK].dense);
+	ck_assert(in.edges[TP_GNN_E_PLACE].dense);
+	ck_assert(in.edges[TP_GNN_E_SERVE].dense);
+	/* the current group and the placement of the dp plan */
+	ck_assert(tp_tensor_at(&in.group_x, 1, 14)[0] == 1.0f);
+	ck_assert(tp_tensor_at(&in.group_x, 0, 14)[0] == 0.0f);
+	for (uint32_t k = 0; k < in.edges[TP_GNN_E_PLACE].n; k++)
+		ck_assert(tp_tensor_at(&in.edge_x[TP_GNN_E_PLACE], k, 0)[3] ==
+			  1.0f);
+	/* V100 is faster than the 1080 Ti: its peak feature is higher */
+	ck_assert(tp_tensor_at(&in.device_x, 0, 0)[0] >
+		  tp_tensor_at(&in.device_x, nd - 1, 0)[0]);
+	util_before = tp_tensor_at(&in.device_x, 0, 8)[0];
+	/* utilisation from a report is a fraction, not 0 (TAG's integer
+	 * division) */
+	tp_report_init(&rep);
+	ck_assert_int_eq(tp_report_alloc(&rep, nd, &err), TP_OK);
+	rep.feasible = true;
+	rep.iteration_time_s = 2.0;
+	for (uint32_t d = 0; d < nd; d++) {
+		rep.devices[d].compute_s = 0.6;
+		rep.devices[d].communication_s = 0.2;
+		rep.devices[d].peak_memory_bytes = 1e9;
+	}
+	fx.st.report = &rep;
+	ck_assert_int_eq(tp_gnn_features_state(f, &fx.st, &in, &err), TP_OK);
+	ck_assert(fabsf(tp_tensor_at(&in.device_x, 3, 8)[0] - 0.3f) < 1e-6f);
+	ck_assert(fabsf(tp_tensor_at(&in.device_x, 3, 10)[0] - 0.1f) < 1e-6f);
+	ck_assert(tp_tensor_at(&in.device_x, 3, 11)[0] == 1.0f);
+	ck_assert(in.global_x[15] == 1.0f && in.global_x[17] > 0);
+	ck_assert(util_before > 0); /* the estimate without a report */
+	/* a bad action is an input error */
+	fx.acts[2].dp = 3;
+	ck_assert_int_eq(tp_gnn_features_state(f, &fx.st, &in, &err),
+			 TP_EINPUT);
+	tp_report_release(&rep);
+	tp_gnn_net_free(net);
+	tp_gnn_features_free(f);
+	fixture_release(&fx);
+}
+END_TEST
+
+START_TEST(test_features_pooling)
+{
+	static const char *const specs[] = {"dgx-a100:16"};
+	struct fixture fx;
+	struct tp_gnn_features *f;
+	struct tp_gnn_input in;
+	struct tp_error err;
+	float wsum = 0;
+
+	fixture_init(&fx, specs, 1, NULL);
+	ck_assert_uint_eq(fx.c.devices.n, 128);
+	f = tp_gnn_features_new(&fx.m, &fx.c, fx.g.n, fx.g.first, NULL, &err);
+	ck_assert_msg(f != NULL, "%s", err.msg);
+	/* 16 identical nodes of 8 GPUs: one class per GPU position */
+	ck_assert(tp_gnn_features_pooled(f));
+	ck_assert_uint_eq(tp_gnn_features_device_nodes(f), 8);
+	ck_assert_int_eq(tp_gnn_features_state(f, &fx.st, &in, &err), TP_OK);
+	ck_assert_uint_eq(in.n_devices, 8);
+	/* the all-devices action weighs every class by its 16 devices */
+	for (uint32_t i = in.actions.first[0]; i < in.actions.first[1]; i++)
+		wsum += in.actions.weight[i];
+	ck_assert(wsum == 128.0f);
+	/* device 0 alone: one class, weight 1 */
+	ck_assert_uint_eq(in.actions.first[4] - in.actions.first[3], 1);
+	tp_gnn_features_free(f);
+	fixture_release(&fx);
+}
+END_TEST
+
+START_TEST(test_provider_priors)
+{
+	static const char *const specs[] = {"v100-nvlink:1", "1080ti-pcie:2"};
+	struct fixture fx;
+	struct tp_gnn_config cfg;
+	struct tp_gnn_widths w;
+	struct tp_gnn_net *net;
+	struct tp_gnn_prior *gp;
+	struct tp_prior_provider pp;
+	struct tp_error err;
+	struct tp_rng rng;
+	void *scr;
+	float pri[8], v = 0;
+	bool has_v = true;
+	double sum = 0;
+	char path[512];
+
+	fixture_init(&fx, specs, 2, "25gbe");
+	tp_gnn_feature_widths(&w);
+	tp_gnn_config_default(&cfg, w.group, w.device, w.action, w.global,
+			      w.edge);
+	tp_rng_seed(&rng, 4);
+	net = tp_gnn_net_new(&cfg, &rng, &err);
+	snprintf(path, sizeof(path), "%s/p.weights", tp_test_tmpdir());
+	ck_assert_int_eq(tp_gnn_weights_save(net, path, &err), TP_OK);
+	tp_gnn_net_free(net);
+	ck_assert_msg(tp_gnn_prior_load_default(path, &pp, &gp, &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_str_eq(pp.name, "gnn");
+	ck_assert_str_eq(tp_gnn_prior_source(gp), path);
+	scr = pp.scratch_new(pp.ctx);
+	ck_assert_ptr_nonnull(scr);
+	ck_assert_int_eq(pp.evaluate(pp.ctx, scr, &fx.st, pri, &v, &has_v,
+				     &err),
+			 TP_OK);
+	for (int k = 0; k < 4; k++) {
+		ck_assert(pri[k] > 0);
+		sum += pri[k];
+	}
+	ck_assert(fabs(sum - 1) < 1e-5);
+	ck_assert(!has_v); /* no reference time in the state */
+	/* the globals level */
+	fx.st.level = 0;
+	fx.acts[4] = (struct tp_prior_action){.global = true,
+					      .micro_batches = 4,
+					      .schedule = TP_SCHEDULE_1F1B};
+	fx.acts[5] = (struct tp_prior_action){.global = true,
+					      .micro_batches = 8,
+					      .schedule = TP_SCHEDULE_GPIPE,
+					      .zero = 1};
+	fx.st.actions = fx.acts + 4;
+	fx.st.n_actions = 2;
+	ck_assert_int_eq(pp.evaluate(pp.ctx, scr, &fx.st, pri, &v, &has_v,
+				     &err),
+			 TP_OK);
+	ck_assert(fabsf(pri[0] + pri[1] - 1) < 1e-5f);
+	pp.scratch_free(pp.ctx, scr);
+	tp_gnn_prior_free(gp);
+	/* a missing file is an I/O error, a damaged one an input error */
+	snprintf(path, sizeof(path), "%s/missing.weights", tp_test_tmpdir());
+	ck_assert_int_eq(tp_gnn_prior_load_default(path, &pp, &gp, &err),
+			 TP_EIO);
+	ck_assert_ptr_null(gp);
+	snprintf(path, sizeof(path), "%s/bad.weights", tp_test_tmpdir());
+	ck_assert_int_eq(tp_test_write(path, "TPGNNW\r\nxx", 10), 0);
+	ck_assert_int_eq(tp_gnn_prior_load_default(path, &pp, &gp, &err),
+			 TP_EINPUT);
+	ck_assert_ptr_null(gp);
+	ck_assert(strstr(err.file, "bad.weights") != NULL);
+	/* value conversion: at the reference time 0.25, faster is more */
+	{
+		double lb = 1.0;
+		float raw = tp_gnn_value_target(lb, true, 4.0);
+		ck_assert(fabs(tp_gnn_value_time(lb, raw) - 4.0) < 1e-4);
+		ck_assert(fabs(tp_gnn_prior_value(lb, raw, 4.0) - 0.25) < 1e-4);
+		ck_assert(tp_gnn_prior_value(lb, raw, 8.0) > 0.25);
+		ck_assert(tp_gnn_prior_value(lb, -1.0f, 8.0) == -1.0);
+	}
+	fixture_release(&fx);
+}
+END_TEST
+
 Suite *suite_gnn(void)
 {
 	Suite *s = suite_create("gnn");
@@ -743,6 +1037,9 @@ Suite *suite_gnn(void)
 	tcase_add_test(tc, test_training_steps_lower_loss);
 	tcase_add_test(tc, test_weights_roundtrip);
 	tcase_add_test(tc, test_weights_corruption);
+	tcase_add_test(tc, test_features_real_graph);
+	tcase_add_test(tc, test_features_pooling);
+	tcase_add_test(tc, test_provider_priors);
 	suite_add_tcase(s, tc);
 	return s;
 }

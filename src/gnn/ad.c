@@ -528,6 +528,25 @@ uint32_t tp_ad_gather(struct tp_ad *ad, uint32_t x, const uint32_t *idx,
 
 #define LEAKY 0.2f
 
+/* Dot product with four independent partial sums, so the additions
+ * pipeline (and the SLP vectoriser can pair them) at -O2. */
+static float dot4(const float *restrict a, const float *restrict b,
+		  uint32_t n)
+{
+	float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	uint32_t k = 0;
+
+	for (; k + 4 <= n; k += 4) {
+		s0 += a[k] * b[k];
+		s1 += a[k + 1] * b[k + 1];
+		s2 += a[k + 2] * b[k + 2];
+		s3 += a[k + 3] * b[k + 3];
+	}
+	for (; k < n; k++)
+		s0 += a[k] * b[k];
+	return (s0 + s1) + (s2 + s3);
+}
+
 bool tp_ad_edges_is_dense(const struct tp_ad_edges *e)
 {
 	if ((size_t)e->n != (size_t)e->n_src * e->n_dst)
@@ -594,9 +613,11 @@ uint32_t tp_ad_edge_logits(struct tp_ad *ad, const struct tp_ad_edges *e,
 			if (crow)
 				for (uint32_t k = k0; k < k1; k++)
 					orow[k] += crow[k];
-			/* leaky ReLU: max(p, 0.2 p) */
-			for (uint32_t k = k0; k < k1; k++)
-				orow[k] = fmaxf(orow[k], LEAKY * orow[k]);
+			/* leaky ReLU: max(p, 0.2 p), branch-free */
+			for (uint32_t k = k0; k < k1; k++) {
+				float p = orow[k], q = LEAKY * orow[k];
+				orow[k] = p > q ? p : q;
+			}
 		}
 	}
 	return o;
@@ -626,15 +647,22 @@ uint32_t tp_ad_edge_softmax(struct tp_ad *ad, const struct tp_ad_edges *e,
 		float *restrict orow = tp_tensor_at(&to, h, 0);
 		for (uint32_t v = 0; v < e->n_dst; v++) {
 			uint32_t k0 = e->dst_first[v], k1 = e->dst_first[v + 1];
-			float mx = -INFINITY, sum = 0, inv;
-			for (uint32_t k = k0; k < k1; k++)
+			float mx = -INFINITY, s0 = 0, s1 = 0, inv;
+			uint32_t k;
+			for (k = k0; k < k1; k++)
 				mx = lr[k] > mx ? lr[k] : mx;
-			for (uint32_t k = k0; k < k1; k++) {
+			for (k = k0; k + 2 <= k1; k += 2) {
 				orow[k] = expf(lr[k] - mx);
-				sum += orow[k];
+				orow[k + 1] = expf(lr[k + 1] - mx);
+				s0 += orow[k];
+				s1 += orow[k + 1];
 			}
-			inv = 1.0f / sum;
-			for (uint32_t k = k0; k < k1; k++)
+			for (; k < k1; k++) {
+				orow[k] = expf(lr[k] - mx);
+				s0 += orow[k];
+			}
+			inv = 1.0f / (s0 + s1);
+			for (k = k0; k < k1; k++)
 				orow[k] *= inv;
 		}
 	}
@@ -732,13 +760,10 @@ uint32_t tp_ad_edge_agg_feat(struct tp_ad *ad, const struct tp_ad_edges *e,
 		float *orow = tp_tensor_at(&to, v, 0);
 		for (uint32_t h = 0; h < nh; h++) {
 			const float *ar = tp_tensor_at(&ta, h, 0);
-			for (uint32_t j = 0; j < f; j++) {
-				const float *xr = tp_tensor_at(x, j, 0);
-				float s = 0;
-				for (uint32_t k = k0; k < k1; k++)
-					s += ar[k] * xr[k];
-				orow[h * f + j] = s;
-			}
+			for (uint32_t j = 0; j < f; j++)
+				orow[h * f + j] = dot4(ar + k0,
+						       tp_tensor_at(x, j, k0),
+						       k1 - k0);
 		}
 	}
 	return o;
@@ -801,7 +826,7 @@ uint32_t tp_ad_set_pool(struct tp_ad *ad, uint32_t x,
 				}
 			} else {
 				for (uint32_t j = 0; j < m; j++)
-					mx[j] = fmaxf(mx[j], xr[j]);
+					mx[j] = xr[j] > mx[j] ? xr[j] : mx[j];
 			}
 		}
 		if (wsum > 0) {
@@ -1088,9 +1113,7 @@ static void back_node(struct tp_ad *ad, const struct tp_ad_node *n)
 			for (uint32_t v = 0; v < e->n_dst; v++) {
 				uint32_t k0 = e->dst_first[v],
 					 k1 = e->dst_first[v + 1];
-				float dot = 0;
-				for (uint32_t k = k0; k < k1; k++)
-					dot += yr[k] * gr[k];
+				float dot = dot4(yr + k0, gr + k0, k1 - k0);
 				for (uint32_t k = k0; k < k1; k++)
 					glr[k] += yr[k] * (gr[k] - dot);
 			}

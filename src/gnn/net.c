@@ -69,7 +69,7 @@ void tp_gnn_config_default(struct tp_gnn_config *c, uint32_t group_in,
 {
 	memset(c, 0, sizeof(*c));
 	c->hidden = 64;
-	c->heads = 4;
+	c->heads = 2;
 	c->layers = 3;
 	c->head_hidden = 64;
 	c->group_in = group_in;

@@ -119,7 +119,7 @@ struct tp_gnn_input {
 	struct tp_tensor action_x;  /* n_actions x action_in */
 };
 
-/* A default configuration for given input widths (hidden 64, 4 heads,
+/* A default configuration for given input widths (hidden 64, 2 heads,
  * 3 layers, head MLPs 64). */
 void tp_gnn_config_default(struct tp_gnn_config *c, uint32_t group_in,
 			   uint32_t device_in, uint32_t action_in,

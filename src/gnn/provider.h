@@ -1,0 +1,89 @@
+/*
+ * provider.h - the GNN as the search's prior provider (src/search/prior.h).
+ *
+ *   struct tp_gnn_prior *gp;
+ *   struct tp_prior_provider pp;
+ *   if (tp_gnn_prior_load_default(weights_path_or_NULL, &pp, &gp, &err))
+ *           ... report err (TP_EINPUT for a bad file, TP_EIO unreadable);
+ *   options.prior = &pp;  ... tp_search_run ...
+ *   tp_gnn_prior_free(gp);          after the search
+ *
+ * evaluate() builds the input graph of the state (features.h; static
+ * features are cached per search thread and rebuilt when the model,
+ * cluster or groups change), runs one forward pass and returns the
+ * softmax over the candidate actions as priors.
+ *
+ * Value: the network's value head estimates the state's efficiency
+ * (features.h, tp_gnn_value_target), which is an absolute figure; the
+ * search's value scale is relative to a reference time that struct
+ * tp_prior_state does not carry, so evaluate() reports has_value = false
+ * unless the search tells it the reference (tp_gnn_prior_value converts
+ * for a caller that knows it).
+ *
+ * Threads: the provider's ctx (struct tp_gnn_prior) is read-only during a
+ * search; every search thread gets its own scratch (tape + features).
+ * OpenBLAS must run single-threaded inside search threads (main sets it).
+ *
+ * Ownership: tp_gnn_prior_new takes ownership of the network;
+ * tp_gnn_prior_free frees it (NULL is a no-op).  The provider struct
+ * borrows the tp_gnn_prior, which must outlive the search.
+ */
+#ifndef TP_GNN_PROVIDER_H
+#define TP_GNN_PROVIDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/error.h"
+#include "../search/prior.h"
+#include "net.h"
+
+/* The weights file `tagplan plan` loads by default, under the data
+ * directory (io.h tp_data_path). */
+#define TP_GNN_DEFAULT_WEIGHTS "tagplan.weights"
+
+struct tp_gnn_prior;
+
+/* A provider around net (taken over; freed by tp_gnn_prior_free).  NULL
+ * on allocation failure (net is then freed). */
+struct tp_gnn_prior *tp_gnn_prior_new(struct tp_gnn_net *net,
+				      const char *source);
+void tp_gnn_prior_free(struct tp_gnn_prior *gp);
+
+/* Fill a provider whose ctx is gp (name "gnn"). */
+void tp_gnn_prior_provider(struct tp_gnn_prior *gp,
+			   struct tp_prior_provider *pp);
+
+/* The network and where it came from (the file path, for summaries). */
+const struct tp_gnn_net *tp_gnn_prior_net(const struct tp_gnn_prior *gp);
+const char *tp_gnn_prior_source(const struct tp_gnn_prior *gp);
+
+/*
+ * Load weights from path (NULL = TP_GNN_DEFAULT_WEIGHTS in the data
+ * directory), check them against this build's features and fill *pp and
+ * *gp.  Errors: TP_EIO when the file cannot be found or read, TP_EINPUT
+ * naming the file and what is wrong with it, TP_ENOMEM.
+ */
+enum tp_status tp_gnn_prior_load_default(const char *path,
+					 struct tp_prior_provider *pp,
+					 struct tp_gnn_prior **gp,
+					 struct tp_error *err);
+
+/*
+ * One evaluation outside a search (training, benchmarks): priors over the
+ * state's actions and the raw value-head output (efficiency scale).
+ * scratch comes from the provider's scratch_new.
+ */
+enum tp_status tp_gnn_prior_eval(struct tp_gnn_prior *gp, void *scratch,
+				 const struct tp_prior_state *st,
+				 float *priors, float *raw_value,
+				 struct tp_error *err);
+
+/*
+ * The search's value (search.h tp_search_value: 0.25 at the reference
+ * time ref_s, tanh-compressed log speed-up around it) of a raw value-head
+ * output for a state whose lower bound is lb_s (features.h).
+ */
+double tp_gnn_prior_value(double lb_s, float raw_value, double ref_s);
+
+#endif
