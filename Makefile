@@ -137,4 +137,27 @@ clean:
 help:
 	@sed -n 's/^#   //p' Makefile
 
+# `make data`: regenerate the shipped models (data/models: the zoo and the
+# HF configs of tests/data/hf) and preset topologies (data/topologies) with
+# the built binary.
+DATA_ZOO = resnet50 resnet101 vgg16 vgg19 inception-v3 mobilenet-v2 \
+	   transformer bert-large gpt3-1.3b gpt3-13b gpt3-175b
+DATA_HF  = llama-2-7b llama-2-70b llama-3-8b mistral-7b mixtral-8x7b \
+	   qwen2-7b gpt2 bert-large-uncased t5-base
+DATA_TOPO = dgx-a100 dgx-h100 hgx-h200 dgx1-v100 v100-nvlink p100-pcie \
+	    1080ti-pcie t4-pcie l4-pcie a100-pcie tag-testbed
+data: $(BIN)
+	@mkdir -p data/models data/topologies
+	@set -e; export TAGPLAN_DATA=$(abspath data); \
+	for m in $(DATA_ZOO); do \
+		$(abspath $(BIN)) model $$m -o data/models/$$m.json; done; \
+	for m in $(DATA_HF); do \
+		$(abspath $(BIN)) model hf:tests/data/hf/$$m.json \
+			-o data/models/$$m.json; done; \
+	for t in $(DATA_TOPO); do \
+		$(abspath $(BIN)) topo $$t -o data/topologies/$$t.json; done; \
+	$(abspath $(BIN)) topo dgx-a100:4 -o data/topologies/dgx-a100-4.json; \
+	$(abspath $(BIN)) topo dgx-a100:128 \
+		-o data/topologies/dgx-a100-128.json
+
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
