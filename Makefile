@@ -52,20 +52,29 @@ CHECKBIN = $(BUILD)/tests/check_tagplan
 
 all: $(BIN) libtagplan.a
 
+# V=1 shows the full command lines.
+ifeq ($(V),1)
+Q =
+else
+Q = @
+endif
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	rm -f $@
-	ar rcs $@ $^
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
 
 libtagplan.a: $(BUILD)/libtagplan.a
 	@if [ "$(BUILD)" = build ]; then cp $< $@; fi
 
 $(BIN): $(CLI_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
 # The test runner collects every `Suite *suite_NAME(void)` in tests/*.c.
 $(BUILD)/tests/suites.h: $(TEST_SRC)
@@ -77,7 +86,7 @@ $(BUILD)/tests/%.o: CPPFLAGS += -I$(BUILD)/tests -Itests
 $(BUILD)/tests/main.o: $(BUILD)/tests/suites.h
 
 $(CHECKBIN): $(TEST_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(LDLIBS) $(CHECK_LIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(LDLIBS) $(CHECK_LIBS)
 
 check: $(BIN) $(CHECKBIN)
 	TAGPLAN_BIN=$(abspath $(BIN)) TAGPLAN_DATA=$(abspath data) \
