@@ -5,14 +5,19 @@
  */
 #include <check.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/cluster.h"
 #include "core/model.h"
 #include "core/plan.h"
 #include "core/report.h"
+#include "io/io.h"
 #include "search/actions.h"
 #include "search/coarsen.h"
 #include "search/search.h"
@@ -768,12 +773,224 @@ START_TEST(test_search_value_bounds)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* `tagplan plan` on the shipped demo (real simulator)                 */
+
+static bool line_has(const char *p, size_t n, const char *needle)
+{
+	size_t k = strlen(needle);
+
+	for (size_t i = 0; i + k <= n; i++)
+		if (memcmp(p + i, needle, k) == 0)
+			return true;
+	return false;
+}
+
+/* The plan text without its wall-clock figures. */
+static char *strip_timing(const char *s)
+{
+	char *out = malloc(strlen(s) + 1), *o = out;
+	const char *p = s;
+
+	ck_assert_ptr_nonnull(out);
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p + 1) : strlen(p);
+		if (!line_has(p, n, "search_seconds") &&
+		    !line_has(p, n, "playouts_per_s")) {
+			memcpy(o, p, n);
+			o += n;
+		}
+		p += n;
+	}
+	*o = 0;
+	return out;
+}
+
+static void load_demo(struct tp_model *m, struct tp_cluster *c)
+{
+	struct tp_error err;
+
+	tp_model_init(m);
+	tp_cluster_init(c);
+	ck_assert_int_eq(tp_model_load_file(tp_data_file("demo-model.json"),
+					    NULL, m, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_topology_load_file(
+				 tp_data_file("tag-testbed.json"), NULL, c, &err),
+			 TP_OK);
+}
+
+START_TEST(test_cmd_plan_demo_feasible_reproducible)
+{
+	const char *argv[] = {"tagplan", "plan", "--threads", "1",
+			      "--playouts", "300", "--seed", "5", NULL};
+	struct tp_run r1, r2;
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_error err;
+	char *a, *b;
+	double dp = -1;
+
+	tp_run_tagplan(&r1, argv, NULL);
+	ck_assert_msg(r1.status == 0, "exit %d: %s", r1.status, r1.err);
+	ck_assert_ptr_nonnull(strstr(r1.err, "shipped demo"));
+	ck_assert_ptr_nonnull(strstr(r1.err, "playouts/s"));
+	tp_run_tagplan(&r2, argv, NULL);
+	ck_assert_int_eq(r2.status, 0);
+	a = strip_timing(r1.out);
+	b = strip_timing(r2.out);
+	ck_assert_str_eq(a, b);
+	ck_assert_ptr_nonnull(strstr(r1.out, "\"timing\""));
+	/* the plan loads, validates, fits and is never slower than dp */
+	load_demo(&m, &c);
+	tp_plan_init(&p);
+	if (tp_plan_load("plan", r1.out, r1.out_len, &m, &c, NULL, &p, &err))
+		ck_abort_msg("plan does not load: %s %s", err.path, err.msg);
+	ck_assert(p.summary.valid);
+	ck_assert(p.summary.feasible);
+	ck_assert_uint_eq(p.summary.playouts, 300);
+	ck_assert_uint_eq(p.summary.threads, 1);
+	ck_assert(!p.summary.gnn);
+	ck_assert_uint_eq(p.summary.n_baselines, 4);
+	for (uint32_t k = 0; k < p.summary.n_baselines; k++) {
+		const struct tp_plan_baseline *bl = &p.summary.baselines[k];
+		if (strcmp(bl->name, "dp") == 0)
+			dp = bl->iteration_time_s;
+		if (bl->feasible)
+			ck_assert(p.summary.iteration_time_s <=
+				  bl->iteration_time_s);
+	}
+	ck_assert(dp > 0);
+	ck_assert(p.summary.iteration_time_s <= dp);
+	ck_assert_uint_eq(strlen(p.summary.model_sha256), 64);
+	ck_assert_str_eq(p.summary.model_file, "demo-model.json");
+	free(a);
+	free(b);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+	tp_run_free(&r1);
+	tp_run_free(&r2);
+}
+END_TEST
+
+START_TEST(test_cmd_plan_baseline_and_output)
+{
+	char out[512];
+	const char *argv[] = {"tagplan", "plan",  "--baseline", "dp",
+			      "-o",      out,     "--threads",  "1",
+			      "-m",      NULL,    "-t",         NULL,
+			      NULL};
+	struct tp_run r;
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_error err;
+	char *text;
+	size_t len;
+
+	snprintf(out, sizeof(out), "%s/plan.json", tp_test_tmpdir());
+	argv[9] = tp_data_file("demo-model.json");
+	argv[11] = tp_data_file("tag-testbed.json");
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_uint_eq(r.out_len, 0); /* the plan went to the file */
+	text = tp_test_read(out, &len);
+	ck_assert_ptr_nonnull(text);
+	load_demo(&m, &c);
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_plan_load("plan", text, len, &m, &c, NULL, &p,
+				      &err),
+			 TP_OK);
+	/* the dp baseline itself: every device, one group, even shares */
+	ck_assert_uint_eq(p.summary.playouts, 0);
+	ck_assert_uint_eq(p.groups.n, 1);
+	ck_assert_uint_eq(p.groups.v[0].dp, c.devices.n);
+	ck_assert(tp_plan_group_shares(&p, 0)[0] ==
+		  tp_plan_group_shares(&p, 0)[c.devices.n - 1]);
+	ck_assert_str_eq(p.summary.baselines[0].name, "dp");
+	ck_assert(fabs(p.summary.baselines[0].iteration_time_s -
+		       p.summary.iteration_time_s) < 1e-12);
+	free(text);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+	tp_run_free(&r);
+}
+END_TEST
+
+START_TEST(test_cmd_plan_usage_errors)
+{
+	const char *a1[] = {"tagplan", "plan", "--baseline", "best", NULL};
+	const char *a2[] = {"tagplan", "plan", "-m", "x.json", NULL};
+	const char *a3[] = {"tagplan", "plan", "--compression", "zip", NULL};
+	const char *a4[] = {"tagplan", "plan", "-m", "/nonexistent/m.json",
+			    "-t", "/nonexistent/t.json", NULL};
+	struct tp_run r;
+
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "--baseline best"));
+	ck_assert_uint_eq(r.out_len, 0);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, a2, NULL);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "-t TOPO"));
+	tp_run_free(&r);
+	tp_run_tagplan(&r, a3, NULL);
+	ck_assert_int_eq(r.status, 2);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, a4, NULL);
+	ck_assert_int_eq(r.status, 3);
+	ck_assert_ptr_nonnull(strstr(r.err, "m.json"));
+	ck_assert_uint_eq(r.out_len, 0);
+	tp_run_free(&r);
+}
+END_TEST
+
+START_TEST(test_cmd_plan_sigint_writes_best)
+{
+	const char *bin = getenv("TAGPLAN_BIN");
+	char out[512];
+	int st;
+	pid_t pid;
+	char *text;
+	size_t len;
+
+	ck_assert_ptr_nonnull(bin);
+	snprintf(out, sizeof(out), "%s/int.json", tp_test_tmpdir());
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+		dup2(fd, 2);
+		execl(bin, bin, "plan", "--threads", "1", "--time-limit",
+		      "60", "--playouts", "0", "-o", out, (char *)NULL);
+		_exit(127);
+	}
+	usleep(1500 * 1000);
+	kill(pid, SIGINT);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 130);
+	text = tp_test_read(out, &len);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_ptr_nonnull(strstr(text, "\"tagplan-plan/1\""));
+	ck_assert_ptr_nonnull(strstr(text, "\"iteration_time_s\""));
+	free(text);
+}
+END_TEST
+
 Suite *suite_search(void)
 {
 	Suite *s = suite_create("search");
 	TCase *tc = tcase_create("coarsen");
 	TCase *ta = tcase_create("actions");
 	TCase *tm = tcase_create("mcts");
+	TCase *tcmd = tcase_create("command");
 
 	tcase_add_test(tc, test_coarsen_layers_contiguous);
 	tcase_add_test(tc, test_coarsen_bounded_deterministic_balanced);
@@ -790,5 +1007,11 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_baseline_answer_and_nothing_fits);
 	tcase_add_test(tm, test_search_prior_provider);
 	suite_add_tcase(s, tm);
+	tcase_set_timeout(tcmd, 60);
+	tcase_add_test(tcmd, test_cmd_plan_demo_feasible_reproducible);
+	tcase_add_test(tcmd, test_cmd_plan_baseline_and_output);
+	tcase_add_test(tcmd, test_cmd_plan_usage_errors);
+	tcase_add_test(tcmd, test_cmd_plan_sigint_writes_best);
+	suite_add_tcase(s, tcmd);
 	return s;
 }

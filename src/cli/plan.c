@@ -1,15 +1,658 @@
 /*
- * plan.c - `tagplan plan`.
+ * plan.c - `tagplan plan`: search the fastest plan for a model on a
+ * cluster, write it (tagplan-plan/1) with its summary, and tell the user
+ * on stderr what was found and how.
  */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "cli.h"
+#include "core/cluster.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "core/report.h"
+#include "core/sha256.h"
+#include "core/strbuf.h"
+#include "io/io.h"
+#include "render/render.h"
+#include "search/search.h"
+#include "search/sfb.h"
+#include "sim/sim.h"
+
+static const char usage[] =
+	"[-m MODEL -t TOPO] [-o PLAN] [--time-limit S] [--playouts N] "
+	"[--threads N]\n"
+	"                    [--seed N] [--no-gnn] [--weights F] "
+	"[--baseline NAME]\n"
+	"                    [--compression off|lossless|lossy] [--dot F] "
+	"[--svg F]";
+
+static const char about[] =
+	"Search how to run one training iteration of MODEL fastest on TOPO: "
+	"op groups\n"
+	"on device sets, data/tensor/pipeline parallel degrees, batch shares "
+	"by device\n"
+	"speed, gradient synchronisation, recomputation, micro-batches, ZeRO "
+	"and\n"
+	"gradient compression.  Baselines (dp, dp-hetero, megatron, greedy) "
+	"and a Monte\n"
+	"Carlo tree search are scored by the simulator; the answer is the "
+	"best plan\n"
+	"found, never slower than the best baseline.  The plan (with a "
+	"summary:\n"
+	"iteration time, throughput, MFU, baselines, search statistics, "
+	"provenance)\n"
+	"goes to PLAN or stdout; a human summary goes to stderr.  Without "
+	"-m/-t the\n"
+	"shipped demo model is planned on the 16-GPU TAG testbed.\n\n"
+	"The search stops at --time-limit or --playouts, whichever comes "
+	"first; with\n"
+	"--threads 1 and a playout limit reached before the time limit, the "
+	"output is\n"
+	"the same byte for byte from run to run (wall-clock figures only "
+	"under\n"
+	"summary.search.timing).  Ctrl-C writes the best plan so far and "
+	"exits 130.\n"
+	"--baseline NAME writes that baseline's plan instead of searching.  "
+	"Exit 1\n"
+	"when nothing fits in memory (the closest plan is written, with why).";
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* progress bar (stderr, only on a terminal)                           */
+
+struct bar {
+	bool on;
+	bool drawn;
+	double dp_time;
+};
+
+static void draw_bar(void *ctx, const struct tp_search_progress *p)
+{
+	struct bar *b = ctx;
+	double frac = 0, left = -1;
+	char best[64] = "-";
+	int width = 24, fill;
+
+	if (!b->on)
+		return;
+	if (p->time_limit_s > 0) {
+		frac = p->elapsed_s / p->time_limit_s;
+		left = p->time_limit_s - p->elapsed_s;
+	}
+	if (p->playout_limit > 0) {
+		double f = (double)p->playouts / (double)p->playout_limit;
+		if (f > frac) {
+			frac = f;
+			if (p->elapsed_s > 0 && p->playouts > 0)
+				left = p->elapsed_s * (1 - f) / f;
+		}
+	}
+	if (frac > 1)
+		frac = 1;
+	fill = (int)(frac * width + 0.5);
+	if (p->have_best)
+		snprintf(best, sizeof(best), "%.4g s%s", p->best_time_s,
+			 p->best_feasible ? "" : " (does not fit)");
+	fprintf(stderr, "\r\033[K[%.*s%.*s] %3.0f%%  %-9s best %s",
+		fill, "########################", width - fill,
+		"........................", frac * 100,
+		p->phase ? p->phase : "", best);
+	if (p->have_best && p->best_feasible && b->dp_time > 0)
+		fprintf(stderr, " (%.2fx dp)", b->dp_time / p->best_time_s);
+	if (left >= 0)
+		fprintf(stderr, "  %.0f s left", left);
+	if (p->elapsed_s > 0.5)
+		fprintf(stderr, "  %.0f playouts/s",
+			(double)p->playouts / p->elapsed_s);
+	fflush(stderr);
+	b->drawn = true;
+}
+
+static void clear_bar(struct bar *b)
+{
+	if (b->on && b->drawn) {
+		fprintf(stderr, "\r\033[K");
+		fflush(stderr);
+	}
+	b->drawn = false;
+}
+
+/* ------------------------------------------------------------------ */
+/* inputs                                                              */
+
+static void print_warnings(struct tp_strbuf *w)
+{
+	const char *s = tp_strbuf_cstr(w);
+
+	while (*s) {
+		const char *nl = strchr(s, '\n');
+		int n = nl ? (int)(nl - s) : (int)strlen(s);
+		if (n)
+			fprintf(stderr, "tagplan plan: warning: %.*s\n", n, s);
+		s += n + (nl ? 1 : 0);
+	}
+	tp_strbuf_reset(w);
+}
+
+/* Read a file once, hash it and load it as a model or a topology. */
+static enum tp_status load_input(const char *path, bool model,
+				 struct tp_model *m, struct tp_cluster *c,
+				 char sha[65], struct tp_strbuf *warn,
+				 struct tp_error *err)
+{
+	struct tp_load_options lo;
+	char *data = NULL;
+	size_t len = 0;
+	enum tp_status st;
+
+	tp_load_options_default(&lo);
+	lo.warnings = warn;
+	st = tp_file_read(path, 0, &data, &len, err);
+	if (st) {
+		tp_error_set_file(err, path);
+		return st;
+	}
+	tp_sha256_hex(data, len, sha);
+	if (model)
+		st = tp_model_load(path, data, len, &lo, m, err);
+	else
+		st = tp_topology_load(path, data, len, &lo, c, err);
+	free(data);
+	if (st)
+		tp_error_set_file(err, path);
+	return st;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+/* ------------------------------------------------------------------ */
+/* summary                                                             */
+
+static void fill_summary(struct tp_plan *plan, const struct tp_report *r,
+			 const struct tp_search_result *res,
+			 const struct tp_search_options *so, bool gnn,
+			 const char *weights, const char *model_file,
+			 const char *topo_file, const char *msha,
+			 const char *tsha, const struct tp_cluster *c)
+{
+	struct tp_plan_summary *s = &plan->summary;
+	uint32_t nd = (uint32_t)c->devices.n;
+
+	tp_plan_summary_release(s);
+	s->valid = true;
+	s->feasible = r->feasible;
+	s->iteration_time_s = r->iteration_time_s;
+	s->throughput_samples_per_s = r->throughput_samples_per_s;
+	s->tokens_per_s = r->tokens_per_s;
+	s->mfu = r->mfu;
+	s->tflops_per_device = r->tflops_per_device;
+	if (!r->feasible)
+		snprintf(s->infeasible_reason, sizeof(s->infeasible_reason),
+			 "%s", r->reason[0] ? r->reason : "out of memory");
+	if (r->devices && r->n_devices == nd) {
+		s->peak_memory_bytes = calloc(nd, sizeof(double));
+		s->busy_fraction = calloc(nd, sizeof(double));
+		if (s->peak_memory_bytes && s->busy_fraction) {
+			s->n_devices = nd;
+			for (uint32_t d = 0; d < nd; d++) {
+				double b = r->iteration_time_s > 0
+						   ? r->devices[d].compute_s /
+							     r->iteration_time_s
+						   : 0;
+				s->peak_memory_bytes[d] =
+					r->devices[d].peak_memory_bytes;
+				s->busy_fraction[d] = b < 0 ? 0 : b > 1 ? 1 : b;
+			}
+		} else {
+			free(s->peak_memory_bytes);
+			free(s->busy_fraction);
+			s->peak_memory_bytes = s->busy_fraction = NULL;
+		}
+	}
+	for (int b = 0; b < TP_BASELINE_COUNT &&
+			s->n_baselines < TP_PLAN_MAX_BASELINES;
+	     b++) {
+		const struct tp_baseline_result *br = &res->baselines[b];
+		struct tp_plan_baseline *pb = &s->baselines[s->n_baselines];
+		if (!br->available)
+			continue;
+		snprintf(pb->name, sizeof(pb->name), "%s",
+			 tp_baseline_name((enum tp_baseline)b));
+		pb->feasible = br->feasible;
+		pb->iteration_time_s = br->iteration_time_s;
+		s->n_baselines++;
+	}
+	s->playouts = res->playouts;
+	s->simulations = res->simulations;
+	s->seed = so->seed;
+	s->threads = so->threads;
+	s->gnn = gnn;
+	snprintf(s->weights, sizeof(s->weights), "%s", weights ? weights : "");
+	s->search_seconds = res->seconds;
+	s->playouts_per_s =
+		res->seconds > 0 ? (double)res->playouts / res->seconds : 0;
+	snprintf(s->version, sizeof(s->version), "%s", TP_VERSION);
+	snprintf(s->model_file, sizeof(s->model_file), "%s", model_file);
+	snprintf(s->topology_file, sizeof(s->topology_file), "%s", topo_file);
+	snprintf(s->model_sha256, sizeof(s->model_sha256), "%s", msha);
+	snprintf(s->topology_sha256, sizeof(s->topology_sha256), "%s", tsha);
+}
+
+static void fmt_bytes(char *buf, size_t n, double b)
+{
+	if (b >= 1e9)
+		snprintf(buf, n, "%.1f GB", b / 1e9);
+	else
+		snprintf(buf, n, "%.0f MB", b / 1e6);
+}
+
+/* Peak memory: per device on small clusters, per type (range) else. */
+static void print_memory(const struct tp_report *r, const struct tp_cluster *c)
+{
+	uint32_t nd = (uint32_t)c->devices.n;
+
+	if (!r->devices || r->n_devices != nd)
+		return;
+	fprintf(stderr, "  peak memory    ");
+	if (nd <= 8) {
+		for (uint32_t d = 0; d < nd; d++) {
+			char a[24], b[24];
+			fmt_bytes(a, sizeof(a), r->devices[d].peak_memory_bytes);
+			fmt_bytes(b, sizeof(b), r->devices[d].capacity_bytes);
+			fprintf(stderr, "%s%s %s/%s", d ? ", " : "",
+				c->devices.v[d].name, a, b);
+		}
+		fputc('\n', stderr);
+		return;
+	}
+	for (uint32_t t = 0, first = 1; t < c->types.n; t++) {
+		double lo = INFINITY, hi = 0, cap = 0;
+		uint32_t cnt = 0;
+		char a[24], b[24], z[24];
+		for (uint32_t d = 0; d < nd; d++) {
+			double pk = r->devices[d].peak_memory_bytes;
+			if (c->devices.v[d].type != t)
+				continue;
+			cnt++;
+			lo = fmin(lo, pk);
+			hi = fmax(hi, pk);
+			cap = r->devices[d].capacity_bytes;
+		}
+		if (!cnt)
+			continue;
+		fmt_bytes(a, sizeof(a), lo);
+		fmt_bytes(b, sizeof(b), hi);
+		fmt_bytes(z, sizeof(z), cap);
+		fprintf(stderr, "%s%ux %s: %s..%s of %s", first ? "" : "\n"
+								     "                 ",
+			cnt, c->types.v[t].name, a, b, z);
+		first = 0;
+	}
+	fputc('\n', stderr);
+}
+
+/* One line per distinct stage of the plan (device set). */
+static void print_structure(const struct tp_plan *p, const struct tp_model *m,
+			    const struct tp_cluster *c)
+{
+	uint32_t shown = 0;
+
+	fprintf(stderr,
+		"  plan           %zu group%s, %u micro-batch%s, %s, ZeRO %u\n",
+		p->groups.n, p->groups.n == 1 ? "" : "s", p->micro_batches,
+		p->micro_batches == 1 ? "" : "es",
+		tp_schedule_name(p->schedule), p->zero);
+	for (uint32_t g = 0; g < p->groups.n && shown < 8; g++) {
+		const struct tp_plan_group *gr = &p->groups.v[g];
+		const uint32_t *ops = tp_plan_group_ops(p, g);
+		const uint32_t *d = tp_plan_group_devs(p, g);
+		uint32_t types[8] = {0}, nt = 0, cnt[8] = {0};
+		char devs[160] = "";
+		size_t used = 0;
+		for (uint32_t k = 0; k < gr->n_devices; k++) {
+			uint32_t t = c->devices.v[d[k]].type, i;
+			for (i = 0; i < nt; i++)
+				if (types[i] == t)
+					break;
+			if (i == nt && nt < 8)
+				types[nt++] = t;
+			if (i < 8)
+				cnt[i]++;
+		}
+		for (uint32_t i = 0; i < nt && used < sizeof(devs); i++) {
+			int n = snprintf(devs + used, sizeof(devs) - used,
+					 "%s%ux %s", i ? " + " : "", cnt[i],
+					 c->types.v[types[i]].name);
+			if (n > 0)
+				used += (size_t)n;
+		}
+		fprintf(stderr, "    %-3s %s..%s on %s: dp=%u tp=%u %s%s%s\n",
+			"", m->ops.v[ops[0]].name,
+			m->ops.v[ops[gr->n_ops - 1]].name, devs, gr->dp, gr->tp,
+			tp_sync_name(gr->sync),
+			gr->recompute ? ", recompute " : "",
+			gr->recompute ? tp_recompute_name(gr->recompute) : "");
+		shown++;
+	}
+	if (p->groups.n > shown)
+		fprintf(stderr, "        ... %zu more groups\n",
+			p->groups.n - shown);
+}
+
+static void print_human(const struct tp_search_result *res,
+			const struct tp_plan *p, const struct tp_model *m,
+			const struct tp_cluster *c, bool gnn, uint32_t threads,
+			uint64_t seed)
+{
+	const struct tp_report *r = &res->report;
+
+	fprintf(stderr, "tagplan plan: %s on %s (%zu devices)\n", m->name,
+		c->name && *c->name ? c->name : "the topology", c->devices.n);
+	print_structure(p, m, c);
+	fprintf(stderr,
+		"  iteration      %.4g s, %.4g samples/s", r->iteration_time_s,
+		r->throughput_samples_per_s);
+	if (r->tokens_per_s > 0)
+		fprintf(stderr, ", %.4g tokens/s", r->tokens_per_s);
+	fprintf(stderr, ", MFU %.1f%%", 100 * r->mfu);
+	if (res->lower_bound_s > 0 && r->iteration_time_s > 0)
+		fprintf(stderr, ", %.0f%% of the compute lower bound",
+			100 * res->lower_bound_s / r->iteration_time_s);
+	fputc('\n', stderr);
+	if (!r->feasible)
+		fprintf(stderr, "  DOES NOT FIT   %s\n",
+			r->reason[0] ? r->reason : "out of memory");
+	fprintf(stderr, "  baselines      ");
+	for (int b = 0, first = 1; b < TP_BASELINE_COUNT; b++) {
+		const struct tp_baseline_result *br = &res->baselines[b];
+		fprintf(stderr, "%s%s ", first ? "" : ", ",
+			tp_baseline_name((enum tp_baseline)b));
+		first = 0;
+		if (!br->available)
+			fprintf(stderr, "n/a");
+		else if (!br->feasible)
+			fprintf(stderr, "does not fit");
+		else if (r->feasible && r->iteration_time_s > 0)
+			fprintf(stderr, "%.4g s (%.2fx)", br->iteration_time_s,
+				br->iteration_time_s / r->iteration_time_s);
+		else
+			fprintf(stderr, "%.4g s", br->iteration_time_s);
+	}
+	fputc('\n', stderr);
+	print_memory(r, c);
+	fprintf(stderr,
+		"  search         %llu playouts, %llu simulations in %.2f s "
+		"(%.0f playouts/s), %u thread%s, seed %llu, %u op groups, %s\n",
+		(unsigned long long)res->playouts,
+		(unsigned long long)res->simulations, res->seconds,
+		res->seconds > 0 ? (double)res->playouts / res->seconds : 0,
+		threads, threads == 1 ? "" : "s", (unsigned long long)seed,
+		res->n_groups,
+		gnn ? "GNN priors" : "no GNN (uniform priors)");
+	fprintf(stderr, "  answer from    %s%s\n", res->source,
+		res->interrupted ? " (interrupted: best so far)" : "");
+}
+
+/* ------------------------------------------------------------------ */
 
 int cmd_plan(int argc, char **argv)
 {
-	struct tp_opt opts[] = {{0}};
-	int code;
+	const char *model_path = NULL, *topo_path = NULL, *out = NULL;
+	const char *baseline = NULL, *compression = "lossless";
+	const char *weights = NULL, *dot = NULL, *svg = NULL;
+	double time_limit = 60;
+	long long playouts = 5000, threads = 0, seed = 1, groups = 0;
+	bool no_gnn = false, quiet = false;
+	struct tp_opt opts[] = {
+		{"model", 'm', TP_OPT_STRING, &model_path, "MODEL",
+		 "model file (tagplan-model/1)", 0, 0, false},
+		{"topology", 't', TP_OPT_STRING, &topo_path, "TOPO",
+		 "topology file (tagplan-topology/1)", 0, 0, false},
+		{"output", 'o', TP_OPT_STRING, &out, "PLAN",
+		 "plan file to write (default: stdout)", 0, 0, false},
+		{"time-limit", 0, TP_OPT_DOUBLE, &time_limit, "S",
+		 "stop searching after S seconds (0 = no limit)", 0, 1e7,
+		 false},
+		{"playouts", 0, TP_OPT_INT, &playouts, "N",
+		 "stop after N tree-search playouts (0 = no limit)", 0, 1e15,
+		 false},
+		{"threads", 0, TP_OPT_INT, &threads, "N",
+		 "search threads (0 = all cores)", 0, 1024, false},
+		{"seed", 0, TP_OPT_INT, &seed, "N", "random seed", 0, 9e18,
+		 false},
+		{"no-gnn", 0, TP_OPT_FLAG, &no_gnn, NULL,
+		 "uniform priors, no graph neural network", 0, 0, false},
+		{"weights", 0, TP_OPT_STRING, &weights, "F",
+		 "GNN weights file (from `tagplan train`)", 0, 0, false},
+		{"baseline", 0, TP_OPT_STRING, &baseline, "NAME",
+		 "write this baseline's plan instead of searching: dp, "
+		 "dp-hetero, megatron or greedy",
+		 0, 0, false},
+		{"compression", 0, TP_OPT_STRING, &compression, "MODE",
+		 "gradient compression: off, lossless (sufficient-factor "
+		 "broadcasting where it pays) or lossy (also fp16/PowerSGD)",
+		 0, 0, false},
+		{"dot", 0, TP_OPT_STRING, &dot, "F",
+		 "also write the device mapping as Graphviz DOT", 0, 0, false},
+		{"svg", 0, TP_OPT_STRING, &svg, "F",
+		 "also write the device mapping as SVG", 0, 0, false},
+		{"groups", 0, TP_OPT_INT, &groups, "N",
+		 "op groups to decide on (0 = chosen from the graph)", 0, 64,
+		 false},
+		{"quiet", 'q', TP_OPT_FLAG, &quiet, NULL,
+		 "no human summary on stderr", 0, 0, false},
+		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
+	char mpath[4096], tpath[4096], msha[65], tsha[65];
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_sim *sim = NULL;
+	struct tp_sfb *sfb = NULL;
+	struct tp_sim_options simo;
+	struct tp_sfb_options sfbo;
+	struct tp_search_simeval sectx;
+	struct tp_evaluator ev;
+	struct tp_search_options so;
+	struct tp_search_result res;
+	struct tp_strbuf warn, text;
+	struct tp_error err;
+	struct bar bar = {false, false, 0};
+	struct sigaction sa, old_int, old_term;
+	int code, bl = -1, comp;
+	bool demo = false;
+	enum tp_status st;
 
-	if (tp_opts_parse("plan", "[OPTIONS]", "", opts, argc, argv, NULL, NULL,
+	if (tp_opts_parse("plan", usage, about, opts, argc, argv, NULL, NULL,
 			  &code))
 		return code;
-	return tp_cli_not_yet("plan", "issue 4, search");
+	if (baseline && (bl = tp_baseline_parse(baseline)) < 0)
+		return tp_cli_usage_error("plan",
+					  "--baseline %s: expected dp, "
+					  "dp-hetero, megatron or greedy",
+					  baseline);
+	if ((comp = tp_compression_parse(compression)) < 0)
+		return tp_cli_usage_error("plan",
+					  "--compression %s: expected off, "
+					  "lossless or lossy",
+					  compression);
+	if (weights)
+		return tp_cli_usage_error(
+			"plan",
+			"--weights %s: this version has no GNN to load weights "
+			"into yet; the search uses uniform priors (omit "
+			"--weights, or pass --no-gnn)",
+			weights);
+	if (!time_limit && !playouts)
+		return tp_cli_usage_error("plan",
+					  "--time-limit 0 and --playouts 0: "
+					  "the search needs one limit");
+	if ((model_path != NULL) != (topo_path != NULL))
+		return tp_cli_usage_error(
+			"plan", "%s is missing: give both -m MODEL and -t TOPO, "
+				"or neither to plan the shipped demo",
+			model_path ? "-t TOPO" : "-m MODEL");
+	if (dot && svg && strcmp(dot, svg) == 0)
+		return tp_cli_usage_error("plan",
+					  "--dot and --svg name the same file");
+
+	tp_error_clear(&err);
+	if (!model_path) {
+		if (tp_data_path("demo-model.json", mpath, sizeof(mpath),
+				 &err) ||
+		    tp_data_path("tag-testbed.json", tpath, sizeof(tpath),
+				 &err))
+			return tp_cli_fail(&err);
+		model_path = mpath;
+		topo_path = tpath;
+		demo = true;
+	}
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	tp_strbuf_init(&warn);
+	tp_strbuf_init(&text);
+	tp_search_result_init(&res);
+	if ((st = load_input(model_path, true, &m, NULL, msha, &warn, &err)) ||
+	    (st = load_input(topo_path, false, NULL, &c, tsha, &warn, &err))) {
+		print_warnings(&warn);
+		code = tp_cli_fail(&err);
+		goto done;
+	}
+	print_warnings(&warn);
+	if (demo && !quiet)
+		fprintf(stderr,
+			"tagplan plan: no -m/-t given: planning the shipped "
+			"demo model (%s) on the shipped %s topology (%zu "
+			"devices)\n",
+			m.name, c.name && *c.name ? c.name : "demo",
+			c.devices.n);
+
+	tp_sim_options_default(&simo);
+	sim = tp_sim_new(&m, &c, &simo, &err);
+	if (!sim) {
+		code = tp_cli_fail(&err);
+		goto done;
+	}
+	if (comp != TP_COMPRESSION_OFF) {
+		tp_sfb_options_default(&sfbo);
+		sfb = tp_sfb_new(&m, &c, &sfbo, &err);
+		if (!sfb) {
+			code = tp_cli_fail(&err);
+			goto done;
+		}
+	}
+	tp_search_sim_evaluator(&sectx, sim, sfb, &ev);
+
+	tp_search_options_default(&so);
+	so.seed = (uint64_t)seed;
+	if (threads == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = n > 0 ? n : 1;
+	}
+	so.threads = (uint32_t)threads;
+	so.time_limit_s = time_limit;
+	so.playouts = (uint64_t)playouts;
+	so.baseline = bl;
+	so.compression = (enum tp_compression)comp;
+	so.groups = (uint32_t)groups;
+	so.stop = &stop_flag;
+	bar.on = !quiet && isatty(STDERR_FILENO);
+	so.progress = draw_bar;
+	so.progress_ctx = &bar;
+
+	stop_flag = 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills */
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	st = tp_search_run(&m, &c, &ev, &so, &res, &err);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	clear_bar(&bar);
+	if (st) {
+		code = tp_cli_fail(&err);
+		goto done;
+	}
+	if (res.baselines[TP_BASELINE_DP].feasible)
+		bar.dp_time = res.baselines[TP_BASELINE_DP].iteration_time_s;
+
+	fill_summary(&res.plan, &res.report, &res, &so, false, NULL,
+		     base_name(model_path), base_name(topo_path), msha, tsha,
+		     &c);
+	tp_plan_write(&res.plan, &m, &c, &text);
+	if (text.failed) {
+		tp_error_set(&err, TP_ENOMEM, "out of memory writing the plan");
+		code = tp_cli_fail(&err);
+		goto done;
+	}
+	if (tp_file_write_atomic(out ? out : "-", text.buf, text.len, &err)) {
+		code = tp_cli_fail(&err);
+		goto done;
+	}
+	if (!quiet)
+		print_human(&res, &res.plan, &m, &c, false, so.threads,
+			    so.seed);
+	/* pictures of the device mapping */
+	for (int k = 0; k < 2; k++) {
+		const char *path = k == 0 ? dot : svg;
+		struct tp_render_options ro;
+		char written[4096];
+		if (!path)
+			continue;
+		tp_render_options_default(&ro);
+		written[0] = 0;
+		if (tp_render_plan_file(&res.plan, &m, &c, &res.report, &ro,
+					path,
+					k == 0 ? TP_RENDER_DOT : TP_RENDER_SVG,
+					written, sizeof(written), &warn,
+					&err)) {
+			print_warnings(&warn);
+			code = tp_cli_fail(&err);
+			goto done;
+		}
+		print_warnings(&warn);
+		if (!quiet)
+			fprintf(stderr, "tagplan plan: wrote %s\n", written);
+	}
+	if (!quiet && out)
+		fprintf(stderr, "tagplan plan: wrote %s\n", out);
+	if (res.interrupted) {
+		fprintf(stderr, "tagplan plan: interrupted; wrote the best "
+				"plan found so far\n");
+		code = TP_EXIT_INTERRUPTED;
+	} else if (!res.report.feasible) {
+		fprintf(stderr,
+			"tagplan plan: nothing fits: wrote the closest plan "
+			"(%s)\n",
+			res.report.reason[0] ? res.report.reason
+					     : "out of memory");
+		code = TP_EXIT_CHECK;
+	} else {
+		code = TP_EXIT_OK;
+	}
+done:
+	tp_search_result_release(&res);
+	tp_sfb_free(sfb);
+	tp_sim_free(sim);
+	tp_strbuf_release(&warn);
+	tp_strbuf_release(&text);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+	return code;
 }

@@ -489,8 +489,12 @@ static enum tp_status answer(struct sctx *s, struct worker *w)
 	if (st)
 		return st;
 	res->plan.summary.valid = false;
-	st = s->ev->run(s->ev->ctx, w->ev_scratch, &res->plan, &res->report,
-			&s->err);
+	if (s->ev->finalize && o->baseline < 0)
+		st = s->ev->finalize(s->ev->ctx, w->ev_scratch, &res->plan,
+				     &res->report, &s->err);
+	else
+		st = s->ev->run(s->ev->ctx, w->ev_scratch, &res->plan,
+				&res->report, &s->err);
 	if (st)
 		return st;
 	res->have_plan = true;

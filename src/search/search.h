@@ -62,7 +62,34 @@ struct tp_evaluator {
 	enum tp_status (*run)(void *ctx, void *scratch,
 			      const struct tp_plan *plan,
 			      struct tp_report *report, struct tp_error *err);
+	/* Optional, called once on the answer: may add per-group decisions
+	   the search does not make itself (gradient compression) to plan
+	   when they make it faster, and re-scores it into report. */
+	enum tp_status (*finalize)(void *ctx, void *scratch,
+				   struct tp_plan *plan,
+				   struct tp_report *report,
+				   struct tp_error *err);
 };
+
+struct tp_sim;
+struct tp_sfb;
+
+/*
+ * The simulator (src/sim/sim.h) as an evaluator: one simulator scratch per
+ * search thread.  With sfb != NULL the answer's gradient compression is
+ * chosen at the end (tp_sfb_simulate: selected, and kept only when the
+ * simulator finds it faster).  ctx is caller-embedded storage for the
+ * evaluator's context; sim, sfb and ctx must outlive the evaluator.
+ */
+struct tp_search_simeval {
+	const struct tp_sim *sim;
+	const struct tp_sfb *sfb;
+};
+
+void tp_search_sim_evaluator(struct tp_search_simeval *ctx,
+			     const struct tp_sim *sim,
+			     const struct tp_sfb *sfb,
+			     struct tp_evaluator *ev);
 
 enum tp_baseline {
 	TP_BASELINE_DP,        /* all devices data parallel, even split */

@@ -1,0 +1,306 @@
+/*
+ * bench_search.c - plan quality and search speed of `tagplan plan` against
+ * its baselines (issue 4).
+ *
+ * Cases: VGG-19, ResNet-50, Inception-v3, Transformer (base), BERT-large
+ * (zoo builders), GPT-2 XL (GPT builder, dimensions of the published
+ * model) and Llama-2-7B (HF config builder with the published config's
+ * fields) on
+ *   tag   the TAG paper's 16-GPU testbed (data/tag-testbed.json);
+ *   mix   2 DGX-1 servers (8 V100 NVLink each) + 8 GTX 1080 Ti (the
+ *         1080ti-pcie preset has 2 GPUs per server, so 4 servers) on
+ *         25 GbE;
+ *   dgx   4 DGX-A100 on HDR InfiniBand;
+ * and GPT-3 175B on 128 DGX-A100 (1024 GPUs) with a 10 s budget.
+ *
+ * Per case: iteration time of tagplan's plan and of each baseline, the
+ * speed-ups, MFU, the fraction of the compute lower bound (model FLOP /
+ * sum of device peak FLOP/s) reached, search seconds and playouts per
+ * second.  Then the targets of issue 4.  Environment: TAGPLAN_BENCH_TIME
+ * (seconds per case, default 6), TAGPLAN_BENCH_THREADS (default 2),
+ * TAGPLAN_BENCH_FILTER (run only cases whose name contains it).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/cluster.h"
+#include "core/model.h"
+#include "io/build.h"
+#include "io/io.h"
+#include "search/search.h"
+#include "search/sfb.h"
+#include "sim/sim.h"
+
+enum cl { CL_TAG, CL_MIX, CL_DGX, CL_DGX128 };
+
+struct bcase {
+	const char *model;
+	enum cl cluster;
+	double time_limit; /* 0 = TAGPLAN_BENCH_TIME */
+};
+
+static const char *const cl_name[] = {"tag", "mix", "dgx", "dgx128"};
+
+static const char llama2_7b[] =
+	"{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": "
+	"\"llama\", \"hidden_size\": 4096, \"intermediate_size\": 11008, "
+	"\"num_attention_heads\": 32, \"num_hidden_layers\": 32, "
+	"\"num_key_value_heads\": 32, \"vocab_size\": 32000, "
+	"\"max_position_embeddings\": 4096, \"rms_norm_eps\": 1e-05, "
+	"\"tie_word_embeddings\": false, \"torch_dtype\": \"float16\"}\n";
+
+static enum tp_status build_model(const char *name, struct tp_model *m,
+				  struct tp_error *err)
+{
+	tp_model_init(m);
+	if (strcmp(name, "gpt2-xl") == 0) {
+		struct tp_gpt_dims d;
+		memset(&d, 0, sizeof(d));
+		d.hidden = 1600;
+		d.layers = 48;
+		d.heads = 25;
+		d.seq = 1024;
+		d.vocab = 50257;
+		d.batch = 512;
+		d.dtype = TP_DTYPE_FP16;
+		d.name = "gpt2-xl";
+		return tp_build_gpt(&d, m, err);
+	}
+	if (strcmp(name, "llama-2-7b") == 0) {
+		char path[] = "/tmp/tagplan-bench-llamaXXXXXX";
+		int fd = mkstemp(path);
+		enum tp_status st;
+		if (fd < 0 ||
+		    write(fd, llama2_7b, sizeof(llama2_7b) - 1) !=
+			    (ssize_t)(sizeof(llama2_7b) - 1)) {
+			if (fd >= 0)
+				close(fd);
+			return tp_error_set(err, TP_EIO, "cannot write %s",
+					    path);
+		}
+		close(fd);
+		st = tp_build_hf(path, 4096, 128, -1, m, err);
+		unlink(path);
+		return st;
+	}
+	return tp_build_zoo(name, 0, -1, m, err);
+}
+
+static enum tp_status build_cluster(enum cl k, struct tp_cluster *c,
+				    struct tp_error *err)
+{
+	tp_cluster_init(c);
+	switch (k) {
+	case CL_TAG: {
+		char path[4096];
+		struct tp_load_options lo;
+		enum tp_status st =
+			tp_data_path("tag-testbed.json", path, sizeof(path), err);
+		if (st)
+			return st;
+		tp_load_options_default(&lo);
+		return tp_topology_load_file(path, &lo, c, err);
+	}
+	case CL_MIX: {
+		const char *specs[] = {"dgx1-v100:2", "1080ti-pcie:4"};
+		return tp_build_topology(specs, 2, "25gbe", 1, c, err);
+	}
+	case CL_DGX: {
+		const char *specs[] = {"dgx-a100:4"};
+		return tp_build_topology(specs, 1, "ib-hdr", 1, c, err);
+	}
+	case CL_DGX128: {
+		const char *specs[] = {"dgx-a100:128"};
+		return tp_build_topology(specs, 1, "ib-hdr", 1, c, err);
+	}
+	}
+	return TP_EINTERNAL;
+}
+
+static double env_double(const char *name, double dflt)
+{
+	const char *v = getenv(name);
+	return v && *v ? atof(v) : dflt;
+}
+
+int main(void)
+{
+	static const char *const models[] = {
+		"vgg19",   "resnet50", "inception-v3", "transformer",
+		"bert-large", "gpt2-xl", "llama-2-7b"};
+	struct bcase cases[32];
+	int n_cases = 0;
+	double tlim = env_double("TAGPLAN_BENCH_TIME", 6);
+	uint32_t threads = (uint32_t)env_double("TAGPLAN_BENCH_THREADS", 2);
+	const char *filter = getenv("TAGPLAN_BENCH_FILTER");
+	double gm_dp = 0, gm_meg = 0, tag_pps_min = INFINITY;
+	int n_het = 0, n_het_meg = 0, slower = 0, ran = 0, failed = 0;
+	bool gpt3_ok = false, gpt3_ran = false;
+
+	for (int k = 0; k < 3; k++)
+		for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++)
+			cases[n_cases++] =
+				(struct bcase){models[i], (enum cl)k, 0};
+	cases[n_cases++] = (struct bcase){"gpt3-175b", CL_DGX128, 10};
+
+	printf("tagplan search benchmark: %d threads, %.0f s per case "
+	       "(GPT-3 175B: 10 s)\n",
+	       threads, tlim);
+	printf("times are simulated iteration seconds; xdp / xmeg = "
+	       "speed-up of tagplan's plan; LB = compute lower bound / "
+	       "iteration time\n\n");
+	printf("%-22s %10s %10s %10s %10s %10s %6s %6s %5s %5s %6s %7s  %s\n",
+	       "case", "tagplan", "dp", "dp-hetero", "megatron", "greedy",
+	       "xdp", "xmeg", "MFU", "LB", "search", "po/s", "answer");
+	for (int i = 0; i < n_cases; i++) {
+		struct tp_model m;
+		struct tp_cluster c;
+		struct tp_error err;
+		struct tp_sim_options so;
+		struct tp_sfb_options fo;
+		struct tp_sim *sim = NULL;
+		struct tp_sfb *sfb = NULL;
+		struct tp_search_simeval sectx;
+		struct tp_evaluator ev;
+		struct tp_search_options o;
+		struct tp_search_result r;
+		char name[64], col[TP_BASELINE_COUNT][16];
+		double best_base = INFINITY, t, pps;
+		const struct tp_baseline_result *b;
+		bool het;
+
+		snprintf(name, sizeof(name), "%s/%s", cases[i].model,
+			 cl_name[cases[i].cluster]);
+		if (filter && !strstr(name, filter))
+			continue;
+		tp_error_clear(&err);
+		if (build_model(cases[i].model, &m, &err) ||
+		    build_cluster(cases[i].cluster, &c, &err)) {
+			printf("%-22s error: %s\n", name, err.msg);
+			failed++;
+			tp_model_release(&m);
+			tp_cluster_release(&c);
+			continue;
+		}
+		tp_sim_options_default(&so);
+		sim = tp_sim_new(&m, &c, &so, &err);
+		tp_sfb_options_default(&fo);
+		sfb = sim ? tp_sfb_new(&m, &c, &fo, &err) : NULL;
+		if (!sim || !sfb) {
+			printf("%-22s error: %s\n", name, err.msg);
+			failed++;
+			goto next;
+		}
+		tp_search_sim_evaluator(&sectx, sim, sfb, &ev);
+		tp_search_options_default(&o);
+		o.threads = threads;
+		o.seed = 1;
+		o.time_limit_s = cases[i].time_limit ? cases[i].time_limit : tlim;
+		o.playouts = 0;
+		tp_search_result_init(&r);
+		if (tp_search_run(&m, &c, &ev, &o, &r, &err)) {
+			printf("%-22s error: %s\n", name, err.msg);
+			failed++;
+			tp_search_result_release(&r);
+			goto next;
+		}
+		ran++;
+		t = r.report.iteration_time_s;
+		for (int k = 0; k < TP_BASELINE_COUNT; k++) {
+			b = &r.baselines[k];
+			if (!b->available)
+				snprintf(col[k], sizeof(col[k]), "n/a");
+			else if (!b->feasible)
+				snprintf(col[k], sizeof(col[k]), "OOM");
+			else
+				snprintf(col[k], sizeof(col[k]), "%.4g",
+					 b->iteration_time_s);
+			if (b->available && b->feasible &&
+			    b->iteration_time_s < best_base)
+				best_base = b->iteration_time_s;
+		}
+		pps = r.seconds > 0 ? (double)r.playouts / r.seconds : 0;
+		{
+			const struct tp_baseline_result *dp =
+				&r.baselines[TP_BASELINE_DP];
+			const struct tp_baseline_result *mg =
+				&r.baselines[TP_BASELINE_MEGATRON];
+			char xdp[16] = "-", xmg[16] = "-", tcol[16];
+			snprintf(tcol, sizeof(tcol), "%.4g%s", t,
+				 r.report.feasible ? "" : "!");
+			if (dp->feasible && r.report.feasible)
+				snprintf(xdp, sizeof(xdp), "%.2f",
+					 dp->iteration_time_s / t);
+			if (mg->feasible && r.report.feasible)
+				snprintf(xmg, sizeof(xmg), "%.2f",
+					 mg->iteration_time_s / t);
+			printf("%-22s %10s %10s %10s %10s %10s %6s %6s %4.0f%% "
+			       "%4.0f%% %5.1fs %7.0f  %s\n",
+			       name, tcol, col[0], col[1], col[2], col[3], xdp,
+			       xmg, 100 * r.report.mfu,
+			       t > 0 ? 100 * r.lower_bound_s / t : 0, r.seconds,
+			       pps, r.source);
+			het = cases[i].cluster == CL_TAG ||
+			      cases[i].cluster == CL_MIX;
+			if (het && r.report.feasible) {
+				/* an infeasible baseline counts as the
+				   plan's own time: no credit */
+				gm_dp += log(dp->feasible
+						     ? dp->iteration_time_s / t
+						     : 1);
+				n_het++;
+				if (mg->feasible) {
+					gm_meg += log(mg->iteration_time_s / t);
+					n_het_meg++;
+				}
+			}
+			if (isfinite(best_base) &&
+			    (!r.report.feasible || t > best_base * (1 + 1e-9)))
+				slower++;
+			if (cases[i].cluster == CL_TAG && pps < tag_pps_min)
+				tag_pps_min = pps;
+			if (cases[i].cluster == CL_DGX128) {
+				gpt3_ran = true;
+				gpt3_ok = r.report.feasible && mg->feasible &&
+					  t <= mg->iteration_time_s &&
+					  r.seconds <= 10.5;
+			}
+		}
+		fflush(stdout);
+		tp_search_result_release(&r);
+	next:
+		tp_sfb_free(sfb);
+		tp_sim_free(sim);
+		tp_model_release(&m);
+		tp_cluster_release(&c);
+	}
+	printf("\ntargets (issue 4):\n");
+	printf("  never slower than the best baseline: %s (%d of %d cases "
+	       "slower)\n",
+	       slower ? "MISSED" : "met", slower, ran);
+	if (n_het)
+		printf("  heterogeneous geometric-mean speed-up over dp: "
+		       "%.2fx over %d cases (target 1.5x): %s\n",
+		       exp(gm_dp / n_het), n_het,
+		       exp(gm_dp / n_het) >= 1.5 ? "met" : "MISSED");
+	if (n_het_meg)
+		printf("  heterogeneous geometric-mean speed-up over "
+		       "megatron: %.2fx over %d cases (target 1.15x): %s\n",
+		       exp(gm_meg / n_het_meg), n_het_meg,
+		       exp(gm_meg / n_het_meg) >= 1.15 ? "met" : "MISSED");
+	if (gpt3_ran)
+		printf("  GPT-3 175B on 1024 GPUs at least as fast as megatron "
+		       "within 10 s: %s\n",
+		       gpt3_ok ? "met" : "MISSED");
+	if (isfinite(tag_pps_min))
+		printf("  playouts/s on the TAG testbed (slowest case, %u "
+		       "threads): %.0f (target 2000): %s\n",
+		       threads, tag_pps_min,
+		       tag_pps_min >= 2000 ? "met" : "MISSED");
+	if (failed)
+		printf("  %d case(s) could not run\n", failed);
+	return 0;
+}
