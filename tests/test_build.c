@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/cluster.h"
 #include "core/model.h"
@@ -453,6 +454,12 @@ START_TEST(test_topo_errors)
 			 TP_ELIMIT);
 	ck_assert_int_eq(tp_build_topology(ok, 0, NULL, 1, &c, &err),
 			 TP_EUSAGE);
+	{
+		const char *comp[] = {"tag-testbed:2"};
+		ck_assert_int_eq(tp_build_topology(comp, 1, NULL, 1, &c, &err),
+				 TP_EUSAGE);
+		ck_assert_ptr_nonnull(strstr(err.msg, "composition"));
+	}
 	ck_assert_uint_eq(c.devices.n, 0);
 	tp_cluster_release(&c);
 }
@@ -663,6 +670,24 @@ START_TEST(test_hf_details)
 	ck_assert(tp_model_find_op(&m, "layer3.combine") != TP_NONE);
 	ck_assert(tp_model_find_op(&m, "layer3.expert8.fc1") == TP_NONE);
 	tp_model_release(&m);
+
+	/* a model folder stands for its config.json */
+	{
+		char dir[300], cfg[320];
+		size_t len;
+		char *text = tp_test_read(
+			tp_test_path("data/hf/mistral-7b.json"), &len);
+		snprintf(dir, sizeof(dir), "%s/Mistral-7B", tp_test_tmpdir());
+		ck_assert_int_eq(mkdir(dir, 0700), 0);
+		snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
+		ck_assert_int_eq(tp_test_write(cfg, text, len), 0);
+		free(text);
+		tp_model_init(&m);
+		ck_assert_int_eq(tp_build_hf(dir, 0, 0, -1, &m, &err), TP_OK);
+		ck_assert_str_eq(m.name, "Mistral-7B");
+		ck_assert(tp_model_parameters(&m) == 7241732096.0);
+		tp_model_release(&m);
+	}
 
 	/* GPT-2: tied head, learned positions limit --seq */
 	tp_model_init(&m);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "build_int.h"
 #include "io.h"
@@ -534,15 +535,26 @@ enum tp_status tp_build_hf(const char *config_path, int64_t seq,
 			   int64_t batch, int dtype, struct tp_model *m,
 			   struct tp_error *err)
 {
-	char *text = NULL;
+	char *text = NULL, *path = NULL;
 	size_t len = 0;
 	enum tp_status st;
+	struct stat sb;
 
+	/* a model folder: its config.json */
+	if (stat(config_path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		len = strlen(config_path);
+		path = malloc(len + sizeof("/config.json"));
+		if (!path)
+			return tp_error_set(err, TP_ENOMEM, "out of memory");
+		snprintf(path, len + sizeof("/config.json"), "%s/config.json",
+			 config_path);
+		config_path = path;
+	}
 	st = tp_file_read(config_path, 0, &text, &len, err);
-	if (st)
-		return st;
-	st = tp_build_hf_text(config_path, text, len, seq, batch, dtype, m,
-			      err);
+	if (!st)
+		st = tp_build_hf_text(config_path, text, len, seq, batch,
+				      dtype, m, err);
 	free(text);
+	free(path);
 	return st;
 }

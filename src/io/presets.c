@@ -3,13 +3,13 @@
  * ...), networks ("ib-hdr", "25gbe", ...) and their composition
  * ("dgx-a100:4 --net ib-hdr"), plus named compositions ("tag-testbed").
  *
- * Every figure is per direction.  Sources: ../shared-style hardware table
- * shipped as data/README (vendor spec sheets: NVLink/NVSwitch rates per
- * GPU generation, PCIe x16 rates per generation, InfiniBand port rates and
- * latencies); figures marked ASSUMPTION below are ours, chosen as typical
- * values where no source figure was at hand.  The device types themselves
- * (peak FLOP/s, memory) come from data/devices.json through
- * tp_devices_load_builtin.
+ * Every figure is per direction.  Sources: vendor spec sheets as
+ * collected for data/devices.json (NVLink/NVSwitch rates per GPU
+ * generation, PCIe x16 rates per generation, InfiniBand port rates and
+ * latencies from the IBTA roadmap); figures marked ASSUMPTION below are
+ * ours, typical values where no source figure was at hand.  The device
+ * types themselves (peak FLOP/s, memory) come from data/devices.json
+ * through tp_devices_load_builtin.  Summary: src/io/README section 8.
  */
 #include "build.h"
 
@@ -289,6 +289,15 @@ static enum tp_status add_spec(struct tp_cluster *c, const char *spec,
 					       name->len ? " " : "", spec);
 			return TP_OK;
 		}
+		for (size_t i = 0;
+		     i < sizeof(compositions) / sizeof(compositions[0]); i++)
+			if (strlen(compositions[i].name) == len &&
+			    !strncmp(spec, compositions[i].name, len))
+				return tp_error_set(
+					err, TP_EUSAGE,
+					"\"%s\": %s is a fixed composition; it "
+					"takes no :NODES",
+					spec, compositions[i].name);
 		list_presets(list, sizeof(list));
 		return tp_error_set(err, TP_EUSAGE,
 				    "unknown node preset \"%.*s\" in \"%s\"; "
