@@ -317,11 +317,19 @@ enum tp_status tp_format_detect(const char *name, const char *text,
 	}
 	*kind = tp_format_parse(f->str);
 	if (*kind == TP_FORMAT_UNKNOWN) {
-		if (strncmp(f->str, "tagplan-", 8) == 0 && strchr(f->str, '/'))
+		const char *slash = strchr(f->str, '/');
+		size_t base = slash ? (size_t)(slash - f->str) : strlen(f->str);
+		bool same_kind = false;
+		for (int k = TP_FORMAT_MODEL; k <= TP_FORMAT_DEVICES; k++) {
+			const char *fs = tp_format_string((enum tp_format_kind)k);
+			if (strlen(fs) > base && fs[base] == '/' &&
+			    strncmp(fs, f->str, base) == 0)
+				same_kind = true;
+		}
+		if (same_kind)
 			st = tp_jctx_fail(&j, "format",
 					  "unsupported format \"%.60s\": this "
-					  "tagplan reads version 1 "
-					  "(\"tagplan-model/1\", ...)",
+					  "tagplan reads version 1 of each format",
 					  f->str);
 		else
 			st = tp_jctx_fail(&j, "format",
@@ -355,41 +363,40 @@ static void normalise(const char *s, char *out, size_t size)
 int tp_io_suggest(const char *s, const char *const *names, size_t n, int max,
 		  struct tp_strbuf *sb)
 {
-	char ns[64], nn[64];
-	size_t ls, cap;
+	char ns[64], nn[64], pre[64];
+	size_t ls, cap, *score;
 	int found = 0;
 
 	normalise(s, ns, sizeof(ns));
 	ls = strlen(ns);
 	cap = ls / 3 + 1;
-	/* two passes: prefix-like matches first, then edit distance */
-	for (int pass = 0; pass < 2 && found < max; pass++) {
-		for (size_t i = 0; i < n && found < max; i++) {
-			bool close;
-			normalise(names[i], nn, sizeof(nn));
-			if (pass == 0) {
-				char pre[64];
-				size_t lp = strlen(nn) < ls ? strlen(nn) : ls;
-				memcpy(pre, nn, lp);
-				pre[lp] = '\0';
-				close = ls >= 2 && lp == ls &&
-					tp_edit_distance(ns, pre, 1) <= 1;
-			} else {
-				char pre[64];
-				size_t lp = strlen(nn) < ls ? strlen(nn) : ls;
-				memcpy(pre, nn, lp);
-				pre[lp] = '\0';
-				close = !(ls >= 2 && lp == ls &&
-					  tp_edit_distance(ns, pre, 1) <= 1) &&
-					tp_edit_distance(ns, nn, cap) <= cap;
-			}
-			if (!close)
-				continue;
-			tp_strbuf_addf(sb, "%s\"%s\"", found ? ", " : "",
-				       names[i]);
-			found++;
-		}
+	score = tp_calloc(n + 1, sizeof(*score));
+	if (!score)
+		return 0;
+	/* 0: same normalised prefix up to one edit ("A10O" -> "A100-...");
+	 * 1 + d: whole-name edit distance d within cap; else no match */
+	for (size_t i = 0; i < n; i++) {
+		size_t lp, d;
+		normalise(names[i], nn, sizeof(nn));
+		lp = strlen(nn) < ls ? strlen(nn) : ls;
+		memcpy(pre, nn, lp);
+		pre[lp] = '\0';
+		d = tp_edit_distance(ns, nn, cap);
+		if (d <= cap)
+			score[i] = 1 + d;
+		else if (ls >= 2 && lp == ls && tp_edit_distance(ns, pre, 1) <= 1)
+			score[i] = 2 + cap;
+		else
+			score[i] = (size_t)-1;
 	}
+	for (size_t want = 1; found < max && want <= 2 + cap; want++)
+		for (size_t i = 0; i < n && found < max; i++)
+			if (score[i] == want) {
+				tp_strbuf_addf(sb, "%s\"%s\"", found ? ", " : "",
+					       names[i]);
+				found++;
+			}
+	free(score);
 	return found;
 }
 

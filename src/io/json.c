@@ -1116,16 +1116,19 @@ enum tp_status tp_jctx_object(struct tp_jctx *j, const struct tp_json *v,
 		if (ok)
 			continue;
 		near = known ? closest(key, known) : NULL;
-		if (near)
-			st = tp_jctx_warn(j, key, true,
-					  "unknown field \"%.100s\" in %s (did "
-					  "you mean \"%s\"?); ignored",
-					  key, what, near);
+		if (j->strict)
+			st = tp_jctx_fail(j, key,
+					  "unknown field \"%.100s\" in %s%s%s%s "
+					  "(an error under --strict: remove or "
+					  "rename it)",
+					  key, what, near ? " (did you mean \"" : "",
+					  near ? near : "", near ? "\"?)" : "");
 		else
-			st = tp_jctx_warn(j, key, true,
-					  "unknown field \"%.100s\" in %s; "
+			st = tp_jctx_warn(j, key, false,
+					  "unknown field \"%.100s\" in %s%s%s%s; "
 					  "ignored",
-					  key, what);
+					  key, what, near ? " (did you mean \"" : "",
+					  near ? near : "", near ? "\"?)" : "");
 		if (st)
 			return st;
 	}
