@@ -24,6 +24,34 @@ static const char usage[] =
 	"[--dtype D] [-o MODEL]\n"
 	"       tagplan model ZOO-NAME [--batch B] [--dtype D] [-o MODEL]";
 
+/* Append "  NAME  text" with text wrapped at 79 columns under itself. */
+static void add_item(struct tp_strbuf *sb, int indent, const char *name,
+		     int name_width, const char *text)
+{
+	int col = indent + name_width + 1, start = col;
+	const char *p = text;
+
+	tp_strbuf_addf(sb, "%*s%-*s ", indent, "", name_width, name);
+	while (*p) {
+		const char *w = p;
+		int n;
+		while (*w && *w != ' ')
+			w++;
+		n = (int)(w - p);
+		if (col > start && col + 1 + n > 79) {
+			tp_strbuf_addf(sb, "\n%*s", start, "");
+			col = start;
+		} else if (col > start) {
+			tp_strbuf_addc(sb, ' ');
+			col++;
+		}
+		tp_strbuf_add(sb, p, (size_t)n);
+		col += n;
+		p = *w ? w + 1 : w;
+	}
+	tp_strbuf_addc(sb, '\n');
+}
+
 static void about_text(struct tp_strbuf *sb)
 {
 	tp_strbuf_adds(
@@ -49,8 +77,8 @@ static void about_text(struct tp_strbuf *sb)
 		"--dtype from torch_dtype.\n"
 		"  ZOO-NAME             one of:\n");
 	for (int i = 0; tp_zoo_names[i]; i++)
-		tp_strbuf_addf(sb, "    %-14s %s\n", tp_zoo_names[i],
-			       tp_zoo_about(tp_zoo_names[i]));
+		add_item(sb, 4, tp_zoo_names[i], 14,
+			 tp_zoo_about(tp_zoo_names[i]));
 	tp_strbuf_adds(
 		sb,
 		"\nCosts are per sample (one sequence, one image).  FLOP count "
@@ -60,7 +88,7 @@ static void about_text(struct tp_strbuf *sb)
 		"figures\n(plus about 1% for batch norm, activations and "
 		"pools, which torchvision\nomits).  Parameters are counted "
 		"as torchvision and HuggingFace count them.\nGranularity and "
-		"activation-memory conventions: src/io/build.h.");
+		"activation-memory conventions: src/io/README, section 8.");
 }
 
 int cmd_model(int argc, char **argv)
