@@ -867,7 +867,7 @@ START_TEST(test_table)
 	ck_assert_msg(strstr(sb.buf, "V100-SXM2-32GB                 4 60-63%"),
 		      "%s", sb.buf);
 	ck_assert(strstr(sb.buf, "57 GB / 80 GB (71%)"));
-	ck_assert(strstr(sb.buf, "iteration 0.5 s, 128 samples/s"));
+	ck_assert(strstr(sb.buf, "iteration 500 ms, 128 samples/s"));
 	ck_assert(strstr(sb.buf, "MFU 38.5%"));
 	ck_assert(strstr(sb.buf, "busiest: device gtx-b/gpu1, computing 67%"));
 	for (char *line = sb.buf; line && *line;) {
@@ -974,6 +974,318 @@ START_TEST(test_explain)
 }
 END_TEST
 
+/* ---- commands: render, check, export ---- */
+
+/* A plan for the 16 GPUs of tests/data/render/dgx2.json: all ops of a
+ * gpt-built model in one group of dp x tp. */
+static const char *write_plan(const char *dir, const char *name, int dp,
+			      int tp, int micro_batches, const char *extra)
+{
+	static char path[8][512];
+	static int slot;
+	char *p = path[slot++ % 8];
+	struct tp_strbuf sb;
+
+	tp_strbuf_init(&sb);
+	tp_strbuf_addf(&sb,
+		       "{\"format\": \"tagplan-plan/1\", \"global_batch_size\": "
+		       "32, \"micro_batches\": %d, \"compression\": \"off\",%s "
+		       "\"groups\": [{\"ops\": [{\"from\": \"embedding\", "
+		       "\"to\": \"loss\"}], \"tp\": %d, \"dp\": %d, "
+		       "\"devices\": [",
+		       micro_batches, extra ? extra : "", tp, dp);
+	for (int i = 0; i < 16; i++)
+		tp_strbuf_addf(&sb, "%s\"dgx-a100-%d/gpu%d\"", i ? ", " : "",
+			       i / 8, i % 8);
+	tp_strbuf_adds(&sb, "]}]}\n");
+	snprintf(p, 512, "%s/%s", dir, name);
+	ck_assert_int_eq(tp_test_write(p, sb.buf, sb.len), 0);
+	tp_strbuf_release(&sb);
+	return p;
+}
+
+#define SMALL tp_test_path("data/render/gpt-small.json")
+#define BIG tp_test_path("data/render/gpt-big.json")
+#define TOPO tp_test_path("data/render/dgx2.json")
+
+START_TEST(test_cmd_check_fits)
+{
+	const char *dir = tp_test_tmpdir();
+	const char *plan = write_plan(dir, "dp.json", 16, 1, 1, NULL);
+	const char *argv[] = {"tagplan", "check", "-m", SMALL, "-t", TOPO,
+			      "-p", plan, "--max-memory-fraction", "0.9",
+			      "--json", NULL};
+	struct tp_run r;
+
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+	ck_assert(strstr(r.out, "\"ok\": true"));
+	ck_assert(strstr(r.out, "\"feasible\": true"));
+	ck_assert(strstr(r.out, "\"violations\": []"));
+	ck_assert(strstr(r.err, "tagplan check: ok: fits"));
+	tp_run_free(&r);
+}
+END_TEST
+
+START_TEST(test_cmd_check_over_memory)
+{
+	const char *dir = tp_test_tmpdir();
+	const char *plan = write_plan(dir, "dp.json", 16, 1, 1, NULL);
+	const char *argv[] = {"tagplan", "check", "-m", BIG, "-t", TOPO,
+			      "-p", plan, NULL};
+	const char *argv_json[] = {"tagplan", "check", "-m", BIG, "-t", TOPO,
+				   "-p", plan, "--json", NULL};
+	struct tp_run r;
+	int lines = 0;
+
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_msg(r.status == 1, "status %d: %s", r.status, r.err);
+	/* one line per device over its memory, naming it, figure, limit */
+	for (const char *q = r.err; (q = strstr(q, "FAIL memory: ")); q++)
+		lines++;
+	ck_assert_int_ge(lines, 1);
+	ck_assert_msg(strstr(r.err, "FAIL memory: dgx-a100-0/gpu0 needs "),
+		      "%s", r.err);
+	ck_assert(strstr(r.err, "capacity 80 GB"));
+	/* and why, with the smallest change that fits */
+	ck_assert_msg(strstr(r.err, "does not fit: "), "%s", r.err);
+	ck_assert(strstr(r.err, "(dominant)"));
+	ck_assert(strstr(r.err, "smallest change that fits: ") ||
+		  strstr(r.err, "no single change"));
+	ck_assert(strstr(r.err, "ZeRO-1"));
+	ck_assert_uint_eq(r.out_len, 0);
+	tp_run_free(&r);
+
+	tp_run_tagplan(&r, argv_json, NULL);
+	ck_assert_int_eq(r.status, 1);
+	ck_assert(strstr(r.out, "\"ok\": false"));
+	ck_assert(strstr(r.out, "\"check\": \"memory\""));
+	ck_assert(strstr(r.out, "\"device\": \"dgx-a100-0/gpu0\""));
+	ck_assert(strstr(r.out, "\"limit\": 80000000000"));
+	tp_run_free(&r);
+}
+END_TEST
+
+START_TEST(test_cmd_check_thresholds)
+{
+	const char *dir = tp_test_tmpdir();
+	const char *plan = write_plan(dir, "dp.json", 16, 1, 1, NULL);
+	const char *argv[] = {"tagplan", "check", "-m", SMALL, "-t", TOPO,
+			      "-p", plan, "--max-iter-time", "1e-6",
+			      "--min-mfu", "0.99", "--max-memory-fraction",
+			      "0.0001", NULL};
+	const char *bad[] = {"tagplan", "check", "-m", SMALL, "-t", TOPO,
+			     "-p", plan, "--min-mfu", "2", NULL};
+	const char *missing[] = {"tagplan", "check", "-m", SMALL, "-t", TOPO,
+				 "-p", "no-such-plan.json", NULL};
+	struct tp_run r;
+
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_msg(r.status == 1, "status %d: %s", r.status, r.err);
+	ck_assert(strstr(r.err, "FAIL iteration time: "));
+	ck_assert(strstr(r.err, "limit 1e-06 s"));
+	ck_assert(strstr(r.err, "FAIL MFU: "));
+	ck_assert(strstr(r.err, "minimum 0.99"));
+	ck_assert(strstr(r.err, "FAIL memory fraction: dgx-a100-0/gpu0 uses"));
+	tp_run_free(&r);
+
+	tp_run_tagplan(&r, bad, NULL);
+	ck_assert_int_eq(r.status, 2);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, missing, NULL);
+	ck_assert_int_ne(r.status, 0);
+	ck_assert_int_ne(r.status, 1);
+	ck_assert(strstr(r.err, "no-such-plan.json"));
+	tp_run_free(&r);
+}
+END_TEST
+
+START_TEST(test_cmd_check_regression)
+{
+	const char *dir = tp_test_tmpdir();
+	const char *fast = write_plan(dir, "dp.json", 16, 1, 1, NULL);
+	const char *slow = write_plan(dir, "tp.json", 1, 16, 1, NULL);
+	const char *worse[] = {"tagplan", "check", "-m", SMALL, "-t", TOPO,
+			       "-p", slow, "--baseline-plan", fast,
+			       "--max-regression", "0.05", NULL};
+	const char *better[] = {"tagplan", "check", "-m", SMALL, "-t", TOPO,
+				"-p", fast, "--baseline-plan", slow, "--json",
+				NULL};
+	const char *same[] = {"tagplan", "check", "-m", SMALL, "-t", TOPO,
+			      "-p", fast, "--baseline-plan", fast, NULL};
+	const char *usage[] = {"tagplan", "check", "-m", SMALL, "-t", TOPO,
+			       "-p", fast, "--max-regression", "0.1", NULL};
+	struct tp_run r;
+
+	tp_run_tagplan(&r, worse, NULL);
+	ck_assert_msg(r.status == 1, "status %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "FAIL regression: iteration "), "%s",
+		      r.err);
+	ck_assert(strstr(r.err, "limit +5.0%"));
+	tp_run_free(&r);
+
+	tp_run_tagplan(&r, better, NULL);
+	ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+	ck_assert(strstr(r.out, "\"regression\": -"));
+	tp_run_free(&r);
+
+	tp_run_tagplan(&r, same, NULL);
+	ck_assert_int_eq(r.status, 0);
+	tp_run_free(&r);
+
+	tp_run_tagplan(&r, usage, NULL);
+	ck_assert_int_eq(r.status, 2);
+	tp_run_free(&r);
+}
+END_TEST
+
+/* The plan's recorded input digests differ from the files given. */
+START_TEST(test_cmd_check_provenance_warning)
+{
+	const char *dir = tp_test_tmpdir();
+	const char *plan = write_plan(
+		dir, "dp.json", 16, 1, 1,
+		" \"summary\": {\"provenance\": {\"model_sha256\": "
+		"\"0000000000000000000000000000000000000000000000000000000000000000\"}},");
+	const char *argv[] = {"tagplan", "check", "-m", SMALL, "-t", TOPO,
+			      "-p", plan, "--json", NULL};
+	struct tp_run r;
+
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "warning: ") &&
+			      strstr(r.err, "differs from the one the plan "
+					    "was made from"),
+		      "%s", r.err);
+	ck_assert(strstr(r.out, "\"model\": true"));
+	ck_assert(strstr(r.out, "\"topology\": false"));
+	tp_run_free(&r);
+}
+END_TEST
+
+START_TEST(test_cmd_render)
+{
+	const char *dir = tp_test_tmpdir();
+	const char *plan = write_plan(dir, "dp.json", 8, 2, 1, NULL);
+	char out[512], svg[512];
+	const char *argv[] = {"tagplan", "render", "-p", plan, "-m", SMALL,
+			      "-t", TOPO, "-o", "-", NULL};
+	const char *to_svg[] = {"tagplan", "render", "-p", plan, "-m", SMALL,
+				"-t", TOPO, "-o", svg, NULL};
+	const char *bad_ext[] = {"tagplan", "render", "-p", plan, "-m", SMALL,
+				 "-t", TOPO, "-o", out, NULL};
+	struct tp_run r;
+	Agraph_t *g;
+	char *data;
+	size_t len;
+
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+	g = agmemread(r.out);
+	ck_assert_ptr_nonnull(g);
+	ck_assert_int_eq(count_prefix_subgraphs(g, "cluster_node"), 2);
+	ck_assert_int_eq(count_prefix_nodes(g, "dev"), 16);
+	ck_assert(strstr(attr(g, "label"), "(simulated)"));
+	/* the simulator's traffic is on the network links */
+	{
+		int traffic = 0;
+		for (Agnode_t *v = agfstnode(g); v; v = agnxtnode(g, v))
+			for (Agedge_t *e = agfstout(g, v); e;
+			     e = agnxtout(g, e))
+				if (strstr(attr(e, "label"), "network") &&
+				    strstr(attr(e, "label"), "B/iter"))
+					traffic++;
+		ck_assert_int_eq(traffic, 2);
+	}
+	agclose(g);
+	tp_run_free(&r);
+
+	snprintf(svg, sizeof(svg), "%s/plan.svg", dir);
+	tp_run_tagplan(&r, to_svg, NULL);
+	ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+	data = tp_test_read(svg, &len);
+	if (data) {
+		ck_assert(strstr(data, "<svg"));
+		free(data);
+	} else { /* Graphviz without plugins: DOT next to it, warned */
+		ck_assert(strstr(r.err, "warning: "));
+	}
+	tp_run_free(&r);
+
+	snprintf(out, sizeof(out), "%s/plan.jpeg", dir);
+	tp_run_tagplan(&r, bad_ext, NULL);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_null(tp_test_read(out, &len));
+	tp_run_free(&r);
+}
+END_TEST
+
+START_TEST(test_cmd_export)
+{
+	const char *dir = tp_test_tmpdir();
+	const char *plan = write_plan(dir, "tp2.json", 8, 2, 2, NULL);
+	const char *het = write_plan(
+		dir, "ps.json", 16, 1, 1, NULL);
+	const char *argv[] = {"tagplan", "export", "-p", plan, "-m", SMALL,
+			      "-t", TOPO, "--to", "megatron", NULL};
+	const char *tr[] = {"tagplan", "export", "-p", plan, "-m", SMALL,
+			    "-t", TOPO, "--to", "torchrun", NULL};
+	const char *bad[] = {"tagplan", "export", "-p", plan, "-m", SMALL,
+			     "-t", TOPO, "--to", "horovod", NULL};
+	struct tp_run r;
+	char *txt;
+	size_t len;
+
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+	ck_assert(strstr(r.out, "--tensor-model-parallel-size 2\n"));
+	ck_assert(strstr(r.out, "--pipeline-model-parallel-size 1\n"));
+	ck_assert(strstr(r.out, "--micro-batch-size 2\n"));
+	ck_assert(strstr(r.out, "--global-batch-size 32\n"));
+	ck_assert(strstr(r.out, "--num-layers 4\n"));
+	ck_assert(strstr(r.out, "--hidden-size 1024\n"));
+	ck_assert(strstr(r.err, "data parallelism 8"));
+	tp_run_free(&r);
+
+	tp_run_tagplan(&r, tr, NULL);
+	ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+	ck_assert(strstr(r.out, "--nnodes=2"));
+	ck_assert(strstr(r.out, "--nproc_per_node=8"));
+	tp_run_free(&r);
+
+	tp_run_tagplan(&r, bad, NULL);
+	ck_assert_int_eq(r.status, 2);
+	tp_run_free(&r);
+
+	/* a parameter-server plan: refused, naming the part; no output */
+	txt = tp_test_read(het, &len);
+	ck_assert_ptr_nonnull(txt);
+	{
+		char *at = strstr(txt, "\"tp\"");
+		struct tp_strbuf sb;
+		ck_assert_ptr_nonnull(at);
+		tp_strbuf_init(&sb);
+		tp_strbuf_add(&sb, txt, (size_t)(at - txt));
+		tp_strbuf_adds(&sb, "\"sync\": \"ps\", ");
+		tp_strbuf_adds(&sb, at);
+		ck_assert_int_eq(tp_test_write(het, sb.buf, sb.len), 0);
+		tp_strbuf_release(&sb);
+	}
+	free(txt);
+	{
+		const char *ps[] = {"tagplan", "export", "-p", het, "-m", SMALL,
+				    "-t", TOPO, "--to", "deepspeed", NULL};
+		tp_run_tagplan(&r, ps, NULL);
+		ck_assert_msg(r.status == 1, "status %d: %s", r.status, r.err);
+		ck_assert(strstr(r.err, "deepspeed cannot express this plan: "
+					"group 0 synchronises gradients through "
+					"a parameter server"));
+		ck_assert_uint_eq(r.out_len, 0);
+		tp_run_free(&r);
+	}
+}
+END_TEST
+
 Suite *suite_render(void)
 {
 	Suite *s = suite_create("render");
@@ -996,6 +1308,16 @@ Suite *suite_render(void)
 	tcase_add_test(t, test_export_uniform);
 	tcase_add_test(t, test_export_interleaved);
 	tcase_add_test(t, test_export_refuses_heterogeneous);
+	suite_add_tcase(s, t);
+	t = tcase_create("commands");
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, test_cmd_check_fits);
+	tcase_add_test(t, test_cmd_check_over_memory);
+	tcase_add_test(t, test_cmd_check_thresholds);
+	tcase_add_test(t, test_cmd_check_regression);
+	tcase_add_test(t, test_cmd_check_provenance_warning);
+	tcase_add_test(t, test_cmd_render);
+	tcase_add_test(t, test_cmd_export);
 	suite_add_tcase(s, t);
 	return s;
 }

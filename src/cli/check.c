@@ -1,15 +1,381 @@
 /*
- * check.c - `tagplan check`.
+ * check.c - `tagplan check`: the CI gate.  Re-simulates a committed plan
+ * on the current model and topology files and checks it against limits.
  */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
+#include "core/jsonw.h"
+#include "core/report.h"
+#include "core/strbuf.h"
+#include "render/inputs.h"
+#include "render/scene.h"
+#include "render/table.h"
+
+static const char usage[] =
+	"-m MODEL -t TOPO -p PLAN [--max-iter-time S] [--min-mfu X] "
+	"[--max-memory-fraction X] [--baseline-plan OLD [--max-regression F]] "
+	"[--json]";
+
+static const char about[] =
+	"Re-simulate PLAN on MODEL and TOPO and check it: it must fit in every\n"
+	"device's memory, and meet each limit given.  Exit 0 when it does, 1\n"
+	"otherwise with one line per violated check (what, device, figure,\n"
+	"limit), 2 for bad input.  --baseline-plan compares with another plan\n"
+	"(e.g. the previous commit's): the iteration may be at most\n"
+	"--max-regression slower (a fraction: 0.05 = 5%; default 0, the\n"
+	"simulator is deterministic).  --json prints the verdict as JSON on\n"
+	"stdout.  A warning says when the model or topology differs from the\n"
+	"files the plan was made from (digests in the plan's summary).";
+
+/* Devices listed per violated memory check at most. */
+#define MAX_DEVICE_LINES 8
+
+struct violation {
+	char check[32];
+	char device[256]; /* "" when not about a device */
+	double figure, limit;
+	char msg[512];
+};
+
+struct verdict {
+	struct violation *v;
+	size_t n, cap;
+	size_t more_memory; /* memory violations beyond the listed ones */
+	size_t more_fraction;
+};
+
+static int add_violation(struct verdict *vd, const char *check,
+			 const char *device, double figure, double limit,
+			 const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+
+static int add_violation(struct verdict *vd, const char *check,
+			 const char *device, double figure, double limit,
+			 const char *fmt, ...)
+{
+	struct violation *x;
+	va_list ap;
+
+	if (vd->n == vd->cap) {
+		size_t nc = vd->cap ? vd->cap * 2 : 8;
+		struct violation *nv = realloc(vd->v, nc * sizeof(*nv));
+		if (!nv)
+			return -1;
+		vd->v = nv;
+		vd->cap = nc;
+	}
+	x = &vd->v[vd->n++];
+	snprintf(x->check, sizeof(x->check), "%s", check);
+	snprintf(x->device, sizeof(x->device), "%s", device ? device : "");
+	x->figure = figure;
+	x->limit = limit;
+	va_start(ap, fmt);
+	vsnprintf(x->msg, sizeof(x->msg), fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+static void print_warnings(struct tp_strbuf *w)
+{
+	const char *s = tp_strbuf_cstr(w);
+
+	while (*s) {
+		const char *nl = strchr(s, '\n');
+		int n = nl ? (int)(nl - s) : (int)strlen(s);
+		if (n)
+			fprintf(stderr, "tagplan check: warning: %.*s\n", n, s);
+		s += n + (nl ? 1 : 0);
+	}
+	tp_strbuf_reset(w);
+}
+
+static void si(char *buf, size_t size, double v, const char *unit)
+{
+	tp_render_fmt_si(buf, size, v, unit);
+}
 
 int cmd_check(int argc, char **argv)
 {
-	struct tp_opt opts[] = {{0}};
+	const char *plan = NULL, *model = NULL, *topo = NULL, *base = NULL;
+	double max_iter = 0, min_mfu = 0, max_frac = 0, max_reg = 0;
+	bool json = false;
+	struct tp_opt opts[] = {
+		{"model", 'm', TP_OPT_STRING, &model, "MODEL",
+		 "model file (current version)", 0, 0, false},
+		{"topology", 't', TP_OPT_STRING, &topo, "TOPO",
+		 "topology file (current version)", 0, 0, false},
+		{"plan", 'p', TP_OPT_STRING, &plan, "PLAN",
+		 "the plan to check; - reads stdin", 0, 0, false},
+		{"max-iter-time", 0, TP_OPT_DOUBLE, &max_iter, "S",
+		 "fail when one iteration takes longer than S seconds", 0, 1e9,
+		 false},
+		{"min-mfu", 0, TP_OPT_DOUBLE, &min_mfu, "X",
+		 "fail when the model FLOP utilisation is below X (0..1)", 0, 1,
+		 false},
+		{"max-memory-fraction", 0, TP_OPT_DOUBLE, &max_frac, "X",
+		 "fail when a device uses more than X of its memory (0..1)", 0,
+		 1, false},
+		{"baseline-plan", 0, TP_OPT_STRING, &base, "OLD",
+		 "compare the iteration time with this plan's", 0, 0, false},
+		{"max-regression", 0, TP_OPT_DOUBLE, &max_reg, "F",
+		 "allowed slowdown against --baseline-plan (0.05 = 5%)", 0, 1e6,
+		 false},
+		{"json", 0, TP_OPT_FLAG, &json, NULL,
+		 "print the verdict as JSON on stdout", 0, 0, false},
+		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
+	struct tp_opt *o_iter = &opts[3], *o_mfu = &opts[4],
+		      *o_frac = &opts[5], *o_reg = &opts[7];
+	struct tp_inputs in;
+	struct tp_inputs_sim sim;
+	struct tp_report r, br;
+	struct tp_plan bplan;
+	struct tp_strbuf warn, text;
+	struct tp_error err;
+	struct verdict vd = {NULL, 0, 0, 0, 0};
+	double worst_frac = 0, base_iter = -1;
+	uint32_t worst_frac_dev = UINT32_MAX;
+	bool base_feasible = false;
 	int code;
+	char a[48], b[48], c2[48];
 
-	if (tp_opts_parse("check", "[OPTIONS]", "", opts, argc, argv, NULL, NULL,
+	if (tp_opts_parse("check", usage, about, opts, argc, argv, NULL, NULL,
 			  &code))
 		return code;
-	return tp_cli_not_yet("check", "issue 6, plan outputs");
+	if (!model || !topo || !plan)
+		return tp_cli_usage_error("check",
+					  "-m MODEL, -t TOPO and -p PLAN are "
+					  "required");
+	if (o_reg->seen && !base)
+		return tp_cli_usage_error("check",
+					  "--max-regression needs "
+					  "--baseline-plan OLD");
+
+	tp_error_clear(&err);
+	tp_strbuf_init(&warn);
+	tp_strbuf_init(&text);
+	tp_inputs_init(&in);
+	tp_report_init(&r);
+	tp_report_init(&br);
+	tp_plan_init(&bplan);
+	memset(&sim, 0, sizeof(sim));
+	if (tp_inputs_load(&in, plan, model, topo, &warn, &err) != TP_OK)
+		goto fail;
+	if (base && tp_inputs_load_plan(&in, base, &bplan, &warn, &err) !=
+			    TP_OK)
+		goto fail;
+	print_warnings(&warn);
+	if (tp_inputs_sim_open(&sim, &in, &err) != TP_OK ||
+	    tp_inputs_sim_run(&sim, &in.plan, &r, &err) != TP_OK)
+		goto fail;
+	if (base) {
+		if (tp_inputs_sim_run(&sim, &bplan, &br, &err) != TP_OK) {
+			tp_error_set_file(&err, base);
+			goto fail;
+		}
+		base_feasible = br.feasible;
+		base_iter = br.iteration_time_s;
+	}
+
+	/* memory: every device within its capacity */
+	for (uint32_t d = 0; d < r.n_devices; d++) {
+		const struct tp_report_device *rd = &r.devices[d];
+		double frac = rd->capacity_bytes > 0
+				      ? rd->peak_memory_bytes / rd->capacity_bytes
+				      : 0;
+		const char *name = in.cluster.devices.v[d].name;
+
+		if (frac > worst_frac || worst_frac_dev == UINT32_MAX) {
+			worst_frac = frac;
+			worst_frac_dev = d;
+		}
+		if (rd->peak_memory_bytes > rd->capacity_bytes) {
+			if (vd.n >= MAX_DEVICE_LINES) {
+				vd.more_memory++;
+				continue;
+			}
+			si(a, sizeof(a), rd->peak_memory_bytes, "B");
+			si(b, sizeof(b), rd->capacity_bytes, "B");
+			if (add_violation(&vd, "memory", name,
+					  rd->peak_memory_bytes,
+					  rd->capacity_bytes,
+					  "memory: %s needs %s, capacity %s",
+					  name, a, b))
+				goto nomem;
+		} else if (o_frac->seen && frac > max_frac) {
+			if (vd.n >= MAX_DEVICE_LINES) {
+				vd.more_fraction++;
+				continue;
+			}
+			si(a, sizeof(a), rd->peak_memory_bytes, "B");
+			si(b, sizeof(b), rd->capacity_bytes, "B");
+			if (add_violation(&vd, "max-memory-fraction", name, frac,
+					  max_frac,
+					  "memory fraction: %s uses %.3f of its "
+					  "memory (%s of %s), limit %g",
+					  name, frac, a, b, max_frac))
+				goto nomem;
+		}
+	}
+	if (!r.feasible && vd.n == 0 &&
+	    add_violation(&vd, "feasible", NULL, 0, 1, "does not fit: %s",
+			  r.reason[0] ? r.reason : "(no reason given)"))
+		goto nomem;
+	if (o_iter->seen && r.iteration_time_s > max_iter) {
+		si(a, sizeof(a), r.iteration_time_s, "s");
+		if (add_violation(&vd, "max-iter-time", NULL,
+				  r.iteration_time_s, max_iter,
+				  "iteration time: %s (%.6g s), limit %g s", a,
+				  r.iteration_time_s, max_iter))
+			goto nomem;
+	}
+	if (o_mfu->seen && r.mfu < min_mfu &&
+	    add_violation(&vd, "min-mfu", NULL, r.mfu, min_mfu,
+			  "MFU: %.4f (%.1f%%), minimum %g", r.mfu,
+			  100 * r.mfu, min_mfu))
+		goto nomem;
+	if (base && base_feasible && base_iter > 0) {
+		double reg = r.iteration_time_s / base_iter - 1;
+		if (reg > max_reg + 1e-12) {
+			si(a, sizeof(a), r.iteration_time_s, "s");
+			si(b, sizeof(b), base_iter, "s");
+			if (add_violation(&vd, "max-regression", NULL, reg,
+					  max_reg,
+					  "regression: iteration %s against "
+					  "%s for %s (%+.1f%%), limit %+.1f%%",
+					  a, b, base, 100 * reg, 100 * max_reg))
+				goto nomem;
+		}
+	} else if (base) {
+		fprintf(stderr,
+			"tagplan check: warning: the baseline plan %s does "
+			"not fit on this topology; no regression check\n",
+			base);
+	}
+
+	/* human report on stderr */
+	for (size_t i = 0; i < vd.n; i++)
+		fprintf(stderr, "tagplan check: FAIL %s\n", vd.v[i].msg);
+	if (vd.more_memory)
+		fprintf(stderr,
+			"tagplan check: FAIL memory: %zu more devices over "
+			"capacity\n",
+			vd.more_memory);
+	if (vd.more_fraction)
+		fprintf(stderr,
+			"tagplan check: FAIL memory fraction: %zu more devices "
+			"over %g\n",
+			vd.more_fraction, max_frac);
+	if (!r.feasible) {
+		if (tp_render_explain(&in.plan, &in.model, &in.cluster, &r,
+				      tp_inputs_sim_run, &sim, &text,
+				      &err) != TP_OK)
+			goto fail;
+		fputs(tp_strbuf_cstr(&text), stderr);
+	} else {
+		si(a, sizeof(a), r.iteration_time_s, "s");
+		si(c2, sizeof(c2), in.cluster.devices.n
+					   ? r.devices[worst_frac_dev]
+						     .peak_memory_bytes
+					   : 0,
+		   "B");
+		fprintf(stderr,
+			"tagplan check: %s: fits; iteration %s, MFU %.1f%%, "
+			"fullest device %s at %.0f%% (%s)\n",
+			vd.n ? "failed" : "ok", a, 100 * r.mfu,
+			worst_frac_dev < in.cluster.devices.n
+				? in.cluster.devices.v[worst_frac_dev].name
+				: "-",
+			100 * worst_frac, c2);
+	}
+
+	if (json) {
+		struct tp_strbuf js;
+		struct tp_jw jw;
+
+		tp_strbuf_init(&js);
+		tp_jw_init(&jw, &js, true);
+		tp_jw_object_begin(&jw);
+		tp_jw_kv_string(&jw, "format", "tagplan-check/1");
+		tp_jw_kv_bool(&jw, "ok", vd.n == 0);
+		tp_jw_kv_bool(&jw, "feasible", r.feasible);
+		tp_jw_kv_number(&jw, "iteration_time_s", r.iteration_time_s);
+		tp_jw_kv_number(&jw, "mfu", r.mfu);
+		tp_jw_kv_number(&jw, "max_memory_fraction", worst_frac);
+		if (worst_frac_dev < in.cluster.devices.n)
+			tp_jw_kv_string(
+				&jw, "fullest_device",
+				in.cluster.devices.v[worst_frac_dev].name);
+		if (base) {
+			tp_jw_key(&jw, "baseline");
+			tp_jw_object_begin(&jw);
+			tp_jw_kv_string(&jw, "plan", base);
+			tp_jw_kv_bool(&jw, "feasible", base_feasible);
+			tp_jw_kv_number(&jw, "iteration_time_s",
+					base_iter > 0 ? base_iter : 0);
+			if (base_feasible && base_iter > 0)
+				tp_jw_kv_number(&jw, "regression",
+						r.iteration_time_s / base_iter -
+							1);
+			tp_jw_object_end(&jw);
+		}
+		tp_jw_key(&jw, "inputs_changed");
+		tp_jw_object_begin(&jw);
+		tp_jw_kv_bool(&jw, "model", in.model_changed);
+		tp_jw_kv_bool(&jw, "topology", in.topology_changed);
+		tp_jw_object_end(&jw);
+		tp_jw_key(&jw, "violations");
+		tp_jw_array_begin(&jw);
+		for (size_t i = 0; i < vd.n; i++) {
+			tp_jw_object_begin(&jw);
+			tp_jw_kv_string(&jw, "check", vd.v[i].check);
+			if (vd.v[i].device[0])
+				tp_jw_kv_string(&jw, "device", vd.v[i].device);
+			tp_jw_kv_number(&jw, "figure", vd.v[i].figure);
+			tp_jw_kv_number(&jw, "limit", vd.v[i].limit);
+			tp_jw_kv_string(&jw, "message", vd.v[i].msg);
+			tp_jw_object_end(&jw);
+		}
+		tp_jw_array_end(&jw);
+		if (vd.more_memory || vd.more_fraction)
+			tp_jw_kv_int(&jw, "more_devices",
+				     (int64_t)(vd.more_memory +
+					       vd.more_fraction));
+		if (!r.feasible)
+			tp_jw_kv_string(&jw, "explanation",
+					tp_strbuf_cstr(&text));
+		tp_jw_object_end(&jw);
+		tp_jw_finish(&jw);
+		if (js.failed) {
+			tp_strbuf_release(&js);
+			goto nomem;
+		}
+		fputs(tp_strbuf_cstr(&js), stdout);
+		tp_strbuf_release(&js);
+	}
+	code = vd.n || vd.more_memory || vd.more_fraction ? TP_EXIT_CHECK
+							  : TP_EXIT_OK;
+	goto done;
+nomem:
+	tp_error_set(&err, TP_ENOMEM, "out of memory");
+fail:
+	print_warnings(&warn);
+	code = tp_cli_fail(&err);
+done:
+	if (fflush(stdout) != 0 && code == TP_EXIT_OK) {
+		fprintf(stderr, "tagplan check: cannot write to stdout\n");
+		code = TP_EXIT_FAILURE;
+	}
+	free(vd.v);
+	tp_inputs_sim_close(&sim);
+	tp_report_release(&r);
+	tp_report_release(&br);
+	tp_plan_release(&bplan);
+	tp_inputs_release(&in);
+	tp_strbuf_release(&warn);
+	tp_strbuf_release(&text);
+	return code;
 }

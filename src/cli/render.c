@@ -1,15 +1,165 @@
 /*
- * render.c - `tagplan render`.
+ * render.c - `tagplan render`: draw a plan's device mapping.
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "cli.h"
+#include "core/report.h"
+#include "render/inputs.h"
+#include "render/render.h"
+
+static const char usage[] =
+	"-p PLAN -m MODEL -t TOPO -o FILE|- [--format dot|svg|png|pdf] "
+	"[--collapse auto|always|never]";
+
+static const char about[] =
+	"Draw the plan's device mapping with Graphviz: one box per node with "
+	"its\n"
+	"devices (coloured by type, labelled with memory and busy %), the "
+	"pipeline\n"
+	"stages attached to their devices, links labelled with bandwidth and "
+	"the\n"
+	"bytes the plan moves over them per iteration, the bottleneck in red.\n"
+	"The plan is re-simulated for these figures (--no-simulate: use the "
+	"plan's\n"
+	"summary; no link traffic then).  Above 64 devices identical nodes "
+	"and\n"
+	"devices are drawn once with a count.  The format comes from the "
+	"extension\n"
+	"of -o (.dot .svg .png .pdf) or --format; -o - writes DOT to stdout "
+	"(pipe it\n"
+	"into `dot -Tsvg`).  SVG/PNG/PDF are laid out in-process; when "
+	"Graphviz's\n"
+	"plugins are not configured the DOT is written instead, with a "
+	"warning.";
+
+static void print_warnings(const char *cmd, struct tp_strbuf *w)
+{
+	const char *s = tp_strbuf_cstr(w);
+
+	while (*s) {
+		const char *nl = strchr(s, '\n');
+		int n = nl ? (int)(nl - s) : (int)strlen(s);
+		if (n)
+			fprintf(stderr, "tagplan %s: warning: %.*s\n", cmd, n, s);
+		s += n + (nl ? 1 : 0);
+	}
+	tp_strbuf_reset(w);
+}
 
 int cmd_render(int argc, char **argv)
 {
-	struct tp_opt opts[] = {{0}};
-	int code;
+	const char *plan = NULL, *model = NULL, *topo = NULL, *out = NULL,
+		   *format = NULL, *collapse = "auto", *title = NULL;
+	bool no_sim = false;
+	struct tp_opt opts[] = {
+		{"plan", 'p', TP_OPT_STRING, &plan, "PLAN",
+		 "plan file (tagplan-plan/1); - reads stdin", 0, 0, false},
+		{"model", 'm', TP_OPT_STRING, &model, "MODEL",
+		 "the model the plan was made for", 0, 0, false},
+		{"topology", 't', TP_OPT_STRING, &topo, "TOPO",
+		 "the topology the plan was made for", 0, 0, false},
+		{"output", 'o', TP_OPT_STRING, &out, "FILE",
+		 "picture to write: .dot .svg .png .pdf, or - (DOT on stdout)",
+		 0, 0, false},
+		{"format", 0, TP_OPT_STRING, &format, "FMT",
+		 "dot, svg, png or pdf (default: from -o's extension)", 0, 0,
+		 false},
+		{"collapse", 0, TP_OPT_STRING, &collapse, "MODE",
+		 "auto (above 64 devices), always or never", 0, 0, false},
+		{"no-simulate", 0, TP_OPT_FLAG, &no_sim, NULL,
+		 "label from the plan's summary, do not re-simulate", 0, 0,
+		 false},
+		{"title", 0, TP_OPT_STRING, &title, "TEXT",
+		 "title of the picture (default: model on topology)", 0, 0,
+		 false},
+		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
+	struct tp_inputs in;
+	struct tp_inputs_sim sim;
+	struct tp_report report;
+	struct tp_render_options ro;
+	struct tp_strbuf warn;
+	struct tp_error err;
+	char written[4096];
+	int code, fmt = -1;
+	bool have_report = false;
 
-	if (tp_opts_parse("render", "[OPTIONS]", "", opts, argc, argv, NULL, NULL,
+	if (tp_opts_parse("render", usage, about, opts, argc, argv, NULL, NULL,
 			  &code))
 		return code;
-	return tp_cli_not_yet("render", "issue 6, plan outputs");
+	if (!plan)
+		return tp_cli_usage_error("render", "-p PLAN is required");
+	if (!out)
+		return tp_cli_usage_error("render",
+					  "-o FILE is required (.dot .svg .png "
+					  ".pdf, or - for DOT on stdout)");
+	if (format && (fmt = tp_render_format_parse(format)) < 0)
+		return tp_cli_usage_error("render",
+					  "--format %s: expected dot, svg, png "
+					  "or pdf",
+					  format);
+	if (fmt < 0 && strcmp(out, "-") != 0 &&
+	    tp_render_format_from_path(out) < 0)
+		return tp_cli_usage_error("render",
+					  "-o %s: cannot tell the format from "
+					  "the name; use .dot, .svg, .png or "
+					  ".pdf, or --format",
+					  out);
+	tp_render_options_default(&ro);
+	ro.title = title;
+	if (strcmp(collapse, "auto") == 0)
+		ro.collapse = TP_COLLAPSE_AUTO;
+	else if (strcmp(collapse, "always") == 0)
+		ro.collapse = TP_COLLAPSE_ALWAYS;
+	else if (strcmp(collapse, "never") == 0)
+		ro.collapse = TP_COLLAPSE_NEVER;
+	else
+		return tp_cli_usage_error("render",
+					  "--collapse %s: expected auto, always "
+					  "or never",
+					  collapse);
+	if (!model || !topo)
+		return tp_cli_usage_error(
+			"render",
+			"%s is required: the plan names ops and devices, the "
+			"model and topology say what they are and how the "
+			"devices are linked",
+			!model && !topo ? "-m MODEL -t TOPO"
+					: !model ? "-m MODEL" : "-t TOPO");
+
+	tp_error_clear(&err);
+	tp_strbuf_init(&warn);
+	tp_inputs_init(&in);
+	tp_report_init(&report);
+	memset(&sim, 0, sizeof(sim));
+	if (tp_inputs_load(&in, plan, model, topo, &warn, &err) != TP_OK)
+		goto fail;
+	print_warnings("render", &warn);
+	if (!no_sim) {
+		if (tp_inputs_sim_open(&sim, &in, &err) != TP_OK ||
+		    tp_inputs_sim_run(&sim, &in.plan, &report, &err) != TP_OK)
+			goto fail;
+		have_report = true;
+	}
+	written[0] = '\0';
+	if (tp_render_plan_file(&in.plan, &in.model, &in.cluster,
+				have_report ? &report : NULL, &ro, out, fmt,
+				written, sizeof(written), &warn,
+				&err) != TP_OK)
+		goto fail;
+	print_warnings("render", &warn);
+	if (strcmp(out, "-") != 0)
+		fprintf(stderr, "tagplan render: wrote %s\n", written);
+	code = TP_EXIT_OK;
+	goto done;
+fail:
+	print_warnings("render", &warn);
+	code = tp_cli_fail(&err);
+done:
+	tp_inputs_sim_close(&sim);
+	tp_report_release(&report);
+	tp_inputs_release(&in);
+	tp_strbuf_release(&warn);
+	return code;
 }

@@ -191,8 +191,9 @@ static void title(const struct tp_scene *s, const struct tp_render_options *o,
 		tp_strbuf_adds(sb, "no figures: the plan has no summary "
 				   "(render with -m and -t to simulate)\\n");
 	}
-	tp_strbuf_addf(sb, "batch %lld in %u micro-batches, %s",
+	tp_strbuf_addf(sb, "batch %lld in %u micro-batch%s, %s",
 		       (long long)p->global_batch, p->micro_batches,
+		       p->micro_batches == 1 ? "" : "es",
 		       tp_schedule_name(p->schedule));
 	if (p->schedule == TP_SCHEDULE_INTERLEAVED)
 		tp_strbuf_addf(sb, ":%u", p->virtual_stages);
@@ -207,7 +208,13 @@ static void title(const struct tp_scene *s, const struct tp_render_options *o,
 		}
 		tp_strbuf_adds(sb, "\\n");
 	}
-	if (s->bn_device != TP_NONE) {
+	if (s->bn_device != TP_NONE && s->bn_ties > 1) {
+		tp_strbuf_addf(sb, "busiest: %u devices computing about ",
+			       s->bn_ties);
+		add_pct(sb, s->bn_fraction);
+		tp_strbuf_adds(sb, " of the iteration (no single bottleneck)"
+				   "\\n");
+	} else if (s->bn_device != TP_NONE) {
 		tp_strbuf_adds(sb, "bottleneck (red): device ");
 		add_text(sb, c->devices.v[s->bn_device].name);
 		tp_strbuf_adds(sb, " computing ");
@@ -415,6 +422,16 @@ static void other_label(const struct tp_scene *s, const struct tp_item *it,
 		break;
 	}
 	}
+	if ((it->kind == TP_ITEM_FABRIC || it->kind == TP_ITEM_NIC) &&
+	    it->even_traffic && it->dev_bytes_hi > 0) {
+		tp_strbuf_adds(sb, "\\n");
+		add_si(sb, it->dev_bytes_hi, "B");
+		tp_strbuf_adds(sb, "/iter per device link");
+		if (it->dev_busy_hi > 0.005) {
+			tp_strbuf_adds(sb, ", busy ");
+			add_pct(sb, it->dev_busy_hi);
+		}
+	}
 	if (it->n_internal)
 		tp_strbuf_addf(sb, "\\n+%u internal links", it->n_internal);
 }
@@ -483,7 +500,19 @@ static void stage_label(const struct tp_scene *s, uint32_t k, bool placements,
 	if (m->total_flop > 0)
 		tp_strbuf_addf(sb, "\\n%.1f%% of the model FLOP",
 			       100 * st->flop / m->total_flop);
-	tp_strbuf_addf(sb, "\\nsync %s", tp_sync_name(g0->sync));
+	{
+		bool seen[TP_SYNC_COUNT] = {false};
+		const char *sep = "\\nsync ";
+		for (uint32_t i = 0; i < st->n_grps; i++)
+			seen[p->groups.v[s->stage_grps.v[st->grp_first + i]]
+				     .sync] = true;
+		for (int y = 0; y < TP_SYNC_COUNT; y++)
+			if (seen[y]) {
+				tp_strbuf_addf(sb, "%s%s", sep,
+					       tp_sync_name((enum tp_sync)y));
+				sep = "/";
+			}
+	}
 	if (g0->recompute != TP_RECOMPUTE_NONE)
 		tp_strbuf_addf(sb, ", recompute %s",
 			       tp_recompute_name(g0->recompute));
@@ -530,6 +559,12 @@ static void edge_label(const struct tp_scene *s, const struct tp_sedge *e,
 	bool local = (ka == TP_ITEM_DEVICE) != (kb == TP_ITEM_DEVICE) &&
 		     (ka == TP_ITEM_FABRIC || ka == TP_ITEM_NIC ||
 		      kb == TP_ITEM_FABRIC || kb == TP_ITEM_NIC);
+	const struct tp_item *bx =
+		ka == TP_ITEM_DEVICE ? &s->items.v[e->b] : &s->items.v[e->a];
+
+	/* the box already says what every device link carries */
+	if (local && bx->even_traffic && !e->bottleneck)
+		return;
 
 	if (!local) {
 		if (e->count > 1)
@@ -679,6 +714,26 @@ static Agraph_t *build_graph(const struct tp_scene *s,
 		if (it->bottleneck || it->oom) {
 			set(n, "color", "red");
 			set(n, "penwidth", "3");
+		}
+	}
+
+	/* nodes with many device boxes: stack them in rows of at most 4
+	 * (invisible edges rank row r+1 below row r) so a node is not one
+	 * long line */
+	for (size_t k = 0; k < s->classes.n; k++) {
+		uint32_t n = 0, cols, row[64];
+
+		for (size_t i = 0; i < s->items.n && n < 64; i++)
+			if (s->items.v[i].cls == k &&
+			    s->items.v[i].kind == TP_ITEM_DEVICE)
+				row[n++] = (uint32_t)i;
+		if (n <= 4)
+			continue;
+		cols = n <= 8 ? (n + 1) / 2 : 4;
+		for (uint32_t i = 0; i + cols < n; i++) {
+			Agedge_t *e = agedge(g, nodes[row[i]],
+					     nodes[row[i + cols]], NULL, 1);
+			set(e, "style", "invis");
 		}
 	}
 

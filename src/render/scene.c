@@ -18,18 +18,24 @@
 
 void tp_render_fmt_si(char *buf, size_t size, double v, const char *unit)
 {
-	static const char *const pre[] = {"", "k", "M", "G", "T", "P", "E"};
+	static const char *const pre[] = {"n", "u", "m", "",  "k",
+					  "M", "G", "T", "P", "E"};
 	char num[32];
-	int i = 0;
+	int i = 3;
 	double a = fabs(v);
 	char *dot;
 
 	/* three significant digits, trailing zeros dropped: 80 GB, 61.2 GB,
-	 * 3.13 GB/s */
-	while (a >= 999.5 && i < 6) {
+	 * 3.13 GB/s, 79.2 ms */
+	while (a >= 999.5 && i < 9) {
 		a /= 1000;
 		v /= 1000;
 		i++;
+	}
+	while (a > 0 && a < 0.9995 && i > 0) {
+		a *= 1000;
+		v *= 1000;
+		i--;
 	}
 	if (a == 0 || a >= 99.95)
 		snprintf(num, sizeof(num), "%.0f", v);
@@ -606,6 +612,34 @@ static enum tp_status build_edges(struct tp_scene *s, struct tp_error *err)
 		i = j;
 	}
 	free(keys);
+	/* device links into a fabric or NIC box: when they all carry about
+	 * the same traffic, the box states it once */
+	for (size_t i = 0; i < s->items.n; i++) {
+		s->items.v[i].dev_bytes_lo = 1e300;
+		s->items.v[i].dev_bytes_hi = -1;
+		s->items.v[i].dev_busy_hi = -1;
+	}
+	for (size_t i = 0; i < s->edges.n; i++) {
+		const struct tp_sedge *e = &s->edges.v[i];
+		struct tp_item *ia = &s->items.v[e->a], *ib = &s->items.v[e->b];
+		struct tp_item *box = ia->kind == TP_ITEM_DEVICE ? ib : ia;
+		const struct tp_item *dev = ia->kind == TP_ITEM_DEVICE ? ia : ib;
+
+		if (dev->kind != TP_ITEM_DEVICE ||
+		    (box->kind != TP_ITEM_FABRIC && box->kind != TP_ITEM_NIC) ||
+		    e->bytes_hi < 0)
+			continue;
+		box->n_dev_edges++;
+		box->dev_bytes_lo = fmin(box->dev_bytes_lo, e->bytes_hi);
+		box->dev_bytes_hi = fmax(box->dev_bytes_hi, e->bytes_hi);
+		box->dev_busy_hi = fmax(box->dev_busy_hi, e->busy_hi);
+	}
+	for (size_t i = 0; i < s->items.n; i++) {
+		struct tp_item *it = &s->items.v[i];
+		it->even_traffic = it->n_dev_edges > 1 &&
+				   it->dev_bytes_hi - it->dev_bytes_lo <=
+					   0.05 * it->dev_bytes_hi;
+	}
 	return TP_OK;
 }
 
@@ -659,8 +693,15 @@ static void find_bottleneck(struct tp_scene *s)
 			s->bn_device = TP_NONE;
 		}
 	s->bn_fraction = best;
+	s->bn_ties = 1;
 	if (best <= 0)
 		s->bn_device = s->bn_link = TP_NONE;
+	if (s->bn_device != TP_NONE) {
+		s->bn_ties = 0;
+		for (size_t d = 0; d < nd; d++)
+			if (s->fig[d].has_busy && s->fig[d].busy >= best - 0.01)
+				s->bn_ties++;
+	}
 }
 
 enum tp_status tp_scene_build(struct tp_scene *s, const struct tp_plan *p,
@@ -721,7 +762,8 @@ enum tp_status tp_scene_build(struct tp_scene *s, const struct tp_plan *p,
 	s->collapsed = collapse;
 	if ((st = build_items(s, cls_of, (uint32_t)n_cls, err)) != TP_OK)
 		goto fail;
-	if (s->bn_device != TP_NONE)
+	/* outline the busiest device only when it stands out */
+	if (s->bn_device != TP_NONE && s->bn_ties == 1)
 		s->items.v[s->vertex_item[c->devices.v[s->bn_device].vertex]]
 			.bottleneck = true;
 	if ((st = build_edges(s, err)) != TP_OK)

@@ -62,6 +62,10 @@ struct tp_item {
 	double internal_bw;       /* bandwidth of one such link */
 	uint32_t stage_mark;      /* scratch */
 	bool bottleneck;
+	/* FABRIC/NIC items: traffic of the device links to it, when even */
+	bool even_traffic;
+	double dev_bytes_lo, dev_bytes_hi, dev_busy_hi;
+	uint32_t n_dev_edges;
 };
 
 struct tp_cls {
@@ -102,6 +106,7 @@ struct tp_scene {
 	/* the bottleneck: a device or a link (the other is TP_NONE) */
 	uint32_t bn_device, bn_link;
 	double bn_fraction;
+	uint32_t bn_ties; /* devices within 1% of the busiest one (>= 1) */
 	double *link_bytes, *link_busy; /* per link, < 0 unknown */
 	double max_link_bytes;
 };
@@ -117,7 +122,8 @@ enum tp_status tp_scene_build(struct tp_scene *s, const struct tp_plan *p,
 void tp_scene_release(struct tp_scene *s);
 
 /* Number formatting shared by the picture and the tables: value with an
- * SI prefix and unit ("61.2 GB", "300 GB/s"). */
+ * SI prefix and unit, three significant digits ("61.2 GB", "300 GB/s",
+ * "79.2 ms"). */
 void tp_render_fmt_si(char *buf, size_t size, double v, const char *unit);
 
 #endif
