@@ -436,6 +436,14 @@ static void other_label(const struct tp_scene *s, const struct tp_item *it,
 		tp_strbuf_addf(sb, "\\n+%u internal links", it->n_internal);
 }
 
+/* A link between two device boxes of the same node class. */
+static bool mesh_edge(const struct tp_scene *s, const struct tp_sedge *e)
+{
+	const struct tp_item *a = &s->items.v[e->a], *b = &s->items.v[e->b];
+	return a->kind == TP_ITEM_DEVICE && b->kind == TP_ITEM_DEVICE &&
+	       a->cls == b->cls;
+}
+
 static void class_label(const struct tp_scene *s, uint32_t k,
 			struct tp_strbuf *sb)
 {
@@ -443,21 +451,57 @@ static void class_label(const struct tp_scene *s, uint32_t k,
 	const struct tp_cls *cl = &s->classes.v[k];
 	const uint32_t *nodes = s->cls_nodes.v + cl->node_first;
 
+	uint32_t n_mesh = 0;
+	double bw_lo = 0, bw_hi = 0, bytes_hi = -1, busy_hi = -1;
+	enum tp_link_kind kind = TP_LINK_NVLINK;
+
 	if (cl->n_nodes == 1) {
 		add_text(sb, c->nodes.v[nodes[0]].name);
-		return;
-	}
-	tp_strbuf_addf(sb, "%u identical nodes: ", cl->n_nodes);
-	for (uint32_t i = 0; i < cl->n_nodes && i < 3; i++) {
-		if (i)
+	} else {
+		tp_strbuf_addf(sb, "%u identical nodes: ", cl->n_nodes);
+		for (uint32_t i = 0; i < cl->n_nodes && i < 3; i++) {
+			if (i)
+				tp_strbuf_adds(sb, ", ");
+			add_text(sb, c->nodes.v[nodes[i]].name);
+		}
+		if (cl->n_nodes > 4)
+			tp_strbuf_adds(sb, ", ...");
+		if (cl->n_nodes > 3) {
 			tp_strbuf_adds(sb, ", ");
-		add_text(sb, c->nodes.v[nodes[i]].name);
+			add_text(sb, c->nodes.v[nodes[cl->n_nodes - 1]].name);
+		}
 	}
-	if (cl->n_nodes > 4)
-		tp_strbuf_adds(sb, ", ...");
-	if (cl->n_nodes > 3) {
-		tp_strbuf_adds(sb, ", ");
-		add_text(sb, c->nodes.v[nodes[cl->n_nodes - 1]].name);
+	/* device-to-device links inside the node (NVLink meshes) are drawn
+	 * unlabelled; their figures go here */
+	for (size_t i = 0; i < s->edges.n; i++) {
+		const struct tp_sedge *e = &s->edges.v[i];
+		if (!mesh_edge(s, e) || s->items.v[e->a].cls != k)
+			continue;
+		if (n_mesh == 0) {
+			bw_lo = e->bw_lo;
+			bw_hi = e->bw_hi;
+			kind = c->links.v[e->link].kind;
+		}
+		n_mesh += e->count;
+		bw_lo = fmin(bw_lo, e->bw_lo);
+		bw_hi = fmax(bw_hi, e->bw_hi);
+		bytes_hi = fmax(bytes_hi, e->bytes_hi);
+		busy_hi = fmax(busy_hi, e->busy_hi);
+	}
+	if (n_mesh) {
+		tp_strbuf_addf(sb, "\\n%u %s links between its devices, ",
+			       cl->n_nodes > 1 ? n_mesh / cl->n_nodes : n_mesh,
+			       tp_link_kind_name(kind));
+		add_range(sb, bw_lo, bw_hi, "B/s");
+		if (bytes_hi > 0) {
+			tp_strbuf_adds(sb, ", up to ");
+			add_si(sb, bytes_hi, "B");
+			tp_strbuf_adds(sb, "/iter");
+			if (busy_hi > 0.005) {
+				tp_strbuf_adds(sb, ", busy ");
+				add_pct(sb, busy_hi);
+			}
+		}
 	}
 }
 
@@ -666,6 +710,11 @@ static Agraph_t *build_graph(const struct tp_scene *s,
 			set(n, "penwidth", "2");
 			set(n, "fillcolor", "#fbfbfb");
 		}
+		/* keep the stages in order, left to right */
+		for (size_t k = 0; k + 1 < s->stages.n; k++)
+			set(agedge(sg, stage_nodes[k], stage_nodes[k + 1], NULL,
+				   1),
+			    "style", "invis");
 	}
 
 	/* node clusters */
@@ -737,6 +786,29 @@ static Agraph_t *build_graph(const struct tp_scene *s,
 		}
 	}
 
+	/* many node boxes: wrap them into rows (an invisible edge from the
+	 * bottom of box i to the top of box i + cols) so the picture is not
+	 * one long strip */
+	if (s->classes.n > 4) {
+		size_t nc = s->classes.n;
+		size_t cols = (size_t)ceil(sqrt((double)nc * 2));
+		for (size_t k = 0; k + cols < nc; k++) {
+			uint32_t bottom = TP_NONE, top = TP_NONE;
+			for (size_t i = 0; i < s->items.n; i++) {
+				const struct tp_item *it = &s->items.v[i];
+				if (it->cls == k && it->kind != TP_ITEM_DEVICE)
+					bottom = (uint32_t)i;
+				if (it->cls == k + cols &&
+				    it->kind == TP_ITEM_DEVICE && top == TP_NONE)
+					top = (uint32_t)i;
+			}
+			if (bottom == TP_NONE || top == TP_NONE)
+				continue;
+			set(agedge(g, nodes[bottom], nodes[top], NULL, 1),
+			    "style", "invis");
+		}
+	}
+
 	/* stage -> device edges */
 	for (size_t i = 0; i < is.n; i++)
 		stage_edges++;
@@ -767,11 +839,19 @@ static Agraph_t *build_graph(const struct tp_scene *s,
 		}
 		e = agedge(g, nodes[a], nodes[bb], NULL, 1);
 		tp_strbuf_reset(&b.sb);
-		edge_label(s, se, &b.sb);
-		set(e, "label", label_of(&b));
+		if (!mesh_edge(s, se) || se->bottleneck)
+			edge_label(s, se, &b.sb);
 		if (item_rank(s->items.v[a].kind) ==
-		    item_rank(s->items.v[bb].kind))
+		    item_rank(s->items.v[bb].kind)) {
+			/* a link between peers (NVLink between GPUs, switch
+			 * to switch) must not push one below the other; its
+			 * text is an xlabel because Graphviz 2.43 frees a
+			 * labelled flat edge twice in gvFreeLayout */
 			set(e, "constraint", "false");
+			set(e, "xlabel", label_of(&b));
+		} else {
+			set(e, "label", label_of(&b));
+		}
 		if (se->bytes_hi > 0 && s->max_link_bytes > 0) {
 			snprintf(w, sizeof(w), "%.2f",
 				 1 + 3 * se->bytes_hi / s->max_link_bytes);
