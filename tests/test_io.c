@@ -737,6 +737,11 @@ START_TEST(test_format_detect)
 	ck_assert_ptr_nonnull(strstr(err.msg, "unsupported format"));
 	ck_assert_str_eq(tp_format_kind_name(TP_FORMAT_PLAN), "plan");
 	ck_assert_int_eq(tp_format_parse("tagplan-report/1"), TP_FORMAT_REPORT);
+	t = "{\n  \"format\" :\t\"tagplan-model/1\", \"name\": ";
+	ck_assert_int_eq(tp_format_sniff(t, strlen(t)), TP_FORMAT_MODEL);
+	ck_assert_int_eq(tp_format_sniff(t, 20), TP_FORMAT_UNKNOWN);
+	t = "{\"name\": \"format\", \"x\": 1}";
+	ck_assert_int_eq(tp_format_sniff(t, strlen(t)), TP_FORMAT_UNKNOWN);
 }
 END_TEST
 

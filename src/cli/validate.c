@@ -62,7 +62,10 @@ static enum tp_status validate_one(const char *path, struct context *cx,
 	detail[0] = '\0';
 	if ((st = tp_file_read(path, o->max_bytes, &text, &len, err)))
 		return st;
-	if ((st = tp_format_detect(path, text, len, o, &kind, err)))
+	/* one strict parse: the loader of the sniffed kind does it */
+	kind = tp_format_sniff(text, len);
+	if (kind == TP_FORMAT_UNKNOWN &&
+	    (st = tp_format_detect(path, text, len, o, &kind, err)))
 		goto out;
 	switch (kind) {
 	case TP_FORMAT_MODEL: {

@@ -239,7 +239,8 @@ enum tp_status tp_data_path(const char *rel, char *out, size_t size,
 	if (n > 0) {
 		exe[n] = '\0';
 		/* a build tree: data/ beside the binary or up to three
-		 * levels above it (build/NAME/tagplan) */
+		 * levels above it (build/NAME/tagplan); a relocated install:
+		 * PREFIX/bin/tagplan with PREFIX/share/tagplan */
 		for (int up = 0; up < 4; up++) {
 			char *slash = strrchr(exe, '/');
 			if (!slash)
@@ -248,6 +249,12 @@ enum tp_status tp_data_path(const char *rel, char *out, size_t size,
 			snprintf(out, size, "%s/data/%s", exe, rel);
 			if (readable(out))
 				return TP_OK;
+			if (up == 1) {
+				snprintf(out, size, "%s/share/tagplan/%s", exe,
+					 rel);
+				if (readable(out))
+					return TP_OK;
+			}
 		}
 	}
 	snprintf(out, size, "%s/%s", TP_DATADIR, rel);
@@ -343,6 +350,39 @@ enum tp_status tp_format_detect(const char *name, const char *text,
 out:
 	tp_json_doc_release(&doc);
 	return st;
+}
+
+enum tp_format_kind tp_format_sniff(const char *text, size_t len)
+{
+	static const char key[] = "\"format\"";
+	size_t n = len < 65536 ? len : 65536, i;
+	const char *p = NULL;
+	char val[32];
+	size_t k = 0;
+
+	for (i = 0; i + sizeof(key) - 1 <= n; i++)
+		if (memcmp(text + i, key, sizeof(key) - 1) == 0) {
+			p = text + i + sizeof(key) - 1;
+			break;
+		}
+	if (!p)
+		return TP_FORMAT_UNKNOWN;
+	while (p < text + n && (*p == ' ' || *p == '\t' || *p == '\n' ||
+				*p == '\r'))
+		p++;
+	if (p >= text + n || *p++ != ':')
+		return TP_FORMAT_UNKNOWN;
+	while (p < text + n && (*p == ' ' || *p == '\t' || *p == '\n' ||
+				*p == '\r'))
+		p++;
+	if (p >= text + n || *p++ != '"')
+		return TP_FORMAT_UNKNOWN;
+	while (p < text + n && *p != '"' && k + 1 < sizeof(val))
+		val[k++] = *p++;
+	val[k] = '\0';
+	if (p >= text + n || *p != '"')
+		return TP_FORMAT_UNKNOWN;
+	return tp_format_parse(val);
 }
 
 /* Lower-case letters and digits only: "A100-SXM4" -> "a100sxm4". */

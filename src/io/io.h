@@ -60,6 +60,12 @@ const char *tp_format_string(enum tp_format_kind k);
 /* The kind a "format" string names, TP_FORMAT_UNKNOWN if none. */
 enum tp_format_kind tp_format_parse(const char *s);
 
+/* A cheap guess of a document's kind: the value of the first "format"
+ * key within its first 64 KiB, without validating anything (the loaders
+ * still check the document strictly).  TP_FORMAT_UNKNOWN when there is no
+ * recognisable "format"; then tp_format_detect gives the reason. */
+enum tp_format_kind tp_format_sniff(const char *text, size_t len);
+
 /* Read a whole file ("-" is stdin) refusing more than max_bytes (0 =
  * default).  *data is NUL-terminated, caller frees.  TP_EIO/TP_ELIMIT. */
 enum tp_status tp_file_read(const char *path, size_t max_bytes, char **data,
