@@ -61,7 +61,8 @@ void tp_gpt_dims_default(struct tp_gpt_dims *d);
 
 /* A GPT in m (initialised).  ffn 0 = 4 * hidden, kv_heads 0 = heads.
  * TP_EINPUT naming the dimension when one is out of range or heads do
- * not divide hidden or kv_heads does not divide heads. */
+ * not divide hidden or kv_heads does not divide heads; TP_ELIMIT when a
+ * transformer would have more than 200000 ops (all builders). */
 enum tp_status tp_build_gpt(const struct tp_gpt_dims *d, struct tp_model *m,
 			    struct tp_error *err);
 

@@ -526,10 +526,13 @@ static enum tp_status check_dims(const struct tp_tf *t, struct tp_error *err)
 		return tp_error_set(err, TP_EINPUT,
 				    "decoder layers and decoder sequence length "
 				    "must be positive");
-	if ((t->layers + t->dec_layers) * (12 + 3 * t->experts) > 4000000)
+	/* the largest real models have some 10^4 ops (256 experts x 61
+	 * layers); a limit keeps absurd configs from eating memory */
+	if ((t->layers + t->dec_layers) * (14 + 3 * t->experts) > 200000)
 		return tp_error_set(err, TP_ELIMIT,
-				    "the model would have more than 4 million "
-				    "ops; fewer layers or experts please");
+				    "the model would have more than 200000 "
+				    "ops (layers x (14 + 3 x experts)); fewer "
+				    "layers or experts please");
 	return TP_OK;
 }
 
