@@ -249,6 +249,9 @@ START_TEST(test_gpt_gqa_and_errors)
 	d.layers = 0;
 	ck_assert_int_eq(tp_build_gpt(&d, &m, &err), TP_EINPUT);
 	ck_assert_ptr_nonnull(strstr(err.msg, "layers"));
+	d.layers = 20000; /* 280000 ops */
+	ck_assert_int_eq(tp_build_gpt(&d, &m, &err), TP_ELIMIT);
+	ck_assert_ptr_nonnull(strstr(err.msg, "200000"));
 	tp_model_release(&m);
 }
 END_TEST
