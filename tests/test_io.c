@@ -27,8 +27,7 @@ static enum tp_status parse_str(const char *s, struct tp_json_doc *doc,
 	return tp_json_parse("t.json", s, strlen(s), 0, 0, doc, err);
 }
 
-static void expect_syntax(const char *text, int line, int col,
-			  const char *msg)
+static void expect_syntax(const char *text, int line, int col, const char *msg)
 {
 	struct tp_json_doc doc;
 	struct tp_error err;
@@ -49,8 +48,8 @@ static void load_model(const char *path, struct tp_model *m)
 
 	tp_model_init(m);
 	tp_error_clear(&err);
-	ck_assert_msg(tp_model_load_file(path, NULL, m, &err) == TP_OK, "%s: %s",
-		      path, err.msg);
+	ck_assert_msg(tp_model_load_file(path, NULL, m, &err) == TP_OK,
+		      "%s: %s", path, err.msg);
 }
 
 static void load_topo(const char *path, struct tp_cluster *c)
@@ -102,7 +101,8 @@ static void model_eq(const struct tp_model *a, const struct tp_model *b)
 		const struct tp_profile *x = &a->profiles.v[k],
 					*y = &b->profiles.v[k];
 		ck_assert_str_eq(x->device_type, y->device_type);
-		ck_assert(x->batch == y->batch && x->forward_s == y->forward_s &&
+		ck_assert(x->batch == y->batch &&
+			  x->forward_s == y->forward_s &&
 			  x->backward_s == y->backward_s);
 	}
 }
@@ -130,7 +130,8 @@ static void cluster_eq(const struct tp_cluster *a, const struct tp_cluster *b)
 	}
 	ck_assert_uint_eq(a->devices.n, b->devices.n);
 	for (size_t k = 0; k < a->devices.n; k++) {
-		const struct tp_device *x = &a->devices.v[k], *y = &b->devices.v[k];
+		const struct tp_device *x = &a->devices.v[k],
+				       *y = &b->devices.v[k];
 		ck_assert_str_eq(x->name, y->name);
 		ck_assert(x->type == y->type && x->node == y->node &&
 			  x->local == y->local && x->vertex == y->vertex);
@@ -154,12 +155,13 @@ static void cluster_eq(const struct tp_cluster *a, const struct tp_cluster *b)
 	ck_assert_uint_eq(a->links.n, b->links.n);
 	for (size_t k = 0; k < a->links.n; k++) {
 		const struct tp_link *x = &a->links.v[k], *y = &b->links.v[k];
-		ck_assert(x->a == y->a && x->b == y->b && x->bw_Bps == y->bw_Bps &&
+		ck_assert(x->a == y->a && x->b == y->b &&
+			  x->bw_Bps == y->bw_Bps &&
 			  x->latency_s == y->latency_s && x->kind == y->kind);
 	}
 	ck_assert_uint_eq(a->vertex_kind.n, b->vertex_kind.n);
-	ck_assert(memcmp(a->vertex_kind.v, b->vertex_kind.v,
-			 a->vertex_kind.n) == 0);
+	ck_assert(
+	    memcmp(a->vertex_kind.v, b->vertex_kind.v, a->vertex_kind.n) == 0);
 	for (uint32_t s = 0; s < a->devices.n; s++)
 		for (uint32_t t = 0; t < a->devices.n; t++) {
 			const struct tp_route *x = tp_cluster_route(a, s, t);
@@ -169,12 +171,12 @@ static void cluster_eq(const struct tp_cluster *a, const struct tp_cluster *b)
 		}
 }
 
-#define VEC_EQ(a, b)                                                          \
-	do {                                                                  \
-		ck_assert_uint_eq((a).n, (b).n);                              \
-		if ((a).n)                                                    \
-			ck_assert(memcmp((a).v, (b).v,                        \
-					 (a).n * sizeof(*(a).v)) == 0);       \
+#define VEC_EQ(a, b)                                                           \
+	do {                                                                   \
+		ck_assert_uint_eq((a).n, (b).n);                               \
+		if ((a).n)                                                     \
+			ck_assert(memcmp((a).v, (b).v,                         \
+					 (a).n * sizeof(*(a).v)) == 0);        \
 	} while (0)
 
 static void plan_eq(const struct tp_plan *a, const struct tp_plan *b)
@@ -189,8 +191,8 @@ static void plan_eq(const struct tp_plan *a, const struct tp_plan *b)
 	ck_assert(a->global_batch == b->global_batch &&
 		  a->micro_batches == b->micro_batches &&
 		  a->schedule == b->schedule &&
-		  a->virtual_stages == b->virtual_stages && a->zero == b->zero &&
-		  a->compression == b->compression);
+		  a->virtual_stages == b->virtual_stages &&
+		  a->zero == b->zero && a->compression == b->compression);
 	ck_assert(x->valid == y->valid && x->feasible == y->feasible);
 	ck_assert(x->iteration_time_s == y->iteration_time_s &&
 		  x->throughput_samples_per_s == y->throughput_samples_per_s &&
@@ -261,9 +263,10 @@ START_TEST(test_json_values_and_unicode)
 	struct tp_error err;
 	const struct tp_json *r;
 	/* BOM, escapes, surrogate pair, nested containers, numbers */
-	const char *text = "\xef\xbb\xbf{\"s\": \"a\\u00e9\\ud83d\\ude00\\n\\/\","
-			   " \"n\": -1.5e-3, \"z\": 0, \"b\": [true, false, null],"
-			   " \"o\": {}}";
+	const char *text =
+	    "\xef\xbb\xbf{\"s\": \"a\\u00e9\\ud83d\\ude00\\n\\/\","
+	    " \"n\": -1.5e-3, \"z\": 0, \"b\": [true, false, null],"
+	    " \"o\": {}}";
 
 	ck_assert_int_eq(parse_str(text, &doc, &err), TP_OK);
 	r = doc.root;
@@ -357,8 +360,9 @@ START_TEST(test_sha256_vectors)
 	tp_sha256_hex("abc", 3, hex);
 	ck_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223"
 			      "b00361a396177a9cb410ff61f20015ad");
-	tp_sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
-		      56, hex);
+	tp_sha256_hex(
+	    "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56,
+	    hex);
 	ck_assert_str_eq(hex, "248d6a61d20638b8e5c026930c3e6039"
 			      "a33ce45964ff2167f6ecedd419db06c1");
 	ck_assert_ptr_nonnull(million);
@@ -417,10 +421,10 @@ START_TEST(test_model_defaults)
 	relu = &m.ops.v[tp_model_find_op(&m, "relu")];
 	fc2 = &m.ops.v[tp_model_find_op(&m, "fc2")];
 	ck_assert(fc1->backward_flop == 2 * fc1->flop); /* matmul default */
-	ck_assert(relu->backward_flop == relu->flop);   /* 1x otherwise */
+	ck_assert(relu->backward_flop == relu->flop);	/* 1x otherwise */
 	ck_assert(fc1->saved_bytes == fc1->out_bytes);
-	ck_assert(fc1->mem_bytes == 3136 + 2048);       /* inputs + output */
-	ck_assert(fc2->mem_bytes == 2088);              /* given */
+	ck_assert(fc1->mem_bytes == 3136 + 2048); /* inputs + output */
+	ck_assert(fc2->mem_bytes == 2088);	  /* given */
 	ck_assert_uint_eq(fc1->tp_units, 512);
 	ck_assert_int_eq(fc1->tp_split, TP_SPLIT_COLUMN);
 	ck_assert_uint_eq(fc1->n_prof, 1);
@@ -494,10 +498,10 @@ START_TEST(test_topology_structure)
 	/* NVLink inside the V100 machine, 2.81 GB/s between machines */
 	ck_assert(tp_cluster_route(&c, tp_cluster_find_device(&c, "g12/gpu0"),
 				   tp_cluster_find_device(&c, "g12/gpu3"))
-			  ->bw_Bps == 50e9);
+		      ->bw_Bps == 50e9);
 	ck_assert(tp_cluster_route(&c, tp_cluster_find_device(&c, "g7/gpu0"),
 				   tp_cluster_find_device(&c, "g1/gpu1"))
-			  ->bw_Bps == 2.81e9);
+		      ->bw_Bps == 2.81e9);
 	/* a V100 has no bf16 unit: the fp32 rate is used */
 	ck_assert(tp_device_peak_flops(&c, 0, TP_DTYPE_BF16) == 15.7e12);
 	tp_cluster_release(&c);
@@ -505,8 +509,8 @@ START_TEST(test_topology_structure)
 	load_topo(tp_test_path("data/good/two-racks.json"), &c);
 	t = &c.types.v[tp_cluster_find_type(&c, "MyV100")];
 	ck_assert(!t->builtin);
-	ck_assert(t->memory_bytes == 15e9);                  /* overridden */
-	ck_assert(t->peak_flops[TP_DTYPE_FP16] == 125e12);   /* from base */
+	ck_assert(t->memory_bytes == 15e9);		   /* overridden */
+	ck_assert(t->peak_flops[TP_DTYPE_FP16] == 125e12); /* from base */
 	ck_assert_uint_eq(c.nodes.v[0].n_devices, 3);
 	ck_assert_str_eq(c.devices.v[2].name, "a/gpu2");
 	ck_assert_str_eq(c.devices.v[4].name, "b-1/gpu0");
@@ -535,12 +539,13 @@ START_TEST(test_builtin_devices)
 		ck_assert(t->builtin && t->memory_bytes > t->reserved_bytes);
 		ck_assert(t->peak_flops[TP_DTYPE_FP32] > 0);
 		ck_assert(t->gemm_efficiency > 0 && t->gemm_efficiency <= 1);
-		ck_assert_msg(t->source && strlen(t->source) > 20, "%s", t->name);
+		ck_assert_msg(t->source && strlen(t->source) > 20, "%s",
+			      t->name);
 	}
 	ck_assert_uint_ne(tp_cluster_find_type(&c, "GTX-1080-Ti"), TP_NONE);
 	ck_assert_uint_ne(tp_cluster_find_type(&c, "MI300X"), TP_NONE);
 	ck_assert(c.types.v[tp_cluster_find_type(&c, "H100-SXM5-80GB")]
-			  .gemm_efficiency == 0.803);
+		      .gemm_efficiency == 0.803);
 	tp_cluster_release(&c);
 }
 END_TEST
@@ -555,22 +560,24 @@ START_TEST(test_semantic_errors)
 	const char *topo = "{\"format\": \"tagplan-topology/1\", \"nodes\": "
 			   "[{\"name\": \"n\", \"devices\": [{\"type\": "
 			   "\"H100-SXM-80GB\"}]}]}";
-	const char *model = "{\"format\": \"tagplan-model/1\", \"name\": \"m\", "
-			    "\"global_batch_size\": 8, \"dtype\": \"fp32\", "
-			    "\"optimizer\": \"adam\", \"colour\": \"red\", "
-			    "\"ops\": [{\"name\": \"a\", \"kind\": \"matmul\", "
-			    "\"forward_flop_per_sample\": 1, "
-			    "\"parameter_bytes\": 4, "
-			    "\"output_bytes_per_samples\": 4}]}";
+	const char *model =
+	    "{\"format\": \"tagplan-model/1\", \"name\": \"m\", "
+	    "\"global_batch_size\": 8, \"dtype\": \"fp32\", "
+	    "\"optimizer\": \"adam\", \"colour\": \"red\", "
+	    "\"ops\": [{\"name\": \"a\", \"kind\": \"matmul\", "
+	    "\"forward_flop_per_sample\": 1, "
+	    "\"parameter_bytes\": 4, "
+	    "\"output_bytes_per_samples\": 4}]}";
 
 	tp_cluster_init(&c);
 	tp_error_clear(&err);
-	ck_assert_int_eq(tp_topology_load("t.json", topo, strlen(topo), NULL, &c,
-					  &err),
-			 TP_EINPUT);
+	ck_assert_int_eq(
+	    tp_topology_load("t.json", topo, strlen(topo), NULL, &c, &err),
+	    TP_EINPUT);
 	ck_assert_str_eq(err.path, "$.nodes[0].devices[0].type");
 	ck_assert_str_eq(err.file, "t.json");
-	ck_assert_ptr_nonnull(strstr(err.msg, "did you mean \"H100-SXM5-80GB\""));
+	ck_assert_ptr_nonnull(
+	    strstr(err.msg, "did you mean \"H100-SXM5-80GB\""));
 	ck_assert_uint_eq(c.types.n, 0); /* released on failure */
 	tp_cluster_release(&c);
 
@@ -581,22 +588,22 @@ START_TEST(test_semantic_errors)
 	tp_strbuf_init(&w);
 	o.warnings = &w;
 	tp_error_clear(&err);
-	ck_assert_int_eq(tp_model_load("m.json", model, strlen(model), &o, &m,
-				       &err),
-			 TP_EINPUT);
+	ck_assert_int_eq(
+	    tp_model_load("m.json", model, strlen(model), &o, &m, &err),
+	    TP_EINPUT);
 	ck_assert_str_eq(err.path, "$.ops[0]");
 	ck_assert_ptr_nonnull(strstr(err.msg, "\"output_bytes_per_sample\""));
-	ck_assert_ptr_nonnull(strstr(tp_strbuf_cstr(&w),
-				     "m.json: $.colour: unknown field"));
-	ck_assert_ptr_nonnull(strstr(tp_strbuf_cstr(&w),
-				     "$.ops[0].output_bytes_per_samples: unknown "
-				     "field \"output_bytes_per_samples\" in an op "
-				     "(did you mean \"output_bytes_per_sample\"?)"));
+	ck_assert_ptr_nonnull(
+	    strstr(tp_strbuf_cstr(&w), "m.json: $.colour: unknown field"));
+	ck_assert_ptr_nonnull(strstr(
+	    tp_strbuf_cstr(&w), "$.ops[0].output_bytes_per_samples: unknown "
+				"field \"output_bytes_per_samples\" in an op "
+				"(did you mean \"output_bytes_per_sample\"?)"));
 	o.strict = true;
 	tp_error_clear(&err);
-	ck_assert_int_eq(tp_model_load("m.json", model, strlen(model), &o, &m,
-				       &err),
-			 TP_EINPUT);
+	ck_assert_int_eq(
+	    tp_model_load("m.json", model, strlen(model), &o, &m, &err),
+	    TP_EINPUT);
 	ck_assert_str_eq(err.path, "$.colour");
 	ck_assert_ptr_nonnull(strstr(err.msg, "--strict"));
 	tp_strbuf_release(&w);
@@ -632,12 +639,13 @@ START_TEST(test_plan_roundtrip)
 	tp_plan_write(&a, &m, &c, &sb);
 	ck_assert(!sb.failed);
 	ck_assert_ptr_nonnull(strstr(sb.buf, "\"from\": \"input\""));
-	ck_assert_ptr_nonnull(strstr(sb.buf, "\"seed\": \"18446744073709551557\""));
+	ck_assert_ptr_nonnull(
+	    strstr(sb.buf, "\"seed\": \"18446744073709551557\""));
 	ck_assert_ptr_nonnull(strstr(sb.buf, "\"speedup\": "));
 	tp_error_clear(&err);
-	ck_assert_msg(tp_plan_load("rt", sb.buf, sb.len, &m, &c, NULL, &b,
-				   &err) == TP_OK,
-		      "%s %s\n%s", err.path, err.msg, sb.buf);
+	ck_assert_msg(
+	    tp_plan_load("rt", sb.buf, sb.len, &m, &c, NULL, &b, &err) == TP_OK,
+	    "%s %s\n%s", err.path, err.msg, sb.buf);
 	plan_eq(&a, &b);
 	tp_strbuf_release(&sb);
 	tp_plan_release(&a);
@@ -822,13 +830,12 @@ START_TEST(test_file_read)
 	ck_assert_ptr_null(data);
 	ck_assert_ptr_nonnull(strstr(err.msg, "100 bytes"));
 	tp_error_clear(&err);
-	ck_assert_int_eq(tp_file_read("/nonexistent/x.json", 0, &data, &len,
-				      &err),
-			 TP_EIO);
+	ck_assert_int_eq(
+	    tp_file_read("/nonexistent/x.json", 0, &data, &len, &err), TP_EIO);
 	ck_assert_str_eq(err.file, "/nonexistent/x.json");
-	ck_assert_int_eq(tp_file_read(tp_data_file("demo-model.json"), 0, &data,
-				      &len, &err),
-			 TP_OK);
+	ck_assert_int_eq(
+	    tp_file_read(tp_data_file("demo-model.json"), 0, &data, &len, &err),
+	    TP_OK);
 	ck_assert_uint_gt(len, 1000);
 	ck_assert_int_eq(data[len], '\0');
 	free(data);
@@ -836,9 +843,9 @@ START_TEST(test_file_read)
 	ck_assert_int_eq(tp_data_path("devices.json", path, sizeof(path), &err),
 			 TP_OK);
 	ck_assert_ptr_nonnull(strstr(path, "devices.json"));
-	ck_assert_int_eq(tp_data_path("no-such-file.json", path, sizeof(path),
-				      &err),
-			 TP_EIO);
+	ck_assert_int_eq(
+	    tp_data_path("no-such-file.json", path, sizeof(path), &err),
+	    TP_EIO);
 	ck_assert_ptr_nonnull(strstr(err.msg, "TAGPLAN_DATA"));
 }
 END_TEST
@@ -906,7 +913,8 @@ START_TEST(test_bad_corpus)
 				args = replace_all(raw, "@TESTS@", tests);
 				free(raw);
 				for (char *t = strtok_r(args, " \n", &save);
-				     t && argc < 12; t = strtok_r(NULL, " \n", &save))
+				     t && argc < 12;
+				     t = strtok_r(NULL, " \n", &save))
 					argv[argc++] = t;
 			}
 		}
@@ -914,11 +922,12 @@ START_TEST(test_bad_corpus)
 		argv[argc++] = path;
 		argv[argc] = NULL;
 		tp_run_tagplan(&r, argv, NULL);
-		ck_assert_msg(r.status == 2, "%s: exit %d, expected 2; stderr: %s",
-			      path, r.status, r.err);
+		ck_assert_msg(r.status == 2,
+			      "%s: exit %d, expected 2; stderr: %s", path,
+			      r.status, r.err);
 		ck_assert_msg(strstr(r.err, path) != NULL,
-			      "%s: the message does not name the file: %s", path,
-			      r.err);
+			      "%s: the message does not name the file: %s",
+			      path, r.err);
 		ck_assert_msg(r.out_len == 0, "%s: wrote to stdout: %s", path,
 			      r.out);
 		{
@@ -926,8 +935,8 @@ START_TEST(test_bad_corpus)
 			for (char *line = strtok_r(expect, "\n", &save); line;
 			     line = strtok_r(NULL, "\n", &save))
 				ck_assert_msg(strstr(r.err, line) != NULL,
-					      "%s: stderr lacks \"%s\":\n%s", path,
-					      line, r.err);
+					      "%s: stderr lacks \"%s\":\n%s",
+					      path, line, r.err);
 		}
 		tp_run_free(&r);
 		free(expect);
@@ -945,13 +954,16 @@ START_TEST(test_good_files_validate)
 
 	{
 		/* tp_test_path rotates 8 buffers: one array at a time */
-		const char *argv[] = {
-			"tagplan", "validate", "-m",
-			tp_test_path("data/good/mlp.json"), "-t",
-			tp_test_path("data/good/two-racks.json"),
-			tp_test_path("data/good/mlp.json"),
-			tp_test_path("data/good/two-racks.json"),
-			tp_test_path("data/good/mlp-plan.json"), NULL};
+		const char *argv[] = {"tagplan",
+				      "validate",
+				      "-m",
+				      tp_test_path("data/good/mlp.json"),
+				      "-t",
+				      tp_test_path("data/good/two-racks.json"),
+				      tp_test_path("data/good/mlp.json"),
+				      tp_test_path("data/good/two-racks.json"),
+				      tp_test_path("data/good/mlp-plan.json"),
+				      NULL};
 		tp_run_tagplan(&r, argv, NULL);
 	}
 	ck_assert_msg(r.status == 0, "%s", r.err);
@@ -959,20 +971,23 @@ START_TEST(test_good_files_validate)
 	ck_assert_ptr_nonnull(strstr(r.out, "two-racks.json: ok (topology)\n"));
 	tp_run_free(&r);
 	{
-		const char *argv[] = {"tagplan", "validate",
-				      tp_data_file("demo-model.json"),
-				      tp_data_file("devices.json"),
-				      tp_data_file("tag-testbed.json"),
-				      tp_data_file("dgx-a100x4.json"),
-				      tp_test_path("data/good/report.json"),
-				      tp_test_path("data/good/plan-uniform.json"),
-				      NULL};
+		const char *argv[] = {
+		    "tagplan",
+		    "validate",
+		    tp_data_file("demo-model.json"),
+		    tp_data_file("devices.json"),
+		    tp_data_file("tag-testbed.json"),
+		    tp_data_file("dgx-a100x4.json"),
+		    tp_test_path("data/good/report.json"),
+		    tp_test_path("data/good/plan-uniform.json"),
+		    NULL};
 		tp_run_tagplan(&r, argv, NULL);
 	}
 	ck_assert_msg(r.status == 0, "%s", r.err);
 	ck_assert_ptr_nonnull(strstr(r.out, "demo-model.json: ok (model)\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "devices.json: ok (devices)\n"));
-	ck_assert_ptr_nonnull(strstr(r.out, "dgx-a100x4.json: ok (topology)\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(r.out, "dgx-a100x4.json: ok (topology)\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "report.json: ok (report)\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "plan-uniform.json: ok (plan, "
 					    "structure only"));
@@ -987,13 +1002,13 @@ START_TEST(test_validate_stdin_deep_and_usage)
 	char *deep = malloc(2 * n + 1);
 	const char *argv[] = {"tagplan", "validate", "-", NULL};
 	const char *none[] = {"tagplan", "validate", NULL};
-	const char *half[] = {"tagplan", "validate", "-m", "x.json", "y.json",
-			      NULL};
+	const char *half[] = {"tagplan", "validate", "-m",
+			      "x.json",	 "y.json",   NULL};
 	const char *missing[] = {"tagplan", "validate", "/nonexistent.json",
 				 NULL};
-	const char *warn[] = {"tagplan", "validate",
-			      tp_test_path("data/bad/unknown-field-strict.json"),
-			      NULL};
+	const char *warn[] = {
+	    "tagplan", "validate",
+	    tp_test_path("data/bad/unknown-field-strict.json"), NULL};
 	struct tp_run r;
 
 	ck_assert_ptr_nonnull(deep);
@@ -1027,10 +1042,10 @@ END_TEST
 
 START_TEST(test_inspect)
 {
-	const char *m[] = {"tagplan", "inspect", tp_data_file("demo-model.json"),
-			   NULL};
-	const char *t[] = {"tagplan", "inspect", tp_data_file("tag-testbed.json"),
-			   NULL};
+	const char *m[] = {"tagplan", "inspect",
+			   tp_data_file("demo-model.json"), NULL};
+	const char *t[] = {"tagplan", "inspect",
+			   tp_data_file("tag-testbed.json"), NULL};
 	const char *p[] = {"tagplan",
 			   "inspect",
 			   "-m",

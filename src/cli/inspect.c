@@ -189,7 +189,8 @@ static void inspect_plan(struct tp_jw *jw, const struct tp_plan *p,
 		char name[32];
 		for (uint32_t k = 0; k < gr->n_ops; k++) {
 			flop += m->ops.v[tp_plan_group_ops(p, g)[k]].flop;
-			params += m->ops.v[tp_plan_group_ops(p, g)[k]].param_bytes;
+			params +=
+			    m->ops.v[tp_plan_group_ops(p, g)[k]].param_bytes;
 		}
 		snprintf(name, sizeof(name), "g%u", g);
 		tp_jw_object_begin(jw);
@@ -201,7 +202,8 @@ static void inspect_plan(struct tp_jw *jw, const struct tp_plan *p,
 		tp_jw_kv_int(jw, "dp", gr->dp);
 		tp_jw_kv_int(jw, "tp", gr->tp);
 		tp_jw_kv_string(jw, "sync", tp_sync_name(gr->sync));
-		tp_jw_kv_string(jw, "recompute", tp_recompute_name(gr->recompute));
+		tp_jw_kv_string(jw, "recompute",
+				tp_recompute_name(gr->recompute));
 		tp_jw_kv_bool(jw, "sp", gr->sp);
 		tp_jw_kv_int(jw, "sfb_ops", gr->n_sfb);
 		tp_jw_object_end(jw);
@@ -231,7 +233,8 @@ static void inspect_outline(struct tp_jw *jw, const struct tp_plan_outline *ol)
 	tp_jw_kv_string(jw, "schedule", tp_schedule_name(ol->schedule));
 	tp_jw_kv_int(jw, "virtual_stages", ol->virtual_stages);
 	tp_jw_kv_int(jw, "zero", ol->zero);
-	tp_jw_kv_string(jw, "compression", tp_compression_name(ol->compression));
+	tp_jw_kv_string(jw, "compression",
+			tp_compression_name(ol->compression));
 	tp_jw_kv_int(jw, "groups", (int64_t)ol->groups.n);
 	tp_jw_kv_int(jw, "devices_used", ol->n_distinct_devices);
 	tp_jw_key(jw, "group_list");
@@ -245,7 +248,8 @@ static void inspect_outline(struct tp_jw *jw, const struct tp_plan_outline *ol)
 		tp_jw_kv_int(jw, "dp", og->dp);
 		tp_jw_kv_int(jw, "tp", og->tp);
 		tp_jw_kv_string(jw, "sync", tp_sync_name(og->sync));
-		tp_jw_kv_string(jw, "recompute", tp_recompute_name(og->recompute));
+		tp_jw_kv_string(jw, "recompute",
+				tp_recompute_name(og->recompute));
 		tp_jw_kv_bool(jw, "sp", og->sp);
 		tp_jw_object_end(jw);
 	}
@@ -294,30 +298,30 @@ int cmd_inspect(int argc, char **argv)
 	bool strict = false;
 	long long max_bytes = (long long)TP_IO_DEFAULT_MAX_BYTES;
 	struct tp_opt opts[] = {
-		{"model", 'm', TP_OPT_STRING, &model, "MODEL",
-		 "model a plan refers to (with -t)", 0, 0, false},
-		{"topology", 't', TP_OPT_STRING, &topo, "TOPO",
-		 "topology a plan refers to (with -m)", 0, 0, false},
-		{"strict", 0, TP_OPT_FLAG, &strict, NULL,
-		 "unknown fields are errors, not warnings", 0, 0, false},
-		{"max-bytes", 0, TP_OPT_INT, &max_bytes, "N",
-		 "refuse files larger than N bytes", 1, 4.6e18, false},
-		{NULL, 0, 0, NULL, NULL, NULL, 0, 0, false}};
+	    {"model", 'm', TP_OPT_STRING, &model, "MODEL",
+	     "model a plan refers to (with -t)", 0, 0, false},
+	    {"topology", 't', TP_OPT_STRING, &topo, "TOPO",
+	     "topology a plan refers to (with -m)", 0, 0, false},
+	    {"strict", 0, TP_OPT_FLAG, &strict, NULL,
+	     "unknown fields are errors, not warnings", 0, 0, false},
+	    {"max-bytes", 0, TP_OPT_INT, &max_bytes, "N",
+	     "refuse files larger than N bytes", 1, 4.6e18, false},
+	    {NULL, 0, 0, NULL, NULL, NULL, 0, 0, false}};
 	static const char about[] =
-		"Print a JSON summary of a tagplan file on stdout.\n"
-		"  model:    \"parameters\", \"forward_flop_per_sample\", ops, "
-		"edges, dtype,\n"
-		"            global batch, sequence length, activation bytes, "
-		"op kinds\n"
-		"  topology: \"devices\" (count), \"device_types\" (name -> "
-		"count), nodes,\n"
-		"            links, total memory and peak FLOP/s, route "
-		"extremes\n"
-		"  plan:     its groups (resolved with -m MODEL -t TOPO, else "
-		"as written)\n"
-		"  report:   the headline figures\n\n"
-		"example:\n  tagplan inspect data/demo-model.json | jq "
-		".parameters";
+	    "Print a JSON summary of a tagplan file on stdout.\n"
+	    "  model:    \"parameters\", \"forward_flop_per_sample\", ops, "
+	    "edges, dtype,\n"
+	    "            global batch, sequence length, activation bytes, "
+	    "op kinds\n"
+	    "  topology: \"devices\" (count), \"device_types\" (name -> "
+	    "count), nodes,\n"
+	    "            links, total memory and peak FLOP/s, route "
+	    "extremes\n"
+	    "  plan:     its groups (resolved with -m MODEL -t TOPO, else "
+	    "as written)\n"
+	    "  report:   the headline figures\n\n"
+	    "example:\n  tagplan inspect data/demo-model.json | jq "
+	    ".parameters";
 	char **pos = NULL;
 	int npos = 0, code, rc = TP_EXIT_OK;
 	struct tp_load_options o;

@@ -90,15 +90,16 @@ static enum tp_status validate_one(const char *path, struct context *cx,
 			if ((st = load_context(cx, o, err)))
 				break;
 			tp_plan_init(&p);
-			st = tp_plan_load(path, text, len, &cx->m, &cx->c, o, &p,
-					  err);
+			st = tp_plan_load(path, text, len, &cx->m, &cx->c, o,
+					  &p, err);
 			tp_plan_release(&p);
 			snprintf(detail, dsize, "plan");
 		} else {
 			st = tp_plan_check(path, text, len, o, NULL, err);
-			snprintf(detail, dsize,
-				 "plan, structure only: give -m MODEL -t TOPO to "
-				 "resolve its ops and devices");
+			snprintf(
+			    detail, dsize,
+			    "plan, structure only: give -m MODEL -t TOPO to "
+			    "resolve its ops and devices");
 		}
 		break;
 	case TP_FORMAT_REPORT: {
@@ -133,32 +134,32 @@ int cmd_validate(int argc, char **argv)
 	long long max_bytes = (long long)TP_IO_DEFAULT_MAX_BYTES;
 	long long max_depth = TP_IO_DEFAULT_MAX_DEPTH;
 	struct tp_opt opts[] = {
-		{"model", 'm', TP_OPT_STRING, &model, "MODEL",
-		 "model to resolve plans against (with -t)", 0, 0, false},
-		{"topology", 't', TP_OPT_STRING, &topo, "TOPO",
-		 "topology to resolve plans against (with -m)", 0, 0, false},
-		{"strict", 0, TP_OPT_FLAG, &strict, NULL,
-		 "unknown fields are errors, not warnings", 0, 0, false},
-		{"max-bytes", 0, TP_OPT_INT, &max_bytes, "N",
-		 "refuse files larger than N bytes", 1, 4.6e18, false},
-		{"max-depth", 0, TP_OPT_INT, &max_depth, "N",
-		 "refuse JSON nested deeper than N levels", 1, 1000, false},
-		{NULL, 0, 0, NULL, NULL, NULL, 0, 0, false}};
+	    {"model", 'm', TP_OPT_STRING, &model, "MODEL",
+	     "model to resolve plans against (with -t)", 0, 0, false},
+	    {"topology", 't', TP_OPT_STRING, &topo, "TOPO",
+	     "topology to resolve plans against (with -m)", 0, 0, false},
+	    {"strict", 0, TP_OPT_FLAG, &strict, NULL,
+	     "unknown fields are errors, not warnings", 0, 0, false},
+	    {"max-bytes", 0, TP_OPT_INT, &max_bytes, "N",
+	     "refuse files larger than N bytes", 1, 4.6e18, false},
+	    {"max-depth", 0, TP_OPT_INT, &max_depth, "N",
+	     "refuse JSON nested deeper than N levels", 1, 1000, false},
+	    {NULL, 0, 0, NULL, NULL, NULL, 0, 0, false}};
 	static const char about[] =
-		"Check tagplan files against the formats of tagplan-formats(5): "
-		"strict JSON\n(line:column for syntax errors), then the "
-		"fields, their types and ranges,\nand the semantics (unique "
-		"names, edges to known ops, no cycles, a connected\ntopology, "
-		"known device types).  The kind of each file comes from its\n"
-		"\"format\" field.  A plan is resolved against -m MODEL -t TOPO "
-		"when given,\nelse only its structure is checked.\n\n"
-		"Prints \"FILE: ok (KIND)\" per good file on stdout; stops at "
-		"the first bad\nfile with its error on stderr and exit code 2 "
-		"(3 when a file cannot be\nread).  Unknown fields are warnings "
-		"(errors under --strict).\n\n"
-		"example:\n  tagplan validate data/demo-model.json "
-		"data/tag-testbed.json\n  tagplan validate -m model.json -t "
-		"topo.json plan.json";
+	    "Check tagplan files against the formats of tagplan-formats(5): "
+	    "strict JSON\n(line:column for syntax errors), then the "
+	    "fields, their types and ranges,\nand the semantics (unique "
+	    "names, edges to known ops, no cycles, a connected\ntopology, "
+	    "known device types).  The kind of each file comes from its\n"
+	    "\"format\" field.  A plan is resolved against -m MODEL -t TOPO "
+	    "when given,\nelse only its structure is checked.\n\n"
+	    "Prints \"FILE: ok (KIND)\" per good file on stdout; stops at "
+	    "the first bad\nfile with its error on stderr and exit code 2 "
+	    "(3 when a file cannot be\nread).  Unknown fields are warnings "
+	    "(errors under --strict).\n\n"
+	    "example:\n  tagplan validate data/demo-model.json "
+	    "data/tag-testbed.json\n  tagplan validate -m model.json -t "
+	    "topo.json plan.json";
 	char **pos = NULL;
 	int npos = 0, code;
 	struct tp_load_options o;
@@ -195,7 +196,8 @@ int cmd_validate(int argc, char **argv)
 		enum tp_status st;
 
 		tp_error_clear(&err);
-		st = validate_one(pos[i], &cx, &o, detail, sizeof(detail), &err);
+		st =
+		    validate_one(pos[i], &cx, &o, detail, sizeof(detail), &err);
 		print_warnings(&warnings);
 		if (st) {
 			rc = tp_cli_fail(&err);

@@ -8,12 +8,19 @@
 
 #include "ioint.h"
 
-static const char *const type_fields[] = {
-	"name",           "base",           "memory_bytes",
-	"memory_bandwidth_Bps", "peak_flops", "gemm_efficiency",
-	"gemm_half_flop", "memory_efficiency", "kernel_overhead_s",
-	"reserved_bytes", "source",         "sources",
-	NULL};
+static const char *const type_fields[] = {"name",
+					  "base",
+					  "memory_bytes",
+					  "memory_bandwidth_Bps",
+					  "peak_flops",
+					  "gemm_efficiency",
+					  "gemm_half_flop",
+					  "memory_efficiency",
+					  "kernel_overhead_s",
+					  "reserved_bytes",
+					  "source",
+					  "sources",
+					  NULL};
 static const char *const flops_fields[] = {"fp32", "fp16", "bf16", NULL};
 
 enum tp_status tp_io_read_device_type(struct tp_jctx *j,
@@ -41,11 +48,11 @@ enum tp_status tp_io_read_device_type(struct tp_jctx *j,
 		if (tp_cluster_find_type(c, t->name) != TP_NONE &&
 		    c->types.v[tp_cluster_find_type(c, t->name)].builtin)
 			return tp_jctx_fail(
-				j, "name",
-				"\"%s\" is a built-in preset; give your type "
-				"another name (with \"base\": \"%s\" to start "
-				"from the preset's figures)",
-				t->name, t->name);
+			    j, "name",
+			    "\"%s\" is a built-in preset; give your type "
+			    "another name (with \"base\": \"%s\" to start "
+			    "from the preset's figures)",
+			    t->name, t->name);
 	} else if (tp_json_get(v, "base")) {
 		return tp_jctx_fail(j, "base",
 				    "\"base\" is only allowed in a topology's "
@@ -79,12 +86,14 @@ enum tp_status tp_io_read_device_type(struct tp_jctx *j,
 		old = tp_jctx_push_key(j, "peak_flops");
 		if ((st = tp_jctx_object(j, pf, "peak FLOP/s per dtype",
 					 flops_fields)) ||
-		    (st = tp_jget_number(j, pf, "fp32", !has_base, TP_JNUM_POS,
-					 t->peak_flops[TP_DTYPE_FP32],
-					 &t->peak_flops[TP_DTYPE_FP32], NULL)) ||
-		    (st = tp_jget_number(j, pf, "fp16", false, TP_JNUM_NONNEG,
-					 t->peak_flops[TP_DTYPE_FP16],
-					 &t->peak_flops[TP_DTYPE_FP16], NULL)) ||
+		    (st =
+			 tp_jget_number(j, pf, "fp32", !has_base, TP_JNUM_POS,
+					t->peak_flops[TP_DTYPE_FP32],
+					&t->peak_flops[TP_DTYPE_FP32], NULL)) ||
+		    (st =
+			 tp_jget_number(j, pf, "fp16", false, TP_JNUM_NONNEG,
+					t->peak_flops[TP_DTYPE_FP16],
+					&t->peak_flops[TP_DTYPE_FP16], NULL)) ||
 		    (st = tp_jget_number(j, pf, "bf16", false, TP_JNUM_NONNEG,
 					 t->peak_flops[TP_DTYPE_BF16],
 					 &t->peak_flops[TP_DTYPE_BF16], NULL)))
@@ -94,17 +103,18 @@ enum tp_status tp_io_read_device_type(struct tp_jctx *j,
 	if ((st = tp_jget_number(j, v, "gemm_efficiency", false,
 				 TP_JNUM_FRACTION, t->gemm_efficiency,
 				 &t->gemm_efficiency, NULL)) ||
-	    (st = tp_jget_number(j, v, "gemm_half_flop", false, TP_JNUM_NONNEG,
-				 t->gemm_half_flop, &t->gemm_half_flop,
-				 NULL)) ||
+	    (st =
+		 tp_jget_number(j, v, "gemm_half_flop", false, TP_JNUM_NONNEG,
+				t->gemm_half_flop, &t->gemm_half_flop, NULL)) ||
 	    (st = tp_jget_number(j, v, "memory_efficiency", false,
 				 TP_JNUM_FRACTION, t->memory_efficiency,
 				 &t->memory_efficiency, NULL)) ||
 	    (st = tp_jget_number(j, v, "kernel_overhead_s", false,
 				 TP_JNUM_NONNEG, t->kernel_overhead_s,
 				 &t->kernel_overhead_s, NULL)) ||
-	    (st = tp_jget_number(j, v, "reserved_bytes", false, TP_JNUM_NONNEG,
-				 t->reserved_bytes, &t->reserved_bytes, NULL)) ||
+	    (st =
+		 tp_jget_number(j, v, "reserved_bytes", false, TP_JNUM_NONNEG,
+				t->reserved_bytes, &t->reserved_bytes, NULL)) ||
 	    (st = tp_jget_string(j, v, "source", false, 0, false,
 				 has_base ? NULL : "", &t->source)) ||
 	    (st = tp_jget_object(j, v, "sources", false, &src)))
@@ -140,16 +150,17 @@ enum tp_status tp_io_find_type(struct tp_jctx *j, const char *key,
 	}
 	n = tp_io_suggest(name, names, c->types.n, 4, &sug);
 	if (n)
-		st = tp_jctx_fail(j, key,
-				  "unknown device type \"%.100s\" (did you mean "
-				  "%s?); known: %s",
-				  name, tp_strbuf_cstr(&sug),
-				  tp_strbuf_cstr(&known));
+		st = tp_jctx_fail(
+		    j, key,
+		    "unknown device type \"%.100s\" (did you mean "
+		    "%s?); known: %s",
+		    name, tp_strbuf_cstr(&sug), tp_strbuf_cstr(&known));
 	else
-		st = tp_jctx_fail(j, key,
-				  "unknown device type \"%.100s\"; known: %s (or "
-				  "define it under \"device_types\")",
-				  name, tp_strbuf_cstr(&known));
+		st = tp_jctx_fail(
+		    j, key,
+		    "unknown device type \"%.100s\"; known: %s (or "
+		    "define it under \"device_types\")",
+		    name, tp_strbuf_cstr(&known));
 	tp_strbuf_release(&sug);
 	tp_strbuf_release(&known);
 	free(names);
@@ -167,13 +178,13 @@ enum tp_status tp_devices_load(const char *name, const char *text, size_t len,
 	static const char *const top[] = {"format", "notes", "device_types",
 					  NULL};
 
-	st = tp_io_parse(name, text, len, o, "tagplan-devices/1", &doc, &j,
-			 err);
+	st =
+	    tp_io_parse(name, text, len, o, "tagplan-devices/1", &doc, &j, err);
 	if (st)
 		return st;
 	if ((st = tp_jctx_object(&j, doc.root, "a device list", top)) ||
-	    (st = tp_jget_array(&j, doc.root, "device_types", true, true,
-				&arr)))
+	    (st =
+		 tp_jget_array(&j, doc.root, "device_types", true, true, &arr)))
 		goto out;
 	for (size_t k = 0; k < arr->n; k++) {
 		struct tp_device_type t;
@@ -183,9 +194,8 @@ enum tp_status tp_devices_load(const char *name, const char *text, size_t len,
 						 &t)))
 			goto out;
 		if (tp_cluster_find_type(c, t.name) != TP_NONE) {
-			st = tp_jctx_fail(&j, "name",
-					  "duplicate device type \"%s\"",
-					  t.name);
+			st = tp_jctx_fail(
+			    &j, "name", "duplicate device type \"%s\"", t.name);
 			goto out;
 		}
 		if ((st = tp_cluster_add_type(c, &t, NULL, err))) {

@@ -64,8 +64,7 @@ enum tp_status tp_file_read(const char *path, size_t max_bytes, char **data,
 		if (S_ISDIR(st.st_mode)) {
 			if (!is_stdin)
 				close(fd);
-			tp_error_set(err, TP_EIO,
-				     "is a directory, not a file");
+			tp_error_set(err, TP_EIO, "is a directory, not a file");
 			tp_error_set_file(err, path);
 			return TP_EIO;
 		}
@@ -286,10 +285,9 @@ enum tp_status tp_io_parse(const char *name, const char *text, size_t len,
 	return st;
 }
 
-enum tp_status tp_format_detect(const char *name, const char *text,
-				size_t len, const struct tp_load_options *o,
-				enum tp_format_kind *kind,
-				struct tp_error *err)
+enum tp_status tp_format_detect(const char *name, const char *text, size_t len,
+				const struct tp_load_options *o,
+				enum tp_format_kind *kind, struct tp_error *err)
 {
 	struct tp_json_doc doc;
 	struct tp_jctx j;
@@ -311,10 +309,11 @@ enum tp_status tp_format_detect(const char *name, const char *text,
 	}
 	f = tp_json_get(doc.root, "format");
 	if (!f) {
-		st = tp_jctx_fail(&j, NULL,
-				  "missing required field \"format\" (one of "
-				  "\"tagplan-model/1\", \"tagplan-topology/1\", "
-				  "\"tagplan-plan/1\", \"tagplan-report/1\")");
+		st =
+		    tp_jctx_fail(&j, NULL,
+				 "missing required field \"format\" (one of "
+				 "\"tagplan-model/1\", \"tagplan-topology/1\", "
+				 "\"tagplan-plan/1\", \"tagplan-report/1\")");
 		goto out;
 	}
 	if (f->type != TP_JSON_STRING) {
@@ -328,16 +327,18 @@ enum tp_status tp_format_detect(const char *name, const char *text,
 		size_t base = slash ? (size_t)(slash - f->str) : strlen(f->str);
 		bool same_kind = false;
 		for (int k = TP_FORMAT_MODEL; k <= TP_FORMAT_DEVICES; k++) {
-			const char *fs = tp_format_string((enum tp_format_kind)k);
+			const char *fs =
+			    tp_format_string((enum tp_format_kind)k);
 			if (strlen(fs) > base && fs[base] == '/' &&
 			    strncmp(fs, f->str, base) == 0)
 				same_kind = true;
 		}
 		if (same_kind)
-			st = tp_jctx_fail(&j, "format",
-					  "unsupported format \"%.60s\": this "
-					  "tagplan reads version 1 of each format",
-					  f->str);
+			st = tp_jctx_fail(
+			    &j, "format",
+			    "unsupported format \"%.60s\": this "
+			    "tagplan reads version 1 of each format",
+			    f->str);
 		else
 			st = tp_jctx_fail(&j, "format",
 					  "unknown format \"%.60s\"; expected "
@@ -367,13 +368,13 @@ enum tp_format_kind tp_format_sniff(const char *text, size_t len)
 		}
 	if (!p)
 		return TP_FORMAT_UNKNOWN;
-	while (p < text + n && (*p == ' ' || *p == '\t' || *p == '\n' ||
-				*p == '\r'))
+	while (p < text + n &&
+	       (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
 		p++;
 	if (p >= text + n || *p++ != ':')
 		return TP_FORMAT_UNKNOWN;
-	while (p < text + n && (*p == ' ' || *p == '\t' || *p == '\n' ||
-				*p == '\r'))
+	while (p < text + n &&
+	       (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
 		p++;
 	if (p >= text + n || *p++ != '"')
 		return TP_FORMAT_UNKNOWN;
@@ -424,7 +425,8 @@ int tp_io_suggest(const char *s, const char *const *names, size_t n, int max,
 		d = tp_edit_distance(ns, nn, cap);
 		if (d <= cap)
 			score[i] = 1 + d;
-		else if (ls >= 2 && lp == ls && tp_edit_distance(ns, pre, 1) <= 1)
+		else if (ls >= 2 && lp == ls &&
+			 tp_edit_distance(ns, pre, 1) <= 1)
 			score[i] = 2 + cap;
 		else
 			score[i] = (size_t)-1;
@@ -432,16 +434,15 @@ int tp_io_suggest(const char *s, const char *const *names, size_t n, int max,
 	for (size_t want = 1; found < max && want <= 2 + cap; want++)
 		for (size_t i = 0; i < n && found < max; i++)
 			if (score[i] == want) {
-				tp_strbuf_addf(sb, "%s\"%s\"", found ? ", " : "",
-					       names[i]);
+				tp_strbuf_addf(sb, "%s\"%s\"",
+					       found ? ", " : "", names[i]);
 				found++;
 			}
 	free(score);
 	return found;
 }
 
-enum tp_status tp_io_wrap(struct tp_jctx *j, const char *key,
-			  enum tp_status st)
+enum tp_status tp_io_wrap(struct tp_jctx *j, const char *key, enum tp_status st)
 {
 	char msg[TP_ERROR_MSG_MAX];
 

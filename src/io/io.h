@@ -35,9 +35,9 @@
 #define TP_IO_DEFAULT_MAX_DEPTH 64
 
 struct tp_load_options {
-	bool strict;              /* unknown fields are errors */
-	size_t max_bytes;         /* file size limit; 0 = default */
-	int max_depth;            /* nesting limit; 0 = default */
+	bool strict;		    /* unknown fields are errors */
+	size_t max_bytes;	    /* file size limit; 0 = default */
+	int max_depth;		    /* nesting limit; 0 = default */
 	struct tp_strbuf *warnings; /* NULL: warnings are dropped */
 };
 
@@ -79,8 +79,8 @@ enum tp_status tp_file_write_atomic(const char *path, const char *data,
 
 /* Which format a document claims, after a strict parse (TP_EINPUT on
  * syntax errors or a missing/unknown "format"). */
-enum tp_status tp_format_detect(const char *name, const char *text,
-				size_t len, const struct tp_load_options *o,
+enum tp_status tp_format_detect(const char *name, const char *text, size_t len,
+				const struct tp_load_options *o,
 				enum tp_format_kind *kind,
 				struct tp_error *err);
 
@@ -96,8 +96,8 @@ void tp_model_write(const struct tp_model *m, struct tp_strbuf *out);
 /* Topology: load (device types resolved against the built-in presets of
  * data/devices.json plus the file's own "device_types"; then
  * tp_cluster_finalize) / write. */
-enum tp_status tp_topology_load(const char *name, const char *text,
-				size_t len, const struct tp_load_options *o,
+enum tp_status tp_topology_load(const char *name, const char *text, size_t len,
+				const struct tp_load_options *o,
 				struct tp_cluster *c, struct tp_error *err);
 enum tp_status tp_topology_load_file(const char *path,
 				     const struct tp_load_options *o,
@@ -121,8 +121,8 @@ enum tp_status tp_devices_load(const char *name, const char *text, size_t len,
 enum tp_status tp_plan_load(const char *name, const char *text, size_t len,
 			    const struct tp_model *m,
 			    const struct tp_cluster *c,
-			    const struct tp_load_options *o,
-			    struct tp_plan *p, struct tp_error *err);
+			    const struct tp_load_options *o, struct tp_plan *p,
+			    struct tp_error *err);
 enum tp_status tp_plan_load_file(const char *path, const struct tp_model *m,
 				 const struct tp_cluster *c,
 				 const struct tp_load_options *o,

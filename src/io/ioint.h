@@ -9,11 +9,11 @@
 #include "json.h"
 
 /* Figures of an inline device type without "base" (README 2a). */
-#define TP_IO_DEFAULT_GEMM_EFFICIENCY 0.8
-#define TP_IO_DEFAULT_GEMM_HALF_FLOP 1e9
+#define TP_IO_DEFAULT_GEMM_EFFICIENCY	0.8
+#define TP_IO_DEFAULT_GEMM_HALF_FLOP	1e9
 #define TP_IO_DEFAULT_MEMORY_EFFICIENCY 0.8
 #define TP_IO_DEFAULT_KERNEL_OVERHEAD_S 5e-6
-#define TP_IO_DEFAULT_RESERVED_BYTES 1e9
+#define TP_IO_DEFAULT_RESERVED_BYTES	1e9
 
 /*
  * Read a device-type object v (at the jctx's current path) into *t.
@@ -41,8 +41,8 @@ enum tp_status tp_io_model_unknown_op(struct tp_jctx *j, const char *key,
 
 /* Append to sb up to max names from names[0..n) that are close to s:
  * same normalised prefix, or a small edit distance.  Returns how many. */
-int tp_io_suggest(const char *s, const char *const *names, size_t n,
-		  int max, struct tp_strbuf *sb);
+int tp_io_suggest(const char *s, const char *const *names, size_t n, int max,
+		  struct tp_strbuf *sb);
 
 /* An error from a core call (message in j->err): TP_EINPUT moves to the
  * jctx path (plus ".key"); other statuses only get the file name. */

@@ -24,7 +24,7 @@
 
 struct frame {
 	struct tp_json *node;
-	size_t first;           /* its children start here in p->kids */
+	size_t first;		 /* its children start here in p->kids */
 	const char *pending_key; /* objects: key of the value being read */
 	int key_line, key_column;
 };
@@ -276,9 +276,10 @@ static enum tp_status scan_string(struct parser *p, const char **out,
 			case 'u': {
 				long cp = hex4(p, p->i + 2), lo;
 				if (cp < 0)
-					return fail(p, p->i,
-						    "bad \\u escape: expected 4 "
-						    "hexadecimal digits");
+					return fail(
+					    p, p->i,
+					    "bad \\u escape: expected 4 "
+					    "hexadecimal digits");
 				if (cp == 0)
 					return fail(p, p->i,
 						    "\\u0000 (NUL) is not "
@@ -294,12 +295,13 @@ static enum tp_status scan_string(struct parser *p, const char **out,
 					    p->s[p->i + 7] != 'u' ||
 					    (lo = hex4(p, p->i + 8)) < 0xDC00 ||
 					    lo > 0xDFFF)
-						return fail(p, p->i,
-							    "lone UTF-16 high "
-							    "surrogate \\u%04lX "
-							    "(not followed by a "
-							    "low surrogate)",
-							    cp);
+						return fail(
+						    p, p->i,
+						    "lone UTF-16 high "
+						    "surrogate \\u%04lX "
+						    "(not followed by a "
+						    "low surrogate)",
+						    cp);
 					cp = 0x10000 + ((cp - 0xD800) << 10) +
 					     (lo - 0xDC00);
 					p->i += 6;
@@ -309,24 +311,27 @@ static enum tp_status scan_string(struct parser *p, const char **out,
 				break;
 			}
 			default:
-				return fail(p, p->i,
-					    "invalid escape in a string (valid: "
-					    "\\\" \\\\ \\/ \\b \\f \\n \\r \\t "
-					    "\\uXXXX)");
+				return fail(
+				    p, p->i,
+				    "invalid escape in a string (valid: "
+				    "\\\" \\\\ \\/ \\b \\f \\n \\r \\t "
+				    "\\uXXXX)");
 			}
 			p->i += 2;
 			continue;
 		}
 		if (b < 0x20) {
 			if (b == 0)
-				return fail(p, p->i,
-					    "NUL byte in a string: this looks "
-					    "like a binary file, not JSON text");
+				return fail(
+				    p, p->i,
+				    "NUL byte in a string: this looks "
+				    "like a binary file, not JSON text");
 			if (b == '\n' || b == '\r')
-				return fail(p, p->i,
-					    "line break inside a string (missing "
-					    "closing '\"'?  write a line break "
-					    "as \\n)");
+				return fail(
+				    p, p->i,
+				    "line break inside a string (missing "
+				    "closing '\"'?  write a line break "
+				    "as \\n)");
 			return fail(p, p->i,
 				    "raw control character U+%04X in a string; "
 				    "write it escaped as \\u%04X",
@@ -365,8 +370,8 @@ static bool is_digit(unsigned char c)
 
 static bool is_word(unsigned char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) ||
-	       c == '_';
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       is_digit(c) || c == '_';
 }
 
 /* The word at pos (letters, digits, _), at most 31 bytes, into buf. */
@@ -383,9 +388,8 @@ static void word_at(struct parser *p, size_t pos, char *buf, size_t size)
 
 static bool nonfinite_word(const char *w)
 {
-	static const char *const words[] = {"NaN", "nan", "Infinity",
-					    "infinity", "inf", "Inf", "INF",
-					    "NAN"};
+	static const char *const words[] = {
+	    "NaN", "nan", "Infinity", "infinity", "inf", "Inf", "INF", "NAN"};
 	for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++)
 		if (strcmp(w, words[k]) == 0)
 			return true;
@@ -455,8 +459,8 @@ static enum tp_status scan_number(struct parser *p, double *out)
 		return fail(p, start,
 			    "number %.*s%s is too large for a double (JSON "
 			    "numbers must be finite)",
-			    (int)(len > 40 ? 40 : len), (const char *)p->s + start,
-			    len > 40 ? "..." : "");
+			    (int)(len > 40 ? 40 : len),
+			    (const char *)p->s + start, len > 40 ? "..." : "");
 	*out = v;
 	return TP_OK;
 }
@@ -505,7 +509,7 @@ static int key_cmp(const void *a, const void *b)
 	/* same key: file order (positions are distinct) */
 	if (x->key_line != y->key_line)
 		return x->key_line < y->key_line ? -1 : 1;
-	return x->key_column < y->key_column ? -1
+	return x->key_column < y->key_column   ? -1
 	       : x->key_column > y->key_column ? 1
 					       : 0;
 }
@@ -640,10 +644,11 @@ static enum tp_status unexpected(struct parser *p, bool after_comma)
 	if (c >= 0x80) {
 		uint32_t cp;
 		if (!utf8_seq(p->s, p->n, p->i, &cp))
-			return fail(p, p->i,
-				    "invalid UTF-8 byte 0x%02X (the file must be "
-				    "UTF-8 JSON text; is it binary?)",
-				    c);
+			return fail(
+			    p, p->i,
+			    "invalid UTF-8 byte 0x%02X (the file must be "
+			    "UTF-8 JSON text; is it binary?)",
+			    c);
 		return fail(p, p->i, "unexpected character U+%04X",
 			    (unsigned)cp);
 	}
@@ -659,23 +664,25 @@ static enum tp_status end_of_input(struct parser *p)
 {
 	if (p->stack.n) {
 		const struct tp_json *open = p->stack.v[p->stack.n - 1].node;
-		return fail(p, p->n,
-			    "unexpected end of input: the %s opened at line %d, "
-			    "column %d is not closed (is the file truncated?)",
-			    open->type == TP_JSON_OBJECT ? "object" : "array",
-			    open->line, open->column);
+		return fail(
+		    p, p->n,
+		    "unexpected end of input: the %s opened at line %d, "
+		    "column %d is not closed (is the file truncated?)",
+		    open->type == TP_JSON_OBJECT ? "object" : "array",
+		    open->line, open->column);
 	}
 	return fail(p, p->n, "empty input: expected a JSON document");
 }
 
 static enum tp_status scan_literal(struct parser *p, const char *lit,
-				  size_t len)
+				   size_t len)
 {
 	char w[32];
 
 	if (p->n - p->i < len || memcmp(p->s + p->i, lit, len) != 0 ||
 	    (p->n - p->i > len && is_word(p->s[p->i + len]))) {
-		if (p->n - p->i < len && memcmp(p->s + p->i, lit, p->n - p->i) == 0)
+		if (p->n - p->i < len &&
+		    memcmp(p->s + p->i, lit, p->n - p->i) == 0)
 			return fail(p, p->i,
 				    "unexpected end of input inside \"%s\" (is "
 				    "the file truncated?)",
@@ -764,7 +771,8 @@ static enum tp_status run(struct parser *p)
 				if (!v)
 					return nomem(p);
 				v->b = c == 't';
-				if ((st = scan_literal(p, v->b ? "true" : "false",
+				if ((st = scan_literal(p,
+						       v->b ? "true" : "false",
 						       v->b ? 4 : 5)))
 					return st;
 				break;
@@ -801,8 +809,8 @@ static enum tp_status run(struct parser *p)
 			if (c != '"') {
 				if (c == '}' && after_comma)
 					return unexpected(p, true);
-				if (c == '\'' || c == '/' || c == '#' || c == 0 ||
-				    c >= 0x80)
+				if (c == '\'' || c == '/' || c == '#' ||
+				    c == 0 || c >= 0x80)
 					return unexpected(p, false);
 				return fail(p, p->i,
 					    "expected a key in double quotes");
@@ -813,9 +821,10 @@ static enum tp_status run(struct parser *p)
 			if (p->i >= p->n)
 				return end_of_input(p);
 			if (p->s[p->i] != ':')
-				return fail(p, p->i,
-					    "expected ':' after the key \"%.100s\"",
-					    key);
+				return fail(
+				    p, p->i,
+				    "expected ':' after the key \"%.100s\"",
+				    key);
 			p->i++;
 			f = &p->stack.v[p->stack.n - 1];
 			f->pending_key = key;
@@ -846,23 +855,26 @@ static enum tp_status run(struct parser *p)
 			if (c == '/' || c == '#' || c == 0 || c >= 0x80)
 				return unexpected(p, false);
 			if (obj && c == '"')
-				return fail(p, p->i,
-					    "expected ',' or '}' after an object "
-					    "member (missing comma?)");
+				return fail(
+				    p, p->i,
+				    "expected ',' or '}' after an object "
+				    "member (missing comma?)");
 			if (!obj && (c == '"' || c == '{' || c == '[' ||
 				     c == '-' || is_digit(c) || is_word(c)))
-				return fail(p, p->i,
-					    "expected ',' or ']' after an array "
-					    "element (missing comma?)");
+				return fail(
+				    p, p->i,
+				    "expected ',' or ']' after an array "
+				    "element (missing comma?)");
 			return fail(p, p->i, "expected ',' or '%c', found '%c'",
 				    closer, c >= 0x20 && c < 0x7F ? c : '?');
 		}
 	}
 	if (p->i < p->n) {
 		if (p->s[p->i] == 0)
-			return fail(p, p->i,
-				    "NUL byte after the JSON document: this looks "
-				    "like a binary file");
+			return fail(
+			    p, p->i,
+			    "NUL byte after the JSON document: this looks "
+			    "like a binary file");
 		return fail(p, p->i,
 			    "trailing data after the JSON document (a file "
 			    "holds exactly one document)");
@@ -979,7 +991,7 @@ static bool plain_key(const char *k)
 }
 
 static void path_add(char *buf, size_t *plen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static void path_add(char *buf, size_t *plen, const char *fmt, ...)
 {
@@ -1037,8 +1049,8 @@ static void full_path(const struct tp_jctx *j, const char *key, char *buf)
 		path_key(buf, &n, key);
 }
 
-static enum tp_status vfail(struct tp_jctx *j, const char *key,
-			    const char *fmt, va_list ap)
+static enum tp_status vfail(struct tp_jctx *j, const char *key, const char *fmt,
+			    va_list ap)
 {
 	char path[TP_ERROR_PATH_MAX];
 	char msg[TP_ERROR_MSG_MAX];
@@ -1050,8 +1062,8 @@ static enum tp_status vfail(struct tp_jctx *j, const char *key,
 	return TP_EINPUT;
 }
 
-enum tp_status tp_jctx_fail(struct tp_jctx *j, const char *key,
-			    const char *fmt, ...)
+enum tp_status tp_jctx_fail(struct tp_jctx *j, const char *key, const char *fmt,
+			    ...)
 {
 	va_list ap;
 	enum tp_status st;
@@ -1103,9 +1115,9 @@ enum tp_status tp_jctx_object(struct tp_jctx *j, const struct tp_json *v,
 			      const char *what, const char *const *known)
 {
 	if (!v || v->type != TP_JSON_OBJECT)
-		return tp_jctx_fail(j, NULL, "expected %s (a JSON object), found %s",
-				    what, v ? tp_json_type_name(v->type)
-					    : "nothing");
+		return tp_jctx_fail(
+		    j, NULL, "expected %s (a JSON object), found %s", what,
+		    v ? tp_json_type_name(v->type) : "nothing");
 	for (size_t k = 0; k < v->n; k++) {
 		const char *key = v->items[k]->key, *near;
 		bool ok = strcmp(key, "note") == 0;
@@ -1117,18 +1129,20 @@ enum tp_status tp_jctx_object(struct tp_jctx *j, const struct tp_json *v,
 			continue;
 		near = known ? closest(key, known) : NULL;
 		if (j->strict)
-			st = tp_jctx_fail(j, key,
-					  "unknown field \"%.100s\" in %s%s%s%s "
-					  "(an error under --strict: remove or "
-					  "rename it)",
-					  key, what, near ? " (did you mean \"" : "",
-					  near ? near : "", near ? "\"?)" : "");
+			st = tp_jctx_fail(
+			    j, key,
+			    "unknown field \"%.100s\" in %s%s%s%s "
+			    "(an error under --strict: remove or "
+			    "rename it)",
+			    key, what, near ? " (did you mean \"" : "",
+			    near ? near : "", near ? "\"?)" : "");
 		else
-			st = tp_jctx_warn(j, key, false,
-					  "unknown field \"%.100s\" in %s%s%s%s; "
-					  "ignored",
-					  key, what, near ? " (did you mean \"" : "",
-					  near ? near : "", near ? "\"?)" : "");
+			st = tp_jctx_warn(
+			    j, key, false,
+			    "unknown field \"%.100s\" in %s%s%s%s; "
+			    "ignored",
+			    key, what, near ? " (did you mean \"" : "",
+			    near ? near : "", near ? "\"?)" : "");
 		if (st)
 			return st;
 	}
@@ -1189,8 +1203,8 @@ static void found_text(const struct tp_json *v, char *buf, size_t size)
 }
 
 static enum tp_status check_number_at(struct tp_jctx *j, const char *key,
-				      const struct tp_json *v,
-				      enum tp_jnum rng, double *out)
+				      const struct tp_json *v, enum tp_jnum rng,
+				      double *out)
 {
 	char f[96];
 
@@ -1268,8 +1282,7 @@ enum tp_status tp_jget_int(struct tp_jctx *j, const struct tp_json *obj,
 }
 
 enum tp_status tp_jget_bool(struct tp_jctx *j, const struct tp_json *obj,
-			    const char *key, bool required, bool def,
-			    bool *out)
+			    const char *key, bool required, bool def, bool *out)
 {
 	const struct tp_json *v = tp_json_get(obj, key);
 	char f[96];
@@ -1311,23 +1324,22 @@ static enum tp_status check_string_at(struct tp_jctx *j, const char *key,
 }
 
 enum tp_status tp_jcheck_string(struct tp_jctx *j, const struct tp_json *v,
-				size_t max_len, bool nonempty,
-				const char **out)
+				size_t max_len, bool nonempty, const char **out)
 {
 	return check_string_at(j, NULL, v, max_len, nonempty, out);
 }
 
 enum tp_status tp_jget_string(struct tp_jctx *j, const struct tp_json *obj,
 			      const char *key, bool required, size_t max_len,
-			      bool nonempty, const char *def,
-			      const char **out)
+			      bool nonempty, const char *def, const char **out)
 {
 	const struct tp_json *v = tp_json_get(obj, key);
 
 	if (!v) {
 		if (required)
-			return missing(j, key, nonempty ? "a non-empty string"
-							: "a string");
+			return missing(j, key,
+				       nonempty ? "a non-empty string"
+						: "a string");
 		*out = def;
 		return TP_OK;
 	}
@@ -1372,7 +1384,8 @@ enum tp_status tp_jget_enum(struct tp_jctx *j, const struct tp_json *obj,
 					    "unknown value \"%.60s\" (did you "
 					    "mean \"%s\"?); expected %s",
 					    v->str, near, want);
-		return tp_jctx_fail(j, key, "unknown value \"%.60s\"; expected %s",
+		return tp_jctx_fail(j, key,
+				    "unknown value \"%.60s\"; expected %s",
 				    v->str, want);
 	}
 	*out = r;
@@ -1389,8 +1402,9 @@ enum tp_status tp_jget_array(struct tp_jctx *j, const struct tp_json *obj,
 	*out = NULL;
 	if (!v) {
 		if (required)
-			return missing(j, key, nonempty ? "a non-empty array"
-							: "an array");
+			return missing(j, key,
+				       nonempty ? "a non-empty array"
+						: "an array");
 		return TP_OK;
 	}
 	if (v->type != TP_JSON_ARRAY) {
@@ -1424,21 +1438,24 @@ enum tp_status tp_jget_object(struct tp_jctx *j, const struct tp_json *obj,
 	return TP_OK;
 }
 
-static const char *const format_strings[] = {
-	NULL, "tagplan-model/1", "tagplan-topology/1", "tagplan-plan/1",
-	"tagplan-report/1", "tagplan-devices/1"};
+static const char *const format_strings[] = {NULL,
+					     "tagplan-model/1",
+					     "tagplan-topology/1",
+					     "tagplan-plan/1",
+					     "tagplan-report/1",
+					     "tagplan-devices/1"};
 
 const char *tp_format_string(enum tp_format_kind k)
 {
 	return (unsigned)k <= TP_FORMAT_DEVICES && k != TP_FORMAT_UNKNOWN
-		       ? format_strings[k]
-		       : "?";
+		   ? format_strings[k]
+		   : "?";
 }
 
 const char *tp_format_kind_name(enum tp_format_kind k)
 {
-	static const char *const names[] = {"unknown", "model", "topology",
-					    "plan", "report", "devices"};
+	static const char *const names[] = {"unknown", "model",	 "topology",
+					    "plan",    "report", "devices"};
 	return (unsigned)k <= TP_FORMAT_DEVICES ? names[k] : "unknown";
 }
 
@@ -1457,11 +1474,11 @@ enum tp_status tp_jctx_format(struct tp_jctx *j, const struct tp_json *root,
 	const char *slash;
 
 	if (!root || root->type != TP_JSON_OBJECT)
-		return tp_jctx_fail(j, NULL,
-				    "expected a JSON object with \"format\": "
-				    "\"%s\" at the top level, found %s",
-				    want, root ? tp_json_type_name(root->type)
-					       : "nothing");
+		return tp_jctx_fail(
+		    j, NULL,
+		    "expected a JSON object with \"format\": "
+		    "\"%s\" at the top level, found %s",
+		    want, root ? tp_json_type_name(root->type) : "nothing");
 	f = tp_json_get(root, "format");
 	if (!f)
 		return tp_jctx_fail(j, NULL,
@@ -1475,10 +1492,11 @@ enum tp_status tp_jctx_format(struct tp_jctx *j, const struct tp_json *root,
 		return TP_OK;
 	slash = strchr(want, '/');
 	if (slash && strncmp(f->str, want, (size_t)(slash - want + 1)) == 0)
-		return tp_jctx_fail(j, "format",
-				    "unsupported version \"%.60s\": this tagplan "
-				    "reads \"%s\"",
-				    f->str, want);
+		return tp_jctx_fail(
+		    j, "format",
+		    "unsupported version \"%.60s\": this tagplan "
+		    "reads \"%s\"",
+		    f->str, want);
 	if (tp_format_parse(f->str) != TP_FORMAT_UNKNOWN)
 		return tp_jctx_fail(j, "format",
 				    "this is a %.60s file, expected %s", f->str,

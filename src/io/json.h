@@ -44,12 +44,12 @@ enum tp_json_type {
 
 struct tp_json {
 	enum tp_json_type type;
-	int line, column;   /* where the value starts */
-	bool b;             /* BOOL */
-	double num;         /* NUMBER (finite) */
-	const char *str;    /* STRING: decoded UTF-8, NUL-terminated */
+	int line, column; /* where the value starts */
+	bool b;		  /* BOOL */
+	double num;	  /* NUMBER (finite) */
+	const char *str;  /* STRING: decoded UTF-8, NUL-terminated */
 	size_t str_len;
-	const char *key;    /* member of an object: its key, else NULL */
+	const char *key;	  /* member of an object: its key, else NULL */
 	int key_line, key_column; /* where the key starts */
 	struct tp_json **items; /* ARRAY elements / OBJECT members, in order */
 	size_t n;
@@ -80,7 +80,7 @@ struct tp_jctx {
 	const char *file;
 	bool strict;
 	struct tp_strbuf *warnings; /* may be NULL */
-	struct tp_error *err;       /* may be NULL */
+	struct tp_error *err;	    /* may be NULL */
 	char path[TP_ERROR_PATH_MAX];
 	size_t plen;
 };
@@ -95,14 +95,13 @@ size_t tp_jctx_push_index(struct tp_jctx *j, size_t i);
 void tp_jctx_pop(struct tp_jctx *j, size_t old);
 
 /* Fail with TP_EINPUT at the current path (plus ".key" when key != NULL). */
-enum tp_status tp_jctx_fail(struct tp_jctx *j, const char *key,
-			    const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+enum tp_status tp_jctx_fail(struct tp_jctx *j, const char *key, const char *fmt,
+			    ...) __attribute__((format(printf, 3, 4)));
 /* Record a warning at the current path (an error under strict when
  * as_error_if_strict). */
 enum tp_status tp_jctx_warn(struct tp_jctx *j, const char *key,
 			    bool as_error_if_strict, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 /* Check that v is an object (else fail "expected an object") and that all
  * its keys are in known[] (NULL-terminated; "note" is always allowed);
@@ -114,11 +113,11 @@ enum tp_status tp_jctx_object(struct tp_jctx *j, const struct tp_json *v,
 /* Range constraints for numbers. */
 enum tp_jnum {
 	TP_JNUM_ANY,
-	TP_JNUM_NONNEG,   /* >= 0 */
-	TP_JNUM_POS,      /* > 0 */
+	TP_JNUM_NONNEG,	  /* >= 0 */
+	TP_JNUM_POS,	  /* > 0 */
 	TP_JNUM_FRACTION, /* 0 < x <= 1 */
-	TP_JNUM_UNIT,     /* 0 <= x <= 1 */
-	TP_JNUM_GE1       /* >= 1 */
+	TP_JNUM_UNIT,	  /* 0 <= x <= 1 */
+	TP_JNUM_GE1	  /* >= 1 */
 };
 
 /*
@@ -141,8 +140,7 @@ enum tp_status tp_jget_bool(struct tp_jctx *j, const struct tp_json *obj,
 /* Strings: max_len 0 = unlimited; nonempty rejects "". */
 enum tp_status tp_jget_string(struct tp_jctx *j, const struct tp_json *obj,
 			      const char *key, bool required, size_t max_len,
-			      bool nonempty, const char *def,
-			      const char **out);
+			      bool nonempty, const char *def, const char **out);
 /* A string that must be one of names (parse returns -1 otherwise);
  * choices is the human list "a | b | c". */
 enum tp_status tp_jget_enum(struct tp_jctx *j, const struct tp_json *obj,

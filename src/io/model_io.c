@@ -9,33 +9,34 @@
 #include "ioint.h"
 
 static const char *const model_fields[] = {
-	"format", "name", "global_batch_size", "dtype", "optimizer",
-	"sequence_length", "arch", "ops", "edges", NULL};
-static const char *const arch_fields[] = {"hidden", "heads", "kv_heads",
-					  "layers", "vocab", "ffn",
+    "format", "name",	   "global_batch_size",
+    "dtype",  "optimizer", "sequence_length",
+    "arch",   "ops",	   "edges",
+    NULL};
+static const char *const arch_fields[] = {"hidden",  "heads",  "kv_heads",
+					  "layers",  "vocab",  "ffn",
 					  "experts", "family", NULL};
-static const char *const op_fields[] = {
-	"name",
-	"kind",
-	"forward_flop_per_sample",
-	"backward_flop_per_sample",
-	"parameter_bytes",
-	"output_bytes_per_sample",
-	"saved_bytes_per_sample",
-	"memory_bytes_per_sample",
-	"tp_split",
-	"tp_units",
-	"layer",
-	"selective_recompute",
-	"profile",
-	NULL};
+static const char *const op_fields[] = {"name",
+					"kind",
+					"forward_flop_per_sample",
+					"backward_flop_per_sample",
+					"parameter_bytes",
+					"output_bytes_per_sample",
+					"saved_bytes_per_sample",
+					"memory_bytes_per_sample",
+					"tp_split",
+					"tp_units",
+					"layer",
+					"selective_recompute",
+					"profile",
+					NULL};
 static const char *const profile_fields[] = {"device_type", "batch",
 					     "forward_s", "backward_s", NULL};
 static const char *const edge_fields[] = {"from", "to", "bytes_per_sample",
 					  NULL};
 
-#define KINDS                                                                 \
-	"input | embedding | matmul | conv | attention | norm | elementwise " \
+#define KINDS                                                                  \
+	"input | embedding | matmul | conv | attention | norm | elementwise "  \
 	"| softmax | pool | loss | router | other"
 
 static int parse_kind(const char *s)
@@ -68,8 +69,8 @@ static enum tp_status read_arch(struct tp_jctx *j, const struct tp_json *a,
 	if ((st = tp_jctx_object(j, a, "\"arch\"", arch_fields)))
 		return st;
 	for (int k = 0; k < 7; k++)
-		if ((st = tp_jget_int(j, a, arch_fields[k], false, 0,
-				      INT64_MAX, 0, dst[k], NULL)))
+		if ((st = tp_jget_int(j, a, arch_fields[k], false, 0, INT64_MAX,
+				      0, dst[k], NULL)))
 			return st;
 	if ((st = tp_jget_string(j, a, "family", false,
 				 sizeof(arch->family) - 1, false, "", &family)))
@@ -105,8 +106,9 @@ enum tp_status tp_io_model_unknown_op(struct tp_jctx *j, const char *key,
 	char hint[160];
 
 	op_hint(m, name, hint, sizeof(hint));
-	return tp_jctx_fail(j, key, "unknown op \"%.100s\"%s; the model \"%s\" "
-				    "has no op of that name",
+	return tp_jctx_fail(j, key,
+			    "unknown op \"%.100s\"%s; the model \"%s\" "
+			    "has no op of that name",
 			    name, hint, m->name);
 }
 
@@ -138,13 +140,14 @@ static enum tp_status read_op(struct tp_jctx *j, const struct tp_json *v,
 	    (st = tp_jget_number(j, v, "saved_bytes_per_sample", false,
 				 TP_JNUM_NONNEG, 0, &op.saved_bytes,
 				 &has_saved)) ||
-	    (st = tp_jget_number(j, v, "memory_bytes_per_sample", false,
-				 TP_JNUM_NONNEG, 0, &op.mem_bytes, mem_given)) ||
+	    (st =
+		 tp_jget_number(j, v, "memory_bytes_per_sample", false,
+				TP_JNUM_NONNEG, 0, &op.mem_bytes, mem_given)) ||
 	    (st = tp_jget_enum(j, v, "tp_split", false, parse_split,
 			       "none | column | row | sharded | vocab",
 			       TP_SPLIT_NONE, &split)) ||
-	    (st = tp_jget_int(j, v, "tp_units", false, 0, UINT32_MAX, 0,
-			      &units, NULL)) ||
+	    (st = tp_jget_int(j, v, "tp_units", false, 0, UINT32_MAX, 0, &units,
+			      NULL)) ||
 	    (st = tp_jget_int(j, v, "layer", false, -1, INT32_MAX, -1, &layer,
 			      NULL)) ||
 	    (st = tp_jget_bool(j, v, "selective_recompute", false, false,
@@ -215,8 +218,8 @@ static enum tp_status read_model(struct tp_jctx *j, const struct tp_json *root,
 	if ((st = tp_jctx_object(j, root, "a model", model_fields)) ||
 	    (st = tp_jget_string(j, root, "name", true, TP_IO_NAME_MAX, true,
 				 NULL, &name)) ||
-	    (st = tp_jget_int(j, root, "global_batch_size", true, 1,
-			      INT64_MAX, 0, &gbs, NULL)) ||
+	    (st = tp_jget_int(j, root, "global_batch_size", true, 1, INT64_MAX,
+			      0, &gbs, NULL)) ||
 	    (st = tp_jget_enum(j, root, "dtype", true, parse_dtype,
 			       "fp32 | fp16 | bf16", 0, &dtype)) ||
 	    (st = tp_jget_enum(j, root, "optimizer", true, parse_opt,
@@ -273,9 +276,8 @@ static enum tp_status read_model(struct tp_jctx *j, const struct tp_json *root,
 			goto out;
 		}
 		if (s == d) {
-			st = tp_jctx_fail(j, "to",
-					  "edge from op \"%s\" to itself",
-					  from);
+			st = tp_jctx_fail(
+			    j, "to", "edge from op \"%s\" to itself", from);
 			goto out;
 		}
 		if ((st = tp_model_add_edge(m, s, d, bytes, j->err))) {
@@ -394,12 +396,13 @@ void tp_model_write(const struct tp_model *m, struct tp_strbuf *out)
 			tp_jw_array_begin(&jw);
 			for (uint32_t p = 0; p < op->n_prof; p++) {
 				const struct tp_profile *pr =
-					&m->profiles.v[op->prof_first + p];
+				    &m->profiles.v[op->prof_first + p];
 				tp_jw_object_begin(&jw);
 				tp_jw_kv_string(&jw, "device_type",
 						pr->device_type);
 				tp_jw_kv_number(&jw, "batch", pr->batch);
-				tp_jw_kv_number(&jw, "forward_s", pr->forward_s);
+				tp_jw_kv_number(&jw, "forward_s",
+						pr->forward_s);
 				tp_jw_kv_number(&jw, "backward_s",
 						pr->backward_s);
 				tp_jw_object_end(&jw);

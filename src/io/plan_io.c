@@ -16,31 +16,38 @@
 #include "ioint.h"
 
 static const char *const plan_fields[] = {
-	"format",  "model",	  "topology",	     "global_batch_size",
-	"micro_batches", "schedule", "virtual_stages", "zero",
-	"compression",   "groups",   "summary",	     NULL};
+    "format",	     "model",	 "topology",	   "global_batch_size",
+    "micro_batches", "schedule", "virtual_stages", "zero",
+    "compression",   "groups",	 "summary",	   NULL};
 static const char *const group_fields[] = {
-	"name", "ops", "devices", "tp", "dp", "shares", "sync", "recompute",
-	"sp",   "compression", NULL};
+    "name", "ops",	 "devices", "tp",	   "dp", "shares",
+    "sync", "recompute", "sp",	    "compression", NULL};
 static const char *const range_fields[] = {"from", "to", NULL};
 static const char *const gcomp_fields[] = {"sfb_ops", "saved_bytes", "lossy",
 					   "powersgd_rank", NULL};
-static const char *const summary_fields[] = {
-	"feasible",	     "iteration_time_s", "throughput_samples_per_s",
-	"tokens_per_s",	     "mfu",		 "tflops_per_device",
-	"infeasible_reason", "devices",		 "baselines",
-	"search",	     "provenance",	 NULL};
+static const char *const summary_fields[] = {"feasible",
+					     "iteration_time_s",
+					     "throughput_samples_per_s",
+					     "tokens_per_s",
+					     "mfu",
+					     "tflops_per_device",
+					     "infeasible_reason",
+					     "devices",
+					     "baselines",
+					     "search",
+					     "provenance",
+					     NULL};
 static const char *const sdev_fields[] = {"device", "peak_memory_bytes",
 					  "busy_fraction", NULL};
 static const char *const base_fields[] = {"feasible", "iteration_time_s",
 					  "speedup", NULL};
-static const char *const search_fields[] = {"playouts", "simulations", "seed",
-					    "threads",  "gnn",	       "weights",
-					    "timing",	NULL};
+static const char *const search_fields[] = {
+    "playouts", "simulations", "seed",	 "threads",
+    "gnn",	"weights",     "timing", NULL};
 static const char *const timing_fields[] = {"search_seconds", "playouts_per_s",
 					    NULL};
 static const char *const prov_fields[] = {"tagplan_version", "model_file",
-					  "model_sha256", "topology_file",
+					  "model_sha256",    "topology_file",
 					  "topology_sha256", NULL};
 
 static int parse_schedule(const char *s)
@@ -68,7 +75,7 @@ struct reader {
 	struct tp_jctx *j;
 	const struct tp_model *m;   /* NULL: structural mode */
 	const struct tp_cluster *c; /* NULL: structural mode */
-	struct tp_plan *p;          /* NULL: structural mode */
+	struct tp_plan *p;	    /* NULL: structural mode */
 	struct tp_plan_outline *ol; /* may be NULL */
 	struct tp_strmap all_devs;  /* names across groups, for ol */
 	TP_VEC(uint32_t) ops, devs, sfb;
@@ -94,10 +101,11 @@ static enum tp_status unknown_device(struct reader *r, const char *name)
 		names[k] = r->c->devices.v[k].name;
 	tp_strbuf_init(&sb);
 	if (tp_io_suggest(name, names, n, 3, &sb))
-		st = tp_jctx_fail(r->j, NULL,
-				  "unknown device \"%.100s\" (did you mean %s?); "
-				  "the topology's devices are named like \"%s\"",
-				  name, tp_strbuf_cstr(&sb), names[0]);
+		st = tp_jctx_fail(
+		    r->j, NULL,
+		    "unknown device \"%.100s\" (did you mean %s?); "
+		    "the topology's devices are named like \"%s\"",
+		    name, tp_strbuf_cstr(&sb), names[0]);
 	else
 		st = tp_jctx_fail(r->j, NULL,
 				  "unknown device \"%.100s\"; the topology's "
@@ -126,9 +134,9 @@ static enum tp_status read_op_entry(struct reader *r, const struct tp_json *e)
 	if (e->type == TP_JSON_STRING) {
 		uint32_t idx;
 		if (e->str_len == 0 || e->str_len > TP_IO_NAME_MAX)
-			return tp_jctx_fail(j, NULL,
-					    "expected an op name (1 to %d bytes)",
-					    TP_IO_NAME_MAX);
+			return tp_jctx_fail(
+			    j, NULL, "expected an op name (1 to %d bytes)",
+			    TP_IO_NAME_MAX);
 		if (!r->m)
 			return TP_OK;
 		if ((st = op_index(r, NULL, e->str, &idx)))
@@ -152,11 +160,12 @@ static enum tp_status read_op_entry(struct reader *r, const struct tp_json *e)
 		pa = r->m->topo_pos[a];
 		pb = r->m->topo_pos[b];
 		if (pa > pb)
-			return tp_jctx_fail(j, NULL,
-					    "op \"%s\" comes after op \"%s\" in "
-					    "the model's topological order; swap "
-					    "\"from\" and \"to\"",
-					    from, to);
+			return tp_jctx_fail(
+			    j, NULL,
+			    "op \"%s\" comes after op \"%s\" in "
+			    "the model's topological order; swap "
+			    "\"from\" and \"to\"",
+			    from, to);
 		if (tp_vec_reserve(&r->ops, pb - pa + 1))
 			return nomem(r);
 		for (uint32_t k = pa; k <= pb; k++)
@@ -206,8 +215,8 @@ static enum tp_status read_group(struct reader *r, const struct tp_json *g,
 
 		old = tp_jctx_push_key(j, "devices");
 		tp_jctx_push_index(j, k);
-		if ((st = tp_jcheck_string(j, devs->items[k], TP_IO_NAME_MAX * 2,
-					   true, &name)))
+		if ((st = tp_jcheck_string(j, devs->items[k],
+					   TP_IO_NAME_MAX * 2, true, &name)))
 			goto out;
 		put = tp_strmap_put(&seen, name, (uint32_t)k, &first);
 		if (put < 0) {
@@ -277,8 +286,8 @@ out:
 			tp_jctx_pop(j, old);
 		}
 		if (fabs(sum - 1) > 1e-6)
-			return tp_jctx_fail(j, "shares",
-					    "shares sum to %.9g, expected 1", sum);
+			return tp_jctx_fail(
+			    j, "shares", "shares sum to %.9g, expected 1", sum);
 	}
 	if ((st = tp_jget_enum(j, g, "sync", false, parse_sync,
 			       "ring | hierarchical | ps", TP_SYNC_RING,
@@ -313,8 +322,9 @@ out:
 			bool in = false;
 			old = tp_jctx_push_key(j, "sfb_ops");
 			tp_jctx_push_index(j, k);
-			if ((st = tp_jcheck_string(j, sfb->items[k],
-						   TP_IO_NAME_MAX, true, &name)))
+			if ((st =
+				 tp_jcheck_string(j, sfb->items[k],
+						  TP_IO_NAME_MAX, true, &name)))
 				return st;
 			if (r->m) {
 				if ((st = op_index(r, NULL, name, &idx)))
@@ -323,11 +333,11 @@ out:
 					in = r->ops.v[q] == idx;
 				if (!in)
 					return tp_jctx_fail(
-						j, NULL,
-						"op \"%s\" is not in this group; "
-						"only a group's own ops can use "
-						"its compression",
-						name);
+					    j, NULL,
+					    "op \"%s\" is not in this group; "
+					    "only a group's own ops can use "
+					    "its compression",
+					    name);
 				if (tp_vec_push(&r->sfb, idx))
 					return nomem(r);
 			}
@@ -358,11 +368,10 @@ out:
 	if (r->p) {
 		struct tp_plan_group *gr;
 		uint32_t idx;
-		if ((st = tp_plan_add_group(r->p, r->ops.v, (uint32_t)r->ops.n,
-					    r->devs.v, (uint32_t)r->devs.n,
-					    (uint32_t)dp, (uint32_t)tp,
-					    shares ? r->shares.v : NULL, &idx,
-					    j->err)))
+		if ((st = tp_plan_add_group(
+			 r->p, r->ops.v, (uint32_t)r->ops.n, r->devs.v,
+			 (uint32_t)r->devs.n, (uint32_t)dp, (uint32_t)tp,
+			 shares ? r->shares.v : NULL, &idx, j->err)))
 			return tp_io_wrap(j, NULL, st);
 		if (tp_vec_reserve(&r->p->sfb, r->sfb.n))
 			return nomem(r);
@@ -388,7 +397,8 @@ static bool is_hex64(const char *s)
 	size_t n = 0;
 
 	for (; s[n]; n++)
-		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+		if (!((s[n] >= '0' && s[n] <= '9') ||
+		      (s[n] >= 'a' && s[n] <= 'f')))
 			return false;
 	return n == 64;
 }
@@ -416,14 +426,16 @@ static enum tp_status read_u64(struct tp_jctx *j, const struct tp_json *obj,
 		char *end;
 		unsigned long long u;
 		if (!v->str_len || v->str[0] < '0' || v->str[0] > '9')
-			return tp_jctx_fail(j, key,
-					    "expected an integer >= 0 (a number, "
-					    "or a decimal string above 2^53)");
+			return tp_jctx_fail(
+			    j, key,
+			    "expected an integer >= 0 (a number, "
+			    "or a decimal string above 2^53)");
 		u = strtoull(v->str, &end, 10);
 		if (*end)
-			return tp_jctx_fail(j, key,
-					    "expected an integer >= 0 (a number, "
-					    "or a decimal string above 2^53)");
+			return tp_jctx_fail(
+			    j, key,
+			    "expected an integer >= 0 (a number, "
+			    "or a decimal string above 2^53)");
 		*out = u;
 		return TP_OK;
 	}
@@ -443,9 +455,11 @@ static enum tp_status read_summary(struct reader *r, const struct tp_json *s,
 
 	sum->valid = true;
 	if ((st = tp_jctx_object(j, s, "the summary", summary_fields)) ||
-	    (st = tp_jget_bool(j, s, "feasible", false, false, &sum->feasible)) ||
-	    (st = tp_jget_number(j, s, "iteration_time_s", false, TP_JNUM_NONNEG,
-				 0, &sum->iteration_time_s, NULL)) ||
+	    (st = tp_jget_bool(j, s, "feasible", false, false,
+			       &sum->feasible)) ||
+	    (st =
+		 tp_jget_number(j, s, "iteration_time_s", false, TP_JNUM_NONNEG,
+				0, &sum->iteration_time_s, NULL)) ||
 	    (st = tp_jget_number(j, s, "throughput_samples_per_s", false,
 				 TP_JNUM_NONNEG, 0,
 				 &sum->throughput_samples_per_s, NULL)) ||
@@ -478,10 +492,10 @@ static enum tp_status read_summary(struct reader *r, const struct tp_json *s,
 		}
 		sum->n_devices = (uint32_t)devs->n;
 		if (any_peak && !(sum->peak_memory_bytes =
-					  tp_calloc(devs->n, sizeof(double))))
+				      tp_calloc(devs->n, sizeof(double))))
 			return nomem(r);
-		if (any_busy && !(sum->busy_fraction =
-					  tp_calloc(devs->n, sizeof(double))))
+		if (any_busy &&
+		    !(sum->busy_fraction = tp_calloc(devs->n, sizeof(double))))
 			return nomem(r);
 		for (size_t k = 0; k < devs->n; k++) {
 			const struct tp_json *d = devs->items[k];
@@ -492,19 +506,20 @@ static enum tp_status read_summary(struct reader *r, const struct tp_json *s,
 			if ((st = tp_jctx_object(j, d, "a device summary",
 						 sdev_fields)) ||
 			    (st = tp_jget_string(j, d, "device", false,
-						 TP_IO_NAME_MAX * 2, false, NULL,
-						 &name)))
+						 TP_IO_NAME_MAX * 2, false,
+						 NULL, &name)))
 				return st;
 			if (r->c && name &&
 			    strcmp(name, r->c->devices.v[k].name) != 0)
 				return tp_jctx_fail(
-					j, "device",
-					"expected device \"%s\" (entries follow "
-					"the topology's device order), found "
-					"\"%.100s\"",
-					r->c->devices.v[k].name, name);
-			if ((st = tp_jget_number(j, d, "peak_memory_bytes", false,
-						 TP_JNUM_NONNEG, 0, &x, NULL)))
+				    j, "device",
+				    "expected device \"%s\" (entries follow "
+				    "the topology's device order), found "
+				    "\"%.100s\"",
+				    r->c->devices.v[k].name, name);
+			if ((st = tp_jget_number(j, d, "peak_memory_bytes",
+						 false, TP_JNUM_NONNEG, 0, &x,
+						 NULL)))
 				return st;
 			if (sum->peak_memory_bytes)
 				sum->peak_memory_bytes[k] = x;
@@ -523,14 +538,13 @@ static enum tp_status read_summary(struct reader *r, const struct tp_json *s,
 		double speedup;
 
 		if (k >= TP_PLAN_MAX_BASELINES)
-			return tp_jctx_fail(j, NULL,
-					    "more than %d baselines",
+			return tp_jctx_fail(j, NULL, "more than %d baselines",
 					    TP_PLAN_MAX_BASELINES);
 		tp_jctx_push_key(j, b->key);
 		if (strlen(b->key) >= sizeof(pb->name) || !b->key[0])
-			return tp_jctx_fail(j, NULL,
-					    "baseline names have 1 to %zu bytes",
-					    sizeof(pb->name) - 1);
+			return tp_jctx_fail(
+			    j, NULL, "baseline names have 1 to %zu bytes",
+			    sizeof(pb->name) - 1);
 		pb = &sum->baselines[sum->n_baselines++];
 		snprintf(pb->name, sizeof(pb->name), "%s", b->key);
 		if ((st = tp_jctx_object(j, b, "a baseline", base_fields)) ||
@@ -554,8 +568,8 @@ static enum tp_status read_summary(struct reader *r, const struct tp_json *s,
 		    (st = read_u64(j, search, "simulations",
 				   &sum->simulations)) ||
 		    (st = read_u64(j, search, "seed", &sum->seed)) ||
-		    (st = tp_jget_int(j, search, "threads", false, 0, UINT32_MAX,
-				      0, &threads, NULL)) ||
+		    (st = tp_jget_int(j, search, "threads", false, 0,
+				      UINT32_MAX, 0, &threads, NULL)) ||
 		    (st = tp_jget_bool(j, search, "gnn", false, false,
 				       &sum->gnn)) ||
 		    (st = copy_str(j, search, "weights", sum->weights,
@@ -625,13 +639,13 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 				 false, NULL, &tname)) ||
 	    (st = tp_jget_int(j, root, "global_batch_size", true, 1, INT64_MAX,
 			      0, &gbs, NULL)) ||
-	    (st = tp_jget_int(j, root, "micro_batches", false, 1, UINT32_MAX,
-			      1, &mb, NULL)) ||
+	    (st = tp_jget_int(j, root, "micro_batches", false, 1, UINT32_MAX, 1,
+			      &mb, NULL)) ||
 	    (st = tp_jget_enum(j, root, "schedule", false, parse_schedule,
 			       "gpipe | 1f1b | interleaved", TP_SCHEDULE_1F1B,
 			       &sched)) ||
-	    (st = tp_jget_int(j, root, "virtual_stages", false, 1, 1024, 1,
-			      &vs, NULL)) ||
+	    (st = tp_jget_int(j, root, "virtual_stages", false, 1, 1024, 1, &vs,
+			      NULL)) ||
 	    (st = tp_jget_int(j, root, "zero", false, 0, 3, 0, &zero, NULL)) ||
 	    (st = tp_jget_enum(j, root, "compression", false, parse_compression,
 			       "off | lossless | lossy",
@@ -670,7 +684,7 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 		r->ol->has_summary = summary != NULL;
 		if (summary) {
 			const struct tp_json *it =
-				tp_json_get(summary, "iteration_time_s");
+			    tp_json_get(summary, "iteration_time_s");
 			if (it && it->type == TP_JSON_NUMBER)
 				r->ol->iteration_time_s = it->num;
 		}
@@ -750,12 +764,13 @@ static enum tp_status load(const char *name, const char *text, size_t len,
 enum tp_status tp_plan_load(const char *name, const char *text, size_t len,
 			    const struct tp_model *m,
 			    const struct tp_cluster *c,
-			    const struct tp_load_options *o,
-			    struct tp_plan *p, struct tp_error *err)
+			    const struct tp_load_options *o, struct tp_plan *p,
+			    struct tp_error *err)
 {
 	if (!m->finalized || !c->finalized) {
-		tp_error_set(err, TP_EINTERNAL,
-			     "tp_plan_load needs a finalized model and cluster");
+		tp_error_set(
+		    err, TP_EINTERNAL,
+		    "tp_plan_load needs a finalized model and cluster");
 		return TP_EINTERNAL;
 	}
 	return load(name, text, len, m, c, o, p, NULL, err);
@@ -812,7 +827,7 @@ static void write_ops(struct tp_jw *jw, const struct tp_plan *p, uint32_t g,
 		uint32_t e = k + 1;
 		if (m->finalized)
 			while (e < n && m->topo_pos[ops[e]] ==
-						m->topo_pos[ops[e - 1]] + 1)
+					    m->topo_pos[ops[e - 1]] + 1)
 				e++;
 		if (e - k >= 3) {
 			tp_jw_object_begin(jw);
@@ -873,7 +888,7 @@ static void write_summary(struct tp_jw *jw, const struct tp_plan_summary *s,
 			    s->iteration_time_s > 0)
 				tp_jw_kv_number(jw, "speedup",
 						b->iteration_time_s /
-							s->iteration_time_s);
+						    s->iteration_time_s);
 			tp_jw_object_end(jw);
 		}
 		tp_jw_object_end(jw);
@@ -926,7 +941,8 @@ void tp_plan_write(const struct tp_plan *p, const struct tp_model *m,
 	tp_jw_kv_string(&jw, "schedule", tp_schedule_name(p->schedule));
 	tp_jw_kv_int(&jw, "virtual_stages", p->virtual_stages);
 	tp_jw_kv_int(&jw, "zero", p->zero);
-	tp_jw_kv_string(&jw, "compression", tp_compression_name(p->compression));
+	tp_jw_kv_string(&jw, "compression",
+			tp_compression_name(p->compression));
 	tp_jw_key(&jw, "groups");
 	tp_jw_array_begin(&jw);
 	for (uint32_t g = 0; g < p->groups.n; g++) {
@@ -942,9 +958,9 @@ void tp_plan_write(const struct tp_plan *p, const struct tp_model *m,
 		tp_jw_key(&jw, "devices");
 		tp_jw_array_begin_inline(&jw);
 		for (uint32_t k = 0; k < gr->n_devices; k++)
-			tp_jw_string(&jw,
-				     c->devices.v[tp_plan_group_devs(p, g)[k]]
-					     .name);
+			tp_jw_string(
+			    &jw,
+			    c->devices.v[tp_plan_group_devs(p, g)[k]].name);
 		tp_jw_array_end(&jw);
 		tp_jw_kv_int(&jw, "dp", gr->dp);
 		tp_jw_kv_int(&jw, "tp", gr->tp);
@@ -958,7 +974,8 @@ void tp_plan_write(const struct tp_plan *p, const struct tp_model *m,
 			tp_jw_array_end(&jw);
 		}
 		tp_jw_kv_string(&jw, "sync", tp_sync_name(gr->sync));
-		tp_jw_kv_string(&jw, "recompute", tp_recompute_name(gr->recompute));
+		tp_jw_kv_string(&jw, "recompute",
+				tp_recompute_name(gr->recompute));
 		tp_jw_kv_bool(&jw, "sp", gr->sp);
 		if (gr->n_sfb || gr->sfb_saved_bytes > 0 ||
 		    gr->lossy != TP_LOSSY_NONE || gr->powersgd_rank) {
@@ -967,11 +984,12 @@ void tp_plan_write(const struct tp_plan *p, const struct tp_model *m,
 			tp_jw_key(&jw, "sfb_ops");
 			tp_jw_array_begin_inline(&jw);
 			for (uint32_t k = 0; k < gr->n_sfb; k++)
-				tp_jw_string(&jw,
-					     m->ops.v[tp_plan_group_sfb(p, g)[k]]
-						     .name);
+				tp_jw_string(
+				    &jw,
+				    m->ops.v[tp_plan_group_sfb(p, g)[k]].name);
 			tp_jw_array_end(&jw);
-			tp_jw_kv_number(&jw, "saved_bytes", gr->sfb_saved_bytes);
+			tp_jw_kv_number(&jw, "saved_bytes",
+					gr->sfb_saved_bytes);
 			tp_jw_kv_string(&jw, "lossy", tp_lossy_name(gr->lossy));
 			tp_jw_kv_int(&jw, "powersgd_rank", gr->powersgd_rank);
 			tp_jw_object_end(&jw);

@@ -8,30 +8,34 @@
 #include "../core/jsonw.h"
 #include "ioint.h"
 
-static const char *const report_fields[] = {
-	"format",
-	"feasible",
-	"iteration_time_s",
-	"throughput_samples_per_s",
-	"tokens_per_s",
-	"model_flop_per_iteration",
-	"tflops_per_device",
-	"mfu",
-	"bubble_fraction",
-	"devices",
-	"links",
-	"worst_device_index",
-	"worst_device",
-	"over_bytes",
-	"reason",
-	"approximations",
-	NULL};
-static const char *const dev_fields[] = {
-	"device", "peak_memory_bytes", "capacity_bytes", "compute_s",
-	"communication_s", "idle_s", "memory", NULL};
-static const char *const mem_fields[] = {
-	"weights_bytes",     "gradients_bytes", "optimizer_bytes",
-	"activations_bytes", "temporary_bytes", "reserved_bytes", NULL};
+static const char *const report_fields[] = {"format",
+					    "feasible",
+					    "iteration_time_s",
+					    "throughput_samples_per_s",
+					    "tokens_per_s",
+					    "model_flop_per_iteration",
+					    "tflops_per_device",
+					    "mfu",
+					    "bubble_fraction",
+					    "devices",
+					    "links",
+					    "worst_device_index",
+					    "worst_device",
+					    "over_bytes",
+					    "reason",
+					    "approximations",
+					    NULL};
+static const char *const dev_fields[] = {"device",	    "peak_memory_bytes",
+					 "capacity_bytes",  "compute_s",
+					 "communication_s", "idle_s",
+					 "memory",	    NULL};
+static const char *const mem_fields[] = {"weights_bytes",
+					 "gradients_bytes",
+					 "optimizer_bytes",
+					 "activations_bytes",
+					 "temporary_bytes",
+					 "reserved_bytes",
+					 NULL};
 static const char *const link_fields[] = {"link", "endpoints", "bytes",
 					  "busy_s", NULL};
 
@@ -40,9 +44,9 @@ static enum tp_status read_device(struct tp_jctx *j, const struct tp_json *v,
 {
 	const struct tp_json *mem;
 	const char *name;
-	double *mdst[] = {&d->memory.weights,	  &d->memory.gradients,
-			  &d->memory.optimizer,	  &d->memory.activations,
-			  &d->memory.temporary,	  &d->memory.reserved};
+	double *mdst[] = {&d->memory.weights,	&d->memory.gradients,
+			  &d->memory.optimizer, &d->memory.activations,
+			  &d->memory.temporary, &d->memory.reserved};
 	enum tp_status st;
 
 	if ((st = tp_jctx_object(j, v, "a device report", dev_fields)) ||
@@ -54,9 +58,8 @@ static enum tp_status read_device(struct tp_jctx *j, const struct tp_json *v,
 				 0, &d->capacity_bytes, NULL)) ||
 	    (st = tp_jget_number(j, v, "compute_s", false, TP_JNUM_NONNEG, 0,
 				 &d->compute_s, NULL)) ||
-	    (st = tp_jget_number(j, v, "communication_s", false,
-				 TP_JNUM_NONNEG, 0, &d->communication_s,
-				 NULL)) ||
+	    (st = tp_jget_number(j, v, "communication_s", false, TP_JNUM_NONNEG,
+				 0, &d->communication_s, NULL)) ||
 	    (st = tp_jget_number(j, v, "idle_s", false, TP_JNUM_NONNEG, 0,
 				 &d->idle_s, NULL)) ||
 	    (st = tp_jget_object(j, v, "memory", false, &mem)))
@@ -98,7 +101,8 @@ static enum tp_status read_report(struct tp_jctx *j, const struct tp_json *root,
 	enum tp_status st;
 
 	if ((st = tp_jctx_object(j, root, "a report", report_fields)) ||
-	    (st = tp_jget_bool(j, root, "feasible", true, false, &r->feasible)) ||
+	    (st = tp_jget_bool(j, root, "feasible", true, false,
+			       &r->feasible)) ||
 	    (st = tp_jget_number(j, root, "iteration_time_s", true,
 				 TP_JNUM_NONNEG, 0, &r->iteration_time_s,
 				 NULL)) ||
@@ -108,8 +112,8 @@ static enum tp_status read_report(struct tp_jctx *j, const struct tp_json *root,
 	    (st = tp_jget_number(j, root, "tokens_per_s", false, TP_JNUM_NONNEG,
 				 0, &r->tokens_per_s, NULL)) ||
 	    (st = tp_jget_number(j, root, "model_flop_per_iteration", false,
-				 TP_JNUM_NONNEG, 0, &r->model_flop_per_iteration,
-				 NULL)) ||
+				 TP_JNUM_NONNEG, 0,
+				 &r->model_flop_per_iteration, NULL)) ||
 	    (st = tp_jget_number(j, root, "tflops_per_device", false,
 				 TP_JNUM_NONNEG, 0, &r->tflops_per_device,
 				 NULL)) ||
@@ -193,8 +197,7 @@ enum tp_status tp_report_load(const char *name, const char *text, size_t len,
 
 	tp_report_release(r);
 	tp_report_init(r);
-	st = tp_io_parse(name, text, len, o, "tagplan-report/1", &doc, &j,
-			 err);
+	st = tp_io_parse(name, text, len, o, "tagplan-report/1", &doc, &j, err);
 	if (st)
 		return st;
 	st = read_report(&j, doc.root, r);
@@ -260,7 +263,8 @@ void tp_report_write(const struct tp_report *r, const struct tp_cluster *c,
 		tp_jw_object_begin(&jw);
 		if (names)
 			tp_jw_kv_string(&jw, "device", c->devices.v[d].name);
-		tp_jw_kv_number(&jw, "peak_memory_bytes", rd->peak_memory_bytes);
+		tp_jw_kv_number(&jw, "peak_memory_bytes",
+				rd->peak_memory_bytes);
 		tp_jw_kv_number(&jw, "capacity_bytes", rd->capacity_bytes);
 		tp_jw_kv_number(&jw, "compute_s", rd->compute_s);
 		tp_jw_kv_number(&jw, "communication_s", rd->communication_s);

@@ -13,17 +13,17 @@
 #include "../core/jsonw.h"
 #include "ioint.h"
 
-static const char *const topo_fields[] = {"format", "name", "device_types",
-					  "nodes", "network", NULL};
-static const char *const node_fields[] = {"name", "count", "devices",
-					  "fabric", "links", "nic", NULL};
+static const char *const topo_fields[] = {"format", "name",    "device_types",
+					  "nodes",  "network", NULL};
+static const char *const node_fields[] = {"name",  "count", "devices", "fabric",
+					  "links", "nic",   NULL};
 static const char *const dev_fields[] = {"type", "count", NULL};
 static const char *const fabric_fields[] = {"kind", "bandwidth_Bps",
 					    "latency_s", NULL};
-static const char *const nlink_fields[] = {"a", "b", "bandwidth_Bps",
+static const char *const nlink_fields[] = {"a",		"b",	"bandwidth_Bps",
 					   "latency_s", "kind", NULL};
-static const char *const nic_fields[] = {"count", "bandwidth_Bps",
-					 "latency_s", NULL};
+static const char *const nic_fields[] = {"count", "bandwidth_Bps", "latency_s",
+					 NULL};
 static const char *const net_fields[] = {"oversubscription", "switches",
 					 "links", NULL};
 static const char *const sw_fields[] = {"name", NULL};
@@ -107,7 +107,8 @@ static enum tp_status read_node(struct tp_jctx *j, const struct tp_json *v,
 				       "nvswitch | pcie | nvlink | other", 0,
 				       &ns->fabric_kind)) ||
 		    (st = tp_jget_number(j, fab, "bandwidth_Bps", true,
-					 TP_JNUM_POS, 0, &ns->fabric_bw, NULL)) ||
+					 TP_JNUM_POS, 0, &ns->fabric_bw,
+					 NULL)) ||
 		    (st = tp_jget_number(j, fab, "latency_s", true,
 					 TP_JNUM_NONNEG, 0, &ns->fabric_lat,
 					 NULL)))
@@ -122,8 +123,9 @@ static enum tp_status read_node(struct tp_jctx *j, const struct tp_json *v,
 				      &ns->n_nics, NULL)) ||
 		    (st = tp_jget_number(j, nic, "bandwidth_Bps", true,
 					 TP_JNUM_POS, 0, &ns->nic_bw, NULL)) ||
-		    (st = tp_jget_number(j, nic, "latency_s", true,
-					 TP_JNUM_NONNEG, 0, &ns->nic_lat, NULL)))
+		    (st =
+			 tp_jget_number(j, nic, "latency_s", true,
+					TP_JNUM_NONNEG, 0, &ns->nic_lat, NULL)))
 			return st;
 		ns->nic = true;
 		tp_jctx_pop(j, old);
@@ -153,10 +155,11 @@ static enum tp_status read_node(struct tp_jctx *j, const struct tp_json *v,
 				       TP_LINK_NVLINK, &kind)))
 			return st;
 		if (a == b)
-			return tp_jctx_fail(j, "b",
-					    "a link joins two different devices "
-					    "(a and b are both %lld)",
-					    (long long)a);
+			return tp_jctx_fail(
+			    j, "b",
+			    "a link joins two different devices "
+			    "(a and b are both %lld)",
+			    (long long)a);
 		tp_jctx_pop(j, old);
 	}
 	return TP_OK;
@@ -200,22 +203,20 @@ static enum tp_status build_node(struct tp_jctx *j, struct tp_cluster *c,
 			uint32_t d;
 			const struct tp_node *nn;
 			if ((st = tp_cluster_add_device(c, node,
-							ns->runs.v[r].type, NULL,
-							&d, j->err)))
+							ns->runs.v[r].type,
+							NULL, &d, j->err)))
 				return tp_io_wrap(j, "devices", st);
 			nn = &c->nodes.v[node];
 			if (nn->fabric_vertex != TP_NONE &&
 			    (st = tp_cluster_add_link(
-				     c, c->devices.v[d].vertex,
-				     nn->fabric_vertex, nn->fabric_bw_Bps,
-				     nn->fabric_latency_s / 2, nn->fabric_kind,
-				     j->err)))
+				 c, c->devices.v[d].vertex, nn->fabric_vertex,
+				 nn->fabric_bw_Bps, nn->fabric_latency_s / 2,
+				 nn->fabric_kind, j->err)))
 				return tp_io_wrap(j, "fabric", st);
 			if (nn->nic_vertex != TP_NONE &&
-			    (st = tp_cluster_add_link(c, c->devices.v[d].vertex,
-						      nn->nic_vertex,
-						      nn->nic_bw_Bps, 0,
-						      TP_LINK_NIC, j->err)))
+			    (st = tp_cluster_add_link(
+				 c, c->devices.v[d].vertex, nn->nic_vertex,
+				 nn->nic_bw_Bps, 0, TP_LINK_NIC, j->err)))
 				return tp_io_wrap(j, "nic", st);
 		}
 	}
@@ -225,13 +226,13 @@ static enum tp_status build_node(struct tp_jctx *j, struct tp_cluster *c,
 		uint32_t a = (uint32_t)tp_json_get(l, "a")->num;
 		uint32_t b = (uint32_t)tp_json_get(l, "b")->num;
 		enum tp_link_kind lk =
-			kind ? (enum tp_link_kind)tp_link_kind_parse(kind->str)
-			     : TP_LINK_NVLINK;
+		    kind ? (enum tp_link_kind)tp_link_kind_parse(kind->str)
+			 : TP_LINK_NVLINK;
 		if ((st = tp_cluster_add_link(
-			     c, c->devices.v[first + a].vertex,
-			     c->devices.v[first + b].vertex,
-			     tp_json_get(l, "bandwidth_Bps")->num,
-			     tp_json_get(l, "latency_s")->num, lk, j->err)))
+			 c, c->devices.v[first + a].vertex,
+			 c->devices.v[first + b].vertex,
+			 tp_json_get(l, "bandwidth_Bps")->num,
+			 tp_json_get(l, "latency_s")->num, lk, j->err)))
 			return tp_io_wrap(j, "links", st);
 	}
 	return TP_OK;
@@ -249,10 +250,11 @@ static enum tp_status net_endpoint(struct tp_jctx *j, const char *key,
 	*node = TP_NONE;
 	if (n != TP_NONE) {
 		if (c->nodes.v[n].nic_vertex == TP_NONE)
-			return tp_jctx_fail(j, key,
-					    "node \"%s\" has no \"nic\"; give it "
-					    "one to join the network",
-					    name);
+			return tp_jctx_fail(
+			    j, key,
+			    "node \"%s\" has no \"nic\"; give it "
+			    "one to join the network",
+			    name);
 		*v = c->nodes.v[n].nic_vertex;
 		*node = n;
 		return TP_OK;
@@ -315,18 +317,19 @@ static enum tp_status read_network(struct tp_jctx *j, const struct tp_json *net,
 					 TP_IO_NAME_MAX, true, NULL, &name)))
 			goto out;
 		if (tp_cluster_find_node(c, name) != TP_NONE) {
-			st = tp_jctx_fail(j, "name",
-					  "\"%s\" is already a node name", name);
+			st = tp_jctx_fail(
+			    j, "name", "\"%s\" is already a node name", name);
 			goto out;
 		}
 		v = tp_cluster_add_vertex(c, TP_VERTEX_SWITCH);
-		if (v == TP_NONE || (r = tp_strmap_put(&swmap, name, v, NULL)) < 0) {
+		if (v == TP_NONE ||
+		    (r = tp_strmap_put(&swmap, name, v, NULL)) < 0) {
 			st = tp_error_set(j->err, TP_ENOMEM, "out of memory");
 			goto out;
 		}
 		if (r > 0) {
-			st = tp_jctx_fail(j, "name", "duplicate switch name \"%s\"",
-					  name);
+			st = tp_jctx_fail(j, "name",
+					  "duplicate switch name \"%s\"", name);
 			goto out;
 		}
 		tp_jctx_pop(j, o2);
@@ -353,10 +356,11 @@ static enum tp_status read_network(struct tp_jctx *j, const struct tp_json *net,
 		    (st = net_endpoint(j, "b", c, &swmap, b, &vb, &nb)))
 			goto out;
 		if (va == vb) {
-			st = tp_jctx_fail(j, "b",
-					  "a link joins two different endpoints "
-					  "(both are \"%s\")",
-					  a);
+			st =
+			    tp_jctx_fail(j, "b",
+					 "a link joins two different endpoints "
+					 "(both are \"%s\")",
+					 a);
 			goto out;
 		}
 		if ((st = tp_cluster_add_link(c, va, vb, bw, lat,
@@ -412,9 +416,8 @@ static enum tp_status read_topology(struct tp_jctx *j,
 						 &t)))
 			return st;
 		if (tp_cluster_find_type(c, t.name) != TP_NONE)
-			return tp_jctx_fail(j, "name",
-					    "duplicate device type \"%s\"",
-					    t.name);
+			return tp_jctx_fail(
+			    j, "name", "duplicate device type \"%s\"", t.name);
 		if ((st = tp_cluster_add_type(c, &t, NULL, j->err)))
 			return tp_io_wrap(j, "name", st);
 		tp_jctx_pop(j, old);
@@ -432,10 +435,11 @@ static enum tp_status read_topology(struct tp_jctx *j,
 		reps = ns.count ? ns.count : 1;
 		total += (size_t)reps * ns.n_devices;
 		if (total > TP_IO_MAX_DEVICES) {
-			st = tp_jctx_fail(j, NULL,
-					  "the topology has more than %d devices "
-					  "(the limit of this version)",
-					  TP_IO_MAX_DEVICES);
+			st = tp_jctx_fail(
+			    j, NULL,
+			    "the topology has more than %d devices "
+			    "(the limit of this version)",
+			    TP_IO_MAX_DEVICES);
 			goto out;
 		}
 		for (int64_t r = 0; r < reps; r++) {
@@ -465,8 +469,8 @@ out:
 	return st;
 }
 
-enum tp_status tp_topology_load(const char *name, const char *text,
-				size_t len, const struct tp_load_options *o,
+enum tp_status tp_topology_load(const char *name, const char *text, size_t len,
+				const struct tp_load_options *o,
 				struct tp_cluster *c, struct tp_error *err)
 {
 	struct tp_json_doc doc;
@@ -502,8 +506,7 @@ enum tp_status tp_topology_load(const char *name, const char *text,
 
 enum tp_status tp_topology_load_file(const char *path,
 				     const struct tp_load_options *o,
-				     struct tp_cluster *c,
-				     struct tp_error *err)
+				     struct tp_cluster *c, struct tp_error *err)
 {
 	char *text;
 	size_t len;
@@ -586,8 +589,8 @@ static bool is_star(const struct tp_cluster *c, uint32_t *nic_owner)
 		node = nic_owner[nic];
 		n = &c->nodes.v[node];
 		if (n->network_link != l ||
-		    lk->bw_Bps != n->n_nics * n->nic_bw_Bps /
-					  c->oversubscription ||
+		    lk->bw_Bps !=
+			n->n_nics * n->nic_bw_Bps / c->oversubscription ||
 		    lk->latency_s != n->nic_latency_s / 2)
 			return false;
 	}
@@ -641,7 +644,8 @@ void tp_topology_write(const struct tp_cluster *c, struct tp_strbuf *out)
 		tp_jw_key(&jw, "devices");
 		tp_jw_array_begin(&jw);
 		for (uint32_t d = 0; d < n->n_devices;) {
-			uint32_t t = c->devices.v[n->first_device + d].type, e = d;
+			uint32_t t = c->devices.v[n->first_device + d].type,
+				 e = d;
 			while (e < n->n_devices &&
 			       c->devices.v[n->first_device + e].type == t)
 				e++;
@@ -680,7 +684,8 @@ void tp_topology_write(const struct tp_cluster *c, struct tp_strbuf *out)
 			tp_jw_kv_int(&jw, "b", lb);
 			tp_jw_kv_number(&jw, "bandwidth_Bps", lk->bw_Bps);
 			tp_jw_kv_number(&jw, "latency_s", lk->latency_s);
-			tp_jw_kv_string(&jw, "kind", tp_link_kind_name(lk->kind));
+			tp_jw_kv_string(&jw, "kind",
+					tp_link_kind_name(lk->kind));
 			tp_jw_object_end(&jw);
 		}
 		if (any_link)
@@ -701,12 +706,13 @@ void tp_topology_write(const struct tp_cluster *c, struct tp_strbuf *out)
 	tp_jw_kv_number(&jw, "oversubscription", c->oversubscription);
 	if (!is_star(c, nic_owner)) {
 		uint32_t n_sw = 0;
-		uint32_t *sw_index = dev_of_vertex; /* reuse: vertex -> switch # */
+		uint32_t *sw_index =
+		    dev_of_vertex; /* reuse: vertex -> switch # */
 
 		for (uint32_t v = 0; v < nv; v++)
 			sw_index[v] = c->vertex_kind.v[v] == TP_VERTEX_SWITCH
-					      ? n_sw++
-					      : TP_NONE;
+					  ? n_sw++
+					  : TP_NONE;
 		tp_jw_key(&jw, "switches");
 		tp_jw_array_begin(&jw);
 		for (uint32_t s = 0; s < n_sw; s++) {
