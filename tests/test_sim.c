@@ -115,6 +115,7 @@ static struct tp_sim *new_sim(const struct tp_model *m,
 	o.params.collective_latency_s = 0;
 	o.params.link_eff_intra = 1;
 	o.params.link_eff_network = 1;
+	o.params.gemm_sustained = 1;
 	sim = tp_sim_new(m, c, &o, &err);
 	ck_assert_msg(sim != NULL, "%s", err.msg);
 	return sim;
@@ -289,6 +290,7 @@ START_TEST(test_sync_overlap)
 	tp_sim_options_default(&o);
 	o.params.collective_latency_s = 0;
 	o.params.link_eff_intra = 1;
+	o.params.gemm_sustained = 1;
 	o.params.bucket_bytes = bucket;
 	sim = tp_sim_new(&m, &c, &o, &err);
 	ck_assert_ptr_nonnull(sim);

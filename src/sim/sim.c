@@ -17,12 +17,14 @@
 void tp_sim_params_default(struct tp_sim_params *p)
 {
 	memset(p, 0, sizeof(*p));
+	p->gemm_sustained = 0.806;
 	p->link_eff_intra = 0.80;
 	p->link_eff_network = 0.90;
 	p->bucket_bytes = 80e6;
 	p->overlap_grad_sync = true;
 	p->backward_mem_factor = 2.0;
 	p->p2p_latency_s = 20e-6;
+	p->p2p_blocking = true;
 	p->collective_latency_s = 6e-6;
 }
 
@@ -131,6 +133,8 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 		struct tp_device_type *ty = &sim->types[t];
 		*ty = c->types.v[t];
 		fill_type_defaults(ty);
+		if (sim->o.params.gemm_sustained > 0)
+			ty->gemm_efficiency *= sim->o.params.gemm_sustained;
 		sim->peak[t] = ty->peak_flops[m->dtype] > 0
 				       ? ty->peak_flops[m->dtype]
 				       : ty->peak_flops[TP_DTYPE_FP32];
@@ -245,6 +249,7 @@ void tp_sim_scratch_free(struct tp_sim_scratch *s)
 	tp_vec_free(&s->btypes);
 	tp_vec_free(&s->bents);
 	tp_vec_free(&s->act);
+	tp_vec_free(&s->p2p);
 	tp_vec_free(&s->heap);
 	tp_vec_free(&s->tmp);
 	tp_vec_free(&s->tmp2);
@@ -815,16 +820,28 @@ static enum tp_status p2p(const struct tp_plan *plan,
 					lane_dev(plan, s, ge->src, rs[p], j));
 	if (tp_sim_acc_emit(s, &btb))
 		goto nomem;
+	/* the receiver's tensor ranks each got 1/nf of the activation and
+	 * all-gather it over their fabric (Megatron's scatter/gather); under
+	 * sequence parallelism the sharded activation is what they need */
 	if (btf != TP_NONE)
-		s->btypes.v[btf].latency += lat;
+		s->btypes.v[btf].latency +=
+			lat + (ld->tp > 1 && !plan->groups.v[ge->dst].sp
+				       ? (ld->tp_a + ld->tp_k * bytes * nf) / 2
+				       : 0);
 	if (btb != TP_NONE)
-		s->btypes.v[btb].latency += lat;
+		s->btypes.v[btb].latency +=
+			lat + (ls->tp > 1 && !plan->groups.v[ge->src].sp
+				       ? (ls->tp_a + ls->tp_k * bytes * nf) / 2
+				       : 0);
 	for (uint32_t i = 0; i < m; i++) {
 		uint32_t t;
 		if (btf != TP_NONE && bytes > 0) {
 			TASK(t, TK_COMM, CW_P2P_F, bytes, btf, i);
 			EDGE(f_task(s, LS, i), t, false);
 			EDGE(t, f_task(s, LD, i), false);
+			if (tp_vec_push(&s->p2p, t) ||
+			    tp_vec_push(&s->p2p, f_task(s, LS, i)))
+				goto nomem;
 		} else {
 			EDGE(f_task(s, LS, i), f_task(s, LD, i), false);
 		}
@@ -832,6 +849,9 @@ static enum tp_status p2p(const struct tp_plan *plan,
 			TASK(t, TK_COMM, CW_P2P_B, bytes, btb, i);
 			EDGE(b_task(s, LD, i), t, false);
 			EDGE(t, b_task(s, LS, i), false);
+			if (tp_vec_push(&s->p2p, t) ||
+			    tp_vec_push(&s->p2p, b_task(s, LD, i)))
+				goto nomem;
 		} else {
 			EDGE(b_task(s, LD, i), b_task(s, LS, i), false);
 		}
@@ -1138,7 +1158,7 @@ static enum tp_status build_graph(const struct tp_sim *sim,
 	enum tp_status st;
 	size_t nq = 0;
 
-	s->tasks.n = s->edges.n = 0;
+	s->tasks.n = s->edges.n = s->p2p.n = 0;
 	/* compute tasks */
 	for (uint32_t L = 0; L < s->sims.n; L++) {
 		struct simlane *sl = &s->sims.v[L];
@@ -1346,6 +1366,19 @@ static enum tp_status build_graph(const struct tp_sim *sim,
 			uint32_t t = s->queue.v[rs->q_first + k].task;
 			if (s->tasks.v[t].ref == L)
 				s->tasks.v[t].qpos = k;
+		}
+	}
+	/* blocking sends: the sender's next task waits for the transfer */
+	if (pa->p2p_blocking) {
+		for (size_t k = 0; k + 1 < s->p2p.n; k += 2) {
+			uint32_t t = s->p2p.v[k], x = s->p2p.v[k + 1];
+			const struct simlane *sl = &s->sims.v[s->tasks.v[x].ref];
+			const struct resource *rs =
+				&s->res.v[s->lres.v[sl->res_first]];
+			uint32_t qp = s->tasks.v[x].qpos;
+			if (qp + 1 < rs->q_n)
+				EDGE(t, s->queue.v[rs->q_first + qp + 1].task,
+				     false);
 		}
 	}
 	/* ZeRO-3: gather a group's weights before every forward and

@@ -41,6 +41,8 @@ struct tp_sim_scratch;
  * data/devices.json).  Defaults and their justification: src/sim/README.
  */
 struct tp_sim_params {
+	double gemm_sustained;   /* training sustains this fraction of a
+				    device type's (benchmark) gemm_efficiency */
 	double link_eff_intra;   /* fraction of NVLink/NVSwitch/PCIe peak
 				    that collectives and copies reach */
 	double link_eff_network; /* same for NIC and network links */
@@ -49,6 +51,8 @@ struct tp_sim_params {
 	bool overlap_grad_sync;  /* sync buckets during the last backward */
 	double backward_mem_factor; /* backward bytes / forward bytes */
 	double p2p_latency_s;    /* software cost per pipeline send/recv */
+	bool p2p_blocking;       /* a stage waits for its own pipeline sends
+				    (Megatron-LM, DeepSpeed) */
 	double collective_latency_s; /* software cost per collective step */
 };
 

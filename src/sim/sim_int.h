@@ -186,6 +186,7 @@ struct tp_sim_scratch {
 	TP_VEC(struct btype) btypes;
 	TP_VEC(struct bent) bents;
 	TP_VEC(struct active) act;
+	TP_VEC(uint32_t) p2p; /* pairs: transfer task, sending task */
 	TP_VEC(struct heap_ev) heap;
 	TP_VEC(uint32_t) tmp, tmp2, tmp3;
 	TP_VEC(double) dtmp;
