@@ -546,6 +546,21 @@ START_TEST(test_builtin_devices)
 	ck_assert_uint_ne(tp_cluster_find_type(&c, "MI300X"), TP_NONE);
 	ck_assert(c.types.v[tp_cluster_find_type(&c, "H100-SXM5-80GB")]
 		      .gemm_efficiency == 0.803);
+	{
+		/* a bad list leaves the cluster unchanged */
+		const char *t =
+		    "{\"format\": \"tagplan-devices/1\", \"device_types\": "
+		    "[{\"name\": \"New1\", \"memory_bytes\": 8e9, "
+		    "\"memory_bandwidth_Bps\": 1e11, \"peak_flops\": "
+		    "{\"fp32\": 1e13}}, {\"name\": \"T4-16GB\", "
+		    "\"memory_bytes\": 8e9, \"memory_bandwidth_Bps\": 1e11, "
+		    "\"peak_flops\": {\"fp32\": 1e13}}]}";
+		ck_assert_int_eq(
+		    tp_devices_load("d", t, strlen(t), NULL, &c, &err),
+		    TP_EINPUT);
+		ck_assert_str_eq(err.path, "$.device_types[1].name");
+		ck_assert_uint_eq(c.types.n, n);
+	}
 	tp_cluster_release(&c);
 }
 END_TEST

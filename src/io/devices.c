@@ -186,23 +186,37 @@ enum tp_status tp_devices_load(const char *name, const char *text, size_t len,
 	    (st =
 		 tp_jget_array(&j, doc.root, "device_types", true, true, &arr)))
 		goto out;
-	for (size_t k = 0; k < arr->n; k++) {
-		struct tp_device_type t;
-		size_t old = tp_jctx_push_key(&j, "device_types");
-		tp_jctx_push_index(&j, k);
-		if ((st = tp_io_read_device_type(&j, arr->items[k], c, false,
-						 &t)))
-			goto out;
-		if (tp_cluster_find_type(c, t.name) != TP_NONE) {
-			st = tp_jctx_fail(
-			    &j, "name", "duplicate device type \"%s\"", t.name);
-			goto out;
+	/* two passes, so that a bad entry leaves c unchanged */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t k = 0; k < arr->n; k++) {
+			struct tp_device_type t;
+			size_t old = tp_jctx_push_key(&j, "device_types");
+			tp_jctx_push_index(&j, k);
+			if ((st = tp_io_read_device_type(&j, arr->items[k], c,
+							 false, &t)))
+				goto out;
+			if (pass == 0) {
+				bool dup =
+				    tp_cluster_find_type(c, t.name) != TP_NONE;
+				for (size_t q = 0; q < k && !dup; q++) {
+					const struct tp_json *nm =
+					    tp_json_get(arr->items[q], "name");
+					dup = strcmp(nm->str, t.name) == 0;
+				}
+				if (dup) {
+					st = tp_jctx_fail(
+					    &j, "name",
+					    "duplicate device type \"%s\"",
+					    t.name);
+					goto out;
+				}
+			} else if ((st = tp_cluster_add_type(c, &t, NULL,
+							     err))) {
+				st = tp_io_wrap(&j, "name", st);
+				goto out;
+			}
+			tp_jctx_pop(&j, old);
 		}
-		if ((st = tp_cluster_add_type(c, &t, NULL, err))) {
-			st = tp_io_wrap(&j, "name", st);
-			goto out;
-		}
-		tp_jctx_pop(&j, old);
 	}
 out:
 	tp_json_doc_release(&doc);

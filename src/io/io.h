@@ -111,7 +111,8 @@ enum tp_status tp_devices_load_builtin(struct tp_cluster *c,
 				       struct tp_error *err);
 
 /* Load a device-type list ("tagplan-devices/1", the layout of
- * data/devices.json) into c as built-in types. */
+ * data/devices.json) into c as built-in types.  On failure c is
+ * unchanged (short of an allocation failure midway). */
 enum tp_status tp_devices_load(const char *name, const char *text, size_t len,
 			       const struct tp_load_options *o,
 			       struct tp_cluster *c, struct tp_error *err);
