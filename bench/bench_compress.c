@@ -13,8 +13,12 @@
 #include "core/cluster.h"
 #include "core/model.h"
 #include "core/plan.h"
+#include "core/report.h"
+#include "io/build.h"
 #include "search/mincut.h"
+#include "search/search.h"
 #include "search/sfb.h"
+#include "sim/sim.h"
 
 static double now_s(void)
 {
@@ -237,10 +241,173 @@ out:
 	return rc;
 }
 
-int main(void)
+/* --- communication-bound cases ----------------------------------------- */
+
+struct bcase {
+	const char *model;
+	const char *specs[2];
+	int n_specs;
+	const char *net;
+	const char *label;
+};
+
+static const struct bcase cases[] = {
+	{"vgg19", {"v100-nvlink:2"}, 1, "10gbe", "2 V100 servers"},
+	{"vgg19", {"v100-nvlink:2"}, 1, "25gbe", "2 V100 servers"},
+	{"vgg19", {"v100-nvlink:2", "1080ti-pcie:2"}, 2, "10gbe",
+	 "2 V100 + 2 1080Ti servers"},
+	{"vgg19", {"v100-nvlink:2", "1080ti-pcie:2"}, 2, "25gbe",
+	 "2 V100 + 2 1080Ti servers"},
+	{"transformer", {"v100-nvlink:2"}, 1, "10gbe", "2 V100 servers"},
+	{"transformer", {"v100-nvlink:2"}, 1, "25gbe", "2 V100 servers"},
+	{"transformer", {"v100-nvlink:2", "1080ti-pcie:2"}, 2, "10gbe",
+	 "2 V100 + 2 1080Ti servers"},
+	{"transformer", {"v100-nvlink:2", "1080ti-pcie:2"}, 2, "25gbe",
+	 "2 V100 + 2 1080Ti servers"},
+};
+
+static uint32_t sfb_ops(const struct tp_plan *p)
 {
+	return (uint32_t)p->sfb.n;
+}
+
+static double report_time(const struct tp_report *r)
+{
+	return r->feasible ? r->iteration_time_s : INFINITY;
+}
+
+static int search(const struct tp_model *m, const struct tp_cluster *c,
+		  const struct tp_evaluator *ev, enum tp_compression comp,
+		  uint64_t playouts, struct tp_search_result *res)
+{
+	struct tp_search_options o;
+	struct tp_error err;
+
+	tp_search_options_default(&o);
+	o.seed = 1;
+	o.threads = 1;
+	o.playouts = playouts;
+	o.compression = comp;
+	tp_search_result_init(res);
+	if (tp_search_run(m, c, ev, &o, res, &err) || !res->have_plan) {
+		fprintf(stderr, "bench_compress: search: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int bench_case(const struct bcase *bc, uint64_t playouts, int *misses)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_error err;
+	struct tp_sim_options so;
+	struct tp_sim *sim = NULL;
+	struct tp_sim_scratch *ss = NULL;
+	struct tp_sfb *sfb = NULL;
+	struct tp_sfb_scratch *s = NULL;
+	struct tp_search_simeval se;
+	struct tp_sfb_joint j;
+	struct tp_evaluator plain, jev;
+	struct tp_search_result off, jt;
+	struct tp_plan post;
+	struct tp_report rpost;
+	struct tp_sfb_stats st;
+	double t_off, t_post, t_joint, w0, w_off, w_joint;
+	int rc = -1;
+
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	tp_plan_init(&post);
+	tp_report_init(&rpost);
+	tp_search_result_init(&off);
+	tp_search_result_init(&jt);
+	if (tp_build_zoo(bc->model, 0, -1, &m, &err) ||
+	    tp_build_topology(bc->specs, bc->n_specs, bc->net, 1, &c, &err))
+		goto fail;
+	tp_sim_options_default(&so);
+	sim = tp_sim_new(&m, &c, &so, &err);
+	if (!sim)
+		goto fail;
+	ss = tp_sim_scratch_new(sim);
+	sfb = tp_sfb_new(&m, &c, NULL, &err);
+	if (!ss || !sfb)
+		goto fail;
+	s = tp_sfb_scratch_new(sfb);
+	if (!s)
+		goto fail;
+	tp_search_sim_evaluator(&se, sim, NULL, &plain);
+	tp_sfb_joint_evaluator(&j, sfb, &plain, &jev);
+
+	/* off: the search without compression */
+	w0 = now_s();
+	if (search(&m, &c, &plain, TP_COMPRESSION_OFF, playouts, &off))
+		goto out;
+	w_off = now_s() - w0;
+	t_off = report_time(&off.report);
+	/* post-hoc (TAG): that plan, then the selection */
+	if (tp_plan_copy(&post, &off.plan, &err))
+		goto fail;
+	post.compression = TP_COMPRESSION_LOSSLESS;
+	if (tp_sfb_simulate(sfb, sim, &post, s, ss, &rpost, &st, &err))
+		goto fail;
+	t_post = report_time(&rpost);
+	/* joint: the selection inside the search's scoring */
+	w0 = now_s();
+	if (search(&m, &c, &jev, TP_COMPRESSION_LOSSLESS, playouts, &jt))
+		goto out;
+	w_joint = now_s() - w0;
+	t_joint = report_time(&jt.report);
+	printf("%-11s %-27s %-5s %9.4f %9.4f %9.4f  %5.3f %5.3f  %3u/%-3u %3u  "
+	       "%5.1f %5.1f %s\n",
+	       bc->model, bc->label, bc->net, t_off, t_post, t_joint,
+	       t_off / t_post, t_post / t_joint, sfb_ops(&post), st.ops_selected,
+	       sfb_ops(&jt.plan), w_off, w_joint,
+	       t_joint <= t_post * (1 + 1e-12) && t_post <= t_off * (1 + 1e-12)
+		       ? "ok"
+		       : "MISSED");
+	if (!(t_joint <= t_post * (1 + 1e-12) && t_post <= t_off * (1 + 1e-12)))
+		(*misses)++;
+	rc = 0;
+	goto out;
+fail:
+	fprintf(stderr, "bench_compress: %s: %s\n", bc->model, err.msg);
+out:
+	tp_search_result_release(&off);
+	tp_search_result_release(&jt);
+	tp_report_release(&rpost);
+	tp_plan_release(&post);
+	tp_sfb_scratch_free(s);
+	tp_sfb_free(sfb);
+	tp_sim_scratch_free(ss);
+	tp_sim_free(sim);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t playouts = argc > 1 ? strtoull(argv[1], NULL, 10) : 300;
+	int misses = 0;
+
 	printf("bench_compress: gradient compression (SFB by min cut)\n");
 	if (bench_mincut())
 		return 1;
+	printf("\niteration time (s, simulated) with compression off, "
+	       "selected after the search (TAG-style post-hoc) and inside "
+	       "it (joint);\nsearch: %llu playouts, seed 1, 1 thread; "
+	       "targets: joint <= post-hoc <= off\n",
+	       (unsigned long long)playouts);
+	printf("%-11s %-27s %-5s %9s %9s %9s  %5s %5s  %7s %3s  %5s %5s\n",
+	       "model", "cluster", "net", "off", "post-hoc", "joint", "o/p",
+	       "p/j", "#p/sel", "#j", "s-off", "s-jnt");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (bench_case(&cases[i], playouts, &misses))
+			return 1;
+	printf("(o/p = off / post-hoc, p/j = post-hoc / joint: speed-ups; #p, "
+	       "#j = ops using SFB in the answer, sel = chosen by the cut "
+	       "before the simulator's check; s-* = search wall seconds)\n");
+	printf("targets %s (%d missed)\n", misses ? "MISSED" : "met", misses);
 	return 0;
 }

@@ -12,7 +12,9 @@
 #include "core/model.h"
 #include "core/plan.h"
 #include "core/rng.h"
+#include "core/report.h"
 #include "search/mincut.h"
+#include "search/search.h"
 #include "search/sfb.h"
 
 /* --- max-flow against brute force ------------------------------------- */
@@ -972,6 +974,86 @@ START_TEST(test_sfb_brute_force)
 }
 END_TEST
 
+/* --- the joint evaluator, with a toy inner evaluator ---------------------- */
+
+/* Iteration time 1 s, minus (or plus, when sign > 0) 0.1 s per op using
+ * SFB; counts its calls. */
+struct toy {
+	double sign;
+	int calls;
+};
+
+static enum tp_status toy_run(void *ctx, void *scratch,
+			      const struct tp_plan *plan,
+			      struct tp_report *report, struct tp_error *err)
+{
+	struct toy *t = ctx;
+
+	(void)scratch;
+	(void)err;
+	t->calls++;
+	report->feasible = true;
+	report->iteration_time_s = 1 + t->sign * 0.1 * (double)plan->sfb.n;
+	return TP_OK;
+}
+
+START_TEST(test_sfb_joint_evaluator)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_sfb *sfb;
+	struct tp_sfb_joint j;
+	struct tp_evaluator inner, ev;
+	struct toy toy = {-1, 0};
+	struct tp_report r;
+	struct tp_error err;
+	void *scr;
+
+	mlp(&m, 400e6, 1e5, 64);
+	make_cluster(&c, 4, 1, 1.25e9, 2e-5, false);
+	dp_plan(&p, &m, &c, TP_SYNC_RING);
+	sfb = tp_sfb_new(&m, &c, NULL, &err);
+	memset(&inner, 0, sizeof(inner));
+	inner.ctx = &toy;
+	inner.run = toy_run;
+	tp_sfb_joint_evaluator(&j, sfb, &inner, &ev);
+	scr = ev.scratch_new(ev.ctx);
+	ck_assert_ptr_nonnull(scr);
+	tp_report_init(&r);
+	/* run scores the selection without touching the plan */
+	ck_assert_int_eq(ev.run(ev.ctx, scr, &p, &r, &err), TP_OK);
+	ck_assert(fabs(r.iteration_time_s - 0.8) < 1e-12);
+	ck_assert_int_eq(toy.calls, 2);
+	ck_assert_uint_eq(p.sfb.n, 0);
+	/* finalize records it */
+	ck_assert_int_eq(ev.finalize(ev.ctx, scr, &p, &r, &err), TP_OK);
+	ck_assert_uint_eq(p.groups.v[0].n_sfb, 2);
+	ck_assert(fabs(r.iteration_time_s - 0.8) < 1e-12);
+	/* an evaluator that finds compression slower: it is dropped */
+	toy.sign = 1;
+	ck_assert_int_eq(ev.run(ev.ctx, scr, &p, &r, &err), TP_OK);
+	ck_assert(r.iteration_time_s == 1);
+	ck_assert_int_eq(ev.finalize(ev.ctx, scr, &p, &r, &err), TP_OK);
+	ck_assert_uint_eq(p.groups.v[0].n_sfb, 0);
+	ck_assert_uint_eq(p.sfb.n, 0);
+	ck_assert(r.iteration_time_s == 1);
+	/* compression off: one evaluation, nothing selected */
+	toy.sign = -1;
+	toy.calls = 0;
+	p.compression = TP_COMPRESSION_OFF;
+	ck_assert_int_eq(ev.run(ev.ctx, scr, &p, &r, &err), TP_OK);
+	ck_assert_int_eq(toy.calls, 1);
+	ck_assert(r.iteration_time_s == 1);
+	tp_report_release(&r);
+	ev.scratch_free(ev.ctx, scr);
+	tp_sfb_free(sfb);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 Suite *suite_compress(void)
 {
 	Suite *s = suite_create("compress");
@@ -993,6 +1075,7 @@ Suite *suite_compress(void)
 	tcase_add_test(tc, test_sfb_forward_recompute_and_actions);
 	tcase_add_test(tc, test_sfb_lossy_opt_in);
 	tcase_add_test(tc, test_sfb_brute_force);
+	tcase_add_test(tc, test_sfb_joint_evaluator);
 	suite_add_tcase(s, tc);
 	return s;
 }

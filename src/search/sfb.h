@@ -85,6 +85,7 @@
 
 struct tp_sim;
 struct tp_sim_scratch;
+struct tp_evaluator;
 
 /* Optional compute-time hook (the simulator's cost model); NULL = the
  * built-in roofline (sfb.c). */
@@ -293,5 +294,25 @@ enum tp_status tp_sfb_simulate(const struct tp_sfb *sfb,
 			       struct tp_report *report,
 			       struct tp_sfb_stats *stats,
 			       struct tp_error *err);
+
+/*
+ * The search's evaluator (search.h) with compression chosen jointly:
+ * every plan it scores gets its own selection (as tp_sfb_select, per
+ * plan->compression), evaluated by inner with the selection and, when
+ * anything was selected, without compression; the report is the better
+ * (ties: no compression).  So compression changes which plan wins, and
+ * never makes one slower.  run works on a copy of the plan; finalize
+ * applies the kept choice to the answer in place (recording it) and
+ * re-scores it into report.  inner->finalize is not called.  j is
+ * caller-embedded storage; j, sfb and inner must outlive ev.
+ */
+struct tp_sfb_joint {
+	const struct tp_sfb *sfb;
+	const struct tp_evaluator *inner;
+};
+
+void tp_sfb_joint_evaluator(struct tp_sfb_joint *j, const struct tp_sfb *sfb,
+			    const struct tp_evaluator *inner,
+			    struct tp_evaluator *ev);
 
 #endif
