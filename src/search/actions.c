@@ -519,17 +519,19 @@ struct alist {
 	uint32_t n, cap;
 };
 
-static void push_decision(struct alist *l, const struct tp_decision *d)
+static void push_decision(struct alist *l, const struct tp_decision *d,
+			  uint8_t suffix)
 {
 	struct tp_action a;
 
 	if (l->n >= l->cap)
 		return;
 	for (uint32_t i = 0; i < l->n; i++)
-		if (same_decision(&l->v[i].d, d))
+		if (same_decision(&l->v[i].d, d) && l->v[i].suffix == suffix)
 			return;
 	memset(&a, 0, sizeof(a));
 	a.d = *d;
+	a.suffix = suffix;
 	l->v[l->n++] = a;
 }
 
@@ -545,77 +547,65 @@ static uint32_t fit_tp(const struct tp_space *s, uint32_t g, uint32_t set,
 
 static void push_set(const struct tp_space *s, struct alist *l, uint32_t g,
 		     uint32_t set, uint32_t tp, uint8_t recompute,
-		     const struct tp_globals *gl)
+		     const struct tp_globals *gl, uint8_t suffix)
 {
 	struct tp_decision d;
 
 	if (!tp_space_tp_ok(s, g, set, tp, gl))
 		return;
+	if (suffix && g + 1 >= s->groups->n)
+		suffix = 0;
 	d.set = set;
 	d.tp = (uint16_t)tp;
 	d.sync = (uint8_t)tp_space_default_sync(s, set, tp);
 	d.recompute = recompute;
-	push_decision(l, &d);
+	push_decision(l, &d, suffix);
 }
 
-uint32_t tp_space_group_actions(const struct tp_space *s, uint32_t g,
-				const struct tp_decision *state,
-				const struct tp_globals *gl,
-				struct tp_action *out, uint32_t cap)
+void tp_space_apply(const struct tp_space *s, uint32_t g,
+		    const struct tp_action *a, const struct tp_globals *gl,
+		    struct tp_decision *state)
 {
-	const struct tp_decision cur = state[g];
-	const struct tp_devset *cs = &s->sets.v[cur.set];
-	struct alist l = {out, 0, cap};
-	uint32_t K = s->groups->n, prev_set;
-	uint32_t prev_tp;
+	state[g] = a->d;
+	if (!a->suffix)
+		return;
+	for (uint32_t k = g + 1; k < s->groups->n; k++) {
+		uint32_t tp = fit_tp(s, k, a->d.set, a->d.tp, gl);
+		state[k].set = a->d.set;
+		state[k].tp = (uint16_t)tp;
+		state[k].sync = tp == a->d.tp
+					? a->d.sync
+					: (uint8_t)tp_space_default_sync(
+						  s, a->d.set, tp);
+		state[k].recompute = a->d.recompute;
+	}
+}
 
-	push_decision(&l, &cur);
-	if (g > 0 && tp_space_tp_ok(s, g, state[g - 1].set, state[g - 1].tp,
-				    gl))
-		push_decision(&l, &state[g - 1]);
-	if (g + 1 < K && tp_space_tp_ok(s, g, state[g + 1].set,
-					state[g + 1].tp, gl))
-		push_decision(&l, &state[g + 1]);
-	/* variants of the current decision */
-	for (uint32_t tp = 1; tp <= cs->tp_max && tp <= MAX_TP; tp++)
-		if (tp != cur.tp)
-			push_set(s, &l, g, cur.set, tp, cur.recompute, gl);
-	for (int r = 0; r < TP_RECOMPUTE_COUNT; r++) {
-		struct tp_decision d = cur;
-		if (r == cur.recompute)
-			continue;
-		if (r == TP_RECOMPUTE_SELECTIVE &&
-		    !(s->groups->selective_bytes[g] > 0))
-			continue;
-		d.recompute = (uint8_t)r;
-		push_decision(&l, &d);
-	}
-	for (int y = 0; y < TP_SYNC_COUNT; y++) {
-		struct tp_decision d = cur;
-		uint32_t dp = cs->n / (cur.tp ? cur.tp : 1);
-		if (y == cur.sync || dp < 2)
-			continue;
-		if (y == TP_SYNC_HIERARCHICAL && cs->n_nodes < 2)
-			continue;
-		d.sync = (uint8_t)y;
-		push_decision(&l, &d);
-	}
-	/* the next disjoint set after the previous group's (pipelining) */
-	prev_set = g > 0 ? state[g - 1].set : cur.set;
-	prev_tp = g > 0 ? state[g - 1].tp : cur.tp;
+/* Every family member following prev_set: the next pipeline stage. */
+static void push_next_sets(const struct tp_space *s, struct alist *l,
+			   uint32_t g, uint32_t prev_set, uint32_t prev_tp,
+			   uint8_t recompute, const struct tp_globals *gl,
+			   uint8_t suffix)
+{
 	for (uint32_t f = 0; f < s->families.n; f++) {
 		const struct tp_family *fm = &s->families.v[f];
 		const uint32_t *mem = s->family_sets.v + fm->first;
 		for (uint32_t k = 0; k + 1 < fm->n; k++)
 			if (mem[k] == prev_set) {
 				uint32_t nx = mem[k + 1];
-				push_set(s, &l, g, nx,
+				push_set(s, l, g, nx,
 					 fit_tp(s, g, nx, prev_tp, gl),
-					 cur.recompute, gl);
+					 recompute, gl, suffix);
 			}
 	}
-	/* fixed sets: all devices, each type, halves, thirds, quarters,
-	   speed parts, single GPUs of small clusters */
+}
+
+/* Fixed sets: all devices, each type, halves..quarters, speed parts,
+ * single GPUs of small clusters; tp 1 and the largest up to 8. */
+static void push_fixed_sets(const struct tp_space *s, struct alist *l,
+			    uint32_t g, uint8_t recompute,
+			    const struct tp_globals *gl, uint8_t suffix)
+{
 	for (uint32_t f = 0; f <= s->families.n; f++) {
 		const uint32_t all = TP_SPACE_SET_ALL;
 		const uint32_t *mem = f == 0 ? &all
@@ -632,13 +622,70 @@ uint32_t tp_space_group_actions(const struct tp_space *s, uint32_t g,
 			continue;
 		for (uint32_t k = 0; k < nm; k++) {
 			const struct tp_devset *ds = &s->sets.v[mem[k]];
-			push_set(s, &l, g, mem[k], 1, cur.recompute, gl);
-			push_set(s, &l, g, mem[k],
+			push_set(s, l, g, mem[k], 1, recompute, gl, suffix);
+			push_set(s, l, g, mem[k],
 				 fit_tp(s, g, mem[k],
 					ds->tp_max < 8 ? ds->tp_max : 8, gl),
-				 cur.recompute, gl);
+				 recompute, gl, suffix);
 		}
 	}
+}
+
+uint32_t tp_space_group_actions(const struct tp_space *s, uint32_t g,
+				const struct tp_decision *state,
+				const struct tp_globals *gl,
+				struct tp_action *out, uint32_t cap)
+{
+	const struct tp_decision cur = state[g];
+	const struct tp_devset *cs = &s->sets.v[cur.set];
+	struct alist l = {out, 0, cap};
+	uint32_t K = s->groups->n;
+	uint32_t prev_set = g > 0 ? state[g - 1].set : cur.set;
+	uint32_t prev_tp = g > 0 ? state[g - 1].tp : cur.tp;
+
+	push_decision(&l, &cur, 0);
+	if (g > 0 && tp_space_tp_ok(s, g, state[g - 1].set, state[g - 1].tp,
+				    gl)) {
+		/* extend the previous stage by one group, or to the end */
+		push_decision(&l, &state[g - 1], 0);
+		push_set(s, &l, g, state[g - 1].set, state[g - 1].tp,
+			 state[g - 1].recompute, gl, 1);
+	}
+	if (g + 1 < K && tp_space_tp_ok(s, g, state[g + 1].set,
+					state[g + 1].tp, gl))
+		push_decision(&l, &state[g + 1], 0);
+	/* a new pipeline stage from here on: the next disjoint set */
+	push_next_sets(s, &l, g, prev_set, prev_tp, cur.recompute, gl, 1);
+	/* variants of the current decision */
+	for (uint32_t tp = 1; tp <= cs->tp_max && tp <= MAX_TP; tp++)
+		if (tp != cur.tp)
+			push_set(s, &l, g, cur.set, tp, cur.recompute, gl, 0);
+	for (int r = 0; r < TP_RECOMPUTE_COUNT; r++) {
+		struct tp_decision d = cur;
+		if (r == cur.recompute)
+			continue;
+		if (r == TP_RECOMPUTE_SELECTIVE &&
+		    !(s->groups->selective_bytes[g] > 0))
+			continue;
+		d.recompute = (uint8_t)r;
+		push_decision(&l, &d, 0);
+		if (g + 1 < K)
+			push_decision(&l, &d, 1);
+	}
+	for (int y = 0; y < TP_SYNC_COUNT; y++) {
+		struct tp_decision d = cur;
+		uint32_t dp = cs->n / (cur.tp ? cur.tp : 1);
+		if (y == cur.sync || dp < 2)
+			continue;
+		if (y == TP_SYNC_HIERARCHICAL && cs->n_nodes < 2)
+			continue;
+		d.sync = (uint8_t)y;
+		push_decision(&l, &d, 0);
+	}
+	push_next_sets(s, &l, g, prev_set, prev_tp, cur.recompute, gl, 0);
+	/* move the rest of the model, or this group alone */
+	push_fixed_sets(s, &l, g, cur.recompute, gl, 1);
+	push_fixed_sets(s, &l, g, cur.recompute, gl, 0);
 	return l.n;
 }
 

@@ -90,10 +90,15 @@ struct tp_globals {
 	uint8_t reserved; /* 0 */
 };
 
-/* An action: a decision (group levels) or global settings (level 0). */
+/* An action: a decision (group levels) or global settings (level 0).
+ * A suffix action applies its decision to its group and every later one
+ * (with the largest valid tp up to d.tp on each): one move that starts a
+ * pipeline stage or moves the rest of the model. */
 struct tp_action {
 	struct tp_decision d;
 	struct tp_globals g;
+	uint8_t suffix;
+	uint8_t pad[3];
 };
 
 struct tp_space {
@@ -169,6 +174,15 @@ uint32_t tp_space_group_actions(const struct tp_space *s, uint32_t g,
 				const struct tp_decision *state,
 				const struct tp_globals *gl,
 				struct tp_action *out, uint32_t cap);
+
+/*
+ * Apply group action a to group g of state (and, for a suffix action, to
+ * every later group, each with the largest valid tp up to a->d.tp under gl
+ * and the default synchronisation for it).
+ */
+void tp_space_apply(const struct tp_space *s, uint32_t g,
+		    const struct tp_action *a, const struct tp_globals *gl,
+		    struct tp_decision *state);
 
 /*
  * Candidate global settings (level 0): the current ones first, then single

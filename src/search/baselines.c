@@ -47,9 +47,21 @@ static void fill_all(struct tp_decision *dec, uint32_t K, uint32_t set,
 
 static void set_baseline(struct worker *w, enum tp_baseline b,
 			 const struct evalres *r, const struct tp_plan *plan,
-			 const char *config)
+			 const char *config, const struct tp_globals *gl,
+			 const struct tp_decision *dec)
 {
 	struct tp_baseline_result *br = &w->s->res->baselines[b];
+	struct sctx_best *bd = &w->s->base_dec[b];
+
+	if (gl && dec && r->ok) {
+		bd->have = true;
+		bd->gl = *gl;
+		bd->gl.even = 0; /* a start point: shares by speed */
+		memcpy(bd->dec, dec, w->s->K * sizeof(*dec));
+		bd->feasible = r->feasible;
+		bd->time = r->time;
+		bd->over = r->over;
+	}
 
 	br->available = true;
 	br->feasible = r->ok && r->feasible;
@@ -57,8 +69,11 @@ static void set_baseline(struct worker *w, enum tp_baseline b,
 	br->over_fraction = r->ok ? r->over : 0;
 	snprintf(br->config, sizeof(br->config), "%s", config);
 	br->why[0] = 0;
-	if (!br->feasible && r->ok && w->report.reason[0])
-		snprintf(br->why, sizeof(br->why), "%s", w->report.reason);
+	if (!br->feasible && r->ok)
+		snprintf(br->why, sizeof(br->why),
+			 "does not fit in memory (%.0f%% over on the worst "
+			 "device)",
+			 100 * r->over);
 	else if (!r->ok)
 		snprintf(br->why, sizeof(br->why),
 			 "the plan could not be evaluated");
@@ -98,26 +113,28 @@ static bool better_res(const struct evalres *a, const struct evalres *b)
 			   b->over);
 }
 
-/* dp and dp-hetero: all devices, tp = 1; the fewest micro-batches that
- * fit. */
+/* dp and dp-hetero: all devices, tp = 1; the fastest of the first few
+ * micro-batch counts that fit (gradient accumulation). */
 static enum tp_status baseline_dp(struct worker *w, bool even)
 {
 	struct sctx *s = w->s;
 	const struct tp_space *sp = &s->space;
 	enum tp_baseline b = even ? TP_BASELINE_DP : TP_BASELINE_DP_HETERO;
 	struct tp_decision *dec = w->dec;
-	struct evalres r, first;
+	struct evalres r, best;
 	struct tp_plan keep;
 	char config[160] = "";
 	enum tp_status st = TP_OK;
 	bool have = false;
+	int after = 0;
+	struct tp_globals best_gl;
 
 	tp_plan_init(&keep);
 	fill_all(dec, s->K, TP_SPACE_SET_ALL, 1,
 		 tp_space_default_sync(sp, TP_SPACE_SET_ALL, 1),
 		 TP_RECOMPUTE_NONE);
-	memset(&first, 0, sizeof(first));
-	for (uint32_t i = 0; i < sp->n_mb && i < 12; i++) {
+	memset(&best, 0, sizeof(best));
+	for (uint32_t i = 0; i < sp->n_mb && i < 12 && after < 3; i++) {
 		struct tp_globals gl = {sp->mb_counts[i], TP_SCHEDULE_1F1B, 0,
 					(uint8_t)even, 0};
 		if (!tp_space_state_ok(sp, &gl, dec))
@@ -125,8 +142,11 @@ static enum tp_status baseline_dp(struct worker *w, bool even)
 		st = score(w, &gl, dec, tp_baseline_name(b), &r);
 		if (st)
 			goto out;
-		if (!have || (r.ok && r.feasible)) {
-			first = r;
+		if (best.ok && best.feasible)
+			after++;
+		if (!have || better_res(&r, &best)) {
+			best = r;
+			best_gl = gl;
 			have = true;
 			tp_plan_copy(&keep, &w->plan, NULL);
 			snprintf(config, sizeof(config),
@@ -136,16 +156,12 @@ static enum tp_status baseline_dp(struct worker *w, bool even)
 				 gl.micro_batches,
 				 gl.micro_batches > 1 ? "es" : "",
 				 (long long)tp_space_micro_batch(sp, &gl));
-			if (!r.ok || !r.feasible)
-				set_baseline(w, b, &r, &keep, config);
 		}
-		if (r.ok && r.feasible)
-			break;
 		if (sctx_should_stop(s) && have)
 			break;
 	}
 	if (have)
-		set_baseline(w, b, &first, &keep, config);
+		set_baseline(w, b, &best, &keep, config, &best_gl, dec);
 	else
 		snprintf(s->res->baselines[b].why,
 			 sizeof(s->res->baselines[b].why),
@@ -242,13 +258,17 @@ static enum tp_status baseline_megatron(struct worker *w)
 	struct evalres best, r;
 	struct tp_plan keep;
 	struct bufs bf;
+	struct tp_globals best_gl;
+	struct tp_decision *best_dec = NULL;
 	char config[160] = "", src[64];
 	enum tp_status st = TP_OK;
 	bool have = false;
 
 	memset(&best, 0, sizeof(best));
+	memset(&best_gl, 0, sizeof(best_gl));
 	tp_plan_init(&keep);
-	if (bufs_init(&bf, K, n)) {
+	best_dec = tp_calloc(K, sizeof(*best_dec));
+	if (bufs_init(&bf, K, n) || !best_dec) {
 		st = TP_ENOMEM;
 		goto out;
 	}
@@ -319,6 +339,9 @@ static enum tp_status baseline_megatron(struct worker *w)
 					found = true;
 				if (!have || better_res(&r, &best)) {
 					best = r;
+					best_gl = gl;
+					memcpy(best_dec, dec,
+					       K * sizeof(*best_dec));
 					have = true;
 					tp_plan_copy(&keep, &w->plan, NULL);
 					snprintf(config, sizeof(config),
@@ -346,7 +369,8 @@ static enum tp_status baseline_megatron(struct worker *w)
 	}
 done:
 	if (have)
-		set_baseline(w, TP_BASELINE_MEGATRON, &best, &keep, config);
+		set_baseline(w, TP_BASELINE_MEGATRON, &best, &keep, config,
+			     &best_gl, best_dec);
 	else
 		snprintf(s->res->baselines[TP_BASELINE_MEGATRON].why,
 			 sizeof(s->res->baselines[0].why),
@@ -354,6 +378,7 @@ done:
 			 "cluster and batch");
 out:
 	bufs_free(&bf);
+	free(best_dec);
 	tp_plan_release(&keep);
 	return st;
 }
@@ -466,7 +491,7 @@ static enum tp_status baseline_greedy(struct worker *w)
 		 "m-ETF list scheduling of %u groups onto %u single device%s, "
 		 "whole batch",
 		 K, used_devs, used_devs == 1 ? "" : "s");
-	set_baseline(w, TP_BASELINE_GREEDY, &r, &w->plan, config);
+	set_baseline(w, TP_BASELINE_GREEDY, &r, &w->plan, config, &gl, dec);
 out:
 	free(bytes);
 	free(ready);
@@ -507,7 +532,7 @@ static enum tp_status seed_pipeline(struct worker *w, struct bufs *bf,
 			uint64_t want = (uint64_t)n * mult;
 			uint32_t mcount = 0;
 			struct evalres r;
-			if (n == 1 && mult > 1)
+			if (n == 1 && mult > 4)
 				break;
 			for (uint32_t k = 0; k < sp->n_mb; k++)
 				if (sp->mb_counts[k] <= want)
@@ -552,9 +577,24 @@ enum tp_status search_seeds(struct worker *w)
 
 	if (bufs_init(&bf, s->K, (uint32_t)s->c->devices.n))
 		return TP_ENOMEM;
-	/* data parallel (plus tensor parallel) with proportional shares */
+	/* data parallel (plus tensor parallel) with proportional shares,
+	   on all devices and on each set of a small family (a device type,
+	   a node, half of the devices, ...) */
 	bf.members[0] = TP_SPACE_SET_ALL;
 	st = seed_pipeline(w, &bf, 1, "all devices");
+	for (uint32_t f = 0; f < sp->families.n && !st; f++) {
+		const struct tp_family *fm = &sp->families.v[f];
+		if (fm->n > 8 || fm->kind == TP_DEVSET_SINGLE ||
+		    sctx_should_stop(s))
+			continue;
+		for (uint32_t k = 0; k < fm->n && !st; k++) {
+			uint32_t set = sp->family_sets.v[fm->first + k];
+			bf.members[0] = set;
+			snprintf(what, sizeof(what), "all on %s",
+				 sp->sets.v[set].label);
+			st = seed_pipeline(w, &bf, 1, what);
+		}
+	}
 	for (uint32_t f = 0; f < sp->families.n && !st; f++) {
 		const struct tp_family *fm = &sp->families.v[f];
 		if (fm->n > s->K || fm->n > 16 || sctx_should_stop(s))
@@ -579,5 +619,222 @@ enum tp_status search_seeds(struct worker *w)
 		}
 	}
 	bufs_free(&bf);
+	return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* sweeps                                                              */
+
+/* Over budget for the sweep phase (a share of the playouts/time)? */
+static bool sweep_budget_spent(struct sctx *s, double share)
+{
+	const struct tp_search_options *o = s->o;
+
+	if (sctx_should_stop(s))
+		return true;
+	if (o->playouts &&
+	    (double)atomic_load(&s->playouts) >= share * (double)o->playouts)
+		return true;
+	if (o->time_limit_s > 0 && sctx_elapsed(s) >= share * o->time_limit_s)
+		return true;
+	return false;
+}
+
+/* One scored single change of the incumbent. */
+struct move {
+	uint32_t lv;
+	struct tp_action a;
+	double time, over;
+	bool feasible;
+};
+
+static int cmp_move(const void *x, const void *y)
+{
+	const struct move *a = x, *b = y;
+
+	if (sctx_better(a->feasible, a->time, a->over, b->feasible, b->time,
+			b->over))
+		return -1;
+	if (sctx_better(b->feasible, b->time, b->over, a->feasible, a->time,
+			a->over))
+		return 1;
+	/* ties: earlier level, then earlier candidate (stable order) */
+	return a->lv < b->lv ? -1 : a->lv > b->lv;
+}
+
+static void apply_move(const struct tp_space *sp, const struct move *mv,
+		       struct tp_globals *gl, struct tp_decision *dec)
+{
+	if (mv->lv == 0)
+		*gl = mv->a.g;
+	else
+		tp_space_apply(sp, mv->lv - 1, &mv->a, gl, dec);
+}
+
+/*
+ * Steepest descent on the incumbent decision vector: every single change
+ * (the global settings, or one candidate action of one group, suffix
+ * actions included, so a stage boundary or "the rest of the model on this
+ * set" is one step) is scored; the best is applied, then the next best
+ * ones of other levels are stacked on it one at a time while they still
+ * improve.  Repeats until no single change improves or the budget share
+ * (half the playouts / time) is spent.  Each evaluation counts as a
+ * playout.  Deterministic.
+ */
+enum tp_status search_polish(struct worker *w)
+{
+	struct sctx *s = w->s;
+	const struct tp_space *sp = &s->space;
+	uint32_t K = s->K, cap = 64;
+	struct tp_action *acts = tp_calloc(cap, sizeof(*acts));
+	struct tp_decision *inc = tp_calloc(K, sizeof(*inc));
+	struct tp_decision *cand = tp_calloc(K, sizeof(*cand));
+	struct move *moves = tp_calloc((size_t)(K + 1) * cap, sizeof(*moves));
+	uint8_t *used = tp_calloc(K + 1, 1);
+	struct tp_decision *starts = tp_calloc((size_t)(SCTX_ELITES + 2) * K,
+					       sizeof(*starts));
+#define MAX_STARTS (SCTX_ELITES + 2)
+	struct tp_globals gl, sgl[MAX_STARTS];
+	struct evalres scur[MAX_STARTS];
+	uint64_t skey[MAX_STARTS];
+	uint32_t n_start;
+	enum tp_status st = TP_OK;
+	const double share = 0.5;
+
+	if (!acts || !inc || !cand || !moves || !used || !starts) {
+		st = TP_ENOMEM;
+		goto out;
+	}
+	s->phase = "sweep";
+	/* start points: the best, the dp-hetero and megatron baselines,
+	   the next elites; distinct */
+	pthread_mutex_lock(&s->lock);
+	n_start = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		uint32_t lo = pass == 0 ? 0 : pass == 1 ? 0 : 1;
+		uint32_t hi = pass == 0 ? (s->n_elite ? 1 : 0)
+			      : pass == 1 ? 2
+					  : s->n_elite;
+		for (uint32_t i = lo; i < hi && n_start < MAX_STARTS; i++) {
+			const struct sctx_best *b =
+				pass == 1 ? &s->base_dec[i == 0
+							 ? TP_BASELINE_DP_HETERO
+							 : TP_BASELINE_MEGATRON]
+					  : &s->elite[i];
+			uint64_t key;
+			bool dup = false;
+			if (!b->have)
+				continue;
+			key = tp_space_hash(sp, &b->gl, b->dec);
+			for (uint32_t j = 0; j < n_start; j++)
+				dup |= skey[j] == key;
+			if (dup)
+				continue;
+			skey[n_start] = key;
+			sgl[n_start] = b->gl;
+			memcpy(starts + (size_t)n_start * K, b->dec,
+			       K * sizeof(*starts));
+			scur[n_start].feasible = b->feasible;
+			scur[n_start].time = b->time;
+			scur[n_start].over = b->over;
+			n_start++;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	for (uint32_t si = 0; si < n_start; si++) {
+	struct evalres cur = scur[si];
+	double my_share = share * (si + 1) / n_start;
+	gl = sgl[si];
+	memcpy(inc, starts + (size_t)si * K, K * sizeof(*inc));
+	if (!sweep_budget_spent(s, share) && si > 0) {
+		/* a start point may differ from its recorded score (even
+		   split cleared): score it */
+		struct evalres r0;
+		st = sctx_eval(w, &gl, inc, "search (sweep)", &r0);
+		if (st)
+			goto out;
+		if (r0.ok)
+			cur = r0;
+	}
+	for (uint32_t pass = 0;; pass++) {
+		struct evalres r;
+		size_t nm = 0;
+		/* the first pass of every start is complete (within the
+		   overall share); later ones share what is left */
+		double lim = pass == 0 ? share : my_share;
+		if (sweep_budget_spent(s, lim))
+			break;
+		/* score every single change */
+		for (uint32_t lv = 0; lv <= K; lv++) {
+			uint32_t n = lv == 0 ? tp_space_global_actions(
+						       sp, &gl, inc, acts, cap)
+					     : tp_space_group_actions(
+						       sp, lv - 1, inc, &gl,
+						       acts, cap);
+			for (uint32_t i = 1; i < n; i++) {
+				struct move mv;
+				struct tp_globals g2 = gl;
+				if (sweep_budget_spent(s, lim))
+					goto next_start;
+				memcpy(cand, inc, K * sizeof(*cand));
+				mv.lv = lv;
+				mv.a = acts[i];
+				apply_move(sp, &mv, &g2, cand);
+				st = sctx_eval(w, &g2, cand, "search (sweep)",
+					       &r);
+				if (st)
+					goto out;
+				atomic_fetch_add(&s->playouts, 1);
+				sctx_progress(s, false);
+				if (!r.ok || !sctx_better(r.feasible, r.time,
+							  r.over, cur.feasible,
+							  cur.time, cur.over))
+					continue;
+				mv.time = r.time;
+				mv.over = r.over;
+				mv.feasible = r.feasible;
+				moves[nm++] = mv;
+			}
+		}
+		if (nm == 0)
+			break;
+		qsort(moves, nm, sizeof(*moves), cmp_move);
+		/* the best move, then the next ones on untouched levels */
+		memset(used, 0, K + 1);
+		apply_move(sp, &moves[0], &gl, inc);
+		used[moves[0].lv] = 1;
+		cur.feasible = moves[0].feasible;
+		cur.time = moves[0].time;
+		cur.over = moves[0].over;
+		for (size_t k = 1; k < nm && k < 16; k++) {
+			struct tp_globals g2 = gl;
+			if (used[moves[k].lv] || moves[k].a.suffix ||
+			    sweep_budget_spent(s, lim))
+				continue;
+			memcpy(cand, inc, K * sizeof(*cand));
+			apply_move(sp, &moves[k], &g2, cand);
+			st = sctx_eval(w, &g2, cand, "search (sweep)", &r);
+			if (st)
+				goto out;
+			atomic_fetch_add(&s->playouts, 1);
+			if (r.ok && sctx_better(r.feasible, r.time, r.over,
+						cur.feasible, cur.time,
+						cur.over)) {
+				gl = g2;
+				memcpy(inc, cand, K * sizeof(*inc));
+				used[moves[k].lv] = 1;
+				cur = r;
+			}
+		}
+	}
+	next_start:;
+	}
+out:
+	free(starts);
+	free(acts);
+	free(inc);
+	free(cand);
+	free(moves);
+	free(used);
 	return st;
 }

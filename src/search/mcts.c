@@ -184,7 +184,7 @@ static void apply(struct sctx *s, uint32_t level, const struct tp_action *a,
 	if (level == 0)
 		*gl = a->g;
 	else if (level <= s->K)
-		dec[level - 1] = a->d;
+		tp_space_apply(&s->space, level - 1, a, gl, dec);
 }
 
 /* Priors of the candidate actions (uniform without a provider). */
@@ -219,6 +219,7 @@ static enum tp_status priors(struct pworker *pw, uint32_t level, uint32_t n,
 		const struct tp_action *a = &pw->acts[i];
 		memset(pa, 0, sizeof(*pa));
 		pa->keeps_default = i == 0;
+		pa->applies_to_rest = a->suffix != 0;
 		if (level == 0) {
 			pa->global = true;
 			pa->micro_batches = a->g.micro_batches;

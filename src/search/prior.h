@@ -54,6 +54,10 @@ struct tp_prior_action {
 	enum tp_sync sync;
 	enum tp_recompute recompute;
 	bool keeps_default; /* the action equals the group's default */
+	bool applies_to_rest; /* also decides every later group (a new
+				 pipeline stage, or moving the rest of the
+				 model), each with the largest valid tp up
+				 to this one */
 	/* global actions */
 	uint32_t micro_batches;
 	enum tp_schedule schedule;

@@ -258,15 +258,54 @@ static bool offer_one(struct sctx_best *b, uint32_t K,
 	return true;
 }
 
-static void offer_locked(struct sctx *s, const struct tp_globals *gl,
+/* Keep (gl, dec) among the elites when it is better than one of them. */
+static void offer_elite(struct sctx *s, uint64_t key,
+			const struct tp_globals *gl,
+			const struct tp_decision *dec, const char *source,
+			const struct evalres *r)
+{
+	uint32_t pos = s->n_elite;
+	struct sctx_best tmp;
+	uint64_t tk;
+
+	for (uint32_t i = 0; i < s->n_elite; i++)
+		if (s->elite_key[i] == key)
+			return;
+	while (pos > 0 &&
+	       sctx_better(r->feasible, r->time, r->over,
+			   s->elite[pos - 1].feasible, s->elite[pos - 1].time,
+			   s->elite[pos - 1].over))
+		pos--;
+	if (pos >= SCTX_ELITES)
+		return;
+	/* the last slot takes the new entry, then moves up to pos */
+	if (s->n_elite < SCTX_ELITES)
+		s->n_elite++;
+	s->elite[s->n_elite - 1].have = false;
+	offer_one(&s->elite[s->n_elite - 1], s->K, gl, dec, NULL, source, r);
+	s->elite_key[s->n_elite - 1] = key;
+	for (uint32_t i = s->n_elite - 1; i > pos; i--) {
+		tmp = s->elite[i];
+		s->elite[i] = s->elite[i - 1];
+		s->elite[i - 1] = tmp;
+		tk = s->elite_key[i];
+		s->elite_key[i] = s->elite_key[i - 1];
+		s->elite_key[i - 1] = tk;
+	}
+}
+
+static void offer_locked(struct sctx *s, uint64_t key,
+			 const struct tp_globals *gl,
 			 const struct tp_decision *dec,
 			 const struct tp_plan *raw, const char *source,
 			 const struct evalres *r)
 {
 	if (offer_one(&s->best, s->K, gl, dec, raw, source, r))
 		s->improvements++;
-	if (!raw)
+	if (!raw) {
 		offer_one(&s->bestdec, s->K, gl, dec, NULL, source, r);
+		offer_elite(s, key, gl, dec, source, r);
+	}
 }
 
 static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
@@ -349,7 +388,7 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 			cache_grow(s);
 	}
 	if (out->ok)
-		offer_locked(s, gl, dec, NULL, source, out);
+		offer_locked(s, key, gl, dec, NULL, source, out);
 	pthread_mutex_unlock(&s->lock);
 	return TP_OK;
 }
@@ -367,7 +406,7 @@ enum tp_status sctx_eval_plan(struct worker *w, const struct tp_plan *plan,
 		return st;
 	if (out->ok) {
 		pthread_mutex_lock(&s->lock);
-		offer_locked(s, NULL, NULL, plan, source, out);
+		offer_locked(s, 0, NULL, NULL, plan, source, out);
 		pthread_mutex_unlock(&s->lock);
 	}
 	return TP_OK;
@@ -533,6 +572,16 @@ enum tp_status tp_search_run(const struct tp_model *m,
 		goto out;
 	s.cache_cap = (size_t)1 << 14;
 	s.cache = tp_calloc(s.cache_cap, sizeof(*s.cache));
+	for (int i = 0; i < TP_BASELINE_COUNT; i++)
+		if (best_init(&s.base_dec[i], s.K)) {
+			st = tp_error_set(&s.err, TP_ENOMEM, "out of memory");
+			goto out;
+		}
+	for (int i = 0; i < SCTX_ELITES; i++)
+		if (best_init(&s.elite[i], s.K)) {
+			st = tp_error_set(&s.err, TP_ENOMEM, "out of memory");
+			goto out;
+		}
 	if (!s.cache || best_init(&s.best, s.K) ||
 	    best_init(&s.bestdec, s.K)) {
 		st = tp_error_set(&s.err, TP_ENOMEM, "out of memory");
@@ -574,6 +623,11 @@ enum tp_status tp_search_run(const struct tp_model *m,
 				goto fail_worker;
 		}
 		if (!sctx_should_stop(&s)) {
+			st = search_polish(&w0);
+			if (st)
+				goto fail_worker;
+		}
+		if (!sctx_should_stop(&s)) {
 			st = search_mcts(&s);
 			if (st) {
 				if (s.error)
@@ -609,6 +663,10 @@ out:
 		pthread_mutex_destroy(&s.lock);
 	best_release(&s.best);
 	best_release(&s.bestdec);
+	for (int i = 0; i < SCTX_ELITES; i++)
+		best_release(&s.elite[i]);
+	for (int i = 0; i < TP_BASELINE_COUNT; i++)
+		best_release(&s.base_dec[i]);
 	free(s.cache);
 	tp_space_release(&s.space);
 	tp_groups_release(&s.groups);

@@ -49,6 +49,14 @@ struct sctx {
 	struct sctx_best bestdec; /* best decision vector: the incumbent
 				     the tree search refines */
 	uint64_t improvements; /* times best improved */
+	/* the best few distinct decision vectors (start points of the
+	   sweeps), best first */
+#define SCTX_ELITES 4
+	struct sctx_best elite[SCTX_ELITES];
+	uint64_t elite_key[SCTX_ELITES];
+	uint32_t n_elite;
+	/* the baselines' decision vectors (have = false when none) */
+	struct sctx_best base_dec[TP_BASELINE_COUNT];
 
 	_Atomic uint64_t simulations, cache_hits, evaluations, playouts;
 	_Atomic int stop;      /* limits reached or error */
