@@ -1131,6 +1131,88 @@ START_TEST(test_cli_topo)
 }
 END_TEST
 
+/* ---- the shipped data/ is what `make data` makes now ------------------ */
+
+static void same_model(const struct tp_model *a, const struct tp_model *b,
+		       const char *what)
+{
+	ck_assert_msg(a->ops.n == b->ops.n && a->edges.n == b->edges.n,
+		      "%s: stale (run make data)", what);
+	ck_assert_msg(a->total_flop == b->total_flop &&
+			      a->total_param_bytes == b->total_param_bytes &&
+			      a->total_saved_bytes == b->total_saved_bytes &&
+			      a->global_batch == b->global_batch &&
+			      a->dtype == b->dtype,
+		      "%s: stale (run make data)", what);
+}
+
+START_TEST(test_shipped_data)
+{
+	static const char *const hf[] = {
+		"llama-2-7b", "llama-2-70b", "llama-3-8b", "mistral-7b",
+		"mixtral-8x7b", "qwen2-7b", "gpt2", "bert-large-uncased",
+		"t5-base"};
+	struct tp_model built, shipped;
+	struct tp_cluster cb, cs;
+	struct tp_error err;
+	char rel[128];
+
+	for (int i = 0; tp_zoo_names[i]; i++) {
+		snprintf(rel, sizeof(rel), "models/%s.json", tp_zoo_names[i]);
+		tp_model_init(&built);
+		tp_model_init(&shipped);
+		ck_assert_int_eq(tp_build_zoo(tp_zoo_names[i], 0, -1, &built,
+					      &err),
+				 TP_OK);
+		ck_assert_msg(tp_model_load_file(tp_data_file(rel), NULL,
+						 &shipped, &err) == TP_OK,
+			      "%s: %s", rel, err.msg);
+		same_model(&built, &shipped, rel);
+		tp_model_release(&built);
+		tp_model_release(&shipped);
+	}
+	for (size_t i = 0; i < sizeof(hf) / sizeof(hf[0]); i++) {
+		char cfg[128];
+		snprintf(rel, sizeof(rel), "models/%s.json", hf[i]);
+		snprintf(cfg, sizeof(cfg), "data/hf/%s.json", hf[i]);
+		tp_model_init(&built);
+		tp_model_init(&shipped);
+		ck_assert_int_eq(tp_build_hf(tp_test_path(cfg), 0, 0, -1,
+					     &built, &err),
+				 TP_OK);
+		ck_assert_msg(tp_model_load_file(tp_data_file(rel), NULL,
+						 &shipped, &err) == TP_OK,
+			      "%s: %s", rel, err.msg);
+		same_model(&built, &shipped, rel);
+		tp_model_release(&built);
+		tp_model_release(&shipped);
+	}
+	for (int i = 0; i < 3; i++) {
+		const char *spec[] = {i == 0   ? "dgx1-v100"
+				      : i == 1 ? "tag-testbed"
+					       : "dgx-a100:4"};
+		const char *file = i == 0   ? "topologies/dgx1-v100.json"
+				   : i == 1 ? "topologies/tag-testbed.json"
+					    : "topologies/dgx-a100-4.json";
+		build_topo(spec, 1, NULL, 1, &cb);
+		tp_cluster_init(&cs);
+		ck_assert_msg(tp_topology_load_file(tp_data_file(file), NULL,
+						    &cs, &err) == TP_OK,
+			      "%s: %s", file, err.msg);
+		ck_assert_uint_eq(cs.devices.n, cb.devices.n);
+		ck_assert_uint_eq(cs.links.n, cb.links.n);
+		for (uint32_t a = 0; a < cb.devices.n; a++)
+			for (uint32_t b = 0; b < cb.devices.n; b++)
+				ck_assert_msg(tp_cluster_route(&cs, a, b)->bw_Bps ==
+						      tp_cluster_route(&cb, a, b)
+							      ->bw_Bps,
+					      "%s: stale (run make data)", file);
+		tp_cluster_release(&cb);
+		tp_cluster_release(&cs);
+	}
+}
+END_TEST
+
 Suite *suite_build(void)
 {
 	Suite *s = suite_create("build");
@@ -1170,6 +1252,7 @@ Suite *suite_build(void)
 	tcase_add_test(tc, test_roundtrip_files);
 	tcase_add_test(tc, test_cli_model);
 	tcase_add_test(tc, test_cli_topo);
+	tcase_add_test(tc, test_shipped_data);
 	suite_add_tcase(s, tc);
 	return s;
 }
