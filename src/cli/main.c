@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gnn/tensor.h"
 
 const struct tp_command tp_commands[] = {
 	{"plan", cmd_plan, "search the fastest plan for a model on a cluster",
@@ -105,5 +106,8 @@ int tp_cli_dispatch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* OpenBLAS runs single-threaded: search and training threads call it
+	 * concurrently, one core each (STYLE.md). */
+	tp_tensor_set_blas_threads(1);
 	return tp_cli_dispatch(argc, argv);
 }

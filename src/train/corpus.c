@@ -1,0 +1,360 @@
+/*
+ * corpus.c - random models and clusters for self-play (train.h).
+ *
+ * Transformers come from the GPT builder (src/io/build.h) with random
+ * dimensions; CNNs (ResNet-like: stem, stages of residual blocks, pooling,
+ * classifier) and random DAGs are built here with the core IR API, with
+ * the builders' conventions: costs per sample, backward FLOP = 2 x
+ * forward, a multiply-add is 2 FLOP, activations in the model dtype.
+ * None of the benchmark's models (Llama-2, BERT-large, the zoo's
+ * torchvision CNNs) is generated: the benchmark measures generalisation.
+ */
+#include "train.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../io/build.h"
+
+static const char *const family_names[TP_TRAIN_FAMILY_COUNT] = {
+	"transformer", "cnn", "dag"};
+
+const char *tp_train_family_name(enum tp_train_family f)
+{
+	return f < TP_TRAIN_FAMILY_COUNT ? family_names[f] : "?";
+}
+
+static uint64_t pick(struct tp_rng *rng, uint64_t n)
+{
+	return tp_rng_below(rng, n);
+}
+
+/* Log-uniform in [lo, hi]. */
+static double logu(struct tp_rng *rng, double lo, double hi)
+{
+	return lo * exp(log(hi / lo) * tp_rng_uniform(rng));
+}
+
+static int64_t pow2_at_least(int64_t x)
+{
+	int64_t p = 1;
+	while (p < x)
+		p *= 2;
+	return p;
+}
+
+static enum tp_status random_gpt(struct tp_rng *rng, int64_t min_batch,
+				 struct tp_model *m, struct tp_error *err)
+{
+	static const int64_t hidden[] = {128, 256, 384, 512, 768, 1024,
+					 1536, 2048, 2560};
+	static const int64_t seqs[] = {128, 256, 512, 1024, 2048};
+	struct tp_gpt_dims d;
+	int64_t heads;
+
+	tp_gpt_dims_default(&d);
+	d.hidden = hidden[pick(rng, sizeof(hidden) / sizeof(hidden[0]))];
+	heads = d.hidden >= 1024 ? 16 : d.hidden >= 512 ? 8 : 4;
+	if (pick(rng, 3) == 0 && d.hidden % (2 * heads) == 0)
+		heads *= 2;
+	d.heads = heads;
+	if (pick(rng, 4) == 0)
+		d.kv_heads = heads / 4 > 0 ? heads / 4 : 1;
+	d.layers = 2 + (int64_t)pick(rng, 23);
+	d.seq = seqs[pick(rng, sizeof(seqs) / sizeof(seqs[0]))];
+	d.vocab = (int64_t)logu(rng, 1000, 60000);
+	d.batch = pow2_at_least(min_batch);
+	d.batch *= (int64_t)1 << pick(rng, 4);
+	if (pick(rng, 3) == 0)
+		d.ffn = d.hidden * (2 + (int64_t)pick(rng, 3));
+	d.dtype = pick(rng, 5) == 0 ? TP_DTYPE_FP16 : TP_DTYPE_BF16;
+	d.name = "random-transformer";
+	return tp_build_gpt(&d, m, err);
+}
+
+struct mb {
+	struct tp_model *m;
+	double e; /* bytes per element */
+	int32_t layer;
+	uint32_t n;
+	struct tp_error *err;
+	enum tp_status st;
+};
+
+/* Add an op fed by up to two inputs (TP_NONE = none); returns its index.
+ * Errors are sticky in b->st. */
+static uint32_t op(struct mb *b, enum tp_op_kind kind, enum tp_tp_split split,
+		   uint32_t units, double flop, double params, double out_elems,
+		   double in_elems, uint32_t in1, uint32_t in2)
+{
+	struct tp_op o = tp_op_default();
+	char name[48];
+	uint32_t idx = TP_NONE;
+
+	if (b->st)
+		return TP_NONE;
+	snprintf(name, sizeof(name), "op%u", b->n++);
+	o.name = name;
+	o.kind = kind;
+	o.tp_split = split;
+	o.tp_units = units;
+	o.layer = b->layer;
+	o.flop = flop;
+	o.backward_flop = kind == TP_OP_INPUT ? 0 : 2 * flop;
+	o.param_bytes = params * b->e;
+	o.out_bytes = out_elems * b->e;
+	o.saved_bytes = kind == TP_OP_INPUT ? 0 : in_elems * b->e;
+	o.mem_bytes = (in_elems + out_elems) * b->e;
+	b->st = tp_model_add_op(b->m, &o, &idx, b->err);
+	if (!b->st && in1 != TP_NONE)
+		b->st = tp_model_add_edge(b->m, in1, idx,
+					  b->m->ops.v[in1].out_bytes, b->err);
+	if (!b->st && in2 != TP_NONE)
+		b->st = tp_model_add_edge(b->m, in2, idx,
+					  b->m->ops.v[in2].out_bytes, b->err);
+	return idx;
+}
+
+/* A ResNet-like CNN: stem, 2-5 stages of 1-4 residual blocks (two 3x3
+ * convolutions with batch norm), global pooling, classifier, loss. */
+static enum tp_status random_cnn(struct tp_rng *rng, int64_t min_batch,
+				 struct tp_model *m, struct tp_error *err)
+{
+	static const double sizes[] = {32, 64, 112, 160, 224};
+	static const double widths[] = {16, 32, 48, 64, 96, 128};
+	struct mb b = {m, 4, -1, 0, err, TP_OK};
+	double hw = sizes[pick(rng, 5)], c = widths[pick(rng, 6)];
+	double classes = pick(rng, 2) ? 1000 : 100;
+	uint32_t stages = 2 + (uint32_t)pick(rng, 4), x, skip;
+	bool half = pick(rng, 2);
+
+	b.e = half ? 2 : 4;
+	m->dtype = half ? TP_DTYPE_FP16 : TP_DTYPE_FP32;
+	m->optimizer = pick(rng, 3) ? TP_OPT_MOMENTUM : TP_OPT_ADAM;
+	m->global_batch = pow2_at_least(min_batch) * ((int64_t)1 << pick(rng, 4));
+	m->name = tp_arena_strdup(&m->arena, "random-cnn");
+	snprintf(m->arch.family, sizeof(m->arch.family), "resnet");
+	x = op(&b, TP_OP_INPUT, TP_SPLIT_NONE, 0, 0, 0, 3 * hw * hw, 0,
+	       TP_NONE, TP_NONE);
+	x = op(&b, TP_OP_CONV, TP_SPLIT_COLUMN, (uint32_t)c,
+	       2 * 49 * 3 * c * (hw / 2) * (hw / 2), 49 * 3 * c,
+	       c * (hw / 2) * (hw / 2), 3 * hw * hw, x, TP_NONE);
+	hw /= 2;
+	for (uint32_t s = 0; s < stages; s++) {
+		uint32_t blocks = 1 + (uint32_t)pick(rng, 4);
+		b.layer = (int32_t)s;
+		for (uint32_t k = 0; k < blocks; k++) {
+			double cin = c, hin = hw, a;
+			if (k == 0 && s > 0) {
+				c *= 2;
+				hw = hw > 4 ? hw / 2 : hw;
+			}
+			a = c * hw * hw;
+			skip = x;
+			x = op(&b, TP_OP_CONV, TP_SPLIT_COLUMN, (uint32_t)c,
+			       2 * 9 * cin * a, 9 * cin * c, a, cin * hin * hin,
+			       x, TP_NONE);
+			x = op(&b, TP_OP_NORM, TP_SPLIT_NONE, 0, 5 * a, 2 * c, a,
+			       a, x, TP_NONE);
+			x = op(&b, TP_OP_CONV, TP_SPLIT_COLUMN, (uint32_t)c,
+			       2 * 9 * c * a, 9 * c * c, a, a, x, TP_NONE);
+			x = op(&b, TP_OP_NORM, TP_SPLIT_NONE, 0, 5 * a, 2 * c, a,
+			       a, x, TP_NONE);
+			if (cin != c || hin != hw)
+				skip = op(&b, TP_OP_CONV, TP_SPLIT_COLUMN,
+					  (uint32_t)c, 2 * cin * a, cin * c, a,
+					  cin * hin * hin, skip, TP_NONE);
+			x = op(&b, TP_OP_ELEMENTWISE, TP_SPLIT_NONE, 0, 2 * a, 0,
+			       a, 2 * a, x, skip);
+		}
+	}
+	b.layer = -1;
+	x = op(&b, TP_OP_POOL, TP_SPLIT_NONE, 0, c * hw * hw, 0, c,
+	       c * hw * hw, x, TP_NONE);
+	x = op(&b, TP_OP_MATMUL, TP_SPLIT_COLUMN, 0, 2 * c * classes,
+	       c * classes + classes, classes, c, x, TP_NONE);
+	op(&b, TP_OP_LOSS, TP_SPLIT_NONE, 0, 5 * classes, 0, 1, classes, x,
+	   TP_NONE);
+	if (b.st)
+		return b.st;
+	return tp_model_finalize(m, err);
+}
+
+/* A random DAG of 16-160 ops: mostly GEMMs with elementwise ops, norms
+ * and attention-like ops in between; each op reads one of the few
+ * previous ops and sometimes a farther one (skip connections). */
+static enum tp_status random_dag(struct tp_rng *rng, int64_t min_batch,
+				 struct tp_model *m, struct tp_error *err)
+{
+	struct mb b = {m, 2, -1, 0, err, TP_OK};
+	uint32_t n = 16 + (uint32_t)pick(rng, 145);
+	uint32_t layers = 2 + (uint32_t)pick(rng, 11);
+	double scale = logu(rng, 1e-2, 10); /* overall size */
+	uint32_t first;
+
+	m->dtype = TP_DTYPE_BF16;
+	m->optimizer = TP_OPT_ADAM;
+	m->global_batch = pow2_at_least(min_batch) * ((int64_t)1 << pick(rng, 4));
+	m->name = tp_arena_strdup(&m->arena, "random-dag");
+	snprintf(m->arch.family, sizeof(m->arch.family), "dag");
+	first = op(&b, TP_OP_INPUT, TP_SPLIT_NONE, 0, 0, 0,
+		   logu(rng, 1e3, 1e6), 0, TP_NONE, TP_NONE);
+	for (uint32_t i = 1; i < n; i++) {
+		uint32_t in1 = first + i - 1 - (uint32_t)pick(rng, i < 3 ? i : 3);
+		uint32_t in2 = TP_NONE;
+		double out = logu(rng, 1e3, 1e6) * scale;
+		double in = m->ops.v[in1].out_bytes / b.e;
+		uint32_t r = (uint32_t)pick(rng, 20);
+		b.layer = (int32_t)((uint64_t)i * layers / n);
+		if (i > 4 && pick(rng, 6) == 0)
+			in2 = first + (uint32_t)pick(rng, i - 1);
+		if (in2 == in1)
+			in2 = TP_NONE;
+		if (in2 != TP_NONE)
+			in += m->ops.v[in2].out_bytes / b.e;
+		if (r < 11) { /* GEMM */
+			double k = logu(rng, 64, 8192);
+			op(&b, TP_OP_MATMUL,
+			   pick(rng, 2) ? TP_SPLIT_COLUMN : TP_SPLIT_ROW, 0,
+			   2 * k * out, k * out / logu(rng, 1, 512), out, in,
+			   in1, in2);
+		} else if (r < 15) {
+			op(&b, TP_OP_ELEMENTWISE, TP_SPLIT_NONE, 0, 2 * out, 0,
+			   out, in, in1, in2);
+		} else if (r < 17) {
+			op(&b, TP_OP_NORM, TP_SPLIT_NONE, 0, 5 * out,
+			   2 * sqrt(out), out, in, in1, in2);
+		} else if (r < 19) {
+			op(&b, TP_OP_ATTENTION, TP_SPLIT_SHARDED, 0,
+			   4 * out * logu(rng, 64, 2048), 0, out, in, in1, in2);
+		} else {
+			op(&b, TP_OP_SOFTMAX, TP_SPLIT_NONE, 0, 5 * out, 0, out,
+			   in, in1, in2);
+		}
+	}
+	b.layer = -1;
+	op(&b, TP_OP_LOSS, TP_SPLIT_NONE, 0, 1e3, 0, 1,
+	   m->ops.v[first + n - 1].out_bytes / b.e, first + n - 1, TP_NONE);
+	if (b.st)
+		return b.st;
+	return tp_model_finalize(m, err);
+}
+
+enum tp_status tp_train_random_model(struct tp_rng *rng,
+				     enum tp_train_family f, int64_t min_batch,
+				     struct tp_model *m, struct tp_error *err)
+{
+	enum tp_status st;
+
+	if (min_batch < 1)
+		min_batch = 1;
+	switch (f) {
+	case TP_TRAIN_TRANSFORMER:
+		return random_gpt(rng, min_batch, m, err);
+	case TP_TRAIN_CNN:
+		st = random_cnn(rng, min_batch, m, err);
+		break;
+	default:
+		st = random_dag(rng, min_batch, m, err);
+		break;
+	}
+	if (st) {
+		tp_model_release(m);
+		tp_model_init(m);
+	}
+	return st;
+}
+
+struct preset {
+	const char *name;
+	uint32_t gpus;
+};
+
+static const struct preset presets[] = {
+	{"v100-nvlink", 4}, {"p100-pcie", 2}, {"1080ti-pcie", 2},
+	{"t4-pcie", 4},	    {"l4-pcie", 8},   {"a100-pcie", 8},
+	{"dgx1-v100", 8},   {"dgx-a100", 8},  {"dgx-h100", 8},
+};
+#define N_PRESETS (sizeof(presets) / sizeof(presets[0]))
+
+enum tp_status tp_train_random_cluster(struct tp_rng *rng,
+				       uint32_t max_devices,
+				       struct tp_cluster *c, char *desc,
+				       size_t desc_size, struct tp_error *err)
+{
+	static const char *const nets[] = {"10gbe",  "25gbe",  "100gbe",
+					   "ib-edr", "ib-hdr", "ib-ndr"};
+	char specs[3][32];
+	const char *sp[3];
+	uint32_t kinds[3], count[3] = {0, 0, 0}, nk, nodes, total = 0;
+	const char *net;
+
+	if (max_devices < 2)
+		max_devices = 2;
+	for (int attempt = 0;; attempt++) {
+		nk = 1 + (uint32_t)pick(rng, 3);
+		nodes = 1 + (uint32_t)pick(rng, 8);
+		if (nodes < nk)
+			nk = nodes;
+		total = 0;
+		for (uint32_t k = 0; k < nk; k++) {
+			kinds[k] = (uint32_t)pick(rng, N_PRESETS);
+			count[k] = 0;
+		}
+		for (uint32_t i = 0; i < nodes; i++) {
+			uint32_t k = i < nk ? i : (uint32_t)pick(rng, nk);
+			if (total + presets[kinds[k]].gpus > max_devices)
+				continue;
+			count[k]++;
+			total += presets[kinds[k]].gpus;
+		}
+		/* merge duplicate kinds, drop empty ones */
+		for (uint32_t a = 0; a < nk; a++)
+			for (uint32_t b = a + 1; b < nk; b++)
+				if (kinds[a] == kinds[b]) {
+					count[a] += count[b];
+					count[b] = 0;
+				}
+		{
+			uint32_t j = 0;
+			for (uint32_t k = 0; k < nk; k++)
+				if (count[k]) {
+					kinds[j] = kinds[k];
+					count[j++] = count[k];
+				}
+			nk = j;
+		}
+		net = nets[pick(rng, sizeof(nets) / sizeof(nets[0]))];
+		/* never the TAG testbed (the benchmark's cluster) */
+		if (nk == 3 && strcmp(net, "25gbe") == 0) {
+			bool v = false, g = false, p = false;
+			for (uint32_t k = 0; k < nk; k++) {
+				const char *n = presets[kinds[k]].name;
+				v |= !strcmp(n, "v100-nvlink") && count[k] == 1;
+				g |= !strcmp(n, "1080ti-pcie") && count[k] == 4;
+				p |= !strcmp(n, "p100-pcie") && count[k] == 2;
+			}
+			if (v && g && p)
+				continue;
+		}
+		if (total >= 2 || attempt > 20)
+			break;
+	}
+	for (uint32_t k = 0; k < nk; k++) {
+		snprintf(specs[k], sizeof(specs[k]), "%s:%u",
+			 presets[kinds[k]].name, count[k]);
+		sp[k] = specs[k];
+	}
+	if (desc) {
+		size_t off = 0;
+		desc[0] = 0;
+		for (uint32_t k = 0; k < nk && off < desc_size; k++)
+			off += (size_t)snprintf(desc + off, desc_size - off,
+						"%s ", sp[k]);
+		if (off < desc_size)
+			snprintf(desc + off, desc_size - off, "--net %s", net);
+	}
+	return tp_build_topology(sp, (int)nk, net,
+				 pick(rng, 4) == 0 ? 2.0 : 1.0, c, err);
+}

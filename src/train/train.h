@@ -1,0 +1,139 @@
+/*
+ * train.h - self-play training of the GNN (`tagplan train`).
+ *
+ * Expert iteration, as in AlphaZero and TAG: a corpus of random models
+ * (GPT-style transformers, ResNet-style CNNs and random DAGs, varied
+ * sizes) on random clusters (1-8 nodes of mixed presets, mixed networks,
+ * at GPU granularity) is planned by Monte Carlo tree search over the
+ * search's own action space (src/search/actions.h) with every state scored
+ * by the simulator (src/sim/).  At every decision level of a self-play
+ * game the search runs a fixed number of playouts from the current state;
+ * every candidate action is scored once and then the playouts refine
+ * them; the policy target is a softmax (temperature 0.02 on the search's
+ * value scale, about 1.3% of iteration time) of the best value found
+ * under each action -- or, with visit_targets, AlphaZero's visit
+ * distribution, which stays nearly flat here because one group's decision
+ * moves the iteration time by a few percent at most -- the value target
+ * is the state's outcome (the best plan found from it, as an efficiency,
+ * features.h tp_gnn_value_target), and the game moves on to the target's
+ * most likely action (sampled from it in the first half of the levels).  Epoch 0 searches
+ * with uniform priors; later epochs with the network being trained.
+ * After each epoch's games the network is trained on the last two epochs'
+ * samples (Adam, gradient clipping) and evaluated on a held-out split of
+ * the corpus (games never trained on): policy cross-entropy, value error
+ * and how often its top action is the search's.
+ *
+ * Reproducibility: everything derives from the seed; with the same seed,
+ * thread count and options the result is bit-identical.  A checkpoint
+ * (written after every epoch when a path is given) holds the network, the
+ * optimiser state and the epoch count; resuming replays the next epoch's
+ * games with the restored network (the replay buffer of the interrupted
+ * epoch is not kept, so a resumed run differs from an uninterrupted one
+ * from that epoch on).
+ *
+ * Logging: progress lines go to options->log (the CLI prints them on
+ * stderr); the library itself never prints.
+ *
+ * Ownership: tp_train_run writes the weights file itself (atomically) and
+ * owns every model, cluster and search structure it creates.
+ */
+#ifndef TP_TRAIN_H
+#define TP_TRAIN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/cluster.h"
+#include "../core/error.h"
+#include "../core/model.h"
+#include "../core/rng.h"
+
+struct tp_train_options {
+	uint64_t seed;
+	uint32_t games;       /* corpus size (model, cluster pairs) */
+	uint32_t epochs;
+	uint32_t threads;     /* >= 1 */
+	uint32_t playouts;    /* MCTS playouts per decision level */
+	uint32_t steps;       /* optimiser steps per epoch (0 = automatic) */
+	uint32_t batch;       /* samples per optimiser step */
+	double heldout;       /* fraction of games held out, 0..0.5 */
+	float lr;
+	float clip;           /* gradient-norm clipping */
+	float value_weight;   /* value loss weight */
+	uint32_t hidden;      /* network width (0 = default 64) */
+	uint32_t layers;      /* message-passing layers (0 = default 3) */
+	uint32_t max_devices; /* cluster size cap of the corpus (0 = 32) */
+	const char *out;      /* weights file to write (NULL = none) */
+	const char *checkpoint; /* written after every epoch (NULL = none) */
+	const char *resume;     /* checkpoint to start from (NULL = none) */
+	const char *note;       /* stored in the weights file */
+	bool visit_targets;     /* policy target = visit counts (AlphaZero)
+				   instead of the softmax of the actions'
+				   best values (default) */
+	void (*log)(void *ctx, const char *line);
+	void *log_ctx;
+	volatile sig_atomic_t *stop; /* nonzero: finish the epoch and stop */
+};
+
+void tp_train_options_default(struct tp_train_options *o);
+
+struct tp_train_epoch {
+	uint32_t epoch;
+	uint32_t samples;
+	double train_policy, train_value;     /* mean losses, last steps */
+	double heldout_policy, heldout_value; /* held-out losses */
+	double heldout_top1;                  /* argmax agreement */
+	double heldout_uniform;               /* cross-entropy of uniform
+						 priors on the held-out set */
+	double seconds;
+};
+
+#define TP_TRAIN_MAX_EPOCHS 256
+
+struct tp_train_result {
+	uint32_t epochs_done;
+	struct tp_train_epoch epoch[TP_TRAIN_MAX_EPOCHS];
+	double seconds;
+	uint64_t playouts, simulations;
+	bool interrupted;
+};
+
+/*
+ * Train and write o->out.  Returns TP_OK, TP_EUSAGE for inconsistent
+ * options, TP_EINPUT for a bad checkpoint (naming it), TP_EIO, TP_ENOMEM.
+ */
+enum tp_status tp_train_run(const struct tp_train_options *o,
+			    struct tp_train_result *res,
+			    struct tp_error *err);
+
+/* ------------------------------------------------------------------ */
+/* the corpus (also used by the benchmarks and tests) */
+
+enum tp_train_family {
+	TP_TRAIN_TRANSFORMER,
+	TP_TRAIN_CNN,
+	TP_TRAIN_DAG,
+	TP_TRAIN_FAMILY_COUNT
+};
+
+const char *tp_train_family_name(enum tp_train_family f);
+
+/* A random model of a family in m (initialised; finalized on success).
+ * The global batch is at least min_batch. */
+enum tp_status tp_train_random_model(struct tp_rng *rng,
+				     enum tp_train_family f, int64_t min_batch,
+				     struct tp_model *m, struct tp_error *err);
+
+/*
+ * A random cluster in c (initialised; finalized): 1-8 nodes drawn from
+ * mixed node presets (at most three kinds), one network, at most
+ * max_devices GPUs.  Never the TAG testbed's composition.  desc (may be
+ * NULL) receives the spec, e.g. "v100-nvlink:2 t4-pcie:1 --net 25gbe".
+ */
+enum tp_status tp_train_random_cluster(struct tp_rng *rng,
+				       uint32_t max_devices,
+				       struct tp_cluster *c, char *desc,
+				       size_t desc_size, struct tp_error *err);
+
+#endif
