@@ -17,6 +17,7 @@
 #include "core/report.h"
 #include "core/sha256.h"
 #include "core/strbuf.h"
+#include "gnn/provider.h"
 #include "io/io.h"
 #include "render/render.h"
 #include "search/search.h"
@@ -357,8 +358,8 @@ static void print_structure(const struct tp_plan *p, const struct tp_model *m,
 
 static void print_human(const struct tp_search_result *res,
 			const struct tp_plan *p, const struct tp_model *m,
-			const struct tp_cluster *c, bool gnn, uint32_t threads,
-			uint64_t seed)
+			const struct tp_cluster *c, const char *priors,
+			uint32_t threads, uint64_t seed)
 {
 	const struct tp_report *r = &res->report;
 
@@ -403,8 +404,7 @@ static void print_human(const struct tp_search_result *res,
 		(unsigned long long)res->simulations, res->seconds,
 		res->seconds > 0 ? (double)res->playouts / res->seconds : 0,
 		threads, threads == 1 ? "" : "s", (unsigned long long)seed,
-		res->n_groups,
-		gnn ? "GNN priors" : "no GNN (uniform priors)");
+		res->n_groups, priors);
 	fprintf(stderr, "  answer from    %s%s\n", res->source,
 		res->interrupted ? " (interrupted: best so far)" : "");
 }
@@ -473,6 +473,9 @@ int cmd_plan(int argc, char **argv)
 	struct tp_error err;
 	struct bar bar = {false, false, 0};
 	struct sigaction sa, old_int, old_term;
+	struct tp_prior_provider prior;
+	struct tp_gnn_prior *gnn = NULL;
+	const char *gnn_note = "uniform priors";
 	int code, bl = -1, comp;
 	bool demo = false;
 	enum tp_status st;
@@ -490,13 +493,10 @@ int cmd_plan(int argc, char **argv)
 					  "--compression %s: expected off, "
 					  "lossless or lossy",
 					  compression);
-	if (weights)
-		return tp_cli_usage_error(
-			"plan",
-			"--weights %s: this version has no GNN to load weights "
-			"into yet; the search uses uniform priors (omit "
-			"--weights, or pass --no-gnn)",
-			weights);
+	if (weights && no_gnn)
+		return tp_cli_usage_error("plan",
+					  "--weights and --no-gnn contradict "
+					  "each other; give one");
 	if (!time_limit && !playouts)
 		return tp_cli_usage_error("plan",
 					  "--time-limit 0 and --playouts 0: "
@@ -556,6 +556,32 @@ int cmd_plan(int argc, char **argv)
 		}
 	}
 	tp_search_sim_evaluator(&sectx, sim, sfb, &ev);
+	/* the GNN: --weights F, else the shipped default weights when there
+	   are any, else uniform priors */
+	if (!no_gnn) {
+		struct tp_error gerr;
+		tp_error_clear(&gerr);
+		st = tp_gnn_prior_load_default(weights, &prior, &gnn, &gerr);
+		if (st && weights) {
+			code = tp_cli_fail(&gerr);
+			goto done;
+		}
+		if (st == TP_EIO) {
+			gnn_note = "no trained GNN weights shipped: uniform "
+				   "priors";
+		} else if (st) {
+			char buf[1200];
+			fprintf(stderr,
+				"tagplan plan: warning: default GNN weights "
+				"unusable (%s); searching with uniform "
+				"priors\n",
+				tp_error_format(&gerr, buf, sizeof(buf)));
+			gnn_note = "default GNN weights unusable: uniform "
+				   "priors";
+		}
+	} else {
+		gnn_note = "--no-gnn: uniform priors";
+	}
 
 	tp_search_options_default(&so);
 	so.seed = (uint64_t)seed;
@@ -569,6 +595,7 @@ int cmd_plan(int argc, char **argv)
 	so.baseline = bl;
 	so.compression = (enum tp_compression)comp;
 	so.groups = (uint32_t)groups;
+	so.prior = gnn ? &prior : NULL;
 	so.stop = &stop_flag;
 	bar.on = !quiet && isatty(STDERR_FILENO);
 	so.progress = draw_bar;
@@ -592,7 +619,8 @@ int cmd_plan(int argc, char **argv)
 	if (res.baselines[TP_BASELINE_DP].feasible)
 		bar.dp_time = res.baselines[TP_BASELINE_DP].iteration_time_s;
 
-	fill_summary(&res.plan, &res.report, &res, &so, false, NULL,
+	fill_summary(&res.plan, &res.report, &res, &so, gnn != NULL,
+		     gnn ? tp_gnn_prior_source(gnn) : NULL,
 		     base_name(model_path), base_name(topo_path), msha, tsha,
 		     &c);
 	tp_plan_write(&res.plan, &m, &c, &text);
@@ -606,7 +634,8 @@ int cmd_plan(int argc, char **argv)
 		goto done;
 	}
 	if (!quiet)
-		print_human(&res, &res.plan, &m, &c, false, so.threads,
+		print_human(&res, &res.plan, &m, &c,
+			    gnn ? "GNN priors" : gnn_note, so.threads,
 			    so.seed);
 	/* pictures of the device mapping */
 	for (int k = 0; k < 2; k++) {
@@ -648,6 +677,7 @@ int cmd_plan(int argc, char **argv)
 	}
 done:
 	tp_search_result_release(&res);
+	tp_gnn_prior_free(gnn);
 	tp_sfb_free(sfb);
 	tp_sim_free(sim);
 	tp_strbuf_release(&warn);

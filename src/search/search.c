@@ -98,6 +98,18 @@ double sctx_elapsed(const struct sctx *s)
 	return sctx_now() - s->t0;
 }
 
+double sctx_reserve(struct sctx *s)
+{
+	uint64_t n = atomic_load(&s->simulations);
+	double avg = n ? (double)atomic_load(&s->sim_ns) * 1e-9 / (double)n
+		       : 0;
+
+	/* playouts in flight finish after the limit, and the answer is
+	   scored once more with compression chosen (a few simulations) */
+	return (6 + 2 * s->o->threads) * avg + 0.05 +
+	       0.02 * s->o->time_limit_s;
+}
+
 bool sctx_should_stop(struct sctx *s)
 {
 	const struct tp_search_options *o = s->o;
@@ -111,7 +123,8 @@ bool sctx_should_stop(struct sctx *s)
 	}
 	if (o->playouts && atomic_load(&s->playouts) >= o->playouts)
 		return true;
-	if (o->time_limit_s > 0 && sctx_elapsed(s) >= o->time_limit_s)
+	if (o->time_limit_s > 0 &&
+	    sctx_elapsed(s) >= o->time_limit_s - sctx_reserve(s))
 		return true;
 	return false;
 }
@@ -314,7 +327,10 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 	struct sctx *s = w->s;
 	enum tp_status st;
 
+	double t0 = sctx_now();
+
 	st = s->ev->run(s->ev->ctx, w->ev_scratch, plan, &w->report, &w->err);
+	atomic_fetch_add(&s->sim_ns, (uint64_t)((sctx_now() - t0) * 1e9));
 	atomic_fetch_add(&s->simulations, 1);
 	if (st == TP_EINPUT) {
 		/* a plan the evaluator refuses scores as the worst */

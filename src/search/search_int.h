@@ -59,6 +59,7 @@ struct sctx {
 	struct sctx_best base_dec[TP_BASELINE_COUNT];
 
 	_Atomic uint64_t simulations, cache_hits, evaluations, playouts;
+	_Atomic uint64_t sim_ns; /* wall time inside the evaluator */
 	_Atomic int stop;      /* limits reached or error */
 	double t0;             /* monotonic start */
 	double last_progress;
@@ -92,6 +93,8 @@ struct evalres {
 
 double sctx_now(void);
 double sctx_elapsed(const struct sctx *s);
+/* Seconds kept at the end of the time limit for scoring the answer. */
+double sctx_reserve(struct sctx *s);
 /* Limits (time, playouts) or a stop request reached? */
 bool sctx_should_stop(struct sctx *s);
 void sctx_progress(struct sctx *s, bool force);
