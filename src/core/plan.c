@@ -296,7 +296,7 @@ enum tp_status tp_plan_validate(const struct tp_plan *p,
 			uint32_t o = tp_plan_group_sfb(p, g)[k];
 			if (o >= nops || owner[o] != g) {
 				snprintf(path, sizeof(path),
-					 "$.groups[%u].compression.ops[%u]", g,
+					 "$.groups[%u].compression.sfb_ops[%u]", g,
 					 k);
 				st = tp_error_set_path(
 					err, TP_EINPUT, path,
