@@ -530,6 +530,8 @@ static enum tp_status write_deepspeed(const struct tp_export_spec *s,
 			struct tp_strbuf a;
 			tp_strbuf_init(&a);
 			megatron_args(s, " ", &a);
+			if (a.len && a.buf[a.len - 1] == ' ')
+				a.buf[--a.len] = '\0';
 			tp_strbuf_addf(notes,
 				       "tensor parallelism%s%s is the model "
 				       "code's (Megatron-DeepSpeed: %s)\n",
