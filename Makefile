@@ -155,6 +155,17 @@ DATA_HF  = llama-2-7b llama-2-70b llama-3-8b mistral-7b mixtral-8x7b \
 	   qwen2-7b gpt2 bert-large-uncased t5-base
 DATA_TOPO = dgx-a100 dgx-h100 hgx-h200 dgx1-v100 v100-nvlink p100-pcie \
 	    1080ti-pcie t4-pcie l4-pcie a100-pcie tag-testbed
+# The shipped GNN weights (data/tagplan.weights): self-play training,
+# deterministic for these arguments (src/gnn/README says how long it took
+# on 2 cores).  The checkpoint lets an interrupted run continue with
+# `make weights WEIGHTS_RESUME=--resume build/weights.ckpt`.
+WEIGHTS_ARGS = --games 150 --epochs 6 --playouts 32 --threads 2 --seed 1
+weights: $(BIN)
+	@mkdir -p build
+	TAGPLAN_DATA=$(abspath data) $(abspath $(BIN)) train $(WEIGHTS_ARGS) \
+		--checkpoint build/weights.ckpt $(WEIGHTS_RESUME) \
+		-o data/tagplan.weights
+
 data: $(BIN)
 	@mkdir -p data/models data/topologies
 	@set -e; export TAGPLAN_DATA=$(abspath data); \

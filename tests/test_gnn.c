@@ -22,6 +22,7 @@
 #include "gnn/weights.h"
 #include "io/build.h"
 #include "search/coarsen.h"
+#include "train/train.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ */
@@ -1022,6 +1023,147 @@ START_TEST(test_provider_priors)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* training */
+
+START_TEST(test_corpus)
+{
+	struct tp_rng a, b;
+	struct tp_error err;
+	char d1[160], d2[160];
+
+	tp_rng_seed(&a, 5);
+	for (int f = 0; f < TP_TRAIN_FAMILY_COUNT; f++)
+		for (int k = 0; k < 3; k++) {
+			struct tp_model m;
+			tp_model_init(&m);
+			ck_assert_msg(tp_train_random_model(
+					      &a, (enum tp_train_family)f, 24, &m,
+					      &err) == TP_OK,
+				      "%s: %s", tp_train_family_name(f),
+				      err.msg);
+			ck_assert(m.finalized && m.ops.n >= 3);
+			ck_assert(m.global_batch >= 24);
+			ck_assert(m.total_flop > 0);
+			tp_model_release(&m);
+		}
+	for (int k = 0; k < 20; k++) {
+		struct tp_cluster c1, c2;
+		tp_rng_seed(&a, 100 + (uint64_t)k);
+		tp_rng_seed(&b, 100 + (uint64_t)k);
+		tp_cluster_init(&c1);
+		tp_cluster_init(&c2);
+		ck_assert_msg(tp_train_random_cluster(&a, 16, &c1, d1,
+						      sizeof(d1), &err) == TP_OK,
+			      "%s", err.msg);
+		ck_assert_int_eq(tp_train_random_cluster(&b, 16, &c2, d2,
+							 sizeof(d2), &err),
+				 TP_OK);
+		ck_assert_str_eq(d1, d2); /* deterministic */
+		ck_assert(c1.devices.n >= 2 && c1.devices.n <= 16);
+		ck_assert(strstr(d1, "--net ") != NULL);
+		tp_cluster_release(&c1);
+		tp_cluster_release(&c2);
+	}
+}
+END_TEST
+
+static void tiny_options(struct tp_train_options *o, const char *out)
+{
+	tp_train_options_default(o);
+	o->games = 4;
+	o->epochs = 2;
+	o->playouts = 4;
+	o->hidden = 8;
+	o->max_devices = 8;
+	o->heldout = 0.25;
+	o->out = out;
+}
+
+START_TEST(test_train_run_resume)
+{
+	struct tp_train_options o;
+	struct tp_train_result *res = calloc(1, sizeof(*res));
+	struct tp_error err;
+	struct tp_gnn_prior *gp;
+	struct tp_prior_provider pp;
+	char w1[512], w2[512], w3[512], ck[512];
+	char *a, *b;
+	size_t la, lb;
+
+	snprintf(w1, sizeof(w1), "%s/a.weights", tp_test_tmpdir());
+	snprintf(w2, sizeof(w2), "%s/b.weights", tp_test_tmpdir());
+	snprintf(w3, sizeof(w3), "%s/c.weights", tp_test_tmpdir());
+	snprintf(ck, sizeof(ck), "%s/run.ckpt", tp_test_tmpdir());
+	tiny_options(&o, w1);
+	o.checkpoint = ck;
+	ck_assert_msg(tp_train_run(&o, res, &err) == TP_OK, "%s", err.msg);
+	ck_assert_uint_eq(res->epochs_done, 2);
+	ck_assert(res->playouts > 0 && res->simulations > 0);
+	ck_assert(res->epoch[1].samples > 0);
+	ck_assert(res->epoch[1].heldout_uniform > 0);
+	/* the file is a valid weights file for this build */
+	ck_assert_msg(tp_gnn_prior_load_default(w1, &pp, &gp, &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_uint_eq(tp_gnn_prior_net(gp)->meta.epochs, 2);
+	ck_assert_uint_eq(tp_gnn_prior_net(gp)->cfg.hidden, 8);
+	tp_gnn_prior_free(gp);
+	/* bit-identical weights when run again (the metadata holds the
+	 * wall-clock training time, so compare after the header) */
+	tiny_options(&o, w2);
+	ck_assert_int_eq(tp_train_run(&o, res, &err), TP_OK);
+	a = tp_test_read(w1, &la);
+	b = tp_test_read(w2, &lb);
+	ck_assert(a && b && la == lb);
+	ck_assert(memcmp(a + TP_GNN_WEIGHTS_HEADER, b + TP_GNN_WEIGHTS_HEADER,
+			 la - TP_GNN_WEIGHTS_HEADER - 4) == 0);
+	free(a);
+	free(b);
+	/* resume for one more epoch */
+	tiny_options(&o, w3);
+	o.epochs = 3;
+	o.resume = ck;
+	ck_assert_msg(tp_train_run(&o, res, &err) == TP_OK, "%s", err.msg);
+	ck_assert_uint_eq(res->epochs_done, 1);
+	ck_assert_uint_eq(res->epoch[0].epoch, 2);
+	ck_assert_int_eq(tp_gnn_prior_load_default(w3, &pp, &gp, &err), TP_OK);
+	ck_assert_uint_eq(tp_gnn_prior_net(gp)->meta.epochs, 3);
+	tp_gnn_prior_free(gp);
+	/* a damaged checkpoint is refused, naming it */
+	ck_assert_int_eq(tp_test_write(ck, "TPGNNCK\n0000000000000000000000000"
+					   "000000000000",
+				       45),
+			 0);
+	ck_assert_int_eq(tp_train_run(&o, res, &err), TP_EINPUT);
+	ck_assert(strstr(err.file, "run.ckpt") != NULL);
+	free(res);
+}
+END_TEST
+
+START_TEST(test_train_command)
+{
+	struct tp_run r;
+	const char *argv1[] = {"tagplan", "train", "--games", "1", NULL};
+	const char *argv2[] = {"tagplan", "train", "--resume",
+			       "/nonexistent/x.ckpt", "-o", "/nonexistent/w",
+			       NULL};
+	const char *argv3[] = {"tagplan", "train", "--help", NULL};
+
+	tp_run_tagplan(&r, argv1, NULL);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert(strstr(r.err, "--games") != NULL);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, argv2, NULL);
+	ck_assert_int_eq(r.status, 3);
+	ck_assert(strstr(r.err, "x.ckpt") != NULL);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, argv3, NULL);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert(strstr(r.out, "--epochs") != NULL);
+	tp_run_free(&r);
+}
+END_TEST
+
 Suite *suite_gnn(void)
 {
 	Suite *s = suite_create("gnn");
@@ -1040,6 +1182,12 @@ Suite *suite_gnn(void)
 	tcase_add_test(tc, test_features_real_graph);
 	tcase_add_test(tc, test_features_pooling);
 	tcase_add_test(tc, test_provider_priors);
+	tcase_add_test(tc, test_corpus);
+	tcase_add_test(tc, test_train_command);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("train");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_train_run_resume);
 	suite_add_tcase(s, tc);
 	return s;
 }
