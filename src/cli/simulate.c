@@ -1,15 +1,216 @@
 /*
- * simulate.c - `tagplan simulate`.
+ * simulate.c - `tagplan simulate`: one training iteration of a plan (a
+ * plan file or a strategy string) on a model and topology; the report as
+ * JSON on stdout (or -o), a human summary on stderr, optionally a Chrome
+ * trace.  Exit 0 when the plan fits, 1 when it does not (the report is
+ * still written), 2 for bad input, 3 for I/O failures.
  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
+#include "core/report.h"
+#include "core/strategy.h"
+#include "core/strbuf.h"
+#include "io/io.h"
+#include "render/table.h"
+#include "sim/sim.h"
+
+static const char usage[] =
+	"-m MODEL -t TOPO (-p PLAN | -s STRATEGY) [-o REPORT] [--trace F] "
+	"[--strict] [--quiet]";
+
+static const char about[] =
+	"Simulate one training iteration and write a tagplan-report/1 (stdout\n"
+	"without -o): feasible, iteration_time_s, throughput_samples_per_s,\n"
+	"tokens_per_s, tflops_per_device, mfu, bubble_fraction, per device\n"
+	"memory (with its breakdown) and compute/communication/idle time, and\n"
+	"the links that carried traffic.  A summary goes to stderr.\n"
+	"\n"
+	"STRATEGY is key=value pairs separated by commas (all optional):\n"
+	"  tp, pp, dp   tensor/pipeline/data-parallel degrees [1, 1, devices/(tp*pp)]\n"
+	"  mb           micro-batch size per replica, samples [1]\n"
+	"  gbs          global batch [the model's]\n"
+	"  schedule     gpipe | 1f1b | interleaved:V [1f1b]\n"
+	"  recompute    none | selective | full [none]\n"
+	"  sp           sequence parallelism on | off [off]\n"
+	"  zero         ZeRO stage 0..3 [0]\n"
+	"  sync         ring | hierarchical | ps | auto [auto: hierarchical\n"
+	"               when a replica set spans nodes]\n"
+	"e.g. -s tp=8,pp=8,dp=16,mb=1,schedule=interleaved:3,recompute=selective\n"
+	"\n"
+	"--trace writes Chrome trace-event JSON (open it in Perfetto or\n"
+	"chrome://tracing): one track per device and per link.  Exit 0 when\n"
+	"the plan fits, 1 when some device runs out of memory (the report says\n"
+	"which and why), 2 for bad input.  The cost model and what it leaves\n"
+	"out: the project's src/sim/README.";
+
+static void print_warnings(struct tp_strbuf *w)
+{
+	const char *s = tp_strbuf_cstr(w);
+
+	while (*s) {
+		const char *nl = strchr(s, '\n');
+		int n = nl ? (int)(nl - s) : (int)strlen(s);
+		if (n)
+			fprintf(stderr, "tagplan simulate: warning: %.*s\n", n,
+				s);
+		s += n + (nl ? 1 : 0);
+	}
+	tp_strbuf_reset(w);
+}
+
+struct eval_ctx {
+	const struct tp_sim *sim;
+	struct tp_sim_scratch *scratch;
+};
+
+static enum tp_status eval(void *ctx, const struct tp_plan *variant,
+			   struct tp_report *out, struct tp_error *err)
+{
+	struct eval_ctx *e = ctx;
+	return tp_sim_run(e->sim, variant, e->scratch, out, NULL, err);
+}
 
 int cmd_simulate(int argc, char **argv)
 {
-	struct tp_opt opts[] = {{0}};
+	const char *model = NULL, *topo = NULL, *plan_path = NULL,
+		   *strategy = NULL, *out = NULL, *trace_path = NULL;
+	bool strict = false, quiet = false;
+	struct tp_opt opts[] = {
+		{"model", 'm', TP_OPT_STRING, &model, "MODEL",
+		 "model file (tagplan-model/1); - reads stdin", 0, 0, false},
+		{"topology", 't', TP_OPT_STRING, &topo, "TOPO",
+		 "topology file (tagplan-topology/1)", 0, 0, false},
+		{"plan", 'p', TP_OPT_STRING, &plan_path, "PLAN",
+		 "plan file (tagplan-plan/1)", 0, 0, false},
+		{"strategy", 's', TP_OPT_STRING, &strategy, "STRATEGY",
+		 "uniform 3D strategy string (see above)", 0, 0, false},
+		{"output", 'o', TP_OPT_STRING, &out, "REPORT",
+		 "write the report here instead of stdout", 0, 0, false},
+		{"trace", 0, TP_OPT_STRING, &trace_path, "F",
+		 "write a Chrome trace-event JSON file", 0, 0, false},
+		{"strict", 0, TP_OPT_FLAG, &strict, NULL,
+		 "unknown fields in the input files are errors", 0, 0, false},
+		{"quiet", 'q', TP_OPT_FLAG, &quiet, NULL,
+		 "no summary on stderr", 0, 0, false},
+		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
+	struct tp_load_options lo;
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_strbuf warn, doc, trace, text;
+	struct tp_error err;
+	struct tp_sim *sim = NULL;
+	struct tp_sim_scratch *scratch = NULL;
 	int code;
 
-	if (tp_opts_parse("simulate", "[OPTIONS]", "", opts, argc, argv, NULL, NULL,
-			  &code))
+	if (tp_opts_parse("simulate", usage, about, opts, argc, argv, NULL,
+			  NULL, &code))
 		return code;
-	return tp_cli_not_yet("simulate", "issue 3, simulator");
+	if (!model || !topo)
+		return tp_cli_usage_error("simulate",
+					  "-m MODEL and -t TOPO are required");
+	if (!plan_path == !strategy)
+		return tp_cli_usage_error("simulate",
+					  "give exactly one of -p PLAN and -s "
+					  "STRATEGY");
+	if (!strcmp(model, "-") + !strcmp(topo, "-") +
+		    (plan_path && !strcmp(plan_path, "-")) >
+	    1)
+		return tp_cli_usage_error("simulate",
+					  "only one input can come from stdin");
+
+	tp_error_clear(&err);
+	tp_load_options_default(&lo);
+	lo.strict = strict;
+	tp_strbuf_init(&warn);
+	tp_strbuf_init(&doc);
+	tp_strbuf_init(&trace);
+	tp_strbuf_init(&text);
+	lo.warnings = &warn;
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	tp_plan_init(&p);
+	tp_report_init(&r);
+	code = TP_EXIT_OK;
+
+	if (tp_model_load_file(model, &lo, &m, &err) != TP_OK ||
+	    tp_topology_load_file(topo, &lo, &c, &err) != TP_OK)
+		goto fail;
+	if (plan_path) {
+		if (tp_plan_load_file(plan_path, &m, &c, &lo, &p, &err) != TP_OK)
+			goto fail;
+	} else {
+		struct tp_strategy st;
+		if (tp_strategy_parse(strategy, &st, &err) != TP_OK ||
+		    tp_strategy_to_plan(&st, &m, &c, &p, &err) != TP_OK) {
+			/* a strategy is usage, not a file: no file name */
+			err.file[0] = '\0';
+			if (err.status == TP_EINPUT)
+				err.status = TP_EUSAGE;
+			goto fail;
+		}
+	}
+	print_warnings(&warn);
+	sim = tp_sim_new(&m, &c, NULL, &err);
+	if (!sim)
+		goto fail;
+	scratch = tp_sim_scratch_new(sim);
+	if (!scratch) {
+		tp_error_set(&err, TP_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (tp_sim_run(sim, &p, scratch, &r, trace_path ? &trace : NULL,
+		       &err) != TP_OK) {
+		if (plan_path)
+			tp_error_set_file(&err, plan_path);
+		goto fail;
+	}
+	tp_report_write(&r, &c, &doc);
+	if (doc.failed || trace.failed) {
+		tp_error_set(&err, TP_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (trace_path && tp_file_write_atomic(trace_path, trace.buf,
+					       trace.len, &err) != TP_OK)
+		goto fail;
+	if (tp_file_write_atomic(out ? out : "-", doc.buf, doc.len, &err) !=
+	    TP_OK)
+		goto fail;
+	if (!quiet) {
+		struct eval_ctx ec = {sim, scratch};
+		struct tp_report tmp;
+		if (tp_render_table(&p, &m, &c, &r, &text, &err) == TP_OK &&
+		    tp_render_explain(&p, &m, &c, &r, eval, &ec, &text, &err) ==
+			    TP_OK)
+			fputs(tp_strbuf_cstr(&text), stderr);
+		else
+			fprintf(stderr,
+				"iteration %.4g s, %.4g samples/s, %.1f "
+				"TFLOP/s per device, MFU %.1f%%, %s\n",
+				r.iteration_time_s, r.throughput_samples_per_s,
+				r.tflops_per_device, 100 * r.mfu,
+				r.feasible ? "fits" : "does not fit");
+		(void)tmp;
+	}
+	code = r.feasible ? TP_EXIT_OK : TP_EXIT_CHECK;
+	goto done;
+fail:
+	print_warnings(&warn);
+	code = tp_cli_fail(&err);
+done:
+	tp_sim_scratch_free(scratch);
+	tp_sim_free(sim);
+	tp_report_release(&r);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+	tp_strbuf_release(&warn);
+	tp_strbuf_release(&doc);
+	tp_strbuf_release(&trace);
+	tp_strbuf_release(&text);
+	return code;
 }

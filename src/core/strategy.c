@@ -70,6 +70,12 @@ static enum tp_status set_key(struct tp_strategy *s, int k, const char *key,
 	case 1: /* pp */
 	case 2: /* dp */
 	case 3: /* mb */
+		/* "dp=auto" and "gbs=model" are the defaults as
+		 * tp_strategy_format writes them. */
+		if (k == 2 && strcmp(val, "auto") == 0) {
+			s->dp = 0;
+			return TP_OK;
+		}
 		if (parse_uint(val, 1 << 20, false, &x))
 			return bad_value(err, key, val,
 					 "a positive integer (at most 1048576)");
@@ -83,6 +89,10 @@ static enum tp_status set_key(struct tp_strategy *s, int k, const char *key,
 			s->mb = (uint32_t)x;
 		return TP_OK;
 	case 4: /* gbs */
+		if (strcmp(val, "model") == 0) {
+			s->gbs = 0;
+			return TP_OK;
+		}
 		if (parse_uint(val, (int64_t)1 << 40, false, &x))
 			return bad_value(err, key, val,
 					 "a positive number of samples");
@@ -319,6 +329,31 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 	if (tp == 0 || pp == 0 || s->mb == 0)
 		return tp_error_set(err, TP_EINPUT,
 				    "strategy: tp, pp and mb must be positive");
+	if (m->arch.heads > 0 && m->arch.heads % tp != 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: tp=%u does not divide the model's "
+				    "%lld attention heads; use a divisor of "
+				    "%lld",
+				    tp, (long long)m->arch.heads,
+				    (long long)m->arch.heads);
+	if (m->arch.kv_heads > 0 && m->arch.kv_heads % tp != 0 &&
+	    tp % m->arch.kv_heads != 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: tp=%u and the model's %lld "
+				    "key/value heads do not divide one another; "
+				    "use a divisor of %lld",
+				    tp, (long long)m->arch.kv_heads,
+				    (long long)m->arch.kv_heads);
+	for (uint32_t i = 0; i < nops && tp > 1; i++) {
+		const struct tp_op *op = &m->ops.v[i];
+		if (op->tp_units && op->tp_units % tp != 0)
+			return tp_error_set(err, TP_EINPUT,
+					    "strategy: tp=%u does not divide the "
+					    "%u units (heads or channels) of op "
+					    "\"%s\"; use a divisor of %u",
+					    tp, op->tp_units, op->name,
+					    op->tp_units);
+	}
 	if ((uint64_t)tp * pp > ndev)
 		return tp_error_set(err, TP_EINPUT,
 				    "strategy: tp*pp = %llu exceeds the %u "
@@ -344,31 +379,6 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 				"%u",
 				tp * pp, ndev, ndev);
 		dp = ndev / (tp * pp);
-	}
-	if (m->arch.heads > 0 && m->arch.heads % tp != 0)
-		return tp_error_set(err, TP_EINPUT,
-				    "strategy: tp=%u does not divide the model's "
-				    "%lld attention heads; use a divisor of "
-				    "%lld",
-				    tp, (long long)m->arch.heads,
-				    (long long)m->arch.heads);
-	if (m->arch.kv_heads > 0 && m->arch.kv_heads % tp != 0 &&
-	    tp % m->arch.kv_heads != 0)
-		return tp_error_set(err, TP_EINPUT,
-				    "strategy: tp=%u and the model's %lld "
-				    "key/value heads do not divide one another; "
-				    "use a divisor of %lld",
-				    tp, (long long)m->arch.kv_heads,
-				    (long long)m->arch.kv_heads);
-	for (uint32_t i = 0; i < nops && tp > 1; i++) {
-		const struct tp_op *op = &m->ops.v[i];
-		if (op->tp_units && op->tp_units % tp != 0)
-			return tp_error_set(err, TP_EINPUT,
-					    "strategy: tp=%u does not divide the "
-					    "%u units (heads or channels) of op "
-					    "\"%s\"; use a divisor of %u",
-					    tp, op->tp_units, op->name,
-					    op->tp_units);
 	}
 	if (s->sp && tp < 2)
 		return tp_error_set(err, TP_EINPUT,

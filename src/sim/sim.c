@@ -198,12 +198,9 @@ struct tp_sim_scratch *tp_sim_scratch_new(const struct tp_sim *sim)
 	s->cmark = tp_calloc(nc, sizeof(uint32_t));
 	s->chan_bytes = tp_calloc(nc, sizeof(double));
 	s->chan_busy = tp_calloc(nc, sizeof(double));
-	s->chan_since = tp_calloc(nc, sizeof(double));
-	s->chan_active = tp_calloc(nc, sizeof(uint32_t));
 	if (!s->op_group || !s->op_mark || !s->lay_mark || !s->dev_res ||
 	    !s->dev_rep || !s->dev_mark || !s->cap_rem || !s->weight ||
-	    !s->cnt || !s->cmark || !s->chan_bytes || !s->chan_busy ||
-	    !s->chan_since || !s->chan_active) {
+	    !s->cnt || !s->cmark || !s->chan_bytes || !s->chan_busy) {
 		tp_sim_scratch_free(s);
 		return NULL;
 	}
@@ -226,8 +223,6 @@ void tp_sim_scratch_free(struct tp_sim_scratch *s)
 	free(s->cmark);
 	free(s->chan_bytes);
 	free(s->chan_busy);
-	free(s->chan_since);
-	free(s->chan_active);
 	tp_vec_free(&s->touched);
 	tp_vec_free(&s->groups);
 	tp_vec_free(&s->gorder);
@@ -1722,22 +1717,18 @@ static void rates(struct eng *E)
 	}
 }
 
-static void link_stats(struct eng *E, const struct btype *bt, bool on,
+/* Link statistics per bundle type (O(1) per event); spread over the
+ * channels in make_report. */
+static void link_stats(struct eng *E, struct btype *bt, bool on,
 		       double bytes)
 {
-	struct tp_sim_scratch *s = E->s;
-
-	for (uint32_t j = 0; j < bt->n_ent; j++) {
-		const struct bent *en = &s->bents.v[bt->ent_first + j];
-		uint32_t c = en->chan;
-		if (on) {
-			if (s->chan_active[c]++ == 0)
-				s->chan_since[c] = E->now;
-		} else {
-			s->chan_bytes[c] += bytes * en->count;
-			if (--s->chan_active[c] == 0)
-				s->chan_busy[c] += E->now - s->chan_since[c];
-		}
+	if (on) {
+		if (bt->active++ == 0)
+			bt->since = E->now;
+	} else {
+		bt->moved += bytes;
+		if (--bt->active == 0)
+			bt->busy += E->now - bt->since;
 	}
 }
 
@@ -1771,10 +1762,6 @@ static enum tp_status run_engine(const struct tp_sim *sim,
 	for (size_t k = 0; k < s->touched.n; k++)
 		s->cnt[s->touched.v[k]] = 0;
 	s->touched.n = 0;
-	for (uint32_t c = 0; c < sim->n_chan; c++) {
-		s->chan_bytes[c] = s->chan_busy[c] = 0;
-		s->chan_active[c] = 0;
-	}
 	for (size_t t = 0; t < nt; t++)
 		if (s->tasks.v[t].ndeps == 0)
 			ready(&E, (uint32_t)t);
@@ -2161,6 +2148,18 @@ static enum tp_status make_report(const struct tp_sim *sim,
 					 : 0;
 	}
 	/* links: pipeline/sync bundles, plus tensor-parallel traffic */
+	for (uint32_t ch = 0; ch < sim->n_chan; ch++)
+		s->chan_bytes[ch] = s->chan_busy[ch] = 0;
+	for (size_t k = 0; k < s->btypes.n; k++) {
+		const struct btype *bt = &s->btypes.v[k];
+		if (!(bt->moved > 0))
+			continue;
+		for (uint32_t j = 0; j < bt->n_ent; j++) {
+			const struct bent *en = &s->bents.v[bt->ent_first + j];
+			s->chan_bytes[en->chan] += bt->moved * en->count;
+			s->chan_busy[en->chan] += bt->busy;
+		}
+	}
 	for (size_t l = 0; l < s->lanes.n; l++) {
 		const struct lane *ln = &s->lanes.v[l];
 		const struct btype *bt;

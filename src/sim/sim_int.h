@@ -78,6 +78,10 @@ struct btype {
 	uint32_t n_flows;
 	double latency;    /* before bytes flow */
 	double rate_alone; /* per-flow rate without other traffic */
+	/* link statistics, per run: bytes per flow moved, time with at
+	 * least one instance moving bytes */
+	double moved, busy, since;
+	uint32_t active;
 };
 
 struct bent {
@@ -164,8 +168,7 @@ struct tp_sim_scratch {
 	/* per channel */
 	double *cap_rem, *weight;
 	uint32_t *cnt, *cmark;
-	double *chan_bytes, *chan_busy, *chan_since;
-	uint32_t *chan_active;
+	double *chan_bytes, *chan_busy; /* report: per channel */
 	uint32_t stamp;
 	TP_VEC(uint32_t) touched;
 	TP_VEC(struct ginfo) groups;
@@ -211,7 +214,7 @@ void tp_sim_acc_measure(struct tp_sim_scratch *s, double *rate,
 
 /* trace.c */
 void tp_sim_trace_write(const struct tp_sim *sim, const struct tp_plan *plan,
-			const struct tp_sim_scratch *s, double t_end,
+			struct tp_sim_scratch *s, double t_end,
 			struct tp_strbuf *out);
 
 #endif
