@@ -181,3 +181,74 @@ data: $(BIN)
 		-o data/topologies/dgx-a100-128.json
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+
+# `make fuzz FUZZ_SECONDS=N`: the libFuzzer targets fuzz/fuzz_*.c, built
+# with clang (-fsanitize=fuzzer,address,undefined) over a library compiled
+# with fuzzer instrumentation in $(FUZZ_BUILD); each runs N seconds on its
+# corpus fuzz/corpus-NAME (kept out of git), seeded from the JSON files of
+# tests/data and data (up to 64 KiB; tests/data/hf for the HF target) and
+# fuzz/strategy.seeds.  Crashes land in fuzz/artifacts/NAME/; turn each
+# into tests/data/regress/ + a test in tests/test_reliability.c.
+# Runs use libFuzzer's fork mode: a crash stops the run, timeouts (10 s)
+# and OOMs (2 GiB) are kept as artifacts to review and the run goes on
+# (a 4096-device topology legitimately takes that long under ASan).
+# FUZZ_TARGETS=model selects targets, FUZZ_FLAGS adds libFuzzer flags.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   ?= build/libfuzzer
+FUZZ_FLAGS   ?=
+FUZZ_SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer \
+		-fno-sanitize-recover=undefined
+FUZZ_TARGETS ?= $(patsubst fuzz/fuzz_%.c,%,$(sort $(wildcard fuzz/fuzz_*.c)))
+FUZZ_BIN      = $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz/fuzz_%)
+FUZZ_ENV      = TAGPLAN_DATA=$(abspath data) TAGPLAN_TESTS=$(abspath tests) \
+		ASAN_OPTIONS=detect_leaks=1 \
+		LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp):print_suppressions=0 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+fuzz-lib:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) WERROR= \
+		OPT="-O1 -g -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+		$(FUZZ_BUILD)/libtagplan.a
+
+$(FUZZ_BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/harness.c fuzz/harness.h \
+		fuzz/driver.h fuzz-lib
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(WARN) -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) \
+		-o $@ $< fuzz/harness.c $(FUZZ_BUILD)/libtagplan.a $(LDLIBS)
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: fuzz-build
+	$(MAKE) fuzz-run
+
+# fuzz-run: run the built targets only (no rebuild).
+fuzz-run:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		seed=$(FUZZ_BUILD)/seed-$$t; rm -rf $$seed; \
+		mkdir -p $$seed fuzz/corpus-$$t fuzz/artifacts/$$t; \
+		case $$t in \
+		hf) cp tests/data/hf/*.json tests/data/hf/bad/*.json $$seed/ ;; \
+		strategy) n=0; while IFS= read -r l; do n=$$((n+1)); \
+			printf '%s' "$$l" > $$seed/s$$n; \
+			done < fuzz/strategy.seeds ;; \
+		topology) find tests/data data -name '*.json' -size -16k | \
+			while read -r f; do \
+			cp "$$f" "$$seed/$$(echo "$$f" | tr / _)"; done ;; \
+		*) find tests/data data -name '*.json' -size -65k | \
+			while read -r f; do \
+			cp "$$f" "$$seed/$$(echo "$$f" | tr / _)"; done ;; \
+		esac; \
+		case $$t in strategy) dict=fuzz/strategy.dict ;; \
+			*) dict=fuzz/json.dict ;; esac; \
+		echo "== fuzz_$$t: $(FUZZ_SECONDS) s"; \
+		$(FUZZ_ENV) $(FUZZ_BUILD)/fuzz/fuzz_$$t \
+			-max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+			-rss_limit_mb=2048 -dict=$$dict -print_final_stats=1 \
+			-fork=1 -ignore_timeouts=1 -ignore_ooms=1 \
+			-artifact_prefix=fuzz/artifacts/$$t/ $(FUZZ_FLAGS) \
+			fuzz/corpus-$$t $$seed; \
+		ls fuzz/artifacts/$$t | sed "s|^|fuzz/artifacts/$$t/|"; \
+	done
+
+.PHONY: fuzz-lib fuzz-build fuzz-run

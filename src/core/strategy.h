@@ -10,7 +10,8 @@
  * gbs global batch [the model's], schedule gpipe|1f1b|interleaved:V
  * [1f1b], recompute none|selective|full [none], sp on|off [off],
  * zero 0..3 [0], sync ring|hierarchical|ps [hierarchical when a replica
- * set spans nodes, else ring].
+ * set spans nodes, else ring].  dp=auto, gbs=model and sync=auto name the
+ * defaults (tp_strategy_format writes them so).
  *
  * Expansion follows Megatron-LM's rank order (tensor fastest, then data,
  * then pipeline): stage s uses devices [s*tp*dp, (s+1)*tp*dp) in topology

@@ -1,0 +1,292 @@
+/*
+ * harness.c - the fuzz target bodies (contracts in harness.h).
+ *
+ * Compiled into each libFuzzer binary by the Makefile and included by
+ * tests/test_reliability.c, so a regression input replays through exactly
+ * the code that found it.
+ */
+#include "harness.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/plan.h"
+#include "core/report.h"
+#include "core/strategy.h"
+#include "core/strbuf.h"
+#include "io/build.h"
+#include "io/io.h"
+#include "sim/sim.h"
+
+/* Fuzz inputs are small: a low size limit reaches the limit paths too. */
+#define FZ_MAX_BYTES (1 << 16)
+
+static void fz_options(struct tp_load_options *o, struct tp_strbuf *warnings)
+{
+	tp_load_options_default(o);
+	tp_strbuf_init(warnings);
+	o->warnings = warnings;
+	o->max_bytes = FZ_MAX_BYTES;
+}
+
+/* A failed call must say why, and formatting its record must work. */
+static const char *fz_failed(enum tp_status st, const struct tp_error *err)
+{
+	char buf[2048];
+
+	if (st == TP_OK)
+		return NULL;
+	if (err->status != st)
+		return "the error record's status differs from the returned "
+		       "status";
+	if (!err->msg[0])
+		return "a call failed without a message";
+	tp_error_format(err, buf, sizeof buf);
+	return NULL;
+}
+
+static bool same(const struct tp_strbuf *a, const struct tp_strbuf *b)
+{
+	return a->len == b->len && memcmp(a->buf, b->buf, a->len) == 0;
+}
+
+enum tp_status fz_fixture_load(struct fz_fixture *fx, const char *model_path,
+			       const char *topology_path, struct tp_error *err)
+{
+	struct tp_sim_options so;
+	enum tp_status st;
+
+	memset(fx, 0, sizeof *fx);
+	tp_model_init(&fx->model);
+	tp_cluster_init(&fx->cluster);
+	st = tp_model_load_file(model_path, NULL, &fx->model, err);
+	if (!st)
+		st = tp_topology_load_file(topology_path, NULL, &fx->cluster,
+					   err);
+	if (!st) {
+		tp_sim_options_default(&so);
+		fx->sim = tp_sim_new(&fx->model, &fx->cluster, &so, err);
+		if (!fx->sim)
+			st = err->status ? err->status : TP_EINTERNAL;
+	}
+	if (!st) {
+		fx->scratch = tp_sim_scratch_new(fx->sim);
+		if (!fx->scratch)
+			st = tp_error_set(err, TP_ENOMEM, "simulator scratch");
+	}
+	if (st)
+		fz_fixture_release(fx);
+	return st;
+}
+
+void fz_fixture_release(struct fz_fixture *fx)
+{
+	tp_sim_scratch_free(fx->scratch);
+	tp_sim_free(fx->sim);
+	tp_cluster_release(&fx->cluster);
+	tp_model_release(&fx->model);
+	memset(fx, 0, sizeof *fx);
+}
+
+const char *fz_model_one(const uint8_t *data, size_t size,
+			 struct tp_error *err)
+{
+	struct tp_load_options o;
+	struct tp_strbuf warnings, w1, w2;
+	struct tp_model m, m2;
+	const char *bug;
+	enum tp_status st;
+
+	fz_options(&o, &warnings);
+	tp_error_clear(err);
+	tp_model_init(&m);
+	st = tp_model_load("fuzz.json", (const char *)data, size, &o, &m, err);
+	bug = fz_failed(st, err);
+	if (st == TP_OK) {
+		tp_strbuf_init(&w1);
+		tp_strbuf_init(&w2);
+		tp_model_write(&m, &w1);
+		tp_model_init(&m2);
+		if (tp_model_load("roundtrip.json", w1.buf, w1.len, NULL, &m2,
+				  err))
+			bug = "the model writer's output does not load";
+		tp_model_write(&m2, &w2);
+		if (!bug && !same(&w1, &w2))
+			bug = "model round trip changed the text";
+		tp_model_release(&m2);
+		tp_strbuf_release(&w1);
+		tp_strbuf_release(&w2);
+	}
+	tp_model_release(&m);
+	tp_strbuf_release(&warnings);
+	return bug;
+}
+
+const char *fz_topology_one(const uint8_t *data, size_t size,
+			    struct tp_error *err)
+{
+	struct tp_load_options o;
+	struct tp_strbuf warnings, w1, w2;
+	struct tp_cluster c, c2;
+	const char *bug;
+	enum tp_status st;
+
+	fz_options(&o, &warnings);
+	tp_error_clear(err);
+	tp_cluster_init(&c);
+	st = tp_topology_load("fuzz.json", (const char *)data, size, &o, &c,
+			      err);
+	bug = fz_failed(st, err);
+	if (st == TP_OK) {
+		tp_strbuf_init(&w1);
+		tp_strbuf_init(&w2);
+		tp_topology_write(&c, &w1);
+		tp_cluster_init(&c2);
+		if (tp_topology_load("roundtrip.json", w1.buf, w1.len, NULL,
+				     &c2, err))
+			bug = "the topology writer's output does not load";
+		tp_topology_write(&c2, &w2);
+		if (!bug && !same(&w1, &w2))
+			bug = "topology round trip changed the text";
+		tp_cluster_release(&c2);
+		tp_strbuf_release(&w1);
+		tp_strbuf_release(&w2);
+	}
+	tp_cluster_release(&c);
+	tp_strbuf_release(&warnings);
+	return bug;
+}
+
+/* A validated plan must simulate (feasible or not) without error. */
+static const char *fz_simulate(const struct fz_fixture *fx,
+			       const struct tp_plan *p, struct tp_error *err)
+{
+	struct tp_report rep;
+	const char *bug = NULL;
+
+	tp_report_init(&rep);
+	if (tp_sim_run(fx->sim, p, fx->scratch, &rep, NULL, err))
+		bug = "a validated plan does not simulate";
+	tp_report_release(&rep);
+	return bug;
+}
+
+const char *fz_plan_one(const struct fz_fixture *fx, const uint8_t *data,
+			size_t size, struct tp_error *err)
+{
+	struct tp_load_options o;
+	struct tp_strbuf warnings, w1, w2;
+	struct tp_plan p, p2;
+	struct tp_plan_outline ol;
+	const char *bug;
+	enum tp_status st;
+
+	fz_options(&o, &warnings);
+	memset(&ol, 0, sizeof ol);
+	tp_error_clear(err);
+	st = tp_plan_check("fuzz.json", (const char *)data, size, &o, &ol, err);
+	tp_plan_outline_release(&ol);
+	bug = fz_failed(st, err);
+	if (bug) {
+		tp_strbuf_release(&warnings);
+		return bug;
+	}
+
+	tp_error_clear(err);
+	tp_plan_init(&p);
+	st = tp_plan_load("fuzz.json", (const char *)data, size, &fx->model,
+			  &fx->cluster, &o, &p, err);
+	bug = fz_failed(st, err);
+	if (st == TP_OK) {
+		tp_strbuf_init(&w1);
+		tp_strbuf_init(&w2);
+		tp_plan_write(&p, &fx->model, &fx->cluster, &w1);
+		tp_plan_init(&p2);
+		if (tp_plan_load("roundtrip.json", w1.buf, w1.len, &fx->model,
+				 &fx->cluster, NULL, &p2, err))
+			bug = "the plan writer's output does not load";
+		tp_plan_write(&p2, &fx->model, &fx->cluster, &w2);
+		if (!bug && !same(&w1, &w2))
+			bug = "plan round trip changed the text";
+		tp_plan_release(&p2);
+		tp_strbuf_release(&w1);
+		tp_strbuf_release(&w2);
+		if (!bug)
+			bug = fz_simulate(fx, &p, err);
+	}
+	tp_plan_release(&p);
+	tp_strbuf_release(&warnings);
+	return bug;
+}
+
+const char *fz_hf_one(const uint8_t *data, size_t size, struct tp_error *err)
+{
+	static const int64_t seqs[4] = {0, 128, 2048, 100000};
+	static const int64_t batches[4] = {0, 1, 8, 3};
+	uint8_t sel = (uint8_t)(size * 37u);
+	struct tp_strbuf w;
+	struct tp_model m, m2;
+	const char *bug;
+	enum tp_status st;
+
+	tp_error_clear(err);
+	tp_model_init(&m);
+	st = tp_build_hf_text("config.json", (const char *)data, size,
+			      seqs[sel & 3], batches[(sel >> 2) & 3],
+			      (sel >> 4) % 4 - 1, &m, err);
+	bug = fz_failed(st, err);
+	if (st == TP_OK) {
+		tp_strbuf_init(&w);
+		tp_model_write(&m, &w);
+		tp_model_init(&m2);
+		if (tp_model_load("built.json", w.buf, w.len, NULL, &m2, err))
+			bug = "a built HF model does not load back";
+		tp_model_release(&m2);
+		tp_strbuf_release(&w);
+	}
+	tp_model_release(&m);
+	return bug;
+}
+
+const char *fz_strategy_one(const struct fz_fixture *fx, const uint8_t *data,
+			    size_t size, struct tp_error *err)
+{
+	char text[1024], canon[512], canon2[512];
+	struct tp_strategy s, s2;
+	struct tp_plan p;
+	const char *bug;
+	enum tp_status st;
+
+	/* Command-line arguments are C strings. */
+	if (size >= sizeof text)
+		size = sizeof text - 1;
+	memcpy(text, data, size);
+	text[size] = '\0';
+
+	tp_error_clear(err);
+	st = tp_strategy_parse(text, &s, err);
+	bug = fz_failed(st, err);
+	if (st)
+		return bug;
+	tp_strategy_format(&s, canon, sizeof canon);
+	if (tp_strategy_parse(canon, &s2, err))
+		return "the canonical strategy string does not parse";
+	tp_strategy_format(&s2, canon2, sizeof canon2);
+	if (strcmp(canon, canon2))
+		return "strategy format/parse round trip changed the string";
+
+	tp_error_clear(err);
+	tp_plan_init(&p);
+	st = tp_strategy_to_plan(&s, &fx->model, &fx->cluster, &p, err);
+	bug = fz_failed(st, err);
+	if (st == TP_OK) {
+		if (tp_plan_validate(&p, &fx->model, &fx->cluster, err))
+			bug = "an expanded strategy fails tp_plan_validate";
+		else
+			bug = fz_simulate(fx, &p, err);
+	}
+	tp_plan_release(&p);
+	return bug;
+}
