@@ -16,6 +16,7 @@
 #include "search/mincut.h"
 #include "search/search.h"
 #include "search/sfb.h"
+#include "sim/sim.h"
 
 /* --- max-flow against brute force ------------------------------------- */
 
@@ -1054,6 +1055,81 @@ START_TEST(test_sfb_joint_evaluator)
 }
 END_TEST
 
+/* --- the simulator's account of compression (src/sim/sfb_hook.c) ---------- */
+
+START_TEST(test_sfb_in_simulator)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *ss;
+	struct tp_sfb *sfb;
+	struct tp_sfb_scratch *s;
+	struct tp_sfb_stats st;
+	struct tp_report r0, r1;
+	struct tp_error err;
+	double t0;
+
+	/* a 400 MB layer on four 10 GbE machines: its all-reduce alone is
+	 * 2 * 3/4 * 400 MB / 1.25 GB/s = 0.48 s */
+	mlp(&m, 400e6, 1e5, 64);
+	make_cluster(&c, 4, 1, 1.25e9, 2e-5, false);
+	dp_plan(&p, &m, &c, TP_SYNC_RING);
+	sim = tp_sim_new(&m, &c, NULL, &err);
+	ck_assert_ptr_nonnull(sim);
+	ss = tp_sim_scratch_new(sim);
+	ck_assert_ptr_nonnull(ss);
+	sfb = tp_sfb_new(&m, &c, NULL, &err);
+	s = tp_sfb_scratch_new(sfb);
+	tp_report_init(&r0);
+	tp_report_init(&r1);
+	ck_assert_int_eq(tp_sim_run(sim, &p, ss, &r0, NULL, &err), TP_OK);
+	ck_assert(r0.feasible);
+	ck_assert_int_eq(tp_sfb_select(sfb, &p, s, NULL, &err), TP_OK);
+	ck_assert_uint_eq(p.groups.v[0].n_sfb, 2);
+	ck_assert_int_eq(tp_sim_run(sim, &p, ss, &r1, NULL, &err), TP_OK);
+	ck_assert_msg(r1.iteration_time_s < r0.iteration_time_s - 0.2,
+		      "with SFB %.4f s, without %.4f s", r1.iteration_time_s,
+		      r0.iteration_time_s);
+	/* tp_sfb_simulate keeps it */
+	t0 = r0.iteration_time_s;
+	tp_sfb_clear(&p);
+	ck_assert_int_eq(tp_sfb_simulate(sfb, sim, &p, s, ss, &r1, &st, &err),
+			 TP_OK);
+	ck_assert(!st.dropped);
+	ck_assert_uint_eq(p.groups.v[0].n_sfb, 2);
+	ck_assert(r1.iteration_time_s < t0 - 0.2);
+	/* lossy formats shorten the sync too */
+	p.compression = TP_COMPRESSION_LOSSY;
+	tp_sfb_clear(&p);
+	p.groups.v[0].lossy = TP_LOSSY_FP16;
+	ck_assert_int_eq(tp_sim_run(sim, &p, ss, &r1, NULL, &err), TP_OK);
+	ck_assert(r1.iteration_time_s < t0 - 0.1);
+	/* a compression the group cannot use is bad input */
+	p.compression = TP_COMPRESSION_LOSSLESS;
+	p.groups.v[0].lossy = TP_LOSSY_NONE;
+	p.groups.v[0].sync = TP_SYNC_PS;
+	{
+		uint32_t op = 1;
+		ck_assert_int_eq(tp_vec_push(&p.sfb, op), 0);
+		p.groups.v[0].sfb_first = 0;
+		p.groups.v[0].n_sfb = 1;
+	}
+	ck_assert_int_eq(tp_sim_run(sim, &p, ss, &r1, NULL, &err), TP_EINPUT);
+	ck_assert_ptr_nonnull(strstr(err.msg, "parameter-server"));
+	tp_report_release(&r0);
+	tp_report_release(&r1);
+	tp_sfb_scratch_free(s);
+	tp_sfb_free(sfb);
+	tp_sim_scratch_free(ss);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 Suite *suite_compress(void)
 {
 	Suite *s = suite_create("compress");
@@ -1076,6 +1152,7 @@ Suite *suite_compress(void)
 	tcase_add_test(tc, test_sfb_lossy_opt_in);
 	tcase_add_test(tc, test_sfb_brute_force);
 	tcase_add_test(tc, test_sfb_joint_evaluator);
+	tcase_add_test(tc, test_sfb_in_simulator);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -107,7 +107,7 @@ double sctx_reserve(struct sctx *s)
 	/* playouts in flight finish after the limit, and the answer is
 	   scored once more with compression chosen (a few simulations) */
 	return (6 + 2 * s->o->threads) * avg + 0.05 +
-	       0.02 * s->o->time_limit_s;
+	       0.05 * s->o->time_limit_s;
 }
 
 bool sctx_should_stop(struct sctx *s)

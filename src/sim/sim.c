@@ -61,6 +61,7 @@ void tp_sim_free(struct tp_sim *sim)
 	free(sim->peak_vec);
 	free(sim->mem_bw);
 	free(sim->types);
+	tp_sim_sfb_free(sim);
 	free(sim);
 }
 
@@ -171,6 +172,10 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 		sim->step_bytes_pp = 2 * sim->o_pp + sim->g_pp +
 				     (sim->mixed ? w : 2 * w);
 	}
+	if (tp_sim_sfb_new(sim, err)) {
+		tp_sim_free(sim);
+		return NULL;
+	}
 	return sim;
 nomem:
 	tp_error_set(err, TP_ENOMEM, "out of memory");
@@ -200,7 +205,8 @@ struct tp_sim_scratch *tp_sim_scratch_new(const struct tp_sim *sim)
 	s->chan_busy = tp_calloc(nc, sizeof(double));
 	if (!s->op_group || !s->op_mark || !s->lay_mark || !s->dev_res ||
 	    !s->dev_rep || !s->dev_mark || !s->cap_rem || !s->weight ||
-	    !s->cnt || !s->cmark || !s->chan_bytes || !s->chan_busy) {
+	    !s->cnt || !s->cmark || !s->chan_bytes || !s->chan_busy ||
+	    tp_sim_sfb_scratch_new(s)) {
 		tp_sim_scratch_free(s);
 		return NULL;
 	}
@@ -223,6 +229,7 @@ void tp_sim_scratch_free(struct tp_sim_scratch *s)
 	free(s->cmark);
 	free(s->chan_bytes);
 	free(s->chan_busy);
+	tp_sim_sfb_scratch_free(s);
 	tp_vec_free(&s->touched);
 	tp_vec_free(&s->groups);
 	tp_vec_free(&s->gorder);
@@ -520,6 +527,13 @@ static enum tp_status build_lanes(const struct tp_sim *sim,
 		s->groups.v[g].param_bytes =
 			s->lanes.v[s->groups.v[g].lane_first].params;
 		s->groups.v[g].grad_bytes = s->groups.v[g].param_bytes;
+		if (gr->n_sfb || gr->lossy != TP_LOSSY_NONE) {
+			/* gradient compression: sfb_hook.c */
+			enum tp_status st =
+				tp_sim_sfb_apply(sim, plan, s, g, err);
+			if (st)
+				return st;
+		}
 	}
 	/* Mode A: every group has the same replicas (same dp, a device
 	 * always in the same replica, equal shares across group edges), so

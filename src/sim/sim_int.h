@@ -24,6 +24,10 @@
 
 #include "../core/vec.h"
 
+struct tp_sfb;         /* src/search/sfb.h */
+struct tp_sfb_scratch;
+struct tp_sfb_actions;
+
 struct tp_sim {
 	const struct tp_model *m;
 	const struct tp_cluster *c;
@@ -42,6 +46,7 @@ struct tp_sim {
 	/* per type: peak FLOP/s for the model dtype and for vector work */
 	double *peak, *peak_vec, *mem_bw;
 	double fwd_flop, bwd_flop; /* per sample, whole model */
+	struct tp_sfb *sfb; /* gradient compression (sfb_hook.c) */
 };
 
 enum task_kind {
@@ -196,6 +201,9 @@ struct tp_sim_scratch {
 	/* flow accumulation */
 	uint32_t acc_flows;
 	double acc_latency;
+	/* gradient compression (sfb_hook.c) */
+	struct tp_sfb_scratch *sfb_s;
+	struct tp_sfb_actions *sfb_a;
 };
 
 /* cost.c */
@@ -211,6 +219,19 @@ int tp_sim_acc_emit(struct tp_sim_scratch *s, uint32_t *bt);
  * latency. */
 void tp_sim_acc_measure(struct tp_sim_scratch *s, double *rate,
 			double *latency);
+
+/* sfb_hook.c: gradient compression (src/search/sfb.h) */
+int tp_sim_sfb_new(struct tp_sim *sim, struct tp_error *err);
+void tp_sim_sfb_free(struct tp_sim *sim);
+int tp_sim_sfb_scratch_new(struct tp_sim_scratch *s);
+void tp_sim_sfb_scratch_free(struct tp_sim_scratch *s);
+/* Adjust group g's lanes and sync for its compression (plans with an
+ * sfb list or a lossy format); TP_EINPUT for a compression the group
+ * cannot use. */
+enum tp_status tp_sim_sfb_apply(const struct tp_sim *sim,
+				const struct tp_plan *plan,
+				struct tp_sim_scratch *s, uint32_t g,
+				struct tp_error *err);
 
 /* trace.c */
 void tp_sim_trace_write(const struct tp_sim *sim, const struct tp_plan *plan,
