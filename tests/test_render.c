@@ -1221,6 +1221,45 @@ START_TEST(test_cmd_render)
 	}
 	tp_run_free(&r);
 
+	/* without -m/-t: the shipped demo model and TAG testbed; a plan for
+	 * other files is refused with what to pass */
+	{
+		const char *mine[] = {"tagplan", "render", "-p", plan, "-o", "-",
+				      NULL};
+		const char *other = write_plan(dir, "named.json", 16, 1, 1,
+					       " \"model\": \"gpt\",");
+		const char *named[] = {"tagplan", "render", "-p", other, "-o",
+				       "-", NULL};
+		char demo[1024];
+		const char *dflt[] = {"tagplan", "plan", "--playouts", "8",
+				      "--threads", "1", "-q", "-o", demo, NULL};
+		const char *drender[] = {"tagplan", "render", "-p", demo, "-o",
+					 "-", NULL};
+
+		tp_run_tagplan(&r, mine, NULL);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_msg(strstr(r.err, "shipped demo model and TAG testbed"),
+			      "%s", r.err);
+		tp_run_free(&r);
+		tp_run_tagplan(&r, named, NULL);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_msg(strstr(r.err, "was made for model \"gpt\": pass "
+					    "its model file with -m"),
+			      "%s", r.err);
+		tp_run_free(&r);
+		snprintf(demo, sizeof(demo), "%s/demo-plan.json", dir);
+		tp_run_tagplan(&r, dflt, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		tp_run_free(&r);
+		tp_run_tagplan(&r, drender, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		g = agmemread(r.out);
+		ck_assert_ptr_nonnull(g);
+		ck_assert_int_eq(count_prefix_subgraphs(g, "cluster_node"), 7);
+		agclose(g);
+		tp_run_free(&r);
+	}
+
 	snprintf(out, sizeof(out), "%s/plan.jpeg", dir);
 	tp_run_tagplan(&r, bad_ext, NULL);
 	ck_assert_int_eq(r.status, 2);

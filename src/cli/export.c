@@ -10,7 +10,7 @@
 #include "render/inputs.h"
 
 static const char usage[] =
-	"-p PLAN -m MODEL -t TOPO --to megatron|deepspeed|torchrun [-o FILE] "
+	"-p PLAN [-m MODEL] [-t TOPO] --to megatron|deepspeed|torchrun [-o FILE] "
 	"[--script NAME]";
 
 static const char about[] =
@@ -28,7 +28,8 @@ static const char about[] =
 	"and no gradient compression.  Otherwise the command says which part "
 	"of\n"
 	"the plan cannot be expressed and exits 1.  Notes on what the output\n"
-	"leaves to the model code go to stderr.";
+	"leaves to the model code go to stderr.  Without -m/-t the defaults "
+	"of\n`tagplan plan` are used: the shipped demo model and TAG testbed.";
 
 static void print_lines(const char *prefix, struct tp_strbuf *w)
 {
@@ -52,9 +53,11 @@ int cmd_export(int argc, char **argv)
 		{"plan", 'p', TP_OPT_STRING, &plan, "PLAN",
 		 "plan file; - reads stdin", 0, 0, false},
 		{"model", 'm', TP_OPT_STRING, &model, "MODEL",
-		 "the model the plan was made for", 0, 0, false},
+		 "the model the plan was made for [the demo model]", 0, 0,
+		 false},
 		{"topology", 't', TP_OPT_STRING, &topo, "TOPO",
-		 "the topology the plan was made for", 0, 0, false},
+		 "the topology the plan was made for [the TAG testbed]", 0, 0,
+		 false},
 		{"to", 0, TP_OPT_STRING, &to, "TARGET",
 		 "megatron, deepspeed or torchrun", 0, 0, false},
 		{"output", 'o', TP_OPT_STRING, &out, "FILE",
@@ -80,13 +83,6 @@ int cmd_export(int argc, char **argv)
 					  "--to %s: expected megatron, "
 					  "deepspeed or torchrun",
 					  to);
-	if (!model || !topo)
-		return tp_cli_usage_error(
-			"export",
-			"%s is required: the plan names ops and devices, the "
-			"model and topology say what they are",
-			!model && !topo ? "-m MODEL -t TOPO"
-					: !model ? "-m MODEL" : "-t TOPO");
 	tp_error_clear(&err);
 	tp_strbuf_init(&warn);
 	tp_strbuf_init(&text);

@@ -10,7 +10,7 @@
 #include "render/render.h"
 
 static const char usage[] =
-	"-p PLAN -m MODEL -t TOPO -o FILE|- [--format dot|svg|png|pdf] "
+	"-p PLAN [-m MODEL] [-t TOPO] -o FILE|- [--format dot|svg|png|pdf] "
 	"[--collapse auto|always|never]";
 
 static const char about[] =
@@ -32,7 +32,9 @@ static const char about[] =
 	"into `dot -Tsvg`).  SVG/PNG/PDF are laid out in-process; when "
 	"Graphviz's\n"
 	"plugins are not configured the DOT is written instead, with a "
-	"warning.";
+	"warning.\n"
+	"Without -m/-t the defaults of `tagplan plan` are used: the shipped "
+	"demo\nmodel and TAG testbed.";
 
 static void print_warnings(const char *cmd, struct tp_strbuf *w)
 {
@@ -57,9 +59,11 @@ int cmd_render(int argc, char **argv)
 		{"plan", 'p', TP_OPT_STRING, &plan, "PLAN",
 		 "plan file (tagplan-plan/1); - reads stdin", 0, 0, false},
 		{"model", 'm', TP_OPT_STRING, &model, "MODEL",
-		 "the model the plan was made for", 0, 0, false},
+		 "the model the plan was made for [the demo model]", 0, 0,
+		 false},
 		{"topology", 't', TP_OPT_STRING, &topo, "TOPO",
-		 "the topology the plan was made for", 0, 0, false},
+		 "the topology the plan was made for [the TAG testbed]", 0, 0,
+		 false},
 		{"output", 'o', TP_OPT_STRING, &out, "FILE",
 		 "picture to write: .dot .svg .png .pdf, or - (DOT on stdout)",
 		 0, 0, false},
@@ -119,14 +123,6 @@ int cmd_render(int argc, char **argv)
 					  "--collapse %s: expected auto, always "
 					  "or never",
 					  collapse);
-	if (!model || !topo)
-		return tp_cli_usage_error(
-			"render",
-			"%s is required: the plan names ops and devices, the "
-			"model and topology say what they are and how the "
-			"devices are linked",
-			!model && !topo ? "-m MODEL -t TOPO"
-					: !model ? "-m MODEL" : "-t TOPO");
 
 	tp_error_clear(&err);
 	tp_strbuf_init(&warn);

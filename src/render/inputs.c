@@ -66,6 +66,44 @@ static void compare_digest(const char *what, const char *path,
 			       recorded, hex);
 }
 
+/* The shipped defaults, and what the plan says it was made for (its
+ * "model" and "topology" names; "" when it does not say or cannot be
+ * read: the plan loader reports that). */
+static enum tp_status defaults(const char *plan_path, const char *model_path,
+			       const char *topology_path, char *mdef,
+			       char *tdef, size_t size, char *plan_model,
+			       char *plan_topo, size_t name_size,
+			       struct tp_error *err)
+{
+	struct tp_plan_outline ol;
+	struct tp_load_options o;
+	struct tp_error e;
+	char *text = NULL;
+	size_t len = 0;
+	enum tp_status st;
+
+	plan_model[0] = plan_topo[0] = '\0';
+	if (!model_path &&
+	    (st = tp_data_path("demo-model.json", mdef, size, err)) != TP_OK)
+		return st;
+	if (!topology_path &&
+	    (st = tp_data_path("tag-testbed.json", tdef, size, err)) != TP_OK)
+		return st;
+	memset(&ol, 0, sizeof(ol));
+	tp_load_options_default(&o);
+	tp_error_clear(&e);
+	if (strcmp(plan_path, "-") == 0 ||
+	    tp_file_read(plan_path, 0, &text, &len, &e) != TP_OK)
+		return TP_OK;
+	if (tp_plan_check(plan_path, text, len, &o, &ol, &e) == TP_OK) {
+		snprintf(plan_model, name_size, "%s", ol.model);
+		snprintf(plan_topo, name_size, "%s", ol.topology);
+	}
+	tp_plan_outline_release(&ol);
+	free(text);
+	return TP_OK;
+}
+
 enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
 			      const char *model_path,
 			      const char *topology_path,
@@ -73,14 +111,22 @@ enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
 {
 	struct tp_load_options o;
 	enum tp_status st;
+	char mdef[1024], tdef[1024], pm[256] = "", pt[256] = "";
 
-	if (!model_path || !topology_path)
-		return tp_error_set(err, TP_EUSAGE,
-				    "%s: reading a plan needs the model (-m) "
-				    "and topology (-t) it was made for: the "
-				    "plan names ops and devices, they say what "
-				    "those are",
-				    plan_path);
+	if (!model_path || !topology_path) {
+		if ((st = defaults(plan_path, model_path, topology_path, mdef,
+				   tdef, sizeof(mdef), pm, pt, sizeof(pm),
+				   err)) != TP_OK)
+			return st;
+		if (!model_path) {
+			model_path = mdef;
+			in->model_default = true;
+		}
+		if (!topology_path) {
+			topology_path = tdef;
+			in->topology_default = true;
+		}
+	}
 	if (strcmp(model_path, "-") == 0 && strcmp(topology_path, "-") == 0)
 		return tp_error_set(err, TP_EUSAGE,
 				    "only one input can come from stdin (-)");
@@ -95,9 +141,40 @@ enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
 	if ((st = tp_topology_load_file(topology_path, &o, &in->cluster,
 					err)) != TP_OK)
 		return st;
+	/* a plan that says it was made for other files than the defaults */
+	if (in->model_default && pm[0] && strcmp(pm, in->model.name) != 0)
+		return tp_error_set(err, TP_EUSAGE,
+				    "%s was made for model \"%s\": pass its "
+				    "model file with -m (without -m the "
+				    "shipped demo model \"%s\" is used)",
+				    plan_path, pm, in->model.name);
+	if (in->topology_default && pt[0] &&
+	    strcmp(pt, in->cluster.name) != 0)
+		return tp_error_set(err, TP_EUSAGE,
+				    "%s was made for topology \"%s\": pass "
+				    "its topology file with -t (without -t "
+				    "the shipped TAG testbed is used)",
+				    plan_path, pt);
 	if ((st = tp_plan_load_file(plan_path, &in->model, &in->cluster, &o,
-				    &in->plan, err)) != TP_OK)
+				    &in->plan, err)) != TP_OK) {
+		if (st == TP_EINPUT &&
+		    (in->model_default || in->topology_default)) {
+			size_t n = strlen(err->msg);
+			snprintf(err->msg + n, sizeof(err->msg) - n,
+				 " (read against the shipped %s, the default "
+				 "without %s; pass the files the plan was made "
+				 "for)",
+				 in->model_default && in->topology_default
+					 ? "demo model and TAG testbed"
+				 : in->model_default ? "demo model"
+						     : "TAG testbed",
+				 in->model_default && in->topology_default
+					 ? "-m/-t"
+				 : in->model_default ? "-m"
+						     : "-t");
+		}
 		return st;
+	}
 	in->loaded = true;
 	if (in->plan.summary.valid) {
 		const struct tp_plan_summary *s = &in->plan.summary;

@@ -4,9 +4,12 @@
  * digests with the files given.
  *
  * A plan names ops and devices; reading it needs the model and topology
- * it was made for, so both paths are required (TP_EUSAGE naming the
- * missing option and, when the plan records them, the files it was made
- * from is left to the caller: see tp_inputs_load).
+ * it was made for.  A NULL model or topology path means the default of
+ * `tagplan plan`: the shipped demo model (data/demo-model.json) and TAG
+ * testbed (data/tag-testbed.json).  When the plan names another model or
+ * topology ("model"/"topology" fields), that is TP_EUSAGE saying which to
+ * pass; when it does not resolve against the defaults, the loader's error
+ * says the defaults were used.
  *
  * Ownership: struct tp_inputs owns the three IRs; tp_inputs_release frees
  * them.  Errors are the loaders' (TP_EINPUT with file and JSON path,
@@ -35,6 +38,7 @@ struct tp_inputs {
 	char model_path[1024], topology_path[1024]; /* the files used */
 	bool model_changed, topology_changed; /* digest differs from the
 						  plan's record */
+	bool model_default, topology_default; /* the shipped demo files */
 	bool loaded;
 };
 
@@ -43,7 +47,7 @@ void tp_inputs_release(struct tp_inputs *in);
 
 /*
  * Load model_path, topology_path and plan_path ("-" = stdin for one of
- * them).  A NULL model_path/topology_path is TP_EUSAGE.  Warnings from
+ * them).  NULL model_path/topology_path: the defaults (see top).  Warnings from
  * the loaders and about changed inputs are appended to warnings (may be
  * NULL).
  */
