@@ -9,16 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+
 #include "core/cluster.h"
 #include "core/model.h"
 #include "core/plan.h"
 #include "core/report.h"
 #include "core/strategy.h"
 #include "io/build.h"
+#include "io/io.h"
+#include "io/json.h"
 #include "sim/sim.h"
 #include "util.h"
 
-#define REL(a, b) (fabs((a) - (b)) / fmax(fabs(b), 1e-300))
+#define REL(a, b)                                                             \
+	(fabs((double)(a) - (double)(b)) / fmax(fabs((double)(b)), 1e-300))
 
 /* A device type with round numbers: 100 TFLOP/s, 1 TB/s, 80 GB. */
 static struct tp_device_type toy_type(const char *name)
@@ -471,6 +476,648 @@ START_TEST(test_activation_bytes)
 }
 END_TEST
 
+/* In-flight activations per schedule: GPipe m, 1F1B p - s, interleaved
+ * 2(p-1) + (V-1)p + 1 chunks = p(1 + (p-1)/(pV)) stages (formulas.md). */
+static void inflight(enum tp_schedule sched, uint32_t p, uint32_t V,
+		     uint32_t mb, double *first, double *last)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_plan pl;
+	struct tp_report r;
+	struct tp_sim *sim;
+
+	toy_cluster(&c, 1, p, 1e15, 0, 0);
+	chain_model(&m, p * V, 1e12, 0, 1e6, mb);
+	tp_plan_init(&pl);
+	pl.global_batch = mb;
+	pl.micro_batches = mb;
+	pl.schedule = sched;
+	pl.virtual_stages = V;
+	for (uint32_t k = 0; k < p * V; k++) {
+		uint32_t dev = k % p;
+		ck_assert_int_eq(tp_plan_add_group(&pl, &k, 1, &dev, 1, 1, 1,
+						   NULL, NULL, NULL),
+				 TP_OK);
+	}
+	sim = new_sim(&m, &c, false);
+	tp_report_init(&r);
+	run(sim, &pl, &r);
+	*first = r.devices[0].memory.activations / 1e6;
+	*last = r.devices[p - 1].memory.activations / 1e6;
+	tp_report_release(&r);
+	tp_sim_free(sim);
+	tp_plan_release(&pl);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+
+START_TEST(test_inflight_activations)
+{
+	double a, b;
+
+	inflight(TP_SCHEDULE_GPIPE, 4, 1, 8, &a, &b);
+	ck_assert(REL(a, 8) < 1e-12 && REL(b, 8) < 1e-12);
+	inflight(TP_SCHEDULE_1F1B, 4, 1, 8, &a, &b);
+	ck_assert_msg(REL(a, 4) < 1e-12 && REL(b, 1) < 1e-12, "%g %g", a, b);
+	inflight(TP_SCHEDULE_INTERLEAVED, 4, 2, 8, &a, &b);
+	ck_assert_msg(REL(a, 2 * 3 + 4 + 1) < 1e-12, "%g", a);
+	ck_assert(REL(a / 2, 4 * (1 + 3.0 / 8)) < 1e-12);
+}
+END_TEST
+
+/* Two device types, even shares: the slow replica gates the all-reduce;
+ * the fast one waits (idle), and shares 2:1 by speed balance them. */
+START_TEST(test_heterogeneous_replicas)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_error err;
+	struct tp_device_type fast = toy_type("fast"), slow = toy_type("slow");
+	uint32_t tf, ts, ops[1] = {0}, devs[2] = {0, 1};
+	double shares[2] = {2.0 / 3, 1.0 / 3};
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_sim *sim;
+	double S = 2e9, bw = 100e9, sync, t_even;
+
+	slow.peak_flops[TP_DTYPE_FP16] = 50e12;
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_cluster_add_type(&c, &fast, &tf, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_add_type(&c, &slow, &ts, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_build_node(&c, "a", tf, 1, TP_LINK_OTHER,
+					       0, 0, 1, bw, 0, NULL, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_cluster_build_node(&c, "b", ts, 1, TP_LINK_OTHER,
+					       0, 0, 1, bw, 0, NULL, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_cluster_connect_star(&c, 1.0, NULL, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_finalize(&c, &err), TP_OK);
+	chain_model(&m, 1, 1e12, S, 1e6, 6);
+	sync = 2 * 1.0 / 2 * S / bw; /* ring of 2 */
+	plain_plan(&p, &m, 2, 1, 1, TP_SYNC_RING, 0);
+	sim = new_sim(&m, &c, false);
+	tp_report_init(&r);
+	run(sim, &p, &r);
+	/* slow replica: 3 samples, forward 3e12/5e13, backward twice */
+	t_even = 3 * (0.02 + 0.04) + sync + 0.028;
+	ck_assert_msg(REL(r.iteration_time_s, t_even) < 1e-9, "%.9g vs %.9g",
+		      r.iteration_time_s, t_even);
+	ck_assert(r.devices[0].idle_s > 0.08);
+	ck_assert(r.devices[0].compute_s < r.devices[1].compute_s);
+	tp_report_release(&r);
+	tp_plan_release(&p);
+	/* shares by speed: both replicas take 0.12 s */
+	tp_plan_init(&p);
+	p.global_batch = 6;
+	p.micro_batches = 1;
+	ck_assert_int_eq(tp_plan_add_group(&p, ops, 1, devs, 2, 2, 1, shares,
+					   NULL, NULL),
+			 TP_OK);
+	tp_report_init(&r);
+	run(sim, &p, &r);
+	ck_assert(REL(r.iteration_time_s, 2 * (0.02 + 0.04) + sync + 0.028) <
+		  1e-9);
+	tp_report_release(&r);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* Profiled times win over the roofline, scaled linearly in the batch. */
+START_TEST(test_profile_wins)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_sim *sim;
+	struct tp_error err;
+	struct tp_op op = tp_op_default();
+	struct tp_profile pr = {"toy", 2, 0.5, 1.0};
+	uint32_t idx;
+
+	toy_cluster(&c, 1, 1, 0, 0, 0);
+	tp_model_init(&m);
+	m.global_batch = 8;
+	m.dtype = TP_DTYPE_FP16;
+	m.optimizer = TP_OPT_SGD;
+	op.name = "x";
+	op.kind = TP_OP_MATMUL;
+	op.flop = 1e9;
+	op.backward_flop = 2e9;
+	ck_assert_int_eq(tp_model_add_op(&m, &op, &idx, &err), TP_OK);
+	ck_assert_int_eq(tp_model_add_profile(&m, idx, &pr, &err), TP_OK);
+	ck_assert_int_eq(tp_model_finalize(&m, &err), TP_OK);
+	plain_plan(&p, &m, 1, 1, 2, TP_SYNC_RING, 0);
+	sim = new_sim(&m, &c, false);
+	tp_report_init(&r);
+	run(sim, &p, &r);
+	/* 2 micro-batches of 4 samples: (0.5 + 1.0) * 4 / 2 each */
+	ck_assert_msg(REL(r.iteration_time_s, 2 * 3.0) < 1e-9, "%g",
+		      r.iteration_time_s);
+	tp_report_release(&r);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* Over capacity: infeasible, the report names the device, the excess, the
+ * dominant term and a change that fits (here a ZeRO stage). */
+START_TEST(test_infeasible_reason)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_sim *sim;
+
+	toy_cluster(&c, 1, 8, 100e9, 0, 0);
+	/* 6e9 parameters: 96 GB of state per replica, 16 bytes each */
+	chain_model(&m, 1, 1e9, 1.2e10, 0, 8);
+	plain_plan(&p, &m, 8, 1, 1, TP_SYNC_RING, 0);
+	sim = new_sim(&m, &c, true);
+	tp_report_init(&r);
+	run(sim, &p, &r);
+	ck_assert(!r.feasible);
+	ck_assert_uint_lt(r.worst_device, 8);
+	ck_assert(r.over_bytes > 0);
+	ck_assert_msg(strstr(r.reason, "node0/gpu") &&
+			      strstr(r.reason, "optimizer state") &&
+			      strstr(r.reason, "zero=1"),
+		      "%s", r.reason);
+	tp_report_release(&r);
+	p.zero = 1;
+	tp_report_init(&r);
+	run(sim, &p, &r);
+	ck_assert(r.feasible);
+	tp_report_release(&r);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* ZeRO-3 gathers weights before every forward and backward: slower. */
+START_TEST(test_zero3_costs_time)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	double t[4];
+
+	toy_cluster(&c, 1, 4, 10e9, 0, 1e-6);
+	chain_model(&m, 4, 1e11, 1e9, 1e6, 16);
+	for (uint32_t z = 0; z <= 3; z++) {
+		struct tp_plan p;
+		struct tp_report r;
+		struct tp_sim *sim;
+		plain_plan(&p, &m, 4, 1, 4, TP_SYNC_RING, z);
+		sim = new_sim(&m, &c, true);
+		tp_report_init(&r);
+		run(sim, &p, &r);
+		t[z] = r.iteration_time_s;
+		tp_report_release(&r);
+		tp_sim_free(sim);
+		tp_plan_release(&p);
+	}
+	ck_assert(t[3] > t[0] * 1.05);
+	ck_assert(t[1] > 0 && t[2] > 0);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+struct thr {
+	const struct tp_sim *sim;
+	const struct tp_plan *plan;
+	double t;
+	int st;
+};
+
+static void *thr_run(void *arg)
+{
+	struct thr *x = arg;
+	struct tp_sim_scratch *s = tp_sim_scratch_new(x->sim);
+	struct tp_report r;
+	struct tp_error err;
+
+	tp_report_init(&r);
+	x->st = s ? 0 : -1;
+	for (int i = 0; i < 20 && !x->st; i++)
+		x->st = tp_sim_run(x->sim, x->plan, s, &r, NULL, &err);
+	x->t = r.iteration_time_s;
+	tp_report_release(&r);
+	tp_sim_scratch_free(s);
+	return NULL;
+}
+
+/* tp_sim_run from several threads at once, each with its scratch. */
+START_TEST(test_threads)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_plan p[2];
+	struct tp_sim *sim;
+	struct thr x[4];
+	pthread_t th[4];
+	double ref[2];
+
+	toy_cluster(&c, 2, 4, 100e9, 25e9, 1e-6);
+	chain_model(&m, 8, 1e11, 1e8, 1e7, 16);
+	plain_plan(&p[0], &m, 8, 1, 2, TP_SYNC_HIERARCHICAL, 0);
+	plain_plan(&p[1], &m, 4, 2, 4, TP_SYNC_RING, 1);
+	sim = new_sim(&m, &c, true);
+	for (int k = 0; k < 2; k++) {
+		struct tp_report r;
+		tp_report_init(&r);
+		run(sim, &p[k], &r);
+		ref[k] = r.iteration_time_s;
+		tp_report_release(&r);
+	}
+	for (int k = 0; k < 4; k++) {
+		x[k] = (struct thr){sim, &p[k % 2], 0, 0};
+		ck_assert_int_eq(pthread_create(&th[k], NULL, thr_run, &x[k]),
+				 0);
+	}
+	for (int k = 0; k < 4; k++) {
+		pthread_join(th[k], NULL);
+		ck_assert_int_eq(x[k].st, 0);
+		ck_assert(x[k].t == ref[k % 2]);
+	}
+	tp_sim_free(sim);
+	tp_plan_release(&p[0]);
+	tp_plan_release(&p[1]);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+START_TEST(test_strategy_parse)
+{
+	struct tp_strategy s;
+	struct tp_error err;
+	char buf[256];
+
+	ck_assert_int_eq(tp_strategy_parse("", &s, &err), TP_OK);
+	ck_assert_uint_eq(s.tp, 1);
+	ck_assert_uint_eq(s.pp, 1);
+	ck_assert_uint_eq(s.dp, 0);
+	ck_assert_uint_eq(s.mb, 1);
+	ck_assert_int_eq(s.schedule, TP_SCHEDULE_1F1B);
+	ck_assert_int_eq(s.sync, -1);
+	ck_assert_int_eq(tp_strategy_parse("tp=8, pp=8,dp=16,mb=1,gbs=1536,"
+					   "schedule=interleaved:3,"
+					   "recompute=selective,sp=on,zero=1,"
+					   "sync=hierarchical",
+					   &s, &err),
+			 TP_OK);
+	ck_assert_uint_eq(s.tp, 8);
+	ck_assert_uint_eq(s.dp, 16);
+	ck_assert_int_eq(s.gbs, 1536);
+	ck_assert_int_eq(s.schedule, TP_SCHEDULE_INTERLEAVED);
+	ck_assert_uint_eq(s.virtual_stages, 3);
+	ck_assert_int_eq(s.recompute, TP_RECOMPUTE_SELECTIVE);
+	ck_assert(s.sp);
+	ck_assert_uint_eq(s.zero, 1);
+	ck_assert_int_eq(s.sync, TP_SYNC_HIERARCHICAL);
+	tp_strategy_format(&s, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "tp=8,pp=8,dp=16,mb=1,gbs=1536,"
+			      "schedule=interleaved:3,recompute=selective,"
+			      "sp=on,zero=1,sync=hierarchical");
+	{
+		struct tp_strategy s2;
+		ck_assert_int_eq(tp_strategy_parse(buf, &s2, &err), TP_OK);
+		ck_assert(memcmp(&s, &s2, sizeof(s)) == 0);
+	}
+	/* the canonical form of the defaults reads back */
+	tp_strategy_default(&s);
+	tp_strategy_format(&s, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "tp=1,pp=1,dp=auto,mb=1,gbs=model,schedule=1f1b,"
+			      "recompute=none,sp=off,zero=0,sync=auto");
+	{
+		struct tp_strategy s2, d;
+		tp_strategy_default(&d);
+		ck_assert_int_eq(tp_strategy_parse(buf, &s2, &err), TP_OK);
+		ck_assert(memcmp(&d, &s2, sizeof(d)) == 0);
+	}
+	ck_assert_int_eq(tp_strategy_parse("tp=0", &s, &err), TP_EUSAGE);
+	ck_assert_int_eq(tp_strategy_parse("tp=2,tp=4", &s, &err), TP_EUSAGE);
+	ck_assert(strstr(err.msg, "twice"));
+	ck_assert_int_eq(tp_strategy_parse("zero=4", &s, &err), TP_EUSAGE);
+	ck_assert_int_eq(tp_strategy_parse("tp", &s, &err), TP_EUSAGE);
+	ck_assert_int_eq(tp_strategy_parse("schedule=interleaved:1", &s, &err),
+			 TP_EUSAGE);
+	ck_assert_int_eq(tp_strategy_parse("bogus=1", &s, &err), TP_EUSAGE);
+	ck_assert(strstr(err.msg, "unknown key \"bogus\""));
+}
+END_TEST
+
+/* Expansion: Megatron rank order, chunk c on stage c mod pp. */
+START_TEST(test_strategy_expand)
+{
+	struct tp_gpt_dims d;
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_strategy s;
+	struct tp_plan p;
+	struct tp_error err;
+
+	tp_gpt_dims_default(&d);
+	d.hidden = 256;
+	d.heads = 8;
+	d.layers = 8;
+	d.seq = 128;
+	d.vocab = 1000;
+	d.batch = 16;
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_gpt(&d, &m, &err), TP_OK);
+	toy_cluster(&c, 2, 4, 100e9, 25e9, 1e-6);
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_strategy_parse("tp=2,pp=2,mb=2,"
+					   "schedule=interleaved:2,"
+					   "recompute=full",
+					   &s, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&s, &m, &c, &p, &err), TP_OK);
+	ck_assert_uint_eq(p.groups.n, 4);
+	ck_assert_uint_eq(p.micro_batches, 16 / (2 * 2));
+	ck_assert_uint_eq(p.virtual_stages, 2);
+	for (uint32_t g = 0; g < 4; g++) {
+		const struct tp_plan_group *gr = &p.groups.v[g];
+		ck_assert_uint_eq(gr->dp, 2);
+		ck_assert_uint_eq(gr->tp, 2);
+		ck_assert_uint_eq(tp_plan_group_devs(&p, g)[0], (g % 2) * 4);
+		ck_assert_int_eq(gr->recompute, TP_RECOMPUTE_FULL);
+		ck_assert_int_eq(gr->sync, TP_SYNC_RING); /* within a node */
+	}
+	/* the embedding goes with the first chunk, the head with the last */
+	ck_assert_uint_eq(tp_plan_group_ops(&p, 0)[0],
+			  tp_model_find_op(&m, "embedding"));
+	ck_assert_int_eq(tp_plan_validate(&p, &m, &c, &err), TP_OK);
+	/* a replica set across nodes gets the hierarchical all-reduce */
+	ck_assert_int_eq(tp_strategy_parse("tp=1,pp=1", &s, &err), TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&s, &m, &c, &p, &err), TP_OK);
+	ck_assert_int_eq(p.groups.v[0].sync, TP_SYNC_HIERARCHICAL);
+	/* inconsistent strategies */
+	ck_assert_int_eq(tp_strategy_parse("tp=3", &s, &err), TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&s, &m, &c, &p, &err), TP_EINPUT);
+	ck_assert(strstr(err.msg, "attention heads"));
+	ck_assert_int_eq(tp_strategy_parse("tp=2,pp=2,dp=4", &s, &err), TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&s, &m, &c, &p, &err), TP_EINPUT);
+	ck_assert(strstr(err.msg, "tp*pp*dp"));
+	ck_assert_int_eq(tp_strategy_parse("mb=3", &s, &err), TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&s, &m, &c, &p, &err), TP_EINPUT);
+	ck_assert(strstr(err.msg, "not divisible"));
+	ck_assert_int_eq(tp_strategy_parse("pp=2,schedule=interleaved:8", &s,
+					   &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&s, &m, &c, &p, &err), TP_EINPUT);
+	ck_assert(strstr(err.msg, "layers"));
+	ck_assert_int_eq(tp_strategy_parse("tp=2,sp=on,zero=3", &s, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&s, &m, &c, &p, &err), TP_OK);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* --- the command ------------------------------------------------------ */
+
+static void report_of(const struct tp_run *r, struct tp_report *rep)
+{
+	struct tp_load_options lo;
+	struct tp_error err;
+
+	tp_load_options_default(&lo);
+	tp_report_init(rep);
+	ck_assert_msg(tp_report_load("stdout", r->out, r->out_len, &lo, rep,
+				     &err) == TP_OK,
+		      "%s: %s", err.path, err.msg);
+}
+
+START_TEST(test_cmd_strategy_shipped)
+{
+	const char *argv[] = {"tagplan", "simulate", "-m",
+			      tp_data_file("models/gpt3-1.3b.json"), "-t",
+			      tp_data_file("dgx-a100x4.json"), "-s",
+			      "tp=2,pp=2,recompute=full,schedule=interleaved:2",
+			      NULL};
+	struct tp_run r;
+	struct tp_report rep;
+
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_msg(r.status == 0, "%d %s", r.status, r.err);
+	report_of(&r, &rep);
+	ck_assert(rep.feasible);
+	ck_assert_uint_eq(rep.n_devices, 32);
+	ck_assert(rep.iteration_time_s > 0);
+	ck_assert(rep.tflops_per_device > 30 && rep.tflops_per_device < 250);
+	ck_assert(rep.mfu > 0.05 && rep.mfu < 0.8);
+	ck_assert(rep.bubble_fraction > 0 && rep.bubble_fraction < 0.5);
+	ck_assert(rep.tokens_per_s > 0);
+	ck_assert(rep.n_links > 0);
+	ck_assert(strstr(r.err, "iteration"));
+	tp_report_release(&rep);
+	tp_run_free(&r);
+}
+END_TEST
+
+static double sim_plan_file(const char *plan, struct tp_report *rep)
+{
+	const char *argv[] = {"tagplan", "simulate", "-q", "-m",
+			      tp_data_file("demo-model.json"), "-t",
+			      tp_data_file("tag-testbed.json"), "-p",
+			      tp_test_path(plan), NULL};
+	struct tp_run r;
+	double t;
+
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_msg(r.status == 0, "%s: %d %s", plan, r.status, r.err);
+	ck_assert_msg(r.err_len == 0, "%s", r.err);
+	report_of(&r, rep);
+	t = rep->iteration_time_s;
+	tp_run_free(&r);
+	return t;
+}
+
+/* Heterogeneous data parallelism on the TAG testbed: shares by speed beat
+ * even shares, where the fast V100s wait for the slow P100s. */
+START_TEST(test_cmd_plan_heterogeneous)
+{
+	struct tp_report a, b;
+	double ta = sim_plan_file("data/sim/hetero-dp.plan.json", &a);
+	double tb = sim_plan_file("data/sim/hetero-dp-even.plan.json", &b);
+
+	ck_assert(a.feasible && b.feasible);
+	ck_assert_uint_eq(a.n_devices, 16);
+	ck_assert_msg(ta < tb, "%g %g", ta, tb);
+	/* even shares: a V100 (device 0) idles longer than a P100 (15) */
+	ck_assert(b.devices[0].idle_s > b.devices[15].idle_s);
+	ck_assert(b.devices[0].compute_s < b.devices[15].compute_s);
+	tp_report_release(&a);
+	tp_report_release(&b);
+}
+END_TEST
+
+/* A two-stage pipeline with different dp per stage (re-sharded
+ * activations): the unused P100s stay empty and idle. */
+START_TEST(test_cmd_plan_pipeline)
+{
+	struct tp_report a;
+	double t = sim_plan_file("data/sim/hetero-pipeline.plan.json", &a);
+
+	ck_assert(t > 0 && a.feasible);
+	ck_assert(a.bubble_fraction > 0);
+	for (uint32_t d = 0; d < 12; d++)
+		ck_assert(a.devices[d].compute_s > 0 &&
+			  a.devices[d].peak_memory_bytes > 0);
+	for (uint32_t d = 12; d < 16; d++)
+		ck_assert(a.devices[d].compute_s == 0 &&
+			  a.devices[d].peak_memory_bytes == 0 &&
+			  REL(a.devices[d].idle_s, t) < 1e-12);
+	tp_report_release(&a);
+}
+END_TEST
+
+START_TEST(test_cmd_strategy_errors)
+{
+	static const char *const cases[][2] = {
+		{"tp=32", "does not divide the model's 16 attention heads"},
+		{"tp=2,pp=2,dp=4", "tp*pp*dp = 2*2*4 = 16, but the topology "
+				   "has 32 devices"},
+		{"mb=3", "not divisible by mb*dp"},
+		{"schedule=zigzag", "unknown schedule \"zigzag\""},
+		{"pp=4,schedule=interleaved:16", "only 24 layers"},
+		{"tp=2,colour=red", "unknown key \"colour\""},
+		{"sp=on", "needs tp > 1"},
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		const char *argv[] = {"tagplan", "simulate", "-m",
+				      tp_data_file("models/gpt3-1.3b.json"),
+				      "-t", tp_data_file("dgx-a100x4.json"),
+				      "-s", cases[k][0], NULL};
+		struct tp_run r;
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 2, "%s: %d", cases[k][0], r.status);
+		ck_assert_msg(strstr(r.err, cases[k][1]), "%s: %s", cases[k][0],
+			      r.err);
+		ck_assert_uint_eq(r.out_len, 0);
+		tp_run_free(&r);
+	}
+}
+END_TEST
+
+START_TEST(test_cmd_usage)
+{
+	const char *none[] = {"tagplan", "simulate", "-m",
+			      tp_data_file("demo-model.json"), "-t",
+			      tp_data_file("tag-testbed.json"), NULL};
+	const char *both[] = {"tagplan", "simulate", "-m",
+			      tp_data_file("demo-model.json"), "-t",
+			      tp_data_file("tag-testbed.json"), "-s", "tp=1",
+			      "-p", "x.json", NULL};
+	struct tp_run r;
+
+	tp_run_tagplan(&r, none, NULL);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert(strstr(r.err, "exactly one of -p PLAN and -s STRATEGY"));
+	tp_run_free(&r);
+	tp_run_tagplan(&r, both, NULL);
+	ck_assert_int_eq(r.status, 2);
+	tp_run_free(&r);
+}
+END_TEST
+
+/* GPT-3 175B does not fit on 32 A100s without ZeRO: exit 1, the report
+ * is still written and says why. */
+START_TEST(test_cmd_infeasible)
+{
+	const char *out = NULL;
+	char path[512];
+	const char *argv[] = {"tagplan", "simulate", "-m",
+			      tp_data_file("models/gpt3-175b.json"), "-t",
+			      tp_data_file("dgx-a100x4.json"), "-s",
+			      "tp=8,pp=4,recompute=full", "-o", path, NULL};
+	struct tp_run r;
+	struct tp_report rep;
+	struct tp_load_options lo;
+	struct tp_error err;
+	char *text;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/report.json", tp_test_tmpdir());
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_msg(r.status == 1, "%d %s", r.status, r.err);
+	ck_assert(strstr(r.err, "does not fit") || strstr(r.err, "over"));
+	text = tp_test_read(path, &len);
+	ck_assert_ptr_nonnull(text);
+	tp_load_options_default(&lo);
+	tp_report_init(&rep);
+	ck_assert_int_eq(tp_report_load(path, text, len, &lo, &rep, &err),
+			 TP_OK);
+	ck_assert(!rep.feasible);
+	ck_assert(rep.over_bytes > 0);
+	ck_assert_msg(strstr(rep.reason, "smallest change"), "%s", rep.reason);
+	(void)out;
+	free(text);
+	tp_report_release(&rep);
+	tp_run_free(&r);
+}
+END_TEST
+
+/* --trace: Chrome trace-event JSON with device and link tracks. */
+START_TEST(test_cmd_trace)
+{
+	char path[512];
+	const char *argv[] = {"tagplan", "simulate", "-q", "-m",
+			      tp_data_file("demo-model.json"), "-t",
+			      tp_data_file("tag-testbed.json"), "-p",
+			      tp_test_path("data/sim/hetero-pipeline.plan.json"),
+			      "--trace", path, NULL};
+	struct tp_run r;
+	struct tp_json_doc doc;
+	struct tp_error err;
+	const struct tp_json *ev;
+	size_t n_dev = 0, n_link = 0;
+	char *text;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/trace.json", tp_test_tmpdir());
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_msg(r.status == 0, "%d %s", r.status, r.err);
+	text = tp_test_read(path, &len);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_int_eq(tp_json_parse(path, text, len, 0, 0, &doc, &err),
+			 TP_OK);
+	ev = tp_json_get(doc.root, "traceEvents");
+	ck_assert_ptr_nonnull(ev);
+	for (size_t k = 0; k < ev->n; k++) {
+		const struct tp_json *ph = tp_json_get(ev->items[k], "ph");
+		const struct tp_json *pid = tp_json_get(ev->items[k], "pid");
+		if (!ph || strcmp(ph->str, "X"))
+			continue;
+		ck_assert(tp_json_get(ev->items[k], "ts")->num >= 0);
+		if (pid->num == 0)
+			n_dev++;
+		else
+			n_link++;
+	}
+	/* 12 devices x (4 micro-batches x 2 + optimizer) */
+	ck_assert_uint_eq(n_dev, 12 * 9);
+	ck_assert(n_link > 0);
+	tp_json_doc_release(&doc);
+	free(text);
+	tp_run_free(&r);
+}
+END_TEST
+
 Suite *suite_sim(void)
 {
 	Suite *s = suite_create("sim");
@@ -483,6 +1130,26 @@ Suite *suite_sim(void)
 	tcase_add_test(tc, test_pipeline_bubbles);
 	tcase_add_test(tc, test_zero_memory);
 	tcase_add_test(tc, test_activation_bytes);
+	tcase_add_test(tc, test_inflight_activations);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("model");
+	tcase_add_test(tc, test_heterogeneous_replicas);
+	tcase_add_test(tc, test_profile_wins);
+	tcase_add_test(tc, test_infeasible_reason);
+	tcase_add_test(tc, test_zero3_costs_time);
+	tcase_add_test(tc, test_threads);
+	tcase_add_test(tc, test_strategy_parse);
+	tcase_add_test(tc, test_strategy_expand);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("command");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_cmd_strategy_shipped);
+	tcase_add_test(tc, test_cmd_plan_heterogeneous);
+	tcase_add_test(tc, test_cmd_plan_pipeline);
+	tcase_add_test(tc, test_cmd_strategy_errors);
+	tcase_add_test(tc, test_cmd_usage);
+	tcase_add_test(tc, test_cmd_infeasible);
+	tcase_add_test(tc, test_cmd_trace);
 	suite_add_tcase(s, tc);
 	return s;
 }

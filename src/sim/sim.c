@@ -1236,7 +1236,7 @@ static enum tp_status build_graph(const struct tp_sim *sim,
 		double S = gi->grad_bytes, tail_frac = 0;
 		uint32_t prev = TP_NONE;
 
-		gi->last_sync = gi->tail_first = TP_NONE;
+		gi->first_sync = gi->last_sync = gi->tail_first = TP_NONE;
 		if (gr->dp < 2 || !(S > 0))
 			continue;
 		np = sync_phases(sim, plan, s, g, S, plan->zero >= 1, ph);
@@ -1255,6 +1255,8 @@ static enum tp_status build_graph(const struct tp_sim *sim,
 				uint32_t t;
 				TASK(t, TK_COMM, CW_SYNC,
 				     ph[k].bytes * (1 - tail_frac), ph[k].bt, g);
+				if (gi->first_sync == TP_NONE)
+					gi->first_sync = t;
 				if (prev == TP_NONE) {
 					for (uint32_t j = 0; j < gi->n_sim; j++)
 						EDGE(b_task(s, gi->sim_first + j,
@@ -1274,6 +1276,8 @@ static enum tp_status build_graph(const struct tp_sim *sim,
 				TASK(t, TK_COMM,
 				     tail_frac < 0 ? CW_SYNC : CW_SYNC_TAIL,
 				     ph[k].bytes * frac, ph[k].bt, g);
+				if (gi->first_sync == TP_NONE)
+					gi->first_sync = t;
 				if (k == 0) {
 					gi->tail_first = t;
 					for (uint32_t j = 0; j < gi->n_sim; j++)
@@ -1955,7 +1959,8 @@ static void suggest(const struct tp_sim *sim, const struct tp_plan *plan,
 static enum tp_status make_report(const struct tp_sim *sim,
 				  const struct tp_plan *plan,
 				  struct tp_sim_scratch *s, double t_end,
-				  struct tp_report *rep, struct tp_error *err)
+				  uint32_t depth, struct tp_report *rep,
+				  struct tp_error *err)
 {
 	const struct tp_model *m = sim->m;
 	const struct tp_cluster *c = sim->c;
@@ -2033,8 +2038,17 @@ static enum tp_status make_report(const struct tp_sim *sim,
 		}
 		if (last_b > t_pipe)
 			t_pipe = last_b;
-		if (opt->start > lb->end)
-			comm += opt->start - lb->end;
+		{
+			/* the optimizer waited for the sync; waiting for the
+			 * other replicas to start it is idle time */
+			const struct ginfo *gi = &s->groups.v[ln->group];
+			double from = lb->end;
+			if (gi->first_sync != TP_NONE &&
+			    s->tasks.v[gi->first_sync].start > from)
+				from = s->tasks.v[gi->first_sync].start;
+			if (opt->start > from)
+				comm += opt->start - from;
+		}
 		for (uint32_t k = 0; k < ln->tp; k++) {
 			uint32_t d = plan->devs.v[ln->dev_first + k];
 			rep->devices[d].compute_s += comp;
@@ -2069,8 +2083,9 @@ static enum tp_status make_report(const struct tp_sim *sim,
 		}
 		busy_sum += rs->busy_pipe;
 	}
+	/* pipeline idle share: only with pipeline stages (depth > 1) */
 	rep->bubble_fraction =
-		(t_pipe > 0 && s->res.n)
+		(t_pipe > 0 && s->res.n && depth > 1)
 			? 1 - busy_sum / s->res.n / t_pipe
 			: 0;
 	if (rep->bubble_fraction < 0)
@@ -2258,7 +2273,7 @@ enum tp_status tp_sim_run(const struct tp_sim *sim, const struct tp_plan *plan,
 	st = run_engine(sim, s, &t_end, err);
 	if (st)
 		return st;
-	st = make_report(sim, plan, s, t_end, report, err);
+	st = make_report(sim, plan, s, t_end, depth, report, err);
 	if (st)
 		return st;
 	if (trace)

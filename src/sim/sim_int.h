@@ -107,6 +107,7 @@ struct ginfo {
 	uint32_t set_first;        /* sorted device list in s->sets */
 	double grad_bytes;  /* per device, to synchronise (model dtype) */
 	double param_bytes; /* per device (model dtype) */
+	uint32_t first_sync; /* first task of the group's sync (or NONE) */
 	uint32_t last_sync; /* task finishing the group's sync (or NONE) */
 	uint32_t tail_first; /* first task of the sync tail (or NONE) */
 };
