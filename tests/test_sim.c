@@ -15,6 +15,7 @@
 #include "core/model.h"
 #include "core/plan.h"
 #include "core/report.h"
+#include "core/rng.h"
 #include "core/strategy.h"
 #include "io/build.h"
 #include "io/io.h"
@@ -887,6 +888,119 @@ START_TEST(test_strategy_expand)
 }
 END_TEST
 
+/* Random plans: contiguous groups on random device subsets (overlapping
+ * or not), random dp x tp, uneven shares, every schedule, recomputation
+ * and ZeRO stage.  Every valid plan must simulate (no deadlock) with
+ * times that add up: the iteration is at least every device's busy time,
+ * and idle + compute + communication = iteration per device. */
+START_TEST(test_random_plans)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *sc;
+	struct tp_rng rng;
+	struct tp_report r;
+	uint32_t n_ok = 0, n_interleaved = 0;
+
+	toy_cluster(&c, 2, 4, 100e9, 25e9, 2e-6);
+	chain_model(&m, 12, 1e11, 1e8, 1e7, 48);
+	sim = new_sim(&m, &c, true);
+	sc = tp_sim_scratch_new(sim);
+	tp_rng_seed(&rng, 7);
+	tp_report_init(&r);
+	for (int it = 0; it < 300; it++) {
+		struct tp_plan p;
+		struct tp_error err;
+		uint32_t G = 1 + (uint32_t)tp_rng_below(&rng, 5), first = 0;
+		static const uint32_t mbs[] = {1, 2, 3, 4, 6, 8};
+		enum tp_status st;
+
+		tp_plan_init(&p);
+		p.global_batch = 48;
+		p.micro_batches = mbs[tp_rng_below(&rng, 6)];
+		p.schedule = (enum tp_schedule)tp_rng_below(&rng, 3);
+		p.virtual_stages = p.schedule == TP_SCHEDULE_INTERLEAVED ? 2 : 1;
+		p.zero = (uint32_t)tp_rng_below(&rng, 4);
+		for (uint32_t g = 0; g < G; g++) {
+			uint32_t n_ops = g + 1 == G ? 12 - first
+						    : 1 + (uint32_t)tp_rng_below(
+							      &rng, (12 - first) -
+									    (G - g - 1));
+			uint32_t ops[12], devs[8], perm[8], nd, tp, dp;
+			double sh[8], sum = 0;
+			static const uint32_t sizes[] = {1, 2, 4, 8};
+			for (uint32_t k = 0; k < n_ops; k++)
+				ops[k] = first + k;
+			first += n_ops;
+			nd = sizes[tp_rng_below(&rng, 4)];
+			tp = 1u << tp_rng_below(&rng, 2);
+			if (tp > nd)
+				tp = nd;
+			dp = nd / tp;
+			for (uint32_t k = 0; k < 8; k++)
+				perm[k] = k;
+			for (uint32_t k = 0; k < 8; k++) {
+				uint32_t j = k + (uint32_t)tp_rng_below(&rng,
+									8 - k);
+				uint32_t x = perm[k];
+				perm[k] = perm[j];
+				perm[j] = x;
+			}
+			for (uint32_t k = 0; k < nd; k++)
+				devs[k] = perm[k];
+			for (uint32_t k = 0; k < dp; k++)
+				sum += (sh[k] = 1 + (double)tp_rng_below(&rng, 3));
+			for (uint32_t k = 0; k < dp; k++)
+				sh[k] /= sum;
+			ck_assert_int_eq(tp_plan_add_group(&p, ops, n_ops, devs,
+							   nd, dp, tp, sh, NULL,
+							   NULL),
+					 TP_OK);
+			p.groups.v[g].sync = (enum tp_sync)tp_rng_below(&rng, 3);
+			p.groups.v[g].recompute =
+				(enum tp_recompute)tp_rng_below(&rng, 3);
+		}
+		st = tp_sim_run(sim, &p, sc, &r, NULL, &err);
+		if (st == TP_EINPUT) {
+			/* uneven shares must give whole samples; an
+			 * interleaved order needs a pipeline shape */
+			ck_assert_msg(strstr(err.msg, "whole number") ||
+					      strstr(err.path, "schedule"),
+				      "%s %s", err.path, err.msg);
+			tp_plan_release(&p);
+			continue;
+		}
+		ck_assert_msg(st == TP_OK, "%d: %s %s", it, err.path, err.msg);
+		n_ok++;
+		if (p.schedule == TP_SCHEDULE_INTERLEAVED)
+			n_interleaved++;
+		ck_assert(isfinite(r.iteration_time_s) && r.iteration_time_s > 0);
+		for (uint32_t d = 0; d < r.n_devices; d++) {
+			const struct tp_report_device *x = &r.devices[d];
+			ck_assert(x->compute_s >= 0 && x->communication_s >= 0 &&
+				  x->idle_s >= 0);
+			ck_assert_msg(x->compute_s + x->communication_s <=
+					      r.iteration_time_s * (1 + 1e-9),
+				      "%d dev %u: %g + %g > %g", it, d,
+				      x->compute_s, x->communication_s,
+				      r.iteration_time_s);
+			ck_assert(REL(x->compute_s + x->communication_s +
+					      x->idle_s,
+				      r.iteration_time_s) < 1e-9);
+		}
+		tp_plan_release(&p);
+	}
+	ck_assert_uint_gt(n_ok, 60);
+	ck_assert_uint_gt(n_interleaved, 0);
+	tp_report_release(&r);
+	tp_sim_scratch_free(sc);
+	tp_sim_free(sim);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 /* --- the command ------------------------------------------------------ */
 
 static void report_of(const struct tp_run *r, struct tp_report *rep)
@@ -1140,6 +1254,7 @@ Suite *suite_sim(void)
 	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_strategy_parse);
 	tcase_add_test(tc, test_strategy_expand);
+	tcase_add_test(tc, test_random_plans);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("command");
 	tcase_set_timeout(tc, 30);

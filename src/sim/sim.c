@@ -1237,6 +1237,7 @@ static enum tp_status build_graph(const struct tp_sim *sim,
 		uint32_t prev = TP_NONE;
 
 		gi->first_sync = gi->last_sync = gi->tail_first = TP_NONE;
+		gi->param_ag = TP_NONE;
 		if (gr->dp < 2 || !(S > 0))
 			continue;
 		np = sync_phases(sim, plan, s, g, S, plan->zero >= 1, ph);
@@ -1319,6 +1320,7 @@ static enum tp_status build_graph(const struct tp_sim *sim,
 			if (np == 0)
 				continue;
 			TASK(t, TK_COMM, CW_PARAM_AG, ph[0].bytes, ph[0].bt, g);
+			s->groups.v[g].param_ag = t;
 			for (uint32_t j = 0; j < gi->n_sim; j++)
 				EDGE(s->sims.v[gi->sim_first + j].opt_task, t,
 				     false);
@@ -2022,14 +2024,47 @@ static enum tp_status make_report(const struct tp_sim *sim,
 			dm[d].any = true;
 		}
 	}
-	/* timing of simulated devices */
+	/* timing per resource, walking its order: compute and the tensor-
+	 * parallel time inside its tasks; before each optimizer step, the
+	 * wait for its group's sync (waiting for other replicas to start it
+	 * is idle); after the last task, a trailing ZeRO all-gather */
+	for (uint32_t x = 0; x < s->res.n; x++) {
+		struct resource *rs = &s->res.v[x];
+		double prev_end = 0, trail = 0;
+		rs->comp = rs->comm = 0;
+		for (uint32_t k = 0; k < rs->q_n; k++) {
+			const struct task *t =
+				&s->tasks.v[s->queue.v[rs->q_first + k].task];
+			const struct lane *ln =
+				&s->lanes.v[s->sims.v[t->ref].lane];
+			const struct ginfo *gi = &s->groups.v[ln->group];
+			if (t->kind == TK_F) {
+				rs->comp += ln->f_comp;
+				rs->comm += ln->f_comm;
+			} else if (t->kind == TK_B) {
+				rs->comp += ln->b_comp;
+				rs->comm += ln->b_comm;
+			} else {
+				double from = prev_end;
+				rs->comp += ln->opt_s;
+				if (gi->first_sync != TP_NONE &&
+				    s->tasks.v[gi->first_sync].start > from)
+					from = s->tasks.v[gi->first_sync].start;
+				if (t->start > from)
+					rs->comm += t->start - from;
+				if (gi->param_ag != TP_NONE)
+					if (s->tasks.v[gi->param_ag].end > trail)
+						trail = s->tasks.v[gi->param_ag]
+								.end;
+			}
+			prev_end = t->end;
+		}
+		if (trail > prev_end)
+			rs->comm += trail - prev_end;
+	}
 	for (uint32_t L = 0; L < s->sims.n; L++) {
 		const struct simlane *sl = &s->sims.v[L];
 		const struct lane *ln = &s->lanes.v[sl->lane];
-		const struct task *opt = &s->tasks.v[sl->opt_task];
-		const struct task *lb = &s->tasks.v[b_task(s, L, mb - 1)];
-		double comp = mb * (ln->f_comp + ln->b_comp) + ln->opt_s;
-		double comm = mb * (ln->f_comm + ln->b_comm);
 		double last_b = 0;
 		for (uint32_t i = 0; i < mb; i++) {
 			double e = s->tasks.v[b_task(s, L, i)].end;
@@ -2038,38 +2073,11 @@ static enum tp_status make_report(const struct tp_sim *sim,
 		}
 		if (last_b > t_pipe)
 			t_pipe = last_b;
-		{
-			/* the optimizer waited for the sync; waiting for the
-			 * other replicas to start it is idle time */
-			const struct ginfo *gi = &s->groups.v[ln->group];
-			double from = lb->end;
-			if (gi->first_sync != TP_NONE &&
-			    s->tasks.v[gi->first_sync].start > from)
-				from = s->tasks.v[gi->first_sync].start;
-			if (opt->start > from)
-				comm += opt->start - from;
-		}
 		for (uint32_t k = 0; k < ln->tp; k++) {
 			uint32_t d = plan->devs.v[ln->dev_first + k];
-			rep->devices[d].compute_s += comp;
-			rep->devices[d].communication_s += comm;
-		}
-	}
-	for (size_t t = 0; t < s->tasks.n; t++) {
-		const struct task *x = &s->tasks.v[t];
-		const struct ginfo *gi;
-		if (x->kind != TK_COMM || x->what != CW_PARAM_AG)
-			continue;
-		gi = &s->groups.v[x->micro];
-		for (uint32_t j = 0; j < gi->n_sim; j++) {
-			const struct simlane *sl = &s->sims.v[gi->sim_first + j];
-			const struct lane *ln = &s->lanes.v[sl->lane];
-			double ex = x->end - s->tasks.v[sl->opt_task].end;
-			if (ex <= 0)
-				continue;
-			for (uint32_t k = 0; k < ln->tp; k++)
-				rep->devices[plan->devs.v[ln->dev_first + k]]
-					.communication_s += ex;
+			const struct resource *rs = &s->res.v[s->dev_res[d]];
+			rep->devices[d].compute_s = rs->comp;
+			rep->devices[d].communication_s = rs->comm;
 		}
 	}
 	for (uint32_t x = 0; x < s->res.n; x++) {

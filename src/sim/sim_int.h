@@ -110,6 +110,7 @@ struct ginfo {
 	uint32_t first_sync; /* first task of the group's sync (or NONE) */
 	uint32_t last_sync; /* task finishing the group's sync (or NONE) */
 	uint32_t tail_first; /* first task of the sync tail (or NONE) */
+	uint32_t param_ag;   /* ZeRO-1/2 weight all-gather task (or NONE) */
 };
 
 struct lane {
@@ -143,6 +144,7 @@ struct resource {
 	bool busy;
 	double peak_act;
 	double busy_pipe; /* F/B seconds */
+	double comp, comm; /* report: compute and exposed communication */
 };
 
 struct qitem {
