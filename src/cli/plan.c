@@ -343,17 +343,53 @@ static void print_structure(const struct tp_plan *p, const struct tp_model *m,
 			if (n > 0)
 				used += (size_t)n;
 		}
-		fprintf(stderr, "    %-3s %s..%s on %s: dp=%u tp=%u %s%s%s\n",
+		fprintf(stderr, "    %-3s %s..%s on %s: dp=%u tp=%u %s%s%s",
 			"", m->ops.v[ops[0]].name,
 			m->ops.v[ops[gr->n_ops - 1]].name, devs, gr->dp, gr->tp,
 			tp_sync_name(gr->sync),
 			gr->recompute ? ", recompute " : "",
 			gr->recompute ? tp_recompute_name(gr->recompute) : "");
+		/* gradient compression (sfb.h); lossy always marked */
+		if (gr->n_sfb)
+			fprintf(stderr, ", SFB on %u op%s", gr->n_sfb,
+				gr->n_sfb == 1 ? "" : "s");
+		if (gr->lossy == TP_LOSSY_POWERSGD)
+			fprintf(stderr, ", LOSSY PowerSGD rank %u gradients",
+				gr->powersgd_rank);
+		else if (gr->lossy != TP_LOSSY_NONE)
+			fprintf(stderr, ", LOSSY %s gradients",
+				tp_lossy_name(gr->lossy));
+		fputc('\n', stderr);
 		shown++;
 	}
 	if (p->groups.n > shown)
 		fprintf(stderr, "        ... %zu more groups\n",
 			p->groups.n - shown);
+	{
+		uint32_t nsfb = 0, nlossy = 0;
+		double saved = 0;
+		for (uint32_t g = 0; g < p->groups.n; g++) {
+			nsfb += p->groups.v[g].n_sfb;
+			saved += p->groups.v[g].sfb_saved_bytes;
+			nlossy += p->groups.v[g].lossy != TP_LOSSY_NONE;
+		}
+		fprintf(stderr, "  compression    %s",
+			tp_compression_name(p->compression));
+		if (nsfb)
+			fprintf(stderr,
+				": sufficient-factor broadcasting on %u ops, "
+				"%.3g GB less traffic per iteration",
+				nsfb, saved / 1e9);
+		else if (p->compression != TP_COMPRESSION_OFF && !nlossy)
+			fprintf(stderr, ": none pays off for this plan");
+		if (nlossy)
+			fprintf(stderr,
+				"%sLOSSY gradients in %u group%s (changes "
+				"the training numerics)",
+				nsfb ? "; " : ": ", nlossy,
+				nlossy == 1 ? "" : "s");
+		fputc('\n', stderr);
+	}
 }
 
 static void print_human(const struct tp_search_result *res,
@@ -466,7 +502,8 @@ int cmd_plan(int argc, char **argv)
 	struct tp_sim_options simo;
 	struct tp_sfb_options sfbo;
 	struct tp_search_simeval sectx;
-	struct tp_evaluator ev;
+	struct tp_evaluator ev, sim_ev;
+	struct tp_sfb_joint joint;
 	struct tp_search_options so;
 	struct tp_search_result res;
 	struct tp_strbuf warn, text;
@@ -556,6 +593,12 @@ int cmd_plan(int argc, char **argv)
 		}
 	}
 	tp_search_sim_evaluator(&sectx, sim, sfb, &ev);
+	if (sfb) {
+		/* compression chosen inside the scoring of every complete
+		   plan, so it changes which plan wins (sfb.h) */
+		sim_ev = ev;
+		tp_sfb_joint_evaluator(&joint, sfb, &sim_ev, &ev);
+	}
 	/* the GNN: --weights F, else the shipped default weights when there
 	   are any, else uniform priors */
 	if (!no_gnn) {
