@@ -252,3 +252,48 @@ fuzz-run:
 	done
 
 .PHONY: fuzz-lib fuzz-build fuzz-run
+
+# `make valgrind`: the demo (validate, inspect, plan) and the other main
+# commands (model, topo, plan with --dot/--svg, simulate, check, render,
+# export) under memcheck: any error or definite/indirect leak fails the
+# target.  tests/valgrind.supp suppresses third-party code only (Graphviz's
+# dot layout, fontconfig).  Searches are kept short (--playouts) since
+# memcheck runs ~50x slower.
+VALGRIND = valgrind --tool=memcheck --leak-check=full \
+	   --show-leak-kinds=definite,indirect \
+	   --errors-for-leak-kinds=definite,indirect --error-exitcode=1 \
+	   --suppressions=$(abspath tests/valgrind.supp) --quiet
+VG_DIR = $(BUILD)/valgrind
+valgrind: $(BIN)
+	@rm -rf $(VG_DIR); mkdir -p $(VG_DIR)
+	@set -e; export TAGPLAN_DATA=$(abspath data); \
+	b="$(VALGRIND) $(abspath $(BIN))"; o=$(VG_DIR); \
+	run() { echo "== tagplan $$*" | cut -c1-100; $$b "$$@" > $$o/stdout; }; \
+	run validate data/*.json data/models/*.json data/topologies/*.json; \
+	run inspect data/demo-model.json; \
+	run inspect data/tag-testbed.json; \
+	run plan --threads 2 --playouts 100 -o $$o/demo-plan.json; \
+	run model gpt --hidden 512 --layers 4 --heads 8 --seq 512 \
+		--vocab 32000 --batch 16 -o $$o/gpt.json; \
+	run model hf:tests/data/hf/mixtral-8x7b.json -o $$o/mixtral.json; \
+	run model resnet50 -o $$o/resnet50.json; \
+	run topo dgx-a100:2 -o $$o/topo.json; \
+	run topo v100-nvlink:1 1080ti-pcie:1 --net 25gbe -o $$o/mixed.json; \
+	run plan -m $$o/gpt.json -t $$o/topo.json --threads 2 \
+		--playouts 100 -o $$o/plan.json --dot $$o/plan.dot \
+		--svg $$o/plan.svg; \
+	run simulate -m $$o/gpt.json -t $$o/topo.json -p $$o/plan.json \
+		-o $$o/report.json --trace $$o/trace.json; \
+	run simulate -m $$o/gpt.json -t $$o/topo.json -s tp=2,pp=2,dp=4; \
+	run check -m $$o/gpt.json -t $$o/topo.json -p $$o/plan.json; \
+	run render -p $$o/plan.json -m $$o/gpt.json -t $$o/topo.json \
+		-o $$o/plan.png; \
+	run render -p $$o/demo-plan.json -o $$o/demo.pdf; \
+	run plan -m $$o/gpt.json -t $$o/topo.json --baseline megatron \
+		-o $$o/uniform.json; \
+	run export -p $$o/uniform.json -m $$o/gpt.json -t $$o/topo.json \
+		--to deepspeed; \
+	run export -p $$o/uniform.json -m $$o/gpt.json -t $$o/topo.json \
+		--to megatron; \
+	run validate -m $$o/gpt.json -t $$o/topo.json $$o/plan.json; \
+	echo "valgrind: no errors, no leaks of ours"

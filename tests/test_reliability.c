@@ -815,9 +815,11 @@ START_TEST(test_check_warns_other_inputs)
 }
 END_TEST
 
-/* --time-limit is a limit: the search stops by itself, no earlier than
- * the limit and (generously: the machine may be loaded and sanitized)
- * within a few seconds of it; the summary's search time says so. */
+/* --time-limit is a limit: with no playout limit the search stops by
+ * itself, using most of the time (it keeps a reserve to score the answer
+ * before the limit: a few simulation times plus 2%) and finishing
+ * (generously: the machine may be loaded and sanitized) within seconds of
+ * it.  The accuracy itself is measured, not tested: see bench/. */
 START_TEST(test_time_limit_stops_search)
 {
 	char out[512], *text, *p;
@@ -844,7 +846,8 @@ START_TEST(test_time_limit_stops_search)
 	ck_assert_ptr_nonnull(p);
 	searched = strtod(p + strlen("\"search_seconds\": "), NULL);
 	free(text);
-	ck_assert_msg(searched >= 2 * 0.95, "stopped early: %g s", searched);
+	ck_assert_msg(searched >= 2 * 0.5 && searched <= 2 * 1.5,
+		      "searched %g s for --time-limit 2", searched);
 	ck_assert_msg(wall < 2 + 25, "took %g s for --time-limit 2", wall);
 }
 END_TEST
