@@ -183,6 +183,7 @@ int tp_sim_acc_emit(struct tp_sim_scratch *s, uint32_t *bt)
 		return -1;
 	b.ent_first = (uint32_t)s->bents.n;
 	b.n_ent = (uint32_t)s->touched.n;
+	b.cls_first = b.n_cls = 0;
 	b.n_flows = s->acc_flows;
 	b.latency = s->acc_latency;
 	for (size_t k = 0; k < s->touched.n; k++) {

@@ -203,9 +203,12 @@ struct tp_sim_scratch *tp_sim_scratch_new(const struct tp_sim *sim)
 	s->cmark = tp_calloc(nc, sizeof(uint32_t));
 	s->chan_bytes = tp_calloc(nc, sizeof(double));
 	s->chan_busy = tp_calloc(nc, sizeof(double));
+	s->chash = tp_calloc(nc, sizeof(uint64_t));
+	s->cstamp = tp_calloc(nc, sizeof(uint32_t));
 	if (!s->op_group || !s->op_mark || !s->lay_mark || !s->dev_res ||
 	    !s->dev_rep || !s->dev_mark || !s->cap_rem || !s->weight ||
 	    !s->cnt || !s->cmark || !s->chan_bytes || !s->chan_busy ||
+	    !s->chash || !s->cstamp ||
 	    tp_sim_sfb_scratch_new(s)) {
 		tp_sim_scratch_free(s);
 		return NULL;
@@ -229,6 +232,16 @@ void tp_sim_scratch_free(struct tp_sim_scratch *s)
 	free(s->cmark);
 	free(s->chan_bytes);
 	free(s->chan_busy);
+	free(s->chash);
+	free(s->cstamp);
+	tp_vec_free(&s->cents);
+	tp_vec_free(&s->ccap);
+	tp_vec_free(&s->ccap_rem);
+	tp_vec_free(&s->cweight);
+	tp_vec_free(&s->cmark2);
+	tp_vec_free(&s->hkeys);
+	tp_vec_free(&s->hvals);
+	tp_vec_free(&s->bt_used);
 	tp_sim_sfb_scratch_free(s);
 	tp_vec_free(&s->touched);
 	tp_vec_free(&s->groups);
@@ -1472,6 +1485,104 @@ nomem:
 	return tp_error_set(err, TP_ENOMEM, "out of memory");
 }
 
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/*
+ * Channel classes (see struct tp_sim_scratch): a channel's signature is
+ * its bandwidth and the (bundle type, multiplicity) pairs crossing it, in
+ * bundle-type order; each bundle type used by a task gets its entries
+ * over the classes (cents), one per class it crosses.
+ */
+static int channel_classes(const struct tp_sim *sim, struct tp_sim_scratch *s)
+{
+	uint32_t stamp = ++s->cls_stamp, n_cls = 0;
+	size_t nb = s->btypes.n, total = 0, cap = 16;
+
+	s->cents.n = s->ccap.n = 0;
+	s->bt_used.n = 0;
+	if (tp_vec_reserve(&s->bt_used, nb + 1))
+		return -1;
+	memset(s->bt_used.v, 0, nb + 1);
+	for (size_t t = 0; t < s->tasks.n; t++)
+		if (s->tasks.v[t].kind == TK_COMM)
+			s->bt_used.v[s->tasks.v[t].ref] = 1;
+	for (size_t b = 0; b < nb; b++) {
+		const struct btype *bt = &s->btypes.v[b];
+		if (!s->bt_used.v[b])
+			continue;
+		total += bt->n_ent;
+		for (uint32_t j = 0; j < bt->n_ent; j++) {
+			const struct bent *en = &s->bents.v[bt->ent_first + j];
+			uint64_t bw;
+			if (s->cstamp[en->chan] != stamp) {
+				s->cstamp[en->chan] = stamp;
+				memcpy(&bw, &sim->chan_bw[en->chan], sizeof(bw));
+				s->chash[en->chan] = mix64(bw);
+			}
+			s->chash[en->chan] = mix64(s->chash[en->chan] ^
+						   ((uint64_t)b << 32 |
+						    en->count));
+		}
+	}
+	while (cap < 2 * total + 2)
+		cap *= 2;
+	s->hkeys.n = s->hvals.n = 0;
+	if (tp_vec_reserve(&s->hkeys, cap) || tp_vec_reserve(&s->hvals, cap) ||
+	    tp_vec_reserve(&s->cents, total + 1))
+		return -1;
+	for (size_t k = 0; k < cap; k++)
+		s->hvals.v[k] = TP_NONE;
+	for (size_t b = 0; b < nb; b++) {
+		struct btype *bt = &s->btypes.v[b];
+		bt->cls_first = (uint32_t)s->cents.n;
+		bt->n_cls = 0;
+		if (!s->bt_used.v[b])
+			continue;
+		for (uint32_t j = 0; j < bt->n_ent; j++) {
+			const struct bent *en = &s->bents.v[bt->ent_first + j];
+			uint64_t h = s->chash[en->chan];
+			size_t slot = (size_t)h & (cap - 1);
+			uint32_t id;
+			while (s->hvals.v[slot] != TP_NONE &&
+			       s->hkeys.v[slot] != h)
+				slot = (slot + 1) & (cap - 1);
+			if (s->hvals.v[slot] == TP_NONE) {
+				if (tp_vec_push(&s->ccap, sim->chan_bw[en->chan]))
+					return -1;
+				s->hkeys.v[slot] = h;
+				s->hvals.v[slot] = n_cls++;
+			}
+			id = s->hvals.v[slot];
+			/* one entry per class in this bundle (its channels
+			 * of one class all have the same multiplicity) */
+			{
+				uint32_t q;
+				for (q = 0; q < bt->n_cls; q++)
+					if (s->cents.v[bt->cls_first + q].chan ==
+					    id)
+						break;
+				if (q < bt->n_cls)
+					continue;
+			}
+			s->cents.v[s->cents.n++] = (struct bent){id, en->count};
+			bt->n_cls++;
+		}
+	}
+	s->ccap_rem.n = s->cweight.n = s->cmark2.n = 0;
+	if (tp_vec_reserve(&s->ccap_rem, n_cls + 1) ||
+	    tp_vec_reserve(&s->cweight, n_cls + 1) ||
+	    tp_vec_reserve(&s->cmark2, n_cls + 1))
+		return -1;
+	memset(s->cmark2.v, 0, (n_cls + 1) * sizeof(uint32_t));
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* Engine                                                              */
 
@@ -1658,9 +1769,10 @@ static void advance(struct eng *E, double t)
 static void rates(struct eng *E)
 {
 	struct tp_sim_scratch *s = E->s;
-	const struct tp_sim *sim = E->sim;
 	size_t na = s->act.n, left = na;
 	uint32_t stamp = ++s->stamp;
+	double *cap_rem = s->ccap_rem.v, *weight = s->cweight.v;
+	uint32_t *cmark = s->cmark2.v;
 
 	E->rates_dirty = false;
 	if (na == 0)
@@ -1676,26 +1788,26 @@ static void rates(struct eng *E)
 		const struct btype *bt = &s->btypes.v[s->tasks.v[a->task].ref];
 		a->rate = 0;
 		a->frozen = false;
-		for (uint32_t j = 0; j < bt->n_ent; j++) {
-			const struct bent *en = &s->bents.v[bt->ent_first + j];
-			if (s->cmark[en->chan] != stamp) {
-				s->cmark[en->chan] = stamp;
-				s->cap_rem[en->chan] = sim->chan_bw[en->chan];
-				s->weight[en->chan] = 0;
+		for (uint32_t j = 0; j < bt->n_cls; j++) {
+			const struct bent *en = &s->cents.v[bt->cls_first + j];
+			if (cmark[en->chan] != stamp) {
+				cmark[en->chan] = stamp;
+				cap_rem[en->chan] = s->ccap.v[en->chan];
+				weight[en->chan] = 0;
 				if (tp_vec_push(&s->touched, en->chan)) {
 					E->oom = 1;
 					return;
 				}
 			}
-			s->weight[en->chan] += en->count;
+			weight[en->chan] += en->count;
 		}
 	}
 	while (left > 0) {
 		double delta = INF;
 		for (size_t k = 0; k < s->touched.n; k++) {
 			uint32_t c = s->touched.v[k];
-			if (s->weight[c] > 0) {
-				double d = s->cap_rem[c] / s->weight[c];
+			if (weight[c] > 0) {
+				double d = cap_rem[c] / weight[c];
 				if (d < delta)
 					delta = d;
 			}
@@ -1709,8 +1821,8 @@ static void rates(struct eng *E)
 				s->act.v[k].rate += delta;
 		for (size_t k = 0; k < s->touched.n; k++) {
 			uint32_t c = s->touched.v[k];
-			if (s->weight[c] > 0)
-				s->cap_rem[c] -= delta * s->weight[c];
+			if (weight[c] > 0)
+				cap_rem[c] -= delta * weight[c];
 		}
 		for (size_t k = 0; k < na; k++) {
 			struct active *a = &s->act.v[k];
@@ -1719,19 +1831,19 @@ static void rates(struct eng *E)
 			if (a->frozen)
 				continue;
 			bt = &s->btypes.v[s->tasks.v[a->task].ref];
-			for (uint32_t j = 0; j < bt->n_ent && !sat; j++) {
-				uint32_t c = s->bents.v[bt->ent_first + j].chan;
-				if (s->cap_rem[c] <= 1e-9 * sim->chan_bw[c])
+			for (uint32_t j = 0; j < bt->n_cls && !sat; j++) {
+				uint32_t c = s->cents.v[bt->cls_first + j].chan;
+				if (cap_rem[c] <= 1e-9 * s->ccap.v[c])
 					sat = true;
 			}
 			if (!sat)
 				continue;
 			a->frozen = true;
 			left--;
-			for (uint32_t j = 0; j < bt->n_ent; j++) {
+			for (uint32_t j = 0; j < bt->n_cls; j++) {
 				const struct bent *en =
-					&s->bents.v[bt->ent_first + j];
-				s->weight[en->chan] -= en->count;
+					&s->cents.v[bt->cls_first + j];
+				weight[en->chan] -= en->count;
 			}
 		}
 	}
@@ -2277,6 +2389,8 @@ enum tp_status tp_sim_run(const struct tp_sim *sim, const struct tp_plan *plan,
 		st = build_graph(sim, plan, s, &sc, mode_a, err);
 	if (st)
 		return st;
+	if (channel_classes(sim, s))
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
 	memory_walk(plan, s);
 	st = run_engine(sim, s, &t_end, err);
 	if (st)

@@ -80,6 +80,7 @@ struct task {
 /* A bundle type: the channels its flows cross (with multiplicity). */
 struct btype {
 	uint32_t ent_first, n_ent;
+	uint32_t cls_first, n_cls; /* entries over channel classes (cents) */
 	uint32_t n_flows;
 	double latency;    /* before bytes flow */
 	double rate_alone; /* per-flow rate without other traffic */
@@ -197,6 +198,17 @@ struct tp_sim_scratch {
 	TP_VEC(struct btype) btypes;
 	TP_VEC(struct bent) bents;
 	TP_VEC(struct active) act;
+	/* channel classes: channels crossed by the same bundle types with
+	 * the same multiplicities and bandwidth share bandwidth identically,
+	 * so fair sharing runs over one representative per class */
+	uint64_t *chash;
+	uint32_t *cstamp, cls_stamp;
+	TP_VEC(struct bent) cents;
+	TP_VEC(double) ccap, ccap_rem, cweight;
+	TP_VEC(uint32_t) cmark2;
+	TP_VEC(uint64_t) hkeys;
+	TP_VEC(uint32_t) hvals;
+	TP_VEC(uint8_t) bt_used;
 	TP_VEC(uint32_t) p2p; /* pairs: transfer task, sending task */
 	TP_VEC(struct heap_ev) heap;
 	TP_VEC(uint32_t) tmp, tmp2, tmp3;
