@@ -232,8 +232,8 @@ static double tp_coll(const struct lane *ln, double bytes, bool ar)
 	return ar ? t : t / 2;
 }
 
-void tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
-		       struct tp_sim_scratch *s, struct lane *ln)
+int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
+		      struct tp_sim_scratch *s, struct lane *ln)
 {
 	const struct tp_model *m = sim->m;
 	const struct tp_plan_group *gr = &plan->groups.v[ln->group];
@@ -266,9 +266,10 @@ void tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	(void)many;
 	/* per-layer sums for recomputation: dtmp holds two arrays */
 	s->dtmp.n = 0;
-	(void)tp_vec_reserve(&s->dtmp, 2 * (size_t)sim->n_layers + 2);
 	s->tmp2.n = 0;
-	(void)tp_vec_reserve(&s->tmp2, (size_t)gr->n_ops + 1);
+	if (tp_vec_reserve(&s->dtmp, 2 * (size_t)sim->n_layers + 2) ||
+	    tp_vec_reserve(&s->tmp2, (size_t)gr->n_ops + 1))
+		return -1;
 	lay_saved = s->dtmp.v;
 	lay_sel = s->dtmp.v + sim->n_layers + 1;
 	lay_list = s->tmp2.v;
@@ -396,4 +397,5 @@ void tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 				    slowest_bw +
 			    (n > 0 ? oh : 0);
 	}
+	return 0;
 }

@@ -533,8 +533,8 @@ static enum tp_status build_lanes(const struct tp_sim *sim,
 				ln->replica = keep.replica;
 				ln->dev_first = keep.dev_first;
 				ln->tp_bt = keep.tp_bt;
-			} else {
-				tp_sim_lane_costs(sim, plan, s, ln);
+			} else if (tp_sim_lane_costs(sim, plan, s, ln)) {
+				goto nomem;
 			}
 		}
 		s->groups.v[g].param_bytes =

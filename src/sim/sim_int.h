@@ -222,8 +222,9 @@ struct tp_sim_scratch {
 };
 
 /* cost.c */
-void tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
-		       struct tp_sim_scratch *s, struct lane *ln);
+/* Times and memory of one lane (fills *ln); -1 on allocation failure. */
+int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
+		      struct tp_sim_scratch *s, struct lane *ln);
 double tp_sim_gemm_eff(const struct tp_device_type *t, double flop);
 /* Flow accumulation into a bundle type. */
 void tp_sim_acc_flow(struct tp_sim_scratch *s, uint32_t src, uint32_t dst);
