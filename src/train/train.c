@@ -46,6 +46,7 @@ void tp_train_options_default(struct tp_train_options *o)
 	o->lr = 1e-3f;
 	o->clip = 1.0f;
 	o->value_weight = 1.0f;
+	o->weight_decay = 1e-2f;
 	o->max_devices = 32;
 }
 
@@ -215,6 +216,7 @@ struct snode {
 	float prior;
 	float best; /* best value target found below (efficiency scale) */
 	float vmax; /* best search value found below */
+	float v0;   /* search value of the node's own state */
 	float fpu;
 	uint8_t expanded, terminal;
 	struct tp_action action;
@@ -591,6 +593,8 @@ static enum tp_status playout(struct tctx *t, uint32_t root, uint32_t L0,
 		}
 		t->nodes.v[cur].expanded = 1;
 	}
+	if (!t->nodes.v[cur].visits)
+		t->nodes.v[cur].v0 = (float)v;
 	for (uint32_t i = 0; i < depth; i++) {
 		struct snode *nd = &t->nodes.v[t->path[i]];
 		nd->visits++;
@@ -687,16 +691,19 @@ static enum tp_status record(struct tctx *t, struct samples *S,
 						     : 1.0f / (float)s.n_act;
 		}
 	} else {
-		/* softmax of the best value found under each action */
+		/* softmax of each action's own value: the plan with just that
+		 * decision changed, as scored when the action was first tried
+		 * (not the best value found below it, which grows with the
+		 * visits the prior sends there) */
 		double vm = -INFINITY;
 		for (uint32_t i = 0; i < s.n_act; i++) {
 			const struct snode *c = &t->nodes.v[p->first_child + i];
-			if (c->visits && c->vmax > vm)
-				vm = c->vmax;
+			if (c->visits && c->v0 > vm)
+				vm = c->v0;
 		}
 		for (uint32_t i = 0; i < s.n_act; i++) {
 			const struct snode *c = &t->nodes.v[p->first_child + i];
-			double x = c->visits ? exp((c->vmax - vm) / VALUE_TAU)
+			double x = c->visits ? exp((c->v0 - vm) / VALUE_TAU)
 					     : 0;
 			S->pi.v[S->pi.n + i] = (float)x;
 			tot += x;
@@ -1441,6 +1448,7 @@ enum tp_status tp_train_run(const struct tp_train_options *o,
 			goto out;
 	}
 	adam.lr = o->lr;
+	adam.weight_decay = o->weight_decay;
 	for (uint32_t i = 0; i < R.nt; i++) {
 		struct tctx *t = &R.tc[i];
 		t->o = o;

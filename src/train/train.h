@@ -8,12 +8,15 @@
  * search's own action space (src/search/actions.h) with every state scored
  * by the simulator (src/sim/).  At every decision level of a self-play
  * game the search runs a fixed number of playouts from the current state;
- * every candidate action is scored once and then the playouts refine
- * them; the policy target is a softmax (temperature 0.02 on the search's
- * value scale, about 1.3% of iteration time) of the best value found
- * under each action -- or, with visit_targets, AlphaZero's visit
- * distribution, which stays nearly flat here because one group's decision
- * moves the iteration time by a few percent at most -- the value target
+ * every candidate action is scored once (the plan with that decision
+ * changed) and then the playouts search deeper; the policy target is a
+ * softmax (temperature 0.02 on the search's value scale, about 1.3% of
+ * iteration time) of the candidates' own values -- or, with
+ * visit_targets, AlphaZero's visit distribution, which stays nearly flat
+ * here because one group's decision moves the iteration time by a few
+ * percent at most (and the best value found below an action is no better
+ * a target: it grows with the visits the prior itself sends there, which
+ * made the held-out loss rise from the second epoch on) -- the value target
  * is the state's outcome (the best plan found from it, as an efficiency,
  * features.h tp_gnn_value_target), and the game moves on to the target's
  * most likely action (sampled from it in the first half of the levels).  Epoch 0 searches
@@ -61,6 +64,7 @@ struct tp_train_options {
 	float lr;
 	float clip;           /* gradient-norm clipping */
 	float value_weight;   /* value loss weight */
+	float weight_decay;   /* AdamW decoupled decay (per step, x lr) */
 	uint32_t hidden;      /* network width (0 = default 64) */
 	uint32_t layers;      /* message-passing layers (0 = default 3) */
 	uint32_t max_devices; /* cluster size cap of the corpus (0 = 32) */
