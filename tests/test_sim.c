@@ -276,6 +276,35 @@ START_TEST(test_hierarchical_allreduce_time)
 }
 END_TEST
 
+/* Parameter server: every replica pushes S/n to each other replica, then
+ * pulls: 2 (a + (n-1)/n S/b) on a switch where each device's link carries
+ * its n-1 flows. */
+START_TEST(test_parameter_server_time)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_sim *sim;
+	double a = 1e-6, bw = 100e9, S = 2e9, expect;
+
+	toy_cluster(&c, 1, 4, bw, 0, a);
+	chain_model(&m, 1, 1e12, S, 1e6, 4);
+	plain_plan(&p, &m, 4, 1, 1, TP_SYNC_PS, 0);
+	sim = new_sim(&m, &c, false);
+	tp_report_init(&r);
+	run(sim, &p, &r);
+	expect = 0.01 + 0.02 + 2 * (a + 3.0 / 4 * S / bw) + 0.028;
+	ck_assert_msg(REL(r.iteration_time_s, expect) < 1e-9, "%.12g vs %.12g",
+		      r.iteration_time_s, expect);
+	tp_report_release(&r);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 /* Overlapped sync: only the last bucket is exposed when the backward is
  * longer than the rest of the all-reduce. */
 START_TEST(test_sync_overlap)
@@ -1240,6 +1269,7 @@ Suite *suite_sim(void)
 	tcase_add_test(tc, test_single_device_roofline);
 	tcase_add_test(tc, test_ring_allreduce_time);
 	tcase_add_test(tc, test_hierarchical_allreduce_time);
+	tcase_add_test(tc, test_parameter_server_time);
 	tcase_add_test(tc, test_sync_overlap);
 	tcase_add_test(tc, test_pipeline_bubbles);
 	tcase_add_test(tc, test_zero_memory);
