@@ -243,7 +243,7 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	double b = ln->samples, tpd = t;
 	double f_comp = 0, f_comm = 0, b_comp = 0, b_comm = 0, rec = 0;
 	double rec_comm = 0, tp_S = 0, params = 0, act = 0, act_full = 0;
-	double maxout = 0, work_sel = 0, work_full = 0;
+	double maxout = 0, maxw = 0, work_sel = 0, work_full = 0;
 	bool sp = gr->sp && t > 1, many = false;
 	enum tp_recompute rc = gr->recompute;
 	uint32_t zero = plan->zero, dp = gr->dp;
@@ -313,6 +313,8 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		b_comp += bw;
 		b_comm += bc;
 		params += op->param_bytes / wdiv;
+		if (op->param_bytes / wdiv > maxw)
+			maxw = op->param_bytes / wdiv;
 		saved = op->saved_bytes * b / div;
 		ob = op->out_bytes * b / div;
 		if (ob > maxout)
@@ -374,7 +376,9 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	ln->work = rc == TP_RECOMPUTE_FULL        ? work_full
 		   : rc == TP_RECOMPUTE_SELECTIVE ? work_sel
 						  : 0;
-	ln->temp = 2 * maxout;
+	/* the largest op's output and its gradient; under ZeRO-3 also the
+	 * gathered weights of the largest op and the prefetched next one */
+	ln->temp = 2 * maxout + (zero >= 3 && dp > 1 ? 2 * maxw : 0);
 	ln->tp_bytes_mb = tp_S * (rc == TP_RECOMPUTE_FULL ? 3 : 2);
 	{
 		double n = params / sim->dtype_bytes;
