@@ -290,3 +290,73 @@ const char *fz_strategy_one(const struct fz_fixture *fx, const uint8_t *data,
 	tp_plan_release(&p);
 	return bug;
 }
+
+const char *fz_report_one(const uint8_t *data, size_t size,
+			  struct tp_error *err)
+{
+	struct tp_load_options o;
+	struct tp_strbuf warnings;
+	struct tp_report r;
+	const char *bug;
+
+	fz_options(&o, &warnings);
+	tp_error_clear(err);
+	tp_report_init(&r);
+	bug = fz_failed(tp_report_load("fuzz.json", (const char *)data, size,
+				       &o, &r, err),
+			err);
+	tp_report_release(&r);
+	tp_strbuf_release(&warnings);
+	return bug;
+}
+
+const char *fz_nvsmi_one(const uint8_t *data, size_t size,
+			 struct tp_error *err)
+{
+	struct tp_strbuf w1, w2;
+	struct tp_cluster c, c2;
+	const char *bug;
+	enum tp_status st;
+
+	tp_error_clear(err);
+	tp_cluster_init(&c);
+	st = tp_build_topology_nvidia_smi((const char *)data, size, "topo.txt",
+					  "A100-SXM4-80GB", &c, err);
+	bug = fz_failed(st, err);
+	if (st == TP_OK) {
+		tp_strbuf_init(&w1);
+		tp_strbuf_init(&w2);
+		tp_topology_write(&c, &w1);
+		tp_cluster_init(&c2);
+		if (tp_topology_load("roundtrip.json", w1.buf, w1.len, NULL,
+				     &c2, err))
+			bug = "an nvidia-smi topology does not load back";
+		tp_topology_write(&c2, &w2);
+		if (!bug && !same(&w1, &w2))
+			bug = "nvidia-smi topology round trip changed the text";
+		tp_cluster_release(&c2);
+		tp_strbuf_release(&w1);
+		tp_strbuf_release(&w2);
+	}
+	tp_cluster_release(&c);
+	return bug;
+}
+
+const char *fz_devices_one(const uint8_t *data, size_t size,
+			   struct tp_error *err)
+{
+	struct tp_load_options o;
+	struct tp_strbuf warnings;
+	struct tp_cluster c;
+	const char *bug;
+
+	fz_options(&o, &warnings);
+	tp_error_clear(err);
+	tp_cluster_init(&c);
+	bug = fz_failed(tp_devices_load("fuzz.json", (const char *)data, size,
+					&o, &c, err),
+			err);
+	tp_cluster_release(&c);
+	tp_strbuf_release(&warnings);
+	return bug;
+}

@@ -72,4 +72,15 @@ const char *fz_hf_one(const uint8_t *data, size_t size,
 const char *fz_strategy_one(const struct fz_fixture *fx, const uint8_t *data,
 			    size_t size, struct tp_error *err);
 
+/* Report loader (tp_report_load). */
+const char *fz_report_one(const uint8_t *data, size_t size,
+			  struct tp_error *err);
+/* nvidia-smi topology matrices (tp_build_topology_nvidia_smi, GPUs typed
+ * A100-SXM4-80GB); an accepted matrix's topology must round-trip. */
+const char *fz_nvsmi_one(const uint8_t *data, size_t size,
+			 struct tp_error *err);
+/* Device-type lists (tp_devices_load, the layout of data/devices.json). */
+const char *fz_devices_one(const uint8_t *data, size_t size,
+			   struct tp_error *err);
+
 #endif

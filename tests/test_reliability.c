@@ -68,9 +68,15 @@ static int replay(const char *dir, const char *name, char *why, size_t n)
 	else if (!strncmp(name, "strategy-", 9))
 		bug = fz_strategy_one(&strategy_fx, (const uint8_t *)data, len,
 				      &err);
+	else if (!strncmp(name, "report-", 7))
+		bug = fz_report_one((const uint8_t *)data, len, &err);
+	else if (!strncmp(name, "nvsmi-", 6))
+		bug = fz_nvsmi_one((const uint8_t *)data, len, &err);
+	else if (!strncmp(name, "devices-", 8))
+		bug = fz_devices_one((const uint8_t *)data, len, &err);
 	else
 		ck_abort_msg("%s: no target prefix (model-, topology-, plan-, "
-			     "hf-, strategy-)",
+			     "hf-, strategy-, report-, nvsmi-, devices-)",
 			     name);
 	free(data);
 	if (bug)
