@@ -182,7 +182,6 @@ int cmd_simulate(int argc, char **argv)
 		goto fail;
 	if (!quiet) {
 		struct eval_ctx ec = {sim, scratch};
-		struct tp_report tmp;
 		if (tp_render_table(&p, &m, &c, &r, &text, &err) == TP_OK &&
 		    tp_render_explain(&p, &m, &c, &r, eval, &ec, &text, &err) ==
 			    TP_OK)
@@ -194,7 +193,6 @@ int cmd_simulate(int argc, char **argv)
 				r.iteration_time_s, r.throughput_samples_per_s,
 				r.tflops_per_device, 100 * r.mfu,
 				r.feasible ? "fits" : "does not fit");
-		(void)tmp;
 	}
 	code = r.feasible ? TP_EXIT_OK : TP_EXIT_CHECK;
 	goto done;

@@ -97,8 +97,8 @@ void tp_sim_acc_flow(struct tp_sim_scratch *s, uint32_t src, uint32_t dst)
 	ch = tp_cluster_route_channels(c, r);
 	for (uint32_t k = 0; k < r->n; k++) {
 		uint32_t x = ch[k];
-		if (s->cnt[x]++ == 0)
-			(void)tp_vec_push(&s->touched, x);
+		if (s->cnt[x]++ == 0 && tp_vec_push(&s->touched, x))
+			s->acc_oom = true;
 	}
 	s->acc_flows++;
 	if (r->latency_s > s->acc_latency)
@@ -174,6 +174,15 @@ int tp_sim_acc_emit(struct tp_sim_scratch *s, uint32_t *bt)
 	double rate = INFINITY;
 
 	*bt = TP_NONE;
+	if (s->acc_oom) {
+		/* a channel was not recorded: drop the accumulation */
+		for (uint32_t ch = 0; ch < s->sim->n_chan; ch++)
+			s->cnt[ch] = 0;
+		s->touched.n = 0;
+		s->acc_flows = 0;
+		s->acc_oom = false;
+		return -1;
+	}
 	if (s->acc_flows == 0) {
 		s->acc_latency = 0;
 		return 0;
@@ -219,6 +228,7 @@ void tp_sim_acc_measure(struct tp_sim_scratch *s, double *rate,
 	}
 	*rate = r;
 	*latency = s->acc_latency;
+	s->acc_oom = false; /* the rate may be optimistic after a failure */
 	s->touched.n = 0;
 	s->acc_flows = 0;
 	s->acc_latency = 0;
@@ -239,12 +249,12 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	const struct tp_plan_group *gr = &plan->groups.v[ln->group];
 	const uint32_t *ops = tp_plan_group_ops(plan, ln->group);
 	const uint32_t *devs = plan->devs.v + ln->dev_first;
-	uint32_t t = ln->tp, types[8], n_types = 0;
+	uint32_t t = ln->tp, types[8], n_types = 0; /* distinct rank types */
 	double b = ln->samples, tpd = t;
 	double f_comp = 0, f_comm = 0, b_comp = 0, b_comm = 0, rec = 0;
 	double rec_comm = 0, tp_S = 0, params = 0, act = 0, act_full = 0;
 	double maxout = 0, maxw = 0, work_sel = 0, work_full = 0;
-	bool sp = gr->sp && t > 1, many = false;
+	bool sp = gr->sp && t > 1;
 	enum tp_recompute rc = gr->recompute;
 	uint32_t zero = plan->zero, dp = gr->dp;
 	double *lay_saved, *lay_sel;
@@ -256,14 +266,11 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		for (j = 0; j < n_types; j++)
 			if (types[j] == ty)
 				break;
-		if (j == n_types) {
-			if (n_types < 8)
-				types[n_types++] = ty;
-			else
-				many = true;
-		}
+		/* beyond 8 distinct types in one lane, the first 8 set
+		 * the pace (no real tensor-parallel group is that mixed) */
+		if (j == n_types && n_types < 8)
+			types[n_types++] = ty;
 	}
-	(void)many;
 	/* per-layer sums for recomputation: dtmp holds two arrays */
 	s->dtmp.n = 0;
 	s->tmp2.n = 0;

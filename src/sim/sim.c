@@ -299,7 +299,7 @@ static enum tp_status analyse_groups(const struct tp_sim *sim,
 				     struct tp_error *err)
 {
 	const struct tp_model *m = sim->m;
-	uint32_t G = (uint32_t)plan->groups.n, *gmark, *gidx, n_stage = 0;
+	uint32_t G = (uint32_t)plan->groups.n, *gmark, *gidx;
 
 	s->groups.n = s->gedges.n = s->gorder.n = s->sets.n = 0;
 	RESERVE(&s->groups, G);
@@ -434,10 +434,8 @@ static enum tp_status analyse_groups(const struct tp_sim *sim,
 				break;
 			}
 		}
-		if (gi->stage == TP_NONE) {
+		if (gi->stage == TP_NONE)
 			gi->stage = g; /* class named by its first group */
-			n_stage++;
-		}
 	}
 	/* virtual depth: +1 whenever the device set changes */
 	*depth = 0;
@@ -458,7 +456,6 @@ static enum tp_status analyse_groups(const struct tp_sim *sim,
 		if (vd + 1 > *depth)
 			*depth = vd + 1;
 	}
-	(void)n_stage;
 	return TP_OK;
 nomem:
 	return tp_error_set(err, TP_ENOMEM, "out of memory");
@@ -744,7 +741,6 @@ static enum tp_status build_resources(const struct tp_sim *sim,
 			s->dev_res[d] = s->dev_mark[d];
 		}
 	}
-	/* a device in a sim lane: its id may have been rewritten above */
 	(void)sim;
 	return TP_OK;
 nomem:

@@ -216,6 +216,7 @@ struct tp_sim_scratch {
 	/* flow accumulation */
 	uint32_t acc_flows;
 	double acc_latency;
+	bool acc_oom;
 	/* gradient compression (sfb_hook.c) */
 	struct tp_sfb_scratch *sfb_s;
 	struct tp_sfb_actions *sfb_a;
