@@ -13,10 +13,12 @@
 #include "core/plan.h"
 #include "core/rng.h"
 #include "core/report.h"
+#include "io/io.h"
 #include "search/mincut.h"
 #include "search/search.h"
 #include "search/sfb.h"
 #include "sim/sim.h"
+#include "util.h"
 
 /* --- max-flow against brute force ------------------------------------- */
 
@@ -1130,6 +1132,120 @@ START_TEST(test_sfb_in_simulator)
 }
 END_TEST
 
+/* --- tagplan plan --compression ------------------------------------------ */
+
+struct planned {
+	struct tp_plan p;
+	double time_s;
+	char *err;
+};
+
+/* Run tagplan plan on VGG-19 over two V100 servers on 10 GbE. */
+static void plan_vgg(const char *dir, const char *mode, struct tp_model *m,
+		     struct tp_cluster *c, struct planned *out)
+{
+	char mp[512], tpth[512], pp[512];
+	const char *argv[] = {"tagplan", "plan", "-m", mp, "-t", tpth,
+			      "--playouts", "200", "--threads", "1",
+			      "--no-gnn", "--seed", "3", "-o", pp,
+			      mode ? "--compression" : NULL, mode, NULL};
+	struct tp_run r;
+	struct tp_error err;
+
+	snprintf(mp, sizeof(mp), "%s/vgg19.json", dir);
+	snprintf(tpth, sizeof(tpth), "%s/topo.json", dir);
+	snprintf(pp, sizeof(pp), "%s/plan-%s.json", dir, mode ? mode : "default");
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_msg(r.status == 0, "plan %s: exit %d: %s", mode, r.status,
+		      r.err);
+	tp_plan_init(&out->p);
+	if (tp_plan_load_file(pp, m, c, NULL, &out->p, &err))
+		ck_abort_msg("%s: %s %s", pp, err.path, err.msg);
+	ck_assert(out->p.summary.valid && out->p.summary.feasible);
+	out->time_s = out->p.summary.iteration_time_s;
+	out->err = r.err;
+	r.err = NULL;
+	tp_run_free(&r);
+}
+
+START_TEST(test_plan_compression_command)
+{
+	const char *dir = tp_test_tmpdir();
+	char mp[512], tpth[512];
+	const char *mk_model[] = {"tagplan", "model", "vgg19", "-o", mp, NULL};
+	const char *mk_topo[] = {"tagplan", "topo", "v100-nvlink:2", "--net",
+				 "10gbe", "-o", tpth, NULL};
+	const char *bad[] = {"tagplan", "plan", "-m", mp, "-t", tpth,
+			     "--compression", "zip", NULL};
+	struct planned dflt, off, lossy;
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_error err;
+	struct tp_run r;
+	uint32_t nsfb = 0, nlossy = 0;
+
+	snprintf(mp, sizeof(mp), "%s/vgg19.json", dir);
+	snprintf(tpth, sizeof(tpth), "%s/topo.json", dir);
+	tp_run_tagplan(&r, mk_model, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, mk_topo, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_free(&r);
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_model_load_file(mp, NULL, &m, &err), TP_OK);
+	ck_assert_int_eq(tp_topology_load_file(tpth, NULL, &c, &err), TP_OK);
+
+	/* the default is lossless: the fully-connected layers use SFB */
+	plan_vgg(dir, NULL, &m, &c, &dflt);
+	ck_assert_int_eq(dflt.p.compression, TP_COMPRESSION_LOSSLESS);
+	for (uint32_t g = 0; g < dflt.p.groups.n; g++) {
+		const struct tp_plan_group *gr = &dflt.p.groups.v[g];
+		nsfb += gr->n_sfb;
+		ck_assert_int_eq(gr->lossy, TP_LOSSY_NONE);
+		for (uint32_t k = 0; k < gr->n_sfb; k++) {
+			uint32_t o = tp_plan_group_sfb(&dflt.p, g)[k];
+			ck_assert_int_eq(m.ops.v[o].kind, TP_OP_MATMUL);
+		}
+		if (gr->n_sfb)
+			ck_assert(gr->sfb_saved_bytes > 1e9);
+	}
+	ck_assert_uint_ge(nsfb, 1);
+	ck_assert_ptr_nonnull(strstr(dflt.err, "sufficient-factor"));
+	ck_assert_ptr_null(strstr(dflt.err, "LOSSY"));
+	/* off: nothing, and slower */
+	plan_vgg(dir, "off", &m, &c, &off);
+	ck_assert_int_eq(off.p.compression, TP_COMPRESSION_OFF);
+	ck_assert_uint_eq(off.p.sfb.n, 0);
+	ck_assert_msg(dflt.time_s < off.time_s, "lossless %.4f s, off %.4f s",
+		      dflt.time_s, off.time_s);
+	ck_assert_ptr_nonnull(strstr(off.err, "compression    off"));
+	/* lossy: opt-in, marked in the plan and the summary */
+	plan_vgg(dir, "lossy", &m, &c, &lossy);
+	ck_assert_int_eq(lossy.p.compression, TP_COMPRESSION_LOSSY);
+	for (uint32_t g = 0; g < lossy.p.groups.n; g++)
+		nlossy += lossy.p.groups.v[g].lossy != TP_LOSSY_NONE;
+	/* low-rank gradients beat SFB here (fewer bytes, no factors) */
+	ck_assert_uint_ge(nlossy, 1);
+	ck_assert_ptr_nonnull(strstr(lossy.err, "LOSSY"));
+	ck_assert(lossy.time_s <= dflt.time_s * 1.05);
+	/* a bad mode */
+	tp_run_tagplan(&r, bad, NULL);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "--compression"));
+	tp_run_free(&r);
+	free(dflt.err);
+	free(off.err);
+	free(lossy.err);
+	tp_plan_release(&dflt.p);
+	tp_plan_release(&off.p);
+	tp_plan_release(&lossy.p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 Suite *suite_compress(void)
 {
 	Suite *s = suite_create("compress");
@@ -1153,6 +1269,10 @@ Suite *suite_compress(void)
 	tcase_add_test(tc, test_sfb_brute_force);
 	tcase_add_test(tc, test_sfb_joint_evaluator);
 	tcase_add_test(tc, test_sfb_in_simulator);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("command");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_plan_compression_command);
 	suite_add_tcase(s, tc);
 	return s;
 }
