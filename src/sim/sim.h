@@ -14,9 +14,17 @@
  * outlive the sim.
  *
  * Errors: TP_EINPUT (with a JSON path into the plan) when the plan is
- * inconsistent with the model or cluster; an infeasible plan (out of
- * memory on some device) is not an error: the report says feasible=false,
- * names the device and why.
+ * inconsistent with the model or cluster (tp_plan_validate), when its
+ * groups depend on each other both ways (each group must be a contiguous
+ * slice of the model's topological order, so the group graph is a DAG),
+ * and, for the interleaved schedule, when chunk c of a stage does not sit
+ * at pipeline position c*p + s.  An infeasible plan (out of memory on
+ * some device) is not an error: the report says feasible=false, names the
+ * device, by how much, what dominates and the smallest change that fits.
+ *
+ * Speed: identical data-parallel replicas are simulated once (their flows
+ * still load the links), tensor-parallel ranks as one task; GPT-3 175B on
+ * 1024 GPUs takes about 0.5 ms once the scratch is warm.
  *
  * The cost model, its constants and what it leaves out: src/sim/README.
  */
