@@ -1135,6 +1135,63 @@ START_TEST(test_cmd_plan_pipeline)
 }
 END_TEST
 
+/* A plan file on the homogeneous DGX topology: two stages of 2 x 8 with
+ * sequence parallelism and selective recomputation. */
+START_TEST(test_cmd_plan_homogeneous)
+{
+	const char *argv[] = {"tagplan", "simulate", "-q", "-m",
+			      tp_data_file("models/gpt3-1.3b.json"), "-t",
+			      tp_data_file("dgx-a100x4.json"), "-p",
+			      tp_test_path("data/sim/gpt-1.3b-2stage.plan.json"),
+			      NULL};
+	struct tp_run r;
+	struct tp_report rep;
+
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_msg(r.status == 0, "%d %s", r.status, r.err);
+	report_of(&r, &rep);
+	ck_assert(rep.feasible);
+	ck_assert_uint_eq(rep.n_devices, 32);
+	ck_assert(rep.bubble_fraction > 0);
+	for (uint32_t d = 0; d < 32; d++) {
+		ck_assert(rep.devices[d].compute_s > 0);
+		ck_assert(rep.devices[d].communication_s > 0); /* tp=8 */
+		ck_assert(rep.devices[d].memory.activations > 0);
+	}
+	/* replicas of a stage are identical */
+	ck_assert(rep.devices[0].peak_memory_bytes ==
+		  rep.devices[8].peak_memory_bytes);
+	tp_report_release(&rep);
+	tp_run_free(&r);
+}
+END_TEST
+
+/* A strategy string on the heterogeneous testbed: replicas of different
+ * GPU types run at their own speed (simulated as separate classes). */
+START_TEST(test_cmd_strategy_heterogeneous)
+{
+	const char *argv[] = {"tagplan", "simulate", "-q", "-m",
+			      tp_data_file("demo-model.json"), "-t",
+			      tp_data_file("tag-testbed.json"), "-s", "pp=2",
+			      NULL};
+	struct tp_run r;
+	struct tp_report rep;
+
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_msg(r.status == 0, "%d %s", r.status, r.err);
+	report_of(&r, &rep);
+	ck_assert(rep.feasible);
+	for (uint32_t d = 0; d < 16; d++)
+		ck_assert(rep.devices[d].compute_s > 0);
+	/* stage 1: GTX 1080 Ti (devices 8-11) are faster than P100 (12-15) */
+	ck_assert(rep.devices[12].compute_s > rep.devices[8].compute_s);
+	/* stage 0: V100 (0-3) faster than GTX 1080 Ti (4-7) */
+	ck_assert(rep.devices[4].compute_s > rep.devices[0].compute_s);
+	tp_report_release(&rep);
+	tp_run_free(&r);
+}
+END_TEST
+
 START_TEST(test_cmd_strategy_errors)
 {
 	static const char *const cases[][2] = {
@@ -1298,6 +1355,8 @@ Suite *suite_sim(void)
 	tcase_add_test(tc, test_cmd_strategy_shipped);
 	tcase_add_test(tc, test_cmd_plan_heterogeneous);
 	tcase_add_test(tc, test_cmd_plan_pipeline);
+	tcase_add_test(tc, test_cmd_plan_homogeneous);
+	tcase_add_test(tc, test_cmd_strategy_heterogeneous);
 	tcase_add_test(tc, test_cmd_strategy_errors);
 	tcase_add_test(tc, test_cmd_usage);
 	tcase_add_test(tc, test_cmd_infeasible);
