@@ -595,9 +595,11 @@ int cmd_plan(int argc, char **argv)
 	tp_search_sim_evaluator(&sectx, sim, sfb, &ev);
 	if (sfb) {
 		/* compression chosen inside the scoring of every complete
-		   plan, so it changes which plan wins (sfb.h) */
+		   plan, so it changes which plan wins, with the simulator's
+		   cost figures (sfb.h) */
 		sim_ev = ev;
-		tp_sfb_joint_evaluator(&joint, sfb, &sim_ev, &ev);
+		tp_sfb_joint_evaluator(&joint, tp_sfb_of_sim(sim), &sim_ev,
+				       &ev);
 	}
 	/* the GNN: --weights F, else the shipped default weights when there
 	   are any, else uniform priors */

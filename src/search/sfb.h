@@ -315,4 +315,12 @@ void tp_sfb_joint_evaluator(struct tp_sfb_joint *j, const struct tp_sfb *sfb,
 			    const struct tp_evaluator *inner,
 			    struct tp_evaluator *ev);
 
+/*
+ * The simulator's own instance (defined in src/sim/sfb_hook.c): its cost
+ * figures use the simulator's link efficiencies, collective latency and op
+ * costs, so its selections agree best with what the simulator then
+ * measures.  Owned by sim; valid while sim lives.
+ */
+const struct tp_sfb *tp_sfb_of_sim(const struct tp_sim *sim);
+
 #endif

@@ -92,6 +92,11 @@ int tp_sim_sfb_new(struct tp_sim *sim, struct tp_error *err)
 	return sim->sfb ? 0 : -1;
 }
 
+const struct tp_sfb *tp_sfb_of_sim(const struct tp_sim *sim)
+{
+	return sim->sfb;
+}
+
 void tp_sim_sfb_free(struct tp_sim *sim)
 {
 	tp_sfb_free(sim->sfb);
