@@ -16,9 +16,10 @@
 #include "render/table.h"
 
 static const char usage[] =
-	"-m MODEL -t TOPO -p PLAN [--max-iter-time S] [--min-mfu X] "
-	"[--max-memory-fraction X] [--baseline-plan OLD [--max-regression F]] "
-	"[--json]";
+	"-p PLAN [-m MODEL] [-t TOPO] [--max-iter-time S] [--min-mfu X]\n"
+	"                     [--max-memory-fraction X] [--baseline-plan OLD "
+	"[--max-regression F]]\n"
+	"                     [--json]";
 
 static const char about[] =
 	"Re-simulate PLAN on MODEL and TOPO and check it: it must fit in every\n"
@@ -29,7 +30,11 @@ static const char about[] =
 	"--max-regression slower (a fraction: 0.05 = 5%; default 0, the\n"
 	"simulator is deterministic).  --json prints the verdict as JSON on\n"
 	"stdout.  A warning says when the model or topology differs from the\n"
-	"files the plan was made from (digests in the plan's summary).";
+	"files the plan was made from (digests in the plan's summary).\n"
+	"Without -m/-t the files `tagplan plan` recorded in the plan are used\n"
+	"(found as given, or next to the plan; the shipped demo model and TAG\n"
+	"testbed for plans of the demo); stderr says which.  CI jobs should\n"
+	"name the current files with -m/-t.";
 
 /* Devices listed per violated memory check at most. */
 #define MAX_DEVICE_LINES 8
@@ -105,9 +110,12 @@ int cmd_check(int argc, char **argv)
 	bool json = false;
 	struct tp_opt opts[] = {
 		{"model", 'm', TP_OPT_STRING, &model, "MODEL",
-		 "model file (current version)", 0, 0, false},
+		 "model file, current version [the one recorded in the plan]",
+		 0, 0, false},
 		{"topology", 't', TP_OPT_STRING, &topo, "TOPO",
-		 "topology file (current version)", 0, 0, false},
+		 "topology file, current version [the one recorded in the "
+		 "plan]",
+		 0, 0, false},
 		{"plan", 'p', TP_OPT_STRING, &plan, "PLAN",
 		 "the plan to check; - reads stdin", 0, 0, false},
 		{"max-iter-time", 0, TP_OPT_DOUBLE, &max_iter, "S",
@@ -145,10 +153,9 @@ int cmd_check(int argc, char **argv)
 	if (tp_opts_parse("check", usage, about, opts, argc, argv, NULL, NULL,
 			  &code))
 		return code;
-	if (!model || !topo || !plan)
-		return tp_cli_usage_error("check",
-					  "-m MODEL, -t TOPO and -p PLAN are "
-					  "required");
+	if (!plan)
+		return tp_cli_usage_error("check", "-p PLAN is required (the "
+						   "plan file to check)");
 	if (o_reg->seen && !base)
 		return tp_cli_usage_error("check",
 					  "--max-regression needs "
@@ -164,6 +171,14 @@ int cmd_check(int argc, char **argv)
 	memset(&sim, 0, sizeof(sim));
 	if (tp_inputs_load(&in, plan, model, topo, &warn, &err) != TP_OK)
 		goto fail;
+	{
+		struct tp_strbuf used;
+		tp_strbuf_init(&used);
+		tp_inputs_describe(&in, &used);
+		if (used.len)
+			fprintf(stderr, "tagplan check: %s", tp_strbuf_cstr(&used));
+		tp_strbuf_release(&used);
+	}
 	if (base && tp_inputs_load_plan(&in, base, &bplan, &warn, &err) !=
 			    TP_OK)
 		goto fail;

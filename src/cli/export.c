@@ -28,8 +28,10 @@ static const char about[] =
 	"and no gradient compression.  Otherwise the command says which part "
 	"of\n"
 	"the plan cannot be expressed and exits 1.  Notes on what the output\n"
-	"leaves to the model code go to stderr.  Without -m/-t the defaults "
-	"of\n`tagplan plan` are used: the shipped demo model and TAG testbed.";
+	"leaves to the model code go to stderr.  Without -m/-t the files\n"
+	"`tagplan plan` recorded in the plan are used (found as given, or next\n"
+	"to the plan; the shipped demo model and TAG testbed for plans of the\n"
+	"demo); stderr says which.";
 
 static void print_lines(const char *prefix, struct tp_strbuf *w)
 {
@@ -53,11 +55,13 @@ int cmd_export(int argc, char **argv)
 		{"plan", 'p', TP_OPT_STRING, &plan, "PLAN",
 		 "plan file; - reads stdin", 0, 0, false},
 		{"model", 'm', TP_OPT_STRING, &model, "MODEL",
-		 "the model the plan was made for [the demo model]", 0, 0,
-		 false},
+		 "the model the plan was made for [the one recorded in the "
+		 "plan]",
+		 0, 0, false},
 		{"topology", 't', TP_OPT_STRING, &topo, "TOPO",
-		 "the topology the plan was made for [the TAG testbed]", 0, 0,
-		 false},
+		 "the topology the plan was made for [the one recorded in "
+		 "the plan]",
+		 0, 0, false},
 		{"to", 0, TP_OPT_STRING, &to, "TARGET",
 		 "megatron, deepspeed or torchrun", 0, 0, false},
 		{"output", 'o', TP_OPT_STRING, &out, "FILE",
@@ -89,6 +93,14 @@ int cmd_export(int argc, char **argv)
 	tp_inputs_init(&in);
 	if (tp_inputs_load(&in, plan, model, topo, &warn, &err) != TP_OK)
 		goto fail;
+	{
+		struct tp_strbuf used;
+		tp_strbuf_init(&used);
+		tp_inputs_describe(&in, &used);
+		if (used.len)
+			fprintf(stderr, "tagplan export: %s", tp_strbuf_cstr(&used));
+		tp_strbuf_release(&used);
+	}
 	print_lines("warning: ", &warn);
 	if (tp_export_analyze(&in.plan, &in.model, &in.cluster, &spec,
 			      &err) != TP_OK ||

@@ -20,6 +20,7 @@
 #include "gnn/provider.h"
 #include "io/io.h"
 #include "render/render.h"
+#include "render/table.h"
 #include "search/search.h"
 #include "search/sfb.h"
 #include "sim/sim.h"
@@ -190,7 +191,8 @@ static void fill_summary(struct tp_plan *plan, const struct tp_report *r,
 			 const struct tp_search_options *so, bool gnn,
 			 const char *weights, const char *model_file,
 			 const char *topo_file, const char *msha,
-			 const char *tsha, const struct tp_cluster *c)
+			 const char *tsha, const char *mpath_given,
+			 const char *tpath_given, const struct tp_cluster *c)
 {
 	struct tp_plan_summary *s = &plan->summary;
 	uint32_t nd = (uint32_t)c->devices.n;
@@ -253,62 +255,19 @@ static void fill_summary(struct tp_plan *plan, const struct tp_report *r,
 	snprintf(s->topology_file, sizeof(s->topology_file), "%s", topo_file);
 	snprintf(s->model_sha256, sizeof(s->model_sha256), "%s", msha);
 	snprintf(s->topology_sha256, sizeof(s->topology_sha256), "%s", tsha);
+	/* the paths as given, for render/check/export without -m/-t; a path
+	   too long to keep whole is not recorded (those commands then ask
+	   for -m/-t) */
+	if (mpath_given && strlen(mpath_given) < sizeof(s->model_path))
+		snprintf(s->model_path, sizeof(s->model_path), "%s",
+			 mpath_given);
+	if (tpath_given && strlen(tpath_given) < sizeof(s->topology_path))
+		snprintf(s->topology_path, sizeof(s->topology_path), "%s",
+			 tpath_given);
 }
 
-static void fmt_bytes(char *buf, size_t n, double b)
-{
-	if (b >= 1e9)
-		snprintf(buf, n, "%.1f GB", b / 1e9);
-	else
-		snprintf(buf, n, "%.0f MB", b / 1e6);
-}
-
-/* Peak memory: per device on small clusters, per type (range) else. */
-static void print_memory(const struct tp_report *r, const struct tp_cluster *c)
-{
-	uint32_t nd = (uint32_t)c->devices.n;
-
-	if (!r->devices || r->n_devices != nd)
-		return;
-	fprintf(stderr, "  peak memory    ");
-	if (nd <= 8) {
-		for (uint32_t d = 0; d < nd; d++) {
-			char a[24], b[24];
-			fmt_bytes(a, sizeof(a), r->devices[d].peak_memory_bytes);
-			fmt_bytes(b, sizeof(b), r->devices[d].capacity_bytes);
-			fprintf(stderr, "%s%s %s/%s", d ? ", " : "",
-				c->devices.v[d].name, a, b);
-		}
-		fputc('\n', stderr);
-		return;
-	}
-	for (uint32_t t = 0, first = 1; t < c->types.n; t++) {
-		double lo = INFINITY, hi = 0, cap = 0;
-		uint32_t cnt = 0;
-		char a[24], b[24], z[24];
-		for (uint32_t d = 0; d < nd; d++) {
-			double pk = r->devices[d].peak_memory_bytes;
-			if (c->devices.v[d].type != t)
-				continue;
-			cnt++;
-			lo = fmin(lo, pk);
-			hi = fmax(hi, pk);
-			cap = r->devices[d].capacity_bytes;
-		}
-		if (!cnt)
-			continue;
-		fmt_bytes(a, sizeof(a), lo);
-		fmt_bytes(b, sizeof(b), hi);
-		fmt_bytes(z, sizeof(z), cap);
-		fprintf(stderr, "%s%ux %s: %s..%s of %s", first ? "" : "\n"
-								     "                 ",
-			cnt, c->types.v[t].name, a, b, z);
-		first = 0;
-	}
-	fputc('\n', stderr);
-}
-
-/* One line per distinct stage of the plan (device set). */
+/* One line per op group (at most 8): its ops, devices, degrees, sync,
+ * recomputation and compression; then the compression summary. */
 static void print_structure(const struct tp_plan *p, const struct tp_model *m,
 			    const struct tp_cluster *c)
 {
@@ -392,29 +351,67 @@ static void print_structure(const struct tp_plan *p, const struct tp_model *m,
 	}
 }
 
+struct explain_ctx {
+	const struct tp_sim *sim;
+	struct tp_sim_scratch *scratch;
+};
+
+/* The simulator as the explanation's evaluator (table.h). */
+static enum tp_status explain_eval(void *ctx, const struct tp_plan *variant,
+				   struct tp_report *out, struct tp_error *err)
+{
+	struct explain_ctx *e = ctx;
+	return tp_sim_run(e->sim, variant, e->scratch, out, NULL, err);
+}
+
+/*
+ * The human summary on stderr: the header, the table of render/table.h
+ * (stages, device types, headline figures), why nothing fits when so
+ * (with the smallest change, confirmed by the simulator), then the
+ * groups, compression, baselines and search statistics.
+ */
 static void print_human(const struct tp_search_result *res,
 			const struct tp_plan *p, const struct tp_model *m,
-			const struct tp_cluster *c, const char *priors,
-			uint32_t threads, uint64_t seed)
+			const struct tp_cluster *c, const struct tp_sim *sim,
+			const char *priors, uint32_t threads, uint64_t seed)
 {
 	const struct tp_report *r = &res->report;
+	struct tp_strbuf t;
+	struct tp_error err;
 
 	fprintf(stderr, "tagplan plan: %s on %s (%zu devices)\n", m->name,
 		c->name && *c->name ? c->name : "the topology", c->devices.n);
+	tp_strbuf_init(&t);
+	tp_error_clear(&err);
+	if (tp_render_table(p, m, c, r, &t, &err) == TP_OK) {
+		fputs(tp_strbuf_cstr(&t), stderr);
+	} else {
+		fprintf(stderr,
+			"  iteration      %.4g s, %.4g samples/s, MFU %.1f%%\n",
+			r->iteration_time_s, r->throughput_samples_per_s,
+			100 * r->mfu);
+	}
+	tp_strbuf_reset(&t);
+	if (!r->feasible) {
+		struct explain_ctx ec = {sim, sim ? tp_sim_scratch_new(sim)
+						  : NULL};
+		if (tp_render_explain(p, m, c, r, ec.scratch ? explain_eval
+							     : NULL,
+				      &ec, &t, &err) == TP_OK)
+			fputs(tp_strbuf_cstr(&t), stderr);
+		else
+			fprintf(stderr, "does not fit: %s\n",
+				r->reason[0] ? r->reason : "out of memory");
+		tp_sim_scratch_free(ec.scratch);
+	}
+	tp_strbuf_release(&t);
 	print_structure(p, m, c);
-	fprintf(stderr,
-		"  iteration      %.4g s, %.4g samples/s", r->iteration_time_s,
-		r->throughput_samples_per_s);
-	if (r->tokens_per_s > 0)
-		fprintf(stderr, ", %.4g tokens/s", r->tokens_per_s);
-	fprintf(stderr, ", MFU %.1f%%", 100 * r->mfu);
 	if (res->lower_bound_s > 0 && r->iteration_time_s > 0)
-		fprintf(stderr, ", %.0f%% of the compute lower bound",
+		fprintf(stderr,
+			"  lower bound    %.4g s (all devices computing at "
+			"peak): this plan is at %.0f%%\n",
+			res->lower_bound_s,
 			100 * res->lower_bound_s / r->iteration_time_s);
-	fputc('\n', stderr);
-	if (!r->feasible)
-		fprintf(stderr, "  DOES NOT FIT   %s\n",
-			r->reason[0] ? r->reason : "out of memory");
 	fprintf(stderr, "  baselines      ");
 	for (int b = 0, first = 1; b < TP_BASELINE_COUNT; b++) {
 		const struct tp_baseline_result *br = &res->baselines[b];
@@ -432,7 +429,6 @@ static void print_human(const struct tp_search_result *res,
 			fprintf(stderr, "%.4g s", br->iteration_time_s);
 	}
 	fputc('\n', stderr);
-	print_memory(r, c);
 	fprintf(stderr,
 		"  search         %llu playouts, %llu simulations in %.2f s "
 		"(%.0f playouts/s), %u thread%s, seed %llu, %u op groups, %s\n",
@@ -512,6 +508,7 @@ int cmd_plan(int argc, char **argv)
 	struct sigaction sa, old_int, old_term;
 	struct tp_prior_provider prior;
 	struct tp_gnn_prior *gnn = NULL;
+	struct tp_render_gvc *gvc = NULL;
 	const char *gnn_note = "uniform priors";
 	int code, bl = -1, comp;
 	bool demo = false;
@@ -546,6 +543,23 @@ int cmd_plan(int argc, char **argv)
 	if (dot && svg && strcmp(dot, svg) == 0)
 		return tp_cli_usage_error("plan",
 					  "--dot and --svg name the same file");
+	if (svg && strcmp(svg, "-") == 0)
+		return tp_cli_usage_error("plan",
+					  "--svg -: give a file name (`tagplan "
+					  "render -p PLAN -o -` writes DOT to "
+					  "stdout)");
+	if (dot && strcmp(dot, "-") == 0 && (!out || strcmp(out, "-") == 0))
+		return tp_cli_usage_error("plan",
+					  "--dot -: stdout carries the plan; "
+					  "give -o PLAN to write the plan to a "
+					  "file");
+	if (out && ((dot && strcmp(out, dot) == 0) ||
+		    (svg && strcmp(out, svg) == 0)))
+		return tp_cli_usage_error("plan", "-o %s is also a picture "
+						  "(--dot/--svg): give the "
+						  "plan and the pictures "
+						  "different names",
+					  out);
 
 	tp_error_clear(&err);
 	if (!model_path) {
@@ -667,7 +681,7 @@ int cmd_plan(int argc, char **argv)
 	fill_summary(&res.plan, &res.report, &res, &so, gnn != NULL,
 		     gnn ? tp_gnn_prior_source(gnn) : NULL,
 		     base_name(model_path), base_name(topo_path), msha, tsha,
-		     &c);
+		     demo ? NULL : model_path, demo ? NULL : topo_path, &c);
 	tp_plan_write(&res.plan, &m, &c, &text);
 	if (text.failed) {
 		tp_error_set(&err, TP_ENOMEM, "out of memory writing the plan");
@@ -679,10 +693,17 @@ int cmd_plan(int argc, char **argv)
 		goto done;
 	}
 	if (!quiet)
-		print_human(&res, &res.plan, &m, &c,
+		print_human(&res, &res.plan, &m, &c, sim,
 			    gnn ? "GNN priors" : gnn_note, so.threads,
 			    so.seed);
-	/* pictures of the device mapping */
+	/* pictures of the device mapping, with one Graphviz context for
+	   all of them (render.h: a second context after freeing the first
+	   reads freed memory in Graphviz 2.43's pango plugin) */
+	if (svg && !(gvc = tp_render_gvc_new())) {
+		tp_error_set(&err, TP_ENOMEM, "out of memory");
+		code = tp_cli_fail(&err);
+		goto done;
+	}
 	for (int k = 0; k < 2; k++) {
 		const char *path = k == 0 ? dot : svg;
 		struct tp_render_options ro;
@@ -690,6 +711,7 @@ int cmd_plan(int argc, char **argv)
 		if (!path)
 			continue;
 		tp_render_options_default(&ro);
+		ro.gvc = gvc;
 		written[0] = 0;
 		if (tp_render_plan_file(&res.plan, &m, &c, &res.report, &ro,
 					path,
@@ -714,13 +736,15 @@ int cmd_plan(int argc, char **argv)
 		fprintf(stderr,
 			"tagplan plan: nothing fits: wrote the closest plan "
 			"(%s)\n",
-			res.report.reason[0] ? res.report.reason
-					     : "out of memory");
+			quiet ? (res.report.reason[0] ? res.report.reason
+						      : "out of memory")
+			      : "why, and what would fit: above");
 		code = TP_EXIT_CHECK;
 	} else {
 		code = TP_EXIT_OK;
 	}
 done:
+	tp_render_gvc_free(gvc);
 	tp_search_result_release(&res);
 	tp_gnn_prior_free(gnn);
 	tp_sfb_free(sfb);

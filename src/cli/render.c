@@ -33,8 +33,11 @@ static const char about[] =
 	"Graphviz's\n"
 	"plugins are not configured the DOT is written instead, with a "
 	"warning.\n"
-	"Without -m/-t the defaults of `tagplan plan` are used: the shipped "
-	"demo\nmodel and TAG testbed.";
+	"Without -m/-t the files `tagplan plan` recorded in the plan are "
+	"used (found\n"
+	"as given, or next to the plan; the shipped demo model and TAG "
+	"testbed for\n"
+	"plans of the demo); stderr says which.";
 
 static void print_warnings(const char *cmd, struct tp_strbuf *w)
 {
@@ -59,11 +62,13 @@ int cmd_render(int argc, char **argv)
 		{"plan", 'p', TP_OPT_STRING, &plan, "PLAN",
 		 "plan file (tagplan-plan/1); - reads stdin", 0, 0, false},
 		{"model", 'm', TP_OPT_STRING, &model, "MODEL",
-		 "the model the plan was made for [the demo model]", 0, 0,
-		 false},
+		 "the model the plan was made for [the one recorded in the "
+		 "plan]",
+		 0, 0, false},
 		{"topology", 't', TP_OPT_STRING, &topo, "TOPO",
-		 "the topology the plan was made for [the TAG testbed]", 0, 0,
-		 false},
+		 "the topology the plan was made for [the one recorded in "
+		 "the plan]",
+		 0, 0, false},
 		{"output", 'o', TP_OPT_STRING, &out, "FILE",
 		 "picture to write: .dot .svg .png .pdf, or - (DOT on stdout)",
 		 0, 0, false},
@@ -131,6 +136,14 @@ int cmd_render(int argc, char **argv)
 	memset(&sim, 0, sizeof(sim));
 	if (tp_inputs_load(&in, plan, model, topo, &warn, &err) != TP_OK)
 		goto fail;
+	{
+		struct tp_strbuf used;
+		tp_strbuf_init(&used);
+		tp_inputs_describe(&in, &used);
+		if (used.len)
+			fprintf(stderr, "tagplan render: %s", tp_strbuf_cstr(&used));
+		tp_strbuf_release(&used);
+	}
 	print_warnings("render", &warn);
 	if (!no_sim) {
 		if (tp_inputs_sim_open(&sim, &in, &err) != TP_OK ||

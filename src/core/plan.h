@@ -128,6 +128,10 @@ struct tp_plan_summary {
 	char version[32];
 	char model_sha256[65], topology_sha256[65];
 	char model_file[256], topology_file[256];
+	/* the input paths as given to `plan` ("" = not recorded: the shipped
+	 * demo, or a plan from before they were recorded); render, check
+	 * and export find the inputs through them (render/inputs.h) */
+	char model_path[1024], topology_path[1024];
 };
 
 struct tp_plan {

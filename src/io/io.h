@@ -148,6 +148,10 @@ struct tp_plan_outline {
 	uint32_t n_distinct_devices;
 	bool has_summary;
 	double iteration_time_s; /* from the summary, 0 without */
+	/* the summary's provenance ("" when absent) */
+	char model_file[256], topology_file[256];
+	char model_sha256[65], topology_sha256[65];
+	char model_path[1024], topology_path[1024];
 };
 void tp_plan_outline_release(struct tp_plan_outline *ol);
 

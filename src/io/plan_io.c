@@ -48,7 +48,8 @@ static const char *const timing_fields[] = {"search_seconds", "playouts_per_s",
 					    NULL};
 static const char *const prov_fields[] = {"tagplan_version", "model_file",
 					  "model_sha256",    "topology_file",
-					  "topology_sha256", NULL};
+					  "topology_sha256", "model_path",
+					  "topology_path",   NULL};
 
 static int parse_schedule(const char *s)
 {
@@ -606,7 +607,12 @@ static enum tp_status read_summary(struct reader *r, const struct tp_json *s,
 				   sizeof(sum->model_sha256))) ||
 		    (st = copy_str(j, prov, "topology_sha256",
 				   sum->topology_sha256,
-				   sizeof(sum->topology_sha256))))
+				   sizeof(sum->topology_sha256))) ||
+		    (st = copy_str(j, prov, "model_path", sum->model_path,
+				   sizeof(sum->model_path))) ||
+		    (st = copy_str(j, prov, "topology_path",
+				   sum->topology_path,
+				   sizeof(sum->topology_path))))
 			return st;
 		if (sum->model_sha256[0] && !is_hex64(sum->model_sha256))
 			return tp_jctx_fail(j, "model_sha256",
@@ -707,6 +713,22 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 	if (summary) {
 		memset(&scratch, 0, sizeof(scratch));
 		st = read_summary(r, summary, r->p ? &r->p->summary : &scratch);
+		if (!r->p && !st && r->ol) {
+			struct tp_plan_outline *ol = r->ol;
+			snprintf(ol->model_file, sizeof(ol->model_file), "%s",
+				 scratch.model_file);
+			snprintf(ol->topology_file, sizeof(ol->topology_file),
+				 "%s", scratch.topology_file);
+			snprintf(ol->model_sha256, sizeof(ol->model_sha256),
+				 "%s", scratch.model_sha256);
+			snprintf(ol->topology_sha256,
+				 sizeof(ol->topology_sha256), "%s",
+				 scratch.topology_sha256);
+			snprintf(ol->model_path, sizeof(ol->model_path), "%s",
+				 scratch.model_path);
+			snprintf(ol->topology_path, sizeof(ol->topology_path),
+				 "%s", scratch.topology_path);
+		}
 		if (!r->p)
 			tp_plan_summary_release(&scratch);
 		if (st)
@@ -921,6 +943,10 @@ static void write_summary(struct tp_jw *jw, const struct tp_plan_summary *s,
 	tp_jw_kv_string(jw, "model_sha256", s->model_sha256);
 	tp_jw_kv_string(jw, "topology_file", s->topology_file);
 	tp_jw_kv_string(jw, "topology_sha256", s->topology_sha256);
+	if (s->model_path[0])
+		tp_jw_kv_string(jw, "model_path", s->model_path);
+	if (s->topology_path[0])
+		tp_jw_kv_string(jw, "topology_path", s->topology_path);
 	tp_jw_object_end(jw);
 	tp_jw_object_end(jw);
 }

@@ -4,6 +4,7 @@
  */
 #include "inputs.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,26 +31,15 @@ void tp_inputs_release(struct tp_inputs *in)
 	memset(in, 0, sizeof(*in));
 }
 
-/* Compare the digest of file path with the recorded one; warn and set
- * *changed when they differ.  Unreadable files were already reported by
- * the loader; stdin cannot be re-read. */
+/* Compare the digest of the bytes read with the recorded one; warn and
+ * set *changed when they differ. */
 static void compare_digest(const char *what, const char *path,
-			   const char *recorded, const char *recorded_file,
-			   bool *changed, struct tp_strbuf *warnings)
+			   const char *hex, const char *recorded,
+			   const char *recorded_file, bool *changed,
+			   struct tp_strbuf *warnings)
 {
-	char *data = NULL, hex[65];
-	size_t len = 0;
-	struct tp_error e;
-
 	*changed = false;
-	if (!recorded || !recorded[0] || strcmp(path, "-") == 0)
-		return;
-	tp_error_clear(&e);
-	if (tp_file_read(path, 0, &data, &len, &e) != TP_OK)
-		return;
-	tp_sha256_hex(data, len, hex);
-	free(data);
-	if (strcmp(hex, recorded) == 0)
+	if (!recorded || !recorded[0] || !hex[0] || strcmp(hex, recorded) == 0)
 		return;
 	*changed = true;
 	if (warnings)
@@ -66,42 +56,246 @@ static void compare_digest(const char *what, const char *path,
 			       recorded, hex);
 }
 
-/* The shipped defaults, and what the plan says it was made for (its
- * "model" and "topology" names; "" when it does not say or cannot be
- * read: the plan loader reports that). */
-static enum tp_status defaults(const char *plan_path, const char *model_path,
-			       const char *topology_path, char *mdef,
-			       char *tdef, size_t size, char *plan_model,
-			       char *plan_topo, size_t name_size,
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+/* The directory part of path with its slash ("" when none). */
+static void dir_of(const char *path, char *out, size_t size)
+{
+	const char *s = strrchr(path, '/');
+	size_t n = s ? (size_t)(s - path) + 1 : 0;
+
+	if (n >= size || strcmp(path, "-") == 0)
+		n = 0;
+	memcpy(out, path, n);
+	out[n] = '\0';
+}
+
+/* out = a followed by b; false when it does not fit. */
+static bool join(char *out, size_t size, const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+
+	if (la + lb >= size)
+		return false;
+	memcpy(out, a, la);
+	memcpy(out + la, b, lb + 1);
+	return true;
+}
+
+/* SHA-256 of a file; false when it cannot be read. */
+static bool file_sha(const char *path, char hex[65])
+{
+	char *data = NULL;
+	size_t len = 0;
+	struct tp_error e;
+
+	tp_error_clear(&e);
+	if (tp_file_read(path, 0, &data, &len, &e) != TP_OK)
+		return false;
+	tp_sha256_hex(data, len, hex);
+	free(data);
+	return true;
+}
+
+/*
+ * Find the input the plan recorded (inputs.h, top): out receives the path
+ * to use; TP_OK with out = "" when nothing is recorded and no file of the
+ * recorded name and digest is next to the plan (the caller falls back to
+ * the shipped demo).  TP_EUSAGE when a recorded path cannot be found.
+ */
+static enum tp_status find_recorded(const char *plan_path, const char *what,
+				    const char *opt, const char *rpath,
+				    const char *rfile, const char *rsha,
+				    char *out, size_t size,
+				    struct tp_error *err)
+{
+	char cand[4][1024], hex[65], pdir[1024], tried[2048] = "";
+	int n = 0, pick = -1, need_sha_from;
+
+	out[0] = '\0';
+	dir_of(plan_path, pdir, sizeof(pdir));
+	if (rpath[0] && strcmp(rpath, "-") == 0)
+		return tp_error_set(err, TP_EUSAGE,
+				    "%s was made from a %s read from standard "
+				    "input: pass the %s with %s",
+				    plan_path, what, what, opt);
+	if (rpath[0]) {
+		snprintf(cand[n++], sizeof(cand[0]), "%s", rpath);
+		if (rpath[0] != '/' && pdir[0] &&
+		    join(cand[n], sizeof(cand[0]), pdir, rpath))
+			n++;
+	}
+	/* by base name next to the plan: only with a matching digest when
+	   no path was recorded */
+	need_sha_from = rpath[0] ? 4 : n;
+	{
+		const char *b = rfile[0] ? rfile : base_name(rpath);
+		if (b[0] && join(cand[n], sizeof(cand[0]), pdir, b)) {
+			bool dup = false;
+			for (int k = 0; k < n; k++)
+				dup |= strcmp(cand[k], cand[n]) == 0;
+			if (!dup)
+				n++;
+		}
+	}
+	/* a candidate with the recorded digest first, else the first that
+	   exists (where allowed) */
+	for (int k = 0; k < n && pick < 0; k++)
+		if (rsha[0] && file_sha(cand[k], hex) &&
+		    strcmp(hex, rsha) == 0)
+			pick = k;
+	for (int k = 0; k < n && k < need_sha_from && pick < 0; k++)
+		if (file_sha(cand[k], hex))
+			pick = k;
+	if (pick >= 0) {
+		snprintf(out, size, "%s", cand[pick]);
+		return TP_OK;
+	}
+	if (!rpath[0])
+		return TP_OK;
+	for (int k = 0; k < n; k++) {
+		size_t used = strlen(tried);
+		snprintf(tried + used, sizeof(tried) - used, "%s%s",
+			 k ? ", " : "", cand[k]);
+	}
+	return tp_error_set(err, TP_EUSAGE,
+			    "%s was made from the %s file \"%s\", which is not "
+			    "there (looked for %s): pass the %s with %s",
+			    plan_path, what, rpath, tried, what, opt);
+}
+
+/* Read a file once: its digest and the model or topology in it. */
+static enum tp_status load_one(const char *path, bool model,
+			       const struct tp_load_options *o,
+			       struct tp_inputs *in, char hex[65],
 			       struct tp_error *err)
 {
-	struct tp_plan_outline ol;
-	struct tp_load_options o;
-	struct tp_error e;
-	char *text = NULL;
+	char *data = NULL;
 	size_t len = 0;
 	enum tp_status st;
 
-	plan_model[0] = plan_topo[0] = '\0';
-	if (!model_path &&
-	    (st = tp_data_path("demo-model.json", mdef, size, err)) != TP_OK)
+	hex[0] = '\0';
+	if ((st = tp_file_read(path, 0, &data, &len, err)) != TP_OK) {
+		tp_error_set_file(err, path);
 		return st;
-	if (!topology_path &&
-	    (st = tp_data_path("tag-testbed.json", tdef, size, err)) != TP_OK)
-		return st;
-	memset(&ol, 0, sizeof(ol));
-	tp_load_options_default(&o);
-	tp_error_clear(&e);
-	if (strcmp(plan_path, "-") == 0 ||
-	    tp_file_read(plan_path, 0, &text, &len, &e) != TP_OK)
-		return TP_OK;
-	if (tp_plan_check(plan_path, text, len, &o, &ol, &e) == TP_OK) {
-		snprintf(plan_model, name_size, "%s", ol.model);
-		snprintf(plan_topo, name_size, "%s", ol.topology);
 	}
-	tp_plan_outline_release(&ol);
-	free(text);
-	return TP_OK;
+	tp_sha256_hex(data, len, hex);
+	if (model)
+		st = tp_model_load(path, data, len, o, &in->model, err);
+	else
+		st = tp_topology_load(path, data, len, o, &in->cluster, err);
+	free(data);
+	if (st != TP_OK) {
+		tp_error_set_file(err, path);
+		if (st == TP_EINPUT)
+			tp_inputs_hint_kind(path, model ? "model" : "topology",
+					    err);
+	}
+	return st;
+}
+
+static void append_msg(struct tp_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void append_msg(struct tp_error *err, const char *fmt, ...)
+{
+	size_t n = strlen(err->msg);
+	va_list ap;
+
+	if (n + 1 >= sizeof(err->msg))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err->msg + n, sizeof(err->msg) - n, fmt, ap);
+	va_end(ap);
+}
+
+void tp_inputs_hint_kind(const char *path, const char *expected,
+			 struct tp_error *err)
+{
+	char *data = NULL;
+	size_t len = 0;
+	struct tp_error e;
+	enum tp_format_kind k;
+	const char *opt = NULL, *want_opt;
+
+	if (!err || !path || strcmp(path, "-") == 0)
+		return;
+	tp_error_clear(&e);
+	if (tp_file_read(path, 0, &data, &len, &e) != TP_OK)
+		return;
+	k = tp_format_sniff(data, len);
+	free(data);
+	switch (k) {
+	case TP_FORMAT_MODEL:
+		opt = "-m MODEL";
+		break;
+	case TP_FORMAT_TOPOLOGY:
+		opt = "-t TOPO";
+		break;
+	case TP_FORMAT_PLAN:
+		opt = "-p PLAN";
+		break;
+	case TP_FORMAT_REPORT:
+		opt = NULL;
+		break;
+	default:
+		return;
+	}
+	if (strcmp(tp_format_kind_name(k), expected) == 0)
+		return;
+	want_opt = strcmp(expected, "model") == 0      ? "-m"
+		   : strcmp(expected, "topology") == 0 ? "-t"
+						       : "-p";
+	if (opt)
+		append_msg(err,
+			   " (this file is a %s: give it with %s; %s takes "
+			   "a %s)",
+			   tp_format_kind_name(k), opt, want_opt, expected);
+	else
+		append_msg(err,
+			   " (this file is a simulation report, written by "
+			   "`tagplan simulate`; %s takes a %s)",
+			   want_opt, expected);
+}
+
+void tp_inputs_describe(const struct tp_inputs *in, struct tp_strbuf *out)
+{
+	bool m_rec = in->model_recorded, t_rec = in->topology_recorded;
+	bool m_def = in->model_default, t_def = in->topology_default;
+
+	if (!m_rec && !t_rec && !m_def && !t_def)
+		return;
+	tp_strbuf_adds(out, "using ");
+	if (m_rec && t_rec) {
+		tp_strbuf_addf(out, "model %s and topology %s, recorded in %s",
+			       in->model_path, in->topology_path,
+			       in->plan_path);
+	} else if (m_def && t_def) {
+		tp_strbuf_addf(out,
+			       "the shipped demo model %s and TAG testbed %s "
+			       "(%s records no input files; -m/-t choose "
+			       "others)",
+			       in->model_path, in->topology_path,
+			       in->plan_path);
+	} else {
+		const char *sep = "";
+		if (m_rec || m_def) {
+			tp_strbuf_addf(out, "model %s (%s)", in->model_path,
+				       m_rec ? "recorded in the plan"
+					     : "the shipped demo");
+			sep = " and ";
+		}
+		if (t_rec || t_def)
+			tp_strbuf_addf(out, "%stopology %s (%s)", sep,
+				       in->topology_path,
+				       t_rec ? "recorded in the plan"
+					     : "the shipped TAG testbed");
+	}
+	tp_strbuf_addc(out, '\n');
 }
 
 enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
@@ -109,82 +303,161 @@ enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
 			      const char *topology_path,
 			      struct tp_strbuf *warnings, struct tp_error *err)
 {
-	struct tp_load_options o;
+	struct tp_load_options o, quiet;
+	struct tp_plan_outline ol;
 	enum tp_status st;
-	char mdef[1024], tdef[1024], pm[256] = "", pt[256] = "";
+	char *text = NULL;
+	size_t len = 0;
+	char mfound[1024], tfound[1024], mdef[1024], tdef[1024];
+	char mhex[65], thex[65];
+	const char *pm = "", *pt = "";
 
-	if (!model_path || !topology_path) {
-		if ((st = defaults(plan_path, model_path, topology_path, mdef,
-				   tdef, sizeof(mdef), pm, pt, sizeof(pm),
-				   err)) != TP_OK)
-			return st;
-		if (!model_path) {
+	tp_load_options_default(&o);
+	o.warnings = warnings;
+	o.strict = in->strict;
+	tp_load_options_default(&quiet);
+	quiet.strict = in->strict;
+	memset(&ol, 0, sizeof(ol));
+	snprintf(in->plan_path, sizeof(in->plan_path), "%s", plan_path);
+	if (model_path && topology_path && strcmp(model_path, "-") == 0 &&
+	    strcmp(topology_path, "-") == 0)
+		return tp_error_set(err, TP_EUSAGE,
+				    "only one input can come from stdin (-)");
+	if ((model_path && strcmp(model_path, "-") == 0 &&
+	     strcmp(plan_path, "-") == 0) ||
+	    (topology_path && strcmp(topology_path, "-") == 0 &&
+	     strcmp(plan_path, "-") == 0))
+		return tp_error_set(err, TP_EUSAGE,
+				    "only one input can come from stdin (-)");
+
+	/* the plan, read once: its outline says what it was made from */
+	if ((st = tp_file_read(plan_path, 0, &text, &len, err)) != TP_OK) {
+		tp_error_set_file(err, plan_path);
+		return st;
+	}
+	if ((st = tp_plan_check(plan_path, text, len, &quiet, &ol, err)) !=
+	    TP_OK) {
+		if (st == TP_EINPUT)
+			tp_inputs_hint_kind(plan_path, "plan", err);
+		goto out;
+	}
+	pm = ol.model;
+	pt = ol.topology;
+
+	if (!model_path) {
+		if ((st = find_recorded(plan_path, "model", "-m MODEL",
+					ol.model_path, ol.model_file,
+					ol.model_sha256, mfound,
+					sizeof(mfound), err)) != TP_OK)
+			goto out;
+		if (mfound[0]) {
+			model_path = mfound;
+			in->model_recorded = true;
+		} else {
+			if ((st = tp_data_path("demo-model.json", mdef,
+					       sizeof(mdef), err)) != TP_OK)
+				goto out;
 			model_path = mdef;
 			in->model_default = true;
 		}
-		if (!topology_path) {
+	}
+	if (!topology_path) {
+		if ((st = find_recorded(plan_path, "topology", "-t TOPO",
+					ol.topology_path, ol.topology_file,
+					ol.topology_sha256, tfound,
+					sizeof(tfound), err)) != TP_OK)
+			goto out;
+		if (tfound[0]) {
+			topology_path = tfound;
+			in->topology_recorded = true;
+		} else {
+			if ((st = tp_data_path("tag-testbed.json", tdef,
+					       sizeof(tdef), err)) != TP_OK)
+				goto out;
 			topology_path = tdef;
 			in->topology_default = true;
 		}
 	}
-	if (strcmp(model_path, "-") == 0 && strcmp(topology_path, "-") == 0)
-		return tp_error_set(err, TP_EUSAGE,
-				    "only one input can come from stdin (-)");
-	tp_load_options_default(&o);
-	o.warnings = warnings;
 	snprintf(in->model_path, sizeof(in->model_path), "%s", model_path);
 	snprintf(in->topology_path, sizeof(in->topology_path), "%s",
 		 topology_path);
-	if ((st = tp_model_load_file(model_path, &o, &in->model, err)) !=
-	    TP_OK)
-		return st;
-	if ((st = tp_topology_load_file(topology_path, &o, &in->cluster,
-					err)) != TP_OK)
-		return st;
+	if ((st = load_one(model_path, true, &o, in, mhex, err)) != TP_OK ||
+	    (st = load_one(topology_path, false, &o, in, thex, err)) != TP_OK)
+		goto out;
 	/* a plan that says it was made for other files than the defaults */
-	if (in->model_default && pm[0] && strcmp(pm, in->model.name) != 0)
-		return tp_error_set(err, TP_EUSAGE,
-				    "%s was made for model \"%s\": pass its "
-				    "model file with -m (without -m the "
-				    "shipped demo model \"%s\" is used)",
-				    plan_path, pm, in->model.name);
+	if (in->model_default && pm[0] && strcmp(pm, in->model.name) != 0) {
+		st = tp_error_set(err, TP_EUSAGE,
+				  "%s was made for model \"%s\": pass its "
+				  "model file with -m (without -m the "
+				  "shipped demo model \"%s\" is used)",
+				  plan_path, pm, in->model.name);
+		goto out;
+	}
 	if (in->topology_default && pt[0] &&
-	    strcmp(pt, in->cluster.name) != 0)
-		return tp_error_set(err, TP_EUSAGE,
-				    "%s was made for topology \"%s\": pass "
-				    "its topology file with -t (without -t "
-				    "the shipped TAG testbed is used)",
-				    plan_path, pt);
-	if ((st = tp_plan_load_file(plan_path, &in->model, &in->cluster, &o,
-				    &in->plan, err)) != TP_OK) {
-		if (st == TP_EINPUT &&
-		    (in->model_default || in->topology_default)) {
-			size_t n = strlen(err->msg);
-			snprintf(err->msg + n, sizeof(err->msg) - n,
-				 " (read against the shipped %s, the default "
-				 "without %s; pass the files the plan was made "
-				 "for)",
-				 in->model_default && in->topology_default
-					 ? "demo model and TAG testbed"
-				 : in->model_default ? "demo model"
-						     : "TAG testbed",
-				 in->model_default && in->topology_default
-					 ? "-m/-t"
-				 : in->model_default ? "-m"
-						     : "-t");
-		}
-		return st;
+	    strcmp(pt, in->cluster.name) != 0) {
+		st = tp_error_set(err, TP_EUSAGE,
+				  "%s was made for topology \"%s\": pass "
+				  "its topology file with -t (without -t "
+				  "the shipped TAG testbed is used)",
+				  plan_path, pt);
+		goto out;
+	}
+	if ((st = tp_plan_load(plan_path, text, len, &in->model, &in->cluster,
+			       &o, &in->plan, err)) != TP_OK) {
+		tp_error_set_file(err, plan_path);
+		if (st != TP_EINPUT)
+			goto out;
+		if (pm[0] && strcmp(pm, in->model.name) != 0)
+			append_msg(err,
+				   " (the plan was made for model \"%s\", "
+				   "%s is \"%s\": give the plan's model "
+				   "with -m%s)",
+				   pm, model_path, in->model.name,
+				   ol.model_path[0] &&
+					   strcmp(ol.model_path, "-") != 0
+					   ? ", or leave -m out to use the "
+					     "file it recorded"
+					   : "");
+		else if (pt[0] && in->cluster.name &&
+			 strcmp(pt, in->cluster.name) != 0)
+			append_msg(err,
+				   " (the plan was made for topology \"%s\", "
+				   "%s is \"%s\": give the plan's topology "
+				   "with -t%s)",
+				   pt, topology_path, in->cluster.name,
+				   ol.topology_path[0] &&
+					   strcmp(ol.topology_path, "-") != 0
+					   ? ", or leave -t out to use the "
+					     "file it recorded"
+					   : "");
+		else if (in->model_default || in->topology_default)
+			append_msg(err,
+				   " (read against the shipped %s, the "
+				   "default without %s; pass the files the "
+				   "plan was made for)",
+				   in->model_default && in->topology_default
+					   ? "demo model and TAG testbed"
+				   : in->model_default ? "demo model"
+						       : "TAG testbed",
+				   in->model_default && in->topology_default
+					   ? "-m/-t"
+				   : in->model_default ? "-m"
+						       : "-t");
+		goto out;
 	}
 	in->loaded = true;
 	if (in->plan.summary.valid) {
 		const struct tp_plan_summary *s = &in->plan.summary;
-		compare_digest("model", model_path, s->model_sha256,
+		compare_digest("model", model_path, mhex, s->model_sha256,
 			       s->model_file, &in->model_changed, warnings);
-		compare_digest("topology", topology_path, s->topology_sha256,
-			       s->topology_file, &in->topology_changed,
-			       warnings);
+		compare_digest("topology", topology_path, thex,
+			       s->topology_sha256, s->topology_file,
+			       &in->topology_changed, warnings);
 	}
-	return TP_OK;
+out:
+	tp_plan_outline_release(&ol);
+	free(text);
+	return st;
 }
 
 enum tp_status tp_inputs_load_plan(const struct tp_inputs *in,

@@ -4,12 +4,30 @@
  * digests with the files given.
  *
  * A plan names ops and devices; reading it needs the model and topology
- * it was made for.  A NULL model or topology path means the default of
- * `tagplan plan`: the shipped demo model (data/demo-model.json) and TAG
- * testbed (data/tag-testbed.json).  When the plan names another model or
- * topology ("model"/"topology" fields), that is TP_EUSAGE saying which to
- * pass; when it does not resolve against the defaults, the loader's error
- * says the defaults were used.
+ * it was made for.  A NULL model or topology path means "the one the plan
+ * was made from":
+ *   1. the path `tagplan plan` recorded (summary.provenance.model_path /
+ *      topology_path, as given on its command line), looked for as
+ *      written (relative to the working directory), then relative to the
+ *      plan file's directory, then by base name in the plan's directory;
+ *      a candidate whose SHA-256 matches the recorded one wins, else the
+ *      first that exists (the digest warning then says it changed).  None
+ *      there, or recorded as "-" (stdin): TP_EUSAGE naming the path and
+ *      what to pass;
+ *   2. no path recorded (a plan of the shipped demo, a hand-written plan,
+ *      a plan from an older tagplan): the recorded base name in the plan's
+ *      directory when its digest matches, else the default of `tagplan
+ *      plan`: the shipped demo model (data/demo-model.json) and TAG testbed
+ *      (data/tag-testbed.json).  When the plan names another model or
+ *      topology ("model"/"topology" fields), that is TP_EUSAGE saying which
+ *      to pass; when it does not resolve against the defaults, the loader's
+ *      error says the defaults were used.
+ * tp_inputs_describe says which files were used, for stderr.
+ *
+ * Common mistakes get the fix in the message (TP_EINPUT/TP_EUSAGE, exit
+ * 2): a file of another kind given to -m/-t/-p (a topology as the model,
+ * a model as the plan, ...), and a plan made for another model or topology
+ * than the one given (its ops or devices do not resolve).
  *
  * Ownership: struct tp_inputs owns the three IRs; tp_inputs_release frees
  * them.  Errors are the loaders' (TP_EINPUT with file and JSON path,
@@ -40,6 +58,10 @@ struct tp_inputs {
 						  plan's record */
 	bool model_default, topology_default; /* the shipped demo files */
 	bool loaded;
+	/* found through the plan's provenance (see top) */
+	bool model_recorded, topology_recorded;
+	bool strict; /* set before loading: unknown fields are errors */
+	char plan_path[1024];
 };
 
 void tp_inputs_init(struct tp_inputs *in);
@@ -55,6 +77,23 @@ enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
 			      const char *model_path,
 			      const char *topology_path,
 			      struct tp_strbuf *warnings, struct tp_error *err);
+
+/*
+ * When a model or topology was not given (NULL path to tp_inputs_load),
+ * append one line saying which file was used and why, e.g. "using model
+ * gpt.json and topology topo.json, recorded in plan.json\n"; nothing when
+ * both were given.
+ */
+void tp_inputs_describe(const struct tp_inputs *in, struct tp_strbuf *out);
+
+/*
+ * After a failed load of `path` as `expected` (the kind's name: "model",
+ * "topology" or "plan"), append to err's message which option the file
+ * belongs to when it is a tagplan file of another kind, e.g. " (this is a
+ * topology: give it with -t TOPO; -m takes a model)".  Nothing otherwise.
+ */
+void tp_inputs_hint_kind(const char *path, const char *expected,
+			 struct tp_error *err);
 
 /* Load a second plan for the same model and topology (a baseline). */
 enum tp_status tp_inputs_load_plan(const struct tp_inputs *in,

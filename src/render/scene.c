@@ -26,18 +26,23 @@ void tp_render_fmt_si(char *buf, size_t size, double v, const char *unit)
 	char *dot;
 
 	/* three significant digits, trailing zeros dropped: 80 GB, 61.2 GB,
-	 * 3.13 GB/s, 79.2 ms */
-	while (a >= 999.5 && i < 9) {
+	 * 3.13 GB/s, 79.2 ms; seconds never scale up (3480 s, not 3.48 ks)
+	 * and other units never down (0.441 samples/s, not 441 msamples/s) */
+	bool time = strcmp(unit, "s") == 0;
+
+	while (!time && a >= 999.5 && i < 9) {
 		a /= 1000;
 		v /= 1000;
 		i++;
 	}
-	while (a > 0 && a < 0.9995 && i > 0) {
+	while (time && a > 0 && a < 0.9995 && i > 0) {
 		a *= 1000;
 		v *= 1000;
 		i--;
 	}
-	if (a == 0 || a >= 99.95)
+	if (a > 0 && a < 0.9995 && !time)
+		snprintf(num, sizeof(num), "%.3g", v);
+	else if (a == 0 || a >= 99.95)
 		snprintf(num, sizeof(num), "%.0f", v);
 	else if (a >= 9.995)
 		snprintf(num, sizeof(num), "%.1f", v);

@@ -16,37 +16,98 @@ static void si(char *buf, size_t size, double v, const char *unit)
 	tp_render_fmt_si(buf, size, v, unit);
 }
 
-/* "node0", "node0, node1", "node0 .. node15 (16 nodes)" for the nodes a
- * device set touches. */
-static void nodes_of(const struct tp_cluster *c, const uint32_t *devs,
-		     uint32_t n, char *buf, size_t size)
-{
-	uint32_t first = TP_NONE, last = TP_NONE, count = 0, prev = TP_NONE;
-	bool contiguous = true;
+/* Width of the "on" column of the stage table. */
+#define ON_WIDTH 30
 
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t nd = c->devices.v[devs[i]].node;
-		if (nd == prev)
-			continue;
-		if (prev != TP_NONE && nd != prev + 1)
-			contiguous = false;
-		if (first == TP_NONE)
-			first = nd;
-		last = nd;
-		prev = nd;
-		count++;
-	}
-	if (count == 0)
+/* Length of the run of decimal digits that ends s. */
+static size_t digit_tail(const char *s)
+{
+	size_t n = strlen(s), k = 0;
+
+	while (k < n && s[n - 1 - k] >= '0' && s[n - 1 - k] <= '9')
+		k++;
+	return k;
+}
+
+/*
+ * The nodes marked in `mark` (one flag per node) as at most ON_WIDTH
+ * characters: "node0", "node0, node1", "dgx-a100-0..15 (16 nodes)"
+ * (names that differ only in a trailing number), "first .. last (N
+ * nodes)", "first ... last" when not contiguous; the node count is never
+ * cut off (a long first name is, with "...").
+ */
+static void nodes_label(const struct tp_cluster *c, const bool *mark,
+			char *buf, size_t size)
+{
+	uint32_t first = TP_NONE, last = TP_NONE, count = 0;
+	const char *a, *b;
+	char tail[48], cand[512];
+	size_t pa, pb;
+
+	for (uint32_t nd = 0; nd < c->nodes.n; nd++)
+		if (mark[nd]) {
+			if (first == TP_NONE)
+				first = nd;
+			last = nd;
+			count++;
+		}
+	if (count == 0) {
 		snprintf(buf, size, "-");
-	else if (count == 1)
-		snprintf(buf, size, "%s", c->nodes.v[first].name);
-	else if (count == 2)
-		snprintf(buf, size, "%s, %s", c->nodes.v[first].name,
-			 c->nodes.v[last].name);
-	else
-		snprintf(buf, size, "%s %s %s (%u nodes)",
-			 c->nodes.v[first].name, contiguous ? ".." : "...",
-			 c->nodes.v[last].name, count);
+		return;
+	}
+	a = c->nodes.v[first].name;
+	b = c->nodes.v[last].name;
+	if (count == 1 && strlen(a) <= ON_WIDTH) {
+		snprintf(buf, size, "%s", a);
+		return;
+	}
+	/* all the names when they fit: "g12, g7, g8" */
+	{
+		size_t used = 0;
+		bool fits = true;
+		cand[0] = '\0';
+		for (uint32_t nd = first; nd <= last && fits; nd++) {
+			if (!mark[nd])
+				continue;
+			used += (used ? 2 : 0) + strlen(c->nodes.v[nd].name);
+			fits = used <= ON_WIDTH;
+			if (fits)
+				snprintf(cand + strlen(cand),
+					 sizeof(cand) - strlen(cand), "%s%s",
+					 cand[0] ? ", " : "",
+					 c->nodes.v[nd].name);
+		}
+		if (fits) {
+			snprintf(buf, size, "%s", cand);
+			return;
+		}
+	}
+	snprintf(tail, sizeof(tail), " (%u nodes)", count);
+	{
+		const char *dots = last - first + 1 == count ? ".." : "...";
+		/* same prefix, ascending numbers at the end: "dgx-a100-0..15" */
+		pa = strlen(a) - digit_tail(a);
+		pb = strlen(b) - digit_tail(b);
+		if (pa == pb && pa < strlen(a) && pb < strlen(b) &&
+		    strncmp(a, b, pa) == 0 &&
+		    strtoull(a + pa, NULL, 10) < strtoull(b + pb, NULL, 10))
+			snprintf(cand, sizeof(cand), "%s%s%s%s", a, dots,
+				 b + pb, tail);
+		else
+			snprintf(cand, sizeof(cand), "%s %s %s%s", a, dots, b,
+				 tail);
+	}
+	if (strlen(cand) <= ON_WIDTH) {
+		snprintf(buf, size, "%s", cand);
+		return;
+	}
+	/* cut the names, keep the count */
+	{
+		int room = ON_WIDTH - (int)strlen(tail) - 3;
+		if (room < 1)
+			room = 1;
+		snprintf(buf, size, "%.*s...%s", room, cand, tail);
+	}
 }
 
 static void pct_range(char *buf, size_t size, double lo, double hi)
@@ -56,6 +117,17 @@ static void pct_range(char *buf, size_t size, double lo, double hi)
 		snprintf(buf, size, "%ld%%", a);
 	else
 		snprintf(buf, size, "%ld-%ld%%", a, b);
+}
+
+/* Stage rows shown at most; more stages are merged (runs of the same
+ * shape), then cut with a "... more" line. */
+#define MAX_STAGE_ROWS 16
+
+/* Same shape: device count and degrees (what a row shows). */
+static bool same_shape(const struct tp_stage *x, const struct tp_stage *y)
+{
+	return x->n_devs == y->n_devs && x->dp == y->dp && x->tp == y->tp &&
+	       x->mixed_degrees == y->mixed_degrees;
 }
 
 enum tp_status tp_render_table(const struct tp_plan *p,
@@ -68,57 +140,101 @@ enum tp_status tp_render_table(const struct tp_plan *p,
 	struct tp_scene s;
 	enum tp_status st;
 	char buf[256], a[64], b[64];
+	bool *mark;
+	bool merge;
+	size_t rows = 0, k = 0, more_stages = 0;
+	uint64_t more_devs = 0;
 
 	tp_render_options_default(&o);
 	o.collapse = TP_COLLAPSE_NEVER;
 	if ((st = tp_scene_build(&s, p, m, c, r, &o, err)) != TP_OK)
 		return st;
+	mark = calloc(c->nodes.n ? c->nodes.n : 1, sizeof(*mark));
+	if (!mark) {
+		tp_scene_release(&s);
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	}
+	merge = s.stages.n > MAX_STAGE_ROWS;
 
-	/* per stage */
-	tp_strbuf_addf(out, "%-5s %-7s %-30s %-9s %-7s %5s %s\n",
-		       s.stages.n > 1 ? "stage" : "", "devices", "on",
-		       "dp x tp", "layers", "FLOP", "busy");
-	for (size_t k = 0; k < s.stages.n; k++) {
+	/* per stage (runs of stages of one shape when there are many) */
+	tp_strbuf_addf(out, "%-7s %7s %-*s %-9s %-7s %6s %s\n",
+		       s.stages.n > 1 ? "stage" : "", "devices", ON_WIDTH,
+		       "on", "dp x tp", "layers", "FLOP", "busy");
+	while (k < s.stages.n) {
+		size_t k2 = k + 1;
 		const struct tp_stage *stg = &s.stages.v[k];
-		const uint32_t *devs = s.stage_devs.v + stg->dev_first;
-		double lo = 1e300, hi = -1;
+		double lo = 1e300, hi = -1, flop = 0;
+		int32_t llo = -1, lhi = -1;
+		uint64_t ndev = 0;
 		bool busy = true;
-		char deg[24], lay[24];
+		char deg[24], lay[24], idx[48];
 
-		nodes_of(c, devs, stg->n_devs, buf, sizeof(buf));
-		if (strlen(buf) > 30)
-			buf[30] = '\0';
-		for (uint32_t i = 0; i < stg->n_devs; i++) {
-			const struct tp_dev_fig *f = &s.fig[devs[i]];
-			if (!f->has_busy)
-				busy = false;
-			lo = fmin(lo, f->busy);
-			hi = fmax(hi, f->busy);
+		while (merge && k2 < s.stages.n &&
+		       same_shape(stg, &s.stages.v[k2]))
+			k2++;
+		if (rows == MAX_STAGE_ROWS - 1 && k2 < s.stages.n) {
+			for (size_t q = k; q < s.stages.n; q++) {
+				more_stages++;
+				more_devs += s.stages.v[q].n_devs;
+			}
+			break;
 		}
+		memset(mark, 0, c->nodes.n * sizeof(*mark));
+		for (size_t q = k; q < k2; q++) {
+			const struct tp_stage *sq = &s.stages.v[q];
+			const uint32_t *devs = s.stage_devs.v + sq->dev_first;
+			for (uint32_t i = 0; i < sq->n_devs; i++) {
+				const struct tp_dev_fig *f = &s.fig[devs[i]];
+				mark[c->devices.v[devs[i]].node] = true;
+				if (!f->has_busy)
+					busy = false;
+				lo = fmin(lo, f->busy);
+				hi = fmax(hi, f->busy);
+			}
+			ndev += sq->n_devs;
+			flop += sq->flop;
+			if (sq->layer_lo >= 0) {
+				if (llo < 0 || sq->layer_lo < llo)
+					llo = sq->layer_lo;
+				if (sq->layer_hi > lhi)
+					lhi = sq->layer_hi;
+			}
+		}
+		nodes_label(c, mark, buf, sizeof(buf));
 		if (stg->mixed_degrees)
 			snprintf(deg, sizeof(deg), "mixed");
 		else
 			snprintf(deg, sizeof(deg), "%u x %u", stg->dp, stg->tp);
-		if (stg->layer_lo < 0)
+		if (llo < 0)
 			snprintf(lay, sizeof(lay), "-");
-		else if (stg->layer_lo == stg->layer_hi)
-			snprintf(lay, sizeof(lay), "%d", stg->layer_lo);
+		else if (llo == lhi)
+			snprintf(lay, sizeof(lay), "%d", llo);
 		else
-			snprintf(lay, sizeof(lay), "%d-%d", stg->layer_lo,
-				 stg->layer_hi);
-		if (busy && stg->n_devs)
+			snprintf(lay, sizeof(lay), "%d-%d", llo, lhi);
+		if (busy && ndev)
 			pct_range(a, sizeof(a), lo, hi);
 		else
 			snprintf(a, sizeof(a), "-");
-		tp_strbuf_addf(out, "%5zu %7u %-30s %-9s %-7s %4.1f%% %s\n", k,
-			       stg->n_devs, buf, deg, lay,
-			       m->total_flop > 0
-				       ? 100 * stg->flop / m->total_flop
-				       : 0.0,
+		if (k2 - k > 1)
+			snprintf(idx, sizeof(idx), "%zu-%zu", k, k2 - 1);
+		else
+			snprintf(idx, sizeof(idx), "%zu", k);
+		tp_strbuf_addf(out, "%7s %7llu %-*s %-9s %-7s %5.1f%% %s\n", idx,
+			       (unsigned long long)ndev, ON_WIDTH, buf, deg,
+			       lay,
+			       m->total_flop > 0 ? 100 * flop / m->total_flop
+						 : 0.0,
 			       a);
+		rows++;
+		k = k2;
 	}
+	if (more_stages)
+		tp_strbuf_addf(out, "%7s ... %zu more stages on %llu devices\n",
+			       "", more_stages,
+			       (unsigned long long)more_devs);
+	free(mark);
 
-	/* per device type */
+/* per device type */
 	tp_strbuf_addf(out, "%-24s %7s %-9s %s\n", "device type", "count",
 		       "busy", "peak memory / capacity");
 	for (size_t t = 0; t < c->types.n; t++) {
@@ -222,6 +338,7 @@ struct cand {
 	double saves; /* estimated bytes on the worst device */
 	bool simulated, fits;
 	double iter_s, worst_over;
+	uint32_t worst_dev; /* where a simulated variant is still over */
 	char what[160];
 };
 
@@ -292,12 +409,24 @@ static void apply_recompute(struct tp_plan *v, uint32_t dev,
 	}
 }
 
-enum tp_status tp_render_explain(const struct tp_plan *p,
-				 const struct tp_model *m,
-				 const struct tp_cluster *c,
-				 const struct tp_report *r,
-				 tp_explain_eval_fn eval, void *eval_ctx,
-				 struct tp_strbuf *out, struct tp_error *err)
+/* A figure whose number and unit the wrapping keeps together: spaces
+ * become NB (wrap_lines prints them as spaces). */
+#define NB '\x01'
+static void si_nb(char *buf, size_t size, double v, const char *unit)
+{
+	tp_render_fmt_si(buf, size, v, unit);
+	for (char *q = buf; *q; q++)
+		if (*q == ' ')
+			*q = NB;
+}
+
+/* The explanation, one logical line per line (wrapped by the caller). */
+static enum tp_status explain_raw(const struct tp_plan *p,
+				  const struct tp_model *m,
+				  const struct tp_cluster *c,
+				  const struct tp_report *r,
+				  tp_explain_eval_fn eval, void *eval_ctx,
+				  struct tp_strbuf *out, struct tp_error *err)
 {
 	const struct tp_report_device *rd;
 	const struct tp_memory_breakdown *bd;
@@ -336,9 +465,9 @@ enum tp_status tp_render_explain(const struct tp_plan *p,
 	}
 	over = r->over_bytes > 0 ? r->over_bytes
 				 : rd->peak_memory_bytes - rd->capacity_bytes;
-	si(a, sizeof(a), rd->peak_memory_bytes, "B");
-	si(b, sizeof(b), rd->capacity_bytes, "B");
-	si(cc, sizeof(cc), over, "B");
+	si_nb(a, sizeof(a), rd->peak_memory_bytes, "B");
+	si_nb(b, sizeof(b), rd->capacity_bytes, "B");
+	si_nb(cc, sizeof(cc), over, "B");
 	tp_strbuf_addf(out, "does not fit: %s (%s) needs %s of %s, %s too "
 			    "much\n",
 		       c->devices.v[w].name,
@@ -349,15 +478,14 @@ enum tp_status tp_render_explain(const struct tp_plan *p,
 		for (int i = 0; i < 6; i++) {
 			if (terms[i] <= 0)
 				continue;
-			si(a, sizeof(a), terms[i], "B");
+			si_nb(a, sizeof(a), terms[i], "B");
 			tp_strbuf_addf(out, "%s%s %s%s", sep, term_names[i], a,
 				       (uint32_t)i == dom ? " (dominant)" : "");
 			sep = ", ";
 		}
 	}
 	tp_strbuf_addc(out, '\n');
-	if (r->reason[0])
-		tp_strbuf_addf(out, "  simulator: %s\n", r->reason);
+	/* the simulator's reason says the same (and is in the report) */
 
 	/* the worst device's data-parallel degree and recomputation */
 	for (size_t g = 0; g < p->groups.n; g++) {
@@ -491,10 +619,21 @@ enum tp_status tp_render_explain(const struct tp_plan *p,
 				cand[k].simulated = true;
 				cand[k].fits = vr.feasible;
 				cand[k].iter_s = vr.iteration_time_s;
-				if (vr.devices && w < vr.n_devices)
+				/* where the variant is still over: its own
+				   worst device (maybe another one) */
+				cand[k].worst_dev = w;
+				cand[k].worst_over = vr.over_bytes;
+				if (vr.worst_device < vr.n_devices &&
+				    vr.worst_device < c->devices.n)
+					cand[k].worst_dev = vr.worst_device;
+				if (!(cand[k].worst_over > 0) && vr.devices &&
+				    cand[k].worst_dev < vr.n_devices) {
+					const struct tp_report_device *x =
+						&vr.devices[cand[k].worst_dev];
 					cand[k].worst_over =
-						vr.devices[w].peak_memory_bytes -
-						vr.devices[w].capacity_bytes;
+						x->peak_memory_bytes -
+						x->capacity_bytes;
+				}
 			}
 			tp_report_release(&vr);
 			tp_plan_release(&v);
@@ -514,34 +653,41 @@ enum tp_status tp_render_explain(const struct tp_plan *p,
 	if (best >= 0) {
 		tp_strbuf_addf(out, "  smallest change that fits: %s", cand[best].what);
 		if (cand[best].simulated) {
-			si(a, sizeof(a), cand[best].iter_s, "s");
+			si_nb(a, sizeof(a), cand[best].iter_s, "s");
 			tp_strbuf_addf(out, " (simulated: fits, iteration %s)\n",
 				       a);
 		} else {
-			si(a, sizeof(a), cand[best].saves, "B");
+			si_nb(a, sizeof(a), cand[best].saves, "B");
 			tp_strbuf_addf(out, " (estimate: saves about %s)\n", a);
 		}
 	} else {
-		tp_strbuf_adds(out, "  no single change below fits; combine "
-				    "them:\n");
+		tp_strbuf_adds(out, "  no single change fits on its own; "
+				    "combine some of these:\n");
 	}
-	tp_strbuf_adds(out, "  changes considered:\n");
+	if (best >= 0)
+		tp_strbuf_adds(out, "  changes considered:\n");
 	for (int k = 0; k < CAND_COUNT; k++) {
 		if (!cand[k].applicable)
 			continue;
-		si(a, sizeof(a), cand[k].saves, "B");
+		si_nb(a, sizeof(a), cand[k].saves, "B");
 		tp_strbuf_addf(out, "    %-s: saves about %s", cand[k].what, a);
 		if (cand[k].simulated) {
-			si(b, sizeof(b), cand[k].iter_s, "s");
+			si_nb(b, sizeof(b), cand[k].iter_s, "s");
 			if (cand[k].fits)
 				tp_strbuf_addf(out, "; simulated: fits, "
 						    "iteration %s",
 					       b);
 			else {
-				si(cc, sizeof(cc), cand[k].worst_over, "B");
+				si_nb(cc, sizeof(cc), cand[k].worst_over, "B");
 				tp_strbuf_addf(out, "; simulated: still %s "
 						    "over",
 					       cc);
+				if (cand[k].worst_dev != w &&
+				    cand[k].worst_dev < c->devices.n)
+					tp_strbuf_addf(
+						out, " on %s",
+						c->devices.v[cand[k].worst_dev]
+							.name);
 			}
 		} else {
 			tp_strbuf_adds(out, cand[k].saves >= over
@@ -553,4 +699,75 @@ enum tp_status tp_render_explain(const struct tp_plan *p,
 	if (out->failed)
 		return tp_error_set(err, TP_ENOMEM, "out of memory");
 	return TP_OK;
+}
+
+/* Append text to out with every line cut at spaces to at most 80
+ * columns; continuation lines are indented two more than the line. */
+static void wrap_lines(struct tp_strbuf *out, const char *text)
+{
+	const int width = 80;
+
+	while (*text) {
+		const char *nl = strchr(text, '\n');
+		int len = nl ? (int)(nl - text) : (int)strlen(text);
+		int indent = 0, col = 0, pos = 0;
+
+		while (indent < len && text[indent] == ' ')
+			indent++;
+		while (pos < len) {
+			int lim = width - col, cut = len - pos;
+			if (cut > lim) {
+				/* the last space that keeps the piece within
+				   the width; a word longer than that stays
+				   whole */
+				int k = lim;
+				while (k > 0 && text[pos + k] != ' ')
+					k--;
+				if (k == 0) {
+					k = lim;
+					while (pos + k < len &&
+					       text[pos + k] != ' ')
+						k++;
+				}
+				cut = k;
+			}
+			if (col)
+				tp_strbuf_addf(out, "%*s", col, "");
+			for (int q = 0; q < cut; q++)
+				tp_strbuf_addc(out, text[pos + q] == NB
+							    ? ' '
+							    : text[pos + q]);
+			tp_strbuf_addc(out, '\n');
+			pos += cut;
+			while (pos < len && text[pos] == ' ')
+				pos++;
+			col = indent + 2;
+		}
+		if (len == 0)
+			tp_strbuf_addc(out, '\n');
+		text += len + (nl ? 1 : 0);
+	}
+}
+
+enum tp_status tp_render_explain(const struct tp_plan *p,
+				 const struct tp_model *m,
+				 const struct tp_cluster *c,
+				 const struct tp_report *r,
+				 tp_explain_eval_fn eval, void *eval_ctx,
+				 struct tp_strbuf *out, struct tp_error *err)
+{
+	struct tp_strbuf raw;
+	enum tp_status st;
+
+	tp_strbuf_init(&raw);
+	st = explain_raw(p, m, c, r, eval, eval_ctx, &raw, err);
+	if (st == TP_OK && raw.failed)
+		st = tp_error_set(err, TP_ENOMEM, "out of memory");
+	if (st == TP_OK) {
+		wrap_lines(out, tp_strbuf_cstr(&raw));
+		if (out->failed)
+			st = tp_error_set(err, TP_ENOMEM, "out of memory");
+	}
+	tp_strbuf_release(&raw);
+	return st;
 }
