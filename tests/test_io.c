@@ -645,7 +645,8 @@ START_TEST(test_plan_roundtrip)
 	ck_assert_uint_eq(a.groups.n, 2);
 	ck_assert_uint_eq(a.groups.v[0].n_ops, 3); /* the range */
 	ck_assert(tp_plan_group_shares(&a, 0)[0] == 0.75);
-	ck_assert_int_eq(a.groups.v[1].sync, TP_SYNC_PS);
+	ck_assert_int_eq(a.groups.v[0].sync, TP_SYNC_PS);
+	ck_assert_int_eq(a.groups.v[1].sync, TP_SYNC_HIERARCHICAL);
 	ck_assert_uint_eq(a.groups.v[1].n_sfb, 1);
 	ck_assert(a.summary.valid && a.summary.seed == 42);
 	ck_assert_uint_eq(a.summary.n_baselines, 2);

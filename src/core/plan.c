@@ -292,6 +292,45 @@ enum tp_status tp_plan_validate(const struct tp_plan *p,
 					       sum);
 			goto out;
 		}
+		if (gr->n_sfb > 0) {
+			/* Sufficient-factor broadcasting replaces an
+			 * all-reduce of whole gradients among data-parallel
+			 * replicas (src/search/sfb.c): nothing to replace
+			 * otherwise. */
+			const char *why = NULL;
+			if (p->compression == TP_COMPRESSION_OFF)
+				why = "the plan's compression is \"off\"";
+			else if (gr->dp < 2)
+				why = "it has a single replica (dp < 2)";
+			else if (gr->tp > 1)
+				why = "it is tensor parallel (tp > 1)";
+			else if (gr->sync == TP_SYNC_PS)
+				why = "it synchronises through a parameter "
+				      "server (use ring or hierarchical)";
+			else if (p->zero > 0)
+				why = "ZeRO shards its gradients (zero > 0)";
+			if (why) {
+				snprintf(path, sizeof(path),
+					 "$.groups[%u].compression.sfb_ops", g);
+				st = tp_error_set_path(
+					err, TP_EINPUT, path,
+					"sufficient-factor broadcasting cannot "
+					"apply to this group: %s; remove "
+					"sfb_ops or change the group",
+					why);
+				goto out;
+			}
+		}
+		if (gr->lossy != TP_LOSSY_NONE &&
+		    p->compression != TP_COMPRESSION_LOSSY) {
+			snprintf(path, sizeof(path),
+				 "$.groups[%u].compression.lossy", g);
+			st = tp_error_set_path(
+				err, TP_EINPUT, path,
+				"lossy gradient compression needs the plan's "
+				"\"compression\": \"lossy\" (opt-in)");
+			goto out;
+		}
 		for (uint32_t k = 0; k < gr->n_sfb; k++) {
 			uint32_t o = tp_plan_group_sfb(p, g)[k];
 			if (o >= nops || owner[o] != g) {
@@ -301,6 +340,17 @@ enum tp_status tp_plan_validate(const struct tp_plan *p,
 				st = tp_error_set_path(
 					err, TP_EINPUT, path,
 					"compressed op is not in this group");
+				goto out;
+			}
+			if (!(m->ops.v[o].param_bytes > 0)) {
+				snprintf(path, sizeof(path),
+					 "$.groups[%u].compression.sfb_ops[%u]",
+					 g, k);
+				st = tp_error_set_path(
+					err, TP_EINPUT, path,
+					"op \"%s\" has no parameters: nothing to "
+					"compress",
+					m->ops.v[o].name);
 				goto out;
 			}
 		}

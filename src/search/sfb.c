@@ -1025,7 +1025,7 @@ enum tp_status tp_sfb_group_actions(const struct tp_sfb *sfb,
 			char path[64];
 
 			snprintf(path, sizeof(path),
-				 "$.groups[%u].compression.ops[%u]", g, j);
+				 "$.groups[%u].compression.sfb_ops[%u]", g, j);
 			st = tp_error_set_path(
 				err, TP_EINPUT, path,
 				"op cannot use sufficient-factor broadcasting "
