@@ -16,10 +16,9 @@
 #include "render/table.h"
 
 static const char usage[] =
-	"-p PLAN [-m MODEL] [-t TOPO] [--max-iter-time S] [--min-mfu X]\n"
-	"                     [--max-memory-fraction X] [--baseline-plan OLD "
-	"[--max-regression F]]\n"
-	"                     [--json]";
+	"-p PLAN [-m MODEL] [-t TOPO] [--max-iter-time S]\n"
+	"                     [--min-mfu X] [--max-memory-fraction X] [--json]\n"
+	"                     [--baseline-plan OLD [--max-regression F]]";
 
 static const char about[] =
 	"Re-simulate PLAN on MODEL and TOPO and check it: it must fit in every\n"
@@ -119,18 +118,24 @@ int cmd_check(int argc, char **argv)
 		{"plan", 'p', TP_OPT_STRING, &plan, "PLAN",
 		 "the plan to check; - reads stdin", 0, 0, false},
 		{"max-iter-time", 0, TP_OPT_DOUBLE, &max_iter, "S",
-		 "fail when one iteration takes longer than S seconds", 0, 1e9,
+		 "fail when one iteration takes longer than S seconds [no "
+		 "limit]",
+		 0, 1e9,
 		 false},
 		{"min-mfu", 0, TP_OPT_DOUBLE, &min_mfu, "X",
-		 "fail when the model FLOP utilisation is below X (0..1)", 0, 1,
+		 "fail when the model FLOP utilisation is below X (0..1) [no "
+		 "limit]",
+		 0, 1,
 		 false},
 		{"max-memory-fraction", 0, TP_OPT_DOUBLE, &max_frac, "X",
-		 "fail when a device uses more than X of its memory (0..1)", 0,
-		 1, false},
+		 "fail when a device uses more than X of its memory (0..1) [no "
+		 "limit: only its capacity]",
+		 0, 1, false},
 		{"baseline-plan", 0, TP_OPT_STRING, &base, "OLD",
 		 "compare the iteration time with this plan's", 0, 0, false},
 		{"max-regression", 0, TP_OPT_DOUBLE, &max_reg, "F",
-		 "allowed slowdown against --baseline-plan (0.05 = 5%)", 0, 1e6,
+		 "allowed slowdown against --baseline-plan (0.05 = 5%) [0]", 0,
+		 1e6,
 		 false},
 		{"json", 0, TP_OPT_FLAG, &json, NULL,
 		 "print the verdict as JSON on stdout", 0, 0, false},

@@ -10,8 +10,8 @@
 #include "render/inputs.h"
 
 static const char usage[] =
-	"-p PLAN [-m MODEL] [-t TOPO] --to megatron|deepspeed|torchrun [-o FILE] "
-	"[--script NAME]";
+	"-p PLAN --to megatron|deepspeed|torchrun [-m MODEL]\n"
+	"                      [-t TOPO] [-o FILE] [--script NAME]";
 
 static const char about[] =
 	"Turn a plan into what a training launcher takes:\n"

@@ -63,15 +63,54 @@ void tp_opts_help(FILE *out, const char *cmd, const char *usage,
 		if (o->type != TP_OPT_FLAG && n > 0 && (size_t)n < sizeof(left))
 			snprintf(left + n, sizeof(left) - (size_t)n, " %s",
 				 o->metavar ? o->metavar : "X");
-		fprintf(out, "%-28s %s", left, o->help ? o->help : "");
-		if (o->type == TP_OPT_INT && o->dest)
-			fprintf(out, " [%lld]", *(long long *)o->dest);
-		else if (o->type == TP_OPT_DOUBLE && o->dest)
-			fprintf(out, " [%g]", *(double *)o->dest);
-		else if (o->type == TP_OPT_STRING && o->dest &&
-			 *(const char **)o->dest)
-			fprintf(out, " [%s]", *(const char **)o->dest);
-		fputc('\n', out);
+		{
+			/* help text, then the default in brackets (unless the
+			   text states it: "[no limit]"), cut at spaces to 80
+			   columns with continuations under the text */
+			char text[1024];
+			const char *h = o->help ? o->help : "", *p = text;
+			int col = 29, used;
+
+			used = snprintf(text, sizeof(text), "%s", h);
+			if (used < 0 || (size_t)used >= sizeof(text))
+				used = (int)strlen(text);
+			if (strchr(h, '[')) {
+				/* stated */
+			} else if (o->type == TP_OPT_INT && o->dest)
+				snprintf(text + used, sizeof(text) - (size_t)used,
+					 " [%lld]", *(long long *)o->dest);
+			else if (o->type == TP_OPT_DOUBLE && o->dest)
+				snprintf(text + used, sizeof(text) - (size_t)used,
+					 " [%g]", *(double *)o->dest);
+			else if (o->type == TP_OPT_STRING && o->dest &&
+				 *(const char **)o->dest)
+				snprintf(text + used, sizeof(text) - (size_t)used,
+					 " [%s]", *(const char **)o->dest);
+			fprintf(out, "%-28s", left);
+			if (strlen(left) > 28) {
+				fprintf(out, "\n%28s", "");
+			}
+			while (*p) {
+				int room = 80 - col, len = (int)strlen(p), cut;
+				if (len <= room) {
+					cut = len;
+				} else {
+					cut = room;
+					while (cut > 0 && p[cut] != ' ')
+						cut--;
+					if (cut == 0)
+						cut = room;
+				}
+				fprintf(out, " %.*s\n", cut, p);
+				p += cut;
+				while (*p == ' ')
+					p++;
+				if (*p)
+					fprintf(out, "%28s", "");
+			}
+			if (!*text)
+				fputc('\n', out);
+		}
 	}
 	fprintf(out, "  -h, --help                 show this help\n");
 }

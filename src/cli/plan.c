@@ -26,12 +26,11 @@
 #include "sim/sim.h"
 
 static const char usage[] =
-	"[-m MODEL -t TOPO] [-o PLAN] [--time-limit S] [--playouts N] "
-	"[--threads N]\n"
-	"                    [--seed N] [--no-gnn] [--weights F] "
-	"[--baseline NAME]\n"
+	"[-m MODEL -t TOPO] [-o PLAN] [--time-limit S]\n"
+	"                    [--playouts N] [--threads N] [--seed N] [--no-gnn]\n"
+	"                    [--weights F] [--baseline NAME] [--groups N]\n"
 	"                    [--compression off|lossless|lossy] [--dot F] "
-	"[--svg F]";
+	"[--svg F] [-q]";
 
 static const char about[] =
 	"Search how to run one training iteration of MODEL fastest on TOPO: "
@@ -48,9 +47,21 @@ static const char about[] =
 	"summary:\n"
 	"iteration time, throughput, MFU, baselines, search statistics, "
 	"provenance)\n"
-	"goes to PLAN or stdout; a human summary goes to stderr.  Without "
-	"-m/-t the\n"
-	"shipped demo model is planned on the 16-GPU TAG testbed.\n\n"
+	"goes to PLAN or stdout.  The plan records the paths of MODEL and TOPO "
+	"as given\n"
+	"(and their SHA-256): render, check, export and simulate -p find them "
+	"there.\n"
+	"Without -m/-t the shipped demo model is planned on the 16-GPU TAG "
+	"testbed.\n\n"
+	"On stderr: a table per pipeline stage (devices, nodes, dp x tp, "
+	"layers,\n"
+	"share of the FLOP, busy %) and per device type (busy %, peak memory "
+	"against\n"
+	"capacity), the headline figures, the op groups, the baselines and "
+	"the search\n"
+	"statistics; when nothing fits, which device, what fills its memory "
+	"and the\n"
+	"smallest change that fits (re-simulated).\n\n"
 	"The search stops at --time-limit or --playouts, whichever comes "
 	"first; with\n"
 	"--threads 1 and a playout limit reached before the time limit, the "
@@ -453,11 +464,15 @@ int cmd_plan(int argc, char **argv)
 	bool no_gnn = false, quiet = false;
 	struct tp_opt opts[] = {
 		{"model", 'm', TP_OPT_STRING, &model_path, "MODEL",
-		 "model file (tagplan-model/1)", 0, 0, false},
+		 "model file (tagplan-model/1) [the shipped demo model; give "
+		 "both -m and -t or neither]",
+		 0, 0, false},
 		{"topology", 't', TP_OPT_STRING, &topo_path, "TOPO",
-		 "topology file (tagplan-topology/1)", 0, 0, false},
+		 "topology file (tagplan-topology/1) [the shipped 16-GPU TAG "
+		 "testbed]",
+		 0, 0, false},
 		{"output", 'o', TP_OPT_STRING, &out, "PLAN",
-		 "plan file to write (default: stdout)", 0, 0, false},
+		 "plan file to write, atomically [stdout]", 0, 0, false},
 		{"time-limit", 0, TP_OPT_DOUBLE, &time_limit, "S",
 		 "stop searching after S seconds (0 = no limit)", 0, 1e7,
 		 false},
@@ -465,13 +480,17 @@ int cmd_plan(int argc, char **argv)
 		 "stop after N tree-search playouts (0 = no limit)", 0, 1e15,
 		 false},
 		{"threads", 0, TP_OPT_INT, &threads, "N",
-		 "search threads (0 = all cores)", 0, 1024, false},
+		 "search threads (0 = all cores; more than 1 makes the result "
+		 "depend on timing)",
+		 0, 1024, false},
 		{"seed", 0, TP_OPT_INT, &seed, "N", "random seed", 0, 9e18,
 		 false},
 		{"no-gnn", 0, TP_OPT_FLAG, &no_gnn, NULL,
 		 "uniform priors, no graph neural network", 0, 0, false},
 		{"weights", 0, TP_OPT_STRING, &weights, "F",
-		 "GNN weights file (from `tagplan train`)", 0, 0, false},
+		 "GNN weights file (from `tagplan train`) [the shipped "
+		 "data/tagplan.weights]",
+		 0, 0, false},
 		{"baseline", 0, TP_OPT_STRING, &baseline, "NAME",
 		 "write this baseline's plan instead of searching: dp, "
 		 "dp-hetero, megatron or greedy",
@@ -481,9 +500,13 @@ int cmd_plan(int argc, char **argv)
 		 "broadcasting where it pays) or lossy (also fp16/PowerSGD)",
 		 0, 0, false},
 		{"dot", 0, TP_OPT_STRING, &dot, "F",
-		 "also write the device mapping as Graphviz DOT", 0, 0, false},
+		 "also write the device mapping as Graphviz DOT (- = stdout, "
+		 "with -o PLAN)",
+		 0, 0, false},
 		{"svg", 0, TP_OPT_STRING, &svg, "F",
-		 "also write the device mapping as SVG", 0, 0, false},
+		 "also write the device mapping as SVG (laid out in-process; "
+		 "DOT next to it when Graphviz cannot)",
+		 0, 0, false},
 		{"groups", 0, TP_OPT_INT, &groups, "N",
 		 "op groups to decide on (0 = chosen from the graph)", 0, 64,
 		 false},

@@ -10,8 +10,10 @@
 #include "render/render.h"
 
 static const char usage[] =
-	"-p PLAN [-m MODEL] [-t TOPO] -o FILE|- [--format dot|svg|png|pdf] "
-	"[--collapse auto|always|never]";
+	"-p PLAN [-m MODEL] [-t TOPO] -o FILE|-\n"
+	"                      [--format dot|svg|png|pdf] "
+	"[--collapse auto|always|never]\n"
+	"                      [--no-simulate] [--title TEXT]";
 
 static const char about[] =
 	"Draw the plan's device mapping with Graphviz: one box per node with "

@@ -14,19 +14,28 @@
 #include "core/strategy.h"
 #include "core/strbuf.h"
 #include "io/io.h"
+#include "render/inputs.h"
 #include "render/table.h"
 #include "sim/sim.h"
 
 static const char usage[] =
-	"-m MODEL -t TOPO (-p PLAN | -s STRATEGY) [-o REPORT] [--trace F] "
-	"[--strict] [--quiet]";
+	"-m MODEL -t TOPO -s STRATEGY [-o REPORT] [--trace F]\n"
+	"                        [--strict] [-q]\n"
+	"       tagplan simulate -p PLAN [-m MODEL] [-t TOPO] [-o REPORT] "
+	"[--trace F]\n"
+	"                        [--strict] [-q]";
 
 static const char about[] =
 	"Simulate one training iteration and write a tagplan-report/1 (stdout\n"
 	"without -o): feasible, iteration_time_s, throughput_samples_per_s,\n"
 	"tokens_per_s, tflops_per_device, mfu, bubble_fraction, per device\n"
 	"memory (with its breakdown) and compute/communication/idle time, and\n"
-	"the links that carried traffic.  A summary goes to stderr.\n"
+	"the links that carried traffic.  A summary goes to stderr: per stage\n"
+	"devices, dp x tp, layers, share of the FLOP and busy %; per device type\n"
+	"busy % and peak memory; and when the plan does not fit, the device, what\n"
+	"fills its memory and the smallest change that fits (re-simulated).\n"
+	"With -p and without -m/-t, the files `tagplan plan` recorded in the plan\n"
+	"are used (stderr says which).\n"
 	"\n"
 	"STRATEGY is key=value pairs separated by commas (all optional):\n"
 	"  tp, pp, dp   tensor/pipeline/data-parallel degrees [1, 1, devices/(tp*pp)]\n"
@@ -80,11 +89,15 @@ int cmd_simulate(int argc, char **argv)
 	bool strict = false, quiet = false;
 	struct tp_opt opts[] = {
 		{"model", 'm', TP_OPT_STRING, &model, "MODEL",
-		 "model file (tagplan-model/1); - reads stdin", 0, 0, false},
+		 "model file (tagplan-model/1); - reads stdin [with -p: the "
+		 "one recorded in the plan]",
+		 0, 0, false},
 		{"topology", 't', TP_OPT_STRING, &topo, "TOPO",
-		 "topology file (tagplan-topology/1)", 0, 0, false},
+		 "topology file (tagplan-topology/1) [with -p: the one "
+		 "recorded in the plan]",
+		 0, 0, false},
 		{"plan", 'p', TP_OPT_STRING, &plan_path, "PLAN",
-		 "plan file (tagplan-plan/1)", 0, 0, false},
+		 "plan file (tagplan-plan/1); - reads stdin", 0, 0, false},
 		{"strategy", 's', TP_OPT_STRING, &strategy, "STRATEGY",
 		 "uniform 3D strategy string (see above)", 0, 0, false},
 		{"output", 'o', TP_OPT_STRING, &out, "REPORT",
@@ -100,6 +113,10 @@ int cmd_simulate(int argc, char **argv)
 	struct tp_model m;
 	struct tp_cluster c;
 	struct tp_plan p;
+	struct tp_inputs in;
+	struct tp_model *mp = &m;
+	struct tp_cluster *cp = &c;
+	struct tp_plan *pp = &p;
 	struct tp_report r;
 	struct tp_strbuf warn, doc, trace, text;
 	struct tp_error err;
@@ -110,14 +127,16 @@ int cmd_simulate(int argc, char **argv)
 	if (tp_opts_parse("simulate", usage, about, opts, argc, argv, NULL,
 			  NULL, &code))
 		return code;
-	if (!model || !topo)
-		return tp_cli_usage_error("simulate",
-					  "-m MODEL and -t TOPO are required");
 	if (!plan_path == !strategy)
 		return tp_cli_usage_error("simulate",
 					  "give exactly one of -p PLAN and -s "
 					  "STRATEGY");
-	if (!strcmp(model, "-") + !strcmp(topo, "-") +
+	if (strategy && (!model || !topo))
+		return tp_cli_usage_error("simulate",
+					  "-s STRATEGY needs -m MODEL and -t "
+					  "TOPO (a plan file records its own "
+					  "files; a strategy does not)");
+	if ((model && !strcmp(model, "-")) + (topo && !strcmp(topo, "-")) +
 		    (plan_path && !strcmp(plan_path, "-")) >
 	    1)
 		return tp_cli_usage_error("simulate",
@@ -134,17 +153,39 @@ int cmd_simulate(int argc, char **argv)
 	tp_model_init(&m);
 	tp_cluster_init(&c);
 	tp_plan_init(&p);
+	tp_inputs_init(&in);
 	tp_report_init(&r);
 	code = TP_EXIT_OK;
 
-	if (tp_model_load_file(model, &lo, &m, &err) != TP_OK ||
-	    tp_topology_load_file(topo, &lo, &c, &err) != TP_OK)
-		goto fail;
 	if (plan_path) {
-		if (tp_plan_load_file(plan_path, &m, &c, &lo, &p, &err) != TP_OK)
+		/* the plan with its model and topology (recorded ones when
+		   -m/-t are not given; kind mix-ups explained) */
+		struct tp_strbuf used;
+		in.strict = strict;
+		if (tp_inputs_load(&in, plan_path, model, topo, &warn, &err) !=
+		    TP_OK)
 			goto fail;
+		mp = &in.model;
+		cp = &in.cluster;
+		pp = &in.plan;
+		tp_strbuf_init(&used);
+		tp_inputs_describe(&in, &used);
+		if (used.len && !quiet)
+			fprintf(stderr, "tagplan simulate: %s",
+				tp_strbuf_cstr(&used));
+		tp_strbuf_release(&used);
 	} else {
 		struct tp_strategy st;
+		if (tp_model_load_file(model, &lo, &m, &err) != TP_OK) {
+			if (err.status == TP_EINPUT)
+				tp_inputs_hint_kind(model, "model", &err);
+			goto fail;
+		}
+		if (tp_topology_load_file(topo, &lo, &c, &err) != TP_OK) {
+			if (err.status == TP_EINPUT)
+				tp_inputs_hint_kind(topo, "topology", &err);
+			goto fail;
+		}
 		if (tp_strategy_parse(strategy, &st, &err) != TP_OK ||
 		    tp_strategy_to_plan(&st, &m, &c, &p, &err) != TP_OK) {
 			/* a strategy is usage, not a file: no file name */
@@ -155,7 +196,7 @@ int cmd_simulate(int argc, char **argv)
 		}
 	}
 	print_warnings(&warn);
-	sim = tp_sim_new(&m, &c, NULL, &err);
+	sim = tp_sim_new(mp, cp, NULL, &err);
 	if (!sim)
 		goto fail;
 	scratch = tp_sim_scratch_new(sim);
@@ -163,13 +204,13 @@ int cmd_simulate(int argc, char **argv)
 		tp_error_set(&err, TP_ENOMEM, "out of memory");
 		goto fail;
 	}
-	if (tp_sim_run(sim, &p, scratch, &r, trace_path ? &trace : NULL,
+	if (tp_sim_run(sim, pp, scratch, &r, trace_path ? &trace : NULL,
 		       &err) != TP_OK) {
 		if (plan_path)
 			tp_error_set_file(&err, plan_path);
 		goto fail;
 	}
-	tp_report_write(&r, &c, &doc);
+	tp_report_write(&r, cp, &doc);
 	if (doc.failed || trace.failed) {
 		tp_error_set(&err, TP_ENOMEM, "out of memory");
 		goto fail;
@@ -182,8 +223,8 @@ int cmd_simulate(int argc, char **argv)
 		goto fail;
 	if (!quiet) {
 		struct eval_ctx ec = {sim, scratch};
-		if (tp_render_table(&p, &m, &c, &r, &text, &err) == TP_OK &&
-		    tp_render_explain(&p, &m, &c, &r, eval, &ec, &text, &err) ==
+		if (tp_render_table(pp, mp, cp, &r, &text, &err) == TP_OK &&
+		    tp_render_explain(pp, mp, cp, &r, eval, &ec, &text, &err) ==
 			    TP_OK)
 			fputs(tp_strbuf_cstr(&text), stderr);
 		else
@@ -206,6 +247,7 @@ done:
 	tp_plan_release(&p);
 	tp_cluster_release(&c);
 	tp_model_release(&m);
+	tp_inputs_release(&in);
 	tp_strbuf_release(&warn);
 	tp_strbuf_release(&doc);
 	tp_strbuf_release(&trace);
