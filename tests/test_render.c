@@ -1424,8 +1424,15 @@ START_TEST(test_man_examples)
 		}
 		if (!in_ex)
 			continue;
-		/* continuation lines end in a backslash */
+		/* continuation lines end in a backslash: \e (shown) or a
+		 * bare one (joined by troff) */
 		tp_strbuf_adds(&line, l);
+		if (line.len >= 2 && line.buf[line.len - 2] == '\\' &&
+		    line.buf[line.len - 1] == 'e') {
+			line.len -= 2;
+			line.buf[line.len] = '\0';
+			continue;
+		}
 		if (line.len && line.buf[line.len - 1] == '\\') {
 			line.buf[--line.len] = '\0';
 			continue;
