@@ -120,7 +120,8 @@ demo: $(BIN)
 	./$(BIN) validate data/*.json data/models/*.json data/topologies/*.json
 	./$(BIN) inspect data/demo-model.json
 	./$(BIN) inspect data/tag-testbed.json
-	./$(BIN) plan
+	@mkdir -p $(BUILD)
+	./$(BIN) plan -o $(BUILD)/demo-plan.json --svg $(BUILD)/demo-plan.svg
 
 install: $(BIN)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR) \

@@ -708,6 +708,8 @@ START_TEST(test_plan_pictures)
 	ck_assert_uint_eq(r.out_len, 0);
 	ck_assert(strstr(r.err, "device type"));
 	ck_assert(strstr(r.err, "dgx-a100-0, dgx-a100-1"));
+	ck_assert(strstr(r.err, "  groups         "));
+	assert_narrow(r.err);
 	t = tp_test_read(dot, NULL);
 	ck_assert_ptr_nonnull(t);
 	ck_assert(strstr(t, "cluster_node0"));

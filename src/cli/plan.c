@@ -279,12 +279,12 @@ static void fill_summary(struct tp_plan *plan, const struct tp_report *r,
 
 /* One line per op group (at most 8): its ops, devices, degrees, sync,
  * recomputation and compression; then the compression summary. */
-static void print_structure(const struct tp_plan *p, const struct tp_model *m,
-			    const struct tp_cluster *c)
+static void print_structure(FILE *f, const struct tp_plan *p,
+			    const struct tp_model *m, const struct tp_cluster *c)
 {
 	uint32_t shown = 0;
 
-	fprintf(stderr,
+	fprintf(f,
 		"  plan           %zu group%s, %u micro-batch%s, %s, ZeRO %u\n",
 		p->groups.n, p->groups.n == 1 ? "" : "s", p->micro_batches,
 		p->micro_batches == 1 ? "" : "es",
@@ -313,27 +313,27 @@ static void print_structure(const struct tp_plan *p, const struct tp_model *m,
 			if (n > 0)
 				used += (size_t)n;
 		}
-		fprintf(stderr, "    %-3s %s..%s on %s: dp=%u tp=%u %s%s%s",
-			"", m->ops.v[ops[0]].name,
+		fprintf(f, "  %-15s%s..%s on %s: dp=%u tp=%u %s%s%s",
+			shown ? "" : "groups", m->ops.v[ops[0]].name,
 			m->ops.v[ops[gr->n_ops - 1]].name, devs, gr->dp, gr->tp,
 			tp_sync_name(gr->sync),
 			gr->recompute ? ", recompute " : "",
 			gr->recompute ? tp_recompute_name(gr->recompute) : "");
 		/* gradient compression (sfb.h); lossy always marked */
 		if (gr->n_sfb)
-			fprintf(stderr, ", SFB on %u op%s", gr->n_sfb,
+			fprintf(f, ", SFB on %u op%s", gr->n_sfb,
 				gr->n_sfb == 1 ? "" : "s");
 		if (gr->lossy == TP_LOSSY_POWERSGD)
-			fprintf(stderr, ", LOSSY PowerSGD rank %u gradients",
+			fprintf(f, ", LOSSY PowerSGD rank %u gradients",
 				gr->powersgd_rank);
 		else if (gr->lossy != TP_LOSSY_NONE)
-			fprintf(stderr, ", LOSSY %s gradients",
+			fprintf(f, ", LOSSY %s gradients",
 				tp_lossy_name(gr->lossy));
-		fputc('\n', stderr);
+		fputc('\n', f);
 		shown++;
 	}
 	if (p->groups.n > shown)
-		fprintf(stderr, "        ... %zu more groups\n",
+		fprintf(f, "                 ... %zu more groups\n",
 			p->groups.n - shown);
 	{
 		uint32_t nsfb = 0, nlossy = 0;
@@ -343,22 +343,22 @@ static void print_structure(const struct tp_plan *p, const struct tp_model *m,
 			saved += p->groups.v[g].sfb_saved_bytes;
 			nlossy += p->groups.v[g].lossy != TP_LOSSY_NONE;
 		}
-		fprintf(stderr, "  compression    %s",
+		fprintf(f, "  compression    %s",
 			tp_compression_name(p->compression));
 		if (nsfb)
-			fprintf(stderr,
-				": sufficient-factor broadcasting on %u ops, "
+			fprintf(f,
+				": sufficient-factor broadcasting on %u op%s, "
 				"%.3g GB less traffic per iteration",
-				nsfb, saved / 1e9);
+				nsfb, nsfb == 1 ? "" : "s", saved / 1e9);
 		else if (p->compression != TP_COMPRESSION_OFF && !nlossy)
-			fprintf(stderr, ": none pays off for this plan");
+			fprintf(f, ": none pays off for this plan");
 		if (nlossy)
-			fprintf(stderr,
+			fprintf(f,
 				"%sLOSSY gradients in %u group%s (changes "
 				"the training numerics)",
 				nsfb ? "; " : ": ", nlossy,
 				nlossy == 1 ? "" : "s");
-		fputc('\n', stderr);
+		fputc('\n', f);
 	}
 }
 
@@ -416,40 +416,60 @@ static void print_human(const struct tp_search_result *res,
 		tp_sim_scratch_free(ec.scratch);
 	}
 	tp_strbuf_release(&t);
-	print_structure(p, m, c);
-	if (res->lower_bound_s > 0 && r->iteration_time_s > 0)
-		fprintf(stderr,
-			"  lower bound    %.4g s (all devices computing at "
-			"peak): this plan is at %.0f%%\n",
-			res->lower_bound_s,
-			100 * res->lower_bound_s / r->iteration_time_s);
-	fprintf(stderr, "  baselines      ");
-	for (int b = 0, first = 1; b < TP_BASELINE_COUNT; b++) {
-		const struct tp_baseline_result *br = &res->baselines[b];
-		fprintf(stderr, "%s%s ", first ? "" : ", ",
-			tp_baseline_name((enum tp_baseline)b));
-		first = 0;
-		if (!br->available)
-			fprintf(stderr, "n/a");
-		else if (!br->feasible)
-			fprintf(stderr, "does not fit");
-		else if (r->feasible && r->iteration_time_s > 0)
-			fprintf(stderr, "%.4g s (%.2fx)", br->iteration_time_s,
-				br->iteration_time_s / r->iteration_time_s);
-		else
-			fprintf(stderr, "%.4g s", br->iteration_time_s);
+	/* the rest through a buffer, wrapped at 80 columns */
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		if (!f) {
+			f = stderr;
+		}
+		print_structure(f, p, m, c);
+		if (res->lower_bound_s > 0 && r->iteration_time_s > 0)
+			fprintf(f,
+				"  lower bound    %.4g s (all devices computing at "
+				"peak): this plan is at %.0f%%\n",
+				res->lower_bound_s,
+				100 * res->lower_bound_s / r->iteration_time_s);
+		fprintf(f, "  baselines      ");
+		for (int b = 0, first = 1; b < TP_BASELINE_COUNT; b++) {
+			const struct tp_baseline_result *br = &res->baselines[b];
+			fprintf(f, "%s%s ", first ? "" : ", ",
+				tp_baseline_name((enum tp_baseline)b));
+			first = 0;
+			if (!br->available)
+				fprintf(f, "n/a");
+			else if (!br->feasible)
+				fprintf(f, "does not fit");
+			else if (r->feasible && r->iteration_time_s > 0)
+				fprintf(f, "%.4g s (%.2fx)", br->iteration_time_s,
+					br->iteration_time_s / r->iteration_time_s);
+			else
+				fprintf(f, "%.4g s", br->iteration_time_s);
+		}
+		fputc('\n', f);
+		fprintf(f,
+			"  search         %llu playouts, %llu simulations in %.2f s "
+			"(%.0f playouts/s), %u thread%s, seed %llu, %u op groups, %s\n",
+			(unsigned long long)res->playouts,
+			(unsigned long long)res->simulations, res->seconds,
+			res->seconds > 0 ? (double)res->playouts / res->seconds : 0,
+			threads, threads == 1 ? "" : "s", (unsigned long long)seed,
+			res->n_groups, priors);
+		fprintf(f, "  answer from    %s%s\n", res->source,
+			res->interrupted ? " (interrupted: best so far)" : "");
+
+		if (f != stderr) {
+			struct tp_strbuf w;
+			fclose(f);
+			tp_strbuf_init(&w);
+			tp_render_wrap(&w, buf ? buf : "", 80);
+			fputs(w.failed ? (buf ? buf : "") : tp_strbuf_cstr(&w),
+			      stderr);
+			tp_strbuf_release(&w);
+			free(buf);
+		}
 	}
-	fputc('\n', stderr);
-	fprintf(stderr,
-		"  search         %llu playouts, %llu simulations in %.2f s "
-		"(%.0f playouts/s), %u thread%s, seed %llu, %u op groups, %s\n",
-		(unsigned long long)res->playouts,
-		(unsigned long long)res->simulations, res->seconds,
-		res->seconds > 0 ? (double)res->playouts / res->seconds : 0,
-		threads, threads == 1 ? "" : "s", (unsigned long long)seed,
-		res->n_groups, priors);
-	fprintf(stderr, "  answer from    %s%s\n", res->source,
-		res->interrupted ? " (interrupted: best so far)" : "");
 }
 
 /* ------------------------------------------------------------------ */

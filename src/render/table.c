@@ -701,19 +701,28 @@ static enum tp_status explain_raw(const struct tp_plan *p,
 	return TP_OK;
 }
 
-/* Append text to out with every line cut at spaces to at most 80
- * columns; continuation lines are indented two more than the line. */
-static void wrap_lines(struct tp_strbuf *out, const char *text)
+/* Append text to out with every line cut at spaces to at most `width`
+ * columns; continuation lines hang under the text after a label ("  search
+ * <spaces>text") or else two columns deeper than the line. */
+static void wrap_lines(struct tp_strbuf *out, const char *text, int width)
 {
-	const int width = 80;
-
 	while (*text) {
 		const char *nl = strchr(text, '\n');
 		int len = nl ? (int)(nl - text) : (int)strlen(text);
-		int indent = 0, col = 0, pos = 0;
+		int indent = 0, col = 0, pos = 0, hang;
 
 		while (indent < len && text[indent] == ' ')
 			indent++;
+		hang = indent + 2;
+		for (int k = indent; k + 2 < len; k++)
+			if (text[k] == ' ' && text[k + 1] == ' ') {
+				int t = k;
+				while (t < len && text[t] == ' ')
+					t++;
+				if (t < len && t < width / 2)
+					hang = t;
+				break;
+			}
 		while (pos < len) {
 			int lim = width - col, cut = len - pos;
 			if (cut > lim) {
@@ -741,7 +750,7 @@ static void wrap_lines(struct tp_strbuf *out, const char *text)
 			pos += cut;
 			while (pos < len && text[pos] == ' ')
 				pos++;
-			col = indent + 2;
+			col = hang;
 		}
 		if (len == 0)
 			tp_strbuf_addc(out, '\n');
@@ -764,10 +773,15 @@ enum tp_status tp_render_explain(const struct tp_plan *p,
 	if (st == TP_OK && raw.failed)
 		st = tp_error_set(err, TP_ENOMEM, "out of memory");
 	if (st == TP_OK) {
-		wrap_lines(out, tp_strbuf_cstr(&raw));
+		wrap_lines(out, tp_strbuf_cstr(&raw), 80);
 		if (out->failed)
 			st = tp_error_set(err, TP_ENOMEM, "out of memory");
 	}
 	tp_strbuf_release(&raw);
 	return st;
+}
+
+void tp_render_wrap(struct tp_strbuf *out, const char *text, int width)
+{
+	wrap_lines(out, text, width > 20 ? width : 20);
 }

@@ -60,4 +60,12 @@ enum tp_status tp_render_explain(const struct tp_plan *p,
 				 tp_explain_eval_fn eval, void *eval_ctx,
 				 struct tp_strbuf *out, struct tp_error *err);
 
+/*
+ * Append text to out with its lines cut at spaces to at most width
+ * columns (a word longer than that stays whole): a line "  label   text"
+ * continues under "text", other lines two columns deeper than their own
+ * indent.  For human summaries on stderr.
+ */
+void tp_render_wrap(struct tp_strbuf *out, const char *text, int width);
+
 #endif
