@@ -159,24 +159,6 @@ const char *fz_topology_one(const uint8_t *data, size_t size,
 	return bug;
 }
 
-/*
- * Known, reported and not yet decided: refusals of the simulator that
- * tp_plan_validate does not make, so `tagplan validate` accepts a plan
- * that `simulate`/`check` then refuse (exit 2).  Listed here so fuzzing
- * goes on finding other bugs; each has a regression input in
- * tests/data/regress/ (see its README).  Remove an entry once fixed.
- */
-static bool fz_known_issue(const struct tp_error *err)
-{
-	/* plan-compression-ineligible.json: gradient compression on a group
-	 * the compression module cannot compress (ps sync, zero > 0, tp > 1,
-	 * dp < 2): src/search/sfb.c refuses it in the simulator, the
-	 * validator accepts it (tests/data/good/mlp-plan.json is such a
-	 * plan). */
-	return err->status == TP_EINPUT &&
-	       strstr(err->msg, "uses gradient compression but cannot");
-}
-
 /* A validated plan must simulate (feasible or not) without error. */
 static const char *fz_simulate(const struct fz_fixture *fx,
 			       const struct tp_plan *p, struct tp_error *err)
@@ -185,8 +167,7 @@ static const char *fz_simulate(const struct fz_fixture *fx,
 	const char *bug = NULL;
 
 	tp_report_init(&rep);
-	if (tp_sim_run(fx->sim, p, fx->scratch, &rep, NULL, err) &&
-	    !fz_known_issue(err))
+	if (tp_sim_run(fx->sim, p, fx->scratch, &rep, NULL, err))
 		bug = "a validated plan does not simulate";
 	tp_report_release(&rep);
 	return bug;

@@ -126,8 +126,6 @@ START_TEST(test_strategy_canonical_parses)
 END_TEST
 
 
-/* ---- documented limits ------------------------------------------------ */
-
 /* Run tagplan; check exit 2 and a message containing want. */
 static void expect_refused(const char *const *argv, const char *want)
 {
@@ -141,6 +139,22 @@ static void expect_refused(const char *const *argv, const char *want)
 	ck_assert_uint_eq(r.out_len, 0);
 	tp_run_free(&r);
 }
+
+/* plan-compression-ineligible.json: what the simulator would refuse,
+ * `validate -m -t` refuses too (exit 2, with the JSON path). */
+START_TEST(test_validate_refuses_what_simulate_refuses)
+{
+	const char *plan = tp_test_path("data/regress/"
+					"plan-compression-ineligible.json");
+	const char *argv[] = {"tagplan", "validate", "-m",
+			      tp_test_path(FZ_PLAN_MODEL), "-t",
+			      tp_test_path(FZ_PLAN_TOPOLOGY), plan, NULL};
+
+	expect_refused(argv, "$.groups[1].compression.sfb_ops");
+}
+END_TEST
+
+/* ---- documented limits ------------------------------------------------ */
 
 /* A 2 GiB (sparse) file is refused from its size, without reading it:
  * the default limit is 1 GiB. */
@@ -865,6 +879,7 @@ Suite *suite_reliability(void)
 
 	tcase_add_test(tc, test_regress_replay);
 	tcase_add_test(tc, test_strategy_canonical_parses);
+	tcase_add_test(tc, test_validate_refuses_what_simulate_refuses);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("limits");
