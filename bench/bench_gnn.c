@@ -74,7 +74,7 @@ static void bench_forward(const struct tp_gnn_net *shipped)
 	struct tp_error err;
 	float pri[128], v;
 	double t0, dt, best = INFINITY;
-	const int reps = 200;
+	const int reps = 100;
 
 	tp_gnn_feature_widths(&w);
 	if (!use) {
@@ -94,8 +94,8 @@ static void bench_forward(const struct tp_gnn_net *shipped)
 	tp_ad_init(&ad);
 	for (int i = 0; i < 20; i++)
 		tp_gnn_infer(use, &in, &ad, pri, &v, &err);
-	/* best of 5 rounds of 200: the machine is shared */
-	for (int r = 0; r < 5; r++) {
+	/* best of 10 rounds of 100: the machine may be shared */
+	for (int r = 0; r < 10; r++) {
 		t0 = cpu_now();
 		for (int i = 0; i < reps; i++)
 			tp_gnn_infer(use, &in, &ad, pri, &v, &err);
@@ -105,7 +105,7 @@ static void bench_forward(const struct tp_gnn_net *shipped)
 	}
 	printf("forward pass, 64 groups x 64 devices, 64 candidate actions, "
 	       "hidden %u, %u layers, %u heads, %zu weights%s:\n"
-	       "  %.3f ms per pass on one core (CPU time, best of 5 x %d)   "
+	       "  %.3f ms per pass on one core (CPU time, best of 10 x %d)   "
 	       "target <= 2 ms: %s\n\n",
 	       use->cfg.hidden, use->cfg.layers, use->cfg.heads, use->n_params,
 	       shipped ? "" : " (random weights: no shipped file)",
@@ -262,6 +262,7 @@ int main(void)
 	uint32_t nlog = 0;
 
 	tp_tensor_set_blas_threads(1);
+	setvbuf(stdout, NULL, _IOLBF, 0); /* progress through pipes */
 	printf("GNN guidance (issue 5)\n\n");
 	if (tp_gnn_prior_load_default(NULL, &pp, &gp, &err)) {
 		char buf[1200];
