@@ -188,7 +188,8 @@ data: $(BIN)
 # with fuzzer instrumentation in $(FUZZ_BUILD); each runs N seconds on its
 # corpus fuzz/corpus-NAME (kept out of git), seeded from the JSON files of
 # tests/data and data (up to 64 KiB; 16 KiB for topologies), tests/data/hf
-# (HF configs), tests/data/nvidia-smi (matrices) and fuzz/strategy.seeds.  Crashes land in fuzz/artifacts/NAME/; turn each
+# (HF configs), tests/data/nvidia-smi (matrices), data/*.weights (GNN) and
+# fuzz/strategy.seeds.  Crashes land in fuzz/artifacts/NAME/; turn each
 # into tests/data/regress/ + a test in tests/test_reliability.c.
 # Runs use libFuzzer's fork mode: a crash stops the run, timeouts (10 s)
 # and OOMs (2 GiB) are kept as artifacts to review and the run goes on
@@ -231,6 +232,7 @@ fuzz-run:
 		case $$t in \
 		hf) cp tests/data/hf/*.json tests/data/hf/bad/*.json $$seed/ ;; \
 		nvsmi) cp tests/data/nvidia-smi/*.txt $$seed/ ;; \
+		weights) cp data/*.weights $$seed/ ;; \
 		strategy) n=0; while IFS= read -r l; do n=$$((n+1)); \
 			printf '%s' "$$l" > $$seed/s$$n; \
 			done < fuzz/strategy.seeds ;; \
@@ -243,6 +245,7 @@ fuzz-run:
 		esac; \
 		case $$t in strategy) dict=fuzz/strategy.dict ;; \
 			nvsmi) dict=fuzz/nvsmi.dict ;; \
+			weights) dict=fuzz/weights.dict ;; \
 			*) dict=fuzz/json.dict ;; esac; \
 		echo "== fuzz_$$t: $(FUZZ_SECONDS) s"; \
 		$(FUZZ_ENV) $(FUZZ_BUILD)/fuzz/fuzz_$$t \

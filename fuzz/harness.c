@@ -16,6 +16,8 @@
 #include "core/report.h"
 #include "core/strategy.h"
 #include "core/strbuf.h"
+#include "gnn/net.h"
+#include "gnn/weights.h"
 #include "io/build.h"
 #include "io/io.h"
 #include "sim/sim.h"
@@ -358,5 +360,46 @@ const char *fz_devices_one(const uint8_t *data, size_t size,
 			err);
 	tp_cluster_release(&c);
 	tp_strbuf_release(&warnings);
+	return bug;
+}
+
+const char *fz_weights_one(const uint8_t *data, size_t size,
+			   struct tp_error *err)
+{
+	unsigned char *buf, *enc = NULL, *enc2 = NULL;
+	size_t len = 0, len2 = 0;
+	struct tp_gnn_net *net, *net2;
+	const char *bug = NULL;
+	uint32_t crc;
+
+	buf = malloc(size ? size : 1);
+	if (!buf)
+		return NULL;
+	memcpy(buf, data, size);
+	if (size >= 4) {
+		crc = tp_gnn_crc32(buf, size - 4);
+		for (int i = 0; i < 4; i++)
+			buf[size - 4 + i] = (unsigned char)(crc >> (8 * i));
+	}
+	tp_error_clear(err);
+	net = tp_gnn_weights_decode("fuzz.weights", buf, size, NULL, err);
+	if (!net) {
+		bug = fz_failed(err->status ? err->status : TP_EINTERNAL, err);
+	} else if (tp_gnn_weights_encode(net, &enc, &len, err)) {
+		bug = "an accepted weights file does not encode";
+	} else {
+		net2 = tp_gnn_weights_decode("roundtrip.weights", enc, len,
+					     NULL, err);
+		if (!net2)
+			bug = "re-encoded weights do not decode";
+		else if (tp_gnn_weights_encode(net2, &enc2, &len2, err) ||
+			 len2 != len || memcmp(enc, enc2, len))
+			bug = "weights round trip changed the bytes";
+		tp_gnn_net_free(net2);
+	}
+	tp_gnn_net_free(net);
+	free(enc);
+	free(enc2);
+	free(buf);
 	return bug;
 }

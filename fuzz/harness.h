@@ -82,5 +82,10 @@ const char *fz_nvsmi_one(const uint8_t *data, size_t size,
 /* Device-type lists (tp_devices_load, the layout of data/devices.json). */
 const char *fz_devices_one(const uint8_t *data, size_t size,
 			   struct tp_error *err);
+/* GNN weights files (tp_gnn_weights_decode).  The CRC-32 at the end is
+ * recomputed over the mutated bytes so that mutations reach the checks
+ * after the checksum; an accepted file must re-encode to the same bytes. */
+const char *fz_weights_one(const uint8_t *data, size_t size,
+			   struct tp_error *err);
 
 #endif

@@ -74,9 +74,12 @@ static int replay(const char *dir, const char *name, char *why, size_t n)
 		bug = fz_nvsmi_one((const uint8_t *)data, len, &err);
 	else if (!strncmp(name, "devices-", 8))
 		bug = fz_devices_one((const uint8_t *)data, len, &err);
+	else if (!strncmp(name, "weights-", 8))
+		bug = fz_weights_one((const uint8_t *)data, len, &err);
 	else
 		ck_abort_msg("%s: no target prefix (model-, topology-, plan-, "
-			     "hf-, strategy-, report-, nvsmi-, devices-)",
+			     "hf-, strategy-, report-, nvsmi-, devices-, "
+			     "weights-)",
 			     name);
 	free(data);
 	if (bug)
