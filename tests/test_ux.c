@@ -547,6 +547,27 @@ START_TEST(test_mistakes)
 		tp_run_free(&r);
 	}
 	{
+		/* model and topology swapped */
+		const char *argv[] = {"tagplan", "plan", "-m", "in/t.json", "-t",
+				      "in/m.json", NULL};
+		const char *argv2[] = {"tagplan", "validate", "-m", "in/m.json",
+				       "-t", "in/m.json", "in/plan.json", NULL};
+		run_in(&r, dir, argv, NULL);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_msg(strstr(r.err, "in/t.json") &&
+				      strstr(r.err, "this file is a topology: "
+						    "give it with -t TOPO"),
+			      "%s", r.err);
+		ck_assert_uint_eq(r.out_len, 0);
+		tp_run_free(&r);
+		run_in(&r, dir, argv2, NULL);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_msg(strstr(r.err, "this file is a model: give it with "
+					    "-m MODEL; -t takes a topology"),
+			      "%s", r.err);
+		tp_run_free(&r);
+	}
+	{
 		/* a model given as the plan */
 		const char *argv[] = {"tagplan", "check", "-p", "in/m.json",
 				      NULL};

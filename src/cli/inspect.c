@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "core/jsonw.h"
 #include "io/io.h"
+#include "render/inputs.h"
 
 static void inspect_model(struct tp_jw *jw, const struct tp_model *m)
 {
@@ -381,11 +382,19 @@ int cmd_inspect(int argc, char **argv)
 		break;
 	case TP_FORMAT_PLAN:
 		if (model) {
-			if (!(st = tp_model_load_file(model, &o, &m, &err)) &&
-			    !(st = tp_topology_load_file(topo, &o, &c, &err)) &&
-			    !(st = tp_plan_load(pos[0], text, len, &m, &c, &o,
-						&p, &err)))
+			if ((st = tp_model_load_file(model, &o, &m, &err))) {
+				if (st == TP_EINPUT)
+					tp_inputs_hint_kind(model, "model",
+							    &err);
+			} else if ((st = tp_topology_load_file(topo, &o, &c,
+							       &err))) {
+				if (st == TP_EINPUT)
+					tp_inputs_hint_kind(topo, "topology",
+							    &err);
+			} else if (!(st = tp_plan_load(pos[0], text, len, &m,
+						       &c, &o, &p, &err))) {
 				inspect_plan(&jw, &p, &m, &c);
+			}
 		} else if (!(st = tp_plan_check(pos[0], text, len, &o, &ol,
 						&err))) {
 			inspect_outline(&jw, &ol);

@@ -19,6 +19,7 @@
 #include "core/strbuf.h"
 #include "gnn/provider.h"
 #include "io/io.h"
+#include "render/inputs.h"
 #include "render/render.h"
 #include "render/table.h"
 #include "search/search.h"
@@ -185,6 +186,8 @@ static enum tp_status load_input(const char *path, bool model,
 	free(data);
 	if (st)
 		tp_error_set_file(err, path);
+	if (st == TP_EINPUT) /* a file of another kind: say where it goes */
+		tp_inputs_hint_kind(path, model ? "model" : "topology", err);
 	return st;
 }
 

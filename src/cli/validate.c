@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "io/io.h"
+#include "render/inputs.h"
 
 static void print_warnings(struct tp_strbuf *w)
 {
@@ -42,9 +43,16 @@ static enum tp_status load_context(struct context *cx,
 
 	if (cx->loaded)
 		return TP_OK;
-	if ((st = tp_model_load_file(cx->model_path, o, &cx->m, err)) ||
-	    (st = tp_topology_load_file(cx->topo_path, o, &cx->c, err)))
+	if ((st = tp_model_load_file(cx->model_path, o, &cx->m, err))) {
+		if (st == TP_EINPUT)
+			tp_inputs_hint_kind(cx->model_path, "model", err);
 		return st;
+	}
+	if ((st = tp_topology_load_file(cx->topo_path, o, &cx->c, err))) {
+		if (st == TP_EINPUT)
+			tp_inputs_hint_kind(cx->topo_path, "topology", err);
+		return st;
+	}
 	cx->loaded = true;
 	return TP_OK;
 }
