@@ -18,12 +18,16 @@
  * sum of device peak FLOP/s) reached, search seconds and playouts per
  * second.  Then the targets of issue 4.  Environment: TAGPLAN_BENCH_TIME
  * (seconds per case, default 6), TAGPLAN_BENCH_THREADS (default 2),
- * TAGPLAN_BENCH_FILTER (run only cases whose name contains it).
+ * TAGPLAN_BENCH_FILTER (run only cases whose name contains it),
+ * TAGPLAN_BENCH_PLAYOUTS (a fixed playout count instead of the time
+ * limit: a deterministic workload for profilers such as callgrind),
+ * TAGPLAN_BENCH_VERBOSE=1 (search statistics per case).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "core/cluster.h"
@@ -120,6 +124,18 @@ static enum tp_status build_cluster(enum cl k, struct tp_cluster *c,
 	return TP_EINTERNAL;
 }
 
+/* CPU seconds of this process so far (all threads): playouts per CPU
+ * second do not depend on what else loads the machine. */
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
 static double env_double(const char *name, double dflt)
 {
 	const char *v = getenv(name);
@@ -136,6 +152,8 @@ int main(void)
 	double tlim = env_double("TAGPLAN_BENCH_TIME", 6);
 	uint32_t threads = (uint32_t)env_double("TAGPLAN_BENCH_THREADS", 2);
 	const char *filter = getenv("TAGPLAN_BENCH_FILTER");
+	uint64_t playouts = (uint64_t)env_double("TAGPLAN_BENCH_PLAYOUTS", 0);
+	bool verbose = env_double("TAGPLAN_BENCH_VERBOSE", 0) > 0;
 	double gm_dp = 0, gm_meg = 0, tag_pps_min = INFINITY;
 	int n_het = 0, n_het_meg = 0, slower = 0, ran = 0, failed = 0;
 	int n_het_dp_oom = 0, n_het_meg_oom = 0;
@@ -169,7 +187,7 @@ int main(void)
 		struct tp_search_options o;
 		struct tp_search_result r;
 		char name[64], col[TP_BASELINE_COUNT][16];
-		double best_base = INFINITY, t, pps;
+		double best_base = INFINITY, t, pps, cpu0, cpu;
 		const struct tp_baseline_result *b;
 		bool het;
 
@@ -200,8 +218,12 @@ int main(void)
 		o.threads = threads;
 		o.seed = 1;
 		o.time_limit_s = cases[i].time_limit ? cases[i].time_limit : tlim;
-		o.playouts = 0;
+		o.playouts = playouts;
+		o.bound_sim = sim;
+		if (playouts)
+			o.time_limit_s = 0; /* profiling: a fixed workload */
 		tp_search_result_init(&r);
+		cpu0 = cpu_seconds();
 		if (tp_search_run(&m, &c, &ev, &o, &r, &err)) {
 			printf("%-22s error: %s\n", name, err.msg);
 			failed++;
@@ -209,6 +231,7 @@ int main(void)
 			goto next;
 		}
 		ran++;
+		cpu = cpu_seconds() - cpu0;
 		t = r.report.iteration_time_s;
 		for (int k = 0; k < TP_BASELINE_COUNT; k++) {
 			b = &r.baselines[k];
@@ -274,6 +297,18 @@ int main(void)
 					  r.seconds <= 10.0;
 			}
 		}
+		if (verbose)
+			printf("%-22s   %llu playouts (%.0f per CPU second), "
+			       "%llu evaluations, %llu simulations, %llu "
+			       "settled by the lower bound, %llu cache hits, "
+			       "%u groups, %llu rounds, answer: %s\n",
+			       "", (unsigned long long)r.playouts,
+			       cpu > 0 ? (double)r.playouts / cpu : 0,
+			       (unsigned long long)r.evaluations,
+			       (unsigned long long)r.simulations,
+			       (unsigned long long)r.bounded,
+			       (unsigned long long)r.cache_hits, r.n_groups,
+			       (unsigned long long)r.rounds, r.source);
 		fflush(stdout);
 		tp_search_result_release(&r);
 	next:

@@ -21,6 +21,7 @@
 #include "search/actions.h"
 #include "search/coarsen.h"
 #include "search/search.h"
+#include "sim/sim.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ */
@@ -759,6 +760,61 @@ START_TEST(test_search_prior_provider)
 }
 END_TEST
 
+/* With the simulator's lower bound (bound_sim), most candidates are
+ * settled without a simulation; the answer still fits, beats every
+ * baseline and is reproducible; the sweeps (which only need "better than
+ * the current point", which the bound answers exactly) reach the same
+ * point as without it. */
+START_TEST(test_search_lower_bound_prunes)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_sim *sim;
+	struct tp_search_simeval se;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	struct tp_search_result r0, r1, r2;
+	struct tp_error err;
+	const int types[2] = {0, 1};
+
+	layered_model(&m, 8, 64, 1);
+	hetero_cluster(&c, 2, 4, types);
+	sim = tp_sim_new(&m, &c, NULL, &err);
+	ck_assert_ptr_nonnull(sim);
+	tp_search_sim_evaluator(&se, sim, NULL, &ev);
+	tp_search_options_default(&o);
+	o.seed = 3;
+	o.threads = 1;
+	o.playouts = 300;
+	o.time_limit_s = 0;
+	tp_search_result_init(&r0);
+	tp_search_result_init(&r1);
+	tp_search_result_init(&r2);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r0, NULL), TP_OK);
+	ck_assert_uint_eq(r0.bounded, 0);
+	o.bound_sim = sim;
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r1, NULL), TP_OK);
+	ck_assert(r1.have_plan && r1.report.feasible);
+	ck_assert_uint_eq(r1.playouts, 300);
+	ck_assert_uint_gt(r1.bounded, 0);
+	ck_assert_uint_lt(r1.simulations, r0.simulations);
+	for (int b = 0; b < TP_BASELINE_COUNT; b++)
+		if (r1.baselines[b].feasible)
+			ck_assert(r1.report.iteration_time_s <=
+				  r1.baselines[b].iteration_time_s);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r2, NULL), TP_OK);
+	ck_assert(plans_equal(&r1.plan, &r2.plan));
+	ck_assert_uint_eq(r1.simulations, r2.simulations);
+	ck_assert_uint_eq(r1.bounded, r2.bounded);
+	tp_search_result_release(&r0);
+	tp_search_result_release(&r1);
+	tp_search_result_release(&r2);
+	tp_sim_free(sim);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 START_TEST(test_search_value_bounds)
 {
 	ck_assert(tp_search_value(1, true, 1, 0) == 0.25);
@@ -1009,6 +1065,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_threads_and_small_tree);
 	tcase_add_test(tm, test_search_baseline_answer_and_nothing_fits);
 	tcase_add_test(tm, test_search_prior_provider);
+	tcase_add_test(tm, test_search_lower_bound_prunes);
 	suite_add_tcase(s, tm);
 	tcase_set_timeout(tcmd, 60);
 	tcase_add_test(tcmd, test_cmd_plan_demo_feasible_reproducible);

@@ -1037,6 +1037,244 @@ START_TEST(test_random_plans)
 }
 END_TEST
 
+/* A random valid-looking plan like test_random_plans's: G contiguous
+ * groups over the 12 ops on random subsets of 8 devices. */
+static void random_plan(struct tp_rng *rng, struct tp_plan *p)
+{
+	uint32_t G = 1 + (uint32_t)tp_rng_below(rng, 5), first = 0;
+	static const uint32_t mbs[] = {1, 2, 3, 4, 6, 8};
+
+	p->global_batch = 48;
+	p->micro_batches = mbs[tp_rng_below(rng, 6)];
+	p->schedule = (enum tp_schedule)tp_rng_below(rng, 3);
+	p->virtual_stages = p->schedule == TP_SCHEDULE_INTERLEAVED ? 2 : 1;
+	p->zero = (uint32_t)tp_rng_below(rng, 4);
+	for (uint32_t g = 0; g < G; g++) {
+		uint32_t n_ops = g + 1 == G ? 12 - first
+					    : 1 + (uint32_t)tp_rng_below(
+						      rng, (12 - first) -
+								   (G - g - 1));
+		uint32_t ops[12], devs[8], perm[8], nd, tp, dp;
+		double sh[8], sum = 0;
+		static const uint32_t sizes[] = {1, 2, 4, 8};
+		for (uint32_t k = 0; k < n_ops; k++)
+			ops[k] = first + k;
+		first += n_ops;
+		nd = sizes[tp_rng_below(rng, 4)];
+		tp = 1u << tp_rng_below(rng, 2);
+		if (tp > nd)
+			tp = nd;
+		dp = nd / tp;
+		for (uint32_t k = 0; k < 8; k++)
+			perm[k] = k;
+		for (uint32_t k = 0; k < 8; k++) {
+			uint32_t j = k + (uint32_t)tp_rng_below(rng, 8 - k);
+			uint32_t x = perm[k];
+			perm[k] = perm[j];
+			perm[j] = x;
+		}
+		for (uint32_t k = 0; k < nd; k++)
+			devs[k] = perm[k];
+		for (uint32_t k = 0; k < dp; k++)
+			sum += (sh[k] = 1 + (double)tp_rng_below(rng, 3));
+		for (uint32_t k = 0; k < dp; k++)
+			sh[k] /= sum;
+		ck_assert_int_eq(tp_plan_add_group(p, ops, n_ops, devs, nd, dp,
+						   tp, sh, NULL, NULL),
+				 TP_OK);
+		p->groups.v[g].sync = (enum tp_sync)tp_rng_below(rng, 3);
+		p->groups.v[g].recompute = (enum tp_recompute)tp_rng_below(rng, 3);
+	}
+}
+
+/* A scratch reused across many plans gives bit for bit what a fresh one
+ * gives (nothing of an earlier run leaks into the next: flows, cached
+ * lane costs); the lower bound never exceeds the iteration time; a run
+ * with a cutoff stops exactly when the bound reaches it and otherwise
+ * equals tp_sim_run. */
+START_TEST(test_reuse_and_lower_bound)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *reused;
+	struct tp_rng rng;
+	struct tp_report r1, r2, r3;
+	uint32_t n_ok = 0, n_tight = 0;
+
+	toy_cluster(&c, 2, 4, 100e9, 25e9, 2e-6);
+	chain_model(&m, 12, 1e11, 1e8, 1e7, 48);
+	sim = new_sim(&m, &c, true);
+	reused = tp_sim_scratch_new(sim);
+	tp_rng_seed(&rng, 11);
+	tp_report_init(&r1);
+	tp_report_init(&r2);
+	tp_report_init(&r3);
+	for (int it = 0; it < 300; it++) {
+		struct tp_plan p;
+		struct tp_error err;
+		struct tp_sim_scratch *fresh = tp_sim_scratch_new(sim);
+		double lb = -1, lb2 = -1;
+		bool bounded = true;
+		enum tp_status st;
+
+		tp_plan_init(&p);
+		random_plan(&rng, &p);
+		st = tp_sim_run(sim, &p, reused, &r1, NULL, &err);
+		if (st == TP_EINPUT) {
+			tp_plan_release(&p);
+			tp_sim_scratch_free(fresh);
+			continue;
+		}
+		ck_assert_int_eq(st, TP_OK);
+		n_ok++;
+		ck_assert_int_eq(tp_sim_run(sim, &p, fresh, &r2, NULL, &err),
+				 TP_OK);
+		ck_assert_msg(r1.iteration_time_s == r2.iteration_time_s,
+			      "plan %d: %.17g reused, %.17g fresh", it,
+			      r1.iteration_time_s, r2.iteration_time_s);
+		ck_assert(r1.feasible == r2.feasible);
+		for (uint32_t d = 0; d < r1.n_devices; d++) {
+			ck_assert(r1.devices[d].peak_memory_bytes ==
+				  r2.devices[d].peak_memory_bytes);
+			ck_assert(r1.devices[d].compute_s ==
+				  r2.devices[d].compute_s);
+		}
+		ck_assert_int_eq(tp_sim_lower_bound(sim, &p, reused, &lb, &err),
+				 TP_OK);
+		ck_assert(lb > 0);
+		ck_assert_msg(lb <= r1.iteration_time_s * (1 + 1e-12),
+			      "plan %d: bound %g above %g", it, lb,
+			      r1.iteration_time_s);
+		if (lb >= 0.9 * r1.iteration_time_s)
+			n_tight++;
+		/* at the bound: stops; just above: simulates as usual */
+		ck_assert_int_eq(tp_sim_run_bounded(sim, &p, reused, lb, &r3,
+						    NULL, &bounded, &lb2, &err),
+				 TP_OK);
+		ck_assert(bounded);
+		ck_assert(lb2 == lb);
+		ck_assert_int_eq(tp_sim_run_bounded(sim, &p, fresh,
+						    nextafter(lb, INFINITY),
+						    &r3, NULL, &bounded, &lb2,
+						    &err),
+				 TP_OK);
+		ck_assert(!bounded);
+		ck_assert(r3.iteration_time_s == r1.iteration_time_s);
+		tp_plan_release(&p);
+		tp_sim_scratch_free(fresh);
+	}
+	ck_assert_uint_gt(n_ok, 60);
+	/* not trivially loose: often within 10% */
+	ck_assert_uint_gt(n_tight, n_ok / 4);
+	tp_report_release(&r1);
+	tp_report_release(&r2);
+	tp_report_release(&r3);
+	tp_sim_scratch_free(reused);
+	tp_sim_free(sim);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* Random plans of VGG-19 on the TAG testbed (16 heterogeneous GPUs):
+ * contiguous groups on random device subsets with uneven shares, so that
+ * many transfers and collectives share links.  A scratch reused across
+ * plans gives what a fresh one gives, and the bound holds. */
+START_TEST(test_reuse_heterogeneous)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_error err;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *reused;
+	struct tp_sim_options o;
+	struct tp_rng rng;
+	struct tp_report r1, r2;
+	uint32_t n_ok = 0;
+
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_topology_load_file(tp_data_file("tag-testbed.json"),
+					       NULL, &c, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_build_zoo("vgg19", 64, -1, &m, &err), TP_OK);
+	tp_sim_options_default(&o);
+	sim = tp_sim_new(&m, &c, &o, &err);
+	ck_assert_ptr_nonnull(sim);
+	reused = tp_sim_scratch_new(sim);
+	tp_rng_seed(&rng, 3);
+	tp_report_init(&r1);
+	tp_report_init(&r2);
+	for (int it = 0; it < 60; it++) {
+		struct tp_plan p;
+		struct tp_sim_scratch *fresh = tp_sim_scratch_new(sim);
+		uint32_t n = (uint32_t)m.ops.n, G = 1 + (uint32_t)tp_rng_below(&rng, 4);
+		uint32_t first = 0;
+		static const uint32_t mbs[] = {1, 2, 4, 8};
+		double lb = -1;
+		enum tp_status st;
+
+		tp_plan_init(&p);
+		p.global_batch = m.global_batch;
+		p.micro_batches = mbs[tp_rng_below(&rng, 4)];
+		p.schedule = TP_SCHEDULE_1F1B;
+		p.virtual_stages = 1;
+		for (uint32_t g = 0; g < G; g++) {
+			uint32_t cnt = g + 1 == G
+					       ? n - first
+					       : 1 + (uint32_t)tp_rng_below(
+							     &rng,
+							     (n - first) - (G - g - 1));
+			uint32_t devs[16], nd = 1u << tp_rng_below(&rng, 5);
+			uint32_t start = (uint32_t)tp_rng_below(&rng, 16);
+			uint32_t mb = (uint32_t)m.global_batch / p.micro_batches;
+			double sh[16];
+			while (nd > mb)
+				nd /= 2;
+			for (uint32_t k = 0; k < nd; k++) {
+				devs[k] = (start + 3 * k) % 16;
+				sh[k] = 1;
+			}
+			/* whole samples per replica, unevenly */
+			for (uint32_t k = nd; k < mb; k++)
+				sh[tp_rng_below(&rng, nd)] += 1;
+			for (uint32_t k = 0; k < nd; k++)
+				sh[k] /= mb;
+			ck_assert_int_eq(tp_plan_add_group(&p, m.topo + first,
+							   cnt, devs, nd, nd, 1,
+							   sh, NULL, NULL),
+					 TP_OK);
+			first += cnt;
+		}
+		st = tp_sim_run(sim, &p, reused, &r1, NULL, &err);
+		if (st == TP_EINPUT) {
+			tp_plan_release(&p);
+			tp_sim_scratch_free(fresh);
+			continue;
+		}
+		ck_assert_msg(st == TP_OK, "%s", err.msg);
+		n_ok++;
+		ck_assert_int_eq(tp_sim_run(sim, &p, fresh, &r2, NULL, &err),
+				 TP_OK);
+		ck_assert_msg(r1.iteration_time_s == r2.iteration_time_s,
+			      "plan %d: %.17g reused, %.17g fresh", it,
+			      r1.iteration_time_s, r2.iteration_time_s);
+		ck_assert_int_eq(tp_sim_lower_bound(sim, &p, reused, &lb, &err),
+				 TP_OK);
+		ck_assert(lb > 0 && lb <= r1.iteration_time_s * (1 + 1e-12));
+		tp_plan_release(&p);
+		tp_sim_scratch_free(fresh);
+	}
+	ck_assert_uint_gt(n_ok, 50);
+	tp_report_release(&r1);
+	tp_report_release(&r2);
+	tp_sim_scratch_free(reused);
+	tp_sim_free(sim);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 /* --- the command ------------------------------------------------------ */
 
 static void report_of(const struct tp_run *r, struct tp_report *rep)
@@ -1349,6 +1587,8 @@ Suite *suite_sim(void)
 	tcase_add_test(tc, test_strategy_parse);
 	tcase_add_test(tc, test_strategy_expand);
 	tcase_add_test(tc, test_random_plans);
+	tcase_add_test(tc, test_reuse_and_lower_bound);
+	tcase_add_test(tc, test_reuse_heterogeneous);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("command");
 	tcase_set_timeout(tc, 30);

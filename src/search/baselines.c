@@ -88,7 +88,7 @@ static enum tp_status score(struct worker *w, const struct tp_globals *gl,
 			    struct evalres *r)
 {
 	struct sctx *s = w->s;
-	enum tp_status st = sctx_eval(w, gl, dec, source, r);
+	enum tp_status st = sctx_eval(w, gl, dec, source, 0, r);
 
 	if (st)
 		return st;
@@ -551,7 +551,8 @@ static enum tp_status seed_pipeline(struct worker *w, struct bufs *bf,
 				snprintf(src, sizeof(src),
 					 "seed: %s, %u stage%s, m=%u", what, n,
 					 n == 1 ? "" : "s", mcount);
-				st = sctx_eval(w, &gl, dec, src, &r);
+				st = sctx_eval(w, &gl, dec, src,
+					       sctx_best_cutoff(s), &r);
 				if (st)
 					return st;
 				s->res->seeds++;
@@ -750,7 +751,7 @@ enum tp_status search_polish(struct worker *w)
 		/* a start point may differ from its recorded score (even
 		   split cleared): score it */
 		struct evalres r0;
-		st = sctx_eval(w, &gl, inc, "search (sweep)", &r0);
+		st = sctx_eval(w, &gl, inc, "search (sweep)", 0, &r0);
 		if (st)
 			goto out;
 		if (r0.ok)
@@ -781,7 +782,7 @@ enum tp_status search_polish(struct worker *w)
 				mv.a = acts[i];
 				apply_move(sp, &mv, &g2, cand);
 				st = sctx_eval(w, &g2, cand, "search (sweep)",
-					       &r);
+					       cur.feasible ? cur.time : 0, &r);
 				if (st)
 					goto out;
 				atomic_fetch_add(&s->playouts, 1);
@@ -813,7 +814,8 @@ enum tp_status search_polish(struct worker *w)
 				continue;
 			memcpy(cand, inc, K * sizeof(*cand));
 			apply_move(sp, &moves[k], &g2, cand);
-			st = sctx_eval(w, &g2, cand, "search (sweep)", &r);
+			st = sctx_eval(w, &g2, cand, "search (sweep)",
+				       cur.feasible ? cur.time : 0, &r);
 			if (st)
 				goto out;
 			atomic_fetch_add(&s->playouts, 1);

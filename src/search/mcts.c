@@ -287,7 +287,7 @@ static enum tp_status playout(struct pworker *pw)
 		/* not even a root fits in the budget: score the incumbent */
 		s->res->tree_full = true;
 		pthread_mutex_unlock(&M->lock);
-		st = sctx_eval(w, &gl, w->dec, "search", &er);
+		st = sctx_eval(w, &gl, w->dec, "search", 0, &er);
 		if (!st)
 			atomic_fetch_add(&s->playouts, 1);
 		return st;
@@ -314,7 +314,7 @@ static enum tp_status playout(struct pworker *pw)
 	}
 	pthread_mutex_unlock(&M->lock);
 
-	st = sctx_eval(w, &gl, w->dec, "search", &er);
+	st = sctx_eval(w, &gl, w->dec, "search", sctx_best_cutoff(s), &er);
 	if (st)
 		goto fail;
 	v = er.ok ? tp_search_value(ref, er.feasible, er.time, er.over) : -1;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../sim/sim.h"
 #include "search_int.h"
 
 static const char *const baseline_names[TP_BASELINE_COUNT] = {
@@ -168,6 +169,11 @@ enum tp_status worker_init(struct worker *w, struct sctx *s, uint32_t id)
 	w->sscr = tp_space_scratch_new(&s->space);
 	if (!w->dec || !w->sscr)
 		goto nomem;
+	if (s->o->bound_sim) {
+		w->bscr = tp_sim_scratch_new(s->o->bound_sim);
+		if (!w->bscr)
+			goto nomem;
+	}
 	if (s->ev->scratch_new) {
 		w->ev_scratch = s->ev->scratch_new(s->ev->ctx);
 		if (!w->ev_scratch)
@@ -196,6 +202,7 @@ void worker_release(struct worker *w)
 	if (w->prior_scratch && s->o->prior && s->o->prior->scratch_free)
 		s->o->prior->scratch_free(s->o->prior->ctx, w->prior_scratch);
 	tp_space_scratch_free(w->sscr);
+	tp_sim_scratch_free(w->bscr);
 	tp_plan_release(&w->plan);
 	tp_report_release(&w->report);
 	free(w->dec);
@@ -355,22 +362,38 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 	return TP_OK;
 }
 
+double sctx_best_cutoff(struct sctx *s)
+{
+	double c = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->best.have && s->best.feasible && isfinite(s->best.time))
+		c = s->best.time;
+	pthread_mutex_unlock(&s->lock);
+	return c;
+}
+
 enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 			 const struct tp_decision *dec, const char *source,
-			 struct evalres *out)
+			 double cutoff, struct evalres *out)
 {
 	struct sctx *s = w->s;
 	uint64_t key = tp_space_hash(&s->space, gl, dec) | 1;
 	struct cache_entry *e;
 	enum tp_status st;
+	double lb = 0;
 
 	memset(out, 0, sizeof(*out));
 	atomic_fetch_add(&s->evaluations, 1);
+	if (!s->o->bound_sim)
+		cutoff = 0;
 	pthread_mutex_lock(&s->lock);
 	e = cache_find(s, key);
-	if (e->key == key) {
+	if (e->key == key && (!e->bounded ||
+			      (cutoff > 0 && (double)e->time >= cutoff))) {
 		out->ok = e->ok;
 		out->feasible = e->feasible;
+		out->bounded = e->bounded;
 		out->time = e->ok ? e->time : INFINITY;
 		out->over = e->ok ? e->over : INFINITY;
 		pthread_mutex_unlock(&s->lock);
@@ -387,23 +410,51 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 	} else if (st) {
 		return st;
 	} else {
-		st = run_eval(w, &w->plan, out);
-		if (st)
-			return st;
+		if (cutoff > 0) {
+			st = tp_sim_lower_bound(s->o->bound_sim, &w->plan,
+						w->bscr, &lb, &w->err);
+			if (st && st != TP_EINPUT)
+				return st;
+			if (st)
+				lb = 0; /* the evaluator says why */
+		}
+		if (cutoff > 0 && lb >= cutoff) {
+			/* cannot beat the cutoff: settled by the bound */
+			out->ok = true;
+			out->bounded = true;
+			out->feasible = true;
+			out->time = lb;
+			out->over = 0;
+			atomic_fetch_add(&s->bounded, 1);
+		} else {
+			st = run_eval(w, &w->plan, out);
+			if (st)
+				return st;
+		}
 	}
 	pthread_mutex_lock(&s->lock);
 	e = cache_find(s, key);
-	if (e->key != key && s->cache_n * 10 < s->cache_cap * 7) {
-		e->key = key;
+	if (e->key == key && e->bounded && !out->bounded) {
+		/* the exact score replaces a bound */
+		e->bounded = 0;
 		e->ok = out->ok;
 		e->feasible = out->feasible;
 		e->time = (float)out->time;
 		e->over = (float)out->over;
+	} else if (e->key != key && s->cache_n * 10 < s->cache_cap * 7) {
+		e->key = key;
+		e->ok = out->ok;
+		e->feasible = out->feasible;
+		e->bounded = out->bounded;
+		e->time = (float)out->time;
+		e->over = (float)out->over;
+		if (out->bounded && (double)e->time > out->time)
+			e->time = nextafterf(e->time, 0); /* still a bound */
 		s->cache_n++;
 		if (s->cache_n * 10 >= s->cache_cap * 6)
 			cache_grow(s);
 	}
-	if (out->ok)
+	if (out->ok && !out->bounded)
 		offer_locked(s, key, gl, dec, NULL, source, out);
 	pthread_mutex_unlock(&s->lock);
 	return TP_OK;
@@ -669,6 +720,7 @@ out:
 	res->playouts = atomic_load(&s.playouts);
 	res->simulations = atomic_load(&s.simulations);
 	res->cache_hits = atomic_load(&s.cache_hits);
+	res->bounded = atomic_load(&s.bounded);
 	res->evaluations = atomic_load(&s.evaluations);
 	res->seconds = sctx_elapsed(&s);
 	if (o->stop && *o->stop)

@@ -138,6 +138,13 @@ struct tp_search_options {
 	void (*progress)(void *ctx, const struct tp_search_progress *p);
 	void *progress_ctx;
 	double progress_interval_s; /* 0 = 0.2 s */
+	/* The simulator behind the evaluator (same model, cluster and
+	   options; compression on top is fine), or NULL.  When set, a plan
+	   that cannot beat the plan it competes with (the best so far, or
+	   the sweep's current point) by the simulator's lower bound
+	   (tp_sim_lower_bound, a tenth of a simulation) is not simulated:
+	   it is scored by its bound, which never changes the answer. */
+	const struct tp_sim *bound_sim;
 };
 
 void tp_search_options_default(struct tp_search_options *o);
@@ -155,6 +162,8 @@ struct tp_search_result {
 	bool tree_full; /* the tree budget ran out (expansion stopped) */
 	double seconds;
 	double lower_bound_s; /* model FLOP / sum of peak FLOP/s */
+	uint64_t bounded; /* evaluations settled by the simulator's lower
+			     bound instead of a simulation (bound_sim) */
 };
 
 void tp_search_result_init(struct tp_search_result *r);

@@ -27,9 +27,10 @@ struct sctx_best {
 
 struct cache_entry {
 	uint64_t key; /* 0 = empty */
-	float time;
+	float time;   /* the lower bound when bounded */
 	float over;
 	uint8_t feasible, ok;
+	uint8_t bounded; /* only a lower bound of the time is known */
 };
 
 struct sctx {
@@ -59,6 +60,7 @@ struct sctx {
 	struct sctx_best base_dec[TP_BASELINE_COUNT];
 
 	_Atomic uint64_t simulations, cache_hits, evaluations, playouts;
+	_Atomic uint64_t bounded; /* settled by the lower bound */
 	_Atomic uint64_t sim_ns; /* wall time inside the evaluator */
 	_Atomic int stop;      /* limits reached or error */
 	double t0;             /* monotonic start */
@@ -78,6 +80,7 @@ struct worker {
 	struct tp_space_scratch *sscr;
 	struct tp_plan plan;
 	struct tp_report report;
+	struct tp_sim_scratch *bscr; /* for o->bound_sim */
 	struct tp_decision *dec; /* K, the state being built */
 	struct tp_rng rng;
 	struct tp_error err;
@@ -89,6 +92,8 @@ struct evalres {
 	bool feasible;
 	double time, over;
 	bool fresh;     /* simulated now (report valid) rather than cached */
+	bool bounded;   /* not simulated: time is a lower bound, at least the
+			   cutoff it was asked for; feasibility unknown */
 };
 
 double sctx_now(void);
@@ -105,11 +110,17 @@ void worker_release(struct worker *w);
 /*
  * Score (gl, dec): from the cache or by materialising and evaluating;
  * updates the incumbent (source names the candidate when it wins).
+ * cutoff > 0: the caller only needs to know whether the plan is faster
+ * than cutoff seconds; with o->bound_sim a plan whose lower bound is at
+ * least cutoff is not simulated (out->bounded, out->time = the bound).
  * Returns an error only for evaluator failures other than bad plans.
  */
 enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 			 const struct tp_decision *dec, const char *source,
-			 struct evalres *out);
+			 double cutoff, struct evalres *out);
+/* The cutoff for candidates of the overall best (0 while nothing
+ * feasible is known). */
+double sctx_best_cutoff(struct sctx *s);
 /* Score a ready plan (not cached); may become the incumbent. */
 enum tp_status sctx_eval_plan(struct worker *w, const struct tp_plan *plan,
 			      const char *source, struct evalres *out);

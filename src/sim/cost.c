@@ -242,7 +242,7 @@ static double tp_coll(const struct lane *ln, double bytes, bool ar)
 	return ar ? t : t / 2;
 }
 
-int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
+static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		      struct tp_sim_scratch *s, struct lane *ln)
 {
 	const struct tp_model *m = sim->m;
@@ -408,5 +408,155 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 				    slowest_bw +
 			    (n > 0 ? oh : 0);
 	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Lane-cost cache: a search simulates thousands of plans built from the
+ * same few (group, device types, decisions) combinations.  Keyed by every
+ * input of lane_costs, so a hit returns exactly what it would compute. */
+
+#define LC_MAX_ENTRIES (1u << 15)
+#define LC_MAX_OPS (1u << 22)
+
+static uint64_t lc_mix(uint64_t h, uint64_t x)
+{
+	h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t lc_dbl(double x)
+{
+	uint64_t u;
+
+	memcpy(&u, &x, sizeof(u));
+	return u;
+}
+
+static void lc_clear(struct tp_sim_scratch *s)
+{
+	s->lc.n = 0;
+	s->lc_ops.n = 0;
+	if (s->lc_tab)
+		for (uint32_t i = 0; i < s->lc_cap; i++)
+			s->lc_tab[i] = TP_NONE;
+}
+
+static bool lc_same(const struct tp_sim_scratch *s, const struct lcentry *a,
+		    const struct lcentry *k, const uint32_t *ops)
+{
+	return a->h == k->h && a->n_ops == k->n_ops && a->tp == k->tp &&
+	       a->dp == k->dp && a->zero == k->zero &&
+	       a->n_types == k->n_types && a->sp == k->sp && a->rc == k->rc &&
+	       lc_dbl(a->samples) == lc_dbl(k->samples) &&
+	       lc_dbl(a->tp_a) == lc_dbl(k->tp_a) &&
+	       lc_dbl(a->tp_k) == lc_dbl(k->tp_k) &&
+	       memcmp(a->types, k->types, k->n_types * sizeof(uint32_t)) ==
+		       0 &&
+	       memcmp(s->lc_ops.v + a->ops_first, ops,
+		      k->n_ops * sizeof(uint32_t)) == 0;
+}
+
+int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
+		      struct tp_sim_scratch *s, struct lane *ln)
+{
+	const struct tp_plan_group *gr = &plan->groups.v[ln->group];
+	const uint32_t *ops = tp_plan_group_ops(plan, ln->group);
+	const uint32_t *devs = plan->devs.v + ln->dev_first;
+	struct lcentry k, *e;
+	uint64_t h = 0x243f6a8885a308d3ull;
+	uint32_t slot, mask;
+
+	memset(&k, 0, sizeof(k));
+	/* the distinct rank types in rank order, as lane_costs sees them */
+	for (uint32_t r = 0; r < ln->tp; r++) {
+		uint32_t ty = sim->c->devices.v[devs[r]].type, j;
+		for (j = 0; j < k.n_types; j++)
+			if (k.types[j] == ty)
+				break;
+		if (j == k.n_types && k.n_types < 8)
+			k.types[k.n_types++] = ty;
+	}
+	k.n_ops = gr->n_ops;
+	k.tp = ln->tp;
+	k.dp = gr->dp;
+	k.zero = plan->zero;
+	k.sp = gr->sp;
+	k.rc = gr->recompute;
+	k.samples = ln->samples;
+	k.tp_a = ln->tp_a;
+	k.tp_k = ln->tp_k;
+	for (uint32_t i = 0; i < gr->n_ops; i++)
+		h = lc_mix(h, ops[i]);
+	h = lc_mix(h, ((uint64_t)k.n_ops << 32) | k.tp);
+	h = lc_mix(h, ((uint64_t)k.dp << 32) | k.zero);
+	h = lc_mix(h, ((uint64_t)k.sp << 8) | k.rc);
+	h = lc_mix(h, lc_dbl(k.samples));
+	h = lc_mix(h, lc_dbl(k.tp_a));
+	h = lc_mix(h, lc_dbl(k.tp_k));
+	for (uint32_t j = 0; j < k.n_types; j++)
+		h = lc_mix(h, k.types[j]);
+	k.h = h;
+	if (!s->lc_tab) {
+		s->lc_cap = 2 * LC_MAX_ENTRIES;
+		s->lc_tab = malloc(s->lc_cap * sizeof(uint32_t));
+		if (!s->lc_tab) {
+			s->lc_cap = 0;
+			return lane_costs(sim, plan, s, ln);
+		}
+		lc_clear(s);
+	}
+	mask = s->lc_cap - 1;
+	for (slot = (uint32_t)(h ^ (h >> 32)) & mask;
+	     s->lc_tab[slot] != TP_NONE; slot = (slot + 1) & mask) {
+		e = &s->lc.v[s->lc_tab[slot]];
+		if (!lc_same(s, e, &k, ops))
+			continue;
+		ln->f_comp = e->f_comp;
+		ln->f_comm = e->f_comm;
+		ln->b_comp = e->b_comp;
+		ln->b_comm = e->b_comm;
+		ln->opt_s = e->opt_s;
+		ln->act = e->act;
+		ln->work = e->work;
+		ln->act_full = e->act_full;
+		ln->weights = e->weights;
+		ln->grads = e->grads;
+		ln->optim = e->optim;
+		ln->temp = e->temp;
+		ln->params = e->params;
+		ln->tp_bytes_mb = e->tp_bytes_mb;
+		return 0;
+	}
+	if (lane_costs(sim, plan, s, ln))
+		return -1;
+	if (s->lc.n >= LC_MAX_ENTRIES ||
+	    s->lc_ops.n + gr->n_ops > LC_MAX_OPS) {
+		lc_clear(s);
+		for (slot = (uint32_t)(h ^ (h >> 32)) & mask;
+		     s->lc_tab[slot] != TP_NONE; slot = (slot + 1) & mask)
+			;
+	}
+	if (tp_vec_reserve(&s->lc, 1) || tp_vec_reserve(&s->lc_ops, gr->n_ops))
+		return 0; /* computed, just not cached */
+	k.ops_first = (uint32_t)s->lc_ops.n;
+	memcpy(s->lc_ops.v + s->lc_ops.n, ops, gr->n_ops * sizeof(uint32_t));
+	s->lc_ops.n += gr->n_ops;
+	k.f_comp = ln->f_comp;
+	k.f_comm = ln->f_comm;
+	k.b_comp = ln->b_comp;
+	k.b_comm = ln->b_comm;
+	k.opt_s = ln->opt_s;
+	k.act = ln->act;
+	k.work = ln->work;
+	k.act_full = ln->act_full;
+	k.weights = ln->weights;
+	k.grads = ln->grads;
+	k.optim = ln->optim;
+	k.temp = ln->temp;
+	k.params = ln->params;
+	k.tp_bytes_mb = ln->tp_bytes_mb;
+	s->lc_tab[slot] = (uint32_t)s->lc.n;
+	s->lc.v[s->lc.n++] = k;
 	return 0;
 }

@@ -239,6 +239,14 @@ void tp_sim_scratch_free(struct tp_sim_scratch *s)
 	tp_vec_free(&s->ccap_rem);
 	tp_vec_free(&s->cweight);
 	tp_vec_free(&s->cmark2);
+	tp_vec_free(&s->cuse);
+	tp_vec_free(&s->cdirty);
+	tp_vec_free(&s->ccomp);
+	tp_vec_free(&s->comp);
+	tp_vec_free(&s->ctouched);
+	tp_vec_free(&s->lc);
+	tp_vec_free(&s->lc_ops);
+	free(s->lc_tab);
 	tp_vec_free(&s->hkeys);
 	tp_vec_free(&s->hvals);
 	tp_vec_free(&s->bt_used);
@@ -1571,11 +1579,21 @@ static int channel_classes(const struct tp_sim *sim, struct tp_sim_scratch *s)
 		}
 	}
 	s->ccap_rem.n = s->cweight.n = s->cmark2.n = 0;
+	s->cuse.n = s->cdirty.n = s->ccomp.n = 0;
 	if (tp_vec_reserve(&s->ccap_rem, n_cls + 1) ||
 	    tp_vec_reserve(&s->cweight, n_cls + 1) ||
-	    tp_vec_reserve(&s->cmark2, n_cls + 1))
+	    tp_vec_reserve(&s->cmark2, n_cls + 1) ||
+	    tp_vec_reserve(&s->cuse, n_cls + 1) ||
+	    tp_vec_reserve(&s->cdirty, n_cls + 1) ||
+	    tp_vec_reserve(&s->ccomp, n_cls + 1))
 		return -1;
 	memset(s->cmark2.v, 0, (n_cls + 1) * sizeof(uint32_t));
+	memset(s->cuse.v, 0, (n_cls + 1) * sizeof(uint32_t));
+	memset(s->cdirty.v, 0, (n_cls + 1) * sizeof(uint32_t));
+	memset(s->ccomp.v, 0, (n_cls + 1) * sizeof(uint32_t));
+	s->dgen = 1;
+	s->comp_stamp = 0;
+	s->seen_stamp = 0;
 	return 0;
 }
 
@@ -1760,27 +1778,32 @@ static void advance(struct eng *E, double t)
 	E->tflow = t;
 }
 
-/* Max-min fair rates of the active bundles (progressive filling; the
- * flows of one bundle move in lockstep). */
-static void rates(struct eng *E)
+/*
+ * Max-min fair rates of one component of active bundles (s->comp: indices
+ * into s->act; bundles of different components share no channel class):
+ * progressive filling, the flows of one bundle moving in lockstep.  The
+ * result depends only on the component, not on the other active bundles,
+ * so components whose membership did not change keep their rates.
+ */
+static void fill_component(struct eng *E)
 {
 	struct tp_sim_scratch *s = E->s;
-	size_t na = s->act.n, left = na;
+	size_t na = s->comp.n, left = na;
 	uint32_t stamp = ++s->stamp;
 	double *cap_rem = s->ccap_rem.v, *weight = s->cweight.v;
 	uint32_t *cmark = s->cmark2.v;
+	const uint32_t *ci = s->comp.v;
 
-	E->rates_dirty = false;
-	if (na == 0)
-		return;
 	if (na == 1) {
-		s->act.v[0].rate =
-			s->btypes.v[s->tasks.v[s->act.v[0].task].ref].rate_alone;
+		/* alone: its slowest channel (progressive filling gives
+		 * exactly this) */
+		struct active *a = &s->act.v[ci[0]];
+		a->rate = s->btypes.v[s->tasks.v[a->task].ref].rate_alone;
 		return;
 	}
-	s->touched.n = 0;
+	s->ctouched.n = 0;
 	for (size_t k = 0; k < na; k++) {
-		struct active *a = &s->act.v[k];
+		struct active *a = &s->act.v[ci[k]];
 		const struct btype *bt = &s->btypes.v[s->tasks.v[a->task].ref];
 		a->rate = 0;
 		a->frozen = false;
@@ -1790,7 +1813,7 @@ static void rates(struct eng *E)
 				cmark[en->chan] = stamp;
 				cap_rem[en->chan] = s->ccap.v[en->chan];
 				weight[en->chan] = 0;
-				if (tp_vec_push(&s->touched, en->chan)) {
+				if (tp_vec_push(&s->ctouched, en->chan)) {
 					E->oom = 1;
 					return;
 				}
@@ -1800,8 +1823,8 @@ static void rates(struct eng *E)
 	}
 	while (left > 0) {
 		double delta = INF;
-		for (size_t k = 0; k < s->touched.n; k++) {
-			uint32_t c = s->touched.v[k];
+		for (size_t k = 0; k < s->ctouched.n; k++) {
+			uint32_t c = s->ctouched.v[k];
 			if (weight[c] > 0) {
 				double d = cap_rem[c] / weight[c];
 				if (d < delta)
@@ -1813,15 +1836,15 @@ static void rates(struct eng *E)
 		if (delta < 0)
 			delta = 0;
 		for (size_t k = 0; k < na; k++)
-			if (!s->act.v[k].frozen)
-				s->act.v[k].rate += delta;
-		for (size_t k = 0; k < s->touched.n; k++) {
-			uint32_t c = s->touched.v[k];
+			if (!s->act.v[ci[k]].frozen)
+				s->act.v[ci[k]].rate += delta;
+		for (size_t k = 0; k < s->ctouched.n; k++) {
+			uint32_t c = s->ctouched.v[k];
 			if (weight[c] > 0)
 				cap_rem[c] -= delta * weight[c];
 		}
 		for (size_t k = 0; k < na; k++) {
-			struct active *a = &s->act.v[k];
+			struct active *a = &s->act.v[ci[k]];
 			const struct btype *bt;
 			bool sat = false;
 			if (a->frozen)
@@ -1843,6 +1866,52 @@ static void rates(struct eng *E)
 			}
 		}
 	}
+}
+
+/*
+ * Max-min fair rates of the active bundles.  Only needed when the set of
+ * bundles sharing some channel class changed (class_use): a bundle alone
+ * on its classes moves at its own slowest channel's rate, and bundles
+ * that share nothing with it keep theirs.
+ */
+static void rates(struct eng *E)
+{
+	struct tp_sim_scratch *s = E->s;
+
+	E->rates_dirty = false;
+	s->comp.n = 0;
+	if (tp_vec_reserve(&s->comp, s->act.n)) {
+		E->oom = 1;
+		return;
+	}
+	for (size_t k = 0; k < s->act.n; k++)
+		s->comp.v[s->comp.n++] = (uint32_t)k;
+	if (s->comp.n)
+		fill_component(E);
+}
+
+/* Bundle a starts or stops crossing its classes: update their use counts;
+ * classes shared with other bundles become dirty (their component's
+ * rates change).  Returns whether a shares a class with another bundle. */
+static bool class_use(struct tp_sim_scratch *s, const struct btype *bt,
+		      bool on)
+{
+	bool shared = false;
+
+	for (uint32_t j = 0; j < bt->n_cls; j++) {
+		uint32_t c = s->cents.v[bt->cls_first + j].chan;
+		if (on) {
+			if (s->cuse.v[c]++ > 0)
+				shared = true;
+		} else if (--s->cuse.v[c] > 0) {
+			shared = true;
+		}
+	}
+	if (shared)
+		for (uint32_t j = 0; j < bt->n_cls; j++)
+			s->cdirty.v[s->cents.v[bt->cls_first + j].chan] =
+				s->dgen;
+	return shared;
 }
 
 /* Link statistics per bundle type (O(1) per event); spread over the
@@ -1870,12 +1939,15 @@ static void flow_begin(struct eng *E, uint32_t id)
 		return;
 	}
 	advance(E, E->now);
-	if (tp_vec_push(&s->act, ((struct active){id, t->dur, 0, false}))) {
+	if (tp_vec_push(&s->act, ((struct active){id, t->dur, 0, false, 0}))) {
 		E->oom = 1;
 		return;
 	}
 	link_stats(E, &s->btypes.v[t->ref], true, 0);
-	E->rates_dirty = true;
+	if (class_use(s, &s->btypes.v[t->ref], true))
+		E->rates_dirty = true;
+	else
+		s->act.v[s->act.n - 1].rate = s->btypes.v[t->ref].rate_alone;
 }
 
 static enum tp_status run_engine(const struct tp_sim *sim,
@@ -1935,9 +2007,11 @@ static enum tp_status run_engine(const struct tp_sim *sim,
 					k++;
 				}
 			}
-			E.rates_dirty = true;
 			for (size_t j = 0; j < s->tmp3.n; j++) {
 				uint32_t id = s->tmp3.v[j];
+				if (class_use(s, &s->btypes.v[s->tasks.v[id].ref],
+					      false))
+					E.rates_dirty = true;
 				link_stats(&E, &s->btypes.v[s->tasks.v[id].ref],
 					   false, s->tasks.v[id].dur);
 				finish(&E, id);
@@ -2355,15 +2429,110 @@ nomem:
 	return tp_error_set(err, TP_ENOMEM, "out of memory");
 }
 
+/*
+ * A lower bound of the iteration time from the lanes alone (before the
+ * task graph): every resource runs its tasks one at a time; none of them
+ * starts before the forward of micro-batch 0 has passed through the
+ * groups upstream of its own (head), and after its last backward the
+ * backwards of the upstream groups and its own optimizer steps still run
+ * (tail).  Transfers, synchronisation and waiting count as zero.  0 when
+ * memory runs out.
+ */
+static double lower_bound(const struct tp_plan *plan, struct tp_sim_scratch *s)
+{
+	uint32_t G = (uint32_t)s->groups.n, R = (uint32_t)s->res.n;
+	double m = plan->micro_batches, lb = 0;
+	double *head, *tail, *fmin, *bmin, *busy, *opt, *rh, *rt;
+
+	s->dtmp.n = 0;
+	if (tp_vec_reserve(&s->dtmp, 4 * ((size_t)G + R) + 8))
+		return 0;
+	head = s->dtmp.v;
+	tail = head + G;
+	fmin = tail + G;
+	bmin = fmin + G;
+	busy = bmin + G;
+	opt = busy + R;
+	rh = opt + R;
+	rt = rh + R;
+	for (uint32_t g = 0; g < G; g++) {
+		const struct ginfo *gi = &s->groups.v[g];
+		fmin[g] = bmin[g] = INF;
+		for (uint32_t k = 0; k < gi->n_sim; k++) {
+			const struct lane *ln =
+				&s->lanes.v[s->sims.v[gi->sim_first + k].lane];
+			double f = ln->f_comp + ln->f_comm;
+			double b = ln->b_comp + ln->b_comm;
+			if (f < fmin[g])
+				fmin[g] = f;
+			if (b < bmin[g])
+				bmin[g] = b;
+		}
+		if (!(fmin[g] < INF))
+			fmin[g] = 0;
+		if (!(bmin[g] < INF))
+			bmin[g] = 0;
+	}
+	for (uint32_t k = 0; k < G; k++) {
+		uint32_t g = s->gorder.v[k];
+		head[g] = tail[g] = 0;
+		for (uint32_t j = s->gin_off.v[g]; j < s->gin_off.v[g + 1];
+		     j++) {
+			uint32_t p = s->gedges.v[s->gin.v[j]].src;
+			if (head[p] + fmin[p] > head[g])
+				head[g] = head[p] + fmin[p];
+			if (tail[p] + bmin[p] > tail[g])
+				tail[g] = tail[p] + bmin[p];
+		}
+	}
+	for (uint32_t x = 0; x < R; x++) {
+		busy[x] = opt[x] = 0;
+		rh[x] = rt[x] = INF;
+	}
+	for (uint32_t L = 0; L < s->sims.n; L++) {
+		const struct simlane *sl = &s->sims.v[L];
+		const struct lane *ln = &s->lanes.v[sl->lane];
+		double fb = m * ((ln->f_comp + ln->f_comm) +
+				 (ln->b_comp + ln->b_comm));
+		for (uint32_t k = 0; k < sl->n_res; k++) {
+			uint32_t x = s->lres.v[sl->res_first + k];
+			busy[x] += fb;
+			opt[x] += ln->opt_s;
+			if (head[ln->group] < rh[x])
+				rh[x] = head[ln->group];
+			if (tail[ln->group] < rt[x])
+				rt[x] = tail[ln->group];
+		}
+	}
+	for (uint32_t x = 0; x < R; x++) {
+		double v;
+		if (!(rh[x] < INF))
+			continue;
+		v = rh[x] + busy[x] + (opt[x] > rt[x] ? opt[x] : rt[x]);
+		if (v > lb)
+			lb = v;
+	}
+	return lb;
+}
+
 enum tp_status tp_sim_run(const struct tp_sim *sim, const struct tp_plan *plan,
 			  struct tp_sim_scratch *s, struct tp_report *report,
 			  struct tp_strbuf *trace, struct tp_error *err)
 {
+	bool bounded;
+	double lb;
+
+	return tp_sim_run_bounded(sim, plan, s, 0, report, trace, &bounded,
+				  &lb, err);
+}
+
+/* Everything before the task graph: plan analysis, lanes, resources. */
+static enum tp_status prepare(const struct tp_sim *sim,
+			      const struct tp_plan *plan,
+			      struct tp_sim_scratch *s, uint32_t *depth,
+			      bool *mode_a, struct tp_error *err)
+{
 	enum tp_status st;
-	uint32_t depth = 1;
-	bool mode_a = false;
-	struct sched sc;
-	double t_end = 0;
 
 	if (sim->o.validate) {
 		st = tp_plan_validate(plan, sim->m, sim->c, err);
@@ -2374,13 +2543,58 @@ enum tp_status tp_sim_run(const struct tp_sim *sim, const struct tp_plan *plan,
 					 "the plan has no groups");
 	}
 	s->btypes.n = s->bents.n = 0;
-	st = analyse_groups(sim, plan, s, &depth, err);
+	/* no flow accumulation left over from an earlier run */
+	for (size_t k = 0; k < s->touched.n; k++)
+		s->cnt[s->touched.v[k]] = 0;
+	s->touched.n = 0;
+	s->acc_flows = 0;
+	s->acc_latency = 0;
+	s->acc_oom = false;
+	st = analyse_groups(sim, plan, s, depth, err);
 	if (!st)
-		st = build_lanes(sim, plan, s, &mode_a, err);
+		st = build_lanes(sim, plan, s, mode_a, err);
 	if (!st)
 		st = build_resources(sim, plan, s, err);
-	if (!st)
-		st = setup_schedule(plan, s, depth, &sc, err);
+	return st;
+}
+
+enum tp_status tp_sim_lower_bound(const struct tp_sim *sim,
+				  const struct tp_plan *plan,
+				  struct tp_sim_scratch *s,
+				  double *lower_bound_s, struct tp_error *err)
+{
+	uint32_t depth = 1;
+	bool mode_a = false;
+	enum tp_status st = prepare(sim, plan, s, &depth, &mode_a, err);
+
+	*lower_bound_s = st ? 0 : lower_bound(plan, s);
+	return st;
+}
+
+enum tp_status tp_sim_run_bounded(const struct tp_sim *sim,
+				  const struct tp_plan *plan,
+				  struct tp_sim_scratch *s, double cutoff_s,
+				  struct tp_report *report,
+				  struct tp_strbuf *trace, bool *bounded,
+				  double *lower_bound_s, struct tp_error *err)
+{
+	enum tp_status st;
+	uint32_t depth = 1;
+	bool mode_a = false;
+	struct sched sc;
+	double t_end = 0;
+
+	*bounded = false;
+	*lower_bound_s = 0;
+	st = prepare(sim, plan, s, &depth, &mode_a, err);
+	if (st)
+		return st;
+	*lower_bound_s = lower_bound(plan, s);
+	if (cutoff_s > 0 && *lower_bound_s >= cutoff_s) {
+		*bounded = true;
+		return TP_OK;
+	}
+	st = setup_schedule(plan, s, depth, &sc, err);
 	if (!st)
 		st = build_graph(sim, plan, s, &sc, mode_a, err);
 	if (st)

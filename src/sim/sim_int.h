@@ -130,6 +130,20 @@ struct lane {
 	uint32_t tp_bt;     /* bundle of one TP all-reduce (for link stats) */
 };
 
+/* A cached lane cost (cost.c): every input of the computation and its
+ * outputs. */
+struct lcentry {
+	uint64_t h;
+	uint32_t ops_first, n_ops; /* the group's ops, in s->lc_ops */
+	uint32_t tp, dp, zero, n_types;
+	uint32_t types[8];
+	uint32_t sp, rc;
+	double samples, tp_a, tp_k;
+	double f_comp, f_comm, b_comp, b_comm, opt_s;
+	double act, work, act_full, weights, grads, optim, temp, params;
+	double tp_bytes_mb;
+};
+
 struct simlane {
 	uint32_t lane;
 	uint32_t n_members; /* replicas it stands for */
@@ -157,6 +171,7 @@ struct active {
 	uint32_t task;
 	double remaining, rate;
 	bool frozen;
+	uint32_t seen; /* rates(): visited in this call (its stamp) */
 };
 
 struct heap_ev {
@@ -206,6 +221,12 @@ struct tp_sim_scratch {
 	TP_VEC(struct bent) cents;
 	TP_VEC(double) ccap, ccap_rem, cweight;
 	TP_VEC(uint32_t) cmark2;
+	/* per class: active bundles crossing it, dirty generation (its
+	 * sharing changed since the last rates()), component stamp */
+	TP_VEC(uint32_t) cuse, cdirty, ccomp;
+	uint32_t dgen, comp_stamp, seen_stamp;
+	TP_VEC(uint32_t) comp; /* active indices of one component */
+	TP_VEC(uint32_t) ctouched; /* classes of one component */
 	TP_VEC(uint64_t) hkeys;
 	TP_VEC(uint32_t) hvals;
 	TP_VEC(uint8_t) bt_used;
@@ -217,6 +238,12 @@ struct tp_sim_scratch {
 	uint32_t acc_flows;
 	double acc_latency;
 	bool acc_oom;
+	/* lane costs of earlier runs (cost.c): they depend only on the
+	 * group's ops and decisions, not on the rest of the plan */
+	TP_VEC(struct lcentry) lc;
+	TP_VEC(uint32_t) lc_ops;
+	uint32_t *lc_tab; /* open addressing: entry index or TP_NONE */
+	uint32_t lc_cap;  /* power of two, 0 = no table yet */
 	/* gradient compression (sfb_hook.c) */
 	struct tp_sfb_scratch *sfb_s;
 	struct tp_sfb_actions *sfb_a;
