@@ -328,15 +328,47 @@ static void offer_locked(struct sctx *s, uint64_t key,
 	}
 }
 
+/*
+ * Evaluate plan (cutoff > 0 with o->bound_sim: unless its lower bound is
+ * at least cutoff, then out->bounded).  The simulator's own evaluator
+ * computes the bound on the way (one analysis of the plan); any other
+ * evaluator (compression on top, tests' toys) runs after the bound.
+ */
 static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
-			       struct evalres *out)
+			       double cutoff, struct evalres *out)
 {
 	struct sctx *s = w->s;
 	enum tp_status st;
+	bool bounded = false;
+	double lb = 0, t0;
 
-	double t0 = sctx_now();
-
-	st = s->ev->run(s->ev->ctx, w->ev_scratch, plan, &w->report, &w->err);
+	if (cutoff > 0 && !s->direct) {
+		st = tp_sim_lower_bound(s->o->bound_sim, plan, w->bscr, &lb,
+					&w->err);
+		if (st && st != TP_EINPUT)
+			return st;
+		bounded = !st && lb >= cutoff;
+	}
+	t0 = sctx_now();
+	if (bounded)
+		st = TP_OK;
+	else if (cutoff > 0 && s->direct)
+		st = tp_search_simeval_run_bounded(s->ev, w->ev_scratch, plan,
+						   cutoff, &w->report,
+						   &bounded, &lb, &w->err);
+	else
+		st = s->ev->run(s->ev->ctx, w->ev_scratch, plan, &w->report,
+				&w->err);
+	if (!st && bounded) {
+		/* cannot beat the cutoff: settled by the bound */
+		out->ok = true;
+		out->bounded = true;
+		out->feasible = true;
+		out->time = lb;
+		out->over = 0;
+		atomic_fetch_add(&s->bounded, 1);
+		return TP_OK;
+	}
 	atomic_fetch_add(&s->sim_ns, (uint64_t)((sctx_now() - t0) * 1e9));
 	atomic_fetch_add(&s->simulations, 1);
 	if (st == TP_EINPUT) {
@@ -381,7 +413,6 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 	uint64_t key = tp_space_hash(&s->space, gl, dec) | 1;
 	struct cache_entry *e;
 	enum tp_status st;
-	double lb = 0;
 
 	memset(out, 0, sizeof(*out));
 	atomic_fetch_add(&s->evaluations, 1);
@@ -410,27 +441,9 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 	} else if (st) {
 		return st;
 	} else {
-		if (cutoff > 0) {
-			st = tp_sim_lower_bound(s->o->bound_sim, &w->plan,
-						w->bscr, &lb, &w->err);
-			if (st && st != TP_EINPUT)
-				return st;
-			if (st)
-				lb = 0; /* the evaluator says why */
-		}
-		if (cutoff > 0 && lb >= cutoff) {
-			/* cannot beat the cutoff: settled by the bound */
-			out->ok = true;
-			out->bounded = true;
-			out->feasible = true;
-			out->time = lb;
-			out->over = 0;
-			atomic_fetch_add(&s->bounded, 1);
-		} else {
-			st = run_eval(w, &w->plan, out);
-			if (st)
-				return st;
-		}
+		st = run_eval(w, &w->plan, cutoff, out);
+		if (st)
+			return st;
 	}
 	pthread_mutex_lock(&s->lock);
 	e = cache_find(s, key);
@@ -468,7 +481,7 @@ enum tp_status sctx_eval_plan(struct worker *w, const struct tp_plan *plan,
 
 	memset(out, 0, sizeof(*out));
 	atomic_fetch_add(&s->evaluations, 1);
-	st = run_eval(w, plan, out);
+	st = run_eval(w, plan, 0, out);
 	if (st)
 		return st;
 	if (out->ok) {
@@ -637,6 +650,8 @@ enum tp_status tp_search_run(const struct tp_model *m,
 	st = tp_space_init(&s.space, m, c, &s.groups, &s.err);
 	if (st)
 		goto out;
+	s.direct = o->bound_sim &&
+		   tp_search_simeval_of(ev) == o->bound_sim;
 	s.cache_cap = (size_t)1 << 14;
 	s.cache = tp_calloc(s.cache_cap, sizeof(*s.cache));
 	for (int i = 0; i < TP_BASELINE_COUNT; i++)

@@ -69,6 +69,7 @@ struct sctx {
 	enum tp_status error;  /* first error of a worker */
 	struct tp_error err;
 	double ref_time;       /* best baseline's time (progress) */
+	bool direct; /* ev is tp_search_sim_evaluator over o->bound_sim */
 };
 
 /* A thread's working set. */
@@ -124,6 +125,18 @@ double sctx_best_cutoff(struct sctx *s);
 /* Score a ready plan (not cached); may become the incumbent. */
 enum tp_status sctx_eval_plan(struct worker *w, const struct tp_plan *plan,
 			      const char *source, struct evalres *out);
+
+/* simeval.c: the simulator of an evaluator made by
+ * tp_search_sim_evaluator (NULL for any other evaluator), and
+ * tp_sim_run_bounded through it with its scratch. */
+const struct tp_sim *tp_search_simeval_of(const struct tp_evaluator *ev);
+enum tp_status tp_search_simeval_run_bounded(const struct tp_evaluator *ev,
+					     void *scratch,
+					     const struct tp_plan *plan,
+					     double cutoff,
+					     struct tp_report *report,
+					     bool *bounded, double *lb,
+					     struct tp_error *err);
 
 /* Is (feasible, time, over) a better candidate than the incumbent? */
 bool sctx_better(bool f1, double t1, double o1, bool f2, double t2,

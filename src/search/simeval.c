@@ -6,6 +6,7 @@
 
 #include "../sim/sim.h"
 #include "search.h"
+#include "search_int.h"
 #include "sfb.h"
 
 struct scratch {
@@ -78,4 +79,26 @@ void tp_search_sim_evaluator(struct tp_search_simeval *ctx,
 	ev->scratch_free = sim_scratch_free;
 	ev->run = sim_run;
 	ev->finalize = sim_finalize;
+}
+
+const struct tp_sim *tp_search_simeval_of(const struct tp_evaluator *ev)
+{
+	if (!ev || ev->run != sim_run || !ev->ctx)
+		return NULL;
+	return ((const struct tp_search_simeval *)ev->ctx)->sim;
+}
+
+enum tp_status tp_search_simeval_run_bounded(const struct tp_evaluator *ev,
+					     void *scratch,
+					     const struct tp_plan *plan,
+					     double cutoff,
+					     struct tp_report *report,
+					     bool *bounded, double *lb,
+					     struct tp_error *err)
+{
+	const struct tp_search_simeval *se = ev->ctx;
+	struct scratch *s = scratch;
+
+	return tp_sim_run_bounded(se->sim, plan, s->sim, cutoff, report, NULL,
+				  bounded, lb, err);
 }

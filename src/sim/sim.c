@@ -266,6 +266,7 @@ void tp_sim_scratch_free(struct tp_sim_scratch *s)
 	tp_vec_free(&s->lres);
 	tp_vec_free(&s->res);
 	tp_vec_free(&s->queue);
+	tp_vec_free(&s->qtmp);
 	tp_vec_free(&s->tasks);
 	tp_vec_free(&s->edges);
 	tp_vec_free(&s->succ);
@@ -1119,12 +1120,59 @@ static uint64_t task_key(const struct sched *sc, const struct ginfo *gi,
 	return (prim << TIE_BITS) | tie;
 }
 
-static int cmp_qitem(const void *a, const void *b)
+static bool qless(const struct qitem *a, const struct qitem *b)
 {
-	const struct qitem *x = a, *y = b;
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	return x->task < y->task ? -1 : x->task > y->task;
+	return a->key < b->key || (a->key == b->key && a->task < b->task);
+}
+
+/* Sort q[0..n) by (key, task), a total order, merging its ascending runs
+ * (natural merge sort); tmp holds n items. */
+static void sort_runs(struct qitem *q, uint32_t n, struct qitem *tmp)
+{
+	struct qitem *src = q, *dst = tmp;
+	uint32_t k = 1;
+
+	while (k < n && !qless(&q[k], &q[k - 1]))
+		k++;
+	if (k >= n)
+		return; /* already in order */
+	for (;;) {
+		uint32_t runs = 0, i = 0;
+		while (i < n) {
+			uint32_t a = i, b, c;
+			while (i + 1 < n && !qless(&src[i + 1], &src[i]))
+				i++;
+			b = ++i;
+			if (b < n) {
+				while (i + 1 < n && !qless(&src[i + 1], &src[i]))
+					i++;
+				++i;
+			}
+			c = i;
+			runs++;
+			/* merge [a, b) and [b, c) into dst[a..c) */
+			{
+				uint32_t x = a, y = b, k = a;
+				while (x < b && y < c)
+					dst[k++] = qless(&src[y], &src[x])
+							   ? src[y++]
+							   : src[x++];
+				while (x < b)
+					dst[k++] = src[x++];
+				while (y < c)
+					dst[k++] = src[y++];
+			}
+		}
+		{
+			struct qitem *t = src;
+			src = dst;
+			dst = t;
+		}
+		if (runs <= 1)
+			break;
+	}
+	if (src != q)
+		memcpy(q, src, n * sizeof(*q));
 }
 
 static enum tp_status setup_schedule(const struct tp_plan *plan,
@@ -1369,27 +1417,25 @@ static enum tp_status build_graph(const struct tp_sim *sim,
 			struct resource *rs =
 				&s->res.v[s->lres.v[sl->res_first + k]];
 			struct qitem *q = s->queue.v + rs->q_first;
-			for (uint32_t i = 0; i < m; i++) {
+			/* three runs, each ascending in its key (the keys
+			   grow with the micro-batch in every schedule) */
+			for (uint32_t i = 0; i < m; i++)
 				q[rs->q_n++] = (struct qitem){
 					task_key(sc, gi, i, 0),
 					f_task(s, L, i)};
+			for (uint32_t i = 0; i < m; i++)
 				q[rs->q_n++] = (struct qitem){
 					task_key(sc, gi, i, 1),
 					b_task(s, L, i)};
-			}
 			q[rs->q_n++] = (struct qitem){task_key(sc, gi, 0, 2),
 						      sl->opt_task};
 		}
 	}
+	s->qtmp.n = 0;
+	RESERVE(&s->qtmp, nq + 1);
 	for (uint32_t x = 0; x < s->res.n; x++) {
 		struct resource *rs = &s->res.v[x];
-		struct qitem *q = s->queue.v + rs->q_first;
-		bool sorted = true;
-		for (uint32_t k = 1; k < rs->q_n && sorted; k++)
-			if (q[k - 1].key > q[k].key)
-				sorted = false;
-		if (!sorted)
-			qsort(q, rs->q_n, sizeof(*q), cmp_qitem);
+		sort_runs(s->queue.v + rs->q_first, rs->q_n, s->qtmp.v);
 	}
 	for (uint32_t L = 0; L < s->sims.n; L++) {
 		const struct simlane *sl = &s->sims.v[L];

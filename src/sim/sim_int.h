@@ -207,6 +207,7 @@ struct tp_sim_scratch {
 	TP_VEC(uint32_t) lres;
 	TP_VEC(struct resource) res;
 	TP_VEC(struct qitem) queue;
+	TP_VEC(struct qitem) qtmp; /* merge buffer for the queue order */
 	TP_VEC(struct task) tasks;
 	TP_VEC(uint64_t) edges; /* (from << 33) | (to << 1) | on_start */
 	TP_VEC(uint32_t) succ;
