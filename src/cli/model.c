@@ -16,12 +16,11 @@
 
 static const char usage[] =
 	"SOURCE [OPTIONS] [-o MODEL]\n"
-	"       tagplan model gpt --hidden H --layers L --heads A --seq S "
-	"--vocab V --batch B\n"
-	"                         [--ffn F] [--kv-heads K] [--dtype "
-	"bf16|fp16|fp32] [-o MODEL]\n"
-	"       tagplan model hf:PATH/config.json [--seq S] [--batch B] "
-	"[--dtype D] [-o MODEL]\n"
+	"       tagplan model gpt --hidden H --layers L --heads A --seq S\n"
+	"                 --vocab V --batch B [--ffn F] [--kv-heads K]\n"
+	"                 [--dtype bf16|fp16|fp32] [-o MODEL]\n"
+	"       tagplan model hf:PATH/config.json [--seq S] [--batch B]\n"
+	"                 [--dtype D] [-o MODEL]\n"
 	"       tagplan model ZOO-NAME [--batch B] [--dtype D] [-o MODEL]";
 
 /* Append "  NAME  text" with text wrapped at 79 columns under itself. */
@@ -74,7 +73,8 @@ static void about_text(struct tp_strbuf *sb)
 		"                       config's context length capped at "
 		"4096 (T5: 512, the\n"
 		"                       decoder gets seq/4), --batch 256, "
-		"--dtype from torch_dtype.\n"
+		"--dtype from\n"
+		"                       torch_dtype.\n"
 		"  ZOO-NAME             one of:\n");
 	for (int i = 0; tp_zoo_names[i]; i++)
 		add_item(sb, 4, tp_zoo_names[i], 14,

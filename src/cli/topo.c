@@ -14,8 +14,8 @@
 #include "io/io.h"
 
 static const char usage[] =
-	"PRESET[:NODES] [PRESET[:NODES] ...] [--net NETWORK] "
-	"[--oversubscription X] [-o TOPO]\n"
+	"PRESET[:NODES] [PRESET[:NODES] ...] [--net NETWORK]\n"
+	"                    [--oversubscription X] [-o TOPO]\n"
 	"       tagplan topo --from-nvidia-smi FILE --gpu TYPE [-o TOPO]";
 
 /* Append "  NAME  text" with text wrapped at 79 columns under itself. */
@@ -76,13 +76,13 @@ static void about_text(struct tp_strbuf *sb)
 		"devices (a name of data/devices.json):\nNV# = # NVLinks x "
 		"25 GB/s (P100: 20), PIX/PXB = the GPU's PCIe x16 rate,\nPHB "
 		"0.8x, NODE 0.7x, SYS 0.5x of it (ASSUMPTIONS); all pairs NV# "
-		"alike = NVSwitch.\n\nexamples:\n"
+		"alike =\nNVSwitch.\n\nexamples:\n"
 		"  tagplan topo dgx-a100:4 --net ib-hdr -o topo.json\n"
 		"  tagplan topo v100-nvlink:2 1080ti-pcie:2 --net 25gbe -o "
 		"mixed.json\n"
 		"  tagplan topo tag-testbed -o tag.json\n"
-		"  nvidia-smi topo -m > m.txt; tagplan topo --from-nvidia-smi "
-		"m.txt --gpu A100-SXM4-80GB");
+		"  nvidia-smi topo -m > m.txt\n"
+		"  tagplan topo --from-nvidia-smi m.txt --gpu A100-SXM4-80GB");
 }
 
 static int from_nvidia_smi(const char *file, const char *gpu,

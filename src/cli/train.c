@@ -11,9 +11,9 @@
 #include "train/train.h"
 
 static const char usage[] =
-	"[-o WEIGHTS] [--games N] [--epochs N] [--seed N] [--threads N]\n"
-	"                     [--playouts N] [--resume CHECKPOINT] "
-	"[--checkpoint FILE] ...";
+	"[-o WEIGHTS] [--games N] [--epochs N] [--seed N]\n"
+	"                     [--threads N] [--playouts N] [--resume CHECKPOINT]\n"
+	"                     [--checkpoint FILE] ...";
 
 static const char about[] =
 	"Train the policy/value network that guides `tagplan plan` by "
