@@ -309,6 +309,13 @@ int main(void)
 			       (unsigned long long)r.bounded,
 			       (unsigned long long)r.cache_hits, r.n_groups,
 			       (unsigned long long)r.rounds, r.source);
+		if (verbose)
+			for (int k = 0; k < TP_BASELINE_COUNT; k++)
+				printf("%-22s   %s: %s%s%s\n", "",
+				       tp_baseline_name((enum tp_baseline)k),
+				       r.baselines[k].config,
+				       r.baselines[k].why[0] ? "; " : "",
+				       r.baselines[k].why);
 		fflush(stdout);
 		tp_search_result_release(&r);
 	next:

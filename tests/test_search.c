@@ -17,6 +17,7 @@
 #include "core/model.h"
 #include "core/plan.h"
 #include "core/report.h"
+#include "core/strategy.h"
 #include "io/io.h"
 #include "search/actions.h"
 #include "search/coarsen.h"
@@ -815,6 +816,86 @@ START_TEST(test_search_lower_bound_prunes)
 }
 END_TEST
 
+/* The megatron baseline is exactly the plan of its strategy string
+ * (uniform layer split, `tagplan simulate --strategy`), and no point of
+ * its grid at micro-batch size 1 without recomputation is faster. */
+START_TEST(test_megatron_baseline_is_its_strategy)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *scr;
+	struct tp_search_simeval se;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	struct tp_search_result r;
+	struct tp_strategy cfg;
+	struct tp_plan p;
+	struct tp_report rep;
+	struct tp_error err;
+	const struct tp_baseline_result *mg;
+	const int types[2] = {0, 0};
+	uint32_t tried = 0;
+
+	layered_model(&m, 8, 64, 1);
+	hetero_cluster(&c, 2, 4, types);
+	sim = tp_sim_new(&m, &c, NULL, &err);
+	ck_assert_ptr_nonnull(sim);
+	scr = tp_sim_scratch_new(sim);
+	tp_search_sim_evaluator(&se, sim, NULL, &ev);
+	tp_search_options_default(&o);
+	o.threads = 1;
+	o.playouts = 10;
+	o.time_limit_s = 0;
+	o.baseline = TP_BASELINE_MEGATRON;
+	o.bound_sim = sim;
+	tp_search_result_init(&r);
+	tp_plan_init(&p);
+	tp_report_init(&rep);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	mg = &r.baselines[TP_BASELINE_MEGATRON];
+	ck_assert(mg->available && mg->feasible);
+	ck_assert_msg(tp_strategy_parse(mg->config, &cfg, &err) == TP_OK, "%s",
+		      mg->config);
+	ck_assert_int_eq(tp_strategy_to_plan(&cfg, &m, &c, &p, &err), TP_OK);
+	p.compression = mg->plan.compression;
+	ck_assert(plans_equal(&p, &mg->plan));
+	ck_assert(plans_equal(&p, &r.plan));
+	for (uint32_t tp = 1; tp <= 4; tp *= 2)
+		for (uint32_t pp = 1; pp <= 4; pp *= 2)
+			for (uint32_t v = 1; v <= 2; v++) {
+				tp_strategy_default(&cfg);
+				cfg.tp = tp;
+				cfg.pp = pp;
+				if (v > 1) {
+					cfg.schedule = TP_SCHEDULE_INTERLEAVED;
+					cfg.virtual_stages = v;
+				}
+				if (tp_strategy_to_plan(&cfg, &m, &c, &p, &err))
+					continue;
+				ck_assert_int_eq(tp_sim_run(sim, &p, scr, &rep,
+							    NULL, &err),
+						 TP_OK);
+				if (!rep.feasible)
+					continue;
+				tried++;
+				ck_assert_msg(mg->iteration_time_s <=
+						      rep.iteration_time_s,
+					      "%s: %g s, tp=%u pp=%u V=%u: %g s",
+					      mg->config, mg->iteration_time_s,
+					      tp, pp, v, rep.iteration_time_s);
+			}
+	ck_assert_uint_ge(tried, 5);
+	tp_report_release(&rep);
+	tp_plan_release(&p);
+	tp_search_result_release(&r);
+	tp_sim_scratch_free(scr);
+	tp_sim_free(sim);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 START_TEST(test_search_value_bounds)
 {
 	ck_assert(tp_search_value(1, true, 1, 0) == 0.25);
@@ -1066,6 +1147,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_baseline_answer_and_nothing_fits);
 	tcase_add_test(tm, test_search_prior_provider);
 	tcase_add_test(tm, test_search_lower_bound_prunes);
+	tcase_add_test(tm, test_megatron_baseline_is_its_strategy);
 	suite_add_tcase(s, tm);
 	tcase_set_timeout(tcmd, 60);
 	tcase_add_test(tcmd, test_cmd_plan_demo_feasible_reproducible);

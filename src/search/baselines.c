@@ -7,11 +7,12 @@
  *              when one batch does not fit.
  *   dp-hetero  the same with shares proportional to each device's speed,
  *              capped by its memory.
- *   megatron   the best uniform tp x pp x dp x micro-batch-size grid point
- *              with the least recomputation / ZeRO that fits, as an expert
- *              would configure Megatron-LM on that cluster (tensor
- *              parallelism inside nodes, pipeline stages over contiguous
- *              device ranges, even split).
+ *   megatron   Megatron-LM as an expert configures it: the best point of
+ *              a grid over tp x pp x dp, micro-batch size, 1F1B or
+ *              interleaved:V, sequence parallelism, distributed
+ *              optimizer, with the least recomputation that fits; each
+ *              point as exactly its strategy string's plan (uniform layer
+ *              split) and with stages balanced at group boundaries.
  *   greedy     list scheduling of the op groups onto single devices,
  *              earliest finish time first under memory limits (Baechi's
  *              m-ETF at group granularity), whole batch, no replication.
@@ -26,13 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/strategy.h"
 #include "search_int.h"
 
 static const enum tp_recompute rc_ladder[] = {
 	TP_RECOMPUTE_NONE, TP_RECOMPUTE_SELECTIVE, TP_RECOMPUTE_FULL,
 	TP_RECOMPUTE_FULL};
-static const uint8_t zero_ladder[] = {0, 0, 0, 1};
-#define LADDER 4
 
 static void fill_all(struct tp_decision *dec, uint32_t K, uint32_t set,
 		     uint32_t tp, enum tp_sync sync, enum tp_recompute rc)
@@ -45,23 +45,31 @@ static void fill_all(struct tp_decision *dec, uint32_t K, uint32_t set,
 	}
 }
 
+/* (gl, dec) as the baseline's start point for the sweeps. */
+static void set_start(struct worker *w, enum tp_baseline b,
+		      const struct evalres *r, const struct tp_globals *gl,
+		      const struct tp_decision *dec)
+{
+	struct sctx_best *bd = &w->s->base_dec[b];
+
+	bd->have = true;
+	bd->gl = *gl;
+	bd->gl.even = 0; /* a start point: shares by speed */
+	memcpy(bd->dec, dec, w->s->K * sizeof(*dec));
+	bd->feasible = r->feasible;
+	bd->time = r->time;
+	bd->over = r->over;
+}
+
 static void set_baseline(struct worker *w, enum tp_baseline b,
 			 const struct evalres *r, const struct tp_plan *plan,
 			 const char *config, const struct tp_globals *gl,
 			 const struct tp_decision *dec)
 {
 	struct tp_baseline_result *br = &w->s->res->baselines[b];
-	struct sctx_best *bd = &w->s->base_dec[b];
 
-	if (gl && dec && r->ok) {
-		bd->have = true;
-		bd->gl = *gl;
-		bd->gl.even = 0; /* a start point: shares by speed */
-		memcpy(bd->dec, dec, w->s->K * sizeof(*dec));
-		bd->feasible = r->feasible;
-		bd->time = r->time;
-		bd->over = r->over;
-	}
+	if (gl && dec && r->ok)
+		set_start(w, b, r, gl, dec);
 
 	br->available = true;
 	br->feasible = r->ok && r->feasible;
@@ -247,138 +255,262 @@ static void bufs_free(struct bufs *b)
 	free(b->speed);
 }
 
+/* Number of transformer layers / blocks the model labels (0: none). */
+static uint32_t model_layers(const struct tp_model *m)
+{
+	int32_t mx = -1;
+
+	for (size_t i = 0; i < m->ops.n; i++)
+		if (m->ops.v[i].layer > mx)
+			mx = m->ops.v[i].layer;
+	return (uint32_t)(mx + 1);
+}
+
+/* Megatron's stages on contiguous parts of the device order, as a
+ * decision vector: groups balanced by weight over the stages (group
+ * boundaries), tp as configured.  False when the grid point has no such
+ * vector (no family of pp parts, fewer groups than stages, or settings
+ * decision vectors cannot express). */
+static bool megatron_aligned(struct worker *w, const struct tp_strategy *cfg,
+			     struct bufs *bf, struct tp_globals *gl)
+{
+	struct sctx *s = w->s;
+	const struct tp_space *sp = &s->space;
+	uint32_t n = (uint32_t)s->c->devices.n;
+	uint32_t dp = n / (cfg->tp * cfg->pp);
+
+	if (cfg->schedule == TP_SCHEDULE_INTERLEAVED || cfg->sp)
+		return false;
+	if (cfg->pp == 1) {
+		bf->members[0] = TP_SPACE_SET_ALL;
+	} else {
+		uint32_t f = part_family(sp, cfg->pp);
+		if (f == TP_NONE || cfg->pp > s->K)
+			return false;
+		memcpy(bf->members,
+		       sp->family_sets.v + sp->families.v[f].first,
+		       cfg->pp * sizeof(uint32_t));
+	}
+	memset(gl, 0, sizeof(*gl));
+	gl->micro_batches =
+		(uint32_t)(s->m->global_batch / ((int64_t)cfg->mb * dp));
+	gl->schedule = TP_SCHEDULE_1F1B;
+	gl->zero = (uint8_t)cfg->zero;
+	gl->even = 1;
+	pipeline(sp, bf->members, cfg->pp, cfg->tp, cfg->recompute, false,
+		 w->dec, bf->stage_of, bf->weight, bf->speed);
+	for (uint32_t g = 0; g < s->K; g++)
+		if (s->groups.splittable[g] && w->dec[g].tp != cfg->tp)
+			return false;
+	return tp_space_state_ok(sp, gl, w->dec);
+}
+
+/* One grid point, in one of its two forms (the exact strategy plan, or
+ * the group-aligned decision vector); the plan scored ends in *plan.
+ * *valid = false when the form does not exist for this point. */
+static enum tp_status megatron_point(struct worker *w,
+				     const struct tp_strategy *cfg,
+				     bool aligned, struct bufs *bf,
+				     double cutoff, struct tp_plan *plan,
+				     struct tp_globals *gl, struct evalres *r,
+				     bool *valid)
+{
+	struct sctx *s = w->s;
+	uint32_t dp = (uint32_t)s->c->devices.n / (cfg->tp * cfg->pp);
+	char src[96];
+	struct tp_error e;
+	enum tp_status st;
+
+	*valid = false;
+	if (aligned) {
+		if (!megatron_aligned(w, cfg, bf, gl))
+			return TP_OK;
+		*valid = true;
+		snprintf(src, sizeof(src),
+			 "megatron tp=%u pp=%u dp=%u (group-aligned)", cfg->tp,
+			 cfg->pp, dp);
+		st = sctx_eval(w, gl, w->dec, src, cutoff, r);
+		if (st || r->bounded || !r->ok)
+			return st;
+		st = tp_space_materialize(&s->space, gl, w->dec,
+					  s->o->compression, w->sscr, plan,
+					  &w->err);
+		return st == TP_EINPUT ? TP_OK : st;
+	}
+	if (tp_strategy_to_plan(cfg, s->m, s->c, plan, &e))
+		return TP_OK;
+	*valid = true;
+	plan->compression = s->o->compression;
+	snprintf(src, sizeof(src), "megatron tp=%u pp=%u dp=%u", cfg->tp,
+		 cfg->pp, dp);
+	return sctx_eval_plan(w, plan, src, cutoff, r);
+}
+
+/*
+ * Megatron-LM as an expert configures it: tp in {1, 2, 4, 8} inside nodes
+ * (dividing the heads), every pp dividing devices / tp, dp the rest,
+ * micro-batch sizes 1, 2, 4, ... while they help, the 1F1B schedule and
+ * the interleaved one with V = 2, 3, 4, 6 or 8 chunks per stage (layers
+ * divisible by pp*V, micro-batches by pp, as Megatron requires), sequence
+ * parallelism off and on (tp > 1), the distributed optimizer (ZeRO-1) off
+ * and on (dp > 1), and the least recomputation (none, selective, full)
+ * that fits.  Each point in two forms: exactly `tagplan simulate
+ * --strategy`'s plan (tp_strategy_to_plan: the uniform layer split over
+ * pp*V chunks, stages on consecutive devices, even split), and with the
+ * stages' layers balanced by compute at group boundaries (what Megatron's
+ * uneven first/last-stage options give an expert on models whose layers
+ * differ).  Points whose simulator lower bound cannot beat the best point
+ * so far are not simulated (they cannot be the answer).
+ */
 static enum tp_status baseline_megatron(struct worker *w)
 {
 	struct sctx *s = w->s;
 	const struct tp_space *sp = &s->space;
-	const struct tp_cluster *c = s->c;
-	uint32_t n = (uint32_t)c->devices.n, K = s->K;
-	int64_t B = s->m->global_batch;
-	struct tp_decision *dec = w->dec;
+	const struct tp_model *m = s->m;
+	uint32_t n = (uint32_t)s->c->devices.n, layers = model_layers(m);
+	int64_t B = m->global_batch;
+	static const uint32_t Vs[] = {1, 2, 3, 4, 6, 8};
+	static const enum tp_recompute rcs[] = {
+		TP_RECOMPUTE_NONE, TP_RECOMPUTE_SELECTIVE, TP_RECOMPUTE_FULL};
+	struct tp_plan plan, keep;
+	struct tp_strategy cfg, best_cfg;
+	struct tp_globals gl, best_gl;
+	struct tp_decision *best_dec = tp_calloc(s->K, sizeof(*best_dec));
 	struct evalres best, r;
-	struct tp_plan keep;
 	struct bufs bf;
-	struct tp_globals best_gl;
-	struct tp_decision *best_dec = NULL;
-	char config[160] = "", src[64];
+	char config[160] = "";
 	enum tp_status st = TP_OK;
-	bool have = false;
+	bool have = false, best_aligned = false;
 
 	memset(&best, 0, sizeof(best));
 	memset(&best_gl, 0, sizeof(best_gl));
+	tp_plan_init(&plan);
 	tp_plan_init(&keep);
-	best_dec = tp_calloc(K, sizeof(*best_dec));
-	if (bufs_init(&bf, K, n) || !best_dec) {
+	tp_strategy_default(&best_cfg);
+	if (bufs_init(&bf, s->K, n) || !best_dec) {
 		st = TP_ENOMEM;
 		goto out;
 	}
-	for (uint32_t tp = 1; tp <= 8; tp *= 2) {
-		if (sp->sets.v[TP_SPACE_SET_ALL].tp_max % tp)
+	for (uint32_t tp = 8; tp >= 1; tp /= 2) {
+	for (uint32_t pp = 1; pp <= n / tp; pp++) {
+	for (size_t vi = 0; vi < sizeof(Vs) / sizeof(Vs[0]); vi++) {
+	for (uint32_t spo = 0; spo <= (tp > 1); spo++) {
+	for (uint32_t z = 0; z <= 1; z++) {
+		uint32_t V = Vs[vi], dp;
+		double prev = INFINITY;
+		/* (stages beyond the layers exist only group-aligned) */
+		if (sp->sets.v[TP_SPACE_SET_ALL].tp_max % tp || (n / tp) % pp ||
+		    ((layers && pp > layers) && pp > s->K) || pp > m->ops.n)
 			continue;
-		for (uint32_t pp = 1; pp <= n / tp && pp <= K; pp++) {
-			uint32_t dp, f, rung = 0;
-			bool found = false;
-			struct evalres cfg;
-			if ((n / tp) % pp)
-				continue;
-			dp = n / (tp * pp);
-			if (pp == 1) {
-				bf.members[0] = TP_SPACE_SET_ALL;
-			} else {
-				const struct tp_family *fm;
-				f = part_family(sp, pp);
-				if (f == TP_NONE)
-					continue;
-				fm = &sp->families.v[f];
-				memcpy(bf.members,
-				       sp->family_sets.v + fm->first,
-				       pp * sizeof(uint32_t));
-			}
-			/* tp must be valid for the groups that split */
-			{
-				bool ok = true;
-				for (uint32_t g = 0; g < K && ok; g++)
-					if (sp->groups->splittable[g] &&
-					    fit_tp(sp, g, bf.members[0], tp) !=
-						    tp)
-						ok = false;
-				if (!ok)
-					continue;
-			}
-			memset(&cfg, 0, sizeof(cfg));
-			/* micro-batch size 1 up, with the least
-			   recomputation/ZeRO that fits at size 1 */
-			for (int64_t mbs = 1; mbs * dp <= B; mbs *= 2) {
-				struct tp_globals gl;
-				uint32_t m;
-				if (B % (mbs * dp))
-					break;
-				m = (uint32_t)(B / (mbs * dp));
-				memset(&gl, 0, sizeof(gl));
-				gl.micro_batches = m;
-				gl.schedule = TP_SCHEDULE_1F1B;
-				gl.even = 1;
-				for (;;) {
-					gl.zero = dp > 1 ? zero_ladder[rung] : 0;
-					pipeline(sp, bf.members, pp, tp,
-						 rc_ladder[rung], false, dec,
-						 bf.stage_of, bf.weight,
-						 bf.speed);
-					snprintf(src, sizeof(src),
-						 "megatron tp=%u pp=%u dp=%u",
-						 tp, pp, dp);
-					st = score(w, &gl, dec, src, &r);
+		dp = n / (tp * pp);
+		if ((V > 1 && (pp < 2 || !layers || layers % (pp * V))) ||
+		    (z && dp < 2))
+			continue;
+		for (int64_t mbs = 1; mbs * dp <= B; mbs *= 2) {
+			bool fit = false, pruned = false;
+			double here = INFINITY;
+			if (B % (mbs * dp) || (V > 1 && (B / (mbs * dp)) % pp))
+				break;
+			tp_strategy_default(&cfg);
+			cfg.tp = tp;
+			cfg.pp = pp;
+			cfg.mb = (uint32_t)mbs;
+			cfg.schedule = V > 1 ? TP_SCHEDULE_INTERLEAVED
+					     : TP_SCHEDULE_1F1B;
+			cfg.virtual_stages = V;
+			cfg.sp = spo != 0;
+			cfg.zero = z;
+			/* the least recomputation that fits (more only adds
+			   work, so a point settled by the bound ends it) */
+			for (int k = 0; k < 3 && !fit && !pruned; k++) {
+				bool any = false, all_bounded = true;
+				cfg.recompute = rcs[k];
+				for (int a = 0; a < 2; a++) {
+					bool valid;
+					double cut = have && best.feasible
+							     ? best.time
+							     : 0;
+					st = megatron_point(w, &cfg, a == 1, &bf,
+							    cut, &plan, &gl, &r,
+							    &valid);
 					if (st)
 						goto out;
-					if ((r.ok && r.feasible) || found ||
-					    rung + 1 >= LADDER)
-						break;
-					rung++;
+					if (!valid)
+						continue;
+					any = true;
+					if (r.bounded)
+						continue;
+					all_bounded = false;
+					if (r.ok && r.feasible) {
+						fit = true;
+						if (r.time < here)
+							here = r.time;
+					}
+					if (!have || better_res(&r, &best)) {
+						best = r;
+						best_cfg = cfg;
+						best_aligned = a == 1;
+						best_gl = gl;
+						if (a == 1)
+							memcpy(best_dec, w->dec,
+							       s->K * sizeof(*best_dec));
+						have = true;
+						tp_plan_copy(&keep, &plan, NULL);
+					}
 				}
-				if (r.ok && r.feasible)
-					found = true;
-				if (!have || better_res(&r, &best)) {
-					best = r;
-					best_gl = gl;
-					memcpy(best_dec, dec,
-					       K * sizeof(*best_dec));
-					have = true;
-					tp_plan_copy(&keep, &w->plan, NULL);
-					snprintf(config, sizeof(config),
-						 "tp=%u,pp=%u,dp=%u,mb=%lld,"
-						 "schedule=1f1b,recompute=%s,"
-						 "zero=%u",
-						 tp, pp, dp, (long long)mbs,
-						 tp_recompute_name(
-							 rc_ladder[rung]),
-						 gl.zero);
-				}
-				/* larger micro-batches need more memory and
-				   stop helping past the first slower one */
-				if (!(r.ok && r.feasible))
+				if (!any)
 					break;
-				if (cfg.ok && r.time > cfg.time)
-					break;
-				cfg = r;
-				if (sctx_should_stop(s) && have)
-					break;
+				pruned = all_bounded;
 			}
+			/* larger micro-batches need more memory and stop
+			   helping past the first slower one (a point settled
+			   by the bound says nothing about the next) */
+			if (pruned)
+				continue;
+			if (!fit || here > prev)
+				break;
+			prev = here;
 			if (sctx_should_stop(s) && have)
 				goto done;
 		}
 	}
+	}
+	}
+	}
+		if (tp == 1)
+			break;
+	}
 done:
-	if (have)
+	if (have) {
+		size_t len;
+		tp_strategy_format(&best_cfg, config, sizeof(config));
+		len = strlen(config);
+		if (best_aligned)
+			snprintf(config + len, sizeof(config) - len,
+				 " (stages balanced by compute at group "
+				 "boundaries)");
 		set_baseline(w, TP_BASELINE_MEGATRON, &best, &keep, config,
-			     &best_gl, best_dec);
-	else
+			     best_aligned ? &best_gl : NULL,
+			     best_aligned ? best_dec : NULL);
+		if (!best_aligned) {
+			/* a start point for the sweeps */
+			bool valid;
+			st = megatron_point(w, &best_cfg, true, &bf, 0, &plan,
+					    &gl, &r, &valid);
+			if (!st && valid && r.ok)
+				set_start(w, TP_BASELINE_MEGATRON, &r, &gl,
+					  w->dec);
+		}
+	} else {
 		snprintf(s->res->baselines[TP_BASELINE_MEGATRON].why,
 			 sizeof(s->res->baselines[0].why),
 			 "no uniform tp x pp x dp grid point divides this "
 			 "cluster and batch");
+	}
 out:
 	bufs_free(&bf);
 	free(best_dec);
+	tp_plan_release(&plan);
 	tp_plan_release(&keep);
 	return st;
 }

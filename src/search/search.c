@@ -474,17 +474,20 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 }
 
 enum tp_status sctx_eval_plan(struct worker *w, const struct tp_plan *plan,
-			      const char *source, struct evalres *out)
+			      const char *source, double cutoff,
+			      struct evalres *out)
 {
 	struct sctx *s = w->s;
 	enum tp_status st;
 
 	memset(out, 0, sizeof(*out));
 	atomic_fetch_add(&s->evaluations, 1);
-	st = run_eval(w, plan, 0, out);
+	if (!s->o->bound_sim)
+		cutoff = 0;
+	st = run_eval(w, plan, cutoff, out);
 	if (st)
 		return st;
-	if (out->ok) {
+	if (out->ok && !out->bounded) {
 		pthread_mutex_lock(&s->lock);
 		offer_locked(s, 0, NULL, NULL, plan, source, out);
 		pthread_mutex_unlock(&s->lock);

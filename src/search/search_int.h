@@ -122,9 +122,11 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 /* The cutoff for candidates of the overall best (0 while nothing
  * feasible is known). */
 double sctx_best_cutoff(struct sctx *s);
-/* Score a ready plan (not cached); may become the incumbent. */
+/* Score a ready plan (not cached); may become the incumbent.  cutoff as
+ * for sctx_eval. */
 enum tp_status sctx_eval_plan(struct worker *w, const struct tp_plan *plan,
-			      const char *source, struct evalres *out);
+			      const char *source, double cutoff,
+			      struct evalres *out);
 
 /* simeval.c: the simulator of an evaluator made by
  * tp_search_sim_evaluator (NULL for any other evaluator), and
