@@ -1152,15 +1152,15 @@ static void sort_runs(struct qitem *q, uint32_t n, struct qitem *tmp)
 			runs++;
 			/* merge [a, b) and [b, c) into dst[a..c) */
 			{
-				uint32_t x = a, y = b, k = a;
+				uint32_t x = a, y = b, o = a;
 				while (x < b && y < c)
-					dst[k++] = qless(&src[y], &src[x])
+					dst[o++] = qless(&src[y], &src[x])
 							   ? src[y++]
 							   : src[x++];
 				while (x < b)
-					dst[k++] = src[x++];
+					dst[o++] = src[x++];
 				while (y < c)
-					dst[k++] = src[y++];
+					dst[o++] = src[y++];
 			}
 		}
 		{
