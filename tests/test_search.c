@@ -464,6 +464,112 @@ START_TEST(test_space_sets_and_actions)
 }
 END_TEST
 
+/* Interleaving and sequence parallelism as global settings: offered when
+ * the decisions form a pipeline / use tensor parallelism; the plan is
+ * Megatron's interleaved layout (chunk c on stage c mod p, p*V chunks)
+ * and the simulator accepts it. */
+START_TEST(test_space_interleave_and_sp)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_groups g;
+	struct tp_space sp;
+	struct tp_space_scratch *scr;
+	struct tp_action acts[64];
+	struct tp_decision *dec;
+	struct tp_globals gl = {8, TP_SCHEDULE_1F1B, 0, 0, 0};
+	struct tp_plan p;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *ss;
+	struct tp_report rep;
+	struct tp_error err;
+	const int types[2] = {0, 0};
+	uint32_t n, node_fam = TP_NONE, nodes[2], first_set;
+	bool have_v2 = false, have_sp = false;
+
+	layered_model(&m, 8, 64, 1);
+	hetero_cluster(&c, 2, 4, types);
+	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
+	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
+	ck_assert_uint_ge(g.n, 8);
+	for (uint32_t f = 0; f < sp.families.n; f++)
+		if (sp.families.v[f].kind == TP_DEVSET_NODE)
+			node_fam = f;
+	ck_assert_uint_ne(node_fam, TP_NONE);
+	nodes[0] = sp.family_sets.v[sp.families.v[node_fam].first];
+	nodes[1] = sp.family_sets.v[sp.families.v[node_fam].first + 1];
+	dec = calloc(g.n, sizeof(*dec));
+	/* not a pipeline: no interleaving offered */
+	for (uint32_t k = 0; k < g.n; k++) {
+		dec[k].set = TP_SPACE_SET_ALL;
+		dec[k].tp = 1;
+	}
+	ck_assert_uint_eq(tp_space_pipeline(&sp, dec), 0);
+	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	for (uint32_t i = 0; i < n; i++)
+		ck_assert_uint_lt(tp_globals_interleave(&acts[i].g), 2);
+	/* two stages, one per node, tp 2 where the group splits */
+	for (uint32_t k = 0; k < g.n; k++) {
+		dec[k].set = nodes[k < g.n / 2 ? 0 : 1];
+		dec[k].tp = tp_space_tp_ok(&sp, k, dec[k].set, 2, &gl) ? 2 : 1;
+		dec[k].sync = TP_SYNC_RING;
+	}
+	ck_assert_uint_eq(tp_space_pipeline(&sp, dec), 2);
+	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	for (uint32_t i = 0; i < n; i++) {
+		have_v2 |= tp_globals_interleave(&acts[i].g) == 2;
+		have_sp |= tp_globals_sp(&acts[i].g);
+	}
+	ck_assert(have_v2 && have_sp);
+	tp_globals_set_shape(&gl, 2, true);
+	scr = tp_space_scratch_new(&sp);
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_space_materialize(&sp, &gl, dec,
+					      TP_COMPRESSION_OFF, scr, &p,
+					      &err),
+			 TP_OK);
+	ck_assert_int_eq(p.schedule, TP_SCHEDULE_INTERLEAVED);
+	ck_assert_uint_eq(p.virtual_stages, 2);
+	ck_assert_int_eq(tp_plan_validate(&p, &m, &c, &err), TP_OK);
+	/* four chunks alternating between the nodes, in model order */
+	first_set = tp_plan_group_devs(&p, 0)[0];
+	{
+		uint32_t chunks = 1, prev = first_set;
+		for (uint32_t k = 0; k < p.groups.n; k++) {
+			uint32_t d0 = tp_plan_group_devs(&p, k)[0];
+			if (c.devices.v[d0].node != c.devices.v[prev].node)
+				chunks++;
+			prev = d0;
+			ck_assert(p.groups.v[k].sp == (p.groups.v[k].tp > 1));
+		}
+		ck_assert_uint_eq(chunks, 4);
+	}
+	sim = tp_sim_new(&m, &c, NULL, &err);
+	ss = tp_sim_scratch_new(sim);
+	tp_report_init(&rep);
+	ck_assert_msg(tp_sim_run(sim, &p, ss, &rep, NULL, &err) == TP_OK, "%s",
+		      err.msg);
+	ck_assert(rep.iteration_time_s > 0);
+	/* the hash tells the settings apart */
+	{
+		struct tp_globals g1 = gl, g2 = gl;
+		tp_globals_set_shape(&g2, 2, false);
+		ck_assert(tp_space_hash(&sp, &g1, dec) !=
+			  tp_space_hash(&sp, &g2, dec));
+	}
+	tp_report_release(&rep);
+	tp_sim_scratch_free(ss);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_space_scratch_free(scr);
+	free(dec);
+	tp_space_release(&sp);
+	tp_groups_release(&g);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 START_TEST(test_space_materialize_valid_random)
 {
 	struct tp_model m;
@@ -1139,6 +1245,7 @@ Suite *suite_search(void)
 	tcase_add_test(ta, test_split_samples);
 	tcase_add_test(ta, test_space_sets_and_actions);
 	tcase_add_test(ta, test_space_materialize_valid_random);
+	tcase_add_test(ta, test_space_interleave_and_sp);
 	suite_add_tcase(s, ta);
 	tcase_set_timeout(tm, 30);
 	tcase_add_test(tm, test_search_value_bounds);

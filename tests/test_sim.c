@@ -1100,7 +1100,7 @@ START_TEST(test_reuse_and_lower_bound)
 	struct tp_sim_scratch *reused;
 	struct tp_rng rng;
 	struct tp_report r1, r2, r3;
-	uint32_t n_ok = 0, n_tight = 0;
+	uint32_t n_ok = 0, n_tight = 0, n_oom = 0;
 
 	toy_cluster(&c, 2, 4, 100e9, 25e9, 2e-6);
 	chain_model(&m, 12, 1e11, 1e8, 1e7, 48);
@@ -1114,8 +1114,8 @@ START_TEST(test_reuse_and_lower_bound)
 		struct tp_plan p;
 		struct tp_error err;
 		struct tp_sim_scratch *fresh = tp_sim_scratch_new(sim);
-		double lb = -1, lb2 = -1;
-		bool bounded = true;
+		double lb = -1;
+		struct tp_sim_cut cut;
 		enum tp_status st;
 
 		tp_plan_init(&p);
@@ -1148,25 +1148,36 @@ START_TEST(test_reuse_and_lower_bound)
 			      r1.iteration_time_s);
 		if (lb >= 0.9 * r1.iteration_time_s)
 			n_tight++;
-		/* at the bound: stops; just above: simulates as usual */
+		/* at the bound: stops; just above: simulates as usual, or
+		   stops before the event simulation when a device is out of
+		   memory (exactly when the report says infeasible) */
 		ck_assert_int_eq(tp_sim_run_bounded(sim, &p, reused, lb, &r3,
-						    NULL, &bounded, &lb2, &err),
+						    NULL, &cut, &err),
 				 TP_OK);
-		ck_assert(bounded);
-		ck_assert(lb2 == lb);
+		ck_assert(cut.bounded && !cut.out_of_memory);
+		ck_assert(cut.lower_bound_s == lb);
 		ck_assert_int_eq(tp_sim_run_bounded(sim, &p, fresh,
 						    nextafter(lb, INFINITY),
-						    &r3, NULL, &bounded, &lb2,
-						    &err),
+						    &r3, NULL, &cut, &err),
 				 TP_OK);
-		ck_assert(!bounded);
-		ck_assert(r3.iteration_time_s == r1.iteration_time_s);
+		ck_assert(cut.bounded == !r1.feasible);
+		ck_assert(cut.out_of_memory == !r1.feasible);
+		if (r1.feasible) {
+			ck_assert(r3.iteration_time_s == r1.iteration_time_s);
+		} else {
+			n_oom++;
+			ck_assert(REL(cut.over_fraction,
+				      r1.over_bytes /
+					      r1.devices[r1.worst_device]
+						      .capacity_bytes) < 1e-12);
+		}
 		tp_plan_release(&p);
 		tp_sim_scratch_free(fresh);
 	}
 	ck_assert_uint_gt(n_ok, 60);
 	/* not trivially loose: often within 10% */
 	ck_assert_uint_gt(n_tight, n_ok / 4);
+	(void)n_oom;
 	tp_report_release(&r1);
 	tp_report_release(&r2);
 	tp_report_release(&r3);
@@ -1191,13 +1202,13 @@ START_TEST(test_reuse_heterogeneous)
 	struct tp_sim_options o;
 	struct tp_rng rng;
 	struct tp_report r1, r2;
-	uint32_t n_ok = 0;
+	uint32_t n_ok = 0, n_oom = 0;
 
 	tp_cluster_init(&c);
 	ck_assert_int_eq(tp_topology_load_file(tp_data_file("tag-testbed.json"),
 					       NULL, &c, &err),
 			 TP_OK);
-	ck_assert_int_eq(tp_build_zoo("vgg19", 64, -1, &m, &err), TP_OK);
+	ck_assert_int_eq(tp_build_zoo("vgg19", 256, -1, &m, &err), TP_OK);
 	tp_sim_options_default(&o);
 	sim = tp_sim_new(&m, &c, &o, &err);
 	ck_assert_ptr_nonnull(sim);
@@ -1212,6 +1223,7 @@ START_TEST(test_reuse_heterogeneous)
 		uint32_t first = 0;
 		static const uint32_t mbs[] = {1, 2, 4, 8};
 		double lb = -1;
+		struct tp_sim_cut cut;
 		enum tp_status st;
 
 		tp_plan_init(&p);
@@ -1262,10 +1274,19 @@ START_TEST(test_reuse_heterogeneous)
 		ck_assert_int_eq(tp_sim_lower_bound(sim, &p, reused, &lb, &err),
 				 TP_OK);
 		ck_assert(lb > 0 && lb <= r1.iteration_time_s * (1 + 1e-12));
+		/* a cutoff above the bound: out of memory exactly when
+		   infeasible */
+		ck_assert_int_eq(tp_sim_run_bounded(sim, &p, fresh, 2 * lb, &r2,
+						    NULL, &cut, &err),
+				 TP_OK);
+		ck_assert(cut.out_of_memory == !r1.feasible);
+		if (!r1.feasible)
+			n_oom++;
 		tp_plan_release(&p);
 		tp_sim_scratch_free(fresh);
 	}
 	ck_assert_uint_gt(n_ok, 50);
+	ck_assert_uint_gt(n_oom, 0);
 	tp_report_release(&r1);
 	tp_report_release(&r2);
 	tp_sim_scratch_free(reused);

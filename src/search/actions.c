@@ -26,6 +26,13 @@ struct tp_space_scratch {
 	uint32_t *order;  /* per replica, for largest remainders */
 	double *rem;
 	uint32_t cap_rep; /* capacity of the per-replica arrays */
+	/* interleaving */
+	struct tp_decision *idec; /* per group: the re-cut decisions */
+	uint32_t *chunk;          /* per group: its chunk */
+	uint32_t *stage_set;      /* per stage: its device set */
+	struct tp_decision *stage_dec; /* per stage: its first decision */
+	double *stage_w;          /* per stage: weight of its groups */
+	uint32_t ip, iv;          /* stages and chunks per stage (0: none) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -424,9 +431,16 @@ struct tp_space_scratch *tp_space_scratch_new(const struct tp_space *s)
 	scr->samples = tp_calloc(nr, sizeof(int64_t));
 	scr->order = tp_calloc(nr, sizeof(uint32_t));
 	scr->rem = tp_calloc(nr, sizeof(double));
+	scr->idec = tp_calloc(K + 1, sizeof(*scr->idec));
+	scr->chunk = tp_calloc(K + 1, sizeof(uint32_t));
+	scr->stage_set = tp_calloc(K + 1, sizeof(uint32_t));
+	scr->stage_dec = tp_calloc(K + 1, sizeof(*scr->stage_dec));
+	scr->stage_w = tp_calloc(K + 1, sizeof(double));
 	if (!scr->static_b || !scr->act_b || !scr->fit || !scr->mark ||
 	    !scr->stage || !scr->run_first || !scr->speed || !scr->cap ||
-	    !scr->samples || !scr->order || !scr->rem) {
+	    !scr->samples || !scr->order || !scr->rem || !scr->idec ||
+	    !scr->chunk || !scr->stage_set || !scr->stage_dec ||
+	    !scr->stage_w) {
 		tp_space_scratch_free(scr);
 		return NULL;
 	}
@@ -448,6 +462,11 @@ void tp_space_scratch_free(struct tp_space_scratch *scr)
 	free(scr->samples);
 	free(scr->order);
 	free(scr->rem);
+	free(scr->idec);
+	free(scr->chunk);
+	free(scr->stage_set);
+	free(scr->stage_dec);
+	free(scr->stage_w);
 	free(scr);
 }
 
@@ -746,6 +765,33 @@ uint32_t tp_space_global_actions(const struct tp_space *s,
 		gl.zero = z;
 		PUSH(gl);
 	}
+	/* interleaving the pipeline (Megatron's virtual stages) */
+	{
+		uint32_t p = tp_space_pipeline(s, state);
+		uint32_t V0 = tp_globals_interleave(cur);
+		for (uint32_t V = 1; V <= 4; V++) {
+			struct tp_globals gl = *cur;
+			if (V == V0 || (V == 1 && V0 < 2) ||
+			    (V >= 2 && (p < 2 || p * V > s->groups->n)))
+				continue;
+			tp_globals_set_shape(&gl, V, tp_globals_sp(cur));
+			if (V >= 2)
+				gl.schedule = TP_SCHEDULE_1F1B;
+			PUSH(gl);
+		}
+	}
+	/* sequence parallelism where tensor parallelism is used */
+	{
+		bool any_tp = false;
+		for (uint32_t g = 0; g < s->groups->n && !any_tp; g++)
+			any_tp = state[g].tp > 1;
+		if (any_tp || tp_globals_sp(cur)) {
+			struct tp_globals gl = *cur;
+			tp_globals_set_shape(&gl, tp_globals_interleave(cur),
+					     !tp_globals_sp(cur));
+			PUSH(gl);
+		}
+	}
 #undef PUSH
 	return n;
 }
@@ -879,6 +925,7 @@ uint64_t tp_space_hash(const struct tp_space *s, const struct tp_globals *gl,
 	MIX(gl->schedule);
 	MIX(gl->zero);
 	MIX(gl->even);
+	MIX(gl->shape);
 	for (uint32_t g = 0; g < s->groups->n; g++) {
 		MIX(state[g].set);
 		MIX(((uint32_t)state[g].tp << 16) |
@@ -931,9 +978,18 @@ static void run_info(const struct tp_space *s,
 	ri->act = 0;
 	for (uint32_t k = ri->a; k < ri->b; k++)
 		ri->act += saved_bytes(G, k, (enum tp_recompute)ri->dc->recompute);
-	ri->inflight = gl->schedule == TP_SCHEDULE_GPIPE
-			       ? mcount
-			       : fmin(mcount, stages - scr->stage[r]);
+	if (scr->ip) {
+		/* interleaved: stage s holds about (p - s) + (p - 1) / V
+		   micro-batches of each of its chunks (Megatron) */
+		uint32_t st = scr->stage[r] % scr->ip;
+		ri->inflight = fmin(mcount, (double)(scr->ip - st) +
+						    (double)(scr->ip - 1) /
+							    scr->iv);
+	} else {
+		ri->inflight = gl->schedule == TP_SCHEDULE_GPIPE
+				       ? mcount
+				       : fmin(mcount, stages - scr->stage[r]);
+	}
 }
 
 /* Replica speeds of a run: 1 / the time per sample of its slowest
@@ -966,6 +1022,109 @@ static void run_shares(const struct tp_space *s, struct tp_space_scratch *scr,
 			scr->speed[rep] = 1;
 	else
 		run_speeds(s, scr, ri);
+}
+
+/* The stages of a pipeline (see tp_space_pipeline); mark holds n_dev
+ * zeroed entries (left dirty).  Fills stage_set / stage_dec / stage_of
+ * (per group) when not NULL. */
+static uint32_t pipeline_stages(const struct tp_space *s,
+				const struct tp_decision *state, uint8_t *mark,
+				uint32_t *stage_set,
+				struct tp_decision *stage_dec,
+				uint32_t *stage_of)
+{
+	uint32_t K = s->groups->n, p = 0, cur = TP_NONE;
+
+	for (uint32_t g = 0; g < K; g++) {
+		uint32_t set = state[g].set;
+		if (g == 0 || set != cur) {
+			const uint32_t *d = tp_space_set_devs(s, set);
+			uint32_t nd = s->sets.v[set].n;
+			/* a new stage: disjoint from every earlier one */
+			for (uint32_t i = 0; i < nd; i++)
+				if (mark[d[i]])
+					return 0;
+			for (uint32_t i = 0; i < nd; i++)
+				mark[d[i]] = 1;
+			if (stage_set)
+				stage_set[p] = set;
+			if (stage_dec)
+				stage_dec[p] = state[g];
+			cur = set;
+			p++;
+		}
+		if (stage_of)
+			stage_of[g] = p - 1;
+	}
+	return p >= 2 ? p : 0;
+}
+
+uint32_t tp_space_pipeline(const struct tp_space *s,
+			   const struct tp_decision *state)
+{
+	uint8_t *mark = calloc(s->cluster->devices.n + 1, 1);
+	uint32_t p;
+
+	if (!mark)
+		return 0;
+	p = pipeline_stages(s, state, mark, NULL, NULL, NULL);
+	free(mark);
+	return p;
+}
+
+/*
+ * Interleave the pipeline of state by V into scr->idec (see
+ * tp_space_materialize); returns false (scr->idec untouched) when state
+ * is no pipeline or has too few groups.
+ */
+static bool interleave(const struct tp_space *s,
+		       struct tp_space_scratch *scr,
+		       const struct tp_decision *state,
+		       const struct tp_globals *gl, uint32_t V)
+{
+	const struct tp_groups *G = s->groups;
+	uint32_t K = G->n, p, n;
+	double acc = 0, target;
+
+	memset(scr->mark, 0, scr->n_dev * sizeof(uint32_t));
+	p = pipeline_stages(s, state, (uint8_t *)scr->mark, scr->stage_set,
+			    scr->stage_dec, scr->chunk);
+	if (p < 2 || (uint64_t)p * V > K)
+		return false;
+	n = p * V;
+	for (uint32_t j = 0; j < p; j++)
+		scr->stage_w[j] = 0;
+	for (uint32_t g = 0; g < K; g++)
+		scr->stage_w[scr->chunk[g]] += G->weight[g];
+	/* chunk c takes stage (c mod p)'s weight / V: a group whose
+	   midpoint passes the end of the current chunk starts the next one
+	   (one chunk per group at most, so none is empty), and the last
+	   groups are spread so that every chunk gets one */
+	target = scr->stage_w[0] / V;
+	for (uint32_t g = 0, c = 0; g < K; g++) {
+		double mid = acc + G->weight[g] / 2;
+		if (g > 0 && c + 1 < n &&
+		    (mid >= target || n - 1 - c > K - 1 - g)) {
+			c++;
+			target += scr->stage_w[c % p] / V;
+		}
+		scr->chunk[g] = c;
+		acc += G->weight[g];
+	}
+	for (uint32_t g = 0; g < K; g++) {
+		uint32_t j = scr->chunk[g] % p, set = scr->stage_set[j];
+		const struct tp_decision *sd = &scr->stage_dec[j];
+		uint32_t tp = fit_tp(s, g, set, sd->tp, gl);
+		scr->idec[g].set = set;
+		scr->idec[g].tp = (uint16_t)tp;
+		scr->idec[g].sync =
+			tp == sd->tp ? sd->sync
+				     : (uint8_t)tp_space_default_sync(s, set, tp);
+		scr->idec[g].recompute = state[g].recompute;
+	}
+	scr->ip = p;
+	scr->iv = V;
+	return true;
 }
 
 static void reset_plan(struct tp_plan *plan, const struct tp_model *m,
@@ -1002,6 +1161,13 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 		return tp_error_set(err, TP_EINPUT,
 				    "%u micro-batches do not divide the batch",
 				    mcount);
+	scr->ip = scr->iv = 0;
+	if (tp_globals_interleave(gl) >= 2 &&
+	    interleave(s, scr, state, gl, tp_globals_interleave(gl))) {
+		state = scr->idec;
+		plan->schedule = TP_SCHEDULE_INTERLEAVED;
+		plan->virtual_stages = tp_globals_interleave(gl);
+	}
 	for (uint32_t g = 0; g < K; g++)
 		if (!tp_space_tp_ok(s, g, state[g].set, state[g].tp, gl))
 			return tp_error_set(
@@ -1114,6 +1280,7 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 		plan->groups.v[idx].sync = (enum tp_sync)ri.dc->sync;
 		plan->groups.v[idx].recompute =
 			(enum tp_recompute)ri.dc->recompute;
+		plan->groups.v[idx].sp = tp_globals_sp(gl) && ri.tp > 1;
 	}
 	return TP_OK;
 }

@@ -83,12 +83,39 @@ struct tp_decision {
 
 struct tp_globals {
 	uint32_t micro_batches;
-	uint8_t schedule; /* enum tp_schedule (interleaving is derived) */
+	uint8_t schedule; /* enum tp_schedule: GPIPE or 1F1B */
 	uint8_t zero;     /* 0..3 */
 	uint8_t even;     /* 1: every replica gets the same share (the
 			     baselines dp and megatron), no memory caps */
-	uint8_t reserved; /* 0 */
+	uint8_t shape;    /* interleaving and sequence parallelism, through
+			     the accessors below; 0 = neither */
 };
+
+/*
+ * Interleaving V >= 2: the pipeline's groups are re-cut into p*V chunks,
+ * chunk c on stage c mod p, run interleaved (Megatron's virtual stages);
+ * 0 or 1: no.  Ignored when the decisions do not form a pipeline
+ * (tp_space_pipeline).  Sequence parallelism: in every group with
+ * tp > 1.  (Kept in one byte so that struct tp_globals keeps its five
+ * members.)
+ */
+#define TP_GLOBALS_MAX_INTERLEAVE 15u
+static inline uint32_t tp_globals_interleave(const struct tp_globals *g)
+{
+	return g->shape & 15u;
+}
+static inline bool tp_globals_sp(const struct tp_globals *g)
+{
+	return (g->shape & 16u) != 0;
+}
+static inline void tp_globals_set_shape(struct tp_globals *g, uint32_t V,
+					bool sp)
+{
+	g->shape = (uint8_t)((V > TP_GLOBALS_MAX_INTERLEAVE
+				      ? TP_GLOBALS_MAX_INTERLEAVE
+				      : V) |
+			     (sp ? 16u : 0u));
+}
 
 /* An action: a decision (group levels) or global settings (level 0).
  * A suffix action applies its decision to its group and every later one
@@ -187,12 +214,25 @@ void tp_space_apply(const struct tp_space *s, uint32_t g,
 /*
  * Candidate global settings (level 0): the current ones first, then single
  * changes (micro-batches halved/doubled/..., the other schedule, other
- * ZeRO stages) valid for every group of `state`.
+ * ZeRO stages, interleaving by V = 1..4 when the decisions form a
+ * pipeline, sequence parallelism on/off when some group has tp > 1)
+ * valid for every group of `state`.
  */
 uint32_t tp_space_global_actions(const struct tp_space *s,
 				 const struct tp_globals *cur,
 				 const struct tp_decision *state,
 				 struct tp_action *out, uint32_t cap);
+
+/*
+ * The pipeline the decisions form, for interleaving: runs of equal
+ * decisions, a new stage whenever a run's devices are disjoint from the
+ * previous run's; it is a pipeline when there are at least two stages,
+ * each on one device set, the sets pairwise disjoint.  Returns the
+ * number of stages p (0 when not a pipeline); interleaving by V needs
+ * p * V <= groups.
+ */
+uint32_t tp_space_pipeline(const struct tp_space *s,
+			   const struct tp_decision *state);
 
 /* Is every group's decision valid under gl (tp_space_tp_ok)? */
 bool tp_space_state_ok(const struct tp_space *s, const struct tp_globals *gl,
@@ -200,7 +240,12 @@ bool tp_space_state_ok(const struct tp_space *s, const struct tp_globals *gl,
 
 /*
  * Turn a full decision vector (groups->n decisions) and global settings
- * into a plan (initialised; cleared first; summary untouched).
+ * into a plan (initialised; cleared first; summary untouched).  With
+ * gl->interleave = V >= 2 and a pipeline of p stages (tp_space_pipeline,
+ * p * V <= groups) the groups are re-cut into p * V contiguous chunks
+ * whose weights keep each stage's share of the model, chunk c on stage
+ * c mod p's devices (tensor degree and synchronisation of that stage,
+ * each group's own recomputation), under the interleaved schedule.
  * compression is copied into the plan.  TP_EINPUT when a decision is
  * invalid (see tp_space_tp_ok), TP_ENOMEM.
  */

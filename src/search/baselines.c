@@ -268,9 +268,9 @@ static uint32_t model_layers(const struct tp_model *m)
 
 /* Megatron's stages on contiguous parts of the device order, as a
  * decision vector: groups balanced by weight over the stages (group
- * boundaries), tp as configured.  False when the grid point has no such
- * vector (no family of pp parts, fewer groups than stages, or settings
- * decision vectors cannot express). */
+ * boundaries; interleaved: over the p*V chunks), tp as configured.  False
+ * when the grid point has no such vector (no family of pp parts, fewer
+ * groups than chunks). */
 static bool megatron_aligned(struct worker *w, const struct tp_strategy *cfg,
 			     struct bufs *bf, struct tp_globals *gl)
 {
@@ -279,7 +279,11 @@ static bool megatron_aligned(struct worker *w, const struct tp_strategy *cfg,
 	uint32_t n = (uint32_t)s->c->devices.n;
 	uint32_t dp = n / (cfg->tp * cfg->pp);
 
-	if (cfg->schedule == TP_SCHEDULE_INTERLEAVED || cfg->sp)
+	uint32_t V = cfg->schedule == TP_SCHEDULE_INTERLEAVED
+			     ? cfg->virtual_stages
+			     : 1;
+
+	if (V > TP_GLOBALS_MAX_INTERLEAVE || (uint64_t)cfg->pp * V > s->K)
 		return false;
 	if (cfg->pp == 1) {
 		bf->members[0] = TP_SPACE_SET_ALL;
@@ -297,6 +301,7 @@ static bool megatron_aligned(struct worker *w, const struct tp_strategy *cfg,
 	gl->schedule = TP_SCHEDULE_1F1B;
 	gl->zero = (uint8_t)cfg->zero;
 	gl->even = 1;
+	tp_globals_set_shape(gl, V > 1 ? V : 0, cfg->sp);
 	pipeline(sp, bf->members, cfg->pp, cfg->tp, cfg->recompute, false,
 		 w->dec, bf->stage_of, bf->weight, bf->speed);
 	for (uint32_t g = 0; g < s->K; g++)
@@ -438,9 +443,13 @@ static enum tp_status baseline_megatron(struct worker *w)
 					if (!valid)
 						continue;
 					any = true;
-					if (r.bounded)
+					/* out of memory (r.feasible false):
+					   more recomputation may fit */
+					if (r.bounded && r.feasible)
 						continue;
 					all_bounded = false;
+					if (r.bounded)
+						continue;
 					if (r.ok && r.feasible) {
 						fit = true;
 						if (r.time < here)

@@ -225,6 +225,10 @@ static enum tp_status priors(struct pworker *pw, uint32_t level, uint32_t n,
 			pa->micro_batches = a->g.micro_batches;
 			pa->schedule = (enum tp_schedule)a->g.schedule;
 			pa->zero = a->g.zero;
+			pa->virtual_stages = tp_globals_interleave(&a->g);
+			pa->sp = tp_globals_sp(&a->g);
+			if (pa->virtual_stages >= 2)
+				pa->schedule = TP_SCHEDULE_INTERLEAVED;
 		} else {
 			const struct tp_devset *ds = &s->space.sets.v[a->d.set];
 			pa->devices = tp_space_set_devs(&s->space, a->d.set);

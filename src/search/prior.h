@@ -62,6 +62,9 @@ struct tp_prior_action {
 	uint32_t micro_batches;
 	enum tp_schedule schedule;
 	uint32_t zero;
+	uint32_t virtual_stages; /* >= 2: the pipeline runs interleaved with
+				    this many chunks per stage; 0 or 1: no */
+	bool sp; /* sequence parallelism where tp > 1 */
 };
 
 struct tp_prior_state {

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "../sim/sim.h"
 #include "search_int.h"
 
 static const char *const baseline_names[TP_BASELINE_COUNT] = {
@@ -339,33 +338,34 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 {
 	struct sctx *s = w->s;
 	enum tp_status st;
-	bool bounded = false;
-	double lb = 0, t0;
+	struct tp_sim_cut cut;
+	double t0;
 
+	memset(&cut, 0, sizeof(cut));
 	if (cutoff > 0 && !s->direct) {
-		st = tp_sim_lower_bound(s->o->bound_sim, plan, w->bscr, &lb,
-					&w->err);
+		st = tp_sim_lower_bound(s->o->bound_sim, plan, w->bscr,
+					&cut.lower_bound_s, &w->err);
 		if (st && st != TP_EINPUT)
 			return st;
-		bounded = !st && lb >= cutoff;
+		cut.bounded = !st && cut.lower_bound_s >= cutoff;
 	}
 	t0 = sctx_now();
-	if (bounded)
+	if (cut.bounded)
 		st = TP_OK;
 	else if (cutoff > 0 && s->direct)
 		st = tp_search_simeval_run_bounded(s->ev, w->ev_scratch, plan,
-						   cutoff, &w->report,
-						   &bounded, &lb, &w->err);
+						   cutoff, &w->report, &cut,
+						   &w->err);
 	else
 		st = s->ev->run(s->ev->ctx, w->ev_scratch, plan, &w->report,
 				&w->err);
-	if (!st && bounded) {
-		/* cannot beat the cutoff: settled by the bound */
+	if (!st && cut.bounded) {
+		/* cannot beat the cutoff: settled without a simulation */
 		out->ok = true;
 		out->bounded = true;
-		out->feasible = true;
-		out->time = lb;
-		out->over = 0;
+		out->feasible = !cut.out_of_memory;
+		out->time = cut.out_of_memory ? INFINITY : cut.lower_bound_s;
+		out->over = cut.out_of_memory ? cut.over_fraction : 0;
 		atomic_fetch_add(&s->bounded, 1);
 		return TP_OK;
 	}

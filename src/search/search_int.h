@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 
 #include "../core/rng.h"
+#include "../sim/sim.h"
 #include "actions.h"
 #include "coarsen.h"
 #include "search.h"
@@ -93,8 +94,10 @@ struct evalres {
 	bool feasible;
 	double time, over;
 	bool fresh;     /* simulated now (report valid) rather than cached */
-	bool bounded;   /* not simulated: time is a lower bound, at least the
-			   cutoff it was asked for; feasibility unknown */
+	bool bounded;   /* not simulated, cannot beat the cutoff it was asked
+			   for: feasible = true and time a lower bound (at
+			   least the cutoff; memory not checked), or
+			   feasible = false (out of memory), time INFINITY */
 };
 
 double sctx_now(void);
@@ -137,7 +140,7 @@ enum tp_status tp_search_simeval_run_bounded(const struct tp_evaluator *ev,
 					     const struct tp_plan *plan,
 					     double cutoff,
 					     struct tp_report *report,
-					     bool *bounded, double *lb,
+					     struct tp_sim_cut *cut,
 					     struct tp_error *err);
 
 /* Is (feasible, time, over) a better candidate than the incumbent? */

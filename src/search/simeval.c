@@ -93,12 +93,12 @@ enum tp_status tp_search_simeval_run_bounded(const struct tp_evaluator *ev,
 					     const struct tp_plan *plan,
 					     double cutoff,
 					     struct tp_report *report,
-					     bool *bounded, double *lb,
+					     struct tp_sim_cut *cut,
 					     struct tp_error *err)
 {
 	const struct tp_search_simeval *se = ev->ctx;
 	struct scratch *s = scratch;
 
 	return tp_sim_run_bounded(se->sim, plan, s->sim, cutoff, report, NULL,
-				  bounded, lb, err);
+				  cut, err);
 }

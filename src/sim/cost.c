@@ -111,15 +111,31 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/*
- * Flows of NCCL-style rings over devs: participants ordered by node (device
- * indices are grouped by node); with several nodes, as many rings as the
- * most participants any node has, ring j entering each node at its j-th
- * member, so every member's NIC carries one ring (as NCCL's channels do).
- * Returns -1 on allocation failure; *rings gets the ring count.
- */
-int tp_sim_acc_ring(struct tp_sim_scratch *s, const uint32_t *devs,
-		    uint32_t n, uint32_t *rings)
+/* One flow of a ring into the ring recorder (cnt2 / touched2: channel
+ * counts in first-touch order). */
+static void ring_flow(struct tp_sim_scratch *s, uint32_t src, uint32_t dst)
+{
+	const struct tp_cluster *c = s->sim->c;
+	const struct tp_route *r;
+	const uint32_t *ch;
+
+	if (src == dst)
+		return;
+	r = tp_cluster_route(c, src, dst);
+	ch = tp_cluster_route_channels(c, r);
+	for (uint32_t k = 0; k < r->n; k++) {
+		uint32_t x = ch[k];
+		if (s->cnt2[x]++ == 0 && tp_vec_push(&s->touched2, x))
+			s->acc_oom = true;
+	}
+	s->flows2++;
+	if (r->latency_s > s->lat2)
+		s->lat2 = r->latency_s;
+}
+
+/* The rings' flows, recorded apart (ring_flow) so they can be cached. */
+static int ring_flows(struct tp_sim_scratch *s, const uint32_t *devs,
+		      uint32_t n, uint32_t *rings)
 {
 	const struct tp_cluster *c = s->sim->c;
 	uint32_t *p, nodes = 0, maxrun = 0, nr;
@@ -132,7 +148,8 @@ int tp_sim_acc_ring(struct tp_sim_scratch *s, const uint32_t *devs,
 		return -1;
 	p = s->tmp3.v;
 	memcpy(p, devs, n * sizeof(*p));
-	qsort(p, n, sizeof(*p), cmp_u32);
+	if (!sorted_u32(p, n))
+		qsort(p, n, sizeof(*p), cmp_u32);
 	/* runs of one node: start offsets in p[n..] */
 	{
 		uint32_t *start = p + n, run = 0;
@@ -158,14 +175,212 @@ int tp_sim_acc_ring(struct tp_sim_scratch *s, const uint32_t *devs,
 				if (prev == TP_NONE)
 					first = d;
 				else
-					tp_sim_acc_flow(s, prev, d);
+					ring_flow(s, prev, d);
 				prev = d;
 			}
 		}
-		tp_sim_acc_flow(s, prev, first);
+		ring_flow(s, prev, first);
 	}
 	*rings = nr;
 	return 0;
+}
+
+#define RG_MAX_ENTRIES (1u << 14)
+#define RG_MAX_ENTS (1u << 22)
+
+/* Add a recorded ring to the accumulation: what tp_sim_acc_flow would
+ * have done flow by flow (the same channels in the same first-touch
+ * order, the same counts, flows and latency). */
+static void ring_apply(struct tp_sim_scratch *s, const struct bent *e,
+		       uint32_t n_ent, uint32_t flows, double latency)
+{
+	for (uint32_t k = 0; k < n_ent; k++) {
+		uint32_t x = e[k].chan;
+		if (s->cnt[x] == 0 && tp_vec_push(&s->touched, x))
+			s->acc_oom = true;
+		s->cnt[x] += e[k].count;
+	}
+	s->acc_flows += flows;
+	if (latency > s->acc_latency)
+		s->acc_latency = latency;
+}
+
+static uint64_t rg_hash(const uint32_t *devs, uint32_t n)
+{
+	uint64_t h = 0x13198a2e03707344ull;
+
+	for (uint32_t i = 0; i < n; i++) {
+		h ^= devs[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+		h *= 0xff51afd7ed558ccdull;
+	}
+	return h ^ n;
+}
+
+/*
+ * Flows of NCCL-style rings over devs: participants ordered by node (device
+ * indices are grouped by node); with several nodes, as many rings as the
+ * most participants any node has, ring j entering each node at its j-th
+ * member, so every member's NIC carries one ring (as NCCL's channels do).
+ * Cached per scratch by device list (routes do not change).  Returns -1
+ * on allocation failure; *rings gets the ring count.
+ */
+/* The cached accumulation of key[0..n) of the given kind (0: a ring over
+ * a device list, 1: a list of (src, dst) device pairs), or NULL; *slot
+ * gets where to insert it. */
+static const struct rgentry *rg_find(struct tp_sim_scratch *s, uint32_t kind,
+				     const uint32_t *key, uint32_t n,
+				     uint64_t h, uint32_t *slot)
+{
+	uint32_t mask = s->rg_cap - 1, i;
+
+	for (i = (uint32_t)(h ^ (h >> 32)) & mask; s->rg_tab[i] != TP_NONE;
+	     i = (i + 1) & mask) {
+		const struct rgentry *x = &s->rg.v[s->rg_tab[i]];
+		if (x->h == h && x->n == n && x->kind == kind &&
+		    memcmp(s->rg_devs.v + x->devs_first, key,
+			   n * sizeof(*key)) == 0) {
+			*slot = i;
+			return x;
+		}
+	}
+	*slot = i;
+	return NULL;
+}
+
+static int rg_init(struct tp_sim_scratch *s)
+{
+	if (s->rg_tab)
+		return 0;
+	s->rg_cap = 2 * RG_MAX_ENTRIES;
+	s->rg_tab = malloc(s->rg_cap * sizeof(uint32_t));
+	if (!s->rg_tab) {
+		s->rg_cap = 0;
+		return -1;
+	}
+	for (uint32_t i = 0; i < s->rg_cap; i++)
+		s->rg_tab[i] = TP_NONE;
+	return 0;
+}
+
+static void rg_discard(struct tp_sim_scratch *s)
+{
+	for (size_t k = 0; k < s->touched2.n; k++)
+		s->cnt2[s->touched2.v[k]] = 0;
+	s->touched2.n = 0;
+}
+
+/* Keep the recorded flows (cnt2 / touched2) under key, then add them to
+ * the accumulation. */
+static int rg_keep(struct tp_sim_scratch *s, uint32_t kind,
+		   const uint32_t *key, uint32_t n, uint64_t h, uint32_t slot,
+		   uint32_t rings)
+{
+	struct rgentry e;
+
+	if (s->acc_oom) {
+		rg_discard(s);
+		return -1;
+	}
+	if (s->rg.n >= RG_MAX_ENTRIES ||
+	    s->rg_ents.n + s->touched2.n > RG_MAX_ENTS ||
+	    s->rg_devs.n + n > RG_MAX_ENTS) {
+		uint32_t mask = s->rg_cap - 1;
+		s->rg.n = s->rg_devs.n = s->rg_ents.n = 0;
+		for (uint32_t i = 0; i < s->rg_cap; i++)
+			s->rg_tab[i] = TP_NONE;
+		slot = (uint32_t)(h ^ (h >> 32)) & mask;
+	}
+	if (tp_vec_reserve(&s->rg, 1) || tp_vec_reserve(&s->rg_devs, n) ||
+	    tp_vec_reserve(&s->rg_ents, s->touched2.n)) {
+		rg_discard(s);
+		return -1;
+	}
+	e.h = h;
+	e.kind = kind;
+	e.n = n;
+	e.devs_first = (uint32_t)s->rg_devs.n;
+	e.ent_first = (uint32_t)s->rg_ents.n;
+	e.n_ent = (uint32_t)s->touched2.n;
+	e.flows = s->flows2;
+	e.rings = rings;
+	e.latency = s->lat2;
+	memcpy(s->rg_devs.v + s->rg_devs.n, key, n * sizeof(*key));
+	s->rg_devs.n += n;
+	for (size_t k = 0; k < s->touched2.n; k++) {
+		uint32_t x = s->touched2.v[k];
+		s->rg_ents.v[s->rg_ents.n++] = (struct bent){x, s->cnt2[x]};
+		s->cnt2[x] = 0;
+	}
+	s->touched2.n = 0;
+	s->rg_tab[slot] = (uint32_t)s->rg.n;
+	s->rg.v[s->rg.n++] = e;
+	ring_apply(s, s->rg_ents.v + e.ent_first, e.n_ent, e.flows, e.latency);
+	return 0;
+}
+
+/*
+ * Flows of NCCL-style rings over devs: participants ordered by node (device
+ * indices are grouped by node); with several nodes, as many rings as the
+ * most participants any node has, ring j entering each node at its j-th
+ * member, so every member's NIC carries one ring (as NCCL's channels do).
+ * Cached per scratch by device list (routes do not change).  Returns -1
+ * on allocation failure; *rings gets the ring count.
+ */
+int tp_sim_acc_ring(struct tp_sim_scratch *s, const uint32_t *devs,
+		    uint32_t n, uint32_t *rings)
+{
+	const struct rgentry *x;
+	uint64_t h;
+	uint32_t slot;
+
+	*rings = 1;
+	if (n < 2)
+		return 0;
+	if (rg_init(s))
+		return -1;
+	h = rg_hash(devs, n);
+	x = rg_find(s, 0, devs, n, h, &slot);
+	if (x) {
+		*rings = x->rings;
+		ring_apply(s, s->rg_ents.v + x->ent_first, x->n_ent, x->flows,
+			   x->latency);
+		return 0;
+	}
+	/* record the rings apart, keep them, then add them */
+	s->touched2.n = 0;
+	s->flows2 = 0;
+	s->lat2 = 0;
+	if (ring_flows(s, devs, n, rings)) {
+		rg_discard(s);
+		return -1;
+	}
+	return rg_keep(s, 0, devs, n, h, slot, *rings);
+}
+
+int tp_sim_acc_pairs(struct tp_sim_scratch *s, const uint32_t *pairs,
+		     uint32_t n_pairs)
+{
+	const struct rgentry *x;
+	uint64_t h;
+	uint32_t slot, n = 2 * n_pairs;
+
+	if (n_pairs == 0)
+		return 0;
+	if (rg_init(s))
+		return -1;
+	h = rg_hash(pairs, n) ^ 0x5bd1e995u;
+	x = rg_find(s, 1, pairs, n, h, &slot);
+	if (x) {
+		ring_apply(s, s->rg_ents.v + x->ent_first, x->n_ent, x->flows,
+			   x->latency);
+		return 0;
+	}
+	s->touched2.n = 0;
+	s->flows2 = 0;
+	s->lat2 = 0;
+	for (uint32_t i = 0; i < n_pairs; i++)
+		ring_flow(s, pairs[2 * i], pairs[2 * i + 1]);
+	return rg_keep(s, 1, pairs, n, h, slot, 1);
 }
 
 int tp_sim_acc_emit(struct tp_sim_scratch *s, uint32_t *bt)
@@ -558,5 +773,78 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	k.tp_bytes_mb = ln->tp_bytes_mb;
 	s->lc_tab[slot] = (uint32_t)s->lc.n;
 	s->lc.v[s->lc.n++] = k;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Ring measurements of tensor-parallel lanes, cached per scratch. */
+
+#define RC_MAX_ENTRIES (1u << 14)
+
+int tp_sim_ring_measure(struct tp_sim_scratch *s, const uint32_t *devs,
+			uint32_t n, bool *any, uint32_t *rings,
+			double *latency, double *rate)
+{
+	uint64_t h = 0x452821e638d01377ull;
+	uint32_t slot, mask;
+	struct rcentry e;
+
+	for (uint32_t i = 0; i < n; i++)
+		h = lc_mix(h, devs[i]);
+	h = lc_mix(h, n);
+	if (!s->rc_tab) {
+		s->rc_cap = 2 * RC_MAX_ENTRIES;
+		s->rc_tab = malloc(s->rc_cap * sizeof(uint32_t));
+		if (!s->rc_tab) {
+			s->rc_cap = 0;
+			return -1;
+		}
+		for (uint32_t i = 0; i < s->rc_cap; i++)
+			s->rc_tab[i] = TP_NONE;
+	}
+	mask = s->rc_cap - 1;
+	for (slot = (uint32_t)(h ^ (h >> 32)) & mask;
+	     s->rc_tab[slot] != TP_NONE; slot = (slot + 1) & mask) {
+		const struct rcentry *x = &s->rc.v[s->rc_tab[slot]];
+		if (x->h == h && x->n == n &&
+		    memcmp(s->rc_devs.v + x->devs_first, devs,
+			   n * sizeof(*devs)) == 0) {
+			*any = x->any;
+			*rings = x->rings;
+			*latency = x->latency;
+			*rate = x->rate;
+			return 0;
+		}
+	}
+	if (tp_sim_acc_ring(s, devs, n, rings))
+		return -1;
+	*any = s->acc_flows > 0;
+	if (s->acc_oom) {
+		tp_sim_acc_measure(s, rate, latency);
+		return -1;
+	}
+	tp_sim_acc_measure(s, rate, latency);
+	if (s->rc.n >= RC_MAX_ENTRIES) {
+		/* full: start over */
+		s->rc.n = s->rc_devs.n = 0;
+		for (uint32_t i = 0; i < s->rc_cap; i++)
+			s->rc_tab[i] = TP_NONE;
+		for (slot = (uint32_t)(h ^ (h >> 32)) & mask;
+		     s->rc_tab[slot] != TP_NONE; slot = (slot + 1) & mask)
+			;
+	}
+	if (tp_vec_reserve(&s->rc, 1) || tp_vec_reserve(&s->rc_devs, n))
+		return 0; /* measured, just not cached */
+	e.h = h;
+	e.devs_first = (uint32_t)s->rc_devs.n;
+	e.n = n;
+	e.rings = *rings;
+	e.any = *any;
+	e.latency = *latency;
+	e.rate = *rate;
+	memcpy(s->rc_devs.v + s->rc_devs.n, devs, n * sizeof(*devs));
+	s->rc_devs.n += n;
+	s->rc_tab[slot] = (uint32_t)s->rc.n;
+	s->rc.v[s->rc.n++] = e;
 	return 0;
 }

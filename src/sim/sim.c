@@ -205,7 +205,8 @@ struct tp_sim_scratch *tp_sim_scratch_new(const struct tp_sim *sim)
 	s->chan_busy = tp_calloc(nc, sizeof(double));
 	s->chash = tp_calloc(nc, sizeof(uint64_t));
 	s->cstamp = tp_calloc(nc, sizeof(uint32_t));
-	if (!s->op_group || !s->op_mark || !s->lay_mark || !s->dev_res ||
+	s->cnt2 = tp_calloc(nc, sizeof(uint32_t));
+	if (!s->cnt2 || !s->op_group || !s->op_mark || !s->lay_mark || !s->dev_res ||
 	    !s->dev_rep || !s->dev_mark || !s->cap_rem || !s->weight ||
 	    !s->cnt || !s->cmark || !s->chan_bytes || !s->chan_busy ||
 	    !s->chash || !s->cstamp ||
@@ -244,9 +245,19 @@ void tp_sim_scratch_free(struct tp_sim_scratch *s)
 	tp_vec_free(&s->ccomp);
 	tp_vec_free(&s->comp);
 	tp_vec_free(&s->ctouched);
+	tp_vec_free(&s->clast);
 	tp_vec_free(&s->lc);
 	tp_vec_free(&s->lc_ops);
 	free(s->lc_tab);
+	tp_vec_free(&s->rc);
+	tp_vec_free(&s->rc_devs);
+	free(s->rc_tab);
+	free(s->cnt2);
+	tp_vec_free(&s->touched2);
+	tp_vec_free(&s->rg);
+	tp_vec_free(&s->rg_devs);
+	tp_vec_free(&s->rg_ents);
+	free(s->rg_tab);
 	tp_vec_free(&s->hkeys);
 	tp_vec_free(&s->hvals);
 	tp_vec_free(&s->bt_used);
@@ -278,6 +289,7 @@ void tp_sim_scratch_free(struct tp_sim_scratch *s)
 	tp_vec_free(&s->tmp);
 	tp_vec_free(&s->tmp2);
 	tp_vec_free(&s->tmp3);
+	tp_vec_free(&s->tmp4);
 	tp_vec_free(&s->dtmp);
 	free(s);
 }
@@ -427,8 +439,9 @@ static enum tp_status analyse_groups(const struct tp_sim *sim,
 		gi->set_first = (uint32_t)s->sets.n;
 		memcpy(s->sets.v + s->sets.n, tp_plan_group_devs(plan, g),
 		       gr->n_devices * sizeof(uint32_t));
-		qsort(s->sets.v + s->sets.n, gr->n_devices, sizeof(uint32_t),
-		      cmp_u32);
+		if (!sorted_u32(s->sets.v + s->sets.n, gr->n_devices))
+			qsort(s->sets.v + s->sets.n, gr->n_devices,
+			      sizeof(uint32_t), cmp_u32);
 		s->sets.n += gr->n_devices;
 		gi->stage = TP_NONE;
 		for (uint32_t h = 0; h < g; h++) {
@@ -511,23 +524,22 @@ static enum tp_status build_lanes(const struct tp_sim *sim,
 			ln->dev_first = gr->dev_first + r * gr->tp;
 			ln->samples = sh[r] * mb;
 			ln->sim = TP_NONE;
-			ln->tp_bt = TP_NONE;
+			ln->tp_bt = TP_NONE; /* made for the report */
 			if (gr->tp > 1) {
 				uint32_t rings;
-				const struct btype *bt;
-				if (tp_sim_acc_ring(s,
-						    plan->devs.v + ln->dev_first,
-						    gr->tp, &rings) ||
-				    tp_sim_acc_emit(s, &ln->tp_bt))
+				double lat, rate;
+				bool any;
+				if (tp_sim_ring_measure(
+					    s, plan->devs.v + ln->dev_first,
+					    gr->tp, &any, &rings, &lat, &rate))
 					goto nomem;
-				if (ln->tp_bt != TP_NONE) {
+				if (any) {
 					double t = gr->tp;
-					bt = &s->btypes.v[ln->tp_bt];
 					ln->tp_a = 2 * (t - 1) *
-						   (bt->latency +
+						   (lat +
 						    pa->collective_latency_s);
 					ln->tp_k = 2 * (t - 1) /
-						   (t * rings * bt->rate_alone);
+						   (t * rings * rate);
 				}
 			}
 			if (prev && prev->samples == ln->samples &&
@@ -835,17 +847,26 @@ static enum tp_status p2p(const struct tp_plan *plan,
 	double bytes = ge->bytes * samples / nf;
 	double lat = s->sim->o.params.p2p_latency_s;
 
-	for (uint32_t p = 0; p < n_pairs; p++)
-		for (uint32_t j = 0; j < nf; j++)
-			tp_sim_acc_flow(s, lane_dev(plan, s, ge->src, rs[p], j),
-					lane_dev(plan, s, ge->dst, rd[p], j));
-	if (tp_sim_acc_emit(s, &btf))
+	uint32_t *fp, nfp = 0;
+
+	s->tmp4.n = 0;
+	if (tp_vec_reserve(&s->tmp4, 2 * (size_t)n_pairs * nf + 2))
 		goto nomem;
+	fp = s->tmp4.v;
 	for (uint32_t p = 0; p < n_pairs; p++)
-		for (uint32_t j = 0; j < nf; j++)
-			tp_sim_acc_flow(s, lane_dev(plan, s, ge->dst, rd[p], j),
-					lane_dev(plan, s, ge->src, rs[p], j));
-	if (tp_sim_acc_emit(s, &btb))
+		for (uint32_t j = 0; j < nf; j++) {
+			fp[2 * nfp] = lane_dev(plan, s, ge->src, rs[p], j);
+			fp[2 * nfp + 1] = lane_dev(plan, s, ge->dst, rd[p], j);
+			nfp++;
+		}
+	if (tp_sim_acc_pairs(s, fp, nfp) || tp_sim_acc_emit(s, &btf))
+		goto nomem;
+	for (uint32_t k = 0; k < nfp; k++) {
+		uint32_t x = fp[2 * k];
+		fp[2 * k] = fp[2 * k + 1];
+		fp[2 * k + 1] = x;
+	}
+	if (tp_sim_acc_pairs(s, fp, nfp) || tp_sim_acc_emit(s, &btb))
 		goto nomem;
 	/* the receiver's tensor ranks each got 1/nf of the activation and
 	 * all-gather it over their fabric (Megatron's scatter/gather); under
@@ -910,7 +931,8 @@ static uint32_t *participants(const struct tp_plan *plan,
 	p = s->tmp2.v;
 	for (uint32_t r = 0; r < dp; r++)
 		p[r] = lane_dev(plan, s, g, r, j);
-	qsort(p, dp, sizeof(*p), cmp_u32);
+	if (!sorted_u32(p, dp))
+		qsort(p, dp, sizeof(*p), cmp_u32);
 	return p;
 }
 
@@ -1554,7 +1576,7 @@ static int channel_classes(const struct tp_sim *sim, struct tp_sim_scratch *s)
 	uint32_t stamp = ++s->cls_stamp, n_cls = 0;
 	size_t nb = s->btypes.n, total = 0, cap = 16;
 
-	s->cents.n = s->ccap.n = 0;
+	s->cents.n = s->ccap.n = s->clast.n = 0;
 	s->bt_used.n = 0;
 	if (tp_vec_reserve(&s->bt_used, nb + 1))
 		return -1;
@@ -1603,7 +1625,8 @@ static int channel_classes(const struct tp_sim *sim, struct tp_sim_scratch *s)
 			       s->hkeys.v[slot] != h)
 				slot = (slot + 1) & (cap - 1);
 			if (s->hvals.v[slot] == TP_NONE) {
-				if (tp_vec_push(&s->ccap, sim->chan_bw[en->chan]))
+				if (tp_vec_push(&s->ccap, sim->chan_bw[en->chan]) ||
+				    tp_vec_push(&s->clast, 0))
 					return -1;
 				s->hkeys.v[slot] = h;
 				s->hvals.v[slot] = n_cls++;
@@ -1611,15 +1634,9 @@ static int channel_classes(const struct tp_sim *sim, struct tp_sim_scratch *s)
 			id = s->hvals.v[slot];
 			/* one entry per class in this bundle (its channels
 			 * of one class all have the same multiplicity) */
-			{
-				uint32_t q;
-				for (q = 0; q < bt->n_cls; q++)
-					if (s->cents.v[bt->cls_first + q].chan ==
-					    id)
-						break;
-				if (q < bt->n_cls)
-					continue;
-			}
+			if (s->clast.v[id] == b + 1)
+				continue;
+			s->clast.v[id] = (uint32_t)b + 1;
 			s->cents.v[s->cents.n++] = (struct bent){id, en->count};
 			bt->n_cls++;
 		}
@@ -2426,10 +2443,18 @@ static enum tp_status make_report(const struct tp_sim *sim,
 		}
 	}
 	for (size_t l = 0; l < s->lanes.n; l++) {
-		const struct lane *ln = &s->lanes.v[l];
+		struct lane *ln = &s->lanes.v[l];
 		const struct btype *bt;
 		double per_flow, busy;
-		if (ln->tp_bt == TP_NONE || !(ln->tp_bytes_mb > 0))
+		uint32_t rings;
+		if (ln->tp < 2 || !(ln->tp_bytes_mb > 0))
+			continue;
+		/* the lane's tensor-parallel ring, for its channels */
+		if (tp_sim_acc_ring(s, plan->devs.v + ln->dev_first, ln->tp,
+				    &rings) ||
+		    tp_sim_acc_emit(s, &ln->tp_bt))
+			goto nomem;
+		if (ln->tp_bt == TP_NONE)
 			continue;
 		bt = &s->btypes.v[ln->tp_bt];
 		per_flow = mb * ln->tp_bytes_mb * ln->tp_k * bt->rate_alone;
@@ -2565,11 +2590,74 @@ enum tp_status tp_sim_run(const struct tp_sim *sim, const struct tp_plan *plan,
 			  struct tp_sim_scratch *s, struct tp_report *report,
 			  struct tp_strbuf *trace, struct tp_error *err)
 {
-	bool bounded;
-	double lb;
+	struct tp_sim_cut cut;
 
-	return tp_sim_run_bounded(sim, plan, s, 0, report, trace, &bounded,
-				  &lb, err);
+	return tp_sim_run_bounded(sim, plan, s, 0, report, trace, &cut, err);
+}
+
+/*
+ * Does every device's memory (as make_report will count it: model state,
+ * activation peak of its task order, temporary buffers, reserved) fit?
+ * Else *over = the worst excess / that device's capacity.  Needs
+ * memory_walk.  The sums run in make_report's order, so the answer is
+ * exactly its feasibility.
+ */
+static bool memory_fits(const struct tp_sim *sim, const struct tp_plan *plan,
+			struct tp_sim_scratch *s, double *over)
+{
+	const struct tp_cluster *c = sim->c;
+	uint32_t nd = sim->n_dev;
+	double *w, *g, *o, *a, *t, worst = -INF, cap_w = 1;
+	bool fits = true;
+
+	s->dtmp.n = 0;
+	if (tp_vec_reserve(&s->dtmp, 5 * (size_t)nd + 5))
+		return true; /* cannot tell: simulate */
+	w = s->dtmp.v;
+	g = w + nd;
+	o = g + nd;
+	a = o + nd;
+	t = a + nd;
+	memset(w, 0, 5 * (size_t)nd * sizeof(double));
+	for (uint32_t d = 0; d < nd; d++)
+		s->dev_rep[d] = TP_NONE;
+	for (size_t l = 0; l < s->lanes.n; l++) {
+		const struct lane *ln = &s->lanes.v[l];
+		const struct lane *rl =
+			&s->lanes.v[s->groups.v[ln->group].lane_first +
+				    ln->cls];
+		for (uint32_t k = 0; k < ln->tp; k++) {
+			uint32_t d = plan->devs.v[ln->dev_first + k];
+			uint32_t rd = plan->devs.v[rl->dev_first + k];
+			if (s->dev_rep[d] == TP_NONE) {
+				s->dev_rep[d] = rd;
+				if (s->dev_res[rd] != TP_NONE)
+					a[d] = s->res.v[s->dev_res[rd]].peak_act;
+			}
+			w[d] += ln->weights;
+			g[d] += ln->grads;
+			o[d] += ln->optim;
+			if (ln->temp > t[d])
+				t[d] = ln->temp;
+		}
+	}
+	for (uint32_t d = 0; d < nd; d++) {
+		const struct tp_device_type *ty =
+			&sim->types[c->devices.v[d].type];
+		double peak;
+		if (s->dev_rep[d] == TP_NONE)
+			continue;
+		peak = w[d] + g[d] + o[d] + a[d] + t[d] + ty->reserved_bytes;
+		if (peak > ty->memory_bytes) {
+			fits = false;
+			if (peak - ty->memory_bytes > worst) {
+				worst = peak - ty->memory_bytes;
+				cap_w = ty->memory_bytes;
+			}
+		}
+	}
+	*over = fits ? 0 : cap_w > 0 ? worst / cap_w : 1;
+	return fits;
 }
 
 /* Everything before the task graph: plan analysis, lanes, resources. */
@@ -2621,8 +2709,8 @@ enum tp_status tp_sim_run_bounded(const struct tp_sim *sim,
 				  const struct tp_plan *plan,
 				  struct tp_sim_scratch *s, double cutoff_s,
 				  struct tp_report *report,
-				  struct tp_strbuf *trace, bool *bounded,
-				  double *lower_bound_s, struct tp_error *err)
+				  struct tp_strbuf *trace,
+				  struct tp_sim_cut *cut, struct tp_error *err)
 {
 	enum tp_status st;
 	uint32_t depth = 1;
@@ -2630,14 +2718,13 @@ enum tp_status tp_sim_run_bounded(const struct tp_sim *sim,
 	struct sched sc;
 	double t_end = 0;
 
-	*bounded = false;
-	*lower_bound_s = 0;
+	memset(cut, 0, sizeof(*cut));
 	st = prepare(sim, plan, s, &depth, &mode_a, err);
 	if (st)
 		return st;
-	*lower_bound_s = lower_bound(plan, s);
-	if (cutoff_s > 0 && *lower_bound_s >= cutoff_s) {
-		*bounded = true;
+	cut->lower_bound_s = lower_bound(plan, s);
+	if (cutoff_s > 0 && cut->lower_bound_s >= cutoff_s) {
+		cut->bounded = true;
 		return TP_OK;
 	}
 	st = setup_schedule(plan, s, depth, &sc, err);
@@ -2645,9 +2732,14 @@ enum tp_status tp_sim_run_bounded(const struct tp_sim *sim,
 		st = build_graph(sim, plan, s, &sc, mode_a, err);
 	if (st)
 		return st;
+	memory_walk(plan, s);
+	if (cutoff_s > 0 && !memory_fits(sim, plan, s, &cut->over_fraction)) {
+		cut->bounded = true;
+		cut->out_of_memory = true;
+		return TP_OK;
+	}
 	if (channel_classes(sim, s))
 		return tp_error_set(err, TP_ENOMEM, "out of memory");
-	memory_walk(plan, s);
 	st = run_engine(sim, s, &t_end, err);
 	if (st)
 		return st;

@@ -91,28 +91,39 @@ enum tp_status tp_sim_run(const struct tp_sim *sim, const struct tp_plan *plan,
 			  struct tp_report *report, struct tp_strbuf *trace,
 			  struct tp_error *err);
 
+/* What tp_sim_run_bounded found before (or instead of) simulating. */
+struct tp_sim_cut {
+	bool bounded;       /* stopped early: the plan cannot beat the cutoff
+			       (the report is left untouched) */
+	bool out_of_memory; /* ... because some device is out of memory */
+	double lower_bound_s; /* a lower bound of the iteration time */
+	double over_fraction; /* out of memory: the worst device's excess /
+				 its capacity */
+};
+
 /*
  * tp_sim_run with a cutoff, for searches that only need to know whether
- * a plan beats cutoff_s seconds.  *lower_bound_s gets a lower bound of
- * the plan's iteration time computed before the event simulation (per
+ * a plan beats cutoff_s seconds.  cut->lower_bound_s gets a lower bound
+ * of the plan's iteration time computed before the event simulation (per
  * device: its compute, the forward of micro-batch 0 through the groups
  * upstream of it before its first task, the upstream backwards and its
  * optimizer steps after its last backward; transfers and waiting count
  * zero; compression only adds compute, so it bounds compressed variants
- * of the plan too).  When cutoff_s > 0 and the bound is >= cutoff_s the
- * run stops there: *bounded = true and the report is left untouched
- * (feasibility unknown).  Otherwise the plan is simulated exactly as by
- * tp_sim_run (*bounded = false).  Costs about a tenth of a simulation
- * when it stops early.  Errors as tp_sim_run.
+ * of the plan too).  When cutoff_s > 0 and the bound is >= cutoff_s, or
+ * some device is out of memory (an infeasible plan never beats a
+ * feasible one; checked once the task order is known, before the event
+ * simulation), the run stops there: cut->bounded = true and the report
+ * is left untouched.  Otherwise the plan is simulated exactly as by
+ * tp_sim_run.  Errors as tp_sim_run.
  */
 enum tp_status tp_sim_run_bounded(const struct tp_sim *sim,
 				  const struct tp_plan *plan,
 				  struct tp_sim_scratch *scratch,
 				  double cutoff_s, struct tp_report *report,
-				  struct tp_strbuf *trace, bool *bounded,
-				  double *lower_bound_s, struct tp_error *err);
+				  struct tp_strbuf *trace,
+				  struct tp_sim_cut *cut, struct tp_error *err);
 
-/* Only the lower bound of tp_sim_run_bounded (about a tenth of a
+/* Only cut->lower_bound_s of tp_sim_run_bounded (about a tenth of a
  * simulation).  Errors as tp_sim_run. */
 enum tp_status tp_sim_lower_bound(const struct tp_sim *sim,
 				  const struct tp_plan *plan,

@@ -144,6 +144,26 @@ struct lcentry {
 	double tp_bytes_mb;
 };
 
+/* A cached ring accumulation (cost.c): a device list, its channel
+ * counts in first-touch order, flows, rings and latency. */
+struct rgentry {
+	uint64_t h;
+	uint32_t kind; /* 0 ring over a device list, 1 (src, dst) pairs */
+	uint32_t devs_first, n;
+	uint32_t ent_first, n_ent;
+	uint32_t flows, rings;
+	double latency;
+};
+
+/* A cached ring measurement (cost.c): a device list and its rings. */
+struct rcentry {
+	uint64_t h;
+	uint32_t devs_first, n;
+	uint32_t rings;
+	bool any;
+	double latency, rate;
+};
+
 struct simlane {
 	uint32_t lane;
 	uint32_t n_members; /* replicas it stands for */
@@ -228,12 +248,13 @@ struct tp_sim_scratch {
 	uint32_t dgen, comp_stamp, seen_stamp;
 	TP_VEC(uint32_t) comp; /* active indices of one component */
 	TP_VEC(uint32_t) ctouched; /* classes of one component */
+	TP_VEC(uint32_t) clast; /* per class: last bundle + 1 with an entry */
 	TP_VEC(uint64_t) hkeys;
 	TP_VEC(uint32_t) hvals;
 	TP_VEC(uint8_t) bt_used;
 	TP_VEC(uint32_t) p2p; /* pairs: transfer task, sending task */
 	TP_VEC(struct heap_ev) heap;
-	TP_VEC(uint32_t) tmp, tmp2, tmp3;
+	TP_VEC(uint32_t) tmp, tmp2, tmp3, tmp4;
 	TP_VEC(double) dtmp;
 	/* flow accumulation */
 	uint32_t acc_flows;
@@ -245,10 +266,35 @@ struct tp_sim_scratch {
 	TP_VEC(uint32_t) lc_ops;
 	uint32_t *lc_tab; /* open addressing: entry index or TP_NONE */
 	uint32_t lc_cap;  /* power of two, 0 = no table yet */
+	/* ring accumulations of device lists (cost.c) */
+	uint32_t *cnt2; /* per channel, for recording one ring apart */
+	TP_VEC(uint32_t) touched2;
+	uint32_t flows2;
+	double lat2;
+	TP_VEC(struct rgentry) rg;
+	TP_VEC(uint32_t) rg_devs;
+	TP_VEC(struct bent) rg_ents;
+	uint32_t *rg_tab;
+	uint32_t rg_cap;
+	/* tensor-parallel ring measurements of device lists (cost.c) */
+	TP_VEC(struct rcentry) rc;
+	TP_VEC(uint32_t) rc_devs;
+	uint32_t *rc_tab;
+	uint32_t rc_cap;
 	/* gradient compression (sfb_hook.c) */
 	struct tp_sfb_scratch *sfb_s;
 	struct tp_sfb_actions *sfb_a;
 };
+
+/* Is a[0..n) ascending?  (Device lists usually are; qsort is then
+ * skipped.) */
+static inline bool sorted_u32(const uint32_t *a, uint32_t n)
+{
+	for (uint32_t i = 1; i < n; i++)
+		if (a[i] < a[i - 1])
+			return false;
+	return true;
+}
 
 /* cost.c */
 /* Times and memory of one lane (fills *ln); -1 on allocation failure. */
@@ -259,7 +305,19 @@ double tp_sim_gemm_eff(const struct tp_device_type *t, double flop);
 void tp_sim_acc_flow(struct tp_sim_scratch *s, uint32_t src, uint32_t dst);
 int tp_sim_acc_ring(struct tp_sim_scratch *s, const uint32_t *devs,
 		    uint32_t n, uint32_t *rings);
+/* Flows src -> dst for the n_pairs (src, dst) pairs, in order, as
+ * tp_sim_acc_flow would add them one by one (cached per scratch).  -1 on
+ * allocation failure. */
+int tp_sim_acc_pairs(struct tp_sim_scratch *s, const uint32_t *pairs,
+		     uint32_t n_pairs);
 int tp_sim_acc_emit(struct tp_sim_scratch *s, uint32_t *bt);
+/* The NCCL-style rings over devs (tp_sim_acc_ring) measured without
+ * emitting a bundle: *any = false when they have no flow, else their ring
+ * count, latency and per-flow rate alone.  Cached per scratch (a pure
+ * function of the device list).  -1 on allocation failure. */
+int tp_sim_ring_measure(struct tp_sim_scratch *s, const uint32_t *devs,
+			uint32_t n, bool *any, uint32_t *rings,
+			double *latency, double *rate);
 /* Discard an accumulation, returning its per-flow rate alone and its
  * latency. */
 void tp_sim_acc_measure(struct tp_sim_scratch *s, double *rate,
