@@ -1002,6 +1002,90 @@ START_TEST(test_megatron_baseline_is_its_strategy)
 }
 END_TEST
 
+/* A fake provider with values: constant priors, a fixed value, and it
+ * checks that the search passes its reference time. */
+struct valued {
+	float value;
+	int calls, no_ref;
+};
+
+static enum tp_status valued_eval(void *ctx, void *scratch,
+				  const struct tp_prior_state *st,
+				  float *priors, float *value, bool *has_value,
+				  struct tp_error *err)
+{
+	struct valued *v = ctx;
+
+	(void)scratch;
+	(void)err;
+	__atomic_add_fetch(&v->calls, 1, __ATOMIC_RELAXED);
+	if (!(st->reference_time_s > 0))
+		__atomic_add_fetch(&v->no_ref, 1, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < st->n_actions; i++)
+		priors[i] = 1;
+	*value = v->value;
+	*has_value = true;
+	return TP_OK;
+}
+
+/* Leaves whose provider value predicts a much slower plan are not
+ * simulated (counted in value_skips); optimistic values skip nothing;
+ * the answer is never slower than the baselines either way. */
+START_TEST(test_search_value_skips_simulations)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	struct tp_search_result r0, r1, r2;
+	struct toy toy;
+	struct valued slow = {-0.9f, 0, 0}, fast = {0.9f, 0, 0};
+	struct tp_prior_provider pp;
+	const int types[2] = {0, 1};
+
+	layered_model(&m, 8, 64, 1);
+	hetero_cluster(&c, 2, 4, types);
+	toy_evaluator(&toy, &m, &c, &ev);
+	memset(&pp, 0, sizeof(pp));
+	pp.name = "valued";
+	pp.evaluate = valued_eval;
+	tp_search_options_default(&o);
+	o.threads = 1;
+	o.seed = 2;
+	o.playouts = 400;
+	o.time_limit_s = 0;
+	o.no_seeds = true;
+	o.prior = &pp;
+	tp_search_result_init(&r0);
+	tp_search_result_init(&r1);
+	tp_search_result_init(&r2);
+	pp.ctx = &fast;
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r0, NULL), TP_OK);
+	ck_assert_uint_eq(r0.value_skips, 0);
+	pp.ctx = &slow;
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r1, NULL), TP_OK);
+	ck_assert_uint_gt(r1.value_skips, 10);
+	ck_assert_uint_lt(r1.simulations, r0.simulations);
+	ck_assert_int_gt(slow.calls, 10);
+	ck_assert_int_eq(slow.no_ref, 0);
+	ck_assert_int_eq(fast.no_ref, 0);
+	for (int b = 0; b < TP_BASELINE_COUNT; b++)
+		if (r1.baselines[b].feasible)
+			ck_assert(r1.report.iteration_time_s <=
+				  r1.baselines[b].iteration_time_s);
+	/* reproducible */
+	slow.calls = 0;
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r2, NULL), TP_OK);
+	ck_assert_uint_eq(r1.value_skips, r2.value_skips);
+	ck_assert(plans_equal(&r1.plan, &r2.plan));
+	tp_search_result_release(&r0);
+	tp_search_result_release(&r1);
+	tp_search_result_release(&r2);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 START_TEST(test_search_value_bounds)
 {
 	ck_assert(tp_search_value(1, true, 1, 0) == 0.25);
@@ -1255,6 +1339,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_prior_provider);
 	tcase_add_test(tm, test_search_lower_bound_prunes);
 	tcase_add_test(tm, test_megatron_baseline_is_its_strategy);
+	tcase_add_test(tm, test_search_value_skips_simulations);
 	suite_add_tcase(s, tm);
 	tcase_set_timeout(tcmd, 60);
 	tcase_add_test(tcmd, test_cmd_plan_demo_feasible_reproducible);

@@ -20,10 +20,14 @@
  * given in `plan` (with its simulation in `report` when one was run).
  *
  * Values are on the search's scale: in [-1, 1], 0.25 for a plan as fast
- * as the reference (the best plan known when the tree was started), up to
- * 1 for much faster plans, down to -0.5 for much slower ones, and below
- * -0.5 for plans that do not fit in memory (less negative the closer they
- * are to fitting).  See tp_search_value (search.h).
+ * as the reference (the best plan known when the tree was started, given
+ * in reference_time_s), up to 1 for much faster plans, down to -0.5 for
+ * much slower ones, and below -0.5 for plans that do not fit in memory
+ * (less negative the closer they are to fitting).  See tp_search_value
+ * (search.h).  When a provider returns values, the search asks it before
+ * simulating a new leaf and does not simulate leaves whose value is below
+ * -0.2 (predicted at least 1.41x slower than the reference): a provider's
+ * value saves simulations; its priors guide the tree either way.
  *
  * Threads: the search calls a provider from several threads at once, each
  * with its own scratch (scratch_new is called once per search thread).  A
@@ -78,6 +82,12 @@ struct tp_prior_state {
 	const struct tp_report *report; /* its simulation, or NULL */
 	uint32_t n_actions;
 	const struct tp_prior_action *actions;
+	/* The search's reference time for values (the incumbent's iteration
+	   time when the tree was started), seconds; 0 when none.  A provider
+	   that estimates the plan's iteration time t can return
+	   tp_search_value(reference_time_s, fits, t, ...)'s scale:
+	   0.25 + 0.75 tanh(2 ln(reference / t)). */
+	double reference_time_s;
 };
 
 struct tp_prior_provider {

@@ -394,6 +394,20 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 	return TP_OK;
 }
 
+bool sctx_cached(struct sctx *s, const struct tp_globals *gl,
+		 const struct tp_decision *dec)
+{
+	uint64_t key = tp_space_hash(&s->space, gl, dec) | 1;
+	const struct cache_entry *e;
+	bool hit;
+
+	pthread_mutex_lock(&s->lock);
+	e = cache_find(s, key);
+	hit = e->key == key && !e->bounded;
+	pthread_mutex_unlock(&s->lock);
+	return hit;
+}
+
 double sctx_best_cutoff(struct sctx *s)
 {
 	double c = 0;
@@ -739,6 +753,7 @@ out:
 	res->simulations = atomic_load(&s.simulations);
 	res->cache_hits = atomic_load(&s.cache_hits);
 	res->bounded = atomic_load(&s.bounded);
+	res->value_skips = atomic_load(&s.value_skips);
 	res->evaluations = atomic_load(&s.evaluations);
 	res->seconds = sctx_elapsed(&s);
 	if (o->stop && *o->stop)

@@ -62,6 +62,8 @@ struct sctx {
 
 	_Atomic uint64_t simulations, cache_hits, evaluations, playouts;
 	_Atomic uint64_t bounded; /* settled by the lower bound */
+	_Atomic uint64_t value_skips; /* leaves the provider's value cut */
+	_Atomic int prior_values; /* the provider has returned values */
 	_Atomic uint64_t sim_ns; /* wall time inside the evaluator */
 	_Atomic int stop;      /* limits reached or error */
 	double t0;             /* monotonic start */
@@ -125,6 +127,9 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 /* The cutoff for candidates of the overall best (0 while nothing
  * feasible is known). */
 double sctx_best_cutoff(struct sctx *s);
+/* Is (gl, dec) in the cache with its exact score? */
+bool sctx_cached(struct sctx *s, const struct tp_globals *gl,
+		 const struct tp_decision *dec);
 /* Score a ready plan (not cached); may become the incumbent.  cutoff as
  * for sctx_eval. */
 enum tp_status sctx_eval_plan(struct worker *w, const struct tp_plan *plan,
