@@ -241,9 +241,6 @@ void tp_sim_scratch_free(struct tp_sim_scratch *s)
 	tp_vec_free(&s->cweight);
 	tp_vec_free(&s->cmark2);
 	tp_vec_free(&s->cuse);
-	tp_vec_free(&s->cdirty);
-	tp_vec_free(&s->ccomp);
-	tp_vec_free(&s->comp);
 	tp_vec_free(&s->ctouched);
 	tp_vec_free(&s->clast);
 	tp_vec_free(&s->lc);
@@ -771,13 +768,16 @@ nomem:
 /* ------------------------------------------------------------------ */
 /* Task graph                                                          */
 
-static uint32_t new_task(struct tp_sim_scratch *s, enum task_kind kind,
-			 enum comm_what what, double dur, uint32_t ref,
-			 uint32_t micro)
+static inline uint32_t new_task(struct tp_sim_scratch *s,
+				enum task_kind kind, enum comm_what what,
+				double dur, uint32_t ref, uint32_t micro)
 {
 	struct task *t;
 
-	if (tp_vec_reserve(&s->tasks, 1) || s->tasks.n >= (1u << 30))
+	if (s->tasks.n >= s->tasks.cap &&
+	    (tp_vec_reserve(&s->tasks, 1) || s->tasks.n >= (1u << 30)))
+		return TP_NONE;
+	if (s->tasks.n >= (1u << 30))
 		return TP_NONE;
 	t = &s->tasks.v[s->tasks.n];
 	memset(t, 0, sizeof(*t));
@@ -790,12 +790,17 @@ static uint32_t new_task(struct tp_sim_scratch *s, enum task_kind kind,
 	return (uint32_t)s->tasks.n++;
 }
 
-static int add_edge(struct tp_sim_scratch *s, uint32_t from, uint32_t to,
-		    bool on_start)
+static inline int add_edge(struct tp_sim_scratch *s, uint32_t from,
+			   uint32_t to, bool on_start)
 {
-	return tp_vec_push(&s->edges, ((uint64_t)from << 33) |
-					      ((uint64_t)to << 1) |
-					      (on_start ? 1u : 0u));
+	uint64_t e = ((uint64_t)from << 33) | ((uint64_t)to << 1) |
+		     (on_start ? 1u : 0u);
+
+	if (s->edges.n < s->edges.cap) {
+		s->edges.v[s->edges.n++] = e;
+		return 0;
+	}
+	return tp_vec_push(&s->edges, e);
 }
 
 #define TASK(var, ...)                                                        \
@@ -1459,12 +1464,13 @@ static enum tp_status build_graph(const struct tp_sim *sim,
 		struct resource *rs = &s->res.v[x];
 		sort_runs(s->queue.v + rs->q_first, rs->q_n, s->qtmp.v);
 	}
-	for (uint32_t L = 0; L < s->sims.n; L++) {
-		const struct simlane *sl = &s->sims.v[L];
-		const struct resource *rs = &s->res.v[s->lres.v[sl->res_first]];
+	/* a task's position in the queue of its lane's first resource */
+	for (uint32_t x = 0; x < s->res.n; x++) {
+		const struct resource *rs = &s->res.v[x];
 		for (uint32_t k = 0; k < rs->q_n; k++) {
 			uint32_t t = s->queue.v[rs->q_first + k].task;
-			if (s->tasks.v[t].ref == L)
+			const struct simlane *sl = &s->sims.v[s->tasks.v[t].ref];
+			if (s->lres.v[sl->res_first] == x)
 				s->tasks.v[t].qpos = k;
 		}
 	}
@@ -1642,21 +1648,14 @@ static int channel_classes(const struct tp_sim *sim, struct tp_sim_scratch *s)
 		}
 	}
 	s->ccap_rem.n = s->cweight.n = s->cmark2.n = 0;
-	s->cuse.n = s->cdirty.n = s->ccomp.n = 0;
+	s->cuse.n = 0;
 	if (tp_vec_reserve(&s->ccap_rem, n_cls + 1) ||
 	    tp_vec_reserve(&s->cweight, n_cls + 1) ||
 	    tp_vec_reserve(&s->cmark2, n_cls + 1) ||
-	    tp_vec_reserve(&s->cuse, n_cls + 1) ||
-	    tp_vec_reserve(&s->cdirty, n_cls + 1) ||
-	    tp_vec_reserve(&s->ccomp, n_cls + 1))
+	    tp_vec_reserve(&s->cuse, n_cls + 1))
 		return -1;
 	memset(s->cmark2.v, 0, (n_cls + 1) * sizeof(uint32_t));
 	memset(s->cuse.v, 0, (n_cls + 1) * sizeof(uint32_t));
-	memset(s->cdirty.v, 0, (n_cls + 1) * sizeof(uint32_t));
-	memset(s->ccomp.v, 0, (n_cls + 1) * sizeof(uint32_t));
-	s->dgen = 1;
-	s->comp_stamp = 0;
-	s->seen_stamp = 0;
 	return 0;
 }
 
@@ -1842,52 +1841,59 @@ static void advance(struct eng *E, double t)
 }
 
 /*
- * Max-min fair rates of one component of active bundles (s->comp: indices
- * into s->act; bundles of different components share no channel class):
- * progressive filling, the flows of one bundle moving in lockstep.  The
- * result depends only on the component, not on the other active bundles,
- * so components whose membership did not change keep their rates.
+ * Max-min fair rates of the active bundles (progressive filling; the
+ * flows of one bundle move in lockstep).  Only needed when the set of
+ * bundles sharing some channel class changed (class_use): a bundle alone
+ * on its classes moves at its own slowest channel's rate, and bundles
+ * that share nothing with a starting or ending one keep theirs.
  */
-static void fill_component(struct eng *E)
+static void rates(struct eng *E)
 {
 	struct tp_sim_scratch *s = E->s;
-	size_t na = s->comp.n, left = na;
+	size_t na = s->act.n, left = na;
 	uint32_t stamp = ++s->stamp;
 	double *cap_rem = s->ccap_rem.v, *weight = s->cweight.v;
+	const double *ccap = s->ccap.v;
 	uint32_t *cmark = s->cmark2.v;
-	const uint32_t *ci = s->comp.v;
+	const struct bent *cents = s->cents.v;
+	struct active *act = s->act.v;
 
+	E->rates_dirty = false;
+	if (na == 0)
+		return;
 	if (na == 1) {
 		/* alone: its slowest channel (progressive filling gives
 		 * exactly this) */
-		struct active *a = &s->act.v[ci[0]];
-		a->rate = s->btypes.v[s->tasks.v[a->task].ref].rate_alone;
+		act[0].rate = s->btypes.v[s->tasks.v[act[0].task].ref].rate_alone;
 		return;
 	}
 	s->ctouched.n = 0;
+	if (tp_vec_reserve(&s->ctouched, s->ccap.n + 1)) {
+		E->oom = 1;
+		return;
+	}
 	for (size_t k = 0; k < na; k++) {
-		struct active *a = &s->act.v[ci[k]];
-		const struct btype *bt = &s->btypes.v[s->tasks.v[a->task].ref];
+		struct active *a = &act[k];
+		const struct bent *en = cents + a->cls_first;
 		a->rate = 0;
 		a->frozen = false;
-		for (uint32_t j = 0; j < bt->n_cls; j++) {
-			const struct bent *en = &s->cents.v[bt->cls_first + j];
-			if (cmark[en->chan] != stamp) {
-				cmark[en->chan] = stamp;
-				cap_rem[en->chan] = s->ccap.v[en->chan];
-				weight[en->chan] = 0;
-				if (tp_vec_push(&s->ctouched, en->chan)) {
-					E->oom = 1;
-					return;
-				}
+		for (uint32_t j = 0; j < a->n_cls; j++) {
+			uint32_t c = en[j].chan;
+			if (cmark[c] != stamp) {
+				cmark[c] = stamp;
+				cap_rem[c] = ccap[c];
+				weight[c] = 0;
+				s->ctouched.v[s->ctouched.n++] = c;
 			}
-			weight[en->chan] += en->count;
+			weight[c] += en[j].count;
 		}
 	}
 	while (left > 0) {
 		double delta = INF;
-		for (size_t k = 0; k < s->ctouched.n; k++) {
-			uint32_t c = s->ctouched.v[k];
+		const uint32_t *tc = s->ctouched.v;
+		size_t nt = s->ctouched.n;
+		for (size_t k = 0; k < nt; k++) {
+			uint32_t c = tc[k];
 			if (weight[c] > 0) {
 				double d = cap_rem[c] / weight[c];
 				if (d < delta)
@@ -1899,81 +1905,53 @@ static void fill_component(struct eng *E)
 		if (delta < 0)
 			delta = 0;
 		for (size_t k = 0; k < na; k++)
-			if (!s->act.v[ci[k]].frozen)
-				s->act.v[ci[k]].rate += delta;
-		for (size_t k = 0; k < s->ctouched.n; k++) {
-			uint32_t c = s->ctouched.v[k];
+			if (!act[k].frozen)
+				act[k].rate += delta;
+		for (size_t k = 0; k < nt; k++) {
+			uint32_t c = tc[k];
 			if (weight[c] > 0)
 				cap_rem[c] -= delta * weight[c];
 		}
 		for (size_t k = 0; k < na; k++) {
-			struct active *a = &s->act.v[ci[k]];
-			const struct btype *bt;
+			struct active *a = &act[k];
+			const struct bent *en = cents + a->cls_first;
 			bool sat = false;
 			if (a->frozen)
 				continue;
-			bt = &s->btypes.v[s->tasks.v[a->task].ref];
-			for (uint32_t j = 0; j < bt->n_cls && !sat; j++) {
-				uint32_t c = s->cents.v[bt->cls_first + j].chan;
-				if (cap_rem[c] <= 1e-9 * s->ccap.v[c])
+			for (uint32_t j = 0; j < a->n_cls && !sat; j++) {
+				uint32_t c = en[j].chan;
+				if (cap_rem[c] <= 1e-9 * ccap[c])
 					sat = true;
 			}
 			if (!sat)
 				continue;
 			a->frozen = true;
 			left--;
-			for (uint32_t j = 0; j < bt->n_cls; j++) {
-				const struct bent *en =
-					&s->cents.v[bt->cls_first + j];
-				weight[en->chan] -= en->count;
-			}
+			for (uint32_t j = 0; j < a->n_cls; j++)
+				weight[en[j].chan] -= en[j].count;
 		}
 	}
 }
 
-/*
- * Max-min fair rates of the active bundles.  Only needed when the set of
- * bundles sharing some channel class changed (class_use): a bundle alone
- * on its classes moves at its own slowest channel's rate, and bundles
- * that share nothing with it keep theirs.
- */
-static void rates(struct eng *E)
-{
-	struct tp_sim_scratch *s = E->s;
-
-	E->rates_dirty = false;
-	s->comp.n = 0;
-	if (tp_vec_reserve(&s->comp, s->act.n)) {
-		E->oom = 1;
-		return;
-	}
-	for (size_t k = 0; k < s->act.n; k++)
-		s->comp.v[s->comp.n++] = (uint32_t)k;
-	if (s->comp.n)
-		fill_component(E);
-}
-
-/* Bundle a starts or stops crossing its classes: update their use counts;
- * classes shared with other bundles become dirty (their component's
- * rates change).  Returns whether a shares a class with another bundle. */
+/* Bundle type bt starts or stops crossing its classes: update their use
+ * counts.  Returns whether it shares a class with another active bundle
+ * (then the rates of the bundles sharing bandwidth with it change). */
 static bool class_use(struct tp_sim_scratch *s, const struct btype *bt,
 		      bool on)
 {
 	bool shared = false;
+	const struct bent *en = s->cents.v + bt->cls_first;
+	uint32_t *cuse = s->cuse.v;
 
 	for (uint32_t j = 0; j < bt->n_cls; j++) {
-		uint32_t c = s->cents.v[bt->cls_first + j].chan;
+		uint32_t c = en[j].chan;
 		if (on) {
-			if (s->cuse.v[c]++ > 0)
+			if (cuse[c]++ > 0)
 				shared = true;
-		} else if (--s->cuse.v[c] > 0) {
+		} else if (--cuse[c] > 0) {
 			shared = true;
 		}
 	}
-	if (shared)
-		for (uint32_t j = 0; j < bt->n_cls; j++)
-			s->cdirty.v[s->cents.v[bt->cls_first + j].chan] =
-				s->dgen;
 	return shared;
 }
 
@@ -2002,7 +1980,10 @@ static void flow_begin(struct eng *E, uint32_t id)
 		return;
 	}
 	advance(E, E->now);
-	if (tp_vec_push(&s->act, ((struct active){id, t->dur, 0, false, 0}))) {
+	if (tp_vec_push(&s->act,
+			((struct active){id, s->btypes.v[t->ref].cls_first,
+					 s->btypes.v[t->ref].n_cls, false,
+					 t->dur, 0}))) {
 		E->oom = 1;
 		return;
 	}

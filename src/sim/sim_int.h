@@ -189,9 +189,9 @@ struct qitem {
 
 struct active {
 	uint32_t task;
-	double remaining, rate;
+	uint32_t cls_first, n_cls; /* its bundle type's class entries */
 	bool frozen;
-	uint32_t seen; /* rates(): visited in this call (its stamp) */
+	double remaining, rate;
 };
 
 struct heap_ev {
@@ -242,11 +242,8 @@ struct tp_sim_scratch {
 	TP_VEC(struct bent) cents;
 	TP_VEC(double) ccap, ccap_rem, cweight;
 	TP_VEC(uint32_t) cmark2;
-	/* per class: active bundles crossing it, dirty generation (its
-	 * sharing changed since the last rates()), component stamp */
-	TP_VEC(uint32_t) cuse, cdirty, ccomp;
-	uint32_t dgen, comp_stamp, seen_stamp;
-	TP_VEC(uint32_t) comp; /* active indices of one component */
+	/* per class: active bundles crossing it */
+	TP_VEC(uint32_t) cuse;
 	TP_VEC(uint32_t) ctouched; /* classes of one component */
 	TP_VEC(uint32_t) clast; /* per class: last bundle + 1 with an entry */
 	TP_VEC(uint64_t) hkeys;
