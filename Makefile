@@ -272,7 +272,7 @@ VALGRIND = valgrind --tool=memcheck --leak-check=full \
 VG_DIR = $(BUILD)/valgrind
 valgrind: $(BIN)
 	@rm -rf $(VG_DIR); mkdir -p $(VG_DIR)
-	@set -e; export TAGPLAN_DATA=$(abspath data); \
+	@set -e; export TAGPLAN_DATA=$(abspath data) OPENBLAS_NUM_THREADS=1; \
 	b="$(VALGRIND) $(abspath $(BIN))"; o=$(VG_DIR); \
 	run() { echo "== tagplan $$*" | cut -c1-100; $$b "$$@" > $$o/stdout; }; \
 	run validate data/*.json data/models/*.json data/topologies/*.json; \

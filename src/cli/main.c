@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "gnn/tensor.h"
@@ -106,6 +107,14 @@ int tp_cli_dispatch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* OpenBLAS starts its worker threads when it is loaded, before
+	 * main; under a tight memory limit (ulimit -v) such a thread cannot
+	 * get its buffer, spins, and the process never exits.  Its thread
+	 * count can only be set before loading, through the environment:
+	 * set it and run again (once; when exec fails, carry on). */
+	if (!getenv("OPENBLAS_NUM_THREADS") &&
+	    setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0)
+		execv("/proc/self/exe", argv);
 	/* OpenBLAS runs single-threaded: search and training threads call it
 	 * concurrently, one core each (STYLE.md). */
 	tp_tensor_set_blas_threads(1);

@@ -2,6 +2,7 @@
  * file.c - reading and atomically writing files, the data directory,
  * format detection and the loaders' shared prologue.
  */
+#define _GNU_SOURCE /* O_TMPFILE, linkat */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -150,6 +151,70 @@ static int write_all(int fd, const char *data, size_t len)
 	return 0;
 }
 
+/*
+ * Write data through an O_TMPFILE file in the directory of path, then
+ * link it under the name tmp (a mkstemp pattern, its X's replaced) and
+ * rename it over path.  Returns 0 when done; -1 with *e == 0 when the
+ * file system cannot do it (the caller falls back to mkstemp); -1 with
+ * *e set on a real failure (nothing is left behind).
+ */
+static int write_unnamed(const char *path, char *tmp, const char *data,
+			 size_t len, mode_t mode, int *e)
+{
+#ifdef O_TMPFILE
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX], proc[64];
+	size_t dlen = slash ? (size_t)(slash - path) : 0;
+	char *x = tmp + strlen(tmp) - 6;
+	int fd;
+
+	*e = 0;
+	if (dlen >= sizeof(dir))
+		return -1;
+	if (slash) {
+		memcpy(dir, path, dlen ? dlen : 1);
+		dir[dlen ? dlen : 1] = '\0';
+	} else {
+		strcpy(dir, ".");
+	}
+	fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -1; /* not supported here: fall back */
+	if (fchmod(fd, mode) || write_all(fd, data, len) || fsync(fd)) {
+		*e = errno;
+		close(fd);
+		return -1;
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	for (unsigned k = 0;; k++) {
+		snprintf(x, 7, "%06x", (unsigned)(getpid() * 31u + k) & 0xffffffu);
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) ==
+		    0)
+			break;
+		if (errno != EEXIST || k > 1000) {
+			/* no /proc, say: let the fallback try */
+			*e = errno == EEXIST ? EEXIST : 0;
+			close(fd);
+			return -1;
+		}
+	}
+	if (close(fd) || rename(tmp, path)) {
+		*e = errno;
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+#else
+	(void)path;
+	(void)tmp;
+	(void)data;
+	(void)len;
+	(void)mode;
+	*e = 0;
+	return -1;
+#endif
+}
+
 enum tp_status tp_file_write_atomic(const char *path, const char *data,
 				    size_t len, struct tp_error *err)
 {
@@ -185,12 +250,6 @@ enum tp_status tp_file_write_atomic(const char *path, const char *data,
 		snprintf(tmp + dirlen, plen + 16 - dirlen, ".%s.XXXXXX",
 			 path + dirlen);
 	}
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		e = errno;
-		free(tmp);
-		return io_fail(err, path, "cannot create a temporary file", e);
-	}
 	/* the permissions a plain fopen would give, or the old file's */
 	if (stat(path, &st) == 0) {
 		mode = st.st_mode & 07777;
@@ -198,6 +257,21 @@ enum tp_status tp_file_write_atomic(const char *path, const char *data,
 		mask = umask(0);
 		umask(mask);
 		mode = 0666 & ~mask;
+	}
+	/* Linux: write an unnamed file and give it a name only once it is
+	 * complete, so a run killed while writing leaves nothing behind */
+	if (write_unnamed(path, tmp, data, len, mode, &e) == 0) {
+		free(tmp);
+		return TP_OK;
+	} else if (e) {
+		free(tmp);
+		return io_fail(err, path, "cannot write", e);
+	}
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		e = errno;
+		free(tmp);
+		return io_fail(err, path, "cannot create a temporary file", e);
 	}
 	if (fchmod(fd, mode) || write_all(fd, data, len) || fsync(fd)) {
 		e = errno;
