@@ -813,6 +813,126 @@ static void apply_move(const struct tp_space *sp, const struct move *mv,
 		tp_space_apply(sp, mv->lv - 1, &mv->a, gl, dec);
 }
 
+/* Shared state of one parallel sweep pass. */
+struct sweep_par {
+	struct sctx *s;
+	const struct tp_globals *gl;
+	const struct tp_decision *inc;
+	const struct move *all;
+	struct evalres *res;
+	uint32_t n;
+	double cut, lim;
+	_Atomic uint32_t next;
+	_Atomic int spent, failed;
+	pthread_mutex_t mu;
+	enum tp_status st;
+	struct tp_error err;
+};
+
+struct sweep_thr {
+	struct sweep_par *P;
+	struct worker *w;
+	struct tp_decision *cand;
+	bool main;
+	pthread_t th;
+};
+
+static void *sweep_thread(void *arg)
+{
+	struct sweep_thr *T = arg;
+	struct sweep_par *P = T->P;
+	struct sctx *s = P->s;
+
+	for (;;) {
+		uint32_t i;
+		struct tp_globals g2 = *P->gl;
+		enum tp_status st;
+		if (atomic_load(&P->spent) || atomic_load(&P->failed))
+			break;
+		i = atomic_fetch_add(&P->next, 1);
+		if (i >= P->n)
+			break;
+		if (sweep_budget_spent(s, P->lim)) {
+			atomic_store(&P->spent, 1);
+			break;
+		}
+		memcpy(T->cand, P->inc, s->K * sizeof(*T->cand));
+		apply_move(&s->space, &P->all[i], &g2, T->cand);
+		st = sctx_eval(T->w, &g2, T->cand, "search (sweep)", P->cut,
+			       &P->res[i]);
+		if (st) {
+			pthread_mutex_lock(&P->mu);
+			if (!P->st) {
+				P->st = st;
+				P->err = T->w->err;
+			}
+			pthread_mutex_unlock(&P->mu);
+			atomic_store(&P->failed, 1);
+			break;
+		}
+		atomic_fetch_add(&s->playouts, 1);
+		if (T->main)
+			sctx_progress(s, false);
+	}
+	return NULL;
+}
+
+/*
+ * Score the n single changes all[] of (gl, inc) into res[] with w and the
+ * helper workers in parallel (each result in its own slot, so the outcome
+ * does not depend on the thread count).  *spent: the budget share lim ran
+ * out before every change was scored.
+ */
+static enum tp_status sweep_parallel(struct worker *w, struct worker *helpers,
+				     uint32_t n_helpers,
+				     const struct tp_globals *gl,
+				     const struct tp_decision *inc,
+				     const struct move *all,
+				     struct evalres *res, uint32_t n,
+				     double cut, double lim, bool *spent)
+{
+	struct sctx *s = w->s;
+	struct sweep_par P;
+	struct sweep_thr T[64];
+	uint32_t nt = 1, started = 1;
+
+	memset(&P, 0, sizeof(P));
+	P.s = s;
+	P.gl = gl;
+	P.inc = inc;
+	P.all = all;
+	P.res = res;
+	P.n = n;
+	P.cut = cut;
+	P.lim = lim;
+	if (pthread_mutex_init(&P.mu, NULL))
+		return TP_ENOMEM;
+	/* helpers only when there is enough to share */
+	if (n >= 8)
+		nt = 1 + (n_helpers < 63 ? n_helpers : 63);
+	for (uint32_t t = 0; t < nt; t++) {
+		T[t].P = &P;
+		T[t].w = t == 0 ? w : &helpers[t - 1];
+		T[t].cand = T[t].w->dec;
+		T[t].main = t == 0;
+	}
+	for (uint32_t t = 1; t < nt; t++) {
+		if (pthread_create(&T[t].th, NULL, sweep_thread, &T[t]))
+			break;
+		started++;
+	}
+	sweep_thread(&T[0]);
+	for (uint32_t t = 1; t < started; t++)
+		pthread_join(T[t].th, NULL);
+	pthread_mutex_destroy(&P.mu);
+	*spent = atomic_load(&P.spent) != 0;
+	if (P.st) {
+		w->err = P.err;
+		return P.st;
+	}
+	return TP_OK;
+}
+
 /*
  * Steepest descent on the incumbent decision vector: every single change
  * (the global settings, or one candidate action of one group, suffix
@@ -835,6 +955,11 @@ enum tp_status search_polish(struct worker *w)
 	uint8_t *used = tp_calloc(K + 1, 1);
 	struct tp_decision *starts = tp_calloc((size_t)(SCTX_ELITES + 2) * K,
 					       sizeof(*starts));
+	struct move *all = tp_calloc((size_t)(K + 1) * cap, sizeof(*all));
+	struct evalres *allres = tp_calloc((size_t)(K + 1) * cap,
+					   sizeof(*allres));
+	uint32_t n_helpers = 0;
+	struct worker *helpers = NULL;
 #define MAX_STARTS (SCTX_ELITES + 2)
 	struct tp_globals gl, sgl[MAX_STARTS];
 	struct evalres scur[MAX_STARTS];
@@ -843,9 +968,19 @@ enum tp_status search_polish(struct worker *w)
 	enum tp_status st = TP_OK;
 	const double share = 0.5;
 
-	if (!acts || !inc || !cand || !moves || !used || !starts) {
+	if (!acts || !inc || !cand || !moves || !used || !starts || !all ||
+	    !allres) {
 		st = TP_ENOMEM;
 		goto out;
+	}
+	/* helper workers for the other search threads */
+	if (s->o->threads > 1) {
+		helpers = tp_calloc(s->o->threads - 1, sizeof(*helpers));
+		for (uint32_t t = 0; helpers && t + 1 < s->o->threads; t++) {
+			if (worker_init(&helpers[t], s, t + 1))
+				break;
+			n_helpers++;
+		}
 	}
 	s->phase = "sweep";
 	/* start points: the best, the dp-hetero and megatron baselines,
@@ -906,35 +1041,43 @@ enum tp_status search_polish(struct worker *w)
 		double lim = pass == 0 ? share : my_share;
 		if (sweep_budget_spent(s, lim))
 			break;
-		/* score every single change */
-		for (uint32_t lv = 0; lv <= K; lv++) {
-			uint32_t n = lv == 0 ? tp_space_global_actions(
-						       sp, &gl, inc, acts, cap)
-					     : tp_space_group_actions(
-						       sp, lv - 1, inc, &gl,
-						       acts, cap);
-			for (uint32_t i = 1; i < n; i++) {
-				struct move mv;
-				struct tp_globals g2 = gl;
-				if (sweep_budget_spent(s, lim))
-					goto next_start;
-				memcpy(cand, inc, K * sizeof(*cand));
-				mv.lv = lv;
-				mv.a = acts[i];
-				apply_move(sp, &mv, &g2, cand);
-				st = sctx_eval(w, &g2, cand, "search (sweep)",
-					       cur.feasible ? cur.time : 0, &r);
-				if (st)
-					goto out;
-				atomic_fetch_add(&s->playouts, 1);
-				sctx_progress(s, false);
-				if (!r.ok || !sctx_better(r.feasible, r.time,
-							  r.over, cur.feasible,
-							  cur.time, cur.over))
+		/* score every single change (in parallel, each result in
+		   its slot: the same set and order with any thread count) */
+		{
+			uint32_t na = 0;
+			bool spent;
+			for (uint32_t lv = 0; lv <= K; lv++) {
+				uint32_t n = lv == 0
+						     ? tp_space_global_actions(
+							       sp, &gl, inc, acts,
+							       cap)
+						     : tp_space_group_actions(
+							       sp, lv - 1, inc,
+							       &gl, acts, cap);
+				for (uint32_t i = 1; i < n; i++) {
+					all[na].lv = lv;
+					all[na].a = acts[i];
+					na++;
+				}
+			}
+			st = sweep_parallel(w, helpers, n_helpers, &gl, inc,
+					    all, allres, na,
+					    cur.feasible ? cur.time : 0, lim,
+					    &spent);
+			if (st)
+				goto out;
+			if (spent)
+				goto next_start;
+			for (uint32_t i = 0; i < na; i++) {
+				struct move mv = all[i];
+				const struct evalres *x = &allres[i];
+				if (!x->ok || !sctx_better(x->feasible, x->time,
+							   x->over, cur.feasible,
+							   cur.time, cur.over))
 					continue;
-				mv.time = r.time;
-				mv.over = r.over;
-				mv.feasible = r.feasible;
+				mv.time = x->time;
+				mv.over = x->over;
+				mv.feasible = x->feasible;
 				moves[nm++] = mv;
 			}
 		}
@@ -973,6 +1116,11 @@ enum tp_status search_polish(struct worker *w)
 	next_start:;
 	}
 out:
+	for (uint32_t t = 0; t < n_helpers; t++)
+		worker_release(&helpers[t]);
+	free(helpers);
+	free(all);
+	free(allres);
 	free(starts);
 	free(acts);
 	free(inc);
