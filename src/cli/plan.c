@@ -453,10 +453,12 @@ static void print_human(const struct tp_search_result *res,
 		}
 		fputc('\n', f);
 		fprintf(f,
-			"  search         %llu playouts, %llu simulations in %.2f s "
+			"  search         %llu playouts, %llu simulations (%llu more "
+			"settled by a lower bound) in %.2f s "
 			"(%.0f playouts/s), %u thread%s, seed %llu, %u op groups, %s\n",
 			(unsigned long long)res->playouts,
-			(unsigned long long)res->simulations, res->seconds,
+			(unsigned long long)res->simulations,
+			(unsigned long long)res->bounded, res->seconds,
 			res->seconds > 0 ? (double)res->playouts / res->seconds : 0,
 			threads, threads == 1 ? "" : "s", (unsigned long long)seed,
 			res->n_groups, priors);
@@ -718,6 +720,10 @@ int cmd_plan(int argc, char **argv)
 	so.compression = (enum tp_compression)comp;
 	so.groups = (uint32_t)groups;
 	so.prior = gnn ? &prior : NULL;
+	/* settle candidates that cannot win by the simulator's lower bound
+	 * (it also bounds their compressed variants): same answer, fewer
+	 * simulations */
+	so.bound_sim = sim;
 	so.stop = &stop_flag;
 	bar.on = !quiet && isatty(STDERR_FILENO);
 	so.progress = draw_bar;
