@@ -160,7 +160,7 @@ static void small_cluster(struct tp_cluster *c, bool connect)
 	ck_assert_int_eq(tp_cluster_add_type(c, &t, &ti, NULL), TP_OK);
 	sw = tp_cluster_add_vertex(c, TP_VERTEX_SWITCH);
 	for (int n = 0; n < 2; n++) {
-		char name[8];
+		char name[16];
 		snprintf(name, sizeof(name), "n%d", n);
 		ck_assert_int_eq(tp_cluster_add_node(c, name, &node, NULL),
 				 TP_OK);

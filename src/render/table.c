@@ -36,6 +36,18 @@ static size_t digit_tail(const char *s)
  * nodes)", "first ... last" when not contiguous; the node count is never
  * cut off (a long first name is, with "...").
  */
+/* `s` into `buf`, cut to fit (snprintf's "%s" would do, but GCC at -O1
+ * warns that a 512-byte candidate may not fit a 256-byte label). */
+static void put_label(char *buf, size_t size, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n >= size)
+		n = size - 1;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+}
+
 static void nodes_label(const struct tp_cluster *c, const bool *mark,
 			char *buf, size_t size)
 {
@@ -78,7 +90,7 @@ static void nodes_label(const struct tp_cluster *c, const bool *mark,
 					 c->nodes.v[nd].name);
 		}
 		if (fits) {
-			snprintf(buf, size, "%s", cand);
+			put_label(buf, size, cand);
 			return;
 		}
 	}
@@ -98,7 +110,7 @@ static void nodes_label(const struct tp_cluster *c, const bool *mark,
 				 tail);
 	}
 	if (strlen(cand) <= ON_WIDTH) {
-		snprintf(buf, size, "%s", cand);
+		put_label(buf, size, cand);
 		return;
 	}
 	/* cut the names, keep the count */
