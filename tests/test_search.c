@@ -746,10 +746,25 @@ START_TEST(test_search_threads_and_small_tree)
 	o.time_limit_s = 20;
 	o.tree_bytes = 100 * 1024; /* about a thousand nodes */
 	o.no_seeds = true;
+	/* one thread: deterministic, the tree fills and playouts go on
+	   scoring leaves */
+	o.threads = 1;
 	tp_search_result_init(&r);
 	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
 	ck_assert(r.have_plan);
 	ck_assert(r.tree_full);
+	ck_assert_uint_ge(r.playouts, 300);
+	ck_assert_uint_le(r.tree_nodes, 2 * 1024);
+	tp_search_result_release(&r);
+	/* three threads: whether a round fills the tree before a better
+	   incumbent restarts it depends on the interleaving, so only the
+	   bound on the tree and the answer are asserted */
+	o.threads = 3;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	ck_assert(r.have_plan);
+	ck_assert_uint_gt(r.tree_nodes, 0);
+	ck_assert_uint_le(r.tree_nodes, 2 * 1024);
 	ck_assert_uint_ge(r.playouts, 300);
 	ck_assert(r.report.iteration_time_s <=
 		  r.baselines[TP_BASELINE_DP].iteration_time_s);
