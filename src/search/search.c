@@ -149,6 +149,10 @@ void sctx_progress(struct sctx *s, bool force)
 	p.have_best = s->best.have;
 	p.best_feasible = s->best.feasible;
 	p.best_time_s = s->best.time;
+	if (s->ans.have) { /* what the answer will be */
+		p.best_feasible = s->ans.feasible;
+		p.best_time_s = s->ans.time;
+	}
 	pthread_mutex_unlock(&s->lock);
 	p.reference_time_s = s->ref_time;
 	p.phase = s->phase;
@@ -321,6 +325,14 @@ static void offer_locked(struct sctx *s, uint64_t key,
 {
 	if (offer_one(&s->best, s->K, gl, dec, raw, source, r))
 		s->improvements++;
+	if (r->ans) {
+		/* the answer's tracker, by the answer score */
+		struct evalres a = *r;
+		a.feasible = r->ans_feasible;
+		a.time = r->ans_time;
+		a.over = r->ans_over;
+		offer_one(&s->ans, s->K, gl, dec, raw, source, &a);
+	}
 	if (!raw) {
 		offer_one(&s->bestdec, s->K, gl, dec, NULL, source, r);
 		offer_elite(s, key, gl, dec, source, r);
@@ -352,6 +364,9 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 	t0 = sctx_now();
 	if (cut.bounded)
 		st = TP_OK;
+	else if (cutoff > 0 && s->direct && s->ev->run_bounded)
+		st = s->ev->run_bounded(s->ev->ctx, w->ev_scratch, plan, cutoff,
+					&w->report, &cut, &w->err);
 	else if (cutoff > 0 && s->direct)
 		st = tp_search_simeval_run_bounded(s->ev, w->ev_scratch, plan,
 						   cutoff, &w->report, &cut,
@@ -390,6 +405,20 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 		out->ok = false;
 		out->feasible = false;
 		out->time = INFINITY;
+	}
+	if (out->ok && s->ev->answer_report) {
+		const struct tp_report *a =
+			s->ev->answer_report(s->ev->ctx, w->ev_scratch);
+		out->ans = true;
+		out->ans_feasible = out->feasible;
+		out->ans_time = out->time;
+		out->ans_over = out->over;
+		if (a && a->iteration_time_s > 0 &&
+		    isfinite(a->iteration_time_s)) {
+			out->ans_feasible = a->feasible;
+			out->ans_time = a->iteration_time_s;
+			out->ans_over = tp_search_over_fraction(a);
+		}
 	}
 	return TP_OK;
 }
@@ -611,16 +640,17 @@ static enum tp_status answer(struct sctx *s, struct worker *w)
 	} else if (!s->best.have) {
 		return tp_error_set(&s->err, TP_EINTERNAL,
 				    "no candidate plan could be evaluated");
-	} else if (s->best.raw) {
-		st = tp_plan_copy(&res->plan, &s->best.raw_plan, &s->err);
-		snprintf(res->source, sizeof(res->source), "%s",
-			 s->best.source);
 	} else {
-		st = tp_space_materialize(&s->space, &s->best.gl, s->best.dec,
-					  o->compression, w->sscr, &res->plan,
-					  &s->err);
-		snprintf(res->source, sizeof(res->source), "%s",
-			 s->best.source);
+		/* with an answer score (ev->answer_report), the best plan by
+		   it; else the best plan by the run reports */
+		const struct sctx_best *b = s->ans.have ? &s->ans : &s->best;
+		if (b->raw)
+			st = tp_plan_copy(&res->plan, &b->raw_plan, &s->err);
+		else
+			st = tp_space_materialize(&s->space, &b->gl, b->dec,
+						  o->compression, w->sscr,
+						  &res->plan, &s->err);
+		snprintf(res->source, sizeof(res->source), "%s", b->source);
 	}
 	if (st)
 		return st;
@@ -668,7 +698,8 @@ enum tp_status tp_search_run(const struct tp_model *m,
 	if (st)
 		goto out;
 	s.direct = o->bound_sim &&
-		   tp_search_simeval_of(ev) == o->bound_sim;
+		   (tp_search_simeval_of(ev) == o->bound_sim ||
+		    (ev->run_bounded && ev->bounded_sim == o->bound_sim));
 	s.cache_cap = (size_t)1 << 14;
 	s.cache = tp_calloc(s.cache_cap, sizeof(*s.cache));
 	for (int i = 0; i < TP_BASELINE_COUNT; i++)
@@ -682,7 +713,7 @@ enum tp_status tp_search_run(const struct tp_model *m,
 			goto out;
 		}
 	if (!s.cache || best_init(&s.best, s.K) ||
-	    best_init(&s.bestdec, s.K)) {
+	    best_init(&s.bestdec, s.K) || best_init(&s.ans, s.K)) {
 		st = tp_error_set(&s.err, TP_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -764,6 +795,7 @@ out:
 		pthread_mutex_destroy(&s.lock);
 	best_release(&s.best);
 	best_release(&s.bestdec);
+	best_release(&s.ans);
 	for (int i = 0; i < SCTX_ELITES; i++)
 		best_release(&s.elite[i]);
 	for (int i = 0; i < TP_BASELINE_COUNT; i++)

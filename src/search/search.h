@@ -20,7 +20,10 @@
  *      starts from the new incumbent;
  *   4. the answer is the best plan ever scored (feasible first, then
  *      fastest; when nothing fits, the one closest to fitting), so it is
- *      never slower than the best baseline.
+ *      never slower than the best baseline; with an evaluator's
+ *      answer_report (gradient compression), the best plan by that
+ *      score among all plans simulated, the search still steered by
+ *      the run reports.
  *
  * Determinism: with threads == 1 and the search stopped by the playout
  * limit (not the clock or a signal), the result is a pure function of
@@ -49,6 +52,9 @@
 #include "../core/report.h"
 #include "prior.h"
 
+struct tp_sim;
+struct tp_sim_cut;
+
 /*
  * How plans are scored.  run fills report (tp_report_init'ed by the
  * caller, reused across calls) for plan; it must be thread-safe given
@@ -69,6 +75,26 @@ struct tp_evaluator {
 				   struct tp_plan *plan,
 				   struct tp_report *report,
 				   struct tp_error *err);
+	/* Optional (NULL: the answer is the plan of the best run report).
+	   For an evaluator whose run reports one score to steer the search
+	   and knows a second one to choose the answer by (the joint
+	   compression evaluator, sfb.h: without and with compression):
+	   after a successful run, the answer report of that plan, held in
+	   scratch.  The search then answers with the plan of the best answer
+	   report among all plans it simulated; finalize must reproduce that
+	   report for it. */
+	const struct tp_report *(*answer_report)(void *ctx, void *scratch);
+	/* Optional: the simulator run_bounded stands for (NULL = none).
+	   When it is options.bound_sim, the search calls run_bounded
+	   (tp_sim_run_bounded semantics for the plan run scores) instead of
+	   the lower bound and run, exactly as it does for the simulator's
+	   own evaluator. */
+	const struct tp_sim *bounded_sim;
+	enum tp_status (*run_bounded)(void *ctx, void *scratch,
+				      const struct tp_plan *plan,
+				      double cutoff, struct tp_report *report,
+				      struct tp_sim_cut *cut,
+				      struct tp_error *err);
 };
 
 struct tp_sim;

@@ -72,7 +72,11 @@ struct sctx {
 	enum tp_status error;  /* first error of a worker */
 	struct tp_error err;
 	double ref_time;       /* best baseline's time (progress) */
-	bool direct; /* ev is tp_search_sim_evaluator over o->bound_sim */
+	bool direct; /* ev is tp_search_sim_evaluator over o->bound_sim (or
+			has run_bounded for it) */
+	/* ev->answer_report: the best plan by answer report (the answer),
+	   while best, bestdec and the elites steer by the run reports */
+	struct sctx_best ans;
 };
 
 /* A thread's working set. */
@@ -100,6 +104,10 @@ struct evalres {
 			   for: feasible = true and time a lower bound (at
 			   least the cutoff; memory not checked), or
 			   feasible = false (out of memory), time INFINITY */
+	/* fresh with ev->answer_report: the plan's answer score */
+	bool ans;
+	bool ans_feasible;
+	double ans_time, ans_over;
 };
 
 double sctx_now(void);

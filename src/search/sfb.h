@@ -297,23 +297,53 @@ enum tp_status tp_sfb_simulate(const struct tp_sfb *sfb,
 
 /*
  * The search's evaluator (search.h) with compression chosen jointly:
- * every plan it scores gets its own selection (as tp_sfb_select, per
- * plan->compression), evaluated by inner with the selection and, when
- * anything was selected, without compression; the report is the better
- * (ties: no compression).  So compression changes which plan wins, and
- * never makes one slower.  run works on a copy of the plan; finalize
- * applies the kept choice to the answer in place (recording it) and
- * re-scores it into report.  inner->finalize is not called.  j is
- * caller-embedded storage; j, sfb and inner must outlive ev.
+ * every plan the search simulates gets its own selection (as
+ * tp_sfb_select, per plan->compression) and is evaluated by inner
+ * without compression and, when anything was selected, with it; the
+ * compressed variant counts only when strictly better (ties: no
+ * compression), so compression never makes a plan slower.
+ *
+ * How the two scores are used (steer):
+ *   TP_SFB_STEER_PLAIN (tp_sfb_joint_evaluator, the default): run reports
+ *     the plan WITHOUT compression, which steers the search; the better
+ *     of the two is the plan's answer score (ev->answer_report), and the
+ *     search answers with the best plan by answer score among all it
+ *     simulated.  The search visits exactly the plans the same search with
+ *     --compression off visits when it is deterministic (one thread, a
+ *     playout limit reached before any time limit or signal, same seed
+ *     and options; with options.bound_sim the bounded runs go through
+ *     inner's tp_sim_run_bounded, as for the search without compression).
+ *     The plan that search answers with is among them, scored with
+ *     exactly what tp_sfb_simulate (post-hoc, TAG-style) gives it, so the
+ *     joint answer is never slower than the post-hoc one.
+ *   TP_SFB_STEER_COMPRESSED: run reports the better of the two, which
+ *     steers the search and chooses the answer.  It explores towards
+ *     plans that compress well, often ends faster, but follows another
+ *     trajectory than the uncompressed search, so it can end slower than
+ *     post-hoc (no guarantee).  For measurements (bench_compress).
+ * finalize applies the kept choice to the answer in place (recording it)
+ * and re-scores it into report with the same sequence of evaluations as
+ * run.  inner->finalize is not called.  j is caller-embedded storage; j,
+ * sfb and inner must outlive ev.  The bounded run (ev->run_bounded) is
+ * offered only with PLAIN and when inner is the simulator's own evaluator
+ * (tp_search_sim_evaluator).
  */
+enum tp_sfb_steer { TP_SFB_STEER_PLAIN, TP_SFB_STEER_COMPRESSED };
+
 struct tp_sfb_joint {
 	const struct tp_sfb *sfb;
 	const struct tp_evaluator *inner;
+	enum tp_sfb_steer steer;
 };
 
 void tp_sfb_joint_evaluator(struct tp_sfb_joint *j, const struct tp_sfb *sfb,
 			    const struct tp_evaluator *inner,
 			    struct tp_evaluator *ev);
+void tp_sfb_joint_evaluator_steer(struct tp_sfb_joint *j,
+				  const struct tp_sfb *sfb,
+				  const struct tp_evaluator *inner,
+				  enum tp_sfb_steer steer,
+				  struct tp_evaluator *ev);
 
 /*
  * The simulator's own instance (defined in src/sim/sfb_hook.c): its cost

@@ -8,6 +8,7 @@
 
 #include "../sim/sim.h"
 #include "search.h"
+#include "search_int.h"
 #include "sfb_int.h"
 
 /* Is a better than b?  Feasible first, then strictly faster; two
@@ -74,6 +75,8 @@ struct joint_scratch {
 	void *inner;
 	struct tp_sfb_scratch *s;
 	struct tp_plan work;
+	struct tp_report comp; /* the compressed variant's report */
+	bool have_comp;        /* ... and it beats the plan without */
 };
 
 static void joint_scratch_free(void *ctx, void *p)
@@ -83,10 +86,11 @@ static void joint_scratch_free(void *ctx, void *p)
 
 	if (!js)
 		return;
-	if (j->inner->scratch_free)
+	if (js->inner && j->inner->scratch_free)
 		j->inner->scratch_free(j->inner->ctx, js->inner);
 	tp_sfb_scratch_free(js->s);
 	tp_plan_release(&js->work);
+	tp_report_release(&js->comp);
 	free(js);
 }
 
@@ -98,6 +102,7 @@ static void *joint_scratch_new(void *ctx)
 	if (!js)
 		return NULL;
 	tp_plan_init(&js->work);
+	tp_report_init(&js->comp);
 	js->s = tp_sfb_scratch_new(j->sfb);
 	if (j->inner->scratch_new) {
 		js->inner = j->inner->scratch_new(j->inner->ctx);
@@ -113,52 +118,104 @@ static void *joint_scratch_new(void *ctx)
 	return js;
 }
 
-/* Select for plan (in place), evaluate with and without, keep the better
- * in plan and report. */
-static enum tp_status joint(const struct tp_sfb_joint *j,
-			    struct joint_scratch *js, struct tp_plan *plan,
-			    struct tp_report *report, struct tp_error *err)
+/*
+ * Both variants of plan (in place): without compression into report
+ * (first, with the cutoff through inner's bounded run when cut != NULL;
+ * a bounded plan stops there), then with its selection into js->comp
+ * when anything is selected.  On return plan holds the selection and
+ * js->have_comp says whether it is strictly better (feasible first, then
+ * faster; ties to no compression).  The same sequence for every caller,
+ * so a plan scored twice gets the same figures.
+ */
+static enum tp_status both(const struct tp_sfb_joint *j,
+			   struct joint_scratch *js, struct tp_plan *plan,
+			   double cutoff, struct tp_sim_cut *cut,
+			   struct tp_report *report, struct tp_error *err)
 {
 	const struct tp_evaluator *in = j->inner;
-	struct tp_sfb_scratch *s = js->s;
-	struct tp_report tmp;
 	enum tp_status st;
 
-	st = tp_sfb_select(j->sfb, plan, s, NULL, err);
-	if (st)
+	js->have_comp = false;
+	tp_sfb_clear(plan);
+	if (cut)
+		st = tp_search_simeval_run_bounded(in, js->inner, plan, cutoff,
+						   report, cut, err);
+	else
+		st = in->run(in->ctx, js->inner, plan, report, err);
+	if (st || (cut && cut->bounded))
 		return st;
-	st = in->run(in->ctx, js->inner, plan, report, err);
+	st = tp_sfb_select(j->sfb, plan, js->s, NULL, err);
 	if (st || !compressed(plan))
 		return st;
-	st = tp_plan_copy(&s->alt, plan, err);
+	st = in->run(in->ctx, js->inner, plan, &js->comp, err);
 	if (st)
 		return st;
-	tp_sfb_clear(&s->alt);
-	st = in->run(in->ctx, js->inner, &s->alt, &s->alt_report, err);
-	if (st)
-		return st;
-	if (better(report, &s->alt_report))
-		return TP_OK;
-	st = tp_plan_copy(plan, &s->alt, err);
-	if (st)
-		return st;
-	tmp = *report;
-	*report = s->alt_report;
-	s->alt_report = tmp;
+	js->have_comp = better(&js->comp, report);
 	return TP_OK;
+}
+
+/* Keep the better variant in plan and report. */
+static void keep_better(struct joint_scratch *js, struct tp_plan *plan,
+			struct tp_report *report)
+{
+	struct tp_report tmp;
+
+	if (!js->have_comp) {
+		tp_sfb_clear(plan);
+		return;
+	}
+	tmp = *report;
+	*report = js->comp;
+	js->comp = tmp;
+	js->have_comp = false;
 }
 
 static enum tp_status joint_run(void *ctx, void *scratch,
 				const struct tp_plan *plan,
 				struct tp_report *report, struct tp_error *err)
 {
+	const struct tp_sfb_joint *j = ctx;
 	struct joint_scratch *js = scratch;
 	enum tp_status st;
 
+	js->have_comp = false;
 	st = tp_plan_copy(&js->work, plan, err);
 	if (st)
 		return st;
-	return joint(ctx, js, &js->work, report, err);
+	st = both(j, js, &js->work, 0, NULL, report, err);
+	if (st)
+		return st;
+	if (j->steer == TP_SFB_STEER_COMPRESSED)
+		keep_better(js, &js->work, report);
+	/* else report steers (no compression) and js->comp, when it is
+	   better, is the answer score */
+	return TP_OK;
+}
+
+static enum tp_status joint_run_bounded(void *ctx, void *scratch,
+					const struct tp_plan *plan,
+					double cutoff,
+					struct tp_report *report,
+					struct tp_sim_cut *cut,
+					struct tp_error *err)
+{
+	const struct tp_sfb_joint *j = ctx;
+	struct joint_scratch *js = scratch;
+	enum tp_status st;
+
+	js->have_comp = false;
+	st = tp_plan_copy(&js->work, plan, err);
+	if (st)
+		return st;
+	return both(j, js, &js->work, cutoff, cut, report, err);
+}
+
+static const struct tp_report *joint_answer(void *ctx, void *scratch)
+{
+	struct joint_scratch *js = scratch;
+
+	(void)ctx;
+	return js->have_comp ? &js->comp : NULL;
 }
 
 static enum tp_status joint_finalize(void *ctx, void *scratch,
@@ -166,18 +223,44 @@ static enum tp_status joint_finalize(void *ctx, void *scratch,
 				     struct tp_report *report,
 				     struct tp_error *err)
 {
-	return joint(ctx, scratch, plan, report, err);
+	struct joint_scratch *js = scratch;
+	enum tp_status st;
+
+	st = both(ctx, js, plan, 0, NULL, report, err);
+	if (st)
+		return st;
+	keep_better(js, plan, report);
+	return TP_OK;
+}
+
+void tp_sfb_joint_evaluator_steer(struct tp_sfb_joint *j,
+				  const struct tp_sfb *sfb,
+				  const struct tp_evaluator *inner,
+				  enum tp_sfb_steer steer,
+				  struct tp_evaluator *ev)
+{
+	j->sfb = sfb;
+	j->inner = inner;
+	j->steer = steer;
+	ev->ctx = j;
+	ev->scratch_new = joint_scratch_new;
+	ev->scratch_free = joint_scratch_free;
+	ev->run = joint_run;
+	ev->finalize = joint_finalize;
+	ev->answer_report =
+		steer == TP_SFB_STEER_PLAIN ? joint_answer : NULL;
+	/* the bounded run needs the simulator's own evaluator inside, and
+	   only matches the direct search without compression when it steers
+	   by the plan without compression */
+	ev->bounded_sim = steer == TP_SFB_STEER_PLAIN
+				  ? tp_search_simeval_of(inner)
+				  : NULL;
+	ev->run_bounded = ev->bounded_sim ? joint_run_bounded : NULL;
 }
 
 void tp_sfb_joint_evaluator(struct tp_sfb_joint *j, const struct tp_sfb *sfb,
 			    const struct tp_evaluator *inner,
 			    struct tp_evaluator *ev)
 {
-	j->sfb = sfb;
-	j->inner = inner;
-	ev->ctx = j;
-	ev->scratch_new = joint_scratch_new;
-	ev->scratch_free = joint_scratch_free;
-	ev->run = joint_run;
-	ev->finalize = joint_finalize;
+	tp_sfb_joint_evaluator_steer(j, sfb, inner, TP_SFB_STEER_PLAIN, ev);
 }

@@ -79,6 +79,10 @@ void tp_search_sim_evaluator(struct tp_search_simeval *ctx,
 	ev->scratch_free = sim_scratch_free;
 	ev->run = sim_run;
 	ev->finalize = sim_finalize;
+	ev->answer_report = NULL;
+	/* the search recognises this evaluator (tp_search_simeval_of) */
+	ev->bounded_sim = NULL;
+	ev->run_bounded = NULL;
 }
 
 const struct tp_sim *tp_search_simeval_of(const struct tp_evaluator *ev)
