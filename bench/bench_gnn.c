@@ -14,13 +14,15 @@
  *       playouts, guided (data/tagplan.weights) and unguided (uniform
  *       priors);
  *   (b) the playouts each needs to come within 2% of the best plan a
- *       20,000-playout unguided search finds (0 when the baselines, seeds
- *       and polishing before the tree search already get there; counted
- *       up to 20,000).
+ *       20,000-playout unguided search finds (1 when the baselines and
+ *       seeds, which cost no playouts, already get there: the first
+ *       progress report comes after the first playout; counted up to
+ *       20,000).
  * Targets (issue 5): guided at least as good at every budget on >= 80%
  * of the cases; >= 5x fewer playouts in (b), geometric mean over the
- * cases where either needs playouts; forward pass <= 2 ms for 64 groups x
- * 64 devices on one core.
+ * cases where the search is needed (either side above 1; the mean over
+ * all cases is printed too); forward pass <= 2 ms for 64 groups x 64
+ * devices on one core.
  *
  * TAGPLAN_BENCH_QUICK=1 runs two cases with a 2,000-playout reference.
  */
@@ -258,8 +260,8 @@ int main(void)
 	struct tp_gnn_prior *gp = NULL;
 	struct tp_prior_provider pp;
 	struct tp_error err;
-	double logsum = 0;
-	uint32_t nlog = 0;
+	double logsum = 0, logall = 0;
+	uint32_t nlog = 0, nall = 0;
 
 	tp_tensor_set_blas_threads(1);
 	setvbuf(stdout, NULL, _IOLBF, 0); /* progress through pipes */
@@ -274,6 +276,11 @@ int main(void)
 	bench_forward(gp ? tp_gnn_prior_net(gp) : NULL);
 	if (!gp)
 		return 0;
+	if (getenv("TAGPLAN_BENCH_GNN_VALUES")) {
+		/* the value head also decides which leaves are simulated */
+		tp_gnn_prior_set_values(gp, true);
+		printf("value head: on (TAGPLAN_BENCH_GNN_VALUES)\n\n");
+	}
 	{
 		const struct tp_gnn_meta *mt = &tp_gnn_prior_net(gp)->meta;
 		printf("weights: %s (trained %u epochs on %u games, seed %llu, "
@@ -402,15 +409,23 @@ int main(void)
 					snprintf(pl + l, sizeof(pl) - l, " / %llu",
 						 (unsigned long long)wu.reached);
 			}
-			if (wu.reached > 0 || wg.reached > 0) {
+			{
 				double a = wg.reached == UINT64_MAX
 						   ? (double)ref_playouts
 						   : (double)wg.reached;
 				double b = wu.reached == UINT64_MAX
 						   ? (double)ref_playouts
 						   : (double)wu.reached;
-				logsum += log(fmax(b, 1) / fmax(a, 1));
-				nlog++;
+				double l = log(fmax(b, 1) / fmax(a, 1));
+				/* all cases; and those where the search had
+				   something to find (1 = the first progress
+				   report, already there before the search) */
+				logall += l;
+				nall++;
+				if (a > 1 || b > 1) {
+					logsum += l;
+					nlog++;
+				}
 			}
 			printf("%-58.58s %9.4g | %-22s | %-22s | %-22s | %s\n",
 			       ks->name, ref, cell[0], cell[1], cell[2], pl);
@@ -426,10 +441,13 @@ int main(void)
 	       counted && wins * 5 >= counted * 4 ? "met" : "MISSED");
 	if (nlog)
 		printf("playouts to within 2%% of the reference: unguided / "
-		       "guided = %.2fx (geometric mean over %u cases)   target "
-		       ">= 5x: %s\n",
+		       "guided = %.2fx (geometric mean over the %u cases where "
+		       "the search is needed)   target >= 5x: %s\n"
+		       "  over all %u cases (those already there count 1x): "
+		       "%.2fx\n",
 		       exp(logsum / nlog), nlog,
-		       exp(logsum / nlog) >= 5 ? "met" : "MISSED");
+		       exp(logsum / nlog) >= 5 ? "met" : "MISSED", nall,
+		       exp(logall / nall));
 	else
 		printf("playouts to within 2%%: every case was there before "
 		       "the tree search (0 playouts both ways)\n");

@@ -22,6 +22,7 @@
 #include "search/actions.h"
 #include "search/coarsen.h"
 #include "search/search.h"
+#include "search/search_int.h"
 #include "sim/sim.h"
 #include "util.h"
 
@@ -817,6 +818,31 @@ START_TEST(test_search_baseline_answer_and_nothing_fits)
 }
 END_TEST
 
+/* Guided sweeps try the likeliest changes: enough of them to hold the
+ * asked share of the changes' prior, never fewer than the minimum, never
+ * the default (candidate 0); ties go by position. */
+START_TEST(test_search_prior_cut)
+{
+	const float p[6] = {0.4f, 0.05f, 0.5f, 0.05f, 0.3f, 0.1f};
+	const float flat[4] = {0.25f, 0.25f, 0.25f, 0.25f};
+	bool keep[6];
+
+	/* changes 1..5 hold 1.0: 0.5 (2) + 0.3 (4) = 0.8 >= 0.7 */
+	ck_assert_uint_eq(search_prior_cut(p, 6, 0.7, 1, keep), 2);
+	ck_assert(!keep[0] && keep[2] && keep[4]);
+	ck_assert(!keep[1] && !keep[3] && !keep[5]);
+	/* the minimum wins over the mass */
+	ck_assert_uint_eq(search_prior_cut(p, 6, 0.1, 3, keep), 3);
+	ck_assert(keep[2] && keep[4] && keep[5] && !keep[0]);
+	/* all of it */
+	ck_assert_uint_eq(search_prior_cut(p, 6, 1.0, 1, keep), 5);
+	ck_assert(!keep[0]);
+	/* flat priors: the earliest */
+	ck_assert_uint_eq(search_prior_cut(flat, 4, 0.5, 1, keep), 2);
+	ck_assert(keep[1] && keep[2] && !keep[3] && !keep[0]);
+}
+END_TEST
+
 /* A provider that prefers the last candidate and counts its calls. */
 struct spy {
 	int calls, bad;
@@ -1351,6 +1377,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_beats_baselines_reproducible);
 	tcase_add_test(tm, test_search_threads_and_small_tree);
 	tcase_add_test(tm, test_search_baseline_answer_and_nothing_fits);
+	tcase_add_test(tm, test_search_prior_cut);
 	tcase_add_test(tm, test_search_prior_provider);
 	tcase_add_test(tm, test_search_lower_bound_prunes);
 	tcase_add_test(tm, test_megatron_baseline_is_its_strategy);

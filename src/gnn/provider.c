@@ -15,6 +15,7 @@
 
 struct tp_gnn_prior {
 	struct tp_gnn_net *net;
+	bool values; /* return values when the search gives a reference */
 	char source[4096];
 };
 
@@ -111,13 +112,26 @@ static enum tp_status evaluate(void *ctx, void *scratch,
 {
 	float raw;
 	enum tp_status rc;
+	const struct tp_gnn_prior *gp = ctx;
+	const struct scratch *s = scratch;
 
 	*has_value = false;
 	if (st->n_actions == 0)
 		return TP_OK;
 	rc = tp_gnn_prior_eval(ctx, scratch, st, priors, &raw, err);
-	(void)value; /* no reference time in the state: see provider.h */
+	if (rc == TP_OK && gp->values && st->reference_time_s > 0 &&
+	    isfinite(raw)) {
+		*value = (float)tp_gnn_prior_value(
+			tp_gnn_features_lower_bound(s->feat), raw,
+			st->reference_time_s);
+		*has_value = true;
+	}
 	return rc;
+}
+
+void tp_gnn_prior_set_values(struct tp_gnn_prior *gp, bool on)
+{
+	gp->values = on;
 }
 
 void tp_gnn_prior_provider(struct tp_gnn_prior *gp,

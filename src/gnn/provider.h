@@ -15,10 +15,11 @@
  *
  * Value: the network's value head estimates the state's efficiency
  * (features.h, tp_gnn_value_target), which is an absolute figure; the
- * search's value scale is relative to a reference time that struct
- * tp_prior_state does not carry, so evaluate() reports has_value = false
- * unless the search tells it the reference (tp_gnn_prior_value converts
- * for a caller that knows it).
+ * search's value scale is relative to the reference time it passes in
+ * struct tp_prior_state (tp_gnn_prior_value converts).  evaluate()
+ * returns values only after tp_gnn_prior_set_values(gp, true) and when
+ * the state has a reference time; off by default (see the README's
+ * benchmark for why).
  *
  * Threads: the provider's ctx (struct tp_gnn_prior) is read-only during a
  * search; every search thread gets its own scratch (tape + features).
@@ -49,6 +50,9 @@ struct tp_gnn_prior;
 struct tp_gnn_prior *tp_gnn_prior_new(struct tp_gnn_net *net,
 				      const char *source);
 void tp_gnn_prior_free(struct tp_gnn_prior *gp);
+
+/* Whether evaluate() returns the value head's estimate (default off). */
+void tp_gnn_prior_set_values(struct tp_gnn_prior *gp, bool on);
 
 /* Fill a provider whose ctx is gp (name "gnn"). */
 void tp_gnn_prior_provider(struct tp_gnn_prior *gp,

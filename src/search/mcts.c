@@ -191,85 +191,15 @@ static void apply(struct sctx *s, uint32_t level, const struct tp_action *a,
 		tp_space_apply(&s->space, level - 1, a, gl, dec);
 }
 
-/* Priors of the candidate actions (uniform without a provider). */
+/* Priors of the candidate actions pw->acts[0 .. n) (guide.c). */
 static enum tp_status priors(struct pworker *pw, uint32_t level, uint32_t n,
 			     const struct tp_globals *gl, bool fresh,
 			     double ref, float *value, bool *has_value)
 {
-	struct worker *w = &pw->w;
-	struct sctx *s = w->s;
-	const struct tp_prior_provider *pp = s->o->prior;
-	struct tp_prior_state ps;
-	double sum = 0;
-	enum tp_status st;
+	struct search_prior_buf b = {pw->pacts, pw->decided, pw->priors};
 
-	*has_value = false;
-	if (!pp || !pp->evaluate || n < 2) {
-		for (uint32_t i = 0; i < n; i++)
-			pw->priors[i] = 1.0f / (float)n;
-		return TP_OK;
-	}
-	if (!fresh) {
-		st = tp_space_materialize(&s->space, gl, w->dec,
-					  s->o->compression, w->sscr, &w->plan,
-					  &w->err);
-		if (st && st != TP_EINPUT)
-			return st;
-	}
-	for (uint32_t g = 0; g < s->K; g++)
-		pw->decided[g] = level > 0 && g + 1 < level;
-	for (uint32_t i = 0; i < n; i++) {
-		struct tp_prior_action *pa = &pw->pacts[i];
-		const struct tp_action *a = &pw->acts[i];
-		memset(pa, 0, sizeof(*pa));
-		pa->keeps_default = i == 0;
-		pa->applies_to_rest = a->suffix != 0;
-		if (level == 0) {
-			pa->global = true;
-			pa->micro_batches = a->g.micro_batches;
-			pa->schedule = (enum tp_schedule)a->g.schedule;
-			pa->zero = a->g.zero;
-			pa->virtual_stages = tp_globals_interleave(&a->g);
-			pa->sp = tp_globals_sp(&a->g);
-			if (pa->virtual_stages >= 2)
-				pa->schedule = TP_SCHEDULE_INTERLEAVED;
-		} else {
-			const struct tp_devset *ds = &s->space.sets.v[a->d.set];
-			pa->devices = tp_space_set_devs(&s->space, a->d.set);
-			pa->n_devices = ds->n;
-			pa->tp = a->d.tp;
-			pa->dp = ds->n / a->d.tp;
-			pa->sync = (enum tp_sync)a->d.sync;
-			pa->recompute = (enum tp_recompute)a->d.recompute;
-		}
-	}
-	memset(&ps, 0, sizeof(ps));
-	ps.model = s->m;
-	ps.cluster = s->c;
-	ps.n_groups = s->K;
-	ps.group_first = s->groups.first;
-	ps.level = level;
-	ps.decided = pw->decided;
-	ps.plan = &w->plan;
-	ps.report = fresh ? &w->report : NULL;
-	ps.n_actions = n;
-	ps.actions = pw->pacts;
-	ps.reference_time_s = ref > 0 && isfinite(ref) ? ref : 0;
-	st = pp->evaluate(pp->ctx, w->prior_scratch, &ps, pw->priors, value,
-			  has_value, &w->err);
-	if (st)
-		return st;
-	for (uint32_t i = 0; i < n; i++) {
-		if (!(pw->priors[i] >= 0) || !isfinite(pw->priors[i]))
-			pw->priors[i] = 0;
-		sum += pw->priors[i];
-	}
-	for (uint32_t i = 0; i < n; i++)
-		pw->priors[i] = sum > 0 ? (float)(pw->priors[i] / sum)
-					: 1.0f / (float)n;
-	if (*has_value && !(*value >= -1 && *value <= 1))
-		*has_value = false;
-	return TP_OK;
+	return search_priors(&pw->w, level, pw->acts, n, gl, pw->w.dec, fresh,
+			     ref, &b, value, has_value);
 }
 
 static enum tp_status playout(struct pworker *pw)
@@ -355,7 +285,10 @@ static enum tp_status playout(struct pworker *pw)
 			  : -1;
 	}
 
-	if (claim && !asked) {
+	/* priors from the simulated state when there is one (the network
+	   reads the simulated load and memory; asked before simulating, it
+	   saw estimates only) */
+	if (claim && (!asked || (!skipped && er.fresh))) {
 		if (level == 0)
 			n = tp_space_global_actions(&s->space, &gl, w->dec,
 						    pw->acts, MAX_CHILDREN);

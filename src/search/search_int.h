@@ -167,6 +167,37 @@ enum tp_status search_seeds(struct worker *w);
 /* Coordinate descent on the incumbent's global settings and recompute. */
 enum tp_status search_polish(struct worker *w);
 
+/* guide.c: the prior provider's view of a state.  Buffers for n actions
+ * (pacts, priors) and K groups (decided). */
+struct search_prior_buf {
+	struct tp_prior_action *pacts;
+	bool *decided;
+	float *priors;
+};
+/* The largest action list a level has (MCTS children, sweep moves). */
+#define SEARCH_MAX_ACTIONS 64
+/*
+ * Priors (normalised, uniform without a provider) of the candidate
+ * actions acts[0 .. n) at `level` of the state (gl, dec); acts[0] keeps
+ * the default.  fresh: w->plan and w->report hold the state's plan and
+ * its simulation; otherwise the plan is materialised into w->plan.
+ * value and has_value as the provider returns them (prior.h).
+ */
+enum tp_status search_priors(struct worker *w, uint32_t level,
+			     const struct tp_action *acts, uint32_t n,
+			     const struct tp_globals *gl,
+			     const struct tp_decision *dec, bool fresh,
+			     double ref, const struct search_prior_buf *b,
+			     float *value, bool *has_value);
+/*
+ * Which of the changes 1 .. n-1 (0 keeps the default and is never kept)
+ * to try, by prior: the most likely ones until they hold `mass` of the
+ * changes' prior, at least min_keep of them.  Fills keep[0 .. n); returns
+ * how many are kept.  Deterministic (ties by position).
+ */
+uint32_t search_prior_cut(const float *priors, uint32_t n, double mass,
+			  uint32_t min_keep, bool *keep);
+
 /* The tree search until a limit; returns the first worker error. */
 enum tp_status search_mcts(struct sctx *s);
 
