@@ -107,4 +107,11 @@ int cmd_train(int argc, char **argv);
 /* For commands whose logic comes later: says so, exits 3. */
 int tp_cli_not_yet(const char *cmd, const char *issue);
 
+/* Append one item of a --help list, "  NAME  text", indented by `indent`,
+ * the name padded to name_width, the text wrapped at 79 columns under
+ * itself (model's zoo names, topo's presets). */
+struct tp_strbuf;
+void tp_cli_help_item(struct tp_strbuf *sb, int indent, const char *name,
+		      int name_width, const char *text);
+
 #endif

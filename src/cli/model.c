@@ -23,34 +23,6 @@ static const char usage[] =
 	"                 [--dtype D] [-o MODEL]\n"
 	"       tagplan model ZOO-NAME [--batch B] [--dtype D] [-o MODEL]";
 
-/* Append "  NAME  text" with text wrapped at 79 columns under itself. */
-static void add_item(struct tp_strbuf *sb, int indent, const char *name,
-		     int name_width, const char *text)
-{
-	int col = indent + name_width + 1, start = col;
-	const char *p = text;
-
-	tp_strbuf_addf(sb, "%*s%-*s ", indent, "", name_width, name);
-	while (*p) {
-		const char *w = p;
-		int n;
-		while (*w && *w != ' ')
-			w++;
-		n = (int)(w - p);
-		if (col > start && col + 1 + n > 79) {
-			tp_strbuf_addf(sb, "\n%*s", start, "");
-			col = start;
-		} else if (col > start) {
-			tp_strbuf_addc(sb, ' ');
-			col++;
-		}
-		tp_strbuf_add(sb, p, (size_t)n);
-		col += n;
-		p = *w ? w + 1 : w;
-	}
-	tp_strbuf_addc(sb, '\n');
-}
-
 static void about_text(struct tp_strbuf *sb)
 {
 	tp_strbuf_adds(
@@ -77,7 +49,7 @@ static void about_text(struct tp_strbuf *sb)
 		"                       torch_dtype.\n"
 		"  ZOO-NAME             one of:\n");
 	for (int i = 0; tp_zoo_names[i]; i++)
-		add_item(sb, 4, tp_zoo_names[i], 14,
+		tp_cli_help_item(sb, 4, tp_zoo_names[i], 14,
 			 tp_zoo_about(tp_zoo_names[i]));
 	tp_strbuf_adds(
 		sb,

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
+
 void tp_opt_list_free(struct tp_opt_list *l)
 {
 	free(l->v);
@@ -284,4 +286,31 @@ int tp_opts_parse(const char *cmd, const char *usage, const char *about,
 		*npos = np;
 	*exit_code = TP_EXIT_OK;
 	return 0;
+}
+
+void tp_cli_help_item(struct tp_strbuf *sb, int indent, const char *name,
+		      int name_width, const char *text)
+{
+	int col = indent + name_width + 1, start = col;
+	const char *p = text;
+
+	tp_strbuf_addf(sb, "%*s%-*s ", indent, "", name_width, name);
+	while (*p) {
+		const char *w = p;
+		int n;
+		while (*w && *w != ' ')
+			w++;
+		n = (int)(w - p);
+		if (col > start && col + 1 + n > 79) {
+			tp_strbuf_addf(sb, "\n%*s", start, "");
+			col = start;
+		} else if (col > start) {
+			tp_strbuf_addc(sb, ' ');
+			col++;
+		}
+		tp_strbuf_add(sb, p, (size_t)n);
+		col += n;
+		p = *w ? w + 1 : w;
+	}
+	tp_strbuf_addc(sb, '\n');
 }

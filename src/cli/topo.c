@@ -18,34 +18,6 @@ static const char usage[] =
 	"                    [--oversubscription X] [-o TOPO]\n"
 	"       tagplan topo --from-nvidia-smi FILE --gpu TYPE [-o TOPO]";
 
-/* Append "  NAME  text" with text wrapped at 79 columns under itself. */
-static void add_item(struct tp_strbuf *sb, int indent, const char *name,
-		     int name_width, const char *text)
-{
-	int col = indent + name_width + 1, start = col;
-	const char *p = text;
-
-	tp_strbuf_addf(sb, "%*s%-*s ", indent, "", name_width, name);
-	while (*p) {
-		const char *w = p;
-		int n;
-		while (*w && *w != ' ')
-			w++;
-		n = (int)(w - p);
-		if (col > start && col + 1 + n > 79) {
-			tp_strbuf_addf(sb, "\n%*s", start, "");
-			col = start;
-		} else if (col > start) {
-			tp_strbuf_addc(sb, ' ');
-			col++;
-		}
-		tp_strbuf_add(sb, p, (size_t)n);
-		col += n;
-		p = *w ? w + 1 : w;
-	}
-	tp_strbuf_addc(sb, '\n');
-}
-
 static void about_text(struct tp_strbuf *sb)
 {
 	tp_strbuf_adds(
@@ -59,15 +31,15 @@ static void about_text(struct tp_strbuf *sb)
 		"per direction; latencies marked ASSUMPTION are\ntypical values, "
 		"not vendor figures.\n\nnode presets:\n");
 	for (int i = 0; tp_node_preset_names[i]; i++)
-		add_item(sb, 2, tp_node_preset_names[i], 12,
+		tp_cli_help_item(sb, 2, tp_node_preset_names[i], 12,
 			 tp_node_preset_about(tp_node_preset_names[i]));
 	tp_strbuf_adds(sb, "\ncompositions:\n");
 	for (int i = 0; tp_topology_composition_names[i]; i++)
-		add_item(sb, 2, tp_topology_composition_names[i], 12,
+		tp_cli_help_item(sb, 2, tp_topology_composition_names[i], 12,
 			 tp_node_preset_about(tp_topology_composition_names[i]));
 	tp_strbuf_adds(sb, "\nnetworks (per NIC):\n");
 	for (int i = 0; tp_network_names[i]; i++)
-		add_item(sb, 2, tp_network_names[i], 12,
+		tp_cli_help_item(sb, 2, tp_network_names[i], 12,
 			 tp_network_about(tp_network_names[i]));
 	tp_strbuf_adds(
 		sb,
