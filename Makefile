@@ -115,6 +115,8 @@ bench: $(BIN) $(BENCH_BIN)
 		echo "== $$b"; \
 		TAGPLAN_DATA=$(abspath data) TAGPLAN_BIN=$(abspath $(BIN)) $$b || exit 1; \
 	done
+	@echo "== $(BUILD)/bench/bench_search, guided by the GNN (tagplan plan's default)"
+	@TAGPLAN_DATA=$(abspath data) TAGPLAN_BENCH_GNN=1 $(BUILD)/bench/bench_search
 
 demo: $(BIN)
 	./$(BIN) validate data/*.json data/models/*.json data/topologies/*.json

@@ -21,7 +21,10 @@
  * TAGPLAN_BENCH_FILTER (run only cases whose name contains it),
  * TAGPLAN_BENCH_PLAYOUTS (a fixed playout count instead of the time
  * limit: a deterministic workload for profilers such as callgrind),
- * TAGPLAN_BENCH_VERBOSE=1 (search statistics per case).
+ * TAGPLAN_BENCH_VERBOSE=1 (search statistics per case),
+ * TAGPLAN_BENCH_GNN=1 (the search guided by the shipped GNN, as `tagplan
+ * plan` runs by default; without it the priors are uniform, as with
+ * `--no-gnn`).
  */
 #include <math.h>
 #include <stdio.h>
@@ -32,6 +35,8 @@
 
 #include "core/cluster.h"
 #include "core/model.h"
+#include "gnn/provider.h"
+#include "gnn/tensor.h"
 #include "io/build.h"
 #include "io/io.h"
 #include "search/search.h"
@@ -159,6 +164,8 @@ int main(void)
 	int n_het = 0, n_het_meg = 0, slower = 0, ran = 0, failed = 0;
 	int n_het_dp_oom = 0, n_het_meg_oom = 0;
 	bool gpt3_ok = false, gpt3_ran = false;
+	struct tp_gnn_prior *gp = NULL;
+	struct tp_prior_provider pp;
 
 	for (int k = 0; k < 3; k++)
 		for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++)
@@ -166,9 +173,18 @@ int main(void)
 				(struct bcase){models[i], (enum cl)k, 0};
 	cases[n_cases++] = (struct bcase){"gpt3-175b", CL_DGX128, 10};
 
+	if (env_double("TAGPLAN_BENCH_GNN", 0) > 0) {
+		struct tp_error gerr;
+		tp_tensor_set_blas_threads(1);
+		if (tp_gnn_prior_load_default(NULL, &pp, &gp, &gerr)) {
+			printf("bench_search: %s\n", gerr.msg);
+			return 1;
+		}
+	}
 	printf("tagplan search benchmark: %d threads, %.0f s per case "
-	       "(GPT-3 175B: 10 s)\n",
-	       threads, tlim);
+	       "(GPT-3 175B: 10 s), %s\n",
+	       threads, tlim,
+	       gp ? "guided by the shipped GNN" : "uniform priors (--no-gnn)");
 	printf("times are simulated iteration seconds; xdp / xmeg = "
 	       "speed-up of tagplan's plan; LB = compute lower bound / "
 	       "iteration time\n\n");
@@ -221,6 +237,7 @@ int main(void)
 		o.time_limit_s = cases[i].time_limit ? cases[i].time_limit : tlim;
 		o.playouts = playouts;
 		o.bound_sim = sim;
+		o.prior = gp ? &pp : NULL;
 		if (playouts)
 			o.time_limit_s = 0; /* profiling: a fixed workload */
 		tp_search_result_init(&r);
@@ -367,5 +384,6 @@ int main(void)
 	}
 	if (failed)
 		printf("  %d case(s) could not run\n", failed);
+	tp_gnn_prior_free(gp);
 	return 0;
 }
