@@ -903,6 +903,18 @@ START_TEST(test_search_prior_provider)
 	ck_assert_int_gt(spy.calls, 10);
 	ck_assert_int_eq(spy.bad, 0);
 	tp_search_result_release(&r);
+	/* limited by time: lazy priors (asked for nodes visited again) */
+	spy.calls = 0;
+	o.playouts = 0;
+	o.time_limit_s = 0.5;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	ck_assert(r.have_plan);
+	ck_assert_int_gt(spy.calls, 10);
+	ck_assert_int_eq(spy.bad, 0);
+	ck_assert(r.report.iteration_time_s <=
+		  r.baselines[TP_BASELINE_DP].iteration_time_s);
+	tp_search_result_release(&r);
 	tp_cluster_release(&c);
 	tp_model_release(&m);
 }

@@ -32,6 +32,16 @@
  * search's scale (0.25 = as fast as the reference) it predicts a plan at
  * least exp(atanh(0.6) / 2) = 1.41 times slower than the reference. */
 #define VALUE_SKIP (-0.2f)
+/* Lazy priors, when the search is limited by time (no playout limit): a
+ * new node's children start with uniform priors and the provider is asked
+ * once the node has been visited this often.  Most leaves are visited
+ * once, and a forward pass of the GNN costs as much as tens to hundreds
+ * of bounded evaluations: on bench_search this gives 3-25x the playouts
+ * per second.  Under a playout limit, playouts are what is scarce, and
+ * every expansion asks the provider (bench_gnn: eager priors are better
+ * per playout at small budgets).  Never with a provider that returns
+ * values (those are asked before the leaf is simulated). */
+#define LAZY_VISITS 3
 
 struct node {
 	uint32_t parent;
@@ -39,6 +49,9 @@ struct node {
 	uint16_t n_children;
 	uint8_t expanding;
 	uint8_t terminal;
+	uint8_t lazy;      /* children carry uniform priors, not yet the
+			      provider's */
+	uint8_t upgrading; /* a worker is asking the provider for them */
 	uint32_t visits;
 	uint32_t vloss;
 	float prior;
@@ -78,6 +91,11 @@ struct pworker {
 	float *priors;
 	bool *decided;
 	uint32_t path[MAX_DEPTH + 1];
+	/* a node whose priors this playout upgrades (TP_NONE: none), its
+	   level and state */
+	uint32_t up_node, up_level;
+	struct tp_globals up_gl;
+	struct tp_decision *up_dec;
 	pthread_t thread;
 	enum tp_status st;
 };
@@ -202,6 +220,45 @@ static enum tp_status priors(struct pworker *pw, uint32_t level, uint32_t n,
 			     ref, &b, value, has_value);
 }
 
+/* The provider's priors for the children of pw->up_node (lazy priors,
+ * LAZY_VISITS), unless the tree was restarted meanwhile. */
+static enum tp_status upgrade(struct pworker *pw, uint32_t round, double ref)
+{
+	struct mcts *M = pw->M;
+	struct tree *t = &M->tree;
+	struct search_prior_buf b = {pw->pacts, pw->decided, pw->priors};
+	uint32_t n = 0, first = TP_NONE;
+	float value;
+	bool has_value;
+	enum tp_status st;
+
+	pthread_mutex_lock(&M->lock);
+	if (round == M->round) {
+		const struct node *nd = N(t, pw->up_node);
+		n = nd->n_children;
+		first = nd->first_child;
+		for (uint32_t i = 0; i < n; i++)
+			pw->acts[i] = N(t, first + i)->action;
+	}
+	pthread_mutex_unlock(&M->lock);
+	if (!n)
+		return TP_OK;
+	st = search_priors(&pw->w, pw->up_level, pw->acts, n, &pw->up_gl,
+			   pw->up_dec, false, ref, &b, &value, &has_value);
+	pthread_mutex_lock(&M->lock);
+	if (round == M->round) {
+		struct node *nd = N(t, pw->up_node);
+		if (!st) {
+			for (uint32_t i = 0; i < n; i++)
+				N(t, first + i)->prior = pw->priors[i];
+			nd->lazy = 0;
+		}
+		nd->upgrading = 0;
+	}
+	pthread_mutex_unlock(&M->lock);
+	return st;
+}
+
 static enum tp_status playout(struct pworker *pw)
 {
 	struct mcts *M = pw->M;
@@ -212,7 +269,7 @@ static enum tp_status playout(struct pworker *pw)
 	struct evalres er;
 	uint32_t round, level = 0, depth = 0, cur, n = 0;
 	bool claim = false, terminal = false, has_value = false;
-	bool asked = false, skipped = false;
+	bool asked = false, skipped = false, lazy = false;
 	float pvalue = 0;
 	double v, ref;
 	enum tp_status st;
@@ -234,7 +291,17 @@ static enum tp_status playout(struct pworker *pw)
 	}
 	pw->path[depth++] = cur;
 	N(t, cur)->vloss++;
+	pw->up_node = TP_NONE;
 	while (N(t, cur)->first_child != TP_NONE && N(t, cur)->n_children) {
+		struct node *pn = N(t, cur);
+		if (pn->lazy && !pn->upgrading && pw->up_node == TP_NONE &&
+		    pn->visits >= LAZY_VISITS) {
+			pn->upgrading = 1;
+			pw->up_node = cur;
+			pw->up_level = level;
+			pw->up_gl = gl;
+			memcpy(pw->up_dec, w->dec, s->K * sizeof(*w->dec));
+		}
 		cur = select_child(M, N(t, cur), &w->rng);
 		apply(s, level, &N(t, cur)->action, &gl, w->dec);
 		level++;
@@ -288,7 +355,20 @@ static enum tp_status playout(struct pworker *pw)
 	/* priors from the simulated state when there is one (the network
 	   reads the simulated load and memory; asked before simulating, it
 	   saw estimates only) */
-	if (claim && (!asked || (!skipped && er.fresh))) {
+	lazy = claim && !asked && s->o->prior && s->o->prior->evaluate &&
+	       s->o->playouts == 0 && !atomic_load(&s->prior_values) &&
+	       level > 0;
+	if (lazy) {
+		if (level == 0)
+			n = tp_space_global_actions(&s->space, &gl, w->dec,
+						    pw->acts, MAX_CHILDREN);
+		else
+			n = tp_space_group_actions(&s->space, level - 1,
+						   w->dec, &gl, pw->acts,
+						   MAX_CHILDREN);
+		for (uint32_t i = 0; i < n; i++)
+			pw->priors[i] = 1.0f / (float)n;
+	} else if (claim && (!asked || (!skipped && er.fresh))) {
 		if (level == 0)
 			n = tp_space_global_actions(&s->space, &gl, w->dec,
 						    pw->acts, MAX_CHILDREN);
@@ -319,6 +399,7 @@ static enum tp_status playout(struct pworker *pw)
 				}
 				nd->n_children = (uint16_t)n;
 				nd->first_child = first;
+				nd->lazy = lazy && n > 1;
 				if (has_value)
 					nd->fpu_value = pvalue;
 			} else if (!n) {
@@ -354,6 +435,8 @@ static enum tp_status playout(struct pworker *pw)
 	}
 	pthread_mutex_unlock(&M->lock);
 	atomic_fetch_add(&s->playouts, 1);
+	if (pw->up_node != TP_NONE)
+		return upgrade(pw, round, ref);
 	return TP_OK;
 fail:
 	pthread_mutex_lock(&M->lock);
@@ -361,6 +444,8 @@ fail:
 		N(t, cur)->expanding = 0;
 		for (uint32_t i = 0; i < depth; i++)
 			N(t, pw->path[i])->vloss--;
+		if (pw->up_node != TP_NONE)
+			N(t, pw->up_node)->upgrading = 0;
 	}
 	pthread_mutex_unlock(&M->lock);
 	return st;
@@ -401,7 +486,11 @@ static int pworker_init(struct pworker *pw, struct mcts *M, uint32_t id)
 	pw->pacts = tp_calloc(MAX_CHILDREN, sizeof(*pw->pacts));
 	pw->priors = tp_calloc(MAX_CHILDREN, sizeof(*pw->priors));
 	pw->decided = tp_calloc(s->K, sizeof(*pw->decided));
-	return pw->acts && pw->pacts && pw->priors && pw->decided ? 0 : -1;
+	pw->up_dec = tp_calloc(s->K ? s->K : 1, sizeof(*pw->up_dec));
+	return pw->acts && pw->pacts && pw->priors && pw->decided &&
+			       pw->up_dec
+		       ? 0
+		       : -1;
 }
 
 static void pworker_release(struct pworker *pw)
@@ -411,6 +500,7 @@ static void pworker_release(struct pworker *pw)
 	free(pw->pacts);
 	free(pw->priors);
 	free(pw->decided);
+	free(pw->up_dec);
 }
 
 enum tp_status search_mcts(struct sctx *s)
