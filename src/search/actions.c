@@ -46,6 +46,33 @@ double tp_space_op_time(const struct tp_model *m, const struct tp_cluster *c,
 	return tp_estimate_op_time(m, c, op, t, BATCH_HINT);
 }
 
+void tp_space_prior_action(const struct tp_space *sp, uint32_t level,
+			   const struct tp_action *a, bool keeps_default,
+			   struct tp_prior_action *pa)
+{
+	memset(pa, 0, sizeof(*pa));
+	pa->keeps_default = keeps_default;
+	pa->applies_to_rest = a->suffix != 0;
+	if (level == 0) {
+		pa->global = true;
+		pa->micro_batches = a->g.micro_batches;
+		pa->schedule = (enum tp_schedule)a->g.schedule;
+		pa->zero = a->g.zero;
+		pa->virtual_stages = tp_globals_interleave(&a->g);
+		pa->sp = tp_globals_sp(&a->g);
+		if (pa->virtual_stages >= 2)
+			pa->schedule = TP_SCHEDULE_INTERLEAVED;
+	} else {
+		const struct tp_devset *ds = &sp->sets.v[a->d.set];
+		pa->devices = tp_space_set_devs(sp, a->d.set);
+		pa->n_devices = ds->n;
+		pa->tp = a->d.tp;
+		pa->dp = ds->n / a->d.tp;
+		pa->sync = (enum tp_sync)a->d.sync;
+		pa->recompute = (enum tp_recompute)a->d.recompute;
+	}
+}
+
 double tp_space_state_factor(const struct tp_model *m)
 {
 	bool half = m->dtype != TP_DTYPE_FP32;

@@ -46,6 +46,7 @@
 #include "../core/plan.h"
 #include "../core/vec.h"
 #include "coarsen.h"
+#include "prior.h"
 
 enum tp_devset_kind {
 	TP_DEVSET_ALL,
@@ -268,6 +269,17 @@ uint64_t tp_space_hash(const struct tp_space *s, const struct tp_globals *gl,
  */
 bool tp_space_split_samples(int64_t samples, uint32_t n, const double *weight,
 			    const double *cap, int64_t *out);
+
+/*
+ * The prior provider's view (prior.h) of candidate a at `level` (0: the
+ * global settings, g + 1: group g); keeps_default for the candidate that
+ * keeps the default (the first of a list).  pa->devices points into sp.
+ * The search and the GNN's training both describe actions through this,
+ * so the network sees in a search what it saw in training.
+ */
+void tp_space_prior_action(const struct tp_space *sp, uint32_t level,
+			   const struct tp_action *a, bool keeps_default,
+			   struct tp_prior_action *pa);
 
 /* Estimated seconds per sample (forward + backward) of op on device type
  * t of cluster c: the model's profile for that type when present, else a

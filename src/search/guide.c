@@ -37,31 +37,9 @@ enum tp_status search_priors(struct worker *w, uint32_t level,
 	}
 	for (uint32_t g = 0; g < s->K; g++)
 		b->decided[g] = level > 0 && g + 1 < level;
-	for (uint32_t i = 0; i < n; i++) {
-		struct tp_prior_action *pa = &b->pacts[i];
-		const struct tp_action *a = &acts[i];
-		memset(pa, 0, sizeof(*pa));
-		pa->keeps_default = i == 0;
-		pa->applies_to_rest = a->suffix != 0;
-		if (level == 0) {
-			pa->global = true;
-			pa->micro_batches = a->g.micro_batches;
-			pa->schedule = (enum tp_schedule)a->g.schedule;
-			pa->zero = a->g.zero;
-			pa->virtual_stages = tp_globals_interleave(&a->g);
-			pa->sp = tp_globals_sp(&a->g);
-			if (pa->virtual_stages >= 2)
-				pa->schedule = TP_SCHEDULE_INTERLEAVED;
-		} else {
-			const struct tp_devset *ds = &s->space.sets.v[a->d.set];
-			pa->devices = tp_space_set_devs(&s->space, a->d.set);
-			pa->n_devices = ds->n;
-			pa->tp = a->d.tp;
-			pa->dp = ds->n / a->d.tp;
-			pa->sync = (enum tp_sync)a->d.sync;
-			pa->recompute = (enum tp_recompute)a->d.recompute;
-		}
-	}
+	for (uint32_t i = 0; i < n; i++)
+		tp_space_prior_action(&s->space, level, &acts[i], i == 0,
+				      &b->pacts[i]);
 	memset(&ps, 0, sizeof(ps));
 	ps.model = s->m;
 	ps.cluster = s->c;

@@ -209,6 +209,19 @@ static void apply(struct sctx *s, uint32_t level, const struct tp_action *a,
 		tp_space_apply(&s->space, level - 1, a, gl, dec);
 }
 
+/* The candidate actions of the state (gl, dec) at `level` into acts
+ * (MAX_CHILDREN); returns how many. */
+static uint32_t candidates(struct sctx *s, uint32_t level,
+			   const struct tp_globals *gl,
+			   const struct tp_decision *dec,
+			   struct tp_action *acts)
+{
+	return level == 0 ? tp_space_global_actions(&s->space, gl, dec, acts,
+						    MAX_CHILDREN)
+			  : tp_space_group_actions(&s->space, level - 1, dec,
+						   gl, acts, MAX_CHILDREN);
+}
+
 /* Priors of the candidate actions pw->acts[0 .. n) (guide.c). */
 static enum tp_status priors(struct pworker *pw, uint32_t level, uint32_t n,
 			     const struct tp_globals *gl, bool fresh,
@@ -324,12 +337,7 @@ static enum tp_status playout(struct pworker *pw)
 	/* a provider that gives values is asked first: a leaf it predicts
 	   slow is not simulated (unless already scored) */
 	if (claim && s->o->prior && atomic_load(&s->prior_values)) {
-		n = level == 0 ? tp_space_global_actions(&s->space, &gl,
-							 w->dec, pw->acts,
-							 MAX_CHILDREN)
-			       : tp_space_group_actions(&s->space, level - 1,
-							w->dec, &gl, pw->acts,
-							MAX_CHILDREN);
+		n = candidates(s, level, &gl, w->dec, pw->acts);
 		st = priors(pw, level, n, &gl, false, ref, &pvalue,
 			    &has_value);
 		if (st)
@@ -358,24 +366,12 @@ static enum tp_status playout(struct pworker *pw)
 	lazy = claim && !asked && s->o->prior && s->o->prior->evaluate &&
 	       s->o->playouts == 0 && !atomic_load(&s->prior_values) &&
 	       level > 0;
+	if (lazy || (claim && (!asked || (!skipped && er.fresh))))
+		n = candidates(s, level, &gl, w->dec, pw->acts);
 	if (lazy) {
-		if (level == 0)
-			n = tp_space_global_actions(&s->space, &gl, w->dec,
-						    pw->acts, MAX_CHILDREN);
-		else
-			n = tp_space_group_actions(&s->space, level - 1,
-						   w->dec, &gl, pw->acts,
-						   MAX_CHILDREN);
 		for (uint32_t i = 0; i < n; i++)
 			pw->priors[i] = 1.0f / (float)n;
 	} else if (claim && (!asked || (!skipped && er.fresh))) {
-		if (level == 0)
-			n = tp_space_global_actions(&s->space, &gl, w->dec,
-						    pw->acts, MAX_CHILDREN);
-		else
-			n = tp_space_group_actions(&s->space, level - 1,
-						   w->dec, &gl, pw->acts,
-						   MAX_CHILDREN);
 		st = priors(pw, level, n, &gl, er.fresh, ref, &pvalue,
 			    &has_value);
 		if (st)

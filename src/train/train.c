@@ -435,26 +435,9 @@ static void prior_state(struct tctx *t, uint32_t level, uint32_t n,
 
 	for (uint32_t k = 0; k < K; k++)
 		t->decided[k] = level > 0 && k + 1 < level;
-	for (uint32_t i = 0; i < n; i++) {
-		struct tp_prior_action *pa = &t->pacts[i];
-		const struct tp_action *a = &acts[i];
-		memset(pa, 0, sizeof(*pa));
-		pa->keeps_default = i == 0;
-		if (level == 0) {
-			pa->global = true;
-			pa->micro_batches = a->g.micro_batches;
-			pa->schedule = (enum tp_schedule)a->g.schedule;
-			pa->zero = a->g.zero;
-		} else {
-			const struct tp_devset *ds = &g->sp.sets.v[a->d.set];
-			pa->devices = tp_space_set_devs(&g->sp, a->d.set);
-			pa->n_devices = ds->n;
-			pa->tp = a->d.tp;
-			pa->dp = ds->n / a->d.tp;
-			pa->sync = (enum tp_sync)a->d.sync;
-			pa->recompute = (enum tp_recompute)a->d.recompute;
-		}
-	}
+	for (uint32_t i = 0; i < n; i++)
+		tp_space_prior_action(&g->sp, level, &acts[i], i == 0,
+				      &t->pacts[i]);
 	memset(ps, 0, sizeof(*ps));
 	ps->model = &g->m;
 	ps->cluster = &g->c;
