@@ -83,20 +83,6 @@ static int add_violation(struct verdict *vd, const char *check,
 	return 0;
 }
 
-static void print_warnings(struct tp_strbuf *w)
-{
-	const char *s = tp_strbuf_cstr(w);
-
-	while (*s) {
-		const char *nl = strchr(s, '\n');
-		int n = nl ? (int)(nl - s) : (int)strlen(s);
-		if (n)
-			fprintf(stderr, "tagplan check: warning: %.*s\n", n, s);
-		s += n + (nl ? 1 : 0);
-	}
-	tp_strbuf_reset(w);
-}
-
 static void si(char *buf, size_t size, double v, const char *unit)
 {
 	tp_render_fmt_si(buf, size, v, unit);
@@ -187,7 +173,7 @@ int cmd_check(int argc, char **argv)
 	if (base && tp_inputs_load_plan(&in, base, &bplan, &warn, &err) !=
 			    TP_OK)
 		goto fail;
-	print_warnings(&warn);
+	tp_cli_print_warnings("check", &warn);
 	if (tp_inputs_sim_open(&sim, &in, &err) != TP_OK ||
 	    tp_inputs_sim_run(&sim, &in.plan, &r, &err) != TP_OK)
 		goto fail;
@@ -382,7 +368,7 @@ int cmd_check(int argc, char **argv)
 nomem:
 	tp_error_set(&err, TP_ENOMEM, "out of memory");
 fail:
-	print_warnings(&warn);
+	tp_cli_print_warnings("check", &warn);
 	code = tp_cli_fail(&err);
 done:
 	if (fflush(stdout) != 0 && code == TP_EXIT_OK) {

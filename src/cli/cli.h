@@ -111,6 +111,9 @@ int tp_cli_not_yet(const char *cmd, const char *issue);
  * the name padded to name_width, the text wrapped at 79 columns under
  * itself (model's zoo names, topo's presets). */
 struct tp_strbuf;
+/* Print each line of w (the loaders' warnings) to stderr as "tagplan CMD:
+ * warning: LINE", then empty w. */
+void tp_cli_print_warnings(const char *cmd, struct tp_strbuf *w);
 void tp_cli_help_item(struct tp_strbuf *sb, int indent, const char *name,
 		      int name_width, const char *text);
 

@@ -419,12 +419,7 @@ int cmd_inspect(int argc, char **argv)
 			st = tp_error_set(&err, TP_ENOMEM, "out of memory");
 	}
 done:
-	for (const char *w = tp_strbuf_cstr(&warnings); *w;) {
-		const char *nl = strchr(w, '\n');
-		int n = nl ? (int)(nl - w) : (int)strlen(w);
-		fprintf(stderr, "tagplan: warning: %.*s\n", n, w);
-		w += n + (nl ? 1 : 0);
-	}
+	tp_cli_print_warnings("inspect", &warnings);
 	if (st) {
 		rc = tp_cli_fail(&err);
 	} else {

@@ -314,3 +314,18 @@ void tp_cli_help_item(struct tp_strbuf *sb, int indent, const char *name,
 	}
 	tp_strbuf_addc(sb, '\n');
 }
+
+void tp_cli_print_warnings(const char *cmd, struct tp_strbuf *w)
+{
+	const char *s = tp_strbuf_cstr(w);
+
+	while (*s) {
+		const char *nl = strchr(s, '\n');
+		int n = nl ? (int)(nl - s) : (int)strlen(s);
+		if (n)
+			fprintf(stderr, "tagplan %s: warning: %.*s\n", cmd, n,
+				s);
+		s += n + (nl ? 1 : 0);
+	}
+	tp_strbuf_reset(w);
+}

@@ -147,20 +147,6 @@ static void clear_bar(struct bar *b)
 /* ------------------------------------------------------------------ */
 /* inputs                                                              */
 
-static void print_warnings(struct tp_strbuf *w)
-{
-	const char *s = tp_strbuf_cstr(w);
-
-	while (*s) {
-		const char *nl = strchr(s, '\n');
-		int n = nl ? (int)(nl - s) : (int)strlen(s);
-		if (n)
-			fprintf(stderr, "tagplan plan: warning: %.*s\n", n, s);
-		s += n + (nl ? 1 : 0);
-	}
-	tp_strbuf_reset(w);
-}
-
 /* Read a file once, hash it and load it as a model or a topology. */
 static enum tp_status load_input(const char *path, bool model,
 				 struct tp_model *m, struct tp_cluster *c,
@@ -639,11 +625,11 @@ int cmd_plan(int argc, char **argv)
 	tp_search_result_init(&res);
 	if ((st = load_input(model_path, true, &m, NULL, msha, &warn, &err)) ||
 	    (st = load_input(topo_path, false, NULL, &c, tsha, &warn, &err))) {
-		print_warnings(&warn);
+		tp_cli_print_warnings("plan", &warn);
 		code = tp_cli_fail(&err);
 		goto done;
 	}
-	print_warnings(&warn);
+	tp_cli_print_warnings("plan", &warn);
 	if (demo && !quiet)
 		fprintf(stderr,
 			"tagplan plan: no -m/-t given: planning the shipped "
@@ -787,11 +773,11 @@ int cmd_plan(int argc, char **argv)
 					k == 0 ? TP_RENDER_DOT : TP_RENDER_SVG,
 					written, sizeof(written), &warn,
 					&err)) {
-			print_warnings(&warn);
+			tp_cli_print_warnings("plan", &warn);
 			code = tp_cli_fail(&err);
 			goto done;
 		}
-		print_warnings(&warn);
+		tp_cli_print_warnings("plan", &warn);
 		if (!quiet)
 			fprintf(stderr, "tagplan plan: wrote %s\n", written);
 	}

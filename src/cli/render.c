@@ -41,20 +41,6 @@ static const char about[] =
 	"testbed for\n"
 	"plans of the demo); stderr says which.";
 
-static void print_warnings(const char *cmd, struct tp_strbuf *w)
-{
-	const char *s = tp_strbuf_cstr(w);
-
-	while (*s) {
-		const char *nl = strchr(s, '\n');
-		int n = nl ? (int)(nl - s) : (int)strlen(s);
-		if (n)
-			fprintf(stderr, "tagplan %s: warning: %.*s\n", cmd, n, s);
-		s += n + (nl ? 1 : 0);
-	}
-	tp_strbuf_reset(w);
-}
-
 int cmd_render(int argc, char **argv)
 {
 	const char *plan = NULL, *model = NULL, *topo = NULL, *out = NULL,
@@ -146,7 +132,7 @@ int cmd_render(int argc, char **argv)
 			fprintf(stderr, "tagplan render: %s", tp_strbuf_cstr(&used));
 		tp_strbuf_release(&used);
 	}
-	print_warnings("render", &warn);
+	tp_cli_print_warnings("render", &warn);
 	if (!no_sim) {
 		if (tp_inputs_sim_open(&sim, &in, &err) != TP_OK ||
 		    tp_inputs_sim_run(&sim, &in.plan, &report, &err) != TP_OK)
@@ -159,13 +145,13 @@ int cmd_render(int argc, char **argv)
 				written, sizeof(written), &warn,
 				&err) != TP_OK)
 		goto fail;
-	print_warnings("render", &warn);
+	tp_cli_print_warnings("render", &warn);
 	if (strcmp(out, "-") != 0)
 		fprintf(stderr, "tagplan render: wrote %s\n", written);
 	code = TP_EXIT_OK;
 	goto done;
 fail:
-	print_warnings("render", &warn);
+	tp_cli_print_warnings("render", &warn);
 	code = tp_cli_fail(&err);
 done:
 	tp_inputs_sim_close(&sim);

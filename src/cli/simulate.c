@@ -55,21 +55,6 @@ static const char about[] =
 	"which and why), 2 for bad input.  The cost model and what it leaves\n"
 	"out: the project's src/sim/README.";
 
-static void print_warnings(struct tp_strbuf *w)
-{
-	const char *s = tp_strbuf_cstr(w);
-
-	while (*s) {
-		const char *nl = strchr(s, '\n');
-		int n = nl ? (int)(nl - s) : (int)strlen(s);
-		if (n)
-			fprintf(stderr, "tagplan simulate: warning: %.*s\n", n,
-				s);
-		s += n + (nl ? 1 : 0);
-	}
-	tp_strbuf_reset(w);
-}
-
 struct eval_ctx {
 	const struct tp_sim *sim;
 	struct tp_sim_scratch *scratch;
@@ -195,7 +180,7 @@ int cmd_simulate(int argc, char **argv)
 			goto fail;
 		}
 	}
-	print_warnings(&warn);
+	tp_cli_print_warnings("simulate", &warn);
 	sim = tp_sim_new(mp, cp, NULL, &err);
 	if (!sim)
 		goto fail;
@@ -238,7 +223,7 @@ int cmd_simulate(int argc, char **argv)
 	code = r.feasible ? TP_EXIT_OK : TP_EXIT_CHECK;
 	goto done;
 fail:
-	print_warnings(&warn);
+	tp_cli_print_warnings("simulate", &warn);
 	code = tp_cli_fail(&err);
 done:
 	tp_sim_scratch_free(scratch);

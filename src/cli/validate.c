@@ -15,19 +15,6 @@
 #include "io/io.h"
 #include "render/inputs.h"
 
-static void print_warnings(struct tp_strbuf *w)
-{
-	const char *s = tp_strbuf_cstr(w);
-
-	while (*s) {
-		const char *nl = strchr(s, '\n');
-		int len = nl ? (int)(nl - s) : (int)strlen(s);
-		fprintf(stderr, "tagplan: warning: %.*s\n", len, s);
-		s += len + (nl ? 1 : 0);
-	}
-	tp_strbuf_reset(w);
-}
-
 struct context {
 	const char *model_path, *topo_path;
 	bool loaded;
@@ -206,7 +193,7 @@ int cmd_validate(int argc, char **argv)
 		tp_error_clear(&err);
 		st =
 		    validate_one(pos[i], &cx, &o, detail, sizeof(detail), &err);
-		print_warnings(&warnings);
+		tp_cli_print_warnings("validate", &warnings);
 		if (st) {
 			rc = tp_cli_fail(&err);
 			break;

@@ -960,7 +960,7 @@ enum tp_status search_polish(struct worker *w)
 {
 	struct sctx *s = w->s;
 	const struct tp_space *sp = &s->space;
-	uint32_t K = s->K, cap = 64;
+	uint32_t K = s->K, cap = SEARCH_MAX_ACTIONS;
 	struct tp_action *acts = tp_calloc(cap, sizeof(*acts));
 	struct tp_decision *inc = tp_calloc(K, sizeof(*inc));
 	struct tp_decision *cand = tp_calloc(K, sizeof(*cand));
