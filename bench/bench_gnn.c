@@ -12,7 +12,8 @@
  * For each case, with one search thread and a fixed seed (deterministic):
  *   (a) the best iteration time the search finds within 50, 200 and 1,000
  *       playouts, guided (data/tagplan.weights) and unguided (uniform
- *       priors);
+ *       priors); and within 5,000, tagplan plan's default (printed, not
+ *       part of the target);
  *   (b) the playouts each needs to come within 2% of the best plan a
  *       20,000-playout unguided search finds (1 when the baselines and
  *       seeds, which cost no playouts, already get there: the first
@@ -24,7 +25,13 @@
  * all cases is printed too); forward pass <= 2 ms for 64 groups x 64
  * devices on one core.
  *
- * TAGPLAN_BENCH_QUICK=1 runs two cases with a 2,000-playout reference.
+ * Also printed: simulator calls at 1,000 playouts both ways, and how the
+ * gain head's predictions (src/gnn/README, "Gains") match the changes the
+ * guided sweeps scored at 1,000 playouts.
+ *
+ * TAGPLAN_BENCH_QUICK=1 runs two cases with a 2,000-playout reference;
+ * TAGPLAN_BENCH_GNN_GAINS=0.03 lets the guided sweeps skip the changes
+ * the gains predict at least 3% slower (search.h gain_skip).
  */
 #include <math.h>
 #include <signal.h>
@@ -141,12 +148,73 @@ static void on_progress(void *ctx, const struct tp_search_progress *p)
 
 /* Best iteration time after `playouts` playouts (INFINITY when nothing
  * fits); with w, also when it came within 2% of w->target. */
+/* The gain head against the sweeps' scored changes (search.h gain_*),
+ * summed over the runs that ask for it. */
+struct gains {
+	uint64_t signs, sign_ok, better, n;
+	double gain_rank, prior_rank;
+	double sx, sy, sxx, syy, sxy;
+};
+
+static void gains_merge(struct gains *g, const struct gains *h)
+{
+	g->signs += h->signs;
+	g->sign_ok += h->sign_ok;
+	g->better += h->better;
+	g->gain_rank += h->gain_rank;
+	g->prior_rank += h->prior_rank;
+	g->n += h->n;
+	g->sx += h->sx;
+	g->sy += h->sy;
+	g->sxx += h->sxx;
+	g->syy += h->syy;
+	g->sxy += h->sxy;
+}
+
+static void gains_add(struct gains *g, const struct tp_search_result *r)
+{
+	struct gains h = {r->gain_signs,	r->gain_sign_ok,
+			  r->gain_better,	r->gain_n,
+			  r->gain_better_rank,	r->prior_better_rank,
+			  r->gain_sx,		r->gain_sy,
+			  r->gain_sxx,		r->gain_syy,
+			  r->gain_sxy};
+
+	gains_merge(g, &h);
+}
+
+static double gains_corr(const struct gains *g)
+{
+	double n = (double)g->n, vx, vy;
+
+	if (g->n < 2)
+		return NAN;
+	vx = g->sxx - g->sx * g->sx / n;
+	vy = g->syy - g->sy * g->sy / n;
+	return vx > 0 && vy > 0 ? (g->sxy - g->sx * g->sy / n) / sqrt(vx * vy)
+				: NAN;
+}
+
+static void gains_print(const char *label, const struct gains *g)
+{
+	printf("%s%llu scored changes, sign right %.0f%%, correlation over "
+	       "%llu simulated %.2f; %llu beat the incumbent, ranked above "
+	       "the others of their pass by gain %.2f, by prior %.2f (AUC)\n",
+	       label, (unsigned long long)g->signs,
+	       g->signs ? 100.0 * (double)g->sign_ok / (double)g->signs : 0,
+	       (unsigned long long)g->n, gains_corr(g),
+	       (unsigned long long)g->better,
+	       g->better ? g->gain_rank / (double)g->better : NAN,
+	       g->better ? g->prior_rank / (double)g->better : NAN);
+}
+
 static enum tp_status run_search(const struct tp_model *m,
 				 const struct tp_cluster *c,
 				 const struct tp_evaluator *ev,
 				 const struct tp_prior_provider *pp,
 				 uint64_t playouts, struct watch *w,
 				 double *best, double *secs,
+				 uint64_t *sims, struct gains *gs,
 				 struct tp_error *err)
 {
 	struct tp_search_options o;
@@ -161,6 +229,9 @@ static enum tp_status run_search(const struct tp_model *m,
 	o.time_limit_s = 0;
 	o.prior = pp;
 	o.compression = TP_COMPRESSION_OFF;
+	o.gain_stats = gs != NULL;
+	if (pp && getenv("TAGPLAN_BENCH_GNN_GAINS"))
+		o.gain_skip = atof(getenv("TAGPLAN_BENCH_GNN_GAINS"));
 	if (w) {
 		w->reached = UINT64_MAX;
 		w->stop = 0;
@@ -175,6 +246,10 @@ static enum tp_status run_search(const struct tp_model *m,
 			? r.report.iteration_time_s
 			: INFINITY;
 	*secs = wall_now() - t0;
+	if (sims)
+		*sims = r.simulations;
+	if (gs && st == TP_OK)
+		gains_add(gs, &r);
 	tp_search_result_release(&r);
 	return st;
 }
@@ -252,7 +327,9 @@ int main(void)
 	static const char *const models_tag[] = {
 		"models/resnet50.json", "models/vgg19.json",
 		"models/inception-v3.json", "models/bert-large-uncased.json"};
-	static const uint64_t budgets[] = {50, 200, 1000};
+	/* the issue's budgets, then tagplan plan's default (not counted in
+	   the target) */
+	static const uint64_t budgets[] = {50, 200, 1000, 5000};
 	bool quick = getenv("TAGPLAN_BENCH_QUICK") != NULL;
 	uint64_t ref_playouts = quick ? 2000 : 20000;
 	struct kase cases[16];
@@ -260,8 +337,11 @@ int main(void)
 	struct tp_gnn_prior *gp = NULL;
 	struct tp_prior_provider pp;
 	struct tp_error err;
-	double logsum = 0, logall = 0;
+	double logsum = 0, logall = 0, simlog = 0, log5000 = 0;
 	uint32_t nlog = 0, nall = 0;
+	struct gains gall;
+
+	memset(&gall, 0, sizeof(gall));
 
 	tp_tensor_set_blas_threads(1);
 	setvbuf(stdout, NULL, _IOLBF, 0); /* progress through pipes */
@@ -280,6 +360,11 @@ int main(void)
 		/* the value head also decides which leaves are simulated */
 		tp_gnn_prior_set_values(gp, true);
 		printf("value head: on (TAGPLAN_BENCH_GNN_VALUES)\n\n");
+	}
+	if (getenv("TAGPLAN_BENCH_GNN_GAINS")) {
+		printf("gain cut: guided sweeps skip changes predicted %.1f%% "
+		       "slower (TAGPLAN_BENCH_GNN_GAINS)\n\n",
+		       100 * atof(getenv("TAGPLAN_BENCH_GNN_GAINS")));
 	}
 	{
 		const struct tp_gnn_meta *mt = &tp_gnn_prior_net(gp)->meta;
@@ -325,9 +410,10 @@ int main(void)
 		ks->ok = true;
 		nc++;
 	}
-	printf("%-58s %9s | %-22s | %-22s | %-22s | %s\n", "case",
+	printf("%-58s %9s | %-22s | %-22s | %-22s | %-22s | %s\n", "case",
 	       "ref (s)", "50: guided/unguided", "200: guided/unguided",
-	       "1000: guided/unguided", "playouts to 2%: guided/unguided");
+	       "1000: guided/unguided", "5000: guided/unguided",
+	       "playouts to 2%: guided/unguided");
 	for (uint32_t i = 0; i < nc; i++) {
 		struct kase *ks = &cases[i];
 		struct tp_sim_options so;
@@ -335,8 +421,12 @@ int main(void)
 		struct tp_search_simeval se;
 		struct tp_evaluator ev;
 		struct watch wu, wg;
-		double ref, secs, tg[3], tu[3], s_ref, s_g = 0;
+		double ref, secs, tg[4], tu[4], s_ref, s_g = 0;
+		uint64_t sims_g = 0, sims_u = 0;
+		struct gains gcase;
 		bool all_ok = true;
+
+		memset(&gcase, 0, sizeof(gcase));
 
 		tp_sim_options_default(&so);
 		sim = tp_sim_new(&ks->m, &ks->c, &so, &err);
@@ -349,16 +439,19 @@ int main(void)
 		memset(&wu, 0, sizeof(wu));
 		wu.target = 0;
 		if (run_search(&ks->m, &ks->c, &ev, NULL, ref_playouts, NULL,
-			       &ref, &s_ref, &err)) {
+			       &ref, &s_ref, NULL, NULL, &err)) {
 			printf("%-58s search: %s\n", ks->name, err.msg);
 			tp_sim_free(sim);
 			continue;
 		}
-		for (int b = 0; b < 3; b++) {
+		for (int b = 0; b < 4; b++) {
 			if (run_search(&ks->m, &ks->c, &ev, &pp, budgets[b],
-				       NULL, &tg[b], &secs, &err) ||
+				       NULL, &tg[b], &secs,
+				       b == 2 ? &sims_g : NULL,
+				       b == 2 ? &gcase : NULL, &err) ||
 			    run_search(&ks->m, &ks->c, &ev, NULL, budgets[b],
-				       NULL, &tu[b], &secs, &err)) {
+				       NULL, &tu[b], &secs,
+				       b == 2 ? &sims_u : NULL, NULL, &err)) {
 				printf("%-58s search: %s\n", ks->name, err.msg);
 				all_ok = false;
 				break;
@@ -376,14 +469,14 @@ int main(void)
 		wu.stop_when_reached = true;
 		wg = wu;
 		run_search(&ks->m, &ks->c, &ev, NULL, ref_playouts, &wu, &secs,
-			   &secs, &err);
+			   &secs, NULL, NULL, &err);
 		run_search(&ks->m, &ks->c, &ev, &pp, ref_playouts, &wg, &secs,
-			   &secs, &err);
+			   &secs, NULL, NULL, &err);
 		{
 			bool win = true;
-			char cell[3][32], pl[64];
-			for (int b = 0; b < 3; b++) {
-				if (tg[b] > tu[b] * (1 + 1e-9))
+			char cell[4][32], pl[64];
+			for (int b = 0; b < 4; b++) {
+				if (b < 3 && tg[b] > tu[b] * (1 + 1e-9))
 					win = false;
 				snprintf(cell[b], sizeof(cell[b]),
 					 "%8.4g/%-8.4g %s", tg[b], tu[b],
@@ -392,6 +485,7 @@ int main(void)
 								      : "=");
 			}
 			wins += win;
+			log5000 += log(tu[3] / tg[3]);
 			counted++;
 			if (wg.reached == UINT64_MAX)
 				snprintf(pl, sizeof(pl), ">%llu",
@@ -427,11 +521,22 @@ int main(void)
 					nlog++;
 				}
 			}
-			printf("%-58.58s %9.4g | %-22s | %-22s | %-22s | %s\n",
-			       ks->name, ref, cell[0], cell[1], cell[2], pl);
+			printf("%-58.58s %9.4g | %-22s | %-22s | %-22s | %-22s "
+			       "| %s\n",
+			       ks->name, ref, cell[0], cell[1], cell[2], cell[3],
+			       pl);
 			printf("%-58s %9s   (reference search %.1f s; guided "
-			       "1000 playouts %.1f s)\n",
-			       "", "", s_ref, s_g);
+			       "1000 playouts %.1f s; simulations at 1000: "
+			       "guided %llu, unguided %llu)\n",
+			       "", "", s_ref, s_g,
+			       (unsigned long long)sims_g,
+			       (unsigned long long)sims_u);
+			gains_print("                                          "
+				    "                   gains at 1000: ",
+				    &gcase);
+			gains_merge(&gall, &gcase);
+			simlog += log(fmax((double)sims_u, 1) /
+				      fmax((double)sims_g, 1));
 		}
 		tp_sim_free(sim);
 	}
@@ -451,6 +556,15 @@ int main(void)
 	else
 		printf("playouts to within 2%%: every case was there before "
 		       "the tree search (0 playouts both ways)\n");
+	if (counted)
+		printf("at 5000 playouts (tagplan plan's default): unguided / "
+		       "guided iteration time = %.3fx (geometric mean)\n",
+		       exp(log5000 / counted));
+	if (nall)
+		printf("simulator calls at 1000 playouts: unguided / guided = "
+		       "%.2fx (geometric mean)\n",
+		       exp(simlog / nall));
+	gains_print("gain head, all cases at 1000 playouts: ", &gall);
 	for (uint32_t i = 0; i < nc; i++) {
 		tp_model_release(&cases[i].m);
 		tp_cluster_release(&cases[i].c);

@@ -248,6 +248,14 @@ static uint32_t b_mse(struct tp_ad *ad, const uint32_t *p, void *ctx)
 	return tp_ad_mse(ad, tp_ad_tanh(ad, p[0]), 0.3f);
 }
 
+static const float wmse_t[] = {0.1f, -0.4f, 0.7f, 0.0f, 0.2f};
+static const float wmse_w[] = {0.5f, 1.0f, 0.0f, 2.0f, 0.25f};
+static uint32_t b_wmse(struct tp_ad *ad, const uint32_t *p, void *ctx)
+{
+	(void)ctx;
+	return tp_ad_wmse(ad, tp_ad_tanh(ad, p[0]), wmse_t, wmse_w);
+}
+
 static struct op_case op_cases[] = {
 	{{{5, 4}, {4, 3}}, 2, b_matmul, NULL, -1, 1, 0},
 	{{{5, 4}, {1, 4}}, 2, b_add_bias, NULL, -1, 1, 0},
@@ -267,12 +275,14 @@ static struct op_case op_cases[] = {
 	{{{5, 4}}, 1, b_set_pool, NULL, -1, 1, 0},
 	{{{5, 1}}, 1, b_xent, NULL, -2, 2, 0},
 	{{{1, 1}}, 1, b_mse, NULL, -1, 1, 0},
+	{{{5, 1}}, 1, b_wmse, NULL, -1, 1, 0},
 };
 static const char *const op_names[] = {
 	"matmul",  "add_bias",	   "add+scale",	    "silu",
 	"tanh",	   "relu",	   "layernorm",	    "concat",
 	"gather",  "edge_logits",  "edge_softmax",  "edge_agg", "edge_agg_dense",
-	"edge_agg_feat", "attention", "set_pool", "softmax_xent", "mse"};
+	"edge_agg_feat", "attention", "set_pool", "softmax_xent", "mse",
+	"wmse"};
 
 START_TEST(test_op_gradients)
 {
@@ -339,15 +349,20 @@ static struct tp_gnn_net *small_net(uint64_t seed, struct tp_gnn_config *cfg)
 	return net;
 }
 
+/* gain targets of the 6 actions; the third is masked (weight 0) */
+static const float gain_t[6] = {0.2f, -0.5f, 0.9f, 0.0f, -0.95f, 0.4f};
+static const float gain_w[6] = {0.3f, 0.1f, 0.0f, 0.2f, 0.25f, 0.15f};
+
 static double net_loss(struct tp_gnn_net *net, struct tp_gnn_input *in,
 		       const float *pi, float v, struct tp_ad *ad, float *g)
 {
-	float lp, lv;
+	float l[3];
 	struct tp_error err;
-	ck_assert_int_eq(tp_gnn_train_example(net, in, pi, v, 0.7f, ad, g,
-					      &lp, &lv, &err),
+	struct tp_gnn_targets t = {pi, v, 0.7f, gain_t, gain_w};
+	ck_assert_int_eq(tp_gnn_train_targets(net, in, &t, ad, g, l, &err),
 			 TP_OK);
-	return (double)lp + 0.7 * lv;
+	ck_assert(l[2] > 0);
+	return (double)l[0] + 0.7 * l[1] + l[2];
 }
 
 START_TEST(test_network_gradient)
@@ -550,8 +565,8 @@ START_TEST(test_training_steps_lower_loss)
 	struct tp_error err;
 	struct tp_ad ad;
 	struct tp_gnn_adam adam;
-	float *grad, pi[4][8], vt[4];
-	double first = 0, last = 0;
+	float *grad, pi[4][8], vt[4], gt[4][8], gw[8];
+	double first = 0, last = 0, gfirst = 0, glast = 0;
 
 	tp_rng_seed(&rng, 77);
 	for (int s = 0; s < 4; s++) {
@@ -561,8 +576,11 @@ START_TEST(test_training_steps_lower_loss)
 				 TP_OK);
 		ck_assert_int_eq(tp_gnn_graph_finish(&g[s], &in[s], &err),
 				 TP_OK);
-		for (int k = 0; k < 8; k++)
+		for (int k = 0; k < 8; k++) {
 			pi[s][k] = k == s ? 1.0f : 0.0f;
+			gt[s][k] = k == s ? 0.6f : -0.2f * (float)(k % 3);
+			gw[k] = 1.0f / 8;
+		}
 		vt[s] = 0.5f - 0.3f * (float)s;
 	}
 	tp_ad_init(&ad);
@@ -570,23 +588,31 @@ START_TEST(test_training_steps_lower_loss)
 	ck_assert_int_eq(tp_gnn_adam_init(&adam, net->n_params, 3e-3f, &err),
 			 TP_OK);
 	for (int step = 0; step < 40; step++) {
-		double total = 0;
+		double total = 0, gain = 0;
 		memset(grad, 0, net->n_params * sizeof(float));
 		for (int s = 0; s < 4; s++) {
-			float lp, lv;
-			ck_assert_int_eq(tp_gnn_train_example(
-						 net, &in[s], pi[s], vt[s], 1.0f,
-						 &ad, grad, &lp, &lv, &err),
+			float l[3];
+			struct tp_gnn_targets t = {pi[s], vt[s], 1.0f, gt[s],
+						   gw};
+			ck_assert_int_eq(tp_gnn_train_targets(net, &in[s], &t,
+							      &ad, grad, l,
+							      &err),
 					 TP_OK);
-			total += lp + lv;
+			total += l[0] + l[1] + l[2];
+			gain += l[2];
 		}
 		tp_gnn_clip_grad(grad, net->n_params, 1.0);
 		tp_gnn_adam_step(&adam, net->w, grad);
-		if (step == 0)
+		if (step == 0) {
 			first = total;
+			gfirst = gain;
+		}
 		last = total;
+		glast = gain;
 	}
 	ck_assert_msg(last < 0.5 * first, "loss %g -> %g", first, last);
+	ck_assert_msg(glast < 0.5 * gfirst, "gain loss %g -> %g", gfirst,
+		      glast);
 	tp_gnn_adam_release(&adam);
 	free(grad);
 	tp_ad_release(&ad);
@@ -709,9 +735,9 @@ START_TEST(test_weights_corruption)
 	expect_bad(b, len, &small_w, "not a tagplan weights");
 	/* wrong version (checksum made valid) */
 	memcpy(b, buf, len);
-	put32(b + 8, 2);
+	put32(b + 8, 1);
 	refresh_crc(b, len);
-	expect_bad(b, len, &small_w, "version 2");
+	expect_bad(b, len, &small_w, "version 1");
 	/* wrong sizes: hidden changed, weights count no longer matches */
 	memcpy(b, buf, len);
 	put32(b + 16, cfg.hidden * 2);
@@ -982,6 +1008,19 @@ START_TEST(test_provider_priors)
 	}
 	ck_assert(fabs(sum - 1) < 1e-5);
 	ck_assert(!has_v); /* no reference time in the state */
+	/* gains when asked: relative to the action keeping the state (0) */
+	{
+		float gains[4] = {NAN, NAN, NAN, NAN};
+		fx.st.gains = gains;
+		ck_assert_int_eq(pp.evaluate(pp.ctx, scr, &fx.st, pri, &v,
+					     &has_v, &err),
+				 TP_OK);
+		fx.st.gains = NULL;
+		ck_assert(gains[0] == 0.0f); /* acts[0] keeps the default */
+		for (int k = 1; k < 4; k++)
+			ck_assert(isfinite(gains[k]) &&
+				  fabsf(gains[k]) < 1.0f);
+	}
 	/* the globals level */
 	fx.st.level = 0;
 	fx.acts[4] = (struct tp_prior_action){.global = true,
@@ -1018,6 +1057,24 @@ START_TEST(test_provider_priors)
 		ck_assert(fabs(tp_gnn_prior_value(lb, raw, 4.0) - 0.25) < 1e-4);
 		ck_assert(tp_gnn_prior_value(lb, raw, 8.0) > 0.25);
 		ck_assert(tp_gnn_prior_value(lb, -1.0f, 8.0) == -1.0);
+	}
+	/* gain targets and their inverse */
+	{
+		float g, gw;
+		tp_gnn_gain_target(true, 2.0, true, true, 1.9, &g, &gw);
+		ck_assert(gw == 1.0f && g > 0);
+		ck_assert(fabs(tp_gnn_gain_log_ratio(g) - log(2.0 / 1.9)) <
+			  1e-5);
+		tp_gnn_gain_target(true, 2.0, true, false, INFINITY, &g, &gw);
+		ck_assert(gw == 1.0f && g == -1.0f);
+		tp_gnn_gain_target(false, 2.0, true, true, 3.0, &g, &gw);
+		ck_assert(gw == 1.0f && g == 1.0f);
+		tp_gnn_gain_target(false, 2.0, true, false, 3.0, &g, &gw);
+		ck_assert(gw == 0.0f); /* neither fits: unknown */
+		tp_gnn_gain_target(true, 2.0, false, true, 1.0, &g, &gw);
+		ck_assert(gw == 0.0f); /* not scored */
+		ck_assert(tp_gnn_gain_log_ratio(-1.0f) < -0.4);
+		ck_assert(isfinite(tp_gnn_gain_log_ratio(-1.0f)));
 	}
 	fixture_release(&fx);
 }

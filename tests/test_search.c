@@ -1155,6 +1155,61 @@ START_TEST(test_search_value_bounds)
 END_TEST
 
 
+/* A playout-limited search runs in stages of doubling budgets: the tree
+ * search starts within the first stage (64 playouts), not after the
+ * sweeps' half of the whole budget, and a later stage sweeps again. */
+struct phases {
+	uint64_t first_tree;    /* playouts at the first "search" report */
+	bool sweep_after_tree;  /* a "sweep" report after one */
+};
+
+static void on_phase(void *ctx, const struct tp_search_progress *p)
+{
+	struct phases *ph = ctx;
+
+	if (!p->phase)
+		return;
+	if (!strcmp(p->phase, "search") && ph->first_tree == UINT64_MAX)
+		ph->first_tree = p->playouts;
+	if (!strcmp(p->phase, "sweep") && ph->first_tree != UINT64_MAX)
+		ph->sweep_after_tree = true;
+}
+
+START_TEST(test_search_stages)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	struct tp_search_result r;
+	struct toy toy;
+	struct phases ph = {UINT64_MAX, false};
+	const int types[2] = {0, 1};
+
+	layered_model(&m, 12, 64, 1);
+	hetero_cluster(&c, 2, 4, types);
+	toy_evaluator(&toy, &m, &c, &ev);
+	tp_search_options_default(&o);
+	o.threads = 1;
+	o.seed = 3;
+	o.playouts = 4000;
+	o.time_limit_s = 0;
+	o.progress = on_phase;
+	o.progress_ctx = &ph;
+	o.progress_interval_s = 1e-12; /* every playout */
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	ck_assert(r.have_plan);
+	ck_assert_uint_ge(r.playouts, 4000);
+	ck_assert_msg(ph.first_tree <= 64, "tree search first at %llu",
+		      (unsigned long long)ph.first_tree);
+	ck_assert(ph.sweep_after_tree);
+	tp_search_result_release(&r);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* `tagplan plan` on the shipped demo (real simulator)                 */
 
@@ -1394,6 +1449,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_lower_bound_prunes);
 	tcase_add_test(tm, test_megatron_baseline_is_its_strategy);
 	tcase_add_test(tm, test_search_value_skips_simulations);
+	tcase_add_test(tm, test_search_stages);
 	suite_add_tcase(s, tm);
 	tcase_set_timeout(tcmd, 60);
 	tcase_add_test(tcmd, test_cmd_plan_demo_feasible_reproducible);

@@ -39,6 +39,7 @@ enum op {
 	OP_SET_POOL,
 	OP_SOFTMAX_XENT,
 	OP_MSE,
+	OP_WMSE,
 	OP_DOT
 };
 
@@ -53,7 +54,8 @@ struct tp_ad_node {
 	enum op op;
 	uint32_t out;
 	uint32_t in[4];
-	const void *aux; /* edges, sets, index array, target */
+	const void *aux;  /* edges, sets, index array, target */
+	const void *aux2; /* weights (wmse) */
 	struct tp_tensor feat; /* edge_agg_feat's x */
 	float f;               /* scale, target */
 	float *save;           /* per-op saved values */
@@ -894,6 +896,32 @@ uint32_t tp_ad_mse(struct tp_ad *ad, uint32_t x, float target)
 	return o;
 }
 
+uint32_t tp_ad_wmse(struct tp_ad *ad, uint32_t x, const float *target,
+		    const float *weight)
+{
+	uint32_t o;
+	struct tp_tensor tx;
+	struct tp_ad_node *n;
+	double s = 0;
+
+	if (bad(ad, x))
+		return TP_AD_NONE;
+	tx = ad->vars[x].val;
+	assert(tx.cols == 1);
+	o = out_var(ad, 1, 1);
+	n = new_node(ad, OP_WMSE, o, x, TP_AD_NONE, TP_AD_NONE, TP_AD_NONE);
+	if (!n)
+		return TP_AD_NONE;
+	n->aux = target;
+	n->aux2 = weight;
+	for (uint32_t i = 0; i < tx.rows; i++) {
+		double d = (double)*tp_tensor_at(&tx, i, 0) - target[i];
+		s += (double)weight[i] * d * d;
+	}
+	ad->vars[o].val.data[0] = (float)s;
+	return o;
+}
+
 uint32_t tp_ad_dot_const(struct tp_ad *ad, uint32_t x, const float *r)
 {
 	uint32_t o;
@@ -1253,6 +1281,17 @@ static void back_node(struct tp_ad *ad, const struct tp_ad_node *n)
 			struct tp_tensor gx = tp_ad_grad(ad, a);
 			gx.data[0] += go.data[0] * 2.0f *
 				      (ad->vars[a].val.data[0] - n->f);
+		}
+		break;
+	case OP_WMSE:
+		if (ng(ad, a)) {
+			const float *t = n->aux, *wt = n->aux2;
+			struct tp_tensor gx = tp_ad_grad(ad, a);
+			struct tp_tensor vx = ad->vars[a].val;
+			for (uint32_t i = 0; i < gx.rows; i++)
+				*tp_tensor_at(&gx, i, 0) +=
+					go.data[0] * 2.0f * wt[i] *
+					(*tp_tensor_at(&vx, i, 0) - t[i]);
 		}
 		break;
 	case OP_DOT:

@@ -159,10 +159,14 @@ uint32_t tp_ad_set_pool(struct tp_ad *ad, uint32_t x,
 /* Losses, 1 x 1:
  *  softmax_xent: -sum_k target[k] * log softmax(logits)[k], logits n x 1,
  *                target n floats (borrowed; a distribution);
- *  mse:          (x - target)^2 for a 1 x 1 x. */
+ *  mse:          (x - target)^2 for a 1 x 1 x;
+ *  wmse:         sum_i weight[i] (x[i] - target[i])^2 for an n x 1 x
+ *                (target, weight: n floats, borrowed). */
 uint32_t tp_ad_softmax_xent(struct tp_ad *ad, uint32_t logits,
 			    const float *target);
 uint32_t tp_ad_mse(struct tp_ad *ad, uint32_t x, float target);
+uint32_t tp_ad_wmse(struct tp_ad *ad, uint32_t x, const float *target,
+		    const float *weight);
 /* sum_ij r[i * cols + j] * x[i][j] (r borrowed), 1 x 1: a linear probe
  * for gradient checks. */
 uint32_t tp_ad_dot_const(struct tp_ad *ad, uint32_t x, const float *r);

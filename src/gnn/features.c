@@ -134,6 +134,37 @@ double tp_gnn_value_time(double lower_bound_s, float v)
 	return lower_bound_s / (s * s);
 }
 
+void tp_gnn_gain_target(bool state_fits, double state_time_s, bool scored,
+			bool child_fits, double child_time_s, float *target,
+			float *weight)
+{
+	*target = 0;
+	*weight = 0;
+	if (!scored)
+		return;
+	if (state_fits && child_fits && state_time_s > 0 &&
+	    child_time_s > 0 && isfinite(state_time_s) &&
+	    isfinite(child_time_s)) {
+		*target = (float)tanh(TP_GNN_GAIN_SCALE *
+				      log(state_time_s / child_time_s));
+		*weight = 1;
+	} else if (state_fits != child_fits) {
+		*target = child_fits ? 1.0f : -1.0f;
+		*weight = 1;
+	}
+}
+
+double tp_gnn_gain_log_ratio(float g)
+{
+	double x = g;
+
+	if (!(x > -0.999))
+		x = -0.999;
+	if (x > 0.999)
+		x = 0.999;
+	return atanh(x) / TP_GNN_GAIN_SCALE;
+}
+
 /* ------------------------------------------------------------------ */
 /* construction */
 

@@ -119,4 +119,22 @@ float tp_gnn_value_target(double lower_bound_s, bool feasible,
 			  double iteration_time_s);
 double tp_gnn_value_time(double lower_bound_s, float v);
 
+/*
+ * Gain-head target and its inverse.  The gain of a candidate action is
+ * how much faster the state's plan gets with that one decision changed:
+ * g = tanh(TP_GNN_GAIN_SCALE * ln(t_state / t_child)), 0 for no change,
+ * > 0 faster, -1 for a child that does not fit when the state does, +1
+ * for a child that fits when the state does not.  It is relative, so it
+ * means the same on any model and cluster (the value head's absolute
+ * efficiency does not transfer; README).  *weight is 0 when the gain is
+ * unknown (the child was not scored, or neither fits).
+ * tp_gnn_gain_log_ratio turns a gain back into ln(t_state / t_child),
+ * clamped to +-atanh(0.999) / scale (a factor of 1.6 either way).
+ */
+#define TP_GNN_GAIN_SCALE 8.0
+void tp_gnn_gain_target(bool state_fits, double state_time_s, bool scored,
+			bool child_fits, double child_time_s, float *target,
+			float *weight);
+double tp_gnn_gain_log_ratio(float g);
+
 #endif

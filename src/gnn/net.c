@@ -33,7 +33,7 @@ struct tp_gnn_ptab {
 	size_t enc[NT_COUNT], enc_b[NT_COUNT], enc_g[NT_COUNT],
 		enc_lnb[NT_COUNT];
 	struct layer_p layer[TP_GNN_MAX_LAYERS];
-	size_t pw1, pb1, pw2, pb2, pw3;
+	size_t pw1, pb1, pw2, pb2, pw3, qw, qb;
 	size_t vw1, vb1, vw2, vb2;
 	/* initialisation kind per tensor: 0 normal/sqrt(fan-in), 1 zeros,
 	 * 2 ones (parallel to t) */
@@ -221,6 +221,8 @@ static struct tp_gnn_ptab *ptab_build(const struct tp_gnn_config *c)
 	ADD(p->pw2, hh, hh, 0, "policy.W2");
 	ADD(p->pb2, 1, hh, 1, "policy.b2");
 	ADD(p->pw3, hh, 1, 0, "policy.W3");
+	ADD(p->qw, hh, 1, 0, "gain.W");
+	ADD(p->qb, 1, 1, 1, "gain.b");
 	ADD(p->vw1, 4 * H + c->global_in, hh, 0, "value.W1");
 	ADD(p->vb1, 1, hh, 1, "value.b1");
 	ADD(p->vw2, hh, 1, 0, "value.W2");
@@ -478,7 +480,7 @@ static uint32_t norm_const_t(struct tp_ad *ad, const struct tp_gnn_net *net,
 }
 
 struct fwd {
-	uint32_t logits, value;
+	uint32_t logits, gains, value;
 };
 
 static uint32_t *alloc_u32(struct tp_ad *ad, size_t n)
@@ -570,8 +572,9 @@ static enum tp_status forward(const struct tp_gnn_net *net,
 		}
 	}
 
-	/* policy */
+	/* policy and gains */
 	out->logits = TP_AD_NONE;
+	out->gains = TP_AD_NONE;
 	if (in->n_actions) {
 		uint32_t pooled, hg, xa, x;
 		idx = alloc_u32(ad, in->n_actions);
@@ -595,7 +598,13 @@ static enum tp_status forward(const struct tp_gnn_net *net,
 			       tp_ad_add_bias(ad, x, P(p->pb2, 1,
 						       c->head_hidden)));
 		out->logits = tp_ad_matmul(ad, x, P(p->pw3, c->head_hidden, 1));
-		if (out->logits == TP_AD_NONE)
+		out->gains = tp_ad_tanh(
+			ad, tp_ad_add_bias(ad,
+					   tp_ad_matmul(ad, x,
+							P(p->qw, c->head_hidden,
+							  1)),
+					   P(p->qb, 1, 1)));
+		if (out->logits == TP_AD_NONE || out->gains == TP_AD_NONE)
 			goto nomem;
 	}
 
@@ -653,6 +662,14 @@ enum tp_status tp_gnn_infer(const struct tp_gnn_net *net,
 			    const struct tp_gnn_input *in, struct tp_ad *ad,
 			    float *prior, float *value, struct tp_error *err)
 {
+	return tp_gnn_infer_gains(net, in, ad, prior, NULL, value, err);
+}
+
+enum tp_status tp_gnn_infer_gains(const struct tp_gnn_net *net,
+				  const struct tp_gnn_input *in,
+				  struct tp_ad *ad, float *prior, float *gain,
+				  float *value, struct tp_error *err)
+{
 	struct fwd f;
 	enum tp_status st = forward(net, in, ad, NULL, &f, err);
 
@@ -671,6 +688,11 @@ enum tp_status tp_gnn_infer(const struct tp_gnn_net *net,
 		}
 		for (uint32_t k = 0; k < in->n_actions; k++)
 			prior[k] = (float)(prior[k] / sum);
+		if (gain) {
+			struct tp_tensor q = tp_ad_val(ad, f.gains);
+			for (uint32_t k = 0; k < in->n_actions; k++)
+				gain[k] = q.data[k];
+		}
 	}
 	*value = tp_ad_val(ad, f.value).data[0];
 	return TP_OK;
@@ -683,26 +705,49 @@ enum tp_status tp_gnn_train_example(const struct tp_gnn_net *net,
 				    float *grad, float *policy_loss,
 				    float *value_loss, struct tp_error *err)
 {
-	struct fwd f;
-	enum tp_status st = forward(net, in, ad, grad, &f, err);
-	uint32_t lp = TP_AD_NONE, lv, loss;
+	struct tp_gnn_targets t = {target_pi, target_v, value_weight,
+				   NULL, NULL};
+	float l[3];
+	enum tp_status st = tp_gnn_train_targets(net, in, &t, ad, grad, l,
+						 err);
 
 	if (st)
 		return st;
-	lv = tp_ad_mse(ad, f.value, target_v);
-	loss = tp_ad_scale(ad, lv, value_weight);
-	if (target_pi && in->n_actions) {
-		lp = tp_ad_softmax_xent(ad, f.logits, target_pi);
+	if (policy_loss)
+		*policy_loss = l[0];
+	if (value_loss)
+		*value_loss = l[1];
+	return TP_OK;
+}
+
+enum tp_status tp_gnn_train_targets(const struct tp_gnn_net *net,
+				    const struct tp_gnn_input *in,
+				    const struct tp_gnn_targets *t,
+				    struct tp_ad *ad, float *grad,
+				    float loss_out[3], struct tp_error *err)
+{
+	struct fwd f;
+	enum tp_status st = forward(net, in, ad, grad, &f, err);
+	uint32_t lp = TP_AD_NONE, lq = TP_AD_NONE, lv, loss;
+
+	if (st)
+		return st;
+	lv = tp_ad_mse(ad, f.value, t->value);
+	loss = tp_ad_scale(ad, lv, t->value_weight);
+	if (t->pi && in->n_actions) {
+		lp = tp_ad_softmax_xent(ad, f.logits, t->pi);
 		loss = tp_ad_add(ad, loss, lp);
+	}
+	if (t->gain && t->gain_weight && in->n_actions) {
+		lq = tp_ad_wmse(ad, f.gains, t->gain, t->gain_weight);
+		loss = tp_ad_add(ad, loss, lq);
 	}
 	if (!tp_ad_backward(ad, loss))
 		return tp_error_set(err, TP_ENOMEM,
 				    "out of memory in the GNN workspace");
-	if (policy_loss)
-		*policy_loss = lp == TP_AD_NONE ? 0.0f
-						: tp_ad_val(ad, lp).data[0];
-	if (value_loss)
-		*value_loss = tp_ad_val(ad, lv).data[0];
+	loss_out[0] = lp == TP_AD_NONE ? 0.0f : tp_ad_val(ad, lp).data[0];
+	loss_out[1] = tp_ad_val(ad, lv).data[0];
+	loss_out[2] = lq == TP_AD_NONE ? 0.0f : tp_ad_val(ad, lq).data[0];
 	return TP_OK;
 }
 

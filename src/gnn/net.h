@@ -17,6 +17,9 @@
  *   policy     per action: [weighted mean | max of its devices' h,
  *              h of the group, action features] -> 2 silu layers ->
  *              logit; softmax over the candidates;
+ *   gains      per action, from the policy MLP's last hidden layer:
+ *              tanh(h w + b), the predicted gain of the action over the
+ *              state (see tp_gnn_gain_target in features.h);
  *   value      [mean | max over groups, mean | max over devices, global
  *              features] -> silu layer -> tanh, a number in (-1, 1).
  * Forward and backward are written by hand (ad.h) over sgemm.
@@ -157,6 +160,13 @@ enum tp_status tp_gnn_infer(const struct tp_gnn_net *net,
 			    const struct tp_gnn_input *in, struct tp_ad *ad,
 			    float *prior, float *value, struct tp_error *err);
 
+/* The same, also filling gain[k] (n_actions floats, NULL = not wanted)
+ * with the gain head's output in (-1, 1). */
+enum tp_status tp_gnn_infer_gains(const struct tp_gnn_net *net,
+				  const struct tp_gnn_input *in,
+				  struct tp_ad *ad, float *prior, float *gain,
+				  float *value, struct tp_error *err);
+
 /*
  * One training example: loss = cross-entropy(target_pi, policy)
  * + value_weight * (value - target_v)^2 (the policy term is skipped when
@@ -170,6 +180,27 @@ enum tp_status tp_gnn_train_example(const struct tp_gnn_net *net,
 				    float value_weight, struct tp_ad *ad,
 				    float *grad, float *policy_loss,
 				    float *value_loss, struct tp_error *err);
+
+/*
+ * One training example with every target: loss = cross-entropy(pi,
+ * policy) + value_weight * (value - target)^2 + sum_k gain_weight[k]
+ * (gain_k - gain[k])^2 (the gain term is skipped when gain or gain_weight
+ * is NULL; a weight of 0 masks an action whose gain is unknown).
+ * loss_out receives the three terms.  Gradients are added into grad.
+ */
+struct tp_gnn_targets {
+	const float *pi;          /* n_actions, a distribution, or NULL */
+	float value;
+	float value_weight;
+	const float *gain;        /* n_actions, in [-1, 1], or NULL */
+	const float *gain_weight; /* n_actions, >= 0, or NULL */
+};
+
+enum tp_status tp_gnn_train_targets(const struct tp_gnn_net *net,
+				    const struct tp_gnn_input *in,
+				    const struct tp_gnn_targets *t,
+				    struct tp_ad *ad, float *grad,
+				    float loss_out[3], struct tp_error *err);
 
 /* Name, shape and offset of parameter tensor i (i < count). */
 size_t tp_gnn_net_tensor_count(const struct tp_gnn_net *net);

@@ -102,7 +102,24 @@ enum tp_status tp_gnn_prior_eval(struct tp_gnn_prior *gp, void *scratch,
 		return rc;
 	if ((rc = tp_gnn_input_check(gp->net, &in, err)))
 		return rc;
-	return tp_gnn_infer(gp->net, &in, &s->ad, priors, raw_value, err);
+	if ((rc = tp_gnn_infer_gains(gp->net, &in, &s->ad, priors, st->gains,
+				     raw_value, err)))
+		return rc;
+	if (st->gains) {
+		/* relative to the action that keeps the state as it is,
+		 * whose gain is 0 by definition (the head's bias cancels) */
+		double anchor = 0;
+		for (uint32_t k = 0; k < st->n_actions; k++)
+			if (st->actions[k].keeps_default) {
+				anchor = tp_gnn_gain_log_ratio(st->gains[k]);
+				break;
+			}
+		for (uint32_t k = 0; k < st->n_actions; k++)
+			st->gains[k] = (float)(tp_gnn_gain_log_ratio(
+						       st->gains[k]) -
+					       anchor);
+	}
+	return TP_OK;
 }
 
 static enum tp_status evaluate(void *ctx, void *scratch,

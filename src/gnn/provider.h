@@ -11,7 +11,8 @@
  * evaluate() builds the input graph of the state (features.h; static
  * features are cached per search thread and rebuilt when the model,
  * cluster or groups change), runs one forward pass and returns the
- * softmax over the candidate actions as priors.
+ * softmax over the candidate actions as priors, and, when the state asks
+ * for them (tp_prior_state.gains), each action's predicted gain.
  *
  * Value: the network's value head estimates the state's efficiency
  * (features.h, tp_gnn_value_target), which is an absolute figure; the
@@ -75,8 +76,10 @@ enum tp_status tp_gnn_prior_load_default(const char *path,
 
 /*
  * One evaluation outside a search (training, benchmarks): priors over the
- * state's actions and the raw value-head output (efficiency scale).
- * scratch comes from the provider's scratch_new.
+ * state's actions and the raw value-head output (efficiency scale), and
+ * when st->gains is not NULL the gain head's predictions as
+ * ln(t_state / t_child) (prior.h).  scratch comes from the provider's
+ * scratch_new.
  */
 enum tp_status tp_gnn_prior_eval(struct tp_gnn_prior *gp, void *scratch,
 				 const struct tp_prior_state *st,

@@ -2,11 +2,11 @@
  * weights.h - the GNN weights file: a versioned little-endian binary with
  * a header, the feature normalisation and the weights, and a CRC-32.
  *
- * Layout (version 1; all integers little-endian, floats IEEE-754 binary32):
+ * Layout (version 2; version 1 had no gain head; all integers little-endian, floats IEEE-754 binary32):
  *
  *   offset size
  *        0    8  magic "TPGNNW\r\n" (the CR LF catches text-mode mangling)
- *        8    4  format version (1)
+ *        8    4  format version (2)
  *       12    4  header size in bytes (248)
  *       16   16  hidden, heads, layers, head_hidden
  *       32   16  feature widths: group, device, action, global
@@ -40,7 +40,7 @@
 #include "graph.h"
 #include "net.h"
 
-#define TP_GNN_WEIGHTS_VERSION 1
+#define TP_GNN_WEIGHTS_VERSION 2
 #define TP_GNN_WEIGHTS_HEADER 248
 
 /* CRC-32 (IEEE, reflected, as zlib's crc32) of n bytes. */

@@ -774,9 +774,15 @@ static bool sweep_budget_spent(struct sctx *s, double share)
 
 	if (sctx_should_stop(s))
 		return true;
-	if (o->playouts &&
-	    (double)atomic_load(&s->playouts) >= share * (double)o->playouts)
-		return true;
+	if (o->playouts) {
+		/* a share of the current stage (search.c) */
+		double start = s->stage_end ? (double)s->stage_start : 0;
+		double end = s->stage_end ? (double)s->stage_end
+					  : (double)o->playouts;
+		if ((double)atomic_load(&s->playouts) >=
+		    start + share * (end - start))
+			return true;
+	}
 	if (o->time_limit_s > 0 && sctx_elapsed(s) >= share * o->time_limit_s)
 		return true;
 	return false;
@@ -798,6 +804,8 @@ struct move {
 	struct tp_action a;
 	double time, over;
 	bool feasible;
+	float gain;  /* the provider's predicted ln(t_inc / t), NAN = none */
+	float prior; /* the provider's prior, NAN = none */
 };
 
 static int cmp_move(const void *x, const void *y)
@@ -943,6 +951,81 @@ static enum tp_status sweep_parallel(struct worker *w, struct worker *helpers,
 	return TP_OK;
 }
 
+/* With options->gain_skip > 0 and gains from the provider (prior.h), a
+ * guided pass also skips the changes the prior cut kept but the provider
+ * predicts at least gain_skip slower than the incumbent (off by default:
+ * src/gnn/README, "Gains"). */
+static void guide_gain_cut(const float *gains, uint32_t n, double skip,
+			   bool *keep)
+{
+	if (!(skip > 0))
+		return;
+	for (uint32_t i = 1; i < n; i++)
+		if (keep[i] && !isnan(gains[i]) && gains[i] < -log1p(skip))
+			keep[i] = false;
+}
+
+/* Share of the changes of the same pass and group that did not beat the
+ * incumbent whose gain (or prior) is below the one of change i (ties
+ * half): 1 = ranked above all of them, 0.5 = chance. */
+static double rank_above(const struct move *all, const struct evalres *res,
+			 const bool *better, size_t na, size_t i, bool prior)
+{
+	double n = 0, below = 0;
+	float xi = prior ? all[i].prior : all[i].gain;
+
+	for (size_t j = 0; j < na; j++) {
+		float xj = prior ? all[j].prior : all[j].gain;
+		if (better[j] || !res[j].ok || isnan(xj) ||
+		    all[j].lv != all[i].lv)
+			continue;
+		n++;
+		below += xj < xi ? 1 : xj == xi ? 0.5 : 0;
+	}
+	return n > 0 ? below / n : 0.5;
+}
+
+/* How well the predicted gains (and the priors) match the scored changes
+ * of a pass (search.h, gain_*). */
+static void gain_stats(struct sctx *s, struct evalres cur,
+		       const struct move *all, const struct evalres *res,
+		       size_t na, bool *better)
+{
+	struct tp_search_result *r = s->res;
+
+	if (!cur.feasible || !(cur.time > 0))
+		return;
+	for (size_t i = 0; i < na; i++)
+		better[i] = res[i].ok && res[i].feasible && !res[i].bounded &&
+			    res[i].time < cur.time;
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < na; i++) {
+		const struct evalres *x = &res[i];
+		double g = all[i].gain, y;
+		if (isnan(g) || !x->ok)
+			continue;
+		r->gain_signs++;
+		r->gain_sign_ok += (g > 0) == better[i];
+		if (better[i]) {
+			r->gain_better++;
+			r->gain_better_rank +=
+				rank_above(all, res, better, na, i, false);
+			r->prior_better_rank +=
+				rank_above(all, res, better, na, i, true);
+		}
+		if (!x->feasible || x->bounded)
+			continue;
+		y = log(cur.time / x->time);
+		r->gain_n++;
+		r->gain_sx += g;
+		r->gain_sy += y;
+		r->gain_sxx += g * g;
+		r->gain_syy += y * y;
+		r->gain_sxy += g * y;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
 /*
  * Steepest descent on the incumbent decision vector: every single change
  * (the global settings, or one candidate action of one group, suffix
@@ -978,9 +1061,11 @@ enum tp_status search_polish(struct worker *w)
 	const bool guide = s->o->prior && s->o->prior->evaluate;
 	struct tp_prior_action *pacts = tp_calloc(cap, sizeof(*pacts));
 	float *pri = tp_calloc(cap, sizeof(*pri));
+	float *gains = tp_calloc(cap, sizeof(*gains));
 	bool *decided = tp_calloc(K ? K : 1, sizeof(*decided));
 	bool *keep = tp_calloc(cap, sizeof(*keep));
-	struct search_prior_buf pb = {pacts, decided, pri};
+	bool *keep2 = tp_calloc((size_t)(K + 1) * cap, sizeof(*keep2));
+	struct search_prior_buf pb = {pacts, decided, pri, gains};
 #define MAX_STARTS (SCTX_ELITES + 2)
 	struct tp_globals gl, sgl[MAX_STARTS];
 	struct evalres scur[MAX_STARTS];
@@ -990,7 +1075,8 @@ enum tp_status search_polish(struct worker *w)
 	const double share = 0.5;
 
 	if (!acts || !inc || !cand || !moves || !used || !starts || !all ||
-	    !allres || !pacts || !pri || !decided || !keep) {
+	    !allres || !pacts || !pri || !gains || !decided || !keep ||
+	    !keep2) {
 		st = TP_ENOMEM;
 		goto out;
 	}
@@ -1005,10 +1091,11 @@ enum tp_status search_polish(struct worker *w)
 	}
 	s->phase = "sweep";
 	/* start points: the best, the dp-hetero and megatron baselines,
-	   the next elites; distinct */
+	   the next elites; distinct.  In a later stage (search.c): the
+	   best, unless the last sweeps started from it already. */
 	pthread_mutex_lock(&s->lock);
 	n_start = 0;
-	for (int pass = 0; pass < 2; pass++) {
+	for (int pass = 0; pass < (s->stage_start ? 1 : 2); pass++) {
 		uint32_t lo = pass == 0 ? 0 : pass == 1 ? 0 : 1;
 		uint32_t hi = pass == 0 ? (s->n_elite ? 1 : 0)
 			      : pass == 1 ? 2
@@ -1038,6 +1125,11 @@ enum tp_status search_polish(struct worker *w)
 			n_start++;
 		}
 	}
+	for (uint32_t j = 0; s->stage_start && n_start && j < SCTX_POLISHED &&
+			     j < s->n_polished;
+	     j++)
+		if (s->polished[j] == skey[0])
+			n_start = 0;
 	pthread_mutex_unlock(&s->lock);
 	for (uint32_t si = 0; si < n_start; si++) {
 	struct evalres cur = scur[si];
@@ -1076,7 +1168,9 @@ enum tp_status search_polish(struct worker *w)
 						     : tp_space_group_actions(
 							       sp, lv - 1, inc,
 							       &gl, acts, cap);
-				if (!full && n > 2 && lv > 0) {
+				bool asked = guide && n > 2 && lv > 0 &&
+					     (!full || s->gain_stats);
+				if (asked) {
 					float v;
 					bool hv;
 					st = search_priors(w, lv, acts, n, &gl,
@@ -1086,21 +1180,28 @@ enum tp_status search_polish(struct worker *w)
 						goto out;
 					search_prior_cut(pri, n, GUIDE_MASS,
 							 GUIDE_MIN_KEEP, keep);
+					guide_gain_cut(gains, n,
+						       s->o->gain_skip, keep);
 				}
 				for (uint32_t i = 1; i < n; i++) {
-					if (!full && n > 2 && lv > 0 && !keep[i])
+					if (!full && asked && !keep[i])
 						continue;
 					all[na].lv = lv;
 					all[na].a = acts[i];
+					all[na].gain = asked ? gains[i] : NAN;
+					all[na].prior = asked ? pri[i] : NAN;
 					na++;
 				}
 			}
+			memset(allres, 0, na * sizeof(*allres));
 			st = sweep_parallel(w, helpers, n_helpers, &gl, inc,
 					    all, allres, na,
 					    cur.feasible ? cur.time : 0, lim,
 					    &spent);
 			if (st)
 				goto out;
+			if (s->gain_stats)
+				gain_stats(s, cur, all, allres, na, keep2);
 			if (spent)
 				goto next_start;
 			for (uint32_t i = 0; i < na; i++) {
@@ -1117,8 +1218,16 @@ enum tp_status search_polish(struct worker *w)
 			}
 		}
 		if (nm == 0) {
-			if (full)
+			if (full) {
+				/* a local optimum: a later stage need not
+				   start here again */
+				uint64_t key = tp_space_hash(sp, &gl, inc);
+				pthread_mutex_lock(&s->lock);
+				s->polished[s->n_polished++ % SCTX_POLISHED] =
+					key;
+				pthread_mutex_unlock(&s->lock);
 				break;
+			}
 			/* nothing among the likely changes: try them all
 			   before calling this a local optimum */
 			full = true;
@@ -1171,7 +1280,9 @@ out:
 	free(used);
 	free(pacts);
 	free(pri);
+	free(gains);
 	free(decided);
 	free(keep);
+	free(keep2);
 	return st;
 }

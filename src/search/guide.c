@@ -23,6 +23,9 @@ enum tp_status search_priors(struct worker *w, uint32_t level,
 	enum tp_status st;
 
 	*has_value = false;
+	if (b->gains)
+		for (uint32_t i = 0; i < n; i++)
+			b->gains[i] = NAN;
 	if (!pp || !pp->evaluate || n < 2) {
 		for (uint32_t i = 0; i < n; i++)
 			b->priors[i] = 1.0f / (float)n;
@@ -52,6 +55,7 @@ enum tp_status search_priors(struct worker *w, uint32_t level,
 	ps.n_actions = n;
 	ps.actions = b->pacts;
 	ps.reference_time_s = ref > 0 && isfinite(ref) ? ref : 0;
+	ps.gains = b->gains;
 	st = pp->evaluate(pp->ctx, w->prior_scratch, &ps, b->priors, value,
 			  has_value, &w->err);
 	if (st)
@@ -66,6 +70,10 @@ enum tp_status search_priors(struct worker *w, uint32_t level,
 				       : 1.0f / (float)n;
 	if (*has_value && !(*value >= -1 && *value <= 1))
 		*has_value = false;
+	if (b->gains)
+		for (uint32_t i = 0; i < n; i++)
+			if (!isfinite(b->gains[i]))
+				b->gains[i] = NAN;
 	return TP_OK;
 }
 

@@ -227,7 +227,8 @@ static enum tp_status priors(struct pworker *pw, uint32_t level, uint32_t n,
 			     const struct tp_globals *gl, bool fresh,
 			     double ref, float *value, bool *has_value)
 {
-	struct search_prior_buf b = {pw->pacts, pw->decided, pw->priors};
+	struct search_prior_buf b = {pw->pacts, pw->decided, pw->priors,
+				     NULL};
 
 	return search_priors(&pw->w, level, pw->acts, n, gl, pw->w.dec, fresh,
 			     ref, &b, value, has_value);
@@ -239,7 +240,8 @@ static enum tp_status upgrade(struct pworker *pw, uint32_t round, double ref)
 {
 	struct mcts *M = pw->M;
 	struct tree *t = &M->tree;
-	struct search_prior_buf b = {pw->pacts, pw->decided, pw->priors};
+	struct search_prior_buf b = {pw->pacts, pw->decided, pw->priors,
+				     NULL};
 	uint32_t n = 0, first = TP_NONE;
 	float value;
 	bool has_value;

@@ -28,6 +28,9 @@
  * simulating a new leaf and does not simulate leaves whose value is below
  * -0.2 (predicted at least 1.41x slower than the reference): a provider's
  * value saves simulations; its priors guide the tree either way.
+ * A provider may also predict each action's gain over the state
+ * (tp_prior_state.gains): the sweeps (baselines.c) and the tree
+ * (mcts.c) use gains to leave predicted-slow changes unsimulated.
  *
  * Threads: the search calls a provider from several threads at once, each
  * with its own scratch (scratch_new is called once per search thread).  A
@@ -88,6 +91,14 @@ struct tp_prior_state {
 	   tp_search_value(reference_time_s, fits, t, ...)'s scale:
 	   0.25 + 0.75 tanh(2 ln(reference / t)). */
 	double reference_time_s;
+	/* Out, optional (NULL = not wanted): gains[0 .. n_actions), filled
+	   with NAN by the caller.  A provider that predicts how much each
+	   action changes the state's iteration time writes
+	   ln(t_state / t_child), the child being the state with that one
+	   decision changed (> 0: faster; large negative: slower or does not
+	   fit).  Entries left NAN are unknown.  Relative to the state, so
+	   it needs no reference time. */
+	float *gains;
 };
 
 struct tp_prior_provider {

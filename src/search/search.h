@@ -160,6 +160,11 @@ struct tp_search_options {
 	uint32_t groups;       /* 0 = automatic */
 	size_t tree_bytes;     /* tree memory budget; 0 = 256 MiB */
 	bool no_seeds;         /* skip the structured seeds (tests) */
+	bool gain_stats;       /* measure the provider's gains (result
+				  gain_*; benchmarks) */
+	double gain_skip;      /* > 0: guided sweeps skip changes the
+				  provider's gains predict at least this
+				  much slower (0.03 = 3%); 0 = off */
 	volatile sig_atomic_t *stop; /* nonzero = stop soon (signals) */
 	void (*progress)(void *ctx, const struct tp_search_progress *p);
 	void *progress_ctx;
@@ -192,6 +197,17 @@ struct tp_search_result {
 			     bound instead of a simulation (bound_sim) */
 	uint64_t value_skips; /* tree leaves not simulated because the prior
 				 provider's value predicted them slow */
+	/* With options.gain_stats: the provider's predicted gains against
+	   the sweeps' scored changes.  Signs: changes scored, those whose
+	   predicted sign (faster or not) was right; better: changes that
+	   beat the incumbent, and the sums over them of the share of the
+	   same pass's other changes ranked below them by gain and by prior
+	   (divided by gain_better: an AUC, 0.5 = chance); sums over the
+	   simulated changes of x = predicted, y = actual ln(t_inc / t). */
+	uint64_t gain_signs, gain_sign_ok, gain_better;
+	double gain_better_rank, prior_better_rank;
+	uint64_t gain_n;
+	double gain_sx, gain_sy, gain_sxx, gain_syy, gain_sxy;
 };
 
 void tp_search_result_init(struct tp_search_result *r);

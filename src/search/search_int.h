@@ -64,6 +64,16 @@ struct sctx {
 	_Atomic uint64_t bounded; /* settled by the lower bound */
 	_Atomic uint64_t value_skips; /* leaves the provider's value cut */
 	_Atomic int prior_values; /* the provider has returned values */
+	bool gain_stats;          /* options->gain_stats */
+	/* A search limited by playouts runs in stages of doubling budgets
+	   (search.c, STAGE_FIRST): sweeps, then the tree, up to stage_end
+	   playouts; the next stage starts at stage_start = the last end.
+	   stage_end 0: one stage (the limit is o->playouts). */
+	uint64_t stage_start, stage_end;
+	/* decision vectors the sweeps left at a local optimum (a ring) */
+#define SCTX_POLISHED 8
+	uint64_t polished[SCTX_POLISHED];
+	uint32_t n_polished;
 	_Atomic uint64_t sim_ns; /* wall time inside the evaluator */
 	_Atomic int stop;      /* limits reached or error */
 	double t0;             /* monotonic start */
@@ -173,6 +183,8 @@ struct search_prior_buf {
 	struct tp_prior_action *pacts;
 	bool *decided;
 	float *priors;
+	float *gains; /* n: the provider's gains (prior.h), NAN = unknown;
+			 NULL = not asked */
 };
 /* The largest action list a level has (MCTS children, sweep moves). */
 #define SEARCH_MAX_ACTIONS 64

@@ -46,6 +46,7 @@ void tp_train_options_default(struct tp_train_options *o)
 	o->lr = 1e-3f;
 	o->clip = 1.0f;
 	o->value_weight = 1.0f;
+	o->gain_weight = 1.0f;
 	o->weight_decay = 1e-2f;
 	o->max_devices = 32;
 }
@@ -120,6 +121,7 @@ struct samples {
 	TP_VEC(struct tp_decision) dec;
 	TP_VEC(struct tp_action) act;
 	TP_VEC(float) pi;
+	TP_VEC(float) gain, gain_w; /* parallel to pi (gain head targets) */
 	TP_VEC(float) rep; /* 3 per device: compute, comm, peak memory */
 };
 
@@ -129,6 +131,8 @@ static void samples_free(struct samples *S)
 	tp_vec_free(&S->dec);
 	tp_vec_free(&S->act);
 	tp_vec_free(&S->pi);
+	tp_vec_free(&S->gain);
+	tp_vec_free(&S->gain_w);
 	tp_vec_free(&S->rep);
 }
 
@@ -139,7 +143,10 @@ static int samples_append(struct samples *A, const struct samples *B)
 
 	if (tp_vec_reserve(&A->s, B->s.n) || tp_vec_reserve(&A->dec, B->dec.n) ||
 	    tp_vec_reserve(&A->act, B->act.n) ||
-	    tp_vec_reserve(&A->pi, B->pi.n) || tp_vec_reserve(&A->rep, B->rep.n))
+	    tp_vec_reserve(&A->pi, B->pi.n) ||
+	    tp_vec_reserve(&A->gain, B->gain.n) ||
+	    tp_vec_reserve(&A->gain_w, B->gain_w.n) ||
+	    tp_vec_reserve(&A->rep, B->rep.n))
 		return -1;
 	for (size_t i = 0; i < B->s.n; i++) {
 		struct sample x = B->s.v[i];
@@ -154,13 +161,17 @@ static int samples_append(struct samples *A, const struct samples *B)
 		memcpy(A->dec.v + d0, B->dec.v, B->dec.n * sizeof(*B->dec.v));
 	if (B->act.n)
 		memcpy(A->act.v + a0, B->act.v, B->act.n * sizeof(*B->act.v));
-	if (B->pi.n)
+	if (B->pi.n) {
 		memcpy(A->pi.v + p0, B->pi.v, B->pi.n * sizeof(*B->pi.v));
+		memcpy(A->gain.v + p0, B->gain.v, B->pi.n * sizeof(float));
+		memcpy(A->gain_w.v + p0, B->gain_w.v, B->pi.n * sizeof(float));
+	}
 	if (B->rep.n)
 		memcpy(A->rep.v + r0, B->rep.v, B->rep.n * sizeof(*B->rep.v));
 	A->dec.n += B->dec.n;
 	A->act.n += B->act.n;
 	A->pi.n += B->pi.n;
+	A->gain.n = A->gain_w.n = A->pi.n;
 	A->rep.n += B->rep.n;
 	return 0;
 }
@@ -203,7 +214,7 @@ struct tctx {
 	/* training */
 	struct tp_ad ad;
 	float *grad;
-	double loss_p, loss_v;
+	double loss_p, loss_v, loss_g;
 	uint32_t n_loss;
 	struct tp_error err;
 	enum tp_status st;
@@ -217,6 +228,8 @@ struct snode {
 	float best; /* best value target found below (efficiency scale) */
 	float vmax; /* best search value found below */
 	float v0;   /* search value of the node's own state */
+	float t0;   /* its iteration time (INFINITY: not scored) */
+	uint8_t fit0; /* it fits */
 	float fpu;
 	uint8_t expanded, terminal;
 	struct tp_action action;
@@ -576,8 +589,11 @@ static enum tp_status playout(struct tctx *t, uint32_t root, uint32_t L0,
 		}
 		t->nodes.v[cur].expanded = 1;
 	}
-	if (!t->nodes.v[cur].visits)
+	if (!t->nodes.v[cur].visits) {
 		t->nodes.v[cur].v0 = (float)v;
+		t->nodes.v[cur].t0 = r.ok ? (float)r.time : INFINITY;
+		t->nodes.v[cur].fit0 = r.ok && r.feasible;
+	}
 	for (uint32_t i = 0; i < depth; i++) {
 		struct snode *nd = &t->nodes.v[t->path[i]];
 		nd->visits++;
@@ -660,8 +676,19 @@ static enum tp_status record(struct tctx *t, struct samples *S,
 	s.rep_off = SIZE_MAX;
 	s.z = p->best;
 	if (tp_vec_reserve(&S->dec, K) || tp_vec_reserve(&S->act, s.n_act) ||
-	    tp_vec_reserve(&S->pi, s.n_act) || tp_vec_reserve(&S->rep, 3 * ND))
+	    tp_vec_reserve(&S->pi, s.n_act) ||
+	    tp_vec_reserve(&S->gain, s.n_act) ||
+	    tp_vec_reserve(&S->gain_w, s.n_act) ||
+	    tp_vec_reserve(&S->rep, 3 * ND))
 		goto nomem;
+	/* gain targets: each action's own plan against the state's */
+	for (uint32_t i = 0; i < s.n_act; i++) {
+		const struct snode *c = &t->nodes.v[p->first_child + i];
+		tp_gnn_gain_target(p->fit0, p->t0, p->visits && c->visits,
+				   c->fit0, c->t0, S->gain.v + S->pi.n + i,
+				   S->gain_w.v + S->pi.n + i);
+	}
+	S->gain.n = S->gain_w.n = S->pi.n + s.n_act;
 	memcpy(S->dec.v + S->dec.n, dec, K * sizeof(*dec));
 	S->dec.n += K;
 	if (t->o->visit_targets) {
@@ -1022,21 +1049,37 @@ static void *grad_thread(void *arg)
 	uint32_t lo = R->batch_n * id / R->nt, hi = R->batch_n * (id + 1) / R->nt;
 
 	memset(t->grad, 0, R->net->n_params * sizeof(float));
-	t->loss_p = t->loss_v = 0;
+	t->loss_p = t->loss_v = t->loss_g = 0;
 	t->n_loss = 0;
 	for (uint32_t k = lo; k < hi && !t->st; k++) {
 		const struct samples *S = R->batch_set;
 		const struct sample *s = &S->s.v[R->batch_idx[k]];
 		struct tp_gnn_input in;
-		float lp, lv;
+		struct tp_gnn_targets tg;
+		float l[3], gw[MAX_ACTIONS];
+		double nw = 0;
 		t->st = sample_input(t, &R->games[s->game], S, s, &in);
 		if (t->st)
 			break;
-		t->st = tp_gnn_train_example(R->net, &in, S->pi.v + s->pi_off,
-					     s->z, R->o->value_weight, &t->ad,
-					     t->grad, &lp, &lv, &t->err);
-		t->loss_p += lp;
-		t->loss_v += lv;
+		/* the gain loss is a mean over the scored actions */
+		for (uint32_t i = 0; i < s->n_act; i++)
+			nw += S->gain_w.v[s->pi_off + i];
+		for (uint32_t i = 0; i < s->n_act; i++)
+			gw[i] = nw > 0 ? (float)(R->o->gain_weight *
+						 S->gain_w.v[s->pi_off + i] /
+						 nw)
+				       : 0.0f;
+		tg.pi = S->pi.v + s->pi_off;
+		tg.value = s->z;
+		tg.value_weight = R->o->value_weight;
+		tg.gain = S->gain.v + s->pi_off;
+		tg.gain_weight = gw;
+		t->st = tp_gnn_train_targets(R->net, &in, &tg, &t->ad, t->grad,
+					     l, &t->err);
+		t->loss_p += l[0];
+		t->loss_v += l[1];
+		t->loss_g += R->o->gain_weight > 0 ? l[2] / R->o->gain_weight
+						   : 0;
 		t->n_loss++;
 	}
 	return NULL;
@@ -1044,7 +1087,7 @@ static void *grad_thread(void *arg)
 
 static enum tp_status grad_step(struct run *R, struct tp_gnn_adam *adam,
 				const struct samples *S, const uint32_t *idx,
-				uint32_t n, double *lp, double *lv,
+				uint32_t n, double *lp, double *lv, double *lg,
 				struct tp_error *err)
 {
 	enum tp_status st;
@@ -1057,10 +1100,11 @@ static enum tp_status grad_step(struct run *R, struct tp_gnn_adam *adam,
 	R->batch_n = n;
 	if ((st = run_parallel(R, grad_thread, err)))
 		return st;
-	*lp = *lv = 0;
+	*lp = *lv = *lg = 0;
 	for (uint32_t i = 0; i < R->nt; i++) {
 		*lp += R->tc[i].loss_p;
 		*lv += R->tc[i].loss_v;
+		*lg += R->tc[i].loss_g;
 		cnt += R->tc[i].n_loss;
 		if (i)
 			for (size_t k = 0; k < np; k++)
@@ -1069,6 +1113,7 @@ static enum tp_status grad_step(struct run *R, struct tp_gnn_adam *adam,
 	if (cnt) {
 		*lp /= cnt;
 		*lv /= cnt;
+		*lg /= cnt;
 		for (size_t k = 0; k < np; k++)
 			g0[k] /= (float)cnt;
 	}
@@ -1083,7 +1128,9 @@ static enum tp_status evaluate(struct run *R, struct tp_train_epoch *ep,
 {
 	struct tctx *t = &R->tc[0];
 	double ce = 0, cu = 0, mse = 0, top = 0;
-	float pri[MAX_ACTIONS], v;
+	double gm = 0, gx = 0, gy = 0, gxx = 0, gyy = 0, gxy = 0, gs = 0;
+	double gn = 0, gsn = 0;
+	float pri[MAX_ACTIONS], q[MAX_ACTIONS], v;
 	uint32_t n = 0;
 
 	for (size_t i = 0; i < R->held.s.n; i++) {
@@ -1094,8 +1141,26 @@ static enum tp_status evaluate(struct run *R, struct tp_train_epoch *ep,
 		uint32_t am = 0, at = 0;
 		if ((st = sample_input(t, &R->games[s->game], &R->held, s, &in)))
 			goto fail;
-		if ((st = tp_gnn_infer(R->net, &in, &t->ad, pri, &v, &t->err)))
+		if ((st = tp_gnn_infer_gains(R->net, &in, &t->ad, pri, q, &v,
+					      &t->err)))
 			goto fail;
+		for (uint32_t k = 0; k < s->n_act; k++) {
+			float y = R->held.gain.v[s->pi_off + k];
+			if (!(R->held.gain_w.v[s->pi_off + k] > 0))
+				continue;
+			gm += (q[k] - y) * (q[k] - y);
+			gx += q[k];
+			gy += y;
+			gxx += (double)q[k] * q[k];
+			gyy += (double)y * y;
+			gxy += (double)q[k] * y;
+			gn++;
+			/* better or worse than the state by over 1% */
+			if (fabs(y) > tanh(TP_GNN_GAIN_SCALE * 0.01)) {
+				gs += (q[k] > 0) == (y > 0);
+				gsn++;
+			}
+		}
 		for (uint32_t k = 0; k < s->n_act; k++) {
 			if (pi[k] > 0) {
 				ce -= pi[k] * log(fmax(pri[k], 1e-12));
@@ -1118,6 +1183,15 @@ static enum tp_status evaluate(struct run *R, struct tp_train_epoch *ep,
 	ep->heldout_uniform = n ? cu / n : 0;
 	ep->heldout_value = n ? mse / n : 0;
 	ep->heldout_top1 = n ? top / n : 0;
+	ep->heldout_gain = gn ? gm / gn : 0;
+	ep->heldout_gain_sign = gsn ? gs / gsn : 0;
+	if (gn > 1) {
+		double vx = gxx - gx * gx / gn, vy = gyy - gy * gy / gn;
+		ep->heldout_gain_corr = vx > 0 && vy > 0
+						? (gxy - gx * gy / gn) /
+							  sqrt(vx * vy)
+						: 0;
+	}
 	return TP_OK;
 }
 
@@ -1470,7 +1544,7 @@ enum tp_status tp_train_run(const struct tp_train_options *o,
 		goto out;
 	for (uint32_t e = start_epoch; e < o->epochs; e++) {
 		struct tp_train_epoch *ep = &res->epoch[res->epochs_done];
-		double te = now_s(), lp = 0, lv = 0;
+		double te = now_s(), lp = 0, lv = 0, lg = 0;
 		uint32_t steps, nbuf;
 		const struct samples *buf;
 		struct samples all;
@@ -1512,7 +1586,7 @@ enum tp_status tp_train_run(const struct tp_train_options *o,
 			idx[i] = i;
 		for (uint32_t s = 0, pos = nbuf; s < steps && nbuf; s++) {
 			uint32_t n = o->batch < nbuf ? o->batch : nbuf;
-			double a, b;
+			double a, b, c;
 			if (pos + n > nbuf) { /* reshuffle */
 				for (uint32_t i = nbuf - 1; i > 0; i--) {
 					uint32_t j = (uint32_t)tp_rng_below(
@@ -1524,7 +1598,7 @@ enum tp_status tp_train_run(const struct tp_train_options *o,
 				pos = 0;
 			}
 			if ((st = grad_step(&R, &adam, buf, idx + pos, n, &a, &b,
-					    err))) {
+					    &c, err))) {
 				samples_free(&all);
 				goto out;
 			}
@@ -1533,12 +1607,14 @@ enum tp_status tp_train_run(const struct tp_train_options *o,
 			if (4 * s >= 3 * steps) {
 				lp += a;
 				lv += b;
+				lg += c;
 				ep->samples++;
 			}
 		}
 		if (ep->samples) {
 			ep->train_policy = lp / ep->samples;
 			ep->train_value = lv / ep->samples;
+			ep->train_gain = lg / ep->samples;
 		}
 		ep->samples = (uint32_t)R.cur.s.n;
 		samples_free(&all);
@@ -1548,12 +1624,15 @@ enum tp_status tp_train_run(const struct tp_train_options *o,
 		res->epochs_done++;
 		logf_(o,
 		      "epoch %u/%u: %u samples, %u steps; train policy %.3f "
-		      "value %.4f; held-out policy %.3f (uniform %.3f) top-1 "
-		      "%.0f%% value %.4f; %.0f s",
+		      "value %.4f gain %.4f; held-out policy %.3f (uniform "
+		      "%.3f) top-1 %.0f%% value %.4f gain %.4f (corr %.2f, "
+		      "signs %.0f%%); %.0f s",
 		      e + 1, o->epochs, ep->samples, steps, ep->train_policy,
-		      ep->train_value, ep->heldout_policy,
+		      ep->train_value, ep->train_gain, ep->heldout_policy,
 		      ep->heldout_uniform, 100 * ep->heldout_top1,
-		      ep->heldout_value, ep->seconds);
+		      ep->heldout_value, ep->heldout_gain,
+		      ep->heldout_gain_corr, 100 * ep->heldout_gain_sign,
+		      ep->seconds);
 		R.net->meta.epochs = e + 1;
 		if (o->checkpoint &&
 		    (st = ckpt_save(o->checkpoint, R.net, &adam, e + 1, err)))

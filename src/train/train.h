@@ -64,6 +64,7 @@ struct tp_train_options {
 	float lr;
 	float clip;           /* gradient-norm clipping */
 	float value_weight;   /* value loss weight */
+	float gain_weight;    /* gain loss weight (mean over actions) */
 	float weight_decay;   /* AdamW decoupled decay (per step, x lr) */
 	uint32_t hidden;      /* network width (0 = default 64) */
 	uint32_t layers;      /* message-passing layers (0 = default 3) */
@@ -87,6 +88,12 @@ struct tp_train_epoch {
 	uint32_t samples;
 	double train_policy, train_value;     /* mean losses, last steps */
 	double heldout_policy, heldout_value; /* held-out losses */
+	double train_gain, heldout_gain;      /* gain head squared error */
+	double heldout_gain_corr;             /* its correlation with the
+						 targets */
+	double heldout_gain_sign;             /* share of the actions over
+						 1% better or worse whose
+						 sign it gets right */
 	double heldout_top1;                  /* argmax agreement */
 	double heldout_uniform;               /* cross-entropy of uniform
 						 priors on the held-out set */
