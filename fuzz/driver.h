@@ -54,4 +54,41 @@ static inline void fz_fixture_or_exit(struct fz_fixture *fx,
 	}
 }
 
+/*
+ * The two functions of a target.  FZ_TARGET(fz_x_one): fz_x_one(data,
+ * size, err) per input.  FZ_FIXTURE_TARGET(fz_x_one, MODEL, TOPO): the
+ * fixture is loaded once, then fz_x_one(&fixture, data, size, err).
+ */
+#define FZ_TARGET(one)                                                        \
+	int LLVMFuzzerInitialize(int *argc, char ***argv)                     \
+	{                                                                     \
+		(void)argc;                                                   \
+		(void)argv;                                                   \
+		fz_env();                                                     \
+		return 0;                                                     \
+	}                                                                     \
+	int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)          \
+	{                                                                     \
+		struct tp_error err;                                          \
+		fz_report(one(data, size, &err), &err);                       \
+		return 0;                                                     \
+	}
+
+#define FZ_FIXTURE_TARGET(one, model_rel, topo_rel)                           \
+	static struct fz_fixture fixture;                                     \
+	int LLVMFuzzerInitialize(int *argc, char ***argv)                     \
+	{                                                                     \
+		(void)argc;                                                   \
+		(void)argv;                                                   \
+		fz_env();                                                     \
+		fz_fixture_or_exit(&fixture, model_rel, topo_rel);            \
+		return 0;                                                     \
+	}                                                                     \
+	int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)          \
+	{                                                                     \
+		struct tp_error err;                                          \
+		fz_report(one(&fixture, data, size, &err), &err);             \
+		return 0;                                                     \
+	}
+
 #endif

@@ -1,18 +1,4 @@
 /* fuzz_hf.c - libFuzzer target: fz_hf_one (fuzz/harness.h). */
 #include "driver.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	fz_env();
-	return 0;
-}
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-	struct tp_error err;
-
-	fz_report(fz_hf_one(data, size, &err), &err);
-	return 0;
-}
+FZ_TARGET(fz_hf_one)

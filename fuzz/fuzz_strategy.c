@@ -2,21 +2,4 @@
  * fixture FZ_STRATEGY_MODEL / FZ_STRATEGY_TOPOLOGY. */
 #include "driver.h"
 
-static struct fz_fixture fixture;
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	fz_env();
-	fz_fixture_or_exit(&fixture, FZ_STRATEGY_MODEL, FZ_STRATEGY_TOPOLOGY);
-	return 0;
-}
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-	struct tp_error err;
-
-	fz_report(fz_strategy_one(&fixture, data, size, &err), &err);
-	return 0;
-}
+FZ_FIXTURE_TARGET(fz_strategy_one, FZ_STRATEGY_MODEL, FZ_STRATEGY_TOPOLOGY)

@@ -698,28 +698,6 @@ enum tp_status tp_gnn_infer_gains(const struct tp_gnn_net *net,
 	return TP_OK;
 }
 
-enum tp_status tp_gnn_train_example(const struct tp_gnn_net *net,
-				    const struct tp_gnn_input *in,
-				    const float *target_pi, float target_v,
-				    float value_weight, struct tp_ad *ad,
-				    float *grad, float *policy_loss,
-				    float *value_loss, struct tp_error *err)
-{
-	struct tp_gnn_targets t = {target_pi, target_v, value_weight,
-				   NULL, NULL};
-	float l[3];
-	enum tp_status st = tp_gnn_train_targets(net, in, &t, ad, grad, l,
-						 err);
-
-	if (st)
-		return st;
-	if (policy_loss)
-		*policy_loss = l[0];
-	if (value_loss)
-		*value_loss = l[1];
-	return TP_OK;
-}
-
 enum tp_status tp_gnn_train_targets(const struct tp_gnn_net *net,
 				    const struct tp_gnn_input *in,
 				    const struct tp_gnn_targets *t,

@@ -168,25 +168,12 @@ enum tp_status tp_gnn_infer_gains(const struct tp_gnn_net *net,
 				  float *value, struct tp_error *err);
 
 /*
- * One training example: loss = cross-entropy(target_pi, policy)
- * + value_weight * (value - target_v)^2 (the policy term is skipped when
- * target_pi is NULL or n_actions == 0).  Gradients are *added* into grad
- * (n_params floats).  *policy_loss / *value_loss receive the two terms
- * (may be NULL).
- */
-enum tp_status tp_gnn_train_example(const struct tp_gnn_net *net,
-				    const struct tp_gnn_input *in,
-				    const float *target_pi, float target_v,
-				    float value_weight, struct tp_ad *ad,
-				    float *grad, float *policy_loss,
-				    float *value_loss, struct tp_error *err);
-
-/*
- * One training example with every target: loss = cross-entropy(pi,
- * policy) + value_weight * (value - target)^2 + sum_k gain_weight[k]
- * (gain_k - gain[k])^2 (the gain term is skipped when gain or gain_weight
- * is NULL; a weight of 0 masks an action whose gain is unknown).
- * loss_out receives the three terms.  Gradients are added into grad.
+ * One training example: loss = cross-entropy(pi, policy) (skipped when
+ * pi is NULL or n_actions == 0) + value_weight * (value - target)^2 +
+ * sum_k gain_weight[k] (gain_k - gain[k])^2 (skipped when gain or
+ * gain_weight is NULL; a weight of 0 masks an action whose gain is
+ * unknown).  loss_out receives the three terms.  Gradients are *added*
+ * into grad (n_params floats).
  */
 struct tp_gnn_targets {
 	const float *pi;          /* n_actions, a distribution, or NULL */

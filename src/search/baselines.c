@@ -1064,7 +1064,7 @@ enum tp_status search_polish(struct worker *w)
 	float *gains = tp_calloc(cap, sizeof(*gains));
 	bool *decided = tp_calloc(K ? K : 1, sizeof(*decided));
 	bool *keep = tp_calloc(cap, sizeof(*keep));
-	bool *keep2 = tp_calloc((size_t)(K + 1) * cap, sizeof(*keep2));
+	bool *better = tp_calloc((size_t)(K + 1) * cap, sizeof(*better));
 	struct search_prior_buf pb = {pacts, decided, pri, gains};
 #define MAX_STARTS (SCTX_ELITES + 2)
 	struct tp_globals gl, sgl[MAX_STARTS];
@@ -1076,7 +1076,7 @@ enum tp_status search_polish(struct worker *w)
 
 	if (!acts || !inc || !cand || !moves || !used || !starts || !all ||
 	    !allres || !pacts || !pri || !gains || !decided || !keep ||
-	    !keep2) {
+	    !better) {
 		st = TP_ENOMEM;
 		goto out;
 	}
@@ -1125,11 +1125,13 @@ enum tp_status search_polish(struct worker *w)
 			n_start++;
 		}
 	}
-	for (uint32_t j = 0; s->stage_start && n_start && j < SCTX_POLISHED &&
-			     j < s->n_polished;
-	     j++)
-		if (s->polished[j] == skey[0])
-			n_start = 0;
+	if (s->stage_start && n_start) {
+		uint32_t np = s->n_polished < SCTX_POLISHED ? s->n_polished
+							    : SCTX_POLISHED;
+		for (uint32_t j = 0; j < np; j++)
+			if (s->polished[j] == skey[0])
+				n_start = 0;
+	}
 	pthread_mutex_unlock(&s->lock);
 	for (uint32_t si = 0; si < n_start; si++) {
 	struct evalres cur = scur[si];
@@ -1168,8 +1170,10 @@ enum tp_status search_polish(struct worker *w)
 						     : tp_space_group_actions(
 							       sp, lv - 1, inc,
 							       &gl, acts, cap);
+				/* a full pass asks only to measure the
+				   gains (options.gain_stats) */
 				bool asked = guide && n > 2 && lv > 0 &&
-					     (!full || s->gain_stats);
+					     (!full || s->o->gain_stats);
 				if (asked) {
 					float v;
 					bool hv;
@@ -1193,15 +1197,16 @@ enum tp_status search_polish(struct worker *w)
 					na++;
 				}
 			}
-			memset(allres, 0, na * sizeof(*allres));
+			if (s->o->gain_stats) /* reads unscored slots */
+				memset(allres, 0, na * sizeof(*allres));
 			st = sweep_parallel(w, helpers, n_helpers, &gl, inc,
 					    all, allres, na,
 					    cur.feasible ? cur.time : 0, lim,
 					    &spent);
 			if (st)
 				goto out;
-			if (s->gain_stats)
-				gain_stats(s, cur, all, allres, na, keep2);
+			if (s->o->gain_stats)
+				gain_stats(s, cur, all, allres, na, better);
 			if (spent)
 				goto next_start;
 			for (uint32_t i = 0; i < na; i++) {
@@ -1283,6 +1288,6 @@ out:
 	free(gains);
 	free(decided);
 	free(keep);
-	free(keep2);
+	free(better);
 	return st;
 }

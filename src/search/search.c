@@ -119,19 +119,9 @@ double sctx_reserve(struct sctx *s)
 	       0.05 * s->o->time_limit_s;
 }
 
-/* Stopped by an error, the caller or the time limit (not by a stage's
- * playout limit). */
+/* Stopped by an error, the caller or the time limit: everything but the
+ * playout limit (of the search or of its stage). */
 static bool stopped_for_good(struct sctx *s)
-{
-	const struct tp_search_options *o = s->o;
-
-	if (atomic_load(&s->stop) || (o->stop && *o->stop))
-		return true;
-	return o->time_limit_s > 0 &&
-	       sctx_elapsed(s) >= o->time_limit_s - sctx_reserve(s);
-}
-
-bool sctx_should_stop(struct sctx *s)
 {
 	const struct tp_search_options *o = s->o;
 
@@ -142,14 +132,19 @@ bool sctx_should_stop(struct sctx *s)
 		atomic_store(&s->stop, 1);
 		return true;
 	}
-	if (o->playouts &&
-	    atomic_load(&s->playouts) >=
-		    (s->stage_end ? s->stage_end : o->playouts))
+	return o->time_limit_s > 0 &&
+	       sctx_elapsed(s) >= o->time_limit_s - sctx_reserve(s);
+}
+
+bool sctx_should_stop(struct sctx *s)
+{
+	const struct tp_search_options *o = s->o;
+
+	if (stopped_for_good(s))
 		return true;
-	if (o->time_limit_s > 0 &&
-	    sctx_elapsed(s) >= o->time_limit_s - sctx_reserve(s))
-		return true;
-	return false;
+	return o->playouts &&
+	       atomic_load(&s->playouts) >=
+		       (s->stage_end ? s->stage_end : o->playouts);
 }
 
 void sctx_progress(struct sctx *s, bool force)
@@ -709,7 +704,6 @@ enum tp_status tp_search_run(const struct tp_model *m,
 	s.c = c;
 	s.ev = ev;
 	s.o = o;
-	s.gain_stats = o->gain_stats;
 	s.res = res;
 	s.t0 = sctx_now();
 	s.phase = "baselines";

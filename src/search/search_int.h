@@ -64,7 +64,6 @@ struct sctx {
 	_Atomic uint64_t bounded; /* settled by the lower bound */
 	_Atomic uint64_t value_skips; /* leaves the provider's value cut */
 	_Atomic int prior_values; /* the provider has returned values */
-	bool gain_stats;          /* options->gain_stats */
 	/* A search limited by playouts runs in stages of doubling budgets
 	   (search.c, STAGE_FIRST): sweeps, then the tree, up to stage_end
 	   playouts; the next stage starts at stage_start = the last end.

@@ -85,7 +85,12 @@ static void op_times(const struct tp_sim *sim, uint32_t o, uint32_t ty,
 	}
 }
 
-void tp_sim_acc_flow(struct tp_sim_scratch *s, uint32_t src, uint32_t dst)
+/* One flow src -> dst into channel counts cnt (touched: the channels in
+ * first-touch order), a flow count and the largest route latency. */
+static inline void count_flow(struct tp_sim_scratch *s, uint32_t src,
+			      uint32_t dst, uint32_t *cnt,
+			      struct chanvec *touched, uint32_t *flows,
+			      double *latency)
 {
 	const struct tp_cluster *c = s->sim->c;
 	const struct tp_route *r;
@@ -97,12 +102,18 @@ void tp_sim_acc_flow(struct tp_sim_scratch *s, uint32_t src, uint32_t dst)
 	ch = tp_cluster_route_channels(c, r);
 	for (uint32_t k = 0; k < r->n; k++) {
 		uint32_t x = ch[k];
-		if (s->cnt[x]++ == 0 && tp_vec_push(&s->touched, x))
+		if (cnt[x]++ == 0 && tp_vec_push(touched, x))
 			s->acc_oom = true;
 	}
-	s->acc_flows++;
-	if (r->latency_s > s->acc_latency)
-		s->acc_latency = r->latency_s;
+	(*flows)++;
+	if (r->latency_s > *latency)
+		*latency = r->latency_s;
+}
+
+void tp_sim_acc_flow(struct tp_sim_scratch *s, uint32_t src, uint32_t dst)
+{
+	count_flow(s, src, dst, s->cnt, &s->touched, &s->acc_flows,
+		   &s->acc_latency);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -115,22 +126,7 @@ static int cmp_u32(const void *a, const void *b)
  * counts in first-touch order). */
 static void ring_flow(struct tp_sim_scratch *s, uint32_t src, uint32_t dst)
 {
-	const struct tp_cluster *c = s->sim->c;
-	const struct tp_route *r;
-	const uint32_t *ch;
-
-	if (src == dst)
-		return;
-	r = tp_cluster_route(c, src, dst);
-	ch = tp_cluster_route_channels(c, r);
-	for (uint32_t k = 0; k < r->n; k++) {
-		uint32_t x = ch[k];
-		if (s->cnt2[x]++ == 0 && tp_vec_push(&s->touched2, x))
-			s->acc_oom = true;
-	}
-	s->flows2++;
-	if (r->latency_s > s->lat2)
-		s->lat2 = r->latency_s;
+	count_flow(s, src, dst, s->cnt2, &s->touched2, &s->flows2, &s->lat2);
 }
 
 /* The rings' flows, recorded apart (ring_flow) so they can be cached. */

@@ -200,6 +200,13 @@ struct heap_ev {
 	uint32_t ev; /* 0 finish, 1 flow begin */
 };
 
+/* A vector of channel indices (a named TP_VEC, so cost.c's count_flow can
+ * take either of the two below). */
+struct chanvec {
+	uint32_t *v;
+	size_t n, cap;
+};
+
 struct tp_sim_scratch {
 	const struct tp_sim *sim;
 	uint64_t tasks_total;
@@ -214,7 +221,7 @@ struct tp_sim_scratch {
 	uint32_t *cnt, *cmark;
 	double *chan_bytes, *chan_busy; /* report: per channel */
 	uint32_t stamp;
-	TP_VEC(uint32_t) touched;
+	struct chanvec touched;
 	TP_VEC(struct ginfo) groups;
 	TP_VEC(uint32_t) gorder; /* groups in topological order */
 	TP_VEC(struct gedge) gedges;
@@ -265,7 +272,7 @@ struct tp_sim_scratch {
 	uint32_t lc_cap;  /* power of two, 0 = no table yet */
 	/* ring accumulations of device lists (cost.c) */
 	uint32_t *cnt2; /* per channel, for recording one ring apart */
-	TP_VEC(uint32_t) touched2;
+	struct chanvec touched2;
 	uint32_t flows2;
 	double lat2;
 	TP_VEC(struct rgentry) rg;

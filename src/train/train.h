@@ -18,7 +18,10 @@
  * a target: it grows with the visits the prior itself sends there, which
  * made the held-out loss rise from the second epoch on) -- the value target
  * is the state's outcome (the best plan found from it, as an efficiency,
- * features.h tp_gnn_value_target), and the game moves on to the target's
+ * features.h tp_gnn_value_target), the gain targets are each action's
+ * own plan against the state's (features.h tp_gnn_gain_target; a mean
+ * squared error over the scored actions, weight gain_weight), and the
+ * game moves on to the target's
  * most likely action (sampled from it in the first half of the levels).  Epoch 0 searches
  * with uniform priors; later epochs with the network being trained.
  * After each epoch's games the network is trained on the last two epochs'
