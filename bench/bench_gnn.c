@@ -30,6 +30,8 @@
  * guided sweeps scored at 1,000 playouts.
  *
  * TAGPLAN_BENCH_QUICK=1 runs two cases with a 2,000-playout reference;
+ * TAGPLAN_BENCH_GNN_CASE=text runs the cases whose name contains text,
+ * TAGPLAN_BENCH_GNN_TRACE=1 prints each new best of the runs of (b);
  * TAGPLAN_BENCH_GNN_GAINS=0.03 lets the guided sweeps skip the changes
  * the gains predict at least 3% slower (search.h gain_skip).
  */
@@ -133,11 +135,21 @@ struct watch {
 	uint64_t reached;   /* playouts when first reached, UINT64_MAX = not */
 	volatile sig_atomic_t stop;
 	bool stop_when_reached;
+	bool trace;         /* print every new best (TAGPLAN_BENCH_GNN_TRACE) */
+	double last;        /* the best so far, for trace */
+	const char *label;
 };
 
 static void on_progress(void *ctx, const struct tp_search_progress *p)
 {
 	struct watch *w = ctx;
+	if (w->trace && p->have_best && p->best_feasible &&
+	    p->best_time_s < w->last) {
+		w->last = p->best_time_s;
+		printf("    %s: %llu playouts, %s, %.5g s\n", w->label,
+		       (unsigned long long)p->playouts, p->phase,
+		       p->best_time_s);
+	}
 	if (w->reached == UINT64_MAX && p->have_best && p->best_feasible &&
 	    p->best_time_s <= w->target * 1.02) {
 		w->reached = p->playouts;
@@ -233,6 +245,7 @@ static enum tp_status run_search(const struct tp_model *m,
 	if (pp && getenv("TAGPLAN_BENCH_GNN_GAINS"))
 		o.gain_skip = atof(getenv("TAGPLAN_BENCH_GNN_GAINS"));
 	if (w) {
+		w->last = INFINITY;
 		w->reached = UINT64_MAX;
 		w->stop = 0;
 		o.progress = on_progress;
@@ -416,6 +429,7 @@ int main(void)
 	       "playouts to 2%: guided/unguided");
 	for (uint32_t i = 0; i < nc; i++) {
 		struct kase *ks = &cases[i];
+		const char *only = getenv("TAGPLAN_BENCH_GNN_CASE");
 		struct tp_sim_options so;
 		struct tp_sim *sim;
 		struct tp_search_simeval se;
@@ -427,6 +441,8 @@ int main(void)
 		bool all_ok = true;
 
 		memset(&gcase, 0, sizeof(gcase));
+		if (only && !strstr(ks->name, only))
+			continue;
 
 		tp_sim_options_default(&so);
 		sim = tp_sim_new(&ks->m, &ks->c, &so, &err);
@@ -467,7 +483,10 @@ int main(void)
 		 * run as long as the reference, the guided one until reached */
 		wu.target = ref;
 		wu.stop_when_reached = true;
+		wu.trace = getenv("TAGPLAN_BENCH_GNN_TRACE") != NULL;
 		wg = wu;
+		wu.label = "unguided";
+		wg.label = "guided";
 		run_search(&ks->m, &ks->c, &ev, NULL, ref_playouts, &wu, &secs,
 			   &secs, NULL, NULL, &err);
 		run_search(&ks->m, &ks->c, &ev, &pp, ref_playouts, &wg, &secs,

@@ -806,7 +806,25 @@ struct move {
 	bool feasible;
 	float gain;  /* the provider's predicted ln(t_inc / t), NAN = none */
 	float prior; /* the provider's prior, NAN = none */
+	uint32_t rank; /* among the level's changes (sweep_order) */
 };
+
+/* The order a pass scores its changes in: round robin over the levels,
+ * the k-th change of every level before the (k+1)-th of any, likeliest
+ * first by the prior when there is one (else in candidate order).  A
+ * pass the budget cuts short (an early stage of an anytime search,
+ * search.c) has then looked at every group, at its likeliest changes,
+ * rather than at every change of the first few groups. */
+static int cmp_sweep_order(const void *x, const void *y)
+{
+	const struct move *a = x, *b = y;
+
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	if (a->lv != b->lv)
+		return a->lv < b->lv ? -1 : 1;
+	return 0;
+}
 
 static int cmp_move(const void *x, const void *y)
 {
@@ -1065,6 +1083,7 @@ enum tp_status search_polish(struct worker *w)
 	bool *decided = tp_calloc(K ? K : 1, sizeof(*decided));
 	bool *keep = tp_calloc(cap, sizeof(*keep));
 	bool *better = tp_calloc((size_t)(K + 1) * cap, sizeof(*better));
+	uint32_t *rank = tp_calloc(cap, sizeof(*rank));
 	struct search_prior_buf pb = {pacts, decided, pri, gains};
 #define MAX_STARTS (SCTX_ELITES + 2)
 	struct tp_globals gl, sgl[MAX_STARTS];
@@ -1076,7 +1095,7 @@ enum tp_status search_polish(struct worker *w)
 
 	if (!acts || !inc || !cand || !moves || !used || !starts || !all ||
 	    !allres || !pacts || !pri || !gains || !decided || !keep ||
-	    !better) {
+	    !better || !rank) {
 		st = TP_ENOMEM;
 		goto out;
 	}
@@ -1170,10 +1189,7 @@ enum tp_status search_polish(struct worker *w)
 						     : tp_space_group_actions(
 							       sp, lv - 1, inc,
 							       &gl, acts, cap);
-				/* a full pass asks only to measure the
-				   gains (options.gain_stats) */
-				bool asked = guide && n > 2 && lv > 0 &&
-					     (!full || s->o->gain_stats);
+				bool asked = guide && n > 2 && lv > 0;
 				if (asked) {
 					float v;
 					bool hv;
@@ -1187,6 +1203,7 @@ enum tp_status search_polish(struct worker *w)
 					guide_gain_cut(gains, n,
 						       s->o->gain_skip, keep);
 				}
+				search_prior_rank(asked ? pri : NULL, n, rank);
 				for (uint32_t i = 1; i < n; i++) {
 					if (!full && asked && !keep[i])
 						continue;
@@ -1194,9 +1211,11 @@ enum tp_status search_polish(struct worker *w)
 					all[na].a = acts[i];
 					all[na].gain = asked ? gains[i] : NAN;
 					all[na].prior = asked ? pri[i] : NAN;
+					all[na].rank = rank[i];
 					na++;
 				}
 			}
+			qsort(all, na, sizeof(*all), cmp_sweep_order);
 			if (s->o->gain_stats) /* reads unscored slots */
 				memset(allres, 0, na * sizeof(*allres));
 			st = sweep_parallel(w, helpers, n_helpers, &gl, inc,
@@ -1289,5 +1308,6 @@ out:
 	free(decided);
 	free(keep);
 	free(better);
+	free(rank);
 	return st;
 }

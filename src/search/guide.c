@@ -116,3 +116,20 @@ uint32_t search_prior_cut(const float *priors, uint32_t n, double mass,
 	}
 	return kept;
 }
+
+void search_prior_rank(const float *priors, uint32_t n, uint32_t *rank)
+{
+	struct ranked r[SEARCH_MAX_ACTIONS];
+	uint32_t m = 0;
+
+	for (uint32_t i = 1; i < n && m < SEARCH_MAX_ACTIONS; i++) {
+		r[m].p = priors ? priors[i] : 0;
+		r[m].i = i;
+		m++;
+	}
+	qsort(r, m, sizeof(*r), cmp_ranked);
+	if (n)
+		rank[0] = 0;
+	for (uint32_t k = 0; k < m; k++)
+		rank[r[k].i] = k;
+}

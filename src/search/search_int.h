@@ -208,6 +208,9 @@ enum tp_status search_priors(struct worker *w, uint32_t level,
  */
 uint32_t search_prior_cut(const float *priors, uint32_t n, double mass,
 			  uint32_t min_keep, bool *keep);
+/* rank[i] of the changes 1 .. n-1: 0 = the likeliest by prior (priors
+ * NULL: candidate order); ties by position. */
+void search_prior_rank(const float *priors, uint32_t n, uint32_t *rank);
 
 /* The tree search until a limit; returns the first worker error. */
 enum tp_status search_mcts(struct sctx *s);
