@@ -938,6 +938,45 @@ START_TEST(test_features_real_graph)
 }
 END_TEST
 
+/* Action feature 24 estimates the gradient sync with the action's own
+ * method: the ring's estimate (feature 15) for the ring; for
+ * hierarchical over a fast node (NVLink) and two PCIe nodes joined by
+ * 25GbE, less than the ring, whose slowest route is the 25GbE one. */
+START_TEST(test_features_sync_method)
+{
+	static const char *const specs[] = {"v100-nvlink:1", "1080ti-pcie:2"};
+	struct fixture fx;
+	struct tp_gnn_features *f;
+	struct tp_gnn_input in;
+	struct tp_error err;
+	uint32_t nd;
+	float ring15, ring24, hier15, hier24;
+
+	fixture_init(&fx, specs, 2, "25gbe");
+	nd = (uint32_t)fx.c.devices.n;
+	fx.acts[1] = fx.acts[0];
+	fx.acts[1].keeps_default = false;
+	fx.acts[0].sync = TP_SYNC_RING;
+	fx.acts[1].sync = TP_SYNC_HIERARCHICAL;
+	fx.st.n_actions = 2;
+	ck_assert(fx.c.devices.v[0].node != fx.c.devices.v[nd - 1].node);
+	f = tp_gnn_features_new(&fx.m, &fx.c, fx.g.n, fx.g.first, NULL, &err);
+	ck_assert_msg(f != NULL, "%s", err.msg);
+	ck_assert_int_eq(tp_gnn_features_state(f, &fx.st, &in, &err), TP_OK);
+	ring15 = tp_tensor_at(&in.action_x, 0, 0)[15];
+	ring24 = tp_tensor_at(&in.action_x, 0, 0)[24];
+	hier15 = tp_tensor_at(&in.action_x, 1, 0)[15];
+	hier24 = tp_tensor_at(&in.action_x, 1, 0)[24];
+	ck_assert(ring15 > 0);
+	ck_assert(ring24 == ring15);
+	ck_assert(hier15 == ring15);
+	ck_assert_msg(hier24 > 0 && hier24 < ring24, "hierarchical %g, ring %g",
+		      hier24, ring24);
+	tp_gnn_features_free(f);
+	fixture_release(&fx);
+}
+END_TEST
+
 START_TEST(test_features_pooling)
 {
 	static const char *const specs[] = {"dgx-a100:16"};
@@ -1137,6 +1176,35 @@ static void tiny_options(struct tp_train_options *o, const char *out)
 	o->out = out;
 }
 
+/* Polished starts (options.polish): every game first descends from data
+ * parallelism, which costs simulations, and still records samples. */
+START_TEST(test_train_polish)
+{
+	struct tp_train_options o;
+	struct tp_train_result *res = calloc(1, sizeof(*res));
+	struct tp_error err;
+	uint64_t plain;
+	char w[512];
+
+	snprintf(w, sizeof(w), "%s/polish.weights", tp_test_tmpdir());
+	tiny_options(&o, w);
+	o.epochs = 1;
+	o.polish = 0;
+	ck_assert_msg(tp_train_run(&o, res, &err) == TP_OK, "%s", err.msg);
+	plain = res->simulations;
+	tiny_options(&o, w);
+	o.epochs = 1;
+	o.polish = 1;
+	o.polish_passes = 2;
+	ck_assert_msg(tp_train_run(&o, res, &err) == TP_OK, "%s", err.msg);
+	ck_assert(res->epoch[0].samples > 0);
+	ck_assert_msg(res->simulations > plain, "%llu simulations, %llu "
+		      "without polishing", (unsigned long long)res->simulations,
+		      (unsigned long long)plain);
+	free(res);
+}
+END_TEST
+
 START_TEST(test_train_run_resume)
 {
 	struct tp_train_options o;
@@ -1238,6 +1306,7 @@ Suite *suite_gnn(void)
 	tcase_add_test(tc, test_weights_corruption);
 	tcase_add_test(tc, test_features_real_graph);
 	tcase_add_test(tc, test_features_pooling);
+	tcase_add_test(tc, test_features_sync_method);
 	tcase_add_test(tc, test_provider_priors);
 	tcase_add_test(tc, test_corpus);
 	tcase_add_test(tc, test_train_command);
@@ -1245,6 +1314,7 @@ Suite *suite_gnn(void)
 	tc = tcase_create("train");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_train_run_resume);
+	tcase_add_test(tc, test_train_polish);
 	suite_add_tcase(s, tc);
 	return s;
 }

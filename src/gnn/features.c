@@ -49,6 +49,7 @@ struct tp_gnn_features {
 	uint32_t *ngroups_on;      /* ND */
 	uint32_t *node_seen;       /* ND, stamps */
 	uint32_t *node_slot;       /* ND: device node -> action slot */
+	uint32_t *sync_devs;       /* ND: an action's replicas, sorted */
 	uint32_t stamp;
 };
 
@@ -515,7 +516,8 @@ tp_gnn_features_new(const struct tp_model *m, const struct tp_cluster *c,
 	f->ngroups_on = tp_calloc(f->ND, sizeof(uint32_t));
 	f->node_seen = tp_calloc(f->ND, sizeof(uint32_t));
 	f->node_slot = tp_calloc(f->ND, sizeof(uint32_t));
-	if (!f->node_slot ||
+	f->sync_devs = tp_calloc(f->ND, sizeof(uint32_t));
+	if (!f->node_slot || !f->sync_devs ||
 	    !f->gfirst || !f->gtime || !f->gtime_min || !f->gparam ||
 	    !f->gsaved || !f->gflop || !f->dev_peak || !f->load || !f->mem ||
 	    !f->comm || !f->ngroups_on || !f->node_seen) {
@@ -599,6 +601,7 @@ void tp_gnn_features_free(struct tp_gnn_features *f)
 	free(f->ngroups_on);
 	free(f->node_seen);
 	free(f->node_slot);
+	free(f->sync_devs);
 	tp_vec_free(&f->op_pg);
 	tp_vec_free(&f->g_pg);
 	tp_vec_free(&f->pg_frac);
@@ -676,6 +679,72 @@ static int set_nodes(struct tp_gnn_features *f, const uint32_t *devs,
 		f->act_w.v[f->node_slot[nd]] += 1.0f;
 	}
 	return 0;
+}
+
+static int cmp_dev(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * Seconds to synchronise S bytes of gradients per replica the way the
+ * simulator's hierarchical method does (src/sim/sim.c, sync_phases):
+ * the replicas (tensor rank 0 of each, sorted) in runs by node, a ring
+ * inside every node (reduce-scatter and all-gather at the slowest route
+ * inside a run), then per position one ring across the nodes carrying
+ * S / (smallest run) at the slowest route between neighbouring runs.
+ * An estimate: contention between the rings is left to the simulator.
+ */
+static double hier_sync_s(struct tp_gnn_features *f,
+			  const struct tp_prior_action *ac, double S)
+{
+	const struct tp_cluster *c = f->c;
+	uint32_t n = ac->dp, k = 0, gmin = UINT32_MAX, gmax = 0, run = 0;
+	uint32_t *p = f->sync_devs;
+	double bw_in = INFINITY, bw_x = INFINITY, t = 0;
+	uint32_t first = 0, prev_first = 0, first0 = 0;
+
+	if (n < 2 || n > f->ND)
+		return 0;
+	for (uint32_t r = 0; r < n; r++)
+		p[r] = ac->devices[(size_t)r * ac->tp];
+	qsort(p, n, sizeof(*p), cmp_dev);
+	for (uint32_t i = 0; i <= n; i++) {
+		bool new_run = i == n || i == 0 ||
+			       c->devices.v[p[i]].node !=
+				       c->devices.v[p[i - 1]].node;
+		if (!new_run) {
+			bw_in = fmin(bw_in,
+				     tp_cluster_route(c, p[i - 1], p[i])->bw_Bps);
+			run++;
+			continue;
+		}
+		if (i > 0) {
+			gmin = run < gmin ? run : gmin;
+			gmax = run > gmax ? run : gmax;
+		}
+		if (i == n)
+			break;
+		first = p[i];
+		if (k == 0)
+			first0 = first;
+		else
+			bw_x = fmin(bw_x, tp_cluster_route(c, prev_first,
+							   first)->bw_Bps);
+		prev_first = first;
+		k++;
+		run = 1;
+	}
+	if (k > 2)
+		bw_x = fmin(bw_x, tp_cluster_route(c, prev_first,
+						   first0)->bw_Bps);
+	if (gmax > 1 && bw_in > 0 && isfinite(bw_in))
+		t += 2.0 * (gmax - 1) / gmax * S / bw_in;
+	if (k > 1 && bw_x > 0 && isfinite(bw_x))
+		t += 2.0 * (k - 1) / k * S / gmin / bw_x;
+	return t;
 }
 
 static void globals_features(float *r, const struct tp_plan *p,
@@ -978,6 +1047,15 @@ enum tp_status tp_gnn_features_state(struct tp_gnn_features *f,
 						 bottleneck
 				       : 0;
 			x[15] = comp > 0 && comm > 0
+					? clampf(log10(comm / comp) / 6 + 0.5,
+						 0, 1)
+					: 0.0f;
+			/* the same with the action's own method (the
+			   parameter server counted as the ring) */
+			if (ac->sync == TP_SYNC_HIERARCHICAL && comm > 0)
+				comm = hier_sync_s(f, ac,
+						   f->gparam[k] / ac->tp);
+			x[24] = comp > 0 && comm > 0
 					? clampf(log10(comm / comp) / 6 + 0.5,
 						 0, 1)
 					: 0.0f;

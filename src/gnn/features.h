@@ -55,7 +55,7 @@
 /* Feature widths (documented in src/gnn/README). */
 #define TP_GNN_F_GROUP 24
 #define TP_GNN_F_DEVICE 13
-#define TP_GNN_F_ACTION 24
+#define TP_GNN_F_ACTION 25
 #define TP_GNN_F_GLOBAL 18
 #define TP_GNN_F_FLOW 3
 #define TP_GNN_F_LINK 5

@@ -49,6 +49,8 @@ void tp_train_options_default(struct tp_train_options *o)
 	o->gain_weight = 1.0f;
 	o->weight_decay = 1e-2f;
 	o->max_devices = 32;
+	o->polish = 0;
+	o->polish_passes = 3;
 }
 
 static double now_s(void)
@@ -652,6 +654,109 @@ static enum tp_status game_incumbent(struct tctx *t)
 	return TP_OK;
 }
 
+/* One scored single change of a polished plan (game_polish). */
+struct pmove {
+	uint32_t lv;
+	struct tp_action a;
+	double v;
+};
+
+static int cmp_pmove(const void *x, const void *y)
+{
+	const struct pmove *a = x, *b = y;
+
+	if (a->v != b->v)
+		return a->v > b->v ? -1 : 1;
+	return a->lv < b->lv ? -1 : a->lv > b->lv;
+}
+
+/*
+ * Steepest descent from (gl, dec) as the search's sweeps do it
+ * (src/search/baselines.c, search_polish): at most `passes` passes, each
+ * scoring every single change, applying the best one and then the next
+ * best ones of other levels while they still improve; stops early at a
+ * local optimum.  A game that starts from such a plan records the states
+ * the guided sweeps ask the network about -- plans on the way to a local
+ * optimum, where few changes improve -- rather than only states on the
+ * way down from data parallelism.
+ */
+static enum tp_status game_polish(struct tctx *t, uint32_t passes,
+				  struct tp_globals *gl,
+				  struct tp_decision *dec)
+{
+	struct game *g = t->game;
+	uint32_t K = g->g.n;
+	struct pmove *mv = tp_calloc((size_t)(K + 1) * MAX_ACTIONS,
+				     sizeof(*mv));
+	struct tp_decision *cand = tp_calloc(K, sizeof(*cand));
+	uint8_t *used = tp_calloc(K + 1, 1);
+	enum tp_status st = TP_OK;
+	struct evalr r;
+	double cur;
+
+	if (!mv || !cand || !used) {
+		st = tp_error_set(&t->err, TP_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((st = eval_state(t, gl, dec, false, &r)))
+		goto out;
+	cur = r.ok ? tp_search_value(g->ref, r.feasible, r.time, r.over) : -1;
+	for (uint32_t pass = 0; pass < passes; pass++) {
+		size_t nm = 0;
+		for (uint32_t lv = 0; lv <= K; lv++) {
+			uint32_t n = list_actions(t, lv, gl, dec, t->acts);
+			for (uint32_t i = 1; i < n; i++) {
+				struct tp_globals g2 = *gl;
+				double v;
+				memcpy(cand, dec, K * sizeof(*cand));
+				apply(lv, &t->acts[i], &g2, cand, K);
+				if ((st = eval_state(t, &g2, cand, false, &r)))
+					goto out;
+				v = r.ok ? tp_search_value(g->ref, r.feasible,
+							   r.time, r.over)
+					 : -1;
+				if (v <= cur)
+					continue;
+				mv[nm].lv = lv;
+				mv[nm].a = t->acts[i];
+				mv[nm].v = v;
+				nm++;
+			}
+		}
+		if (!nm)
+			break;
+		qsort(mv, nm, sizeof(*mv), cmp_pmove);
+		memset(used, 0, K + 1);
+		apply(mv[0].lv, &mv[0].a, gl, dec, K);
+		used[mv[0].lv] = 1;
+		cur = mv[0].v;
+		for (size_t k = 1; k < nm && k < 16; k++) {
+			struct tp_globals g2 = *gl;
+			double v;
+			if (used[mv[k].lv] || mv[k].a.suffix)
+				continue;
+			memcpy(cand, dec, K * sizeof(*cand));
+			apply(mv[k].lv, &mv[k].a, &g2, cand, K);
+			if ((st = eval_state(t, &g2, cand, false, &r)))
+				goto out;
+			v = r.ok ? tp_search_value(g->ref, r.feasible, r.time,
+						   r.over)
+				 : -1;
+			if (v > cur) {
+				*gl = g2;
+				memcpy(dec, cand, K * sizeof(*dec));
+				used[mv[k].lv] = 1;
+				cur = v;
+			}
+		}
+	}
+out:
+	free(mv);
+	free(cand);
+	free(used);
+	return st;
+}
+
 /* Record the state (gl, dec) at level with node nd's children. */
 static enum tp_status record(struct tctx *t, struct samples *S,
 			     uint32_t game, uint32_t level,
@@ -783,6 +888,13 @@ static enum tp_status play_game(struct tctx *t, uint32_t gi, struct game *g,
 		return tp_error_set(&t->err, TP_ENOMEM, "out of memory");
 	memcpy(dec, g->dec0, K * sizeof(*dec));
 	gl = g->gl0;
+	/* a share of the games starts on the way to a local optimum */
+	if (t->o->polish > 0 && t->o->polish_passes > 0 &&
+	    tp_rng_uniform(&t->rng) < t->o->polish &&
+	    (st = game_polish(t, 1 + (uint32_t)tp_rng_below(
+					     &t->rng, t->o->polish_passes),
+			      &gl, dec)))
+		goto out;
 	t->nodes.n = 0;
 	root = new_node(t);
 	if (root == UINT32_MAX) {
