@@ -165,6 +165,8 @@ static void on_progress(void *ctx, const struct tp_search_progress *p)
 struct gains {
 	uint64_t signs, sign_ok, better, n;
 	double gain_rank, prior_rank;
+	uint64_t clear;
+	double clear_gain_rank, clear_prior_rank;
 	double sx, sy, sxx, syy, sxy;
 };
 
@@ -175,6 +177,9 @@ static void gains_merge(struct gains *g, const struct gains *h)
 	g->better += h->better;
 	g->gain_rank += h->gain_rank;
 	g->prior_rank += h->prior_rank;
+	g->clear += h->clear;
+	g->clear_gain_rank += h->clear_gain_rank;
+	g->clear_prior_rank += h->clear_prior_rank;
 	g->n += h->n;
 	g->sx += h->sx;
 	g->sy += h->sy;
@@ -185,12 +190,20 @@ static void gains_merge(struct gains *g, const struct gains *h)
 
 static void gains_add(struct gains *g, const struct tp_search_result *r)
 {
-	struct gains h = {r->gain_signs,	r->gain_sign_ok,
-			  r->gain_better,	r->gain_n,
-			  r->gain_better_rank,	r->prior_better_rank,
-			  r->gain_sx,		r->gain_sy,
-			  r->gain_sxx,		r->gain_syy,
-			  r->gain_sxy};
+	struct gains h = {.signs = r->gain_signs,
+			  .sign_ok = r->gain_sign_ok,
+			  .better = r->gain_better,
+			  .n = r->gain_n,
+			  .gain_rank = r->gain_better_rank,
+			  .prior_rank = r->prior_better_rank,
+			  .clear = r->gain_clear,
+			  .clear_gain_rank = r->gain_clear_rank,
+			  .clear_prior_rank = r->prior_clear_rank,
+			  .sx = r->gain_sx,
+			  .sy = r->gain_sy,
+			  .sxx = r->gain_sxx,
+			  .syy = r->gain_syy,
+			  .sxy = r->gain_sxy};
 
 	gains_merge(g, &h);
 }
@@ -211,13 +224,17 @@ static void gains_print(const char *label, const struct gains *g)
 {
 	printf("%s%llu scored changes, sign right %.0f%%, correlation over "
 	       "%llu simulated %.2f; %llu beat the incumbent, ranked above "
-	       "the others of their pass by gain %.2f, by prior %.2f (AUC)\n",
+	       "the others of their pass by gain %.2f, by prior %.2f (AUC); "
+	       "%llu by at least 1%%: by gain %.2f, by prior %.2f\n",
 	       label, (unsigned long long)g->signs,
 	       g->signs ? 100.0 * (double)g->sign_ok / (double)g->signs : 0,
 	       (unsigned long long)g->n, gains_corr(g),
 	       (unsigned long long)g->better,
 	       g->better ? g->gain_rank / (double)g->better : NAN,
-	       g->better ? g->prior_rank / (double)g->better : NAN);
+	       g->better ? g->prior_rank / (double)g->better : NAN,
+	       (unsigned long long)g->clear,
+	       g->clear ? g->clear_gain_rank / (double)g->clear : NAN,
+	       g->clear ? g->clear_prior_rank / (double)g->clear : NAN);
 }
 
 static enum tp_status run_search(const struct tp_model *m,

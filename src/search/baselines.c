@@ -1025,11 +1025,16 @@ static void gain_stats(struct sctx *s, struct evalres cur,
 		r->gain_signs++;
 		r->gain_sign_ok += (g > 0) == better[i];
 		if (better[i]) {
+			double rg = rank_above(all, res, better, na, i, false);
+			double rp = rank_above(all, res, better, na, i, true);
 			r->gain_better++;
-			r->gain_better_rank +=
-				rank_above(all, res, better, na, i, false);
-			r->prior_better_rank +=
-				rank_above(all, res, better, na, i, true);
+			r->gain_better_rank += rg;
+			r->prior_better_rank += rp;
+			if (x->time * 1.01 <= cur.time) {
+				r->gain_clear++;
+				r->gain_clear_rank += rg;
+				r->prior_clear_rank += rp;
+			}
 		}
 		if (!x->feasible || x->bounded)
 			continue;
@@ -1168,6 +1173,9 @@ enum tp_status search_polish(struct worker *w)
 			cur = r0;
 	}
 	bool full = !guide; /* this pass tries every single change */
+	/* this pass follows a guided pass that found nothing at the same
+	   incumbent: it scores only the changes that one skipped */
+	bool rest = false;
 	for (uint32_t pass = 0;; pass++) {
 		struct evalres r;
 		size_t nm = 0;
@@ -1206,6 +1214,8 @@ enum tp_status search_polish(struct worker *w)
 				search_prior_rank(asked ? pri : NULL, n, rank);
 				for (uint32_t i = 1; i < n; i++) {
 					if (!full && asked && !keep[i])
+						continue;
+					if (rest && (!asked || keep[i]))
 						continue;
 					all[na].lv = lv;
 					all[na].a = acts[i];
@@ -1252,12 +1262,14 @@ enum tp_status search_polish(struct worker *w)
 				pthread_mutex_unlock(&s->lock);
 				break;
 			}
-			/* nothing among the likely changes: try them all
+			/* nothing among the likely changes: try the others
 			   before calling this a local optimum */
 			full = true;
+			rest = true;
 			continue;
 		}
 		full = !guide;
+		rest = false;
 		qsort(moves, nm, sizeof(*moves), cmp_move);
 		/* the best move, then the next ones on untouched levels */
 		memset(used, 0, K + 1);

@@ -203,9 +203,13 @@ struct tp_search_result {
 	   beat the incumbent, and the sums over them of the share of the
 	   same pass's other changes ranked below them by gain and by prior
 	   (divided by gain_better: an AUC, 0.5 = chance); sums over the
-	   simulated changes of x = predicted, y = actual ln(t_inc / t). */
+	   simulated changes of x = predicted, y = actual ln(t_inc / t).
+	   clear: the same for the changes at least 1% faster than the
+	   incumbent (most of the better ones gain far less). */
 	uint64_t gain_signs, gain_sign_ok, gain_better;
 	double gain_better_rank, prior_better_rank;
+	uint64_t gain_clear;
+	double gain_clear_rank, prior_clear_rank;
 	uint64_t gain_n;
 	double gain_sx, gain_sy, gain_sxx, gain_syy, gain_sxy;
 };
