@@ -26,8 +26,10 @@
  * devices on one core.
  *
  * Also printed: simulator calls at 1,000 playouts both ways, and how the
- * gain head's predictions (src/gnn/README, "Gains") match the changes the
- * guided sweeps scored at 1,000 playouts.
+ * gain head's predictions (src/gnn/README, "Gains") and the priors match
+ * the changes the guided sweeps scored at 1,000 playouts, and the changes
+ * the unguided sweeps scored (the network asked only to be measured,
+ * search.h stats_prior: states it did not choose).
  *
  * TAGPLAN_BENCH_QUICK=1 runs two cases with a 2,000-playout reference;
  * TAGPLAN_BENCH_GNN_CASE=text runs the cases whose name contains text,
@@ -241,6 +243,7 @@ static enum tp_status run_search(const struct tp_model *m,
 				 const struct tp_cluster *c,
 				 const struct tp_evaluator *ev,
 				 const struct tp_prior_provider *pp,
+				 const struct tp_prior_provider *stats_pp,
 				 uint64_t playouts, struct watch *w,
 				 double *best, double *secs,
 				 uint64_t *sims, struct gains *gs,
@@ -259,6 +262,7 @@ static enum tp_status run_search(const struct tp_model *m,
 	o.prior = pp;
 	o.compression = TP_COMPRESSION_OFF;
 	o.gain_stats = gs != NULL;
+	o.stats_prior = stats_pp;
 	if (pp && getenv("TAGPLAN_BENCH_GNN_GAINS"))
 		o.gain_skip = atof(getenv("TAGPLAN_BENCH_GNN_GAINS"));
 	if (w) {
@@ -369,9 +373,10 @@ int main(void)
 	struct tp_error err;
 	double logsum = 0, logall = 0, simlog = 0, log5000 = 0;
 	uint32_t nlog = 0, nall = 0;
-	struct gains gall;
+	struct gains gall, uall;
 
 	memset(&gall, 0, sizeof(gall));
+	memset(&uall, 0, sizeof(uall));
 
 	tp_tensor_set_blas_threads(1);
 	setvbuf(stdout, NULL, _IOLBF, 0); /* progress through pipes */
@@ -454,10 +459,11 @@ int main(void)
 		struct watch wu, wg;
 		double ref, secs, tg[4], tu[4], s_ref, s_g = 0;
 		uint64_t sims_g = 0, sims_u = 0;
-		struct gains gcase;
+		struct gains gcase, ucase;
 		bool all_ok = true;
 
 		memset(&gcase, 0, sizeof(gcase));
+		memset(&ucase, 0, sizeof(ucase));
 		if (only && !strstr(ks->name, only))
 			continue;
 
@@ -471,20 +477,22 @@ int main(void)
 		/* the reference: a long unguided search */
 		memset(&wu, 0, sizeof(wu));
 		wu.target = 0;
-		if (run_search(&ks->m, &ks->c, &ev, NULL, ref_playouts, NULL,
+		if (run_search(&ks->m, &ks->c, &ev, NULL, NULL, ref_playouts,
+			       NULL,
 			       &ref, &s_ref, NULL, NULL, &err)) {
 			printf("%-58s search: %s\n", ks->name, err.msg);
 			tp_sim_free(sim);
 			continue;
 		}
 		for (int b = 0; b < 4; b++) {
-			if (run_search(&ks->m, &ks->c, &ev, &pp, budgets[b],
-				       NULL, &tg[b], &secs,
+			if (run_search(&ks->m, &ks->c, &ev, &pp, NULL,
+				       budgets[b], NULL, &tg[b], &secs,
 				       b == 2 ? &sims_g : NULL,
 				       b == 2 ? &gcase : NULL, &err) ||
-			    run_search(&ks->m, &ks->c, &ev, NULL, budgets[b],
-				       NULL, &tu[b], &secs,
-				       b == 2 ? &sims_u : NULL, NULL, &err)) {
+			    run_search(&ks->m, &ks->c, &ev, NULL, &pp,
+				       budgets[b], NULL, &tu[b], &secs,
+				       b == 2 ? &sims_u : NULL,
+				       b == 2 ? &ucase : NULL, &err)) {
 				printf("%-58s search: %s\n", ks->name, err.msg);
 				all_ok = false;
 				break;
@@ -504,10 +512,10 @@ int main(void)
 		wg = wu;
 		wu.label = "unguided";
 		wg.label = "guided";
-		run_search(&ks->m, &ks->c, &ev, NULL, ref_playouts, &wu, &secs,
-			   &secs, NULL, NULL, &err);
-		run_search(&ks->m, &ks->c, &ev, &pp, ref_playouts, &wg, &secs,
-			   &secs, NULL, NULL, &err);
+		run_search(&ks->m, &ks->c, &ev, NULL, NULL, ref_playouts, &wu,
+			   &secs, &secs, NULL, NULL, &err);
+		run_search(&ks->m, &ks->c, &ev, &pp, NULL, ref_playouts, &wg,
+			   &secs, &secs, NULL, NULL, &err);
 		{
 			bool win = true;
 			char cell[4][32], pl[64];
@@ -570,7 +578,12 @@ int main(void)
 			gains_print("                                          "
 				    "                   gains at 1000: ",
 				    &gcase);
+			gains_print("                                          "
+				    "                   unguided sweeps, the "
+				    "same network asked: ",
+				    &ucase);
 			gains_merge(&gall, &gcase);
+			gains_merge(&uall, &ucase);
 			simlog += log(fmax((double)sims_u, 1) /
 				      fmax((double)sims_g, 1));
 		}
@@ -601,6 +614,9 @@ int main(void)
 		       "%.2fx (geometric mean)\n",
 		       exp(simlog / nall));
 	gains_print("gain head, all cases at 1000 playouts: ", &gall);
+	gains_print("the same on the unguided search's sweeps (the network "
+		    "asked, not followed): ",
+		    &uall);
 	for (uint32_t i = 0; i < nc; i++) {
 		tp_model_release(&cases[i].m);
 		tp_cluster_release(&cases[i].c);

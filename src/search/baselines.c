@@ -791,8 +791,8 @@ static bool sweep_budget_spent(struct sctx *s, double share)
 /* Guided sweeps (a prior provider is given): a pass tries every global
  * change and, per group, the likeliest changes holding GUIDE_MASS of the
  * prior (at least GUIDE_MIN_KEEP); a pass that finds no improvement is
- * followed by one that tries every change, so both end in the same kind
- * of local optimum.  The constants were chosen on bench_gnn (mass 0.5 and
+ * followed by one that tries the changes it skipped, so both end in the
+ * same kind of local optimum.  The constants were chosen on bench_gnn (mass 0.5 and
  * 0.6 with 2 kept, groups and globals alike, reached the 2% mark later on
  * the Llama-2-7B cases). */
 #define GUIDE_MASS 0.7
@@ -1082,6 +1082,9 @@ enum tp_status search_polish(struct worker *w)
 	/* with a prior provider: its view of each level, and which changes
 	   a guided pass tries */
 	const bool guide = s->o->prior && s->o->prior->evaluate;
+	/* unguided, asking options.stats_prior only to measure it */
+	const bool measure = !guide && sctx_provider(s) &&
+			     sctx_provider(s)->evaluate;
 	struct tp_prior_action *pacts = tp_calloc(cap, sizeof(*pacts));
 	float *pri = tp_calloc(cap, sizeof(*pri));
 	float *gains = tp_calloc(cap, sizeof(*gains));
@@ -1197,7 +1200,8 @@ enum tp_status search_polish(struct worker *w)
 						     : tp_space_group_actions(
 							       sp, lv - 1, inc,
 							       &gl, acts, cap);
-				bool asked = guide && n > 2 && lv > 0;
+				bool asked = (guide || measure) && n > 2 &&
+					     lv > 0;
 				if (asked) {
 					float v;
 					bool hv;
@@ -1206,12 +1210,15 @@ enum tp_status search_polish(struct worker *w)
 							   &pb, &v, &hv);
 					if (st)
 						goto out;
+				}
+				if (asked && guide) {
 					search_prior_cut(pri, n, GUIDE_MASS,
 							 GUIDE_MIN_KEEP, keep);
 					guide_gain_cut(gains, n,
 						       s->o->gain_skip, keep);
 				}
-				search_prior_rank(asked ? pri : NULL, n, rank);
+				search_prior_rank(asked && guide ? pri : NULL, n,
+						  rank);
 				for (uint32_t i = 1; i < n; i++) {
 					if (!full && asked && !keep[i])
 						continue;

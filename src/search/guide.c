@@ -17,7 +17,7 @@ enum tp_status search_priors(struct worker *w, uint32_t level,
 			     float *value, bool *has_value)
 {
 	struct sctx *s = w->s;
-	const struct tp_prior_provider *pp = s->o->prior;
+	const struct tp_prior_provider *pp = sctx_provider(s);
 	struct tp_prior_state ps;
 	double sum = 0;
 	enum tp_status st;

@@ -230,6 +230,13 @@ static enum tp_status priors(struct pworker *pw, uint32_t level, uint32_t n,
 	struct search_prior_buf b = {pw->pacts, pw->decided, pw->priors,
 				     NULL};
 
+	if (!pw->w.s->o->prior) { /* unguided (options.stats_prior is for
+				     the sweeps only) */
+		for (uint32_t i = 0; i < n; i++)
+			pw->priors[i] = 1.0f / (float)n;
+		*has_value = false;
+		return TP_OK;
+	}
 	return search_priors(&pw->w, level, pw->acts, n, gl, pw->w.dec, fresh,
 			     ref, &b, value, has_value);
 }

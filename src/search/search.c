@@ -179,7 +179,7 @@ void sctx_progress(struct sctx *s, bool force)
 
 enum tp_status worker_init(struct worker *w, struct sctx *s, uint32_t id)
 {
-	const struct tp_prior_provider *pp = s->o->prior;
+	const struct tp_prior_provider *pp = sctx_provider(s);
 
 	memset(w, 0, sizeof(*w));
 	w->s = s;
@@ -220,8 +220,9 @@ void worker_release(struct worker *w)
 		return;
 	if (w->ev_scratch && s->ev->scratch_free)
 		s->ev->scratch_free(s->ev->ctx, w->ev_scratch);
-	if (w->prior_scratch && s->o->prior && s->o->prior->scratch_free)
-		s->o->prior->scratch_free(s->o->prior->ctx, w->prior_scratch);
+	if (w->prior_scratch && sctx_provider(s)->scratch_free)
+		sctx_provider(s)->scratch_free(sctx_provider(s)->ctx,
+					       w->prior_scratch);
 	tp_space_scratch_free(w->sscr);
 	tp_sim_scratch_free(w->bscr);
 	tp_plan_release(&w->plan);

@@ -162,6 +162,10 @@ struct tp_search_options {
 	bool no_seeds;         /* skip the structured seeds (tests) */
 	bool gain_stats;       /* measure the provider's gains (result
 				  gain_*; benchmarks) */
+	/* With gain_stats and no prior: a provider the sweeps ask only to
+	   measure it on the unguided search's own states (no selection by
+	   it); the search stays unguided.  Benchmarks. */
+	const struct tp_prior_provider *stats_prior;
 	double gain_skip;      /* > 0: guided sweeps skip changes the
 				  provider's gains predict at least this
 				  much slower (0.03 = 3%); 0 = off */

@@ -185,6 +185,16 @@ struct search_prior_buf {
 	float *gains; /* n: the provider's gains (prior.h), NAN = unknown;
 			 NULL = not asked */
 };
+/* The provider the workers ask: the prior, else options.stats_prior
+ * (measured, not followed; search.h). */
+static inline const struct tp_prior_provider *
+sctx_provider(const struct sctx *s)
+{
+	if (s->o->prior)
+		return s->o->prior;
+	return s->o->gain_stats ? s->o->stats_prior : NULL;
+}
+
 /* The largest action list a level has (MCTS children, sweep moves). */
 #define SEARCH_MAX_ACTIONS 64
 /*
