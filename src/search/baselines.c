@@ -792,9 +792,9 @@ static bool sweep_budget_spent(struct sctx *s, double share)
  * change and, per group, the likeliest changes holding GUIDE_MASS of the
  * prior (at least GUIDE_MIN_KEEP); a pass that finds no improvement is
  * followed by one that tries the changes it skipped, so both end in the
- * same kind of local optimum.  The constants were chosen on bench_gnn (mass 0.5 and
- * 0.6 with 2 kept, groups and globals alike, reached the 2% mark later on
- * the Llama-2-7B cases). */
+ * same kind of local optimum.  The constants were chosen on bench_gnn
+ * (mass 0.5 and 0.6 with 2 kept, groups and globals alike, reached the 2%
+ * mark later on the Llama-2-7B cases). */
 #define GUIDE_MASS 0.7
 #define GUIDE_MIN_KEEP 3
 
@@ -806,7 +806,7 @@ struct move {
 	bool feasible;
 	float gain;  /* the provider's predicted ln(t_inc / t), NAN = none */
 	float prior; /* the provider's prior, NAN = none */
-	uint32_t rank; /* among the level's changes (sweep_order) */
+	uint32_t rank; /* among the level's changes (cmp_sweep_order) */
 };
 
 /* The order a pass scores its changes in: round robin over the levels,
