@@ -1176,35 +1176,6 @@ static void tiny_options(struct tp_train_options *o, const char *out)
 	o->out = out;
 }
 
-/* Polished starts (options.polish): every game first descends from data
- * parallelism, which costs simulations, and still records samples. */
-START_TEST(test_train_polish)
-{
-	struct tp_train_options o;
-	struct tp_train_result *res = calloc(1, sizeof(*res));
-	struct tp_error err;
-	uint64_t plain;
-	char w[512];
-
-	snprintf(w, sizeof(w), "%s/polish.weights", tp_test_tmpdir());
-	tiny_options(&o, w);
-	o.epochs = 1;
-	o.polish = 0;
-	ck_assert_msg(tp_train_run(&o, res, &err) == TP_OK, "%s", err.msg);
-	plain = res->simulations;
-	tiny_options(&o, w);
-	o.epochs = 1;
-	o.polish = 1;
-	o.polish_passes = 2;
-	ck_assert_msg(tp_train_run(&o, res, &err) == TP_OK, "%s", err.msg);
-	ck_assert(res->epoch[0].samples > 0);
-	ck_assert_msg(res->simulations > plain, "%llu simulations, %llu "
-		      "without polishing", (unsigned long long)res->simulations,
-		      (unsigned long long)plain);
-	free(res);
-}
-END_TEST
-
 START_TEST(test_train_run_resume)
 {
 	struct tp_train_options o;
@@ -1314,7 +1285,6 @@ Suite *suite_gnn(void)
 	tc = tcase_create("train");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_train_run_resume);
-	tcase_add_test(tc, test_train_polish);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -60,8 +60,7 @@ int cmd_train(int argc, char **argv)
 	const char *out = "tagplan.weights";
 	long long games, epochs, seed, threads, playouts, steps, batch, hidden,
 		layers, maxdev;
-	double lr, heldout, polish;
-	long long polish_passes;
+	double lr, heldout;
 	bool quiet = false;
 	struct sigaction sa, old_int, old_term;
 	int code;
@@ -80,8 +79,6 @@ int cmd_train(int argc, char **argv)
 	maxdev = o.max_devices;
 	lr = o.lr;
 	heldout = o.heldout;
-	polish = o.polish;
-	polish_passes = o.polish_passes;
 	{
 		struct tp_opt opts[] = {
 			{"output", 'o', TP_OPT_STRING, &out, "WEIGHTS",
@@ -117,14 +114,6 @@ int cmd_train(int argc, char **argv)
 			 0.5, false},
 			{"max-devices", 0, TP_OPT_INT, &maxdev, "N",
 			 "largest cluster of the corpus, GPUs", 2, 1024, false},
-			{"polish", 0, TP_OPT_DOUBLE, &polish, "X",
-			 "share of the games that start from a plan on the way "
-			 "to a local optimum (steepest descent) instead of "
-			 "data parallelism",
-			 0, 1, false},
-			{"polish-passes", 0, TP_OPT_INT, &polish_passes, "N",
-			 "descent passes of those starts: 1 to N", 1, 100,
-			 false},
 			{"resume", 0, TP_OPT_STRING, &o.resume, "CHECKPOINT",
 			 "continue from a checkpoint", 0, 0, false},
 			{"checkpoint", 0, TP_OPT_STRING, &o.checkpoint, "FILE",
@@ -155,8 +144,6 @@ int cmd_train(int argc, char **argv)
 	o.layers = (uint32_t)layers;
 	o.heldout = heldout;
 	o.max_devices = (uint32_t)maxdev;
-	o.polish = polish;
-	o.polish_passes = (uint32_t)polish_passes;
 	o.note = "tagplan train";
 	o.log = log_line;
 	o.log_ctx = &quiet;

@@ -1282,3 +1282,13 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 	}
 	return TP_OK;
 }
+
+uint32_t tp_space_level_actions(const struct tp_space *s, uint32_t level,
+				const struct tp_globals *gl,
+				const struct tp_decision *state,
+				struct tp_action *out, uint32_t cap)
+{
+	if (level == 0)
+		return tp_space_global_actions(s, gl, state, out, cap);
+	return tp_space_group_actions(s, level - 1, state, gl, out, cap);
+}

@@ -224,6 +224,13 @@ uint32_t tp_space_global_actions(const struct tp_space *s,
 				 const struct tp_decision *state,
 				 struct tp_action *out, uint32_t cap);
 
+/* The candidates of `level` (0: the global settings, tp_space_global_
+ * actions; g + 1: group g, tp_space_group_actions). */
+uint32_t tp_space_level_actions(const struct tp_space *s, uint32_t level,
+				const struct tp_globals *gl,
+				const struct tp_decision *state,
+				struct tp_action *out, uint32_t cap);
+
 /*
  * The pipeline the decisions form, for interleaving: runs of equal
  * decisions, a new stage whenever a run's devices are disjoint from the

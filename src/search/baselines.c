@@ -1193,19 +1193,15 @@ enum tp_status search_polish(struct worker *w)
 			uint32_t na = 0;
 			bool spent;
 			for (uint32_t lv = 0; lv <= K; lv++) {
-				uint32_t n = lv == 0
-						     ? tp_space_global_actions(
-							       sp, &gl, inc, acts,
-							       cap)
-						     : tp_space_group_actions(
-							       sp, lv - 1, inc,
-							       &gl, acts, cap);
+				uint32_t n = tp_space_level_actions(
+					sp, lv, &gl, inc, acts, cap);
 				bool asked = (guide || measure) && n > 2 &&
 					     lv > 0;
 				if (asked) {
 					float v;
 					bool hv;
-					st = search_priors(w, lv, acts, n, &gl,
+					st = search_priors(w, sctx_provider(s),
+							   lv, acts, n, &gl,
 							   inc, false, cur.time,
 							   &pb, &v, &hv);
 					if (st)

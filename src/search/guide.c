@@ -9,7 +9,9 @@
 
 #include "search_int.h"
 
-enum tp_status search_priors(struct worker *w, uint32_t level,
+enum tp_status search_priors(struct worker *w,
+			     const struct tp_prior_provider *pp,
+			     uint32_t level,
 			     const struct tp_action *acts, uint32_t n,
 			     const struct tp_globals *gl,
 			     const struct tp_decision *dec, bool fresh,
@@ -17,7 +19,6 @@ enum tp_status search_priors(struct worker *w, uint32_t level,
 			     float *value, bool *has_value)
 {
 	struct sctx *s = w->s;
-	const struct tp_prior_provider *pp = sctx_provider(s);
 	struct tp_prior_state ps;
 	double sum = 0;
 	enum tp_status st;

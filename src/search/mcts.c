@@ -209,19 +209,6 @@ static void apply(struct sctx *s, uint32_t level, const struct tp_action *a,
 		tp_space_apply(&s->space, level - 1, a, gl, dec);
 }
 
-/* The candidate actions of the state (gl, dec) at `level` into acts
- * (MAX_CHILDREN); returns how many. */
-static uint32_t candidates(struct sctx *s, uint32_t level,
-			   const struct tp_globals *gl,
-			   const struct tp_decision *dec,
-			   struct tp_action *acts)
-{
-	return level == 0 ? tp_space_global_actions(&s->space, gl, dec, acts,
-						    MAX_CHILDREN)
-			  : tp_space_group_actions(&s->space, level - 1, dec,
-						   gl, acts, MAX_CHILDREN);
-}
-
 /* Priors of the candidate actions pw->acts[0 .. n) (guide.c). */
 static enum tp_status priors(struct pworker *pw, uint32_t level, uint32_t n,
 			     const struct tp_globals *gl, bool fresh,
@@ -230,15 +217,8 @@ static enum tp_status priors(struct pworker *pw, uint32_t level, uint32_t n,
 	struct search_prior_buf b = {pw->pacts, pw->decided, pw->priors,
 				     NULL};
 
-	if (!pw->w.s->o->prior) { /* unguided (options.stats_prior is for
-				     the sweeps only) */
-		for (uint32_t i = 0; i < n; i++)
-			pw->priors[i] = 1.0f / (float)n;
-		*has_value = false;
-		return TP_OK;
-	}
-	return search_priors(&pw->w, level, pw->acts, n, gl, pw->w.dec, fresh,
-			     ref, &b, value, has_value);
+	return search_priors(&pw->w, pw->w.s->o->prior, level, pw->acts, n,
+			     gl, pw->w.dec, fresh, ref, &b, value, has_value);
 }
 
 /* The provider's priors for the children of pw->up_node (lazy priors,
@@ -265,7 +245,8 @@ static enum tp_status upgrade(struct pworker *pw, uint32_t round, double ref)
 	pthread_mutex_unlock(&M->lock);
 	if (!n)
 		return TP_OK;
-	st = search_priors(&pw->w, pw->up_level, pw->acts, n, &pw->up_gl,
+	st = search_priors(&pw->w, pw->w.s->o->prior, pw->up_level, pw->acts,
+			   n, &pw->up_gl,
 			   pw->up_dec, false, ref, &b, &value, &has_value);
 	pthread_mutex_lock(&M->lock);
 	if (round == M->round) {
@@ -346,7 +327,8 @@ static enum tp_status playout(struct pworker *pw)
 	/* a provider that gives values is asked first: a leaf it predicts
 	   slow is not simulated (unless already scored) */
 	if (claim && s->o->prior && atomic_load(&s->prior_values)) {
-		n = candidates(s, level, &gl, w->dec, pw->acts);
+		n = tp_space_level_actions(&s->space, level, &gl, w->dec,
+					   pw->acts, MAX_CHILDREN);
 		st = priors(pw, level, n, &gl, false, ref, &pvalue,
 			    &has_value);
 		if (st)
@@ -376,7 +358,8 @@ static enum tp_status playout(struct pworker *pw)
 	       s->o->playouts == 0 && !atomic_load(&s->prior_values) &&
 	       level > 0;
 	if (lazy || (claim && (!asked || (!skipped && er.fresh))))
-		n = candidates(s, level, &gl, w->dec, pw->acts);
+		n = tp_space_level_actions(&s->space, level, &gl, w->dec,
+					   pw->acts, MAX_CHILDREN);
 	if (lazy) {
 		for (uint32_t i = 0; i < n; i++)
 			pw->priors[i] = 1.0f / (float)n;

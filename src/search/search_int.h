@@ -198,14 +198,17 @@ sctx_provider(const struct sctx *s)
 /* The largest action list a level has (MCTS children, sweep moves). */
 #define SEARCH_MAX_ACTIONS 64
 /*
- * Priors (normalised, uniform without a provider) of the candidate
- * actions acts[0 .. n) at `level` of the state (gl, dec); acts[0] keeps
+ * Priors from provider pp (normalised; uniform when pp is NULL) of the
+ * candidate actions acts[0 .. n) at `level` of the state (gl, dec); the
+ * tree passes options.prior, the sweeps sctx_provider.  acts[0] keeps
  * the default.  fresh: w->plan and w->report hold the state's plan and
  * its simulation; otherwise the plan is materialised into w->plan.
  * value and has_value as the provider returns them (prior.h).
  */
-enum tp_status search_priors(struct worker *w, uint32_t level,
-			     const struct tp_action *acts, uint32_t n,
+enum tp_status search_priors(struct worker *w,
+			     const struct tp_prior_provider *pp,
+			     uint32_t level, const struct tp_action *acts,
+			     uint32_t n,
 			     const struct tp_globals *gl,
 			     const struct tp_decision *dec, bool fresh,
 			     double ref, const struct search_prior_buf *b,

@@ -49,8 +49,6 @@ void tp_train_options_default(struct tp_train_options *o)
 	o->gain_weight = 1.0f;
 	o->weight_decay = 1e-2f;
 	o->max_devices = 32;
-	o->polish = 0;
-	o->polish_passes = 3;
 }
 
 static double now_s(void)
@@ -424,20 +422,6 @@ static enum tp_status eval_state(struct tctx *t, const struct tp_globals *gl,
 /* ------------------------------------------------------------------ */
 /* state description for the GNN */
 
-/* Candidate actions of level (mirrors the search's MCTS). */
-static uint32_t list_actions(struct tctx *t, uint32_t level,
-			     const struct tp_globals *gl,
-			     const struct tp_decision *dec,
-			     struct tp_action *out)
-{
-	struct game *g = t->game;
-	if (level == 0)
-		return tp_space_global_actions(&g->sp, gl, dec, out,
-					       MAX_ACTIONS);
-	return tp_space_group_actions(&g->sp, level - 1, dec, gl, out,
-				      MAX_ACTIONS);
-}
-
 /* Fill t->pacts / decided and a prior state for (level, acts) on the
  * plan in t->plan (already materialised). */
 static void prior_state(struct tctx *t, uint32_t level, uint32_t n,
@@ -563,7 +547,8 @@ static enum tp_status playout(struct tctx *t, uint32_t root, uint32_t L0,
 	v = r.ok ? tp_search_value(g->ref, r.feasible, r.time, r.over) : -1;
 	e = tp_gnn_value_target(g->lb, r.ok && r.feasible, r.time);
 	if (!t->nodes.v[cur].expanded && level <= K) {
-		n = list_actions(t, level, &gl, t->dec, t->acts);
+		n = tp_space_level_actions(&g->sp, level, &gl, t->dec,
+					   t->acts, MAX_ACTIONS);
 		if (n && t->gp && !r.fresh) {
 			st = tp_space_materialize(&g->sp, &gl, t->dec,
 						  TP_COMPRESSION_OFF, t->sscr,
@@ -652,109 +637,6 @@ static enum tp_status game_incumbent(struct tctx *t)
 	if (!(g->ref > 0))
 		g->ref = 20 * g->lb; /* nothing fits: an arbitrary scale */
 	return TP_OK;
-}
-
-/* One scored single change of a polished plan (game_polish). */
-struct pmove {
-	uint32_t lv;
-	struct tp_action a;
-	double v;
-};
-
-static int cmp_pmove(const void *x, const void *y)
-{
-	const struct pmove *a = x, *b = y;
-
-	if (a->v != b->v)
-		return a->v > b->v ? -1 : 1;
-	return a->lv < b->lv ? -1 : a->lv > b->lv;
-}
-
-/*
- * Steepest descent from (gl, dec) as the search's sweeps do it
- * (src/search/baselines.c, search_polish): at most `passes` passes, each
- * scoring every single change, applying the best one and then the next
- * best ones of other levels while they still improve; stops early at a
- * local optimum.  A game that starts from such a plan records the states
- * the guided sweeps ask the network about -- plans on the way to a local
- * optimum, where few changes improve -- rather than only states on the
- * way down from data parallelism.
- */
-static enum tp_status game_polish(struct tctx *t, uint32_t passes,
-				  struct tp_globals *gl,
-				  struct tp_decision *dec)
-{
-	struct game *g = t->game;
-	uint32_t K = g->g.n;
-	struct pmove *mv = tp_calloc((size_t)(K + 1) * MAX_ACTIONS,
-				     sizeof(*mv));
-	struct tp_decision *cand = tp_calloc(K, sizeof(*cand));
-	uint8_t *used = tp_calloc(K + 1, 1);
-	enum tp_status st = TP_OK;
-	struct evalr r;
-	double cur;
-
-	if (!mv || !cand || !used) {
-		st = tp_error_set(&t->err, TP_ENOMEM, "out of memory");
-		goto out;
-	}
-	if ((st = eval_state(t, gl, dec, false, &r)))
-		goto out;
-	cur = r.ok ? tp_search_value(g->ref, r.feasible, r.time, r.over) : -1;
-	for (uint32_t pass = 0; pass < passes; pass++) {
-		size_t nm = 0;
-		for (uint32_t lv = 0; lv <= K; lv++) {
-			uint32_t n = list_actions(t, lv, gl, dec, t->acts);
-			for (uint32_t i = 1; i < n; i++) {
-				struct tp_globals g2 = *gl;
-				double v;
-				memcpy(cand, dec, K * sizeof(*cand));
-				apply(lv, &t->acts[i], &g2, cand, K);
-				if ((st = eval_state(t, &g2, cand, false, &r)))
-					goto out;
-				v = r.ok ? tp_search_value(g->ref, r.feasible,
-							   r.time, r.over)
-					 : -1;
-				if (v <= cur)
-					continue;
-				mv[nm].lv = lv;
-				mv[nm].a = t->acts[i];
-				mv[nm].v = v;
-				nm++;
-			}
-		}
-		if (!nm)
-			break;
-		qsort(mv, nm, sizeof(*mv), cmp_pmove);
-		memset(used, 0, K + 1);
-		apply(mv[0].lv, &mv[0].a, gl, dec, K);
-		used[mv[0].lv] = 1;
-		cur = mv[0].v;
-		for (size_t k = 1; k < nm && k < 16; k++) {
-			struct tp_globals g2 = *gl;
-			double v;
-			if (used[mv[k].lv] || mv[k].a.suffix)
-				continue;
-			memcpy(cand, dec, K * sizeof(*cand));
-			apply(mv[k].lv, &mv[k].a, &g2, cand, K);
-			if ((st = eval_state(t, &g2, cand, false, &r)))
-				goto out;
-			v = r.ok ? tp_search_value(g->ref, r.feasible, r.time,
-						   r.over)
-				 : -1;
-			if (v > cur) {
-				*gl = g2;
-				memcpy(dec, cand, K * sizeof(*dec));
-				used[mv[k].lv] = 1;
-				cur = v;
-			}
-		}
-	}
-out:
-	free(mv);
-	free(cand);
-	free(used);
-	return st;
 }
 
 /* Record the state (gl, dec) at level with node nd's children. */
@@ -888,13 +770,6 @@ static enum tp_status play_game(struct tctx *t, uint32_t gi, struct game *g,
 		return tp_error_set(&t->err, TP_ENOMEM, "out of memory");
 	memcpy(dec, g->dec0, K * sizeof(*dec));
 	gl = g->gl0;
-	/* a share of the games starts on the way to a local optimum */
-	if (t->o->polish > 0 && t->o->polish_passes > 0 &&
-	    tp_rng_uniform(&t->rng) < t->o->polish &&
-	    (st = game_polish(t, 1 + (uint32_t)tp_rng_below(
-					     &t->rng, t->o->polish_passes),
-			      &gl, dec)))
-		goto out;
 	t->nodes.n = 0;
 	root = new_node(t);
 	if (root == UINT32_MAX) {

@@ -23,10 +23,8 @@
  * squared error over the scored actions, weight gain_weight), and the
  * game moves on to the target's
  * most likely action (sampled from it in the first half of the levels).
- * A game starts from data parallelism or, for a share `polish` of the
- * games (default 0: measured worse, src/gnn/README), from the plan a few
- * passes of steepest descent reach from there.  Epoch 0 searches
- * with uniform priors; later epochs with the network being trained.
+ * Epoch 0 searches with uniform priors; later epochs with the network
+ * being trained.
  * After each epoch's games the network is trained on the last two epochs'
  * samples (Adam, gradient clipping) and evaluated on a held-out split of
  * the corpus (games never trained on): policy cross-entropy, value error
@@ -75,12 +73,6 @@ struct tp_train_options {
 	uint32_t hidden;      /* network width (0 = default 64) */
 	uint32_t layers;      /* message-passing layers (0 = default 3) */
 	uint32_t max_devices; /* cluster size cap of the corpus (0 = 32) */
-	double polish;        /* share of the games that start from a plan
-				 polished by 1 .. polish_passes passes of
-				 steepest descent (the states the search's
-				 sweeps ask about) instead of from data
-				 parallelism; 0 = none */
-	uint32_t polish_passes;
 	const char *out;      /* weights file to write (NULL = none) */
 	const char *checkpoint; /* written after every epoch (NULL = none) */
 	const char *resume;     /* checkpoint to start from (NULL = none) */
