@@ -31,7 +31,13 @@
  * the unguided sweeps scored (the network asked only to be measured,
  * search.h stats_prior: states it did not choose).
  *
- * TAGPLAN_BENCH_QUICK=1 runs two cases with a 2,000-playout reference;
+ * Every case runs with search seeds 1, 2 and 3 (the reference search
+ * too), and every (case, seed) pair counts as a case in the summary: which
+ * local optimum one search ends in is close to a lottery, and a variant
+ * ranked on 10 single runs was mostly ranked by it.
+ *
+ * TAGPLAN_BENCH_QUICK=1 runs two cases with a 2,000-playout reference and
+ * one seed; TAGPLAN_BENCH_GNN_SEEDS=n runs seeds 1 .. n;
  * TAGPLAN_BENCH_GNN_CASE=text runs the cases whose name contains text,
  * TAGPLAN_BENCH_GNN_TRACE=1 prints each new best of the runs of (b);
  * TAGPLAN_BENCH_GNN_GAINS=0.03 lets the guided sweeps skip the changes
@@ -239,6 +245,9 @@ static void gains_print(const char *label, const struct gains *g)
 	       g->clear ? g->clear_prior_rank / (double)g->clear : NAN);
 }
 
+/* The search seed of the runs of one case (TAGPLAN_BENCH_GNN_SEEDS). */
+static uint64_t bench_seed = 1;
+
 static enum tp_status run_search(const struct tp_model *m,
 				 const struct tp_cluster *c,
 				 const struct tp_evaluator *ev,
@@ -255,7 +264,7 @@ static enum tp_status run_search(const struct tp_model *m,
 	enum tp_status st;
 
 	tp_search_options_default(&o);
-	o.seed = 1;
+	o.seed = bench_seed;
 	o.threads = 1;
 	o.playouts = playouts;
 	o.time_limit_s = 0;
@@ -366,6 +375,13 @@ int main(void)
 	static const uint64_t budgets[] = {50, 200, 1000, 5000};
 	bool quick = getenv("TAGPLAN_BENCH_QUICK") != NULL;
 	uint64_t ref_playouts = quick ? 2000 : 20000;
+	/* every case with several search seeds (the reference too): one
+	   seed's result is a lottery between local optima */
+	uint32_t n_seeds = quick ? 1 : 3;
+	if (getenv("TAGPLAN_BENCH_GNN_SEEDS"))
+		n_seeds = (uint32_t)atoi(getenv("TAGPLAN_BENCH_GNN_SEEDS"));
+	if (n_seeds < 1 || n_seeds > 100)
+		n_seeds = 1;
 	struct kase cases[16];
 	uint32_t nc = 0, wins = 0, counted = 0;
 	struct tp_gnn_prior *gp = NULL;
@@ -462,132 +478,157 @@ int main(void)
 		struct gains gcase, ucase;
 		bool all_ok = true;
 
-		memset(&gcase, 0, sizeof(gcase));
-		memset(&ucase, 0, sizeof(ucase));
 		if (only && !strstr(ks->name, only))
 			continue;
-
-		tp_sim_options_default(&so);
-		sim = tp_sim_new(&ks->m, &ks->c, &so, &err);
-		if (!sim) {
-			printf("%-58s simulator: %s\n", ks->name, err.msg);
-			continue;
-		}
-		tp_search_sim_evaluator(&se, sim, NULL, &ev);
-		/* the reference: a long unguided search */
-		memset(&wu, 0, sizeof(wu));
-		wu.target = 0;
-		if (run_search(&ks->m, &ks->c, &ev, NULL, NULL, ref_playouts,
-			       NULL,
-			       &ref, &s_ref, NULL, NULL, &err)) {
-			printf("%-58s search: %s\n", ks->name, err.msg);
-			tp_sim_free(sim);
-			continue;
-		}
-		for (int b = 0; b < 4; b++) {
-			if (run_search(&ks->m, &ks->c, &ev, &pp, NULL,
-				       budgets[b], NULL, &tg[b], &secs,
-				       b == 2 ? &sims_g : NULL,
-				       b == 2 ? &gcase : NULL, &err) ||
-			    run_search(&ks->m, &ks->c, &ev, NULL, &pp,
-				       budgets[b], NULL, &tu[b], &secs,
-				       b == 2 ? &sims_u : NULL,
-				       b == 2 ? &ucase : NULL, &err)) {
-				printf("%-58s search: %s\n", ks->name, err.msg);
-				all_ok = false;
-				break;
-			}
-			if (b == 2)
-				s_g = secs;
-		}
-		if (!all_ok) {
-			tp_sim_free(sim);
-			continue;
-		}
-		/* playouts to within 2% of ref: the unguided count from a
-		 * run as long as the reference, the guided one until reached */
-		wu.target = ref;
-		wu.stop_when_reached = true;
-		wu.trace = getenv("TAGPLAN_BENCH_GNN_TRACE") != NULL;
-		wg = wu;
-		wu.label = "unguided";
-		wg.label = "guided";
-		run_search(&ks->m, &ks->c, &ev, NULL, NULL, ref_playouts, &wu,
-			   &secs, &secs, NULL, NULL, &err);
-		run_search(&ks->m, &ks->c, &ev, &pp, NULL, ref_playouts, &wg,
-			   &secs, &secs, NULL, NULL, &err);
-		{
-			bool win = true;
-			char cell[4][32], pl[64];
-			for (int b = 0; b < 4; b++) {
-				if (b < 3 && tg[b] > tu[b] * (1 + 1e-9))
-					win = false;
-				snprintf(cell[b], sizeof(cell[b]),
-					 "%8.4g/%-8.4g %s", tg[b], tu[b],
-					 tg[b] < tu[b] * (1 - 1e-9)   ? "+"
-					 : tg[b] > tu[b] * (1 + 1e-9) ? "-"
-								      : "=");
-			}
-			wins += win;
-			log5000 += log(tu[3] / tg[3]);
-			counted++;
-			if (wg.reached == UINT64_MAX)
-				snprintf(pl, sizeof(pl), ">%llu",
-					 (unsigned long long)ref_playouts);
+		for (uint32_t sd = 1; sd <= n_seeds; sd++) {
+			char name[300];
+			bench_seed = sd;
+			memset(&gcase, 0, sizeof(gcase));
+			memset(&ucase, 0, sizeof(ucase));
+			if (n_seeds > 1)
+				snprintf(name, sizeof(name), "%.250s, seed %u",
+					 ks->name, sd);
 			else
-				snprintf(pl, sizeof(pl), "%llu",
-					 (unsigned long long)wg.reached);
-			{
-				size_t l = strlen(pl);
-				if (wu.reached == UINT64_MAX)
-					snprintf(pl + l, sizeof(pl) - l,
-						 " / >%llu",
-						 (unsigned long long)ref_playouts);
-				else
-					snprintf(pl + l, sizeof(pl) - l, " / %llu",
-						 (unsigned long long)wu.reached);
+				snprintf(name, sizeof(name), "%.250s",
+					 ks->name);
+
+			tp_sim_options_default(&so);
+			sim = tp_sim_new(&ks->m, &ks->c, &so, &err);
+			if (!sim) {
+				printf("%-58s simulator: %s\n", name, err.msg);
+				continue;
 			}
-			{
-				double a = wg.reached == UINT64_MAX
-						   ? (double)ref_playouts
-						   : (double)wg.reached;
-				double b = wu.reached == UINT64_MAX
-						   ? (double)ref_playouts
-						   : (double)wu.reached;
-				double l = log(fmax(b, 1) / fmax(a, 1));
-				/* all cases; and those where the search had
-				   something to find (1 = the first progress
-				   report, already there before the search) */
-				logall += l;
-				nall++;
-				if (a > 1 || b > 1) {
-					logsum += l;
-					nlog++;
+			tp_search_sim_evaluator(&se, sim, NULL, &ev);
+			/* the reference: a long unguided search */
+			memset(&wu, 0, sizeof(wu));
+			wu.target = 0;
+			if (run_search(&ks->m, &ks->c, &ev, NULL, NULL,
+				       ref_playouts, NULL, &ref, &s_ref, NULL,
+				       NULL, &err)) {
+				printf("%-58s search: %s\n", name, err.msg);
+				tp_sim_free(sim);
+				continue;
+			}
+			for (int b = 0; b < 4; b++) {
+				if (run_search(&ks->m, &ks->c, &ev, &pp, NULL,
+					       budgets[b], NULL, &tg[b], &secs,
+					       b == 2 ? &sims_g : NULL,
+					       b == 2 ? &gcase : NULL, &err) ||
+				    run_search(&ks->m, &ks->c, &ev, NULL, &pp,
+					       budgets[b], NULL, &tu[b], &secs,
+					       b == 2 ? &sims_u : NULL,
+					       b == 2 ? &ucase : NULL, &err)) {
+					printf("%-58s search: %s\n", name,
+					       err.msg);
+					all_ok = false;
+					break;
 				}
+				if (b == 2)
+					s_g = secs;
 			}
-			printf("%-58.58s %9.4g | %-22s | %-22s | %-22s | %-22s "
-			       "| %s\n",
-			       ks->name, ref, cell[0], cell[1], cell[2], cell[3],
-			       pl);
-			printf("%-58s %9s   (reference search %.1f s; guided "
-			       "1000 playouts %.1f s; simulations at 1000: "
-			       "guided %llu, unguided %llu)\n",
-			       "", "", s_ref, s_g,
-			       (unsigned long long)sims_g,
-			       (unsigned long long)sims_u);
-			gains_print("                                          "
+			if (!all_ok) {
+				tp_sim_free(sim);
+				continue;
+			}
+			/* playouts to within 2% of ref: the unguided count from
+			 * a run as long as the reference, the guided one until
+			 * reached */
+			wu.target = ref;
+			wu.stop_when_reached = true;
+			wu.trace = getenv("TAGPLAN_BENCH_GNN_TRACE") != NULL;
+			wg = wu;
+			wu.label = "unguided";
+			wg.label = "guided";
+			run_search(&ks->m, &ks->c, &ev, NULL, NULL,
+				   ref_playouts, &wu, &secs, &secs, NULL, NULL,
+				   &err);
+			run_search(&ks->m, &ks->c, &ev, &pp, NULL, ref_playouts,
+				   &wg, &secs, &secs, NULL, NULL, &err);
+			{
+				bool win = true;
+				char cell[4][32], pl[64];
+				for (int b = 0; b < 4; b++) {
+					if (b < 3 && tg[b] > tu[b] * (1 + 1e-9))
+						win = false;
+					snprintf(
+					    cell[b], sizeof(cell[b]),
+					    "%8.4g/%-8.4g %s", tg[b], tu[b],
+					    tg[b] < tu[b] * (1 - 1e-9)	 ? "+"
+					    : tg[b] > tu[b] * (1 + 1e-9) ? "-"
+									 : "=");
+				}
+				wins += win;
+				log5000 += log(tu[3] / tg[3]);
+				counted++;
+				if (wg.reached == UINT64_MAX)
+					snprintf(
+					    pl, sizeof(pl), ">%llu",
+					    (unsigned long long)ref_playouts);
+				else
+					snprintf(
+					    pl, sizeof(pl), "%llu",
+					    (unsigned long long)wg.reached);
+				{
+					size_t l = strlen(pl);
+					if (wu.reached == UINT64_MAX)
+						snprintf(pl + l, sizeof(pl) - l,
+							 " / >%llu",
+							 (unsigned long long)
+							     ref_playouts);
+					else
+						snprintf(pl + l, sizeof(pl) - l,
+							 " / %llu",
+							 (unsigned long long)
+							     wu.reached);
+				}
+				{
+					double a = wg.reached == UINT64_MAX
+						       ? (double)ref_playouts
+						       : (double)wg.reached;
+					double b = wu.reached == UINT64_MAX
+						       ? (double)ref_playouts
+						       : (double)wu.reached;
+					double l = log(fmax(b, 1) / fmax(a, 1));
+					/* all cases; and those where the search
+					   had something to find (1 = the first
+					   progress report, already there before
+					   the search) */
+					logall += l;
+					nall++;
+					if (a > 1 || b > 1) {
+						logsum += l;
+						nlog++;
+					}
+				}
+				printf("%-58.58s %9.4g | %-22s | %-22s | %-22s "
+				       "| %-22s "
+				       "| %s\n",
+				       name, ref, cell[0], cell[1], cell[2],
+				       cell[3], pl);
+				printf("%-58s %9s   (reference search %.1f s; "
+				       "guided "
+				       "1000 playouts %.1f s; simulations at "
+				       "1000: "
+				       "guided %llu, unguided %llu)\n",
+				       "", "", s_ref, s_g,
+				       (unsigned long long)sims_g,
+				       (unsigned long long)sims_u);
+				gains_print(
+				    "                                          "
 				    "                   gains at 1000: ",
 				    &gcase);
-			gains_print("                                          "
+				gains_print(
+				    "                                          "
 				    "                   unguided sweeps, the "
 				    "same network asked: ",
 				    &ucase);
-			gains_merge(&gall, &gcase);
-			gains_merge(&uall, &ucase);
-			simlog += log(fmax((double)sims_u, 1) /
-				      fmax((double)sims_g, 1));
+				gains_merge(&gall, &gcase);
+				gains_merge(&uall, &ucase);
+				simlog += log(fmax((double)sims_u, 1) /
+					      fmax((double)sims_g, 1));
+			}
+			tp_sim_free(sim);
 		}
-		tp_sim_free(sim);
 	}
 	printf("\nguided at least as good at every budget: %u of %u cases "
 	       "(%.0f%%)   target >= 80%%: %s\n",

@@ -1157,7 +1157,8 @@ END_TEST
 
 /* A playout-limited search runs in stages of doubling budgets: the tree
  * search starts within the first stage (64 playouts), not after the
- * sweeps' half of the whole budget, and a later stage sweeps again. */
+ * sweeps' half of the whole budget, a later stage sweeps again (resuming
+ * a cut pass, kicking a local optimum). */
 struct phases {
 	uint64_t first_tree;    /* playouts at the first "search" report */
 	bool sweep_after_tree;  /* a "sweep" report after one */
@@ -1204,6 +1205,11 @@ START_TEST(test_search_stages)
 	ck_assert_msg(ph.first_tree <= 64, "tree search first at %llu",
 		      (unsigned long long)ph.first_tree);
 	ck_assert(ph.sweep_after_tree);
+	/* a pass an early stage's budget cut short was resumed by the next
+	   stage (not scored again from its first change), and once the best
+	   plan was a local optimum later stages swept from kicks of it */
+	ck_assert_msg(r.sweep_resumed > 0, "no pass was resumed");
+	ck_assert_msg(r.kicks > 0, "no kick");
 	tp_search_result_release(&r);
 	tp_cluster_release(&c);
 	tp_model_release(&m);

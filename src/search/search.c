@@ -11,7 +11,8 @@
 /* A search limited by playouts is anytime: it runs in stages of doubling
  * budgets, STAGE_FIRST, 2 STAGE_FIRST, ... up to the limit, each one the
  * sweeps (half the stage's new playouts at most; from the best plan only,
- * and not again from a local optimum they already reached) and then the
+ * or from a kick of it when they already left it at a local optimum;
+ * resuming a pass the last stage cut short: baselines.c) and then the
  * tree search.  So after P playouts a search with a larger limit has done
  * about what a search limited to P does: the sweeps of a large budget do
  * not hold the tree search back (bench_gnn, playouts to within 2%). */
@@ -819,6 +820,8 @@ out:
 	res->cache_hits = atomic_load(&s.cache_hits);
 	res->bounded = atomic_load(&s.bounded);
 	res->value_skips = atomic_load(&s.value_skips);
+	res->sweep_resumed = s.sweep_resumed;
+	res->kicks = s.kicks;
 	res->evaluations = atomic_load(&s.evaluations);
 	res->seconds = sctx_elapsed(&s);
 	if (o->stop && *o->stop)

@@ -201,6 +201,11 @@ struct tp_search_result {
 			     bound instead of a simulation (bound_sim) */
 	uint64_t value_skips; /* tree leaves not simulated because the prior
 				 provider's value predicted them slow */
+	uint64_t sweep_resumed; /* single changes a later stage did not score
+				   again: it resumed the sweep pass an earlier
+				   stage's budget cut short (baselines.c) */
+	uint32_t kicks; /* sweeps started from a kick of the best plan
+			   (iterated local search, baselines.c) */
 	/* With options.gain_stats: the provider's predicted gains against
 	   the sweeps' scored changes.  Signs: changes scored, those whose
 	   predicted sign (faster or not) was right; better: changes that

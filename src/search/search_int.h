@@ -73,6 +73,17 @@ struct sctx {
 #define SCTX_POLISHED 8
 	uint64_t polished[SCTX_POLISHED];
 	uint32_t n_polished;
+	/* a sweep pass the stage's budget cut short without finding an
+	   improvement (baselines.c): the next stage resumes it at pos
+	   when it starts from the same incumbent (key) with the same
+	   number of changes (n) instead of scoring its first part again */
+	struct {
+		bool have;
+		uint64_t key;
+		uint32_t n, pos;
+	} sweep_resume;
+	uint64_t sweep_resumed; /* result.sweep_resumed */
+	uint32_t kicks;         /* result.kicks */
 	_Atomic uint64_t sim_ns; /* wall time inside the evaluator */
 	_Atomic int stop;      /* limits reached or error */
 	double t0;             /* monotonic start */
