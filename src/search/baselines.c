@@ -876,7 +876,9 @@ static bool sweep_better(const struct evalres *x, const struct evalres *cur)
  * single changes at random levels (uniform among the level's candidates,
  * suffix actions excluded), applied one after the other.  The sweep from
  * there ends in another local optimum, which becomes the best plan only
- * when it is faster. */
+ * when it is faster.  On bench_gnn (10 cases x 3 seeds) 1 and 4 changes
+ * reached the 2% mark later than 2 (1.08x and 1.65x against 2.02x) and
+ * left the guided plans at 5,000 playouts 0.2% and 0.04% slower. */
 #define KICK_CHANGES 2
 
 static void kick(struct worker *w, struct tp_action *acts, uint32_t cap,
