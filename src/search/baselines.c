@@ -1253,9 +1253,6 @@ enum tp_status search_polish(struct worker *w)
 		if (r0.ok)
 			cur = r0;
 	}
-	/* a pass tries every single change unguided, the likely ones
-	   guided (GUIDE_MASS) */
-	const bool full = !guide;
 	for (uint32_t pass = 0;; pass++) {
 		struct evalres r;
 		size_t nm = 0;
@@ -1298,7 +1295,9 @@ enum tp_status search_polish(struct worker *w)
 				search_prior_rank(asked && guide ? pri : NULL, n,
 						  rank);
 				for (uint32_t i = 1; i < n; i++) {
-					if (!full && asked && !keep[i])
+					/* guided: the likely ones only
+					   (GUIDE_MASS) */
+					if (guide && asked && !keep[i])
 						continue;
 					all[na].lv = lv;
 					all[na].a = acts[i];
@@ -1326,24 +1325,7 @@ enum tp_status search_polish(struct worker *w)
 				goto out;
 			if (s->o->gain_stats)
 				gain_stats(s, cur, all, allres, na, better);
-			if (spent) {
-				/* remember where the pass stopped, unless it
-				   found something (the best changed then) */
-				uint32_t pos = from;
-				bool found = false;
-				while (pos < na && scored[pos])
-					pos++;
-				for (uint32_t i = from; i < na; i++)
-					found |= scored[i] && allres[i].ok &&
-						 sweep_better(&allres[i], &cur);
-				if (!found) {
-					s->sweep_resume.have = true;
-					s->sweep_resume.key = ikey;
-					s->sweep_resume.n = na;
-					s->sweep_resume.pos = pos;
-				}
-				goto next_start;
-			}
+			/* the improving changes (unscored slots are not ok) */
 			for (uint32_t i = 0; i < na; i++) {
 				struct move mv = all[i];
 				const struct evalres *x = &allres[i];
@@ -1353,6 +1335,20 @@ enum tp_status search_polish(struct worker *w)
 				mv.over = x->over;
 				mv.feasible = x->feasible;
 				moves[nm++] = mv;
+			}
+			if (spent) {
+				/* remember where the pass stopped, unless it
+				   found something (the best changed then) */
+				uint32_t pos = from;
+				while (pos < na && scored[pos])
+					pos++;
+				if (nm == 0) {
+					s->sweep_resume.have = true;
+					s->sweep_resume.key = ikey;
+					s->sweep_resume.n = na;
+					s->sweep_resume.pos = pos;
+				}
+				goto next_start;
 			}
 		}
 		if (nm == 0) {
