@@ -41,7 +41,8 @@
  * TAGPLAN_BENCH_GNN_CASE=text runs the cases whose name contains text,
  * TAGPLAN_BENCH_GNN_TRACE=1 prints each new best of the runs of (b);
  * TAGPLAN_BENCH_GNN_GAINS=0.03 lets the guided sweeps skip the changes
- * the gains predict at least 3% slower (search.h gain_skip).
+ * the gains predict at least 3% slower (search.h gain_skip; default
+ * TP_SEARCH_GAIN_SKIP, 10%; 0 = no gain cut).
  */
 #include <math.h>
 #include <signal.h>
@@ -248,6 +249,12 @@ static void gains_print(const char *label, const struct gains *g)
 /* The search seed of the runs of one case (TAGPLAN_BENCH_GNN_SEEDS). */
 static uint64_t bench_seed = 1;
 
+/* What a search cost: simulations, and the changes its guided sweeps did
+ * not simulate because the gains predicted them slow. */
+struct counts {
+	uint64_t sims, gain_skips;
+};
+
 static enum tp_status run_search(const struct tp_model *m,
 				 const struct tp_cluster *c,
 				 const struct tp_evaluator *ev,
@@ -255,7 +262,7 @@ static enum tp_status run_search(const struct tp_model *m,
 				 const struct tp_prior_provider *stats_pp,
 				 uint64_t playouts, struct watch *w,
 				 double *best, double *secs,
-				 uint64_t *sims, struct gains *gs,
+				 struct counts *cnt, struct gains *gs,
 				 struct tp_error *err)
 {
 	struct tp_search_options o;
@@ -289,8 +296,10 @@ static enum tp_status run_search(const struct tp_model *m,
 			? r.report.iteration_time_s
 			: INFINITY;
 	*secs = wall_now() - t0;
-	if (sims)
-		*sims = r.simulations;
+	if (cnt) {
+		cnt->sims = r.simulations;
+		cnt->gain_skips = r.gain_skips;
+	}
 	if (gs && st == TP_OK)
 		gains_add(gs, &r);
 	tp_search_result_release(&r);
@@ -412,11 +421,13 @@ int main(void)
 		tp_gnn_prior_set_values(gp, true);
 		printf("value head: on (TAGPLAN_BENCH_GNN_VALUES)\n\n");
 	}
-	if (getenv("TAGPLAN_BENCH_GNN_GAINS")) {
-		printf("gain cut: guided sweeps skip changes predicted %.1f%% "
-		       "slower (TAGPLAN_BENCH_GNN_GAINS)\n\n",
-		       100 * atof(getenv("TAGPLAN_BENCH_GNN_GAINS")));
-	}
+	printf("gain cut: guided sweeps skip changes predicted %.1f%% "
+	       "slower%s\n\n",
+	       100 * (getenv("TAGPLAN_BENCH_GNN_GAINS")
+			      ? atof(getenv("TAGPLAN_BENCH_GNN_GAINS"))
+			      : TP_SEARCH_GAIN_SKIP),
+	       getenv("TAGPLAN_BENCH_GNN_GAINS") ? " (TAGPLAN_BENCH_GNN_GAINS)"
+						 : " (the default)");
 	{
 		const struct tp_gnn_meta *mt = &tp_gnn_prior_net(gp)->meta;
 		printf("weights: %s (trained %u epochs on %u games, seed %llu, "
@@ -474,7 +485,7 @@ int main(void)
 		struct tp_evaluator ev;
 		struct watch wu, wg;
 		double ref, secs, tg[4], tu[4], s_ref, s_g = 0;
-		uint64_t sims_g = 0, sims_u = 0;
+		struct counts cnt_g = {0, 0}, cnt_u = {0, 0};
 		struct gains gcase, ucase;
 		bool all_ok = true;
 
@@ -512,11 +523,11 @@ int main(void)
 			for (int b = 0; b < 4; b++) {
 				if (run_search(&ks->m, &ks->c, &ev, &pp, NULL,
 					       budgets[b], NULL, &tg[b], &secs,
-					       b == 2 ? &sims_g : NULL,
+					       b == 2 ? &cnt_g : NULL,
 					       b == 2 ? &gcase : NULL, &err) ||
 				    run_search(&ks->m, &ks->c, &ev, NULL, &pp,
 					       budgets[b], NULL, &tu[b], &secs,
-					       b == 2 ? &sims_u : NULL,
+					       b == 2 ? &cnt_u : NULL,
 					       b == 2 ? &ucase : NULL, &err)) {
 					printf("%-58s search: %s\n", name,
 					       err.msg);
@@ -609,10 +620,13 @@ int main(void)
 				       "guided "
 				       "1000 playouts %.1f s; simulations at "
 				       "1000: "
-				       "guided %llu, unguided %llu)\n",
+				       "guided %llu, unguided %llu; changes "
+				       "the guided sweeps' gain cut left "
+				       "unsimulated: %llu)\n",
 				       "", "", s_ref, s_g,
-				       (unsigned long long)sims_g,
-				       (unsigned long long)sims_u);
+				       (unsigned long long)cnt_g.sims,
+				       (unsigned long long)cnt_u.sims,
+				       (unsigned long long)cnt_g.gain_skips);
 				gains_print(
 				    "                                          "
 				    "                   gains at 1000: ",
@@ -624,8 +638,8 @@ int main(void)
 				    &ucase);
 				gains_merge(&gall, &gcase);
 				gains_merge(&uall, &ucase);
-				simlog += log(fmax((double)sims_u, 1) /
-					      fmax((double)sims_g, 1));
+				simlog += log(fmax((double)cnt_u.sims, 1) /
+					      fmax((double)cnt_g.sims, 1));
 			}
 			tp_sim_free(sim);
 		}

@@ -1055,6 +1055,90 @@ START_TEST(test_megatron_baseline_is_its_strategy)
 }
 END_TEST
 
+/* A fake provider with gains: constant priors, no value, and the same
+ * predicted gain for every action that changes the state. */
+struct gained {
+	float gain;
+	int asked; /* calls that asked for gains */
+};
+
+static enum tp_status gained_eval(void *ctx, void *scratch,
+				  const struct tp_prior_state *st,
+				  float *priors, float *value, bool *has_value,
+				  struct tp_error *err)
+{
+	struct gained *g = ctx;
+
+	(void)scratch;
+	(void)err;
+	(void)value;
+	*has_value = false;
+	if (st->gains)
+		__atomic_add_fetch(&g->asked, 1, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < st->n_actions; i++) {
+		priors[i] = 1;
+		if (st->gains)
+			st->gains[i] = st->actions[i].keeps_default ? 0
+								    : g->gain;
+	}
+	return TP_OK;
+}
+
+/* By default a guided sweep does not simulate the changes the provider's
+ * gains predict at least TP_SEARCH_GAIN_SKIP slower (counted in
+ * gain_skips); gains predicting faster plans skip nothing, nor does
+ * gain_skip 0; the answer is never slower than the baselines. */
+START_TEST(test_search_gain_cut_skips_simulations)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	struct tp_search_result r0, r1, r2;
+	struct toy toy;
+	struct gained slow = {-1.0f, 0}, fast = {0.5f, 0};
+	struct tp_prior_provider pp;
+	const int types[2] = {0, 1};
+
+	layered_model(&m, 8, 64, 1);
+	hetero_cluster(&c, 2, 4, types);
+	toy_evaluator(&toy, &m, &c, &ev);
+	memset(&pp, 0, sizeof(pp));
+	pp.name = "gained";
+	pp.evaluate = gained_eval;
+	tp_search_options_default(&o);
+	ck_assert(o.gain_skip == TP_SEARCH_GAIN_SKIP);
+	o.threads = 1;
+	o.seed = 2;
+	o.playouts = 400;
+	o.time_limit_s = 0;
+	o.no_seeds = true;
+	o.prior = &pp;
+	tp_search_result_init(&r0);
+	tp_search_result_init(&r1);
+	tp_search_result_init(&r2);
+	pp.ctx = &fast;
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r0, NULL), TP_OK);
+	ck_assert_int_gt(fast.asked, 0);
+	ck_assert_uint_eq(r0.gain_skips, 0);
+	pp.ctx = &slow;
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r1, NULL), TP_OK);
+	ck_assert_uint_gt(r1.gain_skips, 10);
+	for (int b = 0; b < TP_BASELINE_COUNT; b++)
+		if (r1.baselines[b].feasible)
+			ck_assert(r1.report.iteration_time_s <=
+				  r1.baselines[b].iteration_time_s);
+	o.gain_skip = 0;
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r2, NULL), TP_OK);
+	ck_assert_uint_eq(r2.gain_skips, 0);
+	tp_search_result_release(&r0);
+	tp_search_result_release(&r1);
+	tp_search_result_release(&r2);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 /* A fake provider with values: constant priors, a fixed value, and it
  * checks that the search passes its reference time. */
 struct valued {
@@ -1455,6 +1539,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_lower_bound_prunes);
 	tcase_add_test(tm, test_megatron_baseline_is_its_strategy);
 	tcase_add_test(tm, test_search_value_skips_simulations);
+	tcase_add_test(tm, test_search_gain_cut_skips_simulations);
 	tcase_add_test(tm, test_search_stages);
 	suite_add_tcase(s, tm);
 	tcase_set_timeout(tcmd, 60);

@@ -408,7 +408,7 @@ static void print_human(const struct tp_search_result *res,
 	tp_strbuf_release(&t);
 	/* the rest through a buffer, wrapped at 80 columns */
 	{
-		char *buf = NULL;
+		char *buf = NULL, skips[128] = "";
 		size_t len = 0;
 		FILE *f = open_memstream(&buf, &len);
 		if (!f) {
@@ -438,13 +438,19 @@ static void print_human(const struct tp_search_result *res,
 				fprintf(f, "%.4g s", br->iteration_time_s);
 		}
 		fputc('\n', f);
+		if (res->gain_skips)
+			snprintf(skips, sizeof(skips),
+				 ", %llu single changes not simulated: the "
+				 "GNN predicted them at least %.0f%% slower",
+				 (unsigned long long)res->gain_skips,
+				 100 * TP_SEARCH_GAIN_SKIP);
 		fprintf(f,
 			"  search         %llu playouts, %llu simulations (%llu more "
-			"settled by a lower bound) in %.2f s "
+			"settled by a lower bound%s) in %.2f s "
 			"(%.0f playouts/s), %u thread%s, seed %llu, %u op groups, %s\n",
 			(unsigned long long)res->playouts,
 			(unsigned long long)res->simulations,
-			(unsigned long long)res->bounded, res->seconds,
+			(unsigned long long)res->bounded, skips, res->seconds,
 			res->seconds > 0 ? (double)res->playouts / res->seconds : 0,
 			threads, threads == 1 ? "" : "s", (unsigned long long)seed,
 			res->n_groups, priors);
@@ -749,7 +755,7 @@ int cmd_plan(int argc, char **argv)
 	}
 	if (!quiet)
 		print_human(&res, &res.plan, &m, &c, sim,
-			    gnn ? "GNN priors" : gnn_note, so.threads,
+			    gnn ? "GNN priors and gains" : gnn_note, so.threads,
 			    so.seed);
 	/* pictures of the device mapping, with one Graphviz context for
 	   all of them (render.h: a second context after freeing the first

@@ -1042,16 +1042,21 @@ static enum tp_status sweep_parallel(struct worker *w, struct worker *helpers,
 
 /* With options->gain_skip > 0 and gains from the provider (prior.h), a
  * guided pass also skips the changes the prior cut kept but the provider
- * predicts at least gain_skip slower than the incumbent (off by default:
- * src/gnn/README, "Gains"). */
-static void guide_gain_cut(const float *gains, uint32_t n, double skip,
-			   bool *keep)
+ * predicts at least gain_skip slower than the incumbent (search.h
+ * TP_SEARCH_GAIN_SKIP; src/gnn/README, "Gains").  Returns how many. */
+static uint32_t guide_gain_cut(const float *gains, uint32_t n, double skip,
+			       bool *keep)
 {
+	uint32_t cut = 0;
+
 	if (!(skip > 0))
-		return;
+		return 0;
 	for (uint32_t i = 1; i < n; i++)
-		if (keep[i] && !isnan(gains[i]) && gains[i] < -log1p(skip))
+		if (keep[i] && !isnan(gains[i]) && gains[i] < -log1p(skip)) {
 			keep[i] = false;
+			cut++;
+		}
+	return cut;
 }
 
 /* Share of the changes of the same pass and group that did not beat the
@@ -1289,8 +1294,9 @@ enum tp_status search_polish(struct worker *w)
 				if (asked && guide) {
 					search_prior_cut(pri, n, GUIDE_MASS,
 							 GUIDE_MIN_KEEP, keep);
-					guide_gain_cut(gains, n,
-						       s->o->gain_skip, keep);
+					s->gain_skips += guide_gain_cut(
+						gains, n, s->o->gain_skip,
+						keep);
 				}
 				search_prior_rank(asked && guide ? pri : NULL, n,
 						  rank);

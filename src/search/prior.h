@@ -29,8 +29,9 @@
  * -0.2 (predicted at least 1.41x slower than the reference): a provider's
  * value saves simulations; its priors guide the tree either way.
  * A provider may also predict each action's gain over the state
- * (tp_prior_state.gains): the sweeps (baselines.c) and the tree
- * (mcts.c) use gains to leave predicted-slow changes unsimulated.
+ * (tp_prior_state.gains): the guided sweeps (baselines.c) leave the
+ * changes predicted at least 10% slower unsimulated (search.h
+ * TP_SEARCH_GAIN_SKIP); the tree does not ask for gains.
  *
  * Threads: the search calls a provider from several threads at once, each
  * with its own scratch (scratch_new is called once per search thread).  A

@@ -42,6 +42,7 @@ void tp_search_options_default(struct tp_search_options *o)
 	o->playouts = 0;
 	o->baseline = -1;
 	o->compression = TP_COMPRESSION_LOSSLESS;
+	o->gain_skip = TP_SEARCH_GAIN_SKIP;
 }
 
 void tp_search_result_init(struct tp_search_result *r)
@@ -822,6 +823,7 @@ out:
 	res->value_skips = atomic_load(&s.value_skips);
 	res->sweep_resumed = s.sweep_resumed;
 	res->kicks = s.kicks;
+	res->gain_skips = s.gain_skips;
 	res->evaluations = atomic_load(&s.evaluations);
 	res->seconds = sctx_elapsed(&s);
 	if (o->stop && *o->stop)

@@ -149,6 +149,14 @@ struct tp_search_progress {
 	const char *phase;       /* "baselines", "seeds", "search", ... */
 };
 
+/* The default options.gain_skip: a guided sweep does not simulate a
+ * change the provider predicts at least 10% slower than the incumbent
+ * (prior.h gains; src/gnn/README, "Gains").  bench_gnn, 10 cases x 3
+ * seeds: within 2% of the reference in 2.83x fewer playouts than
+ * unguided, against 2.02x without; 0.07 gave 2.72x, 0.14 2.03x (the
+ * gain head rarely predicts more than 14% slower), 0.2 skips nothing. */
+#define TP_SEARCH_GAIN_SKIP 0.10
+
 struct tp_search_options {
 	uint64_t seed;
 	uint32_t threads;      /* >= 1 */
@@ -168,7 +176,8 @@ struct tp_search_options {
 	const struct tp_prior_provider *stats_prior;
 	double gain_skip;      /* > 0: guided sweeps skip changes the
 				  provider's gains predict at least this
-				  much slower (0.03 = 3%); 0 = off */
+				  much slower (0.1 = 10%); 0 = off;
+				  default TP_SEARCH_GAIN_SKIP */
 	volatile sig_atomic_t *stop; /* nonzero = stop soon (signals) */
 	void (*progress)(void *ctx, const struct tp_search_progress *p);
 	void *progress_ctx;
@@ -206,6 +215,9 @@ struct tp_search_result {
 				   stage's budget cut short (baselines.c) */
 	uint32_t kicks; /* sweeps started from a kick of the best plan
 			   (iterated local search, baselines.c) */
+	uint64_t gain_skips; /* single changes guided sweeps did not
+				simulate because the provider's gains
+				predicted them slow (options.gain_skip) */
 	/* With options.gain_stats: the provider's predicted gains against
 	   the sweeps' scored changes.  Signs: changes scored, those whose
 	   predicted sign (faster or not) was right; better: changes that

@@ -84,6 +84,7 @@ struct sctx {
 	} sweep_resume;
 	uint64_t sweep_resumed; /* result.sweep_resumed */
 	uint32_t kicks;         /* result.kicks */
+	uint64_t gain_skips;    /* result.gain_skips */
 	_Atomic uint64_t sim_ns; /* wall time inside the evaluator */
 	_Atomic int stop;      /* limits reached or error */
 	double t0;             /* monotonic start */
