@@ -37,7 +37,8 @@
  * ranked on 10 single runs was mostly ranked by it.
  *
  * TAGPLAN_BENCH_QUICK=1 runs two cases with a 2,000-playout reference and
- * one seed; TAGPLAN_BENCH_GNN_SEEDS=n runs seeds 1 .. n;
+ * one seed; TAGPLAN_BENCH_GNN_SEEDS=n runs seeds 1 .. n
+ * (TAGPLAN_BENCH_GNN_FIRST_SEED=f: f .. f + n - 1);
  * TAGPLAN_BENCH_GNN_CASE=text runs the cases whose name contains text,
  * TAGPLAN_BENCH_GNN_TRACE=1 prints each new best of the runs of (b);
  * TAGPLAN_BENCH_GNN_GAINS=0.03 lets the guided sweeps skip the changes
@@ -391,6 +392,14 @@ int main(void)
 		n_seeds = (uint32_t)atoi(getenv("TAGPLAN_BENCH_GNN_SEEDS"));
 	if (n_seeds < 1 || n_seeds > 100)
 		n_seeds = 1;
+	/* the first seed: seeds first .. first + n_seeds - 1 (a variant
+	   chosen on seeds 1-3 checked on others) */
+	uint32_t first_seed = 1;
+	if (getenv("TAGPLAN_BENCH_GNN_FIRST_SEED"))
+		first_seed = (uint32_t)atoi(
+			getenv("TAGPLAN_BENCH_GNN_FIRST_SEED"));
+	if (first_seed < 1 || first_seed > 1000000)
+		first_seed = 1;
 	struct kase cases[16];
 	uint32_t nc = 0, wins = 0, counted = 0;
 	struct tp_gnn_prior *gp = NULL;
@@ -491,12 +500,13 @@ int main(void)
 
 		if (only && !strstr(ks->name, only))
 			continue;
-		for (uint32_t sd = 1; sd <= n_seeds; sd++) {
+		for (uint32_t sd = first_seed; sd < first_seed + n_seeds;
+		     sd++) {
 			char name[300];
 			bench_seed = sd;
 			memset(&gcase, 0, sizeof(gcase));
 			memset(&ucase, 0, sizeof(ucase));
-			if (n_seeds > 1)
+			if (n_seeds > 1 || first_seed > 1)
 				snprintf(name, sizeof(name), "%.250s, seed %u",
 					 ks->name, sd);
 			else
