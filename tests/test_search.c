@@ -675,6 +675,15 @@ static bool plans_equal(const struct tp_plan *a, const struct tp_plan *b)
 		      a->shares.n * sizeof(*a->shares.v)) == 0;
 }
 
+/* The answer is never slower than a baseline that fits. */
+static void assert_beats_baselines(const struct tp_search_result *r)
+{
+	for (int b = 0; b < TP_BASELINE_COUNT; b++)
+		if (r->baselines[b].feasible)
+			ck_assert(r->report.iteration_time_s <=
+				  r->baselines[b].iteration_time_s);
+}
+
 START_TEST(test_search_beats_baselines_reproducible)
 {
 	struct tp_model m;
@@ -958,10 +967,7 @@ START_TEST(test_search_lower_bound_prunes)
 	ck_assert_uint_eq(r1.playouts, 300);
 	ck_assert_uint_gt(r1.bounded, 0);
 	ck_assert_uint_lt(r1.simulations, r0.simulations);
-	for (int b = 0; b < TP_BASELINE_COUNT; b++)
-		if (r1.baselines[b].feasible)
-			ck_assert(r1.report.iteration_time_s <=
-				  r1.baselines[b].iteration_time_s);
+	assert_beats_baselines(&r1);
 	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r2, NULL), TP_OK);
 	ck_assert(plans_equal(&r1.plan, &r2.plan));
 	ck_assert_uint_eq(r1.simulations, r2.simulations);
@@ -1055,6 +1061,47 @@ START_TEST(test_megatron_baseline_is_its_strategy)
 }
 END_TEST
 
+/* A search of the toy evaluator on an 8-layer model and 2 x 4 mixed GPUs,
+ * guided by a fake provider (ctx set by the test), one thread, seed 2,
+ * 400 playouts, no structured seeds. */
+struct fake_guided {
+	struct tp_model m;
+	struct tp_cluster c;
+	struct toy toy;
+	struct tp_evaluator ev;
+	struct tp_prior_provider pp;
+	struct tp_search_options o;
+};
+
+static void fake_guided_init(
+	struct fake_guided *f, const char *name,
+	enum tp_status (*evaluate)(void *, void *,
+				   const struct tp_prior_state *, float *,
+				   float *, bool *, struct tp_error *))
+{
+	const int types[2] = {0, 1};
+
+	layered_model(&f->m, 8, 64, 1);
+	hetero_cluster(&f->c, 2, 4, types);
+	toy_evaluator(&f->toy, &f->m, &f->c, &f->ev);
+	memset(&f->pp, 0, sizeof(f->pp));
+	f->pp.name = name;
+	f->pp.evaluate = evaluate;
+	tp_search_options_default(&f->o);
+	f->o.threads = 1;
+	f->o.seed = 2;
+	f->o.playouts = 400;
+	f->o.time_limit_s = 0;
+	f->o.no_seeds = true;
+	f->o.prior = &f->pp;
+}
+
+static void fake_guided_release(struct fake_guided *f)
+{
+	tp_cluster_release(&f->c);
+	tp_model_release(&f->m);
+}
+
 /* A fake provider with gains: constant priors, no value, and the same
  * predicted gain for every action that changes the state. */
 struct gained {
@@ -1090,52 +1137,33 @@ static enum tp_status gained_eval(void *ctx, void *scratch,
  * gain_skip 0; the answer is never slower than the baselines. */
 START_TEST(test_search_gain_cut_skips_simulations)
 {
-	struct tp_model m;
-	struct tp_cluster c;
-	struct tp_evaluator ev;
-	struct tp_search_options o;
+	struct fake_guided f;
 	struct tp_search_result r0, r1, r2;
-	struct toy toy;
 	struct gained slow = {-1.0f, 0}, fast = {0.5f, 0};
-	struct tp_prior_provider pp;
-	const int types[2] = {0, 1};
 
-	layered_model(&m, 8, 64, 1);
-	hetero_cluster(&c, 2, 4, types);
-	toy_evaluator(&toy, &m, &c, &ev);
-	memset(&pp, 0, sizeof(pp));
-	pp.name = "gained";
-	pp.evaluate = gained_eval;
-	tp_search_options_default(&o);
-	ck_assert(o.gain_skip == TP_SEARCH_GAIN_SKIP);
-	o.threads = 1;
-	o.seed = 2;
-	o.playouts = 400;
-	o.time_limit_s = 0;
-	o.no_seeds = true;
-	o.prior = &pp;
+	fake_guided_init(&f, "gained", gained_eval);
+	ck_assert(f.o.gain_skip == TP_SEARCH_GAIN_SKIP);
 	tp_search_result_init(&r0);
 	tp_search_result_init(&r1);
 	tp_search_result_init(&r2);
-	pp.ctx = &fast;
-	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r0, NULL), TP_OK);
+	f.pp.ctx = &fast;
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &r0, NULL),
+			 TP_OK);
 	ck_assert_int_gt(fast.asked, 0);
 	ck_assert_uint_eq(r0.gain_skips, 0);
-	pp.ctx = &slow;
-	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r1, NULL), TP_OK);
+	f.pp.ctx = &slow;
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &r1, NULL),
+			 TP_OK);
 	ck_assert_uint_gt(r1.gain_skips, 10);
-	for (int b = 0; b < TP_BASELINE_COUNT; b++)
-		if (r1.baselines[b].feasible)
-			ck_assert(r1.report.iteration_time_s <=
-				  r1.baselines[b].iteration_time_s);
-	o.gain_skip = 0;
-	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r2, NULL), TP_OK);
+	assert_beats_baselines(&r1);
+	f.o.gain_skip = 0;
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &r2, NULL),
+			 TP_OK);
 	ck_assert_uint_eq(r2.gain_skips, 0);
 	tp_search_result_release(&r0);
 	tp_search_result_release(&r1);
 	tp_search_result_release(&r2);
-	tp_cluster_release(&c);
-	tp_model_release(&m);
+	fake_guided_release(&f);
 }
 END_TEST
 
@@ -1170,56 +1198,37 @@ static enum tp_status valued_eval(void *ctx, void *scratch,
  * the answer is never slower than the baselines either way. */
 START_TEST(test_search_value_skips_simulations)
 {
-	struct tp_model m;
-	struct tp_cluster c;
-	struct tp_evaluator ev;
-	struct tp_search_options o;
+	struct fake_guided f;
 	struct tp_search_result r0, r1, r2;
-	struct toy toy;
 	struct valued slow = {-0.9f, 0, 0}, fast = {0.9f, 0, 0};
-	struct tp_prior_provider pp;
-	const int types[2] = {0, 1};
 
-	layered_model(&m, 8, 64, 1);
-	hetero_cluster(&c, 2, 4, types);
-	toy_evaluator(&toy, &m, &c, &ev);
-	memset(&pp, 0, sizeof(pp));
-	pp.name = "valued";
-	pp.evaluate = valued_eval;
-	tp_search_options_default(&o);
-	o.threads = 1;
-	o.seed = 2;
-	o.playouts = 400;
-	o.time_limit_s = 0;
-	o.no_seeds = true;
-	o.prior = &pp;
+	fake_guided_init(&f, "valued", valued_eval);
 	tp_search_result_init(&r0);
 	tp_search_result_init(&r1);
 	tp_search_result_init(&r2);
-	pp.ctx = &fast;
-	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r0, NULL), TP_OK);
+	f.pp.ctx = &fast;
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &r0, NULL),
+			 TP_OK);
 	ck_assert_uint_eq(r0.value_skips, 0);
-	pp.ctx = &slow;
-	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r1, NULL), TP_OK);
+	f.pp.ctx = &slow;
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &r1, NULL),
+			 TP_OK);
 	ck_assert_uint_gt(r1.value_skips, 10);
 	ck_assert_uint_lt(r1.simulations, r0.simulations);
 	ck_assert_int_gt(slow.calls, 10);
 	ck_assert_int_eq(slow.no_ref, 0);
 	ck_assert_int_eq(fast.no_ref, 0);
-	for (int b = 0; b < TP_BASELINE_COUNT; b++)
-		if (r1.baselines[b].feasible)
-			ck_assert(r1.report.iteration_time_s <=
-				  r1.baselines[b].iteration_time_s);
+	assert_beats_baselines(&r1);
 	/* reproducible */
 	slow.calls = 0;
-	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r2, NULL), TP_OK);
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &r2, NULL),
+			 TP_OK);
 	ck_assert_uint_eq(r1.value_skips, r2.value_skips);
 	ck_assert(plans_equal(&r1.plan, &r2.plan));
 	tp_search_result_release(&r0);
 	tp_search_result_release(&r1);
 	tp_search_result_release(&r2);
-	tp_cluster_release(&c);
-	tp_model_release(&m);
+	fake_guided_release(&f);
 }
 END_TEST
 
