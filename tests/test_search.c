@@ -1167,6 +1167,51 @@ START_TEST(test_search_gain_cut_skips_simulations)
 }
 END_TEST
 
+/* A fake provider whose prior is all on the first change of each level:
+ * the prior cut keeps GUIDE_MIN_KEEP changes per group. */
+static enum tp_status peaked_eval(void *ctx, void *scratch,
+				  const struct tp_prior_state *st,
+				  float *priors, float *value, bool *has_value,
+				  struct tp_error *err)
+{
+	(void)ctx;
+	(void)scratch;
+	(void)err;
+	(void)value;
+	*has_value = false;
+	for (uint32_t i = 0; i < st->n_actions; i++)
+		priors[i] = i == 1 ? 100 : 1;
+	return TP_OK;
+}
+
+/* A later stage that starts at a local optimum of a guided pass first
+ * completes it (a pass over the changes the prior cut skipped) and kicks
+ * only after that; an unguided search never completes. */
+START_TEST(test_search_completes_before_kicking)
+{
+	struct fake_guided f;
+	struct tp_search_result rg, ru;
+
+	fake_guided_init(&f, "peaked", peaked_eval);
+	f.o.playouts = 4000;
+	tp_search_result_init(&rg);
+	tp_search_result_init(&ru);
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &rg, NULL),
+			 TP_OK);
+	ck_assert_uint_gt(rg.completions, 0);
+	ck_assert_uint_gt(rg.kicks, 0);
+	assert_beats_baselines(&rg);
+	f.o.prior = NULL;
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &ru, NULL),
+			 TP_OK);
+	ck_assert_uint_eq(ru.completions, 0);
+	ck_assert_uint_gt(ru.kicks, 0);
+	tp_search_result_release(&rg);
+	tp_search_result_release(&ru);
+	fake_guided_release(&f);
+}
+END_TEST
+
 /* A fake provider with values: constant priors, a fixed value, and it
  * checks that the search passes its reference time. */
 struct valued {
@@ -1549,6 +1594,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_megatron_baseline_is_its_strategy);
 	tcase_add_test(tm, test_search_value_skips_simulations);
 	tcase_add_test(tm, test_search_gain_cut_skips_simulations);
+	tcase_add_test(tm, test_search_completes_before_kicking);
 	tcase_add_test(tm, test_search_stages);
 	suite_add_tcase(s, tm);
 	tcase_set_timeout(tcmd, 60);

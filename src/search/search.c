@@ -823,6 +823,7 @@ out:
 	res->value_skips = atomic_load(&s.value_skips);
 	res->sweep_resumed = s.sweep_resumed;
 	res->kicks = s.kicks;
+	res->completions = s.completions;
 	res->gain_skips = s.gain_skips;
 	res->evaluations = atomic_load(&s.evaluations);
 	res->seconds = sctx_elapsed(&s);

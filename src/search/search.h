@@ -215,6 +215,10 @@ struct tp_search_result {
 				   stage's budget cut short (baselines.c) */
 	uint32_t kicks; /* sweeps started from a kick of the best plan
 			   (iterated local search, baselines.c) */
+	uint32_t completions; /* guided: stages that began with a pass over
+				 the changes the prior cut skipped, at a
+				 local optimum of the likely ones
+				 (COMPLETION, baselines.c) */
 	uint64_t gain_skips; /* single changes guided sweeps did not
 				simulate because the provider's gains
 				predicted them slow (options.gain_skip) */

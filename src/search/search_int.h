@@ -73,6 +73,10 @@ struct sctx {
 #define SCTX_POLISHED 8
 	uint64_t polished[SCTX_POLISHED];
 	uint32_t n_polished;
+	/* of those, the ones a guided search also completed: a pass over
+	   the changes the guided passes skipped found nothing either */
+	uint64_t completed[SCTX_POLISHED];
+	uint32_t n_completed;
 	/* a sweep pass the stage's budget cut short without finding an
 	   improvement (baselines.c): the next stage resumes it at pos
 	   when it starts from the same incumbent (key) with the same
@@ -84,6 +88,7 @@ struct sctx {
 	} sweep_resume;
 	uint64_t sweep_resumed; /* result.sweep_resumed */
 	uint32_t kicks;         /* result.kicks */
+	uint32_t completions;   /* result.completions */
 	uint64_t gain_skips;    /* result.gain_skips */
 	_Atomic uint64_t sim_ns; /* wall time inside the evaluator */
 	_Atomic int stop;      /* limits reached or error */
