@@ -162,7 +162,7 @@ DATA_TOPO = dgx-a100 dgx-h100 hgx-h200 dgx1-v100 v100-nvlink p100-pcie \
 # deterministic for these arguments (src/gnn/README says how long it took
 # on 2 cores).  The checkpoint lets an interrupted run continue with
 # `make weights WEIGHTS_RESUME=--resume build/weights.ckpt`.
-WEIGHTS_ARGS = --games 600 --epochs 4 --playouts 8 --threads 2 --seed 1
+WEIGHTS_ARGS = --games 1200 --epochs 4 --playouts 8 --threads 2 --seed 1
 weights: $(BIN)
 	@mkdir -p build
 	TAGPLAN_DATA=$(abspath data) $(abspath $(BIN)) train $(WEIGHTS_ARGS) \
