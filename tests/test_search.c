@@ -1102,11 +1102,14 @@ static void fake_guided_release(struct fake_guided *f)
 	tp_model_release(&f->m);
 }
 
-/* A fake provider with gains: constant priors, no value, and the same
- * predicted gain for every action that changes the state. */
+/* A fake provider with gains: no value, the same predicted gain for
+ * every action that changes the state (NAN: none), and priors constant
+ * but for the first change of each level, which gets peak times as much
+ * (0: constant). */
 struct gained {
 	float gain;
 	int asked; /* calls that asked for gains */
+	float peak;
 };
 
 static enum tp_status gained_eval(void *ctx, void *scratch,
@@ -1123,7 +1126,7 @@ static enum tp_status gained_eval(void *ctx, void *scratch,
 	if (st->gains)
 		__atomic_add_fetch(&g->asked, 1, __ATOMIC_RELAXED);
 	for (uint32_t i = 0; i < st->n_actions; i++) {
-		priors[i] = 1;
+		priors[i] = i == 1 && g->peak > 0 ? g->peak : 1;
 		if (st->gains)
 			st->gains[i] = st->actions[i].keeps_default ? 0
 								    : g->gain;
@@ -1139,7 +1142,7 @@ START_TEST(test_search_gain_cut_skips_simulations)
 {
 	struct fake_guided f;
 	struct tp_search_result r0, r1, r2;
-	struct gained slow = {-1.0f, 0}, fast = {0.5f, 0};
+	struct gained slow = {-1.0f, 0, 0}, fast = {0.5f, 0, 0};
 
 	fake_guided_init(&f, "gained", gained_eval);
 	ck_assert(f.o.gain_skip == TP_SEARCH_GAIN_SKIP);
@@ -1167,23 +1170,6 @@ START_TEST(test_search_gain_cut_skips_simulations)
 }
 END_TEST
 
-/* A fake provider whose prior is all on the first change of each level:
- * the prior cut keeps GUIDE_MIN_KEEP changes per group. */
-static enum tp_status peaked_eval(void *ctx, void *scratch,
-				  const struct tp_prior_state *st,
-				  float *priors, float *value, bool *has_value,
-				  struct tp_error *err)
-{
-	(void)ctx;
-	(void)scratch;
-	(void)err;
-	(void)value;
-	*has_value = false;
-	for (uint32_t i = 0; i < st->n_actions; i++)
-		priors[i] = i == 1 ? 100 : 1;
-	return TP_OK;
-}
-
 /* A later stage that starts at a local optimum of a guided pass first
  * completes it (a pass over the changes the prior cut skipped) and kicks
  * only after that; an unguided search never completes. */
@@ -1191,8 +1177,11 @@ START_TEST(test_search_completes_before_kicking)
 {
 	struct fake_guided f;
 	struct tp_search_result rg, ru;
+	/* the prior cut keeps GUIDE_MIN_KEEP changes per group */
+	struct gained peaked = {NAN, 0, 100};
 
-	fake_guided_init(&f, "peaked", peaked_eval);
+	fake_guided_init(&f, "gained", gained_eval);
+	f.pp.ctx = &peaked;
 	f.o.playouts = 4000;
 	tp_search_result_init(&rg);
 	tp_search_result_init(&ru);

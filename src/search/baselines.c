@@ -883,6 +883,22 @@ static bool sweep_better(const struct evalres *x, const struct evalres *cur)
 			   cur->time, cur->over);
 }
 
+/* The rings of decision vectors (search_int.h, sctx.polished). */
+static bool keys_have(const struct sctx_keys *r, uint64_t key)
+{
+	uint32_t n = r->n < SCTX_POLISHED ? r->n : SCTX_POLISHED;
+
+	for (uint32_t j = 0; j < n; j++)
+		if (r->key[j] == key)
+			return true;
+	return false;
+}
+
+static void keys_add(struct sctx_keys *r, uint64_t key)
+{
+	r->key[r->n++ % SCTX_POLISHED] = key;
+}
+
 /* Iterated local search.  In a later stage of an anytime search
  * (search.c) whose best plan the sweeps already left at a local optimum,
  * they start from a "kick" of it instead of not running: KICK_CHANGES
@@ -1246,18 +1262,10 @@ enum tp_status search_polish(struct worker *w)
 		}
 	}
 	if (s->stage_start && n_start) {
-		uint32_t np = s->n_polished < SCTX_POLISHED ? s->n_polished
-							    : SCTX_POLISHED;
-		for (uint32_t j = 0; j < np; j++)
-			if (s->polished[j] == skey[0])
-				kicked = true;
+		kicked = keys_have(&s->polished, skey[0]);
 		/* guided: completed first (COMPLETION), kicked after */
-		np = s->n_completed < SCTX_POLISHED ? s->n_completed
-						    : SCTX_POLISHED;
-		complete = kicked && guide;
-		for (uint32_t j = 0; complete && j < np; j++)
-			if (s->completed[j] == skey[0])
-				complete = false;
+		complete = kicked && guide &&
+			   !keys_have(&s->completed, skey[0]);
 		kicked = kicked && !complete;
 		s->completions += complete;
 	}
@@ -1392,10 +1400,9 @@ enum tp_status search_polish(struct worker *w)
 			   the tree search sees the others): a later stage
 			   kicks it rather than sweeping here again */
 			pthread_mutex_lock(&s->lock);
-			s->polished[s->n_polished++ % SCTX_POLISHED] = ikey;
+			keys_add(&s->polished, ikey);
 			if (comp)
-				s->completed[s->n_completed++ % SCTX_POLISHED] =
-					ikey;
+				keys_add(&s->completed, ikey);
 			pthread_mutex_unlock(&s->lock);
 			break;
 		}

@@ -71,12 +71,14 @@ struct sctx {
 	uint64_t stage_start, stage_end;
 	/* decision vectors the sweeps left at a local optimum (a ring) */
 #define SCTX_POLISHED 8
-	uint64_t polished[SCTX_POLISHED];
-	uint32_t n_polished;
-	/* of those, the ones a guided search also completed: a pass over
-	   the changes the guided passes skipped found nothing either */
-	uint64_t completed[SCTX_POLISHED];
-	uint32_t n_completed;
+	struct sctx_keys {
+		uint64_t key[SCTX_POLISHED];
+		uint32_t n; /* keys added; the last SCTX_POLISHED kept */
+	} polished,
+		/* of those, the ones a guided search also completed: a pass
+		   over the changes the guided passes skipped found nothing
+		   either */
+		completed;
 	/* a sweep pass the stage's budget cut short without finding an
 	   improvement (baselines.c): the next stage resumes it at pos
 	   when it starts from the same incumbent (key) with the same
