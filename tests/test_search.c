@@ -1201,6 +1201,102 @@ START_TEST(test_search_completes_before_kicking)
 }
 END_TEST
 
+/* The toy evaluator with a recomputation plateau: a plan fits only when
+ * every group recomputes or its ZeRO stage is at least need_zero, and any
+ * recomputation costs 50% (a pipeline waits for its slowest stage, so
+ * dropping it on one group alone buys nothing); each ZeRO stage takes 1%
+ * off. */
+struct plateau {
+	struct toy toy;
+	uint32_t need_zero;
+};
+
+static enum tp_status plateau_run(void *ctx, void *scratch,
+				  const struct tp_plan *p, struct tp_report *r,
+				  struct tp_error *err)
+{
+	struct plateau *pl = ctx;
+	bool any = false, all = true;
+	enum tp_status st = toy_run(&pl->toy, scratch, p, r, err);
+
+	if (st)
+		return st;
+	for (uint32_t g = 0; g < p->groups.n; g++) {
+		bool rc = p->groups.v[g].recompute != TP_RECOMPUTE_NONE;
+		any |= rc;
+		all &= rc;
+	}
+	r->feasible = all || p->zero >= pl->need_zero;
+	r->over_bytes = r->feasible ? 0 : 1e9;
+	r->worst_device = r->feasible ? UINT32_MAX : 0;
+	r->iteration_time_s *= (any ? 1.5 : 1.0) * (1 - 0.01 * p->zero);
+	r->throughput_samples_per_s =
+		(double)p->global_batch / r->iteration_time_s;
+	snprintf(r->reason, sizeof(r->reason), "%s",
+		 r->feasible ? "" : "out of memory (plateau)");
+	return TP_OK;
+}
+
+static bool plan_recomputes(const struct tp_plan *p)
+{
+	for (uint32_t g = 0; g < p->groups.n; g++)
+		if (p->groups.v[g].recompute != TP_RECOMPUTE_NONE)
+			return true;
+	return false;
+}
+
+/* Dropping recomputation is a move of its own (RELAX in baselines.c):
+ * on a 24-layer model, from plans that all recompute (no seeds; the
+ * baselines that fit do), one ZeRO stage change and then every group at
+ * once; no single group's change improves (without RELAX the answer of
+ * 100 playouts recomputes).  And on 8 layers a seed that does not fit
+ * without recomputation tries the ZeRO stages before recomputing: a
+ * 1-playout search answers the seed's plan. */
+START_TEST(test_search_relaxes_recompute_and_seeds_zero)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct plateau pl;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	struct tp_search_result r;
+	const int types[2] = {0, 1};
+
+	layered_model(&m, 24, 64, 1);
+	hetero_cluster(&c, 2, 4, types);
+	toy_evaluator(&pl.toy, &m, &c, &ev);
+	ev.ctx = &pl;
+	ev.run = plateau_run;
+	pl.need_zero = 2;
+	tp_search_options_default(&o);
+	o.threads = 1;
+	o.seed = 2;
+	o.time_limit_s = 0;
+	o.no_seeds = true;
+	o.playouts = 100;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	ck_assert(r.have_plan && r.report.feasible);
+	ck_assert_msg(!plan_recomputes(&r.plan), "%s", r.source);
+	ck_assert_uint_ge(r.plan.zero, 2);
+	tp_search_result_release(&r);
+	tp_model_release(&m);
+
+	layered_model(&m, 8, 64, 1);
+	o.no_seeds = false;
+	o.playouts = 1;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	ck_assert(r.have_plan && r.report.feasible);
+	ck_assert_msg(strstr(r.source, "seed") != NULL, "%s", r.source);
+	ck_assert(!plan_recomputes(&r.plan));
+	ck_assert_uint_eq(r.plan.zero, 2);
+	tp_search_result_release(&r);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 /* A fake provider with values: constant priors, a fixed value, and it
  * checks that the search passes its reference time. */
 struct valued {
@@ -1584,6 +1680,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_value_skips_simulations);
 	tcase_add_test(tm, test_search_gain_cut_skips_simulations);
 	tcase_add_test(tm, test_search_completes_before_kicking);
+	tcase_add_test(tm, test_search_relaxes_recompute_and_seeds_zero);
 	tcase_add_test(tm, test_search_stages);
 	suite_add_tcase(s, tm);
 	tcase_set_timeout(tcmd, 60);

@@ -656,6 +656,21 @@ enum tp_status search_baselines(struct worker *w)
 /* ------------------------------------------------------------------ */
 /* seeds                                                               */
 
+/* The memory ladder of a seed (seed_pipeline): path 0 the plain plan,
+ * 1 a ZeRO stage, 2 recomputation, 3 both.  SEED_LADDER: before, the seeds
+ * only escalated recomputation (ZeRO 0), so no seed put Llama-2-7B data
+ * parallel on the A100s of bench_gnn's l4:3 a100:4 cluster (it needs
+ * ZeRO and 8 micro-batches), the plan the guided search found only after
+ * 1,000 playouts (9.285 s; the unguided search's best of 20,000 was
+ * 10.44 s). */
+struct seed_step {
+	uint8_t rung, zero, path;
+};
+static const struct seed_step seed_ladder[] = {
+	{0, 0, 0}, {0, 1, 1}, {0, 2, 1}, {1, 0, 2},
+	{2, 0, 2}, {1, 2, 3}, {2, 2, 3}};
+#define SEED_STEPS (sizeof(seed_ladder) / sizeof(seed_ladder[0]))
+
 /* Try a pipeline over `members` with a few tp and micro-batch counts. */
 static enum tp_status seed_pipeline(struct worker *w, struct bufs *bf,
 				    uint32_t n, const char *what)
@@ -673,22 +688,30 @@ static enum tp_status seed_pipeline(struct worker *w, struct bufs *bf,
 			uint64_t want = (uint64_t)n * mult;
 			uint32_t mcount = 0;
 			struct evalres r;
-			if (n == 1 && mult > 4)
-				break;
 			for (uint32_t k = 0; k < sp->n_mb; k++)
 				if (sp->mb_counts[k] <= want)
 					mcount = sp->mb_counts[k];
 			if (!mcount || (int64_t)mcount > B)
 				continue;
-			for (int rung = 0; rung < 3; rung++) {
+			/* rung 0 (no recomputation, no ZeRO) fits: that is
+			   the seed; else the cheapest fit along two ladders,
+			   a ZeRO stage (1, then 2) and recomputation
+			   (selective, then full); only when neither fits, both
+			   (SEED_LADDER) */
+			bool done[4] = {false, false, false, false};
+			for (uint32_t step = 0; step < SEED_STEPS; step++) {
+				const struct seed_step *ls = &seed_ladder[step];
 				struct tp_globals gl = {mcount,
-							TP_SCHEDULE_1F1B, 0, 0,
-							0};
+							TP_SCHEDULE_1F1B,
+							ls->zero, 0, 0};
+				if (done[0] || done[ls->path] ||
+				    (ls->path == 3 && (done[1] || done[2])))
+					continue;
 				pipeline(sp, bf->members, n, tps[ti],
-					 rc_ladder[rung], true, dec,
+					 rc_ladder[ls->rung], true, dec,
 					 bf->stage_of, bf->weight, bf->speed);
 				if (!tp_space_state_ok(sp, &gl, dec))
-					break;
+					continue;
 				snprintf(src, sizeof(src),
 					 "seed: %s, %u stage%s, m=%u", what, n,
 					 n == 1 ? "" : "s", mcount);
@@ -697,8 +720,7 @@ static enum tp_status seed_pipeline(struct worker *w, struct bufs *bf,
 				if (st)
 					return st;
 				s->res->seeds++;
-				if (r.ok && r.feasible)
-					break;
+				done[ls->path] |= r.ok && r.feasible;
 			}
 			if (sctx_should_stop(s))
 				return TP_OK;
@@ -826,6 +848,7 @@ struct move {
 	float gain;  /* the provider's predicted ln(t_inc / t), NAN = none */
 	float prior; /* the provider's prior, NAN = none */
 	uint32_t rank; /* among the level's changes (cmp_sweep_order) */
+	bool relax;    /* RELAX: every group one rung less recomputation */
 };
 
 /* The order a pass scores its changes in: round robin over the levels,
@@ -842,7 +865,7 @@ static int cmp_sweep_order(const void *x, const void *y)
 		return a->rank < b->rank ? -1 : 1;
 	if (a->lv != b->lv)
 		return a->lv < b->lv ? -1 : 1;
-	return 0;
+	return a->relax == b->relax ? 0 : a->relax ? -1 : 1;
 }
 
 static int cmp_move(const void *x, const void *y)
@@ -859,10 +882,39 @@ static int cmp_move(const void *x, const void *y)
 	return a->lv < b->lv ? -1 : a->lv > b->lv;
 }
 
+/* RELAX, a compound change every sweep pass scores (first) and tries
+ * again after applying its moves: every group one rung down the
+ * recomputation ladder (full -> selective where that drops something,
+ * else none; selective -> none), each keeping its devices, tp and
+ * synchronisation.  A pipeline waits for its slowest stage, so one
+ * group's own change buys almost nothing: Llama-2-7B on bench_gnn's l4:4
+ * a100:2 cluster stopped at 17.6 s with selective recomputation on every
+ * group (each group's change 0.1-0.4% faster), all at once 15.95 s.
+ * Applies it to dec; false when no group recomputes. */
+static bool relax_recompute(const struct tp_space *sp, struct tp_decision *dec)
+{
+	const struct tp_groups *G = sp->groups;
+	bool any = false;
+
+	for (uint32_t g = 0; g < G->n; g++) {
+		uint8_t r = dec[g].recompute;
+		if (r == TP_RECOMPUTE_NONE)
+			continue;
+		any = true;
+		dec[g].recompute = r == TP_RECOMPUTE_FULL &&
+					   G->selective_bytes[g] > 0
+				       ? TP_RECOMPUTE_SELECTIVE
+				       : TP_RECOMPUTE_NONE;
+	}
+	return any;
+}
+
 static void apply_move(const struct tp_space *sp, const struct move *mv,
 		       struct tp_globals *gl, struct tp_decision *dec)
 {
-	if (mv->lv == 0)
+	if (mv->relax)
+		relax_recompute(sp, dec);
+	else if (mv->lv == 0)
 		*gl = mv->a.g;
 	else
 		tp_space_apply(sp, mv->lv - 1, &mv->a, gl, dec);
@@ -1351,6 +1403,18 @@ enum tp_status search_polish(struct worker *w)
 					na++;
 				}
 			}
+			/* RELAX, with the first changes (the completing pass
+			   scored it already) */
+			if (!comp) {
+				memcpy(cand, inc, K * sizeof(*cand));
+				if (relax_recompute(sp, cand)) {
+					memset(&all[na], 0, sizeof(all[na]));
+					all[na].relax = true;
+					all[na].gain = NAN;
+					all[na].prior = NAN;
+					na++;
+				}
+			}
 			qsort(all, na, sizeof(*all), cmp_sweep_order);
 			/* resumed: all[0 .. from) were scored by the pass a
 			   former stage cut short, and none improves */
@@ -1430,6 +1494,21 @@ enum tp_status search_polish(struct worker *w)
 				gl = g2;
 				memcpy(inc, cand, K * sizeof(*inc));
 				used[moves[k].lv] = 1;
+				cur = r;
+			}
+		}
+		/* RELAX again on what the pass changed (a ZeRO stage or
+		   more micro-batches can make room for it) */
+		memcpy(cand, inc, K * sizeof(*cand));
+		if (!moves[0].relax && !sweep_budget_spent(s, lim) &&
+		    relax_recompute(sp, cand)) {
+			st = sctx_eval(w, &gl, cand, "search (sweep)",
+				       cur.feasible ? cur.time : 0, &r);
+			if (st)
+				goto out;
+			atomic_fetch_add(&s->playouts, 1);
+			if (r.ok && sweep_better(&r, &cur)) {
+				memcpy(inc, cand, K * sizeof(*inc));
 				cur = r;
 			}
 		}
