@@ -1201,6 +1201,55 @@ START_TEST(test_search_completes_before_kicking)
 }
 END_TEST
 
+/* A fake provider that counts the states it is asked about, at level 0
+ * (the global settings) and below. */
+struct level_spy {
+	int level0, deeper;
+};
+
+static enum tp_status level_spy_eval(void *ctx, void *scratch,
+				     const struct tp_prior_state *st,
+				     float *priors, float *value,
+				     bool *has_value, struct tp_error *err)
+{
+	struct level_spy *ls = ctx;
+
+	(void)scratch;
+	(void)err;
+	(void)value;
+	*has_value = false;
+	if (st->level == 0)
+		__atomic_add_fetch(&ls->level0, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_add_fetch(&ls->deeper, 1, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < st->n_actions; i++)
+		priors[i] = 1;
+	return TP_OK;
+}
+
+/* The provider is not asked about the global settings (GLOBALS_UNIFORM
+ * in mcts.c; the sweeps score every global change anyway), only about
+ * the groups' decisions. */
+START_TEST(test_search_globals_uniform)
+{
+	struct fake_guided f;
+	struct tp_search_result r;
+	struct level_spy ls = {0, 0};
+
+	fake_guided_init(&f, "level spy", level_spy_eval);
+	f.pp.ctx = &ls;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &r, NULL),
+			 TP_OK);
+	ck_assert_int_eq(ls.level0, 0);
+	ck_assert_int_gt(ls.deeper, 10);
+	ck_assert_uint_gt(r.tree_nodes, 1);
+	assert_beats_baselines(&r);
+	tp_search_result_release(&r);
+	fake_guided_release(&f);
+}
+END_TEST
+
 /* The toy evaluator with a recomputation plateau: a plan fits only when
  * every group recomputes or its ZeRO stage is at least need_zero, and any
  * recomputation costs 50% (a pipeline waits for its slowest stage, so
@@ -1681,6 +1730,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_gain_cut_skips_simulations);
 	tcase_add_test(tm, test_search_completes_before_kicking);
 	tcase_add_test(tm, test_search_relaxes_recompute_and_seeds_zero);
+	tcase_add_test(tm, test_search_globals_uniform);
 	tcase_add_test(tm, test_search_stages);
 	suite_add_tcase(s, tm);
 	tcase_set_timeout(tcmd, 60);
