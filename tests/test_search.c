@@ -1105,11 +1105,12 @@ static void fake_guided_release(struct fake_guided *f)
 /* A fake provider with gains: no value, the same predicted gain for
  * every action that changes the state (NAN: none), and priors constant
  * but for the first change of each level, which gets peak times as much
- * (0: constant). */
+ * (0: constant); it counts the states it is asked about. */
 struct gained {
 	float gain;
 	int asked; /* calls that asked for gains */
 	float peak;
+	int level0, deeper; /* calls about level 0 (globals), about groups */
 };
 
 static enum tp_status gained_eval(void *ctx, void *scratch,
@@ -1125,6 +1126,8 @@ static enum tp_status gained_eval(void *ctx, void *scratch,
 	*has_value = false;
 	if (st->gains)
 		__atomic_add_fetch(&g->asked, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(st->level ? &g->deeper : &g->level0, 1,
+			   __ATOMIC_RELAXED);
 	for (uint32_t i = 0; i < st->n_actions; i++) {
 		priors[i] = i == 1 && g->peak > 0 ? g->peak : 1;
 		if (st->gains)
@@ -1142,7 +1145,7 @@ START_TEST(test_search_gain_cut_skips_simulations)
 {
 	struct fake_guided f;
 	struct tp_search_result r0, r1, r2;
-	struct gained slow = {-1.0f, 0, 0}, fast = {0.5f, 0, 0};
+	struct gained slow = {-1.0f, 0, 0, 0, 0}, fast = {0.5f, 0, 0, 0, 0};
 
 	fake_guided_init(&f, "gained", gained_eval);
 	ck_assert(f.o.gain_skip == TP_SEARCH_GAIN_SKIP);
@@ -1178,7 +1181,7 @@ START_TEST(test_search_completes_before_kicking)
 	struct fake_guided f;
 	struct tp_search_result rg, ru;
 	/* the prior cut keeps GUIDE_MIN_KEEP changes per group */
-	struct gained peaked = {NAN, 0, 100};
+	struct gained peaked = {NAN, 0, 100, 0, 0};
 
 	fake_guided_init(&f, "gained", gained_eval);
 	f.pp.ctx = &peaked;
@@ -1201,32 +1204,6 @@ START_TEST(test_search_completes_before_kicking)
 }
 END_TEST
 
-/* A fake provider that counts the states it is asked about, at level 0
- * (the global settings) and below. */
-struct level_spy {
-	int level0, deeper;
-};
-
-static enum tp_status level_spy_eval(void *ctx, void *scratch,
-				     const struct tp_prior_state *st,
-				     float *priors, float *value,
-				     bool *has_value, struct tp_error *err)
-{
-	struct level_spy *ls = ctx;
-
-	(void)scratch;
-	(void)err;
-	(void)value;
-	*has_value = false;
-	if (st->level == 0)
-		__atomic_add_fetch(&ls->level0, 1, __ATOMIC_RELAXED);
-	else
-		__atomic_add_fetch(&ls->deeper, 1, __ATOMIC_RELAXED);
-	for (uint32_t i = 0; i < st->n_actions; i++)
-		priors[i] = 1;
-	return TP_OK;
-}
-
 /* The provider is not asked about the global settings (GLOBALS_UNIFORM
  * in mcts.c; the sweeps score every global change anyway), only about
  * the groups' decisions. */
@@ -1234,15 +1211,15 @@ START_TEST(test_search_globals_uniform)
 {
 	struct fake_guided f;
 	struct tp_search_result r;
-	struct level_spy ls = {0, 0};
+	struct gained g = {NAN, 0, 0, 0, 0};
 
-	fake_guided_init(&f, "level spy", level_spy_eval);
-	f.pp.ctx = &ls;
+	fake_guided_init(&f, "gained", gained_eval);
+	f.pp.ctx = &g;
 	tp_search_result_init(&r);
 	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &r, NULL),
 			 TP_OK);
-	ck_assert_int_eq(ls.level0, 0);
-	ck_assert_int_gt(ls.deeper, 10);
+	ck_assert_int_eq(g.level0, 0);
+	ck_assert_int_gt(g.deeper, 10);
 	ck_assert_uint_gt(r.tree_nodes, 1);
 	assert_beats_baselines(&r);
 	tp_search_result_release(&r);

@@ -935,6 +935,31 @@ static bool sweep_better(const struct evalres *x, const struct evalres *cur)
 			   cur->time, cur->over);
 }
 
+/* A change stacked on the incumbent (gl, inc) of a pass: score the
+ * candidate (g2, cand), one playout, and take it when it improves on
+ * *cur (*taken). */
+static enum tp_status stack_try(struct worker *w, const struct tp_globals *g2,
+				const struct tp_decision *cand,
+				struct tp_globals *gl, struct tp_decision *inc,
+				struct evalres *cur, bool *taken)
+{
+	struct evalres r;
+	enum tp_status st = sctx_eval(w, g2, cand, "search (sweep)",
+				      cur->feasible ? cur->time : 0, &r);
+
+	*taken = false;
+	if (st)
+		return st;
+	atomic_fetch_add(&w->s->playouts, 1);
+	if (r.ok && sweep_better(&r, cur)) {
+		*gl = *g2;
+		memcpy(inc, cand, w->s->K * sizeof(*inc));
+		*cur = r;
+		*taken = true;
+	}
+	return TP_OK;
+}
+
 /* The rings of decision vectors (search_int.h, sctx.polished). */
 static bool keys_have(const struct sctx_keys *r, uint64_t key)
 {
@@ -1342,7 +1367,6 @@ enum tp_status search_polish(struct worker *w)
 			cur = r0;
 	}
 	for (uint32_t pass = 0;; pass++) {
-		struct evalres r;
 		size_t nm = 0;
 		/* the incumbent; a pass a former stage cut short here (with
 		   nothing found) is resumed where it stopped */
@@ -1480,37 +1504,27 @@ enum tp_status search_polish(struct worker *w)
 		cur.over = moves[0].over;
 		for (size_t k = 1; k < nm && k < 16; k++) {
 			struct tp_globals g2 = gl;
+			bool taken;
 			if (used[moves[k].lv] || moves[k].a.suffix ||
 			    sweep_budget_spent(s, lim))
 				continue;
 			memcpy(cand, inc, K * sizeof(*cand));
 			apply_move(sp, &moves[k], &g2, cand);
-			st = sctx_eval(w, &g2, cand, "search (sweep)",
-				       cur.feasible ? cur.time : 0, &r);
+			st = stack_try(w, &g2, cand, &gl, inc, &cur, &taken);
 			if (st)
 				goto out;
-			atomic_fetch_add(&s->playouts, 1);
-			if (r.ok && sweep_better(&r, &cur)) {
-				gl = g2;
-				memcpy(inc, cand, K * sizeof(*inc));
-				used[moves[k].lv] = 1;
-				cur = r;
-			}
+			used[moves[k].lv] |= taken;
 		}
 		/* RELAX again on what the pass changed (a ZeRO stage or
 		   more micro-batches can make room for it) */
 		memcpy(cand, inc, K * sizeof(*cand));
 		if (!moves[0].relax && !sweep_budget_spent(s, lim) &&
 		    relax_recompute(sp, cand)) {
-			st = sctx_eval(w, &gl, cand, "search (sweep)",
-				       cur.feasible ? cur.time : 0, &r);
+			const struct tp_globals g2 = gl;
+			bool taken;
+			st = stack_try(w, &g2, cand, &gl, inc, &cur, &taken);
 			if (st)
 				goto out;
-			atomic_fetch_add(&s->playouts, 1);
-			if (r.ok && sweep_better(&r, &cur)) {
-				memcpy(inc, cand, K * sizeof(*inc));
-				cur = r;
-			}
 		}
 	}
 	next_start:;
