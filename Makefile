@@ -158,16 +158,24 @@ DATA_HF  = llama-2-7b llama-2-70b llama-3-8b mistral-7b mixtral-8x7b \
 	   qwen2-7b gpt2 bert-large-uncased t5-base
 DATA_TOPO = dgx-a100 dgx-h100 hgx-h200 dgx1-v100 v100-nvlink p100-pcie \
 	    1080ti-pcie t4-pcie l4-pcie a100-pcie tag-testbed
-# The shipped GNN weights (data/tagplan.weights): self-play training,
-# deterministic for these arguments (src/gnn/README says how long it took
-# on 2 cores).  The checkpoint lets an interrupted run continue with
-# `make weights WEIGHTS_RESUME=--resume build/weights.ckpt`.
-WEIGHTS_ARGS = --games 1200 --epochs 4 --playouts 8 --threads 2 --seed 1
+# The shipped GNN weights, an ensemble of two networks (src/gnn/README,
+# "Ensemble"): data/tagplan.weights (1,200 games) and
+# data/tagplan-2.weights (2,400 games), self-play training, deterministic
+# for these arguments (src/gnn/README says how long it took on 2 cores).
+# The checkpoints let an interrupted `make weights` continue with
+# `make weights WEIGHTS_RESUME=1` (each run resumes from its checkpoint
+# when there is one).
+WEIGHTS_ARGS = --epochs 4 --playouts 8 --threads 2 --seed 1
 weights: $(BIN)
 	@mkdir -p build
-	TAGPLAN_DATA=$(abspath data) $(abspath $(BIN)) train $(WEIGHTS_ARGS) \
-		--checkpoint build/weights.ckpt $(WEIGHTS_RESUME) \
+	TAGPLAN_DATA=$(abspath data) $(abspath $(BIN)) train --games 1200 \
+		$(WEIGHTS_ARGS) --checkpoint build/weights.ckpt \
+		$(if $(WEIGHTS_RESUME),$(if $(wildcard build/weights.ckpt),--resume build/weights.ckpt)) \
 		-o data/tagplan.weights
+	TAGPLAN_DATA=$(abspath data) $(abspath $(BIN)) train --games 2400 \
+		$(WEIGHTS_ARGS) --checkpoint build/weights-2.ckpt \
+		$(if $(WEIGHTS_RESUME),$(if $(wildcard build/weights-2.ckpt),--resume build/weights-2.ckpt)) \
+		-o data/tagplan-2.weights
 
 data: $(BIN)
 	@mkdir -p data/models data/topologies

@@ -1119,6 +1119,107 @@ START_TEST(test_provider_priors)
 }
 END_TEST
 
+/* One evaluation of fx's state by the provider of the weights list
+ * `files`: priors and gains of its 4 actions. */
+static void ensemble_eval(struct fixture *fx, const char *files, float *pri,
+			  float *gains, uint32_t *members)
+{
+	struct tp_gnn_prior *gp;
+	struct tp_prior_provider pp;
+	struct tp_error err;
+	float v;
+	bool has_v;
+	void *scr;
+
+	ck_assert_msg(tp_gnn_prior_load_default(files, &pp, &gp, &err) ==
+			      TP_OK,
+		      "%s", err.msg);
+	ck_assert_str_eq(tp_gnn_prior_source(gp), files);
+	*members = tp_gnn_prior_members(gp);
+	scr = pp.scratch_new(pp.ctx);
+	ck_assert_ptr_nonnull(scr);
+	fx->st.gains = gains;
+	ck_assert_int_eq(pp.evaluate(pp.ctx, scr, &fx->st, pri, &v, &has_v,
+				     &err),
+			 TP_OK);
+	fx->st.gains = NULL;
+	pp.scratch_free(pp.ctx, scr);
+	tp_gnn_prior_free(gp);
+}
+
+/* --weights A,B: an ensemble whose priors and gains are the members'
+ * means; a bad member or a malformed list loads nothing. */
+START_TEST(test_provider_ensemble)
+{
+	static const char *const specs[] = {"v100-nvlink:1", "1080ti-pcie:2"};
+	struct fixture fx;
+	struct tp_gnn_config cfg;
+	struct tp_gnn_widths w;
+	struct tp_gnn_prior *gp;
+	struct tp_prior_provider pp;
+	struct tp_error err;
+	char a[512], b[512], ab[1100], bad[512], list[2700];
+	float pa[4], pb[4], pab[4], ga[4], gb[4], gab[4];
+	uint32_t n;
+	double differ = 0;
+
+	fixture_init(&fx, specs, 2, "25gbe");
+	tp_gnn_feature_widths(&w);
+	tp_gnn_config_default(&cfg, w.group, w.device, w.action, w.global,
+			      w.edge);
+	for (int i = 0; i < 2; i++) {
+		struct tp_rng rng;
+		struct tp_gnn_net *net;
+		tp_rng_seed(&rng, 11 + (uint64_t)i);
+		net = tp_gnn_net_new(&cfg, &rng, &err);
+		ck_assert_ptr_nonnull(net);
+		snprintf(i ? b : a, sizeof(a), "%s/e%d.weights",
+			 tp_test_tmpdir(), i);
+		ck_assert_int_eq(tp_gnn_weights_save(net, i ? b : a, &err),
+				 TP_OK);
+		tp_gnn_net_free(net);
+	}
+	ensemble_eval(&fx, a, pa, ga, &n);
+	ck_assert_uint_eq(n, 1);
+	ensemble_eval(&fx, b, pb, gb, &n);
+	snprintf(ab, sizeof(ab), "%s,%s", a, b);
+	ensemble_eval(&fx, ab, pab, gab, &n);
+	ck_assert_uint_eq(n, 2);
+	for (int k = 0; k < 4; k++) {
+		differ += fabs(pa[k] - pb[k]) + fabs(ga[k] - gb[k]);
+		ck_assert_msg(fabsf(pab[k] - 0.5f * (pa[k] + pb[k])) < 1e-6f,
+			      "prior %d: %g, members %g %g", k, pab[k], pa[k],
+			      pb[k]);
+		ck_assert_msg(fabsf(gab[k] - 0.5f * (ga[k] + gb[k])) < 1e-5f,
+			      "gain %d: %g, members %g %g", k, gab[k], ga[k],
+			      gb[k]);
+	}
+	ck_assert(differ > 1e-3); /* the members disagree */
+	ck_assert(gab[0] == 0.0f);
+	/* a damaged member: an input error naming it, nothing loaded */
+	snprintf(bad, sizeof(bad), "%s/ebad.weights", tp_test_tmpdir());
+	ck_assert_int_eq(tp_test_write(bad, "TPGNNW\r\nxx", 10), 0);
+	snprintf(list, sizeof(list), "%s,%s", a, bad);
+	gp = (struct tp_gnn_prior *)&err; /* must be reset */
+	ck_assert_int_eq(tp_gnn_prior_load_default(list, &pp, &gp, &err),
+			 TP_EINPUT);
+	ck_assert_ptr_null(gp);
+	ck_assert(strstr(err.file, "ebad.weights") != NULL);
+	/* an empty name, too many members */
+	snprintf(list, sizeof(list), "%s,", a);
+	ck_assert_int_eq(tp_gnn_prior_load_default(list, &pp, &gp, &err),
+			 TP_EINPUT);
+	ck_assert_ptr_null(gp);
+	ck_assert(strstr(err.msg, "empty") != NULL);
+	snprintf(list, sizeof(list), "%s,%s,%s,%s,%s", a, b, a, b, a);
+	ck_assert_int_eq(tp_gnn_prior_load_default(list, &pp, &gp, &err),
+			 TP_EINPUT);
+	ck_assert_ptr_null(gp);
+	ck_assert(strstr(err.msg, "at most 4") != NULL);
+	fixture_release(&fx);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* training */
 
@@ -1279,6 +1380,7 @@ Suite *suite_gnn(void)
 	tcase_add_test(tc, test_features_pooling);
 	tcase_add_test(tc, test_features_sync_method);
 	tcase_add_test(tc, test_provider_priors);
+	tcase_add_test(tc, test_provider_ensemble);
 	tcase_add_test(tc, test_corpus);
 	tcase_add_test(tc, test_train_command);
 	suite_add_tcase(s, tc);

@@ -517,8 +517,9 @@ int cmd_plan(int argc, char **argv)
 		{"no-gnn", 0, TP_OPT_FLAG, &no_gnn, NULL,
 		 "uniform priors, no graph neural network", 0, 0, false},
 		{"weights", 0, TP_OPT_STRING, &weights, "F",
-		 "GNN weights file (from `tagplan train`) [the shipped "
-		 "data/tagplan.weights]",
+		 "GNN weights file (from `tagplan train`), or F1,F2,... for "
+		 "an ensemble [the shipped pair, data/tagplan.weights and "
+		 "data/tagplan-2.weights]",
 		 0, 0, false},
 		{"baseline", 0, TP_OPT_STRING, &baseline, "NAME",
 		 "write this baseline's plan instead of searching: dp, "

@@ -121,7 +121,7 @@ struct tp_plan_summary {
 	uint64_t seed;
 	uint32_t threads;
 	bool gnn;
-	char weights[256];
+	char weights[1024]; /* comma-separated (an ensemble) */
 	double search_seconds;   /* timing */
 	double playouts_per_s;   /* timing */
 	/* provenance */

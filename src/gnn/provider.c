@@ -14,7 +14,8 @@
 #include "weights.h"
 
 struct tp_gnn_prior {
-	struct tp_gnn_net *net;
+	struct tp_gnn_net *net[TP_GNN_MAX_MEMBERS]; /* the ensemble */
+	uint32_t n;
 	bool values; /* return values when the search gives a reference */
 	char source[4096];
 };
@@ -22,6 +23,8 @@ struct tp_gnn_prior {
 struct scratch {
 	struct tp_ad ad;
 	struct tp_gnn_features *feat;
+	float *buf; /* the members' priors and raw gains */
+	size_t cap;
 };
 
 struct tp_gnn_prior *tp_gnn_prior_new(struct tp_gnn_net *net,
@@ -33,22 +36,50 @@ struct tp_gnn_prior *tp_gnn_prior_new(struct tp_gnn_net *net,
 		tp_gnn_net_free(net);
 		return NULL;
 	}
-	gp->net = net;
+	gp->net[0] = net;
+	gp->n = 1;
 	snprintf(gp->source, sizeof(gp->source), "%s", source ? source : "");
 	return gp;
+}
+
+bool tp_gnn_prior_add(struct tp_gnn_prior *gp, struct tp_gnn_net *net,
+		      const char *source)
+{
+	size_t l = strlen(gp->source);
+
+	if (gp->n >= TP_GNN_MAX_MEMBERS) {
+		tp_gnn_net_free(net);
+		return false;
+	}
+	gp->net[gp->n++] = net;
+	snprintf(gp->source + l, sizeof(gp->source) - l, ",%s",
+		 source ? source : "");
+	return true;
+}
+
+uint32_t tp_gnn_prior_members(const struct tp_gnn_prior *gp)
+{
+	return gp->n;
 }
 
 void tp_gnn_prior_free(struct tp_gnn_prior *gp)
 {
 	if (!gp)
 		return;
-	tp_gnn_net_free(gp->net);
+	for (uint32_t m = 0; m < gp->n; m++)
+		tp_gnn_net_free(gp->net[m]);
 	free(gp);
 }
 
 const struct tp_gnn_net *tp_gnn_prior_net(const struct tp_gnn_prior *gp)
 {
-	return gp->net;
+	return gp->net[0];
+}
+
+const struct tp_gnn_net *tp_gnn_prior_member(const struct tp_gnn_prior *gp,
+					     uint32_t m)
+{
+	return m < gp->n ? gp->net[m] : NULL;
 }
 
 const char *tp_gnn_prior_source(const struct tp_gnn_prior *gp)
@@ -73,7 +104,19 @@ static void scratch_free(void *ctx, void *scratch)
 		return;
 	tp_ad_release(&s->ad);
 	tp_gnn_features_free(s->feat);
+	free(s->buf);
 	free(s);
+}
+
+/* The members' mean predicted ln(t_state / t_child) of action k. */
+static double gain_mean(const struct tp_gnn_prior *gp, const float *buf,
+			uint32_t na, uint32_t k)
+{
+	double sum = 0;
+
+	for (uint32_t m = 0; m < gp->n; m++)
+		sum += tp_gnn_gain_log_ratio(buf[(size_t)(2 * m + 1) * na + k]);
+	return sum / gp->n;
 }
 
 enum tp_status tp_gnn_prior_eval(struct tp_gnn_prior *gp, void *scratch,
@@ -85,6 +128,7 @@ enum tp_status tp_gnn_prior_eval(struct tp_gnn_prior *gp, void *scratch,
 	struct tp_gnn_input in;
 	struct tp_error local;
 	enum tp_status rc;
+	const uint32_t na = st->n_actions;
 
 	if (!err)
 		err = &local;
@@ -100,24 +144,50 @@ enum tp_status tp_gnn_prior_eval(struct tp_gnn_prior *gp, void *scratch,
 	}
 	if ((rc = tp_gnn_features_state(s->feat, st, &in, err)))
 		return rc;
-	if ((rc = tp_gnn_input_check(gp->net, &in, err)))
-		return rc;
-	if ((rc = tp_gnn_infer_gains(gp->net, &in, &s->ad, priors, st->gains,
-				     raw_value, err)))
-		return rc;
+	{
+		/* member m's priors and raw gains: buf + 2 m na (member 0's
+		   priors go straight to priors) */
+		size_t need = (size_t)2 * gp->n * (na ? na : 1);
+		if (need > s->cap) {
+			float *b = realloc(s->buf, need * sizeof(*b));
+			if (!b)
+				return tp_error_set(err, TP_ENOMEM,
+						    "out of memory");
+			s->buf = b;
+			s->cap = need;
+		}
+	}
+	*raw_value = 0;
+	for (uint32_t m = 0; m < gp->n; m++) {
+		float *p = m ? s->buf + (size_t)2 * m * na : priors;
+		float *g = st->gains ? s->buf + (size_t)(2 * m + 1) * na : NULL;
+		float v;
+		if ((rc = tp_gnn_input_check(gp->net[m], &in, err)))
+			return rc;
+		if ((rc = tp_gnn_infer_gains(gp->net[m], &in, &s->ad, p, g, &v,
+					     err)))
+			return rc;
+		*raw_value += v / (float)gp->n;
+	}
+	/* the ensemble's priors: the members' mean */
+	for (uint32_t m = 1; m < gp->n; m++)
+		for (uint32_t k = 0; k < na; k++)
+			priors[k] += s->buf[(size_t)2 * m * na + k];
+	for (uint32_t k = 0; gp->n > 1 && k < na; k++)
+		priors[k] /= (float)gp->n;
 	if (st->gains) {
-		/* relative to the action that keeps the state as it is,
-		 * whose gain is 0 by definition (the head's bias cancels) */
+		/* the mean of the members' ln(t_state / t_child), relative
+		 * to the action that keeps the state as it is, whose gain is
+		 * 0 by definition (the head's bias cancels) */
 		double anchor = 0;
-		for (uint32_t k = 0; k < st->n_actions; k++)
+		for (uint32_t k = 0; k < na; k++)
 			if (st->actions[k].keeps_default) {
-				anchor = tp_gnn_gain_log_ratio(st->gains[k]);
+				anchor = gain_mean(gp, s->buf, na, k);
 				break;
 			}
-		for (uint32_t k = 0; k < st->n_actions; k++)
-			st->gains[k] = (float)(tp_gnn_gain_log_ratio(
-						       st->gains[k]) -
-					       anchor);
+		for (uint32_t k = 0; k < na; k++)
+			st->gains[k] =
+				(float)(gain_mean(gp, s->buf, na, k) - anchor);
 	}
 	return TP_OK;
 }
@@ -162,34 +232,81 @@ void tp_gnn_prior_provider(struct tp_gnn_prior *gp,
 	pp->evaluate = evaluate;
 }
 
+/* Load one member's weights: path, or name under the data directory. */
+static struct tp_gnn_net *load_member(const char *path, size_t len,
+				      bool in_data, char *where, size_t wsz,
+				      struct tp_error *err)
+{
+	char name[4096];
+	struct tp_gnn_widths w;
+	struct tp_gnn_net *net;
+
+	if (len == 0 || len >= sizeof(name)) {
+		tp_error_set(err, TP_EINPUT,
+			     "--weights: an empty or overlong file name in "
+			     "the list (give FILE or FILE,FILE,...)");
+		return NULL;
+	}
+	memcpy(name, path, len);
+	name[len] = 0;
+	if (in_data) {
+		if (tp_data_path(name, where, wsz, err))
+			return NULL;
+	} else {
+		snprintf(where, wsz, "%s", name);
+	}
+	tp_gnn_feature_widths(&w);
+	net = tp_gnn_weights_load(where, &w, err);
+	if (!net && !err->status)
+		tp_error_set(err, TP_EINPUT, "%s: unusable weights", where);
+	return net;
+}
+
 enum tp_status tp_gnn_prior_load_default(const char *path,
 					 struct tp_prior_provider *pp,
 					 struct tp_gnn_prior **gp,
 					 struct tp_error *err)
 {
-	char buf[4096];
-	struct tp_gnn_widths w;
-	struct tp_gnn_net *net;
+	char where[4096];
+	const bool in_data = path == NULL;
+	const char *p = path ? path : TP_GNN_DEFAULT_WEIGHTS;
 	struct tp_error local;
-	enum tp_status rc;
+	uint32_t n = 0;
 
 	if (!err)
 		err = &local;
 	tp_error_clear(err);
 	*gp = NULL;
-	if (!path) {
-		if ((rc = tp_data_path(TP_GNN_DEFAULT_WEIGHTS, buf, sizeof(buf),
-				       err)))
-			return rc;
-		path = buf;
+	for (;;) {
+		const char *c = strchr(p, ',');
+		size_t len = c ? (size_t)(c - p) : strlen(p);
+		struct tp_gnn_net *net;
+		if (n == TP_GNN_MAX_MEMBERS) {
+			tp_gnn_prior_free(*gp);
+			*gp = NULL;
+			return tp_error_set(err, TP_EINPUT,
+					    "--weights: at most %d files (an "
+					    "ensemble of up to %d networks)",
+					    TP_GNN_MAX_MEMBERS,
+					    TP_GNN_MAX_MEMBERS);
+		}
+		net = load_member(p, len, in_data, where, sizeof(where), err);
+		if (!net) {
+			tp_gnn_prior_free(*gp);
+			*gp = NULL;
+			return err->status ? err->status : TP_EINPUT;
+		}
+		if (n == 0)
+			*gp = tp_gnn_prior_new(net, where);
+		else if (*gp)
+			tp_gnn_prior_add(*gp, net, where);
+		if (!*gp)
+			return tp_error_set(err, TP_ENOMEM, "out of memory");
+		n++;
+		if (!c)
+			break;
+		p = c + 1;
 	}
-	tp_gnn_feature_widths(&w);
-	net = tp_gnn_weights_load(path, &w, err);
-	if (!net)
-		return err->status ? err->status : TP_EINPUT;
-	*gp = tp_gnn_prior_new(net, path);
-	if (!*gp)
-		return tp_error_set(err, TP_ENOMEM, "out of memory");
 	tp_gnn_prior_provider(*gp, pp);
 	return TP_OK;
 }

@@ -40,9 +40,12 @@
 #include "../search/prior.h"
 #include "net.h"
 
-/* The weights file `tagplan plan` loads by default, under the data
- * directory (io.h tp_data_path). */
-#define TP_GNN_DEFAULT_WEIGHTS "tagplan.weights"
+/* The weights files `tagplan plan` loads by default, under the data
+ * directory (io.h tp_data_path): an ensemble of two networks trained
+ * alike on 1,200 and 2,400 games (Makefile, `make weights`; README,
+ * "Ensemble"). */
+#define TP_GNN_DEFAULT_WEIGHTS "tagplan.weights,tagplan-2.weights"
+#define TP_GNN_MAX_MEMBERS 4
 
 struct tp_gnn_prior;
 
@@ -52,6 +55,17 @@ struct tp_gnn_prior *tp_gnn_prior_new(struct tp_gnn_net *net,
 				      const char *source);
 void tp_gnn_prior_free(struct tp_gnn_prior *gp);
 
+/* Another member of the ensemble (taken over; freed, and false, when
+ * there are TP_GNN_MAX_MEMBERS already); source is appended to the
+ * provider's, after a comma.  The members must read the same features
+ * (tp_gnn_weights_load checks them against this build); their sizes may
+ * differ.  evaluate() runs every member on the state and returns the
+ * mean of their priors, the mean of their predicted ln(t_state /
+ * t_child) and the mean of their raw values. */
+bool tp_gnn_prior_add(struct tp_gnn_prior *gp, struct tp_gnn_net *net,
+		      const char *source);
+uint32_t tp_gnn_prior_members(const struct tp_gnn_prior *gp);
+
 /* Whether evaluate() returns the value head's estimate (default off). */
 void tp_gnn_prior_set_values(struct tp_gnn_prior *gp, bool on);
 
@@ -59,15 +73,21 @@ void tp_gnn_prior_set_values(struct tp_gnn_prior *gp, bool on);
 void tp_gnn_prior_provider(struct tp_gnn_prior *gp,
 			   struct tp_prior_provider *pp);
 
-/* The network and where it came from (the file path, for summaries). */
+/* The first member, and where the members came from (their file paths,
+ * comma-separated, for summaries). */
 const struct tp_gnn_net *tp_gnn_prior_net(const struct tp_gnn_prior *gp);
+/* Member m (0-based), NULL past the last. */
+const struct tp_gnn_net *tp_gnn_prior_member(const struct tp_gnn_prior *gp,
+					     uint32_t m);
 const char *tp_gnn_prior_source(const struct tp_gnn_prior *gp);
 
 /*
- * Load weights from path (NULL = TP_GNN_DEFAULT_WEIGHTS in the data
- * directory), check them against this build's features and fill *pp and
- * *gp.  Errors: TP_EIO when the file cannot be found or read, TP_EINPUT
- * naming the file and what is wrong with it, TP_ENOMEM.
+ * Load weights from path, a file or a comma-separated list of files (an
+ * ensemble; NULL = the files of TP_GNN_DEFAULT_WEIGHTS in the data
+ * directory), check each against this build's features and fill *pp and
+ * *gp.  Errors: TP_EIO when a file cannot be found or read, TP_EINPUT
+ * naming the file and what is wrong with it (or a malformed list),
+ * TP_ENOMEM; nothing is loaded then.
  */
 enum tp_status tp_gnn_prior_load_default(const char *path,
 					 struct tp_prior_provider *pp,
