@@ -4,11 +4,13 @@
  * features and a few training steps.
  */
 #include <check.h>
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/plan.h"
 #include "core/report.h"
@@ -1216,6 +1218,35 @@ START_TEST(test_provider_ensemble)
 			 TP_EINPUT);
 	ck_assert_ptr_null(gp);
 	ck_assert(strstr(err.msg, "at most 4") != NULL);
+	/* the shipped pair half there: an input error (plan warns), not
+	   "no weights shipped" */
+	{
+		char dir[600], one[700], *old = getenv("TAGPLAN_DATA");
+		char keep[4096] = "";
+		struct tp_gnn_net *net;
+		struct tp_rng rng;
+		if (old)
+			snprintf(keep, sizeof(keep), "%s", old);
+		snprintf(dir, sizeof(dir), "%s/ens_data", tp_test_tmpdir());
+		ck_assert(mkdir(dir, 0755) == 0 || errno == EEXIST);
+		snprintf(one, sizeof(one), "%s/tagplan.weights", dir);
+		tp_rng_seed(&rng, 11);
+		net = tp_gnn_net_new(&cfg, &rng, &err);
+		ck_assert_int_eq(tp_gnn_weights_save(net, one, &err), TP_OK);
+		tp_gnn_net_free(net);
+		setenv("TAGPLAN_DATA", dir, 1);
+		ck_assert_int_eq(tp_gnn_prior_load_default(NULL, &pp, &gp,
+							   &err),
+				 TP_EINPUT);
+		ck_assert_ptr_null(gp);
+		ck_assert(strstr(err.file, "tagplan-2.weights") != NULL);
+		ck_assert_msg(strstr(err.msg, "missing") != NULL, "%s",
+			      err.msg);
+		if (old)
+			setenv("TAGPLAN_DATA", keep, 1);
+		else
+			unsetenv("TAGPLAN_DATA");
+	}
 	fixture_release(&fx);
 }
 END_TEST

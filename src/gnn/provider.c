@@ -232,7 +232,9 @@ void tp_gnn_prior_provider(struct tp_gnn_prior *gp,
 	pp->evaluate = evaluate;
 }
 
-/* Load one member's weights: path, or name under the data directory. */
+/* Load one member's weights: path; or, in_data, a name under the data
+ * directory (the first member's: tp_data_path; the others beside it, so
+ * an ensemble never mixes two installs). */
 static struct tp_gnn_net *load_member(const char *path, size_t len,
 				      bool in_data, char *where, size_t wsz,
 				      struct tp_error *err)
@@ -249,7 +251,12 @@ static struct tp_gnn_net *load_member(const char *path, size_t len,
 	}
 	memcpy(name, path, len);
 	name[len] = 0;
-	if (in_data) {
+	if (in_data && where[0]) {
+		/* beside the first member: replace its file name */
+		char *slash = strrchr(where, '/');
+		size_t dl = slash ? (size_t)(slash - where) + 1 : 0;
+		snprintf(where + dl, wsz - dl, "%s", name);
+	} else if (in_data) {
 		if (tp_data_path(name, where, wsz, err))
 			return NULL;
 	} else {
@@ -277,6 +284,7 @@ enum tp_status tp_gnn_prior_load_default(const char *path,
 		err = &local;
 	tp_error_clear(err);
 	*gp = NULL;
+	where[0] = '\0';
 	for (;;) {
 		const char *c = strchr(p, ',');
 		size_t len = c ? (size_t)(c - p) : strlen(p);
@@ -294,6 +302,17 @@ enum tp_status tp_gnn_prior_load_default(const char *path,
 		if (!net) {
 			tp_gnn_prior_free(*gp);
 			*gp = NULL;
+			/* the shipped ensemble half there: a broken install,
+			   not "no weights shipped" */
+			if (in_data && n > 0 && err->status == TP_EIO) {
+				tp_error_set(err, TP_EINPUT,
+					     "missing or unreadable, beside the "
+					     "other shipped GNN weights (run "
+					     "`make weights` or reinstall the "
+					     "data)");
+				tp_error_set_file(err, where);
+				return TP_EINPUT;
+			}
 			return err->status ? err->status : TP_EINPUT;
 		}
 		if (n == 0)

@@ -84,10 +84,13 @@ const char *tp_gnn_prior_source(const struct tp_gnn_prior *gp);
 /*
  * Load weights from path, a file or a comma-separated list of files (an
  * ensemble; NULL = the files of TP_GNN_DEFAULT_WEIGHTS in the data
- * directory), check each against this build's features and fill *pp and
- * *gp.  Errors: TP_EIO when a file cannot be found or read, TP_EINPUT
- * naming the file and what is wrong with it (or a malformed list),
- * TP_ENOMEM; nothing is loaded then.
+ * directory: the first found as io.h tp_data_path finds data files, the
+ * others beside it), check each against this build's features and fill
+ * *pp and *gp.  Errors: TP_EIO when a file cannot be found or read (for
+ * the default list: when the first cannot; a later one missing beside
+ * it is a broken install, TP_EINPUT), TP_EINPUT naming the file and what
+ * is wrong with it (or a malformed list), TP_ENOMEM; nothing is loaded
+ * then.
  */
 enum tp_status tp_gnn_prior_load_default(const char *path,
 					 struct tp_prior_provider *pp,
