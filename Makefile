@@ -166,16 +166,14 @@ DATA_TOPO = dgx-a100 dgx-h100 hgx-h200 dgx1-v100 v100-nvlink p100-pcie \
 # `make weights WEIGHTS_RESUME=1` (each run resumes from its checkpoint
 # when there is one).
 WEIGHTS_ARGS = --epochs 4 --playouts 8 --threads 2 --seed 1
+# $(call train_weights,GAMES,CHECKPOINT,OUTPUT)
+train_weights = TAGPLAN_DATA=$(abspath data) $(abspath $(BIN)) train \
+	--games $(1) $(WEIGHTS_ARGS) --checkpoint $(2) \
+	$(if $(WEIGHTS_RESUME),$(if $(wildcard $(2)),--resume $(2))) -o $(3)
 weights: $(BIN)
 	@mkdir -p build
-	TAGPLAN_DATA=$(abspath data) $(abspath $(BIN)) train --games 1200 \
-		$(WEIGHTS_ARGS) --checkpoint build/weights.ckpt \
-		$(if $(WEIGHTS_RESUME),$(if $(wildcard build/weights.ckpt),--resume build/weights.ckpt)) \
-		-o data/tagplan.weights
-	TAGPLAN_DATA=$(abspath data) $(abspath $(BIN)) train --games 2400 \
-		$(WEIGHTS_ARGS) --checkpoint build/weights-2.ckpt \
-		$(if $(WEIGHTS_RESUME),$(if $(wildcard build/weights-2.ckpt),--resume build/weights-2.ckpt)) \
-		-o data/tagplan-2.weights
+	$(call train_weights,1200,build/weights.ckpt,data/tagplan.weights)
+	$(call train_weights,2400,build/weights-2.ckpt,data/tagplan-2.weights)
 
 data: $(BIN)
 	@mkdir -p data/models data/topologies

@@ -315,13 +315,10 @@ enum tp_status tp_gnn_prior_load_default(const char *path,
 			}
 			return err->status ? err->status : TP_EINPUT;
 		}
-		if (n == 0)
-			*gp = tp_gnn_prior_new(net, where);
-		else if (*gp)
-			tp_gnn_prior_add(*gp, net, where);
-		if (!*gp)
+		if (n++ > 0)
+			tp_gnn_prior_add(*gp, net, where); /* room: above */
+		else if (!(*gp = tp_gnn_prior_new(net, where)))
 			return tp_error_set(err, TP_ENOMEM, "out of memory");
-		n++;
 		if (!c)
 			break;
 		p = c + 1;
