@@ -164,8 +164,11 @@ DATA_TOPO = dgx-a100 dgx-h100 hgx-h200 dgx1-v100 v100-nvlink p100-pcie \
 # for these arguments (src/gnn/README says how long it took on 2 cores).
 # The checkpoints let an interrupted `make weights` continue with
 # `make weights WEIGHTS_RESUME=1` (each run resumes from its checkpoint
-# when there is one).
-WEIGHTS_ARGS = --epochs 4 --playouts 8 --threads 2 --seed 1
+# when there is one).  Both were trained when the simulator's gradient
+# bucket was 80 MB (Megatron-core's); --grad-bucket-mb 80 keeps that, so
+# that the run reproduces the shipped files.
+WEIGHTS_ARGS = --epochs 4 --playouts 8 --threads 2 --seed 1 \
+	       --grad-bucket-mb 80
 # $(call train_weights,GAMES,CHECKPOINT,OUTPUT)
 train_weights = TAGPLAN_DATA=$(abspath data) $(abspath $(BIN)) train \
 	--games $(1) $(WEIGHTS_ARGS) --checkpoint $(2) \

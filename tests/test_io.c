@@ -192,7 +192,8 @@ static void plan_eq(const struct tp_plan *a, const struct tp_plan *b)
 		  a->micro_batches == b->micro_batches &&
 		  a->schedule == b->schedule &&
 		  a->virtual_stages == b->virtual_stages &&
-		  a->zero == b->zero && a->compression == b->compression);
+		  a->zero == b->zero && a->compression == b->compression &&
+		  a->grad_bucket_bytes == b->grad_bucket_bytes);
 	ck_assert(x->valid == y->valid && x->feasible == y->feasible);
 	ck_assert(x->iteration_time_s == y->iteration_time_s &&
 		  x->throughput_samples_per_s == y->throughput_samples_per_s &&
@@ -650,7 +651,9 @@ START_TEST(test_plan_roundtrip)
 	ck_assert_uint_eq(a.groups.v[1].n_sfb, 1);
 	ck_assert(a.summary.valid && a.summary.seed == 42);
 	ck_assert_uint_eq(a.summary.n_baselines, 2);
+	ck_assert(a.grad_bucket_bytes == 0); /* absent: the simulator's */
 	a.summary.seed = UINT64_C(18446744073709551557); /* > 2^53 */
+	a.grad_bucket_bytes = 80e6;
 	tp_strbuf_init(&sb);
 	tp_plan_write(&a, &m, &c, &sb);
 	ck_assert(!sb.failed);
@@ -658,6 +661,7 @@ START_TEST(test_plan_roundtrip)
 	ck_assert_ptr_nonnull(
 	    strstr(sb.buf, "\"seed\": \"18446744073709551557\""));
 	ck_assert_ptr_nonnull(strstr(sb.buf, "\"speedup\": "));
+	ck_assert_ptr_nonnull(strstr(sb.buf, "\"grad_bucket_bytes\": 8"));
 	tp_error_clear(&err);
 	ck_assert_msg(
 	    tp_plan_load("rt", sb.buf, sb.len, &m, &c, NULL, &b, &err) == TP_OK,

@@ -340,6 +340,21 @@ START_TEST(test_sync_overlap)
 	tp_report_release(&r);
 	tp_sim_scratch_free(s);
 	tp_sim_free(sim);
+	/* the plan's bucket (tagplan plan --grad-bucket-mb) wins over the
+	   simulator's: 4x the bucket, 4x the exposed tail */
+	o.params.bucket_bytes = 10 * bucket;
+	p.grad_bucket_bytes = 4 * bucket;
+	sim = tp_sim_new(&m, &c, &o, &err);
+	ck_assert_ptr_nonnull(sim);
+	s = tp_sim_scratch_new(sim);
+	tp_report_init(&r);
+	ck_assert_int_eq(tp_sim_run(sim, &p, s, &r, NULL, &err), TP_OK);
+	expect = 0.1 + 0.2 + 1.5 * 4 * bucket / bw + 0.028;
+	ck_assert_msg(REL(r.iteration_time_s, expect) < 1e-9, "%.12g vs %.12g",
+		      r.iteration_time_s, expect);
+	tp_report_release(&r);
+	tp_sim_scratch_free(s);
+	tp_sim_free(sim);
 	tp_plan_release(&p);
 	tp_model_release(&m);
 	tp_cluster_release(&c);

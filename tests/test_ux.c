@@ -6,6 +6,7 @@
  * pictures, and every command's options documented in tagplan(1).
  */
 #include <check.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -747,6 +748,79 @@ START_TEST(test_plan_pictures)
 }
 END_TEST
 
+/* The first "iteration_time_s" number of a plan or report, -1 without. */
+static double first_time(const char *json)
+{
+	const char *k = json ? strstr(json, "\"iteration_time_s\": ") : NULL;
+
+	return k ? strtod(k + strlen("\"iteration_time_s\": "), NULL) : -1;
+}
+
+/* --grad-bucket-mb: the plan records the bucket it was simulated with, and
+ * simulate uses the plan's, not its own default.  ResNet-50's 98 MB of
+ * gradients per device in dp on the TAG testbed: an 80 MB last bucket
+ * waits for the backward, a 25 MiB one mostly does not. */
+START_TEST(test_plan_grad_bucket)
+{
+	char dir[256], p80[512], pdef[512];
+	const char *m = tp_data_file("models/resnet50.json");
+	char topo[1024];
+	struct tp_run r;
+	double t80, tdef;
+	char *t;
+
+	snprintf(topo, sizeof(topo), "%s", tp_data_file("tag-testbed.json"));
+	snprintf(dir, sizeof(dir), "%s", tp_test_tmpdir());
+	snprintf(p80, sizeof(p80), "%s/p80.json", dir);
+	snprintf(pdef, sizeof(pdef), "%s/pdef.json", dir);
+	{
+		const char *argv[] = {"tagplan", "plan", "-m", m, "-t", topo,
+				      "--baseline", "dp", "--grad-bucket-mb",
+				      "80", "-q", "-o", p80, NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		tp_run_free(&r);
+	}
+	{
+		const char *argv[] = {"tagplan", "plan", "-m", m, "-t", topo,
+				      "--baseline", "dp", "-q", "-o", pdef,
+				      NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		tp_run_free(&r);
+	}
+	t = tp_test_read(p80, NULL);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_msg(strstr(t, "\"grad_bucket_bytes\": 80000000,"), "%s", t);
+	t80 = first_time(t);
+	free(t);
+	t = tp_test_read(pdef, NULL);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_msg(strstr(t, "\"grad_bucket_bytes\": 26214400,"), "%s", t);
+	tdef = first_time(t);
+	free(t);
+	ck_assert_msg(tdef > 0 && t80 > 1.1 * tdef, "%g vs %g", t80, tdef);
+	{
+		const char *argv[] = {"tagplan", "simulate", "-p", p80, "-q",
+				      NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		ck_assert_msg(fabs(first_time(r.out) / t80 - 1) < 1e-9,
+			      "simulate %g, plan %g", first_time(r.out), t80);
+		tp_run_free(&r);
+	}
+	{
+		const char *argv[] = {"tagplan", "plan", "-m", m, "-t", topo,
+				      "--grad-bucket-mb", "0", NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert(strstr(r.err, "--grad-bucket-mb"));
+		ck_assert_uint_eq(r.out_len, 0);
+		tp_run_free(&r);
+	}
+}
+END_TEST
+
 /* ---- every option of every command in its --help and in tagplan(1) ---- */
 
 START_TEST(test_options_documented)
@@ -851,6 +925,7 @@ Suite *suite_ux(void)
 	tcase_add_test(t, test_tables_1024);
 	tcase_add_test(t, test_plan_nothing_fits);
 	tcase_add_test(t, test_plan_pictures);
+	tcase_add_test(t, test_plan_grad_bucket);
 	suite_add_tcase(s, t);
 	t = tcase_create("docs");
 	tcase_set_timeout(t, 30);

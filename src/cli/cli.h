@@ -27,6 +27,16 @@ enum {
 	TP_EXIT_INTERRUPTED = 130
 };
 
+/* --grad-bucket-mb of plan and train: the runtime's gradient bucket, MB
+ * (10^6 bytes); the default is PyTorch DDP's bucket_cap_mb, 25 MiB.  The
+ * simulator's own default (tp_sim_params.bucket_bytes) is the same size. */
+#define TP_CLI_GRAD_BUCKET_MB 26.2144
+#define TP_CLI_GRAD_BUCKET_HELP                                               \
+	"gradient bucket of the overlapped data-parallel sync, in MB "        \
+	"(10^6 bytes), as the training runtime sets it: PyTorch DDP "         \
+	"bucket_cap_mb 25 MiB = 26.2144 MB, Megatron-core 40M parameters "    \
+	"(80 MB in 16-bit) [26.2144]"
+
 enum tp_opt_type {
 	TP_OPT_FLAG,   /* bool, no argument */
 	TP_OPT_STRING, /* const char * */

@@ -179,6 +179,8 @@ static void inspect_plan(struct tp_jw *jw, const struct tp_plan *p,
 	tp_jw_kv_int(jw, "virtual_stages", p->virtual_stages);
 	tp_jw_kv_int(jw, "zero", p->zero);
 	tp_jw_kv_string(jw, "compression", tp_compression_name(p->compression));
+	if (p->grad_bucket_bytes > 0)
+		tp_jw_kv_number(jw, "grad_bucket_bytes", p->grad_bucket_bytes);
 	tp_jw_kv_int(jw, "groups", (int64_t)p->groups.n);
 	tp_jw_kv_int(jw, "devices_used", n_used);
 	tp_jw_kv_int(jw, "devices_total", (int64_t)c->devices.n);
@@ -236,6 +238,8 @@ static void inspect_outline(struct tp_jw *jw, const struct tp_plan_outline *ol)
 	tp_jw_kv_int(jw, "zero", ol->zero);
 	tp_jw_kv_string(jw, "compression",
 			tp_compression_name(ol->compression));
+	if (ol->grad_bucket_bytes > 0)
+		tp_jw_kv_number(jw, "grad_bucket_bytes", ol->grad_bucket_bytes);
 	tp_jw_kv_int(jw, "groups", (int64_t)ol->groups.n);
 	tp_jw_kv_int(jw, "devices_used", ol->n_distinct_devices);
 	tp_jw_key(jw, "group_list");

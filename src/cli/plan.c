@@ -485,7 +485,7 @@ int cmd_plan(int argc, char **argv)
 	const char *model_path = NULL, *topo_path = NULL, *out = NULL;
 	const char *baseline = NULL, *compression = "lossless";
 	const char *weights = NULL, *dot = NULL, *svg = NULL;
-	double time_limit = 60;
+	double time_limit = 60, bucket_mb = TP_CLI_GRAD_BUCKET_MB;
 	long long playouts = 5000, threads = 0, seed = 1, groups = 0;
 	bool no_gnn = false, quiet = false;
 	/* --time-limit counts from here: loading the inputs, building the
@@ -529,6 +529,8 @@ int cmd_plan(int argc, char **argv)
 		 "gradient compression: off, lossless (sufficient-factor "
 		 "broadcasting where it pays) or lossy (also fp16/PowerSGD)",
 		 0, 0, false},
+		{"grad-bucket-mb", 0, TP_OPT_DOUBLE, &bucket_mb, "MB",
+		 TP_CLI_GRAD_BUCKET_HELP, 1e-3, 1e6, false},
 		{"dot", 0, TP_OPT_STRING, &dot, "F",
 		 "also write the device mapping as Graphviz DOT (- = stdout, "
 		 "with -o PLAN)",
@@ -646,6 +648,7 @@ int cmd_plan(int argc, char **argv)
 			c.devices.n);
 
 	tp_sim_options_default(&simo);
+	simo.params.bucket_bytes = bucket_mb * 1e6;
 	sim = tp_sim_new(&m, &c, &simo, &err);
 	if (!sim) {
 		code = tp_cli_fail(&err);
@@ -740,6 +743,9 @@ int cmd_plan(int argc, char **argv)
 	if (res.baselines[TP_BASELINE_DP].feasible)
 		bar.dp_time = res.baselines[TP_BASELINE_DP].iteration_time_s;
 
+	/* the plan says which bucket it was simulated with, so that
+	   simulate, check and render agree with the search */
+	res.plan.grad_bucket_bytes = simo.params.bucket_bytes;
 	fill_summary(&res.plan, &res.report, &res, &so, gnn != NULL,
 		     gnn ? tp_gnn_prior_source(gnn) : NULL,
 		     base_name(model_path), base_name(topo_path), msha, tsha,

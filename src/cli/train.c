@@ -62,7 +62,7 @@ int cmd_train(int argc, char **argv)
 	const char *out = "tagplan.weights";
 	long long games, epochs, seed, threads, playouts, steps, batch, hidden,
 		layers, maxdev;
-	double lr, heldout;
+	double lr, heldout, bucket_mb = TP_CLI_GRAD_BUCKET_MB;
 	bool quiet = false;
 	struct sigaction sa, old_int, old_term;
 	int code;
@@ -116,6 +116,9 @@ int cmd_train(int argc, char **argv)
 			 0.5, false},
 			{"max-devices", 0, TP_OPT_INT, &maxdev, "N",
 			 "largest cluster of the corpus, GPUs", 2, 1024, false},
+			{"grad-bucket-mb", 0, TP_OPT_DOUBLE, &bucket_mb, "MB",
+			 "the self-play simulator's " TP_CLI_GRAD_BUCKET_HELP,
+			 1e-3, 1e6, false},
 			{"resume", 0, TP_OPT_STRING, &o.resume, "CHECKPOINT",
 			 "continue from a checkpoint", 0, 0, false},
 			{"checkpoint", 0, TP_OPT_STRING, &o.checkpoint, "FILE",
@@ -146,6 +149,7 @@ int cmd_train(int argc, char **argv)
 	o.layers = (uint32_t)layers;
 	o.heldout = heldout;
 	o.max_devices = (uint32_t)maxdev;
+	o.grad_bucket_bytes = bucket_mb * 1e6;
 	o.note = "tagplan train";
 	o.log = log_line;
 	o.log_ctx = &quiet;

@@ -67,6 +67,7 @@ enum tp_status tp_plan_copy(struct tp_plan *dst, const struct tp_plan *src,
 	dst->virtual_stages = src->virtual_stages;
 	dst->zero = src->zero;
 	dst->compression = src->compression;
+	dst->grad_bucket_bytes = src->grad_bucket_bytes;
 	tp_plan_summary_release(&dst->summary);
 	dst->summary = src->summary;
 	dst->summary.peak_memory_bytes = NULL;
@@ -162,6 +163,11 @@ enum tp_status tp_plan_validate(const struct tp_plan *p,
 		return tp_error_set_path(err, TP_EINPUT, "$.zero",
 					 "ZeRO stage %u: expected 0 to 3",
 					 p->zero);
+	if (!(p->grad_bucket_bytes >= 0) || !isfinite(p->grad_bucket_bytes))
+		return tp_error_set_path(err, TP_EINPUT, "$.grad_bucket_bytes",
+					 "a gradient bucket of %g bytes: "
+					 "expected a positive size",
+					 p->grad_bucket_bytes);
 	if (p->virtual_stages == 0 ||
 	    (p->virtual_stages > 1 &&
 	     p->schedule != TP_SCHEDULE_INTERLEAVED))

@@ -146,6 +146,11 @@ struct tp_plan {
 	uint32_t virtual_stages; /* >= 1; > 1 only with INTERLEAVED */
 	uint32_t zero;           /* 0..3 */
 	enum tp_compression compression;
+	/* gradient bucket of the runtime's overlapped data-parallel sync,
+	   bytes (PyTorch DDP's bucket_cap_mb); 0 = the simulator's default
+	   (tp_sim_params.bucket_bytes).  tagplan plan writes the value it
+	   planned with. */
+	double grad_bucket_bytes;
 	struct tp_plan_summary summary;
 };
 

@@ -144,6 +144,7 @@ struct tp_plan_outline {
 	uint32_t micro_batches, virtual_stages, zero;
 	enum tp_schedule schedule;
 	enum tp_compression compression;
+	double grad_bucket_bytes; /* 0 when the plan gives none */
 	TP_VEC(struct tp_plan_outline_group) groups;
 	uint32_t n_distinct_devices;
 	bool has_summary;

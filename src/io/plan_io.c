@@ -18,7 +18,7 @@
 static const char *const plan_fields[] = {
     "format",	     "model",	 "topology",	   "global_batch_size",
     "micro_batches", "schedule", "virtual_stages", "zero",
-    "compression",   "groups",	 "summary",	   NULL};
+    "compression",   "grad_bucket_bytes", "groups", "summary", NULL};
 static const char *const group_fields[] = {
     "name", "ops",	 "devices", "tp",	   "dp", "shares",
     "sync", "recompute", "sp",	    "compression", NULL};
@@ -635,6 +635,7 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 	const char *mname, *tname;
 	int64_t gbs, mb, vs, zero;
 	int sched, comp;
+	double bucket;
 	enum tp_status st;
 	struct tp_plan_summary scratch;
 
@@ -656,6 +657,8 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 	    (st = tp_jget_enum(j, root, "compression", false, parse_compression,
 			       "off | lossless | lossy",
 			       TP_COMPRESSION_LOSSLESS, &comp)) ||
+	    (st = tp_jget_number(j, root, "grad_bucket_bytes", false,
+				 TP_JNUM_POS, 0, &bucket, NULL)) ||
 	    (st = tp_jget_array(j, root, "groups", true, true, &groups)) ||
 	    (st = tp_jget_object(j, root, "summary", false, &summary)))
 		return st;
@@ -687,6 +690,7 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 		r->ol->virtual_stages = (uint32_t)vs;
 		r->ol->zero = (uint32_t)zero;
 		r->ol->compression = (enum tp_compression)comp;
+		r->ol->grad_bucket_bytes = bucket;
 		r->ol->has_summary = summary != NULL;
 		if (summary) {
 			const struct tp_json *it =
@@ -702,6 +706,7 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 		r->p->virtual_stages = (uint32_t)vs;
 		r->p->zero = (uint32_t)zero;
 		r->p->compression = (enum tp_compression)comp;
+		r->p->grad_bucket_bytes = bucket;
 	}
 	for (size_t k = 0; k < groups->n; k++) {
 		size_t old = tp_jctx_push_key(j, "groups");
@@ -969,6 +974,8 @@ void tp_plan_write(const struct tp_plan *p, const struct tp_model *m,
 	tp_jw_kv_int(&jw, "zero", p->zero);
 	tp_jw_kv_string(&jw, "compression",
 			tp_compression_name(p->compression));
+	if (p->grad_bucket_bytes > 0)
+		tp_jw_kv_number(&jw, "grad_bucket_bytes", p->grad_bucket_bytes);
 	tp_jw_key(&jw, "groups");
 	tp_jw_array_begin(&jw);
 	for (uint32_t g = 0; g < p->groups.n; g++) {

@@ -20,7 +20,7 @@ void tp_sim_params_default(struct tp_sim_params *p)
 	p->gemm_sustained = 0.806;
 	p->link_eff_intra = 0.80;
 	p->link_eff_network = 0.90;
-	p->bucket_bytes = 80e6;
+	p->bucket_bytes = 25.0 * 1048576; /* PyTorch DDP's 25 MiB */
 	p->overlap_grad_sync = true;
 	p->backward_mem_factor = 2.0;
 	p->p2p_latency_s = 20e-6;
@@ -1256,6 +1256,9 @@ static enum tp_status build_graph(const struct tp_sim *sim,
 {
 	uint32_t G = (uint32_t)plan->groups.n, m = plan->micro_batches;
 	const struct tp_sim_params *pa = &sim->o.params;
+	const double bucket = plan->grad_bucket_bytes > 0
+				      ? plan->grad_bucket_bytes
+				      : pa->bucket_bytes;
 	enum tp_status st;
 	size_t nq = 0;
 
@@ -1337,9 +1340,8 @@ static enum tp_status build_graph(const struct tp_sim *sim,
 			goto nomem;
 		if (np == 0)
 			continue;
-		if (pa->overlap_grad_sync && pa->bucket_bytes > 0)
-			tail_frac = pa->bucket_bytes >= S ? 1
-							  : pa->bucket_bytes / S;
+		if (pa->overlap_grad_sync && bucket > 0)
+			tail_frac = bucket >= S ? 1 : bucket / S;
 		else
 			tail_frac = -1; /* no overlap: one chain after B */
 		/* main part: streams while the last backward runs */

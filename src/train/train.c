@@ -917,6 +917,8 @@ static enum tp_status build_game(struct run *R, uint32_t i,
 	    (st = tp_space_init(&g->sp, &g->m, &g->c, &g->g, err)))
 		return st;
 	tp_sim_options_default(&so);
+	if (R->o->grad_bucket_bytes > 0)
+		so.params.bucket_bytes = R->o->grad_bucket_bytes;
 	g->sim = tp_sim_new(&g->m, &g->c, &so, err);
 	if (!g->sim)
 		return err->status ? err->status : TP_ENOMEM;
@@ -1520,10 +1522,15 @@ enum tp_status tp_train_run(const struct tp_train_options *o,
 	}
 	{
 		uint32_t nh = 0;
+		struct tp_sim_params pa;
+		tp_sim_params_default(&pa);
 		for (uint32_t i = 0; i < o->games; i++)
 			nh += R.games[i].heldout;
-		logf_(o, "corpus: %u games (%u held out), e.g. %s", o->games,
-		      nh, R.games[0].desc);
+		logf_(o, "corpus: %u games (%u held out), e.g. %s; gradient "
+			 "buckets of %.6g MB",
+		      o->games, nh, R.games[0].desc,
+		      (o->grad_bucket_bytes > 0 ? o->grad_bucket_bytes
+						: pa.bucket_bytes) / 1e6);
 	}
 	/* held-out targets: a stronger uniform search (2x playouts) */
 	R.epoch = 0;
