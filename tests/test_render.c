@@ -678,6 +678,26 @@ START_TEST(test_export_uniform)
 	ck_assert(strstr(sb.buf, "--tensor-model-parallel-size 2 \\\n"));
 	ck_assert_str_eq(sb.buf + sb.len - 7, "--bf16\n");
 
+	/* the notes give the plan's gradient bucket in each runtime's unit
+	   (bf16: 2 bytes per element) */
+	{
+		struct tp_strbuf notes;
+		tp_strbuf_init(&notes);
+		tp_strbuf_reset(&sb);
+		spec.grad_bucket_bytes = 80e6;
+		ck_assert_int_eq(tp_export_write(&spec, TP_EXPORT_MEGATRON,
+						 NULL, &sb, &notes, &err),
+				 TP_OK);
+		ck_assert_msg(strstr(tp_strbuf_cstr(&notes),
+				     "gradient buckets of 80 MB: PyTorch DDP "
+				     "bucket_cap_mb=76.2939 (MiB); Megatron-LM "
+				     "--ddp-bucket-size and DeepSpeed "
+				     "reduce_bucket_size count elements: "
+				     "40000000\n"),
+			      "%s", tp_strbuf_cstr(&notes));
+		tp_strbuf_release(&notes);
+	}
+
 	/* ZeRO-2: DeepSpeed only (and only without pipelining) */
 	p.zero = 2;
 	tp_strbuf_reset(&sb);

@@ -12,6 +12,7 @@
 
 #include "../core/jsonw.h"
 #include "../core/vec.h"
+#include "../sim/sim.h"
 
 static const char *const target_names[TP_EXPORT_TARGET_COUNT] = {
 	"megatron", "deepspeed", "torchrun"};
@@ -334,6 +335,7 @@ enum tp_status tp_export_analyze(const struct tp_plan *p,
 	spec->dtype = m->dtype;
 	spec->arch = m->arch;
 	spec->seq_len = m->seq_len;
+	spec->grad_bucket_bytes = p->grad_bucket_bytes;
 out:
 	free(ord);
 	free(chunk_group);
@@ -434,6 +436,21 @@ static void note_common(const struct tp_export_spec *s,
 			       "the cluster mixes device types: the frameworks "
 			       "give every GPU the same share, as this plan "
 			       "does\n");
+	if (s->dp > 1) {
+		struct tp_sim_params pa;
+		double b = s->grad_bucket_bytes, el;
+		tp_sim_params_default(&pa);
+		if (!(b > 0))
+			b = pa.bucket_bytes;
+		el = b / tp_dtype_bytes(s->dtype);
+		tp_strbuf_addf(notes,
+			       "the plan was simulated with gradient buckets "
+			       "of %.6g MB: PyTorch DDP bucket_cap_mb=%.6g "
+			       "(MiB); Megatron-LM --ddp-bucket-size and "
+			       "DeepSpeed reduce_bucket_size count elements: "
+			       "%.0f\n",
+			       b / 1e6, b / 1048576.0, el);
+	}
 }
 
 static enum tp_status write_megatron(const struct tp_export_spec *s,

@@ -59,6 +59,7 @@ struct tp_export_spec {
 	enum tp_dtype dtype;
 	struct tp_arch arch;
 	int64_t seq_len;
+	double grad_bucket_bytes;  /* the plan's; 0 = the simulator's default */
 };
 
 /* Extract the uniform strategy of p, or say (TP_EINFEASIBLE) which part
