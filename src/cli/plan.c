@@ -274,11 +274,17 @@ static void print_structure(FILE *f, const struct tp_plan *p,
 {
 	uint32_t shown = 0;
 
-	fprintf(f,
-		"  plan           %zu group%s, %u micro-batch%s, %s, ZeRO %u\n",
+	fprintf(f, "  plan           %zu group%s, %u micro-batch%s, %s, ZeRO %u",
 		p->groups.n, p->groups.n == 1 ? "" : "s", p->micro_batches,
 		p->micro_batches == 1 ? "" : "es",
 		tp_schedule_name(p->schedule), p->zero);
+	for (uint32_t g = 0; g < p->groups.n; g++)
+		if (p->groups.v[g].dp > 1 && p->grad_bucket_bytes > 0) {
+			fprintf(f, ", %.4g MB gradient buckets",
+				p->grad_bucket_bytes / 1e6);
+			break;
+		}
+	fputc('\n', f);
 	for (uint32_t g = 0; g < p->groups.n && shown < 8; g++) {
 		const struct tp_plan_group *gr = &p->groups.v[g];
 		const uint32_t *ops = tp_plan_group_ops(p, g);
