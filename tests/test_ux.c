@@ -783,10 +783,10 @@ START_TEST(test_plan_grad_bucket)
 	}
 	{
 		const char *argv[] = {"tagplan", "plan", "-m", m, "-t", topo,
-				      "--baseline", "dp", "-q", "-o", pdef,
-				      NULL};
+				      "--baseline", "dp", "-o", pdef, NULL};
 		tp_run_tagplan(&r, argv, NULL);
 		ck_assert_msg(r.status == 0, "%s", r.err);
+		ck_assert_msg(strstr(r.err, ", 26.21 MB gradient"), "%s", r.err);
 		tp_run_free(&r);
 	}
 	t = tp_test_read(p80, NULL);
