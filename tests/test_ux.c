@@ -810,6 +810,16 @@ START_TEST(test_plan_grad_bucket)
 		tp_run_free(&r);
 	}
 	{
+		/* simulate --grad-bucket-mb: what if the runtime's differed */
+		const char *argv[] = {"tagplan", "simulate", "-p", p80, "-q",
+				      "--grad-bucket-mb", "26.2144", NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		ck_assert_msg(fabs(first_time(r.out) / tdef - 1) < 1e-9,
+			      "simulate %g, plan %g", first_time(r.out), tdef);
+		tp_run_free(&r);
+	}
+	{
 		const char *argv[] = {"tagplan", "plan", "-m", m, "-t", topo,
 				      "--grad-bucket-mb", "0", NULL};
 		tp_run_tagplan(&r, argv, NULL);

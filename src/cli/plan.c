@@ -31,8 +31,9 @@ static const char usage[] =
 	"[-m MODEL -t TOPO] [-o PLAN] [--time-limit S]\n"
 	"                    [--playouts N] [--threads N] [--seed N] [--no-gnn]\n"
 	"                    [--weights F] [--baseline NAME] [--groups N]\n"
-	"                    [--compression off|lossless|lossy] [--dot F] "
-	"[--svg F] [-q]";
+	"                    [--compression off|lossless|lossy] "
+	"[--grad-bucket-mb MB]\n"
+	"                    [--dot F] [--svg F] [-q]";
 
 static const char about[] =
 	"Search how to run one training iteration of MODEL fastest on TOPO: "

@@ -20,10 +20,10 @@
 
 static const char usage[] =
 	"-m MODEL -t TOPO -s STRATEGY [-o REPORT] [--trace F]\n"
-	"                        [--strict] [-q]\n"
+	"                        [--grad-bucket-mb MB] [--strict] [-q]\n"
 	"       tagplan simulate -p PLAN [-m MODEL] [-t TOPO] [-o REPORT] "
 	"[--trace F]\n"
-	"                        [--strict] [-q]";
+	"                        [--grad-bucket-mb MB] [--strict] [-q]";
 
 static const char about[] =
 	"Simulate one training iteration and write a tagplan-report/1 (stdout\n"
@@ -72,6 +72,7 @@ int cmd_simulate(int argc, char **argv)
 	const char *model = NULL, *topo = NULL, *plan_path = NULL,
 		   *strategy = NULL, *out = NULL, *trace_path = NULL;
 	bool strict = false, quiet = false;
+	double bucket_mb = 0;
 	struct tp_opt opts[] = {
 		{"model", 'm', TP_OPT_STRING, &model, "MODEL",
 		 "model file (tagplan-model/1); - reads stdin [with -p: the "
@@ -89,6 +90,11 @@ int cmd_simulate(int argc, char **argv)
 		 "write the report here instead of stdout", 0, 0, false},
 		{"trace", 0, TP_OPT_STRING, &trace_path, "F",
 		 "write a Chrome trace-event JSON file", 0, 0, false},
+		{"grad-bucket-mb", 0, TP_OPT_DOUBLE, &bucket_mb, "MB",
+		 "gradient bucket of the runtime's data-parallel sync, MB "
+		 "(10^6 bytes), instead of the plan's [the plan's; with -s "
+		 "26.2144, PyTorch DDP's 25 MiB]",
+		 1e-3, 1e6, false},
 		{"strict", 0, TP_OPT_FLAG, &strict, NULL,
 		 "unknown fields in the input files are errors", 0, 0, false},
 		{"quiet", 'q', TP_OPT_FLAG, &quiet, NULL,
@@ -181,6 +187,8 @@ int cmd_simulate(int argc, char **argv)
 		}
 	}
 	tp_cli_print_warnings("simulate", &warn);
+	if (bucket_mb > 0)
+		pp->grad_bucket_bytes = bucket_mb * 1e6;
 	sim = tp_sim_new(mp, cp, NULL, &err);
 	if (!sim)
 		goto fail;
