@@ -807,6 +807,7 @@ START_TEST(test_plan_grad_bucket)
 		ck_assert_msg(r.status == 0, "%s", r.err);
 		ck_assert_msg(fabs(first_time(r.out) / t80 - 1) < 1e-9,
 			      "simulate %g, plan %g", first_time(r.out), t80);
+		ck_assert_msg(strstr(r.out, "in 80 MB buckets"), "%s", r.out);
 		tp_run_free(&r);
 	}
 	{

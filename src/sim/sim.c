@@ -2476,8 +2476,11 @@ static enum tp_status make_report(const struct tp_sim *sim,
 		 "tensor-parallel collectives are alpha-beta on an idle "
 		 "fabric; pipeline and data-parallel flows share links "
 		 "max-min fairly; gradient sync overlaps the last backward in "
-		 "buckets; embedding weight tying, data loading and kernel "
-		 "overlap inside an op are not modelled");
+		 "%.6g MB buckets; embedding weight tying, data loading and "
+		 "kernel overlap inside an op are not modelled",
+		 (plan->grad_bucket_bytes > 0 ? plan->grad_bucket_bytes
+					      : sim->o.params.bucket_bytes) /
+			 1e6);
 	return TP_OK;
 nomem:
 	return tp_error_set(err, TP_ENOMEM, "out of memory");
