@@ -1248,6 +1248,14 @@ static enum tp_status setup_schedule(const struct tp_plan *plan,
 /* ------------------------------------------------------------------ */
 /* The whole graph: compute, pipeline transfers, sync, optimizer        */
 
+/* The gradient bucket of the overlapped sync: the plan's (tagplan plan
+ * --grad-bucket-mb), else the simulator's. */
+static double grad_bucket(const struct tp_sim *sim, const struct tp_plan *plan)
+{
+	return plan->grad_bucket_bytes > 0 ? plan->grad_bucket_bytes
+					   : sim->o.params.bucket_bytes;
+}
+
 static enum tp_status build_graph(const struct tp_sim *sim,
 				  const struct tp_plan *plan,
 				  struct tp_sim_scratch *s,
@@ -1256,9 +1264,7 @@ static enum tp_status build_graph(const struct tp_sim *sim,
 {
 	uint32_t G = (uint32_t)plan->groups.n, m = plan->micro_batches;
 	const struct tp_sim_params *pa = &sim->o.params;
-	const double bucket = plan->grad_bucket_bytes > 0
-				      ? plan->grad_bucket_bytes
-				      : pa->bucket_bytes;
+	const double bucket = grad_bucket(sim, plan);
 	enum tp_status st;
 	size_t nq = 0;
 
@@ -2478,9 +2484,7 @@ static enum tp_status make_report(const struct tp_sim *sim,
 		 "max-min fairly; gradient sync overlaps the last backward in "
 		 "%.6g MB buckets; embedding weight tying, data loading and "
 		 "kernel overlap inside an op are not modelled",
-		 (plan->grad_bucket_bytes > 0 ? plan->grad_bucket_bytes
-					      : sim->o.params.bucket_bytes) /
-			 1e6);
+		 grad_bucket(sim, plan) / 1e6);
 	return TP_OK;
 nomem:
 	return tp_error_set(err, TP_ENOMEM, "out of memory");
