@@ -28,14 +28,14 @@ enum {
 };
 
 /* --grad-bucket-mb of plan and train: the runtime's gradient bucket, MB
- * (10^6 bytes); the default is PyTorch DDP's bucket_cap_mb, 25 MiB.  The
- * simulator's own default (tp_sim_params.bucket_bytes) is the same size. */
-#define TP_CLI_GRAD_BUCKET_MB 26.2144
+ * (10^6 bytes).  Its default is the simulator's (tp_sim_params.bucket_bytes,
+ * PyTorch DDP's bucket_cap_mb of 25 MiB), which --help prints. */
+double tp_cli_grad_bucket_mb_default(void);
 #define TP_CLI_GRAD_BUCKET_HELP                                               \
 	"gradient bucket of the overlapped data-parallel sync, in MB "        \
 	"(10^6 bytes), as the training runtime sets it: PyTorch DDP "         \
 	"bucket_cap_mb 25 MiB = 26.2144 MB, Megatron-core 40M parameters "    \
-	"(80 MB in 16-bit) [26.2144]"
+	"(80 MB in 16-bit)"
 
 enum tp_opt_type {
 	TP_OPT_FLAG,   /* bool, no argument */

@@ -7,12 +7,21 @@
 #include <string.h>
 
 #include "core/strbuf.h"
+#include "sim/sim.h"
 
 void tp_opt_list_free(struct tp_opt_list *l)
 {
 	free(l->v);
 	l->v = NULL;
 	l->n = l->cap = 0;
+}
+
+double tp_cli_grad_bucket_mb_default(void)
+{
+	struct tp_sim_params pa;
+
+	tp_sim_params_default(&pa);
+	return pa.bucket_bytes / 1e6;
 }
 
 int tp_cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -492,7 +492,7 @@ int cmd_plan(int argc, char **argv)
 	const char *model_path = NULL, *topo_path = NULL, *out = NULL;
 	const char *baseline = NULL, *compression = "lossless";
 	const char *weights = NULL, *dot = NULL, *svg = NULL;
-	double time_limit = 60, bucket_mb = TP_CLI_GRAD_BUCKET_MB;
+	double time_limit = 60, bucket_mb = tp_cli_grad_bucket_mb_default();
 	long long playouts = 5000, threads = 0, seed = 1, groups = 0;
 	bool no_gnn = false, quiet = false;
 	/* --time-limit counts from here: loading the inputs, building the

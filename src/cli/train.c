@@ -62,7 +62,7 @@ int cmd_train(int argc, char **argv)
 	const char *out = "tagplan.weights";
 	long long games, epochs, seed, threads, playouts, steps, batch, hidden,
 		layers, maxdev;
-	double lr, heldout, bucket_mb = TP_CLI_GRAD_BUCKET_MB;
+	double lr, heldout, bucket_mb = tp_cli_grad_bucket_mb_default();
 	bool quiet = false;
 	struct sigaction sa, old_int, old_term;
 	int code;
