@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/estimate.h"
+#include "core/estimate.h"
 
 #define DEFAULT_POOL_ABOVE 64
 

@@ -45,10 +45,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../core/cluster.h"
-#include "../core/error.h"
-#include "../core/model.h"
-#include "../search/prior.h"
+#include "core/cluster.h"
+#include "core/error.h"
+#include "core/model.h"
+#include "search/prior.h"
 #include "graph.h"
 #include "net.h"
 

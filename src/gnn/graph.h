@@ -24,9 +24,9 @@
 
 #include <stdint.h>
 
-#include "../core/error.h"
-#include "../core/rng.h"
-#include "../core/vec.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "core/vec.h"
 #include "net.h"
 
 struct tp_gnn_widths {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/vec.h"
+#include "core/vec.h"
 
 enum { NT_GROUP, NT_DEVICE, NT_COUNT };
 

@@ -40,8 +40,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/error.h"
-#include "../core/rng.h"
+#include "core/error.h"
+#include "core/rng.h"
 #include "ad.h"
 #include "tensor.h"
 

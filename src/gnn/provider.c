@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../io/io.h"
+#include "io/io.h"
 #include "ad.h"
 #include "features.h"
 #include "weights.h"

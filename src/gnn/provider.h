@@ -36,8 +36,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../core/error.h"
-#include "../search/prior.h"
+#include "core/error.h"
+#include "search/prior.h"
 #include "net.h"
 
 /* The weights files `tagplan plan` loads by default, under the data

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../io/io.h"
+#include "io/io.h"
 
 static const unsigned char magic[8] = {'T', 'P', 'G', 'N',
 				       'N', 'W', '\r', '\n'};

@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 #include "graph.h"
 #include "net.h"
 

@@ -43,9 +43,9 @@
 
 #include <stdint.h>
 
-#include "../core/cluster.h"
-#include "../core/error.h"
-#include "../core/model.h"
+#include "core/cluster.h"
+#include "core/error.h"
+#include "core/model.h"
 
 /* A GPT-style decoder (Megatron's GPT): embedding, L blocks, LM head. */
 struct tp_gpt_dims {

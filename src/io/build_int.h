@@ -13,8 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../core/error.h"
-#include "../core/model.h"
+#include "core/error.h"
+#include "core/model.h"
 
 /*
  * Graph-building context.  The first failure is kept in st/err and every

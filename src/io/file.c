@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../core/strmap.h"
-#include "../core/vec.h"
+#include "core/strmap.h"
+#include "core/vec.h"
 #include "ioint.h"
 
 #ifndef TP_DATADIR

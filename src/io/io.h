@@ -23,13 +23,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../core/cluster.h"
-#include "../core/error.h"
-#include "../core/model.h"
-#include "../core/plan.h"
-#include "../core/report.h"
-#include "../core/strbuf.h"
-#include "../core/vec.h"
+#include "core/cluster.h"
+#include "core/error.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "core/report.h"
+#include "core/strbuf.h"
+#include "core/vec.h"
 
 #define TP_IO_DEFAULT_MAX_BYTES ((size_t)1 << 30) /* 1 GiB */
 #define TP_IO_DEFAULT_MAX_DEPTH 64

@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/strbuf.h"
-#include "../core/strmap.h"
-#include "../core/vec.h"
+#include "core/strbuf.h"
+#include "core/strmap.h"
+#include "core/vec.h"
 
 /* --- reader ------------------------------------------------------------- */
 

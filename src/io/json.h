@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/arena.h"
-#include "../core/error.h"
+#include "core/arena.h"
+#include "core/error.h"
 #include "io.h"
 
 enum tp_json_type {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/jsonw.h"
+#include "core/jsonw.h"
 #include "ioint.h"
 
 static const char *const model_fields[] = {

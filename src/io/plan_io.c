@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/jsonw.h"
-#include "../core/strmap.h"
+#include "core/jsonw.h"
+#include "core/strmap.h"
 #include "ioint.h"
 
 static const char *const plan_fields[] = {

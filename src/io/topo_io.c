@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/jsonw.h"
+#include "core/jsonw.h"
 #include "ioint.h"
 
 static const char *const topo_fields[] = {"format", "name",    "device_types",

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/jsonw.h"
-#include "../core/vec.h"
-#include "../sim/sim.h"
+#include "core/jsonw.h"
+#include "core/vec.h"
+#include "sim/sim.h"
 
 static const char *const target_names[TP_EXPORT_TARGET_COUNT] = {
 	"megatron", "deepspeed", "torchrun"};

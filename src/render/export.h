@@ -22,11 +22,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../core/cluster.h"
-#include "../core/error.h"
-#include "../core/model.h"
-#include "../core/plan.h"
-#include "../core/strbuf.h"
+#include "core/cluster.h"
+#include "core/error.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "core/strbuf.h"
 
 enum tp_export_target {
 	TP_EXPORT_MEGATRON,

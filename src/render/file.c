@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../io/io.h"
+#include "io/io.h"
 #include "render.h"
 
 enum tp_status tp_render_plan_file(const struct tp_plan *p,

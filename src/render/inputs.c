@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/sha256.h"
-#include "../io/io.h"
-#include "../sim/sim.h"
+#include "core/sha256.h"
+#include "io/io.h"
+#include "sim/sim.h"
 
 void tp_inputs_init(struct tp_inputs *in)
 {

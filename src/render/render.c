@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/vec.h"
+#include "core/vec.h"
 #include "scene.h"
 
 /* cgraph's API takes char * for strings it only reads: the one cast. */

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/arena.h"
-#include "../core/strbuf.h"
-#include "../core/strmap.h"
+#include "core/arena.h"
+#include "core/strbuf.h"
+#include "core/strmap.h"
 
 void tp_render_fmt_si(char *buf, size_t size, double v, const char *unit)
 {

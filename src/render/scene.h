@@ -14,12 +14,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../core/cluster.h"
-#include "../core/error.h"
-#include "../core/model.h"
-#include "../core/plan.h"
-#include "../core/report.h"
-#include "../core/vec.h"
+#include "core/cluster.h"
+#include "core/error.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "core/report.h"
+#include "core/vec.h"
 #include "render.h"
 
 /* Per-device figures, from the report or else the plan's summary. */

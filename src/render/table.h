@@ -20,12 +20,12 @@
 #ifndef TP_RENDER_TABLE_H
 #define TP_RENDER_TABLE_H
 
-#include "../core/cluster.h"
-#include "../core/error.h"
-#include "../core/model.h"
-#include "../core/plan.h"
-#include "../core/report.h"
-#include "../core/strbuf.h"
+#include "core/cluster.h"
+#include "core/error.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "core/report.h"
+#include "core/strbuf.h"
 
 /*
  * Append the summary table of plan p simulated as r (r may be NULL: the

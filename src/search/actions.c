@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/estimate.h"
+#include "core/estimate.h"
 
 /* Samples per micro-batch assumed when estimating GEMM efficiency. */
 #define BATCH_HINT 8.0

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/strategy.h"
+#include "core/strategy.h"
 #include "search_int.h"
 
 static const enum tp_recompute rc_ladder[] = {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/vec.h"
+#include "core/vec.h"
 
 /* A cut inside a layer costs as much as this much squared imbalance (in
  * units of the mean group weight). */

@@ -22,8 +22,8 @@
 
 #include <stdint.h>
 
-#include "../core/error.h"
-#include "../core/model.h"
+#include "core/error.h"
+#include "core/model.h"
 
 #define TP_COARSEN_MAX_GROUPS 64
 

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/arena.h"
+#include "core/arena.h"
 #include "search_int.h"
 
 #define CHUNK_BITS 10

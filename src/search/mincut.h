@@ -35,8 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/error.h"
-#include "../core/vec.h"
+#include "core/error.h"
+#include "core/vec.h"
 
 /* An infinite capacity (never saturated by a finite flow). */
 #define TP_MINCUT_INF ((int64_t)1 << 62)

@@ -45,11 +45,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/cluster.h"
-#include "../core/error.h"
-#include "../core/model.h"
-#include "../core/plan.h"
-#include "../core/report.h"
+#include "core/cluster.h"
+#include "core/error.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "core/report.h"
 #include "prior.h"
 
 struct tp_sim;

@@ -9,8 +9,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "../core/rng.h"
-#include "../sim/sim.h"
+#include "core/rng.h"
+#include "sim/sim.h"
 #include "actions.h"
 #include "coarsen.h"
 #include "search.h"

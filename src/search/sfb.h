@@ -76,12 +76,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../core/cluster.h"
-#include "../core/error.h"
-#include "../core/model.h"
-#include "../core/plan.h"
-#include "../core/report.h"
-#include "../core/vec.h"
+#include "core/cluster.h"
+#include "core/error.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "core/report.h"
+#include "core/vec.h"
 
 struct tp_sim;
 struct tp_sim_scratch;

@@ -5,9 +5,9 @@
 #ifndef TP_SFB_INT_H
 #define TP_SFB_INT_H
 
-#include "../core/plan.h"
-#include "../core/report.h"
-#include "../core/vec.h"
+#include "core/plan.h"
+#include "core/report.h"
+#include "core/vec.h"
 #include "mincut.h"
 #include "sfb.h"
 

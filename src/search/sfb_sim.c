@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 
-#include "../sim/sim.h"
+#include "sim/sim.h"
 #include "search.h"
 #include "search_int.h"
 #include "sfb_int.h"

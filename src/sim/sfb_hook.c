@@ -26,7 +26,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../search/sfb.h"
+#include "search/sfb.h"
 #include "sim_int.h"
 
 static bool gemm_like(enum tp_op_kind k)

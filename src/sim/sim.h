@@ -34,12 +34,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../core/cluster.h"
-#include "../core/error.h"
-#include "../core/model.h"
-#include "../core/plan.h"
-#include "../core/report.h"
-#include "../core/strbuf.h"
+#include "core/cluster.h"
+#include "core/error.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "core/report.h"
+#include "core/strbuf.h"
 
 struct tp_sim;
 struct tp_sim_scratch;

@@ -22,7 +22,7 @@
 
 #include "sim.h"
 
-#include "../core/vec.h"
+#include "core/vec.h"
 
 struct tp_sfb;         /* src/search/sfb.h */
 struct tp_sfb_scratch;

@@ -15,7 +15,7 @@
 
 #include "sim_int.h"
 
-#include "../core/jsonw.h"
+#include "core/jsonw.h"
 
 #define MAX_EVENTS 1000000u
 

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../io/build.h"
+#include "io/build.h"
 
 static const char *const family_names[TP_TRAIN_FAMILY_COUNT] = {
 	"transformer", "cnn", "dag"};

@@ -12,16 +12,16 @@
 #include <string.h>
 #include <time.h>
 
-#include "../core/report.h"
-#include "../core/vec.h"
-#include "../gnn/features.h"
-#include "../gnn/provider.h"
-#include "../gnn/weights.h"
-#include "../io/io.h"
-#include "../search/actions.h"
-#include "../search/coarsen.h"
-#include "../search/search.h"
-#include "../sim/sim.h"
+#include "core/report.h"
+#include "core/vec.h"
+#include "gnn/features.h"
+#include "gnn/provider.h"
+#include "gnn/weights.h"
+#include "io/io.h"
+#include "search/actions.h"
+#include "search/coarsen.h"
+#include "search/search.h"
+#include "sim/sim.h"
 
 #define MAX_ACTIONS 64      /* as the search's MAX_CHILDREN */
 #define CPUCT 1.5

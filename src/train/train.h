@@ -51,10 +51,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../core/cluster.h"
-#include "../core/error.h"
-#include "../core/model.h"
-#include "../core/rng.h"
+#include "core/cluster.h"
+#include "core/error.h"
+#include "core/model.h"
+#include "core/rng.h"
 
 struct tp_train_options {
 	uint64_t seed;
