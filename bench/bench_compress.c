@@ -18,9 +18,10 @@
 #include "core/plan.h"
 #include "core/report.h"
 #include "io/build.h"
-#include "search/mincut.h"
+#include "compress/mincut.h"
 #include "search/search.h"
-#include "search/sfb.h"
+#include "compress/sfb.h"
+#include "search/joint.h"
 #include "sim/sim.h"
 
 static double now_s(void)
@@ -358,7 +359,7 @@ static int bench_case(const struct bcase *bc, uint64_t playouts, bool print,
 		goto fail;
 	/* the simulator's own instance: its cost figures are the
 	   simulator's */
-	sfb = tp_sfb_of_sim(sim);
+	sfb = tp_sim_sfb(sim);
 	s = tp_sfb_scratch_new(sfb);
 	if (!s)
 		goto fail;

@@ -40,7 +40,7 @@
 #include "io/build.h"
 #include "io/io.h"
 #include "search/search.h"
-#include "search/sfb.h"
+#include "compress/sfb.h"
 #include "sim/sim.h"
 
 enum cl { CL_TAG, CL_MIX, CL_DGX, CL_DGX128 };
@@ -196,9 +196,7 @@ int main(void)
 		struct tp_cluster c;
 		struct tp_error err;
 		struct tp_sim_options so;
-		struct tp_sfb_options fo;
 		struct tp_sim *sim = NULL;
-		struct tp_sfb *sfb = NULL;
 		struct tp_search_simeval sectx;
 		struct tp_evaluator ev;
 		struct tp_search_options o;
@@ -223,14 +221,12 @@ int main(void)
 		}
 		tp_sim_options_default(&so);
 		sim = tp_sim_new(&m, &c, &so, &err);
-		tp_sfb_options_default(&fo);
-		sfb = sim ? tp_sfb_new(&m, &c, &fo, &err) : NULL;
-		if (!sim || !sfb) {
+		if (!sim) {
 			printf("%-22s error: %s\n", name, err.msg);
 			failed++;
 			goto next;
 		}
-		tp_search_sim_evaluator(&sectx, sim, sfb, &ev);
+		tp_search_sim_evaluator(&sectx, sim, tp_sim_sfb(sim), &ev);
 		tp_search_options_default(&o);
 		o.threads = threads;
 		o.seed = 1;
@@ -342,7 +338,6 @@ int main(void)
 		fflush(stdout);
 		tp_search_result_release(&r);
 	next:
-		tp_sfb_free(sfb);
 		tp_sim_free(sim);
 		tp_model_release(&m);
 		tp_cluster_release(&c);

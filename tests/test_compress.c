@@ -1,6 +1,6 @@
 /*
  * test_compress.c - max-flow / min-cut, pairwise energies, and the exact
- * sufficient-factor-broadcasting selection (src/search/mincut.c, sfb.c).
+ * sufficient-factor-broadcasting selection (src/compress/mincut.c, sfb.c).
  */
 #include <check.h>
 #include <math.h>
@@ -15,9 +15,10 @@
 #include "core/report.h"
 #include "io/build.h"
 #include "io/io.h"
-#include "search/mincut.h"
+#include "compress/mincut.h"
 #include "search/search.h"
-#include "search/sfb.h"
+#include "compress/sfb.h"
+#include "search/joint.h"
 #include "sim/sim.h"
 #include "util.h"
 
@@ -1118,7 +1119,7 @@ static void guarantee_case(const char *model, const char *const *specs,
 	sim = tp_sim_new(&m, &c, &so, &err);
 	ck_assert_ptr_nonnull(sim);
 	ss = tp_sim_scratch_new(sim);
-	sfb = tp_sfb_of_sim(sim);
+	sfb = tp_sim_sfb(sim);
 	s = tp_sfb_scratch_new(sfb);
 	ck_assert(ss && s);
 	tp_search_sim_evaluator(&se, sim, NULL, &plain);

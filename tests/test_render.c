@@ -19,9 +19,9 @@
 #include "core/plan.h"
 #include "core/report.h"
 #include "core/strbuf.h"
-#include "render/export.h"
+#include "export/export.h"
 #include "render/render.h"
-#include "render/table.h"
+#include "cli/table.h"
 #include "util.h"
 
 /* ---- fixtures built with the core API ---- */
@@ -886,7 +886,7 @@ START_TEST(test_table)
 	make_3d_plan(&p, &m, 2, 2, 2);
 	fill_report(&r, 8, 0.5);
 	tp_strbuf_init(&sb);
-	ck_assert_int_eq(tp_render_table(&p, &m, &c, &r, &sb, &err), TP_OK);
+	ck_assert_int_eq(tp_cli_table(&p, &m, &c, &r, &sb, &err), TP_OK);
 	/* stage 0 on v100 (4 devices), stage 1 on both gtx nodes */
 	ck_assert_msg(strstr(sb.buf, "    0       4 v100 "), "%s", sb.buf);
 	ck_assert_msg(strstr(sb.buf, "    1       4 gtx-a, gtx-b "), "%s",
@@ -992,7 +992,7 @@ START_TEST(test_explain)
 	tp_strbuf_init(&sb);
 
 	/* estimates only: ZeRO-1 saves 40 GB x 7/8 = 35 GB >= 15 GB */
-	ck_assert_int_eq(tp_render_explain(&p, &m, &c, &r, NULL, NULL, &sb,
+	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r, NULL, NULL, &sb,
 					   &err),
 			 TP_OK);
 	text = squash(sb.buf);
@@ -1013,7 +1013,7 @@ START_TEST(test_explain)
 
 	/* confirmed by simulation: ZeRO-1 does not fit, ZeRO-2 is fastest */
 	tp_strbuf_reset(&sb);
-	ck_assert_int_eq(tp_render_explain(&p, &m, &c, &r, fake_eval, &calls,
+	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r, fake_eval, &calls,
 					   &sb, &err),
 			 TP_OK);
 	ck_assert_int_ge(calls, 4);
@@ -1027,7 +1027,7 @@ START_TEST(test_explain)
 	/* a feasible report explains nothing */
 	r.feasible = true;
 	tp_strbuf_reset(&sb);
-	ck_assert_int_eq(tp_render_explain(&p, &m, &c, &r, NULL, NULL, &sb,
+	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r, NULL, NULL, &sb,
 					   &err),
 			 TP_OK);
 	ck_assert_uint_eq(sb.len, 0);

@@ -326,7 +326,7 @@ START_TEST(test_sync_overlap)
 	o.params.collective_latency_s = 0;
 	o.params.link_eff_intra = 1;
 	o.params.gemm_sustained = 1;
-	o.params.bucket_bytes = bucket;
+	o.params.grad_bucket_bytes = bucket;
 	sim = tp_sim_new(&m, &c, &o, &err);
 	ck_assert_ptr_nonnull(sim);
 	s = tp_sim_scratch_new(sim);
@@ -342,7 +342,7 @@ START_TEST(test_sync_overlap)
 	tp_sim_free(sim);
 	/* the plan's bucket (tagplan plan --grad-bucket-mb) wins over the
 	   simulator's: 4x the bucket, 4x the exposed tail */
-	o.params.bucket_bytes = 10 * bucket;
+	o.params.grad_bucket_bytes = 10 * bucket;
 	p.grad_bucket_bytes = 4 * bucket;
 	sim = tp_sim_new(&m, &c, &o, &err);
 	ck_assert_ptr_nonnull(sim);

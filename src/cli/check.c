@@ -11,9 +11,9 @@
 #include "core/jsonw.h"
 #include "core/report.h"
 #include "core/strbuf.h"
-#include "render/inputs.h"
+#include "inputs.h"
 #include "render/scene.h"
-#include "render/table.h"
+#include "table.h"
 
 static const char usage[] =
 	"-p PLAN [-m MODEL] [-t TOPO] [--max-iter-time S]\n"
@@ -276,7 +276,7 @@ int cmd_check(int argc, char **argv)
 			"over %g\n",
 			vd.more_fraction, max_frac);
 	if (!r.feasible) {
-		if (tp_render_explain(&in.plan, &in.model, &in.cluster, &r,
+		if (tp_cli_explain(&in.plan, &in.model, &in.cluster, &r,
 				      tp_inputs_sim_run, &sim, &text,
 				      &err) != TP_OK)
 			goto fail;

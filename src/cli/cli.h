@@ -28,7 +28,7 @@ enum {
 };
 
 /* --grad-bucket-mb of plan and train: the runtime's gradient bucket, MB
- * (10^6 bytes).  Its default is the simulator's (tp_sim_params.bucket_bytes,
+ * (10^6 bytes).  Its default is the simulator's (tp_sim_params.grad_bucket_bytes,
  * PyTorch DDP's bucket_cap_mb of 25 MiB), which --help prints. */
 double tp_cli_grad_bucket_mb_default(void);
 #define TP_CLI_GRAD_BUCKET_HELP                                               \

@@ -6,8 +6,8 @@
 
 #include "cli.h"
 #include "io/io.h"
-#include "render/export.h"
-#include "render/inputs.h"
+#include "export/export.h"
+#include "inputs.h"
 
 static const char usage[] =
 	"-p PLAN --to megatron|deepspeed|torchrun [-m MODEL]\n"

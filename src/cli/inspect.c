@@ -10,7 +10,7 @@
 #include "cli.h"
 #include "core/jsonw.h"
 #include "io/io.h"
-#include "render/inputs.h"
+#include "inputs.h"
 
 static void inspect_model(struct tp_jw *jw, const struct tp_model *m)
 {

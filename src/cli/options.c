@@ -21,7 +21,7 @@ double tp_cli_grad_bucket_mb_default(void)
 	struct tp_sim_params pa;
 
 	tp_sim_params_default(&pa);
-	return pa.bucket_bytes / 1e6;
+	return pa.grad_bucket_bytes / 1e6;
 }
 
 int tp_cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -20,11 +20,12 @@
 #include "core/strbuf.h"
 #include "gnn/provider.h"
 #include "io/io.h"
-#include "render/inputs.h"
+#include "inputs.h"
 #include "render/render.h"
-#include "render/table.h"
+#include "table.h"
 #include "search/search.h"
-#include "search/sfb.h"
+#include "compress/sfb.h"
+#include "search/joint.h"
 #include "sim/sim.h"
 
 static const char usage[] =
@@ -373,7 +374,7 @@ static enum tp_status explain_eval(void *ctx, const struct tp_plan *variant,
 }
 
 /*
- * The human summary on stderr: the header, the table of render/table.h
+ * The human summary on stderr: the header, the table of table.h
  * (stages, device types, headline figures), why nothing fits when so
  * (with the smallest change, confirmed by the simulator), then the
  * groups, compression, baselines and search statistics.
@@ -391,7 +392,7 @@ static void print_human(const struct tp_search_result *res,
 		c->name && *c->name ? c->name : "the topology", c->devices.n);
 	tp_strbuf_init(&t);
 	tp_error_clear(&err);
-	if (tp_render_table(p, m, c, r, &t, &err) == TP_OK) {
+	if (tp_cli_table(p, m, c, r, &t, &err) == TP_OK) {
 		fputs(tp_strbuf_cstr(&t), stderr);
 	} else {
 		fprintf(stderr,
@@ -403,7 +404,7 @@ static void print_human(const struct tp_search_result *res,
 	if (!r->feasible) {
 		struct explain_ctx ec = {sim, sim ? tp_sim_scratch_new(sim)
 						  : NULL};
-		if (tp_render_explain(p, m, c, r, ec.scratch ? explain_eval
+		if (tp_cli_explain(p, m, c, r, ec.scratch ? explain_eval
 							     : NULL,
 				      &ec, &t, &err) == TP_OK)
 			fputs(tp_strbuf_cstr(&t), stderr);
@@ -556,9 +557,7 @@ int cmd_plan(int argc, char **argv)
 	struct tp_model m;
 	struct tp_cluster c;
 	struct tp_sim *sim = NULL;
-	struct tp_sfb *sfb = NULL;
 	struct tp_sim_options simo;
-	struct tp_sfb_options sfbo;
 	struct tp_search_simeval sectx;
 	struct tp_evaluator ev, sim_ev;
 	struct tp_sfb_joint joint;
@@ -655,27 +654,19 @@ int cmd_plan(int argc, char **argv)
 			c.devices.n);
 
 	tp_sim_options_default(&simo);
-	simo.params.bucket_bytes = bucket_mb * 1e6;
+	simo.params.grad_bucket_bytes = bucket_mb * 1e6;
 	sim = tp_sim_new(&m, &c, &simo, &err);
 	if (!sim) {
 		code = tp_cli_fail(&err);
 		goto done;
 	}
+	tp_search_sim_evaluator(&sectx, sim, NULL, &ev);
 	if (comp != TP_COMPRESSION_OFF) {
-		tp_sfb_options_default(&sfbo);
-		sfb = tp_sfb_new(&m, &c, &sfbo, &err);
-		if (!sfb) {
-			code = tp_cli_fail(&err);
-			goto done;
-		}
-	}
-	tp_search_sim_evaluator(&sectx, sim, sfb, &ev);
-	if (sfb) {
 		/* compression chosen inside the scoring of every complete
-		   plan, so it changes which plan wins, with the simulator's
-		   cost figures (sfb.h) */
+		   plan, so it changes which plan wins, by the simulator's own
+		   selection (its cost figures, sim.h tp_sim_sfb) */
 		sim_ev = ev;
-		tp_sfb_joint_evaluator(&joint, tp_sfb_of_sim(sim), &sim_ev,
+		tp_sfb_joint_evaluator(&joint, tp_sim_sfb(sim), &sim_ev,
 				       &ev);
 	}
 	/* the GNN: --weights F, else the shipped default weights when there
@@ -752,7 +743,7 @@ int cmd_plan(int argc, char **argv)
 
 	/* the plan says which bucket it was simulated with, so that
 	   simulate, check and render agree with the search */
-	res.plan.grad_bucket_bytes = simo.params.bucket_bytes;
+	res.plan.grad_bucket_bytes = simo.params.grad_bucket_bytes;
 	fill_summary(&res.plan, &res.report, &res, &so, gnn != NULL,
 		     gnn ? tp_gnn_prior_source(gnn) : NULL,
 		     base_name(model_path), base_name(topo_path), msha, tsha,
@@ -822,7 +813,6 @@ done:
 	tp_render_gvc_free(gvc);
 	tp_search_result_release(&res);
 	tp_gnn_prior_free(gnn);
-	tp_sfb_free(sfb);
 	tp_sim_free(sim);
 	tp_strbuf_release(&warn);
 	tp_strbuf_release(&text);

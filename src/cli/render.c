@@ -6,7 +6,7 @@
 
 #include "cli.h"
 #include "core/report.h"
-#include "render/inputs.h"
+#include "inputs.h"
 #include "render/render.h"
 
 static const char usage[] =

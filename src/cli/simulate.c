@@ -14,8 +14,8 @@
 #include "core/strategy.h"
 #include "core/strbuf.h"
 #include "io/io.h"
-#include "render/inputs.h"
-#include "render/table.h"
+#include "inputs.h"
+#include "table.h"
 #include "sim/sim.h"
 
 static const char usage[] =
@@ -216,8 +216,8 @@ int cmd_simulate(int argc, char **argv)
 		goto fail;
 	if (!quiet) {
 		struct eval_ctx ec = {sim, scratch};
-		if (tp_render_table(pp, mp, cp, &r, &text, &err) == TP_OK &&
-		    tp_render_explain(pp, mp, cp, &r, eval, &ec, &text, &err) ==
+		if (tp_cli_table(pp, mp, cp, &r, &text, &err) == TP_OK &&
+		    tp_cli_explain(pp, mp, cp, &r, eval, &ec, &text, &err) ==
 			    TP_OK)
 			fputs(tp_strbuf_cstr(&text), stderr);
 		else

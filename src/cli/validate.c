@@ -13,7 +13,7 @@
 
 #include "cli.h"
 #include "io/io.h"
-#include "render/inputs.h"
+#include "inputs.h"
 
 struct context {
 	const char *model_path, *topo_path;

@@ -301,7 +301,7 @@ enum tp_status tp_plan_validate(const struct tp_plan *p,
 		if (gr->n_sfb > 0) {
 			/* Sufficient-factor broadcasting replaces an
 			 * all-reduce of whole gradients among data-parallel
-			 * replicas (src/search/sfb.c): nothing to replace
+			 * replicas (src/compress/sfb.c): nothing to replace
 			 * otherwise. */
 			const char *why = NULL;
 			if (p->compression == TP_COMPRESSION_OFF)

@@ -72,6 +72,15 @@ enum tp_lossy {
 	TP_LOSSY_COUNT
 };
 
+/*
+ * The gradient bucket of the overlapped data-parallel sync when nothing
+ * says otherwise: PyTorch DDP's bucket_cap_mb default, 25 MiB.  One name
+ * and one unit (bytes) for the figure everywhere: the simulator's
+ * parameter, the plan's field and train's option are grad_bucket_bytes;
+ * only the command line speaks MB (--grad-bucket-mb, 10^6 bytes).
+ */
+#define TP_GRAD_BUCKET_DEFAULT_BYTES (25.0 * 1048576)
+
 struct tp_plan_group {
 	uint32_t op_first, n_ops;     /* into plan->ops (op indices) */
 	uint32_t dev_first, n_devices; /* into plan->devs (device indices) */
@@ -130,7 +139,7 @@ struct tp_plan_summary {
 	char model_file[256], topology_file[256];
 	/* the input paths as given to `plan` ("" = not recorded: the shipped
 	 * demo, or a plan from before they were recorded); render, check
-	 * and export find the inputs through them (render/inputs.h) */
+	 * and export find the inputs through them (src/cli/inputs.h) */
 	char model_path[1024], topology_path[1024];
 };
 
@@ -148,8 +157,8 @@ struct tp_plan {
 	enum tp_compression compression;
 	/* gradient bucket of the runtime's overlapped data-parallel sync,
 	   bytes (PyTorch DDP's bucket_cap_mb); 0 = the simulator's default
-	   (tp_sim_params.bucket_bytes).  tagplan plan writes the value it
-	   planned with. */
+	   (tp_sim_params.grad_bucket_bytes, TP_GRAD_BUCKET_DEFAULT_BYTES).
+	   tagplan plan writes the value it planned with. */
 	double grad_bucket_bytes;
 	struct tp_plan_summary summary;
 };

@@ -48,7 +48,7 @@
 #include "core/cluster.h"
 #include "core/error.h"
 #include "core/model.h"
-#include "search/prior.h"
+#include "core/prior.h"
 #include "graph.h"
 #include "net.h"
 

@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
-#include "search/prior.h"
+#include "core/prior.h"
 #include "net.h"
 
 /* The weights files `tagplan plan` loads by default, under the data

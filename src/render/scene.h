@@ -1,11 +1,11 @@
 /*
- * scene.h - private to src/render/: what the picture shows, before it
- * becomes a cgraph graph.  A scene is a list of drawn items (devices or
+ * scene.h - what the picture shows, before it becomes a cgraph graph
+ * (render's own, and read by the human tables of src/cli/table.c).  A scene is a list of drawn items (devices or
  * collapsed sets of devices, fabrics, NICs, switches), node classes (one
  * cluster box each: a node, or identical nodes collapsed), pipeline
  * stages, and aggregated edges.  Built from (plan, cluster, report) by
  * tp_scene_build, freed by tp_scene_release.  Keeping this separate from
- * cgraph lets the human tables (table.c) share the per-device figures and
+ * cgraph lets the human tables (src/cli/table.c) share the per-device figures and
  * stage list.
  */
 #ifndef TP_RENDER_SCENE_H

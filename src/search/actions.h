@@ -46,7 +46,7 @@
 #include "core/plan.h"
 #include "core/vec.h"
 #include "coarsen.h"
-#include "prior.h"
+#include "core/prior.h"
 
 enum tp_devset_kind {
 	TP_DEVSET_ALL,

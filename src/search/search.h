@@ -50,7 +50,7 @@
 #include "core/model.h"
 #include "core/plan.h"
 #include "core/report.h"
-#include "prior.h"
+#include "core/prior.h"
 
 struct tp_sim;
 struct tp_sim_cut;

@@ -1,6 +1,6 @@
 /*
- * sfb_hook.c - gradient compression in the simulator (owned by the
- * compression module, src/search/sfb.h; kept apart from the rest of the
+ * sfb_hook.c - gradient compression in the simulator (the selection is
+ * src/compress/sfb.h's; kept apart from the rest of the
  * simulator).  sim.c calls these at five points: tp_sim_new / tp_sim_free,
  * tp_sim_scratch_new / _free, and tp_sim_sfb_apply for every group with
  * compression once its lanes are built.
@@ -26,7 +26,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "search/sfb.h"
+#include "compress/sfb.h"
 #include "sim_int.h"
 
 static bool gemm_like(enum tp_op_kind k)
@@ -92,7 +92,7 @@ int tp_sim_sfb_new(struct tp_sim *sim, struct tp_error *err)
 	return sim->sfb ? 0 : -1;
 }
 
-const struct tp_sfb *tp_sfb_of_sim(const struct tp_sim *sim)
+const struct tp_sfb *tp_sim_sfb(const struct tp_sim *sim)
 {
 	return sim->sfb;
 }

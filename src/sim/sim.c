@@ -20,7 +20,7 @@ void tp_sim_params_default(struct tp_sim_params *p)
 	p->gemm_sustained = 0.806;
 	p->link_eff_intra = 0.80;
 	p->link_eff_network = 0.90;
-	p->bucket_bytes = 25.0 * 1048576; /* PyTorch DDP's 25 MiB */
+	p->grad_bucket_bytes = TP_GRAD_BUCKET_DEFAULT_BYTES;
 	p->overlap_grad_sync = true;
 	p->backward_mem_factor = 2.0;
 	p->p2p_latency_s = 20e-6;
@@ -1253,7 +1253,7 @@ static enum tp_status setup_schedule(const struct tp_plan *plan,
 static double grad_bucket(const struct tp_sim *sim, const struct tp_plan *plan)
 {
 	return plan->grad_bucket_bytes > 0 ? plan->grad_bucket_bytes
-					   : sim->o.params.bucket_bytes;
+					   : sim->o.params.grad_bucket_bytes;
 }
 
 static enum tp_status build_graph(const struct tp_sim *sim,

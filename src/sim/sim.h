@@ -43,6 +43,7 @@
 
 struct tp_sim;
 struct tp_sim_scratch;
+struct tp_sfb;
 
 /*
  * Cost-model constants that are not per device type (those live in
@@ -54,7 +55,7 @@ struct tp_sim_params {
 	double link_eff_intra;   /* fraction of NVLink/NVSwitch/PCIe peak
 				    that collectives and copies reach */
 	double link_eff_network; /* same for NIC and network links */
-	double bucket_bytes;     /* gradient bucket of the overlapped data-
+	double grad_bucket_bytes; /* gradient bucket of the overlapped data-
 				    parallel sync (the last one is exposed) */
 	bool overlap_grad_sync;  /* sync buckets during the last backward */
 	double backward_mem_factor; /* backward bytes / forward bytes */
@@ -129,6 +130,14 @@ enum tp_status tp_sim_lower_bound(const struct tp_sim *sim,
 				  const struct tp_plan *plan,
 				  struct tp_sim_scratch *scratch,
 				  double *lower_bound_s, struct tp_error *err);
+
+/*
+ * The gradient-compression selection (src/compress/sfb.h) the simulator
+ * owns: its cost figures use the simulator's link efficiencies, collective
+ * latency and op costs, so its selections agree best with what the
+ * simulator then measures.  Owned by sim; valid while sim lives.
+ */
+const struct tp_sfb *tp_sim_sfb(const struct tp_sim *sim);
 
 /* Simulated tasks processed by this scratch so far (for speed figures). */
 uint64_t tp_sim_scratch_tasks(const struct tp_sim_scratch *s);

@@ -24,7 +24,7 @@
 
 #include "core/vec.h"
 
-struct tp_sfb;         /* src/search/sfb.h */
+struct tp_sfb;         /* src/compress/sfb.h */
 struct tp_sfb_scratch;
 struct tp_sfb_actions;
 
@@ -327,7 +327,7 @@ int tp_sim_ring_measure(struct tp_sim_scratch *s, const uint32_t *devs,
 void tp_sim_acc_measure(struct tp_sim_scratch *s, double *rate,
 			double *latency);
 
-/* sfb_hook.c: gradient compression (src/search/sfb.h) */
+/* sfb_hook.c: gradient compression (src/compress/sfb.h) */
 int tp_sim_sfb_new(struct tp_sim *sim, struct tp_error *err);
 void tp_sim_sfb_free(struct tp_sim *sim);
 int tp_sim_sfb_scratch_new(struct tp_sim_scratch *s);

@@ -918,7 +918,7 @@ static enum tp_status build_game(struct run *R, uint32_t i,
 		return st;
 	tp_sim_options_default(&so);
 	if (R->o->grad_bucket_bytes > 0)
-		so.params.bucket_bytes = R->o->grad_bucket_bytes;
+		so.params.grad_bucket_bytes = R->o->grad_bucket_bytes;
 	g->sim = tp_sim_new(&g->m, &g->c, &so, err);
 	if (!g->sim)
 		return err->status ? err->status : TP_ENOMEM;
@@ -1530,7 +1530,7 @@ enum tp_status tp_train_run(const struct tp_train_options *o,
 			 "buckets of %.6g MB",
 		      o->games, nh, R.games[0].desc,
 		      (o->grad_bucket_bytes > 0 ? o->grad_bucket_bytes
-						: pa.bucket_bytes) / 1e6);
+						: pa.grad_bucket_bytes) / 1e6);
 	}
 	/* held-out targets: a stronger uniform search (2x playouts) */
 	R.epoch = 0;

@@ -75,7 +75,7 @@ struct tp_train_options {
 	uint32_t max_devices; /* cluster size cap of the corpus (0 = 32) */
 	double grad_bucket_bytes; /* gradient bucket the self-play simulator
 				     gives the runtime (0 = the simulator's
-				     default, tp_sim_params.bucket_bytes) */
+				     default, tp_sim_params.grad_bucket_bytes) */
 	const char *out;      /* weights file to write (NULL = none) */
 	const char *checkpoint; /* written after every epoch (NULL = none) */
 	const char *resume;     /* checkpoint to start from (NULL = none) */

@@ -46,11 +46,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/cluster.h"
-#include "core/error.h"
-#include "core/model.h"
-#include "core/plan.h"
-#include "core/report.h"
+#include "cluster.h"
+#include "error.h"
+#include "model.h"
+#include "plan.h"
+#include "report.h"
 
 /* One candidate action of a state. */
 struct tp_prior_action {

@@ -34,8 +34,8 @@
  * TP_EIO).  Digest mismatches are warnings, one line each, appended to
  * the caller's strbuf.
  */
-#ifndef TP_RENDER_INPUTS_H
-#define TP_RENDER_INPUTS_H
+#ifndef TP_CLI_INPUTS_H
+#define TP_CLI_INPUTS_H
 
 #include <stdbool.h>
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "render.h"
-#include "scene.h"
+#include "render/render.h"
+#include "render/scene.h"
 
 static void si(char *buf, size_t size, double v, const char *unit)
 {
@@ -142,7 +142,7 @@ static bool same_shape(const struct tp_stage *x, const struct tp_stage *y)
 	       x->mixed_degrees == y->mixed_degrees;
 }
 
-enum tp_status tp_render_table(const struct tp_plan *p,
+enum tp_status tp_cli_table(const struct tp_plan *p,
 			       const struct tp_model *m,
 			       const struct tp_cluster *c,
 			       const struct tp_report *r,
@@ -770,7 +770,7 @@ static void wrap_lines(struct tp_strbuf *out, const char *text, int width)
 	}
 }
 
-enum tp_status tp_render_explain(const struct tp_plan *p,
+enum tp_status tp_cli_explain(const struct tp_plan *p,
 				 const struct tp_model *m,
 				 const struct tp_cluster *c,
 				 const struct tp_report *r,

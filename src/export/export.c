@@ -12,7 +12,6 @@
 
 #include "core/jsonw.h"
 #include "core/vec.h"
-#include "sim/sim.h"
 
 static const char *const target_names[TP_EXPORT_TARGET_COUNT] = {
 	"megatron", "deepspeed", "torchrun"};
@@ -437,11 +436,9 @@ static void note_common(const struct tp_export_spec *s,
 			       "give every GPU the same share, as this plan "
 			       "does\n");
 	if (s->dp > 1) {
-		struct tp_sim_params pa;
-		double b = s->grad_bucket_bytes, el;
-		tp_sim_params_default(&pa);
-		if (!(b > 0))
-			b = pa.bucket_bytes;
+		double b = s->grad_bucket_bytes > 0 ? s->grad_bucket_bytes
+						     : TP_GRAD_BUCKET_DEFAULT_BYTES,
+		       el;
 		el = b / tp_dtype_bytes(s->dtype);
 		tp_strbuf_addf(notes,
 			       "the plan was simulated with gradient buckets "

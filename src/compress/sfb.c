@@ -197,8 +197,6 @@ void tp_sfb_scratch_free(struct tp_sfb_scratch *s)
 	tp_vec_free(&s->vars);
 	tp_vec_free(&s->pool);
 	tp_sfb_costs_release(&s->k);
-	tp_plan_release(&s->alt);
-	tp_report_release(&s->alt_report);
 	free(s);
 }
 
@@ -211,8 +209,6 @@ struct tp_sfb_scratch *tp_sfb_scratch_new(const struct tp_sfb *sfb)
 		return NULL;
 	tp_energy_init(&s->e);
 	tp_sfb_costs_init(&s->k);
-	tp_plan_init(&s->alt);
-	tp_report_init(&s->alt_report);
 	s->local = tp_calloc(n, sizeof(uint32_t));
 	s->tensor_of = tp_calloc(n, sizeof(uint32_t));
 	s->entry = tp_calloc(n, sizeof(uint32_t));

@@ -1,5 +1,5 @@
 /*
- * sfb_int.h - private to sfb.c and sfb_sim.c: the per-thread scratch of the
+ * sfb_int.h - private to src/compress/: the per-thread scratch of the
  * compression selection.
  */
 #ifndef TP_SFB_INT_H
@@ -30,9 +30,6 @@ struct tp_sfb_scratch {
 	TP_VEC(uint8_t) x, vars;
 	TP_VEC(uint32_t) pool; /* new sfb pool */
 	struct tp_sfb_costs k;
-	/* tp_sfb_simulate's variant without compression */
-	struct tp_plan alt;
-	struct tp_report alt_report;
 };
 
 #endif

@@ -37,8 +37,9 @@
  * the reduction to an s-t cut down and solves it exactly with mincut.h,
  * no MILP solver.  All terms are per iteration, in seconds, additive: the
  * selection optimises this proxy, and the simulator then scores the plan
- * with its real overlap and contention (tp_sfb_simulate keeps the
- * selection only when the simulator agrees it helps).
+ * with its real overlap and contention (tp_sfb_simulate of
+ * src/search/joint.h keeps the selection only when the simulator agrees
+ * it helps).
  *
  * Eligible groups: plan compression not off, dp >= 2, tp = 1, ring or
  * hierarchical all-reduce, ZeRO stage 0.  Candidates: their ops with
@@ -82,10 +83,6 @@
 #include "core/plan.h"
 #include "core/report.h"
 #include "core/vec.h"
-
-struct tp_sim;
-struct tp_sim_scratch;
-struct tp_evaluator;
 
 /* Optional compute-time hook (the simulator's cost model); NULL = the
  * built-in roofline (sfb.c). */
@@ -279,78 +276,5 @@ enum tp_status tp_sfb_group_effect(const struct tp_sfb *sfb,
 				   struct tp_sfb_actions *tmp,
 				   struct tp_sfb_effect *e,
 				   struct tp_error *err);
-
-/*
- * Score a complete plan with compression chosen jointly: select (as
- * tp_sfb_select), simulate, and simulate again without compression when
- * anything was selected; keep whichever the simulator finds faster (ties
- * to no compression), so compression never makes a plan slower.  plan
- * and *report hold the kept variant.  stats may be NULL.
- */
-enum tp_status tp_sfb_simulate(const struct tp_sfb *sfb,
-			       const struct tp_sim *sim, struct tp_plan *plan,
-			       struct tp_sfb_scratch *s,
-			       struct tp_sim_scratch *ss,
-			       struct tp_report *report,
-			       struct tp_sfb_stats *stats,
-			       struct tp_error *err);
-
-/*
- * The search's evaluator (search.h) with compression chosen jointly:
- * every plan the search simulates gets its own selection (as
- * tp_sfb_select, per plan->compression) and is evaluated by inner
- * without compression and, when anything was selected, with it; the
- * compressed variant counts only when strictly better (ties: no
- * compression), so compression never makes a plan slower.
- *
- * How the two scores are used (steer):
- *   TP_SFB_STEER_PLAIN (tp_sfb_joint_evaluator, the default): run reports
- *     the plan WITHOUT compression, which steers the search; the better
- *     of the two is the plan's answer score (ev->answer_report), and the
- *     search answers with the best plan by answer score among all it
- *     simulated.  The search visits exactly the plans the same search with
- *     --compression off visits when it is deterministic (one thread, a
- *     playout limit reached before any time limit or signal, same seed
- *     and options; with options.bound_sim the bounded runs go through
- *     inner's tp_sim_run_bounded, as for the search without compression).
- *     The plan that search answers with is among them, scored with
- *     exactly what tp_sfb_simulate (post-hoc, TAG-style) gives it, so the
- *     joint answer is never slower than the post-hoc one.
- *   TP_SFB_STEER_COMPRESSED: run reports the better of the two, which
- *     steers the search and chooses the answer.  It explores towards
- *     plans that compress well, often ends faster, but follows another
- *     trajectory than the uncompressed search, so it can end slower than
- *     post-hoc (no guarantee).  For measurements (bench_compress).
- * finalize applies the kept choice to the answer in place (recording it)
- * and re-scores it into report with the same sequence of evaluations as
- * run.  inner->finalize is not called.  j is caller-embedded storage; j,
- * sfb and inner must outlive ev.  The bounded run (ev->run_bounded) is
- * offered only with PLAIN and when inner is the simulator's own evaluator
- * (tp_search_sim_evaluator).
- */
-enum tp_sfb_steer { TP_SFB_STEER_PLAIN, TP_SFB_STEER_COMPRESSED };
-
-struct tp_sfb_joint {
-	const struct tp_sfb *sfb;
-	const struct tp_evaluator *inner;
-	enum tp_sfb_steer steer;
-};
-
-void tp_sfb_joint_evaluator(struct tp_sfb_joint *j, const struct tp_sfb *sfb,
-			    const struct tp_evaluator *inner,
-			    struct tp_evaluator *ev);
-void tp_sfb_joint_evaluator_steer(struct tp_sfb_joint *j,
-				  const struct tp_sfb *sfb,
-				  const struct tp_evaluator *inner,
-				  enum tp_sfb_steer steer,
-				  struct tp_evaluator *ev);
-
-/*
- * The simulator's own instance (defined in src/sim/sfb_hook.c): its cost
- * figures use the simulator's link efficiencies, collective latency and op
- * costs, so its selections agree best with what the simulator then
- * measures.  Owned by sim; valid while sim lives.
- */
-const struct tp_sfb *tp_sfb_of_sim(const struct tp_sim *sim);
 
 #endif

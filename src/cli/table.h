@@ -17,8 +17,8 @@
  * written as a plan is re-simulated and marked as fitting or not, with
  * its iteration time, and the recommendation is the fastest that fits.
  */
-#ifndef TP_RENDER_TABLE_H
-#define TP_RENDER_TABLE_H
+#ifndef TP_CLI_TABLE_H
+#define TP_CLI_TABLE_H
 
 #include "core/cluster.h"
 #include "core/error.h"
@@ -32,7 +32,7 @@
  * plan's summary is used when valid, else only the structure is shown).
  * TP_EINPUT when p does not match c/m; TP_ENOMEM.
  */
-enum tp_status tp_render_table(const struct tp_plan *p,
+enum tp_status tp_cli_table(const struct tp_plan *p,
 			       const struct tp_model *m,
 			       const struct tp_cluster *c,
 			       const struct tp_report *r,
@@ -53,7 +53,7 @@ typedef enum tp_status (*tp_explain_eval_fn)(void *ctx,
  * changes that would make it fit, smallest first.  eval may be NULL
  * (estimates only).  Appends nothing when r is feasible.
  */
-enum tp_status tp_render_explain(const struct tp_plan *p,
+enum tp_status tp_cli_explain(const struct tp_plan *p,
 				 const struct tp_model *m,
 				 const struct tp_cluster *c,
 				 const struct tp_report *r,
