@@ -61,6 +61,7 @@
 #include "gnn/provider.h"
 #include "gnn/tensor.h"
 #include "io/io.h"
+#include "search/planner.h"
 #include "search/search.h"
 #include "sim/sim.h"
 #include "train/train.h"
@@ -278,9 +279,7 @@ struct counts {
 	uint64_t sims, gain_skips;
 };
 
-static enum tp_status run_search(const struct tp_model *m,
-				 const struct tp_cluster *c,
-				 const struct tp_evaluator *ev,
+static enum tp_status run_search(struct tp_planner *pl,
 				 const struct tp_prior_provider *pp,
 				 const struct tp_prior_provider *stats_pp,
 				 uint64_t playouts, struct watch *w,
@@ -314,7 +313,7 @@ static enum tp_status run_search(const struct tp_model *m,
 		o.stop = &w->stop;
 	}
 	tp_search_result_init(&r);
-	st = tp_search_run(m, c, ev, &o, &r, err);
+	st = tp_planner_run(pl, &o, &r, err);
 	*best = st == TP_OK && r.have_plan && r.report.feasible
 			? r.report.iteration_time_s
 			: INFINITY;
@@ -513,10 +512,8 @@ int main(void)
 	for (uint32_t i = 0; i < nc; i++) {
 		struct kase *ks = &cases[i];
 		const char *only = getenv("TAGPLAN_BENCH_GNN_CASE");
-		struct tp_sim_options so;
-		struct tp_sim *sim;
-		struct tp_search_simeval se;
-		struct tp_evaluator ev;
+		struct tp_planner *pl;
+		struct tp_planner_options po;
 		struct watch wu, wg;
 		double ref, secs, tg[4], tu[4], s_ref, s_g = 0;
 		struct counts cnt_g = {0, 0}, cnt_u = {0, 0};
@@ -538,29 +535,31 @@ int main(void)
 				snprintf(name, sizeof(name), "%.250s",
 					 ks->name);
 
-			tp_sim_options_default(&so);
-			sim = tp_sim_new(&ks->m, &ks->c, &so, &err);
-			if (!sim) {
+			/* no lower-bound settling: the figures of the README
+			   and src/gnn/README were measured so */
+			tp_planner_options_default(&po);
+			po.bound = false;
+			pl = tp_planner_new(&ks->m, &ks->c, &po, &err);
+			if (!pl) {
 				printf("%-58s simulator: %s\n", name, err.msg);
 				continue;
 			}
-			tp_search_sim_evaluator(&se, sim, NULL, &ev);
 			/* the reference: a long unguided search */
 			memset(&wu, 0, sizeof(wu));
 			wu.target = 0;
-			if (run_search(&ks->m, &ks->c, &ev, NULL, NULL,
+			if (run_search(pl, NULL, NULL,
 				       ref_playouts, NULL, &ref, &s_ref, NULL,
 				       NULL, &err)) {
 				printf("%-58s search: %s\n", name, err.msg);
-				tp_sim_free(sim);
+				tp_planner_free(pl);
 				continue;
 			}
 			for (int b = 0; b < 4; b++) {
-				if (run_search(&ks->m, &ks->c, &ev, &pp, NULL,
+				if (run_search(pl, &pp, NULL,
 					       budgets[b], NULL, &tg[b], &secs,
 					       b == 2 ? &cnt_g : NULL,
 					       b == 2 ? &gcase : NULL, &err) ||
-				    run_search(&ks->m, &ks->c, &ev, NULL, &pp,
+				    run_search(pl, NULL, &pp,
 					       budgets[b], NULL, &tu[b], &secs,
 					       b == 2 ? &cnt_u : NULL,
 					       b == 2 ? &ucase : NULL, &err)) {
@@ -573,7 +572,7 @@ int main(void)
 					s_g = secs;
 			}
 			if (!all_ok) {
-				tp_sim_free(sim);
+				tp_planner_free(pl);
 				continue;
 			}
 			/* playouts to within 2% of ref: the unguided count from
@@ -585,14 +584,14 @@ int main(void)
 			wg = wu;
 			wu.label = "unguided";
 			wg.label = "guided";
-			run_search(&ks->m, &ks->c, &ev, NULL, NULL,
+			run_search(pl, NULL, NULL,
 				   ref_playouts, &wu, &secs, &secs, NULL, NULL,
 				   &err);
-			run_search(&ks->m, &ks->c, &ev, &pp, NULL, ref_playouts,
+			run_search(pl, &pp, NULL, ref_playouts,
 				   &wg, &secs, &secs, NULL, NULL, &err);
 			{
 				bool win = true;
-				char cell[4][32], pl[64];
+				char cell[4][32], plc[64];
 				for (int b = 0; b < 4; b++) {
 					if (b < 3 && tg[b] > tu[b] * (1 + 1e-9))
 						win = false;
@@ -608,21 +607,21 @@ int main(void)
 				counted++;
 				if (wg.reached == UINT64_MAX)
 					snprintf(
-					    pl, sizeof(pl), ">%llu",
+					    plc, sizeof(plc), ">%llu",
 					    (unsigned long long)ref_playouts);
 				else
 					snprintf(
-					    pl, sizeof(pl), "%llu",
+					    plc, sizeof(plc), "%llu",
 					    (unsigned long long)wg.reached);
 				{
-					size_t l = strlen(pl);
+					size_t l = strlen(plc);
 					if (wu.reached == UINT64_MAX)
-						snprintf(pl + l, sizeof(pl) - l,
+						snprintf(plc + l, sizeof(plc) - l,
 							 " / >%llu",
 							 (unsigned long long)
 							     ref_playouts);
 					else
-						snprintf(pl + l, sizeof(pl) - l,
+						snprintf(plc + l, sizeof(plc) - l,
 							 " / %llu",
 							 (unsigned long long)
 							     wu.reached);
@@ -650,7 +649,7 @@ int main(void)
 				       "| %-22s "
 				       "| %s\n",
 				       name, ref, cell[0], cell[1], cell[2],
-				       cell[3], pl);
+				       cell[3], plc);
 				printf("%-58s %9s   (reference search %.1f s; "
 				       "guided "
 				       "1000 playouts %.1f s; simulations at "
@@ -676,7 +675,7 @@ int main(void)
 				simlog += log(fmax((double)cnt_u.sims, 1) /
 					      fmax((double)cnt_g.sims, 1));
 			}
-			tp_sim_free(sim);
+			tp_planner_free(pl);
 		}
 	}
 	printf("\nguided at least as good at every budget: %u of %u cases "

@@ -39,8 +39,8 @@
 #include "gnn/tensor.h"
 #include "io/build.h"
 #include "io/io.h"
+#include "search/planner.h"
 #include "search/search.h"
-#include "compress/sfb.h"
 #include "sim/sim.h"
 
 enum cl { CL_TAG, CL_MIX, CL_DGX, CL_DGX128 };
@@ -195,10 +195,8 @@ int main(void)
 		struct tp_model m;
 		struct tp_cluster c;
 		struct tp_error err;
-		struct tp_sim_options so;
-		struct tp_sim *sim = NULL;
-		struct tp_search_simeval sectx;
-		struct tp_evaluator ev;
+		struct tp_planner_options po;
+		struct tp_planner *pl = NULL;
 		struct tp_search_options o;
 		struct tp_search_result r;
 		char name[64], col[TP_BASELINE_COUNT][16];
@@ -219,26 +217,26 @@ int main(void)
 			tp_cluster_release(&c);
 			continue;
 		}
-		tp_sim_options_default(&so);
-		sim = tp_sim_new(&m, &c, &so, &err);
-		if (!sim) {
+		/* tagplan plan's planner: compression chosen inside the
+		   scoring, plans that cannot win settled by the lower bound */
+		tp_planner_options_default(&po);
+		pl = tp_planner_new(&m, &c, &po, &err);
+		if (!pl) {
 			printf("%-22s error: %s\n", name, err.msg);
 			failed++;
 			goto next;
 		}
-		tp_search_sim_evaluator(&sectx, sim, tp_sim_sfb(sim), &ev);
 		tp_search_options_default(&o);
 		o.threads = threads;
 		o.seed = 1;
 		o.time_limit_s = cases[i].time_limit ? cases[i].time_limit : tlim;
 		o.playouts = playouts;
-		o.bound_sim = sim;
 		o.prior = gp ? &pp : NULL;
 		if (playouts)
 			o.time_limit_s = 0; /* profiling: a fixed workload */
 		tp_search_result_init(&r);
 		cpu0 = cpu_seconds();
-		if (tp_search_run(&m, &c, &ev, &o, &r, &err)) {
+		if (tp_planner_run(pl, &o, &r, &err)) {
 			printf("%-22s error: %s\n", name, err.msg);
 			failed++;
 			tp_search_result_release(&r);
@@ -338,7 +336,7 @@ int main(void)
 		fflush(stdout);
 		tp_search_result_release(&r);
 	next:
-		tp_sim_free(sim);
+		tp_planner_free(pl);
 		tp_model_release(&m);
 		tp_cluster_release(&c);
 	}

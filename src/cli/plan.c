@@ -24,8 +24,7 @@
 #include "render/render.h"
 #include "table.h"
 #include "search/search.h"
-#include "compress/sfb.h"
-#include "search/joint.h"
+#include "search/planner.h"
 #include "sim/sim.h"
 
 static const char usage[] =
@@ -556,11 +555,8 @@ int cmd_plan(int argc, char **argv)
 	char mpath[4096], tpath[4096], msha[65], tsha[65];
 	struct tp_model m;
 	struct tp_cluster c;
-	struct tp_sim *sim = NULL;
-	struct tp_sim_options simo;
-	struct tp_search_simeval sectx;
-	struct tp_evaluator ev, sim_ev;
-	struct tp_sfb_joint joint;
+	struct tp_planner *pl = NULL;
+	struct tp_planner_options po;
 	struct tp_search_options so;
 	struct tp_search_result res;
 	struct tp_strbuf warn, text;
@@ -653,21 +649,12 @@ int cmd_plan(int argc, char **argv)
 			m.name, c.name && *c.name ? c.name : "demo",
 			c.devices.n);
 
-	tp_sim_options_default(&simo);
-	simo.params.grad_bucket_bytes = bucket_mb * 1e6;
-	sim = tp_sim_new(&m, &c, &simo, &err);
-	if (!sim) {
+	tp_planner_options_default(&po);
+	po.sim.grad_bucket_bytes = bucket_mb * 1e6;
+	pl = tp_planner_new(&m, &c, &po, &err);
+	if (!pl) {
 		code = tp_cli_fail(&err);
 		goto done;
-	}
-	tp_search_sim_evaluator(&sectx, sim, NULL, &ev);
-	if (comp != TP_COMPRESSION_OFF) {
-		/* compression chosen inside the scoring of every complete
-		   plan, so it changes which plan wins, by the simulator's own
-		   selection (its cost figures, sim.h tp_sim_sfb) */
-		sim_ev = ev;
-		tp_sfb_joint_evaluator(&joint, tp_sim_sfb(sim), &sim_ev,
-				       &ev);
 	}
 	/* the GNN: --weights F, else the shipped default weights when there
 	   are any, else uniform priors */
@@ -714,10 +701,6 @@ int cmd_plan(int argc, char **argv)
 	so.compression = (enum tp_compression)comp;
 	so.groups = (uint32_t)groups;
 	so.prior = gnn ? &prior : NULL;
-	/* settle candidates that cannot win by the simulator's lower bound
-	 * (it also bounds their compressed variants): same answer, fewer
-	 * simulations */
-	so.bound_sim = sim;
 	so.stop = &stop_flag;
 	bar.on = !quiet && isatty(STDERR_FILENO);
 	so.progress = draw_bar;
@@ -730,7 +713,7 @@ int cmd_plan(int argc, char **argv)
 	sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills */
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
-	st = tp_search_run(&m, &c, &ev, &so, &res, &err);
+	st = tp_planner_run(pl, &so, &res, &err);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	clear_bar(&bar);
@@ -741,9 +724,6 @@ int cmd_plan(int argc, char **argv)
 	if (res.baselines[TP_BASELINE_DP].feasible)
 		bar.dp_time = res.baselines[TP_BASELINE_DP].iteration_time_s;
 
-	/* the plan says which bucket it was simulated with, so that
-	   simulate, check and render agree with the search */
-	res.plan.grad_bucket_bytes = simo.params.grad_bucket_bytes;
 	fill_summary(&res.plan, &res.report, &res, &so, gnn != NULL,
 		     gnn ? tp_gnn_prior_source(gnn) : NULL,
 		     base_name(model_path), base_name(topo_path), msha, tsha,
@@ -759,7 +739,7 @@ int cmd_plan(int argc, char **argv)
 		goto done;
 	}
 	if (!quiet)
-		print_human(&res, &res.plan, &m, &c, sim,
+		print_human(&res, &res.plan, &m, &c, tp_planner_sim(pl),
 			    gnn ? "GNN priors and gains" : gnn_note, so.threads,
 			    so.seed);
 	/* pictures of the device mapping, with one Graphviz context for
@@ -813,7 +793,7 @@ done:
 	tp_render_gvc_free(gvc);
 	tp_search_result_release(&res);
 	tp_gnn_prior_free(gnn);
-	tp_sim_free(sim);
+	tp_planner_free(pl);
 	tp_strbuf_release(&warn);
 	tp_strbuf_release(&text);
 	tp_cluster_release(&c);

@@ -1,0 +1,73 @@
+/*
+ * planner.h - the planner: a model and a cluster bound to the simulator
+ * and to the evaluator `tagplan plan` searches with.  The one place that
+ * wires the simulator, gradient compression in the scoring (joint.h) and
+ * the simulator's lower bound into the search, shared by the command line,
+ * the benchmarks and the tests, so that they all measure the same thing.
+ *
+ *   struct tp_planner_options po;
+ *   tp_planner_options_default(&po);          po.sim: the cost model
+ *   struct tp_planner *pl = tp_planner_new(model, cluster, &po, &err);
+ *   tp_planner_run(pl, &search_options, &result, &err);     any number
+ *   tp_planner_free(pl);
+ *
+ * What tp_planner_run adds to the caller's search options: the evaluator
+ * (the simulator; with search_options->compression other than off, the
+ * joint evaluator, which chooses compression inside the scoring of every
+ * complete plan with the simulator's own selection, tp_sim_sfb), and the
+ * simulator as options.bound_sim (plans that cannot win are settled by
+ * its lower bound) unless po.bound is false.  The answer records the
+ * gradient bucket it was simulated with (plan.grad_bucket_bytes), so that
+ * simulate, check and render of the written plan agree with the search.
+ * The priors (options.prior, a core/prior.h provider such as the GNN's)
+ * are the caller's: the search does not know who computes them.
+ *
+ * Ownership: the planner borrows the model and cluster (finalized; they
+ * must outlive it) and owns its simulator.  tp_planner_run may be called
+ * from one thread at a time (the search starts its own threads); the
+ * simulator it exposes (tp_planner_sim) is safe to use concurrently with
+ * scratches of its own.  Errors: those of tp_sim_new and tp_search_run.
+ */
+#ifndef TP_SEARCH_PLANNER_H
+#define TP_SEARCH_PLANNER_H
+
+#include <stdbool.h>
+
+#include "core/cluster.h"
+#include "core/error.h"
+#include "core/model.h"
+#include "search.h"
+#include "sim/sim.h"
+
+struct tp_planner_options {
+	struct tp_sim_params sim; /* the simulator's cost model */
+	bool bound; /* settle plans that cannot win by the simulator's lower
+		       bound (default true: same answer, fewer simulations;
+		       it changes which leaves the tree scores exactly, so a
+		       benchmark measured without it turns it off) */
+};
+
+void tp_planner_options_default(struct tp_planner_options *o);
+
+struct tp_planner;
+
+struct tp_planner *tp_planner_new(const struct tp_model *m,
+				  const struct tp_cluster *c,
+				  const struct tp_planner_options *o,
+				  struct tp_error *err);
+void tp_planner_free(struct tp_planner *pl);
+
+/*
+ * Search a plan (tp_search_run with the evaluator and bound above; o's
+ * evaluator-related fields bound_sim is overridden).  res is
+ * caller-initialised (tp_search_result_init) and released by the caller.
+ */
+enum tp_status tp_planner_run(struct tp_planner *pl,
+			      const struct tp_search_options *o,
+			      struct tp_search_result *res,
+			      struct tp_error *err);
+
+/* The planner's simulator (for re-simulating variants of the answer). */
+const struct tp_sim *tp_planner_sim(const struct tp_planner *pl);
+
+#endif
