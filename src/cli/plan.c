@@ -186,18 +186,52 @@ static const char *base_name(const char *p)
 }
 
 /* ------------------------------------------------------------------ */
+/* the command's state                                                 */
+
+/* The options as given. */
+struct plan_args {
+	const char *model_path, *topo_path, *out;
+	const char *baseline, *compression, *weights, *dot, *svg;
+	double time_limit, bucket_mb;
+	long long playouts, threads, seed, groups;
+	bool no_gnn, quiet;
+	int bl, comp; /* --baseline (-1 = search), --compression parsed */
+};
+
+/* One run of the command, from the inputs to the written plan. */
+struct plan_run {
+	struct plan_args a;
+	double t_start; /* --time-limit counts from here */
+	bool demo;      /* no -m/-t: the shipped demo */
+	char mpath[4096], tpath[4096], msha[65], tsha[65];
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_planner *pl;
+	struct tp_prior_provider prior;
+	struct tp_gnn_prior *gnn;
+	const char *gnn_note;
+	struct tp_search_options so;
+	struct tp_search_result res;
+	struct tp_strbuf warn, text;
+	struct tp_error err;
+};
+
+/* ------------------------------------------------------------------ */
 /* summary                                                             */
 
-static void fill_summary(struct tp_plan *plan, const struct tp_report *r,
-			 const struct tp_search_result *res,
-			 const struct tp_search_options *so, bool gnn,
-			 const char *weights, const char *model_file,
-			 const char *topo_file, const char *msha,
-			 const char *tsha, const char *mpath_given,
-			 const char *tpath_given, const struct tp_cluster *c)
+/* The plan's summary: the answer's figures, the baselines, the search
+ * statistics and where the inputs came from. */
+static void fill_summary(struct plan_run *R)
 {
+	struct tp_plan *plan = &R->res.plan;
+	const struct tp_report *r = &R->res.report;
+	const struct tp_search_result *res = &R->res;
+	const struct tp_search_options *so = &R->so;
+	const char *weights = R->gnn ? tp_gnn_prior_source(R->gnn) : NULL;
+	const char *mpath_given = R->demo ? NULL : R->a.model_path;
+	const char *tpath_given = R->demo ? NULL : R->a.topo_path;
 	struct tp_plan_summary *s = &plan->summary;
-	uint32_t nd = (uint32_t)c->devices.n;
+	uint32_t nd = (uint32_t)R->c.devices.n;
 
 	tp_plan_summary_release(s);
 	s->valid = true;
@@ -247,16 +281,19 @@ static void fill_summary(struct tp_plan *plan, const struct tp_report *r,
 	s->simulations = res->simulations;
 	s->seed = so->seed;
 	s->threads = so->threads;
-	s->gnn = gnn;
+	s->gnn = R->gnn != NULL;
 	snprintf(s->weights, sizeof(s->weights), "%s", weights ? weights : "");
 	s->search_seconds = res->seconds;
 	s->playouts_per_s =
 		res->seconds > 0 ? (double)res->playouts / res->seconds : 0;
 	snprintf(s->version, sizeof(s->version), "%s", TP_VERSION);
-	snprintf(s->model_file, sizeof(s->model_file), "%s", model_file);
-	snprintf(s->topology_file, sizeof(s->topology_file), "%s", topo_file);
-	snprintf(s->model_sha256, sizeof(s->model_sha256), "%s", msha);
-	snprintf(s->topology_sha256, sizeof(s->topology_sha256), "%s", tsha);
+	snprintf(s->model_file, sizeof(s->model_file), "%s",
+		 base_name(R->a.model_path));
+	snprintf(s->topology_file, sizeof(s->topology_file), "%s",
+		 base_name(R->a.topo_path));
+	snprintf(s->model_sha256, sizeof(s->model_sha256), "%s", R->msha);
+	snprintf(s->topology_sha256, sizeof(s->topology_sha256), "%s",
+		 R->tsha);
 	/* the paths as given, for render/check/export without -m/-t; a path
 	   too long to keep whole is not recorded (those commands then ask
 	   for -m/-t) */
@@ -487,271 +524,190 @@ static double monotonic_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-int cmd_plan(int argc, char **argv)
-{
-	const char *model_path = NULL, *topo_path = NULL, *out = NULL;
-	const char *baseline = NULL, *compression = "lossless";
-	const char *weights = NULL, *dot = NULL, *svg = NULL;
-	double time_limit = 60, bucket_mb = tp_cli_grad_bucket_mb_default();
-	long long playouts = 5000, threads = 0, seed = 1, groups = 0;
-	bool no_gnn = false, quiet = false;
-	/* --time-limit counts from here: loading the inputs, building the
-	 * simulator and the GNN come out of the search's share. */
-	const double t_start = monotonic_s();
-	struct tp_opt opts[] = {
-		{"model", 'm', TP_OPT_STRING, &model_path, "MODEL",
-		 "model file (tagplan-model/1) [the shipped demo model; give "
-		 "both -m and -t or neither]",
-		 0, 0, false},
-		{"topology", 't', TP_OPT_STRING, &topo_path, "TOPO",
-		 "topology file (tagplan-topology/1) [the shipped 16-GPU TAG "
-		 "testbed]",
-		 0, 0, false},
-		{"output", 'o', TP_OPT_STRING, &out, "PLAN",
-		 "plan file to write, atomically [stdout]", 0, 0, false},
-		{"time-limit", 0, TP_OPT_DOUBLE, &time_limit, "S",
-		 "stop searching after S seconds (0 = no limit)", 0, 1e7,
-		 false},
-		{"playouts", 0, TP_OPT_INT, &playouts, "N",
-		 "stop after N tree-search playouts (0 = no limit)", 0, 1e15,
-		 false},
-		{"threads", 0, TP_OPT_INT, &threads, "N",
-		 "search threads (0 = all cores; more than 1 makes the result "
-		 "depend on timing)",
-		 0, 1024, false},
-		{"seed", 0, TP_OPT_INT, &seed, "N", "random seed", 0, 9e18,
-		 false},
-		{"no-gnn", 0, TP_OPT_FLAG, &no_gnn, NULL,
-		 "uniform priors, no graph neural network", 0, 0, false},
-		{"weights", 0, TP_OPT_STRING, &weights, "F",
-		 "GNN weights file (from `tagplan train`), or F1,F2,... for "
-		 "an ensemble [the shipped pair, data/tagplan.weights and "
-		 "data/tagplan-2.weights]",
-		 0, 0, false},
-		{"baseline", 0, TP_OPT_STRING, &baseline, "NAME",
-		 "write this baseline's plan instead of searching: dp, "
-		 "dp-hetero, megatron or greedy",
-		 0, 0, false},
-		{"compression", 0, TP_OPT_STRING, &compression, "MODE",
-		 "gradient compression: off, lossless (sufficient-factor "
-		 "broadcasting where it pays) or lossy (also fp16/PowerSGD)",
-		 0, 0, false},
-		{"grad-bucket-mb", 0, TP_OPT_DOUBLE, &bucket_mb, "MB",
-		 TP_CLI_GRAD_BUCKET_HELP, 1e-3, 1e6, false},
-		{"dot", 0, TP_OPT_STRING, &dot, "F",
-		 "also write the device mapping as Graphviz DOT (- = stdout, "
-		 "with -o PLAN)",
-		 0, 0, false},
-		{"svg", 0, TP_OPT_STRING, &svg, "F",
-		 "also write the device mapping as SVG (laid out in-process; "
-		 "DOT next to it when Graphviz cannot)",
-		 0, 0, false},
-		{"groups", 0, TP_OPT_INT, &groups, "N",
-		 "op groups to decide on (0 = chosen from the graph)", 0, 64,
-		 false},
-		{"quiet", 'q', TP_OPT_FLAG, &quiet, NULL,
-		 "no human summary on stderr", 0, 0, false},
-		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
-	char mpath[4096], tpath[4096], msha[65], tsha[65];
-	struct tp_model m;
-	struct tp_cluster c;
-	struct tp_planner *pl = NULL;
-	struct tp_planner_options po;
-	struct tp_search_options so;
-	struct tp_search_result res;
-	struct tp_strbuf warn, text;
-	struct tp_error err;
-	struct bar bar = {false, false, 0};
-	struct sigaction sa, old_int, old_term;
-	struct tp_prior_provider prior;
-	struct tp_gnn_prior *gnn = NULL;
-	struct tp_render_gvc *gvc = NULL;
-	const char *gnn_note = "uniform priors";
-	int code, bl = -1, comp;
-	bool demo = false;
-	enum tp_status st;
 
-	if (tp_opts_parse("plan", usage, about, opts, argc, argv, NULL, NULL,
-			  &code))
-		return code;
-	if (baseline && (bl = tp_baseline_parse(baseline)) < 0)
+/* The usage errors that need no input (exit 2 before any work), and the
+ * parsed --baseline/--compression.  Returns 0 or the exit code. */
+static int check_args(struct plan_args *a)
+{
+	if (a->baseline && (a->bl = tp_baseline_parse(a->baseline)) < 0)
 		return tp_cli_usage_error("plan",
 					  "--baseline %s: expected dp, "
 					  "dp-hetero, megatron or greedy",
-					  baseline);
-	if ((comp = tp_compression_parse(compression)) < 0)
+					  a->baseline);
+	if ((a->comp = tp_compression_parse(a->compression)) < 0)
 		return tp_cli_usage_error("plan",
 					  "--compression %s: expected off, "
 					  "lossless or lossy",
-					  compression);
-	if (weights && no_gnn)
+					  a->compression);
+	if (a->weights && a->no_gnn)
 		return tp_cli_usage_error("plan",
 					  "--weights and --no-gnn contradict "
 					  "each other; give one");
-	if (!time_limit && !playouts)
+	if (!a->time_limit && !a->playouts)
 		return tp_cli_usage_error("plan",
 					  "--time-limit 0 and --playouts 0: "
 					  "the search needs one limit");
-	if ((model_path != NULL) != (topo_path != NULL))
+	if ((a->model_path != NULL) != (a->topo_path != NULL))
 		return tp_cli_usage_error(
 			"plan", "%s is missing: give both -m MODEL and -t TOPO, "
 				"or neither to plan the shipped demo",
-			model_path ? "-t TOPO" : "-m MODEL");
-	if (dot && svg && strcmp(dot, svg) == 0)
+			a->model_path ? "-t TOPO" : "-m MODEL");
+	if (a->dot && a->svg && strcmp(a->dot, a->svg) == 0)
 		return tp_cli_usage_error("plan",
 					  "--dot and --svg name the same file");
-	if (svg && strcmp(svg, "-") == 0)
+	if (a->svg && strcmp(a->svg, "-") == 0)
 		return tp_cli_usage_error("plan",
 					  "--svg -: give a file name (`tagplan "
 					  "render -p PLAN -o -` writes DOT to "
 					  "stdout)");
-	if (dot && strcmp(dot, "-") == 0 && (!out || strcmp(out, "-") == 0))
+	if (a->dot && strcmp(a->dot, "-") == 0 &&
+	    (!a->out || strcmp(a->out, "-") == 0))
 		return tp_cli_usage_error("plan",
 					  "--dot -: stdout carries the plan; "
 					  "give -o PLAN to write the plan to a "
 					  "file");
-	if (out && ((dot && strcmp(out, dot) == 0) ||
-		    (svg && strcmp(out, svg) == 0)))
+	if (a->out && ((a->dot && strcmp(a->out, a->dot) == 0) ||
+		       (a->svg && strcmp(a->out, a->svg) == 0)))
 		return tp_cli_usage_error("plan", "-o %s is also a picture "
 						  "(--dot/--svg): give the "
 						  "plan and the pictures "
 						  "different names",
-					  out);
+					  a->out);
+	return 0;
+}
 
-	tp_error_clear(&err);
-	if (!model_path) {
-		if (tp_data_path("demo-model.json", mpath, sizeof(mpath),
-				 &err) ||
-		    tp_data_path("tag-testbed.json", tpath, sizeof(tpath),
-				 &err))
-			return tp_cli_fail(&err);
-		model_path = mpath;
-		topo_path = tpath;
-		demo = true;
+/* Model and topology (the shipped demo without -m/-t).  Returns 0 or
+ * the exit code. */
+static int load_inputs(struct plan_run *R)
+{
+	enum tp_status st;
+
+	if (!R->a.model_path) {
+		if (tp_data_path("demo-model.json", R->mpath,
+				 sizeof(R->mpath), &R->err) ||
+		    tp_data_path("tag-testbed.json", R->tpath,
+				 sizeof(R->tpath), &R->err))
+			return tp_cli_fail(&R->err);
+		R->a.model_path = R->mpath;
+		R->a.topo_path = R->tpath;
+		R->demo = true;
 	}
-	tp_model_init(&m);
-	tp_cluster_init(&c);
-	tp_strbuf_init(&warn);
-	tp_strbuf_init(&text);
-	tp_search_result_init(&res);
-	if ((st = load_input(model_path, true, &m, NULL, msha, &warn, &err)) ||
-	    (st = load_input(topo_path, false, NULL, &c, tsha, &warn, &err))) {
-		tp_cli_print_warnings("plan", &warn);
-		code = tp_cli_fail(&err);
-		goto done;
+	if ((st = load_input(R->a.model_path, true, &R->m, NULL, R->msha,
+			     &R->warn, &R->err)) ||
+	    (st = load_input(R->a.topo_path, false, NULL, &R->c, R->tsha,
+			     &R->warn, &R->err))) {
+		tp_cli_print_warnings("plan", &R->warn);
+		return tp_cli_fail(&R->err);
 	}
-	tp_cli_print_warnings("plan", &warn);
-	if (demo && !quiet)
+	tp_cli_print_warnings("plan", &R->warn);
+	if (R->demo && !R->a.quiet)
 		fprintf(stderr,
 			"tagplan plan: no -m/-t given: planning the shipped "
 			"demo model (%s) on the shipped %s topology (%zu "
 			"devices)\n",
-			m.name, c.name && *c.name ? c.name : "demo",
-			c.devices.n);
+			R->m.name,
+			R->c.name && *R->c.name ? R->c.name : "demo",
+			R->c.devices.n);
+	return 0;
+}
 
-	tp_planner_options_default(&po);
-	po.sim.grad_bucket_bytes = bucket_mb * 1e6;
-	pl = tp_planner_new(&m, &c, &po, &err);
-	if (!pl) {
-		code = tp_cli_fail(&err);
-		goto done;
-	}
-	/* the GNN: --weights F, else the shipped default weights when there
-	   are any, else uniform priors */
-	if (!no_gnn) {
-		struct tp_error gerr;
-		tp_error_clear(&gerr);
-		st = tp_gnn_prior_load_default(weights, &prior, &gnn, &gerr);
-		if (st && weights) {
-			code = tp_cli_fail(&gerr);
-			goto done;
-		}
-		if (st == TP_EIO) {
-			gnn_note = "no trained GNN weights shipped: uniform "
-				   "priors";
-		} else if (st) {
-			char buf[1200];
-			fprintf(stderr,
-				"tagplan plan: warning: default GNN weights "
-				"unusable (%s); searching with uniform "
-				"priors\n",
-				tp_error_format(&gerr, buf, sizeof(buf)));
-			gnn_note = "default GNN weights unusable: uniform "
-				   "priors";
-		}
-	} else {
-		gnn_note = "--no-gnn: uniform priors";
-	}
+/* The GNN: --weights F, else the shipped default weights when there are
+ * any, else uniform priors (said in R->gnn_note).  Returns 0 or the exit
+ * code (bad --weights). */
+static int load_priors(struct plan_run *R)
+{
+	struct tp_error gerr;
+	enum tp_status st;
 
-	tp_search_options_default(&so);
-	so.seed = (uint64_t)seed;
+	if (R->a.no_gnn) {
+		R->gnn_note = "--no-gnn: uniform priors";
+		return 0;
+	}
+	tp_error_clear(&gerr);
+	st = tp_gnn_prior_load_default(R->a.weights, &R->prior, &R->gnn,
+				       &gerr);
+	if (st && R->a.weights)
+		return tp_cli_fail(&gerr);
+	if (st == TP_EIO) {
+		R->gnn_note = "no trained GNN weights shipped: uniform priors";
+	} else if (st) {
+		char buf[1200];
+		fprintf(stderr,
+			"tagplan plan: warning: default GNN weights unusable "
+			"(%s); searching with uniform priors\n",
+			tp_error_format(&gerr, buf, sizeof(buf)));
+		R->gnn_note = "default GNN weights unusable: uniform priors";
+	}
+	return 0;
+}
+
+/* The search options from the arguments; the time loading took comes out
+ * of --time-limit (the search keeps at least a tenth of it). */
+static void search_options(struct plan_run *R, struct bar *bar)
+{
+	struct tp_search_options *so = &R->so;
+	long long threads = R->a.threads;
+
+	tp_search_options_default(so);
+	so->seed = (uint64_t)R->a.seed;
 	if (threads == 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		threads = n > 0 ? n : 1;
 	}
-	so.threads = (uint32_t)threads;
-	so.time_limit_s = time_limit;
-	if (time_limit > 0) {
-		/* what loading took; the search keeps at least a tenth */
-		double spent = monotonic_s() - t_start;
-		so.time_limit_s = fmax(time_limit - spent, 0.1 * time_limit);
+	so->threads = (uint32_t)threads;
+	so->time_limit_s = R->a.time_limit;
+	if (R->a.time_limit > 0) {
+		double spent = monotonic_s() - R->t_start;
+		so->time_limit_s = fmax(R->a.time_limit - spent,
+					0.1 * R->a.time_limit);
 	}
-	so.playouts = (uint64_t)playouts;
-	so.baseline = bl;
-	so.compression = (enum tp_compression)comp;
-	so.groups = (uint32_t)groups;
-	so.prior = gnn ? &prior : NULL;
-	so.stop = &stop_flag;
-	bar.on = !quiet && isatty(STDERR_FILENO);
-	so.progress = draw_bar;
-	so.progress_ctx = &bar;
+	so->playouts = (uint64_t)R->a.playouts;
+	so->baseline = R->a.bl;
+	so->compression = (enum tp_compression)R->a.comp;
+	so->groups = (uint32_t)R->a.groups;
+	so->prior = R->gnn ? &R->prior : NULL;
+	so->stop = &stop_flag;
+	bar->on = !R->a.quiet && isatty(STDERR_FILENO);
+	so->progress = draw_bar;
+	so->progress_ctx = bar;
+}
+
+/* The search, with SIGINT/SIGTERM asking it to stop (a second Ctrl-C
+ * kills). */
+static enum tp_status search(struct plan_run *R, struct bar *bar)
+{
+	struct sigaction sa, old_int, old_term;
+	enum tp_status st;
 
 	stop_flag = 0;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills */
+	sa.sa_flags = SA_RESETHAND;
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
-	st = tp_planner_run(pl, &so, &res, &err);
+	st = tp_planner_run(R->pl, &R->so, &R->res, &R->err);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
-	clear_bar(&bar);
-	if (st) {
-		code = tp_cli_fail(&err);
-		goto done;
-	}
-	if (res.baselines[TP_BASELINE_DP].feasible)
-		bar.dp_time = res.baselines[TP_BASELINE_DP].iteration_time_s;
+	clear_bar(bar);
+	return st;
+}
 
-	fill_summary(&res.plan, &res.report, &res, &so, gnn != NULL,
-		     gnn ? tp_gnn_prior_source(gnn) : NULL,
-		     base_name(model_path), base_name(topo_path), msha, tsha,
-		     demo ? NULL : model_path, demo ? NULL : topo_path, &c);
-	tp_plan_write(&res.plan, &m, &c, &text);
-	if (text.failed) {
-		tp_error_set(&err, TP_ENOMEM, "out of memory writing the plan");
-		code = tp_cli_fail(&err);
-		goto done;
+/* The pictures of the device mapping (--dot, --svg), with one Graphviz
+ * context for all of them (render.h: a second context after freeing the
+ * first reads freed memory in Graphviz 2.43's pango plugin).  Returns 0
+ * or the exit code. */
+static int write_pictures(struct plan_run *R)
+{
+	struct tp_render_gvc *gvc = NULL;
+	int code = 0;
+
+	if (R->a.svg && !(gvc = tp_render_gvc_new())) {
+		tp_error_set(&R->err, TP_ENOMEM, "out of memory");
+		return tp_cli_fail(&R->err);
 	}
-	if (tp_file_write_atomic(out ? out : "-", text.buf, text.len, &err)) {
-		code = tp_cli_fail(&err);
-		goto done;
-	}
-	if (!quiet)
-		print_human(&res, &res.plan, &m, &c, tp_planner_sim(pl),
-			    gnn ? "GNN priors and gains" : gnn_note, so.threads,
-			    so.seed);
-	/* pictures of the device mapping, with one Graphviz context for
-	   all of them (render.h: a second context after freeing the first
-	   reads freed memory in Graphviz 2.43's pango plugin) */
-	if (svg && !(gvc = tp_render_gvc_new())) {
-		tp_error_set(&err, TP_ENOMEM, "out of memory");
-		code = tp_cli_fail(&err);
-		goto done;
-	}
-	for (int k = 0; k < 2; k++) {
-		const char *path = k == 0 ? dot : svg;
+	for (int k = 0; k < 2 && !code; k++) {
+		const char *path = k == 0 ? R->a.dot : R->a.svg;
 		struct tp_render_options ro;
 		char written[4096];
 		if (!path)
@@ -759,44 +715,189 @@ int cmd_plan(int argc, char **argv)
 		tp_render_options_default(&ro);
 		ro.gvc = gvc;
 		written[0] = 0;
-		if (tp_render_plan_file(&res.plan, &m, &c, &res.report, &ro,
-					path,
+		if (tp_render_plan_file(&R->res.plan, &R->m, &R->c,
+					&R->res.report, &ro, path,
 					k == 0 ? TP_RENDER_DOT : TP_RENDER_SVG,
-					written, sizeof(written), &warn,
-					&err)) {
-			tp_cli_print_warnings("plan", &warn);
-			code = tp_cli_fail(&err);
-			goto done;
+					written, sizeof(written), &R->warn,
+					&R->err)) {
+			tp_cli_print_warnings("plan", &R->warn);
+			code = tp_cli_fail(&R->err);
+			break;
 		}
-		tp_cli_print_warnings("plan", &warn);
-		if (!quiet)
+		tp_cli_print_warnings("plan", &R->warn);
+		if (!R->a.quiet)
 			fprintf(stderr, "tagplan plan: wrote %s\n", written);
 	}
-	if (!quiet && out)
-		fprintf(stderr, "tagplan plan: wrote %s\n", out);
-	if (res.interrupted) {
+	tp_render_gvc_free(gvc);
+	return code;
+}
+
+/* The plan file (or stdout), the human summary and the pictures.
+ * Returns 0 or the exit code. */
+static int write_outputs(struct plan_run *R)
+{
+	int code;
+
+	fill_summary(R);
+	tp_plan_write(&R->res.plan, &R->m, &R->c, &R->text);
+	if (R->text.failed) {
+		tp_error_set(&R->err, TP_ENOMEM,
+			     "out of memory writing the plan");
+		return tp_cli_fail(&R->err);
+	}
+	if (tp_file_write_atomic(R->a.out ? R->a.out : "-", R->text.buf,
+				 R->text.len, &R->err))
+		return tp_cli_fail(&R->err);
+	if (!R->a.quiet)
+		print_human(&R->res, &R->res.plan, &R->m, &R->c,
+			    tp_planner_sim(R->pl),
+			    R->gnn ? "GNN priors and gains" : R->gnn_note,
+			    R->so.threads, R->so.seed);
+	if ((code = write_pictures(R)))
+		return code;
+	if (!R->a.quiet && R->a.out)
+		fprintf(stderr, "tagplan plan: wrote %s\n", R->a.out);
+	return 0;
+}
+
+/* The exit code of a written answer: interrupted, nothing fits, done. */
+static int answer_code(const struct plan_run *R)
+{
+	const struct tp_report *r = &R->res.report;
+
+	if (R->res.interrupted) {
 		fprintf(stderr, "tagplan plan: interrupted; wrote the best "
 				"plan found so far\n");
-		code = TP_EXIT_INTERRUPTED;
-	} else if (!res.report.feasible) {
+		return TP_EXIT_INTERRUPTED;
+	}
+	if (!r->feasible) {
 		fprintf(stderr,
 			"tagplan plan: nothing fits: wrote the closest plan "
 			"(%s)\n",
-			quiet ? (res.report.reason[0] ? res.report.reason
-						      : "out of memory")
-			      : "why, and what would fit: above");
-		code = TP_EXIT_CHECK;
-	} else {
-		code = TP_EXIT_OK;
+			R->a.quiet ? (r->reason[0] ? r->reason
+						   : "out of memory")
+				   : "why, and what would fit: above");
+		return TP_EXIT_CHECK;
 	}
-done:
-	tp_render_gvc_free(gvc);
-	tp_search_result_release(&res);
-	tp_gnn_prior_free(gnn);
-	tp_planner_free(pl);
-	tp_strbuf_release(&warn);
-	tp_strbuf_release(&text);
-	tp_cluster_release(&c);
-	tp_model_release(&m);
+	return TP_EXIT_OK;
+}
+
+/* Plan the search's inputs: load, search, write.  Returns the exit
+ * code. */
+static int plan_run(struct plan_run *R)
+{
+	struct tp_planner_options po;
+	struct bar bar = {false, false, 0};
+	int code;
+
+	tp_error_clear(&R->err);
+	if ((code = load_inputs(R)))
+		return code;
+	tp_planner_options_default(&po);
+	po.sim.grad_bucket_bytes = R->a.bucket_mb * 1e6;
+	R->pl = tp_planner_new(&R->m, &R->c, &po, &R->err);
+	if (!R->pl)
+		return tp_cli_fail(&R->err);
+	if ((code = load_priors(R)))
+		return code;
+	search_options(R, &bar);
+	if (search(R, &bar))
+		return tp_cli_fail(&R->err);
+	if (R->res.baselines[TP_BASELINE_DP].feasible)
+		bar.dp_time = R->res.baselines[TP_BASELINE_DP].iteration_time_s;
+	if ((code = write_outputs(R)))
+		return code;
+	return answer_code(R);
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	struct plan_run R;
+	struct plan_args *a = &R.a;
+	struct tp_opt opts[] = {
+		{"model", 'm', TP_OPT_STRING, &a->model_path, "MODEL",
+		 "model file (tagplan-model/1) [the shipped demo model; give "
+		 "both -m and -t or neither]",
+		 0, 0, false},
+		{"topology", 't', TP_OPT_STRING, &a->topo_path, "TOPO",
+		 "topology file (tagplan-topology/1) [the shipped 16-GPU TAG "
+		 "testbed]",
+		 0, 0, false},
+		{"output", 'o', TP_OPT_STRING, &a->out, "PLAN",
+		 "plan file to write, atomically [stdout]", 0, 0, false},
+		{"time-limit", 0, TP_OPT_DOUBLE, &a->time_limit, "S",
+		 "stop searching after S seconds (0 = no limit)", 0, 1e7,
+		 false},
+		{"playouts", 0, TP_OPT_INT, &a->playouts, "N",
+		 "stop after N tree-search playouts (0 = no limit)", 0, 1e15,
+		 false},
+		{"threads", 0, TP_OPT_INT, &a->threads, "N",
+		 "search threads (0 = all cores; more than 1 makes the result "
+		 "depend on timing)",
+		 0, 1024, false},
+		{"seed", 0, TP_OPT_INT, &a->seed, "N", "random seed", 0, 9e18,
+		 false},
+		{"no-gnn", 0, TP_OPT_FLAG, &a->no_gnn, NULL,
+		 "uniform priors, no graph neural network", 0, 0, false},
+		{"weights", 0, TP_OPT_STRING, &a->weights, "F",
+		 "GNN weights file (from `tagplan train`), or F1,F2,... for "
+		 "an ensemble [the shipped pair, data/tagplan.weights and "
+		 "data/tagplan-2.weights]",
+		 0, 0, false},
+		{"baseline", 0, TP_OPT_STRING, &a->baseline, "NAME",
+		 "write this baseline's plan instead of searching: dp, "
+		 "dp-hetero, megatron or greedy",
+		 0, 0, false},
+		{"compression", 0, TP_OPT_STRING, &a->compression, "MODE",
+		 "gradient compression: off, lossless (sufficient-factor "
+		 "broadcasting where it pays) or lossy (also fp16/PowerSGD)",
+		 0, 0, false},
+		{"grad-bucket-mb", 0, TP_OPT_DOUBLE, &a->bucket_mb, "MB",
+		 TP_CLI_GRAD_BUCKET_HELP, 1e-3, 1e6, false},
+		{"dot", 0, TP_OPT_STRING, &a->dot, "F",
+		 "also write the device mapping as Graphviz DOT (- = stdout, "
+		 "with -o PLAN)",
+		 0, 0, false},
+		{"svg", 0, TP_OPT_STRING, &a->svg, "F",
+		 "also write the device mapping as SVG (laid out in-process; "
+		 "DOT next to it when Graphviz cannot)",
+		 0, 0, false},
+		{"groups", 0, TP_OPT_INT, &a->groups, "N",
+		 "op groups to decide on (0 = chosen from the graph)", 0, 64,
+		 false},
+		{"quiet", 'q', TP_OPT_FLAG, &a->quiet, NULL,
+		 "no human summary on stderr", 0, 0, false},
+		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
+	int code;
+
+	memset(&R, 0, sizeof(R));
+	/* --time-limit counts from here: loading the inputs, building the
+	 * simulator and the GNN come out of the search's share */
+	R.t_start = monotonic_s();
+	a->compression = "lossless";
+	a->time_limit = 60;
+	a->bucket_mb = tp_cli_grad_bucket_mb_default();
+	a->playouts = 5000;
+	a->seed = 1;
+	a->bl = -1;
+	R.gnn_note = "uniform priors";
+	if (tp_opts_parse("plan", usage, about, opts, argc, argv, NULL, NULL,
+			  &code))
+		return code;
+	if ((code = check_args(a)))
+		return code;
+	tp_model_init(&R.m);
+	tp_cluster_init(&R.c);
+	tp_strbuf_init(&R.warn);
+	tp_strbuf_init(&R.text);
+	tp_search_result_init(&R.res);
+	code = plan_run(&R);
+	tp_search_result_release(&R.res);
+	tp_gnn_prior_free(R.gnn);
+	tp_planner_free(R.pl);
+	tp_strbuf_release(&R.warn);
+	tp_strbuf_release(&R.text);
+	tp_cluster_release(&R.c);
+	tp_model_release(&R.m);
 	return code;
 }
