@@ -18,22 +18,6 @@
  * not hold the tree search back (bench_gnn, playouts to within 2%). */
 #define STAGE_FIRST 64
 
-static const char *const baseline_names[TP_BASELINE_COUNT] = {
-	"dp", "dp-hetero", "megatron", "greedy"};
-
-const char *tp_baseline_name(enum tp_baseline b)
-{
-	return (unsigned)b < TP_BASELINE_COUNT ? baseline_names[b] : "?";
-}
-
-int tp_baseline_parse(const char *s)
-{
-	for (int i = 0; i < TP_BASELINE_COUNT; i++)
-		if (strcmp(s, baseline_names[i]) == 0)
-			return i;
-	return -1;
-}
-
 void tp_search_options_default(struct tp_search_options *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -65,579 +49,8 @@ void tp_search_result_release(struct tp_search_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-double tp_search_value(double ref_s, bool feasible, double time_s,
-		       double over_fraction)
-{
-	if (!feasible || !(time_s > 0)) {
-		double o = over_fraction > 0 ? over_fraction : 0;
-		return -1 + 0.4 * exp(-3 * o);
-	}
-	if (!(ref_s > 0))
-		return 0.25;
-	return 0.25 + 0.75 * tanh(2 * log(ref_s / time_s));
-}
-
-double tp_search_over_fraction(const struct tp_report *r)
-{
-	double cap = 0;
-
-	if (r->feasible)
-		return 0;
-	if (r->worst_device < r->n_devices && r->devices)
-		cap = r->devices[r->worst_device].capacity_bytes;
-	if (!(cap > 0) && r->devices)
-		for (uint32_t i = 0; i < r->n_devices; i++)
-			if (r->devices[i].capacity_bytes > cap)
-				cap = r->devices[i].capacity_bytes;
-	if (!(cap > 0) || !(r->over_bytes > 0))
-		return r->over_bytes > 0 ? 1 : 0;
-	return r->over_bytes / cap;
-}
-
-/* ------------------------------------------------------------------ */
-
-double sctx_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-double sctx_elapsed(const struct sctx *s)
-{
-	return sctx_now() - s->t0;
-}
-
-double sctx_reserve(struct sctx *s)
-{
-	uint64_t n = atomic_load(&s->simulations);
-	double avg = n ? (double)atomic_load(&s->sim_ns) * 1e-9 / (double)n
-		       : 0;
-
-	/* playouts in flight finish after the limit, and the answer is
-	   scored once more with compression chosen (a few simulations) */
-	return (6 + 2 * s->o->threads) * avg + 0.05 +
-	       0.05 * s->o->time_limit_s;
-}
-
-/* Stopped by an error, the caller or the time limit: everything but the
- * playout limit (of the search or of its stage). */
-static bool stopped_for_good(struct sctx *s)
-{
-	const struct tp_search_options *o = s->o;
-
-	if (atomic_load(&s->stop))
-		return true;
-	if (o->stop && *o->stop) {
-		s->res->interrupted = true;
-		atomic_store(&s->stop, 1);
-		return true;
-	}
-	return o->time_limit_s > 0 &&
-	       sctx_elapsed(s) >= o->time_limit_s - sctx_reserve(s);
-}
-
-bool sctx_should_stop(struct sctx *s)
-{
-	const struct tp_search_options *o = s->o;
-
-	if (stopped_for_good(s))
-		return true;
-	return o->playouts &&
-	       atomic_load(&s->playouts) >=
-		       (s->stage_end ? s->stage_end : o->playouts);
-}
-
-void sctx_progress(struct sctx *s, bool force)
-{
-	const struct tp_search_options *o = s->o;
-	struct tp_search_progress p;
-	double now = sctx_elapsed(s);
-	double iv = o->progress_interval_s > 0 ? o->progress_interval_s : 0.2;
-
-	if (!o->progress || (!force && now - s->last_progress < iv))
-		return;
-	s->last_progress = now;
-	memset(&p, 0, sizeof(p));
-	p.playouts = atomic_load(&s->playouts);
-	p.simulations = atomic_load(&s->simulations);
-	p.elapsed_s = now;
-	p.time_limit_s = o->time_limit_s;
-	p.playout_limit = o->playouts;
-	pthread_mutex_lock(&s->lock);
-	p.have_best = s->best.have;
-	p.best_feasible = s->best.feasible;
-	p.best_time_s = s->best.time;
-	if (s->ans.have) { /* what the answer will be */
-		p.best_feasible = s->ans.feasible;
-		p.best_time_s = s->ans.time;
-	}
-	pthread_mutex_unlock(&s->lock);
-	p.reference_time_s = s->ref_time;
-	p.phase = s->phase;
-	o->progress(o->progress_ctx, &p);
-}
-
-enum tp_status worker_init(struct worker *w, struct sctx *s, uint32_t id)
-{
-	const struct tp_prior_provider *pp = sctx_provider(s);
-
-	memset(w, 0, sizeof(*w));
-	w->s = s;
-	w->id = id;
-	tp_plan_init(&w->plan);
-	tp_report_init(&w->report);
-	w->dec = tp_calloc(s->K, sizeof(*w->dec));
-	w->sscr = tp_space_scratch_new(&s->space);
-	if (!w->dec || !w->sscr)
-		goto nomem;
-	if (s->o->bound_sim) {
-		w->bscr = tp_sim_scratch_new(s->o->bound_sim);
-		if (!w->bscr)
-			goto nomem;
-	}
-	if (s->ev->scratch_new) {
-		w->ev_scratch = s->ev->scratch_new(s->ev->ctx);
-		if (!w->ev_scratch)
-			goto nomem;
-	}
-	if (pp && pp->scratch_new) {
-		w->prior_scratch = pp->scratch_new(pp->ctx);
-		if (!w->prior_scratch)
-			goto nomem;
-	}
-	tp_rng_seed(&w->rng, s->o->seed * 0x9e3779b97f4a7c15ull + id + 1);
-	return TP_OK;
-nomem:
-	worker_release(w);
-	return TP_ENOMEM;
-}
-
-void worker_release(struct worker *w)
-{
-	struct sctx *s = w->s;
-
-	if (!s)
-		return;
-	if (w->ev_scratch && s->ev->scratch_free)
-		s->ev->scratch_free(s->ev->ctx, w->ev_scratch);
-	if (w->prior_scratch && sctx_provider(s)->scratch_free)
-		sctx_provider(s)->scratch_free(sctx_provider(s)->ctx,
-					       w->prior_scratch);
-	tp_space_scratch_free(w->sscr);
-	tp_sim_scratch_free(w->bscr);
-	tp_plan_release(&w->plan);
-	tp_report_release(&w->report);
-	free(w->dec);
-	memset(w, 0, sizeof(*w));
-}
-
-bool sctx_better(bool f1, double t1, double o1, bool f2, double t2,
-		 double o2)
-{
-	if (f1 != f2)
-		return f1;
-	if (f1)
-		return t1 < t2;
-	if (o1 != o2)
-		return o1 < o2;
-	return t1 < t2;
-}
-
-/* cache: open addressing on the 64-bit plan hash, under s->lock */
-static struct cache_entry *cache_find(struct sctx *s, uint64_t key)
-{
-	size_t mask = s->cache_cap - 1, i = (size_t)(key ^ (key >> 32)) & mask;
-
-	for (;;) {
-		struct cache_entry *e = &s->cache[i];
-		if (e->key == key || e->key == 0)
-			return e;
-		i = (i + 1) & mask;
-	}
-}
-
-static void cache_grow(struct sctx *s)
-{
-	size_t ncap = s->cache_cap * 2;
-	struct cache_entry *old = s->cache, *nc;
-
-	if (ncap > ((size_t)1 << 24))
-		return;
-	nc = tp_calloc(ncap, sizeof(*nc));
-	if (!nc)
-		return;
-	s->cache = nc;
-	s->cache_cap = ncap;
-	for (size_t i = 0; i < ncap / 2; i++)
-		if (old[i].key)
-			*cache_find(s, old[i].key) = old[i];
-	free(old);
-}
-
-static bool offer_one(struct sctx_best *b, uint32_t K,
-		      const struct tp_globals *gl,
-		      const struct tp_decision *dec,
-		      const struct tp_plan *raw, const char *source,
-		      const struct evalres *r)
-{
-	if (b->have && !sctx_better(r->feasible, r->time, r->over, b->feasible,
-				    b->time, b->over))
-		return false;
-	if (raw) {
-		if (tp_plan_copy(&b->raw_plan, raw, NULL))
-			return false;
-		b->raw = true;
-	} else {
-		b->raw = false;
-		b->gl = *gl;
-		memcpy(b->dec, dec, K * sizeof(*dec));
-	}
-	b->have = true;
-	b->feasible = r->feasible;
-	b->time = r->time;
-	b->over = r->over;
-	snprintf(b->source, sizeof(b->source), "%s", source ? source : "");
-	return true;
-}
-
-/* Keep (gl, dec) among the elites when it is better than one of them. */
-static void offer_elite(struct sctx *s, uint64_t key,
-			const struct tp_globals *gl,
-			const struct tp_decision *dec, const char *source,
-			const struct evalres *r)
-{
-	uint32_t pos = s->n_elite;
-	struct sctx_best tmp;
-	uint64_t tk;
-
-	for (uint32_t i = 0; i < s->n_elite; i++)
-		if (s->elite_key[i] == key)
-			return;
-	while (pos > 0 &&
-	       sctx_better(r->feasible, r->time, r->over,
-			   s->elite[pos - 1].feasible, s->elite[pos - 1].time,
-			   s->elite[pos - 1].over))
-		pos--;
-	if (pos >= SCTX_ELITES)
-		return;
-	/* the last slot takes the new entry, then moves up to pos */
-	if (s->n_elite < SCTX_ELITES)
-		s->n_elite++;
-	s->elite[s->n_elite - 1].have = false;
-	offer_one(&s->elite[s->n_elite - 1], s->K, gl, dec, NULL, source, r);
-	s->elite_key[s->n_elite - 1] = key;
-	for (uint32_t i = s->n_elite - 1; i > pos; i--) {
-		tmp = s->elite[i];
-		s->elite[i] = s->elite[i - 1];
-		s->elite[i - 1] = tmp;
-		tk = s->elite_key[i];
-		s->elite_key[i] = s->elite_key[i - 1];
-		s->elite_key[i - 1] = tk;
-	}
-}
-
-static void offer_locked(struct sctx *s, uint64_t key,
-			 const struct tp_globals *gl,
-			 const struct tp_decision *dec,
-			 const struct tp_plan *raw, const char *source,
-			 const struct evalres *r)
-{
-	if (offer_one(&s->best, s->K, gl, dec, raw, source, r))
-		s->improvements++;
-	if (r->ans) {
-		/* the answer's tracker, by the answer score */
-		struct evalres a = *r;
-		a.feasible = r->ans_feasible;
-		a.time = r->ans_time;
-		a.over = r->ans_over;
-		offer_one(&s->ans, s->K, gl, dec, raw, source, &a);
-	}
-	if (!raw) {
-		offer_one(&s->bestdec, s->K, gl, dec, NULL, source, r);
-		offer_elite(s, key, gl, dec, source, r);
-	}
-}
-
-/*
- * Evaluate plan (cutoff > 0 with o->bound_sim: unless its lower bound is
- * at least cutoff, then out->bounded).  The simulator's own evaluator
- * computes the bound on the way (one analysis of the plan); any other
- * evaluator (compression on top, tests' toys) runs after the bound.
- */
-static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
-			       double cutoff, struct evalres *out)
-{
-	struct sctx *s = w->s;
-	enum tp_status st;
-	struct tp_sim_cut cut;
-	double t0;
-
-	memset(&cut, 0, sizeof(cut));
-	if (cutoff > 0 && !s->direct) {
-		st = tp_sim_lower_bound(s->o->bound_sim, plan, w->bscr,
-					&cut.lower_bound_s, &w->err);
-		if (st && st != TP_EINPUT)
-			return st;
-		cut.bounded = !st && cut.lower_bound_s >= cutoff;
-	}
-	t0 = sctx_now();
-	if (cut.bounded)
-		st = TP_OK;
-	else if (cutoff > 0 && s->direct && s->ev->run_bounded)
-		st = s->ev->run_bounded(s->ev->ctx, w->ev_scratch, plan, cutoff,
-					&w->report, &cut, &w->err);
-	else if (cutoff > 0 && s->direct)
-		st = tp_search_simeval_run_bounded(s->ev, w->ev_scratch, plan,
-						   cutoff, &w->report, &cut,
-						   &w->err);
-	else
-		st = s->ev->run(s->ev->ctx, w->ev_scratch, plan, &w->report,
-				&w->err);
-	if (!st && cut.bounded) {
-		/* cannot beat the cutoff: settled without a simulation */
-		out->ok = true;
-		out->bounded = true;
-		out->feasible = !cut.out_of_memory;
-		out->time = cut.out_of_memory ? INFINITY : cut.lower_bound_s;
-		out->over = cut.out_of_memory ? cut.over_fraction : 0;
-		atomic_fetch_add(&s->bounded, 1);
-		return TP_OK;
-	}
-	atomic_fetch_add(&s->sim_ns, (uint64_t)((sctx_now() - t0) * 1e9));
-	atomic_fetch_add(&s->simulations, 1);
-	if (st == TP_EINPUT) {
-		/* a plan the evaluator refuses scores as the worst */
-		out->ok = false;
-		out->feasible = false;
-		out->time = INFINITY;
-		out->over = INFINITY;
-		return TP_OK;
-	}
-	if (st)
-		return st;
-	out->ok = true;
-	out->fresh = true;
-	out->feasible = w->report.feasible;
-	out->time = w->report.iteration_time_s;
-	out->over = tp_search_over_fraction(&w->report);
-	if (!(out->time > 0) || !isfinite(out->time)) {
-		out->ok = false;
-		out->feasible = false;
-		out->time = INFINITY;
-	}
-	if (out->ok && s->ev->answer_report) {
-		const struct tp_report *a =
-			s->ev->answer_report(s->ev->ctx, w->ev_scratch);
-		out->ans = true;
-		out->ans_feasible = out->feasible;
-		out->ans_time = out->time;
-		out->ans_over = out->over;
-		if (a && a->iteration_time_s > 0 &&
-		    isfinite(a->iteration_time_s)) {
-			out->ans_feasible = a->feasible;
-			out->ans_time = a->iteration_time_s;
-			out->ans_over = tp_search_over_fraction(a);
-		}
-	}
-	return TP_OK;
-}
-
-bool sctx_cached(struct sctx *s, const struct tp_globals *gl,
-		 const struct tp_decision *dec)
-{
-	uint64_t key = tp_space_hash(&s->space, gl, dec) | 1;
-	const struct cache_entry *e;
-	bool hit;
-
-	pthread_mutex_lock(&s->lock);
-	e = cache_find(s, key);
-	hit = e->key == key && !e->bounded;
-	pthread_mutex_unlock(&s->lock);
-	return hit;
-}
-
-double sctx_best_cutoff(struct sctx *s)
-{
-	double c = 0;
-
-	pthread_mutex_lock(&s->lock);
-	if (s->best.have && s->best.feasible && isfinite(s->best.time))
-		c = s->best.time;
-	pthread_mutex_unlock(&s->lock);
-	return c;
-}
-
-enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
-			 const struct tp_decision *dec, const char *source,
-			 double cutoff, struct evalres *out)
-{
-	struct sctx *s = w->s;
-	uint64_t key = tp_space_hash(&s->space, gl, dec) | 1;
-	struct cache_entry *e;
-	enum tp_status st;
-
-	memset(out, 0, sizeof(*out));
-	atomic_fetch_add(&s->evaluations, 1);
-	if (!s->o->bound_sim)
-		cutoff = 0;
-	pthread_mutex_lock(&s->lock);
-	e = cache_find(s, key);
-	if (e->key == key && (!e->bounded ||
-			      (cutoff > 0 && (double)e->time >= cutoff))) {
-		out->ok = e->ok;
-		out->feasible = e->feasible;
-		out->bounded = e->bounded;
-		out->time = e->ok ? e->time : INFINITY;
-		out->over = e->ok ? e->over : INFINITY;
-		pthread_mutex_unlock(&s->lock);
-		atomic_fetch_add(&s->cache_hits, 1);
-		return TP_OK;
-	}
-	pthread_mutex_unlock(&s->lock);
-
-	st = tp_space_materialize(&s->space, gl, dec, s->o->compression,
-				  w->sscr, &w->plan, &w->err);
-	if (st == TP_EINPUT) {
-		out->ok = false;
-		out->time = out->over = INFINITY;
-	} else if (st) {
-		return st;
-	} else {
-		st = run_eval(w, &w->plan, cutoff, out);
-		if (st)
-			return st;
-	}
-	pthread_mutex_lock(&s->lock);
-	e = cache_find(s, key);
-	if (e->key == key && e->bounded && !out->bounded) {
-		/* the exact score replaces a bound */
-		e->bounded = 0;
-		e->ok = out->ok;
-		e->feasible = out->feasible;
-		e->time = (float)out->time;
-		e->over = (float)out->over;
-	} else if (e->key != key && s->cache_n * 10 < s->cache_cap * 7) {
-		e->key = key;
-		e->ok = out->ok;
-		e->feasible = out->feasible;
-		e->bounded = out->bounded;
-		e->time = (float)out->time;
-		e->over = (float)out->over;
-		if (out->bounded && (double)e->time > out->time)
-			e->time = nextafterf(e->time, 0); /* still a bound */
-		s->cache_n++;
-		if (s->cache_n * 10 >= s->cache_cap * 6)
-			cache_grow(s);
-	}
-	if (out->ok && !out->bounded)
-		offer_locked(s, key, gl, dec, NULL, source, out);
-	pthread_mutex_unlock(&s->lock);
-	return TP_OK;
-}
-
-enum tp_status sctx_eval_plan(struct worker *w, const struct tp_plan *plan,
-			      const char *source, double cutoff,
-			      struct evalres *out)
-{
-	struct sctx *s = w->s;
-	enum tp_status st;
-
-	memset(out, 0, sizeof(*out));
-	atomic_fetch_add(&s->evaluations, 1);
-	if (!s->o->bound_sim)
-		cutoff = 0;
-	st = run_eval(w, plan, cutoff, out);
-	if (st)
-		return st;
-	if (out->ok && !out->bounded) {
-		pthread_mutex_lock(&s->lock);
-		offer_locked(s, 0, NULL, NULL, plan, source, out);
-		pthread_mutex_unlock(&s->lock);
-	}
-	return TP_OK;
-}
-
-void search_split_stages(const double *weight, uint32_t K,
-			 const double *speed, uint32_t n, uint32_t *stage_of)
-{
-	/* f[j][g]: best largest stage cost of groups [0, g) on stages
-	   [0, j), every stage non-empty; exact dynamic programme (K, n <= 64
-	   in practice).  Ties keep the earliest split. */
-	double *f, *pre;
-	uint32_t *arg;
-	size_t cells = ((size_t)n + 1) * ((size_t)K + 1);
-
-	if (n == 0)
-		return;
-	if (n > K) {
-		for (uint32_t g = 0; g < K; g++)
-			stage_of[g] = g;
-		return;
-	}
-	f = malloc(cells * sizeof(*f));
-	arg = malloc(cells * sizeof(*arg));
-	pre = malloc(((size_t)K + 1) * sizeof(*pre));
-	if (!f || !arg || !pre) {
-		/* out of memory: even split by count */
-		for (uint32_t g = 0; g < K; g++)
-			stage_of[g] = (uint32_t)((uint64_t)g * n / K);
-		free(f);
-		free(arg);
-		free(pre);
-		return;
-	}
-	pre[0] = 0;
-	for (uint32_t g = 0; g < K; g++)
-		pre[g + 1] = pre[g] + weight[g];
-#define F(j, g) f[(size_t)(j) * (K + 1) + (g)]
-#define A(j, g) arg[(size_t)(j) * (K + 1) + (g)]
-	for (size_t i = 0; i < cells; i++)
-		f[i] = INFINITY;
-	F(0, 0) = 0;
-	for (uint32_t j = 1; j <= n; j++)
-		for (uint32_t g = j; g + (n - j) <= K; g++)
-			for (uint32_t i = j - 1; i < g; i++) {
-				double sp = speed[j - 1] > 0 ? speed[j - 1]
-							     : 1e-12;
-				double c = (pre[g] - pre[i]) / sp;
-				double v = F(j - 1, i) > c ? F(j - 1, i) : c;
-				if (v < F(j, g)) {
-					F(j, g) = v;
-					A(j, g) = i;
-				}
-			}
-	for (uint32_t j = n, g = K; j > 0; j--) {
-		uint32_t i = A(j, g);
-		for (uint32_t k = i; k < g; k++)
-			stage_of[k] = j - 1;
-		g = i;
-	}
-#undef F
-#undef A
-	free(f);
-	free(arg);
-	free(pre);
-}
-
 /* ------------------------------------------------------------------ */
 /* the driver                                                          */
-
-static void best_release(struct sctx_best *b)
-{
-	tp_plan_release(&b->raw_plan);
-	free(b->dec);
-	memset(b, 0, sizeof(*b));
-}
-
-static enum tp_status best_init(struct sctx_best *b, uint32_t K)
-{
-	memset(b, 0, sizeof(*b));
-	tp_plan_init(&b->raw_plan);
-	b->dec = tp_calloc(K, sizeof(*b->dec));
-	return b->dec ? TP_OK : TP_ENOMEM;
-}
 
 /* The answer into res->plan and its evaluation into res->report. */
 static enum tp_status answer(struct sctx *s, struct worker *w)
@@ -688,6 +101,85 @@ static enum tp_status answer(struct sctx *s, struct worker *w)
 	return TP_OK;
 }
 
+/* The search proper after the baselines: the seeds, then stages of
+ * sweeps and tree search (STAGE_FIRST) until a limit.  Worker errors are
+ * in w0->err. */
+static enum tp_status search_phases(struct sctx *s, struct worker *w0)
+{
+	const struct tp_search_options *o = s->o;
+	enum tp_status st;
+
+	s->phase = "seeds";
+	sctx_progress(s, true);
+	if (!o->no_seeds && !sctx_should_stop(s)) {
+		st = search_seeds(w0);
+		if (st)
+			return st;
+	}
+	/* under a playout limit, stages of doubling budgets, each sweeps
+	   then the tree (STAGE_FIRST) */
+	if (o->playouts)
+		s->stage_end = o->playouts < STAGE_FIRST ? o->playouts
+							 : STAGE_FIRST;
+	for (;;) {
+		if (!sctx_should_stop(s)) {
+			st = search_polish(w0);
+			if (st)
+				return st;
+		}
+		if (!sctx_should_stop(s)) {
+			st = search_mcts(s);
+			if (st) {
+				if (s->error)
+					w0->err = s->err;
+				else
+					tp_error_set(&w0->err, st,
+						     "the search failed");
+				return st;
+			}
+		}
+		if (!s->stage_end || s->stage_end >= o->playouts ||
+		    sctx_stopped_for_good(s))
+			return TP_OK;
+		s->stage_start = atomic_load(&s->playouts);
+		s->stage_end = 2 * s->stage_end < o->playouts
+				       ? 2 * s->stage_end
+				       : o->playouts;
+	}
+}
+
+/* The counters of the run into the result. */
+static void result_counters(struct sctx *s)
+{
+	struct tp_search_result *res = s->res;
+
+	res->playouts = atomic_load(&s->playouts);
+	res->simulations = atomic_load(&s->simulations);
+	res->cache_hits = atomic_load(&s->cache_hits);
+	res->bounded = atomic_load(&s->bounded);
+	res->value_skips = atomic_load(&s->value_skips);
+	res->sweep_resumed = s->sweep_resumed;
+	res->kicks = s->kicks;
+	res->completions = s->completions;
+	res->gain_skips = s->gain_skips;
+	res->evaluations = atomic_load(&s->evaluations);
+	res->seconds = sctx_elapsed(s);
+	if (s->o->stop && *s->o->stop)
+		res->interrupted = true;
+}
+
+/* Model FLOP of the global batch over the cluster's summed peak. */
+static double compute_lower_bound(const struct tp_model *m,
+				  const struct tp_cluster *c)
+{
+	double flop = 0, peak;
+
+	for (size_t i = 0; i < m->ops.n; i++)
+		flop += m->ops.v[i].flop + m->ops.v[i].backward_flop;
+	peak = tp_cluster_total_peak(c, m->dtype);
+	return peak > 0 ? flop * (double)m->global_batch / peak : 0;
+}
+
 enum tp_status tp_search_run(const struct tp_model *m,
 			     const struct tp_cluster *c,
 			     const struct tp_evaluator *ev,
@@ -698,62 +190,19 @@ enum tp_status tp_search_run(const struct tp_model *m,
 	struct sctx s;
 	struct worker w0;
 	enum tp_status st;
-	double flop = 0, peak;
-	bool have_w0 = false, have_lock = false;
+	bool have_w0 = false;
 
-	memset(&s, 0, sizeof(s));
 	memset(&w0, 0, sizeof(w0));
-	s.m = m;
-	s.c = c;
-	s.ev = ev;
-	s.o = o;
-	s.res = res;
-	s.t0 = sctx_now();
-	s.phase = "baselines";
-	st = tp_coarsen(m, o->groups, &s.groups, &s.err);
+	st = sctx_init(&s, m, c, ev, o, res);
 	if (st)
 		goto out;
-	s.K = s.groups.n;
-	res->n_groups = s.K;
-	st = tp_space_init(&s.space, m, c, &s.groups, &s.err);
-	if (st)
-		goto out;
-	s.direct = o->bound_sim &&
-		   (tp_search_simeval_of(ev) == o->bound_sim ||
-		    (ev->run_bounded && ev->bounded_sim == o->bound_sim));
-	s.cache_cap = (size_t)1 << 14;
-	s.cache = tp_calloc(s.cache_cap, sizeof(*s.cache));
-	for (int i = 0; i < TP_BASELINE_COUNT; i++)
-		if (best_init(&s.base_dec[i], s.K)) {
-			st = tp_error_set(&s.err, TP_ENOMEM, "out of memory");
-			goto out;
-		}
-	for (int i = 0; i < SCTX_ELITES; i++)
-		if (best_init(&s.elite[i], s.K)) {
-			st = tp_error_set(&s.err, TP_ENOMEM, "out of memory");
-			goto out;
-		}
-	if (!s.cache || best_init(&s.best, s.K) ||
-	    best_init(&s.bestdec, s.K) || best_init(&s.ans, s.K)) {
-		st = tp_error_set(&s.err, TP_ENOMEM, "out of memory");
-		goto out;
-	}
-	if (pthread_mutex_init(&s.lock, NULL)) {
-		st = tp_error_set(&s.err, TP_ENOMEM, "cannot create a mutex");
-		goto out;
-	}
-	have_lock = true;
 	st = worker_init(&w0, &s, 0);
 	if (st) {
 		tp_error_set(&s.err, st, "out of memory");
 		goto out;
 	}
 	have_w0 = true;
-	for (size_t i = 0; i < m->ops.n; i++)
-		flop += m->ops.v[i].flop + m->ops.v[i].backward_flop;
-	peak = tp_cluster_total_peak(c, m->dtype);
-	res->lower_bound_s =
-		peak > 0 ? flop * (double)m->global_batch / peak : 0;
+	res->lower_bound_s = compute_lower_bound(m, c);
 
 	sctx_progress(&s, true);
 	st = search_baselines(&w0);
@@ -766,83 +215,23 @@ enum tp_status tp_search_run(const struct tp_model *m,
 			s.ref_time = br->iteration_time_s;
 	}
 	if (o->baseline < 0) {
-		s.phase = "seeds";
-		sctx_progress(&s, true);
-		if (!o->no_seeds && !sctx_should_stop(&s)) {
-			st = search_seeds(&w0);
-			if (st)
-				goto fail_worker;
-		}
-		/* under a playout limit, stages of doubling budgets, each
-		   sweeps then the tree (STAGE_FIRST) */
-		if (o->playouts)
-			s.stage_end = o->playouts < STAGE_FIRST ? o->playouts
-								: STAGE_FIRST;
-		for (;;) {
-			if (!sctx_should_stop(&s)) {
-				st = search_polish(&w0);
-				if (st)
-					goto fail_worker;
-			}
-			if (!sctx_should_stop(&s)) {
-				st = search_mcts(&s);
-				if (st) {
-					if (s.error)
-						w0.err = s.err;
-					else
-						tp_error_set(
-							&w0.err, st,
-							"the search failed");
-					goto fail_worker;
-				}
-			}
-			if (!s.stage_end || s.stage_end >= o->playouts ||
-			    stopped_for_good(&s))
-				break;
-			s.stage_start = atomic_load(&s.playouts);
-			s.stage_end = 2 * s.stage_end < o->playouts
-					      ? 2 * s.stage_end
-					      : o->playouts;
-		}
+		st = search_phases(&s, &w0);
+		if (st)
+			goto fail_worker;
 	}
 	s.phase = "done";
 	sctx_progress(&s, true);
 	st = answer(&s, &w0);
-	if (st)
-		goto out;
 	goto out;
 fail_worker:
 	s.err = w0.err;
 	if (!s.err.msg[0])
 		tp_error_set(&s.err, st, "the evaluator failed");
 out:
-	res->playouts = atomic_load(&s.playouts);
-	res->simulations = atomic_load(&s.simulations);
-	res->cache_hits = atomic_load(&s.cache_hits);
-	res->bounded = atomic_load(&s.bounded);
-	res->value_skips = atomic_load(&s.value_skips);
-	res->sweep_resumed = s.sweep_resumed;
-	res->kicks = s.kicks;
-	res->completions = s.completions;
-	res->gain_skips = s.gain_skips;
-	res->evaluations = atomic_load(&s.evaluations);
-	res->seconds = sctx_elapsed(&s);
-	if (o->stop && *o->stop)
-		res->interrupted = true;
+	result_counters(&s);
 	if (have_w0)
 		worker_release(&w0);
-	if (have_lock)
-		pthread_mutex_destroy(&s.lock);
-	best_release(&s.best);
-	best_release(&s.bestdec);
-	best_release(&s.ans);
-	for (int i = 0; i < SCTX_ELITES; i++)
-		best_release(&s.elite[i]);
-	for (int i = 0; i < TP_BASELINE_COUNT; i++)
-		best_release(&s.base_dec[i]);
-	free(s.cache);
-	tp_space_release(&s.space);
-	tp_groups_release(&s.groups);
+	sctx_release(&s);
 	if (st && err)
 		*err = s.err;
 	if (st && err && err->status == TP_OK)

@@ -45,6 +45,7 @@ struct sctx {
 	uint32_t K;
 
 	pthread_mutex_t lock; /* cache, incumbent, counters */
+	bool have_lock;
 	struct cache_entry *cache;
 	size_t cache_cap, cache_n;
 	struct sctx_best best;    /* overall (may be a plan given as is) */
@@ -144,7 +145,20 @@ double sctx_elapsed(const struct sctx *s);
 double sctx_reserve(struct sctx *s);
 /* Limits (time, playouts) or a stop request reached? */
 bool sctx_should_stop(struct sctx *s);
+/* ... and not only the current stage's playouts (the search ends). */
+bool sctx_stopped_for_good(struct sctx *s);
 void sctx_progress(struct sctx *s, bool force);
+
+/* The context of one tp_search_run: groups, action space, cache, the
+ * incumbent slots (sctx_init fills everything tp_search_run's arguments
+ * give; TP_ENOMEM or the coarsening's/action space's errors into
+ * s->err).  sctx_release frees it all, also after a failed init. */
+enum tp_status sctx_init(struct sctx *s, const struct tp_model *m,
+			 const struct tp_cluster *c,
+			 const struct tp_evaluator *ev,
+			 const struct tp_search_options *o,
+			 struct tp_search_result *res);
+void sctx_release(struct sctx *s);
 
 enum tp_status worker_init(struct worker *w, struct sctx *s, uint32_t id);
 void worker_release(struct worker *w);
@@ -192,7 +206,8 @@ bool sctx_better(bool f1, double t1, double o1, bool f2, double t2,
  * have one) are offered as candidates.  Then the structured seeds. */
 enum tp_status search_baselines(struct worker *w);
 enum tp_status search_seeds(struct worker *w);
-/* Coordinate descent on the incumbent's global settings and recompute. */
+/* sweep.c: coordinate descent on the incumbent (single and stacked
+ * changes, RELAX, kicks). */
 enum tp_status search_polish(struct worker *w);
 
 /* guide.c: the prior provider's view of a state.  Buffers for n actions
