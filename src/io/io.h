@@ -66,6 +66,20 @@ enum tp_format_kind tp_format_parse(const char *s);
  * recognisable "format"; then tp_format_detect gives the reason. */
 enum tp_format_kind tp_format_sniff(const char *text, size_t len);
 
+/* Runtime profiles (core/runtime.h, tagplan-runtime/1).  tp_runtime_find
+ * takes a name (data/runtimes/NAME.json; "none" is the unconstrained
+ * runtime, tp_runtime_none) or the path of a profile; an unknown name is
+ * TP_EUSAGE listing the shipped ones.  Errors of the file: TP_EINPUT
+ * with its JSON path, TP_EIO. */
+struct tp_runtime;
+enum tp_status tp_runtime_load(const char *name, const char *text, size_t len,
+			       const struct tp_load_options *o,
+			       struct tp_runtime *rt, struct tp_error *err);
+enum tp_status tp_runtime_load_file(const char *path, struct tp_runtime *rt,
+				    struct tp_error *err);
+enum tp_status tp_runtime_find(const char *name, struct tp_runtime *rt,
+			       struct tp_error *err);
+
 /* Read a whole file ("-" is stdin) refusing more than max_bytes (0 =
  * default).  *data is NUL-terminated, caller frees.  TP_EIO/TP_ELIMIT. */
 enum tp_status tp_file_read(const char *path, size_t max_bytes, char **data,

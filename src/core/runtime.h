@@ -1,0 +1,133 @@
+/*
+ * runtime.h - the runtime IR: what a training stack (Megatron-Core,
+ * DeepSpeed, PyTorch FSDP2/TorchTitan, plain DDP, ...) does and what it
+ * can run.
+ *
+ * A runtime profile says two things about one software stack:
+ *  - how it behaves, for the simulator's cost model (struct
+ *    tp_runtime_behaviour): which communication overlaps what, which
+ *    kernels it uses, how it synchronises gradients;
+ *  - what it can execute, for the search's action space, `check` and
+ *    `export` (struct tp_runtime_can): which parallel degrees, layouts,
+ *    schedules, ZeRO stages and synchronisation methods it has, and the
+ *    launcher it is exported to.
+ * Profiles are data files (tagplan-runtime/1, data/runtimes/NAME.json,
+ * every figure with its source; tagplan-formats(5)); `--runtime NAME` on
+ * plan, simulate and check picks one, and a plan records the name of the
+ * runtime it was made for.  The name "none" is the unconstrained runtime:
+ * every plan tagplan can express, with the simulator's own defaults, and
+ * no runtime known to execute it.
+ *
+ * A struct tp_runtime is plain data (fixed-size strings, no pointers):
+ * copy it freely; nothing to release.
+ */
+#ifndef TP_RUNTIME_H
+#define TP_RUNTIME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plan.h"
+
+#define TP_RUNTIME_NAME_MAX 64
+
+/* How gradients travel in the data-parallel reduction. */
+enum tp_grad_reduce {
+	TP_GRAD_REDUCE_MODEL, /* in the model's dtype (fp16/bf16 DDP) */
+	TP_GRAD_REDUCE_FP32,  /* in fp32 (Megatron's main grads with bf16,
+				 --accumulate-allreduce-grads-in-fp32) */
+	TP_GRAD_REDUCE_COUNT
+};
+
+/* How uneven pipeline layer splits are written, if at all. */
+enum tp_layer_layout {
+	TP_LAYOUT_EVEN,       /* every stage (chunk) the same layers */
+	TP_LAYOUT_FIRST_LAST, /* even, except the first and last stages
+				 (Megatron --decoder-first/last-pipeline-
+				 num-layers) */
+	TP_LAYOUT_ANY,        /* any per-stage layer counts (Megatron
+				 --pipeline-model-parallel-layout,
+				 DeepSpeed partition_method, TorchTitan
+				 pipeline split points) */
+	TP_LAYOUT_COUNT
+};
+
+/* The launcher a plan for this runtime is exported to. */
+enum tp_launcher {
+	TP_LAUNCH_NONE,       /* no known runtime: nothing to export */
+	TP_LAUNCH_MEGATRON,   /* Megatron-LM / Megatron-Core arguments */
+	TP_LAUNCH_DEEPSPEED,  /* a DeepSpeed config (Megatron-DeepSpeed) */
+	TP_LAUNCH_TORCHRUN,   /* a torchrun command line (DDP, FSDP) */
+	TP_LAUNCH_TORCHTITAN, /* a TorchTitan job config (.toml) */
+	TP_LAUNCH_COUNT
+};
+
+/*
+ * How the stack behaves (the simulator's cost model reads these; what
+ * each does in the simulation: src/sim/README).
+ */
+struct tp_runtime_behaviour {
+	bool dp_overlap;          /* gradient buckets reduced while the
+				     backward runs (else after it) */
+	bool dp_overlap_pipeline; /* ... also when the model is pipelined
+				     (Megatron's 2021 local DDP reduced after
+				     the pipeline flush) */
+	double grad_bucket_bytes; /* its bucket (0 = the simulator's) */
+	enum tp_grad_reduce grad_reduce;
+	bool p2p_async;           /* pipeline sends do not block the sender */
+	bool tp_overlap;          /* tensor-parallel collectives of the
+				     backward overlap the weight-gradient
+				     GEMMs */
+	bool fused_attention;     /* FlashAttention-style fused kernels:
+				     attention time and memory of the fused
+				     kernel, no quadratic activations */
+	bool tf32;                /* fp32 GEMMs on TF32 tensor cores where
+				     the device has them */
+};
+
+/* What the stack can execute.  A bitmask field has bit 1u << VALUE of
+ * the enum it names. */
+struct tp_runtime_can {
+	enum tp_launcher launcher;
+	bool tensor_parallel, pipeline_parallel, sequence_parallel;
+	bool per_stage_degrees;  /* stages may differ in tp and dp */
+	bool uneven_shares;      /* replicas of a stage may take unequal
+				    batch shares */
+	bool mixed_device_types; /* one job over more than one GPU type */
+	bool overlapping_groups; /* groups on overlapping device sets other
+				    than plain data parallelism (TAG-style
+				    placements) */
+	enum tp_layer_layout layout;
+	uint32_t schedules;   /* enum tp_schedule bits */
+	uint32_t syncs;       /* enum tp_sync bits */
+	uint32_t recomputes;  /* enum tp_recompute bits */
+	uint32_t max_zero;    /* ZeRO / distributed-optimizer stage */
+	uint32_t max_zero_pipelined; /* ... with pp > 1 */
+	bool compression;     /* lossless SFB gradient compression */
+	uint32_t lossy;       /* enum tp_lossy bits (comm hooks) */
+};
+
+struct tp_runtime {
+	char name[TP_RUNTIME_NAME_MAX]; /* "megatron-core", ..., "none" */
+	char description[256];
+	struct tp_runtime_behaviour behaviour;
+	struct tp_runtime_can can;
+};
+
+/*
+ * The unconstrained runtime "none": everything the plan IR can express,
+ * the simulator's own defaults (all behaviour fields as the simulator
+ * assumed before runtimes were an input).
+ */
+void tp_runtime_none(struct tp_runtime *rt);
+
+/* Names <-> enums, for files and messages; parse returns -1 when
+ * unknown. */
+const char *tp_grad_reduce_name(enum tp_grad_reduce g);
+int tp_grad_reduce_parse(const char *s);
+const char *tp_layer_layout_name(enum tp_layer_layout l);
+int tp_layer_layout_parse(const char *s);
+const char *tp_launcher_name(enum tp_launcher l);
+int tp_launcher_parse(const char *s);
+
+#endif

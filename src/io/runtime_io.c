@@ -1,0 +1,323 @@
+/*
+ * runtime_io.c - runtime profiles (tagplan-runtime/1, core/runtime.h):
+ * the shipped ones in data/runtimes/NAME.json, or a user's file.
+ *
+ * Every behaviour and capability field is required, and so is a source
+ * for each of them under "sources" (a profile is a claim about someone
+ * else's software: it says where each claim comes from).
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/runtime.h"
+#include "ioint.h"
+
+static const char *const top_fields[] = {"format", "name", "description",
+					 "version", "behaviour", "can",
+					 "sources", NULL};
+static const char *const behaviour_fields[] = {
+	"dp_overlap", "dp_overlap_pipeline", "grad_bucket_bytes",
+	"grad_reduce", "p2p_async", "tp_overlap", "fused_attention", "tf32",
+	NULL};
+static const char *const can_fields[] = {
+	"launcher", "tensor_parallel", "pipeline_parallel",
+	"sequence_parallel", "per_stage_degrees", "uneven_shares",
+	"mixed_device_types", "overlapping_groups", "layout", "schedules",
+	"syncs", "recompute", "max_zero", "max_zero_pipelined", "compression",
+	"lossy", NULL};
+
+static int parse_grad_reduce(const char *s) { return tp_grad_reduce_parse(s); }
+static int parse_layout(const char *s) { return tp_layer_layout_parse(s); }
+static int parse_launcher(const char *s) { return tp_launcher_parse(s); }
+
+/* A list of enum names into a bitmask (a name twice is an error). */
+static enum tp_status get_set(struct tp_jctx *j, const struct tp_json *obj,
+			      const char *key, int (*parse)(const char *),
+			      const char *choices, uint32_t *out)
+{
+	const struct tp_json *arr;
+	enum tp_status st;
+	size_t old;
+
+	*out = 0;
+	if ((st = tp_jget_array(j, obj, key, true, false, &arr)))
+		return st;
+	old = tp_jctx_push_key(j, key);
+	for (size_t i = 0; i < arr->n; i++) {
+		const char *name;
+		int v;
+		size_t o2 = tp_jctx_push_index(j, i);
+		if ((st = tp_jcheck_string(j, arr->items[i], 64, true, &name)))
+			return st;
+		v = parse(name);
+		if (v < 0 || v >= 32)
+			return tp_jctx_fail(j, NULL, "unknown value \"%s\"; "
+						     "expected %s",
+					    name, choices);
+		if (*out & (1u << v))
+			return tp_jctx_fail(j, NULL, "\"%s\" listed twice",
+					    name);
+		*out |= 1u << v;
+		tp_jctx_pop(j, o2);
+	}
+	tp_jctx_pop(j, old);
+	return TP_OK;
+}
+
+static enum tp_status get_flag(struct tp_jctx *j, const struct tp_json *obj,
+			       const char *key, bool *out)
+{
+	return tp_jget_bool(j, obj, key, true, false, out);
+}
+
+static enum tp_status read_behaviour(struct tp_jctx *j,
+				     const struct tp_json *v,
+				     struct tp_runtime_behaviour *b)
+{
+	enum tp_status st;
+	int gr;
+
+	if ((st = tp_jctx_object(j, v, "the runtime's behaviour",
+				 behaviour_fields)) ||
+	    (st = get_flag(j, v, "dp_overlap", &b->dp_overlap)) ||
+	    (st = get_flag(j, v, "dp_overlap_pipeline",
+			   &b->dp_overlap_pipeline)) ||
+	    (st = tp_jget_number(j, v, "grad_bucket_bytes", true,
+				 TP_JNUM_NONNEG, 0, &b->grad_bucket_bytes,
+				 NULL)) ||
+	    (st = tp_jget_enum(j, v, "grad_reduce", true, parse_grad_reduce,
+			       "model | fp32", 0, &gr)) ||
+	    (st = get_flag(j, v, "p2p_async", &b->p2p_async)) ||
+	    (st = get_flag(j, v, "tp_overlap", &b->tp_overlap)) ||
+	    (st = get_flag(j, v, "fused_attention", &b->fused_attention)) ||
+	    (st = get_flag(j, v, "tf32", &b->tf32)))
+		return st;
+	if (b->grad_bucket_bytes > 1e12)
+		return tp_jctx_fail(j, "grad_bucket_bytes",
+				    "expected at most 1e12 bytes (0 = the "
+				    "simulator's default), found %.6g",
+				    b->grad_bucket_bytes);
+	b->grad_reduce = (enum tp_grad_reduce)gr;
+	return TP_OK;
+}
+
+static int parse_schedule_name(const char *s)
+{
+	/* "interleaved" alone: the strategy string's interleaved:V */
+	return tp_schedule_parse(s);
+}
+
+static enum tp_status read_can(struct tp_jctx *j, const struct tp_json *v,
+			       struct tp_runtime_can *c)
+{
+	enum tp_status st;
+	int64_t z, zp;
+	int l, lay;
+
+	if ((st = tp_jctx_object(j, v, "what the runtime can run",
+				 can_fields)) ||
+	    (st = tp_jget_enum(j, v, "launcher", true, parse_launcher,
+			       "none | megatron | deepspeed | torchrun | "
+			       "torchtitan",
+			       0, &l)) ||
+	    (st = get_flag(j, v, "tensor_parallel", &c->tensor_parallel)) ||
+	    (st = get_flag(j, v, "pipeline_parallel", &c->pipeline_parallel)) ||
+	    (st = get_flag(j, v, "sequence_parallel", &c->sequence_parallel)) ||
+	    (st = get_flag(j, v, "per_stage_degrees", &c->per_stage_degrees)) ||
+	    (st = get_flag(j, v, "uneven_shares", &c->uneven_shares)) ||
+	    (st = get_flag(j, v, "mixed_device_types",
+			   &c->mixed_device_types)) ||
+	    (st = get_flag(j, v, "overlapping_groups",
+			   &c->overlapping_groups)) ||
+	    (st = tp_jget_enum(j, v, "layout", true, parse_layout,
+			       "even | first-last | any", 0, &lay)) ||
+	    (st = get_set(j, v, "schedules", parse_schedule_name,
+			  "gpipe | 1f1b | interleaved", &c->schedules)) ||
+	    (st = get_set(j, v, "syncs", tp_sync_parse,
+			  "ring | hierarchical | ps", &c->syncs)) ||
+	    (st = get_set(j, v, "recompute", tp_recompute_parse,
+			  "none | selective | full", &c->recomputes)) ||
+	    (st = tp_jget_int(j, v, "max_zero", true, 0, 3, 0, &z, NULL)) ||
+	    (st = tp_jget_int(j, v, "max_zero_pipelined", true, 0, 3, 0, &zp,
+			      NULL)) ||
+	    (st = get_flag(j, v, "compression", &c->compression)) ||
+	    (st = get_set(j, v, "lossy", tp_lossy_parse,
+			  "none | fp16 | powersgd", &c->lossy)))
+		return st;
+	c->launcher = (enum tp_launcher)l;
+	c->layout = (enum tp_layer_layout)lay;
+	c->max_zero = (uint32_t)z;
+	c->max_zero_pipelined = (uint32_t)zp;
+	if (zp > z)
+		return tp_jctx_fail(j, "max_zero_pipelined",
+				    "%lld is above max_zero %lld",
+				    (long long)zp, (long long)z);
+	if (!c->schedules)
+		return tp_jctx_fail(j, "schedules",
+				    "a runtime runs at least one schedule");
+	if (!c->recomputes)
+		return tp_jctx_fail(j, "recompute",
+				    "list at least \"none\"");
+	return TP_OK;
+}
+
+/* Every field of behaviour and can has its source under "sources". */
+static enum tp_status check_sources(struct tp_jctx *j,
+				    const struct tp_json *root)
+{
+	static const char *const *const lists[] = {behaviour_fields,
+						   can_fields};
+	const struct tp_json *src;
+	enum tp_status st;
+
+	if ((st = tp_jget_object(j, root, "sources", true, &src)))
+		return st;
+	for (int k = 0; k < 2; k++)
+		for (const char *const *f = lists[k]; *f; f++) {
+			const char *text;
+			size_t old = tp_jctx_push_key(j, "sources");
+			if (!tp_json_get(src, *f))
+				return tp_jctx_fail(
+				    j, *f,
+				    "missing: say where \"%s\" comes from "
+				    "(documentation, code, paper)",
+				    *f);
+			if ((st = tp_jget_string(j, src, *f, true, 0, true,
+						 NULL, &text)))
+				return st;
+			tp_jctx_pop(j, old);
+		}
+	return TP_OK;
+}
+
+enum tp_status tp_runtime_load(const char *name, const char *text, size_t len,
+			       const struct tp_load_options *o,
+			       struct tp_runtime *rt, struct tp_error *err)
+{
+	struct tp_json_doc doc;
+	struct tp_jctx j;
+	const struct tp_json *b, *c;
+	const char *s;
+	enum tp_status st;
+	size_t old;
+
+	memset(rt, 0, sizeof(*rt));
+	st = tp_io_parse(name, text, len, o, "tagplan-runtime/1", &doc, &j,
+			 err);
+	if (st)
+		return st;
+	if ((st = tp_jctx_object(&j, doc.root, "a runtime profile",
+				 top_fields)) ||
+	    (st = tp_jget_string(&j, doc.root, "name", true,
+				 TP_RUNTIME_NAME_MAX - 1, true, NULL, &s)))
+		goto out;
+	snprintf(rt->name, sizeof(rt->name), "%s", s);
+	if (strcmp(rt->name, "none") == 0) {
+		st = tp_jctx_fail(&j, "name",
+				  "\"none\" names the unconstrained runtime; "
+				  "give the profile another name");
+		goto out;
+	}
+	if ((st = tp_jget_string(&j, doc.root, "description", true,
+				 sizeof(rt->description) - 1, true, NULL,
+				 &s)))
+		goto out;
+	snprintf(rt->description, sizeof(rt->description), "%s", s);
+	if ((st = tp_jget_string(&j, doc.root, "version", true, 255, true,
+				 NULL, &s)) ||
+	    (st = tp_jget_object(&j, doc.root, "behaviour", true, &b)) ||
+	    (st = tp_jget_object(&j, doc.root, "can", true, &c)))
+		goto out;
+	old = tp_jctx_push_key(&j, "behaviour");
+	if ((st = read_behaviour(&j, b, &rt->behaviour)))
+		goto out;
+	tp_jctx_pop(&j, old);
+	old = tp_jctx_push_key(&j, "can");
+	if ((st = read_can(&j, c, &rt->can)))
+		goto out;
+	tp_jctx_pop(&j, old);
+	st = check_sources(&j, doc.root);
+out:
+	tp_json_doc_release(&doc);
+	if (st)
+		tp_error_set_file(err, name);
+	return st;
+}
+
+enum tp_status tp_runtime_load_file(const char *path, struct tp_runtime *rt,
+				    struct tp_error *err)
+{
+	struct tp_load_options o;
+	char *text = NULL;
+	size_t len;
+	enum tp_status st;
+
+	if ((st = tp_file_read(path, 0, &text, &len, err)))
+		return st;
+	tp_load_options_default(&o);
+	o.strict = true;
+	st = tp_runtime_load(path, text, len, &o, rt, err);
+	free(text);
+	return st;
+}
+
+/* The shipped profiles' names, comma-separated, into buf. */
+static void shipped_names(char *buf, size_t size)
+{
+	char dir[4096], probe[4096];
+	struct tp_error e;
+	DIR *d;
+	struct dirent *de;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	tp_error_clear(&e);
+	/* data/runtimes/ is found as the folder of a file it holds */
+	if (tp_data_path("runtimes/megatron-core.json", probe, sizeof(probe),
+			 &e))
+		return;
+	snprintf(dir, sizeof(dir), "%s", probe);
+	*strrchr(dir, '/') = '\0';
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		size_t l = strlen(de->d_name);
+		if (l < 6 || strcmp(de->d_name + l - 5, ".json") != 0)
+			continue;
+		n += (size_t)snprintf(buf + n, n < size ? size - n : 0,
+				      "%s%.*s", n ? ", " : "", (int)(l - 5),
+				      de->d_name);
+	}
+	closedir(d);
+}
+
+enum tp_status tp_runtime_find(const char *name, struct tp_runtime *rt,
+			       struct tp_error *err)
+{
+	char rel[TP_RUNTIME_NAME_MAX + 32], path[4096], known[1024];
+	struct tp_error e;
+	bool plain = name && *name;
+
+	if (name && strcmp(name, "none") == 0) {
+		tp_runtime_none(rt);
+		return TP_OK;
+	}
+	for (const char *p = name; plain && *p; p++)
+		plain = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+			*p == '-' || *p == '_' || *p == '.';
+	if (!plain || strlen(name) >= TP_RUNTIME_NAME_MAX ||
+	    strstr(name, ".json"))
+		return tp_runtime_load_file(name, rt, err);
+	snprintf(rel, sizeof(rel), "runtimes/%s.json", name);
+	tp_error_clear(&e);
+	if (tp_data_path(rel, path, sizeof(path), &e) == TP_OK)
+		return tp_runtime_load_file(path, rt, err);
+	shipped_names(known, sizeof(known));
+	return tp_error_set(err, TP_EUSAGE,
+			    "unknown runtime \"%s\"; shipped: %s%snone (or "
+			    "give the path of a tagplan-runtime/1 file)",
+			    name, known, *known ? ", " : "");
+}

@@ -1,0 +1,175 @@
+/*
+ * test_runtime.c - runtime profiles (core/runtime.h, io runtime_io.c):
+ * the shipped profiles load and say what their sources say, "none" is
+ * the unconstrained runtime, and bad profiles are refused with a JSON
+ * path.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/runtime.h"
+#include "io/io.h"
+#include "util.h"
+
+static void use_data(void)
+{
+	setenv("TAGPLAN_DATA", tp_data_file(""), 1);
+}
+
+/* Every data/runtimes/NAME.json loads by its name and is called NAME. */
+START_TEST(test_runtime_shipped_load)
+{
+	DIR *d = opendir(tp_data_file("runtimes"));
+	struct dirent *de;
+	int n = 0;
+
+	use_data();
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)) != NULL) {
+		char name[128];
+		size_t l = strlen(de->d_name);
+		struct tp_runtime rt;
+		struct tp_error err;
+		if (l < 6 || strcmp(de->d_name + l - 5, ".json") != 0)
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(l - 5), de->d_name);
+		tp_error_clear(&err);
+		ck_assert_msg(tp_runtime_find(name, &rt, &err) == TP_OK, "%s: %s",
+			      name, err.msg);
+		ck_assert_str_eq(rt.name, name);
+		ck_assert(rt.can.launcher != TP_LAUNCH_NONE);
+		ck_assert(!(rt.can.syncs & (1u << TP_SYNC_PS)));
+		n++;
+	}
+	closedir(d);
+	ck_assert_int_ge(n, 6);
+}
+END_TEST
+
+/* What the profiles claim, against their sources (spot checks). */
+START_TEST(test_runtime_shipped_figures)
+{
+	struct tp_runtime rt;
+	struct tp_error err;
+
+	use_data();
+	ck_assert_int_eq(tp_runtime_find("megatron-core", &rt, &err), TP_OK);
+	ck_assert(rt.behaviour.dp_overlap && rt.behaviour.p2p_async);
+	ck_assert_int_eq(rt.behaviour.grad_reduce, TP_GRAD_REDUCE_FP32);
+	ck_assert(rt.behaviour.grad_bucket_bytes == 160e6);
+	ck_assert_int_eq(rt.can.max_zero, 1);
+	ck_assert(!(rt.can.schedules & (1u << TP_SCHEDULE_GPIPE)));
+	ck_assert(rt.can.schedules & (1u << TP_SCHEDULE_INTERLEAVED));
+	ck_assert_int_eq(rt.can.launcher, TP_LAUNCH_MEGATRON);
+	ck_assert_int_eq(tp_runtime_find("deepspeed", &rt, &err), TP_OK);
+	ck_assert_int_eq(rt.can.max_zero, 3);
+	ck_assert_int_eq(rt.can.max_zero_pipelined, 1);
+	ck_assert(!(rt.can.schedules & (1u << TP_SCHEDULE_INTERLEAVED)));
+	ck_assert_int_eq(tp_runtime_find("ddp", &rt, &err), TP_OK);
+	ck_assert(!rt.can.tensor_parallel && !rt.can.pipeline_parallel);
+	ck_assert(rt.can.lossy & (1u << TP_LOSSY_POWERSGD));
+	ck_assert(rt.behaviour.grad_bucket_bytes == 25.0 * 1048576);
+}
+END_TEST
+
+START_TEST(test_runtime_none_and_unknown)
+{
+	struct tp_runtime rt;
+	struct tp_error err;
+
+	use_data();
+	ck_assert_int_eq(tp_runtime_find("none", &rt, &err), TP_OK);
+	ck_assert_str_eq(rt.name, "none");
+	ck_assert_int_eq(rt.can.launcher, TP_LAUNCH_NONE);
+	ck_assert(rt.can.syncs & (1u << TP_SYNC_PS));
+	ck_assert_int_eq(rt.can.max_zero, 3);
+	ck_assert(rt.behaviour.dp_overlap && !rt.behaviour.p2p_async);
+	tp_error_clear(&err);
+	ck_assert_int_eq(tp_runtime_find("megatron-cor", &rt, &err),
+			 TP_EUSAGE);
+	ck_assert_msg(strstr(err.msg, "unknown runtime \"megatron-cor\"") &&
+			      strstr(err.msg, "megatron-core") &&
+			      strstr(err.msg, "none"),
+		      "%s", err.msg);
+}
+END_TEST
+
+/* A profile edited from a shipped one: s/from/to/ applied once. */
+static const char *edited(const char *from, const char *to)
+{
+	static char path[4096];
+	size_t len;
+	char *text = tp_test_read(tp_data_file("runtimes/ddp.json"), &len);
+	char *at, *out;
+
+	ck_assert_ptr_nonnull(text);
+	at = strstr(text, from);
+	ck_assert_msg(at != NULL, "%s", from);
+	out = malloc(len + strlen(to) + 1);
+	memcpy(out, text, (size_t)(at - text));
+	strcpy(out + (at - text), to);
+	strcat(out, at + strlen(from));
+	snprintf(path, sizeof(path), "%s/edited.json", tp_test_tmpdir());
+	ck_assert_int_eq(tp_test_write(path, out, strlen(out)), 0);
+	free(out);
+	free(text);
+	return path;
+}
+
+static void expect_bad(const char *from, const char *to, const char *jpath,
+		       const char *msg)
+{
+	struct tp_runtime rt;
+	struct tp_error err;
+	const char *p = edited(from, to);
+
+	tp_error_clear(&err);
+	ck_assert_int_eq(tp_runtime_find(p, &rt, &err), TP_EINPUT);
+	ck_assert_msg(strcmp(err.path, jpath) == 0, "%s: %s", err.path,
+		      err.msg);
+	ck_assert_msg(strstr(err.msg, msg), "%s", err.msg);
+	ck_assert_msg(strstr(err.file, "edited.json"), "%s", err.file);
+}
+
+START_TEST(test_runtime_bad_profiles)
+{
+	struct tp_runtime rt;
+	struct tp_error err;
+
+	use_data();
+	/* the unedited copy loads through its path */
+	ck_assert_int_eq(tp_runtime_find(edited("\"ddp\"", "\"ddp\""), &rt,
+					 &err),
+			 TP_OK);
+	expect_bad("\"grad_reduce\": \"fp32\"", "\"grad_reduce\": \"fp64\"",
+		   "$.behaviour.grad_reduce", "fp32");
+	expect_bad("\"tf32\": \"torch", "\"tf33\": \"torch", "$.sources.tf32",
+		   "say where");
+	expect_bad("\"max_zero\": 1", "\"max_zero\": 4", "$.can.max_zero",
+		   "0");
+	expect_bad("\"lossy\": [\"none\", \"fp16\"",
+		   "\"lossy\": [\"none\", \"none\"", "$.can.lossy[1]", "twice");
+	expect_bad("\"launcher\": \"torchrun\"", "\"launcher\": \"slurm\"",
+		   "$.can.launcher", "torchtitan");
+	expect_bad("\"name\": \"ddp\"", "\"name\": \"none\"", "$.name",
+		   "unconstrained");
+	expect_bad("\"schedules\": [\"1f1b\"]", "\"schedules\": []",
+		   "$.can.schedules", "at least one");
+}
+END_TEST
+
+Suite *suite_runtime(void)
+{
+	Suite *s = suite_create("runtime");
+	TCase *tc = tcase_create("profiles");
+
+	tcase_add_test(tc, test_runtime_shipped_load);
+	tcase_add_test(tc, test_runtime_shipped_figures);
+	tcase_add_test(tc, test_runtime_none_and_unknown);
+	tcase_add_test(tc, test_runtime_bad_profiles);
+	suite_add_tcase(s, tc);
+	return s;
+}
