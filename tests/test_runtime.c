@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,15 +162,98 @@ START_TEST(test_runtime_bad_profiles)
 }
 END_TEST
 
+
+static double iter_time(const char *json)
+{
+	const char *p = strstr(json, "\"iteration_time_s\": ");
+	return p ? atof(p + strlen("\"iteration_time_s\": ")) : -1;
+}
+
+/* plan --runtime records the runtime and its bucket; simulate -p uses the
+ * plan's runtime, --runtime another; check too; a bad name is exit 2. */
+START_TEST(test_runtime_commands)
+{
+	char plan[512];
+	const char *m = tp_data_file("models/gpt3-1.3b.json");
+	const char *t = tp_data_file("tag-testbed.json");
+	struct tp_run r;
+	double tp, tnone;
+	char *text;
+
+	snprintf(plan, sizeof(plan), "%s/pm.json", tp_test_tmpdir());
+	{
+		const char *argv[] = {"tagplan", "plan", "-m", m, "-t", t,
+				      "--baseline", "megatron", "--runtime",
+				      "megatron-core", "-q", "-o", plan, NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		tp_run_free(&r);
+	}
+	text = tp_test_read(plan, NULL);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, "\"runtime\": \"megatron-core\""), "%s",
+		      text);
+	ck_assert(strstr(text, "\"grad_bucket_bytes\": 160000000,"));
+	ck_assert(strstr(text, "\"schedule\": \"interleaved\""));
+	tp = iter_time(strstr(text, "\"summary\""));
+	free(text);
+	{
+		const char *argv[] = {"tagplan", "simulate", "-p", plan, "-q",
+				      NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		ck_assert_msg(iter_time(r.out) == tp, "%g vs %g",
+			      iter_time(r.out), tp);
+		tp_run_free(&r);
+	}
+	{
+		/* blocking pipeline sends (none): the interleaved pipeline
+		   is slower */
+		const char *argv[] = {"tagplan", "simulate", "-p", plan, "-q",
+				      "--runtime", "none", NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		tnone = iter_time(r.out);
+		ck_assert_msg(tnone > 1.01 * tp, "%g vs %g", tnone, tp);
+		tp_run_free(&r);
+	}
+	{
+		const char *argv[] = {"tagplan", "check", "-p", plan, "--json",
+				      NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		/* check simulates under the plan's runtime too */
+		ck_assert_msg(fabs(iter_time(r.out) / tp - 1) < 1e-9, "%s",
+			      r.out);
+		tp_run_free(&r);
+	}
+	{
+		const char *argv[] = {"tagplan", "plan", "-m", m, "-t", t,
+				      "--runtime", "megatron-cor", NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_uint_eq(r.out_len, 0);
+		ck_assert_msg(strstr(r.err, "unknown runtime \"megatron-cor\"; "
+					    "shipped: ddp, deepspeed, fsdp2, "
+					    "megatron-core"),
+			      "%s", r.err);
+		tp_run_free(&r);
+	}
+}
+END_TEST
+
 Suite *suite_runtime(void)
 {
 	Suite *s = suite_create("runtime");
 	TCase *tc = tcase_create("profiles");
 
+	tcase_set_timeout(tc, 60);
+
 	tcase_add_test(tc, test_runtime_shipped_load);
 	tcase_add_test(tc, test_runtime_shipped_figures);
 	tcase_add_test(tc, test_runtime_none_and_unknown);
 	tcase_add_test(tc, test_runtime_bad_profiles);
+	tcase_add_test(tc, test_runtime_commands);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -31,11 +31,20 @@ enum {
  * (10^6 bytes).  Its default is the simulator's (tp_sim_params.grad_bucket_bytes,
  * PyTorch DDP's bucket_cap_mb of 25 MiB), which --help prints. */
 double tp_cli_grad_bucket_mb_default(void);
-#define TP_CLI_GRAD_BUCKET_HELP                                               \
+#define TP_CLI_GRAD_BUCKET_TEXT                                               \
 	"gradient bucket of the overlapped data-parallel sync, in MB "        \
 	"(10^6 bytes), as the training runtime sets it: PyTorch DDP "         \
-	"bucket_cap_mb 25 MiB = 26.2144 MB, Megatron-core 40M parameters "    \
-	"(80 MB in 16-bit)"
+	"bucket_cap_mb 25 MiB = 26.2144 MB, Megatron-core max(40M, 1M x dp) " \
+	"fp32 gradients (160 MB)"
+#define TP_CLI_GRAD_BUCKET_HELP                                               \
+	TP_CLI_GRAD_BUCKET_TEXT " [the runtime's; 26.2144 with --runtime none]"
+#define TP_CLI_RUNTIME_HELP                                                   \
+	"the training runtime the plan is for: a profile of data/runtimes "   \
+	"(megatron-core, megatron-lm-2022, megatron-lm-2021, deepspeed, "     \
+	"fsdp2, ddp) or a tagplan-runtime/1 file; its behaviour sets the "   \
+	"simulator's (gradient overlap and bucket, blocking pipeline "       \
+	"sends); none = the simulator's defaults, no runtime known to run "  \
+	"the plan [none]"
 
 enum tp_opt_type {
 	TP_OPT_FLAG,   /* bool, no argument */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/runtime.h"
 #include "core/sha256.h"
 #include "io/io.h"
 #include "sim/sim.h"
@@ -478,9 +479,17 @@ enum tp_status tp_inputs_sim_open(struct tp_inputs_sim *s,
 				  struct tp_error *err)
 {
 	struct tp_sim_options o;
+	struct tp_runtime rt;
+	enum tp_status st;
 
 	memset(s, 0, sizeof(*s));
 	tp_sim_options_default(&o);
+	/* the runtime the plan was made for (none when it names none) */
+	st = tp_runtime_find(in->plan.runtime[0] ? in->plan.runtime : "none",
+			     &rt, err);
+	if (st)
+		return st;
+	tp_sim_params_runtime(&o.params, &rt);
 	s->sim = tp_sim_new(&in->model, &in->cluster, &o, err);
 	if (!s->sim)
 		return err && err->status != TP_OK ? err->status : TP_ENOMEM;

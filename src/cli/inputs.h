@@ -102,7 +102,9 @@ enum tp_status tp_inputs_load_plan(const struct tp_inputs *in,
 				   struct tp_error *err);
 
 /*
- * The simulator on loaded inputs, for commands that re-simulate plans.
+ * The simulator on loaded inputs, for commands that re-simulate plans,
+ * under the runtime the plan records (none when it records none; an
+ * unknown runtime is TP_EUSAGE naming the shipped ones).
  * tp_inputs_sim_run has the shape of tp_explain_eval_fn (table.h) with
  * ctx = the struct tp_inputs_sim, so explanations can confirm changes.
  */

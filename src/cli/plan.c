@@ -16,6 +16,7 @@
 #include "core/model.h"
 #include "core/plan.h"
 #include "core/report.h"
+#include "core/runtime.h"
 #include "core/sha256.h"
 #include "core/strbuf.h"
 #include "gnn/provider.h"
@@ -33,7 +34,7 @@ static const char usage[] =
 	"                    [--weights F] [--baseline NAME] [--groups N]\n"
 	"                    [--compression off|lossless|lossy] "
 	"[--grad-bucket-mb MB]\n"
-	"                    [--dot F] [--svg F] [-q]";
+	"                    [--runtime NAME] [--dot F] [--svg F] [-q]";
 
 static const char about[] =
 	"Search how to run one training iteration of MODEL fastest on TOPO: "
@@ -191,10 +192,11 @@ static const char *base_name(const char *p)
 /* The options as given. */
 struct plan_args {
 	const char *model_path, *topo_path, *out;
-	const char *baseline, *compression, *weights, *dot, *svg;
+	const char *baseline, *compression, *weights, *dot, *svg, *runtime;
 	double time_limit, bucket_mb;
 	long long playouts, threads, seed, groups;
 	bool no_gnn, quiet;
+	bool bucket_given; /* --grad-bucket-mb given (else the runtime's) */
 	int bl, comp; /* --baseline (-1 = search), --compression parsed */
 };
 
@@ -794,7 +796,10 @@ static int plan_run(struct plan_run *R)
 	if ((code = load_inputs(R)))
 		return code;
 	tp_planner_options_default(&po);
-	po.sim.grad_bucket_bytes = R->a.bucket_mb * 1e6;
+	if (tp_runtime_find(R->a.runtime, &po.runtime, &R->err))
+		return tp_cli_fail(&R->err);
+	if (R->a.bucket_given)
+		po.grad_bucket_bytes = R->a.bucket_mb * 1e6;
 	R->pl = tp_planner_new(&R->m, &R->c, &po, &R->err);
 	if (!R->pl)
 		return tp_cli_fail(&R->err);
@@ -854,6 +859,8 @@ int cmd_plan(int argc, char **argv)
 		 0, 0, false},
 		{"grad-bucket-mb", 0, TP_OPT_DOUBLE, &a->bucket_mb, "MB",
 		 TP_CLI_GRAD_BUCKET_HELP, 1e-3, 1e6, false},
+		{"runtime", 0, TP_OPT_STRING, &a->runtime, "NAME",
+		 TP_CLI_RUNTIME_HELP, 0, 0, false},
 		{"dot", 0, TP_OPT_STRING, &a->dot, "F",
 		 "also write the device mapping as Graphviz DOT (- = stdout, "
 		 "with -o PLAN)",
@@ -875,6 +882,7 @@ int cmd_plan(int argc, char **argv)
 	 * simulator and the GNN come out of the search's share */
 	R.t_start = monotonic_s();
 	a->compression = "lossless";
+	a->runtime = "none";
 	a->time_limit = 60;
 	a->bucket_mb = tp_cli_grad_bucket_mb_default();
 	a->playouts = 5000;
@@ -884,6 +892,9 @@ int cmd_plan(int argc, char **argv)
 	if (tp_opts_parse("plan", usage, about, opts, argc, argv, NULL, NULL,
 			  &code))
 		return code;
+	for (const struct tp_opt *op = opts; op->name; op++)
+		if (strcmp(op->name, "grad-bucket-mb") == 0)
+			a->bucket_given = op->seen;
 	if ((code = check_args(a)))
 		return code;
 	tp_model_init(&R.m);

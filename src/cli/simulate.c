@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "core/report.h"
+#include "core/runtime.h"
 #include "core/strategy.h"
 #include "core/strbuf.h"
 #include "io/io.h"
@@ -20,10 +21,10 @@
 
 static const char usage[] =
 	"-m MODEL -t TOPO -s STRATEGY [-o REPORT] [--trace F]\n"
-	"                        [--grad-bucket-mb MB] [--strict] [-q]\n"
+	"                        [--grad-bucket-mb MB] [--runtime NAME] [--strict] [-q]\n"
 	"       tagplan simulate -p PLAN [-m MODEL] [-t TOPO] [-o REPORT] "
 	"[--trace F]\n"
-	"                        [--grad-bucket-mb MB] [--strict] [-q]";
+	"                        [--grad-bucket-mb MB] [--runtime NAME] [--strict] [-q]";
 
 static const char about[] =
 	"Simulate one training iteration and write a tagplan-report/1 (stdout\n"
@@ -70,7 +71,8 @@ static enum tp_status eval(void *ctx, const struct tp_plan *variant,
 int cmd_simulate(int argc, char **argv)
 {
 	const char *model = NULL, *topo = NULL, *plan_path = NULL,
-		   *strategy = NULL, *out = NULL, *trace_path = NULL;
+		   *strategy = NULL, *out = NULL, *trace_path = NULL,
+		   *runtime = NULL;
 	bool strict = false, quiet = false;
 	double bucket_mb = 0;
 	struct tp_opt opts[] = {
@@ -95,12 +97,21 @@ int cmd_simulate(int argc, char **argv)
 		 "(10^6 bytes), instead of the plan's [the plan's; with -s "
 		 "26.2144, PyTorch DDP's 25 MiB]",
 		 1e-3, 1e6, false},
+		{"runtime", 0, TP_OPT_STRING, &runtime, "NAME",
+		 "the training runtime to simulate under (a profile of "
+		 "data/runtimes or a tagplan-runtime/1 file; none = the "
+		 "simulator's defaults); with -p another runtime than the "
+		 "plan's also takes that runtime's gradient bucket [the "
+		 "plan's; with -s: none]",
+		 0, 0, false},
 		{"strict", 0, TP_OPT_FLAG, &strict, NULL,
 		 "unknown fields in the input files are errors", 0, 0, false},
 		{"quiet", 'q', TP_OPT_FLAG, &quiet, NULL,
 		 "no summary on stderr", 0, 0, false},
 		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
 	struct tp_load_options lo;
+	struct tp_runtime rt;
+	struct tp_sim_options so;
 	struct tp_model m;
 	struct tp_cluster c;
 	struct tp_plan p;
@@ -187,9 +198,20 @@ int cmd_simulate(int argc, char **argv)
 		}
 	}
 	tp_cli_print_warnings("simulate", &warn);
+	{
+		const char *name = runtime ? runtime
+				   : pp->runtime[0] ? pp->runtime
+						    : "none";
+		if (tp_runtime_find(name, &rt, &err) != TP_OK)
+			goto fail;
+		if (runtime && strcmp(pp->runtime, rt.name) != 0)
+			pp->grad_bucket_bytes = 0; /* the runtime's */
+		tp_sim_options_default(&so);
+		tp_sim_params_runtime(&so.params, &rt);
+	}
 	if (bucket_mb > 0)
 		pp->grad_bucket_bytes = bucket_mb * 1e6;
-	sim = tp_sim_new(mp, cp, NULL, &err);
+	sim = tp_sim_new(mp, cp, &so, &err);
 	if (!sim)
 		goto fail;
 	scratch = tp_sim_scratch_new(sim);

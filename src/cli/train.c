@@ -117,7 +117,7 @@ int cmd_train(int argc, char **argv)
 			{"max-devices", 0, TP_OPT_INT, &maxdev, "N",
 			 "largest cluster of the corpus, GPUs", 2, 1024, false},
 			{"grad-bucket-mb", 0, TP_OPT_DOUBLE, &bucket_mb, "MB",
-			 "the self-play simulator's " TP_CLI_GRAD_BUCKET_HELP,
+			 "the self-play simulator's " TP_CLI_GRAD_BUCKET_TEXT,
 			 1e-3, 1e6, false},
 			{"resume", 0, TP_OPT_STRING, &o.resume, "CHECKPOINT",
 			 "continue from a checkpoint", 0, 0, false},

@@ -68,6 +68,7 @@ enum tp_status tp_plan_copy(struct tp_plan *dst, const struct tp_plan *src,
 	dst->zero = src->zero;
 	dst->compression = src->compression;
 	dst->grad_bucket_bytes = src->grad_bucket_bytes;
+	memcpy(dst->runtime, src->runtime, sizeof(dst->runtime));
 	tp_plan_summary_release(&dst->summary);
 	dst->summary = src->summary;
 	dst->summary.peak_memory_bytes = NULL;

@@ -160,6 +160,9 @@ struct tp_plan {
 	   (tp_sim_params.grad_bucket_bytes, TP_GRAD_BUCKET_DEFAULT_BYTES).
 	   tagplan plan writes the value it planned with. */
 	double grad_bucket_bytes;
+	/* the runtime profile the plan was made for (core/runtime.h; "" =
+	   not recorded: a plan from before runtimes, or hand-written) */
+	char runtime[64];
 	struct tp_plan_summary summary;
 };
 

@@ -159,6 +159,7 @@ struct tp_plan_outline {
 	enum tp_schedule schedule;
 	enum tp_compression compression;
 	double grad_bucket_bytes; /* 0 when the plan gives none */
+	char runtime[64];         /* "" when the plan names none */
 	TP_VEC(struct tp_plan_outline_group) groups;
 	uint32_t n_distinct_devices;
 	bool has_summary;

@@ -18,7 +18,8 @@
 static const char *const plan_fields[] = {
     "format",	     "model",	 "topology",	   "global_batch_size",
     "micro_batches", "schedule", "virtual_stages", "zero",
-    "compression",   "grad_bucket_bytes", "groups", "summary", NULL};
+    "compression",   "grad_bucket_bytes", "runtime", "groups", "summary",
+    NULL};
 static const char *const group_fields[] = {
     "name", "ops",	 "devices", "tp",	   "dp", "shares",
     "sync", "recompute", "sp",	    "compression", NULL};
@@ -632,7 +633,7 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 {
 	struct tp_jctx *j = r->j;
 	const struct tp_json *groups, *summary;
-	const char *mname, *tname;
+	const char *mname, *tname, *runtime;
 	int64_t gbs, mb, vs, zero;
 	int sched, comp;
 	double bucket;
@@ -659,6 +660,8 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 			       TP_COMPRESSION_LOSSLESS, &comp)) ||
 	    (st = tp_jget_number(j, root, "grad_bucket_bytes", false,
 				 TP_JNUM_POS, 0, &bucket, NULL)) ||
+	    (st = tp_jget_string(j, root, "runtime", false, 63, true, "",
+				 &runtime)) ||
 	    (st = tp_jget_array(j, root, "groups", true, true, &groups)) ||
 	    (st = tp_jget_object(j, root, "summary", false, &summary)))
 		return st;
@@ -691,6 +694,8 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 		r->ol->zero = (uint32_t)zero;
 		r->ol->compression = (enum tp_compression)comp;
 		r->ol->grad_bucket_bytes = bucket;
+		snprintf(r->ol->runtime, sizeof(r->ol->runtime), "%s",
+			 runtime);
 		r->ol->has_summary = summary != NULL;
 		if (summary) {
 			const struct tp_json *it =
@@ -707,6 +712,7 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 		r->p->zero = (uint32_t)zero;
 		r->p->compression = (enum tp_compression)comp;
 		r->p->grad_bucket_bytes = bucket;
+		snprintf(r->p->runtime, sizeof(r->p->runtime), "%s", runtime);
 	}
 	for (size_t k = 0; k < groups->n; k++) {
 		size_t old = tp_jctx_push_key(j, "groups");
@@ -976,6 +982,8 @@ void tp_plan_write(const struct tp_plan *p, const struct tp_model *m,
 			tp_compression_name(p->compression));
 	if (p->grad_bucket_bytes > 0)
 		tp_jw_kv_number(&jw, "grad_bucket_bytes", p->grad_bucket_bytes);
+	if (p->runtime[0])
+		tp_jw_kv_string(&jw, "runtime", p->runtime);
 	tp_jw_key(&jw, "groups");
 	tp_jw_array_begin(&jw);
 	for (uint32_t g = 0; g < p->groups.n; g++) {

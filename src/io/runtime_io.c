@@ -263,14 +263,19 @@ enum tp_status tp_runtime_load_file(const char *path, struct tp_runtime *rt,
 	return st;
 }
 
-/* The shipped profiles' names, comma-separated, into buf. */
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp((const char *)a, (const char *)b);
+}
+
+/* The shipped profiles' names, sorted and comma-separated, into buf. */
 static void shipped_names(char *buf, size_t size)
 {
-	char dir[4096], probe[4096];
+	char dir[4096], probe[4096], names[32][TP_RUNTIME_NAME_MAX];
 	struct tp_error e;
 	DIR *d;
 	struct dirent *de;
-	size_t n = 0;
+	size_t n = 0, k = 0;
 
 	buf[0] = '\0';
 	tp_error_clear(&e);
@@ -283,15 +288,19 @@ static void shipped_names(char *buf, size_t size)
 	d = opendir(dir);
 	if (!d)
 		return;
-	while ((de = readdir(d)) != NULL) {
+	while ((de = readdir(d)) != NULL && k < 32) {
 		size_t l = strlen(de->d_name);
-		if (l < 6 || strcmp(de->d_name + l - 5, ".json") != 0)
+		if (l < 6 || l - 5 >= TP_RUNTIME_NAME_MAX ||
+		    strcmp(de->d_name + l - 5, ".json") != 0)
 			continue;
-		n += (size_t)snprintf(buf + n, n < size ? size - n : 0,
-				      "%s%.*s", n ? ", " : "", (int)(l - 5),
-				      de->d_name);
+		snprintf(names[k++], TP_RUNTIME_NAME_MAX, "%.*s", (int)(l - 5),
+			 de->d_name);
 	}
 	closedir(d);
+	qsort(names, k, sizeof(names[0]), cmp_name);
+	for (size_t i = 0; i < k && n < size; i++)
+		n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? ", " : "",
+				      names[i]);
 }
 
 enum tp_status tp_runtime_find(const char *name, struct tp_runtime *rt,

@@ -3,6 +3,7 @@
  */
 #include "planner.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/vec.h"
@@ -22,6 +23,8 @@ struct tp_planner {
 void tp_planner_options_default(struct tp_planner_options *o)
 {
 	tp_sim_params_default(&o->sim);
+	tp_runtime_none(&o->runtime);
+	o->grad_bucket_bytes = 0;
 	o->bound = true;
 }
 
@@ -44,6 +47,9 @@ struct tp_planner *tp_planner_new(const struct tp_model *m,
 	else
 		tp_planner_options_default(&pl->o);
 	tp_sim_options_default(&so);
+	tp_sim_params_runtime(&pl->o.sim, &pl->o.runtime);
+	if (pl->o.grad_bucket_bytes > 0)
+		pl->o.sim.grad_bucket_bytes = pl->o.grad_bucket_bytes;
 	so.params = pl->o.sim;
 	pl->sim = tp_sim_new(m, c, &so, err);
 	if (!pl->sim) {
@@ -79,8 +85,11 @@ enum tp_status tp_planner_run(struct tp_planner *pl,
 
 	so.bound_sim = pl->o.bound ? pl->sim : NULL;
 	st = tp_search_run(pl->m, pl->c, ev, &so, res, err);
-	if (st == TP_OK && res->have_plan)
+	if (st == TP_OK && res->have_plan) {
 		res->plan.grad_bucket_bytes = pl->o.sim.grad_bucket_bytes;
+		snprintf(res->plan.runtime, sizeof(res->plan.runtime), "%s",
+			 pl->o.runtime.name);
+	}
 	return st;
 }
 

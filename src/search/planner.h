@@ -17,8 +17,9 @@
  * complete plan with the simulator's own selection, tp_sim_sfb), and the
  * simulator as options.bound_sim (plans that cannot win are settled by
  * its lower bound) unless po.bound is false.  The answer records the
- * gradient bucket it was simulated with (plan.grad_bucket_bytes), so that
- * simulate, check and render of the written plan agree with the search.
+ * gradient bucket it was simulated with (plan.grad_bucket_bytes) and the
+ * runtime it was made for (plan.runtime), so that simulate, check and
+ * render of the written plan agree with the search.
  * The priors (options.prior, a core/prior.h provider such as the GNN's)
  * are the caller's: the search does not know who computes them.
  *
@@ -36,11 +37,19 @@
 #include "core/cluster.h"
 #include "core/error.h"
 #include "core/model.h"
+#include "core/runtime.h"
 #include "search.h"
 #include "sim/sim.h"
 
 struct tp_planner_options {
-	struct tp_sim_params sim; /* the simulator's cost model */
+	struct tp_sim_params sim; /* the simulator's cost model, before the
+				     runtime's behaviour is applied */
+	struct tp_runtime runtime; /* what the plan is for (default "none");
+				      its behaviour sets the simulator's
+				      (tp_sim_params_runtime) and the answer
+				      records its name */
+	double grad_bucket_bytes; /* > 0: this bucket, whatever the runtime
+				     says (tagplan plan --grad-bucket-mb) */
 	bool bound; /* settle plans that cannot win by the simulator's lower
 		       bound (default true: same answer, fewer simulations;
 		       it changes which leaves the tree scores exactly, so a

@@ -67,6 +67,18 @@ struct tp_sim_params {
 
 void tp_sim_params_default(struct tp_sim_params *p);
 
+struct tp_runtime;
+/*
+ * Set what runtime profile rt's behaviour (core/runtime.h) decides: the
+ * overlap of the gradient sync (dp_overlap), blocking pipeline sends
+ * (p2p_async), the gradient bucket (when the profile gives one).  The
+ * unconstrained runtime "none" leaves the defaults as they are.  The
+ * other behaviour fields (dp_overlap_pipeline, grad_reduce, tp_overlap,
+ * fused_attention, tf32) are not modelled yet (src/sim/README).
+ */
+void tp_sim_params_runtime(struct tp_sim_params *p,
+			   const struct tp_runtime *rt);
+
 struct tp_sim_options {
 	bool validate; /* run tp_plan_validate first (default true) */
 	struct tp_sim_params params;

@@ -1,0 +1,21 @@
+/*
+ * runtime.c - what a runtime profile's behaviour (core/runtime.h) sets in
+ * the simulator's cost model (sim.h tp_sim_params_runtime).
+ */
+#include <string.h>
+
+#include "core/runtime.h"
+#include "sim.h"
+
+void tp_sim_params_runtime(struct tp_sim_params *p,
+			   const struct tp_runtime *rt)
+{
+	const struct tp_runtime_behaviour *b = &rt->behaviour;
+
+	if (strcmp(rt->name, "none") == 0)
+		return;
+	p->overlap_grad_sync = b->dp_overlap;
+	p->p2p_blocking = !b->p2p_async;
+	if (b->grad_bucket_bytes > 0)
+		p->grad_bucket_bytes = b->grad_bucket_bytes;
+}
