@@ -1,5 +1,6 @@
 #include "model.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,4 +319,172 @@ const char *tp_tp_split_name(enum tp_tp_split s)
 int tp_tp_split_parse(const char *s)
 {
 	return parse_in(split_names, TP_SPLIT_COUNT, s);
+}
+
+/* ---- architecture description (struct tp_arch) ------------------------ */
+
+static const char *const stack_names[TP_STACK_COUNT] = {
+	"unknown", "decoder", "encoder", "encoder_decoder"};
+static const char *const act_names[TP_ACT_COUNT] = {
+	"unknown", "gelu",   "gelu_tanh", "quick_gelu",
+	"relu",    "silu",   "tanh",      "swiglu",
+	"geglu",   "geglu_tanh", "reglu"};
+static const char *const norm_names[TP_NORM_COUNT] = {
+	"unknown", "layernorm", "layernorm_nobias", "layernorm_noaffine",
+	"rmsnorm"};
+static const char *const normpos_names[TP_NORMPOS_COUNT] = {
+	"unknown", "pre", "post", "pre_post", "sublayer"};
+static const char *const qknorm_names[TP_QKNORM_COUNT] = {"unknown", "none",
+							  "head", "full"};
+static const char *const pos_names[TP_POS_COUNT] = {
+	"unknown", "none", "learned", "sinusoidal", "rope", "alibi",
+	"relative"};
+static const char *const router_names[TP_ROUTER_COUNT] = {
+	"unknown", "softmax", "sigmoid"};
+
+/* name/parse pairs over a table whose entry 0 is "unknown" (never parsed:
+ * an absent field is how a file says unknown) */
+#define TP_ARCH_ENUM_FUNCS(fn, table, count)                                  \
+	const char *tp_##fn##_name(int v)                                     \
+	{                                                                     \
+		return v >= 0 && v < (count) ? table[v] : "?";                \
+	}                                                                     \
+	int tp_##fn##_parse(const char *s)                                    \
+	{                                                                     \
+		int i = parse_in(table, (count), s);                          \
+		return i > 0 ? i : -1;                                        \
+	}
+TP_ARCH_ENUM_FUNCS(stack, stack_names, TP_STACK_COUNT)
+TP_ARCH_ENUM_FUNCS(act, act_names, TP_ACT_COUNT)
+TP_ARCH_ENUM_FUNCS(norm, norm_names, TP_NORM_COUNT)
+TP_ARCH_ENUM_FUNCS(norm_position, normpos_names, TP_NORMPOS_COUNT)
+TP_ARCH_ENUM_FUNCS(qk_norm, qknorm_names, TP_QKNORM_COUNT)
+TP_ARCH_ENUM_FUNCS(pos, pos_names, TP_POS_COUNT)
+TP_ARCH_ENUM_FUNCS(router, router_names, TP_ROUTER_COUNT)
+#undef TP_ARCH_ENUM_FUNCS
+
+#define AF_INT(k) {#k, TP_ARCH_INT, offsetof(struct tp_arch, k), 0, 0, 0, 0}
+#define AF_NUM(k) {#k, TP_ARCH_NUM, offsetof(struct tp_arch, k), 0, 0, 0, 0}
+#define AF_TRI(k) {#k, TP_ARCH_TRI, offsetof(struct tp_arch, k), 0, 0, 0, 0}
+#define AF_STR(k)                                                             \
+	{#k, TP_ARCH_STR, offsetof(struct tp_arch, k),                         \
+	 sizeof(((struct tp_arch *)0)->k), 0, 0, 0}
+#define AF_ENUM(k, fn, choices)                                               \
+	{#k,	 TP_ARCH_ENUM,	  offsetof(struct tp_arch, k), 0, tp_##fn##_name, \
+	 tp_##fn##_parse, choices}
+
+/* File order: the seven sizes and family first, as tagplan-model/1 always
+ * wrote them, then the rest. */
+const struct tp_arch_field tp_arch_fields[] = {
+	AF_INT(hidden),
+	AF_INT(heads),
+	AF_INT(kv_heads),
+	AF_INT(layers),
+	AF_INT(vocab),
+	AF_INT(ffn),
+	AF_INT(experts),
+	AF_STR(family),
+	AF_ENUM(stack, stack, "decoder | encoder | encoder_decoder"),
+	AF_INT(decoder_layers),
+	AF_INT(head_dim),
+	AF_INT(max_positions),
+	AF_ENUM(activation, act,
+		"gelu | gelu_tanh | quick_gelu | relu | silu | tanh | swiglu "
+		"| geglu | geglu_tanh | reglu"),
+	AF_ENUM(norm, norm,
+		"layernorm | layernorm_nobias | layernorm_noaffine | rmsnorm"),
+	AF_ENUM(norm_position, norm_position,
+		"pre | post | pre_post | sublayer"),
+	AF_NUM(norm_eps),
+	AF_ENUM(qk_norm, qk_norm, "none | head | full"),
+	AF_TRI(parallel_attn),
+	AF_ENUM(position, pos,
+		"none | learned | sinusoidal | rope | alibi | relative"),
+	AF_NUM(rope_theta),
+	AF_NUM(rope_local_theta),
+	AF_STR(rope_scaling),
+	AF_NUM(rope_scaling_factor),
+	AF_TRI(tied_embeddings),
+	AF_TRI(qkv_bias),
+	AF_TRI(out_bias),
+	AF_TRI(mlp_bias),
+	AF_INT(window),
+	AF_INT(window_pattern),
+	AF_NUM(attn_softcap),
+	AF_NUM(logit_softcap),
+	AF_INT(top_k),
+	AF_INT(moe_ffn),
+	AF_INT(shared_experts),
+	AF_INT(shared_ffn),
+	AF_TRI(shared_expert_gate),
+	AF_INT(first_dense_layers),
+	AF_ENUM(router, router, "softmax | sigmoid"),
+	AF_INT(router_groups),
+	AF_INT(router_group_topk),
+	AF_TRI(router_topk_norm),
+	AF_TRI(router_expert_bias),
+	AF_NUM(router_scale),
+	AF_INT(q_lora_rank),
+	AF_INT(kv_lora_rank),
+	AF_INT(qk_nope_dim),
+	AF_INT(qk_rope_dim),
+	AF_INT(v_head_dim),
+	AF_INT(image_size),
+	AF_INT(patch_size),
+	AF_INT(channels),
+	AF_INT(classes),
+};
+const size_t tp_arch_n_fields =
+	sizeof(tp_arch_fields) / sizeof(tp_arch_fields[0]);
+
+bool tp_arch_field_set(const struct tp_arch *a, const struct tp_arch_field *f)
+{
+	const char *p = (const char *)a + f->offset;
+
+	switch (f->type) {
+	case TP_ARCH_INT:
+		return *(const int64_t *)(const void *)p != 0;
+	case TP_ARCH_NUM:
+		return *(const double *)(const void *)p != 0;
+	case TP_ARCH_STR:
+		return p[0] != '\0';
+	case TP_ARCH_TRI:
+		return *(const enum tp_tri *)(const void *)p != TP_TRI_UNKNOWN;
+	default:
+		return *(const int *)(const void *)p != 0;
+	}
+}
+
+/* Does name have a component "expert<digits>." (a routed expert's op)? */
+static bool routed_expert_op(const char *name)
+{
+	for (const char *p = strstr(name, "expert"); p;
+	     p = strstr(p + 1, "expert")) {
+		const char *q = p + 6;
+		if (p != name && p[-1] != '.')
+			continue;
+		if (*q < '0' || *q > '9')
+			continue;
+		while (*q >= '0' && *q <= '9')
+			q++;
+		if (*q == '.')
+			return true;
+	}
+	return false;
+}
+
+double tp_model_active_parameters(const struct tp_model *m)
+{
+	double all = 0, routed = 0;
+	const struct tp_arch *a = &m->arch;
+
+	if (a->experts <= 0 || a->top_k <= 0 || a->top_k > a->experts)
+		return -1;
+	for (size_t i = 0; i < m->ops.n; i++) {
+		all += m->ops.v[i].param_bytes;
+		if (routed_expert_op(m->ops.v[i].name))
+			routed += m->ops.v[i].param_bytes;
+	}
+	return (all - routed + routed * (double)a->top_k / (double)a->experts) /
+	       tp_dtype_bytes(m->dtype);
 }

@@ -114,12 +114,208 @@ struct tp_edge {
 	double bytes;      /* per sample, in the model dtype */
 };
 
-/* Optional architecture figures (0 = unknown): used to validate tensor
- * parallel degrees, for tokens/s and for human summaries. */
-struct tp_arch {
-	int64_t hidden, heads, kv_heads, layers, vocab, ffn, experts;
-	char family[32]; /* "gpt", "llama", "bert", "resnet", ... or "" */
+/*
+ * The architecture of the model as its source describes it: what an export
+ * needs to rebuild the same network in a training framework (Megatron-LM's
+ * --swiglu, --normalization, --position-embedding-type, ...), what
+ * summaries print, and what checks tensor-parallel degrees.  The ops carry
+ * the costs; these fields say what the ops are.  Everything is optional:
+ * 0 / TP_*_UNKNOWN / TP_TRI_UNKNOWN / "" means "not recorded" (model files
+ * written before a field existed, hand-made graphs, CNNs) and never a
+ * default to assume.  The model file keeps them in "arch" (tagplan-
+ * formats(5)); tp_arch_fields below lists them with their file names.
+ */
+
+/* A yes/no figure that may be unknown (absent from the file). */
+enum tp_tri { TP_TRI_UNKNOWN, TP_TRI_NO, TP_TRI_YES };
+
+/* What the blocks are: causal decoder, bidirectional encoder (BERT,
+ * ViT), or encoder-decoder (T5: decoder_layers of the layers are the
+ * decoder's). */
+enum tp_stack {
+	TP_STACK_UNKNOWN,
+	TP_STACK_DECODER,
+	TP_STACK_ENCODER,
+	TP_STACK_ENCODER_DECODER,
+	TP_STACK_COUNT
 };
+
+/* The MLP's nonlinearity.  The gated ones (swiglu, geglu, geglu_tanh,
+ * reglu) multiply an "up" projection by act(gate projection): their first
+ * GEMM is 2 x ffn wide and there are three weight matrices. */
+enum tp_act {
+	TP_ACT_UNKNOWN,
+	TP_ACT_GELU,       /* erf GELU (BERT, ViT, Falcon, Megatron's GPT) */
+	TP_ACT_GELU_TANH,  /* tanh approximation (GPT-2's gelu_new) */
+	TP_ACT_QUICK_GELU, /* x * sigmoid(1.702 x) (CLIP) */
+	TP_ACT_RELU,
+	TP_ACT_SILU,       /* plain (not gated) SiLU / swish */
+	TP_ACT_TANH,
+	TP_ACT_SWIGLU,     /* SiLU-gated (Llama, Qwen, DeepSeek, DBRX, OLMo) */
+	TP_ACT_GEGLU,      /* erf-GELU-gated (T5 v1.1 gated-gelu) */
+	TP_ACT_GEGLU_TANH, /* tanh-GELU-gated (Gemma) */
+	TP_ACT_REGLU,      /* ReLU-gated (T5 gated-relu) */
+	TP_ACT_COUNT
+};
+
+/* The normalisation layers and their parameters. */
+enum tp_norm {
+	TP_NORM_UNKNOWN,
+	TP_NORM_LAYERNORM,          /* weight and bias (2h) */
+	TP_NORM_LAYERNORM_NOBIAS,   /* weight only (DBRX) */
+	TP_NORM_LAYERNORM_NOAFFINE, /* no parameters (OLMo 1) */
+	TP_NORM_RMSNORM,            /* weight only (Llama; T5's "LayerNorm") */
+	TP_NORM_COUNT
+};
+
+/* Where the block's norms sit (x = the block input):
+ *  PRE       x + f(norm(x)) for attention and MLP (GPT-2, Llama)
+ *  POST      norm(x + f(x)) (BERT, the original Transformer)
+ *  PRE_POST  x + norm'(f(norm(x))): a norm before and after each
+ *            sub-layer (Gemma 2 and 3)
+ *  SUBLAYER  x + norm(f(x)): only on the sub-layer's output (OLMo 2) */
+enum tp_norm_position {
+	TP_NORMPOS_UNKNOWN,
+	TP_NORMPOS_PRE,
+	TP_NORMPOS_POST,
+	TP_NORMPOS_PRE_POST,
+	TP_NORMPOS_SUBLAYER,
+	TP_NORMPOS_COUNT
+};
+
+/* Normalisation of queries and keys before the dot product. */
+enum tp_qk_norm {
+	TP_QKNORM_UNKNOWN,
+	TP_QKNORM_NONE,
+	TP_QKNORM_HEAD, /* per head over head_dim (Qwen3, Gemma 3) */
+	TP_QKNORM_FULL, /* over the whole projection (OLMo 2) */
+	TP_QKNORM_COUNT
+};
+
+/* How positions enter. */
+enum tp_pos {
+	TP_POS_UNKNOWN,
+	TP_POS_NONE,
+	TP_POS_LEARNED,    /* learned absolute table, max_positions rows */
+	TP_POS_SINUSOIDAL, /* fixed absolute (the original Transformer) */
+	TP_POS_ROPE,       /* rotary, rope_theta */
+	TP_POS_ALIBI,
+	TP_POS_RELATIVE,   /* T5's bucketed relative attention bias */
+	TP_POS_COUNT
+};
+
+/* The MoE router's score function over the routed experts. */
+enum tp_router {
+	TP_ROUTER_UNKNOWN,
+	TP_ROUTER_SOFTMAX,
+	TP_ROUTER_SIGMOID, /* DeepSeek-V3 */
+	TP_ROUTER_COUNT
+};
+
+struct tp_arch {
+	/* sizes (elements, tokens) */
+	int64_t hidden;   /* model width h */
+	int64_t heads;    /* attention (query) heads */
+	int64_t kv_heads; /* key/value heads: = heads MHA, < heads GQA, 1 MQA */
+	int64_t layers;   /* all blocks, decoder ones included */
+	int64_t vocab;    /* token vocabulary (0 for vision models) */
+	int64_t ffn;      /* intermediate size of a dense MLP (for MoE models
+			     the config's intermediate_size: the dense layers',
+			     Mixtral's = the experts') */
+	int64_t experts;  /* routed experts per MoE layer, 0 = dense */
+	char family[32];  /* "gpt", "llama", "bert", "resnet", ... or "" */
+
+	enum tp_stack stack;
+	int64_t decoder_layers; /* encoder-decoder: of `layers`, the decoder's */
+	int64_t head_dim;       /* per head; hidden / heads unless given */
+	int64_t max_positions;  /* context length the model was made for
+				   (max_position_embeddings): the learned
+				   table's rows, RoPE's trained length */
+
+	enum tp_act activation;
+	enum tp_norm norm;
+	enum tp_norm_position norm_position;
+	double norm_eps;        /* epsilon of the norms, 0 = unknown */
+	enum tp_qk_norm qk_norm;
+	enum tp_tri parallel_attn; /* attention and MLP read the same input
+				      and add to one residual (Falcon, GPT-J) */
+
+	enum tp_pos position;
+	double rope_theta;       /* RoPE base (global layers) */
+	double rope_local_theta; /* RoPE base of sliding-window layers when
+				    it differs (Gemma 3), 0 = the same */
+	char rope_scaling[16];   /* "" none, "linear", "yarn", "llama3", ... */
+	double rope_scaling_factor;
+
+	enum tp_tri tied_embeddings; /* LM head = input embedding matrix */
+	enum tp_tri qkv_bias;        /* biases on Q, K, V (Qwen2: yes) */
+	enum tp_tri out_bias;        /* bias on the attention output proj. */
+	enum tp_tri mlp_bias;        /* biases on the MLP / expert GEMMs */
+
+	int64_t window;         /* sliding-window attention, keys per query;
+				   0 = full attention everywhere */
+	int64_t window_pattern; /* with window: every window_pattern-th layer
+				   (layer i with (i + 1) % N == 0) attends
+				   globally, the others through the window
+				   (Gemma 2: 2, Gemma 3: 6); 0 = all windowed */
+	double attn_softcap;    /* tanh soft-capping of attention logits */
+	double logit_softcap;   /* ... of the final logits (Gemma 2) */
+
+	/* mixture of experts */
+	int64_t top_k;          /* routed experts per token */
+	int64_t moe_ffn;        /* intermediate size of one routed expert */
+	int64_t shared_experts; /* always-active experts per MoE layer */
+	int64_t shared_ffn;     /* intermediate size of each shared expert */
+	enum tp_tri shared_expert_gate; /* sigmoid gate on the shared
+					   experts' output (Qwen2-MoE) */
+	int64_t first_dense_layers; /* the first k blocks have a dense MLP of
+				       ffn (DeepSeek first_k_dense_replace) */
+	enum tp_router router;
+	int64_t router_groups;     /* experts in n groups, tokens routed to */
+	int64_t router_group_topk; /* ... the best router_group_topk groups */
+	enum tp_tri router_topk_norm;   /* top-k weights renormalised to 1 */
+	enum tp_tri router_expert_bias; /* aux-loss-free balancing bias on the
+					   scores (DeepSeek-V3 noaux_tc) */
+	double router_scale;       /* routed output scale, 0 = unknown */
+
+	/* multi-head latent attention (DeepSeek-V2/V3): kv_lora_rank > 0 */
+	int64_t q_lora_rank;  /* query compression, 0 = a plain q projection */
+	int64_t kv_lora_rank; /* compressed key/value width */
+	int64_t qk_nope_dim;  /* per head, query/key width without RoPE */
+	int64_t qk_rope_dim;  /* per head, the decoupled RoPE part (keys:
+				 one shared across heads) */
+	int64_t v_head_dim;   /* per head, value width */
+
+	/* vision transformers */
+	int64_t image_size; /* pixels per side */
+	int64_t patch_size; /* pixels per patch side */
+	int64_t channels;   /* input channels */
+	int64_t classes;    /* classifier outputs */
+};
+
+/* The fields of struct tp_arch, in file order, for readers, writers and
+ * summaries: key is the model file's name, offset the member's. */
+enum tp_arch_ftype {
+	TP_ARCH_INT,  /* int64_t, >= 0 */
+	TP_ARCH_NUM,  /* double, >= 0 */
+	TP_ARCH_TRI,  /* enum tp_tri, a JSON boolean */
+	TP_ARCH_ENUM, /* an enum, by name (name/parse below) */
+	TP_ARCH_STR   /* char[size] */
+};
+struct tp_arch_field {
+	const char *key;
+	enum tp_arch_ftype type;
+	size_t offset, size;
+	const char *(*name)(int);      /* TP_ARCH_ENUM */
+	int (*parse)(const char *);    /* TP_ARCH_ENUM: -1 unknown */
+	const char *choices;           /* TP_ARCH_ENUM: "a | b | c" */
+};
+extern const struct tp_arch_field tp_arch_fields[];
+extern const size_t tp_arch_n_fields;
+
+/* Is field f of a recorded (nonzero, not unknown, not "")? */
+bool tp_arch_field_set(const struct tp_arch *a,
+		       const struct tp_arch_field *f);
 
 struct tp_model {
 	struct tp_arena arena; /* names and strings */
@@ -208,5 +404,29 @@ const char *tp_op_kind_name(enum tp_op_kind k);
 int tp_op_kind_parse(const char *s);
 const char *tp_tp_split_name(enum tp_tp_split s);
 int tp_tp_split_parse(const char *s);
+/* Names of the tp_arch enums ("unknown" is never written nor parsed). */
+const char *tp_stack_name(int v);
+int tp_stack_parse(const char *s);
+const char *tp_act_name(int v);
+int tp_act_parse(const char *s);
+const char *tp_norm_name(int v);
+int tp_norm_parse(const char *s);
+const char *tp_norm_position_name(int v);
+int tp_norm_position_parse(const char *s);
+const char *tp_qk_norm_name(int v);
+int tp_qk_norm_parse(const char *s);
+const char *tp_pos_name(int v);
+int tp_pos_parse(const char *s);
+const char *tp_router_name(int v);
+int tp_router_parse(const char *s);
+
+/*
+ * Parameters a token uses: for a mixture-of-experts model (arch.experts
+ * and arch.top_k known) every op's parameters except the routed experts',
+ * of which top_k / experts; routed-expert ops are those whose name has a
+ * component "expert<j>." (the builders' "layer<i>.expert<j>.fc1", see
+ * src/io/build.h).  -1 when the model is not a known MoE.
+ */
+double tp_model_active_parameters(const struct tp_model *m);
 
 #endif

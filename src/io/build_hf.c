@@ -1,17 +1,20 @@
 /*
- * build_hf.c - a training graph from a HuggingFace config.json, for the
- * model types llama, mistral, mixtral, qwen2, gpt2, bert and t5, through
- * the transformer builder of build_gpt.c.
+ * build_hf.c - a training graph from a HuggingFace config.json through the
+ * transformer builder of build_gpt.c: the shared field getters, the
+ * dispatch on model_type (the readers of each type are in
+ * build_hf_types.c), the dtype, the sequence length and, for a model_type
+ * that is not supported, the nearest one that is.
  *
  * Fields a config leaves out take the defaults of the transformers
- * library's config class for that model type (listed in the tables
- * below); the size fields (hidden size, layers, heads) are essential: a
- * config without them is refused rather than silently becoming the
- * library's default model.  null counts as absent, as in transformers.
- * Every error names the field by its JSON path.
+ * library's config class for that model type; the size fields (hidden
+ * size, layers, heads) are essential: a config without them is refused
+ * rather than silently becoming the library's default model.  null counts
+ * as absent, as in transformers.  Every error names the field by its JSON
+ * path.
  */
 #include "build.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,25 +25,35 @@
 #include "io.h"
 #include "json.h"
 
-static const char supported[] = "llama, mistral, mixtral, qwen2, gpt2, bert, t5";
-
 /* Default global batch (sequences) and the cap on the default sequence
  * length of decoder-only models (documented in tagplan(1)). */
 #define HF_DEFAULT_BATCH 256
 #define HF_DEFAULT_SEQ_CAP 4096
 
-struct hf {
-	struct tp_jctx j;
-	const struct tp_json *root;
-	const char *type;
-};
+static bool generic_key(const char *k);
+
+/* Record key as read (probe mode; top-level fields only, once; not the
+ * generic ones). */
+static void seen(struct tp_hf *c, const char *key)
+{
+	if (!c->probe || !key || c->root != c->top || generic_key(key))
+		return;
+	for (int i = 0; i < c->n_seen; i++)
+		if (!strcmp(c->seen[i], key))
+			return;
+	if (c->n_seen < (int)(sizeof(c->seen) / sizeof(c->seen[0])))
+		c->seen[c->n_seen++] = key;
+}
 
 /* The value of key (or of its alias), NULL when absent or null. */
-static const struct tp_json *field(struct hf *c, const char *key,
+static const struct tp_json *field(struct tp_hf *c, const char *key,
 				   const char *alias, const char **used)
 {
 	const struct tp_json *v = tp_json_get(c->root, key);
 
+	seen(c, key);
+	if (alias && tp_json_get(c->root, alias))
+		seen(c, alias);
 	*used = key;
 	if ((!v || v->type == TP_JSON_NULL) && alias) {
 		v = tp_json_get(c->root, alias);
@@ -50,13 +63,24 @@ static const struct tp_json *field(struct hf *c, const char *key,
 	return v && v->type != TP_JSON_NULL ? v : NULL;
 }
 
-static enum tp_status get_int(struct hf *c, const char *key, const char *alias,
-			      bool essential, int64_t def, int64_t min,
-			      int64_t max, int64_t *out)
+bool tp_hf_has(struct tp_hf *c, const char *key)
+{
+	const char *used;
+
+	return field(c, key, NULL, &used) != NULL;
+}
+
+enum tp_status tp_hf_int(struct tp_hf *c, const char *key, const char *alias,
+			 bool essential, int64_t def, int64_t min, int64_t max,
+			 int64_t *out)
 {
 	const char *used;
 	const struct tp_json *v = field(c, key, alias, &used);
 
+	if (c->probe) {
+		*out = def < min ? min : def > max ? max : def;
+		return TP_OK;
+	}
 	if (!v) {
 		if (essential)
 			return tp_jctx_fail(
@@ -82,31 +106,35 @@ static enum tp_status get_int(struct hf *c, const char *key, const char *alias,
 	return TP_OK;
 }
 
-static enum tp_status get_num(struct hf *c, const char *key, double def,
-			      double *out)
+enum tp_status tp_hf_num(struct tp_hf *c, const char *key, double def,
+			 double *out)
 {
 	const char *used;
 	const struct tp_json *v = field(c, key, NULL, &used);
 
-	if (!v) {
+	if (!v || c->probe) {
 		*out = def;
 		return TP_OK;
 	}
-	if (v->type != TP_JSON_NUMBER || v->num < 0)
+	if (v->type != TP_JSON_NUMBER)
 		return tp_jctx_fail(&c->j, used,
 				    "expected a number >= 0, got %s",
 				    tp_json_type_name(v->type));
+	if (v->num < 0)
+		return tp_jctx_fail(&c->j, used,
+				    "expected a number >= 0, got %.17g",
+				    v->num);
 	*out = v->num;
 	return TP_OK;
 }
 
-static enum tp_status get_bool(struct hf *c, const char *key, bool def,
-			       bool *out)
+enum tp_status tp_hf_bool(struct tp_hf *c, const char *key, bool def,
+			  bool *out)
 {
 	const char *used;
 	const struct tp_json *v = field(c, key, NULL, &used);
 
-	if (!v) {
+	if (!v || c->probe) {
 		*out = def;
 		return TP_OK;
 	}
@@ -117,13 +145,13 @@ static enum tp_status get_bool(struct hf *c, const char *key, bool def,
 	return TP_OK;
 }
 
-static enum tp_status get_str(struct hf *c, const char *key, const char *def,
-			      const char **out)
+enum tp_status tp_hf_str(struct tp_hf *c, const char *key, const char *def,
+			 const char **out)
 {
 	const char *used;
 	const struct tp_json *v = field(c, key, NULL, &used);
 
-	if (!v) {
+	if (!v || (c->probe && v->type != TP_JSON_STRING)) {
 		*out = def;
 		return TP_OK;
 	}
@@ -134,97 +162,156 @@ static enum tp_status get_str(struct hf *c, const char *key, const char *def,
 	return TP_OK;
 }
 
-/* Does "architectures" list name? */
-static bool has_architecture(struct hf *c, const char *name)
+enum tp_status tp_hf_obj(struct tp_hf *c, const char *key,
+			 const struct tp_json **out)
 {
-	const struct tp_json *a = tp_json_get(c->root, "architectures");
+	const char *used;
+	const struct tp_json *v = field(c, key, NULL, &used);
 
-	if (!a || a->type != TP_JSON_ARRAY)
-		return false;
-	for (size_t i = 0; i < a->n; i++)
-		if (a->items[i]->type == TP_JSON_STRING &&
-		    strcmp(a->items[i]->str, name) == 0)
-			return true;
-	return false;
+	*out = NULL;
+	if (!v || (c->probe && v->type != TP_JSON_OBJECT))
+		return TP_OK;
+	if (v->type != TP_JSON_OBJECT)
+		return tp_jctx_fail(&c->j, used, "expected an object, got %s",
+				    tp_json_type_name(v->type));
+	*out = v;
+	return TP_OK;
 }
 
-/* MLP activation of the Llama family ("hidden_act"): gated. */
-static enum tp_status gated_act(struct hf *c, const char *key,
-				const char *def, enum tp_tf_mlp *out)
+enum tp_status tp_hf_array(struct tp_hf *c, const char *key,
+			   const struct tp_json **out)
 {
-	const char *act;
-	enum tp_status st = get_str(c, key, def, &act);
+	const char *used;
+	const struct tp_json *v = field(c, key, NULL, &used);
 
-	if (st)
-		return st;
-	if (!strcmp(act, "silu") || !strcmp(act, "swish"))
-		*out = TP_TF_MLP_SWIGLU;
-	else if (!strncmp(act, "gelu", 4) || !strcmp(act, "relu"))
-		*out = TP_TF_MLP_GEGLU; /* same cost as SwiGLU, to a FLOP */
-	else
-		return tp_jctx_fail(&c->j, key,
+	*out = NULL;
+	if (!v || (c->probe && v->type != TP_JSON_ARRAY))
+		return TP_OK;
+	if (v->type != TP_JSON_ARRAY)
+		return tp_jctx_fail(&c->j, used, "expected an array, got %s",
+				    tp_json_type_name(v->type));
+	*out = v;
+	return TP_OK;
+}
+
+/* HF activation names -> tp_act, plain (not gated). */
+static int plain_act_of(const char *s)
+{
+	static const char *const tanh_forms[] = {
+		"gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_accurate",
+		NULL};
+
+	for (int i = 0; tanh_forms[i]; i++)
+		if (!strcmp(s, tanh_forms[i]))
+			return TP_ACT_GELU_TANH;
+	if (!strcmp(s, "quick_gelu"))
+		return TP_ACT_QUICK_GELU;
+	if (!strncmp(s, "gelu", 4))
+		return TP_ACT_GELU;
+	if (!strcmp(s, "relu"))
+		return TP_ACT_RELU;
+	if (!strcmp(s, "silu") || !strcmp(s, "swish"))
+		return TP_ACT_SILU;
+	if (!strcmp(s, "tanh"))
+		return TP_ACT_TANH;
+	return TP_ACT_UNKNOWN;
+}
+
+enum tp_status tp_hf_gated_act(struct tp_hf *c, const char *key,
+			       const char *alias, const char *def,
+			       enum tp_act *out)
+{
+	const char *act = def, *used;
+	const struct tp_json *v = field(c, key, alias, &used);
+	int a;
+
+	if (v && v->type != TP_JSON_STRING && !c->probe)
+		return tp_jctx_fail(&c->j, used, "expected a string, got %s",
+				    tp_json_type_name(v->type));
+	if (v && v->type == TP_JSON_STRING)
+		act = v->str;
+	switch (a = plain_act_of(act)) {
+	case TP_ACT_SILU:
+		*out = TP_ACT_SWIGLU;
+		return TP_OK;
+	case TP_ACT_RELU:
+		*out = TP_ACT_REGLU;
+		return TP_OK;
+	case TP_ACT_GELU:
+	case TP_ACT_GELU_TANH:
+		*out = a == TP_ACT_GELU ? TP_ACT_GEGLU : TP_ACT_GEGLU_TANH;
+		return TP_OK;
+	default:
+		if (c->probe) {
+			*out = TP_ACT_SWIGLU;
+			return TP_OK;
+		}
+		return tp_jctx_fail(&c->j, used,
 				    "unsupported activation \"%s\"; expected "
 				    "silu, swish, relu or gelu*",
 				    act);
-	return TP_OK;
+	}
 }
 
-/* Activation of a plain two-GEMM MLP (GPT-2, BERT). */
-static enum tp_status plain_act(struct hf *c, const char *key,
-				const char *def, enum tp_tf_mlp *out)
+enum tp_status tp_hf_plain_act(struct tp_hf *c, const char *key,
+			       const char *def, enum tp_act *out)
 {
 	const char *act;
-	enum tp_status st = get_str(c, key, def, &act);
+	enum tp_status st = tp_hf_str(c, key, def, &act);
+	int a;
 
 	if (st)
 		return st;
-	if (!strcmp(act, "relu"))
-		*out = TP_TF_MLP_RELU;
-	else if (!strncmp(act, "gelu", 4) || !strcmp(act, "quick_gelu") ||
-		 !strcmp(act, "silu") || !strcmp(act, "swish") ||
-		 !strcmp(act, "tanh"))
-		*out = TP_TF_MLP_GELU; /* a few FLOP per element */
-	else
+	a = plain_act_of(act);
+	if (a == TP_ACT_UNKNOWN && !c->probe)
 		return tp_jctx_fail(&c->j, key,
 				    "unsupported activation \"%s\"; expected "
-				    "relu, gelu*, silu, swish or tanh",
+				    "relu, gelu*, quick_gelu, silu, swish or "
+				    "tanh",
 				    act);
+	*out = a == TP_ACT_UNKNOWN ? TP_ACT_GELU : (enum tp_act)a;
 	return TP_OK;
 }
 
-static int dtype_of(const char *s)
+enum tp_status tp_hf_rope(struct tp_hf *c, double theta_def, struct tp_tf *t)
 {
-	if (!strcmp(s, "float16") || !strcmp(s, "fp16") || !strcmp(s, "half"))
-		return TP_DTYPE_FP16;
-	if (!strcmp(s, "float32") || !strcmp(s, "fp32") || !strcmp(s, "float"))
-		return TP_DTYPE_FP32;
-	return TP_DTYPE_BF16;
+	const struct tp_json *rs;
+	const char *type = NULL;
+	enum tp_status st;
+	size_t old;
+
+	TP_HF_TRY(tp_hf_num(c, "rope_theta", theta_def, &t->info.rope_theta));
+	TP_HF_TRY(tp_hf_obj(c, "rope_scaling", &rs));
+	if (!rs)
+		return TP_OK;
+	/* its members, at $.rope_scaling.KEY */
+	old = tp_jctx_push_key(&c->j, "rope_scaling");
+	c->root = rs;
+	st = tp_hf_str(c, "rope_type", NULL, &type);
+	if (!st && !type)
+		st = tp_hf_str(c, "type", "", &type);
+	if (!st)
+		st = tp_hf_num(c, "factor", 0, &t->info.rope_scaling_factor);
+	c->root = c->top;
+	tp_jctx_pop(&c->j, old);
+	if (st)
+		return st;
+	if (strlen(type) >= sizeof(t->info.rope_scaling))
+		return tp_jctx_fail(&c->j, "rope_scaling",
+				    "rope scaling type \"%.40s\" is longer "
+				    "than %zu bytes",
+				    type, sizeof(t->info.rope_scaling) - 1);
+	snprintf(t->info.rope_scaling, sizeof(t->info.rope_scaling), "%s",
+		 type);
+	return TP_OK;
 }
 
-/* Per model type: the transformers defaults of the fields we read. */
-struct hf_defaults {
-	const char *type;
-	int64_t vocab, ffn, max_pos;
-	bool tie;
-};
-
-static const struct hf_defaults llama_like[] = {
-	{"llama", 32000, 11008, 2048, false},
-	{"mistral", 32000, 14336, 131072, false},
-	{"mixtral", 32000, 14336, 131072, false},
-	{"qwen2", 151936, 22016, 32768, false},
-};
-
-#define TRY(x)                                                                \
-	do {                                                                  \
-		if ((st = (x)))                                               \
-			return st;                                            \
-	} while (0)
-
-static enum tp_status heads_divide(struct hf *c, const struct tp_tf *t,
-				   const char *hidden_key, const char *heads_key,
-				   const char *kv_key)
+enum tp_status tp_hf_heads_divide(struct tp_hf *c, const struct tp_tf *t,
+				  const char *hidden_key, const char *heads_key,
+				  const char *kv_key)
 {
+	if (c->probe)
+		return TP_OK;
 	if (t->head_dim == 0 && t->hidden % t->heads)
 		return tp_jctx_fail(&c->j, heads_key,
 				    "%s (%lld) must divide %s (%lld)", heads_key,
@@ -239,182 +326,211 @@ static enum tp_status heads_divide(struct hf *c, const struct tp_tf *t,
 	return TP_OK;
 }
 
-static enum tp_status read_llama(struct hf *c, const struct hf_defaults *d,
-				 struct tp_tf *t, int64_t *max_pos)
+/* "llama, mistral, ..." */
+static void supported_list(char *buf, size_t size)
 {
-	enum tp_status st;
-	double drop;
-	int64_t window = 0;
+	size_t k = 0;
 
-	t->family = d->type;
-	t->rmsnorm = true;
-	t->attn_bias = t->out_bias = t->mlp_bias = false;
-	t->pos_embeddings = 0; /* rotary */
-	TRY(get_int(c, "hidden_size", NULL, true, 0, 1, 1 << 20, &t->hidden));
-	TRY(get_int(c, "num_hidden_layers", NULL, true, 0, 1, 1 << 16,
-		    &t->layers));
-	TRY(get_int(c, "num_attention_heads", NULL, true, 0, 1, 1 << 16,
-		    &t->heads));
-	TRY(get_int(c, "num_key_value_heads", NULL, false, t->heads, 1,
-		    1 << 16, &t->kv_heads));
-	TRY(get_int(c, "intermediate_size", NULL, false, d->ffn, 1, 1 << 24,
-		    &t->ffn));
-	TRY(get_int(c, "vocab_size", NULL, false, d->vocab, 1, 1 << 28,
-		    &t->vocab));
-	TRY(get_int(c, "max_position_embeddings", NULL, false, d->max_pos, 1,
-		    1 << 26, max_pos));
-	TRY(get_int(c, "head_dim", NULL, false, 0, 1, 1 << 16, &t->head_dim));
-	if (t->head_dim * t->heads == t->hidden)
-		t->head_dim = 0;
-	TRY(get_bool(c, "tie_word_embeddings", d->tie, &t->tied_head));
-	TRY(gated_act(c, "hidden_act", "silu", &t->mlp));
-	TRY(get_num(c, "attention_dropout", 0, &drop));
-	t->dropout = drop > 0;
-	if (!strcmp(d->type, "qwen2")) {
-		bool use_sw;
-		t->attn_bias = true; /* Qwen2: biases on q, k, v */
-		TRY(get_bool(c, "use_sliding_window", false, &use_sw));
-		if (use_sw)
-			TRY(get_int(c, "sliding_window", NULL, false, 4096, 1,
-				    1 << 26, &window));
-	} else {
-		bool b;
-		TRY(get_bool(c, "attention_bias", false, &b));
-		t->attn_bias = t->out_bias = b;
-		TRY(get_bool(c, "mlp_bias", false, &t->mlp_bias));
-		TRY(get_int(c, "sliding_window", NULL, false,
-			    !strcmp(d->type, "mistral") ? 4096 : 0, 0, 1 << 26,
-			    &window));
+	buf[0] = '\0';
+	for (int i = 0; tp_hf_types[i].type && k < size; i++) {
+		int w = snprintf(buf + k, size - k, "%s%s", i ? ", " : "",
+				 tp_hf_types[i].type);
+		if (w < 0)
+			break;
+		k += (size_t)w;
 	}
-	t->window = window;
-	if (!strcmp(d->type, "mixtral")) {
-		TRY(get_int(c, "num_local_experts", NULL, false, 8, 1, 4096,
-			    &t->experts));
-		TRY(get_int(c, "num_experts_per_tok", NULL, false, 2, 1, 4096,
-			    &t->top_k));
-		if (t->top_k > t->experts)
-			return tp_jctx_fail(&c->j, "num_experts_per_tok",
-					    "num_experts_per_tok (%lld) must "
-					    "not exceed num_local_experts "
-					    "(%lld)",
-					    (long long)t->top_k,
-					    (long long)t->experts);
+}
+
+/* Fields every config may carry that say nothing about the network. */
+static bool generic_key(const char *k)
+{
+	static const char *const generic[] = {
+		"model_type",	    "architectures",	    "torch_dtype",
+		"dtype",	    "transformers_version", "_name_or_path",
+		"bos_token_id",	    "eos_token_id",	    "pad_token_id",
+		"initializer_range", "use_cache",	    "auto_map",
+		"id2label",	    "label2id",		    "tokenizer_class",
+		"return_dict",	    "quantization_config", "note",
+		NULL};
+
+	for (int i = 0; generic[i]; i++)
+		if (!strcmp(k, generic[i]))
+			return true;
+	return false;
+}
+
+static bool in_seen(const struct tp_hf *p, const char *k)
+{
+	for (int i = 0; i < p->n_seen; i++)
+		if (!strcmp(p->seen[i], k))
+			return true;
+	return false;
+}
+
+/* Append up to 8 names to buf ("a, b, c and 3 more"). */
+static void list_names(char *buf, size_t size, const char *const *names,
+		       int n)
+{
+	size_t k = strlen(buf);
+
+	for (int i = 0; i < n && i < 8 && k < size; i++) {
+		int w = snprintf(buf + k, size - k, "%s%s", i ? ", " : "",
+				 names[i]);
+		if (w < 0)
+			return;
+		k += (size_t)w;
 	}
-	return heads_divide(c, t, "hidden_size", "num_attention_heads",
-			    "num_key_value_heads");
+	if (n > 8 && k < size)
+		snprintf(buf + k, size - k, " and %d more", n - 8);
+	if (n == 0 && k < size)
+		snprintf(buf + k, size - k, "none");
 }
 
-static enum tp_status read_gpt2(struct hf *c, struct tp_tf *t,
-				int64_t *max_pos)
+/* Length of the common prefix of two model_type names. */
+static size_t common_prefix(const char *a, const char *b)
 {
-	enum tp_status st;
-	int64_t inner;
-	double drop;
+	size_t n = 0;
 
-	t->family = "gpt2";
-	TRY(get_int(c, "n_embd", "hidden_size", true, 0, 1, 1 << 20,
-		    &t->hidden));
-	TRY(get_int(c, "n_layer", "num_hidden_layers", true, 0, 1, 1 << 16,
-		    &t->layers));
-	TRY(get_int(c, "n_head", "num_attention_heads", true, 0, 1, 1 << 16,
-		    &t->heads));
-	TRY(get_int(c, "n_inner", NULL, false, 4 * t->hidden, 1, 1 << 24,
-		    &inner));
-	t->ffn = inner;
-	TRY(get_int(c, "vocab_size", NULL, false, 50257, 1, 1 << 28,
-		    &t->vocab));
-	TRY(get_int(c, "n_positions", "max_position_embeddings", false, 1024,
-		    1, 1 << 26, max_pos));
-	t->pos_embeddings = *max_pos;
-	TRY(get_bool(c, "tie_word_embeddings", true, &t->tied_head));
-	TRY(plain_act(c, "activation_function", "gelu_new", &t->mlp));
-	TRY(get_num(c, "resid_pdrop", 0.1, &drop));
-	t->dropout = drop > 0;
-	return heads_divide(c, t, "n_embd", "n_head", NULL);
+	while (a[n] && a[n] == b[n])
+		n++;
+	return n;
 }
 
-static enum tp_status read_bert(struct hf *c, struct tp_tf *t,
-				int64_t *max_pos)
+/* Does the config's "architectures" name a causal LM (a decoder)? */
+static bool causal_lm(const struct tp_json *root)
 {
-	enum tp_status st;
-	double drop;
+	const struct tp_json *a = tp_json_get(root, "architectures");
 
-	t->family = "bert";
-	t->post_norm = true;
-	t->embed_norm = true;
-	t->final_norm = false;
-	t->head = has_architecture(c, "BertForPreTraining")
-			  ? TP_TF_HEAD_PRETRAIN
-			  : TP_TF_HEAD_MLM;
-	TRY(get_int(c, "hidden_size", NULL, true, 0, 1, 1 << 20, &t->hidden));
-	TRY(get_int(c, "num_hidden_layers", NULL, true, 0, 1, 1 << 16,
-		    &t->layers));
-	TRY(get_int(c, "num_attention_heads", NULL, true, 0, 1, 1 << 16,
-		    &t->heads));
-	TRY(get_int(c, "intermediate_size", NULL, false, 3072, 1, 1 << 24,
-		    &t->ffn));
-	TRY(get_int(c, "vocab_size", NULL, false, 30522, 1, 1 << 28,
-		    &t->vocab));
-	TRY(get_int(c, "max_position_embeddings", NULL, false, 512, 1,
-		    1 << 26, max_pos));
-	t->pos_embeddings = *max_pos;
-	TRY(get_int(c, "type_vocab_size", NULL, false, 2, 0, 1 << 20,
-		    &t->type_vocab));
-	TRY(get_bool(c, "tie_word_embeddings", true, &t->tied_head));
-	TRY(plain_act(c, "hidden_act", "gelu", &t->mlp));
-	TRY(get_num(c, "hidden_dropout_prob", 0.1, &drop));
-	t->dropout = drop > 0;
-	return heads_divide(c, t, "hidden_size", "num_attention_heads", NULL);
+	for (size_t i = 0; a && a->type == TP_JSON_ARRAY && i < a->n; i++) {
+		const char *s = a->items[i]->type == TP_JSON_STRING
+					? a->items[i]->str
+					: "";
+		size_t n = strlen(s);
+		if ((n > 11 && !strcmp(s + n - 11, "ForCausalLM")) ||
+		    strstr(s, "LMHead"))
+			return true;
+	}
+	return false;
 }
 
-static enum tp_status read_t5(struct hf *c, struct tp_tf *t)
+/*
+ * An unsupported model_type: run every reader in probe mode to learn the
+ * fields it reads and take the one that reads most of the config's
+ * fields (fewest it would miss breaking ties; a model_type sharing at
+ * least 4 leading characters first; only decoders when "architectures"
+ * names a causal LM); say which fields differ.
+ */
+static enum tp_status unsupported_type(struct tp_hf *c)
 {
-	enum tp_status st;
-	const char *ff;
-	double drop;
+	const struct tp_json *root = c->top;
+	const char *extra[96], *missing[96];
+	int best = -1, n_extra = 0, n_missing = 0, n_cfg = 0;
+	double best_score = -1;
+	bool decoder = causal_lm(root);
+	struct tp_hf p;
+	char list[512], diff[768];
 
-	t->family = "t5";
-	t->rmsnorm = true; /* T5's LayerNorm: scale only, no mean */
-	t->attn_bias = t->out_bias = t->mlp_bias = false;
-	t->pos_embeddings = 0;
-	TRY(get_int(c, "d_model", NULL, true, 0, 1, 1 << 20, &t->hidden));
-	TRY(get_int(c, "num_layers", NULL, true, 0, 1, 1 << 16, &t->layers));
-	TRY(get_int(c, "num_heads", NULL, true, 0, 1, 1 << 16, &t->heads));
-	TRY(get_int(c, "d_kv", NULL, false, 64, 1, 1 << 16, &t->head_dim));
-	TRY(get_int(c, "d_ff", NULL, false, 2048, 1, 1 << 24, &t->ffn));
-	TRY(get_int(c, "num_decoder_layers", NULL, false, t->layers, 1,
-		    1 << 16, &t->dec_layers));
-	TRY(get_int(c, "vocab_size", NULL, false, 32128, 1, 1 << 28,
-		    &t->vocab));
-	TRY(get_int(c, "relative_attention_num_buckets", NULL, false, 32, 0,
-		    1 << 16, &t->rel_buckets));
-	TRY(get_bool(c, "tie_word_embeddings", true, &t->tied_head));
-	TRY(get_str(c, "feed_forward_proj", "relu", &ff));
-	if (!strcmp(ff, "relu"))
-		t->mlp = TP_TF_MLP_RELU;
-	else if (!strcmp(ff, "gelu") || !strcmp(ff, "gelu_new"))
-		t->mlp = TP_TF_MLP_GELU;
-	else if (!strcmp(ff, "gated-gelu") || !strcmp(ff, "gated-gelu_new") ||
-		 !strcmp(ff, "gated-relu"))
-		t->mlp = TP_TF_MLP_GEGLU;
-	else if (!strcmp(ff, "gated-silu"))
-		t->mlp = TP_TF_MLP_SWIGLU;
-	else
-		return tp_jctx_fail(&c->j, "feed_forward_proj",
-				    "unsupported \"%s\"; expected relu, gelu, "
-				    "gated-gelu, gated-relu or gated-silu",
-				    ff);
-	TRY(get_num(c, "dropout_rate", 0.1, &drop));
-	t->dropout = drop > 0;
-	return TP_OK;
+	for (size_t i = 0; i < root->n; i++)
+		n_cfg += !generic_key(root->items[i]->key);
+	for (int k = 0; tp_hf_types[k].type; k++) {
+		struct tp_load_options o;
+		struct tp_error scratch;
+		struct tp_tf t;
+		int64_t mp = 0;
+		int inter = 0;
+		double score;
+
+		tp_load_options_default(&o);
+		memset(&p, 0, sizeof(p));
+		tp_jctx_init(&p.j, c->j.file, &o, &scratch);
+		p.root = p.top = root;
+		p.type = tp_hf_types[k].type;
+		p.probe = true;
+		tp_tf_default(&t);
+		(void)tp_hf_types[k].read(&p, &t, &mp);
+		if (decoder && (t.head != TP_TF_HEAD_LM || t.dec_layers > 0))
+			continue;
+		for (size_t i = 0; i < root->n; i++)
+			inter += !generic_key(root->items[i]->key) &&
+				 in_seen(&p, root->items[i]->key);
+		score = (inter - 0.01 * (p.n_seen - inter)) /
+			(n_cfg > 0 ? n_cfg : 1);
+		if (common_prefix(c->type, p.type) >= 4)
+			score += 1;
+		if (score > best_score) {
+			best_score = score;
+			best = k;
+			n_extra = n_missing = 0;
+			for (size_t i = 0; i < root->n; i++) {
+				const char *key = root->items[i]->key;
+				if (!generic_key(key) && !in_seen(&p, key) &&
+				    n_extra < 96)
+					extra[n_extra++] = key;
+			}
+			for (int i = 0; i < p.n_seen; i++)
+				if (!tp_json_get(root, p.seen[i]) &&
+				    n_missing < 96)
+					missing[n_missing++] = p.seen[i];
+		}
+	}
+	assert(best >= 0);
+	supported_list(list, sizeof(list));
+	snprintf(diff, sizeof(diff), "its fields that %s does not read: ",
+		 tp_hf_types[best].type);
+	list_names(diff, sizeof(diff), extra, n_extra);
+	snprintf(diff + strlen(diff), sizeof(diff) - strlen(diff),
+		 "; fields %s reads that it lacks: ", tp_hf_types[best].type);
+	list_names(diff, sizeof(diff), missing, n_missing);
+	return tp_jctx_fail(&c->j, "model_type",
+			    "unsupported model_type \"%.60s\"; the nearest "
+			    "supported is \"%s\" (%s); if the architecture "
+			    "is the same, set \"model_type\": \"%s\"; "
+			    "supported: %s",
+			    c->type, tp_hf_types[best].type, diff,
+			    tp_hf_types[best].type, list);
+}
+
+/* The training dtype from torch_dtype (or transformers' newer "dtype"):
+ * the three tagplan models; anything else (int8, float8, ...) is an
+ * error, since a quantised checkpoint says nothing of how it trains. */
+static enum tp_status config_dtype(struct tp_hf *c, int *out)
+{
+	static const struct {
+		const char *name;
+		enum tp_dtype d;
+	} names[] = {{"bfloat16", TP_DTYPE_BF16}, {"bf16", TP_DTYPE_BF16},
+		     {"float16", TP_DTYPE_FP16},  {"fp16", TP_DTYPE_FP16},
+		     {"half", TP_DTYPE_FP16},	  {"float32", TP_DTYPE_FP32},
+		     {"fp32", TP_DTYPE_FP32},	  {"float", TP_DTYPE_FP32}};
+	const char *used, *s;
+	const struct tp_json *v = field(c, "torch_dtype", "dtype", &used);
+
+	if (!v) {
+		*out = TP_DTYPE_BF16;
+		return TP_OK;
+	}
+	if (v->type != TP_JSON_STRING)
+		return tp_jctx_fail(&c->j, used, "expected a string, got %s",
+				    tp_json_type_name(v->type));
+	s = v->str;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(s, names[i].name)) {
+			*out = (int)names[i].d;
+			return TP_OK;
+		}
+	return tp_jctx_fail(&c->j, used,
+			    "\"%.40s\" is not a dtype tagplan trains in "
+			    "(bfloat16, float16 or float32); give the "
+			    "training dtype with --dtype bf16|fp16|fp32",
+			    s);
 }
 
 /* Model name: "_name_or_path"'s last component, else the file name
  * without ".json" (the folder's name for ".../config.json"). */
-static void model_name(struct hf *c, const char *file, char *buf,
-		       size_t size)
+static void model_name(const struct tp_json *root, const char *file,
+		       char *buf, size_t size)
 {
-	const struct tp_json *v = tp_json_get(c->root, "_name_or_path");
+	const struct tp_json *v = tp_json_get(root, "_name_or_path");
 	const char *s = file, *slash = strrchr(file, '/');
 	size_t n;
 
@@ -439,6 +555,58 @@ static void model_name(struct hf *c, const char *file, char *buf,
 		snprintf(buf, size, "hf-model");
 }
 
+/* The sequence: --seq, else the context length capped; T5 and vision
+ * transformers have their own rules. */
+static enum tp_status choose_seq(struct tp_hf *c, struct tp_tf *t, int64_t seq,
+				 int64_t max_pos, const char *name)
+{
+	if (t->patch_size > 0) {
+		if (seq > 0)
+			return tp_error_set(
+				c->j.err, TP_EUSAGE,
+				"--seq does not apply to the vision "
+				"transformer %s: its sequence is the %lld "
+				"patches of the image and the CLS token "
+				"(image_size / patch_size squared, + 1)",
+				name, (long long)(t->seq - 1));
+		return TP_OK;
+	}
+	if (!strcmp(c->type, "t5")) {
+		t->seq = seq > 0 ? seq : 512;
+		t->dec_seq = t->seq / 4 > 0 ? t->seq / 4 : 1;
+	} else if (seq > 0) {
+		t->seq = seq;
+	} else {
+		t->seq = max_pos < HF_DEFAULT_SEQ_CAP ? max_pos
+						      : HF_DEFAULT_SEQ_CAP;
+	}
+	if (t->pos_embeddings > 0 && t->seq > max_pos)
+		return tp_error_set(c->j.err, TP_EUSAGE,
+				    "--seq %lld exceeds the %lld learned "
+				    "positions of %s (n_positions / "
+				    "max_position_embeddings)",
+				    (long long)t->seq, (long long)max_pos, name);
+	return TP_OK;
+}
+
+/* Find the reader of c->type and run it. */
+static enum tp_status read_config(struct tp_hf *c, struct tp_tf *t,
+				  int64_t *max_pos)
+{
+	if (!strcmp(c->type, "gemma3"))
+		return tp_jctx_fail(
+			&c->j, "model_type",
+			"\"gemma3\" is the multimodal Gemma 3 (a SigLIP "
+			"vision tower and a language model); tagplan builds "
+			"the language model alone: write its \"text_config\" "
+			"object as a config of its own with \"model_type\": "
+			"\"gemma3_text\"");
+	for (int i = 0; tp_hf_types[i].type; i++)
+		if (!strcmp(c->type, tp_hf_types[i].type))
+			return tp_hf_types[i].read(c, t, max_pos);
+	return unsupported_type(c);
+}
+
 enum tp_status tp_build_hf_text(const char *name, const char *text,
 				size_t len, int64_t seq, int64_t batch,
 				int dtype, struct tp_model *m,
@@ -446,14 +614,13 @@ enum tp_status tp_build_hf_text(const char *name, const char *text,
 {
 	struct tp_json_doc doc;
 	struct tp_load_options o;
-	struct hf c;
+	struct tp_hf c;
 	struct tp_tf t;
 	enum tp_status st;
 	const struct tp_json *mt;
-	const char *torch_dtype;
 	int64_t max_pos = 0;
-	char mname[128];
-	bool learned_pos;
+	int cfg_dtype = TP_DTYPE_BF16;
+	char mname[128], list[512];
 
 	tp_load_options_default(&o);
 	st = tp_json_parse(name, text, len, 0, 0, &doc, err);
@@ -461,7 +628,7 @@ enum tp_status tp_build_hf_text(const char *name, const char *text,
 		return st;
 	memset(&c, 0, sizeof(c));
 	tp_jctx_init(&c.j, name, &o, err);
-	c.root = doc.root;
+	c.root = c.top = doc.root;
 	c.type = "?";
 	tp_tf_default(&t);
 	if (doc.root->type != TP_JSON_OBJECT) {
@@ -472,56 +639,25 @@ enum tp_status tp_build_hf_text(const char *name, const char *text,
 	}
 	mt = tp_json_get(doc.root, "model_type");
 	if (!mt || mt->type != TP_JSON_STRING) {
+		supported_list(list, sizeof(list));
 		st = tp_jctx_fail(&c.j, "model_type",
 				  "%s; expected a string naming one of the "
 				  "supported model types: %s",
-				  mt ? "not a string" : "missing", supported);
+				  mt ? "not a string" : "missing", list);
 		goto out;
 	}
 	c.type = mt->str;
-	for (size_t i = 0; i < sizeof(llama_like) / sizeof(llama_like[0]);
-	     i++)
-		if (!strcmp(c.type, llama_like[i].type)) {
-			st = read_llama(&c, &llama_like[i], &t, &max_pos);
-			goto read;
-		}
-	if (!strcmp(c.type, "gpt2"))
-		st = read_gpt2(&c, &t, &max_pos);
-	else if (!strcmp(c.type, "bert"))
-		st = read_bert(&c, &t, &max_pos);
-	else if (!strcmp(c.type, "t5"))
-		st = read_t5(&c, &t);
-	else
-		st = tp_jctx_fail(&c.j, "model_type",
-				  "unsupported model_type \"%s\"; supported: %s",
-				  c.type, supported);
-read:
-	if (st)
+	if ((st = read_config(&c, &t, &max_pos)))
 		goto out;
-	if ((st = get_str(&c, "torch_dtype", "bfloat16", &torch_dtype)))
+	if (dtype < 0 && (st = config_dtype(&c, &cfg_dtype)))
 		goto out;
-	t.dtype = dtype >= 0 ? (enum tp_dtype)dtype
-			     : (enum tp_dtype)dtype_of(torch_dtype);
-	learned_pos = t.pos_embeddings > 0;
-	if (!strcmp(c.type, "t5")) {
-		t.seq = seq > 0 ? seq : 512;
-		t.dec_seq = t.seq / 4 > 0 ? t.seq / 4 : 1;
-	} else if (seq > 0) {
-		t.seq = seq;
-	} else {
-		t.seq = max_pos < HF_DEFAULT_SEQ_CAP ? max_pos
-						     : HF_DEFAULT_SEQ_CAP;
-	}
-	if (learned_pos && t.seq > max_pos) {
-		st = tp_error_set(err, TP_EUSAGE,
-				  "--seq %lld exceeds the %lld learned "
-				  "positions of %s (n_positions / "
-				  "max_position_embeddings)",
-				  (long long)t.seq, (long long)max_pos, name);
+	t.dtype = dtype >= 0 ? (enum tp_dtype)dtype : (enum tp_dtype)cfg_dtype;
+	if (t.pos_embeddings == 0 && t.patch_size == 0)
+		t.info.max_positions = max_pos;
+	model_name(doc.root, name, mname, sizeof(mname));
+	if ((st = choose_seq(&c, &t, seq, max_pos, name)))
 		goto out;
-	}
 	t.batch = batch > 0 ? batch : HF_DEFAULT_BATCH;
-	model_name(&c, name, mname, sizeof(mname));
 	t.name = mname;
 	st = tp_build_transformer(&t, m, err);
 	if (st)

@@ -677,9 +677,10 @@ enum tp_status tp_build_zoo(const char *name, int64_t batch, int dtype,
 		t.dec_seq = 256;
 		t.vocab = 37000;
 		t.batch = 128;
-		t.post_norm = true;
+		t.norm_pos = TP_NORMPOS_POST;
 		t.final_norm = false;
-		t.mlp = TP_TF_MLP_RELU;
+		t.act = TP_ACT_RELU;
+		t.info.position = TP_POS_SINUSOIDAL;
 		t.dtype = TP_DTYPE_FP32;
 		break;
 	case 7: /* BERT-large pre-training */
@@ -695,10 +696,11 @@ enum tp_status tp_build_zoo(const char *name, int64_t batch, int dtype,
 		t.pos_embeddings = 512;
 		t.type_vocab = 2;
 		t.batch = 256;
-		t.post_norm = true;
+		t.norm_pos = TP_NORMPOS_POST;
 		t.embed_norm = true;
 		t.final_norm = false;
 		t.head = TP_TF_HEAD_PRETRAIN;
+		t.info.norm_eps = 1e-12; /* BERT's released config */
 		t.dtype = TP_DTYPE_FP32;
 		break;
 	case 8:

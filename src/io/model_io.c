@@ -1,6 +1,7 @@
 /*
  * model_io.c - tagplan-model/1 <-> struct tp_model (README section 1).
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +14,6 @@ static const char *const model_fields[] = {
     "dtype",  "optimizer", "sequence_length",
     "arch",   "ops",	   "edges",
     NULL};
-static const char *const arch_fields[] = {"hidden",  "heads",  "kv_heads",
-					  "layers",  "vocab",  "ffn",
-					  "experts", "family", NULL};
 static const char *const op_fields[] = {"name",
 					"kind",
 					"forward_flop_per_sample",
@@ -56,28 +54,96 @@ static int parse_opt(const char *s)
 	return tp_optimizer_parse(s);
 }
 
+/* The "arch" object: every field of tp_arch_fields, optional; absent
+ * fields stay unknown (0). */
 static enum tp_status read_arch(struct tp_jctx *j, const struct tp_json *a,
 				struct tp_arch *arch)
 {
-	int64_t *dst[] = {&arch->hidden, &arch->heads, &arch->kv_heads,
-			  &arch->layers, &arch->vocab, &arch->ffn,
-			  &arch->experts};
-	const char *family;
+	const char *known[64];
 	enum tp_status st;
 	size_t old = tp_jctx_push_key(j, "arch");
 
-	if ((st = tp_jctx_object(j, a, "\"arch\"", arch_fields)))
+	assert(tp_arch_n_fields < sizeof(known) / sizeof(known[0]));
+	for (size_t k = 0; k < tp_arch_n_fields; k++)
+		known[k] = tp_arch_fields[k].key;
+	known[tp_arch_n_fields] = NULL;
+	if ((st = tp_jctx_object(j, a, "\"arch\"", known)))
 		return st;
-	for (int k = 0; k < 7; k++)
-		if ((st = tp_jget_int(j, a, arch_fields[k], false, 0, INT64_MAX,
-				      0, dst[k], NULL)))
+	for (size_t k = 0; k < tp_arch_n_fields; k++) {
+		const struct tp_arch_field *f = &tp_arch_fields[k];
+		char *p = (char *)arch + f->offset;
+		const char *s;
+		bool b, present = tp_json_get(a, f->key) != NULL;
+		int e;
+
+		switch (f->type) {
+		case TP_ARCH_INT:
+			st = tp_jget_int(j, a, f->key, false, 0, INT64_MAX, 0,
+					 (int64_t *)(void *)p, NULL);
+			break;
+		case TP_ARCH_NUM:
+			st = tp_jget_number(j, a, f->key, false,
+					    TP_JNUM_NONNEG, 0,
+					    (double *)(void *)p, NULL);
+			break;
+		case TP_ARCH_TRI:
+			st = tp_jget_bool(j, a, f->key, false, false, &b);
+			if (!st && present)
+				*(enum tp_tri *)(void *)p =
+					b ? TP_TRI_YES : TP_TRI_NO;
+			break;
+		case TP_ARCH_ENUM:
+			st = tp_jget_enum(j, a, f->key, false, f->parse,
+					  f->choices, 0, &e);
+			if (!st)
+				*(int *)(void *)p = e;
+			break;
+		default:
+			st = tp_jget_string(j, a, f->key, false, f->size - 1,
+					    false, "", &s);
+			if (!st)
+				snprintf(p, f->size, "%s", s);
+			break;
+		}
+		if (st)
 			return st;
-	if ((st = tp_jget_string(j, a, "family", false,
-				 sizeof(arch->family) - 1, false, "", &family)))
-		return st;
-	snprintf(arch->family, sizeof(arch->family), "%s", family);
+	}
 	tp_jctx_pop(j, old);
 	return TP_OK;
+}
+
+/* The recorded fields of a as the members of a JSON object. */
+static void arch_write_fields(struct tp_jw *jw, const struct tp_arch *a)
+{
+	for (size_t k = 0; k < tp_arch_n_fields; k++) {
+		const struct tp_arch_field *f = &tp_arch_fields[k];
+		const char *p = (const char *)a + f->offset;
+
+		if (!tp_arch_field_set(a, f))
+			continue;
+		switch (f->type) {
+		case TP_ARCH_INT:
+			tp_jw_kv_int(jw, f->key,
+				     *(const int64_t *)(const void *)p);
+			break;
+		case TP_ARCH_NUM:
+			tp_jw_kv_number(jw, f->key,
+					*(const double *)(const void *)p);
+			break;
+		case TP_ARCH_TRI:
+			tp_jw_kv_bool(jw, f->key,
+				      *(const enum tp_tri *)(const void *)p ==
+					      TP_TRI_YES);
+			break;
+		case TP_ARCH_ENUM:
+			tp_jw_kv_string(jw, f->key,
+					f->name(*(const int *)(const void *)p));
+			break;
+		default:
+			tp_jw_kv_string(jw, f->key, p);
+			break;
+		}
+	}
 }
 
 /* Suggest the op closest to name, for "unknown op" messages. */
@@ -354,20 +420,14 @@ void tp_model_write(const struct tp_model *m, struct tp_strbuf *out)
 	tp_jw_kv_string(&jw, "optimizer", tp_optimizer_name(m->optimizer));
 	if (m->seq_len)
 		tp_jw_kv_int(&jw, "sequence_length", m->seq_len);
-	if (a->hidden || a->heads || a->kv_heads || a->layers || a->vocab ||
-	    a->ffn || a->experts || a->family[0]) {
-		const int64_t vals[] = {a->hidden, a->heads, a->kv_heads,
-					a->layers, a->vocab, a->ffn,
-					a->experts};
-		tp_jw_key(&jw, "arch");
-		tp_jw_object_begin(&jw);
-		for (int k = 0; k < 7; k++)
-			if (vals[k])
-				tp_jw_kv_int(&jw, arch_fields[k], vals[k]);
-		if (a->family[0])
-			tp_jw_kv_string(&jw, "family", a->family);
-		tp_jw_object_end(&jw);
-	}
+	for (size_t k = 0; k < tp_arch_n_fields; k++)
+		if (tp_arch_field_set(a, &tp_arch_fields[k])) {
+			tp_jw_key(&jw, "arch");
+			tp_jw_object_begin(&jw);
+			arch_write_fields(&jw, a);
+			tp_jw_object_end(&jw);
+			break;
+		}
 	tp_jw_key(&jw, "ops");
 	tp_jw_array_begin(&jw);
 	for (size_t k = 0; k < m->ops.n; k++) {
