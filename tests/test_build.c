@@ -1147,6 +1147,8 @@ static void same_model(const struct tp_model *a, const struct tp_model *b,
 			      a->global_batch == b->global_batch &&
 			      a->dtype == b->dtype,
 		      "%s: stale (run make data)", what);
+	ck_assert_msg(memcmp(&a->arch, &b->arch, sizeof(a->arch)) == 0,
+		      "%s: stale architecture (run make data)", what);
 }
 
 START_TEST(test_shipped_data)

@@ -12,6 +12,41 @@
 #include "io/io.h"
 #include "inputs.h"
 
+/* The architecture fields after the first eight (core/model.h), those
+ * the model records. */
+static void inspect_arch_rest(struct tp_jw *jw, const struct tp_arch *a)
+{
+	for (size_t k = 8; k < tp_arch_n_fields; k++) {
+		const struct tp_arch_field *f = &tp_arch_fields[k];
+		const char *p = (const char *)a + f->offset;
+
+		if (!tp_arch_field_set(a, f))
+			continue;
+		switch (f->type) {
+		case TP_ARCH_INT:
+			tp_jw_kv_int(jw, f->key,
+				     *(const int64_t *)(const void *)p);
+			break;
+		case TP_ARCH_NUM:
+			tp_jw_kv_number(jw, f->key,
+					*(const double *)(const void *)p);
+			break;
+		case TP_ARCH_TRI:
+			tp_jw_kv_bool(jw, f->key,
+				      *(const enum tp_tri *)(const void *)p ==
+					      TP_TRI_YES);
+			break;
+		case TP_ARCH_ENUM:
+			tp_jw_kv_string(jw, f->key,
+					f->name(*(const int *)(const void *)p));
+			break;
+		default:
+			tp_jw_kv_string(jw, f->key, p);
+			break;
+		}
+	}
+}
+
 static void inspect_model(struct tp_jw *jw, const struct tp_model *m)
 {
 	double bwd = 0, out = 0, edge = 0;
@@ -39,6 +74,9 @@ static void inspect_model(struct tp_jw *jw, const struct tp_model *m)
 	tp_jw_kv_int(jw, "edges", (int64_t)m->edges.n);
 	tp_jw_kv_int(jw, "layers", max_layer + 1);
 	tp_jw_kv_number(jw, "parameters", tp_model_parameters(m));
+	if (tp_model_active_parameters(m) >= 0)
+		tp_jw_kv_number(jw, "active_parameters",
+				tp_model_active_parameters(m));
 	tp_jw_kv_number(jw, "parameter_bytes", m->total_param_bytes);
 	tp_jw_kv_number(jw, "forward_flop_per_sample", m->total_flop);
 	tp_jw_kv_number(jw, "backward_flop_per_sample", bwd);
@@ -67,6 +105,7 @@ static void inspect_model(struct tp_jw *jw, const struct tp_model *m)
 		tp_jw_kv_int(jw, "ffn", a->ffn);
 		tp_jw_kv_int(jw, "experts", a->experts);
 		tp_jw_kv_string(jw, "family", a->family);
+		inspect_arch_rest(jw, a);
 		tp_jw_object_end(jw);
 	}
 }

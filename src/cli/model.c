@@ -201,15 +201,20 @@ int cmd_model(int argc, char **argv)
 					  &err);
 	}
 	tp_strbuf_release(&sb);
-	if (!st)
+	if (!st) {
+		char active[64] = "";
+		if (tp_model_active_parameters(&m) >= 0)
+			snprintf(active, sizeof(active), ", %.4g B active",
+				 tp_model_active_parameters(&m) / 1e9);
 		fprintf(stderr,
-			"tagplan model: %s: %.0f parameters (%.4g B), %.6g "
+			"tagplan model: %s: %.0f parameters (%.4g B%s), %.6g "
 			"forward FLOP per sample, %zu ops, global batch "
 			"%lld%s%s\n",
 			m.name, tp_model_parameters(&m),
-			tp_model_parameters(&m) / 1e9, m.total_flop, m.ops.n,
-			(long long)m.global_batch, out ? " -> " : "",
+			tp_model_parameters(&m) / 1e9, active, m.total_flop,
+			m.ops.n, (long long)m.global_batch, out ? " -> " : "",
 			out ? out : "");
+	}
 	tp_model_release(&m);
 	return st ? tp_cli_fail(&err) : TP_EXIT_OK;
 }
