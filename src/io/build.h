@@ -34,7 +34,18 @@
  *    GPT; the loss keeps the fp32 softmax (4sV bytes).
  *  - Mixture of experts: per layer a "router" op, E experts as separate
  *    ops ("layer<i>.expert<j>.fc1/act/fc2", each on s*k/E tokens with
- *    balanced routing) and a "combine" op.
+ *    balanced routing), the shared experts as one fused MLP
+ *    ("layer<i>.shared_expert.fc1/act/fc2", all s tokens) and a "combine"
+ *    op; the first arch.first_dense_layers blocks keep a dense MLP.  These
+ *    names are how the expert structure is found (model.h,
+ *    tp_model_active_parameters).
+ *  - Variants of the block (src/io/README section 8): norms after the
+ *    sub-layers ("post_ln1", "post_ln2"; Gemma 2/3 keep ln1/ln2 too, OLMo 2
+ *    has only these), parallel attention and MLP (Falcon: one "res2" adds
+ *    x, proj and fc2), multi-head latent attention (DeepSeek: q_down,
+ *    q_norm, q_up, kv_down, kv_norm, kv_up, attn, proj), vision (ViT:
+ *    "patch_embedding", the blocks, "final_norm", "classifier", "loss").
+ *  - Every builder records the architecture in m->arch (core/model.h).
  *  - Parameters are counted as HuggingFace/torchvision count them
  *    (learnable weights; BatchNorm running statistics excluded).
  */
@@ -67,14 +78,19 @@ enum tp_status tp_build_gpt(const struct tp_gpt_dims *d, struct tp_model *m,
 			    struct tp_error *err);
 
 /* HF config.json -> model for model_type llama, mistral, mixtral, qwen2,
- * gpt2, bert, t5.  seq 0 = the config's context length capped at 4096
- * (BERT/GPT-2: their position table; T5: 512 encoder tokens; a T5 decoder
- * gets seq / 4 tokens); batch 0 = 256 sequences; dtype < 0 = from the
- * config's torch_dtype (float16, bfloat16, float32; else bf16).
+ * qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi3, olmo,
+ * olmo2, gpt2, bert, t5, falcon, deepseek_v2, deepseek_v3, dbrx, vit.
+ * seq 0 = the config's context length capped at 4096 (BERT/GPT-2: their
+ * position table; T5: 512 encoder tokens, a T5 decoder gets seq / 4
+ * tokens; ViT: its patches and CLS token, and seq > 0 is TP_EUSAGE);
+ * batch 0 = 256 sequences; dtype < 0 = from the config's torch_dtype
+ * (float16, bfloat16, float32; absent: bf16; any other value TP_EINPUT).
  * TP_EINPUT with the JSON path of the offending field for an unknown
- * model_type, a field of the wrong type or range, a missing essential
- * field (hidden size, layers, heads); TP_EUSAGE when seq exceeds a
- * learned position table; TP_EIO when the file cannot be read. */
+ * model_type (naming the nearest supported type and the fields that
+ * differ), a field of the wrong type or range, a missing essential field
+ * (hidden size, layers, heads), a feature not modelled (an expert layer
+ * not in every block, ...); TP_EUSAGE when seq exceeds a learned position
+ * table; TP_EIO when the file cannot be read. */
 enum tp_status tp_build_hf(const char *config_path, int64_t seq,
 			   int64_t batch, int dtype, struct tp_model *m,
 			   struct tp_error *err);
