@@ -216,7 +216,9 @@ struct tp_arch {
 	/* sizes (elements, tokens) */
 	int64_t hidden;   /* model width h */
 	int64_t heads;    /* attention (query) heads */
-	int64_t kv_heads; /* key/value heads: = heads MHA, < heads GQA, 1 MQA */
+	int64_t kv_heads; /* key/value heads: = heads MHA, < heads GQA, 1 MQA;
+			     = heads under latent attention (each head's
+			     keys and values come from the shared latent) */
 	int64_t layers;   /* all blocks, decoder ones included */
 	int64_t vocab;    /* token vocabulary (0 for vision models) */
 	int64_t ffn;      /* intermediate size of a dense MLP (for MoE models
@@ -227,7 +229,9 @@ struct tp_arch {
 
 	enum tp_stack stack;
 	int64_t decoder_layers; /* encoder-decoder: of `layers`, the decoder's */
-	int64_t head_dim;       /* per head; hidden / heads unless given */
+	int64_t head_dim;       /* per head; hidden / heads unless the source
+				   gives another (Gemma: 256); 0 under latent
+				   attention (the MLA dims below) */
 	int64_t max_positions;  /* context length the model was made for
 				   (max_position_embeddings): the learned
 				   table's rows, RoPE's trained length */
