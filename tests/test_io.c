@@ -27,11 +27,15 @@ static enum tp_status parse_str(const char *s, struct tp_json_doc *doc,
 	return tp_json_parse("t.json", s, strlen(s), 0, 0, doc, err);
 }
 
-static void expect_syntax(const char *text, int line, int col, const char *msg)
+static void expect_syntax_n(const char *text, size_t len, int line, int col,
+			    const char *msg)
 {
 	struct tp_json_doc doc;
 	struct tp_error err;
-	enum tp_status st = parse_str(text, &doc, &err);
+	enum tp_status st;
+
+	tp_error_clear(&err);
+	st = tp_json_parse("t.json", text, len, 0, 0, &doc, &err);
 
 	ck_assert_msg(st == TP_EINPUT || st == TP_ELIMIT, "accepted: %s", text);
 	ck_assert_msg(err.line == line && err.column == col,
@@ -40,6 +44,11 @@ static void expect_syntax(const char *text, int line, int col, const char *msg)
 	ck_assert_msg(strstr(err.msg, msg), "%s: message \"%s\" lacks \"%s\"",
 		      text, err.msg, msg);
 	ck_assert_str_eq(err.file, "t.json");
+}
+
+static void expect_syntax(const char *text, int line, int col, const char *msg)
+{
+	expect_syntax_n(text, strlen(text), line, col, msg);
 }
 
 static void load_model(const char *path, struct tp_model *m)
@@ -255,6 +264,85 @@ START_TEST(test_json_syntax_positions)
 	expect_syntax("[1,\n\tnul]", 2, 2, "unknown word \"nul\"");
 	expect_syntax("[-]", 1, 3, "expected a digit after '-'");
 	expect_syntax("[1.]", 1, 4, "expected a digit after the decimal point");
+}
+END_TEST
+
+/* Debian 12's cJSON (1.7.15) accepts every one of these texts; the reader
+ * refuses them at the place the hand-written reader named. */
+START_TEST(test_json_what_cjson_accepts)
+{
+	/* bytes up to 0x20 between tokens (cJSON: whitespace) */
+	expect_syntax("[1,\x0c" "2]", 1, 4, "unexpected control character U+000C");
+	expect_syntax("{\"a\":\x1f" "1}", 1, 6, "control character U+001F");
+	expect_syntax_n("[\0 1]", 5, 1, 2, "NUL byte: this looks like a binary");
+	expect_syntax_n("[1]\0", 4, 1, 4, "NUL byte after the JSON document");
+	/* strings (cJSON: a bad \u escape reads as \u0000, which it keeps) */
+	expect_syntax("[\"\\uZZZZ\"]", 1, 3, "bad \\u escape");
+	expect_syntax("[\"a\\u0000b\"]", 1, 4, "\\u0000 (NUL) is not allowed");
+	expect_syntax("[\"a\x01" "b\"]", 1, 4, "raw control character U+0001");
+	expect_syntax("[\"\xff\"]", 1, 3, "invalid UTF-8 byte 0xFF");
+	/* numbers (cJSON: whatever strtod takes) */
+	expect_syntax("[01]", 1, 2, "leading zeros");
+	expect_syntax("[1.]", 1, 4, "expected a digit after the decimal point");
+	expect_syntax("[1.e5]", 1, 4, "expected a digit after the decimal point");
+	expect_syntax("[1e999]", 1, 2, "number 1e999 is too large");
+	expect_syntax("[-0.5e309]", 1, 2, "too large for a double");
+	/* keys */
+	expect_syntax("{\"a\":1,\"a\":2}", 1, 8,
+		      "duplicate key \"a\" in one object (first at line 1, "
+		      "column 2)");
+}
+END_TEST
+
+/* Where cJSON stops is the error's place, but that a key it cannot read
+ * is reported one byte late, and "truex" where "true" ends; a NUL at the
+ * end of its length tells running out of input from a bad last byte. */
+START_TEST(test_json_error_places)
+{
+	expect_syntax("{'a': 1}", 1, 2, "strings must be in double quotes");
+	expect_syntax("{x}", 1, 2, "expected a key in double quotes");
+	expect_syntax("{x", 1, 2, "expected a key in double quotes");
+	expect_syntax("{\"a\":1,}", 1, 8, "trailing comma before '}'");
+	expect_syntax("{}x", 1, 3, "trailing data");
+	expect_syntax("[truex]", 1, 2, "unknown word \"truex\"");
+	expect_syntax("nulll", 1, 1, "unknown word \"nulll\"");
+	expect_syntax("[1 2]", 1, 4, "after an array element (missing comma?)");
+	expect_syntax("{\"a\" 1}", 1, 6, "expected ':' after the key \"a\"");
+	expect_syntax("{\"a\":1,", 1, 8,
+		      "the object opened at line 1, column 1 is not closed");
+	expect_syntax("[1", 1, 3, "the array opened at line 1, column 1");
+	expect_syntax("[1x", 1, 3, "after an array element");
+}
+END_TEST
+
+/* What the reader accepts keeps its values and their places. */
+START_TEST(test_json_positions_and_long_numbers)
+{
+	struct tp_json_doc doc;
+	struct tp_error err;
+	const struct tp_json *r, *a, *o;
+
+	ck_assert_int_eq(
+	    parse_str("{\"a\": [1,\n {\"b\": \"\xc3\xa9\", \"c\": [true, null]}],"
+		      " \"d\": 0.1000000000000000000000000000000000000000000"
+		      "00000000000000000000000000001}",
+		      &doc, &err),
+	    TP_OK);
+	r = doc.root;
+	a = tp_json_get(r, "a");
+	ck_assert_int_eq(a->key_line, 1);
+	ck_assert_int_eq(a->key_column, 2);
+	ck_assert_int_eq(a->column, 7);
+	o = a->items[1];
+	ck_assert_int_eq(o->line, 2);
+	ck_assert_int_eq(o->column, 2);
+	/* columns count characters: the é is one */
+	ck_assert_int_eq(tp_json_get(o, "c")->key_line, 2);
+	ck_assert_int_eq(tp_json_get(o, "c")->key_column, 13);
+	ck_assert_int_eq(tp_json_get(o, "c")->items[1]->column, 25);
+	/* longer than cJSON 1.7.15's old 64-byte number buffer */
+	ck_assert(tp_json_get(r, "d")->num == 0.1);
+	tp_json_doc_release(&doc);
 }
 END_TEST
 
@@ -1114,6 +1202,9 @@ Suite *suite_io(void)
 	TCase *c = tcase_create("commands");
 
 	tcase_add_test(t, test_json_syntax_positions);
+	tcase_add_test(t, test_json_what_cjson_accepts);
+	tcase_add_test(t, test_json_error_places);
+	tcase_add_test(t, test_json_positions_and_long_numbers);
 	tcase_add_test(t, test_json_values_and_unicode);
 	tcase_add_test(t, test_json_deep_nesting);
 	tcase_add_test(t, test_json_size_limit_and_many_keys);

@@ -1,118 +1,115 @@
 /*
- * json.c - the strict JSON reader (see json.h; the accessors are in jctx.c).
+ * json.c - the JSON reader: cJSON parses, this file holds it to RFC 8259
+ * and to tagplan's limits, names what is wrong and where, and turns the
+ * cJSON tree into the arena DOM of json.h (see json.h for the contract).
  *
- * The reader is a state machine over the bytes with an explicit stack of
- * open containers, so nesting costs heap, not C stack, and stops at the
- * depth limit.  Children of open containers wait on one shared pointer
- * stack and move into the arena when their container closes.  Columns
- * are counted in characters incrementally (a cache of the last position
- * on the current line), so long single-line files stay linear.
+ * Debian 12's cJSON (1.7.15) accepts more than strict JSON: every byte up
+ * to 0x20 (NUL and control characters too) counts as whitespace; strings
+ * may hold raw control characters and invalid UTF-8; a bad \u escape
+ * reads as \u0000, which ends the C string; numbers are whatever strtod
+ * takes of [0-9+-.eE] (01, 1., 1.e5, 1e999 = inf); duplicate keys are
+ * kept.  Its parser recurses and stops at CJSON_NESTING_LIMIT (1000)
+ * levels.  And when it refuses a text it says only where it stopped.  So:
+ *
+ *  1. scan(): one pass without recursion over the bytes, checking what
+ *     cJSON lets through (strings, numbers, bytes between tokens) and the
+ *     nesting depth, and noting where every token starts (line, column).
+ *     It stops at the first token it finds wrong.
+ *  2. cJSON_ParseWithLengthOpts on the text up to that token (all of it
+ *     when none), in place: cJSON sees neither nesting over the limit nor
+ *     a string or number we refuse, and checks the grammar.  When it
+ *     refuses, again on a NUL-terminated copy (its length counting the
+ *     NUL), whose parse end tells running out of input from a bad last
+ *     byte.  What follows the document is checked here, after step 4,
+ *     so that a duplicate key inside it is named first, as before.
+ *  3. On any problem, the place: cJSON's parse end, or the token the scan
+ *     stopped at when cJSON reached it without complaint.  A second,
+ *     non-validating pass up to that place (error path only) finds the
+ *     open containers and what was expected there, and name_error() says
+ *     what is wrong as a person would.
+ *  4. Otherwise the cJSON tree is copied into the arena in document order
+ *     (positions from step 1), objects are checked for duplicate keys, and
+ *     the tree is deleted.  cJSON types never leave this file.
+ *
+ * The checks of steps 1 and 3 share check_string() and check_number(), so
+ * a string or number is judged the same way wherever it is met.
  */
 #include "json.h"
 
+#include <assert.h>
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/strbuf.h"
-#include "core/strmap.h"
 #include "core/vec.h"
 
-/* --- reader ------------------------------------------------------------- */
+/* --- problems and positions ---------------------------------------------- */
 
-struct frame {
-	struct tp_json *node;
-	size_t first;		 /* its children start here in p->kids */
-	const char *pending_key; /* objects: key of the value being read */
-	int key_line, key_column;
-};
-
-struct parser {
-	const unsigned char *s;
-	size_t n, i;
-	int line;
-	size_t line_start;
-	size_t cpos; /* column cache: position and its column */
-	int ccol;
-	int max_depth;
-	struct tp_arena *arena;
-	TP_VEC(struct tp_json *) kids;
-	TP_VEC(struct frame) stack;
-	struct tp_strbuf sb;
-	struct tp_json *root;
-	const char *name;
-	struct tp_error *err;
-};
-
-static int col_at(struct parser *p, size_t pos)
-{
-	if (pos < p->cpos || p->cpos < p->line_start) {
-		p->cpos = p->line_start;
-		p->ccol = 1;
-	}
-	for (; p->cpos < pos && p->cpos < p->n; p->cpos++)
-		if ((p->s[p->cpos] & 0xC0) != 0x80)
-			p->ccol++;
-	return p->ccol;
-}
-
-static enum tp_status failv(struct parser *p, size_t pos, enum tp_status st,
-			    const char *fmt, va_list ap)
-{
+/* What is wrong (st != TP_OK) and the byte offset the message points at. */
+struct problem {
+	enum tp_status st;
+	size_t at;
 	char msg[TP_ERROR_MSG_MAX];
+};
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	tp_error_set_at(p->err, st, p->line, col_at(p, pos), "%s", msg);
-	tp_error_set_file(p->err, p->name);
-	return st;
-}
-
-__attribute__((format(printf, 3, 4))) static enum tp_status
-fail(struct parser *p, size_t pos, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static bool
+set_problem(struct problem *pr, enum tp_status st, size_t at, const char *fmt,
+	    ...)
 {
 	va_list ap;
-	enum tp_status st;
 
+	pr->st = st;
+	pr->at = at;
 	va_start(ap, fmt);
-	st = failv(p, pos, TP_EINPUT, fmt, ap);
+	vsnprintf(pr->msg, sizeof(pr->msg), fmt, ap);
 	va_end(ap);
-	return st;
+	return false;
 }
 
-__attribute__((format(printf, 2, 3))) static enum tp_status
-limit_fail(struct parser *p, const char *fmt, ...)
-{
-	va_list ap;
-	enum tp_status st;
+#define bad(pr, at, ...) set_problem((pr), TP_EINPUT, (at), __VA_ARGS__)
 
-	va_start(ap, fmt);
-	st = failv(p, p->i, TP_ELIMIT, fmt, ap);
-	va_end(ap);
-	return st;
-}
-
-static enum tp_status nomem(struct parser *p)
+/* 1-based line and column (in characters: UTF-8 continuation bytes do not
+ * count) of offset pos, counting from base (just after a byte order mark).
+ * Linear: for error messages only; the scan keeps its own count. */
+static void line_col(const unsigned char *s, size_t base, size_t pos,
+		     int *line, int *col)
 {
-	tp_error_set(p->err, TP_ENOMEM, "out of memory reading the document");
-	tp_error_set_file(p->err, p->name);
-	return TP_ENOMEM;
-}
-
-static void skip_ws(struct parser *p)
-{
-	while (p->i < p->n) {
-		unsigned char c = p->s[p->i];
-		if (c == '\n') {
-			p->line++;
-			p->line_start = p->i + 1;
-		} else if (c != ' ' && c != '\t' && c != '\r') {
-			return;
+	*line = 1;
+	*col = 1;
+	for (size_t i = base; i < pos; i++) {
+		if (s[i] == '\n') {
+			++*line;
+			*col = 1;
+		} else if ((s[i] & 0xC0) != 0x80) {
+			++*col;
 		}
-		p->i++;
 	}
 }
+
+static bool is_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static bool is_letter(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static bool is_word(unsigned char c)
+{
+	return is_letter(c) || is_digit(c) || c == '_';
+}
+
+static bool is_space(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* --- strings and numbers ---------------------------------------------- */
 
 /* Length (1-4) of the valid UTF-8 sequence at s[i], its code point in
  * *cp; 0 when invalid (RFC 3629: no overlongs, no surrogates, <= 10FFFF). */
@@ -159,30 +156,6 @@ static int utf8_seq(const unsigned char *s, size_t n, size_t i, uint32_t *cp)
 	return len;
 }
 
-static void utf8_put(struct tp_strbuf *sb, uint32_t cp)
-{
-	char b[4];
-
-	if (cp < 0x80) {
-		tp_strbuf_addc(sb, (char)cp);
-	} else if (cp < 0x800) {
-		b[0] = (char)(0xC0 | (cp >> 6));
-		b[1] = (char)(0x80 | (cp & 0x3F));
-		tp_strbuf_add(sb, b, 2);
-	} else if (cp < 0x10000) {
-		b[0] = (char)(0xE0 | (cp >> 12));
-		b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		b[2] = (char)(0x80 | (cp & 0x3F));
-		tp_strbuf_add(sb, b, 3);
-	} else {
-		b[0] = (char)(0xF0 | (cp >> 18));
-		b[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-		b[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		b[3] = (char)(0x80 | (cp & 0x3F));
-		tp_strbuf_add(sb, b, 4);
-	}
-}
-
 static int hexval(unsigned char c)
 {
 	if (c >= '0' && c <= '9')
@@ -195,14 +168,14 @@ static int hexval(unsigned char c)
 }
 
 /* Four hex digits at s[i]; -1 when not. */
-static long hex4(struct parser *p, size_t i)
+static long hex4(const unsigned char *s, size_t n, size_t i)
 {
 	long v = 0;
 
-	if (p->n - i < 4)
+	if (n - i < 4)
 		return -1;
 	for (size_t k = 0; k < 4; k++) {
-		int h = hexval(p->s[i + k]);
+		int h = hexval(s[i + k]);
 		if (h < 0)
 			return -1;
 		v = v * 16 + h;
@@ -210,177 +183,376 @@ static long hex4(struct parser *p, size_t i)
 	return v;
 }
 
-static enum tp_status unterminated(struct parser *p, size_t start)
+/* Code point cp as UTF-8 into b, when it fits in room bytes; its length
+ * or 0. */
+static size_t utf8_put(uint32_t cp, char *b, size_t room)
 {
-	return fail(p, start,
-		    "unterminated string: no closing '\"' before the end of "
-		    "the input (is the file truncated?)");
+	size_t len = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+	static const unsigned char lead[] = {0, 0, 0xC0, 0xE0, 0xF0};
+
+	if (len > room)
+		return 0;
+	for (size_t k = len - 1; k > 0; k--, cp >>= 6)
+		b[k] = (char)(0x80 | (cp & 0x3F));
+	b[0] = (char)(lead[len] | cp);
+	return len;
 }
 
-/* Scan the string starting at the '"' at p->i; the decoded text goes to
- * the arena (*out, *out_len). */
-static enum tp_status scan_string(struct parser *p, const char **out,
-				  size_t *out_len)
+/* The escape at s[i] ('\\'): its length, or 0 with the problem. */
+static size_t check_escape(const unsigned char *s, size_t n, size_t i,
+			   struct problem *pr)
 {
-	size_t start = p->i;
-	char *copy;
+	long cp, lo;
 
-	tp_strbuf_reset(&p->sb);
-	p->i++;
+	switch (s[i + 1]) {
+	case '"':
+	case '\\':
+	case '/':
+	case 'b':
+	case 'f':
+	case 'n':
+	case 'r':
+	case 't':
+		return 2;
+	case 'u':
+		break;
+	default:
+		return bad(pr, i,
+			   "invalid escape in a string (valid: \\\" \\\\ \\/ "
+			   "\\b \\f \\n \\r \\t \\uXXXX)");
+	}
+	cp = hex4(s, n, i + 2);
+	if (cp < 0)
+		return bad(pr, i,
+			   "bad \\u escape: expected 4 hexadecimal digits");
+	if (cp == 0)
+		return bad(pr, i, "\\u0000 (NUL) is not allowed in strings");
+	if (cp >= 0xDC00 && cp <= 0xDFFF)
+		return bad(pr, i, "lone UTF-16 low surrogate \\u%04lX", cp);
+	if (cp < 0xD800 || cp > 0xDBFF)
+		return 6;
+	if (n - i < 12 || s[i + 6] != '\\' || s[i + 7] != 'u' ||
+	    (lo = hex4(s, n, i + 8)) < 0xDC00 || lo > 0xDFFF)
+		return bad(pr, i,
+			   "lone UTF-16 high surrogate \\u%04lX (not followed "
+			   "by a low surrogate)",
+			   cp);
+	return 12;
+}
+
+/* The string whose '"' is at *ip: on success *ip is past its closing
+ * quote and *cont has grown by its UTF-8 continuation bytes. */
+static bool check_string(const unsigned char *s, size_t n, size_t *ip,
+			 size_t *cont, struct problem *pr)
+{
+	size_t start = *ip, i = start + 1;
+
 	for (;;) {
-		size_t run = p->i;
 		unsigned char b;
+		uint32_t cp;
+		size_t len;
 
-		while (p->i < p->n) {
-			b = p->s[p->i];
-			if (b < 0x20 || b == '"' || b == '\\' || b >= 0x80)
-				break;
-			p->i++;
-		}
-		if (p->i > run)
-			tp_strbuf_add(&p->sb, (const char *)p->s + run,
-				      p->i - run);
-		if (p->i >= p->n)
-			return unterminated(p, start);
-		b = p->s[p->i];
+		while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' &&
+		       s[i] != '\\')
+			i++;
+		if (i >= n || (s[i] == '\\' && i + 1 >= n))
+			return bad(pr, start,
+				   "unterminated string: no closing '\"' "
+				   "before the end of the input (is the file "
+				   "truncated?)");
+		b = s[i];
 		if (b == '"') {
-			p->i++;
-			break;
+			*ip = i + 1;
+			return true;
 		}
 		if (b == '\\') {
-			unsigned char e;
-			if (p->i + 1 >= p->n)
-				return unterminated(p, start);
-			e = p->s[p->i + 1];
-			switch (e) {
-			case '"':
-			case '\\':
-			case '/':
-				tp_strbuf_addc(&p->sb, (char)e);
-				break;
-			case 'b':
-				tp_strbuf_addc(&p->sb, '\b');
-				break;
-			case 'f':
-				tp_strbuf_addc(&p->sb, '\f');
-				break;
-			case 'n':
-				tp_strbuf_addc(&p->sb, '\n');
-				break;
-			case 'r':
-				tp_strbuf_addc(&p->sb, '\r');
-				break;
-			case 't':
-				tp_strbuf_addc(&p->sb, '\t');
-				break;
-			case 'u': {
-				long cp = hex4(p, p->i + 2), lo;
-				if (cp < 0)
-					return fail(
-					    p, p->i,
-					    "bad \\u escape: expected 4 "
-					    "hexadecimal digits");
-				if (cp == 0)
-					return fail(p, p->i,
-						    "\\u0000 (NUL) is not "
-						    "allowed in strings");
-				if (cp >= 0xDC00 && cp <= 0xDFFF)
-					return fail(p, p->i,
-						    "lone UTF-16 low surrogate "
-						    "\\u%04lX",
-						    cp);
-				if (cp >= 0xD800 && cp <= 0xDBFF) {
-					if (p->n - p->i < 12 ||
-					    p->s[p->i + 6] != '\\' ||
-					    p->s[p->i + 7] != 'u' ||
-					    (lo = hex4(p, p->i + 8)) < 0xDC00 ||
-					    lo > 0xDFFF)
-						return fail(
-						    p, p->i,
-						    "lone UTF-16 high "
-						    "surrogate \\u%04lX "
-						    "(not followed by a "
-						    "low surrogate)",
-						    cp);
-					cp = 0x10000 + ((cp - 0xD800) << 10) +
-					     (lo - 0xDC00);
-					p->i += 6;
-				}
-				utf8_put(&p->sb, (uint32_t)cp);
-				p->i += 4;
-				break;
-			}
-			default:
-				return fail(
-				    p, p->i,
-				    "invalid escape in a string (valid: "
-				    "\\\" \\\\ \\/ \\b \\f \\n \\r \\t "
-				    "\\uXXXX)");
-			}
-			p->i += 2;
+			if (!(len = check_escape(s, n, i, pr)))
+				return false;
+			i += len;
 			continue;
 		}
-		if (b < 0x20) {
-			if (b == 0)
-				return fail(
-				    p, p->i,
-				    "NUL byte in a string: this looks "
-				    "like a binary file, not JSON text");
-			if (b == '\n' || b == '\r')
-				return fail(
-				    p, p->i,
-				    "line break inside a string (missing "
-				    "closing '\"'?  write a line break "
-				    "as \\n)");
-			return fail(p, p->i,
-				    "raw control character U+%04X in a string; "
-				    "write it escaped as \\u%04X",
-				    b, b);
+		if (b == 0)
+			return bad(pr, i,
+				   "NUL byte in a string: this looks like a "
+				   "binary file, not JSON text");
+		if (b == '\n' || b == '\r')
+			return bad(pr, i,
+				   "line break inside a string (missing closing "
+				   "'\"'?  write a line break as \\n)");
+		if (b < 0x20)
+			return bad(pr, i,
+				   "raw control character U+%04X in a string; "
+				   "write it escaped as \\u%04X",
+				   b, b);
+		len = (size_t)utf8_seq(s, n, i, &cp);
+		if (!len)
+			return bad(pr, i,
+				   "invalid UTF-8 byte 0x%02X in a string (the "
+				   "file must be UTF-8)",
+				   b);
+		*cont += len - 1;
+		i += len;
+	}
+}
+
+/* Finite: a number whose integer part has d digits and whose exponent is
+ * e >= 0 is below 10^(d+e), so only d + e > 308 can overflow a double;
+ * those few go through strtod (as cJSON reads them: the C locale). */
+static bool check_finite(const unsigned char *s, size_t start, size_t end,
+			 struct problem *pr)
+{
+	size_t len = end - start;
+	char small[64], *buf = small;
+	double v;
+
+	if (len >= sizeof(small) && !(buf = malloc(len + 1)))
+		return set_problem(pr, TP_ENOMEM, start,
+				   "out of memory reading the document");
+	memcpy(buf, s + start, len);
+	buf[len] = '\0';
+	v = strtod(buf, NULL);
+	if (buf != small)
+		free(buf);
+	if (isfinite(v))
+		return true;
+	return bad(pr, start,
+		   "number %.*s%s is too large for a double (JSON numbers must "
+		   "be finite)",
+		   (int)(len > 40 ? 40 : len), (const char *)s + start,
+		   len > 40 ? "..." : "");
+}
+
+/* The number at *ip ('-' or a digit) by RFC 8259's grammar; on success
+ * *ip is past it (what follows is the grammar's business). */
+static bool check_number(const unsigned char *s, size_t n, size_t *ip,
+			 struct problem *pr)
+{
+	size_t start = *ip, i = start, digits = 0;
+	long exp = 0;
+	bool exp_neg = false;
+
+	if (s[i] == '-') {
+		if (++i >= n)
+			return bad(pr, i,
+				   "unexpected end of input after '-' (is the "
+				   "file truncated?)");
+		if (s[i] == 'I' || s[i] == 'N' || s[i] == 'i' || s[i] == 'n')
+			return bad(pr, start,
+				   "-Infinity/NaN is not a JSON number: numbers "
+				   "must be finite");
+	}
+	if (s[i] == '0') {
+		i++;
+		digits = 1;
+		if (i < n && is_digit(s[i]))
+			return bad(pr, start,
+				   "leading zeros are not allowed in JSON "
+				   "numbers");
+	} else if (is_digit(s[i])) {
+		for (; i < n && is_digit(s[i]); i++)
+			digits++;
+	} else {
+		return bad(pr, i, "expected a digit after '-'");
+	}
+	if (i < n && s[i] == '.') {
+		if (++i >= n || !is_digit(s[i]))
+			return bad(pr, i,
+				   "expected a digit after the decimal point");
+		while (i < n && is_digit(s[i]))
+			i++;
+	}
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		i++;
+		if (i < n && (s[i] == '+' || s[i] == '-'))
+			exp_neg = s[i++] == '-';
+		if (i >= n || !is_digit(s[i]))
+			return bad(pr, i, "expected a digit in the exponent");
+		for (; i < n && is_digit(s[i]); i++)
+			if (exp < 100000)
+				exp = exp * 10 + (s[i] - '0');
+	}
+	if (!exp_neg && (long)digits + exp > 308 &&
+	    !check_finite(s, start, i, pr))
+		return false;
+	*ip = i;
+	return true;
+}
+
+/* --- step 1: the scan ----------------------------------------------------- */
+
+struct tok_pos {
+	int line, column;
+};
+
+struct scan {
+	const unsigned char *s;
+	size_t n, base;
+	int max_depth;
+	TP_VEC(struct tok_pos) pos; /* where each token starts, in order */
+	struct problem pr;	    /* scratch for the checkers */
+};
+
+/*
+ * Check what cJSON does not, in one pass: strings and numbers, bytes
+ * outside strings (cJSON skips every byte up to 0x20 as whitespace) and
+ * the nesting depth; record where each token (string, number, word,
+ * '[' or '{') starts.  Returns the offset of the first token found wrong
+ * (a control byte, a bracket over the depth limit, the start of a bad
+ * string or number), or SIZE_MAX.  Bytes cJSON refuses by itself (stray
+ * punctuation, non-ASCII outside strings) pass: cJSON stops there.
+ * In a document cJSON accepts, the recorded tokens are exactly its values
+ * and keys in document order.
+ */
+static size_t scan(struct scan *sc)
+{
+	const unsigned char *s = sc->s;
+	size_t n = sc->n, i = sc->base, line_start = sc->base;
+	size_t cont = 0, cont_line = 0; /* continuation bytes, at line start */
+	int line = 1, depth = 0;
+
+	while (i < n) {
+		unsigned char b = s[i];
+		struct tok_pos tp;
+		size_t t = i;
+
+		if (b == '\n') {
+			/* pretty-printed files: the indentation in one go */
+			while (++i < n && s[i] == ' ')
+				;
+			line++;
+			line_start = t + 1;
+			cont_line = cont;
+			continue;
 		}
-		{
-			uint32_t cp;
-			int len = utf8_seq(p->s, p->n, p->i, &cp);
-			if (!len)
-				return fail(p, p->i,
-					    "invalid UTF-8 byte 0x%02X in a "
-					    "string (the file must be UTF-8)",
-					    b);
-			tp_strbuf_add(&p->sb, (const char *)p->s + p->i,
-				      (size_t)len);
-			p->i += (size_t)len;
+		if (b == ' ' || b == '\t' || b == '\r' || b == ',' ||
+		    b == ':') {
+			i++;
+			continue;
+		}
+		if (b == ']' || b == '}') {
+			depth -= depth > 0;
+			i++;
+			continue;
+		}
+		if (b < 0x20)
+			return i;
+		if (b != '"' && b != '[' && b != '{' && b != '-' &&
+		    !is_word(b)) {
+			i++;
+			continue;
+		}
+		tp.line = line;
+		tp.column = (int)(i - line_start - (cont - cont_line) + 1);
+		if (tp_vec_push(&sc->pos, tp)) {
+			set_problem(&sc->pr, TP_ENOMEM, i,
+				    "out of memory reading the document");
+			return t;
+		}
+		if (b == '"') {
+			if (!check_string(s, n, &i, &cont, &sc->pr))
+				return t;
+		} else if (b == '[' || b == '{') {
+			if (++depth > sc->max_depth)
+				return t;
+			i++;
+		} else if (b == '-' || is_digit(b)) {
+			if (!check_number(s, n, &i, &sc->pr))
+				return t;
+		} else {
+			while (i < n && is_word(s[i]))
+				i++;
 		}
 	}
-	if (p->sb.failed)
-		return nomem(p);
-	copy = tp_arena_alloc(p->arena, p->sb.len + 1);
-	if (!copy)
-		return nomem(p);
-	if (p->sb.len)
-		memcpy(copy, p->sb.buf, p->sb.len);
-	copy[p->sb.len] = '\0';
-	*out = copy;
-	*out_len = p->sb.len;
-	return TP_OK;
+	return SIZE_MAX;
 }
 
-static bool is_digit(unsigned char c)
+/* --- step 3: naming an error ---------------------------------------------- */
+
+enum want { W_VALUE, W_KEY, W_COLON, W_AFTER, W_DONE };
+
+/* Where a place in the text stands: what the grammar wants there, the open
+ * containers, the last token before it. */
+struct ctx {
+	enum want want;
+	bool after_comma;
+	int depth;
+	unsigned char kind[TP_IO_DEPTH_CAP]; /* '{' or '[' */
+	size_t open[TP_IO_DEPTH_CAP];	     /* offsets of the openers */
+	size_t key;			     /* W_COLON: the key's '"' */
+	size_t last;			     /* start of the last token */
+	enum want want_before_last;	     /* and what was wanted there */
+	bool comma_before_last;
+};
+
+/* Follow the tokens of s[base..upto) without judging them: upto is at or
+ * before the first error, so what precedes it is well-formed, and its
+ * nesting is within the limit.  Error path only. */
+static void ctx_scan(const unsigned char *s, size_t base, size_t upto,
+		     struct ctx *c)
 {
-	return c >= '0' && c <= '9';
+	size_t i = base, cont = 0;
+	struct problem scratch;
+
+	c->want = W_VALUE;
+	c->after_comma = false;
+	c->depth = 0;
+	c->last = SIZE_MAX;
+	while (i < upto) {
+		unsigned char b = s[i];
+		enum want w = c->want;
+
+		if (is_space(b)) {
+			i++;
+			continue;
+		}
+		c->last = i;
+		c->want_before_last = w;
+		c->comma_before_last = c->after_comma;
+		c->after_comma = false;
+		if (b == '{' || b == '[') {
+			if (c->depth < TP_IO_DEPTH_CAP) {
+				c->kind[c->depth] = b;
+				c->open[c->depth] = i;
+			}
+			c->depth++;
+			c->want = b == '{' ? W_KEY : W_VALUE;
+			i++;
+		} else if (b == '}' || b == ']' || b == ',') {
+			if (b != ',')
+				c->depth -= c->depth > 0;
+			else
+				c->after_comma = true;
+			c->want = b == ',' ? W_VALUE : W_AFTER;
+			if (b == ',' && c->depth &&
+			    c->kind[c->depth - 1] == '{')
+				c->want = W_KEY;
+			i++;
+		} else if (b == ':') {
+			c->want = W_VALUE;
+			i++;
+		} else if (b == '"') {
+			c->key = i;
+			if (!check_string(s, upto, &i, &cont, &scratch))
+				i = upto;
+			c->want = w == W_KEY ? W_COLON : W_AFTER;
+		} else {
+			while (i < upto && !is_space(s[i]) &&
+			       !strchr("{}[],:\"", s[i]))
+				i++;
+			c->want = W_AFTER;
+		}
+		if (c->want == W_AFTER && !c->depth)
+			c->want = W_DONE;
+	}
 }
 
-static bool is_word(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       is_digit(c) || c == '_';
-}
-
-/* The word at pos (letters, digits, _), at most 31 bytes, into buf. */
-static void word_at(struct parser *p, size_t pos, char *buf, size_t size)
+static void word_at(const unsigned char *s, size_t n, size_t pos, char *buf,
+		    size_t size)
 {
 	size_t k = 0;
 
-	while (pos + k < p->n && is_word(p->s[pos + k]) && k + 1 < size) {
-		buf[k] = (char)p->s[pos + k];
+	while (pos + k < n && is_word(s[pos + k]) && k + 1 < size) {
+		buf[k] = (char)s[pos + k];
 		k++;
 	}
 	buf[k] = '\0';
@@ -396,106 +568,305 @@ static bool nonfinite_word(const char *w)
 	return false;
 }
 
-static enum tp_status scan_number(struct parser *p, double *out)
+/* A byte that cannot start a value (after_comma: one came just before). */
+static void unexpected(const unsigned char *s, size_t n, size_t i,
+		       bool after_comma, struct problem *pr)
 {
-	size_t start = p->i, len;
-	char small[64], *buf = small, *end;
-	double v;
+	unsigned char c = s[i];
+	uint32_t cp;
+	char w[32];
 
-	if (p->s[p->i] == '-') {
-		p->i++;
-		if (p->i >= p->n)
-			return fail(p, p->i,
-				    "unexpected end of input after '-' (is the "
-				    "file truncated?)");
-		if (p->s[p->i] == 'I' || p->s[p->i] == 'N' ||
-		    p->s[p->i] == 'i' || p->s[p->i] == 'n')
-			return fail(p, start,
-				    "-Infinity/NaN is not a JSON number: "
-				    "numbers must be finite");
+	switch (c) {
+	case 0:
+		bad(pr, i,
+		    "NUL byte: this looks like a binary file, not JSON text");
+		return;
+	case '/':
+		if (i + 1 < n && (s[i + 1] == '/' || s[i + 1] == '*'))
+			bad(pr, i,
+			    "comments are not allowed in JSON (use a \"note\" "
+			    "field instead)");
+		else
+			bad(pr, i, "unexpected '/'");
+		return;
+	case '#':
+		bad(pr, i,
+		    "comments are not allowed in JSON (use a \"note\" field "
+		    "instead)");
+		return;
+	case '\'':
+		bad(pr, i,
+		    "strings must be in double quotes, not single quotes");
+		return;
+	case '+':
+		bad(pr, i, "numbers may not start with '+'");
+		return;
+	case '.':
+		bad(pr, i, "numbers need a digit before the decimal point");
+		return;
+	case ']':
+	case '}':
+		if (after_comma)
+			bad(pr, i,
+			    "trailing comma before '%c' (JSON does not allow "
+			    "it; remove the comma)",
+			    c);
+		else
+			bad(pr, i, "expected a value before '%c'", c);
+		return;
+	case ',':
+		bad(pr, i, "expected a value before ','");
+		return;
+	case ':':
+		bad(pr, i, "unexpected ':' (expected a value)");
+		return;
+	default:
+		break;
 	}
-	if (p->s[p->i] == '0') {
-		p->i++;
-		if (p->i < p->n && is_digit(p->s[p->i]))
-			return fail(p, start,
-				    "leading zeros are not allowed in JSON "
-				    "numbers");
-	} else if (is_digit(p->s[p->i])) {
-		while (p->i < p->n && is_digit(p->s[p->i]))
-			p->i++;
+	if (is_word(c)) {
+		word_at(s, n, i, w, sizeof(w));
+		if (nonfinite_word(w))
+			bad(pr, i,
+			    "%s is not a JSON number: numbers must be finite",
+			    w);
+		else
+			bad(pr, i,
+			    "unknown word \"%s\" (JSON's literals are true, "
+			    "false and null; strings need double quotes)",
+			    w);
+	} else if (c >= 0x80) {
+		if (!utf8_seq(s, n, i, &cp))
+			bad(pr, i,
+			    "invalid UTF-8 byte 0x%02X (the file must be UTF-8 "
+			    "JSON text; is it binary?)",
+			    c);
+		else
+			bad(pr, i, "unexpected character U+%04X",
+			    (unsigned)cp);
+	} else if (c < 0x20 || c == 0x7F) {
+		bad(pr, i,
+		    "unexpected control character U+%04X (is this a binary "
+		    "file?)",
+		    c);
 	} else {
-		return fail(p, p->i, "expected a digit after '-'");
+		bad(pr, i, "unexpected character '%c'", c);
 	}
-	if (p->i < p->n && p->s[p->i] == '.') {
-		p->i++;
-		if (p->i >= p->n || !is_digit(p->s[p->i]))
-			return fail(p, p->i,
-				    "expected a digit after the decimal point");
-		while (p->i < p->n && is_digit(p->s[p->i]))
-			p->i++;
-	}
-	if (p->i < p->n && (p->s[p->i] == 'e' || p->s[p->i] == 'E')) {
-		p->i++;
-		if (p->i < p->n && (p->s[p->i] == '+' || p->s[p->i] == '-'))
-			p->i++;
-		if (p->i >= p->n || !is_digit(p->s[p->i]))
-			return fail(p, p->i,
-				    "expected a digit in the exponent");
-		while (p->i < p->n && is_digit(p->s[p->i]))
-			p->i++;
-	}
-	len = p->i - start;
-	if (len >= sizeof(small)) {
-		buf = malloc(len + 1);
-		if (!buf)
-			return nomem(p);
-	}
-	memcpy(buf, p->s + start, len);
-	buf[len] = '\0';
-	v = strtod(buf, &end);
-	if (buf != small)
-		free(buf);
-	if (!isfinite(v))
-		return fail(p, start,
-			    "number %.*s%s is too large for a double (JSON "
-			    "numbers must be finite)",
-			    (int)(len > 40 ? 40 : len),
-			    (const char *)p->s + start, len > 40 ? "..." : "");
-	*out = v;
-	return TP_OK;
 }
 
-static struct tp_json *new_node(struct parser *p, enum tp_json_type t,
-				size_t pos)
+/* true, false or null at s[i]: named when it is not exactly that. */
+static bool check_literal(const unsigned char *s, size_t n, size_t i,
+			  struct problem *pr)
 {
-	struct tp_json *v = tp_arena_alloc(p->arena, sizeof(*v));
+	const char *lit = s[i] == 't' ? "true" : s[i] == 'f' ? "false" : "null";
+	size_t len = strlen(lit);
+	char w[32];
 
-	if (!v)
-		return NULL;
-	v->type = t;
-	v->line = p->line;
-	v->column = col_at(p, pos);
-	if (p->stack.n) {
-		struct frame *f = &p->stack.v[p->stack.n - 1];
-		v->key = f->pending_key;
-		v->key_line = f->key_line;
-		v->key_column = f->key_column;
-		f->pending_key = NULL;
-	}
-	return v;
+	if (n - i >= len && memcmp(s + i, lit, len) == 0 &&
+	    (n - i == len || !is_word(s[i + len])))
+		return true;
+	if (n - i < len && memcmp(s + i, lit, n - i) == 0)
+		return bad(pr, i,
+			   "unexpected end of input inside \"%s\" (is the file "
+			   "truncated?)",
+			   lit);
+	word_at(s, n, i, w, sizeof(w));
+	return bad(pr, i,
+		   "unknown word \"%s\" (JSON's literals are true, false and "
+		   "null; strings need double quotes)",
+		   w);
 }
 
-/* A value is complete: it becomes a child of the open container, or the
- * root. */
-static enum tp_status attach(struct parser *p, struct tp_json *v)
+/* What is wrong with a value that starts at s[i] (want W_VALUE); false
+ * when nothing is. */
+static bool value_error(const unsigned char *s, size_t n, size_t i,
+			const struct ctx *c, int max_depth, struct problem *pr)
 {
-	if (!p->stack.n) {
-		p->root = v;
-		return TP_OK;
+	size_t j = i, cont = 0;
+
+	switch (s[i]) {
+	case '{':
+	case '[':
+		if (c->depth < max_depth)
+			return false;
+		set_problem(pr, TP_ELIMIT, i,
+			    "nesting deeper than %d levels (the limit; tagplan "
+			    "files need far fewer)",
+			    max_depth);
+		return true;
+	case '"':
+		return !check_string(s, n, &j, &cont, pr);
+	case 't':
+	case 'f':
+	case 'n':
+		return !check_literal(s, n, i, pr);
+	default:
+		if (s[i] == '-' || is_digit(s[i]))
+			return !check_number(s, n, &j, pr);
+		unexpected(s, n, i, c->after_comma, pr);
+		return true;
 	}
-	if (tp_vec_push(&p->kids, v))
-		return nomem(p);
-	return TP_OK;
+}
+
+/* Where an object member or array element should end. */
+static void after_error(const unsigned char *s, size_t n, size_t i,
+			const struct ctx *c, struct problem *pr)
+{
+	bool obj = c->kind[c->depth - 1] == '{';
+	char closer = obj ? '}' : ']';
+	unsigned char b = s[i];
+
+	if (b == '/' || b == '#' || b == 0 || b >= 0x80)
+		unexpected(s, n, i, false, pr);
+	else if (obj && b == '"')
+		bad(pr, i,
+		    "expected ',' or '}' after an object member (missing "
+		    "comma?)");
+	else if (!obj && (b == '"' || b == '{' || b == '[' || b == '-' ||
+			  is_word(b)))
+		bad(pr, i,
+		    "expected ',' or ']' after an array element (missing "
+		    "comma?)");
+	else
+		bad(pr, i, "expected ',' or '%c', found '%c'", closer,
+		    b >= 0x20 && b < 0x7F ? b : '?');
+}
+
+/* The first size - 1 bytes of the decoded string whose '"' is at s[q]
+ * (well-formed: the scan checked it), for a message. */
+static void decode_key(const unsigned char *s, size_t n, size_t q, char *buf,
+		       size_t size)
+{
+	static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+	size_t i = q + 1, k = 0;
+
+	while (i < n && s[i] != '"' && k + 1 < size) {
+		long cp, lo;
+		if (s[i] != '\\') {
+			buf[k++] = (char)s[i++];
+			continue;
+		}
+		if (s[i + 1] != 'u') {
+			buf[k++] = to[strchr(from, s[i + 1]) - from];
+			i += 2;
+			continue;
+		}
+		cp = hex4(s, n, i + 2);
+		i += 6;
+		if (cp >= 0xD800 && cp <= 0xDBFF) {
+			lo = hex4(s, n, i + 2);
+			cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+			i += 6;
+		}
+		k += utf8_put((uint32_t)cp, buf + k, size - 1 - k);
+	}
+	buf[k] = '\0';
+}
+
+/*
+ * Name the error at offset i of s[0..n) (n: the end of the input), where
+ * c says what the grammar wants.  false when nothing is wrong there
+ * (which cJSON's refusal then means: out of memory).
+ */
+static bool name_error(const unsigned char *s, size_t n, size_t base,
+		       size_t i, const struct ctx *c, int max_depth,
+		       struct problem *pr)
+{
+	unsigned char b;
+	int line, col;
+
+	if (i >= n) {
+		if (!c->depth)
+			return c->want != W_DONE &&
+			       !bad(pr, n,
+				    "empty input: expected a JSON document");
+		line_col(s, base, c->open[c->depth - 1], &line, &col);
+		bad(pr, n,
+		    "unexpected end of input: the %s opened at line %d, column "
+		    "%d is not closed (is the file truncated?)",
+		    c->kind[c->depth - 1] == '{' ? "object" : "array", line,
+		    col);
+		return true;
+	}
+	b = s[i];
+	switch (c->want) {
+	case W_VALUE:
+		return value_error(s, n, i, c, max_depth, pr);
+	case W_KEY:
+		if (b == '"') {
+			size_t j = i, cont = 0;
+			return !check_string(s, n, &j, &cont, pr);
+		}
+		if ((b == '}' && c->after_comma) || b == '\'' || b == '/' ||
+		    b == '#' || b == 0 || b >= 0x80)
+			unexpected(s, n, i, b == '}', pr);
+		else
+			bad(pr, i, "expected a key in double quotes");
+		return true;
+	case W_COLON: {
+		char key[512];
+		decode_key(s, n, c->key, key, sizeof(key));
+		bad(pr, i, "expected ':' after the key \"%.100s\"", key);
+		return true;
+	}
+	case W_AFTER:
+		if (b == ',' || b == (c->kind[c->depth - 1] == '{' ? '}' : ']'))
+			return false;
+		after_error(s, n, i, c, pr);
+		return true;
+	case W_DONE:
+		if (b == 0)
+			bad(pr, i,
+			    "NUL byte after the JSON document: this looks like "
+			    "a binary file");
+		else
+			bad(pr, i,
+			    "trailing data after the JSON document (a file holds "
+			    "exactly one document)");
+		return true;
+	}
+	return false;
+}
+
+/*
+ * cJSON stopped at offset o: the place of the error.  Its parse end is
+ * that place but in two cases: a key it could not read is reported one
+ * byte late (parse_string steps over the byte it refuses), and a word
+ * that begins like a literal ("truex", "nul1") is reported where the
+ * literal ends, where we name the whole word.
+ */
+static size_t error_place(const unsigned char *s, size_t n, size_t base,
+			  size_t o, struct ctx *c)
+{
+	size_t w;
+
+	ctx_scan(s, base, o, c);
+	if (o > base && c->last == o - 1 && c->want_before_last == W_KEY &&
+	    s[o - 1] != '"' && (s[o - 1] != '}' || c->comma_before_last))
+		return o - 1; /* ('}' closing "{}" is fine) */
+	if (o > base && o < n && is_word(s[o]) && is_word(s[o - 1])) {
+		for (w = o - 1; w > base && is_word(s[w - 1]); w--)
+			;
+		if (is_letter(s[w]))
+			return w;
+	}
+	return o;
+}
+
+/* --- step 4: the DOM -------------------------------------------------------- */
+
+struct conv {
+	struct tp_arena *arena;
+	const struct tok_pos *pos;
+	size_t npos, next;
+	const char *name;
+	struct tp_error *err;
+};
+
+static enum tp_status nomem(const char *name, struct tp_error *err)
+{
+	tp_error_set(err, TP_ENOMEM, "out of memory reading the document");
+	tp_error_set_file(err, name);
+	return TP_ENOMEM;
 }
 
 static int key_cmp(const void *a, const void *b)
@@ -520,7 +891,9 @@ static bool before(const struct tp_json *a, const struct tp_json *b)
 	       (a->key_line == b->key_line && a->key_column < b->key_column);
 }
 
-static enum tp_status check_duplicates(struct parser *p, struct tp_json *obj)
+/* The second occurrence of a key that comes first in the file. */
+static enum tp_status check_duplicates(struct conv *cv,
+				       const struct tp_json *obj)
 {
 	const struct tp_json *dup = NULL, *first = NULL;
 
@@ -538,7 +911,7 @@ static enum tp_status check_duplicates(struct parser *p, struct tp_json *obj)
 	} else {
 		struct tp_json **tmp = tp_calloc(obj->n, sizeof(*tmp));
 		if (!tmp)
-			return nomem(p);
+			return nomem(cv->name, cv->err);
 		memcpy(tmp, obj->items, obj->n * sizeof(*tmp));
 		qsort(tmp, obj->n, sizeof(*tmp), key_cmp);
 		for (size_t k = 1; k < obj->n; k++)
@@ -554,339 +927,181 @@ static enum tp_status check_duplicates(struct parser *p, struct tp_json *obj)
 	}
 	if (!dup)
 		return TP_OK;
-	tp_error_set_at(p->err, TP_EINPUT, dup->key_line, dup->key_column,
+	tp_error_set_at(cv->err, TP_EINPUT, dup->key_line, dup->key_column,
 			"duplicate key \"%.200s\" in one object (first at line "
 			"%d, column %d); keys must be unique",
 			dup->key, first->key_line, first->key_column);
-	tp_error_set_file(p->err, p->name);
+	tp_error_set_file(cv->err, cv->name);
 	return TP_EINPUT;
 }
 
-/* Close the innermost container: move its children to the arena. */
-static enum tp_status close_frame(struct parser *p)
+static const struct tok_pos *next_pos(struct conv *cv)
 {
-	struct frame f = p->stack.v[--p->stack.n];
-	size_t n = p->kids.n - f.first;
+	/* the scan saw every token cJSON built, in the same order */
+	assert(cv->next < cv->npos);
+	return &cv->pos[cv->next++];
+}
 
-	f.node->n = n;
-	if (n) {
-		f.node->items = tp_arena_array(p->arena, n, sizeof(void *));
-		if (!f.node->items)
-			return nomem(p);
-		memcpy(f.node->items, p->kids.v + f.first, n * sizeof(void *));
+static char *arena_copy(struct tp_arena *a, const char *s, size_t len)
+{
+	char *d = tp_arena_alloc(a, len + 1);
+
+	if (d)
+		memcpy(d, s, len + 1);
+	return d;
+}
+
+/*
+ * Copy the cJSON value c (with its key when member) into the arena, in
+ * document order.  An object's keys are checked once its members are in,
+ * innermost first, as a reader checks them at '}'.  The recursion is as
+ * deep as the document, which the scan kept within the depth limit.
+ */
+static enum tp_status convert(struct conv *cv, cJSON *c, bool member,
+			      struct tp_json **out)
+{
+	struct tp_json *v = tp_arena_alloc(cv->arena, sizeof(*v));
+	const struct tok_pos *p;
+	enum tp_status st;
+	size_t k = 0;
+
+	if (!v)
+		return nomem(cv->name, cv->err);
+	*out = v;
+	if (member) {
+		p = next_pos(cv);
+		v->key_line = p->line;
+		v->key_column = p->column;
+		if (!(v->key = arena_copy(cv->arena, c->string,
+					  strlen(c->string))))
+			return nomem(cv->name, cv->err);
 	}
-	p->kids.n = f.first;
-	if (f.node->type == TP_JSON_OBJECT) {
-		enum tp_status st = check_duplicates(p, f.node);
+	p = next_pos(cv);
+	v->line = p->line;
+	v->column = p->column;
+	switch (c->type & 0xFF) {
+	case cJSON_NULL:
+		v->type = TP_JSON_NULL;
+		return TP_OK;
+	case cJSON_False:
+	case cJSON_True:
+		v->type = TP_JSON_BOOL;
+		v->b = (c->type & 0xFF) == cJSON_True;
+		return TP_OK;
+	case cJSON_Number:
+		v->type = TP_JSON_NUMBER;
+		v->num = c->valuedouble;
+		return TP_OK;
+	case cJSON_String:
+		v->type = TP_JSON_STRING;
+		v->str_len = strlen(c->valuestring);
+		if (!(v->str = arena_copy(cv->arena, c->valuestring,
+					  v->str_len)))
+			return nomem(cv->name, cv->err);
+		return TP_OK;
+	case cJSON_Array:
+	case cJSON_Object:
+		break;
+	default:
+		assert(!"cJSON built a value of no JSON type");
+	}
+	v->type = (c->type & 0xFF) == cJSON_Array ? TP_JSON_ARRAY
+						  : TP_JSON_OBJECT;
+	for (const cJSON *e = c->child; e; e = e->next)
+		v->n++;
+	if (!v->n)
+		return TP_OK;
+	v->items = tp_arena_array(cv->arena, v->n, sizeof(*v->items));
+	if (!v->items)
+		return nomem(cv->name, cv->err);
+	/* each member is freed once copied, while it is still in cache; on
+	 * failure the rest stays linked for the caller's cJSON_Delete */
+	while (c->child) {
+		cJSON *e = c->child;
+		st = convert(cv, e, v->type == TP_JSON_OBJECT, &v->items[k++]);
 		if (st)
 			return st;
+		c->child = e->next;
+		e->next = NULL;
+		cJSON_Delete(e);
 	}
-	return attach(p, f.node);
+	return v->type == TP_JSON_OBJECT ? check_duplicates(cv, v) : TP_OK;
 }
 
-static enum tp_status unexpected(struct parser *p, bool after_comma)
-{
-	unsigned char c = p->s[p->i];
-	char w[32];
+/* --- the reader ---------------------------------------------------------- */
 
-	switch (c) {
-	case 0:
-		return fail(p, p->i,
-			    "NUL byte: this looks like a binary file, not JSON "
-			    "text");
-	case '/':
-		if (p->i + 1 < p->n &&
-		    (p->s[p->i + 1] == '/' || p->s[p->i + 1] == '*'))
-			return fail(p, p->i,
-				    "comments are not allowed in JSON (use a "
-				    "\"note\" field instead)");
-		return fail(p, p->i, "unexpected '/'");
-	case '#':
-		return fail(p, p->i,
-			    "comments are not allowed in JSON (use a \"note\" "
-			    "field instead)");
-	case '\'':
-		return fail(p, p->i,
-			    "strings must be in double quotes, not single "
-			    "quotes");
-	case '+':
-		return fail(p, p->i, "numbers may not start with '+'");
-	case '.':
-		return fail(p, p->i,
-			    "numbers need a digit before the decimal point");
-	case ']':
-	case '}':
-		if (after_comma)
-			return fail(p, p->i,
-				    "trailing comma before '%c' (JSON does not "
-				    "allow it; remove the comma)",
-				    c);
-		return fail(p, p->i, "expected a value before '%c'", c);
-	case ',':
-		return fail(p, p->i, "expected a value before ','");
-	case ':':
-		return fail(p, p->i, "unexpected ':' (expected a value)");
-	default:
-		break;
-	}
-	if (is_word(c)) {
-		word_at(p, p->i, w, sizeof(w));
-		if (nonfinite_word(w))
-			return fail(p, p->i,
-				    "%s is not a JSON number: numbers must be "
-				    "finite",
-				    w);
-		return fail(p, p->i,
-			    "unknown word \"%s\" (JSON's literals are true, "
-			    "false and null; strings need double quotes)",
-			    w);
-	}
-	if (c >= 0x80) {
-		uint32_t cp;
-		if (!utf8_seq(p->s, p->n, p->i, &cp))
-			return fail(
-			    p, p->i,
-			    "invalid UTF-8 byte 0x%02X (the file must be "
-			    "UTF-8 JSON text; is it binary?)",
-			    c);
-		return fail(p, p->i, "unexpected character U+%04X",
-			    (unsigned)cp);
-	}
-	if (c < 0x20 || c == 0x7F)
-		return fail(p, p->i,
-			    "unexpected control character U+%04X (is this a "
-			    "binary file?)",
-			    c);
-	return fail(p, p->i, "unexpected character '%c'", c);
+static enum tp_status report(const char *name, const unsigned char *s,
+			     size_t base, const struct problem *pr,
+			     struct tp_error *err)
+{
+	int line, col;
+
+	line_col(s, base, pr->at, &line, &col);
+	tp_error_set_at(err, pr->st, line, col, "%s", pr->msg);
+	tp_error_set_file(err, name);
+	return pr->st;
 }
 
-static enum tp_status end_of_input(struct parser *p)
+/* Step 2: cJSON on s[base..end).  On success *root is the tree and *at
+ * where the document ends; else *at is where cJSON stopped. */
+static enum tp_status parse_prefix(const char *name, const unsigned char *s,
+				   size_t base, size_t end, cJSON **root,
+				   size_t *at, struct tp_error *err)
 {
-	if (p->stack.n) {
-		const struct tp_json *open = p->stack.v[p->stack.n - 1].node;
-		return fail(
-		    p, p->n,
-		    "unexpected end of input: the %s opened at line %d, "
-		    "column %d is not closed (is the file truncated?)",
-		    open->type == TP_JSON_OBJECT ? "object" : "array",
-		    open->line, open->column);
-	}
-	return fail(p, p->n, "empty input: expected a JSON document");
-}
+	const char *text = (const char *)s + base, *stop = NULL;
+	char *copy;
 
-static enum tp_status scan_literal(struct parser *p, const char *lit,
-				   size_t len)
-{
-	char w[32];
-
-	if (p->n - p->i < len || memcmp(p->s + p->i, lit, len) != 0 ||
-	    (p->n - p->i > len && is_word(p->s[p->i + len]))) {
-		if (p->n - p->i < len &&
-		    memcmp(p->s + p->i, lit, p->n - p->i) == 0)
-			return fail(p, p->i,
-				    "unexpected end of input inside \"%s\" (is "
-				    "the file truncated?)",
-				    lit);
-		word_at(p, p->i, w, sizeof(w));
-		return fail(p, p->i,
-			    "unknown word \"%s\" (JSON's literals are true, "
-			    "false and null; strings need double quotes)",
-			    w);
+	/* In place first: cJSON reads nothing past its length and, without
+	 * require_null_terminated, needs no NUL to accept a document. */
+	*root = cJSON_ParseWithLengthOpts(text, end - base, &stop, 0);
+	if (*root) {
+		*at = base + (size_t)(stop - text);
+		return TP_OK;
 	}
-	p->i += len;
+	/* Refused: again with a NUL at the end of the length, as cJSON
+	 * wants it, so that its parse end is `end` exactly when it ran out
+	 * of input (else it is clamped to the last byte, which may be the
+	 * error). */
+	if (!(copy = malloc(end - base + 1)))
+		return nomem(name, err);
+	memcpy(copy, text, end - base);
+	copy[end - base] = '\0';
+	*root = cJSON_ParseWithLengthOpts(copy, end - base + 1, &stop, 0);
+	*at = base + (size_t)(stop - copy);
+	free(copy);
 	return TP_OK;
 }
 
-static enum tp_status depth_limit(struct parser *p)
+/* Step 3: the syntax error where cJSON stopped, or at offset at after a
+ * complete document. */
+static enum tp_status syntax_error(const char *name, const unsigned char *s,
+				   size_t n, size_t base, size_t at,
+				   int max_depth, struct tp_error *err)
 {
-	return limit_fail(p,
-			  "nesting deeper than %d levels (the limit; tagplan "
-			  "files need far fewer)",
-			  p->max_depth);
-}
+	struct ctx *c = malloc(sizeof(*c));
+	struct problem pr;
 
-enum { S_VALUE, S_AFTER, S_KEY };
-
-static enum tp_status run(struct parser *p)
-{
-	int state = S_VALUE;
-	bool after_comma = false;
-	enum tp_status st;
-
-	if (p->n >= 3 && p->s[0] == 0xEF && p->s[1] == 0xBB && p->s[2] == 0xBF)
-		p->i = 3; /* UTF-8 byte order mark */
-	p->cpos = p->i;
-	for (;;) {
-		unsigned char c;
-		struct tp_json *v;
-
-		skip_ws(p);
-		if (state == S_AFTER && !p->stack.n)
-			break;
-		if (p->i >= p->n)
-			return end_of_input(p);
-		c = p->s[p->i];
-		if (state == S_VALUE) {
-			switch (c) {
-			case '{':
-			case '[': {
-				struct frame f;
-				if (p->stack.n >= (size_t)p->max_depth)
-					return depth_limit(p);
-				v = new_node(p,
-					     c == '{' ? TP_JSON_OBJECT
-						      : TP_JSON_ARRAY,
-					     p->i);
-				if (!v)
-					return nomem(p);
-				memset(&f, 0, sizeof(f));
-				f.node = v;
-				f.first = p->kids.n;
-				if (tp_vec_push(&p->stack, f))
-					return nomem(p);
-				p->i++;
-				skip_ws(p);
-				if (p->i < p->n &&
-				    p->s[p->i] == (c == '{' ? '}' : ']')) {
-					p->i++;
-					if ((st = close_frame(p)))
-						return st;
-					state = S_AFTER;
-				} else {
-					state = c == '{' ? S_KEY : S_VALUE;
-				}
-				after_comma = false;
-				continue;
-			}
-			case '"':
-				v = new_node(p, TP_JSON_STRING, p->i);
-				if (!v)
-					return nomem(p);
-				if ((st = scan_string(p, &v->str, &v->str_len)))
-					return st;
-				break;
-			case 't':
-			case 'f':
-				v = new_node(p, TP_JSON_BOOL, p->i);
-				if (!v)
-					return nomem(p);
-				v->b = c == 't';
-				if ((st = scan_literal(p,
-						       v->b ? "true" : "false",
-						       v->b ? 4 : 5)))
-					return st;
-				break;
-			case 'n':
-				v = new_node(p, TP_JSON_NULL, p->i);
-				if (!v)
-					return nomem(p);
-				if ((st = scan_literal(p, "null", 4)))
-					return st;
-				break;
-			default:
-				if (c == '-' || is_digit(c)) {
-					v = new_node(p, TP_JSON_NUMBER, p->i);
-					if (!v)
-						return nomem(p);
-					if ((st = scan_number(p, &v->num)))
-						return st;
-					break;
-				}
-				return unexpected(p, after_comma);
-			}
-			if ((st = attach(p, v)))
-				return st;
-			state = S_AFTER;
-			after_comma = false;
-			continue;
-		}
-		if (state == S_KEY) {
-			struct frame *f = &p->stack.v[p->stack.n - 1];
-			const char *key;
-			size_t klen;
-			int kl = p->line, kc = col_at(p, p->i);
-
-			if (c != '"') {
-				if (c == '}' && after_comma)
-					return unexpected(p, true);
-				if (c == '\'' || c == '/' || c == '#' ||
-				    c == 0 || c >= 0x80)
-					return unexpected(p, false);
-				return fail(p, p->i,
-					    "expected a key in double quotes");
-			}
-			if ((st = scan_string(p, &key, &klen)))
-				return st;
-			skip_ws(p);
-			if (p->i >= p->n)
-				return end_of_input(p);
-			if (p->s[p->i] != ':')
-				return fail(
-				    p, p->i,
-				    "expected ':' after the key \"%.100s\"",
-				    key);
-			p->i++;
-			f = &p->stack.v[p->stack.n - 1];
-			f->pending_key = key;
-			f->key_line = kl;
-			f->key_column = kc;
-			state = S_VALUE;
-			after_comma = false;
-			continue;
-		}
-		/* S_AFTER inside a container */
-		{
-			bool obj = p->stack.v[p->stack.n - 1].node->type ==
-				   TP_JSON_OBJECT;
-			char closer = obj ? '}' : ']';
-
-			if (c == ',') {
-				p->i++;
-				state = obj ? S_KEY : S_VALUE;
-				after_comma = true;
-				continue;
-			}
-			if (c == (unsigned char)closer) {
-				p->i++;
-				if ((st = close_frame(p)))
-					return st;
-				continue;
-			}
-			if (c == '/' || c == '#' || c == 0 || c >= 0x80)
-				return unexpected(p, false);
-			if (obj && c == '"')
-				return fail(
-				    p, p->i,
-				    "expected ',' or '}' after an object "
-				    "member (missing comma?)");
-			if (!obj && (c == '"' || c == '{' || c == '[' ||
-				     c == '-' || is_digit(c) || is_word(c)))
-				return fail(
-				    p, p->i,
-				    "expected ',' or ']' after an array "
-				    "element (missing comma?)");
-			return fail(p, p->i, "expected ',' or '%c', found '%c'",
-				    closer, c >= 0x20 && c < 0x7F ? c : '?');
-		}
-	}
-	if (p->i < p->n) {
-		if (p->s[p->i] == 0)
-			return fail(
-			    p, p->i,
-			    "NUL byte after the JSON document: this looks "
-			    "like a binary file");
-		return fail(p, p->i,
-			    "trailing data after the JSON document (a file "
-			    "holds exactly one document)");
-	}
-	return TP_OK;
+	if (!c)
+		return nomem(name, err);
+	at = error_place(s, n, base, at, c);
+	ctx_scan(s, base, at, c);
+	memset(&pr, 0, sizeof(pr));
+	if (!name_error(s, n, base, at, c, max_depth, &pr))
+		set_problem(&pr, TP_ENOMEM, at,
+			    "out of memory reading the document");
+	free(c);
+	return report(name, s, base, &pr, err);
 }
 
 enum tp_status tp_json_parse(const char *name, const char *text, size_t len,
 			     size_t max_bytes, int max_depth,
 			     struct tp_json_doc *doc, struct tp_error *err)
 {
-	struct parser p;
+	const unsigned char *s = (const unsigned char *)text;
+	struct scan sc;
+	struct conv cv;
+	cJSON *root = NULL;
+	size_t base = 0, i, end, at = 0;
 	enum tp_status st;
 
 	memset(doc, 0, sizeof(*doc));
@@ -905,26 +1120,51 @@ enum tp_status tp_json_parse(const char *name, const char *text, size_t len,
 		tp_error_set_file(err, name);
 		return TP_ELIMIT;
 	}
-	memset(&p, 0, sizeof(p));
-	p.s = (const unsigned char *)text;
-	p.n = len;
-	p.line = 1;
-	p.ccol = 1;
-	p.max_depth = max_depth;
-	p.arena = &doc->arena;
-	p.name = name;
-	p.err = err;
-	tp_strbuf_init(&p.sb);
-	st = run(&p);
-	tp_vec_free(&p.kids);
-	tp_vec_free(&p.stack);
-	tp_strbuf_release(&p.sb);
-	if (st) {
-		tp_json_doc_release(doc);
-		return st;
+	if (len >= 3 && s[0] == 0xEF && s[1] == 0xBB && s[2] == 0xBF)
+		base = 3; /* UTF-8 byte order mark */
+	for (i = base; i < len && is_space(s[i]); i++)
+		;
+	if (i == len) {
+		struct problem pr;
+		bad(&pr, len, "empty input: expected a JSON document");
+		return report(name, s, base, &pr, err);
 	}
-	doc->root = p.root;
-	return TP_OK;
+	memset(&sc, 0, sizeof(sc));
+	sc.s = s;
+	sc.n = len;
+	sc.base = base;
+	sc.max_depth = max_depth;
+	end = scan(&sc);
+	if (end != SIZE_MAX && sc.pr.st == TP_ENOMEM) {
+		tp_vec_free(&sc.pos);
+		return report(name, s, base, &sc.pr, err);
+	}
+	if (end == SIZE_MAX)
+		end = len;
+	st = parse_prefix(name, s, base, end, &root, &at, err);
+	if (!st && !root)
+		st = syntax_error(name, s, len, base, at, max_depth, err);
+	if (!st) {
+		/* duplicate keys come before what follows the document */
+		cv.arena = &doc->arena;
+		cv.pos = sc.pos.v;
+		cv.npos = sc.pos.n;
+		cv.next = 0;
+		cv.name = name;
+		cv.err = err;
+		st = convert(&cv, root, false, &doc->root);
+		while (at < end && is_space(s[at]))
+			at++;
+		if (!st && at < len)
+			st = syntax_error(name, s, len, base, at, max_depth,
+					  err);
+		assert(st || cv.next == cv.npos);
+	}
+	cJSON_Delete(root);
+	tp_vec_free(&sc.pos);
+	if (st)
+		tp_json_doc_release(doc);
+	return st;
 }
 
 void tp_json_doc_release(struct tp_json_doc *doc)
@@ -963,4 +1203,3 @@ const char *tp_json_type_name(enum tp_json_type t)
 	}
 	return "?";
 }
-
