@@ -1,21 +1,24 @@
 /*
- * json.h - private to src/io/: a strict JSON reader producing a small
- * read-only DOM, and typed accessors that build JSON paths for semantic
- * errors.
+ * json.h - private to src/io/: the JSON reader (cJSON held to RFC 8259
+ * and to tagplan's limits, producing a small read-only DOM) and typed
+ * accessors that build JSON paths for semantic errors.
  *
- * Reader: tp_json_parse checks RFC 8259 strictly in one pass without
- * recursion (an explicit stack bounded by the depth limit, so a
- * 100,000-deep document fails at the limit in constant stack), and builds
- * the tree in an arena.  Every syntax problem is reported with a 1-based
- * line and a column counted in characters: empty input, NUL bytes (binary
- * files), invalid UTF-8, raw control characters in strings, comments,
- * trailing commas, single quotes, bad literals, NaN/Infinity, numbers that
- * overflow a double, \u0000 and lone surrogates, duplicate keys in one
- * object, trailing data, unterminated input (truncated files), nesting
- * over the limit (TP_ELIMIT) and size over the limit (TP_ELIMIT).
+ * Reader (json.c): cJSON (Debian's libcjson) parses; a scan before it
+ * checks what cJSON would let through and keeps nesting over the limit
+ * from its recursive parser (one pass without recursion, so a
+ * 100,000-deep document fails at the limit in constant stack); cJSON's
+ * parse end names the place of a syntax error; its tree is copied into
+ * an arena and deleted, so no cJSON type leaves json.c.  Every syntax
+ * problem is reported with a 1-based line and a column counted in
+ * characters: empty input, NUL bytes (binary files), invalid UTF-8, raw
+ * control characters in strings, comments, trailing commas, single
+ * quotes, bad literals, NaN/Infinity, numbers that overflow a double,
+ * \u0000 and lone surrogates, duplicate keys in one object, trailing
+ * data, unterminated input (truncated files), nesting over the limit
+ * (TP_ELIMIT) and size over the limit (TP_ELIMIT).
  *
- * Accessors (struct tp_jctx): look up a field, check its type and range,
- * and on failure fill the error with the file, the JSON path
+ * Accessors (jctx.c, struct tp_jctx): look up a field, check its type and
+ * range, and on failure fill the error with the file, the JSON path
  * ("$.nodes[2].devices[0].type") and what was expected.  Unknown fields
  * are collected as warnings, or errors under strict.
  *
