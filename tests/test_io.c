@@ -272,19 +272,27 @@ END_TEST
 START_TEST(test_json_what_cjson_accepts)
 {
 	/* bytes up to 0x20 between tokens (cJSON: whitespace) */
-	expect_syntax("[1,\x0c" "2]", 1, 4, "unexpected control character U+000C");
-	expect_syntax("{\"a\":\x1f" "1}", 1, 6, "control character U+001F");
-	expect_syntax_n("[\0 1]", 5, 1, 2, "NUL byte: this looks like a binary");
+	expect_syntax("[1,\x0c"
+		      "2]",
+		      1, 4, "unexpected control character U+000C");
+	expect_syntax("{\"a\":\x1f"
+		      "1}",
+		      1, 6, "control character U+001F");
+	expect_syntax_n("[\0 1]", 5, 1, 2,
+			"NUL byte: this looks like a binary");
 	expect_syntax_n("[1]\0", 4, 1, 4, "NUL byte after the JSON document");
 	/* strings (cJSON: a bad \u escape reads as \u0000, which it keeps) */
 	expect_syntax("[\"\\uZZZZ\"]", 1, 3, "bad \\u escape");
 	expect_syntax("[\"a\\u0000b\"]", 1, 4, "\\u0000 (NUL) is not allowed");
-	expect_syntax("[\"a\x01" "b\"]", 1, 4, "raw control character U+0001");
+	expect_syntax("[\"a\x01"
+		      "b\"]",
+		      1, 4, "raw control character U+0001");
 	expect_syntax("[\"\xff\"]", 1, 3, "invalid UTF-8 byte 0xFF");
 	/* numbers (cJSON: whatever strtod takes) */
 	expect_syntax("[01]", 1, 2, "leading zeros");
 	expect_syntax("[1.]", 1, 4, "expected a digit after the decimal point");
-	expect_syntax("[1.e5]", 1, 4, "expected a digit after the decimal point");
+	expect_syntax("[1.e5]", 1, 4,
+		      "expected a digit after the decimal point");
 	expect_syntax("[1e999]", 1, 2, "number 1e999 is too large");
 	expect_syntax("[-0.5e309]", 1, 2, "too large for a double");
 	/* keys */
@@ -323,10 +331,11 @@ START_TEST(test_json_positions_and_long_numbers)
 	const struct tp_json *r, *a, *o;
 
 	ck_assert_int_eq(
-	    parse_str("{\"a\": [1,\n {\"b\": \"\xc3\xa9\", \"c\": [true, null]}],"
-		      " \"d\": 0.1000000000000000000000000000000000000000000"
-		      "00000000000000000000000000001}",
-		      &doc, &err),
+	    parse_str(
+		"{\"a\": [1,\n {\"b\": \"\xc3\xa9\", \"c\": [true, null]}],"
+		" \"d\": 0.1000000000000000000000000000000000000000000"
+		"00000000000000000000000000001}",
+		&doc, &err),
 	    TP_OK);
 	r = doc.root;
 	a = tp_json_get(r, "a");

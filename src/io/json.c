@@ -55,27 +55,45 @@ struct problem {
 	char msg[TP_ERROR_MSG_MAX];
 };
 
+static bool vset_problem(struct problem *pr, enum tp_status st, size_t at,
+			 const char *fmt, va_list ap)
+{
+	pr->st = st;
+	pr->at = at;
+	vsnprintf(pr->msg, sizeof(pr->msg), fmt, ap);
+	return false;
+}
+
+/* Record the problem; false, for `return set_problem(...)` in checkers. */
 __attribute__((format(printf, 4, 5))) static bool
 set_problem(struct problem *pr, enum tp_status st, size_t at, const char *fmt,
 	    ...)
 {
 	va_list ap;
 
-	pr->st = st;
-	pr->at = at;
 	va_start(ap, fmt);
-	vsnprintf(pr->msg, sizeof(pr->msg), fmt, ap);
+	vset_problem(pr, st, at, fmt, ap);
 	va_end(ap);
 	return false;
 }
 
-#define bad(pr, at, ...) set_problem((pr), TP_EINPUT, (at), __VA_ARGS__)
+/* The same for bad input (TP_EINPUT). */
+__attribute__((format(printf, 3, 4))) static bool
+bad(struct problem *pr, size_t at, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vset_problem(pr, TP_EINPUT, at, fmt, ap);
+	va_end(ap);
+	return false;
+}
 
 /* 1-based line and column (in characters: UTF-8 continuation bytes do not
  * count) of offset pos, counting from base (just after a byte order mark).
  * Linear: for error messages only; the scan keeps its own count. */
-static void line_col(const unsigned char *s, size_t base, size_t pos,
-		     int *line, int *col)
+static void line_col(const unsigned char *s, size_t base, size_t pos, int *line,
+		     int *col)
 {
 	*line = 1;
 	*col = 1;
@@ -276,9 +294,10 @@ static bool check_string(const unsigned char *s, size_t n, size_t *ip,
 				   "NUL byte in a string: this looks like a "
 				   "binary file, not JSON text");
 		if (b == '\n' || b == '\r')
-			return bad(pr, i,
-				   "line break inside a string (missing closing "
-				   "'\"'?  write a line break as \\n)");
+			return bad(
+			    pr, i,
+			    "line break inside a string (missing closing "
+			    "'\"'?  write a line break as \\n)");
 		if (b < 0x20)
 			return bad(pr, i,
 				   "raw control character U+%04X in a string; "
@@ -337,9 +356,10 @@ static bool check_number(const unsigned char *s, size_t n, size_t *ip,
 				   "unexpected end of input after '-' (is the "
 				   "file truncated?)");
 		if (s[i] == 'I' || s[i] == 'N' || s[i] == 'i' || s[i] == 'n')
-			return bad(pr, start,
-				   "-Infinity/NaN is not a JSON number: numbers "
-				   "must be finite");
+			return bad(
+			    pr, start,
+			    "-Infinity/NaN is not a JSON number: numbers "
+			    "must be finite");
 	}
 	if (s[i] == '0') {
 		i++;
@@ -510,22 +530,20 @@ static void ctx_scan(const unsigned char *s, size_t base, size_t upto,
 		c->comma_before_last = c->after_comma;
 		c->after_comma = false;
 		if (b == '{' || b == '[') {
-			if (c->depth < TP_IO_DEPTH_CAP) {
-				c->kind[c->depth] = b;
-				c->open[c->depth] = i;
-			}
-			c->depth++;
+			assert(c->depth <
+			       TP_IO_DEPTH_CAP); /* the scan's limit */
+			c->kind[c->depth] = b;
+			c->open[c->depth++] = i++;
 			c->want = b == '{' ? W_KEY : W_VALUE;
+		} else if (b == '}' || b == ']') {
+			c->depth -= c->depth > 0;
+			c->want = W_AFTER;
 			i++;
-		} else if (b == '}' || b == ']' || b == ',') {
-			if (b != ',')
-				c->depth -= c->depth > 0;
-			else
-				c->after_comma = true;
-			c->want = b == ',' ? W_VALUE : W_AFTER;
-			if (b == ',' && c->depth &&
-			    c->kind[c->depth - 1] == '{')
-				c->want = W_KEY;
+		} else if (b == ',') {
+			c->after_comma = true;
+			c->want = c->depth && c->kind[c->depth - 1] == '{'
+				      ? W_KEY
+				      : W_VALUE;
 			i++;
 		} else if (b == ':') {
 			c->want = W_VALUE;
@@ -641,8 +659,7 @@ static void unexpected(const unsigned char *s, size_t n, size_t i,
 			    "JSON text; is it binary?)",
 			    c);
 		else
-			bad(pr, i, "unexpected character U+%04X",
-			    (unsigned)cp);
+			bad(pr, i, "unexpected character U+%04X", (unsigned)cp);
 	} else if (c < 0x20 || c == 0x7F) {
 		bad(pr, i,
 		    "unexpected control character U+%04X (is this a binary "
@@ -721,8 +738,8 @@ static void after_error(const unsigned char *s, size_t n, size_t i,
 		bad(pr, i,
 		    "expected ',' or '}' after an object member (missing "
 		    "comma?)");
-	else if (!obj && (b == '"' || b == '{' || b == '[' || b == '-' ||
-			  is_word(b)))
+	else if (!obj &&
+		 (b == '"' || b == '{' || b == '[' || b == '-' || is_word(b)))
 		bad(pr, i,
 		    "expected ',' or ']' after an array element (missing "
 		    "comma?)");
@@ -767,9 +784,8 @@ static void decode_key(const unsigned char *s, size_t n, size_t q, char *buf,
  * c says what the grammar wants.  false when nothing is wrong there
  * (which cJSON's refusal then means: out of memory).
  */
-static bool name_error(const unsigned char *s, size_t n, size_t base,
-		       size_t i, const struct ctx *c, int max_depth,
-		       struct problem *pr)
+static bool name_error(const unsigned char *s, size_t n, size_t base, size_t i,
+		       const struct ctx *c, int max_depth, struct problem *pr)
 {
 	unsigned char b;
 	int line, col;
@@ -820,7 +836,8 @@ static bool name_error(const unsigned char *s, size_t n, size_t base,
 			    "a binary file");
 		else
 			bad(pr, i,
-			    "trailing data after the JSON document (a file holds "
+			    "trailing data after the JSON document (a file "
+			    "holds "
 			    "exactly one document)");
 		return true;
 	}
@@ -852,7 +869,8 @@ static size_t error_place(const unsigned char *s, size_t n, size_t base,
 	return o;
 }
 
-/* --- step 4: the DOM -------------------------------------------------------- */
+/* --- step 4: the DOM --------------------------------------------------------
+ */
 
 struct conv {
 	struct tp_arena *arena;
@@ -972,8 +990,8 @@ static enum tp_status convert(struct conv *cv, cJSON *c, bool member,
 		p = next_pos(cv);
 		v->key_line = p->line;
 		v->key_column = p->column;
-		if (!(v->key = arena_copy(cv->arena, c->string,
-					  strlen(c->string))))
+		if (!(v->key =
+			  arena_copy(cv->arena, c->string, strlen(c->string))))
 			return nomem(cv->name, cv->err);
 	}
 	p = next_pos(cv);
@@ -995,8 +1013,8 @@ static enum tp_status convert(struct conv *cv, cJSON *c, bool member,
 	case cJSON_String:
 		v->type = TP_JSON_STRING;
 		v->str_len = strlen(c->valuestring);
-		if (!(v->str = arena_copy(cv->arena, c->valuestring,
-					  v->str_len)))
+		if (!(v->str =
+			  arena_copy(cv->arena, c->valuestring, v->str_len)))
 			return nomem(cv->name, cv->err);
 		return TP_OK;
 	case cJSON_Array:
@@ -1005,8 +1023,8 @@ static enum tp_status convert(struct conv *cv, cJSON *c, bool member,
 	default:
 		assert(!"cJSON built a value of no JSON type");
 	}
-	v->type = (c->type & 0xFF) == cJSON_Array ? TP_JSON_ARRAY
-						  : TP_JSON_OBJECT;
+	v->type =
+	    (c->type & 0xFF) == cJSON_Array ? TP_JSON_ARRAY : TP_JSON_OBJECT;
 	for (const cJSON *e = c->child; e; e = e->next)
 		v->n++;
 	if (!v->n)
