@@ -690,7 +690,7 @@ static int cmp_dev(const void *x, const void *y)
 
 /*
  * Seconds to synchronise S bytes of gradients per replica the way the
- * simulator's hierarchical method does (src/sim/sim.c, sync_phases):
+ * simulator's hierarchical method does (src/sim/taskgraph.c, sync_hier):
  * the replicas (tensor rank 0 of each, sorted) in runs by node, a ring
  * inside every node (reduce-scatter and all-gather at the slowest route
  * inside a run), then per position one ring across the nodes carrying

@@ -116,12 +116,6 @@ void tp_sim_acc_flow(struct tp_sim_scratch *s, uint32_t src, uint32_t dst)
 		   &s->acc_latency);
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* One flow of a ring into the ring recorder (cnt2 / touched2: channel
  * counts in first-touch order). */
 static void ring_flow(struct tp_sim_scratch *s, uint32_t src, uint32_t dst)

@@ -300,6 +300,129 @@ static inline bool sorted_u32(const uint32_t *a, uint32_t n)
 	return true;
 }
 
+/* qsort comparator of uint32_t. */
+static inline int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Reserve k more entries of a scratch vector, else goto nomem (every
+ * step that grows the scratch ends with a nomem label). */
+#define RESERVE(vec, k)                                                       \
+	do {                                                                  \
+		if (tp_vec_reserve((vec), (k)))                               \
+			goto nomem;                                           \
+	} while (0)
+
+/* The forward and backward task of micro-batch i on sim lane L. */
+static inline uint32_t f_task(const struct tp_sim_scratch *s, uint32_t L,
+			      uint32_t i)
+{
+	return s->sims.v[L].task_first + 2 * i;
+}
+static inline uint32_t b_task(const struct tp_sim_scratch *s, uint32_t L,
+			      uint32_t i)
+{
+	return s->sims.v[L].task_first + 2 * i + 1;
+}
+
+/* The schedule a run follows (schedule.c): kind, micro-batches, pipeline
+ * depth, and for the interleaved schedule stages p and chunks V. */
+struct sched {
+	enum tp_schedule kind;
+	uint32_t m, D, p, V;
+};
+
+/* Per-device memory terms summed over its lanes (memory.c), for the
+ * smallest change that would fit. */
+struct devmem {
+	double w0, g0, o0; /* unsharded by ZeRO */
+	double act_full, act;
+	uint32_t dp_min;
+	bool any;
+};
+
+/* A run, step by step (sim.c calls them in this order). */
+
+/* lanes.c: the group graph (s->groups, gedges, gorder, CSR, stages,
+ * virtual depth; *depth = pipeline depth), TP_EINPUT for groups that
+ * depend on each other both ways. */
+enum tp_status tp_sim_analyse_groups(const struct tp_sim *sim,
+				     const struct tp_plan *plan,
+				     struct tp_sim_scratch *s, uint32_t *depth,
+				     struct tp_error *err);
+/* lanes.c: lanes with their costs and compression, replica classes (mode
+ * A: every group has the same replicas) and sim lanes. */
+enum tp_status tp_sim_build_lanes(const struct tp_sim *sim,
+				  const struct tp_plan *plan,
+				  struct tp_sim_scratch *s, bool *mode_a,
+				  struct tp_error *err);
+/* lanes.c: resources, devices of sim lanes merged when they belong to
+ * exactly the same sim lanes (partition refinement); s->dev_res. */
+enum tp_status tp_sim_build_resources(const struct tp_sim *sim,
+				      const struct tp_plan *plan,
+				      struct tp_sim_scratch *s,
+				      struct tp_error *err);
+/* report.c: the lower bound of the iteration time from the lanes alone
+ * (tp_sim_run_bounded's contract); 0 when memory runs out. */
+double tp_sim_lanes_bound(const struct tp_plan *plan,
+			  struct tp_sim_scratch *s);
+/* schedule.c: the schedule of plan; TP_EINPUT for an interleaved layout
+ * Megatron cannot run, TP_ELIMIT beyond 2^20 groups. */
+enum tp_status tp_sim_setup_schedule(const struct tp_plan *plan,
+				     struct tp_sim_scratch *s, uint32_t depth,
+				     struct sched *sc, struct tp_error *err);
+/* schedule.c: every resource's queue in schedule order, task.qpos. */
+enum tp_status tp_sim_order_queues(const struct tp_plan *plan,
+				   struct tp_sim_scratch *s,
+				   const struct sched *sc, struct tp_error *err);
+/* taskgraph.c: all tasks and dependencies of the iteration, ordered. */
+enum tp_status tp_sim_build_graph(const struct tp_sim *sim,
+				  const struct tp_plan *plan,
+				  struct tp_sim_scratch *s,
+				  const struct sched *sc, bool mode_a,
+				  struct tp_error *err);
+/* taskgraph.c: the gradient bucket of the overlapped sync: the plan's
+ * (tagplan plan --grad-bucket-mb), else the simulator's. */
+double tp_sim_grad_bucket(const struct tp_sim *sim,
+			  const struct tp_plan *plan);
+/* memory.c: every resource's activation peak walking its task order. */
+void tp_sim_memory_walk(const struct tp_plan *plan, struct tp_sim_scratch *s);
+/* memory.c: does every device fit (as the report will count it)?  Else
+ * *over = the worst excess / that device's capacity.  After
+ * tp_sim_memory_walk. */
+bool tp_sim_memory_fits(const struct tp_sim *sim, const struct tp_plan *plan,
+			struct tp_sim_scratch *s, double *over);
+/* engine.c: channel classes of the bundle types in use; -1 on
+ * allocation failure. */
+int tp_sim_channel_classes(const struct tp_sim *sim,
+			   struct tp_sim_scratch *s);
+/* engine.c: run the tasks; *t_end = when the last ends.  TP_EINPUT when
+ * the order deadlocks. */
+enum tp_status tp_sim_run_engine(const struct tp_sim *sim,
+				 struct tp_sim_scratch *s, double *t_end,
+				 struct tp_error *err);
+/* report.c: fill rep from the finished run. */
+enum tp_status tp_sim_make_report(const struct tp_sim *sim,
+				  const struct tp_plan *plan,
+				  struct tp_sim_scratch *s, double t_end,
+				  uint32_t depth, struct tp_report *rep,
+				  struct tp_error *err);
+/* memory.c: the report's memory terms of every device (weights,
+ * gradients, optimizer, activation peak, temporary) and s->dev_rep;
+ * returns the per-device terms for the reason (in s->dtmp), NULL when out
+ * of memory. */
+struct devmem *tp_sim_memory_terms(const struct tp_sim *sim,
+				   const struct tp_plan *plan,
+				   struct tp_sim_scratch *s,
+				   struct tp_report *rep);
+/* memory.c: rep->reason and over_bytes for rep->worst_device, over by
+ * worst bytes: what dominates and the smallest change that fits. */
+void tp_sim_memory_reason(const struct tp_sim *sim, const struct tp_plan *plan,
+			  const struct devmem *dm, double worst,
+			  struct tp_report *rep);
+
 /* cost.c */
 /* Times and memory of one lane (fills *ln); -1 on allocation failure. */
 int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,

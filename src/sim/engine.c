@@ -1,0 +1,537 @@
+/*
+ * engine.c - the event-driven engine: tasks start when their inputs have
+ * arrived and their devices are free in queue order; bundles of flows
+ * share the links max-min fairly over channel classes (README section 3,
+ * "Bundles and fair sharing").  Results are exact event times; the link
+ * statistics are kept per bundle type and spread in report.c.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "sim_int.h"
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/*
+ * Channel classes (see struct tp_sim_scratch): a channel's signature is
+ * its bandwidth and the (bundle type, multiplicity) pairs crossing it, in
+ * bundle-type order; each bundle type used by a task gets its entries
+ * over the classes (cents), one per class it crosses.
+ */
+int tp_sim_channel_classes(const struct tp_sim *sim, struct tp_sim_scratch *s)
+{
+	uint32_t stamp = ++s->cls_stamp, n_cls = 0;
+	size_t nb = s->btypes.n, total = 0, cap = 16;
+
+	s->cents.n = s->ccap.n = s->clast.n = 0;
+	s->bt_used.n = 0;
+	if (tp_vec_reserve(&s->bt_used, nb + 1))
+		return -1;
+	memset(s->bt_used.v, 0, nb + 1);
+	for (size_t t = 0; t < s->tasks.n; t++)
+		if (s->tasks.v[t].kind == TK_COMM)
+			s->bt_used.v[s->tasks.v[t].ref] = 1;
+	for (size_t b = 0; b < nb; b++) {
+		const struct btype *bt = &s->btypes.v[b];
+		if (!s->bt_used.v[b])
+			continue;
+		total += bt->n_ent;
+		for (uint32_t j = 0; j < bt->n_ent; j++) {
+			const struct bent *en = &s->bents.v[bt->ent_first + j];
+			uint64_t bw;
+			if (s->cstamp[en->chan] != stamp) {
+				s->cstamp[en->chan] = stamp;
+				memcpy(&bw, &sim->chan_bw[en->chan], sizeof(bw));
+				s->chash[en->chan] = mix64(bw);
+			}
+			s->chash[en->chan] = mix64(s->chash[en->chan] ^
+						   ((uint64_t)b << 32 |
+						    en->count));
+		}
+	}
+	while (cap < 2 * total + 2)
+		cap *= 2;
+	s->hkeys.n = s->hvals.n = 0;
+	if (tp_vec_reserve(&s->hkeys, cap) || tp_vec_reserve(&s->hvals, cap) ||
+	    tp_vec_reserve(&s->cents, total + 1))
+		return -1;
+	for (size_t k = 0; k < cap; k++)
+		s->hvals.v[k] = TP_NONE;
+	for (size_t b = 0; b < nb; b++) {
+		struct btype *bt = &s->btypes.v[b];
+		bt->cls_first = (uint32_t)s->cents.n;
+		bt->n_cls = 0;
+		if (!s->bt_used.v[b])
+			continue;
+		for (uint32_t j = 0; j < bt->n_ent; j++) {
+			const struct bent *en = &s->bents.v[bt->ent_first + j];
+			uint64_t h = s->chash[en->chan];
+			size_t slot = (size_t)h & (cap - 1);
+			uint32_t id;
+			while (s->hvals.v[slot] != TP_NONE &&
+			       s->hkeys.v[slot] != h)
+				slot = (slot + 1) & (cap - 1);
+			if (s->hvals.v[slot] == TP_NONE) {
+				if (tp_vec_push(&s->ccap, sim->chan_bw[en->chan]) ||
+				    tp_vec_push(&s->clast, 0))
+					return -1;
+				s->hkeys.v[slot] = h;
+				s->hvals.v[slot] = n_cls++;
+			}
+			id = s->hvals.v[slot];
+			/* one entry per class in this bundle (its channels
+			 * of one class all have the same multiplicity) */
+			if (s->clast.v[id] == b + 1)
+				continue;
+			s->clast.v[id] = (uint32_t)b + 1;
+			s->cents.v[s->cents.n++] = (struct bent){id, en->count};
+			bt->n_cls++;
+		}
+	}
+	s->ccap_rem.n = s->cweight.n = s->cmark2.n = 0;
+	s->cuse.n = 0;
+	if (tp_vec_reserve(&s->ccap_rem, n_cls + 1) ||
+	    tp_vec_reserve(&s->cweight, n_cls + 1) ||
+	    tp_vec_reserve(&s->cmark2, n_cls + 1) ||
+	    tp_vec_reserve(&s->cuse, n_cls + 1))
+		return -1;
+	memset(s->cmark2.v, 0, (n_cls + 1) * sizeof(uint32_t));
+	memset(s->cuse.v, 0, (n_cls + 1) * sizeof(uint32_t));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Engine                                                              */
+
+struct eng {
+	const struct tp_sim *sim;
+	struct tp_sim_scratch *s;
+	double now, tflow;
+	bool rates_dirty;
+	int oom;
+};
+
+static void heap_push(struct eng *E, double t, uint32_t task, uint32_t ev)
+{
+	struct tp_sim_scratch *s = E->s;
+	struct heap_ev *h;
+	size_t i;
+
+	if (tp_vec_reserve(&s->heap, 1)) {
+		E->oom = 1;
+		return;
+	}
+	h = s->heap.v;
+	i = s->heap.n++;
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (h[p].t < t || (h[p].t == t && h[p].task <= task))
+			break;
+		h[i] = h[p];
+		i = p;
+	}
+	h[i] = (struct heap_ev){t, task, ev};
+}
+
+static struct heap_ev heap_pop(struct eng *E)
+{
+	struct tp_sim_scratch *s = E->s;
+	struct heap_ev *h = s->heap.v, top = h[0], last = h[--s->heap.n];
+	size_t i = 0, n = s->heap.n;
+
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		const struct heap_ev *cur = &last;
+		if (l < n && (h[l].t < cur->t ||
+			      (h[l].t == cur->t && h[l].task < cur->task))) {
+			m = l;
+			cur = &h[l];
+		}
+		if (r < n && (h[r].t < cur->t ||
+			      (h[r].t == cur->t && h[r].task < cur->task)))
+			m = r;
+		if (m == i)
+			break;
+		h[i] = h[m];
+		i = m;
+	}
+	if (n)
+		h[i] = last;
+	return top;
+}
+
+static void ready(struct eng *E, uint32_t id);
+
+static void dec(struct eng *E, uint32_t id)
+{
+	if (--E->s->tasks.v[id].ndeps == 0)
+		ready(E, id);
+}
+
+static void notify_start(struct eng *E, uint32_t id)
+{
+	struct tp_sim_scratch *s = E->s;
+	const struct task *t = &s->tasks.v[id];
+
+	for (uint32_t k = 0; k < t->n_succ; k++) {
+		uint32_t x = s->succ.v[t->succ_first + k];
+		if (x & 1)
+			dec(E, x >> 1);
+	}
+}
+
+static void try_start(struct eng *E, uint32_t id)
+{
+	struct tp_sim_scratch *s = E->s;
+	struct task *t = &s->tasks.v[id];
+	const struct simlane *sl = &s->sims.v[t->ref];
+
+	if (t->started)
+		return;
+	for (uint32_t k = 0; k < sl->n_res; k++) {
+		const struct resource *r = &s->res.v[s->lres.v[sl->res_first + k]];
+		if (r->busy || r->head >= r->q_n ||
+		    s->queue.v[r->q_first + r->head].task != id)
+			return;
+	}
+	for (uint32_t k = 0; k < sl->n_res; k++)
+		s->res.v[s->lres.v[sl->res_first + k]].busy = true;
+	t->started = 1;
+	t->start = E->now;
+	heap_push(E, E->now + t->dur, id, 0);
+	notify_start(E, id);
+}
+
+static void flow_begin(struct eng *E, uint32_t id);
+
+static void ready(struct eng *E, uint32_t id)
+{
+	struct task *t = &E->s->tasks.v[id];
+
+	switch (t->kind) {
+	case TK_F:
+	case TK_B:
+	case TK_OPT:
+		try_start(E, id);
+		break;
+	case TK_COMM: {
+		const struct btype *bt = &E->s->btypes.v[t->ref];
+		t->started = 1;
+		t->start = E->now;
+		notify_start(E, id);
+		if (bt->latency > 0)
+			heap_push(E, E->now + bt->latency, id, 1);
+		else
+			flow_begin(E, id);
+		break;
+	}
+	default:
+		t->started = 1;
+		t->start = E->now;
+		notify_start(E, id);
+		heap_push(E, E->now + t->dur, id, 0);
+		break;
+	}
+}
+
+static void finish(struct eng *E, uint32_t id)
+{
+	struct tp_sim_scratch *s = E->s;
+	struct task *t = &s->tasks.v[id];
+
+	t->end = E->now;
+	t->done = 1;
+	if (t->kind == TK_F || t->kind == TK_B || t->kind == TK_OPT) {
+		const struct simlane *sl = &s->sims.v[t->ref];
+		for (uint32_t k = 0; k < sl->n_res; k++) {
+			struct resource *r =
+				&s->res.v[s->lres.v[sl->res_first + k]];
+			r->busy = false;
+			r->head++;
+		}
+	}
+	for (uint32_t k = 0; k < t->n_succ; k++) {
+		uint32_t x = s->succ.v[t->succ_first + k];
+		if (!(x & 1))
+			dec(E, x >> 1);
+	}
+	if (t->kind == TK_F || t->kind == TK_B || t->kind == TK_OPT) {
+		const struct simlane *sl = &s->sims.v[t->ref];
+		for (uint32_t k = 0; k < sl->n_res; k++) {
+			struct resource *r =
+				&s->res.v[s->lres.v[sl->res_first + k]];
+			if (!r->busy && r->head < r->q_n) {
+				uint32_t h = s->queue.v[r->q_first + r->head].task;
+				if (s->tasks.v[h].ndeps == 0)
+					try_start(E, h);
+			}
+		}
+	}
+}
+
+/* Move every active bundle forward to time t. */
+static void advance(struct eng *E, double t)
+{
+	struct tp_sim_scratch *s = E->s;
+	double dt = t - E->tflow;
+
+	if (dt > 0)
+		for (size_t k = 0; k < s->act.n; k++)
+			s->act.v[k].remaining -= s->act.v[k].rate * dt;
+	E->tflow = t;
+}
+
+/*
+ * Max-min fair rates of the active bundles (progressive filling; the
+ * flows of one bundle move in lockstep).  Only needed when the set of
+ * bundles sharing some channel class changed (class_use): a bundle alone
+ * on its classes moves at its own slowest channel's rate, and bundles
+ * that share nothing with a starting or ending one keep theirs.
+ */
+static void rates(struct eng *E)
+{
+	struct tp_sim_scratch *s = E->s;
+	size_t na = s->act.n, left = na;
+	uint32_t stamp = ++s->stamp;
+	double *cap_rem = s->ccap_rem.v, *weight = s->cweight.v;
+	const double *ccap = s->ccap.v;
+	uint32_t *cmark = s->cmark2.v;
+	const struct bent *cents = s->cents.v;
+	struct active *act = s->act.v;
+
+	E->rates_dirty = false;
+	if (na == 0)
+		return;
+	if (na == 1) {
+		/* alone: its slowest channel (progressive filling gives
+		 * exactly this) */
+		act[0].rate = s->btypes.v[s->tasks.v[act[0].task].ref].rate_alone;
+		return;
+	}
+	s->ctouched.n = 0;
+	if (tp_vec_reserve(&s->ctouched, s->ccap.n + 1)) {
+		E->oom = 1;
+		return;
+	}
+	for (size_t k = 0; k < na; k++) {
+		struct active *a = &act[k];
+		const struct bent *en = cents + a->cls_first;
+		a->rate = 0;
+		a->frozen = false;
+		for (uint32_t j = 0; j < a->n_cls; j++) {
+			uint32_t c = en[j].chan;
+			if (cmark[c] != stamp) {
+				cmark[c] = stamp;
+				cap_rem[c] = ccap[c];
+				weight[c] = 0;
+				s->ctouched.v[s->ctouched.n++] = c;
+			}
+			weight[c] += en[j].count;
+		}
+	}
+	while (left > 0) {
+		double delta = INFINITY;
+		const uint32_t *tc = s->ctouched.v;
+		size_t nt = s->ctouched.n;
+		for (size_t k = 0; k < nt; k++) {
+			uint32_t c = tc[k];
+			if (weight[c] > 0) {
+				double d = cap_rem[c] / weight[c];
+				if (d < delta)
+					delta = d;
+			}
+		}
+		if (!(delta < INFINITY))
+			break;
+		if (delta < 0)
+			delta = 0;
+		for (size_t k = 0; k < na; k++)
+			if (!act[k].frozen)
+				act[k].rate += delta;
+		for (size_t k = 0; k < nt; k++) {
+			uint32_t c = tc[k];
+			if (weight[c] > 0)
+				cap_rem[c] -= delta * weight[c];
+		}
+		for (size_t k = 0; k < na; k++) {
+			struct active *a = &act[k];
+			const struct bent *en = cents + a->cls_first;
+			bool sat = false;
+			if (a->frozen)
+				continue;
+			for (uint32_t j = 0; j < a->n_cls && !sat; j++) {
+				uint32_t c = en[j].chan;
+				if (cap_rem[c] <= 1e-9 * ccap[c])
+					sat = true;
+			}
+			if (!sat)
+				continue;
+			a->frozen = true;
+			left--;
+			for (uint32_t j = 0; j < a->n_cls; j++)
+				weight[en[j].chan] -= en[j].count;
+		}
+	}
+}
+
+/* Bundle type bt starts or stops crossing its classes: update their use
+ * counts.  Returns whether it shares a class with another active bundle
+ * (then the rates of the bundles sharing bandwidth with it change). */
+static bool class_use(struct tp_sim_scratch *s, const struct btype *bt,
+		      bool on)
+{
+	bool shared = false;
+	const struct bent *en = s->cents.v + bt->cls_first;
+	uint32_t *cuse = s->cuse.v;
+
+	for (uint32_t j = 0; j < bt->n_cls; j++) {
+		uint32_t c = en[j].chan;
+		if (on) {
+			if (cuse[c]++ > 0)
+				shared = true;
+		} else if (--cuse[c] > 0) {
+			shared = true;
+		}
+	}
+	return shared;
+}
+
+/* Link statistics per bundle type (O(1) per event); spread over the
+ * channels in report.c. */
+static void link_stats(struct eng *E, struct btype *bt, bool on,
+		       double bytes)
+{
+	if (on) {
+		if (bt->active++ == 0)
+			bt->since = E->now;
+	} else {
+		bt->moved += bytes;
+		if (--bt->active == 0)
+			bt->busy += E->now - bt->since;
+	}
+}
+
+static void flow_begin(struct eng *E, uint32_t id)
+{
+	struct tp_sim_scratch *s = E->s;
+	struct task *t = &s->tasks.v[id];
+
+	if (!(t->dur > 0)) {
+		finish(E, id);
+		return;
+	}
+	advance(E, E->now);
+	if (tp_vec_push(&s->act,
+			((struct active){id, s->btypes.v[t->ref].cls_first,
+					 s->btypes.v[t->ref].n_cls, false,
+					 t->dur, 0}))) {
+		E->oom = 1;
+		return;
+	}
+	link_stats(E, &s->btypes.v[t->ref], true, 0);
+	if (class_use(s, &s->btypes.v[t->ref], true))
+		E->rates_dirty = true;
+	else
+		s->act.v[s->act.n - 1].rate = s->btypes.v[t->ref].rate_alone;
+}
+
+enum tp_status tp_sim_run_engine(const struct tp_sim *sim,
+				 struct tp_sim_scratch *s, double *t_end,
+				 struct tp_error *err)
+{
+	struct eng E = {sim, s, 0, 0, false, 0};
+	size_t nt = s->tasks.n;
+
+	s->heap.n = 0;
+	s->act.n = 0;
+	for (size_t k = 0; k < s->touched.n; k++)
+		s->cnt[s->touched.v[k]] = 0;
+	s->touched.n = 0;
+	for (size_t t = 0; t < nt; t++)
+		if (s->tasks.v[t].ndeps == 0)
+			ready(&E, (uint32_t)t);
+	for (;;) {
+		double th = s->heap.n ? s->heap.v[0].t : INFINITY, tc = INFINITY;
+		size_t kmin = 0;
+
+		if (E.oom)
+			break;
+		if (E.rates_dirty)
+			rates(&E);
+		for (size_t k = 0; k < s->act.n; k++) {
+			const struct active *a = &s->act.v[k];
+			double tt = a->rate > 0 ? E.tflow + a->remaining / a->rate
+						: INFINITY;
+			if (tt < tc) {
+				tc = tt;
+				kmin = k;
+			}
+		}
+		if (th == INFINITY && tc == INFINITY)
+			break;
+		if (tc <= th) {
+			size_t k = 0;
+			if (tc < E.now)
+				tc = E.now;
+			E.now = tc;
+			advance(&E, tc);
+			s->act.v[kmin].remaining = 0;
+			/* finish every bundle done by now (compact first:
+			 * finish() may start new flows) */
+			s->tmp3.n = 0;
+			while (k < s->act.n) {
+				struct active *a = &s->act.v[k];
+				double tot = s->tasks.v[a->task].dur;
+				if (a->remaining <= 1e-9 * tot + 1e-6) {
+					if (tp_vec_push(&s->tmp3, a->task)) {
+						E.oom = 1;
+						break;
+					}
+					s->act.v[k] = s->act.v[--s->act.n];
+				} else {
+					k++;
+				}
+			}
+			for (size_t j = 0; j < s->tmp3.n; j++) {
+				uint32_t id = s->tmp3.v[j];
+				if (class_use(s, &s->btypes.v[s->tasks.v[id].ref],
+					      false))
+					E.rates_dirty = true;
+				link_stats(&E, &s->btypes.v[s->tasks.v[id].ref],
+					   false, s->tasks.v[id].dur);
+				finish(&E, id);
+			}
+		} else {
+			struct heap_ev ev = heap_pop(&E);
+			E.now = ev.t;
+			if (ev.ev == 1)
+				flow_begin(&E, ev.task);
+			else
+				finish(&E, ev.task);
+		}
+	}
+	if (E.oom)
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	*t_end = 0;
+	for (size_t t = 0; t < nt; t++) {
+		const struct task *x = &s->tasks.v[t];
+		if (!x->done)
+			return tp_error_set_path(
+				err, TP_EINPUT, "$.schedule",
+				"the plan's groups cannot run in the %s order "
+				"(tasks wait for each other); use the 1f1b "
+				"schedule or groups that form a pipeline",
+				"chosen");
+		if (x->end > *t_end)
+			*t_end = x->end;
+	}
+	s->tasks_total += nt;
+	return TP_OK;
+}
+

@@ -1,0 +1,567 @@
+/*
+ * lanes.c - what a plan means for the simulator, before any task exists:
+ * the group graph (edges, topological order, stages, virtual depth), the
+ * lanes (one data-parallel replica of one group, with its costs from
+ * cost.c), the replica classes and the sim lanes that stand for them, and
+ * the resources (device sets that always run the same tasks).
+ * README sections 1 and 4.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_int.h"
+
+/* ------------------------------------------------------------------ */
+/* Plan analysis: group graph, order, stages, virtual depth            */
+
+/* s->op_group of every op, and the group edges merged per (src, dst)
+ * with their bytes per sample.  gmark and gidx: G entries each. */
+static enum tp_status group_edges(const struct tp_sim *sim,
+				  const struct tp_plan *plan,
+				  struct tp_sim_scratch *s, uint32_t *gmark,
+				  uint32_t *gidx, struct tp_error *err)
+{
+	const struct tp_model *m = sim->m;
+	uint32_t G = (uint32_t)plan->groups.n;
+
+	for (uint32_t g = 0; g < G; g++) {
+		const uint32_t *ops = tp_plan_group_ops(plan, g);
+		gmark[g] = TP_NONE;
+		for (uint32_t k = 0; k < plan->groups.v[g].n_ops; k++)
+			s->op_group[ops[k]] = g;
+	}
+	for (uint32_t g = 0; g < G; g++) {
+		const uint32_t *ops = tp_plan_group_ops(plan, g);
+		for (uint32_t k = 0; k < plan->groups.v[g].n_ops; k++) {
+			uint32_t o = ops[k];
+			const uint32_t *out = tp_model_out_edges(m, o);
+			for (uint32_t e = 0; e < m->ops.v[o].n_out; e++) {
+				const struct tp_edge *ed = &m->edges.v[out[e]];
+				uint32_t gd = s->op_group[ed->dst];
+				if (gd == g)
+					continue;
+				if (gmark[gd] != g) {
+					RESERVE(&s->gedges, 1);
+					gmark[gd] = g;
+					gidx[gd] = (uint32_t)s->gedges.n;
+					s->gedges.v[s->gedges.n++] =
+						(struct gedge){g, gd, 0};
+				}
+				s->gedges.v[gidx[gd]].bytes += ed->bytes;
+			}
+		}
+	}
+	return TP_OK;
+nomem:
+	return tp_error_set(err, TP_ENOMEM, "out of memory");
+}
+
+/* The group edges in and out of every group, CSR (gin/gout). */
+static enum tp_status group_csr(struct tp_sim_scratch *s, uint32_t G,
+				uint32_t *gmark, struct tp_error *err)
+{
+	uint32_t E = (uint32_t)s->gedges.n;
+
+	s->gin_off.n = s->gout_off.n = s->gin.n = s->gout.n = 0;
+	RESERVE(&s->gin_off, G + 1);
+	RESERVE(&s->gout_off, G + 1);
+	RESERVE(&s->gin, E + 1);
+	RESERVE(&s->gout, E + 1);
+	memset(s->gin_off.v, 0, (G + 1) * sizeof(uint32_t));
+	memset(s->gout_off.v, 0, (G + 1) * sizeof(uint32_t));
+	for (uint32_t e = 0; e < E; e++) {
+		s->gout_off.v[s->gedges.v[e].src + 1]++;
+		s->gin_off.v[s->gedges.v[e].dst + 1]++;
+	}
+	for (uint32_t g = 0; g < G; g++) {
+		s->gout_off.v[g + 1] += s->gout_off.v[g];
+		s->gin_off.v[g + 1] += s->gin_off.v[g];
+	}
+	for (uint32_t g = 0; g < G; g++)
+		gmark[g] = 0;
+	for (uint32_t e = 0; e < E; e++) {
+		uint32_t a = s->gedges.v[e].src;
+		s->gout.v[s->gout_off.v[a] + gmark[a]++] = e;
+	}
+	for (uint32_t g = 0; g < G; g++)
+		gmark[g] = 0;
+	for (uint32_t e = 0; e < E; e++) {
+		uint32_t b = s->gedges.v[e].dst;
+		s->gin.v[s->gin_off.v[b] + gmark[b]++] = e;
+	}
+	return TP_OK;
+nomem:
+	return tp_error_set(err, TP_ENOMEM, "out of memory");
+}
+
+/* Kahn's order of the groups (s->gorder, ginfo.rank); a cycle means the
+ * groups interleave in the model's graph (TP_EINPUT naming two). */
+static enum tp_status group_order(struct tp_sim_scratch *s, uint32_t G,
+				  uint32_t *gmark, struct tp_error *err)
+{
+	uint32_t head = 0;
+
+	for (uint32_t g = 0; g < G; g++) {
+		gmark[g] = s->gin_off.v[g + 1] - s->gin_off.v[g];
+		if (gmark[g] == 0)
+			s->gorder.v[s->gorder.n++] = g;
+	}
+	while (head < s->gorder.n) {
+		uint32_t g = s->gorder.v[head++];
+		for (uint32_t k = s->gout_off.v[g]; k < s->gout_off.v[g + 1];
+		     k++) {
+			uint32_t d = s->gedges.v[s->gout.v[k]].dst;
+			if (--gmark[d] == 0)
+				s->gorder.v[s->gorder.n++] = d;
+		}
+	}
+	if (s->gorder.n != G) {
+		uint32_t a = TP_NONE, b = TP_NONE;
+		for (uint32_t g = 0; g < G && a == TP_NONE; g++)
+			if (gmark[g])
+				a = g;
+		for (uint32_t k = s->gin_off.v[a]; k < s->gin_off.v[a + 1];
+		     k++) {
+			uint32_t x = s->gedges.v[s->gin.v[k]].src;
+			if (gmark[x]) {
+				b = x;
+				break;
+			}
+		}
+		return tp_error_set_path(
+			err, TP_EINPUT, "$.groups",
+			"groups %u and %u depend on each other (the model's "
+			"edges run both ways between them); every group must "
+			"be a contiguous slice of the model's topological "
+			"order",
+			b == TP_NONE ? a : b, a);
+	}
+	for (uint32_t k = 0; k < G; k++)
+		s->groups.v[s->gorder.v[k]].rank = k;
+	return TP_OK;
+}
+
+/* Device sets (sorted, in s->sets) and their classes: ginfo.stage is the
+ * first group with the same set. */
+static enum tp_status group_stages(const struct tp_plan *plan,
+				   struct tp_sim_scratch *s,
+				   struct tp_error *err)
+{
+	uint32_t G = (uint32_t)plan->groups.n;
+
+	for (uint32_t g = 0; g < G; g++) {
+		const struct tp_plan_group *gr = &plan->groups.v[g];
+		struct ginfo *gi = &s->groups.v[g];
+		RESERVE(&s->sets, gr->n_devices);
+		gi->set_first = (uint32_t)s->sets.n;
+		memcpy(s->sets.v + s->sets.n, tp_plan_group_devs(plan, g),
+		       gr->n_devices * sizeof(uint32_t));
+		if (!sorted_u32(s->sets.v + s->sets.n, gr->n_devices))
+			qsort(s->sets.v + s->sets.n, gr->n_devices,
+			      sizeof(uint32_t), cmp_u32);
+		s->sets.n += gr->n_devices;
+		gi->stage = TP_NONE;
+		for (uint32_t h = 0; h < g; h++) {
+			const struct ginfo *o = &s->groups.v[h];
+			if (o->stage == TP_NONE || o->stage != h ||
+			    plan->groups.v[h].n_devices != gr->n_devices)
+				continue;
+			if (memcmp(s->sets.v + o->set_first,
+				   s->sets.v + gi->set_first,
+				   gr->n_devices * sizeof(uint32_t)) == 0) {
+				gi->stage = h;
+				break;
+			}
+		}
+		if (gi->stage == TP_NONE)
+			gi->stage = g; /* class named by its first group */
+	}
+	return TP_OK;
+nomem:
+	return tp_error_set(err, TP_ENOMEM, "out of memory");
+}
+
+/* Virtual depth: the longest path to a group, +1 whenever the device set
+ * changes; *depth = the largest + 1. */
+static void group_depths(struct tp_sim_scratch *s, uint32_t G,
+			 uint32_t *depth)
+{
+	*depth = 0;
+	for (uint32_t k = 0; k < G; k++) {
+		uint32_t g = s->gorder.v[k], vd = 0;
+		for (uint32_t j = s->gin_off.v[g]; j < s->gin_off.v[g + 1];
+		     j++) {
+			uint32_t p = s->gedges.v[s->gin.v[j]].src;
+			uint32_t x = s->groups.v[p].vd +
+				     (s->groups.v[p].stage !=
+						      s->groups.v[g].stage
+					      ? 1
+					      : 0);
+			if (x > vd)
+				vd = x;
+		}
+		s->groups.v[g].vd = vd;
+		if (vd + 1 > *depth)
+			*depth = vd + 1;
+	}
+}
+
+enum tp_status tp_sim_analyse_groups(const struct tp_sim *sim,
+				     const struct tp_plan *plan,
+				     struct tp_sim_scratch *s, uint32_t *depth,
+				     struct tp_error *err)
+{
+	uint32_t G = (uint32_t)plan->groups.n, *gmark, *gidx;
+	enum tp_status st;
+
+	s->groups.n = s->gedges.n = s->gorder.n = s->sets.n = 0;
+	RESERVE(&s->groups, G);
+	RESERVE(&s->gorder, G);
+	s->tmp.n = 0;
+	RESERVE(&s->tmp, 2 * (size_t)G + 2);
+	gmark = s->tmp.v;
+	gidx = s->tmp.v + G;
+	memset(s->groups.v, 0, G * sizeof(*s->groups.v));
+	s->groups.n = G;
+	if ((st = group_edges(sim, plan, s, gmark, gidx, err)) ||
+	    (st = group_csr(s, G, gmark, err)) ||
+	    (st = group_order(s, G, gmark, err)) ||
+	    (st = group_stages(plan, s, err)))
+		return st;
+	group_depths(s, G, depth);
+	return TP_OK;
+nomem:
+	return tp_error_set(err, TP_ENOMEM, "out of memory");
+}
+
+/* ------------------------------------------------------------------ */
+/* Lanes, replica classes, resources                                    */
+
+static bool same_types(const struct tp_sim *sim, const uint32_t *a,
+		       const uint32_t *b, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++)
+		if (sim->c->devices.v[a[k]].type !=
+		    sim->c->devices.v[b[k]].type)
+			return false;
+	return true;
+}
+
+/* The lane's tensor-parallel all-reduce, alpha-beta over its measured
+ * rings: tp_a + tp_k * bytes seconds (README section 3); 0 when its ranks
+ * exchange nothing.  -1 on allocation failure. */
+static int lane_tp_ring(const struct tp_sim *sim, const struct tp_plan *plan,
+			struct tp_sim_scratch *s, struct lane *ln)
+{
+	const struct tp_sim_params *pa = &sim->o.params;
+	uint32_t rings;
+	double lat, rate;
+	bool any;
+
+	if (ln->tp < 2)
+		return 0;
+	if (tp_sim_ring_measure(s, plan->devs.v + ln->dev_first, ln->tp, &any,
+				&rings, &lat, &rate))
+		return -1;
+	if (any) {
+		double t = ln->tp;
+		ln->tp_a = 2 * (t - 1) * (lat + pa->collective_latency_s);
+		ln->tp_k = 2 * (t - 1) / (t * rings * rate);
+	}
+	return 0;
+}
+
+/* Every group's lanes with their costs (a replica identical to the
+ * previous one copies it), then the group's compression (sfb_hook.c). */
+static enum tp_status make_lanes(const struct tp_sim *sim,
+				 const struct tp_plan *plan,
+				 struct tp_sim_scratch *s, struct tp_error *err)
+{
+	uint32_t G = (uint32_t)plan->groups.n;
+	double mb = (double)plan->global_batch / plan->micro_batches;
+	size_t total = 0;
+
+	s->lanes.n = 0;
+	for (uint32_t g = 0; g < G; g++)
+		total += plan->groups.v[g].dp;
+	RESERVE(&s->lanes, total);
+	for (uint32_t g = 0; g < G; g++) {
+		const struct tp_plan_group *gr = &plan->groups.v[g];
+		const double *sh = tp_plan_group_shares(plan, g);
+		s->groups.v[g].lane_first = (uint32_t)s->lanes.n;
+		for (uint32_t r = 0; r < gr->dp; r++) {
+			struct lane *ln = &s->lanes.v[s->lanes.n++];
+			struct lane *prev = r ? ln - 1 : NULL;
+			memset(ln, 0, sizeof(*ln));
+			ln->group = g;
+			ln->replica = r;
+			ln->tp = gr->tp;
+			ln->dev_first = gr->dev_first + r * gr->tp;
+			ln->samples = sh[r] * mb;
+			ln->sim = TP_NONE;
+			ln->tp_bt = TP_NONE; /* made for the report */
+			if (lane_tp_ring(sim, plan, s, ln))
+				goto nomem;
+			if (prev && prev->samples == ln->samples &&
+			    prev->tp_a == ln->tp_a && prev->tp_k == ln->tp_k &&
+			    same_types(sim, plan->devs.v + prev->dev_first,
+				       plan->devs.v + ln->dev_first, gr->tp)) {
+				struct lane keep = *ln;
+				*ln = *prev;
+				ln->replica = keep.replica;
+				ln->dev_first = keep.dev_first;
+				ln->tp_bt = keep.tp_bt;
+			} else if (tp_sim_lane_costs(sim, plan, s, ln)) {
+				goto nomem;
+			}
+		}
+		s->groups.v[g].param_bytes =
+			s->lanes.v[s->groups.v[g].lane_first].params;
+		s->groups.v[g].grad_bytes = s->groups.v[g].param_bytes;
+		if (gr->n_sfb || gr->lossy != TP_LOSSY_NONE) {
+			/* gradient compression: sfb_hook.c */
+			enum tp_status st =
+				tp_sim_sfb_apply(sim, plan, s, g, err);
+			if (st)
+				return st;
+		}
+	}
+	return TP_OK;
+nomem:
+	return tp_error_set(err, TP_ENOMEM, "out of memory");
+}
+
+/* Mode A: every group has the same replicas (same dp, a device always in
+ * the same replica, equal shares across group edges), so replica r of one
+ * group feeds replica r of the next and identical replicas can be
+ * simulated once. */
+static bool mode_a_holds(const struct tp_plan *plan, struct tp_sim_scratch *s)
+{
+	uint32_t G = (uint32_t)plan->groups.n;
+	bool mode_a = true;
+
+	for (uint32_t g = 1; g < G && mode_a; g++)
+		if (plan->groups.v[g].dp != plan->groups.v[0].dp)
+			mode_a = false;
+	if (mode_a) {
+		for (size_t k = 0; k < plan->devs.n; k++)
+			s->dev_mark[plan->devs.v[k]] = TP_NONE;
+		for (size_t l = 0; l < s->lanes.n && mode_a; l++) {
+			const struct lane *ln = &s->lanes.v[l];
+			for (uint32_t k = 0; k < ln->tp; k++) {
+				uint32_t d = plan->devs.v[ln->dev_first + k];
+				if (s->dev_mark[d] == TP_NONE)
+					s->dev_mark[d] = ln->replica;
+				else if (s->dev_mark[d] != ln->replica)
+					mode_a = false;
+			}
+		}
+	}
+	for (size_t e = 0; e < s->gedges.n && mode_a; e++) {
+		uint32_t a = s->gedges.v[e].src, b = s->gedges.v[e].dst;
+		const double *sa = tp_plan_group_shares(plan, a);
+		const double *sb = tp_plan_group_shares(plan, b);
+		for (uint32_t r = 0; r < plan->groups.v[a].dp; r++)
+			if (sa[r] != sb[r]) {
+				mode_a = false;
+				break;
+			}
+	}
+	return mode_a;
+}
+
+/* Do replicas r and q have the same times in every group? */
+static bool same_replica(const struct tp_sim_scratch *s, uint32_t G,
+			 uint32_t r, uint32_t q)
+{
+	bool same = true;
+
+	for (uint32_t g = 0; g < G && same; g++) {
+		const struct lane *a =
+			&s->lanes.v[s->groups.v[g].lane_first + r];
+		const struct lane *b =
+			&s->lanes.v[s->groups.v[g].lane_first + q];
+		same = a->f_comp == b->f_comp && a->f_comm == b->f_comm &&
+		       a->b_comp == b->b_comp && a->b_comm == b->b_comm &&
+		       a->opt_s == b->opt_s && a->samples == b->samples;
+	}
+	return same;
+}
+
+/* Mode A: replica classes (lane.cls = the class representative), their
+ * members contiguous in class order, one sim lane per class and group. */
+static enum tp_status class_lanes(const struct tp_plan *plan,
+				  struct tp_sim_scratch *s,
+				  struct tp_error *err)
+{
+	uint32_t G = (uint32_t)plan->groups.n;
+	uint32_t dp = plan->groups.v[0].dp, *rep, n_cls = 0;
+
+	s->tmp2.n = 0;
+	RESERVE(&s->tmp2, 2 * (size_t)dp + 2);
+	rep = s->tmp2.v; /* class representatives */
+	for (uint32_t r = 0; r < dp; r++) {
+		uint32_t c = TP_NONE;
+		for (uint32_t k = 0; k < n_cls && c == TP_NONE; k++)
+			if (same_replica(s, G, r, rep[k]))
+				c = k;
+		if (c == TP_NONE) {
+			c = n_cls;
+			rep[n_cls++] = r;
+		}
+		for (uint32_t g = 0; g < G; g++)
+			s->lanes.v[s->groups.v[g].lane_first + r].cls = rep[c];
+	}
+	RESERVE(&s->members, dp);
+	RESERVE(&s->sims, (size_t)n_cls * G);
+	for (uint32_t k = 0; k < n_cls; k++)
+		for (uint32_t r = 0; r < dp; r++)
+			if (s->lanes.v[s->groups.v[0].lane_first + r].cls ==
+			    rep[k])
+				s->members.v[s->members.n++] = r;
+	for (uint32_t g = 0; g < G; g++) {
+		uint32_t mf = 0;
+		s->groups.v[g].sim_first = (uint32_t)s->sims.n;
+		s->groups.v[g].n_sim = n_cls;
+		for (uint32_t k = 0; k < n_cls; k++) {
+			struct simlane *sl = &s->sims.v[s->sims.n];
+			uint32_t nm = 0;
+			while (mf + nm < s->members.n &&
+			       s->lanes.v[s->groups.v[0].lane_first +
+					  s->members.v[mf + nm]]
+					       .cls == rep[k])
+				nm++;
+			memset(sl, 0, sizeof(*sl));
+			sl->lane = s->groups.v[g].lane_first + rep[k];
+			sl->member_first = mf;
+			sl->n_members = nm;
+			s->lanes.v[sl->lane].sim = (uint32_t)s->sims.n;
+			s->sims.n++;
+			mf += nm;
+		}
+	}
+	return TP_OK;
+nomem:
+	return tp_error_set(err, TP_ENOMEM, "out of memory");
+}
+
+/* Otherwise every lane is a sim lane of its own. */
+static enum tp_status every_lane(const struct tp_plan *plan,
+				 struct tp_sim_scratch *s,
+				 struct tp_error *err)
+{
+	uint32_t G = (uint32_t)plan->groups.n;
+
+	RESERVE(&s->members, s->lanes.n);
+	RESERVE(&s->sims, s->lanes.n);
+	for (uint32_t g = 0; g < G; g++) {
+		const struct tp_plan_group *gr = &plan->groups.v[g];
+		s->groups.v[g].sim_first = (uint32_t)s->sims.n;
+		s->groups.v[g].n_sim = gr->dp;
+		for (uint32_t r = 0; r < gr->dp; r++) {
+			struct simlane *sl = &s->sims.v[s->sims.n];
+			struct lane *ln =
+				&s->lanes.v[s->groups.v[g].lane_first + r];
+			memset(sl, 0, sizeof(*sl));
+			sl->lane = s->groups.v[g].lane_first + r;
+			sl->member_first = (uint32_t)s->members.n;
+			sl->n_members = 1;
+			s->members.v[s->members.n++] = r;
+			ln->cls = r;
+			ln->sim = (uint32_t)s->sims.n;
+			s->sims.n++;
+		}
+	}
+	return TP_OK;
+nomem:
+	return tp_error_set(err, TP_ENOMEM, "out of memory");
+}
+
+enum tp_status tp_sim_build_lanes(const struct tp_sim *sim,
+				  const struct tp_plan *plan,
+				  struct tp_sim_scratch *s, bool *mode_a,
+				  struct tp_error *err)
+{
+	enum tp_status st = make_lanes(sim, plan, s, err);
+
+	if (st)
+		return st;
+	*mode_a = mode_a_holds(plan, s);
+	s->sims.n = s->members.n = 0;
+	return *mode_a ? class_lanes(plan, s, err) : every_lane(plan, s, err);
+}
+/* Resources: devices of sim lanes, merged when they belong to exactly the
+ * same sim lanes (partition refinement). */
+enum tp_status tp_sim_build_resources(const struct tp_sim *sim,
+				      const struct tp_plan *plan,
+				      struct tp_sim_scratch *s,
+				      struct tp_error *err)
+{
+	size_t inc = 1;
+	uint32_t next = 1, *rmap, *rstamp, *dense, n_res = 0;
+
+	for (size_t L = 0; L < s->sims.n; L++)
+		inc += s->lanes.v[s->sims.v[L].lane].tp;
+	s->tmp.n = 0;
+	RESERVE(&s->tmp, 3 * inc + 3);
+	rmap = s->tmp.v;
+	rstamp = rmap + inc + 1;
+	dense = rstamp + inc + 1;
+	for (size_t k = 0; k < 3 * inc + 3; k++)
+		s->tmp.v[k] = TP_NONE;
+	for (size_t k = 0; k < plan->devs.n; k++)
+		s->dev_res[plan->devs.v[k]] = 0;
+	for (uint32_t L = 0; L < s->sims.n; L++) {
+		const struct lane *ln = &s->lanes.v[s->sims.v[L].lane];
+		for (uint32_t k = 0; k < ln->tp; k++) {
+			uint32_t d = plan->devs.v[ln->dev_first + k];
+			uint32_t old = s->dev_res[d];
+			if (rstamp[old] != L) {
+				rstamp[old] = L;
+				rmap[old] = next++;
+			}
+			s->dev_res[d] = rmap[old];
+		}
+	}
+	s->res.n = s->lres.n = 0;
+	for (uint32_t L = 0; L < s->sims.n; L++) {
+		struct simlane *sl = &s->sims.v[L];
+		const struct lane *ln = &s->lanes.v[sl->lane];
+		RESERVE(&s->lres, ln->tp);
+		sl->res_first = (uint32_t)s->lres.n;
+		sl->n_res = 0;
+		for (uint32_t k = 0; k < ln->tp; k++) {
+			uint32_t d = plan->devs.v[ln->dev_first + k];
+			uint32_t id = s->dev_res[d], j;
+			if (dense[id] == TP_NONE) {
+				RESERVE(&s->res, 1);
+				memset(&s->res.v[s->res.n], 0,
+				       sizeof(struct resource));
+				dense[id] = n_res++;
+				s->res.n++;
+			}
+			s->dev_mark[d] = dense[id];
+			for (j = 0; j < sl->n_res; j++)
+				if (s->lres.v[sl->res_first + j] == dense[id])
+					break;
+			if (j == sl->n_res) {
+				s->lres.v[s->lres.n++] = dense[id];
+				sl->n_res++;
+			}
+		}
+	}
+	/* dev_res: dense resource of every simulated device, else NONE */
+	for (size_t k = 0; k < plan->devs.n; k++)
+		s->dev_res[plan->devs.v[k]] = TP_NONE;
+	for (uint32_t L = 0; L < s->sims.n; L++) {
+		const struct lane *ln = &s->lanes.v[s->sims.v[L].lane];
+		for (uint32_t k = 0; k < ln->tp; k++) {
+			uint32_t d = plan->devs.v[ln->dev_first + k];
+			s->dev_res[d] = s->dev_mark[d];
+		}
+	}
+	(void)sim;
+	return TP_OK;
+nomem:
+	return tp_error_set(err, TP_ENOMEM, "out of memory");
+}
