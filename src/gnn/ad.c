@@ -953,357 +953,478 @@ static bool ng(const struct tp_ad *ad, uint32_t v)
 	return v != TP_AD_NONE && ad->vars[v].needs_grad;
 }
 
-static void back_node(struct tp_ad *ad, const struct tp_ad_node *n)
+/* C = A B: dA += dC B^T, dB += A^T dC. */
+static void back_matmul(struct tp_ad *ad, const struct tp_ad_node *n)
+{
+	struct tp_tensor go = tp_ad_grad(ad, n->out);
+	uint32_t a = n->in[0], b = n->in[1];
+	struct tp_tensor va = ad->vars[a].val, vb = ad->vars[b].val;
+	if (ng(ad, a)) {
+		struct tp_tensor ga = tp_ad_grad(ad, a);
+		tp_tensor_gemm(false, true, 1.0f, &go, &vb, 1.0f, &ga);
+	}
+	if (ng(ad, b)) {
+		struct tp_tensor gb = tp_ad_grad(ad, b);
+		tp_tensor_gemm(true, false, 1.0f, &va, &go, 1.0f, &gb);
+	}
+}
+
+/* a + b (b a row bias broadcast over the rows for ADD_BIAS). */
+static void back_add(struct tp_ad *ad, const struct tp_ad_node *n)
+{
+	struct tp_tensor go = tp_ad_grad(ad, n->out);
+	uint32_t a = n->in[0], b = n->in[1];
+
+	if (ng(ad, a)) {
+		struct tp_tensor ga = tp_ad_grad(ad, a);
+		tp_tensor_axpy(1.0f, &go, &ga);
+	}
+	if (ng(ad, b)) {
+		struct tp_tensor gb = tp_ad_grad(ad, b);
+		if (n->op == OP_ADD) {
+			tp_tensor_axpy(1.0f, &go, &gb);
+		} else {
+			for (uint32_t i = 0; i < go.rows; i++)
+				for (uint32_t j = 0; j < go.cols; j++)
+					gb.data[j] +=
+						*tp_tensor_at(&go, i, j);
+		}
+	}
+}
+
+/* f a. */
+static void back_scale(struct tp_ad *ad, const struct tp_ad_node *n)
+{
+	struct tp_tensor go = tp_ad_grad(ad, n->out);
+	uint32_t a = n->in[0];
+
+	if (ng(ad, a)) {
+		struct tp_tensor ga = tp_ad_grad(ad, a);
+		tp_tensor_axpy(n->f, &go, &ga);
+	}
+}
+
+/* SiLU, tanh, ReLU, element by element. */
+static void back_pointwise(struct tp_ad *ad, const struct tp_ad_node *n)
+{
+	struct tp_tensor go = tp_ad_grad(ad, n->out);
+	struct tp_tensor vo = ad->vars[n->out].val;
+	uint32_t a = n->in[0];
+	struct tp_tensor vx = ad->vars[a].val, gx;
+	if (!ng(ad, a))
+		return;
+	gx = tp_ad_grad(ad, a);
+	for (uint32_t i = 0; i < vx.rows; i++) {
+		const float *xr = tp_tensor_at(&vx, i, 0);
+		const float *yr = tp_tensor_at(&vo, i, 0);
+		const float *gr = tp_tensor_at(&go, i, 0);
+		float *gxr = tp_tensor_at(&gx, i, 0);
+		for (uint32_t j = 0; j < vx.cols; j++) {
+			float d;
+			if (n->op == OP_SILU) {
+				float s = 1.0f / (1.0f + expf(-xr[j]));
+				d = s * (1.0f + xr[j] * (1.0f - s));
+			} else if (n->op == OP_TANH) {
+				d = 1.0f - yr[j] * yr[j];
+			} else {
+				d = xr[j] > 0.0f ? 1.0f : 0.0f;
+			}
+			gxr[j] += gr[j] * d;
+		}
+	}
+}
+
+/* Layer norm with gain b and bias c (mean and 1/std saved by the forward). */
+static void back_layernorm(struct tp_ad *ad, const struct tp_ad_node *n)
+{
+	struct tp_tensor go = tp_ad_grad(ad, n->out);
+	uint32_t a = n->in[0], b = n->in[1], c = n->in[2];
+	struct tp_tensor vx = ad->vars[a].val, vg = ad->vars[b].val;
+	struct tp_tensor gx = {0}, gg = {0}, gb = {0};
+	uint32_t m = vx.cols;
+	bool dx = ng(ad, a), dg = ng(ad, b), db = ng(ad, c);
+	if (dx)
+		gx = tp_ad_grad(ad, a);
+	if (dg)
+		gg = tp_ad_grad(ad, b);
+	if (db)
+		gb = tp_ad_grad(ad, c);
+	for (uint32_t i = 0; i < vx.rows; i++) {
+		const float *xr = tp_tensor_at(&vx, i, 0);
+		const float *gr = tp_tensor_at(&go, i, 0);
+		float mean = n->save[2 * i], rstd = n->save[2 * i + 1];
+		float s1 = 0, s2 = 0;
+		for (uint32_t j = 0; j < m; j++) {
+			float xh = (xr[j] - mean) * rstd;
+			float dxh = gr[j] * vg.data[j];
+			if (dg)
+				gg.data[j] += gr[j] * xh;
+			if (db)
+				gb.data[j] += gr[j];
+			s1 += dxh;
+			s2 += dxh * xh;
+		}
+		if (!dx)
+			continue;
+		s1 /= (float)m;
+		s2 /= (float)m;
+		for (uint32_t j = 0; j < m; j++) {
+			float xh = (xr[j] - mean) * rstd;
+			float dxh = gr[j] * vg.data[j];
+			*tp_tensor_at(&gx, i, j) +=
+				rstd * (dxh - s1 - xh * s2);
+		}
+	}
+}
+
+/* Column concatenation of up to four inputs. */
+static void back_concat(struct tp_ad *ad, const struct tp_ad_node *n)
+{
+	struct tp_tensor go = tp_ad_grad(ad, n->out);
+	uint32_t off = 0;
+	for (int k = 0; k < 4 && n->in[k] != TP_AD_NONE; k++) {
+		uint32_t v = n->in[k];
+		uint32_t cols = ad->vars[v].val.cols;
+		if (ng(ad, v)) {
+			struct tp_tensor gv = tp_ad_grad(ad, v);
+			for (uint32_t r = 0; r < go.rows; r++) {
+				const float *s =
+					tp_tensor_at(&go, r, off);
+				float *d = tp_tensor_at(&gv, r, 0);
+				for (uint32_t j = 0; j < cols; j++)
+					d[j] += s[j];
+			}
+		}
+		off += cols;
+	}
+}
+
+/* Rows of a picked by index (scatter-add back). */
+static void back_gather(struct tp_ad *ad, const struct tp_ad_node *n)
+{
+	struct tp_tensor go = tp_ad_grad(ad, n->out);
+	uint32_t a = n->in[0];
+	const uint32_t *idx = n->aux;
+	struct tp_tensor gx;
+	if (!ng(ad, a))
+		return;
+	gx = tp_ad_grad(ad, a);
+	for (uint32_t i = 0; i < go.rows; i++) {
+		const float *s = tp_tensor_at(&go, i, 0);
+		float *d = tp_tensor_at(&gx, idx[i], 0);
+		for (uint32_t j = 0; j < go.cols; j++)
+			d[j] += s[j];
+	}
+}
+
+/* Per-edge attention logits LeakyReLU(src + dst + edge term). */
+static void back_edge_logits(struct tp_ad *ad, const struct tp_ad_node *n)
 {
 	struct tp_tensor go = tp_ad_grad(ad, n->out);
 	struct tp_tensor vo = ad->vars[n->out].val;
 	uint32_t a = n->in[0], b = n->in[1], c = n->in[2];
-
-	switch (n->op) {
-	case OP_MATMUL: {
-		struct tp_tensor va = ad->vars[a].val, vb = ad->vars[b].val;
-		if (ng(ad, a)) {
-			struct tp_tensor ga = tp_ad_grad(ad, a);
-			tp_tensor_gemm(false, true, 1.0f, &go, &vb, 1.0f, &ga);
+	const struct tp_ad_edges *e = n->aux;
+	struct tp_tensor gs = {0}, gt = {0}, gc = {0};
+	bool ds = ng(ad, a), dt = ng(ad, b), dc = ng(ad, c);
+	if (ds)
+		gs = tp_ad_grad(ad, a);
+	if (dt)
+		gt = tp_ad_grad(ad, b);
+	if (dc)
+		gc = tp_ad_grad(ad, c);
+	for (uint32_t h = 0; h < vo.rows; h++) {
+		const float *gr = tp_tensor_at(&go, h, 0);
+		const float *yr = tp_tensor_at(&vo, h, 0);
+		float *gcr = dc ? tp_tensor_at(&gc, h, 0) : NULL;
+		for (uint32_t v = 0; v < e->n_dst; v++) {
+			float st = 0;
+			for (uint32_t k = e->dst_first[v];
+			     k < e->dst_first[v + 1]; k++) {
+				float d = gr[k] *
+					  (yr[k] > 0.0f ? 1.0f : LEAKY);
+				st += d;
+				if (ds)
+					*tp_tensor_at(&gs, e->src[k],
+						      h) += d;
+				if (gcr)
+					gcr[k] += d;
+			}
+			if (dt)
+				*tp_tensor_at(&gt, v, h) += st;
 		}
-		if (ng(ad, b)) {
-			struct tp_tensor gb = tp_ad_grad(ad, b);
-			tp_tensor_gemm(true, false, 1.0f, &va, &go, 1.0f, &gb);
-		}
-		break;
 	}
-	case OP_ADD_BIAS:
-	case OP_ADD:
-		if (ng(ad, a)) {
-			struct tp_tensor ga = tp_ad_grad(ad, a);
-			tp_tensor_axpy(1.0f, &go, &ga);
+}
+
+/* Softmax of the logits over each destination's edges. */
+static void back_edge_softmax(struct tp_ad *ad, const struct tp_ad_node *n)
+{
+	struct tp_tensor go = tp_ad_grad(ad, n->out);
+	struct tp_tensor vo = ad->vars[n->out].val;
+	uint32_t a = n->in[0];
+	const struct tp_ad_edges *e = n->aux;
+	struct tp_tensor gl;
+	if (!ng(ad, a))
+		return;
+	gl = tp_ad_grad(ad, a);
+	for (uint32_t h = 0; h < vo.rows; h++) {
+		const float *yr = tp_tensor_at(&vo, h, 0);
+		const float *gr = tp_tensor_at(&go, h, 0);
+		float *glr = tp_tensor_at(&gl, h, 0);
+		for (uint32_t v = 0; v < e->n_dst; v++) {
+			uint32_t k0 = e->dst_first[v],
+				 k1 = e->dst_first[v + 1];
+			float dot = dot4(yr + k0, gr + k0, k1 - k0);
+			for (uint32_t k = k0; k < k1; k++)
+				glr[k] += yr[k] * (gr[k] - dot);
 		}
-		if (ng(ad, b)) {
-			struct tp_tensor gb = tp_ad_grad(ad, b);
-			if (n->op == OP_ADD) {
-				tp_tensor_axpy(1.0f, &go, &gb);
-			} else {
-				for (uint32_t i = 0; i < go.rows; i++)
-					for (uint32_t j = 0; j < go.cols; j++)
-						gb.data[j] +=
-							*tp_tensor_at(&go, i, j);
+	}
+}
+
+/* Attention-weighted sum of source rows per destination (dense: GEMMs per head). */
+static void back_edge_agg(struct tp_ad *ad, const struct tp_ad_node *n)
+{
+	struct tp_tensor go = tp_ad_grad(ad, n->out);
+	uint32_t a = n->in[0], b = n->in[1];
+	const struct tp_ad_edges *e = n->aux;
+	struct tp_tensor va = ad->vars[a].val, vz = ad->vars[b].val;
+	struct tp_tensor ga = {0}, gz = {0};
+	bool da = ng(ad, a), dz = ng(ad, b);
+	uint32_t nh = va.rows, dh = vz.cols / nh;
+	if (da)
+		ga = tp_ad_grad(ad, a);
+	if (dz)
+		gz = tp_ad_grad(ad, b);
+	if (e->dense) {
+		for (uint32_t h = 0; h < nh; h++) {
+			struct tp_tensor goh = col_block(&go, h, dh);
+			struct tp_tensor zh = col_block(&vz, h, dh);
+			if (da) {
+				struct tp_tensor gah =
+					dense_head(&ga, e, h);
+				tp_tensor_gemm(false, true, 1.0f, &goh,
+					       &zh, 1.0f, &gah);
+			}
+			if (dz) {
+				struct tp_tensor ah =
+					dense_head(&va, e, h);
+				struct tp_tensor gzh =
+					col_block(&gz, h, dh);
+				tp_tensor_gemm(true, false, 1.0f, &ah,
+					       &goh, 1.0f, &gzh);
 			}
 		}
+		return;
+	}
+	for (uint32_t h = 0; h < nh; h++) {
+		const float *ar = tp_tensor_at(&va, h, 0);
+		float *gar = da ? tp_tensor_at(&ga, h, 0) : NULL;
+		for (uint32_t v = 0; v < e->n_dst; v++) {
+			const float *gh = tp_tensor_at(&go, v, h * dh);
+			for (uint32_t k = e->dst_first[v];
+			     k < e->dst_first[v + 1]; k++) {
+				uint32_t u = e->src[k];
+				if (gar) {
+					const float *zh = tp_tensor_at(
+						&vz, u, h * dh);
+					float dot = 0;
+					for (uint32_t j = 0; j < dh; j++)
+						dot += gh[j] * zh[j];
+					gar[k] += dot;
+				}
+				if (dz) {
+					float *gzh = tp_tensor_at(
+						&gz, u, h * dh);
+					for (uint32_t j = 0; j < dh; j++)
+						gzh[j] += ar[k] * gh[j];
+				}
+			}
+		}
+	}
+}
+
+/* Attention-weighted sum of edge features per destination. */
+static void back_edge_agg_feat(struct tp_ad *ad, const struct tp_ad_node *n)
+{
+	struct tp_tensor go = tp_ad_grad(ad, n->out);
+	uint32_t a = n->in[0];
+	const struct tp_ad_edges *e = n->aux;
+	struct tp_tensor ga;
+	uint32_t f = n->feat.rows, nh;
+	if (!ng(ad, a))
+		return;
+	ga = tp_ad_grad(ad, a);
+	nh = ga.rows;
+	for (uint32_t v = 0; v < e->n_dst; v++) {
+		const float *gr = tp_tensor_at(&go, v, 0);
+		uint32_t k0 = e->dst_first[v], k1 = e->dst_first[v + 1];
+		for (uint32_t h = 0; h < nh; h++) {
+			float *gar = tp_tensor_at(&ga, h, 0);
+			for (uint32_t j = 0; j < f; j++) {
+				const float *xr =
+					tp_tensor_at(&n->feat, j, 0);
+				float gj = gr[h * f + j];
+				for (uint32_t k = k0; k < k1; k++)
+					gar[k] += gj * xr[k];
+			}
+		}
+	}
+}
+
+/* Weighted mean and max pooling over sets (argmax saved by the forward). */
+static void back_set_pool(struct tp_ad *ad, const struct tp_ad_node *n)
+{
+	struct tp_tensor go = tp_ad_grad(ad, n->out);
+	uint32_t a = n->in[0];
+	const struct tp_ad_sets *sets = n->aux;
+	struct tp_tensor gx;
+	uint32_t m;
+	if (!ng(ad, a))
+		return;
+	gx = tp_ad_grad(ad, a);
+	m = gx.cols;
+	for (uint32_t k = 0; k < sets->n; k++) {
+		const float *gm = tp_tensor_at(&go, k, 0);
+		const uint32_t *am = n->isave + (size_t)k * m;
+		uint32_t i0 = sets->first[k], i1 = sets->first[k + 1];
+		float wsum = 0;
+		for (uint32_t i = i0; i < i1; i++)
+			wsum += sets->weight ? sets->weight[i] : 1.0f;
+		for (uint32_t i = i0; i < i1 && wsum > 0; i++) {
+			float w = (sets->weight ? sets->weight[i]
+						: 1.0f) /
+				  wsum;
+			float *d = tp_tensor_at(&gx, sets->member[i], 0);
+			for (uint32_t j = 0; j < m; j++)
+				d[j] += w * gm[j];
+		}
+		for (uint32_t j = 0; j < m; j++)
+			if (am[j] != TP_AD_NONE)
+				*tp_tensor_at(&gx, am[j], j) +=
+					gm[m + j];
+	}
+}
+
+/* Cross-entropy of a softmax against (unnormalised) targets. */
+static void back_softmax_xent(struct tp_ad *ad, const struct tp_ad_node *n)
+{
+	struct tp_tensor go = tp_ad_grad(ad, n->out);
+	uint32_t a = n->in[0];
+	const float *t = n->aux;
+	struct tp_tensor gl;
+	uint32_t nl;
+	float tsum = 0;
+	if (!ng(ad, a))
+		return;
+	gl = tp_ad_grad(ad, a);
+	nl = gl.rows;
+	for (uint32_t k = 0; k < nl; k++)
+		tsum += t[k];
+	for (uint32_t k = 0; k < nl; k++)
+		*tp_tensor_at(&gl, k, 0) +=
+			go.data[0] * (n->save[k] * tsum - t[k]);
+}
+
+/* (a - f)^2. */
+static void back_mse(struct tp_ad *ad, const struct tp_ad_node *n)
+{
+	struct tp_tensor go = tp_ad_grad(ad, n->out);
+	uint32_t a = n->in[0];
+
+	if (ng(ad, a)) {
+		struct tp_tensor gx = tp_ad_grad(ad, a);
+		gx.data[0] += go.data[0] * 2.0f *
+			      (ad->vars[a].val.data[0] - n->f);
+	}
+}
+
+/* Weighted squared error against targets. */
+static void back_wmse(struct tp_ad *ad, const struct tp_ad_node *n)
+{
+	struct tp_tensor go = tp_ad_grad(ad, n->out);
+	uint32_t a = n->in[0];
+
+	if (ng(ad, a)) {
+		const float *t = n->aux, *wt = n->aux2;
+		struct tp_tensor gx = tp_ad_grad(ad, a);
+		struct tp_tensor vx = ad->vars[a].val;
+		for (uint32_t i = 0; i < gx.rows; i++)
+			*tp_tensor_at(&gx, i, 0) +=
+				go.data[0] * 2.0f * wt[i] *
+				(*tp_tensor_at(&vx, i, 0) - t[i]);
+	}
+}
+
+/* <a, r> with a constant r. */
+static void back_dot(struct tp_ad *ad, const struct tp_ad_node *n)
+{
+	struct tp_tensor go = tp_ad_grad(ad, n->out);
+	uint32_t a = n->in[0];
+
+	if (ng(ad, a)) {
+		const float *r = n->aux;
+		struct tp_tensor gx = tp_ad_grad(ad, a);
+		for (uint32_t i = 0; i < gx.rows; i++)
+			for (uint32_t j = 0; j < gx.cols; j++)
+				*tp_tensor_at(&gx, i, j) +=
+					go.data[0] *
+					r[(size_t)i * gx.cols + j];
+	}
+}
+
+/* One node's backward: add its contribution to its inputs' gradients. */
+static void back_node(struct tp_ad *ad, const struct tp_ad_node *n)
+{
+	switch (n->op) {
+	case OP_MATMUL:
+		back_matmul(ad, n);
+		break;
+	case OP_ADD_BIAS:
+	case OP_ADD:
+		back_add(ad, n);
 		break;
 	case OP_SCALE:
-		if (ng(ad, a)) {
-			struct tp_tensor ga = tp_ad_grad(ad, a);
-			tp_tensor_axpy(n->f, &go, &ga);
-		}
+		back_scale(ad, n);
 		break;
 	case OP_SILU:
 	case OP_TANH:
-	case OP_RELU: {
-		struct tp_tensor vx = ad->vars[a].val, gx;
-		if (!ng(ad, a))
-			break;
-		gx = tp_ad_grad(ad, a);
-		for (uint32_t i = 0; i < vx.rows; i++) {
-			const float *xr = tp_tensor_at(&vx, i, 0);
-			const float *yr = tp_tensor_at(&vo, i, 0);
-			const float *gr = tp_tensor_at(&go, i, 0);
-			float *gxr = tp_tensor_at(&gx, i, 0);
-			for (uint32_t j = 0; j < vx.cols; j++) {
-				float d;
-				if (n->op == OP_SILU) {
-					float s = 1.0f / (1.0f + expf(-xr[j]));
-					d = s * (1.0f + xr[j] * (1.0f - s));
-				} else if (n->op == OP_TANH) {
-					d = 1.0f - yr[j] * yr[j];
-				} else {
-					d = xr[j] > 0.0f ? 1.0f : 0.0f;
-				}
-				gxr[j] += gr[j] * d;
-			}
-		}
+	case OP_RELU:
+		back_pointwise(ad, n);
 		break;
-	}
-	case OP_LAYERNORM: {
-		struct tp_tensor vx = ad->vars[a].val, vg = ad->vars[b].val;
-		struct tp_tensor gx = {0}, gg = {0}, gb = {0};
-		uint32_t m = vx.cols;
-		bool dx = ng(ad, a), dg = ng(ad, b), db = ng(ad, c);
-		if (dx)
-			gx = tp_ad_grad(ad, a);
-		if (dg)
-			gg = tp_ad_grad(ad, b);
-		if (db)
-			gb = tp_ad_grad(ad, c);
-		for (uint32_t i = 0; i < vx.rows; i++) {
-			const float *xr = tp_tensor_at(&vx, i, 0);
-			const float *gr = tp_tensor_at(&go, i, 0);
-			float mean = n->save[2 * i], rstd = n->save[2 * i + 1];
-			float s1 = 0, s2 = 0;
-			for (uint32_t j = 0; j < m; j++) {
-				float xh = (xr[j] - mean) * rstd;
-				float dxh = gr[j] * vg.data[j];
-				if (dg)
-					gg.data[j] += gr[j] * xh;
-				if (db)
-					gb.data[j] += gr[j];
-				s1 += dxh;
-				s2 += dxh * xh;
-			}
-			if (!dx)
-				continue;
-			s1 /= (float)m;
-			s2 /= (float)m;
-			for (uint32_t j = 0; j < m; j++) {
-				float xh = (xr[j] - mean) * rstd;
-				float dxh = gr[j] * vg.data[j];
-				*tp_tensor_at(&gx, i, j) +=
-					rstd * (dxh - s1 - xh * s2);
-			}
-		}
+	case OP_LAYERNORM:
+		back_layernorm(ad, n);
 		break;
-	}
-	case OP_CONCAT: {
-		uint32_t off = 0;
-		for (int k = 0; k < 4 && n->in[k] != TP_AD_NONE; k++) {
-			uint32_t v = n->in[k];
-			uint32_t cols = ad->vars[v].val.cols;
-			if (ng(ad, v)) {
-				struct tp_tensor gv = tp_ad_grad(ad, v);
-				for (uint32_t r = 0; r < go.rows; r++) {
-					const float *s =
-						tp_tensor_at(&go, r, off);
-					float *d = tp_tensor_at(&gv, r, 0);
-					for (uint32_t j = 0; j < cols; j++)
-						d[j] += s[j];
-				}
-			}
-			off += cols;
-		}
+	case OP_CONCAT:
+		back_concat(ad, n);
 		break;
-	}
-	case OP_GATHER: {
-		const uint32_t *idx = n->aux;
-		struct tp_tensor gx;
-		if (!ng(ad, a))
-			break;
-		gx = tp_ad_grad(ad, a);
-		for (uint32_t i = 0; i < go.rows; i++) {
-			const float *s = tp_tensor_at(&go, i, 0);
-			float *d = tp_tensor_at(&gx, idx[i], 0);
-			for (uint32_t j = 0; j < go.cols; j++)
-				d[j] += s[j];
-		}
+	case OP_GATHER:
+		back_gather(ad, n);
 		break;
-	}
-	case OP_EDGE_LOGITS: {
-		const struct tp_ad_edges *e = n->aux;
-		struct tp_tensor gs = {0}, gt = {0}, gc = {0};
-		bool ds = ng(ad, a), dt = ng(ad, b), dc = ng(ad, c);
-		if (ds)
-			gs = tp_ad_grad(ad, a);
-		if (dt)
-			gt = tp_ad_grad(ad, b);
-		if (dc)
-			gc = tp_ad_grad(ad, c);
-		for (uint32_t h = 0; h < vo.rows; h++) {
-			const float *gr = tp_tensor_at(&go, h, 0);
-			const float *yr = tp_tensor_at(&vo, h, 0);
-			float *gcr = dc ? tp_tensor_at(&gc, h, 0) : NULL;
-			for (uint32_t v = 0; v < e->n_dst; v++) {
-				float st = 0;
-				for (uint32_t k = e->dst_first[v];
-				     k < e->dst_first[v + 1]; k++) {
-					float d = gr[k] *
-						  (yr[k] > 0.0f ? 1.0f : LEAKY);
-					st += d;
-					if (ds)
-						*tp_tensor_at(&gs, e->src[k],
-							      h) += d;
-					if (gcr)
-						gcr[k] += d;
-				}
-				if (dt)
-					*tp_tensor_at(&gt, v, h) += st;
-			}
-		}
+	case OP_EDGE_LOGITS:
+		back_edge_logits(ad, n);
 		break;
-	}
-	case OP_EDGE_SOFTMAX: {
-		const struct tp_ad_edges *e = n->aux;
-		struct tp_tensor gl;
-		if (!ng(ad, a))
-			break;
-		gl = tp_ad_grad(ad, a);
-		for (uint32_t h = 0; h < vo.rows; h++) {
-			const float *yr = tp_tensor_at(&vo, h, 0);
-			const float *gr = tp_tensor_at(&go, h, 0);
-			float *glr = tp_tensor_at(&gl, h, 0);
-			for (uint32_t v = 0; v < e->n_dst; v++) {
-				uint32_t k0 = e->dst_first[v],
-					 k1 = e->dst_first[v + 1];
-				float dot = dot4(yr + k0, gr + k0, k1 - k0);
-				for (uint32_t k = k0; k < k1; k++)
-					glr[k] += yr[k] * (gr[k] - dot);
-			}
-		}
+	case OP_EDGE_SOFTMAX:
+		back_edge_softmax(ad, n);
 		break;
-	}
-	case OP_EDGE_AGG: {
-		const struct tp_ad_edges *e = n->aux;
-		struct tp_tensor va = ad->vars[a].val, vz = ad->vars[b].val;
-		struct tp_tensor ga = {0}, gz = {0};
-		bool da = ng(ad, a), dz = ng(ad, b);
-		uint32_t nh = va.rows, dh = vz.cols / nh;
-		if (da)
-			ga = tp_ad_grad(ad, a);
-		if (dz)
-			gz = tp_ad_grad(ad, b);
-		if (e->dense) {
-			for (uint32_t h = 0; h < nh; h++) {
-				struct tp_tensor goh = col_block(&go, h, dh);
-				struct tp_tensor zh = col_block(&vz, h, dh);
-				if (da) {
-					struct tp_tensor gah =
-						dense_head(&ga, e, h);
-					tp_tensor_gemm(false, true, 1.0f, &goh,
-						       &zh, 1.0f, &gah);
-				}
-				if (dz) {
-					struct tp_tensor ah =
-						dense_head(&va, e, h);
-					struct tp_tensor gzh =
-						col_block(&gz, h, dh);
-					tp_tensor_gemm(true, false, 1.0f, &ah,
-						       &goh, 1.0f, &gzh);
-				}
-			}
-			break;
-		}
-		for (uint32_t h = 0; h < nh; h++) {
-			const float *ar = tp_tensor_at(&va, h, 0);
-			float *gar = da ? tp_tensor_at(&ga, h, 0) : NULL;
-			for (uint32_t v = 0; v < e->n_dst; v++) {
-				const float *gh = tp_tensor_at(&go, v, h * dh);
-				for (uint32_t k = e->dst_first[v];
-				     k < e->dst_first[v + 1]; k++) {
-					uint32_t u = e->src[k];
-					if (gar) {
-						const float *zh = tp_tensor_at(
-							&vz, u, h * dh);
-						float dot = 0;
-						for (uint32_t j = 0; j < dh; j++)
-							dot += gh[j] * zh[j];
-						gar[k] += dot;
-					}
-					if (dz) {
-						float *gzh = tp_tensor_at(
-							&gz, u, h * dh);
-						for (uint32_t j = 0; j < dh; j++)
-							gzh[j] += ar[k] * gh[j];
-					}
-				}
-			}
-		}
+	case OP_EDGE_AGG:
+		back_edge_agg(ad, n);
 		break;
-	}
-	case OP_EDGE_AGG_FEAT: {
-		const struct tp_ad_edges *e = n->aux;
-		struct tp_tensor ga;
-		uint32_t f = n->feat.rows, nh;
-		if (!ng(ad, a))
-			break;
-		ga = tp_ad_grad(ad, a);
-		nh = ga.rows;
-		for (uint32_t v = 0; v < e->n_dst; v++) {
-			const float *gr = tp_tensor_at(&go, v, 0);
-			uint32_t k0 = e->dst_first[v], k1 = e->dst_first[v + 1];
-			for (uint32_t h = 0; h < nh; h++) {
-				float *gar = tp_tensor_at(&ga, h, 0);
-				for (uint32_t j = 0; j < f; j++) {
-					const float *xr =
-						tp_tensor_at(&n->feat, j, 0);
-					float gj = gr[h * f + j];
-					for (uint32_t k = k0; k < k1; k++)
-						gar[k] += gj * xr[k];
-				}
-			}
-		}
+	case OP_EDGE_AGG_FEAT:
+		back_edge_agg_feat(ad, n);
 		break;
-	}
-	case OP_SET_POOL: {
-		const struct tp_ad_sets *sets = n->aux;
-		struct tp_tensor gx;
-		uint32_t m;
-		if (!ng(ad, a))
-			break;
-		gx = tp_ad_grad(ad, a);
-		m = gx.cols;
-		for (uint32_t k = 0; k < sets->n; k++) {
-			const float *gm = tp_tensor_at(&go, k, 0);
-			const uint32_t *am = n->isave + (size_t)k * m;
-			uint32_t i0 = sets->first[k], i1 = sets->first[k + 1];
-			float wsum = 0;
-			for (uint32_t i = i0; i < i1; i++)
-				wsum += sets->weight ? sets->weight[i] : 1.0f;
-			for (uint32_t i = i0; i < i1 && wsum > 0; i++) {
-				float w = (sets->weight ? sets->weight[i]
-							: 1.0f) /
-					  wsum;
-				float *d = tp_tensor_at(&gx, sets->member[i], 0);
-				for (uint32_t j = 0; j < m; j++)
-					d[j] += w * gm[j];
-			}
-			for (uint32_t j = 0; j < m; j++)
-				if (am[j] != TP_AD_NONE)
-					*tp_tensor_at(&gx, am[j], j) +=
-						gm[m + j];
-		}
+	case OP_SET_POOL:
+		back_set_pool(ad, n);
 		break;
-	}
-	case OP_SOFTMAX_XENT: {
-		const float *t = n->aux;
-		struct tp_tensor gl;
-		uint32_t nl;
-		float tsum = 0;
-		if (!ng(ad, a))
-			break;
-		gl = tp_ad_grad(ad, a);
-		nl = gl.rows;
-		for (uint32_t k = 0; k < nl; k++)
-			tsum += t[k];
-		for (uint32_t k = 0; k < nl; k++)
-			*tp_tensor_at(&gl, k, 0) +=
-				go.data[0] * (n->save[k] * tsum - t[k]);
+	case OP_SOFTMAX_XENT:
+		back_softmax_xent(ad, n);
 		break;
-	}
 	case OP_MSE:
-		if (ng(ad, a)) {
-			struct tp_tensor gx = tp_ad_grad(ad, a);
-			gx.data[0] += go.data[0] * 2.0f *
-				      (ad->vars[a].val.data[0] - n->f);
-		}
+		back_mse(ad, n);
 		break;
 	case OP_WMSE:
-		if (ng(ad, a)) {
-			const float *t = n->aux, *wt = n->aux2;
-			struct tp_tensor gx = tp_ad_grad(ad, a);
-			struct tp_tensor vx = ad->vars[a].val;
-			for (uint32_t i = 0; i < gx.rows; i++)
-				*tp_tensor_at(&gx, i, 0) +=
-					go.data[0] * 2.0f * wt[i] *
-					(*tp_tensor_at(&vx, i, 0) - t[i]);
-		}
+		back_wmse(ad, n);
 		break;
 	case OP_DOT:
-		if (ng(ad, a)) {
-			const float *r = n->aux;
-			struct tp_tensor gx = tp_ad_grad(ad, a);
-			for (uint32_t i = 0; i < gx.rows; i++)
-				for (uint32_t j = 0; j < gx.cols; j++)
-					*tp_tensor_at(&gx, i, j) +=
-						go.data[0] *
-						r[(size_t)i * gx.cols + j];
-		}
+		back_dot(ad, n);
 		break;
 	}
 }
