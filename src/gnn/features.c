@@ -13,6 +13,23 @@
 
 #define DEFAULT_POOL_ABOVE 64
 
+/* The layouts of features.h end exactly at the widths a weights file
+ * records. */
+_Static_assert(TP_GNN_GROUP_END == TP_GNN_F_GROUP,
+	       "group feature slots and TP_GNN_F_GROUP disagree");
+_Static_assert(TP_GNN_DEVICE_END == TP_GNN_F_DEVICE,
+	       "device feature slots and TP_GNN_F_DEVICE disagree");
+_Static_assert(TP_GNN_ACTION_END == TP_GNN_F_ACTION,
+	       "action feature slots and TP_GNN_F_ACTION disagree");
+_Static_assert(TP_GNN_GLOBAL_END == TP_GNN_F_GLOBAL,
+	       "global feature slots and TP_GNN_F_GLOBAL disagree");
+_Static_assert(TP_GNN_FLOW_END == TP_GNN_F_FLOW,
+	       "flow edge feature slots and TP_GNN_F_FLOW disagree");
+_Static_assert(TP_GNN_LINK_END == TP_GNN_F_LINK,
+	       "link edge feature slots and TP_GNN_F_LINK disagree");
+_Static_assert(TP_GNN_PLACE_END == TP_GNN_F_PLACE,
+	       "place edge feature slots and TP_GNN_F_PLACE disagree");
+
 struct tp_gnn_features {
 	const struct tp_model *m;
 	const struct tp_cluster *c;
@@ -211,23 +228,24 @@ static enum tp_status build_classes(struct tp_gnn_features *f,
 	return TP_OK;
 }
 
-static enum tp_status fill_static(struct tp_gnn_features *f,
-				  struct tp_error *err)
+/* x = 1 at k of a one-hot block of n slots (k < n: a value beyond the
+ * block is a bug, not a row of zeros). */
+static void one_hot(float *r, uint32_t n, uint32_t k)
+{
+	assert(k < n);
+	for (uint32_t i = 0; i < n; i++)
+		r[i] = i == k ? 1.0f : 0.0f;
+}
+
+/* Group nodes: the static slots (up to TP_GNN_GROUP_DECIDED). */
+static void static_groups(struct tp_gnn_features *f)
 {
 	const struct tp_model *m = f->m;
-	const struct tp_cluster *c = f->c;
 	struct tp_gnn_graph *g = &f->g;
-	uint32_t K = f->K, NN = f->NN, T = f->T;
+	uint32_t K = f->K, T = f->T;
 	double gmax_flop = 0, gmax_param = 0, gmax_saved = 0, tot_flop = 0,
 	       tot_param = 0;
-	double max_peak = 0, max_mem = 0, max_mbw = 0, max_bw = 0, max_lat = 0;
-	double max_flow = 0, max_fabric = 0, max_nic = 0;
-	double *flow_bytes = NULL;
-	float x[32];
-	enum tp_status st;
 
-	if ((st = tp_gnn_graph_reset(g, K, NN, err)))
-		return st;
 	for (uint32_t k = 0; k < K; k++) {
 		gmax_flop = fmax(gmax_flop, f->gflop[k]);
 		gmax_param = fmax(gmax_param, f->gparam[k]);
@@ -235,16 +253,13 @@ static enum tp_status fill_static(struct tp_gnn_features *f,
 		tot_flop += f->gflop[k];
 		tot_param += f->gparam[k];
 	}
-	/* groups: static part (dynamic columns 13.. filled per state) */
 	for (uint32_t k = 0; k < K; k++) {
 		float *r = tp_gnn_graph_group_row(g, k);
-		double tmax = 0, tmean = 0, io = 0;
+		double tmax = 0, io = 0;
 		uint32_t units = 0;
 		bool split = false;
-		for (uint32_t t = 0; t < T; t++) {
+		for (uint32_t t = 0; t < T; t++)
 			tmax = fmax(tmax, f->gtime[(size_t)k * T + t]);
-			tmean += f->gtime[(size_t)k * T + t] / T;
-		}
 		for (uint32_t i = f->gfirst[k]; i < f->gfirst[k + 1]; i++) {
 			const struct tp_op *o = &m->ops.v[m->topo[i]];
 			io += o->mem_bytes;
@@ -253,27 +268,39 @@ static enum tp_status fill_static(struct tp_gnn_features *f,
 			if (o->tp_units && (!units || o->tp_units < units))
 				units = o->tp_units;
 		}
-		r[0] = ratio(f->gflop[k], gmax_flop);
-		r[1] = logn(f->gflop[k], gmax_flop, 4);
-		r[2] = ratio(f->gparam[k], gmax_param);
-		r[3] = logn(f->gparam[k], gmax_param, 4);
-		r[4] = ratio(f->gsaved[k], gmax_saved);
-		r[5] = logn(f->gsaved[k], gmax_saved, 4);
-		r[6] = ratio(f->gflop[k], tot_flop);
-		r[7] = ratio(f->gparam[k], tot_param);
-		r[8] = K > 1 ? (float)k / (float)(K - 1) : 0.0f;
-		r[9] = f->gtime_min[k] > 0 ? clampf(tmax / f->gtime_min[k] - 1,
-						    0, 4) /
-						     4
-					   : 0.0f;
+		r[TP_GNN_GROUP_FLOP] = ratio(f->gflop[k], gmax_flop);
+		r[TP_GNN_GROUP_FLOP_LOG] = logn(f->gflop[k], gmax_flop, 4);
+		r[TP_GNN_GROUP_PARAM] = ratio(f->gparam[k], gmax_param);
+		r[TP_GNN_GROUP_PARAM_LOG] = logn(f->gparam[k], gmax_param, 4);
+		r[TP_GNN_GROUP_SAVED] = ratio(f->gsaved[k], gmax_saved);
+		r[TP_GNN_GROUP_SAVED_LOG] = logn(f->gsaved[k], gmax_saved, 4);
+		r[TP_GNN_GROUP_FLOP_SHARE] = ratio(f->gflop[k], tot_flop);
+		r[TP_GNN_GROUP_PARAM_SHARE] = ratio(f->gparam[k], tot_param);
+		r[TP_GNN_GROUP_POSITION] =
+			K > 1 ? (float)k / (float)(K - 1) : 0.0f;
+		r[TP_GNN_GROUP_HETERO] =
+			f->gtime_min[k] > 0
+				? clampf(tmax / f->gtime_min[k] - 1, 0, 4) / 4
+				: 0.0f;
 		/* arithmetic intensity, FLOP per byte, on a log scale */
-		r[10] = io > 0 ? clampf(log10(f->gflop[k] / io + 1) / 3, 0, 1)
+		r[TP_GNN_GROUP_INTENSITY] =
+			io > 0 ? clampf(log10(f->gflop[k] / io + 1) / 3, 0, 1)
 			       : 1.0f;
-		r[11] = split ? 1.0f : 0.0f;
-		r[12] = units ? clampf(log2(units) / 7, 0, 1) : 0.0f;
-		(void)tmean;
+		r[TP_GNN_GROUP_SPLITS] = split ? 1.0f : 0.0f;
+		r[TP_GNN_GROUP_TP_UNITS] =
+			units ? clampf(log2(units) / 7, 0, 1) : 0.0f;
 	}
-	/* devices */
+}
+
+/* Device nodes: the static slots (up to TP_GNN_DEVICE_BUSY), relative to
+ * the cluster's largest. */
+static void static_devices(struct tp_gnn_features *f)
+{
+	const struct tp_cluster *c = f->c;
+	struct tp_gnn_graph *g = &f->g;
+	double max_peak = 0, max_mem = 0, max_mbw = 0, max_fabric = 0,
+	       max_nic = 0;
+
 	for (uint32_t d = 0; d < f->ND; d++) {
 		const struct tp_device *dv = &c->devices.v[d];
 		const struct tp_node *nd = &c->nodes.v[dv->node];
@@ -283,6 +310,33 @@ static enum tp_status fill_static(struct tp_gnn_features *f,
 		max_fabric = fmax(max_fabric, nd->fabric_bw_Bps);
 		max_nic = fmax(max_nic, nd->nic_bw_Bps * nd->n_nics);
 	}
+	for (uint32_t n = 0; n < f->NN; n++) {
+		uint32_t d = f->node_rep[n];
+		const struct tp_device *dv = &c->devices.v[d];
+		const struct tp_device_type *ty = &c->types.v[dv->type];
+		const struct tp_node *nd = &c->nodes.v[dv->node];
+		float *r = tp_gnn_graph_device_row(g, n);
+		r[TP_GNN_DEVICE_PEAK] = ratio(f->dev_peak[d], max_peak);
+		r[TP_GNN_DEVICE_PEAK_LOG] = logn(f->dev_peak[d], max_peak, 2);
+		r[TP_GNN_DEVICE_MEMORY] = ratio(ty->memory_bytes, max_mem);
+		r[TP_GNN_DEVICE_MEMORY_BW] = ratio(ty->memory_bw_Bps, max_mbw);
+		r[TP_GNN_DEVICE_NODE_SIZE] = ratio(nd->n_devices, f->ND);
+		r[TP_GNN_DEVICE_FABRIC] = ratio(nd->fabric_bw_Bps, max_fabric);
+		r[TP_GNN_DEVICE_NIC] = ratio(nd->nic_bw_Bps * nd->n_nics, max_nic);
+		r[TP_GNN_DEVICE_WEIGHT] = f->node_w[n] / (float)f->ND;
+		g->device_weight.v[n] = f->node_w[n];
+	}
+}
+
+/* Link edges: every ordered pair of device nodes, self-loops too.  -1 on
+ * allocation failure. */
+static int link_edges(struct tp_gnn_features *f)
+{
+	const struct tp_cluster *c = f->c;
+	uint32_t NN = f->NN;
+	double max_bw = 0, max_lat = 0;
+	float x[TP_GNN_LINK_END];
+
 	for (uint32_t a = 0; a < f->ND; a++)
 		for (uint32_t b = 0; b < f->ND; b++) {
 			const struct tp_route *r = tp_cluster_route(c, a, b);
@@ -294,23 +348,6 @@ static enum tp_status fill_static(struct tp_gnn_features *f,
 		}
 	if (!(max_bw > 0))
 		max_bw = 1;
-	for (uint32_t n = 0; n < NN; n++) {
-		uint32_t d = f->node_rep[n];
-		const struct tp_device *dv = &c->devices.v[d];
-		const struct tp_device_type *ty = &c->types.v[dv->type];
-		const struct tp_node *nd = &c->nodes.v[dv->node];
-		float *r = tp_gnn_graph_device_row(g, n);
-		r[0] = ratio(f->dev_peak[d], max_peak);
-		r[1] = logn(f->dev_peak[d], max_peak, 2);
-		r[2] = ratio(ty->memory_bytes, max_mem);
-		r[3] = ratio(ty->memory_bw_Bps, max_mbw);
-		r[4] = ratio(nd->n_devices, f->ND);
-		r[5] = ratio(nd->fabric_bw_Bps, max_fabric);
-		r[6] = ratio(nd->nic_bw_Bps * nd->n_nics, max_nic);
-		r[7] = f->node_w[n] / (float)f->ND;
-		g->device_weight.v[n] = f->node_w[n];
-	}
-	/* link edges: every ordered pair of device nodes, self-loops too */
 	for (uint32_t b = 0; b < NN; b++) {
 		for (uint32_t a = 0; a < NN; a++) {
 			uint32_t ra = f->node_rep[a], rb = f->node_rep[b];
@@ -329,52 +366,72 @@ static enum tp_status fill_static(struct tp_gnn_features *f,
 				}
 			}
 			if (ra == rb) {
-				x[0] = 1.0f;
-				x[1] = 1.0f;
-				x[2] = 0.0f;
-				x[3] = 1.0f;
+				x[TP_GNN_LINK_BW] = 1.0f;
+				x[TP_GNN_LINK_BW_LOG] = 1.0f;
+				x[TP_GNN_LINK_LATENCY] = 0.0f;
+				x[TP_GNN_LINK_SAME_NODE] = 1.0f;
 			} else {
 				r = tp_cluster_route(c, ra, rb);
-				x[0] = ratio(r->bw_Bps, max_bw);
-				x[1] = logn(r->bw_Bps, max_bw, 3);
-				x[2] = ratio(r->latency_s, max_lat);
-				x[3] = c->devices.v[ra].node ==
-						       c->devices.v[rb].node
-					       ? 1.0f
-					       : 0.0f;
+				x[TP_GNN_LINK_BW] = ratio(r->bw_Bps, max_bw);
+				x[TP_GNN_LINK_BW_LOG] = logn(r->bw_Bps, max_bw, 3);
+				x[TP_GNN_LINK_LATENCY] =
+					ratio(r->latency_s, max_lat);
+				x[TP_GNN_LINK_SAME_NODE] =
+					c->devices.v[ra].node ==
+							c->devices.v[rb].node
+						? 1.0f
+						: 0.0f;
 			}
-			x[4] = self ? 1.0f : 0.0f;
-			if (tp_gnn_graph_add_edge(g, TP_GNN_E_LINK, a, b, x) ==
-			    UINT32_MAX)
-				goto nomem;
+			x[TP_GNN_LINK_SELF] = self ? 1.0f : 0.0f;
+			if (tp_gnn_graph_add_edge(&f->g, TP_GNN_E_LINK, a, b,
+						  x) == UINT32_MAX)
+				return -1;
 		}
 	}
-	/* flow edges: bytes between groups, summed over op edges */
-	flow_bytes = tp_calloc((size_t)K * K, sizeof(double));
-	if (!flow_bytes)
-		goto nomem;
-	{
-		uint32_t *gof = tp_calloc(m->ops.n, sizeof(uint32_t));
-		if (!gof)
-			goto nomem;
-		for (uint32_t k = 0; k < K; k++)
-			for (uint32_t i = f->gfirst[k]; i < f->gfirst[k + 1];
-			     i++)
-				gof[m->topo[i]] = k;
-		for (size_t e = 0; e < m->edges.n; e++) {
-			uint32_t a = gof[m->edges.v[e].src];
-			uint32_t b = gof[m->edges.v[e].dst];
-			if (a != b)
-				flow_bytes[(size_t)a * K + b] +=
-					m->edges.v[e].bytes;
-		}
+	return 0;
+}
+
+/* Bytes per sample between every ordered pair of groups (K x K, summed
+ * over the model's edges); NULL on allocation failure. */
+static double *group_flow_bytes(const struct tp_gnn_features *f)
+{
+	const struct tp_model *m = f->m;
+	uint32_t K = f->K;
+	double *flow_bytes = tp_calloc((size_t)K * K, sizeof(double));
+	uint32_t *gof = tp_calloc(m->ops.n, sizeof(uint32_t));
+
+	if (!flow_bytes || !gof) {
+		free(flow_bytes);
 		free(gof);
+		return NULL;
 	}
+	for (uint32_t k = 0; k < K; k++)
+		for (uint32_t i = f->gfirst[k]; i < f->gfirst[k + 1]; i++)
+			gof[m->topo[i]] = k;
+	for (size_t e = 0; e < m->edges.n; e++) {
+		uint32_t a = gof[m->edges.v[e].src];
+		uint32_t b = gof[m->edges.v[e].dst];
+		if (a != b)
+			flow_bytes[(size_t)a * K + b] += m->edges.v[e].bytes;
+	}
+	free(gof);
+	return flow_bytes;
+}
+
+/* Flow edges (and their back edges) between groups that exchange
+ * tensors, and the arrays that find them again per state.  -1 on
+ * allocation failure. */
+static int flow_edges(struct tp_gnn_features *f, const double *flow_bytes)
+{
+	uint32_t K = f->K, NN = f->NN, i = 0;
+	double max_flow = 0;
+	float x[TP_GNN_FLOW_END];
+
 	f->n_flow = 0;
-	for (size_t i = 0; i < (size_t)K * K; i++)
-		if (flow_bytes[i] > 0) {
+	for (size_t j = 0; j < (size_t)K * K; j++)
+		if (flow_bytes[j] > 0) {
 			f->n_flow++;
-			max_flow = fmax(max_flow, flow_bytes[i]);
+			max_flow = fmax(max_flow, flow_bytes[j]);
 		}
 	f->flow_src = tp_calloc(f->n_flow + 1, sizeof(uint32_t));
 	f->flow_dst = tp_calloc(f->n_flow + 1, sizeof(uint32_t));
@@ -384,30 +441,37 @@ static enum tp_status fill_static(struct tp_gnn_features *f,
 	f->serve_pos = tp_calloc((size_t)K * NN, sizeof(uint32_t));
 	if (!f->flow_src || !f->flow_dst || !f->flow_pos || !f->back_pos ||
 	    !f->place_pos || !f->serve_pos)
-		goto nomem;
-	{
-		uint32_t i = 0;
-		for (uint32_t a = 0; a < K; a++)
-			for (uint32_t b = 0; b < K; b++) {
-				double by = flow_bytes[(size_t)a * K + b];
-				if (!(by > 0))
-					continue;
-				x[0] = ratio(by, max_flow);
-				x[1] = logn(by, max_flow, 4);
-				x[2] = 0.0f;
-				f->flow_src[i] = a;
-				f->flow_dst[i] = b;
-				f->flow_pos[i] = tp_gnn_graph_add_edge(
-					g, TP_GNN_E_FLOW, a, b, x);
-				f->back_pos[i] = tp_gnn_graph_add_edge(
-					g, TP_GNN_E_BACK, b, a, x);
-				if (f->flow_pos[i] == UINT32_MAX ||
-				    f->back_pos[i] == UINT32_MAX)
-					goto nomem;
-				i++;
-			}
-	}
-	/* place / serve */
+		return -1;
+	for (uint32_t a = 0; a < K; a++)
+		for (uint32_t b = 0; b < K; b++) {
+			double by = flow_bytes[(size_t)a * K + b];
+			if (!(by > 0))
+				continue;
+			x[TP_GNN_FLOW_BYTES] = ratio(by, max_flow);
+			x[TP_GNN_FLOW_BYTES_LOG] = logn(by, max_flow, 4);
+			x[TP_GNN_FLOW_SAME_SET] = 0.0f;
+			f->flow_src[i] = a;
+			f->flow_dst[i] = b;
+			f->flow_pos[i] =
+				tp_gnn_graph_add_edge(&f->g, TP_GNN_E_FLOW, a, b, x);
+			f->back_pos[i] =
+				tp_gnn_graph_add_edge(&f->g, TP_GNN_E_BACK, b, a, x);
+			if (f->flow_pos[i] == UINT32_MAX ||
+			    f->back_pos[i] == UINT32_MAX)
+				return -1;
+			i++;
+		}
+	return 0;
+}
+
+/* Place (group -> device node) and serve (back) edges.  -1 on allocation
+ * failure. */
+static int place_edges(struct tp_gnn_features *f)
+{
+	const struct tp_cluster *c = f->c;
+	uint32_t K = f->K, NN = f->NN, T = f->T;
+	float x[TP_GNN_PLACE_END];
+
 	for (uint32_t n = 0; n < NN; n++) {
 		uint32_t t = c->devices.v[f->node_rep[n]].type;
 		double mem = c->types.v[t].memory_bytes;
@@ -416,29 +480,58 @@ static enum tp_status fill_static(struct tp_gnn_features *f,
 			tot += f->gtime[(size_t)k * T + t];
 		for (uint32_t k = 0; k < K; k++) {
 			double tg = f->gtime[(size_t)k * T + t];
-			x[0] = f->gtime_min[k] > 0
-				       ? clampf(log10(tg / f->gtime_min[k]) / 2,
-						0, 1)
-				       : 0.0f;
-			x[1] = ratio(tg, tot);
-			x[2] = mem > 0 ? clampf(f->gparam[k] * f->state_factor /
-							mem,
-						0, 1)
-				       : 1.0f;
-			x[3] = 0.0f;
+			x[TP_GNN_PLACE_SLOWDOWN] =
+				f->gtime_min[k] > 0
+					? clampf(log10(tg / f->gtime_min[k]) / 2,
+						 0, 1)
+					: 0.0f;
+			x[TP_GNN_PLACE_SHARE] = ratio(tg, tot);
+			x[TP_GNN_PLACE_STATE] =
+				mem > 0 ? clampf(f->gparam[k] * f->state_factor /
+							 mem,
+						 0, 1)
+					: 1.0f;
+			x[TP_GNN_PLACE_PLACED] = 0.0f;
 			f->place_pos[(size_t)k * NN + n] = tp_gnn_graph_add_edge(
-				g, TP_GNN_E_PLACE, k, n, x);
+				&f->g, TP_GNN_E_PLACE, k, n, x);
 			f->serve_pos[(size_t)n * K + k] = tp_gnn_graph_add_edge(
-				g, TP_GNN_E_SERVE, n, k, x);
+				&f->g, TP_GNN_E_SERVE, n, k, x);
 			if (f->place_pos[(size_t)k * NN + n] == UINT32_MAX ||
 			    f->serve_pos[(size_t)n * K + k] == UINT32_MAX)
-				goto nomem;
+				return -1;
 		}
 	}
-	if ((st = tp_gnn_graph_finish(g, &f->in, err))) {
-		free(flow_bytes);
+	return 0;
+}
+
+/* Everything that does not depend on the state: node features, edges,
+ * then the positions of the per-state edge features after sorting. */
+static enum tp_status fill_static(struct tp_gnn_features *f,
+				  struct tp_error *err)
+{
+	struct tp_gnn_graph *g = &f->g;
+	uint32_t K = f->K, NN = f->NN;
+	double *flow_bytes;
+	enum tp_status st;
+
+	if ((st = tp_gnn_graph_reset(g, K, NN, err)))
 		return st;
+	static_groups(f);
+	static_devices(f);
+	if (link_edges(f))
+		goto nomem;
+	flow_bytes = group_flow_bytes(f);
+	if (!flow_bytes)
+		goto nomem;
+	if (flow_edges(f, flow_bytes)) {
+		free(flow_bytes);
+		goto nomem;
 	}
+	free(flow_bytes);
+	if (place_edges(f))
+		goto nomem;
+	if ((st = tp_gnn_graph_finish(g, &f->in, err)))
+		return st;
 	/* insertion indices -> sorted positions */
 	for (uint32_t i = 0; i < f->n_flow; i++) {
 		f->flow_pos[i] = tp_gnn_graph_edge_pos(g, TP_GNN_E_FLOW,
@@ -452,10 +545,8 @@ static enum tp_status fill_static(struct tp_gnn_features *f,
 		f->serve_pos[i] = tp_gnn_graph_edge_pos(g, TP_GNN_E_SERVE,
 							f->serve_pos[i]);
 	}
-	free(flow_bytes);
 	return TP_OK;
 nomem:
-	free(flow_bytes);
 	return tp_error_set(err, TP_ENOMEM, "out of memory for GNN features");
 }
 
@@ -638,12 +729,6 @@ double tp_gnn_features_lower_bound(const struct tp_gnn_features *f)
 /* ------------------------------------------------------------------ */
 /* per state */
 
-static void one_hot(float *r, uint32_t n, uint32_t k)
-{
-	for (uint32_t i = 0; i < n; i++)
-		r[i] = i == k ? 1.0f : 0.0f;
-}
-
 static bool same_devices(const struct tp_plan *p, uint32_t a, uint32_t b)
 {
 	const struct tp_plan_group *ga = &p->groups.v[a], *gb = &p->groups.v[b];
@@ -747,45 +832,35 @@ static double hier_sync_s(struct tp_gnn_features *f,
 	return t;
 }
 
+/* The global settings of p as the globals block at r. */
 static void globals_features(float *r, const struct tp_plan *p,
 			     double batch)
 {
-	r[0] = log2n(p->micro_batches, batch);
-	one_hot(r + 1, 3, p->schedule);
-	one_hot(r + 4, 4, p->zero);
+	r[TP_GNN_GLOBALS_MICRO] = log2n(p->micro_batches, batch);
+	one_hot(r + TP_GNN_GLOBALS_SCHEDULE, TP_SCHEDULE_COUNT, p->schedule);
+	one_hot(r + TP_GNN_GLOBALS_ZERO, TP_GNN_ZERO_STAGES, p->zero);
 }
 
-enum tp_status tp_gnn_features_state(struct tp_gnn_features *f,
-				     const struct tp_prior_state *st,
-				     struct tp_gnn_input *in,
-				     struct tp_error *err)
+/* The state's plan groups: op_pg (op -> plan group), g_pg (coarse group
+ * -> plan group of its first op), pg_frac (plan group x device node:
+ * fraction of the node's devices it holds).  TP_EINPUT for ops or devices
+ * out of range. */
+static enum tp_status state_groups(struct tp_gnn_features *f,
+				   const struct tp_plan *p,
+				   struct tp_error *err)
 {
 	const struct tp_model *m = f->m;
-	const struct tp_cluster *c = f->c;
-	const struct tp_plan *p = st->plan;
-	const struct tp_report *rep = st->report;
-	struct tp_gnn_graph *g = &f->g;
-	uint32_t K = f->K, NN = f->NN, ND = f->ND, npg;
-	double max_load = 0, sum_mem = 0;
-	float x[TP_GNN_F_ACTION];
-	enum tp_status s;
+	uint32_t K = f->K, NN = f->NN, ND = f->ND;
+	uint32_t npg = (uint32_t)p->groups.n;
 
-	if (st->n_groups != K || !p)
-		return tp_error_set(err, TP_EINPUT,
-				    "GNN features: state has %u groups, the "
-				    "features %u",
-				    st->n_groups, K);
-	if (rep && rep->n_devices != ND)
-		rep = NULL;
-	npg = (uint32_t)p->groups.n;
-	/* op -> plan group, coarse group -> plan group of its first op */
 	f->op_pg.n = 0;
 	f->g_pg.n = 0;
 	f->pg_frac.n = 0;
 	if (tp_vec_reserve(&f->op_pg, m->ops.n) ||
 	    tp_vec_reserve(&f->g_pg, K) ||
 	    tp_vec_reserve(&f->pg_frac, (size_t)npg * NN + 1))
-		goto nomem;
+		return tp_error_set(err, TP_ENOMEM,
+				    "out of memory for GNN features");
 	for (size_t i = 0; i < m->ops.n; i++)
 		f->op_pg.v[i] = 0;
 	for (uint32_t q = 0; q < npg; q++) {
@@ -814,8 +889,17 @@ enum tp_status tp_gnn_features_state(struct tp_gnn_features *f,
 	}
 	for (uint32_t k = 0; k < K; k++)
 		f->g_pg.v[k] = f->op_pg.v[m->topo[f->gfirst[k]]];
+	return TP_OK;
+}
 
-	/* estimated per-device load and memory from the plan */
+/* Estimated load (seconds), memory and group count per device from the
+ * plan; returns the largest load. */
+static double state_loads(struct tp_gnn_features *f, const struct tp_plan *p)
+{
+	const struct tp_cluster *c = f->c;
+	uint32_t K = f->K, ND = f->ND, npg = (uint32_t)p->groups.n;
+	double max_load = 0;
+
 	memset(f->load, 0, ND * sizeof(double));
 	memset(f->mem, 0, ND * sizeof(double));
 	memset(f->comm, 0, ND * sizeof(double));
@@ -842,64 +926,96 @@ enum tp_status tp_gnn_features_state(struct tp_gnn_features *f,
 	}
 	for (uint32_t d = 0; d < ND; d++)
 		max_load = fmax(max_load, f->load[d]);
+	return max_load;
+}
 
-	/* groups: dynamic columns */
-	for (uint32_t k = 0; k < K; k++) {
-		float *r = tp_gnn_graph_group_row(g, k);
-		r[13] = st->decided && st->decided[k] ? 1.0f : 0.0f;
-		r[14] = st->level == k + 1 ? 1.0f : 0.0f;
-		if (npg) {
+/* Group nodes: the partial plan's slots. */
+static void state_group_rows(struct tp_gnn_features *f,
+			     const struct tp_prior_state *st,
+			     const struct tp_plan *p)
+{
+	for (uint32_t k = 0; k < f->K; k++) {
+		float *r = tp_gnn_graph_group_row(&f->g, k);
+		r[TP_GNN_GROUP_DECIDED] =
+			st->decided && st->decided[k] ? 1.0f : 0.0f;
+		r[TP_GNN_GROUP_CURRENT] = st->level == k + 1 ? 1.0f : 0.0f;
+		if (p->groups.n) {
 			const struct tp_plan_group *pg =
 				&p->groups.v[f->g_pg.v[k]];
-			r[15] = ratio(pg->n_devices, ND);
-			r[16] = log2n(pg->dp, ND);
-			r[17] = clampf(log2(pg->tp) / 3, 0, 1);
-			one_hot(r + 18, 3, pg->sync);
-			one_hot(r + 21, 3, pg->recompute);
+			r[TP_GNN_GROUP_DEVICES] = ratio(pg->n_devices, f->ND);
+			r[TP_GNN_GROUP_DP] = log2n(pg->dp, f->ND);
+			r[TP_GNN_GROUP_TP] = clampf(log2(pg->tp) / 3, 0, 1);
+			one_hot(r + TP_GNN_GROUP_SYNC, TP_SYNC_COUNT, pg->sync);
+			one_hot(r + TP_GNN_GROUP_RECOMPUTE, TP_RECOMPUTE_COUNT,
+				pg->recompute);
 		}
 	}
-	/* devices: dynamic columns, averaged over a class */
-	for (uint32_t n = 0; n < NN; n++) {
+}
+
+/* Device nodes: the partial plan's slots, averaged over a class;
+ * simulated figures when the state has a report, else the estimates.
+ * Returns the cluster's memory. */
+static double state_device_rows(struct tp_gnn_features *f,
+				const struct tp_report *rep, double max_load)
+{
+	const struct tp_cluster *c = f->c;
+	struct tp_gnn_graph *g = &f->g;
+	double sum_mem = 0;
+
+	for (uint32_t n = 0; n < f->NN; n++) {
 		float *r = tp_gnn_graph_device_row(g, n);
-		for (int j = 8; j < TP_GNN_F_DEVICE; j++)
+		for (int j = TP_GNN_DEVICE_BUSY; j < TP_GNN_F_DEVICE; j++)
 			r[j] = 0;
 	}
-	for (uint32_t d = 0; d < ND; d++) {
+	for (uint32_t d = 0; d < f->ND; d++) {
 		uint32_t n = f->dev_node[d];
 		float *r = tp_gnn_graph_device_row(g, n);
 		float w = 1.0f / f->node_w[n];
 		double cap = c->types.v[c->devices.v[d].type].memory_bytes;
 		if (rep && rep->iteration_time_s > 0) {
-			r[8] += w * clampf(rep->devices[d].compute_s /
+			r[TP_GNN_DEVICE_BUSY] +=
+				w * clampf(rep->devices[d].compute_s /
 						   rep->iteration_time_s,
 					   0, 1);
-			r[9] += w * clampf(rep->devices[d].peak_memory_bytes /
+			r[TP_GNN_DEVICE_MEMORY_USE] +=
+				w * clampf(rep->devices[d].peak_memory_bytes /
 						   (cap > 0 ? cap : 1) / 2,
 					   0, 1);
-			r[10] += w * clampf(rep->devices[d].communication_s /
-						    rep->iteration_time_s,
-					    0, 1);
-			r[11] += w;
+			r[TP_GNN_DEVICE_COMM] +=
+				w * clampf(rep->devices[d].communication_s /
+						   rep->iteration_time_s,
+					   0, 1);
+			r[TP_GNN_DEVICE_SIMULATED] += w;
 		} else {
-			r[8] += w * ratio(f->load[d], max_load);
-			r[9] += w * clampf(f->mem[d] / (cap > 0 ? cap : 1) / 2,
+			r[TP_GNN_DEVICE_BUSY] += w * ratio(f->load[d], max_load);
+			r[TP_GNN_DEVICE_MEMORY_USE] +=
+				w * clampf(f->mem[d] / (cap > 0 ? cap : 1) / 2,
 					   0, 1);
 		}
-		r[12] += w * ratio(f->ngroups_on[d], K);
+		r[TP_GNN_DEVICE_GROUPS] += w * ratio(f->ngroups_on[d], f->K);
 		sum_mem += cap;
 	}
-	/* place/serve: placement fraction; flow: same device set */
+	return sum_mem;
+}
+
+/* Edges: place/serve get the placement fraction, flow/back whether both
+ * groups are on the same devices. */
+static void state_edges(struct tp_gnn_features *f, const struct tp_plan *p)
+{
+	struct tp_gnn_graph *g = &f->g;
+	uint32_t K = f->K, NN = f->NN, npg = (uint32_t)p->groups.n;
+
 	for (uint32_t k = 0; k < K; k++) {
 		const float *fr = npg ? f->pg_frac.v + (size_t)f->g_pg.v[k] * NN
 				      : NULL;
 		for (uint32_t n = 0; n < NN; n++) {
 			float v = fr ? fr[n] : 0.0f;
 			tp_gnn_graph_edge_x(g, TP_GNN_E_PLACE,
-					    f->place_pos[(size_t)k * NN + n])[3] =
-				v;
+					    f->place_pos[(size_t)k * NN + n])
+				[TP_GNN_PLACE_PLACED] = v;
 			tp_gnn_graph_edge_x(g, TP_GNN_E_SERVE,
-					    f->serve_pos[(size_t)n * K + k])[3] =
-				v;
+					    f->serve_pos[(size_t)n * K + k])
+				[TP_GNN_PLACE_PLACED] = v;
 		}
 	}
 	for (uint32_t i = 0; i < f->n_flow && npg; i++) {
@@ -907,159 +1023,210 @@ enum tp_status tp_gnn_features_state(struct tp_gnn_features *f,
 				       f->g_pg.v[f->flow_dst[i]])
 				  ? 1.0f
 				  : 0.0f;
-		tp_gnn_graph_edge_x(g, TP_GNN_E_FLOW, f->flow_pos[i])[2] = v;
-		tp_gnn_graph_edge_x(g, TP_GNN_E_BACK, f->back_pos[i])[2] = v;
+		tp_gnn_graph_edge_x(g, TP_GNN_E_FLOW,
+				    f->flow_pos[i])[TP_GNN_FLOW_SAME_SET] = v;
+		tp_gnn_graph_edge_x(g, TP_GNN_E_BACK,
+				    f->back_pos[i])[TP_GNN_FLOW_SAME_SET] = v;
 	}
-	/* global */
-	{
-		float *r = g->global_x.v;
-		double tot_param = 0;
-		for (uint32_t k = 0; k < K; k++)
-			tot_param += f->gparam[k];
-		memset(r, 0, TP_GNN_F_GLOBAL * sizeof(float));
-		r[0] = ratio(st->level, K);
-		r[1] = clampf(K / 64.0, 0, 1);
-		r[2] = clampf(log2(ND) / 10, 0, 1);
-		r[3] = ratio(f->n_nodes_phys, ND);
-		r[4] = clampf((f->T - 1) / 3.0, 0, 1);
-		r[5] = sum_mem > 0 ? clampf(tot_param * f->state_factor /
-							sum_mem / 2,
-					    0, 1)
-				   : 1.0f;
-		if (f->lower_bound > 0 && isfinite(f->min_bw) && f->min_bw > 0)
-			r[6] = clampf(log10(2 * tot_param / f->min_bw /
-					    f->lower_bound) /
-					      6 +
-				      0.5,
-				      0, 1);
-		globals_features(r + 7, p, f->batch);
-		if (st->report) {
-			r[15] = 1;
-			r[16] = st->report->feasible ? 1.0f : 0.0f;
-			r[17] = st->report->feasible
-					? (tp_gnn_value_target(
-						   f->lower_bound, true,
-						   st->report->iteration_time_s) +
-					   1) / 2
-					: 0.0f;
+}
+
+/* The global node. */
+static void state_global(struct tp_gnn_features *f,
+			 const struct tp_prior_state *st,
+			 const struct tp_plan *p, double sum_mem)
+{
+	float *r = f->g.global_x.v;
+	uint32_t K = f->K, ND = f->ND;
+	double tot_param = 0;
+
+	for (uint32_t k = 0; k < K; k++)
+		tot_param += f->gparam[k];
+	memset(r, 0, TP_GNN_F_GLOBAL * sizeof(float));
+	r[TP_GNN_GLOBAL_LEVEL] = ratio(st->level, K);
+	r[TP_GNN_GLOBAL_GROUPS] = clampf(K / 64.0, 0, 1);
+	r[TP_GNN_GLOBAL_DEVICES] = clampf(log2(ND) / 10, 0, 1);
+	r[TP_GNN_GLOBAL_NODES] = ratio(f->n_nodes_phys, ND);
+	r[TP_GNN_GLOBAL_TYPES] = clampf((f->T - 1) / 3.0, 0, 1);
+	r[TP_GNN_GLOBAL_STATE] =
+		sum_mem > 0
+			? clampf(tot_param * f->state_factor / sum_mem / 2, 0,
+				 1)
+			: 1.0f;
+	if (f->lower_bound > 0 && isfinite(f->min_bw) && f->min_bw > 0)
+		r[TP_GNN_GLOBAL_SYNC] = clampf(
+			log10(2 * tot_param / f->min_bw / f->lower_bound) / 6 +
+				0.5,
+			0, 1);
+	globals_features(r + TP_GNN_GLOBAL_GLOBALS, p, f->batch);
+	if (st->report) {
+		r[TP_GNN_GLOBAL_SIMULATED] = 1;
+		r[TP_GNN_GLOBAL_FITS] = st->report->feasible ? 1.0f : 0.0f;
+		r[TP_GNN_GLOBAL_EFFICIENCY] =
+			st->report->feasible
+				? (tp_gnn_value_target(
+					   f->lower_bound, true,
+					   st->report->iteration_time_s) +
+				   1) / 2
+				: 0.0f;
+	}
+}
+
+/* A global action: the globals block; it spans every device node. */
+static enum tp_status global_action(struct tp_gnn_features *f,
+				    const struct tp_prior_action *ac, float *x,
+				    struct tp_error *err)
+{
+	struct tp_plan tmp;
+
+	/* the globals as a plan header, for the shared encoding */
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.micro_batches = ac->micro_batches;
+	tmp.schedule = ac->schedule;
+	tmp.zero = ac->zero;
+	x[TP_GNN_ACTION_GLOBAL] = 1.0f;
+	globals_features(x + TP_GNN_ACTION_GLOBALS, &tmp, f->batch);
+	f->act_nodes.n = f->act_w.n = 0;
+	for (uint32_t n = 0; n < f->NN; n++)
+		if (tp_vec_push(&f->act_nodes, n) ||
+		    tp_vec_push(&f->act_w, f->node_w[n]))
+			return tp_error_set(err, TP_ENOMEM,
+					    "out of memory for GNN features");
+	return TP_OK;
+}
+
+/* A group action (a device set with degrees, sync and recomputation for
+ * the group being decided): its slots and its device nodes (act_nodes /
+ * act_w).  TP_EINPUT for an inconsistent action. */
+static enum tp_status group_action(struct tp_gnn_features *f,
+				   const struct tp_prior_action *ac,
+				   uint32_t a, const struct tp_plan *p,
+				   float *x, struct tp_error *err)
+{
+	const struct tp_cluster *c = f->c;
+	uint32_t k = f->g.group, nodes_seen = 0, ND = f->ND;
+	double peak = 0, inv_t = 0, inv_all = 0, minmem = INFINITY;
+	double bottleneck = INFINITY, comm, comp, memb;
+
+	if (ac->n_devices == 0 || ac->dp * ac->tp != ac->n_devices)
+		return tp_error_set(err, TP_EINPUT,
+				    "GNN features: action %u has %u devices, "
+				    "dp %u, tp %u",
+				    a, ac->n_devices, ac->dp, ac->tp);
+	for (uint32_t i = 0; i < ac->n_devices; i++)
+		if (ac->devices[i] >= ND)
+			return tp_error_set(err, TP_EINPUT,
+					    "GNN features: action %u names "
+					    "device %u of %u",
+					    a, ac->devices[i], ND);
+	if (set_nodes(f, ac->devices, ac->n_devices))
+		return tp_error_set(err, TP_ENOMEM,
+				    "out of memory for GNN features");
+	for (uint32_t d = 0; d < ND; d++) {
+		double t = f->gtime[(size_t)k * f->T + c->devices.v[d].type];
+		if (t > 0)
+			inv_all += 1 / t;
+	}
+	/* physical nodes spanned: stamp by node index */
+	if (++f->stamp == 0) {
+		memset(f->node_seen, 0, ND * sizeof(uint32_t));
+		f->stamp = 1;
+	}
+	for (uint32_t i = 0; i < ac->n_devices; i++) {
+		uint32_t d = ac->devices[i];
+		uint32_t t = c->devices.v[d].type;
+		uint32_t pn = c->devices.v[d].node;
+		double tg = f->gtime[(size_t)k * f->T + t];
+		peak += f->dev_peak[d];
+		if (tg > 0)
+			inv_t += 1 / tg;
+		minmem = fmin(minmem, c->types.v[t].memory_bytes);
+		if (pn < ND && f->node_seen[pn] != f->stamp) {
+			f->node_seen[pn] = f->stamp;
+			nodes_seen++;
+		}
+		if (ac->n_devices > 1) {
+			uint32_t e = ac->devices[(i + 1) % ac->n_devices];
+			bottleneck = fmin(bottleneck,
+					  tp_cluster_route(c, d, e)->bw_Bps);
 		}
 	}
+	x[TP_GNN_ACTION_DEVICES] = ratio(ac->n_devices, ND);
+	x[TP_GNN_ACTION_DP] = log2n(ac->dp, ND);
+	x[TP_GNN_ACTION_TP] = clampf(log2(ac->tp) / 3, 0, 1);
+	one_hot(x + TP_GNN_ACTION_SYNC, TP_SYNC_COUNT, ac->sync);
+	one_hot(x + TP_GNN_ACTION_RECOMPUTE, TP_RECOMPUTE_COUNT,
+		ac->recompute);
+	x[TP_GNN_ACTION_KEEPS] = ac->keeps_default ? 1.0f : 0.0f;
+	x[TP_GNN_ACTION_PEAK] = ratio(peak, f->total_peak);
+	x[TP_GNN_ACTION_NODES] = ratio(nodes_seen, f->n_nodes_phys);
+	x[TP_GNN_ACTION_SLOWDOWN] =
+		inv_t > 0 && inv_all > 0 && ND > 1
+			? clampf(log(inv_all / inv_t) / log(ND), 0, 1)
+			: 0.0f;
+	memb = f->gparam[k] * f->state_factor / ac->tp +
+	       f->gsaved[k] * f->batch /
+		       (ac->dp * (p->micro_batches ? p->micro_batches : 1)) /
+		       ac->tp;
+	x[TP_GNN_ACTION_MEMORY] = minmem > 0 && isfinite(minmem)
+					  ? clampf(memb / minmem / 2, 0, 1)
+					  : 1.0f;
+	comp = inv_t > 0 ? f->batch / inv_t : 0;
+	comm = ac->dp > 1 && isfinite(bottleneck) && bottleneck > 0
+		       ? 2.0 * (ac->dp - 1) / ac->dp * f->gparam[k] / ac->tp /
+				 bottleneck
+		       : 0;
+	x[TP_GNN_ACTION_SYNC_RING] =
+		comp > 0 && comm > 0
+			? clampf(log10(comm / comp) / 6 + 0.5, 0, 1)
+			: 0.0f;
+	/* the same with the action's own method (the parameter server
+	   counted as the ring) */
+	if (ac->sync == TP_SYNC_HIERARCHICAL && comm > 0)
+		comm = hier_sync_s(f, ac, f->gparam[k] / ac->tp);
+	x[TP_GNN_ACTION_SYNC_OWN] =
+		comp > 0 && comm > 0
+			? clampf(log10(comm / comp) / 6 + 0.5, 0, 1)
+			: 0.0f;
+	return TP_OK;
+}
+
+enum tp_status tp_gnn_features_state(struct tp_gnn_features *f,
+				     const struct tp_prior_state *st,
+				     struct tp_gnn_input *in,
+				     struct tp_error *err)
+{
+	const struct tp_plan *p = st->plan;
+	const struct tp_report *rep = st->report;
+	struct tp_gnn_graph *g = &f->g;
+	uint32_t K = f->K;
+	double max_load, sum_mem;
+	float x[TP_GNN_F_ACTION];
+	enum tp_status s;
+
+	if (st->n_groups != K || !p)
+		return tp_error_set(err, TP_EINPUT,
+				    "GNN features: state has %u groups, the "
+				    "features %u",
+				    st->n_groups, K);
+	if (rep && rep->n_devices != f->ND)
+		rep = NULL;
+	if ((s = state_groups(f, p, err)))
+		return s;
+	max_load = state_loads(f, p);
+	state_group_rows(f, st, p);
+	sum_mem = state_device_rows(f, rep, max_load);
+	state_edges(f, p);
+	state_global(f, st, p, sum_mem);
 	/* actions */
 	tp_gnn_graph_clear_actions(g);
 	g->group = st->level > 0 && st->level <= K ? st->level - 1 : 0;
 	for (uint32_t a = 0; a < st->n_actions; a++) {
 		const struct tp_prior_action *ac = &st->actions[a];
 		memset(x, 0, sizeof(x));
-		if (ac->global) {
-			struct tp_plan tmp;
-			/* the globals as a plan header, for the shared
-			 * encoding */
-			memset(&tmp, 0, sizeof(tmp));
-			tmp.micro_batches = ac->micro_batches;
-			tmp.schedule = ac->schedule;
-			tmp.zero = ac->zero;
-			x[0] = 1.0f;
-			globals_features(x + 16, &tmp, f->batch);
-			f->act_nodes.n = f->act_w.n = 0;
-			for (uint32_t n = 0; n < NN; n++)
-				if (tp_vec_push(&f->act_nodes, n) ||
-				    tp_vec_push(&f->act_w, f->node_w[n]))
-					goto nomem;
-		} else {
-			uint32_t k = g->group, nodes_seen = 0;
-			double peak = 0, inv_t = 0, inv_all = 0, minmem = INFINITY;
-			double bottleneck = INFINITY, comm, comp, memb;
-			if (ac->n_devices == 0 || ac->dp * ac->tp != ac->n_devices)
-				return tp_error_set(err, TP_EINPUT,
-						    "GNN features: action %u "
-						    "has %u devices, dp %u, "
-						    "tp %u",
-						    a, ac->n_devices, ac->dp,
-						    ac->tp);
-			for (uint32_t i = 0; i < ac->n_devices; i++)
-				if (ac->devices[i] >= ND)
-					return tp_error_set(
-						err, TP_EINPUT,
-						"GNN features: action %u names "
-						"device %u of %u",
-						a, ac->devices[i], ND);
-			if (set_nodes(f, ac->devices, ac->n_devices))
-				goto nomem;
-			for (uint32_t d = 0; d < ND; d++) {
-				double t = f->gtime[(size_t)k * f->T +
-						    c->devices.v[d].type];
-				if (t > 0)
-					inv_all += 1 / t;
-			}
-			/* physical nodes spanned: stamp by node index */
-			if (++f->stamp == 0) {
-				memset(f->node_seen, 0, ND * sizeof(uint32_t));
-				f->stamp = 1;
-			}
-			for (uint32_t i = 0; i < ac->n_devices; i++) {
-				uint32_t d = ac->devices[i];
-				uint32_t t = c->devices.v[d].type;
-				uint32_t pn = c->devices.v[d].node;
-				double tg = f->gtime[(size_t)k * f->T + t];
-				peak += f->dev_peak[d];
-				if (tg > 0)
-					inv_t += 1 / tg;
-				minmem = fmin(minmem,
-					      c->types.v[t].memory_bytes);
-				if (pn < ND && f->node_seen[pn] != f->stamp) {
-					f->node_seen[pn] = f->stamp;
-					nodes_seen++;
-				}
-				if (ac->n_devices > 1) {
-					uint32_t e = ac->devices
-						[(i + 1) % ac->n_devices];
-					bottleneck = fmin(
-						bottleneck,
-						tp_cluster_route(c, d, e)->bw_Bps);
-				}
-			}
-			x[1] = ratio(ac->n_devices, ND);
-			x[2] = log2n(ac->dp, ND);
-			x[3] = clampf(log2(ac->tp) / 3, 0, 1);
-			one_hot(x + 4, 3, ac->sync);
-			one_hot(x + 7, 3, ac->recompute);
-			x[10] = ac->keeps_default ? 1.0f : 0.0f;
-			x[11] = ratio(peak, f->total_peak);
-			x[12] = ratio(nodes_seen, f->n_nodes_phys);
-			x[13] = inv_t > 0 && inv_all > 0 && ND > 1
-					? clampf(log(inv_all / inv_t) / log(ND),
-						 0, 1)
-					: 0.0f;
-			memb = f->gparam[k] * f->state_factor / ac->tp +
-			       f->gsaved[k] * f->batch /
-				       (ac->dp * (p->micro_batches
-							  ? p->micro_batches
-							  : 1)) /
-				       ac->tp;
-			x[14] = minmem > 0 && isfinite(minmem)
-					? clampf(memb / minmem / 2, 0, 1)
-					: 1.0f;
-			comp = inv_t > 0 ? f->batch / inv_t : 0;
-			comm = ac->dp > 1 && isfinite(bottleneck) &&
-					       bottleneck > 0
-				       ? 2.0 * (ac->dp - 1) / ac->dp *
-						 f->gparam[k] / ac->tp /
-						 bottleneck
-				       : 0;
-			x[15] = comp > 0 && comm > 0
-					? clampf(log10(comm / comp) / 6 + 0.5,
-						 0, 1)
-					: 0.0f;
-			/* the same with the action's own method (the
-			   parameter server counted as the ring) */
-			if (ac->sync == TP_SYNC_HIERARCHICAL && comm > 0)
-				comm = hier_sync_s(f, ac,
-						   f->gparam[k] / ac->tp);
-			x[24] = comp > 0 && comm > 0
-					? clampf(log10(comm / comp) / 6 + 0.5,
-						 0, 1)
-					: 0.0f;
-		}
+		s = ac->global ? global_action(f, ac, x, err)
+			       : group_action(f, ac, a, p, x, err);
+		if (s)
+			return s;
 		if ((s = tp_gnn_graph_add_action(g, f->act_nodes.v,
 						 f->act_w.v,
 						 (uint32_t)f->act_nodes.n, x,
@@ -1070,6 +1237,4 @@ enum tp_status tp_gnn_features_state(struct tp_gnn_features *f,
 		return s;
 	*in = f->in;
 	return TP_OK;
-nomem:
-	return tp_error_set(err, TP_ENOMEM, "out of memory for GNN features");
 }

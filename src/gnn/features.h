@@ -52,7 +52,11 @@
 #include "graph.h"
 #include "net.h"
 
-/* Feature widths (documented in src/gnn/README). */
+/*
+ * Feature widths (documented in src/gnn/README).  A weights file records
+ * them and is refused when they differ: the shipped weights were trained
+ * on exactly this layout.
+ */
 #define TP_GNN_F_GROUP 24
 #define TP_GNN_F_DEVICE 13
 #define TP_GNN_F_ACTION 25
@@ -60,6 +64,133 @@
 #define TP_GNN_F_FLOW 3
 #define TP_GNN_F_LINK 5
 #define TP_GNN_F_PLACE 4
+
+/*
+ * The layout: every feature's slot by name, in order, one-hot blocks as
+ * wide as the enum they encode (plan.h's *_COUNT).  features.c checks at
+ * compile time that each layout ends exactly at its width above, so a
+ * new value of an encoded enum (a fourth schedule) or a new feature stops
+ * the build instead of shifting or dropping features silently.
+ */
+
+/* ZeRO stages 0..3 (tp_plan_validate rejects more). */
+#define TP_GNN_ZERO_STAGES 4
+
+/* Group node. */
+enum tp_gnn_group_slot {
+	TP_GNN_GROUP_FLOP,        /* lin(FLOP) */
+	TP_GNN_GROUP_FLOP_LOG,    /* log(FLOP, 4) */
+	TP_GNN_GROUP_PARAM,       /* lin(param bytes) */
+	TP_GNN_GROUP_PARAM_LOG,   /* log(param bytes, 4) */
+	TP_GNN_GROUP_SAVED,       /* lin(saved activation bytes) */
+	TP_GNN_GROUP_SAVED_LOG,   /* log(saved bytes, 4) */
+	TP_GNN_GROUP_FLOP_SHARE,  /* share of the model's FLOP */
+	TP_GNN_GROUP_PARAM_SHARE, /* share of the model's parameters */
+	TP_GNN_GROUP_POSITION,    /* position in the order */
+	TP_GNN_GROUP_HETERO,      /* slowest / fastest type time, sensitivity */
+	TP_GNN_GROUP_INTENSITY,   /* arithmetic intensity */
+	TP_GNN_GROUP_SPLITS,      /* splits under tensor parallelism */
+	TP_GNN_GROUP_TP_UNITS,    /* log2(tp units) / 7 */
+	/* the partial plan (refreshed per state) */
+	TP_GNN_GROUP_DECIDED,
+	TP_GNN_GROUP_CURRENT,     /* the group being decided now */
+	TP_GNN_GROUP_DEVICES,     /* devices / all devices */
+	TP_GNN_GROUP_DP,          /* log2(dp) / log2(devices) */
+	TP_GNN_GROUP_TP,          /* log2(tp) / 3 */
+	TP_GNN_GROUP_SYNC,        /* one-hot, TP_SYNC_COUNT */
+	TP_GNN_GROUP_RECOMPUTE = TP_GNN_GROUP_SYNC + TP_SYNC_COUNT,
+	TP_GNN_GROUP_END = TP_GNN_GROUP_RECOMPUTE + TP_RECOMPUTE_COUNT
+};
+
+/* Device node (or device class). */
+enum tp_gnn_device_slot {
+	TP_GNN_DEVICE_PEAK,      /* lin(peak FLOP/s) */
+	TP_GNN_DEVICE_PEAK_LOG,  /* log(peak, 2) */
+	TP_GNN_DEVICE_MEMORY,    /* lin(memory) */
+	TP_GNN_DEVICE_MEMORY_BW, /* lin(memory bandwidth) */
+	TP_GNN_DEVICE_NODE_SIZE, /* devices in its node / all */
+	TP_GNN_DEVICE_FABRIC,    /* lin(node fabric bandwidth) */
+	TP_GNN_DEVICE_NIC,       /* lin(NIC bandwidth) */
+	TP_GNN_DEVICE_WEIGHT,    /* devices it stands for / all */
+	/* the partial plan (refreshed per state, mean over a class) */
+	TP_GNN_DEVICE_BUSY,      /* compute busy fraction */
+	TP_GNN_DEVICE_MEMORY_USE, /* peak memory / capacity / 2 */
+	TP_GNN_DEVICE_COMM,      /* exposed communication (simulated) */
+	TP_GNN_DEVICE_SIMULATED, /* 1 simulated, 0 estimated */
+	TP_GNN_DEVICE_GROUPS,    /* groups on it / groups */
+	TP_GNN_DEVICE_END
+};
+
+/* The global settings (micro-batches, schedule, ZeRO): a block shared by
+ * the global node and the global actions. */
+enum tp_gnn_globals_slot {
+	TP_GNN_GLOBALS_MICRO,    /* log2(micro-batches) / log2(batch) */
+	TP_GNN_GLOBALS_SCHEDULE, /* one-hot, TP_SCHEDULE_COUNT */
+	TP_GNN_GLOBALS_ZERO = TP_GNN_GLOBALS_SCHEDULE + TP_SCHEDULE_COUNT,
+	TP_GNN_GLOBALS_END = TP_GNN_GLOBALS_ZERO + TP_GNN_ZERO_STAGES
+};
+
+/* Candidate action. */
+enum tp_gnn_action_slot {
+	TP_GNN_ACTION_GLOBAL,   /* a global action (level 0) */
+	/* group actions */
+	TP_GNN_ACTION_DEVICES,  /* devices / all */
+	TP_GNN_ACTION_DP,       /* log2(dp) / log2(devices) */
+	TP_GNN_ACTION_TP,       /* log2(tp) / 3 */
+	TP_GNN_ACTION_SYNC,     /* one-hot, TP_SYNC_COUNT */
+	TP_GNN_ACTION_RECOMPUTE = TP_GNN_ACTION_SYNC + TP_SYNC_COUNT,
+	TP_GNN_ACTION_KEEPS = TP_GNN_ACTION_RECOMPUTE + TP_RECOMPUTE_COUNT,
+	TP_GNN_ACTION_PEAK,     /* share of the cluster's peak FLOP/s */
+	TP_GNN_ACTION_NODES,    /* nodes spanned / nodes */
+	TP_GNN_ACTION_SLOWDOWN, /* compute slowdown vs. the whole cluster */
+	TP_GNN_ACTION_MEMORY,   /* memory pressure */
+	TP_GNN_ACTION_SYNC_RING, /* gradient all-reduce vs. compute, ring */
+	/* global actions: the globals block */
+	TP_GNN_ACTION_GLOBALS,
+	/* group actions again: the sync estimate with the action's method */
+	TP_GNN_ACTION_SYNC_OWN = TP_GNN_ACTION_GLOBALS + TP_GNN_GLOBALS_END,
+	TP_GNN_ACTION_END
+};
+
+/* The global node. */
+enum tp_gnn_global_slot {
+	TP_GNN_GLOBAL_LEVEL,     /* level / groups */
+	TP_GNN_GLOBAL_GROUPS,    /* groups / 64 */
+	TP_GNN_GLOBAL_DEVICES,   /* log2(devices) / 10 */
+	TP_GNN_GLOBAL_NODES,     /* nodes / devices */
+	TP_GNN_GLOBAL_TYPES,     /* (device types - 1) / 3 */
+	TP_GNN_GLOBAL_STATE,     /* model state / cluster memory / 2 */
+	TP_GNN_GLOBAL_SYNC,      /* gradient all-reduce vs. the lower bound */
+	TP_GNN_GLOBAL_GLOBALS,   /* the globals block */
+	TP_GNN_GLOBAL_SIMULATED = TP_GNN_GLOBAL_GLOBALS + TP_GNN_GLOBALS_END,
+	TP_GNN_GLOBAL_FITS,
+	TP_GNN_GLOBAL_EFFICIENCY, /* (value + 1) / 2 */
+	TP_GNN_GLOBAL_END
+};
+
+/* Edges: flow/back between groups, link between device nodes,
+ * place/serve between groups and device nodes. */
+enum tp_gnn_flow_slot {
+	TP_GNN_FLOW_BYTES,     /* lin(bytes per sample between the groups) */
+	TP_GNN_FLOW_BYTES_LOG, /* log(bytes, 4) */
+	TP_GNN_FLOW_SAME_SET,  /* both groups on the same devices now */
+	TP_GNN_FLOW_END
+};
+enum tp_gnn_link_slot {
+	TP_GNN_LINK_BW,      /* lin(route bandwidth) */
+	TP_GNN_LINK_BW_LOG,  /* log(bandwidth, 3) */
+	TP_GNN_LINK_LATENCY, /* lin(route latency) */
+	TP_GNN_LINK_SAME_NODE,
+	TP_GNN_LINK_SELF,
+	TP_GNN_LINK_END
+};
+enum tp_gnn_place_slot {
+	TP_GNN_PLACE_SLOWDOWN, /* log10(time here / fastest) / 2 */
+	TP_GNN_PLACE_SHARE,    /* the group's share of the model's time here */
+	TP_GNN_PLACE_STATE,    /* group state bytes / device memory */
+	TP_GNN_PLACE_PLACED,   /* placed here now (fraction of a class) */
+	TP_GNN_PLACE_END
+};
 
 /* The widths above as a struct (for graphs and network configs). */
 void tp_gnn_feature_widths(struct tp_gnn_widths *w);
