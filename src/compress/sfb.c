@@ -33,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/cost.h"
 #include "mincut.h"
 #include "sfb_int.h"
 
@@ -49,7 +50,8 @@ struct tp_sfb {
 	double *wgrad_flop;  /* weight-gradient FLOP per sample */
 	double *mat_m, *mat_n; /* gradient as an m x n matrix (PowerSGD) */
 	uint8_t *candidate;  /* has parameters (and is not an input) */
-	uint8_t *gemm_like;
+	struct tp_cost_device *dev; /* per device type, for the built-in
+				       compute times (core/cost.h) */
 };
 
 void tp_sfb_options_default(struct tp_sfb_options *o)
@@ -72,7 +74,7 @@ void tp_sfb_free(struct tp_sfb *sfb)
 	free(sfb->mat_m);
 	free(sfb->mat_n);
 	free(sfb->candidate);
-	free(sfb->gemm_like);
+	free(sfb->dev);
 	free(sfb);
 }
 
@@ -114,11 +116,13 @@ struct tp_sfb *tp_sfb_new(const struct tp_model *m, const struct tp_cluster *c,
 	sfb->mat_m = tp_calloc(n, sizeof(double));
 	sfb->mat_n = tp_calloc(n, sizeof(double));
 	sfb->candidate = tp_calloc(n, 1);
-	sfb->gemm_like = tp_calloc(n, 1);
+	sfb->dev = tp_calloc(c->types.n + 1, sizeof(*sfb->dev));
 	if (!sfb->params || !sfb->act_bytes || !sfb->in_bytes ||
 	    !sfb->wgrad_flop || !sfb->mat_m || !sfb->mat_n ||
-	    !sfb->candidate || !sfb->gemm_like)
+	    !sfb->candidate || !sfb->dev)
 		goto nomem;
+	for (size_t t = 0; t < c->types.n; t++)
+		tp_cost_device_init(&sfb->dev[t], &c->types.v[t], m->dtype, 0);
 	seq = m->seq_len > 0 ? (double)m->seq_len : 1;
 	for (size_t i = 0; i < n; i++) {
 		const struct tp_op *op = &m->ops.v[i];
@@ -136,9 +140,6 @@ struct tp_sfb *tp_sfb_new(const struct tp_model *m, const struct tp_cluster *c,
 		sfb->params[i] = op->param_bytes / sfb->dtype_bytes;
 		sfb->candidate[i] = op->param_bytes > 0 &&
 				    op->kind != TP_OP_INPUT;
-		sfb->gemm_like[i] = op->kind == TP_OP_MATMUL ||
-				    op->kind == TP_OP_CONV ||
-				    op->kind == TP_OP_ATTENTION;
 		/* backward = input gradient + weight gradient, equal halves
 		 * for GEMMs; the forward FLOP when the model gives none */
 		sfb->wgrad_flop[i] = op->backward_flop > 0
@@ -224,24 +225,15 @@ struct tp_sfb_scratch *tp_sfb_scratch_new(const struct tp_sfb *sfb)
 
 /* --- compute times ------------------------------------------------------ */
 
-/* Roofline of `flop` FLOP moving `bytes` bytes on device d, one kernel. */
-static double roofline(const struct tp_sfb *sfb, uint32_t d, double flop,
-		       double bytes, bool gemm)
+/* One kernel of an op of this kind doing `flop` FLOP and moving `bytes`
+ * bytes on device d (core/cost.h, the device type's own figures). */
+static double roofline(const struct tp_sfb *sfb, uint32_t d,
+		       enum tp_op_kind kind, double flop, double bytes)
 {
 	const struct tp_cluster *c = sfb->c;
-	const struct tp_device_type *t = &c->types.v[c->devices.v[d].type];
-	double peak = tp_device_peak_flops(c, d, sfb->m->dtype);
-	double eff = t->gemm_efficiency > 0 ? t->gemm_efficiency : 1;
-	double meff = t->memory_efficiency > 0 ? t->memory_efficiency : 1;
-	double comp = 0, mem = 0;
 
-	if (gemm && t->gemm_half_flop > 0 && flop > 0)
-		eff *= flop / (flop + t->gemm_half_flop);
-	if (flop > 0 && peak > 0)
-		comp = flop / (peak * eff);
-	if (bytes > 0 && t->memory_bw_Bps > 0)
-		mem = bytes / (t->memory_bw_Bps * meff);
-	return (comp > mem ? comp : mem) + t->kernel_overhead_s;
+	return tp_cost_kernel_s(&sfb->dev[c->devices.v[d].type], kind, flop,
+				bytes, 1);
 }
 
 /* Seconds of op's phase over `samples` samples on device d. */
@@ -258,17 +250,16 @@ static double compute_s(const struct tp_sfb *sfb, uint32_t op,
 		return sfb->o.compute(sfb->o.compute_ctx, op, ph, d, samples,
 				      flop);
 	if (ph == TP_SFB_DENSE_GEMM)
-		return roofline(sfb, d, flop, 0, true);
+		return roofline(sfb, d, TP_OP_MATMUL, flop, 0);
 	o = &sfb->m->ops.v[op];
 	if (ph == TP_SFB_FORWARD) {
 		bytes = o->mem_bytes * samples + o->param_bytes;
-		return roofline(sfb, d, o->flop * samples, bytes,
-				sfb->gemm_like[op]);
+		return roofline(sfb, d, o->kind, o->flop * samples, bytes);
 	}
 	bytes = (sfb->in_bytes[op] + sfb->act_bytes[op]) * samples +
 		o->param_bytes;
-	return roofline(sfb, d, sfb->wgrad_flop[op] * samples, bytes,
-			sfb->gemm_like[op]);
+	return roofline(sfb, d, o->kind, sfb->wgrad_flop[op] * samples,
+			bytes);
 }
 
 /* --- collectives on the plan's routes ----------------------------------- */
@@ -427,7 +418,8 @@ static int group_coll(const struct tp_sfb *sfb, const struct tp_plan *plan,
 	return 0;
 }
 
-/* All-reduce of S bytes: time, and bytes sent by all replicas. */
+/* All-reduce of S bytes (core/cost.h): time, and bytes sent by all
+ * replicas. */
 static double allreduce_s(const struct coll *k, double S, double *bytes)
 {
 	double n = k->n;
@@ -435,15 +427,18 @@ static double allreduce_s(const struct coll *k, double S, double *bytes)
 	if (k->hier) {
 		double g = k->per_node, K = k->nodes;
 		if (bytes)
-			*bytes = n * (2 * (g - 1) / g * S +
-				      2 * (K - 1) / K * S / g);
-		return 2 * (g - 1) * (k->intra.lat + S / (g * k->intra.bw)) +
-		       2 * (K - 1) *
-			       (k->inter.lat + S / (g * K * k->inter.bw));
+			*bytes = n * (tp_cost_ring_traffic(TP_COST_ALL_REDUCE,
+							   g) * S +
+				      tp_cost_ring_traffic(TP_COST_ALL_REDUCE,
+							   K) * S / g);
+		return tp_cost_hier_allreduce_s(g, K, S, k->intra.lat,
+						k->intra.bw, k->inter.lat,
+						k->inter.bw);
 	}
-	if (bytes)
-		*bytes = 2 * (n - 1) * S;
-	return 2 * (n - 1) * (k->ring.lat + S / (n * k->ring.bw));
+	if (bytes) /* every step, every replica sends S / n */
+		*bytes = tp_cost_ring_steps(TP_COST_ALL_REDUCE, n) * S;
+	return tp_cost_ring_s(TP_COST_ALL_REDUCE, n, S, k->ring.lat,
+			      k->ring.bw);
 }
 
 /* All-gather, once per micro-batch, of a tensor of S bytes per iteration
@@ -451,12 +446,12 @@ static double allreduce_s(const struct coll *k, double S, double *bytes)
  * shard). */
 static double allgather_s(const struct coll *k, double S, double *bytes)
 {
-	double n = k->n;
+	double n = k->n, steps = tp_cost_ring_steps(TP_COST_ALL_GATHER, n);
 
 	if (bytes)
-		*bytes = (n - 1) * S;
-	return k->mb * (n - 1) * k->ring.lat +
-	       (n - 1) * k->max_share * S / k->ring.bw;
+		*bytes = steps * S;
+	return k->mb * steps * k->ring.lat +
+	       steps * k->max_share * S / k->ring.bw;
 }
 
 /* --- per-group costs ---------------------------------------------------- */
@@ -466,7 +461,7 @@ static bool powersgd_applies(const struct tp_sfb *sfb, uint32_t op,
 {
 	double mm = sfb->mat_m[op], nn = sfb->mat_n[op];
 
-	return (sfb->gemm_like[op] ||
+	return (tp_cost_gemm_like(sfb->m->ops.v[op].kind) ||
 		sfb->m->ops.v[op].kind == TP_OP_EMBEDDING) &&
 	       mm >= 2 && nn >= 2 && (mm + nn) * rank < mm * nn;
 }

@@ -84,8 +84,9 @@
 #include "core/report.h"
 #include "core/vec.h"
 
-/* Optional compute-time hook (the simulator's cost model); NULL = the
- * built-in roofline (sfb.c). */
+/* Optional compute-time hook (the simulator's cost model); NULL = one
+ * kernel of core/cost.h (tp_cost_kernel_s) at the device type's own
+ * figures, without the simulator's gemm_sustained (sfb.c). */
 enum tp_sfb_phase {
 	TP_SFB_FORWARD,     /* the op's forward */
 	TP_SFB_WEIGHT_GRAD, /* the weight-gradient part of its backward */
@@ -104,7 +105,7 @@ struct tp_sfb_options {
 				    by collectives (default 1) */
 	double link_eff_network; /* same for NIC and network links */
 	double step_latency_s;   /* software cost per collective step */
-	tp_sfb_compute_fn compute; /* NULL = roofline */
+	tp_sfb_compute_fn compute; /* NULL = core/cost.h's kernel time */
 	void *compute_ctx;
 };
 

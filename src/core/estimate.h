@@ -6,12 +6,15 @@
  * features.c: group and placement features) both need "how long does this
  * op take on this device type" thousands of times, long before a plan
  * exists.  This is that estimate: the model's profile for the type when
- * it has one, else a roofline with the type's efficiency constants
- * (src/core/cluster.h) at a nominal per-device batch.  It is not the
- * simulator's compute model (src/sim/, calibrated, with the
- * gemm_sustained factor and real micro-batch sizes); it only ranks and
- * weighs.  The GNN's shipped weights were trained on its values: a change
- * here changes the network's inputs.
+ * it has one, else a roofline built from cost.h (the type's figures with
+ * their defaults, the GEMM efficiency curve at a nominal per-device
+ * batch, memory time) with the estimate's constants of
+ * tp_cost_constants.  It is not the simulator's compute model (src/sim/,
+ * calibrated, with the gemm_sustained factor, vector work at the FP32
+ * peak and real micro-batch sizes); it only ranks and weighs.  The GNN's
+ * shipped weights were trained on its values: a change here changes the
+ * network's inputs (which is why it still prices the MoE router as
+ * vector work, estimate.c).
  *
  * Pure functions; no allocation, no errors.
  */
@@ -26,9 +29,9 @@
 /*
  * Seconds per sample of op's forward plus backward on device type t,
  * with batch_hint samples per kernel (the GEMM efficiency curve and the
- * kernel overhead depend on it; > 0).  Missing type constants take
- * middle-of-the-road defaults (GEMM efficiency 0.6, memory bandwidth
- * 500 GB/s, ...).  0 for input ops without a profile.
+ * kernel overhead depend on it; > 0).  Unset type constants take the
+ * defaults of tp_cost_constants, as in the simulator.  0 for input ops
+ * without a profile.
  */
 double tp_estimate_op_time(const struct tp_model *m,
 			   const struct tp_cluster *c, uint32_t op, uint32_t t,

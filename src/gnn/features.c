@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cost.h"
 #include "core/estimate.h"
 
 #define DEFAULT_POOL_ABOVE 64
@@ -113,17 +114,6 @@ static float log2n(double x, double max)
 	return clampf(log2(x) / log2(max), 0, 1);
 }
 
-
-/* Bytes of weights, gradients and optimizer state per parameter byte. */
-static double state_factor(const struct tp_model *m)
-{
-	double pb = tp_dtype_bytes(m->dtype);
-	double master = m->dtype == TP_DTYPE_FP32 ? 0 : 4;
-	double opt = m->optimizer == TP_OPT_ADAM	 ? 8
-		     : m->optimizer == TP_OPT_MOMENTUM ? 4
-						       : 0;
-	return (2 * pb + master + opt) / pb;
-}
 
 float tp_gnn_value_target(double lower_bound_s, bool feasible,
 			  double iteration_time_s)
@@ -618,7 +608,7 @@ tp_gnn_features_new(const struct tp_model *m, const struct tp_cluster *c,
 	memcpy(f->gfirst, group_first, (n_groups + 1) * sizeof(uint32_t));
 	if (build_classes(f, pool, err))
 		goto fail;
-	f->state_factor = state_factor(m);
+	f->state_factor = tp_cost_state_factor(m->dtype, m->optimizer);
 	hint = f->batch / f->ND;
 	if (hint < 1)
 		hint = 1;
@@ -826,9 +816,10 @@ static double hier_sync_s(struct tp_gnn_features *f,
 		bw_x = fmin(bw_x, tp_cluster_route(c, prev_first,
 						   first0)->bw_Bps);
 	if (gmax > 1 && bw_in > 0 && isfinite(bw_in))
-		t += 2.0 * (gmax - 1) / gmax * S / bw_in;
+		t += tp_cost_ring_traffic(TP_COST_ALL_REDUCE, gmax) * S / bw_in;
 	if (k > 1 && bw_x > 0 && isfinite(bw_x))
-		t += 2.0 * (k - 1) / k * S / gmin / bw_x;
+		t += tp_cost_ring_traffic(TP_COST_ALL_REDUCE, k) * S / gmin /
+		     bw_x;
 	return t;
 }
 
@@ -1172,8 +1163,8 @@ static enum tp_status group_action(struct tp_gnn_features *f,
 					  : 1.0f;
 	comp = inv_t > 0 ? f->batch / inv_t : 0;
 	comm = ac->dp > 1 && isfinite(bottleneck) && bottleneck > 0
-		       ? 2.0 * (ac->dp - 1) / ac->dp * f->gparam[k] / ac->tp /
-				 bottleneck
+		       ? tp_cost_ring_traffic(TP_COST_ALL_REDUCE, ac->dp) *
+				 f->gparam[k] / ac->tp / bottleneck
 		       : 0;
 	x[TP_GNN_ACTION_SYNC_RING] =
 		comp > 0 && comm > 0

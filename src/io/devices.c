@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cost.h"
 #include "ioint.h"
 
 static const char *const type_fields[] = {"name",
@@ -68,11 +69,14 @@ enum tp_status tp_io_read_device_type(struct tp_jctx *j,
 		t->name = name;
 		t->source = NULL;
 	} else {
-		t->gemm_efficiency = TP_IO_DEFAULT_GEMM_EFFICIENCY;
-		t->gemm_half_flop = TP_IO_DEFAULT_GEMM_HALF_FLOP;
-		t->memory_efficiency = TP_IO_DEFAULT_MEMORY_EFFICIENCY;
-		t->kernel_overhead_s = TP_IO_DEFAULT_KERNEL_OVERHEAD_S;
-		t->reserved_bytes = TP_IO_DEFAULT_RESERVED_BYTES;
+		/* figures of an inline type without "base" (README 2a):
+		 * the cost model's defaults (core/cost.h) */
+		const struct tp_cost_constants *k = &tp_cost_constants;
+		t->gemm_efficiency = k->gemm_efficiency;
+		t->gemm_half_flop = k->gemm_half_flop;
+		t->memory_efficiency = k->memory_efficiency;
+		t->kernel_overhead_s = k->kernel_overhead_s;
+		t->reserved_bytes = k->reserved_bytes;
 	}
 	t->builtin = !inline_type;
 	if ((st = tp_jget_number(j, v, "memory_bytes", !has_base, TP_JNUM_POS,

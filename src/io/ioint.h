@@ -8,13 +8,6 @@
 #include "io.h"
 #include "json.h"
 
-/* Figures of an inline device type without "base" (README 2a). */
-#define TP_IO_DEFAULT_GEMM_EFFICIENCY	0.8
-#define TP_IO_DEFAULT_GEMM_HALF_FLOP	1e9
-#define TP_IO_DEFAULT_MEMORY_EFFICIENCY 0.8
-#define TP_IO_DEFAULT_KERNEL_OVERHEAD_S 5e-6
-#define TP_IO_DEFAULT_RESERVED_BYTES	1e9
-
 /*
  * Read a device-type object v (at the jctx's current path) into *t.
  * inline_type: a topology's own type (may have "base", must not reuse a

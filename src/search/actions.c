@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cost.h"
 #include "core/estimate.h"
 
 /* Samples per micro-batch assumed when estimating GEMM efficiency. */
@@ -75,21 +76,7 @@ void tp_space_prior_action(const struct tp_space *sp, uint32_t level,
 
 double tp_space_state_factor(const struct tp_model *m)
 {
-	bool half = m->dtype != TP_DTYPE_FP32;
-	double opt;
-
-	switch (m->optimizer) {
-	case TP_OPT_ADAM:
-		opt = half ? 6 : 2;
-		break;
-	case TP_OPT_MOMENTUM:
-		opt = half ? 4 : 1;
-		break;
-	default:
-		opt = half ? 2 : 0;
-		break;
-	}
-	return 2 + opt;
+	return tp_cost_state_factor(m->dtype, m->optimizer);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1150,10 +1137,11 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 	const struct tp_groups *G = s->groups;
 	uint32_t K = G->n, nruns = 0, stages = 1;
 	int64_t mb = tp_space_micro_batch(s, gl);
-	double sf = tp_space_state_factor(m);
+	struct tp_cost_state cs;
 	uint32_t mcount = gl->micro_batches ? gl->micro_batches : 1;
 	struct run_info ri;
 
+	tp_cost_state_init(&cs, m->dtype, m->optimizer);
 	reset_plan(plan, m, gl, compression);
 	if (m->global_batch % mcount != 0)
 		return tp_error_set(err, TP_EINPUT,
@@ -1204,16 +1192,17 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 	memset(scr->static_b, 0, scr->n_dev * sizeof(double));
 	memset(scr->act_b, 0, scr->n_dev * sizeof(double));
 	for (uint32_t r = 0; r < nruns; r++) {
-		double params = 0, w = 1, gr = 1, opt = sf - 2;
+		double pb = tp_dtype_bytes(m->dtype), params = 0, w, gr, opt;
 		run_info(s, scr, state, gl, r, stages, &ri);
 		for (uint32_t k = ri.a; k < ri.b; k++)
 			params += G->param_bytes[k];
-		if (gl->zero >= 1)
-			opt /= ri.dp;
-		if (gl->zero >= 2)
-			gr /= ri.dp;
-		if (gl->zero >= 3)
-			w /= ri.dp;
+		/* model state per parameter byte, ZeRO-sharded */
+		w = cs.weights / pb /
+		    tp_cost_zero_div(gl->zero, TP_COST_WEIGHTS, ri.dp);
+		gr = cs.grads / pb /
+		     tp_cost_zero_div(gl->zero, TP_COST_GRADS, ri.dp);
+		opt = cs.optim / pb /
+		      tp_cost_zero_div(gl->zero, TP_COST_OPTIMIZER, ri.dp);
 		run_shares(s, scr, gl, &ri);
 		if (!tp_space_split_samples(mb, ri.dp, scr->speed, NULL,
 					    scr->samples))

@@ -1,7 +1,10 @@
 /*
- * cost.c - the cost model of one lane (one data-parallel replica of one
- * group): op times on a device type, tensor-parallel collectives, memory.
- * Formulas and constants: src/sim/README.
+ * cost.c - the cost of one lane (one data-parallel replica of one group):
+ * op times on its ranks' device types (the formulas of core/cost.h, or
+ * the model's profiles), tensor-parallel collectives, memory; and the
+ * accumulation of flows into bundles, with the caches that keep lane
+ * costs and ring flows across runs.  Formulas and constants:
+ * src/sim/README.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -9,55 +12,15 @@
 
 #include "sim_int.h"
 
-double tp_sim_gemm_eff(const struct tp_device_type *t, double flop)
-{
-	if (!(flop > 0))
-		return t->gemm_efficiency;
-	return t->gemm_efficiency * flop / (flop + t->gemm_half_flop);
-}
-
-static bool gemm_like(enum tp_op_kind k)
-{
-	return k == TP_OP_MATMUL || k == TP_OP_CONV || k == TP_OP_ATTENTION ||
-	       k == TP_OP_ROUTER;
-}
-
-/*
- * Time of one kernel group: `flop` at the GEMM or vector rate, `bytes`
- * at the memory rate.  GEMMs and vector ops overlap their memory traffic
- * (roofline max); attention is the exception: unfused attention runs its
- * batched GEMMs and its softmax/dropout passes as separate kernels, so
- * the two times add.
- */
-static double kernel_time(const struct tp_sim *sim, uint32_t ty,
-			  enum tp_op_kind kind, double flop, double bytes,
-			  double kernels)
-{
-	const struct tp_device_type *t = &sim->types[ty];
-	double comp, mem;
-
-	if (gemm_like(kind)) {
-		double per = kernels > 0 ? flop / kernels : flop;
-		double eff = tp_sim_gemm_eff(t, per);
-		comp = flop > 0 ? flop / (sim->peak[ty] * eff) : 0;
-	} else {
-		comp = flop > 0 ? flop / sim->peak_vec[ty] : 0;
-	}
-	mem = bytes > 0 ? bytes / (sim->mem_bw[ty] * t->memory_efficiency) : 0;
-	if (kind == TP_OP_ATTENTION)
-		return comp + mem + kernels * t->kernel_overhead_s;
-	return (comp > mem ? comp : mem) + kernels * t->kernel_overhead_s;
-}
-
 /* Forward and backward seconds of op on type ty for `samples` samples,
- * FLOP and activations divided by div, weights by wdiv. */
+ * FLOP and activations divided by div, weights by wdiv: the model's
+ * profile for the type, scaled, else core/cost.h's op time. */
 static void op_times(const struct tp_sim *sim, uint32_t o, uint32_t ty,
 		     double samples, double div, double wdiv, double *fwd,
 		     double *bwd)
 {
 	const struct tp_op *op = &sim->m->ops.v[o];
 	int32_t p = sim->prof[(size_t)o * sim->n_types + ty];
-	double bmf = sim->o.params.backward_mem_factor;
 
 	if (op->kind == TP_OP_INPUT) {
 		*fwd = *bwd = 0;
@@ -70,19 +33,8 @@ static void op_times(const struct tp_sim *sim, uint32_t o, uint32_t ty,
 		*bwd = pr->backward_s * scale;
 		return;
 	}
-	{
-		double f = op->flop * samples / div;
-		double fb = op->backward_flop * samples / div;
-		double act = op->mem_bytes * samples / div;
-		double w = op->param_bytes / wdiv;
-		double kf = op->kind == TP_OP_ATTENTION ? 2 : 1;
-		double kb = (op->param_bytes > 0 || op->kind == TP_OP_ATTENTION)
-				    ? 2 * kf
-				    : 1;
-		*fwd = kernel_time(sim, ty, op->kind, f, act + w, kf);
-		*bwd = kernel_time(sim, ty, op->kind, fb, bmf * act + 2 * w,
-				   kb);
-	}
+	tp_cost_op_s(&sim->dev[ty], op, samples, div, wdiv,
+		     sim->o.params.backward_mem_factor, fwd, bwd);
 }
 
 /* One flow src -> dst into channel counts cnt (touched: the channels in
@@ -447,172 +399,231 @@ static double tp_coll(const struct lane *ln, double bytes, bool ar)
 	return ar ? t : t / 2;
 }
 
+/* The distinct device types of a lane's t ranks, in rank order, into
+ * types[8] (the slowest rank sets the pace; beyond 8 distinct types in
+ * one lane the first 8 do: no real tensor-parallel group is that
+ * mixed). */
+static uint32_t rank_types(const struct tp_sim *sim, const uint32_t *devs,
+			   uint32_t t, uint32_t *types)
+{
+	uint32_t n_types = 0;
+
+	for (uint32_t k = 0; k < t; k++) {
+		uint32_t ty = sim->c->devices.v[devs[k]].type, j;
+		for (j = 0; j < n_types; j++)
+			if (types[j] == ty)
+				break;
+		if (j == n_types && n_types < 8)
+			types[n_types++] = ty;
+	}
+	return n_types;
+}
+
+/* What one op costs a lane: compute at the slowest rank's pace and the
+ * tensor-parallel collectives of each pass. */
+struct op_cost {
+	double fw, bw; /* compute, forward and backward */
+	double fc, bc; /* tensor-parallel communication */
+	double S;      /* bytes of one all-reduce's worth, per pass */
+};
+
+static void op_cost(const struct tp_sim *sim, const struct lane *ln,
+		    uint32_t o, const uint32_t *types, uint32_t n_types,
+		    bool sp, struct op_cost *oc)
+{
+	const struct tp_op *op = &sim->m->ops.v[o];
+	uint32_t t = ln->tp;
+	double b = ln->samples, tpd = t;
+	bool split = op->tp_split != TP_SPLIT_NONE && t > 1;
+	double div = (split || sp) ? tpd : 1, wdiv = split ? tpd : 1;
+
+	memset(oc, 0, sizeof(*oc));
+	for (uint32_t j = 0; j < n_types; j++) {
+		double a, bb;
+		op_times(sim, o, types[j], b, div, wdiv, &a, &bb);
+		if (a > oc->fw)
+			oc->fw = a;
+		if (bb > oc->bw)
+			oc->bw = bb;
+	}
+	if (t > 1 && op->tp_split != TP_SPLIT_NONE &&
+	    op->tp_split != TP_SPLIT_SHARDED) {
+		bool row = op->tp_split == TP_SPLIT_ROW ||
+			   (op->tp_split == TP_SPLIT_VOCAB &&
+			    op->kind == TP_OP_EMBEDDING);
+		double S = row ? op->out_bytes * b : sim->in_bytes[o] * b;
+		if (row) {
+			oc->fc = tp_coll(ln, S, !sp);
+			oc->bc = sp ? tp_coll(ln, S, false) : 0;
+		} else {
+			oc->fc = sp ? tp_coll(ln, S, false) : 0;
+			oc->bc = tp_coll(ln, S, !sp);
+		}
+		oc->S = S;
+	}
+}
+
+/* A lane's sums over its group's ops. */
+struct lane_sums {
+	double f_comp, f_comm, b_comp, b_comm, rec, rec_comm, tp_S, params;
+	double act, act_full, maxout, maxw;
+	/* per layer (in s->dtmp): saved bytes, of them selective ones */
+	double *lay_saved, *lay_sel;
+	uint32_t *lay_list, n_lay, stamp0;
+};
+
+/* Activation memory and recomputation of op o in its layer: the layer's
+ * saved bytes (for the working set while it is recomputed), its input
+ * (tensors from outside the layer, once per producer: what full
+ * recomputation keeps), and what recomputation adds to the backward. */
+static void layer_op(const struct tp_sim *sim, struct tp_sim_scratch *s,
+		     const struct lane *ln, enum tp_recompute rc, bool sp,
+		     uint32_t o, const struct op_cost *oc, double saved,
+		     struct lane_sums *a)
+{
+	const struct tp_model *m = sim->m;
+	const struct tp_op *op = &m->ops.v[o];
+	uint32_t l = (uint32_t)op->layer;
+	const uint32_t *in = tp_model_in_edges(m, o);
+	double tpd = ln->tp, b = ln->samples;
+
+	if (s->lay_mark[l] != a->stamp0) {
+		s->lay_mark[l] = a->stamp0;
+		a->lay_saved[l] = a->lay_sel[l] = 0;
+		a->lay_list[a->n_lay++] = l;
+	}
+	a->lay_saved[l] += saved;
+	if (op->selective_recompute)
+		a->lay_sel[l] += saved;
+	for (uint32_t e = 0; e < op->n_in; e++) {
+		const struct tp_edge *ed = &m->edges.v[in[e]];
+		const struct tp_op *src = &m->ops.v[ed->src];
+		if (src->layer == op->layer &&
+		    s->op_group[ed->src] == ln->group)
+			continue;
+		if (s->op_mark[ed->src] == a->stamp0 + 1)
+			continue;
+		s->op_mark[ed->src] = a->stamp0 + 1;
+		a->act_full += ed->bytes * b / (sp ? tpd : 1);
+	}
+	if (rc == TP_RECOMPUTE_FULL) {
+		a->rec += oc->fw;
+		a->rec_comm += oc->fc;
+	} else if (rc == TP_RECOMPUTE_SELECTIVE && op->selective_recompute) {
+		a->rec += oc->fw;
+	} else {
+		a->act += saved;
+	}
+}
+
+/* Model state per device (ZeRO-sharded) and the optimizer step: a
+ * memory-bound pass over the local parameters at the slowest rank's
+ * bandwidth, plus one kernel. */
+static void lane_state(const struct tp_sim *sim, const struct tp_plan *plan,
+		       const uint32_t *types, uint32_t n_types, double params,
+		       struct lane *ln)
+{
+	uint32_t zero = plan->zero, dp = plan->groups.v[ln->group].dp;
+	double n = params / sim->dtype_bytes;
+	double dz = dp > 0 ? dp : 1;
+	double slowest_bw = INFINITY, oh = 0;
+
+	ln->params = params;
+	ln->weights = n * sim->state.weights /
+		      tp_cost_zero_div(zero, TP_COST_WEIGHTS, dz);
+	ln->grads = n * sim->state.grads /
+		    tp_cost_zero_div(zero, TP_COST_GRADS, dz);
+	ln->optim = n * sim->state.optim /
+		    tp_cost_zero_div(zero, TP_COST_OPTIMIZER, dz);
+	for (uint32_t j = 0; j < n_types; j++) {
+		const struct tp_cost_device *d = &sim->dev[types[j]];
+		double bw = d->mem_bw * d->mem_eff;
+		if (bw < slowest_bw)
+			slowest_bw = bw;
+		if (d->kernel_s > oh)
+			oh = d->kernel_s;
+	}
+	ln->opt_s = n / tp_cost_zero_div(zero, TP_COST_OPTIMIZER, dz) *
+			    sim->state.step / slowest_bw +
+		    (n > 0 ? oh : 0);
+}
+
 static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		      struct tp_sim_scratch *s, struct lane *ln)
 {
 	const struct tp_model *m = sim->m;
 	const struct tp_plan_group *gr = &plan->groups.v[ln->group];
 	const uint32_t *ops = tp_plan_group_ops(plan, ln->group);
-	const uint32_t *devs = plan->devs.v + ln->dev_first;
-	uint32_t t = ln->tp, types[8], n_types = 0; /* distinct rank types */
-	double b = ln->samples, tpd = t;
-	double f_comp = 0, f_comm = 0, b_comp = 0, b_comm = 0, rec = 0;
-	double rec_comm = 0, tp_S = 0, params = 0, act = 0, act_full = 0;
-	double maxout = 0, maxw = 0, work_sel = 0, work_full = 0;
+	uint32_t t = ln->tp, types[8], n_types;
+	double b = ln->samples, tpd = t, work_sel = 0, work_full = 0;
 	bool sp = gr->sp && t > 1;
 	enum tp_recompute rc = gr->recompute;
 	uint32_t zero = plan->zero, dp = gr->dp;
-	double *lay_saved, *lay_sel;
-	uint32_t *lay_list, n_lay = 0, stamp0;
+	struct lane_sums a;
 
-	/* device types of the ranks (the slowest rank sets the pace) */
-	for (uint32_t k = 0; k < t; k++) {
-		uint32_t ty = sim->c->devices.v[devs[k]].type, j;
-		for (j = 0; j < n_types; j++)
-			if (types[j] == ty)
-				break;
-		/* beyond 8 distinct types in one lane, the first 8 set
-		 * the pace (no real tensor-parallel group is that mixed) */
-		if (j == n_types && n_types < 8)
-			types[n_types++] = ty;
-	}
+	memset(&a, 0, sizeof(a));
+	n_types = rank_types(sim, plan->devs.v + ln->dev_first, t, types);
 	/* per-layer sums for recomputation: dtmp holds two arrays */
 	s->dtmp.n = 0;
 	s->tmp2.n = 0;
 	if (tp_vec_reserve(&s->dtmp, 2 * (size_t)sim->n_layers + 2) ||
 	    tp_vec_reserve(&s->tmp2, (size_t)gr->n_ops + 1))
 		return -1;
-	lay_saved = s->dtmp.v;
-	lay_sel = s->dtmp.v + sim->n_layers + 1;
-	lay_list = s->tmp2.v;
+	a.lay_saved = s->dtmp.v;
+	a.lay_sel = s->dtmp.v + sim->n_layers + 1;
+	a.lay_list = s->tmp2.v;
 	s->stamp += 2;
-	stamp0 = s->stamp;
-
+	a.stamp0 = s->stamp;
 	for (uint32_t k = 0; k < gr->n_ops; k++) {
 		uint32_t o = ops[k];
 		const struct tp_op *op = &m->ops.v[o];
 		bool split = op->tp_split != TP_SPLIT_NONE && t > 1;
 		double div = (split || sp) ? tpd : 1, wdiv = split ? tpd : 1;
-		double fw = 0, bw = 0, saved, ob;
-		double fc = 0, bc = 0; /* TP communication */
+		double saved, ob;
+		struct op_cost oc;
 
-		for (uint32_t j = 0; j < n_types; j++) {
-			double a, bb;
-			op_times(sim, o, types[j], b, div, wdiv, &a, &bb);
-			if (a > fw)
-				fw = a;
-			if (bb > bw)
-				bw = bb;
-		}
-		if (t > 1 && op->tp_split != TP_SPLIT_NONE &&
-		    op->tp_split != TP_SPLIT_SHARDED) {
-			bool row = op->tp_split == TP_SPLIT_ROW ||
-				   (op->tp_split == TP_SPLIT_VOCAB &&
-				    op->kind == TP_OP_EMBEDDING);
-			double S = row ? op->out_bytes * b
-				       : sim->in_bytes[o] * b;
-			if (row) {
-				fc = tp_coll(ln, S, !sp);
-				bc = sp ? tp_coll(ln, S, false) : 0;
-			} else {
-				fc = sp ? tp_coll(ln, S, false) : 0;
-				bc = tp_coll(ln, S, !sp);
-			}
-			tp_S += S; /* one all-reduce's worth per pass */
-		}
-		f_comp += fw;
-		f_comm += fc;
-		b_comp += bw;
-		b_comm += bc;
-		params += op->param_bytes / wdiv;
-		if (op->param_bytes / wdiv > maxw)
-			maxw = op->param_bytes / wdiv;
+		op_cost(sim, ln, o, types, n_types, sp, &oc);
+		a.tp_S += oc.S;
+		a.f_comp += oc.fw;
+		a.f_comm += oc.fc;
+		a.b_comp += oc.bw;
+		a.b_comm += oc.bc;
+		a.params += op->param_bytes / wdiv;
+		if (op->param_bytes / wdiv > a.maxw)
+			a.maxw = op->param_bytes / wdiv;
 		saved = op->saved_bytes * b / div;
 		ob = op->out_bytes * b / div;
-		if (ob > maxout)
-			maxout = ob;
+		if (ob > a.maxout)
+			a.maxout = ob;
 		if (op->layer >= 0 && (uint32_t)op->layer < sim->n_layers) {
-			uint32_t l = (uint32_t)op->layer;
-			const uint32_t *in = tp_model_in_edges(m, o);
-			if (s->lay_mark[l] != stamp0) {
-				s->lay_mark[l] = stamp0;
-				lay_saved[l] = lay_sel[l] = 0;
-				lay_list[n_lay++] = l;
-			}
-			lay_saved[l] += saved;
-			if (op->selective_recompute)
-				lay_sel[l] += saved;
-			/* layer input: tensors from outside the layer, once
-			 * per producer */
-			for (uint32_t e = 0; e < op->n_in; e++) {
-				const struct tp_edge *ed = &m->edges.v[in[e]];
-				const struct tp_op *src = &m->ops.v[ed->src];
-				if (src->layer == op->layer &&
-				    s->op_group[ed->src] == ln->group)
-					continue;
-				if (s->op_mark[ed->src] == stamp0 + 1)
-					continue;
-				s->op_mark[ed->src] = stamp0 + 1;
-				act_full += ed->bytes * b / (sp ? tpd : 1);
-			}
-			if (rc == TP_RECOMPUTE_FULL) {
-				rec += fw;
-				rec_comm += fc;
-			} else if (rc == TP_RECOMPUTE_SELECTIVE &&
-				   op->selective_recompute) {
-				rec += fw;
-			} else {
-				act += saved;
-			}
+			layer_op(sim, s, ln, rc, sp, o, &oc, saved, &a);
 		} else {
 			/* outside any layer: never recomputed */
-			act += saved;
-			act_full += saved;
+			a.act += saved;
+			a.act_full += saved;
 		}
 	}
-	for (uint32_t k = 0; k < n_lay; k++) {
-		uint32_t l = lay_list[k];
-		if (lay_saved[l] > work_full)
-			work_full = lay_saved[l];
-		if (lay_sel[l] > work_sel)
-			work_sel = lay_sel[l];
+	for (uint32_t k = 0; k < a.n_lay; k++) {
+		uint32_t l = a.lay_list[k];
+		if (a.lay_saved[l] > work_full)
+			work_full = a.lay_saved[l];
+		if (a.lay_sel[l] > work_sel)
+			work_sel = a.lay_sel[l];
 	}
-	if (rc == TP_RECOMPUTE_FULL)
-		act = act_full;
-	ln->f_comp = f_comp;
-	ln->f_comm = f_comm;
-	ln->b_comp = b_comp + rec;
-	ln->b_comm = b_comm + rec_comm;
-	ln->act = act;
-	ln->act_full = act_full;
+	ln->f_comp = a.f_comp;
+	ln->f_comm = a.f_comm;
+	ln->b_comp = a.b_comp + a.rec;
+	ln->b_comm = a.b_comm + a.rec_comm;
+	ln->act = rc == TP_RECOMPUTE_FULL ? a.act_full : a.act;
+	ln->act_full = a.act_full;
 	ln->work = rc == TP_RECOMPUTE_FULL        ? work_full
 		   : rc == TP_RECOMPUTE_SELECTIVE ? work_sel
 						  : 0;
 	/* the largest op's output and its gradient; under ZeRO-3 also the
 	 * gathered weights of the largest op and the prefetched next one */
-	ln->temp = 2 * maxout + (zero >= 3 && dp > 1 ? 2 * maxw : 0);
-	ln->tp_bytes_mb = tp_S * (rc == TP_RECOMPUTE_FULL ? 3 : 2);
-	{
-		double n = params / sim->dtype_bytes;
-		double dz = dp > 0 ? dp : 1;
-		double slowest_bw = INFINITY, oh = 0;
-		ln->params = params;
-		ln->weights = n * sim->w_pp / (zero >= 3 ? dz : 1);
-		ln->grads = n * sim->g_pp / (zero >= 2 ? dz : 1);
-		ln->optim = n * sim->o_pp / (zero >= 1 ? dz : 1);
-		for (uint32_t j = 0; j < n_types; j++) {
-			const struct tp_device_type *ty =
-				&sim->types[types[j]];
-			double bw = sim->mem_bw[types[j]] * ty->memory_efficiency;
-			if (bw < slowest_bw)
-				slowest_bw = bw;
-			if (ty->kernel_overhead_s > oh)
-				oh = ty->kernel_overhead_s;
-		}
-		ln->opt_s = n / (zero >= 1 ? dz : 1) * sim->step_bytes_pp /
-				    slowest_bw +
-			    (n > 0 ? oh : 0);
-	}
+	ln->temp = 2 * a.maxout + (zero >= 3 && dp > 1 ? 2 * a.maxw : 0);
+	ln->tp_bytes_mb = a.tp_S * (rc == TP_RECOMPUTE_FULL ? 3 : 2);
+	lane_state(sim, plan, types, n_types, a.params, ln);
 	return 0;
 }
 

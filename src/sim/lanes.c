@@ -264,9 +264,10 @@ static int lane_tp_ring(const struct tp_sim *sim, const struct tp_plan *plan,
 				&rings, &lat, &rate))
 		return -1;
 	if (any) {
-		double t = ln->tp;
-		ln->tp_a = 2 * (t - 1) * (lat + pa->collective_latency_s);
-		ln->tp_k = 2 * (t - 1) / (t * rings * rate);
+		ln->tp_a = tp_cost_ring_steps(TP_COST_ALL_REDUCE, ln->tp) *
+			   (lat + pa->collective_latency_s);
+		ln->tp_k = tp_cost_ring_traffic(TP_COST_ALL_REDUCE, ln->tp) /
+			   (rings * rate);
 	}
 	return 0;
 }

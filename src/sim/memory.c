@@ -53,9 +53,10 @@ static void suggest(const struct tp_sim *sim, const struct tp_plan *plan,
 	if (dm->dp_min >= 2 && plan->zero < 3) {
 		for (uint32_t z = plan->zero + 1; z <= 3; z++) {
 			double d = dm->dp_min;
-			double ns = dm->w0 / (z >= 3 ? d : 1) +
-				    dm->g0 / (z >= 2 ? d : 1) +
-				    dm->o0 / (z >= 1 ? d : 1);
+			double ns =
+				dm->w0 / tp_cost_zero_div(z, TP_COST_WEIGHTS, d) +
+				dm->g0 / tp_cost_zero_div(z, TP_COST_GRADS, d) +
+				dm->o0 / tp_cost_zero_div(z, TP_COST_OPTIMIZER, d);
 			if (peak - state + ns <= cap &&
 			    state >= b->activations) {
 				snprintf(buf, size,
@@ -201,9 +202,9 @@ struct devmem *tp_sim_memory_terms(const struct tp_sim *sim,
 			x->memory.optimizer += ln->optim;
 			if (ln->temp > x->memory.temporary)
 				x->memory.temporary = ln->temp;
-			dm[d].w0 += n * sim->w_pp;
-			dm[d].g0 += n * sim->g_pp;
-			dm[d].o0 += n * sim->o_pp;
+			dm[d].w0 += n * sim->state.weights;
+			dm[d].g0 += n * sim->state.grads;
+			dm[d].o0 += n * sim->state.optim;
 			dm[d].act += ln->act;
 			dm[d].act_full += ln->act_full;
 			if (!dm[d].any || gr->dp < dm[d].dp_min)

@@ -133,7 +133,7 @@ static void device_totals(const struct tp_sim *sim, struct tp_sim_scratch *s,
 				rep->devices[s->dev_rep[d]].communication_s;
 		}
 		(*n_used)++;
-		*used_peak += sim->peak[c->devices.v[d].type];
+		*used_peak += sim->dev[c->devices.v[d].type].peak;
 		x->memory.reserved = ty->reserved_bytes;
 		x->peak_memory_bytes = x->memory.weights + x->memory.gradients +
 				       x->memory.optimizer +

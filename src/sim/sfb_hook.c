@@ -29,27 +29,20 @@
 #include "compress/sfb.h"
 #include "sim_int.h"
 
-static bool gemm_like(enum tp_op_kind k)
-{
-	return k == TP_OP_MATMUL || k == TP_OP_CONV || k == TP_OP_ATTENTION ||
-	       k == TP_OP_ROUTER;
-}
-
-/* This simulator's time of an op phase, for the selection's cost model. */
+/* This simulator's time of an op phase, for the selection's cost model:
+ * the model's profile, else one kernel of core/cost.h at this
+ * simulator's device figures (with gemm_sustained). */
 static double compute(void *ctx, uint32_t op, enum tp_sfb_phase ph,
 		      uint32_t d, double samples, double flop)
 {
 	const struct tp_sim *sim = ctx;
 	uint32_t ty = sim->c->devices.v[d].type;
-	const struct tp_device_type *t = &sim->types[ty];
 	const struct tp_op *o;
-	double bytes, comp, mem, peak;
-	bool gemm;
+	double bytes;
 	int32_t p;
 
 	if (ph == TP_SFB_DENSE_GEMM)
-		return flop / (sim->peak[ty] * tp_sim_gemm_eff(t, flop)) +
-		       t->kernel_overhead_s;
+		return tp_cost_kernel_s(&sim->dev[ty], TP_OP_MATMUL, flop, 0, 1);
 	if (!(samples > 0))
 		return 0;
 	o = &sim->m->ops.v[op];
@@ -69,12 +62,7 @@ static double compute(void *ctx, uint32_t op, enum tp_sfb_phase ph,
 		bytes = (sim->in_bytes[op] + o->out_bytes) * samples +
 			o->param_bytes;
 	}
-	gemm = gemm_like(o->kind);
-	peak = gemm ? sim->peak[ty] * tp_sim_gemm_eff(t, flop)
-		    : sim->peak_vec[ty];
-	comp = flop > 0 ? flop / peak : 0;
-	mem = bytes / (sim->mem_bw[ty] * t->memory_efficiency);
-	return (comp > mem ? comp : mem) + t->kernel_overhead_s;
+	return tp_cost_kernel_s(&sim->dev[ty], o->kind, flop, bytes, 1);
 }
 
 int tp_sim_sfb_new(struct tp_sim *sim, struct tp_error *err)
@@ -82,7 +70,7 @@ int tp_sim_sfb_new(struct tp_sim *sim, struct tp_error *err)
 	struct tp_sfb_options o;
 
 	tp_sfb_options_default(&o);
-	o.grad_elem_bytes = sim->g_pp;
+	o.grad_elem_bytes = sim->state.grads;
 	o.link_eff_intra = sim->o.params.link_eff_intra;
 	o.link_eff_network = sim->o.params.link_eff_network;
 	o.step_latency_s = sim->o.params.collective_latency_s;
@@ -145,7 +133,7 @@ enum tp_status tp_sim_sfb_apply(const struct tp_sim *sim,
 		const struct tp_op *o = &sim->m->ops.v[a->op];
 
 		if (o->param_bytes > 0 && o->kind != TP_OP_INPUT)
-			plain += o->param_bytes / sim->dtype_bytes * sim->g_pp;
+			plain += o->param_bytes / sim->dtype_bytes * sim->state.grads;
 		sync += a->sync_bytes;
 		gather += a->gather_act_bytes + a->gather_grad_bytes;
 		cflop += a->compress_flop;

@@ -20,7 +20,7 @@ void tp_sim_params_default(struct tp_sim_params *p)
 	p->link_eff_network = 0.90;
 	p->grad_bucket_bytes = TP_GRAD_BUCKET_DEFAULT_BYTES;
 	p->overlap_grad_sync = true;
-	p->backward_mem_factor = 2.0;
+	p->backward_mem_factor = tp_cost_constants.backward_mem_factor;
 	p->p2p_latency_s = 20e-6;
 	p->p2p_blocking = true;
 	p->collective_latency_s = 6e-6;
@@ -33,21 +33,6 @@ void tp_sim_options_default(struct tp_sim_options *o)
 	tp_sim_params_default(&o->params);
 }
 
-/* Fallbacks for device types whose cost-model fields are unset (<= 0). */
-static void fill_type_defaults(struct tp_device_type *t)
-{
-	if (!(t->gemm_efficiency > 0))
-		t->gemm_efficiency = 0.80;
-	if (!(t->gemm_half_flop > 0))
-		t->gemm_half_flop = 2e9;
-	if (!(t->memory_efficiency > 0))
-		t->memory_efficiency = 0.80;
-	if (!(t->kernel_overhead_s >= 0) || !isfinite(t->kernel_overhead_s))
-		t->kernel_overhead_s = 5e-6;
-	if (!(t->reserved_bytes >= 0) || !isfinite(t->reserved_bytes))
-		t->reserved_bytes = 0;
-}
-
 void tp_sim_free(struct tp_sim *sim)
 {
 	if (!sim)
@@ -55,9 +40,7 @@ void tp_sim_free(struct tp_sim *sim)
 	free(sim->prof);
 	free(sim->chan_bw);
 	free(sim->in_bytes);
-	free(sim->peak);
-	free(sim->peak_vec);
-	free(sim->mem_bw);
+	free(sim->dev);
 	free(sim->types);
 	tp_sim_sfb_free(sim);
 	free(sim);
@@ -94,12 +77,10 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 			      sizeof(*sim->prof));
 	sim->chan_bw = tp_calloc(sim->n_chan + 1, sizeof(double));
 	sim->in_bytes = tp_calloc(sim->n_ops + 1, sizeof(double));
-	sim->peak = tp_calloc(sim->n_types + 1, sizeof(double));
-	sim->peak_vec = tp_calloc(sim->n_types + 1, sizeof(double));
-	sim->mem_bw = tp_calloc(sim->n_types + 1, sizeof(double));
+	sim->dev = tp_calloc(sim->n_types + 1, sizeof(*sim->dev));
 	sim->types = tp_calloc(sim->n_types + 1, sizeof(*sim->types));
-	if (!sim->prof || !sim->chan_bw || !sim->in_bytes || !sim->peak ||
-	    !sim->peak_vec || !sim->mem_bw || !sim->types)
+	if (!sim->prof || !sim->chan_bw || !sim->in_bytes || !sim->dev ||
+	    !sim->types)
 		goto nomem;
 	for (size_t i = 0; i < (size_t)sim->n_ops * sim->n_types; i++)
 		sim->prof[i] = -1;
@@ -129,47 +110,12 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 		sim->chan_bw[2 * l] = sim->chan_bw[2 * l + 1] = lk->bw_Bps * eff;
 	}
 	for (uint32_t t = 0; t < sim->n_types; t++) {
-		struct tp_device_type *ty = &sim->types[t];
-		*ty = c->types.v[t];
-		fill_type_defaults(ty);
-		if (sim->o.params.gemm_sustained > 0)
-			ty->gemm_efficiency *= sim->o.params.gemm_sustained;
-		sim->peak[t] = ty->peak_flops[m->dtype] > 0
-				       ? ty->peak_flops[m->dtype]
-				       : ty->peak_flops[TP_DTYPE_FP32];
-		sim->peak_vec[t] = ty->peak_flops[TP_DTYPE_FP32] > 0
-					   ? ty->peak_flops[TP_DTYPE_FP32]
-					   : sim->peak[t];
-		if (!(sim->peak[t] > 0))
-			sim->peak[t] = sim->peak_vec[t] = 1e12;
-		if (!(sim->peak_vec[t] > 0))
-			sim->peak_vec[t] = sim->peak[t];
-		sim->mem_bw[t] = ty->memory_bw_Bps > 0 ? ty->memory_bw_Bps
-						       : 1e11;
+		sim->types[t] = c->types.v[t];
+		tp_cost_type_defaults(&sim->types[t]);
+		tp_cost_device_init(&sim->dev[t], &c->types.v[t], m->dtype,
+				    sim->o.params.gemm_sustained);
 	}
-	/* bytes per parameter: weights, gradients, optimizer state */
-	sim->mixed = m->dtype != TP_DTYPE_FP32;
-	{
-		double w = sim->dtype_bytes, st = 0;
-		switch (m->optimizer) {
-		case TP_OPT_ADAM:
-			st = 8;
-			break;
-		case TP_OPT_MOMENTUM:
-			st = 4;
-			break;
-		default:
-			st = 0;
-			break;
-		}
-		sim->w_pp = w;
-		sim->g_pp = w;
-		sim->o_pp = st + (sim->mixed ? 4 : 0); /* + fp32 master */
-		/* step: read+write state (and master), read the gradient,
-		 * write the weights (read them too without a master copy) */
-		sim->step_bytes_pp = 2 * sim->o_pp + sim->g_pp +
-				     (sim->mixed ? w : 2 * w);
-	}
+	tp_cost_state_init(&sim->state, m->dtype, m->optimizer);
 	if (tp_sim_sfb_new(sim, err)) {
 		tp_sim_free(sim);
 		return NULL;

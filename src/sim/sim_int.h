@@ -22,6 +22,7 @@
 
 #include "sim.h"
 
+#include "core/cost.h"
 #include "core/vec.h"
 
 struct tp_sfb;         /* src/compress/sfb.h */
@@ -35,16 +36,16 @@ struct tp_sim {
 	uint32_t n_ops, n_dev, n_types, n_chan;
 	uint32_t n_layers; /* largest layer index + 1 */
 	double dtype_bytes;
-	bool mixed; /* 16-bit weights with fp32 master copy */
-	/* bytes per parameter, unsharded */
-	double w_pp, g_pp, o_pp;
-	double step_bytes_pp; /* optimizer step traffic per parameter */
+	/* bytes per parameter, unsharded, and the optimizer step's traffic
+	 * per parameter (core/cost.h) */
+	struct tp_cost_state state;
 	struct tp_device_type *types; /* copies, cost fields defaulted */
+	/* per type: the figures of the cost formulas (core/cost.h), GEMM
+	 * efficiency times gemm_sustained */
+	struct tp_cost_device *dev;
 	int32_t *prof;       /* [op * n_types + type]: profile or -1 */
 	double *chan_bw;     /* effective bandwidth per directed channel */
 	double *in_bytes;    /* per op: bytes per sample entering it */
-	/* per type: peak FLOP/s for the model dtype and for vector work */
-	double *peak, *peak_vec, *mem_bw;
 	double fwd_flop, bwd_flop; /* per sample, whole model */
 	struct tp_sfb *sfb; /* gradient compression (sfb_hook.c) */
 };
@@ -427,7 +428,6 @@ void tp_sim_memory_reason(const struct tp_sim *sim, const struct tp_plan *plan,
 /* Times and memory of one lane (fills *ln); -1 on allocation failure. */
 int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		      struct tp_sim_scratch *s, struct lane *ln);
-double tp_sim_gemm_eff(const struct tp_device_type *t, double flop);
 /* Flow accumulation into a bundle type. */
 void tp_sim_acc_flow(struct tp_sim_scratch *s, uint32_t src, uint32_t dst);
 int tp_sim_acc_ring(struct tp_sim_scratch *s, const uint32_t *devs,

@@ -205,7 +205,7 @@ static int sync_ring(const struct tp_sim *sim, const struct tp_plan *plan,
 	const struct tp_plan_group *gr = &plan->groups.v[g];
 	const struct tp_sim_params *pa = &sim->o.params;
 	uint32_t n = gr->dp, tp = gr->tp, rings = 1, bt, r2 = 1;
-	double dn = n;
+	enum tp_cost_coll k = half ? TP_COST_REDUCE_SCATTER : TP_COST_ALL_REDUCE;
 
 	for (uint32_t j = 0; j < tp; j++) {
 		uint32_t *p = participants(plan, s, g, j);
@@ -218,11 +218,11 @@ static int sync_ring(const struct tp_sim *sim, const struct tp_plan *plan,
 		return -1;
 	if (bt == TP_NONE)
 		return 0;
-	s->btypes.v[bt].latency = (half ? 1 : 2) * (dn - 1) *
-				  (s->btypes.v[bt].latency +
-				   pa->collective_latency_s);
+	s->btypes.v[bt].latency =
+		tp_cost_ring_steps(k, n) *
+		(s->btypes.v[bt].latency + pa->collective_latency_s);
 	ph[0].bt = bt;
-	ph[0].bytes = (half ? 1 : 2) * (dn - 1) / dn * S / rings;
+	ph[0].bytes = tp_cost_ring_traffic(k, n) * S / rings;
 	return 1;
 }
 
@@ -314,16 +314,20 @@ static int sync_hier(const struct tp_sim *sim, const struct tp_plan *plan,
 		lat2 = s->btypes.v[bt2].latency;
 	if (bt1 != TP_NONE) {
 		s->btypes.v[bt1].latency =
-			(gmax - 1) * (lat1 + pa->collective_latency_s);
+			tp_cost_ring_steps(TP_COST_REDUCE_SCATTER, gmax) *
+			(lat1 + pa->collective_latency_s);
 		ph[np].bt = bt1;
-		ph[np].bytes = (gmax - 1.0) / gmax * S;
+		ph[np].bytes =
+			tp_cost_ring_traffic(TP_COST_REDUCE_SCATTER, gmax) * S;
 		np++;
 	}
 	if (bt2 != TP_NONE) {
 		s->btypes.v[bt2].latency =
-			2 * (k - 1.0) * (lat2 + pa->collective_latency_s);
+			tp_cost_ring_steps(TP_COST_ALL_REDUCE, k) *
+			(lat2 + pa->collective_latency_s);
 		ph[np].bt = bt2;
-		ph[np].bytes = 2 * (k - 1.0) / k * S / gmin;
+		ph[np].bytes =
+			tp_cost_ring_traffic(TP_COST_ALL_REDUCE, k) * S / gmin;
 		np++;
 	}
 	if (bt1 != TP_NONE) {
