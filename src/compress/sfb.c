@@ -466,16 +466,24 @@ static bool powersgd_applies(const struct tp_sfb *sfb, uint32_t op,
 	       mm >= 2 && nn >= 2 && (mm + nn) * rank < mm * nn;
 }
 
-/* Gradient sync of op under a format: proxy seconds, traffic, the message
- * bytes of each replica and the compression compute. */
+/* What the gradient sync of one op moves and computes. */
+struct sync_fig {
+	double traffic; /* bytes sent by all replicas */
+	double message; /* bytes of each replica's message */
+	double flop;    /* compression compute (PowerSGD) */
+};
+
+/* Gradient sync of op under a format: proxy seconds, and its figures. */
 static double sync_cost(const struct tp_sfb *sfb, const struct coll *k,
 			const struct tp_plan *plan, uint32_t g, uint32_t op,
-			enum tp_lossy lossy, uint32_t rank, double *traffic,
-			double *message, double *flop)
+			enum tp_lossy lossy, uint32_t rank,
+			struct sync_fig *out)
 {
 	const uint32_t *devs = tp_plan_group_devs(plan, g);
 	const struct tp_plan_group *gr = &plan->groups.v[g];
 	double ge = sfb->grad_elem, t, b1, b2;
+	double *traffic = &out->traffic, *message = &out->message;
+	double *flop = &out->flop;
 
 	*flop = 0;
 	if (lossy == TP_LOSSY_FP16 && ge > 2)
@@ -586,14 +594,15 @@ enum tp_status tp_sfb_group_costs(const struct tp_sfb *sfb,
 	for (uint32_t i = 0; i < gr->n_ops; i++) {
 		uint32_t o = ops[i];
 		struct tp_sfb_cand cd;
-		double msg, flop;
+		struct sync_fig fig;
 
 		if (!sfb->candidate[o])
 			continue;
 		memset(&cd, 0, sizeof(cd));
 		cd.op = o;
 		cd.sync_s = sync_cost(sfb, &cl, plan, g, o, lossy, k->rank,
-				      &cd.sync_bytes, &msg, &flop);
+				      &fig);
+		cd.sync_bytes = fig.traffic;
 		cd.wgrad_s = extra_s(sfb, plan, g, o, TP_SFB_WEIGHT_GRAD, &cl);
 		cd.grad_gather_s = allgather_s(&cl, sfb->act_bytes[o] * GB,
 					       &cd.grad_gather_bytes);
@@ -1036,7 +1045,7 @@ enum tp_status tp_sfb_group_actions(const struct tp_sfb *sfb,
 	for (size_t i = 0; i < k->cands.n; i++) {
 		const struct tp_sfb_cand *cd = &k->cands.v[i];
 		struct tp_sfb_action *a = action_of(s, out, cd->op);
-		double traffic, msg, flop;
+		struct sync_fig fig;
 
 		if (!a) {
 			st = nomem(err);
@@ -1048,9 +1057,9 @@ enum tp_status tp_sfb_group_actions(const struct tp_sfb *sfb,
 			a->gather_grad_bytes = sfb->act_bytes[cd->op];
 		} else {
 			sync_cost(sfb, &cl, plan, g, cd->op, gr->lossy,
-				  k->rank, &traffic, &msg, &flop);
-			a->sync_bytes = msg;
-			a->compress_flop = flop;
+				  k->rank, &fig);
+			a->sync_bytes = fig.message;
+			a->compress_flop = fig.flop;
 		}
 	}
 	for (size_t t = 0; t < k->tensors.n; t++) {

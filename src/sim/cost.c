@@ -470,6 +470,8 @@ struct lane_sums {
 	/* per layer (in s->dtmp): saved bytes, of them selective ones */
 	double *lay_saved, *lay_sel;
 	uint32_t *lay_list, n_lay, stamp0;
+	enum tp_recompute rc; /* the group's recomputation */
+	bool sp;              /* sequence parallelism (tp > 1) */
 };
 
 /* Activation memory and recomputation of op o in its layer: the layer's
@@ -477,10 +479,11 @@ struct lane_sums {
  * (tensors from outside the layer, once per producer: what full
  * recomputation keeps), and what recomputation adds to the backward. */
 static void layer_op(const struct tp_sim *sim, struct tp_sim_scratch *s,
-		     const struct lane *ln, enum tp_recompute rc, bool sp,
-		     uint32_t o, const struct op_cost *oc, double saved,
-		     struct lane_sums *a)
+		     const struct lane *ln, uint32_t o, const struct op_cost *oc,
+		     double saved, struct lane_sums *a)
 {
+	enum tp_recompute rc = a->rc;
+	bool sp = a->sp;
 	const struct tp_model *m = sim->m;
 	const struct tp_op *op = &m->ops.v[o];
 	uint32_t l = (uint32_t)op->layer;
@@ -562,6 +565,8 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	struct lane_sums a;
 
 	memset(&a, 0, sizeof(a));
+	a.rc = rc;
+	a.sp = sp;
 	n_types = rank_types(sim, plan->devs.v + ln->dev_first, t, types);
 	/* per-layer sums for recomputation: dtmp holds two arrays */
 	s->dtmp.n = 0;
@@ -596,7 +601,7 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		if (ob > a.maxout)
 			a.maxout = ob;
 		if (op->layer >= 0 && (uint32_t)op->layer < sim->n_layers) {
-			layer_op(sim, s, ln, rc, sp, o, &oc, saved, &a);
+			layer_op(sim, s, ln, o, &oc, saved, &a);
 		} else {
 			/* outside any layer: never recomputed */
 			a.act += saved;

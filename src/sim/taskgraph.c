@@ -65,24 +65,33 @@ static inline uint32_t lane_dev(const struct tp_plan *plan,
 	return plan->devs.v[ln->dev_first + k];
 }
 
-/* Pipeline transfers of one group edge between two sim lanes, for every
+/* Who sends to whom along one group edge: sim lane LS to sim lane LD,
+ * `samples` per micro-batch, replica rs[p] of the source group to replica
+ * rd[p] of the destination group for each of the n pairs. */
+struct pairing {
+	uint32_t LS, LD;
+	double samples;
+	const uint32_t *rs, *rd;
+	uint32_t n;
+};
+
+/* Pipeline transfers of group edge e for a pairing, for every
  * micro-batch, both directions.  Flows: tensor rank j of each member
  * replica's source lane to rank j of its destination lane (Megatron's
  * scatter/gather: each rank sends 1/min(t, t') of the activation). */
 static enum tp_status p2p(const struct tp_plan *plan,
-			  struct tp_sim_scratch *s, uint32_t e, uint32_t LS,
-			  uint32_t LD, double samples, const uint32_t *rs,
-			  const uint32_t *rd, uint32_t n_pairs,
-			  struct tp_error *err)
+			  struct tp_sim_scratch *s, uint32_t e,
+			  const struct pairing *pr, struct tp_error *err)
 {
 	const struct gedge *ge = &s->gedges.v[e];
+	uint32_t LS = pr->LS, LD = pr->LD, n_pairs = pr->n;
+	const uint32_t *rs = pr->rs, *rd = pr->rd;
 	const struct lane *ls = &s->lanes.v[s->sims.v[LS].lane];
 	const struct lane *ld = &s->lanes.v[s->sims.v[LD].lane];
 	uint32_t nf = ls->tp < ld->tp ? ls->tp : ld->tp, btf, btb;
 	uint32_t m = plan->micro_batches;
-	double bytes = ge->bytes * samples / nf;
+	double bytes = ge->bytes * pr->samples / nf;
 	double lat = s->sim->o.params.p2p_latency_s;
-
 	uint32_t *fp, nfp = 0;
 
 	s->tmp4.n = 0;
@@ -414,9 +423,10 @@ static enum tp_status pipeline_transfers(const struct tp_plan *plan,
 				const struct simlane *sl = &s->sims.v[LS];
 				const uint32_t *mem =
 					s->members.v + sl->member_first;
-				st = p2p(plan, s, e, LS, LD,
-					 s->lanes.v[sl->lane].samples, mem, mem,
-					 sl->n_members, err);
+				struct pairing pr = {LS, LD,
+						     s->lanes.v[sl->lane].samples,
+						     mem, mem, sl->n_members};
+				st = p2p(plan, s, e, &pr, err);
 				if (st)
 					return st;
 			}
@@ -433,11 +443,11 @@ static enum tp_status pipeline_transfers(const struct tp_plan *plan,
 					double lo = a0 > b0 ? a0 : b0;
 					double hi = a1 < b1 ? a1 : b1;
 					if (hi - lo > 1e-12) {
-						st = p2p(plan, s, e,
-							 ga->sim_first + r,
-							 gb->sim_first + q,
-							 (hi - lo) * mbs, &r, &q,
-							 1, err);
+						struct pairing pr = {
+							ga->sim_first + r,
+							gb->sim_first + q,
+							(hi - lo) * mbs, &r, &q, 1};
+						st = p2p(plan, s, e, &pr, err);
 						if (st)
 							return st;
 					}
