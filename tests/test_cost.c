@@ -200,25 +200,32 @@ START_TEST(test_cost_unset_fields_agree)
 }
 END_TEST
 
-/* The quick estimate still prices the MoE router as vector work (the
- * shipped GNN's features were computed so): a router costs what a norm
- * with the same figures costs. */
-START_TEST(test_cost_estimate_router)
+/* The quick estimate keeps two choices the shipped GNN's features were
+ * computed with (estimate.c): the MoE router costs what a norm with the
+ * same figures costs, and a kernel overhead of 0 reads as the default. */
+START_TEST(test_cost_estimate_kept_choices)
 {
-	struct tp_device_type t = bare_type();
-	struct tp_cluster c;
+	struct tp_device_type t = bare_type(), t0 = bare_type();
+	struct tp_cluster c, c0;
 	struct tp_model mr, mn;
 
+	t.kernel_overhead_s = tp_cost_constants.kernel_overhead_s;
+	t0.kernel_overhead_s = 0;
 	one_node(&c, &t, 1);
+	one_node(&c0, &t0, 1);
 	small_model(&mr, TP_OP_ROUTER);
 	small_model(&mn, TP_OP_NORM);
 	ck_assert(tp_estimate_op_time(&mr, &c, 2, 0, 8) ==
 		  tp_estimate_op_time(&mn, &c, 2, 0, 8));
 	ck_assert(tp_estimate_op_time(&mr, &c, 0, 0, 8) !=
 		  tp_estimate_op_time(&mr, &c, 1, 0, 8));
+	for (uint32_t o = 0; o < 3; o++)
+		ck_assert(tp_estimate_op_time(&mr, &c, o, 0, 8) ==
+			  tp_estimate_op_time(&mr, &c0, o, 0, 8));
 	tp_model_release(&mr);
 	tp_model_release(&mn);
 	tp_cluster_release(&c);
+	tp_cluster_release(&c0);
 }
 END_TEST
 
@@ -342,7 +349,7 @@ Suite *suite_cost(void)
 	tcase_add_test(tc, test_cost_gemm_kinds);
 	tcase_add_test(tc, test_cost_defaults_one_table);
 	tcase_add_test(tc, test_cost_unset_fields_agree);
-	tcase_add_test(tc, test_cost_estimate_router);
+	tcase_add_test(tc, test_cost_estimate_kept_choices);
 	tcase_add_test(tc, test_cost_kernel_times);
 	tcase_add_test(tc, test_cost_collectives);
 	tcase_add_test(tc, test_cost_state);

@@ -14,7 +14,7 @@
  * peak and real micro-batch sizes); it only ranks and weighs.  The GNN's
  * shipped weights were trained on its values: a change here changes the
  * network's inputs (which is why it still prices the MoE router as
- * vector work, estimate.c).
+ * vector work and reads a kernel overhead of 0 as unset, estimate.c).
  *
  * Pure functions; no allocation, no errors.
  */
