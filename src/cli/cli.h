@@ -108,6 +108,19 @@ int tp_cli_fail(const struct tp_error *err);
 int tp_cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* An option naming a file: "-o" and its path (NULL: not given). */
+struct tp_cli_file {
+	const char *opt;
+	const char *path;
+};
+
+/* When an output is one of the inputs (the same existing file, through
+ * links too), print "tagplan CMD: -o X is also the input -t Y ..." and
+ * return 2 (usage), before anything is written; else 0.  Both arrays end
+ * with {NULL, NULL}. */
+int tp_cli_check_outputs(const char *cmd, const struct tp_cli_file *inputs,
+			 const struct tp_cli_file *outputs);
+
 /* Run the named command; `tagplan help CMD` and unknown commands. */
 int tp_cli_dispatch(int argc, char **argv);
 

@@ -102,6 +102,17 @@ int cmd_export(int argc, char **argv)
 		tp_strbuf_release(&used);
 	}
 	print_lines("warning: ", &warn);
+	{
+		const struct tp_cli_file ins[] = {{"-m", in.model_path},
+						  {"-t", in.topology_path},
+						  {"-p", plan},
+						  {NULL, NULL}};
+		const struct tp_cli_file outs[] = {{"-o", out}, {NULL, NULL}};
+		if (tp_cli_check_outputs("export", ins, outs)) {
+			code = TP_EXIT_USAGE;
+			goto done;
+		}
+	}
 	if (tp_export_analyze(&in.plan, &in.model, &in.cluster, &spec,
 			      &err) != TP_OK ||
 	    tp_export_write(&spec, (enum tp_export_target)target, script,

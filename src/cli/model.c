@@ -153,6 +153,14 @@ int cmd_model(int argc, char **argv)
 				o, src);
 		}
 	}
+	{
+		const struct tp_cli_file ins[] = {
+			{"hf:", strncmp(src, "hf:", 3) ? NULL : src + 3},
+			{NULL, NULL}};
+		const struct tp_cli_file outs[] = {{"-o", out}, {NULL, NULL}};
+		if (tp_cli_check_outputs("model", ins, outs))
+			return TP_EXIT_USAGE;
+	}
 	tp_model_init(&m);
 	tp_error_clear(&err);
 	if (!strcmp(src, "gpt")) {

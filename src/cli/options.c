@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/strbuf.h"
+#include "io/io.h"
 #include "sim/sim.h"
 
 void tp_opt_list_free(struct tp_opt_list *l)
@@ -147,6 +148,12 @@ static int set_value(const char *cmd, struct tp_opt *o, const char *val)
 {
 	char *end;
 
+	if ((o->type == TP_OPT_STRING || o->type == TP_OPT_LIST) && !*val) {
+		/* "-o ''" is a mistake of the script, not stdout */
+		tp_cli_usage_error(cmd, "--%s: empty value; give a %s", o->name,
+				   o->metavar ? o->metavar : "value");
+		return -1;
+	}
 	switch (o->type) {
 	case TP_OPT_FLAG:
 		*(bool *)o->dest = true;
@@ -337,4 +344,22 @@ void tp_cli_print_warnings(const char *cmd, struct tp_strbuf *w)
 		s += n + (nl ? 1 : 0);
 	}
 	tp_strbuf_reset(w);
+}
+
+int tp_cli_check_outputs(const char *cmd, const struct tp_cli_file *inputs,
+			 const struct tp_cli_file *outputs)
+{
+	for (const struct tp_cli_file *o = outputs; o && o->opt; o++) {
+		if (!o->path)
+			continue;
+		for (const struct tp_cli_file *i = inputs; i && i->opt; i++)
+			if (i->path && tp_file_same(i->path, o->path))
+				return tp_cli_usage_error(
+					cmd,
+					"%s %s is also the input %s %s: writing "
+					"it would destroy the input; give the "
+					"output another name",
+					o->opt, o->path, i->opt, i->path);
+	}
+	return 0;
 }

@@ -575,6 +575,18 @@ static int check_args(struct plan_args *a)
 						  "plan and the pictures "
 						  "different names",
 					  a->out);
+	{
+		const struct tp_cli_file ins[] = {{"-m", a->model_path},
+						  {"-t", a->topo_path},
+						  {"--weights", a->weights},
+						  {NULL, NULL}};
+		const struct tp_cli_file outs[] = {{"-o", a->out},
+						   {"--dot", a->dot},
+						   {"--svg", a->svg},
+						   {NULL, NULL}};
+		if (tp_cli_check_outputs("plan", ins, outs))
+			return TP_EXIT_USAGE;
+	}
 	return 0;
 }
 

@@ -133,6 +133,17 @@ int cmd_render(int argc, char **argv)
 		tp_strbuf_release(&used);
 	}
 	tp_cli_print_warnings("render", &warn);
+	{
+		const struct tp_cli_file ins[] = {{"-m", in.model_path},
+						  {"-t", in.topology_path},
+						  {"-p", plan},
+						  {NULL, NULL}};
+		const struct tp_cli_file outs[] = {{"-o", out}, {NULL, NULL}};
+		if (tp_cli_check_outputs("render", ins, outs)) {
+			code = TP_EXIT_USAGE;
+			goto done;
+		}
+	}
 	if (!no_sim) {
 		if (tp_inputs_sim_open(&sim, &in, &err) != TP_OK ||
 		    tp_inputs_sim_run(&sim, &in.plan, &report, &err) != TP_OK)

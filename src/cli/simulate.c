@@ -199,6 +199,19 @@ int cmd_simulate(int argc, char **argv)
 	}
 	tp_cli_print_warnings("simulate", &warn);
 	{
+		const struct tp_cli_file ins[] = {
+			{"-m", plan_path ? in.model_path : model},
+			{"-t", plan_path ? in.topology_path : topo},
+			{"-p", plan_path},
+			{NULL, NULL}};
+		const struct tp_cli_file outs[] = {
+			{"-o", out}, {"--trace", trace_path}, {NULL, NULL}};
+		if (tp_cli_check_outputs("simulate", ins, outs)) {
+			code = TP_EXIT_USAGE;
+			goto done;
+		}
+	}
+	{
 		const char *name = runtime ? runtime
 				   : pp->runtime[0] ? pp->runtime
 						    : "none";

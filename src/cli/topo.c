@@ -108,6 +108,15 @@ int cmd_topo(int argc, char **argv)
 		return code;
 	}
 	tp_strbuf_release(&about);
+	{
+		const struct tp_cli_file ins[] = {{"--from-nvidia-smi", smi},
+						  {NULL, NULL}};
+		const struct tp_cli_file outs[] = {{"-o", out}, {NULL, NULL}};
+		if (tp_cli_check_outputs("topo", ins, outs)) {
+			free(pos);
+			return TP_EXIT_USAGE;
+		}
+	}
 	tp_cluster_init(&c);
 	tp_error_clear(&err);
 	if (smi) {

@@ -136,6 +136,13 @@ int cmd_train(int argc, char **argv)
 				  NULL, &code))
 			return code;
 	}
+	{
+		const struct tp_cli_file ins[] = {{"--resume", o.resume},
+						  {NULL, NULL}};
+		const struct tp_cli_file outs[] = {{"-o", out}, {NULL, NULL}};
+		if (tp_cli_check_outputs("train", ins, outs))
+			return TP_EXIT_USAGE;
+	}
 	o.out = out;
 	o.games = (uint32_t)games;
 	o.epochs = (uint32_t)epochs;

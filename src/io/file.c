@@ -151,143 +151,429 @@ static int write_all(int fd, const char *data, size_t len)
 	return 0;
 }
 
-/*
- * Write data through an O_TMPFILE file in the directory of path, then
- * link it under the name tmp (a mkstemp pattern, its X's replaced) and
- * rename it over path.  Returns 0 when done; -1 with *e == 0 when the
- * file system cannot do it (the caller falls back to mkstemp); -1 with
- * *e set on a real failure (nothing is left behind).
+/* ---- outputs ------------------------------------------------------------
+ *
+ * An output path is resolved before anything is written (resolve):
+ *   "-", /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N   the open
+ *        descriptor itself (a pipe of `>(cmd)`, the terminal, a file the
+ *        shell opened), written in place;
+ *   a symbolic link      followed (up to 40 links) to its target, which is
+ *                        then resolved like the path itself;
+ *   a character device, a FIFO   opened and written in place (no temporary,
+ *                        no rename: /dev/null stays /dev/null);
+ *   a regular file or a new path  replaced atomically: an unnamed
+ *                        O_TMPFILE file (or a hidden ".NAME.XXXXXX" when the
+ *                        file system cannot) in the target's directory,
+ *                        written and fsync'd, then renamed over the target;
+ *   a directory, a block device, a socket   refused.
  */
-static int write_unnamed(const char *path, char *tmp, const char *data,
-			 size_t len, mode_t mode, int *e)
+
+enum target_kind { T_FILE, T_FD, T_STREAM };
+
+struct target {
+	enum target_kind kind;
+	const char *given;    /* the path as given (messages) */
+	char path[PATH_MAX];  /* T_FILE, T_STREAM: the resolved path */
+	int fd;		      /* T_FD: the descriptor */
+	mode_t mode;	      /* T_FILE: permissions of the new file */
+	bool exists;	      /* T_FILE: a file is there now */
+	dev_t dev;	      /* T_FILE that exists: its identity */
+	ino_t ino;
+	int tmp_fd;	      /* prepared: an unnamed file, else -1 */
+	char *tmp;	      /* prepared: the temporary's name */
+	bool named;	      /* the temporary has a name on disk */
+};
+
+/* The descriptor a path names (/dev/stdout, /dev/fd/3, ...), or -1. */
+static int special_fd(const char *p)
+{
+	const char *n = NULL;
+	long v;
+
+	if (!strcmp(p, "-") || !strcmp(p, "/dev/stdout"))
+		return 1;
+	if (!strcmp(p, "/dev/stderr"))
+		return 2;
+	if (!strncmp(p, "/dev/fd/", 8))
+		n = p + 8;
+	else if (!strncmp(p, "/proc/self/fd/", 14))
+		n = p + 14;
+	if (!n || !*n || strlen(n) > 9)
+		return -1;
+	for (const char *q = n; *q; q++)
+		if (*q < '0' || *q > '9')
+			return -1;
+	v = strtol(n, NULL, 10);
+	return (int)v;
+}
+
+static mode_t default_mode(void)
+{
+	mode_t mask = umask(0);
+
+	umask(mask);
+	return 0666 & ~mask;
+}
+
+static const char *file_type_name(mode_t m)
+{
+	return S_ISBLK(m)    ? "a block device"
+	       : S_ISSOCK(m) ? "a socket"
+	       : S_ISDIR(m)  ? "a directory"
+			     : "not a regular file";
+}
+
+static enum tp_status resolve(const char *path, struct target *t,
+			      struct tp_error *err)
+{
+	char link[PATH_MAX];
+	struct stat st;
+
+	memset(t, 0, sizeof(*t));
+	t->given = path;
+	t->tmp_fd = -1;
+	if (!*path)
+		return tp_error_set(err, TP_EUSAGE,
+				    "empty output file name (give a file, or "
+				    "- for standard output)");
+	if (strlen(path) >= sizeof(t->path)) {
+		tp_error_set(err, TP_EUSAGE, "output file name too long");
+		tp_error_set_file(err, path);
+		return TP_EUSAGE;
+	}
+	strcpy(t->path, path);
+	for (int hop = 0; hop <= 40; hop++) {
+		int fd = special_fd(t->path);
+		ssize_t n;
+		size_t dir;
+		char *slash;
+
+		if (fd >= 0) {
+			t->kind = T_FD;
+			t->fd = fd;
+			return TP_OK;
+		}
+		if (lstat(t->path, &st) != 0) {
+			/* a new file (a missing directory fails when the
+			 * temporary is made, with its own message) */
+			t->kind = T_FILE;
+			t->mode = default_mode();
+			return TP_OK;
+		}
+		if (S_ISREG(st.st_mode)) {
+			t->kind = T_FILE;
+			t->mode = st.st_mode & 07777;
+			t->exists = true;
+			t->dev = st.st_dev;
+			t->ino = st.st_ino;
+			return TP_OK;
+		}
+		if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+			t->kind = T_STREAM;
+			return TP_OK;
+		}
+		if (!S_ISLNK(st.st_mode)) {
+			enum tp_status bad =
+				S_ISDIR(st.st_mode) ? TP_EIO : TP_EUSAGE;
+			tp_error_set(err, bad,
+				     "is %s, not a file (tagplan writes "
+				     "regular files, character devices such "
+				     "as /dev/null, FIFOs and pipes)",
+				     file_type_name(st.st_mode));
+			tp_error_set_file(err, path);
+			return bad;
+		}
+		/* a symbolic link: write its target */
+		n = readlink(t->path, link, sizeof(link) - 1);
+		if (n < 0)
+			return io_fail(err, path,
+				       "cannot read the symbolic link", errno);
+		link[n] = '\0';
+		slash = strrchr(t->path, '/');
+		dir = link[0] == '/' || !slash ? 0
+					       : (size_t)(slash - t->path) + 1;
+		if (dir + (size_t)n >= sizeof(t->path)) {
+			tp_error_set(err, TP_EUSAGE,
+				     "the target of the symbolic link is too "
+				     "long");
+			tp_error_set_file(err, path);
+			return TP_EUSAGE;
+		}
+		memmove(t->path + dir, link, (size_t)n + 1);
+	}
+	return io_fail(err, path, "cannot follow the symbolic link", ELOOP);
+}
+
+/* Write data into an unnamed O_TMPFILE file in the directory of t->path.
+ * Returns 0 (t->tmp_fd set); -1 with *e == 0 when the file system cannot
+ * (the caller falls back to a named temporary); -1 with *e set on a real
+ * failure (nothing is left behind). */
+static int prepare_unnamed(struct target *t, const char *data, size_t len,
+			   int *e)
 {
 #ifdef O_TMPFILE
-	const char *slash = strrchr(path, '/');
-	char dir[PATH_MAX], proc[64];
-	size_t dlen = slash ? (size_t)(slash - path) : 0;
-	char *x = tmp + strlen(tmp) - 6;
+	const char *slash = strrchr(t->path, '/');
+	char dir[PATH_MAX];
+	size_t dlen = slash ? (size_t)(slash - t->path) : 0;
 	int fd;
 
 	*e = 0;
-	if (dlen >= sizeof(dir))
-		return -1;
 	if (slash) {
-		memcpy(dir, path, dlen ? dlen : 1);
+		memcpy(dir, t->path, dlen ? dlen : 1);
 		dir[dlen ? dlen : 1] = '\0';
 	} else {
 		strcpy(dir, ".");
 	}
-	fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+	/* naming it later goes through /proc (linkat) */
+	if (access("/proc/self/fd", X_OK))
+		return -1;
+	fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, t->mode);
 	if (fd < 0)
 		return -1; /* not supported here: fall back */
-	if (fchmod(fd, mode) || write_all(fd, data, len) || fsync(fd)) {
+	if (fchmod(fd, t->mode) || write_all(fd, data, len) || fsync(fd)) {
 		*e = errno;
 		close(fd);
 		return -1;
 	}
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	for (unsigned k = 0;; k++) {
-		snprintf(x, 7, "%06x", (unsigned)(getpid() * 31u + k) & 0xffffffu);
-		if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) ==
-		    0)
-			break;
-		if (errno != EEXIST || k > 1000) {
-			/* no /proc, say: let the fallback try */
-			*e = errno == EEXIST ? EEXIST : 0;
-			close(fd);
-			return -1;
-		}
-	}
-	if (close(fd) || rename(tmp, path)) {
-		*e = errno;
-		unlink(tmp);
-		return -1;
-	}
+	t->tmp_fd = fd;
 	return 0;
 #else
-	(void)path;
-	(void)tmp;
+	(void)t;
 	(void)data;
 	(void)len;
-	(void)mode;
 	*e = 0;
 	return -1;
 #endif
 }
 
-enum tp_status tp_file_write_atomic(const char *path, const char *data,
-				    size_t len, struct tp_error *err)
+/* Give t's temporary a name beside the target (a hidden mkstemp-style
+ * name): for an unnamed file through linkat.  0, or -1 with errno. */
+static int name_unnamed(struct target *t)
 {
-	char *tmp;
-	size_t plen = strlen(path);
-	int fd, e;
-	struct stat st;
-	mode_t mode, mask;
+	char proc[64];
+	char *x = t->tmp + strlen(t->tmp) - 6;
 
-	if (strcmp(path, "-") == 0) {
-		if (fwrite(data, 1, len, stdout) != len || fflush(stdout))
-			return io_fail(err, "<stdout>", "cannot write", errno);
-		return TP_OK;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", t->tmp_fd);
+	for (unsigned k = 0;; k++) {
+		snprintf(x, 7, "%06x",
+			 (unsigned)(getpid() * 31u + k) & 0xffffffu);
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, t->tmp,
+			   AT_SYMLINK_FOLLOW) == 0)
+			break;
+		if (errno != EEXIST || k > 1000)
+			return -1;
 	}
-	if (plen == 0) {
-		tp_error_set(err, TP_EIO, "empty output file name");
-		return TP_EIO;
-	}
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		tp_error_set(err, TP_EIO, "is a directory, not a file");
-		tp_error_set_file(err, path);
-		return TP_EIO;
-	}
-	tmp = malloc(plen + 16);
-	if (!tmp)
+	t->named = true;
+	return 0;
+}
+
+/* Write t's data to a temporary beside the target; nothing is visible at
+ * the target until commit. */
+static enum tp_status prepare(struct target *t, const char *data, size_t len,
+			      struct tp_error *err)
+{
+	size_t plen = strlen(t->path);
+	const char *slash = strrchr(t->path, '/');
+	size_t dirlen = slash ? (size_t)(slash - t->path + 1) : 0;
+	int fd, e;
+
+	t->tmp = malloc(plen + 16);
+	if (!t->tmp)
 		return tp_error_set(err, TP_ENOMEM, "out of memory");
 	/* a hidden temporary beside the target: rename stays in one file
 	 * system */
-	{
-		const char *slash = strrchr(path, '/');
-		size_t dirlen = slash ? (size_t)(slash - path + 1) : 0;
-		memcpy(tmp, path, dirlen);
-		snprintf(tmp + dirlen, plen + 16 - dirlen, ".%s.XXXXXX",
-			 path + dirlen);
-	}
-	/* the permissions a plain fopen would give, or the old file's */
-	if (stat(path, &st) == 0) {
-		mode = st.st_mode & 07777;
-	} else {
-		mask = umask(0);
-		umask(mask);
-		mode = 0666 & ~mask;
-	}
-	/* Linux: write an unnamed file and give it a name only once it is
-	 * complete, so a run killed while writing leaves nothing behind */
-	if (write_unnamed(path, tmp, data, len, mode, &e) == 0) {
-		free(tmp);
+	memcpy(t->tmp, t->path, dirlen);
+	snprintf(t->tmp + dirlen, plen + 16 - dirlen, ".%s.XXXXXX",
+		 t->path + dirlen);
+	/* Linux: an unnamed file, named only once it is complete, so a run
+	 * killed while writing leaves nothing behind */
+	if (prepare_unnamed(t, data, len, &e) == 0)
 		return TP_OK;
-	} else if (e) {
-		free(tmp);
-		return io_fail(err, path, "cannot write", e);
-	}
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		e = errno;
-		free(tmp);
-		return io_fail(err, path, "cannot create a temporary file", e);
-	}
-	if (fchmod(fd, mode) || write_all(fd, data, len) || fsync(fd)) {
+	if (e)
+		return io_fail(err, t->given, "cannot write", e);
+	fd = mkstemp(t->tmp);
+	if (fd < 0)
+		return io_fail(err, t->given, "cannot create a temporary file",
+			       errno);
+	t->named = true;
+	if (fchmod(fd, t->mode) || write_all(fd, data, len) || fsync(fd)) {
 		e = errno;
 		close(fd);
-		unlink(tmp);
-		free(tmp);
-		return io_fail(err, path, "cannot write", e);
+		return io_fail(err, t->given, "cannot write", e);
 	}
-	if (close(fd) || rename(tmp, path)) {
-		e = errno;
-		unlink(tmp);
-		free(tmp);
-		return io_fail(err, path, "cannot write", e);
-	}
-	free(tmp);
+	if (close(fd))
+		return io_fail(err, t->given, "cannot write", errno);
 	return TP_OK;
+}
+
+static enum tp_status commit(struct target *t, struct tp_error *err)
+{
+	if (t->tmp_fd >= 0) {
+		int fd = t->tmp_fd;
+		if (name_unnamed(t)) {
+			int e = errno;
+			return io_fail(err, t->given, "cannot write", e);
+		}
+		t->tmp_fd = -1;
+		if (close(fd))
+			return io_fail(err, t->given, "cannot write", errno);
+	}
+	if (rename(t->tmp, t->path))
+		return io_fail(err, t->given, "cannot write", errno);
+	t->named = false;
+	return TP_OK;
+}
+
+/* Drop what prepare made (NULL-safe on unprepared targets). */
+static void discard(struct target *t)
+{
+	if (t->tmp_fd >= 0)
+		close(t->tmp_fd);
+	t->tmp_fd = -1;
+	if (t->named)
+		unlink(t->tmp);
+	t->named = false;
+	free(t->tmp);
+	t->tmp = NULL;
+}
+
+static enum tp_status write_stream(const struct target *t, const char *data,
+				   size_t len, struct tp_error *err)
+{
+	int fd = t->fd, e;
+
+	if (t->kind == T_FD) {
+		if (fd == 1)
+			fflush(stdout);
+		if (fcntl(fd, F_GETFL) < 0)
+			return io_fail(err, t->given[0] == '-' ? "<stdout>"
+							       : t->given,
+				       "cannot write (the descriptor is not "
+				       "open)",
+				       errno);
+		if (write_all(fd, data, len))
+			return io_fail(err, fd == 1 && t->given[0] == '-'
+						? "<stdout>"
+						: t->given,
+				       "cannot write", errno);
+		return TP_OK;
+	}
+	/* a character device or a FIFO: open it as it is (a FIFO waits for
+	 * its reader, as a shell redirection would) */
+	do
+		fd = open(t->path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return io_fail(err, t->given, "cannot open", errno);
+	if (write_all(fd, data, len)) {
+		e = errno;
+		close(fd);
+		return io_fail(err, t->given, "cannot write", e);
+	}
+	if (close(fd) && errno != EINTR)
+		return io_fail(err, t->given, "cannot write", errno);
+	return TP_OK;
+}
+
+/* The directory part of a path ("." for none), resolved when it exists. */
+static void dir_of(const char *path, char *out, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+	char d[PATH_MAX];
+
+	if (!slash)
+		strcpy(d, ".");
+	else if (slash == path)
+		strcpy(d, "/");
+	else
+		snprintf(d, sizeof(d), "%.*s", (int)(slash - path), path);
+	if (!realpath(d, out))
+		snprintf(out, size, "%s", d);
+}
+
+/* Two targets that are one file (after links). */
+static bool same_target(const struct target *a, const struct target *b)
+{
+	char da[PATH_MAX], db[PATH_MAX];
+	const char *ba, *bb;
+
+	if (a->kind != T_FILE || b->kind != T_FILE || a->exists != b->exists)
+		return false;
+	if (a->exists)
+		return a->dev == b->dev && a->ino == b->ino;
+	/* two new files: the same name in the same directory */
+	ba = strrchr(a->path, '/') ? strrchr(a->path, '/') + 1 : a->path;
+	bb = strrchr(b->path, '/') ? strrchr(b->path, '/') + 1 : b->path;
+	if (strcmp(ba, bb))
+		return false;
+	dir_of(a->path, da, sizeof(da));
+	dir_of(b->path, db, sizeof(db));
+	return !strcmp(da, db);
+}
+
+enum tp_status tp_file_write_set(const struct tp_output *outs, size_t n,
+				 struct tp_error *err)
+{
+	struct target *t;
+	enum tp_status st = TP_OK;
+	size_t k;
+
+	if (!n)
+		return TP_OK;
+	t = calloc(n, sizeof(*t));
+	if (!t)
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	for (k = 0; k < n; k++)
+		t[k].tmp_fd = -1;
+	/* 1. every target resolved, none twice */
+	for (k = 0; k < n && !st; k++)
+		st = resolve(outs[k].path, &t[k], err);
+	for (k = 0; k < n && !st; k++)
+		for (size_t i = 0; i < k && !st; i++)
+			if (same_target(&t[i], &t[k])) {
+				st = tp_error_set(err, TP_EUSAGE,
+						  "%s and %s are the same "
+						  "file: give each output its "
+						  "own name",
+						  outs[i].path, outs[k].path);
+			}
+	/* 2. every file written beside its target */
+	for (k = 0; k < n && !st; k++)
+		if (t[k].kind == T_FILE)
+			st = prepare(&t[k], outs[k].data, outs[k].len, err);
+	/* 3. the streams, which cannot be taken back */
+	for (k = 0; k < n && !st; k++)
+		if (t[k].kind != T_FILE)
+			st = write_stream(&t[k], outs[k].data, outs[k].len,
+					  err);
+	/* 4. every file renamed over its target */
+	for (k = 0; k < n && !st; k++)
+		if (t[k].kind == T_FILE)
+			st = commit(&t[k], err);
+	for (k = 0; k < n; k++)
+		discard(&t[k]);
+	free(t);
+	return st;
+}
+
+enum tp_status tp_file_write_atomic(const char *path, const char *data,
+				    size_t len, struct tp_error *err)
+{
+	struct tp_output o = {path, data, len};
+
+	return tp_file_write_set(&o, 1, err);
+}
+
+bool tp_file_same(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (!a || !b || !strcmp(a, "-") || !strcmp(b, "-"))
+		return false;
+	if (stat(a, &sa) || stat(b, &sb))
+		return false;
+	return S_ISREG(sa.st_mode) && S_ISREG(sb.st_mode) &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 static bool readable(const char *p)

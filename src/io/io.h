@@ -85,11 +85,43 @@ enum tp_status tp_runtime_find(const char *name, struct tp_runtime *rt,
 enum tp_status tp_file_read(const char *path, size_t max_bytes, char **data,
 			    size_t *len, struct tp_error *err);
 
-/* Write data to path atomically: a temporary file in the same directory,
- * fsync, rename.  "-" writes to stdout.  A failure leaves any existing
- * file at path untouched.  TP_EIO naming the path. */
+/*
+ * Write data to path ("-" is stdout).  A regular file or a new path is
+ * replaced atomically: a temporary in the same directory, fsync, rename;
+ * a failure leaves any existing file untouched.  A symbolic link is
+ * followed and its target written (atomically, beside the target).
+ * Character devices (/dev/null), FIFOs, /dev/stdout, /dev/stderr,
+ * /dev/fd/N and /proc/self/fd/N are written in place, never replaced.
+ * Directories are TP_EIO; block devices, sockets and "" TP_EUSAGE.
+ * Otherwise TP_EIO naming the path.
+ */
 enum tp_status tp_file_write_atomic(const char *path, const char *data,
 				    size_t len, struct tp_error *err);
+
+/* One output of a command (borrowed pointers). */
+struct tp_output {
+	const char *path;
+	const char *data;
+	size_t len;
+};
+
+/*
+ * Write all n outputs of one command, each as tp_file_write_atomic
+ * would, together or not at all: every target is resolved first (a bad
+ * one, or two outputs that are one file, fails before anything is
+ * written), every file is written to its temporary, then the streams
+ * (stdout, devices, FIFOs) are written, and only when all of that
+ * succeeded are the temporaries renamed over their targets.  A failure
+ * up to there leaves every file target untouched (what a stream already
+ * received cannot be taken back); only a failing rename in the last step,
+ * after the others succeeded, can leave some files new and others old.
+ */
+enum tp_status tp_file_write_set(const struct tp_output *outs, size_t n,
+				 struct tp_error *err);
+
+/* True when a and b both name one existing regular file (after links;
+ * "-" never matches): an output that would overwrite an input. */
+bool tp_file_same(const char *a, const char *b);
 
 /* Which format a document claims, after a strict parse (TP_EINPUT on
  * syntax errors or a missing/unknown "format"). */

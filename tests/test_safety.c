@@ -1,0 +1,357 @@
+/*
+ * test_safety.c - suite "safety": what -o may write over (character
+ * devices, FIFOs, symbolic links, /dev/stdout, the command's own inputs),
+ * outputs written together or not at all, bad values refused before any
+ * work, and inputs that never end.
+ *
+ * Devices are made by the test with mknod(2) in its own directory (the
+ * tests run as root; without the permission those tests say so and pass
+ * as skipped): a test never writes to the machine's /dev.
+ */
+#define _GNU_SOURCE /* mknod's makedev */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util.h"
+
+static void run(struct tp_run *r, const char *const *argv)
+{
+	tp_run_tagplan(r, argv, NULL);
+}
+
+static char *path_in(const char *dir, const char *name)
+{
+	static char bufs[8][1024];
+	static int k;
+	char *b = bufs[k++ & 7];
+
+	snprintf(b, 1024, "%s/%s", dir, name);
+	return b;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	size_t len;
+	char *t = tp_test_read(from, &len);
+
+	ck_assert_msg(t != NULL, "cannot read %s", from);
+	ck_assert_int_eq(tp_test_write(to, t, len), 0);
+	free(t);
+}
+
+/* A character device like the machine's (major, minor) at path; false
+ * when this process may not make one. */
+static bool make_chr(const char *path, unsigned major_n, unsigned minor_n)
+{
+	if (mknod(path, S_IFCHR | 0666, makedev(major_n, minor_n)) == 0)
+		return true;
+	fprintf(stderr, "safety: mknod %s: %s: test skipped\n", path,
+		strerror(errno));
+	return false;
+}
+
+static bool is_chr(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0 && S_ISCHR(st.st_mode);
+}
+
+/* ---- 1. what -o writes over ---------------------------------------------- */
+
+/* -o onto a character device (a null device of the test's own) writes
+ * through it: the device stays a device, the command succeeds; onto a
+ * full device (like /dev/full) it fails with exit 3 and the device stays. */
+START_TEST(test_output_char_device)
+{
+	const char *dir = tp_test_tmpdir();
+	char *null = path_in(dir, "null"), *full = path_in(dir, "full");
+	const char *topo[] = {"tagplan", "topo", "dgx-a100:1", "-o", null,
+			      NULL};
+	const char *sim[] = {"tagplan",
+			     "simulate",
+			     "-m",
+			     tp_data_file("demo-model.json"),
+			     "-t",
+			     tp_data_file("tag-testbed.json"),
+			     "-s",
+			     "dp=16",
+			     "-q",
+			     "-o",
+			     null,
+			     "--trace",
+			     null,
+			     NULL};
+	const char *to_full[] = {"tagplan", "topo", "dgx-a100:1", "-o", full,
+				 NULL};
+	struct tp_run r;
+
+	if (!make_chr(null, 1, 3) || !make_chr(full, 1, 7))
+		return;
+	run(&r, topo);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	ck_assert_msg(is_chr(null), "-o onto a character device replaced it");
+	run(&r, sim);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	ck_assert_msg(is_chr(null), "simulate -o/--trace replaced the device");
+	run(&r, to_full);
+	ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "No space left"), "%s", r.err);
+	tp_run_free(&r);
+	ck_assert_msg(is_chr(full), "-o onto a full device replaced it");
+}
+END_TEST
+
+/* -o onto a FIFO: its reader gets the whole document, and the FIFO stays. */
+START_TEST(test_output_fifo)
+{
+	const char *dir = tp_test_tmpdir();
+	char *fifo = path_in(dir, "fifo"), *got = path_in(dir, "got.json");
+	const char *argv[] = {"tagplan", "topo", "dgx-a100:2", "-o", fifo,
+			      NULL};
+	struct tp_run r;
+	struct stat st;
+	pid_t reader;
+	int status;
+	char *text;
+
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	reader = fork();
+	ck_assert_int_ge(reader, 0);
+	if (reader == 0) {
+		/* copy the FIFO into got.json */
+		char buf[4096];
+		ssize_t k;
+		int in = open(fifo, O_RDONLY),
+		    out = open(got, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (in < 0 || out < 0)
+			_exit(1);
+		while ((k = read(in, buf, sizeof buf)) > 0)
+			if (write(out, buf, (size_t)k) != k)
+				_exit(1);
+		_exit(close(out) ? 1 : 0);
+	}
+	run(&r, argv);
+	ck_assert_int_eq(lstat(fifo, &st), 0);
+	if (r.status != 0 || !S_ISFIFO(st.st_mode))
+		kill(reader, SIGKILL); /* it would wait for a writer forever */
+	ck_assert_int_eq(waitpid(reader, &status, 0), reader);
+	ck_assert_msg(S_ISFIFO(st.st_mode), "-o replaced the FIFO");
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the reader failed");
+	text = tp_test_read(got, NULL);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, "\"tagplan-topology/1\"") &&
+			      strstr(text, "\n}\n"),
+		      "the reader got: %.200s", text);
+	free(text);
+}
+END_TEST
+
+/* -o onto a symbolic link writes the link's target (the link stays); a
+ * dangling link creates its target. */
+START_TEST(test_output_symlink)
+{
+	const char *dir = tp_test_tmpdir();
+	char *target = path_in(dir, "real.json"), *link = path_in(dir, "l.json");
+	char *dangling = path_in(dir, "d.json"), *sub = path_in(dir, "sub");
+	char *created = path_in(dir, "sub/new.json");
+	const char *argv[] = {"tagplan", "topo", "dgx-a100:1", "-o", link,
+			      NULL};
+	const char *argv2[] = {"tagplan", "topo", "dgx-a100:1", "-o", dangling,
+			       NULL};
+	struct tp_run r;
+	struct stat st;
+	char *text;
+
+	ck_assert_int_eq(tp_test_write(target, "old\n", 4), 0);
+	ck_assert_int_eq(symlink("real.json", link), 0);
+	run(&r, argv);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	ck_assert_int_eq(lstat(link, &st), 0);
+	ck_assert_msg(S_ISLNK(st.st_mode), "the link was replaced");
+	text = tp_test_read(target, NULL);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, "\"tagplan-topology/1\""),
+		      "the target was not written: %.100s", text);
+	free(text);
+
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+	ck_assert_int_eq(symlink("sub/new.json", dangling), 0);
+	run(&r, argv2);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	ck_assert_int_eq(lstat(dangling, &st), 0);
+	ck_assert_msg(S_ISLNK(st.st_mode), "the dangling link was replaced");
+	text = tp_test_read(created, NULL);
+	ck_assert_msg(text && strstr(text, "\"tagplan-topology/1\""),
+		      "the link's target was not created");
+	free(text);
+}
+END_TEST
+
+/* -o /dev/stdout and -o /dev/fd/1 write to the standard output as it is
+ * (here a pipe: replacing it is impossible and used to fail). */
+START_TEST(test_output_dev_stdout)
+{
+	static const char *const names[] = {"/dev/stdout", "/dev/fd/1"};
+	struct tp_run r;
+
+	for (int i = 0; i < 2; i++) {
+		const char *argv[] = {"tagplan", "topo", "dgx-a100:1", "-o",
+				      names[i], NULL};
+		run(&r, argv);
+		ck_assert_msg(r.status == 0, "-o %s: exit %d: %s", names[i],
+			      r.status, r.err);
+		ck_assert_msg(strstr(r.out, "\"tagplan-topology/1\""),
+			      "-o %s: stdout: %.100s", names[i], r.out);
+		tp_run_free(&r);
+	}
+	{
+		const char *argv[] = {"tagplan", "topo", "dgx-a100:1", "-o",
+				      "/dev/fd/987", NULL};
+		run(&r, argv);
+		ck_assert_msg(r.status == 3 && strstr(r.err, "not open"),
+			      "exit %d: %s", r.status, r.err);
+		tp_run_free(&r);
+	}
+}
+END_TEST
+
+/* An output that is one of the command's inputs (by name, through a
+ * link, or recorded in the plan) is refused with exit 2, and the input
+ * stays as it was. */
+START_TEST(test_output_is_input)
+{
+	const char *dir = tp_test_tmpdir();
+	char *m = path_in(dir, "m.json"), *t = path_in(dir, "t.json");
+	char *tl = path_in(dir, "tl.json"), *p = path_in(dir, "p.json");
+	size_t tlen, tlen2, plen, plen2;
+	char *before, *after, *pb, *pa;
+	struct tp_run r;
+
+	copy_file(tp_test_path("data/good/mlp.json"), m);
+	copy_file(tp_test_path("data/good/two-racks.json"), t);
+	ck_assert_int_eq(symlink("t.json", tl), 0);
+	before = tp_test_read(t, &tlen);
+	{
+		const char *a1[] = {"tagplan", "plan",       "-m", m, "-t", t,
+				    "-o",      t,            "--playouts", "5",
+				    "--threads", "1",        NULL};
+		const char *a2[] = {"tagplan", "plan",       "-m", m, "-t", t,
+				    "--dot",   tl,           "--playouts", "5",
+				    "--threads", "1",        NULL};
+		const char *const *cases[] = {a1, a2};
+		for (int i = 0; i < 2; i++) {
+			run(&r, cases[i]);
+			ck_assert_msg(r.status == 2, "exit %d: %s", r.status,
+				      r.err);
+			ck_assert_msg(strstr(r.err, "is also the input -t"),
+				      "%s", r.err);
+			ck_assert_uint_eq(r.out_len, 0);
+			tp_run_free(&r);
+		}
+	}
+	after = tp_test_read(t, &tlen2);
+	ck_assert_uint_eq(tlen, tlen2);
+	ck_assert_mem_eq(before, after, tlen);
+	free(before);
+	free(after);
+
+	/* a plan that records m.json and t.json: simulate -o m.json, render
+	 * -o p.json (the plan itself), export -o t.json */
+	{
+		const char *mk[] = {"tagplan", "plan", "-m", m, "-t", t, "-o", p,
+				    "--playouts", "5", "--threads", "1", "-q",
+				    NULL};
+		run(&r, mk);
+		ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+		tp_run_free(&r);
+	}
+	pb = tp_test_read(p, &plen);
+	before = tp_test_read(m, &tlen);
+	{
+		const char *s1[] = {"tagplan", "simulate", "-p", p, "-o", m,
+				    NULL};
+		const char *s2[] = {"tagplan", "render", "-p", p, "-o", p,
+				    "--format", "dot", NULL};
+		const char *s3[] = {"tagplan", "export", "-p", p, "--to",
+				    "torchrun", "-o", t, NULL};
+		const char *s4[] = {"tagplan",  "simulate", "-p", p,
+				    "--trace", tl,         NULL};
+		const char *const *cases[] = {s1, s2, s3, s4};
+		for (int i = 0; i < 4; i++) {
+			run(&r, cases[i]);
+			ck_assert_msg(r.status == 2, "%s: exit %d: %s",
+				      cases[i][1], r.status, r.err);
+			ck_assert_msg(strstr(r.err, "is also the input"),
+				      "%s: %s", cases[i][1], r.err);
+			tp_run_free(&r);
+		}
+	}
+	pa = tp_test_read(p, &plen2);
+	after = tp_test_read(m, &tlen2);
+	ck_assert_uint_eq(plen, plen2);
+	ck_assert_mem_eq(pb, pa, plen);
+	ck_assert_uint_eq(tlen, tlen2);
+	ck_assert_mem_eq(before, after, tlen);
+	free(pa);
+	free(pb);
+	free(before);
+	free(after);
+}
+END_TEST
+
+/* -o '' (an unset variable in a script) is a usage error before any
+ * work, not standard output. */
+START_TEST(test_output_empty_name)
+{
+	const char *a1[] = {"tagplan", "topo", "dgx-a100:1", "-o", "", NULL};
+	const char *a2[] = {"tagplan", "plan", "-o", "", "--playouts", "5",
+			    NULL};
+	const char *a3[] = {"tagplan", "plan", "--svg=", "--playouts", "5",
+			    NULL};
+	const char *const *cases[] = {a1, a2, a3};
+	struct tp_run r;
+
+	for (int i = 0; i < 3; i++) {
+		run(&r, cases[i]);
+		ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
+		ck_assert_msg(strstr(r.err, "empty value"), "%s", r.err);
+		ck_assert_uint_eq(r.out_len, 0);
+		/* refused before any work: no summary, no search */
+		ck_assert_msg(!strstr(r.err, "iteration"), "%s", r.err);
+		tp_run_free(&r);
+	}
+}
+END_TEST
+
+Suite *suite_safety(void)
+{
+	Suite *s = suite_create("safety");
+	TCase *tc = tcase_create("outputs");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_output_char_device);
+	tcase_add_test(tc, test_output_fifo);
+	tcase_add_test(tc, test_output_symlink);
+	tcase_add_test(tc, test_output_dev_stdout);
+	tcase_add_test(tc, test_output_is_input);
+	tcase_add_test(tc, test_output_empty_name);
+	suite_add_tcase(s, tc);
+	return s;
+}
