@@ -340,6 +340,116 @@ START_TEST(test_output_empty_name)
 }
 END_TEST
 
+/* ---- 4, 5. physical ranges and huge batches ---------------------------- */
+
+/* Run argv; exit 2 with want in the message (not an abort, not a hang:
+ * the caller's tcase timeout bounds it). */
+static void expect_exit2(const char *const *argv, const char *want)
+{
+	struct tp_run r;
+
+	run(&r, argv);
+	ck_assert_msg(r.status == 2, "%s %s: exit %d, stderr: %s", argv[1],
+		      argv[3] ? argv[3] : "", r.status, r.err);
+	ck_assert_msg(strstr(r.err, want), "%s: stderr lacks \"%s\": %s",
+		      argv[1], want, r.err);
+	ck_assert_uint_eq(r.out_len, 0);
+	tp_run_free(&r);
+}
+
+/* Finite but absurd figures that validate used to accept crashed
+ * inspect, simulate, check and plan (the writer's isfinite assertion,
+ * exit 134) or misled them; they are refused at load with the range. */
+START_TEST(test_ranges_refused_everywhere)
+{
+	static const char *const models[] = {
+		"data/bad/range-flop.json", "data/bad/range-output-bytes.json",
+		"data/bad/range-parameter-bytes.json",
+		"data/bad/range-global-batch.json"};
+	const char *topo = tp_test_path("data/good/two-racks.json");
+
+	for (int i = 0; i < 4; i++) {
+		char m[1024];
+		snprintf(m, sizeof m, "%s", tp_test_path(models[i]));
+		const char *want =
+			i == 3 ? "expected an integer from 1 to 268435456"
+			       : "is outside the range tagplan accepts";
+		const char *a1[] = {"tagplan", "inspect", m, NULL};
+		const char *a2[] = {"tagplan", "simulate", "-m", m,
+				    "-t",      topo,       "-s", "dp=5",
+				    "-q",      NULL};
+		const char *a3[] = {"tagplan", "plan",       "-m", m, "-t",
+				    topo,      "--playouts", "5",  "-q", NULL};
+		expect_exit2(a1, want);
+		expect_exit2(a2, want);
+		expect_exit2(a3, want);
+	}
+	{
+		const char *bw = tp_test_path("data/bad/range-bandwidth.json");
+		const char *a[] = {"tagplan", "plan",
+				   "-m",      tp_test_path("data/good/mlp.json"),
+				   "-t",      bw,
+				   "--playouts", "5",
+				   "-q",      NULL};
+		expect_exit2(a, "1e-300 B/s is outside the range");
+	}
+}
+END_TEST
+
+/* The largest batch the formats accept (2^28): a strategy of 2^25
+ * micro-batches is refused saying how large mb must be (it used to
+ * allocate some 3 GB), and plan on a batch with few divisors (a prime)
+ * ends within its time limit. */
+START_TEST(test_huge_batch_bounded)
+{
+	const char *dir = tp_test_tmpdir();
+	char *m = path_in(dir, "m.json"), *p = path_in(dir, "p.json");
+	char *topo = path_in(dir, "t.json");
+	char *text = tp_test_read(tp_test_path("data/good/mlp.json"), NULL);
+	char *at;
+	struct tp_run r;
+	const char *mk[] = {"tagplan", "topo", "dgx-a100:1", "-o", topo, NULL};
+
+	ck_assert_ptr_nonnull(text);
+	run(&r, mk);
+	ck_assert_int_eq(r.status, 0);
+	tp_run_free(&r);
+	at = strstr(text, "\"global_batch_size\": 64,");
+	ck_assert_ptr_nonnull(at);
+	{
+		const size_t cap = 65536;
+		char *b = malloc(cap);
+		ck_assert_ptr_nonnull(b);
+		snprintf(b, cap, "%.*s\"global_batch_size\": %s,%s",
+			 (int)(at - text), text, "268435456",
+			 at + strlen("\"global_batch_size\": 64,"));
+		ck_assert_int_eq(tp_test_write(m, b, strlen(b)), 0);
+		{
+			const char *a[] = {"tagplan", "simulate", "-m", m,  "-t",
+					   topo,      "-s",	"dp=8", "-q",
+					   NULL};
+			expect_exit2(a, "raise mb to at least 2048");
+		}
+		/* 268435399 is prime: one micro-batch count, 1 */
+		snprintf(b, cap, "%.*s\"global_batch_size\": %s,%s",
+			 (int)(at - text), text, "268435399",
+			 at + strlen("\"global_batch_size\": 64,"));
+		ck_assert_int_eq(tp_test_write(m, b, strlen(b)), 0);
+		free(b);
+	}
+	{
+		const char *a[] = {"tagplan",      "plan", "-m", m,    "-t",
+				   topo,	   "-o",   p,	 "-q", "--threads",
+				   "1",		   "--time-limit", "3",	 NULL};
+		run(&r, a);
+		ck_assert_msg(r.status == 0 || r.status == 1, "exit %d: %s",
+			      r.status, r.err);
+		tp_run_free(&r);
+	}
+	free(text);
+}
+END_TEST
+
 Suite *suite_safety(void)
 {
 	Suite *s = suite_create("safety");
@@ -352,6 +462,12 @@ Suite *suite_safety(void)
 	tcase_add_test(tc, test_output_dev_stdout);
 	tcase_add_test(tc, test_output_is_input);
 	tcase_add_test(tc, test_output_empty_name);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("ranges");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_ranges_refused_everywhere);
+	tcase_add_test(tc, test_huge_batch_bounded);
 	suite_add_tcase(s, tc);
 	return s;
 }

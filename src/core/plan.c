@@ -153,6 +153,12 @@ enum tp_status tp_plan_validate(const struct tp_plan *p,
 			"the plan's global batch (%lld) differs from the "
 			"model's (%lld); re-plan or fix the model",
 			(long long)p->global_batch, (long long)m->global_batch);
+	if (p->micro_batches > TP_PLAN_MAX_MICRO_BATCHES)
+		return tp_error_set_path(
+			err, TP_EINPUT, "$.micro_batches",
+			"%u micro-batches: the simulator runs each one and "
+			"takes at most %u; use larger micro-batches",
+			p->micro_batches, TP_PLAN_MAX_MICRO_BATCHES);
 	if (p->micro_batches == 0 ||
 	    p->global_batch % (int64_t)p->micro_batches != 0)
 		return tp_error_set_path(

@@ -105,6 +105,12 @@ struct tp_plan_baseline {
 
 #define TP_PLAN_MAX_BASELINES 8
 
+/* Micro-batches per iteration: the simulator runs each one, so a plan of
+ * 2^31 of them would need tens of GB (16384 take 0.19 GB and 0.4 s on 32
+ * stages, measured); Megatron's published runs use at most a few
+ * hundred.  tp_plan_validate and the simulator refuse more. */
+#define TP_PLAN_MAX_MICRO_BATCHES 16384
+
 /*
  * What `plan` found and how: written under "summary" in the plan file.
  * valid == false means "no summary" (a hand-written plan).  Timing figures
@@ -150,7 +156,7 @@ struct tp_plan {
 	TP_VEC(double) shares;
 	TP_VEC(uint32_t) sfb;
 	int64_t global_batch;
-	uint32_t micro_batches; /* >= 1 */
+	uint32_t micro_batches; /* 1 .. TP_PLAN_MAX_MICRO_BATCHES */
 	enum tp_schedule schedule;
 	uint32_t virtual_stages; /* >= 1; > 1 only with INTERLEAVED */
 	uint32_t zero;           /* 0..3 */

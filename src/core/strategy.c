@@ -399,6 +399,21 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 				    "and dp whose product divides it",
 				    (long long)gbs, s->mb, dp,
 				    (unsigned long long)mbdp);
+	if ((uint64_t)gbs / mbdp > TP_PLAN_MAX_MICRO_BATCHES)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: mb=%u with dp=%u makes %llu "
+				    "micro-batches of the global batch of %lld; "
+				    "the simulator runs each one and takes at "
+				    "most %u: raise mb to at least %llu",
+				    s->mb, dp,
+				    (unsigned long long)((uint64_t)gbs / mbdp),
+				    (long long)gbs, TP_PLAN_MAX_MICRO_BATCHES,
+				    (unsigned long long)(((uint64_t)gbs +
+							  (uint64_t)dp *
+								  TP_PLAN_MAX_MICRO_BATCHES -
+							  1) /
+							 ((uint64_t)dp *
+							  TP_PLAN_MAX_MICRO_BATCHES)));
 	if (s->schedule == TP_SCHEDULE_INTERLEAVED && pp < 2)
 		return tp_error_set(err, TP_EINPUT,
 				    "strategy: schedule=interleaved:%u needs "

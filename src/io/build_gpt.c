@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "build_int.h"
+#include "ioint.h"
 
 void tp_gb_init(struct tp_gb *g, struct tp_model *m, struct tp_error *err)
 {
@@ -1050,6 +1051,9 @@ enum tp_status tp_build_transformer(const struct tp_tf *t, struct tp_model *m,
 	if (!c.g.st) {
 		fill_arch(t, kv, &m->arch);
 		c.g.st = tp_model_finalize(m, err);
+		/* what the loader would refuse is not written */
+		if (!c.g.st)
+			c.g.st = tp_io_model_check_ranges(m, err);
 	}
 	if (c.g.st) {
 		tp_model_release(m);

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "build_int.h"
+#include "ioint.h"
 
 /* A tensor flowing through the CNN: the op producing it and its shape. */
 struct ten {
@@ -607,6 +608,8 @@ static enum tp_status build_cnn(int which, int64_t batch, int dtype,
 	}
 	if (!n.g.st)
 		n.g.st = tp_model_finalize(m, err);
+	if (!n.g.st) /* what the loader would refuse is not written */
+		n.g.st = tp_io_model_check_ranges(m, err);
 	if (n.g.st) {
 		tp_model_release(m);
 		tp_model_init(m);

@@ -48,4 +48,55 @@ enum tp_status tp_io_parse(const char *name, const char *text, size_t len,
 			   struct tp_json_doc *doc, struct tp_jctx *j,
 			   struct tp_error *err);
 
+/*
+ * Physical ranges (ranges.c; README section 5): every quantity of the
+ * formats is refused outside [min, max] (0 is allowed where the field's
+ * sign rule allows it: "none").  tp_io_get_quantity is tp_jget_number
+ * plus that check; the error names the field, the range, its unit and
+ * why the bound is where it is.
+ */
+enum tp_io_quantity {
+	TP_IOQ_FLOP_PER_SAMPLE,
+	TP_IOQ_OP_BYTES,
+	TP_IOQ_SAMPLE_BYTES,
+	TP_IOQ_OP_SECONDS,
+	TP_IOQ_PROFILE_BATCH,
+	TP_IOQ_BANDWIDTH,
+	TP_IOQ_LATENCY,
+	TP_IOQ_DEVICE_MEMORY,
+	TP_IOQ_MEMORY_BANDWIDTH,
+	TP_IOQ_DEVICE_FLOPS,
+	TP_IOQ_GEMM_HALF_FLOP,
+	TP_IOQ_KERNEL_OVERHEAD,
+	TP_IOQ_RESERVED_BYTES,
+	TP_IOQ_OVERSUBSCRIPTION,
+	TP_IOQ_PLAN_BYTES,
+	TP_IOQ_COUNT
+};
+
+struct tp_io_range {
+	double min, max;
+	const char *unit; /* "FLOP", "bytes", "B/s", "s", "" */
+	const char *why;  /* how far the bound is from real figures */
+};
+
+/* The global batch, samples: 2^28, as `tagplan model --batch`. */
+#define TP_IO_MAX_GLOBAL_BATCH ((int64_t)1 << 28)
+/* Tokens per sample: 2^26, as `tagplan model --seq`. */
+#define TP_IO_MAX_SEQUENCE ((int64_t)1 << 26)
+
+const struct tp_io_range *tp_io_range_of(enum tp_io_quantity q);
+bool tp_io_in_range(enum tp_io_quantity q, double v);
+enum tp_status tp_io_get_quantity(struct tp_jctx *j, const struct tp_json *obj,
+				  const char *key, bool required,
+				  enum tp_jnum rng, enum tp_io_quantity q,
+				  double def, double *out, bool *present);
+/* The check alone, for a value read some other way (at jctx + key). */
+enum tp_status tp_io_check_quantity(struct tp_jctx *j, const char *key,
+				    enum tp_io_quantity q, double v);
+/* What a builder made, against the same ranges (TP_EINPUT naming the op
+ * and the figure). */
+enum tp_status tp_io_model_check_ranges(const struct tp_model *m,
+					struct tp_error *err);
+
 #endif

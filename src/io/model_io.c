@@ -194,21 +194,21 @@ static enum tp_status read_op(struct tp_jctx *j, const struct tp_json *v,
 				 &op.name)) ||
 	    (st = tp_jget_enum(j, v, "kind", true, parse_kind, KINDS, 0,
 			       &kind)) ||
-	    (st = tp_jget_number(j, v, "forward_flop_per_sample", true,
-				 TP_JNUM_NONNEG, 0, &op.flop, NULL)) ||
-	    (st = tp_jget_number(j, v, "backward_flop_per_sample", false,
-				 TP_JNUM_NONNEG, 0, &op.backward_flop,
+	    (st = tp_io_get_quantity(j, v, "forward_flop_per_sample", true,
+				 TP_JNUM_NONNEG, TP_IOQ_FLOP_PER_SAMPLE, 0, &op.flop, NULL)) ||
+	    (st = tp_io_get_quantity(j, v, "backward_flop_per_sample", false,
+				 TP_JNUM_NONNEG, TP_IOQ_FLOP_PER_SAMPLE, 0, &op.backward_flop,
 				 &has_bwd)) ||
-	    (st = tp_jget_number(j, v, "parameter_bytes", true, TP_JNUM_NONNEG,
-				 0, &op.param_bytes, NULL)) ||
-	    (st = tp_jget_number(j, v, "output_bytes_per_sample", true,
-				 TP_JNUM_NONNEG, 0, &op.out_bytes, NULL)) ||
-	    (st = tp_jget_number(j, v, "saved_bytes_per_sample", false,
-				 TP_JNUM_NONNEG, 0, &op.saved_bytes,
+	    (st = tp_io_get_quantity(j, v, "parameter_bytes", true,
+				 TP_JNUM_NONNEG, TP_IOQ_OP_BYTES, 0, &op.param_bytes, NULL)) ||
+	    (st = tp_io_get_quantity(j, v, "output_bytes_per_sample", true,
+				 TP_JNUM_NONNEG, TP_IOQ_SAMPLE_BYTES, 0, &op.out_bytes, NULL)) ||
+	    (st = tp_io_get_quantity(j, v, "saved_bytes_per_sample", false,
+				 TP_JNUM_NONNEG, TP_IOQ_SAMPLE_BYTES, 0, &op.saved_bytes,
 				 &has_saved)) ||
 	    (st =
-		 tp_jget_number(j, v, "memory_bytes_per_sample", false,
-				TP_JNUM_NONNEG, 0, &op.mem_bytes, mem_given)) ||
+		 tp_io_get_quantity(j, v, "memory_bytes_per_sample", false,
+				TP_JNUM_NONNEG, TP_IOQ_SAMPLE_BYTES, 0, &op.mem_bytes, mem_given)) ||
 	    (st = tp_jget_enum(j, v, "tp_split", false, parse_split,
 			       "none | column | row | sharded | vocab",
 			       TP_SPLIT_NONE, &split)) ||
@@ -255,13 +255,14 @@ static enum tp_status read_op(struct tp_jctx *j, const struct tp_json *v,
 		    (st = tp_jget_string(j, pv, "device_type", true,
 					 TP_IO_NAME_MAX, true, NULL,
 					 &p.device_type)) ||
-		    (st = tp_jget_number(j, pv, "batch", true, TP_JNUM_POS, 0,
+		    (st = tp_io_get_quantity(j, pv, "batch", true, TP_JNUM_POS,
+					 TP_IOQ_PROFILE_BATCH, 0,
 					 &p.batch, NULL)) ||
-		    (st = tp_jget_number(j, pv, "forward_s", true,
-					 TP_JNUM_NONNEG, 0, &p.forward_s,
+		    (st = tp_io_get_quantity(j, pv, "forward_s", true,
+					 TP_JNUM_NONNEG, TP_IOQ_OP_SECONDS, 0, &p.forward_s,
 					 NULL)) ||
-		    (st = tp_jget_number(j, pv, "backward_s", true,
-					 TP_JNUM_NONNEG, 0, &p.backward_s,
+		    (st = tp_io_get_quantity(j, pv, "backward_s", true,
+					 TP_JNUM_NONNEG, TP_IOQ_OP_SECONDS, 0, &p.backward_s,
 					 NULL)))
 			return st;
 		if ((st = tp_model_add_profile(m, idx, &p, j->err)))
@@ -284,13 +285,15 @@ static enum tp_status read_model(struct tp_jctx *j, const struct tp_json *root,
 	if ((st = tp_jctx_object(j, root, "a model", model_fields)) ||
 	    (st = tp_jget_string(j, root, "name", true, TP_IO_NAME_MAX, true,
 				 NULL, &name)) ||
-	    (st = tp_jget_int(j, root, "global_batch_size", true, 1, INT64_MAX,
+	    (st = tp_jget_int(j, root, "global_batch_size", true, 1,
+			      TP_IO_MAX_GLOBAL_BATCH,
 			      0, &gbs, NULL)) ||
 	    (st = tp_jget_enum(j, root, "dtype", true, parse_dtype,
 			       "fp32 | fp16 | bf16", 0, &dtype)) ||
 	    (st = tp_jget_enum(j, root, "optimizer", true, parse_opt,
 			       "adam | adamw | sgd | momentum", 0, &opt)) ||
-	    (st = tp_jget_int(j, root, "sequence_length", false, 0, INT64_MAX,
+	    (st = tp_jget_int(j, root, "sequence_length", false, 0,
+			      TP_IO_MAX_SEQUENCE,
 			      0, &seq, NULL)) ||
 	    (st = tp_jget_object(j, root, "arch", false, &arch)) ||
 	    (st = tp_jget_array(j, root, "ops", true, true, &ops)) ||
@@ -328,8 +331,8 @@ static enum tp_status read_model(struct tp_jctx *j, const struct tp_json *root,
 					 true, NULL, &from)) ||
 		    (st = tp_jget_string(j, e, "to", true, TP_IO_NAME_MAX, true,
 					 NULL, &to)) ||
-		    (st = tp_jget_number(j, e, "bytes_per_sample", true,
-					 TP_JNUM_NONNEG, 0, &bytes, NULL)))
+		    (st = tp_io_get_quantity(j, e, "bytes_per_sample", true,
+					 TP_JNUM_NONNEG, TP_IOQ_SAMPLE_BYTES, 0, &bytes, NULL)))
 			goto out;
 		s = tp_model_find_op(m, from);
 		d = tp_model_find_op(m, to);
@@ -357,7 +360,8 @@ static enum tp_status read_model(struct tp_jctx *j, const struct tp_json *root,
 	for (size_t k = 0; k < ops->n; k++)
 		if (!mem_given[k])
 			m->ops.v[k].mem_bytes += m->ops.v[k].out_bytes;
-	if ((st = tp_model_finalize(m, j->err)))
+	if ((st = tp_model_finalize(m, j->err)) ||
+	    (st = tp_io_model_check_ranges(m, j->err)))
 		tp_error_set_file(j->err, j->file);
 out:
 	free(mem_given);

@@ -310,8 +310,8 @@ out:
 					 gcomp_fields)) ||
 		    (st = tp_jget_array(j, comp, "sfb_ops", false, false,
 					&sfb)) ||
-		    (st = tp_jget_number(j, comp, "saved_bytes", false,
-					 TP_JNUM_NONNEG, 0, &saved, NULL)) ||
+		    (st = tp_io_get_quantity(j, comp, "saved_bytes", false,
+					 TP_JNUM_NONNEG, TP_IOQ_PLAN_BYTES, 0, &saved, NULL)) ||
 		    (st = tp_jget_enum(j, comp, "lossy", false, parse_lossy,
 				       "none | fp16 | powersgd", TP_LOSSY_NONE,
 				       &lossy)) ||
@@ -645,10 +645,10 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 				 NULL, &mname)) ||
 	    (st = tp_jget_string(j, root, "topology", false, TP_IO_NAME_MAX,
 				 false, NULL, &tname)) ||
-	    (st = tp_jget_int(j, root, "global_batch_size", true, 1, INT64_MAX,
-			      0, &gbs, NULL)) ||
-	    (st = tp_jget_int(j, root, "micro_batches", false, 1, UINT32_MAX, 1,
-			      &mb, NULL)) ||
+	    (st = tp_jget_int(j, root, "global_batch_size", true, 1,
+			      TP_IO_MAX_GLOBAL_BATCH, 0, &gbs, NULL)) ||
+	    (st = tp_jget_int(j, root, "micro_batches", false, 1,
+			      TP_PLAN_MAX_MICRO_BATCHES, 1, &mb, NULL)) ||
 	    (st = tp_jget_enum(j, root, "schedule", false, parse_schedule,
 			       "gpipe | 1f1b | interleaved", TP_SCHEDULE_1F1B,
 			       &sched)) ||
@@ -658,8 +658,9 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 	    (st = tp_jget_enum(j, root, "compression", false, parse_compression,
 			       "off | lossless | lossy",
 			       TP_COMPRESSION_LOSSLESS, &comp)) ||
-	    (st = tp_jget_number(j, root, "grad_bucket_bytes", false,
-				 TP_JNUM_POS, 0, &bucket, NULL)) ||
+	    (st = tp_io_get_quantity(j, root, "grad_bucket_bytes", false,
+				     TP_JNUM_POS, TP_IOQ_PLAN_BYTES, 0, &bucket,
+				     NULL)) ||
 	    (st = tp_jget_string(j, root, "runtime", false, 63, true, "",
 				 &runtime)) ||
 	    (st = tp_jget_array(j, root, "groups", true, true, &groups)) ||

@@ -106,11 +106,11 @@ static enum tp_status read_node(struct tp_jctx *j, const struct tp_json *v,
 		    (st = tp_jget_enum(j, fab, "kind", true, parse_fabric_kind,
 				       "nvswitch | pcie | nvlink | other", 0,
 				       &ns->fabric_kind)) ||
-		    (st = tp_jget_number(j, fab, "bandwidth_Bps", true,
-					 TP_JNUM_POS, 0, &ns->fabric_bw,
+		    (st = tp_io_get_quantity(j, fab, "bandwidth_Bps", true,
+					 TP_JNUM_POS, TP_IOQ_BANDWIDTH, 0, &ns->fabric_bw,
 					 NULL)) ||
-		    (st = tp_jget_number(j, fab, "latency_s", true,
-					 TP_JNUM_NONNEG, 0, &ns->fabric_lat,
+		    (st = tp_io_get_quantity(j, fab, "latency_s", true,
+					 TP_JNUM_NONNEG, TP_IOQ_LATENCY, 0, &ns->fabric_lat,
 					 NULL)))
 			return st;
 		ns->fabric = true;
@@ -121,11 +121,11 @@ static enum tp_status read_node(struct tp_jctx *j, const struct tp_json *v,
 		if ((st = tp_jctx_object(j, nic, "a NIC", nic_fields)) ||
 		    (st = tp_jget_int(j, nic, "count", false, 1, 1024, 1,
 				      &ns->n_nics, NULL)) ||
-		    (st = tp_jget_number(j, nic, "bandwidth_Bps", true,
-					 TP_JNUM_POS, 0, &ns->nic_bw, NULL)) ||
+		    (st = tp_io_get_quantity(j, nic, "bandwidth_Bps", true,
+					 TP_JNUM_POS, TP_IOQ_BANDWIDTH, 0, &ns->nic_bw, NULL)) ||
 		    (st =
-			 tp_jget_number(j, nic, "latency_s", true,
-					TP_JNUM_NONNEG, 0, &ns->nic_lat, NULL)))
+			 tp_io_get_quantity(j, nic, "latency_s", true,
+					TP_JNUM_NONNEG, TP_IOQ_LATENCY, 0, &ns->nic_lat, NULL)))
 			return st;
 		ns->nic = true;
 		tp_jctx_pop(j, old);
@@ -146,10 +146,10 @@ static enum tp_status read_node(struct tp_jctx *j, const struct tp_json *v,
 		    (st = tp_jget_int(j, l, "b", true, 0,
 				      (int64_t)ns->n_devices - 1, 0, &b,
 				      NULL)) ||
-		    (st = tp_jget_number(j, l, "bandwidth_Bps", true,
-					 TP_JNUM_POS, 0, &bw, NULL)) ||
-		    (st = tp_jget_number(j, l, "latency_s", true,
-					 TP_JNUM_NONNEG, 0, &lat, NULL)) ||
+		    (st = tp_io_get_quantity(j, l, "bandwidth_Bps", true,
+					 TP_JNUM_POS, TP_IOQ_BANDWIDTH, 0, &bw, NULL)) ||
+		    (st = tp_io_get_quantity(j, l, "latency_s", true,
+					 TP_JNUM_NONNEG, TP_IOQ_LATENCY, 0, &lat, NULL)) ||
 		    (st = tp_jget_enum(j, l, "kind", false, parse_fabric_kind,
 				       "nvlink | pcie | nvswitch | other",
 				       TP_LINK_NVLINK, &kind)))
@@ -281,8 +281,8 @@ static enum tp_status read_network(struct tp_jctx *j, const struct tp_json *net,
 	tp_strmap_init(&swmap);
 	if (net &&
 	    ((st = tp_jctx_object(j, net, "the network", net_fields)) ||
-	     (st = tp_jget_number(j, net, "oversubscription", false,
-				  TP_JNUM_GE1, 1.0, &over, NULL)) ||
+	     (st = tp_io_get_quantity(j, net, "oversubscription", false,
+				  TP_JNUM_GE1, TP_IOQ_OVERSUBSCRIPTION, 1.0, &over, NULL)) ||
 	     (st = tp_jget_array(j, net, "switches", false, false, &sws)) ||
 	     (st = tp_jget_array(j, net, "links", false, false, &links))))
 		goto out;
@@ -348,10 +348,10 @@ static enum tp_status read_network(struct tp_jctx *j, const struct tp_json *net,
 					 NULL, &a)) ||
 		    (st = tp_jget_string(j, l, "b", true, TP_IO_NAME_MAX, true,
 					 NULL, &b)) ||
-		    (st = tp_jget_number(j, l, "bandwidth_Bps", true,
-					 TP_JNUM_POS, 0, &bw, NULL)) ||
-		    (st = tp_jget_number(j, l, "latency_s", true,
-					 TP_JNUM_NONNEG, 0, &lat, NULL)) ||
+		    (st = tp_io_get_quantity(j, l, "bandwidth_Bps", true,
+					 TP_JNUM_POS, TP_IOQ_BANDWIDTH, 0, &bw, NULL)) ||
+		    (st = tp_io_get_quantity(j, l, "latency_s", true,
+					 TP_JNUM_NONNEG, TP_IOQ_LATENCY, 0, &lat, NULL)) ||
 		    (st = net_endpoint(j, "a", c, &swmap, a, &va, &na)) ||
 		    (st = net_endpoint(j, "b", c, &swmap, b, &vb, &nb)))
 			goto out;

@@ -364,8 +364,12 @@ enum tp_status tp_space_init(struct tp_space *s, const struct tp_model *m,
 		s->dev_speed[i] = s->type_speed[c->devices.v[i].type];
 	free(tot);
 	tot = NULL;
-	/* micro-batch counts: divisors of the batch, at most 64 of them */
-	for (int64_t k = 1; k <= m->global_batch && s->n_mb < 64; k++)
+	/* micro-batch counts: divisors of the batch, at most 64 of them, up
+	 * to what a plan may have (a loop of global_batch steps over a
+	 * batch of few divisors hung the search, ignoring every limit) */
+	for (int64_t k = 1; k <= m->global_batch &&
+			    k <= TP_PLAN_MAX_MICRO_BATCHES && s->n_mb < 64;
+	     k++)
 		if (m->global_batch % k == 0)
 			s->mb_counts[s->n_mb++] = (uint32_t)k;
 	st = build_sets(s, err);
@@ -502,6 +506,8 @@ enum tp_sync tp_space_default_sync(const struct tp_space *s, uint32_t set,
 bool tp_space_state_ok(const struct tp_space *s, const struct tp_globals *gl,
 		       const struct tp_decision *state)
 {
+	if (gl->micro_batches > TP_PLAN_MAX_MICRO_BATCHES)
+		return false;
 	for (uint32_t g = 0; g < s->groups->n; g++)
 		if (!tp_space_tp_ok(s, g, state[g].set, state[g].tp, gl))
 			return false;

@@ -264,6 +264,11 @@ static enum tp_status prepare(const struct tp_sim *sim,
 	} else if (plan->groups.n == 0 || plan->micro_batches == 0) {
 		return tp_error_set_path(err, TP_EINPUT, "$.groups",
 					 "the plan has no groups");
+	} else if (plan->micro_batches > TP_PLAN_MAX_MICRO_BATCHES) {
+		return tp_error_set_path(
+			err, TP_EINPUT, "$.micro_batches",
+			"%u micro-batches: the simulator takes at most %u",
+			plan->micro_batches, TP_PLAN_MAX_MICRO_BATCHES);
 	}
 	s->btypes.n = s->bents.n = 0;
 	/* no flow accumulation left over from an earlier run */
