@@ -212,6 +212,8 @@ data: $(BIN)
 # and OOMs (2 GiB) are kept as artifacts to review and the run goes on
 # (a 4096-device topology legitimately takes that long under ASan).
 # FUZZ_TARGETS=model selects targets, FUZZ_FLAGS adds libFuzzer flags.
+# The pipeline target's seeds are model + NUL + topology pairs (the models
+# of tests/data and data under 48 KiB, each with four small topologies).
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   ?= build/libfuzzer
@@ -253,6 +255,14 @@ fuzz-run:
 		strategy) n=0; while IFS= read -r l; do n=$$((n+1)); \
 			printf '%s' "$$l" > $$seed/s$$n; \
 			done < fuzz/strategy.seeds ;; \
+		pipeline) i=0; for mf in $$(find tests/data data -name '*.json' \
+			-size -48k | xargs grep -l '"tagplan-model/1"'); do \
+			for tf in tests/data/good/two-racks.json \
+				data/tag-testbed.json \
+				data/topologies/dgx-a100.json \
+				data/topologies/v100-nvlink.json; do \
+			i=$$((i+1)); { cat "$$mf"; printf '\000'; \
+				cat "$$tf"; } > $$seed/p$$i; done; done ;; \
 		topology) find tests/data data -name '*.json' -size -16k | \
 			while read -r f; do \
 			cp "$$f" "$$seed/$$(echo "$$f" | tr / _)"; done ;; \

@@ -7,6 +7,7 @@
  */
 #include "harness.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,8 @@
 #include "gnn/weights.h"
 #include "io/build.h"
 #include "io/io.h"
+#include "search/joint.h"
+#include "search/search.h"
 #include "sim/sim.h"
 
 /* Fuzz inputs are small: a low size limit reaches the limit paths too. */
@@ -401,5 +404,211 @@ const char *fz_weights_one(const uint8_t *data, size_t size,
 	free(enc);
 	free(enc2);
 	free(buf);
+	return bug;
+}
+
+/* ---- pipeline: load -> simulate -> a tiny plan ------------------------- */
+
+/* Every figure of a report finite and not negative: the writers assert
+ * it (a 1e307 FLOP op once reached them as Infinity). */
+static const char *fz_report_sane(const struct tp_report *r)
+{
+	const double f[] = {r->iteration_time_s,  r->throughput_samples_per_s,
+			    r->tokens_per_s,	  r->model_flop_per_iteration,
+			    r->tflops_per_device, r->mfu,
+			    r->bubble_fraction,	  r->over_bytes};
+
+	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+		if (!isfinite(f[i]) || f[i] < 0)
+			return "a report figure is not a finite number >= 0";
+	for (uint32_t d = 0; d < r->n_devices; d++) {
+		const struct tp_report_device *v = &r->devices[d];
+		if (!isfinite(v->peak_memory_bytes) || !isfinite(v->compute_s) ||
+		    !isfinite(v->communication_s) || !isfinite(v->idle_s))
+			return "a device figure of a report is not finite";
+	}
+	for (uint32_t l = 0; l < r->n_links; l++)
+		if (!isfinite(r->links[l].bytes) || !isfinite(r->links[l].busy_s))
+			return "a link figure of a report is not finite";
+	return NULL;
+}
+
+/* The report writes and loads back (finite figures only). */
+static const char *fz_report_roundtrip(const struct tp_report *r,
+				       const struct tp_cluster *c,
+				       struct tp_error *err)
+{
+	struct tp_strbuf w;
+	struct tp_report back;
+	const char *bug = fz_report_sane(r);
+
+	if (bug)
+		return bug;
+	tp_strbuf_init(&w);
+	tp_report_write(r, c, &w);
+	tp_report_init(&back);
+	if (!w.failed &&
+	    tp_report_load("report.json", w.buf, w.len, NULL, &back, err))
+		bug = "the report writer's output does not load";
+	tp_report_release(&back);
+	tp_strbuf_release(&w);
+	return bug;
+}
+
+/* The strategy every cluster has (dp over all devices, the model's
+ * batch): when it expands, it must simulate. */
+static const char *fz_pipeline_simulate(const struct tp_model *m,
+					const struct tp_cluster *c,
+					const struct tp_sim *sim,
+					struct tp_error *err)
+{
+	struct tp_strategy s;
+	struct tp_plan p;
+	struct tp_report rep;
+	struct tp_sim_scratch *scr;
+	const char *bug = NULL;
+
+	tp_strategy_default(&s);
+	tp_plan_init(&p);
+	tp_report_init(&rep);
+	tp_error_clear(err);
+	if (tp_strategy_to_plan(&s, m, c, &p, err)) {
+		bug = fz_failed(err->status, err);
+		goto out;
+	}
+	scr = tp_sim_scratch_new(sim);
+	if (!scr)
+		goto out;
+	if (tp_sim_run(sim, &p, scr, &rep, NULL, err))
+		bug = "the default strategy expanded but does not simulate";
+	else
+		bug = fz_report_roundtrip(&rep, c, err);
+	tp_sim_scratch_free(scr);
+out:
+	tp_report_release(&rep);
+	tp_plan_release(&p);
+	return bug;
+}
+
+/* A search of a few playouts, one thread, a time limit: it answers or
+ * fails with a message; its plan validates, writes, loads back and its
+ * report is finite. */
+static const char *fz_pipeline_plan(const struct tp_model *m,
+				    const struct tp_cluster *c,
+				    const struct tp_sim *sim, unsigned sel,
+				    struct tp_error *err)
+{
+	struct tp_search_simeval sectx;
+	struct tp_evaluator ev, sim_ev;
+	struct tp_sfb_joint joint;
+	struct tp_search_options so;
+	struct tp_search_result res;
+	struct tp_strbuf w;
+	struct tp_plan back;
+	const char *bug = NULL;
+	enum tp_status st;
+
+	tp_search_sim_evaluator(&sectx, sim, NULL, &ev);
+	if (sel & 1) {
+		sim_ev = ev;
+		tp_sfb_joint_evaluator(&joint, tp_sim_sfb(sim), &sim_ev, &ev);
+	}
+	tp_search_options_default(&so);
+	so.threads = 1;
+	so.seed = sel;
+	so.playouts = 4 + (sel >> 1) % 8;
+	so.time_limit_s = 2;
+	so.compression = (sel & 1) ? TP_COMPRESSION_LOSSLESS
+				   : TP_COMPRESSION_OFF;
+	so.bound_sim = sim;
+	so.tree_bytes = (size_t)8 << 20;
+	tp_search_result_init(&res);
+	tp_error_clear(err);
+	st = tp_search_run(m, c, &ev, &so, &res, err);
+	if (st) {
+		bug = fz_failed(st, err);
+		goto out;
+	}
+	if (!res.have_plan) {
+		bug = "the search succeeded without a plan";
+		goto out;
+	}
+	if (tp_plan_validate(&res.plan, m, c, err)) {
+		bug = "the search's plan does not validate";
+		goto out;
+	}
+	if ((bug = fz_report_roundtrip(&res.report, c, err)))
+		goto out;
+	tp_strbuf_init(&w);
+	tp_plan_write(&res.plan, m, c, &w);
+	tp_plan_init(&back);
+	if (w.failed || tp_plan_load("plan.json", w.buf, w.len, m, c, NULL,
+				     &back, err))
+		bug = "the search's plan does not load back";
+	tp_plan_release(&back);
+	tp_strbuf_release(&w);
+out:
+	tp_search_result_release(&res);
+	return bug;
+}
+
+const char *fz_pipeline_one(const struct fz_fixture *fx, const uint8_t *data,
+			    size_t size, struct tp_error *err)
+{
+	const uint8_t *nul = memchr(data, 0, size);
+	size_t mlen = nul ? (size_t)(nul - data) : size;
+	struct tp_load_options o;
+	struct tp_strbuf warnings;
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_sim *sim = NULL;
+	const struct tp_model *mp = &fx->model;
+	const struct tp_cluster *cp = &fx->cluster;
+	const char *bug = NULL;
+	enum tp_status st;
+
+	fz_options(&o, &warnings);
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	tp_error_clear(err);
+	/* MODEL [NUL TOPOLOGY]; an empty part is the fixture's */
+	if (mlen) {
+		st = tp_model_load("fuzz-model.json", (const char *)data, mlen,
+				   &o, &m, err);
+		if (st) {
+			bug = fz_failed(st, err);
+			goto out;
+		}
+		mp = &m;
+	}
+	if (nul && size - mlen > 1) {
+		tp_error_clear(err);
+		st = tp_topology_load("fuzz-topology.json",
+				      (const char *)nul + 1, size - mlen - 1,
+				      &o, &c, err);
+		if (st) {
+			bug = fz_failed(st, err);
+			goto out;
+		}
+		cp = &c;
+	}
+	/* a large cluster takes long under the sanitizers, not forever */
+	if (cp->devices.n > 256)
+		goto out;
+	tp_error_clear(err);
+	sim = tp_sim_new(mp, cp, NULL, err);
+	if (!sim) {
+		bug = fz_failed(err->status ? err->status : TP_EINTERNAL, err);
+		goto out;
+	}
+	bug = fz_pipeline_simulate(mp, cp, sim, err);
+	if (!bug)
+		bug = fz_pipeline_plan(mp, cp, sim, (unsigned)size * 2654435761u >> 24,
+				       err);
+out:
+	tp_sim_free(sim);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+	tp_strbuf_release(&warnings);
 	return bug;
 }

@@ -88,4 +88,15 @@ const char *fz_devices_one(const uint8_t *data, size_t size,
 const char *fz_weights_one(const uint8_t *data, size_t size,
 			   struct tp_error *err);
 
+/* Load -> simulate -> a tiny plan (the crashes and hangs of large finite
+ * figures and huge batches lived behind the loaders): the input is a model
+ * and, after a NUL byte, a topology (either part empty: fx's).  What
+ * loads must simulate under the default strategy when that expands, and
+ * a search of 4 to 11 playouts (one thread, 2 s) must answer with a plan
+ * that validates and loads back, or fail with a message; every report
+ * figure must be finite.  Clusters above 256 devices are skipped (slow
+ * under the sanitizers, covered by the topology target). */
+const char *fz_pipeline_one(const struct fz_fixture *fx, const uint8_t *data,
+			    size_t size, struct tp_error *err);
+
 #endif

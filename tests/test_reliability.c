@@ -63,6 +63,9 @@ static int replay(const char *dir, const char *name, char *why, size_t n)
 		bug = fz_topology_one((const uint8_t *)data, len, &err);
 	else if (!strncmp(name, "plan-", 5))
 		bug = fz_plan_one(&plan_fx, (const uint8_t *)data, len, &err);
+	else if (!strncmp(name, "pipeline-", 9))
+		bug = fz_pipeline_one(&plan_fx, (const uint8_t *)data, len,
+				      &err);
 	else if (!strncmp(name, "hf-", 3))
 		bug = fz_hf_one((const uint8_t *)data, len, &err);
 	else if (!strncmp(name, "strategy-", 9))
@@ -78,8 +81,8 @@ static int replay(const char *dir, const char *name, char *why, size_t n)
 		bug = fz_weights_one((const uint8_t *)data, len, &err);
 	else
 		ck_abort_msg("%s: no target prefix (model-, topology-, plan-, "
-			     "hf-, strategy-, report-, nvsmi-, devices-, "
-			     "weights-)",
+			     "pipeline-, hf-, strategy-, report-, nvsmi-, "
+			     "devices-, weights-)",
 			     name);
 	free(data);
 	if (bug)
