@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -450,6 +451,92 @@ START_TEST(test_huge_batch_bounded)
 }
 END_TEST
 
+/* ---- 8. inputs that never end, memory per input byte --------------------- */
+
+/* A device that never ends (a /dev/zero of the test's own) is refused at
+ * its first byte, not read to the 1 GiB limit. */
+START_TEST(test_input_endless_device)
+{
+	const char *dir = tp_test_tmpdir();
+	char *zero = path_in(dir, "zero");
+	const char *a1[] = {"tagplan", "validate", zero, NULL};
+	const char *a2[] = {"tagplan", "simulate", "-m", zero, "-t",
+			    tp_test_path("data/good/two-racks.json"), "-s",
+			    "dp=5", NULL};
+	struct timespec t0, t1;
+
+	if (!make_chr(zero, 1, 5))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	expect_exit2(a1, "NUL byte");
+	expect_exit2(a2, "NUL byte");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_msg(t1.tv_sec - t0.tv_sec < 5, "took %lld s",
+		      (long long)(t1.tv_sec - t0.tv_sec));
+}
+END_TEST
+
+/* A plan made from a FIFO records it; check and render then say to pass
+ * the model instead of waiting forever for a writer. */
+START_TEST(test_recorded_fifo_not_reopened)
+{
+	const char *dir = tp_test_tmpdir();
+	char *fifo = path_in(dir, "model.fifo"), *p = path_in(dir, "p.json");
+	const char *mk[] = {"tagplan", "plan", "-m", fifo, "-t",
+			    tp_test_path("data/good/two-racks.json"), "-o", p,
+			    "--playouts", "5", "--threads", "1", "-q", NULL};
+	const char *a1[] = {"tagplan", "check", "-p", p, NULL};
+	const char *a2[] = {"tagplan", "render", "-p", p, "-o",
+			    path_in(dir, "p.dot"), NULL};
+	struct tp_run r;
+	pid_t writer;
+
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	writer = fork();
+	ck_assert_int_ge(writer, 0);
+	if (writer == 0) {
+		size_t len;
+		char *t = tp_test_read(tp_test_path("data/good/mlp.json"), &len);
+		int fd = open(fifo, O_WRONLY);
+		_exit(fd >= 0 && t && write(fd, t, len) == (ssize_t)len ? 0 : 1);
+	}
+	run(&r, mk);
+	waitpid(writer, NULL, 0);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	/* a writer that would never come: the commands must not open it */
+	alarm(30);
+	expect_exit2(a1, "not a regular file");
+	expect_exit2(a2, "not a regular file");
+	alarm(0);
+}
+END_TEST
+
+/* A document of tiny values (an array of 2 million numbers in an unknown
+ * field) is refused by the reader's bound of one value per 5 bytes; it
+ * took some 40 bytes of memory per byte (a 200 MB array: 9.8 GB). */
+START_TEST(test_input_memory_per_byte)
+{
+	const char *dir = tp_test_tmpdir();
+	char *m = path_in(dir, "arr.json");
+	const size_t n = 2000000;
+	char *text = malloc(2 * n + 256);
+	size_t k;
+	const char *a[] = {"tagplan", "validate", m, NULL};
+
+	ck_assert_ptr_nonnull(text);
+	k = (size_t)sprintf(text, "{\"format\": \"tagplan-model/1\", \"x\": [");
+	for (size_t i = 0; i < n; i++) {
+		text[k++] = '1';
+		text[k++] = ',';
+	}
+	k += (size_t)sprintf(text + k, "1]}\n");
+	ck_assert_int_eq(tp_test_write(m, text, k), 0);
+	free(text);
+	expect_exit2(a, "more than one value or key per 5 bytes");
+}
+END_TEST
+
 Suite *suite_safety(void)
 {
 	Suite *s = suite_create("safety");
@@ -468,6 +555,13 @@ Suite *suite_safety(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_ranges_refused_everywhere);
 	tcase_add_test(tc, test_huge_batch_bounded);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("inputs");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_input_endless_device);
+	tcase_add_test(tc, test_recorded_fifo_not_reopened);
+	tcase_add_test(tc, test_input_memory_per_byte);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/runtime.h"
 #include "core/sha256.h"
@@ -94,8 +95,11 @@ static bool file_sha(const char *path, char hex[65])
 	size_t len = 0;
 	struct tp_error e;
 
+	/* a FIFO or a device would be read (or waited for) again */
+	if (!tp_file_is_regular(path))
+		return false;
 	tp_error_clear(&e);
-	if (tp_file_read(path, 0, &data, &len, &e) != TP_OK)
+	if (tp_file_read_text(path, 0, &data, &len, &e) != TP_OK)
 		return false;
 	tp_sha256_hex(data, len, hex);
 	free(data);
@@ -153,11 +157,27 @@ static enum tp_status find_recorded(const char *plan_path, const char *what,
 		if (file_sha(cand[k], hex))
 			pick = k;
 	if (pick >= 0) {
-		snprintf(out, size, "%s", cand[pick]);
+		size_t l = strnlen(cand[pick], sizeof(cand[0]));
+		if (l >= size)
+			l = size - 1;
+		memcpy(out, cand[pick], l);
+		out[l] = '\0';
 		return TP_OK;
 	}
 	if (!rpath[0])
 		return TP_OK;
+	for (int k = 0; k < n; k++) {
+		struct stat st;
+		if (stat(cand[k], &st) == 0 && !S_ISREG(st.st_mode))
+			return tp_error_set(
+				err, TP_EUSAGE,
+				"%.300s was made from the %s \"%.300s\", which "
+				"is not a "
+				"regular file (a FIFO, a pipe or a device: read "
+				"once, it cannot be read again): pass the %s "
+				"with %s",
+				plan_path, what, cand[k], what, opt);
+	}
 	for (int k = 0; k < n; k++) {
 		size_t used = strlen(tried);
 		snprintf(tried + used, sizeof(tried) - used, "%s%s",
@@ -180,7 +200,7 @@ static enum tp_status load_one(const char *path, bool model,
 	enum tp_status st;
 
 	hex[0] = '\0';
-	if ((st = tp_file_read(path, 0, &data, &len, err)) != TP_OK) {
+	if ((st = tp_file_read_text(path, 0, &data, &len, err)) != TP_OK) {
 		tp_error_set_file(err, path);
 		return st;
 	}
@@ -223,10 +243,12 @@ void tp_inputs_hint_kind(const char *path, const char *expected,
 	enum tp_format_kind k;
 	const char *opt = NULL, *want_opt;
 
-	if (!err || !path || strcmp(path, "-") == 0)
+	/* read the file a second time only when it is still there as it
+	   was: a FIFO's writer is gone, a device would be read again */
+	if (!err || !path || !tp_file_is_regular(path))
 		return;
 	tp_error_clear(&e);
-	if (tp_file_read(path, 0, &data, &len, &e) != TP_OK)
+	if (tp_file_read_text(path, 0, &data, &len, &e) != TP_OK)
 		return;
 	k = tp_format_sniff(data, len);
 	free(data);
@@ -332,7 +354,7 @@ enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
 				    "only one input can come from stdin (-)");
 
 	/* the plan, read once: its outline says what it was made from */
-	if ((st = tp_file_read(plan_path, 0, &text, &len, err)) != TP_OK) {
+	if ((st = tp_file_read_text(plan_path, 0, &text, &len, err)) != TP_OK) {
 		tp_error_set_file(err, plan_path);
 		return st;
 	}

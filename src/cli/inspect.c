@@ -407,7 +407,7 @@ int cmd_inspect(int argc, char **argv)
 	tp_report_init(&r);
 	memset(&ol, 0, sizeof(ol));
 	tp_jw_init(&jw, &out, true);
-	if ((st = tp_file_read(pos[0], o.max_bytes, &text, &len, &err)))
+	if ((st = tp_file_read_text(pos[0], o.max_bytes, &text, &len, &err)))
 		goto done;
 	kind = tp_format_sniff(text, len);
 	if (kind == TP_FORMAT_UNKNOWN &&

@@ -64,7 +64,7 @@ static int from_nvidia_smi(const char *file, const char *gpu,
 	size_t len = 0;
 	enum tp_status st;
 
-	st = tp_file_read(file, 0, &text, &len, err);
+	st = tp_file_read_text(file, 0, &text, &len, err);
 	if (!st)
 		st = tp_build_topology_nvidia_smi(text, len, file, gpu, c,
 						  err);

@@ -55,7 +55,7 @@ static enum tp_status validate_one(const char *path, struct context *cx,
 	enum tp_status st;
 
 	detail[0] = '\0';
-	if ((st = tp_file_read(path, o->max_bytes, &text, &len, err)))
+	if ((st = tp_file_read_text(path, o->max_bytes, &text, &len, err)))
 		return st;
 	/* one strict parse: the loader of the sniffed kind does it */
 	kind = tp_format_sniff(text, len);

@@ -46,8 +46,12 @@ static enum tp_status too_big(struct tp_error *err, const char *path,
 	return TP_ELIMIT;
 }
 
-enum tp_status tp_file_read(const char *path, size_t max_bytes, char **data,
-			    size_t *len, struct tp_error *err)
+/* text: a NUL byte in a stream (not a regular file, whose NUL bytes the
+ * parser reports with their line and column) ends the read as bad input,
+ * so /dev/zero is refused at its first byte, not after 1 GiB. */
+static enum tp_status read_file(const char *path, size_t max_bytes,
+				bool text, char **data, size_t *len,
+				struct tp_error *err)
 {
 	bool is_stdin = strcmp(path, "-") == 0;
 	int fd = is_stdin ? 0 : open(path, O_RDONLY | O_CLOEXEC);
@@ -62,6 +66,8 @@ enum tp_status tp_file_read(const char *path, size_t max_bytes, char **data,
 	if (fd < 0)
 		return io_fail(err, path, "cannot open", errno);
 	if (fstat(fd, &st) == 0) {
+		if (S_ISREG(st.st_mode))
+			text = false;
 		if (S_ISDIR(st.st_mode)) {
 			if (!is_stdin)
 				close(fd);
@@ -113,6 +119,21 @@ enum tp_status tp_file_read(const char *path, size_t max_bytes, char **data,
 		}
 		if (r == 0)
 			break;
+		if (text && memchr(buf + n, 0, (size_t)r)) {
+			size_t at = n + (size_t)((char *)memchr(buf + n, 0,
+							       (size_t)r) -
+						 (buf + n));
+			free(buf);
+			if (!is_stdin)
+				close(fd);
+			tp_error_set(err, TP_EINPUT,
+				     "byte %zu is a NUL byte: this is not a "
+				     "text file (a device such as /dev/zero, "
+				     "or binary data); give a JSON file",
+				     at + 1);
+			tp_error_set_file(err, path);
+			return TP_EINPUT;
+		}
 		n += (size_t)r;
 		if (n > max_bytes)
 			break;
@@ -134,6 +155,27 @@ nomem:
 	tp_error_set(err, TP_ENOMEM, "out of memory reading the file");
 	tp_error_set_file(err, path);
 	return TP_ENOMEM;
+}
+
+enum tp_status tp_file_read(const char *path, size_t max_bytes, char **data,
+			    size_t *len, struct tp_error *err)
+{
+	return read_file(path, max_bytes, false, data, len, err);
+}
+
+enum tp_status tp_file_read_text(const char *path, size_t max_bytes,
+				 char **data, size_t *len,
+				 struct tp_error *err)
+{
+	return read_file(path, max_bytes, true, data, len, err);
+}
+
+bool tp_file_is_regular(const char *path)
+{
+	struct stat st;
+
+	return path && strcmp(path, "-") != 0 && stat(path, &st) == 0 &&
+	       S_ISREG(st.st_mode);
 }
 
 static int write_all(int fd, const char *data, size_t len)

@@ -85,6 +85,19 @@ enum tp_status tp_runtime_find(const char *name, struct tp_runtime *rt,
 enum tp_status tp_file_read(const char *path, size_t max_bytes, char **data,
 			    size_t *len, struct tp_error *err);
 
+/* tp_file_read for text (JSON, nvidia-smi matrices): from a stream (a
+ * device, a FIFO, a pipe) a NUL byte ends the read with TP_EINPUT, so an
+ * input that never ends (/dev/zero) is refused at once, not after
+ * max_bytes.  Regular files read as with tp_file_read (the parser
+ * locates their NUL bytes). */
+enum tp_status tp_file_read_text(const char *path, size_t max_bytes,
+				 char **data, size_t *len,
+				 struct tp_error *err);
+
+/* True when path names an existing regular file (after links): one that
+ * can be read twice and ends ("-", devices and FIFOs are not). */
+bool tp_file_is_regular(const char *path);
+
 /*
  * Write data to path ("-" is stdout).  A regular file or a new path is
  * replaced atomically: a temporary in the same directory, fsync, rename;

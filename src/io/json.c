@@ -400,6 +400,16 @@ static bool check_number(const unsigned char *s, size_t n, size_t *ip,
 
 /* --- step 1: the scan ----------------------------------------------------- */
 
+/* The memory bound: at most one token (value or key) per this many bytes
+ * of input, beyond the first TP_JSON_TOKEN_FLOOR; a token costs about
+ * TP_JSON_TOKEN_MEMORY bytes while read (cJSON's node, ours, the
+ * position: `tagplan validate` of 50 MB of 5-byte tokens took 0.99 GB),
+ * so memory stays within about 20 bytes per input byte whatever the
+ * document. */
+#define TP_JSON_BYTES_PER_TOKEN 5
+#define TP_JSON_TOKEN_FLOOR ((size_t)1 << 16)
+#define TP_JSON_TOKEN_MEMORY 100
+
 struct tok_pos {
 	int line, column;
 };
@@ -408,6 +418,7 @@ struct scan {
 	const unsigned char *s;
 	size_t n, base;
 	int max_depth;
+	size_t max_tokens;	    /* the memory bound (tp_json_parse) */
 	TP_VEC(struct tok_pos) pos; /* where each token starts, in order */
 	struct problem pr;	    /* scratch for the checkers */
 };
@@ -466,6 +477,19 @@ static size_t scan(struct scan *sc)
 		if (tp_vec_push(&sc->pos, tp)) {
 			set_problem(&sc->pr, TP_ENOMEM, i,
 				    "out of memory reading the document");
+			return t;
+		}
+		if (sc->pos.n > sc->max_tokens) {
+			set_problem(&sc->pr, TP_ELIMIT, i,
+				    "more than one value or key per %d bytes "
+				    "of input (%zu of them by here): no "
+				    "tagplan file is made of so many tiny "
+				    "values (a huge array of numbers?), and "
+				    "reading them would take some %d bytes of "
+				    "memory per byte",
+				    TP_JSON_BYTES_PER_TOKEN, sc->pos.n,
+				    TP_JSON_TOKEN_MEMORY /
+					    TP_JSON_BYTES_PER_TOKEN);
 			return t;
 		}
 		if (b == '"') {
@@ -1152,8 +1176,15 @@ enum tp_status tp_json_parse(const char *name, const char *text, size_t len,
 	sc.n = len;
 	sc.base = base;
 	sc.max_depth = max_depth;
+	/* memory bounded per input byte: each value or key costs some
+	 * TP_JSON_TOKEN_MEMORY bytes (cJSON's node, ours, its position);
+	 * tagplan's files have one per 8 bytes or more (minified, measured
+	 * on data/ and tests/data), a 200 MB array of "1," one per 2 bytes
+	 * (9.8 GB of memory) */
+	sc.max_tokens = len / TP_JSON_BYTES_PER_TOKEN + TP_JSON_TOKEN_FLOOR;
 	end = scan(&sc);
-	if (end != SIZE_MAX && sc.pr.st == TP_ENOMEM) {
+	if (end != SIZE_MAX &&
+	    (sc.pr.st == TP_ENOMEM || sc.pr.st == TP_ELIMIT)) {
 		tp_vec_free(&sc.pos);
 		return report(name, s, base, &sc.pr, err);
 	}

@@ -399,7 +399,7 @@ enum tp_status tp_model_load_file(const char *path,
 	size_t len;
 	enum tp_status st;
 
-	st = tp_file_read(path, o ? o->max_bytes : 0, &text, &len, err);
+	st = tp_file_read_text(path, o ? o->max_bytes : 0, &text, &len, err);
 	if (st) {
 		tp_model_release(m);
 		tp_model_init(m);

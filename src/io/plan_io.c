@@ -834,7 +834,7 @@ enum tp_status tp_plan_load_file(const char *path, const struct tp_model *m,
 	size_t len;
 	enum tp_status st;
 
-	st = tp_file_read(path, o ? o->max_bytes : 0, &text, &len, err);
+	st = tp_file_read_text(path, o ? o->max_bytes : 0, &text, &len, err);
 	if (st) {
 		tp_plan_release(p);
 		tp_plan_init(p);
