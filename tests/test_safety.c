@@ -537,6 +537,96 @@ START_TEST(test_input_memory_per_byte)
 }
 END_TEST
 
+/* ---- 3. what reaches the terminal --------------------------------------- */
+
+static bool has_control(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if ((c < 0x20 && c != '\n') || c == 0x7f)
+			return true;
+	}
+	return false;
+}
+
+/* The mlp model with `from` replaced by `to` (first occurrence). */
+static void write_variant(const char *path, const char *from, const char *to)
+{
+	char *t = tp_test_read(tp_test_path("data/good/mlp.json"), NULL);
+	char *at, *out;
+
+	ck_assert_ptr_nonnull(t);
+	at = strstr(t, from);
+	ck_assert_ptr_nonnull(at);
+	out = malloc(strlen(t) + strlen(to) + 1);
+	ck_assert_ptr_nonnull(out);
+	sprintf(out, "%.*s%s%s", (int)(at - t), t, to, at + strlen(from));
+	ck_assert_int_eq(tp_test_write(path, out, strlen(out)), 0);
+	free(out);
+	free(t);
+}
+
+/* Names with escape or newline characters are refused (they are shown in
+ * tables); text quoted from a file or an argument in a message is
+ * printed escaped: no raw control character reaches the terminal. */
+START_TEST(test_names_escaped)
+{
+	const char *dir = tp_test_tmpdir();
+	char *op = path_in(dir, "op.json"), *mname = path_in(dir, "name.json");
+	char *field = path_in(dir, "field.json"), *ref = path_in(dir, "ref.json");
+	char *odd = path_in(dir, "a\033[2Jb.json");
+	struct tp_run r;
+
+	write_variant(op, "\"fc1\"", "\"fc\\u001b]0;owned\\u00071\"");
+	write_variant(mname, "\"mlp-small\"", "\"mlp\\nsmall\"");
+	write_variant(field, "\"optimizer\": \"sgd\",",
+		      "\"optimizer\": \"sgd\", \"x\\u001b[31my\": 1,");
+	write_variant(ref, "\"to\": \"fc1\"", "\"to\": \"f\\u009b31mc1\"");
+	{
+		const char *a[] = {"tagplan", "validate", op, NULL};
+		expect_exit2(a, "control character U+001B");
+	}
+	{
+		const char *a[] = {"tagplan", "validate", mname, NULL};
+		expect_exit2(a, "control character U+000A");
+	}
+	{
+		const char *a[] = {"tagplan", "validate", field, NULL};
+		run(&r, a);
+		ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+		ck_assert_msg(strstr(r.err, "x\\x1b[31my"), "%s", r.err);
+		ck_assert_msg(!has_control(r.err, r.err_len),
+			      "raw control character on stderr: %s", r.err);
+		tp_run_free(&r);
+	}
+	{
+		const char *a[] = {"tagplan", "validate", ref, NULL};
+		run(&r, a);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_msg(strstr(r.err, "f\\u009b31mc1"), "%s", r.err);
+		ck_assert_msg(!strstr(r.err, "\xc2\x9b"),
+			      "raw C1 control on stderr: %s", r.err);
+		tp_run_free(&r);
+	}
+	{
+		const char *a[] = {"tagplan", "validate", odd, NULL};
+		copy_file(tp_test_path("data/good/mlp.json"), odd);
+		run(&r, a);
+		ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+		ck_assert_msg(!has_control(r.out, r.out_len),
+			      "raw control character on stdout: %s", r.out);
+		tp_run_free(&r);
+	}
+	{
+		const char *a[] = {"tagplan", "model", "gpt", "--hidden", "64",
+				   "--layers", "1", "--heads", "1", "--seq", "8",
+				   "--vocab", "10", "--batch", "1", "--name",
+				   "x\033[2Jy", NULL};
+		expect_exit2(a, "control character U+001B");
+	}
+}
+END_TEST
+
 Suite *suite_safety(void)
 {
 	Suite *s = suite_create("safety");
@@ -549,6 +639,7 @@ Suite *suite_safety(void)
 	tcase_add_test(tc, test_output_dev_stdout);
 	tcase_add_test(tc, test_output_is_input);
 	tcase_add_test(tc, test_output_empty_name);
+	tcase_add_test(tc, test_names_escaped);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("ranges");

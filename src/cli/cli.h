@@ -104,6 +104,13 @@ void tp_opt_list_free(struct tp_opt_list *l);
  * code of its status. */
 int tp_cli_fail(const struct tp_error *err);
 
+/* Write n bytes of s to f with the characters that drive a terminal
+ * escaped: C0 controls as \xHH (\n, \t by name), DEL, C1 controls
+ * (U+0080..U+009F) as \uHHHH; newlines kept as they are with
+ * keep_newlines.  Every message quoting a file's text or a user's
+ * argument goes through it (names in files cannot hold controls). */
+void tp_cli_escape(FILE *f, const char *s, size_t n, bool keep_newlines);
+
 /* printf to stderr prefixed with "tagplan CMD: "; returns 2 (usage). */
 int tp_cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -40,8 +40,11 @@ static void print_lines(const char *prefix, struct tp_strbuf *w)
 	while (*s) {
 		const char *nl = strchr(s, '\n');
 		int n = nl ? (int)(nl - s) : (int)strlen(s);
-		if (n)
-			fprintf(stderr, "tagplan export: %s%.*s\n", prefix, n, s);
+		if (n) {
+			fprintf(stderr, "tagplan export: %s", prefix);
+			tp_cli_escape(stderr, s, (size_t)n, false);
+			fputc('\n', stderr);
+		}
 		s += n + (nl ? 1 : 0);
 	}
 	tp_strbuf_reset(w);

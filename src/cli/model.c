@@ -161,6 +161,15 @@ int cmd_model(int argc, char **argv)
 		if (tp_cli_check_outputs("model", ins, outs))
 			return TP_EXIT_USAGE;
 	}
+	{
+		unsigned bad;
+		if (name && tp_io_name_bad_char(name, &bad))
+			return tp_cli_usage_error(
+				"model",
+				"--name: the name contains the control "
+				"character U+%04X; names are printable text",
+				bad);
+	}
 	tp_model_init(&m);
 	tp_error_clear(&err);
 	if (!strcmp(src, "gpt")) {

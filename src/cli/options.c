@@ -25,14 +25,45 @@ double tp_cli_grad_bucket_mb_default(void)
 	return pa.grad_bucket_bytes / 1e6;
 }
 
+void tp_cli_escape(FILE *f, const char *s, size_t n, bool keep_newlines)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned c = p[i];
+		if (c == '\n' && keep_newlines) {
+			fputc('\n', f);
+		} else if (c == '\n') {
+			fputs("\\n", f);
+		} else if (c == '\t') {
+			fputs("\\t", f);
+		} else if (c < 0x20 || c == 0x7f) {
+			fprintf(f, "\\x%02x", c);
+		} else if (c == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 &&
+			   p[i + 1] <= 0x9f) {
+			/* a C1 control (U+0080..U+009F): CSI and friends */
+			fprintf(f, "\\u%04x", p[++i]);
+		} else {
+			fputc((int)c, f);
+		}
+	}
+}
+
 int tp_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
+	char buf[2048];
 	va_list ap;
+	int n;
 
-	fprintf(stderr, "tagplan %s: ", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(buf))
+		n = (int)sizeof(buf) - 1;
+	fprintf(stderr, "tagplan %s: ", cmd);
+	tp_cli_escape(stderr, buf, (size_t)n, false);
 	fprintf(stderr, "\n(see 'tagplan %s --help')\n", cmd);
 	return TP_EXIT_USAGE;
 }
@@ -41,7 +72,10 @@ int tp_cli_fail(const struct tp_error *err)
 {
 	char buf[2048];
 
-	fprintf(stderr, "tagplan: %s\n", tp_error_format(err, buf, sizeof(buf)));
+	tp_error_format(err, buf, sizeof(buf));
+	fputs("tagplan: ", stderr);
+	tp_cli_escape(stderr, buf, strlen(buf), false);
+	fputc('\n', stderr);
 	return tp_status_exit_code(err->status);
 }
 
@@ -338,9 +372,11 @@ void tp_cli_print_warnings(const char *cmd, struct tp_strbuf *w)
 	while (*s) {
 		const char *nl = strchr(s, '\n');
 		int n = nl ? (int)(nl - s) : (int)strlen(s);
-		if (n)
-			fprintf(stderr, "tagplan %s: warning: %.*s\n", cmd, n,
-				s);
+		if (n) {
+			fprintf(stderr, "tagplan %s: warning: ", cmd);
+			tp_cli_escape(stderr, s, (size_t)n, false);
+			fputc('\n', stderr);
+		}
 		s += n + (nl ? 1 : 0);
 	}
 	tp_strbuf_reset(w);

@@ -198,7 +198,8 @@ int cmd_validate(int argc, char **argv)
 			rc = tp_cli_fail(&err);
 			break;
 		}
-		printf("%s: ok (%s)\n", pos[i], detail);
+		tp_cli_escape(stdout, pos[i], strlen(pos[i]), false);
+		printf(": ok (%s)\n", detail);
 	}
 	fflush(stdout);
 	tp_model_release(&cx.m);

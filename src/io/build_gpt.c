@@ -68,10 +68,20 @@ void tp_gb_name(struct tp_gb *g, const char *name)
 	if (g->st)
 		return;
 	n = tp_arena_strdup(&g->m->arena, name);
-	if (!n)
+	if (!n) {
 		g->st = tp_error_set(g->err, TP_ENOMEM, "out of memory");
-	else
+	} else {
+		/* a name from a config file: printable, as the loader wants */
+		unsigned code;
+		char *w = (char *)n;
+		size_t at;
+		while ((at = tp_io_name_bad_char(w, &code)) != 0) {
+			w[at - 1] = '_';
+			if (code >= 0x80)
+				w[at] = '_'; /* both bytes of a C1 control */
+		}
 		g->m->name = n;
+	}
 }
 
 void tp_tf_default(struct tp_tf *t)

@@ -39,7 +39,7 @@ enum tp_status tp_io_read_device_type(struct tp_jctx *j,
 	if ((st = tp_jctx_object(j, v, "a device type", type_fields)))
 		return st;
 	memset(t, 0, sizeof(*t));
-	if ((st = tp_jget_string(j, v, "name", true, TP_IO_NAME_MAX, true, NULL,
+	if ((st = tp_io_get_name(j, v, "name", true, TP_IO_NAME_MAX, NULL,
 				 &t->name)))
 		return st;
 	if (inline_type) {

@@ -85,6 +85,12 @@ enum tp_status tp_runtime_find(const char *name, struct tp_runtime *rt,
 enum tp_status tp_file_read(const char *path, size_t max_bytes, char **data,
 			    size_t *len, struct tp_error *err);
 
+/* Names (of models, ops, nodes, ...): the 1-based byte offset of the
+ * first control character of s (U+0000..U+001F, U+007F, U+0080..U+009F;
+ * *code its code point), 0 when there is none.  The loaders refuse names
+ * with one (they are shown on terminals). */
+size_t tp_io_name_bad_char(const char *s, unsigned *code);
+
 /* tp_file_read for text (JSON, nvidia-smi matrices): from a stream (a
  * device, a FIFO, a pipe) a NUL byte ends the read with TP_EINPUT, so an
  * input that never ends (/dev/zero) is refused at once, not after

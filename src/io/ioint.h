@@ -94,6 +94,11 @@ enum tp_status tp_io_get_quantity(struct tp_jctx *j, const struct tp_json *obj,
 /* The check alone, for a value read some other way (at jctx + key). */
 enum tp_status tp_io_check_quantity(struct tp_jctx *j, const char *key,
 				    enum tp_io_quantity q, double v);
+/* tp_jget_string for a name (nonempty unless def is ""; at most max_len
+ * bytes) refusing control characters. */
+enum tp_status tp_io_get_name(struct tp_jctx *j, const struct tp_json *obj,
+			      const char *key, bool required, size_t max_len,
+			      const char *def, const char **out);
 /* What a builder made, against the same ranges (TP_EINPUT naming the op
  * and the figure). */
 enum tp_status tp_io_model_check_ranges(const struct tp_model *m,

@@ -190,7 +190,7 @@ static enum tp_status read_op(struct tp_jctx *j, const struct tp_json *v,
 	uint32_t idx;
 
 	if ((st = tp_jctx_object(j, v, "an op", op_fields)) ||
-	    (st = tp_jget_string(j, v, "name", true, TP_IO_NAME_MAX, true, NULL,
+	    (st = tp_io_get_name(j, v, "name", true, TP_IO_NAME_MAX, NULL,
 				 &op.name)) ||
 	    (st = tp_jget_enum(j, v, "kind", true, parse_kind, KINDS, 0,
 			       &kind)) ||
@@ -283,8 +283,8 @@ static enum tp_status read_model(struct tp_jctx *j, const struct tp_json *root,
 	enum tp_status st;
 
 	if ((st = tp_jctx_object(j, root, "a model", model_fields)) ||
-	    (st = tp_jget_string(j, root, "name", true, TP_IO_NAME_MAX, true,
-				 NULL, &name)) ||
+	    (st = tp_io_get_name(j, root, "name", true, TP_IO_NAME_MAX, NULL,
+				 &name)) ||
 	    (st = tp_jget_int(j, root, "global_batch_size", true, 1,
 			      TP_IO_MAX_GLOBAL_BATCH,
 			      0, &gbs, NULL)) ||

@@ -197,7 +197,7 @@ static enum tp_status read_group(struct reader *r, const struct tp_json *g,
 
 	r->ops.n = r->devs.n = r->sfb.n = r->shares.n = 0;
 	if ((st = tp_jctx_object(j, g, "a group", group_fields)) ||
-	    (st = tp_jget_string(j, g, "name", false, TP_IO_NAME_MAX, false, "",
+	    (st = tp_io_get_name(j, g, "name", false, TP_IO_NAME_MAX, "",
 				 &gname)) ||
 	    (st = tp_jget_array(j, g, "ops", true, true, &ops)) ||
 	    (st = tp_jget_array(j, g, "devices", true, true, &devs)))

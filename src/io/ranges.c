@@ -164,3 +164,44 @@ enum tp_status tp_io_model_check_ranges(const struct tp_model *m,
 				    (long long)TP_IO_MAX_GLOBAL_BATCH);
 	return TP_OK;
 }
+
+/* ---- names ---------------------------------------------------------------
+ *
+ * Names reach terminals (tables, messages): a control character in one
+ * (an escape sequence, a newline) would drive the terminal or break the
+ * table, so names are printable text (README section 0). */
+
+size_t tp_io_name_bad_char(const char *s, unsigned *code)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0; p[i]; i++) {
+		if (p[i] < 0x20 || p[i] == 0x7f) {
+			*code = p[i];
+			return i + 1;
+		}
+		/* C1 controls U+0080..U+009F: C2 80..C2 9F in UTF-8 */
+		if (p[i] == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f) {
+			*code = p[i + 1];
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+enum tp_status tp_io_get_name(struct tp_jctx *j, const struct tp_json *obj,
+			      const char *key, bool required, size_t max_len,
+			      const char *def, const char **out)
+{
+	unsigned code = 0;
+	enum tp_status st = tp_jget_string(j, obj, key, required, max_len,
+					   required || !def || *def, def, out);
+
+	if (st || !*out || !tp_io_name_bad_char(*out, &code))
+		return st;
+	return tp_jctx_fail(j, key,
+			    "the name contains the control character U+%04X "
+			    "(names are printable text: they are shown on "
+			    "terminals); remove it",
+			    code);
+}

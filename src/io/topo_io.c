@@ -64,8 +64,8 @@ static enum tp_status read_node(struct tp_jctx *j, const struct tp_json *v,
 	size_t old;
 
 	if ((st = tp_jctx_object(j, v, "a node", node_fields)) ||
-	    (st = tp_jget_string(j, v, "name", true, TP_IO_NAME_MAX - 8, true,
-				 NULL, &ns->name)) ||
+	    (st = tp_io_get_name(j, v, "name", true, TP_IO_NAME_MAX - 8, NULL,
+				 &ns->name)) ||
 	    (st = tp_jget_int(j, v, "count", false, 1, TP_IO_MAX_DEVICES, 1,
 			      &ns->count, &has_count)) ||
 	    (st = tp_jget_array(j, v, "devices", true, true, &devs)) ||
@@ -313,8 +313,8 @@ static enum tp_status read_network(struct tp_jctx *j, const struct tp_json *net,
 		tp_jctx_push_index(j, k);
 		if ((st = tp_jctx_object(j, sws->items[k], "a switch",
 					 sw_fields)) ||
-		    (st = tp_jget_string(j, sws->items[k], "name", true,
-					 TP_IO_NAME_MAX, true, NULL, &name)))
+		    (st = tp_io_get_name(j, sws->items[k], "name", true,
+					 TP_IO_NAME_MAX, NULL, &name)))
 			goto out;
 		if (tp_cluster_find_node(c, name) != TP_NONE) {
 			st = tp_jctx_fail(
@@ -395,8 +395,8 @@ static enum tp_status read_topology(struct tp_jctx *j,
 
 	memset(&ns, 0, sizeof(ns));
 	if ((st = tp_jctx_object(j, root, "a topology", topo_fields)) ||
-	    (st = tp_jget_string(j, root, "name", false, TP_IO_NAME_MAX, false,
-				 "", &name)) ||
+	    (st = tp_io_get_name(j, root, "name", false, TP_IO_NAME_MAX, "",
+				 &name)) ||
 	    (st = tp_jget_array(j, root, "device_types", false, false,
 				&types)) ||
 	    (st = tp_jget_array(j, root, "nodes", true, true, &nodes)) ||
