@@ -296,6 +296,20 @@ int cmd_check(int argc, char **argv)
 				? in.cluster.devices.v[worst_frac_dev].name
 				: "-",
 			100 * worst_frac, c2);
+		if (base && base_feasible && base_iter > 0) {
+			/* the comparison, also when it passes */
+			double reg = r.iteration_time_s / base_iter - 1;
+			si(b, sizeof(b), base_iter, "s");
+			fprintf(stderr,
+				"tagplan check: against the baseline plan %s: "
+				"iteration %s, was %s (%+.1f%%, %s); limit "
+				"%+.1f%%\n",
+				base, a, b, 100 * reg,
+				reg > 1e-12	  ? "slower"
+				: reg < -1e-12 ? "faster"
+					       : "the same",
+				100 * max_reg);
+		}
 	}
 
 	if (json) {

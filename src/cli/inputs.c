@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/runtime.h"
 #include "core/sha256.h"
@@ -202,6 +204,7 @@ static enum tp_status load_one(const char *path, bool model,
 	hex[0] = '\0';
 	if ((st = tp_file_read_text(path, 0, &data, &len, err)) != TP_OK) {
 		tp_error_set_file(err, path);
+		tp_inputs_hint_shipped(path, model, err);
 		return st;
 	}
 	tp_sha256_hex(data, len, hex);
@@ -321,6 +324,80 @@ void tp_inputs_describe(const struct tp_inputs *in, struct tp_strbuf *out)
 	tp_strbuf_addc(out, '\n');
 }
 
+/* data/models or data/topologies, the folder of the shipped files. */
+static bool shipped_dir(bool model, char *dir, size_t size)
+{
+	struct tp_error e;
+	char *slash;
+
+	tp_error_clear(&e);
+	if (tp_data_path(model ? "models/README" : "topologies/dgx-a100.json",
+			 dir, size, &e) != TP_OK)
+		return false;
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return false;
+	*slash = '\0';
+	return true;
+}
+
+const char *tp_inputs_shipped(const char *arg, bool model, char *buf,
+			      size_t size)
+{
+	char rel[512];
+	struct tp_error e;
+	size_t n;
+
+	if (!arg || !strcmp(arg, "-") || strchr(arg, '/') ||
+	    access(arg, F_OK) == 0)
+		return arg;
+	n = strlen(arg);
+	snprintf(rel, sizeof(rel), "%s/%s%s", model ? "models" : "topologies",
+		 arg, n > 5 && !strcmp(arg + n - 5, ".json") ? "" : ".json");
+	tp_error_clear(&e);
+	if (tp_data_path(rel, buf, size, &e) != TP_OK)
+		return arg;
+	return buf;
+}
+
+void tp_inputs_list_shipped(bool model, struct tp_strbuf *out)
+{
+	char dir[2048];
+	struct dirent **names = NULL;
+	int n;
+
+	if (!shipped_dir(model, dir, sizeof(dir)))
+		return;
+	n = scandir(dir, &names, NULL, alphasort);
+	for (int i = 0, k = 0; i < n; i++) {
+		size_t len = strlen(names[i]->d_name);
+		if (len > 5 && !strcmp(names[i]->d_name + len - 5, ".json"))
+			tp_strbuf_addf(out, "%s%.*s", k++ ? ", " : "",
+				       (int)len - 5, names[i]->d_name);
+		free(names[i]);
+	}
+	free(names);
+}
+
+void tp_inputs_hint_shipped(const char *arg, bool model, struct tp_error *err)
+{
+	struct tp_strbuf list;
+	char dir[2048];
+
+	if (!err || err->status != TP_EIO || !arg || strchr(arg, '/') ||
+	    !strcmp(arg, "-") || access(arg, F_OK) == 0)
+		return;
+	tp_strbuf_init(&list);
+	tp_inputs_list_shipped(model, &list);
+	if (list.len && shipped_dir(model, dir, sizeof(dir)))
+		append_msg(err,
+			   " (a name of a shipped %s file works too, from "
+			   "%s: %s)",
+			   model ? "model" : "topology", dir,
+			   tp_strbuf_cstr(&list));
+	tp_strbuf_release(&list);
+}
+
 enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
 			      const char *model_path,
 			      const char *topology_path,
@@ -332,7 +409,7 @@ enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
 	char *text = NULL;
 	size_t len = 0;
 	char mfound[1024], tfound[1024], mdef[1024], tdef[1024];
-	char mhex[65], thex[65];
+	char mhex[65], thex[65], mship[2048], tship[2048];
 	const char *pm = "", *pt = "";
 
 	tp_load_options_default(&o);
@@ -342,6 +419,10 @@ enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
 	quiet.strict = in->strict;
 	memset(&ol, 0, sizeof(ol));
 	snprintf(in->plan_path, sizeof(in->plan_path), "%s", plan_path);
+	/* -m llama-2-7b: the shipped data/models/llama-2-7b.json */
+	model_path = tp_inputs_shipped(model_path, true, mship, sizeof(mship));
+	topology_path =
+		tp_inputs_shipped(topology_path, false, tship, sizeof(tship));
 	if (model_path && topology_path && strcmp(model_path, "-") == 0 &&
 	    strcmp(topology_path, "-") == 0)
 		return tp_error_set(err, TP_EUSAGE,

@@ -95,6 +95,21 @@ void tp_inputs_describe(const struct tp_inputs *in, struct tp_strbuf *out);
 void tp_inputs_hint_kind(const char *path, const char *expected,
 			 struct tp_error *err);
 
+/*
+ * A -m/-t argument naming a shipped file: when arg is not "-", holds no
+ * '/', is not an existing file and data/models/ARG.json (model) or
+ * data/topologies/ARG.json (topology) ships, that path (in buf); else
+ * arg itself.  tp_inputs_list_shipped appends the names ("llama-2-7b,
+ * mistral-7b, ..."); tp_inputs_hint_shipped appends to an open failure
+ * (TP_EIO) of such an argument where the shipped files are and their
+ * names.  tp_inputs_load resolves its -m/-t this way.
+ */
+const char *tp_inputs_shipped(const char *arg, bool model, char *buf,
+			      size_t size);
+void tp_inputs_list_shipped(bool model, struct tp_strbuf *out);
+void tp_inputs_hint_shipped(const char *arg, bool model,
+			    struct tp_error *err);
+
 /* Load a second plan for the same model and topology (a baseline). */
 enum tp_status tp_inputs_load_plan(const struct tp_inputs *in,
 				   const char *plan_path, struct tp_plan *p,

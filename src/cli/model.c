@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "core/strbuf.h"
 #include "io/build.h"
+#include "inputs.h"
 #include "io/io.h"
 
 static const char usage[] =
@@ -59,6 +60,19 @@ static void about_text(struct tp_strbuf *sb)
 	for (int i = 0; tp_zoo_names[i]; i++)
 		tp_cli_help_item(sb, 4, tp_zoo_names[i], 14,
 			 tp_zoo_about(tp_zoo_names[i]));
+	{
+		/* the shipped model files: read as they are, --batch set */
+		struct tp_strbuf list;
+		tp_strbuf_init(&list);
+		tp_strbuf_adds(&list,
+			       "a model file that ships (data/models/NAME.json; "
+			       "plan, simulate, check, render and export take "
+			       "the name for -m too), as built, with --batch "
+			       "applied: ");
+		tp_inputs_list_shipped(true, &list);
+		tp_cli_help_item(sb, 2, "NAME", 20, tp_strbuf_cstr(&list));
+		tp_strbuf_release(&list);
+	}
 	tp_strbuf_adds(
 		sb,
 		"\nCosts are per sample (one sequence, one image).  FLOP count "
@@ -69,6 +83,14 @@ static void about_text(struct tp_strbuf *sb)
 		"pools, which torchvision\nomits).  Parameters are counted "
 		"as torchvision and HuggingFace count them.\nGranularity and "
 		"activation-memory conventions: src/io/README, section 8.");
+}
+
+static bool zoo_name(const char *s)
+{
+	for (int i = 0; tp_zoo_names[i]; i++)
+		if (!strcmp(tp_zoo_names[i], s))
+			return true;
+	return false;
 }
 
 int cmd_model(int argc, char **argv)
@@ -89,15 +111,17 @@ int cmd_model(int argc, char **argv)
 		{"vocab", 0, TP_OPT_INT, &vocab, "V", "gpt: vocabulary size", 1,
 		 1 << 28, false},
 		{"batch", 0, TP_OPT_INT, &batch, "B",
-		 "global batch size, samples", 1, 1099511627776.0, false},
+		 "global batch size, samples (at most 2^28, as the formats)",
+		 1, 268435456.0, false},
 		{"ffn", 0, TP_OPT_INT, &ffn, "F",
 		 "gpt: MLP width (default 4 x H)", 1, 1 << 24, false},
 		{"kv-heads", 0, TP_OPT_INT, &kv, "K",
 		 "gpt: key/value heads, grouped-query attention (default A)",
 		 1, 1 << 16, false},
 		{"dtype", 0, TP_OPT_STRING, &dtype_s, "bf16|fp16|fp32",
-		 "parameter and activation type (gpt default bf16)", 0, 0,
-		 false},
+		 "parameter and activation type [gpt: bf16; hf: the "
+		 "config's torch_dtype, else bf16; zoo: the entry's]",
+		 0, 0, false},
 		{"name", 0, TP_OPT_STRING, &name, "NAME",
 		 "the model's name (default from the source)", 0, 0, false},
 		{"output", 'o', TP_OPT_STRING, &out, "MODEL",
@@ -110,7 +134,8 @@ int cmd_model(int argc, char **argv)
 	enum tp_status st;
 	char **pos = NULL;
 	int npos = 0, code, dtype = -1;
-	const char *src;
+	const char *src, *ship;
+	char sbuf[2048];
 
 	tp_strbuf_init(&about);
 	about_text(&about);
@@ -206,8 +231,40 @@ int cmd_model(int argc, char **argv)
 				"model", "hf: needs a path, e.g. "
 					 "hf:llama/config.json");
 		st = tp_build_hf(src + 3, seq, batch, dtype, &m, &err);
+	} else if (!zoo_name(src) &&
+		   (ship = tp_inputs_shipped(src, true, sbuf, sizeof(sbuf))) !=
+			   src) {
+		/* a model file that ships (data/models/NAME.json, built from
+		   an HF config): its costs are fixed, its batch is not */
+		if (dtype >= 0)
+			return tp_cli_usage_error(
+				"model",
+				"--dtype: %s is a shipped model file (%s) of "
+				"its own dtype; build from its HF config "
+				"(hf:PATH) to choose another",
+				src, ship);
+		st = tp_model_load_file(ship, NULL, &m, &err);
+		if (!st && batch > 0)
+			m.global_batch = batch;
+		if (!st)
+			fprintf(stderr, "tagplan model: %s: the shipped %s\n",
+				src, ship);
 	} else {
 		st = tp_build_zoo(src, batch, dtype, &m, &err);
+		if (st == TP_EUSAGE && !zoo_name(src)) {
+			struct tp_strbuf list;
+			tp_strbuf_init(&list);
+			tp_inputs_list_shipped(true, &list);
+			if (list.len) {
+				char msg[TP_ERROR_MSG_MAX];
+				snprintf(msg, sizeof(msg), "%s", err.msg);
+				tp_error_set(&err, TP_EUSAGE,
+					     "%.700s; or a shipped model "
+					     "file: %s",
+					     msg, tp_strbuf_cstr(&list));
+			}
+			tp_strbuf_release(&list);
+		}
 	}
 	if (st)
 		return tp_cli_fail(&err);

@@ -96,6 +96,18 @@ int cmd_render(int argc, char **argv)
 					  "--format %s: expected dot, svg, png "
 					  "or pdf",
 					  format);
+	if (fmt >= 0 && strcmp(out, "-") != 0 &&
+	    tp_render_format_from_path(out) >= 0 &&
+	    tp_render_format_from_path(out) != fmt)
+		return tp_cli_usage_error(
+			"render",
+			"-o %s says %s but --format says %s: give one, or "
+			"make them agree",
+			out,
+			tp_render_format_name((enum tp_render_format)
+						      tp_render_format_from_path(
+							      out)),
+			format);
 	if (fmt < 0 && strcmp(out, "-") != 0 &&
 	    tp_render_format_from_path(out) < 0)
 		return tp_cli_usage_error("render",

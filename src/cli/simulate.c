@@ -124,6 +124,7 @@ int cmd_simulate(int argc, char **argv)
 	struct tp_error err;
 	struct tp_sim *sim = NULL;
 	struct tp_sim_scratch *scratch = NULL;
+	char mship[2048], tship[2048];
 	int code;
 
 	if (tp_opts_parse("simulate", usage, about, opts, argc, argv, NULL,
@@ -178,14 +179,19 @@ int cmd_simulate(int argc, char **argv)
 		tp_strbuf_release(&used);
 	} else {
 		struct tp_strategy st;
+		/* -m llama-2-7b: the shipped data/models/llama-2-7b.json */
+		model = tp_inputs_shipped(model, true, mship, sizeof(mship));
+		topo = tp_inputs_shipped(topo, false, tship, sizeof(tship));
 		if (tp_model_load_file(model, &lo, &m, &err) != TP_OK) {
 			if (err.status == TP_EINPUT)
 				tp_inputs_hint_kind(model, "model", &err);
+			tp_inputs_hint_shipped(model, true, &err);
 			goto fail;
 		}
 		if (tp_topology_load_file(topo, &lo, &c, &err) != TP_OK) {
 			if (err.status == TP_EINPUT)
 				tp_inputs_hint_kind(topo, "topology", &err);
+			tp_inputs_hint_shipped(topo, false, &err);
 			goto fail;
 		}
 		if (tp_strategy_parse(strategy, &st, &err) != TP_OK ||
