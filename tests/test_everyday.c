@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/json.h"
 #include "util.h"
 
 static char *path_in(const char *dir, const char *name)
@@ -186,6 +187,146 @@ START_TEST(test_model_dtype_documented)
 }
 END_TEST
 
+/* ---- 11. the Perfetto trace ---------------------------------------------- */
+
+struct xslice {
+	double pid, tid, ts, end;
+};
+
+static int by_track(const void *a, const void *b)
+{
+	const struct xslice *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* Parse the trace at path: its complete ("X") slices per pid, the number
+ * of slices that overlap the previous one on their track, and whether
+ * otherData says every replica is shown. */
+static void trace_stats(const char *path, size_t *n_dev, size_t *n_link,
+			size_t *overlaps, bool *all)
+{
+	size_t len, n = 0;
+	char *text = tp_test_read(path, &len);
+	struct tp_json_doc doc;
+	struct tp_error err;
+	const struct tp_json *ev, *od, *ar;
+	struct xslice *v;
+
+	ck_assert_ptr_nonnull(text);
+	ck_assert_int_eq(tp_json_parse(path, text, len, 0, 0, &doc, &err),
+			 TP_OK);
+	ev = tp_json_get(doc.root, "traceEvents");
+	od = tp_json_get(doc.root, "otherData");
+	ck_assert(ev && od);
+	ar = tp_json_get(od, "all_replicas_shown");
+	ck_assert_ptr_nonnull(ar);
+	*all = ar->b;
+	v = calloc(ev->n + 1, sizeof(*v));
+	ck_assert_ptr_nonnull(v);
+	*n_dev = *n_link = *overlaps = 0;
+	for (size_t k = 0; k < ev->n; k++) {
+		const struct tp_json *e = ev->items[k];
+		const struct tp_json *ph = tp_json_get(e, "ph");
+		if (!ph || strcmp(ph->str, "X"))
+			continue;
+		v[n].pid = tp_json_get(e, "pid")->num;
+		v[n].tid = tp_json_get(e, "tid")->num;
+		v[n].ts = tp_json_get(e, "ts")->num;
+		v[n].end = v[n].ts + tp_json_get(e, "dur")->num;
+		if (v[n].pid == 0)
+			(*n_dev)++;
+		else
+			(*n_link)++;
+		n++;
+	}
+	qsort(v, n, sizeof(*v), by_track);
+	for (size_t k = 1; k < n; k++)
+		if (v[k].pid == v[k - 1].pid && v[k].tid == v[k - 1].tid &&
+		    v[k].ts < v[k - 1].end - 1e-6 * (1 + v[k].ts))
+			(*overlaps)++;
+	free(v);
+	tp_json_doc_release(&doc);
+	free(text);
+}
+
+/* Concurrent flows on a link went to one track as overlapping slices
+ * (132 in this pipeline's trace), which the trace-event format forbids:
+ * no track has overlapping slices now. */
+START_TEST(test_trace_no_overlaps)
+{
+	char *path = path_in(tp_test_tmpdir(), "trace.json");
+	const char *a[] = {"tagplan", "simulate", "-q", "-m",
+			   tp_data_file("demo-model.json"), "-t",
+			   tp_data_file("tag-testbed.json"), "-p",
+			   tp_test_path("data/sim/hetero-pipeline.plan.json"),
+			   "--trace", path, NULL};
+	size_t n_dev, n_link, over;
+	bool all;
+	struct tp_run r;
+
+	tp_run_tagplan(&r, a, NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	trace_stats(path, &n_dev, &n_link, &over, &all);
+	ck_assert_uint_eq(n_dev, 12 * 9);
+	ck_assert_uint_gt(n_link, 0);
+	ck_assert_msg(over == 0, "%zu overlapping slices", over);
+	ck_assert(all);
+}
+END_TEST
+
+/* Every replica of 32-way data parallelism over 2048 micro-batches is
+ * 131,104 device slices: by default the trace keeps one replica of each
+ * kind per stage and stderr says so; --trace-replicas all keeps them all. */
+START_TEST(test_trace_one_replica)
+{
+	const char *dir = tp_test_tmpdir();
+	char *m = path_in(dir, "m.json"), *t = path_in(dir, "t.json");
+	char *one = path_in(dir, "one.json"), *every = path_in(dir, "all.json");
+	const char *mk1[] = {"tagplan", "model", "gpt", "--hidden", "256",
+			     "--layers", "2", "--heads", "4", "--seq", "128",
+			     "--vocab", "1000", "--batch", "65536", "-o", m,
+			     NULL};
+	const char *mk2[] = {"tagplan", "topo", "dgx-a100:4", "-o", t, NULL};
+	const char *a1[] = {"tagplan", "simulate", "-m", m, "-t", t, "-s",
+			    "dp=32", "--trace", one, NULL};
+	const char *a2[] = {"tagplan", "simulate", "-m", m, "-t", t, "-s",
+			    "dp=32", "--trace", every, "--trace-replicas",
+			    "all", "-q", NULL};
+	size_t n_dev, n_link, over, d_all, l_all;
+	bool all;
+	struct tp_run r;
+
+	tp_run_tagplan(&r, mk1, NULL);
+	ck_assert_int_eq(r.status, 0);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, mk2, NULL);
+	ck_assert_int_eq(r.status, 0);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "one replica of each kind per stage"),
+		      "%s", r.err);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, a2, NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	trace_stats(one, &n_dev, &n_link, &over, &all);
+	ck_assert(!all);
+	ck_assert_uint_eq(n_dev, 4097);
+	ck_assert_uint_eq(over, 0);
+	trace_stats(every, &d_all, &l_all, &over, &all);
+	ck_assert(all);
+	ck_assert_uint_eq(d_all, 32 * 4097);
+	ck_assert_uint_eq(over, 0);
+	ck_assert_uint_lt(n_link, l_all);
+}
+END_TEST
+
 Suite *suite_everyday(void)
 {
 	Suite *s = suite_create("everyday");
@@ -196,6 +337,12 @@ Suite *suite_everyday(void)
 	tcase_add_test(tc, test_shipped_names);
 	tcase_add_test(tc, test_check_prints_comparison);
 	tcase_add_test(tc, test_model_dtype_documented);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("trace");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_trace_no_overlaps);
+	tcase_add_test(tc, test_trace_one_replica);
 	suite_add_tcase(s, tc);
 	return s;
 }

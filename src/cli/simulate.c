@@ -51,7 +51,9 @@ static const char about[] =
 	"e.g. -s tp=8,pp=8,dp=16,mb=1,schedule=interleaved:3,recompute=selective\n"
 	"\n"
 	"--trace writes Chrome trace-event JSON (open it in Perfetto or\n"
-	"chrome://tracing): one track per device and per link.  Exit 0 when\n"
+	"chrome://tracing): one track per device, and per link one per\n"
+	"concurrent flow (slices never overlap on a track); large traces keep\n"
+	"one replica per stage (--trace-replicas).  Exit 0 when\n"
 	"the plan fits, 1 when some device runs out of memory (the report says\n"
 	"which and why), 2 for bad input.  The cost model and what it leaves\n"
 	"out: the project's src/sim/README.";
@@ -72,7 +74,7 @@ int cmd_simulate(int argc, char **argv)
 {
 	const char *model = NULL, *topo = NULL, *plan_path = NULL,
 		   *strategy = NULL, *out = NULL, *trace_path = NULL,
-		   *runtime = NULL;
+		   *runtime = NULL, *replicas = "auto";
 	bool strict = false, quiet = false;
 	double bucket_mb = 0;
 	struct tp_opt opts[] = {
@@ -92,6 +94,11 @@ int cmd_simulate(int argc, char **argv)
 		 "write the report here instead of stdout", 0, 0, false},
 		{"trace", 0, TP_OPT_STRING, &trace_path, "F",
 		 "write a Chrome trace-event JSON file", 0, 0, false},
+		{"trace-replicas", 0, TP_OPT_STRING, &replicas, "WHICH",
+		 "replicas of a stage the trace shows: all, one (of each "
+		 "kind) or auto (all up to 100,000 device slices, about 17 MB, "
+		 "else one; stderr says so) [auto]",
+		 0, 0, false},
 		{"grad-bucket-mb", 0, TP_OPT_DOUBLE, &bucket_mb, "MB",
 		 "gradient bucket of the runtime's data-parallel sync, MB "
 		 "(10^6 bytes), instead of the plan's [the plan's; with -s "
@@ -130,6 +137,12 @@ int cmd_simulate(int argc, char **argv)
 	if (tp_opts_parse("simulate", usage, about, opts, argc, argv, NULL,
 			  NULL, &code))
 		return code;
+	if (strcmp(replicas, "auto") && strcmp(replicas, "all") &&
+	    strcmp(replicas, "one"))
+		return tp_cli_usage_error("simulate",
+					  "--trace-replicas %s: expected all, "
+					  "one or auto",
+					  replicas);
 	if (!plan_path == !strategy)
 		return tp_cli_usage_error("simulate",
 					  "give exactly one of -p PLAN and -s "
@@ -230,6 +243,9 @@ int cmd_simulate(int argc, char **argv)
 	}
 	if (bucket_mb > 0)
 		pp->grad_bucket_bytes = bucket_mb * 1e6;
+	so.trace_replicas = !strcmp(replicas, "all")   ? TP_SIM_TRACE_ALL
+			    : !strcmp(replicas, "one") ? TP_SIM_TRACE_ONE
+						       : TP_SIM_TRACE_AUTO;
 	sim = tp_sim_new(mp, cp, &so, &err);
 	if (!sim)
 		goto fail;
@@ -249,12 +265,22 @@ int cmd_simulate(int argc, char **argv)
 		tp_error_set(&err, TP_ENOMEM, "out of memory");
 		goto fail;
 	}
-	if (trace_path && tp_file_write_atomic(trace_path, trace.buf,
-					       trace.len, &err) != TP_OK)
-		goto fail;
-	if (tp_file_write_atomic(out ? out : "-", doc.buf, doc.len, &err) !=
-	    TP_OK)
-		goto fail;
+	{
+		/* the report and the trace together or not at all */
+		const struct tp_output outs[] = {
+			{out ? out : "-", doc.buf, doc.len},
+			{trace_path, trace.buf ? trace.buf : "", trace.len}};
+		if (tp_file_write_set(outs, trace_path ? 2 : 1, &err) != TP_OK)
+			goto fail;
+	}
+	if (trace_path && !quiet && !tp_sim_scratch_trace_all(scratch))
+		fprintf(stderr,
+			"tagplan simulate: the trace shows one replica of each "
+			"kind per stage (%s; --trace-replicas all shows "
+			"every one)\n",
+			strcmp(replicas, "one") ? "every replica would take "
+						  "over 100,000 slices"
+						: "--trace-replicas one");
 	if (!quiet) {
 		struct eval_ctx ec = {sim, scratch};
 		if (tp_cli_table(pp, mp, cp, &r, &text, &err) == TP_OK &&

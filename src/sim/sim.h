@@ -79,9 +79,23 @@ struct tp_runtime;
 void tp_sim_params_runtime(struct tp_sim_params *p,
 			   const struct tp_runtime *rt);
 
+/* Which devices of replicas simulated once get slices in a trace. */
+enum tp_sim_trace_replicas {
+	TP_SIM_TRACE_AUTO, /* all while that is at most
+			      TP_SIM_TRACE_AUTO_SLICES device slices, else
+			      one */
+	TP_SIM_TRACE_ALL,  /* every replica (up to a million slices) */
+	TP_SIM_TRACE_ONE   /* the simulated ones: one replica of each kind
+			      per stage */
+};
+/* Device slices of a trace with every replica shown, at most, under
+ * TP_SIM_TRACE_AUTO: about 17 MB of JSON (a slice is some 170 bytes). */
+#define TP_SIM_TRACE_AUTO_SLICES 100000u
+
 struct tp_sim_options {
 	bool validate; /* run tp_plan_validate first (default true) */
 	struct tp_sim_params params;
+	enum tp_sim_trace_replicas trace_replicas; /* default AUTO */
 };
 
 void tp_sim_options_default(struct tp_sim_options *o);
@@ -103,6 +117,10 @@ enum tp_status tp_sim_run(const struct tp_sim *sim, const struct tp_plan *plan,
 			  struct tp_sim_scratch *scratch,
 			  struct tp_report *report, struct tp_strbuf *trace,
 			  struct tp_error *err);
+
+/* After a run with a trace: whether it showed every replica (false: one
+ * of each kind per stage, TP_SIM_TRACE_ONE or AUTO above its size). */
+bool tp_sim_scratch_trace_all(const struct tp_sim_scratch *s);
 
 /* What tp_sim_run_bounded found before (or instead of) simulating. */
 struct tp_sim_cut {

@@ -210,6 +210,7 @@ struct chanvec {
 
 struct tp_sim_scratch {
 	const struct tp_sim *sim;
+	bool trace_all; /* the last trace showed every replica */
 	uint64_t tasks_total;
 	/* per op, per layer */
 	uint32_t *op_group, *op_mark, *lay_mark;
