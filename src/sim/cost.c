@@ -133,14 +133,18 @@ static int ring_flows(struct tp_sim_scratch *s, const uint32_t *devs,
 /* Add a recorded ring to the accumulation: what tp_sim_acc_flow would
  * have done flow by flow (the same channels in the same first-touch
  * order, the same counts, flows and latency). */
-static void ring_apply(struct tp_sim_scratch *s, const struct bent *e,
+/* Add the kept entries rg_ents[first .. first + n_ent) to the
+ * accumulation (indices, not a pointer: with no entries the vector may be
+ * unallocated, and NULL + 0 is undefined; found by fuzz_pipeline). */
+static void ring_apply(struct tp_sim_scratch *s, uint32_t first,
 		       uint32_t n_ent, uint32_t flows, double latency)
 {
 	for (uint32_t k = 0; k < n_ent; k++) {
-		uint32_t x = e[k].chan;
+		const struct bent *e = &s->rg_ents.v[first + k];
+		uint32_t x = e->chan;
 		if (s->cnt[x] == 0 && tp_vec_push(&s->touched, x))
 			s->acc_oom = true;
-		s->cnt[x] += e[k].count;
+		s->cnt[x] += e->count;
 	}
 	s->acc_flows += flows;
 	if (latency > s->acc_latency)
@@ -256,7 +260,7 @@ static int rg_keep(struct tp_sim_scratch *s, uint32_t kind,
 	s->touched2.n = 0;
 	s->rg_tab[slot] = (uint32_t)s->rg.n;
 	s->rg.v[s->rg.n++] = e;
-	ring_apply(s, s->rg_ents.v + e.ent_first, e.n_ent, e.flows, e.latency);
+	ring_apply(s, e.ent_first, e.n_ent, e.flows, e.latency);
 	return 0;
 }
 
@@ -284,7 +288,7 @@ int tp_sim_acc_ring(struct tp_sim_scratch *s, const uint32_t *devs,
 	x = rg_find(s, 0, devs, n, h, &slot);
 	if (x) {
 		*rings = x->rings;
-		ring_apply(s, s->rg_ents.v + x->ent_first, x->n_ent, x->flows,
+		ring_apply(s, x->ent_first, x->n_ent, x->flows,
 			   x->latency);
 		return 0;
 	}
@@ -313,7 +317,7 @@ int tp_sim_acc_pairs(struct tp_sim_scratch *s, const uint32_t *pairs,
 	h = rg_hash(pairs, n) ^ 0x5bd1e995u;
 	x = rg_find(s, 1, pairs, n, h, &slot);
 	if (x) {
-		ring_apply(s, s->rg_ents.v + x->ent_first, x->n_ent, x->flows,
+		ring_apply(s, x->ent_first, x->n_ent, x->flows,
 			   x->latency);
 		return 0;
 	}
