@@ -71,6 +71,21 @@ START_TEST(test_render_format_conflict)
 }
 END_TEST
 
+/* plan -m - -t - said "-:1:1: empty input" for the second read: it says
+ * that only one input can come from stdin, before reading either. */
+START_TEST(test_plan_two_stdin)
+{
+	const char *a[] = {"tagplan", "plan", "-m", "-", "-t", "-", NULL};
+	struct tp_run r;
+
+	tp_run_tagplan(&r, a, "{}");
+	ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "only one input can come from stdin"),
+		      "%s", r.err);
+	tp_run_free(&r);
+}
+END_TEST
+
 /* ---- 15. the shipped files by name; check's comparison; --dtype ---------- */
 
 /* `tagplan model llama-2-7b` reads the shipped data/models/llama-2-7b.json
@@ -103,6 +118,17 @@ START_TEST(test_shipped_names)
 			      strstr(r.err, "llama-2-7b"),
 		      "%s", r.err);
 	tp_run_free(&r);
+	{
+		const char *a5[] = {"tagplan", "plan", "-m", "gpt2", "-t",
+				    "dgx-a100", "--playouts", "5",
+				    "--threads", "1", "-q", NULL};
+		tp_run_tagplan(&r, a5, NULL);
+		ck_assert_msg(r.status == 0, "plan: exit %d: %s", r.status,
+			      r.err);
+		ck_assert_msg(strstr(r.out, "\"model\": \"gpt2\""), "%.200s",
+			      r.out);
+		tp_run_free(&r);
+	}
 	tp_run_tagplan(&r, a4, NULL);
 	ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
 	ck_assert_msg(strstr(r.err, "shipped model file") &&
@@ -334,6 +360,7 @@ Suite *suite_everyday(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_render_format_conflict);
+	tcase_add_test(tc, test_plan_two_stdin);
 	tcase_add_test(tc, test_shipped_names);
 	tcase_add_test(tc, test_check_prints_comparison);
 	tcase_add_test(tc, test_model_dtype_documented);

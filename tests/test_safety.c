@@ -470,6 +470,12 @@ START_TEST(test_input_endless_device)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	expect_exit2(a1, "NUL byte");
 	expect_exit2(a2, "NUL byte");
+	{
+		const char *a3[] = {"tagplan", "plan", "-m", zero, "-t",
+				    tp_test_path("data/good/two-racks.json"),
+				    "--playouts", "5", NULL};
+		expect_exit2(a3, "NUL byte");
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	ck_assert_msg(t1.tv_sec - t0.tv_sec < 5, "took %lld s",
 		      (long long)(t1.tv_sec - t0.tv_sec));
@@ -627,6 +633,125 @@ START_TEST(test_names_escaped)
 }
 END_TEST
 
+/* ---- 6. every phase under the clock and the signals ------------------ */
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A chain of n ops, one per layer (the grouping's worst case). */
+static void write_chain(const char *path, unsigned n)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "{\"format\": \"tagplan-model/1\", \"name\": \"chain\", "
+		   "\"global_batch_size\": 64, \"dtype\": \"bf16\", "
+		   "\"optimizer\": \"adam\", \"ops\": [");
+	for (unsigned i = 0; i < n; i++)
+		fprintf(f,
+			"%s{\"name\": \"op%u\", \"kind\": \"%s\", "
+			"\"forward_flop_per_sample\": 1e6, \"parameter_bytes\": "
+			"1000, \"output_bytes_per_sample\": 1000}",
+			i ? ", " : "", i, i ? "matmul" : "input");
+	fprintf(f, "], \"edges\": [");
+	for (unsigned i = 0; i + 1 < n; i++)
+		fprintf(f,
+			"%s{\"from\": \"op%u\", \"to\": \"op%u\", "
+			"\"bytes_per_sample\": 1000}",
+			i ? ", " : "", i, i + 1);
+	fprintf(f, "]}\n");
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Start tagplan argv with stdout and stderr to files of dir. */
+static pid_t start_quiet(const char *dir, const char *const *argv)
+{
+	const char *bin = getenv("TAGPLAN_BIN");
+	pid_t pid = fork();
+	int n = 0;
+
+	while (argv[n])
+		n++;
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char **av = calloc((size_t)n + 1, sizeof(*av));
+		int o = open(path_in(dir, "child.out"),
+			     O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int e = open(path_in(dir, "child.err"),
+			     O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (!av || o < 0 || e < 0)
+			_exit(126);
+		av[0] = (char *)(bin ? bin : "./tagplan");
+		for (int i = 1; i < n; i++)
+			av[i] = (char *)argv[i];
+		dup2(o, 1);
+		dup2(e, 2);
+		execv(av[0], av);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Wait at most timeout_s; the exit code (128 + signal), or -1 after
+ * killing it. */
+static int wait_at_most(pid_t pid, double timeout_s)
+{
+	double t0 = now_s();
+	int st;
+
+	while (now_s() - t0 < timeout_s) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st)
+					     : 128 + WTERMSIG(st);
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+/* A 50,000-op chain: grouping it took 20 s, under neither --time-limit
+ * nor Ctrl-C (100,000 ops: 78 s against --time-limit 5).  Now the run
+ * keeps the limit (it covers loading too), and SIGINT during the early
+ * phases ends it at once. */
+START_TEST(test_limit_covers_every_phase)
+{
+	const char *dir = tp_test_tmpdir();
+	char *m = path_in(dir, "chain.json"), *p = path_in(dir, "p.json");
+	const char *a[] = {"tagplan", "plan", "-m", m, "-t",
+			   tp_data_file("tag-testbed.json"), "-o", p,
+			   "--threads", "1", "-q", "--time-limit", "2", NULL};
+	const char *b[] = {"tagplan", "plan", "-m", m, "-t",
+			   tp_data_file("tag-testbed.json"), "-o", p,
+			   "--threads", "1", "-q", "--time-limit", "60", NULL};
+	double t0, took;
+	pid_t pid;
+	int code;
+
+	write_chain(m, 50000);
+	t0 = now_s();
+	pid = start_quiet(dir, a);
+	code = wait_at_most(pid, 30);
+	took = now_s() - t0;
+	ck_assert_msg(code == 0, "exit %d", code);
+	ck_assert_msg(took < 2 + 4, "took %.1f s for --time-limit 2", took);
+	unlink(p);
+	/* Ctrl-C after a second (loading, grouping, baselines) */
+	pid = start_quiet(dir, b);
+	usleep(1000000);
+	kill(pid, SIGINT);
+	t0 = now_s();
+	code = wait_at_most(pid, 30);
+	took = now_s() - t0;
+	ck_assert_msg(code == 130, "exit %d after SIGINT", code);
+	ck_assert_msg(took < 3, "SIGINT answered after %.1f s", took);
+}
+END_TEST
+
 Suite *suite_safety(void)
 {
 	Suite *s = suite_create("safety");
@@ -653,6 +778,11 @@ Suite *suite_safety(void)
 	tcase_add_test(tc, test_input_endless_device);
 	tcase_add_test(tc, test_recorded_fifo_not_reopened);
 	tcase_add_test(tc, test_input_memory_per_byte);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("phases");
+	tcase_set_timeout(tc, 90);
+	tcase_add_test(tc, test_limit_covers_every_phase);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -162,9 +162,10 @@ static enum tp_status load_input(const char *path, bool model,
 
 	tp_load_options_default(&lo);
 	lo.warnings = warn;
-	st = tp_file_read(path, 0, &data, &len, err);
+	st = tp_file_read_text(path, 0, &data, &len, err);
 	if (st) {
 		tp_error_set_file(err, path);
+		tp_inputs_hint_shipped(path, model, err);
 		return st;
 	}
 	tp_sha256_hex(data, len, sha);
@@ -554,6 +555,12 @@ static int check_args(struct plan_args *a)
 			"plan", "%s is missing: give both -m MODEL and -t TOPO, "
 				"or neither to plan the shipped demo",
 			a->model_path ? "-t TOPO" : "-m MODEL");
+	if (a->model_path && a->topo_path && !strcmp(a->model_path, "-") &&
+	    !strcmp(a->topo_path, "-"))
+		return tp_cli_usage_error("plan",
+					  "-m - -t -: only one input can come "
+					  "from stdin; give the other as a "
+					  "file");
 	if (a->dot && a->svg && strcmp(a->dot, a->svg) == 0)
 		return tp_cli_usage_error("plan",
 					  "--dot and --svg name the same file");
@@ -605,6 +612,12 @@ static int load_inputs(struct plan_run *R)
 		R->a.model_path = R->mpath;
 		R->a.topo_path = R->tpath;
 		R->demo = true;
+	} else {
+		/* -m llama-2-7b: the shipped data/models/llama-2-7b.json */
+		R->a.model_path = tp_inputs_shipped(R->a.model_path, true,
+						    R->mpath, sizeof(R->mpath));
+		R->a.topo_path = tp_inputs_shipped(R->a.topo_path, false,
+						   R->tpath, sizeof(R->tpath));
 	}
 	if ((st = load_input(R->a.model_path, true, &R->m, NULL, R->msha,
 			     &R->warn, &R->err)) ||
@@ -655,8 +668,10 @@ static int load_priors(struct plan_run *R)
 	return 0;
 }
 
-/* The search options from the arguments; the time loading took comes out
- * of --time-limit (the search keeps at least a tenth of it). */
+/* The search options from the arguments; --time-limit covers the whole
+ * run: what loading took comes out of it.  When nothing is left the
+ * search still answers (it scores baselines until it has a plan, then
+ * stops), so the run ends shortly after loading. */
 static void search_options(struct plan_run *R, struct bar *bar)
 {
 	struct tp_search_options *so = &R->so;
@@ -672,8 +687,7 @@ static void search_options(struct plan_run *R, struct bar *bar)
 	so->time_limit_s = R->a.time_limit;
 	if (R->a.time_limit > 0) {
 		double spent = monotonic_s() - R->t_start;
-		so->time_limit_s = fmax(R->a.time_limit - spent,
-					0.1 * R->a.time_limit);
+		so->time_limit_s = fmax(R->a.time_limit - spent, 1e-3);
 	}
 	so->playouts = (uint64_t)R->a.playouts;
 	so->baseline = R->a.bl;
@@ -686,25 +700,23 @@ static void search_options(struct plan_run *R, struct bar *bar)
 	so->progress_ctx = bar;
 }
 
-/* The search, with SIGINT/SIGTERM asking it to stop (a second Ctrl-C
- * kills). */
+/* The search (SIGINT/SIGTERM set stop_flag, which it polls). */
 static enum tp_status search(struct plan_run *R, struct bar *bar)
 {
-	struct sigaction sa, old_int, old_term;
-	enum tp_status st;
+	enum tp_status st = tp_planner_run(R->pl, &R->so, &R->res, &R->err);
 
-	stop_flag = 0;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESETHAND;
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	st = tp_planner_run(R->pl, &R->so, &R->res, &R->err);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
 	clear_bar(bar);
 	return st;
+}
+
+/* Ctrl-C or SIGTERM before the search started: nothing to write. */
+static int interrupted_early(const char *phase)
+{
+	fprintf(stderr,
+		"tagplan plan: interrupted while %s, before any plan: nothing "
+		"written\n",
+		phase);
+	return TP_EXIT_INTERRUPTED;
 }
 
 /* The pictures of the device mapping (--dot, --svg), with one Graphviz
@@ -798,7 +810,7 @@ static int answer_code(const struct plan_run *R)
 
 /* Plan the search's inputs: load, search, write.  Returns the exit
  * code. */
-static int plan_run(struct plan_run *R)
+static int plan_steps(struct plan_run *R)
 {
 	struct tp_planner_options po;
 	struct bar bar = {false, false, 0};
@@ -807,6 +819,8 @@ static int plan_run(struct plan_run *R)
 	tp_error_clear(&R->err);
 	if ((code = load_inputs(R)))
 		return code;
+	if (stop_flag)
+		return interrupted_early("loading the inputs");
 	tp_planner_options_default(&po);
 	if (tp_runtime_find(R->a.runtime, &po.runtime, &R->err))
 		return tp_cli_fail(&R->err);
@@ -817,6 +831,8 @@ static int plan_run(struct plan_run *R)
 		return tp_cli_fail(&R->err);
 	if ((code = load_priors(R)))
 		return code;
+	if (stop_flag)
+		return interrupted_early("loading the GNN");
 	search_options(R, &bar);
 	if (search(R, &bar))
 		return tp_cli_fail(&R->err);
@@ -825,6 +841,26 @@ static int plan_run(struct plan_run *R)
 	if ((code = write_outputs(R)))
 		return code;
 	return answer_code(R);
+}
+
+/* The whole run under SIGINT/SIGTERM handlers that ask it to stop (every
+ * phase looks at stop_flag; a second Ctrl-C kills). */
+static int plan_run(struct plan_run *R)
+{
+	struct sigaction sa, old_int, old_term;
+	int code;
+
+	stop_flag = 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESETHAND;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	code = plan_steps(R);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	return code;
 }
 
 int cmd_plan(int argc, char **argv)
