@@ -341,6 +341,51 @@ START_TEST(test_output_empty_name)
 }
 END_TEST
 
+/* ---- 2. all outputs of a command, or none ------------------------------ */
+
+/* plan -o p.json --svg /missing/p.svg exited 3 and left p.json; a full
+ * device for the SVG (a /dev/full of the test's own) the same: now the
+ * plan file is written only with its pictures, an existing one stays as
+ * it was, and the missing directory is found before the search. */
+START_TEST(test_outputs_together)
+{
+	const char *dir = tp_test_tmpdir();
+	char *p = path_in(dir, "p.json"), *full = path_in(dir, "full");
+	char *svg = path_in(dir, "missing/p.svg");
+	const char *a1[] = {"tagplan", "plan", "-m",
+			    tp_test_path("data/good/mlp.json"), "-t",
+			    tp_test_path("data/good/two-racks.json"), "-o", p,
+			    "--svg", svg, "--playouts", "5", "--threads", "1",
+			    NULL};
+	const char *a2[] = {"tagplan", "plan", "-m",
+			    tp_test_path("data/good/mlp.json"), "-t",
+			    tp_test_path("data/good/two-racks.json"), "-o", p,
+			    "--dot", full, "--playouts", "5", "--threads", "1",
+			    "-q", NULL};
+	struct tp_run r;
+	struct stat st;
+	char *now;
+
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(!strstr(r.err, "iteration"),
+		      "searched before failing: %s", r.err);
+	tp_run_free(&r);
+	ck_assert_msg(stat(p, &st) != 0, "p.json was written");
+	if (!make_chr(full, 1, 7))
+		return;
+	ck_assert_int_eq(tp_test_write(p, "old\n", 4), 0);
+	tp_run_tagplan(&r, a2, NULL);
+	ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	now = tp_test_read(p, NULL);
+	ck_assert_ptr_nonnull(now);
+	ck_assert_str_eq(now, "old\n");
+	free(now);
+	ck_assert(is_chr(full));
+}
+END_TEST
+
 /* ---- 4, 5. physical ranges and huge batches ---------------------------- */
 
 /* Run argv; exit 2 with want in the message (not an abort, not a hang:
@@ -765,6 +810,7 @@ Suite *suite_safety(void)
 	tcase_add_test(tc, test_output_is_input);
 	tcase_add_test(tc, test_output_empty_name);
 	tcase_add_test(tc, test_names_escaped);
+	tcase_add_test(tc, test_outputs_together);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("ranges");

@@ -217,6 +217,7 @@ struct plan_run {
 	struct tp_search_result res;
 	struct tp_strbuf warn, text;
 	struct tp_error err;
+	char wrote[2][4096]; /* the pictures written (--dot, --svg) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -719,46 +720,62 @@ static int interrupted_early(const char *phase)
 	return TP_EXIT_INTERRUPTED;
 }
 
-/* The pictures of the device mapping (--dot, --svg), with one Graphviz
- * context for all of them (render.h: a second context after freeing the
- * first reads freed memory in Graphviz 2.43's pango plugin).  Returns 0
- * or the exit code. */
-static int write_pictures(struct plan_run *R)
+/* The plan text and the pictures of the device mapping (--dot, --svg),
+ * rendered with one Graphviz context for all of them (render.h: a second
+ * context after freeing the first reads freed memory in Graphviz 2.43's
+ * pango plugin), then written together or not at all.  Returns 0 or the
+ * exit code. */
+static int write_files(struct plan_run *R)
 {
 	struct tp_render_gvc *gvc = NULL;
+	struct tp_render_file pic[2];
+	struct tp_output outs[3];
+	size_t n = 0;
 	int code = 0;
 
+	tp_render_file_init(&pic[0], R->a.dot, TP_RENDER_DOT);
+	tp_render_file_init(&pic[1], R->a.svg, TP_RENDER_SVG);
+	outs[n++] = (struct tp_output){R->a.out ? R->a.out : "-", R->text.buf,
+				       R->text.len};
 	if (R->a.svg && !(gvc = tp_render_gvc_new())) {
 		tp_error_set(&R->err, TP_ENOMEM, "out of memory");
-		return tp_cli_fail(&R->err);
+		code = tp_cli_fail(&R->err);
+		goto out;
 	}
-	for (int k = 0; k < 2 && !code; k++) {
-		const char *path = k == 0 ? R->a.dot : R->a.svg;
+	for (int k = 0; k < 2; k++) {
 		struct tp_render_options ro;
-		char written[4096];
-		if (!path)
+		if (!pic[k].path)
 			continue;
 		tp_render_options_default(&ro);
 		ro.gvc = gvc;
-		written[0] = 0;
-		if (tp_render_plan_file(&R->res.plan, &R->m, &R->c,
-					&R->res.report, &ro, path,
-					k == 0 ? TP_RENDER_DOT : TP_RENDER_SVG,
-					written, sizeof(written), &R->warn,
-					&R->err)) {
+		if (tp_render_plan_prepare(&R->res.plan, &R->m, &R->c,
+					   &R->res.report, &ro, &pic[k],
+					   &R->warn, &R->err)) {
 			tp_cli_print_warnings("plan", &R->warn);
 			code = tp_cli_fail(&R->err);
-			break;
+			goto out;
 		}
 		tp_cli_print_warnings("plan", &R->warn);
-		if (!R->a.quiet)
-			fprintf(stderr, "tagplan plan: wrote %s\n", written);
+		outs[n++] = (struct tp_output){
+			pic[k].target, pic[k].data.buf ? pic[k].data.buf : "",
+			pic[k].data.len};
 	}
+	if (tp_file_write_set(outs, n, &R->err)) {
+		code = tp_cli_fail(&R->err);
+		goto out;
+	}
+	for (int k = 0; k < 2 && !R->a.quiet; k++)
+		if (pic[k].path)
+			snprintf(R->wrote[k], sizeof(R->wrote[k]), "%s",
+				 pic[k].target);
+out:
+	tp_render_file_release(&pic[0]);
+	tp_render_file_release(&pic[1]);
 	tp_render_gvc_free(gvc);
 	return code;
 }
 
-/* The plan file (or stdout), the human summary and the pictures.
+/* The plan file (or stdout) and the pictures, then the human summary.
  * Returns 0 or the exit code. */
 static int write_outputs(struct plan_run *R)
 {
@@ -771,16 +788,16 @@ static int write_outputs(struct plan_run *R)
 			     "out of memory writing the plan");
 		return tp_cli_fail(&R->err);
 	}
-	if (tp_file_write_atomic(R->a.out ? R->a.out : "-", R->text.buf,
-				 R->text.len, &R->err))
-		return tp_cli_fail(&R->err);
+	if ((code = write_files(R)))
+		return code;
 	if (!R->a.quiet)
 		print_human(&R->res, &R->res.plan, &R->m, &R->c,
 			    tp_planner_sim(R->pl),
 			    R->gnn ? "GNN priors and gains" : R->gnn_note,
 			    R->so.threads, R->so.seed);
-	if ((code = write_pictures(R)))
-		return code;
+	for (int k = 0; k < 2 && !R->a.quiet; k++)
+		if (R->wrote[k][0])
+			fprintf(stderr, "tagplan plan: wrote %s\n", R->wrote[k]);
 	if (!R->a.quiet && R->a.out)
 		fprintf(stderr, "tagplan plan: wrote %s\n", R->a.out);
 	return 0;
@@ -817,22 +834,31 @@ static int plan_steps(struct plan_run *R)
 	int code;
 
 	tp_error_clear(&R->err);
-	if ((code = load_inputs(R)))
-		return code;
-	if (stop_flag)
-		return interrupted_early("loading the inputs");
+	/* an output that cannot be written fails now, not after the search */
+	{
+		const char *const outs[] = {R->a.out, R->a.dot, R->a.svg};
+		for (int k = 0; k < 3; k++)
+			if (outs[k] && tp_file_check_output(outs[k], &R->err))
+				return tp_cli_fail(&R->err);
+	}
+	/* the values the options name (--runtime, --weights) before the
+	   inputs: a bad one is refused before any work */
 	tp_planner_options_default(&po);
 	if (tp_runtime_find(R->a.runtime, &po.runtime, &R->err))
 		return tp_cli_fail(&R->err);
 	if (R->a.bucket_given)
 		po.grad_bucket_bytes = R->a.bucket_mb * 1e6;
-	R->pl = tp_planner_new(&R->m, &R->c, &po, &R->err);
-	if (!R->pl)
-		return tp_cli_fail(&R->err);
 	if ((code = load_priors(R)))
 		return code;
 	if (stop_flag)
 		return interrupted_early("loading the GNN");
+	if ((code = load_inputs(R)))
+		return code;
+	if (stop_flag)
+		return interrupted_early("loading the inputs");
+	R->pl = tp_planner_new(&R->m, &R->c, &po, &R->err);
+	if (!R->pl)
+		return tp_cli_fail(&R->err);
 	search_options(R, &bar);
 	if (search(R, &bar))
 		return tp_cli_fail(&R->err);

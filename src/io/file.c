@@ -606,6 +606,45 @@ enum tp_status tp_file_write_atomic(const char *path, const char *data,
 	return tp_file_write_set(&o, 1, err);
 }
 
+enum tp_status tp_file_check_output(const char *path, struct tp_error *err)
+{
+	struct target t;
+	enum tp_status st = resolve(path, &t, err);
+	char dir[PATH_MAX];
+	struct stat st_dir;
+
+	if (st)
+		return st;
+	if (t.kind == T_FD) {
+		if (fcntl(t.fd, F_GETFL) < 0)
+			return io_fail(err, path,
+				       "cannot write (the descriptor is not "
+				       "open)",
+				       errno);
+		return TP_OK;
+	}
+	if (t.kind == T_STREAM)
+		return TP_OK;
+	/* the directory the temporary goes to */
+	{
+		const char *slash = strrchr(t.path, '/');
+		if (!slash)
+			strcpy(dir, ".");
+		else if (slash == t.path)
+			strcpy(dir, "/");
+		else
+			snprintf(dir, sizeof(dir), "%.*s",
+				 (int)(slash - t.path), t.path);
+	}
+	if (stat(dir, &st_dir) != 0)
+		return io_fail(err, path, "cannot write", errno);
+	if (!S_ISDIR(st_dir.st_mode))
+		return io_fail(err, path, "cannot write", ENOTDIR);
+	if (access(dir, W_OK | X_OK) != 0)
+		return io_fail(err, path, "cannot write", errno);
+	return TP_OK;
+}
+
 bool tp_file_same(const char *a, const char *b)
 {
 	struct stat sa, sb;

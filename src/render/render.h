@@ -133,4 +133,32 @@ enum tp_status tp_render_plan_file(const struct tp_plan *p,
 				   struct tp_strbuf *warning,
 				   struct tp_error *err);
 
+/*
+ * A picture rendered for a file but not written yet, so that a command
+ * can write it together with its other outputs (io.h tp_file_write_set):
+ * tp_render_file_init with the path ("-" = stdout) and format (< 0: from
+ * the extension), tp_render_plan_prepare renders it into data and sets
+ * target to the name to write it to (path, or path with ".dot" when
+ * Graphviz could only give DOT, with the warning of tp_render_plan_file),
+ * tp_render_file_release frees data.
+ */
+struct tp_render_file {
+	const char *path;
+	int format;
+	struct tp_strbuf data;
+	char target[4096];
+};
+
+void tp_render_file_init(struct tp_render_file *f, const char *path,
+			 int format);
+void tp_render_file_release(struct tp_render_file *f);
+enum tp_status tp_render_plan_prepare(const struct tp_plan *p,
+				      const struct tp_model *m,
+				      const struct tp_cluster *c,
+				      const struct tp_report *report,
+				      const struct tp_render_options *o,
+				      struct tp_render_file *f,
+				      struct tp_strbuf *warning,
+				      struct tp_error *err);
+
 #endif
