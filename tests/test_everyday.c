@@ -213,6 +213,49 @@ START_TEST(test_model_dtype_documented)
 }
 END_TEST
 
+/* ---- 12. byte-identical plans --------------------------------------------- */
+
+/* "Same byte for byte with --threads 1" held only without
+ * summary.search.timing: with --no-timing two runs write identical files
+ * (and a plan without timing reads and writes back without it). */
+START_TEST(test_no_timing_identical)
+{
+	const char *dir = tp_test_tmpdir();
+	char *p1 = path_in(dir, "a.json"), *p2 = path_in(dir, "b.json");
+	char *back = path_in(dir, "back.json");
+	const char *const outs[] = {p1, p2};
+	size_t l1, l2;
+	char *t1, *t2;
+	struct tp_run r;
+
+	for (int k = 0; k < 2; k++) {
+		const char *a[] = {"tagplan", "plan", "--threads", "1",
+				   "--playouts", "100", "--no-timing", "-q",
+				   "-o", outs[k], NULL};
+		tp_run_tagplan(&r, a, NULL);
+		ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+		tp_run_free(&r);
+	}
+	t1 = tp_test_read(p1, &l1);
+	t2 = tp_test_read(p2, &l2);
+	ck_assert(t1 && t2);
+	ck_assert_msg(l1 == l2 && !memcmp(t1, t2, l1),
+		      "two runs with --no-timing differ");
+	ck_assert_msg(!strstr(t1, "timing") && !strstr(t1, "search_seconds"),
+		      "wall-clock figures left in");
+	{
+		/* a plan without timing is read as any other */
+		const char *a[] = {"tagplan", "simulate", "-p", p1, "-q", "-o",
+				   back, NULL};
+		tp_run_tagplan(&r, a, NULL);
+		ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+		tp_run_free(&r);
+	}
+	free(t1);
+	free(t2);
+}
+END_TEST
+
 /* ---- 11. the Perfetto trace ---------------------------------------------- */
 
 struct xslice {
@@ -364,6 +407,7 @@ Suite *suite_everyday(void)
 	tcase_add_test(tc, test_shipped_names);
 	tcase_add_test(tc, test_check_prints_comparison);
 	tcase_add_test(tc, test_model_dtype_documented);
+	tcase_add_test(tc, test_no_timing_identical);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("trace");

@@ -70,10 +70,13 @@ static const char about[] =
 	"first; with\n"
 	"--threads 1 and a playout limit reached before the time limit, the "
 	"output is\n"
-	"the same byte for byte from run to run (wall-clock figures only "
-	"under\n"
-	"summary.search.timing).  Ctrl-C writes the best plan so far and "
-	"exits 130.\n"
+	"the same byte for byte from run to run but for the wall-clock "
+	"figures of\n"
+	"summary.search.timing (search_seconds, playouts_per_s), which "
+	"--no-timing\n"
+	"leaves out.  The time limit covers loading too.  Ctrl-C writes the "
+	"best plan\n"
+	"so far and exits 130.\n"
 	"--baseline NAME writes that baseline's plan instead of searching.  "
 	"Exit 1\n"
 	"when nothing fits in memory (the closest plan is written, with why).";
@@ -196,7 +199,7 @@ struct plan_args {
 	const char *baseline, *compression, *weights, *dot, *svg, *runtime;
 	double time_limit, bucket_mb;
 	long long playouts, threads, seed, groups;
-	bool no_gnn, quiet;
+	bool no_gnn, quiet, no_timing;
 	bool bucket_given; /* --grad-bucket-mb given (else the runtime's) */
 	int bl, comp; /* --baseline (-1 = search), --compression parsed */
 };
@@ -287,6 +290,7 @@ static void fill_summary(struct plan_run *R)
 	s->threads = so->threads;
 	s->gnn = R->gnn != NULL;
 	snprintf(s->weights, sizeof(s->weights), "%s", weights ? weights : "");
+	s->no_timing = R->a.no_timing;
 	s->search_seconds = res->seconds;
 	s->playouts_per_s =
 		res->seconds > 0 ? (double)res->playouts / res->seconds : 0;
@@ -948,6 +952,11 @@ int cmd_plan(int argc, char **argv)
 		 false},
 		{"quiet", 'q', TP_OPT_FLAG, &a->quiet, NULL,
 		 "no human summary on stderr", 0, 0, false},
+		{"no-timing", 0, TP_OPT_FLAG, &a->no_timing, NULL,
+		 "leave the wall-clock figures (summary.search.timing) out of "
+		 "the plan, so that runs with --threads 1 and a playout limit "
+		 "are identical byte for byte",
+		 0, 0, false},
 		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
 	int code;
 

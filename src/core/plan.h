@@ -139,6 +139,8 @@ struct tp_plan_summary {
 	char weights[1024]; /* comma-separated (an ensemble) */
 	double search_seconds;   /* timing */
 	double playouts_per_s;   /* timing */
+	bool no_timing; /* no "timing" object (plan --no-timing, or a file
+			   without one): written without wall-clock figures */
 	/* provenance */
 	char version[32];
 	char model_sha256[65], topology_sha256[65];

@@ -579,6 +579,7 @@ static enum tp_status read_summary(struct reader *r, const struct tp_json *s,
 		    (st = tp_jget_object(j, search, "timing", false, &timing)))
 			return st;
 		sum->threads = (uint32_t)threads;
+		sum->no_timing = timing == NULL;
 		if (timing) {
 			size_t o3 = tp_jctx_push_key(j, "timing");
 			if ((st = tp_jctx_object(j, timing, "the search timing",
@@ -942,11 +943,13 @@ static void write_summary(struct tp_jw *jw, const struct tp_plan_summary *s,
 	tp_jw_kv_bool(jw, "gnn", s->gnn);
 	if (s->weights[0])
 		tp_jw_kv_string(jw, "weights", s->weights);
-	tp_jw_key(jw, "timing");
-	tp_jw_object_begin(jw);
-	tp_jw_kv_number(jw, "search_seconds", s->search_seconds);
-	tp_jw_kv_number(jw, "playouts_per_s", s->playouts_per_s);
-	tp_jw_object_end(jw);
+	if (!s->no_timing) {
+		tp_jw_key(jw, "timing");
+		tp_jw_object_begin(jw);
+		tp_jw_kv_number(jw, "search_seconds", s->search_seconds);
+		tp_jw_kv_number(jw, "playouts_per_s", s->playouts_per_s);
+		tp_jw_object_end(jw);
+	}
 	tp_jw_object_end(jw);
 	tp_jw_key(jw, "provenance");
 	tp_jw_object_begin(jw);
