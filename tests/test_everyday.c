@@ -4,14 +4,22 @@
  * files by name, check's comparison, the help agreeing with tagplan(1),
  * the progress bar's width, the Perfetto trace, byte-identical plans.
  */
+/* posix_openpt, grantpt, unlockpt, ptsname */
+#define _XOPEN_SOURCE 700
 #include <check.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/progress.h"
 #include "io/json.h"
 #include "util.h"
 
@@ -256,6 +264,135 @@ START_TEST(test_no_timing_identical)
 }
 END_TEST
 
+/* ---- 10. the progress line ----------------------------------------------- */
+
+/* Every form at every width from 10 to 200 columns stays within W - 1,
+ * with the bar from 60 columns on and none below. */
+START_TEST(test_progress_fits)
+{
+	struct tp_search_progress p;
+	char line[512];
+
+	memset(&p, 0, sizeof(p));
+	p.playouts = 123456;
+	p.playout_limit = 5000000;
+	p.elapsed_s = 12345.6;
+	p.time_limit_s = 99999;
+	p.have_best = p.best_feasible = true;
+	p.best_time_s = 0.123456789;
+	p.reference_time_s = 0.2;
+	p.phase = "baselines";
+	for (int w = 10; w <= 200; w++) {
+		tp_cli_progress_format(&p, w, line, sizeof(line));
+		ck_assert_msg((int)strlen(line) <= w - 1,
+			      "%d columns: %zu: %s", w, strlen(line), line);
+		ck_assert_msg((w >= 60) == (line[0] == '['), "%d columns: %s",
+			      w, line);
+		ck_assert_msg(strstr(line, "%"), "%d columns: %s", w, line);
+		if (w >= 30)
+			ck_assert_msg(strstr(line, "0.1235 s"),
+				      "%d columns: %s", w, line);
+	}
+	tp_cli_progress_format(&p, 120, line, sizeof(line));
+	ck_assert_msg(strstr(line, "(1.62x)") && strstr(line, "s left") &&
+			      strstr(line, "playouts/s"),
+		      "%s", line);
+}
+END_TEST
+
+/* Run plan for about two seconds with stderr on a pseudo-terminal of
+ * cols columns; every redraw of the progress line ("\r\033[K" + text) is
+ * at most cols - 1 wide (the bar was 82 wide in an 80-column terminal,
+ * which scrolled a line per redraw).  Returns the number of redraws, -1
+ * without pseudo-terminals. */
+static int progress_redraws(int cols, bool *bar_seen)
+{
+	const char *bin = getenv("TAGPLAN_BIN");
+	int master = posix_openpt(O_RDWR | O_NOCTTY), n = 0;
+	char *seen = NULL, *q;
+	size_t len = 0, cap = 0;
+	struct winsize ws = {24, (unsigned short)cols, 0, 0};
+	pid_t pid;
+	int st;
+
+	*bar_seen = false;
+	if (master < 0 || grantpt(master) || unlockpt(master) ||
+	    !ptsname(master) || access(ptsname(master), R_OK | W_OK)) {
+		fprintf(stderr, "everyday: no pseudo-terminal: skipped\n");
+		return -1;
+	}
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+		int null = open("/dev/null", O_RDWR);
+		if (slave < 0 || null < 0)
+			_exit(126);
+		ioctl(slave, TIOCSWINSZ, &ws);
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(slave, 2);
+		unsetenv("COLUMNS");
+		execl(bin ? bin : "./tagplan", "tagplan", "plan", "--threads",
+		      "1", "--time-limit", "2", "--playouts", "0", "-m",
+		      tp_test_path("data/good/mlp.json"), "-t",
+		      tp_test_path("data/good/two-racks.json"), (char *)NULL);
+		_exit(127);
+	}
+	for (;;) {
+		char buf[4096];
+		struct pollfd pf = {master, POLLIN, 0};
+		ssize_t k;
+		if (poll(&pf, 1, 200) > 0) {
+			k = read(master, buf, sizeof(buf));
+			if (k <= 0)
+				break;
+			if (len + (size_t)k + 1 > cap) {
+				cap = (len + (size_t)k + 1) * 2;
+				seen = realloc(seen, cap);
+				ck_assert_ptr_nonnull(seen);
+			}
+			memcpy(seen + len, buf, (size_t)k);
+			len += (size_t)k;
+			seen[len] = '\0';
+		} else if (waitpid(pid, &st, WNOHANG) == pid) {
+			pid = -1;
+			break;
+		}
+	}
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	close(master);
+	ck_assert_ptr_nonnull(seen);
+	for (q = seen; (q = strstr(q, "\r\033[K")); q += 4) {
+		const char *t = q + 4, *end = t;
+		while (*end && *end != '\r' && *end != '\n')
+			end++;
+		if (end == t)
+			continue;
+		ck_assert_msg(end - t <= cols - 1,
+			      "%d columns: a %d-column line: %.*s", cols,
+			      (int)(end - t), (int)(end - t), t);
+		*bar_seen |= *t == '[';
+		n++;
+	}
+	free(seen);
+	return n;
+}
+
+START_TEST(test_progress_in_terminal)
+{
+	bool bar;
+	int n = progress_redraws(80, &bar);
+
+	if (n < 0)
+		return;
+	ck_assert_msg(n >= 3 && bar, "%d redraws at 80 columns", n);
+	n = progress_redraws(50, &bar);
+	ck_assert_msg(n >= 3 && !bar, "%d redraws at 50 columns", n);
+}
+END_TEST
+
 /* ---- 11. the Perfetto trace ---------------------------------------------- */
 
 struct xslice {
@@ -408,6 +545,12 @@ Suite *suite_everyday(void)
 	tcase_add_test(tc, test_check_prints_comparison);
 	tcase_add_test(tc, test_model_dtype_documented);
 	tcase_add_test(tc, test_no_timing_identical);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("progress");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_progress_fits);
+	tcase_add_test(tc, test_progress_in_terminal);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("trace");

@@ -22,6 +22,7 @@
 #include "gnn/provider.h"
 #include "io/io.h"
 #include "inputs.h"
+#include "progress.h"
 #include "render/render.h"
 #include "table.h"
 #include "search/search.h"
@@ -95,47 +96,20 @@ static void on_signal(int sig)
 struct bar {
 	bool on;
 	bool drawn;
-	double dp_time;
 };
 
+/* The line of progress.h, redrawn in place at the terminal's width (read
+ * each time: the window may be resized). */
 static void draw_bar(void *ctx, const struct tp_search_progress *p)
 {
 	struct bar *b = ctx;
-	double frac = 0, left = -1;
-	char best[64] = "-";
-	int width = 24, fill;
+	char line[512];
 
 	if (!b->on)
 		return;
-	if (p->time_limit_s > 0) {
-		frac = p->elapsed_s / p->time_limit_s;
-		left = p->time_limit_s - p->elapsed_s;
-	}
-	if (p->playout_limit > 0) {
-		double f = (double)p->playouts / (double)p->playout_limit;
-		if (f > frac) {
-			frac = f;
-			if (p->elapsed_s > 0 && p->playouts > 0)
-				left = p->elapsed_s * (1 - f) / f;
-		}
-	}
-	if (frac > 1)
-		frac = 1;
-	fill = (int)(frac * width + 0.5);
-	if (p->have_best)
-		snprintf(best, sizeof(best), "%.4g s%s", p->best_time_s,
-			 p->best_feasible ? "" : " (does not fit)");
-	fprintf(stderr, "\r\033[K[%.*s%.*s] %3.0f%%  %-9s best %s",
-		fill, "########################", width - fill,
-		"........................", frac * 100,
-		p->phase ? p->phase : "", best);
-	if (p->have_best && p->best_feasible && b->dp_time > 0)
-		fprintf(stderr, " (%.2fx dp)", b->dp_time / p->best_time_s);
-	if (left >= 0)
-		fprintf(stderr, "  %.0f s left", left);
-	if (p->elapsed_s > 0.5)
-		fprintf(stderr, "  %.0f playouts/s",
-			(double)p->playouts / p->elapsed_s);
+	tp_cli_progress_format(p, tp_cli_terminal_columns(STDERR_FILENO), line,
+			       sizeof(line));
+	fprintf(stderr, "\r\033[K%s", line);
 	fflush(stderr);
 	b->drawn = true;
 }
@@ -834,7 +808,7 @@ static int answer_code(const struct plan_run *R)
 static int plan_steps(struct plan_run *R)
 {
 	struct tp_planner_options po;
-	struct bar bar = {false, false, 0};
+	struct bar bar = {false, false};
 	int code;
 
 	tp_error_clear(&R->err);
@@ -866,8 +840,6 @@ static int plan_steps(struct plan_run *R)
 	search_options(R, &bar);
 	if (search(R, &bar))
 		return tp_cli_fail(&R->err);
-	if (R->res.baselines[TP_BASELINE_DP].feasible)
-		bar.dp_time = R->res.baselines[TP_BASELINE_DP].iteration_time_s;
 	if ((code = write_outputs(R)))
 		return code;
 	return answer_code(R);
