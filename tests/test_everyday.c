@@ -94,6 +94,49 @@ START_TEST(test_plan_two_stdin)
 }
 END_TEST
 
+/* ---- 7. errors that said something else ----------------------------------- */
+
+/* A model of one op (an input) validates and simulates; plan exited 3
+ * "no candidate plan could be evaluated" (an iteration of 0 s counted as
+ * a failed evaluation): it plans it.  parameter_bytes 1e308 with -s dp=8
+ * said "$.schedule ... use the 1f1b schedule" (the default already): it
+ * says which field is out of range. */
+START_TEST(test_misleading_errors)
+{
+	const char *dir = tp_test_tmpdir();
+	char *one = path_in(dir, "one.json"), *p = path_in(dir, "p.json");
+	static const char model[] =
+		"{\"format\": \"tagplan-model/1\", \"name\": \"one\", "
+		"\"global_batch_size\": 64, \"dtype\": \"fp32\", \"optimizer\": "
+		"\"sgd\", \"ops\": [{\"name\": \"x\", \"kind\": \"input\", "
+		"\"forward_flop_per_sample\": 0, \"parameter_bytes\": 0, "
+		"\"output_bytes_per_sample\": 4000}]}\n";
+	const char *a1[] = {"tagplan", "plan", "-m", one, "-t",
+			    tp_test_path("data/good/two-racks.json"), "-o", p,
+			    "--playouts", "20", "--threads", "1", "-q", NULL};
+	const char *a2[] = {"tagplan", "check", "-p", p, NULL};
+	const char *a3[] = {"tagplan", "simulate", "-m",
+			    tp_test_path("data/bad/range-parameter-bytes.json"),
+			    "-t", tp_data_file("tag-testbed.json"), "-s",
+			    "dp=8,pp=2", "-q", NULL};
+	struct tp_run r;
+
+	ck_assert_int_eq(tp_test_write(one, model, strlen(model)), 0);
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0, "plan: exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, a2, NULL);
+	ck_assert_msg(r.status == 0, "check: exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, a3, NULL);
+	ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "parameter_bytes") &&
+			      !strstr(r.err, "schedule"),
+		      "%s", r.err);
+	tp_run_free(&r);
+}
+END_TEST
+
 /* ---- 15. the shipped files by name; check's comparison; --dtype ---------- */
 
 /* `tagplan model llama-2-7b` reads the shipped data/models/llama-2-7b.json
@@ -541,6 +584,7 @@ Suite *suite_everyday(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_render_format_conflict);
 	tcase_add_test(tc, test_plan_two_stdin);
+	tcase_add_test(tc, test_misleading_errors);
 	tcase_add_test(tc, test_shipped_names);
 	tcase_add_test(tc, test_check_prints_comparison);
 	tcase_add_test(tc, test_model_dtype_documented);

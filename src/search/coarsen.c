@@ -101,8 +101,9 @@ static uint32_t gcd32(uint32_t a, uint32_t b)
  * sum (seg / mean)^2 + penalty * (cuts where inside[i]).  cut[j] = 1 when a
  * cut before position j (1 <= j < n) lies inside a layer.  Segments are
  * bounded by `limit` weight (but always allowed one element) to keep the
- * dynamic programme near-linear; returns -1 when that makes it infeasible
- * (the caller retries without a limit).
+ * dynamic programme near-linear; returns -2 when that makes it infeasible
+ * (the caller retries without a limit) or the costs overflow, -1 when
+ * memory runs out.
  */
 static int segment(const double *pre, const uint8_t *inside, uint32_t n,
 		   uint32_t k, double mean, double limit, uint32_t *first)
@@ -151,8 +152,10 @@ static int segment(const double *pre, const uint8_t *inside, uint32_t n,
 			A(s, i) = barg;
 		}
 	}
-	if (!isfinite(F(k, n)))
+	if (!isfinite(F(k, n))) {
+		rc = -2; /* feasible under the limit only: no finite cost */
 		goto out;
+	}
 	first[k] = n;
 	for (uint32_t s = k, i = n; s > 0; s--) {
 		i = A(s, i);
@@ -254,8 +257,10 @@ static int segment_dc(const double *pre, const uint8_t *inside, uint32_t n,
 		/* i >= s, and n - i elements left for k - s segments */
 		dc_fill(&d, s, n - (k - s), s - 1, n - (k - s) - 1);
 	}
-	if (!isfinite(rows[(size_t)(k & 1) * (n + 1) + n]))
+	if (!isfinite(rows[(size_t)(k & 1) * (n + 1) + n])) {
+		rc = -2; /* the costs overflow */
 		goto out;
+	}
 	first[k] = n;
 	for (uint32_t s = k, i = n; s > 0; s--) {
 		i = arg[(size_t)s * (n + 1) + i];
@@ -316,12 +321,31 @@ enum tp_status tp_coarsen(const struct tp_model *m, uint32_t n_groups,
 	mean = pre[n] / k;
 	if (!(mean > 0))
 		mean = 1;
-	if (n > DC_ABOVE_OPS ? segment_dc(pre, inside, n, k, mean, g->first)
-			     : segment(pre, inside, n, k, mean,
-				       4 * mean + maxw, g->first) &&
-				       segment(pre, inside, n, k, mean,
-					       INFINITY, g->first))
-		goto nomem;
+	{
+		int rc = n > DC_ABOVE_OPS
+				 ? segment_dc(pre, inside, n, k, mean, g->first)
+				 : segment(pre, inside, n, k, mean,
+					   4 * mean + maxw, g->first);
+		if (rc == -2 && n <= DC_ABOVE_OPS)
+			rc = segment(pre, inside, n, k, mean, INFINITY,
+				     g->first);
+		if (rc == -2) {
+			/* not memory: the figures (said so; it read "out of
+			   memory while grouping ops") */
+			double total = pre[n];
+			free(pre);
+			free(inside);
+			tp_groups_release(g);
+			return tp_error_set(
+				err, TP_EINPUT,
+				"the ops' costs overflow when grouped (%u ops, "
+				"%.6g FLOP-equivalents per sample in all); "
+				"check the model's figures",
+				n, total);
+		}
+		if (rc)
+			goto nomem;
+	}
 	for (uint32_t s = 0; s < k; s++) {
 		uint32_t units = 0;
 		if (g->first[s] > 0 && inside[g->first[s]])

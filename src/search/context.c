@@ -375,7 +375,10 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 	out->feasible = w->report.feasible;
 	out->time = w->report.iteration_time_s;
 	out->over = tp_search_over_fraction(&w->report);
-	if (!(out->time > 0) || !isfinite(out->time)) {
+	/* a plan of nothing to compute takes 0 s (a model of one input op):
+	   a valid score, not a failure (it made plan answer "no candidate
+	   plan could be evaluated") */
+	if (!(out->time >= 0) || !isfinite(out->time)) {
 		out->ok = false;
 		out->feasible = false;
 		out->time = INFINITY;

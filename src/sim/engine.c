@@ -521,13 +521,24 @@ enum tp_status tp_sim_run_engine(const struct tp_sim *sim,
 	*t_end = 0;
 	for (size_t t = 0; t < nt; t++) {
 		const struct task *x = &s->tasks.v[t];
+		/* a task of infinite length is the figures', not the
+		   schedule's (it read "use the 1f1b schedule" under 1f1b) */
+		if (!isfinite(x->dur) || (x->done && !isfinite(x->end)))
+			return tp_error_set(
+				err, TP_EINPUT,
+				"a task of the plan takes forever: the model's "
+				"or the topology's figures are too large (or a "
+				"rate too small) to simulate");
+	}
+	for (size_t t = 0; t < nt; t++) {
+		const struct task *x = &s->tasks.v[t];
 		if (!x->done)
 			return tp_error_set_path(
 				err, TP_EINPUT, "$.schedule",
-				"the plan's groups cannot run in the %s order "
-				"(tasks wait for each other); use the 1f1b "
-				"schedule or groups that form a pipeline",
-				"chosen");
+				"the plan's groups cannot run in this order "
+				"(tasks wait for each other); use groups that "
+				"form a pipeline, on disjoint device sets in "
+				"order");
 		if (x->end > *t_end)
 			*t_end = x->end;
 	}
