@@ -137,6 +137,166 @@ START_TEST(test_misleading_errors)
 }
 END_TEST
 
+/* ---- 14. the summary's wording -------------------------------------------- */
+
+/* Run argv; stderr (a copy the caller frees), after asserting exit 0 or
+ * 1 and that every line is at most 80 columns. */
+static char *summary_of(const char *const *argv)
+{
+	struct tp_run r;
+	char *err;
+
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_msg(r.status == 0 || r.status == 1, "%s: exit %d: %s",
+		      argv[1], r.status, r.err);
+	for (const char *l = r.err; *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t n = nl ? (size_t)(nl - l) : strlen(l);
+		ck_assert_msg(n <= 80, "a %zu-column line: %.*s", n, (int)n, l);
+		l += n + (nl ? 1 : 0);
+	}
+	err = strdup(r.err);
+	tp_run_free(&r);
+	return err;
+}
+
+START_TEST(test_summary_wording)
+{
+	const char *dir = tp_test_tmpdir();
+	char *g = path_in(dir, "g.json"), *slow = path_in(dir, "slow.json");
+	char *mix = path_in(dir, "mix.json"), *names = path_in(dir, "n.json");
+	char *e;
+	struct tp_run r;
+	static const char three[] =
+		"{\"format\": \"tagplan-topology/1\", \"name\": \"four\", "
+		"\"nodes\": ["
+		"{\"name\": \"alpha-long-node-name-0\", \"devices\": [{\"type\": \"V100-SXM2-32GB\", \"count\": 2}], \"nic\": {\"bandwidth_Bps\": 1e10, \"latency_s\": 1e-5}}"
+		", {\"name\": \"beta-other-name-1\", \"devices\": [{\"type\": \"V100-SXM2-32GB\", \"count\": 2}], \"nic\": {\"bandwidth_Bps\": 1e10, \"latency_s\": 1e-5}}"
+		", {\"name\": \"gamma-2\", \"devices\": [{\"type\": \"V100-SXM2-32GB\", \"count\": 2}], \"nic\": {\"bandwidth_Bps\": 1e10, \"latency_s\": 1e-5}}"
+		", {\"name\": \"delta-3\", \"devices\": [{\"type\": \"V100-SXM2-32GB\", \"count\": 2}], \"nic\": {\"bandwidth_Bps\": 1e10, \"latency_s\": 1e-5}}"
+		"]}\n";
+	{
+		const char *a1[] = {"tagplan", "model", "gpt", "--hidden",
+				    "2048", "--layers", "16", "--heads", "16",
+				    "--seq", "256", "--vocab", "50000",
+				    "--batch", "16", "-o", g, NULL};
+		const char *a2[] = {"tagplan", "topo", "v100-nvlink:4", "--net",
+				    "10gbe", "-o", slow, NULL};
+		const char *a3[] = {"tagplan", "topo", "v100-nvlink:2",
+				    "1080ti-pcie:1", "-o", mix, NULL};
+		const char *const *mk[] = {a1, a2, a3};
+		for (int k = 0; k < 3; k++) {
+			tp_run_tagplan(&r, mk[k], NULL);
+			ck_assert_msg(r.status == 0, "exit %d: %s", r.status,
+				      r.err);
+			/* plurals: "in 1 node", "in 5 nodes" */
+			ck_assert_msg(!strstr(r.err, " 1 nodes"), "%s", r.err);
+			tp_run_free(&r);
+		}
+		ck_assert_int_eq(tp_test_write(names, three, strlen(three)), 0);
+	}
+	{
+		/* one stage: the header still says "stage"; a busy link is
+		   named; MFU of one device type over the whole cluster */
+		const char *a[] = {"tagplan", "simulate", "-m", g, "-t", slow,
+				   "-s", "dp=16", NULL};
+		e = summary_of(a);
+		ck_assert_msg(!strncmp(e, "stage ", 6), "%s", e);
+		ck_assert_msg(strstr(e, "busiest: link v100-nvlink-0/gpu0 -- "
+					"v100-nvlink-0/nic (nic, 1.25 GB/s)"),
+			      "%s", e);
+		ck_assert_msg(strstr(e, "(all 16 devices used)"), "%s", e);
+		free(e);
+	}
+	{
+		/* interleaved: the stage's chunks, not the span of them */
+		const char *a[] = {"tagplan", "simulate", "-m", g, "-t", slow,
+				   "-s", "pp=2,dp=8,schedule=interleaved:4",
+				   NULL};
+		e = summary_of(a);
+		ck_assert_msg(strstr(e, " 0-1,+3 "), "%s", e);
+		ck_assert_msg(!strstr(e, " 0-13 "), "%s", e);
+		free(e);
+	}
+	{
+		/* devices left idle: MFU over the devices used and over the
+		   cluster, labelled; times with one unit style */
+		const char *a[] = {"tagplan", "plan", "-m",
+				   tp_data_file("models/resnet50.json"), "-t",
+				   mix, "--playouts", "50", "--threads", "1",
+				   NULL};
+		e = summary_of(a);
+		ck_assert_msg(strstr(e, "MFU ") && strstr(e, "% of the 8 devices "
+							     "used, ") &&
+				      strstr(e, "% of all 10"),
+			      "%s", e);
+		ck_assert_msg(strstr(e, " ms (") && !strstr(e, "0 s ("), "%s",
+			      e);
+		free(e);
+	}
+	{
+		/* four nodes whose names do not fit: the first and how many
+		   more (it printed "alpha-long-... .. ... (4 nodes)") */
+		const char *a[] = {"tagplan", "simulate", "-m", g, "-t", names,
+				   "-s", "dp=8", NULL};
+		e = summary_of(a);
+		ck_assert_msg(strstr(e, " alpha-long-node-... and 3 more 8 x 1") &&
+				      !strstr(e, ".. ..."),
+			      "%s", e);
+		free(e);
+	}
+}
+END_TEST
+
+/* Device sets that overlap are "placements" in the table as in the
+ * picture (the table said "stage"); one op group is "1 op group". */
+START_TEST(test_summary_placements)
+{
+	const char *dir = tp_test_tmpdir();
+	char *p = path_in(dir, "p.json"), *q = path_in(dir, "q.json");
+	char *text, *at, *e;
+	size_t len;
+	const char *mk[] = {"tagplan", "plan", "-m",
+			    tp_test_path("data/good/mlp.json"), "-t",
+			    tp_test_path("data/good/two-racks.json"), "-o", p,
+			    "--baseline", "dp", "-q", NULL};
+	struct tp_run r;
+
+	tp_run_tagplan(&r, mk, NULL);
+	ck_assert_int_eq(r.status, 0);
+	tp_run_free(&r);
+	text = tp_test_read(p, &len);
+	ck_assert_ptr_nonnull(text);
+	/* the dp plan is one group on all five devices; split its ops in
+	 * two groups, the second on the first device only (overlapping) */
+	at = strstr(text, "\"groups\": [");
+	ck_assert_ptr_nonnull(at);
+	{
+		FILE *f = fopen(q, "w");
+		ck_assert_ptr_nonnull(f);
+		fprintf(f, "%.*s", (int)(at - text), text);
+		fprintf(f,
+			"\"groups\": [{\"ops\": [\"input\", \"fc1\", \"relu\"], "
+			"\"devices\": [\"a/gpu0\", \"a/gpu1\"], \"dp\": 2}, "
+			"{\"ops\": [\"fc2\", \"loss\"], \"devices\": "
+			"[\"a/gpu0\"]}]}\n");
+		ck_assert_int_eq(fclose(f), 0);
+	}
+	free(text);
+	{
+		const char *a[] = {"tagplan", "simulate", "-p", q, "-m",
+				   tp_test_path("data/good/mlp.json"), "-t",
+				   tp_test_path("data/good/two-racks.json"),
+				   NULL};
+		e = summary_of(a);
+		ck_assert_msg(!strncmp(e, "placement ", 10) ||
+				      strstr(e, "\nplacement "),
+			      "%s", e);
+		free(e);
+	}
+}
+END_TEST
+
 /* ---- 15. the shipped files by name; check's comparison; --dtype ---------- */
 
 /* `tagplan model llama-2-7b` reads the shipped data/models/llama-2-7b.json
@@ -585,6 +745,8 @@ Suite *suite_everyday(void)
 	tcase_add_test(tc, test_render_format_conflict);
 	tcase_add_test(tc, test_plan_two_stdin);
 	tcase_add_test(tc, test_misleading_errors);
+	tcase_add_test(tc, test_summary_wording);
+	tcase_add_test(tc, test_summary_placements);
 	tcase_add_test(tc, test_shipped_names);
 	tcase_add_test(tc, test_check_prints_comparison);
 	tcase_add_test(tc, test_model_dtype_documented);

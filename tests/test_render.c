@@ -888,8 +888,8 @@ START_TEST(test_table)
 	tp_strbuf_init(&sb);
 	ck_assert_int_eq(tp_cli_table(&p, &m, &c, &r, &sb, &err), TP_OK);
 	/* stage 0 on v100 (4 devices), stage 1 on both gtx nodes */
-	ck_assert_msg(strstr(sb.buf, "    0       4 v100 "), "%s", sb.buf);
-	ck_assert_msg(strstr(sb.buf, "    1       4 gtx-a, gtx-b "), "%s",
+	ck_assert_msg(strstr(sb.buf, "        0     4 v100 "), "%s", sb.buf);
+	ck_assert_msg(strstr(sb.buf, "        1     4 gtx-a, gtx-b "), "%s",
 		      sb.buf);
 	ck_assert(strstr(sb.buf, "2 x 2"));
 	ck_assert(strstr(sb.buf, "50.0% 60-63%"));

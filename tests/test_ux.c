@@ -681,7 +681,7 @@ START_TEST(test_tables_1024)
 		tp_run_tagplan(&r, argv, NULL);
 		ck_assert_msg(r.status == 0 || r.status == 1, "%s", r.err);
 		assert_narrow(r.err);
-		ck_assert_msg(strstr(r.err, "   0-31    1024 dgx-a100-0..127 "
+		ck_assert_msg(strstr(r.err, "     0-31  1024 dgx-a100-0..127 "
 					    "(128 nodes)"),
 			      "%s", r.err);
 		for (const char *q = r.err; (q = strstr(q, " 8 x 4 ")); q++)

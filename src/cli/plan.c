@@ -24,6 +24,7 @@
 #include "inputs.h"
 #include "progress.h"
 #include "render/render.h"
+#include "render/scene.h"
 #include "table.h"
 #include "search/search.h"
 #include "search/planner.h"
@@ -434,19 +435,23 @@ static void print_human(const struct tp_search_result *res,
 	tp_strbuf_release(&t);
 	/* the rest through a buffer, wrapped at 80 columns */
 	{
-		char *buf = NULL, skips[128] = "";
+		char *buf = NULL, skips[160] = "", tb[32];
 		size_t len = 0;
 		FILE *f = open_memstream(&buf, &len);
 		if (!f) {
 			f = stderr;
 		}
 		print_structure(f, p, m, c);
-		if (res->lower_bound_s > 0 && r->iteration_time_s > 0)
+		/* times with an SI prefix, as the table above ("143 ms"; it
+		   mixed "0.1435 s" with "143 ms") */
+		if (res->lower_bound_s > 0 && r->iteration_time_s > 0) {
+			tp_render_fmt_si(tb, sizeof(tb), res->lower_bound_s,
+					 "s");
 			fprintf(f,
-				"  lower bound    %.4g s (all devices computing at "
+				"  lower bound    %s (all devices computing at "
 				"peak): this plan is at %.0f%%\n",
-				res->lower_bound_s,
-				100 * res->lower_bound_s / r->iteration_time_s);
+				tb, 100 * res->lower_bound_s / r->iteration_time_s);
+		}
 		fprintf(f, "  baselines      ");
 		for (int b = 0, first = 1; b < TP_BASELINE_COUNT; b++) {
 			const struct tp_baseline_result *br = &res->baselines[b];
@@ -457,29 +462,40 @@ static void print_human(const struct tp_search_result *res,
 				fprintf(f, "n/a");
 			else if (!br->feasible)
 				fprintf(f, "does not fit");
-			else if (r->feasible && r->iteration_time_s > 0)
-				fprintf(f, "%.4g s (%.2fx)", br->iteration_time_s,
-					br->iteration_time_s / r->iteration_time_s);
-			else
-				fprintf(f, "%.4g s", br->iteration_time_s);
+			else {
+				tp_render_fmt_si(tb, sizeof(tb),
+						 br->iteration_time_s, "s");
+				if (r->feasible && r->iteration_time_s > 0)
+					fprintf(f, "%s (%.2fx)", tb,
+						br->iteration_time_s /
+							r->iteration_time_s);
+				else
+					fprintf(f, "%s", tb);
+			}
 		}
 		fputc('\n', f);
 		if (res->gain_skips)
 			snprintf(skips, sizeof(skips),
-				 ", %llu single changes not simulated: the "
-				 "GNN predicted them at least %.0f%% slower",
+				 ", %llu single change%s not simulated: the "
+				 "GNN predicted %s at least %.0f%% slower",
 				 (unsigned long long)res->gain_skips,
+				 res->gain_skips == 1 ? "" : "s",
+				 res->gain_skips == 1 ? "it" : "them",
 				 100 * TP_SEARCH_GAIN_SKIP);
+		tp_render_fmt_si(tb, sizeof(tb), res->seconds, "s");
 		fprintf(f,
-			"  search         %llu playouts, %llu simulations (%llu more "
-			"settled by a lower bound%s) in %.2f s "
-			"(%.0f playouts/s), %u thread%s, seed %llu, %u op groups, %s\n",
+			"  search         %llu playout%s, %llu simulation%s (%llu "
+			"more settled by a lower bound%s) in %s (%.0f "
+			"playouts/s), %u thread%s, seed %llu, %u op group%s, "
+			"%s\n",
 			(unsigned long long)res->playouts,
+			res->playouts == 1 ? "" : "s",
 			(unsigned long long)res->simulations,
-			(unsigned long long)res->bounded, skips, res->seconds,
+			res->simulations == 1 ? "" : "s",
+			(unsigned long long)res->bounded, skips, tb,
 			res->seconds > 0 ? (double)res->playouts / res->seconds : 0,
 			threads, threads == 1 ? "" : "s", (unsigned long long)seed,
-			res->n_groups, priors);
+			res->n_groups, res->n_groups == 1 ? "" : "s", priors);
 		fprintf(f, "  answer from    %s%s\n", res->source,
 			res->interrupted ? " (interrupted: best so far)" : "");
 

@@ -113,13 +113,127 @@ static void nodes_label(const struct tp_cluster *c, const bool *mark,
 		put_label(buf, size, cand);
 		return;
 	}
-	/* cut the names, keep the count */
+	/* the first name and how many more, the name cut when it must be
+	 * ("v100-nvlink-0 and 2 more"; the cut "v100-nvlink-0 .. ... (3
+	 * nodes)" read as nonsense) */
 	{
-		int room = ON_WIDTH - (int)strlen(tail) - 3;
-		if (room < 1)
-			room = 1;
-		snprintf(buf, size, "%.*s...%s", room, cand, tail);
+		char more[32];
+		int room;
+		snprintf(more, sizeof(more), " and %u more", count - 1);
+		room = ON_WIDTH - (int)strlen(more);
+		if ((int)strlen(a) <= room)
+			snprintf(buf, size, "%s%s", a, more);
+		else
+			snprintf(buf, size, "%.*s...%s", room - 3 > 1 ? room - 3 : 1,
+				 a, more);
 	}
+}
+
+/* The layers of the ops of groups grps[0..n) of p as ranges in order,
+ * merged where contiguous, into buf of at most 7 characters: "4-7",
+ * "0-1,8-9", else the first range and how many more ("0-3,+5", an
+ * interleaved stage of six chunks; it printed the span "0-83"), else
+ * "6 parts"; "-" without layers. */
+static void layers_label(const struct tp_plan *p, const struct tp_model *m,
+			 const uint32_t *grps, uint32_t n, char *buf,
+			 size_t size)
+{
+	int32_t lo[64], hi[64];
+	uint32_t nr = 0, total = 0;
+	char cand[96];
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct tp_plan_group *gr = &p->groups.v[grps[i]];
+		const uint32_t *ops = tp_plan_group_ops(p, grps[i]);
+		int32_t a = -1, b = -1;
+		for (uint32_t k = 0; k < gr->n_ops; k++) {
+			int32_t l = m->ops.v[ops[k]].layer;
+			if (l < 0)
+				continue;
+			if (a < 0 || l < a)
+				a = l;
+			if (l > b)
+				b = l;
+		}
+		if (a < 0)
+			continue;
+		if (nr && a <= hi[nr - 1] + 1 && b >= lo[nr - 1] - 1) {
+			if (a < lo[nr - 1])
+				lo[nr - 1] = a;
+			if (b > hi[nr - 1])
+				hi[nr - 1] = b;
+		} else if (nr < 64) {
+			lo[nr] = a;
+			hi[nr] = b;
+			nr++;
+		}
+		total++;
+	}
+	(void)total;
+	if (!nr) {
+		snprintf(buf, size, "-");
+		return;
+	}
+	cand[0] = '\0';
+	for (uint32_t r = 0; r < nr; r++) {
+		size_t u = strlen(cand);
+		if (lo[r] == hi[r])
+			snprintf(cand + u, sizeof(cand) - u, "%s%d",
+				 r ? "," : "", lo[r]);
+		else
+			snprintf(cand + u, sizeof(cand) - u, "%s%d-%d",
+				 r ? "," : "", lo[r], hi[r]);
+	}
+	if (strlen(cand) <= 7) {
+		put_label(buf, size, cand);
+		return;
+	}
+	if (lo[0] == hi[0])
+		snprintf(cand, sizeof(cand), "%d,+%u", lo[0], nr - 1);
+	else
+		snprintf(cand, sizeof(cand), "%d-%d,+%u", lo[0], hi[0], nr - 1);
+	if (strlen(cand) > 7)
+		snprintf(cand, sizeof(cand), "%u parts", nr);
+	put_label(buf, size, cand);
+}
+
+/* Peak FLOP/s of a device type for the model's dtype, as the simulator
+ * takes it (sim.c: the dtype's, else fp32's, else 1e12). */
+static double type_peak(const struct tp_cluster *c, uint32_t t,
+			enum tp_dtype dt)
+{
+	const struct tp_device_type *ty = &c->types.v[t];
+	double pk = ty->peak_flops[dt] > 0 ? ty->peak_flops[dt]
+					   : ty->peak_flops[TP_DTYPE_FP32];
+
+	return pk > 0 ? pk : 1e12;
+}
+
+/* "v100-nvlink-0/gpu1", "node3/nic", "switch2": the readable name of a
+ * link's end. */
+static void end_name(const struct tp_cluster *c, uint32_t v, char *buf,
+		     size_t size)
+{
+	uint32_t sw = 0;
+
+	for (uint32_t d = 0; d < c->devices.n; d++)
+		if (c->devices.v[d].vertex == v) {
+			snprintf(buf, size, "%s", c->devices.v[d].name);
+			return;
+		}
+	for (uint32_t k = 0; k < c->nodes.n; k++) {
+		if (c->nodes.v[k].fabric_vertex == v) {
+			snprintf(buf, size, "%s/fabric", c->nodes.v[k].name);
+			return;
+		}
+		if (c->nodes.v[k].nic_vertex == v) {
+			snprintf(buf, size, "%s/nic", c->nodes.v[k].name);
+			return;
+		}
+	}
+	for (uint32_t u = 0; u < v && u < c->vertex_kind.n; u++)
+		sw += c->vertex_kind.v[u] == TP_VERTEX_SWITCH;
+	snprintf(buf, size, "switch%u", sw);
 }
 
 static void pct_range(char *buf, size_t size, double lo, double hi)
@@ -156,6 +270,9 @@ enum tp_status tp_cli_table(const struct tp_plan *p,
 	bool merge;
 	size_t rows = 0, k = 0, more_stages = 0;
 	uint64_t more_devs = 0;
+	const char *kind;
+	double used_peak = 0, all_peak = 0;
+	uint32_t n_used = 0;
 
 	tp_render_options_default(&o);
 	o.collapse = TP_COLLAPSE_NEVER;
@@ -167,11 +284,20 @@ enum tp_status tp_cli_table(const struct tp_plan *p,
 		return tp_error_set(err, TP_ENOMEM, "out of memory");
 	}
 	merge = s.stages.n > MAX_STAGE_ROWS;
+	/* device sets that overlap are placements, as the picture calls
+	 * them (render.c), not pipeline stages */
+	{
+		bool placements = false;
+		for (size_t d = 0; d < c->devices.n; d++)
+			if (s.dev_stage_n[d] > 1)
+				placements = true;
+		kind = placements ? "placement" : "stage";
+	}
 
 	/* per stage (runs of stages of one shape when there are many) */
-	tp_strbuf_addf(out, "%-7s %7s %-*s %-9s %-7s %6s %s\n",
-		       s.stages.n > 1 ? "stage" : "", "devices", ON_WIDTH,
-		       "on", "dp x tp", "layers", "FLOP", "busy");
+	tp_strbuf_addf(out, "%-9s %5s %-*s %-9s %-7s %6s %s\n", kind,
+		       "devices", ON_WIDTH, "on", "dp x tp", "layers", "FLOP",
+		       "busy");
 	while (k < s.stages.n) {
 		size_t k2 = k + 1;
 		const struct tp_stage *stg = &s.stages.v[k];
@@ -217,7 +343,10 @@ enum tp_status tp_cli_table(const struct tp_plan *p,
 			snprintf(deg, sizeof(deg), "mixed");
 		else
 			snprintf(deg, sizeof(deg), "%u x %u", stg->dp, stg->tp);
-		if (llo < 0)
+		if (k2 - k == 1)
+			layers_label(p, m, s.stage_grps.v + stg->grp_first,
+				     stg->n_grps, lay, sizeof(lay));
+		else if (llo < 0)
 			snprintf(lay, sizeof(lay), "-");
 		else if (llo == lhi)
 			snprintf(lay, sizeof(lay), "%d", llo);
@@ -231,7 +360,7 @@ enum tp_status tp_cli_table(const struct tp_plan *p,
 			snprintf(idx, sizeof(idx), "%zu-%zu", k, k2 - 1);
 		else
 			snprintf(idx, sizeof(idx), "%zu", k);
-		tp_strbuf_addf(out, "%7s %7llu %-*s %-9s %-7s %5.1f%% %s\n", idx,
+		tp_strbuf_addf(out, "%9s %5llu %-*s %-9s %-7s %5.1f%% %s\n", idx,
 			       (unsigned long long)ndev, ON_WIDTH, buf, deg,
 			       lay,
 			       m->total_flop > 0 ? 100 * flop / m->total_flop
@@ -241,8 +370,8 @@ enum tp_status tp_cli_table(const struct tp_plan *p,
 		k = k2;
 	}
 	if (more_stages)
-		tp_strbuf_addf(out, "%7s ... %zu more stages on %llu devices\n",
-			       "", more_stages,
+		tp_strbuf_addf(out, "%9s ... %zu more %ss on %llu devices\n",
+			       "", more_stages, kind,
 			       (unsigned long long)more_devs);
 	free(mark);
 
@@ -298,7 +427,9 @@ enum tp_status tp_cli_table(const struct tp_plan *p,
 		double tok = r ? r->tokens_per_s : sm->tokens_per_s;
 		double tf = r ? r->tflops_per_device : sm->tflops_per_device;
 		double mfu = r ? r->mfu : sm->mfu;
+		struct tp_strbuf line;
 
+		tp_strbuf_init(&line);
 		si(a, sizeof(a), it, "s");
 		si(b, sizeof(b), th, "samples/s");
 		tp_strbuf_addf(out, "iteration %s, %s", a, b);
@@ -306,12 +437,38 @@ enum tp_status tp_cli_table(const struct tp_plan *p,
 			si(a, sizeof(a), tok, "tokens/s");
 			tp_strbuf_addf(out, ", %s", a);
 		}
-		tp_strbuf_addf(out, "\n%.1f TFLOP/s per device, MFU %.1f%%",
-			       tf, 100 * mfu);
-		if (r && r->bubble_fraction > 0)
-			tp_strbuf_addf(out, ", bubble %.0f%%",
-				       100 * r->bubble_fraction);
+		/* MFU over the devices the plan uses (the simulator's) and
+		   over the whole cluster (64 idle GPUs showed the same MFU) */
+		for (size_t d = 0; d < c->devices.n; d++) {
+			double pk = type_peak(c, c->devices.v[d].type, m->dtype);
+			all_peak += pk;
+			if (s.dev_stage_n[d] > 0) {
+				used_peak += pk;
+				n_used++;
+			}
+		}
 		tp_strbuf_addc(out, '\n');
+		if (n_used < c->devices.n && all_peak > 0)
+			tp_strbuf_addf(&line,
+				       "%.1f TFLOP/s per device used, MFU "
+				       "%.1f%% of the %u device%s used, %.1f%% "
+				       "of all %zu",
+				       tf, 100 * mfu, n_used,
+				       n_used == 1 ? "" : "s",
+				       100 * mfu * used_peak / all_peak,
+				       c->devices.n);
+		else
+			tp_strbuf_addf(&line,
+				       "%.1f TFLOP/s per device, MFU %.1f%% "
+				       "(all %zu device%s used)",
+				       tf, 100 * mfu, c->devices.n,
+				       c->devices.n == 1 ? "" : "s");
+		if (r && r->bubble_fraction > 0)
+			tp_strbuf_addf(&line, ", bubble %.0f%%",
+				       100 * r->bubble_fraction);
+		tp_strbuf_addc(&line, '\n');
+		tp_render_wrap(out, tp_strbuf_cstr(&line), 80);
+		tp_strbuf_release(&line);
 	}
 	if (s.bn_device != TP_NONE)
 		tp_strbuf_addf(out, "busiest: device %s, computing %.0f%% of "
@@ -320,11 +477,18 @@ enum tp_status tp_cli_table(const struct tp_plan *p,
 			       100 * s.bn_fraction);
 	else if (s.bn_link != TP_NONE) {
 		const struct tp_link *l = &c->links.v[s.bn_link];
+		char ea[300], eb[300];
 		si(a, sizeof(a), l->bw_Bps, "B/s");
-		tp_strbuf_addf(out, "busiest: a %s link (%s), busy %.0f%% of "
-				    "the iteration\n",
-			       tp_link_kind_name(l->kind), a,
+		end_name(c, l->a, ea, sizeof(ea));
+		end_name(c, l->b, eb, sizeof(eb));
+		struct tp_strbuf line;
+		tp_strbuf_init(&line);
+		tp_strbuf_addf(&line, "busiest: link %s -- %s (%s, %s), busy "
+				      "%.0f%% of the iteration\n",
+			       ea, eb, tp_link_kind_name(l->kind), a,
 			       100 * s.bn_fraction);
+		tp_render_wrap(out, tp_strbuf_cstr(&line), 80);
+		tp_strbuf_release(&line);
 	}
 	tp_scene_release(&s);
 	if (out->failed)

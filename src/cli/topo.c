@@ -168,8 +168,9 @@ int cmd_topo(int argc, char **argv)
 			if (c.type_count[t])
 				fprintf(stderr, "%s%u x %s", k++ ? ", " : "",
 					c.type_count[t], c.types.v[t].name);
-		fprintf(stderr, ") in %zu nodes%s%s\n", c.nodes.n,
-			out ? " -> " : "", out ? out : "");
+		fprintf(stderr, ") in %zu node%s%s%s\n", c.nodes.n,
+			c.nodes.n == 1 ? "" : "s", out ? " -> " : "",
+			out ? out : "");
 	}
 	tp_cluster_release(&c);
 	return st ? tp_cli_fail(&err) : TP_EXIT_OK;
