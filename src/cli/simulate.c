@@ -70,6 +70,47 @@ static enum tp_status eval(void *ctx, const struct tp_plan *variant,
 	return tp_sim_run(e->sim, variant, e->scratch, out, NULL, err);
 }
 
+/* The report and the trace, together or not at all. */
+static enum tp_status write_outputs(const char *out,
+				    const struct tp_strbuf *doc,
+				    const char *trace_path,
+				    const struct tp_strbuf *trace,
+				    struct tp_error *err)
+{
+	const struct tp_output outs[] = {
+		{out ? out : "-", doc->buf, doc->len},
+		{trace_path, trace->buf ? trace->buf : "", trace->len}};
+
+	return tp_file_write_set(outs, trace_path ? 2 : 1, err);
+}
+
+/* Say that the trace keeps one replica of each kind per stage. */
+static void trace_note(const char *replicas)
+{
+	fprintf(stderr,
+		"tagplan simulate: the trace shows one replica of each kind "
+		"per stage (%s; --trace-replicas all shows every one)\n",
+		strcmp(replicas, "one") ? "every replica would take over "
+					  "100,000 slices"
+					: "--trace-replicas one");
+}
+
+/* An output that is one of the inputs (recorded ones too): exit 2. */
+static int check_io(const char *plan_path, const struct tp_inputs *in,
+		    const char *model, const char *topo, const char *out,
+		    const char *trace_path)
+{
+	const struct tp_cli_file ins[] = {
+		{"-m", plan_path ? in->model_path : model},
+		{"-t", plan_path ? in->topology_path : topo},
+		{"-p", plan_path},
+		{NULL, NULL}};
+	const struct tp_cli_file outs[] = {
+		{"-o", out}, {"--trace", trace_path}, {NULL, NULL}};
+
+	return tp_cli_check_outputs("simulate", ins, outs);
+}
+
 int cmd_simulate(int argc, char **argv)
 {
 	const char *model = NULL, *topo = NULL, *plan_path = NULL,
@@ -217,18 +258,9 @@ int cmd_simulate(int argc, char **argv)
 		}
 	}
 	tp_cli_print_warnings("simulate", &warn);
-	{
-		const struct tp_cli_file ins[] = {
-			{"-m", plan_path ? in.model_path : model},
-			{"-t", plan_path ? in.topology_path : topo},
-			{"-p", plan_path},
-			{NULL, NULL}};
-		const struct tp_cli_file outs[] = {
-			{"-o", out}, {"--trace", trace_path}, {NULL, NULL}};
-		if (tp_cli_check_outputs("simulate", ins, outs)) {
-			code = TP_EXIT_USAGE;
-			goto done;
-		}
+	if (check_io(plan_path, &in, model, topo, out, trace_path)) {
+		code = TP_EXIT_USAGE;
+		goto done;
 	}
 	{
 		const char *name = runtime ? runtime
@@ -265,22 +297,10 @@ int cmd_simulate(int argc, char **argv)
 		tp_error_set(&err, TP_ENOMEM, "out of memory");
 		goto fail;
 	}
-	{
-		/* the report and the trace together or not at all */
-		const struct tp_output outs[] = {
-			{out ? out : "-", doc.buf, doc.len},
-			{trace_path, trace.buf ? trace.buf : "", trace.len}};
-		if (tp_file_write_set(outs, trace_path ? 2 : 1, &err) != TP_OK)
-			goto fail;
-	}
+	if (write_outputs(out, &doc, trace_path, &trace, &err) != TP_OK)
+		goto fail;
 	if (trace_path && !quiet && !tp_sim_scratch_trace_all(scratch))
-		fprintf(stderr,
-			"tagplan simulate: the trace shows one replica of each "
-			"kind per stage (%s; --trace-replicas all shows "
-			"every one)\n",
-			strcmp(replicas, "one") ? "every replica would take "
-						  "over 100,000 slices"
-						: "--trace-replicas one");
+		trace_note(replicas);
 	if (!quiet) {
 		struct eval_ctx ec = {sim, scratch};
 		if (tp_cli_table(pp, mp, cp, &r, &text, &err) == TP_OK &&

@@ -256,73 +256,60 @@ static bool same_shape(const struct tp_stage *x, const struct tp_stage *y)
 	       x->mixed_degrees == y->mixed_degrees;
 }
 
-enum tp_status tp_cli_table(const struct tp_plan *p,
-			       const struct tp_model *m,
-			       const struct tp_cluster *c,
-			       const struct tp_report *r,
-			       struct tp_strbuf *out, struct tp_error *err)
+/* The stage (or placement) rows: runs of stages of one shape share a row
+ * when there are many. */
+static enum tp_status stage_rows(const struct tp_scene *s,
+				 const struct tp_plan *p,
+				 const struct tp_model *m,
+				 const struct tp_cluster *c,
+				 struct tp_strbuf *out, struct tp_error *err)
 {
-	struct tp_render_options o;
-	struct tp_scene s;
-	enum tp_status st;
-	char buf[256], a[64], b[64];
+	char buf[256], a[64];
 	bool *mark;
-	bool merge;
+	bool merge = s->stages.n > MAX_STAGE_ROWS, placements = false;
 	size_t rows = 0, k = 0, more_stages = 0;
 	uint64_t more_devs = 0;
 	const char *kind;
-	double used_peak = 0, all_peak = 0;
-	uint32_t n_used = 0;
 
-	tp_render_options_default(&o);
-	o.collapse = TP_COLLAPSE_NEVER;
-	if ((st = tp_scene_build(&s, p, m, c, r, &o, err)) != TP_OK)
-		return st;
 	mark = calloc(c->nodes.n ? c->nodes.n : 1, sizeof(*mark));
-	if (!mark) {
-		tp_scene_release(&s);
+	if (!mark)
 		return tp_error_set(err, TP_ENOMEM, "out of memory");
-	}
-	merge = s.stages.n > MAX_STAGE_ROWS;
 	/* device sets that overlap are placements, as the picture calls
 	 * them (render.c), not pipeline stages */
-	{
-		bool placements = false;
-		for (size_t d = 0; d < c->devices.n; d++)
-			if (s.dev_stage_n[d] > 1)
-				placements = true;
-		kind = placements ? "placement" : "stage";
-	}
+	for (size_t d = 0; d < c->devices.n; d++)
+		if (s->dev_stage_n[d] > 1)
+			placements = true;
+	kind = placements ? "placement" : "stage";
 
 	/* per stage (runs of stages of one shape when there are many) */
 	tp_strbuf_addf(out, "%-9s %5s %-*s %-9s %-7s %6s %s\n", kind,
 		       "devices", ON_WIDTH, "on", "dp x tp", "layers", "FLOP",
 		       "busy");
-	while (k < s.stages.n) {
+	while (k < s->stages.n) {
 		size_t k2 = k + 1;
-		const struct tp_stage *stg = &s.stages.v[k];
+		const struct tp_stage *stg = &s->stages.v[k];
 		double lo = 1e300, hi = -1, flop = 0;
 		int32_t llo = -1, lhi = -1;
 		uint64_t ndev = 0;
 		bool busy = true;
 		char deg[24], lay[24], idx[48];
 
-		while (merge && k2 < s.stages.n &&
-		       same_shape(stg, &s.stages.v[k2]))
+		while (merge && k2 < s->stages.n &&
+		       same_shape(stg, &s->stages.v[k2]))
 			k2++;
-		if (rows == MAX_STAGE_ROWS - 1 && k2 < s.stages.n) {
-			for (size_t q = k; q < s.stages.n; q++) {
+		if (rows == MAX_STAGE_ROWS - 1 && k2 < s->stages.n) {
+			for (size_t q = k; q < s->stages.n; q++) {
 				more_stages++;
-				more_devs += s.stages.v[q].n_devs;
+				more_devs += s->stages.v[q].n_devs;
 			}
 			break;
 		}
 		memset(mark, 0, c->nodes.n * sizeof(*mark));
 		for (size_t q = k; q < k2; q++) {
-			const struct tp_stage *sq = &s.stages.v[q];
-			const uint32_t *devs = s.stage_devs.v + sq->dev_first;
+			const struct tp_stage *sq = &s->stages.v[q];
+			const uint32_t *devs = s->stage_devs.v + sq->dev_first;
 			for (uint32_t i = 0; i < sq->n_devs; i++) {
-				const struct tp_dev_fig *f = &s.fig[devs[i]];
+				const struct tp_dev_fig *f = &s->fig[devs[i]];
 				mark[c->devices.v[devs[i]].node] = true;
 				if (!f->has_busy)
 					busy = false;
@@ -344,7 +331,7 @@ enum tp_status tp_cli_table(const struct tp_plan *p,
 		else
 			snprintf(deg, sizeof(deg), "%u x %u", stg->dp, stg->tp);
 		if (k2 - k == 1)
-			layers_label(p, m, s.stage_grps.v + stg->grp_first,
+			layers_label(p, m, s->stage_grps.v + stg->grp_first,
 				     stg->n_grps, lay, sizeof(lay));
 		else if (llo < 0)
 			snprintf(lay, sizeof(lay), "-");
@@ -375,7 +362,16 @@ enum tp_status tp_cli_table(const struct tp_plan *p,
 			       (unsigned long long)more_devs);
 	free(mark);
 
-/* per device type */
+	return TP_OK;
+}
+
+/* One row per device type: count, busy range, the fullest device. */
+static void type_rows(const struct tp_scene *s, const struct tp_cluster *c,
+		      struct tp_strbuf *out)
+{
+	char buf[256], a[64], b[64];
+
+	/* per device type */
 	tp_strbuf_addf(out, "%-24s %7s %-9s %s\n", "device type", "count",
 		       "busy", "peak memory / capacity");
 	for (size_t t = 0; t < c->types.n; t++) {
@@ -384,7 +380,7 @@ enum tp_status tp_cli_table(const struct tp_plan *p,
 		bool has_b = true, has_m = true;
 
 		for (size_t d = 0; d < c->devices.n; d++) {
-			const struct tp_dev_fig *f = &s.fig[d];
+			const struct tp_dev_fig *f = &s->fig[d];
 			if (c->devices.v[d].type != t)
 				continue;
 			n++;
@@ -418,6 +414,18 @@ enum tp_status tp_cli_table(const struct tp_plan *p,
 			       c->types.v[t].name, n, a, buf);
 	}
 
+}
+
+/* The headline figures (iteration, throughput, TFLOP/s, MFU over the
+ * devices used and the cluster, bubble) and the busiest device or link. */
+static void headline(const struct tp_scene *s, const struct tp_plan *p,
+		     const struct tp_model *m, const struct tp_cluster *c,
+		     const struct tp_report *r, struct tp_strbuf *out)
+{
+	char a[64], b[64];
+	double used_peak = 0, all_peak = 0;
+	uint32_t n_used = 0;
+
 	/* headline */
 	if (r || p->summary.valid) {
 		const struct tp_plan_summary *sm = &p->summary;
@@ -442,7 +450,7 @@ enum tp_status tp_cli_table(const struct tp_plan *p,
 		for (size_t d = 0; d < c->devices.n; d++) {
 			double pk = type_peak(c, c->devices.v[d].type, m->dtype);
 			all_peak += pk;
-			if (s.dev_stage_n[d] > 0) {
+			if (s->dev_stage_n[d] > 0) {
 				used_peak += pk;
 				n_used++;
 			}
@@ -470,13 +478,13 @@ enum tp_status tp_cli_table(const struct tp_plan *p,
 		tp_render_wrap(out, tp_strbuf_cstr(&line), 80);
 		tp_strbuf_release(&line);
 	}
-	if (s.bn_device != TP_NONE)
+	if (s->bn_device != TP_NONE)
 		tp_strbuf_addf(out, "busiest: device %s, computing %.0f%% of "
 				    "the iteration\n",
-			       c->devices.v[s.bn_device].name,
-			       100 * s.bn_fraction);
-	else if (s.bn_link != TP_NONE) {
-		const struct tp_link *l = &c->links.v[s.bn_link];
+			       c->devices.v[s->bn_device].name,
+			       100 * s->bn_fraction);
+	else if (s->bn_link != TP_NONE) {
+		const struct tp_link *l = &c->links.v[s->bn_link];
 		char ea[300], eb[300];
 		si(a, sizeof(a), l->bw_Bps, "B/s");
 		end_name(c, l->a, ea, sizeof(ea));
@@ -486,14 +494,35 @@ enum tp_status tp_cli_table(const struct tp_plan *p,
 		tp_strbuf_addf(&line, "busiest: link %s -- %s (%s, %s), busy "
 				      "%.0f%% of the iteration\n",
 			       ea, eb, tp_link_kind_name(l->kind), a,
-			       100 * s.bn_fraction);
+			       100 * s->bn_fraction);
 		tp_render_wrap(out, tp_strbuf_cstr(&line), 80);
 		tp_strbuf_release(&line);
 	}
+}
+
+enum tp_status tp_cli_table(const struct tp_plan *p,
+			       const struct tp_model *m,
+			       const struct tp_cluster *c,
+			       const struct tp_report *r,
+			       struct tp_strbuf *out, struct tp_error *err)
+{
+	struct tp_render_options o;
+	struct tp_scene s;
+	enum tp_status st;
+
+	tp_render_options_default(&o);
+	o.collapse = TP_COLLAPSE_NEVER;
+	if ((st = tp_scene_build(&s, p, m, c, r, &o, err)) != TP_OK)
+		return st;
+	st = stage_rows(&s, p, m, c, out, err);
+	if (!st) {
+		type_rows(&s, c, out);
+		headline(&s, p, m, c, r, out);
+	}
 	tp_scene_release(&s);
-	if (out->failed)
-		return tp_error_set(err, TP_ENOMEM, "out of memory");
-	return TP_OK;
+	if (!st && out->failed)
+		st = tp_error_set(err, TP_ENOMEM, "out of memory");
+	return st;
 }
 
 /* ---- explanation ---- */
