@@ -22,7 +22,9 @@ static const char usage[] =
 	"                 [--dtype bf16|fp16|fp32] [-o MODEL]\n"
 	"       tagplan model hf:PATH/config.json [--seq S] [--batch B]\n"
 	"                 [--dtype D] [-o MODEL]\n"
-	"       tagplan model ZOO-NAME [--batch B] [--dtype D] [-o MODEL]";
+	"       tagplan model ZOO-NAME [--batch B] [--dtype D] [-o MODEL]\n"
+	"       tagplan model NAME [--batch B] [-o MODEL]   (a shipped "
+	"model file)";
 
 static void about_text(struct tp_strbuf *sb)
 {
