@@ -24,7 +24,9 @@
  * TAGPLAN_BENCH_VERBOSE=1 (search statistics per case),
  * TAGPLAN_BENCH_GNN=1 (the search guided by the shipped GNN, as `tagplan
  * plan` runs by default; without it the priors are uniform, as with
- * `--no-gnn`).
+ * `--no-gnn`), TAGPLAN_BENCH_RUNTIME=NAME (plan for that runtime; default
+ * the one `tagplan plan` chooses, tp_runtime_default_name: megatron-core
+ * for the transformers, ddp for the CNNs; none = unconstrained).
  */
 #include <math.h>
 #include <stdio.h>
@@ -157,6 +159,7 @@ int main(void)
 	double tlim = env_double("TAGPLAN_BENCH_TIME", 6);
 	uint32_t threads = (uint32_t)env_double("TAGPLAN_BENCH_THREADS", 2);
 	const char *filter = getenv("TAGPLAN_BENCH_FILTER");
+	const char *rt_env = getenv("TAGPLAN_BENCH_RUNTIME");
 	uint64_t playouts = (uint64_t)env_double("TAGPLAN_BENCH_PLAYOUTS", 0);
 	bool verbose = env_double("TAGPLAN_BENCH_VERBOSE", 0) > 0;
 	double gm_dp = 0, gm_meg = 0, tag_pps_min = INFINITY;
@@ -220,6 +223,15 @@ int main(void)
 		/* tagplan plan's planner: compression chosen inside the
 		   scoring, plans that cannot win settled by the lower bound */
 		tp_planner_options_default(&po);
+		/* the runtime `tagplan plan` plans for by default, or
+		   TAGPLAN_BENCH_RUNTIME (none: the unconstrained search) */
+		if (tp_runtime_find(rt_env ? rt_env
+					   : tp_runtime_default_name(&m),
+				    &po.runtime, &err)) {
+			printf("%-22s error: %s\n", name, err.msg);
+			failed++;
+			goto next;
+		}
 		pl = tp_planner_new(&m, &c, &po, &err);
 		if (!pl) {
 			printf("%-22s error: %s\n", name, err.msg);

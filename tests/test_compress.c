@@ -1314,6 +1314,9 @@ static void plan_vgg(const char *dir, const char *mode, struct tp_model *m,
 	const char *argv[] = {"tagplan", "plan", "-m", mp, "-t", tpth,
 			      "--playouts", "200", "--threads", "1",
 			      "--no-gnn", "--seed", "3", "-o", pp,
+			      /* compression is the unconstrained runtime's
+				 (ddp, VGG's default, has none) */
+			      "--runtime", "none",
 			      mode ? "--compression" : NULL, mode, NULL};
 	struct tp_run r;
 	struct tp_error err;

@@ -83,6 +83,11 @@ static const char about[] =
 	"Exit 1\n"
 	"when nothing fits in memory (the closest plan is written, with why).";
 
+/* The share of the budget the search without the runtime's limits gets
+ * (COMPARE_SHARE of --playouts and --time-limit; the runtime's search
+ * the rest; plan --no-compare gives it all to the runtime's). */
+#define COMPARE_SHARE 0.2
+
 static volatile sig_atomic_t stop_flag;
 
 static void on_signal(int sig)
@@ -174,8 +179,10 @@ struct plan_args {
 	const char *baseline, *compression, *weights, *dot, *svg, *runtime;
 	double time_limit, bucket_mb;
 	long long playouts, threads, seed, groups;
-	bool no_gnn, quiet, no_timing;
+	bool no_gnn, quiet, no_timing, no_compare;
 	bool bucket_given; /* --grad-bucket-mb given (else the runtime's) */
+	bool comp_given;   /* --compression given (else lossless where the
+			      runtime has it) */
 	int bl, comp; /* --baseline (-1 = search), --compression parsed */
 };
 
@@ -193,6 +200,9 @@ struct plan_run {
 	const char *gnn_note;
 	struct tp_search_options so;
 	struct tp_search_result res;
+	struct tp_runtime rt;   /* the runtime planned for */
+	bool compare;           /* also search without its limits */
+	struct tp_search_result free_res; /* ... that search's answer */
 	struct tp_strbuf warn, text;
 	struct tp_error err;
 	char wrote[2][4096]; /* the pictures written (--dot, --svg) */
@@ -200,6 +210,158 @@ struct plan_run {
 
 /* ------------------------------------------------------------------ */
 /* summary                                                             */
+
+/* "none": which shipped runtimes execute the plan, or the note that no
+ * known runtime does. */
+static void note_runnable(const struct plan_run *R,
+			  struct tp_plan_summary *s)
+{
+	char names[32][64], able[200] = "";
+	size_t n = tp_runtime_shipped(names, 32), used = 0;
+	struct tp_error e;
+
+	for (size_t i = 0; i < n; i++) {
+		struct tp_runtime rt;
+		tp_error_clear(&e);
+		if (tp_runtime_find(names[i], &rt, &e) ||
+		    !tp_runtime_builds(&rt, &R->m, NULL, 0) ||
+		    tp_runtime_plan_check(&rt, &R->res.plan, &R->m, &R->c, NULL,
+					  NULL, 0))
+			continue;
+		used += (size_t)snprintf(able + used, sizeof(able) - used,
+					 "%s%s", used ? ", " : "", names[i]);
+		if (used >= sizeof(able))
+			break;
+	}
+	if (able[0])
+		snprintf(s->runtime_note, sizeof(s->runtime_note),
+			 "planned for no runtime (the simulator's defaults); "
+			 "%s can execute this plan",
+			 able);
+	else
+		snprintf(s->runtime_note, sizeof(s->runtime_note),
+			 "no known runtime executes this plan");
+}
+
+/* Idle devices of the answer, by type, into s (0 when none). */
+static void note_idle(const struct plan_run *R, struct tp_plan_summary *s)
+{
+	const struct tp_plan *p = &R->res.plan;
+	const struct tp_cluster *c = &R->c;
+	uint32_t nd = (uint32_t)c->devices.n, idle = 0;
+	uint32_t *count = calloc(c->types.n + 1, sizeof(uint32_t));
+	uint8_t *used = calloc(nd + 1, 1);
+	size_t len = 0;
+
+	if (!count || !used)
+		goto out;
+	for (size_t i = 0; i < p->devs.n; i++)
+		if (p->devs.v[i] < nd)
+			used[p->devs.v[i]] = 1;
+	for (uint32_t d = 0; d < nd; d++)
+		if (!used[d]) {
+			idle++;
+			count[c->devices.v[d].type]++;
+		}
+	s->idle_devices = idle;
+	for (size_t t = 0; idle && t < c->types.n; t++)
+		if (count[t] && len < sizeof(s->idle_types))
+			len += (size_t)snprintf(s->idle_types + len,
+						sizeof(s->idle_types) - len,
+						"%s%u x %s", len ? ", " : "",
+						count[t], c->types.v[t].name);
+out:
+	free(count);
+	free(used);
+}
+
+/* Why the best plan on every device was slower: it re-simulated, the
+ * share of the iteration each device type computes. */
+static void note_all_devices(const struct plan_run *R,
+			     struct tp_plan_summary *s)
+{
+	const struct tp_sim *sim = tp_planner_sim(R->pl);
+	struct tp_sim_scratch *scr;
+	struct tp_report rep;
+	struct tp_error e;
+	const struct tp_cluster *c = &R->c;
+	size_t len = 0;
+
+	if (!R->res.have_all || !s->idle_devices)
+		return;
+	if (!(scr = tp_sim_scratch_new(sim)))
+		return;
+	tp_report_init(&rep);
+	tp_error_clear(&e);
+	if (tp_sim_run(sim, &R->res.all_plan, scr, &rep, NULL, &e) == TP_OK) {
+		s->have_all_devices = rep.feasible;
+		s->all_devices_time_s = rep.iteration_time_s;
+		if (!rep.feasible) {
+			snprintf(s->idle_why, sizeof(s->idle_why),
+				 "the best plan found on all %zu devices does "
+				 "not fit in memory",
+				 c->devices.n);
+		} else {
+			len = (size_t)snprintf(
+				s->idle_why, sizeof(s->idle_why),
+				"the best plan found on all %zu devices "
+				"(re-simulated) takes %.4g s, %.2fx this "
+				"plan; in it the devices compute:",
+				c->devices.n, rep.iteration_time_s,
+				R->res.report.iteration_time_s > 0
+					? rep.iteration_time_s /
+						  R->res.report.iteration_time_s
+					: 0);
+			for (size_t t = 0, shown = 0;
+			     t < c->types.n && rep.devices &&
+			     len < sizeof(s->idle_why);
+			     t++) {
+				double busy = 0;
+				uint32_t k = 0;
+				for (uint32_t d = 0; d < rep.n_devices; d++)
+					if (c->devices.v[d].type == t) {
+						busy += rep.devices[d].compute_s;
+						k++;
+					}
+				if (!k || !(rep.iteration_time_s > 0))
+					continue;
+				len += (size_t)snprintf(
+					s->idle_why + len,
+					sizeof(s->idle_why) - len,
+					"%s %s %.0f%%", shown++ ? "," : "",
+					c->types.v[t].name,
+					100 * busy / k / rep.iteration_time_s);
+			}
+			if (len < sizeof(s->idle_why))
+				snprintf(s->idle_why + len,
+					 sizeof(s->idle_why) - len,
+					 " of the iteration");
+		}
+	}
+	tp_report_release(&rep);
+	tp_sim_scratch_free(scr);
+}
+
+/* The runtime's view of the answer (summary."runtime_fit"). */
+static void fit_summary(const struct plan_run *R, struct tp_plan_summary *s)
+{
+	const struct tp_search_result *fr = &R->free_res;
+
+	if (tp_runtime_is_none(&R->rt))
+		note_runnable(R, s);
+	if (R->compare && fr->have_plan && fr->report.feasible &&
+	    (!R->res.report.feasible ||
+	     fr->report.iteration_time_s * 1.01 <
+		     R->res.report.iteration_time_s)) {
+		s->have_unconstrained = true;
+		s->unconstrained_time_s = fr->report.iteration_time_s;
+		s->unconstrained_needs = tp_runtime_plan_check(
+			&R->rt, &fr->plan, &R->m, &R->c, NULL,
+			s->unconstrained_why, sizeof(s->unconstrained_why));
+	}
+	note_idle(R, s);
+	note_all_devices(R, s);
+}
 
 /* The plan's summary: the answer's figures, the baselines, the search
  * statistics and where the inputs came from. */
@@ -286,6 +448,7 @@ static void fill_summary(struct plan_run *R)
 	if (tpath_given && strlen(tpath_given) < sizeof(s->topology_path))
 		snprintf(s->topology_path, sizeof(s->topology_path), "%s",
 			 tpath_given);
+	fit_summary(R, s);
 }
 
 /* One line per op group (at most 8): its ops, devices, degrees, sync,
@@ -685,6 +848,19 @@ static void search_options(struct plan_run *R, struct bar *bar)
 		so->time_limit_s = fmax(R->a.time_limit - spent, 1e-3);
 	}
 	so->playouts = (uint64_t)R->a.playouts;
+	if (R->compare && R->a.bl < 0) {
+		/* the rest goes to the search without the runtime's limits */
+		so->playouts = R->a.playouts
+				       ? (uint64_t)R->a.playouts -
+						 (uint64_t)fmax(1, floor(
+							R->a.playouts *
+							COMPARE_SHARE))
+				       : 0;
+		if (so->time_limit_s > 0)
+			so->time_limit_s *= 1 - COMPARE_SHARE;
+		if (R->a.playouts == 1)
+			so->playouts = 1;
+	}
 	so->baseline = R->a.bl;
 	so->compression = (enum tp_compression)R->a.comp;
 	so->groups = (uint32_t)R->a.groups;
@@ -769,6 +945,52 @@ out:
 	return code;
 }
 
+/* The runtime lines of the human summary: what the plan runs on, what
+ * the unconstrained plan would gain, the idle devices. */
+static void print_fit(const struct plan_run *R)
+{
+	const struct tp_plan_summary *s = &R->res.plan.summary;
+	struct tp_strbuf t, w;
+
+	tp_strbuf_init(&t);
+	tp_strbuf_init(&w);
+	if (tp_runtime_is_none(&R->rt))
+		tp_strbuf_addf(&t, "  runtime        none: %s\n",
+			       s->runtime_note);
+	else
+		tp_strbuf_addf(&t, "  runtime        %s%s: the search kept to "
+				   "what it executes (tagplan export --to %s)\n",
+			       R->rt.name, R->a.runtime ? "" : " (the default)",
+			       tp_launcher_name(R->rt.can.launcher));
+	if (s->have_unconstrained) {
+		tp_strbuf_addf(&t,
+			       "  unconstrained  %.4g s, %.2fx faster, needs",
+			       s->unconstrained_time_s,
+			       s->iteration_time_s / s->unconstrained_time_s);
+		for (int c = 0; c < TP_CAP_COUNT; c++)
+			if (s->unconstrained_needs & (1u << c))
+				tp_strbuf_addf(&t, " %s", tp_runtime_cap_name(
+								  (enum tp_runtime_cap)c));
+		tp_strbuf_addf(&t, ": %s\n", s->unconstrained_why);
+	} else if (R->compare && R->free_res.have_plan) {
+		tp_strbuf_addf(&t,
+			       "  unconstrained  no faster plan found without "
+			       "%s's limits (%.4g s)\n",
+			       R->rt.name,
+			       R->free_res.report.iteration_time_s);
+	}
+	if (s->idle_devices)
+		tp_strbuf_addf(&t, "  idle devices   %u (%s): %s\n",
+			       s->idle_devices, s->idle_types,
+			       s->idle_why[0] ? s->idle_why
+					      : "no plan on every device was "
+						"simulated");
+	tp_render_wrap(&w, tp_strbuf_cstr(&t), 80);
+	fputs(w.failed ? tp_strbuf_cstr(&t) : tp_strbuf_cstr(&w), stderr);
+	tp_strbuf_release(&t);
+	tp_strbuf_release(&w);
+}
+
 /* The plan file (or stdout) and the pictures, then the human summary.
  * Returns 0 or the exit code. */
 static int write_outputs(struct plan_run *R)
@@ -789,6 +1011,8 @@ static int write_outputs(struct plan_run *R)
 			    tp_planner_sim(R->pl),
 			    R->gnn ? "GNN priors and gains" : R->gnn_note,
 			    R->so.threads, R->so.seed);
+	if (!R->a.quiet)
+		print_fit(R);
 	for (int k = 0; k < 2 && !R->a.quiet; k++)
 		if (R->wrote[k][0])
 			fprintf(stderr, "tagplan plan: wrote %s\n", R->wrote[k]);
@@ -819,6 +1043,85 @@ static int answer_code(const struct plan_run *R)
 	return TP_EXIT_OK;
 }
 
+/* The runtime: --runtime, else tp_runtime_default_name of the model;
+ * one that cannot build the model, or compression asked of one without
+ * it, is a usage error.  Returns 0 or the exit code. */
+static int choose_runtime(struct plan_run *R, struct tp_planner_options *po)
+{
+	const char *name = R->a.runtime ? R->a.runtime
+					: tp_runtime_default_name(&R->m);
+	char why[400];
+
+	if (tp_runtime_find(name, &po->runtime, &R->err))
+		return tp_cli_fail(&R->err);
+	R->rt = po->runtime;
+	if (!tp_runtime_builds(&R->rt, &R->m, why, sizeof(why)))
+		return tp_cli_usage_error("plan",
+					  "--runtime %s: %s; name one that "
+					  "does (ddp runs any model) or "
+					  "--runtime none",
+					  R->rt.name, why);
+	if (!tp_runtime_is_none(&R->rt) && !R->rt.can.compression &&
+	    R->a.comp_given && R->a.comp != TP_COMPRESSION_OFF)
+		return tp_cli_usage_error("plan",
+					  "--compression %s: %s does not "
+					  "compress gradients; give "
+					  "--compression off or --runtime none",
+					  R->a.compression, R->rt.name);
+	R->compare = !tp_runtime_is_none(&R->rt) && !R->a.no_compare;
+	return 0;
+}
+
+/* The same search without the runtime's capability limits (its
+ * behaviour still prices the plans): what a runtime that could would
+ * gain.  A faster plan the runtime executes after all becomes the
+ * answer.  Returns the status. */
+static enum tp_status compare(struct plan_run *R, struct bar *bar)
+{
+	struct tp_search_options so = R->so;
+	struct tp_search_result *fr = &R->free_res;
+	enum tp_status st;
+
+	so.unconstrained = true;
+	so.compression = (enum tp_compression)R->a.comp;
+	so.playouts = R->a.playouts
+			      ? (uint64_t)fmax(1, floor(R->a.playouts *
+							COMPARE_SHARE))
+			      : 0;
+	so.time_limit_s = R->a.time_limit > 0
+				  ? fmax(0.1, R->a.time_limit * COMPARE_SHARE)
+				  : 0;
+	tp_search_result_init(fr);
+	stop_flag = 0;
+	st = tp_planner_run(R->pl, &so, fr, &R->err);
+	clear_bar(bar);
+	if (st)
+		return st;
+	if (fr->have_plan && fr->report.feasible &&
+	    (!R->res.report.feasible ||
+	     fr->report.iteration_time_s < R->res.report.iteration_time_s) &&
+	    !tp_runtime_plan_check(&R->rt, &fr->plan, &R->m, &R->c, NULL,
+				   NULL, 0)) {
+		/* the runtime runs it: the answer */
+		struct tp_search_result tmp = R->res;
+		struct tp_baseline_result bl[TP_BASELINE_COUNT];
+		snprintf(fr->source, sizeof(fr->source), "%.40s",
+			 "the search without the runtime's limits");
+		fr->playouts += tmp.playouts;
+		fr->simulations += tmp.simulations;
+		/* the runtime's baselines stay with the answer */
+		memcpy(bl, fr->baselines, sizeof(bl));
+		memcpy(fr->baselines, tmp.baselines, sizeof(bl));
+		memcpy(tmp.baselines, bl, sizeof(bl));
+		R->res = *fr;
+		*fr = tmp;
+		return TP_OK;
+	}
+	R->res.playouts += fr->playouts;
+	R->res.simulations += fr->simulations;
+	return TP_OK;
+}
+
 /* Plan the search's inputs: load, search, write.  Returns the exit
  * code. */
 static int plan_steps(struct plan_run *R)
@@ -838,8 +1141,8 @@ static int plan_steps(struct plan_run *R)
 	/* the values the options name (--runtime, --weights) before the
 	   inputs: a bad one is refused before any work */
 	tp_planner_options_default(&po);
-	if (tp_runtime_find(R->a.runtime, &po.runtime, &R->err))
-		return tp_cli_fail(&R->err);
+	if ((code = choose_runtime(R, &po)))
+		return code;
 	if (R->a.bucket_given)
 		po.grad_bucket_bytes = R->a.bucket_mb * 1e6;
 	if ((code = load_priors(R)))
@@ -855,6 +1158,9 @@ static int plan_steps(struct plan_run *R)
 		return tp_cli_fail(&R->err);
 	search_options(R, &bar);
 	if (search(R, &bar))
+		return tp_cli_fail(&R->err);
+	if (R->compare && !R->res.interrupted && R->a.bl < 0 &&
+	    compare(R, &bar))
 		return tp_cli_fail(&R->err);
 	if ((code = write_outputs(R)))
 		return code;
@@ -938,6 +1244,11 @@ int cmd_plan(int argc, char **argv)
 		{"groups", 0, TP_OPT_INT, &a->groups, "N",
 		 "op groups to decide on (0 = chosen from the graph)", 0, 64,
 		 false},
+		{"no-compare", 0, TP_OPT_FLAG, &a->no_compare, NULL,
+		 "under a runtime, do not also search without its limits "
+		 "(that search takes a fifth of --playouts and --time-limit "
+		 "and says what the runtime costs)",
+		 0, 0, false},
 		{"quiet", 'q', TP_OPT_FLAG, &a->quiet, NULL,
 		 "no human summary on stderr", 0, 0, false},
 		{"no-timing", 0, TP_OPT_FLAG, &a->no_timing, NULL,
@@ -953,7 +1264,7 @@ int cmd_plan(int argc, char **argv)
 	 * simulator and the GNN come out of the search's share */
 	R.t_start = monotonic_s();
 	a->compression = "lossless";
-	a->runtime = "none";
+	a->runtime = NULL;
 	a->time_limit = 60;
 	a->bucket_mb = tp_cli_grad_bucket_mb_default();
 	a->playouts = 5000;
@@ -963,9 +1274,12 @@ int cmd_plan(int argc, char **argv)
 	if (tp_opts_parse("plan", usage, about, opts, argc, argv, NULL, NULL,
 			  &code))
 		return code;
-	for (const struct tp_opt *op = opts; op->name; op++)
+	for (const struct tp_opt *op = opts; op->name; op++) {
 		if (strcmp(op->name, "grad-bucket-mb") == 0)
 			a->bucket_given = op->seen;
+		if (strcmp(op->name, "compression") == 0)
+			a->comp_given = op->seen;
+	}
 	if ((code = check_args(a)))
 		return code;
 	tp_model_init(&R.m);
@@ -973,8 +1287,10 @@ int cmd_plan(int argc, char **argv)
 	tp_strbuf_init(&R.warn);
 	tp_strbuf_init(&R.text);
 	tp_search_result_init(&R.res);
+	tp_search_result_init(&R.free_res);
 	code = plan_run(&R);
 	tp_search_result_release(&R.res);
+	tp_search_result_release(&R.free_res);
 	tp_gnn_prior_free(R.gnn);
 	tp_planner_free(R.pl);
 	tp_strbuf_release(&R.warn);

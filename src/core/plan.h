@@ -141,6 +141,21 @@ struct tp_plan_summary {
 	double playouts_per_s;   /* timing */
 	bool no_timing; /* no "timing" object (plan --no-timing, or a file
 			   without one): written without wall-clock figures */
+	/* the runtime's view (summary."runtime_fit"; "" and 0 = not
+	   recorded): a note (e.g. "no known runtime executes this plan");
+	   the unconstrained plan when faster, with the capabilities it
+	   needs (core/runtime.h TP_CAP_* bits) and why; idle devices and
+	   the best plan found that uses every device */
+	char runtime_note[256];
+	bool have_unconstrained;
+	double unconstrained_time_s;
+	uint32_t unconstrained_needs;
+	char unconstrained_why[512];
+	uint32_t idle_devices;
+	char idle_types[256];  /* "64 x V100-SXM2-32GB, ..." */
+	bool have_all_devices;
+	double all_devices_time_s;
+	char idle_why[512];
 	/* provenance */
 	char version[32];
 	char model_sha256[65], topology_sha256[65];

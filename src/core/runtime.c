@@ -12,6 +12,10 @@ static const char *const layout_names[TP_LAYOUT_COUNT] = {
 	"even", "first-last", "any"};
 static const char *const launcher_names[TP_LAUNCH_COUNT] = {
 	"none", "megatron", "deepspeed", "torchrun", "torchtitan"};
+static const char *const models_names[TP_MODELS_COUNT] = {
+	"any", "transformers", "llama"};
+
+static int parse_in(const char *const *names, int n, const char *s);
 
 void tp_runtime_none(struct tp_runtime *rt)
 {
@@ -41,6 +45,23 @@ void tp_runtime_none(struct tp_runtime *rt)
 	rt->can.max_zero_pipelined = 3;
 	rt->can.compression = true;
 	rt->can.lossy = (1u << TP_LOSSY_COUNT) - 1;
+	rt->can.per_group_recompute = true;
+	rt->can.models = TP_MODELS_ANY;
+}
+
+bool tp_runtime_is_none(const struct tp_runtime *rt)
+{
+	return strcmp(rt->name, "none") == 0;
+}
+
+const char *tp_runtime_models_name(enum tp_runtime_models m)
+{
+	return (unsigned)m < TP_MODELS_COUNT ? models_names[m] : "?";
+}
+
+int tp_runtime_models_parse(const char *s)
+{
+	return parse_in(models_names, TP_MODELS_COUNT, s);
 }
 
 static int parse_in(const char *const *names, int n, const char *s)

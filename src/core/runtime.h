@@ -62,6 +62,17 @@ enum tp_launcher {
 	TP_LAUNCH_COUNT
 };
 
+/* Which models the stack builds from its launch configuration. */
+enum tp_runtime_models {
+	TP_MODELS_ANY,          /* the user's own model code (DDP wraps any
+				   torch module) */
+	TP_MODELS_TRANSFORMERS, /* transformer stacks from flags (Megatron's
+				   GPT, BERT and T5 models) */
+	TP_MODELS_LLAMA,        /* Llama-style decoders of its registry
+				   (TorchTitan: RMSNorm, SwiGLU, RoPE) */
+	TP_MODELS_COUNT
+};
+
 /*
  * How the stack behaves (the simulator's cost model reads these; what
  * each does in the simulation: src/sim/README).
@@ -105,6 +116,9 @@ struct tp_runtime_can {
 	uint32_t max_zero_pipelined; /* ... with pp > 1 */
 	bool compression;     /* lossless SFB gradient compression */
 	uint32_t lossy;       /* enum tp_lossy bits (comm hooks) */
+	bool per_group_recompute; /* groups may recompute differently (else
+				     one setting for every layer) */
+	enum tp_runtime_models models;
 };
 
 struct tp_runtime {
@@ -129,5 +143,90 @@ const char *tp_layer_layout_name(enum tp_layer_layout l);
 int tp_layer_layout_parse(const char *s);
 const char *tp_launcher_name(enum tp_launcher l);
 int tp_launcher_parse(const char *s);
+const char *tp_runtime_models_name(enum tp_runtime_models m);
+int tp_runtime_models_parse(const char *s);
+
+/* Is rt the unconstrained runtime "none"? */
+bool tp_runtime_is_none(const struct tp_runtime *rt);
+
+/*
+ * What a plan needs that a runtime lacks.  Each capability is named as
+ * its field of the profile's "can" (tp_runtime_cap_name); a check returns
+ * a bitmask of 1u << TP_CAP_*.
+ */
+enum tp_runtime_cap {
+	TP_CAP_TENSOR_PARALLEL,
+	TP_CAP_PIPELINE_PARALLEL,
+	TP_CAP_SEQUENCE_PARALLEL,
+	TP_CAP_PER_STAGE_DEGREES,
+	TP_CAP_UNEVEN_SHARES,
+	TP_CAP_MIXED_DEVICE_TYPES,
+	TP_CAP_OVERLAPPING_GROUPS,
+	TP_CAP_LAYOUT,
+	TP_CAP_SCHEDULES,
+	TP_CAP_SYNCS,
+	TP_CAP_RECOMPUTE,
+	TP_CAP_MAX_ZERO,
+	TP_CAP_MAX_ZERO_PIPELINED,
+	TP_CAP_COMPRESSION,
+	TP_CAP_LOSSY,
+	TP_CAP_PER_GROUP_RECOMPUTE,
+	TP_CAP_COUNT
+};
+
+const char *tp_runtime_cap_name(enum tp_runtime_cap c);
+
+/*
+ * The pipeline structure of a plan as a launcher sees it: groups in model
+ * order, consecutive groups on the same device list merged into chunks,
+ * the stages the distinct device lists in order of first use.  Filled by
+ * tp_runtime_plan_check (ok = false when the groups do not form such a
+ * pipeline: overlapping device sets or chunks out of round-robin order).
+ */
+#define TP_RUNTIME_MAX_CHUNKS 256
+struct tp_plan_shape {
+	bool ok;
+	uint32_t pp, chunks;   /* stages, chunks (pp x V when ok) */
+	uint32_t stage_group[TP_RUNTIME_MAX_CHUNKS]; /* a group per stage */
+	int64_t chunk_layers[TP_RUNTIME_MAX_CHUNKS]; /* whole layers, -1 when
+							 a layer is split */
+	int64_t layers;        /* of the model (arch.layers or labels) */
+	uint32_t used;         /* devices holding a group */
+};
+
+/*
+ * Can runtime rt execute plan p of model m on cluster c?  Returns 0 when
+ * it can (always for "none"), else the bitmask of the capabilities the
+ * plan needs and rt lacks; why (when non-NULL) gets the first one in a
+ * sentence naming the group and figure, e.g. "group 3 synchronises
+ * through a parameter server; megatron-core all-reduces (syncs)".
+ * shape (when non-NULL) gets the pipeline structure.  Pure; no
+ * allocation.
+ */
+uint32_t tp_runtime_plan_check(const struct tp_runtime *rt,
+			       const struct tp_plan *p,
+			       const struct tp_model *m,
+			       const struct tp_cluster *c,
+			       struct tp_plan_shape *shape, char *why,
+			       size_t why_size);
+
+/*
+ * Does rt build model m from its launch configuration (can.models)?
+ * why gets the reason when not.
+ */
+bool tp_runtime_builds(const struct tp_runtime *rt, const struct tp_model *m,
+		       char *why, size_t why_size);
+
+/*
+ * The runtime `tagplan plan` plans for when none is named: megatron-core
+ * for transformers (it builds them from flags and runs every uniform 3D
+ * plan, uneven layer layouts included), else ddp (it runs any model code,
+ * data parallel).
+ */
+const char *tp_runtime_default_name(const struct tp_model *m);
+
+/* The transformer layers of m: arch.layers, else the ops' labels (0 when
+ * none). */
+int64_t tp_model_layer_count(const struct tp_model *m);
 
 #endif

@@ -79,6 +79,10 @@ enum tp_status tp_runtime_load_file(const char *path, struct tp_runtime *rt,
 				    struct tp_error *err);
 enum tp_status tp_runtime_find(const char *name, struct tp_runtime *rt,
 			       struct tp_error *err);
+/* The shipped profiles' names (data/runtimes/NAME.json, without "none"),
+ * sorted, at most max of them; returns how many (0 when the data folder
+ * is not found). */
+size_t tp_runtime_shipped(char (*names)[64], size_t max);
 
 /* Read a whole file ("-" is stdin) refusing more than max_bytes (0 =
  * default).  *data is NUL-terminated, caller frees.  TP_EIO/TP_ELIMIT. */

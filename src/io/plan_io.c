@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/jsonw.h"
+#include "core/runtime.h"
 #include "core/strmap.h"
 #include "ioint.h"
 
@@ -37,7 +38,14 @@ static const char *const summary_fields[] = {"feasible",
 					     "baselines",
 					     "search",
 					     "provenance",
+					     "runtime_fit",
 					     NULL};
+static const char *const fit_fields[] = {"note", "unconstrained", "idle",
+					 NULL};
+static const char *const unc_fields[] = {"iteration_time_s", "speedup",
+					 "needs", "why", NULL};
+static const char *const idle_fields[] = {
+	"devices", "types", "all_devices_iteration_time_s", "why", NULL};
 static const char *const sdev_fields[] = {"device", "peak_memory_bytes",
 					  "busy_fraction", NULL};
 static const char *const base_fields[] = {"feasible", "iteration_time_s",
@@ -447,6 +455,88 @@ static enum tp_status read_u64(struct tp_jctx *j, const struct tp_json *obj,
 	return TP_OK;
 }
 
+/* summary."runtime_fit" (optional). */
+static enum tp_status read_fit(struct tp_jctx *j, const struct tp_json *s,
+			       struct tp_plan_summary *sum)
+{
+	const struct tp_json *fit, *unc, *idle, *needs;
+	enum tp_status st;
+	size_t old;
+	double x;
+	int64_t n;
+
+	if ((st = tp_jget_object(j, s, "runtime_fit", false, &fit)) || !fit)
+		return st;
+	old = tp_jctx_push_key(j, "runtime_fit");
+	if ((st = tp_jctx_object(j, fit, "the runtime fit", fit_fields)) ||
+	    (st = copy_str(j, fit, "note", sum->runtime_note,
+			   sizeof(sum->runtime_note))) ||
+	    (st = tp_jget_object(j, fit, "unconstrained", false, &unc)) ||
+	    (st = tp_jget_object(j, fit, "idle", false, &idle)))
+		return st;
+	if (unc) {
+		size_t o2 = tp_jctx_push_key(j, "unconstrained");
+		if ((st = tp_jctx_object(j, unc, "the unconstrained plan",
+					 unc_fields)) ||
+		    (st = tp_jget_number(j, unc, "iteration_time_s", true,
+					 TP_JNUM_POS, 0,
+					 &sum->unconstrained_time_s, NULL)) ||
+		    (st = tp_jget_number(j, unc, "speedup", false,
+					 TP_JNUM_NONNEG, 0, &x, NULL)) ||
+		    (st = copy_str(j, unc, "why", sum->unconstrained_why,
+				   sizeof(sum->unconstrained_why))) ||
+		    (st = tp_jget_array(j, unc, "needs", false, false, &needs)))
+			return st;
+		sum->have_unconstrained = true;
+		for (size_t k = 0; needs && k < needs->n; k++) {
+			const char *name;
+			int c = -1;
+			size_t o3 = tp_jctx_push_key(j, "needs");
+			tp_jctx_push_index(j, k);
+			if ((st = tp_jcheck_string(j, needs->items[k], 64, true,
+						   &name)))
+				return st;
+			for (int q = 0; q < TP_CAP_COUNT; q++)
+				if (strcmp(name, tp_runtime_cap_name(
+							 (enum tp_runtime_cap)q)) == 0)
+					c = q;
+			if (c < 0)
+				return tp_jctx_fail(j, NULL,
+						    "unknown capability \"%.64s\"; "
+						    "expected a field of a "
+						    "runtime's \"can\"",
+						    name);
+			sum->unconstrained_needs |= 1u << c;
+			tp_jctx_pop(j, o3);
+		}
+		tp_jctx_pop(j, o2);
+	}
+	if (idle) {
+		size_t o2 = tp_jctx_push_key(j, "idle");
+		if ((st = tp_jctx_object(j, idle, "the idle devices",
+					 idle_fields)) ||
+		    (st = tp_jget_int(j, idle, "devices", true, 1, UINT32_MAX,
+				      0, &n, NULL)) ||
+		    (st = copy_str(j, idle, "types", sum->idle_types,
+				   sizeof(sum->idle_types))) ||
+		    (st = copy_str(j, idle, "why", sum->idle_why,
+				   sizeof(sum->idle_why))))
+			return st;
+		sum->idle_devices = (uint32_t)n;
+		if (tp_json_get(idle, "all_devices_iteration_time_s")) {
+			if ((st = tp_jget_number(
+				     j, idle, "all_devices_iteration_time_s",
+				     true, TP_JNUM_POS, 0,
+				     &sum->all_devices_time_s, NULL)))
+				return st;
+			sum->have_all_devices = true;
+		}
+		tp_jctx_pop(j, o2);
+	}
+	tp_jctx_pop(j, old);
+	return TP_OK;
+}
+
 static enum tp_status read_summary(struct reader *r, const struct tp_json *s,
 				   struct tp_plan_summary *sum)
 {
@@ -477,7 +567,8 @@ static enum tp_status read_summary(struct reader *r, const struct tp_json *s,
 	    (st = tp_jget_array(j, s, "devices", false, false, &devs)) ||
 	    (st = tp_jget_object(j, s, "baselines", false, &bases)) ||
 	    (st = tp_jget_object(j, s, "search", false, &search)) ||
-	    (st = tp_jget_object(j, s, "provenance", false, &prov)))
+	    (st = tp_jget_object(j, s, "provenance", false, &prov)) ||
+	    (st = read_fit(j, s, sum)))
 		return st;
 	if (devs && devs->n) {
 		bool any_peak = false, any_busy = false;
@@ -878,6 +969,51 @@ static void write_ops(struct tp_jw *jw, const struct tp_plan *p, uint32_t g,
 	tp_jw_array_end(jw);
 }
 
+/* summary."runtime_fit", when there is anything to say. */
+static void write_fit(struct tp_jw *jw, const struct tp_plan_summary *s)
+{
+	if (!s->runtime_note[0] && !s->have_unconstrained && !s->idle_devices)
+		return;
+	tp_jw_key(jw, "runtime_fit");
+	tp_jw_object_begin(jw);
+	if (s->runtime_note[0])
+		tp_jw_kv_string(jw, "note", s->runtime_note);
+	if (s->have_unconstrained) {
+		tp_jw_key(jw, "unconstrained");
+		tp_jw_object_begin(jw);
+		tp_jw_kv_number(jw, "iteration_time_s",
+				s->unconstrained_time_s);
+		if (s->iteration_time_s > 0 && s->unconstrained_time_s > 0)
+			tp_jw_kv_number(jw, "speedup",
+					s->iteration_time_s /
+					    s->unconstrained_time_s);
+		tp_jw_key(jw, "needs");
+		tp_jw_array_begin(jw);
+		for (int c = 0; c < TP_CAP_COUNT; c++)
+			if (s->unconstrained_needs & (1u << c))
+				tp_jw_string(jw, tp_runtime_cap_name(
+							 (enum tp_runtime_cap)c));
+		tp_jw_array_end(jw);
+		if (s->unconstrained_why[0])
+			tp_jw_kv_string(jw, "why", s->unconstrained_why);
+		tp_jw_object_end(jw);
+	}
+	if (s->idle_devices) {
+		tp_jw_key(jw, "idle");
+		tp_jw_object_begin(jw);
+		tp_jw_kv_int(jw, "devices", s->idle_devices);
+		if (s->idle_types[0])
+			tp_jw_kv_string(jw, "types", s->idle_types);
+		if (s->have_all_devices)
+			tp_jw_kv_number(jw, "all_devices_iteration_time_s",
+					s->all_devices_time_s);
+		if (s->idle_why[0])
+			tp_jw_kv_string(jw, "why", s->idle_why);
+		tp_jw_object_end(jw);
+	}
+	tp_jw_object_end(jw);
+}
+
 static void write_summary(struct tp_jw *jw, const struct tp_plan_summary *s,
 			  const struct tp_cluster *c)
 {
@@ -928,6 +1064,7 @@ static void write_summary(struct tp_jw *jw, const struct tp_plan_summary *s,
 		}
 		tp_jw_object_end(jw);
 	}
+	write_fit(jw, s);
 	tp_jw_key(jw, "search");
 	tp_jw_object_begin(jw);
 	tp_jw_kv_int(jw, "playouts", (int64_t)s->playouts);

@@ -26,11 +26,12 @@ static const char *const can_fields[] = {
 	"sequence_parallel", "per_stage_degrees", "uneven_shares",
 	"mixed_device_types", "overlapping_groups", "layout", "schedules",
 	"syncs", "recompute", "max_zero", "max_zero_pipelined", "compression",
-	"lossy", NULL};
+	"lossy", "per_group_recompute", "models", NULL};
 
 static int parse_grad_reduce(const char *s) { return tp_grad_reduce_parse(s); }
 static int parse_layout(const char *s) { return tp_layer_layout_parse(s); }
 static int parse_launcher(const char *s) { return tp_launcher_parse(s); }
+static int parse_models(const char *s) { return tp_runtime_models_parse(s); }
 
 /* A list of enum names into a bitmask (a name twice is an error). */
 static enum tp_status get_set(struct tp_jctx *j, const struct tp_json *obj,
@@ -114,7 +115,7 @@ static enum tp_status read_can(struct tp_jctx *j, const struct tp_json *v,
 {
 	enum tp_status st;
 	int64_t z, zp;
-	int l, lay;
+	int l, lay, mod;
 
 	if ((st = tp_jctx_object(j, v, "what the runtime can run",
 				 can_fields)) ||
@@ -144,8 +145,13 @@ static enum tp_status read_can(struct tp_jctx *j, const struct tp_json *v,
 			      NULL)) ||
 	    (st = get_flag(j, v, "compression", &c->compression)) ||
 	    (st = get_set(j, v, "lossy", tp_lossy_parse,
-			  "none | fp16 | powersgd", &c->lossy)))
+			  "none | fp16 | powersgd", &c->lossy)) ||
+	    (st = get_flag(j, v, "per_group_recompute",
+			   &c->per_group_recompute)) ||
+	    (st = tp_jget_enum(j, v, "models", true, parse_models,
+			       "any | transformers | llama", 0, &mod)))
 		return st;
+	c->models = (enum tp_runtime_models)mod;
 	c->launcher = (enum tp_launcher)l;
 	c->layout = (enum tp_layer_layout)lay;
 	c->max_zero = (uint32_t)z;
@@ -268,27 +274,25 @@ static int cmp_name(const void *a, const void *b)
 	return strcmp((const char *)a, (const char *)b);
 }
 
-/* The shipped profiles' names, sorted and comma-separated, into buf. */
-static void shipped_names(char *buf, size_t size)
+size_t tp_runtime_shipped(char (*names)[TP_RUNTIME_NAME_MAX], size_t max)
 {
-	char dir[4096], probe[4096], names[32][TP_RUNTIME_NAME_MAX];
+	char dir[4096], probe[4096];
 	struct tp_error e;
 	DIR *d;
 	struct dirent *de;
-	size_t n = 0, k = 0;
+	size_t k = 0;
 
-	buf[0] = '\0';
 	tp_error_clear(&e);
 	/* data/runtimes/ is found as the folder of a file it holds */
 	if (tp_data_path("runtimes/megatron-core.json", probe, sizeof(probe),
 			 &e))
-		return;
+		return 0;
 	snprintf(dir, sizeof(dir), "%s", probe);
 	*strrchr(dir, '/') = '\0';
 	d = opendir(dir);
 	if (!d)
-		return;
-	while ((de = readdir(d)) != NULL && k < 32) {
+		return 0;
+	while ((de = readdir(d)) != NULL && k < max) {
 		size_t l = strlen(de->d_name);
 		if (l < 6 || l - 5 >= TP_RUNTIME_NAME_MAX ||
 		    strcmp(de->d_name + l - 5, ".json") != 0)
@@ -298,6 +302,16 @@ static void shipped_names(char *buf, size_t size)
 	}
 	closedir(d);
 	qsort(names, k, sizeof(names[0]), cmp_name);
+	return k;
+}
+
+/* The shipped profiles' names, sorted and comma-separated, into buf. */
+static void shipped_names(char *buf, size_t size)
+{
+	char names[32][TP_RUNTIME_NAME_MAX];
+	size_t n = 0, k = tp_runtime_shipped(names, 32);
+
+	buf[0] = '\0';
 	for (size_t i = 0; i < k && n < size; i++)
 		n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? ", " : "",
 				      names[i]);

@@ -36,6 +36,9 @@ struct tp_space_scratch {
 	struct tp_decision *stage_dec; /* per stage: its first decision */
 	double *stage_w;          /* per stage: weight of its groups */
 	uint32_t ip, iv;          /* stages and chunks per stage (0: none) */
+	/* runtime checks (tp_space_runnable, tp_space_level_actions) */
+	struct tp_plan check;
+	struct tp_decision *cand; /* per group: a candidate's state */
 };
 
 /* ------------------------------------------------------------------ */
@@ -396,7 +399,33 @@ void tp_space_release(struct tp_space *s)
 	free(s->type_speed);
 	free(s->dev_speed);
 	free(s->mb_counts);
+	free(s->layer_end);
 	memset(s, 0, sizeof(*s));
+}
+
+enum tp_status tp_space_set_runtime(struct tp_space *s,
+				    const struct tp_runtime *rt,
+				    struct tp_error *err)
+{
+	const struct tp_groups *G = s->groups;
+	const struct tp_model *m = s->model;
+
+	s->rt = *rt;
+	s->constrained = !tp_runtime_is_none(rt);
+	free(s->layer_end);
+	s->layer_end = NULL;
+	if (!s->constrained)
+		return TP_OK;
+	s->layer_end = tp_calloc(G->n + 1, sizeof(int32_t));
+	if (!s->layer_end)
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	for (uint32_t k = 0; k < G->n; k++)
+		for (uint32_t i = G->first[k]; i < G->first[k + 1]; i++) {
+			int32_t l = m->ops.v[m->topo[i]].layer;
+			if (l + 1 > s->layer_end[k])
+				s->layer_end[k] = l + 1;
+		}
+	return TP_OK;
 }
 
 struct tp_space_scratch *tp_space_scratch_new(const struct tp_space *s)
@@ -425,7 +454,9 @@ struct tp_space_scratch *tp_space_scratch_new(const struct tp_space *s)
 	scr->stage_set = tp_calloc(K + 1, sizeof(uint32_t));
 	scr->stage_dec = tp_calloc(K + 1, sizeof(*scr->stage_dec));
 	scr->stage_w = tp_calloc(K + 1, sizeof(double));
-	if (!scr->static_b || !scr->act_b || !scr->fit || !scr->mark ||
+	scr->cand = tp_calloc(K + 1, sizeof(*scr->cand));
+	tp_plan_init(&scr->check);
+	if (!scr->cand || !scr->static_b || !scr->act_b || !scr->fit || !scr->mark ||
 	    !scr->stage || !scr->run_first || !scr->speed || !scr->cap ||
 	    !scr->samples || !scr->order || !scr->rem || !scr->idec ||
 	    !scr->chunk || !scr->stage_set || !scr->stage_dec ||
@@ -456,6 +487,8 @@ void tp_space_scratch_free(struct tp_space_scratch *scr)
 	free(scr->stage_set);
 	free(scr->stage_dec);
 	free(scr->stage_w);
+	free(scr->cand);
+	tp_plan_release(&scr->check);
 	free(scr);
 }
 
@@ -482,7 +515,11 @@ bool tp_space_tp_ok(const struct tp_space *s, uint32_t g, uint32_t set,
 		return false;
 	if (tp > 1) {
 		units = s->groups->tp_units[g];
-		if (!s->groups->splittable[g])
+		if (s->constrained && !s->rt.can.tensor_parallel)
+			return false;
+		/* one tp for the whole model: unsplit ops are replicated */
+		if (!s->groups->splittable[g] &&
+		    !(s->constrained && !s->rt.can.per_stage_degrees))
 			return false;
 		if (units && units % tp != 0)
 			return false;
@@ -572,11 +609,31 @@ static void push_set(const struct tp_space *s, struct alist *l, uint32_t g,
 	push_decision(l, &d, suffix);
 }
 
+/* The runtime's uniform settings from decision d onto every group. */
+static void project(const struct tp_space *s, const struct tp_decision *d,
+		    struct tp_decision *state)
+{
+	const struct tp_runtime_can *can = &s->rt.can;
+
+	for (uint32_t k = 0; k < s->groups->n; k++) {
+		if (!can->pipeline_parallel)
+			state[k].set = d->set;
+		if (!can->per_stage_degrees) {
+			state[k].tp = d->tp;
+			state[k].sync = d->sync;
+		}
+		if (!can->per_group_recompute)
+			state[k].recompute = d->recompute;
+	}
+}
+
 void tp_space_apply(const struct tp_space *s, uint32_t g,
 		    const struct tp_action *a, const struct tp_globals *gl,
 		    struct tp_decision *state)
 {
 	state[g] = a->d;
+	if (s->constrained)
+		project(s, &a->d, state);
 	if (!a->suffix)
 		return;
 	for (uint32_t k = g + 1; k < s->groups->n; k++) {
@@ -589,6 +646,8 @@ void tp_space_apply(const struct tp_space *s, uint32_t g,
 						  s, a->d.set, tp);
 		state[k].recompute = a->d.recompute;
 	}
+	if (s->constrained)
+		project(s, &a->d, state);
 }
 
 /* Every family member following prev_set: the next pipeline stage. */
@@ -653,7 +712,19 @@ uint32_t tp_space_group_actions(const struct tp_space *s, uint32_t g,
 	uint32_t prev_set = g > 0 ? state[g - 1].set : cur.set;
 	uint32_t prev_tp = g > 0 ? state[g - 1].tp : cur.tp;
 
+	/* under a runtime with one setting for the model (project()), the
+	   settings are varied at group 0 only (elsewhere the same plans) */
+	const bool uni_deg = s->constrained && !s->rt.can.per_stage_degrees;
+	const bool uni_rc = s->constrained && !s->rt.can.per_group_recompute;
+	const bool one_set = s->constrained && !s->rt.can.pipeline_parallel;
+	bool selective = s->groups->selective_bytes[g] > 0;
+
+	if (uni_rc)
+		for (uint32_t k = 0; k < K && !selective; k++)
+			selective = s->groups->selective_bytes[k] > 0;
 	push_decision(&l, &cur, 0);
+	if (one_set && g > 0)
+		return l.n;
 	if (g > 0 && tp_space_tp_ok(s, g, state[g - 1].set, state[g - 1].tp,
 				    gl)) {
 		/* extend the previous stage by one group, or to the end */
@@ -667,22 +738,23 @@ uint32_t tp_space_group_actions(const struct tp_space *s, uint32_t g,
 	/* a new pipeline stage from here on: the next disjoint set */
 	push_next_sets(s, &l, g, prev_set, prev_tp, cur.recompute, gl, 1);
 	/* variants of the current decision */
-	for (uint32_t tp = 1; tp <= cs->tp_max && tp <= MAX_TP; tp++)
+	for (uint32_t tp = 1; tp <= cs->tp_max && tp <= MAX_TP &&
+			      (!uni_deg || g == 0);
+	     tp++)
 		if (tp != cur.tp)
 			push_set(s, &l, g, cur.set, tp, cur.recompute, gl, 0);
-	for (int r = 0; r < TP_RECOMPUTE_COUNT; r++) {
+	for (int r = 0; r < TP_RECOMPUTE_COUNT && (!uni_rc || g == 0); r++) {
 		struct tp_decision d = cur;
 		if (r == cur.recompute)
 			continue;
-		if (r == TP_RECOMPUTE_SELECTIVE &&
-		    !(s->groups->selective_bytes[g] > 0))
+		if (r == TP_RECOMPUTE_SELECTIVE && !selective)
 			continue;
 		d.recompute = (uint8_t)r;
 		push_decision(&l, &d, 0);
 		if (g + 1 < K)
 			push_decision(&l, &d, 1);
 	}
-	for (int y = 0; y < TP_SYNC_COUNT; y++) {
+	for (int y = 0; y < TP_SYNC_COUNT && (!uni_deg || g == 0); y++) {
 		struct tp_decision d = cur;
 		uint32_t dp = cs->n / (cur.tp ? cur.tp : 1);
 		if (y == cur.sync || dp < 2)
@@ -737,7 +809,7 @@ uint32_t tp_space_global_actions(const struct tp_space *s,
 		if (tp_space_state_ok(s, &gl, state))
 			PUSH(gl);
 	}
-	if (cur->even) {
+	if (cur->even && !tp_space_even_only(s)) {
 		struct tp_globals gl = *cur;
 		gl.even = 0;
 		PUSH(gl);
@@ -747,7 +819,9 @@ uint32_t tp_space_global_actions(const struct tp_space *s,
 		gl.schedule = cur->schedule == TP_SCHEDULE_GPIPE
 				      ? TP_SCHEDULE_1F1B
 				      : TP_SCHEDULE_GPIPE;
-		PUSH(gl);
+		if (!s->constrained ||
+		    (s->rt.can.schedules & (1u << gl.schedule)))
+			PUSH(gl);
 	}
 	for (uint8_t z = 0; z <= 3; z++) {
 		struct tp_globals gl = *cur;
@@ -1092,7 +1166,26 @@ static bool interleave(const struct tp_space *s,
 	   (one chunk per group at most, so none is empty), and the last
 	   groups are spread so that every chunk gets one */
 	target = scr->stage_w[0] / V;
-	for (uint32_t g = 0, c = 0; g < K; g++) {
+	bool by_layers = false;
+	if (s->constrained && s->rt.can.layout != TP_LAYOUT_ANY) {
+		/* the runtime's layout: chunk c holds layers [c L / n,
+		   (c + 1) L / n) (groups without layers go with their
+		   neighbours) */
+		int32_t L = 0, le = 0;
+		for (uint32_t g = 0; g < K; g++)
+			if (s->layer_end[g] > L)
+				L = s->layer_end[g];
+		if (L > 0) {
+			for (uint32_t g = 0; g < K; g++) {
+				if (s->layer_end[g] > le)
+					le = s->layer_end[g];
+				scr->chunk[g] = le > 0 ? (uint32_t)(
+					(int64_t)(le - 1) * n / L) : 0;
+			}
+			by_layers = true;
+		}
+	}
+	for (uint32_t g = 0, c = 0; g < K && !by_layers; g++) {
 		double mid = acc + G->weight[g] / 2;
 		if (g > 0 && c + 1 < n &&
 		    (mid >= target || n - 1 - c > K - 1 - g)) {
@@ -1278,12 +1371,69 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 	return TP_OK;
 }
 
+/* Raw candidates a level generates under a runtime before the ones it
+ * cannot execute are dropped (tp_space_level_actions). */
+#define RAW_ACTIONS 256
+
+bool tp_space_runnable(const struct tp_space *s, const struct tp_globals *gl,
+		       const struct tp_decision *state,
+		       struct tp_space_scratch *scr, char *why,
+		       size_t why_size)
+{
+	struct tp_error e;
+
+	if (why && why_size)
+		why[0] = '\0';
+	if (!s->constrained)
+		return true;
+	if (tp_space_materialize(s, gl, state, TP_COMPRESSION_OFF, scr,
+				 &scr->check, &e)) {
+		if (why && why_size)
+			snprintf(why, why_size, "%s", e.msg);
+		return false;
+	}
+	return tp_runtime_plan_check(&s->rt, &scr->check, s->model,
+				     s->cluster, NULL, why, why_size) == 0;
+}
+
 uint32_t tp_space_level_actions(const struct tp_space *s, uint32_t level,
 				const struct tp_globals *gl,
 				const struct tp_decision *state,
-				struct tp_action *out, uint32_t cap)
+				struct tp_action *out, uint32_t cap,
+				struct tp_space_scratch *scr)
 {
-	if (level == 0)
-		return tp_space_global_actions(s, gl, state, out, cap);
-	return tp_space_group_actions(s, level - 1, state, gl, out, cap);
+	struct tp_action raw[RAW_ACTIONS];
+	uint64_t keys[RAW_ACTIONS];
+	uint32_t n, kept = 0, K = s->groups->n;
+
+	if (!s->constrained) {
+		if (level == 0)
+			return tp_space_global_actions(s, gl, state, out, cap);
+		return tp_space_group_actions(s, level - 1, state, gl, out,
+					      cap);
+	}
+	n = level == 0 ? tp_space_global_actions(s, gl, state, raw,
+						 RAW_ACTIONS)
+		       : tp_space_group_actions(s, level - 1, state, gl, raw,
+						RAW_ACTIONS);
+	for (uint32_t i = 0; i < n && kept < cap; i++) {
+		struct tp_globals g2 = *gl;
+		uint64_t key;
+		bool dup = false;
+		memcpy(scr->cand, state, K * sizeof(*state));
+		if (level == 0)
+			g2 = raw[i].g;
+		else
+			tp_space_apply(s, level - 1, &raw[i], gl, scr->cand);
+		key = tp_space_hash(s, &g2, scr->cand);
+		for (uint32_t j = 0; j < kept && !dup; j++)
+			dup = keys[j] == key;
+		/* the first keeps the state: always a candidate */
+		if (dup || (i > 0 && !tp_space_runnable(s, &g2, scr->cand, scr,
+							 NULL, 0)))
+			continue;
+		keys[kept] = key;
+		out[kept++] = raw[i];
+	}
+	return kept;
 }

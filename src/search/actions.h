@@ -44,6 +44,7 @@
 #include "core/error.h"
 #include "core/model.h"
 #include "core/plan.h"
+#include "core/runtime.h"
 #include "core/vec.h"
 #include "coarsen.h"
 #include "core/prior.h"
@@ -147,6 +148,12 @@ struct tp_space {
 				the global batch, ascending */
 	uint32_t n_mb;
 	uint32_t max_group_devices; /* largest set size */
+	/* the runtime the plans must run on (tp_space_set_runtime);
+	   constrained = false for "none" */
+	bool constrained;
+	struct tp_runtime rt;
+	int32_t *layer_end; /* per group: largest layer label + 1 of its
+			       ops, 0 when none (the even re-cut) */
 };
 
 /* Per-thread working memory for materialising plans. */
@@ -159,6 +166,32 @@ enum tp_status tp_space_init(struct tp_space *s, const struct tp_model *m,
 			     const struct tp_cluster *c,
 			     const struct tp_groups *g, struct tp_error *err);
 void tp_space_release(struct tp_space *s);
+
+/*
+ * Limit the space to what runtime rt executes (core/runtime.h; "none"
+ * leaves it unconstrained, as after init).  Under a runtime:
+ *  - tp > 1 only with can.tensor_parallel; without per-stage degrees a
+ *    group with no op that splits may take the model's tp (its ops are
+ *    replicated on the tensor ranks, as in Megatron);
+ *  - tp_space_apply projects a decision onto the runtime's uniform
+ *    settings: without per_stage_degrees every group takes the action's
+ *    tp and synchronisation, without per_group_recompute its
+ *    recomputation, without pipeline_parallel its device set;
+ *  - tp_space_level_actions keeps only candidates whose plan the runtime
+ *    executes (tp_space_runnable), each once;
+ *  - interleaving re-cuts at equal layer counts when the runtime's layout
+ *    is not "any".
+ * TP_ENOMEM.
+ */
+enum tp_status tp_space_set_runtime(struct tp_space *s,
+				    const struct tp_runtime *rt,
+				    struct tp_error *err);
+
+/* Every replica the same share (the runtime has no uneven shares)? */
+static inline bool tp_space_even_only(const struct tp_space *s)
+{
+	return s->constrained && !s->rt.can.uneven_shares;
+}
 
 struct tp_space_scratch *tp_space_scratch_new(const struct tp_space *s);
 void tp_space_scratch_free(struct tp_space_scratch *scr);
@@ -225,11 +258,26 @@ uint32_t tp_space_global_actions(const struct tp_space *s,
 				 struct tp_action *out, uint32_t cap);
 
 /* The candidates of `level` (0: the global settings, tp_space_global_
- * actions; g + 1: group g, tp_space_group_actions). */
+ * actions; g + 1: group g, tp_space_group_actions); under a runtime
+ * (tp_space_set_runtime) only those whose plan it executes, each
+ * resulting plan once, the first (keep) always.  scr may be NULL only
+ * for an unconstrained space. */
 uint32_t tp_space_level_actions(const struct tp_space *s, uint32_t level,
 				const struct tp_globals *gl,
 				const struct tp_decision *state,
-				struct tp_action *out, uint32_t cap);
+				struct tp_action *out, uint32_t cap,
+				struct tp_space_scratch *scr);
+
+/*
+ * Does the space's runtime execute the plan of (gl, state)?  Always for
+ * an unconstrained space; else the plan is materialised in scr and
+ * checked by tp_runtime_plan_check (why, when non-NULL, says what it
+ * needs).  A state that does not materialise is not runnable.
+ */
+bool tp_space_runnable(const struct tp_space *s, const struct tp_globals *gl,
+		       const struct tp_decision *state,
+		       struct tp_space_scratch *scr, char *why,
+		       size_t why_size);
 
 /*
  * The pipeline the decisions form, for interleaving: runs of equal

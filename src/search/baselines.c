@@ -54,7 +54,8 @@ static void set_start(struct worker *w, enum tp_baseline b,
 
 	bd->have = true;
 	bd->gl = *gl;
-	bd->gl.even = 0; /* a start point: shares by speed */
+	/* a start point: shares by speed, where the runtime has them */
+	bd->gl.even = tp_space_even_only(&w->s->space) ? 1 : 0;
 	memcpy(bd->dec, dec, w->s->K * sizeof(*dec));
 	bd->feasible = r->feasible;
 	bd->time = r->time;
@@ -96,7 +97,14 @@ static enum tp_status score(struct worker *w, const struct tp_globals *gl,
 			    struct evalres *r)
 {
 	struct sctx *s = w->s;
-	enum tp_status st = sctx_eval(w, gl, dec, source, 0, r);
+	enum tp_status st;
+
+	if (!tp_space_runnable(&s->space, gl, dec, w->sscr, NULL, 0)) {
+		memset(r, 0, sizeof(*r));
+		r->time = r->over = INFINITY;
+		return TP_OK;
+	}
+	st = sctx_eval(w, gl, dec, source, 0, r);
 
 	if (st)
 		return st;
@@ -136,7 +144,16 @@ static enum tp_status baseline_dp(struct worker *w, bool even)
 	bool have = false;
 	int after = 0;
 	struct tp_globals best_gl;
+	char rwhy[400] = "";
 
+	if (!even && tp_space_even_only(sp)) {
+		snprintf(s->res->baselines[b].why,
+			 sizeof(s->res->baselines[b].why),
+			 "%s gives every replica the same share of a "
+			 "micro-batch (uneven_shares)",
+			 sp->rt.name);
+		return TP_OK;
+	}
 	tp_plan_init(&keep);
 	fill_all(dec, s->K, TP_SPACE_SET_ALL, 1,
 		 tp_space_default_sync(sp, TP_SPACE_SET_ALL, 1),
@@ -147,6 +164,9 @@ static enum tp_status baseline_dp(struct worker *w, bool even)
 					(uint8_t)even, 0};
 		if (!tp_space_state_ok(sp, &gl, dec))
 			break;
+		if (!tp_space_runnable(sp, &gl, dec, w->sscr, rwhy,
+				       sizeof(rwhy)))
+			continue;
 		st = score(w, &gl, dec, tp_baseline_name(b), &r);
 		if (st)
 			goto out;
@@ -170,6 +190,9 @@ static enum tp_status baseline_dp(struct worker *w, bool even)
 	}
 	if (have)
 		set_baseline(w, b, &best, &keep, config, &best_gl, dec);
+	else if (rwhy[0])
+		snprintf(s->res->baselines[b].why,
+			 sizeof(s->res->baselines[b].why), "%s", rwhy);
 	else
 		snprintf(s->res->baselines[b].why,
 			 sizeof(s->res->baselines[b].why),
@@ -266,6 +289,38 @@ static uint32_t model_layers(const struct tp_model *m)
 	return (uint32_t)(mx + 1);
 }
 
+/* The megatron grid under the search's runtime (actions.h): only the
+ * degrees, schedules and ZeRO stages it has (unconstrained: ZeRO 0 and
+ * 1, 1F1B and interleaving, as Megatron-LM). */
+static uint32_t grid_max_zero(const struct tp_space *sp, uint32_t pp)
+{
+	if (!sp->constrained)
+		return 1;
+	return pp > 1 ? sp->rt.can.max_zero_pipelined : sp->rt.can.max_zero;
+}
+
+static bool grid_point_ok(const struct tp_space *sp, uint32_t tp,
+			  uint32_t pp, uint32_t V, bool spo)
+{
+	const struct tp_runtime_can *can = &sp->rt.can;
+
+	if (!sp->constrained)
+		return true;
+	return (tp == 1 || can->tensor_parallel) &&
+	       (pp == 1 || can->pipeline_parallel) &&
+	       (V == 1 || (can->schedules & (1u << TP_SCHEDULE_INTERLEAVED))) &&
+	       (!spo || can->sequence_parallel);
+}
+
+static enum tp_schedule grid_schedule(const struct tp_space *sp)
+{
+	if (sp->constrained &&
+	    !(sp->rt.can.schedules & (1u << TP_SCHEDULE_1F1B)) &&
+	    (sp->rt.can.schedules & (1u << TP_SCHEDULE_GPIPE)))
+		return TP_SCHEDULE_GPIPE;
+	return TP_SCHEDULE_1F1B;
+}
+
 /* Megatron's stages on contiguous parts of the device order, as a
  * decision vector: groups balanced by weight over the stages (group
  * boundaries; interleaved: over the p*V chunks), tp as configured.  False
@@ -298,7 +353,8 @@ static bool megatron_aligned(struct worker *w, const struct tp_strategy *cfg,
 	memset(gl, 0, sizeof(*gl));
 	gl->micro_batches =
 		(uint32_t)(s->m->global_batch / ((int64_t)cfg->mb * dp));
-	gl->schedule = TP_SCHEDULE_1F1B;
+	gl->schedule = cfg->schedule == TP_SCHEDULE_GPIPE ? TP_SCHEDULE_GPIPE
+							  : TP_SCHEDULE_1F1B;
 	gl->zero = (uint8_t)cfg->zero;
 	gl->even = 1;
 	tp_globals_set_shape(gl, V > 1 ? V : 0, cfg->sp);
@@ -307,7 +363,8 @@ static bool megatron_aligned(struct worker *w, const struct tp_strategy *cfg,
 	for (uint32_t g = 0; g < s->K; g++)
 		if (s->groups.splittable[g] && w->dec[g].tp != cfg->tp)
 			return false;
-	return tp_space_state_ok(sp, gl, w->dec);
+	return tp_space_state_ok(sp, gl, w->dec) &&
+	       tp_space_runnable(sp, gl, w->dec, w->sscr, NULL, 0);
 }
 
 /* One grid point, in one of its two forms (the exact strategy plan, or
@@ -343,6 +400,10 @@ static enum tp_status megatron_point(struct worker *w,
 		return st == TP_EINPUT ? TP_OK : st;
 	}
 	if (tp_strategy_to_plan(cfg, s->m, s->c, plan, &e))
+		return TP_OK;
+	if (s->space.constrained &&
+	    tp_runtime_plan_check(&s->space.rt, plan, s->m, s->c, NULL, NULL,
+				  0))
 		return TP_OK;
 	*valid = true;
 	plan->compression = s->o->compression;
@@ -400,9 +461,11 @@ static enum tp_status baseline_megatron(struct worker *w)
 	for (uint32_t pp = 1; pp <= n / tp; pp++) {
 	for (size_t vi = 0; vi < sizeof(Vs) / sizeof(Vs[0]); vi++) {
 	for (uint32_t spo = 0; spo <= (tp > 1); spo++) {
-	for (uint32_t z = 0; z <= 1; z++) {
+	for (uint32_t z = 0; z <= grid_max_zero(sp, pp); z++) {
 		uint32_t V = Vs[vi], dp;
 		double prev = INFINITY;
+		if (!grid_point_ok(sp, tp, pp, V, spo != 0))
+			continue;
 		/* (stages beyond the layers exist only group-aligned) */
 		if (sp->sets.v[TP_SPACE_SET_ALL].tp_max % tp || (n / tp) % pp ||
 		    ((layers && pp > layers) && pp > s->K) || pp > m->ops.n)
@@ -421,7 +484,7 @@ static enum tp_status baseline_megatron(struct worker *w)
 			cfg.pp = pp;
 			cfg.mb = (uint32_t)mbs;
 			cfg.schedule = V > 1 ? TP_SCHEDULE_INTERLEAVED
-					     : TP_SCHEDULE_1F1B;
+					     : grid_schedule(sp);
 			cfg.virtual_stages = V;
 			cfg.sp = spo != 0;
 			cfg.zero = z;
@@ -430,6 +493,9 @@ static enum tp_status baseline_megatron(struct worker *w)
 			for (int k = 0; k < 3 && !fit && !pruned; k++) {
 				bool any = false, all_bounded = true;
 				cfg.recompute = rcs[k];
+				if (sp->constrained &&
+				    !(sp->rt.can.recomputes & (1u << rcs[k])))
+					continue;
 				for (int a = 0; a < 2; a++) {
 					bool valid;
 					double cut = have && best.feasible
@@ -625,6 +691,10 @@ static enum tp_status baseline_greedy(struct worker *w)
 		dec[g].sync = TP_SYNC_RING;
 		dec[g].recompute = TP_RECOMPUTE_NONE;
 	}
+	if (!tp_space_runnable(sp, &gl, dec, w->sscr,
+			       s->res->baselines[TP_BASELINE_GREEDY].why,
+			       sizeof(s->res->baselines[0].why)))
+		goto out;
 	st = score(w, &gl, dec, "greedy", &r);
 	if (st)
 		goto out;
@@ -717,16 +787,18 @@ static enum tp_status seed_pipeline(struct worker *w, struct bufs *bf,
 			bool done[4] = {false, false, false, false};
 			for (uint32_t step = 0; step < SEED_STEPS; step++) {
 				const struct seed_step *ls = &seed_ladder[step];
-				struct tp_globals gl = {mcount,
-							TP_SCHEDULE_1F1B,
-							ls->zero, 0, 0};
+				struct tp_globals gl = {
+					mcount, TP_SCHEDULE_1F1B, ls->zero,
+					tp_space_even_only(sp) ? 1 : 0, 0};
 				if (done[0] || done[ls->path] ||
 				    (ls->path == 3 && (done[1] || done[2])))
 					continue;
 				pipeline(sp, bf->members, n, tps[ti],
 					 rc_ladder[ls->rung], true, dec,
 					 bf->stage_of, bf->weight, bf->speed);
-				if (!tp_space_state_ok(sp, &gl, dec))
+				if (!tp_space_state_ok(sp, &gl, dec) ||
+				    !tp_space_runnable(sp, &gl, dec, w->sscr,
+						       NULL, 0))
 					continue;
 				snprintf(src, sizeof(src),
 					 "seed: %s, %u stage%s, m=%u", what, n,

@@ -142,8 +142,9 @@ enum tp_status worker_init(struct worker *w, struct sctx *s, uint32_t id)
 	tp_plan_init(&w->plan);
 	tp_report_init(&w->report);
 	w->dec = tp_calloc(s->K, sizeof(*w->dec));
+	w->mark = tp_calloc(s->c->devices.n + 1, 1);
 	w->sscr = tp_space_scratch_new(&s->space);
-	if (!w->dec || !w->sscr)
+	if (!w->dec || !w->sscr || !w->mark)
 		goto nomem;
 	if (s->o->bound_sim) {
 		w->bscr = tp_sim_scratch_new(s->o->bound_sim);
@@ -183,6 +184,7 @@ void worker_release(struct worker *w)
 	tp_plan_release(&w->plan);
 	tp_report_release(&w->report);
 	free(w->dec);
+	free(w->mark);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -289,6 +291,44 @@ static void offer_elite(struct sctx *s, uint64_t key,
 		s->elite_key[i] = s->elite_key[i - 1];
 		s->elite_key[i - 1] = tk;
 	}
+}
+
+/* Does plan use every device of the cluster?  mark: n zeroed bytes,
+ * left zeroed. */
+static bool uses_all(const struct tp_plan *p, uint32_t n, uint8_t *mark)
+{
+	uint32_t used = 0;
+
+	for (size_t i = 0; i < p->devs.n; i++)
+		if (p->devs.v[i] < n && !mark[p->devs.v[i]]) {
+			mark[p->devs.v[i]] = 1;
+			used++;
+		}
+	for (size_t i = 0; i < p->devs.n; i++)
+		if (p->devs.v[i] < n)
+			mark[p->devs.v[i]] = 0;
+	return used == n;
+}
+
+/* The best simulated plan on every device (result.all_plan); under the
+ * lock. */
+static void offer_all(struct worker *w, const struct tp_plan *plan,
+		      const struct evalres *r)
+{
+	struct sctx *s = w->s;
+
+	if (!r->ok || r->bounded ||
+	    (s->have_all && !sctx_better(r->feasible, r->time, r->over,
+					 s->all_feasible, s->all_time,
+					 s->all_over)) ||
+	    !uses_all(plan, (uint32_t)s->c->devices.n, w->mark))
+		return;
+	if (tp_plan_copy(&s->res->all_plan, plan, NULL))
+		return;
+	s->have_all = true;
+	s->all_feasible = r->feasible;
+	s->all_time = r->time;
+	s->all_over = r->over;
 }
 
 static void offer_locked(struct sctx *s, uint64_t key,
@@ -400,6 +440,21 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 	return TP_OK;
 }
 
+/* Can the search's runtime execute plan?  A plan it cannot is refused
+ * unsimulated (result.runtime_rejects): the action space should not
+ * have produced it. */
+static bool runnable(struct worker *w, const struct tp_plan *plan)
+{
+	struct sctx *s = w->s;
+
+	if (!s->space.constrained ||
+	    !tp_runtime_plan_check(&s->space.rt, plan, s->m, s->c, NULL, NULL,
+				   0))
+		return true;
+	atomic_fetch_add(&s->runtime_rejects, 1);
+	return false;
+}
+
 bool sctx_cached(struct sctx *s, const struct tp_globals *gl,
 		 const struct tp_decision *dec)
 {
@@ -455,7 +510,7 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 
 	st = tp_space_materialize(&s->space, gl, dec, s->o->compression,
 				  w->sscr, &w->plan, &w->err);
-	if (st == TP_EINPUT) {
+	if (st == TP_EINPUT || (!st && !runnable(w, &w->plan))) {
 		out->ok = false;
 		out->time = out->over = INFINITY;
 	} else if (st) {
@@ -487,8 +542,10 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 		if (s->cache_n * 10 >= s->cache_cap * 6)
 			cache_grow(s);
 	}
-	if (out->ok && !out->bounded)
+	if (out->ok && !out->bounded) {
 		offer_locked(s, key, gl, dec, NULL, source, out);
+		offer_all(w, &w->plan, out);
+	}
 	pthread_mutex_unlock(&s->lock);
 	return TP_OK;
 }
@@ -504,12 +561,18 @@ enum tp_status sctx_eval_plan(struct worker *w, const struct tp_plan *plan,
 	atomic_fetch_add(&s->evaluations, 1);
 	if (!s->o->bound_sim)
 		cutoff = 0;
+	if (!runnable(w, plan)) {
+		out->ok = false;
+		out->time = out->over = INFINITY;
+		return TP_OK;
+	}
 	st = run_eval(w, plan, cutoff, out);
 	if (st)
 		return st;
 	if (out->ok && !out->bounded) {
 		pthread_mutex_lock(&s->lock);
 		offer_locked(s, 0, NULL, NULL, plan, source, out);
+		offer_all(w, plan, out);
 		pthread_mutex_unlock(&s->lock);
 	}
 	return TP_OK;
@@ -615,6 +678,9 @@ enum tp_status sctx_init(struct sctx *s, const struct tp_model *m,
 	res->n_groups = s->K;
 	st = tp_space_init(&s->space, m, c, &s->groups, &s->err);
 	if (st)
+		return st;
+	if (o->runtime &&
+	    (st = tp_space_set_runtime(&s->space, o->runtime, &s->err)))
 		return st;
 	s->direct = o->bound_sim &&
 		    (tp_search_simeval_of(ev) == o->bound_sim ||

@@ -338,7 +338,7 @@ static enum tp_status playout(struct pworker *pw)
 	   slow is not simulated (unless already scored) */
 	if (claim && s->o->prior && atomic_load(&s->prior_values)) {
 		n = tp_space_level_actions(&s->space, level, &gl, w->dec,
-					   pw->acts, MAX_CHILDREN);
+					   pw->acts, MAX_CHILDREN, w->sscr);
 		st = priors(pw, level, n, &gl, false, ref, &pvalue,
 			    &has_value);
 		if (st)
@@ -369,7 +369,7 @@ static enum tp_status playout(struct pworker *pw)
 	       level > 0;
 	if (lazy || (claim && (!asked || (!skipped && er.fresh))))
 		n = tp_space_level_actions(&s->space, level, &gl, w->dec,
-					   pw->acts, MAX_CHILDREN);
+					   pw->acts, MAX_CHILDREN, w->sscr);
 	if (lazy) {
 		for (uint32_t i = 0; i < n; i++)
 			pw->priors[i] = 1.0f / (float)n;

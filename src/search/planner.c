@@ -84,6 +84,16 @@ enum tp_status tp_planner_run(struct tp_planner *pl,
 	enum tp_status st;
 
 	so.bound_sim = pl->o.bound ? pl->sim : NULL;
+	if (!tp_runtime_is_none(&pl->o.runtime) && !o->unconstrained) {
+		so.runtime = &pl->o.runtime;
+		/* a runtime without compression: plans without it */
+		if (!pl->o.runtime.can.compression) {
+			so.compression = TP_COMPRESSION_OFF;
+			ev = &pl->plain;
+		}
+	} else {
+		so.runtime = NULL;
+	}
 	st = tp_search_run(pl->m, pl->c, ev, &so, res, err);
 	if (st == TP_OK && res->have_plan) {
 		res->plan.grad_bucket_bytes = pl->o.sim.grad_bucket_bytes;

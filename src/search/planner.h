@@ -68,7 +68,10 @@ void tp_planner_free(struct tp_planner *pl);
 
 /*
  * Search a plan (tp_search_run with the evaluator and bound above; o's
- * evaluator-related fields bound_sim is overridden).  res is
+ * evaluator-related fields bound_sim is overridden).  Under a runtime
+ * other than "none" the search holds only plans it executes
+ * (options.runtime is set to it, and compression is off when it has
+ * none), unless o->unconstrained.  res is
  * caller-initialised (tp_search_result_init) and released by the caller.
  */
 enum tp_status tp_planner_run(struct tp_planner *pl,

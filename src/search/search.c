@@ -34,6 +34,7 @@ void tp_search_result_init(struct tp_search_result *r)
 	memset(r, 0, sizeof(*r));
 	tp_plan_init(&r->plan);
 	tp_report_init(&r->report);
+	tp_plan_init(&r->all_plan);
 	for (int b = 0; b < TP_BASELINE_COUNT; b++)
 		tp_plan_init(&r->baselines[b].plan);
 }
@@ -44,6 +45,7 @@ void tp_search_result_release(struct tp_search_result *r)
 		return;
 	tp_plan_release(&r->plan);
 	tp_report_release(&r->report);
+	tp_plan_release(&r->all_plan);
 	for (int b = 0; b < TP_BASELINE_COUNT; b++)
 		tp_plan_release(&r->baselines[b].plan);
 	memset(r, 0, sizeof(*r));
@@ -162,6 +164,10 @@ static void result_counters(struct sctx *s)
 	res->kicks = s->kicks;
 	res->completions = s->completions;
 	res->gain_skips = s->gain_skips;
+	res->runtime_rejects = atomic_load(&s->runtime_rejects);
+	res->have_all = s->have_all;
+	res->all_feasible = s->all_feasible;
+	res->all_time_s = s->all_time;
 	res->evaluations = atomic_load(&s->evaluations);
 	res->seconds = sctx_elapsed(s);
 	if (s->o->stop && *s->o->stop)

@@ -51,6 +51,7 @@
 #include "core/plan.h"
 #include "core/report.h"
 #include "core/prior.h"
+#include "core/runtime.h"
 
 struct tp_sim;
 struct tp_sim_cut;
@@ -189,6 +190,15 @@ struct tp_search_options {
 	   (tp_sim_lower_bound, a tenth of a simulation) is not simulated:
 	   it is scored by its bound, which never changes the answer. */
 	const struct tp_sim *bound_sim;
+	/* The runtime the answer must run on (core/runtime.h), or NULL for
+	   "none": the action space, the baselines and the seeds hold only
+	   plans it executes (actions.h tp_space_set_runtime); every plan
+	   scored is checked again (result.runtime_rejects counts the ones
+	   refused unsimulated: 0 but for stacked sweep changes). */
+	const struct tp_runtime *runtime;
+	/* tp_planner_run: search without the runtime's capability limits
+	   (its behaviour still prices the plans): what the runtime costs */
+	bool unconstrained;
 };
 
 void tp_search_options_default(struct tp_search_options *o);
@@ -222,6 +232,15 @@ struct tp_search_result {
 	uint64_t gain_skips; /* single changes guided sweeps did not
 				simulate because the provider's gains
 				predicted them slow (options.gain_skip) */
+	uint64_t runtime_rejects; /* plans refused unsimulated: the runtime
+				     cannot execute them (options.runtime) */
+	/* The best plan found that uses every device (have_all false when
+	   the answer does, or none was scored): what the idle devices of
+	   the answer would have cost (core/runtime.h, plan summary). */
+	bool have_all;
+	bool all_feasible;
+	double all_time_s;
+	struct tp_plan all_plan;
 	/* With options.gain_stats: the provider's predicted gains against
 	   the sweeps' scored changes.  Signs: changes scored, those whose
 	   predicted sign (faster or not) was right; better: changes that

@@ -64,6 +64,10 @@ struct sctx {
 	_Atomic uint64_t simulations, cache_hits, evaluations, playouts;
 	_Atomic uint64_t bounded; /* settled by the lower bound */
 	_Atomic uint64_t value_skips; /* leaves the provider's value cut */
+	_Atomic uint64_t runtime_rejects; /* plans the runtime cannot run */
+	/* the best plan using every device (result.all_plan), under lock */
+	bool have_all, all_feasible;
+	double all_time, all_over;
 	_Atomic int prior_values; /* the provider has returned values */
 	/* A search limited by playouts runs in stages of doubling budgets
 	   (search.c, STAGE_FIRST): sweeps, then the tree, up to stage_end
@@ -119,6 +123,7 @@ struct worker {
 	struct tp_report report;
 	struct tp_sim_scratch *bscr; /* for o->bound_sim */
 	struct tp_decision *dec; /* K, the state being built */
+	uint8_t *mark; /* per device, for counting the devices a plan uses */
 	struct tp_rng rng;
 	struct tp_error err;
 };

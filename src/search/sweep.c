@@ -124,6 +124,23 @@ static bool relax_recompute(const struct tp_space *sp, struct tp_decision *dec)
 	const struct tp_groups *G = sp->groups;
 	bool any = false;
 
+	if (sp->constrained && !sp->rt.can.per_group_recompute) {
+		/* one setting for the model: every group the same rung, one
+		   the runtime has */
+		uint8_t r = dec[0].recompute, to = TP_RECOMPUTE_NONE;
+		bool sel = false;
+		for (uint32_t g = 0; g < G->n; g++)
+			sel |= G->selective_bytes[g] > 0;
+		if (r == TP_RECOMPUTE_NONE)
+			return false;
+		if (r == TP_RECOMPUTE_FULL && sel &&
+		    (sp->rt.can.recomputes & (1u << TP_RECOMPUTE_SELECTIVE)))
+			to = TP_RECOMPUTE_SELECTIVE;
+		for (uint32_t g = 0; g < G->n; g++)
+			dec[g].recompute = to;
+		return true;
+	}
+
 	for (uint32_t g = 0; g < G->n; g++) {
 		uint8_t r = dec[g].recompute;
 		if (r == TP_RECOMPUTE_NONE)
@@ -172,10 +189,15 @@ static enum tp_status stack_try(struct worker *w, const struct tp_globals *g2,
 				struct evalres *cur, bool *taken)
 {
 	struct evalres r;
-	enum tp_status st = sctx_eval(w, g2, cand, "search (sweep)",
-				      cur->feasible ? cur->time : 0, &r);
+	enum tp_status st;
 
 	*taken = false;
+	/* stacked changes may combine into a plan the runtime cannot run:
+	   not scored, no playout */
+	if (!tp_space_runnable(&w->s->space, g2, cand, w->sscr, NULL, 0))
+		return TP_OK;
+	st = sctx_eval(w, g2, cand, "search (sweep)",
+		       cur->feasible ? cur->time : 0, &r);
 	if (st)
 		return st;
 	atomic_fetch_add(&w->s->playouts, 1);
@@ -223,7 +245,7 @@ static void kick(struct worker *w, struct tp_action *acts, uint32_t cap,
 	for (uint32_t k = 0; k < KICK_CHANGES; k++) {
 		uint32_t lv = (uint32_t)tp_rng_below(&w->rng, s->K + 1);
 		uint32_t n = tp_space_level_actions(&s->space, lv, gl, dec,
-						    acts, cap);
+						    acts, cap, w->sscr);
 		uint32_t m = 0, pick = 0;
 		struct move mv;
 		double x;
@@ -648,7 +670,8 @@ static enum tp_status polish_changes(struct polish *P, bool comp,
 
 	for (uint32_t lv = 0; lv <= K; lv++) {
 		uint32_t n = tp_space_level_actions(P->sp, lv, &P->gl, P->inc,
-						    P->acts, P->cap);
+						    P->acts, P->cap,
+						    P->w->sscr);
 		bool asked = (P->guide || P->measure) && n > 2 && lv > 0;
 		if (comp && !asked)
 			continue; /* all scored by the pass */

@@ -403,7 +403,7 @@ static enum tp_status playout(struct tctx *t, uint32_t root, uint32_t L0,
 	e = tp_gnn_value_target(g->lb, r.ok && r.feasible, r.time);
 	if (!t->nodes.v[cur].expanded && level <= K) {
 		n = tp_space_level_actions(&g->sp, level, &gl, t->dec,
-					   t->acts, MAX_ACTIONS);
+					   t->acts, MAX_ACTIONS, NULL);
 		if (n && t->gp && !r.fresh) {
 			st = tp_space_materialize(&g->sp, &gl, t->dec,
 						  TP_COMPRESSION_OFF, t->sscr,
