@@ -1,0 +1,395 @@
+/*
+ * test_runtime_plan.c - plans that run: tp_runtime_plan_check names what a
+ * plan needs and a runtime lacks, and a search under a runtime scores
+ * only plans it executes (no simulation spent on the others) and answers
+ * with one.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/runtime.h"
+#include "core/strategy.h"
+#include "io/build.h"
+#include "io/io.h"
+#include "search/planner.h"
+#include "search/search.h"
+#include "sim/sim.h"
+#include "util.h"
+
+static void use_data(void)
+{
+	setenv("TAGPLAN_DATA", tp_data_file(""), 1);
+}
+
+/* A 12-layer GPT (batch 64) and 2 DGX-A100 on HDR InfiniBand. */
+static void gpt_on_dgx(struct tp_model *m, struct tp_cluster *c,
+		       const char *node_spec)
+{
+	struct tp_gpt_dims d;
+	struct tp_error err;
+	const char *specs[] = {node_spec};
+
+	use_data();
+	memset(&d, 0, sizeof(d));
+	d.hidden = 1024;
+	d.layers = 12;
+	d.heads = 16;
+	d.seq = 1024;
+	d.vocab = 32000;
+	d.batch = 64;
+	d.dtype = TP_DTYPE_BF16;
+	d.name = "gpt-12";
+	tp_model_init(m);
+	tp_cluster_init(c);
+	ck_assert_int_eq(tp_build_gpt(&d, m, &err), TP_OK);
+	ck_assert_msg(tp_build_topology(specs, 1, "ib-hdr", 1, c, &err) ==
+			      TP_OK,
+		      "%s", err.msg);
+}
+
+static void find(const char *name, struct tp_runtime *rt)
+{
+	struct tp_error err;
+
+	ck_assert_msg(tp_runtime_find(name, rt, &err) == TP_OK, "%s: %s",
+		      name, err.msg);
+}
+
+static void strategy(const char *s, const struct tp_model *m,
+		     const struct tp_cluster *c, struct tp_plan *p)
+{
+	struct tp_strategy st;
+	struct tp_error err;
+
+	ck_assert_int_eq(tp_strategy_parse(s, &st, &err), TP_OK);
+	ck_assert_msg(tp_strategy_to_plan(&st, m, c, p, &err) == TP_OK, "%s",
+		      err.msg);
+}
+
+static uint32_t bit(enum tp_runtime_cap cap)
+{
+	return 1u << cap;
+}
+
+/* Each rule of tp_runtime_plan_check, on plans that break it alone. */
+START_TEST(test_plan_check_rules)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_runtime mc, m22, ds, ddp, none;
+	struct tp_plan_shape sh;
+	char why[512];
+	uint32_t k;
+
+	gpt_on_dgx(&m, &c, "dgx-a100:2");
+	find("megatron-core", &mc);
+	find("megatron-lm-2022", &m22);
+	find("deepspeed", &ds);
+	find("ddp", &ddp);
+	tp_runtime_none(&none);
+	tp_plan_init(&p);
+
+	/* a uniform 3D plan: megatron-core runs it */
+	strategy("tp=2,pp=2,dp=4,mb=1,zero=1", &m, &c, &p);
+	ck_assert_uint_eq(tp_runtime_plan_check(&mc, &p, &m, &c, &sh, why,
+						sizeof(why)),
+			  0);
+	ck_assert(sh.ok);
+	ck_assert_uint_eq(sh.pp, 2);
+	ck_assert_uint_eq(sh.chunks, 2);
+	ck_assert_int_eq(sh.layers, 12);
+	ck_assert_int_eq(sh.chunk_layers[0] + sh.chunk_layers[1], 12);
+	ck_assert_uint_eq(sh.used, 16);
+	/* ddp has no tensor or pipeline parallelism */
+	k = tp_runtime_plan_check(&ddp, &p, &m, &c, NULL, why, sizeof(why));
+	ck_assert(k & bit(TP_CAP_TENSOR_PARALLEL));
+	ck_assert(k & bit(TP_CAP_PIPELINE_PARALLEL));
+	ck_assert_ptr_nonnull(strstr(why, "ddp cannot"));
+
+	/* ZeRO 2: not megatron-core's distributed optimizer */
+	p.zero = 2;
+	k = tp_runtime_plan_check(&mc, &p, &m, &c, NULL, why, sizeof(why));
+	ck_assert_uint_eq(k, bit(TP_CAP_MAX_ZERO) |
+				     bit(TP_CAP_MAX_ZERO_PIPELINED));
+	ck_assert_uint_eq(tp_runtime_plan_check(&none, &p, &m, &c, NULL, NULL,
+						0),
+			  0);
+	p.zero = 1;
+	/* GPipe */
+	p.schedule = TP_SCHEDULE_GPIPE;
+	ck_assert_uint_eq(tp_runtime_plan_check(&mc, &p, &m, &c, NULL, NULL, 0),
+			  bit(TP_CAP_SCHEDULES));
+	p.schedule = TP_SCHEDULE_1F1B;
+	/* a parameter server, uneven shares, per-group degrees */
+	p.groups.v[0].sync = TP_SYNC_PS;
+	k = tp_runtime_plan_check(&mc, &p, &m, &c, NULL, why, sizeof(why));
+	ck_assert(k & bit(TP_CAP_SYNCS));
+	ck_assert_ptr_nonnull(strstr(why, "ps"));
+	p.groups.v[0].sync = p.groups.v[1].sync;
+	tp_plan_group_shares(&p, 0)[0] += 0.25;
+	tp_plan_group_shares(&p, 0)[1] -= 0.25;
+	ck_assert_uint_eq(tp_runtime_plan_check(&mc, &p, &m, &c, NULL, NULL, 0),
+			  bit(TP_CAP_UNEVEN_SHARES));
+	tp_plan_group_shares(&p, 0)[0] -= 0.25;
+	tp_plan_group_shares(&p, 0)[1] += 0.25;
+	p.groups.v[1].recompute = TP_RECOMPUTE_FULL;
+	ck_assert_uint_eq(tp_runtime_plan_check(&mc, &p, &m, &c, NULL, NULL, 0),
+			  bit(TP_CAP_PER_GROUP_RECOMPUTE));
+	p.groups.v[1].recompute = TP_RECOMPUTE_NONE;
+	p.groups.v[1].sfb_first = 0;
+	p.groups.v[1].n_sfb = 0;
+	p.groups.v[1].lossy = TP_LOSSY_FP16;
+	ck_assert_uint_eq(tp_runtime_plan_check(&mc, &p, &m, &c, NULL, NULL, 0),
+			  bit(TP_CAP_LOSSY));
+	p.groups.v[1].lossy = TP_LOSSY_NONE;
+	ck_assert_uint_eq(tp_runtime_plan_check(&mc, &p, &m, &c, NULL, NULL, 0),
+			  0);
+
+	/* 12 layers on 3 stages of 4: even; 4 stages interleaved by 3: 12
+	   chunks of 1 */
+	strategy("tp=1,pp=4,dp=4,mb=1,schedule=interleaved:3", &m, &c, &p);
+	ck_assert_uint_eq(tp_runtime_plan_check(&m22, &p, &m, &c, &sh, NULL, 0),
+			  0);
+	ck_assert_uint_eq(sh.chunks, 12);
+	/* deepspeed: no interleaving */
+	ck_assert(tp_runtime_plan_check(&ds, &p, &m, &c, NULL, NULL, 0) &
+		  bit(TP_CAP_SCHEDULES));
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* Uneven layer counts: megatron-core ("any") runs them, megatron-lm-2022
+ * ("even") does not; the layout is classified first-last when only the
+ * ends differ. */
+START_TEST(test_plan_check_layouts)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_runtime mc, m22, fl;
+	struct tp_plan_shape sh;
+	char why[512];
+	uint32_t moved = 0, g1;
+
+	gpt_on_dgx(&m, &c, "dgx-a100:2");
+	find("megatron-core", &mc);
+	find("megatron-lm-2022", &m22);
+	fl = mc;
+	fl.can.layout = TP_LAYOUT_FIRST_LAST;
+	tp_plan_init(&p);
+	strategy("tp=8,pp=2,dp=1,mb=1", &m, &c, &p);
+	ck_assert_uint_eq(p.groups.n, 2);
+	/* move the ops of layer 5 (the last of stage 0) to stage 1: 5 + 7 */
+	g1 = 1;
+	{
+		struct tp_plan q;
+		uint32_t *ops0 = tp_plan_group_ops(&p, 0);
+		uint32_t n0 = p.groups.v[0].n_ops, keep = 0;
+		uint32_t o0[4096], o1[4096], n1 = 0;
+		tp_plan_init(&q);
+		for (uint32_t i = 0; i < n0; i++)
+			if (m.ops.v[ops0[i]].layer == 5)
+				o1[n1++] = ops0[i], moved++;
+			else
+				o0[keep++] = ops0[i];
+		for (uint32_t i = 0; i < p.groups.v[g1].n_ops; i++)
+			o1[n1++] = tp_plan_group_ops(&p, g1)[i];
+		q.global_batch = p.global_batch;
+		q.micro_batches = p.micro_batches;
+		q.schedule = p.schedule;
+		q.virtual_stages = 1;
+		ck_assert_int_eq(tp_plan_add_group(&q, o0, keep,
+						   tp_plan_group_devs(&p, 0), 8,
+						   1, 8, NULL, NULL, NULL),
+				 TP_OK);
+		ck_assert_int_eq(tp_plan_add_group(&q, o1, n1,
+						   tp_plan_group_devs(&p, 1), 8,
+						   1, 8, NULL, NULL, NULL),
+				 TP_OK);
+		ck_assert_int_eq(tp_plan_validate(&q, &m, &c, NULL), TP_OK);
+		ck_assert_uint_gt(moved, 0);
+		ck_assert_uint_eq(tp_runtime_plan_check(&mc, &q, &m, &c, &sh,
+							NULL, 0),
+				  0);
+		ck_assert_int_eq(sh.chunk_layers[0], 5);
+		ck_assert_int_eq(sh.chunk_layers[1], 7);
+		/* two stages of 5 and 7 layers: first-last */
+		ck_assert_uint_eq(tp_runtime_plan_check(&fl, &q, &m, &c, NULL,
+							NULL, 0),
+				  0);
+		ck_assert_uint_eq(tp_runtime_plan_check(&m22, &q, &m, &c, NULL,
+							why, sizeof(why)),
+				  bit(TP_CAP_LAYOUT));
+		ck_assert_ptr_nonnull(strstr(why, "first-last"));
+		tp_plan_release(&q);
+	}
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* An evaluator that counts the plans it is asked to score which the
+ * runtime cannot execute, around the simulator's. */
+struct spy {
+	struct tp_search_simeval se;
+	struct tp_evaluator inner;
+	const struct tp_runtime *rt;
+	const struct tp_model *m;
+	const struct tp_cluster *c;
+	_Atomic unsigned long scored, refused;
+};
+
+static void *spy_scratch_new(void *ctx)
+{
+	struct spy *s = ctx;
+	return s->inner.scratch_new(s->inner.ctx);
+}
+
+static void spy_scratch_free(void *ctx, void *scratch)
+{
+	struct spy *s = ctx;
+	s->inner.scratch_free(s->inner.ctx, scratch);
+}
+
+static enum tp_status spy_run(void *ctx, void *scratch,
+			      const struct tp_plan *plan,
+			      struct tp_report *report, struct tp_error *err)
+{
+	struct spy *s = ctx;
+
+	s->scored++;
+	if (tp_runtime_plan_check(s->rt, plan, s->m, s->c, NULL, NULL, 0))
+		s->refused++;
+	return s->inner.run(s->inner.ctx, scratch, plan, report, err);
+}
+
+/* Under every shipped runtime that builds the model: the search hands
+ * the simulator only plans the runtime executes (none refused by the
+ * search's own check either), the answer is one, and baselines the
+ * runtime cannot run are not reported. */
+static void search_under(const char *model_kind)
+{
+	char names[32][64];
+	size_t n;
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_error err;
+	int searched = 0;
+
+	use_data();
+	n = tp_runtime_shipped(names, 32);
+	ck_assert_uint_ge(n, 6);
+	if (strcmp(model_kind, "gpt") == 0) {
+		gpt_on_dgx(&m, &c, "dgx-a100:2");
+	} else {
+		const char *specs[] = {"v100-nvlink:1", "1080ti-pcie:2"};
+		tp_model_init(&m);
+		tp_cluster_init(&c);
+		ck_assert_int_eq(tp_build_zoo("resnet50", 64, -1, &m, &err),
+				 TP_OK);
+		ck_assert_int_eq(tp_build_topology(specs, 2, "25gbe", 1, &c,
+						   &err),
+				 TP_OK);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct tp_runtime rt;
+		struct tp_sim_options so;
+		struct tp_sim *sim;
+		struct spy spy;
+		struct tp_evaluator ev;
+		struct tp_search_options o;
+		struct tp_search_result r;
+
+		find(names[i], &rt);
+		if (!tp_runtime_builds(&rt, &m, NULL, 0))
+			continue;
+		tp_sim_options_default(&so);
+		tp_sim_params_runtime(&so.params, &rt);
+		sim = tp_sim_new(&m, &c, &so, &err);
+		ck_assert_ptr_nonnull(sim);
+		memset(&spy, 0, sizeof(spy));
+		tp_search_sim_evaluator(&spy.se, sim, NULL, &spy.inner);
+		spy.rt = &rt;
+		spy.m = &m;
+		spy.c = &c;
+		ev = spy.inner;
+		ev.ctx = &spy;
+		ev.scratch_new = spy_scratch_new;
+		ev.scratch_free = spy_scratch_free;
+		ev.run = spy_run;
+		ev.finalize = NULL;
+		ev.run_bounded = NULL;
+		ev.bounded_sim = NULL;
+		tp_search_options_default(&o);
+		o.threads = 1;
+		o.playouts = 300;
+		o.time_limit_s = 0;
+		o.compression = TP_COMPRESSION_OFF;
+		o.runtime = &rt;
+		o.bound_sim = sim;
+		tp_search_result_init(&r);
+		ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, &err),
+				 TP_OK);
+		ck_assert(r.have_plan);
+		ck_assert_uint_gt(spy.scored, 5);
+		ck_assert_msg(spy.refused == 0,
+			      "%s: %lu of %lu plans simulated it cannot run",
+			      rt.name, (unsigned long)spy.refused,
+			      (unsigned long)spy.scored);
+		ck_assert_msg(r.runtime_rejects == 0, "%s: %llu rejects",
+			      rt.name, (unsigned long long)r.runtime_rejects);
+		ck_assert_uint_eq(tp_runtime_plan_check(&rt, &r.plan, &m, &c,
+							NULL, NULL, 0),
+				  0);
+		if (!rt.can.uneven_shares)
+			ck_assert(!r.baselines[TP_BASELINE_DP_HETERO].available);
+		for (int b = 0; b < TP_BASELINE_COUNT; b++)
+			if (r.baselines[b].available)
+				ck_assert_uint_eq(
+					tp_runtime_plan_check(
+						&rt, &r.baselines[b].plan, &m,
+						&c, NULL, NULL, 0),
+					0);
+		searched++;
+		tp_search_result_release(&r);
+		tp_sim_free(sim);
+	}
+	ck_assert_int_ge(searched, strcmp(model_kind, "gpt") == 0 ? 5 : 1);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+
+START_TEST(test_search_runs_only_runnable_gpt)
+{
+	search_under("gpt");
+}
+END_TEST
+
+START_TEST(test_search_runs_only_runnable_cnn)
+{
+	search_under("cnn");
+}
+END_TEST
+
+Suite *suite_runtime_plan(void)
+{
+	Suite *s = suite_create("runtime-plan");
+	TCase *tc = tcase_create("check");
+	TCase *ts = tcase_create("search");
+
+	tcase_add_test(tc, test_plan_check_rules);
+	tcase_add_test(tc, test_plan_check_layouts);
+	tcase_set_timeout(ts, 120);
+	tcase_add_test(ts, test_search_runs_only_runnable_gpt);
+	tcase_add_test(ts, test_search_runs_only_runnable_cnn);
+	suite_add_tcase(s, tc);
+	suite_add_tcase(s, ts);
+	return s;
+}
