@@ -19,7 +19,9 @@
 #include "core/plan.h"
 #include "core/report.h"
 #include "core/strbuf.h"
+#include "core/runtime.h"
 #include "export/export.h"
+#include "io/io.h"
 #include "render/render.h"
 #include "cli/table.h"
 #include "util.h"
@@ -602,20 +604,43 @@ END_TEST
 
 /* ---- export ---- */
 
+/* The shipped profile NAME. */
+static void runtime(const char *name, struct tp_runtime *rt)
+{
+	struct tp_error err;
+
+	setenv("TAGPLAN_DATA", tp_data_file(""), 1);
+	ck_assert_msg(tp_runtime_find(name, rt, &err) == TP_OK, "%s", err.msg);
+}
+
+/* Export p for runtime rtname (its profile) to target t. */
+static enum tp_status export_for(const struct tp_plan *p,
+				 const struct tp_model *m,
+				 const struct tp_cluster *c, const char *rtname,
+				 enum tp_export_target t, struct tp_strbuf *out,
+				 struct tp_strbuf *notes, struct tp_error *err)
+{
+	struct tp_export_spec spec;
+	struct tp_runtime rt;
+	enum tp_status st;
+
+	runtime(rtname, &rt);
+	tp_error_clear(err);
+	st = tp_export_analyze(p, m, c, &rt, &spec, err);
+	if (st == TP_OK)
+		st = tp_export_write(&spec, t, NULL, out, notes, err);
+	tp_export_spec_release(&spec);
+	return st;
+}
+
 static enum tp_status export_to(const struct tp_plan *p,
 				const struct tp_model *m,
 				const struct tp_cluster *c,
 				enum tp_export_target t, struct tp_strbuf *out,
 				struct tp_error *err)
 {
-	struct tp_export_spec spec;
-	enum tp_status st;
-
-	tp_error_clear(err);
-	st = tp_export_analyze(p, m, c, &spec, err);
-	if (st != TP_OK)
-		return st;
-	return tp_export_write(&spec, t, NULL, out, NULL, err);
+	return export_for(p, m, c, tp_export_target_runtime(t), t, out, NULL,
+			  err);
 }
 
 START_TEST(test_export_uniform)
@@ -623,9 +648,10 @@ START_TEST(test_export_uniform)
 	struct tp_model m;
 	struct tp_cluster c;
 	struct tp_plan p;
-	struct tp_strbuf sb;
+	struct tp_strbuf sb, notes;
 	struct tp_error err;
 	struct tp_export_spec spec;
+	struct tp_runtime mc;
 
 	make_model(&m, 4);
 	make_cluster(&c, 2, 4);
@@ -635,7 +661,9 @@ START_TEST(test_export_uniform)
 		p.groups.v[g].sp = true;
 	}
 	p.zero = 1;
-	ck_assert_int_eq(tp_export_analyze(&p, &m, &c, &spec, &err), TP_OK);
+	runtime("megatron-core", &mc);
+	ck_assert_int_eq(tp_export_analyze(&p, &m, &c, &mc, &spec, &err),
+			 TP_OK);
 	ck_assert_uint_eq(spec.tp, 2);
 	ck_assert_uint_eq(spec.pp, 2);
 	ck_assert_uint_eq(spec.dp, 2);
@@ -643,8 +671,10 @@ START_TEST(test_export_uniform)
 	ck_assert_int_eq(spec.layers_per_chunk, 2);
 	ck_assert_uint_eq(spec.nnodes, 2);
 	ck_assert_uint_eq(spec.nproc_per_node, 4);
+	ck_assert(spec.natural_ranks);
 
 	tp_strbuf_init(&sb);
+	tp_strbuf_init(&notes);
 	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_MEGATRON, &sb, &err),
 			 TP_OK);
 	ck_assert(strstr(sb.buf, "--tensor-model-parallel-size 2\n"));
@@ -657,16 +687,44 @@ START_TEST(test_export_uniform)
 	ck_assert(strstr(sb.buf, "--num-layers 4\n"));
 	ck_assert(strstr(sb.buf, "--seq-length 1024\n"));
 	ck_assert(strstr(sb.buf, "--bf16\n"));
+	/* megatron-core overlaps the reduction, 160 MB of fp32 gradients */
+	ck_assert(strstr(sb.buf, "--overlap-grad-reduce\n"));
+	ck_assert(strstr(sb.buf, "--ddp-bucket-size 6553600\n"));
 	ck_assert(!strstr(sb.buf, "virtual"));
 
 	tp_strbuf_reset(&sb);
-	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_DEEPSPEED, &sb, &err),
+	ck_assert_int_eq(export_for(&p, &m, &c, "deepspeed",
+				    TP_EXPORT_DEEPSPEED, &sb, &notes, &err),
+			 TP_EINFEASIBLE); /* ZeRO 1 with pipelining: fine; */
+	ck_assert_msg(strstr(err.msg, "deepspeed cannot"), "%s", err.msg);
+	for (size_t g = 0; g < p.groups.n; g++) {
+		p.groups.v[g].sp = false;
+		p.groups.v[g].recompute = TP_RECOMPUTE_FULL;
+	}
+	tp_strbuf_reset(&sb);
+	ck_assert_int_eq(export_for(&p, &m, &c, "deepspeed",
+				    TP_EXPORT_DEEPSPEED, &sb, &notes, &err),
 			 TP_OK);
 	ck_assert(strstr(sb.buf, "\"train_batch_size\": 64"));
 	ck_assert(strstr(sb.buf, "\"train_micro_batch_size_per_gpu\": 4"));
 	ck_assert(strstr(sb.buf, "\"gradient_accumulation_steps\": 8"));
 	ck_assert(strstr(sb.buf, "\"stage\": 1"));
-	ck_assert(strstr(sb.buf, "\"stages\": 2"));
+	ck_assert(strstr(sb.buf, "\"overlap_comm\": false"));
+	/* deepspeed reduces bf16 gradients: the plan's 25 MiB (the
+	   simulator's default bucket) are 13,107,200 elements */
+	ck_assert(strstr(sb.buf, "\"reduce_bucket_size\": 13107200"));
+	/* no keys the engine ignores */
+	ck_assert(!strstr(sb.buf, "\"pipeline\""));
+	ck_assert(!strstr(sb.buf, "\"stages\""));
+	ck_assert_msg(strstr(notes.buf, "launch: deepspeed pretrain_gpt.py "
+					"--tensor-model-parallel-size 2 "
+					"--pipeline-model-parallel-size 2"),
+		      "%s", notes.buf);
+	ck_assert(strstr(notes.buf, "--checkpoint-activations"));
+	for (size_t g = 0; g < p.groups.n; g++) {
+		p.groups.v[g].sp = true;
+		p.groups.v[g].recompute = TP_RECOMPUTE_SELECTIVE;
+	}
 
 	tp_strbuf_reset(&sb);
 	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_TORCHRUN, &sb, &err),
@@ -678,36 +736,34 @@ START_TEST(test_export_uniform)
 	ck_assert(strstr(sb.buf, "--tensor-model-parallel-size 2 \\\n"));
 	ck_assert_str_eq(sb.buf + sb.len - 7, "--bf16\n");
 
-	/* the notes give the plan's gradient bucket in each runtime's unit
-	   (bf16: 2 bytes per element) */
-	{
-		struct tp_strbuf notes;
-		tp_strbuf_init(&notes);
-		tp_strbuf_reset(&sb);
-		spec.grad_bucket_bytes = 80e6;
-		ck_assert_int_eq(tp_export_write(&spec, TP_EXPORT_MEGATRON,
-						 NULL, &sb, &notes, &err),
-				 TP_OK);
-		ck_assert_msg(strstr(tp_strbuf_cstr(&notes),
-				     "gradient buckets of 80 MB: PyTorch DDP "
-				     "bucket_cap_mb=76.2939 (MiB); Megatron-LM "
-				     "--ddp-bucket-size and DeepSpeed "
-				     "reduce_bucket_size count elements: "
-				     "40000000\n"),
-			      "%s", tp_strbuf_cstr(&notes));
-		tp_strbuf_release(&notes);
-	}
+	/* the notes give the plan's gradient bucket in the runtime's unit
+	   (megatron-core reduces fp32 gradients: 4 bytes per element) */
+	tp_strbuf_reset(&sb);
+	tp_strbuf_reset(&notes);
+	spec.grad_bucket_bytes = 80e6;
+	ck_assert_int_eq(tp_export_write(&spec, TP_EXPORT_MEGATRON, NULL, &sb,
+					 &notes, &err),
+			 TP_OK);
+	ck_assert_msg(strstr(tp_strbuf_cstr(&notes),
+			     "gradient buckets of 80 MB, reduced while the "
+			     "backward runs: 20000000 fp32 elements"),
+		      "%s", tp_strbuf_cstr(&notes));
+	ck_assert(strstr(sb.buf, "--ddp-bucket-size 20000000\n"));
+	/* a DeepSpeed plan is not launched by Megatron */
+	ck_assert_int_eq(export_for(&p, &m, &c, "megatron-core",
+				    TP_EXPORT_DEEPSPEED, &sb, NULL, &err),
+			 TP_EINFEASIBLE);
+	ck_assert_msg(strstr(err.msg, "made for megatron-core"), "%s", err.msg);
+	tp_export_spec_release(&spec);
 
-	/* ZeRO-2: DeepSpeed only (and only without pipelining) */
+	/* ZeRO-2: not Megatron's */
 	p.zero = 2;
 	tp_strbuf_reset(&sb);
 	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_MEGATRON, &sb, &err),
 			 TP_EINFEASIBLE);
-	ck_assert(strstr(err.msg, "ZeRO stage 2"));
-	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_DEEPSPEED, &sb, &err),
-			 TP_EINFEASIBLE);
-	ck_assert(strstr(err.msg, "pipeline"));
+	ck_assert_msg(strstr(err.msg, "ZeRO stage 2"), "%s", err.msg);
 	tp_strbuf_release(&sb);
+	tp_strbuf_release(&notes);
 	tp_plan_release(&p);
 	tp_cluster_release(&c);
 	tp_model_release(&m);
@@ -755,7 +811,7 @@ START_TEST(test_export_interleaved)
 	tp_strbuf_reset(&sb);
 	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_DEEPSPEED, &sb, &err),
 			 TP_EINFEASIBLE);
-	ck_assert(strstr(err.msg, "interleaved"));
+	ck_assert_msg(strstr(err.msg, "interleave"), "%s", err.msg);
 	tp_strbuf_release(&sb);
 	tp_plan_release(&p);
 	tp_cluster_release(&c);
@@ -763,7 +819,8 @@ START_TEST(test_export_interleaved)
 }
 END_TEST
 
-/* Plans the launchers cannot express: each says which part. */
+/* Plans the runtimes cannot run: each says which part; what they can
+ * (uneven layers, permuted ranks, unequal nodes) is exported. */
 START_TEST(test_export_refuses_heterogeneous)
 {
 	struct tp_model m;
@@ -784,7 +841,7 @@ START_TEST(test_export_refuses_heterogeneous)
 		sh[r] = r < 4 ? 0.2 : 0.05;
 	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_MEGATRON, &sb, &err),
 			 TP_EINFEASIBLE);
-	ck_assert_msg(strstr(err.msg, "uneven batch shares"), "%s", err.msg);
+	ck_assert_msg(strstr(err.msg, "(uneven_shares)"), "%s", err.msg);
 	tp_plan_release(&p);
 
 	/* mixed per-group degrees */
@@ -793,29 +850,29 @@ START_TEST(test_export_refuses_heterogeneous)
 	p.groups.v[1].tp = 1;
 	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_DEEPSPEED, &sb, &err),
 			 TP_EINFEASIBLE);
-	ck_assert_msg(strstr(err.msg, "mixed per-group degrees"), "%s",
-		      err.msg);
+	ck_assert_msg(strstr(err.msg, "(per_stage_degrees)"), "%s", err.msg);
 	tp_plan_release(&p);
 
-	/* arbitrary placement: two devices swapped */
+	/* two devices swapped: the ranks follow the plan (the node's
+	   CUDA_VISIBLE_DEVICES says so) */
 	make_3d_plan(&p, &m, 2, 2, 2);
 	p.devs.v[0] = 1;
 	p.devs.v[1] = 0;
-	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_MEGATRON, &sb, &err),
-			 TP_EINFEASIBLE);
-	ck_assert_msg(strstr(err.msg, "arbitrary placement"), "%s", err.msg);
-	ck_assert(strstr(err.msg, "v100/gpu1"));
+	tp_strbuf_reset(&sb);
+	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_TORCHRUN, &sb, &err),
+			 TP_OK);
+	ck_assert_msg(strstr(sb.buf, "export CUDA_VISIBLE_DEVICES=1,0,2,3;"),
+		      "%s", sb.buf);
 	tp_plan_release(&p);
 
 	/* uneven layer split: 3 layers + 1 layer */
-	make_3d_plan(&p, &m, 1, 4, 1);
-	tp_plan_release(&p);
 	{
 		uint32_t a[16], b[16], na = 0, nb = 0, d0[4] = {0, 1, 2, 3},
 				       d1[4] = {4, 5, 6, 7};
 		tp_plan_init(&p);
 		p.global_batch = 64;
 		p.micro_batches = 4;
+		p.schedule = TP_SCHEDULE_1F1B;
 		for (size_t k = 0; k < m.ops.n; k++) {
 			uint32_t o = m.topo[k];
 			if (m.ops.v[o].layer >= 0 && m.ops.v[o].layer < 3)
@@ -832,18 +889,24 @@ START_TEST(test_export_refuses_heterogeneous)
 						   NULL, &err),
 				 TP_OK);
 	}
-	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_MEGATRON, &sb, &err),
-			 TP_EINFEASIBLE);
-	ck_assert_msg(strstr(err.msg, "uneven layer split"), "%s", err.msg);
-	tp_plan_release(&p);
-
-	/* torchrun: nodes with 4 and 2 GPUs */
-	make_3d_plan(&p, &m, 1, 8, 1);
+	tp_strbuf_reset(&sb);
 	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_MEGATRON, &sb, &err),
 			 TP_OK);
-	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_TORCHRUN, &sb, &err),
+	ck_assert(strstr(sb.buf, "--decoder-first-pipeline-num-layers 3\n"));
+	ck_assert(strstr(sb.buf, "--decoder-last-pipeline-num-layers 1\n"));
+	ck_assert_int_eq(export_for(&p, &m, &c, "megatron-lm-2022",
+				    TP_EXPORT_MEGATRON, &sb, NULL, &err),
 			 TP_EINFEASIBLE);
-	ck_assert(strstr(err.msg, "nproc_per_node"));
+	ck_assert_msg(strstr(err.msg, "(layout)"), "%s", err.msg);
+	tp_plan_release(&p);
+
+	/* torchrun: nodes with 4 and 2 GPUs, each its own count */
+	make_3d_plan(&p, &m, 1, 8, 1);
+	tp_strbuf_reset(&sb);
+	ck_assert_int_eq(export_to(&p, &m, &c, TP_EXPORT_TORCHRUN, &sb, &err),
+			 TP_OK);
+	ck_assert_msg(strstr(sb.buf, "NPROC=2"), "%s", sb.buf);
+	ck_assert(strstr(sb.buf, "--nproc_per_node=\"$NPROC\""));
 	tp_plan_release(&p);
 	tp_strbuf_release(&sb);
 	tp_cluster_release(&c);
@@ -1381,9 +1444,11 @@ START_TEST(test_cmd_export)
 				    "-t", TOPO, "--to", "deepspeed", NULL};
 		tp_run_tagplan(&r, ps, NULL);
 		ck_assert_msg(r.status == 1, "status %d: %s", r.status, r.err);
-		ck_assert(strstr(r.err, "deepspeed cannot express this plan: "
-					"group 0 synchronises gradients through "
-					"a parameter server"));
+		ck_assert_msg(strstr(r.err, "deepspeed (runtime deepspeed) "
+					    "cannot express this plan: group 0 "
+					    "synchronises gradients by ps; "
+					    "deepspeed cannot (syncs)"),
+			      "%s", r.err);
 		ck_assert_uint_eq(r.out_len, 0);
 		tp_run_free(&r);
 	}

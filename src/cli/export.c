@@ -10,25 +10,31 @@
 #include "inputs.h"
 
 static const char usage[] =
-	"-p PLAN --to megatron|deepspeed|torchrun [-m MODEL]\n"
-	"                      [-t TOPO] [-o FILE] [--script NAME]";
+	"-p PLAN [--to megatron|deepspeed|torchrun|torchtitan]\n"
+	"                      [-m MODEL] [-t TOPO] [-o FILE] [--script NAME]";
 
 static const char about[] =
-	"Turn a plan into what a training launcher takes:\n"
-	"  megatron   Megatron-LM arguments, one \"--flag value\" per line\n"
-	"             (ARGS=$(tagplan export ...); python pretrain_gpt.py "
+	"Turn a plan into the launch configuration of the runtime it was made\n"
+	"for (`tagplan plan --runtime`, recorded in the plan):\n"
+	"  megatron    Megatron-LM arguments, one \"--flag value\" per line\n"
+	"              (ARGS=$(tagplan export ...); python pretrain_gpt.py "
 	"$ARGS)\n"
-	"  deepspeed  a DeepSpeed config (JSON)\n"
-	"  torchrun   a torchrun command (nnodes, nproc_per_node) running\n"
-	"             --script with the Megatron-LM arguments\n"
-	"Only plans these frameworks can express are exported: one tensor- and\n"
-	"data-parallel degree for all layers, even batch shares, equal layers "
-	"per\n"
-	"pipeline chunk, devices in Megatron's rank order, no parameter server\n"
-	"and no gradient compression.  Otherwise the command says which part "
-	"of\n"
-	"the plan cannot be expressed and exits 1.  Notes on what the output\n"
-	"leaves to the model code go to stderr.  Without -m/-t the files\n"
+	"  deepspeed   a DeepSpeed config (JSON); the Megatron-DeepSpeed launch\n"
+	"              line in the notes\n"
+	"  torchrun    a torchrun command running --script (Megatron's\n"
+	"              pretrain_gpt.py, or a DDP plan's train.py)\n"
+	"  torchtitan  a TorchTitan job config (.toml)\n"
+	"--to defaults to the runtime's launcher; another target is refused\n"
+	"(torchrun also runs Megatron).  A plan made for no runtime (--runtime\n"
+	"none) exports to a target if the runtime that target stands for\n"
+	"(megatron-core, deepspeed, megatron-core, fsdp2) can execute it.  The\n"
+	"output builds the model that was simulated (its architecture flags)\n"
+	"and runs it as simulated (degrees, layer layout, schedule, batch,\n"
+	"recomputation, ZeRO, gradient overlap and bucket in the runtime's\n"
+	"unit, the precision the devices have).  A plan the runtime cannot\n"
+	"execute is refused with what it needs (exit 1).  Notes on what the\n"
+	"output leaves to the model code go to stderr.  Without -m/-t the "
+	"files\n"
 	"`tagplan plan` recorded in the plan are used (found as given, or next\n"
 	"to the plan; the shipped demo model and TAG testbed for plans of the\n"
 	"demo); stderr says which.";
@@ -50,6 +56,54 @@ static void print_lines(const char *prefix, struct tp_strbuf *w)
 	tp_strbuf_reset(w);
 }
 
+/*
+ * The runtime the plan is exported for and the target: the plan's
+ * runtime and its launcher (another target must launch it too); a plan
+ * of no runtime ("none" or not recorded) takes the profile the target
+ * stands for, and needs --to.  Returns 0, TP_EXIT_CHECK (a target the
+ * runtime does not launch: err says so) or the exit code of a bad
+ * runtime.
+ */
+static int export_runtime(const struct tp_plan *p, int want,
+			  struct tp_runtime *rt, int *target,
+			  struct tp_error *err)
+{
+	const char *name = p->runtime[0] ? p->runtime : "none";
+
+	if (tp_runtime_find(name, rt, err))
+		return tp_cli_fail(err);
+	if (tp_runtime_is_none(rt)) {
+		if (want < 0) {
+			tp_error_set(err, TP_EINFEASIBLE,
+				     "the plan was made for no runtime "
+				     "(--runtime none): give --to TARGET, and "
+				     "it is checked against the runtime that "
+				     "target stands for");
+			return TP_EXIT_CHECK;
+		}
+		*target = want;
+		if (tp_runtime_find(tp_export_target_runtime(
+					    (enum tp_export_target)want),
+				    rt, err))
+			return tp_cli_fail(err);
+		return 0;
+	}
+	*target = want >= 0 ? want : (int)tp_export_target_of(rt);
+	if (!tp_export_target_fits((enum tp_export_target)*target, rt)) {
+		tp_error_set(err, TP_EINFEASIBLE,
+			     "the plan was made for %s, which %s does not "
+			     "launch: export --to %s, or re-plan with "
+			     "--runtime %s",
+			     rt->name,
+			     tp_export_target_name((enum tp_export_target)*target),
+			     tp_export_target_name(tp_export_target_of(rt)),
+			     tp_export_target_runtime(
+				     (enum tp_export_target)*target));
+		return TP_EXIT_CHECK;
+	}
+	return 0;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	const char *plan = NULL, *model = NULL, *topo = NULL, *to = NULL,
@@ -66,29 +120,35 @@ int cmd_export(int argc, char **argv)
 		 "the plan]",
 		 0, 0, false},
 		{"to", 0, TP_OPT_STRING, &to, "TARGET",
-		 "megatron, deepspeed or torchrun", 0, 0, false},
+		 "megatron, deepspeed, torchrun or torchtitan [the plan's "
+		 "runtime's launcher]",
+		 0, 0, false},
 		{"output", 'o', TP_OPT_STRING, &out, "FILE",
 		 "write here (atomically) instead of stdout", 0, 0, false},
 		{"script", 0, TP_OPT_STRING, &script, "NAME",
-		 "training script torchrun runs [pretrain_gpt.py]", 0, 0,
-		 false},
+		 "training script torchrun runs [pretrain_gpt.py; train.py "
+		 "for a DDP plan]",
+		 0, 0, false},
 		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
 	struct tp_inputs in;
 	struct tp_export_spec spec;
+	struct tp_runtime rt;
 	struct tp_strbuf warn, text;
 	struct tp_error err;
-	int code, target;
+	int code, target = -1;
+
+	memset(&spec, 0, sizeof(spec));
+	tp_runtime_none(&rt);
 
 	if (tp_opts_parse("export", usage, about, opts, argc, argv, NULL, NULL,
 			  &code))
 		return code;
-	if (!plan || !to)
-		return tp_cli_usage_error("export",
-					  "-p PLAN and --to TARGET are required");
-	if ((target = tp_export_target_parse(to)) < 0)
+	if (!plan)
+		return tp_cli_usage_error("export", "-p PLAN is required");
+	if (to && (target = tp_export_target_parse(to)) < 0)
 		return tp_cli_usage_error("export",
 					  "--to %s: expected megatron, "
-					  "deepspeed or torchrun",
+					  "deepspeed, torchrun or torchtitan",
 					  to);
 	tp_error_clear(&err);
 	tp_strbuf_init(&warn);
@@ -116,7 +176,10 @@ int cmd_export(int argc, char **argv)
 			goto done;
 		}
 	}
-	if (tp_export_analyze(&in.plan, &in.model, &in.cluster, &spec,
+	if ((code = export_runtime(&in.plan, to ? target : -1, &rt, &target,
+				   &err)) != 0)
+		goto refused;
+	if (tp_export_analyze(&in.plan, &in.model, &in.cluster, &rt, &spec,
 			      &err) != TP_OK ||
 	    tp_export_write(&spec, (enum tp_export_target)target, script,
 			    &text, &warn, &err) != TP_OK)
@@ -130,16 +193,24 @@ int cmd_export(int argc, char **argv)
 refuse:
 	if (err.status == TP_EINFEASIBLE) {
 		fprintf(stderr,
-			"tagplan export: %s cannot express this plan: %s\n",
+			"tagplan export: %s (runtime %s) cannot express this "
+			"plan: %s\n",
 			tp_export_target_name((enum tp_export_target)target),
-			err.msg);
+			rt.name, err.msg);
 		code = TP_EXIT_CHECK;
+		goto done;
+	}
+	goto fail;
+refused:
+	if (code == TP_EXIT_CHECK) {
+		fprintf(stderr, "tagplan export: %s\n", err.msg);
 		goto done;
 	}
 fail:
 	print_lines("warning: ", &warn);
 	code = tp_cli_fail(&err);
 done:
+	tp_export_spec_release(&spec);
 	tp_inputs_release(&in);
 	tp_strbuf_release(&warn);
 	tp_strbuf_release(&text);

@@ -441,14 +441,15 @@ bool tp_runtime_builds(const struct tp_runtime *rt, const struct tp_model *m,
 				 rt->name, m->name ? m->name : "the model");
 		return false;
 	case TP_MODELS_LLAMA:
-		if (is_transformer(m) && a->activation == TP_ACT_SWIGLU &&
+		if (is_transformer(m) && a->experts == 0 &&
+		    a->activation == TP_ACT_SWIGLU &&
 		    a->norm == TP_NORM_RMSNORM && a->position == TP_POS_ROPE &&
 		    a->stack != TP_STACK_ENCODER &&
 		    a->stack != TP_STACK_ENCODER_DECODER)
 			return true;
 		if (why && why_size)
 			snprintf(why, why_size,
-				 "%s builds Llama-style decoders (SwiGLU, "
+				 "%s builds dense Llama-style decoders (SwiGLU, "
 				 "RMSNorm, RoPE); %s is %s%s%s%s%s",
 				 rt->name, m->name ? m->name : "the model",
 				 is_transformer(m) ? "a transformer with "
