@@ -9,6 +9,8 @@
 
 #include "cli.h"
 #include "core/jsonw.h"
+#include "core/runtime.h"
+#include "io/io.h"
 #include "core/report.h"
 #include "core/strbuf.h"
 #include "inputs.h"
@@ -230,6 +232,21 @@ int cmd_check(int argc, char **argv)
 	    add_violation(&vd, "feasible", NULL, 0, 1, "does not fit: %s",
 			  r.reason[0] ? r.reason : "(no reason given)"))
 		goto nomem;
+	/* the plan's runtime executes it (what `plan` and `export` keep
+	   to; a plan edited by hand may not) */
+	if (in.plan.runtime[0] && strcmp(in.plan.runtime, "none") != 0) {
+		struct tp_runtime rt;
+		char why[512];
+		if (tp_runtime_find(in.plan.runtime, &rt, &err) != TP_OK)
+			goto fail;
+		if (tp_runtime_plan_check(&rt, &in.plan, &in.model, &in.cluster,
+					  NULL, why, sizeof(why)) &&
+		    add_violation(&vd, "runtime", NULL, 0, 0,
+				  "runtime: the plan's runtime cannot execute "
+				  "it: %s",
+				  why))
+			goto nomem;
+	}
 	if (o_iter->seen && r.iteration_time_s > max_iter) {
 		si(a, sizeof(a), r.iteration_time_s, "s");
 		if (add_violation(&vd, "max-iter-time", NULL,

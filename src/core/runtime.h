@@ -225,6 +225,19 @@ bool tp_runtime_builds(const struct tp_runtime *rt, const struct tp_model *m,
  */
 const char *tp_runtime_default_name(const struct tp_model *m);
 
+/*
+ * The gradient reduction a runtime's collectives (NCCL) use for a group
+ * of n devices devs (in the group's order) with tensor degree tp, as
+ * tagplan models NCCL's own choice: hierarchical (reduce-scatter inside
+ * the nodes, all-reduce across, all-gather inside) when the replicas span
+ * several nodes with several replicas per node, else ring.  A runtime
+ * other than "none" cannot be told otherwise: the search gives its plans
+ * this (tp_runtime_plan_check does not ask for it; export notes a plan
+ * that differs).
+ */
+enum tp_sync tp_runtime_sync(const struct tp_cluster *c, const uint32_t *devs,
+			     uint32_t n, uint32_t tp);
+
 /* The transformer layers of m: arch.layers, else the ops' labels (0 when
  * none). */
 int64_t tp_model_layer_count(const struct tp_model *m);

@@ -83,6 +83,21 @@ static bool share_devs(const struct tp_plan *p, uint32_t a, uint32_t b)
 	return false;
 }
 
+enum tp_sync tp_runtime_sync(const struct tp_cluster *c, const uint32_t *devs,
+			     uint32_t n, uint32_t tp)
+{
+	uint32_t nodes = 0, prev = TP_NONE, dp = n / (tp ? tp : 1);
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t node = devs[i] < c->devices.n ? c->devices.v[devs[i]].node
+						       : TP_NONE;
+		if (node != prev)
+			nodes++;
+		prev = node;
+	}
+	return nodes > 1 && dp > nodes ? TP_SYNC_HIERARCHICAL : TP_SYNC_RING;
+}
+
 /* Per-group settings: syncs, recomputation, compression, sp, tp, shares. */
 static void check_groups(const struct tp_runtime_can *can,
 			 const struct tp_plan *p, struct needs *n)
@@ -120,15 +135,12 @@ static void check_groups(const struct tp_runtime_can *can,
 			need(n, TP_CAP_SEQUENCE_PARALLEL,
 			     "group %u uses sequence parallelism", g);
 		if (!can->per_stage_degrees &&
-		    (gr->tp != g0->tp || gr->dp != g0->dp ||
-		     gr->sp != g0->sp || (gr->dp > 1 && g0->dp > 1 &&
-					  gr->sync != g0->sync)))
+		    (gr->tp != g0->tp || gr->dp != g0->dp || gr->sp != g0->sp))
 			need(n, TP_CAP_PER_STAGE_DEGREES,
-			     "group 0 runs dp %u x tp %u (%s%s), group %u dp "
-			     "%u x tp %u (%s%s)",
-			     g0->dp, g0->tp, tp_sync_name(g0->sync),
-			     g0->sp ? ", sp" : "", g, gr->dp, gr->tp,
-			     tp_sync_name(gr->sync), gr->sp ? ", sp" : "");
+			     "group 0 runs dp %u x tp %u%s, group %u dp %u x "
+			     "tp %u%s",
+			     g0->dp, g0->tp, g0->sp ? " with sp" : "", g, gr->dp,
+			     gr->tp, gr->sp ? " with sp" : "");
 		if (!can->uneven_shares) {
 			for (uint32_t r = 1; r < gr->dp; r++)
 				if (fabs(sh[r] - sh[0]) > 1e-9) {

@@ -287,6 +287,13 @@ enum tp_status tp_export_analyze(const struct tp_plan *p,
 	spec->grad_bucket_bytes = p->grad_bucket_bytes;
 	if ((st = place_ranks(spec, p, c, &sh, err)))
 		return st;
+	for (uint32_t g = 0; g < p->groups.n; g++)
+		if (p->groups.v[g].dp > 1 &&
+		    p->groups.v[g].sync !=
+			    tp_runtime_sync(c, tp_plan_group_devs(p, g),
+					    p->groups.v[g].n_devices,
+					    p->groups.v[g].tp))
+			spec->sync_differs = true;
 	precision(spec, p, c);
 	return TP_OK;
 }
@@ -342,6 +349,13 @@ void tp_export_note_common(const struct tp_export_spec *s,
 					       s->nodes[k].n_ranks - 1,
 				       s->nodes[k].visible);
 	}
+	if (s->sync_differs)
+		tp_strbuf_addf(notes,
+			       "the plan synchronises gradients otherwise than "
+			       "%s's collectives (NCCL) do: the job reduces as "
+			       "tagplan's tp_runtime_sync rule says, not as "
+			       "simulated\n",
+			       s->rt.name);
 	if (s->dp > 1) {
 		double b = s->grad_bucket_bytes > 0
 				   ? s->grad_bucket_bytes

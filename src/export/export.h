@@ -86,6 +86,8 @@ struct tp_export_spec {
 	enum tp_schedule schedule;
 	enum tp_recompute recompute;
 	enum tp_sync sync;
+	bool sync_differs;         /* a group's sync is not the runtime's
+				      collectives' (tp_runtime_sync) */
 	bool sp;
 	uint32_t zero;
 	uint32_t world;            /* ranks = tp * pp * dp */

@@ -618,12 +618,13 @@ static void project(const struct tp_space *s, const struct tp_decision *d,
 	for (uint32_t k = 0; k < s->groups->n; k++) {
 		if (!can->pipeline_parallel)
 			state[k].set = d->set;
-		if (!can->per_stage_degrees) {
+		if (!can->per_stage_degrees)
 			state[k].tp = d->tp;
-			state[k].sync = d->sync;
-		}
 		if (!can->per_group_recompute)
 			state[k].recompute = d->recompute;
+		/* the runtime's collectives choose (tp_runtime_sync) */
+		state[k].sync = (uint8_t)tp_space_default_sync(
+			s, state[k].set, state[k].tp);
 	}
 }
 
@@ -754,7 +755,7 @@ uint32_t tp_space_group_actions(const struct tp_space *s, uint32_t g,
 		if (g + 1 < K)
 			push_decision(&l, &d, 1);
 	}
-	for (int y = 0; y < TP_SYNC_COUNT && (!uni_deg || g == 0); y++) {
+	for (int y = 0; y < TP_SYNC_COUNT && !s->constrained; y++) {
 		struct tp_decision d = cur;
 		uint32_t dp = cs->n / (cur.tp ? cur.tp : 1);
 		if (y == cur.sync || dp < 2)

@@ -175,8 +175,10 @@ void tp_space_release(struct tp_space *s);
  *    replicated on the tensor ranks, as in Megatron);
  *  - tp_space_apply projects a decision onto the runtime's uniform
  *    settings: without per_stage_degrees every group takes the action's
- *    tp and synchronisation, without per_group_recompute its
- *    recomputation, without pipeline_parallel its device set;
+ *    tp, without per_group_recompute its recomputation, without
+ *    pipeline_parallel its device set; every group the synchronisation
+ *    the runtime's collectives use (core/runtime.h tp_runtime_sync, the
+ *    same rule as tp_space_default_sync): no sync candidates;
  *  - tp_space_level_actions keeps only candidates whose plan the runtime
  *    executes (tp_space_runnable), each once;
  *  - interleaving re-cuts at equal layer counts when the runtime's layout

@@ -401,6 +401,12 @@ static enum tp_status megatron_point(struct worker *w,
 	}
 	if (tp_strategy_to_plan(cfg, s->m, s->c, plan, &e))
 		return TP_OK;
+	if (s->space.constrained) /* the collectives' own choice */
+		for (uint32_t g = 0; g < plan->groups.n; g++)
+			plan->groups.v[g].sync = tp_runtime_sync(
+				s->c, tp_plan_group_devs(plan, g),
+				plan->groups.v[g].n_devices,
+				plan->groups.v[g].tp);
 	if (s->space.constrained &&
 	    tp_runtime_plan_check(&s->space.rt, plan, s->m, s->c, NULL, NULL,
 				  0))
