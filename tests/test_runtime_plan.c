@@ -378,6 +378,113 @@ START_TEST(test_search_runs_only_runnable_cnn)
 }
 END_TEST
 
+/* `tagplan plan` under the default runtime and under none, as a user
+ * runs it: the plan records its runtime, check and export accept it, the
+ * summary's claims hold (a runtime said to execute a plan of none
+ * exports it; "no known runtime" ones export nowhere), and what a
+ * runtime cannot do is a usage error. */
+START_TEST(test_cmd_plan_runtimes)
+{
+	const char *dir = tp_test_tmpdir();
+	char pm[600], pn[600], r50[600];
+	const char *def[] = {"tagplan", "plan", "--playouts", "300",
+			     "--threads", "1", "--no-gnn", "-o", pm, NULL};
+	const char *none[] = {"tagplan", "plan", "--playouts", "300",
+			      "--threads", "1", "--no-gnn", "--runtime",
+			      "none", "-o", pn, NULL};
+	const char *chk[] = {"tagplan", "check", "-p", pm, NULL};
+	const char *exp[] = {"tagplan", "export", "-p", pm, NULL};
+	const char *comp[] = {"tagplan", "plan", "--playouts", "10",
+			      "--compression", "lossless", NULL};
+	const char *mkr50[] = {"tagplan", "model", "resnet50", "-o", r50,
+			       NULL};
+	const char *titan[] = {"tagplan", "plan", "-m", r50, "-t",
+			       tp_data_file("tag-testbed.json"), "--runtime",
+			       "fsdp2", "--playouts", "10", NULL};
+	struct tp_run r;
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_error err;
+
+	use_data();
+	snprintf(pm, sizeof(pm), "%s/mc.json", dir);
+	snprintf(pn, sizeof(pn), "%s/none.json", dir);
+	snprintf(r50, sizeof(r50), "%s/r50.json", dir);
+	tp_run_tagplan(&r, def, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "runtime        megatron-core "
+					    "(the default)"));
+	tp_run_free(&r);
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_model_load_file(tp_data_file("demo-model.json"),
+					    NULL, &m, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_topology_load_file(tp_data_file("tag-testbed.json"),
+					       NULL, &c, &err),
+			 TP_OK);
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_plan_load_file(pm, &m, &c, NULL, &p, &err), TP_OK);
+	ck_assert_str_eq(p.runtime, "megatron-core");
+	if (p.summary.have_unconstrained) {
+		struct tp_runtime mc;
+		ck_assert(p.summary.unconstrained_time_s * 1.01 <
+			  p.summary.iteration_time_s);
+		ck_assert_uint_ne(p.summary.unconstrained_needs, 0);
+		find("megatron-core", &mc);
+		ck_assert_ptr_nonnull(strstr(p.summary.unconstrained_why,
+					     "megatron-core cannot"));
+	}
+	tp_plan_release(&p);
+	tp_run_tagplan(&r, chk, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, exp, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.out, "--tensor-model-parallel-size"));
+	tp_run_free(&r);
+
+	/* none: the note's claim */
+	tp_run_tagplan(&r, none, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_free(&r);
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_plan_load_file(pn, &m, &c, NULL, &p, &err), TP_OK);
+	ck_assert_str_eq(p.runtime, "none");
+	{
+		bool nobody = strcmp(p.summary.runtime_note,
+				     "no known runtime executes this plan") == 0;
+		const char *x[] = {"tagplan", "export", "-p", pn, "--to",
+				   "megatron", NULL};
+		ck_assert(nobody || strstr(p.summary.runtime_note,
+					   "can execute this plan"));
+		tp_run_tagplan(&r, x, NULL);
+		if (nobody || !strstr(p.summary.runtime_note, "megatron-core"))
+			ck_assert_msg(r.status == 1, "%d %s", r.status, r.err);
+		else
+			ck_assert_msg(r.status == 0, "%s", r.err);
+		tp_run_free(&r);
+	}
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+
+	/* what the runtime cannot do: exit 2 */
+	tp_run_tagplan(&r, comp, NULL);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "megatron-core does not compress"));
+	tp_run_free(&r);
+	tp_run_tagplan(&r, mkr50, NULL);
+	ck_assert_int_eq(r.status, 0);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, titan, NULL);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "fsdp2 builds dense Llama-style"));
+	tp_run_free(&r);
+}
+END_TEST
+
 Suite *suite_runtime_plan(void)
 {
 	Suite *s = suite_create("runtime-plan");
@@ -389,6 +496,7 @@ Suite *suite_runtime_plan(void)
 	tcase_set_timeout(ts, 120);
 	tcase_add_test(ts, test_search_runs_only_runnable_gpt);
 	tcase_add_test(ts, test_search_runs_only_runnable_cnn);
+	tcase_add_test(ts, test_cmd_plan_runtimes);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, ts);
 	return s;

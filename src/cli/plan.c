@@ -216,7 +216,7 @@ struct plan_run {
 static void note_runnable(const struct plan_run *R,
 			  struct tp_plan_summary *s)
 {
-	char names[32][64], able[200] = "";
+	char names[32][64], able[160] = "";
 	size_t n = tp_runtime_shipped(names, 32), used = 0;
 	struct tp_error e;
 
@@ -236,7 +236,7 @@ static void note_runnable(const struct plan_run *R,
 	if (able[0])
 		snprintf(s->runtime_note, sizeof(s->runtime_note),
 			 "planned for no runtime (the simulator's defaults); "
-			 "%s can execute this plan",
+			 "%.160s can execute this plan",
 			 able);
 	else
 		snprintf(s->runtime_note, sizeof(s->runtime_note),

@@ -545,6 +545,10 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 	if (out->ok && !out->bounded) {
 		offer_locked(s, key, gl, dec, NULL, source, out);
 		offer_all(w, &w->plan, out);
+	} else if (out->ok && out->bounded && out->feasible &&
+		   (!s->all_bound.have || out->time < s->all_bound.time) &&
+		   uses_all(&w->plan, (uint32_t)s->c->devices.n, w->mark)) {
+		offer_one(&s->all_bound, s->K, gl, dec, NULL, source, out);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return TP_OK;
@@ -696,6 +700,7 @@ enum tp_status sctx_init(struct sctx *s, const struct tp_model *m,
 			return tp_error_set(&s->err, TP_ENOMEM,
 					    "out of memory");
 	if (!s->cache || best_init(&s->best, s->K) ||
+	    best_init(&s->all_bound, s->K) ||
 	    best_init(&s->bestdec, s->K) ||
 	    best_init(&s->ans, s->K))
 		return tp_error_set(&s->err, TP_ENOMEM, "out of memory");
@@ -713,6 +718,7 @@ void sctx_release(struct sctx *s)
 	best_release(&s->best);
 	best_release(&s->bestdec);
 	best_release(&s->ans);
+	best_release(&s->all_bound);
 	for (int i = 0; i < SCTX_ELITES; i++)
 		best_release(&s->elite[i]);
 	for (int i = 0; i < TP_BASELINE_COUNT; i++)

@@ -103,6 +103,50 @@ static enum tp_status answer(struct sctx *s, struct worker *w)
 	return TP_OK;
 }
 
+/* The best plan on every device (result.all_plan): the best one
+ * simulated, or the one with the lowest lower bound among those the
+ * bound settled, simulated now, when that is faster. */
+static enum tp_status all_devices(struct sctx *s, struct worker *w)
+{
+	struct tp_search_result *res = s->res;
+	const struct sctx_best *b = &s->all_bound;
+	enum tp_status st;
+
+	uint32_t nd = (uint32_t)s->c->devices.n, used = 0;
+
+	if (!b->have || (s->have_all && s->all_feasible &&
+			 s->all_time <= b->time))
+		return TP_OK;
+	/* only for an answer that leaves devices idle */
+	for (size_t i = 0; i < res->plan.devs.n; i++)
+		if (res->plan.devs.v[i] < nd && !w->mark[res->plan.devs.v[i]]) {
+			w->mark[res->plan.devs.v[i]] = 1;
+			used++;
+		}
+	for (size_t i = 0; i < res->plan.devs.n; i++)
+		if (res->plan.devs.v[i] < nd)
+			w->mark[res->plan.devs.v[i]] = 0;
+	if (used == nd)
+		return TP_OK;
+	st = tp_space_materialize(&s->space, &b->gl, b->dec, s->o->compression,
+				  w->sscr, &w->plan, &w->err);
+	if (st)
+		return st == TP_EINPUT ? TP_OK : st;
+	st = s->ev->run(s->ev->ctx, w->ev_scratch, &w->plan, &w->report,
+			&w->err);
+	if (st)
+		return st == TP_EINPUT ? TP_OK : st;
+	if (w->report.feasible &&
+	    (!s->have_all || !s->all_feasible ||
+	     w->report.iteration_time_s < s->all_time) &&
+	    tp_plan_copy(&res->all_plan, &w->plan, &s->err) == TP_OK) {
+		s->have_all = true;
+		s->all_feasible = true;
+		s->all_time = w->report.iteration_time_s;
+	}
+	return TP_OK;
+}
+
 /* The search proper after the baselines: the seeds, then stages of
  * sweeps and tree search (STAGE_FIRST) until a limit.  Worker errors are
  * in w0->err. */
@@ -228,6 +272,8 @@ enum tp_status tp_search_run(const struct tp_model *m,
 	s.phase = "done";
 	sctx_progress(&s, true);
 	st = answer(&s, &w0);
+	if (!st)
+		st = all_devices(&s, &w0);
 	goto out;
 fail_worker:
 	s.err = w0.err;

@@ -68,6 +68,9 @@ struct sctx {
 	/* the best plan using every device (result.all_plan), under lock */
 	bool have_all, all_feasible;
 	double all_time, all_over;
+	/* the all-device plan with the lowest lower bound among those the
+	   bound settled (simulated at the end, search.c all_devices) */
+	struct sctx_best all_bound;
 	_Atomic int prior_values; /* the provider has returned values */
 	/* A search limited by playouts runs in stages of doubling budgets
 	   (search.c, STAGE_FIRST): sweeps, then the tree, up to stage_end
