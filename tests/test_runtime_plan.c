@@ -467,6 +467,27 @@ START_TEST(test_cmd_plan_runtimes)
 		tp_run_free(&r);
 	}
 	tp_plan_release(&p);
+	/* the megatron baseline of none: a uniform plan the note says
+	   megatron-core executes, and it exports */
+	{
+		const char *bl[] = {"tagplan", "plan", "--runtime", "none",
+				    "--baseline", "megatron", "-o", pn, NULL};
+		const char *x[] = {"tagplan", "export", "-p", pn, "--to",
+				   "megatron", NULL};
+		tp_run_tagplan(&r, bl, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		tp_run_free(&r);
+		tp_plan_init(&p);
+		ck_assert_int_eq(tp_plan_load_file(pn, &m, &c, NULL, &p, &err),
+				 TP_OK);
+		ck_assert_msg(strstr(p.summary.runtime_note,
+				     "megatron-core") != NULL,
+			      "%s", p.summary.runtime_note);
+		tp_plan_release(&p);
+		tp_run_tagplan(&r, x, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		tp_run_free(&r);
+	}
 	tp_cluster_release(&c);
 	tp_model_release(&m);
 
