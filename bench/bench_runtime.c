@@ -66,11 +66,12 @@ static double search(const struct tp_model *m, const struct tp_cluster *c,
 int main(void)
 {
 	static const char *const models[] = {
-		"vgg19",      "resnet50", "inception-v3", "transformer",
-		"bert-large", "gpt2-xl",  "llama-2-7b"};
+	    "vgg19",	  "resnet50", "inception-v3", "transformer",
+	    "bert-large", "gpt2-xl",  "llama-2-7b"};
 	static const enum cl clusters[] = {CL_TAG, CL_MIX, CL_DGX};
 	const char *filter = getenv("TAGPLAN_BENCH_FILTER");
-	uint64_t playouts = (uint64_t)env_double("TAGPLAN_BENCH_PLAYOUTS", 1000);
+	uint64_t playouts =
+	    (uint64_t)env_double("TAGPLAN_BENCH_PLAYOUTS", 1000);
 	uint32_t threads = (uint32_t)env_double("TAGPLAN_BENCH_THREADS", 1);
 	char names[32][64];
 	struct tp_runtime rts[32];
@@ -136,7 +137,8 @@ int main(void)
 					logsum[k] += log(tc / tu);
 					count[k]++;
 				} else
-					snprintf(cell, sizeof(cell), "%.4g", tc);
+					snprintf(cell, sizeof(cell), "%.4g",
+						 tc);
 				printf(" %18s", cell);
 				fflush(stdout);
 			}

@@ -19,16 +19,15 @@
 
 enum cl { CL_TAG, CL_MIX, CL_DGX, CL_DGX128 };
 
-
 static const char *const cl_name[] = {"tag", "mix", "dgx", "dgx128"};
 
 static const char llama2_7b[] =
-	"{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": "
-	"\"llama\", \"hidden_size\": 4096, \"intermediate_size\": 11008, "
-	"\"num_attention_heads\": 32, \"num_hidden_layers\": 32, "
-	"\"num_key_value_heads\": 32, \"vocab_size\": 32000, "
-	"\"max_position_embeddings\": 4096, \"rms_norm_eps\": 1e-05, "
-	"\"tie_word_embeddings\": false, \"torch_dtype\": \"float16\"}\n";
+    "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": "
+    "\"llama\", \"hidden_size\": 4096, \"intermediate_size\": 11008, "
+    "\"num_attention_heads\": 32, \"num_hidden_layers\": 32, "
+    "\"num_key_value_heads\": 32, \"vocab_size\": 32000, "
+    "\"max_position_embeddings\": 4096, \"rms_norm_eps\": 1e-05, "
+    "\"tie_word_embeddings\": false, \"torch_dtype\": \"float16\"}\n";
 
 static enum tp_status build_model(const char *name, struct tp_model *m,
 				  struct tp_error *err)
@@ -51,9 +50,8 @@ static enum tp_status build_model(const char *name, struct tp_model *m,
 		char path[] = "/tmp/tagplan-bench-llamaXXXXXX";
 		int fd = mkstemp(path);
 		enum tp_status st;
-		if (fd < 0 ||
-		    write(fd, llama2_7b, sizeof(llama2_7b) - 1) !=
-			    (ssize_t)(sizeof(llama2_7b) - 1)) {
+		if (fd < 0 || write(fd, llama2_7b, sizeof(llama2_7b) - 1) !=
+				  (ssize_t)(sizeof(llama2_7b) - 1)) {
 			if (fd >= 0)
 				close(fd);
 			return tp_error_set(err, TP_EIO, "cannot write %s",
@@ -76,7 +74,7 @@ static enum tp_status build_cluster(enum cl k, struct tp_cluster *c,
 		char path[4096];
 		struct tp_load_options lo;
 		enum tp_status st =
-			tp_data_path("tag-testbed.json", path, sizeof(path), err);
+		    tp_data_path("tag-testbed.json", path, sizeof(path), err);
 		if (st)
 			return st;
 		tp_load_options_default(&lo);

@@ -78,7 +78,7 @@
 
 /* ---- what the runtime is told ---- */
 
-#define MAX_ARGS 128
+#define MAX_ARGS   128
 #define MAX_CHUNKS 256
 
 /* The strategy and model read back from an export. */
@@ -106,58 +106,58 @@ struct flag {
 };
 
 static const struct flag megatron_flags[] = {
-	{"--tensor-model-parallel-size", 1},
-	{"--pipeline-model-parallel-size", 1},
-	{"--num-layers-per-virtual-pipeline-stage", 1},
-	{"--decoder-first-pipeline-num-layers", 1},
-	{"--decoder-last-pipeline-num-layers", 1},
-	{"--pipeline-model-parallel-layout", 2},
-	{"--micro-batch-size", 1},
-	{"--global-batch-size", 1},
-	{"--sequence-parallel", 0},
-	{"--recompute-granularity", 2},
-	{"--recompute-method", 2},
-	{"--recompute-num-layers", 1},
-	{"--checkpoint-activations", 0},
-	{"--use-distributed-optimizer", 0},
-	{"--overlap-grad-reduce", 0},
-	{"--ddp-bucket-size", 1},
-	{"--accumulate-allreduce-grads-in-fp32", 0},
-	{"--bf16", 0},
-	{"--fp16", 0},
-	{"--num-layers", 1},
-	{"--hidden-size", 1},
-	{"--ffn-hidden-size", 1},
-	{"--num-attention-heads", 1},
-	{"--kv-channels", 1},
-	{"--group-query-attention", 0},
-	{"--num-query-groups", 1},
-	{"--num-key-value-heads", 1},
-	{"--seq-length", 1},
-	{"--max-position-embeddings", 1},
-	{"--vocab-size", 1},
-	{"--normalization", 2},
-	{"--norm-epsilon", 3},
-	{"--layernorm-epsilon", 3},
-	{"--position-embedding-type", 2},
-	{"--use-rotary-position-embeddings", 0},
-	{"--rotary-base", 3},
-	{"--swiglu", 0},
-	{"--openai-gelu", 0},
-	{"--disable-bias-linear", 0},
-	{"--add-qkv-bias", 0},
-	{"--untie-embeddings-and-output-weights", 0},
-	{"--qk-layernorm", 0},
-	{"--num-experts", 1},
-	{"--moe-router-topk", 1},
-	{"--moe-ffn-hidden-size", 1},
-	{"--moe-shared-expert-intermediate-size", 1},
-	{"--moe-layer-freq", 2},
-	{"--moe-router-score-function", 2},
-	{"--moe-router-enable-expert-bias", 0},
-	{"--deepspeed", 0},
-	{"--deepspeed_config", 2},
-	{NULL, 0}};
+    {"--tensor-model-parallel-size", 1},
+    {"--pipeline-model-parallel-size", 1},
+    {"--num-layers-per-virtual-pipeline-stage", 1},
+    {"--decoder-first-pipeline-num-layers", 1},
+    {"--decoder-last-pipeline-num-layers", 1},
+    {"--pipeline-model-parallel-layout", 2},
+    {"--micro-batch-size", 1},
+    {"--global-batch-size", 1},
+    {"--sequence-parallel", 0},
+    {"--recompute-granularity", 2},
+    {"--recompute-method", 2},
+    {"--recompute-num-layers", 1},
+    {"--checkpoint-activations", 0},
+    {"--use-distributed-optimizer", 0},
+    {"--overlap-grad-reduce", 0},
+    {"--ddp-bucket-size", 1},
+    {"--accumulate-allreduce-grads-in-fp32", 0},
+    {"--bf16", 0},
+    {"--fp16", 0},
+    {"--num-layers", 1},
+    {"--hidden-size", 1},
+    {"--ffn-hidden-size", 1},
+    {"--num-attention-heads", 1},
+    {"--kv-channels", 1},
+    {"--group-query-attention", 0},
+    {"--num-query-groups", 1},
+    {"--num-key-value-heads", 1},
+    {"--seq-length", 1},
+    {"--max-position-embeddings", 1},
+    {"--vocab-size", 1},
+    {"--normalization", 2},
+    {"--norm-epsilon", 3},
+    {"--layernorm-epsilon", 3},
+    {"--position-embedding-type", 2},
+    {"--use-rotary-position-embeddings", 0},
+    {"--rotary-base", 3},
+    {"--swiglu", 0},
+    {"--openai-gelu", 0},
+    {"--disable-bias-linear", 0},
+    {"--add-qkv-bias", 0},
+    {"--untie-embeddings-and-output-weights", 0},
+    {"--qk-layernorm", 0},
+    {"--num-experts", 1},
+    {"--moe-router-topk", 1},
+    {"--moe-ffn-hidden-size", 1},
+    {"--moe-shared-expert-intermediate-size", 1},
+    {"--moe-layer-freq", 2},
+    {"--moe-router-score-function", 2},
+    {"--moe-router-enable-expert-bias", 0},
+    {"--deepspeed", 0},
+    {"--deepspeed_config", 2},
+    {NULL, 0}};
 
 static void rb_init(struct readback *rb)
 {
@@ -224,8 +224,8 @@ static void parse_megatron(struct readback *rb, char *text)
 			rb->sp = true;
 		else if (IS("--recompute-granularity"))
 			rb->recompute = strcmp(v, "full") == 0
-						? TP_RECOMPUTE_FULL
-						: TP_RECOMPUTE_SELECTIVE;
+					    ? TP_RECOMPUTE_FULL
+					    : TP_RECOMPUTE_SELECTIVE;
 		else if (IS("--checkpoint-activations"))
 			rb->recompute = TP_RECOMPUTE_FULL;
 		else if (IS("--use-distributed-optimizer"))
@@ -246,7 +246,8 @@ static void parse_megatron(struct readback *rb, char *text)
 			rb->heads = atoll(v);
 		else if (IS("--kv-channels"))
 			rb->kvc = atoll(v);
-		else if (IS("--num-query-groups") || IS("--num-key-value-heads"))
+		else if (IS("--num-query-groups") ||
+			 IS("--num-key-value-heads"))
 			rb->kv = atoll(v);
 		else if (IS("--seq-length"))
 			rb->seq = atoll(v);
@@ -279,8 +280,8 @@ static void parse_megatron(struct readback *rb, char *text)
 		else if (IS("--moe-shared-expert-intermediate-size"))
 			rb->shared_ffn = atoll(v);
 		else if (IS("--moe-layer-freq"))
-			ck_assert(sscanf(v, "([0]*%lld", (long long *)&rb->dense_first) ==
-				  1);
+			ck_assert(sscanf(v, "([0]*%lld",
+					 (long long *)&rb->dense_first) == 1);
 #undef IS
 		w = strtok_r(NULL, " \t\n\\", &save);
 	}
@@ -295,7 +296,7 @@ static void parse_megatron(struct readback *rb, char *text)
 			rb->chunk_layers[k] = per;
 		if (first >= 0) {
 			int64_t mid = rb->pp > 2 ? (rb->layers - first - last) /
-							   (rb->pp - 2)
+						       (rb->pp - 2)
 						 : 0;
 			for (int64_t k = 0; k < rb->n_chunks; k++)
 				rb->chunk_layers[k] = mid;
@@ -343,7 +344,8 @@ static void parse_ranks(struct readback *rb, const char *text,
 			long local = strtol(p, &end, 10);
 			if (end == p)
 				break;
-			rb->rank_dev[rank++] = c->nodes.v[node].first_device + local;
+			rb->rank_dev[rank++] =
+			    c->nodes.v[node].first_device + local;
 			p = end;
 			if (*p != ',')
 				break;
@@ -362,8 +364,8 @@ static double megatron_parameters(const struct readback *rb)
 	double kv = rb->kv ? (double)rb->kv : (double)rb->heads;
 	double nrm = rb->rms ? h : 2 * h, bias = rb->no_bias ? 0 : 1;
 	double qkv_b = (rb->no_bias && !rb->qkv_bias) ? 0 : 1;
-	double V = ceil((double)rb->vocab / (double)rb->pad_to) *
-		   (double)rb->pad_to;
+	double V =
+	    ceil((double)rb->vocab / (double)rb->pad_to) * (double)rb->pad_to;
 	double gate = rb->swiglu ? 2 : 1;
 	double attn = h * ((double)rb->heads * kvc + 2 * kv * kvc) +
 		      qkv_b * ((double)rb->heads + 2 * kv) * kvc +
@@ -372,7 +374,7 @@ static double megatron_parameters(const struct readback *rb)
 
 	if (rb->qk_norm)
 		attn += 2 * (rb->rms ? kvc : 2 * kvc);
-#define MLP(f) (h * (f) * gate + bias * (f) * gate + (f) * h + bias * h)
+#define MLP(f) (h * (f)*gate + bias * (f)*gate + (f)*h + bias * h)
 	mlp_of_ffn = (double)rb->ffn;
 	dense = MLP(mlp_of_ffn);
 	moe = dense;
@@ -434,20 +436,19 @@ static void rebuild(const struct readback *rb, const struct tp_model *m,
 		ck_assert_int_gt(n, 0);
 		for (int64_t i = 0; i < per_stage; i++) {
 			int64_t r = stage * per_stage + i;
-			devs[i] = (uint32_t)(rb->rank_dev[r] >= 0 ? rb->rank_dev[r]
-								  : r);
+			devs[i] =
+			    (uint32_t)(rb->rank_dev[r] >= 0 ? rb->rank_dev[r]
+							    : r);
 		}
-		ck_assert_int_eq(tp_plan_add_group(p, ops, n, devs,
-						   (uint32_t)per_stage,
-						   (uint32_t)rb->dp,
-						   (uint32_t)rb->tp, NULL, &g,
-						   &err),
-				 TP_OK);
+		ck_assert_int_eq(
+		    tp_plan_add_group(p, ops, n, devs, (uint32_t)per_stage,
+				      (uint32_t)rb->dp, (uint32_t)rb->tp, NULL,
+				      &g, &err),
+		    TP_OK);
 		p->groups.v[g].recompute = rb->recompute;
 		p->groups.v[g].sp = rb->sp && rb->tp > 1;
-		p->groups.v[g].sync = tp_runtime_sync(c, devs,
-						      (uint32_t)per_stage,
-						      (uint32_t)rb->tp);
+		p->groups.v[g].sync = tp_runtime_sync(
+		    c, devs, (uint32_t)per_stage, (uint32_t)rb->tp);
 	}
 	ck_assert_msg(tp_plan_validate(p, m, c, &err) == TP_OK, "%s %s",
 		      err.path, err.msg);
@@ -493,7 +494,7 @@ static void load_hf(const char *file, int64_t seq, int64_t batch,
 	snprintf(rel, sizeof(rel), "data/hf/%s", file);
 	tp_model_init(m);
 	ck_assert_msg(tp_build_hf(tp_test_path(rel), seq, batch, -1, m, &err) ==
-			      TP_OK,
+			  TP_OK,
 		      "%s", err.msg);
 }
 
@@ -571,7 +572,7 @@ static void export_plan(const struct tp_plan *p, const struct tp_model *m,
 	ck_assert_msg(tp_export_analyze(p, m, c, &rt, &spec, &err) == TP_OK,
 		      "%s", err.msg);
 	ck_assert_msg(tp_export_write(&spec, t, NULL, out, notes, &err) ==
-			      TP_OK,
+			  TP_OK,
 		      "%s", err.msg);
 	tp_export_spec_release(&spec);
 }
@@ -629,8 +630,8 @@ static void megatron_roundtrip(const struct tp_model *m,
 		int64_t used = 0;
 		for (size_t g = 0; g < p.groups.n; g++)
 			used = used > p.groups.v[g].n_devices
-				       ? used
-				       : p.groups.v[g].n_devices;
+				   ? used
+				   : p.groups.v[g].n_devices;
 		rb.dp = used / rb.tp;
 	}
 	check_back(&rb, &p, time_s, m, c, megatron_parameters(&rb));
@@ -685,8 +686,9 @@ START_TEST(test_roundtrip_megatron_layouts)
 	struct readback rb;
 	struct tp_strategy st;
 	struct tp_error err;
-	const char *strategies[] = {"tp=2,pp=2,dp=4,mb=1,zero=1",
-				    "tp=1,pp=2,dp=8,mb=1,schedule=interleaved:2"};
+	const char *strategies[] = {
+	    "tp=2,pp=2,dp=4,mb=1,zero=1",
+	    "tp=1,pp=2,dp=8,mb=1,schedule=interleaved:2"};
 
 	gpt(&m, 12);
 	topo("dgx-a100:2", NULL, &c);
@@ -703,8 +705,8 @@ START_TEST(test_roundtrip_megatron_layouts)
 		p.grad_bucket_bytes = 160e6;
 		for (size_t g = 0; g < p.groups.n; g++)
 			p.groups.v[g].sync = tp_runtime_sync(
-				&c, tp_plan_group_devs(&p, (uint32_t)g),
-				p.groups.v[g].n_devices, p.groups.v[g].tp);
+			    &c, tp_plan_group_devs(&p, (uint32_t)g),
+			    p.groups.v[g].n_devices, p.groups.v[g].tp);
 		/* move the first chunk's last layer to the second chunk:
 		   2 stages of 5 + 7 (first/last), or 4 chunks of 2 + 4 +
 		   3 + 3 (interleaved: the layout string) */
@@ -728,23 +730,29 @@ START_TEST(test_roundtrip_megatron_layouts)
 				uint32_t ops[4096], n = 0, idx;
 				const uint32_t *og = tp_plan_group_ops(&p, g);
 				if (g == 1) {
-					const uint32_t *o = tp_plan_group_ops(&p, 0);
-					for (uint32_t i = 0; i < p.groups.v[0].n_ops; i++)
+					const uint32_t *o =
+					    tp_plan_group_ops(&p, 0);
+					for (uint32_t i = 0;
+					     i < p.groups.v[0].n_ops; i++)
 						if (m.ops.v[o[i]].layer == last)
-							ops[n++] = o[i], moved++;
+							ops[n++] = o[i],
+							moved++;
 				}
-				for (uint32_t i = 0; i < p.groups.v[g].n_ops; i++)
-					if (g != 0 || m.ops.v[og[i]].layer != last)
+				for (uint32_t i = 0; i < p.groups.v[g].n_ops;
+				     i++)
+					if (g != 0 ||
+					    m.ops.v[og[i]].layer != last)
 						ops[n++] = og[i];
 				ck_assert_int_eq(
-					tp_plan_add_group(
-						&q, ops, n, tp_plan_group_devs(&p, g),
-						p.groups.v[g].n_devices,
-						p.groups.v[g].dp, p.groups.v[g].tp,
-						NULL, &idx, &err),
-					TP_OK);
+				    tp_plan_add_group(
+					&q, ops, n, tp_plan_group_devs(&p, g),
+					p.groups.v[g].n_devices,
+					p.groups.v[g].dp, p.groups.v[g].tp,
+					NULL, &idx, &err),
+				    TP_OK);
 				q.groups.v[idx].sync = p.groups.v[g].sync;
-				q.groups.v[idx].recompute = p.groups.v[g].recompute;
+				q.groups.v[idx].recompute =
+				    p.groups.v[g].recompute;
 			}
 			tp_plan_release(&p);
 			p = q;
@@ -753,11 +761,11 @@ START_TEST(test_roundtrip_megatron_layouts)
 		ck_assert_int_eq(tp_plan_validate(&p, &m, &c, &err), TP_OK);
 		t0 = simulate(&p, &m, &c);
 		export_plan(&p, &m, &c, TP_EXPORT_MEGATRON, &out, &notes);
-		ck_assert_ptr_nonnull(strstr(tp_strbuf_cstr(&out),
-					     k == 0 ? "--decoder-first-pipeline-"
-						      "num-layers 5\n"
-						    : "--pipeline-model-"
-						      "parallel-layout E"));
+		ck_assert_ptr_nonnull(strstr(
+		    tp_strbuf_cstr(&out), k == 0 ? "--decoder-first-pipeline-"
+						   "num-layers 5\n"
+						 : "--pipeline-model-"
+						   "parallel-layout E"));
 		rb_init(&rb);
 		text = strdup(tp_strbuf_cstr(&out));
 		parse_megatron(&rb, text);
@@ -794,32 +802,32 @@ START_TEST(test_roundtrip_deepspeed)
 	j = cJSON_Parse(tp_strbuf_cstr(&out));
 	ck_assert_ptr_nonnull(j);
 	for (cJSON *it = j->child; it; it = it->next)
-		ck_assert_msg(strcmp(it->string, "train_batch_size") == 0 ||
-				      strcmp(it->string,
-					     "train_micro_batch_size_per_gpu") ==
-					      0 ||
-				      strcmp(it->string,
-					     "gradient_accumulation_steps") == 0 ||
-				      strcmp(it->string, "zero_optimization") ==
-					      0 ||
-				      strcmp(it->string, "bf16") == 0 ||
-				      strcmp(it->string, "fp16") == 0 ||
-				      strcmp(it->string,
-					     "activation_checkpointing") == 0,
-			      "a key the engine does not read: %s", it->string);
-	rb.gbs = (int64_t)cJSON_GetObjectItem(j, "train_batch_size")->valuedouble;
-	rb.mbs = (int64_t)cJSON_GetObjectItem(j, "train_micro_batch_size_per_gpu")
-			 ->valuedouble;
+		ck_assert_msg(
+		    strcmp(it->string, "train_batch_size") == 0 ||
+			strcmp(it->string, "train_micro_batch_size_per_gpu") ==
+			    0 ||
+			strcmp(it->string, "gradient_accumulation_steps") ==
+			    0 ||
+			strcmp(it->string, "zero_optimization") == 0 ||
+			strcmp(it->string, "bf16") == 0 ||
+			strcmp(it->string, "fp16") == 0 ||
+			strcmp(it->string, "activation_checkpointing") == 0,
+		    "a key the engine does not read: %s", it->string);
+	rb.gbs =
+	    (int64_t)cJSON_GetObjectItem(j, "train_batch_size")->valuedouble;
+	rb.mbs =
+	    (int64_t)cJSON_GetObjectItem(j, "train_micro_batch_size_per_gpu")
+		->valuedouble;
 	z = cJSON_GetObjectItem(j, "zero_optimization");
 	rb.zero = (int64_t)cJSON_GetObjectItem(z, "stage")->valuedouble;
 	/* bf16 reduce buckets: 2 bytes per element */
 	rb.bucket_bytes =
-		2 * cJSON_GetObjectItem(z, "reduce_bucket_size")->valuedouble;
+	    2 * cJSON_GetObjectItem(z, "reduce_bucket_size")->valuedouble;
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(z, "overlap_comm")));
 	ck_assert_int_eq(
-		(int64_t)cJSON_GetObjectItem(j, "gradient_accumulation_steps")
-				->valuedouble,
-		p.micro_batches);
+	    (int64_t)cJSON_GetObjectItem(j, "gradient_accumulation_steps")
+		->valuedouble,
+	    p.micro_batches);
 	if (cJSON_GetObjectItem(j, "activation_checkpointing"))
 		rb.recompute = TP_RECOMPUTE_FULL;
 	cJSON_Delete(j);
@@ -888,8 +896,7 @@ static char *toml_get(const char *text, const char *section, const char *key)
 	return NULL;
 }
 
-static int64_t toml_int(const char *text, const char *section,
-			const char *key)
+static int64_t toml_int(const char *text, const char *section, const char *key)
 {
 	char *v = toml_get(text, section, key);
 	int64_t x;
@@ -909,12 +916,13 @@ static double titan_parameters(const char *text, struct readback *rb)
 	double hid, d;
 
 	ck_assert_ptr_nonnull(a);
-	ck_assert_int_eq(sscanf(a,
-				"TransformerModelArgs(dim=%lld, n_layers=%lld, "
-				"n_heads=%lld, n_kv_heads=%lld, vocab_size=%lld, "
-				"multiple_of=%lld, ffn_dim_multiplier=%63[^,]",
-				&dim, &nl, &nh, &nkv, &voc, &mo, mult),
-			 7);
+	ck_assert_int_eq(
+	    sscanf(a,
+		   "TransformerModelArgs(dim=%lld, n_layers=%lld, "
+		   "n_heads=%lld, n_kv_heads=%lld, vocab_size=%lld, "
+		   "multiple_of=%lld, ffn_dim_multiplier=%63[^,]",
+		   &dim, &nl, &nh, &nkv, &voc, &mo, mult),
+	    7);
 	rb->layers = nl;
 	d = (double)dim;
 	hid = floor(2.0 * (4.0 * d) / 3.0);

@@ -46,7 +46,7 @@ static void gpt_on_dgx(struct tp_model *m, struct tp_cluster *c,
 	tp_cluster_init(c);
 	ck_assert_int_eq(tp_build_gpt(&d, m, &err), TP_OK);
 	ck_assert_msg(tp_build_topology(specs, 1, "ib-hdr", 1, c, &err) ==
-			      TP_OK,
+			  TP_OK,
 		      "%s", err.msg);
 }
 
@@ -54,8 +54,8 @@ static void find(const char *name, struct tp_runtime *rt)
 {
 	struct tp_error err;
 
-	ck_assert_msg(tp_runtime_find(name, rt, &err) == TP_OK, "%s: %s",
-		      name, err.msg);
+	ck_assert_msg(tp_runtime_find(name, rt, &err) == TP_OK, "%s: %s", name,
+		      err.msg);
 }
 
 static void strategy(const char *s, const struct tp_model *m,
@@ -95,9 +95,8 @@ START_TEST(test_plan_check_rules)
 
 	/* a uniform 3D plan: megatron-core runs it */
 	strategy("tp=2,pp=2,dp=4,mb=1,zero=1", &m, &c, &p);
-	ck_assert_uint_eq(tp_runtime_plan_check(&mc, &p, &m, &c, &sh, why,
-						sizeof(why)),
-			  0);
+	ck_assert_uint_eq(
+	    tp_runtime_plan_check(&mc, &p, &m, &c, &sh, why, sizeof(why)), 0);
 	ck_assert(sh.ok);
 	ck_assert_uint_eq(sh.pp, 2);
 	ck_assert_uint_eq(sh.chunks, 2);
@@ -114,10 +113,9 @@ START_TEST(test_plan_check_rules)
 	p.zero = 2;
 	k = tp_runtime_plan_check(&mc, &p, &m, &c, NULL, why, sizeof(why));
 	ck_assert_uint_eq(k, bit(TP_CAP_MAX_ZERO) |
-				     bit(TP_CAP_MAX_ZERO_PIPELINED));
-	ck_assert_uint_eq(tp_runtime_plan_check(&none, &p, &m, &c, NULL, NULL,
-						0),
-			  0);
+				 bit(TP_CAP_MAX_ZERO_PIPELINED));
+	ck_assert_uint_eq(
+	    tp_runtime_plan_check(&none, &p, &m, &c, NULL, NULL, 0), 0);
 	p.zero = 1;
 	/* GPipe */
 	p.schedule = TP_SCHEDULE_GPIPE;
@@ -214,15 +212,13 @@ START_TEST(test_plan_check_layouts)
 				 TP_OK);
 		ck_assert_int_eq(tp_plan_validate(&q, &m, &c, NULL), TP_OK);
 		ck_assert_uint_gt(moved, 0);
-		ck_assert_uint_eq(tp_runtime_plan_check(&mc, &q, &m, &c, &sh,
-							NULL, 0),
-				  0);
+		ck_assert_uint_eq(
+		    tp_runtime_plan_check(&mc, &q, &m, &c, &sh, NULL, 0), 0);
 		ck_assert_int_eq(sh.chunk_layers[0], 5);
 		ck_assert_int_eq(sh.chunk_layers[1], 7);
 		/* two stages of 5 and 7 layers: first-last */
-		ck_assert_uint_eq(tp_runtime_plan_check(&fl, &q, &m, &c, NULL,
-							NULL, 0),
-				  0);
+		ck_assert_uint_eq(
+		    tp_runtime_plan_check(&fl, &q, &m, &c, NULL, NULL, 0), 0);
 		ck_assert_uint_eq(tp_runtime_plan_check(&m22, &q, &m, &c, NULL,
 							why, sizeof(why)),
 				  bit(TP_CAP_LAYOUT));
@@ -294,9 +290,8 @@ static void search_under(const char *model_kind)
 		tp_cluster_init(&c);
 		ck_assert_int_eq(tp_build_zoo("resnet50", 64, -1, &m, &err),
 				 TP_OK);
-		ck_assert_int_eq(tp_build_topology(specs, 2, "25gbe", 1, &c,
-						   &err),
-				 TP_OK);
+		ck_assert_int_eq(
+		    tp_build_topology(specs, 2, "25gbe", 1, &c, &err), TP_OK);
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct tp_runtime rt;
@@ -345,18 +340,18 @@ static void search_under(const char *model_kind)
 			      (unsigned long)spy.scored);
 		ck_assert_msg(r.runtime_rejects == 0, "%s: %llu rejects",
 			      rt.name, (unsigned long long)r.runtime_rejects);
-		ck_assert_uint_eq(tp_runtime_plan_check(&rt, &r.plan, &m, &c,
-							NULL, NULL, 0),
-				  0);
+		ck_assert_uint_eq(
+		    tp_runtime_plan_check(&rt, &r.plan, &m, &c, NULL, NULL, 0),
+		    0);
 		if (!rt.can.uneven_shares)
-			ck_assert(!r.baselines[TP_BASELINE_DP_HETERO].available);
+			ck_assert(
+			    !r.baselines[TP_BASELINE_DP_HETERO].available);
 		for (int b = 0; b < TP_BASELINE_COUNT; b++)
 			if (r.baselines[b].available)
-				ck_assert_uint_eq(
-					tp_runtime_plan_check(
-						&rt, &r.baselines[b].plan, &m,
-						&c, NULL, NULL, 0),
-					0);
+				ck_assert_uint_eq(tp_runtime_plan_check(
+						      &rt, &r.baselines[b].plan,
+						      &m, &c, NULL, NULL, 0),
+						  0);
 		searched++;
 		tp_search_result_release(&r);
 		tp_sim_free(sim);
@@ -387,20 +382,22 @@ START_TEST(test_cmd_plan_runtimes)
 {
 	const char *dir = tp_test_tmpdir();
 	char pm[600], pn[600], r50[600];
-	const char *def[] = {"tagplan", "plan", "--playouts", "300",
-			     "--threads", "1", "--no-gnn", "-o", pm, NULL};
-	const char *none[] = {"tagplan", "plan", "--playouts", "300",
-			      "--threads", "1", "--no-gnn", "--runtime",
-			      "none", "-o", pn, NULL};
+	const char *def[] = {"tagplan",	  "plan", "--playouts", "300",
+			     "--threads", "1",	  "--no-gnn",	"-o",
+			     pm,	  NULL};
+	const char *none[] = {"tagplan",   "plan", "--playouts", "300",
+			      "--threads", "1",	   "--no-gnn",	 "--runtime",
+			      "none",	   "-o",   pn,		 NULL};
 	const char *chk[] = {"tagplan", "check", "-p", pm, NULL};
 	const char *exp[] = {"tagplan", "export", "-p", pm, NULL};
-	const char *comp[] = {"tagplan", "plan", "--playouts", "10",
+	const char *comp[] = {"tagplan",       "plan",	   "--playouts", "10",
 			      "--compression", "lossless", NULL};
-	const char *mkr50[] = {"tagplan", "model", "resnet50", "-o", r50,
-			       NULL};
-	const char *titan[] = {"tagplan", "plan", "-m", r50, "-t",
-			       tp_data_file("tag-testbed.json"), "--runtime",
-			       "fsdp2", "--playouts", "10", NULL};
+	const char *mkr50[] = {"tagplan", "model", "resnet50", "-o", r50, NULL};
+	const char *titan[] = {
+	    "tagplan",	 "plan",  "-m",
+	    r50,	 "-t",	  tp_data_file("tag-testbed.json"),
+	    "--runtime", "fsdp2", "--playouts",
+	    "10",	 NULL};
 	struct tp_run r;
 	struct tp_model m;
 	struct tp_cluster c;
@@ -418,9 +415,9 @@ START_TEST(test_cmd_plan_runtimes)
 	tp_run_free(&r);
 	tp_model_init(&m);
 	tp_cluster_init(&c);
-	ck_assert_int_eq(tp_model_load_file(tp_data_file("demo-model.json"),
-					    NULL, &m, &err),
-			 TP_OK);
+	ck_assert_int_eq(
+	    tp_model_load_file(tp_data_file("demo-model.json"), NULL, &m, &err),
+	    TP_OK);
 	ck_assert_int_eq(tp_topology_load_file(tp_data_file("tag-testbed.json"),
 					       NULL, &c, &err),
 			 TP_OK);
@@ -453,10 +450,11 @@ START_TEST(test_cmd_plan_runtimes)
 	ck_assert_int_eq(tp_plan_load_file(pn, &m, &c, NULL, &p, &err), TP_OK);
 	ck_assert_str_eq(p.runtime, "none");
 	{
-		bool nobody = strcmp(p.summary.runtime_note,
-				     "no known runtime executes this plan") == 0;
-		const char *x[] = {"tagplan", "export", "-p", pn, "--to",
-				   "megatron", NULL};
+		bool nobody =
+		    strcmp(p.summary.runtime_note,
+			   "no known runtime executes this plan") == 0;
+		const char *x[] = {"tagplan", "export",	  "-p", pn,
+				   "--to",    "megatron", NULL};
 		ck_assert(nobody || strstr(p.summary.runtime_note,
 					   "can execute this plan"));
 		tp_run_tagplan(&r, x, NULL);
@@ -470,18 +468,19 @@ START_TEST(test_cmd_plan_runtimes)
 	/* the megatron baseline of none: a uniform plan the note says
 	   megatron-core executes, and it exports */
 	{
-		const char *bl[] = {"tagplan", "plan", "--runtime", "none",
-				    "--baseline", "megatron", "-o", pn, NULL};
-		const char *x[] = {"tagplan", "export", "-p", pn, "--to",
-				   "megatron", NULL};
+		const char *bl[] = {"tagplan", "plan",	     "--runtime",
+				    "none",    "--baseline", "megatron",
+				    "-o",      pn,	     NULL};
+		const char *x[] = {"tagplan", "export",	  "-p", pn,
+				   "--to",    "megatron", NULL};
 		tp_run_tagplan(&r, bl, NULL);
 		ck_assert_msg(r.status == 0, "%s", r.err);
 		tp_run_free(&r);
 		tp_plan_init(&p);
 		ck_assert_int_eq(tp_plan_load_file(pn, &m, &c, NULL, &p, &err),
 				 TP_OK);
-		ck_assert_msg(strstr(p.summary.runtime_note,
-				     "megatron-core") != NULL,
+		ck_assert_msg(strstr(p.summary.runtime_note, "megatron-core") !=
+				  NULL,
 			      "%s", p.summary.runtime_note);
 		tp_plan_release(&p);
 		tp_run_tagplan(&r, x, NULL);

@@ -11,13 +11,22 @@
 
 #include "runtime.h"
 
-static const char *const cap_names[TP_CAP_COUNT] = {
-	"tensor_parallel",  "pipeline_parallel", "sequence_parallel",
-	"per_stage_degrees", "uneven_shares",    "mixed_device_types",
-	"overlapping_groups", "layout",          "schedules",
-	"syncs",            "recompute",         "max_zero",
-	"max_zero_pipelined", "compression",     "lossy",
-	"per_group_recompute"};
+static const char *const cap_names[TP_CAP_COUNT] = {"tensor_parallel",
+						    "pipeline_parallel",
+						    "sequence_parallel",
+						    "per_stage_degrees",
+						    "uneven_shares",
+						    "mixed_device_types",
+						    "overlapping_groups",
+						    "layout",
+						    "schedules",
+						    "syncs",
+						    "recompute",
+						    "max_zero",
+						    "max_zero_pipelined",
+						    "compression",
+						    "lossy",
+						    "per_group_recompute"};
 
 const char *tp_runtime_cap_name(enum tp_runtime_cap c)
 {
@@ -44,11 +53,10 @@ struct needs {
 	const char *rt;
 };
 
-static void need(struct needs *n, enum tp_runtime_cap cap, const char *fmt,
-		 ...) __attribute__((format(printf, 3, 4)));
+static void need(struct needs *n, enum tp_runtime_cap cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
-static void need(struct needs *n, enum tp_runtime_cap cap, const char *fmt,
-		 ...)
+static void need(struct needs *n, enum tp_runtime_cap cap, const char *fmt, ...)
 {
 	if (!n->mask && n->why && n->size) {
 		va_list ap;
@@ -57,8 +65,8 @@ static void need(struct needs *n, enum tp_runtime_cap cap, const char *fmt,
 		k = vsnprintf(n->why, n->size, fmt, ap);
 		va_end(ap);
 		if (k >= 0 && (size_t)k < n->size)
-			snprintf(n->why + k, n->size - (size_t)k, "; %s cannot (%s)",
-				 n->rt, cap_names[cap]);
+			snprintf(n->why + k, n->size - (size_t)k,
+				 "; %s cannot (%s)", n->rt, cap_names[cap]);
 	}
 	n->mask |= 1u << cap;
 }
@@ -89,8 +97,9 @@ enum tp_sync tp_runtime_sync(const struct tp_cluster *c, const uint32_t *devs,
 	uint32_t nodes = 0, prev = TP_NONE, dp = n / (tp ? tp : 1);
 
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t node = devs[i] < c->devices.n ? c->devices.v[devs[i]].node
-						       : TP_NONE;
+		uint32_t node = devs[i] < c->devices.n
+				    ? c->devices.v[devs[i]].node
+				    : TP_NONE;
 		if (node != prev)
 			nodes++;
 		prev = node;
@@ -139,21 +148,22 @@ static void check_groups(const struct tp_runtime_can *can,
 			need(n, TP_CAP_PER_STAGE_DEGREES,
 			     "group 0 runs dp %u x tp %u%s, group %u dp %u x "
 			     "tp %u%s",
-			     g0->dp, g0->tp, g0->sp ? " with sp" : "", g, gr->dp,
-			     gr->tp, gr->sp ? " with sp" : "");
+			     g0->dp, g0->tp, g0->sp ? " with sp" : "", g,
+			     gr->dp, gr->tp, gr->sp ? " with sp" : "");
 		if (!can->uneven_shares) {
 			for (uint32_t r = 1; r < gr->dp; r++)
 				if (fabs(sh[r] - sh[0]) > 1e-9) {
-					need(n, TP_CAP_UNEVEN_SHARES,
-					     "group %u gives replica 0 %.3g and "
-					     "replica %u %.3g of each "
-					     "micro-batch",
-					     g, sh[0], r, sh[r]);
+					need(
+					    n, TP_CAP_UNEVEN_SHARES,
+					    "group %u gives replica 0 %.3g and "
+					    "replica %u %.3g of each "
+					    "micro-batch",
+					    g, sh[0], r, sh[r]);
 					break;
 				}
 			if (p->micro_batches &&
 			    p->global_batch %
-				    ((int64_t)p->micro_batches * gr->dp))
+				((int64_t)p->micro_batches * gr->dp))
 				need(n, TP_CAP_UNEVEN_SHARES,
 				     "a micro-batch of %lld samples does not "
 				     "split evenly over the %u replicas of "
@@ -218,8 +228,8 @@ static void check_shape(const struct tp_plan *p, const struct tp_model *m,
 		}
 		k = sh->chunks - 1;
 		for (uint32_t j = 0; j < p->groups.v[g].n_ops; j++) {
-			int32_t l = ops[j] < m->ops.n ? m->ops.v[ops[j]].layer
-						      : -1;
+			int32_t l =
+			    ops[j] < m->ops.n ? m->ops.v[ops[j]].layer : -1;
 			if (l < 0)
 				continue;
 			if (lo[k] < 0 || l < lo[k])
@@ -239,7 +249,8 @@ static void check_shape(const struct tp_plan *p, const struct tp_model *m,
 			for (uint32_t t = 0; t < sh->pp; t++)
 				if (share_devs(p, sh->stage_group[t], g)) {
 					need(n, TP_CAP_OVERLAPPING_GROUPS,
-					     "group %u shares devices with group "
+					     "group %u shares devices with "
+					     "group "
 					     "%u on another device set",
 					     g, sh->stage_group[t]);
 					return;
@@ -264,10 +275,11 @@ static void check_shape(const struct tp_plan *p, const struct tp_model *m,
 	for (uint32_t k = 0; k < sh->chunks; k++) {
 		bool split = (k > 0 && lo[k] >= 0 && hi[k - 1] >= 0 &&
 			      lo[k] <= hi[k - 1]) ||
-			     (k + 1 < sh->chunks && hi[k] >= 0 && lo[k + 1] >= 0 &&
-			      hi[k] >= lo[k + 1]);
-		sh->chunk_layers[k] = split ? -1 : lo[k] < 0 ? 0
-							 : hi[k] - lo[k] + 1;
+			     (k + 1 < sh->chunks && hi[k] >= 0 &&
+			      lo[k + 1] >= 0 && hi[k] >= lo[k + 1]);
+		sh->chunk_layers[k] = split	  ? -1
+				      : lo[k] < 0 ? 0
+						  : hi[k] - lo[k] + 1;
 	}
 }
 
@@ -290,7 +302,8 @@ static void check_layout(const struct tp_runtime_can *can,
 	for (uint32_t k = 0; k < nc; k++)
 		if (sh->chunk_layers[k] < 0) {
 			need(n, TP_CAP_LAYOUT,
-			     "pipeline chunk %u begins or ends inside a layer", k);
+			     "pipeline chunk %u begins or ends inside a layer",
+			     k);
 			return;
 		}
 	{
@@ -331,17 +344,18 @@ static void check_ranks(const struct tp_plan *p, const struct tp_cluster *c,
 		const uint32_t *d = tp_plan_group_devs(p, g);
 		for (uint32_t i = 0; i < p->groups.v[g].n_devices; i++) {
 			uint32_t node = d[i] < c->devices.n
-						? c->devices.v[d[i]].node
-						: TP_NONE;
+					    ? c->devices.v[d[i]].node
+					    : TP_NONE;
 			if (node == prev_node)
 				continue;
 			for (uint32_t k = 0; k < seen_nodes && k < 64; k++)
 				if (done[k] == node) {
-					need(n, TP_CAP_OVERLAPPING_GROUPS,
-					     "stage %u returns to node %s after "
-					     "other nodes: a launcher starts a "
-					     "node's ranks together",
-					     s, c->nodes.v[node].name);
+					need(
+					    n, TP_CAP_OVERLAPPING_GROUPS,
+					    "stage %u returns to node %s after "
+					    "other nodes: a launcher starts a "
+					    "node's ranks together",
+					    s, c->nodes.v[node].name);
 					return;
 				}
 			if (prev_node != TP_NONE && seen_nodes < 64)
@@ -351,12 +365,10 @@ static void check_ranks(const struct tp_plan *p, const struct tp_cluster *c,
 	}
 }
 
-uint32_t tp_runtime_plan_check(const struct tp_runtime *rt,
-			       const struct tp_plan *p,
-			       const struct tp_model *m,
-			       const struct tp_cluster *c,
-			       struct tp_plan_shape *shape, char *why,
-			       size_t why_size)
+uint32_t
+tp_runtime_plan_check(const struct tp_runtime *rt, const struct tp_plan *p,
+		      const struct tp_model *m, const struct tp_cluster *c,
+		      struct tp_plan_shape *shape, char *why, size_t why_size)
 {
 	const struct tp_runtime_can *can = &rt->can;
 	struct tp_plan_shape local;
@@ -374,8 +386,9 @@ uint32_t tp_runtime_plan_check(const struct tp_runtime *rt,
 	for (uint32_t g = 0; g < p->groups.n; g++) {
 		const uint32_t *d = tp_plan_group_devs(p, g);
 		for (uint32_t i = 0; i < p->groups.v[g].n_devices; i++) {
-			uint32_t t = d[i] < c->devices.n ? c->devices.v[d[i]].type
-							 : TP_NONE;
+			uint32_t t = d[i] < c->devices.n
+					 ? c->devices.v[d[i]].type
+					 : TP_NONE;
 			if (type == TP_NONE)
 				type = t;
 			else if (t != type)
@@ -460,21 +473,20 @@ bool tp_runtime_builds(const struct tp_runtime *rt, const struct tp_model *m,
 		    a->stack != TP_STACK_ENCODER_DECODER)
 			return true;
 		if (why && why_size)
-			snprintf(why, why_size,
-				 "%s builds dense Llama-style decoders (SwiGLU, "
-				 "RMSNorm, RoPE); %s is %s%s%s%s%s",
-				 rt->name, m->name ? m->name : "the model",
-				 is_transformer(m) ? "a transformer with "
-						   : "no transformer",
-				 is_transformer(m) ? tp_act_name(a->activation)
-						   : "",
-				 is_transformer(m) ? ", " : "",
-				 is_transformer(m) ? tp_norm_name(a->norm) : "",
-				 is_transformer(m)
-					 ? (a->position == TP_POS_ROPE
-						    ? ", rope"
-						    : ", no rope")
-					 : "");
+			snprintf(
+			    why, why_size,
+			    "%s builds dense Llama-style decoders (SwiGLU, "
+			    "RMSNorm, RoPE); %s is %s%s%s%s%s",
+			    rt->name, m->name ? m->name : "the model",
+			    is_transformer(m) ? "a transformer with "
+					      : "no transformer",
+			    is_transformer(m) ? tp_act_name(a->activation) : "",
+			    is_transformer(m) ? ", " : "",
+			    is_transformer(m) ? tp_norm_name(a->norm) : "",
+			    is_transformer(m)
+				? (a->position == TP_POS_ROPE ? ", rope"
+							      : ", no rope")
+				: "");
 		return false;
 	default:
 		return false;

@@ -16,9 +16,9 @@
 #include "export_int.h"
 
 static const char *const target_names[TP_EXPORT_TARGET_COUNT] = {
-	"megatron", "deepspeed", "torchrun", "torchtitan"};
+    "megatron", "deepspeed", "torchrun", "torchtitan"};
 static const char *const target_runtimes[TP_EXPORT_TARGET_COUNT] = {
-	"megatron-core", "deepspeed", "megatron-core", "fsdp2"};
+    "megatron-core", "deepspeed", "megatron-core", "fsdp2"};
 
 int tp_export_target_parse(const char *name)
 {
@@ -54,8 +54,7 @@ const char *tp_export_target_runtime(enum tp_export_target t)
 	return (unsigned)t < TP_EXPORT_TARGET_COUNT ? target_runtimes[t] : NULL;
 }
 
-bool tp_export_target_fits(enum tp_export_target t,
-			   const struct tp_runtime *rt)
+bool tp_export_target_fits(enum tp_export_target t, const struct tp_runtime *rt)
 {
 	enum tp_export_target own = tp_export_target_of(rt);
 
@@ -140,7 +139,8 @@ static enum tp_status place_ranks(struct tp_export_spec *s,
 	for (uint32_t st = 0; st < sh->pp; st++) {
 		uint32_t g = sh->stage_group[st];
 		const uint32_t *d = tp_plan_group_devs(p, g);
-		for (uint32_t i = 0; i < p->groups.v[g].n_devices; i++, rank++) {
+		for (uint32_t i = 0; i < p->groups.v[g].n_devices;
+		     i++, rank++) {
 			const struct tp_device *dev = &c->devices.v[d[i]];
 			struct tp_export_node *en;
 			size_t len;
@@ -153,9 +153,10 @@ static enum tp_status place_ranks(struct tp_export_spec *s,
 			if (dev->node != prev) {
 				if (s->nnodes >= c->nodes.n)
 					return tp_export_refuse(
-						err, "the ranks visit node %s "
-						     "twice",
-						c->nodes.v[dev->node].name);
+					    err,
+					    "the ranks visit node %s "
+					    "twice",
+					    c->nodes.v[dev->node].name);
 				en = &s->nodes[s->nnodes++];
 				en->node = dev->node;
 				en->first_rank = rank;
@@ -200,7 +201,7 @@ static void precision(struct tp_export_spec *s, const struct tp_plan *p,
 		return;
 	for (size_t i = 0; i < p->devs.n; i++) {
 		const struct tp_device_type *ty =
-			&c->types.v[c->devices.v[p->devs.v[i]].type];
+		    &c->types.v[c->devices.v[p->devs.v[i]].type];
 		if (!(ty->peak_flops[TP_DTYPE_BF16] > 0)) {
 			s->run_dtype = TP_DTYPE_FP16;
 			snprintf(s->no_bf16, sizeof(s->no_bf16), "%s",
@@ -210,12 +211,10 @@ static void precision(struct tp_export_spec *s, const struct tp_plan *p,
 	}
 }
 
-enum tp_status tp_export_analyze(const struct tp_plan *p,
-				 const struct tp_model *m,
-				 const struct tp_cluster *c,
-				 const struct tp_runtime *rt,
-				 struct tp_export_spec *spec,
-				 struct tp_error *err)
+enum tp_status
+tp_export_analyze(const struct tp_plan *p, const struct tp_model *m,
+		  const struct tp_cluster *c, const struct tp_runtime *rt,
+		  struct tp_export_spec *spec, struct tp_error *err)
 {
 	struct tp_plan_shape sh;
 	struct tp_runtime strict = *rt;
@@ -253,8 +252,8 @@ enum tp_status tp_export_analyze(const struct tp_plan *p,
 					sh.chunks, sh.pp,
 					tp_schedule_name(p->schedule));
 	if (p->micro_batches == 0 ||
-	    p->global_batch %
-		    ((int64_t)p->micro_batches * p->groups.v[0].dp) != 0)
+	    p->global_batch % ((int64_t)p->micro_batches * p->groups.v[0].dp) !=
+		0)
 		return tp_export_refuse(err,
 					"a global batch of %lld in %u "
 					"micro-batches over dp %u is not a "
@@ -274,7 +273,7 @@ enum tp_status tp_export_analyze(const struct tp_plan *p,
 	spec->global_batch = p->global_batch;
 	spec->micro_batches = p->micro_batches;
 	spec->micro_batch =
-		p->global_batch / ((int64_t)p->micro_batches * spec->dp);
+	    p->global_batch / ((int64_t)p->micro_batches * spec->dp);
 	spec->schedule = p->schedule;
 	spec->recompute = p->groups.v[0].recompute;
 	spec->sync = p->groups.v[0].sync;
@@ -290,9 +289,9 @@ enum tp_status tp_export_analyze(const struct tp_plan *p,
 	for (uint32_t g = 0; g < p->groups.n; g++)
 		if (p->groups.v[g].dp > 1 &&
 		    p->groups.v[g].sync !=
-			    tp_runtime_sync(c, tp_plan_group_devs(p, g),
-					    p->groups.v[g].n_devices,
-					    p->groups.v[g].tp))
+			tp_runtime_sync(c, tp_plan_group_devs(p, g),
+					p->groups.v[g].n_devices,
+					p->groups.v[g].tp))
 			spec->sync_differs = true;
 	precision(spec, p, c);
 	return TP_OK;
@@ -303,8 +302,8 @@ double tp_export_bucket_elements(const struct tp_export_spec *s)
 	double b = s->grad_bucket_bytes > 0 ? s->grad_bucket_bytes
 					    : TP_GRAD_BUCKET_DEFAULT_BYTES;
 	double el = s->rt.behaviour.grad_reduce == TP_GRAD_REDUCE_FP32
-			    ? 4
-			    : tp_dtype_bytes(s->run_dtype);
+			? 4
+			: tp_dtype_bytes(s->run_dtype);
 	return floor(b / el);
 }
 
@@ -318,9 +317,9 @@ void tp_export_note_common(const struct tp_export_spec *s,
 		       "ranks / (tp %u x pp %u)\n",
 		       s->rt.name, s->dp, s->world, s->tp, s->pp);
 	if (s->mixed_types)
-		tp_strbuf_adds(notes,
-			       "the ranks mix device types: every rank gets the "
-			       "same share, as this plan does\n");
+		tp_strbuf_adds(
+		    notes, "the ranks mix device types: every rank gets the "
+			   "same share, as this plan does\n");
 	if (s->no_bf16[0])
 		tp_strbuf_addf(notes,
 			       "the model is bf16 but %s has no bf16: the job "
@@ -340,14 +339,13 @@ void tp_export_note_common(const struct tp_export_spec *s,
 			       "topology's device order: start %u node%s\n",
 			       s->nnodes, s->nnodes == 1 ? "" : "s");
 		for (uint32_t k = 0; k < s->nnodes; k++)
-			tp_strbuf_addf(notes,
-				       "  NODE_RANK=%u: node %s, ranks %u..%u, "
-				       "CUDA_VISIBLE_DEVICES=%s\n",
-				       k, s->nodes[k].name,
-				       s->nodes[k].first_rank,
-				       s->nodes[k].first_rank +
-					       s->nodes[k].n_ranks - 1,
-				       s->nodes[k].visible);
+			tp_strbuf_addf(
+			    notes,
+			    "  NODE_RANK=%u: node %s, ranks %u..%u, "
+			    "CUDA_VISIBLE_DEVICES=%s\n",
+			    k, s->nodes[k].name, s->nodes[k].first_rank,
+			    s->nodes[k].first_rank + s->nodes[k].n_ranks - 1,
+			    s->nodes[k].visible);
 	}
 	if (s->sync_differs)
 		tp_strbuf_addf(notes,
@@ -358,21 +356,21 @@ void tp_export_note_common(const struct tp_export_spec *s,
 			       s->rt.name);
 	if (s->dp > 1) {
 		double b = s->grad_bucket_bytes > 0
-				   ? s->grad_bucket_bytes
-				   : TP_GRAD_BUCKET_DEFAULT_BYTES;
+			       ? s->grad_bucket_bytes
+			       : TP_GRAD_BUCKET_DEFAULT_BYTES;
 		tp_strbuf_addf(notes,
 			       "the plan was simulated with gradient buckets "
 			       "of %.6g MB%s: %.0f %s elements (the dtype %s "
 			       "reduces gradients in)\n",
 			       b / 1e6,
 			       s->rt.behaviour.dp_overlap
-				       ? ", reduced while the backward runs"
-				       : ", reduced after the backward",
+				   ? ", reduced while the backward runs"
+				   : ", reduced after the backward",
 			       tp_export_bucket_elements(s),
 			       s->rt.behaviour.grad_reduce ==
-					       TP_GRAD_REDUCE_FP32
-				       ? "fp32"
-				       : tp_dtype_name(s->run_dtype),
+				       TP_GRAD_REDUCE_FP32
+				   ? "fp32"
+				   : tp_dtype_name(s->run_dtype),
 			       s->rt.name);
 	}
 }
@@ -382,18 +380,17 @@ enum tp_status tp_export_megatron_limits(const struct tp_export_spec *s,
 {
 	if (s->zero >= 2)
 		return tp_export_refuse(
-			err,
-			"ZeRO stage %u: Megatron-LM's distributed optimizer is "
-			"ZeRO-1 (optimizer states only); re-plan with ZeRO <= 1",
-			s->zero);
+		    err,
+		    "ZeRO stage %u: Megatron-LM's distributed optimizer is "
+		    "ZeRO-1 (optimizer states only); re-plan with ZeRO <= 1",
+		    s->zero);
 	if (s->pp > 1 && s->schedule == TP_SCHEDULE_GPIPE)
-		return tp_export_refuse(err,
-					"the GPipe schedule: Megatron-LM pipelines "
-					"with 1F1B (or interleaved 1F1B)");
+		return tp_export_refuse(
+		    err, "the GPipe schedule: Megatron-LM pipelines "
+			 "with 1F1B (or interleaved 1F1B)");
 	if (s->layers == 0)
-		return tp_export_refuse(err,
-					"the model has no transformer layers; "
-					"Megatron-LM trains transformer models");
+		return tp_export_refuse(
+		    err, "the model has no transformer layers; "
+			 "Megatron-LM trains transformer models");
 	return TP_OK;
 }
-

@@ -62,59 +62,57 @@ bool tp_export_target_fits(enum tp_export_target t,
 
 /* A node the job uses, in rank order. */
 struct tp_export_node {
-	uint32_t node;         /* index into the cluster's nodes */
-	char name[64];         /* its name */
-	uint32_t first_rank;   /* its ranks: first_rank .. + n_ranks */
+	uint32_t node;	     /* index into the cluster's nodes */
+	char name[64];	     /* its name */
+	uint32_t first_rank; /* its ranks: first_rank .. + n_ranks */
 	uint32_t n_ranks;
-	char visible[128];     /* CUDA_VISIBLE_DEVICES in local-rank order */
-	bool whole;            /* every GPU of the node, in order */
+	char visible[128]; /* CUDA_VISIBLE_DEVICES in local-rank order */
+	bool whole;	   /* every GPU of the node, in order */
 };
 
 /* The uniform strategy of a plan. */
 struct tp_export_spec {
-	struct tp_runtime rt;      /* the runtime it is exported for */
+	struct tp_runtime rt; /* the runtime it is exported for */
 	uint32_t tp, pp, dp;
-	uint32_t virtual_stages;   /* chunks per stage (1 unless interleaved) */
-	int64_t layers;            /* transformer layers of the model, 0 none */
-	int64_t layers_per_chunk;  /* when every chunk holds the same, else 0 */
-	uint32_t n_chunks;         /* pp x V */
-	int64_t *chunk_layers;     /* per chunk, in model order */
+	uint32_t virtual_stages;  /* chunks per stage (1 unless interleaved) */
+	int64_t layers;		  /* transformer layers of the model, 0 none */
+	int64_t layers_per_chunk; /* when every chunk holds the same, else 0 */
+	uint32_t n_chunks;	  /* pp x V */
+	int64_t *chunk_layers;	  /* per chunk, in model order */
 	enum tp_layer_layout layout; /* the one the chunks need */
 	int64_t global_batch;
 	uint32_t micro_batches;
-	int64_t micro_batch;       /* samples per replica per micro-batch */
+	int64_t micro_batch; /* samples per replica per micro-batch */
 	enum tp_schedule schedule;
 	enum tp_recompute recompute;
 	enum tp_sync sync;
-	bool sync_differs;         /* a group's sync is not the runtime's
-				      collectives' (tp_runtime_sync) */
+	bool sync_differs; /* a group's sync is not the runtime's
+			      collectives' (tp_runtime_sync) */
 	bool sp;
 	uint32_t zero;
-	uint32_t world;            /* ranks = tp * pp * dp */
-	uint32_t idle;             /* devices of the topology without a rank */
-	uint32_t nnodes;           /* nodes holding ranks */
-	uint32_t nproc_per_node;   /* 0 when they hold different counts */
+	uint32_t world;		 /* ranks = tp * pp * dp */
+	uint32_t idle;		 /* devices of the topology without a rank */
+	uint32_t nnodes;	 /* nodes holding ranks */
+	uint32_t nproc_per_node; /* 0 when they hold different counts */
 	struct tp_export_node *nodes; /* nnodes, in rank order */
-	bool natural_ranks;        /* rank = device index, every device used */
-	bool mixed_types;          /* more than one device type */
-	enum tp_dtype dtype;       /* the model's */
-	enum tp_dtype run_dtype;   /* what the devices run: fp16 where the
-				      model is bf16 and a device has none */
-	char no_bf16[64];          /* a device type without bf16, or "" */
+	bool natural_ranks;	 /* rank = device index, every device used */
+	bool mixed_types;	 /* more than one device type */
+	enum tp_dtype dtype;	 /* the model's */
+	enum tp_dtype run_dtype; /* what the devices run: fp16 where the
+				    model is bf16 and a device has none */
+	char no_bf16[64];	 /* a device type without bf16, or "" */
 	struct tp_arch arch;
 	const char *model_name;
 	int64_t seq_len;
-	double grad_bucket_bytes;  /* the plan's; 0 = the simulator's default */
+	double grad_bucket_bytes; /* the plan's; 0 = the simulator's default */
 };
 
 /* Extract the uniform strategy of p for runtime rt, or say
  * (TP_EINFEASIBLE) what rt cannot execute. */
-enum tp_status tp_export_analyze(const struct tp_plan *p,
-				 const struct tp_model *m,
-				 const struct tp_cluster *c,
-				 const struct tp_runtime *rt,
-				 struct tp_export_spec *spec,
-				 struct tp_error *err);
+enum tp_status
+tp_export_analyze(const struct tp_plan *p, const struct tp_model *m,
+		  const struct tp_cluster *c, const struct tp_runtime *rt,
+		  struct tp_export_spec *spec, struct tp_error *err);
 void tp_export_spec_release(struct tp_export_spec *spec);
 
 /*

@@ -34,26 +34,25 @@ enum tp_status tp_export_write_deepspeed(const struct tp_export_spec *s,
 
 	if (s->pp > 1 && s->schedule == TP_SCHEDULE_INTERLEAVED)
 		return tp_export_refuse(
-			err,
-			"the interleaved schedule (%u chunks per stage): "
-			"DeepSpeed's pipeline engine runs one chunk per stage",
-			s->virtual_stages);
+		    err,
+		    "the interleaved schedule (%u chunks per stage): "
+		    "DeepSpeed's pipeline engine runs one chunk per stage",
+		    s->virtual_stages);
 	if (s->pp > 1 && s->schedule == TP_SCHEDULE_GPIPE)
-		return tp_export_refuse(err,
-					"the GPipe schedule: DeepSpeed's pipeline "
-					"engine runs 1F1B");
+		return tp_export_refuse(
+		    err, "the GPipe schedule: DeepSpeed's pipeline "
+			 "engine runs 1F1B");
 	if (s->pp > 1 && s->zero >= 2)
 		return tp_export_refuse(
-			err,
-			"ZeRO stage %u with %u pipeline stages: DeepSpeed's "
-			"pipeline engine supports ZeRO-1 at most",
-			s->zero, s->pp);
+		    err,
+		    "ZeRO stage %u with %u pipeline stages: DeepSpeed's "
+		    "pipeline engine supports ZeRO-1 at most",
+		    s->zero, s->pp);
 	if (s->pp > 1 && s->layout != TP_LAYOUT_EVEN)
 		return tp_export_refuse(
-			err,
-			"pipeline stages of unequal layer counts: "
-			"Megatron-DeepSpeed partitions transformer layers "
-			"evenly");
+		    err, "pipeline stages of unequal layer counts: "
+			 "Megatron-DeepSpeed partitions transformer layers "
+			 "evenly");
 	tp_jw_init(&jw, out, true);
 	tp_jw_object_begin(&jw);
 	tp_jw_kv_int(&jw, "train_batch_size", s->global_batch);
@@ -88,10 +87,11 @@ enum tp_status tp_export_write_deepspeed(const struct tp_export_spec *s,
 		tp_export_megatron_args(s, MEGATRON_DEEPSPEED, " ", &a, notes);
 		if (a.len && a.buf[a.len - 1] == ' ')
 			a.buf[--a.len] = '\0';
-		tp_strbuf_addf(notes,
-			       "launch: deepspeed pretrain_gpt.py %s --deepspeed "
-			       "--deepspeed_config ds_config.json\n",
-			       tp_strbuf_cstr(&a));
+		tp_strbuf_addf(
+		    notes,
+		    "launch: deepspeed pretrain_gpt.py %s --deepspeed "
+		    "--deepspeed_config ds_config.json\n",
+		    tp_strbuf_cstr(&a));
 		tp_strbuf_release(&a);
 	}
 	tp_export_note_common(s, notes);

@@ -9,11 +9,11 @@
 #include "export.h"
 
 enum tp_status tp_export_refuse(struct tp_error *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 /* Which argument names a Megatron runtime takes. */
 enum megatron_flavour {
-	MEGATRON_CORE,     /* Megatron-LM with Megatron-Core, core_r0.9+ */
+	MEGATRON_CORE,	   /* Megatron-LM with Megatron-Core, core_r0.9+ */
 	MEGATRON_LEGACY,   /* Megatron-LM v2.x / v3.0 (2021-2022) */
 	MEGATRON_DEEPSPEED /* Megatron-DeepSpeed (its main branch, 2023-24) */
 };

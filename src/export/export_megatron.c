@@ -56,16 +56,15 @@ enum megatron_flavour tp_export_flavour(const struct tp_export_spec *s)
 	return MEGATRON_CORE;
 }
 
-#define ARG(...)                                                              \
-	do {                                                                  \
-		tp_strbuf_addf(out, __VA_ARGS__);                             \
-		tp_strbuf_adds(out, sep);                                     \
+#define ARG(...)                                                               \
+	do {                                                                   \
+		tp_strbuf_addf(out, __VA_ARGS__);                              \
+		tp_strbuf_adds(out, sep);                                      \
 	} while (0)
 
 /* The pipeline layout: even (nothing more), first/last, or per chunk. */
-static void layout_args(const struct tp_export_spec *s,
-			enum megatron_flavour f, const char *sep,
-			struct tp_strbuf *out)
+static void layout_args(const struct tp_export_spec *s, enum megatron_flavour f,
+			const char *sep, struct tp_strbuf *out)
 {
 	if (s->n_chunks < 2)
 		return;
@@ -136,8 +135,8 @@ static void ddp_args(const struct tp_export_spec *s, enum megatron_flavour f,
 	if (f == MEGATRON_DEEPSPEED)
 		return; /* the engine's: zero_optimization in the config */
 	if (f == MEGATRON_LEGACY) {
-		bool torch = b->dp_overlap &&
-			     (s->pp == 1 || b->dp_overlap_pipeline);
+		bool torch =
+		    b->dp_overlap && (s->pp == 1 || b->dp_overlap_pipeline);
 		ARG("--DDP-impl %s", torch ? "torch" : "local");
 	} else if (s->dp > 1) {
 		if (b->dp_overlap)
@@ -154,8 +153,8 @@ static void size_args(const struct tp_export_spec *s, enum megatron_flavour f,
 		      const char *sep, struct tp_strbuf *out)
 {
 	const struct tp_arch *a = &s->arch;
-	int64_t maxpos = a->max_positions > s->seq_len ? a->max_positions
-						       : s->seq_len;
+	int64_t maxpos =
+	    a->max_positions > s->seq_len ? a->max_positions : s->seq_len;
 
 	if (s->layers > 0)
 		ARG("--num-layers %lld", (long long)s->layers);
@@ -187,9 +186,8 @@ static void size_args(const struct tp_export_spec *s, enum megatron_flavour f,
 }
 
 /* Block structure: norms, positions, activation, biases, tying. */
-static void block_args(const struct tp_export_spec *s,
-		       enum megatron_flavour f, const char *sep,
-		       struct tp_strbuf *out)
+static void block_args(const struct tp_export_spec *s, enum megatron_flavour f,
+		       const char *sep, struct tp_strbuf *out)
 {
 	const struct tp_arch *a = &s->arch;
 
@@ -200,7 +198,8 @@ static void block_args(const struct tp_export_spec *s,
 		ARG("--normalization LayerNorm");
 	if (a->norm_eps > 0)
 		ARG("%s %.6g",
-		    f == MEGATRON_CORE ? "--norm-epsilon" : "--layernorm-epsilon",
+		    f == MEGATRON_CORE ? "--norm-epsilon"
+				       : "--layernorm-epsilon",
 		    a->norm_eps);
 	if (a->position == TP_POS_ROPE) {
 		if (f == MEGATRON_CORE)
@@ -242,7 +241,8 @@ static void moe_args(const struct tp_export_spec *s, enum megatron_flavour f,
 		if (a->top_k > 0)
 			ARG("--moe-router-topk %lld", (long long)a->top_k);
 		if (a->moe_ffn > 0 && a->moe_ffn != a->ffn)
-			ARG("--moe-ffn-hidden-size %lld", (long long)a->moe_ffn);
+			ARG("--moe-ffn-hidden-size %lld",
+			    (long long)a->moe_ffn);
 		if (a->shared_experts > 0 && a->shared_ffn > 0)
 			ARG("--moe-shared-expert-intermediate-size %lld",
 			    (long long)(a->shared_experts * a->shared_ffn));
@@ -276,8 +276,8 @@ static void moe_args(const struct tp_export_spec *s, enum megatron_flavour f,
 }
 
 /* What the flags above do not say, for the notes. */
-static void arch_notes(const struct tp_export_spec *s,
-		       enum megatron_flavour f, struct tp_strbuf *notes)
+static void arch_notes(const struct tp_export_spec *s, enum megatron_flavour f,
+		       struct tp_strbuf *notes)
 {
 	const struct tp_arch *a = &s->arch;
 	const char *missing[12];
@@ -290,8 +290,10 @@ static void arch_notes(const struct tp_export_spec *s,
 			       "the model file gives no hidden size or head "
 			       "count (\"arch\"): add --hidden-size and "
 			       "--num-attention-heads yourself\n");
-	if (a->activation == TP_ACT_GEGLU || a->activation == TP_ACT_GEGLU_TANH ||
-	    a->activation == TP_ACT_REGLU || a->activation == TP_ACT_QUICK_GELU ||
+	if (a->activation == TP_ACT_GEGLU ||
+	    a->activation == TP_ACT_GEGLU_TANH ||
+	    a->activation == TP_ACT_REGLU ||
+	    a->activation == TP_ACT_QUICK_GELU ||
 	    a->activation == TP_ACT_RELU || a->activation == TP_ACT_SILU ||
 	    a->activation == TP_ACT_TANH)
 		missing[n++] = tp_act_name(a->activation);
@@ -315,7 +317,8 @@ static void arch_notes(const struct tp_export_spec *s,
 		missing[n++] = "RoPE scaling";
 	if (f != MEGATRON_CORE && (a->experts > 0 || a->kv_lora_rank > 0))
 		missing[n++] = "experts and latent attention";
-	if (a->stack == TP_STACK_ENCODER || a->stack == TP_STACK_ENCODER_DECODER)
+	if (a->stack == TP_STACK_ENCODER ||
+	    a->stack == TP_STACK_ENCODER_DECODER)
 		tp_strbuf_addf(notes,
 			       "the model is an %s: run pretrain_%s.py with "
 			       "these arguments\n",
@@ -325,7 +328,8 @@ static void arch_notes(const struct tp_export_spec *s,
 	if (n) {
 		tp_strbuf_addf(notes, "%s has no flag for", s->rt.name);
 		for (int i = 0; i < n; i++)
-			tp_strbuf_addf(notes, "%s %s", i ? "," : "", missing[i]);
+			tp_strbuf_addf(notes, "%s %s", i ? "," : "",
+				       missing[i]);
 		tp_strbuf_adds(notes,
 			       ": the model it builds differs from the one "
 			       "simulated there\n");
@@ -376,8 +380,9 @@ static void torchrun_head(const struct tp_export_spec *s, const char *script,
 	bool per_node = !s->natural_ranks || s->nproc_per_node == 0;
 
 	if (per_node) {
-		tp_strbuf_adds(out, "# NODE_RANK -> CUDA_VISIBLE_DEVICES, nproc\n"
-				    "case \"${NODE_RANK:?set NODE_RANK}\" in\n");
+		tp_strbuf_adds(out,
+			       "# NODE_RANK -> CUDA_VISIBLE_DEVICES, nproc\n"
+			       "case \"${NODE_RANK:?set NODE_RANK}\" in\n");
 		for (uint32_t k = 0; k < s->nnodes; k++)
 			tp_strbuf_addf(out,
 				       "  %u) export CUDA_VISIBLE_DEVICES=%s; "
@@ -416,7 +421,7 @@ static void ddp_script_args(const struct tp_export_spec *s, const char *sep,
 	ARG("--bucket-cap-mb %.6g",
 	    (s->grad_bucket_bytes > 0 ? s->grad_bucket_bytes
 				      : TP_GRAD_BUCKET_DEFAULT_BYTES) /
-		    1048576.0);
+		1048576.0);
 	if (s->zero >= 1)
 		ARG("--zero-redundancy-optimizer");
 	if (s->recompute != TP_RECOMPUTE_NONE)
@@ -445,7 +450,10 @@ static enum tp_status write_torchrun(const struct tp_export_spec *s,
 
 	if (!ddp && (st = tp_export_megatron_limits(s, err)) != TP_OK)
 		return st;
-	torchrun_head(s, script ? script : ddp ? "train.py" : "pretrain_gpt.py",
+	torchrun_head(s,
+		      script ? script
+		      : ddp  ? "train.py"
+			     : "pretrain_gpt.py",
 		      out);
 	if (ddp)
 		ddp_script_args(s, " \\\n  ", out, notes);
@@ -460,9 +468,9 @@ static enum tp_status write_torchrun(const struct tp_export_spec *s,
 	tp_strbuf_addc(out, '\n');
 	tp_export_note_common(s, notes);
 	if (notes && !ddp)
-		tp_strbuf_adds(notes,
-			       "add your data, tokenizer and optimizer arguments "
-			       "to the script's line\n");
+		tp_strbuf_adds(
+		    notes, "add your data, tokenizer and optimizer arguments "
+			   "to the script's line\n");
 	return TP_OK;
 }
 
@@ -475,12 +483,12 @@ enum tp_status tp_export_write(const struct tp_export_spec *s,
 
 	if (!tp_export_target_fits(t, &s->rt))
 		return tp_export_refuse(
-			err,
-			"the plan was made for %s, which %s does not launch; "
-			"export --to %s, or re-plan with --runtime %s",
-			s->rt.name, tp_export_target_name(t),
-			tp_export_target_name(tp_export_target_of(&s->rt)),
-			tp_export_target_runtime(t));
+		    err,
+		    "the plan was made for %s, which %s does not launch; "
+		    "export --to %s, or re-plan with --runtime %s",
+		    s->rt.name, tp_export_target_name(t),
+		    tp_export_target_name(tp_export_target_of(&s->rt)),
+		    tp_export_target_runtime(t));
 	switch (t) {
 	case TP_EXPORT_MEGATRON:
 		st = write_megatron(s, out, notes, err);

@@ -37,8 +37,8 @@
 static void ffn_args(int64_t dim, int64_t ffn, int64_t *multiple_of,
 		     double *mult)
 {
-	static const int64_t mos[] = {1024, 512, 256, 128, 64, 32, 16, 8, 4, 2,
-				      1};
+	static const int64_t mos[] = {1024, 512, 256, 128, 64, 32,
+				      16,   8,	 4,   2,   1};
 	int64_t base = (int64_t)(2 * (4 * dim) / 3);
 
 	for (size_t i = 0; i < sizeof(mos) / sizeof(mos[0]); i++) {
@@ -66,7 +66,7 @@ static void ffn_args(int64_t dim, int64_t ffn, int64_t *multiple_of,
 
 static const char *torch_dtype(enum tp_dtype d)
 {
-	return d == TP_DTYPE_BF16 ? "bfloat16"
+	return d == TP_DTYPE_BF16   ? "bfloat16"
 	       : d == TP_DTYPE_FP16 ? "float16"
 				    : "float32";
 }
@@ -91,10 +91,10 @@ static void model_args(const struct tp_export_spec *s, struct tp_strbuf *out)
 		tp_strbuf_addf(out, "ffn_dim_multiplier=%.17g, ", mult);
 	else
 		tp_strbuf_adds(out, "ffn_dim_multiplier=None, ");
-	tp_strbuf_addf(out, "norm_eps=%.6g, rope_theta=%.10g, max_seq_len=%lld)",
-		       a->norm_eps > 0 ? a->norm_eps : 1e-5,
-		       a->rope_theta > 0 ? a->rope_theta : 10000,
-		       (long long)s->seq_len);
+	tp_strbuf_addf(
+	    out, "norm_eps=%.6g, rope_theta=%.10g, max_seq_len=%lld)",
+	    a->norm_eps > 0 ? a->norm_eps : 1e-5,
+	    a->rope_theta > 0 ? a->rope_theta : 10000, (long long)s->seq_len);
 }
 
 static void parallelism(const struct tp_export_spec *s, struct tp_strbuf *out)
@@ -115,10 +115,11 @@ static void parallelism(const struct tp_export_spec *s, struct tp_strbuf *out)
 		int64_t at = 0;
 		tp_strbuf_addf(out, "pipeline_parallel_schedule = \"%s\"\n",
 			       s->schedule == TP_SCHEDULE_INTERLEAVED
-				       ? "Interleaved1F1B"
+				   ? "Interleaved1F1B"
 			       : s->schedule == TP_SCHEDULE_GPIPE ? "GPipe"
 								  : "1F1B");
-		tp_strbuf_addf(out, "pipeline_parallel_microbatch_size = %lld\n",
+		tp_strbuf_addf(out,
+			       "pipeline_parallel_microbatch_size = %lld\n",
 			       (long long)s->micro_batch);
 		tp_strbuf_adds(out, "pipeline_parallel_split_points = [");
 		for (uint32_t k = 0; k + 1 < s->n_chunks; k++) {
@@ -143,23 +144,23 @@ enum tp_status tp_export_write_torchtitan(const struct tp_export_spec *s,
 
 	if (a->hidden <= 0 || a->heads <= 0 || a->ffn <= 0 || a->vocab <= 0 ||
 	    s->layers <= 0)
-		return tp_export_refuse(err,
-					"the model file does not give its "
-					"dimensions (\"arch\": hidden, heads, "
-					"ffn, vocab, layers), which TorchTitan's "
-					"model arguments need");
+		return tp_export_refuse(
+		    err, "the model file does not give its "
+			 "dimensions (\"arch\": hidden, heads, "
+			 "ffn, vocab, layers), which TorchTitan's "
+			 "model arguments need");
 	tp_strbuf_addf(out,
 		       "# TorchTitan job config from tagplan: %s for runtime "
 		       "%s\n"
 		       "# register the model (torchtitan/models/llama3/"
 		       "__init__.py, llama3_configs):\n#   ",
-		       s->model_name ? s->model_name : "the model",
-		       s->rt.name);
+		       s->model_name ? s->model_name : "the model", s->rt.name);
 	model_args(s, out);
 	tp_strbuf_adds(out, "\n\n[job]\n");
 	tp_strbuf_addf(out, "description = \"tagplan plan: %s\"\n",
 		       s->model_name ? s->model_name : "model");
-	tp_strbuf_adds(out, "\n[model]\nname = \"llama3\"\nflavor = \"tagplan\"\n");
+	tp_strbuf_adds(out,
+		       "\n[model]\nname = \"llama3\"\nflavor = \"tagplan\"\n");
 	tp_strbuf_adds(out, "\n[training]\n");
 	tp_strbuf_addf(out, "local_batch_size = %lld\n", (long long)local);
 	tp_strbuf_addf(out, "global_batch_size = %lld\n",
@@ -169,8 +170,8 @@ enum tp_status tp_export_write_torchtitan(const struct tp_export_spec *s,
 		       torch_dtype(s->run_dtype));
 	tp_strbuf_addf(out, "mixed_precision_reduce = \"%s\"\n",
 		       s->rt.behaviour.grad_reduce == TP_GRAD_REDUCE_FP32
-			       ? "float32"
-			       : torch_dtype(s->run_dtype));
+			   ? "float32"
+			   : torch_dtype(s->run_dtype));
 	parallelism(s, out);
 	tp_strbuf_adds(out, "\n[activation_checkpoint]\n");
 	tp_strbuf_addf(out, "mode = \"%s\"\n", tp_recompute_name(s->recompute));
@@ -182,12 +183,12 @@ enum tp_status tp_export_write_torchtitan(const struct tp_export_spec *s,
 		model_args(s, notes);
 		tp_strbuf_addc(notes, '\n');
 		if (s->zero == 1)
-			tp_strbuf_adds(notes,
-				       "ZeRO-1 has no TorchTitan setting: FSDP "
-				       "with fsdp_reshard_after_forward = "
-				       "\"never\" keeps whole parameters like "
-				       "ZeRO-1 and shards gradients too (ZeRO-2, "
-				       "less memory than simulated)\n");
+			tp_strbuf_adds(
+			    notes, "ZeRO-1 has no TorchTitan setting: FSDP "
+				   "with fsdp_reshard_after_forward = "
+				   "\"never\" keeps whole parameters like "
+				   "ZeRO-1 and shards gradients too (ZeRO-2, "
+				   "less memory than simulated)\n");
 		if (s->tp > 1 && !s->sp)
 			tp_strbuf_adds(notes,
 				       "TorchTitan's tensor parallelism shards "
