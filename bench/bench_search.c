@@ -207,11 +207,16 @@ int main(void)
 				snprintf(xmg, sizeof(xmg), "%.2f",
 					 mg->iteration_time_s / t);
 			printf("%-22s %10s %10s %10s %10s %10s %6s %6s %4.0f%% "
-			       "%4.0f%% %5.1fs %7.0f  %s\n",
+			       "%4.0f%% %5.1fs %7.0f  %s%s\n",
 			       name, tcol, col[0], col[1], col[2], col[3], xdp,
 			       xmg, 100 * r.report.mfu,
 			       t > 0 ? 100 * r.lower_bound_s / t : 0, r.seconds,
-			       pps, r.source);
+			       pps, r.source,
+			       isfinite(best_base) &&
+					       (!r.report.feasible ||
+						t > best_base * (1 + 1e-9))
+				       ? " (SLOWER than a baseline)"
+				       : "");
 			het = cases[i].cluster == CL_TAG ||
 			      cases[i].cluster == CL_MIX;
 			if (het && r.report.feasible) {
