@@ -259,7 +259,8 @@ START_TEST(test_summary_placements)
 	const char *mk[] = {"tagplan", "plan", "-m",
 			    tp_test_path("data/good/mlp.json"), "-t",
 			    tp_test_path("data/good/two-racks.json"), "-o", p,
-			    "--baseline", "dp", "-q", NULL};
+			    "--baseline", "dp", "--runtime", "none", "-q",
+			    NULL};
 	struct tp_run r;
 
 	tp_run_tagplan(&r, mk, NULL);
@@ -358,7 +359,8 @@ START_TEST(test_check_prints_comparison)
 	const char *mk[] = {"tagplan", "plan", "-m",
 			    tp_test_path("data/good/mlp.json"), "-t",
 			    tp_test_path("data/good/two-racks.json"), "-o",
-			    old, "--baseline", "dp", "-q", NULL};
+			    old, "--baseline", "dp", "--runtime", "none",
+			    "-q", NULL};
 	const char *a[] = {"tagplan", "check", "-p", p, "--baseline-plan",
 			   old, "--max-regression", "0.05", NULL};
 	struct tp_run r;

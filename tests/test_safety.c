@@ -769,10 +769,12 @@ START_TEST(test_limit_covers_every_phase)
 	char *m = path_in(dir, "chain.json"), *p = path_in(dir, "p.json");
 	const char *a[] = {"tagplan", "plan", "-m", m, "-t",
 			   tp_data_file("tag-testbed.json"), "-o", p,
-			   "--threads", "1", "-q", "--time-limit", "2", NULL};
+			   "--threads", "1", "-q", "--time-limit", "2",
+			   "--runtime", "none", NULL};
 	const char *b[] = {"tagplan", "plan", "-m", m, "-t",
 			   tp_data_file("tag-testbed.json"), "-o", p,
-			   "--threads", "1", "-q", "--time-limit", "60", NULL};
+			   "--threads", "1", "-q", "--time-limit", "60",
+			   "--runtime", "none", NULL};
 	double t0, took;
 	pid_t pid;
 	int code;

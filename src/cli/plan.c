@@ -1141,10 +1141,9 @@ static int plan_steps(struct plan_run *R)
 	/* the values the options name (--runtime, --weights) before the
 	   inputs: a bad one is refused before any work */
 	tp_planner_options_default(&po);
-	if ((code = choose_runtime(R, &po)))
-		return code;
-	if (R->a.bucket_given)
-		po.grad_bucket_bytes = R->a.bucket_mb * 1e6;
+	if (R->a.runtime && tp_runtime_find(R->a.runtime, &po.runtime,
+					    &R->err))
+		return tp_cli_fail(&R->err);
 	if ((code = load_priors(R)))
 		return code;
 	if (stop_flag)
@@ -1153,6 +1152,11 @@ static int plan_steps(struct plan_run *R)
 		return code;
 	if (stop_flag)
 		return interrupted_early("loading the inputs");
+	/* the default runtime and what it builds depend on the model */
+	if ((code = choose_runtime(R, &po)))
+		return code;
+	if (R->a.bucket_given)
+		po.grad_bucket_bytes = R->a.bucket_mb * 1e6;
 	R->pl = tp_planner_new(&R->m, &R->c, &po, &R->err);
 	if (!R->pl)
 		return tp_cli_fail(&R->err);

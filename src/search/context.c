@@ -402,6 +402,11 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 	atomic_fetch_add(&s->simulations, 1);
 	if (st == TP_EINPUT) {
 		/* a plan the evaluator refuses scores as the worst */
+		pthread_mutex_lock(&s->lock);
+		if (!s->first_refusal[0])
+			snprintf(s->first_refusal, sizeof(s->first_refusal),
+				 "%s", w->err.msg);
+		pthread_mutex_unlock(&s->lock);
 		out->ok = false;
 		out->feasible = false;
 		out->time = INFINITY;

@@ -73,6 +73,23 @@ static enum tp_status answer(struct sctx *s, struct worker *w)
 		st = tp_plan_copy(&res->plan, &b->plan, &s->err);
 		snprintf(res->source, sizeof(res->source), "baseline %s",
 			 tp_baseline_name((enum tp_baseline)o->baseline));
+	} else if (!s->best.have && s->first_refusal[0]) {
+		/* every candidate refused by the evaluator: its reason */
+		return tp_error_set(&s->err, TP_EINFEASIBLE,
+				    "no candidate plan could be simulated%s%s: "
+				    "%s",
+				    s->space.constrained ? " under runtime " : "",
+				    s->space.constrained ? s->space.rt.name : "",
+				    s->first_refusal);
+	} else if (!s->best.have && s->space.constrained) {
+		return tp_error_set(&s->err, TP_EINFEASIBLE,
+				    "runtime %s executes no plan of this model "
+				    "on this cluster that the search could "
+				    "build (%llu refused); --runtime none "
+				    "searches without its limits",
+				    s->space.rt.name,
+				    (unsigned long long)atomic_load(
+					    &s->runtime_rejects));
 	} else if (!s->best.have) {
 		return tp_error_set(&s->err, TP_EINTERNAL,
 				    "no candidate plan could be evaluated");

@@ -65,6 +65,9 @@ struct sctx {
 	_Atomic uint64_t bounded; /* settled by the lower bound */
 	_Atomic uint64_t value_skips; /* leaves the provider's value cut */
 	_Atomic uint64_t runtime_rejects; /* plans the runtime cannot run */
+	/* the first plan the evaluator refused: why (under lock; "" =
+	   none), said when no candidate could be evaluated */
+	char first_refusal[1024];
 	/* the best plan using every device (result.all_plan), under lock */
 	bool have_all, all_feasible;
 	double all_time, all_over;
