@@ -1002,6 +1002,27 @@ static enum tp_status toy_run(void *ctx, void *scratch,
 	return TP_OK;
 }
 
+static enum tp_status toy_call(void *ctx, struct tp_eval_call *q,
+			       struct tp_error *err)
+{
+	if (q->ask != TP_EVAL_RUN && q->ask != TP_EVAL_FINALIZE)
+		return TP_OK; /* no scratch, no simulator */
+	return toy_run(ctx, q->scratch, q->plan, q->report, err);
+}
+
+/* RUN of ev on p into r; q keeps the answer score. */
+static enum tp_status ev_run(const struct tp_evaluator *ev, void *scr,
+			     const struct tp_plan *p, struct tp_report *r,
+			     struct tp_eval_call *q, struct tp_error *err)
+{
+	memset(q, 0, sizeof(*q));
+	q->ask = TP_EVAL_RUN;
+	q->scratch = scr;
+	q->plan = p;
+	q->report = r;
+	return ev->call(ev->ctx, q, err);
+}
+
 START_TEST(test_sfb_joint_evaluator)
 {
 	struct tp_model m;
@@ -1013,6 +1034,7 @@ START_TEST(test_sfb_joint_evaluator)
 	struct toy toy = {-1, 0};
 	struct tp_report r;
 	struct tp_error err;
+	struct tp_eval_call q;
 	void *scr;
 
 	mlp(&m, 400e6, 1e5, 64);
@@ -1021,32 +1043,32 @@ START_TEST(test_sfb_joint_evaluator)
 	sfb = tp_sfb_new(&m, &c, NULL, &err);
 	memset(&inner, 0, sizeof(inner));
 	inner.ctx = &toy;
-	inner.run = toy_run;
+	inner.call = toy_call;
 	tp_sfb_joint_evaluator(&j, sfb, &inner, &ev);
-	scr = ev.scratch_new(ev.ctx);
+	ck_assert_int_eq(tp_evaluator_scratch_new(&ev, &scr, &err), TP_OK);
 	ck_assert_ptr_nonnull(scr);
 	tp_report_init(&r);
 	/* run steers by the plan without compression and scores the
 	   selection as the answer score, without touching the plan */
-	ck_assert(ev.answer_report != NULL);
-	ck_assert(ev.run_bounded == NULL); /* the toy is no simulator */
-	ck_assert_int_eq(ev.run(ev.ctx, scr, &p, &r, &err), TP_OK);
+	ck_assert(tp_evaluator_bound_sim(&ev) == NULL); /* the toy is none */
+	ck_assert_int_eq(ev_run(&ev, scr, &p, &r, &q, &err), TP_OK);
+	ck_assert(q.has_answer);
 	ck_assert(r.iteration_time_s == 1);
-	ck_assert_ptr_nonnull(ev.answer_report(ev.ctx, scr));
-	ck_assert(fabs(ev.answer_report(ev.ctx, scr)->iteration_time_s - 0.8) <
-		  1e-12);
+	ck_assert_ptr_nonnull(q.answer_report);
+	ck_assert(fabs(q.answer_report->iteration_time_s - 0.8) < 1e-12);
 	ck_assert_int_eq(toy.calls, 2);
 	ck_assert_uint_eq(p.sfb.n, 0);
 	/* finalize records it */
-	ck_assert_int_eq(ev.finalize(ev.ctx, scr, &p, &r, &err), TP_OK);
+	ck_assert_int_eq(tp_evaluator_finalize(&ev, scr, &p, &r, &err), TP_OK);
 	ck_assert_uint_eq(p.groups.v[0].n_sfb, 2);
 	ck_assert(fabs(r.iteration_time_s - 0.8) < 1e-12);
 	/* an evaluator that finds compression slower: it is dropped */
 	toy.sign = 1;
-	ck_assert_int_eq(ev.run(ev.ctx, scr, &p, &r, &err), TP_OK);
+	ck_assert_int_eq(ev_run(&ev, scr, &p, &r, &q, &err), TP_OK);
 	ck_assert(r.iteration_time_s == 1);
-	ck_assert_ptr_null(ev.answer_report(ev.ctx, scr)); /* = run's */
-	ck_assert_int_eq(ev.finalize(ev.ctx, scr, &p, &r, &err), TP_OK);
+	ck_assert(q.has_answer);
+	ck_assert_ptr_null(q.answer_report); /* = run's */
+	ck_assert_int_eq(tp_evaluator_finalize(&ev, scr, &p, &r, &err), TP_OK);
 	ck_assert_uint_eq(p.groups.v[0].n_sfb, 0);
 	ck_assert_uint_eq(p.sfb.n, 0);
 	ck_assert(r.iteration_time_s == 1);
@@ -1054,22 +1076,22 @@ START_TEST(test_sfb_joint_evaluator)
 	toy.sign = -1;
 	toy.calls = 0;
 	p.compression = TP_COMPRESSION_OFF;
-	ck_assert_int_eq(ev.run(ev.ctx, scr, &p, &r, &err), TP_OK);
+	ck_assert_int_eq(tp_evaluator_run(&ev, scr, &p, &r, &err), TP_OK);
 	ck_assert_int_eq(toy.calls, 1);
 	ck_assert(r.iteration_time_s == 1);
-	ev.scratch_free(ev.ctx, scr);
+	tp_evaluator_scratch_free(&ev, scr);
 	/* steered by the compressed score: run reports the better */
 	p.compression = TP_COMPRESSION_LOSSLESS;
 	tp_sfb_joint_evaluator_steer(&j, sfb, &inner, TP_SFB_STEER_COMPRESSED,
 				     &ev);
-	ck_assert(ev.answer_report == NULL);
-	scr = ev.scratch_new(ev.ctx);
+	ck_assert_int_eq(tp_evaluator_scratch_new(&ev, &scr, &err), TP_OK);
 	ck_assert_ptr_nonnull(scr);
-	ck_assert_int_eq(ev.run(ev.ctx, scr, &p, &r, &err), TP_OK);
+	ck_assert_int_eq(ev_run(&ev, scr, &p, &r, &q, &err), TP_OK);
+	ck_assert(!q.has_answer); /* the report is the answer score */
 	ck_assert(fabs(r.iteration_time_s - 0.8) < 1e-12);
 	ck_assert_uint_eq(p.sfb.n, 0);
 	tp_report_release(&r);
-	ev.scratch_free(ev.ctx, scr);
+	tp_evaluator_scratch_free(&ev, scr);
 	tp_sfb_free(sfb);
 	tp_plan_release(&p);
 	tp_cluster_release(&c);
@@ -1125,7 +1147,7 @@ static void guarantee_case(const char *model, const char *const *specs,
 	tp_search_sim_evaluator(&se, sim, NULL, &plain);
 	tp_sfb_joint_evaluator_steer(&j, sfb, &plain, steer, &jev);
 	ck_assert(!bound || steer != TP_SFB_STEER_PLAIN ||
-		  jev.run_bounded);
+		  tp_evaluator_bound_sim(&jev) == sim);
 	tp_search_options_default(&o);
 	o.seed = seed;
 	o.threads = 1;

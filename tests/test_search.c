@@ -259,6 +259,14 @@ static enum tp_status toy_run(void *ctx, void *scratch,
 	return TP_OK;
 }
 
+static enum tp_status toy_call(void *ctx, struct tp_eval_call *q,
+			       struct tp_error *err)
+{
+	if (q->ask != TP_EVAL_RUN && q->ask != TP_EVAL_FINALIZE)
+		return TP_OK; /* no scratch, no simulator */
+	return toy_run(ctx, q->scratch, q->plan, q->report, err);
+}
+
 static void toy_evaluator(struct toy *t, const struct tp_model *m,
 			  const struct tp_cluster *c, struct tp_evaluator *ev)
 {
@@ -267,7 +275,7 @@ static void toy_evaluator(struct toy *t, const struct tp_model *m,
 	t->calls = 0;
 	memset(ev, 0, sizeof(*ev));
 	ev->ctx = t;
-	ev->run = toy_run;
+	ev->call = toy_call;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1263,6 +1271,14 @@ static enum tp_status plateau_run(void *ctx, void *scratch,
 	return TP_OK;
 }
 
+static enum tp_status plateau_call(void *ctx, struct tp_eval_call *q,
+				   struct tp_error *err)
+{
+	if (q->ask != TP_EVAL_RUN && q->ask != TP_EVAL_FINALIZE)
+		return TP_OK;
+	return plateau_run(ctx, q->scratch, q->plan, q->report, err);
+}
+
 static bool plan_recomputes(const struct tp_plan *p)
 {
 	for (uint32_t g = 0; g < p->groups.n; g++)
@@ -1292,7 +1308,7 @@ START_TEST(test_search_relaxes_recompute_and_seeds_zero)
 	hetero_cluster(&c, 2, 4, types);
 	toy_evaluator(&pl.toy, &m, &c, &ev);
 	ev.ctx = &pl;
-	ev.run = plateau_run;
+	ev.call = plateau_call;
 	pl.need_zero = 2;
 	tp_search_options_default(&o);
 	o.threads = 1;

@@ -151,11 +151,8 @@ enum tp_status worker_init(struct worker *w, struct sctx *s, uint32_t id)
 		if (!w->bscr)
 			goto nomem;
 	}
-	if (s->ev->scratch_new) {
-		w->ev_scratch = s->ev->scratch_new(s->ev->ctx);
-		if (!w->ev_scratch)
-			goto nomem;
-	}
+	if (tp_evaluator_scratch_new(s->ev, &w->ev_scratch, NULL))
+		goto nomem;
 	if (pp && pp->scratch_new) {
 		w->prior_scratch = pp->scratch_new(pp->ctx);
 		if (!w->prior_scratch)
@@ -174,8 +171,7 @@ void worker_release(struct worker *w)
 
 	if (!s)
 		return;
-	if (w->ev_scratch && s->ev->scratch_free)
-		s->ev->scratch_free(s->ev->ctx, w->ev_scratch);
+	tp_evaluator_scratch_free(s->ev, w->ev_scratch);
 	if (w->prior_scratch && sctx_provider(s)->scratch_free)
 		sctx_provider(s)->scratch_free(sctx_provider(s)->ctx,
 					       w->prior_scratch);
@@ -365,9 +361,11 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 	struct sctx *s = w->s;
 	enum tp_status st;
 	struct tp_sim_cut cut;
+	struct tp_eval_call q;
 	double t0;
 
 	memset(&cut, 0, sizeof(cut));
+	memset(&q, 0, sizeof(q));
 	if (cutoff > 0 && !s->direct) {
 		st = tp_sim_lower_bound(s->o->bound_sim, plan, w->bscr,
 					&cut.lower_bound_s, &w->err);
@@ -376,18 +374,18 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 		cut.bounded = !st && cut.lower_bound_s >= cutoff;
 	}
 	t0 = sctx_now();
+	q.ask = TP_EVAL_RUN;
+	q.scratch = w->ev_scratch;
+	q.plan = plan;
+	q.report = &w->report;
+	if (cutoff > 0 && s->direct) {
+		q.cutoff = cutoff;
+		q.cut = &cut;
+	}
 	if (cut.bounded)
 		st = TP_OK;
-	else if (cutoff > 0 && s->direct && s->ev->run_bounded)
-		st = s->ev->run_bounded(s->ev->ctx, w->ev_scratch, plan, cutoff,
-					&w->report, &cut, &w->err);
-	else if (cutoff > 0 && s->direct)
-		st = tp_search_simeval_run_bounded(s->ev, w->ev_scratch, plan,
-						   cutoff, &w->report, &cut,
-						   &w->err);
 	else
-		st = s->ev->run(s->ev->ctx, w->ev_scratch, plan, &w->report,
-				&w->err);
+		st = s->ev->call(s->ev->ctx, &q, &w->err);
 	if (!st && cut.bounded) {
 		/* cannot beat the cutoff: settled without a simulation */
 		out->ok = true;
@@ -428,9 +426,8 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 		out->feasible = false;
 		out->time = INFINITY;
 	}
-	if (out->ok && s->ev->answer_report) {
-		const struct tp_report *a =
-			s->ev->answer_report(s->ev->ctx, w->ev_scratch);
+	if (out->ok && q.has_answer) {
+		const struct tp_report *a = q.answer_report;
 		out->ans = true;
 		out->ans_feasible = out->feasible;
 		out->ans_time = out->time;
@@ -691,9 +688,7 @@ enum tp_status sctx_init(struct sctx *s, const struct tp_model *m,
 	if (o->runtime &&
 	    (st = tp_space_set_runtime(&s->space, o->runtime, &s->err)))
 		return st;
-	s->direct = o->bound_sim &&
-		    (tp_search_simeval_of(ev) == o->bound_sim ||
-		     (ev->run_bounded && ev->bounded_sim == o->bound_sim));
+	s->direct = o->bound_sim && tp_evaluator_bound_sim(ev);
 	s->cache_cap = (size_t)1 << 14;
 	s->cache = tp_calloc(s->cache_cap, sizeof(*s->cache));
 	for (int i = 0; i < TP_BASELINE_COUNT; i++)

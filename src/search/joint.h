@@ -43,7 +43,7 @@ enum tp_status tp_sfb_simulate(const struct tp_sfb *sfb,
  * How the two scores are used (steer):
  *   TP_SFB_STEER_PLAIN (tp_sfb_joint_evaluator, the default): run reports
  *     the plan WITHOUT compression, which steers the search; the better
- *     of the two is the plan's answer score (ev->answer_report), and the
+ *     of the two is the plan's answer score (RUN's answer_report), and the
  *     search answers with the best plan by answer score among all it
  *     simulated.  The search visits exactly the plans the same search with
  *     --compression off visits when it is deterministic (one thread, a
@@ -60,10 +60,10 @@ enum tp_status tp_sfb_simulate(const struct tp_sfb *sfb,
  *     post-hoc (no guarantee).  For measurements (bench_compress).
  * finalize applies the kept choice to the answer in place (recording it)
  * and re-scores it into report with the same sequence of evaluations as
- * run.  inner->finalize is not called.  j is caller-embedded storage; j,
- * sfb and inner must outlive ev.  The bounded run (ev->run_bounded) is
- * offered only with PLAIN and when inner is the simulator's own evaluator
- * (tp_search_sim_evaluator).
+ * run.  inner's FINALIZE is not asked.  j is caller-embedded storage; j,
+ * sfb and inner must outlive ev.  The bounded run (BOUND_SIM, a RUN with
+ * a cut) is offered only with PLAIN, and then bounds through inner's
+ * (its BOUND_SIM names the simulator).
  */
 enum tp_sfb_steer { TP_SFB_STEER_PLAIN, TP_SFB_STEER_COMPRESSED };
 

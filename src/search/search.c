@@ -94,7 +94,7 @@ static enum tp_status answer(struct sctx *s, struct worker *w)
 		return tp_error_set(&s->err, TP_EINTERNAL,
 				    "no candidate plan could be evaluated");
 	} else {
-		/* with an answer score (ev->answer_report), the best plan by
+		/* with an answer score (RUN's has_answer), the best plan by
 		   it; else the best plan by the run reports */
 		const struct sctx_best *b = s->ans.have ? &s->ans : &s->best;
 		if (b->raw)
@@ -108,12 +108,12 @@ static enum tp_status answer(struct sctx *s, struct worker *w)
 	if (st)
 		return st;
 	res->plan.summary.valid = false;
-	if (s->ev->finalize && o->baseline < 0)
-		st = s->ev->finalize(s->ev->ctx, w->ev_scratch, &res->plan,
-				     &res->report, &s->err);
+	if (o->baseline < 0)
+		st = tp_evaluator_finalize(s->ev, w->ev_scratch, &res->plan,
+					   &res->report, &s->err);
 	else
-		st = s->ev->run(s->ev->ctx, w->ev_scratch, &res->plan,
-				&res->report, &s->err);
+		st = tp_evaluator_run(s->ev, w->ev_scratch, &res->plan,
+				      &res->report, &s->err);
 	if (st)
 		return st;
 	res->have_plan = true;
@@ -149,8 +149,8 @@ static enum tp_status all_devices(struct sctx *s, struct worker *w)
 				  w->sscr, &w->plan, &w->err);
 	if (st)
 		return st == TP_EINPUT ? TP_OK : st;
-	st = s->ev->run(s->ev->ctx, w->ev_scratch, &w->plan, &w->report,
-			&w->err);
+	st = tp_evaluator_run(s->ev, w->ev_scratch, &w->plan, &w->report,
+			      &w->err);
 	if (st)
 		return st == TP_EINPUT ? TP_OK : st;
 	if (w->report.feasible &&

@@ -57,46 +57,79 @@ struct tp_sim;
 struct tp_sim_cut;
 
 /*
- * How plans are scored.  run fills report (tp_report_init'ed by the
- * caller, reused across calls) for plan; it must be thread-safe given
- * distinct scratches.  An infeasible plan (out of memory) is not an
- * error: report->feasible = false with over_bytes and worst_device set.
+ * How plans are scored: an evaluator is one function and its context,
+ * ev->call(ev->ctx, q, err), asked one thing per call (q->ask).  The
+ * caller zeroes q and fills the inputs of the ask; the outputs an
+ * evaluator does not set stay zero.  An evaluator with no use for an ask
+ * (SCRATCH_*, BOUND_SIM) returns TP_OK and leaves q as it is; RUN and
+ * FINALIZE it must answer.  Calls with distinct scratches run
+ * concurrently (one per search thread).  An infeasible plan (out of
+ * memory) is not an error: report->feasible = false with over_bytes and
+ * worst_device set.  Callers use the tp_evaluator_* helpers below.
  */
+enum tp_eval_ask {
+	/* q->scratch = a new working memory for one thread (NULL: none
+	   needed); TP_ENOMEM */
+	TP_EVAL_SCRATCH_NEW,
+	/* free q->scratch (NULL: nothing to free) */
+	TP_EVAL_SCRATCH_FREE,
+	/* score q->plan into q->report (tp_report_init'ed by the caller,
+	   reused across calls).  With q->cut != NULL (asked only of an
+	   evaluator that named a simulator through BOUND_SIM):
+	   tp_sim_run_bounded semantics against q->cutoff seconds.  An
+	   evaluator that knows a second score to choose the answer by
+	   (the joint compression evaluator, joint.h: without and with
+	   compression) sets q->has_answer, and q->answer_report to that
+	   score held in scratch when it differs from report (NULL: the
+	   same); the search then answers with the plan of the best answer
+	   score among all it simulated, and FINALIZE must reproduce that
+	   score for it. */
+	TP_EVAL_RUN,
+	/* called once on the answer, q->answer == q->plan: may add
+	   per-group decisions the search does not make itself (gradient
+	   compression) to it when they make it faster, and scores it into
+	   q->report.  An evaluator that adds nothing scores it as RUN. */
+	TP_EVAL_FINALIZE,
+	/* q->sim = the simulator whose tp_sim_run_bounded a RUN with a
+	   cut performs (NULL: none; the search then takes the lower bound
+	   itself and runs what it does not settle) */
+	TP_EVAL_BOUND_SIM
+};
+
+struct tp_eval_call {
+	enum tp_eval_ask ask;
+	void *scratch;              /* the thread's (SCRATCH_NEW: out) */
+	const struct tp_plan *plan; /* RUN, FINALIZE */
+	struct tp_plan *answer;     /* FINALIZE: the plan, to change */
+	struct tp_report *report;   /* RUN, FINALIZE: out */
+	double cutoff;              /* RUN with cut */
+	struct tp_sim_cut *cut;     /* RUN: NULL = an unbounded run */
+	bool has_answer;            /* RUN: out */
+	const struct tp_report *answer_report; /* RUN: out */
+	const struct tp_sim *sim;              /* BOUND_SIM: out */
+};
+
 struct tp_evaluator {
 	void *ctx;
-	void *(*scratch_new)(void *ctx);              /* may be NULL */
-	void (*scratch_free)(void *ctx, void *scratch); /* may be NULL */
-	enum tp_status (*run)(void *ctx, void *scratch,
-			      const struct tp_plan *plan,
-			      struct tp_report *report, struct tp_error *err);
-	/* Optional, called once on the answer: may add per-group decisions
-	   the search does not make itself (gradient compression) to plan
-	   when they make it faster, and re-scores it into report. */
-	enum tp_status (*finalize)(void *ctx, void *scratch,
-				   struct tp_plan *plan,
-				   struct tp_report *report,
-				   struct tp_error *err);
-	/* Optional (NULL: the answer is the plan of the best run report).
-	   For an evaluator whose run reports one score to steer the search
-	   and knows a second one to choose the answer by (the joint
-	   compression evaluator, sfb.h: without and with compression):
-	   after a successful run, the answer report of that plan, held in
-	   scratch.  The search then answers with the plan of the best answer
-	   report among all plans it simulated; finalize must reproduce that
-	   report for it. */
-	const struct tp_report *(*answer_report)(void *ctx, void *scratch);
-	/* Optional: the simulator run_bounded stands for (NULL = none).
-	   When it is options.bound_sim, the search calls run_bounded
-	   (tp_sim_run_bounded semantics for the plan run scores) instead of
-	   the lower bound and run, exactly as it does for the simulator's
-	   own evaluator. */
-	const struct tp_sim *bounded_sim;
-	enum tp_status (*run_bounded)(void *ctx, void *scratch,
-				      const struct tp_plan *plan,
-				      double cutoff, struct tp_report *report,
-				      struct tp_sim_cut *cut,
-				      struct tp_error *err);
+	enum tp_status (*call)(void *ctx, struct tp_eval_call *q,
+			       struct tp_error *err);
 };
+
+/* The asks as calls.  scratch_new: *scratch = the thread's scratch
+ * (maybe NULL), TP_ENOMEM into err.  run and finalize as RUN (unbounded)
+ * and FINALIZE.  bound_sim: the evaluator's answer to BOUND_SIM. */
+enum tp_status tp_evaluator_scratch_new(const struct tp_evaluator *ev,
+					void **scratch, struct tp_error *err);
+void tp_evaluator_scratch_free(const struct tp_evaluator *ev, void *scratch);
+enum tp_status tp_evaluator_run(const struct tp_evaluator *ev, void *scratch,
+				const struct tp_plan *plan,
+				struct tp_report *report,
+				struct tp_error *err);
+enum tp_status tp_evaluator_finalize(const struct tp_evaluator *ev,
+				     void *scratch, struct tp_plan *plan,
+				     struct tp_report *report,
+				     struct tp_error *err);
+const struct tp_sim *tp_evaluator_bound_sim(const struct tp_evaluator *ev);
 
 struct tp_sim;
 struct tp_sfb;
@@ -188,7 +221,10 @@ struct tp_search_options {
 	   that cannot beat the plan it competes with (the best so far, or
 	   the sweep's current point) by the simulator's lower bound
 	   (tp_sim_lower_bound, a tenth of a simulation) is not simulated:
-	   it is scored by its bound, which never changes the answer. */
+	   it is scored by its bound, which never changes the answer.  An
+	   evaluator that names a simulator (BOUND_SIM) bounds its own RUNs
+	   and it must be this one; otherwise the search takes the bound
+	   itself before asking RUN. */
 	const struct tp_sim *bound_sim;
 	/* The runtime the answer must run on (core/runtime.h), or NULL for
 	   "none": the action space, the baselines and the seeds hold only

@@ -111,9 +111,8 @@ struct sctx {
 	enum tp_status error;  /* first error of a worker */
 	struct tp_error err;
 	double ref_time;       /* best baseline's time (progress) */
-	bool direct; /* ev is tp_search_sim_evaluator over o->bound_sim (or
-			has run_bounded for it) */
-	/* ev->answer_report: the best plan by answer report (the answer),
+	bool direct; /* o->bound_sim and ev bounds its RUNs (BOUND_SIM) */
+	/* ev's answer scores (has_answer): the best plan by them (the answer),
 	   while best, bestdec and the elites steer by the run reports */
 	struct sctx_best ans;
 };
@@ -144,7 +143,7 @@ struct evalres {
 			   for: feasible = true and time a lower bound (at
 			   least the cutoff; memory not checked), or
 			   feasible = false (out of memory), time INFINITY */
-	/* fresh with ev->answer_report: the plan's answer score */
+	/* fresh with ev's answer score (has_answer): that score */
 	bool ans;
 	bool ans_feasible;
 	double ans_time, ans_over;
@@ -196,18 +195,6 @@ bool sctx_cached(struct sctx *s, const struct tp_globals *gl,
 enum tp_status sctx_eval_plan(struct worker *w, const struct tp_plan *plan,
 			      const char *source, double cutoff,
 			      struct evalres *out);
-
-/* simeval.c: the simulator of an evaluator made by
- * tp_search_sim_evaluator (NULL for any other evaluator), and
- * tp_sim_run_bounded through it with its scratch. */
-const struct tp_sim *tp_search_simeval_of(const struct tp_evaluator *ev);
-enum tp_status tp_search_simeval_run_bounded(const struct tp_evaluator *ev,
-					     void *scratch,
-					     const struct tp_plan *plan,
-					     double cutoff,
-					     struct tp_report *report,
-					     struct tp_sim_cut *cut,
-					     struct tp_error *err);
 
 /* Is (feasible, time, over) a better candidate than the incumbent? */
 bool sctx_better(bool f1, double t1, double o1, bool f2, double t2,

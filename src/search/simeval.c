@@ -5,6 +5,7 @@
  * evaluator (joint.h).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "compress/sfb.h"
 #include "joint.h"
@@ -17,11 +18,10 @@ struct scratch {
 	struct tp_sfb_scratch *sfb;
 };
 
-static void sim_scratch_free(void *ctx, void *p)
+static void sim_scratch_free(void *p)
 {
 	struct scratch *s = p;
 
-	(void)ctx;
 	if (!s)
 		return;
 	tp_sim_scratch_free(s->sim);
@@ -29,9 +29,8 @@ static void sim_scratch_free(void *ctx, void *p)
 	free(s);
 }
 
-static void *sim_scratch_new(void *ctx)
+static void *sim_scratch_new(const struct tp_search_simeval *se)
 {
-	struct tp_search_simeval *se = ctx;
 	struct scratch *s = calloc(1, sizeof(*s));
 
 	if (!s)
@@ -40,74 +39,64 @@ static void *sim_scratch_new(void *ctx)
 	if (se->sfb)
 		s->sfb = tp_sfb_scratch_new(se->sfb);
 	if (!s->sim || (se->sfb && !s->sfb)) {
-		sim_scratch_free(ctx, s);
+		sim_scratch_free(s);
 		return NULL;
 	}
 	return s;
 }
 
-static enum tp_status sim_run(void *ctx, void *scratch,
-			      const struct tp_plan *plan,
-			      struct tp_report *report, struct tp_error *err)
-{
-	struct tp_search_simeval *se = ctx;
-	struct scratch *s = scratch;
-
-	return tp_sim_run(se->sim, plan, s->sim, report, NULL, err);
-}
-
-static enum tp_status sim_finalize(void *ctx, void *scratch,
-				   struct tp_plan *plan,
+/* The answer: with se->sfb its compression chosen and kept only when
+ * faster (tp_sfb_simulate). */
+static enum tp_status sim_finalize(const struct tp_search_simeval *se,
+				   struct scratch *s, struct tp_plan *plan,
 				   struct tp_report *report,
 				   struct tp_error *err)
 {
-	struct tp_search_simeval *se = ctx;
-	struct scratch *s = scratch;
-
 	if (!se->sfb || plan->compression == TP_COMPRESSION_OFF)
 		return tp_sim_run(se->sim, plan, s->sim, report, NULL, err);
 	return tp_sfb_simulate(se->sfb, se->sim, plan, s->sfb, s->sim, report,
 			       NULL, err);
 }
 
+static enum tp_status sim_call(void *ctx, struct tp_eval_call *q,
+			       struct tp_error *err)
+{
+	const struct tp_search_simeval *se = ctx;
+	struct scratch *s = q->scratch;
+
+	switch (q->ask) {
+	case TP_EVAL_SCRATCH_NEW:
+		q->scratch = sim_scratch_new(se);
+		return q->scratch
+			   ? TP_OK
+			   : tp_error_set(err, TP_ENOMEM, "out of memory");
+	case TP_EVAL_SCRATCH_FREE:
+		sim_scratch_free(s);
+		return TP_OK;
+	case TP_EVAL_RUN:
+		if (q->cut)
+			return tp_sim_run_bounded(se->sim, q->plan, s->sim,
+						  q->cutoff, q->report, NULL,
+						  q->cut, err);
+		return tp_sim_run(se->sim, q->plan, s->sim, q->report, NULL,
+				  err);
+	case TP_EVAL_FINALIZE:
+		return sim_finalize(se, s, q->answer, q->report, err);
+	case TP_EVAL_BOUND_SIM:
+		q->sim = se->sim;
+		return TP_OK;
+	}
+	return TP_OK;
+}
+
 void tp_search_sim_evaluator(struct tp_search_simeval *ctx,
-			     const struct tp_sim *sim,
-			     const struct tp_sfb *sfb,
+			     const struct tp_sim *sim, const struct tp_sfb *sfb,
 			     struct tp_evaluator *ev)
 {
 	ctx->sim = sim;
 	ctx->sfb = sfb;
 	ev->ctx = ctx;
-	ev->scratch_new = sim_scratch_new;
-	ev->scratch_free = sim_scratch_free;
-	ev->run = sim_run;
-	ev->finalize = sim_finalize;
-	ev->answer_report = NULL;
-	/* the search recognises this evaluator (tp_search_simeval_of) */
-	ev->bounded_sim = NULL;
-	ev->run_bounded = NULL;
-}
-
-const struct tp_sim *tp_search_simeval_of(const struct tp_evaluator *ev)
-{
-	if (!ev || ev->run != sim_run || !ev->ctx)
-		return NULL;
-	return ((const struct tp_search_simeval *)ev->ctx)->sim;
-}
-
-enum tp_status tp_search_simeval_run_bounded(const struct tp_evaluator *ev,
-					     void *scratch,
-					     const struct tp_plan *plan,
-					     double cutoff,
-					     struct tp_report *report,
-					     struct tp_sim_cut *cut,
-					     struct tp_error *err)
-{
-	const struct tp_search_simeval *se = ev->ctx;
-	struct scratch *s = scratch;
-
-	return tp_sim_run_bounded(se->sim, plan, s->sim, cutoff, report, NULL,
-				  cut, err);
+	ev->call = sim_call;
 }
 
 /* --- compression inside the scoring (joint.h) ---------------------------- */
@@ -137,8 +126,7 @@ enum tp_status tp_sfb_simulate(const struct tp_sfb *sfb,
 			       struct tp_sfb_scratch *s,
 			       struct tp_sim_scratch *ss,
 			       struct tp_report *report,
-			       struct tp_sfb_stats *stats,
-			       struct tp_error *err)
+			       struct tp_sfb_stats *stats, struct tp_error *err)
 {
 	struct tp_plan alt;
 	struct tp_report alt_report, tmp;
@@ -183,46 +171,43 @@ struct joint_scratch {
 	struct tp_sfb_scratch *s;
 	struct tp_plan work;
 	struct tp_report comp; /* the compressed variant's report */
-	bool have_comp;        /* ... and it beats the plan without */
+	bool have_comp;	       /* ... and it beats the plan without */
 };
 
-static void joint_scratch_free(void *ctx, void *p)
+static void joint_scratch_free(const struct tp_sfb_joint *j, void *p)
 {
-	const struct tp_sfb_joint *j = ctx;
 	struct joint_scratch *js = p;
 
 	if (!js)
 		return;
-	if (js->inner && j->inner->scratch_free)
-		j->inner->scratch_free(j->inner->ctx, js->inner);
+	tp_evaluator_scratch_free(j->inner, js->inner);
 	tp_sfb_scratch_free(js->s);
 	tp_plan_release(&js->work);
 	tp_report_release(&js->comp);
 	free(js);
 }
 
-static void *joint_scratch_new(void *ctx)
+static enum tp_status joint_scratch_new(const struct tp_sfb_joint *j,
+					void **out, struct tp_error *err)
 {
-	const struct tp_sfb_joint *j = ctx;
 	struct joint_scratch *js = calloc(1, sizeof(*js));
+	enum tp_status st;
 
+	*out = NULL;
 	if (!js)
-		return NULL;
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
 	tp_plan_init(&js->work);
 	tp_report_init(&js->comp);
 	js->s = tp_sfb_scratch_new(j->sfb);
-	if (j->inner->scratch_new) {
-		js->inner = j->inner->scratch_new(j->inner->ctx);
-		if (!js->inner) {
-			joint_scratch_free(ctx, js);
-			return NULL;
-		}
+	st = tp_evaluator_scratch_new(j->inner, &js->inner, err);
+	if (!st && !js->s)
+		st = tp_error_set(err, TP_ENOMEM, "out of memory");
+	if (st) {
+		joint_scratch_free(j, js);
+		return st;
 	}
-	if (!js->s) {
-		joint_scratch_free(ctx, js);
-		return NULL;
-	}
-	return js;
+	*out = js;
+	return TP_OK;
 }
 
 /*
@@ -239,22 +224,25 @@ static enum tp_status both(const struct tp_sfb_joint *j,
 			   double cutoff, struct tp_sim_cut *cut,
 			   struct tp_report *report, struct tp_error *err)
 {
-	const struct tp_evaluator *in = j->inner;
+	struct tp_eval_call q;
 	enum tp_status st;
 
 	js->have_comp = false;
 	tp_sfb_clear(plan);
-	if (cut)
-		st = tp_search_simeval_run_bounded(in, js->inner, plan, cutoff,
-						   report, cut, err);
-	else
-		st = in->run(in->ctx, js->inner, plan, report, err);
+	memset(&q, 0, sizeof(q));
+	q.ask = TP_EVAL_RUN;
+	q.scratch = js->inner;
+	q.plan = plan;
+	q.report = report;
+	q.cutoff = cutoff;
+	q.cut = cut;
+	st = j->inner->call(j->inner->ctx, &q, err);
 	if (st || (cut && cut->bounded))
 		return st;
 	st = tp_sfb_select(j->sfb, plan, js->s, NULL, err);
 	if (st || !compressed(plan))
 		return st;
-	st = in->run(in->ctx, js->inner, plan, &js->comp, err);
+	st = tp_evaluator_run(j->inner, js->inner, plan, &js->comp, err);
 	if (st)
 		return st;
 	js->have_comp = better(&js->comp, report);
@@ -277,66 +265,64 @@ static void keep_better(struct joint_scratch *js, struct tp_plan *plan,
 	js->have_comp = false;
 }
 
-static enum tp_status joint_run(void *ctx, void *scratch,
-				const struct tp_plan *plan,
-				struct tp_report *report, struct tp_error *err)
+/* RUN: both variants of a copy of q->plan.  Steered by the plan without
+ * compression (PLAIN), the compressed variant, when better, is the
+ * answer score; steered by the compressed score, the better of the two
+ * is the report.  A cut (PLAIN only: BOUND_SIM names no simulator
+ * otherwise) bounds the run without compression. */
+static enum tp_status joint_run(const struct tp_sfb_joint *j,
+				struct joint_scratch *js,
+				struct tp_eval_call *q, struct tp_error *err)
 {
-	const struct tp_sfb_joint *j = ctx;
-	struct joint_scratch *js = scratch;
 	enum tp_status st;
 
 	js->have_comp = false;
-	st = tp_plan_copy(&js->work, plan, err);
+	st = tp_plan_copy(&js->work, q->plan, err);
 	if (st)
 		return st;
-	st = both(j, js, &js->work, 0, NULL, report, err);
+	st = both(j, js, &js->work, q->cutoff, q->cut, q->report, err);
 	if (st)
 		return st;
-	if (j->steer == TP_SFB_STEER_COMPRESSED)
-		keep_better(js, &js->work, report);
-	/* else report steers (no compression) and js->comp, when it is
-	   better, is the answer score */
+	if (j->steer == TP_SFB_STEER_COMPRESSED) {
+		keep_better(js, &js->work, q->report);
+		return TP_OK;
+	}
+	q->has_answer = true;
+	q->answer_report = js->have_comp ? &js->comp : NULL;
 	return TP_OK;
 }
 
-static enum tp_status joint_run_bounded(void *ctx, void *scratch,
-					const struct tp_plan *plan,
-					double cutoff,
-					struct tp_report *report,
-					struct tp_sim_cut *cut,
-					struct tp_error *err)
+static enum tp_status joint_call(void *ctx, struct tp_eval_call *q,
+				 struct tp_error *err)
 {
 	const struct tp_sfb_joint *j = ctx;
-	struct joint_scratch *js = scratch;
+	struct joint_scratch *js = q->scratch;
 	enum tp_status st;
 
-	js->have_comp = false;
-	st = tp_plan_copy(&js->work, plan, err);
-	if (st)
-		return st;
-	return both(j, js, &js->work, cutoff, cut, report, err);
-}
-
-static const struct tp_report *joint_answer(void *ctx, void *scratch)
-{
-	struct joint_scratch *js = scratch;
-
-	(void)ctx;
-	return js->have_comp ? &js->comp : NULL;
-}
-
-static enum tp_status joint_finalize(void *ctx, void *scratch,
-				     struct tp_plan *plan,
-				     struct tp_report *report,
-				     struct tp_error *err)
-{
-	struct joint_scratch *js = scratch;
-	enum tp_status st;
-
-	st = both(ctx, js, plan, 0, NULL, report, err);
-	if (st)
-		return st;
-	keep_better(js, plan, report);
+	switch (q->ask) {
+	case TP_EVAL_SCRATCH_NEW:
+		return joint_scratch_new(j, &q->scratch, err);
+	case TP_EVAL_SCRATCH_FREE:
+		joint_scratch_free(j, js);
+		return TP_OK;
+	case TP_EVAL_RUN:
+		return joint_run(j, js, q, err);
+	case TP_EVAL_FINALIZE:
+		/* the kept choice applied to the answer in place, re-scored
+		   with the same sequence of evaluations as RUN */
+		st = both(j, js, q->answer, 0, NULL, q->report, err);
+		if (st)
+			return st;
+		keep_better(js, q->answer, q->report);
+		return TP_OK;
+	case TP_EVAL_BOUND_SIM:
+		/* the bounded run only matches the direct search without
+		   compression when it steers by the plan without
+		   compression */
+		if (j->steer == TP_SFB_STEER_PLAIN)
+			q->sim = tp_evaluator_bound_sim(j->inner);
+		return TP_OK;
+	}
 	return TP_OK;
 }
 
@@ -350,19 +336,7 @@ void tp_sfb_joint_evaluator_steer(struct tp_sfb_joint *j,
 	j->inner = inner;
 	j->steer = steer;
 	ev->ctx = j;
-	ev->scratch_new = joint_scratch_new;
-	ev->scratch_free = joint_scratch_free;
-	ev->run = joint_run;
-	ev->finalize = joint_finalize;
-	ev->answer_report =
-		steer == TP_SFB_STEER_PLAIN ? joint_answer : NULL;
-	/* the bounded run needs the simulator's own evaluator inside, and
-	   only matches the direct search without compression when it steers
-	   by the plan without compression */
-	ev->bounded_sim = steer == TP_SFB_STEER_PLAIN
-				  ? tp_search_simeval_of(inner)
-				  : NULL;
-	ev->run_bounded = ev->bounded_sim ? joint_run_bounded : NULL;
+	ev->call = joint_call;
 }
 
 void tp_sfb_joint_evaluator(struct tp_sfb_joint *j, const struct tp_sfb *sfb,
