@@ -31,10 +31,11 @@ CFLAGS  += $(WARN) $(OPT) -MMD -MP
 LDLIBS  += $(PKG_LIBS) -lpthread -lm
 
 # The layers (DESIGN.md; tests/layers.sh checks the includes against them):
-# core below everything; io, compress on core; sim on compress; search on
+# core below everything; io, compress on core; sim on compress; calib on
+# io and sim; search on
 # sim; gnn on core and io; render on core and io; export on core; train
 # and cli on anything.
-LIB_DIRS = core io compress sim search gnn train render export
+LIB_DIRS = core io compress sim calib search gnn train render export
 LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c))

@@ -8,6 +8,7 @@
 #   io        core
 #   compress  core
 #   sim       core compress
+#   calib     core io compress sim
 #   search    core compress sim
 #   gnn       core io
 #   render    core io
@@ -23,12 +24,13 @@ allowed() {
 	io) echo "core" ;;
 	compress) echo "core" ;;
 	sim) echo "core compress" ;;
+	calib) echo "core io compress sim" ;;
 	search) echo "core compress sim" ;;
 	gnn) echo "core io" ;;
 	render) echo "core io" ;;
 	export) echo "core" ;;
-	train) echo "core io compress sim search gnn render export" ;;
-	cli) echo "core io compress sim search gnn render export train" ;;
+	train) echo "core io compress sim calib search gnn render export" ;;
+	cli) echo "core io compress sim calib search gnn render export train" ;;
 	*) echo "?" ;;
 	esac
 }
