@@ -189,10 +189,10 @@ START_TEST(test_cluster_routes)
 
 	small_cluster(&c, true);
 	ck_assert_int_eq(tp_cluster_finalize(&c, &err), TP_OK);
-	r = tp_cluster_route(&c, 0, 1);
+	r = tp_test_route(&c, 0, 1);
 	ck_assert_uint_eq(r->n, 2);
 	ck_assert(r->bw_Bps == 1e11);
-	r = tp_cluster_route(&c, 0, 3);
+	r = tp_test_route(&c, 0, 3);
 	ck_assert_uint_eq(r->n, 4);
 	ck_assert(r->bw_Bps == 1.25e10);
 	ck_assert(fabs(r->latency_s - 4e-6) < 1e-12);

@@ -239,8 +239,8 @@ START_TEST(test_limit_nesting_depth)
 }
 END_TEST
 
-/* More than 4096 devices: refused from the counts, before any device or
- * route (4096^2 of them) is built.  Node and device counts multiply. */
+/* More than 1,048,576 devices (or 4096 in one node): refused from the
+ * counts, before any device is built.  Node and device counts multiply. */
 START_TEST(test_limit_devices)
 {
 	static const char *const topos[] = {
@@ -248,7 +248,7 @@ START_TEST(test_limit_devices)
 		"[{\"name\":\"n\",\"devices\":[{\"type\":\"A100-SXM4-80GB\","
 		"\"count\":4097}]}]}",
 		"{\"format\":\"tagplan-topology/1\",\"name\":\"x\",\"nodes\":"
-		"[{\"name\":\"n\",\"count\":4096,\"devices\":[{\"type\":"
+		"[{\"name\":\"n\",\"count\":1048576,\"devices\":[{\"type\":"
 		"\"A100-SXM4-80GB\",\"count\":4096}]}]}",
 		"{\"format\":\"tagplan-topology/1\",\"name\":\"x\",\"nodes\":"
 		"[{\"name\":\"n\",\"count\":1000000000,\"devices\":[{\"type\":"
@@ -264,15 +264,15 @@ START_TEST(test_limit_devices)
 						  strlen(topos[i]), NULL, &c,
 						  &err),
 				 TP_OK);
-		ck_assert_msg(strstr(err.msg, "4096"), "topology %zu: %s", i,
-			      err.msg);
+		ck_assert_msg(strstr(err.msg, i ? "1048576" : "4096"),
+			      "topology %zu: %s", i, err.msg);
 		ck_assert_uint_eq(c.devices.n, 0);
 		tp_cluster_release(&c);
 	}
 	{
-		const char *argv[] = {"tagplan", "topo", "dgx-a100:513", "-o",
-				      "-", NULL};
-		expect_refused(argv, "more than 4096 devices");
+		const char *argv[] = {"tagplan", "topo", "dgx-a100:131073",
+				      "-o", "-", NULL};
+		expect_refused(argv, "more than 1048576 devices");
 	}
 	/* building 16.7 million devices would not finish in time */
 	ck_assert_int_le(time(NULL) - t0, 10);

@@ -215,7 +215,7 @@ static enum tp_status toy_run(void *ctx, void *scratch,
 			if (x > t)
 				t = x;
 			if (r2 > 0) {
-				const struct tp_route *rt = tp_cluster_route(
+				const struct tp_route *rt = tp_test_route(
 					c, d[(r2 - 1) * gr->tp], d[r2 * gr->tp]);
 				if (rt->bw_Bps < minbw)
 					minbw = rt->bw_Bps;

@@ -187,3 +187,14 @@ int tp_test_write(const char *path, const char *data, size_t len)
 	ok = fwrite(data, 1, len, f) == len;
 	return (fclose(f) == 0 && ok) ? 0 : -1;
 }
+
+const struct tp_route *tp_test_route(const struct tp_cluster *c, uint32_t a,
+				     uint32_t b)
+{
+	static struct tp_route ring[8];
+	static unsigned next;
+	struct tp_route *r = &ring[next++ % 8];
+
+	tp_cluster_route(c, a, b, r);
+	return r;
+}

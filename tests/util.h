@@ -7,6 +7,10 @@
 #ifndef TP_TESTS_UTIL_H
 #define TP_TESTS_UTIL_H
 
+#include <stdint.h>
+
+#include "core/cluster.h"
+
 #include <stddef.h>
 
 struct tp_run {
@@ -33,5 +37,10 @@ const char *tp_test_tmpdir(void);
 char *tp_test_read(const char *path, size_t *len);
 /* Write a whole file; 0 on success. */
 int tp_test_write(const char *path, const char *data, size_t len);
+
+/* tp_cluster_route into a rotating static buffer (8 deep), so a test can
+ * hold a few routes at once: tp_test_route(c, a, b)->bw_Bps. */
+const struct tp_route *tp_test_route(const struct tp_cluster *c, uint32_t a,
+				     uint32_t b);
 
 #endif

@@ -127,6 +127,11 @@ static void type_counts(struct tp_jw *jw, const struct tp_cluster *c,
 	free(cnt);
 }
 
+/* Routes of every pair below this many devices (the figures are exact);
+ * above, from every INSPECT_STRIDE-th node's devices only. */
+#define INSPECT_ALL_PAIRS 4096
+#define INSPECT_STRIDE 64
+
 static void inspect_topology(struct tp_jw *jw, const struct tp_cluster *c)
 {
 	double mem = 0, min_bw = INFINITY, max_lat = 0;
@@ -134,17 +139,24 @@ static void inspect_topology(struct tp_jw *jw, const struct tp_cluster *c)
 
 	for (uint32_t d = 0; d < nd; d++)
 		mem += c->types.v[c->devices.v[d].type].memory_bytes;
-	for (uint32_t a = 0; a < nd; a++)
+	/* every pair up to INSPECT_ALL_PAIRS devices; above, the routes from
+	 * the devices of every INSPECT_STRIDE-th node (said in the output) */
+	for (uint32_t a = 0; a < nd; a++) {
+		if (nd > INSPECT_ALL_PAIRS &&
+		    c->devices.v[a].node % INSPECT_STRIDE != 0 &&
+		    c->devices.v[a].node + 1 != c->nodes.n)
+			continue;
 		for (uint32_t b = 0; b < nd; b++) {
-			const struct tp_route *r;
+			struct tp_route r;
 			if (a == b)
 				continue;
-			r = tp_cluster_route(c, a, b);
-			if (r->bw_Bps < min_bw)
-				min_bw = r->bw_Bps;
-			if (r->latency_s > max_lat)
-				max_lat = r->latency_s;
+			tp_cluster_route(c, a, b, &r);
+			if (r.bw_Bps < min_bw)
+				min_bw = r.bw_Bps;
+			if (r.latency_s > max_lat)
+				max_lat = r.latency_s;
 		}
+	}
 	tp_jw_kv_string(jw, "kind", "topology");
 	tp_jw_kv_string(jw, "name", c->name ? c->name : "");
 	tp_jw_kv_int(jw, "devices", nd);
@@ -162,6 +174,10 @@ static void inspect_topology(struct tp_jw *jw, const struct tp_cluster *c)
 	if (nd > 1) {
 		tp_jw_kv_number(jw, "min_route_bandwidth_Bps", min_bw);
 		tp_jw_kv_number(jw, "max_route_latency_s", max_lat);
+		if (nd > INSPECT_ALL_PAIRS)
+			tp_jw_kv_string(jw, "route_extremes",
+					"sampled: routes from every 64th node "
+					"and the last to every device");
 	}
 	tp_jw_kv_number(jw, "oversubscription", c->oversubscription);
 	tp_jw_key(jw, "node_list");

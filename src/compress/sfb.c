@@ -278,18 +278,18 @@ static struct step flows_step(const struct tp_sfb *sfb,
 	struct step st = {INFINITY, 0};
 
 	for (uint32_t f = 0; f < nf; f++) {
-		const struct tp_route *r =
-			tp_cluster_route(c, s->flow_a[f], s->flow_b[f]);
-		const uint32_t *ch = tp_cluster_route_channels(c, r);
+		struct tp_route rr, *r = &rr;
+		const uint32_t *ch = rr.ch;
 
+		tp_cluster_route(c, s->flow_a[f], s->flow_b[f], r);
 		for (uint32_t k = 0; k < r->n; k++)
 			s->chan[ch[k]]++;
 	}
 	for (uint32_t f = 0; f < nf; f++) {
-		const struct tp_route *r =
-			tp_cluster_route(c, s->flow_a[f], s->flow_b[f]);
-		const uint32_t *ch = tp_cluster_route_channels(c, r);
+		struct tp_route rr, *r = &rr;
+		const uint32_t *ch = rr.ch;
 
+		tp_cluster_route(c, s->flow_a[f], s->flow_b[f], r);
 		for (uint32_t k = 0; k < r->n; k++) {
 			const struct tp_link *l = &c->links.v[ch[k] / 2];
 			bool net = l->kind == TP_LINK_NIC ||
@@ -305,10 +305,10 @@ static struct step flows_step(const struct tp_sfb *sfb,
 			st.lat = r->latency_s;
 	}
 	for (uint32_t f = 0; f < nf; f++) {
-		const struct tp_route *r =
-			tp_cluster_route(c, s->flow_a[f], s->flow_b[f]);
-		const uint32_t *ch = tp_cluster_route_channels(c, r);
+		struct tp_route rr, *r = &rr;
+		const uint32_t *ch = rr.ch;
 
+		tp_cluster_route(c, s->flow_a[f], s->flow_b[f], r);
 		for (uint32_t k = 0; k < r->n; k++)
 			s->chan[ch[k]] = 0;
 	}

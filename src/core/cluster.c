@@ -28,8 +28,7 @@ void tp_cluster_release(struct tp_cluster *c)
 	tp_strmap_release(&c->type_by_name);
 	tp_strmap_release(&c->device_by_name);
 	tp_strmap_release(&c->node_by_name);
-	free(c->routes);
-	free(c->route_channels);
+	tp_routing_free(c->routing);
 	free(c->type_count);
 	tp_arena_release(&c->arena);
 	memset(c, 0, sizeof(*c));
@@ -173,200 +172,28 @@ enum tp_status tp_cluster_add_link(struct tp_cluster *c, uint32_t a,
 	return TP_OK;
 }
 
-/* Binary min-heap of (cost, vertex) for Dijkstra. */
-struct heap_item {
-	double cost;
-	uint32_t v;
-};
-
-static void heap_push(struct heap_item *h, uint32_t *n, struct heap_item it)
-{
-	uint32_t i = (*n)++;
-
-	while (i > 0) {
-		uint32_t p = (i - 1) / 2;
-		if (h[p].cost < it.cost ||
-		    (h[p].cost == it.cost && h[p].v <= it.v))
-			break;
-		h[i] = h[p];
-		i = p;
-	}
-	h[i] = it;
-}
-
-static struct heap_item heap_pop(struct heap_item *h, uint32_t *n)
-{
-	struct heap_item top = h[0], last = h[--(*n)];
-	uint32_t i = 0;
-
-	for (;;) {
-		uint32_t l = 2 * i + 1, r = l + 1, m = i;
-		struct heap_item cur = last;
-		if (l < *n && (h[l].cost < cur.cost ||
-			       (h[l].cost == cur.cost && h[l].v < cur.v))) {
-			m = l;
-			cur = h[l];
-		}
-		if (r < *n && (h[r].cost < cur.cost ||
-			       (h[r].cost == cur.cost && h[r].v < cur.v)))
-			m = r;
-		if (m == i)
-			break;
-		h[i] = h[m];
-		i = m;
-	}
-	if (*n)
-		h[i] = last;
-	return top;
-}
-
-#define ROUTE_PROBE_BYTES 1e6
-
 enum tp_status tp_cluster_finalize(struct tp_cluster *c, struct tp_error *err)
 {
-	uint32_t nv = (uint32_t)c->vertex_kind.n, nd = (uint32_t)c->devices.n;
-	uint32_t nl = (uint32_t)c->links.n;
-	uint32_t *adj_off = NULL, *adj = NULL, *prev_ch = NULL, *chan_tmp = NULL;
-	double *dist = NULL;
-	struct heap_item *heap = NULL;
-	enum tp_status st = TP_OK;
-	TP_VEC(uint32_t) chans = {0};
-	size_t npairs;
+	uint32_t nd = (uint32_t)c->devices.n;
+	enum tp_status st;
 
 	if (c->finalized)
 		return TP_OK;
 	if (nd == 0)
 		return tp_error_set_path(err, TP_EINPUT, "$.nodes",
 					 "the topology has no devices");
-	free(c->routes);
-	free(c->route_channels);
+	tp_routing_free(c->routing);
+	c->routing = NULL;
 	free(c->type_count);
-	c->routes = NULL;
-	c->route_channels = NULL;
 	c->type_count = tp_calloc(c->types.n + 1, sizeof(*c->type_count));
-	if (tp_size_mul(nd, nd, &npairs))
-		return tp_error_set(err, TP_ELIMIT, "too many devices");
-	c->routes = tp_calloc(npairs, sizeof(*c->routes));
-	adj_off = tp_calloc((size_t)nv + 1, sizeof(*adj_off));
-	adj = tp_calloc((size_t)nl * 2 + 1, sizeof(*adj));
-	prev_ch = tp_calloc(nv, sizeof(*prev_ch));
-	chan_tmp = tp_calloc(nv + 1, sizeof(*chan_tmp));
-	dist = tp_calloc(nv, sizeof(*dist));
-	heap = tp_calloc((size_t)nl * 2 + nv + 1, sizeof(*heap));
-	if (!c->type_count || !c->routes || !adj_off || !adj || !prev_ch ||
-	    !chan_tmp || !dist || !heap) {
-		st = tp_error_set(err, TP_ENOMEM, "out of memory");
-		goto out;
-	}
+	if (!c->type_count)
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
 	for (uint32_t d = 0; d < nd; d++)
 		c->type_count[c->devices.v[d].type]++;
-	/* vertex -> incident channels, CSR */
-	for (uint32_t l = 0; l < nl; l++) {
-		adj_off[c->links.v[l].a + 1]++;
-		adj_off[c->links.v[l].b + 1]++;
-	}
-	for (uint32_t v = 0; v < nv; v++)
-		adj_off[v + 1] += adj_off[v];
-	{
-		uint32_t *fill = tp_calloc(nv + 1, sizeof(*fill));
-		if (!fill) {
-			st = tp_error_set(err, TP_ENOMEM, "out of memory");
-			goto out;
-		}
-		for (uint32_t l = 0; l < nl; l++) {
-			uint32_t a = c->links.v[l].a, b = c->links.v[l].b;
-			adj[adj_off[a] + fill[a]++] = l * 2;     /* a -> b */
-			adj[adj_off[b] + fill[b]++] = l * 2 + 1; /* b -> a */
-		}
-		free(fill);
-	}
-	for (uint32_t s = 0; s < nd; s++) {
-		uint32_t src = c->devices.v[s].vertex, hn = 0;
-
-		for (uint32_t v = 0; v < nv; v++) {
-			dist[v] = INFINITY;
-			prev_ch[v] = TP_NONE;
-		}
-		dist[src] = 0;
-		heap_push(heap, &hn, (struct heap_item){0, src});
-		while (hn) {
-			struct heap_item it = heap_pop(heap, &hn);
-			if (it.cost > dist[it.v])
-				continue;
-			/* Only devices at the ends: a route may pass a GPU
-			 * (NVLink forwarding) but not start there twice. */
-			for (uint32_t k = adj_off[it.v]; k < adj_off[it.v + 1];
-			     k++) {
-				uint32_t ch = adj[k];
-				const struct tp_link *l = &c->links.v[ch >> 1];
-				uint32_t to = (ch & 1) ? l->a : l->b;
-				double w = l->latency_s +
-					   ROUTE_PROBE_BYTES / l->bw_Bps;
-				if (it.cost + w < dist[to]) {
-					dist[to] = it.cost + w;
-					prev_ch[to] = ch;
-					heap_push(heap, &hn,
-						  (struct heap_item){dist[to],
-								     to});
-				}
-			}
-		}
-		for (uint32_t t = 0; t < nd; t++) {
-			struct tp_route *r = &c->routes[(size_t)s * nd + t];
-			uint32_t v = c->devices.v[t].vertex, n = 0;
-
-			r->bw_Bps = INFINITY;
-			r->latency_s = 0;
-			if (t == s) {
-				r->first = (uint32_t)chans.n;
-				r->n = 0;
-				continue;
-			}
-			if (!isfinite(dist[v])) {
-				char path[64];
-				snprintf(path, sizeof(path), "$.nodes[%u]",
-					 c->devices.v[t].node);
-				st = tp_error_set_path(
-					err, TP_EINPUT, path,
-					"device \"%s\" cannot be reached from "
-					"device \"%s\": the topology is "
-					"disconnected (add a link or a network)",
-					c->devices.v[t].name,
-					c->devices.v[s].name);
-				goto out;
-			}
-			while (v != src) {
-				uint32_t ch = prev_ch[v];
-				const struct tp_link *l = &c->links.v[ch >> 1];
-				chan_tmp[n++] = ch;
-				if (l->bw_Bps < r->bw_Bps)
-					r->bw_Bps = l->bw_Bps;
-				r->latency_s += l->latency_s;
-				v = (ch & 1) ? l->b : l->a;
-			}
-			if (tp_vec_reserve(&chans, n)) {
-				st = tp_error_set(err, TP_ENOMEM,
-						  "out of memory");
-				goto out;
-			}
-			r->first = (uint32_t)chans.n;
-			r->n = n;
-			for (uint32_t k = 0; k < n; k++)
-				chans.v[chans.n++] = chan_tmp[n - 1 - k];
-		}
-	}
-	c->route_channels = chans.v;
-	chans.v = NULL;
+	if ((st = tp_routing_build(c, &c->routing, err)))
+		return st;
 	c->finalized = true;
-out:
-	tp_vec_free(&chans);
-	free(adj_off);
-	free(adj);
-	free(prev_ch);
-	free(chan_tmp);
-	free(dist);
-	free(heap);
-	return st;
+	return TP_OK;
 }
 
 double tp_device_peak_flops(const struct tp_cluster *c, uint32_t d,

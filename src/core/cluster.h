@@ -10,12 +10,18 @@
  * default, or explicit switches and links.  Point-to-point links (NVLink
  * between two GPUs) join device vertices directly.
  *
- * A route is derived for every ordered pair of devices by
- * tp_cluster_finalize: the path minimising the time to move 1 MB
- * (sum over its links of latency + 1 MB / bandwidth), ties broken by link
- * index, so routes are deterministic.  A route lists directed *channels*
- * (link index * 2 + direction; direction 0 is a->b), so the two directions
- * of a link are separate resources for bandwidth sharing.
+ * A route between two devices is computed when asked (src/core/route.c),
+ * from the hierarchy: devices and their intra-node vertices form
+ * *domains* (a node, or a rack-scale NVLink domain) that join the network
+ * at one vertex (the NIC); the network is a tree of switch tiers (or a
+ * star) in which a route climbs to the common ancestor, or explicit
+ * switches with cycles (routed by one Dijkstra per node at finalize).  The
+ * route is the path minimising the time to move 1 MB (sum over its links
+ * of latency + 1 MB / bandwidth), ties broken by vertex and link index,
+ * as the all-pairs table of earlier versions had it; nothing is stored
+ * per device pair.  A route lists directed *channels* (link index * 2 +
+ * direction; direction 0 is a->b), so the two directions of a link are
+ * separate resources for bandwidth sharing.
  *
  * Ownership: the cluster owns all its memory (names in its arena);
  * tp_cluster_release frees it.  After finalize it is immutable and may be
@@ -101,11 +107,23 @@ struct tp_link {
 	enum tp_link_kind kind;
 };
 
+/* The most channels a route may have; finalize refuses deeper
+ * hierarchies (TP_ELIMIT). */
+#define TP_ROUTE_MAX 64
+
+/* Devices per cluster (the loaders' and builders' limit): routes cost no
+ * memory per pair, so this only bounds the per-device arrays. */
+#define TP_CLUSTER_MAX_DEVICES 1048576
+
 struct tp_route {
-	double bw_Bps;    /* bottleneck bandwidth */
+	double bw_Bps;    /* bottleneck bandwidth; INFINITY from a device to
+			     itself */
 	double latency_s; /* sum of link latencies */
-	uint32_t first, n; /* channels in cluster->route_channels */
+	uint32_t n;       /* channels */
+	uint32_t ch[TP_ROUTE_MAX];
 };
+
+struct tp_routing; /* route.c's state: O(vertices + links) */
 
 struct tp_cluster {
 	struct tp_arena arena;
@@ -120,8 +138,7 @@ struct tp_cluster {
 
 	/* derived by tp_cluster_finalize */
 	bool finalized;
-	struct tp_route *routes;  /* n_devices * n_devices, [a * n + b] */
-	uint32_t *route_channels;
+	struct tp_routing *routing; /* see route.c */
 	uint32_t *type_count;     /* devices per type */
 };
 
@@ -195,17 +212,22 @@ enum tp_status tp_cluster_connect_star(struct tp_cluster *c,
  */
 enum tp_status tp_cluster_finalize(struct tp_cluster *c, struct tp_error *err);
 
-static inline const struct tp_route *
-tp_cluster_route(const struct tp_cluster *c, uint32_t a, uint32_t b)
-{
-	return &c->routes[(size_t)a * c->devices.n + b];
-}
+/*
+ * The route from device a to device b of a finalized cluster into *out:
+ * its channels in order from a, bottleneck bandwidth and latency.  From a
+ * device to itself: no channels, infinite bandwidth, no latency.  O(number
+ * of channels); thread-safe (reads the cluster only).
+ */
+void tp_cluster_route(const struct tp_cluster *c, uint32_t a, uint32_t b,
+		      struct tp_route *out);
 
-static inline const uint32_t *
-tp_cluster_route_channels(const struct tp_cluster *c, const struct tp_route *r)
-{
-	return c->route_channels + r->first;
-}
+/* The bottleneck bandwidth of tp_cluster_route(c, a, b). */
+double tp_cluster_route_bw(const struct tp_cluster *c, uint32_t a, uint32_t b);
+
+/* route.c's lifecycle, called by tp_cluster_finalize / _release. */
+enum tp_status tp_routing_build(struct tp_cluster *c, struct tp_routing **out,
+				struct tp_error *err);
+void tp_routing_free(struct tp_routing *rt);
 
 uint32_t tp_cluster_find_device(const struct tp_cluster *c, const char *name);
 uint32_t tp_cluster_find_node(const struct tp_cluster *c, const char *name);

@@ -329,19 +329,20 @@ static int link_edges(struct tp_gnn_features *f)
 
 	for (uint32_t a = 0; a < f->ND; a++)
 		for (uint32_t b = 0; b < f->ND; b++) {
-			const struct tp_route *r = tp_cluster_route(c, a, b);
+			struct tp_route r;
 			if (a == b)
 				continue;
-			if (isfinite(r->bw_Bps))
-				max_bw = fmax(max_bw, r->bw_Bps);
-			max_lat = fmax(max_lat, r->latency_s);
+			tp_cluster_route(c, a, b, &r);
+			if (isfinite(r.bw_Bps))
+				max_bw = fmax(max_bw, r.bw_Bps);
+			max_lat = fmax(max_lat, r.latency_s);
 		}
 	if (!(max_bw > 0))
 		max_bw = 1;
 	for (uint32_t b = 0; b < NN; b++) {
 		for (uint32_t a = 0; a < NN; a++) {
 			uint32_t ra = f->node_rep[a], rb = f->node_rep[b];
-			const struct tp_route *r;
+			struct tp_route r;
 			bool self = a == b;
 			/* a representative of b on another node than ra (or
 			 * another device of the same class) */
@@ -361,11 +362,11 @@ static int link_edges(struct tp_gnn_features *f)
 				x[TP_GNN_LINK_LATENCY] = 0.0f;
 				x[TP_GNN_LINK_SAME_NODE] = 1.0f;
 			} else {
-				r = tp_cluster_route(c, ra, rb);
-				x[TP_GNN_LINK_BW] = ratio(r->bw_Bps, max_bw);
-				x[TP_GNN_LINK_BW_LOG] = logn(r->bw_Bps, max_bw, 3);
+				tp_cluster_route(c, ra, rb, &r);
+				x[TP_GNN_LINK_BW] = ratio(r.bw_Bps, max_bw);
+				x[TP_GNN_LINK_BW_LOG] = logn(r.bw_Bps, max_bw, 3);
 				x[TP_GNN_LINK_LATENCY] =
-					ratio(r->latency_s, max_lat);
+					ratio(r.latency_s, max_lat);
 				x[TP_GNN_LINK_SAME_NODE] =
 					c->devices.v[ra].node ==
 							c->devices.v[rb].node
@@ -642,7 +643,7 @@ tp_gnn_features_new(const struct tp_model *m, const struct tp_cluster *c,
 		for (uint32_t b = 0; b < f->ND; b++)
 			if (a != b)
 				f->min_bw = fmin(f->min_bw,
-						 tp_cluster_route(c, a, b)->bw_Bps);
+						 tp_cluster_route_bw(c, a, b));
 	for (uint32_t d = 0; d < f->ND; d++) {
 		uint32_t nd = c->devices.v[d].node;
 		if (nd + 1 > f->n_nodes_phys)
@@ -792,7 +793,7 @@ static double hier_sync_s(struct tp_gnn_features *f,
 				       c->devices.v[p[i - 1]].node;
 		if (!new_run) {
 			bw_in = fmin(bw_in,
-				     tp_cluster_route(c, p[i - 1], p[i])->bw_Bps);
+				     tp_cluster_route_bw(c, p[i - 1], p[i]));
 			run++;
 			continue;
 		}
@@ -806,15 +807,13 @@ static double hier_sync_s(struct tp_gnn_features *f,
 		if (k == 0)
 			first0 = first;
 		else
-			bw_x = fmin(bw_x, tp_cluster_route(c, prev_first,
-							   first)->bw_Bps);
+			bw_x = fmin(bw_x, tp_cluster_route_bw(c, prev_first, first));
 		prev_first = first;
 		k++;
 		run = 1;
 	}
 	if (k > 2)
-		bw_x = fmin(bw_x, tp_cluster_route(c, prev_first,
-						   first0)->bw_Bps);
+		bw_x = fmin(bw_x, tp_cluster_route_bw(c, prev_first, first0));
 	if (gmax > 1 && bw_in > 0 && isfinite(bw_in))
 		t += tp_cost_ring_traffic(TP_COST_ALL_REDUCE, gmax) * S / bw_in;
 	if (k > 1 && bw_x > 0 && isfinite(bw_x))
@@ -1138,7 +1137,7 @@ static enum tp_status group_action(struct tp_gnn_features *f,
 		if (ac->n_devices > 1) {
 			uint32_t e = ac->devices[(i + 1) % ac->n_devices];
 			bottleneck = fmin(bottleneck,
-					  tp_cluster_route(c, d, e)->bw_Bps);
+					  tp_cluster_route_bw(c, d, e));
 		}
 	}
 	x[TP_GNN_ACTION_DEVICES] = ratio(ac->n_devices, ND);

@@ -173,8 +173,10 @@ enum tp_status tp_jctx_format(struct tp_jctx *j, const struct tp_json *root,
 
 /* Max name length (bytes) of ops, nodes, devices, types. */
 #define TP_IO_NAME_MAX 255
-/* Devices per topology (routes are all pairs). */
-#define TP_IO_MAX_DEVICES 4096
+/* Devices per topology (core/cluster.h) and per node: a node's routes are
+ * a table of its devices squared (src/core/route.c). */
+#define TP_IO_MAX_DEVICES TP_CLUSTER_MAX_DEVICES
+#define TP_IO_MAX_NODE_DEVICES 4096
 /* Hard upper bound for max_depth. */
 #define TP_IO_DEPTH_CAP 1000
 

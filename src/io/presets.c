@@ -307,17 +307,18 @@ static enum tp_status add_spec(struct tp_cluster *c, const char *spec,
 	if (colon) {
 		char *end;
 		count = strtoll(colon + 1, &end, 10);
-		if (end == colon + 1 || *end || count < 1 || count > 4096)
+		if (end == colon + 1 || *end || count < 1 ||
+		    count > TP_CLUSTER_MAX_DEVICES)
 			return tp_error_set(err, TP_EUSAGE,
 					    "\"%s\": the node count after ':' "
-					    "must be an integer from 1 to 4096",
-					    spec);
+					    "must be an integer from 1 to %d",
+					    spec, TP_CLUSTER_MAX_DEVICES);
 	}
-	if (c->devices.n + (size_t)count * p->gpus > 4096)
+	if (c->devices.n + (size_t)count * p->gpus > TP_CLUSTER_MAX_DEVICES)
 		return tp_error_set(err, TP_ELIMIT,
-				    "\"%s\": more than 4096 devices in the "
-				    "topology (routes are all-pairs)",
-				    spec);
+				    "\"%s\": more than %d devices in the "
+				    "topology (the limit of this version)",
+				    spec, TP_CLUSTER_MAX_DEVICES);
 	{
 		const struct network *net =
 			net_override ? net_override : find_network(p->net);

@@ -88,13 +88,13 @@ static enum tp_status read_node(struct tp_jctx *j, const struct tp_json *v,
 					 true, NULL, &type)) ||
 		    (st = tp_io_find_type(j, "type", c, type, &r.type)) ||
 		    (st = tp_jget_int(j, d, "count", false, 1,
-				      TP_IO_MAX_DEVICES, 1, &cnt, NULL)))
+				      TP_IO_MAX_NODE_DEVICES, 1, &cnt, NULL)))
 			return st;
 		r.count = (uint32_t)cnt;
-		if (ns->n_devices + r.count > TP_IO_MAX_DEVICES)
+		if (ns->n_devices + r.count > TP_IO_MAX_NODE_DEVICES)
 			return tp_jctx_fail(j, "count",
 					    "more than %d devices in one node",
-					    TP_IO_MAX_DEVICES);
+					    TP_IO_MAX_NODE_DEVICES);
 		ns->n_devices += r.count;
 		if (tp_vec_push(&ns->runs, r))
 			return tp_error_set(j->err, TP_ENOMEM, "out of memory");

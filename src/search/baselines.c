@@ -658,11 +658,11 @@ static enum tp_status baseline_greedy(struct worker *w)
 					continue;
 				arr = fin[p];
 				if (dev[p] != d) {
-					const struct tp_route *rt =
-						tp_cluster_route(c, dev[p], d);
-					arr += rt->latency_s +
-					       (rt->bw_Bps > 0 ? x / rt->bw_Bps
-							       : 0);
+					struct tp_route rt;
+					tp_cluster_route(c, dev[p], d, &rt);
+					arr += rt.latency_s +
+					       (rt.bw_Bps > 0 ? x / rt.bw_Bps
+							      : 0);
 				}
 				if (arr > start)
 					start = arr;

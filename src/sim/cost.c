@@ -44,22 +44,19 @@ static inline void count_flow(struct tp_sim_scratch *s, uint32_t src,
 			      struct chanvec *touched, uint32_t *flows,
 			      double *latency)
 {
-	const struct tp_cluster *c = s->sim->c;
-	const struct tp_route *r;
-	const uint32_t *ch;
+	struct tp_route r;
 
 	if (src == dst)
 		return;
-	r = tp_cluster_route(c, src, dst);
-	ch = tp_cluster_route_channels(c, r);
-	for (uint32_t k = 0; k < r->n; k++) {
-		uint32_t x = ch[k];
+	tp_cluster_route(s->sim->c, src, dst, &r);
+	for (uint32_t k = 0; k < r.n; k++) {
+		uint32_t x = r.ch[k];
 		if (cnt[x]++ == 0 && tp_vec_push(touched, x))
 			s->acc_oom = true;
 	}
 	(*flows)++;
-	if (r->latency_s > *latency)
-		*latency = r->latency_s;
+	if (r.latency_s > *latency)
+		*latency = r.latency_s;
 }
 
 void tp_sim_acc_flow(struct tp_sim_scratch *s, uint32_t src, uint32_t dst)

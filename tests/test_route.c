@@ -1,0 +1,295 @@
+/*
+ * test_route.c - routes computed on demand (src/core/route.c) against the
+ * all-pairs table earlier versions stored (its Dijkstra, copied here as
+ * the reference): the same channels, bandwidths and latencies, bit for
+ * bit, on every shipped topology, the presets and hand-built graphs.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cluster.h"
+#include "io/build.h"
+#include "io/io.h"
+#include "util.h"
+
+/* --- the reference: one Dijkstra per source device over the whole graph,
+ * as tp_cluster_finalize did before routes were computed on demand ---- */
+
+struct ref_item {
+	double cost;
+	uint32_t v;
+};
+
+static void ref_push(struct ref_item *h, uint32_t *n, struct ref_item it)
+{
+	uint32_t i = (*n)++;
+
+	while (i > 0) {
+		uint32_t p = (i - 1) / 2;
+		if (h[p].cost < it.cost ||
+		    (h[p].cost == it.cost && h[p].v <= it.v))
+			break;
+		h[i] = h[p];
+		i = p;
+	}
+	h[i] = it;
+}
+
+static struct ref_item ref_pop(struct ref_item *h, uint32_t *n)
+{
+	struct ref_item top = h[0], last = h[--(*n)];
+	uint32_t i = 0;
+
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		struct ref_item cur = last;
+		if (l < *n && (h[l].cost < cur.cost ||
+			       (h[l].cost == cur.cost && h[l].v < cur.v))) {
+			m = l;
+			cur = h[l];
+		}
+		if (r < *n && (h[r].cost < cur.cost ||
+			       (h[r].cost == cur.cost && h[r].v < cur.v)))
+			m = r;
+		if (m == i)
+			break;
+		h[i] = h[m];
+		i = m;
+	}
+	if (*n)
+		h[i] = last;
+	return top;
+}
+
+/* Compare every route of c (source s against all targets) with the
+ * reference's; returns the number of differing routes. */
+static uint32_t compare_all(const struct tp_cluster *c)
+{
+	uint32_t nv = (uint32_t)c->vertex_kind.n, nd = (uint32_t)c->devices.n;
+	uint32_t nl = (uint32_t)c->links.n, bad = 0;
+	uint32_t *adj_off = calloc(nv + 1, sizeof(uint32_t));
+	uint32_t *adj = calloc(2 * (size_t)nl + 1, sizeof(uint32_t));
+	uint32_t *fill = calloc(nv + 1, sizeof(uint32_t));
+	uint32_t *prev = calloc(nv + 1, sizeof(uint32_t));
+	uint32_t *tmp = calloc(nv + 1, sizeof(uint32_t));
+	double *dist = calloc(nv + 1, sizeof(double));
+	struct ref_item *heap = calloc(2 * (size_t)nl + nv + 1, sizeof(*heap));
+
+	ck_assert(adj_off && adj && fill && prev && tmp && dist && heap);
+	for (uint32_t l = 0; l < nl; l++) {
+		adj_off[c->links.v[l].a + 1]++;
+		adj_off[c->links.v[l].b + 1]++;
+	}
+	for (uint32_t v = 0; v < nv; v++)
+		adj_off[v + 1] += adj_off[v];
+	for (uint32_t l = 0; l < nl; l++) {
+		uint32_t a = c->links.v[l].a, b = c->links.v[l].b;
+		adj[adj_off[a] + fill[a]++] = l * 2;
+		adj[adj_off[b] + fill[b]++] = l * 2 + 1;
+	}
+	for (uint32_t s = 0; s < nd; s++) {
+		uint32_t src = c->devices.v[s].vertex, hn = 0;
+		for (uint32_t v = 0; v < nv; v++) {
+			dist[v] = INFINITY;
+			prev[v] = UINT32_MAX;
+		}
+		dist[src] = 0;
+		ref_push(heap, &hn, (struct ref_item){0, src});
+		while (hn) {
+			struct ref_item it = ref_pop(heap, &hn);
+			if (it.cost > dist[it.v])
+				continue;
+			for (uint32_t k = adj_off[it.v]; k < adj_off[it.v + 1];
+			     k++) {
+				uint32_t ch = adj[k];
+				const struct tp_link *l = &c->links.v[ch >> 1];
+				uint32_t to = (ch & 1) ? l->a : l->b;
+				double w = l->latency_s + 1e6 / l->bw_Bps;
+				if (it.cost + w < dist[to]) {
+					dist[to] = it.cost + w;
+					prev[to] = ch;
+					ref_push(
+					    heap, &hn,
+					    (struct ref_item){dist[to], to});
+				}
+			}
+		}
+		for (uint32_t t = 0; t < nd; t++) {
+			uint32_t v = c->devices.v[t].vertex, n = 0;
+			double bw = INFINITY, lat = 0;
+			struct tp_route r;
+			bool same;
+			while (t != s && v != src) {
+				uint32_t ch = prev[v];
+				const struct tp_link *l = &c->links.v[ch >> 1];
+				tmp[n++] = ch;
+				if (l->bw_Bps < bw)
+					bw = l->bw_Bps;
+				lat += l->latency_s;
+				v = (ch & 1) ? l->b : l->a;
+			}
+			tp_cluster_route(c, s, t, &r);
+			same = r.n == n && r.bw_Bps == bw && r.latency_s == lat;
+			for (uint32_t k = 0; same && k < n; k++)
+				same = r.ch[k] == tmp[n - 1 - k];
+			bad += !same;
+		}
+	}
+	free(adj_off);
+	free(adj);
+	free(fill);
+	free(prev);
+	free(tmp);
+	free(dist);
+	free(heap);
+	return bad;
+}
+
+static void check_file(const char *rel)
+{
+	struct tp_cluster c;
+	struct tp_error err;
+
+	tp_cluster_init(&c);
+	ck_assert_msg(
+	    tp_topology_load_file(tp_test_path(rel), NULL, &c, &err) == TP_OK,
+	    "%s: %s", rel, err.msg);
+	ck_assert_msg(compare_all(&c) == 0, "%s: routes differ", rel);
+	tp_cluster_release(&c);
+}
+
+START_TEST(test_route_shipped_topologies)
+{
+	static const char *const files[] = {
+	    "../data/topologies/1080ti-pcie.json",
+	    "../data/topologies/a100-pcie.json",
+	    "../data/topologies/dgx-a100-4.json",
+	    "../data/topologies/dgx-a100.json",
+	    "../data/topologies/dgx-h100.json",
+	    "../data/topologies/dgx1-v100.json",
+	    "../data/topologies/hgx-h200.json",
+	    "../data/topologies/l4-pcie.json",
+	    "../data/topologies/p100-pcie.json",
+	    "../data/topologies/t4-pcie.json",
+	    "../data/topologies/tag-testbed.json",
+	    "../data/topologies/v100-nvlink.json",
+	    "../data/tag-testbed.json",
+	    "../data/dgx-a100x4.json",
+	    "data/good/two-racks.json",
+	};
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		check_file(files[i]);
+}
+END_TEST
+
+START_TEST(test_route_presets)
+{
+	static const char *const specs[][3] = {
+	    {"dgx1-v100:3", NULL},
+	    {"v100-nvlink:2", "1080ti-pcie:3"},
+	    {"tag-testbed", NULL},
+	    {"dgx-h100:5", "a100-pcie:2"},
+	};
+
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		struct tp_cluster c;
+		struct tp_error err;
+		int n = specs[i][1] ? 2 : 1;
+		tp_cluster_init(&c);
+		ck_assert_int_eq(
+		    tp_build_topology(specs[i], n, NULL, 2.0, &c, &err), TP_OK);
+		ck_assert_uint_eq(compare_all(&c), 0);
+		tp_cluster_release(&c);
+	}
+}
+END_TEST
+
+/* A network with cycles (two spines, every leaf on both, a slower one
+ * and a faster one) and nodes on PCIe whose NIC path beats the fabric. */
+START_TEST(test_route_cyclic_network)
+{
+	struct tp_cluster c;
+	struct tp_device_type t;
+	struct tp_error err;
+	uint32_t ti, sp[2], leaf[3];
+
+	memset(&t, 0, sizeof(t));
+	t.name = "X";
+	t.peak_flops[TP_DTYPE_FP32] = 1e13;
+	t.memory_bytes = 1e10;
+	t.memory_bw_Bps = 1e12;
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_cluster_add_type(&c, &t, &ti, &err), TP_OK);
+	for (int k = 0; k < 2; k++)
+		sp[k] = tp_cluster_add_vertex(&c, TP_VERTEX_SWITCH);
+	for (int k = 0; k < 3; k++) {
+		leaf[k] = tp_cluster_add_vertex(&c, TP_VERTEX_SWITCH);
+		tp_cluster_add_link(&c, leaf[k], sp[0], 4e10, 1e-6,
+				    TP_LINK_NETWORK, &err);
+		tp_cluster_add_link(&c, leaf[k], sp[1], k == 1 ? 8e10 : 4e10,
+				    1e-6, TP_LINK_NETWORK, &err);
+	}
+	for (int n = 0; n < 6; n++) {
+		char name[16];
+		uint32_t node;
+		snprintf(name, sizeof(name), "n%d", n);
+		/* PCIe 12 GB/s against a 25 GB/s NIC: the NIC path wins */
+		ck_assert_int_eq(
+		    tp_cluster_build_node(&c, name, ti, 3, TP_LINK_PCIE, 12e9,
+					  2e-6, 1, 25e9, 1e-6, &node, &err),
+		    TP_OK);
+		ck_assert_int_eq(tp_cluster_add_link(&c,
+						     c.nodes.v[node].nic_vertex,
+						     leaf[n / 2], 5e10, 5e-7,
+						     TP_LINK_NETWORK, &err),
+				 TP_OK);
+	}
+	/* an NVLink pair in node 0 */
+	tp_cluster_add_link(&c, c.devices.v[0].vertex, c.devices.v[2].vertex,
+			    5e10, 3e-7, TP_LINK_NVLINK, &err);
+	ck_assert_int_eq(tp_cluster_finalize(&c, &err), TP_OK);
+	ck_assert_uint_eq(compare_all(&c), 0);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* More devices than the old table allowed: built in well under a second
+ * and a route between far nodes crosses NIC, switch, NIC. */
+START_TEST(test_route_large)
+{
+	struct tp_cluster c;
+	struct tp_error err;
+	const char *spec[] = {"dgx-h100:1280"};
+	struct tp_route r;
+
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_build_topology(spec, 1, NULL, 1.0, &c, &err),
+			 TP_OK);
+	ck_assert_uint_eq(c.devices.n, 10240);
+	tp_cluster_route(&c, 0, 10239, &r);
+	ck_assert_uint_eq(r.n, 4);
+	ck_assert(r.bw_Bps == 50e9);
+	tp_cluster_route(&c, 0, 7, &r);
+	ck_assert_uint_eq(r.n, 2);
+	ck_assert(r.bw_Bps == 450e9);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+Suite *suite_route(void)
+{
+	Suite *s = suite_create("route");
+	TCase *tc = tcase_create("route");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_route_shipped_topologies);
+	tcase_add_test(tc, test_route_presets);
+	tcase_add_test(tc, test_route_cyclic_network);
+	tcase_add_test(tc, test_route_large);
+	suite_add_tcase(s, tc);
+	return s;
+}
