@@ -600,8 +600,9 @@ START_TEST(test_topology_structure)
 	ck_assert(tp_test_route(&c, tp_cluster_find_device(&c, "g7/gpu0"),
 				   tp_cluster_find_device(&c, "g1/gpu1"))
 		      ->bw_Bps == 2.81e9);
-	/* a V100 has no bf16 unit: the fp32 rate is used */
-	ck_assert(tp_device_peak_flops(&c, 0, TP_DTYPE_BF16) == 15.7e12);
+	/* a V100 has no bf16 unit: bf16 runs at its fp16 tensor-core rate
+	 * (core/precision.h), not silently at fp32's */
+	ck_assert(tp_device_peak_flops(&c, 0, TP_DTYPE_BF16) == 125e12);
 	tp_cluster_release(&c);
 
 	load_topo(tp_test_path("data/good/two-racks.json"), &c);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/precision.h"
 #include "render/render.h"
 #include "render/scene.h"
 
@@ -202,9 +203,7 @@ static void layers_label(const struct tp_plan *p, const struct tp_model *m,
 static double type_peak(const struct tp_cluster *c, uint32_t t,
 			enum tp_dtype dt)
 {
-	const struct tp_device_type *ty = &c->types.v[t];
-	double pk = ty->peak_flops[dt] > 0 ? ty->peak_flops[dt]
-					   : ty->peak_flops[TP_DTYPE_FP32];
+	double pk = tp_precision_gemm_peak(&c->types.v[t], dt);
 
 	return pk > 0 ? pk : 1e12;
 }
@@ -475,6 +474,10 @@ static void headline(const struct tp_scene *s, const struct tp_plan *p,
 			tp_strbuf_addf(&line, ", bubble %.0f%%",
 				       100 * r->bubble_fraction);
 		tp_strbuf_addc(&line, '\n');
+		/* a precision fallback is never silent (core/precision.h) */
+		if ((r ? r->precision : sm->precision)[0])
+			tp_strbuf_addf(&line, "precision: %s\n",
+				       r ? r->precision : sm->precision);
 		tp_render_wrap(out, tp_strbuf_cstr(&line), 80);
 		tp_strbuf_release(&line);
 	}

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "precision.h"
+
 void tp_cluster_init(struct tp_cluster *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -199,11 +201,8 @@ enum tp_status tp_cluster_finalize(struct tp_cluster *c, struct tp_error *err)
 double tp_device_peak_flops(const struct tp_cluster *c, uint32_t d,
 			    enum tp_dtype dtype)
 {
-	const struct tp_device_type *t = &c->types.v[c->devices.v[d].type];
-
-	if (t->peak_flops[dtype] > 0)
-		return t->peak_flops[dtype];
-	return t->peak_flops[TP_DTYPE_FP32];
+	return tp_precision_gemm_peak(&c->types.v[c->devices.v[d].type],
+				      dtype);
 }
 
 double tp_cluster_total_peak(const struct tp_cluster *c, enum tp_dtype dtype)

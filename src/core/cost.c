@@ -6,6 +6,8 @@
 
 #include <math.h>
 
+#include "precision.h"
+
 /*
  * The constants, with their sources.  A figure used by several modules
  * is read from here, never written again.
@@ -84,8 +86,7 @@ void tp_cost_device_init(struct tp_cost_device *d,
 	d->gemm_half_flop = t.gemm_half_flop;
 	d->mem_eff = t.memory_efficiency;
 	d->kernel_s = t.kernel_overhead_s;
-	d->peak = t.peak_flops[dtype] > 0 ? t.peak_flops[dtype]
-					  : t.peak_flops[TP_DTYPE_FP32];
+	d->peak = tp_precision_gemm_peak(&t, dtype);
 	d->peak_vec = t.peak_flops[TP_DTYPE_FP32] > 0
 			      ? t.peak_flops[TP_DTYPE_FP32]
 			      : d->peak;

@@ -128,6 +128,7 @@ struct tp_plan_summary {
 	double *busy_fraction;     /* per device, or NULL */
 	uint32_t n_devices;
 	char infeasible_reason[512];
+	char precision[256]; /* the report's precision fallback, or "" */
 	struct tp_plan_baseline baselines[TP_PLAN_MAX_BASELINES];
 	uint32_t n_baselines;
 	/* search statistics */

@@ -55,6 +55,9 @@ struct tp_report {
 	char reason[512];       /* one sentence: device, figure, dominant term,
 				   and the smallest change that would fit */
 	char approximations[512]; /* what this estimate leaves out */
+	char precision[256];      /* the precision fallback the devices
+				     were priced at (core/precision.h), or
+				     "" when they run the model's dtype */
 };
 
 void tp_report_init(struct tp_report *r);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/precision.h"
 #include "core/vec.h"
 #include "export_int.h"
 
@@ -192,23 +193,14 @@ static enum tp_status place_ranks(struct tp_export_spec *s,
 }
 
 /* bf16 needs tensor cores that have it (Ampere and later); where a used
- * device has none the job runs fp16. */
+ * device has none the job runs fp16, as the simulator priced it
+ * (core/precision.h). */
 static void precision(struct tp_export_spec *s, const struct tp_plan *p,
 		      const struct tp_cluster *c)
 {
-	s->run_dtype = s->dtype;
-	if (s->dtype != TP_DTYPE_BF16)
-		return;
-	for (size_t i = 0; i < p->devs.n; i++) {
-		const struct tp_device_type *ty =
-		    &c->types.v[c->devices.v[p->devs.v[i]].type];
-		if (!(ty->peak_flops[TP_DTYPE_BF16] > 0)) {
-			s->run_dtype = TP_DTYPE_FP16;
-			snprintf(s->no_bf16, sizeof(s->no_bf16), "%s",
-				 ty->name);
-			return;
-		}
-	}
+	s->run_dtype =
+	    tp_precision_job(c, p->devs.v, p->devs.n, s->dtype,
+			     s->precision_note, sizeof(s->precision_note));
 }
 
 enum tp_status
@@ -320,14 +312,8 @@ void tp_export_note_common(const struct tp_export_spec *s,
 		tp_strbuf_adds(
 		    notes, "the ranks mix device types: every rank gets the "
 			   "same share, as this plan does\n");
-	if (s->no_bf16[0])
-		tp_strbuf_addf(notes,
-			       "the model is bf16 but %s has no bf16: the job "
-			       "runs fp16 (with loss scaling), as the plan was "
-			       "not simulated; re-plan the model in fp16 "
-			       "(tagplan model ... --dtype fp16) to simulate "
-			       "what runs\n",
-			       s->no_bf16);
+	if (s->precision_note[0])
+		tp_strbuf_addf(notes, "precision: %s\n", s->precision_note);
 	if (s->idle)
 		tp_strbuf_addf(notes,
 			       "%u device%s of the topology get no rank and "

@@ -100,7 +100,7 @@ struct tp_export_spec {
 	enum tp_dtype dtype;	 /* the model's */
 	enum tp_dtype run_dtype; /* what the devices run: fp16 where the
 				    model is bf16 and a device has none */
-	char no_bf16[64];	 /* a device type without bf16, or "" */
+	char precision_note[256]; /* the fallback (core/precision.h), or "" */
 	struct tp_arch arch;
 	const char *model_name;
 	int64_t seq_len;

@@ -34,6 +34,7 @@ static const char *const summary_fields[] = {"feasible",
 					     "mfu",
 					     "tflops_per_device",
 					     "infeasible_reason",
+					     "precision",
 					     "devices",
 					     "baselines",
 					     "search",
@@ -564,6 +565,8 @@ static enum tp_status read_summary(struct reader *r, const struct tp_json *s,
 				 NULL)) ||
 	    (st = copy_str(j, s, "infeasible_reason", sum->infeasible_reason,
 			   sizeof(sum->infeasible_reason))) ||
+	    (st = copy_str(j, s, "precision", sum->precision,
+			   sizeof(sum->precision))) ||
 	    (st = tp_jget_array(j, s, "devices", false, false, &devs)) ||
 	    (st = tp_jget_object(j, s, "baselines", false, &bases)) ||
 	    (st = tp_jget_object(j, s, "search", false, &search)) ||
@@ -1028,6 +1031,8 @@ static void write_summary(struct tp_jw *jw, const struct tp_plan_summary *s,
 	tp_jw_kv_number(jw, "tflops_per_device", s->tflops_per_device);
 	if (s->infeasible_reason[0])
 		tp_jw_kv_string(jw, "infeasible_reason", s->infeasible_reason);
+	if (s->precision[0])
+		tp_jw_kv_string(jw, "precision", s->precision);
 	if ((s->peak_memory_bytes || s->busy_fraction) &&
 	    s->n_devices == c->devices.n) {
 		tp_jw_key(jw, "devices");

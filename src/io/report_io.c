@@ -24,6 +24,7 @@ static const char *const report_fields[] = {"format",
 					    "over_bytes",
 					    "reason",
 					    "approximations",
+					    "precision",
 					    NULL};
 static const char *const dev_fields[] = {"device",	    "peak_memory_bytes",
 					 "capacity_bytes",  "compute_s",
@@ -131,7 +132,9 @@ static enum tp_status read_report(struct tp_jctx *j, const struct tp_json *root,
 				 0, &r->over_bytes, NULL)) ||
 	    (st = copy_str(j, root, "reason", r->reason, sizeof(r->reason))) ||
 	    (st = copy_str(j, root, "approximations", r->approximations,
-			   sizeof(r->approximations))))
+			   sizeof(r->approximations))) ||
+	    (st = copy_str(j, root, "precision", r->precision,
+			   sizeof(r->precision))))
 		return st;
 	r->worst_device = has_wi ? (uint32_t)wi : UINT32_MAX;
 	if (devs && devs->n) {
@@ -311,6 +314,8 @@ void tp_report_write(const struct tp_report *r, const struct tp_cluster *c,
 		tp_jw_kv_string(&jw, "reason", r->reason);
 	if (r->approximations[0])
 		tp_jw_kv_string(&jw, "approximations", r->approximations);
+	if (r->precision[0])
+		tp_jw_kv_string(&jw, "precision", r->precision);
 	tp_jw_object_end(&jw);
 	tp_jw_finish(&jw);
 }

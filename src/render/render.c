@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/precision.h"
 #include "core/vec.h"
 #include "scene.h"
 
@@ -885,10 +886,12 @@ static Agraph_t *build_graph(const struct tp_scene *s,
 			tp_strbuf_addf(&b.sb, "\\n%u devices, ", cnt);
 			add_si(&b.sb, ty->memory_bytes, "B");
 			tp_strbuf_adds(&b.sb, ", ");
-			add_si(&b.sb, ty->peak_flops[s->model->dtype],
+			add_si(&b.sb,
+			       tp_precision_gemm_peak(ty, s->model->dtype),
 			       "FLOP/s");
 			tp_strbuf_addf(&b.sb, " %s",
-				       tp_dtype_name(s->model->dtype));
+				       tp_dtype_name(tp_precision_run_dtype(
+					   ty, s->model->dtype)));
 			set(n, "label", label_of(&b));
 			set(n, "fillcolor", type_colors[t % N_TYPE_COLORS]);
 		}

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/precision.h"
 #include "sim_int.h"
 
 /* Compute and exposed communication per resource, walking its order:
@@ -296,6 +297,8 @@ enum tp_status tp_sim_make_report(const struct tp_sim *sim,
 	flop_figures(sim, plan, t_end, n_used, used_peak, rep);
 	if ((st = link_figures(sim, plan, s, t_end, rep, err)))
 		return st;
+	tp_precision_job(sim->c, plan->devs.v, plan->devs.n, sim->m->dtype,
+			 rep->precision, sizeof(rep->precision));
 	snprintf(rep->approximations, sizeof(rep->approximations),
 		 "roofline op times with a GEMM efficiency curve (or profiles); "
 		 "tensor-parallel collectives are alpha-beta on an idle "
