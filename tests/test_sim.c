@@ -939,6 +939,55 @@ START_TEST(test_strategy_expand)
 }
 END_TEST
 
+/* A stage boundary of a GPT carries each block's output once per
+ * direction: the gpt builder feeds it to both the next block's ln1 and
+ * its residual drop1 (two model edges, one tensor).  Two stages, one
+ * replica (no gradient sync): the links carry, per sample, seq x hidden
+ * bf16 values forward and as many gradients backward, on every channel
+ * of the route.  (Twice that before the edges into a group were counted
+ * once per source op.) */
+START_TEST(test_stage_boundary_once)
+{
+	struct tp_gpt_dims d;
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_strategy s;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_sim *sim;
+	struct tp_error err;
+	double carried = 0, want;
+
+	tp_gpt_dims_default(&d);
+	d.hidden = 256;
+	d.heads = 8;
+	d.layers = 4;
+	d.seq = 128;
+	d.vocab = 1000;
+	d.batch = 8;
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_gpt(&d, &m, &err), TP_OK);
+	toy_cluster(&c, 1, 2, 100e9, 25e9, 1e-6);
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_strategy_parse("pp=2,dp=1,mb=1", &s, &err), TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&s, &m, &c, &p, &err), TP_OK);
+	sim = new_sim(&m, &c, true);
+	tp_report_init(&r);
+	run(sim, &p, &r);
+	for (uint32_t k = 0; k < r.n_links; k++)
+		carried += r.links[k].bytes;
+	want = 2.0 * (double)(d.batch * d.seq * d.hidden) * 2 *
+	       tp_test_route(&c, 0, 1)->n;
+	ck_assert_msg(fabs(carried / want - 1) < 1e-9, "carried %g, want %g",
+		      carried, want);
+	tp_report_release(&r);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 /* Random plans: contiguous groups on random device subsets (overlapping
  * or not), random dp x tp, uneven shares, every schedule, recomputation
  * and ZeRO stage.  Every valid plan must simulate (no deadlock) with
@@ -1607,6 +1656,7 @@ Suite *suite_sim(void)
 	TCase *tc = tcase_create("formulas");
 
 	tcase_add_test(tc, test_single_device_roofline);
+	tcase_add_test(tc, test_stage_boundary_once);
 	tcase_add_test(tc, test_ring_allreduce_time);
 	tcase_add_test(tc, test_hierarchical_allreduce_time);
 	tcase_add_test(tc, test_parameter_server_time);

@@ -14,8 +14,32 @@
 /* ------------------------------------------------------------------ */
 /* Plan analysis: group graph, order, stages, virtual depth            */
 
+/* The bytes per sample op o sends group gd: its out-edges e into gd
+ * carry one tensor (an op's output read by several ops of a group, e.g.
+ * the gpt builder's block output feeding both ln1 and the residual
+ * drop1, crosses a boundary once), so the largest of them; 0 when an
+ * earlier out-edge of o (before index e) already went to gd. */
+static double op_to_group_bytes(const struct tp_model *m,
+				const struct tp_sim_scratch *s, uint32_t o,
+				uint32_t e, uint32_t gd)
+{
+	const uint32_t *out = tp_model_out_edges(m, o);
+	double b = 0;
+
+	for (uint32_t k = 0; k < e; k++)
+		if (s->op_group[m->edges.v[out[k]].dst] == gd)
+			return 0;
+	for (uint32_t k = e; k < m->ops.v[o].n_out; k++) {
+		const struct tp_edge *ed = &m->edges.v[out[k]];
+		if (s->op_group[ed->dst] == gd && ed->bytes > b)
+			b = ed->bytes;
+	}
+	return b;
+}
+
 /* s->op_group of every op, and the group edges merged per (src, dst)
- * with their bytes per sample.  gmark and gidx: G entries each. */
+ * with their bytes per sample (each op's tensor once per destination
+ * group: op_to_group_bytes).  gmark and gidx: G entries each. */
 static enum tp_status group_edges(const struct tp_sim *sim,
 				  const struct tp_plan *plan,
 				  struct tp_sim_scratch *s, uint32_t *gmark,
@@ -47,7 +71,8 @@ static enum tp_status group_edges(const struct tp_sim *sim,
 					s->gedges.v[s->gedges.n++] =
 						(struct gedge){g, gd, 0};
 				}
-				s->gedges.v[gidx[gd]].bytes += ed->bytes;
+				s->gedges.v[gidx[gd]].bytes +=
+					op_to_group_bytes(m, s, o, e, gd);
 			}
 		}
 	}
