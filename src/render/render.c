@@ -632,9 +632,19 @@ static void edge_label(const struct tp_scene *s, const struct tp_sedge *e,
 	}
 }
 
+/* What build_graph's pieces share: the graph, the label being written, the
+ * cgraph node of each scene item, stage and node class, and the scene's
+ * (item, stage) pairs. */
 struct gbuild {
+	const struct tp_scene *s;
 	Agraph_t *g;
 	struct tp_strbuf sb;
+	Agraph_t **sub;          /* per node class: its cluster subgraph */
+	Agnode_t **nodes;        /* per scene item */
+	Agnode_t **stage_nodes;  /* per stage */
+	struct item_stages is;
+	bool placements;         /* some device holds more than one stage */
+	char name[64];
 };
 
 static char *label_of(struct gbuild *b)
@@ -642,36 +652,8 @@ static char *label_of(struct gbuild *b)
 	return b->sb.failed ? cs("") : b->sb.buf ? b->sb.buf : cs("");
 }
 
-static Agraph_t *build_graph(const struct tp_scene *s,
-			     const struct tp_render_options *o,
-			     Agdisc_t *disc, struct tp_error *err)
+static void graph_defaults(Agraph_t *g)
 {
-	const struct tp_cluster *c = s->cluster;
-	struct gbuild b;
-	Agraph_t *g, **sub = NULL;
-	Agnode_t **nodes = NULL, **stage_nodes = NULL;
-	struct item_stages is = {NULL, 0};
-	bool placements = false;
-	size_t stage_edges = 0;
-	char name[64];
-
-	g = agopen(cs("tagplan"), Agundirected, disc);
-	if (!g) {
-		tp_error_set(err, TP_ENOMEM, "out of memory (cgraph)");
-		return NULL;
-	}
-	b.g = g;
-	tp_strbuf_init(&b.sb);
-	sub = tp_calloc(s->classes.n ? s->classes.n : 1, sizeof(*sub));
-	nodes = tp_calloc(s->items.n ? s->items.n : 1, sizeof(*nodes));
-	stage_nodes = tp_calloc(s->stages.n ? s->stages.n : 1,
-				sizeof(*stage_nodes));
-	if (!sub || !nodes || !stage_nodes || item_stages_build(s, &is))
-		goto oom;
-	for (size_t d = 0; d < c->devices.n; d++)
-		if (s->dev_stage_n[d] > 1)
-			placements = true;
-
 	agattr(g, AGRAPH, cs("fontname"), cs("Helvetica"));
 	agattr(g, AGRAPH, cs("fontsize"), cs("14"));
 	agattr(g, AGRAPH, cs("labelloc"), cs("t"));
@@ -688,71 +670,86 @@ static Agraph_t *build_graph(const struct tp_scene *s,
 	agattr(g, AGEDGE, cs("fontname"), cs("Helvetica"));
 	agattr(g, AGEDGE, cs("fontsize"), cs("9"));
 	agattr(g, AGEDGE, cs("color"), cs("#555555"));
+}
 
-	tp_strbuf_reset(&b.sb);
-	title(s, o, &b.sb);
-	set(g, "label", label_of(&b));
+/* The stage boxes, in one row on top, kept in order left to right. */
+static void add_stages(struct gbuild *b)
+{
+	const struct tp_scene *s = b->s;
+	Agraph_t *sg;
 
-	/* stages on top */
-	if (s->stages.n) {
-		Agraph_t *sg = agsubg(g, cs("stages"), 1);
-		set(sg, "rank", "min");
-		for (size_t k = 0; k < s->stages.n; k++) {
-			const char *col = stage_colors[k % N_STAGE_COLORS];
-			Agnode_t *n;
-
-			snprintf(name, sizeof(name), "stage%zu", k);
-			n = agnode(sg, name, 1);
-			stage_nodes[k] = n;
-			tp_strbuf_reset(&b.sb);
-			stage_label(s, (uint32_t)k, placements, &b.sb);
-			set(n, "label", label_of(&b));
-			set(n, "color", col);
-			set(n, "penwidth", "2");
-			set(n, "fillcolor", "#fbfbfb");
-		}
-		/* keep the stages in order, left to right */
-		for (size_t k = 0; k + 1 < s->stages.n; k++)
-			set(agedge(sg, stage_nodes[k], stage_nodes[k + 1], NULL,
-				   1),
-			    "style", "invis");
-	}
-
-	/* node clusters */
-	for (size_t k = 0; k < s->classes.n; k++) {
-		snprintf(name, sizeof(name), "cluster_node%zu", k);
-		sub[k] = agsubg(g, name, 1);
-		tp_strbuf_reset(&b.sb);
-		class_label(s, (uint32_t)k, &b.sb);
-		set(sub[k], "label", label_of(&b));
-		set(sub[k], "style", s->classes.v[k].n_nodes > 1
-					     ? "rounded,bold"
-					     : "rounded");
-		set(sub[k], "color", "#888888");
-		set(sub[k], "fontsize", "11");
-		if (s->classes.v[k].n_nodes > 1)
-			set(sub[k], "peripheries", "1");
-	}
-	for (size_t i = 0; i < s->items.n; i++) {
-		const struct tp_item *it = &s->items.v[i];
-		Agraph_t *parent = it->cls != TP_NONE ? sub[it->cls] : g;
+	if (!s->stages.n)
+		return;
+	sg = agsubg(b->g, cs("stages"), 1);
+	set(sg, "rank", "min");
+	for (size_t k = 0; k < s->stages.n; k++) {
+		const char *col = stage_colors[k % N_STAGE_COLORS];
 		Agnode_t *n;
 
-		snprintf(name, sizeof(name), "%s%zu",
+		snprintf(b->name, sizeof(b->name), "stage%zu", k);
+		n = agnode(sg, b->name, 1);
+		b->stage_nodes[k] = n;
+		tp_strbuf_reset(&b->sb);
+		stage_label(s, (uint32_t)k, b->placements, &b->sb);
+		set(n, "label", label_of(b));
+		set(n, "color", col);
+		set(n, "penwidth", "2");
+		set(n, "fillcolor", "#fbfbfb");
+	}
+	for (size_t k = 0; k + 1 < s->stages.n; k++)
+		set(agedge(sg, b->stage_nodes[k], b->stage_nodes[k + 1], NULL,
+			   1),
+		    "style", "invis");
+}
+
+/* One cluster subgraph per node class. */
+static void add_node_clusters(struct gbuild *b)
+{
+	const struct tp_scene *s = b->s;
+
+	for (size_t k = 0; k < s->classes.n; k++) {
+		Agraph_t *sub;
+
+		snprintf(b->name, sizeof(b->name), "cluster_node%zu", k);
+		sub = b->sub[k] = agsubg(b->g, b->name, 1);
+		tp_strbuf_reset(&b->sb);
+		class_label(s, (uint32_t)k, &b->sb);
+		set(sub, "label", label_of(b));
+		set(sub, "style", s->classes.v[k].n_nodes > 1 ? "rounded,bold"
+							      : "rounded");
+		set(sub, "color", "#888888");
+		set(sub, "fontsize", "11");
+		if (s->classes.v[k].n_nodes > 1)
+			set(sub, "peripheries", "1");
+	}
+}
+
+/* One box per scene item (device, fabric, NIC, switch) in its node's
+ * cluster or, for switches, at the top level. */
+static void add_items(struct gbuild *b)
+{
+	const struct tp_scene *s = b->s;
+
+	for (size_t i = 0; i < s->items.n; i++) {
+		const struct tp_item *it = &s->items.v[i];
+		Agraph_t *parent = it->cls != TP_NONE ? b->sub[it->cls] : b->g;
+		Agnode_t *n;
+
+		snprintf(b->name, sizeof(b->name), "%s%zu",
 			 it->kind == TP_ITEM_DEVICE ? "dev" : "v", i);
-		n = agnode(parent, name, 1);
-		nodes[i] = n;
-		tp_strbuf_reset(&b.sb);
+		n = agnode(parent, b->name, 1);
+		b->nodes[i] = n;
+		tp_strbuf_reset(&b->sb);
 		if (it->kind == TP_ITEM_DEVICE) {
-			device_label(s, it, &is, (uint32_t)i, placements,
-				     &b.sb);
+			device_label(s, it, &b->is, (uint32_t)i, b->placements,
+				     &b->sb);
 			set(n, "fillcolor",
 			    it->oom ? "#ff8a80"
 				    : type_colors[it->type % N_TYPE_COLORS]);
 			if (it->count > 1)
 				set(n, "peripheries", "2");
 		} else {
-			other_label(s, it, &b.sb);
+			other_label(s, it, &b->sb);
 			set(n, "fillcolor", it->kind == TP_ITEM_NIC ? "#dfe9f3"
 								    : "#eeeeee");
 			set(n, "shape", it->kind == TP_ITEM_SWITCH ? "ellipse"
@@ -760,16 +757,21 @@ static Agraph_t *build_graph(const struct tp_scene *s,
 			set(n, "style", "filled");
 			set(n, "fontsize", "9");
 		}
-		set(n, "label", label_of(&b));
+		set(n, "label", label_of(b));
 		if (it->bottleneck || it->oom) {
 			set(n, "color", "red");
 			set(n, "penwidth", "3");
 		}
 	}
+}
 
-	/* nodes with many device boxes: stack them in rows of at most 4
-	 * (invisible edges rank row r+1 below row r) so a node is not one
-	 * long line */
+/* Nodes with many device boxes: stack them in rows of at most 4
+ * (invisible edges rank row r+1 below row r) so a node is not one long
+ * line. */
+static void stack_device_rows(struct gbuild *b)
+{
+	const struct tp_scene *s = b->s;
+
 	for (size_t k = 0; k < s->classes.n; k++) {
 		uint32_t n = 0, cols, row[64];
 
@@ -781,51 +783,63 @@ static Agraph_t *build_graph(const struct tp_scene *s,
 			continue;
 		cols = n <= 8 ? (n + 1) / 2 : 4;
 		for (uint32_t i = 0; i + cols < n; i++) {
-			Agedge_t *e = agedge(g, nodes[row[i]],
-					     nodes[row[i + cols]], NULL, 1);
+			Agedge_t *e = agedge(b->g, b->nodes[row[i]],
+					     b->nodes[row[i + cols]], NULL, 1);
 			set(e, "style", "invis");
 		}
 	}
+}
 
-	/* many node boxes: wrap them into rows (an invisible edge from the
-	 * bottom of box i to the top of box i + cols) so the picture is not
-	 * one long strip */
-	if (s->classes.n > 4) {
-		size_t nc = s->classes.n;
-		size_t cols = (size_t)ceil(sqrt((double)nc * 2));
-		for (size_t k = 0; k + cols < nc; k++) {
-			uint32_t bottom = TP_NONE, top = TP_NONE;
-			for (size_t i = 0; i < s->items.n; i++) {
-				const struct tp_item *it = &s->items.v[i];
-				if (it->cls == k && it->kind != TP_ITEM_DEVICE)
-					bottom = (uint32_t)i;
-				if (it->cls == k + cols &&
-				    it->kind == TP_ITEM_DEVICE && top == TP_NONE)
-					top = (uint32_t)i;
-			}
-			if (bottom == TP_NONE || top == TP_NONE)
-				continue;
-			set(agedge(g, nodes[bottom], nodes[top], NULL, 1),
-			    "style", "invis");
+/* Many node boxes: wrap them into rows (an invisible edge from the bottom
+ * of box i to the top of box i + cols) so the picture is not one long
+ * strip. */
+static void wrap_node_rows(struct gbuild *b)
+{
+	const struct tp_scene *s = b->s;
+	size_t nc = s->classes.n, cols;
+
+	if (nc <= 4)
+		return;
+	cols = (size_t)ceil(sqrt((double)nc * 2));
+	for (size_t k = 0; k + cols < nc; k++) {
+		uint32_t bottom = TP_NONE, top = TP_NONE;
+		for (size_t i = 0; i < s->items.n; i++) {
+			const struct tp_item *it = &s->items.v[i];
+			if (it->cls == k && it->kind != TP_ITEM_DEVICE)
+				bottom = (uint32_t)i;
+			if (it->cls == k + cols && it->kind == TP_ITEM_DEVICE &&
+			    top == TP_NONE)
+				top = (uint32_t)i;
 		}
+		if (bottom == TP_NONE || top == TP_NONE)
+			continue;
+		set(agedge(b->g, b->nodes[bottom], b->nodes[top], NULL, 1),
+		    "style", "invis");
 	}
+}
 
-	/* stage -> device edges */
-	for (size_t i = 0; i < is.n; i++)
-		stage_edges++;
-	if (stage_edges <= MAX_STAGE_EDGES) {
-		for (size_t i = 0; i < is.n; i++) {
-			uint32_t item = (uint32_t)(is.v[i] >> 32);
-			uint32_t k = (uint32_t)(is.v[i] & 0xffffffffu);
-			Agedge_t *e = agedge(g, stage_nodes[k], nodes[item],
-					     NULL, 1);
-			set(e, "style", "dashed");
-			set(e, "color", stage_colors[k % N_STAGE_COLORS]);
-			set(e, "penwidth", "1.5");
-		}
+/* Dashed stage -> device edges, up to MAX_STAGE_EDGES of them. */
+static void add_stage_edges(struct gbuild *b)
+{
+	if (b->is.n > MAX_STAGE_EDGES)
+		return;
+	for (size_t i = 0; i < b->is.n; i++) {
+		uint32_t item = (uint32_t)(b->is.v[i] >> 32);
+		uint32_t k = (uint32_t)(b->is.v[i] & 0xffffffffu);
+		Agedge_t *e = agedge(b->g, b->stage_nodes[k], b->nodes[item],
+				     NULL, 1);
+		set(e, "style", "dashed");
+		set(e, "color", stage_colors[k % N_STAGE_COLORS]);
+		set(e, "penwidth", "1.5");
 	}
+}
 
-	/* links */
+/* The links, labelled with bandwidth and traffic, wider as they carry
+ * more, the bottleneck in red. */
+static void add_links(struct gbuild *b)
+{
+	const struct tp_scene *s = b->s;
+
 	for (size_t i = 0; i < s->edges.n; i++) {
 		const struct tp_sedge *se = &s->edges.v[i];
 		uint32_t a = se->a, bb = se->b;
@@ -838,10 +852,10 @@ static Agraph_t *build_graph(const struct tp_scene *s,
 			a = bb;
 			bb = t;
 		}
-		e = agedge(g, nodes[a], nodes[bb], NULL, 1);
-		tp_strbuf_reset(&b.sb);
+		e = agedge(b->g, b->nodes[a], b->nodes[bb], NULL, 1);
+		tp_strbuf_reset(&b->sb);
 		if (!mesh_edge(s, se) || se->bottleneck)
-			edge_label(s, se, &b.sb);
+			edge_label(s, se, &b->sb);
 		if (item_rank(s->items.v[a].kind) ==
 		    item_rank(s->items.v[bb].kind)) {
 			/* a link between peers (NVLink between GPUs, switch
@@ -849,9 +863,9 @@ static Agraph_t *build_graph(const struct tp_scene *s,
 			 * text is an xlabel because Graphviz 2.43 frees a
 			 * labelled flat edge twice in gvFreeLayout */
 			set(e, "constraint", "false");
-			set(e, "xlabel", label_of(&b));
+			set(e, "xlabel", label_of(b));
 		} else {
-			set(e, "label", label_of(&b));
+			set(e, "label", label_of(b));
 		}
 		if (se->bytes_hi > 0 && s->max_link_bytes > 0) {
 			snprintf(w, sizeof(w), "%.2f",
@@ -864,53 +878,98 @@ static Agraph_t *build_graph(const struct tp_scene *s,
 			set(e, "penwidth", "4");
 		}
 	}
+}
 
-	/* legend: one box per device type present */
-	{
-		Agraph_t *lg = agsubg(g, cs("cluster_legend"), 1);
-		set(lg, "label", "device types");
-		set(lg, "style", "dashed");
-		set(lg, "color", "#aaaaaa");
-		set(lg, "fontsize", "10");
-		for (size_t t = 0; t < c->types.n; t++) {
-			const struct tp_device_type *ty = &c->types.v[t];
-			uint32_t cnt = c->type_count ? c->type_count[t] : 0;
-			Agnode_t *n;
+/* The legend: one box per device type present. */
+static void add_legend(struct gbuild *b)
+{
+	const struct tp_scene *s = b->s;
+	const struct tp_cluster *c = s->cluster;
+	Agraph_t *lg = agsubg(b->g, cs("cluster_legend"), 1);
 
-			if (!cnt)
-				continue;
-			snprintf(name, sizeof(name), "type%zu", t);
-			n = agnode(lg, name, 1);
-			tp_strbuf_reset(&b.sb);
-			add_text(&b.sb, ty->name);
-			tp_strbuf_addf(&b.sb, "\\n%u devices, ", cnt);
-			add_si(&b.sb, ty->memory_bytes, "B");
-			tp_strbuf_adds(&b.sb, ", ");
-			add_si(&b.sb,
-			       tp_precision_gemm_peak(ty, s->model->dtype),
-			       "FLOP/s");
-			tp_strbuf_addf(&b.sb, " %s",
-				       tp_dtype_name(tp_precision_run_dtype(
-					   ty, s->model->dtype)));
-			set(n, "label", label_of(&b));
-			set(n, "fillcolor", type_colors[t % N_TYPE_COLORS]);
-		}
+	set(lg, "label", "device types");
+	set(lg, "style", "dashed");
+	set(lg, "color", "#aaaaaa");
+	set(lg, "fontsize", "10");
+	for (size_t t = 0; t < c->types.n; t++) {
+		const struct tp_device_type *ty = &c->types.v[t];
+		uint32_t cnt = c->type_count ? c->type_count[t] : 0;
+		Agnode_t *n;
+
+		if (!cnt)
+			continue;
+		snprintf(b->name, sizeof(b->name), "type%zu", t);
+		n = agnode(lg, b->name, 1);
+		tp_strbuf_reset(&b->sb);
+		add_text(&b->sb, ty->name);
+		tp_strbuf_addf(&b->sb, "\\n%u devices, ", cnt);
+		add_si(&b->sb, ty->memory_bytes, "B");
+		tp_strbuf_adds(&b->sb, ", ");
+		add_si(&b->sb, tp_precision_gemm_peak(ty, s->model->dtype),
+		       "FLOP/s");
+		tp_strbuf_addf(&b->sb, " %s",
+			       tp_dtype_name(
+				   tp_precision_run_dtype(ty, s->model->dtype)));
+		set(n, "label", label_of(b));
+		set(n, "fillcolor", type_colors[t % N_TYPE_COLORS]);
 	}
+}
+
+static void gbuild_release(struct gbuild *b)
+{
+	tp_strbuf_release(&b->sb);
+	free(b->sub);
+	free(b->nodes);
+	free(b->stage_nodes);
+	free(b->is.v);
+}
+
+/* The scene as a cgraph graph, in the order its DOT text lists it: title,
+ * stages, node clusters and their items, layout hints, stage edges, links,
+ * legend (the order is part of the byte-identical output). */
+static Agraph_t *build_graph(const struct tp_scene *s,
+			     const struct tp_render_options *o,
+			     Agdisc_t *disc, struct tp_error *err)
+{
+	struct gbuild b;
+
+	memset(&b, 0, sizeof(b));
+	b.s = s;
+	b.g = agopen(cs("tagplan"), Agundirected, disc);
+	if (!b.g) {
+		tp_error_set(err, TP_ENOMEM, "out of memory (cgraph)");
+		return NULL;
+	}
+	tp_strbuf_init(&b.sb);
+	b.sub = tp_calloc(s->classes.n ? s->classes.n : 1, sizeof(*b.sub));
+	b.nodes = tp_calloc(s->items.n ? s->items.n : 1, sizeof(*b.nodes));
+	b.stage_nodes = tp_calloc(s->stages.n ? s->stages.n : 1,
+				  sizeof(*b.stage_nodes));
+	if (!b.sub || !b.nodes || !b.stage_nodes || item_stages_build(s, &b.is))
+		goto oom;
+	for (size_t d = 0; d < s->cluster->devices.n; d++)
+		if (s->dev_stage_n[d] > 1)
+			b.placements = true;
+
+	graph_defaults(b.g);
+	tp_strbuf_reset(&b.sb);
+	title(s, o, &b.sb);
+	set(b.g, "label", label_of(&b));
+	add_stages(&b);
+	add_node_clusters(&b);
+	add_items(&b);
+	stack_device_rows(&b);
+	wrap_node_rows(&b);
+	add_stage_edges(&b);
+	add_links(&b);
+	add_legend(&b);
 	if (b.sb.failed)
 		goto oom;
-	tp_strbuf_release(&b.sb);
-	free(sub);
-	free(nodes);
-	free(stage_nodes);
-	free(is.v);
-	return g;
+	gbuild_release(&b);
+	return b.g;
 oom:
-	tp_strbuf_release(&b.sb);
-	free(sub);
-	free(nodes);
-	free(stage_nodes);
-	free(is.v);
-	agclose(g);
+	gbuild_release(&b);
+	agclose(b.g);
 	tp_error_set(err, TP_ENOMEM, "out of memory");
 	return NULL;
 }
