@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/sha256.h"
+#include "io/build.h"
 #include "io/io.h"
 #include "io/json.h"
 #include "util.h"
@@ -563,6 +564,77 @@ START_TEST(test_topology_roundtrip)
 		tp_cluster_release(&a);
 		tp_cluster_release(&b);
 	}
+}
+END_TEST
+
+/* The writer groups identical nodes named BASE-0, BASE-1, ... into one
+ * object with "count" (a 100,000-GPU cluster is a few hundred bytes);
+ * the file reads back to the same cluster as the one it was written from
+ * and as the same nodes written one object each (the earlier form). */
+START_TEST(test_topology_write_groups)
+{
+	static const char *const big[] = {"dgx-h100:64"};
+	static const char *const mixed[] = {"dgx-a100:2", "dgx1-v100:3",
+					    "dgx-a100:1", "t4-pcie:1"};
+	struct tp_cluster a, b;
+	struct tp_strbuf sb, old;
+	struct tp_error err;
+
+	tp_cluster_init(&a);
+	tp_error_clear(&err);
+	ck_assert(tp_build_topology(big, 1, NULL, 1, &a, &err) == TP_OK);
+	tp_strbuf_init(&sb);
+	tp_topology_write(&a, &sb);
+	ck_assert(!sb.failed);
+	ck_assert_msg(sb.len < 1024, "%zu bytes", sb.len);
+	ck_assert(strstr(sb.buf, "\"count\": 64") != NULL);
+	tp_cluster_init(&b);
+	ck_assert_msg(tp_topology_load("g.json", sb.buf, sb.len, NULL, &b,
+				       &err) == TP_OK,
+		      "%s", err.msg);
+	cluster_eq(&a, &b);
+	tp_cluster_release(&b);
+
+	/* the earlier form: one object per node, named as the replicas */
+	tp_strbuf_init(&old);
+	tp_strbuf_adds(&old, "{\"format\": \"tagplan-topology/1\", "
+			     "\"name\": \"dgx-h100:64\", \"nodes\": [");
+	for (int k = 0; k < 64; k++)
+		tp_strbuf_addf(
+		    &old,
+		    "%s{\"name\": \"dgx-h100-%d\", \"devices\": [{\"type\": "
+		    "\"H100-SXM5-80GB\", \"count\": 8}], \"fabric\": "
+		    "{\"kind\": \"nvswitch\", \"bandwidth_Bps\": 450e9, "
+		    "\"latency_s\": 3e-7}, \"nic\": {\"count\": 8, "
+		    "\"bandwidth_Bps\": 50e9, \"latency_s\": 6e-7}}",
+		    k ? ", " : "", k);
+	tp_strbuf_adds(&old, "]}");
+	tp_cluster_init(&b);
+	ck_assert_msg(tp_topology_load("old.json", old.buf, old.len, NULL, &b,
+				       &err) == TP_OK,
+		      "%s", err.msg);
+	cluster_eq(&a, &b);
+	tp_cluster_release(&b);
+	tp_cluster_release(&a);
+	tp_strbuf_release(&old);
+
+	/* runs of alike nodes, explicit links, a lone BASE-2 and BASE-0 */
+	tp_cluster_init(&a);
+	ck_assert(tp_build_topology(mixed, 4, "ib-hdr", 2, &a, &err) == TP_OK);
+	tp_strbuf_reset(&sb);
+	tp_topology_write(&a, &sb);
+	ck_assert(strstr(sb.buf, "\"name\": \"dgx-a100\",\n      \"count\": 2"));
+	ck_assert(strstr(sb.buf, "\"name\": \"dgx1-v100\",\n      \"count\": 3"));
+	ck_assert(strstr(sb.buf, "\"name\": \"dgx-a100-2\""));
+	ck_assert(strstr(sb.buf, "\"name\": \"t4-pcie-0\""));
+	tp_cluster_init(&b);
+	ck_assert_msg(tp_topology_load("m.json", sb.buf, sb.len, NULL, &b,
+				       &err) == TP_OK,
+		      "%s", err.msg);
+	cluster_eq(&a, &b);
+	tp_cluster_release(&b);
+	tp_cluster_release(&a);
+	tp_strbuf_release(&sb);
 }
 END_TEST
 
@@ -1223,6 +1295,7 @@ Suite *suite_io(void)
 	tcase_add_test(l, test_model_roundtrip);
 	tcase_add_test(l, test_model_defaults);
 	tcase_add_test(l, test_topology_roundtrip);
+	tcase_add_test(l, test_topology_write_groups);
 	tcase_add_test(l, test_topology_structure);
 	tcase_add_test(l, test_builtin_devices);
 	tcase_add_test(l, test_semantic_errors);

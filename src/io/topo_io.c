@@ -597,12 +597,201 @@ static bool is_star(const struct tp_cluster *c, uint32_t *nic_owner)
 	return n_net == n_nic_nodes;
 }
 
+/* Explicit links inside each node (both ends devices of the node), in
+ * link order: node k's are idx[off[k] .. off[k + 1]). */
+struct node_links {
+	uint32_t *off, *idx;
+	const uint32_t *dev_of_vertex;
+};
+
+/* The local index of the device at vertex v. */
+static uint32_t local_of(const struct tp_cluster *c,
+			 const struct node_links *nl, uint32_t v)
+{
+	return c->devices.v[nl->dev_of_vertex[v]].local;
+}
+
+static int node_links_build(const struct tp_cluster *c,
+			    const uint32_t *dev_of_vertex,
+			    struct node_links *nl)
+{
+	uint32_t nn = (uint32_t)c->nodes.n, *fill;
+
+	nl->dev_of_vertex = dev_of_vertex;
+	nl->off = tp_calloc((size_t)nn + 1, sizeof(uint32_t));
+	nl->idx = tp_calloc(c->links.n + 1, sizeof(uint32_t));
+	fill = tp_calloc((size_t)nn + 1, sizeof(uint32_t));
+	if (!nl->off || !nl->idx || !fill) {
+		free(fill);
+		return -1;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t l = 0; l < c->links.n; l++) {
+			const struct tp_link *lk = &c->links.v[l];
+			uint32_t na, nb, la, lb;
+			if (!device_of_vertex(c, lk->a, dev_of_vertex, &na,
+					      &la) ||
+			    !device_of_vertex(c, lk->b, dev_of_vertex, &nb,
+					      &lb) ||
+			    na != nb)
+				continue;
+			if (pass == 0)
+				nl->off[na + 1]++;
+			else
+				nl->idx[nl->off[na] + fill[na]++] = l;
+		}
+		for (uint32_t k = 0; pass == 0 && k < nn; k++)
+			nl->off[k + 1] += nl->off[k];
+	}
+	free(fill);
+	return 0;
+}
+
+/* Do nodes k and m read back alike: the same devices in order, fabric,
+ * NIC and explicit links (by local index)?  Their network links are the
+ * star's (equal for equal NICs) or written by name. */
+static bool node_same(const struct tp_cluster *c, const struct node_links *nl,
+		      uint32_t k, uint32_t m)
+{
+	const struct tp_node *a = &c->nodes.v[k], *b = &c->nodes.v[m];
+
+	if (a->n_devices != b->n_devices ||
+	    (a->fabric_vertex == TP_NONE) != (b->fabric_vertex == TP_NONE) ||
+	    (a->nic_vertex == TP_NONE) != (b->nic_vertex == TP_NONE) ||
+	    nl->off[k + 1] - nl->off[k] != nl->off[m + 1] - nl->off[m])
+		return false;
+	for (uint32_t d = 0; d < a->n_devices; d++)
+		if (c->devices.v[a->first_device + d].type !=
+		    c->devices.v[b->first_device + d].type)
+			return false;
+	if (a->fabric_vertex != TP_NONE &&
+	    (a->fabric_kind != b->fabric_kind ||
+	     a->fabric_bw_Bps != b->fabric_bw_Bps ||
+	     a->fabric_latency_s != b->fabric_latency_s))
+		return false;
+	if (a->nic_vertex != TP_NONE &&
+	    (a->n_nics != b->n_nics || a->nic_bw_Bps != b->nic_bw_Bps ||
+	     a->nic_latency_s != b->nic_latency_s))
+		return false;
+	for (uint32_t i = 0; i < nl->off[k + 1] - nl->off[k]; i++) {
+		const struct tp_link *x = &c->links.v[nl->idx[nl->off[k] + i]];
+		const struct tp_link *y = &c->links.v[nl->idx[nl->off[m] + i]];
+		if (local_of(c, nl, x->a) != local_of(c, nl, y->a) ||
+		    local_of(c, nl, x->b) != local_of(c, nl, y->b) ||
+		    x->bw_Bps != y->bw_Bps || x->latency_s != y->latency_s ||
+		    x->kind != y->kind)
+			return false;
+	}
+	return true;
+}
+
+/* Length of the base of a replica name "BASE-0" (the loader names the
+ * replicas of a node with "count" BASE-0, BASE-1, ...), or 0 when name is
+ * not "BASE-<r>" for r = replica. */
+static size_t replica_base(const char *name, uint32_t replica)
+{
+	char suffix[16];
+	size_t n = strlen(name), s;
+
+	snprintf(suffix, sizeof(suffix), "-%u", replica);
+	s = strlen(suffix);
+	if (n <= s || strcmp(name + n - s, suffix) != 0)
+		return 0;
+	return n - s;
+}
+
+/* How many nodes from k on form one group of identical replicas named
+ * BASE-0, BASE-1, ... (1 when node k starts none). */
+static uint32_t group_length(const struct tp_cluster *c,
+			     const struct node_links *nl, uint32_t k)
+{
+	const char *name = c->nodes.v[k].name;
+	size_t base = replica_base(name, 0);
+	uint32_t m = 1;
+
+	if (!base)
+		return 1;
+	while (k + m < c->nodes.n) {
+		const char *nm = c->nodes.v[k + m].name;
+		if (replica_base(nm, m) != base || strncmp(nm, name, base) ||
+		    !node_same(c, nl, k, k + m))
+			break;
+		m++;
+	}
+	return m;
+}
+
+static void write_node(struct tp_jw *jw, const struct tp_cluster *c,
+		       const struct node_links *nl, uint32_t k, uint32_t reps)
+{
+	const struct tp_node *n = &c->nodes.v[k];
+
+	tp_jw_object_begin(jw);
+	if (reps > 1) {
+		char base[TP_IO_NAME_MAX + 1];
+		size_t len = replica_base(n->name, 0);
+		snprintf(base, sizeof(base), "%.*s", (int)len, n->name);
+		tp_jw_kv_string(jw, "name", base);
+		tp_jw_kv_int(jw, "count", reps);
+	} else {
+		tp_jw_kv_string(jw, "name", n->name);
+	}
+	tp_jw_key(jw, "devices");
+	tp_jw_array_begin(jw);
+	for (uint32_t d = 0; d < n->n_devices;) {
+		uint32_t t = c->devices.v[n->first_device + d].type, e = d;
+		while (e < n->n_devices &&
+		       c->devices.v[n->first_device + e].type == t)
+			e++;
+		tp_jw_object_begin(jw);
+		tp_jw_kv_string(jw, "type", c->types.v[t].name);
+		tp_jw_kv_int(jw, "count", e - d);
+		tp_jw_object_end(jw);
+		d = e;
+	}
+	tp_jw_array_end(jw);
+	if (n->fabric_vertex != TP_NONE) {
+		tp_jw_key(jw, "fabric");
+		tp_jw_object_begin(jw);
+		tp_jw_kv_string(jw, "kind", tp_link_kind_name(n->fabric_kind));
+		tp_jw_kv_number(jw, "bandwidth_Bps", n->fabric_bw_Bps);
+		tp_jw_kv_number(jw, "latency_s", n->fabric_latency_s);
+		tp_jw_object_end(jw);
+	}
+	if (nl->off[k + 1] > nl->off[k]) {
+		tp_jw_key(jw, "links");
+		tp_jw_array_begin(jw);
+		for (uint32_t i = nl->off[k]; i < nl->off[k + 1]; i++) {
+			const struct tp_link *lk = &c->links.v[nl->idx[i]];
+			tp_jw_object_begin(jw);
+			tp_jw_kv_int(jw, "a", local_of(c, nl, lk->a));
+			tp_jw_kv_int(jw, "b", local_of(c, nl, lk->b));
+			tp_jw_kv_number(jw, "bandwidth_Bps", lk->bw_Bps);
+			tp_jw_kv_number(jw, "latency_s", lk->latency_s);
+			tp_jw_kv_string(jw, "kind",
+					tp_link_kind_name(lk->kind));
+			tp_jw_object_end(jw);
+		}
+		tp_jw_array_end(jw);
+	}
+	if (n->nic_vertex != TP_NONE) {
+		tp_jw_key(jw, "nic");
+		tp_jw_object_begin(jw);
+		tp_jw_kv_int(jw, "count", n->n_nics);
+		tp_jw_kv_number(jw, "bandwidth_Bps", n->nic_bw_Bps);
+		tp_jw_kv_number(jw, "latency_s", n->nic_latency_s);
+		tp_jw_object_end(jw);
+	}
+	tp_jw_object_end(jw);
+}
+
 void tp_topology_write(const struct tp_cluster *c, struct tp_strbuf *out)
 {
 	struct tp_jw jw;
 	uint32_t nv = (uint32_t)c->vertex_kind.n;
 	uint32_t *dev_of_vertex = tp_calloc(nv + 1, sizeof(uint32_t));
 	uint32_t *nic_owner = tp_calloc(nv + 1, sizeof(uint32_t));
+	struct node_links nl = {NULL, NULL, NULL};
 	bool any_user = false;
 
 	if (!dev_of_vertex || !nic_owner) {
@@ -618,6 +807,14 @@ void tp_topology_write(const struct tp_cluster *c, struct tp_strbuf *out)
 	for (uint32_t k = 0; k < c->nodes.n; k++)
 		if (c->nodes.v[k].nic_vertex != TP_NONE)
 			nic_owner[c->nodes.v[k].nic_vertex] = k;
+	if (node_links_build(c, dev_of_vertex, &nl)) {
+		out->failed = true;
+		free(nl.off);
+		free(nl.idx);
+		free(dev_of_vertex);
+		free(nic_owner);
+		return;
+	}
 
 	tp_jw_init(&jw, out, true);
 	tp_jw_object_begin(&jw);
@@ -635,70 +832,10 @@ void tp_topology_write(const struct tp_cluster *c, struct tp_strbuf *out)
 	}
 	tp_jw_key(&jw, "nodes");
 	tp_jw_array_begin(&jw);
-	for (uint32_t k = 0; k < c->nodes.n; k++) {
-		const struct tp_node *n = &c->nodes.v[k];
-		bool any_link = false;
-
-		tp_jw_object_begin(&jw);
-		tp_jw_kv_string(&jw, "name", n->name);
-		tp_jw_key(&jw, "devices");
-		tp_jw_array_begin(&jw);
-		for (uint32_t d = 0; d < n->n_devices;) {
-			uint32_t t = c->devices.v[n->first_device + d].type,
-				 e = d;
-			while (e < n->n_devices &&
-			       c->devices.v[n->first_device + e].type == t)
-				e++;
-			tp_jw_object_begin(&jw);
-			tp_jw_kv_string(&jw, "type", c->types.v[t].name);
-			tp_jw_kv_int(&jw, "count", e - d);
-			tp_jw_object_end(&jw);
-			d = e;
-		}
-		tp_jw_array_end(&jw);
-		if (n->fabric_vertex != TP_NONE) {
-			tp_jw_key(&jw, "fabric");
-			tp_jw_object_begin(&jw);
-			tp_jw_kv_string(&jw, "kind",
-					tp_link_kind_name(n->fabric_kind));
-			tp_jw_kv_number(&jw, "bandwidth_Bps", n->fabric_bw_Bps);
-			tp_jw_kv_number(&jw, "latency_s", n->fabric_latency_s);
-			tp_jw_object_end(&jw);
-		}
-		for (uint32_t l = 0; l < c->links.n; l++) {
-			const struct tp_link *lk = &c->links.v[l];
-			uint32_t na, nb, la, lb;
-			if (!device_of_vertex(c, lk->a, dev_of_vertex, &na,
-					      &la) ||
-			    !device_of_vertex(c, lk->b, dev_of_vertex, &nb,
-					      &lb) ||
-			    na != k || nb != k)
-				continue;
-			if (!any_link) {
-				tp_jw_key(&jw, "links");
-				tp_jw_array_begin(&jw);
-				any_link = true;
-			}
-			tp_jw_object_begin(&jw);
-			tp_jw_kv_int(&jw, "a", la);
-			tp_jw_kv_int(&jw, "b", lb);
-			tp_jw_kv_number(&jw, "bandwidth_Bps", lk->bw_Bps);
-			tp_jw_kv_number(&jw, "latency_s", lk->latency_s);
-			tp_jw_kv_string(&jw, "kind",
-					tp_link_kind_name(lk->kind));
-			tp_jw_object_end(&jw);
-		}
-		if (any_link)
-			tp_jw_array_end(&jw);
-		if (n->nic_vertex != TP_NONE) {
-			tp_jw_key(&jw, "nic");
-			tp_jw_object_begin(&jw);
-			tp_jw_kv_int(&jw, "count", n->n_nics);
-			tp_jw_kv_number(&jw, "bandwidth_Bps", n->nic_bw_Bps);
-			tp_jw_kv_number(&jw, "latency_s", n->nic_latency_s);
-			tp_jw_object_end(&jw);
-		}
-		tp_jw_object_end(&jw);
+	for (uint32_t k = 0; k < c->nodes.n;) {
+		uint32_t reps = group_length(c, &nl, k);
+		write_node(&jw, c, &nl, k, reps);
+		k += reps;
 	}
 	tp_jw_array_end(&jw);
 	tp_jw_key(&jw, "network");
@@ -756,6 +893,8 @@ void tp_topology_write(const struct tp_cluster *c, struct tp_strbuf *out)
 	tp_jw_object_end(&jw);
 	tp_jw_object_end(&jw);
 	tp_jw_finish(&jw);
+	free(nl.off);
+	free(nl.idx);
 	free(dev_of_vertex);
 	free(nic_owner);
 }
