@@ -937,6 +937,110 @@ START_TEST(test_search_prior_provider)
 }
 END_TEST
 
+/* A provider without values that counts its forward passes. */
+static enum tp_status count_eval(void *ctx, void *scratch,
+				 const struct tp_prior_state *st, float *priors,
+				 float *value, bool *has_value,
+				 struct tp_error *err)
+{
+	int *calls = ctx;
+
+	(void)scratch;
+	(void)err;
+	(void)value;
+	(*calls)++;
+	for (uint32_t i = 0; i < st->n_actions; i++)
+		priors[i] = (float)(i % 3 + 1);
+	*has_value = false;
+	return TP_OK;
+}
+
+/* The worker's answer cache (guide.c): a state asked again at the same
+ * level costs no forward pass and gets the same priors; another level or
+ * another state is asked.  Four asks, three passes (four without the
+ * cache). */
+START_TEST(test_search_prior_cache)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_evaluator ev;
+	struct toy toy;
+	struct tp_search_options o;
+	struct tp_search_result r;
+	struct tp_prior_provider pp;
+	struct sctx s;
+	struct worker w;
+	struct tp_action acts[SEARCH_MAX_ACTIONS];
+	struct tp_prior_action pacts[SEARCH_MAX_ACTIONS];
+	float pri[SEARCH_MAX_ACTIONS], first[SEARCH_MAX_ACTIONS], v;
+	bool decided[64], hv;
+	struct search_prior_buf b = {pacts, decided, pri, NULL};
+	struct tp_globals gl;
+	struct tp_decision *dec;
+	const int types[2] = {0, 1};
+	int calls = 0;
+	uint32_t n1, n2;
+
+	layered_model(&m, 4, 32, 1);
+	hetero_cluster(&c, 2, 2, types);
+	toy_evaluator(&toy, &m, &c, &ev);
+	memset(&pp, 0, sizeof(pp));
+	pp.name = "count";
+	pp.ctx = &calls;
+	pp.evaluate = count_eval;
+	tp_search_options_default(&o);
+	o.prior = &pp;
+	o.threads = 1;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(sctx_init(&s, &m, &c, &ev, &o, &r), TP_OK);
+	ck_assert_int_eq(worker_init(&w, &s, 0), TP_OK);
+	ck_assert_int_eq(search_baselines(&w), TP_OK);
+	ck_assert(s.bestdec.have);
+	ck_assert_uint_le(s.K, 64);
+	gl = s.bestdec.gl;
+	dec = tp_calloc(s.K, sizeof(*dec));
+	memcpy(dec, s.bestdec.dec, s.K * sizeof(*dec));
+	n1 = tp_space_level_actions(&s.space, 1, &gl, dec, acts,
+				    SEARCH_MAX_ACTIONS, w.sscr);
+	ck_assert_uint_ge(n1, 3);
+	ck_assert_int_eq(search_priors(&w, &pp, 1, acts, n1, &gl, dec, false,
+				       1.0, &b, &v, &hv),
+			 TP_OK);
+	memcpy(first, pri, n1 * sizeof(*pri));
+	n2 = tp_space_level_actions(&s.space, 2, &gl, dec, acts,
+				    SEARCH_MAX_ACTIONS, w.sscr);
+	ck_assert_uint_ge(n2, 2);
+	ck_assert_int_eq(search_priors(&w, &pp, 2, acts, n2, &gl, dec, false,
+				       1.0, &b, &v, &hv),
+			 TP_OK);
+	ck_assert_int_eq(calls, 2);
+	/* the first state again: from the cache, the same priors */
+	n1 = tp_space_level_actions(&s.space, 1, &gl, dec, acts,
+				    SEARCH_MAX_ACTIONS, w.sscr);
+	ck_assert_int_eq(search_priors(&w, &pp, 1, acts, n1, &gl, dec, false,
+				       1.0, &b, &v, &hv),
+			 TP_OK);
+	ck_assert_int_eq(calls, 2);
+	ck_assert_mem_eq(pri, first, n1 * sizeof(*pri));
+	/* another state at level 1: asked */
+	tp_space_apply(&s.space, 0, &acts[n1 - 1], &gl, dec);
+	n2 = tp_space_level_actions(&s.space, 1, &gl, dec, acts,
+				    SEARCH_MAX_ACTIONS, w.sscr);
+	ck_assert_int_eq(search_priors(&w, &pp, 1, acts, n2, &gl, dec, false,
+				       1.0, &b, &v, &hv),
+			 TP_OK);
+	ck_assert_int_eq(calls, 3);
+	ck_assert_uint_eq(atomic_load(&s.prior_calls), 3);
+	ck_assert_uint_eq(atomic_load(&s.prior_hits), 1);
+	free(dec);
+	worker_release(&w);
+	sctx_release(&s);
+	tp_search_result_release(&r);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 /* With the simulator's lower bound (bound_sim), most candidates are
  * settled without a simulation; the answer still fits, beats every
  * baseline and is reproducible; the sweeps (which only need "better than
@@ -1720,6 +1824,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_baseline_answer_and_nothing_fits);
 	tcase_add_test(tm, test_search_prior_cut);
 	tcase_add_test(tm, test_search_prior_provider);
+	tcase_add_test(tm, test_search_prior_cache);
 	tcase_add_test(tm, test_search_lower_bound_prunes);
 	tcase_add_test(tm, test_megatron_baseline_is_its_strategy);
 	tcase_add_test(tm, test_search_value_skips_simulations);

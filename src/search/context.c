@@ -158,6 +158,11 @@ enum tp_status worker_init(struct worker *w, struct sctx *s, uint32_t id)
 		if (!w->prior_scratch)
 			goto nomem;
 	}
+	if (s->o->prior || pp) {
+		w->pcache = search_prior_cache_new();
+		if (!w->pcache)
+			goto nomem;
+	}
 	tp_rng_seed(&w->rng, s->o->seed * 0x9e3779b97f4a7c15ull + id + 1);
 	return TP_OK;
 nomem:
@@ -175,6 +180,7 @@ void worker_release(struct worker *w)
 	if (w->prior_scratch && sctx_provider(s)->scratch_free)
 		sctx_provider(s)->scratch_free(sctx_provider(s)->ctx,
 					       w->prior_scratch);
+	search_prior_cache_free(w->pcache);
 	tp_space_scratch_free(w->sscr);
 	tp_sim_scratch_free(w->bscr);
 	tp_plan_release(&w->plan);

@@ -6,8 +6,61 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "search_int.h"
+
+#define PCACHE_BITS 12
+#define PCACHE_SLOTS (1u << PCACHE_BITS)
+
+struct pcache_slot {
+	uint64_t key; /* 0 = empty */
+	uint32_t n;
+	bool has_gains;
+};
+
+struct search_prior_cache {
+	struct pcache_slot slot[PCACHE_SLOTS];
+	float pri[PCACHE_SLOTS][SEARCH_MAX_ACTIONS];
+	float gains[PCACHE_SLOTS][SEARCH_MAX_ACTIONS];
+};
+
+struct search_prior_cache *search_prior_cache_new(void)
+{
+	return tp_calloc(1, sizeof(struct search_prior_cache));
+}
+
+void search_prior_cache_free(struct search_prior_cache *c)
+{
+	free(c);
+}
+
+static uint64_t mix(uint64_t h, uint64_t x)
+{
+	h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 29);
+}
+
+static uint64_t pcache_key(const struct sctx *s,
+			   const struct tp_prior_provider *pp, uint32_t level,
+			   uint32_t n, const struct tp_globals *gl,
+			   const struct tp_decision *dec)
+{
+	uint64_t h = tp_space_hash(&s->space, gl, dec);
+
+	h = mix(h, (uint64_t)(uintptr_t)pp);
+	h = mix(h, ((uint64_t)level << 32) | n);
+	return h | 1;
+}
+
+static double mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return 1e9 * (double)t.tv_sec + (double)t.tv_nsec;
+}
 
 enum tp_status search_priors(struct worker *w,
 			     const struct tp_prior_provider *pp,
@@ -19,8 +72,11 @@ enum tp_status search_priors(struct worker *w,
 			     float *value, bool *has_value)
 {
 	struct sctx *s = w->s;
+	struct search_prior_cache *pc = w->pcache;
+	struct pcache_slot *slot = NULL;
 	struct tp_prior_state ps;
-	double sum = 0;
+	double sum = 0, t0;
+	uint64_t key = 0;
 	enum tp_status st;
 
 	*has_value = false;
@@ -32,6 +88,21 @@ enum tp_status search_priors(struct worker *w,
 			b->priors[i] = 1.0f / (float)n;
 		return TP_OK;
 	}
+	if (pc && n <= SEARCH_MAX_ACTIONS) {
+		key = pcache_key(s, pp, level, n, gl, dec);
+		slot = &pc->slot[key & (PCACHE_SLOTS - 1)];
+		if (slot->key == key && slot->n == n &&
+		    (!b->gains || slot->has_gains)) {
+			uint32_t i = (uint32_t)(slot - pc->slot);
+			memcpy(b->priors, pc->pri[i], n * sizeof(*b->priors));
+			if (b->gains)
+				memcpy(b->gains, pc->gains[i],
+				       n * sizeof(*b->gains));
+			atomic_fetch_add(&s->prior_hits, 1);
+			return TP_OK;
+		}
+	}
+	t0 = mono_ns();
 	if (!fresh) {
 		st = tp_space_materialize(&s->space, gl, dec,
 					  s->o->compression, w->sscr, &w->plan,
@@ -59,6 +130,8 @@ enum tp_status search_priors(struct worker *w,
 	ps.gains = b->gains;
 	st = pp->evaluate(pp->ctx, w->prior_scratch, &ps, b->priors, value,
 			  has_value, &w->err);
+	atomic_fetch_add(&s->prior_calls, 1);
+	atomic_fetch_add(&s->prior_ns, (uint64_t)(mono_ns() - t0));
 	if (st)
 		return st;
 	for (uint32_t i = 0; i < n; i++) {
@@ -75,6 +148,15 @@ enum tp_status search_priors(struct worker *w,
 		for (uint32_t i = 0; i < n; i++)
 			if (!isfinite(b->gains[i]))
 				b->gains[i] = NAN;
+	if (slot && !*has_value) {
+		uint32_t i = (uint32_t)(slot - pc->slot);
+		slot->key = key;
+		slot->n = n;
+		slot->has_gains = b->gains != NULL;
+		memcpy(pc->pri[i], b->priors, n * sizeof(*b->priors));
+		if (b->gains)
+			memcpy(pc->gains[i], b->gains, n * sizeof(*b->gains));
+	}
 	return TP_OK;
 }
 

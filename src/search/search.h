@@ -256,6 +256,11 @@ struct tp_search_result {
 			     bound instead of a simulation (bound_sim) */
 	uint64_t value_skips; /* tree leaves not simulated because the prior
 				 provider's value predicted them slow */
+	/* the prior provider: states it was asked about (its forward
+	   passes), states answered from the workers' answer caches instead,
+	   and the wall time spent in it */
+	uint64_t prior_calls, prior_hits;
+	double prior_seconds;
 	uint64_t sweep_resumed; /* single changes a later stage did not score
 				   again: it resumed the sweep pass an earlier
 				   stage's budget cut short (baselines.c) */

@@ -63,6 +63,9 @@ struct sctx {
 
 	_Atomic uint64_t simulations, cache_hits, evaluations, playouts;
 	_Atomic uint64_t bounded; /* settled by the lower bound */
+	/* the provider: answers computed (forward passes), answers from the
+	   workers' caches, wall time inside it */
+	_Atomic uint64_t prior_calls, prior_hits, prior_ns;
 	_Atomic uint64_t value_skips; /* leaves the provider's value cut */
 	_Atomic uint64_t runtime_rejects; /* plans the runtime cannot run */
 	/* the first plan the evaluator refused: why (under lock; "" =
@@ -131,6 +134,7 @@ struct worker {
 	uint8_t *mark; /* per device, for counting the devices a plan uses */
 	struct tp_rng rng;
 	struct tp_error err;
+	struct search_prior_cache *pcache; /* guide.c; NULL: no provider */
 };
 
 /* Result of scoring one decision vector. */
@@ -229,6 +233,23 @@ sctx_provider(const struct sctx *s)
 
 /* The largest action list a level has (MCTS children, sweep moves). */
 #define SEARCH_MAX_ACTIONS 64
+/*
+ * The answer cache of a worker (guide.c): the provider's normalised
+ * priors (and gains, when they were asked) of the states it was asked
+ * about, by (provider, level, state, number of actions), direct-mapped
+ * (a new answer replaces an older one in its slot).  A state the tree
+ * expands again (every round restarts the tree from the new incumbent,
+ * so the states near the root come back round after round), a lazy
+ * upgrade of a state already asked, and a sweep pass at an incumbent
+ * already swept cost no forward pass.  Answers with a value are not
+ * kept (the value is relative to the reference time).  The first answer
+ * for a state is the one kept: asked after the state's simulation, it
+ * read the simulated load; a later ask, from the evaluation cache, would
+ * have read estimates.
+ */
+struct search_prior_cache;
+struct search_prior_cache *search_prior_cache_new(void);
+void search_prior_cache_free(struct search_prior_cache *c);
 /*
  * Priors from provider pp (normalised; uniform when pp is NULL) of the
  * candidate actions acts[0 .. n) at `level` of the state (gl, dec); the
