@@ -207,12 +207,14 @@ START_TEST(test_runtime_commands)
 		tp_run_free(&r);
 	}
 	{
-		/* blocking pipeline sends (none): the interleaved pipeline
-		   is slower */
+		/* blocking pipeline sends, no TP overlap (none): the
+		   interleaved pipeline is slower; without fused attention
+		   its quadratic activations may not fit (exit 1, the
+		   report still written) */
 		const char *argv[] = {"tagplan", "simulate", "-p", plan, "-q",
 				      "--runtime", "none", NULL};
 		tp_run_tagplan(&r, argv, NULL);
-		ck_assert_msg(r.status == 0, "%s", r.err);
+		ck_assert_msg(r.status == 0 || r.status == 1, "%s", r.err);
 		tnone = iter_time(r.out);
 		ck_assert_msg(tnone > 1.01 * tp, "%g vs %g", tnone, tp);
 		tp_run_free(&r);

@@ -988,6 +988,124 @@ START_TEST(test_stage_boundary_once)
 }
 END_TEST
 
+/* A small GPT (hidden 256, 8 heads, 4 layers, vocab 1000, batch 8) of
+ * sequence seq in dtype dt, under strategy on nodes x gpus toy devices,
+ * simulated with the options of new_sim plus the runtime behaviour
+ * fields set in rt (a bit each: 1 tp_overlap, 2 fused_attention, 4 tf32,
+ * 8 no overlap_grad_sync_pipeline), 64 kB gradient buckets; the
+ * report's iteration time and
+ * device 0's peak memory. */
+static void gpt_rt_run(int64_t seq, enum tp_dtype dt, uint32_t nodes,
+		       uint32_t gpus, const char *strategy, unsigned rt,
+		       double *iter, double *peak)
+{
+	struct tp_gpt_dims d;
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_strategy s;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_sim_options o;
+	struct tp_sim *sim;
+	struct tp_error err;
+
+	tp_gpt_dims_default(&d);
+	d.hidden = 256;
+	d.heads = 8;
+	d.layers = 4;
+	d.seq = seq;
+	d.vocab = 1000;
+	d.batch = 8;
+	d.dtype = dt;
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_gpt(&d, &m, &err), TP_OK);
+	toy_cluster(&c, nodes, gpus, 100e9, 25e9, 1e-6);
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_strategy_parse(strategy, &s, &err), TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&s, &m, &c, &p, &err), TP_OK);
+	tp_sim_options_default(&o);
+	o.params.p2p_latency_s = 0;
+	o.params.collective_latency_s = 0;
+	o.params.gemm_sustained = 1;
+	o.params.grad_bucket_bytes = 64e3; /* several buckets */
+	o.params.tp_overlap = rt & 1;
+	o.params.fused_attention = (rt & 2) != 0;
+	o.params.tf32 = (rt & 4) != 0;
+	o.params.overlap_grad_sync_pipeline = !(rt & 8);
+	sim = tp_sim_new(&m, &c, &o, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	tp_report_init(&r);
+	run(sim, &p, &r);
+	*iter = r.iteration_time_s;
+	*peak = r.devices[0].peak_memory_bytes;
+	tp_report_release(&r);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+
+/* tf32: an fp32 GPT's GEMMs at half the bf16 rate (toy: 50 of 10 TFLOP/s
+ * fp32): much faster; a bf16 job unchanged. */
+START_TEST(test_runtime_tf32)
+{
+	double off, on, pk, b_off, b_on;
+
+	gpt_rt_run(512, TP_DTYPE_FP32, 1, 1, "dp=1,mb=1", 0, &off, &pk);
+	gpt_rt_run(512, TP_DTYPE_FP32, 1, 1, "dp=1,mb=1", 4, &on, &pk);
+	ck_assert_msg(on < 0.5 * off, "tf32 %g s, fp32 %g s", on, off);
+	gpt_rt_run(512, TP_DTYPE_BF16, 1, 1, "dp=1,mb=1", 0, &b_off, &pk);
+	gpt_rt_run(512, TP_DTYPE_BF16, 1, 1, "dp=1,mb=1", 4, &b_on, &pk);
+	ck_assert(b_on == b_off);
+}
+END_TEST
+
+/* fused_attention: no quadratic saved activations (softmax output,
+ * dropout mask and output: (2e + 1) a s^2 per layer and sample), and a
+ * faster attention. */
+START_TEST(test_runtime_fused_attention)
+{
+	double off, on, pk_off, pk_on;
+	double quad = (2 * 2 + 1) * 8.0 * 2048 * 2048 * 4; /* mb 1 */
+
+	gpt_rt_run(2048, TP_DTYPE_BF16, 1, 1, "dp=1,mb=1,recompute=none", 0,
+		   &off, &pk_off);
+	gpt_rt_run(2048, TP_DTYPE_BF16, 1, 1, "dp=1,mb=1,recompute=none", 2,
+		   &on, &pk_on);
+	ck_assert_msg(pk_off - pk_on > 0.99 * quad, "peak %g -> %g (%g)",
+		      pk_off, pk_on, quad);
+	ck_assert_msg(on < off, "fused %g s, unfused %g s", on, off);
+}
+END_TEST
+
+/* tp_overlap: tp=2, the backward's collectives hide behind the weight-
+ * gradient GEMMs: a faster iteration. */
+START_TEST(test_runtime_tp_overlap)
+{
+	double off, on, pk;
+
+	gpt_rt_run(512, TP_DTYPE_BF16, 1, 2, "tp=2,dp=1,mb=1", 0, &off, &pk);
+	gpt_rt_run(512, TP_DTYPE_BF16, 1, 2, "tp=2,dp=1,mb=1", 1, &on, &pk);
+	ck_assert_msg(on < 0.99 * off, "overlap %g s, serial %g s", on, off);
+}
+END_TEST
+
+/* overlap_grad_sync_pipeline off: a pipelined plan (pp=2, dp=2 over two
+ * nodes) reduces its gradients after the flush: slower; an unpipelined
+ * one (dp=4) keeps its overlap. */
+START_TEST(test_runtime_dp_overlap_pipeline)
+{
+	double off, on, pk;
+
+	gpt_rt_run(512, TP_DTYPE_BF16, 2, 2, "pp=2,dp=2,mb=1", 0, &on, &pk);
+	gpt_rt_run(512, TP_DTYPE_BF16, 2, 2, "pp=2,dp=2,mb=1", 8, &off, &pk);
+	ck_assert_msg(off > on, "after flush %g s, overlapped %g s", off, on);
+	gpt_rt_run(512, TP_DTYPE_BF16, 2, 2, "dp=4,mb=1", 0, &on, &pk);
+	gpt_rt_run(512, TP_DTYPE_BF16, 2, 2, "dp=4,mb=1", 8, &off, &pk);
+	ck_assert(off == on);
+}
+END_TEST
+
 /* Random plans: contiguous groups on random device subsets (overlapping
  * or not), random dp x tp, uneven shares, every schedule, recomputation
  * and ZeRO stage.  Every valid plan must simulate (no deadlock) with
@@ -1657,6 +1775,10 @@ Suite *suite_sim(void)
 
 	tcase_add_test(tc, test_single_device_roofline);
 	tcase_add_test(tc, test_stage_boundary_once);
+	tcase_add_test(tc, test_runtime_tf32);
+	tcase_add_test(tc, test_runtime_fused_attention);
+	tcase_add_test(tc, test_runtime_tp_overlap);
+	tcase_add_test(tc, test_runtime_dp_overlap_pipeline);
 	tcase_add_test(tc, test_ring_allreduce_time);
 	tcase_add_test(tc, test_hierarchical_allreduce_time);
 	tcase_add_test(tc, test_parameter_server_time);

@@ -12,9 +12,47 @@
 
 #include "sim_int.h"
 
+/* Fused attention (fused_attention: FlashAttention, cuDNN/Transformer
+ * Engine fused kernels): one kernel per pass at the roofline of the
+ * GEMM rate and the memory traffic of its inputs and output only (Q, K,
+ * V read, O written; the scores stay on chip), the backward recomputing
+ * the scores: 5 of the forward's 2 GEMMs, 2.5x its FLOP (Dao 2023,
+ * FlashAttention-2, section 3.1.2), reading Q, K, V, O, dO and writing
+ * dQ, dK, dV. */
+static void fused_attention_s(const struct tp_sim *sim, uint32_t o,
+			      uint32_t ty, double samples, double div,
+			      double wdiv, double *fwd, double *bwd)
+{
+	const struct tp_op *op = &sim->m->ops.v[o];
+	const struct tp_cost_device *d = &sim->dev[ty];
+	double io = (sim->in_bytes[o] + op->out_bytes) * samples / div;
+	double w = op->param_bytes / wdiv;
+	double f = op->flop * samples / div;
+
+	*fwd = tp_cost_kernel_s(d, TP_OP_MATMUL, f, io + w, 1);
+	*bwd = tp_cost_kernel_s(d, TP_OP_MATMUL, 2.5 * f,
+				2 * io + op->out_bytes * samples / div +
+					2 * w,
+				1);
+}
+
+/* The activation bytes per sample op o keeps for its backward: its
+ * saved_bytes, none for a fused attention (FlashAttention keeps only the
+ * softmax statistics, 4 bytes per head and query: under 2% of one hidden
+ * state; its inputs and output are kept by the ops around it). */
+static double op_saved_bytes(const struct tp_sim *sim, uint32_t o)
+{
+	const struct tp_op *op = &sim->m->ops.v[o];
+
+	if (op->kind == TP_OP_ATTENTION && sim->o.params.fused_attention)
+		return 0;
+	return op->saved_bytes;
+}
+
 /* Forward and backward seconds of op on type ty for `samples` samples,
  * FLOP and activations divided by div, weights by wdiv: the model's
- * profile for the type, scaled, else core/cost.h's op time. */
+ * profile for the type, scaled, else core/cost.h's op time (fused
+ * attention: fused_attention_s). */
 static void op_times(const struct tp_sim *sim, uint32_t o, uint32_t ty,
 		     double samples, double div, double wdiv, double *fwd,
 		     double *bwd)
@@ -31,6 +69,10 @@ static void op_times(const struct tp_sim *sim, uint32_t o, uint32_t ty,
 		double scale = samples / (pr->batch > 0 ? pr->batch : 1) / div;
 		*fwd = pr->forward_s * scale;
 		*bwd = pr->backward_s * scale;
+		return;
+	}
+	if (op->kind == TP_OP_ATTENTION && sim->o.params.fused_attention) {
+		fused_attention_s(sim, o, ty, samples, div, wdiv, fwd, bwd);
 		return;
 	}
 	tp_cost_op_s(&sim->dev[ty], op, samples, div, wdiv,
@@ -461,6 +503,10 @@ static void op_cost(const struct tp_sim *sim, const struct lane *ln,
 			oc->bc = tp_coll(ln, S, !sp);
 		}
 		oc->S = S;
+		/* tp_overlap: the input gradient's collective runs while the
+		 * weight-gradient GEMM (half the backward) computes */
+		if (sim->o.params.tp_overlap && op->param_bytes > 0)
+			oc->bc = oc->bc > oc->bw / 2 ? oc->bc - oc->bw / 2 : 0;
 	}
 }
 
@@ -597,7 +643,7 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		a.params += op->param_bytes / wdiv;
 		if (op->param_bytes / wdiv > a.maxw)
 			a.maxw = op->param_bytes / wdiv;
-		saved = op->saved_bytes * b / div;
+		saved = op_saved_bytes(sim, o) * b / div;
 		ob = op->out_bytes * b / div;
 		if (ob > a.maxout)
 			a.maxout = ob;

@@ -15,7 +15,11 @@ void tp_sim_params_runtime(struct tp_sim_params *p,
 	if (strcmp(rt->name, "none") == 0)
 		return;
 	p->overlap_grad_sync = b->dp_overlap;
+	p->overlap_grad_sync_pipeline = b->dp_overlap_pipeline;
 	p->p2p_blocking = !b->p2p_async;
+	p->tp_overlap = b->tp_overlap;
+	p->fused_attention = b->fused_attention;
+	p->tf32 = b->tf32;
 	if (b->grad_bucket_bytes > 0)
 		p->grad_bucket_bytes = b->grad_bucket_bytes;
 }

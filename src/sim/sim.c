@@ -24,6 +24,7 @@ void tp_sim_params_default(struct tp_sim_params *p)
 	p->p2p_latency_s = 20e-6;
 	p->p2p_blocking = true;
 	p->collective_latency_s = 6e-6;
+	p->overlap_grad_sync_pipeline = true;
 }
 
 void tp_sim_options_default(struct tp_sim_options *o)
@@ -44,6 +45,23 @@ void tp_sim_free(struct tp_sim *sim)
 	free(sim->types);
 	tp_sim_sfb_free(sim);
 	free(sim);
+}
+
+/* TF32 (tf32): an fp32 model's GEMMs on type t at half its bf16 tensor-
+ * core rate, the dense TF32 rate of every NVIDIA type with bf16 units
+ * (A100 156 of 312, H100 SXM 495 of 989, A10 62.5 of 125, L4 60 of 121,
+ * RTX 3090 35.6 of 71 TFLOP/s: the vendors' datasheets).  AMD Instinct
+ * types (names "MI...") keep their fp32 rate: MI250X has no TF32. */
+static void tf32_peak(struct tp_sim *sim, uint32_t t)
+{
+	const struct tp_device_type *ty = &sim->c->types.v[t];
+	double r = ty->peak_flops[TP_DTYPE_BF16] / 2;
+
+	if (!sim->o.params.tf32 || sim->m->dtype != TP_DTYPE_FP32 ||
+	    strncmp(ty->name, "MI", 2) == 0)
+		return;
+	if (r > sim->dev[t].peak)
+		sim->dev[t].peak = r;
 }
 
 struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
@@ -114,6 +132,7 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 		tp_cost_type_defaults(&sim->types[t]);
 		tp_cost_device_init(&sim->dev[t], &c->types.v[t], m->dtype,
 				    sim->o.params.gemm_sustained);
+		tf32_peak(sim, t);
 	}
 	tp_cost_state_init(&sim->state, m->dtype, m->optimizer);
 	if (tp_sim_sfb_new(sim, err)) {

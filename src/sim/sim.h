@@ -63,6 +63,19 @@ struct tp_sim_params {
 	bool p2p_blocking;       /* a stage waits for its own pipeline sends
 				    (Megatron-LM, DeepSpeed) */
 	double collective_latency_s; /* software cost per collective step */
+	bool overlap_grad_sync_pipeline; /* overlap_grad_sync also when the
+					    plan is pipelined (else the sync
+					    follows the flush) */
+	bool tp_overlap;         /* the backward's tensor-parallel collective
+				    of an op with weights overlaps its weight-
+				    gradient GEMM (half its backward) */
+	bool fused_attention;    /* attention as one fused (FlashAttention)
+				    kernel per pass: no quadratic score
+				    traffic or saved activations, the
+				    backward recomputes the scores */
+	bool tf32;               /* fp32 GEMMs at the TF32 tensor-core rate
+				    (half the bf16 rate) on types with bf16
+				    units */
 };
 
 void tp_sim_params_default(struct tp_sim_params *p);
@@ -70,11 +83,12 @@ void tp_sim_params_default(struct tp_sim_params *p);
 struct tp_runtime;
 /*
  * Set what runtime profile rt's behaviour (core/runtime.h) decides: the
- * overlap of the gradient sync (dp_overlap), blocking pipeline sends
- * (p2p_async), the gradient bucket (when the profile gives one).  The
- * unconstrained runtime "none" leaves the defaults as they are.  The
- * other behaviour fields (dp_overlap_pipeline, grad_reduce, tp_overlap,
- * fused_attention, tf32) are not modelled yet (src/sim/README).
+ * overlap of the gradient sync (dp_overlap, dp_overlap_pipeline),
+ * blocking pipeline sends (p2p_async), the gradient bucket (when the
+ * profile gives one), tensor-parallel overlap (tp_overlap), fused
+ * attention and TF32.  The unconstrained runtime "none" leaves the
+ * defaults as they are.  grad_reduce is not modelled yet
+ * (src/sim/README).
  */
 void tp_sim_params_runtime(struct tp_sim_params *p,
 			   const struct tp_runtime *rt);

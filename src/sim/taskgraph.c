@@ -467,7 +467,8 @@ static enum tp_status pipeline_transfers(const struct tp_plan *plan,
 static enum tp_status sync_tasks(const struct tp_sim *sim,
 				 const struct tp_plan *plan,
 				 struct tp_sim_scratch *s, uint32_t g,
-				 double bucket, struct tp_error *err)
+				 double bucket, bool pipelined,
+				 struct tp_error *err)
 {
 	uint32_t m = plan->micro_batches;
 	struct ginfo *gi = &s->groups.v[g];
@@ -486,7 +487,8 @@ static enum tp_status sync_tasks(const struct tp_sim *sim,
 		goto nomem;
 	if (np == 0)
 		return TP_OK;
-	if (sim->o.params.overlap_grad_sync && bucket > 0)
+	if (sim->o.params.overlap_grad_sync && bucket > 0 &&
+	    (!pipelined || sim->o.params.overlap_grad_sync_pipeline))
 		tail_frac = bucket >= S ? 1 : bucket / S;
 	else
 		tail_frac = -1; /* no overlap: one chain after B */
@@ -689,7 +691,8 @@ enum tp_status tp_sim_build_graph(const struct tp_sim *sim,
 	    (st = pipeline_transfers(plan, s, mode_a, err)))
 		return st;
 	for (uint32_t g = 0; g < plan->groups.n; g++)
-		if ((st = sync_tasks(sim, plan, s, g, bucket, err)))
+		if ((st = sync_tasks(sim, plan, s, g, bucket, sc->D > 1,
+				      err)))
 			return st;
 	if ((st = optimizer_tasks(sim, plan, s, err)) ||
 	    (st = tp_sim_order_queues(plan, s, sc, err)))
