@@ -269,7 +269,8 @@ START_TEST(test_dot_structure_small)
 	make_cluster(&c, 2, 4);
 	make_3d_plan(&p, &m, 2, 2, 2); /* 2 stages x 4 devices */
 	tp_strbuf_init(&sb);
-	ck_assert_int_eq(tp_render_dot(&p, &m, &c, NULL, NULL, &sb, &err),
+	ck_assert_int_eq(tp_render_dot(&(struct tp_render_input){&p, &m, &c, NULL},
+				       NULL, &sb, &err),
 			 TP_OK);
 	g = parse_dot(&sb);
 	/* one cluster per node, plus the legend */
@@ -358,7 +359,8 @@ START_TEST(test_dot_report_figures_and_bottleneck)
 	r.links[1].bytes = 12.5e9;
 	r.links[1].busy_s = 1.8; /* 90% > 50% of the devices */
 	tp_strbuf_init(&sb);
-	ck_assert_int_eq(tp_render_dot(&p, &m, &c, &r, NULL, &sb, &err),
+	ck_assert_int_eq(tp_render_dot(&(struct tp_render_input){&p, &m, &c, &r},
+				       NULL, &sb, &err),
 			 TP_OK);
 	g = parse_dot(&sb);
 	for (Agnode_t *v = agfstnode(g); v; v = agnxtnode(g, v)) {
@@ -388,7 +390,8 @@ START_TEST(test_dot_report_figures_and_bottleneck)
 	r.feasible = false;
 	snprintf(r.reason, sizeof(r.reason), "node1/gpu1 needs 90 GB");
 	tp_strbuf_reset(&sb);
-	ck_assert_int_eq(tp_render_dot(&p, &m, &c, &r, NULL, &sb, &err),
+	ck_assert_int_eq(tp_render_dot(&(struct tp_render_input){&p, &m, &c, &r},
+				       NULL, &sb, &err),
 			 TP_OK);
 	g = parse_dot(&sb);
 	ck_assert(strstr(attr(g, "label"), "device node0/gpu3") != NULL);
@@ -430,7 +433,8 @@ START_TEST(test_collapse_1024)
 	ck_assert_uint_eq(c.devices.n, 1024);
 	make_3d_plan(&p, &m, 8, 16, 8);
 	tp_strbuf_init(&sb);
-	ck_assert_int_eq(tp_render_dot(&p, &m, &c, NULL, NULL, &sb, &err),
+	ck_assert_int_eq(tp_render_dot(&(struct tp_render_input){&p, &m, &c, NULL},
+				       NULL, &sb, &err),
 			 TP_OK);
 	g = parse_dot(&sb);
 	ck_assert_int_eq(count_prefix_subgraphs(g, "cluster_node"), 8);
@@ -460,7 +464,8 @@ START_TEST(test_collapse_1024)
 	tp_render_options_default(&o);
 	o.collapse = TP_COLLAPSE_NEVER;
 	tp_strbuf_reset(&sb);
-	ck_assert_int_eq(tp_render_dot(&p, &m, &c, NULL, &o, &sb, &err),
+	ck_assert_int_eq(tp_render_dot(&(struct tp_render_input){&p, &m, &c, NULL},
+				       &o, &sb, &err),
 			 TP_OK);
 	g = parse_dot(&sb);
 	ck_assert_int_eq(count_prefix_subgraphs(g, "cluster_node"), 128);
@@ -472,7 +477,8 @@ START_TEST(test_collapse_1024)
 	tp_plan_release(&p);
 	make_3d_plan(&p, &m, 32, 4, 8);
 	tp_strbuf_reset(&sb);
-	ck_assert_int_eq(tp_render_dot(&p, &m, &c, NULL, NULL, &sb, &err),
+	ck_assert_int_eq(tp_render_dot(&(struct tp_render_input){&p, &m, &c, NULL},
+				       NULL, &sb, &err),
 			 TP_OK);
 	g = parse_dot(&sb);
 	ck_assert_int_eq(count_prefix_subgraphs(g, "cluster_node"), 1);
@@ -500,7 +506,8 @@ START_TEST(test_hetero_types_coloured)
 	make_hetero_cluster(&c);
 	make_3d_plan(&p, &m, 1, 8, 1);
 	tp_strbuf_init(&sb);
-	ck_assert_int_eq(tp_render_dot(&p, &m, &c, NULL, NULL, &sb, &err),
+	ck_assert_int_eq(tp_render_dot(&(struct tp_render_input){&p, &m, &c, NULL},
+				       NULL, &sb, &err),
 			 TP_OK);
 	g = parse_dot(&sb);
 	ck_assert_int_eq(count_prefix_subgraphs(g, "cluster_node"), 3);
@@ -539,7 +546,8 @@ START_TEST(test_bad_plan_is_input_error)
 	p.devs.v[2] = 99;
 	tp_strbuf_init(&sb);
 	tp_error_clear(&err);
-	ck_assert_int_eq(tp_render_dot(&p, &m, &c, NULL, NULL, &sb, &err),
+	ck_assert_int_eq(tp_render_dot(&(struct tp_render_input){&p, &m, &c, NULL},
+				       NULL, &sb, &err),
 			 TP_EINPUT);
 	ck_assert_str_eq(err.path, "$.groups[0].devices[2]");
 	tp_strbuf_release(&sb);
@@ -570,7 +578,7 @@ START_TEST(test_svg_png_in_process)
 	ck_assert_ptr_nonnull(o.gvc);
 	tp_strbuf_init(&sb);
 	tp_strbuf_init(&warn);
-	ck_assert_int_eq(tp_render_plan(&p, &m, &c, NULL, &o, TP_RENDER_SVG,
+	ck_assert_int_eq(tp_render_plan(&(struct tp_render_input){&p, &m, &c, NULL}, &o, TP_RENDER_SVG,
 					&sb, &got, &warn, &err),
 			 TP_OK);
 	if (got == TP_RENDER_SVG) {
@@ -584,7 +592,7 @@ START_TEST(test_svg_png_in_process)
 	}
 	tp_strbuf_reset(&sb);
 	tp_strbuf_reset(&warn);
-	ck_assert_int_eq(tp_render_plan(&p, &m, &c, NULL, &o, TP_RENDER_PNG,
+	ck_assert_int_eq(tp_render_plan(&(struct tp_render_input){&p, &m, &c, NULL}, &o, TP_RENDER_PNG,
 					&sb, &got, &warn, &err),
 			 TP_OK);
 	if (got == TP_RENDER_PNG) {

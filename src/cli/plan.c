@@ -919,9 +919,10 @@ static int write_files(struct plan_run *R)
 			continue;
 		tp_render_options_default(&ro);
 		ro.gvc = gvc;
-		if (tp_render_plan_prepare(&R->res.plan, &R->m, &R->c,
-					   &R->res.report, &ro, &pic[k],
-					   &R->warn, &R->err)) {
+		struct tp_render_input in = {&R->res.plan, &R->m, &R->c,
+					     &R->res.report};
+		if (tp_render_plan_prepare(&in, &ro, &pic[k], &R->warn,
+					   &R->err)) {
 			tp_cli_print_warnings("plan", &R->warn);
 			code = tp_cli_fail(&R->err);
 			goto out;

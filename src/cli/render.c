@@ -76,6 +76,7 @@ int cmd_render(int argc, char **argv)
 	struct tp_inputs_sim sim;
 	struct tp_report report;
 	struct tp_render_options ro;
+	struct tp_render_input pic;
 	struct tp_strbuf warn;
 	struct tp_error err;
 	char written[4096];
@@ -163,10 +164,10 @@ int cmd_render(int argc, char **argv)
 		have_report = true;
 	}
 	written[0] = '\0';
-	if (tp_render_plan_file(&in.plan, &in.model, &in.cluster,
-				have_report ? &report : NULL, &ro, out, fmt,
-				written, sizeof(written), &warn,
-				&err) != TP_OK)
+	pic = (struct tp_render_input){&in.plan, &in.model, &in.cluster,
+				       have_report ? &report : NULL};
+	if (tp_render_plan_file(&pic, &ro, out, fmt, written, sizeof(written),
+				&warn, &err) != TP_OK)
 		goto fail;
 	tp_cli_print_warnings("render", &warn);
 	if (strcmp(out, "-") != 0)

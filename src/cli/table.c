@@ -515,7 +515,8 @@ enum tp_status tp_cli_table(const struct tp_plan *p,
 
 	tp_render_options_default(&o);
 	o.collapse = TP_COLLAPSE_NEVER;
-	if ((st = tp_scene_build(&s, p, m, c, r, &o, err)) != TP_OK)
+	if ((st = tp_scene_build(&s, &(struct tp_render_input){p, m, c, r}, &o,
+				     err)) != TP_OK)
 		return st;
 	st = stage_rows(&s, p, m, c, out, err);
 	if (!st) {

@@ -23,10 +23,7 @@ void tp_render_file_release(struct tp_render_file *f)
 	tp_strbuf_release(&f->data);
 }
 
-enum tp_status tp_render_plan_prepare(const struct tp_plan *p,
-				      const struct tp_model *m,
-				      const struct tp_cluster *c,
-				      const struct tp_report *report,
+enum tp_status tp_render_plan_prepare(const struct tp_render_input *in,
 				      const struct tp_render_options *o,
 				      struct tp_render_file *f,
 				      struct tp_strbuf *warning,
@@ -50,8 +47,8 @@ enum tp_status tp_render_plan_prepare(const struct tp_plan *p,
 					    fname);
 	}
 	tp_strbuf_reset(&f->data);
-	st = tp_render_plan(p, m, c, report, o, (enum tp_render_format)format,
-			    &f->data, &produced, warning, err);
+	st = tp_render_plan(in, o, (enum tp_render_format)format, &f->data,
+			    &produced, warning, err);
 	if (st != TP_OK)
 		return st;
 	if (f->data.failed)
@@ -72,10 +69,7 @@ enum tp_status tp_render_plan_prepare(const struct tp_plan *p,
 	return TP_OK;
 }
 
-enum tp_status tp_render_plan_file(const struct tp_plan *p,
-				   const struct tp_model *m,
-				   const struct tp_cluster *c,
-				   const struct tp_report *report,
+enum tp_status tp_render_plan_file(const struct tp_render_input *in,
 				   const struct tp_render_options *o,
 				   const char *fname, int format,
 				   char *written, size_t written_size,
@@ -86,7 +80,7 @@ enum tp_status tp_render_plan_file(const struct tp_plan *p,
 	enum tp_status st;
 
 	tp_render_file_init(&f, fname, format);
-	st = tp_render_plan_prepare(p, m, c, report, o, &f, warning, err);
+	st = tp_render_plan_prepare(in, o, &f, warning, err);
 	if (st == TP_OK)
 		st = tp_file_write_atomic(f.target, f.data.buf ? f.data.buf : "",
 					  f.data.len, err);

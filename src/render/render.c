@@ -997,9 +997,7 @@ static void make_disc(Agdisc_t *disc, Agiodisc_t *io)
 	disc->io = io;
 }
 
-static Agraph_t *scene_graph(const struct tp_plan *p, const struct tp_model *m,
-			     const struct tp_cluster *c,
-			     const struct tp_report *report,
+static Agraph_t *scene_graph(const struct tp_render_input *in,
 			     const struct tp_render_options *o, Agdisc_t *disc,
 			     struct tp_error *err)
 {
@@ -1011,16 +1009,14 @@ static Agraph_t *scene_graph(const struct tp_plan *p, const struct tp_model *m,
 		tp_render_options_default(&dflt);
 		o = &dflt;
 	}
-	if (tp_scene_build(&s, p, m, c, report, o, err) != TP_OK)
+	if (tp_scene_build(&s, in, o, err) != TP_OK)
 		return NULL;
 	g = build_graph(&s, o, disc, err);
 	tp_scene_release(&s);
 	return g;
 }
 
-enum tp_status tp_render_dot(const struct tp_plan *p, const struct tp_model *m,
-			     const struct tp_cluster *c,
-			     const struct tp_report *report,
+enum tp_status tp_render_dot(const struct tp_render_input *in,
 			     const struct tp_render_options *o,
 			     struct tp_strbuf *out, struct tp_error *err)
 {
@@ -1030,7 +1026,7 @@ enum tp_status tp_render_dot(const struct tp_plan *p, const struct tp_model *m,
 	int rc;
 
 	make_disc(&disc, &io);
-	g = scene_graph(p, m, c, report, o, &disc, err);
+	g = scene_graph(in, o, &disc, err);
 	if (!g)
 		return err ? err->status : TP_EINTERNAL;
 	rc = agwrite(g, out);
@@ -1043,9 +1039,7 @@ enum tp_status tp_render_dot(const struct tp_plan *p, const struct tp_model *m,
 	return TP_OK;
 }
 
-enum tp_status tp_render_plan(const struct tp_plan *p, const struct tp_model *m,
-			      const struct tp_cluster *c,
-			      const struct tp_report *report,
+enum tp_status tp_render_plan(const struct tp_render_input *in,
 			      const struct tp_render_options *o,
 			      enum tp_render_format format,
 			      struct tp_strbuf *out,
@@ -1063,12 +1057,12 @@ enum tp_status tp_render_plan(const struct tp_plan *p, const struct tp_model *m,
 	if (produced)
 		*produced = TP_RENDER_DOT;
 	if (format == TP_RENDER_DOT)
-		return tp_render_dot(p, m, c, report, o, out, err);
+		return tp_render_dot(in, o, out, err);
 	if ((unsigned)format >= TP_RENDER_FORMAT_COUNT)
 		return tp_error_set(err, TP_EUSAGE, "unknown picture format %d",
 				    (int)format);
 	make_disc(&disc, &io);
-	g = scene_graph(p, m, c, report, o, &disc, err);
+	g = scene_graph(in, o, &disc, err);
 	if (!g)
 		return err ? err->status : TP_EINTERNAL;
 	gvc = o && o->gvc ? o->gvc->gvc : gvContext();

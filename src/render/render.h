@@ -81,6 +81,19 @@ struct tp_render_options {
 
 void tp_render_options_default(struct tp_render_options *o);
 
+/*
+ * What a picture draws: plan for model on cluster and, when one is at
+ * hand, the report of simulating it (NULL: the figures come from the
+ * plan's summary when valid).  All borrowed; the functions below take it
+ * with the options saying how to draw (NULL: tp_render_options_default).
+ */
+struct tp_render_input {
+	const struct tp_plan *plan;
+	const struct tp_model *model;
+	const struct tp_cluster *cluster;
+	const struct tp_report *report;
+};
+
 /* "dot", "svg", "png", "pdf" -> format; -1 when unknown. */
 int tp_render_format_parse(const char *name);
 /* Format from a file name's extension (case-insensitive); -1 when it has
@@ -89,13 +102,10 @@ int tp_render_format_from_path(const char *path);
 const char *tp_render_format_name(enum tp_render_format f);
 
 /*
- * Append the DOT text of plan p (for model m on cluster c) to out.
- * report may be NULL (figures then come from p->summary when valid).
- * Deterministic: the same inputs give the same bytes.
+ * Append the DOT text of the picture of in to out.  Deterministic: the
+ * same inputs give the same bytes.
  */
-enum tp_status tp_render_dot(const struct tp_plan *p, const struct tp_model *m,
-			     const struct tp_cluster *c,
-			     const struct tp_report *report,
+enum tp_status tp_render_dot(const struct tp_render_input *in,
 			     const struct tp_render_options *o,
 			     struct tp_strbuf *out, struct tp_error *err);
 
@@ -106,9 +116,7 @@ enum tp_status tp_render_dot(const struct tp_plan *p, const struct tp_model *m,
  * receives DOT instead, *produced says TP_RENDER_DOT and a one-line reason
  * is appended to warning (when non-NULL).  *produced may be NULL.
  */
-enum tp_status tp_render_plan(const struct tp_plan *p, const struct tp_model *m,
-			      const struct tp_cluster *c,
-			      const struct tp_report *report,
+enum tp_status tp_render_plan(const struct tp_render_input *in,
 			      const struct tp_render_options *o,
 			      enum tp_render_format format,
 			      struct tp_strbuf *out,
@@ -123,10 +131,7 @@ enum tp_status tp_render_plan(const struct tp_plan *p, const struct tp_model *m,
  * extension replaced by ".dot", the name written is stored in written
  * (when non-NULL, size written_size) and warning says why.
  */
-enum tp_status tp_render_plan_file(const struct tp_plan *p,
-				   const struct tp_model *m,
-				   const struct tp_cluster *c,
-				   const struct tp_report *report,
+enum tp_status tp_render_plan_file(const struct tp_render_input *in,
 				   const struct tp_render_options *o,
 				   const char *path, int format,
 				   char *written, size_t written_size,
@@ -152,10 +157,7 @@ struct tp_render_file {
 void tp_render_file_init(struct tp_render_file *f, const char *path,
 			 int format);
 void tp_render_file_release(struct tp_render_file *f);
-enum tp_status tp_render_plan_prepare(const struct tp_plan *p,
-				      const struct tp_model *m,
-				      const struct tp_cluster *c,
-				      const struct tp_report *report,
+enum tp_status tp_render_plan_prepare(const struct tp_render_input *in,
 				      const struct tp_render_options *o,
 				      struct tp_render_file *f,
 				      struct tp_strbuf *warning,

@@ -709,13 +709,15 @@ static void find_bottleneck(struct tp_scene *s)
 	}
 }
 
-enum tp_status tp_scene_build(struct tp_scene *s, const struct tp_plan *p,
-			      const struct tp_model *m,
-			      const struct tp_cluster *c,
-			      const struct tp_report *r,
+enum tp_status tp_scene_build(struct tp_scene *s,
+			      const struct tp_render_input *in,
 			      const struct tp_render_options *o,
 			      struct tp_error *err)
 {
+	const struct tp_plan *p = in->plan;
+	const struct tp_model *m = in->model;
+	const struct tp_cluster *c = in->cluster;
+	const struct tp_report *r = in->report;
 	struct tp_render_options dflt;
 	enum tp_status st;
 	uint32_t *cls_of = NULL;

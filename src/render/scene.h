@@ -113,10 +113,8 @@ struct tp_scene {
 
 /* Build the scene; collapse per o.  TP_EINPUT when the plan refers to
  * devices or ops the cluster or model does not have. */
-enum tp_status tp_scene_build(struct tp_scene *s, const struct tp_plan *p,
-			      const struct tp_model *m,
-			      const struct tp_cluster *c,
-			      const struct tp_report *r,
+enum tp_status tp_scene_build(struct tp_scene *s,
+			      const struct tp_render_input *in,
 			      const struct tp_render_options *o,
 			      struct tp_error *err);
 void tp_scene_release(struct tp_scene *s);
