@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/cluster.h"
+#include "core/cost.h"
 #include "core/model.h"
 #include "core/plan.h"
 #include "core/precision.h"
@@ -237,6 +238,194 @@ START_TEST(test_precision_cli)
 }
 END_TEST
 
+/* fp8: the linear layers' GEMMs at the FP8 peak, the attention core, the
+ * router and the LM head at the bf16 peak (precision.h). */
+START_TEST(test_fp8_kernel_peaks)
+{
+	struct tp_device_type h = toy_type("H100ish", 100e12);
+	struct tp_cost_device d;
+	struct tp_op op = tp_op_default();
+	double f, b;
+
+	h.peak_flops[TP_DTYPE_FP8] = 400e12;
+	tp_cost_device_init(&d, &h, TP_DTYPE_FP8, 0);
+	ck_assert(d.peak == 400e12);
+	ck_assert(d.peak_hi == 100e12);
+	/* 4e12 FLOP, flat curve (half point 1e-9): 0.01 s at fp8, 0.04 s at
+	 * bf16, no bytes, no launch cost */
+	ck_assert(REL(tp_cost_kernel_s(&d, TP_OP_MATMUL, 4e12, 0, 1), 0.01) <
+		  1e-6);
+	ck_assert(REL(tp_cost_kernel_s(&d, TP_OP_ATTENTION, 4e12, 0, 1),
+		      0.04) < 1e-6);
+	ck_assert(REL(tp_cost_kernel_s(&d, TP_OP_ROUTER, 4e12, 0, 1), 0.04) <
+		  1e-6);
+	/* the LM head (vocab split): forward 4e12 / 1e14 = 0.04 s, backward
+	 * 8e12 / 1e14 = 0.08 s */
+	op.kind = TP_OP_MATMUL;
+	op.tp_split = TP_SPLIT_VOCAB;
+	op.flop = 4e12;
+	op.backward_flop = 8e12;
+	tp_cost_op_s(&d, &op, 1, 1, 1, 2, &f, &b);
+	ck_assert_msg(REL(f, 0.04) < 1e-6 && REL(b, 0.08) < 1e-6, "%g %g", f,
+		      b);
+	op.tp_split = TP_SPLIT_COLUMN;
+	tp_cost_op_s(&d, &op, 1, 1, 1, 2, &f, &b);
+	ck_assert(REL(f, 0.01) < 1e-6 && REL(b, 0.02) < 1e-6);
+	/* a bf16 model on the same type: everything at the bf16 peak */
+	tp_cost_device_init(&d, &h, TP_DTYPE_BF16, 0);
+	ck_assert(d.peak == 100e12 && d.peak_hi == 100e12);
+}
+END_TEST
+
+/* fp8 model state: bf16 mixed precision (2 + 2 + 12 with Adam) plus the
+ * 2-byte FP8 weight cache in the weights; the step writes the cache. */
+START_TEST(test_fp8_state)
+{
+	struct tp_cost_state s8, s16;
+
+	tp_cost_state_init(&s8, TP_DTYPE_FP8, TP_OPT_ADAM);
+	tp_cost_state_init(&s16, TP_DTYPE_BF16, TP_OPT_ADAM);
+	ck_assert(s16.weights == 2 && s16.grads == 2 && s16.optim == 12);
+	ck_assert(s8.weights == 4 && s8.grads == 2 && s8.optim == 12);
+	ck_assert(s8.step == s16.step + 2);
+	/* (4 + 2 + 12) / 2 bytes per fp8 (bf16-stored) parameter byte */
+	ck_assert(tp_cost_state_factor(TP_DTYPE_FP8, TP_OPT_ADAM) == 9);
+	ck_assert(tp_dtype_bytes(TP_DTYPE_FP8) == 2);
+	ck_assert_int_eq(tp_dtype_parse("fp8"), TP_DTYPE_FP8);
+	ck_assert_str_eq(tp_dtype_name(TP_DTYPE_FP8), "fp8");
+}
+END_TEST
+
+/* A chain of matmuls simulated in fp8 against the hand figure, and its
+ * weights' memory; refused on a type without FP8 units. */
+START_TEST(test_fp8_simulated)
+{
+	struct tp_device_type h = toy_type("H100ish", 100e12);
+	struct tp_sim_options o;
+	struct tp_error err;
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_report r;
+	double expect;
+
+	h.peak_flops[TP_DTYPE_FP8] = 400e12;
+	toy_cluster(&c, &h, 1);
+	chain_model(&m, TP_DTYPE_FP8, 4, 1e12, 2e9, 8);
+	run_single(&m, &c, &r);
+	/* per op at 400 TFLOP/s: forward max(8e12/4e14, (8e6 + 2e9)/1e12)
+	 * = 0.02 s, backward max(16e12/4e14, (2*8e6 + 4e9)/1e12) = 0.04 s;
+	 * step 1e9 params * (28 + 2) B / 1e12 = 0.03 s */
+	expect = 4 * (0.02 + 0.04) + 4 * 0.03;
+	ck_assert_msg(REL(r.iteration_time_s, expect) < 1e-9, "%.9g vs %.9g",
+		      r.iteration_time_s, expect);
+	/* weights 4e9 params * (2 bf16 + 2 FP8 cache) B */
+	ck_assert_msg(REL(r.devices[0].memory.weights, 16e9) < 1e-9,
+		      "%.9g", r.devices[0].memory.weights);
+	ck_assert_msg(strstr(r.precision, "fp8 (Transformer Engine hybrid") !=
+			      NULL,
+		      "%s", r.precision);
+	tp_report_release(&r);
+	tp_cluster_release(&c);
+
+	/* no FP8 units: refused, naming the type and the fix */
+	h = toy_type("A100ish", 100e12);
+	toy_cluster(&c, &h, 1);
+	tp_sim_options_default(&o);
+	ck_assert_ptr_null(tp_sim_new(&m, &c, &o, &err));
+	ck_assert_int_eq(err.status, TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "A100ish") && strstr(err.msg,
+							   "--dtype bf16"),
+		      "%s", err.msg);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* From the command line: an fp8 Llama-2-7B on V100s exits 2 saying --dtype
+ * bf16; on an H100 node the plan exports Megatron's FP8 flags and
+ * TorchTitan's float8 converter. */
+START_TEST(test_fp8_cli)
+{
+	char model[512], plan[512];
+	const char *dir = tp_test_tmpdir();
+	struct tp_run r;
+
+	snprintf(model, sizeof(model), "%s/gpt-fp8.json", dir);
+	snprintf(plan, sizeof(plan), "%s/gpt-fp8-plan.json", dir);
+	{
+		char hf[512];
+		const char *argv[] = {"tagplan", "model",   hf,	    "--seq",
+				      "512",	 "--batch", "32",   "--dtype",
+				      "fp8",	 "-o",	    model, NULL};
+		snprintf(hf, sizeof(hf), "hf:%s", tp_test_path("data/hf/llama-2-7b.json"));
+		tp_run_tagplan(&r, argv, NULL);
+	}
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_free(&r);
+	{
+		const char *argv[] = {
+		    "tagplan", "simulate", "-m", model, "-t",
+		    tp_data_file("topologies/dgx1-v100.json"), "-s", "dp=8",
+		    NULL};
+		tp_run_tagplan(&r, argv, NULL);
+	}
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, "no FP8 units") &&
+			      strstr(r.err, "--dtype bf16"),
+		      "%s", r.err);
+	ck_assert_str_eq(r.out, "");
+	tp_run_free(&r);
+	{
+		const char *argv[] = {
+		    "tagplan",	   "plan",
+		    "-m",	   model,
+		    "-t",	   tp_data_file("topologies/dgx-h100.json"),
+		    "--playouts",  "20",
+		    "--threads",   "1",
+		    "--no-timing", "-o",
+		    plan,	   NULL};
+		tp_run_tagplan(&r, argv, NULL);
+	}
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_msg(strstr(r.err, "precision: fp8") != NULL, "%s", r.err);
+	tp_run_free(&r);
+	{
+		const char *argv[] = {"tagplan", "export", "-p", plan, NULL};
+		tp_run_tagplan(&r, argv, NULL);
+	}
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_msg(strstr(r.out, "--fp8-format hybrid") &&
+			      strstr(r.out, "--fp8-amax-history-len 1024") &&
+			      strstr(r.out, "--bf16"),
+		      "%s", r.out);
+	tp_run_free(&r);
+	{
+		const char *argv[] = {
+		    "tagplan",	   "plan",
+		    "-m",	   model,
+		    "-t",	   tp_data_file("topologies/dgx-h100.json"),
+		    "--runtime",   "fsdp2",
+		    "--playouts",  "20",
+		    "--threads",   "1",
+		    "--no-timing", "-o",
+		    plan,	   NULL};
+		tp_run_tagplan(&r, argv, NULL);
+	}
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_free(&r);
+	{
+		const char *argv[] = {"tagplan", "export", "-p", plan, NULL};
+		tp_run_tagplan(&r, argv, NULL);
+	}
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_msg(strstr(r.out, "converters = [\"float8\"]") &&
+			      strstr(r.out, "mixed_precision_param = "
+					    "\"bfloat16\""),
+		      "%s", r.out);
+	tp_run_free(&r);
+}
+END_TEST
+
 Suite *suite_modern(void)
 {
 	Suite *s = suite_create("modern");
@@ -246,6 +435,10 @@ Suite *suite_modern(void)
 	tcase_add_test(tc, test_precision_run_dtype);
 	tcase_add_test(tc, test_precision_bf16_fallback_simulated);
 	tcase_add_test(tc, test_precision_cli);
+	tcase_add_test(tc, test_fp8_kernel_peaks);
+	tcase_add_test(tc, test_fp8_state);
+	tcase_add_test(tc, test_fp8_simulated);
+	tcase_add_test(tc, test_fp8_cli);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -19,7 +19,7 @@ static const char usage[] =
 	"SOURCE [OPTIONS] [-o MODEL]\n"
 	"       tagplan model gpt --hidden H --layers L --heads A --seq S\n"
 	"                 --vocab V --batch B [--ffn F] [--kv-heads K]\n"
-	"                 [--dtype bf16|fp16|fp32] [-o MODEL]\n"
+	"                 [--dtype bf16|fp16|fp32|fp8] [-o MODEL]\n"
 	"       tagplan model hf:PATH/config.json [--seq S] [--batch B]\n"
 	"                 [--dtype D] [-o MODEL]\n"
 	"       tagplan model ZOO-NAME [--batch B] [--dtype D] [-o MODEL]\n"
@@ -120,8 +120,9 @@ int cmd_model(int argc, char **argv)
 		{"kv-heads", 0, TP_OPT_INT, &kv, "K",
 		 "gpt: key/value heads, grouped-query attention (default A)",
 		 1, 1 << 16, false},
-		{"dtype", 0, TP_OPT_STRING, &dtype_s, "bf16|fp16|fp32",
-		 "parameter and activation type [gpt: bf16; hf: the "
+		{"dtype", 0, TP_OPT_STRING, &dtype_s, "bf16|fp16|fp32|fp8",
+		 "parameter and activation type (fp8: Transformer "
+		 "Engine hybrid FP8 GEMMs, bf16 elsewhere) [gpt: bf16; hf: the "
 		 "config's torch_dtype, else bf16; zoo: the entry's]",
 		 0, 0, false},
 		{"name", 0, TP_OPT_STRING, &name, "NAME",
@@ -164,7 +165,8 @@ int cmd_model(int argc, char **argv)
 	free(pos);
 	if (dtype_s && (dtype = tp_dtype_parse(dtype_s)) < 0)
 		return tp_cli_usage_error("model",
-					  "--dtype expects bf16, fp16 or fp32, "
+					  "--dtype expects bf16, fp16, fp32 or "
+					  "fp8, "
 					  "not \"%s\"",
 					  dtype_s);
 	if (strcmp(src, "gpt") != 0) {

@@ -34,6 +34,13 @@ const struct tp_cost_constants tp_cost_constants = {
 	 * finite times: 1 TFLOP/s, 100 GB/s (a guard, not a figure of any
 	 * device). */
 	.peak_flops = 1e12,
+	/* Transformer Engine under fp8 keeps, beside the bf16 weight, an
+	 * FP8 (E4M3) copy of each GEMM weight for the forward and its
+	 * transpose for the backward's data-gradient GEMM (Hopper's FP8
+	 * GEMMs take only the TN layout): 1 + 1 bytes per parameter.
+	 * Counted on every parameter: an upper bound (norms, embeddings and
+	 * the LM head are not cast). */
+	.fp8_weight_cache = 2.0,
 	.memory_bw_Bps = 1e11,
 	/* Backward kernels read the forward's activations and write their
 	 * gradients: twice the forward's bytes (src/sim/README section 2;
@@ -87,6 +94,7 @@ void tp_cost_device_init(struct tp_cost_device *d,
 	d->mem_eff = t.memory_efficiency;
 	d->kernel_s = t.kernel_overhead_s;
 	d->peak = tp_precision_gemm_peak(&t, dtype);
+	d->peak_hi = tp_precision_hi_peak(&t, dtype);
 	d->peak_vec = t.peak_flops[TP_DTYPE_FP32] > 0
 			      ? t.peak_flops[TP_DTYPE_FP32]
 			      : d->peak;
@@ -94,6 +102,8 @@ void tp_cost_device_init(struct tp_cost_device *d,
 		d->peak = d->peak_vec = tp_cost_constants.peak_flops;
 	if (!(d->peak_vec > 0))
 		d->peak_vec = d->peak;
+	if (!(d->peak_hi > 0))
+		d->peak_hi = d->peak;
 	d->mem_bw = t.memory_bw_Bps > 0 ? t.memory_bw_Bps
 					: tp_cost_constants.memory_bw_Bps;
 }
@@ -114,7 +124,10 @@ double tp_cost_kernel_s(const struct tp_cost_device *d, enum tp_op_kind kind,
 		double per = kernels > 0 ? flop / kernels : flop;
 		double eff = tp_cost_gemm_eff(d->gemm_eff, d->gemm_half_flop,
 					      per);
-		comp = flop > 0 ? flop / (d->peak * eff) : 0;
+		double pk = kind == TP_OP_ATTENTION || kind == TP_OP_ROUTER
+				    ? d->peak_hi
+				    : d->peak;
+		comp = flop > 0 ? flop / (pk * eff) : 0;
 	} else {
 		comp = flop > 0 ? flop / d->peak_vec : 0;
 	}
@@ -137,9 +150,18 @@ void tp_cost_op_s(const struct tp_cost_device *d, const struct tp_op *op,
 			    ? 2 * kf
 			    : 1;
 
+	struct tp_cost_device hi;
+
 	if (op->kind == TP_OP_INPUT) {
 		*fwd = *bwd = 0;
 		return;
+	}
+	if (op->tp_split == TP_SPLIT_VOCAB && d->peak_hi != d->peak) {
+		/* The LM head is Megatron's plain ColumnParallelLinear, not a
+		 * TE module: bf16 under fp8. */
+		hi = *d;
+		hi.peak = hi.peak_hi;
+		d = &hi;
 	}
 	*fwd = tp_cost_kernel_s(d, op->kind, f, act + w, kf);
 	*bwd = tp_cost_kernel_s(d, op->kind, fb, bmf * act + 2 * w, kb);
@@ -195,6 +217,11 @@ void tp_cost_state_init(struct tp_cost_state *s, enum tp_dtype dtype,
 	s->grads = w;
 	s->optim = st + (mixed ? 4 : 0);
 	s->step = 2 * s->optim + s->grads + (mixed ? w : 2 * w);
+	if (dtype == TP_DTYPE_FP8) {
+		/* the cache is rewritten from the updated weights each step */
+		s->weights += tp_cost_constants.fp8_weight_cache;
+		s->step += tp_cost_constants.fp8_weight_cache;
+	}
 }
 
 double tp_cost_state_factor(enum tp_dtype dtype, enum tp_optimizer opt)

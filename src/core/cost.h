@@ -39,6 +39,7 @@ struct tp_cost_constants {
 	double kernel_overhead_s; /* per kernel launch */
 	double reserved_bytes;    /* runtime reservation */
 	double peak_flops;        /* a type without any peak FLOP/s */
+	double fp8_weight_cache;  /* bytes per parameter TE adds under fp8 */
 	double memory_bw_Bps;     /* a type without memory bandwidth */
 	/* op costs */
 	double backward_mem_factor; /* backward bytes / forward bytes */
@@ -66,6 +67,9 @@ void tp_cost_type_defaults(struct tp_device_type *t);
 struct tp_cost_device {
 	double peak;     /* FLOP/s for the model's dtype (FP32's if none) */
 	double peak_vec; /* FLOP/s of vector work (the FP32 peak) */
+	double peak_hi;  /* FLOP/s of GEMM-like work that stays in 16-bit
+			    under fp8 (attention core, router, LM head:
+			    precision.h); == peak for other dtypes */
 	double mem_bw;   /* bytes/s */
 	double gemm_eff; /* large-GEMM efficiency (x gemm_sustained) */
 	double gemm_half_flop, mem_eff, kernel_s;
@@ -86,7 +90,8 @@ double tp_cost_gemm_eff(double eff, double half_flop, double flop);
 
 /*
  * Seconds of `kernels` kernels of an op of this kind doing `flop` FLOP
- * and moving `bytes` bytes on d: GEMM-like kinds at d->peak times the
+ * and moving `bytes` bytes on d: matmuls and convolutions at d->peak,
+ * attention and routers at d->peak_hi, times the
  * efficiency curve of flop / kernels, others at d->peak_vec; memory at
  * mem_bw * mem_eff; the roofline max of the two, except attention whose
  * unfused GEMMs and softmax passes run one after the other (sum); plus
@@ -133,7 +138,10 @@ double tp_cost_hier_allreduce_s(double per_node, double nodes, double S,
 
 /* Model state per parameter, bytes: mixed precision (fp16/bf16 weights)
  * 2 + 2 + (12 Adam | 8 momentum | 4 SGD), the optimizer part including
- * the fp32 master copy; fp32: 4 + 4 + (8 | 4 | 0).  step: the optimizer
+ * the fp32 master copy; fp32: 4 + 4 + (8 | 4 | 0); fp8 as bf16 plus
+ * tp_cost_constants.fp8_weight_cache bytes in the weights (Transformer
+ * Engine's FP8 copy of each weight and its transpose; an upper bound: it
+ * is counted on every parameter, TE casts only the GEMM weights).  step: the optimizer
  * step's memory traffic per parameter (read and write the state and
  * master, read the gradient, write the weights - read them too without a
  * master copy). */

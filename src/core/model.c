@@ -270,7 +270,7 @@ static int parse_in(const char *const *names, int n, const char *s)
 }
 
 static const char *const dtype_names[TP_DTYPE_COUNT] = {"fp32", "fp16",
-							 "bf16"};
+							 "bf16", "fp8"};
 static const char *const opt_names[TP_OPT_COUNT] = {"sgd", "momentum",
 						     "adam"};
 static const char *const kind_names[TP_OP_KIND_COUNT] = {

@@ -31,7 +31,17 @@
 
 #define TP_NONE UINT32_MAX
 
-enum tp_dtype { TP_DTYPE_FP32, TP_DTYPE_FP16, TP_DTYPE_BF16, TP_DTYPE_COUNT };
+/* TP_DTYPE_FP8 is Transformer Engine's hybrid FP8 recipe: GEMM inputs cast
+ * to E4M3 in the forward and E5M2 for gradients, everything else (the
+ * tensors between ops, the attention core, norms, communication) in bf16;
+ * its tensors therefore take 2 bytes per element like bf16 (precision.h). */
+enum tp_dtype {
+	TP_DTYPE_FP32,
+	TP_DTYPE_FP16,
+	TP_DTYPE_BF16,
+	TP_DTYPE_FP8,
+	TP_DTYPE_COUNT
+};
 
 enum tp_optimizer {
 	TP_OPT_SGD,      /* no state */

@@ -198,6 +198,8 @@ static enum tp_status place_ranks(struct tp_export_spec *s,
 static void precision(struct tp_export_spec *s, const struct tp_plan *p,
 		      const struct tp_cluster *c)
 {
+	/* DeepSpeed and torchrun say nothing of fp8; the common note
+	 * carries the sentence (precision_note) */
 	s->run_dtype =
 	    tp_precision_job(c, p->devs.v, p->devs.n, s->dtype,
 			     s->precision_note, sizeof(s->precision_note));
@@ -230,6 +232,8 @@ tp_export_analyze(const struct tp_plan *p, const struct tp_model *m,
 					    "the plan names device %u; the "
 					    "topology has %zu",
 					    p->devs.v[i], c->devices.n);
+	if ((st = tp_precision_check(c, m->dtype, err)))
+		return st;
 	if (tp_runtime_is_none(rt))
 		return tp_export_refuse(err, "the plan was made for no "
 					     "runtime; name one");

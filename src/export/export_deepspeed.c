@@ -66,7 +66,7 @@ enum tp_status tp_export_write_deepspeed(const struct tp_export_spec *s,
 		     (int64_t)tp_export_bucket_elements(s));
 	tp_jw_object_end(&jw);
 	if (s->run_dtype != TP_DTYPE_FP32) {
-		tp_jw_key(&jw, s->run_dtype == TP_DTYPE_BF16 ? "bf16" : "fp16");
+		tp_jw_key(&jw, s->run_dtype == TP_DTYPE_FP16 ? "fp16" : "bf16");
 		tp_jw_object_begin(&jw);
 		tp_jw_kv_bool(&jw, "enabled", true);
 		tp_jw_object_end(&jw);

@@ -351,11 +351,26 @@ void tp_export_megatron_args(const struct tp_export_spec *s,
 	size_args(s, f, sep, out);
 	block_args(s, f, sep, out);
 	moe_args(s, f, sep, out);
-	if (s->run_dtype == TP_DTYPE_BF16)
+	if (s->run_dtype == TP_DTYPE_FP8 && f == MEGATRON_CORE) {
+		/* Transformer Engine's hybrid recipe with delayed scaling:
+		 * Megatron-Core's defaults for the amax window are 1 and
+		 * most_recent; TE's recipe and NVIDIA's recipes use 1024/max */
+		ARG("--bf16");
+		ARG("--fp8-format hybrid");
+		ARG("--fp8-amax-history-len 1024");
+		ARG("--fp8-amax-compute-algo max");
+	} else if (s->run_dtype == TP_DTYPE_BF16 ||
+		   s->run_dtype == TP_DTYPE_FP8)
 		ARG("--bf16");
 	else if (s->run_dtype == TP_DTYPE_FP16)
 		ARG("--fp16");
 	arch_notes(s, f, notes);
+	if (notes && s->run_dtype == TP_DTYPE_FP8 && f != MEGATRON_CORE)
+		tp_strbuf_adds(notes,
+			       "fp8: this Megatron has no --fp8-format (FP8 "
+			       "GEMMs need Megatron-Core with Transformer "
+			       "Engine): the job runs --bf16, slower than the "
+			       "plan's fp8 GEMMs\n");
 }
 
 static enum tp_status write_megatron(const struct tp_export_spec *s,

@@ -4,7 +4,10 @@
  *
  * Keys (torchtitan/config/job_config.py, TorchTitan of 2025):
  *   [job] description
- *   [model] name, flavor
+ *   [model] name, flavor, converters (["float8"] for an fp8 plan: the
+ *     float8 model converter, torchtitan/components/quantization)
+ *   [float8] enable_fsdp_float8_all_gather (false: the plan priced the
+ *     FSDP all-gathers in bf16)
  *   [training] local_batch_size (samples per data-parallel rank and
  *     step), global_batch_size (more than local x dp: gradient
  *     accumulation), seq_len, mixed_precision_param,
@@ -66,7 +69,9 @@ static void ffn_args(int64_t dim, int64_t ffn, int64_t *multiple_of,
 
 static const char *torch_dtype(enum tp_dtype d)
 {
-	return d == TP_DTYPE_BF16   ? "bfloat16"
+	/* fp8: FSDP keeps bf16 parameters; the float8 converter casts the
+	 * linear layers' GEMM inputs */
+	return d == TP_DTYPE_BF16 || d == TP_DTYPE_FP8 ? "bfloat16"
 	       : d == TP_DTYPE_FP16 ? "float16"
 				    : "float32";
 }
@@ -161,6 +166,8 @@ enum tp_status tp_export_write_torchtitan(const struct tp_export_spec *s,
 		       s->model_name ? s->model_name : "model");
 	tp_strbuf_adds(out,
 		       "\n[model]\nname = \"llama3\"\nflavor = \"tagplan\"\n");
+	if (s->run_dtype == TP_DTYPE_FP8)
+		tp_strbuf_adds(out, "converters = [\"float8\"]\n");
 	tp_strbuf_adds(out, "\n[training]\n");
 	tp_strbuf_addf(out, "local_batch_size = %lld\n", (long long)local);
 	tp_strbuf_addf(out, "global_batch_size = %lld\n",
@@ -172,6 +179,9 @@ enum tp_status tp_export_write_torchtitan(const struct tp_export_spec *s,
 		       s->rt.behaviour.grad_reduce == TP_GRAD_REDUCE_FP32
 			   ? "float32"
 			   : torch_dtype(s->run_dtype));
+	if (s->run_dtype == TP_DTYPE_FP8)
+		tp_strbuf_adds(out, "\n[float8]\n"
+				    "enable_fsdp_float8_all_gather = false\n");
 	parallelism(s, out);
 	tp_strbuf_adds(out, "\n[activation_checkpoint]\n");
 	tp_strbuf_addf(out, "mode = \"%s\"\n", tp_recompute_name(s->recompute));
@@ -195,6 +205,14 @@ enum tp_status tp_export_write_torchtitan(const struct tp_export_spec *s,
 				       "the norms along the sequence (sequence "
 				       "parallelism), which the plan did not "
 				       "simulate\n");
+		if (s->run_dtype == TP_DTYPE_FP8)
+			tp_strbuf_adds(
+			    notes, "fp8: TorchTitan's float8 converter (torchao, "
+				   "tensorwise dynamic scaling) swaps the "
+				   "linear layers, not Transformer Engine's "
+				   "delayed-scaling hybrid recipe; both run "
+				   "the GEMMs in FP8 as simulated, the output "
+				   "layer stays bf16\n");
 		if (a->tied_embeddings == TP_TRI_YES)
 			tp_strbuf_adds(notes,
 				       "the model ties its embeddings; "

@@ -22,7 +22,8 @@ static const char *const type_fields[] = {"name",
 					  "source",
 					  "sources",
 					  NULL};
-static const char *const flops_fields[] = {"fp32", "fp16", "bf16", NULL};
+static const char *const flops_fields[] = {"fp32", "fp16", "bf16", "fp8",
+					   NULL};
 
 enum tp_status tp_io_read_device_type(struct tp_jctx *j,
 				      const struct tp_json *v,
@@ -100,7 +101,10 @@ enum tp_status tp_io_read_device_type(struct tp_jctx *j,
 					&t->peak_flops[TP_DTYPE_FP16], NULL)) ||
 		    (st = tp_io_get_quantity(j, pf, "bf16", false, TP_JNUM_NONNEG,
 					 TP_IOQ_DEVICE_FLOPS, t->peak_flops[TP_DTYPE_BF16],
-					 &t->peak_flops[TP_DTYPE_BF16], NULL)))
+					 &t->peak_flops[TP_DTYPE_BF16], NULL)) ||
+		    (st = tp_io_get_quantity(j, pf, "fp8", false, TP_JNUM_NONNEG,
+					 TP_IOQ_DEVICE_FLOPS, t->peak_flops[TP_DTYPE_FP8],
+					 &t->peak_flops[TP_DTYPE_FP8], NULL)))
 			return st;
 		tp_jctx_pop(j, old);
 	}

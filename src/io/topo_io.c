@@ -536,6 +536,7 @@ static void write_type(struct tp_jw *jw, const struct tp_device_type *t)
 	tp_jw_kv_number(jw, "fp32", t->peak_flops[TP_DTYPE_FP32]);
 	tp_jw_kv_number(jw, "fp16", t->peak_flops[TP_DTYPE_FP16]);
 	tp_jw_kv_number(jw, "bf16", t->peak_flops[TP_DTYPE_BF16]);
+	tp_jw_kv_number(jw, "fp8", t->peak_flops[TP_DTYPE_FP8]);
 	tp_jw_object_end(jw);
 	tp_jw_kv_number(jw, "gemm_efficiency", t->gemm_efficiency);
 	tp_jw_kv_number(jw, "gemm_half_flop", t->gemm_half_flop);

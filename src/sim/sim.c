@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/precision.h"
 #include "sim_int.h"
 
 void tp_sim_params_default(struct tp_sim_params *p)
@@ -75,6 +76,8 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 			     "simulator: model and cluster must be finalized");
 		return NULL;
 	}
+	if (tp_precision_check(c, m->dtype, err))
+		return NULL;
 	sim = tp_calloc(1, sizeof(*sim));
 	if (!sim)
 		goto nomem;
