@@ -648,7 +648,7 @@ START_TEST(test_profile_wins)
 	struct tp_sim *sim;
 	struct tp_error err;
 	struct tp_op op = tp_op_default();
-	struct tp_profile pr = {"toy", 2, 0.5, 1.0};
+	struct tp_profile pr = {"toy", 2, 0.5, 1.0, 0, 0, 0, 0, 0, 0};
 	uint32_t idx;
 
 	toy_cluster(&c, 1, 1, 0, 0, 0);

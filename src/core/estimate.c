@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cost.h"
+#include "profile.h"
 
 double tp_estimate_op_time(const struct tp_model *m,
 			   const struct tp_cluster *c, uint32_t op, uint32_t t,
@@ -18,6 +19,20 @@ double tp_estimate_op_time(const struct tp_model *m,
 	struct tp_cost_device d;
 	double mem_rate, ce, f, fwd, bwd, kernel_s;
 
+	if (o->n_prof && o->n_prof <= 64) {
+		/* a table at the hint (tp 1); one point as before tables */
+		uint32_t idx[64], n = tp_profile_table(m, op, c->types.v[t].name,
+						       idx);
+		if (n == 1) {
+			const struct tp_profile *p = &m->profiles.v[idx[0]];
+			return (p->forward_s + p->backward_s) / p->batch;
+		}
+		if (n > 1) {
+			struct tp_profile_at pa;
+			tp_profile_eval(m, idx, n, batch_hint, 1, false, &pa);
+			return (pa.forward_s + pa.backward_s) / batch_hint;
+		}
+	}
 	for (uint32_t i = 0; i < o->n_prof; i++) {
 		const struct tp_profile *p = &m->profiles.v[o->prof_first + i];
 		if (p->batch > 0 && strcmp(p->device_type, c->types.v[t].name) == 0)

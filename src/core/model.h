@@ -89,13 +89,35 @@ enum tp_tp_split {
 	TP_SPLIT_COUNT
 };
 
-/* A measured time of an op on a device type at some batch size; the
- * simulator scales it linearly in the batch and prefers it to the
- * roofline estimate. */
+/* A measured point of an op on a device type: its times at a micro-batch
+ * and a tensor-parallel degree.  An op's points of one device type form a
+ * table over (batch, tp) that core/profile.h interpolates (linear in the
+ * batch and in 1/tp) and extrapolates beyond (scaled as the roofline's
+ * compute-bound regime: linear in the batch, 1/tp for ops tp divides);
+ * the simulator prefers it to the roofline estimate.  A file of one point
+ * per type (tp 1) means what it meant before tables: the time scaled
+ * linearly in the batch and divided by tp.  The optional figures count
+ * only when their TP_PROFILE_HAS_* bit is set in `has` (a zeroed struct is
+ * a point of times only). */
+enum {
+	TP_PROFILE_HAS_TP_COMM = 1u << 0,
+	TP_PROFILE_HAS_OPTIMIZER = 1u << 1,
+	TP_PROFILE_HAS_ACTIVATION = 1u << 2,
+	TP_PROFILE_HAS_STATE = 1u << 3
+};
 struct tp_profile {
 	const char *device_type; /* name, as in the topology */
 	double batch;            /* samples the times were measured at */
 	double forward_s, backward_s;
+	uint32_t tp;             /* tensor-parallel degree measured at (0 = 1) */
+	unsigned has;            /* TP_PROFILE_HAS_* */
+	double tp_comm_s;        /* tensor-parallel communication, forward +
+				    backward, of this micro-batch */
+	double optimizer_s;      /* optimizer step of the op's shard */
+	double activation_bytes; /* saved for backward, this micro-batch, per
+				    device */
+	double state_bytes;      /* weights + gradients + optimizer state per
+				    device (no ZeRO) */
 };
 
 struct tp_op {

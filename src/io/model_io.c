@@ -2,6 +2,7 @@
  * model_io.c - tagplan-model/1 <-> struct tp_model (README section 1).
  */
 #include <assert.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +29,10 @@ static const char *const op_fields[] = {"name",
 					"selective_recompute",
 					"profile",
 					NULL};
-static const char *const profile_fields[] = {"device_type", "batch",
-					     "forward_s", "backward_s", NULL};
+static const char *const profile_fields[] = {
+	"device_type", "batch",       "forward_s",        "backward_s",
+	"tp",          "tp_comm_s",   "optimizer_s",      "activation_bytes",
+	"state_bytes", NULL};
 static const char *const edge_fields[] = {"from", "to", "bytes_per_sample",
 					  NULL};
 
@@ -178,6 +181,47 @@ enum tp_status tp_io_model_unknown_op(struct tp_jctx *j, const char *key,
 			    name, hint, m->name);
 }
 
+/* A profile point's tp degree and optional measured figures
+ * (core/model.h struct tp_profile). */
+static enum tp_status read_profile_extra(struct tp_jctx *j,
+					 const struct tp_json *pv,
+					 struct tp_profile *p)
+{
+	static const struct {
+		const char *key;
+		unsigned bit;
+		enum tp_io_quantity q;
+		size_t off;
+	} opt[] = {
+		{"tp_comm_s", TP_PROFILE_HAS_TP_COMM, TP_IOQ_OP_SECONDS,
+		 offsetof(struct tp_profile, tp_comm_s)},
+		{"optimizer_s", TP_PROFILE_HAS_OPTIMIZER, TP_IOQ_OP_SECONDS,
+		 offsetof(struct tp_profile, optimizer_s)},
+		{"activation_bytes", TP_PROFILE_HAS_ACTIVATION,
+		 TP_IOQ_SAMPLE_BYTES,
+		 offsetof(struct tp_profile, activation_bytes)},
+		{"state_bytes", TP_PROFILE_HAS_STATE, TP_IOQ_OP_BYTES,
+		 offsetof(struct tp_profile, state_bytes)},
+	};
+	int64_t tp;
+	enum tp_status st;
+
+	if ((st = tp_jget_int(j, pv, "tp", false, 1, 1 << 20, 1, &tp, NULL)))
+		return st;
+	p->tp = (uint32_t)tp;
+	for (size_t k = 0; k < sizeof(opt) / sizeof(opt[0]); k++) {
+		bool given;
+		double *f = (double *)((char *)p + opt[k].off);
+		if ((st = tp_io_get_quantity(j, pv, opt[k].key, false,
+					     TP_JNUM_NONNEG, opt[k].q, 0, f,
+					     &given)))
+			return st;
+		if (given)
+			p->has |= opt[k].bit;
+	}
+	return TP_OK;
+}
+
 static enum tp_status read_op(struct tp_jctx *j, const struct tp_json *v,
 			      struct tp_model *m, bool *mem_given)
 {
@@ -263,8 +307,21 @@ static enum tp_status read_op(struct tp_jctx *j, const struct tp_json *v,
 					 NULL)) ||
 		    (st = tp_io_get_quantity(j, pv, "backward_s", true,
 					 TP_JNUM_NONNEG, TP_IOQ_OP_SECONDS, 0, &p.backward_s,
-					 NULL)))
+					 NULL)) ||
+		    (st = read_profile_extra(j, pv, &p)))
 			return st;
+		for (size_t q = 0; q < k; q++) {
+			const struct tp_profile *e =
+			    &m->profiles.v[m->ops.v[idx].prof_first + q];
+			if (strcmp(e->device_type, p.device_type) == 0 &&
+			    e->batch == p.batch && e->tp == p.tp)
+				return tp_jctx_fail(
+				    j, "batch",
+				    "a second point at batch %g, tp %u for "
+				    "\"%s\" (the first is profile[%zu]); give "
+				    "each (device_type, batch, tp) once",
+				    p.batch, p.tp, p.device_type, q);
+		}
 		if ((st = tp_model_add_profile(m, idx, &p, j->err)))
 			return tp_io_wrap(j, NULL, st);
 		tp_jctx_pop(j, old);
@@ -469,6 +526,20 @@ void tp_model_write(const struct tp_model *m, struct tp_strbuf *out)
 						pr->forward_s);
 				tp_jw_kv_number(&jw, "backward_s",
 						pr->backward_s);
+				if (pr->tp > 1)
+					tp_jw_kv_int(&jw, "tp", pr->tp);
+				if (pr->has & TP_PROFILE_HAS_TP_COMM)
+					tp_jw_kv_number(&jw, "tp_comm_s",
+							pr->tp_comm_s);
+				if (pr->has & TP_PROFILE_HAS_OPTIMIZER)
+					tp_jw_kv_number(&jw, "optimizer_s",
+							pr->optimizer_s);
+				if (pr->has & TP_PROFILE_HAS_ACTIVATION)
+					tp_jw_kv_number(&jw, "activation_bytes",
+							pr->activation_bytes);
+				if (pr->has & TP_PROFILE_HAS_STATE)
+					tp_jw_kv_number(&jw, "state_bytes",
+							pr->state_bytes);
 				tp_jw_object_end(&jw);
 			}
 			tp_jw_array_end(&jw);

@@ -49,34 +49,37 @@ static double op_saved_bytes(const struct tp_sim *sim, uint32_t o)
 	return op->saved_bytes;
 }
 
-/* Forward and backward seconds of op on type ty for `samples` samples,
- * FLOP and activations divided by div, weights by wdiv: the model's
- * profile for the type, scaled, else core/cost.h's op time (fused
- * attention: fused_attention_s). */
+/* Forward and backward seconds of op on type ty for `samples` samples in
+ * a lane of tp ranks, FLOP and activations divided by div, weights by
+ * wdiv: the model's profile table for the type (core/profile.h; *pa
+ * then holds its optional figures), else core/cost.h's op time
+ * (pa->how TP_PROFILE_NONE;
+ * fused attention: fused_attention_s). */
 static void op_times(const struct tp_sim *sim, uint32_t o, uint32_t ty,
-		     double samples, double div, double wdiv, double *fwd,
-		     double *bwd)
+		     double samples, uint32_t tp, double div, double wdiv,
+		     struct tp_profile_at *pa)
 {
 	const struct tp_op *op = &sim->m->ops.v[o];
-	int32_t p = sim->prof[(size_t)o * sim->n_types + ty];
+	uint32_t n;
+	const uint32_t *tab = TP_SIM_PROF(sim, o, ty, &n);
 
 	if (op->kind == TP_OP_INPUT) {
-		*fwd = *bwd = 0;
+		memset(pa, 0, sizeof(*pa));
 		return;
 	}
-	if (p >= 0) {
-		const struct tp_profile *pr = &sim->m->profiles.v[p];
-		double scale = samples / (pr->batch > 0 ? pr->batch : 1) / div;
-		*fwd = pr->forward_s * scale;
-		*bwd = pr->backward_s * scale;
+	if (tab) {
+		tp_profile_eval(sim->m, tab, n, samples, tp, div > 1, pa);
 		return;
 	}
+	memset(pa, 0, sizeof(*pa));
 	if (op->kind == TP_OP_ATTENTION && sim->o.params.fused_attention) {
-		fused_attention_s(sim, o, ty, samples, div, wdiv, fwd, bwd);
+		fused_attention_s(sim, o, ty, samples, div, wdiv,
+				  &pa->forward_s, &pa->backward_s);
 		return;
 	}
 	tp_cost_op_s(&sim->dev[ty], op, samples, div, wdiv,
-		     sim->o.params.backward_mem_factor, fwd, bwd);
+		     sim->o.params.backward_mem_factor, &pa->forward_s,
+		     &pa->backward_s);
 }
 
 /* One flow src -> dst into channel counts cnt (touched: the channels in
@@ -468,6 +471,10 @@ struct op_cost {
 	double fw, bw; /* compute, forward and backward */
 	double fc, bc; /* tensor-parallel communication */
 	double S;      /* bytes of one all-reduce's worth, per pass */
+	/* measured (profiled, on the slowest type where several): the
+	 * optimizer step and saved activation, when has says so */
+	unsigned has;
+	double opt_s, act;
 };
 
 static void op_cost(const struct tp_sim *sim, const struct lane *ln,
@@ -476,19 +483,29 @@ static void op_cost(const struct tp_sim *sim, const struct lane *ln,
 {
 	const struct tp_op *op = &sim->m->ops.v[o];
 	uint32_t t = ln->tp;
-	double b = ln->samples, tpd = t;
+	double b = ln->samples, tpd = t, comm = -1;
 	bool split = op->tp_split != TP_SPLIT_NONE && t > 1;
 	double div = (split || sp) ? tpd : 1, wdiv = split ? tpd : 1;
+	unsigned has = ~0u;
 
 	memset(oc, 0, sizeof(*oc));
 	for (uint32_t j = 0; j < n_types; j++) {
-		double a, bb;
-		op_times(sim, o, types[j], b, div, wdiv, &a, &bb);
-		if (a > oc->fw)
-			oc->fw = a;
-		if (bb > oc->bw)
-			oc->bw = bb;
+		struct tp_profile_at pa;
+		op_times(sim, o, types[j], b, t, div, wdiv, &pa);
+		if (pa.forward_s > oc->fw)
+			oc->fw = pa.forward_s;
+		if (pa.backward_s > oc->bw)
+			oc->bw = pa.backward_s;
+		/* a figure counts when every rank type measured it */
+		has &= pa.how == TP_PROFILE_NONE ? 0 : pa.has;
+		if (pa.tp_comm_s > comm)
+			comm = pa.tp_comm_s;
+		if (pa.optimizer_s > oc->opt_s)
+			oc->opt_s = pa.optimizer_s;
+		if (pa.activation_bytes > oc->act)
+			oc->act = pa.activation_bytes;
 	}
+	oc->has = n_types ? has : 0;
 	if (t > 1 && op->tp_split != TP_SPLIT_NONE &&
 	    op->tp_split != TP_SPLIT_SHARDED) {
 		bool row = op->tp_split == TP_SPLIT_ROW ||
@@ -508,11 +525,24 @@ static void op_cost(const struct tp_sim *sim, const struct lane *ln,
 		if (sim->o.params.tp_overlap && op->param_bytes > 0)
 			oc->bc = oc->bc > oc->bw / 2 ? oc->bc - oc->bw / 2 : 0;
 	}
+	/* a measured tensor-parallel time replaces the collective model's,
+	 * split between the passes as the model splits it */
+	if (t > 1 && (oc->has & TP_PROFILE_HAS_TP_COMM)) {
+		double mod = oc->fc + oc->bc;
+		if (mod > 0) {
+			oc->fc = comm * oc->fc / mod;
+			oc->bc = comm - oc->fc;
+		} else {
+			oc->fc = oc->bc = comm / 2;
+		}
+	}
 }
 
 /* A lane's sums over its group's ops. */
 struct lane_sums {
 	double f_comp, f_comm, b_comp, b_comm, rec, rec_comm, tp_S, params;
+	/* profiled optimizer steps and the parameter bytes they cover */
+	double opt_meas, params_meas;
 	double act, act_full, maxout, maxw;
 	/* per layer (in s->dtmp): saved bytes, of them selective ones */
 	double *lay_saved, *lay_sel;
@@ -570,11 +600,16 @@ static void layer_op(const struct tp_sim *sim, struct tp_sim_scratch *s,
  * memory-bound pass over the local parameters at the slowest rank's
  * bandwidth, plus one kernel. */
 static void lane_state(const struct tp_sim *sim, const struct tp_plan *plan,
-		       const uint32_t *types, uint32_t n_types, double params,
-		       struct lane *ln)
+		       const uint32_t *types, uint32_t n_types,
+		       const struct lane_sums *a, struct lane *ln)
 {
 	uint32_t zero = plan->zero, dp = plan->groups.v[ln->group].dp;
+	double params = a->params;
 	double n = params / sim->dtype_bytes;
+	/* the parameters without a profiled optimizer step */
+	double nr = a->params_meas > 0
+			    ? (params - a->params_meas) / sim->dtype_bytes
+			    : n;
 	double dz = dp > 0 ? dp : 1;
 	double slowest_bw = INFINITY, oh = 0;
 
@@ -593,9 +628,12 @@ static void lane_state(const struct tp_sim *sim, const struct tp_plan *plan,
 		if (d->kernel_s > oh)
 			oh = d->kernel_s;
 	}
-	ln->opt_s = n / tp_cost_zero_div(zero, TP_COST_OPTIMIZER, dz) *
+	ln->opt_s = nr / tp_cost_zero_div(zero, TP_COST_OPTIMIZER, dz) *
 			    sim->state.step / slowest_bw +
-		    (n > 0 ? oh : 0);
+		    (nr > 0 ? oh : 0);
+	if (a->params_meas > 0)
+		ln->opt_s += a->opt_meas /
+			     tp_cost_zero_div(zero, TP_COST_OPTIMIZER, dz);
 }
 
 static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
@@ -644,6 +682,13 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		if (op->param_bytes / wdiv > a.maxw)
 			a.maxw = op->param_bytes / wdiv;
 		saved = op_saved_bytes(sim, o) * b / div;
+		if (oc.has & TP_PROFILE_HAS_ACTIVATION)
+			saved = oc.act;
+		if ((oc.has & TP_PROFILE_HAS_OPTIMIZER) &&
+		    op->param_bytes > 0) {
+			a.opt_meas += oc.opt_s;
+			a.params_meas += op->param_bytes / wdiv;
+		}
 		ob = op->out_bytes * b / div;
 		if (ob > a.maxout)
 			a.maxout = ob;
@@ -675,7 +720,7 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	 * gathered weights of the largest op and the prefetched next one */
 	ln->temp = 2 * a.maxout + (zero >= 3 && dp > 1 ? 2 * a.maxw : 0);
 	ln->tp_bytes_mb = a.tp_S * (rc == TP_RECOMPUTE_FULL ? 3 : 2);
-	lane_state(sim, plan, types, n_types, a.params, ln);
+	lane_state(sim, plan, types, n_types, &a, ln);
 	return 0;
 }
 

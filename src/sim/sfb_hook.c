@@ -39,19 +39,19 @@ static double compute(void *ctx, uint32_t op, enum tp_sfb_phase ph,
 	uint32_t ty = sim->c->devices.v[d].type;
 	const struct tp_op *o;
 	double bytes;
-	int32_t p;
+	const uint32_t *tab;
+	uint32_t n;
 
 	if (ph == TP_SFB_DENSE_GEMM)
 		return tp_cost_kernel_s(&sim->dev[ty], TP_OP_MATMUL, flop, 0, 1);
 	if (!(samples > 0))
 		return 0;
 	o = &sim->m->ops.v[op];
-	p = sim->prof[(size_t)op * sim->n_types + ty];
-	if (p >= 0) {
-		const struct tp_profile *pr = &sim->m->profiles.v[p];
-		double scale = samples / (pr->batch > 0 ? pr->batch : 1);
-		return ph == TP_SFB_FORWARD ? pr->forward_s * scale
-					    : pr->backward_s / 2 * scale;
+	tab = TP_SIM_PROF(sim, op, ty, &n);
+	if (tab) {
+		struct tp_profile_at pa;
+		tp_profile_eval(sim->m, tab, n, samples, 1, false, &pa);
+		return ph == TP_SFB_FORWARD ? pa.forward_s : pa.backward_s / 2;
 	}
 	if (ph == TP_SFB_FORWARD) {
 		flop = o->flop * samples;

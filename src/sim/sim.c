@@ -40,6 +40,8 @@ void tp_sim_free(struct tp_sim *sim)
 	if (!sim)
 		return;
 	free(sim->prof);
+	free(sim->prof_n);
+	free(sim->ptab);
 	free(sim->chan_bw);
 	free(sim->in_bytes);
 	free(sim->dev);
@@ -96,24 +98,25 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 	sim->prof = tp_calloc((size_t)sim->n_ops * (sim->n_types ? sim->n_types
 								  : 1),
 			      sizeof(*sim->prof));
+	sim->prof_n = tp_calloc((size_t)sim->n_ops * (sim->n_types ? sim->n_types
+								    : 1),
+				sizeof(*sim->prof_n));
+	sim->ptab = tp_calloc(m->profiles.n + 1, sizeof(*sim->ptab));
 	sim->chan_bw = tp_calloc(sim->n_chan + 1, sizeof(double));
 	sim->in_bytes = tp_calloc(sim->n_ops + 1, sizeof(double));
 	sim->dev = tp_calloc(sim->n_types + 1, sizeof(*sim->dev));
 	sim->types = tp_calloc(sim->n_types + 1, sizeof(*sim->types));
-	if (!sim->prof || !sim->chan_bw || !sim->in_bytes || !sim->dev ||
-	    !sim->types)
+	if (!sim->prof || !sim->prof_n || !sim->ptab || !sim->chan_bw ||
+	    !sim->in_bytes || !sim->dev || !sim->types)
 		goto nomem;
-	for (size_t i = 0; i < (size_t)sim->n_ops * sim->n_types; i++)
-		sim->prof[i] = -1;
-	for (uint32_t i = 0; i < sim->n_ops; i++) {
+	for (uint32_t i = 0, used = 0; i < sim->n_ops; i++) {
 		const struct tp_op *op = &m->ops.v[i];
-		for (uint32_t k = 0; k < op->n_prof; k++) {
-			const struct tp_profile *p =
-				&m->profiles.v[op->prof_first + k];
-			uint32_t ty = tp_cluster_find_type(c, p->device_type);
-			if (ty != TP_NONE && ty < sim->n_types)
-				sim->prof[(size_t)i * sim->n_types + ty] =
-					(int32_t)(op->prof_first + k);
+		for (uint32_t ty = 0; op->n_prof && ty < sim->n_types; ty++) {
+			uint32_t n = tp_profile_table(m, i, c->types.v[ty].name,
+						      sim->ptab + used);
+			sim->prof[(size_t)i * sim->n_types + ty] = used;
+			sim->prof_n[(size_t)i * sim->n_types + ty] = n;
+			used += n;
 		}
 		if (op->layer >= 0 && (uint32_t)op->layer + 1 > sim->n_layers)
 			sim->n_layers = (uint32_t)op->layer + 1;

@@ -23,11 +23,18 @@
 #include "sim.h"
 
 #include "core/cost.h"
+#include "core/profile.h"
 #include "core/vec.h"
 
 struct tp_sfb;         /* src/compress/sfb.h */
 struct tp_sfb_scratch;
 struct tp_sfb_actions;
+
+/* The profile table of op o for type ty, or NULL (n 0). */
+#define TP_SIM_PROF(sim, o, ty, n)                                            \
+	((*(n) = (sim)->prof_n[(size_t)(o) * (sim)->n_types + (ty)]) != 0      \
+		 ? (sim)->ptab + (sim)->prof[(size_t)(o) * (sim)->n_types + (ty)] \
+		 : NULL)
 
 struct tp_sim {
 	const struct tp_model *m;
@@ -43,7 +50,10 @@ struct tp_sim {
 	/* per type: the figures of the cost formulas (core/cost.h), GEMM
 	 * efficiency times gemm_sustained */
 	struct tp_cost_device *dev;
-	int32_t *prof;       /* [op * n_types + type]: profile or -1 */
+	/* [op * n_types + type]: the op's profile table for the type
+	 * (core/profile.h), prof_n points from ptab + prof[..], or
+	 * prof_n 0 */
+	uint32_t *prof, *prof_n, *ptab;
 	double *chan_bw;     /* effective bandwidth per directed channel */
 	double *in_bytes;    /* per op: bytes per sample entering it */
 	double fwd_flop, bwd_flop; /* per sample, whole model */

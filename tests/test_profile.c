@@ -1,0 +1,253 @@
+/*
+ * test_profile.c - profile tables (core/profile.h) against hand values,
+ * and their file form (io model_io.c): the new fields round-trip, bad
+ * points are refused with their place, an old one-point file means what
+ * it meant.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/profile.h"
+#include "core/strbuf.h"
+#include "io/io.h"
+#include "util.h"
+
+#define NEAR(a, b) (fabs((a) - (b)) < 1e-12)
+
+/* One op "x" with the points pts[0..n) of type "A" (and one of "B"). */
+static void table_model(struct tp_model *m, const struct tp_profile *pts,
+			uint32_t n)
+{
+	struct tp_op op = tp_op_default();
+	struct tp_error err;
+	struct tp_profile other = {"B", 1, 9, 9, 0, 0, 0, 0, 0, 0};
+	uint32_t idx;
+
+	tp_model_init(m);
+	m->global_batch = 8;
+	op.name = "x";
+	op.kind = TP_OP_MATMUL;
+	op.tp_split = TP_SPLIT_COLUMN;
+	op.flop = 1e9;
+	ck_assert_int_eq(tp_model_add_op(m, &op, &idx, &err), TP_OK);
+	ck_assert_int_eq(tp_model_add_profile(m, idx, &other, &err), TP_OK);
+	for (uint32_t k = 0; k < n; k++)
+		ck_assert_int_eq(tp_model_add_profile(m, idx, &pts[k], &err),
+				 TP_OK);
+	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+}
+
+static enum tp_profile_how at(const struct tp_model *m, double b, uint32_t tp,
+			      bool divides, struct tp_profile_at *pa)
+{
+	uint32_t idx[16], n = tp_profile_table(m, 0, "A", idx);
+
+	ck_assert_uint_gt(n, 0);
+	return tp_profile_eval(m, idx, n, b, tp, divides, pa);
+}
+
+/* A 2 x 3 table given out of order: measured, interpolated in the batch
+ * and in 1/tp, extrapolated beyond, against values worked by hand. */
+START_TEST(test_profile_table_hand)
+{
+	const unsigned O = TP_PROFILE_HAS_OPTIMIZER, C = TP_PROFILE_HAS_TP_COMM;
+	const struct tp_profile pts[] = {
+		{"A", 4, 0.9, 1.8, 4, 0, 0, 0, 0, 0},
+		{"A", 4, 3, 6, 1, O, 0, 0.2, 0, 0},
+		{"A", 1, 1, 2, 1, O, 0, 0.2, 0, 0},
+		{"A", 1, 0.6, 1.2, 2, O | C, 0.05, 0.1, 0, 0},
+		{"A", 4, 1.6, 3.2, 2, O | C, 0.2, 0.1, 0, 0},
+		{"A", 1, 0.4, 0.8, 4, 0, 0, 0, 0, 0},
+	};
+	struct tp_model m;
+	struct tp_profile_at pa;
+	uint32_t idx[16], n;
+
+	table_model(&m, pts, 6);
+	n = tp_profile_table(&m, 0, "A", idx);
+	ck_assert_uint_eq(n, 6);
+	/* sorted by (tp, batch); "B"'s point is not in A's table */
+	ck_assert(m.profiles.v[idx[0]].batch == 1 &&
+		  m.profiles.v[idx[0]].tp == 1);
+	ck_assert(m.profiles.v[idx[5]].batch == 4 &&
+		  m.profiles.v[idx[5]].tp == 4);
+
+	ck_assert_int_eq(at(&m, 1, 1, true, &pa), TP_PROFILE_MEASURED);
+	ck_assert(pa.forward_s == 1 && pa.backward_s == 2);
+	ck_assert(pa.has == O && pa.optimizer_s == 0.2);
+
+	/* batch 2 between 1 and 4: a third of the way */
+	ck_assert_int_eq(at(&m, 2, 1, true, &pa), TP_PROFILE_INTERPOLATED);
+	ck_assert_msg(NEAR(pa.forward_s, 1 + (3 - 1) / 3.0), "%.17g",
+		      pa.forward_s);
+	ck_assert(NEAR(pa.backward_s, 2 + (6 - 2) / 3.0));
+	ck_assert(NEAR(pa.optimizer_s, 0.2)); /* no batch dependence */
+	ck_assert_int_eq(at(&m, 2, 2, true, &pa), TP_PROFILE_INTERPOLATED);
+	ck_assert(NEAR(pa.forward_s, 0.6 + 1.0 / 3));
+	ck_assert(pa.has == (O | C) && NEAR(pa.tp_comm_s, 0.05 + 0.15 / 3));
+
+	/* tp 3 between 2 and 4, linear in 1/tp: w = (1/2 - 1/3) / (1/4) */
+	ck_assert_int_eq(at(&m, 1, 3, true, &pa), TP_PROFILE_INTERPOLATED);
+	ck_assert_msg(NEAR(pa.forward_s, 0.6 / 3 + 0.4 * 2 / 3), "%.17g",
+		      pa.forward_s);
+	ck_assert(pa.has == 0); /* tp 4 measured neither figure */
+
+	/* beyond the batches: linear from the largest */
+	ck_assert_int_eq(at(&m, 8, 1, true, &pa), TP_PROFILE_EXTRAPOLATED);
+	ck_assert(NEAR(pa.forward_s, 6) && NEAR(pa.backward_s, 12));
+	/* beyond the degrees: 1/tp from tp 4 when tp divides the op ... */
+	ck_assert_int_eq(at(&m, 8, 8, true, &pa), TP_PROFILE_EXTRAPOLATED);
+	ck_assert(NEAR(pa.forward_s, 0.9 * 8 / 4 / 2));
+	/* ... and the tp-4 time when it does not */
+	ck_assert_int_eq(at(&m, 1, 8, false, &pa), TP_PROFILE_EXTRAPOLATED);
+	ck_assert(NEAR(pa.forward_s, 0.4));
+	/* no tp communication is extrapolated in tp; the optimizer is /tp */
+	ck_assert_int_eq(at(&m, 4, 1, true, &pa), TP_PROFILE_MEASURED);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* One point of tp 1, the profile of old files: samples / batch / tp, to
+ * the bit, wherever it is read. */
+START_TEST(test_profile_one_point)
+{
+	const struct tp_profile pt = {"A", 3, 0.7, 1.3, 0, 0, 0, 0, 0, 0};
+	const double b[] = {1, 3, 5, 7.5, 1024};
+	const uint32_t tps[] = {1, 2, 3, 8};
+	struct tp_model m;
+	struct tp_profile_at pa;
+
+	table_model(&m, &pt, 1);
+	for (size_t i = 0; i < 5; i++)
+		for (size_t k = 0; k < 4; k++) {
+			double div = tps[k], scale = b[i] / 3 / div;
+			at(&m, b[i], tps[k], true, &pa);
+			ck_assert(pa.forward_s == 0.7 * scale);
+			ck_assert(pa.backward_s == 1.3 * scale);
+			at(&m, b[i], tps[k], false, &pa);
+			ck_assert(pa.forward_s == 0.7 * (b[i] / 3 / 1));
+		}
+	ck_assert_int_eq(at(&m, 3, 1, true, &pa), TP_PROFILE_MEASURED);
+	ck_assert_int_eq(at(&m, 3, 2, true, &pa), TP_PROFILE_EXTRAPOLATED);
+	tp_model_release(&m);
+}
+END_TEST
+
+static const char *model_text(const char *profile)
+{
+	static char buf[2048];
+
+	snprintf(buf, sizeof(buf),
+		 "{\"format\": \"tagplan-model/1\", \"name\": \"p\", "
+		 "\"global_batch_size\": 8, \"dtype\": \"fp32\", \"optimizer\": \"adam\", \"ops\": [{\"name\": \"in\", "
+		 "\"kind\": \"input\", \"forward_flop_per_sample\": 0, "
+		 "\"parameter_bytes\": 0, \"output_bytes_per_sample\": 4}, "
+		 "{\"name\": \"x\", \"kind\": \"matmul\", "
+		 "\"forward_flop_per_sample\": 1e6, \"parameter_bytes\": 64, "
+		 "\"output_bytes_per_sample\": 4, \"profile\": [%s]}], "
+		 "\"edges\": [{\"from\": \"in\", \"to\": \"x\", "
+		 "\"bytes_per_sample\": 4}]}",
+		 profile);
+	return buf;
+}
+
+/* The new fields load and write back unchanged. */
+START_TEST(test_profile_file_roundtrip)
+{
+	const char *text = model_text(
+	    "{\"device_type\": \"A\", \"batch\": 2, \"forward_s\": 0.1, "
+	    "\"backward_s\": 0.2, \"tp\": 4, \"tp_comm_s\": 0.03, "
+	    "\"optimizer_s\": 0.004, \"activation_bytes\": 5e6, "
+	    "\"state_bytes\": 7e8}, {\"device_type\": \"A\", \"batch\": 2, "
+	    "\"forward_s\": 0.3, \"backward_s\": 0.6}");
+	struct tp_model a, b;
+	struct tp_error err;
+	struct tp_strbuf sb;
+	const struct tp_profile *p;
+
+	tp_model_init(&a);
+	tp_model_init(&b);
+	tp_error_clear(&err);
+	ck_assert_msg(tp_model_load("p", text, strlen(text), NULL, &a, &err) ==
+			      TP_OK,
+		      "%s %s", err.path, err.msg);
+	p = &a.profiles.v[0];
+	ck_assert_uint_eq(a.profiles.n, 2);
+	ck_assert(p->tp == 4 && p->tp_comm_s == 0.03 &&
+		  p->optimizer_s == 0.004 && p->activation_bytes == 5e6 &&
+		  p->state_bytes == 7e8);
+	ck_assert_uint_eq(p->has, TP_PROFILE_HAS_TP_COMM |
+				      TP_PROFILE_HAS_OPTIMIZER |
+				      TP_PROFILE_HAS_ACTIVATION |
+				      TP_PROFILE_HAS_STATE);
+	ck_assert(a.profiles.v[1].tp == 1 && a.profiles.v[1].has == 0);
+	tp_strbuf_init(&sb);
+	tp_model_write(&a, &sb);
+	ck_assert_msg(tp_model_load("p", sb.buf, sb.len, NULL, &b, &err) ==
+			      TP_OK,
+		      "%s %s", err.path, err.msg);
+	for (size_t k = 0; k < 2; k++)
+		ck_assert(memcmp(&a.profiles.v[k].batch, &b.profiles.v[k].batch,
+				 sizeof(*p) - offsetof(struct tp_profile,
+						       batch)) == 0);
+	tp_strbuf_release(&sb);
+	tp_model_release(&a);
+	tp_model_release(&b);
+}
+END_TEST
+
+/* Bad points: the error names the place and the fix. */
+START_TEST(test_profile_file_errors)
+{
+	static const struct {
+		const char *profile, *path, *msg;
+	} cases[] = {
+		{"{\"device_type\": \"A\", \"batch\": 2, \"forward_s\": 1, "
+		 "\"backward_s\": 2, \"tp\": 2}, {\"device_type\": \"A\", "
+		 "\"batch\": 2, \"forward_s\": 1, \"backward_s\": 2, \"tp\": 2}",
+		 "$.ops[1].profile[1].batch", "give each (device_type, batch, tp)"},
+		{"{\"device_type\": \"A\", \"batch\": 2, \"forward_s\": 1, "
+		 "\"backward_s\": 2, \"tp\": 0}",
+		 "$.ops[1].profile[0].tp", ""},
+		{"{\"device_type\": \"A\", \"batch\": 2, \"forward_s\": 1, "
+		 "\"backward_s\": 2, \"tp_comm_s\": -1}",
+		 "$.ops[1].profile[0].tp_comm_s", ""},
+		{"{\"device_type\": \"A\", \"batch\": 2, \"forward_s\": 1, "
+		 "\"backward_s\": 2, \"state_bytes\": 1e300}",
+		 "$.ops[1].profile[0].state_bytes", ""},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *text = model_text(cases[i].profile);
+		struct tp_model m;
+		struct tp_error err;
+
+		tp_model_init(&m);
+		tp_error_clear(&err);
+		ck_assert_int_ne(tp_model_load("p", text, strlen(text), NULL,
+					       &m, &err),
+				 TP_OK);
+		ck_assert_msg(strstr(err.path, cases[i].path) != NULL,
+			      "case %zu: path %s, message %s", i, err.path,
+			      err.msg);
+		ck_assert_msg(strstr(err.msg, cases[i].msg) != NULL,
+			      "case %zu: %s", i, err.msg);
+		tp_model_release(&m);
+	}
+}
+END_TEST
+
+Suite *suite_profile(void)
+{
+	Suite *s = suite_create("profile");
+	TCase *tc = tcase_create("tables");
+
+	tcase_add_test(tc, test_profile_table_hand);
+	tcase_add_test(tc, test_profile_one_point);
+	tcase_add_test(tc, test_profile_file_roundtrip);
+	tcase_add_test(tc, test_profile_file_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}
