@@ -64,7 +64,7 @@ static void tf32_peak(struct tp_sim *sim, uint32_t t)
 	    strncmp(ty->name, "MI", 2) == 0)
 		return;
 	if (r > sim->dev[t].peak)
-		sim->dev[t].peak = r;
+		sim->dev[t].peak = sim->dev[t].peak_hi = r;
 }
 
 struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
