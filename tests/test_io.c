@@ -574,6 +574,7 @@ END_TEST
 START_TEST(test_topology_write_groups)
 {
 	static const char *const big[] = {"dgx-h100:64"};
+	static const char *const thirteen[] = {"dgx-h100:13"};
 	static const char *const mixed[] = {"dgx-a100:2", "dgx1-v100:3",
 					    "dgx-a100:1", "t4-pcie:1"};
 	struct tp_cluster a, b;
@@ -632,6 +633,31 @@ START_TEST(test_topology_write_groups)
 				       &err) == TP_OK,
 		      "%s", err.msg);
 	cluster_eq(&a, &b);
+	tp_cluster_release(&b);
+	tp_cluster_release(&a);
+
+	/* a tiered network is written as its tiers, not its switches */
+	tp_cluster_init(&a);
+	ck_assert(tp_build_topology_fabric(
+		      thirteen, 1, NULL, 1.5, "clos:leaf=6,spine=4,oversubscription=2",
+		      &a, &err) == TP_OK);
+	tp_strbuf_reset(&sb);
+	tp_topology_write(&a, &sb);
+	ck_assert_msg(sb.len < 1024, "%zu bytes", sb.len);
+	ck_assert(strstr(sb.buf, "\"tiers\"") && !strstr(sb.buf, "switch0"));
+	tp_cluster_init(&b);
+	ck_assert_msg(tp_topology_load("c.json", sb.buf, sb.len, NULL, &b,
+				       &err) == TP_OK,
+		      "%s", err.msg);
+	cluster_eq(&a, &b);
+	ck_assert_uint_eq(b.tiers.n, 3);
+	for (size_t t = 0; t < 3; t++)
+		ck_assert(!strcmp(a.tiers.v[t].name, b.tiers.v[t].name) &&
+			  a.tiers.v[t].group == b.tiers.v[t].group &&
+			  a.tiers.v[t].bw_Bps == b.tiers.v[t].bw_Bps &&
+			  a.tiers.v[t].latency_s == b.tiers.v[t].latency_s &&
+			  a.tiers.v[t].oversubscription ==
+			      b.tiers.v[t].oversubscription);
 	tp_cluster_release(&b);
 	tp_cluster_release(&a);
 	tp_strbuf_release(&sb);

@@ -257,6 +257,101 @@ START_TEST(test_route_cyclic_network)
 }
 END_TEST
 
+/* Switch tiers (network.tiers, --fabric clos:...): a tree, so routes
+ * climb to the common ancestor; against the reference on partial groups,
+ * given bandwidths, oversubscribed tiers, zones with WAN latency and
+ * mixed nodes. */
+START_TEST(test_route_tiers)
+{
+	static const char *const topo =
+	    "{\"format\": \"tagplan-topology/1\", \"nodes\": ["
+	    "{\"name\": \"a\", \"count\": 5, \"devices\": [{\"type\": "
+	    "\"H100-SXM5-80GB\", \"count\": 4}], \"fabric\": {\"kind\": "
+	    "\"nvswitch\", \"bandwidth_Bps\": 450e9, \"latency_s\": 3e-7}, "
+	    "\"nic\": {\"count\": 4, \"bandwidth_Bps\": 50e9, \"latency_s\": "
+	    "6e-7}},"
+	    "{\"name\": \"b\", \"count\": 4, \"devices\": [{\"type\": "
+	    "\"A100-SXM4-80GB\", \"count\": 2}, {\"type\": \"L4-24GB\"}], "
+	    "\"fabric\": {\"kind\": \"pcie\", \"bandwidth_Bps\": 20e9, "
+	    "\"latency_s\": 2e-6}, \"nic\": {\"bandwidth_Bps\": 25e9, "
+	    "\"latency_s\": 1e-6}}],"
+	    "\"network\": {\"tiers\": ["
+	    "{\"name\": \"leaf\", \"group\": 2, \"oversubscription\": 1.5},"
+	    "{\"name\": \"spine\", \"group\": 2, \"latency_s\": 4e-7, "
+	    "\"oversubscription\": 3},"
+	    "{\"name\": \"core\", \"group\": 2, \"latency_s\": 5e-7, "
+	    "\"bandwidth_Bps\": 30e9},"
+	    "{\"name\": \"zone\", \"latency_s\": 2e-3, \"bandwidth_Bps\": "
+	    "12.5e9}]}}";
+	static const char *const specs[][2] = {
+	    {"dgx-h100:9", "clos:leaf=4"},
+	    {"dgx-h100:11", "clos:leaf=2,spine=3,oversubscription=2"},
+	    {"dgx1-v100:5", "clos:leaf=2,spine=2,latency=1e-6"},
+	};
+	struct tp_cluster c;
+	struct tp_error err;
+	struct tp_route r;
+
+	tp_cluster_init(&c);
+	ck_assert_msg(tp_topology_load("t.json", topo, strlen(topo), NULL, &c,
+				       &err) == TP_OK,
+		      "%s: %s", err.path, err.msg);
+	ck_assert_uint_eq(c.tiers.n, 4);
+	ck_assert_uint_eq(compare_all(&c), 0);
+	/* a-0 to a-1 through one leaf: the NIC, the leaf, the NIC */
+	tp_cluster_route(&c, 0, 4, &r);
+	ck_assert_uint_eq(r.n, 4);
+	ck_assert(r.bw_Bps == 50e9);
+	ck_assert(r.latency_s == 6e-7);
+	/* a-0 to the last b: leaf, spine, core, zone and back down */
+	tp_cluster_route(&c, 0, (uint32_t)c.devices.n - 1, &r);
+	ck_assert_uint_eq(r.n, 10);
+	/* the last leaf holds one b node: 25 GB/s / 1.5, then / 3 up */
+	ck_assert_msg(r.bw_Bps == 25e9 / 1.5 / 3, "%g", r.bw_Bps);
+	ck_assert(fabs(r.latency_s - (6e-7 / 2 + 1e-6 / 2 + 4e-7 + 5e-7 +
+				      2e-3)) < 1e-15);
+	tp_cluster_release(&c);
+
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		tp_cluster_init(&c);
+		ck_assert_msg(tp_build_topology_fabric(&specs[i][0], 1, NULL,
+						       1.0, specs[i][1], &c,
+						       &err) == TP_OK,
+			      "%s", err.msg);
+		ck_assert_uint_eq(compare_all(&c), 0);
+		tp_cluster_release(&c);
+	}
+}
+END_TEST
+
+/* One tier joining all nodes, no latency, no oversubscription: the
+ * star's routes exactly. */
+START_TEST(test_route_one_tier_is_star)
+{
+	static const char *const spec[] = {"dgx-a100:3", "v100-nvlink:2"};
+	struct tp_cluster star, tier;
+	struct tp_error err;
+
+	tp_cluster_init(&star);
+	tp_cluster_init(&tier);
+	ck_assert(tp_build_topology(spec, 2, NULL, 1.0, &star, &err) == TP_OK);
+	ck_assert(tp_build_topology_fabric(spec, 2, NULL, 1.0,
+					   "clos:leaf=5,latency=0", &tier,
+					   &err) == TP_OK);
+	for (uint32_t a = 0; a < star.devices.n; a++)
+		for (uint32_t b = 0; b < star.devices.n; b++) {
+			struct tp_route x, y;
+			tp_cluster_route(&star, a, b, &x);
+			tp_cluster_route(&tier, a, b, &y);
+			/* the tier adds a spine above the one leaf */
+			ck_assert(x.bw_Bps == y.bw_Bps &&
+				  x.latency_s == y.latency_s && x.n == y.n);
+		}
+	tp_cluster_release(&star);
+	tp_cluster_release(&tier);
+}
+END_TEST
+
 /* More devices than the old table allowed: built in well under a second
  * and a route between far nodes crosses NIC, switch, NIC. */
 START_TEST(test_route_large)
@@ -289,6 +384,8 @@ Suite *suite_route(void)
 	tcase_add_test(tc, test_route_shipped_topologies);
 	tcase_add_test(tc, test_route_presets);
 	tcase_add_test(tc, test_route_cyclic_network);
+	tcase_add_test(tc, test_route_tiers);
+	tcase_add_test(tc, test_route_one_tier_is_star);
 	tcase_add_test(tc, test_route_large);
 	suite_add_tcase(s, tc);
 	return s;

@@ -15,7 +15,7 @@
 
 static const char usage[] =
 	"PRESET[:NODES] [PRESET[:NODES] ...] [--net NETWORK]\n"
-	"                    [--oversubscription X] [-o TOPO]\n"
+	"                    [--oversubscription X] [--fabric SPEC] [-o TOPO]\n"
 	"       tagplan topo --from-nvidia-smi FILE --gpu TYPE [-o TOPO]";
 
 static void about_text(struct tp_strbuf *sb)
@@ -25,7 +25,12 @@ static void about_text(struct tp_strbuf *sb)
 		"Build a topology (tagplan-topology/1) and write it to -o TOPO, "
 		"or to stdout.\nNodes of each PRESET are named PRESET-0, "
 		"PRESET-1, ...; their GPUs NODE/gpuI.\nAll nodes join one "
-		"switch (a star) through their NICs; --net replaces the\n"
+		"switch (a star) through their NICs, or the switch tiers of\n"
+		"--fabric clos:leaf=N[,spine=M][,oversubscription=X]"
+		"[,latency=S]: leaf switches\nof N nodes, spines of M leaves "
+		"(all leaves without spine=) under one core\nswitch, leaf "
+		"uplinks divided by X, S seconds per spine or core switch "
+		"crossed\n(default 5e-7, ASSUMPTION).  --net replaces the\n"
 		"presets' NIC kind (keeping their NIC count), "
 		"--oversubscription divides each\nnode's uplink.  Figures are "
 		"per direction; latencies marked ASSUMPTION are\ntypical values, "
@@ -74,7 +79,8 @@ static int from_nvidia_smi(const char *file, const char *gpu,
 
 int cmd_topo(int argc, char **argv)
 {
-	const char *net = NULL, *out = NULL, *smi = NULL, *gpu = NULL;
+	const char *net = NULL, *out = NULL, *smi = NULL, *gpu = NULL,
+		   *fabric = NULL;
 	double over = 1;
 	struct tp_opt opts[] = {
 		{"net", 0, TP_OPT_STRING, &net, "NETWORK",
@@ -84,6 +90,10 @@ int cmd_topo(int argc, char **argv)
 		{"oversubscription", 0, TP_OPT_DOUBLE, &over, "X",
 		 "divide each node's uplink to the switch by X", 1, 1e6,
 		 false},
+		{"fabric", 0, TP_OPT_STRING, &fabric, "SPEC",
+		 "switch tiers instead of one switch: "
+		 "clos:leaf=N[,spine=M][,oversubscription=X][,latency=S]",
+		 0, 0, false},
 		{"from-nvidia-smi", 0, TP_OPT_STRING, &smi, "FILE",
 		 "read `nvidia-smi topo -m` output (- = stdin)", 0, 0, false},
 		{"gpu", 0, TP_OPT_STRING, &gpu, "TYPE",
@@ -120,12 +130,12 @@ int cmd_topo(int argc, char **argv)
 	tp_cluster_init(&c);
 	tp_error_clear(&err);
 	if (smi) {
-		if (npos || net || opts[1].seen) {
+		if (npos || net || opts[1].seen || fabric) {
 			free(pos);
 			return tp_cli_usage_error(
 				"topo", "--from-nvidia-smi builds one node: no "
-					"presets, --net or --oversubscription "
-					"with it");
+					"presets, --net, --oversubscription "
+					"or --fabric with it");
 		}
 		free(pos);
 		if (!gpu)
@@ -147,8 +157,8 @@ int cmd_topo(int argc, char **argv)
 				"topo", "missing PRESET[:NODES], e.g. "
 					"dgx-a100:4 (see the list in --help)");
 		}
-		st = tp_build_topology((const char *const *)pos, npos, net,
-				       over, &c, &err);
+		st = tp_build_topology_fabric((const char *const *)pos, npos,
+					      net, over, fabric, &c, &err);
 		free(pos);
 	}
 	if (st)

@@ -27,6 +27,7 @@ void tp_cluster_release(struct tp_cluster *c)
 	tp_vec_free(&c->nodes);
 	tp_vec_free(&c->links);
 	tp_vec_free(&c->vertex_kind);
+	tp_vec_free(&c->tiers);
 	tp_strmap_release(&c->type_by_name);
 	tp_strmap_release(&c->device_by_name);
 	tp_strmap_release(&c->node_by_name);
@@ -321,4 +322,98 @@ enum tp_status tp_cluster_connect_star(struct tp_cluster *c,
 	if (sw)
 		*sw = v;
 	return TP_OK;
+}
+
+/* One level of the tree being built: its vertices (nodes at level 0) and
+ * each one's downlink capacity. */
+struct tier_level {
+	TP_VEC(uint32_t) v;
+	TP_VEC(double) cap;
+};
+
+enum tp_status tp_cluster_connect_tiers(struct tp_cluster *c,
+					const struct tp_tier *tiers,
+					uint32_t n_tiers, struct tp_error *err)
+{
+	struct tier_level lv[2], *cur = &lv[0], *nx = &lv[1], *tmp;
+	enum tp_status st = TP_OK;
+
+	memset(lv, 0, sizeof(lv));
+	if (n_tiers == 0)
+		return tp_error_set(err, TP_EINPUT, "no switch tiers");
+	for (uint32_t i = 0; i < c->nodes.n; i++) {
+		const struct tp_node *n = &c->nodes.v[i];
+		if (n->nic_vertex == TP_NONE || n->network_link != TP_NONE)
+			continue;
+		if (tp_vec_push(&cur->v, i) ||
+		    tp_vec_push(&cur->cap, n->n_nics * n->nic_bw_Bps))
+			goto nomem;
+	}
+	for (uint32_t t = 0; t < n_tiers; t++) {
+		const struct tp_tier *tr = &tiers[t];
+		struct tp_tier copy = *tr;
+		size_t group = tr->group ? tr->group : cur->v.n;
+
+		if (!(tr->oversubscription >= 1) ||
+		    !isfinite(tr->oversubscription) || !(tr->bw_Bps >= 0) ||
+		    !isfinite(tr->bw_Bps) || !(tr->latency_s >= 0) ||
+		    !isfinite(tr->latency_s)) {
+			st = tp_error_set(err, TP_EINPUT,
+					  "tier %u: a bandwidth, latency or "
+					  "oversubscription out of range",
+					  t);
+			goto out;
+		}
+		copy.name = tp_arena_strdup(&c->arena, tr->name ? tr->name : "");
+		if (!copy.name || tp_vec_push(&c->tiers, copy))
+			goto nomem;
+		nx->v.n = nx->cap.n = 0;
+		for (size_t k = 0; k < cur->v.n; k += group) {
+			uint32_t sw = tp_cluster_add_vertex(c, TP_VERTEX_SWITCH);
+			double down = 0;
+			if (sw == TP_NONE)
+				goto nomem;
+			for (size_t m = k; m < cur->v.n && m < k + group; m++) {
+				uint32_t from = cur->v.v[m];
+				double lat = tr->latency_s / 2,
+				       bw = tr->bw_Bps > 0
+						? tr->bw_Bps
+						: cur->cap.v[m] /
+							  tr->oversubscription;
+				if (t == 0) {
+					lat += c->nodes.v[from].nic_latency_s / 2;
+					from = c->nodes.v[from].nic_vertex;
+				}
+				if ((st = tp_cluster_add_link(c, from, sw, bw, lat,
+							      TP_LINK_NETWORK,
+							      err)))
+					goto out;
+				if (t == 0)
+					c->nodes.v[cur->v.v[m]].network_link =
+						(uint32_t)c->links.n - 1;
+				down += bw;
+			}
+			if (tp_vec_push(&nx->v, sw) || tp_vec_push(&nx->cap, down))
+				goto nomem;
+		}
+		tmp = cur, cur = nx, nx = tmp;
+	}
+	if (cur->v.n > 1)
+		st = tp_error_set(err, TP_EINPUT,
+				  "the last tier (\"%s\") leaves %zu switches "
+				  "unjoined; omit its \"group\" (one switch "
+				  "joins all) or add a tier above it",
+				  tiers[n_tiers - 1].name
+					  ? tiers[n_tiers - 1].name
+					  : "",
+				  cur->v.n);
+	goto out;
+nomem:
+	st = tp_error_set(err, TP_ENOMEM, "out of memory");
+out:
+	for (int k = 0; k < 2; k++) {
+		tp_vec_free(&lv[k].v);
+		tp_vec_free(&lv[k].cap);
+	}
+	return st;
 }

@@ -125,6 +125,27 @@ struct tp_route {
 
 struct tp_routing; /* route.c's state: O(vertices + links) */
 
+/*
+ * A switch tier of a tiered network (tagplan-topology/1 "network".
+ * "tiers", bottom first).  Tier 0's switches (leaves) each join `group`
+ * consecutive nodes with a NIC, in node order; tier t's each join `group`
+ * consecutive switches of tier t - 1; group 0 = one switch joins all.
+ * The last tier must end with one switch.  A link from a child up into a
+ * tier carries bw_Bps when > 0, else the child's downlink capacity (a
+ * node: n_nics * nic_bw_Bps; a switch: the sum of its children's uplinks)
+ * divided by oversubscription; its latency is latency_s / 2 (a message
+ * crossing a switch of the tier pays latency_s), plus the node's
+ * nic_latency_s / 2 on tier 0.  One tier of group 0, no latency and no
+ * oversubscription is exactly the star.
+ */
+struct tp_tier {
+	const char *name; /* "leaf", "spine", "core", "zone", ... (arena) */
+	uint32_t group;
+	double bw_Bps;
+	double latency_s;
+	double oversubscription; /* >= 1 */
+};
+
 struct tp_cluster {
 	struct tp_arena arena;
 	const char *name;
@@ -135,6 +156,7 @@ struct tp_cluster {
 	TP_VEC(uint8_t) vertex_kind; /* enum tp_vertex_kind per vertex */
 	struct tp_strmap type_by_name, device_by_name, node_by_name;
 	double oversubscription; /* >= 1; informational once links exist */
+	TP_VEC(struct tp_tier) tiers; /* the tiered network, when it is one */
 
 	/* derived by tp_cluster_finalize */
 	bool finalized;
@@ -204,6 +226,16 @@ enum tp_status tp_cluster_build_node(struct tp_cluster *c, const char *name,
 enum tp_status tp_cluster_connect_star(struct tp_cluster *c,
 				       double oversubscription, uint32_t *sw,
 				       struct tp_error *err);
+
+/*
+ * Join every node that has a NIC vertex and no network link yet to a tree
+ * of switch tiers (struct tp_tier, bottom first; copied into c->tiers).
+ * TP_EINPUT when a figure is out of range or the last tier leaves more
+ * than one switch (the message names the tier); TP_ENOMEM.
+ */
+enum tp_status tp_cluster_connect_tiers(struct tp_cluster *c,
+					const struct tp_tier *tiers,
+					uint32_t n_tiers, struct tp_error *err);
 
 /*
  * Check and derive routes.  TP_EINPUT when there are no devices or when a

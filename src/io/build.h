@@ -118,6 +118,19 @@ const char *tp_zoo_about(const char *name);
 enum tp_status tp_build_topology(const char *const *specs, int n_specs,
 				 const char *network, double oversubscription,
 				 struct tp_cluster *c, struct tp_error *err);
+/* The same over a fabric: NULL = the star; "clos:leaf=N[,spine=M]
+ * [,oversubscription=X][,latency=S]" = switch tiers (struct tp_tier):
+ * leaves of N nodes (their uplinks divided by `oversubscription` as in
+ * the star), spines of M leaves (all leaves when no spine=) and, with
+ * spine=, one core switch above the spines; the leaf-to-spine uplinks
+ * are divided by X (default 1); every spine and core switch crossed adds
+ * S seconds (default 5e-7, ASSUMPTION).  TP_EUSAGE on a bad spec. */
+enum tp_status tp_build_topology_fabric(const char *const *specs, int n_specs,
+					const char *network,
+					double oversubscription,
+					const char *fabric,
+					struct tp_cluster *c,
+					struct tp_error *err);
 /* Names of the node presets and networks, NULL-terminated. */
 extern const char *const tp_node_preset_names[];
 extern const char *const tp_network_names[];

@@ -176,6 +176,8 @@ enum tp_status tp_jctx_format(struct tp_jctx *j, const struct tp_json *root,
 /* Devices per topology (core/cluster.h) and per node: a node's routes are
  * a table of its devices squared (src/core/route.c). */
 #define TP_IO_MAX_DEVICES TP_CLUSTER_MAX_DEVICES
+/* Switch tiers of a tiered network (leaf, spine, core, zones, ...). */
+#define TP_IO_MAX_TIERS 8
 #define TP_IO_MAX_NODE_DEVICES 4096
 /* Hard upper bound for max_depth. */
 #define TP_IO_DEPTH_CAP 1000

@@ -13,6 +13,7 @@
  */
 #include "build.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,10 +340,94 @@ static enum tp_status add_spec(struct tp_cluster *c, const char *spec,
 	return TP_OK;
 }
 
+/* Latency a spine or core switch crossing adds when clos: gives no
+ * latency= (ASSUMPTION: a few hundred ns per switch ASIC plus cabling,
+ * rounded up). */
+#define CLOS_SWITCH_LATENCY_S 5e-7
+
+/* "clos:leaf=N[,spine=M][,oversubscription=X][,latency=S]" -> tiers. */
+static enum tp_status parse_fabric(const char *fabric, double leaf_over,
+				   struct tp_tier *tiers, uint32_t *n,
+				   struct tp_error *err)
+{
+	static const char usage[] =
+		"use clos:leaf=N[,spine=M][,oversubscription=X][,latency=S]";
+	double leaf = 0, spine = 0, over = 1, lat = CLOS_SWITCH_LATENCY_S;
+	const char *p;
+
+	if (strncmp(fabric, "clos:", 5) != 0)
+		return tp_error_set(err, TP_EUSAGE,
+				    "unknown fabric \"%s\"; %s", fabric, usage);
+	for (p = fabric + 5; *p;) {
+		const char *eq = strchr(p, '='), *end = strchr(p, ',');
+		size_t klen;
+		double *dst = NULL, v;
+		char *stop;
+		if (!end)
+			end = p + strlen(p);
+		if (!eq || eq > end)
+			return tp_error_set(err, TP_EUSAGE,
+					    "fabric \"%s\": \"%.*s\" is not "
+					    "KEY=VALUE; %s",
+					    fabric, (int)(end - p), p, usage);
+		klen = (size_t)(eq - p);
+		if (klen == 4 && !strncmp(p, "leaf", 4))
+			dst = &leaf;
+		else if (klen == 5 && !strncmp(p, "spine", 5))
+			dst = &spine;
+		else if (klen == 16 && !strncmp(p, "oversubscription", 16))
+			dst = &over;
+		else if (klen == 7 && !strncmp(p, "latency", 7))
+			dst = &lat;
+		else
+			return tp_error_set(err, TP_EUSAGE,
+					    "fabric \"%s\": unknown key "
+					    "\"%.*s\"; %s",
+					    fabric, (int)klen, p, usage);
+		v = strtod(eq + 1, &stop);
+		if (stop != end || eq + 1 == end || !isfinite(v) ||
+		    (dst == &over && v < 1) || (dst == &lat && v < 0) ||
+		    ((dst == &leaf || dst == &spine) &&
+		     (v < 1 || v > TP_CLUSTER_MAX_DEVICES || v != floor(v))))
+			return tp_error_set(
+				err, TP_EUSAGE,
+				"fabric \"%s\": bad value for %.*s (leaf "
+				"and spine: integers >= 1; oversubscription "
+				">= 1; latency: seconds >= 0)",
+				fabric, (int)klen, p);
+		*dst = v;
+		p = *end ? end + 1 : end;
+	}
+	if (leaf == 0)
+		return tp_error_set(err, TP_EUSAGE,
+				    "fabric \"%s\": leaf=N (nodes per leaf "
+				    "switch) is required; %s",
+				    fabric, usage);
+	tiers[0] = (struct tp_tier){"leaf", (uint32_t)leaf, 0, 0, leaf_over};
+	tiers[1] = (struct tp_tier){"spine", (uint32_t)spine, 0, lat, over};
+	*n = 2;
+	if (spine > 0)
+		tiers[(*n)++] = (struct tp_tier){"core", 0, 0, lat, 1};
+	return TP_OK;
+}
+
 enum tp_status tp_build_topology(const char *const *specs, int n_specs,
 				 const char *network, double oversubscription,
 				 struct tp_cluster *c, struct tp_error *err)
 {
+	return tp_build_topology_fabric(specs, n_specs, network,
+					oversubscription, NULL, c, err);
+}
+
+enum tp_status tp_build_topology_fabric(const char *const *specs, int n_specs,
+					const char *network,
+					double oversubscription,
+					const char *fabric,
+					struct tp_cluster *c,
+					struct tp_error *err)
+{
+	struct tp_tier tiers[3];
+	uint32_t n_tiers = 0;
 	const struct network *net = NULL;
 	uint32_t counters[sizeof(presets) / sizeof(presets[0])] = {0};
 	struct tp_strbuf name;
@@ -367,6 +452,9 @@ enum tp_status tp_build_topology(const char *const *specs, int n_specs,
 				    "oversubscription must be a number >= 1, "
 				    "not %g",
 				    oversubscription);
+	if (fabric && (st = parse_fabric(fabric, oversubscription, tiers,
+					 &n_tiers, err)))
+		return st;
 	tp_strbuf_init(&name);
 	st = tp_devices_load_builtin(c, err);
 	for (int i = 0; !st && i < n_specs; i++)
@@ -376,7 +464,11 @@ enum tp_status tp_build_topology(const char *const *specs, int n_specs,
 	if (!st && oversubscription > 1)
 		tp_strbuf_addf(&name, " --oversubscription %g",
 			       oversubscription);
-	if (!st)
+	if (!st && fabric)
+		tp_strbuf_addf(&name, " --fabric %s", fabric);
+	if (!st && fabric)
+		st = tp_cluster_connect_tiers(c, tiers, n_tiers, err);
+	else if (!st)
 		st = tp_cluster_connect_star(c, oversubscription, NULL, err);
 	if (!st) {
 		const char *nm = tp_arena_strdup(&c->arena,

@@ -25,7 +25,10 @@ static const char *const nlink_fields[] = {"a",		"b",	"bandwidth_Bps",
 static const char *const nic_fields[] = {"count", "bandwidth_Bps", "latency_s",
 					 NULL};
 static const char *const net_fields[] = {"oversubscription", "switches",
-					 "links", NULL};
+					 "links", "tiers", NULL};
+static const char *const tier_fields[] = {"name",      "group",
+					  "bandwidth_Bps", "latency_s",
+					  "oversubscription", NULL};
 static const char *const sw_fields[] = {"name", NULL};
 static const char *const netlink_fields[] = {"a", "b", "bandwidth_Bps",
 					     "latency_s", NULL};
@@ -268,6 +271,84 @@ static enum tp_status net_endpoint(struct tp_jctx *j, const char *key,
 			    name);
 }
 
+/* "network": {"tiers": [...]}: a tree of switch tiers (struct tp_tier). */
+static enum tp_status read_tiers(struct tp_jctx *j, const struct tp_json *net,
+				 double over, const struct tp_json *sws,
+				 const struct tp_json *links,
+				 struct tp_cluster *c)
+{
+	const struct tp_json *tiers;
+	struct tp_tier tv[TP_IO_MAX_TIERS];
+	enum tp_status st;
+	size_t old;
+
+	if ((st = tp_jget_array(j, net, "tiers", true, true, &tiers)))
+		return st;
+	if (sws || links)
+		return tp_jctx_fail(j, sws ? "switches" : "links",
+				    "\"tiers\" describe the whole network: "
+				    "give either tiers or switches and links, "
+				    "not both");
+	if (over != 1)
+		return tp_jctx_fail(j, "oversubscription",
+				    "with \"tiers\", give each tier its own "
+				    "\"oversubscription\" (the first tier's "
+				    "divides the nodes' uplinks)");
+	if (tiers->n > TP_IO_MAX_TIERS)
+		return tp_jctx_fail(j, "tiers",
+				    "%zu tiers; at most %d (leaf, spine, "
+				    "core, zones: a route climbs each)",
+				    tiers->n, TP_IO_MAX_TIERS);
+	for (size_t k = 0; k < tiers->n; k++) {
+		const struct tp_json *t = tiers->items[k];
+		int64_t group;
+		bool has_group;
+
+		old = tp_jctx_push_key(j, "tiers");
+		tp_jctx_push_index(j, k);
+		if ((st = tp_jctx_object(j, t, "a tier", tier_fields)) ||
+		    (st = tp_io_get_name(j, t, "name", true, TP_IO_NAME_MAX,
+					 NULL, &tv[k].name)) ||
+		    (st = tp_jget_int(j, t, "group", false, 1,
+				      TP_IO_MAX_DEVICES, 0, &group,
+				      &has_group)) ||
+		    (st = tp_io_get_quantity(j, t, "bandwidth_Bps", false,
+					     TP_JNUM_POS, TP_IOQ_BANDWIDTH, 0,
+					     &tv[k].bw_Bps, NULL)) ||
+		    (st = tp_io_get_quantity(j, t, "latency_s", false,
+					     TP_JNUM_NONNEG, TP_IOQ_LATENCY, 0,
+					     &tv[k].latency_s, NULL)) ||
+		    (st = tp_io_get_quantity(j, t, "oversubscription", false,
+					     TP_JNUM_GE1,
+					     TP_IOQ_OVERSUBSCRIPTION, 1.0,
+					     &tv[k].oversubscription, NULL)))
+			return st;
+		tv[k].group = has_group ? (uint32_t)group : 0;
+		if (!has_group && k + 1 < tiers->n)
+			return tp_jctx_fail(
+			    j, NULL,
+			    "tier \"%s\" has no \"group\" (how many nodes "
+			    "or switches below each of its switches); only "
+			    "the last tier may omit it (one switch joins "
+			    "all)",
+			    tv[k].name);
+		if (tv[k].bw_Bps > 0 && tv[k].oversubscription != 1)
+			return tp_jctx_fail(
+			    j, "oversubscription",
+			    "give \"bandwidth_Bps\" (each uplink's) or "
+			    "\"oversubscription\" (of the links below), "
+			    "not both");
+		tp_jctx_pop(j, old);
+	}
+	c->oversubscription = 1;
+	old = tp_jctx_push_key(j, "tiers");
+	st = tp_cluster_connect_tiers(c, tv, (uint32_t)tiers->n, j->err);
+	if (st)
+		return tp_io_wrap(j, NULL, st);
+	tp_jctx_pop(j, old);
+	return TP_OK;
+}
+
 static enum tp_status read_network(struct tp_jctx *j, const struct tp_json *net,
 				   struct tp_cluster *c)
 {
@@ -286,6 +367,10 @@ static enum tp_status read_network(struct tp_jctx *j, const struct tp_json *net,
 	     (st = tp_jget_array(j, net, "switches", false, false, &sws)) ||
 	     (st = tp_jget_array(j, net, "links", false, false, &links))))
 		goto out;
+	if (net && tp_json_get(net, "tiers")) {
+		st = read_tiers(j, net, over, sws, links, c);
+		goto out;
+	}
 	if (sws && sws->n && !(links && links->n)) {
 		st = tp_jctx_fail(j, "switches",
 				  "switches need \"links\" to join them to the "
@@ -842,7 +927,26 @@ void tp_topology_write(const struct tp_cluster *c, struct tp_strbuf *out)
 	tp_jw_key(&jw, "network");
 	tp_jw_object_begin(&jw);
 	tp_jw_kv_number(&jw, "oversubscription", c->oversubscription);
-	if (!is_star(c, nic_owner)) {
+	if (c->tiers.n) {
+		tp_jw_key(&jw, "tiers");
+		tp_jw_array_begin(&jw);
+		for (size_t t = 0; t < c->tiers.n; t++) {
+			const struct tp_tier *tr = &c->tiers.v[t];
+			tp_jw_object_begin(&jw);
+			tp_jw_kv_string(&jw, "name", tr->name);
+			if (tr->group)
+				tp_jw_kv_int(&jw, "group", tr->group);
+			if (tr->bw_Bps > 0)
+				tp_jw_kv_number(&jw, "bandwidth_Bps",
+						tr->bw_Bps);
+			tp_jw_kv_number(&jw, "latency_s", tr->latency_s);
+			if (tr->bw_Bps == 0)
+				tp_jw_kv_number(&jw, "oversubscription",
+						tr->oversubscription);
+			tp_jw_object_end(&jw);
+		}
+		tp_jw_array_end(&jw);
+	} else if (!is_star(c, nic_owner)) {
 		uint32_t n_sw = 0;
 		uint32_t *sw_index =
 		    dev_of_vertex; /* reuse: vertex -> switch # */
