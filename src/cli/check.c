@@ -90,10 +90,302 @@ static void si(char *buf, size_t size, double v, const char *unit)
 	tp_render_fmt_si(buf, size, v, unit);
 }
 
+/* One run of `tagplan check`: the limits asked for, the inputs, the
+ * reports of the plan and of the baseline plan, and the verdict. */
+struct check_run {
+	const char *base; /* --baseline-plan, or NULL */
+	double max_iter, min_mfu, max_frac, max_reg;
+	bool has_iter, has_mfu, has_frac;
+	struct tp_inputs in;
+	struct tp_inputs_sim sim;
+	struct tp_report r, br;
+	struct tp_plan bplan;
+	struct tp_strbuf warn, text; /* text: why the plan does not fit */
+	struct tp_error err;
+	struct verdict vd;
+	double worst_frac, base_iter;
+	uint32_t worst_frac_dev;
+	bool base_feasible;
+};
+
+/* Memory: every device within its capacity (and --max-memory-fraction);
+ * finds the fullest device.  -1 when out of memory. */
+static int check_memory(struct check_run *C)
+{
+	const struct tp_report *r = &C->r;
+	struct verdict *vd = &C->vd;
+	char a[48], b[48];
+
+	for (uint32_t d = 0; d < r->n_devices; d++) {
+		const struct tp_report_device *rd = &r->devices[d];
+		double frac = rd->capacity_bytes > 0
+				      ? rd->peak_memory_bytes / rd->capacity_bytes
+				      : 0;
+		const char *name = C->in.cluster.devices.v[d].name;
+
+		if (frac > C->worst_frac || C->worst_frac_dev == UINT32_MAX) {
+			C->worst_frac = frac;
+			C->worst_frac_dev = d;
+		}
+		if (rd->peak_memory_bytes > rd->capacity_bytes) {
+			if (vd->n >= MAX_DEVICE_LINES) {
+				vd->more_memory++;
+				continue;
+			}
+			si(a, sizeof(a), rd->peak_memory_bytes, "B");
+			si(b, sizeof(b), rd->capacity_bytes, "B");
+			if (add_violation(vd, "memory", name,
+					  rd->peak_memory_bytes,
+					  rd->capacity_bytes,
+					  "memory: %s needs %s, capacity %s",
+					  name, a, b))
+				return -1;
+		} else if (C->has_frac && frac > C->max_frac) {
+			if (vd->n >= MAX_DEVICE_LINES) {
+				vd->more_fraction++;
+				continue;
+			}
+			si(a, sizeof(a), rd->peak_memory_bytes, "B");
+			si(b, sizeof(b), rd->capacity_bytes, "B");
+			if (add_violation(vd, "max-memory-fraction", name, frac,
+					  C->max_frac,
+					  "memory fraction: %s uses %.3f of its "
+					  "memory (%s of %s), limit %g",
+					  name, frac, a, b, C->max_frac))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* The checks after memory: fits at all, the plan's runtime executes it,
+ * iteration time, MFU, regression against the baseline plan.  -1 when
+ * out of memory, 1 with C->err set when the runtime is unknown. */
+static int check_limits(struct check_run *C)
+{
+	const struct tp_report *r = &C->r;
+	struct verdict *vd = &C->vd;
+	char a[48], b[48];
+
+	if (!r->feasible && vd->n == 0 &&
+	    add_violation(vd, "feasible", NULL, 0, 1, "does not fit: %s",
+			  r->reason[0] ? r->reason : "(no reason given)"))
+		return -1;
+	/* the plan's runtime executes it (what `plan` and `export` keep
+	   to; a plan edited by hand may not) */
+	if (C->in.plan.runtime[0] && strcmp(C->in.plan.runtime, "none") != 0) {
+		struct tp_runtime rt;
+		char why[512];
+		if (tp_runtime_find(C->in.plan.runtime, &rt, &C->err) != TP_OK)
+			return 1;
+		if (tp_runtime_plan_check(&rt, &C->in.plan, &C->in.model,
+					  &C->in.cluster, NULL, why,
+					  sizeof(why)) &&
+		    add_violation(vd, "runtime", NULL, 0, 0,
+				  "runtime: the plan's runtime cannot execute "
+				  "it: %s",
+				  why))
+			return -1;
+	}
+	if (C->has_iter && r->iteration_time_s > C->max_iter) {
+		si(a, sizeof(a), r->iteration_time_s, "s");
+		if (add_violation(vd, "max-iter-time", NULL,
+				  r->iteration_time_s, C->max_iter,
+				  "iteration time: %s (%.6g s), limit %g s", a,
+				  r->iteration_time_s, C->max_iter))
+			return -1;
+	}
+	if (C->has_mfu && r->mfu < C->min_mfu &&
+	    add_violation(vd, "min-mfu", NULL, r->mfu, C->min_mfu,
+			  "MFU: %.4f (%.1f%%), minimum %g", r->mfu,
+			  100 * r->mfu, C->min_mfu))
+		return -1;
+	if (C->base && C->base_feasible && C->base_iter > 0) {
+		double reg = r->iteration_time_s / C->base_iter - 1;
+		if (reg > C->max_reg + 1e-12) {
+			si(a, sizeof(a), r->iteration_time_s, "s");
+			si(b, sizeof(b), C->base_iter, "s");
+			if (add_violation(vd, "max-regression", NULL, reg,
+					  C->max_reg,
+					  "regression: iteration %s against "
+					  "%s for %s (%+.1f%%), limit %+.1f%%",
+					  a, b, C->base, 100 * reg,
+					  100 * C->max_reg))
+				return -1;
+		}
+	} else if (C->base) {
+		fprintf(stderr,
+			"tagplan check: warning: the baseline plan %s does "
+			"not fit on this topology; no regression check\n",
+			C->base);
+	}
+	return 0;
+}
+
+/* The human report on stderr: the violations, then why the plan does not
+ * fit (re-simulated, into C->text for --json too) or the headline.
+ * -1 with C->err set on failure. */
+static int print_verdict(struct check_run *C)
+{
+	const struct tp_report *r = &C->r;
+	const struct verdict *vd = &C->vd;
+	const struct tp_cluster *c = &C->in.cluster;
+	char a[48], b[48], c2[48];
+
+	for (size_t i = 0; i < vd->n; i++)
+		fprintf(stderr, "tagplan check: FAIL %s\n", vd->v[i].msg);
+	if (vd->more_memory)
+		fprintf(stderr,
+			"tagplan check: FAIL memory: %zu more devices over "
+			"capacity\n",
+			vd->more_memory);
+	if (vd->more_fraction)
+		fprintf(stderr,
+			"tagplan check: FAIL memory fraction: %zu more devices "
+			"over %g\n",
+			vd->more_fraction, C->max_frac);
+	if (!r->feasible) {
+		if (tp_cli_explain(&C->in.plan, &C->in.model, c, r,
+				   tp_inputs_sim_run, &C->sim, &C->text,
+				   &C->err) != TP_OK)
+			return -1;
+		fputs(tp_strbuf_cstr(&C->text), stderr);
+		return 0;
+	}
+	si(a, sizeof(a), r->iteration_time_s, "s");
+	si(c2, sizeof(c2),
+	   c->devices.n ? r->devices[C->worst_frac_dev].peak_memory_bytes : 0,
+	   "B");
+	fprintf(stderr,
+		"tagplan check: %s: fits; iteration %s, MFU %.1f%%, "
+		"fullest device %s at %.0f%% (%s)\n",
+		vd->n ? "failed" : "ok", a, 100 * r->mfu,
+		C->worst_frac_dev < c->devices.n
+			? c->devices.v[C->worst_frac_dev].name
+			: "-",
+		100 * C->worst_frac, c2);
+	if (C->base && C->base_feasible && C->base_iter > 0) {
+		/* the comparison, also when it passes */
+		double reg = r->iteration_time_s / C->base_iter - 1;
+		si(b, sizeof(b), C->base_iter, "s");
+		fprintf(stderr,
+			"tagplan check: against the baseline plan %s: "
+			"iteration %s, was %s (%+.1f%%, %s); limit "
+			"%+.1f%%\n",
+			C->base, a, b, 100 * reg,
+			reg > 1e-12	  ? "slower"
+			: reg < -1e-12 ? "faster"
+				       : "the same",
+			100 * C->max_reg);
+	}
+	return 0;
+}
+
+/* --json: the verdict (tagplan-check/1) on stdout.  -1 when out of
+ * memory. */
+static int write_verdict_json(const struct check_run *C)
+{
+	const struct tp_report *r = &C->r;
+	const struct verdict *vd = &C->vd;
+	struct tp_strbuf js;
+	struct tp_jw jw;
+
+	tp_strbuf_init(&js);
+	tp_jw_init(&jw, &js, true);
+	tp_jw_object_begin(&jw);
+	tp_jw_kv_string(&jw, "format", "tagplan-check/1");
+	tp_jw_kv_bool(&jw, "ok", vd->n == 0);
+	tp_jw_kv_bool(&jw, "feasible", r->feasible);
+	tp_jw_kv_number(&jw, "iteration_time_s", r->iteration_time_s);
+	tp_jw_kv_number(&jw, "mfu", r->mfu);
+	tp_jw_kv_number(&jw, "max_memory_fraction", C->worst_frac);
+	if (C->worst_frac_dev < C->in.cluster.devices.n)
+		tp_jw_kv_string(&jw, "fullest_device",
+				C->in.cluster.devices.v[C->worst_frac_dev].name);
+	if (C->base) {
+		tp_jw_key(&jw, "baseline");
+		tp_jw_object_begin(&jw);
+		tp_jw_kv_string(&jw, "plan", C->base);
+		tp_jw_kv_bool(&jw, "feasible", C->base_feasible);
+		tp_jw_kv_number(&jw, "iteration_time_s",
+				C->base_iter > 0 ? C->base_iter : 0);
+		if (C->base_feasible && C->base_iter > 0)
+			tp_jw_kv_number(&jw, "regression",
+					r->iteration_time_s / C->base_iter - 1);
+		tp_jw_object_end(&jw);
+	}
+	tp_jw_key(&jw, "inputs_changed");
+	tp_jw_object_begin(&jw);
+	tp_jw_kv_bool(&jw, "model", C->in.model_changed);
+	tp_jw_kv_bool(&jw, "topology", C->in.topology_changed);
+	tp_jw_object_end(&jw);
+	tp_jw_key(&jw, "violations");
+	tp_jw_array_begin(&jw);
+	for (size_t i = 0; i < vd->n; i++) {
+		tp_jw_object_begin(&jw);
+		tp_jw_kv_string(&jw, "check", vd->v[i].check);
+		if (vd->v[i].device[0])
+			tp_jw_kv_string(&jw, "device", vd->v[i].device);
+		tp_jw_kv_number(&jw, "figure", vd->v[i].figure);
+		tp_jw_kv_number(&jw, "limit", vd->v[i].limit);
+		tp_jw_kv_string(&jw, "message", vd->v[i].msg);
+		tp_jw_object_end(&jw);
+	}
+	tp_jw_array_end(&jw);
+	if (vd->more_memory || vd->more_fraction)
+		tp_jw_kv_int(&jw, "more_devices",
+			     (int64_t)(vd->more_memory + vd->more_fraction));
+	if (!r->feasible)
+		tp_jw_kv_string(&jw, "explanation", tp_strbuf_cstr(&C->text));
+	tp_jw_object_end(&jw);
+	tp_jw_finish(&jw);
+	if (js.failed) {
+		tp_strbuf_release(&js);
+		return -1;
+	}
+	fputs(tp_strbuf_cstr(&js), stdout);
+	tp_strbuf_release(&js);
+	return 0;
+}
+
+/* Load the plan (and the baseline plan), say which inputs are used, and
+ * simulate both.  -1 with C->err set on failure. */
+static int load_and_simulate(struct check_run *C, const char *plan,
+			     const char *model, const char *topo)
+{
+	struct tp_strbuf used;
+
+	if (tp_inputs_load(&C->in, plan, model, topo, &C->warn, &C->err) !=
+	    TP_OK)
+		return -1;
+	tp_strbuf_init(&used);
+	tp_inputs_describe(&C->in, &used);
+	if (used.len)
+		fprintf(stderr, "tagplan check: %s", tp_strbuf_cstr(&used));
+	tp_strbuf_release(&used);
+	if (C->base && tp_inputs_load_plan(&C->in, C->base, &C->bplan,
+					   &C->warn, &C->err) != TP_OK)
+		return -1;
+	tp_cli_print_warnings("check", &C->warn);
+	if (tp_inputs_sim_open(&C->sim, &C->in, &C->err) != TP_OK ||
+	    tp_inputs_sim_run(&C->sim, &C->in.plan, &C->r, &C->err) != TP_OK)
+		return -1;
+	if (C->base) {
+		if (tp_inputs_sim_run(&C->sim, &C->bplan, &C->br, &C->err) !=
+		    TP_OK) {
+			tp_error_set_file(&C->err, C->base);
+			return -1;
+		}
+		C->base_feasible = C->br.feasible;
+		C->base_iter = C->br.iteration_time_s;
+	}
+	return 0;
+}
+
 int cmd_check(int argc, char **argv)
 {
-	const char *plan = NULL, *model = NULL, *topo = NULL, *base = NULL;
-	double max_iter = 0, min_mfu = 0, max_frac = 0, max_reg = 0;
+	struct check_run C;
+	const char *plan = NULL, *model = NULL, *topo = NULL;
 	bool json = false;
 	struct tp_opt opts[] = {
 		{"model", 'm', TP_OPT_STRING, &model, "MODEL",
@@ -105,314 +397,90 @@ int cmd_check(int argc, char **argv)
 		 0, 0, false},
 		{"plan", 'p', TP_OPT_STRING, &plan, "PLAN",
 		 "the plan to check; - reads stdin", 0, 0, false},
-		{"max-iter-time", 0, TP_OPT_DOUBLE, &max_iter, "S",
+		{"max-iter-time", 0, TP_OPT_DOUBLE, &C.max_iter, "S",
 		 "fail when one iteration takes longer than S seconds [no "
 		 "limit]",
 		 0, 1e9,
 		 false},
-		{"min-mfu", 0, TP_OPT_DOUBLE, &min_mfu, "X",
+		{"min-mfu", 0, TP_OPT_DOUBLE, &C.min_mfu, "X",
 		 "fail when the model FLOP utilisation is below X (0..1) [no "
 		 "limit]",
 		 0, 1,
 		 false},
-		{"max-memory-fraction", 0, TP_OPT_DOUBLE, &max_frac, "X",
+		{"max-memory-fraction", 0, TP_OPT_DOUBLE, &C.max_frac, "X",
 		 "fail when a device uses more than X of its memory (0..1) [no "
 		 "limit: only its capacity]",
 		 0, 1, false},
-		{"baseline-plan", 0, TP_OPT_STRING, &base, "OLD",
+		{"baseline-plan", 0, TP_OPT_STRING, &C.base, "OLD",
 		 "compare the iteration time with this plan's", 0, 0, false},
-		{"max-regression", 0, TP_OPT_DOUBLE, &max_reg, "F",
+		{"max-regression", 0, TP_OPT_DOUBLE, &C.max_reg, "F",
 		 "allowed slowdown against --baseline-plan (0.05 = 5%) [0]", 0,
 		 1e6,
 		 false},
 		{"json", 0, TP_OPT_FLAG, &json, NULL,
 		 "print the verdict as JSON on stdout", 0, 0, false},
 		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
-	struct tp_opt *o_iter = &opts[3], *o_mfu = &opts[4],
-		      *o_frac = &opts[5], *o_reg = &opts[7];
-	struct tp_inputs in;
-	struct tp_inputs_sim sim;
-	struct tp_report r, br;
-	struct tp_plan bplan;
-	struct tp_strbuf warn, text;
-	struct tp_error err;
-	struct verdict vd = {NULL, 0, 0, 0, 0};
-	double worst_frac = 0, base_iter = -1;
-	uint32_t worst_frac_dev = UINT32_MAX;
-	bool base_feasible = false;
 	int code;
-	char a[48], b[48], c2[48];
 
+	memset(&C, 0, sizeof(C));
+	C.worst_frac_dev = UINT32_MAX;
+	C.base_iter = -1;
 	if (tp_opts_parse("check", usage, about, opts, argc, argv, NULL, NULL,
 			  &code))
 		return code;
 	if (!plan)
 		return tp_cli_usage_error("check", "-p PLAN is required (the "
 						   "plan file to check)");
-	if (o_reg->seen && !base)
+	if (opts[7].seen && !C.base)
 		return tp_cli_usage_error("check",
 					  "--max-regression needs "
 					  "--baseline-plan OLD");
+	C.has_iter = opts[3].seen;
+	C.has_mfu = opts[4].seen;
+	C.has_frac = opts[5].seen;
 
-	tp_error_clear(&err);
-	tp_strbuf_init(&warn);
-	tp_strbuf_init(&text);
-	tp_inputs_init(&in);
-	tp_report_init(&r);
-	tp_report_init(&br);
-	tp_plan_init(&bplan);
-	memset(&sim, 0, sizeof(sim));
-	if (tp_inputs_load(&in, plan, model, topo, &warn, &err) != TP_OK)
+	tp_error_clear(&C.err);
+	tp_strbuf_init(&C.warn);
+	tp_strbuf_init(&C.text);
+	tp_inputs_init(&C.in);
+	tp_report_init(&C.r);
+	tp_report_init(&C.br);
+	tp_plan_init(&C.bplan);
+	if (load_and_simulate(&C, plan, model, topo))
 		goto fail;
-	{
-		struct tp_strbuf used;
-		tp_strbuf_init(&used);
-		tp_inputs_describe(&in, &used);
-		if (used.len)
-			fprintf(stderr, "tagplan check: %s", tp_strbuf_cstr(&used));
-		tp_strbuf_release(&used);
-	}
-	if (base && tp_inputs_load_plan(&in, base, &bplan, &warn, &err) !=
-			    TP_OK)
-		goto fail;
-	tp_cli_print_warnings("check", &warn);
-	if (tp_inputs_sim_open(&sim, &in, &err) != TP_OK ||
-	    tp_inputs_sim_run(&sim, &in.plan, &r, &err) != TP_OK)
-		goto fail;
-	if (base) {
-		if (tp_inputs_sim_run(&sim, &bplan, &br, &err) != TP_OK) {
-			tp_error_set_file(&err, base);
-			goto fail;
-		}
-		base_feasible = br.feasible;
-		base_iter = br.iteration_time_s;
-	}
-
-	/* memory: every device within its capacity */
-	for (uint32_t d = 0; d < r.n_devices; d++) {
-		const struct tp_report_device *rd = &r.devices[d];
-		double frac = rd->capacity_bytes > 0
-				      ? rd->peak_memory_bytes / rd->capacity_bytes
-				      : 0;
-		const char *name = in.cluster.devices.v[d].name;
-
-		if (frac > worst_frac || worst_frac_dev == UINT32_MAX) {
-			worst_frac = frac;
-			worst_frac_dev = d;
-		}
-		if (rd->peak_memory_bytes > rd->capacity_bytes) {
-			if (vd.n >= MAX_DEVICE_LINES) {
-				vd.more_memory++;
-				continue;
-			}
-			si(a, sizeof(a), rd->peak_memory_bytes, "B");
-			si(b, sizeof(b), rd->capacity_bytes, "B");
-			if (add_violation(&vd, "memory", name,
-					  rd->peak_memory_bytes,
-					  rd->capacity_bytes,
-					  "memory: %s needs %s, capacity %s",
-					  name, a, b))
-				goto nomem;
-		} else if (o_frac->seen && frac > max_frac) {
-			if (vd.n >= MAX_DEVICE_LINES) {
-				vd.more_fraction++;
-				continue;
-			}
-			si(a, sizeof(a), rd->peak_memory_bytes, "B");
-			si(b, sizeof(b), rd->capacity_bytes, "B");
-			if (add_violation(&vd, "max-memory-fraction", name, frac,
-					  max_frac,
-					  "memory fraction: %s uses %.3f of its "
-					  "memory (%s of %s), limit %g",
-					  name, frac, a, b, max_frac))
-				goto nomem;
-		}
-	}
-	if (!r.feasible && vd.n == 0 &&
-	    add_violation(&vd, "feasible", NULL, 0, 1, "does not fit: %s",
-			  r.reason[0] ? r.reason : "(no reason given)"))
+	if (check_memory(&C))
 		goto nomem;
-	/* the plan's runtime executes it (what `plan` and `export` keep
-	   to; a plan edited by hand may not) */
-	if (in.plan.runtime[0] && strcmp(in.plan.runtime, "none") != 0) {
-		struct tp_runtime rt;
-		char why[512];
-		if (tp_runtime_find(in.plan.runtime, &rt, &err) != TP_OK)
-			goto fail;
-		if (tp_runtime_plan_check(&rt, &in.plan, &in.model, &in.cluster,
-					  NULL, why, sizeof(why)) &&
-		    add_violation(&vd, "runtime", NULL, 0, 0,
-				  "runtime: the plan's runtime cannot execute "
-				  "it: %s",
-				  why))
-			goto nomem;
-	}
-	if (o_iter->seen && r.iteration_time_s > max_iter) {
-		si(a, sizeof(a), r.iteration_time_s, "s");
-		if (add_violation(&vd, "max-iter-time", NULL,
-				  r.iteration_time_s, max_iter,
-				  "iteration time: %s (%.6g s), limit %g s", a,
-				  r.iteration_time_s, max_iter))
-			goto nomem;
-	}
-	if (o_mfu->seen && r.mfu < min_mfu &&
-	    add_violation(&vd, "min-mfu", NULL, r.mfu, min_mfu,
-			  "MFU: %.4f (%.1f%%), minimum %g", r.mfu,
-			  100 * r.mfu, min_mfu))
+	switch (check_limits(&C)) {
+	case -1:
 		goto nomem;
-	if (base && base_feasible && base_iter > 0) {
-		double reg = r.iteration_time_s / base_iter - 1;
-		if (reg > max_reg + 1e-12) {
-			si(a, sizeof(a), r.iteration_time_s, "s");
-			si(b, sizeof(b), base_iter, "s");
-			if (add_violation(&vd, "max-regression", NULL, reg,
-					  max_reg,
-					  "regression: iteration %s against "
-					  "%s for %s (%+.1f%%), limit %+.1f%%",
-					  a, b, base, 100 * reg, 100 * max_reg))
-				goto nomem;
-		}
-	} else if (base) {
-		fprintf(stderr,
-			"tagplan check: warning: the baseline plan %s does "
-			"not fit on this topology; no regression check\n",
-			base);
+	case 1:
+		goto fail;
 	}
-
-	/* human report on stderr */
-	for (size_t i = 0; i < vd.n; i++)
-		fprintf(stderr, "tagplan check: FAIL %s\n", vd.v[i].msg);
-	if (vd.more_memory)
-		fprintf(stderr,
-			"tagplan check: FAIL memory: %zu more devices over "
-			"capacity\n",
-			vd.more_memory);
-	if (vd.more_fraction)
-		fprintf(stderr,
-			"tagplan check: FAIL memory fraction: %zu more devices "
-			"over %g\n",
-			vd.more_fraction, max_frac);
-	if (!r.feasible) {
-		if (tp_cli_explain(&in.plan, &in.model, &in.cluster, &r,
-				      tp_inputs_sim_run, &sim, &text,
-				      &err) != TP_OK)
-			goto fail;
-		fputs(tp_strbuf_cstr(&text), stderr);
-	} else {
-		si(a, sizeof(a), r.iteration_time_s, "s");
-		si(c2, sizeof(c2), in.cluster.devices.n
-					   ? r.devices[worst_frac_dev]
-						     .peak_memory_bytes
-					   : 0,
-		   "B");
-		fprintf(stderr,
-			"tagplan check: %s: fits; iteration %s, MFU %.1f%%, "
-			"fullest device %s at %.0f%% (%s)\n",
-			vd.n ? "failed" : "ok", a, 100 * r.mfu,
-			worst_frac_dev < in.cluster.devices.n
-				? in.cluster.devices.v[worst_frac_dev].name
-				: "-",
-			100 * worst_frac, c2);
-		if (base && base_feasible && base_iter > 0) {
-			/* the comparison, also when it passes */
-			double reg = r.iteration_time_s / base_iter - 1;
-			si(b, sizeof(b), base_iter, "s");
-			fprintf(stderr,
-				"tagplan check: against the baseline plan %s: "
-				"iteration %s, was %s (%+.1f%%, %s); limit "
-				"%+.1f%%\n",
-				base, a, b, 100 * reg,
-				reg > 1e-12	  ? "slower"
-				: reg < -1e-12 ? "faster"
-					       : "the same",
-				100 * max_reg);
-		}
-	}
-
-	if (json) {
-		struct tp_strbuf js;
-		struct tp_jw jw;
-
-		tp_strbuf_init(&js);
-		tp_jw_init(&jw, &js, true);
-		tp_jw_object_begin(&jw);
-		tp_jw_kv_string(&jw, "format", "tagplan-check/1");
-		tp_jw_kv_bool(&jw, "ok", vd.n == 0);
-		tp_jw_kv_bool(&jw, "feasible", r.feasible);
-		tp_jw_kv_number(&jw, "iteration_time_s", r.iteration_time_s);
-		tp_jw_kv_number(&jw, "mfu", r.mfu);
-		tp_jw_kv_number(&jw, "max_memory_fraction", worst_frac);
-		if (worst_frac_dev < in.cluster.devices.n)
-			tp_jw_kv_string(
-				&jw, "fullest_device",
-				in.cluster.devices.v[worst_frac_dev].name);
-		if (base) {
-			tp_jw_key(&jw, "baseline");
-			tp_jw_object_begin(&jw);
-			tp_jw_kv_string(&jw, "plan", base);
-			tp_jw_kv_bool(&jw, "feasible", base_feasible);
-			tp_jw_kv_number(&jw, "iteration_time_s",
-					base_iter > 0 ? base_iter : 0);
-			if (base_feasible && base_iter > 0)
-				tp_jw_kv_number(&jw, "regression",
-						r.iteration_time_s / base_iter -
-							1);
-			tp_jw_object_end(&jw);
-		}
-		tp_jw_key(&jw, "inputs_changed");
-		tp_jw_object_begin(&jw);
-		tp_jw_kv_bool(&jw, "model", in.model_changed);
-		tp_jw_kv_bool(&jw, "topology", in.topology_changed);
-		tp_jw_object_end(&jw);
-		tp_jw_key(&jw, "violations");
-		tp_jw_array_begin(&jw);
-		for (size_t i = 0; i < vd.n; i++) {
-			tp_jw_object_begin(&jw);
-			tp_jw_kv_string(&jw, "check", vd.v[i].check);
-			if (vd.v[i].device[0])
-				tp_jw_kv_string(&jw, "device", vd.v[i].device);
-			tp_jw_kv_number(&jw, "figure", vd.v[i].figure);
-			tp_jw_kv_number(&jw, "limit", vd.v[i].limit);
-			tp_jw_kv_string(&jw, "message", vd.v[i].msg);
-			tp_jw_object_end(&jw);
-		}
-		tp_jw_array_end(&jw);
-		if (vd.more_memory || vd.more_fraction)
-			tp_jw_kv_int(&jw, "more_devices",
-				     (int64_t)(vd.more_memory +
-					       vd.more_fraction));
-		if (!r.feasible)
-			tp_jw_kv_string(&jw, "explanation",
-					tp_strbuf_cstr(&text));
-		tp_jw_object_end(&jw);
-		tp_jw_finish(&jw);
-		if (js.failed) {
-			tp_strbuf_release(&js);
-			goto nomem;
-		}
-		fputs(tp_strbuf_cstr(&js), stdout);
-		tp_strbuf_release(&js);
-	}
-	code = vd.n || vd.more_memory || vd.more_fraction ? TP_EXIT_CHECK
-							  : TP_EXIT_OK;
+	if (print_verdict(&C))
+		goto fail;
+	if (json && write_verdict_json(&C))
+		goto nomem;
+	code = C.vd.n || C.vd.more_memory || C.vd.more_fraction
+		       ? TP_EXIT_CHECK
+		       : TP_EXIT_OK;
 	goto done;
 nomem:
-	tp_error_set(&err, TP_ENOMEM, "out of memory");
+	tp_error_set(&C.err, TP_ENOMEM, "out of memory");
 fail:
-	tp_cli_print_warnings("check", &warn);
-	code = tp_cli_fail(&err);
+	tp_cli_print_warnings("check", &C.warn);
+	code = tp_cli_fail(&C.err);
 done:
 	if (fflush(stdout) != 0 && code == TP_EXIT_OK) {
 		fprintf(stderr, "tagplan check: cannot write to stdout\n");
 		code = TP_EXIT_FAILURE;
 	}
-	free(vd.v);
-	tp_inputs_sim_close(&sim);
-	tp_report_release(&r);
-	tp_report_release(&br);
-	tp_plan_release(&bplan);
-	tp_inputs_release(&in);
-	tp_strbuf_release(&warn);
-	tp_strbuf_release(&text);
+	free(C.vd.v);
+	tp_inputs_sim_close(&C.sim);
+	tp_report_release(&C.r);
+	tp_report_release(&C.br);
+	tp_plan_release(&C.bplan);
+	tp_inputs_release(&C.in);
+	tp_strbuf_release(&C.warn);
+	tp_strbuf_release(&C.text);
 	return code;
 }
