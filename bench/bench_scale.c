@@ -1,0 +1,224 @@
+/*
+ * bench_scale.c - the cluster model at scale: topology build time and
+ * peak memory, and the wall time of one simulation of a uniform strategy,
+ * at 16, 1,024, 16,384 and 100,000 GPUs, with the growth exponent of each
+ * (least squares of log(value) on log(GPUs) over 1,024 .. 100,000 GPUs;
+ * the 16-GPU row is dominated by fixed costs).
+ *
+ * Clusters: DGX H100 nodes on their NDR NICs, in a star (one switch) and
+ * in a Clos fabric (clos:leaf=32,spine=16,oversubscription=2); and a mix
+ * of H100, A100 and L4 nodes (nodes / 3 each of H100 and A100, the rest
+ * L4, star: at 16 GPUs that is two L4 nodes).
+ * Model: a dense 400B-class GPT (hidden 16384, 128 heads, 128 layers,
+ * sequence 2048, bf16), strategy tp=8 (inside a node) with pp and dp as
+ * the GPU count allows (pp 2, 8, 16 and 4 for 100,000 = 8 x 4 x 3125),
+ * one micro-batch per pipeline stage and replica pair, 1F1B.
+ *
+ * Each case runs in a child process (fork) so that its peak resident
+ * memory (getrusage RUSAGE_CHILDREN after wait4) is its own.
+ * Targets (issue 20): a 100,000-GPU topology built in <= 5 s with <= 1 GB
+ * peak; simulate of a 400B-class model on 16,384 GPUs <= 1 s; growth
+ * exponents of build and simulate <= 1.2.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/cluster.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "core/report.h"
+#include "core/strategy.h"
+#include "io/build.h"
+#include "sim/sim.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static const uint32_t gpus[] = {16, 1024, 16384, 100000};
+#define N_SIZES (sizeof(gpus) / sizeof(gpus[0]))
+static const uint32_t pps[] = {2, 8, 16, 4};
+
+enum kind { STAR, CLOS, MIX, N_KINDS };
+static const char *const kind_name[] = {"H100 star", "H100 clos",
+					 "H100+A100+L4 star"};
+
+struct result {
+	double build_s, sim_s, iter_s;
+	long build_kb, total_kb; /* peak RSS after build / after simulate */
+	int ok;
+};
+
+static long rss_kb(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+/* Runs in the child: build the cluster, then simulate. */
+static void run_case(enum kind k, size_t i, struct result *r)
+{
+	char s0[64], s1[64], s2[64];
+	const char *specs[3] = {s0, s1, s2};
+	int n_specs = 1;
+	uint32_t nodes = gpus[i] / 8;
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_gpt_dims d;
+	struct tp_strategy st;
+	struct tp_plan p;
+	struct tp_report rep;
+	struct tp_error err;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *scr;
+	double t0;
+	long base = rss_kb();
+
+	memset(r, 0, sizeof(*r));
+	if (k == MIX) {
+		/* l4-pcie nodes have 8 GPUs as the DGX nodes do */
+		uint32_t a = nodes / 3, b = nodes / 3, l = nodes - a - b;
+		char *out[3] = {s0, s1, s2};
+		n_specs = 0;
+		if (a)
+			snprintf(out[n_specs++], 64, "dgx-h100:%u", a);
+		if (b)
+			snprintf(out[n_specs++], 64, "dgx-a100:%u", b);
+		snprintf(out[n_specs++], 64, "l4-pcie:%u", l);
+	} else {
+		snprintf(s0, sizeof(s0), "dgx-h100:%u", nodes);
+	}
+	t0 = now_s();
+	tp_cluster_init(&c);
+	if (tp_build_topology_fabric(
+		specs, n_specs, NULL, 1.0,
+		k == CLOS ? "clos:leaf=32,spine=16,oversubscription=2" : NULL,
+		&c, &err)) {
+		fprintf(stderr, "topology: %s\n", err.msg);
+		return;
+	}
+	r->build_s = now_s() - t0;
+	r->build_kb = rss_kb() - base;
+
+	tp_gpt_dims_default(&d);
+	d.hidden = 16384;
+	d.heads = 128;
+	d.layers = 128;
+	d.seq = 2048;
+	d.vocab = 128256;
+	tp_strategy_default(&st);
+	st.tp = 8;
+	st.pp = pps[i];
+	st.dp = gpus[i] / (8 * pps[i]);
+	st.mb = 1;
+	st.gbs = (int64_t)st.dp * st.pp * 2;
+	d.batch = st.gbs;
+	tp_model_init(&m);
+	if (tp_build_gpt(&d, &m, &err)) {
+		fprintf(stderr, "model: %s\n", err.msg);
+		return;
+	}
+	tp_plan_init(&p);
+	tp_report_init(&rep);
+	if (tp_strategy_to_plan(&st, &m, &c, &p, &err)) {
+		fprintf(stderr, "strategy: %s\n", err.msg);
+		return;
+	}
+	t0 = now_s();
+	sim = tp_sim_new(&m, &c, NULL, &err);
+	scr = sim ? tp_sim_scratch_new(sim) : NULL;
+	if (!scr || tp_sim_run(sim, &p, scr, &rep, NULL, &err)) {
+		fprintf(stderr, "sim: %s\n", err.msg);
+		return;
+	}
+	r->sim_s = now_s() - t0;
+	r->iter_s = rep.iteration_time_s;
+	r->total_kb = rss_kb() - base;
+	r->ok = 1;
+	/* the child exits: no need to free */
+}
+
+static int run_forked(enum kind k, size_t i, struct result *r)
+{
+	int fd[2];
+	pid_t pid;
+
+	if (pipe(fd))
+		return -1;
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		struct result res;
+		close(fd[0]);
+		run_case(k, i, &res);
+		if (write(fd[1], &res, sizeof(res)) != (ssize_t)sizeof(res))
+			_exit(1);
+		_exit(0);
+	}
+	close(fd[1]);
+	memset(r, 0, sizeof(*r));
+	if (read(fd[0], r, sizeof(*r)) != (ssize_t)sizeof(*r))
+		r->ok = 0;
+	close(fd[0]);
+	waitpid(pid, NULL, 0);
+	return 0;
+}
+
+/* Slope of log(y) on log(x) over the sizes from index 1 on. */
+static double exponent(const double *y)
+{
+	double sx = 0, sy = 0, sxx = 0, sxy = 0;
+	int n = 0;
+
+	for (size_t i = 1; i < N_SIZES; i++) {
+		double lx = log(gpus[i]), ly = log(y[i] > 0 ? y[i] : 1e-9);
+		sx += lx, sy += ly, sxx += lx * lx, sxy += lx * ly;
+		n++;
+	}
+	return (n * sxy - sx * sy) / (n * sxx - sx * sx);
+}
+
+int main(int argc, char **argv)
+{
+	int kinds = argc > 1 ? atoi(argv[1]) : N_KINDS;
+
+	printf("Scale: topology build and one simulation (400B-class GPT, "
+	       "tp=8, 1F1B), each case in its own process\n");
+	printf("%-18s %7s %9s %9s %9s %9s %10s\n", "cluster", "GPUs",
+	       "build s", "build MB", "sim s", "peak MB", "iter s");
+	for (int k = 0; k < kinds && k < N_KINDS; k++) {
+		double b[N_SIZES], s[N_SIZES], mem[N_SIZES];
+		for (size_t i = 0; i < N_SIZES; i++) {
+			struct result r;
+			if (run_forked((enum kind)k, i, &r) || !r.ok) {
+				printf("%-18s %7u failed\n", kind_name[k],
+				       gpus[i]);
+				b[i] = s[i] = mem[i] = 0;
+				continue;
+			}
+			b[i] = r.build_s;
+			s[i] = r.sim_s;
+			mem[i] = r.build_kb / 1024.0;
+			printf("%-18s %7u %9.3f %9.1f %9.3f %9.1f %10.3f\n",
+			       kind_name[k], gpus[i], r.build_s,
+			       r.build_kb / 1024.0, r.sim_s,
+			       r.total_kb / 1024.0, r.iter_s);
+		}
+		printf("%-18s growth exponents (1k..100k GPUs): build %.2f, "
+		       "build memory %.2f, simulate %.2f (targets <= 1.2)\n",
+		       kind_name[k], exponent(b), exponent(mem), exponent(s));
+	}
+	return 0;
+}
