@@ -223,6 +223,7 @@ static void result_counters(struct sctx *s)
 	res->value_skips = atomic_load(&s->value_skips);
 	res->prior_calls = atomic_load(&s->prior_calls);
 	res->prior_hits = atomic_load(&s->prior_hits);
+	res->prior_skips = atomic_load(&s->prior_skips);
 	res->prior_seconds = 1e-9 * (double)atomic_load(&s->prior_ns);
 	res->sweep_resumed = s->sweep_resumed;
 	res->kicks = s->kicks;

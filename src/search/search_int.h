@@ -66,6 +66,7 @@ struct sctx {
 	/* the provider: answers computed (forward passes), answers from the
 	   workers' caches, wall time inside it */
 	_Atomic uint64_t prior_calls, prior_hits, prior_ns;
+	_Atomic uint64_t prior_skips; /* uniform: over PRIOR_SHARE (guide.c) */
 	_Atomic uint64_t value_skips; /* leaves the provider's value cut */
 	_Atomic uint64_t runtime_rejects; /* plans the runtime cannot run */
 	/* the first plan the evaluator refused: why (under lock; "" =
