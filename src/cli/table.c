@@ -629,131 +629,137 @@ static void si_nb(char *buf, size_t size, double v, const char *unit)
 			*q = NB;
 }
 
-/* The explanation, one logical line per line (wrapped by the caller). */
-static enum tp_status explain_raw(const struct tp_plan *p,
-				  const struct tp_model *m,
-				  const struct tp_cluster *c,
-				  const struct tp_report *r,
-				  tp_explain_eval_fn eval, void *eval_ctx,
-				  struct tp_strbuf *out, struct tp_error *err)
-{
+/* What the explanation of a plan that does not fit works from: the worst
+ * device's figures and the candidate changes. */
+struct explain {
+	const struct tp_plan *p;
+	const struct tp_cluster *c;
+	uint32_t w; /* the worst device */
 	const struct tp_report_device *rd;
 	const struct tp_memory_breakdown *bd;
+	double terms[6], total, over;
+	uint32_t dpw; /* the worst device's data-parallel degree */
+	enum tp_recompute cur_rc;
 	struct cand cand[CAND_COUNT];
-	double terms[6], total = 0, over, sel_f, full_f;
-	uint32_t w = r->worst_device, dpw = 1, dom = 0;
-	enum tp_recompute cur_rc = TP_RECOMPUTE_NONE;
-	bool has_layers;
-	char a[48], b[48], cc[48];
-	int best = -1;
+};
 
-	if (r->feasible)
-		return TP_OK;
-	if (w == UINT32_MAX || w >= c->devices.n || !r->devices ||
-	    w >= r->n_devices) {
-		tp_strbuf_adds(out, "does not fit");
-		if (r->reason[0])
-			tp_strbuf_addf(out, ": %s", r->reason);
-		tp_strbuf_addc(out, '\n');
-		return out->failed ? tp_error_set(err, TP_ENOMEM,
-						  "out of memory")
-				   : TP_OK;
-	}
-	rd = &r->devices[w];
-	bd = &rd->memory;
-	terms[0] = bd->weights;
-	terms[1] = bd->gradients;
-	terms[2] = bd->optimizer;
-	terms[3] = bd->activations;
-	terms[4] = bd->temporary;
-	terms[5] = bd->reserved;
+/* "does not fit: DEVICE (TYPE) needs X of Y, Z too much" and the memory
+ * terms, the dominant one marked. */
+static void explain_memory(struct explain *E, struct tp_strbuf *out)
+{
+	const struct tp_memory_breakdown *bd = E->bd;
+	const struct tp_cluster *c = E->c;
+	const char *sep = " ";
+	uint32_t dom = 0;
+	char a[48], b[48], cc[48];
+
+	E->terms[0] = bd->weights;
+	E->terms[1] = bd->gradients;
+	E->terms[2] = bd->optimizer;
+	E->terms[3] = bd->activations;
+	E->terms[4] = bd->temporary;
+	E->terms[5] = bd->reserved;
 	for (int i = 0; i < 6; i++) {
-		total += terms[i];
-		if (terms[i] > terms[dom])
+		E->total += E->terms[i];
+		if (E->terms[i] > E->terms[dom])
 			dom = (uint32_t)i;
 	}
-	over = r->over_bytes > 0 ? r->over_bytes
-				 : rd->peak_memory_bytes - rd->capacity_bytes;
-	si_nb(a, sizeof(a), rd->peak_memory_bytes, "B");
-	si_nb(b, sizeof(b), rd->capacity_bytes, "B");
-	si_nb(cc, sizeof(cc), over, "B");
+	si_nb(a, sizeof(a), E->rd->peak_memory_bytes, "B");
+	si_nb(b, sizeof(b), E->rd->capacity_bytes, "B");
+	si_nb(cc, sizeof(cc), E->over, "B");
 	tp_strbuf_addf(out, "does not fit: %s (%s) needs %s of %s, %s too "
 			    "much\n",
-		       c->devices.v[w].name,
-		       c->types.v[c->devices.v[w].type].name, a, b, cc);
+		       c->devices.v[E->w].name,
+		       c->types.v[c->devices.v[E->w].type].name, a, b, cc);
 	tp_strbuf_adds(out, "  memory:");
-	{
-		const char *sep = " ";
-		for (int i = 0; i < 6; i++) {
-			if (terms[i] <= 0)
-				continue;
-			si_nb(a, sizeof(a), terms[i], "B");
-			tp_strbuf_addf(out, "%s%s %s%s", sep, term_names[i], a,
-				       (uint32_t)i == dom ? " (dominant)" : "");
-			sep = ", ";
-		}
+	for (int i = 0; i < 6; i++) {
+		if (E->terms[i] <= 0)
+			continue;
+		si_nb(a, sizeof(a), E->terms[i], "B");
+		tp_strbuf_addf(out, "%s%s %s%s", sep, term_names[i], a,
+			       (uint32_t)i == dom ? " (dominant)" : "");
+		sep = ", ";
 	}
 	tp_strbuf_addc(out, '\n');
 	/* the simulator's reason says the same (and is in the report) */
+}
+
+/* The ZeRO stages above the plan's, each sharding more over the worst
+ * device's data-parallel degree. */
+static void zero_candidates(struct explain *E)
+{
+	const struct tp_plan *p = E->p;
+	const struct tp_memory_breakdown *bd = E->bd;
+	struct cand *cand = E->cand;
+	uint32_t dpw = E->dpw;
+	double shard = dpw > 1 ? 1 - 1.0 / dpw : 0;
+
+	if (p->zero < 1 && dpw > 1) {
+		cand[CAND_ZERO1].applicable = true;
+		cand[CAND_ZERO1].saves = bd->optimizer * shard;
+		snprintf(cand[CAND_ZERO1].what, sizeof(cand[0].what),
+			 "ZeRO-1 (shard optimizer states over dp=%u)", dpw);
+	}
+	if (p->zero < 2 && dpw > 1) {
+		cand[CAND_ZERO2].applicable = true;
+		cand[CAND_ZERO2].saves =
+			(bd->gradients + (p->zero < 1 ? bd->optimizer : 0)) *
+			shard;
+		snprintf(cand[CAND_ZERO2].what, sizeof(cand[0].what),
+			 "ZeRO-2 (shard optimizer states and gradients "
+			 "over dp=%u)",
+			 dpw);
+	}
+	if (p->zero < 3 && dpw > 1) {
+		cand[CAND_ZERO3].applicable = true;
+		cand[CAND_ZERO3].saves =
+			(bd->weights + (p->zero < 2 ? bd->gradients : 0) +
+			 (p->zero < 1 ? bd->optimizer : 0)) *
+			shard;
+		snprintf(cand[CAND_ZERO3].what, sizeof(cand[0].what),
+			 "ZeRO-3 (shard weights too over dp=%u)", dpw);
+	}
+}
+
+/* Every change considered, with the bytes it is estimated to save on the
+ * worst device: ZeRO, recomputation, a smaller micro-batch, more
+ * devices for the model states. */
+static void list_candidates(struct explain *E, const struct tp_model *m)
+{
+	const struct tp_plan *p = E->p;
+	const struct tp_memory_breakdown *bd = E->bd;
+	struct cand *cand = E->cand;
+	double sel_f, full_f, states, rest, room;
+	bool has_layers;
 
 	/* the worst device's data-parallel degree and recomputation */
 	for (size_t g = 0; g < p->groups.n; g++) {
 		const uint32_t *devs = tp_plan_group_devs(p, (uint32_t)g);
 		for (uint32_t i = 0; i < p->groups.v[g].n_devices; i++)
-			if (devs[i] == w) {
-				if (p->groups.v[g].dp > dpw)
-					dpw = p->groups.v[g].dp;
-				if (p->groups.v[g].recompute > cur_rc)
-					cur_rc = p->groups.v[g].recompute;
+			if (devs[i] == E->w) {
+				if (p->groups.v[g].dp > E->dpw)
+					E->dpw = p->groups.v[g].dp;
+				if (p->groups.v[g].recompute > E->cur_rc)
+					E->cur_rc = p->groups.v[g].recompute;
 			}
 	}
-	recompute_fractions(p, m, w, &sel_f, &full_f, &has_layers);
-	memset(cand, 0, sizeof(cand));
-	{
-		double shard = dpw > 1 ? 1 - 1.0 / dpw : 0;
-		if (p->zero < 1 && dpw > 1) {
-			cand[CAND_ZERO1].applicable = true;
-			cand[CAND_ZERO1].saves = bd->optimizer * shard;
-			snprintf(cand[CAND_ZERO1].what, sizeof(cand[0].what),
-				 "ZeRO-1 (shard optimizer states over dp=%u)",
-				 dpw);
-		}
-		if (p->zero < 2 && dpw > 1) {
-			cand[CAND_ZERO2].applicable = true;
-			cand[CAND_ZERO2].saves =
-				(bd->gradients +
-				 (p->zero < 1 ? bd->optimizer : 0)) *
-				shard;
-			snprintf(cand[CAND_ZERO2].what, sizeof(cand[0].what),
-				 "ZeRO-2 (shard optimizer states and gradients "
-				 "over dp=%u)",
-				 dpw);
-		}
-		if (p->zero < 3 && dpw > 1) {
-			cand[CAND_ZERO3].applicable = true;
-			cand[CAND_ZERO3].saves =
-				(bd->weights +
-				 (p->zero < 2 ? bd->gradients : 0) +
-				 (p->zero < 1 ? bd->optimizer : 0)) *
-				shard;
-			snprintf(cand[CAND_ZERO3].what, sizeof(cand[0].what),
-				 "ZeRO-3 (shard weights too over dp=%u)", dpw);
-		}
-	}
-	if (cur_rc < TP_RECOMPUTE_SELECTIVE && sel_f > 0) {
+	recompute_fractions(p, m, E->w, &sel_f, &full_f, &has_layers);
+	memset(cand, 0, sizeof(E->cand));
+	zero_candidates(E);
+	if (E->cur_rc < TP_RECOMPUTE_SELECTIVE && sel_f > 0) {
 		cand[CAND_SELECTIVE].applicable = true;
 		cand[CAND_SELECTIVE].saves = bd->activations * sel_f;
 		snprintf(cand[CAND_SELECTIVE].what, sizeof(cand[0].what),
 			 "selective recomputation");
 	}
-	if (cur_rc < TP_RECOMPUTE_FULL && has_layers && full_f > 0) {
+	if (E->cur_rc < TP_RECOMPUTE_FULL && has_layers && full_f > 0) {
 		cand[CAND_FULL].applicable = true;
 		cand[CAND_FULL].saves = bd->activations * full_f;
 		snprintf(cand[CAND_FULL].what, sizeof(cand[0].what),
 			 "full recomputation (keep only layer inputs)");
 	}
 	if (p->global_batch % (2 * (int64_t)p->micro_batches) == 0 &&
-	    p->global_batch / (2 * (int64_t)p->micro_batches) >= dpw) {
+	    p->global_batch / (2 * (int64_t)p->micro_batches) >= E->dpw) {
 		cand[CAND_MICRO].applicable = true;
 		cand[CAND_MICRO].saves = bd->activations / 2;
 		snprintf(cand[CAND_MICRO].what, sizeof(cand[0].what),
@@ -761,95 +767,110 @@ static enum tp_status explain_raw(const struct tp_plan *p,
 			 "instead of %u)",
 			 2 * p->micro_batches, p->micro_batches);
 	}
-	{
-		double states = bd->weights + bd->gradients + bd->optimizer;
-		/* devices of this type needed if the model states were spread
-		 * over more of them: ceil(states / (capacity - the rest)) */
-		double rest = total - states;
-		double room = rd->capacity_bytes - rest;
-		cand[CAND_DEVICES].applicable = states > 0;
-		cand[CAND_DEVICES].saves = states / 2;
-		if (room > 0 && states > 0) {
-			double factor = ceil(states / room);
-			if (factor < 2)
-				factor = 2;
-			cand[CAND_DEVICES].saves = states * (1 - 1 / factor);
-			snprintf(cand[CAND_DEVICES].what, sizeof(cand[0].what),
-				 "%.0fx the devices for the model states (more "
-				 "pipeline stages or a higher tensor-parallel "
-				 "degree)",
-				 factor);
-		} else {
-			snprintf(cand[CAND_DEVICES].what, sizeof(cand[0].what),
-				 "more devices (activations and buffers alone "
-				 "exceed the capacity: lower the micro-batch "
-				 "too)");
-		}
+	/* devices of this type needed if the model states were spread over
+	 * more of them: ceil(states / (capacity - the rest)) */
+	states = bd->weights + bd->gradients + bd->optimizer;
+	rest = E->total - states;
+	room = E->rd->capacity_bytes - rest;
+	cand[CAND_DEVICES].applicable = states > 0;
+	cand[CAND_DEVICES].saves = states / 2;
+	if (room > 0 && states > 0) {
+		double factor = ceil(states / room);
+		if (factor < 2)
+			factor = 2;
+		cand[CAND_DEVICES].saves = states * (1 - 1 / factor);
+		snprintf(cand[CAND_DEVICES].what, sizeof(cand[0].what),
+			 "%.0fx the devices for the model states (more "
+			 "pipeline stages or a higher tensor-parallel "
+			 "degree)",
+			 factor);
+	} else {
+		snprintf(cand[CAND_DEVICES].what, sizeof(cand[0].what),
+			 "more devices (activations and buffers alone "
+			 "exceed the capacity: lower the micro-batch "
+			 "too)");
 	}
+}
 
-	/* confirm by simulation where a variant plan can express it */
-	if (eval) {
-		for (int k = 0; k < CAND_COUNT; k++) {
-			struct tp_plan v;
-			struct tp_report vr;
-			struct tp_error verr;
+/* The variant of the plan that candidate k describes. */
+static void apply_candidate(struct tp_plan *v, int k, uint32_t w)
+{
+	switch (k) {
+	case CAND_ZERO1:
+		v->zero = 1;
+		break;
+	case CAND_ZERO2:
+		v->zero = 2;
+		break;
+	case CAND_ZERO3:
+		v->zero = 3;
+		break;
+	case CAND_SELECTIVE:
+		apply_recompute(v, w, TP_RECOMPUTE_SELECTIVE);
+		break;
+	case CAND_FULL:
+		apply_recompute(v, w, TP_RECOMPUTE_FULL);
+		break;
+	case CAND_MICRO:
+		v->micro_batches *= 2;
+		break;
+	default:
+		break;
+	}
+}
 
-			if (!cand[k].applicable || k == CAND_DEVICES)
-				continue;
-			tp_plan_init(&v);
-			tp_report_init(&vr);
-			if (tp_plan_copy(&v, p, &verr) != TP_OK) {
-				tp_plan_release(&v);
-				continue;
-			}
-			switch (k) {
-			case CAND_ZERO1:
-				v.zero = 1;
-				break;
-			case CAND_ZERO2:
-				v.zero = 2;
-				break;
-			case CAND_ZERO3:
-				v.zero = 3;
-				break;
-			case CAND_SELECTIVE:
-				apply_recompute(&v, w, TP_RECOMPUTE_SELECTIVE);
-				break;
-			case CAND_FULL:
-				apply_recompute(&v, w, TP_RECOMPUTE_FULL);
-				break;
-			case CAND_MICRO:
-				v.micro_batches *= 2;
-				break;
-			default:
-				break;
-			}
-			if (eval(eval_ctx, &v, &vr, &verr) == TP_OK) {
-				cand[k].simulated = true;
-				cand[k].fits = vr.feasible;
-				cand[k].iter_s = vr.iteration_time_s;
-				/* where the variant is still over: its own
-				   worst device (maybe another one) */
-				cand[k].worst_dev = w;
-				cand[k].worst_over = vr.over_bytes;
-				if (vr.worst_device < vr.n_devices &&
-				    vr.worst_device < c->devices.n)
-					cand[k].worst_dev = vr.worst_device;
-				if (!(cand[k].worst_over > 0) && vr.devices &&
-				    cand[k].worst_dev < vr.n_devices) {
-					const struct tp_report_device *x =
-						&vr.devices[cand[k].worst_dev];
-					cand[k].worst_over =
-						x->peak_memory_bytes -
-						x->capacity_bytes;
-				}
-			}
-			tp_report_release(&vr);
+/* Confirm by simulation each candidate a variant plan can express: does
+ * it fit, how fast, and where it is still over when not. */
+static void simulate_candidates(struct explain *E, tp_explain_eval_fn eval,
+				void *eval_ctx)
+{
+	for (int k = 0; k < CAND_COUNT; k++) {
+		struct cand *ck = &E->cand[k];
+		struct tp_plan v;
+		struct tp_report vr;
+		struct tp_error verr;
+
+		if (!ck->applicable || k == CAND_DEVICES)
+			continue;
+		tp_plan_init(&v);
+		tp_report_init(&vr);
+		if (tp_plan_copy(&v, E->p, &verr) != TP_OK) {
 			tp_plan_release(&v);
+			continue;
 		}
+		apply_candidate(&v, k, E->w);
+		if (eval(eval_ctx, &v, &vr, &verr) == TP_OK) {
+			ck->simulated = true;
+			ck->fits = vr.feasible;
+			ck->iter_s = vr.iteration_time_s;
+			/* where the variant is still over: its own worst
+			   device (maybe another one) */
+			ck->worst_dev = E->w;
+			ck->worst_over = vr.over_bytes;
+			if (vr.worst_device < vr.n_devices &&
+			    vr.worst_device < E->c->devices.n)
+				ck->worst_dev = vr.worst_device;
+			if (!(ck->worst_over > 0) && vr.devices &&
+			    ck->worst_dev < vr.n_devices) {
+				const struct tp_report_device *x =
+					&vr.devices[ck->worst_dev];
+				ck->worst_over =
+					x->peak_memory_bytes - x->capacity_bytes;
+			}
+		}
+		tp_report_release(&vr);
+		tp_plan_release(&v);
 	}
-	/* recommendation: the fastest simulated fit, else the first (in
-	 * order of expected cost) whose estimate covers the excess */
+}
+
+/* The recommendation: the fastest simulated fit, else the first (in
+ * order of expected cost) whose estimate covers the excess; -1 when none
+ * does. */
+static int best_candidate(const struct explain *E)
+{
+	const struct cand *cand = E->cand;
+	int best = -1;
+
 	for (int k = 0; k < CAND_COUNT; k++)
 		if (cand[k].applicable && cand[k].simulated && cand[k].fits &&
 		    (best < 0 || cand[k].iter_s < cand[best].iter_s))
@@ -857,8 +878,19 @@ static enum tp_status explain_raw(const struct tp_plan *p,
 	if (best < 0)
 		for (int k = 0; k < CAND_COUNT && best < 0; k++)
 			if (cand[k].applicable && !cand[k].simulated &&
-			    cand[k].saves >= over)
+			    cand[k].saves >= E->over)
 				best = k;
+	return best;
+}
+
+/* The recommendation and every change considered, one line each. */
+static void print_candidates(const struct explain *E, int best,
+			     struct tp_strbuf *out)
+{
+	const struct cand *cand = E->cand;
+	const struct tp_cluster *c = E->c;
+	char a[48], b[48], cc[48];
+
 	if (best >= 0) {
 		tp_strbuf_addf(out, "  smallest change that fits: %s", cand[best].what);
 		if (cand[best].simulated) {
@@ -869,12 +901,11 @@ static enum tp_status explain_raw(const struct tp_plan *p,
 			si_nb(a, sizeof(a), cand[best].saves, "B");
 			tp_strbuf_addf(out, " (estimate: saves about %s)\n", a);
 		}
+		tp_strbuf_adds(out, "  changes considered:\n");
 	} else {
 		tp_strbuf_adds(out, "  no single change fits on its own; "
 				    "combine some of these:\n");
 	}
-	if (best >= 0)
-		tp_strbuf_adds(out, "  changes considered:\n");
 	for (int k = 0; k < CAND_COUNT; k++) {
 		if (!cand[k].applicable)
 			continue;
@@ -891,7 +922,7 @@ static enum tp_status explain_raw(const struct tp_plan *p,
 				tp_strbuf_addf(out, "; simulated: still %s "
 						    "over",
 					       cc);
-				if (cand[k].worst_dev != w &&
+				if (cand[k].worst_dev != E->w &&
 				    cand[k].worst_dev < c->devices.n)
 					tp_strbuf_addf(
 						out, " on %s",
@@ -899,12 +930,53 @@ static enum tp_status explain_raw(const struct tp_plan *p,
 							.name);
 			}
 		} else {
-			tp_strbuf_adds(out, cand[k].saves >= over
+			tp_strbuf_adds(out, cand[k].saves >= E->over
 						    ? " (enough)"
 						    : " (not enough alone)");
 		}
 		tp_strbuf_addc(out, '\n');
 	}
+}
+
+/* The explanation, one logical line per line (wrapped by the caller). */
+static enum tp_status explain_raw(const struct tp_plan *p,
+				  const struct tp_model *m,
+				  const struct tp_cluster *c,
+				  const struct tp_report *r,
+				  tp_explain_eval_fn eval, void *eval_ctx,
+				  struct tp_strbuf *out, struct tp_error *err)
+{
+	struct explain E;
+	uint32_t w = r->worst_device;
+
+	if (r->feasible)
+		return TP_OK;
+	if (w == UINT32_MAX || w >= c->devices.n || !r->devices ||
+	    w >= r->n_devices) {
+		tp_strbuf_adds(out, "does not fit");
+		if (r->reason[0])
+			tp_strbuf_addf(out, ": %s", r->reason);
+		tp_strbuf_addc(out, '\n');
+		return out->failed ? tp_error_set(err, TP_ENOMEM,
+						  "out of memory")
+				   : TP_OK;
+	}
+	memset(&E, 0, sizeof(E));
+	E.p = p;
+	E.c = c;
+	E.w = w;
+	E.rd = &r->devices[w];
+	E.bd = &E.rd->memory;
+	E.dpw = 1;
+	E.cur_rc = TP_RECOMPUTE_NONE;
+	E.over = r->over_bytes > 0
+			 ? r->over_bytes
+			 : E.rd->peak_memory_bytes - E.rd->capacity_bytes;
+	explain_memory(&E, out);
+	list_candidates(&E, m);
+	if (eval)
+		simulate_candidates(&E, eval, eval_ctx);
+	print_candidates(&E, best_candidate(&E), out);
 	if (out->failed)
 		return tp_error_set(err, TP_ENOMEM, "out of memory");
 	return TP_OK;
