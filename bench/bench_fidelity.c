@@ -9,6 +9,11 @@
  * whether the plan fits (every run listed ran, so "OOM" is an error of
  * the simulator), then mean and max |error| per source and overall.
  * Targets (issue 22): mean |error| <= 5%, max <= 15% over all rows.
+ *
+ * Then tagplan calibrate's fit (calib.h tp_calib_fit): on all runs, and
+ * leave-one-source-out (fit on the other sources, predict this one;
+ * target mean <= 8%).  TAGPLAN_BENCH_NO_LOSO=1 skips both (they take
+ * some minutes).
  */
 #include <math.h>
 #include <stdio.h>
@@ -47,6 +52,67 @@ static void add(struct acc *a, double e, bool fits)
 		a->max = fabs(e);
 	a->n++;
 	a->oom += !fits;
+}
+
+/* tp_calib_fit on all runs, then leave-one-source-out. */
+static int calibrate(const struct tp_mruns *runs, const struct acc *by,
+		     int n_by)
+{
+	size_t n = runs->rows.n;
+	bool *fit = calloc(n, sizeof(bool)), *held = calloc(n, sizeof(bool));
+	struct tp_calib_fit f;
+	struct tp_error err;
+	double sum = 0, wsum = 0;
+	int rc = 0, used = 0;
+
+	if (!fit || !held) {
+		free(fit);
+		free(held);
+		return 1;
+	}
+	tp_error_clear(&err);
+	for (size_t i = 0; i < n; i++)
+		fit[i] = true;
+	if (tp_calib_fit(runs->rows.v, n, fit, NULL, &f, &err)) {
+		printf("calibrate: %s\n", err.msg);
+		rc = 1;
+		goto out;
+	}
+	printf("\ntagplan calibrate on all %u runs: gemm_sustained %.4f, "
+	       "link_eff_intra %.4f, link_eff_network %.4f: mean |error| "
+	       "%.1f%% (shipped constants %.1f%%)\n",
+	       f.fit_runs, f.gemm_sustained, f.link_eff_intra,
+	       f.link_eff_network, 100 * f.fit_error, 100 * f.fit_error0);
+	printf("\nleave-one-source-out (fit on the others, predict it)\n");
+	printf("%-32s %4s %10s %10s %8s %8s %8s\n", "source", "runs",
+	       "mean|err|", "shipped", "gemm", "intra", "network");
+	for (int k = 0; k < n_by; k++) {
+		for (size_t i = 0; i < n; i++) {
+			held[i] = strcmp(runs->rows.v[i].source,
+					 by[k].source) == 0;
+			fit[i] = !held[i];
+		}
+		if (tp_calib_fit(runs->rows.v, n, fit, held, &f, &err)) {
+			printf("calibrate: %s\n", err.msg);
+			rc = 1;
+			goto out;
+		}
+		printf("%-32s %4u %9.1f%% %9.1f%% %8.4f %8.4f %8.4f\n",
+		       by[k].source, f.holdout_runs, 100 * f.holdout_error,
+		       100 * f.holdout_error0, f.gemm_sustained,
+		       f.link_eff_intra, f.link_eff_network);
+		sum += f.holdout_error * f.holdout_runs;
+		wsum += f.holdout_runs;
+		used++;
+		fflush(stdout);
+	}
+	if (used)
+		printf("%-32s %4.0f %9.1f%%   (target: mean <= 8%%)\n", "all",
+		       wsum, 100 * sum / wsum);
+out:
+	free(fit);
+	free(held);
+	return rc;
 }
 
 int main(void)
@@ -105,6 +171,8 @@ int main(void)
 	       "<= 15%%, no OOM)\n",
 	       "all", all.n, all.n ? 100 * all.sum / all.n : 0, 100 * all.max,
 	       all.oom);
+	if (!failed && !getenv("TAGPLAN_BENCH_NO_LOSO"))
+		failed = calibrate(&runs, by, n_by);
 	tp_mruns_release(&runs);
 	return failed ? 1 : 0;
 }

@@ -223,3 +223,214 @@ enum tp_status tp_calib_predict(const struct tp_mrun *run,
 	tp_model_release(&m);
 	return st;
 }
+
+/* ------------------------------------------------------------------ */
+/* The fit (tagplan calibrate)                                         */
+
+struct consts {
+	double v[3]; /* gemm_sustained, link_eff_intra, link_eff_network */
+};
+
+static const double lo_bound[3] = {0.5, 0.3, 0.3};
+static const double hi_bound[3] = {1.1, 1.0, 1.0};
+
+static void apply_consts(struct tp_sim_params *p, struct tp_cluster *c,
+			 void *ctx)
+{
+	const struct consts *k = ctx;
+
+	(void)c;
+	p->gemm_sustained = k->v[0];
+	p->link_eff_intra = k->v[1];
+	p->link_eff_network = k->v[2];
+}
+
+enum tp_status tp_calib_predict_fitted(const struct tp_mrun *run,
+				       const struct tp_calib_fit *f,
+				       struct tp_calib_result *res,
+				       struct tp_error *err)
+{
+	struct consts k = {{f->gemm_sustained, f->link_eff_intra,
+			    f->link_eff_network}};
+
+	return tp_calib_predict(run, NULL, apply_consts, &k, res, err);
+}
+
+/* Mean squared log error over the runs of mask (and their mean |error|
+ * into *mae when non-NULL). */
+static enum tp_status objective(const struct tp_mrun *runs, size_t n,
+				const bool *mask, const struct consts *k,
+				double *f, double *mae, struct tp_error *err)
+{
+	double sq = 0, ab = 0;
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct tp_calib_result res;
+		enum tp_status st;
+		double l;
+
+		if (!mask[i])
+			continue;
+		st = tp_calib_predict(&runs[i], NULL, apply_consts,
+				      (void *)k, &res, err);
+		if (st)
+			return st;
+		l = log(res.predicted_s / runs[i].measured_s);
+		sq += l * l;
+		ab += fabs(res.error);
+		m++;
+	}
+	*f = m ? sq / (double)m : 0;
+	if (mae)
+		*mae = m ? ab / (double)m : 0;
+	return TP_OK;
+}
+
+static enum tp_status fit_fixed(const struct tp_mrun *runs, size_t n,
+				const bool *fit, const bool *held,
+				struct tp_calib_fit *out,
+				struct tp_error *err);
+
+/* A sweep run (micro-batch and interleaving not published) is fitted
+ * with the configuration the sweep picks under the defaults: the
+ * constants move every configuration alike, and one simulation per run
+ * instead of up to 40 keeps the fit to seconds. */
+enum tp_status tp_calib_fit(const struct tp_mrun *runs, size_t n,
+			    const bool *fit, const bool *held,
+			    struct tp_calib_fit *out, struct tp_error *err)
+{
+	struct tp_mrun *fixed = malloc((n ? n : 1) * sizeof(*fixed));
+	enum tp_status st = TP_OK;
+
+	if (!fixed)
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n && !st; i++) {
+		struct tp_calib_result res;
+
+		fixed[i] = runs[i];
+		if (!runs[i].sweep || !(fit[i] || (held && held[i])))
+			continue;
+		st = tp_calib_predict(&runs[i], NULL, NULL, NULL, &res, err);
+		if (!st) {
+			snprintf(fixed[i].strategy, sizeof(fixed[i].strategy),
+				 "%s", res.strategy);
+			fixed[i].sweep = false;
+		}
+	}
+	if (!st)
+		st = fit_fixed(fixed, n, fit, held, out, err);
+	free(fixed);
+	return st;
+}
+
+static enum tp_status fit_fixed(const struct tp_mrun *runs, size_t n,
+				const bool *fit, const bool *held,
+				struct tp_calib_fit *out,
+				struct tp_error *err)
+{
+	const double g = (sqrt(5.0) - 1) / 2;
+	struct tp_sim_params d;
+	struct consts k;
+	double f0, best;
+	enum tp_status st;
+
+	memset(out, 0, sizeof(*out));
+	tp_sim_params_default(&d);
+	k.v[0] = d.gemm_sustained;
+	k.v[1] = d.link_eff_intra;
+	k.v[2] = d.link_eff_network;
+	for (size_t i = 0; i < n; i++) {
+		out->fit_runs += fit[i];
+		out->holdout_runs += held && held[i] && !fit[i];
+	}
+	if (!out->fit_runs)
+		return tp_error_set(err, TP_EUSAGE,
+				    "no runs to fit (every run is held out)");
+	if ((st = objective(runs, n, fit, &k, &f0, &out->fit_error0, err)))
+		return st;
+	out->evaluations = 1;
+	best = f0;
+	for (int round = 0; round < 3; round++) {
+		struct consts was = k;
+		bool moved = false;
+
+		for (int c = 0; c < 3; c++) {
+			double a = lo_bound[c], b = hi_bound[c];
+			double x1 = b - g * (b - a), x2 = a + g * (b - a);
+			double f1, f2, keep = k.v[c];
+			struct consts t = k;
+
+			t.v[c] = x1;
+			if ((st = objective(runs, n, fit, &t, &f1, NULL, err)))
+				return st;
+			t.v[c] = x2;
+			if ((st = objective(runs, n, fit, &t, &f2, NULL, err)))
+				return st;
+			out->evaluations += 2;
+			for (int it = 0; it < 14; it++) {
+				if (f1 <= f2) {
+					b = x2;
+					x2 = x1;
+					f2 = f1;
+					x1 = b - g * (b - a);
+					t.v[c] = x1;
+					st = objective(runs, n, fit, &t, &f1,
+						       NULL, err);
+				} else {
+					a = x1;
+					x1 = x2;
+					f1 = f2;
+					x2 = a + g * (b - a);
+					t.v[c] = x2;
+					st = objective(runs, n, fit, &t, &f2,
+						       NULL, err);
+				}
+				if (st)
+					return st;
+				out->evaluations++;
+			}
+			/* a constant that changes nothing keeps its value:
+			   only a strictly better point moves it */
+			t.v[c] = f1 <= f2 ? x1 : x2;
+			if ((f1 <= f2 ? f1 : f2) < best * (1 - 1e-9)) {
+				best = f1 <= f2 ? f1 : f2;
+				k.v[c] = t.v[c];
+			} else {
+				k.v[c] = keep;
+			}
+		}
+		for (int c = 0; c < 3; c++)
+			moved = moved || fabs(k.v[c] - was.v[c]) > 1e-3;
+		if (!moved)
+			break;
+	}
+	out->gemm_sustained = k.v[0];
+	out->link_eff_intra = k.v[1];
+	out->link_eff_network = k.v[2];
+	if ((st = objective(runs, n, fit, &k, &best, &out->fit_error, err)))
+		return st;
+	if (out->holdout_runs) {
+		bool *h = calloc(n, sizeof(bool));
+		double f;
+
+		if (!h)
+			return tp_error_set(err, TP_ENOMEM, "out of memory");
+		for (size_t i = 0; i < n; i++)
+			h[i] = held[i] && !fit[i];
+		k.v[0] = d.gemm_sustained;
+		k.v[1] = d.link_eff_intra;
+		k.v[2] = d.link_eff_network;
+		st = objective(runs, n, h, &k, &f, &out->holdout_error0, err);
+		k.v[0] = out->gemm_sustained;
+		k.v[1] = out->link_eff_intra;
+		k.v[2] = out->link_eff_network;
+		if (!st)
+			st = objective(runs, n, h, &k, &f,
+				       &out->holdout_error, err);
+		free(h);
+		if (st)
+			return st;
+	}
+	return TP_OK;
+}

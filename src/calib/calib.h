@@ -50,4 +50,38 @@ enum tp_status tp_calib_predict(const struct tp_mrun *run,
 				struct tp_calib_result *res,
 				struct tp_error *err);
 
+/*
+ * tagplan calibrate's fit: the cost model's exposed constants
+ * (gemm_sustained, link_eff_intra, link_eff_network; sim.h) chosen to
+ * minimise the mean squared log error, log(predicted / measured)^2, over
+ * the runs with fit[i] set, each run under its own runtime profile's
+ * behaviour.  Bounded (gemm_sustained 0.5..1.1, link efficiencies
+ * 0.3..1.0), by coordinate descent: a golden-section search per constant
+ * (14 steps), up to three rounds (stopping when a round moves no
+ * constant by 1e-3), from the simulator's defaults; a constant none of
+ * the runs depends on keeps its default.  A sweep run is fitted with
+ * the configuration its sweep picks under the defaults.  held[i] marks the runs
+ * to report the fitted constants on without fitting to them (NULL: none).
+ */
+struct tp_calib_fit {
+	double gemm_sustained, link_eff_intra, link_eff_network;
+	double fit_error;     /* mean |error| of the fitted runs, after */
+	double fit_error0;    /* ... with the defaults, before */
+	double holdout_error; /* mean |error| of the held-out runs, after */
+	double holdout_error0;
+	uint32_t fit_runs, holdout_runs;
+	uint32_t evaluations; /* simulations of the whole set */
+};
+
+enum tp_status tp_calib_fit(const struct tp_mrun *runs, size_t n,
+			    const bool *fit, const bool *held,
+			    struct tp_calib_fit *out, struct tp_error *err);
+
+/* Predict run with the constants of f (the adjust of tp_calib_predict
+ * that tp_calib_fit uses). */
+enum tp_status tp_calib_predict_fitted(const struct tp_mrun *run,
+				       const struct tp_calib_fit *f,
+				       struct tp_calib_result *res,
+				       struct tp_error *err);
+
 #endif

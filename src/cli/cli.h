@@ -143,6 +143,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 /* For commands whose logic comes later: says so, exits 3. */
 int tp_cli_not_yet(const char *cmd, const char *issue);

@@ -26,6 +26,9 @@ const struct tp_command tp_commands[] = {
 	{"validate", cmd_validate, "check files against the formats", true},
 	{"export", cmd_export,
 	 "turn a plan into Megatron/DeepSpeed/torchrun arguments", true},
+	{"calibrate", cmd_calibrate,
+	 "fit the simulator to measured runs: a calibrated runtime profile",
+	 true},
 	{"train", cmd_train, "train the GNN by self-play", true},
 	{NULL, NULL, NULL, false},
 };

@@ -121,11 +121,30 @@ struct tp_runtime_can {
 	enum tp_runtime_models models;
 };
 
+/*
+ * Cost-model constants fitted to measured runs (tagplan calibrate): when
+ * present they replace the simulator's defaults of the same name
+ * (sim.h struct tp_sim_params).  The profile's "calibration" object
+ * (tagplan-formats(5)); the rest says what the fit was made on and how
+ * well it did, for reports.
+ */
+struct tp_runtime_calibration {
+	bool present;
+	double gemm_sustained;   /* x every type's gemm_efficiency */
+	double link_eff_intra;   /* NVLink/NVSwitch/PCIe fraction of peak */
+	double link_eff_network; /* NIC/network fraction of peak */
+	char fitted_on[256];     /* the run files, by base name */
+	uint32_t runs, holdout_runs;
+	double fit_error;        /* mean |error| on the fitted runs */
+	double holdout_error;    /* ... on the held-out runs (0 when none) */
+};
+
 struct tp_runtime {
 	char name[TP_RUNTIME_NAME_MAX]; /* "megatron-core", ..., "none" */
 	char description[256];
 	struct tp_runtime_behaviour behaviour;
 	struct tp_runtime_can can;
+	struct tp_runtime_calibration calibration;
 };
 
 /*

@@ -79,6 +79,25 @@ enum tp_status tp_runtime_load_file(const char *path, struct tp_runtime *rt,
 				    struct tp_error *err);
 enum tp_status tp_runtime_find(const char *name, struct tp_runtime *rt,
 			       struct tp_error *err);
+/* The file tp_runtime_find reads for name (not "none"): a shipped
+ * profile's path, or name itself when it is a path.  TP_EUSAGE as
+ * tp_runtime_find for an unknown name. */
+enum tp_status tp_runtime_path(const char *name, char *path, size_t size,
+			       struct tp_error *err);
+/* The profile of file base_path (a tagplan-runtime/1 file, already
+ * loaded once) with name and description (NULL: kept) replaced and the
+ * calibration cal written before its sources (a "calibration" it had is
+ * replaced), pretty-printed into out.  Errors: TP_EIO, TP_EINPUT of the
+ * file. */
+struct tp_runtime_calibration;
+struct tp_strbuf;
+enum tp_status tp_runtime_write_calibrated(const char *base_path,
+					   const char *name,
+					   const char *description,
+					   const struct tp_runtime_calibration
+						   *cal,
+					   struct tp_strbuf *out,
+					   struct tp_error *err);
 /* The shipped profiles' names (data/runtimes/NAME.json, without "none"),
  * sorted, at most max of them; returns how many (0 when the data folder
  * is not found). */

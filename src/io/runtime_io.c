@@ -11,12 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jsonw.h"
 #include "core/runtime.h"
 #include "ioint.h"
 
 static const char *const top_fields[] = {"format", "name", "description",
 					 "version", "behaviour", "can",
-					 "sources", NULL};
+					 "sources", "calibration", NULL};
+static const char *const calibration_fields[] = {
+	"gemm_sustained", "link_eff_intra", "link_eff_network", "fitted_on",
+	"runs", "holdout_runs", "fit_mean_abs_error",
+	"holdout_mean_abs_error", NULL};
 static const char *const behaviour_fields[] = {
 	"dp_overlap", "dp_overlap_pipeline", "grad_bucket_bytes",
 	"grad_reduce", "p2p_async", "tp_overlap", "fused_attention", "tf32",
@@ -101,6 +106,50 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 				    "simulator's default), found %.6g",
 				    b->grad_bucket_bytes);
 	b->grad_reduce = (enum tp_grad_reduce)gr;
+	return TP_OK;
+}
+
+/* The optional "calibration" object (tagplan calibrate writes it). */
+static enum tp_status read_calibration(struct tp_jctx *j,
+				       const struct tp_json *v,
+				       struct tp_runtime_calibration *c)
+{
+	static const char *const k[3] = {"gemm_sustained", "link_eff_intra",
+					 "link_eff_network"};
+	double *dst[3] = {&c->gemm_sustained, &c->link_eff_intra,
+			  &c->link_eff_network};
+	double runs = 0, hold = 0;
+	const char *s = "";
+	enum tp_status st;
+
+	if ((st = tp_jctx_object(j, v, "a calibration", calibration_fields)))
+		return st;
+	for (int i = 0; i < 3; i++) {
+		if ((st = tp_jget_number(j, v, k[i], true, TP_JNUM_POS, 0,
+					 dst[i], NULL)))
+			return st;
+		if (*dst[i] > 1.5)
+			return tp_jctx_fail(j, k[i],
+					    "expected a fraction of peak in "
+					    "(0, 1.5], found %.6g",
+					    *dst[i]);
+	}
+	if ((st = tp_jget_string(j, v, "fitted_on", false,
+				 sizeof(c->fitted_on) - 1, false, "", &s)) ||
+	    (st = tp_jget_number(j, v, "runs", false, TP_JNUM_NONNEG, 0,
+				 &runs, NULL)) ||
+	    (st = tp_jget_number(j, v, "holdout_runs", false, TP_JNUM_NONNEG,
+				 0, &hold, NULL)) ||
+	    (st = tp_jget_number(j, v, "fit_mean_abs_error", false,
+				 TP_JNUM_NONNEG, 0, &c->fit_error, NULL)) ||
+	    (st = tp_jget_number(j, v, "holdout_mean_abs_error", false,
+				 TP_JNUM_NONNEG, 0, &c->holdout_error,
+				 NULL)))
+		return st;
+	snprintf(c->fitted_on, sizeof(c->fitted_on), "%s", s);
+	c->runs = runs < 1e9 ? (uint32_t)runs : 0;
+	c->holdout_runs = hold < 1e9 ? (uint32_t)hold : 0;
+	c->present = true;
 	return TP_OK;
 }
 
@@ -244,6 +293,12 @@ enum tp_status tp_runtime_load(const char *name, const char *text, size_t len,
 	if ((st = read_can(&j, c, &rt->can)))
 		goto out;
 	tp_jctx_pop(&j, old);
+	if ((b = tp_json_get(doc.root, "calibration")) != NULL) {
+		old = tp_jctx_push_key(&j, "calibration");
+		if ((st = read_calibration(&j, b, &rt->calibration)))
+			goto out;
+		tp_jctx_pop(&j, old);
+	}
 	st = check_sources(&j, doc.root);
 out:
 	tp_json_doc_release(&doc);
@@ -317,30 +372,143 @@ static void shipped_names(char *buf, size_t size)
 				      names[i]);
 }
 
-enum tp_status tp_runtime_find(const char *name, struct tp_runtime *rt,
+enum tp_status tp_runtime_path(const char *name, char *path, size_t size,
 			       struct tp_error *err)
 {
-	char rel[TP_RUNTIME_NAME_MAX + 32], path[4096], known[1024];
+	char rel[TP_RUNTIME_NAME_MAX + 32], known[1024];
 	struct tp_error e;
 	bool plain = name && *name;
 
-	if (name && strcmp(name, "none") == 0) {
-		tp_runtime_none(rt);
-		return TP_OK;
-	}
 	for (const char *p = name; plain && *p; p++)
 		plain = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
 			*p == '-' || *p == '_' || *p == '.';
 	if (!plain || strlen(name) >= TP_RUNTIME_NAME_MAX ||
-	    strstr(name, ".json"))
-		return tp_runtime_load_file(name, rt, err);
+	    strstr(name, ".json")) {
+		snprintf(path, size, "%s", name ? name : "");
+		return TP_OK;
+	}
 	snprintf(rel, sizeof(rel), "runtimes/%s.json", name);
 	tp_error_clear(&e);
-	if (tp_data_path(rel, path, sizeof(path), &e) == TP_OK)
-		return tp_runtime_load_file(path, rt, err);
+	if (tp_data_path(rel, path, size, &e) == TP_OK)
+		return TP_OK;
 	shipped_names(known, sizeof(known));
 	return tp_error_set(err, TP_EUSAGE,
 			    "unknown runtime \"%s\"; shipped: %s%snone (or "
 			    "give the path of a tagplan-runtime/1 file)",
 			    name, known, *known ? ", " : "");
+}
+
+enum tp_status tp_runtime_find(const char *name, struct tp_runtime *rt,
+			       struct tp_error *err)
+{
+	char path[4096];
+	enum tp_status st;
+
+	if (name && strcmp(name, "none") == 0) {
+		tp_runtime_none(rt);
+		return TP_OK;
+	}
+	if ((st = tp_runtime_path(name, path, sizeof(path), err)))
+		return st;
+	return tp_runtime_load_file(path, rt, err);
+}
+
+/* A JSON value of a parsed document, rewritten (its arrays of scalars
+ * on one line, as the shipped profiles have them). */
+static void write_value(struct tp_jw *jw, const struct tp_json *v)
+{
+	bool flat = true;
+
+	switch (v->type) {
+	case TP_JSON_NULL:
+		tp_jw_null(jw);
+		return;
+	case TP_JSON_BOOL:
+		tp_jw_bool(jw, v->b);
+		return;
+	case TP_JSON_NUMBER:
+		tp_jw_number(jw, v->num);
+		return;
+	case TP_JSON_STRING:
+		tp_jw_string(jw, v->str);
+		return;
+	case TP_JSON_ARRAY:
+		for (size_t i = 0; i < v->n; i++)
+			flat = flat && v->items[i]->type != TP_JSON_ARRAY &&
+			       v->items[i]->type != TP_JSON_OBJECT;
+		if (flat)
+			tp_jw_array_begin_inline(jw);
+		else
+			tp_jw_array_begin(jw);
+		for (size_t i = 0; i < v->n; i++)
+			write_value(jw, v->items[i]);
+		tp_jw_array_end(jw);
+		return;
+	case TP_JSON_OBJECT:
+		tp_jw_object_begin(jw);
+		for (size_t i = 0; i < v->n; i++) {
+			tp_jw_key(jw, v->items[i]->key);
+			write_value(jw, v->items[i]);
+		}
+		tp_jw_object_end(jw);
+		return;
+	}
+}
+
+static void write_calibration(struct tp_jw *jw,
+			      const struct tp_runtime_calibration *c)
+{
+	tp_jw_key(jw, "calibration");
+	tp_jw_object_begin(jw);
+	tp_jw_kv_number(jw, "gemm_sustained", c->gemm_sustained);
+	tp_jw_kv_number(jw, "link_eff_intra", c->link_eff_intra);
+	tp_jw_kv_number(jw, "link_eff_network", c->link_eff_network);
+	tp_jw_kv_string(jw, "fitted_on", c->fitted_on);
+	tp_jw_kv_int(jw, "runs", c->runs);
+	tp_jw_kv_int(jw, "holdout_runs", c->holdout_runs);
+	tp_jw_kv_number(jw, "fit_mean_abs_error", c->fit_error);
+	tp_jw_kv_number(jw, "holdout_mean_abs_error", c->holdout_error);
+	tp_jw_object_end(jw);
+}
+
+enum tp_status tp_runtime_write_calibrated(const char *base_path,
+					   const char *name,
+					   const char *description,
+					   const struct tp_runtime_calibration
+						   *cal,
+					   struct tp_strbuf *out,
+					   struct tp_error *err)
+{
+	struct tp_json_doc doc;
+	struct tp_jw jw;
+	char *text = NULL;
+	size_t len;
+	enum tp_status st;
+
+	if ((st = tp_file_read(base_path, 0, &text, &len, err)))
+		return st;
+	st = tp_json_parse(base_path, text, len, 0, 0, &doc, err);
+	free(text);
+	if (st)
+		return st;
+	tp_jw_init(&jw, out, true);
+	tp_jw_object_begin(&jw);
+	for (size_t i = 0; i < doc.root->n; i++) {
+		const struct tp_json *v = doc.root->items[i];
+		if (!strcmp(v->key, "calibration"))
+			continue;
+		if (!strcmp(v->key, "sources"))
+			write_calibration(&jw, cal);
+		tp_jw_key(&jw, v->key);
+		if (!strcmp(v->key, "name"))
+			tp_jw_string(&jw, name);
+		else if (!strcmp(v->key, "description") && description)
+			tp_jw_string(&jw, description);
+		else
+			write_value(&jw, v);
+	}
+	tp_jw_object_end(&jw);
+	tp_jw_finish(&jw);
+	tp_json_doc_release(&doc);
+	return TP_OK;
 }

@@ -1,0 +1,254 @@
+/*
+ * calibrate.c - `tagplan calibrate`: fit the cost model's exposed
+ * constants (gemm_sustained, link_eff_intra, link_eff_network) to a
+ * user's measured runs (io/runs.h; calib/calib.h tp_calib_fit) and write
+ * a runtime profile (tagplan-runtime/1) with a "calibration" object that
+ * plan, simulate and check take with --runtime FILE.  The table of runs
+ * (predicted with the defaults and with the fit, measured, error, fit or
+ * held out) goes to stdout; the profile to -o.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib/calib.h"
+#include "cli.h"
+#include "core/runtime.h"
+#include "core/strbuf.h"
+#include "io/io.h"
+#include "io/runs.h"
+
+static const char usage[] =
+	"RUNS.json [RUNS.json ...] -o PROFILE.json [--runtime NAME]\n"
+	"                    [--name NAME] [--holdout K | --holdout-source S]";
+
+static const char about[] =
+	"Fit the simulator's constants to measured runs and write a runtime "
+	"profile.\nRUNS are run lists (tagplan-formats(5), MEASURED RUNS: "
+	"model, topology,\nstrategy, measured iteration time or throughput, "
+	"the runtime that ran it).\nFitted, by bounded least squares on log "
+	"time (each run under its own\nruntime's behaviour): gemm_sustained "
+	"(0.5-1.1, x each GPU's GEMM\nefficiency), link_eff_intra and "
+	"link_eff_network (0.3-1.0, the fraction of\nNVLink/PCIe and of "
+	"network peak collectives reach).  Every K-th run (or\nevery run of "
+	"source S) is held out: the fit never sees it, and the table\nand "
+	"the profile report its error.  The profile is --runtime NAME's "
+	"(its\nbehaviour and capabilities) with the fitted constants; pass "
+	"it to plan,\nsimulate and check as --runtime PROFILE.json.\n\n"
+	"example (the shipped validation runs):\n"
+	"  tagplan calibrate data/validation/measured_runs.json \\\n"
+	"      data/validation/megatron_a100_table1.json -o mine.json\n"
+	"  tagplan simulate -m gpt.json -t topo.json -s tp=8,pp=4 "
+	"--runtime mine.json";
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+	const char *out = NULL, *runtime = "megatron-core", *name = NULL,
+		   *hold_src = NULL;
+	long long holdout = 4;
+	struct tp_opt opts[] = {
+		{"output", 'o', TP_OPT_STRING, &out, "PROFILE",
+		 "write the calibrated runtime profile here (atomically)", 0,
+		 0, false},
+		{"runtime", 0, TP_OPT_STRING, &runtime, "NAME",
+		 "the profile to calibrate (its behaviour and capabilities "
+		 "are kept): a name of data/runtimes or a file [megatron-core]",
+		 0, 0, false},
+		{"name", 0, TP_OPT_STRING, &name, "NAME",
+		 "the calibrated profile's name [RUNTIME-calibrated]", 0, 0,
+		 false},
+		{"holdout", 0, TP_OPT_INT, &holdout, "K",
+		 "hold out every K-th run (the 4th, 8th, ...); 0 = fit on all "
+		 "[4]",
+		 0, 1000000, false},
+		{"holdout-source", 0, TP_OPT_STRING, &hold_src, "S",
+		 "hold out the runs of source S instead (its first word, as "
+		 "the table prints it)",
+		 0, 0, false},
+		{0}};
+	struct tp_mruns runs;
+	struct tp_runtime base;
+	struct tp_runtime_calibration cal;
+	struct tp_calib_fit fit;
+	struct tp_error err;
+	struct tp_strbuf sb;
+	char path[4096], pname[TP_RUNTIME_NAME_MAX], files[256] = "";
+	char desc[256];
+	bool *fitm = NULL, *held = NULL;
+	char **pos = NULL;
+	int npos = 0, code = TP_EXIT_OK;
+	size_t n, fl = 0;
+
+	if (tp_opts_parse("calibrate", usage, about, opts, argc, argv, &pos,
+			  &npos, &code))
+		return code;
+	if (!npos) {
+		free(pos);
+		return tp_cli_usage_error("calibrate",
+					  "missing RUNS.json (a run list, e.g. "
+					  "data/validation/measured_runs.json)");
+	}
+	if (!out) {
+		free(pos);
+		return tp_cli_usage_error("calibrate",
+					  "missing -o PROFILE.json (where the "
+					  "calibrated runtime profile goes)");
+	}
+	if (hold_src && opts[3].seen) {
+		free(pos);
+		return tp_cli_usage_error("calibrate",
+					  "--holdout and --holdout-source "
+					  "choose the held-out runs two ways; "
+					  "give one");
+	}
+	{
+		struct tp_cli_file ins[34], outs[] = {{"-o", out}, {NULL, NULL}};
+		int k = 0;
+		for (int i = 0; i < npos && k < 32; i++)
+			ins[k++] = (struct tp_cli_file){"RUNS", pos[i]};
+		ins[k] = (struct tp_cli_file){NULL, NULL};
+		if (tp_cli_check_outputs("calibrate", ins, outs)) {
+			free(pos);
+			return TP_EXIT_USAGE;
+		}
+	}
+	if (name && (!*name || strlen(name) >= TP_RUNTIME_NAME_MAX ||
+		     strcmp(name, "none") == 0)) {
+		free(pos);
+		return tp_cli_usage_error("calibrate",
+					  "--name \"%s\": give 1 to %d "
+					  "characters other than \"none\"",
+					  name, TP_RUNTIME_NAME_MAX - 1);
+	}
+	tp_error_clear(&err);
+	tp_mruns_init(&runs);
+	tp_strbuf_init(&sb);
+	if (strcmp(runtime, "none") == 0) {
+		tp_error_set(&err, TP_EUSAGE,
+			     "--runtime none has no profile to calibrate; "
+			     "name one (megatron-core, ddp, ...) or a file");
+		goto fail;
+	}
+	if (tp_runtime_find(runtime, &base, &err) ||
+	    tp_runtime_path(runtime, path, sizeof(path), &err))
+		goto fail;
+	for (int i = 0; i < npos; i++) {
+		if (tp_mruns_load_file(pos[i], NULL, &runs, &err))
+			goto fail;
+		fl += (size_t)snprintf(files + fl,
+				       fl < sizeof(files) ? sizeof(files) - fl
+							  : 0,
+				       "%s%s", i ? ", " : "", base_name(pos[i]));
+		if (fl >= sizeof(files))
+			fl = sizeof(files) - 1;
+	}
+	n = runs.rows.n;
+	fitm = calloc(n, sizeof(bool));
+	held = calloc(n, sizeof(bool));
+	if (!fitm || !held) {
+		tp_error_set(&err, TP_ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (hold_src)
+			held[i] = strcmp(runs.rows.v[i].source, hold_src) == 0;
+		else
+			held[i] = holdout > 0 &&
+				  (i + 1) % (size_t)holdout == 0;
+		fitm[i] = !held[i];
+	}
+	if (hold_src) {
+		size_t h = 0;
+		for (size_t i = 0; i < n; i++)
+			h += held[i];
+		if (!h) {
+			tp_error_set(&err, TP_EUSAGE,
+				     "--holdout-source %s: no run has that "
+				     "source",
+				     hold_src);
+			goto fail;
+		}
+	}
+	{
+		size_t h = 0;
+		for (size_t i = 0; i < n; i++)
+			h += held[i];
+		fprintf(stderr,
+			"tagplan calibrate: fitting %zu runs, %zu held out "
+			"...\n",
+			n - h, h);
+	}
+	if (tp_calib_fit(runs.rows.v, n, fitm, held, &fit, &err))
+		goto fail;
+	printf("%-26s %-16s %10s %10s %10s %8s %s\n", "run", "runtime",
+	       "default", "calibrated", "measured", "error", "set");
+	for (size_t i = 0; i < n; i++) {
+		struct tp_calib_result r0, r1;
+		if (tp_calib_predict(&runs.rows.v[i], NULL, NULL, NULL, &r0,
+				     &err) ||
+		    tp_calib_predict_fitted(&runs.rows.v[i], &fit, &r1, &err))
+			goto fail;
+		printf("%-26s %-16s %9.3fs %9.3fs %9.3fs %+7.1f%% %s\n",
+		       runs.rows.v[i].id, r1.runtime, r0.predicted_s,
+		       r1.predicted_s, runs.rows.v[i].measured_s,
+		       100 * r1.error, held[i] ? "held out" : "fit");
+	}
+	printf("\nfitted: gemm_sustained %.4f, link_eff_intra %.4f, "
+	       "link_eff_network %.4f (defaults 0.806, 0.80, 0.90; %u "
+	       "simulations of the set)\n",
+	       fit.gemm_sustained, fit.link_eff_intra, fit.link_eff_network,
+	       fit.evaluations);
+	printf("fit runs      %3u: mean |error| %.1f%% (defaults %.1f%%)\n",
+	       fit.fit_runs, 100 * fit.fit_error, 100 * fit.fit_error0);
+	if (fit.holdout_runs)
+		printf("held-out runs %3u: mean |error| %.1f%% (defaults "
+		       "%.1f%%)\n",
+		       fit.holdout_runs, 100 * fit.holdout_error,
+		       100 * fit.holdout_error0);
+	memset(&cal, 0, sizeof(cal));
+	cal.present = true;
+	cal.gemm_sustained = fit.gemm_sustained;
+	cal.link_eff_intra = fit.link_eff_intra;
+	cal.link_eff_network = fit.link_eff_network;
+	snprintf(cal.fitted_on, sizeof(cal.fitted_on), "%s", files);
+	cal.runs = fit.fit_runs;
+	cal.holdout_runs = fit.holdout_runs;
+	cal.fit_error = fit.fit_error;
+	cal.holdout_error = fit.holdout_error;
+	snprintf(pname, sizeof(pname), "%.*s-calibrated",
+		 (int)(sizeof(pname) - 12), base.name);
+	snprintf(desc, sizeof(desc),
+		 "%s calibrated by tagplan calibrate on %u runs of %.*s: "
+		 "gemm_sustained %.3f, link_eff_intra %.3f, link_eff_network "
+		 "%.3f",
+		 base.name, fit.fit_runs, 60, files, fit.gemm_sustained,
+		 fit.link_eff_intra, fit.link_eff_network);
+	if (tp_runtime_write_calibrated(path, name ? name : pname, desc, &cal,
+					&sb, &err))
+		goto fail;
+	if (sb.failed) {
+		tp_error_set(&err, TP_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (tp_file_write_atomic(out, sb.buf, sb.len, &err))
+		goto fail;
+	fprintf(stderr, "tagplan calibrate: %s -> %s (use --runtime %s)\n",
+		name ? name : pname, out, out);
+	goto done;
+fail:
+	code = tp_cli_fail(&err);
+done:
+	free(fitm);
+	free(held);
+	free(pos);
+	tp_strbuf_release(&sb);
+	tp_mruns_release(&runs);
+	return code;
+}
