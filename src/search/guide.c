@@ -6,7 +6,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "search_int.h"
 
@@ -55,11 +54,10 @@ static uint64_t pcache_key(const struct sctx *s,
 	return h | 1;
 }
 
-static double mono_ns(void)
+static void uniform_priors(const struct search_prior_buf *b, uint32_t n)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return 1e9 * (double)t.tv_sec + (double)t.tv_nsec;
+	for (uint32_t i = 0; i < n; i++)
+		b->priors[i] = 1.0f / (float)n;
 }
 
 /*
@@ -114,8 +112,7 @@ enum tp_status search_priors(struct worker *w,
 		for (uint32_t i = 0; i < n; i++)
 			b->gains[i] = NAN;
 	if (!pp || !pp->evaluate || n < 2) {
-		for (uint32_t i = 0; i < n; i++)
-			b->priors[i] = 1.0f / (float)n;
+		uniform_priors(b, n);
 		return TP_OK;
 	}
 	if (pc && n <= SEARCH_MAX_ACTIONS) {
@@ -133,12 +130,11 @@ enum tp_status search_priors(struct worker *w,
 		}
 	}
 	if (over_share(s)) {
-		for (uint32_t i = 0; i < n; i++)
-			b->priors[i] = 1.0f / (float)n;
+		uniform_priors(b, n);
 		atomic_fetch_add(&s->prior_skips, 1);
 		return TP_OK;
 	}
-	t0 = mono_ns();
+	t0 = sctx_now();
 	if (!fresh) {
 		st = tp_space_materialize(&s->space, gl, dec,
 					  s->o->compression, w->sscr, &w->plan,
@@ -167,7 +163,7 @@ enum tp_status search_priors(struct worker *w,
 	st = pp->evaluate(pp->ctx, w->prior_scratch, &ps, b->priors, value,
 			  has_value, &w->err);
 	atomic_fetch_add(&s->prior_calls, 1);
-	atomic_fetch_add(&s->prior_ns, (uint64_t)(mono_ns() - t0));
+	atomic_fetch_add(&s->prior_ns, (uint64_t)((sctx_now() - t0) * 1e9));
 	if (st)
 		return st;
 	for (uint32_t i = 0; i < n; i++) {
