@@ -318,6 +318,96 @@ START_TEST(test_dot_structure_small)
 }
 END_TEST
 
+/* The names of the top-level subgraphs in the order the DOT text lists
+ * them (parsing it back would reorder them by cgraph's ids), joined by
+ * spaces. */
+static void dot_subgraph_order(const char *dot, char *out, size_t cap)
+{
+	const char *p = dot;
+	size_t n = 0;
+
+	out[0] = '\0';
+	while ((p = strstr(p, "\n\tsubgraph ")) != NULL) {
+		const char *name = p + strlen("\n\tsubgraph ");
+		size_t len = strcspn(name, " {\n");
+
+		ck_assert(n + len + 2 < cap);
+		if (n)
+			out[n++] = ' ';
+		memcpy(out + n, name, len);
+		n += len;
+		out[n] = '\0';
+		p = name;
+	}
+}
+
+/* Leaves freed blocks of the sizes cgraph uses for short interned names
+ * in malloc's caches, so that the next allocations of those sizes get
+ * addresses in the opposite order to their creation. */
+static void stir_heap(int round)
+{
+	enum { SIZES = 12, PER = 7 };
+	void *blocks[SIZES][PER];
+
+	for (int z = 0; z < SIZES; z++)
+		for (int k = 0; k < PER; k++)
+			blocks[z][k] = malloc((size_t)(24 + 8 * z + round));
+	for (int z = 0; z < SIZES; z++)
+		for (int k = 0; k < PER; k++)
+			free(blocks[z][k]);
+}
+
+/* Subgraphs are written in the order they are created (stages, node
+ * clusters in node order, legend), whatever the heap looks like: a DOT of
+ * the same plan is the same bytes however much memory the inputs took
+ * before.  With cgraph's default id discipline (an interned name's
+ * address is its id, and subgraphs are written by id) the clusters came
+ * out in heap order. */
+START_TEST(test_dot_subgraph_order_deterministic)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_strbuf first;
+	char want[512], got[512];
+
+	make_model(&m, 4);
+	make_cluster(&c, 8, 1);
+	make_3d_plan(&p, &m, 2, 4, 1); /* 2 stages x 4 devices */
+	snprintf(want, sizeof(want), "stages");
+	for (int k = 0; k < 8; k++)
+		snprintf(want + strlen(want), sizeof(want) - strlen(want),
+			 " cluster_node%d", k);
+	strcat(want, " cluster_legend");
+	tp_strbuf_init(&first);
+	for (int round = 0; round < 4; round++) {
+		struct tp_strbuf sb;
+		struct tp_error err;
+
+		if (round)
+			stir_heap(round);
+		tp_strbuf_init(&sb);
+		ck_assert_int_eq(
+			tp_render_dot(&(struct tp_render_input){&p, &m, &c, NULL},
+				      NULL, &sb, &err),
+			TP_OK);
+		ck_assert(!sb.failed);
+		dot_subgraph_order(sb.buf, got, sizeof(got));
+		ck_assert_msg(!strcmp(got, want), "round %d: subgraphs %s",
+			      round, got);
+		if (!round)
+			tp_strbuf_adds(&first, sb.buf);
+		else
+			ck_assert_str_eq(sb.buf, first.buf);
+		tp_strbuf_release(&sb);
+	}
+	tp_strbuf_release(&first);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 /* Figures from a report: busy %, memory, traffic on links, bottleneck. */
 START_TEST(test_dot_report_figures_and_bottleneck)
 {
@@ -1587,6 +1677,7 @@ Suite *suite_render(void)
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_format_names);
 	tcase_add_test(t, test_dot_structure_small);
+	tcase_add_test(t, test_dot_subgraph_order_deterministic);
 	tcase_add_test(t, test_dot_report_figures_and_bottleneck);
 	tcase_add_test(t, test_collapse_1024);
 	tcase_add_test(t, test_hetero_types_coloured);

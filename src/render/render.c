@@ -987,13 +987,89 @@ static int sb_flush(void *chan)
 	return 0;
 }
 
+/*
+ * Object ids handed out in creation order.  cgraph's default discipline
+ * (AgIdDisc) makes a named object's id the address of its interned name,
+ * and agwrite lists subgraphs by id, so the clusters came out in heap
+ * order: the same plan gave other bytes when its inputs had taken more or
+ * less memory before.  Here map() declines names, so cgraph keeps them in
+ * its own name table and asks for an anonymous id, which is the next
+ * number of a counter per graph; print() has nothing to add, so names
+ * come from that table.
+ */
+struct seq_ids {
+	IDTYPE next;
+};
+
+static void *seq_open(Agraph_t *g, Agdisc_t *disc)
+{
+	struct seq_ids *st = malloc(sizeof(*st));
+
+	(void)g;
+	(void)disc;
+	if (st)
+		st->next = 1;
+	return st;
+}
+
+static long seq_map(void *state, int objtype, char *str, IDTYPE *id,
+		    int createflag)
+{
+	struct seq_ids *st = state;
+
+	(void)objtype;
+	if (str || !createflag || !st)
+		return 0;
+	*id = st->next++;
+	return 1;
+}
+
+static long seq_alloc(void *state, int objtype, IDTYPE request)
+{
+	(void)state;
+	(void)objtype;
+	(void)request;
+	return 0;
+}
+
+static void seq_free(void *state, int objtype, IDTYPE id)
+{
+	(void)state;
+	(void)objtype;
+	(void)id;
+}
+
+static char *seq_print(void *state, int objtype, IDTYPE id)
+{
+	(void)state;
+	(void)objtype;
+	(void)id;
+	return NULL;
+}
+
+static void seq_close(void *state)
+{
+	free(state);
+}
+
+static void seq_register(void *state, int objtype, void *obj)
+{
+	(void)state;
+	(void)objtype;
+	(void)obj;
+}
+
+static Agiddisc_t seq_id_disc = {seq_open,  seq_map,   seq_alloc,
+				 seq_free,  seq_print, seq_close,
+				 seq_register};
+
 static void make_disc(Agdisc_t *disc, Agiodisc_t *io)
 {
 	*io = AgIoDisc;
 	io->putstr = sb_putstr;
 	io->flush = sb_flush;
 	disc->mem = &AgMemDisc;
-	disc->id = &AgIdDisc;
+	disc->id = &seq_id_disc;
 	disc->io = io;
 }
 

@@ -103,7 +103,9 @@ const char *tp_render_format_name(enum tp_render_format f);
 
 /*
  * Append the DOT text of the picture of in to out.  Deterministic: the
- * same inputs give the same bytes.
+ * same inputs give the same bytes, whatever else the process allocated
+ * before (cgraph's object ids are handed out in creation order, not taken
+ * from heap addresses).
  */
 enum tp_status tp_render_dot(const struct tp_render_input *in,
 			     const struct tp_render_options *o,
