@@ -455,22 +455,28 @@ bool tp_arch_field_set(const struct tp_arch *a, const struct tp_arch_field *f)
 	}
 }
 
-/* Does name have a component "expert<digits>." (a routed expert's op)? */
-static bool routed_expert_op(const char *name)
+int64_t tp_op_expert_index(const char *name)
 {
 	for (const char *p = strstr(name, "expert"); p;
 	     p = strstr(p + 1, "expert")) {
 		const char *q = p + 6;
+		int64_t j = 0;
 		if (p != name && p[-1] != '.')
 			continue;
 		if (*q < '0' || *q > '9')
 			continue;
-		while (*q >= '0' && *q <= '9')
-			q++;
+		while (*q >= '0' && *q <= '9' && j < ((int64_t)1 << 40))
+			j = 10 * j + (*q++ - '0');
 		if (*q == '.')
-			return true;
+			return j;
 	}
-	return false;
+	return -1;
+}
+
+/* Does name have a component "expert<digits>." (a routed expert's op)? */
+static bool routed_expert_op(const char *name)
+{
+	return tp_op_expert_index(name) >= 0;
 }
 
 double tp_model_active_parameters(const struct tp_model *m)

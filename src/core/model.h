@@ -465,4 +465,8 @@ int tp_router_parse(const char *s);
  */
 double tp_model_active_parameters(const struct tp_model *m);
 
+/* The routed expert an op belongs to: j for a name with a component
+ * "expert<j>." (as tp_model_active_parameters reads them), else -1. */
+int64_t tp_op_expert_index(const char *name);
+
 #endif

@@ -116,6 +116,7 @@ enum tp_status tp_plan_add_group(struct tp_plan *p, const uint32_t *ops,
 	g.share_first = (uint32_t)p->shares.n;
 	g.dp = dp;
 	g.tp = tp;
+	g.ep = 1;
 	g.sync = TP_SYNC_RING;
 	g.recompute = TP_RECOMPUTE_NONE;
 	g.sfb_first = (uint32_t)p->sfb.n;
@@ -131,6 +132,84 @@ enum tp_status tp_plan_add_group(struct tp_plan *p, const uint32_t *ops,
 	if (index)
 		*index = (uint32_t)p->groups.n - 1;
 	return TP_OK;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/*
+ * Expert parallelism of group g: ep >= 1; ep > 1 needs routed experts in
+ * the group, ep dividing dp (Megatron-Core: with the expert tensor-parallel
+ * degree = tp, ep x expert-dp = dp x cp) and each layer's routed experts
+ * in the group (experts / ep per rank).
+ */
+static enum tp_status validate_ep(const struct tp_plan *p,
+				  const struct tp_model *m, uint32_t g,
+				  struct tp_error *err)
+{
+	const struct tp_plan_group *gr = &p->groups.v[g];
+	const uint32_t *ops = tp_plan_group_ops(p, g);
+	enum tp_status st = TP_OK;
+	int64_t *key, n = 0;
+	char path[96];
+
+	snprintf(path, sizeof(path), "$.groups[%u].ep", g);
+	if (gr->ep == 0)
+		return tp_error_set_path(err, TP_EINPUT, path,
+					 "ep=0: expected a positive "
+					 "expert-parallel degree (1 = none)");
+	if (gr->ep == 1)
+		return TP_OK;
+	if (gr->dp % gr->ep != 0)
+		return tp_error_set_path(
+			err, TP_EINPUT, path,
+			"ep=%u does not divide the group's dp=%u (Megatron-Core "
+			"spreads the experts over data-parallel replicas: ep x "
+			"expert-dp = dp); use a divisor of %u",
+			gr->ep, gr->dp, gr->dp);
+	key = tp_calloc(gr->n_ops ? gr->n_ops : 1, sizeof(*key));
+	if (!key)
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	for (uint32_t k = 0; k < gr->n_ops; k++) {
+		const struct tp_op *op = &m->ops.v[ops[k]];
+		int64_t j = tp_op_expert_index(op->name);
+		if (j >= 0 && j < ((int64_t)1 << 40))
+			key[n++] = ((int64_t)op->layer + 1) * ((int64_t)1 << 40) +
+				   j;
+	}
+	if (n == 0) {
+		st = tp_error_set_path(err, TP_EINPUT, path,
+				       "ep=%u but the group has no routed "
+				       "experts (ops \"...expert<j>...\"); use "
+				       "ep=1",
+				       gr->ep);
+		goto out;
+	}
+	qsort(key, (size_t)n, sizeof(*key), cmp_i64);
+	for (int64_t i = 0, distinct = 0; i < n; i++) {
+		int64_t layer = key[i] >> 40;
+		if (i == 0 || key[i] != key[i - 1])
+			distinct++;
+		if (i + 1 < n && key[i + 1] >> 40 == layer)
+			continue;
+		if (distinct % gr->ep != 0) {
+			st = tp_error_set_path(
+				err, TP_EINPUT, path,
+				"ep=%u does not divide the %lld routed experts "
+				"of layer %lld in the group; use a divisor of "
+				"%lld",
+				gr->ep, (long long)distinct,
+				(long long)(layer - 1), (long long)distinct);
+			goto out;
+		}
+		distinct = 0;
+	}
+out:
+	free(key);
+	return st;
 }
 
 enum tp_status tp_plan_validate(const struct tp_plan *p,
@@ -279,6 +358,8 @@ enum tp_status tp_plan_validate(const struct tp_plan *p,
 			}
 			seen[d] = g + 1;
 		}
+		if ((st = validate_ep(p, m, g, err)))
+			goto out;
 		for (uint32_t r = 0; r < gr->dp; r++) {
 			double samples = sh[r] * mb;
 			if (!(sh[r] > 0) || !isfinite(sh[r]) ||

@@ -89,6 +89,15 @@ struct tp_plan_group {
 	enum tp_sync sync;
 	enum tp_recompute recompute;
 	bool sp; /* sequence parallelism (needs tp > 1) */
+	/* expert parallelism (Megatron-Core's --expert-model-parallel-size):
+	   the group's routed experts of each MoE layer are spread over ep
+	   consecutive replicas (rank order tp-cp-ep-dp-pp), each holding
+	   experts/ep of them, tokens dispatched and combined by all-to-all;
+	   the expert tensor-parallel degree is the group's tp (Megatron-Core's
+	   default --expert-tensor-parallel-size); 1 = every replica holds
+	   every expert.  ep divides dp and each layer's routed experts in the
+	   group. */
+	uint32_t ep;
 	/* gradient compression */
 	uint32_t sfb_first, n_sfb; /* ops using sufficient-factor broadcasting,
 				      into plan->sfb */
@@ -231,7 +240,9 @@ static inline uint32_t *tp_plan_group_sfb(const struct tp_plan *p, uint32_t g)
  * dp * tp == devices, shares positive and summing to 1, tp dividing every
  * op's tp_units, sp only with tp > 1, micro-batches dividing the batch
  * into at least one sample per replica, schedule/virtual stages/ZeRO
- * consistent.  TP_EINPUT with a JSON path ("$.groups[2].tp") and the fix.
+ * consistent, ep dividing dp and each layer's routed experts in the group
+ * (and > 1 only for groups with routed experts).  TP_EINPUT with a JSON
+ * path ("$.groups[2].tp") and the fix.
  */
 enum tp_status tp_plan_validate(const struct tp_plan *p,
 				const struct tp_model *m,

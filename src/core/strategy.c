@@ -24,15 +24,16 @@ void tp_strategy_default(struct tp_strategy *s)
 	s->sp = false;
 	s->zero = 0;
 	s->sync = -1;
+	s->ep = 1;
 }
 
 static const char *const keys[] = {"tp",        "pp", "dp",   "mb",
 				   "gbs",       "schedule", "recompute",
-				   "sp",        "zero", "sync"};
+				   "sp",        "zero", "sync", "ep"};
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
 static const char key_list[] =
-	"tp, pp, dp, mb, gbs, schedule, recompute, sp, zero, sync";
+	"tp, pp, dp, mb, gbs, schedule, recompute, sp, zero, sync, ep";
 
 /* Parse a positive (or, with allow_zero, non-negative) decimal integer no
  * larger than max. */
@@ -157,6 +158,12 @@ static enum tp_status set_key(struct tp_strategy *s, int k, const char *key,
 					 "ring, hierarchical, ps or auto");
 		s->sync = r;
 		return TP_OK;
+	case 10: /* ep */
+		if (parse_uint(val, 1 << 20, false, &x))
+			return bad_value(err, key, val,
+					 "a positive integer (at most 1048576)");
+		s->ep = (uint32_t)x;
+		return TP_OK;
 	default:
 		return tp_error_set(err, TP_EINTERNAL, "bad strategy key");
 	}
@@ -259,6 +266,44 @@ void tp_strategy_format(const struct tp_strategy *s, char *buf, size_t size)
 		 tp_recompute_name(s->recompute), s->sp ? "on" : "off",
 		 s->zero,
 		 s->sync < 0 ? "auto" : tp_sync_name((enum tp_sync)s->sync));
+	/* keys added later are written only when not their default, so
+	 * the strings of older strategies stay as they were */
+	if (s->ep > 1) {
+		size_t n = strlen(buf);
+		if (n < size)
+			snprintf(buf + n, size - n, ",ep=%u", s->ep);
+	}
+}
+
+/* ep: routed experts to spread, dividing their count and dp (Megatron-
+ * Core: ep x expert-dp = dp x cp with the expert tensor-parallel degree =
+ * tp). */
+static enum tp_status check_ep(const struct tp_strategy *s,
+			       const struct tp_model *m, uint32_t dp,
+			       struct tp_error *err)
+{
+	if (s->ep <= 1)
+		return TP_OK;
+	if (m->arch.experts <= 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: ep=%u but the model has no "
+				    "routed experts; drop ep",
+				    s->ep);
+	if (m->arch.experts % s->ep != 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: ep=%u does not divide the "
+				    "model's %lld routed experts; use a divisor "
+				    "of %lld",
+				    s->ep, (long long)m->arch.experts,
+				    (long long)m->arch.experts);
+	if (dp % s->ep != 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: ep=%u does not divide dp=%u "
+				    "(Megatron-Core spreads the experts over "
+				    "data-parallel replicas: ep x expert-dp = "
+				    "dp); use a divisor of %u",
+				    s->ep, dp, dp);
+	return TP_OK;
 }
 
 /*
@@ -306,6 +351,17 @@ static int64_t assign_chunks(const struct tp_model *m, uint32_t n_chunks,
 		}
 	}
 	return 0;
+}
+
+/* Does a chunk hold routed experts (a pipeline stage of only dense
+ * layers keeps ep 1)? */
+static bool group_has_experts(const struct tp_model *m, const uint32_t *ops,
+			      uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++)
+		if (tp_op_expert_index(m->ops.v[ops[k]].name) >= 0)
+			return true;
+	return false;
 }
 
 enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
@@ -384,6 +440,8 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 		return tp_error_set(err, TP_EINPUT,
 				    "strategy: sp=on (sequence parallelism) "
 				    "needs tp > 1");
+	if ((st = check_ep(s, m, dp, err)))
+		return st;
 	gbs = s->gbs ? s->gbs : m->global_batch;
 	if (gbs != m->global_batch)
 		return tp_error_set(err, TP_EINPUT,
@@ -490,6 +548,7 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 		gr->sync = sync;
 		gr->recompute = s->recompute;
 		gr->sp = s->sp;
+		gr->ep = group_has_experts(m, ops, n) ? s->ep : 1;
 	}
 out:
 	free(chunk);

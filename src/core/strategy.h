@@ -10,7 +10,8 @@
  * gbs global batch [the model's], schedule gpipe|1f1b|interleaved:V
  * [1f1b], recompute none|selective|full [none], sp on|off [off],
  * zero 0..3 [0], sync ring|hierarchical|ps [hierarchical when a replica
- * set spans nodes, else ring].  dp=auto, gbs=model and sync=auto name the
+ * set spans nodes, else ring], ep expert-parallel degree [1] (dividing
+ * the routed experts and dp; groups without routed experts keep 1).  dp=auto, gbs=model and sync=auto name the
  * defaults (tp_strategy_format writes them so).
  *
  * Expansion follows Megatron-LM's rank order (tensor fastest, then data,
@@ -40,6 +41,7 @@ struct tp_strategy {
 	bool sp;
 	uint32_t zero;
 	int sync; /* enum tp_sync, or -1 = automatic */
+	uint32_t ep; /* expert parallelism (plan.h), 1 = none */
 };
 
 void tp_strategy_default(struct tp_strategy *s);
@@ -49,7 +51,8 @@ void tp_strategy_default(struct tp_strategy *s);
 enum tp_status tp_strategy_parse(const char *text, struct tp_strategy *s,
 				 struct tp_error *err);
 
-/* Write s as a canonical string (all keys) into buf. */
+/* Write s as a canonical string into buf: every key of the first set,
+ * ep only when > 1. */
 void tp_strategy_format(const struct tp_strategy *s, char *buf, size_t size);
 
 /*

@@ -205,6 +205,40 @@ static void precision(struct tp_export_spec *s, const struct tp_plan *p,
 			     s->precision_note, sizeof(s->precision_note));
 }
 
+/* The one expert-parallel degree Megatron-Core takes
+ * (--expert-model-parallel-size): every group with ep > 1 the same, the
+ * runtime Megatron-Core's. */
+static enum tp_status expert_parallel(struct tp_export_spec *spec,
+				      const struct tp_plan *p,
+				      const struct tp_runtime *rt,
+				      struct tp_error *err)
+{
+	spec->ep = 1;
+	for (uint32_t g = 0; g < p->groups.n; g++) {
+		uint32_t ep = p->groups.v[g].ep;
+		if (ep <= 1)
+			continue;
+		if (spec->ep > 1 && ep != spec->ep)
+			return tp_export_refuse(
+			    err,
+			    "groups with expert parallelism %u and %u: "
+			    "Megatron-Core takes one "
+			    "--expert-model-parallel-size; re-plan with one "
+			    "ep",
+			    spec->ep, ep);
+		spec->ep = ep;
+	}
+	if (spec->ep > 1 && (rt->can.launcher != TP_LAUNCH_MEGATRON ||
+			     strncmp(rt->name, "megatron-lm-", 12) == 0))
+		return tp_export_refuse(
+		    err,
+		    "expert parallelism (ep=%u): only the Megatron-Core "
+		    "export writes it (--expert-model-parallel-size); "
+		    "re-plan with --runtime megatron-core, or with ep=1",
+		    spec->ep);
+	return TP_OK;
+}
+
 enum tp_status
 tp_export_analyze(const struct tp_plan *p, const struct tp_model *m,
 		  const struct tp_cluster *c, const struct tp_runtime *rt,
@@ -274,6 +308,8 @@ tp_export_analyze(const struct tp_plan *p, const struct tp_model *m,
 	spec->recompute = p->groups.v[0].recompute;
 	spec->sync = p->groups.v[0].sync;
 	spec->sp = p->groups.v[0].sp;
+	if ((st = expert_parallel(spec, p, rt, err)))
+		return st;
 	spec->zero = p->zero;
 	spec->dtype = m->dtype;
 	spec->arch = m->arch;

@@ -74,6 +74,8 @@ struct tp_export_node {
 struct tp_export_spec {
 	struct tp_runtime rt; /* the runtime it is exported for */
 	uint32_t tp, pp, dp;
+	uint32_t ep; /* expert parallelism of the groups with routed experts
+			(1 = none); only Megatron-Core's targets write it */
 	uint32_t virtual_stages;  /* chunks per stage (1 unless interleaved) */
 	int64_t layers;		  /* transformer layers of the model, 0 none */
 	int64_t layers_per_chunk; /* when every chunk holds the same, else 0 */

@@ -6,7 +6,9 @@
  * Argument names, from the runtimes' argument parsers:
  *  Megatron-Core: megatron/training/arguments.py, core_r0.9 .. core_r0.13
  *    parallelism  --tensor-model-parallel-size N, --pipeline-model-
- *                 parallel-size N, --sequence-parallel, --num-layers-per-
+ *                 parallel-size N, --expert-model-parallel-size N (the
+ *                 expert tensor-parallel size defaults to the tensor
+ *                 one), --sequence-parallel, --num-layers-per-
  *                 virtual-pipeline-stage N, --decoder-first-pipeline-num-
  *                 layers N and --decoder-last-pipeline-num-layers N
  *                 (core_r0.9), --pipeline-model-parallel-layout STR
@@ -104,6 +106,8 @@ static void parallel_args(const struct tp_export_spec *s,
 {
 	ARG("--tensor-model-parallel-size %u", s->tp);
 	ARG("--pipeline-model-parallel-size %u", s->pp);
+	if (s->ep > 1 && f == MEGATRON_CORE)
+		ARG("--expert-model-parallel-size %u", s->ep);
 	layout_args(s, f, sep, out);
 	ARG("--micro-batch-size %lld", (long long)s->micro_batch);
 	ARG("--global-batch-size %lld", (long long)s->global_batch);

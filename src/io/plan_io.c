@@ -23,7 +23,7 @@ static const char *const plan_fields[] = {
     NULL};
 static const char *const group_fields[] = {
     "name", "ops",	 "devices", "tp",	   "dp", "shares",
-    "sync", "recompute", "sp",	    "compression", NULL};
+    "sync", "recompute", "sp",	    "compression", "ep", NULL};
 static const char *const range_fields[] = {"from", "to", NULL};
 static const char *const gcomp_fields[] = {"sfb_ops", "saved_bytes", "lossy",
 					   "powersgd_rank", NULL};
@@ -195,7 +195,7 @@ static enum tp_status read_group(struct reader *r, const struct tp_json *g,
 	struct tp_jctx *j = r->j;
 	const struct tp_json *ops, *devs, *shares, *comp;
 	const char *gname;
-	int64_t tp, dp;
+	int64_t tp, dp, ep;
 	int sync, rec, lossy = TP_LOSSY_NONE;
 	bool sp, has_dp;
 	double saved = 0;
@@ -312,6 +312,16 @@ out:
 	if (sp && tp < 2)
 		return tp_jctx_fail(j, "sp",
 				    "sequence parallelism needs tp > 1");
+	if ((st = tp_jget_int(j, g, "ep", false, 1, TP_IO_MAX_DEVICES, 1, &ep,
+			      NULL)))
+		return st;
+	if (dp % ep != 0)
+		return tp_jctx_fail(j, "ep",
+				    "ep=%lld does not divide dp=%lld (Megatron-"
+				    "Core spreads the experts over data-"
+				    "parallel replicas: ep x expert-dp = dp); "
+				    "use a divisor of %lld",
+				    (long long)ep, (long long)dp, (long long)dp);
 	if (comp) {
 		const struct tp_json *sfb;
 		size_t o2 = tp_jctx_push_key(j, "compression");
@@ -390,6 +400,7 @@ out:
 		gr->sync = (enum tp_sync)sync;
 		gr->recompute = (enum tp_recompute)rec;
 		gr->sp = sp;
+		gr->ep = (uint32_t)ep;
 		gr->sfb_first = (uint32_t)r->p->sfb.n;
 		gr->n_sfb = (uint32_t)r->sfb.n;
 		for (size_t k = 0; k < r->sfb.n; k++)
@@ -1164,6 +1175,8 @@ void tp_plan_write(const struct tp_plan *p, const struct tp_model *m,
 		tp_jw_kv_string(&jw, "recompute",
 				tp_recompute_name(gr->recompute));
 		tp_jw_kv_bool(&jw, "sp", gr->sp);
+		if (gr->ep > 1)
+			tp_jw_kv_int(&jw, "ep", gr->ep);
 		if (gr->n_sfb || gr->sfb_saved_bytes > 0 ||
 		    gr->lossy != TP_LOSSY_NONE || gr->powersgd_rank) {
 			tp_jw_key(&jw, "compression");
