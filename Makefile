@@ -171,7 +171,9 @@ DATA_ZOO = resnet50 resnet101 vgg16 vgg19 inception-v3 mobilenet-v2 \
 DATA_HF  = llama-2-7b llama-2-70b llama-3-8b mistral-7b mixtral-8x7b \
 	   qwen2-7b gpt2 bert-large-uncased t5-base
 DATA_TOPO = dgx-a100 dgx-h100 hgx-h200 dgx1-v100 v100-nvlink p100-pcie \
-	    1080ti-pcie t4-pcie l4-pcie a100-pcie tag-testbed
+	    1080ti-pcie t4-pcie l4-pcie a100-pcie dgx-b200 gb200-nvl72 \
+	    h100-pcie h100-nvl dgx-a100-40gb mi300x mi250x gaudi2 gaudi3 \
+	    tag-testbed
 # The shipped GNN weights, an ensemble of two networks (src/gnn/README,
 # "Ensemble"): data/tagplan.weights (1,200 games) and
 # data/tagplan-2.weights (2,400 games), self-play training, deterministic

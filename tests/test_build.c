@@ -401,7 +401,16 @@ START_TEST(test_topo_every_preset)
 		    {"1080ti-pcie", "GTX-1080-Ti", 2},
 		    {"t4-pcie", "T4-16GB", 4},
 		    {"l4-pcie", "L4-24GB", 8},
-		    {"a100-pcie", "A100-PCIe-80GB", 8}};
+		    {"a100-pcie", "A100-PCIe-80GB", 8},
+		    {"dgx-b200", "B200-SXM-180GB", 8},
+		    {"gb200-nvl72", "GB200-186GB", 72},
+		    {"h100-pcie", "H100-PCIe-80GB", 8},
+		    {"h100-nvl", "H100-NVL-94GB", 8},
+		    {"dgx-a100-40gb", "A100-SXM4-40GB", 8},
+		    {"mi300x", "MI300X", 8},
+		    {"mi250x", "MI250X-GCD", 8},
+		    {"gaudi2", "Gaudi2-96GB", 8},
+		    {"gaudi3", "Gaudi3-128GB", 8}};
 	int n = 0;
 
 	for (int i = 0; tp_node_preset_names[i]; i++)
@@ -427,6 +436,75 @@ START_TEST(test_topo_every_preset)
 }
 END_TEST
 
+/* The vendor figures of the 2024-26 presets, as their datasheets give
+ * them (data/devices.json "sources"; dense = half the "with sparsity"
+ * figure; per direction = half the duplex figure). */
+START_TEST(test_topo_vendor_figures)
+{
+	static const struct {
+		const char *preset;
+		double mem, bw, bf16, fp8;   /* per device */
+		double intra_Bps, inter_Bps; /* routes gpu0-gpu1, node 0-1 */
+		unsigned nics;
+	} want[] = {
+		/* DGX B200 datasheet: 1,440 GB, 64 TB/s, FP8 72 PF sparse
+		 * for 8; HGX B200: BF16 36 PF sparse; NVLink 5 1.8 TB/s
+		 * duplex; 8x ConnectX-7 400 Gb/s */
+		{"dgx-b200", 180e9, 8e12, 2250e12, 4500e12, 900e9, 50e9, 8},
+		/* GB200 NVL72: 13.4 TB, 576 TB/s, BF16 360 PF, FP8 720 PF
+		 * sparse for 72; 130 TB/s NVLink */
+		{"gb200-nvl72", 186e9, 8e12, 2500e12, 5000e12, 900e9, 50e9,
+		 72},
+		/* H100 PCIe: 80 GB, 2 TB/s, BF16 1,513 / FP8 3,026 sparse;
+		 * NVLink bridge 600 GB/s duplex */
+		{"h100-pcie", 80e9, 2e12, 756e12, 1513e12, 300e9, 50e9, 4},
+		/* H100 NVL: 94 GB, 3.9 TB/s, BF16 1,671 / FP8 3,341 sparse */
+		{"h100-nvl", 94e9, 3.9e12, 835.5e12, 1670.5e12, 300e9, 50e9, 4},
+		/* DGX A100 320GB: 40 GB, 1,555 GB/s, 312 TF; 8x HDR */
+		{"dgx-a100-40gb", 40e9, 1555e9, 312e12, 0, 300e9, 25e9, 8},
+		/* MI300X: 192 GB, 5.3 TB/s, 1,307 -> 1,300 TF; 64 GB/s per
+		 * Infinity Fabric link per direction */
+		{"mi300x", 192e9, 5.3e12, 1300e12, 2610e12, 64e9, 50e9, 8},
+		/* MI250X: a GCD is half the package (128 GB, 383 TF) */
+		{"mi250x", 64e9, 1640e9, 191.5e12, 0, 50e9, 25e9, 4},
+		/* Gaudi 2 / 3 white paper: 96/128 GB, 2.46/3.7 TB/s, MME BF16
+		 * 432/1,835, FP8 865/1,835; 3 RoCE ports per pair and 3 for
+		 * scale-out: 3x100 / 3x200 Gb/s */
+		{"gaudi2", 96e9, 2.46e12, 432e12, 865e12, 37.5e9, 37.5e9, 8},
+		{"gaudi3", 128e9, 3.7e12, 1835e12, 1835e12, 75e9, 75e9, 8},
+	};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		char spec[64];
+		const char *specs[1] = {spec};
+		struct tp_cluster c;
+		const struct tp_device_type *t;
+		uint32_t per;
+		snprintf(spec, sizeof(spec), "%s:2", want[i].preset);
+		build_topo(specs, 1, NULL, 1, &c);
+		t = &c.types.v[c.devices.v[0].type];
+		per = (uint32_t)(c.devices.n / 2);
+		ck_assert_msg(t->memory_bytes == want[i].mem &&
+				      t->memory_bw_Bps == want[i].bw &&
+				      t->peak_flops[TP_DTYPE_BF16] ==
+					      want[i].bf16 &&
+				      t->peak_flops[TP_DTYPE_FP8] ==
+					      want[i].fp8,
+			      "%s: %s figures", want[i].preset, t->name);
+		ck_assert_msg(tp_test_route(&c, 0, 1)->bw_Bps ==
+				      want[i].intra_Bps,
+			      "%s: in node %g", want[i].preset,
+			      tp_test_route(&c, 0, 1)->bw_Bps);
+		ck_assert_msg(tp_test_route(&c, 0, per)->bw_Bps ==
+				      want[i].inter_Bps,
+			      "%s: across nodes %g", want[i].preset,
+			      tp_test_route(&c, 0, per)->bw_Bps);
+		ck_assert_uint_eq(c.nodes.v[0].n_nics, want[i].nics);
+		tp_cluster_release(&c);
+	}
+}
+END_TEST
+
 START_TEST(test_topo_errors)
 {
 	struct tp_cluster c;
@@ -447,7 +525,7 @@ START_TEST(test_topo_errors)
 	ck_assert_int_eq(tp_build_topology(bad3, 1, NULL, 1, &c, &err),
 			 TP_EUSAGE);
 	ck_assert_ptr_nonnull(strstr(err.msg, "node count"));
-	ck_assert_int_eq(tp_build_topology(ok, 1, "ib-xdr", 1, &c, &err),
+	ck_assert_int_eq(tp_build_topology(ok, 1, "ib-gdr", 1, &c, &err),
 			 TP_EUSAGE);
 	ck_assert_ptr_nonnull(strstr(err.msg, "ib-ndr"));
 	ck_assert_int_eq(tp_build_topology(ok, 1, NULL, 0.5, &c, &err),
@@ -1234,6 +1312,7 @@ Suite *suite_build(void)
 	tcase_add_test(tc, test_topo_dgx1_cube_mesh);
 	tcase_add_test(tc, test_topo_tag_testbed);
 	tcase_add_test(tc, test_topo_every_preset);
+	tcase_add_test(tc, test_topo_vendor_figures);
 	tcase_add_test(tc, test_topo_errors);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("zoo");

@@ -171,6 +171,15 @@ START_TEST(test_route_shipped_topologies)
 	    "../data/topologies/dgx-h100.json",
 	    "../data/topologies/dgx1-v100.json",
 	    "../data/topologies/hgx-h200.json",
+	    "../data/topologies/dgx-b200.json",
+	    "../data/topologies/gb200-nvl72.json",
+	    "../data/topologies/h100-pcie.json",
+	    "../data/topologies/h100-nvl.json",
+	    "../data/topologies/dgx-a100-40gb.json",
+	    "../data/topologies/mi300x.json",
+	    "../data/topologies/mi250x.json",
+	    "../data/topologies/gaudi2.json",
+	    "../data/topologies/gaudi3.json",
 	    "../data/topologies/l4-pcie.json",
 	    "../data/topologies/p100-pcie.json",
 	    "../data/topologies/t4-pcie.json",
@@ -188,17 +197,21 @@ END_TEST
 
 START_TEST(test_route_presets)
 {
-	static const char *const specs[][3] = {
+	static const char *const specs[][4] = {
 	    {"dgx1-v100:3", NULL},
 	    {"v100-nvlink:2", "1080ti-pcie:3"},
 	    {"tag-testbed", NULL},
 	    {"dgx-h100:5", "a100-pcie:2"},
+	    {"mi300x:2", "h100-pcie:2", "gaudi3:1"},
+	    {"gb200-nvl72:1", "mi250x:2", "h100-nvl:1"},
 	};
 
 	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
 		struct tp_cluster c;
 		struct tp_error err;
-		int n = specs[i][1] ? 2 : 1;
+		int n = 0;
+		while (n < 4 && specs[i][n])
+			n++;
 		tp_cluster_init(&c);
 		ck_assert_int_eq(
 		    tp_build_topology(specs[i], n, NULL, 2.0, &c, &err), TP_OK);

@@ -84,8 +84,9 @@ int cmd_topo(int argc, char **argv)
 	double over = 1;
 	struct tp_opt opts[] = {
 		{"net", 0, TP_OPT_STRING, &net, "NETWORK",
-		 "the NICs of every node: 10gbe, 25gbe, 100gbe, ib-edr, "
-		 "ib-hdr, ib-ndr (default: each preset's own)",
+		 "the NICs of every node: 10gbe, 25gbe, 100gbe, 200gbe, "
+		 "ib-edr, ib-hdr, ib-ndr, ib-xdr, roce-400g, gaudi2-roce, "
+		 "gaudi3-roce (default: each preset's own)",
 		 0, 0, false},
 		{"oversubscription", 0, TP_OPT_DOUBLE, &over, "X",
 		 "divide each node's uplink to the switch by X", 1, 1e6,

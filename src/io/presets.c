@@ -55,15 +55,36 @@ static const struct network networks[] = {
 	 "InfiniBand HDR 4x, 200 Gb/s; 0.6 us port latency (IBTA)"},
 	{"ib-ndr", 50e9, 0.6e-6,
 	 "InfiniBand NDR 4x, 400 Gb/s; latency 0.6 us ASSUMPTION (HDR's)"},
+	{"ib-xdr", 100e9, 0.6e-6,
+	 "InfiniBand XDR 4x, 800 Gb/s (IBTA roadmap); latency 0.6 us "
+	 "ASSUMPTION (HDR's)"},
+	{"200gbe", 25e9, 2e-6,
+	 "200 Gb/s Ethernet with RDMA (RoCE or HPE Slingshot-11); latency "
+	 "2 us ASSUMPTION"},
+	{"roce-400g", 50e9, 2e-6,
+	 "RoCEv2 on 400 Gb/s Ethernet (400GbE = 50 GB/s); latency 2 us "
+	 "ASSUMPTION (one switch hop with RDMA)"},
+	{"gaudi2-roce", 37.5e9, 2e-6,
+	 "Intel Gaudi 2 scale-out: 3 of its 24 integrated 100 GbE RoCE ports "
+	 "per accelerator, 300 Gb/s (Gaudi 3 white paper); latency 2 us "
+	 "ASSUMPTION"},
+	{"gaudi3-roce", 75e9, 2e-6,
+	 "Intel Gaudi 3 scale-out: 3 of its 24 integrated 200 GbE RoCE ports "
+	 "per accelerator, 600 Gb/s (Gaudi 3 white paper); latency 2 us "
+	 "ASSUMPTION"},
 };
 
-const char *const tp_network_names[] = {"10gbe",  "25gbe",  "100gbe",
-					"ib-edr", "ib-hdr", "ib-ndr", NULL};
+const char *const tp_network_names[] = {
+	"10gbe",  "25gbe",     "100gbe",      "ib-edr",      "ib-hdr",
+	"ib-ndr", "ib-xdr",    "200gbe",      "roce-400g",   "gaudi2-roce",
+	"gaudi3-roce", NULL};
 
 enum nvlink_layout {
 	NVL_NONE,
 	NVL_DGX1, /* 8 GPUs, hybrid cube mesh */
-	NVL_QUAD  /* 4 GPUs, every pair joined by 2 links */
+	NVL_QUAD, /* 4 GPUs, every pair joined by 2 links */
+	NVL_PAIR, /* GPUs 2k and 2k+1 bridged: mesh_bw_Bps, NVLink */
+	NVL_MESH  /* every pair joined: mesh_bw_Bps, mesh_kind */
 };
 
 struct node_preset {
@@ -78,54 +99,135 @@ struct node_preset {
 	const char *net; /* default NIC kind */
 	uint32_t nics;
 	const char *about;
+	double mesh_bw_Bps; /* NVL_PAIR, NVL_MESH: per pair, per direction */
+	enum tp_link_kind mesh_kind;
+	double mesh_latency_s;
 };
+
+/* NVLink 5 (B200, GB200): 18 links, 900 GB/s per GPU per direction
+ * (hardware table: NVLink gen 5, 1,800 GB/s duplex; GB200 NVL72: 130 TB/s
+ * over 72 GPUs). */
+#define NVLINK5_GPU 900e9
+/* The NICs are on the accelerator's die (Gaudi): no PCIe cap. */
+#define NO_PCIE_CAP 1e15
+/* ASSUMPTION: one hop over Infinity Fabric (MI250X, MI300X), like NVLink;
+ * over a Gaudi scale-up RoCE port, 1 us. */
+#define XGMI_LAT 0.3e-6
+#define GAUDI_LAT 1.0e-6
 
 static const struct node_preset presets[] = {
 	{"dgx-a100", "A100-SXM4-80GB", 8, TP_LINK_NVSWITCH, 300e9, NVLINK_LAT,
 	 NVL_NONE, PCIE4, "ib-hdr", 8,
 	 "NVIDIA DGX A100: 8x A100-SXM4-80GB, NVSwitch 300 GB/s per GPU, 8x "
-	 "HDR 200 Gb/s"},
+	 "HDR 200 Gb/s",
+	 0, TP_LINK_NVLINK, 0},
 	{"dgx-h100", "H100-SXM5-80GB", 8, TP_LINK_NVSWITCH, 450e9, NVLINK_LAT,
 	 NVL_NONE, PCIE5, "ib-ndr", 8,
 	 "NVIDIA DGX H100: 8x H100-SXM5-80GB, NVSwitch 450 GB/s per GPU, 8x "
-	 "NDR 400 Gb/s"},
+	 "NDR 400 Gb/s",
+	 0, TP_LINK_NVLINK, 0},
 	{"hgx-h200", "H200-SXM-141GB", 8, TP_LINK_NVSWITCH, 450e9, NVLINK_LAT,
 	 NVL_NONE, PCIE5, "ib-ndr", 8,
 	 "HGX H200: 8x H200-SXM-141GB, NVSwitch 450 GB/s per GPU, 8x NDR 400 "
-	 "Gb/s"},
+	 "Gb/s",
+	 0, TP_LINK_NVLINK, 0},
 	{"dgx1-v100", "V100-SXM2-16GB", 8, TP_LINK_PCIE, PCIE3, PCIE_LAT,
 	 NVL_DGX1, PCIE3, "ib-edr", 4,
 	 "NVIDIA DGX-1 (V100): 8x V100-SXM2-16GB, NVLink hybrid cube mesh "
 	 "(25 GB/s per link, 1 or 2 links per pair), PCIe Gen3, 4x EDR 100 "
-	 "Gb/s"},
+	 "Gb/s",
+	 0, TP_LINK_NVLINK, 0},
 	{"v100-nvlink", "V100-SXM2-32GB", 4, TP_LINK_PCIE, PCIE3, PCIE_LAT,
 	 NVL_QUAD, PCIE3, "25gbe", 1,
 	 "TAG testbed V100 server: 4x V100-SXM2-32GB, each pair joined by 2 "
-	 "NVLinks (50 GB/s), PCIe Gen3, 1 NIC (25 GbE by default)"},
+	 "NVLinks (50 GB/s), PCIe Gen3, 1 NIC (25 GbE by default)",
+	 0, TP_LINK_NVLINK, 0},
 	{"p100-pcie", "P100-PCIe-12GB", 2, TP_LINK_PCIE, PCIE3, PCIE_LAT,
 	 NVL_NONE, PCIE3, "25gbe", 1,
-	 "TAG testbed P100 server: 2x P100-PCIe-12GB on PCIe Gen3, 1 NIC"},
+	 "TAG testbed P100 server: 2x P100-PCIe-12GB on PCIe Gen3, 1 NIC",
+	 0, TP_LINK_NVLINK, 0},
 	{"1080ti-pcie", "GTX-1080-Ti", 2, TP_LINK_PCIE, PCIE3, PCIE_LAT,
 	 NVL_NONE, PCIE3, "25gbe", 1,
-	 "TAG testbed 1080 Ti server: 2x GTX-1080-Ti on PCIe Gen3, 1 NIC"},
+	 "TAG testbed 1080 Ti server: 2x GTX-1080-Ti on PCIe Gen3, 1 NIC",
+	 0, TP_LINK_NVLINK, 0},
 	{"t4-pcie", "T4-16GB", 4, TP_LINK_PCIE, PCIE3, PCIE_LAT, NVL_NONE,
 	 PCIE3, "25gbe", 1,
 	 "4x T4-16GB on PCIe Gen3, 1 NIC (ASSUMPTION: a g4dn.12xlarge-like "
-	 "server)"},
+	 "server)",
+	 0, TP_LINK_NVLINK, 0},
 	{"l4-pcie", "L4-24GB", 8, TP_LINK_PCIE, PCIE4, PCIE_LAT, NVL_NONE,
 	 PCIE4, "100gbe", 1,
 	 "8x L4-24GB on PCIe Gen4, 1 NIC (ASSUMPTION: a g6.48xlarge-like "
-	 "server)"},
+	 "server)",
+	 0, TP_LINK_NVLINK, 0},
 	{"a100-pcie", "A100-PCIe-80GB", 8, TP_LINK_PCIE, PCIE4, PCIE_LAT,
 	 NVL_NONE, PCIE4, "ib-hdr", 1,
 	 "8x A100-PCIe-80GB on PCIe Gen4 (no NVLink bridges), 1 NIC "
-	 "(ASSUMPTION: one HDR port)"},
+	 "(ASSUMPTION: one HDR port)",
+	 0, TP_LINK_NVLINK, 0},
+	{"dgx-b200", "B200-SXM-180GB", 8, TP_LINK_NVSWITCH, NVLINK5_GPU,
+	 NVLINK_LAT, NVL_NONE, PCIE5, "ib-ndr", 8,
+	 "NVIDIA DGX B200: 8x B200 (180 GB, DGX B200 datasheet), NVLink 5 "
+	 "through NVSwitch, 900 GB/s per GPU per direction (14.4 TB/s total), "
+	 "8x ConnectX-7 400 Gb/s",
+	 0, TP_LINK_NVLINK, 0},
+	{"gb200-nvl72", "GB200-186GB", 72, TP_LINK_NVSWITCH, NVLINK5_GPU,
+	 NVLINK_LAT, NVL_NONE, PCIE5, "ib-ndr", 72,
+	 "NVIDIA GB200 NVL72 rack as one 72-GPU NVLink domain (GB200 NVL72 "
+	 "table: 130 TB/s NVLink, 900 GB/s per GPU per direction, 13.4 TB "
+	 "HBM3e); one 400 Gb/s NIC per GPU (ASSUMPTION: ConnectX-7 per GPU as "
+	 "in the DGX B200); the 36 Grace CPUs are not modelled",
+	 0, TP_LINK_NVLINK, 0},
+	{"h100-pcie", "H100-PCIe-80GB", 8, TP_LINK_PCIE, PCIE5, PCIE_LAT,
+	 NVL_PAIR, PCIE5, "ib-ndr", 4,
+	 "8x H100-PCIe-80GB on PCIe Gen5, pairs joined by NVLink bridges "
+	 "(600 GB/s duplex, 300 per direction: H100 PCIe product brief); 4 "
+	 "NDR NICs (ASSUMPTION: one per GPU pair)",
+	 300e9, TP_LINK_NVLINK, NVLINK_LAT},
+	{"h100-nvl", "H100-NVL-94GB", 8, TP_LINK_PCIE, PCIE5, PCIE_LAT,
+	 NVL_PAIR, PCIE5, "ib-ndr", 4,
+	 "8x H100 NVL (94 GB) on PCIe Gen5, pairs joined by NVLink bridges "
+	 "(600 GB/s duplex, 300 per direction: H100 datasheet); 4 NDR NICs "
+	 "(ASSUMPTION: one per GPU pair)",
+	 300e9, TP_LINK_NVLINK, NVLINK_LAT},
+	{"dgx-a100-40gb", "A100-SXM4-40GB", 8, TP_LINK_NVSWITCH, 300e9,
+	 NVLINK_LAT, NVL_NONE, PCIE4, "ib-hdr", 8,
+	 "NVIDIA DGX A100 320GB: 8x A100-SXM4-40GB, NVSwitch 300 GB/s per GPU, "
+	 "8x HDR 200 Gb/s (DGX A100 datasheet)",
+	 0, TP_LINK_NVLINK, 0},
+	{"mi300x", "MI300X", 8, TP_LINK_PCIE, PCIE5, PCIE_LAT, NVL_MESH, PCIE5,
+	 "roce-400g", 8,
+	 "AMD Instinct MI300X platform: 8x MI300X fully connected by Infinity "
+	 "Fabric, 64 GB/s per pair per direction (7 links x 128 GB/s duplex "
+	 "= 448 GB/s per GPU; hardware table), PCIe Gen5 host, 8x 400 Gb/s "
+	 "RoCE NICs (ASSUMPTION)",
+	 64e9, TP_LINK_OTHER, XGMI_LAT},
+	{"mi250x", "MI250X-GCD", 8, TP_LINK_PCIE, PCIE4, PCIE_LAT, NVL_MESH,
+	 PCIE4, "200gbe", 4,
+	 "4x AMD MI250X as 8 GCDs (a Frontier-like node), Infinity Fabric "
+	 "50 GB/s peer to peer, 350 per GCD (hardware table; the faster links "
+	 "between the 2 GCDs of a package are not modelled), 4x 200 Gb/s "
+	 "NICs (Slingshot-11 on Frontier)",
+	 50e9, TP_LINK_OTHER, XGMI_LAT},
+	{"gaudi2", "Gaudi2-96GB", 8, TP_LINK_PCIE, PCIE4, PCIE_LAT, NVL_MESH,
+	 NO_PCIE_CAP, "gaudi2-roce", 8,
+	 "8x Intel Gaudi 2: 21 of each card's 24 100 GbE RoCE ports join the "
+	 "others all to all, 3 per pair = 37.5 GB/s per direction; 3 ports "
+	 "per card scale out (Gaudi 3 white paper)",
+	 37.5e9, TP_LINK_OTHER, GAUDI_LAT},
+	{"gaudi3", "Gaudi3-128GB", 8, TP_LINK_PCIE, PCIE5, PCIE_LAT, NVL_MESH,
+	 NO_PCIE_CAP, "gaudi3-roce", 8,
+	 "8x Intel Gaudi 3: 21 of each card's 24 200 GbE RoCE ports join the "
+	 "others all to all, 3 per pair = 75 GB/s per direction; 3 ports per "
+	 "card scale out (Gaudi 3 white paper)",
+	 75e9, TP_LINK_OTHER, GAUDI_LAT},
 };
 
 const char *const tp_node_preset_names[] = {
 	"dgx-a100",  "dgx-h100",    "hgx-h200", "dgx1-v100", "v100-nvlink",
 	"p100-pcie", "1080ti-pcie", "t4-pcie",  "l4-pcie",   "a100-pcie",
-	NULL};
+	"dgx-b200",  "gb200-nvl72", "h100-pcie", "h100-nvl", "dgx-a100-40gb",
+	"mi300x",    "mi250x",      "gaudi2",    "gaudi3",   NULL};
 
 /* Named compositions: a list of specs and a network. */
 static const struct {
@@ -207,6 +309,31 @@ static void list_networks(char *buf, size_t size)
 	}
 }
 
+/* The direct links of an NVL_QUAD, NVL_PAIR or NVL_MESH node whose first
+ * device is `first`. */
+static enum tp_status add_pairs(struct tp_cluster *c,
+				const struct node_preset *p, uint32_t first,
+				struct tp_error *err)
+{
+	double bw = p->nvlink == NVL_QUAD ? 2 * NVLINK_LINK : p->mesh_bw_Bps;
+	double lat = p->nvlink == NVL_QUAD ? NVLINK_LAT : p->mesh_latency_s;
+	enum tp_link_kind kind =
+		p->nvlink == NVL_QUAD ? TP_LINK_NVLINK : p->mesh_kind;
+
+	for (uint32_t a = 0; a < p->gpus; a++)
+		for (uint32_t b = a + 1; b < p->gpus; b++) {
+			enum tp_status st;
+			if (p->nvlink == NVL_PAIR && (a % 2 || b != a + 1))
+				continue;
+			st = tp_cluster_add_link(c, c->devices.v[first + a].vertex,
+						 c->devices.v[first + b].vertex,
+						 bw, lat, kind, err);
+			if (st)
+				return st;
+		}
+	return TP_OK;
+}
+
 /* Add one node of preset p named name, with NICs of network net. */
 static enum tp_status add_node(struct tp_cluster *c, const struct node_preset *p,
 			       const char *name, const struct network *net,
@@ -242,16 +369,9 @@ static enum tp_status add_node(struct tp_cluster *c, const struct node_preset *p
 					return st;
 			}
 		} else {
-			for (uint32_t a = 0; a < p->gpus; a++)
-				for (uint32_t b = a + 1; b < p->gpus; b++) {
-					st = tp_cluster_add_link(
-						c, c->devices.v[first + a].vertex,
-						c->devices.v[first + b].vertex,
-						2 * NVLINK_LINK, NVLINK_LAT,
-						TP_LINK_NVLINK, err);
-					if (st)
-						return st;
-				}
+			st = add_pairs(c, p, first, err);
+			if (st)
+				return st;
 		}
 	}
 	return TP_OK;
