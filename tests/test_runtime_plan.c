@@ -492,6 +492,89 @@ START_TEST(test_cmd_plan_runtimes)
 }
 END_TEST
 
+/* s with the first a replaced by b (malloc'd; a must occur). */
+static char *replace1(const char *s, const char *a, const char *b)
+{
+	const char *at = strstr(s, a);
+	size_t la = strlen(a), lb = strlen(b), n = strlen(s);
+	char *out;
+
+	ck_assert_ptr_nonnull(at);
+	out = malloc(n - la + lb + 1);
+	ck_assert_ptr_nonnull(out);
+	memcpy(out, s, (size_t)(at - s));
+	memcpy(out + (at - s), b, lb);
+	memcpy(out + (at - s) + lb, at + la, n - (size_t)(at - s) - la + 1);
+	return out;
+}
+
+/* A plan made with --runtime FILE records the file (path and SHA-256):
+ * simulate and check of the plan use that profile, and refuse it when it
+ * changed or went away (without the record they looked the profile's
+ * name up among the shipped ones: unknown runtime "my-stack", exit 2). */
+START_TEST(test_cmd_plan_runtime_file)
+{
+	const char *dir = tp_test_tmpdir();
+	char rt[600], pl[600], *shipped, *text, *changed;
+	size_t len;
+	const char *plan[] = {"tagplan", "plan",      "--playouts", "30",
+			      "--threads", "1",	      "--no-gnn",   "--runtime",
+			      rt,	 "-o",	      pl,	    NULL};
+	const char *sim[] = {"tagplan", "simulate", "-p", pl, "-q", NULL};
+	const char *simrt[] = {"tagplan", "simulate", "-p",	 pl,
+			       "-q",	  "--runtime", rt,	 NULL};
+	const char *chk[] = {"tagplan", "check", "-p", pl, NULL};
+	struct tp_run r, r2;
+
+	use_data();
+	snprintf(rt, sizeof(rt), "%s/my-stack.json", dir);
+	snprintf(pl, sizeof(pl), "%s/plan.json", dir);
+	shipped =
+	    tp_test_read(tp_data_file("runtimes/megatron-core.json"), &len);
+	ck_assert_ptr_nonnull(shipped);
+	text = replace1(shipped, "\"name\": \"megatron-core\"",
+			"\"name\": \"my-stack\"");
+	ck_assert_int_eq(tp_test_write(rt, text, strlen(text)), 0);
+	tp_run_tagplan(&r, plan, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, sim, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_tagplan(&r2, simrt, NULL);
+	ck_assert_msg(r2.status == 0, "%s", r2.err);
+	ck_assert_str_eq(r.out, r2.out);
+	tp_run_free(&r);
+	tp_run_free(&r2);
+	tp_run_tagplan(&r, chk, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_free(&r);
+	/* changed: refused, with the fix */
+	changed = replace1(text, "\"tp_overlap\": true",
+			   "\"tp_overlap\": false");
+	ck_assert_int_eq(tp_test_write(rt, changed, strlen(changed)), 0);
+	tp_run_tagplan(&r, sim, NULL);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "has changed since"));
+	ck_assert_ptr_nonnull(strstr(r.err, "pass --runtime"));
+	tp_run_free(&r);
+	tp_run_tagplan(&r, chk, NULL);
+	ck_assert_int_eq(r.status, 2);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, simrt, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_free(&r);
+	/* gone */
+	ck_assert_int_eq(remove(rt), 0);
+	tp_run_tagplan(&r, sim, NULL);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "is not there"));
+	tp_run_free(&r);
+	free(changed);
+	free(text);
+	free(shipped);
+}
+END_TEST
+
 Suite *suite_runtime_plan(void)
 {
 	Suite *s = suite_create("runtime-plan");
@@ -504,6 +587,7 @@ Suite *suite_runtime_plan(void)
 	tcase_add_test(ts, test_search_runs_only_runnable_gpt);
 	tcase_add_test(ts, test_search_runs_only_runnable_cnn);
 	tcase_add_test(ts, test_cmd_plan_runtimes);
+	tcase_add_test(ts, test_cmd_plan_runtime_file);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, ts);
 	return s;

@@ -20,6 +20,7 @@
 static const char usage[] =
 	"-p PLAN [-m MODEL] [-t TOPO] [--max-iter-time S]\n"
 	"                     [--min-mfu X] [--max-memory-fraction X] [--json]\n"
+	"                     [--runtime NAME]\n"
 	"                     [--baseline-plan OLD [--max-regression F]]";
 
 static const char about[] =
@@ -176,7 +177,8 @@ static int check_limits(struct check_run *C)
 	if (C->in.plan.runtime[0] && strcmp(C->in.plan.runtime, "none") != 0) {
 		struct tp_runtime rt;
 		char why[512];
-		if (tp_runtime_find(C->in.plan.runtime, &rt, &C->err) != TP_OK)
+		if (tp_inputs_runtime(&C->in, C->in.runtime, &rt, &C->err) !=
+		    TP_OK)
 			return 1;
 		if (tp_runtime_plan_check(&rt, &C->in.plan, &C->in.model,
 					  &C->in.cluster, NULL, why,
@@ -385,7 +387,7 @@ static int load_and_simulate(struct check_run *C, const char *plan,
 int cmd_check(int argc, char **argv)
 {
 	struct check_run C;
-	const char *plan = NULL, *model = NULL, *topo = NULL;
+	const char *plan = NULL, *model = NULL, *topo = NULL, *runtime = NULL;
 	bool json = false;
 	struct tp_opt opts[] = {
 		{"model", 'm', TP_OPT_STRING, &model, "MODEL",
@@ -419,6 +421,11 @@ int cmd_check(int argc, char **argv)
 		 false},
 		{"json", 0, TP_OPT_FLAG, &json, NULL,
 		 "print the verdict as JSON on stdout", 0, 0, false},
+		{"runtime", 0, TP_OPT_STRING, &runtime, "NAME",
+		 "the training runtime to simulate under (a profile of "
+		 "data/runtimes or a tagplan-runtime/1 file) [the plan's: "
+		 "its name, or the file `plan --runtime FILE` recorded]",
+		 0, 0, false},
 		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
 	int code;
 
@@ -443,6 +450,7 @@ int cmd_check(int argc, char **argv)
 	tp_strbuf_init(&C.warn);
 	tp_strbuf_init(&C.text);
 	tp_inputs_init(&C.in);
+	C.in.runtime = runtime;
 	tp_report_init(&C.r);
 	tp_report_init(&C.br);
 	tp_plan_init(&C.bplan);

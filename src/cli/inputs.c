@@ -577,6 +577,38 @@ enum tp_status tp_inputs_load_plan(const struct tp_inputs *in,
 				 err);
 }
 
+enum tp_status tp_inputs_runtime(const struct tp_inputs *in,
+				 const char *given, struct tp_runtime *rt,
+				 struct tp_error *err)
+{
+	const struct tp_plan_summary *s = &in->plan.summary;
+	char path[1024], hex[65];
+	enum tp_status st;
+
+	if (given)
+		return tp_runtime_find(given, rt, err);
+	if (!s->runtime_path[0])
+		return tp_runtime_find(in->plan.runtime[0] ? in->plan.runtime
+							   : "none",
+				       rt, err);
+	if ((st = find_recorded(in->plan_path, "runtime profile",
+				"--runtime FILE", s->runtime_path, "",
+				s->runtime_sha256, path, sizeof(path), err)))
+		return st;
+	if ((st = tp_runtime_find_file(path, rt, hex, err)))
+		return st;
+	if (strcmp(hex, s->runtime_sha256) != 0)
+		return tp_error_set(
+			err, TP_EUSAGE,
+			"%s was made under the runtime profile \"%s\" "
+			"(sha256 %.12s...), which has changed since (%s: "
+			"sha256 %.12s...): pass --runtime %s to use the file "
+			"as it is now, or plan again",
+			in->plan_path, s->runtime_path, s->runtime_sha256, path,
+			hex, path);
+	return TP_OK;
+}
+
 enum tp_status tp_inputs_sim_open(struct tp_inputs_sim *s,
 				  const struct tp_inputs *in,
 				  struct tp_error *err)
@@ -588,8 +620,7 @@ enum tp_status tp_inputs_sim_open(struct tp_inputs_sim *s,
 	memset(s, 0, sizeof(*s));
 	tp_sim_options_default(&o);
 	/* the runtime the plan was made for (none when it names none) */
-	st = tp_runtime_find(in->plan.runtime[0] ? in->plan.runtime : "none",
-			     &rt, err);
+	st = tp_inputs_runtime(in, in->runtime, &rt, err);
 	if (st)
 		return st;
 	tp_sim_params_runtime(&o.params, &rt);

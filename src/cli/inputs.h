@@ -61,10 +61,28 @@ struct tp_inputs {
 	/* found through the plan's provenance (see top) */
 	bool model_recorded, topology_recorded;
 	bool strict; /* set before loading: unknown fields are errors */
+	/* set before tp_inputs_sim_open: the runtime given on the command
+	   line (NULL: the plan's, tp_inputs_runtime) */
+	const char *runtime;
 	char plan_path[1024];
 };
 
 void tp_inputs_init(struct tp_inputs *in);
+
+/*
+ * The runtime profile to simulate the loaded plan under: given (a name or
+ * a file, --runtime) when not NULL; else the file `plan --runtime FILE`
+ * recorded (summary.provenance.runtime_path), looked for as written, then
+ * relative to the plan's directory, then by base name next to the plan,
+ * which must still have the recorded SHA-256; else the plan's runtime
+ * name (data/runtimes; "none" when it names none).  A recorded file that
+ * is missing or has changed is TP_EUSAGE naming the plan, the file and
+ * the fix (--runtime FILE).
+ */
+struct tp_runtime;
+enum tp_status tp_inputs_runtime(const struct tp_inputs *in,
+				 const char *given, struct tp_runtime *rt,
+				 struct tp_error *err);
 void tp_inputs_release(struct tp_inputs *in);
 
 /*

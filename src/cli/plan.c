@@ -192,6 +192,7 @@ struct plan_run {
 	double t_start; /* --time-limit counts from here */
 	bool demo;      /* no -m/-t: the shipped demo */
 	char mpath[4096], tpath[4096], msha[65], tsha[65];
+	char rtsha[65]; /* --runtime FILE's SHA-256 ("": a shipped name) */
 	struct tp_model m;
 	struct tp_cluster c;
 	struct tp_planner *pl;
@@ -449,6 +450,13 @@ static void fill_summary(struct plan_run *R)
 	if (tpath_given && strlen(tpath_given) < sizeof(s->topology_path))
 		snprintf(s->topology_path, sizeof(s->topology_path), "%s",
 			 tpath_given);
+	/* a profile given as a file: simulate and check read it again */
+	if (R->rtsha[0] && strlen(R->a.runtime) < sizeof(s->runtime_path)) {
+		snprintf(s->runtime_path, sizeof(s->runtime_path), "%s",
+			 R->a.runtime);
+		snprintf(s->runtime_sha256, sizeof(s->runtime_sha256), "%s",
+			 R->rtsha);
+	}
 	fit_summary(R, s);
 }
 
@@ -1054,7 +1062,7 @@ static int choose_runtime(struct plan_run *R, struct tp_planner_options *po)
 					: tp_runtime_default_name(&R->m);
 	char why[400];
 
-	if (tp_runtime_find(name, &po->runtime, &R->err))
+	if (tp_runtime_find_file(name, &po->runtime, R->rtsha, &R->err))
 		return tp_cli_fail(&R->err);
 	R->rt = po->runtime;
 	if (!tp_runtime_builds(&R->rt, &R->m, why, sizeof(why)))

@@ -263,10 +263,10 @@ int cmd_simulate(int argc, char **argv)
 		goto done;
 	}
 	{
-		const char *name = runtime ? runtime
-				   : pp->runtime[0] ? pp->runtime
-						    : "none";
-		if (tp_runtime_find(name, &rt, &err) != TP_OK)
+		/* with -p: --runtime, else the plan's (its recorded file) */
+		if ((plan_path ? tp_inputs_runtime(&in, runtime, &rt, &err)
+			       : tp_runtime_find(runtime ? runtime : "none",
+						 &rt, &err)) != TP_OK)
 			goto fail;
 		if (runtime && strcmp(pp->runtime, rt.name) != 0)
 			pp->grad_bucket_bytes = 0; /* the runtime's */

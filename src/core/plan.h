@@ -174,6 +174,11 @@ struct tp_plan_summary {
 	 * demo, or a plan from before they were recorded); render, check
 	 * and export find the inputs through them (src/cli/inputs.h) */
 	char model_path[1024], topology_path[1024];
+	/* the runtime profile file given to `plan --runtime FILE` as given
+	 * and the SHA-256 of its bytes ("" = a shipped profile or none);
+	 * simulate and check of the plan read that file and refuse it when
+	 * it is missing or changed (src/cli/inputs.h) */
+	char runtime_path[1024], runtime_sha256[65];
 };
 
 struct tp_plan {

@@ -79,6 +79,12 @@ enum tp_status tp_runtime_load_file(const char *path, struct tp_runtime *rt,
 				    struct tp_error *err);
 enum tp_status tp_runtime_find(const char *name, struct tp_runtime *rt,
 			       struct tp_error *err);
+/* tp_runtime_find, and when name is the path of a file (not a shipped
+ * profile's name nor "none") the SHA-256 of its bytes in sha (64 hex
+ * digits; "" for a shipped name or "none").  tagplan plan records it so
+ * that simulate and check of the plan find the same profile. */
+enum tp_status tp_runtime_find_file(const char *name, struct tp_runtime *rt,
+				    char sha[65], struct tp_error *err);
 /* The file tp_runtime_find reads for name (not "none"): a shipped
  * profile's path, or name itself when it is a path.  TP_EUSAGE as
  * tp_runtime_find for an unknown name. */

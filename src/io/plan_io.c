@@ -59,7 +59,8 @@ static const char *const timing_fields[] = {"search_seconds", "playouts_per_s",
 static const char *const prov_fields[] = {"tagplan_version", "model_file",
 					  "model_sha256",    "topology_file",
 					  "topology_sha256", "model_path",
-					  "topology_path",   NULL};
+					  "topology_path",   "runtime_path",
+					  "runtime_sha256",  NULL};
 
 static int parse_schedule(const char *s)
 {
@@ -719,8 +720,25 @@ static enum tp_status read_summary(struct reader *r, const struct tp_json *s,
 				   sizeof(sum->model_path))) ||
 		    (st = copy_str(j, prov, "topology_path",
 				   sum->topology_path,
-				   sizeof(sum->topology_path))))
+				   sizeof(sum->topology_path))) ||
+		    (st = copy_str(j, prov, "runtime_path", sum->runtime_path,
+				   sizeof(sum->runtime_path))) ||
+		    (st = copy_str(j, prov, "runtime_sha256",
+				   sum->runtime_sha256,
+				   sizeof(sum->runtime_sha256))))
 			return st;
+		if (sum->runtime_sha256[0] && !is_hex64(sum->runtime_sha256))
+			return tp_jctx_fail(j, "runtime_sha256",
+					    "expected 64 lowercase hexadecimal "
+					    "digits");
+		if (!sum->runtime_path[0] != !sum->runtime_sha256[0])
+			return tp_jctx_fail(j,
+					    sum->runtime_path[0]
+						    ? "runtime_path"
+						    : "runtime_sha256",
+					    "runtime_path and runtime_sha256 "
+					    "go together; give both or "
+					    "neither");
 		if (sum->model_sha256[0] && !is_hex64(sum->model_sha256))
 			return tp_jctx_fail(j, "model_sha256",
 					    "expected 64 lowercase hexadecimal "
@@ -1115,6 +1133,10 @@ static void write_summary(struct tp_jw *jw, const struct tp_plan_summary *s,
 		tp_jw_kv_string(jw, "model_path", s->model_path);
 	if (s->topology_path[0])
 		tp_jw_kv_string(jw, "topology_path", s->topology_path);
+	if (s->runtime_path[0]) {
+		tp_jw_kv_string(jw, "runtime_path", s->runtime_path);
+		tp_jw_kv_string(jw, "runtime_sha256", s->runtime_sha256);
+	}
 	tp_jw_object_end(jw);
 	tp_jw_object_end(jw);
 }

@@ -13,6 +13,7 @@
 
 #include "core/jsonw.h"
 #include "core/runtime.h"
+#include "core/sha256.h"
 #include "ioint.h"
 
 static const char *const top_fields[] = {"format", "name", "description",
@@ -411,6 +412,32 @@ enum tp_status tp_runtime_find(const char *name, struct tp_runtime *rt,
 	if ((st = tp_runtime_path(name, path, sizeof(path), err)))
 		return st;
 	return tp_runtime_load_file(path, rt, err);
+}
+
+enum tp_status tp_runtime_find_file(const char *name, struct tp_runtime *rt,
+				    char sha[65], struct tp_error *err)
+{
+	struct tp_load_options o;
+	char path[4096], *text = NULL;
+	size_t len;
+	enum tp_status st;
+
+	sha[0] = '\0';
+	if (name && strcmp(name, "none") == 0) {
+		tp_runtime_none(rt);
+		return TP_OK;
+	}
+	if ((st = tp_runtime_path(name, path, sizeof(path), err)))
+		return st;
+	if ((st = tp_file_read(path, 0, &text, &len, err)))
+		return st;
+	tp_load_options_default(&o);
+	o.strict = true;
+	st = tp_runtime_load(path, text, len, &o, rt, err);
+	if (st == TP_OK && strcmp(path, name) == 0)
+		tp_sha256_hex(text, len, sha);
+	free(text);
+	return st;
 }
 
 /* A JSON value of a parsed document, rewritten (its arrays of scalars
