@@ -446,11 +446,6 @@ int main(void)
 	bench_forward(gp);
 	if (!gp)
 		return 0;
-	if (getenv("TAGPLAN_BENCH_GNN_VALUES")) {
-		/* the value head also decides which leaves are simulated */
-		tp_gnn_prior_set_values(gp, true);
-		printf("value head: on (TAGPLAN_BENCH_GNN_VALUES)\n\n");
-	}
 	printf("gain cut: guided sweeps skip changes predicted %.1f%% "
 	       "slower%s\n\n",
 	       100 * (getenv("TAGPLAN_BENCH_GNN_GAINS")

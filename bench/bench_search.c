@@ -253,15 +253,14 @@ int main(void)
 		if (verbose)
 			printf("%-22s   %llu playouts (%.0f per CPU second), "
 			       "%llu evaluations, %llu simulations, %llu "
-			       "settled by the lower bound, %llu by the "
-			       "provider's value, %llu cache hits, %u groups, "
+			       "settled by the lower bound, %llu cache hits, "
+			       "%u groups, "
 			       "%llu rounds, answer: %s\n",
 			       "", (unsigned long long)r.playouts,
 			       cpu > 0 ? (double)r.playouts / cpu : 0,
 			       (unsigned long long)r.evaluations,
 			       (unsigned long long)r.simulations,
 			       (unsigned long long)r.bounded,
-			       (unsigned long long)r.value_skips,
 			       (unsigned long long)r.cache_hits, r.n_groups,
 			       (unsigned long long)r.rounds, r.source);
 		if (verbose)

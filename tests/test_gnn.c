@@ -1020,8 +1020,7 @@ START_TEST(test_provider_priors)
 	struct tp_error err;
 	struct tp_rng rng;
 	void *scr;
-	float pri[8], v = 0;
-	bool has_v = true;
+	float pri[8];
 	double sum = 0;
 	char path[512];
 
@@ -1040,21 +1039,18 @@ START_TEST(test_provider_priors)
 	ck_assert_str_eq(tp_gnn_prior_source(gp), path);
 	scr = pp.scratch_new(pp.ctx);
 	ck_assert_ptr_nonnull(scr);
-	ck_assert_int_eq(pp.evaluate(pp.ctx, scr, &fx.st, pri, &v, &has_v,
-				     &err),
+	ck_assert_int_eq(pp.evaluate(pp.ctx, scr, &fx.st, pri, &err),
 			 TP_OK);
 	for (int k = 0; k < 4; k++) {
 		ck_assert(pri[k] > 0);
 		sum += pri[k];
 	}
 	ck_assert(fabs(sum - 1) < 1e-5);
-	ck_assert(!has_v); /* no reference time in the state */
 	/* gains when asked: relative to the action keeping the state (0) */
 	{
 		float gains[4] = {NAN, NAN, NAN, NAN};
 		fx.st.gains = gains;
-		ck_assert_int_eq(pp.evaluate(pp.ctx, scr, &fx.st, pri, &v,
-					     &has_v, &err),
+		ck_assert_int_eq(pp.evaluate(pp.ctx, scr, &fx.st, pri, &err),
 				 TP_OK);
 		fx.st.gains = NULL;
 		ck_assert(gains[0] == 0.0f); /* acts[0] keeps the default */
@@ -1073,8 +1069,7 @@ START_TEST(test_provider_priors)
 					      .zero = 1};
 	fx.st.actions = fx.acts + 4;
 	fx.st.n_actions = 2;
-	ck_assert_int_eq(pp.evaluate(pp.ctx, scr, &fx.st, pri, &v, &has_v,
-				     &err),
+	ck_assert_int_eq(pp.evaluate(pp.ctx, scr, &fx.st, pri, &err),
 			 TP_OK);
 	ck_assert(fabsf(pri[0] + pri[1] - 1) < 1e-5f);
 	pp.scratch_free(pp.ctx, scr);
@@ -1090,14 +1085,11 @@ START_TEST(test_provider_priors)
 			 TP_EINPUT);
 	ck_assert_ptr_null(gp);
 	ck_assert(strstr(err.file, "bad.weights") != NULL);
-	/* value conversion: at the reference time 0.25, faster is more */
+	/* the value head's target and its inverse */
 	{
 		double lb = 1.0;
 		float raw = tp_gnn_value_target(lb, true, 4.0);
 		ck_assert(fabs(tp_gnn_value_time(lb, raw) - 4.0) < 1e-4);
-		ck_assert(fabs(tp_gnn_prior_value(lb, raw, 4.0) - 0.25) < 1e-4);
-		ck_assert(tp_gnn_prior_value(lb, raw, 8.0) > 0.25);
-		ck_assert(tp_gnn_prior_value(lb, -1.0f, 8.0) == -1.0);
 	}
 	/* gain targets and their inverse */
 	{
@@ -1129,8 +1121,6 @@ static void ensemble_eval(struct fixture *fx, const char *files, float *pri,
 	struct tp_gnn_prior *gp;
 	struct tp_prior_provider pp;
 	struct tp_error err;
-	float v;
-	bool has_v;
 	void *scr;
 
 	ck_assert_msg(tp_gnn_prior_load_default(files, &pp, &gp, &err) ==
@@ -1141,8 +1131,7 @@ static void ensemble_eval(struct fixture *fx, const char *files, float *pri,
 	scr = pp.scratch_new(pp.ctx);
 	ck_assert_ptr_nonnull(scr);
 	fx->st.gains = gains;
-	ck_assert_int_eq(pp.evaluate(pp.ctx, scr, &fx->st, pri, &v, &has_v,
-				     &err),
+	ck_assert_int_eq(pp.evaluate(pp.ctx, scr, &fx->st, pri, &err),
 			 TP_OK);
 	fx->st.gains = NULL;
 	pp.scratch_free(pp.ctx, scr);

@@ -867,7 +867,6 @@ struct spy {
 
 static enum tp_status spy_eval(void *ctx, void *scratch,
 			       const struct tp_prior_state *st, float *priors,
-			       float *value, bool *has_value,
 			       struct tp_error *err)
 {
 	struct spy *s = ctx;
@@ -886,8 +885,6 @@ static enum tp_status spy_eval(void *ctx, void *scratch,
 			__atomic_add_fetch(&s->bad, 1, __ATOMIC_RELAXED);
 		priors[i] = i + 1 == st->n_actions ? 10.0f : 1.0f;
 	}
-	*value = 0.5f;
-	*has_value = true;
 	return TP_OK;
 }
 
@@ -937,21 +934,18 @@ START_TEST(test_search_prior_provider)
 }
 END_TEST
 
-/* A provider without values that counts its forward passes. */
+/* A provider that counts its forward passes. */
 static enum tp_status count_eval(void *ctx, void *scratch,
 				 const struct tp_prior_state *st, float *priors,
-				 float *value, bool *has_value,
 				 struct tp_error *err)
 {
 	int *calls = ctx;
 
 	(void)scratch;
 	(void)err;
-	(void)value;
 	(*calls)++;
 	for (uint32_t i = 0; i < st->n_actions; i++)
 		priors[i] = (float)(i % 3 + 1);
-	*has_value = false;
 	return TP_OK;
 }
 
@@ -972,8 +966,8 @@ START_TEST(test_search_prior_cache)
 	struct worker w;
 	struct tp_action acts[SEARCH_MAX_ACTIONS];
 	struct tp_prior_action pacts[SEARCH_MAX_ACTIONS];
-	float pri[SEARCH_MAX_ACTIONS], first[SEARCH_MAX_ACTIONS], v;
-	bool decided[64], hv;
+	float pri[SEARCH_MAX_ACTIONS], first[SEARCH_MAX_ACTIONS];
+	bool decided[64];
 	struct search_prior_buf b = {pacts, decided, pri, NULL};
 	struct tp_globals gl;
 	struct tp_decision *dec;
@@ -1004,21 +998,21 @@ START_TEST(test_search_prior_cache)
 				    SEARCH_MAX_ACTIONS, w.sscr);
 	ck_assert_uint_ge(n1, 3);
 	ck_assert_int_eq(search_priors(&w, &pp, 1, acts, n1, &gl, dec, false,
-				       1.0, &b, &v, &hv),
+				       &b),
 			 TP_OK);
 	memcpy(first, pri, n1 * sizeof(*pri));
 	n2 = tp_space_level_actions(&s.space, 2, &gl, dec, acts,
 				    SEARCH_MAX_ACTIONS, w.sscr);
 	ck_assert_uint_ge(n2, 2);
 	ck_assert_int_eq(search_priors(&w, &pp, 2, acts, n2, &gl, dec, false,
-				       1.0, &b, &v, &hv),
+				       &b),
 			 TP_OK);
 	ck_assert_int_eq(calls, 2);
 	/* the first state again: from the cache, the same priors */
 	n1 = tp_space_level_actions(&s.space, 1, &gl, dec, acts,
 				    SEARCH_MAX_ACTIONS, w.sscr);
 	ck_assert_int_eq(search_priors(&w, &pp, 1, acts, n1, &gl, dec, false,
-				       1.0, &b, &v, &hv),
+				       &b),
 			 TP_OK);
 	ck_assert_int_eq(calls, 2);
 	ck_assert_mem_eq(pri, first, n1 * sizeof(*pri));
@@ -1027,7 +1021,7 @@ START_TEST(test_search_prior_cache)
 	n2 = tp_space_level_actions(&s.space, 1, &gl, dec, acts,
 				    SEARCH_MAX_ACTIONS, w.sscr);
 	ck_assert_int_eq(search_priors(&w, &pp, 1, acts, n2, &gl, dec, false,
-				       1.0, &b, &v, &hv),
+				       &b),
 			 TP_OK);
 	ck_assert_int_eq(calls, 3);
 	ck_assert_uint_eq(atomic_load(&s.prior_calls), 3);
@@ -1189,7 +1183,7 @@ static void fake_guided_init(
 	struct fake_guided *f, const char *name,
 	enum tp_status (*evaluate)(void *, void *,
 				   const struct tp_prior_state *, float *,
-				   float *, bool *, struct tp_error *))
+				   struct tp_error *))
 {
 	const int types[2] = {0, 1};
 
@@ -1227,15 +1221,12 @@ struct gained {
 
 static enum tp_status gained_eval(void *ctx, void *scratch,
 				  const struct tp_prior_state *st,
-				  float *priors, float *value, bool *has_value,
-				  struct tp_error *err)
+				  float *priors, struct tp_error *err)
 {
 	struct gained *g = ctx;
 
 	(void)scratch;
 	(void)err;
-	(void)value;
-	*has_value = false;
 	if (st->gains)
 		__atomic_add_fetch(&g->asked, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(st->level ? &g->deeper : &g->level0, 1,
@@ -1440,71 +1431,6 @@ START_TEST(test_search_relaxes_recompute_and_seeds_zero)
 	tp_search_result_release(&r);
 	tp_cluster_release(&c);
 	tp_model_release(&m);
-}
-END_TEST
-
-/* A fake provider with values: constant priors, a fixed value, and it
- * checks that the search passes its reference time. */
-struct valued {
-	float value;
-	int calls, no_ref;
-};
-
-static enum tp_status valued_eval(void *ctx, void *scratch,
-				  const struct tp_prior_state *st,
-				  float *priors, float *value, bool *has_value,
-				  struct tp_error *err)
-{
-	struct valued *v = ctx;
-
-	(void)scratch;
-	(void)err;
-	__atomic_add_fetch(&v->calls, 1, __ATOMIC_RELAXED);
-	if (!(st->reference_time_s > 0))
-		__atomic_add_fetch(&v->no_ref, 1, __ATOMIC_RELAXED);
-	for (uint32_t i = 0; i < st->n_actions; i++)
-		priors[i] = 1;
-	*value = v->value;
-	*has_value = true;
-	return TP_OK;
-}
-
-/* Leaves whose provider value predicts a much slower plan are not
- * simulated (counted in value_skips); optimistic values skip nothing;
- * the answer is never slower than the baselines either way. */
-START_TEST(test_search_value_skips_simulations)
-{
-	struct fake_guided f;
-	struct tp_search_result r0, r1, r2;
-	struct valued slow = {-0.9f, 0, 0}, fast = {0.9f, 0, 0};
-
-	fake_guided_init(&f, "valued", valued_eval);
-	tp_search_result_init(&r0);
-	tp_search_result_init(&r1);
-	tp_search_result_init(&r2);
-	f.pp.ctx = &fast;
-	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &r0, NULL),
-			 TP_OK);
-	ck_assert_uint_eq(r0.value_skips, 0);
-	f.pp.ctx = &slow;
-	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &r1, NULL),
-			 TP_OK);
-	ck_assert_uint_gt(r1.value_skips, 10);
-	ck_assert_uint_lt(r1.simulations, r0.simulations);
-	ck_assert_int_gt(slow.calls, 10);
-	ck_assert_int_eq(slow.no_ref, 0);
-	ck_assert_int_eq(fast.no_ref, 0);
-	assert_beats_baselines(&r1);
-	/* reproducible */
-	slow.calls = 0;
-	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &r2, NULL),
-			 TP_OK);
-	ck_assert_uint_eq(r1.value_skips, r2.value_skips);
-	ck_assert(plans_equal(&r1.plan, &r2.plan));
-	tp_search_result_release(&r0);
-	tp_search_result_release(&r1);
-	tp_search_result_release(&r2);
-	fake_guided_release(&f);
 }
 END_TEST
 
@@ -1827,7 +1753,6 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_prior_cache);
 	tcase_add_test(tm, test_search_lower_bound_prunes);
 	tcase_add_test(tm, test_megatron_baseline_is_its_strategy);
-	tcase_add_test(tm, test_search_value_skips_simulations);
 	tcase_add_test(tm, test_search_gain_cut_skips_simulations);
 	tcase_add_test(tm, test_search_completes_before_kicking);
 	tcase_add_test(tm, test_search_relaxes_recompute_and_seeds_zero);

@@ -1,10 +1,9 @@
 /*
- * prior.h - the prior provider: how the search asks for action priors and
- * a state value without knowing who computes them.
+ * prior.h - the prior provider: how the search asks for action priors
+ * without knowing who computes them.
  *
  * The MCTS of src/search/ expands a node by listing the candidate actions
- * of its state and asking a provider for a prior over them (and, when it
- * has one, an estimate of the state's value).  The GNN of src/gnn/
+ * of its state and asking a provider for a prior over them.  The GNN of src/gnn/
  * implements this interface; with no provider the priors are uniform.
  * This header is self-contained on purpose: a provider needs only the
  * core IR (model, cluster, plan, report) and the plain structs below, not
@@ -19,15 +18,10 @@
  * choice (the incumbent best plan's), so every state is a complete plan,
  * given in `plan` (with its simulation in `report` when one was run).
  *
- * Values are on the search's scale: in [-1, 1], 0.25 for a plan as fast
- * as the reference (the best plan known when the tree was started, given
- * in reference_time_s), up to 1 for much faster plans, down to -0.5 for
- * much slower ones, and below -0.5 for plans that do not fit in memory
- * (less negative the closer they are to fitting).  See tp_search_value
- * (search.h).  When a provider returns values, the search asks it before
- * simulating a new leaf and does not simulate leaves whose value is below
- * -0.2 (predicted at least 1.41x slower than the reference): a provider's
- * value saves simulations; its priors guide the tree either way.
+ * The interface carries no state value: the search scores every leaf by
+ * simulation.  (A value that cut simulations was tried and dropped: the
+ * GNN's value head correlated at -0.38 with the simulated values on
+ * bench_gnn's cases, src/gnn/README "Values".)
  * A provider may also predict each action's gain over the state
  * (tp_prior_state.gains): the guided sweeps (baselines.c) leave the
  * changes predicted at least 10% slower unsimulated (search.h
@@ -86,12 +80,6 @@ struct tp_prior_state {
 	const struct tp_report *report; /* its simulation, or NULL */
 	uint32_t n_actions;
 	const struct tp_prior_action *actions;
-	/* The search's reference time for values (the incumbent's iteration
-	   time when the tree was started), seconds; 0 when none.  A provider
-	   that estimates the plan's iteration time t can return
-	   tp_search_value(reference_time_s, fits, t, ...)'s scale:
-	   0.25 + 0.75 tanh(2 ln(reference / t)). */
-	double reference_time_s;
 	/* Out, optional (NULL = not wanted): gains[0 .. n_actions), filled
 	   with NAN by the caller.  A provider that predicts how much each
 	   action changes the state's iteration time writes
@@ -111,15 +99,12 @@ struct tp_prior_provider {
 	void (*scratch_free)(void *ctx, void *scratch);
 	/*
 	 * Fill priors[0 .. state->n_actions) with non-negative numbers (the
-	 * search normalises them; all zero means uniform) and, when the
-	 * provider estimates values, *value in [-1, 1] and *has_value = true.
-	 * Returns TP_OK, or a status with err filled (the search then stops
+	 * search normalises them; all zero means uniform).  Returns TP_OK, or a status with err filled (the search then stops
 	 * and reports the error).
 	 */
 	enum tp_status (*evaluate)(void *ctx, void *scratch,
 				   const struct tp_prior_state *state,
-				   float *priors, float *value, bool *has_value,
-				   struct tp_error *err);
+				   float *priors, struct tp_error *err);
 };
 
 #endif

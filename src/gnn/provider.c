@@ -16,7 +16,6 @@
 struct tp_gnn_prior {
 	struct tp_gnn_net *net[TP_GNN_MAX_MEMBERS]; /* the ensemble */
 	uint32_t n;
-	bool values; /* return values when the search gives a reference */
 	char source[4096];
 };
 
@@ -194,31 +193,13 @@ enum tp_status tp_gnn_prior_eval(struct tp_gnn_prior *gp, void *scratch,
 
 static enum tp_status evaluate(void *ctx, void *scratch,
 			       const struct tp_prior_state *st, float *priors,
-			       float *value, bool *has_value,
 			       struct tp_error *err)
 {
 	float raw;
-	enum tp_status rc;
-	const struct tp_gnn_prior *gp = ctx;
-	const struct scratch *s = scratch;
 
-	*has_value = false;
 	if (st->n_actions == 0)
 		return TP_OK;
-	rc = tp_gnn_prior_eval(ctx, scratch, st, priors, &raw, err);
-	if (rc == TP_OK && gp->values && st->reference_time_s > 0 &&
-	    isfinite(raw)) {
-		*value = (float)tp_gnn_prior_value(
-			tp_gnn_features_lower_bound(s->feat), raw,
-			st->reference_time_s);
-		*has_value = true;
-	}
-	return rc;
-}
-
-void tp_gnn_prior_set_values(struct tp_gnn_prior *gp, bool on)
-{
-	gp->values = on;
+	return tp_gnn_prior_eval(ctx, scratch, st, priors, &raw, err);
 }
 
 void tp_gnn_prior_provider(struct tp_gnn_prior *gp,
@@ -325,13 +306,4 @@ enum tp_status tp_gnn_prior_load_default(const char *path,
 	}
 	tp_gnn_prior_provider(*gp, pp);
 	return TP_OK;
-}
-
-double tp_gnn_prior_value(double lb_s, float raw_value, double ref_s)
-{
-	double t = tp_gnn_value_time(lb_s, raw_value);
-
-	if (!isfinite(t) || !(ref_s > 0))
-		return -1.0; /* predicted not to fit */
-	return 0.25 + 0.75 * tanh(2.0 * log(ref_s / t));
 }

@@ -14,13 +14,10 @@
  * softmax over the candidate actions as priors, and, when the state asks
  * for them (tp_prior_state.gains), each action's predicted gain.
  *
- * Value: the network's value head estimates the state's efficiency
- * (features.h, tp_gnn_value_target), which is an absolute figure; the
- * search's value scale is relative to the reference time it passes in
- * struct tp_prior_state (tp_gnn_prior_value converts).  evaluate()
- * returns values only after tp_gnn_prior_set_values(gp, true) and when
- * the state has a reference time; off by default (see the README's
- * benchmark for why).
+ * Value: the network's value head (an estimate of the state's efficiency,
+ * features.h tp_gnn_value_target) is trained and returned by
+ * tp_gnn_prior_eval for training and benchmarks, but the search is not
+ * given it: it had no signal (README, "Values").
  *
  * Threads: the provider's ctx (struct tp_gnn_prior) is read-only during a
  * search; every search thread gets its own scratch (tape + features).
@@ -66,9 +63,6 @@ bool tp_gnn_prior_add(struct tp_gnn_prior *gp, struct tp_gnn_net *net,
 		      const char *source);
 uint32_t tp_gnn_prior_members(const struct tp_gnn_prior *gp);
 
-/* Whether evaluate() returns the value head's estimate (default off). */
-void tp_gnn_prior_set_values(struct tp_gnn_prior *gp, bool on);
-
 /* Fill a provider whose ctx is gp (name "gnn"). */
 void tp_gnn_prior_provider(struct tp_gnn_prior *gp,
 			   struct tp_prior_provider *pp);
@@ -108,12 +102,5 @@ enum tp_status tp_gnn_prior_eval(struct tp_gnn_prior *gp, void *scratch,
 				 const struct tp_prior_state *st,
 				 float *priors, float *raw_value,
 				 struct tp_error *err);
-
-/*
- * The search's value (search.h tp_search_value: 0.25 at the reference
- * time ref_s, tanh-compressed log speed-up around it) of a raw value-head
- * output for a state whose lower bound is lb_s (features.h).
- */
-double tp_gnn_prior_value(double lb_s, float raw_value, double ref_s);
 
 #endif

@@ -463,20 +463,6 @@ static bool runnable(struct worker *w, const struct tp_plan *plan)
 	return false;
 }
 
-bool sctx_cached(struct sctx *s, const struct tp_globals *gl,
-		 const struct tp_decision *dec)
-{
-	uint64_t key = tp_space_hash(&s->space, gl, dec) | 1;
-	const struct cache_entry *e;
-	bool hit;
-
-	pthread_mutex_lock(&s->lock);
-	e = cache_find(s, key);
-	hit = e->key == key && !e->bounded;
-	pthread_mutex_unlock(&s->lock);
-	return hit;
-}
-
 double sctx_best_cutoff(struct sctx *s)
 {
 	double c = 0;

@@ -96,8 +96,7 @@ enum tp_status search_priors(struct worker *w,
 			     const struct tp_action *acts, uint32_t n,
 			     const struct tp_globals *gl,
 			     const struct tp_decision *dec, bool fresh,
-			     double ref, const struct search_prior_buf *b,
-			     float *value, bool *has_value)
+			     const struct search_prior_buf *b)
 {
 	struct sctx *s = w->s;
 	struct search_prior_cache *pc = w->pcache;
@@ -107,7 +106,6 @@ enum tp_status search_priors(struct worker *w,
 	uint64_t key = 0;
 	enum tp_status st;
 
-	*has_value = false;
 	if (b->gains)
 		for (uint32_t i = 0; i < n; i++)
 			b->gains[i] = NAN;
@@ -158,10 +156,8 @@ enum tp_status search_priors(struct worker *w,
 	ps.report = fresh ? &w->report : NULL;
 	ps.n_actions = n;
 	ps.actions = b->pacts;
-	ps.reference_time_s = ref > 0 && isfinite(ref) ? ref : 0;
 	ps.gains = b->gains;
-	st = pp->evaluate(pp->ctx, w->prior_scratch, &ps, b->priors, value,
-			  has_value, &w->err);
+	st = pp->evaluate(pp->ctx, w->prior_scratch, &ps, b->priors, &w->err);
 	atomic_fetch_add(&s->prior_calls, 1);
 	atomic_fetch_add(&s->prior_ns, (uint64_t)((sctx_now() - t0) * 1e9));
 	if (st)
@@ -174,13 +170,11 @@ enum tp_status search_priors(struct worker *w,
 	for (uint32_t i = 0; i < n; i++)
 		b->priors[i] = sum > 0 ? (float)(b->priors[i] / sum)
 				       : 1.0f / (float)n;
-	if (*has_value && !(*value >= -1 && *value <= 1))
-		*has_value = false;
 	if (b->gains)
 		for (uint32_t i = 0; i < n; i++)
 			if (!isfinite(b->gains[i]))
 				b->gains[i] = NAN;
-	if (slot && !*has_value) {
+	if (slot) {
 		uint32_t i = (uint32_t)(slot - pc->slot);
 		slot->key = key;
 		slot->n = n;

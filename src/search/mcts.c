@@ -28,10 +28,6 @@
 #define MAX_DEPTH (TP_COARSEN_MAX_GROUPS + 2)
 #define FPU_REDUCTION 0.05
 #define VIRTUAL_LOSS 1.0
-/* A new leaf whose provider value is below this is not simulated: on the
- * search's scale (0.25 = as fast as the reference) it predicts a plan at
- * least exp(atanh(0.6) / 2) = 1.41 times slower than the reference. */
-#define VALUE_SKIP (-0.2f)
 /* Lazy priors, when the search is limited by time (no playout limit): a
  * new node's children start with uniform priors and the provider is asked
  * once the node has been visited this often.  Most leaves are visited
@@ -39,8 +35,7 @@
  * of bounded evaluations: on bench_search this gives 3-25x the playouts
  * per second.  Under a playout limit, playouts are what is scarce, and
  * every expansion asks the provider (bench_gnn: eager priors are better
- * per playout at small budgets).  Never with a provider that returns
- * values (those are asked before the leaf is simulated). */
+ * per playout at small budgets). */
 #define LAZY_VISITS 3
 
 struct node {
@@ -55,7 +50,6 @@ struct node {
 	uint32_t visits;
 	uint32_t vloss;
 	float prior;
-	float fpu_value; /* first-play value of its children, NAN = parent Q */
 	double wsum;
 	struct tp_action action;
 };
@@ -148,7 +142,6 @@ static void node_init(struct node *n, uint32_t parent)
 	memset(n, 0, sizeof(*n));
 	n->parent = parent;
 	n->first_child = TP_NONE;
-	n->fpu_value = NAN;
 }
 
 /* Start a round from the current best decision vector (M->lock held). */
@@ -179,8 +172,7 @@ static uint32_t select_child(struct mcts *M, struct node *nd,
 	struct tree *t = &M->tree;
 	double nsum = (double)nd->visits + nd->vloss;
 	double parent_q = nd->visits ? nd->wsum / nd->visits : 0;
-	double fpu = isnan(nd->fpu_value) ? parent_q - FPU_REDUCTION
-					  : nd->fpu_value;
+	double fpu = parent_q - FPU_REDUCTION;
 	double c = M->cpuct * sqrt(nd->n_children / 10.0 + 0.5);
 	double sq = sqrt(nsum + 1), best = -INFINITY;
 	uint32_t pick = nd->first_child;
@@ -220,28 +212,24 @@ static void apply(struct sctx *s, uint32_t level, const struct tp_action *a,
  * either way.  The guided sweeps never asked it about global changes
  * (they score all of them). */
 static enum tp_status priors(struct pworker *pw, uint32_t level, uint32_t n,
-			     const struct tp_globals *gl, bool fresh,
-			     double ref, float *value, bool *has_value)
+			     const struct tp_globals *gl, bool fresh)
 {
 	struct search_prior_buf b = {pw->pacts, pw->decided, pw->priors,
 				     NULL};
 
 	return search_priors(&pw->w, level ? pw->w.s->o->prior : NULL, level,
-			     pw->acts, n, gl, pw->w.dec, fresh, ref, &b, value,
-			     has_value);
+			     pw->acts, n, gl, pw->w.dec, fresh, &b);
 }
 
 /* The provider's priors for the children of pw->up_node (lazy priors,
  * LAZY_VISITS), unless the tree was restarted meanwhile. */
-static enum tp_status upgrade(struct pworker *pw, uint32_t round, double ref)
+static enum tp_status upgrade(struct pworker *pw, uint32_t round)
 {
 	struct mcts *M = pw->M;
 	struct tree *t = &M->tree;
 	struct search_prior_buf b = {pw->pacts, pw->decided, pw->priors,
 				     NULL};
 	uint32_t n = 0, first = TP_NONE;
-	float value;
-	bool has_value;
 	enum tp_status st;
 
 	pthread_mutex_lock(&M->lock);
@@ -257,7 +245,7 @@ static enum tp_status upgrade(struct pworker *pw, uint32_t round, double ref)
 		return TP_OK;
 	st = search_priors(&pw->w, pw->w.s->o->prior, pw->up_level, pw->acts,
 			   n, &pw->up_gl,
-			   pw->up_dec, false, ref, &b, &value, &has_value);
+			   pw->up_dec, false, &b);
 	pthread_mutex_lock(&M->lock);
 	if (round == M->round) {
 		struct node *nd = N(t, pw->up_node);
@@ -281,9 +269,7 @@ static enum tp_status playout(struct pworker *pw)
 	struct tp_globals gl;
 	struct evalres er;
 	uint32_t round, level = 0, depth = 0, cur, n = 0;
-	bool claim = false, terminal = false, has_value = false;
-	bool asked = false, skipped = false, lazy = false;
-	float pvalue = 0;
+	bool claim = false, terminal = false, lazy = false;
 	double v, ref;
 	enum tp_status st;
 
@@ -334,52 +320,25 @@ static enum tp_status playout(struct pworker *pw)
 	}
 	pthread_mutex_unlock(&M->lock);
 
-	/* a provider that gives values is asked first: a leaf it predicts
-	   slow is not simulated (unless already scored) */
-	if (claim && s->o->prior && atomic_load(&s->prior_values)) {
-		n = tp_space_level_actions(&s->space, level, &gl, w->dec,
-					   pw->acts, MAX_CHILDREN, w->sscr);
-		st = priors(pw, level, n, &gl, false, ref, &pvalue,
-			    &has_value);
-		if (st)
-			goto fail;
-		asked = true;
-		if (has_value && pvalue < VALUE_SKIP &&
-		    !sctx_cached(s, &gl, w->dec)) {
-			skipped = true;
-			atomic_fetch_add(&s->value_skips, 1);
-		}
-	}
-	if (skipped) {
-		v = pvalue;
-	} else {
-		st = sctx_eval(w, &gl, w->dec, "search", sctx_best_cutoff(s),
-			       &er);
-		if (st)
-			goto fail;
-		v = er.ok ? tp_search_value(ref, er.feasible, er.time, er.over)
-			  : -1;
-	}
+	st = sctx_eval(w, &gl, w->dec, "search", sctx_best_cutoff(s), &er);
+	if (st)
+		goto fail;
+	v = er.ok ? tp_search_value(ref, er.feasible, er.time, er.over) : -1;
 
 	/* priors from the simulated state when there is one (the network
-	   reads the simulated load and memory; asked before simulating, it
-	   saw estimates only) */
-	lazy = claim && !asked && s->o->prior && s->o->prior->evaluate &&
-	       s->o->playouts == 0 && !atomic_load(&s->prior_values) &&
-	       level > 0;
-	if (lazy || (claim && (!asked || (!skipped && er.fresh))))
+	   reads the simulated load and memory) */
+	lazy = claim && s->o->prior && s->o->prior->evaluate &&
+	       s->o->playouts == 0 && level > 0;
+	if (claim)
 		n = tp_space_level_actions(&s->space, level, &gl, w->dec,
 					   pw->acts, MAX_CHILDREN, w->sscr);
 	if (lazy) {
 		for (uint32_t i = 0; i < n; i++)
 			pw->priors[i] = 1.0f / (float)n;
-	} else if (claim && (!asked || (!skipped && er.fresh))) {
-		st = priors(pw, level, n, &gl, er.fresh, ref, &pvalue,
-			    &has_value);
+	} else if (claim) {
+		st = priors(pw, level, n, &gl, er.fresh);
 		if (st)
 			goto fail;
-		if (has_value)
-			atomic_store(&s->prior_values, 1);
 	}
 
 	pthread_mutex_lock(&M->lock);
@@ -398,8 +357,6 @@ static enum tp_status playout(struct pworker *pw)
 				nd->n_children = (uint16_t)n;
 				nd->first_child = first;
 				nd->lazy = lazy && n > 1;
-				if (has_value)
-					nd->fpu_value = pvalue;
 			} else if (!n) {
 				nd->terminal = 1;
 			}
@@ -434,7 +391,7 @@ static enum tp_status playout(struct pworker *pw)
 	pthread_mutex_unlock(&M->lock);
 	atomic_fetch_add(&s->playouts, 1);
 	if (pw->up_node != TP_NONE)
-		return upgrade(pw, round, ref);
+		return upgrade(pw, round);
 	return TP_OK;
 fail:
 	pthread_mutex_lock(&M->lock);

@@ -220,7 +220,6 @@ static void result_counters(struct sctx *s)
 	res->simulations = atomic_load(&s->simulations);
 	res->cache_hits = atomic_load(&s->cache_hits);
 	res->bounded = atomic_load(&s->bounded);
-	res->value_skips = atomic_load(&s->value_skips);
 	res->prior_calls = atomic_load(&s->prior_calls);
 	res->prior_hits = atomic_load(&s->prior_hits);
 	res->prior_skips = atomic_load(&s->prior_skips);

@@ -254,8 +254,6 @@ struct tp_search_result {
 	double lower_bound_s; /* model FLOP / sum of peak FLOP/s */
 	uint64_t bounded; /* evaluations settled by the simulator's lower
 			     bound instead of a simulation (bound_sim) */
-	uint64_t value_skips; /* tree leaves not simulated because the prior
-				 provider's value predicted them slow */
 	/* the prior provider: states it was asked about (its forward
 	   passes), states answered from the workers' answer caches instead,
 	   and the wall time spent in it */

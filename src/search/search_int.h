@@ -67,7 +67,6 @@ struct sctx {
 	   workers' caches, wall time inside it */
 	_Atomic uint64_t prior_calls, prior_hits, prior_ns;
 	_Atomic uint64_t prior_skips; /* uniform: over PRIOR_SHARE (guide.c) */
-	_Atomic uint64_t value_skips; /* leaves the provider's value cut */
 	_Atomic uint64_t runtime_rejects; /* plans the runtime cannot run */
 	/* the first plan the evaluator refused: why (under lock; "" =
 	   none), said when no candidate could be evaluated */
@@ -78,7 +77,6 @@ struct sctx {
 	/* the all-device plan with the lowest lower bound among those the
 	   bound settled (simulated at the end, search.c all_devices) */
 	struct sctx_best all_bound;
-	_Atomic int prior_values; /* the provider has returned values */
 	/* A search limited by playouts runs in stages of doubling budgets
 	   (search.c, STAGE_FIRST): sweeps, then the tree, up to stage_end
 	   playouts; the next stage starts at stage_start = the last end.
@@ -192,9 +190,6 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 /* The cutoff for candidates of the overall best (0 while nothing
  * feasible is known). */
 double sctx_best_cutoff(struct sctx *s);
-/* Is (gl, dec) in the cache with its exact score? */
-bool sctx_cached(struct sctx *s, const struct tp_globals *gl,
-		 const struct tp_decision *dec);
 /* Score a ready plan (not cached); may become the incumbent.  cutoff as
  * for sctx_eval. */
 enum tp_status sctx_eval_plan(struct worker *w, const struct tp_plan *plan,
@@ -257,7 +252,6 @@ void search_prior_cache_free(struct search_prior_cache *c);
  * tree passes options.prior, the sweeps sctx_provider.  acts[0] keeps
  * the default.  fresh: w->plan and w->report hold the state's plan and
  * its simulation; otherwise the plan is materialised into w->plan.
- * value and has_value as the provider returns them (prior.h).
  */
 enum tp_status search_priors(struct worker *w,
 			     const struct tp_prior_provider *pp,
@@ -265,8 +259,7 @@ enum tp_status search_priors(struct worker *w,
 			     uint32_t n,
 			     const struct tp_globals *gl,
 			     const struct tp_decision *dec, bool fresh,
-			     double ref, const struct search_prior_buf *b,
-			     float *value, bool *has_value);
+			     const struct search_prior_buf *b);
 /*
  * Which of the changes 1 .. n-1 (0 keeps the default and is never kept)
  * to try, by prior: the most likely ones until they hold `mass` of the

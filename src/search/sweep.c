@@ -662,7 +662,7 @@ static void polish_starts(struct polish *P)
  * the likely ones; completing: those the prior cut skipped), then RELAX
  * unless completing. */
 static enum tp_status polish_changes(struct polish *P, bool comp,
-				     const struct evalres *cur, uint32_t *na)
+				     uint32_t *na)
 {
 	struct sctx *s = P->s;
 	uint32_t K = P->K, n_all = 0;
@@ -676,11 +676,8 @@ static enum tp_status polish_changes(struct polish *P, bool comp,
 		if (comp && !asked)
 			continue; /* all scored by the pass */
 		if (asked) {
-			float v;
-			bool hv;
 			st = search_priors(P->w, sctx_provider(s), lv, P->acts,
-					   n, &P->gl, P->inc, false, cur->time,
-					   &P->pb, &v, &hv);
+					   n, &P->gl, P->inc, false, &P->pb);
 			if (st)
 				return st;
 		}
@@ -742,7 +739,7 @@ static enum tp_status polish_score(struct polish *P, bool comp, bool resume,
 	enum tp_status st;
 
 	*nm = 0;
-	st = polish_changes(P, comp, cur, &na);
+	st = polish_changes(P, comp, &na);
 	if (st)
 		return st;
 	/* resumed: all[0 .. from) were scored by the pass a former stage
