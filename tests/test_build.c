@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/cluster.h"
 #include "core/model.h"
@@ -501,6 +502,101 @@ START_TEST(test_topo_vendor_figures)
 			      tp_test_route(&c, 0, per)->bw_Bps);
 		ck_assert_uint_eq(c.nodes.v[0].n_nics, want[i].nics);
 		tp_cluster_release(&c);
+	}
+}
+END_TEST
+
+/* --fabric FILE: the clos: keys as JSON (tagplan-fabric/1) give the same
+ * topology as the string; bad files fail at their place, exit 2, nothing
+ * written. */
+START_TEST(test_topo_fabric_file)
+{
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+		{"{\"format\": \"tagplan-fabric/1\", \"kind\": \"clos\", "
+		 "\"leaf\": 0}",
+		 "$.leaf: expected an integer from 1"},
+		{"{\"format\": \"tagplan-fabric/1\", \"kind\": \"fat-tree\", "
+		 "\"leaf\": 2}",
+		 "$.kind: unknown value \"fat-tree\"; expected one of clos"},
+		{"{\"format\": \"tagplan-fabric/1\", \"kind\": \"clos\", "
+		 "\"leaf\": 2, \"spin\": 3}",
+		 "did you mean \"spine\"?"},
+		{"{\"format\": \"tagplan-fabric/1\", \"kind\": \"clos\", "
+		 "\"leaf\": 2, \"oversubscription\": 0.5}",
+		 "$.oversubscription: expected a number >= 1"},
+		{"{\"format\": \"tagplan-fabric/1\", \"kind\": \"clos\", "
+		 "\"leaf\": 2, \"latency\": -1}",
+		 "$.latency: expected a number >= 0"},
+		{"{\"format\": \"tagplan-fabric/1\", \"leaf\": 2}",
+		 "missing required field \"kind\""},
+		{"{\"format\": \"tagplan-topology/1\", \"kind\": \"clos\", "
+		 "\"leaf\": 2}",
+		 "expected tagplan-fabric/1"},
+		{"{\"format\": \"tagplan-fabric/1\", \"kind\": \"clos\", "
+		 "\"leaf\": 2,}",
+		 ":1:"},
+	};
+	const char *dir = tp_test_tmpdir();
+	char fab[512], out1[512], out2[512];
+	char *a, *b;
+	size_t na, nb;
+	struct tp_run r;
+
+	snprintf(fab, sizeof(fab), "%s/fabric.json", dir);
+	snprintf(out1, sizeof(out1), "%s/file.json", dir);
+	snprintf(out2, sizeof(out2), "%s/string.json", dir);
+	{
+		static const char text[] =
+			"{\"format\": \"tagplan-fabric/1\", \"kind\": \"clos\", "
+			"\"leaf\": 2, \"spine\": 3, \"oversubscription\": 2, "
+			"\"latency\": 1e-6}\n";
+		const char *argv1[] = {"tagplan", "topo", "dgx-h100:13",
+				       "--fabric", fab, "-o", out1, NULL};
+		const char *argv2[] = {
+			"tagplan", "topo", "dgx-h100:13", "--fabric",
+			"clos:leaf=2,spine=3,oversubscription=2,latency=1e-6",
+			"-o", out2, NULL};
+		ck_assert_int_eq(tp_test_write(fab, text, strlen(text)), 0);
+		tp_run_tagplan(&r, argv1, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		tp_run_free(&r);
+		tp_run_tagplan(&r, argv2, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		tp_run_free(&r);
+	}
+	a = tp_test_read(out1, &na);
+	b = tp_test_read(out2, &nb);
+	ck_assert(a && b);
+	ck_assert_msg(na == nb && memcmp(a, b, na) == 0, "%s\n---\n%s", a, b);
+	ck_assert_ptr_nonnull(strstr(a, "\"tiers\""));
+	free(a);
+	free(b);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char out[512];
+		const char *argv[] = {"tagplan", "topo", "dgx-h100:4",
+				      "--fabric", fab, "-o", out, NULL};
+		snprintf(out, sizeof(out), "%s/bad%zu.json", dir, i);
+		ck_assert_int_eq(tp_test_write(fab, bad[i].text,
+					       strlen(bad[i].text)),
+				 0);
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 2, "%zu: exit %d: %s", i, r.status,
+			      r.err);
+		ck_assert_msg(strstr(r.err, fab) && strstr(r.err, bad[i].want),
+			      "%zu: %s", i, r.err);
+		ck_assert_msg(access(out, F_OK) != 0, "%zu: wrote %s", i, out);
+		tp_run_free(&r);
+	}
+	{
+		const char *argv[] = {"tagplan", "topo", "dgx-h100:4",
+				      "--fabric", "no-such-fabric.json", NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_ptr_nonnull(strstr(r.err, "neither clos:"));
+		ck_assert_uint_eq(r.out_len, 0);
+		tp_run_free(&r);
 	}
 }
 END_TEST
@@ -1313,6 +1409,7 @@ Suite *suite_build(void)
 	tcase_add_test(tc, test_topo_tag_testbed);
 	tcase_add_test(tc, test_topo_every_preset);
 	tcase_add_test(tc, test_topo_vendor_figures);
+	tcase_add_test(tc, test_topo_fabric_file);
 	tcase_add_test(tc, test_topo_errors);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("zoo");

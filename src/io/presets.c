@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include "io.h"
+#include "ioint.h"
+#include "json.h"
 
 /* PCIe x16, per direction (hardware table: 15.7 / 31.5 / 63 GB/s). */
 #define PCIE3 15.7e9
@@ -465,9 +467,110 @@ static enum tp_status add_spec(struct tp_cluster *c, const char *spec,
  * rounded up). */
 #define CLOS_SWITCH_LATENCY_S 5e-7
 
-/* "clos:leaf=N[,spine=M][,oversubscription=X][,latency=S]" -> tiers. */
+/* The tiers of a clos fabric: leaf switches of `leaf` nodes (uplinks
+ * divided by leaf_over), spines of `spine` leaves (0: one spine) with
+ * uplinks divided by over, and a core above the spines when spine > 0. */
+static void clos_tiers(double leaf, double spine, double over, double lat,
+		       double leaf_over, struct tp_tier *tiers, uint32_t *n)
+{
+	tiers[0] = (struct tp_tier){"leaf", (uint32_t)leaf, 0, 0, leaf_over};
+	tiers[1] = (struct tp_tier){"spine", (uint32_t)spine, 0, lat, over};
+	*n = 2;
+	if (spine > 0)
+		tiers[(*n)++] = (struct tp_tier){"core", 0, 0, lat, 1};
+}
+
+/* The clos: string of a fabric, for the topology's name (the same for a
+ * string and a file that say the same; %g: round trips for the values
+ * people write). */
+static void clos_spec(double leaf, double spine, double over, double lat,
+		      char *spec, size_t size)
+{
+	int k = snprintf(spec, size, "clos:leaf=%.0f", leaf);
+
+	if (spine > 0 && k >= 0 && (size_t)k < size)
+		k += snprintf(spec + k, size - (size_t)k, ",spine=%.0f", spine);
+	if (over != 1 && k >= 0 && (size_t)k < size)
+		k += snprintf(spec + k, size - (size_t)k,
+			      ",oversubscription=%g", over);
+	if (lat != CLOS_SWITCH_LATENCY_S && k >= 0 && (size_t)k < size)
+		snprintf(spec + k, size - (size_t)k, ",latency=%g", lat);
+}
+
+static int fabric_kind(const char *s)
+{
+	return strcmp(s, "clos") == 0 ? 0 : -1;
+}
+
+/*
+ * A fabric file (tagplan-fabric/1): the keys of the clos: string as JSON,
+ *   {"format": "tagplan-fabric/1", "kind": "clos", "leaf": 32,
+ *    "spine": 16, "oversubscription": 2, "latency": 5e-7}
+ * Errors name the file and the JSON path (TP_EINPUT, exit 2).
+ */
+static enum tp_status read_fabric_file(const char *path, double leaf_over,
+				       struct tp_tier *tiers, uint32_t *n,
+				       char *spec, size_t spec_size,
+				       struct tp_error *err)
+{
+	static const char *const fields[] = {"format", "kind", "leaf",
+					     "spine", "oversubscription",
+					     "latency", NULL};
+	struct tp_json_doc doc;
+	struct tp_jctx j;
+	char *text = NULL;
+	size_t len = 0;
+	int64_t leaf = 0, spine = 0;
+	int kind = 0;
+	double over = 1, lat = CLOS_SWITCH_LATENCY_S;
+	enum tp_status st;
+
+	struct tp_load_options o;
+
+	if ((st = tp_file_read_text(path, 0, &text, &len, err))) {
+		char why[sizeof(err->msg)];
+		if (st != TP_EIO)
+			return st;
+		snprintf(why, sizeof(why), "%s", err->msg);
+		return tp_error_set(err, TP_EUSAGE,
+				    "--fabric %s: neither clos:... nor a "
+				    "readable fabric file (%s)",
+				    path, why);
+	}
+	/* strict: a misspelt key would silently change the fabric */
+	tp_load_options_default(&o);
+	o.strict = true;
+	st = tp_io_parse(path, text, len, &o, "tagplan-fabric/1", &doc, &j,
+			 err);
+	free(text);
+	if (st)
+		return st;
+	if (!(st = tp_jctx_object(&j, doc.root, "a fabric", fields)) &&
+	    !(st = tp_jget_enum(&j, doc.root, "kind", true, fabric_kind,
+				       "clos", 0, &kind)) &&
+	    !(st = tp_jget_int(&j, doc.root, "leaf", true, 1,
+			       TP_CLUSTER_MAX_DEVICES, 0, &leaf, NULL)) &&
+	    !(st = tp_jget_int(&j, doc.root, "spine", false, 1,
+			       TP_CLUSTER_MAX_DEVICES, 0, &spine, NULL)) &&
+	    !(st = tp_io_get_quantity(&j, doc.root, "oversubscription", false,
+				      TP_JNUM_GE1, TP_IOQ_OVERSUBSCRIPTION, 1,
+				      &over, NULL)))
+		st = tp_io_get_quantity(&j, doc.root, "latency", false,
+					TP_JNUM_NONNEG, TP_IOQ_LATENCY,
+					CLOS_SWITCH_LATENCY_S, &lat, NULL);
+	tp_json_doc_release(&doc);
+	if (st)
+		return st;
+	clos_tiers((double)leaf, (double)spine, over, lat, leaf_over, tiers, n);
+	clos_spec((double)leaf, (double)spine, over, lat, spec, spec_size);
+	return TP_OK;
+}
+
+/* "clos:leaf=N[,spine=M][,oversubscription=X][,latency=S]" or a fabric
+ * file -> tiers. */
 static enum tp_status parse_fabric(const char *fabric, double leaf_over,
 				   struct tp_tier *tiers, uint32_t *n,
+				   char *spec, size_t spec_size,
 				   struct tp_error *err)
 {
 	static const char usage[] =
@@ -476,8 +579,8 @@ static enum tp_status parse_fabric(const char *fabric, double leaf_over,
 	const char *p;
 
 	if (strncmp(fabric, "clos:", 5) != 0)
-		return tp_error_set(err, TP_EUSAGE,
-				    "unknown fabric \"%s\"; %s", fabric, usage);
+		return read_fabric_file(fabric, leaf_over, tiers, n, spec,
+					spec_size, err);
 	for (p = fabric + 5; *p;) {
 		const char *eq = strchr(p, '='), *end = strchr(p, ',');
 		size_t klen;
@@ -523,11 +626,8 @@ static enum tp_status parse_fabric(const char *fabric, double leaf_over,
 				    "fabric \"%s\": leaf=N (nodes per leaf "
 				    "switch) is required; %s",
 				    fabric, usage);
-	tiers[0] = (struct tp_tier){"leaf", (uint32_t)leaf, 0, 0, leaf_over};
-	tiers[1] = (struct tp_tier){"spine", (uint32_t)spine, 0, lat, over};
-	*n = 2;
-	if (spine > 0)
-		tiers[(*n)++] = (struct tp_tier){"core", 0, 0, lat, 1};
+	clos_tiers(leaf, spine, over, lat, leaf_over, tiers, n);
+	clos_spec(leaf, spine, over, lat, spec, spec_size);
 	return TP_OK;
 }
 
@@ -547,6 +647,7 @@ enum tp_status tp_build_topology_fabric(const char *const *specs, int n_specs,
 					struct tp_error *err)
 {
 	struct tp_tier tiers[3];
+	char fabric_spec[256];
 	uint32_t n_tiers = 0;
 	const struct network *net = NULL;
 	uint32_t counters[sizeof(presets) / sizeof(presets[0])] = {0};
@@ -573,7 +674,8 @@ enum tp_status tp_build_topology_fabric(const char *const *specs, int n_specs,
 				    "not %g",
 				    oversubscription);
 	if (fabric && (st = parse_fabric(fabric, oversubscription, tiers,
-					 &n_tiers, err)))
+					 &n_tiers, fabric_spec,
+					 sizeof(fabric_spec), err)))
 		return st;
 	tp_strbuf_init(&name);
 	st = tp_devices_load_builtin(c, err);
@@ -585,7 +687,7 @@ enum tp_status tp_build_topology_fabric(const char *const *specs, int n_specs,
 		tp_strbuf_addf(&name, " --oversubscription %g",
 			       oversubscription);
 	if (!st && fabric)
-		tp_strbuf_addf(&name, " --fabric %s", fabric);
+		tp_strbuf_addf(&name, " --fabric %s", fabric_spec);
 	if (!st && fabric)
 		st = tp_cluster_connect_tiers(c, tiers, n_tiers, err);
 	else if (!st)
