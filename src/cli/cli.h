@@ -145,6 +145,19 @@ int cmd_export(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 
+/* When the model has profiles: the summary lines saying how many of
+ * plan's ops were priced measured, interpolated, extrapolated or by the
+ * roofline (tp_sim_profile_census), and which device types a profile
+ * makes faster than their catalogue peak (tp_sim_type_speed), to f.
+ * Nothing without profiles or when the census fails. */
+struct tp_sim;
+struct tp_plan;
+struct tp_model;
+struct tp_cluster;
+void tp_cli_profile_note(const struct tp_sim *sim, const struct tp_plan *p,
+			 const struct tp_model *m, const struct tp_cluster *c,
+			 FILE *f);
+
 /* For commands whose logic comes later: says so, exits 3. */
 int tp_cli_not_yet(const char *cmd, const char *issue);
 

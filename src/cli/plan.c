@@ -621,9 +621,14 @@ static void print_human(const struct tp_search_result *res,
 					 "s");
 			fprintf(f,
 				"  lower bound    %s (all devices computing at "
-				"peak): this plan is at %.0f%%\n",
-				tb, 100 * res->lower_bound_s / r->iteration_time_s);
+				"%s): this plan is at %.0f%%\n",
+				tb,
+				m->profiles.n ? "their fastest profiled or "
+						"peak speed"
+					      : "peak",
+				100 * res->lower_bound_s / r->iteration_time_s);
 		}
+		tp_cli_profile_note(sim, p, m, c, f);
 		fprintf(f, "  baselines      ");
 		for (int b = 0, first = 1; b < TP_BASELINE_COUNT; b++) {
 			const struct tp_baseline_result *br = &res->baselines[b];

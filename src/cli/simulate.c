@@ -314,6 +314,20 @@ int cmd_simulate(int argc, char **argv)
 				r.iteration_time_s, r.throughput_samples_per_s,
 				r.tflops_per_device, 100 * r.mfu,
 				r.feasible ? "fits" : "does not fit");
+		if (mp->profiles.n) {
+			/* wrapped at 80 columns as plan's summary is */
+			char *buf = NULL;
+			size_t len = 0;
+			FILE *f = open_memstream(&buf, &len);
+			if (f) {
+				tp_cli_profile_note(sim, pp, mp, cp, f);
+				fclose(f);
+				tp_strbuf_reset(&text);
+				tp_render_wrap(&text, buf ? buf : "", 80);
+				fputs(tp_strbuf_cstr(&text), stderr);
+				free(buf);
+			}
+		}
 	}
 	code = r.feasible ? TP_EXIT_OK : TP_EXIT_CHECK;
 	goto done;

@@ -462,7 +462,11 @@ static void headline(const struct tp_scene *s, const struct tp_plan *p,
 				       "of all %zu",
 				       tf, 100 * mfu, n_used,
 				       n_used == 1 ? "" : "s",
-				       100 * mfu * used_peak / all_peak,
+				       100 * mfu *
+					       (r && r->speed_all > 0
+							? r->speed_used /
+								  r->speed_all
+							: used_peak / all_peak),
 				       c->devices.n);
 		else
 			tp_strbuf_addf(&line,

@@ -44,6 +44,10 @@ struct tp_report {
 	double tflops_per_device;        /* model FLOP / devices / time / 1e12 */
 	double mfu;                      /* model FLOP / (time * sum of peaks),
 					    recomputation not counted */
+	double speed_used, speed_all;    /* the sums of peaks MFU divides by:
+					    over the devices used and over all
+					    (FLOP/s; the simulator's type
+					    speeds, profiles counted) */
 	double bubble_fraction;          /* pipeline idle share, 0 without pp */
 	uint32_t n_devices;
 	struct tp_report_device *devices;

@@ -95,6 +95,14 @@ enum tp_status tp_planner_run(struct tp_planner *pl,
 		so.runtime = NULL;
 	}
 	st = tp_search_run(pl->m, pl->c, ev, &so, res, err);
+	/* the bound at the speeds the plans were simulated with: a profile
+	   or TF32 may beat the catalogue peak the search's bound divides by */
+	if (st == TP_OK) {
+		double lb = tp_sim_iteration_bound(pl->sim,
+						   (double)pl->m->global_batch);
+		if (lb < res->lower_bound_s)
+			res->lower_bound_s = lb;
+	}
 	if (st == TP_OK && res->have_plan) {
 		res->plan.grad_bucket_bytes = pl->o.sim.grad_bucket_bytes;
 		snprintf(res->plan.runtime, sizeof(res->plan.runtime), "%s",

@@ -19,7 +19,10 @@
  * its lower bound) unless po.bound is false.  The answer records the
  * gradient bucket it was simulated with (plan.grad_bucket_bytes) and the
  * runtime it was made for (plan.runtime), so that simulate, check and
- * render of the written plan agree with the search.
+ * render of the written plan agree with the search.  Its lower_bound_s
+ * is the simulator's (tp_sim_iteration_bound: the types' speeds, profiled
+ * or TF32 rates counted) where that is the lower of the two, so no
+ * simulated plan beats it.
  * The priors (options.prior, a core/prior.h provider such as the GNN's)
  * are the caller's: the search does not know who computes them.
  *

@@ -251,7 +251,8 @@ struct tp_search_result {
 	uint64_t tree_nodes, rounds, seeds;
 	bool tree_full; /* the tree budget ran out (expansion stopped) */
 	double seconds;
-	double lower_bound_s; /* model FLOP / sum of peak FLOP/s */
+	double lower_bound_s; /* model FLOP / sum of catalogue peak FLOP/s
+				 (tp_planner_run: the simulator's speeds) */
 	uint64_t bounded; /* evaluations settled by the simulator's lower
 			     bound instead of a simulation (bound_sim) */
 	/* the prior provider: states it was asked about (its forward

@@ -134,7 +134,7 @@ static void device_totals(const struct tp_sim *sim, struct tp_sim_scratch *s,
 				rep->devices[s->dev_rep[d]].communication_s;
 		}
 		(*n_used)++;
-		*used_peak += sim->dev[c->devices.v[d].type].peak;
+		*used_peak += sim->speed[c->devices.v[d].type];
 		x->memory.reserved = ty->reserved_bytes;
 		x->peak_memory_bytes = x->memory.weights + x->memory.gradients +
 				       x->memory.optimizer +
@@ -178,6 +178,10 @@ static void flop_figures(const struct tp_sim *sim, const struct tp_plan *plan,
 	}
 	rep->iteration_time_s = t_end;
 	rep->n_devices = sim->n_dev;
+	rep->speed_used = used_peak;
+	rep->speed_all = 0;
+	for (uint32_t d = 0; d < sim->n_dev; d++)
+		rep->speed_all += sim->speed[sim->c->devices.v[d].type];
 	rep->model_flop_per_iteration = B * (sim->fwd_flop + sim->bwd_flop +
 					     rec_flop);
 	if (t_end > 0) {

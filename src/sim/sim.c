@@ -46,6 +46,8 @@ void tp_sim_free(struct tp_sim *sim)
 	free(sim->in_bytes);
 	free(sim->dev);
 	free(sim->types);
+	free(sim->speed);
+	free(sim->speed_profiled);
 	tp_sim_sfb_free(sim);
 	free(sim);
 }
@@ -106,8 +108,12 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 	sim->in_bytes = tp_calloc(sim->n_ops + 1, sizeof(double));
 	sim->dev = tp_calloc(sim->n_types + 1, sizeof(*sim->dev));
 	sim->types = tp_calloc(sim->n_types + 1, sizeof(*sim->types));
+	sim->speed = tp_calloc(sim->n_types + 1, sizeof(*sim->speed));
+	sim->speed_profiled = tp_calloc(sim->n_types + 1,
+					sizeof(*sim->speed_profiled));
 	if (!sim->prof || !sim->prof_n || !sim->ptab || !sim->chan_bw ||
-	    !sim->in_bytes || !sim->dev || !sim->types)
+	    !sim->in_bytes || !sim->dev || !sim->types || !sim->speed ||
+	    !sim->speed_profiled)
 		goto nomem;
 	for (uint32_t i = 0, used = 0; i < sim->n_ops; i++) {
 		const struct tp_op *op = &m->ops.v[i];
@@ -140,6 +146,7 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 				    sim->o.params.gemm_sustained);
 		tf32_peak(sim, t);
 	}
+	tp_sim_speed_init(sim);
 	tp_cost_state_init(&sim->state, m->dtype, m->optimizer);
 	if (tp_sim_sfb_new(sim, err)) {
 		tp_sim_free(sim);

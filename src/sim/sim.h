@@ -38,6 +38,7 @@
 #include "core/error.h"
 #include "core/model.h"
 #include "core/plan.h"
+#include "core/profile.h"
 #include "core/report.h"
 #include "core/strbuf.h"
 
@@ -174,6 +175,37 @@ enum tp_status tp_sim_lower_bound(const struct tp_sim *sim,
 				  const struct tp_plan *plan,
 				  struct tp_sim_scratch *scratch,
 				  double *lower_bound_s, struct tp_error *err);
+
+/*
+ * The fastest FLOP rate the simulator prices work at on device type
+ * `type` (an index into the cluster's types): the larger of the cost
+ * model's peaks (with TF32 when the runtime uses it) and the fastest
+ * measured point of any op's profile on the type (per rank: an op tp
+ * splits counts its work divided by the point's tp).  No op execution is
+ * faster, so MFU (the report's, over this speed) never exceeds 1 and
+ * tp_sim_iteration_bound never exceeds a simulated iteration.
+ * *profiled (may be NULL): a profile set it above the peaks.
+ */
+double tp_sim_type_speed(const struct tp_sim *sim, uint32_t type,
+			 bool *profiled);
+
+/* The iteration time of global_batch samples were every device of the
+ * cluster computing the model's FLOP at its type's speed: a lower bound
+ * of every plan's simulated time. */
+double tp_sim_iteration_bound(const struct tp_sim *sim, double global_batch);
+
+/*
+ * How the ops of plan were priced (simulates it once with scratch): per
+ * op, its least exact figure over the plan's lanes and their ranks' types
+ * (measured, interpolated, extrapolated, or TP_PROFILE_NONE: the roofline
+ * for want of a profile), counted into counts[how].  Ops without time
+ * (inputs) are not counted.  Errors as tp_sim_run.
+ */
+enum tp_status tp_sim_profile_census(const struct tp_sim *sim,
+				     const struct tp_plan *plan,
+				     struct tp_sim_scratch *s,
+				     uint32_t counts[TP_PROFILE_HOW_COUNT],
+				     struct tp_error *err);
 
 /*
  * The gradient-compression selection (src/compress/sfb.h) the simulator

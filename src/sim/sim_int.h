@@ -57,6 +57,10 @@ struct tp_sim {
 	double *chan_bw;     /* effective bandwidth per directed channel */
 	double *in_bytes;    /* per op: bytes per sample entering it */
 	double fwd_flop, bwd_flop; /* per sample, whole model */
+	/* per type: the fastest FLOP rate an op reaches (speed.c), and
+	 * whether a profiled point set it above the cost model's peak */
+	double *speed;
+	bool *speed_profiled;
 	struct tp_sfb *sfb; /* gradient compression (sfb_hook.c) */
 };
 
@@ -356,6 +360,10 @@ struct devmem {
 };
 
 /* A run, step by step (sim.c calls them in this order). */
+
+/* speed.c: sim->speed and speed_profiled (after sim->dev and the
+ * profile tables). */
+void tp_sim_speed_init(struct tp_sim *sim);
 
 /* lanes.c: the group graph (s->groups, gedges, gorder, CSR, stages,
  * virtual depth; *depth = pipeline depth), TP_EINPUT for groups that
