@@ -306,6 +306,8 @@ static void inspect_outline(struct tp_jw *jw, const struct tp_plan_outline *ol)
 		tp_jw_kv_int(jw, "op_ranges", og->n_ranges);
 		tp_jw_kv_int(jw, "devices", og->n_devices);
 		tp_jw_kv_int(jw, "dp", og->dp);
+		if (og->cp > 1)
+			tp_jw_kv_int(jw, "cp", og->cp);
 		tp_jw_kv_int(jw, "tp", og->tp);
 		tp_jw_kv_string(jw, "sync", tp_sync_name(og->sync));
 		tp_jw_kv_string(jw, "recompute",

@@ -98,13 +98,37 @@ enum tp_status tp_plan_add_group(struct tp_plan *p, const uint32_t *ops,
 				 const double *shares, uint32_t *index,
 				 struct tp_error *err)
 {
-	struct tp_plan_group g;
+	struct tp_plan_degrees deg = {dp, 1, tp};
+	enum tp_status st = tp_plan_add_group_degrees(p, ops, n_ops, devs,
+						      n_devs, &deg, shares, err);
 
-	if (dp == 0 || tp == 0 || (uint64_t)dp * tp != n_devs)
+	if (!st && index)
+		*index = (uint32_t)p->groups.n - 1;
+	return st;
+}
+
+enum tp_status tp_plan_add_group_degrees(struct tp_plan *p,
+					 const uint32_t *ops, uint32_t n_ops,
+					 const uint32_t *devs, uint32_t n_devs,
+					 const struct tp_plan_degrees *deg,
+					 const double *shares,
+					 struct tp_error *err)
+{
+	struct tp_plan_group g;
+	uint32_t dp = deg->dp, cp = deg->cp, tp = deg->tp;
+
+	if (dp == 0 || tp == 0 || cp == 0 ||
+	    (uint64_t)dp * cp * tp != n_devs) {
+		if (cp == 1)
+			return tp_error_set(err, TP_EINPUT,
+					    "dp (%u) x tp (%u) must equal the "
+					    "number of devices (%u)",
+					    dp, tp, n_devs);
 		return tp_error_set(err, TP_EINPUT,
-				    "dp (%u) x tp (%u) must equal the number "
-				    "of devices (%u)",
-				    dp, tp, n_devs);
+				    "dp (%u) x cp (%u) x tp (%u) must equal "
+				    "the number of devices (%u)",
+				    dp, cp, tp, n_devs);
+	}
 	if (tp_vec_reserve(&p->ops, n_ops) || tp_vec_reserve(&p->devs, n_devs) ||
 	    tp_vec_reserve(&p->shares, dp) || tp_vec_reserve(&p->groups, 1))
 		return tp_error_set(err, TP_ENOMEM, "out of memory");
@@ -117,6 +141,7 @@ enum tp_status tp_plan_add_group(struct tp_plan *p, const uint32_t *ops,
 	g.dp = dp;
 	g.tp = tp;
 	g.ep = 1;
+	g.cp = cp;
 	g.sync = TP_SYNC_RING;
 	g.recompute = TP_RECOMPUTE_NONE;
 	g.sfb_first = (uint32_t)p->sfb.n;
@@ -129,8 +154,6 @@ enum tp_status tp_plan_add_group(struct tp_plan *p, const uint32_t *ops,
 	for (uint32_t r = 0; r < dp; r++)
 		p->shares.v[p->shares.n++] = shares ? shares[r] : 1.0 / dp;
 	p->groups.v[p->groups.n++] = g;
-	if (index)
-		*index = (uint32_t)p->groups.n - 1;
 	return TP_OK;
 }
 
@@ -212,6 +235,35 @@ out:
 	return st;
 }
 
+/* Why a group's context-parallel degree cp is refused (path names it). */
+static enum tp_status cp_error(const struct tp_plan *p,
+			       const struct tp_model *m, uint32_t cp,
+			       const char *path, struct tp_error *err)
+{
+	if (cp != p->groups.v[0].cp)
+		return tp_error_set_path(
+			err, TP_EINPUT, path,
+			"cp=%u differs from the first group's cp=%u; every "
+			"group of a plan splits the sequence the same way",
+			cp, p->groups.v[0].cp);
+	if (m->seq_len <= 0)
+		return tp_error_set_path(err, TP_EINPUT, path,
+					 "cp=%u: context parallelism splits "
+					 "the sequence, and the model has no "
+					 "sequence length; use cp=1",
+					 cp);
+	/* Megatron-Core cuts every sequence into 2*cp chunks and gives rank
+	 * c chunks c and 2cp-1-c, so that causal attention costs every rank
+	 * the same (load balancing). */
+	return tp_error_set_path(err, TP_EINPUT, path,
+				 "cp=%u: the sequence of %lld tokens does not "
+				 "split into 2*cp = %u equal chunks (causal "
+				 "load balancing); use a cp whose double "
+				 "divides %lld",
+				 cp, (long long)m->seq_len, 2 * cp,
+				 (long long)m->seq_len);
+}
+
 enum tp_status tp_plan_validate(const struct tp_plan *p,
 				const struct tp_model *m,
 				const struct tp_cluster *c,
@@ -282,14 +334,28 @@ enum tp_status tp_plan_validate(const struct tp_plan *p,
 					       "a group needs at least one op");
 			goto out;
 		}
-		if (gr->dp == 0 || gr->tp == 0 ||
-		    (uint64_t)gr->dp * gr->tp != gr->n_devices) {
+		if (gr->dp == 0 || gr->tp == 0 || gr->cp == 0 ||
+		    (uint64_t)gr->dp * gr->cp * gr->tp != gr->n_devices) {
 			snprintf(path, sizeof(path), "$.groups[%u]", g);
-			st = tp_error_set_path(
-				err, TP_EINPUT, path,
-				"dp (%u) x tp (%u) must equal the number of "
-				"devices (%u)",
-				gr->dp, gr->tp, gr->n_devices);
+			if (gr->cp == 1)
+				st = tp_error_set_path(
+					err, TP_EINPUT, path,
+					"dp (%u) x tp (%u) must equal the "
+					"number of devices (%u)",
+					gr->dp, gr->tp, gr->n_devices);
+			else
+				st = tp_error_set_path(
+					err, TP_EINPUT, path,
+					"dp (%u) x cp (%u) x tp (%u) must "
+					"equal the number of devices (%u)",
+					gr->dp, gr->cp, gr->tp, gr->n_devices);
+			goto out;
+		}
+		if (gr->cp != p->groups.v[0].cp ||
+		    (gr->cp > 1 && (m->seq_len <= 0 ||
+				    m->seq_len % (2 * (int64_t)gr->cp)))) {
+			snprintf(path, sizeof(path), "$.groups[%u].cp", g);
+			st = cp_error(p, m, gr->cp, path, err);
 			goto out;
 		}
 		if (gr->sp && gr->tp < 2) {
@@ -398,6 +464,8 @@ enum tp_status tp_plan_validate(const struct tp_plan *p,
 				why = "it has a single replica (dp < 2)";
 			else if (gr->tp > 1)
 				why = "it is tensor parallel (tp > 1)";
+			else if (gr->cp > 1)
+				why = "it is context parallel (cp > 1)";
 			else if (gr->sync == TP_SYNC_PS)
 				why = "it synchronises through a parameter "
 				      "server (use ring or hierarchical)";

@@ -2,10 +2,14 @@
  * plan.h - the plan IR: how one training iteration runs on a cluster.
  *
  * A plan partitions the model's ops into groups.  Each group runs on a
- * device set with a data-parallel degree dp and a tensor-parallel degree tp
- * (dp * tp == number of devices).  devices[r * tp + k] is tensor rank k of
- * replica r.  Replica r processes the fraction shares[r] of every
- * micro-batch (shares sum to 1; uneven on heterogeneous devices).
+ * device set with a data-parallel degree dp, a context-parallel degree cp
+ * and a tensor-parallel degree tp (dp * cp * tp == number of devices).
+ * devices[(r * cp + c) * tp + k] is tensor rank k of context rank c of
+ * replica r (Megatron-Core's rank order: tensor fastest, then context,
+ * then data).  Replica r processes the fraction shares[r] of every
+ * micro-batch (shares sum to 1; uneven on heterogeneous devices); its cp
+ * context ranks each take 1/cp of every sequence (cp 1 = no context
+ * parallelism).
  *
  * Groups whose device sets are disjoint and which follow each other in the
  * model form pipeline stages; a device may hold several non-adjacent groups
@@ -86,6 +90,8 @@ struct tp_plan_group {
 	uint32_t dev_first, n_devices; /* into plan->devs (device indices) */
 	uint32_t share_first;          /* dp entries in plan->shares */
 	uint32_t dp, tp;
+	uint32_t cp; /* context-parallel degree, >= 1: the sequence split
+			over cp ranks with ring attention (src/sim/README) */
 	enum tp_sync sync;
 	enum tp_recompute recompute;
 	bool sp; /* sequence parallelism (needs tp > 1) */
@@ -222,6 +228,23 @@ enum tp_status tp_plan_add_group(struct tp_plan *p, const uint32_t *ops,
 				 const double *shares, uint32_t *index,
 				 struct tp_error *err);
 
+/* A group's parallel degrees: devices = dp * cp * tp. */
+struct tp_plan_degrees {
+	uint32_t dp, cp, tp;
+};
+
+/*
+ * tp_plan_add_group with a context-parallel degree: dp * cp * tp must
+ * equal n_devs (devices in the order of the header comment), shares NULL
+ * or dp entries.  The new group is the plan's last.
+ */
+enum tp_status tp_plan_add_group_degrees(struct tp_plan *p,
+					 const uint32_t *ops, uint32_t n_ops,
+					 const uint32_t *devs, uint32_t n_devs,
+					 const struct tp_plan_degrees *deg,
+					 const double *shares,
+					 struct tp_error *err);
+
 static inline uint32_t *tp_plan_group_ops(const struct tp_plan *p, uint32_t g)
 {
 	return p->ops.v + p->groups.v[g].op_first;
@@ -242,7 +265,8 @@ static inline uint32_t *tp_plan_group_sfb(const struct tp_plan *p, uint32_t g)
 /*
  * Check the plan against its model and cluster: every op in exactly one
  * group, device and op indices in range, no device twice in a group,
- * dp * tp == devices, shares positive and summing to 1, tp dividing every
+ * dp * cp * tp == devices, cp the same in every group and, above 1,
+ * dividing a sequence model's tokens in 2 * cp chunks, shares positive and summing to 1, tp dividing every
  * op's tp_units, sp only with tp > 1, micro-batches dividing the batch
  * into at least one sample per replica, schedule/virtual stages/ZeRO
  * consistent, ep dividing dp and each layer's routed experts in the group

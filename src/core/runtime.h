@@ -101,6 +101,8 @@ struct tp_runtime_behaviour {
 struct tp_runtime_can {
 	enum tp_launcher launcher;
 	bool tensor_parallel, pipeline_parallel, sequence_parallel;
+	bool context_parallel;   /* cp > 1 (ring attention); optional in
+				    a profile, false when absent */
 	bool per_stage_degrees;  /* stages may differ in tp and dp */
 	bool uneven_shares;      /* replicas of a stage may take unequal
 				    batch shares */
@@ -190,6 +192,7 @@ enum tp_runtime_cap {
 	TP_CAP_COMPRESSION,
 	TP_CAP_LOSSY,
 	TP_CAP_PER_GROUP_RECOMPUTE,
+	TP_CAP_CONTEXT_PARALLEL,
 	TP_CAP_COUNT
 };
 

@@ -26,7 +26,8 @@ static const char *const cap_names[TP_CAP_COUNT] = {"tensor_parallel",
 						    "max_zero_pipelined",
 						    "compression",
 						    "lossy",
-						    "per_group_recompute"};
+						    "per_group_recompute",
+						    "context_parallel"};
 
 const char *tp_runtime_cap_name(enum tp_runtime_cap c)
 {
@@ -140,6 +141,9 @@ static void check_groups(const struct tp_runtime_can *can,
 		if (gr->tp > 1 && !can->tensor_parallel)
 			need(n, TP_CAP_TENSOR_PARALLEL,
 			     "group %u is tensor parallel (tp %u)", g, gr->tp);
+		if (gr->cp > 1 && !can->context_parallel)
+			need(n, TP_CAP_CONTEXT_PARALLEL,
+			     "group %u is context parallel (cp %u)", g, gr->cp);
 		if (gr->sp && !can->sequence_parallel)
 			need(n, TP_CAP_SEQUENCE_PARALLEL,
 			     "group %u uses sequence parallelism", g);

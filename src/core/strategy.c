@@ -15,6 +15,7 @@ void tp_strategy_default(struct tp_strategy *s)
 	memset(s, 0, sizeof(*s));
 	s->tp = 1;
 	s->pp = 1;
+	s->cp = 1;
 	s->dp = 0;
 	s->mb = 1;
 	s->gbs = 0;
@@ -29,11 +30,11 @@ void tp_strategy_default(struct tp_strategy *s)
 
 static const char *const keys[] = {"tp",        "pp", "dp",   "mb",
 				   "gbs",       "schedule", "recompute",
-				   "sp",        "zero", "sync", "ep"};
+				   "sp",        "zero", "sync", "ep", "cp"};
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
 static const char key_list[] =
-	"tp, pp, dp, mb, gbs, schedule, recompute, sp, zero, sync, ep";
+	"tp, pp, dp, mb, gbs, schedule, recompute, sp, zero, sync, ep, cp";
 
 /* Parse a positive (or, with allow_zero, non-negative) decimal integer no
  * larger than max. */
@@ -164,6 +165,12 @@ static enum tp_status set_key(struct tp_strategy *s, int k, const char *key,
 					 "a positive integer (at most 1048576)");
 		s->ep = (uint32_t)x;
 		return TP_OK;
+	case 11: /* cp */
+		if (parse_uint(val, 1 << 20, false, &x))
+			return bad_value(err, key, val,
+					 "a positive integer (at most 1048576)");
+		s->cp = (uint32_t)x;
+		return TP_OK;
 	default:
 		return tp_error_set(err, TP_EINTERNAL, "bad strategy key");
 	}
@@ -243,7 +250,7 @@ enum tp_status tp_strategy_parse(const char *text, struct tp_strategy *s,
 
 void tp_strategy_format(const struct tp_strategy *s, char *buf, size_t size)
 {
-	char sched[32], dp[16], gbs[32];
+	char sched[32], dp[16], gbs[32], cp[24];
 
 	if (s->schedule == TP_SCHEDULE_INTERLEAVED)
 		snprintf(sched, sizeof(sched), "interleaved:%u",
@@ -259,10 +266,14 @@ void tp_strategy_format(const struct tp_strategy *s, char *buf, size_t size)
 		snprintf(gbs, sizeof(gbs), "%lld", (long long)s->gbs);
 	else
 		snprintf(gbs, sizeof(gbs), "model");
+	if (s->cp > 1)
+		snprintf(cp, sizeof(cp), "cp=%u,", s->cp);
+	else
+		cp[0] = '\0';
 	snprintf(buf, size,
-		 "tp=%u,pp=%u,dp=%s,mb=%u,gbs=%s,schedule=%s,recompute=%s,"
+		 "tp=%u,%spp=%u,dp=%s,mb=%u,gbs=%s,schedule=%s,recompute=%s,"
 		 "sp=%s,zero=%u,sync=%s",
-		 s->tp, s->pp, dp, s->mb, gbs, sched,
+		 s->tp, cp, s->pp, dp, s->mb, gbs, sched,
 		 tp_recompute_name(s->recompute), s->sp ? "on" : "off",
 		 s->zero,
 		 s->sync < 0 ? "auto" : tp_sync_name((enum tp_sync)s->sync));
@@ -370,6 +381,7 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 				   struct tp_plan *plan, struct tp_error *err)
 {
 	uint32_t ndev = (uint32_t)c->devices.n, tp = s->tp, pp = s->pp, dp;
+	uint32_t cp = s->cp;
 	uint32_t V = s->schedule == TP_SCHEDULE_INTERLEAVED ? s->virtual_stages
 							    : 1;
 	uint32_t n_chunks, nops = (uint32_t)m->ops.n, *chunk = NULL,
@@ -382,9 +394,26 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 	if (!m->finalized || !c->finalized)
 		return tp_error_set(err, TP_EINTERNAL,
 				    "model and topology must be finalized");
-	if (tp == 0 || pp == 0 || s->mb == 0)
+	if (tp == 0 || pp == 0 || s->mb == 0 || cp == 0)
 		return tp_error_set(err, TP_EINPUT,
-				    "strategy: tp, pp and mb must be positive");
+				    "strategy: tp, pp, cp and mb must be "
+				    "positive");
+	if (cp > 1 && m->seq_len <= 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: cp=%u: context parallelism "
+				    "splits the sequence, and the model has no "
+				    "sequence length; drop cp",
+				    cp);
+	/* Megatron-Core cuts a sequence into 2*cp chunks (causal load
+	 * balancing); tp_plan_validate has the same rule */
+	if (cp > 1 && m->seq_len % (2 * (int64_t)cp) != 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: cp=%u: the sequence of %lld "
+				    "tokens does not split into 2*cp = %u equal "
+				    "chunks (causal load balancing); use a cp "
+				    "whose double divides %lld",
+				    cp, (long long)m->seq_len, 2 * cp,
+				    (long long)m->seq_len);
 	if (m->arch.heads > 0 && m->arch.heads % tp != 0)
 		return tp_error_set(err, TP_EINPUT,
 				    "strategy: tp=%u does not divide the model's "
@@ -410,14 +439,22 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 					    tp, op->tp_units, op->name,
 					    op->tp_units);
 	}
-	if ((uint64_t)tp * pp > ndev)
+	if ((uint64_t)tp * pp * cp > ndev) {
+		if (cp == 1)
+			return tp_error_set(err, TP_EINPUT,
+					    "strategy: tp*pp = %llu exceeds the "
+					    "%u devices of the topology; lower "
+					    "tp or pp",
+					    (unsigned long long)tp * pp, ndev);
 		return tp_error_set(err, TP_EINPUT,
-				    "strategy: tp*pp = %llu exceeds the %u "
-				    "devices of the topology; lower tp or pp",
-				    (unsigned long long)tp * pp, ndev);
+				    "strategy: tp*cp*pp = %llu exceeds the %u "
+				    "devices of the topology; lower tp, cp or "
+				    "pp",
+				    (unsigned long long)tp * cp * pp, ndev);
+	}
 	if (s->dp) {
 		dp = s->dp;
-		if ((uint64_t)tp * pp * dp != ndev)
+		if ((uint64_t)tp * pp * cp * dp != ndev && cp == 1)
 			return tp_error_set(
 				err, TP_EINPUT,
 				"strategy: tp*pp*dp = %u*%u*%u = %llu, but the "
@@ -425,8 +462,16 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 				"equal the device count (or omit dp)",
 				tp, pp, dp, (unsigned long long)tp * pp * dp,
 				ndev);
+		if ((uint64_t)tp * pp * cp * dp != ndev)
+			return tp_error_set(
+				err, TP_EINPUT,
+				"strategy: tp*cp*pp*dp = %u*%u*%u*%u = %llu, "
+				"but the topology has %u devices; make the "
+				"product equal the device count (or omit dp)",
+				tp, cp, pp, dp,
+				(unsigned long long)tp * cp * pp * dp, ndev);
 	} else {
-		if (ndev % (tp * pp) != 0)
+		if (ndev % (tp * pp * cp) != 0 && cp == 1)
 			return tp_error_set(
 				err, TP_EINPUT,
 				"strategy: tp*pp = %u does not divide the %u "
@@ -434,7 +479,15 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 				"derived; pick tp and pp whose product divides "
 				"%u",
 				tp * pp, ndev, ndev);
-		dp = ndev / (tp * pp);
+		if (ndev % (tp * pp * cp) != 0)
+			return tp_error_set(
+				err, TP_EINPUT,
+				"strategy: tp*cp*pp = %u does not divide the %u "
+				"devices of the topology, so dp cannot be "
+				"derived; pick tp, cp and pp whose product "
+				"divides %u",
+				tp * pp * cp, ndev, ndev);
+		dp = ndev / (tp * pp * cp);
 	}
 	if (s->sp && tp < 2)
 		return tp_error_set(err, TP_EINPUT,
@@ -480,7 +533,7 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 	n_chunks = pp * V;
 	chunk = tp_calloc(nops ? nops : 1, sizeof(*chunk));
 	ops = tp_calloc(nops ? nops : 1, sizeof(*ops));
-	per_stage = (uint64_t)tp * dp;
+	per_stage = (uint64_t)tp * cp * dp;
 	devs = tp_calloc(per_stage, sizeof(*devs));
 	if (!chunk || !ops || !devs) {
 		st = tp_error_set(err, TP_ENOMEM, "out of memory");
@@ -534,16 +587,21 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 			sync = (enum tp_sync)s->sync;
 		} else {
 			bool spans = false;
-			for (uint32_t r = 1; r < dp && !spans; r++)
+			for (uint32_t r = 1; r < dp * cp && !spans; r++)
 				if (c->devices.v[devs[r * tp]].node !=
 				    c->devices.v[devs[0]].node)
 					spans = true;
 			sync = spans ? TP_SYNC_HIERARCHICAL : TP_SYNC_RING;
 		}
-		st = tp_plan_add_group(plan, ops, n, devs, (uint32_t)per_stage,
-				       dp, tp, NULL, &g, err);
+		{
+			struct tp_plan_degrees deg = {dp, cp, tp};
+			st = tp_plan_add_group_degrees(plan, ops, n, devs,
+						       (uint32_t)per_stage,
+						       &deg, NULL, err);
+		}
 		if (st)
 			goto out;
+		g = (uint32_t)plan->groups.n - 1;
 		gr = &plan->groups.v[g];
 		gr->sync = sync;
 		gr->recompute = s->recompute;

@@ -6,17 +6,19 @@
  *   recompute=selective,sp=on,zero=1
  *
  * Keys (all optional; defaults in brackets): tp [1], pp [1],
- * dp [devices / (tp*pp)], mb micro-batch size per replica in samples [1],
+ * cp context parallelism [1], dp [devices / (tp*cp*pp)], mb micro-batch size per replica in samples [1],
  * gbs global batch [the model's], schedule gpipe|1f1b|interleaved:V
  * [1f1b], recompute none|selective|full [none], sp on|off [off],
  * zero 0..3 [0], sync ring|hierarchical|ps [hierarchical when a replica
  * set spans nodes, else ring], ep expert-parallel degree [1] (dividing
  * the routed experts and dp; groups without routed experts keep 1).  dp=auto, gbs=model and sync=auto name the
- * defaults (tp_strategy_format writes them so).
+ * defaults (tp_strategy_format writes them so; it writes cp only above
+ * 1, so strings of plans without context parallelism read as before).
  *
- * Expansion follows Megatron-LM's rank order (tensor fastest, then data,
- * then pipeline): stage s uses devices [s*tp*dp, (s+1)*tp*dp) in topology
- * order, replica r of it devices s*tp*dp + r*tp + [0, tp).  Layers are
+ * Expansion follows Megatron-Core's rank order (tensor fastest, then
+ * context, then data, then pipeline): stage s uses devices
+ * [s*n, (s+1)*n) in topology order, n = tp*cp*dp, context rank c of
+ * replica r of it devices s*n + (r*cp + c)*tp + [0, tp).  Layers are
  * spread evenly over pp*V chunks, chunk c on stage c mod pp; ops before the
  * first layer go to the first chunk and ops after the last to the last.
  */
@@ -33,6 +35,7 @@
 
 struct tp_strategy {
 	uint32_t tp, pp, dp; /* dp 0 = derive from the device count */
+	uint32_t cp;         /* context parallelism, >= 1 */
 	uint32_t mb;
 	int64_t gbs;         /* 0 = the model's */
 	enum tp_schedule schedule;
@@ -59,7 +62,8 @@ void tp_strategy_format(const struct tp_strategy *s, char *buf, size_t size);
  * Expand into a plan for model m on cluster c (plan initialised; cleared
  * first).  TP_EINPUT, naming the fix, when tp does not divide the heads,
  * tp*pp*dp differs from the device count, the batch is not divisible by
- * mb*dp, pp*V exceeds the layers, or the schedule is inconsistent.
+ * mb*dp, pp*V exceeds the layers, the schedule is inconsistent, or cp
+ * does not split the model's sequence (tp_plan_validate's rule).
  */
 enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 				   const struct tp_model *m,

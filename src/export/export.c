@@ -295,6 +295,7 @@ tp_export_analyze(const struct tp_plan *p, const struct tp_model *m,
 		return tp_error_set(err, TP_ENOMEM, "out of memory");
 	spec->tp = p->groups.v[0].tp;
 	spec->dp = p->groups.v[0].dp;
+	spec->cp = p->groups.v[0].cp;
 	spec->pp = sh.pp;
 	spec->virtual_stages = V;
 	spec->n_chunks = sh.chunks;
@@ -344,10 +345,17 @@ void tp_export_note_common(const struct tp_export_spec *s,
 {
 	if (!notes)
 		return;
-	tp_strbuf_addf(notes,
-		       "for runtime %s: data parallelism %u follows from %u "
-		       "ranks / (tp %u x pp %u)\n",
-		       s->rt.name, s->dp, s->world, s->tp, s->pp);
+	if (s->cp > 1)
+		tp_strbuf_addf(notes,
+			       "for runtime %s: data parallelism %u follows "
+			       "from %u ranks / (tp %u x cp %u x pp %u)\n",
+			       s->rt.name, s->dp, s->world, s->tp, s->cp,
+			       s->pp);
+	else
+		tp_strbuf_addf(notes,
+			       "for runtime %s: data parallelism %u follows "
+			       "from %u ranks / (tp %u x pp %u)\n",
+			       s->rt.name, s->dp, s->world, s->tp, s->pp);
 	if (s->mixed_types)
 		tp_strbuf_adds(
 		    notes, "the ranks mix device types: every rank gets the "

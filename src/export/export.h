@@ -76,6 +76,7 @@ struct tp_export_spec {
 	uint32_t tp, pp, dp;
 	uint32_t ep; /* expert parallelism of the groups with routed experts
 			(1 = none); only Megatron-Core's targets write it */
+	uint32_t cp;		  /* context parallelism (1 = none) */
 	uint32_t virtual_stages;  /* chunks per stage (1 unless interleaved) */
 	int64_t layers;		  /* transformer layers of the model, 0 none */
 	int64_t layers_per_chunk; /* when every chunk holds the same, else 0 */
@@ -92,7 +93,7 @@ struct tp_export_spec {
 			      collectives' (tp_runtime_sync) */
 	bool sp;
 	uint32_t zero;
-	uint32_t world;		 /* ranks = tp * pp * dp */
+	uint32_t world;		 /* ranks = tp * cp * pp * dp */
 	uint32_t idle;		 /* devices of the topology without a rank */
 	uint32_t nnodes;	 /* nodes holding ranks */
 	uint32_t nproc_per_node; /* 0 when they hold different counts */

@@ -6,7 +6,8 @@
  * Argument names, from the runtimes' argument parsers:
  *  Megatron-Core: megatron/training/arguments.py, core_r0.9 .. core_r0.13
  *    parallelism  --tensor-model-parallel-size N, --pipeline-model-
- *                 parallel-size N, --expert-model-parallel-size N (the
+ *                 parallel-size N, --context-parallel-size N,
+ *                 --expert-model-parallel-size N (the
  *                 expert tensor-parallel size defaults to the tensor
  *                 one), --sequence-parallel, --num-layers-per-
  *                 virtual-pipeline-stage N, --decoder-first-pipeline-num-
@@ -106,6 +107,8 @@ static void parallel_args(const struct tp_export_spec *s,
 {
 	ARG("--tensor-model-parallel-size %u", s->tp);
 	ARG("--pipeline-model-parallel-size %u", s->pp);
+	if (s->cp > 1)
+		ARG("--context-parallel-size %u", s->cp);
 	if (s->ep > 1 && f == MEGATRON_CORE)
 		ARG("--expert-model-parallel-size %u", s->ep);
 	layout_args(s, f, sep, out);

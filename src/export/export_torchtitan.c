@@ -134,7 +134,7 @@ static void parallelism(const struct tp_export_spec *s, struct tp_strbuf *out)
 		}
 		tp_strbuf_adds(out, "]\n");
 	}
-	tp_strbuf_adds(out, "context_parallel_degree = 1\n");
+	tp_strbuf_addf(out, "context_parallel_degree = %u\n", s->cp);
 }
 
 enum tp_status tp_export_write_torchtitan(const struct tp_export_spec *s,

@@ -235,6 +235,7 @@ struct tp_plan_outline_group {
 	uint32_t n_op_entries; /* names and ranges as written */
 	uint32_t n_ranges;
 	uint32_t n_devices, dp, tp;
+	uint32_t cp; /* 1 when the group gives none */
 	enum tp_sync sync;
 	enum tp_recompute recompute;
 	bool sp;

@@ -22,8 +22,8 @@ static const char *const plan_fields[] = {
     "compression",   "grad_bucket_bytes", "runtime", "groups", "summary",
     NULL};
 static const char *const group_fields[] = {
-    "name", "ops",	 "devices", "tp",	   "dp", "shares",
-    "sync", "recompute", "sp",	    "compression", "ep", NULL};
+    "name", "ops",	 "devices", "tp",	   "dp", "cp",
+    "shares", "sync", "recompute", "sp",	    "compression", "ep", NULL};
 static const char *const range_fields[] = {"from", "to", NULL};
 static const char *const gcomp_fields[] = {"sfb_ops", "saved_bytes", "lossy",
 					   "powersgd_rank", NULL};
@@ -196,7 +196,7 @@ static enum tp_status read_group(struct reader *r, const struct tp_json *g,
 	struct tp_jctx *j = r->j;
 	const struct tp_json *ops, *devs, *shares, *comp;
 	const char *gname;
-	int64_t tp, dp, ep;
+	int64_t tp, dp, ep, cp;
 	int sync, rec, lossy = TP_LOSSY_NONE;
 	bool sp, has_dp;
 	double saved = 0;
@@ -268,14 +268,31 @@ out:
 				    "tp=%lld does not divide the group's %zu "
 				    "devices",
 				    (long long)tp, devs->n);
-	if ((st = tp_jget_int(j, g, "dp", false, 1, TP_IO_MAX_DEVICES,
-			      (int64_t)devs->n / tp, &dp, &has_dp)))
+	/* cp: the context-parallel degree, 1 when absent (plan.h) */
+	if ((st = tp_jget_int(j, g, "cp", false, 1, TP_IO_MAX_DEVICES, 1, &cp,
+			      NULL)))
 		return st;
-	if ((size_t)(dp * tp) != devs->n)
+	if (devs->n % (size_t)(tp * cp))
+		return tp_jctx_fail(j, "cp",
+				    "cp (%lld) x tp (%lld) does not divide "
+				    "the group's %zu devices",
+				    (long long)cp, (long long)tp, devs->n);
+	if ((st = tp_jget_int(j, g, "dp", false, 1, TP_IO_MAX_DEVICES,
+			      (int64_t)devs->n / (tp * cp), &dp, &has_dp)))
+		return st;
+	if ((size_t)(dp * cp * tp) != devs->n) {
+		if (cp == 1)
+			return tp_jctx_fail(j, "dp",
+					    "dp (%lld) x tp (%lld) must equal "
+					    "the number of devices (%zu)",
+					    (long long)dp, (long long)tp,
+					    devs->n);
 		return tp_jctx_fail(j, "dp",
-				    "dp (%lld) x tp (%lld) must equal the "
-				    "number of devices (%zu)",
-				    (long long)dp, (long long)tp, devs->n);
+				    "dp (%lld) x cp (%lld) x tp (%lld) must "
+				    "equal the number of devices (%zu)",
+				    (long long)dp, (long long)cp,
+				    (long long)tp, devs->n);
+	}
 	if ((st = tp_jget_array(j, g, "shares", false, false, &shares)))
 		return st;
 	if (shares) {
@@ -375,6 +392,7 @@ out:
 			og.n_ranges += ops->items[k]->type == TP_JSON_OBJECT;
 		og.n_devices = (uint32_t)devs->n;
 		og.dp = (uint32_t)dp;
+		og.cp = (uint32_t)cp;
 		og.tp = (uint32_t)tp;
 		og.sync = (enum tp_sync)sync;
 		og.recompute = (enum tp_recompute)rec;
@@ -389,12 +407,15 @@ out:
 	}
 	if (r->p) {
 		struct tp_plan_group *gr;
+		struct tp_plan_degrees deg = {(uint32_t)dp, (uint32_t)cp,
+					      (uint32_t)tp};
 		uint32_t idx;
-		if ((st = tp_plan_add_group(
+		if ((st = tp_plan_add_group_degrees(
 			 r->p, r->ops.v, (uint32_t)r->ops.n, r->devs.v,
-			 (uint32_t)r->devs.n, (uint32_t)dp, (uint32_t)tp,
-			 shares ? r->shares.v : NULL, &idx, j->err)))
+			 (uint32_t)r->devs.n, &deg,
+			 shares ? r->shares.v : NULL, j->err)))
 			return tp_io_wrap(j, NULL, st);
+		idx = (uint32_t)r->p->groups.n - 1;
 		if (tp_vec_reserve(&r->p->sfb, r->sfb.n))
 			return nomem(r);
 		gr = &r->p->groups.v[idx];
@@ -1183,6 +1204,8 @@ void tp_plan_write(const struct tp_plan *p, const struct tp_model *m,
 			    c->devices.v[tp_plan_group_devs(p, g)[k]].name);
 		tp_jw_array_end(&jw);
 		tp_jw_kv_int(&jw, "dp", gr->dp);
+		if (gr->cp > 1)
+			tp_jw_kv_int(&jw, "cp", gr->cp);
 		tp_jw_kv_int(&jw, "tp", gr->tp);
 		for (uint32_t r = 0; r < gr->dp; r++)
 			even &= sh[r] == 1.0 / gr->dp;

@@ -32,7 +32,7 @@ static const char *const can_fields[] = {
 	"sequence_parallel", "per_stage_degrees", "uneven_shares",
 	"mixed_device_types", "overlapping_groups", "layout", "schedules",
 	"syncs", "recompute", "max_zero", "max_zero_pipelined", "compression",
-	"lossy", "per_group_recompute", "models", NULL};
+	"lossy", "per_group_recompute", "models", "context_parallel", NULL};
 
 static int parse_grad_reduce(const char *s) { return tp_grad_reduce_parse(s); }
 static int parse_layout(const char *s) { return tp_layer_layout_parse(s); }
@@ -176,6 +176,8 @@ static enum tp_status read_can(struct tp_jctx *j, const struct tp_json *v,
 	    (st = get_flag(j, v, "tensor_parallel", &c->tensor_parallel)) ||
 	    (st = get_flag(j, v, "pipeline_parallel", &c->pipeline_parallel)) ||
 	    (st = get_flag(j, v, "sequence_parallel", &c->sequence_parallel)) ||
+	    (st = tp_jget_bool(j, v, "context_parallel", false, false,
+			       &c->context_parallel)) ||
 	    (st = get_flag(j, v, "per_stage_degrees", &c->per_stage_degrees)) ||
 	    (st = get_flag(j, v, "uneven_shares", &c->uneven_shares)) ||
 	    (st = get_flag(j, v, "mixed_device_types",
@@ -219,10 +221,13 @@ static enum tp_status read_can(struct tp_jctx *j, const struct tp_json *v,
 	return TP_OK;
 }
 
-/* Every field of behaviour and can has its source under "sources". */
+/* Every field of behaviour and can has its source under "sources"
+ * (an optional field the profile leaves out, context_parallel, needs
+ * none). */
 static enum tp_status check_sources(struct tp_jctx *j,
 				    const struct tp_json *root)
 {
+	const struct tp_json *can = tp_json_get(root, "can");
 	static const char *const *const lists[] = {behaviour_fields,
 						   can_fields};
 	const struct tp_json *src;
@@ -233,7 +238,11 @@ static enum tp_status check_sources(struct tp_jctx *j,
 	for (int k = 0; k < 2; k++)
 		for (const char *const *f = lists[k]; *f; f++) {
 			const char *text;
-			size_t old = tp_jctx_push_key(j, "sources");
+			size_t old;
+			if (k == 1 && !strcmp(*f, "context_parallel") &&
+			    !tp_json_get(can, *f))
+				continue;
+			old = tp_jctx_push_key(j, "sources");
 			if (!tp_json_get(src, *f))
 				return tp_jctx_fail(
 				    j, *f,

@@ -1,0 +1,352 @@
+/*
+ * test_cp.c - context parallelism (cp=C): the strategy key, the plan's
+ * per-group field (read, written, validated), the export flags, and the
+ * simulator's ring attention against hand calculations.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cluster.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "core/runtime.h"
+#include "core/strategy.h"
+#include "core/strbuf.h"
+#include "export/export.h"
+#include "io/build.h"
+#include "io/io.h"
+#include "util.h"
+
+static void use_data(void)
+{
+	setenv("TAGPLAN_DATA", tp_data_file(""), 1);
+}
+
+/* A 4-layer GPT, sequence `seq`, batch 16, on `spec` over HDR IB. */
+static void gpt_on(struct tp_model *m, struct tp_cluster *c, int64_t seq,
+		   const char *spec)
+{
+	struct tp_gpt_dims d;
+	struct tp_error err;
+	const char *specs[] = {spec};
+
+	use_data();
+	tp_gpt_dims_default(&d);
+	d.hidden = 1024;
+	d.layers = 4;
+	d.heads = 16;
+	d.seq = seq;
+	d.vocab = 32000;
+	d.batch = 16;
+	d.name = "gpt-4";
+	tp_model_init(m);
+	tp_cluster_init(c);
+	ck_assert_int_eq(tp_build_gpt(&d, m, &err), TP_OK);
+	ck_assert_msg(tp_build_topology(specs, 1, "ib-hdr", 1, c, &err) ==
+			  TP_OK,
+		      "%s", err.msg);
+}
+
+static enum tp_status to_plan(const char *text, const struct tp_model *m,
+			      const struct tp_cluster *c, struct tp_plan *p,
+			      struct tp_error *err)
+{
+	struct tp_strategy s;
+	enum tp_status st = tp_strategy_parse(text, &s, err);
+
+	return st ? st : tp_strategy_to_plan(&s, m, c, p, err);
+}
+
+/* cp in the strategy string: parsed, written only above 1, errors. */
+START_TEST(test_cp_strategy_string)
+{
+	struct tp_strategy s;
+	struct tp_error err;
+	char buf[256];
+
+	ck_assert_int_eq(tp_strategy_parse("tp=8,cp=16,pp=16,dp=8", &s, &err),
+			 TP_OK);
+	ck_assert_uint_eq(s.cp, 16);
+	tp_strategy_format(&s, buf, sizeof(buf));
+	ck_assert_msg(strncmp(buf, "tp=8,cp=16,pp=16,dp=8,", 22) == 0, "%s",
+		      buf);
+	ck_assert_int_eq(tp_strategy_parse(buf, &s, &err), TP_OK);
+	ck_assert_uint_eq(s.cp, 16);
+	ck_assert_int_eq(tp_strategy_parse("tp=2", &s, &err), TP_OK);
+	ck_assert_uint_eq(s.cp, 1);
+	tp_strategy_format(&s, buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "cp=") == NULL, "%s", buf);
+	ck_assert_int_eq(tp_strategy_parse("cp=0", &s, &err), TP_EUSAGE);
+	ck_assert_msg(strstr(err.msg, "cp=0: expected a positive integer"),
+		      "%s", err.msg);
+	ck_assert_int_eq(tp_strategy_parse("cp=two", &s, &err), TP_EUSAGE);
+	ck_assert_int_eq(tp_strategy_parse("cp=2,cp=2", &s, &err), TP_EUSAGE);
+}
+END_TEST
+
+/* The expansion's rank order (tp fastest, then cp, then dp, then pp)
+ * and its errors. */
+START_TEST(test_cp_strategy_plan)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_error err;
+	const struct tp_plan_group *g;
+
+	gpt_on(&m, &c, 1024, "dgx-a100:2");
+	tp_plan_init(&p);
+	ck_assert_msg(to_plan("tp=2,cp=2,pp=2,mb=1", &m, &c, &p, &err) ==
+			  TP_OK,
+		      "%s", err.msg);
+	ck_assert_uint_eq(p.groups.n, 2);
+	g = &p.groups.v[1];
+	ck_assert_uint_eq(g->cp, 2);
+	ck_assert_uint_eq(g->tp, 2);
+	ck_assert_uint_eq(g->dp, 2);
+	ck_assert_uint_eq(g->n_devices, 8);
+	/* stage 1 = devices 8..15; device (r*cp + c)*tp + k */
+	for (uint32_t k = 0; k < 8; k++)
+		ck_assert_uint_eq(tp_plan_group_devs(&p, 1)[k], 8 + k);
+	ck_assert_uint_eq(p.micro_batches, 8); /* 16 / (mb 1 x dp 2) */
+	ck_assert_int_eq(tp_plan_validate(&p, &m, &c, &err), TP_OK);
+	/* 1024 tokens do not split into 2*3 chunks */
+	ck_assert_int_eq(to_plan("tp=2,cp=3,dp=2", &m, &c, &p, &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "2*cp = 6 equal chunks"), "%s",
+		      err.msg);
+	/* tp*cp*pp*dp must be the device count */
+	ck_assert_int_eq(to_plan("tp=2,cp=4,dp=4", &m, &c, &p, &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "tp*cp*pp*dp = 2*4*1*4 = 32"), "%s",
+		      err.msg);
+	ck_assert_int_eq(to_plan("tp=8,cp=4", &m, &c, &p, &err), TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "tp*cp*pp = 32 exceeds"), "%s",
+		      err.msg);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* The plan file: cp written per group above 1, read back; validation
+ * errors with their JSON path. */
+START_TEST(test_cp_plan_file)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p, q;
+	struct tp_strbuf out;
+	struct tp_error err;
+	char *txt, *at;
+
+	gpt_on(&m, &c, 1024, "dgx-a100:2");
+	tp_plan_init(&p);
+	tp_plan_init(&q);
+	ck_assert_int_eq(to_plan("tp=2,cp=4,pp=2", &m, &c, &p, &err), TP_OK);
+	tp_strbuf_init(&out);
+	tp_plan_write(&p, &m, &c, &out);
+	ck_assert_msg(strstr(out.buf, "\"cp\": 4") != NULL, "%s", out.buf);
+	ck_assert_int_eq(tp_plan_load("p.json", out.buf, out.len, &m, &c, NULL,
+				      &q, &err),
+			 TP_OK);
+	ck_assert_uint_eq(q.groups.v[0].cp, 4);
+	ck_assert_uint_eq(q.groups.v[1].cp, 4);
+	ck_assert_uint_eq(q.groups.v[1].dp, 1);
+	/* cp 4 -> 3: 8 devices are not dp x 3 x 2 */
+	txt = strdup(out.buf);
+	at = strstr(txt, "\"cp\": 4");
+	at[6] = '3';
+	ck_assert_int_eq(tp_plan_load("p.json", txt, strlen(txt), &m, &c,
+				      NULL, &q, &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.path, "$.groups[0].cp") &&
+			      strstr(err.msg, "does not divide the group's 8 "
+					      "devices"),
+		      "%s %s", err.path, err.msg);
+	/* the second group with cp 2 (dp 2): the groups disagree */
+	at[6] = '4';
+	at = strstr(strstr(txt, "\"cp\": 4") + 1, "\"cp\": 4");
+	ck_assert_ptr_nonnull(at);
+	at[6] = '2';
+	at = strstr(strstr(txt, "\"dp\": 1") + 1, "\"dp\": 1");
+	ck_assert_ptr_nonnull(at);
+	at[6] = '2';
+	ck_assert_int_eq(tp_plan_load("p.json", txt, strlen(txt), &m, &c,
+				      NULL, &q, &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.path, "$.groups[1].cp") &&
+			      strstr(err.msg, "differs from the first group's "
+					      "cp=4"),
+		      "%s %s", err.path, err.msg);
+	free(txt);
+	/* a plan without context parallelism is written as before */
+	ck_assert_int_eq(to_plan("tp=2,pp=2", &m, &c, &p, &err), TP_OK);
+	tp_strbuf_release(&out);
+	tp_strbuf_init(&out);
+	tp_plan_write(&p, &m, &c, &out);
+	ck_assert(strstr(out.buf, "\"cp\"") == NULL);
+	tp_strbuf_release(&out);
+	tp_plan_release(&p);
+	tp_plan_release(&q);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* The sequence rule on a loaded plan: 2*cp must divide the tokens. */
+START_TEST(test_cp_plan_sequence)
+{
+	struct tp_model m, m2;
+	struct tp_cluster c, c2;
+	struct tp_plan p;
+	struct tp_error err;
+
+	gpt_on(&m, &c, 1024, "dgx-a100:1");
+	gpt_on(&m2, &c2, 1000, "dgx-a100:1");
+	tp_plan_init(&p);
+	ck_assert_int_eq(to_plan("cp=8", &m, &c, &p, &err), TP_OK);
+	ck_assert_int_eq(tp_plan_validate(&p, &m, &c, &err), TP_OK);
+	/* 1000 tokens: 16 chunks do not divide them */
+	ck_assert_int_eq(tp_plan_validate(&p, &m2, &c2, &err), TP_EINPUT);
+	ck_assert_msg(strstr(err.path, "$.groups[0].cp") &&
+			      strstr(err.msg, "sequence of 1000 tokens"),
+		      "%s %s", err.path, err.msg);
+	/* no sequence at all */
+	m2.seq_len = 0;
+	ck_assert_int_eq(tp_plan_validate(&p, &m2, &c2, &err), TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "no sequence length"), "%s", err.msg);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+	tp_model_release(&m2);
+	tp_cluster_release(&c2);
+}
+END_TEST
+
+static void export_to(const struct tp_plan *p, const struct tp_model *m,
+		      const struct tp_cluster *c, const char *runtime,
+		      enum tp_export_target t, struct tp_strbuf *out,
+		      enum tp_status want)
+{
+	struct tp_runtime rt;
+	struct tp_export_spec spec;
+	struct tp_error err;
+	enum tp_status st;
+
+	ck_assert_msg(tp_runtime_find(runtime, &rt, &err) == TP_OK, "%s",
+		      err.msg);
+	st = tp_export_analyze(p, m, c, &rt, &spec, &err);
+	if (!st)
+		st = tp_export_write(&spec, t, NULL, out, NULL, &err);
+	ck_assert_msg(st == want, "%s: %d %s", runtime, st, err.msg);
+	if (want == TP_EINFEASIBLE)
+		ck_assert_msg(strstr(err.msg, "context parallel"), "%s",
+			      err.msg);
+	tp_export_spec_release(&spec);
+}
+
+/* Megatron-Core --context-parallel-size, TorchTitan's degree; runtimes
+ * without context parallelism refuse the plan. */
+START_TEST(test_cp_export)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_strbuf out;
+	struct tp_error err;
+
+	gpt_on(&m, &c, 1024, "dgx-a100:2");
+	tp_plan_init(&p);
+	ck_assert_int_eq(to_plan("tp=2,cp=4,pp=2", &m, &c, &p, &err), TP_OK);
+	tp_strbuf_init(&out);
+	export_to(&p, &m, &c, "megatron-core", TP_EXPORT_MEGATRON, &out,
+		  TP_OK);
+	ck_assert_msg(strstr(out.buf, "--context-parallel-size 4\n") &&
+			      strstr(out.buf, "--tensor-model-parallel-size 2\n"),
+		      "%s", out.buf);
+	/* 16 ranks / (2 x 4 x 2): dp 1, so micro-batch 16 / (16 x 1) */
+	ck_assert_msg(strstr(out.buf, "--micro-batch-size 1\n"), "%s", out.buf);
+	tp_strbuf_reset(&out);
+	export_to(&p, &m, &c, "fsdp2", TP_EXPORT_TORCHTITAN, &out, TP_OK);
+	ck_assert_msg(strstr(out.buf, "context_parallel_degree = 4\n"), "%s",
+		      out.buf);
+	tp_strbuf_reset(&out);
+	export_to(&p, &m, &c, "megatron-lm-2022", TP_EXPORT_MEGATRON, &out,
+		  TP_EINFEASIBLE);
+	export_to(&p, &m, &c, "deepspeed", TP_EXPORT_DEEPSPEED, &out,
+		  TP_EINFEASIBLE);
+	/* no cp: no flag */
+	ck_assert_int_eq(to_plan("tp=2,pp=2", &m, &c, &p, &err), TP_OK);
+	tp_strbuf_reset(&out);
+	export_to(&p, &m, &c, "megatron-core", TP_EXPORT_MEGATRON, &out,
+		  TP_OK);
+	ck_assert(strstr(out.buf, "--context-parallel-size") == NULL);
+	tp_strbuf_release(&out);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* The command line: a bad cp exits 2 naming the fix, writes nothing. */
+START_TEST(test_cp_cli_errors)
+{
+	struct tp_run r;
+	char model[512], report[512];
+	const char *dir = tp_test_tmpdir();
+
+	snprintf(model, sizeof(model), "%s/gpt.json", dir);
+	snprintf(report, sizeof(report), "%s/report.json", dir);
+	{
+		const char *argv[] = {"tagplan", "model",  "gpt",    "--hidden",
+				      "512",	 "--layers", "2",      "--heads",
+				      "8",	 "--seq",    "1000",   "--vocab",
+				      "1000",	 "--batch",  "8",      "-o",
+				      model,	 NULL};
+		tp_run_tagplan(&r, argv, NULL);
+	}
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_free(&r);
+	{
+		const char *argv[] = {"tagplan", "simulate", "-m",    model,
+				      "-t",	 "dgx-a100", "-s",  "cp=8",
+				      "-o",	 report,     NULL};
+		tp_run_tagplan(&r, argv, NULL);
+	}
+	ck_assert_msg(r.status == 2, "%d %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "cp=8") &&
+			      strstr(r.err, "1000 tokens does not split"),
+		      "%s", r.err);
+	ck_assert_ptr_null(tp_test_read(report, NULL));
+	tp_run_free(&r);
+	{
+		const char *argv[] = {"tagplan", "simulate", "-m",    model,
+				      "-t",	 "dgx-a100", "-s",  "cp=0",
+				      NULL};
+		tp_run_tagplan(&r, argv, NULL);
+	}
+	ck_assert_msg(r.status == 2, "%d %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "cp=0"), "%s", r.err);
+	tp_run_free(&r);
+}
+END_TEST
+
+Suite *suite_cp(void)
+{
+	Suite *s = suite_create("cp");
+	TCase *tc = tcase_create("cp");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_cp_strategy_string);
+	tcase_add_test(tc, test_cp_strategy_plan);
+	tcase_add_test(tc, test_cp_plan_file);
+	tcase_add_test(tc, test_cp_plan_sequence);
+	tcase_add_test(tc, test_cp_export);
+	tcase_add_test(tc, test_cp_cli_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}
