@@ -18,6 +18,7 @@
 #include "export/export.h"
 #include "io/build.h"
 #include "io/io.h"
+#include "sim/sim.h"
 #include "util.h"
 
 #define REL(a, b)                                                              \
@@ -305,6 +306,280 @@ START_TEST(test_ep_export)
 }
 END_TEST
 
+/* Round numbers: bf16 100 TFLOP/s, 1 TB/s, a flat GEMM curve at peak, no
+ * kernel overhead or reserve; one NVSwitch node of `gpus` at 100 GB/s per
+ * GPU, no latency. */
+static void toy_cluster(struct tp_cluster *c, uint32_t gpus)
+{
+	struct tp_device_type t;
+	struct tp_error err;
+	uint32_t ty;
+
+	memset(&t, 0, sizeof(t));
+	t.name = "toy";
+	t.peak_flops[TP_DTYPE_FP32] = 10e12;
+	t.peak_flops[TP_DTYPE_FP16] = 100e12;
+	t.peak_flops[TP_DTYPE_BF16] = 100e12;
+	t.memory_bytes = 1e12;
+	t.memory_bw_Bps = 1e12;
+	t.gemm_efficiency = 1.0;
+	t.gemm_half_flop = 1e-9;
+	t.memory_efficiency = 1.0;
+	tp_cluster_init(c);
+	ck_assert_int_eq(tp_cluster_add_type(c, &t, &ty, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_build_node(c, "node0", ty, gpus,
+					       TP_LINK_NVSWITCH, 100e9, 0, 0,
+					       0, 0, NULL, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);
+}
+
+/* One MoE layer: a free router, E experts "layer0.expert<j>.fc" of 1e11
+ * FLOP per sample (backward 2x), 1e8 parameter bytes and 1e7 saved bytes
+ * per sample each, 1e8 bytes per sample dispatched to and combined from
+ * each, a free combine; bf16, Adam, global batch `batch`. */
+static void toy_moe(struct tp_model *m, uint32_t E, int64_t batch)
+{
+	struct tp_error err;
+	struct tp_op op;
+	uint32_t router, comb, ex[16];
+
+	tp_model_init(m);
+	m->global_batch = batch;
+	m->dtype = TP_DTYPE_BF16;
+	m->optimizer = TP_OPT_ADAM;
+	m->arch.experts = E;
+	m->arch.top_k = 2;
+	op = tp_op_default();
+	op.name = "layer0.router";
+	op.kind = TP_OP_ELEMENTWISE;
+	op.layer = 0;
+	ck_assert_int_eq(tp_model_add_op(m, &op, &router, &err), TP_OK);
+	for (uint32_t j = 0; j < E; j++) {
+		char name[32];
+		snprintf(name, sizeof(name), "layer0.expert%u.fc", j);
+		op = tp_op_default();
+		op.name = name;
+		op.kind = TP_OP_MATMUL;
+		op.layer = 0;
+		op.flop = 1e11;
+		op.backward_flop = 2e11;
+		op.param_bytes = 1e8;
+		op.saved_bytes = 1e7;
+		op.out_bytes = 1e8;
+		ck_assert_int_eq(tp_model_add_op(m, &op, &ex[j], &err), TP_OK);
+		ck_assert_int_eq(tp_model_add_edge(m, router, ex[j], 1e8, &err),
+				 TP_OK);
+	}
+	op = tp_op_default();
+	op.name = "layer0.combine";
+	op.kind = TP_OP_ELEMENTWISE;
+	op.layer = 0;
+	ck_assert_int_eq(tp_model_add_op(m, &op, &comb, &err), TP_OK);
+	for (uint32_t j = 0; j < E; j++)
+		ck_assert_int_eq(tp_model_add_edge(m, ex[j], comb, 1e8, &err),
+				 TP_OK);
+	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+}
+
+/* Everything in one group of dp replicas, one micro-batch, expert
+ * parallelism ep; calibration and latencies off so hand figures hold. */
+static double toy_capacity; /* the plan's capacity factor (0 dropless) */
+
+static void run_toy(const struct tp_model *m, const struct tp_cluster *c,
+		    uint32_t dp, uint32_t ep, uint32_t zero, double imbalance,
+		    struct tp_report *r)
+{
+	struct tp_sim_options o;
+	struct tp_error err;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *s;
+	struct tp_plan p;
+	uint32_t ops[32], devs[32], g;
+
+	for (uint32_t i = 0; i < m->ops.n; i++)
+		ops[i] = i;
+	for (uint32_t d = 0; d < dp; d++)
+		devs[d] = d;
+	tp_plan_init(&p);
+	p.global_batch = m->global_batch;
+	p.micro_batches = 1;
+	p.zero = zero;
+	p.expert_imbalance = imbalance;
+	p.expert_capacity_factor = toy_capacity;
+	ck_assert_int_eq(tp_plan_add_group(&p, ops, (uint32_t)m->ops.n, devs,
+					   dp, dp, 1, NULL, &g, &err),
+			 TP_OK);
+	p.groups.v[g].ep = ep;
+	tp_sim_options_default(&o);
+	o.params.gemm_sustained = 1;
+	o.params.overlap_grad_sync = false;
+	o.params.link_eff_intra = 1;
+	o.params.collective_latency_s = 0;
+	sim = tp_sim_new(m, c, &o, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	s = tp_sim_scratch_new(sim);
+	ck_assert_ptr_nonnull(s);
+	tp_report_init(r);
+	ck_assert_msg(tp_sim_run(sim, &p, s, r, NULL, &err) == TP_OK, "%s",
+		      err.msg);
+	tp_sim_scratch_free(s);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+}
+
+/* Memory per EP rank: experts / ep of the weights, gradients and Adam
+ * state, activations times the busiest rank's load; ZeRO shards the
+ * experts' state over dp / ep replicas only. */
+START_TEST(test_ep_memory_toy)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_report r;
+
+	toy_moe(&m, 4, 8);
+	toy_cluster(&c, 4);
+	/* ep 1: 4 experts of 1e8 B (5e7 bf16 parameters) on every device */
+	run_toy(&m, &c, 4, 1, 0, 1.5, &r);
+	ck_assert_msg(REL(r.devices[0].memory.weights, 4e8) < 1e-9, "%.9g",
+		      r.devices[0].memory.weights);
+	ck_assert_msg(REL(r.devices[0].memory.optimizer, 4 * 5e7 * 12) < 1e-9,
+		      "%.9g", r.devices[0].memory.optimizer);
+	/* 2 samples x 4 experts x 1e7 saved bytes */
+	ck_assert_msg(REL(r.devices[0].memory.activations, 8e7) < 1e-9,
+		      "%.9g", r.devices[0].memory.activations);
+	tp_report_release(&r);
+	/* ep 4: one expert per device; the busiest rank keeps 1.5 x */
+	run_toy(&m, &c, 4, 4, 0, 1.5, &r);
+	ck_assert_msg(REL(r.devices[0].memory.weights, 1e8) < 1e-9, "%.9g",
+		      r.devices[0].memory.weights);
+	ck_assert_msg(REL(r.devices[0].memory.gradients, 1e8) < 1e-9, "%.9g",
+		      r.devices[0].memory.gradients);
+	ck_assert_msg(REL(r.devices[0].memory.optimizer, 5e7 * 12) < 1e-9,
+		      "%.9g", r.devices[0].memory.optimizer);
+	ck_assert_msg(REL(r.devices[0].memory.activations, 1.5 * 8e7) < 1e-9,
+		      "%.9g", r.devices[0].memory.activations);
+	tp_report_release(&r);
+	tp_cluster_release(&c);
+	/* 8 devices, ep 4, ZeRO-1: the experts' Adam state over dp/ep = 2 */
+	toy_cluster(&c, 8);
+	run_toy(&m, &c, 8, 4, 1, 1.5, &r);
+	ck_assert_msg(REL(r.devices[0].memory.optimizer, 5e7 * 12 / 2) < 1e-9,
+		      "%.9g", r.devices[0].memory.optimizer);
+	tp_report_release(&r);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* Mixtral-8x7B on one DGX-H100, dp 8: per device 1/8 of the routed
+ * experts.  By hand: 32 layers x 8 experts x 3 x 4096 x 14336 =
+ * 45,097,156,608 expert parameters of 46,702,792,704; so ep 8 leaves
+ * 1,605,636,096 + 45,097,156,608 / 8 = 7,242,780,672 parameters per
+ * device: 14.49 GB of bf16 weights, and under ZeRO-1 Adam's 12 B over 8
+ * for the dense part but over dp/ep = 1 for the experts: 70.05 GB. */
+START_TEST(test_ep_memory_mixtral)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_error err;
+	struct tp_report r;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *s;
+	double dense = 1605636096.0, expert = 45097156608.0;
+
+	load_hf("mixtral-8x7b.json", 512, 64, &m);
+	load_topo("dgx-h100:1", &c);
+	ck_assert_msg(REL(
+				  m.total_param_bytes / 2,
+			  dense + expert) < 1e-9,
+		      "%.12g", m.total_param_bytes / 2);
+	tp_plan_init(&p);
+	ck_assert_msg(expand("dp=8,ep=8,zero=1,mb=1,recompute=full", &m, &c,
+			     &p, &err) == TP_OK,
+		      "%s", err.msg);
+	sim = tp_sim_new(&m, &c, NULL, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	s = tp_sim_scratch_new(sim);
+	tp_report_init(&r);
+	ck_assert_msg(tp_sim_run(sim, &p, s, &r, NULL, &err) == TP_OK, "%s",
+		      err.msg);
+	ck_assert_msg(REL(r.devices[3].memory.weights,
+			  2 * (dense + expert / 8)) < 1e-9,
+		      "%.12g", r.devices[3].memory.weights);
+	ck_assert_msg(REL(r.devices[3].memory.gradients,
+			  2 * (dense + expert / 8)) < 1e-9,
+		      "%.12g", r.devices[3].memory.gradients);
+	ck_assert_msg(REL(r.devices[3].memory.optimizer,
+			  12 * dense / 8 + 12 * expert / 8) < 1e-9,
+		      "%.12g", r.devices[3].memory.optimizer);
+	tp_report_release(&r);
+	tp_sim_scratch_free(s);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* Time per EP rank by hand (README section 3).  4 devices, batch 8 (2
+ * samples per replica), one micro-batch:
+ *  ep 1: experts 4 x 2 x 1e11 / 1e14 = 0.008 s forward, 0.016 backward;
+ *        ring all-reduce of 4e8 B over 4: 2 x 3/4 x 4e8 / 1e11 = 0.006;
+ *        Adam step 2e8 params x 28 B / 1e12 = 0.0056.
+ *  ep 4, load 1.5: one expert on 2 x 4 x 1.5 = 12 samples: 0.012 s and
+ *        0.024; all-to-all of 4 x (1e8 + 1e8) x 2 = 1.6e9 B dispatched
+ *        and combined per device, 1/4 to each member, 3 flows per GPU
+ *        link: 1.6e9 / 4 / (1e11 / 3) x 1.5 = 0.018 s per pass; no
+ *        gradient sync (dp / ep = 1); step 5e7 x 28 / 1e12 = 0.0014.
+ *  ep 4, load 1: 0.008 + 0.012 + 0.016 + 0.012 + 0.0014.
+ *  8 devices (1 sample each), ep 4, load 1: 4 / 1e3 s and 8 / 1e3;
+ *        all-to-all 8e8 / 4 / (1e11 / 3) = 0.006 per pass; the expert
+ *        gradients all-reduced over dp / ep = 2: 2 x 1/2 x 1e8 / 1e11
+ *        = 0.001; step 0.0014. */
+START_TEST(test_ep_time_toy)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_report r;
+	const struct {
+		uint32_t gpus, ep;
+		double load, expect;
+	} cases[] = {
+	    {4, 1, 1.5, 0.008 + 0.016 + 0.006 + 0.0056},
+	    {4, 4, 1.5, 0.012 + 0.018 + 0.024 + 0.018 + 0.0014},
+	    {4, 4, 1.0, 0.008 + 0.012 + 0.016 + 0.012 + 0.0014},
+	    {8, 4, 1.0, 0.004 + 0.006 + 0.008 + 0.006 + 0.001 + 0.0014},
+	};
+
+	toy_moe(&m, 4, 8);
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		toy_cluster(&c, cases[k].gpus);
+		run_toy(&m, &c, cases[k].gpus, cases[k].ep, 0, cases[k].load,
+			&r);
+		ck_assert_msg(REL(r.iteration_time_s, cases[k].expect) < 1e-6,
+			      "case %zu: %.9g vs %.9g", k, r.iteration_time_s,
+			      cases[k].expect);
+		tp_report_release(&r);
+		tp_cluster_release(&c);
+	}
+	/* a capacity factor of 1.2 drops what exceeds 1.2 x the mean: the
+	 * busiest rank's 1.5 becomes 1.2 (compute 0.0096 and 0.0192, the
+	 * all-to-all 0.0144 per pass) */
+	toy_capacity = 1.2;
+	toy_cluster(&c, 4);
+	run_toy(&m, &c, 4, 4, 0, 1.5, &r);
+	toy_capacity = 0;
+	ck_assert_msg(REL(r.iteration_time_s,
+			  0.0096 + 0.0144 + 0.0192 + 0.0144 + 0.0014) < 1e-6,
+		      "%.9g", r.iteration_time_s);
+	tp_report_release(&r);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 Suite *suite_moe(void)
 {
 	Suite *s = suite_create("moe");
@@ -315,6 +590,9 @@ Suite *suite_moe(void)
 	tcase_add_test(tc, test_ep_validate);
 	tcase_add_test(tc, test_ep_plan_file);
 	tcase_add_test(tc, test_ep_export);
+	tcase_add_test(tc, test_ep_memory_toy);
+	tcase_add_test(tc, test_ep_memory_mixtral);
+	tcase_add_test(tc, test_ep_time_toy);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -68,6 +68,8 @@ enum tp_status tp_plan_copy(struct tp_plan *dst, const struct tp_plan *src,
 	dst->zero = src->zero;
 	dst->compression = src->compression;
 	dst->grad_bucket_bytes = src->grad_bucket_bytes;
+	dst->expert_imbalance = src->expert_imbalance;
+	dst->expert_capacity_factor = src->expert_capacity_factor;
 	memcpy(dst->runtime, src->runtime, sizeof(dst->runtime));
 	tp_plan_summary_release(&dst->summary);
 	dst->summary = src->summary;
@@ -306,6 +308,22 @@ enum tp_status tp_plan_validate(const struct tp_plan *p,
 					 "a gradient bucket of %g bytes: "
 					 "expected a positive size",
 					 p->grad_bucket_bytes);
+	if (!(p->expert_imbalance == 0 || p->expert_imbalance >= 1) ||
+	    !isfinite(p->expert_imbalance) || p->expert_imbalance > 64)
+		return tp_error_set_path(err, TP_EINPUT, "$.expert_imbalance",
+					 "an expert load imbalance of %g: "
+					 "expected the busiest rank's load "
+					 "over the mean, from 1 to 64",
+					 p->expert_imbalance);
+	if (!(p->expert_capacity_factor == 0 ||
+	      p->expert_capacity_factor >= 1) ||
+	    !isfinite(p->expert_capacity_factor) ||
+	    p->expert_capacity_factor > 64)
+		return tp_error_set_path(err, TP_EINPUT,
+					 "$.expert_capacity_factor",
+					 "an expert capacity factor of %g: "
+					 "expected 1 to 64 (or 0: dropless)",
+					 p->expert_capacity_factor);
 	if (p->virtual_stages == 0 ||
 	    (p->virtual_stages > 1 &&
 	     p->schedule != TP_SCHEDULE_INTERLEAVED))

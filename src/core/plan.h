@@ -204,6 +204,13 @@ struct tp_plan {
 	   (tp_sim_params.grad_bucket_bytes, TP_GRAD_BUCKET_DEFAULT_BYTES).
 	   tagplan plan writes the value it planned with. */
 	double grad_bucket_bytes;
+	/* mixture of experts under expert parallelism (src/sim/README
+	   section 3): the busiest expert-parallel rank's tokens over the
+	   mean (0 = the simulator's default, tp_sim_params.expert_imbalance)
+	   and the expert capacity factor (tokens beyond capacity x the mean
+	   are dropped, Megatron-Core's --moe-expert-capacity-factor; 0 =
+	   dropless, its default) */
+	double expert_imbalance, expert_capacity_factor;
 	/* the runtime profile the plan was made for (core/runtime.h; "" =
 	   not recorded: a plan from before runtimes, or hand-written) */
 	char runtime[64];

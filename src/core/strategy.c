@@ -30,11 +30,13 @@ void tp_strategy_default(struct tp_strategy *s)
 
 static const char *const keys[] = {"tp",        "pp", "dp",   "mb",
 				   "gbs",       "schedule", "recompute",
-				   "sp",        "zero", "sync", "ep", "cp"};
+				   "sp",        "zero", "sync", "ep", "cp",
+				   "imbalance", "capacity"};
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
 static const char key_list[] =
-	"tp, pp, dp, mb, gbs, schedule, recompute, sp, zero, sync, ep, cp";
+	"tp, pp, dp, mb, gbs, schedule, recompute, sp, zero, sync, ep, cp, "
+	"imbalance, capacity";
 
 /* Parse a positive (or, with allow_zero, non-negative) decimal integer no
  * larger than max. */
@@ -171,6 +173,21 @@ static enum tp_status set_key(struct tp_strategy *s, int k, const char *key,
 					 "a positive integer (at most 1048576)");
 		s->cp = (uint32_t)x;
 		return TP_OK;
+	case 12: /* imbalance */
+	case 13: /* capacity */
+	{
+		char *end;
+		double v;
+		errno = 0;
+		v = strtod(val, &end);
+		if (errno || !*val || *end || !(v >= 1 && v <= 64))
+			return bad_value(err, key, val, "a number from 1 to 64");
+		if (k == 12)
+			s->imbalance = v;
+		else
+			s->capacity = v;
+		return TP_OK;
+	}
 	default:
 		return tp_error_set(err, TP_EINTERNAL, "bad strategy key");
 	}
@@ -283,6 +300,18 @@ void tp_strategy_format(const struct tp_strategy *s, char *buf, size_t size)
 		size_t n = strlen(buf);
 		if (n < size)
 			snprintf(buf + n, size - n, ",ep=%u", s->ep);
+	}
+	if (s->imbalance > 0) {
+		size_t n = strlen(buf);
+		if (n < size)
+			snprintf(buf + n, size - n, ",imbalance=%g",
+				 s->imbalance);
+	}
+	if (s->capacity > 0) {
+		size_t n = strlen(buf);
+		if (n < size)
+			snprintf(buf + n, size - n, ",capacity=%g",
+				 s->capacity);
 	}
 }
 
@@ -566,6 +595,8 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 	plan->schedule = s->schedule;
 	plan->virtual_stages = V;
 	plan->zero = s->zero;
+	plan->expert_imbalance = s->imbalance;
+	plan->expert_capacity_factor = s->capacity;
 	for (uint32_t ch = 0; ch < n_chunks; ch++) {
 		uint32_t n = 0, stage = ch % pp, g;
 		struct tp_plan_group *gr;

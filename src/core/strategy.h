@@ -11,9 +11,12 @@
  * [1f1b], recompute none|selective|full [none], sp on|off [off],
  * zero 0..3 [0], sync ring|hierarchical|ps [hierarchical when a replica
  * set spans nodes, else ring], ep expert-parallel degree [1] (dividing
- * the routed experts and dp; groups without routed experts keep 1).  dp=auto, gbs=model and sync=auto name the
- * defaults (tp_strategy_format writes them so; it writes cp only above
- * 1, so strings of plans without context parallelism read as before).
+ * the routed experts and dp; groups without routed experts keep 1),
+ * imbalance the busiest expert-parallel rank's load over the mean [the
+ * simulator's, 1.25], capacity the expert capacity factor [dropless].
+ * dp=auto, gbs=model and sync=auto name the defaults (tp_strategy_format
+ * writes them so; it writes ep, cp, imbalance and capacity only when not
+ * their defaults, so strings of older plans read as before).
  *
  * Expansion follows Megatron-Core's rank order (tensor fastest, then
  * context, then data, then pipeline): stage s uses devices
@@ -45,6 +48,8 @@ struct tp_strategy {
 	uint32_t zero;
 	int sync; /* enum tp_sync, or -1 = automatic */
 	uint32_t ep; /* expert parallelism (plan.h), 1 = none */
+	double imbalance, capacity; /* the plan's expert_imbalance and
+				       expert_capacity_factor, 0 = default */
 };
 
 void tp_strategy_default(struct tp_strategy *s);

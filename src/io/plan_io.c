@@ -20,7 +20,7 @@ static const char *const plan_fields[] = {
     "format",	     "model",	 "topology",	   "global_batch_size",
     "micro_batches", "schedule", "virtual_stages", "zero",
     "compression",   "grad_bucket_bytes", "runtime", "groups", "summary",
-    NULL};
+    "expert_imbalance", "expert_capacity_factor", NULL};
 static const char *const group_fields[] = {
     "name", "ops",	 "devices", "tp",	   "dp", "cp",
     "shares", "sync", "recompute", "sp",	    "compression", "ep", NULL};
@@ -781,7 +781,7 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 	const char *mname, *tname, *runtime;
 	int64_t gbs, mb, vs, zero;
 	int sched, comp;
-	double bucket;
+	double bucket, imbalance, capacity;
 	enum tp_status st;
 	struct tp_plan_summary scratch;
 
@@ -806,11 +806,26 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 	    (st = tp_io_get_quantity(j, root, "grad_bucket_bytes", false,
 				     TP_JNUM_POS, TP_IOQ_PLAN_BYTES, 0, &bucket,
 				     NULL)) ||
+	    (st = tp_jget_number(j, root, "expert_imbalance", false,
+				 TP_JNUM_POS, 0, &imbalance, NULL)) ||
+	    (st = tp_jget_number(j, root, "expert_capacity_factor", false,
+				 TP_JNUM_POS, 0, &capacity, NULL)) ||
 	    (st = tp_jget_string(j, root, "runtime", false, 63, true, "",
 				 &runtime)) ||
 	    (st = tp_jget_array(j, root, "groups", true, true, &groups)) ||
 	    (st = tp_jget_object(j, root, "summary", false, &summary)))
 		return st;
+	if (imbalance != 0 && !(imbalance >= 1 && imbalance <= 64))
+		return tp_jctx_fail(j, "expert_imbalance",
+				    "an expert load imbalance of %g: expected "
+				    "the busiest rank's load over the mean, "
+				    "from 1 to 64",
+				    imbalance);
+	if (capacity != 0 && !(capacity >= 1 && capacity <= 64))
+		return tp_jctx_fail(j, "expert_capacity_factor",
+				    "an expert capacity factor of %g: "
+				    "expected 1 to 64 (omit it: dropless)",
+				    capacity);
 	if (vs > 1 && sched != TP_SCHEDULE_INTERLEAVED)
 		return tp_jctx_fail(j, "virtual_stages",
 				    "virtual stages > 1 need \"schedule\": "
@@ -858,6 +873,8 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 		r->p->zero = (uint32_t)zero;
 		r->p->compression = (enum tp_compression)comp;
 		r->p->grad_bucket_bytes = bucket;
+		r->p->expert_imbalance = imbalance;
+		r->p->expert_capacity_factor = capacity;
 		snprintf(r->p->runtime, sizeof(r->p->runtime), "%s", runtime);
 	}
 	for (size_t k = 0; k < groups->n; k++) {
@@ -1182,6 +1199,11 @@ void tp_plan_write(const struct tp_plan *p, const struct tp_model *m,
 			tp_compression_name(p->compression));
 	if (p->grad_bucket_bytes > 0)
 		tp_jw_kv_number(&jw, "grad_bucket_bytes", p->grad_bucket_bytes);
+	if (p->expert_imbalance > 0)
+		tp_jw_kv_number(&jw, "expert_imbalance", p->expert_imbalance);
+	if (p->expert_capacity_factor > 0)
+		tp_jw_kv_number(&jw, "expert_capacity_factor",
+				p->expert_capacity_factor);
 	if (p->runtime[0])
 		tp_jw_kv_string(&jw, "runtime", p->runtime);
 	tp_jw_key(&jw, "groups");

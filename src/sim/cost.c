@@ -437,6 +437,19 @@ void tp_sim_acc_measure(struct tp_sim_scratch *s, double *rate,
 	s->acc_latency = 0;
 }
 
+double tp_sim_expert_load(const struct tp_sim *sim, const struct tp_plan *plan)
+{
+	double lf = plan->expert_imbalance > 0 ? plan->expert_imbalance
+					       : sim->o.params.expert_imbalance;
+	double cf = plan->expert_capacity_factor;
+
+	if (!(lf >= 1))
+		lf = 1;
+	if (cf > 0 && cf < lf)
+		lf = cf;
+	return lf;
+}
+
 /* Tensor-parallel collective seconds of `bytes` (an all-reduce when ar,
  * else a reduce-scatter or all-gather). */
 static double tp_coll(const struct lane *ln, double bytes, bool ar)
@@ -479,11 +492,11 @@ struct op_cost {
 
 static void op_cost(const struct tp_sim *sim, const struct lane *ln,
 		    uint32_t o, const uint32_t *types, uint32_t n_types,
-		    bool sp, struct op_cost *oc)
+		    bool sp, double b, struct op_cost *oc)
 {
 	const struct tp_op *op = &sim->m->ops.v[o];
 	uint32_t t = ln->tp;
-	double b = ln->samples, tpd = t, comm = -1;
+	double tpd = t, comm = -1;
 	bool split = op->tp_split != TP_SPLIT_NONE && t > 1;
 	double div = (split || sp) ? tpd : 1, wdiv = split ? tpd : 1;
 	unsigned has = ~0u;
@@ -544,8 +557,12 @@ struct lane_sums {
 	/* profiled optimizer steps and the parameter bytes they cover */
 	double opt_meas, params_meas;
 	double act, act_full, maxout, maxw;
-	/* per layer (in s->dtmp): saved bytes, of them selective ones */
-	double *lay_saved, *lay_sel;
+	/* expert parallelism: routed experts' parameter bytes per device,
+	 * bytes dispatched + combined per device per micro-batch */
+	double params_expert, ep_bytes;
+	/* per layer (in s->dtmp): saved bytes, of them selective ones,
+	 * whether it has routed experts */
+	double *lay_saved, *lay_sel, *lay_ep;
 	uint32_t *lay_list, n_lay, stamp0;
 	enum tp_recompute rc; /* the group's recomputation */
 	bool sp;              /* sequence parallelism (tp > 1) */
@@ -569,10 +586,12 @@ static void layer_op(const struct tp_sim *sim, struct tp_sim_scratch *s,
 
 	if (s->lay_mark[l] != a->stamp0) {
 		s->lay_mark[l] = a->stamp0;
-		a->lay_saved[l] = a->lay_sel[l] = 0;
+		a->lay_saved[l] = a->lay_sel[l] = a->lay_ep[l] = 0;
 		a->lay_list[a->n_lay++] = l;
 	}
 	a->lay_saved[l] += saved;
+	if (sim->expert[o] >= 0)
+		a->lay_ep[l] = 1;
 	if (op->selective_recompute)
 		a->lay_sel[l] += saved;
 	for (uint32_t e = 0; e < op->n_in; e++) {
@@ -605,21 +624,32 @@ static void lane_state(const struct tp_sim *sim, const struct tp_plan *plan,
 {
 	uint32_t zero = plan->zero, dp = plan->groups.v[ln->group].dp;
 	double params = a->params;
-	double n = params / sim->dtype_bytes;
-	/* the parameters without a profiled optimizer step */
+	/* routed experts under ep > 1 are replicated over dp / ep replicas
+	 * only (Megatron-Core's expert-data-parallel group): ZeRO shards
+	 * their state that many ways */
+	double ne = a->params_expert / sim->dtype_bytes;
+	double n = params / sim->dtype_bytes - ne;
+	/* the parameters without a profiled optimizer step (dense) */
 	double nr = a->params_meas > 0
-			    ? (params - a->params_meas) / sim->dtype_bytes
+			    ? (params - a->params_meas) / sim->dtype_bytes - ne
 			    : n;
-	double dz = dp > 0 ? dp : 1;
+	double dz = dp > 0 ? dp : 1, dze = dz / ln->ep;
 	double slowest_bw = INFINITY, oh = 0;
 
 	ln->params = params;
+	ln->params_expert = a->params_expert;
 	ln->weights = n * sim->state.weights /
-		      tp_cost_zero_div(zero, TP_COST_WEIGHTS, dz);
+			      tp_cost_zero_div(zero, TP_COST_WEIGHTS, dz) +
+		      ne * sim->state.weights /
+			      tp_cost_zero_div(zero, TP_COST_WEIGHTS, dze);
 	ln->grads = n * sim->state.grads /
-		    tp_cost_zero_div(zero, TP_COST_GRADS, dz);
+			    tp_cost_zero_div(zero, TP_COST_GRADS, dz) +
+		    ne * sim->state.grads /
+			    tp_cost_zero_div(zero, TP_COST_GRADS, dze);
 	ln->optim = n * sim->state.optim /
-		    tp_cost_zero_div(zero, TP_COST_OPTIMIZER, dz);
+			    tp_cost_zero_div(zero, TP_COST_OPTIMIZER, dz) +
+		    ne * sim->state.optim /
+			    tp_cost_zero_div(zero, TP_COST_OPTIMIZER, dze);
 	for (uint32_t j = 0; j < n_types; j++) {
 		const struct tp_cost_device *d = &sim->dev[types[j]];
 		double bw = d->mem_bw * d->mem_eff;
@@ -628,9 +658,10 @@ static void lane_state(const struct tp_sim *sim, const struct tp_plan *plan,
 		if (d->kernel_s > oh)
 			oh = d->kernel_s;
 	}
-	ln->opt_s = nr / tp_cost_zero_div(zero, TP_COST_OPTIMIZER, dz) *
+	ln->opt_s = (nr / tp_cost_zero_div(zero, TP_COST_OPTIMIZER, dz) +
+		     ne / tp_cost_zero_div(zero, TP_COST_OPTIMIZER, dze)) *
 			    sim->state.step / slowest_bw +
-		    (nr > 0 ? oh : 0);
+		    (nr + ne > 0 ? oh : 0);
 	if (a->params_meas > 0)
 		ln->opt_s += a->opt_meas /
 			     tp_cost_zero_div(zero, TP_COST_OPTIMIZER, dz);
@@ -656,11 +687,12 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	/* per-layer sums for recomputation: dtmp holds two arrays */
 	s->dtmp.n = 0;
 	s->tmp2.n = 0;
-	if (tp_vec_reserve(&s->dtmp, 2 * (size_t)sim->n_layers + 2) ||
+	if (tp_vec_reserve(&s->dtmp, 3 * (size_t)sim->n_layers + 3) ||
 	    tp_vec_reserve(&s->tmp2, (size_t)gr->n_ops + 1))
 		return -1;
 	a.lay_saved = s->dtmp.v;
 	a.lay_sel = s->dtmp.v + sim->n_layers + 1;
+	a.lay_ep = s->dtmp.v + 2 * ((size_t)sim->n_layers + 1);
 	a.lay_list = s->tmp2.v;
 	s->stamp += 2;
 	a.stamp0 = s->stamp;
@@ -669,10 +701,31 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		const struct tp_op *op = &m->ops.v[o];
 		bool split = op->tp_split != TP_SPLIT_NONE && t > 1;
 		double div = (split || sp) ? tpd : 1, wdiv = split ? tpd : 1;
-		double saved, ob;
+		double saved, ob, load = 1;
 		struct op_cost oc;
 
-		op_cost(sim, ln, o, types, n_types, sp, &oc);
+		if (ln->ep > 1 && sim->expert[o] >= 0) {
+			/* a routed expert's op under ep: each rank runs
+			 * experts/ep of them on ep x the tokens (times the
+			 * busiest rank's load), i.e. per op 1/ep of its cost
+			 * at that batch; weights divided by ep */
+			double be = b * ln->ep * ln->lf;
+			op_cost(sim, ln, o, types, n_types, sp, be, &oc);
+			oc.fw /= ln->ep;
+			oc.bw /= ln->ep;
+			oc.fc /= ln->ep;
+			oc.bc /= ln->ep;
+			oc.S /= ln->ep;
+			oc.opt_s /= ln->ep;
+			oc.act /= ln->ep;
+			load = ln->lf;
+			wdiv *= ln->ep;
+			a.params_expert += op->param_bytes / wdiv;
+			a.ep_bytes += (sim->ep_in[o] + sim->ep_out[o]) * b /
+				      (sp ? tpd : 1);
+		} else {
+			op_cost(sim, ln, o, types, n_types, sp, b, &oc);
+		}
 		a.tp_S += oc.S;
 		a.f_comp += oc.fw;
 		a.f_comm += oc.fc;
@@ -681,15 +734,15 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		a.params += op->param_bytes / wdiv;
 		if (op->param_bytes / wdiv > a.maxw)
 			a.maxw = op->param_bytes / wdiv;
-		saved = op_saved_bytes(sim, o) * b / div;
+		saved = op_saved_bytes(sim, o) * b * load / div;
 		if (oc.has & TP_PROFILE_HAS_ACTIVATION)
 			saved = oc.act;
 		if ((oc.has & TP_PROFILE_HAS_OPTIMIZER) &&
-		    op->param_bytes > 0) {
+		    op->param_bytes > 0 && load == 1 && ln->ep <= 1) {
 			a.opt_meas += oc.opt_s;
 			a.params_meas += op->param_bytes / wdiv;
 		}
-		ob = op->out_bytes * b / div;
+		ob = op->out_bytes * b * load / div;
 		if (ob > a.maxout)
 			a.maxout = ob;
 		if (op->layer >= 0 && (uint32_t)op->layer < sim->n_layers) {
@@ -706,6 +759,19 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 			work_full = a.lay_saved[l];
 		if (a.lay_sel[l] > work_sel)
 			work_sel = a.lay_sel[l];
+	}
+	if (ln->ep > 1 && a.ep_bytes > 0) {
+		/* dispatch and combine: two all-to-alls per MoE layer and
+		 * pass, the busiest receiver getting lf x the mean; full
+		 * recomputation repeats the forward's */
+		double n_moe = 0, x;
+		for (uint32_t k = 0; k < a.n_lay; k++)
+			n_moe += a.lay_ep[a.lay_list[k]];
+		x = 2 * n_moe * ln->ep_a + ln->ep_k * ln->lf * a.ep_bytes;
+		a.f_comm += x;
+		a.b_comm += x;
+		if (rc == TP_RECOMPUTE_FULL)
+			a.rec_comm += x;
 	}
 	ln->f_comp = a.f_comp;
 	ln->f_comm = a.f_comm;
@@ -761,6 +827,9 @@ static bool lc_same(const struct tp_sim_scratch *s, const struct lcentry *a,
 	return a->h == k->h && a->n_ops == k->n_ops && a->tp == k->tp &&
 	       a->dp == k->dp && a->zero == k->zero &&
 	       a->n_types == k->n_types && a->sp == k->sp && a->rc == k->rc &&
+	       a->ep == k->ep && lc_dbl(a->ep_a) == lc_dbl(k->ep_a) &&
+	       lc_dbl(a->ep_k) == lc_dbl(k->ep_k) &&
+	       lc_dbl(a->lf) == lc_dbl(k->lf) &&
 	       lc_dbl(a->samples) == lc_dbl(k->samples) &&
 	       lc_dbl(a->tp_a) == lc_dbl(k->tp_a) &&
 	       lc_dbl(a->tp_k) == lc_dbl(k->tp_k) &&
@@ -799,6 +868,10 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	k.samples = ln->samples;
 	k.tp_a = ln->tp_a;
 	k.tp_k = ln->tp_k;
+	k.ep = ln->ep;
+	k.ep_a = ln->ep_a;
+	k.ep_k = ln->ep_k;
+	k.lf = ln->lf;
 	for (uint32_t i = 0; i < gr->n_ops; i++)
 		h = lc_mix(h, ops[i]);
 	h = lc_mix(h, ((uint64_t)k.n_ops << 32) | k.tp);
@@ -807,6 +880,12 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	h = lc_mix(h, lc_dbl(k.samples));
 	h = lc_mix(h, lc_dbl(k.tp_a));
 	h = lc_mix(h, lc_dbl(k.tp_k));
+	if (k.ep > 1) {
+		h = lc_mix(h, k.ep);
+		h = lc_mix(h, lc_dbl(k.ep_a));
+		h = lc_mix(h, lc_dbl(k.ep_k));
+		h = lc_mix(h, lc_dbl(k.lf));
+	}
 	for (uint32_t j = 0; j < k.n_types; j++)
 		h = lc_mix(h, k.types[j]);
 	k.h = h;
@@ -838,6 +917,7 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		ln->optim = e->optim;
 		ln->temp = e->temp;
 		ln->params = e->params;
+		ln->params_expert = e->params_expert;
 		ln->tp_bytes_mb = e->tp_bytes_mb;
 		return 0;
 	}
@@ -868,6 +948,7 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	k.optim = ln->optim;
 	k.temp = ln->temp;
 	k.params = ln->params;
+	k.params_expert = ln->params_expert;
 	k.tp_bytes_mb = ln->tp_bytes_mb;
 	s->lc_tab[slot] = (uint32_t)s->lc.n;
 	s->lc.v[s->lc.n++] = k;

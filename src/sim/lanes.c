@@ -6,6 +6,7 @@
  * the resources (device sets that always run the same tasks).
  * README sections 1 and 4.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -297,6 +298,50 @@ static int lane_tp_ring(const struct tp_sim *sim, const struct tp_plan *plan,
 	return 0;
 }
 
+/* Expert parallelism of a lane: its degree, load factor and the
+ * all-to-all over its EP group (replicas ep*floor(r/ep) .. +ep-1, the
+ * same tensor rank; all tensor ranks' exchanges at once) on an otherwise
+ * idle fabric: every member sends V/ep of its V dispatched bytes to each
+ * other member, so the exchange takes one latency plus V/ep over the
+ * slowest flow's share of its busiest channel (README section 3).  -1
+ * on allocation failure. */
+static int lane_ep(const struct tp_sim *sim, const struct tp_plan *plan,
+		   struct tp_sim_scratch *s, struct lane *ln)
+{
+	const struct tp_plan_group *gr = &plan->groups.v[ln->group];
+	uint32_t ep = gr->ep, tp = gr->tp, base, n = 0;
+	double lat, rate, lf = tp_sim_expert_load(sim, plan);
+
+	ln->ep = ep > 1 ? ep : 1;
+	ln->lf = ep > 1 ? lf : 1;
+	if (ep <= 1)
+		return 0;
+	base = ln->replica / ep * ep;
+	s->tmp3.n = 0;
+	if (tp_vec_reserve(&s->tmp3, 2 * (size_t)tp * ep * (ep - 1)))
+		return -1;
+	for (uint32_t j = 0; j < tp; j++)
+		for (uint32_t a = 0; a < ep; a++)
+			for (uint32_t b = 0; b < ep; b++) {
+				if (a == b)
+					continue;
+				s->tmp3.v[n++] =
+					plan->devs.v[gr->dev_first +
+						     (base + a) * tp + j];
+				s->tmp3.v[n++] =
+					plan->devs.v[gr->dev_first +
+						     (base + b) * tp + j];
+			}
+	if (tp_sim_acc_pairs(s, s->tmp3.v, n / 2))
+		return -1;
+	tp_sim_acc_measure(s, &rate, &lat);
+	if (isfinite(rate) && rate > 0) {
+		ln->ep_a = lat + sim->o.params.collective_latency_s;
+		ln->ep_k = 1 / (ep * rate);
+	}
+	return 0;
+}
+
 /* Every group's lanes with their costs (a replica identical to the
  * previous one copies it), then the group's compression (sfb_hook.c). */
 static enum tp_status make_lanes(const struct tp_sim *sim,
@@ -326,10 +371,12 @@ static enum tp_status make_lanes(const struct tp_sim *sim,
 			ln->samples = sh[r] * mb;
 			ln->sim = TP_NONE;
 			ln->tp_bt = TP_NONE; /* made for the report */
-			if (lane_tp_ring(sim, plan, s, ln))
+			if (lane_tp_ring(sim, plan, s, ln) ||
+			    lane_ep(sim, plan, s, ln))
 				goto nomem;
 			if (prev && prev->samples == ln->samples &&
 			    prev->tp_a == ln->tp_a && prev->tp_k == ln->tp_k &&
+			    prev->ep_a == ln->ep_a && prev->ep_k == ln->ep_k &&
 			    same_types(sim, plan->devs.v + prev->dev_first,
 				       plan->devs.v + ln->dev_first, gr->tp)) {
 				struct lane keep = *ln;
@@ -344,6 +391,10 @@ static enum tp_status make_lanes(const struct tp_sim *sim,
 		s->groups.v[g].param_bytes =
 			s->lanes.v[s->groups.v[g].lane_first].params;
 		s->groups.v[g].grad_bytes = s->groups.v[g].param_bytes;
+		s->groups.v[g].expert_bytes =
+			gr->ep > 1 ? s->lanes.v[s->groups.v[g].lane_first]
+					     .params_expert
+				   : 0;
 		if (gr->n_sfb || gr->lossy != TP_LOSSY_NONE) {
 			/* gradient compression: sfb_hook.c */
 			enum tp_status st =

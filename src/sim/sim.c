@@ -26,6 +26,7 @@ void tp_sim_params_default(struct tp_sim_params *p)
 	p->p2p_blocking = true;
 	p->collective_latency_s = 6e-6;
 	p->overlap_grad_sync_pipeline = true;
+	p->expert_imbalance = TP_SIM_EXPERT_IMBALANCE;
 }
 
 void tp_sim_options_default(struct tp_sim_options *o)
@@ -44,6 +45,9 @@ void tp_sim_free(struct tp_sim *sim)
 	free(sim->ptab);
 	free(sim->chan_bw);
 	free(sim->in_bytes);
+	free(sim->expert);
+	free(sim->ep_in);
+	free(sim->ep_out);
 	free(sim->dev);
 	free(sim->types);
 	free(sim->speed);
@@ -67,6 +71,28 @@ static void tf32_peak(struct tp_sim *sim, uint32_t t)
 		return;
 	if (r > sim->dev[t].peak)
 		sim->dev[t].peak = sim->dev[t].peak_hi = r;
+}
+
+/* Each op's routed expert and the bytes crossing that expert's boundary
+ * (dispatch in, combine out), for expert parallelism. */
+static void expert_ops(struct tp_sim *sim)
+{
+	const struct tp_model *m = sim->m;
+
+	for (uint32_t i = 0; i < sim->n_ops; i++) {
+		int64_t j = tp_op_expert_index(m->ops.v[i].name);
+		sim->expert[i] = j >= 0 && j < INT32_MAX ? (int32_t)j : -1;
+	}
+	for (size_t e = 0; e < m->edges.n; e++) {
+		const struct tp_edge *ed = &m->edges.v[e];
+		int32_t a = sim->expert[ed->src], b = sim->expert[ed->dst];
+		bool same = a == b && m->ops.v[ed->src].layer ==
+					      m->ops.v[ed->dst].layer;
+		if (b >= 0 && !same)
+			sim->ep_in[ed->dst] += ed->bytes;
+		if (a >= 0 && !same)
+			sim->ep_out[ed->src] += ed->bytes;
+	}
 }
 
 struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
@@ -106,6 +132,9 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 	sim->ptab = tp_calloc(m->profiles.n + 1, sizeof(*sim->ptab));
 	sim->chan_bw = tp_calloc(sim->n_chan + 1, sizeof(double));
 	sim->in_bytes = tp_calloc(sim->n_ops + 1, sizeof(double));
+	sim->expert = tp_calloc(sim->n_ops + 1, sizeof(*sim->expert));
+	sim->ep_in = tp_calloc(sim->n_ops + 1, sizeof(double));
+	sim->ep_out = tp_calloc(sim->n_ops + 1, sizeof(double));
 	sim->dev = tp_calloc(sim->n_types + 1, sizeof(*sim->dev));
 	sim->types = tp_calloc(sim->n_types + 1, sizeof(*sim->types));
 	sim->speed = tp_calloc(sim->n_types + 1, sizeof(*sim->speed));
@@ -113,7 +142,8 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 					sizeof(*sim->speed_profiled));
 	if (!sim->prof || !sim->prof_n || !sim->ptab || !sim->chan_bw ||
 	    !sim->in_bytes || !sim->dev || !sim->types || !sim->speed ||
-	    !sim->speed_profiled)
+	    !sim->speed_profiled || !sim->expert || !sim->ep_in ||
+	    !sim->ep_out)
 		goto nomem;
 	for (uint32_t i = 0, used = 0; i < sim->n_ops; i++) {
 		const struct tp_op *op = &m->ops.v[i];
@@ -131,6 +161,7 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 	}
 	for (size_t e = 0; e < m->edges.n; e++)
 		sim->in_bytes[m->edges.v[e].dst] += m->edges.v[e].bytes;
+	expert_ops(sim);
 	for (uint32_t l = 0; l < nl; l++) {
 		const struct tp_link *lk = &c->links.v[l];
 		double eff = (lk->kind == TP_LINK_NIC ||

@@ -50,6 +50,19 @@ struct tp_sfb;
  * Cost-model constants that are not per device type (those live in
  * data/devices.json).  Defaults and their justification: src/sim/README.
  */
+/*
+ * The busiest expert-parallel rank's tokens over the mean when neither
+ * the plan nor the strategy gives one: 1.25, the expert capacity factor
+ * Switch Transformer trained its main models with (Fedus, Zoph and
+ * Shazeer, JMLR 23(120), 2022, section 2.2 and Table 1: capacity factors
+ * 1.0, 1.25 and 2.0 compared, 1.25 the lowest with few dropped tokens),
+ * i.e. the load published training provisions an expert for.  It is a
+ * provisioned figure, not a measured per-step imbalance: override it per
+ * plan ("expert_imbalance", strategy key imbalance=X) with a measured
+ * one.
+ */
+#define TP_SIM_EXPERT_IMBALANCE 1.25
+
 struct tp_sim_params {
 	double gemm_sustained;   /* training sustains this fraction of a
 				    device type's (benchmark) gemm_efficiency */
@@ -77,6 +90,9 @@ struct tp_sim_params {
 	bool tf32;               /* fp32 GEMMs at the TF32 tensor-core rate
 				    (half the bf16 rate) on types with bf16
 				    units */
+	double expert_imbalance; /* under expert parallelism, the busiest
+				    rank's tokens over the mean when the plan
+				    gives none (README section 3) */
 };
 
 void tp_sim_params_default(struct tp_sim_params *p);

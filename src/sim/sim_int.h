@@ -56,6 +56,12 @@ struct tp_sim {
 	uint32_t *prof, *prof_n, *ptab;
 	double *chan_bw;     /* effective bandwidth per directed channel */
 	double *in_bytes;    /* per op: bytes per sample entering it */
+	/* expert parallelism (README section 3): per op its routed expert
+	 * (tp_op_expert_index, -1 for the others) and, for an expert's ops,
+	 * the bytes per sample entering from / leaving to ops outside that
+	 * expert (the tokens dispatched to it and combined from it) */
+	int32_t *expert;
+	double *ep_in, *ep_out;
 	double fwd_flop, bwd_flop; /* per sample, whole model */
 	/* per type: the fastest FLOP rate an op reaches (speed.c), and
 	 * whether a profiled point set it above the cost model's peak */
@@ -123,6 +129,9 @@ struct ginfo {
 	uint32_t set_first;        /* sorted device list in s->sets */
 	double grad_bytes;  /* per device, to synchronise (model dtype) */
 	double param_bytes; /* per device (model dtype) */
+	double expert_bytes; /* of them, routed experts' under ep > 1: their
+				gradients are reduced over the expert-data-
+				parallel replicas (dp / ep) */
 	uint32_t first_sync; /* first task of the group's sync (or NONE) */
 	uint32_t last_sync; /* task finishing the group's sync (or NONE) */
 	uint32_t tail_first; /* first task of the sync tail (or NONE) */
@@ -140,6 +149,13 @@ struct lane {
 	double act, work, act_full; /* bytes per device */
 	double weights, grads, optim, temp;
 	double params; /* parameter bytes per device, unsharded */
+	double params_expert; /* of them, routed experts' (sharded over ep) */
+	/* expert parallelism: degree, the all-to-all over the lane's EP
+	   group (ep_a + ep_k * bytes dispatched per device, seconds) and
+	   the busiest rank's load over the mean (imbalance, capped by the
+	   capacity factor) */
+	uint32_t ep;
+	double ep_a, ep_k, lf;
 	double tp_bytes_mb; /* tensor-parallel bytes per flow per micro-batch */
 	double tp_a, tp_k;  /* all-reduce time = tp_a + tp_k * bytes */
 	uint32_t tp_bt;     /* bundle of one TP all-reduce (for link stats) */
@@ -152,10 +168,11 @@ struct lcentry {
 	uint32_t ops_first, n_ops; /* the group's ops, in s->lc_ops */
 	uint32_t tp, dp, zero, n_types;
 	uint32_t types[8];
-	uint32_t sp, rc;
-	double samples, tp_a, tp_k;
+	uint32_t sp, rc, ep;
+	double samples, tp_a, tp_k, ep_a, ep_k, lf;
 	double f_comp, f_comm, b_comp, b_comm, opt_s;
 	double act, work, act_full, weights, grads, optim, temp, params;
+	double params_expert;
 	double tp_bytes_mb;
 };
 
@@ -445,6 +462,10 @@ void tp_sim_memory_reason(const struct tp_sim *sim, const struct tp_plan *plan,
 
 /* cost.c */
 /* Times and memory of one lane (fills *ln); -1 on allocation failure. */
+/* The busiest expert-parallel rank's load over the mean: the plan's
+ * expert_imbalance (else the parameter's), capped by its capacity
+ * factor; at least 1. */
+double tp_sim_expert_load(const struct tp_sim *sim, const struct tp_plan *plan);
 int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		      struct tp_sim_scratch *s, struct lane *ln);
 /* Flow accumulation into a bundle type. */

@@ -346,6 +346,49 @@ static int sync_hier(const struct tp_sim *sim, const struct tp_plan *plan,
 	return (int)np;
 }
 
+/* The routed experts' share of a sync under expert parallelism: rings
+ * (or, with half, reduce-scatters) over the expert-data-parallel replicas
+ * e, e + ep, e + 2 ep, ... of each tensor rank, all at once (Megatron-
+ * Core's expert-data-parallel groups); 0 phases when dp = ep. */
+static int sync_expert(const struct tp_sim *sim, const struct tp_plan *plan,
+		       struct tp_sim_scratch *s, uint32_t g, double S,
+		       bool half, struct phase *ph)
+{
+	const struct tp_plan_group *gr = &plan->groups.v[g];
+	const struct tp_sim_params *pa = &sim->o.params;
+	uint32_t ep = gr->ep, n = gr->dp / gr->ep, rings = 1, bt, r2 = 1;
+	enum tp_cost_coll k = half ? TP_COST_REDUCE_SCATTER : TP_COST_ALL_REDUCE;
+
+	if (n < 2)
+		return 0;
+	for (uint32_t j = 0; j < gr->tp; j++)
+		for (uint32_t e = 0; e < ep; e++) {
+			uint32_t *p;
+			s->tmp2.n = 0;
+			if (tp_vec_reserve(&s->tmp2, (size_t)n + 1))
+				return -1;
+			p = s->tmp2.v;
+			for (uint32_t q = 0; q < n; q++)
+				p[q] = lane_dev(plan, s, g, e + q * ep, j);
+			if (!sorted_u32(p, n))
+				qsort(p, n, sizeof(*p), cmp_u32);
+			if (tp_sim_acc_ring(s, p, n, &r2))
+				return -1;
+			if (r2 > rings)
+				rings = r2;
+		}
+	if (tp_sim_acc_emit(s, &bt))
+		return -1;
+	if (bt == TP_NONE)
+		return 0;
+	s->btypes.v[bt].latency =
+		tp_cost_ring_steps(k, n) *
+		(s->btypes.v[bt].latency + pa->collective_latency_s);
+	ph[0].bt = bt;
+	ph[0].bytes = tp_cost_ring_traffic(k, n) * S / rings;
+	return 1;
+}
+
 /*
  * The phases of the gradient synchronisation of group g (or, with half,
  * the ZeRO reduce-scatter / parameter all-gather, always on rings):
@@ -365,6 +408,29 @@ static int sync_phases(const struct tp_sim *sim, const struct tp_plan *plan,
 	if (method == TP_SYNC_PS)
 		return sync_ps(sim, plan, s, g, S, ph);
 	return sync_hier(sim, plan, s, g, S, ph);
+}
+
+/* The gradient sync of group g: sync_phases for the dense part and,
+ * under expert parallelism, sync_expert for the routed experts' part
+ * after it (room for 4 phases: hierarchical's 3 and the experts'). */
+static int grad_sync_phases(const struct tp_sim *sim,
+			    const struct tp_plan *plan,
+			    struct tp_sim_scratch *s, uint32_t g, double S,
+			    bool half, struct phase *ph)
+{
+	const struct ginfo *gi = &s->groups.v[g];
+	double Se = 0;
+	int np, ne;
+
+	if (plan->groups.v[g].ep > 1 && gi->param_bytes > 0)
+		Se = S * gi->expert_bytes / gi->param_bytes;
+	if (!(Se > 0))
+		return sync_phases(sim, plan, s, g, S, half, ph);
+	np = sync_phases(sim, plan, s, g, S - Se, half, ph);
+	if (np < 0 || np > 3)
+		return np < 0 ? -1 : np;
+	ne = sync_expert(sim, plan, s, g, Se, half, ph + np);
+	return ne < 0 ? -1 : np + ne;
 }
 
 /* ------------------------------------------------------------------ */
@@ -482,7 +548,7 @@ static enum tp_status sync_tasks(const struct tp_sim *sim,
 	gi->param_ag = TP_NONE;
 	if (gr->dp < 2 || !(S > 0))
 		return TP_OK;
-	np = sync_phases(sim, plan, s, g, S, plan->zero >= 1, ph);
+	np = grad_sync_phases(sim, plan, s, g, S, plan->zero >= 1, ph);
 	if (np < 0)
 		goto nomem;
 	if (np == 0)
