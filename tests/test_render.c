@@ -1326,6 +1326,83 @@ START_TEST(test_cmd_check_thresholds)
 }
 END_TEST
 
+/* A figure of the --json verdict (the first "key": number). */
+static double verdict_number(const char *json, const char *key)
+{
+	char k[64];
+	const char *at;
+
+	snprintf(k, sizeof(k), "\"%s\": ", key);
+	at = strstr(json, k);
+	ck_assert_msg(at != NULL, "%s not in %s", key, json);
+	return strtod(at + strlen(k), NULL);
+}
+
+/* --margin: limits the plan meets by 5% pass without a margin and fail
+ * with a 10% one (the time and memory 10% higher, the MFU 10% lower);
+ * a 2% margin passes.  Without --margin honoured: exit 0 (or 2 for the
+ * unknown option) where 1 is wanted. */
+START_TEST(test_cmd_check_margin)
+{
+	const char *dir = tp_test_tmpdir();
+	const char *plan = write_plan(dir, "dp.json", 16, 1, 1, NULL);
+	const char *first[] = {"tagplan", "check", "-m", SMALL, "-t",
+			       TOPO,	  "-p",	   plan, "--json", NULL};
+	char it[32], mfu[32], frac[32];
+	const char *lim[] = {"tagplan",
+			     "check",
+			     "-m",
+			     SMALL,
+			     "-t",
+			     TOPO,
+			     "-p",
+			     plan,
+			     "--max-iter-time",
+			     it,
+			     "--min-mfu",
+			     mfu,
+			     "--max-memory-fraction",
+			     frac,
+			     "--json",
+			     NULL,
+			     NULL,
+			     NULL};
+	struct tp_run r;
+
+	tp_run_tagplan(&r, first, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	snprintf(it, sizeof(it), "%.9g",
+		 verdict_number(r.out, "iteration_time_s") * 1.05);
+	snprintf(mfu, sizeof(mfu), "%.9g", verdict_number(r.out, "mfu") / 1.05);
+	snprintf(frac, sizeof(frac), "%.9g",
+		 verdict_number(r.out, "max_memory_fraction") * 1.05);
+	ck_assert_double_eq(verdict_number(r.out, "margin"), 0);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, lim, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_free(&r);
+	lim[15] = "--margin";
+	lim[16] = "10%";
+	tp_run_tagplan(&r, lim, NULL);
+	ck_assert_msg(r.status == 1, "status %d: %s", r.status, r.err);
+	ck_assert(strstr(r.err, "FAIL iteration time: "));
+	ck_assert(strstr(r.err, "FAIL MFU: "));
+	ck_assert(strstr(r.err, "FAIL memory fraction: "));
+	ck_assert(strstr(r.err, "(+10% margin)"));
+	ck_assert_double_eq_tol(verdict_number(r.out, "margin"), 0.1, 1e-12);
+	tp_run_free(&r);
+	lim[16] = "0.02";
+	tp_run_tagplan(&r, lim, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_free(&r);
+	lim[16] = "150%";
+	tp_run_tagplan(&r, lim, NULL);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert(strstr(r.err, "--margin 150%"));
+	tp_run_free(&r);
+}
+END_TEST
+
 START_TEST(test_cmd_check_regression)
 {
 	const char *dir = tp_test_tmpdir();
@@ -1698,6 +1775,7 @@ Suite *suite_render(void)
 	tcase_add_test(t, test_cmd_check_fits);
 	tcase_add_test(t, test_cmd_check_over_memory);
 	tcase_add_test(t, test_cmd_check_thresholds);
+	tcase_add_test(t, test_cmd_check_margin);
 	tcase_add_test(t, test_cmd_check_regression);
 	tcase_add_test(t, test_cmd_check_provenance_warning);
 	tcase_add_test(t, test_cmd_render);

@@ -575,6 +575,93 @@ START_TEST(test_cmd_plan_runtime_file)
 }
 END_TEST
 
+/* Where the figures come from: simulate's report and plan's summary name
+ * the runtime and the constants (shipped, with their measured error on
+ * data/validation, or a profile's calibration with its fit), in JSON and
+ * in the human table.  Fails without the basis (no "basis" key, no
+ * "figures:" line). */
+START_TEST(test_cmd_figures_basis)
+{
+	const char *dir = tp_test_tmpdir();
+	char rt[600], pl[600], *shipped, *text;
+	size_t len;
+	const char *sim[] = {"tagplan", "simulate", "-m", "gpt2", "-t",
+			     "dgx-a100", "-s", "tp=1,pp=1,dp=8,mb=4",
+			     "--runtime", "megatron-core", NULL};
+	const char *simcal[] = {"tagplan", "simulate", "-m", "gpt2", "-t",
+				"dgx-a100", "-s", "tp=1,pp=1,dp=8,mb=4",
+				"--runtime", rt, NULL};
+	const char *plan[] = {"tagplan", "plan",      "--playouts", "20",
+			      "--threads", "1",	      "--no-gnn",   "--runtime",
+			      rt,	 "-o",	      pl,	    NULL};
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_error err;
+	struct tp_run r;
+
+	use_data();
+	tp_run_tagplan(&r, sim, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.out, "\"basis\": {"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\"runtime\": \"megatron-core\""));
+	ck_assert_ptr_nonnull(strstr(r.out, "\"constants\": \"shipped\""));
+	ck_assert_ptr_nonnull(strstr(r.out, "\"validation_mean_abs_error\""));
+	ck_assert_ptr_nonnull(strstr(r.err, "figures: runtime megatron-core, "
+					    "shipped constants: mean |error|"));
+	tp_run_free(&r);
+
+	snprintf(rt, sizeof(rt), "%s/cal.json", dir);
+	snprintf(pl, sizeof(pl), "%s/plan.json", dir);
+	shipped =
+	    tp_test_read(tp_data_file("runtimes/megatron-core.json"), &len);
+	ck_assert_ptr_nonnull(shipped);
+	text = replace1(shipped, "\"sources\": {",
+			"\"calibration\": {\"gemm_sustained\": 0.75, "
+			"\"link_eff_intra\": 0.95, \"link_eff_network\": 0.7, "
+			"\"fitted_on\": \"mine.json\", \"runs\": 12, "
+			"\"holdout_runs\": 3, \"fit_mean_abs_error\": 0.04, "
+			"\"holdout_mean_abs_error\": 0.06},\n  \"sources\": {");
+	ck_assert_int_eq(tp_test_write(rt, text, strlen(text)), 0);
+	tp_run_tagplan(&r, simcal, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.out, "\"constants\": \"calibrated\""));
+	ck_assert_ptr_nonnull(strstr(r.out, "\"gemm_sustained\": 0.75"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\"fitted_on\": \"mine.json\""));
+	/* the line wraps at 80 columns */
+	ck_assert_ptr_nonnull(
+	    strstr(r.err, "figures: runtime megatron-core, calibrated on "
+			  "mine.json (12 runs, mean |error|"));
+	ck_assert_ptr_nonnull(strstr(r.err, "4.0%; 3 held out, 6.0%)"));
+	tp_run_free(&r);
+
+	tp_run_tagplan(&r, plan, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "figures: runtime megatron-core, "
+					    "calibrated on mine.json"));
+	tp_run_free(&r);
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	tp_plan_init(&p);
+	ck_assert_int_eq(
+	    tp_model_load_file(tp_data_file("demo-model.json"), NULL, &m, &err),
+	    TP_OK);
+	ck_assert_int_eq(tp_topology_load_file(tp_data_file("tag-testbed.json"),
+					       NULL, &c, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_plan_load_file(pl, &m, &c, NULL, &p, &err), TP_OK);
+	ck_assert_str_eq(p.summary.basis.runtime, "megatron-core");
+	ck_assert(p.summary.basis.calibrated);
+	ck_assert_double_eq_tol(p.summary.basis.link_eff_network, 0.7, 1e-12);
+	ck_assert_uint_eq(p.summary.basis.holdout_runs, 3);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+	free(text);
+	free(shipped);
+}
+END_TEST
+
 Suite *suite_runtime_plan(void)
 {
 	Suite *s = suite_create("runtime-plan");
@@ -588,6 +675,7 @@ Suite *suite_runtime_plan(void)
 	tcase_add_test(ts, test_search_runs_only_runnable_cnn);
 	tcase_add_test(ts, test_cmd_plan_runtimes);
 	tcase_add_test(ts, test_cmd_plan_runtime_file);
+	tcase_add_test(ts, test_cmd_figures_basis);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, ts);
 	return s;

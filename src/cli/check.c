@@ -20,7 +20,7 @@
 static const char usage[] =
 	"-p PLAN [-m MODEL] [-t TOPO] [--max-iter-time S]\n"
 	"                     [--min-mfu X] [--max-memory-fraction X] [--json]\n"
-	"                     [--runtime NAME]\n"
+	"                     [--margin M] [--runtime NAME]\n"
 	"                     [--baseline-plan OLD [--max-regression F]]";
 
 static const char about[] =
@@ -30,13 +30,17 @@ static const char about[] =
 	"limit), 2 for bad input.  --baseline-plan compares with another plan\n"
 	"(e.g. the previous commit's): the iteration may be at most\n"
 	"--max-regression slower (a fraction: 0.05 = 5%; default 0, the\n"
-	"simulator is deterministic).  --json prints the verdict as JSON on\n"
-	"stdout.  A warning says when the model or topology differs from the\n"
-	"files the plan was made from (digests in the plan's summary).\n"
-	"Without -m/-t the files `tagplan plan` recorded in the plan are used\n"
-	"(found as given, or next to the plan; the shipped demo model and TAG\n"
-	"testbed for plans of the demo); stderr says which.  CI jobs should\n"
-	"name the current files with -m/-t.";
+	"simulator is deterministic).  --margin M allows for the simulator's\n"
+	"error: the limits and the memory capacity must hold with the time\n"
+	"and memory M worse (e.g. 10%; the report's \"basis\" says how far\n"
+	"off the shipped constants were on published runs).  --json prints\n"
+	"the verdict as JSON on stdout.  A warning says when the model or\n"
+	"topology differs from the files the plan was made from (digests in\n"
+	"the plan's summary).  Without -m/-t the files `tagplan plan`\n"
+	"recorded in the plan are used (found as given, or next to the plan;\n"
+	"the shipped demo model and TAG testbed for plans of the demo);\n"
+	"stderr says which.  CI jobs should name the current files with\n"
+	"-m/-t.";
 
 /* Devices listed per violated memory check at most. */
 #define MAX_DEVICE_LINES 8
@@ -91,11 +95,31 @@ static void si(char *buf, size_t size, double v, const char *unit)
 	tp_render_fmt_si(buf, size, v, unit);
 }
 
+/* --margin: "10%" or "0.1" (a share, 0 to 1).  -1 when malformed. */
+static int parse_margin(const char *s, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s)
+		return -1;
+	if (*end == '%') {
+		v /= 100;
+		end++;
+	}
+	if (*end || !(v >= 0 && v <= 1))
+		return -1;
+	*out = v;
+	return 0;
+}
+
 /* One run of `tagplan check`: the limits asked for, the inputs, the
  * reports of the plan and of the baseline plan, and the verdict. */
 struct check_run {
 	const char *base; /* --baseline-plan, or NULL */
 	double max_iter, min_mfu, max_frac, max_reg;
+	double margin; /* --margin: the simulator's error to allow for */
+	char mtext[48]; /* " (+10% margin)" ("" without one) */
 	bool has_iter, has_mfu, has_frac;
 	struct tp_inputs in;
 	struct tp_inputs_sim sim;
@@ -128,7 +152,8 @@ static int check_memory(struct check_run *C)
 			C->worst_frac = frac;
 			C->worst_frac_dev = d;
 		}
-		if (rd->peak_memory_bytes > rd->capacity_bytes) {
+		if (rd->peak_memory_bytes * (1 + C->margin) >
+		    rd->capacity_bytes) {
 			if (vd->n >= MAX_DEVICE_LINES) {
 				vd->more_memory++;
 				continue;
@@ -138,10 +163,10 @@ static int check_memory(struct check_run *C)
 			if (add_violation(vd, "memory", name,
 					  rd->peak_memory_bytes,
 					  rd->capacity_bytes,
-					  "memory: %s needs %s, capacity %s",
-					  name, a, b))
+					  "memory: %s needs %s%s, capacity %s",
+					  name, a, C->mtext, b))
 				return -1;
-		} else if (C->has_frac && frac > C->max_frac) {
+		} else if (C->has_frac && frac * (1 + C->margin) > C->max_frac) {
 			if (vd->n >= MAX_DEVICE_LINES) {
 				vd->more_fraction++;
 				continue;
@@ -151,8 +176,9 @@ static int check_memory(struct check_run *C)
 			if (add_violation(vd, "max-memory-fraction", name, frac,
 					  C->max_frac,
 					  "memory fraction: %s uses %.3f of its "
-					  "memory (%s of %s), limit %g",
-					  name, frac, a, b, C->max_frac))
+					  "memory (%s of %s)%s, limit %g",
+					  name, frac, a, b, C->mtext,
+					  C->max_frac))
 				return -1;
 		}
 	}
@@ -189,18 +215,22 @@ static int check_limits(struct check_run *C)
 				  why))
 			return -1;
 	}
-	if (C->has_iter && r->iteration_time_s > C->max_iter) {
+	/* with a margin the figure may be that much worse: the time and
+	   memory longer, the MFU (1 / time) lower */
+	if (C->has_iter &&
+	    r->iteration_time_s * (1 + C->margin) > C->max_iter) {
 		si(a, sizeof(a), r->iteration_time_s, "s");
 		if (add_violation(vd, "max-iter-time", NULL,
 				  r->iteration_time_s, C->max_iter,
-				  "iteration time: %s (%.6g s), limit %g s", a,
-				  r->iteration_time_s, C->max_iter))
+				  "iteration time: %s (%.6g s)%s, limit %g s",
+				  a, r->iteration_time_s, C->mtext,
+				  C->max_iter))
 			return -1;
 	}
-	if (C->has_mfu && r->mfu < C->min_mfu &&
+	if (C->has_mfu && r->mfu / (1 + C->margin) < C->min_mfu &&
 	    add_violation(vd, "min-mfu", NULL, r->mfu, C->min_mfu,
-			  "MFU: %.4f (%.1f%%), minimum %g", r->mfu,
-			  100 * r->mfu, C->min_mfu))
+			  "MFU: %.4f (%.1f%%)%s, minimum %g", r->mfu,
+			  100 * r->mfu, C->mtext, C->min_mfu))
 		return -1;
 	if (C->base && C->base_feasible && C->base_iter > 0) {
 		double reg = r->iteration_time_s / C->base_iter - 1;
@@ -301,6 +331,7 @@ static int write_verdict_json(const struct check_run *C)
 	tp_jw_kv_number(&jw, "iteration_time_s", r->iteration_time_s);
 	tp_jw_kv_number(&jw, "mfu", r->mfu);
 	tp_jw_kv_number(&jw, "max_memory_fraction", C->worst_frac);
+	tp_jw_kv_number(&jw, "margin", C->margin);
 	if (C->worst_frac_dev < C->in.cluster.devices.n)
 		tp_jw_kv_string(&jw, "fullest_device",
 				C->in.cluster.devices.v[C->worst_frac_dev].name);
@@ -387,7 +418,8 @@ static int load_and_simulate(struct check_run *C, const char *plan,
 int cmd_check(int argc, char **argv)
 {
 	struct check_run C;
-	const char *plan = NULL, *model = NULL, *topo = NULL, *runtime = NULL;
+	const char *plan = NULL, *model = NULL, *topo = NULL, *runtime = NULL,
+		   *margin = NULL;
 	bool json = false;
 	struct tp_opt opts[] = {
 		{"model", 'm', TP_OPT_STRING, &model, "MODEL",
@@ -421,6 +453,12 @@ int cmd_check(int argc, char **argv)
 		 false},
 		{"json", 0, TP_OPT_FLAG, &json, NULL,
 		 "print the verdict as JSON on stdout", 0, 0, false},
+		{"margin", 0, TP_OPT_STRING, &margin, "M",
+		 "allow for the simulator's error: the limits and every "
+		 "device's capacity must hold with the iteration time and "
+		 "memory M worse (10% or 0.1; the report's basis says the "
+		 "measured error) [0]",
+		 0, 0, false},
 		{"runtime", 0, TP_OPT_STRING, &runtime, "NAME",
 		 "the training runtime to simulate under (a profile of "
 		 "data/runtimes or a tagplan-runtime/1 file) [the plan's: "
@@ -442,6 +480,15 @@ int cmd_check(int argc, char **argv)
 		return tp_cli_usage_error("check",
 					  "--max-regression needs "
 					  "--baseline-plan OLD");
+	if (margin && parse_margin(margin, &C.margin))
+		return tp_cli_usage_error("check",
+					  "--margin %s: expected a share of "
+					  "the figures, 0 to 100%% (10%% or "
+					  "0.1)",
+					  margin);
+	if (C.margin > 0)
+		snprintf(C.mtext, sizeof(C.mtext), " (+%.4g%% margin)",
+			 100 * C.margin);
 	C.has_iter = opts[3].seen;
 	C.has_mfu = opts[4].seen;
 	C.has_frac = opts[5].seen;

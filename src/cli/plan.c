@@ -390,6 +390,7 @@ static void fill_summary(struct plan_run *R)
 		snprintf(s->infeasible_reason, sizeof(s->infeasible_reason),
 			 "%s", r->reason[0] ? r->reason : "out of memory");
 	snprintf(s->precision, sizeof(s->precision), "%s", r->precision);
+	s->basis = r->basis;
 	if (r->devices && r->n_devices == nd) {
 		s->peak_memory_bytes = calloc(nd, sizeof(double));
 		s->busy_fraction = calloc(nd, sizeof(double));

@@ -482,6 +482,14 @@ static void headline(const struct tp_scene *s, const struct tp_plan *p,
 		if ((r ? r->precision : sm->precision)[0])
 			tp_strbuf_addf(&line, "precision: %s\n",
 				       r ? r->precision : sm->precision);
+		/* where the figures come from (the uncertainty) */
+		{
+			char basis[512];
+			tp_report_basis_describe(r ? &r->basis : &sm->basis,
+						 basis, sizeof(basis));
+			if (basis[0])
+				tp_strbuf_addf(&line, "figures: %s\n", basis);
+		}
 		tp_render_wrap(out, tp_strbuf_cstr(&line), 80);
 		tp_strbuf_release(&line);
 	}

@@ -34,6 +34,7 @@
 #include "cluster.h"
 #include "error.h"
 #include "model.h"
+#include "report.h"
 #include "vec.h"
 
 enum tp_sync {
@@ -144,6 +145,8 @@ struct tp_plan_summary {
 	uint32_t n_devices;
 	char infeasible_reason[512];
 	char precision[256]; /* the report's precision fallback, or "" */
+	struct tp_report_basis basis; /* the report's: where the figures
+					 come from */
 	struct tp_plan_baseline baselines[TP_PLAN_MAX_BASELINES];
 	uint32_t n_baselines;
 	/* search statistics */

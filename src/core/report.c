@@ -1,5 +1,6 @@
 #include "report.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,4 +30,36 @@ void tp_report_release(struct tp_report *r)
 	free(r->devices);
 	free(r->links);
 	tp_report_init(r);
+}
+
+void tp_report_basis_describe(const struct tp_report_basis *b, char *buf,
+			      size_t size)
+{
+	int n;
+
+	if (!size)
+		return;
+	buf[0] = '\0';
+	if (!b->runtime[0])
+		return;
+	if (!b->calibrated) {
+		n = snprintf(buf, size, "runtime %s, shipped constants",
+			     b->runtime);
+		if (n > 0 && (size_t)n < size && b->validation_mean_error > 0)
+			snprintf(buf + n, size - (size_t)n,
+				 ": mean |error| %.1f%%, max %.1f%% on the "
+				 "published runs of data/validation",
+				 100 * b->validation_mean_error,
+				 100 * b->validation_max_error);
+		return;
+	}
+	n = snprintf(buf, size,
+		     "runtime %s, calibrated on %s (%u runs, mean |error| "
+		     "%.1f%%",
+		     b->runtime, b->fitted_on[0] ? b->fitted_on : "(unnamed)",
+		     b->runs, 100 * b->fit_error);
+	if (n > 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n,
+			 b->holdout_runs ? "; %u held out, %.1f%%)" : ")",
+			 b->holdout_runs, 100 * b->holdout_error);
 }

@@ -9,6 +9,7 @@
 #define TP_REPORT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -33,6 +34,35 @@ struct tp_report_link {
 	double bytes;       /* carried per iteration, both directions */
 	double busy_s;      /* time with at least one flow */
 };
+
+/*
+ * Where a report's figures come from (the report's and the plan
+ * summary's "basis"): the runtime profile simulated under and the cost-
+ * model constants used.  Either the shipped constants (src/sim/README
+ * section 7), with their measured error on the published runs of
+ * data/validation (bench/bench_fidelity.c; validation_* > 0), or a
+ * profile's calibration (tagplan calibrate: the run files it was fitted
+ * on, its error on them and on the held-out runs).
+ */
+struct tp_report_basis {
+	char runtime[64]; /* the profile's name ("none"); "" = not recorded
+			     (a report or plan from an older tagplan) */
+	bool calibrated;  /* the profile's calibration replaced the shipped
+			     constants */
+	double gemm_sustained, link_eff_intra, link_eff_network;
+	char fitted_on[256];
+	uint32_t runs, holdout_runs;
+	double fit_error, holdout_error; /* mean |error|, calibrated */
+	double validation_mean_error, validation_max_error; /* shipped */
+};
+
+/* One line (no newline) saying where the figures come from:
+ * "runtime megatron-core, shipped constants: mean |error| 11.5%, max
+ * 40.7% on 30 published runs (data/validation)" or "runtime mine,
+ * calibrated on runs.json (23 runs, mean |error| 10.8%; 7 held out,
+ * 13.9%)".  "" when b->runtime is "". */
+void tp_report_basis_describe(const struct tp_report_basis *b, char *buf,
+			      size_t size);
 
 struct tp_report {
 	bool feasible;
@@ -62,6 +92,7 @@ struct tp_report {
 	char precision[256];      /* the precision fallback the devices
 				     were priced at (core/precision.h), or
 				     "" when they run the model's dtype */
+	struct tp_report_basis basis;
 };
 
 void tp_report_init(struct tp_report *r);

@@ -101,6 +101,14 @@ enum tp_status tp_io_get_name(struct tp_jctx *j, const struct tp_json *obj,
 			      const char *def, const char **out);
 /* What a builder made, against the same ranges (TP_EINPUT naming the op
  * and the figure). */
+/* A report's or plan summary's "basis" (core/report.h struct
+ * tp_report_basis): write it as obj's key "basis" (nothing when
+ * b->runtime is ""); read the optional key "basis" of obj. */
+struct tp_jw;
+void tp_io_write_basis(struct tp_jw *jw, const struct tp_report_basis *b);
+enum tp_status tp_io_read_basis(struct tp_jctx *j, const struct tp_json *obj,
+				struct tp_report_basis *b);
+
 enum tp_status tp_io_model_check_ranges(const struct tp_model *m,
 					struct tp_error *err);
 

@@ -35,6 +35,7 @@ static const char *const summary_fields[] = {"feasible",
 					     "tflops_per_device",
 					     "infeasible_reason",
 					     "precision",
+					     "basis",
 					     "devices",
 					     "baselines",
 					     "search",
@@ -600,6 +601,7 @@ static enum tp_status read_summary(struct reader *r, const struct tp_json *s,
 			   sizeof(sum->infeasible_reason))) ||
 	    (st = copy_str(j, s, "precision", sum->precision,
 			   sizeof(sum->precision))) ||
+	    (st = tp_io_read_basis(j, s, &sum->basis)) ||
 	    (st = tp_jget_array(j, s, "devices", false, false, &devs)) ||
 	    (st = tp_jget_object(j, s, "baselines", false, &bases)) ||
 	    (st = tp_jget_object(j, s, "search", false, &search)) ||
@@ -1100,6 +1102,7 @@ static void write_summary(struct tp_jw *jw, const struct tp_plan_summary *s,
 		tp_jw_kv_string(jw, "infeasible_reason", s->infeasible_reason);
 	if (s->precision[0])
 		tp_jw_kv_string(jw, "precision", s->precision);
+	tp_io_write_basis(jw, &s->basis);
 	if ((s->peak_memory_bytes || s->busy_fraction) &&
 	    s->n_devices == c->devices.n) {
 		tp_jw_key(jw, "devices");

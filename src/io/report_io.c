@@ -25,7 +25,105 @@ static const char *const report_fields[] = {"format",
 					    "reason",
 					    "approximations",
 					    "precision",
+					    "basis",
 					    NULL};
+static const char *const basis_fields[] = {
+	"runtime",	     "constants",
+	"gemm_sustained",    "link_eff_intra",
+	"link_eff_network",  "fitted_on",
+	"runs",		     "fit_mean_abs_error",
+	"holdout_runs",	     "holdout_mean_abs_error",
+	"validation_mean_abs_error", "validation_max_abs_error",
+	"description",	     NULL};
+
+void tp_io_write_basis(struct tp_jw *jw, const struct tp_report_basis *b)
+{
+	char line[512];
+
+	if (!b->runtime[0])
+		return;
+	tp_jw_key(jw, "basis");
+	tp_jw_object_begin(jw);
+	tp_jw_kv_string(jw, "runtime", b->runtime);
+	tp_jw_kv_string(jw, "constants", b->calibrated ? "calibrated"
+						       : "shipped");
+	tp_jw_kv_number(jw, "gemm_sustained", b->gemm_sustained);
+	tp_jw_kv_number(jw, "link_eff_intra", b->link_eff_intra);
+	tp_jw_kv_number(jw, "link_eff_network", b->link_eff_network);
+	if (b->calibrated) {
+		tp_jw_kv_string(jw, "fitted_on", b->fitted_on);
+		tp_jw_kv_int(jw, "runs", b->runs);
+		tp_jw_kv_number(jw, "fit_mean_abs_error", b->fit_error);
+		tp_jw_kv_int(jw, "holdout_runs", b->holdout_runs);
+		tp_jw_kv_number(jw, "holdout_mean_abs_error",
+				b->holdout_error);
+	} else if (b->validation_mean_error > 0) {
+		tp_jw_kv_number(jw, "validation_mean_abs_error",
+				b->validation_mean_error);
+		tp_jw_kv_number(jw, "validation_max_abs_error",
+				b->validation_max_error);
+	}
+	tp_report_basis_describe(b, line, sizeof(line));
+	tp_jw_kv_string(jw, "description", line);
+	tp_jw_object_end(jw);
+}
+
+enum tp_status tp_io_read_basis(struct tp_jctx *j, const struct tp_json *obj,
+				struct tp_report_basis *b)
+{
+	const struct tp_json *v;
+	const char *rt, *cons, *on;
+	int64_t runs, hold;
+	size_t old;
+	enum tp_status st;
+
+	memset(b, 0, sizeof(*b));
+	if ((st = tp_jget_object(j, obj, "basis", false, &v)) || !v)
+		return st;
+	old = tp_jctx_push_key(j, "basis");
+	if ((st = tp_jctx_object(j, v, "the basis of the figures",
+				 basis_fields)) ||
+	    (st = tp_jget_string(j, v, "runtime", true, sizeof(b->runtime) - 1,
+				 false, "", &rt)) ||
+	    (st = tp_jget_string(j, v, "constants", true, 0, false, "",
+				 &cons)) ||
+	    (st = tp_jget_number(j, v, "gemm_sustained", false, TP_JNUM_NONNEG,
+				 0, &b->gemm_sustained, NULL)) ||
+	    (st = tp_jget_number(j, v, "link_eff_intra", false, TP_JNUM_NONNEG,
+				 0, &b->link_eff_intra, NULL)) ||
+	    (st = tp_jget_number(j, v, "link_eff_network", false,
+				 TP_JNUM_NONNEG, 0, &b->link_eff_network,
+				 NULL)) ||
+	    (st = tp_jget_string(j, v, "fitted_on", false,
+				 sizeof(b->fitted_on) - 1, false, "", &on)) ||
+	    (st = tp_jget_int(j, v, "runs", false, 0, UINT32_MAX, 0, &runs,
+			      NULL)) ||
+	    (st = tp_jget_int(j, v, "holdout_runs", false, 0, UINT32_MAX, 0,
+			      &hold, NULL)) ||
+	    (st = tp_jget_number(j, v, "fit_mean_abs_error", false,
+				 TP_JNUM_NONNEG, 0, &b->fit_error, NULL)) ||
+	    (st = tp_jget_number(j, v, "holdout_mean_abs_error", false,
+				 TP_JNUM_NONNEG, 0, &b->holdout_error, NULL)) ||
+	    (st = tp_jget_number(j, v, "validation_mean_abs_error", false,
+				 TP_JNUM_NONNEG, 0, &b->validation_mean_error,
+				 NULL)) ||
+	    (st = tp_jget_number(j, v, "validation_max_abs_error", false,
+				 TP_JNUM_NONNEG, 0, &b->validation_max_error,
+				 NULL)))
+		return st;
+	if (strcmp(cons, "shipped") && strcmp(cons, "calibrated"))
+		return tp_jctx_fail(j, "constants",
+				    "expected \"shipped\" or \"calibrated\", "
+				    "got \"%s\"",
+				    cons);
+	snprintf(b->runtime, sizeof(b->runtime), "%s", rt);
+	snprintf(b->fitted_on, sizeof(b->fitted_on), "%s", on);
+	b->calibrated = strcmp(cons, "calibrated") == 0;
+	b->runs = (uint32_t)runs;
+	b->holdout_runs = (uint32_t)hold;
+	tp_jctx_pop(j, old);
+	return TP_OK;
+}
 static const char *const dev_fields[] = {"device",	    "peak_memory_bytes",
 					 "capacity_bytes",  "compute_s",
 					 "communication_s", "idle_s",
@@ -134,7 +232,8 @@ static enum tp_status read_report(struct tp_jctx *j, const struct tp_json *root,
 	    (st = copy_str(j, root, "approximations", r->approximations,
 			   sizeof(r->approximations))) ||
 	    (st = copy_str(j, root, "precision", r->precision,
-			   sizeof(r->precision))))
+			   sizeof(r->precision))) ||
+	    (st = tp_io_read_basis(j, root, &r->basis)))
 		return st;
 	r->worst_device = has_wi ? (uint32_t)wi : UINT32_MAX;
 	if (devs && devs->n) {
@@ -316,6 +415,7 @@ void tp_report_write(const struct tp_report *r, const struct tp_cluster *c,
 		tp_jw_kv_string(&jw, "approximations", r->approximations);
 	if (r->precision[0])
 		tp_jw_kv_string(&jw, "precision", r->precision);
+	tp_io_write_basis(&jw, &r->basis);
 	tp_jw_object_end(&jw);
 	tp_jw_finish(&jw);
 }

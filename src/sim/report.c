@@ -303,6 +303,10 @@ enum tp_status tp_sim_make_report(const struct tp_sim *sim,
 		return st;
 	tp_precision_job(sim->c, plan->devs.v, plan->devs.n, sim->m->dtype,
 			 rep->precision, sizeof(rep->precision));
+	rep->basis = sim->o.params.basis;
+	rep->basis.gemm_sustained = sim->o.params.gemm_sustained;
+	rep->basis.link_eff_intra = sim->o.params.link_eff_intra;
+	rep->basis.link_eff_network = sim->o.params.link_eff_network;
 	snprintf(rep->approximations, sizeof(rep->approximations),
 		 "roofline op times with a GEMM efficiency curve (or profiles); "
 		 "tensor-parallel collectives are alpha-beta on an idle "

@@ -2,6 +2,7 @@
  * runtime.c - what a runtime profile's behaviour (core/runtime.h) sets in
  * the simulator's cost model (sim.h tp_sim_params_runtime).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/runtime.h"
@@ -14,6 +15,7 @@ void tp_sim_params_runtime(struct tp_sim_params *p,
 
 	if (strcmp(rt->name, "none") == 0)
 		return;
+	snprintf(p->basis.runtime, sizeof(p->basis.runtime), "%s", rt->name);
 	p->overlap_grad_sync = b->dp_overlap;
 	p->overlap_grad_sync_pipeline = b->dp_overlap_pipeline;
 	p->p2p_blocking = !b->p2p_async;
@@ -26,5 +28,14 @@ void tp_sim_params_runtime(struct tp_sim_params *p,
 		p->gemm_sustained = rt->calibration.gemm_sustained;
 		p->link_eff_intra = rt->calibration.link_eff_intra;
 		p->link_eff_network = rt->calibration.link_eff_network;
+		p->basis.calibrated = true;
+		snprintf(p->basis.fitted_on, sizeof(p->basis.fitted_on), "%s",
+			 rt->calibration.fitted_on);
+		p->basis.runs = rt->calibration.runs;
+		p->basis.holdout_runs = rt->calibration.holdout_runs;
+		p->basis.fit_error = rt->calibration.fit_error;
+		p->basis.holdout_error = rt->calibration.holdout_error;
+		p->basis.validation_mean_error = 0;
+		p->basis.validation_max_error = 0;
 	}
 }

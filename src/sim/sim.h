@@ -93,7 +93,23 @@ struct tp_sim_params {
 	double expert_imbalance; /* under expert parallelism, the busiest
 				    rank's tokens over the mean when the plan
 				    gives none (README section 3) */
+	/* where the figures come from, copied into the report's basis (the
+	   constants there are the values above); not used by the cost
+	   model.  tp_sim_params_default: runtime "none", the shipped
+	   constants and their measured error; tp_sim_params_runtime: the
+	   profile's name and calibration. */
+	struct tp_report_basis basis;
 };
+
+/*
+ * The shipped constants' measured error: mean and max |error| of
+ * bench/bench_fidelity.c over the published runs of data/validation,
+ * each under its runtime profile (src/sim/README section 9).  Reports
+ * quote them; bench_fidelity says when they no longer match what it
+ * measures (then update them with the README).
+ */
+#define TP_SIM_VALIDATION_MEAN_ERROR 0.115
+#define TP_SIM_VALIDATION_MAX_ERROR 0.407
 
 void tp_sim_params_default(struct tp_sim_params *p);
 
