@@ -36,6 +36,24 @@
  * local optimum one search ends in is close to a lottery, and a variant
  * ranked on 10 single runs was mostly ranked by it.
  *
+ * First, the equal-time table (issue 27): nine model x cluster cases of
+ * 16 to 1,024 GPUs that neither training nor the other benchmarks use
+ * (tcases below: VGG-16, ResNet-101, T5-base, Mistral-7B, Qwen2-7B,
+ * Llama-3-8B, GPT-3 13B and GPT-3 175B twice, on mixes of node presets),
+ * guided against unguided (--no-gnn) with one thread at equal wall-clock
+ * time (1 s and 3 s, no playout limit) and at equal playouts (200,
+ * 1,000), the search's default options (compression, lower bound, no
+ * runtime).  Per budget: the geometric mean of guided/unguided
+ * iteration time over the pairs where both fit, wins/losses/ties, the
+ * worst pair, the playouts/s ratio; and the time to the first feasible
+ * plan (first progress report with one).  Target (issue 27): <= 0.98
+ * with more wins than losses at each wall-clock budget, first feasible
+ * plan <= 1 s.  Knobs: TAGPLAN_BENCH_GNN_TABLE=0 skips it, =only runs
+ * only it, =text runs only the cases whose name contains text (and only
+ * the table); TAGPLAN_BENCH_GNN_BUDGETS=1,3,10 the wall-clock budgets in
+ * seconds; TAGPLAN_BENCH_GNN_TABLE_SEEDS=n seeds 1 .. n (default 1, to
+ * keep `make bench` short).
+ *
  * TAGPLAN_BENCH_QUICK=1 runs two cases with a 2,000-playout reference and
  * one seed; TAGPLAN_BENCH_GNN_SEEDS=n runs seeds 1 .. n
  * (TAGPLAN_BENCH_GNN_FIRST_SEED=f: f .. f + n - 1);
@@ -60,6 +78,7 @@
 #include "gnn/net.h"
 #include "gnn/provider.h"
 #include "gnn/tensor.h"
+#include "io/build.h"
 #include "io/io.h"
 #include "search/planner.h"
 #include "search/search.h"
@@ -394,6 +413,335 @@ static bool bench_cluster(uint32_t i, struct tp_cluster *c, char *desc,
 	return false;
 }
 
+/* ------------------------------------------------------------------ */
+/* equal-time table (issue 27) */
+
+/* A case of the table: a model of data/models on a heterogeneous cluster
+ * built from node presets (io/build.h tp_build_topology, the presets'
+ * own networks).  None of these pairs is in the training corpus (random
+ * GPTs and ResNet-likes on at most 32 GPUs) or in another benchmark. */
+struct tcase {
+	const char *label, *model;
+	const char *specs[4];
+	int n_specs;
+};
+
+static const struct tcase tcases[] = {
+	{"VGG-16 on 2 V100 + 2 T4 servers", "models/vgg16.json",
+	 {"v100-nvlink:2", "t4-pcie:2"}, 2},
+	{"ResNet-101 on 2 L4 + 4 1080 Ti servers", "models/resnet101.json",
+	 {"l4-pcie:2", "1080ti-pcie:4"}, 2},
+	{"T5-base on 2 A100-PCIe + 4 V100 servers", "models/t5-base.json",
+	 {"a100-pcie:2", "v100-nvlink:4"}, 2},
+	{"Mistral-7B on 4 DGX-A100 + 2 L4 servers", "models/mistral-7b.json",
+	 {"dgx-a100:4", "l4-pcie:2"}, 2},
+	{"Qwen2-7B on 4 DGX-H100 + 4 A100-PCIe", "models/qwen2-7b.json",
+	 {"dgx-h100:4", "a100-pcie:4"}, 2},
+	{"Llama-3-8B on 8 DGX-A100 + 8 DGX-1", "models/llama-3-8b.json",
+	 {"dgx-a100:8", "dgx1-v100:8"}, 2},
+	{"GPT-3 13B on 16 DGX-H100 + 16 DGX-A100", "models/gpt3-13b.json",
+	 {"dgx-h100:16", "dgx-a100:16"}, 2},
+	{"GPT-3 175B on A100/V100/L4/T4 (256)", "models/gpt3-175b.json",
+	 {"dgx-a100:12", "dgx1-v100:8", "l4-pcie:4", "t4-pcie:16"}, 4},
+	{"GPT-3 175B on A100/V100/L4/T4 (1024)", "models/gpt3-175b.json",
+	 {"dgx-a100:48", "dgx1-v100:32", "l4-pcie:16", "t4-pcie:64"}, 4},
+};
+#define N_TCASES (sizeof(tcases) / sizeof(tcases[0]))
+#define T_MAX_BUDGETS 8
+
+/* The first feasible plan of a run: elapsed seconds at the first
+ * progress report that has one. */
+struct first_watch {
+	double first_feasible_s;
+};
+
+static void on_first(void *ctx, const struct tp_search_progress *p)
+{
+	struct first_watch *f = ctx;
+
+	if (!isfinite(f->first_feasible_s) && p->have_best &&
+	    p->best_feasible)
+		f->first_feasible_s = p->elapsed_s;
+}
+
+struct trun {
+	double best;  /* iteration time, INFINITY when nothing fits */
+	double secs;  /* wall seconds of the search */
+	double first; /* seconds to the first feasible plan, INFINITY */
+	uint64_t playouts;
+	bool ok;
+};
+
+/* One search of the table: time_limit > 0 and playouts 0 (equal
+ * wall-clock), or a playout limit (with a time guard of 600 s). */
+static void table_run(struct tp_planner *pl,
+		      const struct tp_prior_provider *pp, uint64_t seed,
+		      double time_limit, uint64_t playouts, struct trun *out)
+{
+	struct tp_search_options o;
+	struct tp_search_result r;
+	struct first_watch fw = {INFINITY};
+	struct tp_error err;
+	double t0 = wall_now();
+
+	tp_search_options_default(&o);
+	o.seed = seed;
+	o.threads = 1;
+	o.playouts = playouts;
+	o.time_limit_s = playouts ? 600 : time_limit;
+	o.prior = pp;
+	o.progress = on_first;
+	o.progress_ctx = &fw;
+	o.progress_interval_s = 1e-3;
+	tp_search_result_init(&r);
+	out->ok = tp_planner_run(pl, &o, &r, &err) == TP_OK;
+	if (!out->ok)
+		printf("  search: %s\n", err.msg);
+	out->secs = wall_now() - t0;
+	out->best = out->ok && r.have_plan && r.report.feasible
+			    ? r.report.iteration_time_s
+			    : INFINITY;
+	out->playouts = r.playouts;
+	out->first = fw.first_feasible_s;
+	if (!isfinite(out->first) && isfinite(out->best))
+		out->first = out->secs; /* only the answer, at the end */
+	tp_search_result_release(&r);
+}
+
+/* Per budget: guided/unguided over the (case, seed) pairs. */
+struct tsum {
+	double log_ratio, log_pps, worst;
+	uint32_t n, n_pps, wins, losses, ties, g_only, u_only, neither;
+	char worst_case[192];
+};
+
+static void tsum_add(struct tsum *t, const char *name, const struct trun *g,
+		     const struct trun *u)
+{
+	if (g->playouts && u->playouts && g->secs > 0 && u->secs > 0) {
+		t->log_pps += log(((double)g->playouts / g->secs) /
+				  ((double)u->playouts / u->secs));
+		t->n_pps++;
+	}
+	if (!isfinite(g->best) && !isfinite(u->best)) {
+		t->neither++;
+		return;
+	}
+	if (!isfinite(g->best) || !isfinite(u->best)) {
+		if (isfinite(g->best)) {
+			t->g_only++;
+			t->wins++;
+		} else {
+			t->u_only++;
+			t->losses++;
+			if (!isfinite(t->worst) || t->worst < INFINITY) {
+				t->worst = INFINITY;
+				snprintf(t->worst_case, sizeof(t->worst_case),
+					 "%s", name);
+			}
+		}
+		return;
+	}
+	{
+		double q = g->best / u->best;
+		t->log_ratio += log(q);
+		t->n++;
+		if (q < 1 - 1e-6)
+			t->wins++;
+		else if (q > 1 + 1e-6)
+			t->losses++;
+		else
+			t->ties++;
+		if (q > t->worst) {
+			t->worst = q;
+			snprintf(t->worst_case, sizeof(t->worst_case), "%s",
+				 name);
+		}
+	}
+}
+
+static void fmt_time(char *buf, size_t size, double t)
+{
+	if (isfinite(t))
+		snprintf(buf, size, "%.4g", t);
+	else
+		snprintf(buf, size, "none");
+}
+
+/*
+ * The equal-time table: every case and seed, guided (pp) and unguided
+ * (--no-gnn), one thread, at equal wall-clock (time limits, no playout
+ * limit) and at equal playouts; the search's default options otherwise
+ * (compression, lower bound, no runtime constraint).  Prints a line per
+ * (case, seed) and a summary per budget.
+ */
+static void equal_time_table(const struct tp_prior_provider *pp,
+			     const char *only)
+{
+	double secs[T_MAX_BUDGETS] = {1, 3};
+	uint64_t plays[2] = {200, 1000};
+	uint32_t n_secs = 2, n_seeds = 1;
+	struct tsum sum[T_MAX_BUDGETS + 2];
+	double first_g_max = 0, first_u_max = 0, log_first = 0;
+	uint32_t n_first = 0;
+	char first_g_case[192] = "", first_u_case[192] = "";
+	const char *bs = getenv("TAGPLAN_BENCH_GNN_BUDGETS");
+
+	if (getenv("TAGPLAN_BENCH_GNN_TABLE_SEEDS"))
+		n_seeds = (uint32_t)atoi(getenv("TAGPLAN_BENCH_GNN_TABLE_SEEDS"));
+	if (n_seeds < 1 || n_seeds > 100)
+		n_seeds = 1;
+	if (bs && *bs) {
+		char *end;
+		n_secs = 0;
+		while (*bs && n_secs < T_MAX_BUDGETS) {
+			double v = strtod(bs, &end);
+			if (end == bs)
+				break;
+			if (v > 0)
+				secs[n_secs++] = v;
+			bs = *end == ',' ? end + 1 : end;
+		}
+		if (!n_secs) {
+			secs[0] = 1;
+			secs[1] = 3;
+			n_secs = 2;
+		}
+	}
+	memset(sum, 0, sizeof(sum));
+	for (uint32_t b = 0; b < n_secs + 2; b++)
+		sum[b].worst = 0;
+	printf("equal-time table (issue 27): guided / unguided (--no-gnn) "
+	       "iteration time, 1 thread, %u seed%s; wall-clock budgets",
+	       n_seeds, n_seeds > 1 ? "s" : "");
+	for (uint32_t b = 0; b < n_secs; b++)
+		printf(" %g s", secs[b]);
+	printf(" (--playouts 0) and 200, 1000 playouts\n"
+	       "  per budget: guided/unguided time (+ faster, - slower), "
+	       "playouts/s guided/unguided; first feasible plan (s) "
+	       "guided/unguided at the first budget\n");
+	for (uint32_t i = 0; i < N_TCASES; i++) {
+		const struct tcase *tc = &tcases[i];
+		struct tp_model m;
+		struct tp_cluster c;
+		struct tp_planner_options po;
+		struct tp_planner *pl;
+		struct tp_error err;
+		char name[160];
+
+		if (only && *only && strcmp(only, "only") != 0 &&
+		    strcmp(only, "1") != 0 && !strstr(tc->label, only))
+			continue;
+		if (!load_model(tc->model, &m))
+			continue;
+		tp_cluster_init(&c);
+		if (tp_build_topology(tc->specs, tc->n_specs, NULL, 1, &c,
+				      &err)) {
+			printf("  %s: %s\n", tc->label, err.msg);
+			tp_model_release(&m);
+			continue;
+		}
+		tp_planner_options_default(&po);
+		pl = tp_planner_new(&m, &c, &po, &err);
+		if (!pl) {
+			printf("  %s: %s\n", tc->label, err.msg);
+			tp_cluster_release(&c);
+			tp_model_release(&m);
+			continue;
+		}
+		for (uint32_t sd = 1; sd <= n_seeds; sd++) {
+			char line[1024], bg[24], bu[24];
+			size_t l = 0;
+			snprintf(name, sizeof(name), "%s, seed %u", tc->label,
+				 sd);
+			l += (size_t)snprintf(line + l, sizeof(line) - l,
+					      "%-46s", name);
+			for (uint32_t b = 0; b < n_secs + 2; b++) {
+				struct trun g, u;
+				bool timed = b < n_secs;
+				double tl = timed ? secs[b] : 0;
+				uint64_t np = timed ? 0 : plays[b - n_secs];
+				table_run(pl, pp, sd, tl, np, &g);
+				table_run(pl, NULL, sd, tl, np, &u);
+				tsum_add(&sum[b], name, &g, &u);
+				fmt_time(bg, sizeof(bg), g.best);
+				fmt_time(bu, sizeof(bu), u.best);
+				l += (size_t)snprintf(
+				    line + l, sizeof(line) - l,
+				    " | %s/%s %s %.2fx", bg, bu,
+				    g.best < u.best * (1 - 1e-6)   ? "+"
+				    : g.best > u.best * (1 + 1e-6) ? "-"
+								   : "=",
+				    g.playouts && u.playouts && u.secs > 0
+					? ((double)g.playouts / g.secs) /
+					      ((double)u.playouts / u.secs)
+					: 0);
+				if (b == 0) {
+					l += (size_t)snprintf(
+					    line + l, sizeof(line) - l,
+					    " first %.3g/%.3g", g.first,
+					    u.first);
+					if (g.first > first_g_max) {
+						first_g_max = g.first;
+						snprintf(first_g_case,
+							 sizeof(first_g_case),
+							 "%s", name);
+					}
+					if (u.first > first_u_max) {
+						first_u_max = u.first;
+						snprintf(first_u_case,
+							 sizeof(first_u_case),
+							 "%s", name);
+					}
+					if (isfinite(g.first) &&
+					    isfinite(u.first) && g.first > 0 &&
+					    u.first > 0) {
+						log_first +=
+						    log(g.first / u.first);
+						n_first++;
+					}
+				}
+				if (l >= sizeof(line))
+					l = sizeof(line) - 1;
+			}
+			printf("%s\n", line);
+		}
+		tp_planner_free(pl);
+		tp_cluster_release(&c);
+		tp_model_release(&m);
+	}
+	for (uint32_t b = 0; b < n_secs + 2; b++) {
+		const struct tsum *t = &sum[b];
+		char what[32];
+		if (b < n_secs)
+			snprintf(what, sizeof(what), "%g s", secs[b]);
+		else
+			snprintf(what, sizeof(what), "%llu playouts",
+				 (unsigned long long)plays[b - n_secs]);
+		printf("%-14s guided/unguided iteration time %.4f (geometric "
+		       "mean over %u pairs where both fit), %u wins, %u "
+		       "losses, %u ties (fits only guided %u, only unguided "
+		       "%u, neither %u); worst %.4f (%s); playouts/s "
+		       "guided/unguided %.2fx%s\n",
+		       what, t->n ? exp(t->log_ratio / t->n) : NAN, t->n,
+		       t->wins, t->losses, t->ties, t->g_only, t->u_only,
+		       t->neither, t->worst, t->worst_case[0] ? t->worst_case : "-",
+		       t->n_pps ? exp(t->log_pps / t->n_pps) : NAN,
+		       b < n_secs && t->n
+			   ? (exp(t->log_ratio / t->n) <= 0.98 &&
+				      t->wins > t->losses
+				  ? "   target <= 0.98, more wins: met"
+				  : "   target <= 0.98, more wins: MISSED")
+			   : "");
+	}
+	printf("first feasible plan (first budget): slowest guided %.3g s "
+	       "(%s), unguided %.3g s (%s); guided/unguided %.2fx "
+	       "(geometric mean)   target <= 1 s: %s\n\n",
+	       first_g_max, first_g_case, first_u_max, first_u_case,
+	       n_first ? exp(log_first / n_first) : NAN,
+	       first_g_max <= 1 && first_u_max <= 1 ? "met" : "MISSED");
+}
+
 int main(void)
 {
 	static const char *const models_rnd[] = {"models/llama-2-7b.json",
@@ -446,6 +794,15 @@ int main(void)
 	bench_forward(gp);
 	if (!gp)
 		return 0;
+	{
+		const char *tab = getenv("TAGPLAN_BENCH_GNN_TABLE");
+		if (!tab || strcmp(tab, "0") != 0)
+			equal_time_table(&pp, tab);
+		if (tab && strcmp(tab, "0") != 0) {
+			tp_gnn_prior_free(gp);
+			return 0;
+		}
+	}
 	printf("gain cut: guided sweeps skip changes predicted %.1f%% "
 	       "slower%s\n\n",
 	       100 * (getenv("TAGPLAN_BENCH_GNN_GAINS")
