@@ -66,6 +66,27 @@ static struct ref_item ref_pop(struct ref_item *h, uint32_t *n)
 
 /* Compare every route of c (source s against all targets) with the
  * reference's; returns the number of differing routes. */
+/* tp_cluster_route_extremes against every pair's route, to the bit. */
+static void check_extremes(const struct tp_cluster *c)
+{
+	double bw = INFINITY, lat = 0, xbw, xlat;
+
+	for (uint32_t a = 0; a < c->devices.n; a++)
+		for (uint32_t b = 0; b < c->devices.n; b++) {
+			struct tp_route r;
+			if (a == b)
+				continue;
+			tp_cluster_route(c, a, b, &r);
+			bw = fmin(bw, r.bw_Bps);
+			lat = fmax(lat, r.latency_s);
+		}
+	tp_cluster_route_extremes(c, &xbw, &xlat);
+	ck_assert_msg(xbw == bw, "min bandwidth %.17g, all pairs %.17g", xbw,
+		      bw);
+	ck_assert_msg(xlat == lat,
+		      "max latency %.17g, all pairs %.17g", xlat, lat);
+}
+
 static uint32_t compare_all(const struct tp_cluster *c)
 {
 	uint32_t nv = (uint32_t)c->vertex_kind.n, nd = (uint32_t)c->devices.n;
@@ -90,6 +111,7 @@ static uint32_t compare_all(const struct tp_cluster *c)
 		adj[adj_off[a] + fill[a]++] = l * 2;
 		adj[adj_off[b] + fill[b]++] = l * 2 + 1;
 	}
+	check_extremes(c);
 	for (uint32_t s = 0; s < nd; s++) {
 		uint32_t src = c->devices.v[s].vertex, hn = 0;
 		for (uint32_t v = 0; v < nv; v++) {

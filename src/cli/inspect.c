@@ -127,11 +127,6 @@ static void type_counts(struct tp_jw *jw, const struct tp_cluster *c,
 	free(cnt);
 }
 
-/* Routes of every pair below this many devices (the figures are exact);
- * above, from every INSPECT_STRIDE-th node's devices only. */
-#define INSPECT_ALL_PAIRS 4096
-#define INSPECT_STRIDE 64
-
 static void inspect_topology(struct tp_jw *jw, const struct tp_cluster *c)
 {
 	double mem = 0, min_bw = INFINITY, max_lat = 0;
@@ -139,24 +134,8 @@ static void inspect_topology(struct tp_jw *jw, const struct tp_cluster *c)
 
 	for (uint32_t d = 0; d < nd; d++)
 		mem += c->types.v[c->devices.v[d].type].memory_bytes;
-	/* every pair up to INSPECT_ALL_PAIRS devices; above, the routes from
-	 * the devices of every INSPECT_STRIDE-th node (said in the output) */
-	for (uint32_t a = 0; a < nd; a++) {
-		if (nd > INSPECT_ALL_PAIRS &&
-		    c->devices.v[a].node % INSPECT_STRIDE != 0 &&
-		    c->devices.v[a].node + 1 != c->nodes.n)
-			continue;
-		for (uint32_t b = 0; b < nd; b++) {
-			struct tp_route r;
-			if (a == b)
-				continue;
-			tp_cluster_route(c, a, b, &r);
-			if (r.bw_Bps < min_bw)
-				min_bw = r.bw_Bps;
-			if (r.latency_s > max_lat)
-				max_lat = r.latency_s;
-		}
-	}
+	/* exact over all pairs, from the hierarchy (core/route.c) */
+	tp_cluster_route_extremes(c, &min_bw, &max_lat);
 	tp_jw_kv_string(jw, "kind", "topology");
 	tp_jw_kv_string(jw, "name", c->name ? c->name : "");
 	tp_jw_kv_int(jw, "devices", nd);
@@ -174,10 +153,6 @@ static void inspect_topology(struct tp_jw *jw, const struct tp_cluster *c)
 	if (nd > 1) {
 		tp_jw_kv_number(jw, "min_route_bandwidth_Bps", min_bw);
 		tp_jw_kv_number(jw, "max_route_latency_s", max_lat);
-		if (nd > INSPECT_ALL_PAIRS)
-			tp_jw_kv_string(jw, "route_extremes",
-					"sampled: routes from every 64th node "
-					"and the last to every device");
 	}
 	tp_jw_kv_number(jw, "oversubscription", c->oversubscription);
 	tp_jw_key(jw, "node_list");
@@ -378,7 +353,8 @@ int cmd_inspect(int argc, char **argv)
 	    "  topology: \"devices\" (count), \"device_types\" (name -> "
 	    "count), nodes,\n"
 	    "            links, total memory and peak FLOP/s, route "
-	    "extremes\n"
+	    "extremes (exact over\n"
+	    "            all pairs, from the hierarchy)\n"
 	    "  plan:     its groups (resolved with -m MODEL -t TOPO, else "
 	    "as written)\n"
 	    "  report:   the headline figures\n\n"

@@ -253,6 +253,18 @@ enum tp_status tp_cluster_finalize(struct tp_cluster *c, struct tp_error *err);
 void tp_cluster_route(const struct tp_cluster *c, uint32_t a, uint32_t b,
 		      struct tp_route *out);
 
+/*
+ * The smallest bottleneck bandwidth and the largest latency over the
+ * routes of all ordered pairs of distinct devices, exact, from the
+ * hierarchy: each kind of node once (its devices' pairs and their ways to
+ * and from the NIC), then one pass over the network when it is a forest
+ * (the lowest common switch of the farthest gateways), every gateway pair
+ * otherwise.  Latencies may differ from a route's own sum in the last
+ * bit (summed in another order).  INFINITY and 0 below two devices.
+ */
+void tp_cluster_route_extremes(const struct tp_cluster *c, double *min_bw,
+			       double *max_lat);
+
 /* The bottleneck bandwidth of tp_cluster_route(c, a, b). */
 double tp_cluster_route_bw(const struct tp_cluster *c, uint32_t a, uint32_t b);
 
