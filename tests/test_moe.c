@@ -18,6 +18,8 @@
 #include "export/export.h"
 #include "io/build.h"
 #include "io/io.h"
+#include "search/actions.h"
+#include "search/coarsen.h"
 #include "sim/sim.h"
 #include "util.h"
 
@@ -283,7 +285,7 @@ START_TEST(test_ep_export)
 	tp_strbuf_init(&out);
 	export_args(&p, &m, &c, "megatron-lm-2021", TP_EINFEASIBLE, &out,
 		    &err);
-	ck_assert_msg(strstr(err.msg, "expert parallelism (ep=4)"), "%s",
+	ck_assert_msg(strstr(err.msg, "expert parallel (ep 4)"), "%s",
 		      err.msg);
 	tp_strbuf_release(&out);
 	/* groups that disagree on ep: Megatron takes one */
@@ -580,6 +582,96 @@ START_TEST(test_ep_time_toy)
 }
 END_TEST
 
+/* The search offers ep (powers of two dividing the experts) for an MoE
+ * model only, and a materialised plan carries it in every group it fits;
+ * under DDP (no expert parallelism) none is offered. */
+START_TEST(test_ep_actions)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_groups g;
+	struct tp_space sp;
+	struct tp_globals gl;
+	struct tp_action acts[64];
+	struct tp_decision *dec;
+	struct tp_space_scratch *scr;
+	struct tp_plan p;
+	struct tp_error err;
+	struct tp_runtime rt;
+	uint32_t n, seen = 0;
+
+	load_hf("mixtral-8x7b.json", 512, 64, &m);
+	load_topo("dgx-h100:1", &c);
+	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
+	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
+	dec = calloc(g.n, sizeof(*dec));
+	for (uint32_t k = 0; k < g.n; k++) {
+		dec[k].set = TP_SPACE_SET_ALL;
+		dec[k].tp = 1;
+	}
+	memset(&gl, 0, sizeof(gl));
+	gl.micro_batches = 8;
+	gl.schedule = TP_SCHEDULE_1F1B;
+	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	for (uint32_t i = 0; i < n; i++)
+		if (tp_globals_ep(&acts[i].g) > 1)
+			seen |= tp_globals_ep(&acts[i].g);
+	ck_assert_uint_eq(seen, 2 | 4 | 8);
+	/* the shape's other bits survive */
+	tp_globals_set_ep(&gl, 8);
+	tp_globals_set_shape(&gl, 0, true);
+	ck_assert_uint_eq(tp_globals_ep(&gl), 8);
+	ck_assert(tp_globals_sp(&gl));
+	tp_globals_set_shape(&gl, 0, false);
+	scr = tp_space_scratch_new(&sp);
+	tp_plan_init(&p);
+	ck_assert_msg(tp_space_materialize(&sp, &gl, dec, TP_COMPRESSION_OFF,
+					   scr, &p, &err) == TP_OK,
+		      "%s", err.msg);
+	for (uint32_t k = 0; k < p.groups.n; k++) {
+		bool experts = false;
+		const uint32_t *ops = tp_plan_group_ops(&p, k);
+		for (uint32_t i = 0; i < p.groups.v[k].n_ops && !experts; i++)
+			experts = tp_op_expert_index(m.ops.v[ops[i]].name) >= 0;
+		ck_assert_uint_eq(p.groups.v[k].ep, experts ? 8 : 1);
+	}
+	ck_assert_msg(tp_plan_validate(&p, &m, &c, &err) == TP_OK, "%s",
+		      err.msg);
+	/* DDP cannot spread experts: nothing offered */
+	ck_assert_int_eq(tp_runtime_find("ddp", &rt, &err), TP_OK);
+	ck_assert_int_eq(tp_space_set_runtime(&sp, &rt, &err), TP_OK);
+	tp_globals_set_ep(&gl, 1);
+	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	for (uint32_t i = 0; i < n; i++)
+		ck_assert_uint_eq(tp_globals_ep(&acts[i].g), 1);
+	tp_plan_release(&p);
+	tp_space_scratch_free(scr);
+	free(dec);
+	tp_space_release(&sp);
+	tp_groups_release(&g);
+	tp_model_release(&m);
+
+	/* a dense model: no ep actions */
+	load_hf("llama-2-7b.json", 512, 64, &m);
+	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
+	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
+	dec = calloc(g.n, sizeof(*dec));
+	for (uint32_t k = 0; k < g.n; k++) {
+		dec[k].set = TP_SPACE_SET_ALL;
+		dec[k].tp = 1;
+	}
+	tp_globals_set_ep(&gl, 1);
+	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	for (uint32_t i = 0; i < n; i++)
+		ck_assert_uint_eq(tp_globals_ep(&acts[i].g), 1);
+	free(dec);
+	tp_space_release(&sp);
+	tp_groups_release(&g);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 Suite *suite_moe(void)
 {
 	Suite *s = suite_create("moe");
@@ -593,6 +685,7 @@ Suite *suite_moe(void)
 	tcase_add_test(tc, test_ep_memory_toy);
 	tcase_add_test(tc, test_ep_memory_mixtral);
 	tcase_add_test(tc, test_ep_time_toy);
+	tcase_add_test(tc, test_ep_actions);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -171,16 +171,18 @@ static int cmp_i64(const void *a, const void *b)
  * degree = tp, ep x expert-dp = dp x cp) and each layer's routed experts
  * in the group (experts / ep per rank).
  */
-static enum tp_status validate_ep(const struct tp_plan *p,
-				  const struct tp_model *m, uint32_t g,
-				  struct tp_error *err)
+static enum tp_status ep_check(const struct tp_plan *p,
+			       const struct tp_model *m, uint32_t g,
+			       uint32_t ep, struct tp_error *err)
 {
-	const struct tp_plan_group *gr = &p->groups.v[g];
+	struct tp_plan_group gcopy = p->groups.v[g];
+	const struct tp_plan_group *gr = &gcopy;
 	const uint32_t *ops = tp_plan_group_ops(p, g);
 	enum tp_status st = TP_OK;
 	int64_t *key, n = 0;
 	char path[96];
 
+	gcopy.ep = ep;
 	snprintf(path, sizeof(path), "$.groups[%u].ep", g);
 	if (gr->ep == 0)
 		return tp_error_set_path(err, TP_EINPUT, path,
@@ -235,6 +237,21 @@ static enum tp_status validate_ep(const struct tp_plan *p,
 out:
 	free(key);
 	return st;
+}
+
+static enum tp_status validate_ep(const struct tp_plan *p,
+				  const struct tp_model *m, uint32_t g,
+				  struct tp_error *err)
+{
+	return ep_check(p, m, g, p->groups.v[g].ep, err);
+}
+
+bool tp_plan_ep_fits(const struct tp_plan *p, const struct tp_model *m,
+		     uint32_t g, uint32_t ep)
+{
+	struct tp_error e;
+
+	return ep_check(p, m, g, ep, &e) == TP_OK;
 }
 
 /* Why a group's context-parallel degree cp is refused (path names it). */

@@ -288,6 +288,12 @@ enum tp_status tp_plan_validate(const struct tp_plan *p,
 				const struct tp_cluster *c,
 				struct tp_error *err);
 
+/* Would group g (its ops valid for m) pass tp_plan_validate's expert-
+ * parallelism rules with degree ep (ep dividing dp and each layer's
+ * routed experts in the group; ep 1 always)? */
+bool tp_plan_ep_fits(const struct tp_plan *p, const struct tp_model *m,
+		     uint32_t g, uint32_t ep);
+
 void tp_plan_summary_release(struct tp_plan_summary *s);
 
 const char *tp_sync_name(enum tp_sync s);

@@ -34,6 +34,7 @@ void tp_runtime_none(struct tp_runtime *rt)
 	rt->can.pipeline_parallel = true;
 	rt->can.sequence_parallel = true;
 	rt->can.context_parallel = true;
+	rt->can.expert_parallel = true;
 	rt->can.per_stage_degrees = true;
 	rt->can.uneven_shares = true;
 	rt->can.mixed_device_types = true;

@@ -103,6 +103,9 @@ struct tp_runtime_can {
 	bool tensor_parallel, pipeline_parallel, sequence_parallel;
 	bool context_parallel;   /* cp > 1 (ring attention); optional in
 				    a profile, false when absent */
+	bool expert_parallel;    /* ep > 1 (routed experts spread, all-to-
+				    all dispatch); optional, false when
+				    absent */
 	bool per_stage_degrees;  /* stages may differ in tp and dp */
 	bool uneven_shares;      /* replicas of a stage may take unequal
 				    batch shares */
@@ -193,6 +196,7 @@ enum tp_runtime_cap {
 	TP_CAP_LOSSY,
 	TP_CAP_PER_GROUP_RECOMPUTE,
 	TP_CAP_CONTEXT_PARALLEL,
+	TP_CAP_EXPERT_PARALLEL,
 	TP_CAP_COUNT
 };
 

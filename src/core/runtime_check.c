@@ -27,7 +27,8 @@ static const char *const cap_names[TP_CAP_COUNT] = {"tensor_parallel",
 						    "compression",
 						    "lossy",
 						    "per_group_recompute",
-						    "context_parallel"};
+						    "context_parallel",
+						    "expert_parallel"};
 
 const char *tp_runtime_cap_name(enum tp_runtime_cap c)
 {
@@ -144,6 +145,9 @@ static void check_groups(const struct tp_runtime_can *can,
 		if (gr->cp > 1 && !can->context_parallel)
 			need(n, TP_CAP_CONTEXT_PARALLEL,
 			     "group %u is context parallel (cp %u)", g, gr->cp);
+		if (gr->ep > 1 && !can->expert_parallel)
+			need(n, TP_CAP_EXPERT_PARALLEL,
+			     "group %u is expert parallel (ep %u)", g, gr->ep);
 		if (gr->sp && !can->sequence_parallel)
 			need(n, TP_CAP_SEQUENCE_PARALLEL,
 			     "group %u uses sequence parallelism", g);

@@ -846,6 +846,19 @@ uint32_t tp_space_global_actions(const struct tp_space *s,
 			PUSH(gl);
 		}
 	}
+	/* expert parallelism: the powers of two dividing the routed
+	 * experts (and, under a runtime, only where it spreads experts) */
+	if (s->model->arch.experts > 1 &&
+	    (!s->constrained || s->rt.can.expert_parallel)) {
+		uint32_t cur_ep = tp_globals_ep(cur);
+		for (uint32_t e = 1; e <= TP_GLOBALS_MAX_EP; e *= 2) {
+			struct tp_globals gl = *cur;
+			if (e == cur_ep || s->model->arch.experts % e != 0)
+				continue;
+			tp_globals_set_ep(&gl, e);
+			PUSH(gl);
+		}
+	}
 	/* sequence parallelism where tensor parallelism is used */
 	{
 		bool any_tp = false;
@@ -1368,6 +1381,11 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 		plan->groups.v[idx].recompute =
 			(enum tp_recompute)ri.dc->recompute;
 		plan->groups.v[idx].sp = tp_globals_sp(gl) && ri.tp > 1;
+		for (uint32_t e = tp_globals_ep(gl); e > 1; e /= 2)
+			if (tp_plan_ep_fits(plan, m, idx, e)) {
+				plan->groups.v[idx].ep = e;
+				break;
+			}
 	}
 	return TP_OK;
 }

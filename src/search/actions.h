@@ -17,7 +17,8 @@
  *
  * A decision for a group: a device set, a tensor-parallel degree tp (dp =
  * devices / tp), a gradient synchronisation method and a recomputation
- * mode.  Global settings: micro-batch count, schedule, ZeRO stage.
+ * mode.  Global settings: micro-batch count, schedule, ZeRO stage,
+ * interleaving, sequence and expert parallelism (tp_globals_*).
  *
  * Materialising: consecutive groups with equal decisions become one plan
  * group; per-replica batch shares are computed, not searched: proportional
@@ -98,8 +99,8 @@ struct tp_globals {
  * chunk c on stage c mod p, run interleaved (Megatron's virtual stages);
  * 0 or 1: no.  Ignored when the decisions do not form a pipeline
  * (tp_space_pipeline).  Sequence parallelism: in every group with
- * tp > 1.  (Kept in one byte so that struct tp_globals keeps its five
- * members.)
+ * tp > 1.  (Kept in one byte, with expert parallelism below, so that
+ * struct tp_globals keeps its five members.)
  */
 #define TP_GLOBALS_MAX_INTERLEAVE 15u
 static inline uint32_t tp_globals_interleave(const struct tp_globals *g)
@@ -113,10 +114,27 @@ static inline bool tp_globals_sp(const struct tp_globals *g)
 static inline void tp_globals_set_shape(struct tp_globals *g, uint32_t V,
 					bool sp)
 {
-	g->shape = (uint8_t)((V > TP_GLOBALS_MAX_INTERLEAVE
+	g->shape = (uint8_t)((g->shape & 0xe0u) |
+			     (V > TP_GLOBALS_MAX_INTERLEAVE
 				      ? TP_GLOBALS_MAX_INTERLEAVE
 				      : V) |
 			     (sp ? 16u : 0u));
+}
+/* Expert parallelism 2^k (k 0..7, bits 5-7 of shape): every group with
+ * routed experts takes the largest power of two up to it that the group
+ * admits (tp_plan_ep_fits); 1 = none. */
+#define TP_GLOBALS_MAX_EP 128u
+static inline uint32_t tp_globals_ep(const struct tp_globals *g)
+{
+	return 1u << ((g->shape >> 5) & 7u);
+}
+static inline void tp_globals_set_ep(struct tp_globals *g, uint32_t ep)
+{
+	uint32_t k = 0;
+
+	while (k < 7 && (2u << k) <= ep)
+		k++;
+	g->shape = (uint8_t)((g->shape & 0x1fu) | (k << 5));
 }
 
 /* An action: a decision (group levels) or global settings (level 0).
