@@ -18,6 +18,7 @@
 #include "export/export.h"
 #include "io/build.h"
 #include "io/io.h"
+#include "sim/sim.h"
 #include "util.h"
 
 static void use_data(void)
@@ -335,6 +336,188 @@ START_TEST(test_cp_cli_errors)
 }
 END_TEST
 
+/* One node of `gpus` toy GPUs: bf16 100 TFLOP/s, a flat GEMM curve, 1 TB/s
+ * memory, no launch cost, an NVSwitch of 100 GB/s per GPU, no latency. */
+static void toy_node(struct tp_cluster *c, uint32_t gpus)
+{
+	struct tp_device_type t;
+	struct tp_error err;
+	uint32_t ty;
+
+	memset(&t, 0, sizeof(t));
+	t.name = "toy";
+	t.peak_flops[TP_DTYPE_FP32] = 10e12;
+	t.peak_flops[TP_DTYPE_FP16] = 100e12;
+	t.peak_flops[TP_DTYPE_BF16] = 100e12;
+	t.memory_bytes = 80e9;
+	t.memory_bw_Bps = 1e12;
+	t.gemm_efficiency = 1.0;
+	t.gemm_half_flop = 1e-9;
+	t.memory_efficiency = 1.0;
+	tp_cluster_init(c);
+	ck_assert_int_eq(tp_cluster_add_type(c, &t, &ty, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_build_node(c, "node0", ty, gpus,
+					       TP_LINK_NVSWITCH, 100e9, 0, 0, 0,
+					       0, NULL, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);
+}
+
+/* A 4-token model of a projection (1 TFLOP per sample, no weights, its
+ * 3 GB output is Q, K and V) and the attention core (1 TFLOP), backward
+ * 2x, 1 GB saved each, batch 2. */
+static void attn_model(struct tp_model *m, double pbytes)
+{
+	struct tp_error err;
+	struct tp_op op = tp_op_default();
+	uint32_t a, b;
+
+	tp_model_init(m);
+	m->global_batch = 2;
+	m->seq_len = 4;
+	m->dtype = TP_DTYPE_BF16;
+	m->optimizer = TP_OPT_ADAM;
+	op.name = "qkv";
+	op.kind = TP_OP_MATMUL;
+	op.layer = 0;
+	op.flop = 1e12;
+	op.backward_flop = 2e12;
+	op.param_bytes = pbytes;
+	op.saved_bytes = 1e9;
+	ck_assert_int_eq(tp_model_add_op(m, &op, &a, &err), TP_OK);
+	op = tp_op_default();
+	op.name = "attn";
+	op.kind = TP_OP_ATTENTION;
+	op.layer = 0;
+	op.flop = 1e12;
+	op.backward_flop = 2e12;
+	op.saved_bytes = 1e9;
+	ck_assert_int_eq(tp_model_add_op(m, &op, &b, &err), TP_OK);
+	ck_assert_int_eq(tp_model_add_edge(m, a, b, 3e9, &err), TP_OK);
+	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+}
+
+/* Both ops on devices 0..n-1 as dp 1 x cp n, one micro-batch, the
+ * calibration and link efficiencies at 1 and no software latency. */
+static void run_cp(const struct tp_model *m, const struct tp_cluster *c,
+		   uint32_t cp, struct tp_report *r)
+{
+	struct tp_plan_degrees deg = {1, cp, 1};
+	struct tp_sim_options o;
+	struct tp_error err;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *s;
+	struct tp_plan p;
+	uint32_t ops[2] = {0, 1}, devs[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+
+	tp_plan_init(&p);
+	p.global_batch = m->global_batch;
+	p.micro_batches = 1;
+	ck_assert_int_eq(tp_plan_add_group_degrees(&p, ops, 2, devs, cp, &deg,
+						   NULL, &err),
+			 TP_OK);
+	tp_sim_options_default(&o);
+	o.params.gemm_sustained = 1;
+	o.params.link_eff_intra = 1;
+	o.params.p2p_latency_s = 0;
+	o.params.collective_latency_s = 0;
+	o.params.overlap_grad_sync = false;
+	o.params.fused_attention = false;
+	sim = tp_sim_new(m, c, &o, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	s = tp_sim_scratch_new(sim);
+	ck_assert_ptr_nonnull(s);
+	tp_report_init(r);
+	ck_assert_msg(tp_sim_run(sim, &p, s, r, NULL, &err) == TP_OK, "%s",
+		      err.msg);
+	tp_sim_scratch_free(s);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+}
+
+#define REL(a, b)                                                              \
+	(fabs((double)(a) - (double)(b)) / fmax(fabs((double)(b)), 1e-300))
+
+/*
+ * Ring attention against the hand calculation (src/sim/README, context
+ * parallelism).  cp 2: each rank takes 1 of the 2 samples' tokens:
+ * forward qkv 1e12 / 1e14 = 0.01 s, attention 0.01 s; backward 0.02 +
+ * 0.02 s.  Its K and V block: 2/3 of the 3 GB input = 2 GB, one hop at
+ * 100 GB/s = 0.02 s forward against a step of 0.01 / 2 = 0.005 s of
+ * attention: 1 x (0.02 - 0.005) = 0.015 s exposed; backward K, V and
+ * their gradients, 0.04 s against 0.01 s: 0.03 s.  Iteration 0.02 + 0.015
+ * + 0.04 + 0.03 = 0.105 s; on one GPU without cp (both samples) 0.12 s.
+ */
+START_TEST(test_cp_ring_attention_formula)
+{
+	struct tp_cluster c1, c2;
+	struct tp_model m;
+	struct tp_report r1, r2;
+
+	toy_node(&c1, 1);
+	toy_node(&c2, 2);
+	attn_model(&m, 0);
+	run_cp(&m, &c1, 1, &r1);
+	run_cp(&m, &c2, 2, &r2);
+	ck_assert_msg(REL(r1.iteration_time_s, 0.12) < 1e-9, "%.9g",
+		      r1.iteration_time_s);
+	ck_assert_msg(REL(r2.iteration_time_s, 0.105) < 1e-9, "%.9g",
+		      r2.iteration_time_s);
+	for (uint32_t d = 0; d < 2; d++) {
+		ck_assert_msg(REL(r2.devices[d].communication_s, 0.045) < 1e-9,
+			      "%u: %.9g", d, r2.devices[d].communication_s);
+		/* the sequence split: half the compute of one GPU */
+		ck_assert_msg(REL(r2.devices[d].compute_s,
+				  r1.devices[0].compute_s / 2) < 1e-9,
+			      "%.9g %.9g", r2.devices[d].compute_s,
+			      r1.devices[0].compute_s);
+	}
+	tp_report_release(&r1);
+	tp_report_release(&r2);
+	tp_model_release(&m);
+	tp_cluster_release(&c1);
+	tp_cluster_release(&c2);
+}
+END_TEST
+
+/* The memory of a context-parallel shard: activations divided by cp,
+ * weights, gradients and optimizer state whole on every rank (they are
+ * replicas, reduced like data parallelism). */
+START_TEST(test_cp_shard_memory)
+{
+	struct tp_cluster c1, c4;
+	struct tp_model m;
+	struct tp_report r1, r4;
+
+	toy_node(&c1, 1);
+	toy_node(&c4, 4);
+	attn_model(&m, 2e9);
+	m.seq_len = 8;
+	run_cp(&m, &c1, 1, &r1);
+	run_cp(&m, &c4, 4, &r4);
+	/* 2 samples x (1 + 1) GB saved on one GPU, a quarter on each of 4 */
+	ck_assert_msg(REL(r1.devices[0].memory.activations, 4e9) < 1e-9,
+		      "%.9g", r1.devices[0].memory.activations);
+	for (uint32_t d = 0; d < 4; d++) {
+		ck_assert_msg(REL(r4.devices[d].memory.activations, 1e9) < 1e-9,
+			      "%u: %.9g", d, r4.devices[d].memory.activations);
+		ck_assert(r4.devices[d].memory.weights ==
+			  r1.devices[0].memory.weights);
+		ck_assert(r4.devices[d].memory.gradients ==
+			  r1.devices[0].memory.gradients);
+		ck_assert(r4.devices[d].memory.optimizer ==
+			  r1.devices[0].memory.optimizer);
+	}
+	/* the weights' gradients are all-reduced over the 4 ranks */
+	ck_assert(r4.n_links > 0);
+	tp_report_release(&r1);
+	tp_report_release(&r4);
+	tp_model_release(&m);
+	tp_cluster_release(&c1);
+	tp_cluster_release(&c4);
+}
+END_TEST
+
 Suite *suite_cp(void)
 {
 	Suite *s = suite_create("cp");
@@ -347,6 +530,8 @@ Suite *suite_cp(void)
 	tcase_add_test(tc, test_cp_plan_sequence);
 	tcase_add_test(tc, test_cp_export);
 	tcase_add_test(tc, test_cp_cli_errors);
+	tcase_add_test(tc, test_cp_ring_attention_formula);
+	tcase_add_test(tc, test_cp_shard_memory);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -233,6 +233,8 @@ static void inspect_plan(struct tp_jw *jw, const struct tp_plan *p,
 		tp_jw_kv_number(jw, "parameter_bytes", params);
 		tp_jw_kv_int(jw, "devices", gr->n_devices);
 		tp_jw_kv_int(jw, "dp", gr->dp);
+		if (gr->cp > 1)
+			tp_jw_kv_int(jw, "cp", gr->cp);
 		tp_jw_kv_int(jw, "tp", gr->tp);
 		tp_jw_kv_string(jw, "sync", tp_sync_name(gr->sync));
 		tp_jw_kv_string(jw, "recompute",

@@ -503,12 +503,22 @@ static void print_structure(FILE *f, const struct tp_plan *p,
 			if (n > 0)
 				used += (size_t)n;
 		}
-		fprintf(f, "  %-15s%s..%s on %s: dp=%u tp=%u %s%s%s",
-			shown ? "" : "groups", m->ops.v[ops[0]].name,
-			m->ops.v[ops[gr->n_ops - 1]].name, devs, gr->dp, gr->tp,
-			tp_sync_name(gr->sync),
-			gr->recompute ? ", recompute " : "",
-			gr->recompute ? tp_recompute_name(gr->recompute) : "");
+		if (gr->cp > 1)
+			fprintf(f, "  %-15s%s..%s on %s: dp=%u cp=%u tp=%u %s%s%s",
+				shown ? "" : "groups", m->ops.v[ops[0]].name,
+				m->ops.v[ops[gr->n_ops - 1]].name, devs, gr->dp,
+				gr->cp, gr->tp, tp_sync_name(gr->sync),
+				gr->recompute ? ", recompute " : "",
+				gr->recompute ? tp_recompute_name(gr->recompute)
+					      : "");
+		else
+			fprintf(f, "  %-15s%s..%s on %s: dp=%u tp=%u %s%s%s",
+				shown ? "" : "groups", m->ops.v[ops[0]].name,
+				m->ops.v[ops[gr->n_ops - 1]].name, devs, gr->dp,
+				gr->tp,
+				tp_sync_name(gr->sync),
+				gr->recompute ? ", recompute " : "",
+				gr->recompute ? tp_recompute_name(gr->recompute) : "");
 		/* gradient compression (sfb.h); lossy always marked */
 		if (gr->n_sfb)
 			fprintf(f, ", SFB on %u op%s", gr->n_sfb,

@@ -282,8 +282,10 @@ static enum tp_status stage_rows(const struct tp_scene *s,
 
 	/* per stage (runs of stages of one shape when there are many) */
 	tp_strbuf_addf(out, "%-9s %5s %-*s %-9s %-7s %6s %s\n", kind,
-		       "devices", ON_WIDTH, "on", "dp x tp", "layers", "FLOP",
-		       "busy");
+		       "devices", ON_WIDTH, "on",
+		       p->groups.n && p->groups.v[0].cp > 1 ? "dp x cp x tp"
+							    : "dp x tp",
+		       "layers", "FLOP", "busy");
 	while (k < s->stages.n) {
 		size_t k2 = k + 1;
 		const struct tp_stage *stg = &s->stages.v[k];
@@ -327,6 +329,9 @@ static enum tp_status stage_rows(const struct tp_scene *s,
 		nodes_label(c, mark, buf, sizeof(buf));
 		if (stg->mixed_degrees)
 			snprintf(deg, sizeof(deg), "mixed");
+		else if (p->groups.v[0].cp > 1)
+			snprintf(deg, sizeof(deg), "%u x %u x %u", stg->dp,
+				 p->groups.v[0].cp, stg->tp);
 		else
 			snprintf(deg, sizeof(deg), "%u x %u", stg->dp, stg->tp);
 		if (k2 - k == 1)

@@ -459,6 +459,18 @@ enum tp_status tp_plan_validate(const struct tp_plan *p,
 			}
 			seen[d] = g + 1;
 		}
+		if (gr->ep > 1 && gr->cp > 1) {
+			/* the simulator's expert-data-parallel sync runs
+			 * over dp / ep replicas, not dp x cp / ep */
+			snprintf(path, sizeof(path), "$.groups[%u].ep", g);
+			st = tp_error_set_path(
+				err, TP_EINPUT, path,
+				"ep=%u with cp=%u: expert and context "
+				"parallelism together are not modelled yet; "
+				"use ep=1 or cp=1",
+				gr->ep, gr->cp);
+			goto out;
+		}
 		if ((st = validate_ep(p, m, g, err)))
 			goto out;
 		for (uint32_t r = 0; r < gr->dp; r++) {
@@ -517,6 +529,16 @@ enum tp_status tp_plan_validate(const struct tp_plan *p,
 					why);
 				goto out;
 			}
+		}
+		if (gr->lossy != TP_LOSSY_NONE && gr->cp > 1) {
+			snprintf(path, sizeof(path),
+				 "$.groups[%u].compression.lossy", g);
+			st = tp_error_set_path(
+				err, TP_EINPUT, path,
+				"lossy gradient compression is not modelled "
+				"with context parallelism (cp > 1); use "
+				"\"lossy\": \"none\"");
+			goto out;
 		}
 		if (gr->lossy != TP_LOSSY_NONE &&
 		    p->compression != TP_COMPRESSION_LOSSY) {

@@ -622,7 +622,7 @@ static void lane_state(const struct tp_sim *sim, const struct tp_plan *plan,
 		       const uint32_t *types, uint32_t n_types,
 		       const struct lane_sums *a, struct lane *ln)
 {
-	uint32_t zero = plan->zero, dp = plan->groups.v[ln->group].dp;
+	uint32_t zero = plan->zero, dp = grp_reps(&plan->groups.v[ln->group]);
 	double params = a->params;
 	/* routed experts under ep > 1 are replicated over dp / ep replicas
 	 * only (Megatron-Core's expert-data-parallel group): ZeRO shards
@@ -667,6 +667,46 @@ static void lane_state(const struct tp_sim *sim, const struct tp_plan *plan,
 			     tp_cost_zero_div(zero, TP_COST_OPTIMIZER, dz);
 }
 
+/* The share of an attention op's input bytes that are its keys and
+ * values: 2 kv_heads / (heads + 2 kv_heads) of a fused QKV projection's
+ * output (the builders' layout), 2/3 when the model records no heads. */
+static double kv_share(const struct tp_model *m)
+{
+	double h = (double)m->arch.heads, kv = (double)m->arch.kv_heads;
+
+	if (h > 0 && kv > 0)
+		return 2 * kv / (h + 2 * kv);
+	return 2.0 / 3;
+}
+
+/*
+ * Ring attention over the lane's cp context ranks (README section 3,
+ * context parallelism): each rank holds 1/cp of every sequence, 2 of its
+ * 2cp chunks (Megatron-Core's causal load balancing), so the attention
+ * op's compute oc->fw / oc->bw (already for samples / cp) is the same on
+ * every rank and splits into cp equal steps, one per KV block.  While a
+ * step computes, the next block travels one hop of the ring (double
+ * buffering): forward cp-1 transfers of the rank's K and V
+ * (kv = kv_share x the op's input bytes x samples / tp), backward cp-1
+ * of K, V and their gradients (2 kv).  Only what a transfer takes beyond
+ * its step's compute is exposed:
+ *   fc += (cp-1) max(0, lat + kv / rate - fw / cp)
+ *   bc += (cp-1) max(0, lat + 2 kv / rate - bw / cp)
+ */
+static void ring_attention(const struct tp_sim *sim, const struct lane *ln,
+			   uint32_t o, struct op_cost *oc)
+{
+	double n = ln->cp, kv;
+
+	if (!(ln->cp_rate > 0))
+		return;
+	kv = kv_share(sim->m) * sim->in_bytes[o] * ln->samples / ln->tp;
+	oc->fc += (n - 1) * fmax(0, ln->cp_lat + kv / ln->cp_rate -
+					    oc->fw / n);
+	oc->bc += (n - 1) * fmax(0, ln->cp_lat + 2 * kv / ln->cp_rate -
+					    oc->bw / n);
+}
+
 static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		      struct tp_sim_scratch *s, struct lane *ln)
 {
@@ -677,7 +717,7 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	double b = ln->samples, tpd = t, work_sel = 0, work_full = 0;
 	bool sp = gr->sp && t > 1;
 	enum tp_recompute rc = gr->recompute;
-	uint32_t zero = plan->zero, dp = gr->dp;
+	uint32_t zero = plan->zero, dp = grp_reps(gr);
 	struct lane_sums a;
 
 	memset(&a, 0, sizeof(a));
@@ -726,6 +766,8 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		} else {
 			op_cost(sim, ln, o, types, n_types, sp, b, &oc);
 		}
+		if (ln->cp > 1 && op->kind == TP_OP_ATTENTION)
+			ring_attention(sim, ln, o, &oc);
 		a.tp_S += oc.S;
 		a.f_comp += oc.fw;
 		a.f_comm += oc.fc;
@@ -832,7 +874,9 @@ static bool lc_same(const struct tp_sim_scratch *s, const struct lcentry *a,
 	       lc_dbl(a->lf) == lc_dbl(k->lf) &&
 	       lc_dbl(a->samples) == lc_dbl(k->samples) &&
 	       lc_dbl(a->tp_a) == lc_dbl(k->tp_a) &&
-	       lc_dbl(a->tp_k) == lc_dbl(k->tp_k) &&
+	       lc_dbl(a->tp_k) == lc_dbl(k->tp_k) && a->cp == k->cp &&
+	       lc_dbl(a->cp_lat) == lc_dbl(k->cp_lat) &&
+	       lc_dbl(a->cp_rate) == lc_dbl(k->cp_rate) &&
 	       memcmp(a->types, k->types, k->n_types * sizeof(uint32_t)) ==
 		       0 &&
 	       memcmp(s->lc_ops.v + a->ops_first, ops,
@@ -861,7 +905,10 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	}
 	k.n_ops = gr->n_ops;
 	k.tp = ln->tp;
-	k.dp = gr->dp;
+	k.dp = grp_reps(gr);
+	k.cp = gr->cp;
+	k.cp_lat = ln->cp_lat;
+	k.cp_rate = ln->cp_rate;
 	k.zero = plan->zero;
 	k.sp = gr->sp;
 	k.rc = gr->recompute;
@@ -885,6 +932,11 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		h = lc_mix(h, lc_dbl(k.ep_a));
 		h = lc_mix(h, lc_dbl(k.ep_k));
 		h = lc_mix(h, lc_dbl(k.lf));
+	}
+	if (k.cp > 1) {
+		h = lc_mix(h, k.cp);
+		h = lc_mix(h, lc_dbl(k.cp_lat));
+		h = lc_mix(h, lc_dbl(k.cp_rate));
 	}
 	for (uint32_t j = 0; j < k.n_types; j++)
 		h = lc_mix(h, k.types[j]);

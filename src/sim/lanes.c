@@ -342,6 +342,45 @@ static int lane_ep(const struct tp_sim *sim, const struct tp_plan *plan,
 	return 0;
 }
 
+/* One step of the lane's context-parallel ring: every rank of its
+ * context group (the same tensor rank of the replica's cp context ranks)
+ * sends the next one a block, all tp rings at once over their routes;
+ * cp_lat = the slowest route's latency + p2p_latency_s, cp_rate = the
+ * per-flow rate of those cp * tp flows alone on the fabric.  -1 on
+ * allocation failure. */
+static int lane_cp_ring(const struct tp_sim *sim, const struct tp_plan *plan,
+			struct tp_sim_scratch *s, struct lane *ln)
+{
+	const struct tp_plan_group *gr = &plan->groups.v[ln->group];
+	uint32_t cp = gr->cp, tp = gr->tp, n = 0;
+	uint32_t base = gr->dev_first + (ln->replica / cp) * cp * tp;
+	double rate, lat;
+
+	if (cp < 2)
+		return 0;
+	s->tmp4.n = 0;
+	if (tp_vec_reserve(&s->tmp4, 2 * (size_t)cp * tp))
+		return -1;
+	for (uint32_t k = 0; k < tp; k++)
+		for (uint32_t c = 0; c < cp; c++) {
+			s->tmp4.v[n++] = plan->devs.v[base + c * tp + k];
+			s->tmp4.v[n++] =
+				plan->devs.v[base + ((c + 1) % cp) * tp + k];
+		}
+	if (tp_sim_acc_pairs(s, s->tmp4.v, n / 2))
+		return -1;
+	if (s->acc_oom) {
+		tp_sim_acc_measure(s, &rate, &lat);
+		return -1;
+	}
+	tp_sim_acc_measure(s, &rate, &lat);
+	if (isfinite(rate) && rate > 0) {
+		ln->cp_rate = rate;
+		ln->cp_lat = lat + sim->o.params.p2p_latency_s;
+	}
+	return 0;
+}
+
 /* Every group's lanes with their costs (a replica identical to the
  * previous one copies it), then the group's compression (sfb_hook.c). */
 static enum tp_status make_lanes(const struct tp_sim *sim,
@@ -354,29 +393,35 @@ static enum tp_status make_lanes(const struct tp_sim *sim,
 
 	s->lanes.n = 0;
 	for (uint32_t g = 0; g < G; g++)
-		total += plan->groups.v[g].dp;
+		total += grp_reps(&plan->groups.v[g]);
 	RESERVE(&s->lanes, total);
 	for (uint32_t g = 0; g < G; g++) {
 		const struct tp_plan_group *gr = &plan->groups.v[g];
 		const double *sh = tp_plan_group_shares(plan, g);
 		s->groups.v[g].lane_first = (uint32_t)s->lanes.n;
-		for (uint32_t r = 0; r < gr->dp; r++) {
+		for (uint32_t r = 0; r < grp_reps(gr); r++) {
 			struct lane *ln = &s->lanes.v[s->lanes.n++];
 			struct lane *prev = r ? ln - 1 : NULL;
 			memset(ln, 0, sizeof(*ln));
 			ln->group = g;
 			ln->replica = r;
 			ln->tp = gr->tp;
+			ln->cp = gr->cp;
 			ln->dev_first = gr->dev_first + r * gr->tp;
-			ln->samples = sh[r] * mb;
+			/* a replica's context ranks share its samples */
+			ln->samples = gr->cp > 1 ? sh[r / gr->cp] * mb / gr->cp
+						 : sh[r] * mb;
 			ln->sim = TP_NONE;
 			ln->tp_bt = TP_NONE; /* made for the report */
 			if (lane_tp_ring(sim, plan, s, ln) ||
-			    lane_ep(sim, plan, s, ln))
+			    lane_ep(sim, plan, s, ln) ||
+			    lane_cp_ring(sim, plan, s, ln))
 				goto nomem;
 			if (prev && prev->samples == ln->samples &&
 			    prev->tp_a == ln->tp_a && prev->tp_k == ln->tp_k &&
 			    prev->ep_a == ln->ep_a && prev->ep_k == ln->ep_k &&
+			    prev->cp_lat == ln->cp_lat &&
+			    prev->cp_rate == ln->cp_rate &&
 			    same_types(sim, plan->devs.v + prev->dev_first,
 				       plan->devs.v + ln->dev_first, gr->tp)) {
 				struct lane keep = *ln;
@@ -418,7 +463,8 @@ static bool mode_a_holds(const struct tp_plan *plan, struct tp_sim_scratch *s)
 	bool mode_a = true;
 
 	for (uint32_t g = 1; g < G && mode_a; g++)
-		if (plan->groups.v[g].dp != plan->groups.v[0].dp)
+		if (plan->groups.v[g].dp != plan->groups.v[0].dp ||
+		    plan->groups.v[g].cp != plan->groups.v[0].cp)
 			mode_a = false;
 	if (mode_a) {
 		for (size_t k = 0; k < plan->devs.n; k++)
@@ -472,7 +518,7 @@ static enum tp_status class_lanes(const struct tp_plan *plan,
 				  struct tp_error *err)
 {
 	uint32_t G = (uint32_t)plan->groups.n;
-	uint32_t dp = plan->groups.v[0].dp, *rep, n_cls = 0;
+	uint32_t dp = grp_reps(&plan->groups.v[0]), *rep, n_cls = 0;
 
 	s->tmp2.n = 0;
 	RESERVE(&s->tmp2, 2 * (size_t)dp + 2);
@@ -534,8 +580,8 @@ static enum tp_status every_lane(const struct tp_plan *plan,
 	for (uint32_t g = 0; g < G; g++) {
 		const struct tp_plan_group *gr = &plan->groups.v[g];
 		s->groups.v[g].sim_first = (uint32_t)s->sims.n;
-		s->groups.v[g].n_sim = gr->dp;
-		for (uint32_t r = 0; r < gr->dp; r++) {
+		s->groups.v[g].n_sim = grp_reps(gr);
+		for (uint32_t r = 0; r < grp_reps(gr); r++) {
 			struct simlane *sl = &s->sims.v[s->sims.n];
 			struct lane *ln =
 				&s->lanes.v[s->groups.v[g].lane_first + r];

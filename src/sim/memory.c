@@ -207,8 +207,8 @@ struct devmem *tp_sim_memory_terms(const struct tp_sim *sim,
 			dm[d].o0 += n * sim->state.optim;
 			dm[d].act += ln->act;
 			dm[d].act_full += ln->act_full;
-			if (!dm[d].any || gr->dp < dm[d].dp_min)
-				dm[d].dp_min = gr->dp;
+			if (!dm[d].any || grp_reps(gr) < dm[d].dp_min)
+				dm[d].dp_min = grp_reps(gr);
 			dm[d].any = true;
 		}
 	}

@@ -337,11 +337,6 @@ static enum tp_status prepare(const struct tp_sim *sim,
 			"%u micro-batches: the simulator takes at most %u",
 			plan->micro_batches, TP_PLAN_MAX_MICRO_BATCHES);
 	}
-	if (plan->groups.n && plan->groups.v[0].cp > 1)
-		return tp_error_set_path(err, TP_EINPUT, "$.groups[0].cp",
-					 "cp=%u: context parallelism is not "
-					 "simulated yet; use cp=1",
-					 plan->groups.v[0].cp);
 	s->btypes.n = s->bents.n = 0;
 	/* no flow accumulation left over from an earlier run */
 	for (size_t k = 0; k < s->touched.n; k++)

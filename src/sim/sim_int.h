@@ -138,8 +138,12 @@ struct ginfo {
 	uint32_t param_ag;   /* ZeRO-1/2 weight all-gather task (or NONE) */
 };
 
+/* A lane is one sim replica of a group: data-parallel replica r's context
+ * rank c is sim replica r * cp + c (plan.h's device order), its tp
+ * devices from dev_first, with 1/cp of replica r's samples. */
 struct lane {
 	uint32_t group, replica, tp;
+	uint32_t cp;        /* the group's context-parallel degree */
 	uint32_t dev_first; /* into plan->devs */
 	uint32_t cls;       /* class representative replica */
 	uint32_t sim;       /* sim lane index, or NONE when mirrored */
@@ -159,6 +163,9 @@ struct lane {
 	double tp_bytes_mb; /* tensor-parallel bytes per flow per micro-batch */
 	double tp_a, tp_k;  /* all-reduce time = tp_a + tp_k * bytes */
 	uint32_t tp_bt;     /* bundle of one TP all-reduce (for link stats) */
+	/* one step of the context-parallel ring (cp > 1): every rank sends
+	   its neighbour a block, cp_lat + bytes / cp_rate seconds */
+	double cp_lat, cp_rate;
 };
 
 /* A cached lane cost (cost.c): every input of the computation and its
@@ -167,9 +174,10 @@ struct lcentry {
 	uint64_t h;
 	uint32_t ops_first, n_ops; /* the group's ops, in s->lc_ops */
 	uint32_t tp, dp, zero, n_types;
+	uint32_t cp;
 	uint32_t types[8];
 	uint32_t sp, rc, ep;
-	double samples, tp_a, tp_k, ep_a, ep_k, lf;
+	double samples, tp_a, tp_k, ep_a, ep_k, lf, cp_lat, cp_rate;
 	double f_comp, f_comm, b_comp, b_comm, opt_s;
 	double act, work, act_full, weights, grads, optim, temp, params;
 	double params_expert;
@@ -322,6 +330,14 @@ struct tp_sim_scratch {
 	struct tp_sfb_scratch *sfb_s;
 	struct tp_sfb_actions *sfb_a;
 };
+
+/* Sim replicas of a group: data-parallel replicas x context ranks (the
+ * lanes of the group; gradients are reduced and ZeRO shards over all of
+ * them, as Megatron-Core's data-parallel group with context parallelism). */
+static inline uint32_t grp_reps(const struct tp_plan_group *g)
+{
+	return g->dp * g->cp;
+}
 
 /* Is a[0..n) ascending?  (Device lists usually are; qsort is then
  * skipped.) */

@@ -167,7 +167,7 @@ static uint32_t *participants(const struct tp_plan *plan,
 			      struct tp_sim_scratch *s, uint32_t g,
 			      uint32_t j)
 {
-	uint32_t dp = plan->groups.v[g].dp, *p;
+	uint32_t dp = grp_reps(&plan->groups.v[g]), *p;
 
 	s->tmp2.n = 0;
 	if (tp_vec_reserve(&s->tmp2, 2 * (size_t)dp + 2))
@@ -213,7 +213,7 @@ static int sync_ring(const struct tp_sim *sim, const struct tp_plan *plan,
 {
 	const struct tp_plan_group *gr = &plan->groups.v[g];
 	const struct tp_sim_params *pa = &sim->o.params;
-	uint32_t n = gr->dp, tp = gr->tp, rings = 1, bt, r2 = 1;
+	uint32_t n = grp_reps(gr), tp = gr->tp, rings = 1, bt, r2 = 1;
 	enum tp_cost_coll k = half ? TP_COST_REDUCE_SCATTER : TP_COST_ALL_REDUCE;
 
 	for (uint32_t j = 0; j < tp; j++) {
@@ -243,7 +243,7 @@ static int sync_ps(const struct tp_sim *sim, const struct tp_plan *plan,
 {
 	const struct tp_plan_group *gr = &plan->groups.v[g];
 	const struct tp_sim_params *pa = &sim->o.params;
-	uint32_t n = gr->dp, tp = gr->tp, np = 0;
+	uint32_t n = grp_reps(gr), tp = gr->tp, np = 0;
 	double dn = n;
 
 	for (int dir = 0; dir < 2; dir++) {
@@ -281,7 +281,7 @@ static int sync_hier(const struct tp_sim *sim, const struct tp_plan *plan,
 {
 	const struct tp_plan_group *gr = &plan->groups.v[g];
 	const struct tp_sim_params *pa = &sim->o.params;
-	uint32_t n = gr->dp, tp = gr->tp, np = 0;
+	uint32_t n = grp_reps(gr), tp = gr->tp, np = 0;
 	uint32_t gmin = 1, gmax = 1, k = 1, bt1 = TP_NONE, bt2 = TP_NONE;
 	uint32_t *starts;
 	double lat1 = 0, lat2 = 0;
@@ -501,18 +501,24 @@ static enum tp_status pipeline_transfers(const struct tp_plan *plan,
 			const double *sb = tp_plan_group_shares(plan, ge->dst);
 			uint32_t na = plan->groups.v[ge->src].dp,
 				 nb = plan->groups.v[ge->dst].dp;
-			double a0 = 0, mbs = (double)plan->global_batch / m;
+			/* context rank c of a replica sends context rank c
+			   of the other (every group has the same cp) */
+			uint32_t cp = plan->groups.v[ge->src].cp;
+			double a0 = 0, mbs = (double)plan->global_batch / m / cp;
 			for (uint32_t r = 0; r < na; r++) {
 				double a1 = a0 + sa[r], b0 = 0;
 				for (uint32_t q = 0; q < nb; q++) {
 					double b1 = b0 + sb[q];
 					double lo = a0 > b0 ? a0 : b0;
 					double hi = a1 < b1 ? a1 : b1;
-					if (hi - lo > 1e-12) {
+					for (uint32_t c = 0;
+					     hi - lo > 1e-12 && c < cp; c++) {
+						uint32_t vr = r * cp + c,
+							 vq = q * cp + c;
 						struct pairing pr = {
-							ga->sim_first + r,
-							gb->sim_first + q,
-							(hi - lo) * mbs, &r, &q, 1};
+							ga->sim_first + vr,
+							gb->sim_first + vq,
+							(hi - lo) * mbs, &vr, &vq, 1};
 						st = p2p(plan, s, e, &pr, err);
 						if (st)
 							return st;
@@ -546,7 +552,7 @@ static enum tp_status sync_tasks(const struct tp_sim *sim,
 
 	gi->first_sync = gi->last_sync = gi->tail_first = TP_NONE;
 	gi->param_ag = TP_NONE;
-	if (gr->dp < 2 || !(S > 0))
+	if (grp_reps(gr) < 2 || !(S > 0))
 		return TP_OK;
 	np = grad_sync_phases(sim, plan, s, g, S, plan->zero >= 1, ph);
 	if (np < 0)
@@ -627,7 +633,8 @@ static enum tp_status optimizer_tasks(const struct tp_sim *sim,
 		struct phase ph[4];
 		int np;
 		uint32_t t;
-		if (plan->groups.v[g].dp < 2 || !(gi->param_bytes > 0))
+		if (grp_reps(&plan->groups.v[g]) < 2 ||
+		    !(gi->param_bytes > 0))
 			continue;
 		np = sync_phases(sim, plan, s, g, gi->param_bytes, true, ph);
 		if (np < 0)
@@ -674,7 +681,8 @@ static enum tp_status zero3_gathers(const struct tp_sim *sim,
 		const struct ginfo *gi = &s->groups.v[g];
 		struct phase ph[4];
 		int np;
-		if (plan->groups.v[g].dp < 2 || !(gi->param_bytes > 0))
+		if (grp_reps(&plan->groups.v[g]) < 2 ||
+		    !(gi->param_bytes > 0))
 			continue;
 		np = sync_phases(sim, plan, s, g, gi->param_bytes, true, ph);
 		if (np < 0)
