@@ -95,85 +95,118 @@ static bool zoo_name(const char *s)
 	return false;
 }
 
-int cmd_model(int argc, char **argv)
+/* The option table (N_OPTS entries with its terminator): the gpt
+ * dimensions first (N_DIMS of them must be given for gpt; the first
+ * N_GPT_ONLY are gpt's, bar --batch and, for hf:, --seq), then the
+ * options of every source. */
+enum { N_DIMS = 6, N_GPT_ONLY = 8, N_OPTS = 12 };
+
+/* What the command line asked for. */
+struct model_args {
+	long long hidden, layers, heads, seq, vocab, batch, ffn, kv;
+	const char *dtype_s, *out, *name;
+	const char *src;  /* SOURCE */
+	const char *ship; /* the shipped model file SOURCE names, or NULL */
+	int dtype;        /* enum tp_dtype, or -1 */
+	struct tp_opt opts[N_OPTS];
+	char sbuf[2048];
+};
+
+static void fill_opts(struct model_args *a)
 {
-	long long hidden = 0, layers = 0, heads = 0, seq = 0, vocab = 0,
-		  batch = 0, ffn = 0, kv = 0;
-	const char *dtype_s = NULL, *out = NULL, *name = NULL;
-	struct tp_opt opts[] = {
-		{"hidden", 0, TP_OPT_INT, &hidden, "H",
+	const struct tp_opt opts[] = {
+		{"hidden", 0, TP_OPT_INT, &a->hidden, "H",
 		 "gpt: hidden size", 1, 1 << 20, false},
-		{"layers", 0, TP_OPT_INT, &layers, "L",
+		{"layers", 0, TP_OPT_INT, &a->layers, "L",
 		 "gpt: transformer blocks", 1, 1 << 16, false},
-		{"heads", 0, TP_OPT_INT, &heads, "A",
+		{"heads", 0, TP_OPT_INT, &a->heads, "A",
 		 "gpt: attention heads (must divide H)", 1, 1 << 16, false},
-		{"seq", 0, TP_OPT_INT, &seq, "S",
+		{"seq", 0, TP_OPT_INT, &a->seq, "S",
 		 "sequence length, tokens per sample (gpt, hf)", 1, 1 << 26,
 		 false},
-		{"vocab", 0, TP_OPT_INT, &vocab, "V", "gpt: vocabulary size", 1,
-		 1 << 28, false},
-		{"batch", 0, TP_OPT_INT, &batch, "B",
+		{"vocab", 0, TP_OPT_INT, &a->vocab, "V", "gpt: vocabulary size",
+		 1, 1 << 28, false},
+		{"batch", 0, TP_OPT_INT, &a->batch, "B",
 		 "global batch size, samples (at most 2^28, as the formats)",
 		 1, 268435456.0, false},
-		{"ffn", 0, TP_OPT_INT, &ffn, "F",
+		{"ffn", 0, TP_OPT_INT, &a->ffn, "F",
 		 "gpt: MLP width (default 4 x H)", 1, 1 << 24, false},
-		{"kv-heads", 0, TP_OPT_INT, &kv, "K",
+		{"kv-heads", 0, TP_OPT_INT, &a->kv, "K",
 		 "gpt: key/value heads, grouped-query attention (default A)",
 		 1, 1 << 16, false},
-		{"dtype", 0, TP_OPT_STRING, &dtype_s, "bf16|fp16|fp32|fp8",
+		{"dtype", 0, TP_OPT_STRING, &a->dtype_s, "bf16|fp16|fp32|fp8",
 		 "parameter and activation type (fp8: Transformer "
 		 "Engine hybrid FP8 GEMMs, bf16 elsewhere) [gpt: bf16; hf: the "
 		 "config's torch_dtype, else bf16; zoo: the entry's]",
 		 0, 0, false},
-		{"name", 0, TP_OPT_STRING, &name, "NAME",
+		{"name", 0, TP_OPT_STRING, &a->name, "NAME",
 		 "the model's name (default from the source)", 0, 0, false},
-		{"output", 'o', TP_OPT_STRING, &out, "MODEL",
+		{"output", 'o', TP_OPT_STRING, &a->out, "MODEL",
 		 "write the model here (atomically) instead of stdout", 0, 0,
 		 false},
 		{0}};
-	struct tp_strbuf about, sb;
-	struct tp_model m;
-	struct tp_error err;
-	enum tp_status st;
-	char **pos = NULL;
-	int npos = 0, code, dtype = -1;
-	const char *src, *ship;
-	char sbuf[2048];
 
+	_Static_assert(sizeof(opts) / sizeof(opts[0]) == N_OPTS,
+		       "N_OPTS counts the option table");
+	memcpy(a->opts, opts, sizeof(opts));
+}
+
+/* Options, SOURCE and --dtype; nonzero (and *code) when the command ends
+ * here. */
+static int parse_args(struct model_args *a, int argc, char **argv, int *code)
+{
+	struct tp_strbuf about;
+	char **pos = NULL;
+	int npos = 0;
+
+	fill_opts(a);
+	a->dtype = -1;
 	tp_strbuf_init(&about);
 	about_text(&about);
-	if (tp_opts_parse("model", usage, tp_strbuf_cstr(&about), opts, argc,
-			  argv, &pos, &npos, &code)) {
+	if (tp_opts_parse("model", usage, tp_strbuf_cstr(&about), a->opts,
+			  argc, argv, &pos, &npos, code)) {
 		tp_strbuf_release(&about);
-		return code;
+		return 1;
 	}
 	tp_strbuf_release(&about);
 	if (npos != 1) {
 		if (npos)
-			code = tp_cli_usage_error(
+			*code = tp_cli_usage_error(
 				"model", "expected one SOURCE, got %d arguments",
 				npos);
 		else
-			code = tp_cli_usage_error(
+			*code = tp_cli_usage_error(
 				"model", "missing SOURCE: gpt, "
 					 "hf:PATH/config.json or a zoo name "
 					 "(resnet50, vgg19, bert-large, ...)");
 		free(pos);
-		return code;
+		return 1;
 	}
-	src = pos[0];
+	a->src = pos[0];
 	free(pos);
-	if (dtype_s && (dtype = tp_dtype_parse(dtype_s)) < 0)
-		return tp_cli_usage_error("model",
-					  "--dtype expects bf16, fp16, fp32 or "
-					  "fp8, "
-					  "not \"%s\"",
-					  dtype_s);
+	if (a->dtype_s && (a->dtype = tp_dtype_parse(a->dtype_s)) < 0) {
+		*code = tp_cli_usage_error("model",
+					   "--dtype expects bf16, fp16, fp32 or "
+					   "fp8, "
+					   "not \"%s\"",
+					   a->dtype_s);
+		return 1;
+	}
+	return 0;
+}
+
+/* Options that do not go with SOURCE, outputs that are inputs, a bad
+ * --name: exit 2 (0 when all is well). */
+static int check_options(const struct model_args *a)
+{
+	const char *src = a->src;
+	unsigned bad;
+
 	if (strcmp(src, "gpt") != 0) {
 		/* options that only make sense for dimensions */
-		for (int i = 0; i < 8; i++) {
-			const char *o = opts[i].name;
-			if (!opts[i].seen || !strcmp(o, "batch") ||
+		for (int i = 0; i < N_GPT_ONLY; i++) {
+			const char *o = a->opts[i].name;
+			if (!a->opts[i].seen || !strcmp(o, "batch") ||
 			    (!strcmp(o, "seq") && !strncmp(src, "hf:", 3)))
 				continue;
 			return tp_cli_usage_error(
@@ -186,121 +219,185 @@ int cmd_model(int argc, char **argv)
 		const struct tp_cli_file ins[] = {
 			{"hf:", strncmp(src, "hf:", 3) ? NULL : src + 3},
 			{NULL, NULL}};
-		const struct tp_cli_file outs[] = {{"-o", out}, {NULL, NULL}};
+		const struct tp_cli_file outs[] = {{"-o", a->out},
+						   {NULL, NULL}};
 		if (tp_cli_check_outputs("model", ins, outs))
 			return TP_EXIT_USAGE;
 	}
-	{
-		unsigned bad;
-		if (name && tp_io_name_bad_char(name, &bad))
-			return tp_cli_usage_error(
-				"model",
-				"--name: the name contains the control "
-				"character U+%04X; names are printable text",
-				bad);
+	if (a->name && tp_io_name_bad_char(a->name, &bad))
+		return tp_cli_usage_error(
+			"model",
+			"--name: the name contains the control "
+			"character U+%04X; names are printable text",
+			bad);
+	return 0;
+}
+
+/* What SOURCE needs: gpt its dimensions, hf: a path, a shipped model
+ * file no --dtype; sets a->ship.  Exit 2 (0 when all is well). */
+static int check_source(struct model_args *a)
+{
+	const char *src = a->src;
+
+	if (!strcmp(src, "gpt")) {
+		struct tp_strbuf miss;
+		int code = 0;
+
+		tp_strbuf_init(&miss);
+		for (int i = 0; i < N_DIMS; i++)
+			if (!a->opts[i].seen)
+				tp_strbuf_addf(&miss, " --%s",
+					       a->opts[i].name);
+		if (miss.len)
+			code = tp_cli_usage_error("model",
+						  "'model gpt' needs%s",
+						  tp_strbuf_cstr(&miss));
+		tp_strbuf_release(&miss);
+		return code;
+	}
+	if (!strncmp(src, "hf:", 3))
+		return src[3] ? 0
+			      : tp_cli_usage_error(
+					"model", "hf: needs a path, e.g. "
+						 "hf:llama/config.json");
+	if (zoo_name(src) ||
+	    tp_inputs_shipped(src, true, a->sbuf, sizeof(a->sbuf)) == src)
+		return 0;
+	/* a model file that ships (data/models/NAME.json, built from an HF
+	   config): its costs are fixed, its batch is not */
+	a->ship = a->sbuf;
+	if (a->dtype >= 0)
+		return tp_cli_usage_error(
+			"model",
+			"--dtype: %s is a shipped model file (%s) of "
+			"its own dtype; build from its HF config "
+			"(hf:PATH) to choose another",
+			src, a->ship);
+	return 0;
+}
+
+static enum tp_status build_from_dims(const struct model_args *a,
+				      struct tp_model *m, struct tp_error *err)
+{
+	struct tp_gpt_dims d;
+
+	tp_gpt_dims_default(&d);
+	d.hidden = a->hidden;
+	d.layers = a->layers;
+	d.heads = a->heads;
+	d.seq = a->seq;
+	d.vocab = a->vocab;
+	d.batch = a->batch;
+	d.ffn = a->ffn;
+	d.kv_heads = a->kv;
+	if (a->dtype >= 0)
+		d.dtype = (enum tp_dtype)a->dtype;
+	d.name = a->name;
+	return tp_build_gpt(&d, m, err);
+}
+
+/* A zoo entry; an unknown name also lists the shipped model files. */
+static enum tp_status build_from_zoo(const struct model_args *a,
+				     struct tp_model *m, struct tp_error *err)
+{
+	enum tp_status st = tp_build_zoo(a->src, a->batch, a->dtype, m, err);
+
+	if (st == TP_EUSAGE && !zoo_name(a->src)) {
+		struct tp_strbuf list;
+		tp_strbuf_init(&list);
+		tp_inputs_list_shipped(true, &list);
+		if (list.len) {
+			char msg[TP_ERROR_MSG_MAX];
+			snprintf(msg, sizeof(msg), "%s", err->msg);
+			tp_error_set(err, TP_EUSAGE,
+				     "%.700s; or a shipped model "
+				     "file: %s",
+				     msg, tp_strbuf_cstr(&list));
+		}
+		tp_strbuf_release(&list);
+	}
+	return st;
+}
+
+static enum tp_status build(const struct model_args *a, struct tp_model *m,
+			    struct tp_error *err)
+{
+	enum tp_status st;
+
+	if (!strcmp(a->src, "gpt"))
+		return build_from_dims(a, m, err);
+	if (!strncmp(a->src, "hf:", 3))
+		return tp_build_hf(a->src + 3, a->seq, a->batch, a->dtype, m,
+				   err);
+	if (!a->ship)
+		return build_from_zoo(a, m, err);
+	st = tp_model_load_file(a->ship, NULL, m, err);
+	if (!st && a->batch > 0)
+		m->global_batch = a->batch;
+	if (!st)
+		fprintf(stderr, "tagplan model: %s: the shipped %s\n", a->src,
+			a->ship);
+	return st;
+}
+
+/* --name, the file (or stdout) and the figures on stderr. */
+static enum tp_status write_model(const struct model_args *a,
+				  struct tp_model *m, struct tp_error *err)
+{
+	const char *out = a->out;
+	struct tp_strbuf sb;
+	enum tp_status st;
+	char active[64] = "";
+
+	if (a->name && strcmp(a->src, "gpt") != 0) {
+		const char *n = tp_arena_strdup(&m->arena, a->name);
+		if (n)
+			m->name = n;
+	}
+	tp_strbuf_init(&sb);
+	tp_model_write(m, &sb);
+	if (sb.failed)
+		st = tp_error_set(err, TP_ENOMEM, "out of memory");
+	else
+		st = tp_file_write_atomic(out ? out : "-", sb.buf, sb.len, err);
+	tp_strbuf_release(&sb);
+	if (st)
+		return st;
+	if (tp_model_active_parameters(m) >= 0)
+		snprintf(active, sizeof(active), ", %.4g B active",
+			 tp_model_active_parameters(m) / 1e9);
+	fprintf(stderr,
+		"tagplan model: %s: %.0f parameters (%.4g B%s), %.6g "
+		"forward FLOP per sample, %zu ops, global batch "
+		"%lld%s%s\n",
+		m->name, tp_model_parameters(m), tp_model_parameters(m) / 1e9,
+		active, m->total_flop, m->ops.n, (long long)m->global_batch,
+		out ? " -> " : "", out ? out : "");
+	return TP_OK;
+}
+
+int cmd_model(int argc, char **argv)
+{
+	struct model_args *a = calloc(1, sizeof(*a));
+	struct tp_model m;
+	struct tp_error err;
+	int code;
+
+	if (!a) {
+		fprintf(stderr, "tagplan model: out of memory\n");
+		return TP_EXIT_FAILURE;
+	}
+	if (parse_args(a, argc, argv, &code) ||
+	    (code = check_options(a)) != 0 || (code = check_source(a)) != 0) {
+		free(a);
+		return code;
 	}
 	tp_model_init(&m);
 	tp_error_clear(&err);
-	if (!strcmp(src, "gpt")) {
-		struct tp_gpt_dims d;
-		struct tp_strbuf miss;
-		tp_strbuf_init(&miss);
-		for (int i = 0; i < 6; i++)
-			if (!opts[i].seen)
-				tp_strbuf_addf(&miss, " --%s", opts[i].name);
-		if (miss.len) {
-			code = tp_cli_usage_error(
-				"model", "'model gpt' needs%s",
-				tp_strbuf_cstr(&miss));
-			tp_strbuf_release(&miss);
-			return code;
-		}
-		tp_strbuf_release(&miss);
-		tp_gpt_dims_default(&d);
-		d.hidden = hidden;
-		d.layers = layers;
-		d.heads = heads;
-		d.seq = seq;
-		d.vocab = vocab;
-		d.batch = batch;
-		d.ffn = ffn;
-		d.kv_heads = kv;
-		if (dtype >= 0)
-			d.dtype = (enum tp_dtype)dtype;
-		d.name = name;
-		st = tp_build_gpt(&d, &m, &err);
-	} else if (!strncmp(src, "hf:", 3)) {
-		if (!src[3])
-			return tp_cli_usage_error(
-				"model", "hf: needs a path, e.g. "
-					 "hf:llama/config.json");
-		st = tp_build_hf(src + 3, seq, batch, dtype, &m, &err);
-	} else if (!zoo_name(src) &&
-		   (ship = tp_inputs_shipped(src, true, sbuf, sizeof(sbuf))) !=
-			   src) {
-		/* a model file that ships (data/models/NAME.json, built from
-		   an HF config): its costs are fixed, its batch is not */
-		if (dtype >= 0)
-			return tp_cli_usage_error(
-				"model",
-				"--dtype: %s is a shipped model file (%s) of "
-				"its own dtype; build from its HF config "
-				"(hf:PATH) to choose another",
-				src, ship);
-		st = tp_model_load_file(ship, NULL, &m, &err);
-		if (!st && batch > 0)
-			m.global_batch = batch;
-		if (!st)
-			fprintf(stderr, "tagplan model: %s: the shipped %s\n",
-				src, ship);
-	} else {
-		st = tp_build_zoo(src, batch, dtype, &m, &err);
-		if (st == TP_EUSAGE && !zoo_name(src)) {
-			struct tp_strbuf list;
-			tp_strbuf_init(&list);
-			tp_inputs_list_shipped(true, &list);
-			if (list.len) {
-				char msg[TP_ERROR_MSG_MAX];
-				snprintf(msg, sizeof(msg), "%s", err.msg);
-				tp_error_set(&err, TP_EUSAGE,
-					     "%.700s; or a shipped model "
-					     "file: %s",
-					     msg, tp_strbuf_cstr(&list));
-			}
-			tp_strbuf_release(&list);
-		}
-	}
-	if (st)
-		return tp_cli_fail(&err);
-	if (name && strcmp(src, "gpt") != 0) {
-		const char *n = tp_arena_strdup(&m.arena, name);
-		if (n)
-			m.name = n;
-	}
-	tp_strbuf_init(&sb);
-	tp_model_write(&m, &sb);
-	if (sb.failed) {
-		tp_error_set(&err, TP_ENOMEM, "out of memory");
-		st = TP_ENOMEM;
-	} else {
-		st = tp_file_write_atomic(out ? out : "-", sb.buf, sb.len,
-					  &err);
-	}
-	tp_strbuf_release(&sb);
-	if (!st) {
-		char active[64] = "";
-		if (tp_model_active_parameters(&m) >= 0)
-			snprintf(active, sizeof(active), ", %.4g B active",
-				 tp_model_active_parameters(&m) / 1e9);
-		fprintf(stderr,
-			"tagplan model: %s: %.0f parameters (%.4g B%s), %.6g "
-			"forward FLOP per sample, %zu ops, global batch "
-			"%lld%s%s\n",
-			m.name, tp_model_parameters(&m),
-			tp_model_parameters(&m) / 1e9, active, m.total_flop,
-			m.ops.n, (long long)m.global_batch, out ? " -> " : "",
-			out ? out : "");
-	}
+	code = build(a, &m, &err) || write_model(a, &m, &err)
+		       ? tp_cli_fail(&err)
+		       : TP_EXIT_OK;
 	tp_model_release(&m);
-	return st ? tp_cli_fail(&err) : TP_EXIT_OK;
+	free(a);
+	return code;
 }

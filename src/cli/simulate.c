@@ -111,52 +111,17 @@ static int check_io(const char *plan_path, const struct tp_inputs *in,
 	return tp_cli_check_outputs("simulate", ins, outs);
 }
 
-int cmd_simulate(int argc, char **argv)
-{
-	const char *model = NULL, *topo = NULL, *plan_path = NULL,
-		   *strategy = NULL, *out = NULL, *trace_path = NULL,
-		   *runtime = NULL, *replicas = "auto";
-	bool strict = false, quiet = false;
-	double bucket_mb = 0;
-	struct tp_opt opts[] = {
-		{"model", 'm', TP_OPT_STRING, &model, "MODEL",
-		 "model file (tagplan-model/1); - reads stdin [with -p: the "
-		 "one recorded in the plan]",
-		 0, 0, false},
-		{"topology", 't', TP_OPT_STRING, &topo, "TOPO",
-		 "topology file (tagplan-topology/1) [with -p: the one "
-		 "recorded in the plan]",
-		 0, 0, false},
-		{"plan", 'p', TP_OPT_STRING, &plan_path, "PLAN",
-		 "plan file (tagplan-plan/1); - reads stdin", 0, 0, false},
-		{"strategy", 's', TP_OPT_STRING, &strategy, "STRATEGY",
-		 "uniform 3D strategy string (see above)", 0, 0, false},
-		{"output", 'o', TP_OPT_STRING, &out, "REPORT",
-		 "write the report here instead of stdout", 0, 0, false},
-		{"trace", 0, TP_OPT_STRING, &trace_path, "F",
-		 "write a Chrome trace-event JSON file", 0, 0, false},
-		{"trace-replicas", 0, TP_OPT_STRING, &replicas, "WHICH",
-		 "replicas of a stage the trace shows: all, one (of each "
-		 "kind) or auto (all up to 100,000 device slices, about 17 MB, "
-		 "else one; stderr says so) [auto]",
-		 0, 0, false},
-		{"grad-bucket-mb", 0, TP_OPT_DOUBLE, &bucket_mb, "MB",
-		 "gradient bucket of the runtime's data-parallel sync, MB "
-		 "(10^6 bytes), instead of the plan's [the plan's; with -s "
-		 "26.2144, PyTorch DDP's 25 MiB]",
-		 1e-3, 1e6, false},
-		{"runtime", 0, TP_OPT_STRING, &runtime, "NAME",
-		 "the training runtime to simulate under (a profile of "
-		 "data/runtimes or a tagplan-runtime/1 file; none = the "
-		 "simulator's defaults); with -p another runtime than the "
-		 "plan's also takes that runtime's gradient bucket [the "
-		 "plan's; with -s: none]",
-		 0, 0, false},
-		{"strict", 0, TP_OPT_FLAG, &strict, NULL,
-		 "unknown fields in the input files are errors", 0, 0, false},
-		{"quiet", 'q', TP_OPT_FLAG, &quiet, NULL,
-		 "no summary on stderr", 0, 0, false},
-		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
+/* What the command line asked for. */
+struct sim_args {
+	const char *model, *topo, *plan_path, *strategy, *out, *trace_path,
+		*runtime, *replicas;
+	bool strict, quiet;
+	double bucket_mb;
+};
+
+/* One run of the command: its inputs, the simulator and its outputs. */
+struct sim_run {
+	struct sim_args a;
 	struct tp_load_options lo;
 	struct tp_runtime rt;
 	struct tp_sim_options so;
@@ -164,187 +129,318 @@ int cmd_simulate(int argc, char **argv)
 	struct tp_cluster c;
 	struct tp_plan p;
 	struct tp_inputs in;
-	struct tp_model *mp = &m;
-	struct tp_cluster *cp = &c;
-	struct tp_plan *pp = &p;
+	struct tp_model *mp;     /* &m, or in.model with -p */
+	struct tp_cluster *cp;   /* &c, or in.cluster with -p */
+	struct tp_plan *pp;      /* &p, or in.plan with -p */
 	struct tp_report r;
 	struct tp_strbuf warn, doc, trace, text;
 	struct tp_error err;
-	struct tp_sim *sim = NULL;
-	struct tp_sim_scratch *scratch = NULL;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *scratch;
 	char mship[2048], tship[2048];
-	int code;
+};
 
-	if (tp_opts_parse("simulate", usage, about, opts, argc, argv, NULL,
-			  NULL, &code))
-		return code;
-	if (strcmp(replicas, "auto") && strcmp(replicas, "all") &&
-	    strcmp(replicas, "one"))
+/* The option table; nonzero (and *code) when the command ends here. */
+static int parse_args(struct sim_args *a, int argc, char **argv, int *code)
+{
+	struct tp_opt opts[] = {
+		{"model", 'm', TP_OPT_STRING, &a->model, "MODEL",
+		 "model file (tagplan-model/1); - reads stdin [with -p: the "
+		 "one recorded in the plan]",
+		 0, 0, false},
+		{"topology", 't', TP_OPT_STRING, &a->topo, "TOPO",
+		 "topology file (tagplan-topology/1) [with -p: the one "
+		 "recorded in the plan]",
+		 0, 0, false},
+		{"plan", 'p', TP_OPT_STRING, &a->plan_path, "PLAN",
+		 "plan file (tagplan-plan/1); - reads stdin", 0, 0, false},
+		{"strategy", 's', TP_OPT_STRING, &a->strategy, "STRATEGY",
+		 "uniform 3D strategy string (see above)", 0, 0, false},
+		{"output", 'o', TP_OPT_STRING, &a->out, "REPORT",
+		 "write the report here instead of stdout", 0, 0, false},
+		{"trace", 0, TP_OPT_STRING, &a->trace_path, "F",
+		 "write a Chrome trace-event JSON file", 0, 0, false},
+		{"trace-replicas", 0, TP_OPT_STRING, &a->replicas, "WHICH",
+		 "replicas of a stage the trace shows: all, one (of each "
+		 "kind) or auto (all up to 100,000 device slices, about 17 MB, "
+		 "else one; stderr says so) [auto]",
+		 0, 0, false},
+		{"grad-bucket-mb", 0, TP_OPT_DOUBLE, &a->bucket_mb, "MB",
+		 "gradient bucket of the runtime's data-parallel sync, MB "
+		 "(10^6 bytes), instead of the plan's [the plan's; with -s "
+		 "26.2144, PyTorch DDP's 25 MiB]",
+		 1e-3, 1e6, false},
+		{"runtime", 0, TP_OPT_STRING, &a->runtime, "NAME",
+		 "the training runtime to simulate under (a profile of "
+		 "data/runtimes or a tagplan-runtime/1 file; none = the "
+		 "simulator's defaults); with -p another runtime than the "
+		 "plan's also takes that runtime's gradient bucket [the "
+		 "plan's; with -s: none]",
+		 0, 0, false},
+		{"strict", 0, TP_OPT_FLAG, &a->strict, NULL,
+		 "unknown fields in the input files are errors", 0, 0, false},
+		{"quiet", 'q', TP_OPT_FLAG, &a->quiet, NULL,
+		 "no summary on stderr", 0, 0, false},
+		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
+
+	memset(a, 0, sizeof(*a));
+	a->replicas = "auto";
+	return tp_opts_parse("simulate", usage, about, opts, argc, argv, NULL,
+			     NULL, code);
+}
+
+/* Combinations the option table cannot refuse: exit 2 (or 0 if fine). */
+static int check_args(const struct sim_args *a)
+{
+	if (strcmp(a->replicas, "auto") && strcmp(a->replicas, "all") &&
+	    strcmp(a->replicas, "one"))
 		return tp_cli_usage_error("simulate",
 					  "--trace-replicas %s: expected all, "
 					  "one or auto",
-					  replicas);
-	if (!plan_path == !strategy)
+					  a->replicas);
+	if (!a->plan_path == !a->strategy)
 		return tp_cli_usage_error("simulate",
 					  "give exactly one of -p PLAN and -s "
 					  "STRATEGY");
-	if (strategy && (!model || !topo))
+	if (a->strategy && (!a->model || !a->topo))
 		return tp_cli_usage_error("simulate",
 					  "-s STRATEGY needs -m MODEL and -t "
 					  "TOPO (a plan file records its own "
 					  "files; a strategy does not)");
-	if ((model && !strcmp(model, "-")) + (topo && !strcmp(topo, "-")) +
-		    (plan_path && !strcmp(plan_path, "-")) >
+	if ((a->model && !strcmp(a->model, "-")) +
+		    (a->topo && !strcmp(a->topo, "-")) +
+		    (a->plan_path && !strcmp(a->plan_path, "-")) >
 	    1)
 		return tp_cli_usage_error("simulate",
 					  "only one input can come from stdin");
+	return 0;
+}
 
-	tp_error_clear(&err);
-	tp_load_options_default(&lo);
-	lo.strict = strict;
-	tp_strbuf_init(&warn);
-	tp_strbuf_init(&doc);
-	tp_strbuf_init(&trace);
-	tp_strbuf_init(&text);
-	lo.warnings = &warn;
-	tp_model_init(&m);
-	tp_cluster_init(&c);
-	tp_plan_init(&p);
-	tp_inputs_init(&in);
-	tp_report_init(&r);
-	code = TP_EXIT_OK;
+static void run_init(struct sim_run *R)
+{
+	tp_error_clear(&R->err);
+	tp_load_options_default(&R->lo);
+	R->lo.strict = R->a.strict;
+	tp_strbuf_init(&R->warn);
+	tp_strbuf_init(&R->doc);
+	tp_strbuf_init(&R->trace);
+	tp_strbuf_init(&R->text);
+	R->lo.warnings = &R->warn;
+	tp_model_init(&R->m);
+	tp_cluster_init(&R->c);
+	tp_plan_init(&R->p);
+	tp_inputs_init(&R->in);
+	tp_report_init(&R->r);
+	R->mp = &R->m;
+	R->cp = &R->c;
+	R->pp = &R->p;
+	R->sim = NULL;
+	R->scratch = NULL;
+}
 
-	if (plan_path) {
-		/* the plan with its model and topology (recorded ones when
-		   -m/-t are not given; kind mix-ups explained) */
-		struct tp_strbuf used;
-		in.strict = strict;
-		if (tp_inputs_load(&in, plan_path, model, topo, &warn, &err) !=
-		    TP_OK)
-			goto fail;
-		mp = &in.model;
-		cp = &in.cluster;
-		pp = &in.plan;
-		tp_strbuf_init(&used);
-		tp_inputs_describe(&in, &used);
-		if (used.len && !quiet)
-			fprintf(stderr, "tagplan simulate: %s",
-				tp_strbuf_cstr(&used));
-		tp_strbuf_release(&used);
-	} else {
-		struct tp_strategy st;
-		/* -m llama-2-7b: the shipped data/models/llama-2-7b.json */
-		model = tp_inputs_shipped(model, true, mship, sizeof(mship));
-		topo = tp_inputs_shipped(topo, false, tship, sizeof(tship));
-		if (tp_model_load_file(model, &lo, &m, &err) != TP_OK) {
-			if (err.status == TP_EINPUT)
-				tp_inputs_hint_kind(model, "model", &err);
-			tp_inputs_hint_shipped(model, true, &err);
-			goto fail;
-		}
-		if (tp_topology_load_file(topo, &lo, &c, &err) != TP_OK) {
-			if (err.status == TP_EINPUT)
-				tp_inputs_hint_kind(topo, "topology", &err);
-			tp_inputs_hint_shipped(topo, false, &err);
-			goto fail;
-		}
-		if (tp_strategy_parse(strategy, &st, &err) != TP_OK ||
-		    tp_strategy_to_plan(&st, &m, &c, &p, &err) != TP_OK) {
-			/* a strategy is usage, not a file: no file name */
-			err.file[0] = '\0';
-			if (err.status == TP_EINPUT)
-				err.status = TP_EUSAGE;
-			goto fail;
-		}
+static void run_release(struct sim_run *R)
+{
+	tp_sim_scratch_free(R->scratch);
+	tp_sim_free(R->sim);
+	tp_report_release(&R->r);
+	tp_plan_release(&R->p);
+	tp_cluster_release(&R->c);
+	tp_model_release(&R->m);
+	tp_inputs_release(&R->in);
+	tp_strbuf_release(&R->warn);
+	tp_strbuf_release(&R->doc);
+	tp_strbuf_release(&R->trace);
+	tp_strbuf_release(&R->text);
+}
+
+/* -p: the plan with its model and topology (recorded ones when -m/-t are
+ * not given; kind mix-ups explained). */
+static enum tp_status load_plan(struct sim_run *R)
+{
+	struct tp_strbuf used;
+
+	R->in.strict = R->a.strict;
+	if (tp_inputs_load(&R->in, R->a.plan_path, R->a.model, R->a.topo,
+			   &R->warn, &R->err) != TP_OK)
+		return R->err.status;
+	R->mp = &R->in.model;
+	R->cp = &R->in.cluster;
+	R->pp = &R->in.plan;
+	tp_strbuf_init(&used);
+	tp_inputs_describe(&R->in, &used);
+	if (used.len && !R->a.quiet)
+		fprintf(stderr, "tagplan simulate: %s", tp_strbuf_cstr(&used));
+	tp_strbuf_release(&used);
+	return TP_OK;
+}
+
+/* -s: the model and topology files (shipped names too) and the plan of
+ * the strategy string. */
+static enum tp_status load_strategy(struct sim_run *R)
+{
+	struct sim_args *a = &R->a;
+	struct tp_error *err = &R->err;
+	struct tp_strategy st;
+
+	/* -m llama-2-7b: the shipped data/models/llama-2-7b.json */
+	a->model = tp_inputs_shipped(a->model, true, R->mship,
+				     sizeof(R->mship));
+	a->topo = tp_inputs_shipped(a->topo, false, R->tship,
+				    sizeof(R->tship));
+	if (tp_model_load_file(a->model, &R->lo, &R->m, err) != TP_OK) {
+		if (err->status == TP_EINPUT)
+			tp_inputs_hint_kind(a->model, "model", err);
+		tp_inputs_hint_shipped(a->model, true, err);
+		return err->status;
 	}
-	tp_cli_print_warnings("simulate", &warn);
-	if (check_io(plan_path, &in, model, topo, out, trace_path)) {
+	if (tp_topology_load_file(a->topo, &R->lo, &R->c, err) != TP_OK) {
+		if (err->status == TP_EINPUT)
+			tp_inputs_hint_kind(a->topo, "topology", err);
+		tp_inputs_hint_shipped(a->topo, false, err);
+		return err->status;
+	}
+	if (tp_strategy_parse(a->strategy, &st, err) != TP_OK ||
+	    tp_strategy_to_plan(&st, &R->m, &R->c, &R->p, err) != TP_OK) {
+		/* a strategy is usage, not a file: no file name */
+		err->file[0] = '\0';
+		if (err->status == TP_EINPUT)
+			err->status = TP_EUSAGE;
+		return err->status;
+	}
+	return TP_OK;
+}
+
+/* The runtime (--runtime, else the plan's; with -s none), the bucket and
+ * the simulator with its scratch. */
+static enum tp_status make_sim(struct sim_run *R)
+{
+	const struct sim_args *a = &R->a;
+
+	/* with -p: --runtime, else the plan's (its recorded file) */
+	if ((a->plan_path ? tp_inputs_runtime(&R->in, a->runtime, &R->rt,
+					      &R->err)
+			  : tp_runtime_find(a->runtime ? a->runtime : "none",
+					    &R->rt, &R->err)) != TP_OK)
+		return R->err.status;
+	if (a->runtime && strcmp(R->pp->runtime, R->rt.name) != 0)
+		R->pp->grad_bucket_bytes = 0; /* the runtime's */
+	tp_sim_options_default(&R->so);
+	tp_sim_params_runtime(&R->so.params, &R->rt);
+	if (a->bucket_mb > 0)
+		R->pp->grad_bucket_bytes = a->bucket_mb * 1e6;
+	R->so.trace_replicas = !strcmp(a->replicas, "all") ? TP_SIM_TRACE_ALL
+			       : !strcmp(a->replicas, "one")
+				       ? TP_SIM_TRACE_ONE
+				       : TP_SIM_TRACE_AUTO;
+	R->sim = tp_sim_new(R->mp, R->cp, &R->so, &R->err);
+	if (!R->sim)
+		return R->err.status;
+	R->scratch = tp_sim_scratch_new(R->sim);
+	if (!R->scratch)
+		return tp_error_set(&R->err, TP_ENOMEM, "out of memory");
+	return TP_OK;
+}
+
+/* Simulate; write the report and the trace. */
+static enum tp_status simulate_and_write(struct sim_run *R)
+{
+	const struct sim_args *a = &R->a;
+
+	if (tp_sim_run(R->sim, R->pp, R->scratch, &R->r,
+		       a->trace_path ? &R->trace : NULL, &R->err) != TP_OK) {
+		if (a->plan_path)
+			tp_error_set_file(&R->err, a->plan_path);
+		return R->err.status;
+	}
+	tp_report_write(&R->r, R->cp, &R->doc);
+	if (R->doc.failed || R->trace.failed)
+		return tp_error_set(&R->err, TP_ENOMEM, "out of memory");
+	if (write_outputs(a->out, &R->doc, a->trace_path, &R->trace,
+			  &R->err) != TP_OK)
+		return R->err.status;
+	if (a->trace_path && !a->quiet &&
+	    !tp_sim_scratch_trace_all(R->scratch))
+		trace_note(a->replicas);
+	return TP_OK;
+}
+
+/* What the model's measured profiles cover, wrapped at 80 columns as
+ * plan's summary is. */
+static void print_profile_note(struct sim_run *R)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return;
+	tp_cli_profile_note(R->sim, R->pp, R->mp, R->cp, f);
+	fclose(f);
+	tp_strbuf_reset(&R->text);
+	tp_render_wrap(&R->text, buf ? buf : "", 80);
+	fputs(tp_strbuf_cstr(&R->text), stderr);
+	free(buf);
+}
+
+/* The tables and, when the plan does not fit, why (on stderr); one line
+ * when the tables cannot be made. */
+static void print_summary(struct sim_run *R)
+{
+	struct eval_ctx ec = {R->sim, R->scratch};
+	const struct tp_report *r = &R->r;
+
+	if (tp_cli_table(R->pp, R->mp, R->cp, r, &R->text, &R->err) ==
+		    TP_OK &&
+	    tp_cli_explain(R->pp, R->mp, R->cp, r, eval, &ec, &R->text,
+			   &R->err) == TP_OK)
+		fputs(tp_strbuf_cstr(&R->text), stderr);
+	else
+		fprintf(stderr,
+			"iteration %.4g s, %.4g samples/s, %.1f "
+			"TFLOP/s per device, MFU %.1f%%, %s\n",
+			r->iteration_time_s, r->throughput_samples_per_s,
+			r->tflops_per_device, 100 * r->mfu,
+			r->feasible ? "fits" : "does not fit");
+	if (R->mp->profiles.n)
+		print_profile_note(R);
+}
+
+int cmd_simulate(int argc, char **argv)
+{
+	struct sim_run *R;
+	int code;
+
+	R = calloc(1, sizeof(*R));
+	if (!R) {
+		fprintf(stderr, "tagplan simulate: out of memory\n");
+		return TP_EXIT_FAILURE;
+	}
+	if (parse_args(&R->a, argc, argv, &code) ||
+	    (code = check_args(&R->a)) != 0) {
+		free(R);
+		return code;
+	}
+	run_init(R);
+	code = TP_EXIT_OK;
+	if ((R->a.plan_path ? load_plan(R) : load_strategy(R)) != TP_OK)
+		goto fail;
+	tp_cli_print_warnings("simulate", &R->warn);
+	if (check_io(R->a.plan_path, &R->in, R->a.model, R->a.topo, R->a.out,
+		     R->a.trace_path)) {
 		code = TP_EXIT_USAGE;
 		goto done;
 	}
-	{
-		/* with -p: --runtime, else the plan's (its recorded file) */
-		if ((plan_path ? tp_inputs_runtime(&in, runtime, &rt, &err)
-			       : tp_runtime_find(runtime ? runtime : "none",
-						 &rt, &err)) != TP_OK)
-			goto fail;
-		if (runtime && strcmp(pp->runtime, rt.name) != 0)
-			pp->grad_bucket_bytes = 0; /* the runtime's */
-		tp_sim_options_default(&so);
-		tp_sim_params_runtime(&so.params, &rt);
-	}
-	if (bucket_mb > 0)
-		pp->grad_bucket_bytes = bucket_mb * 1e6;
-	so.trace_replicas = !strcmp(replicas, "all")   ? TP_SIM_TRACE_ALL
-			    : !strcmp(replicas, "one") ? TP_SIM_TRACE_ONE
-						       : TP_SIM_TRACE_AUTO;
-	sim = tp_sim_new(mp, cp, &so, &err);
-	if (!sim)
+	if (make_sim(R) != TP_OK || simulate_and_write(R) != TP_OK)
 		goto fail;
-	scratch = tp_sim_scratch_new(sim);
-	if (!scratch) {
-		tp_error_set(&err, TP_ENOMEM, "out of memory");
-		goto fail;
-	}
-	if (tp_sim_run(sim, pp, scratch, &r, trace_path ? &trace : NULL,
-		       &err) != TP_OK) {
-		if (plan_path)
-			tp_error_set_file(&err, plan_path);
-		goto fail;
-	}
-	tp_report_write(&r, cp, &doc);
-	if (doc.failed || trace.failed) {
-		tp_error_set(&err, TP_ENOMEM, "out of memory");
-		goto fail;
-	}
-	if (write_outputs(out, &doc, trace_path, &trace, &err) != TP_OK)
-		goto fail;
-	if (trace_path && !quiet && !tp_sim_scratch_trace_all(scratch))
-		trace_note(replicas);
-	if (!quiet) {
-		struct eval_ctx ec = {sim, scratch};
-		if (tp_cli_table(pp, mp, cp, &r, &text, &err) == TP_OK &&
-		    tp_cli_explain(pp, mp, cp, &r, eval, &ec, &text, &err) ==
-			    TP_OK)
-			fputs(tp_strbuf_cstr(&text), stderr);
-		else
-			fprintf(stderr,
-				"iteration %.4g s, %.4g samples/s, %.1f "
-				"TFLOP/s per device, MFU %.1f%%, %s\n",
-				r.iteration_time_s, r.throughput_samples_per_s,
-				r.tflops_per_device, 100 * r.mfu,
-				r.feasible ? "fits" : "does not fit");
-		if (mp->profiles.n) {
-			/* wrapped at 80 columns as plan's summary is */
-			char *buf = NULL;
-			size_t len = 0;
-			FILE *f = open_memstream(&buf, &len);
-			if (f) {
-				tp_cli_profile_note(sim, pp, mp, cp, f);
-				fclose(f);
-				tp_strbuf_reset(&text);
-				tp_render_wrap(&text, buf ? buf : "", 80);
-				fputs(tp_strbuf_cstr(&text), stderr);
-				free(buf);
-			}
-		}
-	}
-	code = r.feasible ? TP_EXIT_OK : TP_EXIT_CHECK;
+	if (!R->a.quiet)
+		print_summary(R);
+	code = R->r.feasible ? TP_EXIT_OK : TP_EXIT_CHECK;
 	goto done;
 fail:
-	tp_cli_print_warnings("simulate", &warn);
-	code = tp_cli_fail(&err);
+	tp_cli_print_warnings("simulate", &R->warn);
+	code = tp_cli_fail(&R->err);
 done:
-	tp_sim_scratch_free(scratch);
-	tp_sim_free(sim);
-	tp_report_release(&r);
-	tp_plan_release(&p);
-	tp_cluster_release(&c);
-	tp_model_release(&m);
-	tp_inputs_release(&in);
-	tp_strbuf_release(&warn);
-	tp_strbuf_release(&doc);
-	tp_strbuf_release(&trace);
-	tp_strbuf_release(&text);
+	run_release(R);
+	free(R);
 	return code;
 }
