@@ -69,7 +69,13 @@ static const char about[] =
 	"and the\n"
 	"smallest change that fits (re-simulated).\n\n"
 	"The search stops at --time-limit or --playouts, whichever comes "
-	"first; with\n"
+	"first (the\n"
+	"summary says which); --time-limit alone means no playout limit.  "
+	"With\n"
+	"--threads 1 a larger limit of either kind passes through the same "
+	"states as\n"
+	"a smaller one and goes on from there, so its plan is at least as "
+	"fast.  With\n"
 	"--threads 1 and a playout limit reached before the time limit, the "
 	"output is\n"
 	"the same byte for byte from run to run but for the wall-clock "
@@ -575,6 +581,29 @@ static enum tp_status explain_eval(void *ctx, const struct tp_plan *variant,
 	return tp_sim_run(e->sim, variant, e->scratch, out, NULL, err);
 }
 
+/* Which limit ended the search, and the other one's setting. */
+static void print_stop(FILE *f, const struct tp_search_result *res)
+{
+	const char *what = NULL;
+
+	switch (res->stopped_by) {
+	case TP_SEARCH_STOP_PLAYOUTS:
+		what = "the playout limit (--playouts), before the time limit";
+		break;
+	case TP_SEARCH_STOP_TIME:
+		what = "the time limit (--time-limit), before any playout "
+		       "limit";
+		break;
+	case TP_SEARCH_STOP_INTERRUPT:
+		what = "an interrupt (the best plan so far)";
+		break;
+	case TP_SEARCH_STOP_NONE:
+		break;
+	}
+	if (what)
+		fprintf(f, "  stopped by     %s\n", what);
+}
+
 /*
  * The human summary on stderr: the header, the table of table.h
  * (stages, device types, headline figures), why nothing fits when so
@@ -684,6 +713,7 @@ static void print_human(const struct tp_search_result *res,
 			res->seconds > 0 ? (double)res->playouts / res->seconds : 0,
 			threads, threads == 1 ? "" : "s", (unsigned long long)seed,
 			res->n_groups, res->n_groups == 1 ? "" : "s", priors);
+		print_stop(f, res);
 		fprintf(f, "  answer from    %s%s\n", res->source,
 			res->interrupted ? " (interrupted: best so far)" : "");
 
@@ -1233,10 +1263,14 @@ int cmd_plan(int argc, char **argv)
 		{"output", 'o', TP_OPT_STRING, &a->out, "PLAN",
 		 "plan file to write, atomically [stdout]", 0, 0, false},
 		{"time-limit", 0, TP_OPT_DOUBLE, &a->time_limit, "S",
-		 "stop searching after S seconds (0 = no limit)", 0, 1e7,
+		 "stop searching after S seconds (0 = no limit; given "
+		 "without --playouts: no playout limit)",
+		 0, 1e7,
 		 false},
 		{"playouts", 0, TP_OPT_INT, &a->playouts, "N",
-		 "stop after N tree-search playouts (0 = no limit)", 0, 1e15,
+		 "stop after N playouts (0 = no limit) [5000; none when "
+		 "only --time-limit is given]",
+		 0, 1e15,
 		 false},
 		{"threads", 0, TP_OPT_INT, &a->threads, "N",
 		 "search threads (0 = all cores; more than 1 makes the result "
@@ -1304,6 +1338,16 @@ int cmd_plan(int argc, char **argv)
 	if (tp_opts_parse("plan", usage, about, opts, argc, argv, NULL, NULL,
 			  &code))
 		return code;
+	{
+		/* --time-limit alone: that time, no playout limit */
+		bool tl = false, po = false;
+		for (const struct tp_opt *op = opts; op->name; op++) {
+			tl |= strcmp(op->name, "time-limit") == 0 && op->seen;
+			po |= strcmp(op->name, "playouts") == 0 && op->seen;
+		}
+		if (tl && !po)
+			a->playouts = 0;
+	}
 	for (const struct tp_opt *op = opts; op->name; op++) {
 		if (strcmp(op->name, "grad-bucket-mb") == 0)
 			a->bucket_given = op->seen;

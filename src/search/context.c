@@ -97,9 +97,9 @@ bool sctx_should_stop(struct sctx *s)
 
 	if (sctx_stopped_for_good(s))
 		return true;
-	return o->playouts &&
-	       atomic_load(&s->playouts) >=
-		       (s->stage_end ? s->stage_end : o->playouts);
+	return atomic_load(&s->playouts) >=
+	       (s->stage_end && s->stage_end < o->playouts ? s->stage_end
+							   : o->playouts);
 }
 
 void sctx_progress(struct sctx *s, bool force)
@@ -117,7 +117,7 @@ void sctx_progress(struct sctx *s, bool force)
 	p.simulations = atomic_load(&s->simulations);
 	p.elapsed_s = now;
 	p.time_limit_s = o->time_limit_s;
-	p.playout_limit = o->playouts;
+	p.playout_limit = s->o_playouts;
 	pthread_mutex_lock(&s->lock);
 	p.have_best = s->best.have;
 	p.best_feasible = s->best.feasible;
@@ -665,7 +665,11 @@ enum tp_status sctx_init(struct sctx *s, const struct tp_model *m,
 	s->m = m;
 	s->c = c;
 	s->ev = ev;
-	s->o = o;
+	s->opts = *o;
+	s->o_playouts = o->playouts;
+	if (!s->opts.playouts)
+		s->opts.playouts = UINT64_MAX;
+	s->o = o = &s->opts;
 	s->res = res;
 	s->t0 = sctx_now();
 	s->phase = "baselines";

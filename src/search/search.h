@@ -244,6 +244,14 @@ struct tp_search_result {
 	struct tp_report report; /* its evaluation */
 	bool have_plan;
 	bool interrupted;        /* stopped by options->stop */
+	/* what ended the search: the playout limit, the time limit, a stop
+	   request (interrupted), or none (a baseline answer, an error) */
+	enum tp_search_stop {
+		TP_SEARCH_STOP_NONE,
+		TP_SEARCH_STOP_PLAYOUTS,
+		TP_SEARCH_STOP_TIME,
+		TP_SEARCH_STOP_INTERRUPT
+	} stopped_by;
 	char source[96];         /* where the answer came from */
 	struct tp_baseline_result baselines[TP_BASELINE_COUNT];
 	uint32_t n_groups;

@@ -38,7 +38,14 @@ struct sctx {
 	const struct tp_model *m;
 	const struct tp_cluster *c;
 	const struct tp_evaluator *ev;
+	/* the caller's options (o points at opts): a search limited by
+	   time alone has opts.playouts = UINT64_MAX, so that it follows the
+	   trajectory of a playout-limited search step for step (search.c,
+	   STAGE_FIRST) and only its end differs; o_playouts is the caller's
+	   playout limit (0 = none) */
 	const struct tp_search_options *o;
+	struct tp_search_options opts;
+	uint64_t o_playouts;
 	struct tp_search_result *res;
 	struct tp_groups groups;
 	struct tp_space space;
@@ -77,10 +84,11 @@ struct sctx {
 	/* the all-device plan with the lowest lower bound among those the
 	   bound settled (simulated at the end, search.c all_devices) */
 	struct sctx_best all_bound;
-	/* A search limited by playouts runs in stages of doubling budgets
-	   (search.c, STAGE_FIRST): sweeps, then the tree, up to stage_end
-	   playouts; the next stage starts at stage_start = the last end.
-	   stage_end 0: one stage (the limit is o->playouts). */
+	/* A search runs in stages of doubling budgets (search.c,
+	   STAGE_FIRST): sweeps, then the tree, up to stage_end playouts
+	   (64, 128, 256, ... whatever the limits); the next stage starts at
+	   stage_start = the last end.  The limits only cut a stage short.
+	   stage_end 0 before the first stage. */
 	uint64_t stage_start, stage_end;
 	/* decision vectors the sweeps left at a local optimum (a ring) */
 #define SCTX_POLISHED 8
