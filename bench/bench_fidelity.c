@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "calib/calib.h"
+#include "core/runtime.h"
 #include "io/io.h"
 #include "io/runs.h"
 
@@ -118,8 +119,8 @@ out:
 int main(void)
 {
 	struct tp_mruns runs;
-	struct acc by[16], all = {"all", 0, 0, 0, 0};
-	int n_by = 0, failed = 0;
+	struct acc by[16], byrt[16], all = {"all", 0, 0, 0, 0};
+	int n_by = 0, n_rt = 0, failed = 0;
 
 	tp_mruns_init(&runs);
 	if (load("validation/measured_runs.json", &runs) ||
@@ -159,6 +160,17 @@ int main(void)
 		}
 		if (k < n_by)
 			add(&by[k], res.error, res.feasible);
+		for (k = 0; k < n_rt; k++)
+			if (strcmp(byrt[k].source, res.runtime) == 0)
+				break;
+		if (k == n_rt && n_rt < 16) {
+			memset(&byrt[k], 0, sizeof(byrt[k]));
+			snprintf(byrt[k].source, sizeof(byrt[k].source), "%s",
+				 res.runtime);
+			n_rt++;
+		}
+		if (k < n_rt)
+			add(&byrt[k], res.error, res.feasible);
 		add(&all, res.error, res.feasible);
 		fflush(stdout);
 	}
@@ -171,6 +183,35 @@ int main(void)
 	       "<= 15%%, no OOM)\n",
 	       "all", all.n, all.n ? 100 * all.sum / all.n : 0, 100 * all.max,
 	       all.oom);
+	/* per runtime, against the profile's "validation" (what reports
+	   quote under it) */
+	printf("\n%-32s %4s %10s %10s   %s\n", "runtime", "runs", "mean|err|",
+	       "max|err|", "the profile's \"validation\"");
+	for (int k = 0; k < n_rt; k++) {
+		struct tp_runtime rt;
+		struct tp_error e;
+		double mean = byrt[k].sum / byrt[k].n;
+		const struct tp_runtime_validation *v = &rt.validation;
+
+		tp_error_clear(&e);
+		if (tp_runtime_find(byrt[k].source, &rt, &e) != TP_OK)
+			continue;
+		printf("%-32s %4d %9.1f%% %9.1f%%   ", byrt[k].source,
+		       byrt[k].n, 100 * mean, 100 * byrt[k].max);
+		if (!v->present)
+			printf("none: add runs %d, mean_abs_error %.3f, "
+			       "max_abs_error %.3f\n",
+			       byrt[k].n, mean, byrt[k].max);
+		else if (v->runs == (uint32_t)byrt[k].n &&
+			 fabs(v->mean_error - mean) < 0.0005 &&
+			 fabs(v->max_error - byrt[k].max) < 0.0005)
+			printf("as measured\n");
+		else
+			printf("STALE (%u runs, %.3f, %.3f): update it to "
+			       "%d, %.3f, %.3f\n",
+			       v->runs, v->mean_error, v->max_error, byrt[k].n,
+			       mean, byrt[k].max);
+	}
 	/* the figures reports quote as the shipped constants' error */
 	{
 		double mean = all.n ? all.sum / all.n : 0;

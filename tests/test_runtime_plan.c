@@ -609,7 +609,44 @@ START_TEST(test_cmd_figures_basis)
 	ck_assert_ptr_nonnull(strstr(r.out, "\"validation_mean_abs_error\""));
 	ck_assert_ptr_nonnull(strstr(r.err, "figures: runtime megatron-core, "
 					    "shipped constants: mean |error|"));
+	/* megatron-core has no published run: the figure over all runs */
+	ck_assert_ptr_nonnull(strstr(r.err, "none under megatron-core"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\"validation_scope\": \"all\""));
 	tp_run_free(&r);
+
+	/* a profile's "validation": its own runs' error is quoted */
+	snprintf(rt, sizeof(rt), "%s/val.json", dir);
+	shipped =
+	    tp_test_read(tp_data_file("runtimes/megatron-core.json"), &len);
+	ck_assert_ptr_nonnull(shipped);
+	text = replace1(shipped, "\"sources\": {",
+			"\"validation\": {\"runs\": 7, \"mean_abs_error\": "
+			"0.05, \"max_abs_error\": 0.09, \"measured_on\": "
+			"\"mine\"},\n  \"sources\": {");
+	ck_assert_int_eq(tp_test_write(rt, text, strlen(text)), 0);
+	tp_run_tagplan(&r, simcal, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "shipped constants: mean |error| "
+					    "5.0%, max 9.0%"));
+	ck_assert_ptr_nonnull(
+	    strstr(r.err, "on the 7 published runs under megatron-core"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\"validation_runs\": 7"));
+	ck_assert_ptr_nonnull(
+	    strstr(r.out, "\"validation_scope\": \"runtime\""));
+	tp_run_free(&r);
+	free(text);
+	/* max below mean: refused where it is */
+	text = replace1(shipped, "\"sources\": {",
+			"\"validation\": {\"runs\": 7, \"mean_abs_error\": "
+			"0.05, \"max_abs_error\": 0.01, \"measured_on\": "
+			"\"mine\"},\n  \"sources\": {");
+	ck_assert_int_eq(tp_test_write(rt, text, strlen(text)), 0);
+	tp_run_tagplan(&r, simcal, NULL);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "validation.max_abs_error"));
+	tp_run_free(&r);
+	free(text);
+	free(shipped);
 
 	snprintf(rt, sizeof(rt), "%s/cal.json", dir);
 	snprintf(pl, sizeof(pl), "%s/plan.json", dir);

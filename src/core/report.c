@@ -45,12 +45,27 @@ void tp_report_basis_describe(const struct tp_report_basis *b, char *buf,
 	if (!b->calibrated) {
 		n = snprintf(buf, size, "runtime %s, shipped constants",
 			     b->runtime);
-		if (n > 0 && (size_t)n < size && b->validation_mean_error > 0)
+		if (n <= 0 || (size_t)n >= size || !(b->validation_runs > 0))
+			return;
+		if (b->validation_runtime)
 			snprintf(buf + n, size - (size_t)n,
-				 ": mean |error| %.1f%%, max %.1f%% on the "
-				 "published runs of data/validation",
+				 ": mean |error| %.1f%%, max %.1f%% on the %u "
+				 "published run%s under %s (data/validation)",
 				 100 * b->validation_mean_error,
-				 100 * b->validation_max_error);
+				 100 * b->validation_max_error,
+				 b->validation_runs,
+				 b->validation_runs == 1 ? "" : "s", b->runtime);
+		else
+			snprintf(buf + n, size - (size_t)n,
+				 ": mean |error| %.1f%%, max %.1f%% on the %u "
+				 "published runs of data/validation%s%s",
+				 100 * b->validation_mean_error,
+				 100 * b->validation_max_error,
+				 b->validation_runs,
+				 strcmp(b->runtime, "none") ? ", none under "
+							    : " (each under "
+							      "its runtime)",
+				 strcmp(b->runtime, "none") ? b->runtime : "");
 		return;
 	}
 	n = snprintf(buf, size,

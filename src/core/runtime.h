@@ -144,12 +144,27 @@ struct tp_runtime_calibration {
 	double holdout_error;    /* ... on the held-out runs (0 when none) */
 };
 
+/*
+ * The simulator's measured error under this profile with the shipped
+ * constants (the profile's optional "validation" object): the published
+ * runs of data/validation that ran on this stack, as bench/bench_fidelity.c
+ * measures them (it says when a profile's figures are stale).  Reports
+ * quote it as the uncertainty of their figures.
+ */
+struct tp_runtime_validation {
+	bool present;
+	uint32_t runs;
+	double mean_error, max_error; /* |predicted / measured - 1| */
+	char measured_on[256];        /* which runs */
+};
+
 struct tp_runtime {
 	char name[TP_RUNTIME_NAME_MAX]; /* "megatron-core", ..., "none" */
 	char description[256];
 	struct tp_runtime_behaviour behaviour;
 	struct tp_runtime_can can;
 	struct tp_runtime_calibration calibration;
+	struct tp_runtime_validation validation;
 };
 
 /*

@@ -34,6 +34,7 @@ static const char *const basis_fields[] = {
 	"runs",		     "fit_mean_abs_error",
 	"holdout_runs",	     "holdout_mean_abs_error",
 	"validation_mean_abs_error", "validation_max_abs_error",
+	"validation_runs",   "validation_scope",
 	"description",	     NULL};
 
 void tp_io_write_basis(struct tp_jw *jw, const struct tp_report_basis *b)
@@ -62,6 +63,9 @@ void tp_io_write_basis(struct tp_jw *jw, const struct tp_report_basis *b)
 				b->validation_mean_error);
 		tp_jw_kv_number(jw, "validation_max_abs_error",
 				b->validation_max_error);
+		tp_jw_kv_int(jw, "validation_runs", b->validation_runs);
+		tp_jw_kv_string(jw, "validation_scope",
+				b->validation_runtime ? "runtime" : "all");
 	}
 	tp_report_basis_describe(b, line, sizeof(line));
 	tp_jw_kv_string(jw, "description", line);
@@ -72,8 +76,8 @@ enum tp_status tp_io_read_basis(struct tp_jctx *j, const struct tp_json *obj,
 				struct tp_report_basis *b)
 {
 	const struct tp_json *v;
-	const char *rt, *cons, *on;
-	int64_t runs, hold;
+	const char *rt, *cons, *on, *scope;
+	int64_t runs, hold, vruns;
 	size_t old;
 	enum tp_status st;
 
@@ -109,8 +113,19 @@ enum tp_status tp_io_read_basis(struct tp_jctx *j, const struct tp_json *obj,
 				 NULL)) ||
 	    (st = tp_jget_number(j, v, "validation_max_abs_error", false,
 				 TP_JNUM_NONNEG, 0, &b->validation_max_error,
-				 NULL)))
+				 NULL)) ||
+	    (st = tp_jget_int(j, v, "validation_runs", false, 0, UINT32_MAX, 0,
+			      &vruns, NULL)) ||
+	    (st = tp_jget_string(j, v, "validation_scope", false, 0, false,
+				 "all", &scope)))
 		return st;
+	if (strcmp(scope, "all") && strcmp(scope, "runtime"))
+		return tp_jctx_fail(j, "validation_scope",
+				    "expected \"runtime\" or \"all\", got "
+				    "\"%s\"",
+				    scope);
+	b->validation_runs = (uint32_t)vruns;
+	b->validation_runtime = strcmp(scope, "runtime") == 0;
 	if (strcmp(cons, "shipped") && strcmp(cons, "calibrated"))
 		return tp_jctx_fail(j, "constants",
 				    "expected \"shipped\" or \"calibrated\", "

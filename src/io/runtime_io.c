@@ -18,7 +18,10 @@
 
 static const char *const top_fields[] = {"format", "name", "description",
 					 "version", "behaviour", "can",
-					 "sources", "calibration", NULL};
+					 "sources", "calibration", "validation",
+					 NULL};
+static const char *const validation_fields[] = {
+	"runs", "mean_abs_error", "max_abs_error", "measured_on", NULL};
 static const char *const calibration_fields[] = {
 	"gemm_sustained", "link_eff_intra", "link_eff_network", "fitted_on",
 	"runs", "holdout_runs", "fit_mean_abs_error",
@@ -151,6 +154,35 @@ static enum tp_status read_calibration(struct tp_jctx *j,
 	c->runs = runs < 1e9 ? (uint32_t)runs : 0;
 	c->holdout_runs = hold < 1e9 ? (uint32_t)hold : 0;
 	c->present = true;
+	return TP_OK;
+}
+
+/* The optional "validation" object (bench_fidelity's figures). */
+static enum tp_status read_validation(struct tp_jctx *j,
+				      const struct tp_json *v,
+				      struct tp_runtime_validation *x)
+{
+	int64_t runs;
+	const char *s;
+	enum tp_status st;
+
+	if ((st = tp_jctx_object(j, v, "a validation", validation_fields)) ||
+	    (st = tp_jget_int(j, v, "runs", true, 1, 1000000, 0, &runs,
+			      NULL)) ||
+	    (st = tp_jget_number(j, v, "mean_abs_error", true, TP_JNUM_NONNEG,
+				 0, &x->mean_error, NULL)) ||
+	    (st = tp_jget_number(j, v, "max_abs_error", true, TP_JNUM_NONNEG,
+				 0, &x->max_error, NULL)) ||
+	    (st = tp_jget_string(j, v, "measured_on", true,
+				 sizeof(x->measured_on) - 1, true, NULL, &s)))
+		return st;
+	if (x->max_error < x->mean_error)
+		return tp_jctx_fail(j, "max_abs_error",
+				    "below mean_abs_error (%.6g < %.6g)",
+				    x->max_error, x->mean_error);
+	x->runs = (uint32_t)runs;
+	snprintf(x->measured_on, sizeof(x->measured_on), "%s", s);
+	x->present = true;
 	return TP_OK;
 }
 
@@ -309,6 +341,12 @@ enum tp_status tp_runtime_load(const char *name, const char *text, size_t len,
 	if ((b = tp_json_get(doc.root, "calibration")) != NULL) {
 		old = tp_jctx_push_key(&j, "calibration");
 		if ((st = read_calibration(&j, b, &rt->calibration)))
+			goto out;
+		tp_jctx_pop(&j, old);
+	}
+	if ((b = tp_json_get(doc.root, "validation")) != NULL) {
+		old = tp_jctx_push_key(&j, "validation");
+		if ((st = read_validation(&j, b, &rt->validation)))
 			goto out;
 		tp_jctx_pop(&j, old);
 	}

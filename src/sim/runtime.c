@@ -16,6 +16,12 @@ void tp_sim_params_runtime(struct tp_sim_params *p,
 	if (strcmp(rt->name, "none") == 0)
 		return;
 	snprintf(p->basis.runtime, sizeof(p->basis.runtime), "%s", rt->name);
+	if (rt->validation.present) {
+		p->basis.validation_mean_error = rt->validation.mean_error;
+		p->basis.validation_max_error = rt->validation.max_error;
+		p->basis.validation_runs = rt->validation.runs;
+		p->basis.validation_runtime = true;
+	}
 	p->overlap_grad_sync = b->dp_overlap;
 	p->overlap_grad_sync_pipeline = b->dp_overlap_pipeline;
 	p->p2p_blocking = !b->p2p_async;
@@ -37,5 +43,7 @@ void tp_sim_params_runtime(struct tp_sim_params *p,
 		p->basis.holdout_error = rt->calibration.holdout_error;
 		p->basis.validation_mean_error = 0;
 		p->basis.validation_max_error = 0;
+		p->basis.validation_runs = 0;
+		p->basis.validation_runtime = false;
 	}
 }

@@ -31,6 +31,7 @@ void tp_sim_params_default(struct tp_sim_params *p)
 	snprintf(p->basis.runtime, sizeof(p->basis.runtime), "none");
 	p->basis.validation_mean_error = TP_SIM_VALIDATION_MEAN_ERROR;
 	p->basis.validation_max_error = TP_SIM_VALIDATION_MAX_ERROR;
+	p->basis.validation_runs = TP_SIM_VALIDATION_RUNS;
 }
 
 void tp_sim_options_default(struct tp_sim_options *o)

@@ -110,6 +110,7 @@ struct tp_sim_params {
  */
 #define TP_SIM_VALIDATION_MEAN_ERROR 0.115
 #define TP_SIM_VALIDATION_MAX_ERROR 0.407
+#define TP_SIM_VALIDATION_RUNS 30
 
 void tp_sim_params_default(struct tp_sim_params *p);
 
