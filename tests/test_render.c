@@ -508,6 +508,64 @@ END_TEST
 
 /* 128 DGX nodes = 1,024 GPUs, tp 8 x pp 8 x dp 16: collapses to 8 node
  * classes of 16 nodes, one device box of 8 per class. */
+/* A collapsed picture of a Clos fabric draws each tier as one box with
+ * its switch count (128 nodes: 32 leaves, 8 spines, 1 core = 3 boxes, not
+ * 41 switches). */
+START_TEST(test_collapse_tiers)
+{
+	static const struct tp_tier tiers[] = {
+		{"leaf", 4, 0, 0, 1},
+		{"spine", 4, 0, 5e-7, 2},
+		{"core", 0, 0, 5e-7, 1},
+	};
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_strbuf sb;
+	struct tp_error err;
+	Agraph_t *g;
+	int switches = 0;
+	uint32_t t;
+	char name[32];
+
+	make_model(&m, 16);
+	tp_cluster_init(&c);
+	c.name = "test-clos";
+	t = add_type(&c, "A100-SXM4-80GB", 80e9, 312e12);
+	for (uint32_t n = 0; n < 128; n++) {
+		snprintf(name, sizeof(name), "node%u", n);
+		ck_assert_int_eq(tp_cluster_build_node(&c, name, t, 8,
+						       TP_LINK_NVSWITCH, 300e9,
+						       2e-6, 8, 25e9, 5e-6,
+						       NULL, &err),
+				 TP_OK);
+	}
+	ck_assert_int_eq(tp_cluster_connect_tiers(&c, tiers, 3, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_finalize(&c, &err), TP_OK);
+	make_3d_plan(&p, &m, 8, 16, 8);
+	tp_strbuf_init(&sb);
+	ck_assert_int_eq(tp_render_dot(&(struct tp_render_input){&p, &m, &c, NULL},
+				       NULL, &sb, &err),
+			 TP_OK);
+	g = parse_dot(&sb);
+	for (Agnode_t *v = agfstnode(g); v; v = agnxtnode(g, v))
+		if (strstr(attr(v, "label"), "switch") &&
+		    !strstr(attr(v, "label"), "fabric"))
+			switches++;
+	ck_assert_int_eq(switches, 3);
+	ck_assert(strstr(sb.buf, "32 leaf switches\\n4 nodes each"));
+	ck_assert(strstr(sb.buf, "8 spine switches\\n4 leaf switches each"));
+	ck_assert(strstr(sb.buf, "1 core switch\""));
+	ck_assert_int_lt(agnnodes(g), 40);
+	ck_assert_int_lt(agnedges(g), 60);
+	agclose(g);
+	tp_strbuf_release(&sb);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 START_TEST(test_collapse_1024)
 {
 	struct tp_model m;
@@ -1757,6 +1815,7 @@ Suite *suite_render(void)
 	tcase_add_test(t, test_dot_subgraph_order_deterministic);
 	tcase_add_test(t, test_dot_report_figures_and_bottleneck);
 	tcase_add_test(t, test_collapse_1024);
+	tcase_add_test(t, test_collapse_tiers);
 	tcase_add_test(t, test_hetero_types_coloured);
 	tcase_add_test(t, test_bad_plan_is_input_error);
 	tcase_add_test(t, test_svg_png_in_process);

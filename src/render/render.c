@@ -414,7 +414,26 @@ static void other_label(const struct tp_scene *s, const struct tp_item *it,
 		tp_strbuf_adds(sb, " each");
 		break;
 	case TP_ITEM_SWITCH:
-		tp_strbuf_adds(sb, "network switch");
+		if (it->tier == TP_NONE) {
+			tp_strbuf_adds(sb, "network switch");
+			break;
+		}
+		/* a collapsed tier: "391 leaf switches\n32 nodes each" */
+		{
+			const struct tp_tier *t = &c->tiers.v[it->tier];
+			tp_strbuf_addf(sb, "%u ", it->count);
+			add_text(sb, t->name);
+			tp_strbuf_addf(sb, " switch%s",
+				       it->count == 1 ? "" : "es");
+			if (t->group > 0 && it->tier == 0)
+				tp_strbuf_addf(sb, "\\n%u nodes each",
+					       t->group);
+			else if (t->group > 0) {
+				tp_strbuf_addf(sb, "\\n%u ", t->group);
+				add_text(sb, c->tiers.v[it->tier - 1].name);
+				tp_strbuf_adds(sb, " switches each");
+			}
+		}
 		break;
 	default: {
 		char b[300];

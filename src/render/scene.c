@@ -415,9 +415,78 @@ static uint32_t new_item(struct tp_scene *s, enum tp_item_kind k, uint32_t cls,
 	it.device = TP_NONE;
 	it.type = TP_NONE;
 	it.stage_mark = TP_NONE;
+	it.tier = TP_NONE;
 	if (tp_vec_push(&s->items, it))
 		return TP_NONE;
 	return (uint32_t)s->items.n - 1;
+}
+
+/*
+ * A collapsed picture of a tiered network draws each tier as one box
+ * standing for its switches (count), so 100,000 GPUs in a Clos fabric are
+ * a few boxes, not hundreds of switches.  A switch's tier is its distance
+ * from the nodes: tier 0 joins a NIC, tier t + 1 a switch of tier t (the
+ * tree tp_cluster_connect_tiers builds).  -1 when out of memory.
+ */
+static int collapse_tiers(struct tp_scene *s)
+{
+	const struct tp_cluster *c = s->cluster;
+	size_t nv = c->vertex_kind.n;
+	uint32_t *level = tp_calloc(nv ? nv : 1, sizeof(uint32_t));
+	uint32_t n_tiers = (uint32_t)c->tiers.n, *tier_item;
+	bool changed = true;
+
+	tier_item = tp_calloc(n_tiers, sizeof(uint32_t));
+	if (!level || !tier_item) {
+		free(level);
+		free(tier_item);
+		return -1;
+	}
+	for (size_t v = 0; v < nv; v++)
+		level[v] = TP_NONE;
+	for (uint32_t t = 0; t < n_tiers; t++)
+		tier_item[t] = TP_NONE;
+	for (uint32_t t = 0; changed && t < n_tiers; t++) {
+		changed = false;
+		for (size_t l = 0; l < c->links.n; l++) {
+			const struct tp_link *lk = &c->links.v[l];
+			uint32_t e[2] = {lk->a, lk->b};
+			for (int q = 0; q < 2; q++) {
+				uint32_t sw = e[q], other = e[1 - q];
+				bool below;
+				if (c->vertex_kind.v[sw] != TP_VERTEX_SWITCH ||
+				    level[sw] != TP_NONE)
+					continue;
+				below = t == 0 ? c->vertex_kind.v[other] !=
+						     TP_VERTEX_SWITCH
+					       : level[other] == t - 1;
+				if (below) {
+					level[sw] = t;
+					changed = true;
+				}
+			}
+		}
+	}
+	for (size_t v = 0; v < nv; v++) {
+		uint32_t t = level[v];
+		if (t == TP_NONE || s->vertex_item[v] != TP_NONE)
+			continue;
+		if (tier_item[t] == TP_NONE) {
+			tier_item[t] = new_item(s, TP_ITEM_SWITCH, TP_NONE,
+						(uint32_t)v);
+			if (tier_item[t] == TP_NONE) {
+				free(level);
+				free(tier_item);
+				return -1;
+			}
+			s->items.v[tier_item[t]].tier = t;
+		}
+		s->items.v[tier_item[t]].count++;
+		s->vertex_item[v] = tier_item[t];
+	}
+	free(level);
+	free(tier_item);
+	return 0;
 }
 
 static enum tp_status build_items(struct tp_scene *s, const uint32_t *cls_of,
@@ -518,6 +587,8 @@ static enum tp_status build_items(struct tp_scene *s, const uint32_t *cls_of,
 			s->vertex_item[nd->nic_vertex] = cls_nic[k];
 		}
 	}
+	if (s->collapsed && c->tiers.n > 0 && collapse_tiers(s) != 0)
+		goto oom;
 	for (size_t v = 0; v < nv; v++) {
 		uint32_t it;
 

@@ -66,6 +66,10 @@ struct tp_item {
 	bool even_traffic;
 	double dev_bytes_lo, dev_bytes_hi, dev_busy_hi;
 	uint32_t n_dev_edges;
+	/* SWITCH items of a collapsed tiered network: the tier (index into
+	 * cluster->tiers) whose `count` switches the item stands for, else
+	 * TP_NONE */
+	uint32_t tier;
 };
 
 struct tp_cls {
