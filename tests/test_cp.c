@@ -518,6 +518,79 @@ START_TEST(test_cp_shard_memory)
 }
 END_TEST
 
+/* Simulate strategy `str` of m on c under the megatron-core profile. */
+static void run_megatron(const struct tp_model *m, const struct tp_cluster *c,
+			 const char *str, struct tp_report *r)
+{
+	struct tp_runtime rt;
+	struct tp_sim_options o;
+	struct tp_error err;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *s;
+	struct tp_plan p;
+
+	tp_plan_init(&p);
+	ck_assert_msg(to_plan(str, m, c, &p, &err) == TP_OK, "%s: %s", str,
+		      err.msg);
+	ck_assert_int_eq(tp_runtime_find("megatron-core", &rt, &err), TP_OK);
+	tp_sim_options_default(&o);
+	tp_sim_params_runtime(&o.params, &rt);
+	sim = tp_sim_new(m, c, &o, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	s = tp_sim_scratch_new(sim);
+	ck_assert_ptr_nonnull(s);
+	tp_report_init(r);
+	ck_assert_msg(tp_sim_run(sim, &p, s, r, NULL, &err) == TP_OK, "%s",
+		      err.msg);
+	tp_sim_scratch_free(s);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+}
+
+/*
+ * Llama 3 405B at 131,072 tokens on 16,384 H100 (2,048 DGX-H100, 400G
+ * RoCE, pods of 384 nodes with 1:7 uplinks as Meta describes its
+ * cluster) with the Llama 3 paper's strategy (arXiv:2407.21783, Table 4:
+ * TP 8, CP 16, PP 16, DP 8, batch 16 sequences per DP rank): it fits with
+ * full recomputation; without context parallelism (dp 128) and without
+ * full recomputation one sequence per GPU group does not.
+ */
+START_TEST(test_cp_llama3_405b_fits)
+{
+	const char *specs[] = {"dgx-h100:2048"};
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_report r;
+	struct tp_error err;
+
+	use_data();
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	ck_assert_msg(tp_build_hf(tp_test_path("data/hf/llama-3.1-405b.json"),
+				  131072, 128, TP_DTYPE_BF16, &m, &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_msg(tp_build_topology_fabric(specs, 1, "roce-400g", 1,
+					       "clos:leaf=384,oversubscription=7",
+					       &c, &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_uint_eq(c.devices.n, 16384);
+	run_megatron(&m, &c,
+		     "tp=8,cp=16,pp=16,dp=8,mb=1,sp=on,zero=1,recompute=full,"
+		     "schedule=interleaved:2",
+		     &r);
+	ck_assert_msg(r.feasible, "%s", r.reason);
+	tp_report_release(&r);
+	run_megatron(&m, &c,
+		     "tp=8,pp=16,dp=128,mb=1,sp=on,zero=1,recompute=selective,"
+		     "schedule=interleaved:2",
+		     &r);
+	ck_assert(!r.feasible);
+	tp_report_release(&r);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 Suite *suite_cp(void)
 {
 	Suite *s = suite_create("cp");
@@ -532,6 +605,7 @@ Suite *suite_cp(void)
 	tcase_add_test(tc, test_cp_cli_errors);
 	tcase_add_test(tc, test_cp_ring_attention_formula);
 	tcase_add_test(tc, test_cp_shard_memory);
+	tcase_add_test(tc, test_cp_llama3_405b_fits);
 	suite_add_tcase(s, tc);
 	return s;
 }
