@@ -672,6 +672,65 @@ START_TEST(test_ep_actions)
 }
 END_TEST
 
+/* A runtime profile's measured imbalance replaces the default; a bad one
+ * is refused at its place. */
+START_TEST(test_ep_runtime_imbalance)
+{
+	size_t len;
+	char *text = tp_test_read(tp_data_file("runtimes/megatron-core.json"),
+				  &len);
+	struct tp_strbuf sb;
+	struct tp_runtime rt;
+	struct tp_load_options lo;
+	struct tp_sim_params pa;
+	struct tp_error err;
+	char *at;
+
+	ck_assert_ptr_nonnull(text);
+	at = strstr(text, "\"behaviour\": {");
+	ck_assert_ptr_nonnull(at);
+	at += strlen("\"behaviour\": {");
+	tp_load_options_default(&lo);
+	lo.strict = true;
+	tp_strbuf_init(&sb);
+	tp_strbuf_add(&sb, text, (size_t)(at - text));
+	tp_strbuf_adds(&sb, "\"expert_imbalance\": 1.1,");
+	tp_strbuf_adds(&sb, at);
+	{
+		/* a present field names its source */
+		char *src = strstr(sb.buf, "\"sources\": {");
+		size_t off;
+		char *rest;
+		ck_assert_ptr_nonnull(src);
+		off = (size_t)(src - sb.buf) + strlen("\"sources\": {");
+		rest = strdup(sb.buf + off);
+		sb.len = off;
+		sb.buf[off] = '\0';
+		tp_strbuf_adds(&sb, "\"expert_imbalance\": \"a test\",");
+		tp_strbuf_adds(&sb, rest);
+		free(rest);
+	}
+	ck_assert_msg(tp_runtime_load("rt.json", sb.buf, sb.len, &lo, &rt,
+				      &err) == TP_OK,
+		      "%s", err.msg);
+	tp_sim_params_default(&pa);
+	ck_assert(pa.expert_imbalance == 1.25);
+	tp_sim_params_runtime(&pa, &rt);
+	ck_assert(pa.expert_imbalance == 1.1);
+	tp_strbuf_reset(&sb);
+	tp_strbuf_add(&sb, text, (size_t)(at - text));
+	tp_strbuf_adds(&sb, "\"expert_imbalance\": 0.5,");
+	tp_strbuf_adds(&sb, at);
+	ck_assert_int_eq(tp_runtime_load("rt.json", sb.buf, sb.len, &lo, &rt,
+					 &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.path, "behaviour.expert_imbalance"), "%s",
+		      err.path);
+	tp_strbuf_release(&sb);
+	free(text);
+}
+END_TEST
+
 Suite *suite_moe(void)
 {
 	Suite *s = suite_create("moe");
@@ -686,6 +745,7 @@ Suite *suite_moe(void)
 	tcase_add_test(tc, test_ep_memory_mixtral);
 	tcase_add_test(tc, test_ep_time_toy);
 	tcase_add_test(tc, test_ep_actions);
+	tcase_add_test(tc, test_ep_runtime_imbalance);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -94,6 +94,11 @@ struct tp_runtime_behaviour {
 				     kernel, no quadratic activations */
 	bool tf32;                /* fp32 GEMMs on TF32 tensor cores where
 				     the device has them */
+	double expert_imbalance;  /* MoE under expert parallelism: the
+				     busiest rank's tokens over the mean as
+				     measured on this stack (optional; 0 =
+				     the simulator's default; a plan's own
+				     expert_imbalance wins) */
 };
 
 /* What the stack can execute.  A bitmask field has bit 1u << VALUE of

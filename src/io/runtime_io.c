@@ -29,7 +29,7 @@ static const char *const calibration_fields[] = {
 static const char *const behaviour_fields[] = {
 	"dp_overlap", "dp_overlap_pipeline", "grad_bucket_bytes",
 	"grad_reduce", "p2p_async", "tp_overlap", "fused_attention", "tf32",
-	NULL};
+	"expert_imbalance", NULL};
 static const char *const can_fields[] = {
 	"launcher", "tensor_parallel", "pipeline_parallel",
 	"sequence_parallel", "per_stage_degrees", "uneven_shares",
@@ -102,8 +102,18 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 	    (st = get_flag(j, v, "p2p_async", &b->p2p_async)) ||
 	    (st = get_flag(j, v, "tp_overlap", &b->tp_overlap)) ||
 	    (st = get_flag(j, v, "fused_attention", &b->fused_attention)) ||
-	    (st = get_flag(j, v, "tf32", &b->tf32)))
+	    (st = get_flag(j, v, "tf32", &b->tf32)) ||
+	    (st = tp_jget_number(j, v, "expert_imbalance", false,
+				 TP_JNUM_POS, 0, &b->expert_imbalance,
+				 NULL)))
 		return st;
+	if (b->expert_imbalance != 0 &&
+	    !(b->expert_imbalance >= 1 && b->expert_imbalance <= 64))
+		return tp_jctx_fail(j, "expert_imbalance",
+				    "an expert load imbalance of %g: expected "
+				    "the busiest rank's tokens over the mean, "
+				    "from 1 to 64",
+				    b->expert_imbalance);
 	if (b->grad_bucket_bytes > 1e12)
 		return tp_jctx_fail(j, "grad_bucket_bytes",
 				    "expected at most 1e12 bytes (0 = the "
@@ -276,6 +286,9 @@ static enum tp_status check_sources(struct tp_jctx *j,
 			if (k == 1 && (!strcmp(*f, "context_parallel") ||
 				       !strcmp(*f, "expert_parallel")) &&
 			    !tp_json_get(can, *f))
+				continue;
+			if (k == 0 && !strcmp(*f, "expert_imbalance") &&
+			    !tp_json_get(tp_json_get(root, "behaviour"), *f))
 				continue;
 			old = tp_jctx_push_key(j, "sources");
 			if (!tp_json_get(src, *f))

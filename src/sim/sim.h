@@ -58,8 +58,8 @@ struct tp_sfb;
  * 1.0, 1.25 and 2.0 compared, 1.25 the lowest with few dropped tokens),
  * i.e. the load published training provisions an expert for.  It is a
  * provisioned figure, not a measured per-step imbalance: override it per
- * plan ("expert_imbalance", strategy key imbalance=X) with a measured
- * one.
+ * plan ("expert_imbalance", strategy key imbalance=X) or per runtime
+ * profile (behaviour.expert_imbalance) with a measured one.
  */
 #define TP_SIM_EXPERT_IMBALANCE 1.25
 
