@@ -144,6 +144,7 @@ int cmd_validate(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 
 /* When the model has profiles: the summary lines saying how many of
  * plan's ops were priced measured, interpolated, extrapolated or by the

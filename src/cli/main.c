@@ -29,6 +29,8 @@ const struct tp_command tp_commands[] = {
 	{"calibrate", cmd_calibrate,
 	 "fit the simulator to measured runs: a calibrated runtime profile",
 	 true},
+	{"import", cmd_import,
+	 "a peer planner's inputs (Sailor's profiles) as a model file", true},
 	{"train", cmd_train, "train the GNN by self-play", true},
 	{NULL, NULL, NULL, false},
 };

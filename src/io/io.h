@@ -194,6 +194,25 @@ enum tp_status tp_model_load_file(const char *path,
 				  struct tp_model *m, struct tp_error *err);
 void tp_model_write(const struct tp_model *m, struct tp_strbuf *out);
 
+/*
+ * Sailor (eth-easl/sailor) inputs in folder dir (sailor.c): the model
+ * `name` of its configs/training_config_*.json as tagplan's GPT in fp32,
+ * with the per-layer profiles of profiles/NAME/GPU/profile.json split
+ * over each layer's ops (the ops of a layer sum to Sailor's time at
+ * every measured point) into m (initialised here).  notes gets one line
+ * per GPU used or dropped and what llm_info.json says (parameters
+ * compared; its memory model dropped).  TP_EUSAGE naming the models the
+ * folder has when none is `name`; TP_EIO/TP_EINPUT naming the file.
+ */
+enum tp_status tp_sailor_import_model(const char *dir, const char *name,
+				      struct tp_model *m,
+				      struct tp_strbuf *notes,
+				      struct tp_error *err);
+
+/* tagplan's device type for a Sailor GPU name ("A100-40" ->
+ * "A100-SXM4-40GB"), or NULL. */
+const char *tp_sailor_device_type(const char *gpu);
+
 /* Topology: load (device types resolved against the built-in presets of
  * data/devices.json plus the file's own "device_types"; then
  * tp_cluster_finalize) / write. */

@@ -1,0 +1,89 @@
+/*
+ * import.c - `tagplan import`: another planner's inputs as tagplan files
+ * (io.h).  Only Sailor's so far: sailor:DIR --model NAME writes the model
+ * with its measured per-layer profiles (io/sailor.c says how they are
+ * split over ops and what is dropped; the notes on stderr say it for the
+ * run).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "core/strbuf.h"
+#include "io/io.h"
+
+static const char usage[] = "usage: tagplan import sailor:DIR --model NAME "
+			    "[-o MODEL]\n";
+static const char about[] =
+    "Import a peer planner's inputs.  sailor:DIR is a folder in the "
+    "layout of\nSailor (eth-easl/sailor): configs/training_config_*.json, "
+    "profiles/MODEL/GPU/\nprofile.json, llm_info.json.  The model NAME "
+    "(its config's \"model\", e.g.\nOPT-350) is written as tagplan's GPT "
+    "in fp32 with Sailor's measured per-layer\ntimes split over each "
+    "layer's ops (they sum to Sailor's time at every measured\n(micro-"
+    "batch, tp) point); stderr says which GPUs were used, which were "
+    "dropped\n(no tagplan device type) and what else was left out.";
+
+int cmd_import(int argc, char **argv)
+{
+	const char *model = NULL, *out = NULL;
+	struct tp_opt opts[] = {
+	    {"model", 0, TP_OPT_STRING, &model, "NAME",
+	     "the model's name in Sailor's configs (e.g. OPT-350)", 0, 0,
+	     false},
+	    {"output", 'o', TP_OPT_STRING, &out, "MODEL",
+	     "model file to write, atomically [stdout]", 0, 0, false},
+	    {NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
+	char **pos = NULL;
+	int npos = 0, code;
+	struct tp_model m;
+	struct tp_strbuf notes, sb;
+	struct tp_error err;
+
+	if (tp_opts_parse("import", usage, about, opts, argc, argv, &pos, &npos,
+			  &code))
+		return code;
+	if (npos != 1 || strncmp(pos[0], "sailor:", 7) != 0 || !pos[0][7]) {
+		code = tp_cli_usage_error("import",
+					  "expected one source, sailor:DIR "
+					  "(a folder in Sailor's layout)");
+		free(pos);
+		return code;
+	}
+	if (!model) {
+		free(pos);
+		return tp_cli_usage_error("import",
+					  "--model NAME is required (the "
+					  "model of Sailor's configs, e.g. "
+					  "OPT-350)");
+	}
+	tp_strbuf_init(&notes);
+	tp_strbuf_init(&sb);
+	tp_error_clear(&err);
+	tp_model_init(&m);
+	if (tp_sailor_import_model(pos[0] + 7, model, &m, &notes, &err) ||
+	    (tp_model_write(&m, &sb),
+	     sb.failed ? tp_error_set(&err, TP_ENOMEM, "out of memory")
+		       : tp_file_write_atomic(out ? out : "-", sb.buf, sb.len,
+					      &err))) {
+		code = tp_cli_fail(&err);
+	} else {
+		const char *p = tp_strbuf_cstr(&notes), *nl;
+		while (*p && (nl = strchr(p, '\n')) != NULL) {
+			fprintf(stderr, "tagplan import: %.*s\n", (int)(nl - p),
+				p);
+			p = nl + 1;
+		}
+		fprintf(stderr,
+			"tagplan import: %s: %zu ops, %zu profile points%s%s\n",
+			m.name, m.ops.n, m.profiles.n, out ? " -> " : "",
+			out ? out : "");
+		code = 0;
+	}
+	tp_model_release(&m);
+	tp_strbuf_release(&notes);
+	tp_strbuf_release(&sb);
+	free(pos);
+	return code;
+}
