@@ -1435,6 +1435,9 @@ START_TEST(test_cmd_check_margin)
 	snprintf(frac, sizeof(frac), "%.9g",
 		 verdict_number(r.out, "max_memory_fraction") * 1.05);
 	ck_assert_double_eq(verdict_number(r.out, "margin"), 0);
+	/* where the figures come from, beside the margin */
+	ck_assert(strstr(r.out, "\"basis\": \"runtime "));
+	ck_assert(strstr(r.err, "tagplan check: figures: runtime "));
 	tp_run_free(&r);
 	tp_run_tagplan(&r, lim, NULL);
 	ck_assert_msg(r.status == 0, "%s", r.err);

@@ -296,6 +296,13 @@ static int print_verdict(struct check_run *C)
 			? c->devices.v[C->worst_frac_dev].name
 			: "-",
 		100 * C->worst_frac, c2);
+	{
+		/* how far the simulator has been off: what --margin is for */
+		char basis[512];
+		tp_report_basis_describe(&r->basis, basis, sizeof(basis));
+		if (basis[0])
+			fprintf(stderr, "tagplan check: figures: %s\n", basis);
+	}
 	if (C->base && C->base_feasible && C->base_iter > 0) {
 		/* the comparison, also when it passes */
 		double reg = r->iteration_time_s / C->base_iter - 1;
@@ -332,6 +339,12 @@ static int write_verdict_json(const struct check_run *C)
 	tp_jw_kv_number(&jw, "mfu", r->mfu);
 	tp_jw_kv_number(&jw, "max_memory_fraction", C->worst_frac);
 	tp_jw_kv_number(&jw, "margin", C->margin);
+	{
+		char basis[512];
+		tp_report_basis_describe(&r->basis, basis, sizeof(basis));
+		if (basis[0])
+			tp_jw_kv_string(&jw, "basis", basis);
+	}
 	if (C->worst_frac_dev < C->in.cluster.devices.n)
 		tp_jw_kv_string(&jw, "fullest_device",
 				C->in.cluster.devices.v[C->worst_frac_dev].name);
