@@ -68,15 +68,25 @@ static struct ten add(struct cnn *n, const char *name, struct tp_gb_op *o,
 	return out;
 }
 
-/* Convolution kh x kw, stride s, padding ph/pw, groups g. */
+/* A convolution's window: kh x kw, stride s, padding ph/pw. */
+struct window {
+	int kh, kw, s, ph, pw;
+};
+
+static struct window win(int kh, int kw, int s, int ph, int pw)
+{
+	return (struct window){kh, kw, s, ph, pw};
+}
+
+/* Convolution over the window k, groups g. */
 static struct ten conv(struct cnn *n, const char *name, struct ten in,
-		       double cout, int kh, int kw, int s, int ph, int pw,
-		       double groups, bool bias)
+		       double cout, struct window k, double groups, bool bias)
 {
 	double e = n->g.e;
+	int kh = k.kh, kw = k.kw;
 	struct ten out = {TP_NONE, cout,
-			  (double)(((int)in.h + 2 * ph - kh) / s + 1),
-			  (double)(((int)in.w + 2 * pw - kw) / s + 1)};
+			  (double)(((int)in.h + 2 * k.ph - kh) / k.s + 1),
+			  (double)(((int)in.w + 2 * k.pw - kw) / k.s + 1)};
 	double macs = kh * kw * (in.c / groups) * cout * out.h * out.w;
 	bool depthwise = groups > 1 && groups == in.c;
 	struct tp_gb_op o = cop(TP_OP_CONV,
@@ -229,14 +239,14 @@ static void set_prefix(struct cnn *n, const char *p)
 /* conv (no bias) + batch norm (+ ReLU): "<p>conv<i>", "<p>bn<i>",
  * "<p>relu<i>". */
 static struct ten cbr(struct cnn *n, const char *tag, struct ten x, double c,
-		      int kh, int kw, int s, int ph, int pw, bool act)
+		      struct window k, bool act)
 {
 	char a[48], b[48], r[48];
 
 	snprintf(a, sizeof(a), "%sconv", tag);
 	snprintf(b, sizeof(b), "%sbn", tag);
 	snprintf(r, sizeof(r), "%srelu", tag);
-	x = conv(n, a, x, c, kh, kw, s, ph, pw, 1, false);
+	x = conv(n, a, x, c, k, 1, false);
 	x = bn(n, b, x);
 	return act ? relu(n, r, x) : x;
 }
@@ -252,7 +262,7 @@ static void build_resnet(struct cnn *n, const int blocks[4])
 
 	n->layer = 0;
 	n->prefix[0] = '\0';
-	x = conv(n, "conv1", x, 64, 7, 7, 2, 3, 3, 1, false);
+	x = conv(n, "conv1", x, 64, win(7, 7, 2, 3, 3), 1, false);
 	x = bn(n, "bn1", x);
 	x = relu(n, "relu", x);
 	x = pool(n, "maxpool", x, 3, 2, 1, true);
@@ -264,19 +274,20 @@ static void build_resnet(struct cnn *n, const int blocks[4])
 			char p[32];
 			snprintf(p, sizeof(p), "layer%d.%d.", st + 1, b);
 			set_prefix(n, p);
-			y = conv(n, "conv1", x, planes, 1, 1, 1, 0, 0, 1, false);
+			y = conv(n, "conv1", x, planes, win(1, 1, 1, 0, 0), 1,
+				 false);
 			y = bn(n, "bn1", y);
 			y = relu(n, "relu1", y);
-			y = conv(n, "conv2", y, planes, 3, 3, stride, 1, 1, 1,
-				 false);
+			y = conv(n, "conv2", y, planes,
+				 win(3, 3, stride, 1, 1), 1, false);
 			y = bn(n, "bn2", y);
 			y = relu(n, "relu2", y);
-			y = conv(n, "conv3", y, planes * 4, 1, 1, 1, 0, 0, 1,
-				 false);
+			y = conv(n, "conv3", y, planes * 4,
+				 win(1, 1, 1, 0, 0), 1, false);
 			y = bn(n, "bn3", y);
 			if (b == 0) {
-				id = conv(n, "downsample.0", x, planes * 4, 1,
-					  1, stride, 0, 0, 1, false);
+				id = conv(n, "downsample.0", x, planes * 4,
+					  win(1, 1, stride, 0, 0), 1, false);
 				id = bn(n, "downsample.1", id);
 			}
 			y = add2(n, "add", y, id);
@@ -313,7 +324,7 @@ static void build_vgg(struct cnn *n, int depth)
 			continue;
 		}
 		snprintf(name, sizeof(name), "features.%d", idx++);
-		x = conv(n, name, x, cfg[i], 3, 3, 1, 1, 1, 1, true);
+		x = conv(n, name, x, cfg[i], win(3, 3, 1, 1, 1), 1, true);
 		snprintf(name, sizeof(name), "features.%d", idx++);
 		x = relu(n, name, x);
 	}
@@ -332,13 +343,12 @@ static void build_vgg(struct cnn *n, int depth)
 /* Inception-v3 building blocks (torchvision's BasicConv2d = conv without
  * bias, batch norm, ReLU).  tag is "<module>.<branch>." */
 static struct ten bc(struct cnn *n, const char *module, const char *branch,
-		     struct ten x, double c, int kh, int kw, int s, int ph,
-		     int pw)
+		     struct ten x, double c, struct window k)
 {
 	char tag[96];
 
 	snprintf(tag, sizeof(tag), "%s.%s.", module, branch);
-	return cbr(n, tag, x, c, kh, kw, s, ph, pw, true);
+	return cbr(n, tag, x, c, k, true);
 }
 
 static struct ten pool_named(struct cnn *n, const char *module,
@@ -364,14 +374,14 @@ static struct ten inc_a(struct cnn *n, const char *m, struct ten x, double pf)
 {
 	struct ten b[4], t;
 
-	b[0] = bc(n, m, "branch1x1", x, 64, 1, 1, 1, 0, 0);
-	t = bc(n, m, "branch5x5_1", x, 48, 1, 1, 1, 0, 0);
-	b[1] = bc(n, m, "branch5x5_2", t, 64, 5, 5, 1, 2, 2);
-	t = bc(n, m, "branch3x3dbl_1", x, 64, 1, 1, 1, 0, 0);
-	t = bc(n, m, "branch3x3dbl_2", t, 96, 3, 3, 1, 1, 1);
-	b[2] = bc(n, m, "branch3x3dbl_3", t, 96, 3, 3, 1, 1, 1);
+	b[0] = bc(n, m, "branch1x1", x, 64, win(1, 1, 1, 0, 0));
+	t = bc(n, m, "branch5x5_1", x, 48, win(1, 1, 1, 0, 0));
+	b[1] = bc(n, m, "branch5x5_2", t, 64, win(5, 5, 1, 2, 2));
+	t = bc(n, m, "branch3x3dbl_1", x, 64, win(1, 1, 1, 0, 0));
+	t = bc(n, m, "branch3x3dbl_2", t, 96, win(3, 3, 1, 1, 1));
+	b[2] = bc(n, m, "branch3x3dbl_3", t, 96, win(3, 3, 1, 1, 1));
 	t = pool_named(n, m, "branch_pool.avgpool", x, 3, 1, 1, false);
-	b[3] = bc(n, m, "branch_pool", t, pf, 1, 1, 1, 0, 0);
+	b[3] = bc(n, m, "branch_pool", t, pf, win(1, 1, 1, 0, 0));
 	return cat_named(n, m, b, 4);
 }
 
@@ -379,10 +389,10 @@ static struct ten inc_b(struct cnn *n, const char *m, struct ten x)
 {
 	struct ten b[3], t;
 
-	b[0] = bc(n, m, "branch3x3", x, 384, 3, 3, 2, 0, 0);
-	t = bc(n, m, "branch3x3dbl_1", x, 64, 1, 1, 1, 0, 0);
-	t = bc(n, m, "branch3x3dbl_2", t, 96, 3, 3, 1, 1, 1);
-	b[1] = bc(n, m, "branch3x3dbl_3", t, 96, 3, 3, 2, 0, 0);
+	b[0] = bc(n, m, "branch3x3", x, 384, win(3, 3, 2, 0, 0));
+	t = bc(n, m, "branch3x3dbl_1", x, 64, win(1, 1, 1, 0, 0));
+	t = bc(n, m, "branch3x3dbl_2", t, 96, win(3, 3, 1, 1, 1));
+	b[1] = bc(n, m, "branch3x3dbl_3", t, 96, win(3, 3, 2, 0, 0));
 	b[2] = pool_named(n, m, "branch_pool", x, 3, 2, 0, true);
 	return cat_named(n, m, b, 3);
 }
@@ -391,17 +401,17 @@ static struct ten inc_c(struct cnn *n, const char *m, struct ten x, double c7)
 {
 	struct ten b[4], t;
 
-	b[0] = bc(n, m, "branch1x1", x, 192, 1, 1, 1, 0, 0);
-	t = bc(n, m, "branch7x7_1", x, c7, 1, 1, 1, 0, 0);
-	t = bc(n, m, "branch7x7_2", t, c7, 1, 7, 1, 0, 3);
-	b[1] = bc(n, m, "branch7x7_3", t, 192, 7, 1, 1, 3, 0);
-	t = bc(n, m, "branch7x7dbl_1", x, c7, 1, 1, 1, 0, 0);
-	t = bc(n, m, "branch7x7dbl_2", t, c7, 7, 1, 1, 3, 0);
-	t = bc(n, m, "branch7x7dbl_3", t, c7, 1, 7, 1, 0, 3);
-	t = bc(n, m, "branch7x7dbl_4", t, c7, 7, 1, 1, 3, 0);
-	b[2] = bc(n, m, "branch7x7dbl_5", t, 192, 1, 7, 1, 0, 3);
+	b[0] = bc(n, m, "branch1x1", x, 192, win(1, 1, 1, 0, 0));
+	t = bc(n, m, "branch7x7_1", x, c7, win(1, 1, 1, 0, 0));
+	t = bc(n, m, "branch7x7_2", t, c7, win(1, 7, 1, 0, 3));
+	b[1] = bc(n, m, "branch7x7_3", t, 192, win(7, 1, 1, 3, 0));
+	t = bc(n, m, "branch7x7dbl_1", x, c7, win(1, 1, 1, 0, 0));
+	t = bc(n, m, "branch7x7dbl_2", t, c7, win(7, 1, 1, 3, 0));
+	t = bc(n, m, "branch7x7dbl_3", t, c7, win(1, 7, 1, 0, 3));
+	t = bc(n, m, "branch7x7dbl_4", t, c7, win(7, 1, 1, 3, 0));
+	b[2] = bc(n, m, "branch7x7dbl_5", t, 192, win(1, 7, 1, 0, 3));
 	t = pool_named(n, m, "branch_pool.avgpool", x, 3, 1, 1, false);
-	b[3] = bc(n, m, "branch_pool", t, 192, 1, 1, 1, 0, 0);
+	b[3] = bc(n, m, "branch_pool", t, 192, win(1, 1, 1, 0, 0));
 	return cat_named(n, m, b, 4);
 }
 
@@ -409,12 +419,12 @@ static struct ten inc_d(struct cnn *n, const char *m, struct ten x)
 {
 	struct ten b[3], t;
 
-	t = bc(n, m, "branch3x3_1", x, 192, 1, 1, 1, 0, 0);
-	b[0] = bc(n, m, "branch3x3_2", t, 320, 3, 3, 2, 0, 0);
-	t = bc(n, m, "branch7x7x3_1", x, 192, 1, 1, 1, 0, 0);
-	t = bc(n, m, "branch7x7x3_2", t, 192, 1, 7, 1, 0, 3);
-	t = bc(n, m, "branch7x7x3_3", t, 192, 7, 1, 1, 3, 0);
-	b[1] = bc(n, m, "branch7x7x3_4", t, 192, 3, 3, 2, 0, 0);
+	t = bc(n, m, "branch3x3_1", x, 192, win(1, 1, 1, 0, 0));
+	b[0] = bc(n, m, "branch3x3_2", t, 320, win(3, 3, 2, 0, 0));
+	t = bc(n, m, "branch7x7x3_1", x, 192, win(1, 1, 1, 0, 0));
+	t = bc(n, m, "branch7x7x3_2", t, 192, win(1, 7, 1, 0, 3));
+	t = bc(n, m, "branch7x7x3_3", t, 192, win(7, 1, 1, 3, 0));
+	b[1] = bc(n, m, "branch7x7x3_4", t, 192, win(3, 3, 2, 0, 0));
 	b[2] = pool_named(n, m, "branch_pool", x, 3, 2, 0, true);
 	return cat_named(n, m, b, 3);
 }
@@ -423,16 +433,16 @@ static struct ten inc_e(struct cnn *n, const char *m, struct ten x)
 {
 	struct ten b[6], t, u;
 
-	b[0] = bc(n, m, "branch1x1", x, 320, 1, 1, 1, 0, 0);
-	t = bc(n, m, "branch3x3_1", x, 384, 1, 1, 1, 0, 0);
-	b[1] = bc(n, m, "branch3x3_2a", t, 384, 1, 3, 1, 0, 1);
-	b[2] = bc(n, m, "branch3x3_2b", t, 384, 3, 1, 1, 1, 0);
-	u = bc(n, m, "branch3x3dbl_1", x, 448, 1, 1, 1, 0, 0);
-	u = bc(n, m, "branch3x3dbl_2", u, 384, 3, 3, 1, 1, 1);
-	b[3] = bc(n, m, "branch3x3dbl_3a", u, 384, 1, 3, 1, 0, 1);
-	b[4] = bc(n, m, "branch3x3dbl_3b", u, 384, 3, 1, 1, 1, 0);
+	b[0] = bc(n, m, "branch1x1", x, 320, win(1, 1, 1, 0, 0));
+	t = bc(n, m, "branch3x3_1", x, 384, win(1, 1, 1, 0, 0));
+	b[1] = bc(n, m, "branch3x3_2a", t, 384, win(1, 3, 1, 0, 1));
+	b[2] = bc(n, m, "branch3x3_2b", t, 384, win(3, 1, 1, 1, 0));
+	u = bc(n, m, "branch3x3dbl_1", x, 448, win(1, 1, 1, 0, 0));
+	u = bc(n, m, "branch3x3dbl_2", u, 384, win(3, 3, 1, 1, 1));
+	b[3] = bc(n, m, "branch3x3dbl_3a", u, 384, win(1, 3, 1, 0, 1));
+	b[4] = bc(n, m, "branch3x3dbl_3b", u, 384, win(3, 1, 1, 1, 0));
 	t = pool_named(n, m, "branch_pool.avgpool", x, 3, 1, 1, false);
-	b[5] = bc(n, m, "branch_pool", t, 192, 1, 1, 1, 0, 0);
+	b[5] = bc(n, m, "branch_pool", t, 192, win(1, 1, 1, 0, 0));
 	return cat_named(n, m, b, 6);
 }
 
@@ -444,12 +454,12 @@ static void build_inception(struct cnn *n)
 
 	n->layer = 0;
 	n->prefix[0] = '\0';
-	x = cbr(n, "Conv2d_1a_3x3.", x, 32, 3, 3, 2, 0, 0, true);
-	x = cbr(n, "Conv2d_2a_3x3.", x, 32, 3, 3, 1, 0, 0, true);
-	x = cbr(n, "Conv2d_2b_3x3.", x, 64, 3, 3, 1, 1, 1, true);
+	x = cbr(n, "Conv2d_1a_3x3.", x, 32, win(3, 3, 2, 0, 0), true);
+	x = cbr(n, "Conv2d_2a_3x3.", x, 32, win(3, 3, 1, 0, 0), true);
+	x = cbr(n, "Conv2d_2b_3x3.", x, 64, win(3, 3, 1, 1, 1), true);
 	x = pool(n, "maxpool1", x, 3, 2, 0, true);
-	x = cbr(n, "Conv2d_3b_1x1.", x, 80, 1, 1, 1, 0, 0, true);
-	x = cbr(n, "Conv2d_4a_3x3.", x, 192, 3, 3, 1, 0, 0, true);
+	x = cbr(n, "Conv2d_3b_1x1.", x, 80, win(1, 1, 1, 0, 0), true);
+	x = cbr(n, "Conv2d_4a_3x3.", x, 192, win(3, 3, 1, 0, 0), true);
 	x = pool(n, "maxpool2", x, 3, 2, 0, true);
 	n->layer = 1;
 	x = inc_a(n, "Mixed_5b", x, 32);
@@ -463,8 +473,8 @@ static void build_inception(struct cnn *n)
 	x = inc_c(n, "Mixed_6e", x, 192);
 	/* auxiliary classifier (training only) */
 	aux = pool(n, "AuxLogits.avgpool", x, 5, 3, 0, false);
-	aux = cbr(n, "AuxLogits.conv0.", aux, 128, 1, 1, 1, 0, 0, true);
-	aux = cbr(n, "AuxLogits.conv1.", aux, 768, 5, 5, 1, 0, 0, true);
+	aux = cbr(n, "AuxLogits.conv0.", aux, 128, win(1, 1, 1, 0, 0), true);
+	aux = cbr(n, "AuxLogits.conv1.", aux, 768, win(5, 5, 1, 0, 0), true);
 	aux = gap(n, "AuxLogits.adaptive_avgpool", aux);
 	aux = fc(n, "AuxLogits.fc", aux, 1000);
 	loss(n, "aux_loss", aux);
@@ -491,7 +501,7 @@ static void build_mobilenet_v2(struct cnn *n)
 
 	n->layer = 0;
 	n->prefix[0] = '\0';
-	x = conv(n, "features.0.0", x, 32, 3, 3, 2, 1, 1, 1, false);
+	x = conv(n, "features.0.0", x, 32, win(3, 3, 2, 1, 1), 1, false);
 	x = bn(n, "features.0.1", x);
 	x = relu(n, "features.0.2", x);
 	for (int st = 0; st < 7; st++) {
@@ -505,21 +515,21 @@ static void build_mobilenet_v2(struct cnn *n)
 			snprintf(name, sizeof(name), "features.%d.conv.", f);
 			set_prefix(n, name);
 			if (cfg[st][0] != 1) {
-				y = conv(n, "0.0", y, hidden, 1, 1, 1, 0, 0, 1,
-					 false);
+				y = conv(n, "0.0", y, hidden,
+					 win(1, 1, 1, 0, 0), 1, false);
 				y = bn(n, "0.1", y);
 				y = relu(n, "0.2", y);
 				k = 1;
 			}
 			snprintf(name, sizeof(name), "%d.0", k);
-			y = conv(n, name, y, hidden, 3, 3, stride, 1, 1, hidden,
-				 false);
+			y = conv(n, name, y, hidden, win(3, 3, stride, 1, 1),
+				 hidden, false);
 			snprintf(name, sizeof(name), "%d.1", k);
 			y = bn(n, name, y);
 			snprintf(name, sizeof(name), "%d.2", k);
 			y = relu(n, name, y);
 			snprintf(name, sizeof(name), "%d", k + 1);
-			y = conv(n, name, y, cfg[st][1], 1, 1, 1, 0, 0, 1,
+			y = conv(n, name, y, cfg[st][1], win(1, 1, 1, 0, 0), 1,
 				 false);
 			snprintf(name, sizeof(name), "%d", k + 2);
 			y = bn(n, name, y);
@@ -530,7 +540,7 @@ static void build_mobilenet_v2(struct cnn *n)
 	}
 	n->layer = 8;
 	snprintf(n->prefix, sizeof(n->prefix), "features.%d.", f);
-	x = conv(n, "0", x, 1280, 1, 1, 1, 0, 0, 1, false);
+	x = conv(n, "0", x, 1280, win(1, 1, 1, 0, 0), 1, false);
 	x = bn(n, "1", x);
 	x = relu(n, "2", x);
 	n->prefix[0] = '\0';
