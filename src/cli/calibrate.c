@@ -86,8 +86,8 @@ int cmd_calibrate(int argc, char **argv)
 	int npos = 0, code = TP_EXIT_OK;
 	size_t n, fl = 0;
 
-	if (tp_opts_parse("calibrate", usage, about, opts, argc, argv, &pos,
-			  &npos, &code))
+	if (tp_opts_parse(&(struct tp_cli_doc){"calibrate", usage, about},
+			  opts, argc, argv, &pos, &npos, &code))
 		return code;
 	if (!npos) {
 		free(pos);

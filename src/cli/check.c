@@ -483,8 +483,8 @@ int cmd_check(int argc, char **argv)
 	memset(&C, 0, sizeof(C));
 	C.worst_frac_dev = UINT32_MAX;
 	C.base_iter = -1;
-	if (tp_opts_parse("check", usage, about, opts, argc, argv, NULL, NULL,
-			  &code))
+	if (tp_opts_parse(&(struct tp_cli_doc){"check", usage, about}, opts,
+			  argc, argv, NULL, NULL, &code))
 		return code;
 	if (!plan)
 		return tp_cli_usage_error("check", "-p PLAN is required (the "

@@ -81,8 +81,16 @@ struct tp_command {
 
 extern const struct tp_command tp_commands[];
 
+/* What a command's --help says above its option table: "usage: tagplan
+ * CMD USAGE", then ABOUT. */
+struct tp_cli_doc {
+	const char *cmd;
+	const char *usage;
+	const char *about;
+};
+
 /*
- * Parse argv[1..] (argv[0] is the command name) against opts.  Options may
+ * Parse argv[1..] (argv[0] is the command name, doc->cmd) against opts.  Options may
  * be given as --name VALUE, --name=VALUE, -x VALUE.  Positional arguments
  * are collected into *pos (a NULL-terminated array the caller frees, whose
  * strings point into argv) and their count into *npos; with pos == NULL
@@ -91,13 +99,13 @@ extern const struct tp_command tp_commands[];
  * "tagplan CMD: ..." to stderr and return -1 with *exit_code 2.
  * Returns 0 on success.
  */
-int tp_opts_parse(const char *cmd, const char *usage, const char *about,
-		  struct tp_opt *opts, int argc, char **argv, char ***pos,
-		  int *npos, int *exit_code);
+int tp_opts_parse(const struct tp_cli_doc *doc, struct tp_opt *opts,
+		  int argc, char **argv, char ***pos, int *npos,
+		  int *exit_code);
 
 /* Print the help of a command: usage, about text and the option table. */
-void tp_opts_help(FILE *out, const char *cmd, const char *usage,
-		  const char *about, const struct tp_opt *opts);
+void tp_opts_help(FILE *out, const struct tp_cli_doc *doc,
+		  const struct tp_opt *opts);
 
 void tp_opt_list_free(struct tp_opt_list *l);
 

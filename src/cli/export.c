@@ -140,8 +140,8 @@ int cmd_export(int argc, char **argv)
 	memset(&spec, 0, sizeof(spec));
 	tp_runtime_none(&rt);
 
-	if (tp_opts_parse("export", usage, about, opts, argc, argv, NULL, NULL,
-			  &code))
+	if (tp_opts_parse(&(struct tp_cli_doc){"export", usage, about}, opts,
+			  argc, argv, NULL, NULL, &code))
 		return code;
 	if (!plan)
 		return tp_cli_usage_error("export", "-p PLAN is required");

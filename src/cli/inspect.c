@@ -378,8 +378,9 @@ int cmd_inspect(int argc, char **argv)
 	struct tp_report r;
 	struct tp_plan_outline ol;
 
-	if (tp_opts_parse("inspect", "[OPTIONS] FILE", about, opts, argc, argv,
-			  &pos, &npos, &code))
+	if (tp_opts_parse(&(struct tp_cli_doc){"inspect", "[OPTIONS] FILE",
+					       about},
+			  opts, argc, argv, &pos, &npos, &code))
 		return code;
 	if (npos != 1) {
 		free(pos);

@@ -163,8 +163,9 @@ static int parse_args(struct model_args *a, int argc, char **argv, int *code)
 	a->dtype = -1;
 	tp_strbuf_init(&about);
 	about_text(&about);
-	if (tp_opts_parse("model", usage, tp_strbuf_cstr(&about), a->opts,
-			  argc, argv, &pos, &npos, code)) {
+	if (tp_opts_parse(&(struct tp_cli_doc){"model", usage,
+					       tp_strbuf_cstr(&about)},
+			  a->opts, argc, argv, &pos, &npos, code)) {
 		tp_strbuf_release(&about);
 		return 1;
 	}

@@ -88,12 +88,12 @@ int tp_cli_not_yet(const char *cmd, const char *issue)
 	return TP_EXIT_FAILURE;
 }
 
-void tp_opts_help(FILE *out, const char *cmd, const char *usage,
-		  const char *about, const struct tp_opt *opts)
+void tp_opts_help(FILE *out, const struct tp_cli_doc *doc,
+		  const struct tp_opt *opts)
 {
-	fprintf(out, "usage: tagplan %s %s\n", cmd, usage);
-	if (about && *about)
-		fprintf(out, "\n%s\n", about);
+	fprintf(out, "usage: tagplan %s %s\n", doc->cmd, doc->usage);
+	if (doc->about && *doc->about)
+		fprintf(out, "\n%s\n", doc->about);
 	if (!opts || !opts->name)
 		return;
 	fprintf(out, "\noptions:\n");
@@ -245,10 +245,11 @@ static int set_value(const char *cmd, struct tp_opt *o, const char *val)
 	return -1;
 }
 
-int tp_opts_parse(const char *cmd, const char *usage, const char *about,
-		  struct tp_opt *opts, int argc, char **argv, char ***pos,
-		  int *npos, int *exit_code)
+int tp_opts_parse(const struct tp_cli_doc *doc, struct tp_opt *opts,
+		  int argc, char **argv, char ***pos, int *npos,
+		  int *exit_code)
 {
+	const char *cmd = doc->cmd;
 	char **positional = calloc((size_t)argc + 1, sizeof(char *));
 	int np = 0;
 	bool only_pos = false;
@@ -273,7 +274,7 @@ int tp_opts_parse(const char *cmd, const char *usage, const char *about,
 			continue;
 		}
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			tp_opts_help(stdout, cmd, usage, about, opts);
+			tp_opts_help(stdout, doc, opts);
 			free(positional);
 			*exit_code = TP_EXIT_OK;
 			return -1;

@@ -1335,8 +1335,8 @@ int cmd_plan(int argc, char **argv)
 	a->seed = 1;
 	a->bl = -1;
 	R.gnn_note = "uniform priors";
-	if (tp_opts_parse("plan", usage, about, opts, argc, argv, NULL, NULL,
-			  &code))
+	if (tp_opts_parse(&(struct tp_cli_doc){"plan", usage, about}, opts,
+			  argc, argv, NULL, NULL, &code))
 		return code;
 	{
 		/* --time-limit alone: that time, no playout limit */

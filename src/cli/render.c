@@ -83,8 +83,8 @@ int cmd_render(int argc, char **argv)
 	int code, fmt = -1;
 	bool have_report = false;
 
-	if (tp_opts_parse("render", usage, about, opts, argc, argv, NULL, NULL,
-			  &code))
+	if (tp_opts_parse(&(struct tp_cli_doc){"render", usage, about}, opts,
+			  argc, argv, NULL, NULL, &code))
 		return code;
 	if (!plan)
 		return tp_cli_usage_error("render", "-p PLAN is required");

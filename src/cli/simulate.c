@@ -185,8 +185,8 @@ static int parse_args(struct sim_args *a, int argc, char **argv, int *code)
 
 	memset(a, 0, sizeof(*a));
 	a->replicas = "auto";
-	return tp_opts_parse("simulate", usage, about, opts, argc, argv, NULL,
-			     NULL, code);
+	return tp_opts_parse(&(struct tp_cli_doc){"simulate", usage, about},
+			     opts, argc, argv, NULL, NULL, code);
 }
 
 /* Combinations the option table cannot refuse: exit 2 (or 0 if fine). */

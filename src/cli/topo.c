@@ -116,8 +116,9 @@ int cmd_topo(int argc, char **argv)
 
 	tp_strbuf_init(&about);
 	about_text(&about);
-	if (tp_opts_parse("topo", usage, tp_strbuf_cstr(&about), opts, argc,
-			  argv, &pos, &npos, &code)) {
+	if (tp_opts_parse(&(struct tp_cli_doc){"topo", usage,
+					       tp_strbuf_cstr(&about)},
+			  opts, argc, argv, &pos, &npos, &code)) {
 		tp_strbuf_release(&about);
 		return code;
 	}

@@ -132,8 +132,8 @@ int cmd_train(int argc, char **argv)
 			 "no progress lines", 0, 0, false},
 			{NULL, 0, 0, NULL, NULL, NULL, 0, 0, false}};
 
-		if (tp_opts_parse("train", usage, about, opts, argc, argv, NULL,
-				  NULL, &code))
+		if (tp_opts_parse(&(struct tp_cli_doc){"train", usage, about},
+				  opts, argc, argv, NULL, NULL, &code))
 			return code;
 	}
 	{

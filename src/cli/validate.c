@@ -162,8 +162,9 @@ int cmd_validate(int argc, char **argv)
 	struct context cx;
 	int rc = TP_EXIT_OK;
 
-	if (tp_opts_parse("validate", "[OPTIONS] FILE...", about, opts, argc,
-			  argv, &pos, &npos, &code))
+	if (tp_opts_parse(&(struct tp_cli_doc){"validate", "[OPTIONS] FILE...",
+					       about},
+			  opts, argc, argv, &pos, &npos, &code))
 		return code;
 	if (npos == 0) {
 		free(pos);

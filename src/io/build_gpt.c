@@ -186,17 +186,40 @@ static bool windowed(const struct tp_tf *t, int32_t layer)
 	return t->window_pattern <= 0 || (layer + 1) % t->window_pattern != 0;
 }
 
+/* What attends to what: sq query tokens, the output of op q_src, attend
+ * to sk key tokens, those of op kv_src (TP_NONE: self-attention, the keys
+ * are the queries' tokens, sk = sq). */
+struct attn_src {
+	uint32_t q_src;
+	double sq;
+	uint32_t kv_src;
+	double sk;
+};
+
+static struct attn_src self_attn(uint32_t src, double s)
+{
+	return (struct attn_src){src, s, TP_NONE, s};
+}
+
+static struct attn_src cross_attn(uint32_t q_src, double sq, uint32_t kv_src,
+				  double sk)
+{
+	return (struct attn_src){q_src, sq, kv_src, sk};
+}
+
 /*
  * Attention: the Q(KV) projection, the core and the output projection.
- * sq query tokens attend to sk key tokens (sk = sq for self-attention).
- * When kv_src != TP_NONE (cross-attention) K and V are projected from
- * kv_src's output (sk tokens) by a separate op.  Returns the projection.
+ * For cross-attention (io.kv_src != TP_NONE) K and V are projected from
+ * kv_src's output (sk tokens) by a separate op, and the ops' names start
+ * with "cross_".  Returns the projection.
  */
 static uint32_t add_attention(struct tf_ctx *c, const char *pre,
-			      const char *tag, int32_t layer, double sq,
-			      double sk, uint32_t q_src, uint32_t kv_src,
+			      int32_t layer, struct attn_src io,
 			      double rel_bias_params)
 {
+	const char *tag = io.kv_src == TP_NONE ? "" : "cross_";
+	double sq = io.sq, sk = io.sk;
+	uint32_t q_src = io.q_src, kv_src = io.kv_src;
 	const struct tp_tf *t = c->t;
 	double e = c->e, h = c->h, qd = c->qd, kvd = c->kvd;
 	double a = (double)t->heads, keys = sk;
@@ -547,7 +570,7 @@ static uint32_t self_attention(struct tf_ctx *c, const char *pre,
 {
 	if (c->t->kv_lora > 0)
 		return add_mla(c, pre, layer, s, src);
-	return add_attention(c, pre, "", layer, s, s, src, TP_NONE,
+	return add_attention(c, pre, layer, self_attn(src, s),
 			     rel_bias_params);
 }
 
@@ -614,7 +637,8 @@ static uint32_t add_block_pre(struct tf_ctx *c, const char *pre,
 		uint32_t nc = add_norm(c, pre, "cross_ln", layer, s, 0);
 		uint32_t cp, cr;
 		tp_gb_edge(&c->g, cur, nc, e * sh);
-		cp = add_attention(c, pre, "cross_", layer, s, se, nc, enc, 0);
+		cp = add_attention(c, pre, layer, cross_attn(nc, s, enc, se),
+				   0);
 		cr = add_residual(c, pre, rc, layer, s, 2);
 		tp_gb_edge(&c->g, cp, cr, e * sh);
 		tp_gb_edge(&c->g, cur, cr, e * sh);
@@ -654,7 +678,7 @@ static uint32_t add_block(struct tf_ctx *c, int32_t layer, double s,
 		return add_block_pre(c, pre, layer, s, x, enc, se,
 				     rel_bias_params);
 	/* post-norm: sub-layer, dropout + residual, norm */
-	proj = add_attention(c, pre, "", layer, s, s, x, TP_NONE,
+	proj = add_attention(c, pre, layer, self_attn(x, s),
 			     rel_bias_params);
 	res1 = add_residual(c, pre, r1, layer, s, 2);
 	tp_gb_edge(&c->g, proj, res1, e * sh);
@@ -664,7 +688,8 @@ static uint32_t add_block(struct tf_ctx *c, int32_t layer, double s,
 	cur = n1;
 	if (enc != TP_NONE) {
 		uint32_t cp, cr, nc;
-		cp = add_attention(c, pre, "cross_", layer, s, se, cur, enc, 0);
+		cp = add_attention(c, pre, layer, cross_attn(cur, s, enc, se),
+				   0);
 		cr = add_residual(c, pre, rc, layer, s, 2);
 		tp_gb_edge(&c->g, cp, cr, e * sh);
 		tp_gb_edge(&c->g, cur, cr, e * sh);
