@@ -108,18 +108,26 @@ static bool file_sha(const char *path, char hex[65])
 	return true;
 }
 
+/* An input as the plan recorded it: what it is ("model"), the option that
+ * gives another ("-m MODEL"), and the record: the path as given, the base
+ * name and the SHA-256 (each "" when not recorded). */
+struct recorded {
+	const char *what, *opt;
+	const char *path, *file, *sha;
+};
+
 /*
  * Find the input the plan recorded (inputs.h, top): out receives the path
  * to use; TP_OK with out = "" when nothing is recorded and no file of the
  * recorded name and digest is next to the plan (the caller falls back to
  * the shipped demo).  TP_EUSAGE when a recorded path cannot be found.
  */
-static enum tp_status find_recorded(const char *plan_path, const char *what,
-				    const char *opt, const char *rpath,
-				    const char *rfile, const char *rsha,
-				    char *out, size_t size,
-				    struct tp_error *err)
+static enum tp_status find_recorded(const char *plan_path,
+				    const struct recorded *r, char *out,
+				    size_t size, struct tp_error *err)
 {
+	const char *what = r->what, *opt = r->opt, *rpath = r->path,
+		   *rfile = r->file, *rsha = r->sha;
 	char cand[4][1024], hex[65], pdir[1024], tried[2048] = "";
 	int n = 0, pick = -1, need_sha_from;
 
@@ -449,10 +457,12 @@ enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
 	pt = ol.topology;
 
 	if (!model_path) {
-		if ((st = find_recorded(plan_path, "model", "-m MODEL",
-					ol.model_path, ol.model_file,
-					ol.model_sha256, mfound,
-					sizeof(mfound), err)) != TP_OK)
+		if ((st = find_recorded(
+			     plan_path,
+			     &(struct recorded){"model", "-m MODEL",
+						ol.model_path, ol.model_file,
+						ol.model_sha256},
+			     mfound, sizeof(mfound), err)) != TP_OK)
 			goto out;
 		if (mfound[0]) {
 			model_path = mfound;
@@ -466,10 +476,13 @@ enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
 		}
 	}
 	if (!topology_path) {
-		if ((st = find_recorded(plan_path, "topology", "-t TOPO",
-					ol.topology_path, ol.topology_file,
-					ol.topology_sha256, tfound,
-					sizeof(tfound), err)) != TP_OK)
+		if ((st = find_recorded(
+			     plan_path,
+			     &(struct recorded){"topology", "-t TOPO",
+						ol.topology_path,
+						ol.topology_file,
+						ol.topology_sha256},
+			     tfound, sizeof(tfound), err)) != TP_OK)
 			goto out;
 		if (tfound[0]) {
 			topology_path = tfound;
@@ -591,9 +604,12 @@ enum tp_status tp_inputs_runtime(const struct tp_inputs *in,
 		return tp_runtime_find(in->plan.runtime[0] ? in->plan.runtime
 							   : "none",
 				       rt, err);
-	if ((st = find_recorded(in->plan_path, "runtime profile",
-				"--runtime FILE", s->runtime_path, "",
-				s->runtime_sha256, path, sizeof(path), err)))
+	if ((st = find_recorded(in->plan_path,
+				&(struct recorded){"runtime profile",
+						   "--runtime FILE",
+						   s->runtime_path, "",
+						   s->runtime_sha256},
+				path, sizeof(path), err)))
 		return st;
 	if ((st = tp_runtime_find_file(path, rt, hex, err)))
 		return st;
