@@ -41,8 +41,8 @@ int cmd_import(int argc, char **argv)
 	struct tp_strbuf notes, sb;
 	struct tp_error err;
 
-	if (tp_opts_parse("import", usage, about, opts, argc, argv, &pos, &npos,
-			  &code))
+	if (tp_opts_parse(&(struct tp_cli_doc){"import", usage, about}, opts,
+			  argc, argv, &pos, &npos, &code))
 		return code;
 	if (npos != 1 || strncmp(pos[0], "sailor:", 7) != 0 || !pos[0][7]) {
 		code = tp_cli_usage_error("import",
