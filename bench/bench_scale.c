@@ -19,6 +19,8 @@
  * Targets (issue 20): a 100,000-GPU topology built in <= 5 s with <= 1 GB
  * peak; simulate of a 400B-class model on 16,384 GPUs <= 1 s; growth
  * exponents of build and simulate <= 1.2.
+ * Then `tagplan plan` time to answer (plan_times) at 16 / 1,024 / 16,384
+ * GPUs.  `bench_scale 0` runs only that part.
  */
 #include <math.h>
 #include <stdio.h>
@@ -190,6 +192,53 @@ static double exponent(const double *y)
 	return (n * sxy - sx * sy) / (n * sxx - sx * sx);
 }
 
+/* `tagplan plan` time to answer (the CLI, end to end: topology load,
+ * baselines, search under --time-limit PLAN_LIMIT_S) for GPT-3 175B on
+ * 2, 128 and 2,048 DGX H100 (star).  Needs TAGPLAN_BIN and TAGPLAN_DATA
+ * (make bench sets both); skipped without them. */
+#define PLAN_LIMIT_S "5"
+
+static void plan_times(void)
+{
+	static const unsigned nodes[] = {2, 128, 2048};
+	const char *bin = getenv("TAGPLAN_BIN"), *data = getenv("TAGPLAN_DATA");
+	char dir[] = "/tmp/bench-scale-XXXXXX", cmd[2048];
+
+	if (!bin || !data || !mkdtemp(dir)) {
+		printf("plan time: skipped (TAGPLAN_BIN, TAGPLAN_DATA)\n");
+		return;
+	}
+	printf("\nplan time to answer, gpt3-175b, --time-limit %s "
+	       "(baselines included)\n%-18s %7s %9s %s\n",
+	       PLAN_LIMIT_S, "cluster", "GPUs", "wall s", "exit");
+	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+		double t0;
+		int rc;
+		snprintf(cmd, sizeof(cmd),
+			 "'%s' topo dgx-h100:%u -o %s/t.json 2>/dev/null", bin,
+			 nodes[i], dir);
+		if (system(cmd) != 0) {
+			printf("%-18s %7u topo failed\n", "H100 star",
+			       8 * nodes[i]);
+			continue;
+		}
+		snprintf(cmd, sizeof(cmd),
+			 "'%s' plan -m '%s/models/gpt3-175b.json' -t %s/t.json "
+			 "--time-limit %s -o %s/p.json >/dev/null 2>&1",
+			 bin, data, dir, PLAN_LIMIT_S, dir);
+		t0 = now_s();
+		rc = system(cmd);
+		printf("%-18s %7u %9.2f %d%s\n", "H100 star", 8 * nodes[i],
+		       now_s() - t0, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1,
+		       WIFEXITED(rc) && WEXITSTATUS(rc) == 1
+			       ? " (the best plan does not fit in memory)"
+			       : "");
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		printf("(could not remove %s)\n", dir);
+}
+
 int main(int argc, char **argv)
 {
 	int kinds = argc > 1 ? atoi(argv[1]) : N_KINDS;
@@ -220,5 +269,6 @@ int main(int argc, char **argv)
 		       "build memory %.2f, simulate %.2f (targets <= 1.2)\n",
 		       kind_name[k], exponent(b), exponent(mem), exponent(s));
 	}
+	plan_times();
 	return 0;
 }
