@@ -52,7 +52,9 @@
  * only it, =text runs only the cases whose name contains text (and only
  * the table); TAGPLAN_BENCH_GNN_BUDGETS=1,3,10 the wall-clock budgets in
  * seconds; TAGPLAN_BENCH_GNN_TABLE_SEEDS=n seeds 1 .. n (default 1, to
- * keep `make bench` short).
+ * keep `make bench` short).  TAGPLAN_BENCH_GNN_WEIGHTS=F[,F2...] runs
+ * every part with those weights instead of the shipped pair (e.g. one
+ * network of the ensemble).
  *
  * TAGPLAN_BENCH_QUICK=1 runs two cases with a 2,000-playout reference and
  * one seed; TAGPLAN_BENCH_GNN_SEEDS=n runs seeds 1 .. n
@@ -784,7 +786,8 @@ int main(void)
 	tp_tensor_set_blas_threads(1);
 	setvbuf(stdout, NULL, _IOLBF, 0); /* progress through pipes */
 	printf("GNN guidance (issue 5)\n\n");
-	if (tp_gnn_prior_load_default(NULL, &pp, &gp, &err)) {
+	if (tp_gnn_prior_load_default(getenv("TAGPLAN_BENCH_GNN_WEIGHTS"),
+				      &pp, &gp, &err)) {
 		char buf[1200];
 		printf("no shipped weights: %s\n(run `make weights`); only the "
 		       "forward pass is measured\n\n",
