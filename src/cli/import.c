@@ -13,8 +13,7 @@
 #include "core/strbuf.h"
 #include "io/io.h"
 
-static const char usage[] = "usage: tagplan import sailor:DIR --model NAME "
-			    "[-o MODEL]\n";
+static const char usage[] = "sailor:DIR --model NAME [-o MODEL]";
 static const char about[] =
     "Import a peer planner's inputs.  sailor:DIR is a folder in the "
     "layout of\nSailor (eth-easl/sailor): configs/training_config_*.json, "
