@@ -239,6 +239,66 @@ static void plan_times(void)
 		printf("(could not remove %s)\n", dir);
 }
 
+/* One published configuration at scale, simulated with its published
+ * strategy: Llama 3 405B pre-training on 16,384 H100 (Dubey et al. 2024,
+ * "The Llama 3 Herd of Models", arXiv:2407.21783, Table 4: TP 8, CP 1,
+ * PP 16, DP 128, sequence 8192, 16M tokens per batch, 400 TFLOP/s per GPU,
+ * BF16 MFU 41%).  Ours: the paper's model shape as a Llama config, 2,048
+ * DGX H100 on NDR (star), interleaved 1F1B (2 chunks), ZeRO 1, full
+ * recompute (selective does not fit in our memory model). */
+static void published_llama3(void)
+{
+	static const char config[] =
+		"{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": "
+		"\"llama\", \"hidden_size\": 16384, \"intermediate_size\": "
+		"53248, \"num_hidden_layers\": 126, \"num_attention_heads\": "
+		"128, \"num_key_value_heads\": 8, \"vocab_size\": 128256, "
+		"\"max_position_embeddings\": 131072, \"tie_word_embeddings\": "
+		"false, \"torch_dtype\": \"bfloat16\"}\n";
+	const char *bin = getenv("TAGPLAN_BIN");
+	char dir[] = "/tmp/bench-scale-XXXXXX", cmd[2048], line[256];
+	double iter = 0, mfu = 0;
+	FILE *f;
+
+	if (!bin || !mkdtemp(dir))
+		return;
+	snprintf(cmd, sizeof(cmd), "%s/c.json", dir);
+	if (!(f = fopen(cmd, "w")) || fputs(config, f) < 0 || fclose(f)) {
+		printf("published: cannot write %s\n", cmd);
+		return;
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' model hf:%s/c.json --seq 8192 --batch 2048 -o %s/m.json "
+		 "2>/dev/null && '%s' topo dgx-h100:2048 -o %s/t.json "
+		 "2>/dev/null && '%s' simulate -m %s/m.json -t %s/t.json -s "
+		 "tp=8,pp=16,dp=128,mb=1,schedule=interleaved:2,zero=1,"
+		 "recompute=full -o %s/r.json 2>/dev/null",
+		 bin, dir, dir, bin, dir, bin, dir, dir, dir);
+	if (system(cmd) == 0) {
+		snprintf(cmd, sizeof(cmd), "%s/r.json", dir);
+		if ((f = fopen(cmd, "r"))) {
+			while (fgets(line, sizeof(line), f)) {
+				sscanf(line, " \"iteration_time_s\": %lf", &iter);
+				sscanf(line, " \"mfu\": %lf", &mfu);
+			}
+			fclose(f);
+		}
+	}
+	/* MFU counts the model FLOP without recompute (as the paper's
+	 * does), so the published iteration time is ours x MFU / 0.41 */
+	if (iter > 0 && mfu > 0)
+		printf("\npublished at scale: Llama 3 405B, 16,384 H100, tp 8 pp "
+		       "16 dp 128 (arXiv:2407.21783 Table 4)\n  simulated "
+		       "%.2f s/iteration, MFU %.1f%%; published MFU 41%% = "
+		       "%.2f s: simulated / published %.2f\n",
+		       iter, 100 * mfu, iter * mfu / 0.41, 0.41 / mfu);
+	else
+		printf("\npublished at scale: Llama 3 405B simulation failed\n");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		printf("(could not remove %s)\n", dir);
+}
+
 int main(int argc, char **argv)
 {
 	int kinds = argc > 1 ? atoi(argv[1]) : N_KINDS;
@@ -270,5 +330,6 @@ int main(int argc, char **argv)
 		       kind_name[k], exponent(b), exponent(mem), exponent(s));
 	}
 	plan_times();
+	published_llama3();
 	return 0;
 }
