@@ -349,14 +349,15 @@ static int sync_hier(const struct tp_sim *sim, const struct tp_plan *plan,
 /* The routed experts' share of a sync under expert parallelism: rings
  * (or, with half, reduce-scatters) over the expert-data-parallel replicas
  * e, e + ep, e + 2 ep, ... of each tensor rank, all at once (Megatron-
- * Core's expert-data-parallel groups); 0 phases when dp = ep. */
+ * Core's expert-data-parallel groups, over the dp x cp lanes); 0
+ * phases when dp x cp = ep. */
 static int sync_expert(const struct tp_sim *sim, const struct tp_plan *plan,
 		       struct tp_sim_scratch *s, uint32_t g, double S,
 		       bool half, struct phase *ph)
 {
 	const struct tp_plan_group *gr = &plan->groups.v[g];
 	const struct tp_sim_params *pa = &sim->o.params;
-	uint32_t ep = gr->ep, n = gr->dp / gr->ep, rings = 1, bt, r2 = 1;
+	uint32_t ep = gr->ep, n = grp_reps(gr) / gr->ep, rings = 1, bt, r2 = 1;
 	enum tp_cost_coll k = half ? TP_COST_REDUCE_SCATTER : TP_COST_ALL_REDUCE;
 
 	if (n < 2)
