@@ -1011,23 +1011,122 @@ static int sb_flush(void *chan)
  * (AgIdDisc) makes a named object's id the address of its interned name,
  * and agwrite lists subgraphs by id, so the clusters came out in heap
  * order: the same plan gave other bytes when its inputs had taken more or
- * less memory before.  Here map() declines names, so cgraph keeps them in
- * its own name table and asks for an anonymous id, which is the next
- * number of a counter per graph; print() has nothing to add, so names
- * come from that table.
+ * less memory before.  Here every id is the next number of a counter per
+ * graph; a name keeps the id it got first, in a table of our own (an open
+ * hash from name to id and a vector from id to name) that print() reads
+ * back.  The table is ours, not cgraph's internal name map: Graphviz 2.42
+ * closes that map without freeing its entries, which leaked.  The names
+ * themselves are the graph's reference-counted strings (agstrdup), as
+ * AgIdDisc's are: agwrite asks whether a name is HTML-like from the
+ * refstr header, and agclose frees them with the string dictionary.
  */
 struct seq_ids {
+	Agraph_t *g;	   /* the root graph, owner of the names' refstrs */
 	IDTYPE next;
+	char **names;	   /* by id; NULL for anonymous ids */
+	int *types;	   /* by id: the object type of the name */
+	size_t names_cap;
+	IDTYPE *slots;	   /* open hash of named ids, 0 = empty */
+	size_t slots_cap;  /* power of two */
+	size_t named;
+	bool failed;
 };
+
+static size_t seq_hash(const char *s)
+{
+	size_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/*
+ * The slot holding name str of objects of type objtype, or the empty slot
+ * where it would go.  A stored name is one byte of object type (as cgraph
+ * keeps a name space per type) and then the name.
+ */
+static size_t seq_slot(const struct seq_ids *st, int objtype,
+		       const char *str)
+{
+	size_t mask = st->slots_cap - 1;
+	size_t k = (seq_hash(str) + (size_t)objtype * 40503u) & mask;
+
+	for (; st->slots[k]; k = (k + 1) & mask) {
+		IDTYPE id = st->slots[k];
+
+		if (st->types[id] == objtype && !strcmp(st->names[id], str))
+			break;
+	}
+	return k;
+}
+
+static bool seq_grow(struct seq_ids *st)
+{
+	size_t cap = st->slots_cap ? st->slots_cap * 2 : 64;
+	IDTYPE *old = st->slots;
+	size_t old_cap = st->slots_cap;
+
+	st->slots = calloc(cap, sizeof(*st->slots));
+	if (!st->slots) {
+		st->slots = old;
+		return false;
+	}
+	st->slots_cap = cap;
+	for (size_t k = 0; k < old_cap; k++)
+		if (old[k])
+			st->slots[seq_slot(st, st->types[old[k]],
+					   st->names[old[k]])] = old[k];
+	free(old);
+	return true;
+}
+
+/* Record name for the id about to be handed out (st->next). */
+static bool seq_name(struct seq_ids *st, int objtype, char *str)
+{
+	IDTYPE id = st->next;
+
+	if (id >= st->names_cap) {
+		size_t cap = st->names_cap ? st->names_cap * 2 : 64;
+		char **n;
+		int *t;
+
+		while (cap <= id)
+			cap *= 2;
+		n = realloc(st->names, cap * sizeof(*n));
+		if (!n)
+			return false;
+		st->names = n;
+		t = realloc(st->types, cap * sizeof(*t));
+		if (!t)
+			return false;
+		st->types = t;
+		memset(n + st->names_cap, 0,
+		       (cap - st->names_cap) * sizeof(*n));
+		memset(t + st->names_cap, 0,
+		       (cap - st->names_cap) * sizeof(*t));
+		st->names_cap = cap;
+	}
+	if (2 * (st->named + 1) > st->slots_cap && !seq_grow(st))
+		return false;
+	st->names[id] = agstrdup(st->g, str);
+	if (!st->names[id])
+		return false;
+	st->types[id] = objtype;
+	st->slots[seq_slot(st, objtype, str)] = id;
+	st->named++;
+	return true;
+}
 
 static void *seq_open(Agraph_t *g, Agdisc_t *disc)
 {
-	struct seq_ids *st = malloc(sizeof(*st));
+	struct seq_ids *st = calloc(1, sizeof(*st));
 
-	(void)g;
 	(void)disc;
-	if (st)
+	if (st) {
+		st->g = g;
 		st->next = 1;
+	}
 	return st;
 }
 
@@ -1036,9 +1135,24 @@ static long seq_map(void *state, int objtype, char *str, IDTYPE *id,
 {
 	struct seq_ids *st = state;
 
-	(void)objtype;
-	if (str || !createflag || !st)
+	if (!st || st->failed)
 		return 0;
+	if (str && st->slots_cap) {
+		IDTYPE found = st->slots[seq_slot(st, objtype, str)];
+
+		if (found) {
+			*id = found;
+			return 1;
+		}
+	}
+	if (!createflag) {
+		*id = 0; /* as AgIdDisc: an unknown name maps to no object */
+		return 1;
+	}
+	if (str && !seq_name(st, objtype, str)) {
+		st->failed = true;
+		return 0;
+	}
 	*id = st->next++;
 	return 1;
 }
@@ -1060,15 +1174,25 @@ static void seq_free(void *state, int objtype, IDTYPE id)
 
 static char *seq_print(void *state, int objtype, IDTYPE id)
 {
-	(void)state;
+	struct seq_ids *st = state;
+
 	(void)objtype;
-	(void)id;
+	if (st && id < st->names_cap && st->names[id])
+		return st->names[id];
 	return NULL;
 }
 
 static void seq_close(void *state)
 {
-	free(state);
+	struct seq_ids *st = state;
+
+	if (!st)
+		return;
+	/* the names go with the graph's string dictionary */
+	free(st->names);
+	free(st->types);
+	free(st->slots);
+	free(st);
 }
 
 static void seq_register(void *state, int objtype, void *obj)
