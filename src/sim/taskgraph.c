@@ -204,25 +204,18 @@ static uint32_t node_runs(const struct tp_cluster *c, const uint32_t *p,
 	return k;
 }
 
-/* Ring all-reduce (or, with half, a reduce-scatter or all-gather) of S
- * bytes per device over the replicas of group g: NCCL-style rings per
- * tensor rank, all at once, as one phase.  Returns the phase count. */
-static int sync_ring(const struct tp_sim *sim, const struct tp_plan *plan,
-		     struct tp_sim_scratch *s, uint32_t g, double S, bool half,
-		     struct phase *ph)
+/*
+ * The one phase of a ring collective of kind k over n ranks whose rings
+ * have been accumulated (tp_sim_acc_ring): its bandwidth type, S bytes
+ * split over the parallel rings, and the ring's step latency.  Returns 1,
+ * 0 when nothing moves, -1 on allocation failure.
+ */
+static int ring_phase(struct tp_sim_scratch *s, const struct tp_sim_params *pa,
+		      enum tp_cost_coll k, uint32_t n, double S,
+		      uint32_t rings, struct phase *ph)
 {
-	const struct tp_plan_group *gr = &plan->groups.v[g];
-	const struct tp_sim_params *pa = &sim->o.params;
-	uint32_t n = grp_reps(gr), tp = gr->tp, rings = 1, bt, r2 = 1;
-	enum tp_cost_coll k = half ? TP_COST_REDUCE_SCATTER : TP_COST_ALL_REDUCE;
+	uint32_t bt;
 
-	for (uint32_t j = 0; j < tp; j++) {
-		uint32_t *p = participants(plan, s, g, j);
-		if (!p || tp_sim_acc_ring(s, p, n, &r2))
-			return -1;
-		if (r2 > rings)
-			rings = r2;
-	}
 	if (tp_sim_acc_emit(s, &bt))
 		return -1;
 	if (bt == TP_NONE)
@@ -233,6 +226,28 @@ static int sync_ring(const struct tp_sim *sim, const struct tp_plan *plan,
 	ph[0].bt = bt;
 	ph[0].bytes = tp_cost_ring_traffic(k, n) * S / rings;
 	return 1;
+}
+
+/* Ring all-reduce (or, with half, a reduce-scatter or all-gather) of S
+ * bytes per device over the replicas of group g: NCCL-style rings per
+ * tensor rank, all at once, as one phase.  Returns the phase count. */
+static int sync_ring(const struct tp_sim *sim, const struct tp_plan *plan,
+		     struct tp_sim_scratch *s, uint32_t g, double S, bool half,
+		     struct phase *ph)
+{
+	const struct tp_plan_group *gr = &plan->groups.v[g];
+	const struct tp_sim_params *pa = &sim->o.params;
+	uint32_t n = grp_reps(gr), tp = gr->tp, rings = 1, r2 = 1;
+	enum tp_cost_coll k = half ? TP_COST_REDUCE_SCATTER : TP_COST_ALL_REDUCE;
+
+	for (uint32_t j = 0; j < tp; j++) {
+		uint32_t *p = participants(plan, s, g, j);
+		if (!p || tp_sim_acc_ring(s, p, n, &r2))
+			return -1;
+		if (r2 > rings)
+			rings = r2;
+	}
+	return ring_phase(s, pa, k, n, S, rings, ph);
 }
 
 /* Parameter server: every replica pushes S/n to each other replica, then
@@ -357,7 +372,7 @@ static int sync_expert(const struct tp_sim *sim, const struct tp_plan *plan,
 {
 	const struct tp_plan_group *gr = &plan->groups.v[g];
 	const struct tp_sim_params *pa = &sim->o.params;
-	uint32_t ep = gr->ep, n = grp_reps(gr) / gr->ep, rings = 1, bt, r2 = 1;
+	uint32_t ep = gr->ep, n = grp_reps(gr) / gr->ep, rings = 1, r2 = 1;
 	enum tp_cost_coll k = half ? TP_COST_REDUCE_SCATTER : TP_COST_ALL_REDUCE;
 
 	if (n < 2)
@@ -378,16 +393,7 @@ static int sync_expert(const struct tp_sim *sim, const struct tp_plan *plan,
 			if (r2 > rings)
 				rings = r2;
 		}
-	if (tp_sim_acc_emit(s, &bt))
-		return -1;
-	if (bt == TP_NONE)
-		return 0;
-	s->btypes.v[bt].latency =
-		tp_cost_ring_steps(k, n) *
-		(s->btypes.v[bt].latency + pa->collective_latency_s);
-	ph[0].bt = bt;
-	ph[0].bytes = tp_cost_ring_traffic(k, n) * S / rings;
-	return 1;
+	return ring_phase(s, pa, k, n, S, rings, ph);
 }
 
 /*
