@@ -408,7 +408,7 @@ START_TEST(test_profile_sailor_import)
 	for (int mb = 1; mb <= 4; mb *= 2)
 		for (uint32_t tp = 1; tp <= 2; tp++)
 			for (int l = 0; l < 4; l++) {
-				char k1[8], k2[8], k3[8];
+				char k1[16], k2[16], k3[16];
 				const struct tp_json *v;
 				double sum[3] = {0, 0, 0};
 				snprintf(k1, sizeof(k1), "%d", mb);
