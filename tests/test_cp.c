@@ -336,31 +336,14 @@ START_TEST(test_cp_cli_errors)
 }
 END_TEST
 
-/* One node of `gpus` toy GPUs: bf16 100 TFLOP/s, a flat GEMM curve, 1 TB/s
- * memory, no launch cost, an NVSwitch of 100 GB/s per GPU, no latency. */
+/* One node of `gpus` toy GPUs (tp_test_toy_type: bf16 100 TFLOP/s, a flat
+ * GEMM curve, 1 TB/s memory, no launch cost), an NVSwitch of 100 GB/s per
+ * GPU, no latency. */
 static void toy_node(struct tp_cluster *c, uint32_t gpus)
 {
-	struct tp_device_type t;
-	struct tp_error err;
-	uint32_t ty;
+	struct tp_device_type t = tp_test_toy_type("toy");
 
-	memset(&t, 0, sizeof(t));
-	t.name = "toy";
-	t.peak_flops[TP_DTYPE_FP32] = 10e12;
-	t.peak_flops[TP_DTYPE_FP16] = 100e12;
-	t.peak_flops[TP_DTYPE_BF16] = 100e12;
-	t.memory_bytes = 80e9;
-	t.memory_bw_Bps = 1e12;
-	t.gemm_efficiency = 1.0;
-	t.gemm_half_flop = 1e-9;
-	t.memory_efficiency = 1.0;
-	tp_cluster_init(c);
-	ck_assert_int_eq(tp_cluster_add_type(c, &t, &ty, &err), TP_OK);
-	ck_assert_int_eq(tp_cluster_build_node(c, "node0", ty, gpus,
-					       TP_LINK_NVSWITCH, 100e9, 0, 0, 0,
-					       0, NULL, &err),
-			 TP_OK);
-	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);
+	tp_test_toy_node(c, &t, gpus);
 }
 
 /* A 4-token model of a projection (1 TFLOP per sample, no weights, its

@@ -20,24 +20,12 @@
 #define REL(a, b)                                                              \
 	(fabs((double)(a) - (double)(b)) / fmax(fabs((double)(b)), 1e-300))
 
-/* Round numbers: fp32 10 TFLOP/s, fp16 100 TFLOP/s, bf16 `bf16`, 1 TB/s,
- * 80 GB, a flat GEMM curve at exactly peak. */
+/* tp_test_toy_type's round numbers with bf16 at `bf16` (0: no bf16). */
 static struct tp_device_type toy_type(const char *name, double bf16)
 {
-	struct tp_device_type t;
+	struct tp_device_type t = tp_test_toy_type(name);
 
-	memset(&t, 0, sizeof(t));
-	t.name = name;
-	t.peak_flops[TP_DTYPE_FP32] = 10e12;
-	t.peak_flops[TP_DTYPE_FP16] = 100e12;
 	t.peak_flops[TP_DTYPE_BF16] = bf16;
-	t.memory_bytes = 80e9;
-	t.memory_bw_Bps = 1e12;
-	t.gemm_efficiency = 1.0;
-	t.gemm_half_flop = 1e-9;
-	t.memory_efficiency = 1.0;
-	t.kernel_overhead_s = 0;
-	t.reserved_bytes = 0;
 	return t;
 }
 

@@ -308,32 +308,15 @@ START_TEST(test_ep_export)
 }
 END_TEST
 
-/* Round numbers: bf16 100 TFLOP/s, 1 TB/s, a flat GEMM curve at peak, no
- * kernel overhead or reserve; one NVSwitch node of `gpus` at 100 GB/s per
- * GPU, no latency. */
+/* Round numbers (tp_test_toy_type) with 1 TB of memory: bf16 100 TFLOP/s,
+ * 1 TB/s, a flat GEMM curve at peak, no kernel overhead or reserve; one
+ * NVSwitch node of `gpus` at 100 GB/s per GPU, no latency. */
 static void toy_cluster(struct tp_cluster *c, uint32_t gpus)
 {
-	struct tp_device_type t;
-	struct tp_error err;
-	uint32_t ty;
+	struct tp_device_type t = tp_test_toy_type("toy");
 
-	memset(&t, 0, sizeof(t));
-	t.name = "toy";
-	t.peak_flops[TP_DTYPE_FP32] = 10e12;
-	t.peak_flops[TP_DTYPE_FP16] = 100e12;
-	t.peak_flops[TP_DTYPE_BF16] = 100e12;
 	t.memory_bytes = 1e12;
-	t.memory_bw_Bps = 1e12;
-	t.gemm_efficiency = 1.0;
-	t.gemm_half_flop = 1e-9;
-	t.memory_efficiency = 1.0;
-	tp_cluster_init(c);
-	ck_assert_int_eq(tp_cluster_add_type(c, &t, &ty, &err), TP_OK);
-	ck_assert_int_eq(tp_cluster_build_node(c, "node0", ty, gpus,
-					       TP_LINK_NVSWITCH, 100e9, 0, 0,
-					       0, 0, NULL, &err),
-			 TP_OK);
-	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);
+	tp_test_toy_node(c, &t, gpus);
 }
 
 /* One MoE layer: a free router, E experts "layer0.expert<j>.fc" of 1e11

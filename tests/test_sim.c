@@ -26,25 +26,6 @@
 #define REL(a, b)                                                             \
 	(fabs((double)(a) - (double)(b)) / fmax(fabs((double)(b)), 1e-300))
 
-/* A device type with round numbers: 100 TFLOP/s, 1 TB/s, 80 GB. */
-static struct tp_device_type toy_type(const char *name)
-{
-	struct tp_device_type t;
-
-	memset(&t, 0, sizeof(t));
-	t.name = name;
-	t.peak_flops[TP_DTYPE_FP32] = 10e12;
-	t.peak_flops[TP_DTYPE_FP16] = 100e12;
-	t.peak_flops[TP_DTYPE_BF16] = 100e12;
-	t.memory_bytes = 80e9;
-	t.memory_bw_Bps = 1e12;
-	t.gemm_efficiency = 1.0;
-	t.gemm_half_flop = 1e-9; /* flat curve: exactly peak */
-	t.memory_efficiency = 1.0;
-	t.kernel_overhead_s = 0;
-	t.reserved_bytes = 0;
-	return t;
-}
 
 /* nodes x gpus devices: fabric fab_bw per device (0 = none), NICs of
  * nic_bw each, one per GPU, star network; latencies lat. */
@@ -52,7 +33,7 @@ static void toy_cluster(struct tp_cluster *c, uint32_t nodes, uint32_t gpus,
 			double fab_bw, double nic_bw, double lat)
 {
 	struct tp_error err;
-	struct tp_device_type t = toy_type("toy");
+	struct tp_device_type t = tp_test_toy_type("toy");
 	uint32_t ty;
 
 	tp_cluster_init(c);
@@ -585,7 +566,8 @@ START_TEST(test_heterogeneous_replicas)
 	struct tp_cluster c;
 	struct tp_model m;
 	struct tp_error err;
-	struct tp_device_type fast = toy_type("fast"), slow = toy_type("slow");
+	struct tp_device_type fast = tp_test_toy_type("fast");
+	struct tp_device_type slow = tp_test_toy_type("slow");
 	uint32_t tf, ts, ops[1] = {0}, devs[2] = {0, 1};
 	double shares[2] = {2.0 / 3, 1.0 / 3};
 	struct tp_plan p;

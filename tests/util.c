@@ -198,3 +198,35 @@ const struct tp_route *tp_test_route(const struct tp_cluster *c, uint32_t a,
 	tp_cluster_route(c, a, b, r);
 	return r;
 }
+
+struct tp_device_type tp_test_toy_type(const char *name)
+{
+	struct tp_device_type t;
+
+	memset(&t, 0, sizeof(t));
+	t.name = name;
+	t.peak_flops[TP_DTYPE_FP32] = 10e12;
+	t.peak_flops[TP_DTYPE_FP16] = 100e12;
+	t.peak_flops[TP_DTYPE_BF16] = 100e12;
+	t.memory_bytes = 80e9;
+	t.memory_bw_Bps = 1e12;
+	t.gemm_efficiency = 1.0;
+	t.gemm_half_flop = 1e-9; /* flat curve: exactly peak */
+	t.memory_efficiency = 1.0;
+	return t;
+}
+
+void tp_test_toy_node(struct tp_cluster *c, const struct tp_device_type *t,
+		      uint32_t gpus)
+{
+	struct tp_error err;
+	uint32_t ty;
+
+	tp_cluster_init(c);
+	ck_assert_int_eq(tp_cluster_add_type(c, t, &ty, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_build_node(c, "node0", ty, gpus,
+					       TP_LINK_NVSWITCH, 100e9, 0, 0, 0,
+					       0, NULL, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);
+}

@@ -43,4 +43,14 @@ int tp_test_write(const char *path, const char *data, size_t len);
 const struct tp_route *tp_test_route(const struct tp_cluster *c, uint32_t a,
 				     uint32_t b);
 
+/* A device type with round numbers: fp32 10 TFLOP/s, fp16 and bf16 100
+ * TFLOP/s, 80 GB, 1 TB/s, a flat GEMM curve at exactly peak, no kernel
+ * overhead or reserve, so a test's hand figures need no device model. */
+struct tp_device_type tp_test_toy_type(const char *name);
+
+/* c as one finalised node "node0" of `gpus` devices of type t on an
+ * NVSwitch of 100 GB/s per device, no NICs, no latency. */
+void tp_test_toy_node(struct tp_cluster *c, const struct tp_device_type *t,
+		      uint32_t gpus);
+
 #endif
