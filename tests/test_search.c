@@ -917,7 +917,8 @@ START_TEST(test_search_prior_provider)
 	ck_assert_int_gt(spy.calls, 10);
 	ck_assert_int_eq(spy.bad, 0);
 	tp_search_result_release(&r);
-	/* limited by time: lazy priors (asked for nodes visited again) */
+	/* limited by time alone: the provider is asked as under a playout
+	   limit (the search runs with an unbounded one) */
 	spy.calls = 0;
 	o.playouts = 0;
 	o.time_limit_s = 0.5;

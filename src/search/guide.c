@@ -60,36 +60,6 @@ static void uniform_priors(const struct search_prior_buf *b, uint32_t n)
 		b->priors[i] = 1.0f / (float)n;
 }
 
-/*
- * PRIOR_SHARE: a search limited by time alone (no playout limit) gives
- * the provider at most this share of its workers' time; beyond it a
- * state gets uniform priors without asking (result.prior_skips) until
- * the share falls below again.  A forward pass of the shipped ensemble
- * costs as much as several simulations (1.8 ms against ~0.3 ms), and at
- * equal wall-clock time the playouts it takes cost more than its priors
- * save (issue 27's bench: guided 0.10-0.35x the unguided playouts per
- * second, geometric mean 1.017-1.032 of guided/unguided iteration time
- * at 2-30 s).  The first PRIOR_GRACE seconds are not limited (the
- * baselines and seeds take them).  A playout limit leaves every ask in
- * place: plans under --playouts are unchanged.
- */
-#define PRIOR_SHARE 0.2
-#define PRIOR_GRACE 0.05
-
-static bool over_share(struct sctx *s)
-{
-	double el, nt;
-
-	if (s->o->playouts || !(s->o->time_limit_s > 0))
-		return false;
-	el = sctx_elapsed(s);
-	if (el < PRIOR_GRACE)
-		return false;
-	nt = s->o->threads ? (double)s->o->threads : 1;
-	return 1e-9 * (double)atomic_load(&s->prior_ns) >
-	       PRIOR_SHARE * el * nt;
-}
-
 enum tp_status search_priors(struct worker *w,
 			     const struct tp_prior_provider *pp,
 			     uint32_t level,
@@ -126,11 +96,6 @@ enum tp_status search_priors(struct worker *w,
 			atomic_fetch_add(&s->prior_hits, 1);
 			return TP_OK;
 		}
-	}
-	if (over_share(s)) {
-		uniform_priors(b, n);
-		atomic_fetch_add(&s->prior_skips, 1);
-		return TP_OK;
 	}
 	t0 = sctx_now();
 	if (!fresh) {

@@ -28,15 +28,6 @@
 #define MAX_DEPTH (TP_COARSEN_MAX_GROUPS + 2)
 #define FPU_REDUCTION 0.05
 #define VIRTUAL_LOSS 1.0
-/* Lazy priors, when the search is limited by time (no playout limit): a
- * new node's children start with uniform priors and the provider is asked
- * once the node has been visited this often.  Most leaves are visited
- * once, and a forward pass of the GNN costs as much as tens to hundreds
- * of bounded evaluations: on bench_search this gives 3-25x the playouts
- * per second.  Under a playout limit, playouts are what is scarce, and
- * every expansion asks the provider (bench_gnn: eager priors are better
- * per playout at small budgets). */
-#define LAZY_VISITS 3
 
 struct node {
 	uint32_t parent;
@@ -44,9 +35,6 @@ struct node {
 	uint16_t n_children;
 	uint8_t expanding;
 	uint8_t terminal;
-	uint8_t lazy;      /* children carry uniform priors, not yet the
-			      provider's */
-	uint8_t upgrading; /* a worker is asking the provider for them */
 	uint32_t visits;
 	uint32_t vloss;
 	float prior;
@@ -85,11 +73,6 @@ struct pworker {
 	float *priors;
 	bool *decided;
 	uint32_t path[MAX_DEPTH + 1];
-	/* a node whose priors this playout upgrades (TP_NONE: none), its
-	   level and state */
-	uint32_t up_node, up_level;
-	struct tp_globals up_gl;
-	struct tp_decision *up_dec;
 	pthread_t thread;
 	enum tp_status st;
 };
@@ -221,45 +204,6 @@ static enum tp_status priors(struct pworker *pw, uint32_t level, uint32_t n,
 			     pw->acts, n, gl, pw->w.dec, fresh, &b);
 }
 
-/* The provider's priors for the children of pw->up_node (lazy priors,
- * LAZY_VISITS), unless the tree was restarted meanwhile. */
-static enum tp_status upgrade(struct pworker *pw, uint32_t round)
-{
-	struct mcts *M = pw->M;
-	struct tree *t = &M->tree;
-	struct search_prior_buf b = {pw->pacts, pw->decided, pw->priors,
-				     NULL};
-	uint32_t n = 0, first = TP_NONE;
-	enum tp_status st;
-
-	pthread_mutex_lock(&M->lock);
-	if (round == M->round) {
-		const struct node *nd = N(t, pw->up_node);
-		n = nd->n_children;
-		first = nd->first_child;
-		for (uint32_t i = 0; i < n; i++)
-			pw->acts[i] = N(t, first + i)->action;
-	}
-	pthread_mutex_unlock(&M->lock);
-	if (!n)
-		return TP_OK;
-	st = search_priors(&pw->w, pw->w.s->o->prior, pw->up_level, pw->acts,
-			   n, &pw->up_gl,
-			   pw->up_dec, false, &b);
-	pthread_mutex_lock(&M->lock);
-	if (round == M->round) {
-		struct node *nd = N(t, pw->up_node);
-		if (!st) {
-			for (uint32_t i = 0; i < n; i++)
-				N(t, first + i)->prior = pw->priors[i];
-			nd->lazy = 0;
-		}
-		nd->upgrading = 0;
-	}
-	pthread_mutex_unlock(&M->lock);
-	return st;
-}
-
 static enum tp_status playout(struct pworker *pw)
 {
 	struct mcts *M = pw->M;
@@ -269,7 +213,7 @@ static enum tp_status playout(struct pworker *pw)
 	struct tp_globals gl;
 	struct evalres er;
 	uint32_t round, level = 0, depth = 0, cur, n = 0;
-	bool claim = false, terminal = false, lazy = false;
+	bool claim = false, terminal = false;
 	double v, ref;
 	enum tp_status st;
 
@@ -290,17 +234,7 @@ static enum tp_status playout(struct pworker *pw)
 	}
 	pw->path[depth++] = cur;
 	N(t, cur)->vloss++;
-	pw->up_node = TP_NONE;
 	while (N(t, cur)->first_child != TP_NONE && N(t, cur)->n_children) {
-		struct node *pn = N(t, cur);
-		if (pn->lazy && !pn->upgrading && pw->up_node == TP_NONE &&
-		    pn->visits >= LAZY_VISITS) {
-			pn->upgrading = 1;
-			pw->up_node = cur;
-			pw->up_level = level;
-			pw->up_gl = gl;
-			memcpy(pw->up_dec, w->dec, s->K * sizeof(*w->dec));
-		}
 		cur = select_child(M, N(t, cur), &w->rng);
 		apply(s, level, &N(t, cur)->action, &gl, w->dec);
 		level++;
@@ -327,15 +261,9 @@ static enum tp_status playout(struct pworker *pw)
 
 	/* priors from the simulated state when there is one (the network
 	   reads the simulated load and memory) */
-	lazy = claim && s->o->prior && s->o->prior->evaluate &&
-	       s->o->playouts == 0 && level > 0;
-	if (claim)
+	if (claim) {
 		n = tp_space_level_actions(&s->space, level, &gl, w->dec,
 					   pw->acts, MAX_CHILDREN, w->sscr);
-	if (lazy) {
-		for (uint32_t i = 0; i < n; i++)
-			pw->priors[i] = 1.0f / (float)n;
-	} else if (claim) {
 		st = priors(pw, level, n, &gl, er.fresh);
 		if (st)
 			goto fail;
@@ -356,7 +284,6 @@ static enum tp_status playout(struct pworker *pw)
 				}
 				nd->n_children = (uint16_t)n;
 				nd->first_child = first;
-				nd->lazy = lazy && n > 1;
 			} else if (!n) {
 				nd->terminal = 1;
 			}
@@ -390,8 +317,6 @@ static enum tp_status playout(struct pworker *pw)
 	}
 	pthread_mutex_unlock(&M->lock);
 	atomic_fetch_add(&s->playouts, 1);
-	if (pw->up_node != TP_NONE)
-		return upgrade(pw, round);
 	return TP_OK;
 fail:
 	pthread_mutex_lock(&M->lock);
@@ -399,8 +324,6 @@ fail:
 		N(t, cur)->expanding = 0;
 		for (uint32_t i = 0; i < depth; i++)
 			N(t, pw->path[i])->vloss--;
-		if (pw->up_node != TP_NONE)
-			N(t, pw->up_node)->upgrading = 0;
 	}
 	pthread_mutex_unlock(&M->lock);
 	return st;
@@ -441,11 +364,7 @@ static int pworker_init(struct pworker *pw, struct mcts *M, uint32_t id)
 	pw->pacts = tp_calloc(MAX_CHILDREN, sizeof(*pw->pacts));
 	pw->priors = tp_calloc(MAX_CHILDREN, sizeof(*pw->priors));
 	pw->decided = tp_calloc(s->K, sizeof(*pw->decided));
-	pw->up_dec = tp_calloc(s->K ? s->K : 1, sizeof(*pw->up_dec));
-	return pw->acts && pw->pacts && pw->priors && pw->decided &&
-			       pw->up_dec
-		       ? 0
-		       : -1;
+	return pw->acts && pw->pacts && pw->priors && pw->decided ? 0 : -1;
 }
 
 static void pworker_release(struct pworker *pw)
@@ -455,7 +374,6 @@ static void pworker_release(struct pworker *pw)
 	free(pw->pacts);
 	free(pw->priors);
 	free(pw->decided);
-	free(pw->up_dec);
 }
 
 enum tp_status search_mcts(struct sctx *s)

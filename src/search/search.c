@@ -21,7 +21,7 @@
  * best plan: its answer is at least as fast (tests/test_anytime.c;
  * bench_hetero).  Until 2026-12 the last stage ended at the playout limit
  * and a time-only search split sweeps and tree by time and took lazy or
- * uniform priors (guide.c PRIOR_SHARE, mcts.c lazy: both now unreached):
+ * uniform priors (guide.c PRIOR_SHARE, mcts.c lazy priors: removed since):
  * a 10 s search of GPT-3 13B on A100 + V100 + L4 nodes returned 89.0 s
  * after 45,146 playouts against 88.2 s for the 5,000-playout default. */
 #define STAGE_FIRST 64
@@ -228,7 +228,6 @@ static void result_counters(struct sctx *s)
 	res->bounded = atomic_load(&s->bounded);
 	res->prior_calls = atomic_load(&s->prior_calls);
 	res->prior_hits = atomic_load(&s->prior_hits);
-	res->prior_skips = atomic_load(&s->prior_skips);
 	res->prior_seconds = 1e-9 * (double)atomic_load(&s->prior_ns);
 	res->sweep_resumed = s->sweep_resumed;
 	res->kicks = s->kicks;

@@ -268,9 +268,6 @@ struct tp_search_result {
 	   and the wall time spent in it */
 	uint64_t prior_calls, prior_hits;
 	double prior_seconds;
-	/* states given uniform priors unasked: the provider had taken its
-	   share of a time-limited search's time (guide.c PRIOR_SHARE) */
-	uint64_t prior_skips;
 	uint64_t sweep_resumed; /* single changes a later stage did not score
 				   again: it resumed the sweep pass an earlier
 				   stage's budget cut short (baselines.c) */

@@ -73,7 +73,6 @@ struct sctx {
 	/* the provider: answers computed (forward passes), answers from the
 	   workers' caches, wall time inside it */
 	_Atomic uint64_t prior_calls, prior_hits, prior_ns;
-	_Atomic uint64_t prior_skips; /* uniform: over PRIOR_SHARE (guide.c) */
 	_Atomic uint64_t runtime_rejects; /* plans the runtime cannot run */
 	/* the first plan the evaluator refused: why (under lock; "" =
 	   none), said when no candidate could be evaluated */
@@ -243,10 +242,8 @@ sctx_provider(const struct sctx *s)
  * about, by (provider, level, state, number of actions), direct-mapped
  * (a new answer replaces an older one in its slot).  A state the tree
  * expands again (every round restarts the tree from the new incumbent,
- * so the states near the root come back round after round), a lazy
- * upgrade of a state already asked, and a sweep pass at an incumbent
- * already swept cost no forward pass.  Answers with a value are not
- * kept (the value is relative to the reference time).  The first answer
+ * so the states near the root come back round after round) and a
+ * sweep pass at an incumbent already swept cost no forward pass.  The first answer
  * for a state is the one kept: asked after the state's simulation, it
  * read the simulated load; a later ask, from the evaluation cache, would
  * have read estimates.
