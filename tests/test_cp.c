@@ -1,7 +1,8 @@
 /*
  * test_cp.c - context parallelism (cp=C): the strategy key, the plan's
- * per-group field (read, written, validated), the export flags, and the
- * simulator's ring attention against hand calculations.
+ * per-group field (read, written, validated), the export flags, the
+ * simulator's ring attention against hand calculations, and cp in the
+ * search's action space.
  */
 #include <check.h>
 #include <math.h>
@@ -18,6 +19,8 @@
 #include "export/export.h"
 #include "io/build.h"
 #include "io/io.h"
+#include "search/actions.h"
+#include "search/coarsen.h"
 #include "sim/sim.h"
 #include "util.h"
 
@@ -574,6 +577,98 @@ START_TEST(test_cp_llama3_405b_fits)
 }
 END_TEST
 
+/* The cp degrees the level-0 candidates of m on c offer from the state
+ * "everything data parallel on all devices", as a bit set, under rt
+ * (NULL: unconstrained); with `check`, the cp=4 plan materialises with cp
+ * 4 in every group and validates. */
+static uint32_t cp_offered(const struct tp_model *m,
+			   const struct tp_cluster *c, const char *rt_name,
+			   bool check)
+{
+	struct tp_groups g;
+	struct tp_space sp;
+	struct tp_globals gl;
+	struct tp_action acts[64];
+	struct tp_decision *dec;
+	struct tp_runtime rt;
+	struct tp_error err;
+	uint32_t n, seen = 0;
+
+	ck_assert_int_eq(tp_coarsen(m, 0, &g, NULL), TP_OK);
+	ck_assert_int_eq(tp_space_init(&sp, m, c, &g, NULL), TP_OK);
+	if (rt_name) {
+		ck_assert_int_eq(tp_runtime_find(rt_name, &rt, &err), TP_OK);
+		ck_assert_int_eq(tp_space_set_runtime(&sp, &rt, &err), TP_OK);
+	}
+	dec = calloc(g.n, sizeof(*dec));
+	for (uint32_t k = 0; k < g.n; k++) {
+		dec[k].set = TP_SPACE_SET_ALL;
+		dec[k].tp = 1;
+		dec[k].sync = (uint8_t)tp_space_default_sync(
+			&sp, TP_SPACE_SET_ALL, 1);
+	}
+	memset(&gl, 0, sizeof(gl));
+	gl.micro_batches = 1;
+	gl.schedule = TP_SCHEDULE_1F1B;
+	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	for (uint32_t i = 0; i < n; i++)
+		if (tp_globals_cp(&acts[i].g) > 1)
+			seen |= tp_globals_cp(&acts[i].g);
+	if (check) {
+		struct tp_space_scratch *scr = tp_space_scratch_new(&sp);
+		struct tp_plan p;
+		tp_globals_set_cp(&gl, 4);
+		ck_assert_uint_eq(tp_globals_cp(&gl), 4);
+		/* the other settings' bytes are untouched */
+		ck_assert_uint_eq(gl.shape, 0);
+		tp_plan_init(&p);
+		ck_assert_msg(tp_space_materialize(&sp, &gl, dec,
+						   TP_COMPRESSION_OFF, scr, &p,
+						   &err) == TP_OK,
+			      "%s", err.msg);
+		for (uint32_t k = 0; k < p.groups.n; k++) {
+			ck_assert_uint_eq(p.groups.v[k].cp, 4);
+			ck_assert_uint_eq(p.groups.v[k].dp * 4,
+					  p.groups.v[k].n_devices);
+		}
+		ck_assert_msg(tp_plan_validate(&p, m, c, &err) == TP_OK, "%s",
+			      err.msg);
+		/* a cp that does not divide the replicas is no valid state */
+		tp_globals_set_cp(&gl, 32);
+		ck_assert(!tp_space_state_ok(&sp, &gl, dec));
+		tp_plan_release(&p);
+		tp_space_scratch_free(scr);
+	}
+	free(dec);
+	tp_space_release(&sp);
+	tp_groups_release(&g);
+	return seen;
+}
+
+/* The search offers cp = 2, 4, 8 for 32K-token sequences on 16 GPUs
+ * (each context rank keeps >= TP_SPACE_CP_MIN_TOKENS tokens: not 16),
+ * under megatron-core as well, and none under DDP (no
+ * context_parallel) or for 2,048-token sequences. */
+START_TEST(test_cp_actions)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+
+	gpt_on(&m, &c, 32768, "dgx-a100:2");
+	ck_assert_uint_eq(c.devices.n, 16);
+	ck_assert_uint_eq(cp_offered(&m, &c, NULL, true), 2 | 4 | 8);
+	ck_assert_uint_eq(cp_offered(&m, &c, "megatron-core", false),
+			  2 | 4 | 8);
+	ck_assert_uint_eq(cp_offered(&m, &c, "ddp", false), 0);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+	gpt_on(&m, &c, 2048, "dgx-a100:2");
+	ck_assert_uint_eq(cp_offered(&m, &c, NULL, false), 0);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 Suite *suite_cp(void)
 {
 	Suite *s = suite_create("cp");
@@ -589,6 +684,7 @@ Suite *suite_cp(void)
 	tcase_add_test(tc, test_cp_ring_attention_formula);
 	tcase_add_test(tc, test_cp_shard_memory);
 	tcase_add_test(tc, test_cp_llama3_405b_fits);
+	tcase_add_test(tc, test_cp_actions);
 	suite_add_tcase(s, tc);
 	return s;
 }

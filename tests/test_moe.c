@@ -370,6 +370,7 @@ static void toy_moe(struct tp_model *m, uint32_t E, int64_t batch)
 /* Everything in one group of dp replicas, one micro-batch, expert
  * parallelism ep; calibration and latencies off so hand figures hold. */
 static double toy_capacity; /* the plan's capacity factor (0 dropless) */
+static uint32_t toy_cp = 1;  /* context ranks per replica (dp x cp GPUs) */
 
 static void run_toy(const struct tp_model *m, const struct tp_cluster *c,
 		    uint32_t dp, uint32_t ep, uint32_t zero, double imbalance,
@@ -384,7 +385,9 @@ static void run_toy(const struct tp_model *m, const struct tp_cluster *c,
 
 	for (uint32_t i = 0; i < m->ops.n; i++)
 		ops[i] = i;
-	for (uint32_t d = 0; d < dp; d++)
+	struct tp_plan_degrees deg = {dp, toy_cp, 1};
+
+	for (uint32_t d = 0; d < dp * toy_cp; d++)
 		devs[d] = d;
 	tp_plan_init(&p);
 	p.global_batch = m->global_batch;
@@ -392,10 +395,14 @@ static void run_toy(const struct tp_model *m, const struct tp_cluster *c,
 	p.zero = zero;
 	p.expert_imbalance = imbalance;
 	p.expert_capacity_factor = toy_capacity;
-	ck_assert_int_eq(tp_plan_add_group(&p, ops, (uint32_t)m->ops.n, devs,
-					   dp, dp, 1, NULL, &g, &err),
+	ck_assert_int_eq(tp_plan_add_group_degrees(&p, ops, (uint32_t)m->ops.n,
+						   devs, dp * toy_cp, &deg,
+						   NULL, &err),
 			 TP_OK);
+	g = (uint32_t)p.groups.n - 1;
 	p.groups.v[g].ep = ep;
+	ck_assert_msg(tp_plan_validate(&p, m, c, &err) == TP_OK, "%s",
+		      err.msg);
 	tp_sim_options_default(&o);
 	o.params.gemm_sustained = 1;
 	o.params.overlap_grad_sync = false;
@@ -565,6 +572,68 @@ START_TEST(test_ep_time_toy)
 }
 END_TEST
 
+/* Expert with context parallelism (Megatron-Core: expert-data-parallel
+ * groups over dp x cp).  The toy's sequence of 8 tokens split over cp 2
+ * context ranks: each holds half of its replica's tokens, and the EP
+ * group of 4 is 4 consecutive (replica, context rank) blocks, so dp 2 x
+ * cp 2 with ep 4 is the dp 4 ep 4 case of test_ep_time_toy by hand
+ * (0.012 + 0.018 + 0.024 + 0.018 + 0.0014 s), and dp 4 x cp 2 with ep 4
+ * the 8-device one (expert gradients all-reduced over dp x cp / ep = 2:
+ * + 0.001 s).  Memory: one expert of 1e8 B per rank, and ZeRO-1 shards
+ * the experts' Adam state over dp x cp / ep = 2 (5e7 x 12 / 2 B).  An ep
+ * not dividing dp x cp is refused naming dp x cp. */
+START_TEST(test_ep_with_cp_toy)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_report r;
+	struct tp_plan p;
+	struct tp_error err;
+	uint32_t ops[16], devs[2] = {0, 1};
+	struct tp_plan_degrees deg = {1, 2, 1};
+
+	toy_moe(&m, 4, 8);
+	m.seq_len = 8;
+	toy_cp = 2;
+	toy_cluster(&c, 4);
+	run_toy(&m, &c, 2, 4, 0, 1.5, &r);
+	ck_assert_msg(REL(r.iteration_time_s,
+			  0.012 + 0.018 + 0.024 + 0.018 + 0.0014) < 1e-6,
+		      "%.9g", r.iteration_time_s);
+	ck_assert_msg(REL(r.devices[0].memory.weights, 1e8) < 1e-9, "%.9g",
+		      r.devices[0].memory.weights);
+	tp_report_release(&r);
+	tp_cluster_release(&c);
+	toy_cluster(&c, 8);
+	run_toy(&m, &c, 4, 4, 0, 1.0, &r);
+	ck_assert_msg(REL(r.iteration_time_s, 0.004 + 0.006 + 0.008 + 0.006 +
+						      0.001 + 0.0014) < 1e-6,
+		      "%.9g", r.iteration_time_s);
+	tp_report_release(&r);
+	run_toy(&m, &c, 4, 4, 1, 1.0, &r);
+	ck_assert_msg(REL(r.devices[0].memory.optimizer, 5e7 * 12 / 2) < 1e-9,
+		      "%.9g", r.devices[0].memory.optimizer);
+	tp_report_release(&r);
+	toy_cp = 1;
+	/* dp 1 x cp 2 cannot hold an EP group of 4 */
+	for (uint32_t i = 0; i < m.ops.n; i++)
+		ops[i] = i;
+	tp_plan_init(&p);
+	p.global_batch = m.global_batch;
+	p.micro_batches = 1;
+	ck_assert_int_eq(tp_plan_add_group_degrees(&p, ops, (uint32_t)m.ops.n,
+						   devs, 2, &deg, NULL, &err),
+			 TP_OK);
+	p.groups.v[0].ep = 4;
+	ck_assert_int_eq(tp_plan_validate(&p, &m, &c, &err), TP_EINPUT);
+	ck_assert_str_eq(err.path, "$.groups[0].ep");
+	ck_assert_msg(strstr(err.msg, "dp x cp = 2"), "%s", err.msg);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 /* The search offers ep (powers of two dividing the experts) for an MoE
  * model only, and a materialised plan carries it in every group it fits;
  * under DDP (no expert parallelism) none is offered. */
@@ -727,6 +796,7 @@ Suite *suite_moe(void)
 	tcase_add_test(tc, test_ep_memory_toy);
 	tcase_add_test(tc, test_ep_memory_mixtral);
 	tcase_add_test(tc, test_ep_time_toy);
+	tcase_add_test(tc, test_ep_with_cp_toy);
 	tcase_add_test(tc, test_ep_actions);
 	tcase_add_test(tc, test_ep_runtime_imbalance);
 	suite_add_tcase(s, tc);

@@ -407,7 +407,8 @@ START_TEST(test_space_sets_and_actions)
 	struct tp_space sp;
 	struct tp_action acts[64];
 	struct tp_decision *dec;
-	struct tp_globals gl = {4, TP_SCHEDULE_1F1B, 0, 0, 0};
+	struct tp_globals gl = {.micro_batches = 4,
+				.schedule = TP_SCHEDULE_1F1B};
 	const int types[3] = {0, 1, 1};
 	bool have_type = false, have_node = false, have_half = false;
 	uint32_t n;
@@ -486,7 +487,8 @@ START_TEST(test_space_interleave_and_sp)
 	struct tp_space_scratch *scr;
 	struct tp_action acts[64];
 	struct tp_decision *dec;
-	struct tp_globals gl = {8, TP_SCHEDULE_1F1B, 0, 0, 0};
+	struct tp_globals gl = {.micro_batches = 8,
+				.schedule = TP_SCHEDULE_1F1B};
 	struct tp_plan p;
 	struct tp_sim *sim;
 	struct tp_sim_scratch *ss;
@@ -602,9 +604,10 @@ START_TEST(test_space_materialize_valid_random)
 	tp_plan_init(&plan);
 	dec = calloc(g.n, sizeof(*dec));
 	for (int trial = 0; trial < 200; trial++) {
-		struct tp_globals gl = {trial % 3 == 0 ? 1 : 4,
-					TP_SCHEDULE_1F1B, (uint8_t)(trial % 4),
-					0, 0};
+		struct tp_globals gl = {
+			.micro_batches = trial % 3 == 0 ? 1 : 4,
+			.schedule = TP_SCHEDULE_1F1B,
+			.zero = (uint8_t)(trial % 4)};
 		for (uint32_t k = 0; k < g.n; k++) {
 			dec[k].set = TP_SPACE_SET_ALL;
 			dec[k].tp = 1;
@@ -631,7 +634,8 @@ START_TEST(test_space_materialize_valid_random)
 		dec[k].recompute = 0;
 	}
 	{
-		struct tp_globals gl = {1, TP_SCHEDULE_1F1B, 0, 0, 0};
+		struct tp_globals gl = {.micro_batches = 1,
+					.schedule = TP_SCHEDULE_1F1B};
 		const double *sh;
 		ck_assert_int_eq(tp_space_materialize(&sp, &gl, dec,
 						      TP_COMPRESSION_OFF, scr,

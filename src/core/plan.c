@@ -167,7 +167,7 @@ static int cmp_i64(const void *a, const void *b)
 
 /*
  * Expert parallelism of group g: ep >= 1; ep > 1 needs routed experts in
- * the group, ep dividing dp (Megatron-Core: with the expert tensor-parallel
+ * the group, ep dividing dp x cp (Megatron-Core: with the expert tensor-parallel
  * degree = tp, ep x expert-dp = dp x cp) and each layer's routed experts
  * in the group (experts / ep per rank).
  */
@@ -190,13 +190,24 @@ static enum tp_status ep_check(const struct tp_plan *p,
 					 "expert-parallel degree (1 = none)");
 	if (gr->ep == 1)
 		return TP_OK;
-	if (gr->dp % gr->ep != 0)
+	if ((gr->dp * gr->cp) % gr->ep != 0) {
+		uint32_t lanes = gr->dp * gr->cp;
+		if (gr->cp == 1)
+			return tp_error_set_path(
+				err, TP_EINPUT, path,
+				"ep=%u does not divide the group's dp=%u "
+				"(Megatron-Core spreads the experts over "
+				"data-parallel replicas: ep x expert-dp = dp); "
+				"use a divisor of %u",
+				gr->ep, gr->dp, gr->dp);
 		return tp_error_set_path(
 			err, TP_EINPUT, path,
-			"ep=%u does not divide the group's dp=%u (Megatron-Core "
-			"spreads the experts over data-parallel replicas: ep x "
-			"expert-dp = dp); use a divisor of %u",
-			gr->ep, gr->dp, gr->dp);
+			"ep=%u does not divide the group's dp x cp = %u "
+			"(Megatron-Core spreads the experts over the data- and "
+			"context-parallel ranks: ep x expert-dp = dp x cp); use "
+			"a divisor of %u",
+			gr->ep, lanes, lanes);
+	}
 	key = tp_calloc(gr->n_ops ? gr->n_ops : 1, sizeof(*key));
 	if (!key)
 		return tp_error_set(err, TP_ENOMEM, "out of memory");
@@ -458,18 +469,6 @@ enum tp_status tp_plan_validate(const struct tp_plan *p,
 				goto out;
 			}
 			seen[d] = g + 1;
-		}
-		if (gr->ep > 1 && gr->cp > 1) {
-			/* the simulator's expert-data-parallel sync runs
-			 * over dp / ep replicas, not dp x cp / ep */
-			snprintf(path, sizeof(path), "$.groups[%u].ep", g);
-			st = tp_error_set_path(
-				err, TP_EINPUT, path,
-				"ep=%u with cp=%u: expert and context "
-				"parallelism together are not modelled yet; "
-				"use ep=1 or cp=1",
-				gr->ep, gr->cp);
-			goto out;
 		}
 		if ((st = validate_ep(p, m, g, err)))
 			goto out;

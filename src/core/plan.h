@@ -98,12 +98,15 @@ struct tp_plan_group {
 	bool sp; /* sequence parallelism (needs tp > 1) */
 	/* expert parallelism (Megatron-Core's --expert-model-parallel-size):
 	   the group's routed experts of each MoE layer are spread over ep
-	   consecutive replicas (rank order tp-cp-ep-dp-pp), each holding
-	   experts/ep of them, tokens dispatched and combined by all-to-all;
-	   the expert tensor-parallel degree is the group's tp (Megatron-Core's
-	   default --expert-tensor-parallel-size); 1 = every replica holds
-	   every expert.  ep divides dp and each layer's routed experts in the
-	   group. */
+	   consecutive tensor-parallel blocks of the dp x cp ones (rank
+	   order tp-cp-dp: with cp > 1 an EP group spans context ranks
+	   first, as Megatron-Core's tp-ep-dp expert grid over the same
+	   ranks does), each holding experts/ep of them, tokens dispatched
+	   and combined by all-to-all; the expert tensor-parallel degree is
+	   the group's tp (Megatron-Core's default
+	   --expert-tensor-parallel-size); 1 = every replica holds every
+	   expert.  ep divides dp x cp and each layer's routed experts in
+	   the group. */
 	uint32_t ep;
 	/* gradient compression */
 	uint32_t sfb_first, n_sfb; /* ops using sufficient-factor broadcasting,
@@ -279,7 +282,7 @@ static inline uint32_t *tp_plan_group_sfb(const struct tp_plan *p, uint32_t g)
  * dividing a sequence model's tokens in 2 * cp chunks, shares positive and summing to 1, tp dividing every
  * op's tp_units, sp only with tp > 1, micro-batches dividing the batch
  * into at least one sample per replica, schedule/virtual stages/ZeRO
- * consistent, ep dividing dp and each layer's routed experts in the group
+ * consistent, ep dividing dp x cp and each layer's routed experts in the group
  * (and > 1 only for groups with routed experts).  TP_EINPUT with a JSON
  * path ("$.groups[2].tp") and the fix.
  */
@@ -289,7 +292,7 @@ enum tp_status tp_plan_validate(const struct tp_plan *p,
 				struct tp_error *err);
 
 /* Would group g (its ops valid for m) pass tp_plan_validate's expert-
- * parallelism rules with degree ep (ep dividing dp and each layer's
+ * parallelism rules with degree ep (ep dividing dp x cp and each layer's
  * routed experts in the group; ep 1 always)? */
 bool tp_plan_ep_fits(const struct tp_plan *p, const struct tp_model *m,
 		     uint32_t g, uint32_t ep);

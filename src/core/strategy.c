@@ -315,9 +315,9 @@ void tp_strategy_format(const struct tp_strategy *s, char *buf, size_t size)
 	}
 }
 
-/* ep: routed experts to spread, dividing their count and dp (Megatron-
- * Core: ep x expert-dp = dp x cp with the expert tensor-parallel degree =
- * tp). */
+/* ep: routed experts to spread, dividing their count and dp x cp
+ * (Megatron-Core: ep x expert-dp = dp x cp with the expert tensor-parallel
+ * degree = tp). */
 static enum tp_status check_ep(const struct tp_strategy *s,
 			       const struct tp_model *m, uint32_t dp,
 			       struct tp_error *err)
@@ -336,13 +336,21 @@ static enum tp_status check_ep(const struct tp_strategy *s,
 				    "of %lld",
 				    s->ep, (long long)m->arch.experts,
 				    (long long)m->arch.experts);
-	if (dp % s->ep != 0)
+	if (dp * s->cp % s->ep != 0 && s->cp == 1)
 		return tp_error_set(err, TP_EINPUT,
 				    "strategy: ep=%u does not divide dp=%u "
 				    "(Megatron-Core spreads the experts over "
 				    "data-parallel replicas: ep x expert-dp = "
 				    "dp); use a divisor of %u",
 				    s->ep, dp, dp);
+	if (dp * s->cp % s->ep != 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: ep=%u does not divide dp x cp "
+				    "= %u (Megatron-Core spreads the experts "
+				    "over the data- and context-parallel ranks: "
+				    "ep x expert-dp = dp x cp); use a divisor "
+				    "of %u",
+				    s->ep, dp * s->cp, dp * s->cp);
 	return TP_OK;
 }
 

@@ -524,7 +524,9 @@ bool tp_space_tp_ok(const struct tp_space *s, uint32_t g, uint32_t set,
 		if (units && units % tp != 0)
 			return false;
 	}
-	if (gl && (int64_t)(ds->n / tp) > tp_space_micro_batch(s, gl))
+	if (gl && (ds->n / tp % tp_globals_cp(gl) != 0 ||
+		   (int64_t)(ds->n / tp / tp_globals_cp(gl)) >
+			   tp_space_micro_batch(s, gl)))
 		return false;
 	return true;
 }
@@ -859,6 +861,25 @@ uint32_t tp_space_global_actions(const struct tp_space *s,
 			PUSH(gl);
 		}
 	}
+	/* context parallelism: powers of two splitting the sequence into
+	 * 2 cp chunks of at least TP_SPACE_CP_MIN_TOKENS / 2 tokens, valid
+	 * for every group (cp divides its replicas) */
+	if (s->model->seq_len >= 2 * TP_SPACE_CP_MIN_TOKENS &&
+	    (!s->constrained || s->rt.can.context_parallel)) {
+		uint32_t cur_cp = tp_globals_cp(cur);
+		for (uint32_t k = 0; k <= TP_GLOBALS_MAX_CP_LOG2; k++) {
+			struct tp_globals gl = *cur;
+			uint32_t cp = 1u << k;
+			if (cp == cur_cp ||
+			    (cp > 1 &&
+			     (s->model->seq_len % (2 * (int64_t)cp) != 0 ||
+			      s->model->seq_len / cp < TP_SPACE_CP_MIN_TOKENS)))
+				continue;
+			tp_globals_set_cp(&gl, cp);
+			if (tp_space_state_ok(s, &gl, state))
+				PUSH(gl);
+		}
+	}
 	/* sequence parallelism where tensor parallelism is used */
 	{
 		bool any_tp = false;
@@ -878,118 +899,6 @@ uint32_t tp_space_global_actions(const struct tp_space *s,
 /* ------------------------------------------------------------------ */
 /* materialising                                                       */
 
-bool tp_space_split_samples(int64_t samples, uint32_t n, const double *weight,
-			    const double *cap, int64_t *out)
-{
-	double wsum = 0;
-	int64_t given = 0;
-	bool even = true;
-
-	if (n == 0 || samples < (int64_t)n)
-		return false;
-	for (uint32_t i = 0; i < n; i++) {
-		wsum += weight[i] > 0 ? weight[i] : 0;
-		if (weight[i] != weight[0] || (cap && cap[i] < (double)samples))
-			even = false;
-	}
-	if (even || !(wsum > 0)) {
-		for (uint32_t i = 0; i < n; i++)
-			out[i] = samples / n + ((int64_t)i < samples % n);
-		return true;
-	}
-	/* proportional, at least one each, capped when the caps leave
-	   room; then largest remainders */
-	{
-		double capsum = 0, *want = malloc(n * sizeof(double));
-		bool use_cap = cap != NULL;
-		if (!want)
-			return false;
-		if (use_cap) {
-			for (uint32_t i = 0; i < n; i++)
-				capsum += cap[i] > 1 ? floor(cap[i]) : 1;
-			if (capsum < (double)samples)
-				use_cap = false;
-		}
-		for (uint32_t i = 0; i < n; i++)
-			want[i] = (double)samples *
-				  (weight[i] > 0 ? weight[i] : 0) / wsum;
-		if (use_cap) {
-			/* water-filling: capped replicas keep their cap,
-			   the others share the rest by weight */
-			bool changed = true;
-			uint8_t *fixed = calloc(n, 1);
-			if (!fixed) {
-				free(want);
-				return false;
-			}
-			while (changed) {
-				double left = (double)samples, w = 0;
-				changed = false;
-				for (uint32_t i = 0; i < n; i++)
-					if (fixed[i])
-						left -= want[i];
-					else
-						w += weight[i] > 0 ? weight[i]
-								   : 0;
-				for (uint32_t i = 0; i < n; i++) {
-					double cp = cap[i] > 1 ? floor(cap[i])
-							       : 1;
-					if (fixed[i])
-						continue;
-					want[i] = w > 0 ? left * weight[i] / w
-							: 0;
-					if (want[i] > cp) {
-						want[i] = cp;
-						fixed[i] = 1;
-						changed = true;
-					}
-				}
-			}
-			free(fixed);
-		}
-		for (uint32_t i = 0; i < n; i++) {
-			int64_t k = (int64_t)floor(want[i]);
-			if (k < 1)
-				k = 1;
-			out[i] = k;
-			given += k;
-		}
-		/* too many (the ones): take from the largest, never below 1 */
-		while (given > samples) {
-			uint32_t bi = 0;
-			double bv = -INFINITY;
-			for (uint32_t i = 0; i < n; i++)
-				if (out[i] > 1 &&
-				    (double)out[i] - want[i] > bv) {
-					bv = (double)out[i] - want[i];
-					bi = i;
-				}
-			out[bi]--;
-			given--;
-		}
-		/* too few: largest remainders first (ties: lower index) */
-		while (given < samples) {
-			uint32_t bi = 0;
-			double bv = -INFINITY;
-			for (uint32_t i = 0; i < n; i++) {
-				double r = want[i] - (double)out[i];
-				if (use_cap && (double)out[i] + 1 >
-						       (cap[i] > 1 ? floor(cap[i])
-								   : 1))
-					r -= 1e9;
-				if (r > bv) {
-					bv = r;
-					bi = i;
-				}
-			}
-			out[bi]++;
-			given++;
-		}
-		free(want);
-	}
-	return true;
-}
-
 uint64_t tp_space_hash(const struct tp_space *s, const struct tp_globals *gl,
 		       const struct tp_decision *state)
 {
@@ -1005,6 +914,8 @@ uint64_t tp_space_hash(const struct tp_space *s, const struct tp_globals *gl,
 	MIX(gl->zero);
 	MIX(gl->even);
 	MIX(gl->shape);
+	if (gl->cp_log2) /* plans without cp hash as before it existed */
+		MIX(gl->cp_log2);
 	for (uint32_t g = 0; g < s->groups->n; g++) {
 		MIX(state[g].set);
 		MIX(((uint32_t)state[g].tp << 16) |
@@ -1034,8 +945,9 @@ struct run_info {
 	uint32_t a, b; /* coarse groups [a, b) */
 	const struct tp_decision *dc;
 	const struct tp_devset *ds;
-	const uint32_t *d;
-	uint32_t tp, dp;
+	const uint32_t *d; /* replica r's context rank c's tensor rank k:
+			      d[(r * cp + c) * tp + k] */
+	uint32_t tp, cp, dp;
 	double act, inflight;
 };
 
@@ -1053,7 +965,8 @@ static void run_info(const struct tp_space *s,
 	ri->ds = &s->sets.v[ri->dc->set];
 	ri->d = tp_space_set_devs(s, ri->dc->set);
 	ri->tp = ri->dc->tp;
-	ri->dp = ri->ds->n / ri->tp;
+	ri->cp = tp_globals_cp(gl);
+	ri->dp = ri->ds->n / (ri->tp * ri->cp);
 	ri->act = 0;
 	for (uint32_t k = ri->a; k < ri->b; k++)
 		ri->act += saved_bytes(G, k, (enum tp_recompute)ri->dc->recompute);
@@ -1081,8 +994,9 @@ static void run_speeds(const struct tp_space *s, struct tp_space_scratch *scr,
 
 	for (uint32_t rep = 0; rep < ri->dp; rep++) {
 		double worst = 0;
-		for (uint32_t k = 0; k < ri->tp; k++) {
-			uint32_t t = c->devices.v[ri->d[rep * ri->tp + k]].type;
+		for (uint32_t k = 0; k < ri->cp * ri->tp; k++) {
+			uint32_t t = c->devices.v[ri->d[rep * ri->cp * ri->tp + k]]
+					     .type;
 			double x = 0;
 			for (uint32_t g = ri->a; g < ri->b; g++)
 				x += s->time[(size_t)g * T + t];
@@ -1309,13 +1223,15 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 		run_info(s, scr, state, gl, r, stages, &ri);
 		for (uint32_t k = ri.a; k < ri.b; k++)
 			params += G->param_bytes[k];
-		/* model state per parameter byte, ZeRO-sharded */
+		/* model state per parameter byte, ZeRO-sharded over the
+		   dp x cp ranks */
+		uint32_t zdp = ri.dp * ri.cp, lanes = ri.cp * ri.tp;
 		w = cs.weights / pb /
-		    tp_cost_zero_div(gl->zero, TP_COST_WEIGHTS, ri.dp);
+		    tp_cost_zero_div(gl->zero, TP_COST_WEIGHTS, zdp);
 		gr = cs.grads / pb /
-		     tp_cost_zero_div(gl->zero, TP_COST_GRADS, ri.dp);
+		     tp_cost_zero_div(gl->zero, TP_COST_GRADS, zdp);
 		opt = cs.optim / pb /
-		      tp_cost_zero_div(gl->zero, TP_COST_OPTIMIZER, ri.dp);
+		      tp_cost_zero_div(gl->zero, TP_COST_OPTIMIZER, zdp);
 		run_shares(s, scr, gl, &ri);
 		if (!tp_space_split_samples(mb, ri.dp, scr->speed, NULL,
 					    scr->samples))
@@ -1323,12 +1239,13 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 					    "%u replicas do not fit in a "
 					    "micro-batch of %lld samples",
 					    ri.dp, (long long)mb);
+		/* a context rank holds 1/cp of its replica's activations */
 		for (uint32_t rep = 0; rep < ri.dp; rep++)
-			for (uint32_t k = 0; k < ri.tp; k++) {
-				uint32_t dv = ri.d[rep * ri.tp + k];
+			for (uint32_t k = 0; k < lanes; k++) {
+				uint32_t dv = ri.d[rep * lanes + k];
 				scr->static_b[dv] +=
 					params / ri.tp * (w + gr + opt);
-				scr->act_b[dv] += ri.act / ri.tp * ri.inflight *
+				scr->act_b[dv] += ri.act / lanes * ri.inflight *
 						  (double)scr->samples[rep];
 			}
 	}
@@ -1348,6 +1265,7 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 		bool capped = false;
 		uint32_t idx;
 		enum tp_status st;
+		struct tp_plan_degrees deg;
 
 		run_info(s, scr, state, gl, r, stages, &ri);
 		run_shares(s, scr, gl, &ri);
@@ -1355,8 +1273,8 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 				       scr->samples);
 		for (uint32_t rep = 0; rep < ri.dp; rep++) {
 			double f = INFINITY;
-			for (uint32_t k = 0; k < ri.tp; k++) {
-				uint32_t dv = ri.d[rep * ri.tp + k];
+			for (uint32_t k = 0; k < ri.cp * ri.tp; k++) {
+				uint32_t dv = ri.d[rep * ri.cp * ri.tp + k];
 				if (scr->fit[dv] < f)
 					f = scr->fit[dv];
 			}
@@ -1371,12 +1289,16 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 					       scr->samples);
 		for (uint32_t rep = 0; rep < ri.dp; rep++)
 			scr->rem[rep] = (double)scr->samples[rep] / (double)mb;
-		st = tp_plan_add_group(plan, m->topo + G->first[ri.a],
-				       G->first[ri.b] - G->first[ri.a], ri.d,
-				       ri.ds->n, ri.dp, ri.tp, scr->rem, &idx,
-				       err);
+		deg.dp = ri.dp;
+		deg.cp = ri.cp;
+		deg.tp = ri.tp;
+		st = tp_plan_add_group_degrees(
+			plan, m->topo + G->first[ri.a],
+			G->first[ri.b] - G->first[ri.a], ri.d, ri.ds->n, &deg,
+			scr->rem, err);
 		if (st)
 			return st;
+		idx = (uint32_t)plan->groups.n - 1;
 		plan->groups.v[idx].sync = (enum tp_sync)ri.dc->sync;
 		plan->groups.v[idx].recompute =
 			(enum tp_recompute)ri.dc->recompute;

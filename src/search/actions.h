@@ -18,7 +18,7 @@
  * A decision for a group: a device set, a tensor-parallel degree tp (dp =
  * devices / tp), a gradient synchronisation method and a recomputation
  * mode.  Global settings: micro-batch count, schedule, ZeRO stage,
- * interleaving, sequence and expert parallelism (tp_globals_*).
+ * interleaving, sequence, expert and context parallelism (tp_globals_*).
  *
  * Materialising: consecutive groups with equal decisions become one plan
  * group; per-replica batch shares are computed, not searched: proportional
@@ -90,8 +90,11 @@ struct tp_globals {
 	uint8_t zero;     /* 0..3 */
 	uint8_t even;     /* 1: every replica gets the same share (the
 			     baselines dp and megatron), no memory caps */
-	uint8_t shape;    /* interleaving and sequence parallelism, through
-			     the accessors below; 0 = neither */
+	uint8_t shape;    /* interleaving, sequence and expert parallelism,
+			     through the accessors below; 0 = none */
+	uint8_t cp_log2;  /* context parallelism 2^cp_log2 (tp_globals_cp) */
+	uint8_t pad[3];   /* zero: settings are compared with memcmp, so
+			     the struct has no implicit padding */
 };
 
 /*
@@ -99,8 +102,7 @@ struct tp_globals {
  * chunk c on stage c mod p, run interleaved (Megatron's virtual stages);
  * 0 or 1: no.  Ignored when the decisions do not form a pipeline
  * (tp_space_pipeline).  Sequence parallelism: in every group with
- * tp > 1.  (Kept in one byte, with expert parallelism below, so that
- * struct tp_globals keeps its five members.)
+ * tp > 1.  (Kept in one byte with expert parallelism below.)
  */
 #define TP_GLOBALS_MAX_INTERLEAVE 15u
 static inline uint32_t tp_globals_interleave(const struct tp_globals *g)
@@ -136,6 +138,32 @@ static inline void tp_globals_set_ep(struct tp_globals *g, uint32_t ep)
 		k++;
 	g->shape = (uint8_t)((g->shape & 0x1fu) | (k << 5));
 }
+
+/* Context parallelism 2^k (k 0..TP_GLOBALS_MAX_CP_LOG2): every group
+ * splits each sequence over cp context ranks, dp = devices / (tp cp)
+ * (core/plan.h); 1 = none.  A byte of its own (shape had no free bits
+ * left); 0 keeps the hash and searches of plans without it unchanged. */
+#define TP_GLOBALS_MAX_CP_LOG2 6u
+static inline uint32_t tp_globals_cp(const struct tp_globals *g)
+{
+	return 1u << g->cp_log2;
+}
+static inline void tp_globals_set_cp(struct tp_globals *g, uint32_t cp)
+{
+	uint32_t k = 0;
+
+	while (k < TP_GLOBALS_MAX_CP_LOG2 && (2u << k) <= cp)
+		k++;
+	g->cp_log2 = (uint8_t)k;
+}
+
+/* Context parallelism is offered (level 0) only while every context
+ * rank keeps at least this many tokens of a sequence: CP pays where
+ * attention's activations dominate, from 8K-token sequences on
+ * (Megatron-Core's context-parallel guide and NeMo's performance tuning
+ * guide recommend it for sequences of 8K tokens and more); shorter ones
+ * keep the space, and the search, as they were. */
+#define TP_SPACE_CP_MIN_TOKENS 4096
 
 /* An action: a decision (group levels) or global settings (level 0).
  * A suffix action applies its decision to its group and every later one
@@ -229,8 +257,9 @@ static inline const uint32_t *tp_space_set_devs(const struct tp_space *s,
  * May group g run on set with tensor-parallel degree tp?  tp must divide
  * the set's device count on every node it touches (tp blocks inside
  * nodes), divide the group's tp_units, and tp > 1 needs an op that
- * splits.  dp = n / tp must fit in a micro-batch of the global settings
- * (at least one sample per replica) when gl != NULL.
+ * splits.  With gl != NULL, the replicas dp = n / (tp cp) must be whole
+ * under gl's context parallelism cp and fit in a micro-batch (at least
+ * one sample per replica).
  */
 bool tp_space_tp_ok(const struct tp_space *s, uint32_t g, uint32_t set,
 		    uint32_t tp, const struct tp_globals *gl);
@@ -269,8 +298,10 @@ void tp_space_apply(const struct tp_space *s, uint32_t g,
  * Candidate global settings (level 0): the current ones first, then single
  * changes (micro-batches halved/doubled/..., the other schedule, other
  * ZeRO stages, interleaving by V = 1..4 when the decisions form a
- * pipeline, sequence parallelism on/off when some group has tp > 1)
- * valid for every group of `state`.
+ * pipeline, sequence parallelism on/off when some group has tp > 1,
+ * expert parallelism for MoE models, context parallelism for long
+ * sequences, each under a runtime that runs it) valid for every group
+ * of `state`.
  */
 uint32_t tp_space_global_actions(const struct tp_space *s,
 				 const struct tp_globals *cur,

@@ -160,8 +160,9 @@ static enum tp_status baseline_dp(struct worker *w, bool even)
 		 TP_RECOMPUTE_NONE);
 	memset(&best, 0, sizeof(best));
 	for (uint32_t i = 0; i < sp->n_mb && i < 12 && after < 3; i++) {
-		struct tp_globals gl = {sp->mb_counts[i], TP_SCHEDULE_1F1B, 0,
-					(uint8_t)even, 0};
+		struct tp_globals gl = {.micro_batches = sp->mb_counts[i],
+					.schedule = TP_SCHEDULE_1F1B,
+					.even = (uint8_t)even};
 		if (!tp_space_state_ok(sp, &gl, dec))
 			break;
 		if (!tp_space_runnable(sp, &gl, dec, w->sscr, rwhy,
@@ -614,7 +615,8 @@ static enum tp_status baseline_greedy(struct worker *w)
 	uint32_t *single = tp_calloc(n, sizeof(uint32_t));
 	struct tp_decision *dec = w->dec;
 	struct evalres r;
-	struct tp_globals gl = {1, TP_SCHEDULE_1F1B, 0, 0, 0};
+	struct tp_globals gl = {.micro_batches = 1,
+				.schedule = TP_SCHEDULE_1F1B};
 	enum tp_status st = TP_OK;
 	uint32_t fam = TP_NONE, used_devs = 0;
 	char config[160];
@@ -794,8 +796,10 @@ static enum tp_status seed_pipeline(struct worker *w, struct bufs *bf,
 			for (uint32_t step = 0; step < SEED_STEPS; step++) {
 				const struct seed_step *ls = &seed_ladder[step];
 				struct tp_globals gl = {
-					mcount, TP_SCHEDULE_1F1B, ls->zero,
-					tp_space_even_only(sp) ? 1 : 0, 0};
+					.micro_batches = mcount,
+					.schedule = TP_SCHEDULE_1F1B,
+					.zero = ls->zero,
+					.even = tp_space_even_only(sp) ? 1 : 0};
 				if (done[0] || done[ls->path] ||
 				    (ls->path == 3 && (done[1] || done[2])))
 					continue;

@@ -467,8 +467,8 @@ static enum tp_status game_incumbent(struct tctx *t)
 	}
 	g->ref = 0;
 	for (uint32_t i = 0; i < sp->n_mb && i < 12; i++) {
-		struct tp_globals gl = {sp->mb_counts[i], TP_SCHEDULE_1F1B, 0,
-					0, 0};
+		struct tp_globals gl = {.micro_batches = sp->mb_counts[i],
+					.schedule = TP_SCHEDULE_1F1B};
 		struct evalr r;
 		enum tp_status st;
 		if (!tp_space_state_ok(sp, &gl, g->dec0))
