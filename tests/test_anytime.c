@@ -13,6 +13,7 @@
 #include "io/build.h"
 #include "io/io.h"
 #include "search/planner.h"
+#include "sim/sim.h"
 #include "util.h"
 
 /* Stop a time-limited search once it has made `at` playouts. */
@@ -144,12 +145,157 @@ START_TEST(test_anytime_only_improves)
 }
 END_TEST
 
+/* The simulator, counting its runs, and a clock that advances 10 ms per
+ * run: a time limit becomes a bound on the number of simulations. */
+struct counting {
+	struct tp_evaluator inner;
+	uint64_t runs;
+};
+
+static enum tp_status counting_call(void *ctx, struct tp_eval_call *q,
+				    struct tp_error *err)
+{
+	struct counting *c = ctx;
+
+	if (q->ask == TP_EVAL_RUN || q->ask == TP_EVAL_FINALIZE)
+		c->runs++;
+	return c->inner.call(c->inner.ctx, q, err);
+}
+
+static double counting_clock(void *ctx)
+{
+	return 0.01 * (double)((struct counting *)ctx)->runs;
+}
+
+/* --time-limit bounds the baselines and seeds too: GPT-3 175B on 16
+ * H100, where no point of the megatron grid fits, with a time limit of
+ * 50 simulations on the counting clock, scores at most 50 plans and
+ * says the time limit stopped it.  Before (TIME_BOUND in baselines.c)
+ * the grid checked the clock only after a point that fitted: 8.3 s of
+ * a 5 s limit in `tagplan plan`; here over 300 simulations. */
+START_TEST(test_time_limit_bounds_baselines)
+{
+	static const char *const nodes[] = {"dgx-h100:2"};
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_sim *sim;
+	struct tp_search_simeval se;
+	struct counting cnt;
+	struct tp_evaluator ev = {&cnt, counting_call};
+	struct tp_search_options o;
+	struct tp_search_result r;
+	struct tp_error err;
+
+	tp_error_clear(&err);
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_model_load_file(tp_data_file("models/gpt3-175b.json"),
+					    NULL, &m, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_build_topology(nodes, 1, NULL, 1, &c, &err),
+			 TP_OK);
+	sim = tp_sim_new(&m, &c, NULL, &err);
+	ck_assert_ptr_nonnull(sim);
+	memset(&cnt, 0, sizeof(cnt));
+	tp_search_sim_evaluator(&se, sim, NULL, &cnt.inner);
+	tp_search_options_default(&o);
+	o.threads = 1;
+	o.playouts = 0;
+	o.time_limit_s = 0.5;
+	o.bound_sim = sim;
+	o.clock = counting_clock;
+	o.clock_ctx = &cnt;
+	tp_search_result_init(&r);
+	ck_assert_msg(tp_search_run(&m, &c, &ev, &o, &r, &err) == TP_OK, "%s",
+		      err.msg);
+	ck_assert(r.have_plan);
+	ck_assert_int_eq(r.stopped_by, TP_SEARCH_STOP_TIME);
+	ck_assert_msg(cnt.runs <= 50, "%llu simulations in a limit of 50",
+		      (unsigned long long)cnt.runs);
+	tp_search_result_release(&r);
+	tp_sim_free(sim);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* The search without the runtime's limits keeps the fastest plan the
+ * runtime runs (result.runnable_plan), `plan`'s answer when faster than
+ * the runtime's own: it runs, and only improves with the budget (GPT-3
+ * 1.3B on A100 + V100 + L4 under megatron-core, 50 / 120 / 300
+ * playouts, seeds 1-2). */
+START_TEST(test_anytime_runnable_only_improves)
+{
+	static const char *const mix[] = {"dgx-a100:1", "v100-nvlink:4",
+					  "l4-pcie:1"};
+	static const uint64_t budgets[] = {50, 120, 300};
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_planner_options po;
+	struct tp_planner *pl;
+	struct tp_error err;
+
+	tp_error_clear(&err);
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_model_load_file(tp_data_file("models/gpt3-1.3b.json"),
+					    NULL, &m, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_build_topology(mix, 3, "25gbe", 1, &c, &err),
+			 TP_OK);
+	tp_planner_options_default(&po);
+	ck_assert_int_eq(tp_runtime_find("megatron-core", &po.runtime, &err),
+			 TP_OK);
+	pl = tp_planner_new(&m, &c, &po, &err);
+	ck_assert_ptr_nonnull(pl);
+	for (uint64_t seed = 1; seed <= 2; seed++) {
+		double prev = 0;
+		for (int b = 0; b < 3; b++) {
+			struct tp_search_options o;
+			struct tp_search_result r;
+			tp_search_options_default(&o);
+			o.threads = 1;
+			o.seed = seed;
+			o.playouts = budgets[b];
+			o.time_limit_s = 0;
+			o.unconstrained = true;
+			tp_search_result_init(&r);
+			ck_assert_int_eq(tp_planner_run(pl, &o, &r, &err),
+					 TP_OK);
+			ck_assert(r.have_runnable &&
+				  r.runnable_report.feasible);
+			ck_assert_uint_eq(
+			    tp_runtime_plan_check(&po.runtime, &r.runnable_plan,
+						  &m, &c, NULL, NULL, 0),
+			    0);
+			ck_assert(r.runnable_report.iteration_time_s >=
+				  r.report.iteration_time_s * (1 - 1e-9));
+			if (b)
+				ck_assert_msg(
+				    r.runnable_report.iteration_time_s <=
+					prev * (1 + 1e-12),
+				    "seed %llu, %llu playouts: %.6g s > %.6g s",
+				    (unsigned long long)seed,
+				    (unsigned long long)budgets[b],
+				    r.runnable_report.iteration_time_s, prev);
+			prev = r.runnable_report.iteration_time_s;
+			tp_search_result_release(&r);
+		}
+	}
+	tp_planner_free(pl);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 Suite *suite_anytime(void)
 {
 	Suite *s = suite_create("anytime");
 	TCase *tc = tcase_create("limits");
 
 	tcase_add_test(tc, test_anytime_only_improves);
+	tcase_add_test(tc, test_time_limit_bounds_baselines);
+	tcase_add_test(tc, test_anytime_runnable_only_improves);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;

@@ -93,6 +93,9 @@ static const char about[] =
  * (COMPARE_SHARE of --playouts and --time-limit; the runtime's search
  * the rest; plan --no-compare gives it all to the runtime's). */
 #define COMPARE_SHARE 0.2
+/* ... not run at all when less than this share of --time-limit is left
+ * after the runtime's search (the summary says so) */
+#define COMPARE_MIN 0.02
 
 static volatile sig_atomic_t stop_flag;
 
@@ -209,6 +212,7 @@ struct plan_run {
 	struct tp_search_result res;
 	struct tp_runtime rt;   /* the runtime planned for */
 	bool compare;           /* also search without its limits */
+	bool compare_skipped;   /* ... not run: the time limit was spent */
 	struct tp_search_result free_res; /* ... that search's answer */
 	struct tp_strbuf warn, text;
 	struct tp_error err;
@@ -1028,6 +1032,9 @@ static void print_fit(const struct plan_run *R)
 				tp_strbuf_addf(&t, " %s", tp_runtime_cap_name(
 								  (enum tp_runtime_cap)c));
 		tp_strbuf_addf(&t, ": %s\n", s->unconstrained_why);
+	} else if (R->compare && R->compare_skipped) {
+		tp_strbuf_addf(&t, "  unconstrained  not searched: the runtime's "
+				   "search took the time limit\n");
 	} else if (R->compare && R->free_res.have_plan) {
 		tp_strbuf_addf(&t,
 			       "  unconstrained  no faster plan found without "
@@ -1137,6 +1144,7 @@ static enum tp_status compare(struct plan_run *R, struct bar *bar)
 	struct tp_search_options so = R->so;
 	struct tp_search_result *fr = &R->free_res;
 	enum tp_status st;
+	bool runs;
 
 	so.unconstrained = true;
 	so.compression = (enum tp_compression)R->a.comp;
@@ -1144,20 +1152,48 @@ static enum tp_status compare(struct plan_run *R, struct bar *bar)
 			      ? (uint64_t)fmax(1, floor(R->a.playouts *
 							COMPARE_SHARE))
 			      : 0;
-	so.time_limit_s = R->a.time_limit > 0
-				  ? fmax(0.1, R->a.time_limit * COMPARE_SHARE)
-				  : 0;
+	so.time_limit_s = 0;
+	if (R->a.time_limit > 0) {
+		/* its share, or what the runtime's search left of the
+		   limit: --time-limit bounds the whole command */
+		double left = R->a.time_limit - (monotonic_s() - R->t_start);
+		if (left < COMPARE_MIN * R->a.time_limit) {
+			R->compare_skipped = true;
+			return TP_OK;
+		}
+		so.time_limit_s =
+			fmin(R->a.time_limit * COMPARE_SHARE, left);
+	}
 	tp_search_result_init(fr);
 	stop_flag = 0;
 	st = tp_planner_run(R->pl, &so, fr, &R->err);
 	clear_bar(bar);
 	if (st)
 		return st;
-	if (fr->have_plan && fr->report.feasible &&
+	runs = fr->have_plan && fr->report.feasible &&
+	       !tp_runtime_plan_check(&R->rt, &fr->plan, &R->m, &R->c, NULL,
+				      NULL, 0);
+	if (!runs && fr->have_runnable && fr->runnable_report.feasible &&
 	    (!R->res.report.feasible ||
-	     fr->report.iteration_time_s < R->res.report.iteration_time_s) &&
-	    !tp_runtime_plan_check(&R->rt, &fr->plan, &R->m, &R->c, NULL,
-				   NULL, 0)) {
+	     fr->runnable_report.iteration_time_s <
+		     R->res.report.iteration_time_s)) {
+		/* the fastest plan of that search the runtime runs: it only
+		   improves with the budget, as the runtime's own answer, so
+		   the faster of the two does too (the anytime property
+		   across both searches); that search's own answer stays
+		   in free_res for the summary's unconstrained line */
+		struct tp_plan p = R->res.plan;
+		struct tp_report r = R->res.report;
+		R->res.plan = fr->runnable_plan;
+		R->res.report = fr->runnable_report;
+		fr->runnable_plan = p;
+		fr->runnable_report = r;
+		snprintf(R->res.source, sizeof(R->res.source), "%.60s",
+			 "the search without the runtime's limits");
+	}
+	if (runs && (!R->res.report.feasible ||
+		     fr->report.iteration_time_s <
+			     R->res.report.iteration_time_s)) {
 		/* the runtime runs it: the answer */
 		struct tp_search_result tmp = R->res;
 		struct tp_baseline_result bl[TP_BASELINE_COUNT];

@@ -45,6 +45,22 @@ static void fill_all(struct tp_decision *dec, uint32_t K, uint32_t set,
 	}
 }
 
+/* The time limit is spent and the search has a plan: baseline b scores
+ * nothing more (TIME_BOUND: the megatron grid of GPT-3 175B on 16 H100,
+ * where no point fits, ran 8 s of a 5 s limit).  Says so in its why when
+ * it has no plan yet. */
+static bool out_of_time(struct sctx *s, enum tp_baseline b)
+{
+	struct tp_baseline_result *br = &s->res->baselines[b];
+
+	if (!sctx_out_of_time(s))
+		return false;
+	if (!br->available)
+		snprintf(br->why, sizeof(br->why),
+			 "not scored: the time limit was spent before it");
+	return true;
+}
+
 /* (gl, dec) as the baseline's start point for the sweeps. */
 static void set_start(struct worker *w, enum tp_baseline b,
 		      const struct evalres *r, const struct tp_globals *gl,
@@ -163,6 +179,8 @@ static enum tp_status baseline_dp(struct worker *w, bool even)
 		struct tp_globals gl = {.micro_batches = sp->mb_counts[i],
 					.schedule = TP_SCHEDULE_1F1B,
 					.even = (uint8_t)even};
+		if (out_of_time(s, b))
+			break;
 		if (!tp_space_state_ok(sp, &gl, dec))
 			break;
 		if (!tp_space_runnable(sp, &gl, dec, w->sscr, rwhy,
@@ -191,6 +209,8 @@ static enum tp_status baseline_dp(struct worker *w, bool even)
 	}
 	if (have)
 		set_baseline(w, b, &best, &keep, config, &best_gl, dec);
+	else if (s->res->baselines[b].why[0])
+		; /* out of time */
 	else if (rwhy[0])
 		snprintf(s->res->baselines[b].why,
 			 sizeof(s->res->baselines[b].why), "%s", rwhy);
@@ -508,6 +528,8 @@ static enum tp_status baseline_megatron(struct worker *w)
 					double cut = have && best.feasible
 							     ? best.time
 							     : 0;
+					if (out_of_time(s, TP_BASELINE_MEGATRON))
+						goto done;
 					st = megatron_point(w, &cfg, a == 1, &bf,
 							    cut, &plan, &gl, &r,
 							    &valid);
@@ -583,7 +605,7 @@ done:
 				set_start(w, TP_BASELINE_MEGATRON, &r, &gl,
 					  w->dec);
 		}
-	} else {
+	} else if (!s->res->baselines[TP_BASELINE_MEGATRON].why[0]) {
 		snprintf(s->res->baselines[TP_BASELINE_MEGATRON].why,
 			 sizeof(s->res->baselines[0].why),
 			 "no uniform tp x pp x dp grid point divides this "
@@ -625,6 +647,8 @@ static enum tp_status baseline_greedy(struct worker *w)
 		st = TP_ENOMEM;
 		goto out;
 	}
+	if (out_of_time(s, TP_BASELINE_GREEDY))
+		goto out;
 	if (n == 1) {
 		single[0] = TP_SPACE_SET_ALL;
 	} else {
@@ -803,6 +827,8 @@ static enum tp_status seed_pipeline(struct worker *w, struct bufs *bf,
 				if (done[0] || done[ls->path] ||
 				    (ls->path == 3 && (done[1] || done[2])))
 					continue;
+				if (sctx_out_of_time(s))
+					return TP_OK;
 				pipeline(sp, bf->members, n, tps[ti],
 					 rc_ladder[ls->rung], true, dec,
 					 bf->stage_of, bf->weight, bf->speed);

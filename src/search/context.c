@@ -57,9 +57,14 @@ double sctx_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double sctx_clock(const struct sctx *s)
+{
+	return s->o->clock ? s->o->clock(s->o->clock_ctx) : sctx_now();
+}
+
 double sctx_elapsed(const struct sctx *s)
 {
-	return sctx_now() - s->t0;
+	return sctx_clock(s) - s->t0;
 }
 
 double sctx_reserve(struct sctx *s)
@@ -89,6 +94,18 @@ bool sctx_stopped_for_good(struct sctx *s)
 	}
 	return o->time_limit_s > 0 &&
 	       sctx_elapsed(s) >= o->time_limit_s - sctx_reserve(s);
+}
+
+bool sctx_out_of_time(struct sctx *s)
+{
+	bool have;
+
+	if (!sctx_stopped_for_good(s))
+		return false;
+	pthread_mutex_lock(&s->lock);
+	have = s->best.have;
+	pthread_mutex_unlock(&s->lock);
+	return have;
 }
 
 bool sctx_should_stop(struct sctx *s)
@@ -312,6 +329,23 @@ static bool uses_all(const struct tp_plan *p, uint32_t n, uint8_t *mark)
 	return used == n;
 }
 
+/* The fastest feasible simulated plan options.runnable_by executes
+ * (result.runnable_plan); under the lock.  The runtime is checked only
+ * for a plan faster than the one kept. */
+static void offer_runnable(struct sctx *s, const struct tp_plan *plan,
+			   const struct evalres *r)
+{
+	const struct tp_runtime *rt = s->o->runnable_by;
+
+	if (!rt || !r->ok || r->bounded || !r->feasible ||
+	    (s->res->have_runnable && !(r->time < s->run_time)) ||
+	    tp_runtime_plan_check(rt, plan, s->m, s->c, NULL, NULL, 0) ||
+	    tp_plan_copy(&s->res->runnable_plan, plan, NULL))
+		return;
+	s->res->have_runnable = true;
+	s->run_time = r->time;
+}
+
 /* The best simulated plan on every device (result.all_plan); under the
  * lock. */
 static void offer_all(struct worker *w, const struct tp_plan *plan,
@@ -379,7 +413,7 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 			return st;
 		cut.bounded = !st && cut.lower_bound_s >= cutoff;
 	}
-	t0 = sctx_now();
+	t0 = sctx_clock(s);
 	q.ask = TP_EVAL_RUN;
 	q.scratch = w->ev_scratch;
 	q.plan = plan;
@@ -402,7 +436,7 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 		atomic_fetch_add(&s->bounded, 1);
 		return TP_OK;
 	}
-	atomic_fetch_add(&s->sim_ns, (uint64_t)((sctx_now() - t0) * 1e9));
+	atomic_fetch_add(&s->sim_ns, (uint64_t)((sctx_clock(s) - t0) * 1e9));
 	atomic_fetch_add(&s->simulations, 1);
 	if (st == TP_EINPUT) {
 		/* a plan the evaluator refuses scores as the worst */
@@ -539,6 +573,7 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 	if (out->ok && !out->bounded) {
 		offer_locked(s, key, gl, dec, NULL, source, out);
 		offer_all(w, &w->plan, out);
+		offer_runnable(s, &w->plan, out);
 	} else if (out->ok && out->bounded && out->feasible &&
 		   (!s->all_bound.have || out->time < s->all_bound.time) &&
 		   uses_all(&w->plan, (uint32_t)s->c->devices.n, w->mark)) {
@@ -571,6 +606,7 @@ enum tp_status sctx_eval_plan(struct worker *w, const struct tp_plan *plan,
 		pthread_mutex_lock(&s->lock);
 		offer_locked(s, 0, NULL, NULL, plan, source, out);
 		offer_all(w, plan, out);
+		offer_runnable(s, plan, out);
 		pthread_mutex_unlock(&s->lock);
 	}
 	return TP_OK;
@@ -671,7 +707,7 @@ enum tp_status sctx_init(struct sctx *s, const struct tp_model *m,
 		s->opts.playouts = UINT64_MAX;
 	s->o = o = &s->opts;
 	s->res = res;
-	s->t0 = sctx_now();
+	s->t0 = sctx_clock(s);
 	s->phase = "baselines";
 	st = tp_coarsen(m, o->groups, &s->groups, &s->err);
 	if (st)

@@ -93,6 +93,9 @@ enum tp_status tp_planner_run(struct tp_planner *pl,
 		}
 	} else {
 		so.runtime = NULL;
+		/* unconstrained: also the best plan the runtime runs */
+		if (!tp_runtime_is_none(&pl->o.runtime))
+			so.runnable_by = &pl->o.runtime;
 	}
 	st = tp_search_run(pl->m, pl->c, ev, &so, res, err);
 	/* the bound at the speeds the plans were simulated with: a profile
@@ -107,6 +110,15 @@ enum tp_status tp_planner_run(struct tp_planner *pl,
 		res->plan.grad_bucket_bytes = pl->o.sim.grad_bucket_bytes;
 		snprintf(res->plan.runtime, sizeof(res->plan.runtime), "%s",
 			 pl->o.runtime.name);
+	}
+	if (st == TP_OK && res->have_runnable) {
+		/* a plan of that runtime: its settings */
+		struct tp_plan *rp = &res->runnable_plan;
+		rp->grad_bucket_bytes = pl->o.sim.grad_bucket_bytes;
+		snprintf(rp->runtime, sizeof(rp->runtime), "%s",
+			 pl->o.runtime.name);
+		if (!pl->o.runtime.can.compression)
+			rp->compression = TP_COMPRESSION_OFF;
 	}
 	return st;
 }

@@ -43,6 +43,8 @@ void tp_search_result_init(struct tp_search_result *r)
 	tp_plan_init(&r->plan);
 	tp_report_init(&r->report);
 	tp_plan_init(&r->all_plan);
+	tp_plan_init(&r->runnable_plan);
+	tp_report_init(&r->runnable_report);
 	for (int b = 0; b < TP_BASELINE_COUNT; b++)
 		tp_plan_init(&r->baselines[b].plan);
 }
@@ -54,6 +56,8 @@ void tp_search_result_release(struct tp_search_result *r)
 	tp_plan_release(&r->plan);
 	tp_report_release(&r->report);
 	tp_plan_release(&r->all_plan);
+	tp_plan_release(&r->runnable_plan);
+	tp_report_release(&r->runnable_report);
 	for (int b = 0; b < TP_BASELINE_COUNT; b++)
 		tp_plan_release(&r->baselines[b].plan);
 	memset(r, 0, sizeof(*r));
@@ -307,6 +311,16 @@ enum tp_status tp_search_run(const struct tp_model *m,
 	st = answer(&s, &w0);
 	if (!st)
 		st = all_devices(&s, &w0);
+	if (!st && res->have_runnable) {
+		/* its run report (the search compared plans by these) */
+		res->runnable_plan.summary.valid = false;
+		st = tp_evaluator_run(ev, w0.ev_scratch, &res->runnable_plan,
+				      &res->runnable_report, &s.err);
+		if (st == TP_EINPUT) {
+			res->have_runnable = false;
+			st = TP_OK;
+		}
+	}
 	goto out;
 fail_worker:
 	s.err = w0.err;

@@ -235,6 +235,20 @@ struct tp_search_options {
 	/* tp_planner_run: search without the runtime's capability limits
 	   (its behaviour still prices the plans): what the runtime costs */
 	bool unconstrained;
+	/* A runtime (or NULL) whose best executable plan the search keeps
+	   besides its answer (result.runnable_plan): among the plans it
+	   simulated, the fastest feasible one this runtime executes
+	   (tp_runtime_plan_check).  tp_planner_run sets it to the planner's
+	   runtime when unconstrained.  Like the answer it only improves
+	   with the budget, so `plan` taking the faster of the runtime's
+	   search and this keeps the anytime property. */
+	const struct tp_runtime *runnable_by;
+	/* The clock time_limit_s is measured on, in seconds from any
+	   origin (NULL: CLOCK_MONOTONIC).  Tests give one that advances
+	   with the work done, so that a time limit bounds a count of
+	   simulations rather than a wall time. */
+	double (*clock)(void *ctx);
+	void *clock_ctx;
 };
 
 void tp_search_options_default(struct tp_search_options *o);
@@ -289,6 +303,12 @@ struct tp_search_result {
 	bool all_feasible;
 	double all_time_s;
 	struct tp_plan all_plan;
+	/* With options.runnable_by: the fastest feasible plan simulated
+	   that runtime executes, and its evaluation (RUN, without
+	   FINALIZE's additions) */
+	bool have_runnable;
+	struct tp_plan runnable_plan;
+	struct tp_report runnable_report;
 	/* With options.gain_stats: the provider's predicted gains against
 	   the sweeps' scored changes.  Signs: changes scored, those whose
 	   predicted sign (faster or not) was right; better: changes that

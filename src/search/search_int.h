@@ -112,9 +112,10 @@ struct sctx {
 	uint32_t kicks;         /* result.kicks */
 	uint32_t completions;   /* result.completions */
 	uint64_t gain_skips;    /* result.gain_skips */
-	_Atomic uint64_t sim_ns; /* wall time inside the evaluator */
+	double run_time; /* result.runnable_plan's time, under lock */
+	_Atomic uint64_t sim_ns; /* time inside the evaluator (o->clock) */
 	_Atomic int stop;      /* limits reached or error */
-	double t0;             /* monotonic start */
+	double t0;             /* start (sctx_clock) */
 	double last_progress;
 	const char *phase;
 	enum tp_status error;  /* first error of a worker */
@@ -159,8 +160,17 @@ struct evalres {
 	double ans_time, ans_over;
 };
 
+/* CLOCK_MONOTONIC in seconds (wall-time statistics). */
 double sctx_now(void);
+/* The search's clock (options.clock, else sctx_now); the time limit,
+ * the reserve and elapsed time are measured on it. */
+double sctx_clock(const struct sctx *s);
 double sctx_elapsed(const struct sctx *s);
+/* Out of time with a plan in hand: the time limit (or a stop request)
+ * is reached and some plan was scored.  Baselines and seeds score
+ * nothing more then (until the search has a plan they go on, so that
+ * it always answers). */
+bool sctx_out_of_time(struct sctx *s);
 /* Seconds kept at the end of the time limit for scoring the answer. */
 double sctx_reserve(struct sctx *s);
 /* Limits (time, playouts) or a stop request reached? */
