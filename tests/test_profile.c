@@ -460,6 +460,63 @@ START_TEST(test_profile_sailor_import)
 }
 END_TEST
 
+/* Sailor's cluster (tests/data/sailor: made-up figures in its layout):
+ * row 0 of trace_tiny.csv, 6 A100-40 and 4 GH-96 in zone z1 with 4 GPUs
+ * per node, is one node of 4 A100-SXM4-40GB and one of 2 (GH-96
+ * dropped and said); inside a node the intra-node fit's maximum, 200
+ * GB/s, latency 1 MB / 100 GB/s - 1 MB / 200 GB/s = 5 us; between nodes
+ * 10 GB/s and 1 MB / 5 GB/s - 1 MB / 10 GB/s = 100 us.  A row over two
+ * zones and a bad count are refused with their line and column.  Fails
+ * with the NIC's latency halved (50 us between nodes). */
+START_TEST(test_profile_sailor_cluster)
+{
+	const char *dir = tp_test_path("data/sailor");
+	struct tp_cluster c;
+	struct tp_strbuf notes;
+	struct tp_error err;
+	struct tp_route in, across;
+
+	tp_strbuf_init(&notes);
+	tp_error_clear(&err);
+	tp_cluster_init(&c);
+	ck_assert_msg(tp_sailor_import_cluster(dir, "tiny", 0, &c, &notes,
+					       &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_msg(strstr(tp_strbuf_cstr(&notes),
+			     "GH-96_z1: 4 GPUs dropped") != NULL,
+		      "%s", tp_strbuf_cstr(&notes));
+	ck_assert_uint_eq(c.devices.n, 6);
+	ck_assert_uint_eq(c.nodes.n, 2);
+	for (uint32_t d = 0; d < 6; d++)
+		ck_assert_str_eq(c.types.v[c.devices.v[d].type].name,
+				 "A100-SXM4-40GB");
+	tp_cluster_route(&c, 0, 1, &in);
+	tp_cluster_route(&c, 0, 5, &across);
+	ck_assert_double_eq_tol(in.bw_Bps, 200e9, 1);
+	ck_assert_double_eq_tol(in.latency_s, 5e-6, 1e-12);
+	ck_assert_double_eq_tol(across.bw_Bps, 10e9, 1);
+	ck_assert_double_eq_tol(across.latency_s, 100e-6, 1e-12);
+	tp_cluster_release(&c);
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_sailor_import_cluster(dir, "tiny", 1, &c, &notes,
+						  &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "zones z1 and z2") != NULL, "%s",
+		      err.msg);
+	tp_cluster_release(&c);
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_sailor_import_cluster(dir, "tiny", 2, &c, &notes,
+						  &err),
+			 TP_EINPUT);
+	ck_assert_int_eq(err.line, 4);
+	ck_assert_int_eq(err.column, 9);
+	ck_assert_msg(strstr(err.file, "trace_tiny.csv") != NULL, "%s",
+		      err.file);
+	tp_cluster_release(&c);
+	tp_strbuf_release(&notes);
+}
+END_TEST
+
 Suite *suite_profile(void)
 {
 	Suite *s = suite_create("profile");
@@ -471,6 +528,7 @@ Suite *suite_profile(void)
 	tcase_add_test(tc, test_profile_file_errors);
 	tcase_add_test(tc, test_profile_summary_honest);
 	tcase_add_test(tc, test_profile_sailor_import);
+	tcase_add_test(tc, test_profile_sailor_cluster);
 	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	return s;

@@ -13,7 +13,8 @@
 #include "core/strbuf.h"
 #include "io/io.h"
 
-static const char usage[] = "sailor:DIR --model NAME [-o MODEL]";
+static const char usage[] =
+    "sailor:DIR (--model NAME | --cluster TRACE [--row N]) [-o FILE]";
 static const char about[] =
     "Import a peer planner's inputs.  sailor:DIR is a folder in the "
     "layout of\nSailor (eth-easl/sailor): configs/training_config_*.json, "
@@ -22,17 +23,75 @@ static const char about[] =
     "in fp32 with Sailor's measured per-layer\ntimes split over each "
     "layer's ops (they sum to Sailor's time at every measured\n(micro-"
     "batch, tp) point); stderr says which GPUs were used, which were "
-    "dropped\n(no tagplan device type) and what else was left out.";
+    "dropped\n(no tagplan device type) and what else was left out.\n"
+    "--cluster TRACE writes row N of Sailor's cluster trace (configs/"
+    "trace_TRACE.csv,\nor a CSV path: GPUs per type and zone) as a "
+    "topology: nodes of the GPUs per\nnode of configs/"
+    "basic_cluster_config.json, the maxima of the bandwidth fits\nof "
+    "providers/ inside a node and between nodes, latencies from the fits "
+    "at 1 MB,\none switch; stderr says what was dropped.  One zone.";
+
+/* The notes on stderr, one "tagplan import: " line each. */
+static void print_notes(const struct tp_strbuf *notes)
+{
+	const char *p = tp_strbuf_cstr(notes), *nl;
+
+	while (*p && (nl = strchr(p, '\n')) != NULL) {
+		fprintf(stderr, "tagplan import: %.*s\n", (int)(nl - p), p);
+		p = nl + 1;
+	}
+}
+
+/* --cluster: the topology of a trace row.  Returns the exit code. */
+static int import_cluster(const char *dir, const char *trace, long long row,
+			  const char *out)
+{
+	struct tp_cluster c;
+	struct tp_strbuf notes, sb;
+	struct tp_error err;
+	int code = 0;
+
+	tp_strbuf_init(&notes);
+	tp_strbuf_init(&sb);
+	tp_error_clear(&err);
+	tp_cluster_init(&c);
+	if (tp_sailor_import_cluster(dir, trace, (unsigned)row, &c, &notes,
+				     &err) ||
+	    (tp_topology_write(&c, &sb),
+	     sb.failed ? tp_error_set(&err, TP_ENOMEM, "out of memory")
+		       : tp_file_write_atomic(out ? out : "-", sb.buf, sb.len,
+					      &err))) {
+		code = tp_cli_fail(&err);
+	} else {
+		print_notes(&notes);
+		fprintf(stderr,
+			"tagplan import: %zu devices in %zu nodes%s%s\n",
+			c.devices.n, c.nodes.n, out ? " -> " : "",
+			out ? out : "");
+	}
+	tp_cluster_release(&c);
+	tp_strbuf_release(&notes);
+	tp_strbuf_release(&sb);
+	return code;
+}
 
 int cmd_import(int argc, char **argv)
 {
-	const char *model = NULL, *out = NULL;
+	const char *model = NULL, *out = NULL, *cluster = NULL;
+	long long row = 0;
 	struct tp_opt opts[] = {
 	    {"model", 0, TP_OPT_STRING, &model, "NAME",
 	     "the model's name in Sailor's configs (e.g. OPT-350)", 0, 0,
 	     false},
-	    {"output", 'o', TP_OPT_STRING, &out, "MODEL",
-	     "model file to write, atomically [stdout]", 0, 0, false},
+	    {"cluster", 0, TP_OPT_STRING, &cluster, "TRACE",
+	     "write a topology instead: Sailor's configs/trace_TRACE.csv "
+	     "(e.g. a100x8_v100x8) or a trace CSV path",
+	     0, 0, false},
+	    {"row", 0, TP_OPT_INT, &row, "N",
+	     "the trace's row (its first column) [0]", 0, 1e9, false},
+	    {"output", 'o', TP_OPT_STRING, &out, "FILE",
+	     "model or topology file to write, atomically [stdout]", 0, 0,
+	     false},
 	    {NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
 	char **pos = NULL;
 	int npos = 0, code;
@@ -50,12 +109,18 @@ int cmd_import(int argc, char **argv)
 		free(pos);
 		return code;
 	}
-	if (!model) {
+	if (!model == !cluster) {
 		free(pos);
 		return tp_cli_usage_error("import",
-					  "--model NAME is required (the "
+					  "give one of --model NAME (the "
 					  "model of Sailor's configs, e.g. "
-					  "OPT-350)");
+					  "OPT-350) and --cluster TRACE (a "
+					  "cluster trace, e.g. a100x8_v100x8)");
+	}
+	if (cluster) {
+		code = import_cluster(pos[0] + 7, cluster, row, out);
+		free(pos);
+		return code;
 	}
 	tp_strbuf_init(&notes);
 	tp_strbuf_init(&sb);
@@ -68,12 +133,7 @@ int cmd_import(int argc, char **argv)
 					      &err))) {
 		code = tp_cli_fail(&err);
 	} else {
-		const char *p = tp_strbuf_cstr(&notes), *nl;
-		while (*p && (nl = strchr(p, '\n')) != NULL) {
-			fprintf(stderr, "tagplan import: %.*s\n", (int)(nl - p),
-				p);
-			p = nl + 1;
-		}
+		print_notes(&notes);
 		fprintf(stderr,
 			"tagplan import: %s: %zu ops, %zu profile points%s%s\n",
 			m.name, m.ops.n, m.profiles.n, out ? " -> " : "",

@@ -209,6 +209,21 @@ enum tp_status tp_sailor_import_model(const char *dir, const char *name,
 				      struct tp_strbuf *notes,
 				      struct tp_error *err);
 
+/*
+ * Sailor's cluster in folder dir (sailor_cluster.c): row `row` of the trace
+ * (a CSV path, or NAME for dir/configs/trace_NAME.csv) as a topology of
+ * its GPUs per type, GPUs per node (configs/basic_cluster_config.json) and
+ * the maxima of the bandwidth fits of providers/ (intra-node, and between
+ * two nodes of a type in the zone) into c (initialised by the caller).
+ * notes gets one line per GPU type used or dropped and what else was
+ * dropped.  TP_EINPUT naming the file (and line:column of the trace), or
+ * TP_EIO.  One zone only.
+ */
+enum tp_status tp_sailor_import_cluster(const char *dir, const char *trace,
+					unsigned row, struct tp_cluster *c,
+					struct tp_strbuf *notes,
+					struct tp_error *err);
+
 /* tagplan's device type for a Sailor GPU name ("A100-40" ->
  * "A100-SXM4-40GB"), or NULL. */
 const char *tp_sailor_device_type(const char *gpu);
