@@ -106,6 +106,10 @@ void tp_cost_device_init(struct tp_cost_device *d,
 		d->peak_hi = d->peak;
 	d->mem_bw = t.memory_bw_Bps > 0 ? t.memory_bw_Bps
 					: tp_cost_constants.memory_bw_Bps;
+	d->half_peak = fmax(t.peak_flops[TP_DTYPE_BF16],
+			    t.peak_flops[TP_DTYPE_FP16]);
+	if (!(d->half_peak > 0))
+		d->half_peak = d->peak_vec;
 }
 
 double tp_cost_gemm_eff(double eff, double half_flop, double flop)
@@ -122,11 +126,15 @@ double tp_cost_kernel_s(const struct tp_cost_device *d, enum tp_op_kind kind,
 
 	if (tp_cost_gemm_like(kind)) {
 		double per = kernels > 0 ? flop / kernels : flop;
-		double eff = tp_cost_gemm_eff(d->gemm_eff, d->gemm_half_flop,
-					      per);
 		double pk = kind == TP_OP_ATTENTION || kind == TP_OP_ROUTER
 				    ? d->peak_hi
 				    : d->peak;
+		/* the half point is a time (about 10 us of the kernel):
+		 * FLOP at the kernel's own peak */
+		double half = d->half_peak > 0
+				      ? d->gemm_half_flop * pk / d->half_peak
+				      : d->gemm_half_flop;
+		double eff = tp_cost_gemm_eff(d->gemm_eff, half, per);
 		comp = flop > 0 ? flop / (pk * eff) : 0;
 	} else {
 		comp = flop > 0 ? flop / d->peak_vec : 0;

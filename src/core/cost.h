@@ -73,6 +73,10 @@ struct tp_cost_device {
 	double mem_bw;   /* bytes/s */
 	double gemm_eff; /* large-GEMM efficiency (x gemm_sustained) */
 	double gemm_half_flop, mem_eff, kernel_s;
+	double half_peak; /* the peak gemm_half_flop is given at: the type's
+			     16-bit peak, else its FP32 peak (devices.json:
+			     about 10 us of a GEMM there); a kernel at
+			     another peak scales it (tp_cost_kernel_s) */
 };
 
 /*

@@ -110,7 +110,9 @@ static struct ten bn(struct cnn *n, const char *name, struct ten in)
 	o.flop = 5 * elems(in); /* statistics, normalise, scale and shift */
 	o.out_bytes = e * elems(in);
 	o.saved_bytes = e * elems(in);
-	o.mem_bytes = 2 * e * elems(in);
+	/* three passes: the batch statistics read the input, then the
+	 * normalisation reads it again and writes the output (io README 8) */
+	o.mem_bytes = 3 * e * elems(in);
 	return add(n, name, &o, in, in);
 }
 

@@ -440,8 +440,15 @@ static enum tp_status make_lanes(const struct tp_sim *sim,
 			gr->ep > 1 ? s->lanes.v[s->groups.v[g].lane_first]
 					     .params_expert
 				   : 0;
+		if (sim->o.params.grad_reduce_fp32 && !gr->n_sfb &&
+		    gr->lossy == TP_LOSSY_NONE)
+			/* fp32 gradient reduction (README section 3):
+			 * parameters x 4 bytes on the wire */
+			s->groups.v[g].grad_bytes *=
+				4 / tp_dtype_bytes(sim->m->dtype);
 		if (gr->n_sfb || gr->lossy != TP_LOSSY_NONE) {
-			/* gradient compression: sfb_hook.c */
+			/* gradient compression: sfb_hook.c (its own wire
+			 * formats, in the model dtype) */
 			enum tp_status st =
 				tp_sim_sfb_apply(sim, plan, s, g, err);
 			if (st)

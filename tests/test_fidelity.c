@@ -1,0 +1,143 @@
+/*
+ * test_fidelity.c - the cost-model changes measured against published runs
+ * (bench/bench_fidelity.c, src/sim/README section 9), each with a hand
+ * figure: the GEMM half-efficiency point at the kernel's own peak, batch
+ * norm's three passes, gradients reduced in fp32.
+ */
+#include <check.h>
+#include <math.h>
+#include <string.h>
+
+#include "core/cluster.h"
+#include "core/cost.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "core/report.h"
+#include "core/strategy.h"
+#include "io/build.h"
+#include "sim/sim.h"
+#include "util.h"
+
+/* The half point is about 10 us of the kernel: given at the 16-bit peak
+ * (toy: 100 TFLOP/s, half at 1 GFLOP), an fp32 GEMM (10 TFLOP/s) reaches
+ * half its efficiency at 0.1 GFLOP.  1e8 FLOP in fp32: 0.5 x 10 TFLOP/s,
+ * 20 us (with the 16-bit half point it would be 110 us); in bf16 the
+ * curve is unchanged: 1e9 FLOP at half of 100 TFLOP/s, 20 us. */
+START_TEST(test_fid_half_flop_at_kernel_peak)
+{
+	struct tp_device_type t = tp_test_toy_type("toy");
+	struct tp_cost_device d32, d16;
+
+	t.gemm_half_flop = 1e9;
+	tp_cost_device_init(&d32, &t, TP_DTYPE_FP32, 0);
+	tp_cost_device_init(&d16, &t, TP_DTYPE_BF16, 0);
+	ck_assert_double_eq_tol(
+		tp_cost_kernel_s(&d32, TP_OP_MATMUL, 1e8, 0, 1), 20e-6, 1e-12);
+	ck_assert_double_eq_tol(
+		tp_cost_kernel_s(&d16, TP_OP_MATMUL, 1e9, 0, 1), 20e-6, 1e-12);
+}
+END_TEST
+
+/* Training batch norm passes over its input three times in the forward:
+ * statistics (read), then normalise (read, write); LayerNorm-style ops
+ * (per row) stay at two.  ResNet-50's stem bn1: 64 x 112 x 112 per
+ * sample in fp16. */
+START_TEST(test_fid_batch_norm_three_passes)
+{
+	struct tp_model m;
+	struct tp_error err;
+	bool seen = false;
+
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_zoo("resnet50", 8, TP_DTYPE_FP16, &m, &err),
+			 TP_OK);
+	for (size_t i = 0; i < m.ops.n; i++) {
+		const struct tp_op *op = &m.ops.v[i];
+
+		if (strcmp(op->name, "bn1") != 0)
+			continue;
+		seen = true;
+		ck_assert_double_eq_tol(op->out_bytes, 2.0 * 64 * 112 * 112,
+					1e-6);
+		ck_assert_double_eq_tol(op->mem_bytes, 3 * op->out_bytes,
+					1e-6);
+	}
+	ck_assert(seen);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* Bytes the links carried when a bf16 GPT runs dp=2 on a toy node, with
+ * gradients reduced in the model dtype or in fp32. */
+static double dp2_link_bytes(bool fp32)
+{
+	struct tp_device_type t = tp_test_toy_type("toy");
+	struct tp_gpt_dims dims;
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_strategy s;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_sim_options o;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *sc;
+	struct tp_error err;
+	double bytes = 0;
+
+	tp_gpt_dims_default(&dims);
+	dims.hidden = 256;
+	dims.heads = 8;
+	dims.layers = 2;
+	dims.seq = 128;
+	dims.vocab = 1000;
+	dims.batch = 4;
+	dims.dtype = TP_DTYPE_BF16;
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_gpt(&dims, &m, &err), TP_OK);
+	tp_test_toy_node(&c, &t, 2);
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_strategy_parse("dp=2,mb=1", &s, &err), TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&s, &m, &c, &p, &err), TP_OK);
+	tp_sim_options_default(&o);
+	o.params.grad_reduce_fp32 = fp32;
+	sim = tp_sim_new(&m, &c, &o, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	sc = tp_sim_scratch_new(sim);
+	ck_assert_ptr_nonnull(sc);
+	tp_report_init(&r);
+	ck_assert_int_eq(tp_sim_run(sim, &p, sc, &r, NULL, &err), TP_OK);
+	for (uint32_t k = 0; k < r.n_links; k++)
+		bytes += r.links[k].bytes;
+	tp_report_release(&r);
+	tp_sim_scratch_free(sc);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+	return bytes;
+}
+
+/* grad_reduce fp32 (Megatron-Core's main grads with bf16, TorchTitan's
+ * reduce_dtype, DDP's fp32 parameters): the data-parallel all-reduce
+ * moves 4 bytes per parameter, twice a bf16 model's 2; the only traffic
+ * of a dp=2 plan on one node is that all-reduce. */
+START_TEST(test_fid_grad_reduce_fp32)
+{
+	double model = dp2_link_bytes(false), fp32 = dp2_link_bytes(true);
+
+	ck_assert_msg(model > 0, "no gradient traffic");
+	ck_assert_double_eq_tol(fp32 / model, 2.0, 1e-9);
+}
+END_TEST
+
+Suite *suite_fidelity(void)
+{
+	Suite *s = suite_create("fidelity");
+	TCase *tc = tcase_create("fidelity");
+
+	tcase_add_test(tc, test_fid_half_flop_at_kernel_peak);
+	tcase_add_test(tc, test_fid_batch_norm_three_passes);
+	tcase_add_test(tc, test_fid_grad_reduce_fp32);
+	suite_add_tcase(s, tc);
+	return s;
+}
