@@ -42,7 +42,7 @@ static const char about[] =
 	"  tp, pp, dp   tensor/pipeline/data-parallel degrees [1, 1, devices/(tp*pp)]\n"
 	"  mb           micro-batch size per replica, samples [1]\n"
 	"  gbs          global batch [the model's]\n"
-	"  schedule     gpipe | 1f1b | interleaved:V [1f1b]\n"
+	"  schedule     gpipe | 1f1b | interleaved:V | zb-h1 [1f1b]\n"
 	"  recompute    none | selective | full [none]\n"
 	"  sp           sequence parallelism on | off [off]\n"
 	"  zero         ZeRO stage 0..3 [0]\n"

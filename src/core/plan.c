@@ -598,7 +598,8 @@ static int parse_in(const char *const *names, int n, const char *s)
 
 static const char *const sync_names[] = {"ring", "hierarchical", "ps"};
 static const char *const rec_names[] = {"none", "selective", "full"};
-static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved"};
+static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved",
+						  "zb-h1"};
 static const char *const comp_names[] = {"off", "lossless", "lossy"};
 static const char *const lossy_names[] = {"none", "fp16", "powersgd"};
 

@@ -57,6 +57,10 @@ enum tp_schedule {
 	TP_SCHEDULE_GPIPE,
 	TP_SCHEDULE_1F1B,
 	TP_SCHEDULE_INTERLEAVED, /* 1F1B with virtual_stages chunks/device */
+	TP_SCHEDULE_ZB_H1,       /* zero bubble ZB-H1 (Qi et al., ICLR 2024):
+				    1F1B's order with the backward split into
+				    input-gradient (B) and deferred weight-
+				    gradient (W) passes; no interleaving */
 	TP_SCHEDULE_COUNT
 };
 

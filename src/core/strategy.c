@@ -113,6 +113,11 @@ static enum tp_status set_key(struct tp_strategy *s, int k, const char *key,
 			s->virtual_stages = 1;
 			return TP_OK;
 		}
+		if (strcmp(val, "zb-h1") == 0) {
+			s->schedule = TP_SCHEDULE_ZB_H1;
+			s->virtual_stages = 1;
+			return TP_OK;
+		}
 		if (strncmp(val, "interleaved", 11) == 0) {
 			if (val[11] != ':' ||
 			    parse_uint(val + 12, 1024, false, &x) || x < 2)
@@ -126,7 +131,7 @@ static enum tp_status set_key(struct tp_strategy *s, int k, const char *key,
 		}
 		return tp_error_set(err, TP_EUSAGE,
 				    "strategy: unknown schedule \"%s\": expected "
-				    "gpipe, 1f1b or interleaved:V",
+				    "gpipe, 1f1b, interleaved:V or zb-h1",
 				    val);
 	case 6: /* recompute */
 		r = tp_recompute_parse(val);

@@ -7,8 +7,8 @@
  *
  * Keys (all optional; defaults in brackets): tp [1], pp [1],
  * cp context parallelism [1], dp [devices / (tp*cp*pp)], mb micro-batch size per replica in samples [1],
- * gbs global batch [the model's], schedule gpipe|1f1b|interleaved:V
- * [1f1b], recompute none|selective|full [none], sp on|off [off],
+ * gbs global batch [the model's], schedule gpipe|1f1b|interleaved:V|
+ * zb-h1 [1f1b], recompute none|selective|full [none], sp on|off [off],
  * zero 0..3 [0], sync ring|hierarchical|ps [hierarchical when a replica
  * set spans nodes, else ring], ep expert-parallel degree [1] (dividing
  * the routed experts and dp; groups without routed experts keep 1),

@@ -122,7 +122,9 @@ static void parallelism(const struct tp_export_spec *s, struct tp_strbuf *out)
 			       s->schedule == TP_SCHEDULE_INTERLEAVED
 				   ? "Interleaved1F1B"
 			       : s->schedule == TP_SCHEDULE_GPIPE ? "GPipe"
-								  : "1F1B");
+			       : s->schedule == TP_SCHEDULE_ZB_H1
+				   ? "InterleavedZeroBubble"
+				   : "1F1B");
 		tp_strbuf_addf(out,
 			       "pipeline_parallel_microbatch_size = %lld\n",
 			       (long long)s->micro_batch);
@@ -213,6 +215,15 @@ enum tp_status tp_export_write_torchtitan(const struct tp_export_spec *s,
 				   "delayed-scaling hybrid recipe; both run "
 				   "the GEMMs in FP8 as simulated, the output "
 				   "layer stays bf16\n");
+		if (s->pp > 1 && s->schedule == TP_SCHEDULE_ZB_H1)
+			tp_strbuf_adds(
+			    notes, "zb-h1: InterleavedZeroBubble with one "
+				   "stage per rank runs ZB-H1's order "
+				   "(torch.distributed.pipelining, PyTorch "
+				   "2.6+); a TorchTitan that asks multi-stage "
+				   "schedules for two stages per rank refuses "
+				   "it, and pipeline_parallel_schedule_csv "
+				   "with the same order is the way there\n");
 		if (a->tied_embeddings == TP_TRI_YES)
 			tp_strbuf_adds(notes,
 				       "the model ties its embeddings; "

@@ -827,7 +827,9 @@ static void globals_features(float *r, const struct tp_plan *p,
 			     double batch)
 {
 	r[TP_GNN_GLOBALS_MICRO] = log2n(p->micro_batches, batch);
-	one_hot(r + TP_GNN_GLOBALS_SCHEDULE, TP_SCHEDULE_COUNT, p->schedule);
+	one_hot(r + TP_GNN_GLOBALS_SCHEDULE, TP_GNN_SCHEDULES,
+		p->schedule == TP_SCHEDULE_ZB_H1 ? TP_SCHEDULE_1F1B
+						 : p->schedule);
 	one_hot(r + TP_GNN_GLOBALS_ZERO, TP_GNN_ZERO_STAGES, p->zero);
 }
 

@@ -121,12 +121,17 @@ enum tp_gnn_device_slot {
 	TP_GNN_DEVICE_END
 };
 
+/* The schedules the one-hot tells apart: gpipe, 1f1b, interleaved, the
+ * shipped weights' three.  zb-h1 (1F1B's order with the weight gradients
+ * deferred) shares 1f1b's slot until the weights are retrained. */
+#define TP_GNN_SCHEDULES 3
+
 /* The global settings (micro-batches, schedule, ZeRO): a block shared by
  * the global node and the global actions. */
 enum tp_gnn_globals_slot {
 	TP_GNN_GLOBALS_MICRO,    /* log2(micro-batches) / log2(batch) */
-	TP_GNN_GLOBALS_SCHEDULE, /* one-hot, TP_SCHEDULE_COUNT */
-	TP_GNN_GLOBALS_ZERO = TP_GNN_GLOBALS_SCHEDULE + TP_SCHEDULE_COUNT,
+	TP_GNN_GLOBALS_SCHEDULE, /* one-hot, TP_GNN_SCHEDULES */
+	TP_GNN_GLOBALS_ZERO = TP_GNN_GLOBALS_SCHEDULE + TP_GNN_SCHEDULES,
 	TP_GNN_GLOBALS_END = TP_GNN_GLOBALS_ZERO + TP_GNN_ZERO_STAGES
 };
 

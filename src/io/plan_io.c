@@ -797,7 +797,8 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 	    (st = tp_jget_int(j, root, "micro_batches", false, 1,
 			      TP_PLAN_MAX_MICRO_BATCHES, 1, &mb, NULL)) ||
 	    (st = tp_jget_enum(j, root, "schedule", false, parse_schedule,
-			       "gpipe | 1f1b | interleaved", TP_SCHEDULE_1F1B,
+			       "gpipe | 1f1b | interleaved | zb-h1",
+			       TP_SCHEDULE_1F1B,
 			       &sched)) ||
 	    (st = tp_jget_int(j, root, "virtual_stages", false, 1, 1024, 1, &vs,
 			      NULL)) ||

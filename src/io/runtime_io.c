@@ -231,7 +231,8 @@ static enum tp_status read_can(struct tp_jctx *j, const struct tp_json *v,
 	    (st = tp_jget_enum(j, v, "layout", true, parse_layout,
 			       "even | first-last | any", 0, &lay)) ||
 	    (st = get_set(j, v, "schedules", parse_schedule_name,
-			  "gpipe | 1f1b | interleaved", &c->schedules)) ||
+			  "gpipe | 1f1b | interleaved | zb-h1",
+			  &c->schedules)) ||
 	    (st = get_set(j, v, "syncs", tp_sync_parse,
 			  "ring | hierarchical | ps", &c->syncs)) ||
 	    (st = get_set(j, v, "recompute", tp_recompute_parse,

@@ -826,6 +826,18 @@ uint32_t tp_space_global_actions(const struct tp_space *s,
 		    (s->rt.can.schedules & (1u << gl.schedule)))
 			PUSH(gl);
 	}
+	/* zero bubble (ZB-H1) on plain pipelines, only under a runtime whose
+	 * profile lists it (not under "none": its searches, and the
+	 * unconstrained comparison of tagplan plan, stay as they were);
+	 * back to 1F1B from it */
+	if (s->constrained && tp_globals_interleave(cur) < 2 &&
+	    (s->rt.can.schedules & (1u << TP_SCHEDULE_ZB_H1))) {
+		struct tp_globals gl = *cur;
+		gl.schedule = cur->schedule == TP_SCHEDULE_ZB_H1
+				      ? TP_SCHEDULE_1F1B
+				      : TP_SCHEDULE_ZB_H1;
+		PUSH(gl);
+	}
 	for (uint8_t z = 0; z <= 3; z++) {
 		struct tp_globals gl = *cur;
 		if (z == cur->zero)

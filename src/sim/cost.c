@@ -535,8 +535,10 @@ static void op_cost(const struct tp_sim *sim, const struct lane *ln,
 		oc->S = S;
 		/* tp_overlap: the input gradient's collective runs while the
 		 * weight-gradient GEMM (half the backward) computes */
-		if (sim->o.params.tp_overlap && op->param_bytes > 0)
-			oc->bc = oc->bc > oc->bw / 2 ? oc->bc - oc->bw / 2 : 0;
+		if (sim->o.params.tp_overlap && op->param_bytes > 0) {
+			double hid = oc->bw * TP_SIM_WGRAD_SHARE;
+			oc->bc = oc->bc > hid ? oc->bc - hid : 0;
+		}
 	}
 	/* a measured tensor-parallel time replaces the collective model's,
 	 * split between the passes as the model splits it */
@@ -557,6 +559,8 @@ struct lane_sums {
 	/* profiled optimizer steps and the parameter bytes they cover */
 	double opt_meas, params_meas;
 	double act, act_full, maxout, maxw;
+	/* the weight-gradient passes and what they keep (zb-h1) */
+	double w_comp, act_w;
 	/* expert parallelism: routed experts' parameter bytes per device,
 	 * bytes dispatched + combined per device per micro-batch */
 	double params_expert, ep_bytes;
@@ -787,6 +791,10 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		ob = op->out_bytes * b * load / div;
 		if (ob > a.maxout)
 			a.maxout = ob;
+		if (op->param_bytes > 0) {
+			a.w_comp += oc.bw * TP_SIM_WGRAD_SHARE;
+			a.act_w += saved + ob;
+		}
 		if (op->layer >= 0 && (uint32_t)op->layer < sim->n_layers) {
 			layer_op(sim, s, ln, o, &oc, saved, &a);
 		} else {
@@ -819,6 +827,8 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	ln->f_comm = a.f_comm;
 	ln->b_comp = a.b_comp + a.rec;
 	ln->b_comm = a.b_comm + a.rec_comm;
+	ln->w_comp = a.w_comp;
+	ln->act_w = a.act_w;
 	ln->act = rc == TP_RECOMPUTE_FULL ? a.act_full : a.act;
 	ln->act_full = a.act_full;
 	ln->work = rc == TP_RECOMPUTE_FULL        ? work_full
@@ -971,6 +981,8 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		ln->params = e->params;
 		ln->params_expert = e->params_expert;
 		ln->tp_bytes_mb = e->tp_bytes_mb;
+		ln->w_comp = e->w_comp;
+		ln->act_w = e->act_w;
 		return 0;
 	}
 	if (lane_costs(sim, plan, s, ln))
@@ -1002,6 +1014,8 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	k.params = ln->params;
 	k.params_expert = ln->params_expert;
 	k.tp_bytes_mb = ln->tp_bytes_mb;
+	k.w_comp = ln->w_comp;
+	k.act_w = ln->act_w;
 	s->lc_tab[slot] = (uint32_t)s->lc.n;
 	s->lc.v[s->lc.n++] = k;
 	return 0;

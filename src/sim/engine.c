@@ -217,6 +217,7 @@ static void ready(struct eng *E, uint32_t id)
 	switch (t->kind) {
 	case TK_F:
 	case TK_B:
+	case TK_W:
 	case TK_OPT:
 		try_start(E, id);
 		break;
@@ -247,7 +248,8 @@ static void finish(struct eng *E, uint32_t id)
 
 	t->end = E->now;
 	t->done = 1;
-	if (t->kind == TK_F || t->kind == TK_B || t->kind == TK_OPT) {
+	if (t->kind == TK_F || t->kind == TK_B || t->kind == TK_W ||
+	    t->kind == TK_OPT) {
 		const struct simlane *sl = &s->sims.v[t->ref];
 		for (uint32_t k = 0; k < sl->n_res; k++) {
 			struct resource *r =
@@ -261,7 +263,8 @@ static void finish(struct eng *E, uint32_t id)
 		if (!(x & 1))
 			dec(E, x >> 1);
 	}
-	if (t->kind == TK_F || t->kind == TK_B || t->kind == TK_OPT) {
+	if (t->kind == TK_F || t->kind == TK_B || t->kind == TK_W ||
+	    t->kind == TK_OPT) {
 		const struct simlane *sl = &s->sims.v[t->ref];
 		for (uint32_t k = 0; k < sl->n_res; k++) {
 			struct resource *r =

@@ -26,10 +26,21 @@ void tp_sim_memory_walk(const struct tp_plan *plan, struct tp_sim_scratch *s)
 				cur += ln->act;
 				if (cur > peak)
 					peak = cur;
-			} else if (t->kind == TK_B) {
+			} else if (t->kind == TK_B && !s->zb) {
 				if (cur + ln->work > peak)
 					peak = cur + ln->work;
 				cur -= ln->act;
+			} else if (t->kind == TK_B) {
+				/* zb-h1: the W pass keeps the inputs and
+				   output gradients of the ops with weights
+				   (more than act under full recomputation) */
+				if (cur + ln->work > peak)
+					peak = cur + ln->work;
+				cur += ln->act_w - ln->act;
+				if (cur > peak)
+					peak = cur;
+			} else if (t->kind == TK_W) {
+				cur -= ln->act_w;
 			}
 		}
 		rs->peak_act = peak;

@@ -34,8 +34,10 @@ static void resource_times(struct tp_sim_scratch *s)
 				rs->comp += ln->f_comp;
 				rs->comm += ln->f_comm;
 			} else if (t->kind == TK_B) {
-				rs->comp += ln->b_comp;
+				rs->comp += b_only(s, ln);
 				rs->comm += ln->b_comm;
+			} else if (t->kind == TK_W) {
+				rs->comp += ln->w_comp;
 			} else {
 				double from = prev_end;
 				rs->comp += ln->opt_s;
@@ -73,6 +75,8 @@ static double device_times(const struct tp_plan *plan,
 			if (e > last_b)
 				last_b = e;
 		}
+		if (s->zb && s->tasks.v[grad_task(s, L, mb)].end > last_b)
+			last_b = s->tasks.v[grad_task(s, L, mb)].end;
 		if (last_b > t_pipe)
 			t_pipe = last_b;
 		for (uint32_t k = 0; k < ln->tp; k++) {
@@ -98,7 +102,8 @@ static double bubble_fraction(struct tp_sim_scratch *s, double t_pipe,
 		for (uint32_t k = 0; k < rs->q_n; k++) {
 			const struct task *t =
 				&s->tasks.v[s->queue.v[rs->q_first + k].task];
-			if (t->kind == TK_F || t->kind == TK_B)
+			if (t->kind == TK_F || t->kind == TK_B ||
+			    t->kind == TK_W)
 				rs->busy_pipe += t->dur;
 		}
 		busy_sum += rs->busy_pipe;
@@ -322,10 +327,10 @@ double tp_sim_lanes_bound(const struct tp_plan *plan, struct tp_sim_scratch *s)
 {
 	uint32_t G = (uint32_t)s->groups.n, R = (uint32_t)s->res.n;
 	double m = plan->micro_batches, lb = 0;
-	double *head, *tail, *fmin, *bmin, *busy, *opt, *rh, *rt;
+	double *head, *tail, *fmin, *bmin, *busy, *opt, *rh, *rt, *wx;
 
 	s->dtmp.n = 0;
-	if (tp_vec_reserve(&s->dtmp, 4 * ((size_t)G + R) + 8))
+	if (tp_vec_reserve(&s->dtmp, 4 * (size_t)G + 5 * (size_t)R + 8))
 		return 0;
 	head = s->dtmp.v;
 	tail = head + G;
@@ -335,6 +340,7 @@ double tp_sim_lanes_bound(const struct tp_plan *plan, struct tp_sim_scratch *s)
 	opt = busy + R;
 	rh = opt + R;
 	rt = rh + R;
+	wx = rt + R;
 	for (uint32_t g = 0; g < G; g++) {
 		const struct ginfo *gi = &s->groups.v[g];
 		fmin[g] = bmin[g] = INFINITY;
@@ -342,7 +348,7 @@ double tp_sim_lanes_bound(const struct tp_plan *plan, struct tp_sim_scratch *s)
 			const struct lane *ln =
 				&s->lanes.v[s->sims.v[gi->sim_first + k].lane];
 			double f = ln->f_comp + ln->f_comm;
-			double b = ln->b_comp + ln->b_comm;
+			double b = b_only(s, ln) + ln->b_comm;
 			if (f < fmin[g])
 				fmin[g] = f;
 			if (b < bmin[g])
@@ -366,7 +372,7 @@ double tp_sim_lanes_bound(const struct tp_plan *plan, struct tp_sim_scratch *s)
 		}
 	}
 	for (uint32_t x = 0; x < R; x++) {
-		busy[x] = opt[x] = 0;
+		busy[x] = opt[x] = wx[x] = 0;
 		rh[x] = rt[x] = INFINITY;
 	}
 	for (uint32_t L = 0; L < s->sims.n; L++) {
@@ -378,6 +384,8 @@ double tp_sim_lanes_bound(const struct tp_plan *plan, struct tp_sim_scratch *s)
 			uint32_t x = s->lres.v[sl->res_first + k];
 			busy[x] += fb;
 			opt[x] += ln->opt_s;
+			if (s->zb)
+				wx[x] += m * ln->w_comp;
 			if (head[ln->group] < rh[x])
 				rh[x] = head[ln->group];
 			if (tail[ln->group] < rt[x])
@@ -388,7 +396,11 @@ double tp_sim_lanes_bound(const struct tp_plan *plan, struct tp_sim_scratch *s)
 		double v;
 		if (!(rh[x] < INFINITY))
 			continue;
-		v = rh[x] + busy[x] + (opt[x] > rt[x] ? opt[x] : rt[x]);
+		/* under zb-h1 the upstream input-gradient passes may run
+		 * beside the resource's trailing W passes (at most all of
+		 * them) */
+		v = rh[x] + busy[x] +
+		    (opt[x] > rt[x] - wx[x] ? opt[x] : rt[x] - wx[x]);
 		if (v > lb)
 			lb = v;
 	}

@@ -1,8 +1,8 @@
 /*
  * schedule.c - the order in which every resource runs its tasks: a key
- * per task for GPipe, 1F1B and Megatron's interleaved schedule (README
- * section 4), the checks of the interleaved layout, and the resource
- * queues sorted by those keys.
+ * per task for GPipe, 1F1B, Megatron's interleaved schedule and ZB-H1
+ * (README section 4), the checks of the interleaved layout, and the
+ * resource queues sorted by those keys.
  */
 #include <string.h>
 
@@ -13,12 +13,45 @@
 #define TIE_BITS 21
 #define TIE_HALF (1u << 20)
 
+/*
+ * ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024,
+ * section 3.1; torch.distributed.pipelining's _get_1f1b_rank_ops with
+ * enable_zero_bubble): 1F1B's forwards and input-gradient passes B, and
+ * stage s runs its first weight-gradient pass W after its (s+1)-th B,
+ * then one W after every B, the s left over after the last B.  In 1F1B's
+ * slots doubled: F(i) at 4i + 2vd, B(i) at 4i + 4D - 2vd - 2, W(i) right
+ * after B(i + vd) at 4i + 2vd + 4D - 1; optimizer after all.  Phase 3 is
+ * W.
+ */
+static uint64_t zb_key(const struct sched *sc, uint32_t vd, uint32_t i,
+		       int phase)
+{
+	uint64_t m = sc->m, D = sc->D;
+
+	switch (phase) {
+	case 0:
+		return 4 * (uint64_t)i + 2 * (uint64_t)vd;
+	case 1:
+		return 4 * (uint64_t)i + 4 * D - 2 * (uint64_t)vd - 2;
+	case 3:
+		return 4 * (uint64_t)i + 2 * (uint64_t)vd + 4 * D - 1;
+	default:
+		return 4 * m + 6 * D;
+	}
+}
+
 static uint64_t task_key(const struct sched *sc, const struct ginfo *gi,
 			 uint32_t i, int phase)
 {
 	uint64_t prim, tie;
 	uint32_t m = sc->m, D = sc->D;
 
+	if (sc->kind == TP_SCHEDULE_ZB_H1) {
+		tie = phase == 0 || phase == 2
+			      ? gi->rank
+			      : TIE_HALF + (TIE_HALF - 1 - gi->rank);
+		return (zb_key(sc, gi->vd, i, phase) << TIE_BITS) | tie;
+	}
 	if (phase == 2) {
 		prim = (uint64_t)2 * m * (D + sc->V) + 2 * (uint64_t)D + 1;
 		return (prim << TIE_BITS) | gi->rank;
@@ -172,7 +205,8 @@ enum tp_status tp_sim_order_queues(const struct tp_plan *plan,
 	for (uint32_t L = 0; L < s->sims.n; L++) {
 		const struct simlane *sl = &s->sims.v[L];
 		for (uint32_t k = 0; k < sl->n_res; k++)
-			s->res.v[s->lres.v[sl->res_first + k]].q_n += 2 * m + 1;
+			s->res.v[s->lres.v[sl->res_first + k]].q_n +=
+				(s->zb ? 3 : 2) * m + 1;
 	}
 	for (uint32_t x = 0; x < s->res.n; x++) {
 		s->res.v[x].q_first = (uint32_t)nq;
@@ -192,8 +226,9 @@ enum tp_status tp_sim_order_queues(const struct tp_plan *plan,
 			struct resource *rs =
 				&s->res.v[s->lres.v[sl->res_first + k]];
 			struct qitem *q = s->queue.v + rs->q_first;
-			/* three runs, each ascending in its key (the keys
-			   grow with the micro-batch in every schedule) */
+			/* three runs (four under zb-h1), each ascending in
+			   its key (the keys grow with the micro-batch in
+			   every schedule) */
 			for (uint32_t i = 0; i < m; i++)
 				q[rs->q_n++] = (struct qitem){
 					task_key(sc, gi, i, 0),
@@ -202,6 +237,10 @@ enum tp_status tp_sim_order_queues(const struct tp_plan *plan,
 				q[rs->q_n++] = (struct qitem){
 					task_key(sc, gi, i, 1),
 					b_task(s, L, i)};
+			for (uint32_t i = 0; i < m && s->zb; i++)
+				q[rs->q_n++] = (struct qitem){
+					task_key(sc, gi, i, 3),
+					w_task(s, L, i)};
 			q[rs->q_n++] = (struct qitem){task_key(sc, gi, 0, 2),
 						      sl->opt_task};
 		}

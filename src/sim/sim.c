@@ -346,6 +346,7 @@ static enum tp_status prepare(const struct tp_sim *sim,
 	s->acc_flows = 0;
 	s->acc_latency = 0;
 	s->acc_oom = false;
+	s->zb = plan->schedule == TP_SCHEDULE_ZB_H1;
 	st = tp_sim_analyse_groups(sim, plan, s, depth, err);
 	if (!st)
 		st = tp_sim_build_lanes(sim, plan, s, mode_a, err);

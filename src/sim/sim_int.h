@@ -75,8 +75,15 @@ enum task_kind {
 	TK_B,     /* backward (with recomputation) */
 	TK_OPT,   /* optimizer step */
 	TK_COMM,  /* a bundle of flows */
-	TK_DELAY  /* fixed time, no resource */
+	TK_DELAY, /* fixed time, no resource */
+	TK_W      /* zb-h1: the deferred weight-gradient pass of a backward */
 };
+
+/* The weight-gradient GEMM's share of the backward of an op with weights
+ * (2 of its 4 GEMM-FLOP units: dX = dY W and dW = X^T dY each cost the
+ * forward's FLOP): what tp_overlap hides the input gradient's collective
+ * behind, and what zb-h1 defers as the W pass (README sections 2, 4). */
+#define TP_SIM_WGRAD_SHARE 0.5
 
 enum comm_what {
 	CW_P2P_F,
@@ -149,6 +156,11 @@ struct lane {
 	uint32_t sim;       /* sim lane index, or NONE when mirrored */
 	double samples;     /* per micro-batch */
 	double f_comp, f_comm, b_comp, b_comm; /* per micro-batch */
+	/* of b_comp, the weight-gradient GEMMs (TP_SIM_WGRAD_SHARE of the
+	   backward of every op with weights), and the bytes a deferred W
+	   pass keeps after the B pass: those ops' saved inputs and output
+	   gradients (zb-h1; README section 4) */
+	double w_comp, act_w;
 	double opt_s;
 	double act, work, act_full; /* bytes per device */
 	double weights, grads, optim, temp;
@@ -182,6 +194,7 @@ struct lcentry {
 	double act, work, act_full, weights, grads, optim, temp, params;
 	double params_expert;
 	double tp_bytes_mb;
+	double w_comp, act_w;
 };
 
 /* A cached ring accumulation (cost.c): a device list, its channel
@@ -210,6 +223,7 @@ struct simlane {
 	uint32_t member_first; /* into s->members (replica indices) */
 	uint32_t res_first, n_res; /* into s->lres */
 	uint32_t task_first;       /* F(i) = task_first + 2i, B = +1 */
+	uint32_t w_first;          /* zb-h1: W(i) = w_first + i */
 	uint32_t opt_task;
 	double last_b_end;
 };
@@ -250,6 +264,7 @@ struct chanvec {
 struct tp_sim_scratch {
 	const struct tp_sim *sim;
 	bool trace_all; /* the last trace showed every replica */
+	bool zb;        /* this run splits backwards into B and W (zb-h1) */
 	uint64_t tasks_total;
 	/* per op, per layer */
 	uint32_t *op_group, *op_mark, *lay_mark;
@@ -374,6 +389,28 @@ static inline uint32_t b_task(const struct tp_sim_scratch *s, uint32_t L,
 			      uint32_t i)
 {
 	return s->sims.v[L].task_first + 2 * i + 1;
+}
+
+/* Weight-gradient pass W of micro-batch i on sim lane L (zb-h1 only). */
+static inline uint32_t w_task(const struct tp_sim_scratch *s, uint32_t L,
+			      uint32_t i)
+{
+	return s->sims.v[L].w_first + i;
+}
+
+/* The task that completes lane L's gradients: its last W under zb-h1,
+ * else its last backward. */
+static inline uint32_t grad_task(const struct tp_sim_scratch *s, uint32_t L,
+				 uint32_t m)
+{
+	return s->zb ? w_task(s, L, m - 1) : b_task(s, L, m - 1);
+}
+
+/* A backward task's compute: without its W pass under zb-h1. */
+static inline double b_only(const struct tp_sim_scratch *s,
+			    const struct lane *ln)
+{
+	return s->zb ? ln->b_comp - ln->w_comp : ln->b_comp;
 }
 
 /* The schedule a run follows (schedule.c): kind, micro-batches, pipeline

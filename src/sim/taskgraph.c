@@ -450,7 +450,9 @@ double tp_sim_grad_bucket(const struct tp_sim *sim, const struct tp_plan *plan)
 }
 
 /* Forward and backward of every micro-batch on every sim lane:
- * F(i) = task_first + 2i, B(i) = F(i) + 1. */
+ * F(i) = task_first + 2i, B(i) = F(i) + 1; under zb-h1 the backward
+ * without its weight-gradient GEMMs, which follow as W(i) = w_first + i
+ * after B(i). */
 static enum tp_status compute_tasks(const struct tp_plan *plan,
 				    struct tp_sim_scratch *s,
 				    struct tp_error *err)
@@ -460,14 +462,20 @@ static enum tp_status compute_tasks(const struct tp_plan *plan,
 	for (uint32_t L = 0; L < s->sims.n; L++) {
 		struct simlane *sl = &s->sims.v[L];
 		const struct lane *ln = &s->lanes.v[sl->lane];
-		RESERVE(&s->tasks, 2 * (size_t)m);
-		RESERVE(&s->edges, m);
+		RESERVE(&s->tasks, 3 * (size_t)m);
+		RESERVE(&s->edges, 2 * (size_t)m);
 		sl->task_first = (uint32_t)s->tasks.n;
 		for (uint32_t i = 0; i < m; i++) {
 			uint32_t f, b;
 			TASK(f, TK_F, 0, ln->f_comp + ln->f_comm, L, i);
-			TASK(b, TK_B, 0, ln->b_comp + ln->b_comm, L, i);
+			TASK(b, TK_B, 0, b_only(s, ln) + ln->b_comm, L, i);
 			EDGE(f, b, false);
+		}
+		sl->w_first = (uint32_t)s->tasks.n;
+		for (uint32_t i = 0; i < m && s->zb; i++) {
+			uint32_t w;
+			TASK(w, TK_W, 0, ln->w_comp, L, i);
+			EDGE(b_task(s, L, i), w, false);
 		}
 	}
 	return TP_OK;
@@ -540,8 +548,9 @@ static enum tp_status pipeline_transfers(const struct tp_plan *plan,
 }
 
 /* Group g's gradient synchronisation: with overlap, everything but the
- * last bucket streams from the start of the last backward, the tail after
- * its end; without, one chain after it.  Sets first_sync, last_sync and
+ * last bucket streams from the start of the last backward (the last W
+ * under zb-h1: grad_task), the tail after its end; without, one chain
+ * after it.  Sets first_sync, last_sync and
  * tail_first. */
 static enum tp_status sync_tasks(const struct tp_sim *sim,
 				 const struct tp_plan *plan,
@@ -581,7 +590,7 @@ static enum tp_status sync_tasks(const struct tp_sim *sim,
 				gi->first_sync = t;
 			if (prev == TP_NONE) {
 				for (uint32_t j = 0; j < gi->n_sim; j++)
-					EDGE(b_task(s, gi->sim_first + j, m - 1),
+					EDGE(grad_task(s, gi->sim_first + j, m),
 					     t, true);
 			} else {
 				EDGE(prev, t, false);
@@ -600,7 +609,7 @@ static enum tp_status sync_tasks(const struct tp_sim *sim,
 		if (k == 0) {
 			gi->tail_first = t;
 			for (uint32_t j = 0; j < gi->n_sim; j++)
-				EDGE(b_task(s, gi->sim_first + j, m - 1), t,
+				EDGE(grad_task(s, gi->sim_first + j, m), t,
 				     false);
 		}
 		if (prev != TP_NONE)
@@ -631,7 +640,7 @@ static enum tp_status optimizer_tasks(const struct tp_sim *sim,
 		sl->opt_task = t;
 		if (gi->last_sync != TP_NONE)
 			EDGE(gi->last_sync, t, false);
-		EDGE(b_task(s, L, m - 1), t, false);
+		EDGE(grad_task(s, L, m), t, false);
 	}
 	if (plan->zero != 1 && plan->zero != 2)
 		return TP_OK;

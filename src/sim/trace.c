@@ -292,26 +292,34 @@ void tp_sim_trace_write(const struct tp_sim *sim, const struct tp_plan *plan,
 			const struct lane *ln = &s->lanes.v[gi->lane_first + rep];
 			for (uint32_t k = 0; k < ln->tp; k++) {
 				uint32_t d = plan->devs.v[ln->dev_first + k];
-				for (uint32_t i = 0; i < 2 * plan->micro_batches;
+				/* F and B of every micro-batch, then the W
+				   passes under zb-h1 (taskgraph.c) */
+				for (uint32_t i = 0;
+				     i < (s->zb ? 3 : 2) * plan->micro_batches;
 				     i++) {
 					const struct task *t =
 						&s->tasks.v[sl->task_first + i];
 					bool f = t->kind == TK_F;
+					bool w = t->kind == TK_W;
+					const char *what =
+						f   ? "forward"
+						: w ? "weight-gradient"
+						    : "backward";
 					snprintf(name, sizeof(name), "%s mb%u g%u",
-						 f ? "forward" : "backward",
-						 t->micro, rl->group);
-					slice(&jw, name,
-					      f ? "forward" : "backward", 0, d,
-					      t->start, t->end);
+						 what, t->micro, rl->group);
+					slice(&jw, name, what, 0, d, t->start,
+					      t->end);
 					tp_jw_key(&jw, "args");
 					tp_jw_object_begin(&jw);
 					tp_jw_kv_number(&jw, "compute_s",
-							f ? rl->f_comp
-							  : rl->b_comp);
+							f   ? rl->f_comp
+							: w ? rl->w_comp
+							    : b_only(s, rl));
 					tp_jw_kv_number(&jw,
 							"tensor_parallel_s",
-							f ? rl->f_comm
-							  : rl->b_comm);
+							f   ? rl->f_comm
+							: w ? 0
+							    : rl->b_comm);
 					tp_jw_kv_number(&jw, "samples",
 							rl->samples);
 					tp_jw_object_end(&jw);

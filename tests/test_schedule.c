@@ -1,0 +1,367 @@
+/*
+ * test_schedule.c - pipeline schedules of modern training: zero bubble
+ * ZB-H1 (the backward split into input- and weight-gradient passes), each
+ * simulated figure against a hand calculation; the strategy string, the
+ * runtime capability, the action space and the export.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cluster.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "core/report.h"
+#include "core/runtime.h"
+#include "core/strategy.h"
+#include "core/strbuf.h"
+#include "export/export.h"
+#include "io/build.h"
+#include "io/io.h"
+#include "search/actions.h"
+#include "search/coarsen.h"
+#include "sim/sim.h"
+#include "util.h"
+
+#define REL(a, b)                                                              \
+	(fabs((double)(a) - (double)(b)) / fmax(fabs((double)(b)), 1e-300))
+
+/* A chain of n matmuls, one per layer: forward `flop` per sample
+ * (backward 2x), `pbytes` of weights, `saved` bytes kept per sample for
+ * the backward, `out` bytes of output per sample; no edge bytes (free
+ * pipeline transfers). */
+static void chain(struct tp_model *m, uint32_t n, double flop, double pbytes,
+		  double saved, double out, int64_t batch)
+{
+	struct tp_error err;
+	uint32_t prev = TP_NONE;
+
+	tp_model_init(m);
+	m->global_batch = batch;
+	m->dtype = TP_DTYPE_FP16;
+	m->optimizer = TP_OPT_ADAM;
+	for (uint32_t i = 0; i < n; i++) {
+		struct tp_op op = tp_op_default();
+		char name[32];
+		uint32_t idx;
+		snprintf(name, sizeof(name), "op%u", i);
+		op.name = name;
+		op.kind = TP_OP_MATMUL;
+		op.layer = (int32_t)i;
+		op.flop = flop;
+		op.backward_flop = 2 * flop;
+		op.param_bytes = pbytes;
+		op.out_bytes = out;
+		op.saved_bytes = saved;
+		ck_assert_int_eq(tp_model_add_op(m, &op, &idx, &err), TP_OK);
+		if (prev != TP_NONE)
+			ck_assert_int_eq(tp_model_add_edge(m, prev, idx, 0, &err),
+					 TP_OK);
+		prev = idx;
+	}
+	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+}
+
+/* p stages of one op each on the toy node (1e14 FLOP/s, exactly),
+ * m micro-batches of one sample, the given schedule; simulated without
+ * latencies. */
+static void pipeline(const struct tp_model *m, uint32_t p,
+		     enum tp_schedule sched, struct tp_report *r)
+{
+	struct tp_device_type t = tp_test_toy_type("toy");
+	struct tp_cluster c;
+	struct tp_plan pl;
+	struct tp_sim_options o;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *s;
+	struct tp_error err;
+
+	tp_test_toy_node(&c, &t, p);
+	tp_plan_init(&pl);
+	pl.global_batch = m->global_batch;
+	pl.micro_batches = (uint32_t)m->global_batch;
+	pl.schedule = sched;
+	for (uint32_t k = 0; k < p; k++)
+		ck_assert_int_eq(tp_plan_add_group(&pl, &k, 1, &k, 1, 1, 1, NULL,
+						   NULL, NULL),
+				 TP_OK);
+	tp_sim_options_default(&o);
+	o.params.p2p_latency_s = 0;
+	o.params.collective_latency_s = 0;
+	o.params.gemm_sustained = 1;
+	sim = tp_sim_new(m, &c, &o, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	s = tp_sim_scratch_new(sim);
+	ck_assert_ptr_nonnull(s);
+	tp_report_init(r);
+	ck_assert_msg(tp_sim_run(sim, &pl, s, r, NULL, &err) == TP_OK, "%s",
+		      err.msg);
+	/* the searches' lower bound never exceeds the simulated time */
+	{
+		double lb = 0;
+		ck_assert_int_eq(tp_sim_lower_bound(sim, &pl, s, &lb, &err),
+				 TP_OK);
+		ck_assert_msg(lb > 0 && lb <= r->iteration_time_s * (1 + 1e-12),
+			      "bound %.9g > %.9g", lb, r->iteration_time_s);
+	}
+	tp_sim_scratch_free(s);
+	tp_sim_free(sim);
+	tp_plan_release(&pl);
+	tp_cluster_release(&c);
+}
+
+/*
+ * ZB-H1 against the hand calculation of Qi et al. (ICLR 2024), p = 4
+ * stages, m = 8 micro-batches, F = B = W = 0.01 s (a matmul of 1e12 FLOP
+ * per sample at 1e14 FLOP/s; its 2e12 backward FLOP half input gradient,
+ * half weight gradient).  1F1B: (m + p - 1)(F + B + W) = 11 x 0.03 =
+ * 0.33 s.  ZB-H1: every stage busy m (F + B + W) = 0.24 s, bubble
+ * (p - 1)(F + B - W) = 3 x 0.01 s: 0.27 s.  Both plus one optimizer step:
+ * 1e3 parameter bytes = 500 fp16 parameters x 28 bytes / 1e12 B/s.  The
+ * bubble fraction of ZB-H1: 1 - 0.24 / 0.27 = 1/9.
+ */
+START_TEST(test_zb_h1_bubble)
+{
+	struct tp_model m;
+	struct tp_report r;
+	double u = 0.01, opt = 500 * 28 / 1e12;
+	uint32_t p = 4, mb = 8;
+
+	chain(&m, p, 1e12, 1e3, 0, 0, mb);
+	pipeline(&m, p, TP_SCHEDULE_1F1B, &r);
+	ck_assert_msg(REL(r.iteration_time_s, (mb + p - 1) * 3 * u + opt) <
+			      1e-9,
+		      "1f1b %.12g", r.iteration_time_s);
+	tp_report_release(&r);
+	pipeline(&m, p, TP_SCHEDULE_ZB_H1, &r);
+	ck_assert_msg(REL(r.iteration_time_s,
+			  mb * 3 * u + (p - 1) * (u + u - u) + opt) < 1e-9,
+		      "zb-h1 %.12g vs %.12g", r.iteration_time_s,
+		      mb * 3 * u + (p - 1) * u + opt);
+	ck_assert_msg(REL(r.bubble_fraction, 1.0 / 9) < 1e-9, "bubble %.12g",
+		      r.bubble_fraction);
+	/* every device computed all its F, B and W */
+	ck_assert(REL(r.devices[0].compute_s, mb * 3 * u + opt) < 1e-9);
+	tp_report_release(&r);
+	tp_model_release(&m);
+}
+END_TEST
+
+/*
+ * Memory of ZB-H1 by hand: a stage keeps A = 10 MB saved per micro-batch
+ * from its F until its B; its deferred W keeps the matmul's input (the
+ * same A) and output gradient O = 1 MB until the W ends.  1F1B: stage s
+ * holds p - s micro-batches, peak (p - s) A.  ZB-H1: stage s runs its
+ * first W after its (s+1)-th B and one W after every B: just after a B
+ * it holds p - s - 1 forwards and s + 1 deferred W, peak
+ * (p - s - 1) A + (s + 1)(A + O) = p A + (s + 1) O.
+ */
+START_TEST(test_zb_h1_memory)
+{
+	struct tp_model m;
+	struct tp_report r;
+	double A = 10e6, O = 1e6;
+	uint32_t p = 4, mb = 8;
+
+	chain(&m, p, 1e12, 1e3, A, O, mb);
+	pipeline(&m, p, TP_SCHEDULE_1F1B, &r);
+	for (uint32_t s = 0; s < p; s++)
+		ck_assert_msg(REL(r.devices[s].memory.activations, (p - s) * A) <
+				      1e-9,
+			      "1f1b stage %u: %.9g", s,
+			      r.devices[s].memory.activations);
+	tp_report_release(&r);
+	pipeline(&m, p, TP_SCHEDULE_ZB_H1, &r);
+	for (uint32_t s = 0; s < p; s++)
+		ck_assert_msg(REL(r.devices[s].memory.activations,
+				  p * A + (s + 1) * O) < 1e-9,
+			      "zb-h1 stage %u: %.9g vs %.9g", s,
+			      r.devices[s].memory.activations,
+			      p * A + (s + 1) * O);
+	tp_report_release(&r);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* schedule=zb-h1 in the strategy string, the plan file and the runtime
+ * check: fsdp2 (torch.distributed.pipelining) runs it, Megatron-Core does
+ * not. */
+START_TEST(test_zb_h1_strategy_runtime)
+{
+	struct tp_strategy st;
+	struct tp_error err;
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_runtime rt;
+	char buf[512], why[256];
+
+	ck_assert_int_eq(tp_strategy_parse("pp=4,schedule=zb-h1", &st, &err),
+			 TP_OK);
+	ck_assert_int_eq(st.schedule, TP_SCHEDULE_ZB_H1);
+	tp_strategy_format(&st, buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "schedule=zb-h1") != NULL, "%s", buf);
+	ck_assert_int_eq(tp_strategy_parse("schedule=zb", &st, &err),
+			 TP_EUSAGE);
+	ck_assert_msg(strstr(err.msg, "zb-h1") != NULL, "%s", err.msg);
+	ck_assert_str_eq(tp_schedule_name(TP_SCHEDULE_ZB_H1), "zb-h1");
+	ck_assert_int_eq(tp_schedule_parse("zb-h1"), TP_SCHEDULE_ZB_H1);
+
+	{
+		struct tp_device_type t = tp_test_toy_type("toy");
+		tp_test_toy_node(&c, &t, 4);
+	}
+	chain(&m, 8, 1e12, 1e3, 0, 0, 8);
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_strategy_parse("pp=4,schedule=zb-h1", &st, &err),
+			 TP_OK);
+	ck_assert_msg(tp_strategy_to_plan(&st, &m, &c, &p, &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_int_eq(p.schedule, TP_SCHEDULE_ZB_H1);
+	ck_assert_int_eq(tp_runtime_find("fsdp2", &rt, &err), TP_OK);
+	ck_assert(rt.can.schedules & (1u << TP_SCHEDULE_ZB_H1));
+	ck_assert_uint_eq(tp_runtime_plan_check(&rt, &p, &m, &c, NULL, why,
+						sizeof(why)) &
+				  (1u << TP_CAP_SCHEDULES),
+			  0);
+	ck_assert_int_eq(tp_runtime_find("megatron-core", &rt, &err), TP_OK);
+	ck_assert_uint_ne(tp_runtime_plan_check(&rt, &p, &m, &c, NULL, why,
+						sizeof(why)) &
+				  (1u << TP_CAP_SCHEDULES),
+			  0);
+	ck_assert_msg(strstr(why, "zb-h1") != NULL, "%s", why);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* The search offers zb-h1 where the runtime runs it (fsdp2), not under
+ * Megatron-Core, and not on an interleaved pipeline. */
+START_TEST(test_zb_h1_actions)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_groups g;
+	struct tp_space sp;
+	struct tp_globals gl;
+	struct tp_action acts[64];
+	struct tp_decision *dec;
+	struct tp_runtime rt;
+	struct tp_error err;
+	const char *names[] = {"fsdp2", "megatron-core"};
+
+	{
+		struct tp_device_type t = tp_test_toy_type("toy");
+		tp_test_toy_node(&c, &t, 4);
+	}
+	chain(&m, 8, 1e12, 1e3, 0, 0, 8);
+	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
+	for (int k = 0; k < 2; k++) {
+		uint32_t n, zb = 0;
+		ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
+		ck_assert_int_eq(tp_runtime_find(names[k], &rt, &err), TP_OK);
+		ck_assert_int_eq(tp_space_set_runtime(&sp, &rt, &err), TP_OK);
+		dec = calloc(g.n, sizeof(*dec));
+		for (uint32_t i = 0; i < g.n; i++) {
+			dec[i].set = TP_SPACE_SET_ALL;
+			dec[i].tp = 1;
+		}
+		memset(&gl, 0, sizeof(gl));
+		gl.micro_batches = 8;
+		gl.schedule = TP_SCHEDULE_1F1B;
+		n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+		for (uint32_t i = 0; i < n; i++)
+			zb += acts[i].g.schedule == TP_SCHEDULE_ZB_H1;
+		ck_assert_uint_eq(zb, k == 0 ? 1 : 0);
+		/* from zb-h1, back to 1f1b */
+		if (k == 0) {
+			uint32_t back = 0;
+			gl.schedule = TP_SCHEDULE_ZB_H1;
+			n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+			for (uint32_t i = 0; i < n; i++)
+				back += acts[i].g.schedule == TP_SCHEDULE_1F1B;
+			ck_assert_uint_ge(back, 1);
+		}
+		free(dec);
+		tp_space_release(&sp);
+	}
+	tp_groups_release(&g);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* The TorchTitan export names torch.distributed.pipelining's zero-bubble
+ * schedule for a zb-h1 plan of fsdp2, and says what it runs. */
+START_TEST(test_zb_h1_export)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_strategy st;
+	struct tp_runtime rt;
+	struct tp_export_spec spec;
+	struct tp_strbuf out, notes;
+	struct tp_error err;
+	const char *specs[] = {"dgx-h100:1"};
+
+	tp_model_init(&m);
+	ck_assert_msg(tp_build_hf(tp_test_path("data/hf/llama-2-7b.json"), 4096,
+				  64, -1, &m, &err) == TP_OK,
+		      "%s", err.msg);
+	tp_cluster_init(&c);
+	ck_assert_msg(tp_build_topology(specs, 1, "ib-ndr", 1, &c, &err) ==
+			      TP_OK,
+		      "%s", err.msg);
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_strategy_parse("pp=4,zero=3,schedule=zb-h1", &st,
+					   &err),
+			 TP_OK);
+	ck_assert_msg(tp_strategy_to_plan(&st, &m, &c, &p, &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_int_eq(tp_runtime_find("fsdp2", &rt, &err), TP_OK);
+	memset(&spec, 0, sizeof(spec));
+	tp_strbuf_init(&out);
+	tp_strbuf_init(&notes);
+	ck_assert_msg(tp_export_analyze(&p, &m, &c, &rt, &spec, &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_msg(tp_export_write(&spec, TP_EXPORT_TORCHTITAN, NULL, &out,
+				      &notes, &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_msg(strstr(out.buf, "pipeline_parallel_schedule = "
+				      "\"InterleavedZeroBubble\"") != NULL,
+		      "%s", out.buf);
+	ck_assert_msg(strstr(notes.buf, "zb-h1") != NULL, "%s", notes.buf);
+	tp_export_spec_release(&spec);
+	tp_strbuf_release(&out);
+	tp_strbuf_release(&notes);
+	/* Megatron-Core has no zero-bubble schedule: refused */
+	ck_assert_int_eq(tp_runtime_find("megatron-core", &rt, &err), TP_OK);
+	memset(&spec, 0, sizeof(spec));
+	ck_assert_int_eq(tp_export_analyze(&p, &m, &c, &rt, &spec, &err),
+			 TP_EINFEASIBLE);
+	ck_assert_msg(strstr(err.msg, "zb-h1") != NULL, "%s", err.msg);
+	tp_export_spec_release(&spec);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+Suite *suite_schedule(void)
+{
+	Suite *s = suite_create("schedule");
+	TCase *tc = tcase_create("zero-bubble");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_zb_h1_bubble);
+	tcase_add_test(tc, test_zb_h1_memory);
+	tcase_add_test(tc, test_zb_h1_strategy_runtime);
+	tcase_add_test(tc, test_zb_h1_actions);
+	tcase_add_test(tc, test_zb_h1_export);
+	suite_add_tcase(s, tc);
+	return s;
+}
