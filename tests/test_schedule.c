@@ -1,8 +1,9 @@
 /*
  * test_schedule.c - pipeline schedules of modern training: zero bubble
- * ZB-H1 (the backward split into input- and weight-gradient passes), each
- * simulated figure against a hand calculation; the strategy string, the
- * runtime capability, the action space and the export.
+ * ZB-H1 (the backward split into input- and weight-gradient passes) and
+ * uneven first / last stages, each simulated figure against a hand
+ * calculation; the strategy string, the runtime capability, the action
+ * space and the exports.
  */
 #include <check.h>
 #include <math.h>
@@ -351,6 +352,193 @@ START_TEST(test_zb_h1_export)
 }
 END_TEST
 
+/* The layers of each pipeline chunk of plan p (the launcher's view). */
+static void chunk_layers(const struct tp_plan *p, const struct tp_model *m,
+			 const struct tp_cluster *c, int64_t *out, uint32_t n)
+{
+	struct tp_runtime rt;
+	struct tp_plan_shape sh;
+	struct tp_error err;
+
+	tp_runtime_none(&rt);
+	ck_assert_int_eq(tp_runtime_find("megatron-core", &rt, &err), TP_OK);
+	tp_runtime_plan_check(&rt, p, m, c, &sh, NULL, 0);
+	ck_assert(sh.ok);
+	ck_assert_uint_eq(sh.chunks, n);
+	memcpy(out, sh.chunk_layers, n * sizeof(*out));
+}
+
+/* The Megatron-LM arguments of plan p under megatron-core. */
+static void megatron_args(const struct tp_plan *p, const struct tp_model *m,
+			  const struct tp_cluster *c, struct tp_strbuf *out)
+{
+	struct tp_runtime rt;
+	struct tp_export_spec spec;
+	struct tp_error err;
+
+	ck_assert_int_eq(tp_runtime_find("megatron-core", &rt, &err), TP_OK);
+	memset(&spec, 0, sizeof(spec));
+	ck_assert_msg(tp_export_analyze(p, m, c, &rt, &spec, &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_msg(tp_export_write(&spec, TP_EXPORT_MEGATRON, NULL, out,
+				      NULL, &err) == TP_OK,
+		      "%s", err.msg);
+	tp_export_spec_release(&spec);
+}
+
+/*
+ * Uneven first / last stages (Megatron-Core's --decoder-first/last-
+ * pipeline-num-layers) in the strategy string: Llama-2-7B's 32 layers on
+ * 4 stages with first_layers=9, last_layers=5 are 9, 9, 9, 5 (the middle
+ * stages share 32 - 14 = 18); interleaved:2 with 10 and 6: every stage's
+ * layers halved over its two chunks, 5 4 4 3 | 5 4 4 3.  The Megatron
+ * export writes the two flags for the first and the layout string for
+ * the second; counts the other stages cannot share are refused.
+ */
+START_TEST(test_uneven_stages_strategy)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_strategy st;
+	struct tp_strbuf out;
+	struct tp_error err;
+	const char *specs[] = {"dgx-h100:2"};
+	const int64_t want1[] = {9, 9, 9, 5};
+	const int64_t want2[] = {5, 4, 4, 3, 5, 4, 4, 3};
+	int64_t got[8];
+	char buf[512];
+
+	tp_model_init(&m);
+	ck_assert_msg(tp_build_hf(tp_test_path("data/hf/llama-2-7b.json"), 4096,
+				  64, -1, &m, &err) == TP_OK,
+		      "%s", err.msg);
+	tp_cluster_init(&c);
+	ck_assert_msg(tp_build_topology(specs, 1, "ib-ndr", 1, &c, &err) ==
+			      TP_OK,
+		      "%s", err.msg);
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_strategy_parse("tp=2,pp=4,first_layers=9,"
+					   "last_layers=5",
+					   &st, &err),
+			 TP_OK);
+	tp_strategy_format(&st, buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, ",first_layers=9,last_layers=5") != NULL,
+		      "%s", buf);
+	ck_assert_msg(tp_strategy_to_plan(&st, &m, &c, &p, &err) == TP_OK,
+		      "%s", err.msg);
+	chunk_layers(&p, &m, &c, got, 4);
+	ck_assert_mem_eq(got, want1, sizeof(want1));
+	tp_strbuf_init(&out);
+	megatron_args(&p, &m, &c, &out);
+	ck_assert_msg(strstr(out.buf, "--decoder-first-pipeline-num-layers 9") &&
+			      strstr(out.buf,
+				     "--decoder-last-pipeline-num-layers 5"),
+		      "%s", out.buf);
+	tp_strbuf_release(&out);
+
+	ck_assert_int_eq(tp_strategy_parse("tp=2,pp=4,schedule=interleaved:2,"
+					   "first_layers=10,last_layers=6",
+					   &st, &err),
+			 TP_OK);
+	ck_assert_msg(tp_strategy_to_plan(&st, &m, &c, &p, &err) == TP_OK,
+		      "%s", err.msg);
+	chunk_layers(&p, &m, &c, got, 8);
+	ck_assert_mem_eq(got, want2, sizeof(want2));
+	tp_strbuf_init(&out);
+	megatron_args(&p, &m, &c, &out);
+	ck_assert_msg(strstr(out.buf, "--pipeline-model-parallel-layout "
+				      "Ettttt|tttt|tttt|ttt|ttttt|tttt|tttt|"
+				      "tttL") != NULL,
+		      "%s", out.buf);
+	tp_strbuf_release(&out);
+
+	/* 26 layers for 3 stages; 9 layers over 2 chunks; no pipeline */
+	ck_assert_int_eq(tp_strategy_parse("tp=2,pp=4,last_layers=6", &st,
+					   &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&st, &m, &c, &p, &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "26 of the model's 32 layers") != NULL,
+		      "%s", err.msg);
+	ck_assert_int_eq(tp_strategy_parse("tp=2,pp=4,schedule=interleaved:2,"
+					   "last_layers=5",
+					   &st, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&st, &m, &c, &p, &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "stage 0 gets 9 layers") != NULL, "%s",
+		      err.msg);
+	ck_assert_int_eq(tp_strategy_parse("tp=2,first_layers=4", &st, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&st, &m, &c, &p, &err),
+			 TP_EINPUT);
+	ck_assert_int_eq(tp_strategy_parse("first_layers=0", &st, &err),
+			 TP_EUSAGE);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/*
+ * An uneven pipeline simulated, by hand: 8 equal layers (F 0.01 s, B
+ * 0.02 s per micro-batch) on 4 stages as first_layers=3, last_layers=1
+ * (3, 2, 2, 1 layers), GPipe, 8 micro-batches.  A flow shop of identical
+ * jobs: the forwards end at sum F_s + (m - 1) max F_s = 0.08 + 7 x 0.03,
+ * the backwards take sum B_s + (m - 1) max B_s = 0.16 + 7 x 0.06 after
+ * that: 0.87 s, against 0.66 s for the even 2, 2, 2, 2; then stage 0's
+ * optimizer step over its 3 layers (3 x 500 parameters x 28 bytes at
+ * 1e12 B/s).
+ */
+START_TEST(test_uneven_stages_simulated)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_device_type t = tp_test_toy_type("toy");
+	const char *strs[] = {"pp=4,schedule=gpipe",
+			      "pp=4,schedule=gpipe,first_layers=3,"
+			      "last_layers=1"};
+	const double want[] = {0.22 + 0.44 + 2 * 500 * 28 / 1e12,
+			       0.29 + 0.58 + 3 * 500 * 28 / 1e12};
+
+	tp_test_toy_node(&c, &t, 4);
+	chain(&m, 8, 1e12, 1e3, 0, 0, 8);
+	for (int k = 0; k < 2; k++) {
+		struct tp_strategy st;
+		struct tp_plan p;
+		struct tp_report r;
+		struct tp_sim_options o;
+		struct tp_sim *sim;
+		struct tp_sim_scratch *s;
+		struct tp_error err;
+		tp_plan_init(&p);
+		ck_assert_int_eq(tp_strategy_parse(strs[k], &st, &err), TP_OK);
+		ck_assert_msg(tp_strategy_to_plan(&st, &m, &c, &p, &err) ==
+				      TP_OK,
+			      "%s", err.msg);
+		tp_sim_options_default(&o);
+		o.params.p2p_latency_s = 0;
+		o.params.collective_latency_s = 0;
+		o.params.gemm_sustained = 1;
+		sim = tp_sim_new(&m, &c, &o, &err);
+		ck_assert_ptr_nonnull(sim);
+		s = tp_sim_scratch_new(sim);
+		tp_report_init(&r);
+		ck_assert_int_eq(tp_sim_run(sim, &p, s, &r, NULL, &err), TP_OK);
+		ck_assert_msg(REL(r.iteration_time_s, want[k]) < 1e-9,
+			      "%s: %.12g vs %.12g", strs[k], r.iteration_time_s,
+			      want[k]);
+		tp_report_release(&r);
+		tp_sim_scratch_free(s);
+		tp_sim_free(sim);
+		tp_plan_release(&p);
+	}
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 Suite *suite_schedule(void)
 {
 	Suite *s = suite_create("schedule");
@@ -362,6 +550,11 @@ Suite *suite_schedule(void)
 	tcase_add_test(tc, test_zb_h1_strategy_runtime);
 	tcase_add_test(tc, test_zb_h1_actions);
 	tcase_add_test(tc, test_zb_h1_export);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("uneven-stages");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_uneven_stages_strategy);
+	tcase_add_test(tc, test_uneven_stages_simulated);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -48,6 +48,8 @@ static const char about[] =
 	"  zero         ZeRO stage 0..3 [0]\n"
 	"  sync         ring | hierarchical | ps | auto [auto: hierarchical\n"
 	"               when a replica set spans nodes]\n"
+	"  first_layers, last_layers  layers of the first / last pipeline\n"
+	"               stage [even] (more keys: tagplan(1), STRATEGIES)\n"
 	"e.g. -s tp=8,pp=8,dp=16,mb=1,schedule=interleaved:3,recompute=selective\n"
 	"\n"
 	"--trace writes Chrome trace-event JSON (open it in Perfetto or\n"

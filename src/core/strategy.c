@@ -31,12 +31,13 @@ void tp_strategy_default(struct tp_strategy *s)
 static const char *const keys[] = {"tp",        "pp", "dp",   "mb",
 				   "gbs",       "schedule", "recompute",
 				   "sp",        "zero", "sync", "ep", "cp",
-				   "imbalance", "capacity"};
+				   "imbalance", "capacity", "first_layers",
+				   "last_layers"};
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
 static const char key_list[] =
 	"tp, pp, dp, mb, gbs, schedule, recompute, sp, zero, sync, ep, cp, "
-	"imbalance, capacity";
+	"imbalance, capacity, first_layers, last_layers";
 
 /* Parse a positive (or, with allow_zero, non-negative) decimal integer no
  * larger than max. */
@@ -193,6 +194,16 @@ static enum tp_status set_key(struct tp_strategy *s, int k, const char *key,
 			s->capacity = v;
 		return TP_OK;
 	}
+	case 14: /* first_layers */
+	case 15: /* last_layers */
+		if (parse_uint(val, 1 << 20, false, &x))
+			return bad_value(err, key, val,
+					 "a positive number of layers");
+		if (k == 14)
+			s->first_layers = (uint32_t)x;
+		else
+			s->last_layers = (uint32_t)x;
+		return TP_OK;
 	default:
 		return tp_error_set(err, TP_EINTERNAL, "bad strategy key");
 	}
@@ -318,6 +329,18 @@ void tp_strategy_format(const struct tp_strategy *s, char *buf, size_t size)
 			snprintf(buf + n, size - n, ",capacity=%g",
 				 s->capacity);
 	}
+	if (s->first_layers > 0) {
+		size_t n = strlen(buf);
+		if (n < size)
+			snprintf(buf + n, size - n, ",first_layers=%u",
+				 s->first_layers);
+	}
+	if (s->last_layers > 0) {
+		size_t n = strlen(buf);
+		if (n < size)
+			snprintf(buf + n, size - n, ",last_layers=%u",
+				 s->last_layers);
+	}
 }
 
 /* ep: routed experts to spread, dividing their count and dp x cp
@@ -359,28 +382,102 @@ static enum tp_status check_ep(const struct tp_strategy *s,
 	return TP_OK;
 }
 
-/*
- * Chunk of every op: by layer when the model has layers (balanced layer
- * counts), else by cumulative compute along the topological order.
- * Returns the number of layers found (0 when none).
- */
-static int64_t assign_chunks(const struct tp_model *m, uint32_t n_chunks,
-			     uint32_t *chunk)
+/* The model's transformer layers: the largest label + 1 (0 when none). */
+static int64_t label_layers(const struct tp_model *m)
 {
-	uint32_t n = (uint32_t)m->ops.n;
 	int64_t layers = 0;
 
-	for (uint32_t i = 0; i < n; i++)
+	for (size_t i = 0; i < m->ops.n; i++)
 		if (m->ops.v[i].layer >= 0 && m->ops.v[i].layer + 1 > layers)
 			layers = m->ops.v[i].layer + 1;
+	return layers;
+}
+
+/*
+ * Uneven first / last stages (Megatron-Core's --decoder-first/last-
+ * pipeline-num-layers, megatron/core/transformer/transformer_block.py
+ * get_num_layers_to_build): the first and last stage take the layers
+ * given, every other stage the rest in equal whole numbers, and each
+ * stage splits its layers equally over its V chunks.  Fills cnt[0..pp)
+ * per stage; TP_EINPUT naming the fix when that is not possible.
+ */
+static enum tp_status stage_layers(const struct tp_strategy *s,
+				   int64_t layers, uint32_t pp, uint32_t V,
+				   int64_t *cnt, struct tp_error *err)
+{
+	int64_t rest = layers, mid;
+	uint32_t left = pp;
+
+	if (pp < 2)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: first_layers / last_layers "
+				    "shape a pipeline; they need pp >= 2");
+	if (layers <= 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: first_layers / last_layers count "
+				    "transformer layers and the model labels "
+				    "none; drop them");
+	if (s->first_layers) {
+		rest -= s->first_layers;
+		left--;
+	}
+	if (s->last_layers) {
+		rest -= s->last_layers;
+		left--;
+	}
+	if (rest < 0 || (left == 0 && rest != 0) ||
+	    (left > 0 && (rest <= 0 || rest % left != 0)))
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: first_layers / last_layers "
+				    "leave %lld of the model's %lld layers for "
+				    "%u other pipeline stages: pick counts that "
+				    "leave each of them the same positive "
+				    "number",
+				    (long long)rest, (long long)layers, left);
+	mid = left ? rest / left : 0;
+	for (uint32_t j = 0; j < pp; j++) {
+		cnt[j] = j == 0 && s->first_layers	 ? s->first_layers
+			 : j == pp - 1 && s->last_layers ? s->last_layers
+							 : mid;
+		if (cnt[j] % V != 0)
+			return tp_error_set(err, TP_EINPUT,
+					    "strategy: pipeline stage %u gets "
+					    "%lld layers, which its %u "
+					    "interleaved chunks cannot share "
+					    "equally; pick first_layers / "
+					    "last_layers (or V) so that every "
+					    "stage's layers divide by V",
+					    j, (long long)cnt[j], V);
+	}
+	return TP_OK;
+}
+
+/*
+ * Chunk of every op: by layer when the model has layers (balanced layer
+ * counts, or per_chunk[c] layers in chunk c when given), else by
+ * cumulative compute along the topological order.  Returns the number of
+ * layers found (0 when none).
+ */
+static int64_t assign_chunks(const struct tp_model *m, uint32_t n_chunks,
+			     const int64_t *per_chunk, uint32_t *chunk)
+{
+	uint32_t n = (uint32_t)m->ops.n;
+	int64_t layers = label_layers(m);
+
 	if (layers > 0) {
 		uint32_t cur = 0;
 		for (uint32_t k = 0; k < n; k++) {
 			uint32_t o = m->topo[k];
 			int32_t l = m->ops.v[o].layer;
-			if (l >= 0)
+			if (l >= 0 && per_chunk) {
+				int64_t end = per_chunk[0];
+				cur = 0;
+				while (cur + 1 < n_chunks && l >= end)
+					end += per_chunk[++cur];
+			} else if (l >= 0) {
 				cur = (uint32_t)((uint64_t)l * n_chunks /
 						 (uint64_t)layers);
+			}
 			chunk[o] = cur;
 		}
 		return layers;
@@ -428,6 +525,7 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 							    : 1;
 	uint32_t n_chunks, nops = (uint32_t)m->ops.n, *chunk = NULL,
 			   *ops = NULL, *devs = NULL;
+	int64_t *per_chunk = NULL;
 	uint64_t per_stage, mbdp;
 	int64_t gbs, layers;
 	enum tp_status st = TP_OK;
@@ -581,7 +679,24 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 		st = tp_error_set(err, TP_ENOMEM, "out of memory");
 		goto out;
 	}
-	layers = assign_chunks(m, n_chunks, chunk);
+	if (s->first_layers || s->last_layers) {
+		int64_t *cnt = tp_calloc((size_t)pp + (size_t)n_chunks,
+					 sizeof(*cnt));
+		if (!cnt) {
+			st = tp_error_set(err, TP_ENOMEM, "out of memory");
+			goto out;
+		}
+		per_chunk = cnt + pp;
+		st = stage_layers(s, label_layers(m), pp, V, cnt, err);
+		for (uint32_t ch = 0; !st && ch < n_chunks; ch++)
+			per_chunk[ch] = cnt[ch % pp] / V;
+		if (st) {
+			free(cnt);
+			per_chunk = NULL;
+			goto out;
+		}
+	}
+	layers = assign_chunks(m, n_chunks, per_chunk, chunk);
 	if (layers > 0 && (int64_t)n_chunks > layers) {
 		if (V > 1)
 			st = tp_error_set(err, TP_EINPUT,
@@ -656,6 +771,7 @@ out:
 	free(chunk);
 	free(ops);
 	free(devs);
+	free(per_chunk ? per_chunk - pp : NULL);
 	if (st)
 		tp_plan_clear(plan);
 	return st;

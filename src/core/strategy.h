@@ -13,17 +13,24 @@
  * set spans nodes, else ring], ep expert-parallel degree [1] (dividing
  * the routed experts and dp; groups without routed experts keep 1),
  * imbalance the busiest expert-parallel rank's load over the mean [the
- * simulator's, 1.25], capacity the expert capacity factor [dropless].
+ * simulator's, 1.25], capacity the expert capacity factor [dropless],
+ * first_layers / last_layers the transformer layers of the first / last
+ * pipeline stage [even] (Megatron-Core's --decoder-first/last-pipeline-
+ * num-layers: the other stages share the rest equally, each stage's
+ * layers split equally over its V chunks when interleaved).
  * dp=auto, gbs=model and sync=auto name the defaults (tp_strategy_format
- * writes them so; it writes ep, cp, imbalance and capacity only when not
- * their defaults, so strings of older plans read as before).
+ * writes them so; it writes ep, cp, imbalance, capacity, first_layers and
+ * last_layers only when not their defaults, so strings of older plans
+ * read as before).
  *
  * Expansion follows Megatron-Core's rank order (tensor fastest, then
  * context, then data, then pipeline): stage s uses devices
  * [s*n, (s+1)*n) in topology order, n = tp*cp*dp, context rank c of
  * replica r of it devices s*n + (r*cp + c)*tp + [0, tp).  Layers are
- * spread evenly over pp*V chunks, chunk c on stage c mod pp; ops before the
- * first layer go to the first chunk and ops after the last to the last.
+ * spread evenly over pp*V chunks (or stage by stage with first_layers /
+ * last_layers, each stage's over its V chunks), chunk c on stage c mod
+ * pp; ops before the first layer go to the first chunk and ops after the
+ * last to the last.
  */
 #ifndef TP_STRATEGY_H
 #define TP_STRATEGY_H
@@ -50,6 +57,8 @@ struct tp_strategy {
 	uint32_t ep; /* expert parallelism (plan.h), 1 = none */
 	double imbalance, capacity; /* the plan's expert_imbalance and
 				       expert_capacity_factor, 0 = default */
+	uint32_t first_layers, last_layers; /* layers of the first / last
+					       pipeline stage, 0 = even */
 };
 
 void tp_strategy_default(struct tp_strategy *s);
@@ -67,8 +76,10 @@ void tp_strategy_format(const struct tp_strategy *s, char *buf, size_t size);
  * Expand into a plan for model m on cluster c (plan initialised; cleared
  * first).  TP_EINPUT, naming the fix, when tp does not divide the heads,
  * tp*pp*dp differs from the device count, the batch is not divisible by
- * mb*dp, pp*V exceeds the layers, the schedule is inconsistent, or cp
- * does not split the model's sequence (tp_plan_validate's rule).
+ * mb*dp, pp*V exceeds the layers, the schedule is inconsistent, cp
+ * does not split the model's sequence (tp_plan_validate's rule), or
+ * first_layers / last_layers leave the other stages (or a stage's V
+ * chunks) no equal whole number of layers.
  */
 enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 				   const struct tp_model *m,
