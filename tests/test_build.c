@@ -418,7 +418,7 @@ START_TEST(test_topo_every_preset)
 		n++;
 	ck_assert_int_eq(n, (int)(sizeof(want) / sizeof(want[0])));
 	for (int i = 0; i < n; i++) {
-		char spec[64];
+		char spec[64], key[64];
 		const char *specs[1] = {spec};
 		struct tp_cluster c;
 		snprintf(spec, sizeof(spec), "%s:2", want[i].name);
@@ -428,6 +428,14 @@ START_TEST(test_topo_every_preset)
 		ck_assert_uint_eq(c.devices.n, 2 * want[i].gpus);
 		ck_assert_str_eq(c.types.v[c.devices.v[0].type].name,
 				 want[i].gpu);
+		/* NVLink SHARP: the NVSwitch generations that have it (H100
+		 * whitepaper, Blackwell technical brief) */
+		snprintf(key, sizeof(key), " %s ", want[i].name);
+		ck_assert_msg(c.types.v[c.devices.v[0].type].nvls ==
+				      (strstr(" dgx-h100 hgx-h200 dgx-b200 "
+					      "gb200-nvl72 ",
+					      key) != NULL),
+			      "%s nvls", want[i].name);
 		/* a GPU reaches a GPU of the other node */
 		ck_assert(tp_test_route(&c, 0, c.devices.n - 1)->bw_Bps > 0);
 		tp_cluster_release(&c);

@@ -27,13 +27,16 @@
 	(fabs((double)(a) - (double)(b)) / fmax(fabs((double)(b)), 1e-300))
 
 
+/* The name of toy_cluster's device type (the TF32 rule reads it). */
+static const char *toy_name = "toy";
+
 /* nodes x gpus devices: fabric fab_bw per device (0 = none), NICs of
  * nic_bw each, one per GPU, star network; latencies lat. */
 static void toy_cluster(struct tp_cluster *c, uint32_t nodes, uint32_t gpus,
 			double fab_bw, double nic_bw, double lat)
 {
 	struct tp_error err;
-	struct tp_device_type t = tp_test_toy_type("toy");
+	struct tp_device_type t = tp_test_toy_type(toy_name);
 	uint32_t ty;
 
 	tp_cluster_init(c);
@@ -254,6 +257,109 @@ START_TEST(test_hierarchical_allreduce_time)
 	tp_plan_release(&p);
 	tp_model_release(&m);
 	tp_cluster_release(&c);
+}
+END_TEST
+
+/* NCCL's tree across nodes: 64 one-GPU nodes, a 1 MB gradient (one
+ * call) and 100 us per hop, where the ring's 126 steps cost 12.6 ms and
+ * the tree's 2 log2(64) = 12 steps 1.2 ms for 2 S against 2(63/64) S
+ * over the NIC; with no latency the ring moves less and stays. */
+START_TEST(test_tree_allreduce_across_nodes)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_sim *sim;
+	double bn = 25e9, S = 1e6, step = S / 2 * 28 / 1e12, expect;
+
+	for (int lat = 1; lat >= 0; lat--) {
+		double a = lat ? 1e-4 : 0;
+		toy_cluster(&c, 64, 1, 0, bn, a);
+		chain_model(&m, 1, 1e12, S, 1e6, 64);
+		plain_plan(&p, &m, 64, 1, 1, TP_SYNC_RING, 0);
+		sim = new_sim(&m, &c, false);
+		tp_report_init(&r);
+		run(sim, &p, &r);
+		expect = 0.01 + 0.02 + step +
+			 (lat ? 2 * 6 * a + 2 * S / bn
+			      : 2 * 63.0 / 64 * S / bn);
+		ck_assert_msg(REL(r.iteration_time_s, expect) < 1e-9,
+			      "latency %g: %.12g vs %.12g", a,
+			      r.iteration_time_s, expect);
+		tp_report_release(&r);
+		tp_sim_free(sim);
+		tp_plan_release(&p);
+		tp_model_release(&m);
+		tp_cluster_release(&c);
+	}
+}
+END_TEST
+
+/* The tensor-parallel collectives' time of device 0 for a small GPT
+ * (hidden 256, 8 heads, 4 layers) under strategy on one node of `gpus`
+ * toy devices on an NVSwitch (100 GB/s, no latency) whose type has NVLS
+ * or not, dp = 1: communication_s is the collectives alone. */
+static double tp_comm_s(bool nvls, uint32_t gpus, const char *strategy)
+{
+	struct tp_gpt_dims d;
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_device_type t = tp_test_toy_type("toy");
+	struct tp_strategy s;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_sim *sim;
+	struct tp_error err;
+	double comm;
+
+	tp_gpt_dims_default(&d);
+	d.hidden = 256;
+	d.heads = 8;
+	d.layers = 4;
+	d.seq = 512;
+	d.vocab = 1000;
+	d.batch = 8;
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_gpt(&d, &m, &err), TP_OK);
+	t.nvls = nvls;
+	tp_test_toy_node(&c, &t, gpus);
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_strategy_parse(strategy, &s, &err), TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&s, &m, &c, &p, &err), TP_OK);
+	sim = new_sim(&m, &c, false);
+	tp_report_init(&r);
+	run(sim, &p, &r);
+	comm = r.devices[0].communication_s;
+	tp_report_release(&r);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+	return comm;
+}
+
+/* NVLS inside an NVLink SHARP domain: a tp = 8 all-reduce moves (8+1)/8 S
+ * per rank each way instead of the ring's 2(8-1)/8 S: 9/14 of the ring's
+ * time without latency.  Reduce-scatter and all-gather (sequence
+ * parallelism) and tp = 2 keep the ring. */
+START_TEST(test_nvls_tp_allreduce)
+{
+	double ring = tp_comm_s(false, 8, "tp=8,dp=1,mb=1");
+	double nvls = tp_comm_s(true, 8, "tp=8,dp=1,mb=1");
+
+	ck_assert(ring > 0);
+	ck_assert_msg(REL(nvls, ring * 9 / 14) < 1e-9, "nvls %.9g ring %.9g",
+		      nvls, ring);
+	ring = tp_comm_s(false, 8, "tp=8,dp=1,mb=1,sp=on");
+	nvls = tp_comm_s(true, 8, "tp=8,dp=1,mb=1,sp=on");
+	ck_assert(ring > 0);
+	ck_assert_msg(REL(nvls, ring) < 1e-12, "sp: nvls %.9g ring %.9g", nvls,
+		      ring);
+	ring = tp_comm_s(false, 2, "tp=2,dp=1,mb=1");
+	nvls = tp_comm_s(true, 2, "tp=2,dp=1,mb=1");
+	ck_assert_msg(REL(nvls, ring) < 1e-12, "tp 2: nvls %.9g ring %.9g",
+		      nvls, ring);
 }
 END_TEST
 
@@ -1039,6 +1145,14 @@ START_TEST(test_runtime_tf32)
 	gpt_rt_run(512, TP_DTYPE_BF16, 1, 1, "dp=1,mb=1", 0, &b_off, &pk);
 	gpt_rt_run(512, TP_DTYPE_BF16, 1, 1, "dp=1,mb=1", 4, &b_on, &pk);
 	ck_assert(b_on == b_off);
+	/* Intel Gaudi and AMD Instinct: no TF32 figure, the fp32 rate */
+	toy_name = "Gaudi3-toy";
+	gpt_rt_run(512, TP_DTYPE_FP32, 1, 1, "dp=1,mb=1", 4, &on, &pk);
+	ck_assert_msg(on == off, "Gaudi tf32 %g s, fp32 %g s", on, off);
+	toy_name = "MI300X-toy";
+	gpt_rt_run(512, TP_DTYPE_FP32, 1, 1, "dp=1,mb=1", 4, &on, &pk);
+	toy_name = "toy";
+	ck_assert_msg(on == off, "MI300X tf32 %g s, fp32 %g s", on, off);
 }
 END_TEST
 
@@ -1763,6 +1877,8 @@ Suite *suite_sim(void)
 	tcase_add_test(tc, test_runtime_dp_overlap_pipeline);
 	tcase_add_test(tc, test_ring_allreduce_time);
 	tcase_add_test(tc, test_hierarchical_allreduce_time);
+	tcase_add_test(tc, test_tree_allreduce_across_nodes);
+	tcase_add_test(tc, test_nvls_tp_allreduce);
 	tcase_add_test(tc, test_parameter_server_time);
 	tcase_add_test(tc, test_sync_overlap);
 	tcase_add_test(tc, test_pipeline_bubbles);

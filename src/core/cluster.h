@@ -59,6 +59,9 @@ struct tp_device_type {
 				     allocator fragmentation) */
 	const char *source;       /* where the figures come from */
 	bool builtin;             /* from data/devices.json */
+	bool nvls;                /* NVLink SHARP: on an NVSwitch fabric the
+				     switch reduces and multicasts
+				     (all-reduce, src/sim/README section 3) */
 };
 
 enum tp_vertex_kind {

@@ -19,6 +19,7 @@ static const char *const type_fields[] = {"name",
 					  "memory_efficiency",
 					  "kernel_overhead_s",
 					  "reserved_bytes",
+					  "nvls",
 					  "source",
 					  "sources",
 					  NULL};
@@ -123,6 +124,7 @@ enum tp_status tp_io_read_device_type(struct tp_jctx *j,
 	    (st =
 		 tp_io_get_quantity(j, v, "reserved_bytes", false, TP_JNUM_NONNEG,
 				TP_IOQ_RESERVED_BYTES, t->reserved_bytes, &t->reserved_bytes, NULL)) ||
+	    (st = tp_jget_bool(j, v, "nvls", false, t->nvls, &t->nvls)) ||
 	    (st = tp_jget_string(j, v, "source", false, 0, false,
 				 has_base ? NULL : "", &t->source)) ||
 	    (st = tp_jget_object(j, v, "sources", false, &src)))

@@ -628,6 +628,8 @@ static void write_type(struct tp_jw *jw, const struct tp_device_type *t)
 	tp_jw_kv_number(jw, "memory_efficiency", t->memory_efficiency);
 	tp_jw_kv_number(jw, "kernel_overhead_s", t->kernel_overhead_s);
 	tp_jw_kv_number(jw, "reserved_bytes", t->reserved_bytes);
+	if (t->nvls)
+		tp_jw_kv_bool(jw, "nvls", true);
 	tp_jw_kv_string(jw, "source", t->source ? t->source : "");
 	tp_jw_object_end(jw);
 }

@@ -115,21 +115,72 @@ static uint32_t set_tp_max(const struct tp_cluster *c, const uint32_t *d,
 	return g ? g : 1;
 }
 
-/* Add a set (or find an identical one); returns its index or TP_NONE on
- * allocation failure. */
+static uint64_t set_hash(const uint32_t *d, uint32_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ n;
+
+	for (uint32_t i = 0; i < n; i++)
+		h = (h ^ d[i]) * 0x100000001b3ull;
+	return h ^ (h >> 29);
+}
+
+/* The slot of set list (d, n) in s->set_tab: its set, or the empty slot
+ * where it goes. */
+static uint32_t *set_slot(struct tp_space *s, const uint32_t *d, uint32_t n)
+{
+	uint32_t mask = s->set_cap - 1, *x;
+
+	for (uint32_t k = (uint32_t)set_hash(d, n) & mask;; k = (k + 1) & mask) {
+		const struct tp_devset *o;
+		x = &s->set_tab[k];
+		if (*x == TP_NONE)
+			return x;
+		o = &s->sets.v[*x];
+		if (o->n == n &&
+		    memcmp(s->devs.v + o->first, d, n * sizeof(*d)) == 0)
+			return x;
+	}
+}
+
+/* Keep s->set_tab at most half full; -1 on allocation failure. */
+static int set_tab_grow(struct tp_space *s)
+{
+	uint32_t cap = s->set_cap ? s->set_cap : 1024, *old = s->set_tab;
+
+	if (s->set_tab && 2 * (s->sets.n + 1) <= s->set_cap)
+		return 0;
+	while (2 * (s->sets.n + 1) > cap)
+		cap *= 2;
+	s->set_tab = malloc(cap * sizeof(*s->set_tab));
+	if (!s->set_tab) {
+		s->set_tab = old;
+		return -1;
+	}
+	s->set_cap = cap;
+	for (uint32_t k = 0; k < cap; k++)
+		s->set_tab[k] = TP_NONE;
+	for (uint32_t i = 0; i < s->sets.n; i++)
+		*set_slot(s, s->devs.v + s->sets.v[i].first, s->sets.v[i].n) =
+			i;
+	free(old);
+	return 0;
+}
+
+/* Add a set (or find an identical one: a hash of the device lists, so
+ * the 100,000 single devices of a large cluster cost O(n), not O(n^2));
+ * returns its index or TP_NONE on allocation failure. */
 static uint32_t add_set(struct tp_space *s, const uint32_t *d, uint32_t n,
 			enum tp_devset_kind kind, const char *label)
 {
 	const struct tp_cluster *c = s->cluster;
 	struct tp_devset set;
-	uint32_t prev_node = TP_NONE;
+	uint32_t prev_node = TP_NONE, *slot;
 
-	for (uint32_t i = 0; i < s->sets.n; i++) {
-		const struct tp_devset *o = &s->sets.v[i];
-		if (o->n == n &&
-		    memcmp(s->devs.v + o->first, d, n * sizeof(*d)) == 0)
-			return i;
-	}
+	if (set_tab_grow(s))
+		return TP_NONE;
+	slot = set_slot(s, d, n);
+	if (*slot != TP_NONE)
+		return *slot;
 	memset(&set, 0, sizeof(set));
 	set.first = (uint32_t)s->devs.n;
 	set.n = n;
@@ -153,6 +204,7 @@ static uint32_t add_set(struct tp_space *s, const uint32_t *d, uint32_t n,
 		return TP_NONE;
 	memcpy(s->devs.v + s->devs.n, d, n * sizeof(*d));
 	s->devs.n += n;
+	*slot = (uint32_t)s->sets.n - 1;
 	if (n > s->max_group_devices)
 		s->max_group_devices = n;
 	return (uint32_t)s->sets.n - 1;
@@ -320,10 +372,16 @@ static enum tp_status build_sets(struct tp_space *s, struct tp_error *err)
 	}
 	free(d);
 	free(mem);
+	free(s->set_tab);
+	s->set_tab = NULL;
+	s->set_cap = 0;
 	return TP_OK;
 nomem:
 	free(d);
 	free(mem);
+	free(s->set_tab);
+	s->set_tab = NULL;
+	s->set_cap = 0;
 	return tp_error_set(err, TP_ENOMEM, "out of memory building device "
 					    "sets");
 }

@@ -200,6 +200,9 @@ struct tp_space {
 	struct tp_runtime rt;
 	int32_t *layer_end; /* per group: largest layer label + 1 of its
 			       ops, 0 when none (the even re-cut) */
+	/* while the sets are built: open hash of set indices by device
+	   list (TP_NONE = empty), set_cap slots, a power of two */
+	uint32_t *set_tab, set_cap;
 };
 
 /* Per-thread working memory for materialising plans. */

@@ -451,11 +451,12 @@ double tp_sim_expert_load(const struct tp_sim *sim, const struct tp_plan *plan)
 }
 
 /* Tensor-parallel collective seconds of `bytes` (an all-reduce when ar,
- * else a reduce-scatter or all-gather). */
+ * NVLS where the lane has it; else a ring reduce-scatter or all-gather,
+ * half the ring all-reduce). */
 static double tp_coll(const struct lane *ln, double bytes, bool ar)
 {
-	double t = ln->tp_a + ln->tp_k * bytes;
-	return ar ? t : t / 2;
+	return ar ? ln->ar_a + ln->ar_k * bytes
+		  : (ln->tp_a + ln->tp_k * bytes) / 2;
 }
 
 /* The distinct device types of a lane's t ranks, in rank order, into
@@ -884,7 +885,9 @@ static bool lc_same(const struct tp_sim_scratch *s, const struct lcentry *a,
 	       lc_dbl(a->lf) == lc_dbl(k->lf) &&
 	       lc_dbl(a->samples) == lc_dbl(k->samples) &&
 	       lc_dbl(a->tp_a) == lc_dbl(k->tp_a) &&
-	       lc_dbl(a->tp_k) == lc_dbl(k->tp_k) && a->cp == k->cp &&
+	       lc_dbl(a->tp_k) == lc_dbl(k->tp_k) &&
+	       lc_dbl(a->ar_a) == lc_dbl(k->ar_a) &&
+	       lc_dbl(a->ar_k) == lc_dbl(k->ar_k) && a->cp == k->cp &&
 	       lc_dbl(a->cp_lat) == lc_dbl(k->cp_lat) &&
 	       lc_dbl(a->cp_rate) == lc_dbl(k->cp_rate) &&
 	       memcmp(a->types, k->types, k->n_types * sizeof(uint32_t)) ==
@@ -925,6 +928,8 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	k.samples = ln->samples;
 	k.tp_a = ln->tp_a;
 	k.tp_k = ln->tp_k;
+	k.ar_a = ln->ar_a;
+	k.ar_k = ln->ar_k;
 	k.ep = ln->ep;
 	k.ep_a = ln->ep_a;
 	k.ep_k = ln->ep_k;
@@ -937,6 +942,10 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	h = lc_mix(h, lc_dbl(k.samples));
 	h = lc_mix(h, lc_dbl(k.tp_a));
 	h = lc_mix(h, lc_dbl(k.tp_k));
+	if (k.ar_k != k.tp_k || k.ar_a != k.tp_a) {
+		h = lc_mix(h, lc_dbl(k.ar_a));
+		h = lc_mix(h, lc_dbl(k.ar_k));
+	}
 	if (k.ep > 1) {
 		h = lc_mix(h, k.ep);
 		h = lc_mix(h, lc_dbl(k.ep_a));

@@ -273,27 +273,58 @@ static bool same_types(const struct tp_sim *sim, const uint32_t *a,
 	return true;
 }
 
-/* The lane's tensor-parallel all-reduce, alpha-beta over its measured
- * rings: tp_a + tp_k * bytes seconds (README section 3); 0 when its ranks
- * exchange nothing.  -1 on allocation failure. */
+/* Whether the t devices are one NVLink SHARP domain: one node whose
+ * fabric is an NVSwitch and whose types all have NVLS (data/devices.json
+ * "nvls"). */
+static bool nvls_domain(const struct tp_cluster *c, const uint32_t *devs,
+			uint32_t t)
+{
+	const struct tp_node *nd = &c->nodes.v[c->devices.v[devs[0]].node];
+
+	if (nd->fabric_kind != TP_LINK_NVSWITCH || nd->fabric_vertex == TP_NONE)
+		return false;
+	for (uint32_t k = 0; k < t; k++) {
+		const struct tp_device *d = &c->devices.v[devs[k]];
+		if (d->node != c->devices.v[devs[0]].node ||
+		    !c->types.v[d->type].nvls)
+			return false;
+	}
+	return true;
+}
+
+/* The lane's tensor-parallel collectives, alpha-beta over its measured
+ * rings: a ring all-reduce takes tp_a + tp_k * bytes seconds, a
+ * reduce-scatter or all-gather half that (README section 3); 0 when its
+ * ranks exchange nothing.  The all-reduce (ar_a, ar_k) is NVLS when the
+ * ranks are one NVLink SHARP domain and t > 2: each rank sends its
+ * (t+1)/t S once into the switch and receives as much (reduce-scatter by
+ * in-switch reduction, then a multicast all-gather), 2 steps, against
+ * the ring's 2(t-1)/t S in 2(t-1) steps; otherwise the ring's.  -1 on
+ * allocation failure. */
 static int lane_tp_ring(const struct tp_sim *sim, const struct tp_plan *plan,
 			struct tp_sim_scratch *s, struct lane *ln)
 {
 	const struct tp_sim_params *pa = &sim->o.params;
+	const uint32_t *devs = plan->devs.v + ln->dev_first;
 	uint32_t rings;
 	double lat, rate;
 	bool any;
 
 	if (ln->tp < 2)
 		return 0;
-	if (tp_sim_ring_measure(s, plan->devs.v + ln->dev_first, ln->tp, &any,
-				&rings, &lat, &rate))
+	if (tp_sim_ring_measure(s, devs, ln->tp, &any, &rings, &lat, &rate))
 		return -1;
 	if (any) {
 		ln->tp_a = tp_cost_ring_steps(TP_COST_ALL_REDUCE, ln->tp) *
 			   (lat + pa->collective_latency_s);
 		ln->tp_k = tp_cost_ring_traffic(TP_COST_ALL_REDUCE, ln->tp) /
 			   (rings * rate);
+	}
+	ln->ar_a = ln->tp_a;
+	ln->ar_k = ln->tp_k;
+	if (any && ln->tp > 2 && nvls_domain(sim->c, devs, ln->tp)) {
+		ln->ar_a = 2 * (lat + pa->collective_latency_s);
+		ln->ar_k = (ln->tp + 1.0) / ln->tp / (rings * rate);
 	}
 	return 0;
 }
@@ -419,6 +450,7 @@ static enum tp_status make_lanes(const struct tp_sim *sim,
 				goto nomem;
 			if (prev && prev->samples == ln->samples &&
 			    prev->tp_a == ln->tp_a && prev->tp_k == ln->tp_k &&
+			    prev->ar_a == ln->ar_a && prev->ar_k == ln->ar_k &&
 			    prev->ep_a == ln->ep_a && prev->ep_k == ln->ep_k &&
 			    prev->cp_lat == ln->cp_lat &&
 			    prev->cp_rate == ln->cp_rate &&

@@ -65,14 +65,17 @@ void tp_sim_free(struct tp_sim *sim)
  * core rate, the dense TF32 rate of every NVIDIA type with bf16 units
  * (A100 156 of 312, H100 SXM 495 of 989, A10 62.5 of 125, L4 60 of 121,
  * RTX 3090 35.6 of 71 TFLOP/s: the vendors' datasheets).  AMD Instinct
- * types (names "MI...") keep their fp32 rate: MI250X has no TF32. */
+ * types (names "MI...") keep their fp32 rate: MI250X has no TF32; so do
+ * Intel Gaudi types (names "Gaudi..."): PyTorch's TF32 switch is CUDA's,
+ * and the Gaudi white paper gives no TF32 rate. */
 static void tf32_peak(struct tp_sim *sim, uint32_t t)
 {
 	const struct tp_device_type *ty = &sim->c->types.v[t];
 	double r = ty->peak_flops[TP_DTYPE_BF16] / 2;
 
 	if (!sim->o.params.tf32 || sim->m->dtype != TP_DTYPE_FP32 ||
-	    strncmp(ty->name, "MI", 2) == 0)
+	    strncmp(ty->name, "MI", 2) == 0 ||
+	    strncmp(ty->name, "Gaudi", 5) == 0)
 		return;
 	if (r > sim->dev[t].peak)
 		sim->dev[t].peak = sim->dev[t].peak_hi = r;

@@ -173,7 +173,10 @@ struct lane {
 	uint32_t ep;
 	double ep_a, ep_k, lf;
 	double tp_bytes_mb; /* tensor-parallel bytes per flow per micro-batch */
-	double tp_a, tp_k;  /* all-reduce time = tp_a + tp_k * bytes */
+	double tp_a, tp_k;  /* ring all-reduce time = tp_a + tp_k * bytes;
+			       reduce-scatter, all-gather half of it */
+	double ar_a, ar_k;  /* the all-reduce NCCL would run: NVLS inside an
+			       NVLink SHARP domain, else the ring's */
 	uint32_t tp_bt;     /* bundle of one TP all-reduce (for link stats) */
 	/* one step of the context-parallel ring (cp > 1): every rank sends
 	   its neighbour a block, cp_lat + bytes / cp_rate seconds */
@@ -189,7 +192,8 @@ struct lcentry {
 	uint32_t cp;
 	uint32_t types[8];
 	uint32_t sp, rc, ep;
-	double samples, tp_a, tp_k, ep_a, ep_k, lf, cp_lat, cp_rate;
+	double samples, tp_a, tp_k, ar_a, ar_k, ep_a, ep_k, lf, cp_lat;
+	double cp_rate;
 	double f_comp, f_comm, b_comp, b_comm, opt_s;
 	double act, work, act_full, weights, grads, optim, temp, params;
 	double params_expert;

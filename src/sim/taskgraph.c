@@ -5,6 +5,7 @@
  * synchronisation as bundles of flows (ring, hierarchical, parameter
  * server); ZeRO's all-gathers; blocking sends.  README sections 3 and 4.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -204,50 +205,98 @@ static uint32_t node_runs(const struct tp_cluster *c, const uint32_t *p,
 	return k;
 }
 
+/* A collective: kind, participants, the nodes they span and the most in
+ * one node (0 nodes: rings only), the parallel rings (channels), bytes
+ * per device. */
+struct coll {
+	enum tp_cost_coll k;
+	uint32_t n, nodes, per_node, rings;
+	double S;
+};
+
 /*
- * The one phase of a ring collective of kind k over n ranks whose rings
- * have been accumulated (tp_sim_acc_ring): its bandwidth type, S bytes
- * split over the parallel rings, and the ring's step latency.  Returns 1,
+ * Steps and traffic (per device, in units of S) of the algorithm for c on
+ * bundle type b: the ring, or for an all-reduce across nodes the tree
+ * when it takes less (NCCL's double binary tree between nodes, a chain
+ * inside each: 2 (ceil(log2 nodes) + per_node - 1) steps, 2 S per device
+ * each way), both priced as the phase is - one latency, all S bytes - at
+ * the bundle's rate alone on the fabric.  (NCCL's tuner picks per call,
+ * i.e. per gradient bucket, and pays the latency per call; a phase here
+ * pays it once, so the choice is made on the phase, and it never makes
+ * a phase slower than the ring.)
+ */
+static void pick_algo(const struct btype *b, double alpha,
+		      const struct coll *c, double *steps, double *traffic)
+{
+	double rs = tp_cost_ring_steps(c->k, c->n);
+	double rt = tp_cost_ring_traffic(c->k, c->n), ts, per;
+
+	*steps = rs;
+	*traffic = rt;
+	if (c->k != TP_COST_ALL_REDUCE || c->nodes < 2 || !(b->rate_alone > 0))
+		return;
+	ts = 2 * (ceil(log2((double)c->nodes)) + c->per_node - 1);
+	per = c->S / (c->rings * b->rate_alone);
+	if (ts * alpha + 2 * per < rs * alpha + rt * per) {
+		*steps = ts;
+		*traffic = 2;
+	}
+}
+
+/*
+ * The one phase of a collective whose flows have been accumulated
+ * (tp_sim_acc_ring): its bandwidth type, S bytes split over the parallel
+ * rings, and the step latency of the algorithm (pick_algo).  Returns 1,
  * 0 when nothing moves, -1 on allocation failure.
  */
 static int ring_phase(struct tp_sim_scratch *s, const struct tp_sim_params *pa,
-		      enum tp_cost_coll k, uint32_t n, double S,
-		      uint32_t rings, struct phase *ph)
+		      const struct coll *c, struct phase *ph)
 {
+	struct btype *b;
+	double alpha, steps, traffic;
 	uint32_t bt;
 
 	if (tp_sim_acc_emit(s, &bt))
 		return -1;
 	if (bt == TP_NONE)
 		return 0;
-	s->btypes.v[bt].latency =
-		tp_cost_ring_steps(k, n) *
-		(s->btypes.v[bt].latency + pa->collective_latency_s);
+	b = &s->btypes.v[bt];
+	alpha = b->latency + pa->collective_latency_s;
+	pick_algo(b, alpha, c, &steps, &traffic);
+	b->latency = steps * alpha;
 	ph[0].bt = bt;
-	ph[0].bytes = tp_cost_ring_traffic(k, n) * S / rings;
+	ph[0].bytes = traffic * c->S / c->rings;
 	return 1;
 }
 
 /* Ring all-reduce (or, with half, a reduce-scatter or all-gather) of S
  * bytes per device over the replicas of group g: NCCL-style rings per
- * tensor rank, all at once, as one phase.  Returns the phase count. */
+ * tensor rank, all at once, as one phase (a tree across nodes where NCCL
+ * would pick it: pick_algo).  Returns the phase count. */
 static int sync_ring(const struct tp_sim *sim, const struct tp_plan *plan,
 		     struct tp_sim_scratch *s, uint32_t g, double S, bool half,
 		     struct phase *ph)
 {
 	const struct tp_plan_group *gr = &plan->groups.v[g];
-	const struct tp_sim_params *pa = &sim->o.params;
-	uint32_t n = grp_reps(gr), tp = gr->tp, rings = 1, r2 = 1;
-	enum tp_cost_coll k = half ? TP_COST_REDUCE_SCATTER : TP_COST_ALL_REDUCE;
+	struct coll c = {half ? TP_COST_REDUCE_SCATTER : TP_COST_ALL_REDUCE,
+			 grp_reps(gr), 0, 1, 1, S};
+	uint32_t r2 = 1;
 
-	for (uint32_t j = 0; j < tp; j++) {
-		uint32_t *p = participants(plan, s, g, j);
-		if (!p || tp_sim_acc_ring(s, p, n, &r2))
+	for (uint32_t j = 0; j < gr->tp; j++) {
+		uint32_t *p = participants(plan, s, g, j), gmin, gmax, k;
+		if (!p)
 			return -1;
-		if (r2 > rings)
-			rings = r2;
+		k = node_runs(sim->c, p, c.n, p + c.n, &gmin, &gmax);
+		if (k > c.nodes)
+			c.nodes = k;
+		if (gmax > c.per_node)
+			c.per_node = gmax;
+		if (tp_sim_acc_ring(s, p, c.n, &r2))
+			return -1;
+		if (r2 > c.rings)
+			c.rings = r2;
 	}
-	return ring_phase(s, pa, k, n, S, rings, ph);
+	return ring_phase(s, &sim->o.params, &c, ph);
 }
 
 /* Parameter server: every replica pushes S/n to each other replica, then
@@ -346,12 +395,12 @@ static int sync_hier(const struct tp_sim *sim, const struct tp_plan *plan,
 		np++;
 	}
 	if (bt2 != TP_NONE) {
-		s->btypes.v[bt2].latency =
-			tp_cost_ring_steps(TP_COST_ALL_REDUCE, k) *
-			(lat2 + pa->collective_latency_s);
+		struct coll c = {TP_COST_ALL_REDUCE, k, k, 1, 1, S / gmin};
+		double alpha = lat2 + pa->collective_latency_s, steps, traffic;
+		pick_algo(&s->btypes.v[bt2], alpha, &c, &steps, &traffic);
+		s->btypes.v[bt2].latency = steps * alpha;
 		ph[np].bt = bt2;
-		ph[np].bytes =
-			tp_cost_ring_traffic(TP_COST_ALL_REDUCE, k) * S / gmin;
+		ph[np].bytes = traffic * c.S;
 		np++;
 	}
 	if (bt1 != TP_NONE) {
@@ -371,9 +420,9 @@ static int sync_expert(const struct tp_sim *sim, const struct tp_plan *plan,
 		       bool half, struct phase *ph)
 {
 	const struct tp_plan_group *gr = &plan->groups.v[g];
-	const struct tp_sim_params *pa = &sim->o.params;
 	uint32_t ep = gr->ep, n = grp_reps(gr) / gr->ep, rings = 1, r2 = 1;
 	enum tp_cost_coll k = half ? TP_COST_REDUCE_SCATTER : TP_COST_ALL_REDUCE;
+	struct coll c;
 
 	if (n < 2)
 		return 0;
@@ -393,7 +442,9 @@ static int sync_expert(const struct tp_sim *sim, const struct tp_plan *plan,
 			if (r2 > rings)
 				rings = r2;
 		}
-	return ring_phase(s, pa, k, n, S, rings, ph);
+	/* rings only: nodes 0 */
+	c = (struct coll){k, n, 0, 1, rings, S};
+	return ring_phase(s, &sim->o.params, &c, ph);
 }
 
 /*
