@@ -450,6 +450,20 @@ START_TEST(test_infer_priors_and_value)
 	}
 	ck_assert(fabsf(sum - 1) < 1e-5f);
 	ck_assert(v > -1 && v < 1);
+	/* without the value head (the search's passes): the same priors
+	   and gains to the bit */
+	{
+		float p2[6], q1[6], q2[6], v2;
+		ck_assert_int_eq(tp_gnn_infer_gains(net, &in, &ad, prior, q1,
+						    &v2, &err),
+				 TP_OK);
+		ck_assert_int_eq(tp_gnn_infer_gains(net, &in, &ad, p2, q2,
+						    NULL, &err),
+				 TP_OK);
+		ck_assert(v2 == v);
+		ck_assert(!memcmp(prior, p2, sizeof(p2)));
+		ck_assert(!memcmp(q1, q2, sizeof(q2)));
+	}
 	/* value only */
 	in.n_actions = 0;
 	ck_assert_int_eq(tp_gnn_infer(net, &in, &ad, NULL, &sum, &err), TP_OK);

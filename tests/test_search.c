@@ -1335,6 +1335,39 @@ START_TEST(test_search_globals_uniform)
 }
 END_TEST
 
+/* Level priors (mcts.c): the tree asks the provider once per level and
+ * round about the incumbent, not about every node it expands, so the
+ * same search asks far fewer states than with options.node_priors (every
+ * node, as before issue 27); both answers beat the baselines.  (Asking
+ * about every node in level_priors made the counts equal.) */
+START_TEST(test_search_level_priors)
+{
+	struct fake_guided f;
+	struct tp_search_result r;
+	struct gained g = {NAN, 0, 0, 0, 0}, gn = {NAN, 0, 0, 0, 0};
+
+	fake_guided_init(&f, "gained", gained_eval);
+	f.pp.ctx = &g;
+	f.o.playouts = 1000;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &r, NULL),
+			 TP_OK);
+	ck_assert_uint_gt(r.tree_nodes, 100);
+	assert_beats_baselines(&r);
+	tp_search_result_release(&r);
+	f.pp.ctx = &gn;
+	f.o.node_priors = true;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &r, NULL),
+			 TP_OK);
+	assert_beats_baselines(&r);
+	tp_search_result_release(&r);
+	ck_assert_msg(2 * g.deeper < gn.deeper, "%d states asked, %d by node",
+		      g.deeper, gn.deeper);
+	fake_guided_release(&f);
+}
+END_TEST
+
 /* The toy evaluator with a recomputation plateau: a plan fits only when
  * every group recomputes or its ZeRO stage is at least need_zero, and any
  * recomputation costs 50% (a pipeline waits for its slowest stage, so
@@ -1762,6 +1795,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_completes_before_kicking);
 	tcase_add_test(tm, test_search_relaxes_recompute_and_seeds_zero);
 	tcase_add_test(tm, test_search_globals_uniform);
+	tcase_add_test(tm, test_search_level_priors);
 	tcase_add_test(tm, test_search_stages);
 	suite_add_tcase(s, tm);
 	tcase_set_timeout(tcmd, 60);

@@ -488,9 +488,12 @@ static uint32_t *alloc_u32(struct tp_ad *ad, size_t n)
 	return tp_ad_alloc_bytes(ad, n * sizeof(uint32_t));
 }
 
+/* The forward graph; the value head only when want_value (the search
+ * does not use it, so its passes skip it: the priors and gains are the
+ * same to the bit). */
 static enum tp_status forward(const struct tp_gnn_net *net,
 			      const struct tp_gnn_input *in, struct tp_ad *ad,
-			      float *grad, struct fwd *out,
+			      float *grad, bool want_value, struct fwd *out,
 			      struct tp_error *err)
 {
 	const struct tp_gnn_config *c = &net->cfg;
@@ -609,7 +612,8 @@ static enum tp_status forward(const struct tp_gnn_net *net,
 	}
 
 	/* value */
-	{
+	out->value = TP_AD_NONE;
+	if (want_value) {
 		uint32_t pg, pd, xg, x;
 		struct tp_tensor gt = tp_tensor_view((float *)in->global_x, 1,
 						     c->global_in);
@@ -671,7 +675,7 @@ enum tp_status tp_gnn_infer_gains(const struct tp_gnn_net *net,
 				  float *value, struct tp_error *err)
 {
 	struct fwd f;
-	enum tp_status st = forward(net, in, ad, NULL, &f, err);
+	enum tp_status st = forward(net, in, ad, NULL, value != NULL, &f, err);
 
 	if (st)
 		return st;
@@ -694,7 +698,8 @@ enum tp_status tp_gnn_infer_gains(const struct tp_gnn_net *net,
 				gain[k] = q.data[k];
 		}
 	}
-	*value = tp_ad_val(ad, f.value).data[0];
+	if (value)
+		*value = tp_ad_val(ad, f.value).data[0];
 	return TP_OK;
 }
 
@@ -705,7 +710,7 @@ enum tp_status tp_gnn_train_targets(const struct tp_gnn_net *net,
 				    float loss_out[3], struct tp_error *err)
 {
 	struct fwd f;
-	enum tp_status st = forward(net, in, ad, grad, &f, err);
+	enum tp_status st = forward(net, in, ad, grad, true, &f, err);
 	uint32_t lp = TP_AD_NONE, lq = TP_AD_NONE, lv, loss;
 
 	if (st)

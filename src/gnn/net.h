@@ -161,7 +161,8 @@ enum tp_status tp_gnn_infer(const struct tp_gnn_net *net,
 			    float *prior, float *value, struct tp_error *err);
 
 /* The same, also filling gain[k] (n_actions floats, NULL = not wanted)
- * with the gain head's output in (-1, 1). */
+ * with the gain head's output in (-1, 1); value NULL = not wanted (the
+ * value head is skipped; priors and gains are the same to the bit). */
 enum tp_status tp_gnn_infer_gains(const struct tp_gnn_net *net,
 				  const struct tp_gnn_input *in,
 				  struct tp_ad *ad, float *prior, float *gain,

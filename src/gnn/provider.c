@@ -156,17 +156,19 @@ enum tp_status tp_gnn_prior_eval(struct tp_gnn_prior *gp, void *scratch,
 			s->cap = need;
 		}
 	}
-	*raw_value = 0;
+	if (raw_value)
+		*raw_value = 0;
 	for (uint32_t m = 0; m < gp->n; m++) {
 		float *p = m ? s->buf + (size_t)2 * m * na : priors;
 		float *g = st->gains ? s->buf + (size_t)(2 * m + 1) * na : NULL;
 		float v;
 		if ((rc = tp_gnn_input_check(gp->net[m], &in, err)))
 			return rc;
-		if ((rc = tp_gnn_infer_gains(gp->net[m], &in, &s->ad, p, g, &v,
-					     err)))
+		if ((rc = tp_gnn_infer_gains(gp->net[m], &in, &s->ad, p, g,
+					     raw_value ? &v : NULL, err)))
 			return rc;
-		*raw_value += v / (float)gp->n;
+		if (raw_value)
+			*raw_value += v / (float)gp->n;
 	}
 	/* the ensemble's priors: the members' mean */
 	for (uint32_t m = 1; m < gp->n; m++)
@@ -195,11 +197,9 @@ static enum tp_status evaluate(void *ctx, void *scratch,
 			       const struct tp_prior_state *st, float *priors,
 			       struct tp_error *err)
 {
-	float raw;
-
 	if (st->n_actions == 0)
 		return TP_OK;
-	return tp_gnn_prior_eval(ctx, scratch, st, priors, &raw, err);
+	return tp_gnn_prior_eval(ctx, scratch, st, priors, NULL, err);
 }
 
 void tp_gnn_prior_provider(struct tp_gnn_prior *gp,

@@ -96,7 +96,8 @@ enum tp_status tp_gnn_prior_load_default(const char *path,
  * state's actions and the raw value-head output (efficiency scale), and
  * when st->gains is not NULL the gain head's predictions as
  * ln(t_state / t_child) (prior.h).  scratch comes from the provider's
- * scratch_new.
+ * scratch_new.  raw_value NULL: the value head is not run (the search's
+ * evaluate() does so; priors and gains are the same to the bit).
  */
 enum tp_status tp_gnn_prior_eval(struct tp_gnn_prior *gp, void *scratch,
 				 const struct tp_prior_state *st,

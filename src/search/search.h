@@ -208,6 +208,10 @@ struct tp_search_options {
 	   measure it on the unguided search's own states (no selection by
 	   it); the search stays unguided.  Benchmarks. */
 	const struct tp_prior_provider *stats_prior;
+	bool node_priors;      /* the tree asks the provider about every
+				  node it expands instead of once per level
+				  and round (mcts.c, level priors; A/B
+				  measurements) */
 	double gain_skip;      /* > 0: guided sweeps skip changes the
 				  provider's gains predict at least this
 				  much slower (0.1 = 10%); 0 = off;
