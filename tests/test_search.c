@@ -1368,6 +1368,15 @@ START_TEST(test_search_level_priors)
 }
 END_TEST
 
+/* The phase of the first progress report with a plan that fits. */
+static void on_first_fit(void *ctx, const struct tp_search_progress *p)
+{
+	const char **phase = ctx;
+
+	if (!*phase && p->have_best && p->best_feasible)
+		*phase = p->phase;
+}
+
 /* The toy evaluator with a recomputation plateau: a plan fits only when
  * every group recomputes or its ZeRO stage is at least need_zero, and any
  * recomputation costs 50% (a pipeline waits for its slowest stage, so
@@ -1466,6 +1475,47 @@ START_TEST(test_search_relaxes_recompute_and_seeds_zero)
 	ck_assert_msg(strstr(r.source, "seed") != NULL, "%s", r.source);
 	ck_assert(!plan_recomputes(&r.plan));
 	ck_assert_uint_eq(r.plan.zero, 2);
+	tp_search_result_release(&r);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* The first fit (baselines.c): before the baselines, a memory-lean plan
+ * is scored and reported.  On the plateau (a plan fits only when every
+ * group recomputes, or with ZeRO 3) the first report with a plan that
+ * fits comes from it, not after the baselines; the answer still beats
+ * them.  (Without the report after the first fit: "seeds".) */
+START_TEST(test_search_first_fit_reported)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct plateau pl;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	struct tp_search_result r;
+	const char *phase = NULL;
+	const int types[2] = {0, 1};
+
+	layered_model(&m, 24, 64, 1);
+	hetero_cluster(&c, 2, 4, types);
+	toy_evaluator(&pl.toy, &m, &c, &ev);
+	ev.ctx = &pl;
+	ev.call = plateau_call;
+	pl.need_zero = 3;
+	tp_search_options_default(&o);
+	o.threads = 1;
+	o.seed = 2;
+	o.time_limit_s = 0;
+	o.playouts = 50;
+	o.progress = on_first_fit;
+	o.progress_ctx = &phase;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	ck_assert(r.have_plan && r.report.feasible);
+	ck_assert_msg(phase && !strcmp(phase, "first fit"), "%s",
+		      phase ? phase : "none");
+	assert_beats_baselines(&r);
 	tp_search_result_release(&r);
 	tp_cluster_release(&c);
 	tp_model_release(&m);
@@ -1796,6 +1846,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_relaxes_recompute_and_seeds_zero);
 	tcase_add_test(tm, test_search_globals_uniform);
 	tcase_add_test(tm, test_search_level_priors);
+	tcase_add_test(tm, test_search_first_fit_reported);
 	tcase_add_test(tm, test_search_stages);
 	suite_add_tcase(s, tm);
 	tcase_set_timeout(tcmd, 60);

@@ -17,6 +17,10 @@
  *              earliest finish time first under memory limits (Baechi's
  *              m-ETF at group granularity), whole batch, no replication.
  *
+ * First fit (search_first_fit, before the baselines): a few memory-lean
+ * plans, stopping at the first that fits (the search's first plan on
+ * models the baselines take seconds to fit).
+ *
  * Seeds (not reported): pipelines over each family of disjoint device
  * sets (device types, nodes, contiguous and speed-balanced parts) with
  * stages balanced by estimated speed, and data parallelism with tensor
@@ -742,6 +746,176 @@ out:
 	free(fin);
 	free(dev);
 	free(single);
+	return st;
+}
+
+/* The largest ZeRO stage the search's runtime runs (3 without one). */
+static uint32_t lean_zero(const struct tp_space *sp, bool pipelined)
+{
+	if (!sp->constrained)
+		return 3;
+	return pipelined ? sp->rt.can.max_zero_pipelined : sp->rt.can.max_zero;
+}
+
+/* The most recomputation the search's runtime runs. */
+static enum tp_recompute lean_recompute(const struct tp_space *sp)
+{
+	for (int k = 2; k > 0; k--)
+		if (!sp->constrained ||
+		    (sp->rt.can.recomputes & (1u << rc_ladder[k])))
+			return rc_ladder[k];
+	return TP_RECOMPUTE_NONE;
+}
+
+/* Score dec (a pipeline over bf->members[0 .. n)) with the most
+ * micro-batches the state allows, ZeRO stage zero; *fits when it fits. */
+static enum tp_status lean_try(struct worker *w, uint32_t zero,
+			       const char *what, bool *fits)
+{
+	struct sctx *s = w->s;
+	const struct tp_space *sp = &s->space;
+	struct evalres r;
+	enum tp_status st;
+
+	*fits = false;
+	if (sctx_stopped_for_good(s)) {
+		/* out of time: go on only while nothing fits (a few plans) */
+		bool fit;
+		pthread_mutex_lock(&s->lock);
+		fit = s->best.have && s->best.feasible;
+		pthread_mutex_unlock(&s->lock);
+		if (fit)
+			return TP_OK;
+	}
+	for (uint32_t k = sp->n_mb; k-- > 0;) {
+		struct tp_globals gl = {
+			.micro_batches = sp->mb_counts[k],
+			.schedule = TP_SCHEDULE_1F1B,
+			.zero = (uint8_t)zero,
+			.even = tp_space_even_only(sp) ? 1 : 0};
+		if (!tp_space_state_ok(sp, &gl, w->dec))
+			continue;
+		if (!tp_space_runnable(sp, &gl, w->dec, w->sscr, NULL, 0))
+			return TP_OK;
+		st = sctx_eval(w, &gl, w->dec, what, 0, &r);
+		*fits = !st && r.ok && r.feasible;
+		return st;
+	}
+	return TP_OK;
+}
+
+/* Group-aligned plans on one device type's set alone: a pipeline over
+ * its nodes (when the space has node sets), else, or when that does not
+ * fit, all of its devices with ZeRO 3.  *fits when one fits. */
+static enum tp_status type_alone(struct worker *w, struct bufs *bf,
+				 uint32_t type_set, enum tp_recompute rc,
+				 bool *fits)
+{
+	struct sctx *s = w->s;
+	const struct tp_space *sp = &s->space;
+	uint32_t stages = 0, type = sp->sets.v[type_set].type;
+	char what[96];
+	enum tp_status st;
+
+	for (uint32_t g = 0; g < sp->families.n; g++) {
+		const struct tp_family *nf = &sp->families.v[g];
+		if (nf->kind != TP_DEVSET_NODE)
+			continue;
+		for (uint32_t k = 0; k < nf->n && stages < s->K; k++) {
+			uint32_t set = sp->family_sets.v[nf->first + k];
+			if (sp->sets.v[set].type == type)
+				bf->members[stages++] = set;
+		}
+	}
+	if (stages > 1) {
+		pipeline(sp, bf->members, stages, 8, rc, false, w->dec,
+			 bf->stage_of, bf->weight, bf->speed);
+		snprintf(what, sizeof(what),
+			 "first fit: pipeline over the %s nodes",
+			 sp->sets.v[type_set].label);
+		st = lean_try(w, lean_zero(sp, true), what, fits);
+		if (st || *fits)
+			return st;
+	}
+	bf->members[0] = type_set;
+	pipeline(sp, bf->members, 1, 8, rc, false, w->dec, bf->stage_of,
+		 bf->weight, bf->speed);
+	snprintf(what, sizeof(what), "first fit: all on %s",
+		 sp->sets.v[type_set].label);
+	return lean_try(w, lean_zero(sp, false), what, fits);
+}
+
+/*
+ * A first plan that fits, before the baselines (issue 27): on the largest
+ * models the baselines take seconds to tens of seconds (the megatron
+ * grid simulates hundreds of points on 1,024 GPUs, most out of memory)
+ * before anything fits, whatever the time limit.  A few memory-lean
+ * plans first, each simulated once, stopping at the first that fits:
+ * Megatron's grid point with the least memory (the largest tp and pp,
+ * full recomputation, ZeRO, one sample per micro-batch and replica),
+ * then, on clusters of several device types, each type alone, the types
+ * with the most memory per device first: a pipeline over its nodes, then
+ * all of its devices with ZeRO 3.  The plan becomes the incumbent and is
+ * reported (progress); the baselines and the search go on from there.
+ */
+enum tp_status search_first_fit(struct worker *w)
+{
+	struct sctx *s = w->s;
+	const struct tp_space *sp = &s->space;
+	uint32_t n = (uint32_t)s->c->devices.n, layers = model_layers(s->m);
+	uint32_t tp = 8, pp;
+	enum tp_recompute rc = lean_recompute(sp);
+	struct bufs bf;
+	enum tp_status st;
+	bool fits = false;
+
+	if (bufs_init(&bf, s->K, n))
+		return TP_ENOMEM;
+	/* Megatron's leanest point, group-aligned: the largest tp of the
+	   grid, then the most stages */
+	while (tp > 1 && sp->sets.v[TP_SPACE_SET_ALL].tp_max % tp)
+		tp /= 2;
+	for (pp = s->K < n / tp ? s->K : n / tp; pp > 1; pp--)
+		if ((n / tp) % pp == 0 && part_family(sp, pp) != TP_NONE &&
+		    (!layers || pp <= layers))
+			break;
+	if (pp > 1)
+		memcpy(bf.members,
+		       sp->family_sets.v +
+			       sp->families.v[part_family(sp, pp)].first,
+		       pp * sizeof(uint32_t));
+	else
+		bf.members[0] = TP_SPACE_SET_ALL;
+	pipeline(sp, bf.members, pp, tp, rc, false, w->dec, bf.stage_of,
+		 bf.weight, bf.speed);
+	st = lean_try(w, lean_zero(sp, pp > 1),
+		      "first fit: megatron's leanest point", &fits);
+	/* each device type alone, the most memory per device first */
+	for (uint32_t f = 0; f < sp->families.n && !fits && !st; f++) {
+		const struct tp_family *fm = &sp->families.v[f];
+		uint32_t done = 0;
+		if (fm->kind != TP_DEVSET_TYPE)
+			continue;
+		for (uint32_t i = 0; i < fm->n && i < 32 && !fits && !st; i++) {
+			uint32_t pick = TP_NONE;
+			double best = 0;
+			for (uint32_t k = 0; k < fm->n && k < 32; k++) {
+				const struct tp_devset *d = &sp->sets.v
+					[sp->family_sets.v[fm->first + k]];
+				if (!(done & (1u << k)) &&
+				    (pick == TP_NONE ||
+				     d->memory / d->n > best)) {
+					pick = k;
+					best = d->memory / d->n;
+				}
+			}
+			done |= 1u << pick;
+			st = type_alone(w, &bf,
+					sp->family_sets.v[fm->first + pick],
+					rc, &fits);
+		}
+	}
+	bufs_free(&bf);
 	return st;
 }
 

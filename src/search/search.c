@@ -292,6 +292,14 @@ enum tp_status tp_search_run(const struct tp_model *m,
 	res->lower_bound_s = compute_lower_bound(m, c);
 
 	sctx_progress(&s, true);
+	if (o->baseline < 0) {
+		s.phase = "first fit";
+		st = search_first_fit(&w0);
+		if (st)
+			goto fail_worker;
+		sctx_progress(&s, true);
+		s.phase = "baselines";
+	}
 	st = search_baselines(&w0);
 	if (st)
 		goto fail_worker;
