@@ -513,7 +513,17 @@ static void print_structure(FILE *f, const struct tp_plan *p,
 			if (n > 0)
 				used += (size_t)n;
 		}
-		if (gr->cp > 1)
+		if (gr->mixed) {
+			char lab[128];
+			tp_plan_degrees_label(p, g, lab, sizeof(lab));
+			fprintf(f, "  %-15s%s..%s on %s: dp=%u (%s) %s%s%s",
+				shown ? "" : "groups", m->ops.v[ops[0]].name,
+				m->ops.v[ops[gr->n_ops - 1]].name, devs, gr->dp,
+				lab, tp_sync_name(gr->sync),
+				gr->recompute ? ", recompute " : "",
+				gr->recompute ? tp_recompute_name(gr->recompute)
+					      : "");
+		} else if (gr->cp > 1)
 			fprintf(f, "  %-15s%s..%s on %s: dp=%u cp=%u tp=%u %s%s%s",
 				shown ? "" : "groups", m->ops.v[ops[0]].name,
 				m->ops.v[ops[gr->n_ops - 1]].name, devs, gr->dp,

@@ -30,6 +30,7 @@ void tp_plan_release(struct tp_plan *p)
 	tp_vec_free(&p->devs);
 	tp_vec_free(&p->shares);
 	tp_vec_free(&p->sfb);
+	tp_vec_free(&p->rtp);
 	tp_plan_summary_release(&p->summary);
 	memset(p, 0, sizeof(*p));
 }
@@ -37,6 +38,7 @@ void tp_plan_release(struct tp_plan *p)
 void tp_plan_clear(struct tp_plan *p)
 {
 	p->groups.n = p->ops.n = p->devs.n = p->shares.n = p->sfb.n = 0;
+	p->rtp.n = 0;
 	tp_plan_summary_release(&p->summary);
 }
 
@@ -61,6 +63,7 @@ enum tp_status tp_plan_copy(struct tp_plan *dst, const struct tp_plan *src,
 	COPY_VEC(&dst->devs, &src->devs);
 	COPY_VEC(&dst->shares, &src->shares);
 	COPY_VEC(&dst->sfb, &src->sfb);
+	COPY_VEC(&dst->rtp, &src->rtp);
 	dst->global_batch = src->global_batch;
 	dst->micro_batches = src->micro_batches;
 	dst->schedule = src->schedule;
@@ -109,6 +112,44 @@ enum tp_status tp_plan_add_group(struct tp_plan *p, const uint32_t *ops,
 	return st;
 }
 
+/* Append a group of the given degrees (not checked against n_devs). */
+static enum tp_status push_group(struct tp_plan *p, const uint32_t *ops,
+				 uint32_t n_ops, const uint32_t *devs,
+				 uint32_t n_devs,
+				 const struct tp_plan_degrees *deg,
+				 const double *shares, struct tp_error *err)
+{
+	struct tp_plan_group g;
+	uint32_t dp = deg->dp;
+
+	if (tp_vec_reserve(&p->ops, n_ops) || tp_vec_reserve(&p->devs, n_devs) ||
+	    tp_vec_reserve(&p->shares, dp) || tp_vec_reserve(&p->groups, 1))
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	memset(&g, 0, sizeof(g));
+	g.op_first = (uint32_t)p->ops.n;
+	g.n_ops = n_ops;
+	g.dev_first = (uint32_t)p->devs.n;
+	g.n_devices = n_devs;
+	g.share_first = (uint32_t)p->shares.n;
+	g.dp = dp;
+	g.tp = deg->tp;
+	g.ep = 1;
+	g.cp = deg->cp;
+	g.sync = TP_SYNC_RING;
+	g.recompute = TP_RECOMPUTE_NONE;
+	g.sfb_first = (uint32_t)p->sfb.n;
+	if (n_ops)
+		memcpy(p->ops.v + p->ops.n, ops, n_ops * sizeof(*ops));
+	p->ops.n += n_ops;
+	if (n_devs)
+		memcpy(p->devs.v + p->devs.n, devs, n_devs * sizeof(*devs));
+	p->devs.n += n_devs;
+	for (uint32_t r = 0; r < dp; r++)
+		p->shares.v[p->shares.n++] = shares ? shares[r] : 1.0 / dp;
+	p->groups.v[p->groups.n++] = g;
+	return TP_OK;
+}
+
 enum tp_status tp_plan_add_group_degrees(struct tp_plan *p,
 					 const uint32_t *ops, uint32_t n_ops,
 					 const uint32_t *devs, uint32_t n_devs,
@@ -116,7 +157,6 @@ enum tp_status tp_plan_add_group_degrees(struct tp_plan *p,
 					 const double *shares,
 					 struct tp_error *err)
 {
-	struct tp_plan_group g;
 	uint32_t dp = deg->dp, cp = deg->cp, tp = deg->tp;
 
 	if (dp == 0 || tp == 0 || cp == 0 ||
@@ -131,31 +171,149 @@ enum tp_status tp_plan_add_group_degrees(struct tp_plan *p,
 				    "the number of devices (%u)",
 				    dp, cp, tp, n_devs);
 	}
-	if (tp_vec_reserve(&p->ops, n_ops) || tp_vec_reserve(&p->devs, n_devs) ||
-	    tp_vec_reserve(&p->shares, dp) || tp_vec_reserve(&p->groups, 1))
+	return push_group(p, ops, n_ops, devs, n_devs, deg, shares, err);
+}
+
+enum tp_status tp_plan_add_group_mixed(struct tp_plan *p, const uint32_t *ops,
+				       uint32_t n_ops, const uint32_t *devs,
+				       uint32_t n_devs,
+				       const struct tp_plan_replicas *rep,
+				       const double *shares,
+				       struct tp_error *err)
+{
+	struct tp_plan_degrees deg = {rep->n, 1, 1};
+	uint64_t sum = 0;
+	uint32_t lo = UINT32_MAX;
+	struct tp_plan_group *g;
+	enum tp_status st;
+
+	for (uint32_t r = 0; r < rep->n; r++) {
+		sum += rep->tp[r];
+		if (rep->tp[r] > deg.tp)
+			deg.tp = rep->tp[r];
+		if (rep->tp[r] < lo)
+			lo = rep->tp[r];
+	}
+	if (!rep->n || !lo || sum != n_devs)
+		return tp_error_set(err, TP_EINPUT,
+				    "the replicas' tensor-parallel degrees "
+				    "sum to %llu; the group has %u devices",
+				    (unsigned long long)sum, n_devs);
+	for (uint32_t r = 0; r < rep->n; r++)
+		if (deg.tp % rep->tp[r])
+			return tp_error_set(err, TP_EINPUT,
+					    "replica %u's tp %u does not "
+					    "divide the largest, %u",
+					    r, rep->tp[r], deg.tp);
+	if (lo == deg.tp) /* one degree: a plain group */
+		return tp_plan_add_group_degrees(p, ops, n_ops, devs, n_devs,
+						 &deg, shares, err);
+	if (tp_vec_reserve(&p->rtp, rep->n))
 		return tp_error_set(err, TP_ENOMEM, "out of memory");
-	memset(&g, 0, sizeof(g));
-	g.op_first = (uint32_t)p->ops.n;
-	g.n_ops = n_ops;
-	g.dev_first = (uint32_t)p->devs.n;
-	g.n_devices = n_devs;
-	g.share_first = (uint32_t)p->shares.n;
-	g.dp = dp;
-	g.tp = tp;
-	g.ep = 1;
-	g.cp = cp;
-	g.sync = TP_SYNC_RING;
-	g.recompute = TP_RECOMPUTE_NONE;
-	g.sfb_first = (uint32_t)p->sfb.n;
-	if (n_ops)
-		memcpy(p->ops.v + p->ops.n, ops, n_ops * sizeof(*ops));
-	p->ops.n += n_ops;
-	if (n_devs)
-		memcpy(p->devs.v + p->devs.n, devs, n_devs * sizeof(*devs));
-	p->devs.n += n_devs;
-	for (uint32_t r = 0; r < dp; r++)
-		p->shares.v[p->shares.n++] = shares ? shares[r] : 1.0 / dp;
-	p->groups.v[p->groups.n++] = g;
+	st = push_group(p, ops, n_ops, devs, n_devs, &deg, shares, err);
+	if (st)
+		return st;
+	g = &p->groups.v[p->groups.n - 1];
+	g->mixed = true;
+	g->rtp_first = (uint32_t)p->rtp.n;
+	memcpy(p->rtp.v + p->rtp.n, rep->tp, rep->n * sizeof(*rep->tp));
+	p->rtp.n += rep->n;
+	return TP_OK;
+}
+
+void tp_plan_degrees_label(const struct tp_plan *p, uint32_t g, char *buf,
+			   size_t size)
+{
+	const struct tp_plan_group *gr = &p->groups.v[g];
+	size_t used = 0;
+	uint32_t t = 0;
+
+	if (!size)
+		return;
+	buf[0] = 0;
+	if (!gr->mixed) {
+		snprintf(buf, size, "dp %u x tp %u", gr->dp, gr->tp);
+		return;
+	}
+	/* degrees ascending: each next larger one once */
+	for (;;) {
+		uint32_t next = UINT32_MAX, n = 0;
+		int k;
+		for (uint32_t r = 0; r < gr->dp; r++) {
+			uint32_t d = tp_plan_replica_tp(p, g, r);
+			if (d > t && d < next)
+				next = d;
+		}
+		if (next == UINT32_MAX)
+			break;
+		for (uint32_t r = 0; r < gr->dp; r++)
+			n += tp_plan_replica_tp(p, g, r) == next;
+		k = snprintf(buf + used, size - used, "%s%u x tp %u",
+			     used ? " + " : "", n, next);
+		if (k < 0 || (size_t)k >= size - used)
+			break;
+		used += (size_t)k;
+		t = next;
+	}
+}
+
+/* tp_plan_validate's rules of a mixed group g (plan.h). */
+static enum tp_status mixed_check(const struct tp_plan *p, uint32_t g,
+				  struct tp_error *err)
+{
+	const struct tp_plan_group *gr = &p->groups.v[g];
+	uint64_t sum = 0;
+	uint32_t hi = 0;
+	char path[64];
+	const char *no = NULL;
+
+	snprintf(path, sizeof(path), "$.groups[%u].replica_tp", g);
+	if ((uint64_t)gr->rtp_first + gr->dp > p->rtp.n || gr->dp == 0)
+		return tp_error_set_path(err, TP_EINPUT, path,
+					 "expected one degree per replica");
+	for (uint32_t r = 0; r < gr->dp; r++) {
+		uint32_t t = p->rtp.v[gr->rtp_first + r];
+		if (t == 0)
+			return tp_error_set_path(err, TP_EINPUT, path,
+						 "a degree of 0");
+		sum += t;
+		if (t > hi)
+			hi = t;
+	}
+	for (uint32_t r = 0; r < gr->dp; r++)
+		if (hi % p->rtp.v[gr->rtp_first + r])
+			return tp_error_set_path(
+				err, TP_EINPUT, path,
+				"replica %u's tp %u does not divide the "
+				"largest, %u (the gradient all-reduce runs "
+				"over the finest sharding)",
+				r, p->rtp.v[gr->rtp_first + r], hi);
+	if (sum != gr->n_devices || hi != gr->tp)
+		return tp_error_set_path(err, TP_EINPUT, path,
+					 "the degrees sum to %llu (largest "
+					 "%u); the group has %u devices (tp "
+					 "%u)",
+					 (unsigned long long)sum, hi,
+					 gr->n_devices, gr->tp);
+	if (gr->cp != 1)
+		no = "context parallelism";
+	else if (gr->ep != 1)
+		no = "expert parallelism";
+	else if (gr->sp)
+		no = "sequence parallelism";
+	else if (gr->sync != TP_SYNC_RING)
+		no = "a sync other than ring";
+	else if (p->zero)
+		no = "ZeRO";
+	else if (gr->n_sfb || gr->lossy != TP_LOSSY_NONE)
+		no = "gradient compression";
+	if (no)
+		return tp_error_set_path(err, TP_EINPUT, path,
+					 "replicas of different tensor-"
+					 "parallel degrees do not combine "
+					 "with %s here; give every replica "
+					 "the same tp",
+					 no);
 	return TP_OK;
 }
 
@@ -380,7 +538,10 @@ enum tp_status tp_plan_validate(const struct tp_plan *p,
 					       "a group needs at least one op");
 			goto out;
 		}
-		if (gr->dp == 0 || gr->tp == 0 || gr->cp == 0 ||
+		if (gr->mixed) {
+			if ((st = mixed_check(p, g, err)))
+				goto out;
+		} else if (gr->dp == 0 || gr->tp == 0 || gr->cp == 0 ||
 		    (uint64_t)gr->dp * gr->cp * gr->tp != gr->n_devices) {
 			snprintf(path, sizeof(path), "$.groups[%u]", g);
 			if (gr->cp == 1)

@@ -118,6 +118,16 @@ struct tp_plan_group {
 	double sfb_saved_bytes;    /* traffic saved per iteration, bytes */
 	enum tp_lossy lossy;
 	uint32_t powersgd_rank;
+	/* Mixed tensor-parallel replicas (as Sailor, HexiScale and FlashFlex
+	   plan heterogeneous clusters: the slow type at a higher tp, the
+	   fast one at tp 1): when mixed, replica r has its own degree
+	   plan->rtp.v[rtp_first + r] (tp_plan_replica_tp), its devices
+	   consecutive replica by replica, the degrees summing to n_devices,
+	   each dividing tp, which is then the largest.  Its gradient
+	   all-reduce runs over the finest sharding (src/sim/README).  Only
+	   with cp 1, ep 1, no sp, ring sync, ZeRO 0 and no compression. */
+	bool mixed;
+	uint32_t rtp_first;
 };
 
 struct tp_plan_baseline {
@@ -203,6 +213,7 @@ struct tp_plan {
 	TP_VEC(uint32_t) devs;
 	TP_VEC(double) shares;
 	TP_VEC(uint32_t) sfb;
+	TP_VEC(uint32_t) rtp; /* mixed groups' replica degrees */
 	int64_t global_batch;
 	uint32_t micro_batches; /* 1 .. TP_PLAN_MAX_MICRO_BATCHES */
 	enum tp_schedule schedule;
@@ -261,6 +272,37 @@ enum tp_status tp_plan_add_group_degrees(struct tp_plan *p,
 					 const struct tp_plan_degrees *deg,
 					 const double *shares,
 					 struct tp_error *err);
+
+/*
+ * tp_plan_add_group for mixed tensor-parallel replicas: replica r holds
+ * rtp[r] consecutive devices of devs (sum = n_devs; each degree dividing
+ * the largest), shares NULL (even) or n entries.  The new group is the
+ * plan's last; its tp the largest degree; mixed only when the degrees
+ * differ (else a plain group).
+ */
+struct tp_plan_replicas {
+	uint32_t n;         /* replicas (dp) */
+	const uint32_t *tp; /* n degrees */
+};
+enum tp_status tp_plan_add_group_mixed(struct tp_plan *p, const uint32_t *ops,
+				       uint32_t n_ops, const uint32_t *devs,
+				       uint32_t n_devs,
+				       const struct tp_plan_replicas *rep,
+				       const double *shares,
+				       struct tp_error *err);
+
+/* A mixed group's replicas by degree, "3 x tp 1 + 24 x tp 4" (degrees
+ * ascending), into buf; "dp D x tp T" for a plain group. */
+void tp_plan_degrees_label(const struct tp_plan *p, uint32_t g, char *buf,
+			   size_t size);
+
+/* Replica r's tensor-parallel degree in group g. */
+static inline uint32_t tp_plan_replica_tp(const struct tp_plan *p, uint32_t g,
+					  uint32_t r)
+{
+	const struct tp_plan_group *gr = &p->groups.v[g];
+	return gr->mixed ? p->rtp.v[gr->rtp_first + r] : gr->tp;
+}
 
 static inline uint32_t *tp_plan_group_ops(const struct tp_plan *p, uint32_t g)
 {

@@ -35,6 +35,7 @@ void tp_runtime_none(struct tp_runtime *rt)
 	rt->can.sequence_parallel = true;
 	rt->can.context_parallel = true;
 	rt->can.expert_parallel = true;
+	rt->can.mixed_tp = true;
 	rt->can.per_stage_degrees = true;
 	rt->can.uneven_shares = true;
 	rt->can.mixed_device_types = true;

@@ -111,6 +111,10 @@ struct tp_runtime_can {
 	bool expert_parallel;    /* ep > 1 (routed experts spread, all-to-
 				    all dispatch); optional, false when
 				    absent */
+	bool mixed_tp;           /* replicas of different tp in one
+				    data-parallel group (plan.h mixed);
+				    optional, false when absent: no
+				    shipped runtime has it */
 	bool per_stage_degrees;  /* stages may differ in tp and dp */
 	bool uneven_shares;      /* replicas of a stage may take unequal
 				    batch shares */
@@ -217,6 +221,7 @@ enum tp_runtime_cap {
 	TP_CAP_PER_GROUP_RECOMPUTE,
 	TP_CAP_CONTEXT_PARALLEL,
 	TP_CAP_EXPERT_PARALLEL,
+	TP_CAP_MIXED_TP,
 	TP_CAP_COUNT
 };
 

@@ -28,7 +28,8 @@ static const char *const cap_names[TP_CAP_COUNT] = {"tensor_parallel",
 						    "lossy",
 						    "per_group_recompute",
 						    "context_parallel",
-						    "expert_parallel"};
+						    "expert_parallel",
+						    "mixed_tp"};
 
 const char *tp_runtime_cap_name(enum tp_runtime_cap c)
 {
@@ -109,6 +110,17 @@ enum tp_sync tp_runtime_sync(const struct tp_cluster *c, const uint32_t *devs,
 	return nodes > 1 && dp > nodes ? TP_SYNC_HIERARCHICAL : TP_SYNC_RING;
 }
 
+/* The lowest replica degree of mixed group g. */
+static uint32_t mixed_lowest(const struct tp_plan *p, uint32_t g)
+{
+	uint32_t lo = p->groups.v[g].tp;
+
+	for (uint32_t r = 0; r < p->groups.v[g].dp; r++)
+		if (tp_plan_replica_tp(p, g, r) < lo)
+			lo = tp_plan_replica_tp(p, g, r);
+	return lo;
+}
+
 /* Per-group settings: syncs, recomputation, compression, sp, tp, shares. */
 static void check_groups(const struct tp_runtime_can *can,
 			 const struct tp_plan *p, struct needs *n)
@@ -142,6 +154,11 @@ static void check_groups(const struct tp_runtime_can *can,
 		if (gr->tp > 1 && !can->tensor_parallel)
 			need(n, TP_CAP_TENSOR_PARALLEL,
 			     "group %u is tensor parallel (tp %u)", g, gr->tp);
+		if (gr->mixed && !can->mixed_tp)
+			need(n, TP_CAP_MIXED_TP,
+			     "group %u holds replicas of different tensor-"
+			     "parallel degrees (tp %u to %u)",
+			     g, mixed_lowest(p, g), gr->tp);
 		if (gr->cp > 1 && !can->context_parallel)
 			need(n, TP_CAP_CONTEXT_PARALLEL,
 			     "group %u is context parallel (cp %u)", g, gr->cp);

@@ -23,7 +23,8 @@ static const char *const plan_fields[] = {
     "expert_imbalance", "expert_capacity_factor", NULL};
 static const char *const group_fields[] = {
     "name", "ops",	 "devices", "tp",	   "dp", "cp",
-    "shares", "sync", "recompute", "sp",	    "compression", "ep", NULL};
+    "shares", "sync", "recompute", "sp",	    "compression", "ep",
+    "replica_tp", NULL};
 static const char *const range_fields[] = {"from", "to", NULL};
 static const char *const gcomp_fields[] = {"sfb_ops", "saved_bytes", "lossy",
 					   "powersgd_rank", NULL};
@@ -93,6 +94,7 @@ struct reader {
 	struct tp_strmap all_devs;  /* names across groups, for ol */
 	TP_VEC(uint32_t) ops, devs, sfb;
 	TP_VEC(double) shares;
+	TP_VEC(uint32_t) rtp; /* the group's replica_tp (n 0: none) */
 };
 
 static enum tp_status nomem(struct reader *r)
@@ -191,6 +193,73 @@ static enum tp_status read_op_entry(struct reader *r, const struct tp_json *e)
 			    tp_json_type_name(e->type));
 }
 
+/* A mixed group's "replica_tp" (plan.h: one degree per replica, summing
+ * to the devices, each dividing the largest) into r->rtp; its degrees:
+ * tp the largest (a given "tp" must say so), cp 1, dp the replicas. */
+static enum tp_status read_replica_tp(struct reader *r, const struct tp_json *g,
+				      size_t n_devs, int64_t *tp,
+				      int64_t *dp, int64_t *cp)
+{
+	struct tp_jctx *j = r->j;
+	const struct tp_json *a;
+	enum tp_status st;
+	int64_t hi = 0, sum = 0, given;
+	bool has;
+
+	r->rtp.n = 0;
+	if ((st = tp_jget_array(j, g, "replica_tp", false, true, &a)) || !a)
+		return st;
+	for (size_t k = 0; k < a->n; k++) {
+		const struct tp_json *v = a->items[k];
+		size_t old = tp_jctx_push_key(j, "replica_tp");
+		tp_jctx_push_index(j, k);
+		if (v->type != TP_JSON_NUMBER || v->num < 1 ||
+		    v->num > TP_IO_MAX_DEVICES || v->num != floor(v->num))
+			return tp_jctx_fail(j, NULL,
+					    "expected a tensor-parallel "
+					    "degree (a whole number >= 1)");
+		tp_jctx_pop(j, old);
+		if (tp_vec_push(&r->rtp, (uint32_t)v->num))
+			return nomem(r);
+		sum += (int64_t)v->num;
+		if ((int64_t)v->num > hi)
+			hi = (int64_t)v->num;
+	}
+	for (size_t k = 0; k < a->n; k++)
+		if (hi % r->rtp.v[k])
+			return tp_jctx_fail(j, "replica_tp",
+					    "replica %zu's tp %u does not "
+					    "divide the largest, %lld (the "
+					    "gradient all-reduce runs over the "
+					    "finest sharding)",
+					    k, r->rtp.v[k], (long long)hi);
+	if ((size_t)sum != n_devs)
+		return tp_jctx_fail(j, "replica_tp",
+				    "the replicas' degrees sum to %lld; the "
+				    "group lists %zu devices",
+				    (long long)sum, n_devs);
+	if ((st = tp_jget_int(j, g, "tp", false, 1, TP_IO_MAX_DEVICES, hi,
+			      &given, &has)))
+		return st;
+	if (given != hi)
+		return tp_jctx_fail(j, "tp",
+				    "with replica_tp, tp is the largest "
+				    "degree, %lld",
+				    (long long)hi);
+	if ((st = tp_jget_int(j, g, "cp", false, 1, 1, 1, cp, NULL)) ||
+	    (st = tp_jget_int(j, g, "dp", false, 1, TP_IO_MAX_DEVICES,
+			      (int64_t)a->n, &given, &has)))
+		return st;
+	if ((size_t)given != a->n)
+		return tp_jctx_fail(j, "dp",
+				    "with replica_tp, dp is the number of "
+				    "replicas, %zu",
+				    a->n);
+	*tp = hi;
+	*dp = given;
+	return TP_OK;
+}
+
 static enum tp_status read_group(struct reader *r, const struct tp_json *g,
 				 uint32_t gi)
 {
@@ -261,6 +330,10 @@ out:
 	tp_strmap_release(&seen);
 	if (st)
 		return st;
+	if ((st = read_replica_tp(r, g, devs->n, &tp, &dp, &cp)))
+		return st;
+	if (r->rtp.n)
+		goto degrees_read;
 	if ((st = tp_jget_int(j, g, "tp", false, 1, TP_IO_MAX_DEVICES, 1, &tp,
 			      NULL)))
 		return st;
@@ -294,6 +367,7 @@ out:
 				    (long long)dp, (long long)cp,
 				    (long long)tp, devs->n);
 	}
+degrees_read:
 	if ((st = tp_jget_array(j, g, "shares", false, false, &shares)))
 		return st;
 	if (shares) {
@@ -411,10 +485,17 @@ out:
 		struct tp_plan_degrees deg = {(uint32_t)dp, (uint32_t)cp,
 					      (uint32_t)tp};
 		uint32_t idx;
-		if ((st = tp_plan_add_group_degrees(
-			 r->p, r->ops.v, (uint32_t)r->ops.n, r->devs.v,
-			 (uint32_t)r->devs.n, &deg,
-			 shares ? r->shares.v : NULL, j->err)))
+		struct tp_plan_replicas rep = {(uint32_t)r->rtp.n, r->rtp.v};
+		if ((st = r->rtp.n ? tp_plan_add_group_mixed(
+					   r->p, r->ops.v, (uint32_t)r->ops.n,
+					   r->devs.v, (uint32_t)r->devs.n,
+					   &rep, shares ? r->shares.v : NULL,
+					   j->err)
+				   : tp_plan_add_group_degrees(
+					   r->p, r->ops.v, (uint32_t)r->ops.n,
+					   r->devs.v, (uint32_t)r->devs.n,
+					   &deg, shares ? r->shares.v : NULL,
+					   j->err)))
 			return tp_io_wrap(j, NULL, st);
 		idx = (uint32_t)r->p->groups.n - 1;
 		if (tp_vec_reserve(&r->p->sfb, r->sfb.n))
@@ -950,6 +1031,7 @@ static enum tp_status load(const char *name, const char *text, size_t len,
 	tp_vec_free(&r.devs);
 	tp_vec_free(&r.sfb);
 	tp_vec_free(&r.shares);
+	tp_vec_free(&r.rtp);
 	if (st) {
 		tp_error_set_file(err, name);
 		if (p) {
@@ -1233,6 +1315,13 @@ void tp_plan_write(const struct tp_plan *p, const struct tp_model *m,
 		if (gr->cp > 1)
 			tp_jw_kv_int(&jw, "cp", gr->cp);
 		tp_jw_kv_int(&jw, "tp", gr->tp);
+		if (gr->mixed) {
+			tp_jw_key(&jw, "replica_tp");
+			tp_jw_array_begin_inline(&jw);
+			for (uint32_t r = 0; r < gr->dp; r++)
+				tp_jw_int(&jw, tp_plan_replica_tp(p, g, r));
+			tp_jw_array_end(&jw);
+		}
 		for (uint32_t r = 0; r < gr->dp; r++)
 			even &= sh[r] == 1.0 / gr->dp;
 		if (!even) {

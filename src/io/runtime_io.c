@@ -35,7 +35,7 @@ static const char *const can_fields[] = {
 	"sequence_parallel", "per_stage_degrees", "uneven_shares",
 	"mixed_device_types", "overlapping_groups", "layout", "schedules",
 	"syncs", "recompute", "max_zero", "max_zero_pipelined", "compression",
-	"lossy", "per_group_recompute", "models", "context_parallel", "expert_parallel", NULL};
+	"lossy", "per_group_recompute", "models", "context_parallel", "expert_parallel", "mixed_tp", NULL};
 
 static int parse_grad_reduce(const char *s) { return tp_grad_reduce_parse(s); }
 static int parse_layout(const char *s) { return tp_layer_layout_parse(s); }
@@ -222,6 +222,8 @@ static enum tp_status read_can(struct tp_jctx *j, const struct tp_json *v,
 			       &c->context_parallel)) ||
 	    (st = tp_jget_bool(j, v, "expert_parallel", false, false,
 			       &c->expert_parallel)) ||
+	    (st = tp_jget_bool(j, v, "mixed_tp", false, false,
+			       &c->mixed_tp)) ||
 	    (st = get_flag(j, v, "per_stage_degrees", &c->per_stage_degrees)) ||
 	    (st = get_flag(j, v, "uneven_shares", &c->uneven_shares)) ||
 	    (st = get_flag(j, v, "mixed_device_types",
@@ -267,8 +269,8 @@ static enum tp_status read_can(struct tp_jctx *j, const struct tp_json *v,
 }
 
 /* Every field of behaviour and can has its source under "sources"
- * (an optional field the profile leaves out, context_parallel or
- * expert_parallel, needs none). */
+ * (an optional field the profile leaves out, context_parallel,
+ * expert_parallel or mixed_tp, needs none). */
 static enum tp_status check_sources(struct tp_jctx *j,
 				    const struct tp_json *root)
 {
@@ -285,7 +287,8 @@ static enum tp_status check_sources(struct tp_jctx *j,
 			const char *text;
 			size_t old;
 			if (k == 1 && (!strcmp(*f, "context_parallel") ||
-				       !strcmp(*f, "expert_parallel")) &&
+				       !strcmp(*f, "expert_parallel") ||
+				       !strcmp(*f, "mixed_tp")) &&
 			    !tp_json_get(can, *f))
 				continue;
 			if (k == 0 && !strcmp(*f, "expert_imbalance") &&

@@ -556,7 +556,10 @@ static void stage_label(const struct tp_scene *s, uint32_t k, bool placements,
 			tp_strbuf_addf(sb, "\\nlayers %d-%d", st->layer_lo,
 				       st->layer_hi);
 	}
-	if (st->mixed_degrees)
+	if (st->replicas[0])
+		tp_strbuf_addf(sb, "\\n%u devices: %s", st->n_devs,
+			       st->replicas);
+	else if (st->mixed_degrees)
 		tp_strbuf_addf(sb, "\\n%u devices, mixed dp x tp", st->n_devs);
 	else
 		tp_strbuf_addf(sb, "\\ndp %u x tp %u = %u devices", st->dp,

@@ -236,8 +236,12 @@ static enum tp_status build_stages(struct tp_scene *s, struct tp_error *err)
 			struct tp_stage *sk = &s->stages.v[st];
 			const uint32_t *ops = tp_plan_group_ops(p, (uint32_t)g);
 
-			if (sk->dp != gr->dp || sk->tp != gr->tp)
+			if (sk->dp != gr->dp || sk->tp != gr->tp || gr->mixed)
 				sk->mixed_degrees = true;
+			if (gr->mixed && !sk->replicas[0])
+				tp_plan_degrees_label(p, (uint32_t)g,
+						      sk->replicas,
+						      sizeof(sk->replicas));
 			for (uint32_t i = 0; i < gr->n_ops; i++) {
 				const struct tp_op *op = &m->ops.v[ops[i]];
 				uint32_t pos = m->topo_pos ? m->topo_pos[ops[i]]

@@ -34,7 +34,11 @@ struct tp_stage {
 	uint32_t dev_first, n_devs; /* sorted, into scene->stage_devs */
 	uint32_t grp_first, n_grps; /* into scene->stage_grps */
 	uint32_t dp, tp;            /* of its first group */
-	bool mixed_degrees;         /* groups disagree on dp/tp */
+	bool mixed_degrees;         /* groups disagree on dp/tp, or a group
+				       has replicas of different tp */
+	char replicas[96];          /* a mixed-tp group's replicas by
+				       degree (plan.h tp_plan_degrees_label),
+				       "" when none */
 	uint32_t op_lo, op_hi;      /* topological positions of its ops */
 	int32_t layer_lo, layer_hi; /* -1 when none */
 	double flop;                /* forward FLOP per sample of its ops */

@@ -1081,5 +1081,7 @@ enum tp_status search_seeds(struct worker *w)
 		}
 	}
 	bufs_free(&bf);
+	if (!st && !sctx_should_stop(s))
+		st = search_seeds_mixed(w);
 	return st;
 }

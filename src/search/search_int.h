@@ -222,6 +222,9 @@ bool sctx_better(bool f1, double t1, double o1, bool f2, double t2,
 enum tp_status search_first_fit(struct worker *w);
 enum tp_status search_baselines(struct worker *w);
 enum tp_status search_seeds(struct worker *w);
+/* Seeds of mixed tensor-parallel replicas (mixed.c): raw plans, where
+ * the runtime runs them. */
+enum tp_status search_seeds_mixed(struct worker *w);
 /* sweep.c: coordinate descent on the incumbent (single and stacked
  * changes, RELAX, kicks). */
 enum tp_status search_polish(struct worker *w);

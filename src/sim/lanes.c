@@ -429,6 +429,7 @@ static enum tp_status make_lanes(const struct tp_sim *sim,
 	for (uint32_t g = 0; g < G; g++) {
 		const struct tp_plan_group *gr = &plan->groups.v[g];
 		const double *sh = tp_plan_group_shares(plan, g);
+		uint32_t off = 0, big;
 		s->groups.v[g].lane_first = (uint32_t)s->lanes.n;
 		for (uint32_t r = 0; r < grp_reps(gr); r++) {
 			struct lane *ln = &s->lanes.v[s->lanes.n++];
@@ -436,9 +437,12 @@ static enum tp_status make_lanes(const struct tp_sim *sim,
 			memset(ln, 0, sizeof(*ln));
 			ln->group = g;
 			ln->replica = r;
-			ln->tp = gr->tp;
+			/* a mixed group's replicas have their own degrees
+			   (plan.h), each on its own run of devices */
+			ln->tp = tp_plan_replica_tp(plan, g, r);
 			ln->cp = gr->cp;
-			ln->dev_first = gr->dev_first + r * gr->tp;
+			ln->dev_first = gr->dev_first + off;
+			off += ln->tp;
 			/* a replica's context ranks share its samples */
 			ln->samples = gr->cp > 1 ? sh[r / gr->cp] * mb / gr->cp
 						 : sh[r] * mb;
@@ -449,13 +453,14 @@ static enum tp_status make_lanes(const struct tp_sim *sim,
 			    lane_cp_ring(sim, plan, s, ln))
 				goto nomem;
 			if (prev && prev->samples == ln->samples &&
+			    prev->tp == ln->tp &&
 			    prev->tp_a == ln->tp_a && prev->tp_k == ln->tp_k &&
 			    prev->ar_a == ln->ar_a && prev->ar_k == ln->ar_k &&
 			    prev->ep_a == ln->ep_a && prev->ep_k == ln->ep_k &&
 			    prev->cp_lat == ln->cp_lat &&
 			    prev->cp_rate == ln->cp_rate &&
 			    same_types(sim, plan->devs.v + prev->dev_first,
-				       plan->devs.v + ln->dev_first, gr->tp)) {
+				       plan->devs.v + ln->dev_first, ln->tp)) {
 				struct lane keep = *ln;
 				*ln = *prev;
 				ln->replica = keep.replica;
@@ -465,8 +470,14 @@ static enum tp_status make_lanes(const struct tp_sim *sim,
 				goto nomem;
 			}
 		}
-		s->groups.v[g].param_bytes =
-			s->lanes.v[s->groups.v[g].lane_first].params;
+		/* the gradient shard of the finest sharding (a mixed
+		   group's all-reduce runs over it; taskgraph.c) */
+		big = s->groups.v[g].lane_first;
+		for (uint32_t r = 1; r < grp_reps(gr); r++)
+			if (s->lanes.v[s->groups.v[g].lane_first + r].tp >
+			    s->lanes.v[big].tp)
+				big = s->groups.v[g].lane_first + r;
+		s->groups.v[g].param_bytes = s->lanes.v[big].params;
 		s->groups.v[g].grad_bytes = s->groups.v[g].param_bytes;
 		s->groups.v[g].expert_bytes =
 			gr->ep > 1 ? s->lanes.v[s->groups.v[g].lane_first]

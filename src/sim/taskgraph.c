@@ -163,19 +163,23 @@ struct phase {
 	double bytes; /* per flow */
 };
 
-/* Participants of rank j of group g, sorted by device (so by node). */
+/* Participants of rank j of group g, sorted by device (so by node).  In
+ * a mixed group (plan.h) rank j of the finest sharding is held by rank
+ * j mod tp_r of replica r: a replica of a lower degree is in several
+ * rings at once, with all of their traffic. */
 static uint32_t *participants(const struct tp_plan *plan,
 			      struct tp_sim_scratch *s, uint32_t g,
 			      uint32_t j)
 {
 	uint32_t dp = grp_reps(&plan->groups.v[g]), *p;
+	uint32_t l0 = s->groups.v[g].lane_first;
 
 	s->tmp2.n = 0;
 	if (tp_vec_reserve(&s->tmp2, 2 * (size_t)dp + 2))
 		return NULL;
 	p = s->tmp2.v;
 	for (uint32_t r = 0; r < dp; r++)
-		p[r] = lane_dev(plan, s, g, r, j);
+		p[r] = lane_dev(plan, s, g, r, j % s->lanes.v[l0 + r].tp);
 	if (!sorted_u32(p, dp))
 		qsort(p, dp, sizeof(*p), cmp_u32);
 	return p;

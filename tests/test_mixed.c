@@ -1,0 +1,280 @@
+/*
+ * test_mixed.c - mixed tensor-parallel replicas (core/plan.h "mixed"):
+ * a data-parallel group whose replicas have different tp degrees,
+ * simulated against a hand calculation, written and read back, refused
+ * where it does not combine, and refused by every shipped runtime.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/runtime.h"
+#include "core/strbuf.h"
+#include "io/io.h"
+#include "search/search.h"
+#include "sim/sim.h"
+#include "util.h"
+
+#define REL(a, b)                                                             \
+	(fabs((double)(a) - (double)(b)) / fmax(fabs((double)(b)), 1e-300))
+
+/* One node of n toy devices (tests/util.c: 100 TFLOP/s fp16, 1 TB/s) on
+ * a switch of bw per device and latency a. */
+static void node_of(struct tp_cluster *c, uint32_t n, double bw, double a)
+{
+	struct tp_error err;
+	struct tp_device_type t = tp_test_toy_type("toy");
+	uint32_t ty;
+
+	tp_cluster_init(c);
+	ck_assert_int_eq(tp_cluster_add_type(c, &t, &ty, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_build_node(c, "node0", ty, n,
+					       TP_LINK_NVSWITCH, bw, a, 0, 0,
+					       0, NULL, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);
+}
+
+/* One op of F forward FLOP per sample (backward 2F) and P parameter
+ * bytes that tensor parallelism shards without a collective. */
+static void one_op(struct tp_model *m, double F, double P, int64_t batch)
+{
+	struct tp_error err;
+	struct tp_op op = tp_op_default();
+	uint32_t idx;
+
+	tp_model_init(m);
+	m->global_batch = batch;
+	m->dtype = TP_DTYPE_FP16;
+	m->optimizer = TP_OPT_ADAM;
+	op.name = "w";
+	op.kind = TP_OP_MATMUL;
+	op.layer = 0;
+	op.flop = F;
+	op.backward_flop = 2 * F;
+	op.param_bytes = P;
+	op.out_bytes = 1e3;
+	op.saved_bytes = 1e3;
+	op.tp_split = TP_SPLIT_SHARDED;
+	ck_assert_int_eq(tp_model_add_op(m, &op, &idx, &err), TP_OK);
+	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+}
+
+/* Replica 0 on device 0 at tp 1 with a third of the batch, replica 1 on
+ * devices 1-2 at tp 2 with two thirds. */
+static void mixed_plan(struct tp_plan *p, const struct tp_model *m)
+{
+	static const uint32_t ops[1] = {0}, devs[3] = {0, 1, 2};
+	static const uint32_t rtp[2] = {1, 2};
+	const double sh[2] = {1.0 / 3, 2.0 / 3};
+	struct tp_plan_replicas rep = {2, rtp};
+	struct tp_error err;
+
+	tp_plan_init(p);
+	p->global_batch = m->global_batch;
+	p->micro_batches = 1;
+	p->compression = TP_COMPRESSION_OFF;
+	ck_assert_int_eq(tp_plan_add_group_mixed(p, ops, 1, devs, 3, &rep, sh,
+						 &err),
+			 TP_OK);
+}
+
+/*
+ * By hand: F = 1e12 FLOP per sample at 100 TFLOP/s, so each replica's
+ * forward is 10 ms (replica 0: 1 sample on one device; replica 1: 2
+ * samples over 2 ranks) and its backward 20 ms.  The gradient all-reduce
+ * runs over the finest sharding, tp 2: two rings of the 2 replicas, each
+ * of S = P / 2 = 1e9 bytes, {dev0, dev1} and {dev0, dev2}; a ring of 2
+ * sends 2 (n - 1) / n S = S per member, and dev0 is in both, so its link
+ * carries 2 S at bw = 100 GB/s: 20 ms, plus 2 (n - 1) = 2 latencies.
+ * Then Adam's step, 28 bytes per parameter at 1 TB/s: dev0 holds all
+ * 1e9 parameters, 28 ms (dev1, dev2 half).  Iteration 10 + 20 + 20 +
+ * 0.002 + 28 ms.  Fails with the all-reduce's shard taken from replica
+ * 0 (P bytes per ring: 98 ms) or with every replica at the group's tp 2
+ * (lanes.c: 93 ms).
+ */
+START_TEST(test_mixed_tp_hand)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_sim_options o;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *s;
+	struct tp_error err;
+	double a = 1e-6, bw = 100e9, expect;
+
+	node_of(&c, 3, bw, a);
+	one_op(&m, 1e12, 2e9, 3);
+	mixed_plan(&p, &m);
+	ck_assert_msg(tp_plan_validate(&p, &m, &c, &err) == TP_OK, "%s %s",
+		      err.path, err.msg);
+	tp_sim_options_default(&o);
+	o.params.overlap_grad_sync = false;
+	o.params.p2p_latency_s = 0;
+	o.params.collective_latency_s = 0;
+	o.params.link_eff_intra = 1;
+	o.params.link_eff_network = 1;
+	o.params.gemm_sustained = 1;
+	sim = tp_sim_new(&m, &c, &o, &err);
+	ck_assert_ptr_nonnull(sim);
+	s = tp_sim_scratch_new(sim);
+	tp_report_init(&r);
+	ck_assert_msg(tp_sim_run(sim, &p, s, &r, NULL, &err) == TP_OK, "%s",
+		      err.msg);
+	expect = 0.010 + 0.020 + (2 * a + 2 * 1e9 / bw) + 0.028;
+	ck_assert_msg(REL(r.iteration_time_s, expect) < 1e-9,
+		      "%.12g s, by hand %.12g s", r.iteration_time_s, expect);
+	/* replica 1's ranks hold half the weights each */
+	ck_assert(REL(r.devices[1].memory.weights,
+		      r.devices[0].memory.weights / 2) < 1e-12);
+	tp_report_release(&r);
+	tp_sim_scratch_free(s);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* The plan file: "replica_tp" written for a mixed group only, read back
+ * to the same plan; bad degrees refused at their JSON path; no shipped
+ * runtime runs it (export and check say mixed_tp), runtime none does. */
+START_TEST(test_mixed_tp_file_and_runtimes)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_plan p, q;
+	struct tp_strbuf sb, sb2;
+	struct tp_runtime rt;
+	struct tp_error err;
+	char why[256];
+	char *bad;
+
+	node_of(&c, 3, 100e9, 1e-6);
+	one_op(&m, 1e12, 2e9, 3);
+	mixed_plan(&p, &m);
+	tp_strbuf_init(&sb);
+	tp_strbuf_init(&sb2);
+	tp_plan_write(&p, &m, &c, &sb);
+	ck_assert_ptr_nonnull(strstr(sb.buf, "\"replica_tp\": [1, 2]"));
+	tp_plan_init(&q);
+	ck_assert_msg(tp_plan_load("p.json", sb.buf, sb.len, &m, &c, NULL, &q,
+				   &err) == TP_OK,
+		      "%s %s", err.path, err.msg);
+	ck_assert(q.groups.v[0].mixed && q.groups.v[0].tp == 2 &&
+		  q.groups.v[0].dp == 2);
+	tp_plan_write(&q, &m, &c, &sb2);
+	ck_assert_str_eq(sb.buf, sb2.buf);
+	tp_plan_release(&q);
+	/* degrees that do not sum to the devices */
+	bad = strstr(sb.buf, "[1, 2]");
+	bad[1] = '2';
+	tp_plan_init(&q);
+	ck_assert_int_eq(tp_plan_load("p.json", sb.buf, sb.len, &m, &c, NULL,
+				      &q, &err),
+			 TP_EINPUT);
+	ck_assert_str_eq(err.path, "$.groups[0].replica_tp");
+	tp_plan_release(&q);
+	/* runtimes */
+	ck_assert_int_eq(tp_runtime_find("megatron-core", &rt, &err), TP_OK);
+	ck_assert(tp_runtime_plan_check(&rt, &p, &m, &c, NULL, why,
+					sizeof(why)) &
+		  (1u << TP_CAP_MIXED_TP));
+	ck_assert_ptr_nonnull(strstr(why, "tp 1 to 2"));
+	tp_runtime_none(&rt);
+	ck_assert_uint_eq(
+	    tp_runtime_plan_check(&rt, &p, &m, &c, NULL, NULL, 0), 0);
+	/* ZeRO does not combine with it */
+	p.zero = 1;
+	ck_assert_int_eq(tp_plan_validate(&p, &m, &c, &err), TP_EINPUT);
+	ck_assert_str_eq(err.path, "$.groups[0].replica_tp");
+	tp_strbuf_release(&sb);
+	tp_strbuf_release(&sb2);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* The search proposes mixed replicas (search/mixed.c): one fast device
+ * (100 TFLOP/s, 80 GB) and a node of 4 slow ones (25 TFLOP/s, 10 GB) for
+ * a model of 1e9 parameters (16 GB of fp16 Adam state: on a slow device
+ * only at tp 4).  Plain groups use the fast device alone or the slow
+ * node at tp 4 (each the speed of one fast device); the fast device at
+ * tp 1 with the slow node at tp 4 as a second replica is about twice as
+ * fast, and is the answer.  Fails without the mixed seeds (1.0x). */
+START_TEST(test_mixed_tp_search_proposes)
+{
+	struct tp_device_type f = tp_test_toy_type("fast");
+	struct tp_device_type sl = tp_test_toy_type("slow");
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_sim *sim;
+	struct tp_search_simeval se;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	struct tp_search_result r;
+	struct tp_error err;
+	double best_base = INFINITY;
+	uint32_t tf, ts;
+
+	sl.peak_flops[TP_DTYPE_FP16] = 25e12;
+	sl.memory_bytes = 10e9;
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_cluster_add_type(&c, &f, &tf, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_add_type(&c, &sl, &ts, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_build_node(&c, "f", tf, 1,
+					       TP_LINK_NVSWITCH, 100e9, 1e-6, 1,
+					       25e9, 1e-6, NULL, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_cluster_build_node(&c, "s", ts, 4,
+					       TP_LINK_NVSWITCH, 100e9, 1e-6, 1,
+					       25e9, 1e-6, NULL, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_cluster_connect_star(&c, 1.0, NULL, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_finalize(&c, &err), TP_OK);
+	one_op(&m, 1e12, 2e9, 16);
+	sim = tp_sim_new(&m, &c, NULL, &err);
+	ck_assert_ptr_nonnull(sim);
+	tp_search_sim_evaluator(&se, sim, NULL, &ev);
+	tp_search_options_default(&o);
+	o.threads = 1;
+	o.playouts = 200;
+	o.time_limit_s = 0;
+	o.compression = TP_COMPRESSION_OFF;
+	tp_search_result_init(&r);
+	ck_assert_msg(tp_search_run(&m, &c, &ev, &o, &r, &err) == TP_OK, "%s",
+		      err.msg);
+	ck_assert(r.have_plan && r.report.feasible);
+	for (int b = 0; b < TP_BASELINE_COUNT; b++)
+		if (r.baselines[b].available && r.baselines[b].feasible &&
+		    r.baselines[b].iteration_time_s < best_base)
+			best_base = r.baselines[b].iteration_time_s;
+	ck_assert_msg(r.plan.groups.n == 1 && r.plan.groups.v[0].mixed,
+		      "answer from %s, %u groups", r.source,
+		      (unsigned)r.plan.groups.n);
+	ck_assert_msg(r.report.iteration_time_s * 1.5 < best_base,
+		      "%.6g s against the best baseline's %.6g s",
+		      r.report.iteration_time_s, best_base);
+	tp_search_result_release(&r);
+	tp_sim_free(sim);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+Suite *suite_mixed(void)
+{
+	Suite *s = suite_create("mixed");
+	TCase *tc = tcase_create("replicas");
+
+	tcase_add_test(tc, test_mixed_tp_hand);
+	tcase_add_test(tc, test_mixed_tp_file_and_runtimes);
+	tcase_add_test(tc, test_mixed_tp_search_proposes);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	return s;
+}
