@@ -8,13 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "core/strbuf.h"
 #include "io/io.h"
 
 static const char usage[] =
-    "sailor:DIR (--model NAME | --cluster TRACE [--row N]) [-o FILE]";
+    "sailor:DIR (--model NAME | --cluster TRACE [--row N] |\n"
+    "       --plan RESULTS [--entry N] -m MODEL -t TOPO) [-o FILE]";
 static const char about[] =
     "Import a peer planner's inputs.  sailor:DIR is a folder in the "
     "layout of\nSailor (eth-easl/sailor): configs/training_config_*.json, "
@@ -29,7 +31,13 @@ static const char about[] =
     "topology: nodes of the GPUs per\nnode of configs/"
     "basic_cluster_config.json, the maxima of the bandwidth fits\nof "
     "providers/ inside a node and between nodes, latencies from the fits "
-    "at 1 MB,\none switch; stderr says what was dropped.  One zone.";
+    "at 1 MB,\none switch; stderr says what was dropped.  One zone.\n"
+    "--plan RESULTS writes entry N of Sailor's results (results/CASE/"
+    "PLANNER_MODEL.json,\nas given or under DIR: SAILOR's plan or its "
+    "ports of Metis and AMP) as a plan\nof MODEL (from --model) on TOPO "
+    "(from --cluster): a group per stage, each\nreplica on tp free GPUs "
+    "of its type on one node, replicas of different tp as\none mixed "
+    "group, Sailor's micro-batch size per replica.";
 
 /* The notes on stderr, one "tagplan import: " line each. */
 static void print_notes(const struct tp_strbuf *notes)
@@ -40,6 +48,52 @@ static void print_notes(const struct tp_strbuf *notes)
 		fprintf(stderr, "tagplan import: %.*s\n", (int)(nl - p), p);
 		p = nl + 1;
 	}
+}
+
+/* --plan: a Sailor result as a plan of MODEL on TOPO.  Returns the exit
+ * code. */
+static int import_plan(const char *dir, const char *results, long long entry,
+		       const char *const in[2], const char *out)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_strbuf notes, sb;
+	struct tp_error err;
+	char path[4096];
+	int code = 0;
+
+	snprintf(path, sizeof(path), "%s", results);
+	if (results[0] != '/' && access(results, R_OK) != 0)
+		snprintf(path, sizeof(path), "%s/%s", dir, results);
+	tp_strbuf_init(&notes);
+	tp_strbuf_init(&sb);
+	tp_error_clear(&err);
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	tp_plan_init(&p);
+	if (tp_model_load_file(in[0], NULL, &m, &err) ||
+	    tp_topology_load_file(in[1], NULL, &c, &err) ||
+	    tp_sailor_import_plan(path,
+				  &(struct tp_sailor_plan_opts){
+					  (unsigned)entry, 0},
+				  &m, &c, &p, &notes, &err) ||
+	    (tp_plan_write(&p, &m, &c, &sb),
+	     sb.failed ? tp_error_set(&err, TP_ENOMEM, "out of memory")
+		       : tp_file_write_atomic(out ? out : "-", sb.buf, sb.len,
+					      &err))) {
+		code = tp_cli_fail(&err);
+	} else {
+		print_notes(&notes);
+		fprintf(stderr, "tagplan import: %zu groups%s%s\n",
+			p.groups.n, out ? " -> " : "", out ? out : "");
+	}
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+	tp_strbuf_release(&notes);
+	tp_strbuf_release(&sb);
+	return code;
 }
 
 /* --cluster: the topology of a trace row.  Returns the exit code. */
@@ -78,7 +132,8 @@ static int import_cluster(const char *dir, const char *trace, long long row,
 int cmd_import(int argc, char **argv)
 {
 	const char *model = NULL, *out = NULL, *cluster = NULL;
-	long long row = 0;
+	const char *plan = NULL, *in[2] = {NULL, NULL};
+	long long row = 0, entry = 0;
 	struct tp_opt opts[] = {
 	    {"model", 0, TP_OPT_STRING, &model, "NAME",
 	     "the model's name in Sailor's configs (e.g. OPT-350)", 0, 0,
@@ -89,6 +144,17 @@ int cmd_import(int argc, char **argv)
 	     0, 0, false},
 	    {"row", 0, TP_OPT_INT, &row, "N",
 	     "the trace's row (its first column) [0]", 0, 1e9, false},
+	    {"plan", 0, TP_OPT_STRING, &plan, "RESULTS",
+	     "write a plan instead: a Sailor results file (e.g. "
+	     "results/fig8b/SAILOR_OPT-350.json)",
+	     0, 0, false},
+	    {"entry", 0, TP_OPT_INT, &entry, "N",
+	     "the results file's entry [0]", 0, 1e6, false},
+	    {"model-file", 'm', TP_OPT_STRING, &in[0], "MODEL",
+	     "with --plan: the model (tagplan import --model)", 0, 0, false},
+	    {"topology", 't', TP_OPT_STRING, &in[1], "TOPO",
+	     "with --plan: the cluster (tagplan import --cluster)", 0, 0,
+	     false},
 	    {"output", 'o', TP_OPT_STRING, &out, "FILE",
 	     "model or topology file to write, atomically [stdout]", 0, 0,
 	     false},
@@ -109,13 +175,21 @@ int cmd_import(int argc, char **argv)
 		free(pos);
 		return code;
 	}
-	if (!model == !cluster) {
+	if ((model != NULL) + (cluster != NULL) + (plan != NULL) != 1 ||
+	    (plan && (!in[0] || !in[1]))) {
 		free(pos);
 		return tp_cli_usage_error("import",
 					  "give one of --model NAME (the "
 					  "model of Sailor's configs, e.g. "
-					  "OPT-350) and --cluster TRACE (a "
-					  "cluster trace, e.g. a100x8_v100x8)");
+					  "OPT-350), --cluster TRACE (a "
+					  "cluster trace, e.g. a100x8_v100x8) "
+					  "and --plan RESULTS -m MODEL -t "
+					  "TOPO (a Sailor result)");
+	}
+	if (plan) {
+		code = import_plan(pos[0] + 7, plan, entry, in, out);
+		free(pos);
+		return code;
 	}
 	if (cluster) {
 		code = import_cluster(pos[0] + 7, cluster, row, out);

@@ -224,6 +224,28 @@ enum tp_status tp_sailor_import_cluster(const char *dir, const char *trace,
 					struct tp_strbuf *notes,
 					struct tp_error *err);
 
+/*
+ * Entry o->entry of a Sailor results file (results/CASE/PLANNER_MODEL.json:
+ * SAILOR's, or its ports of Metis and AMP) as a plan of model m (from
+ * tp_sailor_import_model) on cluster c (with the GPUs it names, e.g.
+ * from tp_sailor_import_cluster) into p (initialised here; release it
+ * after an error too): a group per stage, each replica on tp free GPUs
+ * of its type on one node, replicas of different tp as a mixed group
+ * (plan.h), Sailor's mbs per replica (sailor_plan.c).  notes: one line
+ * per stage and the micro-batches.  TP_EINPUT naming the file.
+ */
+struct tp_sailor_plan_opts {
+	unsigned entry;         /* of the results list */
+	uint32_t micro_batches; /* 0: the translation's (sailor_plan.c) */
+};
+enum tp_status tp_sailor_import_plan(const char *path,
+				     const struct tp_sailor_plan_opts *o,
+				     const struct tp_model *m,
+				     const struct tp_cluster *c,
+				     struct tp_plan *p,
+				     struct tp_strbuf *notes,
+				     struct tp_error *err);
+
 /* tagplan's device type for a Sailor GPU name ("A100-40" ->
  * "A100-SXM4-40GB"), or NULL. */
 const char *tp_sailor_device_type(const char *gpu);

@@ -42,6 +42,11 @@ int tp_io_suggest(const char *s, const char *const *names, size_t n, int max,
 enum tp_status tp_io_wrap(struct tp_jctx *j, const char *key,
 			  enum tp_status st);
 
+/* Sailor's layer of each op of m (sailor.c): 0 before the first block,
+ * block + 1, L + 1 after the last; m->ops.n + 1 entries, caller frees;
+ * NULL when out of memory. */
+int32_t *tp_sailor_layer_map(const struct tp_model *m, int64_t L);
+
 /* Parse text and check the "format" (the shared prologue). */
 enum tp_status tp_io_parse(const char *name, const char *text, size_t len,
 			   const struct tp_load_options *o, const char *format,

@@ -155,9 +155,7 @@ static int cmp_name(const void *a, const void *b)
 	return strcmp(a, b);
 }
 
-/* Sailor's layer of each op: 0 before the first block, block + 1, L + 1
- * after the last. */
-static int32_t *layer_map(const struct tp_model *m, int64_t L)
+int32_t *tp_sailor_layer_map(const struct tp_model *m, int64_t L)
 {
 	int32_t *lay = calloc(m->ops.n + 1, sizeof(*lay));
 	bool seen = false;
@@ -314,7 +312,7 @@ enum tp_status tp_sailor_import_model(const char *dir, const char *name,
 	tp_model_init(m);
 	if ((st = tp_build_gpt(&d, m, err)))
 		return st;
-	lay = layer_map(m, d.layers);
+	lay = tp_sailor_layer_map(m, d.layers);
 	pathf(path, sizeof(path), "%s/profiles/%s", dir, name);
 	dp = opendir(path);
 	if (!lay || !dp) {
