@@ -1,6 +1,7 @@
 /*
  * bench_moe.c - expert parallelism: `tagplan plan`'s search against the
- * best uniform grid that has EP (issue: modern training).
+ * best uniform grid that has EP (issue: modern training), for Mixtral-8x7B
+ * and a DeepSeek-V3-sized model.
  *
  * Mixtral-8x7B (46.7 B parameters, 12.9 B active), sequence 4096, on 64
  * H100 (8 DGX-H100 on NDR InfiniBand, global batch 512) and 256 (32
@@ -18,9 +19,16 @@
  * with perfectly balanced experts (imbalance=1: what the default 1.25
  * costs).
  *
- * Published runs: none simulated here.  No MoE run with its strategy and
- * throughput is in the project's data (shared/data has none), and this
- * bench does not quote tables from memory.
+ * DeepSeek-V3-sized (the real config, tests/data/hf/deepseek-v3.json:
+ * 671 B parameters, 37.6 B active, 256 routed experts of which 8 per
+ * token plus one shared, 3 dense first layers, latent attention; bf16)
+ * on 256 H100 (gbs 1024) and 1,024 (gbs 4096): the grid tp 1/2/4/8 x pp
+ * 4/8/16 x ep 8/16/32/64, micro-batch 1, ZeRO-1, selective or full
+ * recomputation (beside it the same grid without EP), and the plan at
+ * TAGPLAN_BENCH_MOE_LARGE_PLAYOUTS playouts (default 200: a simulation
+ * of this model takes about 0.1 s on 256 GPUs).
+ *
+ * Published runs are checked in bench_modern (DeepSeek-V3's H800 run).
  */
 #include <math.h>
 #include <stdio.h>
@@ -78,16 +86,37 @@ static double sim_one(struct tp_sim *sim, struct tp_sim_scratch *s,
 	return t;
 }
 
-/* The grid's best with ep up to max_ep. */
+/* A uniform grid's axes: every combination is one strategy string (dp
+ * the rest, sp on with tp > 1). */
+struct axes {
+	int tp[4], n_tp, pp[4], n_pp, ep[4], n_ep, mb[3], n_mb;
+	const char *rc[3];
+	int n_rc, z[2], n_z;
+};
+
+/* Mixtral: tp, pp, ep 1/2/4/8 x micro-batch 1/2/4 x every recomputation
+ * x ZeRO 0/1. */
+static const struct axes mixtral_axes = {
+    {1, 2, 4, 8}, 4, {1, 2, 4, 8}, 4, {1, 2, 4, 8}, 4, {1, 2, 4}, 3,
+    {"none", "selective", "full"}, 3, {0, 1}, 2};
+/* DeepSeek-V3-sized: 61 layers whose state needs pipelining and experts
+ * spread wide (8 to 64 of 256), micro-batch 1, ZeRO-1, selective or
+ * full recomputation (the cheaper settings do not fit 80 GB). */
+static const struct axes deepseek_axes = {
+    {1, 2, 4, 8}, 4, {4, 8, 16, 0}, 3, {8, 16, 32, 64}, 4, {1}, 1,
+    {"selective", "full"}, 2, {1}, 1};
+
+/* The grid's best over axes a with ep up to max_ep (max_ep 1: the grid
+ * without EP, ep = 1). */
 static struct best grid(const struct tp_model *m, const struct tp_cluster *c,
-			int max_ep, const char *extra)
+			const struct axes *a, int max_ep, const char *extra)
 {
-	static const int deg[] = {1, 2, 4, 8}, mbs[] = {1, 2, 4};
-	static const char *const rcs[] = {"none", "selective", "full"};
 	struct best b = {INFINITY, ""};
 	struct tp_error err;
 	struct tp_sim *sim = tp_sim_new(m, c, NULL, &err);
 	struct tp_sim_scratch *s = sim ? tp_sim_scratch_new(sim) : NULL;
+	const int one = 1, *eps = max_ep > 1 ? a->ep : &one;
+	int n_ep = max_ep > 1 ? a->n_ep : 1;
 	char str[160];
 
 	if (!s) {
@@ -95,22 +124,24 @@ static struct best grid(const struct tp_model *m, const struct tp_cluster *c,
 						       : err.msg);
 		exit(1);
 	}
-	for (int tp = 0; tp < 4; tp++)
-		for (int pp = 0; pp < 4; pp++)
-			for (int ep = 0; ep < 4 && deg[ep] <= max_ep; ep++)
-				for (int mb = 0; mb < 3; mb++)
-					for (int rc = 0; rc < 3; rc++)
-						for (int z = 0; z <= 1; z++) {
+	for (int tp = 0; tp < a->n_tp; tp++)
+		for (int pp = 0; pp < a->n_pp; pp++)
+			for (int ep = 0; ep < n_ep && eps[ep] <= max_ep; ep++)
+				for (int mb = 0; mb < a->n_mb; mb++)
+					for (int rc = 0; rc < a->n_rc; rc++)
+						for (int z = 0; z < a->n_z;
+						     z++) {
 							double t;
 							snprintf(
 							    str, sizeof(str),
 							    "tp=%d,pp=%d,ep=%d,"
 							    "mb=%d,recompute=%s,"
 							    "zero=%d%s%s",
-							    deg[tp], deg[pp],
-							    deg[ep], mbs[mb],
-							    rcs[rc], z,
-							    deg[tp] > 1
+							    a->tp[tp],
+							    a->pp[pp], eps[ep],
+							    a->mb[mb],
+							    a->rc[rc], a->z[z],
+							    a->tp[tp] > 1
 								? ",sp=on"
 								: "",
 							    extra);
@@ -148,92 +179,119 @@ static void describe(const struct tp_plan *p, char *buf, size_t n)
 	(void)stages;
 }
 
-int main(void)
+/* One model on one cluster: the grids, the plan, the figures; the
+ * plan's speed-up over the EP grid is added to *geo (and *n). */
+struct run {
+	const char *what; /* "mixtral" or "deepseek" */
+	int nodes;
+	int64_t gbs;
+	const struct axes *axes;
+	bool balanced; /* also the EP grid with imbalance=1 */
+};
+
+static int run_one(const struct run *ru, uint64_t playouts, double *geo,
+		   int *n)
 {
-	static const struct {
-		int nodes;
-		int64_t gbs;
-	} runs[] = {{8, 512}, {32, 1024}};
-	const char *pe = getenv("TAGPLAN_BENCH_PLAYOUTS");
-	uint64_t playouts = pe && atoll(pe) > 0 ? (uint64_t)atoll(pe) : 1000;
+	struct tp_model m;
+	struct tp_cluster c;
+	char spec[32], desc[160];
+	const char *specs[1] = {spec};
+	struct best bg, b1, bi = {INFINITY, "-"};
+	struct tp_planner_options po;
+	struct tp_planner *pl;
+	struct tp_search_options o;
+	struct tp_search_result r;
 	struct tp_error err;
-	double geo = 0;
-	int n = 0;
+	double active, tokens, peak, t;
+	uint32_t ndev;
+	enum tp_status st;
 
-	printf("Mixtral-8x7B seq 4096 on H100 (NDR): tagplan plan (%llu "
-	       "playouts, no GNN, megatron-core) against the best uniform "
-	       "grid with EP; MFU on active parameters\n",
-	       (unsigned long long)playouts);
-	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
-		struct tp_model m;
-		struct tp_cluster c;
-		char spec[32], desc[160];
-		const char *specs[1] = {spec};
-		struct best bg, b1, bi;
-		struct tp_planner_options po;
-		struct tp_planner *pl;
-		struct tp_search_options o;
-		struct tp_search_result r;
-		double active, tokens, peak, t;
-		uint32_t ndev;
-
-		tp_model_init(&m);
-		tp_cluster_init(&c);
-		snprintf(spec, sizeof(spec), "dgx-h100:%d", runs[i].nodes);
-		if (tp_build_hf_text("mixtral-8x7b.json", mixtral,
-				     sizeof(mixtral) - 1, 4096, runs[i].gbs,
-				     TP_DTYPE_BF16, &m, &err) ||
-		    tp_build_topology(specs, 1, "ib-ndr", 1, &c, &err)) {
-			fprintf(stderr, "bench_moe: %s\n", err.msg);
-			return 1;
-		}
-		ndev = (uint32_t)c.devices.n;
-		bg = grid(&m, &c, 8, "");
-		b1 = grid(&m, &c, 1, "");
-		bi = grid(&m, &c, 8, ",imbalance=1");
-		tp_planner_options_default(&po);
-		if (tp_runtime_find("megatron-core", &po.runtime, &err) ||
-		    !(pl = tp_planner_new(&m, &c, &po, &err))) {
-			fprintf(stderr, "bench_moe: %s\n", err.msg);
-			return 1;
-		}
-		tp_search_options_default(&o);
-		o.threads = 1;
-		o.seed = 1;
-		o.playouts = playouts;
-		o.time_limit_s = 0;
-		tp_search_result_init(&r);
-		if (tp_planner_run(pl, &o, &r, &err) || !r.have_plan) {
-			fprintf(stderr, "bench_moe: %s\n", err.msg);
-			return 1;
-		}
-		t = r.report.feasible ? r.report.iteration_time_s : INFINITY;
-		describe(&r.plan, desc, sizeof(desc));
-		active = tp_model_active_parameters(&m);
-		tokens = (double)runs[i].gbs * 4096;
-		peak = c.types.v[c.devices.v[0].type].peak_flops[TP_DTYPE_BF16] *
-		       ndev;
-		printf("%u H100, gbs %lld:\n", ndev, (long long)runs[i].gbs);
-		printf("  grid, no EP  %8.3f s  MFU(active) %5.1f%%  %s\n",
-		       b1.t, 100 * 6 * active * tokens / (b1.t * peak), b1.s);
-		printf("  grid with EP %8.3f s  MFU(active) %5.1f%%  %s\n",
-		       bg.t, 100 * 6 * active * tokens / (bg.t * peak), bg.s);
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	snprintf(spec, sizeof(spec), "dgx-h100:%d", ru->nodes);
+	st = strcmp(ru->what, "mixtral") == 0
+		     ? tp_build_hf_text("mixtral-8x7b.json", mixtral,
+					sizeof(mixtral) - 1, 4096, ru->gbs,
+					TP_DTYPE_BF16, &m, &err)
+		     : tp_build_hf("tests/data/hf/deepseek-v3.json", 4096,
+				   ru->gbs, TP_DTYPE_BF16, &m, &err);
+	if (st || tp_build_topology(specs, 1, "ib-ndr", 1, &c, &err)) {
+		fprintf(stderr, "bench_moe: %s\n", err.msg);
+		return 1;
+	}
+	ndev = (uint32_t)c.devices.n;
+	bg = grid(&m, &c, ru->axes, 64, "");
+	b1 = grid(&m, &c, ru->axes, 1, "");
+	if (ru->balanced)
+		bi = grid(&m, &c, ru->axes, 64, ",imbalance=1");
+	tp_planner_options_default(&po);
+	if (tp_runtime_find("megatron-core", &po.runtime, &err) ||
+	    !(pl = tp_planner_new(&m, &c, &po, &err))) {
+		fprintf(stderr, "bench_moe: %s\n", err.msg);
+		return 1;
+	}
+	tp_search_options_default(&o);
+	o.threads = 1;
+	o.seed = 1;
+	o.playouts = playouts;
+	o.time_limit_s = 0;
+	tp_search_result_init(&r);
+	if (tp_planner_run(pl, &o, &r, &err) || !r.have_plan) {
+		fprintf(stderr, "bench_moe: %s\n", err.msg);
+		return 1;
+	}
+	t = r.report.feasible ? r.report.iteration_time_s : INFINITY;
+	describe(&r.plan, desc, sizeof(desc));
+	active = tp_model_active_parameters(&m);
+	tokens = (double)ru->gbs * 4096;
+	peak = c.types.v[c.devices.v[0].type].peak_flops[TP_DTYPE_BF16] * ndev;
+	printf("%s, %u H100, gbs %lld (%llu playouts):\n", m.name, ndev,
+	       (long long)ru->gbs, (unsigned long long)playouts);
+	printf("  grid, no EP  %8.3f s  MFU(active) %5.1f%%  %s\n", b1.t,
+	       100 * 6 * active * tokens / (b1.t * peak), b1.s);
+	printf("  grid with EP %8.3f s  MFU(active) %5.1f%%  %s\n", bg.t,
+	       100 * 6 * active * tokens / (bg.t * peak), bg.s);
+	if (ru->balanced)
 		printf("  EP grid, balanced experts (imbalance=1) %.3f s  "
 		       "MFU(active) %.1f%%  %s\n",
 		       bi.t, 100 * 6 * active * tokens / (bi.t * peak), bi.s);
-		printf("  plan         %8.3f s  MFU(active) %5.1f%%  %s (%s)\n",
-		       t, 100 * 6 * active * tokens / (t * peak), desc,
-		       r.source);
-		printf("  plan speed-up over the EP grid %.3fx\n", bg.t / t);
-		if (isfinite(t) && isfinite(bg.t)) {
-			geo += log(bg.t / t);
-			n++;
-		}
-		tp_search_result_release(&r);
-		tp_planner_free(pl);
-		tp_model_release(&m);
-		tp_cluster_release(&c);
+	printf("  plan         %8.3f s  MFU(active) %5.1f%%  %s (%s)\n", t,
+	       100 * 6 * active * tokens / (t * peak), desc, r.source);
+	printf("  plan speed-up over the EP grid %.3fx\n", bg.t / t);
+	if (isfinite(t) && isfinite(bg.t)) {
+		*geo += log(bg.t / t);
+		(*n)++;
 	}
+	tp_search_result_release(&r);
+	tp_planner_free(pl);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+	return 0;
+}
+
+int main(void)
+{
+	static const struct run runs[] = {
+	    {"mixtral", 8, 512, &mixtral_axes, true},
+	    {"mixtral", 32, 1024, &mixtral_axes, true},
+	    {"deepseek", 32, 1024, &deepseek_axes, false},
+	    {"deepseek", 128, 4096, &deepseek_axes, false}};
+	const char *pe = getenv("TAGPLAN_BENCH_PLAYOUTS");
+	const char *pd = getenv("TAGPLAN_BENCH_MOE_LARGE_PLAYOUTS");
+	uint64_t playouts = pe && atoll(pe) > 0 ? (uint64_t)atoll(pe) : 1000;
+	uint64_t large = pd && atoll(pd) > 0 ? (uint64_t)atoll(pd) : 200;
+	double geo = 0;
+	int n = 0;
+
+	printf("MoE on H100 (NDR): tagplan plan (no GNN, megatron-core) "
+	       "against the best uniform grid with EP; MFU on active "
+	       "parameters\n");
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++)
+		if (run_one(&runs[i],
+			    strcmp(runs[i].what, "mixtral") == 0 ? playouts
+								 : large,
+			    &geo, &n))
+			return 1;
 	if (n)
 		printf("geometric mean speed-up of plan over the EP grid "
 		       "%.3fx\n",

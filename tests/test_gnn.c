@@ -696,6 +696,81 @@ START_TEST(test_weights_roundtrip)
 }
 END_TEST
 
+/* Weights trained for fewer action and global features (new ones
+ * appended, features.h) load zero-padded: on any input, whatever the new
+ * features hold, the widened network gives the priors, gains and value
+ * the original gives on the input without them.  Other width changes
+ * stay refused (test_weights_corruption). */
+START_TEST(test_weights_widened)
+{
+	struct tp_gnn_config cfg;
+	struct tp_gnn_net *net = small_net(33, &cfg), *wide;
+	struct tp_gnn_widths w2 = small_w;
+	struct tp_gnn_graph g;
+	struct tp_gnn_input in, in2;
+	struct tp_rng rng;
+	struct tp_error err;
+	struct tp_ad ad;
+	unsigned char *buf;
+	size_t len;
+	float p1[6], p2[6], q1[6], q2[6], v1, v2, *ax, *gx;
+	uint32_t A = small_w.action, G = small_w.global;
+
+	w2.action += 2;
+	w2.global += 3;
+	ck_assert_int_eq(tp_gnn_weights_encode(net, &buf, &len, &err), TP_OK);
+	wide = tp_gnn_weights_decode("old.weights", buf, len, &w2, &err);
+	ck_assert_msg(wide != NULL, "%s", err.msg);
+	ck_assert_uint_eq(wide->cfg.action_in, A + 2);
+	ck_assert_uint_eq(wide->cfg.global_in, G + 3);
+	tp_rng_seed(&rng, 12);
+	tp_gnn_graph_init(&g, &small_w);
+	ck_assert_int_eq(tp_gnn_graph_random(&g, 5, 4, 6, &rng, &err), TP_OK);
+	ck_assert_int_eq(tp_gnn_graph_finish(&g, &in, &err), TP_OK);
+	ck_assert_uint_eq(in.n_actions, 6);
+	/* the same input with the new features set to non-zero values */
+	in2 = in;
+	ax = malloc(6 * (A + 2) * sizeof(float));
+	gx = malloc((G + 3) * sizeof(float));
+	for (uint32_t k = 0; k < 6; k++)
+		for (uint32_t j = 0; j < A + 2; j++)
+			ax[k * (A + 2) + j] =
+				j < A ? in.action_x.data[k * in.action_x.ld + j]
+				      : 0.5f + (float)k;
+	for (uint32_t j = 0; j < G + 3; j++)
+		gx[j] = j < G ? in.global_x[j] : -2.0f;
+	in2.action_x = tp_tensor_view(ax, 6, A + 2);
+	in2.global_x = gx;
+	ck_assert_int_eq(tp_gnn_input_check(wide, &in2, &err), TP_OK);
+	tp_ad_init(&ad);
+	ck_assert_int_eq(tp_gnn_infer_gains(net, &in, &ad, p1, q1, &v1, &err),
+			 TP_OK);
+	ck_assert_int_eq(
+		tp_gnn_infer_gains(wide, &in2, &ad, p2, q2, &v2, &err), TP_OK);
+	for (int k = 0; k < 6; k++) {
+		ck_assert_msg(fabsf(p1[k] - p2[k]) < 1e-6f, "prior %d: %g %g",
+			      k, p1[k], p2[k]);
+		ck_assert_msg(fabsf(q1[k] - q2[k]) < 1e-6f, "gain %d: %g %g",
+			      k, q1[k], q2[k]);
+	}
+	ck_assert_msg(fabsf(v1 - v2) < 1e-6f, "value %g %g", v1, v2);
+	/* narrower is no widening */
+	w2 = small_w;
+	w2.action--;
+	tp_gnn_net_free(wide);
+	wide = tp_gnn_weights_decode("old.weights", buf, len, &w2, &err);
+	ck_assert_ptr_null(wide);
+	ck_assert_msg(strstr(err.msg, "trained for other features"), "%s",
+		      err.msg);
+	tp_ad_release(&ad);
+	tp_gnn_graph_release(&g);
+	free(ax);
+	free(gx);
+	free(buf);
+	tp_gnn_net_free(net);
+}
+END_TEST
+
 /* Decode a damaged copy: must fail with TP_EINPUT, the file name and a
  * message containing `what`. */
 static void expect_bad(const unsigned char *b, size_t len,
@@ -988,6 +1063,48 @@ START_TEST(test_features_sync_method)
 	ck_assert(hier15 == ring15);
 	ck_assert_msg(hier24 > 0 && hier24 < ring24, "hierarchical %g, ring %g",
 		      hier24, ring24);
+	tp_gnn_features_free(f);
+	fixture_release(&fx);
+}
+END_TEST
+
+/* The expert- and context-parallel slots (appended to the action and
+ * global layouts): a global action carries its own ep and cp, a group
+ * action the state's; the global node the model's experts and sequence
+ * and the state's ep and cp. */
+START_TEST(test_features_ep_cp)
+{
+	static const char *const specs[] = {"dgx-a100:1"};
+	struct fixture fx;
+	struct tp_gnn_features *f;
+	struct tp_gnn_input in;
+	struct tp_error err;
+
+	fixture_init(&fx, specs, 1, NULL);
+	fx.acts[4] = (struct tp_prior_action){.global = true,
+					      .micro_batches = 1,
+					      .schedule = TP_SCHEDULE_1F1B,
+					      .ep = 8,
+					      .cp = 4};
+	fx.st.n_actions = 5;
+	for (size_t g = 0; g < fx.plan.groups.n; g++)
+		fx.plan.groups.v[g].cp = 2;
+	fx.plan.groups.v[0].ep = 4;
+	f = tp_gnn_features_new(&fx.m, &fx.c, fx.g.n, fx.g.first, NULL, &err);
+	ck_assert_msg(f != NULL, "%s", err.msg);
+	ck_assert_int_eq(tp_gnn_features_state(f, &fx.st, &in, &err), TP_OK);
+	ck_assert(tp_tensor_at(&in.action_x, 4, 0)[TP_GNN_ACTION_EP] ==
+		  3.0f / 7);
+	ck_assert(tp_tensor_at(&in.action_x, 4, 0)[TP_GNN_ACTION_CP] ==
+		  2.0f / 6);
+	ck_assert(tp_tensor_at(&in.action_x, 0, 0)[TP_GNN_ACTION_EP] ==
+		  2.0f / 7);
+	ck_assert(tp_tensor_at(&in.action_x, 0, 0)[TP_GNN_ACTION_CP] ==
+		  1.0f / 6);
+	ck_assert(in.global_x[TP_GNN_GLOBAL_EXPERTS] == 0);
+	ck_assert(in.global_x[TP_GNN_GLOBAL_SEQ] == 7.0f / 17);
+	ck_assert(in.global_x[TP_GNN_GLOBAL_EP] == 2.0f / 7);
+	ck_assert(in.global_x[TP_GNN_GLOBAL_CP] == 1.0f / 6);
 	tp_gnn_features_free(f);
 	fixture_release(&fx);
 }
@@ -1409,9 +1526,11 @@ Suite *suite_gnn(void)
 	tcase_add_test(tc, test_adam_and_clip);
 	tcase_add_test(tc, test_training_steps_lower_loss);
 	tcase_add_test(tc, test_weights_roundtrip);
+	tcase_add_test(tc, test_weights_widened);
 	tcase_add_test(tc, test_weights_corruption);
 	tcase_add_test(tc, test_features_real_graph);
 	tcase_add_test(tc, test_features_pooling);
+	tcase_add_test(tc, test_features_ep_cp);
 	tcase_add_test(tc, test_features_sync_method);
 	tcase_add_test(tc, test_provider_priors);
 	tcase_add_test(tc, test_provider_ensemble);

@@ -308,6 +308,50 @@ START_TEST(test_ep_export)
 }
 END_TEST
 
+/* Expert with context parallelism and DeepSeek's MoE layout in one
+ * Megatron-Core launch: DeepSeek-V2-Lite (64 routed experts, top-6, 2
+ * shared experts of 1408, the first layer dense, latent attention) with
+ * pp 2, cp 2, ep 8 on 16 GPUs (dp 4: ep divides dp x cp = 8, not dp). */
+START_TEST(test_ep_cp_export_deepseek)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_error err;
+	struct tp_strbuf out;
+	static const char *const want[] = {
+	    "--context-parallel-size 2\n",
+	    "--expert-model-parallel-size 8\n",
+	    "--pipeline-model-parallel-size 2\n",
+	    "--num-experts 64\n",
+	    "--moe-router-topk 6\n",
+	    "--moe-ffn-hidden-size 1408\n",
+	    "--moe-shared-expert-intermediate-size 2816\n",
+	    "--moe-layer-freq ([0]*1+[1]*26)\n",
+	    "--multi-latent-attention\n",
+	    "--kv-lora-rank 512\n"};
+
+	load_hf("deepseek-v2-lite.json", 512, 64, &m);
+	load_topo("dgx-h100:2", &c);
+	tp_plan_init(&p);
+	ck_assert_msg(expand("pp=2,cp=2,ep=8,recompute=full", &m, &c, &p,
+			     &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_uint_eq(p.groups.v[0].dp, 4);
+	ck_assert_msg(tp_plan_validate(&p, &m, &c, &err) == TP_OK, "%s",
+		      err.msg);
+	tp_strbuf_init(&out);
+	export_args(&p, &m, &c, "megatron-core", TP_OK, &out, &err);
+	for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++)
+		ck_assert_msg(strstr(out.buf, want[i]), "no %s in:\n%s",
+			      want[i], out.buf);
+	tp_strbuf_release(&out);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 /* Round numbers (tp_test_toy_type) with 1 TB of memory: bf16 100 TFLOP/s,
  * 1 TB/s, a flat GEMM curve at peak, no kernel overhead or reserve; one
  * NVSwitch node of `gpus` at 100 GB/s per GPU, no latency. */
@@ -464,6 +508,38 @@ START_TEST(test_ep_memory_toy)
 }
 END_TEST
 
+/* The report of strategy `str` for HF config `file` (sequence 512,
+ * batch 64, bf16) on one DGX-H100, after checking that the model has
+ * `params` parameters. */
+static void hf_report(const char *file, const char *str, double params,
+		      struct tp_report *r)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_error err;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *s;
+
+	load_hf(file, 512, 64, &m);
+	load_topo("dgx-h100:1", &c);
+	ck_assert_msg(REL(m.total_param_bytes / 2, params) < 1e-9, "%.12g",
+		      m.total_param_bytes / 2);
+	tp_plan_init(&p);
+	ck_assert_msg(expand(str, &m, &c, &p, &err) == TP_OK, "%s", err.msg);
+	sim = tp_sim_new(&m, &c, NULL, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	s = tp_sim_scratch_new(sim);
+	tp_report_init(r);
+	ck_assert_msg(tp_sim_run(sim, &p, s, r, NULL, &err) == TP_OK, "%s",
+		      err.msg);
+	tp_sim_scratch_free(s);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+
 /* Mixtral-8x7B on one DGX-H100, dp 8: per device 1/8 of the routed
  * experts.  By hand: 32 layers x 8 experts x 3 x 4096 x 14336 =
  * 45,097,156,608 expert parameters of 46,702,792,704; so ep 8 leaves
@@ -472,31 +548,11 @@ END_TEST
  * for the dense part but over dp/ep = 1 for the experts: 70.05 GB. */
 START_TEST(test_ep_memory_mixtral)
 {
-	struct tp_model m;
-	struct tp_cluster c;
-	struct tp_plan p;
-	struct tp_error err;
 	struct tp_report r;
-	struct tp_sim *sim;
-	struct tp_sim_scratch *s;
 	double dense = 1605636096.0, expert = 45097156608.0;
 
-	load_hf("mixtral-8x7b.json", 512, 64, &m);
-	load_topo("dgx-h100:1", &c);
-	ck_assert_msg(REL(
-				  m.total_param_bytes / 2,
-			  dense + expert) < 1e-9,
-		      "%.12g", m.total_param_bytes / 2);
-	tp_plan_init(&p);
-	ck_assert_msg(expand("dp=8,ep=8,zero=1,mb=1,recompute=full", &m, &c,
-			     &p, &err) == TP_OK,
-		      "%s", err.msg);
-	sim = tp_sim_new(&m, &c, NULL, &err);
-	ck_assert_msg(sim != NULL, "%s", err.msg);
-	s = tp_sim_scratch_new(sim);
-	tp_report_init(&r);
-	ck_assert_msg(tp_sim_run(sim, &p, s, &r, NULL, &err) == TP_OK, "%s",
-		      err.msg);
+	hf_report("mixtral-8x7b.json", "dp=8,ep=8,zero=1,mb=1,recompute=full",
+		  dense + expert, &r);
 	ck_assert_msg(REL(r.devices[3].memory.weights,
 			  2 * (dense + expert / 8)) < 1e-9,
 		      "%.12g", r.devices[3].memory.weights);
@@ -507,11 +563,28 @@ START_TEST(test_ep_memory_mixtral)
 			  12 * dense / 8 + 12 * expert / 8) < 1e-9,
 		      "%.12g", r.devices[3].memory.optimizer);
 	tp_report_release(&r);
-	tp_sim_scratch_free(s);
-	tp_sim_free(sim);
-	tp_plan_release(&p);
-	tp_model_release(&m);
-	tp_cluster_release(&c);
+}
+END_TEST
+
+/* DeepSeek's shared experts and dense first layers are not spread by ep.
+ * DeepSeek-V2-Lite (27 layers, the first dense; 64 routed experts of
+ * 3 x 2048 x 1408 parameters in each of the 26 MoE layers, 2 shared):
+ * routed 26 x 64 x 8,650,752 = 14,394,851,328 of 15,706,484,224
+ * parameters, so dp 8 with ep 8 leaves 1,311,632,896 + 14,394,851,328 / 8
+ * = 3,110,989,312 parameters per device, 6.22 GB of bf16 weights: the
+ * shared experts (26 x 2 x 8,650,752), layer 0's dense MLP and the
+ * attention stay whole on every rank. */
+START_TEST(test_ep_memory_deepseek_shared)
+{
+	struct tp_report r;
+	double routed = 14394851328.0, total = 15706484224.0;
+
+	hf_report("deepseek-v2-lite.json", "dp=8,ep=8,mb=1,recompute=full",
+		  total, &r);
+	ck_assert_msg(REL(r.devices[5].memory.weights,
+			  2 * (total - routed + routed / 8)) < 1e-9,
+		      "%.12g", r.devices[5].memory.weights);
+	tp_report_release(&r);
 }
 END_TEST
 
@@ -793,8 +866,10 @@ Suite *suite_moe(void)
 	tcase_add_test(tc, test_ep_validate);
 	tcase_add_test(tc, test_ep_plan_file);
 	tcase_add_test(tc, test_ep_export);
+	tcase_add_test(tc, test_ep_cp_export_deepseek);
 	tcase_add_test(tc, test_ep_memory_toy);
 	tcase_add_test(tc, test_ep_memory_mixtral);
+	tcase_add_test(tc, test_ep_memory_deepseek_shared);
 	tcase_add_test(tc, test_ep_time_toy);
 	tcase_add_test(tc, test_ep_with_cp_toy);
 	tcase_add_test(tc, test_ep_actions);

@@ -67,6 +67,10 @@ struct tp_prior_action {
 	uint32_t virtual_stages; /* >= 2: the pipeline runs interleaved with
 				    this many chunks per stage; 0 or 1: no */
 	bool sp; /* sequence parallelism where tp > 1 */
+	uint32_t ep; /* expert parallelism (groups with routed experts take
+			the largest power of two up to it they admit); 0 or
+			1: none */
+	uint32_t cp; /* context parallelism of every group; 0 or 1: none */
 };
 
 struct tp_prior_state {

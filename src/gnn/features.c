@@ -822,6 +822,17 @@ static double hier_sync_s(struct tp_gnn_features *f,
 	return t;
 }
 
+/* The plan's largest expert-parallel degree and its context-parallel
+ * one (1 when none). */
+static void plan_ep_cp(const struct tp_plan *p, uint32_t *ep, uint32_t *cp)
+{
+	*ep = 1;
+	*cp = p->groups.n && p->groups.v[0].cp > 1 ? p->groups.v[0].cp : 1;
+	for (size_t g = 0; g < p->groups.n; g++)
+		if (p->groups.v[g].ep > *ep)
+			*ep = p->groups.v[g].ep;
+}
+
 /* The global settings of p as the globals block at r. */
 static void globals_features(float *r, const struct tp_plan *p,
 			     double batch)
@@ -1028,7 +1039,7 @@ static void state_global(struct tp_gnn_features *f,
 			 const struct tp_plan *p, double sum_mem)
 {
 	float *r = f->g.global_x.v;
-	uint32_t K = f->K, ND = f->ND;
+	uint32_t K = f->K, ND = f->ND, ep, cp;
 	double tot_param = 0;
 
 	for (uint32_t k = 0; k < K; k++)
@@ -1050,6 +1061,17 @@ static void state_global(struct tp_gnn_features *f,
 				0.5,
 			0, 1);
 	globals_features(r + TP_GNN_GLOBAL_GLOBALS, p, f->batch);
+	plan_ep_cp(p, &ep, &cp);
+	r[TP_GNN_GLOBAL_EXPERTS] =
+		f->m->arch.experts > 1
+			? clampf(log2((double)f->m->arch.experts) / 8, 0, 1)
+			: 0.0f;
+	r[TP_GNN_GLOBAL_SEQ] =
+		f->m->seq_len > 1
+			? clampf(log2((double)f->m->seq_len) / 17, 0, 1)
+			: 0.0f;
+	r[TP_GNN_GLOBAL_EP] = clampf(log2(ep) / 7, 0, 1);
+	r[TP_GNN_GLOBAL_CP] = clampf(log2(cp) / 6, 0, 1);
 	if (st->report) {
 		r[TP_GNN_GLOBAL_SIMULATED] = 1;
 		r[TP_GNN_GLOBAL_FITS] = st->report->feasible ? 1.0f : 0.0f;
@@ -1077,6 +1099,8 @@ static enum tp_status global_action(struct tp_gnn_features *f,
 	tmp.zero = ac->zero;
 	x[TP_GNN_ACTION_GLOBAL] = 1.0f;
 	globals_features(x + TP_GNN_ACTION_GLOBALS, &tmp, f->batch);
+	x[TP_GNN_ACTION_EP] = clampf(log2(ac->ep > 1 ? ac->ep : 1) / 7, 0, 1);
+	x[TP_GNN_ACTION_CP] = clampf(log2(ac->cp > 1 ? ac->cp : 1) / 6, 0, 1);
 	f->act_nodes.n = f->act_w.n = 0;
 	for (uint32_t n = 0; n < f->NN; n++)
 		if (tp_vec_push(&f->act_nodes, n) ||
@@ -1098,6 +1122,7 @@ static enum tp_status group_action(struct tp_gnn_features *f,
 	uint32_t k = f->g.group, nodes_seen = 0, ND = f->ND;
 	double peak = 0, inv_t = 0, inv_all = 0, minmem = INFINITY;
 	double bottleneck = INFINITY, comm, comp, memb;
+	uint32_t ep, cp;
 
 	if (ac->n_devices == 0 || ac->dp * ac->tp != ac->n_devices)
 		return tp_error_set(err, TP_EINPUT,
@@ -1179,6 +1204,9 @@ static enum tp_status group_action(struct tp_gnn_features *f,
 		comp > 0 && comm > 0
 			? clampf(log10(comm / comp) / 6 + 0.5, 0, 1)
 			: 0.0f;
+	plan_ep_cp(p, &ep, &cp);
+	x[TP_GNN_ACTION_EP] = clampf(log2(ep) / 7, 0, 1);
+	x[TP_GNN_ACTION_CP] = clampf(log2(cp) / 6, 0, 1);
 	return TP_OK;
 }
 

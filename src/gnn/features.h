@@ -54,13 +54,17 @@
 
 /*
  * Feature widths (documented in src/gnn/README).  A weights file records
- * them and is refused when they differ: the shipped weights were trained
- * on exactly this layout.
+ * them and is refused when they differ, but for action and global
+ * features appended after the last slot of their kind: those weights are
+ * read zero-padded (weights.c), so they compute what they did and ignore
+ * the new features until `make weights` retrains them.  New action and
+ * global features therefore go at the end of their layout, never between
+ * slots.
  */
 #define TP_GNN_F_GROUP 24
 #define TP_GNN_F_DEVICE 13
-#define TP_GNN_F_ACTION 25
-#define TP_GNN_F_GLOBAL 18
+#define TP_GNN_F_ACTION 27
+#define TP_GNN_F_GLOBAL 22
 #define TP_GNN_F_FLOW 3
 #define TP_GNN_F_LINK 5
 #define TP_GNN_F_PLACE 4
@@ -154,6 +158,11 @@ enum tp_gnn_action_slot {
 	TP_GNN_ACTION_GLOBALS,
 	/* group actions again: the sync estimate with the action's method */
 	TP_GNN_ACTION_SYNC_OWN = TP_GNN_ACTION_GLOBALS + TP_GNN_GLOBALS_END,
+	/* the plan's expert and context parallelism after the action (a
+	   global action's own, else the state's; appended 2026-12, zero
+	   weights in the weights trained before) */
+	TP_GNN_ACTION_EP, /* log2(ep) / 7 */
+	TP_GNN_ACTION_CP, /* log2(cp) / 6 */
 	TP_GNN_ACTION_END
 };
 
@@ -170,6 +179,11 @@ enum tp_gnn_global_slot {
 	TP_GNN_GLOBAL_SIMULATED = TP_GNN_GLOBAL_GLOBALS + TP_GNN_GLOBALS_END,
 	TP_GNN_GLOBAL_FITS,
 	TP_GNN_GLOBAL_EFFICIENCY, /* (value + 1) / 2 */
+	/* appended 2026-12 (zero weights in the weights trained before) */
+	TP_GNN_GLOBAL_EXPERTS,   /* log2(routed experts per MoE layer) / 8 */
+	TP_GNN_GLOBAL_SEQ,       /* log2(sequence length) / 17 */
+	TP_GNN_GLOBAL_EP,        /* the state's largest ep, log2(ep) / 7 */
+	TP_GNN_GLOBAL_CP,        /* the state's cp, log2(cp) / 6 */
 	TP_GNN_GLOBAL_END
 };
 

@@ -145,6 +145,97 @@ static struct tp_gnn_net *bad(struct tp_error *err, const char *name,
 	return NULL;
 }
 
+/* Do the widths `want` only add action and global features to `got`
+ * (features.h appends new ones after the last slot of their kind)? */
+static bool appended_only(const struct tp_gnn_widths *got,
+			  const struct tp_gnn_widths *want)
+{
+	if (got->group != want->group || got->device != want->device ||
+	    got->action > want->action || got->global > want->global)
+		return false;
+	for (int t = 0; t < TP_GNN_ETYPES; t++)
+		if (got->edge[t] != want->edge[t])
+			return false;
+	return true;
+}
+
+/* Copy block [at, at + n) of the old normalisation to `to` of the new
+ * one, then pad the new block up to m entries with the identity. */
+static void norm_block(const struct tp_gnn_norm *o, size_t at, size_t n,
+		       struct tp_gnn_norm *w, size_t to, size_t m)
+{
+	for (size_t i = 0; i < m; i++) {
+		w->mean[to + i] = i < n ? o->mean[at + i] : 0.0f;
+		w->std[to + i] = i < n ? o->std[at + i] : 1.0f;
+	}
+}
+
+/*
+ * old (trained for fewer action or global features, appended_only) as a
+ * network of this build's widths: every tensor copied, the policy's and
+ * the value head's first layers (whose inputs end with the action and
+ * global features, net.c) padded with zero rows, the new features'
+ * normalisation the identity.  So the network computes exactly what old
+ * did, whatever the new features hold, until `make weights` retrains it
+ * (src/gnn/README, "Widths").  Frees old; NULL with err on failure.
+ */
+static struct tp_gnn_net *widen(const char *name, struct tp_gnn_net *old,
+				const struct tp_gnn_widths *want,
+				struct tp_error *err)
+{
+	struct tp_gnn_config c = old->cfg;
+	struct tp_gnn_net *net;
+	struct tp_rng rng;
+	size_t at = 0, to = 0;
+
+	c.action_in = want->action;
+	c.global_in = want->global;
+	tp_rng_seed(&rng, 0);
+	net = tp_gnn_net_new(&c, &rng, err);
+	if (!net) {
+		tp_gnn_net_free(old);
+		tp_error_set_file(err, name);
+		return NULL;
+	}
+	for (size_t i = 0; i < tp_gnn_net_tensor_count(net); i++) {
+		uint32_t r0 = 0, c0 = 0, r1, c1;
+		size_t o0 = 0, o1;
+		if (i < tp_gnn_net_tensor_count(old))
+			tp_gnn_net_tensor(old, i, &r0, &c0, &o0);
+		tp_gnn_net_tensor(net, i, &r1, &c1, &o1);
+		if (tp_gnn_net_tensor_count(net) !=
+			    tp_gnn_net_tensor_count(old) ||
+		    c0 != c1 || r0 > r1) {
+			tp_gnn_net_free(old);
+			tp_gnn_net_free(net);
+			return bad(err, name,
+				   "the weights were trained for other "
+				   "features and their layers do not extend "
+				   "to this tagplan's; retrain with 'make "
+				   "weights'");
+		}
+		memset(net->w + o1, 0, (size_t)r1 * c1 * sizeof(float));
+		memcpy(net->w + o1, old->w + o0, (size_t)r0 * c0 * sizeof(float));
+	}
+	norm_block(&old->norm, at, c.group_in + c.device_in, &net->norm, to,
+		   c.group_in + c.device_in);
+	at += c.group_in + c.device_in;
+	to += c.group_in + c.device_in;
+	norm_block(&old->norm, at, old->cfg.action_in, &net->norm, to,
+		   c.action_in);
+	at += old->cfg.action_in;
+	to += c.action_in;
+	norm_block(&old->norm, at, old->cfg.global_in, &net->norm, to,
+		   c.global_in);
+	at += old->cfg.global_in;
+	to += c.global_in;
+	norm_block(&old->norm, at, old->norm.n - at, &net->norm, to,
+		   net->norm.n - to);
+	net->meta = old->meta;
+	tp_gnn_net_free(old);
+	return net;
+}
+
 struct tp_gnn_net *tp_gnn_weights_decode(const char *name,
 					 const unsigned char *b, size_t len,
 					 const struct tp_gnn_widths *expect,
@@ -242,6 +333,12 @@ struct tp_gnn_net *tp_gnn_weights_decode(const char *name,
 					    c.action_in, c.global_in, {0}};
 		for (int t = 0; t < TP_GNN_ETYPES; t++)
 			got.edge[t] = c.edge_in[t];
+		if (memcmp(&got, expect, sizeof(got)) != 0 &&
+		    appended_only(&got, expect)) {
+			/* read as it is, then zero-padded to this build */
+			net = tp_gnn_weights_decode(name, b, len, NULL, err);
+			return net ? widen(name, net, expect, err) : NULL;
+		}
 		if (memcmp(&got, expect, sizeof(got)) != 0) {
 			snprintf(msg, sizeof(msg),
 				 "the weights were trained for other features "

@@ -26,7 +26,10 @@
  * and what is wrong: the magic, the version, the header size, the layer
  * sizes (in range, N and W consistent with them), the file size
  * (truncated or trailing bytes), the checksum, the feature widths against
- * those this build computes (a file from another feature version), and
+ * those this build computes (a file from another feature version; one
+ * whose action or global widths are only smaller, the other widths equal,
+ * is read zero-padded instead: the network computes what it did and
+ * ignores the appended features, features.h), and
  * that every number is finite (standard deviations positive).  A bad file
  * never yields a network.
  */
@@ -53,7 +56,9 @@ enum tp_status tp_gnn_weights_encode(const struct tp_gnn_net *net,
 
 /*
  * Parse a weights file held in memory; name is used in messages.  When
- * expect != NULL the file's feature widths must equal it.  Returns a new
+ * expect != NULL the file's feature widths must equal it, or differ only
+ * by fewer action or global features (then padded to expect with zero
+ * weights and identity normalisation).  Returns a new
  * network, or NULL with err filled (TP_EINPUT, TP_ENOMEM).
  */
 struct tp_gnn_net *tp_gnn_weights_decode(const char *name,

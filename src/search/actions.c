@@ -64,6 +64,8 @@ void tp_space_prior_action(const struct tp_space *sp, uint32_t level,
 		pa->zero = a->g.zero;
 		pa->virtual_stages = tp_globals_interleave(&a->g);
 		pa->sp = tp_globals_sp(&a->g);
+		pa->ep = tp_globals_ep(&a->g);
+		pa->cp = tp_globals_cp(&a->g);
 		if (pa->virtual_stages >= 2)
 			pa->schedule = TP_SCHEDULE_INTERLEAVED;
 	} else {
