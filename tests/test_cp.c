@@ -617,6 +617,15 @@ static uint32_t cp_offered(const struct tp_model *m,
 	if (check) {
 		struct tp_space_scratch *scr = tp_space_scratch_new(&sp);
 		struct tp_plan p;
+		uint32_t scaled = 0;
+		/* each cp also with the micro-batches scaled by it (every
+		 * replica keeps one sample per micro-batch) */
+		for (uint32_t i = 0; i < n; i++)
+			if (tp_globals_cp(&acts[i].g) > 1 &&
+			    acts[i].g.micro_batches ==
+				    tp_globals_cp(&acts[i].g))
+				scaled |= tp_globals_cp(&acts[i].g);
+		ck_assert_uint_eq(scaled, 2 | 4 | 8);
 		tp_globals_set_cp(&gl, 4);
 		ck_assert_uint_eq(tp_globals_cp(&gl), 4);
 		/* the other settings' bytes are untouched */
@@ -647,6 +656,7 @@ static uint32_t cp_offered(const struct tp_model *m,
 
 /* The search offers cp = 2, 4, 8 for 32K-token sequences on 16 GPUs
  * (each context rank keeps >= TP_SPACE_CP_MIN_TOKENS tokens: not 16),
+ * each alone and with the micro-batches multiplied by cp,
  * under megatron-core as well, and none under DDP (no
  * context_parallel) or for 2,048-token sequences. */
 START_TEST(test_cp_actions)

@@ -834,6 +834,21 @@ uint32_t tp_space_group_actions(const struct tp_space *s, uint32_t g,
 	return l.n;
 }
 
+/* m x num / den when that is a micro-batch count of s (a divisor of the
+ * batch), else m. */
+static uint32_t scale_micro(const struct tp_space *s, uint32_t m,
+			    uint32_t num, uint32_t den)
+{
+	uint64_t want = (uint64_t)m * num / den;
+
+	if ((uint64_t)m * num % den != 0 || want > TP_PLAN_MAX_MICRO_BATCHES)
+		return m;
+	for (uint32_t k = 0; k < s->n_mb; k++)
+		if (s->mb_counts[k] == want)
+			return (uint32_t)want;
+	return m;
+}
+
 uint32_t tp_space_global_actions(const struct tp_space *s,
 				 const struct tp_globals *cur,
 				 const struct tp_decision *state,
@@ -949,6 +964,17 @@ uint32_t tp_space_global_actions(const struct tp_space *s,
 				continue;
 			tp_globals_set_cp(&gl, cp);
 			if (tp_space_state_ok(s, &gl, state))
+				PUSH(gl);
+			/* and with the micro-batches scaled by the same
+			 * factor, so that every replica keeps its samples
+			 * per micro-batch: cp x more context ranks leave
+			 * cp x fewer replicas, each of which would
+			 * otherwise take cp x the samples at once (one
+			 * move, where the two single changes do not fit) */
+			gl.micro_batches = scale_micro(s, cur->micro_batches,
+						       cp, cur_cp);
+			if (gl.micro_batches != cur->micro_batches &&
+			    tp_space_state_ok(s, &gl, state))
 				PUSH(gl);
 		}
 	}

@@ -303,7 +303,8 @@ void tp_space_apply(const struct tp_space *s, uint32_t g,
  * ZeRO stages, interleaving by V = 1..4 when the decisions form a
  * pipeline, sequence parallelism on/off when some group has tp > 1,
  * expert parallelism for MoE models, context parallelism for long
- * sequences, each under a runtime that runs it) valid for every group
+ * sequences - alone and with the micro-batches scaled by the same
+ * factor - each under a runtime that runs it) valid for every group
  * of `state`.
  */
 uint32_t tp_space_global_actions(const struct tp_space *s,
