@@ -19,8 +19,11 @@
  * Targets (issue 20): a 100,000-GPU topology built in <= 5 s with <= 1 GB
  * peak; simulate of a 400B-class model on 16,384 GPUs <= 1 s; growth
  * exponents of build and simulate <= 1.2.
- * Then `tagplan plan` time to answer (plan_times) at 16 / 1,024 / 16,384
- * GPUs.  `bench_scale 0` runs only that part.
+ * Then `tagplan plan` time to answer (plan_times) at 16 .. 100,000 GPUs,
+ * H100 and the mix, with the plan's and the best uniform grid's
+ * iteration times; 16,384 H100 under --time-limit 30 against that grid;
+ * and Llama 3 405B at its published strategy taken apart (src/sim/README
+ * section 10).  `bench_scale 0` runs only those parts.
  */
 #include <math.h>
 #include <stdio.h>
@@ -192,51 +195,171 @@ static double exponent(const double *y)
 	return (n * sxy - sx * sy) / (n * sxx - sx * sx);
 }
 
+/* The figures tagplan plan wrote into a plan's summary: its iteration
+ * time and the megatron baseline's (the best uniform grid), 0 when
+ * absent. */
+static void plan_figures(const char *path, double *iter, double *grid)
+{
+	FILE *f = fopen(path, "r");
+	char *text, *p;
+	long n;
+
+	*iter = *grid = 0;
+	if (!f)
+		return;
+	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 ||
+	    fseek(f, 0, SEEK_SET) || !(text = malloc((size_t)n + 1))) {
+		fclose(f);
+		return;
+	}
+	text[fread(text, 1, (size_t)n, f)] = 0;
+	fclose(f);
+	if ((p = strstr(text, "\"summary\"")) &&
+	    (p = strstr(p, "\"iteration_time_s\":")))
+		sscanf(p, "\"iteration_time_s\": %lf", iter);
+	if ((p = strstr(text, "\"baselines\"")) &&
+	    (p = strstr(p, "\"megatron\": {")) &&
+	    (p = strstr(p, "\"iteration_time_s\":")))
+		sscanf(p, "\"iteration_time_s\": %lf", grid);
+	free(text);
+}
+
+/* Topology presets of `nodes` nodes of kind k, as tagplan topo's
+ * arguments (MIX as run_case builds it). */
+static void topo_args(enum kind k, unsigned nodes, char *out, size_t size)
+{
+	unsigned a = nodes / 3, b = nodes / 3;
+
+	if (k != MIX)
+		snprintf(out, size, "dgx-h100:%u", nodes);
+	else if (a)
+		snprintf(out, size, "dgx-h100:%u dgx-a100:%u l4-pcie:%u", a, b,
+			 nodes - a - b);
+	else
+		snprintf(out, size, "l4-pcie:%u", nodes);
+}
+
+/* One `tagplan plan` run: the CLI, a scratch directory, and what came
+ * out (wall seconds, -1 when the topology failed; exit code; the plan's
+ * and the megatron baseline's iteration times). */
+struct plan_run {
+	const char *bin, *data, *dir;
+	double wall, iter, grid;
+	int rc;
+};
+
+/* tagplan plan of gpt3-175b on `nodes` nodes of kind k under
+ * --time-limit limit, into r. */
+static void plan_once(struct plan_run *r, enum kind k, unsigned nodes,
+		      const char *limit)
+{
+	char cmd[2048], topo[128];
+	int rc;
+
+	r->wall = -1;
+	r->rc = -1;
+	r->iter = r->grid = 0;
+	topo_args(k, nodes, topo, sizeof(topo));
+	snprintf(cmd, sizeof(cmd),
+		 "rm -f %s/p.json; '%s' topo %s -o %s/t.json 2>/dev/null",
+		 r->dir, r->bin, topo, r->dir);
+	if (system(cmd) != 0)
+		return;
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' plan -m '%s/models/gpt3-175b.json' -t %s/t.json "
+		 "--time-limit %s -o %s/p.json >/dev/null 2>&1",
+		 r->bin, r->data, r->dir, limit, r->dir);
+	r->wall = now_s();
+	rc = system(cmd);
+	r->wall = now_s() - r->wall;
+	r->rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+	snprintf(cmd, sizeof(cmd), "%s/p.json", r->dir);
+	plan_figures(cmd, &r->iter, &r->grid);
+}
+
 /* `tagplan plan` time to answer (the CLI, end to end: topology load,
  * baselines, search under --time-limit PLAN_LIMIT_S) for GPT-3 175B on
- * 2, 128 and 2,048 DGX H100 (star).  Needs TAGPLAN_BIN and TAGPLAN_DATA
- * (make bench sets both); skipped without them. */
+ * 16 .. 100,000 GPUs of each cluster kind but the clos, with the growth
+ * exponent; then 16,384 H100 under --time-limit GRID_LIMIT_S against the
+ * best uniform grid (the megatron baseline: tp, pp, dp, micro-batch,
+ * schedule, sp, ZeRO-1 and recomputation).  Needs TAGPLAN_BIN and
+ * TAGPLAN_DATA (make bench sets both); skipped without them. */
 #define PLAN_LIMIT_S "5"
+#define GRID_LIMIT_S "30"
 
 static void plan_times(void)
 {
-	static const unsigned nodes[] = {2, 128, 2048};
-	const char *bin = getenv("TAGPLAN_BIN"), *data = getenv("TAGPLAN_DATA");
+	static const enum kind kinds[] = {STAR, MIX};
 	char dir[] = "/tmp/bench-scale-XXXXXX", cmd[2048];
+	struct plan_run r = {getenv("TAGPLAN_BIN"), getenv("TAGPLAN_DATA"),
+			     dir, 0, 0, 0, 0};
 
-	if (!bin || !data || !mkdtemp(dir)) {
+	if (!r.bin || !r.data || !mkdtemp(dir)) {
 		printf("plan time: skipped (TAGPLAN_BIN, TAGPLAN_DATA)\n");
 		return;
 	}
-	printf("\nplan time to answer, gpt3-175b, --time-limit %s "
-	       "(baselines included)\n%-18s %7s %9s %s\n",
-	       PLAN_LIMIT_S, "cluster", "GPUs", "wall s", "exit");
-	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
-		double t0;
-		int rc;
-		snprintf(cmd, sizeof(cmd),
-			 "'%s' topo dgx-h100:%u -o %s/t.json 2>/dev/null", bin,
-			 nodes[i], dir);
-		if (system(cmd) != 0) {
-			printf("%-18s %7u topo failed\n", "H100 star",
-			       8 * nodes[i]);
-			continue;
+	printf("\nplan time to answer, gpt3-175b (global batch 1536), "
+	       "--time-limit %s (baselines included)\n%-18s %7s %9s %5s "
+	       "%12s %12s\n",
+	       PLAN_LIMIT_S, "cluster", "GPUs", "wall s", "exit", "plan s/it",
+	       "grid s/it");
+	for (size_t q = 0; q < sizeof(kinds) / sizeof(kinds[0]); q++) {
+		double t[N_SIZES];
+		for (size_t i = 0; i < N_SIZES; i++) {
+			plan_once(&r, kinds[q], gpus[i] / 8, PLAN_LIMIT_S);
+			t[i] = r.wall > 0 ? r.wall : 0;
+			if (r.wall < 0) {
+				printf("%-18s %7u topo failed\n",
+				       kind_name[kinds[q]], gpus[i]);
+				continue;
+			}
+			printf("%-18s %7u %9.2f %5d %12.4g %12.4g%s\n",
+			       kind_name[kinds[q]], gpus[i], r.wall, r.rc,
+			       r.iter, r.grid,
+			       r.rc == 1 ? " (nothing fits)" : "");
 		}
-		snprintf(cmd, sizeof(cmd),
-			 "'%s' plan -m '%s/models/gpt3-175b.json' -t %s/t.json "
-			 "--time-limit %s -o %s/p.json >/dev/null 2>&1",
-			 bin, data, dir, PLAN_LIMIT_S, dir);
-		t0 = now_s();
-		rc = system(cmd);
-		printf("%-18s %7u %9.2f %d%s\n", "H100 star", 8 * nodes[i],
-		       now_s() - t0, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1,
-		       WIFEXITED(rc) && WEXITSTATUS(rc) == 1
-			       ? " (the best plan does not fit in memory)"
-			       : "");
+		printf("%-18s growth exponent of plan time (1k..100k GPUs): "
+		       "%.2f\n",
+		       kind_name[kinds[q]], exponent(t));
 	}
+	plan_once(&r, STAR, 2048, GRID_LIMIT_S);
+	printf("\nplan on 16,384 H100 (star), --time-limit %s: wall %.1f s, "
+	       "exit %d\n  plan %.4g s/iteration, best uniform grid (megatron "
+	       "baseline) %.4g s: plan / grid %.3f%s\n",
+	       GRID_LIMIT_S, r.wall, r.rc, r.iter, r.grid,
+	       r.grid > 0 ? r.iter / r.grid : 0,
+	       r.grid > 0 && r.iter <= r.grid ? " (at least as fast)" : "");
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		printf("(could not remove %s)\n", dir);
+}
+
+/* The headline and device 0's breakdown of a tagplan-report/1. */
+struct llama_fig {
+	double iter, mfu, compute, comm, idle;
+};
+
+static void report_figures(const char *path, struct llama_fig *x)
+{
+	char line[256];
+	FILE *f = fopen(path, "r");
+	int dev = 0;
+
+	memset(x, 0, sizeof(*x));
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		sscanf(line, " \"iteration_time_s\": %lf", &x->iter);
+		sscanf(line, " \"mfu\": %lf", &x->mfu);
+		/* the first device's figures only */
+		if (strstr(line, "\"compute_s\"") && dev++ == 0)
+			sscanf(line, " \"compute_s\": %lf", &x->compute);
+		if (dev == 1) {
+			sscanf(line, " \"communication_s\": %lf", &x->comm);
+			sscanf(line, " \"idle_s\": %lf", &x->idle);
+		}
+	}
+	fclose(f);
 }
 
 /* One published configuration at scale, simulated with its published
@@ -245,7 +368,12 @@ static void plan_times(void)
  * PP 16, DP 128, sequence 8192, 16M tokens per batch, 400 TFLOP/s per GPU,
  * BF16 MFU 41%).  Ours: the paper's model shape as a Llama config, 2,048
  * DGX H100 on NDR (star), interleaved 1F1B (2 chunks), ZeRO 1, full
- * recompute (selective does not fit in our memory model). */
+ * recompute (selective does not fit in our memory model); under runtime
+ * "none" (unfused attention, no tensor-parallel overlap, sp off) and under
+ * megatron-core with sequence parallelism (fused attention, overlap: what
+ * a 2024 stack runs; the paper does not name sp).  Device 0's compute /
+ * communication / idle split takes the gap apart: idle against the
+ * interleaved bubble (p-1)/(V m) = 15/32 of its busy time. */
 static void published_llama3(void)
 {
 	static const char config[] =
@@ -255,9 +383,12 @@ static void published_llama3(void)
 		"128, \"num_key_value_heads\": 8, \"vocab_size\": 128256, "
 		"\"max_position_embeddings\": 131072, \"tie_word_embeddings\": "
 		"false, \"torch_dtype\": \"bfloat16\"}\n";
+	static const char *const variant[2][2] = {
+		{"", "runtime none"},
+		{",sp=on --runtime megatron-core", "megatron-core, sp"}};
 	const char *bin = getenv("TAGPLAN_BIN");
-	char dir[] = "/tmp/bench-scale-XXXXXX", cmd[2048], line[256];
-	double iter = 0, mfu = 0;
+	char dir[] = "/tmp/bench-scale-XXXXXX", cmd[2048];
+	int v_max = 2;
 	FILE *f;
 
 	if (!bin || !mkdtemp(dir))
@@ -270,30 +401,44 @@ static void published_llama3(void)
 	snprintf(cmd, sizeof(cmd),
 		 "'%s' model hf:%s/c.json --seq 8192 --batch 2048 -o %s/m.json "
 		 "2>/dev/null && '%s' topo dgx-h100:2048 -o %s/t.json "
-		 "2>/dev/null && '%s' simulate -m %s/m.json -t %s/t.json -s "
-		 "tp=8,pp=16,dp=128,mb=1,schedule=interleaved:2,zero=1,"
-		 "recompute=full -o %s/r.json 2>/dev/null",
-		 bin, dir, dir, bin, dir, bin, dir, dir, dir);
-	if (system(cmd) == 0) {
-		snprintf(cmd, sizeof(cmd), "%s/r.json", dir);
-		if ((f = fopen(cmd, "r"))) {
-			while (fgets(line, sizeof(line), f)) {
-				sscanf(line, " \"iteration_time_s\": %lf", &iter);
-				sscanf(line, " \"mfu\": %lf", &mfu);
-			}
-			fclose(f);
-		}
+		 "2>/dev/null",
+		 bin, dir, dir, bin, dir);
+	printf("\npublished at scale: Llama 3 405B, 16,384 H100, tp 8 pp 16 "
+	       "dp 128 (arXiv:2407.21783 Table 4: MFU 41%%)\n");
+	if (system(cmd) != 0) {
+		printf("  model or topology failed\n");
+		v_max = 0;
 	}
-	/* MFU counts the model FLOP without recompute (as the paper's
-	 * does), so the published iteration time is ours x MFU / 0.41 */
-	if (iter > 0 && mfu > 0)
-		printf("\npublished at scale: Llama 3 405B, 16,384 H100, tp 8 pp "
-		       "16 dp 128 (arXiv:2407.21783 Table 4)\n  simulated "
-		       "%.2f s/iteration, MFU %.1f%%; published MFU 41%% = "
-		       "%.2f s: simulated / published %.2f\n",
-		       iter, 100 * mfu, iter * mfu / 0.41, 0.41 / mfu);
-	else
-		printf("\npublished at scale: Llama 3 405B simulation failed\n");
+	for (int v = 0; v < v_max; v++) {
+		struct llama_fig x;
+		char sim[2048], rep[512];
+		double busy;
+		snprintf(sim, sizeof(sim),
+			 "'%s' simulate -m %s/m.json -t %s/t.json -s "
+			 "tp=8,pp=16,dp=128,mb=1,schedule=interleaved:2,zero=1,"
+			 "recompute=full%s -o %s/r.json 2>/dev/null",
+			 bin, dir, dir, variant[v][0], dir);
+		snprintf(rep, sizeof(rep), "%s/r.json", dir);
+		if (system(sim) != 0) {
+			printf("  %s: simulation failed\n", variant[v][1]);
+			continue;
+		}
+		report_figures(rep, &x);
+		if (!(x.iter > 0 && x.mfu > 0))
+			continue;
+		busy = x.compute + x.comm;
+		/* MFU counts the model FLOP without recompute (as the
+		 * paper's does), so the published iteration time is ours x
+		 * MFU / 0.41 */
+		printf("  %-18s simulated %.2f s/iteration, MFU %.1f%%; "
+		       "published %.2f s: simulated / published %.2f\n"
+		       "  %-18s device 0: compute %.2f s, tensor-parallel "
+		       "communication %.2f s, idle %.2f s (interleaved bubble "
+		       "15/32 of busy: %.2f s)\n",
+		       variant[v][1], x.iter, 100 * x.mfu,
+		       x.iter * x.mfu / 0.41, 0.41 / x.mfu, "", x.compute,
+		       x.comm, x.idle, busy * 15 / 32);
+	}
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		printf("(could not remove %s)\n", dir);

@@ -103,6 +103,22 @@ START_TEST(test_plan_check_rules)
 	ck_assert_int_eq(sh.layers, 12);
 	ck_assert_int_eq(sh.chunk_layers[0] + sh.chunk_layers[1], 12);
 	ck_assert_uint_eq(sh.used, 16);
+	/* stage 1 on devices 7..14, as listed and reversed: it shares device
+	   7 with stage 0 (a merge of sorted lists; unsorted ones sorted) */
+	{
+		uint32_t *d1 = tp_plan_group_devs(&p, 1), keep[8];
+		memcpy(keep, d1, sizeof(keep));
+		for (int order = 0; order < 2; order++) {
+			for (uint32_t i = 0; i < 8; i++)
+				d1[i] = order ? 14 - i : 7 + i;
+			k = tp_runtime_plan_check(&mc, &p, &m, &c, NULL, why,
+						  sizeof(why));
+			ck_assert_uint_eq(k, bit(TP_CAP_OVERLAPPING_GROUPS));
+			ck_assert_ptr_nonnull(strstr(why, "shares devices"));
+		}
+		memcpy(d1, keep, sizeof(keep));
+		ck_assert_uint_eq(p.groups.v[1].n_devices, 8);
+	}
 	/* ddp has no tensor or pipeline parallelism */
 	k = tp_runtime_plan_check(&ddp, &p, &m, &c, NULL, why, sizeof(why));
 	ck_assert(k & bit(TP_CAP_TENSOR_PARALLEL));

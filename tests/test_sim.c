@@ -296,13 +296,31 @@ START_TEST(test_tree_allreduce_across_nodes)
 }
 END_TEST
 
-/* The tensor-parallel collectives' time of device 0 for a small GPT
- * (hidden 256, 8 heads, 4 layers) under strategy on one node of `gpus`
- * toy devices on an NVSwitch (100 GB/s, no latency) whose type has NVLS
- * or not, dp = 1: communication_s is the collectives alone. */
-static double tp_comm_s(bool nvls, uint32_t gpus, const char *strategy)
+/* A small GPT (hidden 256, 8 heads, 4 layers, vocab 1000, batch 8) of
+ * sequence seq in dtype dt, in m (initialised here). */
+static void small_gpt(struct tp_model *m, int64_t seq, enum tp_dtype dt)
 {
 	struct tp_gpt_dims d;
+	struct tp_error err;
+
+	tp_gpt_dims_default(&d);
+	d.hidden = 256;
+	d.heads = 8;
+	d.layers = 4;
+	d.seq = seq;
+	d.vocab = 1000;
+	d.batch = 8;
+	d.dtype = dt;
+	tp_model_init(m);
+	ck_assert_int_eq(tp_build_gpt(&d, m, &err), TP_OK);
+}
+
+/* The tensor-parallel collectives' time of device 0 for small_gpt (seq
+ * 512) under strategy on one node of `gpus` toy devices on an NVSwitch
+ * (100 GB/s, no latency) whose type has NVLS or not, dp = 1:
+ * communication_s is the collectives alone. */
+static double tp_comm_s(bool nvls, uint32_t gpus, const char *strategy)
+{
 	struct tp_model m;
 	struct tp_cluster c;
 	struct tp_device_type t = tp_test_toy_type("toy");
@@ -313,15 +331,7 @@ static double tp_comm_s(bool nvls, uint32_t gpus, const char *strategy)
 	struct tp_error err;
 	double comm;
 
-	tp_gpt_dims_default(&d);
-	d.hidden = 256;
-	d.heads = 8;
-	d.layers = 4;
-	d.seq = 512;
-	d.vocab = 1000;
-	d.batch = 8;
-	tp_model_init(&m);
-	ck_assert_int_eq(tp_build_gpt(&d, &m, &err), TP_OK);
+	small_gpt(&m, 512, TP_DTYPE_BF16);
 	t.nvls = nvls;
 	tp_test_toy_node(&c, &t, gpus);
 	tp_plan_init(&p);
@@ -1087,7 +1097,6 @@ static void gpt_rt_run(int64_t seq, enum tp_dtype dt, uint32_t nodes,
 		       uint32_t gpus, const char *strategy, unsigned rt,
 		       double *iter, double *peak)
 {
-	struct tp_gpt_dims d;
 	struct tp_model m;
 	struct tp_cluster c;
 	struct tp_strategy s;
@@ -1097,16 +1106,7 @@ static void gpt_rt_run(int64_t seq, enum tp_dtype dt, uint32_t nodes,
 	struct tp_sim *sim;
 	struct tp_error err;
 
-	tp_gpt_dims_default(&d);
-	d.hidden = 256;
-	d.heads = 8;
-	d.layers = 4;
-	d.seq = seq;
-	d.vocab = 1000;
-	d.batch = 8;
-	d.dtype = dt;
-	tp_model_init(&m);
-	ck_assert_int_eq(tp_build_gpt(&d, &m, &err), TP_OK);
+	small_gpt(&m, seq, dt);
 	toy_cluster(&c, nodes, gpus, 100e9, 25e9, 1e-6);
 	tp_plan_init(&p);
 	ck_assert_int_eq(tp_strategy_parse(strategy, &s, &err), TP_OK);
