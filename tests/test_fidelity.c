@@ -2,10 +2,12 @@
  * test_fidelity.c - the cost-model changes measured against published runs
  * (bench/bench_fidelity.c, src/sim/README section 9), each with a hand
  * figure: the GEMM half-efficiency point at the kernel's own peak, batch
- * norm's three passes, gradients reduced in fp32.
+ * norm's three passes, gradients reduced in fp32, FlashAttention-2 class
+ * attention on Hopper.
  */
 #include <check.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/cluster.h"
@@ -13,8 +15,10 @@
 #include "core/model.h"
 #include "core/plan.h"
 #include "core/report.h"
+#include "core/runtime.h"
 #include "core/strategy.h"
 #include "io/build.h"
+#include "io/io.h"
 #include "sim/sim.h"
 #include "util.h"
 
@@ -67,11 +71,21 @@ START_TEST(test_fid_batch_norm_three_passes)
 }
 END_TEST
 
-/* Bytes the links carried when a bf16 GPT runs dp=2 on a toy node, with
- * gradients reduced in the model dtype or in fp32. */
-static double dp2_link_bytes(bool fp32)
+/* A small bf16 GPT (hidden 256, 8 heads, 2 layers, vocab 1000, batch 4)
+ * of sequence seq on a toy node of 2 devices of a type named `type`,
+ * under strategy with fused attention, gradients reduced in fp32 or not
+ * and the Hopper attention cap `hopper` (0 = none), gemm_sustained 1:
+ * the iteration time, and the bytes all links carried into *bytes. */
+struct gpt_run {
+	const char *type, *strategy;
+	int64_t seq;
+	bool fp32_grads;
+	double hopper;
+};
+
+static double gpt_run(const struct gpt_run *g, double *bytes)
 {
-	struct tp_device_type t = tp_test_toy_type("toy");
+	struct tp_device_type t = tp_test_toy_type(g->type);
 	struct tp_gpt_dims dims;
 	struct tp_model m;
 	struct tp_cluster c;
@@ -82,13 +96,14 @@ static double dp2_link_bytes(bool fp32)
 	struct tp_sim *sim;
 	struct tp_sim_scratch *sc;
 	struct tp_error err;
-	double bytes = 0;
+	double iter;
 
+	t.gemm_efficiency = 0.8;
 	tp_gpt_dims_default(&dims);
 	dims.hidden = 256;
 	dims.heads = 8;
 	dims.layers = 2;
-	dims.seq = 128;
+	dims.seq = g->seq;
 	dims.vocab = 1000;
 	dims.batch = 4;
 	dims.dtype = TP_DTYPE_BF16;
@@ -96,25 +111,30 @@ static double dp2_link_bytes(bool fp32)
 	ck_assert_int_eq(tp_build_gpt(&dims, &m, &err), TP_OK);
 	tp_test_toy_node(&c, &t, 2);
 	tp_plan_init(&p);
-	ck_assert_int_eq(tp_strategy_parse("dp=2,mb=1", &s, &err), TP_OK);
+	ck_assert_int_eq(tp_strategy_parse(g->strategy, &s, &err), TP_OK);
 	ck_assert_int_eq(tp_strategy_to_plan(&s, &m, &c, &p, &err), TP_OK);
 	tp_sim_options_default(&o);
-	o.params.grad_reduce_fp32 = fp32;
+	o.params.gemm_sustained = 1;
+	o.params.fused_attention = true;
+	o.params.grad_reduce_fp32 = g->fp32_grads;
+	o.params.hopper_attention_efficiency = g->hopper;
 	sim = tp_sim_new(&m, &c, &o, &err);
 	ck_assert_msg(sim != NULL, "%s", err.msg);
 	sc = tp_sim_scratch_new(sim);
 	ck_assert_ptr_nonnull(sc);
 	tp_report_init(&r);
 	ck_assert_int_eq(tp_sim_run(sim, &p, sc, &r, NULL, &err), TP_OK);
+	iter = r.iteration_time_s;
+	*bytes = 0;
 	for (uint32_t k = 0; k < r.n_links; k++)
-		bytes += r.links[k].bytes;
+		*bytes += r.links[k].bytes;
 	tp_report_release(&r);
 	tp_sim_scratch_free(sc);
 	tp_sim_free(sim);
 	tp_plan_release(&p);
 	tp_cluster_release(&c);
 	tp_model_release(&m);
-	return bytes;
+	return iter;
 }
 
 /* grad_reduce fp32 (Megatron-Core's main grads with bf16, TorchTitan's
@@ -123,10 +143,55 @@ static double dp2_link_bytes(bool fp32)
  * of a dp=2 plan on one node is that all-reduce. */
 START_TEST(test_fid_grad_reduce_fp32)
 {
-	double model = dp2_link_bytes(false), fp32 = dp2_link_bytes(true);
+	struct gpt_run g = {"toy", "dp=2,mb=1", 128, false, 0};
+	double model, fp32;
 
+	gpt_run(&g, &model);
+	g.fp32_grads = true;
+	gpt_run(&g, &fp32);
 	ck_assert_msg(model > 0, "no gradient traffic");
 	ck_assert_double_eq_tol(fp32 / model, 2.0, 1e-9);
+}
+END_TEST
+
+/* hopper_attention_efficiency: a FlashAttention-2 class kernel on a
+ * Hopper type (by name: H100, H200, GH200) reaches at most that fraction
+ * of the peak; the GEMMs and other types keep their rate.  At sequence
+ * 4096 the attention is most of the time: capped at 0.35 against the
+ * toy's 0.8, the iteration takes much longer on "H100-toy", and not at
+ * all longer on an identical type of another name. */
+START_TEST(test_fid_hopper_attention)
+{
+	struct gpt_run g = {"H100-toy", "dp=2,mb=1", 4096, false, 0};
+	double b, h_off, h_on, x_off, x_on;
+
+	h_off = gpt_run(&g, &b);
+	g.hopper = 0.35;
+	h_on = gpt_run(&g, &b);
+	g.type = "A100-toy";
+	x_on = gpt_run(&g, &b);
+	g.hopper = 0;
+	x_off = gpt_run(&g, &b);
+	ck_assert_msg(h_on > 1.5 * h_off, "H100 capped %g s, uncapped %g s",
+		      h_on, h_off);
+	ck_assert(x_on == x_off);
+	ck_assert(x_off == h_off);
+}
+END_TEST
+
+/* The runtime profile's field: fsdp2 (PyTorch SDPA, FlashAttention-2)
+ * caps at 0.35, megatron-core (Transformer Engine's Hopper kernels)
+ * does not. */
+START_TEST(test_fid_hopper_attention_profiles)
+{
+	struct tp_runtime rt;
+	struct tp_error err;
+
+	setenv("TAGPLAN_DATA", tp_data_file(""), 1);
+	ck_assert_int_eq(tp_runtime_find("fsdp2", &rt, &err), TP_OK);
+	ck_assert(rt.behaviour.hopper_attention_efficiency == 0.35);
+	ck_assert_int_eq(tp_runtime_find("megatron-core", &rt, &err), TP_OK);
+	ck_assert(rt.behaviour.hopper_attention_efficiency == 0);
 }
 END_TEST
 
@@ -138,6 +203,8 @@ Suite *suite_fidelity(void)
 	tcase_add_test(tc, test_fid_half_flop_at_kernel_peak);
 	tcase_add_test(tc, test_fid_batch_norm_three_passes);
 	tcase_add_test(tc, test_fid_grad_reduce_fp32);
+	tcase_add_test(tc, test_fid_hopper_attention);
+	tcase_add_test(tc, test_fid_hopper_attention_profiles);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -159,6 +159,14 @@ START_TEST(test_runtime_bad_profiles)
 		   "unconstrained");
 	expect_bad("\"schedules\": [\"1f1b\"]", "\"schedules\": []",
 		   "$.can.schedules", "at least one");
+	/* the optional Hopper attention cap: a fraction of the peak, with
+	 * its source */
+	expect_bad("\"tf32\": true\n",
+		   "\"tf32\": true, \"hopper_attention_efficiency\": 1.5\n",
+		   "$.behaviour.hopper_attention_efficiency", "at most 1");
+	expect_bad("\"tf32\": true\n",
+		   "\"tf32\": true, \"hopper_attention_efficiency\": 0.5\n",
+		   "$.sources.hopper_attention_efficiency", "say where");
 }
 END_TEST
 

@@ -94,6 +94,12 @@ struct tp_runtime_behaviour {
 				     kernel, no quadratic activations */
 	bool tf32;                /* fp32 GEMMs on TF32 tensor cores where
 				     the device has them */
+	double hopper_attention_efficiency; /* the fraction of the 16-bit
+				     peak its fused attention reaches on
+				     Hopper (H100, H200, GH200) when the
+				     kernel does not use Hopper's warpgroup
+				     MMA and TMA (FlashAttention-2 class);
+				     optional, 0 = the GEMM efficiency */
 	double expert_imbalance;  /* MoE under expert parallelism: the
 				     busiest rank's tokens over the mean as
 				     measured on this stack (optional; 0 =

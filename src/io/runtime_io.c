@@ -29,7 +29,7 @@ static const char *const calibration_fields[] = {
 static const char *const behaviour_fields[] = {
 	"dp_overlap", "dp_overlap_pipeline", "grad_bucket_bytes",
 	"grad_reduce", "p2p_async", "tp_overlap", "fused_attention", "tf32",
-	"expert_imbalance", NULL};
+	"expert_imbalance", "hopper_attention_efficiency", NULL};
 static const char *const can_fields[] = {
 	"launcher", "tensor_parallel", "pipeline_parallel",
 	"sequence_parallel", "per_stage_degrees", "uneven_shares",
@@ -105,8 +105,16 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 	    (st = get_flag(j, v, "tf32", &b->tf32)) ||
 	    (st = tp_jget_number(j, v, "expert_imbalance", false,
 				 TP_JNUM_POS, 0, &b->expert_imbalance,
-				 NULL)))
+				 NULL)) ||
+	    (st = tp_jget_number(j, v, "hopper_attention_efficiency", false,
+				 TP_JNUM_POS, 0,
+				 &b->hopper_attention_efficiency, NULL)))
 		return st;
+	if (b->hopper_attention_efficiency > 1)
+		return tp_jctx_fail(j, "hopper_attention_efficiency",
+				    "a fraction of the peak of %g: expected "
+				    "more than 0 and at most 1",
+				    b->hopper_attention_efficiency);
 	if (b->expert_imbalance != 0 &&
 	    !(b->expert_imbalance >= 1 && b->expert_imbalance <= 64))
 		return tp_jctx_fail(j, "expert_imbalance",
@@ -291,7 +299,9 @@ static enum tp_status check_sources(struct tp_jctx *j,
 				       !strcmp(*f, "mixed_tp")) &&
 			    !tp_json_get(can, *f))
 				continue;
-			if (k == 0 && !strcmp(*f, "expert_imbalance") &&
+			if (k == 0 && (!strcmp(*f, "expert_imbalance") ||
+				       !strcmp(*f,
+					       "hopper_attention_efficiency")) &&
 			    !tp_json_get(tp_json_get(root, "behaviour"), *f))
 				continue;
 			old = tp_jctx_push_key(j, "sources");

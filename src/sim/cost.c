@@ -12,22 +12,38 @@
 
 #include "sim_int.h"
 
+bool tp_sim_hopper_type(const char *name)
+{
+	return strncmp(name, "H100", 4) == 0 || strncmp(name, "H200", 4) == 0 ||
+	       strncmp(name, "GH200", 5) == 0;
+}
+
 /* Fused attention (fused_attention: FlashAttention, cuDNN/Transformer
  * Engine fused kernels): one kernel per pass at the roofline of the
  * GEMM rate and the memory traffic of its inputs and output only (Q, K,
  * V read, O written; the scores stay on chip), the backward recomputing
  * the scores: 5 of the forward's 2 GEMMs, 2.5x its FLOP (Dao 2023,
  * FlashAttention-2, section 3.1.2), reading Q, K, V, O, dO and writing
- * dQ, dK, dV. */
+ * dQ, dK, dV.  On a Hopper type, a runtime whose kernel is of the
+ * FlashAttention-2 class (hopper_attention_efficiency) reaches at most
+ * that fraction of the peak (x gemm_sustained, like a GEMM's benchmark
+ * efficiency). */
 static void fused_attention_s(const struct tp_sim *sim, uint32_t o,
 			      uint32_t ty, double samples, double div,
 			      double wdiv, double *fwd, double *bwd)
 {
 	const struct tp_op *op = &sim->m->ops.v[o];
-	const struct tp_cost_device *d = &sim->dev[ty];
+	struct tp_cost_device hd = sim->dev[ty];
+	const struct tp_cost_device *d = &hd;
 	double io = (sim->in_bytes[o] + op->out_bytes) * samples / div;
 	double w = op->param_bytes / wdiv;
 	double f = op->flop * samples / div;
+	double cap = sim->o.params.hopper_attention_efficiency *
+		     sim->o.params.gemm_sustained;
+
+	if (cap > 0 && cap < hd.gemm_eff &&
+	    tp_sim_hopper_type(sim->c->types.v[ty].name))
+		hd.gemm_eff = cap;
 
 	*fwd = tp_cost_kernel_s(d, TP_OP_MATMUL, f, io + w, 1);
 	*bwd = tp_cost_kernel_s(d, TP_OP_MATMUL, 2.5 * f,

@@ -439,6 +439,11 @@ struct devmem {
  * profile tables). */
 void tp_sim_speed_init(struct tp_sim *sim);
 
+/* Is a device type of NVIDIA's Hopper generation (H100, H200, GH200:
+ * warpgroup MMA and TMA), by its name?  cost.c, for
+ * hopper_attention_efficiency. */
+bool tp_sim_hopper_type(const char *name);
+
 /* lanes.c: the group graph (s->groups, gedges, gorder, CSR, stages,
  * virtual depth; *depth = pipeline depth), TP_EINPUT for groups that
  * depend on each other both ways. */
