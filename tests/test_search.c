@@ -973,7 +973,7 @@ START_TEST(test_search_prior_cache)
 	struct tp_prior_action pacts[SEARCH_MAX_ACTIONS];
 	float pri[SEARCH_MAX_ACTIONS], first[SEARCH_MAX_ACTIONS];
 	bool decided[64];
-	struct search_prior_buf b = {pacts, decided, pri, NULL};
+	struct search_prior_buf b = {pacts, decided, pri, NULL, false};
 	struct tp_globals gl;
 	struct tp_decision *dec;
 	const int types[2] = {0, 1};
@@ -1031,6 +1031,28 @@ START_TEST(test_search_prior_cache)
 	ck_assert_int_eq(calls, 3);
 	ck_assert_uint_eq(atomic_load(&s.prior_calls), 3);
 	ck_assert_uint_eq(atomic_load(&s.prior_hits), 1);
+	/* local keys (sweeps, level priors): level 1 of a state that differs
+	   only in the last group's recomputation has the same candidates and
+	   takes the answer of the first such state; by whole state, asked */
+	ck_assert_uint_ge(s.K, 3);
+	b.local = true;
+	ck_assert_int_eq(search_priors(&w, &pp, 1, acts, n2, &gl, dec, false,
+				       &b),
+			 TP_OK);
+	ck_assert_int_eq(calls, 4);
+	dec[s.K - 1].recompute = (uint8_t)((dec[s.K - 1].recompute + 1) % 3);
+	ck_assert_uint_eq(tp_space_level_actions(&s.space, 1, &gl, dec, acts,
+						 SEARCH_MAX_ACTIONS, w.sscr),
+			  n2);
+	ck_assert_int_eq(search_priors(&w, &pp, 1, acts, n2, &gl, dec, false,
+				       &b),
+			 TP_OK);
+	ck_assert_int_eq(calls, 4);
+	b.local = false;
+	ck_assert_int_eq(search_priors(&w, &pp, 1, acts, n2, &gl, dec, false,
+				       &b),
+			 TP_OK);
+	ck_assert_int_eq(calls, 5);
 	free(dec);
 	worker_release(&w);
 	sctx_release(&s);

@@ -229,7 +229,7 @@ static enum tp_status level_priors(struct pworker *pw, uint32_t level,
 	*done = false;
 	if (!L->n) {
 		struct search_prior_buf b = {pw->pacts, pw->decided, L->pri,
-					     NULL};
+					     NULL, true};
 		uint32_t m = tp_space_level_actions(&s->space, level,
 						    &pw->lp_gl, pw->lp_dec,
 						    L->acts, MAX_CHILDREN,
@@ -279,7 +279,7 @@ static enum tp_status priors(struct pworker *pw, uint32_t level, uint32_t n,
 			     const struct tp_globals *gl, bool fresh)
 {
 	struct search_prior_buf b = {pw->pacts, pw->decided, pw->priors,
-				     NULL};
+				     NULL, false};
 	const struct tp_prior_provider *pp = level ? pw->w.s->o->prior : NULL;
 
 	if (!pw->w.s->o->node_priors && pp && pp->evaluate && n >= 2) {

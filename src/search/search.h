@@ -208,10 +208,11 @@ struct tp_search_options {
 	   measure it on the unguided search's own states (no selection by
 	   it); the search stays unguided.  Benchmarks. */
 	const struct tp_prior_provider *stats_prior;
-	bool node_priors;      /* the tree asks the provider about every
-				  node it expands instead of once per level
-				  and round (mcts.c, level priors; A/B
-				  measurements) */
+	bool node_priors;      /* the provider is asked about every tree
+				  node and sweep state, as before issue 27:
+				  no level priors (mcts.c), no answers
+				  shared by local keys (guide.c); A/B
+				  measurements */
 	double gain_skip;      /* > 0: guided sweeps skip changes the
 				  provider's gains predict at least this
 				  much slower (0.1 = 10%); 0 = off;

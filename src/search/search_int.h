@@ -237,6 +237,9 @@ struct search_prior_buf {
 	float *priors;
 	float *gains; /* n: the provider's gains (prior.h), NAN = unknown;
 			 NULL = not asked */
+	bool local;   /* the answer may come from another state with the
+			 same level, globals and candidate actions
+			 (guide.c pcache_key) */
 };
 /* The provider the workers ask: the prior, else options.stats_prior
  * (measured, not followed; search.h). */

@@ -579,7 +579,7 @@ static enum tp_status polish_init(struct polish *P, struct worker *w)
 	P->rank = tp_calloc(cap, sizeof(*P->rank));
 	P->scored = tp_calloc(lv_cap, 1);
 	P->pb = (struct search_prior_buf){P->pacts, P->decided, P->pri,
-					  P->gains};
+					  P->gains, P->guide};
 	if (!P->acts || !P->inc || !P->cand || !P->moves || !P->used ||
 	    !P->starts || !P->all || !P->allres || !P->pacts || !P->pri ||
 	    !P->gains || !P->decided || !P->keep || !P->better || !P->rank ||
