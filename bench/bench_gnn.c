@@ -41,7 +41,7 @@
  * (tcases below: VGG-16, ResNet-101, T5-base, Mistral-7B, Qwen2-7B,
  * Llama-3-8B, GPT-3 13B and GPT-3 175B twice, on mixes of node presets),
  * guided against unguided (--no-gnn) with one thread at equal wall-clock
- * time (1 s and 3 s, no playout limit) and at equal playouts (200,
+ * time (1, 3 and 10 s, no playout limit) and at equal playouts (200,
  * 1,000), the search's default options (compression, lower bound, no
  * runtime).  Per budget: the geometric mean of guided/unguided
  * iteration time over the pairs where both fit, wins/losses/ties, the
@@ -50,7 +50,7 @@
  * with more wins than losses at each wall-clock budget, first feasible
  * plan <= 1 s.  Knobs: TAGPLAN_BENCH_GNN_TABLE=0 skips it, =only runs
  * only it, =text runs only the cases whose name contains text (and only
- * the table); TAGPLAN_BENCH_GNN_BUDGETS=1,3,10 the wall-clock budgets in
+ * the table); TAGPLAN_BENCH_GNN_BUDGETS=1,3,10,30 the wall-clock budgets in
  * seconds; TAGPLAN_BENCH_GNN_TABLE_SEEDS=n seeds 1 .. n (default 1, to
  * keep `make bench` short).  TAGPLAN_BENCH_GNN_WEIGHTS=F[,F2...] runs
  * every part with those weights instead of the shipped pair (e.g. one
@@ -580,9 +580,9 @@ static void fmt_time(char *buf, size_t size, double t)
 static void equal_time_table(const struct tp_prior_provider *pp,
 			     const char *only)
 {
-	double secs[T_MAX_BUDGETS] = {1, 3};
+	double secs[T_MAX_BUDGETS] = {1, 3, 10};
 	uint64_t plays[2] = {200, 1000};
-	uint32_t n_secs = 2, n_seeds = 1;
+	uint32_t n_secs = 3, n_seeds = 1;
 	struct tsum sum[T_MAX_BUDGETS + 2];
 	double first_g_max = 0, first_u_max = 0, log_first = 0;
 	uint32_t n_first = 0;
@@ -607,7 +607,8 @@ static void equal_time_table(const struct tp_prior_provider *pp,
 		if (!n_secs) {
 			secs[0] = 1;
 			secs[1] = 3;
-			n_secs = 2;
+			secs[2] = 10;
+			n_secs = 3;
 		}
 	}
 	memset(sum, 0, sizeof(sum));
