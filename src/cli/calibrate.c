@@ -48,107 +48,235 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-int cmd_calibrate(int argc, char **argv)
-{
-	const char *out = NULL, *runtime = "megatron-core", *name = NULL,
-		   *hold_src = NULL;
-	long long holdout = 4;
-	struct tp_opt opts[] = {
-		{"output", 'o', TP_OPT_STRING, &out, "PROFILE",
-		 "write the calibrated runtime profile here (atomically)", 0,
-		 0, false},
-		{"runtime", 0, TP_OPT_STRING, &runtime, "NAME",
-		 "the profile to calibrate (its behaviour and capabilities "
-		 "are kept): a name of data/runtimes or a file [megatron-core]",
-		 0, 0, false},
-		{"name", 0, TP_OPT_STRING, &name, "NAME",
-		 "the calibrated profile's name [RUNTIME-calibrated]", 0, 0,
-		 false},
-		{"holdout", 0, TP_OPT_INT, &holdout, "K",
-		 "hold out every K-th run (the 4th, 8th, ...); 0 = fit on all "
-		 "[4]",
-		 0, 1000000, false},
-		{"holdout-source", 0, TP_OPT_STRING, &hold_src, "S",
-		 "hold out the runs of source S instead (its first word, as "
-		 "the table prints it)",
-		 0, 0, false},
-		{0}};
-	struct tp_mruns runs;
-	struct tp_runtime base;
-	struct tp_runtime_calibration cal;
-	struct tp_calib_fit fit;
-	struct tp_error err;
-	struct tp_strbuf sb;
-	char path[4096], pname[TP_RUNTIME_NAME_MAX], files[256] = "";
-	char desc[256];
-	bool *fitm = NULL, *held = NULL;
-	char **pos = NULL;
-	int npos = 0, code = TP_EXIT_OK;
-	size_t n, fl = 0;
+/* What `tagplan calibrate` was asked. */
+struct cal_args {
+	const char *out, *runtime, *name, *hold_src;
+	long long holdout;
+	bool holdout_given;
+	char **pos;
+	int npos;
+};
 
-	if (tp_opts_parse(&(struct tp_cli_doc){"calibrate", usage, about},
-			  opts, argc, argv, &pos, &npos, &code))
-		return code;
-	if (!npos) {
-		free(pos);
-		return tp_cli_usage_error("calibrate",
-					  "missing RUNS.json (a run list, e.g. "
-					  "data/validation/measured_runs.json)");
-	}
-	if (!out) {
-		free(pos);
+/* The usage errors of a parsed command line: TP_EXIT_OK when none, else
+ * the exit code after the message. */
+static int check_args(const struct cal_args *a)
+{
+	if (!a->npos)
+		return tp_cli_usage_error(
+		    "calibrate", "missing RUNS.json (a run list, e.g. "
+				 "data/validation/measured_runs.json)");
+	if (!a->out)
 		return tp_cli_usage_error("calibrate",
 					  "missing -o PROFILE.json (where the "
 					  "calibrated runtime profile goes)");
-	}
-	if (hold_src && opts[3].seen) {
-		free(pos);
+	if (a->hold_src && a->holdout_given)
 		return tp_cli_usage_error("calibrate",
 					  "--holdout and --holdout-source "
 					  "choose the held-out runs two ways; "
 					  "give one");
-	}
 	{
-		struct tp_cli_file ins[34], outs[] = {{"-o", out}, {NULL, NULL}};
+		struct tp_cli_file ins[34],
+		    outs[] = {{"-o", a->out}, {NULL, NULL}};
 		int k = 0;
-		for (int i = 0; i < npos && k < 32; i++)
-			ins[k++] = (struct tp_cli_file){"RUNS", pos[i]};
+		for (int i = 0; i < a->npos && k < 32; i++)
+			ins[k++] = (struct tp_cli_file){"RUNS", a->pos[i]};
 		ins[k] = (struct tp_cli_file){NULL, NULL};
-		if (tp_cli_check_outputs("calibrate", ins, outs)) {
-			free(pos);
+		if (tp_cli_check_outputs("calibrate", ins, outs))
 			return TP_EXIT_USAGE;
-		}
 	}
-	if (name && (!*name || strlen(name) >= TP_RUNTIME_NAME_MAX ||
-		     strcmp(name, "none") == 0)) {
-		free(pos);
+	if (a->name && (!*a->name || strlen(a->name) >= TP_RUNTIME_NAME_MAX ||
+			strcmp(a->name, "none") == 0))
 		return tp_cli_usage_error("calibrate",
 					  "--name \"%s\": give 1 to %d "
 					  "characters other than \"none\"",
-					  name, TP_RUNTIME_NAME_MAX - 1);
+					  a->name, TP_RUNTIME_NAME_MAX - 1);
+	return TP_EXIT_OK;
+}
+
+/* Every run list into runs; their base names, comma-separated, into files
+ * (cut at its size). */
+static enum tp_status load_runs(const struct cal_args *a, struct tp_mruns *runs,
+				char *files, size_t size, struct tp_error *err)
+{
+	size_t fl = 0;
+	enum tp_status st;
+
+	for (int i = 0; i < a->npos; i++) {
+		if ((st = tp_mruns_load_file(a->pos[i], NULL, runs, err)))
+			return st;
+		fl += (size_t)snprintf(files + fl, fl < size ? size - fl : 0,
+				       "%s%s", i ? ", " : "",
+				       base_name(a->pos[i]));
+		if (fl >= size)
+			fl = size - 1;
+	}
+	return TP_OK;
+}
+
+/* held[i]: run i is held out (every K-th, or of source S); fitm[i] its
+ * negation.  Says on stderr how many of each. */
+static enum tp_status choose_held(const struct cal_args *a,
+				  const struct tp_mruns *runs, bool *fitm,
+				  bool *held, struct tp_error *err)
+{
+	size_t n = runs->rows.n, h = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (a->hold_src)
+			held[i] =
+			    strcmp(runs->rows.v[i].source, a->hold_src) == 0;
+		else
+			held[i] =
+			    a->holdout > 0 && (i + 1) % (size_t)a->holdout == 0;
+		fitm[i] = !held[i];
+		h += held[i];
+	}
+	if (a->hold_src && !h)
+		return tp_error_set(err, TP_EUSAGE,
+				    "--holdout-source %s: no run has that "
+				    "source",
+				    a->hold_src);
+	fprintf(stderr,
+		"tagplan calibrate: fitting %zu runs, %zu held out "
+		"...\n",
+		n - h, h);
+	return TP_OK;
+}
+
+/* The table of runs (default, calibrated, measured, error, set) and the
+ * fit's figures, on stdout. */
+static enum tp_status print_fit(const struct tp_mruns *runs,
+				const struct tp_calib_fit *fit,
+				const bool *held, struct tp_error *err)
+{
+	enum tp_status st;
+
+	printf("%-26s %-16s %10s %10s %10s %8s %s\n", "run", "runtime",
+	       "default", "calibrated", "measured", "error", "set");
+	for (size_t i = 0; i < runs->rows.n; i++) {
+		struct tp_calib_result r0, r1;
+		if ((st = tp_calib_predict(&runs->rows.v[i], NULL, NULL, NULL,
+					   &r0, err)) ||
+		    (st = tp_calib_predict_fitted(&runs->rows.v[i], fit, &r1,
+						  err)))
+			return st;
+		printf("%-26s %-16s %9.3fs %9.3fs %9.3fs %+7.1f%% %s\n",
+		       runs->rows.v[i].id, r1.runtime, r0.predicted_s,
+		       r1.predicted_s, runs->rows.v[i].measured_s,
+		       100 * r1.error, held[i] ? "held out" : "fit");
+	}
+	printf("\nfitted: gemm_sustained %.4f, link_eff_intra %.4f, "
+	       "link_eff_network %.4f (defaults 0.806, 0.80, 0.90; %u "
+	       "simulations of the set)\n",
+	       fit->gemm_sustained, fit->link_eff_intra, fit->link_eff_network,
+	       fit->evaluations);
+	printf("fit runs      %3u: mean |error| %.1f%% (defaults %.1f%%)\n",
+	       fit->fit_runs, 100 * fit->fit_error, 100 * fit->fit_error0);
+	if (fit->holdout_runs)
+		printf("held-out runs %3u: mean |error| %.1f%% (defaults "
+		       "%.1f%%)\n",
+		       fit->holdout_runs, 100 * fit->holdout_error,
+		       100 * fit->holdout_error0);
+	return TP_OK;
+}
+
+/* The profile at path (base's) with the fit as its calibration, written
+ * atomically to -o. */
+static enum tp_status write_profile(const struct cal_args *a,
+				    const struct tp_runtime *base,
+				    const char *path, const char *files,
+				    const struct tp_calib_fit *fit,
+				    struct tp_error *err)
+{
+	struct tp_runtime_calibration cal;
+	char pname[TP_RUNTIME_NAME_MAX], desc[256];
+	struct tp_strbuf sb;
+	enum tp_status st;
+
+	memset(&cal, 0, sizeof(cal));
+	cal.present = true;
+	cal.gemm_sustained = fit->gemm_sustained;
+	cal.link_eff_intra = fit->link_eff_intra;
+	cal.link_eff_network = fit->link_eff_network;
+	snprintf(cal.fitted_on, sizeof(cal.fitted_on), "%s", files);
+	cal.runs = fit->fit_runs;
+	cal.holdout_runs = fit->holdout_runs;
+	cal.fit_error = fit->fit_error;
+	cal.holdout_error = fit->holdout_error;
+	snprintf(pname, sizeof(pname), "%.*s-calibrated",
+		 (int)(sizeof(pname) - 12), base->name);
+	snprintf(desc, sizeof(desc),
+		 "%s calibrated by tagplan calibrate on %u runs of %.*s: "
+		 "gemm_sustained %.3f, link_eff_intra %.3f, link_eff_network "
+		 "%.3f",
+		 base->name, fit->fit_runs, 60, files, fit->gemm_sustained,
+		 fit->link_eff_intra, fit->link_eff_network);
+	tp_strbuf_init(&sb);
+	st = tp_runtime_write_calibrated(path, a->name ? a->name : pname, desc,
+					 &cal, &sb, err);
+	if (!st && sb.failed)
+		st = tp_error_set(err, TP_ENOMEM, "out of memory");
+	if (!st)
+		st = tp_file_write_atomic(a->out, sb.buf, sb.len, err);
+	tp_strbuf_release(&sb);
+	if (!st)
+		fprintf(stderr,
+			"tagplan calibrate: %s -> %s (use --runtime %s)\n",
+			a->name ? a->name : pname, a->out, a->out);
+	return st;
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+	struct cal_args a = {.runtime = "megatron-core", .holdout = 4};
+	struct tp_opt opts[] = {
+	    {"output", 'o', TP_OPT_STRING, &a.out, "PROFILE",
+	     "write the calibrated runtime profile here (atomically)", 0, 0,
+	     false},
+	    {"runtime", 0, TP_OPT_STRING, &a.runtime, "NAME",
+	     "the profile to calibrate (its behaviour and capabilities "
+	     "are kept): a name of data/runtimes or a file [megatron-core]",
+	     0, 0, false},
+	    {"name", 0, TP_OPT_STRING, &a.name, "NAME",
+	     "the calibrated profile's name [RUNTIME-calibrated]", 0, 0, false},
+	    {"holdout", 0, TP_OPT_INT, &a.holdout, "K",
+	     "hold out every K-th run (the 4th, 8th, ...); 0 = fit on all "
+	     "[4]",
+	     0, 1000000, false},
+	    {"holdout-source", 0, TP_OPT_STRING, &a.hold_src, "S",
+	     "hold out the runs of source S instead (its first word, as "
+	     "the table prints it)",
+	     0, 0, false},
+	    {0}};
+	struct tp_mruns runs;
+	struct tp_runtime base;
+	struct tp_calib_fit fit;
+	struct tp_error err;
+	char path[4096], files[256] = "";
+	bool *fitm = NULL, *held = NULL;
+	int code = TP_EXIT_OK;
+	size_t n;
+
+	if (tp_opts_parse(&(struct tp_cli_doc){"calibrate", usage, about}, opts,
+			  argc, argv, &a.pos, &a.npos, &code))
+		return code;
+	a.holdout_given = opts[3].seen;
+	if ((code = check_args(&a)) != TP_EXIT_OK) {
+		free(a.pos);
+		return code;
 	}
 	tp_error_clear(&err);
 	tp_mruns_init(&runs);
-	tp_strbuf_init(&sb);
-	if (strcmp(runtime, "none") == 0) {
+	if (strcmp(a.runtime, "none") == 0) {
 		tp_error_set(&err, TP_EUSAGE,
 			     "--runtime none has no profile to calibrate; "
 			     "name one (megatron-core, ddp, ...) or a file");
 		goto fail;
 	}
-	if (tp_runtime_find(runtime, &base, &err) ||
-	    tp_runtime_path(runtime, path, sizeof(path), &err))
+	if (tp_runtime_find(a.runtime, &base, &err) ||
+	    tp_runtime_path(a.runtime, path, sizeof(path), &err) ||
+	    load_runs(&a, &runs, files, sizeof(files), &err))
 		goto fail;
-	for (int i = 0; i < npos; i++) {
-		if (tp_mruns_load_file(pos[i], NULL, &runs, &err))
-			goto fail;
-		fl += (size_t)snprintf(files + fl,
-				       fl < sizeof(files) ? sizeof(files) - fl
-							  : 0,
-				       "%s%s", i ? ", " : "", base_name(pos[i]));
-		if (fl >= sizeof(files))
-			fl = sizeof(files) - 1;
-	}
 	n = runs.rows.n;
 	fitm = calloc(n, sizeof(bool));
 	held = calloc(n, sizeof(bool));
@@ -156,99 +284,18 @@ int cmd_calibrate(int argc, char **argv)
 		tp_error_set(&err, TP_ENOMEM, "out of memory");
 		goto fail;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (hold_src)
-			held[i] = strcmp(runs.rows.v[i].source, hold_src) == 0;
-		else
-			held[i] = holdout > 0 &&
-				  (i + 1) % (size_t)holdout == 0;
-		fitm[i] = !held[i];
-	}
-	if (hold_src) {
-		size_t h = 0;
-		for (size_t i = 0; i < n; i++)
-			h += held[i];
-		if (!h) {
-			tp_error_set(&err, TP_EUSAGE,
-				     "--holdout-source %s: no run has that "
-				     "source",
-				     hold_src);
-			goto fail;
-		}
-	}
-	{
-		size_t h = 0;
-		for (size_t i = 0; i < n; i++)
-			h += held[i];
-		fprintf(stderr,
-			"tagplan calibrate: fitting %zu runs, %zu held out "
-			"...\n",
-			n - h, h);
-	}
-	if (tp_calib_fit(runs.rows.v, n, fitm, held, &fit, &err))
+	if (choose_held(&a, &runs, fitm, held, &err) ||
+	    tp_calib_fit(runs.rows.v, n, fitm, held, &fit, &err) ||
+	    print_fit(&runs, &fit, held, &err) ||
+	    write_profile(&a, &base, path, files, &fit, &err))
 		goto fail;
-	printf("%-26s %-16s %10s %10s %10s %8s %s\n", "run", "runtime",
-	       "default", "calibrated", "measured", "error", "set");
-	for (size_t i = 0; i < n; i++) {
-		struct tp_calib_result r0, r1;
-		if (tp_calib_predict(&runs.rows.v[i], NULL, NULL, NULL, &r0,
-				     &err) ||
-		    tp_calib_predict_fitted(&runs.rows.v[i], &fit, &r1, &err))
-			goto fail;
-		printf("%-26s %-16s %9.3fs %9.3fs %9.3fs %+7.1f%% %s\n",
-		       runs.rows.v[i].id, r1.runtime, r0.predicted_s,
-		       r1.predicted_s, runs.rows.v[i].measured_s,
-		       100 * r1.error, held[i] ? "held out" : "fit");
-	}
-	printf("\nfitted: gemm_sustained %.4f, link_eff_intra %.4f, "
-	       "link_eff_network %.4f (defaults 0.806, 0.80, 0.90; %u "
-	       "simulations of the set)\n",
-	       fit.gemm_sustained, fit.link_eff_intra, fit.link_eff_network,
-	       fit.evaluations);
-	printf("fit runs      %3u: mean |error| %.1f%% (defaults %.1f%%)\n",
-	       fit.fit_runs, 100 * fit.fit_error, 100 * fit.fit_error0);
-	if (fit.holdout_runs)
-		printf("held-out runs %3u: mean |error| %.1f%% (defaults "
-		       "%.1f%%)\n",
-		       fit.holdout_runs, 100 * fit.holdout_error,
-		       100 * fit.holdout_error0);
-	memset(&cal, 0, sizeof(cal));
-	cal.present = true;
-	cal.gemm_sustained = fit.gemm_sustained;
-	cal.link_eff_intra = fit.link_eff_intra;
-	cal.link_eff_network = fit.link_eff_network;
-	snprintf(cal.fitted_on, sizeof(cal.fitted_on), "%s", files);
-	cal.runs = fit.fit_runs;
-	cal.holdout_runs = fit.holdout_runs;
-	cal.fit_error = fit.fit_error;
-	cal.holdout_error = fit.holdout_error;
-	snprintf(pname, sizeof(pname), "%.*s-calibrated",
-		 (int)(sizeof(pname) - 12), base.name);
-	snprintf(desc, sizeof(desc),
-		 "%s calibrated by tagplan calibrate on %u runs of %.*s: "
-		 "gemm_sustained %.3f, link_eff_intra %.3f, link_eff_network "
-		 "%.3f",
-		 base.name, fit.fit_runs, 60, files, fit.gemm_sustained,
-		 fit.link_eff_intra, fit.link_eff_network);
-	if (tp_runtime_write_calibrated(path, name ? name : pname, desc, &cal,
-					&sb, &err))
-		goto fail;
-	if (sb.failed) {
-		tp_error_set(&err, TP_ENOMEM, "out of memory");
-		goto fail;
-	}
-	if (tp_file_write_atomic(out, sb.buf, sb.len, &err))
-		goto fail;
-	fprintf(stderr, "tagplan calibrate: %s -> %s (use --runtime %s)\n",
-		name ? name : pname, out, out);
 	goto done;
 fail:
 	code = tp_cli_fail(&err);
 done:
 	free(fitm);
 	free(held);
-	free(pos);
-	tp_strbuf_release(&sb);
+	free(a.pos);
 	tp_mruns_release(&runs);
 	return code;
 }

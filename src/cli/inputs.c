@@ -406,9 +406,131 @@ void tp_inputs_hint_shipped(const char *arg, bool model, struct tp_error *err)
 	tp_strbuf_release(&list);
 }
 
+/* The files tp_inputs_load reads, as given or resolved (model and
+ * topology NULL until then). */
+struct load_paths {
+	const char *plan, *model, *topology;
+};
+
+/* At most one of the plan, model and topology from stdin ("-"). */
+static enum tp_status check_stdin(const struct load_paths *lp,
+				  struct tp_error *err)
+{
+	const char *plan_path = lp->plan, *model_path = lp->model,
+		   *topology_path = lp->topology;
+
+	if (model_path && topology_path && strcmp(model_path, "-") == 0 &&
+	    strcmp(topology_path, "-") == 0)
+		return tp_error_set(err, TP_EUSAGE,
+				    "only one input can come from stdin (-)");
+	if ((model_path && strcmp(model_path, "-") == 0 &&
+	     strcmp(plan_path, "-") == 0) ||
+	    (topology_path && strcmp(topology_path, "-") == 0 &&
+	     strcmp(plan_path, "-") == 0))
+		return tp_error_set(err, TP_EUSAGE,
+				    "only one input can come from stdin (-)");
+	return TP_OK;
+}
+
+/* The model (model true) or topology not given: the file the plan
+ * recorded (ol), else the shipped demo model or TAG testbed; its path in
+ * buf (1024 bytes) and lp, in->*_recorded or in->*_default set. */
+static enum tp_status resolve_input(struct tp_inputs *in,
+				    const struct tp_plan_outline *ol,
+				    struct load_paths *lp, bool model,
+				    char *buf, struct tp_error *err)
+{
+	struct recorded rec =
+	    model ? (struct recorded){"model", "-m MODEL", ol->model_path,
+				      ol->model_file, ol->model_sha256}
+		  : (struct recorded){"topology", "-t TOPO", ol->topology_path,
+				      ol->topology_file, ol->topology_sha256};
+	enum tp_status st;
+
+	if ((st = find_recorded(lp->plan, &rec, buf, 1024, err)) != TP_OK)
+		return st;
+	if (buf[0]) {
+		*(model ? &in->model_recorded : &in->topology_recorded) = true;
+	} else {
+		if ((st = tp_data_path(model ? "demo-model.json"
+					     : "tag-testbed.json",
+				       buf, 1024, err)) != TP_OK)
+			return st;
+		*(model ? &in->model_default : &in->topology_default) = true;
+	}
+	*(model ? &lp->model : &lp->topology) = buf;
+	return TP_OK;
+}
+
+/* A plan that says it was made for other files than the defaults used. */
+static enum tp_status check_made_for(const struct tp_inputs *in,
+				     const struct tp_plan_outline *ol,
+				     const struct load_paths *lp,
+				     struct tp_error *err)
+{
+	const char *pm = ol->model, *pt = ol->topology;
+
+	if (in->model_default && pm[0] && strcmp(pm, in->model.name) != 0)
+		return tp_error_set(err, TP_EUSAGE,
+				    "%s was made for model \"%s\": pass its "
+				    "model file with -m (without -m the "
+				    "shipped demo model \"%s\" is used)",
+				    lp->plan, pm, in->model.name);
+	if (in->topology_default && pt[0] && strcmp(pt, in->cluster.name) != 0)
+		return tp_error_set(err, TP_EUSAGE,
+				    "%s was made for topology \"%s\": pass "
+				    "its topology file with -t (without -t "
+				    "the shipped TAG testbed is used)",
+				    lp->plan, pt);
+	return TP_OK;
+}
+
+/* After the plan failed to read against the model and topology: which of
+ * them the plan was made for instead, or that they were the defaults. */
+static void explain_plan_error(const struct tp_inputs *in,
+			       const struct tp_plan_outline *ol,
+			       const struct load_paths *lp,
+			       struct tp_error *err)
+{
+	const char *pm = ol->model, *pt = ol->topology;
+
+	if (pm[0] && strcmp(pm, in->model.name) != 0)
+		append_msg(err,
+			   " (the plan was made for model \"%s\", "
+			   "%s is \"%s\": give the plan's model "
+			   "with -m%s)",
+			   pm, lp->model, in->model.name,
+			   ol->model_path[0] && strcmp(ol->model_path, "-") != 0
+			       ? ", or leave -m out to use the "
+				 "file it recorded"
+			       : "");
+	else if (pt[0] && in->cluster.name && strcmp(pt, in->cluster.name) != 0)
+		append_msg(err,
+			   " (the plan was made for topology \"%s\", "
+			   "%s is \"%s\": give the plan's topology "
+			   "with -t%s)",
+			   pt, lp->topology, in->cluster.name,
+			   ol->topology_path[0] &&
+				   strcmp(ol->topology_path, "-") != 0
+			       ? ", or leave -t out to use the "
+				 "file it recorded"
+			       : "");
+	else if (in->model_default || in->topology_default)
+		append_msg(err,
+			   " (read against the shipped %s, the "
+			   "default without %s; pass the files the "
+			   "plan was made for)",
+			   in->model_default && in->topology_default
+			       ? "demo model and TAG testbed"
+			   : in->model_default ? "demo model"
+					       : "TAG testbed",
+			   in->model_default && in->topology_default ? "-m/-t"
+			   : in->model_default			     ? "-m"
+								     : "-t");
+}
+
 enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
-			      const char *model_path,
-			      const char *topology_path,
+			      const char *model_path, const char *topology_path,
 			      struct tp_strbuf *warnings, struct tp_error *err)
 {
 	struct tp_load_options o, quiet;
@@ -416,9 +538,9 @@ enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
 	enum tp_status st;
 	char *text = NULL;
 	size_t len = 0;
-	char mfound[1024], tfound[1024], mdef[1024], tdef[1024];
+	char mfound[1024], tfound[1024];
 	char mhex[65], thex[65], mship[2048], tship[2048];
-	const char *pm = "", *pt = "";
+	struct load_paths lp;
 
 	tp_load_options_default(&o);
 	o.warnings = warnings;
@@ -430,17 +552,10 @@ enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
 	/* -m llama-2-7b: the shipped data/models/llama-2-7b.json */
 	model_path = tp_inputs_shipped(model_path, true, mship, sizeof(mship));
 	topology_path =
-		tp_inputs_shipped(topology_path, false, tship, sizeof(tship));
-	if (model_path && topology_path && strcmp(model_path, "-") == 0 &&
-	    strcmp(topology_path, "-") == 0)
-		return tp_error_set(err, TP_EUSAGE,
-				    "only one input can come from stdin (-)");
-	if ((model_path && strcmp(model_path, "-") == 0 &&
-	     strcmp(plan_path, "-") == 0) ||
-	    (topology_path && strcmp(topology_path, "-") == 0 &&
-	     strcmp(plan_path, "-") == 0))
-		return tp_error_set(err, TP_EUSAGE,
-				    "only one input can come from stdin (-)");
+	    tp_inputs_shipped(topology_path, false, tship, sizeof(tship));
+	lp = (struct load_paths){plan_path, model_path, topology_path};
+	if ((st = check_stdin(&lp, err)))
+		return st;
 
 	/* the plan, read once: its outline says what it was made from */
 	if ((st = tp_file_read_text(plan_path, 0, &text, &len, err)) != TP_OK) {
@@ -453,113 +568,25 @@ enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
 			tp_inputs_hint_kind(plan_path, "plan", err);
 		goto out;
 	}
-	pm = ol.model;
-	pt = ol.topology;
-
-	if (!model_path) {
-		if ((st = find_recorded(
-			     plan_path,
-			     &(struct recorded){"model", "-m MODEL",
-						ol.model_path, ol.model_file,
-						ol.model_sha256},
-			     mfound, sizeof(mfound), err)) != TP_OK)
-			goto out;
-		if (mfound[0]) {
-			model_path = mfound;
-			in->model_recorded = true;
-		} else {
-			if ((st = tp_data_path("demo-model.json", mdef,
-					       sizeof(mdef), err)) != TP_OK)
-				goto out;
-			model_path = mdef;
-			in->model_default = true;
-		}
-	}
-	if (!topology_path) {
-		if ((st = find_recorded(
-			     plan_path,
-			     &(struct recorded){"topology", "-t TOPO",
-						ol.topology_path,
-						ol.topology_file,
-						ol.topology_sha256},
-			     tfound, sizeof(tfound), err)) != TP_OK)
-			goto out;
-		if (tfound[0]) {
-			topology_path = tfound;
-			in->topology_recorded = true;
-		} else {
-			if ((st = tp_data_path("tag-testbed.json", tdef,
-					       sizeof(tdef), err)) != TP_OK)
-				goto out;
-			topology_path = tdef;
-			in->topology_default = true;
-		}
-	}
+	if ((!lp.model &&
+	     (st = resolve_input(in, &ol, &lp, true, mfound, err))) ||
+	    (!lp.topology &&
+	     (st = resolve_input(in, &ol, &lp, false, tfound, err))))
+		goto out;
+	model_path = lp.model;
+	topology_path = lp.topology;
 	snprintf(in->model_path, sizeof(in->model_path), "%s", model_path);
 	snprintf(in->topology_path, sizeof(in->topology_path), "%s",
 		 topology_path);
 	if ((st = load_one(model_path, true, &o, in, mhex, err)) != TP_OK ||
-	    (st = load_one(topology_path, false, &o, in, thex, err)) != TP_OK)
+	    (st = load_one(topology_path, false, &o, in, thex, err)) != TP_OK ||
+	    (st = check_made_for(in, &ol, &lp, err)) != TP_OK)
 		goto out;
-	/* a plan that says it was made for other files than the defaults */
-	if (in->model_default && pm[0] && strcmp(pm, in->model.name) != 0) {
-		st = tp_error_set(err, TP_EUSAGE,
-				  "%s was made for model \"%s\": pass its "
-				  "model file with -m (without -m the "
-				  "shipped demo model \"%s\" is used)",
-				  plan_path, pm, in->model.name);
-		goto out;
-	}
-	if (in->topology_default && pt[0] &&
-	    strcmp(pt, in->cluster.name) != 0) {
-		st = tp_error_set(err, TP_EUSAGE,
-				  "%s was made for topology \"%s\": pass "
-				  "its topology file with -t (without -t "
-				  "the shipped TAG testbed is used)",
-				  plan_path, pt);
-		goto out;
-	}
 	if ((st = tp_plan_load(plan_path, text, len, &in->model, &in->cluster,
 			       &o, &in->plan, err)) != TP_OK) {
 		tp_error_set_file(err, plan_path);
-		if (st != TP_EINPUT)
-			goto out;
-		if (pm[0] && strcmp(pm, in->model.name) != 0)
-			append_msg(err,
-				   " (the plan was made for model \"%s\", "
-				   "%s is \"%s\": give the plan's model "
-				   "with -m%s)",
-				   pm, model_path, in->model.name,
-				   ol.model_path[0] &&
-					   strcmp(ol.model_path, "-") != 0
-					   ? ", or leave -m out to use the "
-					     "file it recorded"
-					   : "");
-		else if (pt[0] && in->cluster.name &&
-			 strcmp(pt, in->cluster.name) != 0)
-			append_msg(err,
-				   " (the plan was made for topology \"%s\", "
-				   "%s is \"%s\": give the plan's topology "
-				   "with -t%s)",
-				   pt, topology_path, in->cluster.name,
-				   ol.topology_path[0] &&
-					   strcmp(ol.topology_path, "-") != 0
-					   ? ", or leave -t out to use the "
-					     "file it recorded"
-					   : "");
-		else if (in->model_default || in->topology_default)
-			append_msg(err,
-				   " (read against the shipped %s, the "
-				   "default without %s; pass the files the "
-				   "plan was made for)",
-				   in->model_default && in->topology_default
-					   ? "demo model and TAG testbed"
-				   : in->model_default ? "demo model"
-						       : "TAG testbed",
-				   in->model_default && in->topology_default
-					   ? "-m/-t"
-				   : in->model_default ? "-m"
-						       : "-t");
+		if (st == TP_EINPUT)
+			explain_plan_error(in, &ol, &lp, err);
 		goto out;
 	}
 	in->loaded = true;

@@ -601,6 +601,140 @@ nomem:
 	return tp_error_set(b->err, TP_ENOMEM, "out of memory");
 }
 
+/* The links of the network between its vertices (build_network): channel
+ * 2l is la[l] -> lb[l], 2l + 1 back; lglob the cluster's link, w its
+ * routing weight. */
+struct netlinks {
+	uint32_t n, n_nl;
+	uint32_t *la, *lb, *lglob;
+	double *w;
+};
+
+static void netlinks_graph(const struct netlinks *nl, struct lgraph *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->nv = nl->n;
+	g->nl = nl->n_nl;
+	g->la = nl->la;
+	g->lb = nl->lb;
+	g->w = nl->w;
+}
+
+/* A forest network: every tree rooted at its lowest vertex, breadth
+ * first; up channels, depths and parents (uf: the union-find of the
+ * trees). */
+static enum tp_status route_forest(struct build *b, const struct netlinks *nl,
+				   uint32_t *uf)
+{
+	struct tp_routing *rt = b->rt;
+	uint32_t n = nl->n, *la = nl->la, *lb = nl->lb, *lglob = nl->lglob;
+	struct lgraph g;
+	uint32_t *queue = tp_calloc((size_t)n + 1, sizeof(uint32_t));
+
+	netlinks_graph(nl, &g);
+	rt->up_ch = tp_calloc((size_t)n + 1, sizeof(uint32_t));
+	rt->depth = tp_calloc((size_t)n + 1, sizeof(uint32_t));
+	rt->parent = tp_calloc((size_t)n + 1, sizeof(uint32_t));
+	if (!queue || !rt->up_ch || !rt->depth || !rt->parent ||
+	    lgraph_alloc(&g)) {
+		free(queue);
+		lgraph_free(&g);
+		return tp_error_set(b->err, TP_ENOMEM, "out of memory");
+	}
+	for (uint32_t i = 0; i < n; i++)
+		rt->parent[i] = TP_NONE;
+	for (uint32_t r = 0; r < n; r++) {
+		uint32_t qh = 0, qt = 0;
+		if (rt->parent[r] != TP_NONE || uf_find(uf, r) != r)
+			continue;
+		rt->parent[r] = r;
+		rt->up_ch[r] = TP_NONE;
+		rt->depth[r] = 0;
+		queue[qt++] = r;
+		while (qh < qt) {
+			uint32_t u = queue[qh++];
+			for (uint32_t k = g.adj_off[u]; k < g.adj_off[u + 1];
+			     k++) {
+				uint32_t ch = g.adj[k];
+				uint32_t to =
+				    (ch & 1) ? la[ch >> 1] : lb[ch >> 1];
+				if (rt->parent[to] != TP_NONE)
+					continue;
+				rt->parent[to] = u;
+				/* up: to -> u is the reverse channel,
+				 * stored as a global channel */
+				rt->up_ch[to] =
+				    lglob[ch >> 1] * 2 + ((ch & 1) ^ 1);
+				rt->depth[to] = rt->depth[u] + 1;
+				if (rt->depth[to] * 2 > rt->max_net_len)
+					rt->max_net_len = rt->depth[to] * 2;
+				queue[qt++] = to;
+			}
+		}
+	}
+	free(queue);
+	lgraph_free(&g);
+	return TP_OK;
+}
+
+/* A network with cycles: per gateway the Dijkstra predecessor channel of
+ * every vertex (rt->prev, a row per gateway of rt->gw_row). */
+static enum tp_status route_cycles(struct build *b, const struct netlinks *nl)
+{
+	struct tp_routing *rt = b->rt;
+	uint32_t n = nl->n, *la = nl->la, *lb = nl->lb, *lglob = nl->lglob;
+	struct lgraph g;
+	uint32_t n_gw = 0;
+	size_t cells;
+
+	for (uint32_t k = 0; k < rt->n_domains; k++)
+		n_gw += rt->domains[k].gw_net != TP_NONE;
+	if (tp_size_mul(n_gw, n, &cells) || cells > TP_ROUTE_NET_TABLE_MAX) {
+		return tp_error_set_path(
+		    b->err, TP_ELIMIT, "$.network.links",
+		    "an explicit network with alternative paths "
+		    "(cycles) between %u nodes is too large to route "
+		    "(at most %zu node-vertex pairs); describe it "
+		    "with \"tiers\" instead",
+		    n_gw, TP_ROUTE_NET_TABLE_MAX);
+	}
+	netlinks_graph(nl, &g);
+	rt->prev = tp_calloc(cells + 1, sizeof(uint32_t));
+	rt->gw_row = tp_calloc((size_t)n + 1, sizeof(uint32_t));
+	if (!rt->prev || !rt->gw_row || lgraph_alloc(&g)) {
+		lgraph_free(&g);
+		return tp_error_set(b->err, TP_ENOMEM, "out of memory");
+	}
+	for (uint32_t i = 0; i < n; i++)
+		rt->gw_row[i] = TP_NONE;
+	n_gw = 0;
+	for (uint32_t k = 0; k < rt->n_domains; k++) {
+		uint32_t gnet = rt->domains[k].gw_net, *row;
+		const struct shape *sh = &rt->shapes[rt->domains[k].shape];
+		if (gnet == TP_NONE || rt->gw_row[gnet] != TP_NONE)
+			continue;
+		rt->gw_row[gnet] = n_gw;
+		/* the cost at the gateway as the whole-graph
+		 * Dijkstra from the domain's first device has it */
+		lgraph_run(&g, gnet, sh->n_dev ? sh->gw_dist[0] : 0);
+		row = rt->prev + (size_t)n_gw * n;
+		for (uint32_t v = 0; v < n; v++) {
+			uint32_t ch = g.prev[v], len = 0, u = v;
+			row[v] = ch == TP_NONE ? TP_NONE
+					       : lglob[ch >> 1] * 2 + (ch & 1);
+			while (u != gnet && g.prev[u] != TP_NONE) {
+				u = ch_from(la, lb, g.prev[u]);
+				len++;
+			}
+			if (len > rt->max_net_len)
+				rt->max_net_len = len;
+		}
+		n_gw++;
+	}
+	lgraph_free(&g);
+	return TP_OK;
+}
+
 /* The network: switches, gateways and vertices of no device domain. */
 static enum tp_status build_network(struct build *b)
 {
@@ -611,6 +745,7 @@ static enum tp_status build_network(struct build *b)
 	uint32_t *uf = NULL, n = 0, n_nl = 0;
 	uint32_t *la = NULL, *lb = NULL, *lglob = NULL;
 	double *w = NULL;
+	struct netlinks nlk;
 	enum tp_status st = TP_OK;
 
 	if (!net_of)
@@ -651,119 +786,8 @@ static enum tp_status build_network(struct build *b)
 			rt->forest = false;
 		n_nl++;
 	}
-	if (rt->forest) {
-		/* root every tree at its lowest vertex; breadth first */
-		struct lgraph g;
-		uint32_t *queue = tp_calloc((size_t)n + 1, sizeof(uint32_t));
-		memset(&g, 0, sizeof(g));
-		g.nv = n;
-		g.nl = n_nl;
-		g.la = la;
-		g.lb = lb;
-		g.w = w;
-		rt->up_ch = tp_calloc((size_t)n + 1, sizeof(uint32_t));
-		rt->depth = tp_calloc((size_t)n + 1, sizeof(uint32_t));
-		rt->parent = tp_calloc((size_t)n + 1, sizeof(uint32_t));
-		if (!queue || !rt->up_ch || !rt->depth || !rt->parent ||
-		    lgraph_alloc(&g)) {
-			free(queue);
-			lgraph_free(&g);
-			goto nomem;
-		}
-		for (uint32_t i = 0; i < n; i++)
-			rt->parent[i] = TP_NONE;
-		for (uint32_t r = 0; r < n; r++) {
-			uint32_t qh = 0, qt = 0;
-			if (rt->parent[r] != TP_NONE || uf_find(uf, r) != r)
-				continue;
-			rt->parent[r] = r;
-			rt->up_ch[r] = TP_NONE;
-			rt->depth[r] = 0;
-			queue[qt++] = r;
-			while (qh < qt) {
-				uint32_t u = queue[qh++];
-				for (uint32_t k = g.adj_off[u];
-				     k < g.adj_off[u + 1]; k++) {
-					uint32_t ch = g.adj[k];
-					uint32_t to = (ch & 1) ? la[ch >> 1]
-							       : lb[ch >> 1];
-					if (rt->parent[to] != TP_NONE)
-						continue;
-					rt->parent[to] = u;
-					/* up: to -> u is the reverse channel,
-					 * stored as a global channel */
-					rt->up_ch[to] =
-					    lglob[ch >> 1] * 2 + ((ch & 1) ^ 1);
-					rt->depth[to] = rt->depth[u] + 1;
-					if (rt->depth[to] * 2 > rt->max_net_len)
-						rt->max_net_len =
-						    rt->depth[to] * 2;
-					queue[qt++] = to;
-				}
-			}
-		}
-		free(queue);
-		lgraph_free(&g);
-	} else {
-		struct lgraph g;
-		uint32_t n_gw = 0;
-		size_t cells;
-
-		for (uint32_t k = 0; k < rt->n_domains; k++)
-			n_gw += rt->domains[k].gw_net != TP_NONE;
-		if (tp_size_mul(n_gw, n, &cells) ||
-		    cells > TP_ROUTE_NET_TABLE_MAX) {
-			st = tp_error_set_path(
-			    b->err, TP_ELIMIT, "$.network.links",
-			    "an explicit network with alternative paths "
-			    "(cycles) between %u nodes is too large to route "
-			    "(at most %zu node-vertex pairs); describe it "
-			    "with \"tiers\" instead",
-			    n_gw, TP_ROUTE_NET_TABLE_MAX);
-			goto out;
-		}
-		memset(&g, 0, sizeof(g));
-		g.nv = n;
-		g.nl = n_nl;
-		g.la = la;
-		g.lb = lb;
-		g.w = w;
-		rt->prev = tp_calloc(cells + 1, sizeof(uint32_t));
-		rt->gw_row = tp_calloc((size_t)n + 1, sizeof(uint32_t));
-		if (!rt->prev || !rt->gw_row || lgraph_alloc(&g)) {
-			lgraph_free(&g);
-			goto nomem;
-		}
-		for (uint32_t i = 0; i < n; i++)
-			rt->gw_row[i] = TP_NONE;
-		n_gw = 0;
-		for (uint32_t k = 0; k < rt->n_domains; k++) {
-			uint32_t gnet = rt->domains[k].gw_net, *row;
-			const struct shape *sh =
-			    &rt->shapes[rt->domains[k].shape];
-			if (gnet == TP_NONE || rt->gw_row[gnet] != TP_NONE)
-				continue;
-			rt->gw_row[gnet] = n_gw;
-			/* the cost at the gateway as the whole-graph
-			 * Dijkstra from the domain's first device has it */
-			lgraph_run(&g, gnet, sh->n_dev ? sh->gw_dist[0] : 0);
-			row = rt->prev + (size_t)n_gw * n;
-			for (uint32_t v = 0; v < n; v++) {
-				uint32_t ch = g.prev[v], len = 0, u = v;
-				row[v] = ch == TP_NONE
-					     ? TP_NONE
-					     : lglob[ch >> 1] * 2 + (ch & 1);
-				while (u != gnet && g.prev[u] != TP_NONE) {
-					u = ch_from(la, lb, g.prev[u]);
-					len++;
-				}
-				if (len > rt->max_net_len)
-					rt->max_net_len = len;
-			}
-			n_gw++;
-		}
-		lgraph_free(&g);
-	}
+	nlk = (struct netlinks){n, n_nl, la, lb, lglob, w};
+	st = rt->forest ? route_forest(b, &nlk, uf) : route_cycles(b, &nlk);
 out:
 	rt->net_of = net_of;
 	free(uf);

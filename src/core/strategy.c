@@ -514,30 +514,14 @@ static bool group_has_experts(const struct tp_model *m, const uint32_t *ops,
 	return false;
 }
 
-enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
-				   const struct tp_model *m,
-				   const struct tp_cluster *c,
-				   struct tp_plan *plan, struct tp_error *err)
+/* The strategy's cp and tp against the model: a sequence to split, heads,
+ * key/value heads and every op's units divisible. */
+static enum tp_status check_cp_tp(const struct tp_strategy *s,
+				  const struct tp_model *m,
+				  struct tp_error *err)
 {
-	uint32_t ndev = (uint32_t)c->devices.n, tp = s->tp, pp = s->pp, dp;
-	uint32_t cp = s->cp;
-	uint32_t V = s->schedule == TP_SCHEDULE_INTERLEAVED ? s->virtual_stages
-							    : 1;
-	uint32_t n_chunks, nops = (uint32_t)m->ops.n, *chunk = NULL,
-			   *ops = NULL, *devs = NULL;
-	int64_t *per_chunk = NULL;
-	uint64_t per_stage, mbdp;
-	int64_t gbs, layers;
-	enum tp_status st = TP_OK;
+	uint32_t tp = s->tp, cp = s->cp, nops = (uint32_t)m->ops.n;
 
-	tp_plan_clear(plan);
-	if (!m->finalized || !c->finalized)
-		return tp_error_set(err, TP_EINTERNAL,
-				    "model and topology must be finalized");
-	if (tp == 0 || pp == 0 || s->mb == 0 || cp == 0)
-		return tp_error_set(err, TP_EINPUT,
-				    "strategy: tp, pp, cp and mb must be "
-				    "positive");
 	if (cp > 1 && m->seq_len <= 0)
 		return tp_error_set(err, TP_EINPUT,
 				    "strategy: cp=%u: context parallelism "
@@ -547,45 +531,57 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 	/* Megatron-Core cuts a sequence into 2*cp chunks (causal load
 	 * balancing); tp_plan_validate has the same rule */
 	if (cp > 1 && m->seq_len % (2 * (int64_t)cp) != 0)
-		return tp_error_set(err, TP_EINPUT,
-				    "strategy: cp=%u: the sequence of %lld "
-				    "tokens does not split into 2*cp = %u equal "
-				    "chunks (causal load balancing); use a cp "
-				    "whose double divides %lld",
-				    cp, (long long)m->seq_len, 2 * cp,
-				    (long long)m->seq_len);
+		return tp_error_set(
+		    err, TP_EINPUT,
+		    "strategy: cp=%u: the sequence of %lld "
+		    "tokens does not split into 2*cp = %u equal "
+		    "chunks (causal load balancing); use a cp "
+		    "whose double divides %lld",
+		    cp, (long long)m->seq_len, 2 * cp, (long long)m->seq_len);
 	if (m->arch.heads > 0 && m->arch.heads % tp != 0)
-		return tp_error_set(err, TP_EINPUT,
-				    "strategy: tp=%u does not divide the model's "
-				    "%lld attention heads; use a divisor of "
-				    "%lld",
-				    tp, (long long)m->arch.heads,
-				    (long long)m->arch.heads);
+		return tp_error_set(
+		    err, TP_EINPUT,
+		    "strategy: tp=%u does not divide the model's "
+		    "%lld attention heads; use a divisor of "
+		    "%lld",
+		    tp, (long long)m->arch.heads, (long long)m->arch.heads);
 	if (m->arch.kv_heads > 0 && m->arch.kv_heads % tp != 0 &&
 	    tp % m->arch.kv_heads != 0)
-		return tp_error_set(err, TP_EINPUT,
-				    "strategy: tp=%u and the model's %lld "
-				    "key/value heads do not divide one another; "
-				    "use a divisor of %lld",
-				    tp, (long long)m->arch.kv_heads,
-				    (long long)m->arch.kv_heads);
+		return tp_error_set(
+		    err, TP_EINPUT,
+		    "strategy: tp=%u and the model's %lld "
+		    "key/value heads do not divide one another; "
+		    "use a divisor of %lld",
+		    tp, (long long)m->arch.kv_heads,
+		    (long long)m->arch.kv_heads);
 	for (uint32_t i = 0; i < nops && tp > 1; i++) {
 		const struct tp_op *op = &m->ops.v[i];
 		if (op->tp_units && op->tp_units % tp != 0)
-			return tp_error_set(err, TP_EINPUT,
-					    "strategy: tp=%u does not divide the "
-					    "%u units (heads or channels) of op "
-					    "\"%s\"; use a divisor of %u",
-					    tp, op->tp_units, op->name,
-					    op->tp_units);
+			return tp_error_set(
+			    err, TP_EINPUT,
+			    "strategy: tp=%u does not divide the "
+			    "%u units (heads or channels) of op "
+			    "\"%s\"; use a divisor of %u",
+			    tp, op->tp_units, op->name, op->tp_units);
 	}
+	return TP_OK;
+}
+
+/* The data-parallel degree: the strategy's, which must make tp*cp*pp*dp
+ * the device count, or the device count over tp*cp*pp. */
+static enum tp_status derive_dp(const struct tp_strategy *s, uint32_t ndev,
+				uint32_t *dp_out, struct tp_error *err)
+{
+	uint32_t tp = s->tp, pp = s->pp, cp = s->cp, dp;
+
 	if ((uint64_t)tp * pp * cp > ndev) {
 		if (cp == 1)
-			return tp_error_set(err, TP_EINPUT,
-					    "strategy: tp*pp = %llu exceeds the "
-					    "%u devices of the topology; lower "
-					    "tp or pp",
-					    (unsigned long long)tp * pp, ndev);
+			return tp_error_set(
+			    err, TP_EINPUT,
+			    "strategy: tp*pp = %llu exceeds the "
+			    "%u devices of the topology; lower "
+			    "tp or pp",
+			    (unsigned long long)tp * pp, ndev);
 		return tp_error_set(err, TP_EINPUT,
 				    "strategy: tp*cp*pp = %llu exceeds the %u "
 				    "devices of the topology; lower tp, cp or "
@@ -596,182 +592,273 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 		dp = s->dp;
 		if ((uint64_t)tp * pp * cp * dp != ndev && cp == 1)
 			return tp_error_set(
-				err, TP_EINPUT,
-				"strategy: tp*pp*dp = %u*%u*%u = %llu, but the "
-				"topology has %u devices; make the product "
-				"equal the device count (or omit dp)",
-				tp, pp, dp, (unsigned long long)tp * pp * dp,
-				ndev);
+			    err, TP_EINPUT,
+			    "strategy: tp*pp*dp = %u*%u*%u = %llu, but the "
+			    "topology has %u devices; make the product "
+			    "equal the device count (or omit dp)",
+			    tp, pp, dp, (unsigned long long)tp * pp * dp, ndev);
 		if ((uint64_t)tp * pp * cp * dp != ndev)
 			return tp_error_set(
-				err, TP_EINPUT,
-				"strategy: tp*cp*pp*dp = %u*%u*%u*%u = %llu, "
-				"but the topology has %u devices; make the "
-				"product equal the device count (or omit dp)",
-				tp, cp, pp, dp,
-				(unsigned long long)tp * cp * pp * dp, ndev);
+			    err, TP_EINPUT,
+			    "strategy: tp*cp*pp*dp = %u*%u*%u*%u = %llu, "
+			    "but the topology has %u devices; make the "
+			    "product equal the device count (or omit dp)",
+			    tp, cp, pp, dp,
+			    (unsigned long long)tp * cp * pp * dp, ndev);
 	} else {
 		if (ndev % (tp * pp * cp) != 0 && cp == 1)
 			return tp_error_set(
-				err, TP_EINPUT,
-				"strategy: tp*pp = %u does not divide the %u "
-				"devices of the topology, so dp cannot be "
-				"derived; pick tp and pp whose product divides "
-				"%u",
-				tp * pp, ndev, ndev);
+			    err, TP_EINPUT,
+			    "strategy: tp*pp = %u does not divide the %u "
+			    "devices of the topology, so dp cannot be "
+			    "derived; pick tp and pp whose product divides "
+			    "%u",
+			    tp * pp, ndev, ndev);
 		if (ndev % (tp * pp * cp) != 0)
 			return tp_error_set(
-				err, TP_EINPUT,
-				"strategy: tp*cp*pp = %u does not divide the %u "
-				"devices of the topology, so dp cannot be "
-				"derived; pick tp, cp and pp whose product "
-				"divides %u",
-				tp * pp * cp, ndev, ndev);
+			    err, TP_EINPUT,
+			    "strategy: tp*cp*pp = %u does not divide the %u "
+			    "devices of the topology, so dp cannot be "
+			    "derived; pick tp, cp and pp whose product "
+			    "divides %u",
+			    tp * pp * cp, ndev, ndev);
 		dp = ndev / (tp * pp * cp);
 	}
+	*dp_out = dp;
+	return TP_OK;
+}
+
+/* The global batch (the model's; gbs may only repeat it) split into
+ * micro-batches of mb samples on each of dp replicas: at most
+ * TP_PLAN_MAX_MICRO_BATCHES of them. */
+static enum tp_status check_batch(const struct tp_strategy *s,
+				  const struct tp_model *m, uint32_t dp,
+				  struct tp_error *err)
+{
+	int64_t gbs = s->gbs ? s->gbs : m->global_batch;
+	uint64_t mbdp;
+
+	if (gbs != m->global_batch)
+		return tp_error_set(
+		    err, TP_EINPUT,
+		    "strategy: gbs=%lld differs from the model's "
+		    "global batch of %lld; rebuild the model with "
+		    "that batch or drop gbs",
+		    (long long)gbs, (long long)m->global_batch);
+	mbdp = (uint64_t)s->mb * dp;
+	if (gbs % (int64_t)mbdp != 0)
+		return tp_error_set(
+		    err, TP_EINPUT,
+		    "strategy: the global batch of %lld is not "
+		    "divisible by mb*dp = %u*%u = %llu; pick mb "
+		    "and dp whose product divides it",
+		    (long long)gbs, s->mb, dp, (unsigned long long)mbdp);
+	if ((uint64_t)gbs / mbdp > TP_PLAN_MAX_MICRO_BATCHES)
+		return tp_error_set(
+		    err, TP_EINPUT,
+		    "strategy: mb=%u with dp=%u makes %llu "
+		    "micro-batches of the global batch of %lld; "
+		    "the simulator runs each one and takes at "
+		    "most %u: raise mb to at least %llu",
+		    s->mb, dp, (unsigned long long)((uint64_t)gbs / mbdp),
+		    (long long)gbs, TP_PLAN_MAX_MICRO_BATCHES,
+		    (unsigned long long)(((uint64_t)gbs +
+					  (uint64_t)dp *
+					      TP_PLAN_MAX_MICRO_BATCHES -
+					  1) /
+					 ((uint64_t)dp *
+					  TP_PLAN_MAX_MICRO_BATCHES)));
+	return TP_OK;
+}
+
+/* Enough layers (or ops) for pp x V pipeline chunks. */
+static enum tp_status check_chunks(uint32_t pp, uint32_t V, int64_t layers,
+				   uint32_t nops, struct tp_error *err)
+{
+	uint32_t n_chunks = pp * V;
+
+	if (layers > 0 && (int64_t)n_chunks > layers) {
+		if (V > 1)
+			return tp_error_set(err, TP_EINPUT,
+					    "strategy: pp*V = %u*%u = %u "
+					    "pipeline chunks but the model has "
+					    "only %lld layers; lower V or pp",
+					    pp, V, n_chunks, (long long)layers);
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: pp=%u stages but the "
+				    "model has only %lld layers; lower pp",
+				    pp, (long long)layers);
+	}
+	if (n_chunks > nops)
+		return tp_error_set(
+		    err, TP_EINPUT,
+		    "strategy: %u pipeline chunks but the model "
+		    "has only %u ops; lower pp or V",
+		    n_chunks, nops);
+	return TP_OK;
+}
+
+/* How chunk groups synchronise: the strategy's sync, else hierarchical
+ * when the replicas of devs (tp apart, dp x cp of them) span nodes. */
+static enum tp_sync chunk_sync(const struct tp_strategy *s,
+			       const struct tp_cluster *c, const uint32_t *devs,
+			       uint32_t replicas)
+{
+	if (s->sync >= 0)
+		return (enum tp_sync)s->sync;
+	for (uint32_t r = 1; r < replicas; r++)
+		if (c->devices.v[devs[r * s->tp]].node !=
+		    c->devices.v[devs[0]].node)
+			return TP_SYNC_HIERARCHICAL;
+	return TP_SYNC_RING;
+}
+
+/* What tp_strategy_to_plan hands add_chunk: the inputs, dp, each op's
+ * chunk and scratch for one chunk's ops and one stage's devices. */
+struct chunker {
+	const struct tp_strategy *s;
+	const struct tp_model *m;
+	const struct tp_cluster *c;
+	uint32_t dp;
+	const uint32_t *chunk;
+	uint32_t *ops, *devs;
+};
+
+/* The group of pipeline chunk ch: its ops in topological order on the
+ * devices of stage ch % pp. */
+static enum tp_status add_chunk(const struct chunker *k, uint32_t ch,
+				struct tp_plan *plan, struct tp_error *err)
+{
+	const struct tp_strategy *s = k->s;
+	const struct tp_model *m = k->m;
+	uint32_t nops = (uint32_t)m->ops.n, n = 0, stage = ch % s->pp;
+	uint64_t per_stage = (uint64_t)s->tp * s->cp * k->dp;
+	struct tp_plan_degrees deg = {k->dp, s->cp, s->tp};
+	struct tp_plan_group *gr;
+	enum tp_sync sync;
+	enum tp_status st;
+
+	for (uint32_t i = 0; i < nops; i++)
+		if (k->chunk[m->topo[i]] == ch)
+			k->ops[n++] = m->topo[i];
+	if (n == 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: pipeline chunk %u gets no "
+				    "ops; lower pp or V",
+				    ch);
+	for (uint32_t i = 0; i < per_stage; i++)
+		k->devs[i] = (uint32_t)(stage * per_stage + i);
+	sync = chunk_sync(s, k->c, k->devs, k->dp * s->cp);
+	st = tp_plan_add_group_degrees(plan, k->ops, n, k->devs,
+				       (uint32_t)per_stage, &deg, NULL, err);
+	if (st)
+		return st;
+	gr = &plan->groups.v[plan->groups.n - 1];
+	gr->sync = sync;
+	gr->recompute = s->recompute;
+	gr->sp = s->sp;
+	gr->ep = group_has_experts(m, k->ops, n) ? s->ep : 1;
+	return TP_OK;
+}
+
+/* Layers per pipeline chunk for uneven first / last stages: *cnt gets
+ * pp stage counts followed by n_chunks chunk counts (the caller frees
+ * it; NULL on error). */
+static enum tp_status chunk_layers(const struct tp_strategy *s,
+				   const struct tp_model *m, uint32_t V,
+				   int64_t **cnt, struct tp_error *err)
+{
+	uint32_t pp = s->pp, n_chunks = pp * V;
+	int64_t *c = tp_calloc((size_t)pp + (size_t)n_chunks, sizeof(*c));
+	enum tp_status st;
+
+	*cnt = NULL;
+	if (!c)
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	st = stage_layers(s, label_layers(m), pp, V, c, err);
+	for (uint32_t ch = 0; !st && ch < n_chunks; ch++)
+		c[pp + ch] = c[ch % pp] / V;
+	if (st) {
+		free(c);
+		return st;
+	}
+	*cnt = c;
+	return TP_OK;
+}
+
+enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
+				   const struct tp_model *m,
+				   const struct tp_cluster *c,
+				   struct tp_plan *plan, struct tp_error *err)
+{
+	uint32_t ndev = (uint32_t)c->devices.n, tp = s->tp, pp = s->pp, dp = 0;
+	uint32_t cp = s->cp;
+	uint32_t V =
+	    s->schedule == TP_SCHEDULE_INTERLEAVED ? s->virtual_stages : 1;
+	uint32_t n_chunks, nops = (uint32_t)m->ops.n, *chunk = NULL;
+	int64_t *cnt = NULL;
+	struct chunker k = {.s = s, .m = m, .c = c};
+	uint64_t per_stage;
+	int64_t gbs;
+	enum tp_status st = TP_OK;
+
+	tp_plan_clear(plan);
+	if (!m->finalized || !c->finalized)
+		return tp_error_set(err, TP_EINTERNAL,
+				    "model and topology must be finalized");
+	if (tp == 0 || pp == 0 || s->mb == 0 || cp == 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: tp, pp, cp and mb must be "
+				    "positive");
+	if ((st = check_cp_tp(s, m, err)) ||
+	    (st = derive_dp(s, ndev, &dp, err)))
+		return st;
 	if (s->sp && tp < 2)
 		return tp_error_set(err, TP_EINPUT,
 				    "strategy: sp=on (sequence parallelism) "
 				    "needs tp > 1");
-	if ((st = check_ep(s, m, dp, err)))
+	if ((st = check_ep(s, m, dp, err)) || (st = check_batch(s, m, dp, err)))
 		return st;
-	gbs = s->gbs ? s->gbs : m->global_batch;
-	if (gbs != m->global_batch)
-		return tp_error_set(err, TP_EINPUT,
-				    "strategy: gbs=%lld differs from the model's "
-				    "global batch of %lld; rebuild the model with "
-				    "that batch or drop gbs",
-				    (long long)gbs, (long long)m->global_batch);
-	mbdp = (uint64_t)s->mb * dp;
-	if (gbs % (int64_t)mbdp != 0)
-		return tp_error_set(err, TP_EINPUT,
-				    "strategy: the global batch of %lld is not "
-				    "divisible by mb*dp = %u*%u = %llu; pick mb "
-				    "and dp whose product divides it",
-				    (long long)gbs, s->mb, dp,
-				    (unsigned long long)mbdp);
-	if ((uint64_t)gbs / mbdp > TP_PLAN_MAX_MICRO_BATCHES)
-		return tp_error_set(err, TP_EINPUT,
-				    "strategy: mb=%u with dp=%u makes %llu "
-				    "micro-batches of the global batch of %lld; "
-				    "the simulator runs each one and takes at "
-				    "most %u: raise mb to at least %llu",
-				    s->mb, dp,
-				    (unsigned long long)((uint64_t)gbs / mbdp),
-				    (long long)gbs, TP_PLAN_MAX_MICRO_BATCHES,
-				    (unsigned long long)(((uint64_t)gbs +
-							  (uint64_t)dp *
-								  TP_PLAN_MAX_MICRO_BATCHES -
-							  1) /
-							 ((uint64_t)dp *
-							  TP_PLAN_MAX_MICRO_BATCHES)));
 	if (s->schedule == TP_SCHEDULE_INTERLEAVED && pp < 2)
 		return tp_error_set(err, TP_EINPUT,
 				    "strategy: schedule=interleaved:%u needs "
 				    "pipeline parallelism (pp >= 2); use 1f1b",
 				    V);
+	gbs = m->global_batch;
 	n_chunks = pp * V;
 	chunk = tp_calloc(nops ? nops : 1, sizeof(*chunk));
-	ops = tp_calloc(nops ? nops : 1, sizeof(*ops));
+	k.ops = tp_calloc(nops ? nops : 1, sizeof(*k.ops));
 	per_stage = (uint64_t)tp * cp * dp;
-	devs = tp_calloc(per_stage, sizeof(*devs));
-	if (!chunk || !ops || !devs) {
+	k.devs = tp_calloc(per_stage, sizeof(*k.devs));
+	if (!chunk || !k.ops || !k.devs) {
 		st = tp_error_set(err, TP_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (s->first_layers || s->last_layers) {
-		int64_t *cnt = tp_calloc((size_t)pp + (size_t)n_chunks,
-					 sizeof(*cnt));
-		if (!cnt) {
-			st = tp_error_set(err, TP_ENOMEM, "out of memory");
-			goto out;
-		}
-		per_chunk = cnt + pp;
-		st = stage_layers(s, label_layers(m), pp, V, cnt, err);
-		for (uint32_t ch = 0; !st && ch < n_chunks; ch++)
-			per_chunk[ch] = cnt[ch % pp] / V;
-		if (st) {
-			free(cnt);
-			per_chunk = NULL;
-			goto out;
-		}
-	}
-	layers = assign_chunks(m, n_chunks, per_chunk, chunk);
-	if (layers > 0 && (int64_t)n_chunks > layers) {
-		if (V > 1)
-			st = tp_error_set(err, TP_EINPUT,
-					  "strategy: pp*V = %u*%u = %u "
-					  "pipeline chunks but the model has "
-					  "only %lld layers; lower V or pp",
-					  pp, V, n_chunks, (long long)layers);
-		else
-			st = tp_error_set(err, TP_EINPUT,
-					  "strategy: pp=%u stages but the "
-					  "model has only %lld layers; lower pp",
-					  pp, (long long)layers);
+	if ((s->first_layers || s->last_layers) &&
+	    (st = chunk_layers(s, m, V, &cnt, err)))
 		goto out;
-	}
-	if (n_chunks > nops) {
-		st = tp_error_set(err, TP_EINPUT,
-				  "strategy: %u pipeline chunks but the model "
-				  "has only %u ops; lower pp or V",
-				  n_chunks, nops);
+	if ((st = check_chunks(pp, V,
+			       assign_chunks(m, n_chunks, cnt ? cnt + pp : NULL,
+					     chunk),
+			       nops, err)))
 		goto out;
-	}
 	plan->global_batch = gbs;
-	plan->micro_batches = (uint32_t)(gbs / (int64_t)mbdp);
+	plan->micro_batches = (uint32_t)(gbs / (int64_t)((uint64_t)s->mb * dp));
 	plan->schedule = s->schedule;
 	plan->virtual_stages = V;
 	plan->zero = s->zero;
 	plan->expert_imbalance = s->imbalance;
 	plan->expert_capacity_factor = s->capacity;
-	for (uint32_t ch = 0; ch < n_chunks; ch++) {
-		uint32_t n = 0, stage = ch % pp, g;
-		struct tp_plan_group *gr;
-		enum tp_sync sync;
-
-		for (uint32_t k = 0; k < nops; k++)
-			if (chunk[m->topo[k]] == ch)
-				ops[n++] = m->topo[k];
-		if (n == 0) {
-			st = tp_error_set(err, TP_EINPUT,
-					  "strategy: pipeline chunk %u gets no "
-					  "ops; lower pp or V",
-					  ch);
+	k.dp = dp;
+	k.chunk = chunk;
+	for (uint32_t ch = 0; ch < n_chunks; ch++)
+		if ((st = add_chunk(&k, ch, plan, err)))
 			goto out;
-		}
-		for (uint32_t k = 0; k < per_stage; k++)
-			devs[k] = (uint32_t)(stage * per_stage + k);
-		if (s->sync >= 0) {
-			sync = (enum tp_sync)s->sync;
-		} else {
-			bool spans = false;
-			for (uint32_t r = 1; r < dp * cp && !spans; r++)
-				if (c->devices.v[devs[r * tp]].node !=
-				    c->devices.v[devs[0]].node)
-					spans = true;
-			sync = spans ? TP_SYNC_HIERARCHICAL : TP_SYNC_RING;
-		}
-		{
-			struct tp_plan_degrees deg = {dp, cp, tp};
-			st = tp_plan_add_group_degrees(plan, ops, n, devs,
-						       (uint32_t)per_stage,
-						       &deg, NULL, err);
-		}
-		if (st)
-			goto out;
-		g = (uint32_t)plan->groups.n - 1;
-		gr = &plan->groups.v[g];
-		gr->sync = sync;
-		gr->recompute = s->recompute;
-		gr->sp = s->sp;
-		gr->ep = group_has_experts(m, ops, n) ? s->ep : 1;
-	}
 out:
 	free(chunk);
-	free(ops);
-	free(devs);
-	free(per_chunk ? per_chunk - pp : NULL);
+	free(cnt);
+	free(k.ops);
+	free(k.devs);
 	if (st)
 		tp_plan_clear(plan);
 	return st;
