@@ -39,6 +39,16 @@ static const char about[] =
     "of its type on one node, replicas of different tp as\none mixed "
     "group, Sailor's micro-batch size per replica.";
 
+/* The file written (sb, or out of memory) to out, atomically ("-" or
+ * NULL: stdout). */
+static enum tp_status put(const struct tp_strbuf *sb, const char *out,
+			  struct tp_error *err)
+{
+	if (sb->failed)
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	return tp_file_write_atomic(out ? out : "-", sb->buf, sb->len, err);
+}
+
 /* The notes on stderr, one "tagplan import: " line each. */
 static void print_notes(const struct tp_strbuf *notes)
 {
@@ -79,9 +89,7 @@ static int import_plan(const char *dir, const char *results, long long entry,
 					  (unsigned)entry, 0},
 				  &m, &c, &p, &notes, &err) ||
 	    (tp_plan_write(&p, &m, &c, &sb),
-	     sb.failed ? tp_error_set(&err, TP_ENOMEM, "out of memory")
-		       : tp_file_write_atomic(out ? out : "-", sb.buf, sb.len,
-					      &err))) {
+	     put(&sb, out, &err))) {
 		code = tp_cli_fail(&err);
 	} else {
 		print_notes(&notes);
@@ -112,9 +120,7 @@ static int import_cluster(const char *dir, const char *trace, long long row,
 	if (tp_sailor_import_cluster(dir, trace, (unsigned)row, &c, &notes,
 				     &err) ||
 	    (tp_topology_write(&c, &sb),
-	     sb.failed ? tp_error_set(&err, TP_ENOMEM, "out of memory")
-		       : tp_file_write_atomic(out ? out : "-", sb.buf, sb.len,
-					      &err))) {
+	     put(&sb, out, &err))) {
 		code = tp_cli_fail(&err);
 	} else {
 		print_notes(&notes);
@@ -202,9 +208,7 @@ int cmd_import(int argc, char **argv)
 	tp_model_init(&m);
 	if (tp_sailor_import_model(pos[0] + 7, model, &m, &notes, &err) ||
 	    (tp_model_write(&m, &sb),
-	     sb.failed ? tp_error_set(&err, TP_ENOMEM, "out of memory")
-		       : tp_file_write_atomic(out ? out : "-", sb.buf, sb.len,
-					      &err))) {
+	     put(&sb, out, &err))) {
 		code = tp_cli_fail(&err);
 	} else {
 		print_notes(&notes);

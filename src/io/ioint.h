@@ -42,6 +42,11 @@ int tp_io_suggest(const char *s, const char *const *names, size_t n, int max,
 enum tp_status tp_io_wrap(struct tp_jctx *j, const char *key,
 			  enum tp_status st);
 
+/* Read and parse the JSON file path into doc (sailor.c); errors name
+ * the file. */
+enum tp_status tp_sailor_read_json(const char *path, struct tp_json_doc *doc,
+				   struct tp_error *err);
+
 /* Sailor's layer of each op of m (sailor.c): 0 before the first block,
  * block + 1, L + 1 after the last; m->ops.n + 1 entries, caller frees;
  * NULL when out of memory. */

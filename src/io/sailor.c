@@ -71,7 +71,7 @@ static void pathf(char *out, size_t n, const char *fmt, ...)
 	va_end(ap);
 }
 
-static enum tp_status read_json(const char *path, struct tp_json_doc *doc,
+enum tp_status tp_sailor_read_json(const char *path, struct tp_json_doc *doc,
 				struct tp_error *err)
 {
 	char *text = NULL;
@@ -118,7 +118,7 @@ static enum tp_status find_config(const char *dir, const char *name,
 			continue;
 		pathf(path, sizeof(path), "%s/configs/%s", dir, e->d_name);
 		memset(&doc, 0, sizeof(doc));
-		if (read_json(path, &doc, err)) {
+		if (tp_sailor_read_json(path, &doc, err)) {
 			closedir(dp);
 			return err->status ? err->status : TP_EINPUT;
 		}
@@ -261,7 +261,7 @@ static void check_params(const char *dir, const char *name,
 	pathf(path, sizeof(path), "%s/llm_info.json", dir);
 	memset(&doc, 0, sizeof(doc));
 	tp_error_clear(&e);
-	if (read_json(path, &doc, &e)) {
+	if (tp_sailor_read_json(path, &doc, &e)) {
 		tp_strbuf_addf(notes, "llm_info.json not read (%s)\n", e.msg);
 		return;
 	}
@@ -346,7 +346,7 @@ enum tp_status tp_sailor_import_model(const char *dir, const char *name,
 		pathf(path, sizeof(path), "%s/profiles/%s/%s/profile.json", dir,
 		      name, gname);
 		memset(&g[ng].doc, 0, sizeof(g[ng].doc));
-		if ((st = read_json(path, &g[ng].doc, err)))
+		if ((st = tp_sailor_read_json(path, &g[ng].doc, err)))
 			break;
 		if (!g[ng].doc.root || g[ng].doc.root->type != TP_JSON_OBJECT) {
 			tp_json_doc_release(&g[ng].doc);

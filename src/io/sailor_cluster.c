@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "io.h"
+#include "ioint.h"
 #include "json.h"
 
 #define MAX_COLS 32
@@ -43,21 +44,6 @@ struct col {
 	char gpu[32], zone[64];
 	long count;
 };
-
-static enum tp_status read_doc(const char *path, struct tp_json_doc *doc,
-			       struct tp_error *err)
-{
-	char *text = NULL;
-	size_t len = 0;
-	enum tp_status st = tp_file_read_text(path, 0, &text, &len, err);
-
-	if (!st)
-		st = tp_json_parse(path, text, len, 0, 0, doc, err);
-	free(text);
-	if (st && err && !err->file[0])
-		tp_error_set_file(err, path);
-	return st;
-}
 
 /* The trace's columns and the counts of row `row` into cols; *n the
  * columns.  Errors name the file, line and column. */
@@ -295,9 +281,9 @@ enum tp_status tp_sailor_import_cluster(const char *dir, const char *trace,
 	snprintf(d.inter_path, sizeof(d.inter_path),
 		 "%s/providers/multizone_bandwidths_het.json", dir);
 	if ((st = read_trace(path, row, cols, &n, err)) ||
-	    (st = read_doc(d.basic_path, &d.basic, err)) ||
-	    (st = read_doc(d.intra_path, &d.intra, err)) ||
-	    (st = read_doc(d.inter_path, &d.inter, err)))
+	    (st = tp_sailor_read_json(d.basic_path, &d.basic, err)) ||
+	    (st = tp_sailor_read_json(d.intra_path, &d.intra, err)) ||
+	    (st = tp_sailor_read_json(d.inter_path, &d.inter, err)))
 		goto out;
 	tp_strbuf_addf(&sb,
 		       "{\"format\": \"tagplan-topology/1\", \"name\": "

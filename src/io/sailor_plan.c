@@ -268,8 +268,6 @@ enum tp_status tp_sailor_import_plan(const char *path,
 	struct tp_json_doc doc;
 	struct xlate x;
 	const struct tp_json *e, *plan, *pls, *mbs;
-	char *text = NULL;
-	size_t len = 0;
 	int64_t L = 0;
 	enum tp_status st;
 
@@ -280,11 +278,7 @@ enum tp_status tp_sailor_import_plan(const char *path,
 	x.path = path;
 	x.err = err;
 	x.micro_batches = o->micro_batches;
-	st = tp_file_read_text(path, 0, &text, &len, err);
-	if (!st)
-		st = tp_json_parse(path, text, len, 0, 0, &doc, err);
-	free(text);
-	if (st)
+	if ((st = tp_sailor_read_json(path, &doc, err)))
 		goto out;
 	e = is_array(doc.root) && o->entry < doc.root->n
 		    ? doc.root->items[o->entry]
