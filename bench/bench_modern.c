@@ -31,7 +31,9 @@
  * (with 8 KV heads either moves little).  Printed: predicted MFU against
  * the published one.
  *
- * Zero bubble ZB-H1 against 1F1B: zero_bubble() below.
+ * Zero bubble ZB-H1 against 1F1B: zero_bubble() below; FSDP2's
+ * per-layer prefetch against the whole-group ZeRO-3 gather:
+ * fsdp_prefetch().
  *
  * A published MoE run: DeepSeek-V3's pre-training (DeepSeek-AI, DeepSeek-V3
  * Technical Report, arXiv:2412.19437): 2,048 H800 GPUs, 16-way pipeline
@@ -482,6 +484,76 @@ static int cp_search(void)
 	return 0;
 }
 
+/*
+ * FSDP2's per-layer gathers (the fsdp2 profile's prefetch_depth, src/sim/
+ * README section 3) against the whole-group ZeRO-3 model: Llama-2-7B, seq
+ * 4096, gbs 128, ZeRO-3 data parallelism under fsdp2 on one and eight
+ * DGX-H100, prefetch depth as shipped (1), 0 and 2, and the whole-group
+ * gather (-1, what the simulator did before).  Printed: iteration time
+ * and peak memory per GPU.  No published figure to compare with here.
+ */
+static int fsdp_prefetch(const struct tp_model *m)
+{
+	static const int depth[] = {-1, 0, 1, 2};
+	struct tp_runtime rt;
+	struct tp_error err;
+
+	if (tp_runtime_find("fsdp2", &rt, &err)) {
+		fprintf(stderr, "bench_modern: %s\n", err.msg);
+		return 1;
+	}
+	printf("\nFSDP2 ZeRO-3, Llama-2-7B seq 4096 gbs 128 (fsdp2), by "
+	       "all-gather prefetch depth (-1: one whole-group gather)\n");
+	printf("%-12s %-32s %6s %10s %8s\n", "cluster", "strategy", "depth",
+	       "iter s", "peak GB");
+	for (int nodes = 1; nodes <= 8; nodes *= 8) {
+		struct tp_cluster c;
+		char spec[32];
+		const char *specs[1] = {spec};
+		snprintf(spec, sizeof(spec), "dgx-h100:%d", nodes);
+		tp_cluster_init(&c);
+		if (tp_build_topology(specs, 1, "ib-ndr", 1, &c, &err)) {
+			fprintf(stderr, "bench_modern: %s\n", err.msg);
+			return 1;
+		}
+		for (int k = 0; k < 4; k++) {
+			const char *str = "mb=2,zero=3,recompute=selective";
+			struct tp_strategy st;
+			struct tp_sim_options o;
+			struct tp_plan p;
+			struct tp_report r;
+			struct tp_sim *sim;
+			struct tp_sim_scratch *s = NULL;
+			double peak = 0;
+			tp_plan_init(&p);
+			tp_report_init(&r);
+			tp_sim_options_default(&o);
+			tp_sim_params_runtime(&o.params, &rt);
+			o.params.prefetch_depth = depth[k];
+			sim = tp_sim_new(m, &c, &o, &err);
+			if (sim)
+				s = tp_sim_scratch_new(sim);
+			if (!s || tp_strategy_parse(str, &st, &err) ||
+			    tp_strategy_to_plan(&st, m, &c, &p, &err) ||
+			    tp_sim_run(sim, &p, s, &r, NULL, &err)) {
+				fprintf(stderr, "bench_modern: %s\n", err.msg);
+				return 1;
+			}
+			for (size_t j = 0; j < r.n_devices; j++)
+				if (r.devices[j].peak_memory_bytes > peak)
+					peak = r.devices[j].peak_memory_bytes;
+			printf("%-12s %-32s %6d %10.4f %8.2f\n", spec, str,
+			       depth[k], r.iteration_time_s, peak / 1e9);
+			tp_report_release(&r);
+			tp_plan_release(&p);
+			tp_sim_scratch_free(s);
+			tp_sim_free(sim);
+		}
+		tp_cluster_release(&c);
+	}
+	return 0;
+}
+
 int main(void)
 {
 	static const int nodes[] = {1, 8};
@@ -531,6 +603,8 @@ int main(void)
 	       "(arXiv:2310.18313) implies TE FP8 / BF16 = 1.75 / 1.37 = "
 	       "%.3fx for GPT-175B on H100\n",
 	       exp(geo / n), FP8_LM_IMPLIED);
+	if (fsdp_prefetch(&m16))
+		return 1;
 	tp_model_release(&m8);
 	tp_model_release(&m16);
 	if (long_context() || deepseek_v3())

@@ -539,6 +539,135 @@ START_TEST(test_uneven_stages_simulated)
 }
 END_TEST
 
+/* One group of 4 layers (matmuls of 1e12 FLOP per sample, 4e9 bytes of
+ * weights each) on the toy node's 2 GPUs, dp 2, ZeRO-3, one micro-batch
+ * of 2 samples, with the given prefetch depth and gradient overlap. */
+static void zero3_run(int depth, bool overlap, struct tp_report *r)
+{
+	struct tp_device_type t = tp_test_toy_type("toy");
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_plan pl;
+	struct tp_sim_options o;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *s;
+	struct tp_error err;
+	uint32_t ops[4] = {0, 1, 2, 3}, devs[2] = {0, 1};
+
+	tp_test_toy_node(&c, &t, 2);
+	chain(&m, 4, 1e12, 4e9, 0, 0, 2);
+	tp_plan_init(&pl);
+	pl.global_batch = 2;
+	pl.micro_batches = 1;
+	pl.zero = 3;
+	ck_assert_int_eq(tp_plan_add_group(&pl, ops, 4, devs, 2, 2, 1, NULL,
+					   NULL, NULL),
+			 TP_OK);
+	tp_sim_options_default(&o);
+	o.params.p2p_latency_s = 0;
+	o.params.collective_latency_s = 0;
+	o.params.gemm_sustained = 1;
+	o.params.link_eff_intra = 1;
+	o.params.overlap_grad_sync = overlap;
+	o.params.prefetch_depth = depth;
+	sim = tp_sim_new(&m, &c, &o, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	s = tp_sim_scratch_new(sim);
+	tp_report_init(r);
+	ck_assert_msg(tp_sim_run(sim, &pl, s, r, NULL, &err) == TP_OK, "%s",
+		      err.msg);
+	tp_sim_scratch_free(s);
+	tp_sim_free(sim);
+	tp_plan_release(&pl);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+
+/*
+ * FSDP-style per-layer gathers against the hand calculation.  Per pass
+ * the weights' all-gather over the 2 GPUs is 0.5 x 16e9 B / 100 GB/s =
+ * 0.08 s, a = 0.02 s per layer; compute per layer t = 0.01 s forward,
+ * 0.02 s backward (U = 4 layers); the reduce-scatter of the 16e9 bytes of
+ * gradients 0.08 s; the optimizer step over the 4e9 local parameters
+ * 4e9 x 28 B / 1e12 B/s = 0.112 s.
+ *  - depth 1 (FSDP2): forward a + max(U t, (U-1) a + t) = 0.02 + 0.07
+ *    (ends 0.09), the backward's first layer gathered after the
+ *    forward's last (0.08-0.10), backward 0.10-0.18 (0.02 + max(0.08,
+ *    0.08)), reduce-scatter 0.18-0.26, step: 0.372 s;
+ *  - depth 0: every gather after the previous task: 0.08 + 0.04 + 0.08 +
+ *    0.08 + 0.08 + 0.112 = 0.472 s;
+ *  - the whole-group model (-1): the backward's gather prefetched during
+ *    the forward: 0.08 + 0.04 + 0.04 + 0.08 + 0.08 + 0.112 = 0.432 s.
+ * With the gradients overlapped (depth 1), per-layer reduce-scatters:
+ * 3/4 of it (0.06 s) from the backward's start at 0.10, sharing the
+ * links with the backward's remaining gathers (0.06 s): both at half
+ * rate until 0.22; the last layer's (0.02 s) after that, 0.24; the step
+ * after the last layer's compute (0.24): 0.352 s.  Temporary memory: 1 +
+ * depth layers of gathered weights, 2 x 4e9 bytes at depth 1, 3 x at 2.
+ */
+START_TEST(test_fsdp_prefetch)
+{
+	struct tp_report r;
+	const int depth[] = {1, 0, -1, 2};
+	const double want[] = {0.372, 0.472, 0.432, 0.372};
+
+	for (int k = 0; k < 4; k++) {
+		zero3_run(depth[k], false, &r);
+		ck_assert_msg(REL(r.iteration_time_s, want[k]) < 1e-9,
+			      "depth %d: %.12g vs %.12g", depth[k],
+			      r.iteration_time_s, want[k]);
+		if (depth[k] >= 0)
+			ck_assert_msg(REL(r.devices[0].memory.temporary,
+					  (1 + depth[k]) * 4e9) < 1e-9,
+				      "depth %d: temporary %.9g", depth[k],
+				      r.devices[0].memory.temporary);
+		tp_report_release(&r);
+	}
+	zero3_run(1, true, &r);
+	ck_assert_msg(REL(r.iteration_time_s, 0.352) < 1e-9,
+		      "overlapped: %.12g", r.iteration_time_s);
+	tp_report_release(&r);
+}
+END_TEST
+
+/* The fsdp2 profile's prefetch depth reaches the simulator; profiles
+ * without one keep the whole-group model; a depth out of range is
+ * refused at its place. */
+START_TEST(test_fsdp_prefetch_profile)
+{
+	size_t len;
+	char *text = tp_test_read(tp_data_file("runtimes/fsdp2.json"), &len);
+	char *at;
+	struct tp_runtime rt;
+	struct tp_load_options lo;
+	struct tp_sim_params pa;
+	struct tp_error err;
+
+	ck_assert_int_eq(tp_runtime_find("fsdp2", &rt, &err), TP_OK);
+	ck_assert_int_eq(rt.behaviour.prefetch_depth, 1);
+	tp_sim_params_default(&pa);
+	ck_assert_int_eq(pa.prefetch_depth, -1);
+	tp_sim_params_runtime(&pa, &rt);
+	ck_assert_int_eq(pa.prefetch_depth, 1);
+	ck_assert_int_eq(tp_runtime_find("megatron-core", &rt, &err), TP_OK);
+	ck_assert_int_eq(rt.behaviour.prefetch_depth, -1);
+	tp_sim_params_default(&pa);
+	tp_sim_params_runtime(&pa, &rt);
+	ck_assert_int_eq(pa.prefetch_depth, -1);
+	ck_assert_ptr_nonnull(text);
+	at = strstr(text, "\"prefetch_depth\": 1");
+	ck_assert_ptr_nonnull(at);
+	at[strlen("\"prefetch_depth\": ")] = '9';
+	tp_load_options_default(&lo);
+	ck_assert_int_eq(tp_runtime_load("fsdp2.json", text, len, &lo, &rt,
+					 &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.path, "behaviour.prefetch_depth") != NULL,
+		      "%s: %s", err.path, err.msg);
+	free(text);
+}
+END_TEST
+
 Suite *suite_schedule(void)
 {
 	Suite *s = suite_create("schedule");
@@ -555,6 +684,11 @@ Suite *suite_schedule(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_uneven_stages_strategy);
 	tcase_add_test(tc, test_uneven_stages_simulated);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("fsdp-prefetch");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_fsdp_prefetch);
+	tcase_add_test(tc, test_fsdp_prefetch_profile);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -29,6 +29,7 @@ void tp_runtime_none(struct tp_runtime *rt)
 	rt->behaviour.grad_bucket_bytes = 0;
 	rt->behaviour.grad_reduce = TP_GRAD_REDUCE_MODEL;
 	rt->behaviour.p2p_async = false;
+	rt->behaviour.prefetch_depth = -1;
 	rt->can.launcher = TP_LAUNCH_NONE;
 	rt->can.tensor_parallel = true;
 	rt->can.pipeline_parallel = true;

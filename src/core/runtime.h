@@ -105,6 +105,12 @@ struct tp_runtime_behaviour {
 				     measured on this stack (optional; 0 =
 				     the simulator's default; a plan's own
 				     expert_imbalance wins) */
+	int32_t prefetch_depth;   /* sharded data parallelism (ZeRO-3, FSDP)
+				     gathers and reduce-scatters per layer,
+				     all-gathers issued this many layers
+				     ahead of the compute (0: none ahead);
+				     optional, -1 = not given: the
+				     simulator's whole-group model */
 };
 
 /* What the stack can execute.  A bitmask field has bit 1u << VALUE of

@@ -29,7 +29,8 @@ static const char *const calibration_fields[] = {
 static const char *const behaviour_fields[] = {
 	"dp_overlap", "dp_overlap_pipeline", "grad_bucket_bytes",
 	"grad_reduce", "p2p_async", "tp_overlap", "fused_attention", "tf32",
-	"expert_imbalance", "hopper_attention_efficiency", NULL};
+	"expert_imbalance", "hopper_attention_efficiency", "prefetch_depth",
+	NULL};
 static const char *const can_fields[] = {
 	"launcher", "tensor_parallel", "pipeline_parallel",
 	"sequence_parallel", "per_stage_degrees", "uneven_shares",
@@ -88,6 +89,7 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 {
 	enum tp_status st;
 	int gr;
+	int64_t pf;
 
 	if ((st = tp_jctx_object(j, v, "the runtime's behaviour",
 				 behaviour_fields)) ||
@@ -108,8 +110,11 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 				 NULL)) ||
 	    (st = tp_jget_number(j, v, "hopper_attention_efficiency", false,
 				 TP_JNUM_POS, 0,
-				 &b->hopper_attention_efficiency, NULL)))
+				 &b->hopper_attention_efficiency, NULL)) ||
+	    (st = tp_jget_int(j, v, "prefetch_depth", false, 0, 8, -1, &pf,
+			      NULL)))
 		return st;
+	b->prefetch_depth = (int32_t)pf;
 	if (b->hopper_attention_efficiency > 1)
 		return tp_jctx_fail(j, "hopper_attention_efficiency",
 				    "a fraction of the peak of %g: expected "
@@ -301,7 +306,8 @@ static enum tp_status check_sources(struct tp_jctx *j,
 				continue;
 			if (k == 0 && (!strcmp(*f, "expert_imbalance") ||
 				       !strcmp(*f,
-					       "hopper_attention_efficiency")) &&
+					       "hopper_attention_efficiency") ||
+				       !strcmp(*f, "prefetch_depth")) &&
 			    !tp_json_get(tp_json_get(root, "behaviour"), *f))
 				continue;
 			old = tp_jctx_push_key(j, "sources");

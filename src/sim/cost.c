@@ -582,8 +582,8 @@ struct lane_sums {
 	 * bytes dispatched + combined per device per micro-batch */
 	double params_expert, ep_bytes;
 	/* per layer (in s->dtmp): saved bytes, of them selective ones,
-	 * whether it has routed experts */
-	double *lay_saved, *lay_sel, *lay_ep;
+	 * whether it has routed experts, parameter bytes per device */
+	double *lay_saved, *lay_sel, *lay_ep, *lay_w;
 	uint32_t *lay_list, n_lay, stamp0;
 	enum tp_recompute rc; /* the group's recomputation */
 	bool sp;              /* sequence parallelism (tp > 1) */
@@ -608,6 +608,7 @@ static void layer_op(const struct tp_sim *sim, struct tp_sim_scratch *s,
 	if (s->lay_mark[l] != a->stamp0) {
 		s->lay_mark[l] = a->stamp0;
 		a->lay_saved[l] = a->lay_sel[l] = a->lay_ep[l] = 0;
+		a->lay_w[l] = 0;
 		a->lay_list[a->n_lay++] = l;
 	}
 	a->lay_saved[l] += saved;
@@ -748,12 +749,13 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	/* per-layer sums for recomputation: dtmp holds two arrays */
 	s->dtmp.n = 0;
 	s->tmp2.n = 0;
-	if (tp_vec_reserve(&s->dtmp, 3 * (size_t)sim->n_layers + 3) ||
+	if (tp_vec_reserve(&s->dtmp, 4 * (size_t)sim->n_layers + 4) ||
 	    tp_vec_reserve(&s->tmp2, (size_t)gr->n_ops + 1))
 		return -1;
 	a.lay_saved = s->dtmp.v;
 	a.lay_sel = s->dtmp.v + sim->n_layers + 1;
 	a.lay_ep = s->dtmp.v + 2 * ((size_t)sim->n_layers + 1);
+	a.lay_w = s->dtmp.v + 3 * ((size_t)sim->n_layers + 1);
 	a.lay_list = s->tmp2.v;
 	s->stamp += 2;
 	a.stamp0 = s->stamp;
@@ -814,14 +816,19 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		}
 		if (op->layer >= 0 && (uint32_t)op->layer < sim->n_layers) {
 			layer_op(sim, s, ln, o, &oc, saved, &a);
+			a.lay_w[op->layer] += op->param_bytes / wdiv;
 		} else {
 			/* outside any layer: never recomputed */
 			a.act += saved;
 			a.act_full += saved;
 		}
 	}
+	ln->units = a.n_lay > 0 ? a.n_lay : 1;
+	ln->unit_w = a.maxw;
 	for (uint32_t k = 0; k < a.n_lay; k++) {
 		uint32_t l = a.lay_list[k];
+		if (a.lay_w[l] > ln->unit_w)
+			ln->unit_w = a.lay_w[l];
 		if (a.lay_saved[l] > work_full)
 			work_full = a.lay_saved[l];
 		if (a.lay_sel[l] > work_sel)
@@ -852,8 +859,15 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		   : rc == TP_RECOMPUTE_SELECTIVE ? work_sel
 						  : 0;
 	/* the largest op's output and its gradient; under ZeRO-3 also the
-	 * gathered weights of the largest op and the prefetched next one */
-	ln->temp = 2 * a.maxout + (zero >= 3 && dp > 1 ? 2 * a.maxw : 0);
+	 * gathered weights of the largest op and the prefetched next one,
+	 * or, gathered per layer (prefetch_depth d >= 0), the largest
+	 * layer's and d more in flight */
+	ln->temp = 2 * a.maxout;
+	if (zero >= 3 && dp > 1)
+		ln->temp += sim->o.params.prefetch_depth >= 0
+				    ? (1 + sim->o.params.prefetch_depth) *
+					      ln->unit_w
+				    : 2 * a.maxw;
 	ln->tp_bytes_mb = a.tp_S * (rc == TP_RECOMPUTE_FULL ? 3 : 2);
 	lane_state(sim, plan, types, n_types, &a, ln);
 	return 0;
@@ -1008,6 +1022,8 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		ln->tp_bytes_mb = e->tp_bytes_mb;
 		ln->w_comp = e->w_comp;
 		ln->act_w = e->act_w;
+		ln->units = e->units;
+		ln->unit_w = e->unit_w;
 		return 0;
 	}
 	if (lane_costs(sim, plan, s, ln))
@@ -1041,6 +1057,8 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	k.tp_bytes_mb = ln->tp_bytes_mb;
 	k.w_comp = ln->w_comp;
 	k.act_w = ln->act_w;
+	k.units = ln->units;
+	k.unit_w = ln->unit_w;
 	s->lc_tab[slot] = (uint32_t)s->lc.n;
 	s->lc.v[s->lc.n++] = k;
 	return 0;

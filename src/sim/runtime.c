@@ -34,6 +34,8 @@ void tp_sim_params_runtime(struct tp_sim_params *p,
 		p->grad_bucket_bytes = b->grad_bucket_bytes;
 	if (b->expert_imbalance >= 1)
 		p->expert_imbalance = b->expert_imbalance;
+	if (b->prefetch_depth >= 0)
+		p->prefetch_depth = b->prefetch_depth;
 	if (rt->calibration.present) {
 		p->gemm_sustained = rt->calibration.gemm_sustained;
 		p->link_eff_intra = rt->calibration.link_eff_intra;

@@ -28,6 +28,7 @@ void tp_sim_params_default(struct tp_sim_params *p)
 	p->collective_latency_s = 6e-6;
 	p->overlap_grad_sync_pipeline = true;
 	p->expert_imbalance = TP_SIM_EXPERT_IMBALANCE;
+	p->prefetch_depth = -1;
 	snprintf(p->basis.runtime, sizeof(p->basis.runtime), "none");
 	p->basis.validation_mean_error = TP_SIM_VALIDATION_MEAN_ERROR;
 	p->basis.validation_max_error = TP_SIM_VALIDATION_MAX_ERROR;

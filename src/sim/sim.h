@@ -101,6 +101,12 @@ struct tp_sim_params {
 	double expert_imbalance; /* under expert parallelism, the busiest
 				    rank's tokens over the mean when the plan
 				    gives none (README section 3) */
+	int prefetch_depth;      /* ZeRO: -1 gathers and reduces a group's
+				    weights whole (ZeRO-3's all-gather
+				    prefetched during the previous task);
+				    d >= 0 per layer as FSDP2 does, each
+				    all-gather issued d layers ahead of the
+				    compute (README section 3) */
 	/* where the figures come from, copied into the report's basis (the
 	   constants there are the values above); not used by the cost
 	   model.  tp_sim_params_default: runtime "none", the shipped

@@ -161,6 +161,10 @@ struct lane {
 	   pass keeps after the B pass: those ops' saved inputs and output
 	   gradients (zb-h1; README section 4) */
 	double w_comp, act_w;
+	/* the group's layers (FSDP units, at least 1) and the weights of
+	   the largest per device, unsharded (prefetch_depth >= 0) */
+	uint32_t units;
+	double unit_w;
 	double opt_s;
 	double act, work, act_full; /* bytes per device */
 	double weights, grads, optim, temp;
@@ -199,6 +203,8 @@ struct lcentry {
 	double params_expert;
 	double tp_bytes_mb;
 	double w_comp, act_w;
+	uint32_t units;
+	double unit_w;
 };
 
 /* A cached ring accumulation (cost.c): a device list, its channel

@@ -739,19 +739,53 @@ nomem:
 	return tp_error_set(err, TP_ENOMEM, "out of memory");
 }
 
-/* ZeRO-3: gather a group's weights before every forward and backward,
- * prefetched while the previous task on the device runs. */
+/* ZeRO-3's gathers of one task x (a forward or backward of sim lane L)
+ * under FSDP-style per-layer gathering (prefetch_depth d >= 1, U layers):
+ * the rest of the weights, (U-1)/U, stream from the start of x while it
+ * computes, one layer ahead; the task's resource is free for its next
+ * task only once the last layer, x's duration / U, has run on the last
+ * gathered weights (a delay after the rest).  Pass time a + max(U t,
+ * (U-1) a + t) for gathers a and compute t per layer. */
+static enum tp_status zero3_rest(struct tp_sim_scratch *s, uint32_t rest,
+				 uint32_t L, uint32_t x, uint32_t units,
+				 struct tp_error *err)
+{
+	const struct simlane *sl = &s->sims.v[L];
+	const struct resource *rs = &s->res.v[s->lres.v[sl->res_first]];
+	uint32_t qp = s->tasks.v[x].qpos, dl;
+	double dur = s->tasks.v[x].dur / units;
+
+	EDGE(x, rest, true);
+	TASK(dl, TK_DELAY, 0, dur, L, s->tasks.v[x].micro);
+	EDGE(rest, dl, false);
+	if (qp + 1 < rs->q_n)
+		EDGE(dl, s->queue.v[rs->q_first + qp + 1].task, false);
+	return TP_OK;
+nomem:
+	return tp_error_set(err, TP_ENOMEM, "out of memory");
+}
+
+/* ZeRO-3: gather a group's weights before every forward and backward.
+ * prefetch_depth < 0: whole, prefetched while the previous task on the
+ * device runs; 0: whole, after it; d >= 1: per layer as FSDP2 does, the
+ * first layer's prefetched while the previous task runs, the others
+ * while the task computes (zero3_rest), the gathers of a group one after
+ * the other (README section 3). */
 static enum tp_status zero3_gathers(const struct tp_sim *sim,
 				    const struct tp_plan *plan,
 				    struct tp_sim_scratch *s,
 				    struct tp_error *err)
 {
 	uint32_t G = (uint32_t)plan->groups.n, m = plan->micro_batches;
+	int d = sim->o.params.prefetch_depth;
+	enum tp_status st;
 
 	for (uint32_t g = 0; g < G; g++) {
 		const struct ginfo *gi = &s->groups.v[g];
 		struct phase ph[4];
 		int np;
+		uint32_t units, prev = TP_NONE;
+		double head;
 		if (grp_reps(&plan->groups.v[g]) < 2 ||
 		    !(gi->param_bytes > 0))
 			continue;
@@ -760,11 +794,24 @@ static enum tp_status zero3_gathers(const struct tp_sim *sim,
 			goto nomem;
 		if (np == 0)
 			continue;
+		units = s->lanes.v[s->sims.v[gi->sim_first].lane].units;
+		if (d < 1)
+			units = 1;
+		head = 1.0 / units;
 		for (uint32_t i = 0; i < m; i++)
 			for (int phs = 0; phs < 2; phs++) {
-				uint32_t t;
-				TASK(t, TK_COMM, CW_ZERO_AG, ph[0].bytes,
+				uint32_t t, r = TP_NONE;
+				TASK(t, TK_COMM, CW_ZERO_AG, ph[0].bytes * head,
 				     ph[0].bt, i);
+				if (units > 1) {
+					TASK(r, TK_COMM, CW_ZERO_AG,
+					     ph[0].bytes * (1 - head), ph[0].bt,
+					     i);
+					EDGE(t, r, false);
+					if (prev != TP_NONE)
+						EDGE(prev, t, false);
+					prev = r;
+				}
 				for (uint32_t j = 0; j < gi->n_sim; j++) {
 					uint32_t L = gi->sim_first + j;
 					uint32_t x = phs ? b_task(s, L, i)
@@ -778,7 +825,11 @@ static enum tp_status zero3_gathers(const struct tp_sim *sim,
 						EDGE(s->queue.v[rs->q_first +
 								qp - 1]
 							     .task,
-						     t, true);
+						     t, d != 0);
+					if (units > 1 &&
+					    (st = zero3_rest(s, r, L, x, units,
+							     err)))
+						return st;
 				}
 			}
 	}
@@ -835,10 +886,19 @@ enum tp_status tp_sim_build_graph(const struct tp_sim *sim,
 	if ((st = compute_tasks(plan, s, err)) ||
 	    (st = pipeline_transfers(plan, s, mode_a, err)))
 		return st;
-	for (uint32_t g = 0; g < plan->groups.n; g++)
-		if ((st = sync_tasks(sim, plan, s, g, bucket, sc->D > 1,
-				      err)))
+	for (uint32_t g = 0; g < plan->groups.n; g++) {
+		/* sharded per layer (prefetch_depth >= 0): a reduce-scatter
+		   per layer, the last one's exposed (FSDP2's post-backward
+		   reduce-scatter) */
+		const struct ginfo *gi = &s->groups.v[g];
+		double bk = bucket;
+		if (sim->o.params.prefetch_depth >= 0 && plan->zero >= 1 &&
+		    gi->n_sim > 0)
+			bk = gi->grad_bytes /
+			     s->lanes.v[s->sims.v[gi->sim_first].lane].units;
+		if ((st = sync_tasks(sim, plan, s, g, bk, sc->D > 1, err)))
 			return st;
+	}
 	if ((st = optimizer_tasks(sim, plan, s, err)) ||
 	    (st = tp_sim_order_queues(plan, s, sc, err)))
 		return st;
