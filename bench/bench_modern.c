@@ -164,6 +164,52 @@ static struct best grid(const struct tp_model *m, const struct tp_cluster *c)
 	return b;
 }
 
+/* Simulate strategy str of m on c under runtime rt (prefetch >= -1
+ * replaces its prefetch_depth, -2 keeps it) into r (initialised here,
+ * released by the caller); 1, said on stderr, when it cannot. */
+static int sim_runtime(const struct tp_model *m, const struct tp_cluster *c,
+		       const struct tp_runtime *rt, int prefetch,
+		       const char *str, struct tp_report *r)
+{
+	struct tp_strategy st;
+	struct tp_sim_options o;
+	struct tp_plan p;
+	struct tp_error err;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *s = NULL;
+	int bad;
+
+	tp_plan_init(&p);
+	tp_report_init(r);
+	tp_sim_options_default(&o);
+	tp_sim_params_runtime(&o.params, rt);
+	if (prefetch >= -1)
+		o.params.prefetch_depth = prefetch;
+	sim = tp_sim_new(m, c, &o, &err);
+	if (sim)
+		s = tp_sim_scratch_new(sim);
+	bad = !s || tp_strategy_parse(str, &st, &err) ||
+	      tp_strategy_to_plan(&st, m, c, &p, &err) ||
+	      tp_sim_run(sim, &p, s, r, NULL, &err);
+	if (bad)
+		fprintf(stderr, "bench_modern: %s\n", err.msg);
+	tp_plan_release(&p);
+	tp_sim_scratch_free(s);
+	tp_sim_free(sim);
+	return bad;
+}
+
+/* The largest peak memory of a report's devices. */
+static double peak_memory(const struct tp_report *r)
+{
+	double peak = 0;
+
+	for (size_t j = 0; j < r->n_devices; j++)
+		if (r->devices[j].peak_memory_bytes > peak)
+			peak = r->devices[j].peak_memory_bytes;
+	return peak;
+}
+
 #define LLAMA3_131K_MFU 0.38 /* arXiv:2407.21783 Table 4 */
 
 /* |predicted - published| / published of every published row printed */
@@ -381,37 +427,15 @@ static int zero_bubble(void)
 			return 1;
 		}
 		for (int k = 0; k < 2; k++) {
-			char str[96];
-			struct tp_strategy st;
-			struct tp_sim_options o;
-			struct tp_plan p;
 			struct tp_report r;
-			struct tp_sim *sim;
-			struct tp_sim_scratch *s = NULL;
-			snprintf(str, sizeof(str), "pp=8,mb=6,schedule=%s",
-				 k ? "zb-h1" : "1f1b");
-			tp_plan_init(&p);
-			tp_report_init(&r);
-			tp_sim_options_default(&o);
-			tp_sim_params_runtime(&o.params, &rt);
-			sim = tp_sim_new(&m, &c, &o, &err);
-			if (sim)
-				s = tp_sim_scratch_new(sim);
-			if (!s || tp_strategy_parse(str, &st, &err) ||
-			    tp_strategy_to_plan(&st, &m, &c, &p, &err) ||
-			    tp_sim_run(sim, &p, s, &r, NULL, &err)) {
-				fprintf(stderr, "bench_modern: %s\n", err.msg);
+			if (sim_runtime(&m, &c, &rt, -2,
+					k ? "pp=8,mb=6,schedule=zb-h1"
+					  : "pp=8,mb=6,schedule=1f1b",
+					&r))
 				return 1;
-			}
 			t[k] = r.iteration_time_s;
-			peak[k] = 0;
-			for (size_t j = 0; j < r.n_devices; j++)
-				if (r.devices[j].peak_memory_bytes > peak[k])
-					peak[k] = r.devices[j].peak_memory_bytes;
+			peak[k] = peak_memory(&r);
 			tp_report_release(&r);
-			tp_plan_release(&p);
-			tp_sim_scratch_free(s);
-			tp_sim_free(sim);
 		}
 		printf("%6d %10.4f %10.4f %7.3fx %8.3fx %9.2f GB %9.2f GB\n",
 		       mcount[i], t[0], t[1], t[0] / t[1],
@@ -518,36 +542,13 @@ static int fsdp_prefetch(const struct tp_model *m)
 		}
 		for (int k = 0; k < 4; k++) {
 			const char *str = "mb=2,zero=3,recompute=selective";
-			struct tp_strategy st;
-			struct tp_sim_options o;
-			struct tp_plan p;
 			struct tp_report r;
-			struct tp_sim *sim;
-			struct tp_sim_scratch *s = NULL;
-			double peak = 0;
-			tp_plan_init(&p);
-			tp_report_init(&r);
-			tp_sim_options_default(&o);
-			tp_sim_params_runtime(&o.params, &rt);
-			o.params.prefetch_depth = depth[k];
-			sim = tp_sim_new(m, &c, &o, &err);
-			if (sim)
-				s = tp_sim_scratch_new(sim);
-			if (!s || tp_strategy_parse(str, &st, &err) ||
-			    tp_strategy_to_plan(&st, m, &c, &p, &err) ||
-			    tp_sim_run(sim, &p, s, &r, NULL, &err)) {
-				fprintf(stderr, "bench_modern: %s\n", err.msg);
+			if (sim_runtime(m, &c, &rt, depth[k], str, &r))
 				return 1;
-			}
-			for (size_t j = 0; j < r.n_devices; j++)
-				if (r.devices[j].peak_memory_bytes > peak)
-					peak = r.devices[j].peak_memory_bytes;
 			printf("%-12s %-32s %6d %10.4f %8.2f\n", spec, str,
-			       depth[k], r.iteration_time_s, peak / 1e9);
+			       depth[k], r.iteration_time_s,
+			       peak_memory(&r) / 1e9);
 			tp_report_release(&r);
-			tp_plan_release(&p);
-			tp_sim_scratch_free(s);
-			tp_sim_free(sim);
 		}
 		tp_cluster_release(&c);
 	}
