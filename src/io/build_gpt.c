@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "build_int.h"
-#include "ioint.h"
+#include "io_int.h"
 
 void tp_gb_init(struct tp_gb *g, struct tp_model *m, struct tp_error *err)
 {

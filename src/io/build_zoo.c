@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "build_int.h"
-#include "ioint.h"
+#include "io_int.h"
 
 /* A tensor flowing through the CNN: the op producing it and its shape. */
 struct ten {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/cost.h"
-#include "ioint.h"
+#include "io_int.h"
 
 static const char *const type_fields[] = {"name",
 					  "base",

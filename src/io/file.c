@@ -14,7 +14,7 @@
 
 #include "core/strmap.h"
 #include "core/vec.h"
-#include "ioint.h"
+#include "io_int.h"
 
 #ifndef TP_DATADIR
 #define TP_DATADIR "/usr/local/share/tagplan"

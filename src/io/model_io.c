@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/jsonw.h"
-#include "ioint.h"
+#include "io_int.h"
 
 static const char *const model_fields[] = {
     "format", "name",	   "global_batch_size",

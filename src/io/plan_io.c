@@ -14,7 +14,7 @@
 #include "core/jsonw.h"
 #include "core/runtime.h"
 #include "core/strmap.h"
-#include "ioint.h"
+#include "io_int.h"
 
 static const char *const plan_fields[] = {
     "format",	     "model",	 "topology",	   "global_batch_size",

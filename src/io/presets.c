@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "io.h"
-#include "ioint.h"
+#include "io_int.h"
 #include "json.h"
 
 /* PCIe x16, per direction (hardware table: 15.7 / 31.5 / 63 GB/s). */

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ioint.h"
+#include "io_int.h"
 
 static const struct tp_io_range ranges[TP_IOQ_COUNT] = {
 	[TP_IOQ_FLOP_PER_SAMPLE] = {0, 1e21, "FLOP",

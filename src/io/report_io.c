@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/jsonw.h"
-#include "ioint.h"
+#include "io_int.h"
 
 static const char *const report_fields[] = {"format",
 					    "feasible",

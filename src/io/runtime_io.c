@@ -14,7 +14,7 @@
 #include "core/jsonw.h"
 #include "core/runtime.h"
 #include "core/sha256.h"
-#include "ioint.h"
+#include "io_int.h"
 
 static const char *const top_fields[] = {"format", "name", "description",
 					 "version", "behaviour", "can",

@@ -38,7 +38,7 @@
 
 #include "build.h"
 #include "io.h"
-#include "ioint.h"
+#include "io_int.h"
 #include "json.h"
 
 /* Sailor's GPU names and tagplan's device types (data/devices.json):

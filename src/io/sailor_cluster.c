@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "io.h"
-#include "ioint.h"
+#include "io_int.h"
 #include "json.h"
 
 #define MAX_COLS 32

@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include "io.h"
-#include "ioint.h"
+#include "io_int.h"
 #include "json.h"
 
 static const struct tp_json *key(const struct tp_json *o, const char *k)

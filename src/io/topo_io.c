@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/jsonw.h"
-#include "ioint.h"
+#include "io_int.h"
 
 static const char *const topo_fields[] = {"format", "name",    "device_types",
 					  "nodes",  "network", NULL};

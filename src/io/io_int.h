@@ -1,5 +1,5 @@
 /*
- * ioint.h - private to src/io/: helpers shared by the loaders (device
+ * io_int.h - private to src/io/: helpers shared by the loaders (device
  * types, name suggestions, the parse-then-check prologue).
  */
 #ifndef TP_IO_INT_H
