@@ -36,33 +36,10 @@
 static void chain(struct tp_model *m, uint32_t n, double flop, double pbytes,
 		  double saved, double out, int64_t batch)
 {
-	struct tp_error err;
-	uint32_t prev = TP_NONE;
-
-	tp_model_init(m);
-	m->global_batch = batch;
-	m->dtype = TP_DTYPE_FP16;
-	m->optimizer = TP_OPT_ADAM;
-	for (uint32_t i = 0; i < n; i++) {
-		struct tp_op op = tp_op_default();
-		char name[32];
-		uint32_t idx;
-		snprintf(name, sizeof(name), "op%u", i);
-		op.name = name;
-		op.kind = TP_OP_MATMUL;
-		op.layer = (int32_t)i;
-		op.flop = flop;
-		op.backward_flop = 2 * flop;
-		op.param_bytes = pbytes;
-		op.out_bytes = out;
-		op.saved_bytes = saved;
-		ck_assert_int_eq(tp_model_add_op(m, &op, &idx, &err), TP_OK);
-		if (prev != TP_NONE)
-			ck_assert_int_eq(tp_model_add_edge(m, prev, idx, 0, &err),
-					 TP_OK);
-		prev = idx;
-	}
-	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+	const struct tp_test_chain s = {
+		.n = n, .dtype = TP_DTYPE_FP16, .flop = flop, .pbytes = pbytes,
+		.saved = saved, .out = out, .edge = 0, .batch = batch};
+	tp_test_chain_model(m, &s);
 }
 
 /* p stages of one op each on the toy node (1e14 FLOP/s, exactly),

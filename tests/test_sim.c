@@ -62,34 +62,10 @@ static void toy_cluster(struct tp_cluster *c, uint32_t nodes, uint32_t gpus,
 static void chain_model(struct tp_model *m, uint32_t n, double flop,
 			double pbytes, double ebytes, int64_t batch)
 {
-	struct tp_error err;
-	uint32_t prev = TP_NONE;
-
-	tp_model_init(m);
-	m->global_batch = batch;
-	m->dtype = TP_DTYPE_FP16;
-	m->optimizer = TP_OPT_ADAM;
-	for (uint32_t i = 0; i < n; i++) {
-		struct tp_op op = tp_op_default();
-		char name[32];
-		uint32_t idx;
-		snprintf(name, sizeof(name), "op%u", i);
-		op.name = name;
-		op.kind = TP_OP_MATMUL;
-		op.layer = (int32_t)i;
-		op.flop = flop;
-		op.backward_flop = 2 * flop;
-		op.param_bytes = pbytes;
-		op.out_bytes = ebytes;
-		op.saved_bytes = ebytes;
-		ck_assert_int_eq(tp_model_add_op(m, &op, &idx, &err), TP_OK);
-		if (prev != TP_NONE)
-			ck_assert_int_eq(
-				tp_model_add_edge(m, prev, idx, ebytes, &err),
-				TP_OK);
-		prev = idx;
-	}
-	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+	const struct tp_test_chain s = {
+		.n = n, .dtype = TP_DTYPE_FP16, .flop = flop, .pbytes = pbytes,
+		.saved = ebytes, .out = ebytes, .edge = ebytes, .batch = batch};
+	tp_test_chain_model(m, &s);
 }
 
 static struct tp_sim *new_sim(const struct tp_model *m,

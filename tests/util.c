@@ -230,3 +230,35 @@ void tp_test_toy_node(struct tp_cluster *c, const struct tp_device_type *t,
 			 TP_OK);
 	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);
 }
+
+void tp_test_chain_model(struct tp_model *m, const struct tp_test_chain *s)
+{
+	struct tp_error err;
+	uint32_t prev = TP_NONE;
+
+	tp_model_init(m);
+	m->global_batch = s->batch;
+	m->dtype = s->dtype;
+	m->optimizer = TP_OPT_ADAM;
+	for (uint32_t i = 0; i < s->n; i++) {
+		struct tp_op op = tp_op_default();
+		char name[32];
+		uint32_t idx;
+		snprintf(name, sizeof(name), "op%u", i);
+		op.name = name;
+		op.kind = TP_OP_MATMUL;
+		op.layer = (int32_t)i;
+		op.flop = s->flop;
+		op.backward_flop = 2 * s->flop;
+		op.param_bytes = s->pbytes;
+		op.out_bytes = s->out;
+		op.saved_bytes = s->saved;
+		ck_assert_int_eq(tp_model_add_op(m, &op, &idx, &err), TP_OK);
+		if (prev != TP_NONE)
+			ck_assert_int_eq(
+				tp_model_add_edge(m, prev, idx, s->edge, &err),
+				TP_OK);
+		prev = idx;
+	}
+	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+}

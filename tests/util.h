@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "core/cluster.h"
+#include "core/model.h"
 
 #include <stddef.h>
 
@@ -52,5 +53,17 @@ struct tp_device_type tp_test_toy_type(const char *name);
  * NVSwitch of 100 GB/s per device, no NICs, no latency. */
 void tp_test_toy_node(struct tp_cluster *c, const struct tp_device_type *t,
 		      uint32_t gpus);
+
+/* A chain of n matmuls, one per layer, named op0, op1, ...: `flop`
+ * forward FLOP per sample each (backward 2x), `pbytes` parameter bytes,
+ * `saved` bytes kept per sample for the backward, `out` output bytes per
+ * sample, `edge` bytes per sample on each edge; Adam; finalised. */
+struct tp_test_chain {
+	uint32_t n;
+	enum tp_dtype dtype;
+	double flop, pbytes, saved, out, edge;
+	int64_t batch;
+};
+void tp_test_chain_model(struct tp_model *m, const struct tp_test_chain *s);
 
 #endif
