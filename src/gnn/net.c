@@ -488,6 +488,192 @@ static uint32_t *alloc_u32(struct tp_ad *ad, size_t n)
 	return tp_ad_alloc_bytes(ad, n * sizeof(uint32_t));
 }
 
+/* What the stages of forward share: the network, its input and tape, the
+ * gradient (NULL: inference), where each input's normalisation starts,
+ * and the node states and edge features so far. */
+struct fwd_ctx {
+	const struct tp_gnn_net *net;
+	const struct tp_gnn_input *in;
+	struct tp_ad *ad;
+	float *grad;
+	size_t nb[NT_COUNT], nb_edge[TP_GNN_ETYPES], nb_action, nb_global;
+	uint32_t h[NT_COUNT], ex[TP_GNN_ETYPES];
+	struct tp_tensor exv[TP_GNN_ETYPES];
+};
+
+/* A parameter block of the network at offset off (r x cc) on the tape;
+ * needs net, grad and ad in scope. */
+#define P(off, r, cc)                                                         \
+	tp_ad_param(ad, net->w + (off), grad ? grad + (off) : NULL, (r), (cc))
+
+/* The node encoders (normalised input, linear, layer norm, SiLU) and the
+ * normalised edge features; false when the workspace is full. */
+static bool fwd_encode(struct fwd_ctx *f)
+{
+	const struct tp_gnn_net *net = f->net;
+	const struct tp_gnn_config *c = &net->cfg;
+	const struct tp_gnn_ptab *p = net->tab;
+	const struct tp_gnn_input *in = f->in;
+	struct tp_ad *ad = f->ad;
+	float *grad = f->grad;
+	const struct tp_tensor *xs[NT_COUNT] = {&in->group_x, &in->device_x};
+
+	for (int k = 0; k < NT_COUNT; k++) {
+		uint32_t in_w = k == NT_GROUP ? c->group_in : c->device_in;
+		uint32_t x, xin;
+		xin = norm_const(ad, net, xs[k], f->nb[k]);
+		x = tp_ad_matmul(ad, xin, P(p->enc[k], in_w, c->hidden));
+		x = tp_ad_add_bias(ad, x, P(p->enc_b[k], 1, c->hidden));
+		x = tp_ad_layernorm(ad, x, P(p->enc_g[k], 1, c->hidden),
+				    P(p->enc_lnb[k], 1, c->hidden));
+		f->h[k] = tp_ad_silu(ad, x);
+	}
+	for (int t = 0; t < TP_GNN_ETYPES; t++) {
+		f->ex[t] = norm_const_t(ad, net, &in->edge_x[t], f->nb_edge[t]);
+		if (f->ex[t] == TP_AD_NONE)
+			return false;
+		f->exv[t] = tp_ad_val(ad, f->ex[t]);
+	}
+	return true;
+}
+
+/* Message-passing layer l: per edge type attention over the sources
+ * (with the edge features), then a residual update of every node. */
+static void fwd_layer(struct fwd_ctx *f, uint32_t l)
+{
+	const struct tp_gnn_net *net = f->net;
+	const struct tp_gnn_config *c = &net->cfg;
+	const struct layer_p *L = &net->tab->layer[l];
+	const struct tp_gnn_input *in = f->in;
+	struct tp_ad *ad = f->ad;
+	float *grad = f->grad;
+	uint32_t *h = f->h, *ex = f->ex;
+	uint32_t agg[NT_COUNT] = {TP_AD_NONE, TP_AD_NONE};
+
+	for (int t = 0; t < TP_GNN_ETYPES; t++) {
+		const struct tp_ad_edges *e = &in->edges[t];
+		int s = etype_src[t], d = etype_dst[t];
+		uint32_t z, sl, tl, cl, a, m, fe;
+		if (e->n == 0)
+			continue;
+		z = tp_ad_matmul(ad, h[s], P(L->W[t], c->hidden, c->hidden));
+		sl = tp_ad_matmul(ad, h[s], P(L->A[t], c->hidden, c->heads));
+		tl = tp_ad_matmul(ad, h[d], P(L->B[t], c->hidden, c->heads));
+		cl = tp_ad_matmul(ad, P(L->C[t], c->heads, c->edge_in[t]),
+				  ex[t]);
+		a = tp_ad_edge_logits(ad, e, sl, tl, cl);
+		a = tp_ad_edge_softmax(ad, e, a);
+		m = tp_ad_edge_agg(ad, e, a, z);
+		fe = tp_ad_edge_agg_feat(ad, e, a, &f->exv[t]);
+		fe = tp_ad_matmul(ad, fe,
+				  P(L->U[t], c->heads * c->edge_in[t],
+				    c->hidden));
+		m = tp_ad_add(ad, m, fe);
+		agg[d] = agg[d] == TP_AD_NONE ? m : tp_ad_add(ad, agg[d], m);
+	}
+	for (int k = 0; k < NT_COUNT; k++) {
+		uint32_t u = tp_ad_matmul(ad, h[k],
+					  P(L->self[k], c->hidden, c->hidden));
+		u = tp_ad_add_bias(ad, u, P(L->bias[k], 1, c->hidden));
+		if (agg[k] != TP_AD_NONE)
+			u = tp_ad_add(ad, u, agg[k]);
+		u = tp_ad_layernorm(ad, u, P(L->lng[k], 1, c->hidden),
+				    P(L->lnb[k], 1, c->hidden));
+		h[k] = tp_ad_add(ad, h[k], tp_ad_silu(ad, u));
+	}
+}
+
+/* The policy and gain heads over the actions (pooled devices, the group,
+ * the action's features); false when the workspace is full. */
+static bool fwd_policy(struct fwd_ctx *f, struct fwd *out)
+{
+	const struct tp_gnn_net *net = f->net;
+	const struct tp_gnn_config *c = &net->cfg;
+	const struct tp_gnn_ptab *p = net->tab;
+	const struct tp_gnn_input *in = f->in;
+	struct tp_ad *ad = f->ad;
+	float *grad = f->grad;
+	uint32_t pooled, hg, xa, x, *idx;
+
+	idx = alloc_u32(ad, in->n_actions);
+	if (!idx)
+		return false;
+	for (uint32_t k = 0; k < in->n_actions; k++)
+		idx[k] = in->group;
+	pooled = tp_ad_set_pool(ad, f->h[NT_DEVICE], &in->actions);
+	hg = tp_ad_gather(ad, f->h[NT_GROUP], idx, in->n_actions);
+	xa = norm_const(ad, net, &in->action_x, f->nb_action);
+	x = tp_ad_concat(ad, pooled, hg, xa, TP_AD_NONE);
+	x = tp_ad_matmul(ad, x,
+			 P(p->pw1, 3 * c->hidden + c->action_in,
+			   c->head_hidden));
+	x = tp_ad_silu(ad,
+		       tp_ad_add_bias(ad, x, P(p->pb1, 1, c->head_hidden)));
+	x = tp_ad_matmul(ad, x, P(p->pw2, c->head_hidden, c->head_hidden));
+	x = tp_ad_silu(ad,
+		       tp_ad_add_bias(ad, x, P(p->pb2, 1, c->head_hidden)));
+	out->logits = tp_ad_matmul(ad, x, P(p->pw3, c->head_hidden, 1));
+	out->gains = tp_ad_tanh(
+		ad, tp_ad_add_bias(ad,
+				   tp_ad_matmul(ad, x,
+						P(p->qw, c->head_hidden, 1)),
+				   P(p->qb, 1, 1)));
+	return out->logits != TP_AD_NONE && out->gains != TP_AD_NONE;
+}
+
+/* The value head over all groups and all devices (weighted) pooled and
+ * the global features; false when the workspace is full. */
+static bool fwd_value(struct fwd_ctx *f, struct fwd *out)
+{
+	const struct tp_gnn_net *net = f->net;
+	const struct tp_gnn_config *c = &net->cfg;
+	const struct tp_gnn_ptab *p = net->tab;
+	const struct tp_gnn_input *in = f->in;
+	struct tp_ad *ad = f->ad;
+	float *grad = f->grad;
+	uint32_t pg, pd, xg, x, *idx;
+	struct tp_tensor gt =
+		tp_tensor_view((float *)in->global_x, 1, c->global_in);
+	uint32_t n_all = in->n_groups + in->n_devices;
+	struct tp_ad_sets *all;
+
+	all = tp_ad_alloc_bytes(ad, 2 * sizeof(*all));
+	idx = alloc_u32(ad, (size_t)n_all + 4);
+	if (!all || !idx)
+		return false;
+	/* set 0: all groups; set 1: all devices (weighted) */
+	for (uint32_t i = 0; i < in->n_groups; i++)
+		idx[i] = i;
+	for (uint32_t i = 0; i < in->n_devices; i++)
+		idx[in->n_groups + i] = i;
+	idx[n_all] = 0;
+	idx[n_all + 1] = in->n_groups;
+	idx[n_all + 2] = 0;
+	idx[n_all + 3] = in->n_devices;
+	all[0].n = 1;
+	all[0].first = idx + n_all;
+	all[0].member = idx;
+	all[0].weight = NULL;
+	all[1].n = 1;
+	all[1].first = idx + n_all + 2;
+	all[1].member = idx + in->n_groups;
+	all[1].weight = in->device_weight;
+	pg = tp_ad_set_pool(ad, f->h[NT_GROUP], &all[0]);
+	pd = tp_ad_set_pool(ad, f->h[NT_DEVICE], &all[1]);
+	xg = norm_const(ad, net, &gt, f->nb_global);
+	x = tp_ad_concat(ad, pg, pd, xg, TP_AD_NONE);
+	x = tp_ad_matmul(ad, x,
+			 P(p->vw1, 4 * c->hidden + c->global_in,
+			   c->head_hidden));
+	x = tp_ad_silu(ad,
+		       tp_ad_add_bias(ad, x, P(p->vb1, 1, c->head_hidden)));
+	x = tp_ad_matmul(ad, x, P(p->vw2, c->head_hidden, 1));
+	x = tp_ad_add_bias(ad, x, P(p->vb2, 1, 1));
+	out->value = tp_ad_tanh(ad, x);
+	return true;
+}
+#undef P
+
 /* The forward graph; the value head only when want_value (the search
  * does not use it, so its passes skip it: the priors and gains are the
  * same to the bit). */
@@ -497,164 +683,26 @@ static enum tp_status forward(const struct tp_gnn_net *net,
 			      struct tp_error *err)
 {
 	const struct tp_gnn_config *c = &net->cfg;
-	const struct tp_gnn_ptab *p = net->tab;
-	uint32_t h[NT_COUNT], xin[NT_COUNT], ex[TP_GNN_ETYPES];
-	struct tp_tensor exv[TP_GNN_ETYPES];
-	size_t nb_edge[TP_GNN_ETYPES], nb_action, nb_global;
-	const struct tp_tensor *xs[NT_COUNT] = {&in->group_x, &in->device_x};
-	size_t nb[NT_COUNT];
-	struct tp_ad_sets *all;
-	uint32_t *idx;
-
-#define P(off, r, cc)                                                         \
-	tp_ad_param(ad, net->w + (off), grad ? grad + (off) : NULL, (r), (cc))
+	struct fwd_ctx f = {.net = net, .in = in, .ad = ad, .grad = grad};
 
 	tp_ad_reset(ad);
-	nb[NT_GROUP] = 0;
-	nb[NT_DEVICE] = c->group_in;
-	nb_action = nb[NT_DEVICE] + c->device_in;
-	nb_global = nb_action + c->action_in;
-	nb_edge[0] = nb_global + c->global_in;
+	f.nb[NT_GROUP] = 0;
+	f.nb[NT_DEVICE] = c->group_in;
+	f.nb_action = f.nb[NT_DEVICE] + c->device_in;
+	f.nb_global = f.nb_action + c->action_in;
+	f.nb_edge[0] = f.nb_global + c->global_in;
 	for (int t = 1; t < TP_GNN_ETYPES; t++)
-		nb_edge[t] = nb_edge[t - 1] + c->edge_in[t - 1];
-
-	for (int k = 0; k < NT_COUNT; k++) {
-		uint32_t in_w = k == NT_GROUP ? c->group_in : c->device_in;
-		uint32_t x;
-		xin[k] = norm_const(ad, net, xs[k], nb[k]);
-		x = tp_ad_matmul(ad, xin[k], P(p->enc[k], in_w, c->hidden));
-		x = tp_ad_add_bias(ad, x, P(p->enc_b[k], 1, c->hidden));
-		x = tp_ad_layernorm(ad, x, P(p->enc_g[k], 1, c->hidden),
-				    P(p->enc_lnb[k], 1, c->hidden));
-		h[k] = tp_ad_silu(ad, x);
-	}
-	for (int t = 0; t < TP_GNN_ETYPES; t++) {
-		ex[t] = norm_const_t(ad, net, &in->edge_x[t], nb_edge[t]);
-		if (ex[t] == TP_AD_NONE)
-			goto nomem;
-		exv[t] = tp_ad_val(ad, ex[t]);
-	}
-	for (uint32_t l = 0; l < c->layers; l++) {
-		const struct layer_p *L = &p->layer[l];
-		uint32_t agg[NT_COUNT] = {TP_AD_NONE, TP_AD_NONE};
-		for (int t = 0; t < TP_GNN_ETYPES; t++) {
-			const struct tp_ad_edges *e = &in->edges[t];
-			int s = etype_src[t], d = etype_dst[t];
-			uint32_t z, sl, tl, cl, a, m, f;
-			if (e->n == 0)
-				continue;
-			z = tp_ad_matmul(ad, h[s],
-					 P(L->W[t], c->hidden, c->hidden));
-			sl = tp_ad_matmul(ad, h[s],
-					  P(L->A[t], c->hidden, c->heads));
-			tl = tp_ad_matmul(ad, h[d],
-					  P(L->B[t], c->hidden, c->heads));
-			cl = tp_ad_matmul(ad,
-					  P(L->C[t], c->heads, c->edge_in[t]),
-					  ex[t]);
-			a = tp_ad_edge_logits(ad, e, sl, tl, cl);
-			a = tp_ad_edge_softmax(ad, e, a);
-			m = tp_ad_edge_agg(ad, e, a, z);
-			f = tp_ad_edge_agg_feat(ad, e, a, &exv[t]);
-			f = tp_ad_matmul(ad, f,
-					 P(L->U[t], c->heads * c->edge_in[t],
-					   c->hidden));
-			m = tp_ad_add(ad, m, f);
-			agg[d] = agg[d] == TP_AD_NONE ? m
-						      : tp_ad_add(ad, agg[d], m);
-		}
-		for (int k = 0; k < NT_COUNT; k++) {
-			uint32_t u = tp_ad_matmul(
-				ad, h[k], P(L->self[k], c->hidden, c->hidden));
-			u = tp_ad_add_bias(ad, u, P(L->bias[k], 1, c->hidden));
-			if (agg[k] != TP_AD_NONE)
-				u = tp_ad_add(ad, u, agg[k]);
-			u = tp_ad_layernorm(ad, u, P(L->lng[k], 1, c->hidden),
-					    P(L->lnb[k], 1, c->hidden));
-			h[k] = tp_ad_add(ad, h[k], tp_ad_silu(ad, u));
-		}
-	}
-
-	/* policy and gains */
+		f.nb_edge[t] = f.nb_edge[t - 1] + c->edge_in[t - 1];
+	if (!fwd_encode(&f))
+		goto nomem;
+	for (uint32_t l = 0; l < c->layers; l++)
+		fwd_layer(&f, l);
 	out->logits = TP_AD_NONE;
 	out->gains = TP_AD_NONE;
-	if (in->n_actions) {
-		uint32_t pooled, hg, xa, x;
-		idx = alloc_u32(ad, in->n_actions);
-		if (!idx)
-			goto nomem;
-		for (uint32_t k = 0; k < in->n_actions; k++)
-			idx[k] = in->group;
-		pooled = tp_ad_set_pool(ad, h[NT_DEVICE], &in->actions);
-		hg = tp_ad_gather(ad, h[NT_GROUP], idx, in->n_actions);
-		xa = norm_const(ad, net, &in->action_x, nb_action);
-		x = tp_ad_concat(ad, pooled, hg, xa, TP_AD_NONE);
-		x = tp_ad_matmul(ad, x,
-				 P(p->pw1, 3 * c->hidden + c->action_in,
-				   c->head_hidden));
-		x = tp_ad_silu(ad,
-			       tp_ad_add_bias(ad, x, P(p->pb1, 1,
-						       c->head_hidden)));
-		x = tp_ad_matmul(ad, x,
-				 P(p->pw2, c->head_hidden, c->head_hidden));
-		x = tp_ad_silu(ad,
-			       tp_ad_add_bias(ad, x, P(p->pb2, 1,
-						       c->head_hidden)));
-		out->logits = tp_ad_matmul(ad, x, P(p->pw3, c->head_hidden, 1));
-		out->gains = tp_ad_tanh(
-			ad, tp_ad_add_bias(ad,
-					   tp_ad_matmul(ad, x,
-							P(p->qw, c->head_hidden,
-							  1)),
-					   P(p->qb, 1, 1)));
-		if (out->logits == TP_AD_NONE || out->gains == TP_AD_NONE)
-			goto nomem;
-	}
-
-	/* value */
+	if (in->n_actions && !fwd_policy(&f, out))
+		goto nomem;
 	out->value = TP_AD_NONE;
-	if (want_value) {
-		uint32_t pg, pd, xg, x;
-		struct tp_tensor gt = tp_tensor_view((float *)in->global_x, 1,
-						     c->global_in);
-		uint32_t n_all = in->n_groups + in->n_devices;
-		all = tp_ad_alloc_bytes(ad, 2 * sizeof(*all));
-		idx = alloc_u32(ad, (size_t)n_all + 4);
-		if (!all || !idx)
-			goto nomem;
-		/* set 0: all groups; set 1: all devices (weighted) */
-		for (uint32_t i = 0; i < in->n_groups; i++)
-			idx[i] = i;
-		for (uint32_t i = 0; i < in->n_devices; i++)
-			idx[in->n_groups + i] = i;
-		idx[n_all] = 0;
-		idx[n_all + 1] = in->n_groups;
-		idx[n_all + 2] = 0;
-		idx[n_all + 3] = in->n_devices;
-		all[0].n = 1;
-		all[0].first = idx + n_all;
-		all[0].member = idx;
-		all[0].weight = NULL;
-		all[1].n = 1;
-		all[1].first = idx + n_all + 2;
-		all[1].member = idx + in->n_groups;
-		all[1].weight = in->device_weight;
-		pg = tp_ad_set_pool(ad, h[NT_GROUP], &all[0]);
-		pd = tp_ad_set_pool(ad, h[NT_DEVICE], &all[1]);
-		xg = norm_const(ad, net, &gt, nb_global);
-		x = tp_ad_concat(ad, pg, pd, xg, TP_AD_NONE);
-		x = tp_ad_matmul(ad, x,
-				 P(p->vw1, 4 * c->hidden + c->global_in,
-				   c->head_hidden));
-		x = tp_ad_silu(ad,
-			       tp_ad_add_bias(ad, x, P(p->vb1, 1,
-						       c->head_hidden)));
-		x = tp_ad_matmul(ad, x, P(p->vw2, c->head_hidden, 1));
-		x = tp_ad_add_bias(ad, x, P(p->vb2, 1, 1));
-		out->value = tp_ad_tanh(ad, x);
-	}
-#undef P
-	if (tp_ad_failed(ad))
+	if ((want_value && !fwd_value(&f, out)) || tp_ad_failed(ad))
 		goto nomem;
 	return TP_OK;
 nomem:
