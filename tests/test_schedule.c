@@ -274,6 +274,22 @@ END_TEST
 
 /* The TorchTitan export names torch.distributed.pipelining's zero-bubble
  * schedule for a zb-h1 plan of fsdp2, and says what it runs. */
+/* Llama-2-7B at 4,096 tokens, batch 64, on `spec` over NDR InfiniBand. */
+static void llama_on(struct tp_model *m, struct tp_cluster *c,
+		     const char *spec)
+{
+	struct tp_error err;
+
+	tp_model_init(m);
+	ck_assert_msg(tp_build_hf(tp_test_path("data/hf/llama-2-7b.json"), 4096,
+				  64, -1, m, &err) == TP_OK,
+		      "%s", err.msg);
+	tp_cluster_init(c);
+	ck_assert_msg(tp_build_topology(&spec, 1, "ib-ndr", 1, c, &err) ==
+			      TP_OK,
+		      "%s", err.msg);
+}
+
 START_TEST(test_zb_h1_export)
 {
 	struct tp_model m;
@@ -284,16 +300,8 @@ START_TEST(test_zb_h1_export)
 	struct tp_export_spec spec;
 	struct tp_strbuf out, notes;
 	struct tp_error err;
-	const char *specs[] = {"dgx-h100:1"};
 
-	tp_model_init(&m);
-	ck_assert_msg(tp_build_hf(tp_test_path("data/hf/llama-2-7b.json"), 4096,
-				  64, -1, &m, &err) == TP_OK,
-		      "%s", err.msg);
-	tp_cluster_init(&c);
-	ck_assert_msg(tp_build_topology(specs, 1, "ib-ndr", 1, &c, &err) ==
-			      TP_OK,
-		      "%s", err.msg);
+	llama_on(&m, &c, "dgx-h100:1");
 	tp_plan_init(&p);
 	ck_assert_int_eq(tp_strategy_parse("pp=4,zero=3,schedule=zb-h1", &st,
 					   &err),
@@ -380,20 +388,12 @@ START_TEST(test_uneven_stages_strategy)
 	struct tp_strategy st;
 	struct tp_strbuf out;
 	struct tp_error err;
-	const char *specs[] = {"dgx-h100:2"};
 	const int64_t want1[] = {9, 9, 9, 5};
 	const int64_t want2[] = {5, 4, 4, 3, 5, 4, 4, 3};
 	int64_t got[8];
 	char buf[512];
 
-	tp_model_init(&m);
-	ck_assert_msg(tp_build_hf(tp_test_path("data/hf/llama-2-7b.json"), 4096,
-				  64, -1, &m, &err) == TP_OK,
-		      "%s", err.msg);
-	tp_cluster_init(&c);
-	ck_assert_msg(tp_build_topology(specs, 1, "ib-ndr", 1, &c, &err) ==
-			      TP_OK,
-		      "%s", err.msg);
+	llama_on(&m, &c, "dgx-h100:2");
 	tp_plan_init(&p);
 	ck_assert_int_eq(tp_strategy_parse("tp=2,pp=4,first_layers=9,"
 					   "last_layers=5",
