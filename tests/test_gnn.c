@@ -1110,6 +1110,71 @@ START_TEST(test_features_ep_cp)
 }
 END_TEST
 
+/* The mixed tensor-parallel slots (appended after ep and cp): a group
+ * action that makes its group mixed carries its own degree ratio and
+ * share, a global action and the global node the state's mixed groups:
+ * here one group of every op on 8 devices as replicas of tp 1, 1, 2, 4
+ * (log2(4 / 1) / 3, 6 of 8 devices above tp 1). */
+START_TEST(test_features_mixed)
+{
+	static const char *const specs[] = {"dgx-a100:1"};
+	static const uint32_t rtp[] = {1, 1, 2, 4};
+	struct tp_plan_replicas rep = {4, rtp};
+	struct fixture fx;
+	struct tp_gnn_features *f;
+	struct tp_gnn_input in;
+	struct tp_error err;
+	uint32_t ops[4096], n_ops;
+
+	fixture_init(&fx, specs, 1, NULL);
+	n_ops = (uint32_t)fx.m.ops.n;
+	ck_assert(n_ops <= 4096);
+	for (uint32_t o = 0; o < n_ops; o++)
+		ops[o] = o;
+	tp_plan_clear(&fx.plan);
+	fx.plan.global_batch = fx.m.global_batch;
+	fx.plan.micro_batches = 1;
+	ck_assert_msg(tp_plan_add_group_mixed(&fx.plan, ops, n_ops,
+					      fx.devs[0], 8, &rep, NULL,
+					      &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert(fx.plan.groups.v[0].mixed);
+	fx.acts[1].mixed_tp = 2;
+	fx.acts[1].mixed_devices = 2;
+	fx.acts[4] = (struct tp_prior_action){.global = true,
+					      .micro_batches = 1,
+					      .schedule = TP_SCHEDULE_1F1B};
+	fx.st.n_actions = 5;
+	f = tp_gnn_features_new(&fx.m, &fx.c, fx.g.n, fx.g.first, NULL, &err);
+	ck_assert_msg(f != NULL, "%s", err.msg);
+	ck_assert_int_eq(tp_gnn_features_state(f, &fx.st, &in, &err), TP_OK);
+	ck_assert(in.global_x[TP_GNN_GLOBAL_MIXED_TP] == 2.0f / 3);
+	ck_assert(in.global_x[TP_GNN_GLOBAL_MIXED_SHARE] == 6.0f / 8);
+	ck_assert(tp_tensor_at(&in.action_x, 4, 0)[TP_GNN_ACTION_MIXED_TP] ==
+		  2.0f / 3);
+	ck_assert(tp_tensor_at(&in.action_x, 4, 0)
+			  [TP_GNN_ACTION_MIXED_SHARE] == 6.0f / 8);
+	/* 4 devices, 2 of them at tp 2 */
+	ck_assert(tp_tensor_at(&in.action_x, 1, 0)[TP_GNN_ACTION_MIXED_TP] ==
+		  1.0f / 3);
+	ck_assert(tp_tensor_at(&in.action_x, 1, 0)
+			  [TP_GNN_ACTION_MIXED_SHARE] == 0.5f);
+	/* a plain action has none */
+	ck_assert(tp_tensor_at(&in.action_x, 0, 0)[TP_GNN_ACTION_MIXED_TP] ==
+		  0);
+	/* a mixed degree at or below tp is refused */
+	fx.acts[1].mixed_tp = 1;
+	fx.acts[1].mixed_devices = 2;
+	ck_assert_int_eq(tp_gnn_features_state(f, &fx.st, &in, &err), TP_OK);
+	fx.acts[2].mixed_tp = 2;
+	ck_assert_int_eq(tp_gnn_features_state(f, &fx.st, &in, &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "mixed tp"), "%s", err.msg);
+	tp_gnn_features_free(f);
+	fixture_release(&fx);
+}
+END_TEST
+
 START_TEST(test_features_pooling)
 {
 	static const char *const specs[] = {"dgx-a100:16"};
@@ -1531,6 +1596,7 @@ Suite *suite_gnn(void)
 	tcase_add_test(tc, test_features_real_graph);
 	tcase_add_test(tc, test_features_pooling);
 	tcase_add_test(tc, test_features_ep_cp);
+	tcase_add_test(tc, test_features_mixed);
 	tcase_add_test(tc, test_features_sync_method);
 	tcase_add_test(tc, test_provider_priors);
 	tcase_add_test(tc, test_provider_ensemble);

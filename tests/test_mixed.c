@@ -191,6 +191,14 @@ START_TEST(test_mixed_tp_file_and_runtimes)
 	p.zero = 1;
 	ck_assert_int_eq(tp_plan_validate(&p, &m, &c, &err), TP_EINPUT);
 	ck_assert_str_eq(err.path, "$.groups[0].replica_tp");
+	ck_assert_msg(strstr(err.msg, "set $.zero to 0"), "%s", err.msg);
+	/* nor a sync other than the ring: the field and the fix named */
+	p.zero = 0;
+	p.groups.v[0].sync = TP_SYNC_HIERARCHICAL;
+	ck_assert_int_eq(tp_plan_validate(&p, &m, &c, &err), TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "set $.groups[0].sync to \"ring\""),
+		      "%s", err.msg);
+	p.groups.v[0].sync = TP_SYNC_RING;
 	tp_strbuf_release(&sb);
 	tp_strbuf_release(&sb2);
 	tp_plan_release(&p);

@@ -466,7 +466,8 @@ END_TEST
  * dropped and said); inside a node the intra-node fit's maximum, 200
  * GB/s, latency 1 MB / 100 GB/s - 1 MB / 200 GB/s = 5 us; between nodes
  * 10 GB/s and 1 MB / 5 GB/s - 1 MB / 10 GB/s = 100 us.  A row over two
- * zones and a bad count are refused with their line and column.  Fails
+ * zones and a bad count are refused with their line and column, a
+ * missing trace with its path and the traces the folder has.  Fails
  * with the NIC's latency halved (50 us between nodes). */
 START_TEST(test_profile_sailor_cluster)
 {
@@ -512,6 +513,19 @@ START_TEST(test_profile_sailor_cluster)
 	ck_assert_int_eq(err.column, 9);
 	ck_assert_msg(strstr(err.file, "trace_tiny.csv") != NULL, "%s",
 		      err.file);
+	tp_cluster_release(&c);
+	/* a trace the folder does not have: the file, what it is and the
+	   names it has (was "cannot open" alone, exit 3) */
+	tp_error_clear(&err);
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_sailor_import_cluster(dir, "huge", 0, &c, &notes,
+						  &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.file, "configs/trace_huge.csv") != NULL,
+		      "%s", err.file);
+	ck_assert_msg(strstr(err.msg, "cluster trace") != NULL &&
+			      strstr(err.msg, "(tiny)") != NULL,
+		      "%s", err.msg);
 	tp_cluster_release(&c);
 	tp_strbuf_release(&notes);
 }

@@ -264,7 +264,7 @@ static enum tp_status mixed_check(const struct tp_plan *p, uint32_t g,
 	const struct tp_plan_group *gr = &p->groups.v[g];
 	uint64_t sum = 0;
 	uint32_t hi = 0;
-	char path[64];
+	char path[64], fix[64];
 	const char *no = NULL;
 
 	snprintf(path, sizeof(path), "$.groups[%u].replica_tp", g);
@@ -295,25 +295,37 @@ static enum tp_status mixed_check(const struct tp_plan *p, uint32_t g,
 					 "%u)",
 					 (unsigned long long)sum, hi,
 					 gr->n_devices, gr->tp);
-	if (gr->cp != 1)
+	/* what the simulator does not model over unequal replicas: the
+	   field to change is named in the error with its fix */
+	if (gr->cp != 1) {
 		no = "context parallelism";
-	else if (gr->ep != 1)
+		snprintf(fix, sizeof(fix), "set $.groups[%u].cp to 1", g);
+	} else if (gr->ep != 1) {
 		no = "expert parallelism";
-	else if (gr->sp)
+		snprintf(fix, sizeof(fix), "set $.groups[%u].ep to 1", g);
+	} else if (gr->sp) {
 		no = "sequence parallelism";
-	else if (gr->sync != TP_SYNC_RING)
+		snprintf(fix, sizeof(fix), "set $.groups[%u].sp to false", g);
+	} else if (gr->sync != TP_SYNC_RING) {
 		no = "a sync other than ring";
-	else if (p->zero)
+		snprintf(fix, sizeof(fix), "set $.groups[%u].sync to \"ring\"",
+			 g);
+	} else if (p->zero) {
 		no = "ZeRO";
-	else if (gr->n_sfb || gr->lossy != TP_LOSSY_NONE)
+		snprintf(fix, sizeof(fix), "set $.zero to 0");
+	} else if (gr->n_sfb || gr->lossy != TP_LOSSY_NONE) {
 		no = "gradient compression";
+		snprintf(fix, sizeof(fix), "remove $.groups[%u].compression",
+			 g);
+	}
 	if (no)
-		return tp_error_set_path(err, TP_EINPUT, path,
-					 "replicas of different tensor-"
-					 "parallel degrees do not combine "
-					 "with %s here; give every replica "
-					 "the same tp",
-					 no);
+		return tp_error_set_path(
+			err, TP_EINPUT, path,
+			"replicas of different tensor-parallel degrees do "
+			"not combine with %s (the simulator has no model of "
+			"it over unequally sharded replicas): %s, or give "
+			"every replica the same tp",
+			no, fix);
 	return TP_OK;
 }
 

@@ -56,6 +56,11 @@ struct tp_prior_action {
 	enum tp_sync sync;
 	enum tp_recompute recompute;
 	bool keeps_default; /* the action equals the group's default */
+	/* mixed tensor-parallel replicas (core/plan.h "mixed"): 0 = none;
+	   else mixed_devices of the set run in replicas of degree mixed_tp
+	   (the slower device types) and the rest at tp (dp counts the set
+	   as if all ran at tp) */
+	uint32_t mixed_tp, mixed_devices;
 	bool applies_to_rest; /* also decides every later group (a new
 				 pipeline stage, or moving the rest of the
 				 model), each with the largest valid tp up

@@ -209,7 +209,10 @@ static void check_groups(const struct tp_runtime_can *can,
 		if (gr->mixed && !can->mixed_tp)
 			need(n, TP_CAP_MIXED_TP,
 			     "group %u holds replicas of different tensor-"
-			     "parallel degrees (tp %u to %u)",
+			     "parallel degrees (tp %u to %u; no shipped "
+			     "runtime profile runs them, Sailor's runtime "
+			     "does: simulate such plans under --runtime "
+			     "none)",
 			     g, mixed_lowest(p, g), gr->tp);
 		if (gr->cp > 1 && !can->context_parallel)
 			need(n, TP_CAP_CONTEXT_PARALLEL,

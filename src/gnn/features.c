@@ -880,6 +880,29 @@ static void plan_ep_cp(const struct tp_plan *p, uint32_t *ep, uint32_t *cp)
 			*ep = p->groups.v[g].ep;
 }
 
+/* The plan's mixed groups (core/plan.h): the largest log2 ratio of a
+ * group's replica degrees and the largest share of a group's devices in
+ * replicas above its smallest degree (0 and 0 when none is mixed). */
+static void plan_mixed(const struct tp_plan *p, double *log_ratio,
+		       double *share)
+{
+	*log_ratio = *share = 0;
+	for (uint32_t g = 0; g < (uint32_t)p->groups.n; g++) {
+		const struct tp_plan_group *gr = &p->groups.v[g];
+		uint32_t lo = gr->tp, above = 0;
+		if (!gr->mixed || gr->n_devices == 0)
+			continue;
+		for (uint32_t r = 0; r < gr->dp; r++)
+			if (tp_plan_replica_tp(p, g, r) < lo)
+				lo = tp_plan_replica_tp(p, g, r);
+		for (uint32_t r = 0; r < gr->dp; r++)
+			if (tp_plan_replica_tp(p, g, r) > lo)
+				above += tp_plan_replica_tp(p, g, r);
+		*log_ratio = fmax(*log_ratio, log2((double)gr->tp / lo));
+		*share = fmax(*share, (double)above / gr->n_devices);
+	}
+}
+
 /* The global settings of p as the globals block at r. */
 static void globals_features(float *r, const struct tp_plan *p,
 			     double batch)
@@ -960,19 +983,23 @@ static double state_loads(struct tp_gnn_features *f, const struct tp_plan *p)
 		const uint32_t *devs = tp_plan_group_devs(p, q);
 		const double *sh = tp_plan_group_shares(p, q);
 		double mb = p->micro_batches ? p->micro_batches : 1;
-		for (uint32_t r = 0; r < pg->dp; r++)
-			for (uint32_t j = 0; j < pg->tp; j++) {
-				uint32_t d = devs[r * pg->tp + j];
+		/* replica r on devs[first, first + its degree): tp each
+		   but in mixed groups */
+		for (uint32_t r = 0, first = 0; r < pg->dp; r++) {
+			uint32_t rt = tp_plan_replica_tp(p, q, r);
+			for (uint32_t j = 0; j < rt; j++) {
+				uint32_t d = devs[first + j];
 				uint32_t t = c->devices.v[d].type;
 				double samples = f->batch * sh[r];
 				f->load[d] += f->gtime[(size_t)k * f->T + t] *
-					      samples / pg->tp;
+					      samples / rt;
 				f->mem[d] += f->gparam[k] * f->state_factor /
-						     pg->tp +
-					     f->gsaved[k] * samples / mb /
-						     pg->tp;
+						     rt +
+					     f->gsaved[k] * samples / mb / rt;
 				f->ngroups_on[d]++;
 			}
+			first += rt;
+		}
 	}
 	for (uint32_t d = 0; d < ND; d++)
 		max_load = fmax(max_load, f->load[d]);
@@ -1087,7 +1114,7 @@ static void state_global(struct tp_gnn_features *f,
 {
 	float *r = f->g.global_x.v;
 	uint32_t K = f->K, ND = f->ND, ep, cp;
-	double tot_param = 0;
+	double tot_param = 0, mix_ratio, mix_share;
 
 	for (uint32_t k = 0; k < K; k++)
 		tot_param += f->gparam[k];
@@ -1119,6 +1146,9 @@ static void state_global(struct tp_gnn_features *f,
 			: 0.0f;
 	r[TP_GNN_GLOBAL_EP] = clampf(log2(ep) / 7, 0, 1);
 	r[TP_GNN_GLOBAL_CP] = clampf(log2(cp) / 6, 0, 1);
+	plan_mixed(p, &mix_ratio, &mix_share);
+	r[TP_GNN_GLOBAL_MIXED_TP] = clampf(mix_ratio / 3, 0, 1);
+	r[TP_GNN_GLOBAL_MIXED_SHARE] = clampf(mix_share, 0, 1);
 	if (st->report) {
 		r[TP_GNN_GLOBAL_SIMULATED] = 1;
 		r[TP_GNN_GLOBAL_FITS] = st->report->feasible ? 1.0f : 0.0f;
@@ -1148,6 +1178,10 @@ static enum tp_status global_action(struct tp_gnn_features *f,
 	globals_features(x + TP_GNN_ACTION_GLOBALS, &tmp, f->batch);
 	x[TP_GNN_ACTION_EP] = clampf(log2(ac->ep > 1 ? ac->ep : 1) / 7, 0, 1);
 	x[TP_GNN_ACTION_CP] = clampf(log2(ac->cp > 1 ? ac->cp : 1) / 6, 0, 1);
+	/* the state's mixed groups (a global action keeps them) */
+	x[TP_GNN_ACTION_MIXED_TP] = f->g.global_x.v[TP_GNN_GLOBAL_MIXED_TP];
+	x[TP_GNN_ACTION_MIXED_SHARE] =
+		f->g.global_x.v[TP_GNN_GLOBAL_MIXED_SHARE];
 	f->act_nodes.n = f->act_w.n = 0;
 	for (uint32_t n = 0; n < f->NN; n++)
 		if (tp_vec_push(&f->act_nodes, n) ||
@@ -1176,6 +1210,13 @@ static enum tp_status group_action(struct tp_gnn_features *f,
 				    "GNN features: action %u has %u devices, "
 				    "dp %u, tp %u",
 				    a, ac->n_devices, ac->dp, ac->tp);
+	if (ac->mixed_tp > 1 &&
+	    (ac->mixed_devices > ac->n_devices || ac->mixed_tp <= ac->tp))
+		return tp_error_set(err, TP_EINPUT,
+				    "GNN features: action %u has %u of %u "
+				    "devices at mixed tp %u (tp %u)",
+				    a, ac->mixed_devices, ac->n_devices,
+				    ac->mixed_tp, ac->tp);
 	for (uint32_t i = 0; i < ac->n_devices; i++)
 		if (ac->devices[i] >= ND)
 			return tp_error_set(err, TP_EINPUT,
@@ -1254,6 +1295,12 @@ static enum tp_status group_action(struct tp_gnn_features *f,
 	plan_ep_cp(p, &ep, &cp);
 	x[TP_GNN_ACTION_EP] = clampf(log2(ep) / 7, 0, 1);
 	x[TP_GNN_ACTION_CP] = clampf(log2(cp) / 6, 0, 1);
+	if (ac->mixed_tp > 1) {
+		x[TP_GNN_ACTION_MIXED_TP] = clampf(
+			log2((double)ac->mixed_tp / ac->tp) / 3, 0, 1);
+		x[TP_GNN_ACTION_MIXED_SHARE] =
+			(float)ac->mixed_devices / (float)ac->n_devices;
+	}
 	return TP_OK;
 }
 

@@ -63,8 +63,8 @@
  */
 #define TP_GNN_F_GROUP 24
 #define TP_GNN_F_DEVICE 13
-#define TP_GNN_F_ACTION 27
-#define TP_GNN_F_GLOBAL 22
+#define TP_GNN_F_ACTION 29
+#define TP_GNN_F_GLOBAL 24
 #define TP_GNN_F_FLOW 3
 #define TP_GNN_F_LINK 5
 #define TP_GNN_F_PLACE 4
@@ -163,6 +163,12 @@ enum tp_gnn_action_slot {
 	   weights in the weights trained before) */
 	TP_GNN_ACTION_EP, /* log2(ep) / 7 */
 	TP_GNN_ACTION_CP, /* log2(cp) / 6 */
+	/* mixed tensor-parallel replicas (core/plan.h "mixed"; appended
+	   2026-12, zero weights in the weights trained before): a group
+	   action's own (prior.h mixed_tp, mixed_devices), a global action
+	   the state's (the global slots below) */
+	TP_GNN_ACTION_MIXED_TP,    /* log2(slower types' degree / tp) / 3 */
+	TP_GNN_ACTION_MIXED_SHARE, /* devices at that degree / the set's */
 	TP_GNN_ACTION_END
 };
 
@@ -184,6 +190,10 @@ enum tp_gnn_global_slot {
 	TP_GNN_GLOBAL_SEQ,       /* log2(sequence length) / 17 */
 	TP_GNN_GLOBAL_EP,        /* the state's largest ep, log2(ep) / 7 */
 	TP_GNN_GLOBAL_CP,        /* the state's cp, log2(cp) / 6 */
+	/* appended 2026-12: the state's mixed groups (core/plan.h) */
+	TP_GNN_GLOBAL_MIXED_TP,  /* largest log2(max / min replica tp) / 3 */
+	TP_GNN_GLOBAL_MIXED_SHARE, /* largest share of a group's devices in
+				      replicas above its smallest degree */
 	TP_GNN_GLOBAL_END
 };
 

@@ -29,6 +29,8 @@
  * other zones.  A trace row spanning several zones is refused (the
  * shipped traces have one; zones would need a WAN tier per zone pair).
  */
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,6 +258,61 @@ static void trace_path(const char *dir, const char *trace, char *out,
 		snprintf(out, n, "%s/configs/trace_%s.csv", dir, trace);
 }
 
+/* The traces DIR/configs holds, as the names --cluster takes, into sb
+ * ("none" when there are none). */
+static void list_traces(const char *dir, struct tp_strbuf *sb)
+{
+	char path[4096];
+	struct dirent **e = NULL;
+	int n;
+	size_t n0 = sb->len;
+
+	snprintf(path, sizeof(path), "%s/configs", dir);
+	n = scandir(path, &e, NULL, alphasort);
+	for (int i = 0; i < n; i++) {
+		size_t len = strlen(e[i]->d_name);
+		if (len > 10 && !strncmp(e[i]->d_name, "trace_", 6) &&
+		    !strcmp(e[i]->d_name + len - 4, ".csv"))
+			tp_strbuf_addf(sb, "%s%.*s", sb->len > n0 ? ", " : "",
+				       (int)(len - 10), e[i]->d_name + 6);
+		free(e[i]);
+	}
+	free(e);
+	if (sb->len == n0)
+		tp_strbuf_addf(sb, "none");
+}
+
+/* A file import needs, readable, else an error naming it, what it is
+ * for and the fix (exit 2: a missing input, not a failing system). */
+static enum tp_status need_file(const char *path, const char *dir,
+				const char *what, bool is_trace,
+				struct tp_error *err)
+{
+	FILE *fp = fopen(path, "r");
+	struct tp_strbuf sb;
+	int e = errno;
+
+	if (fp) {
+		fclose(fp);
+		return TP_OK;
+	}
+	tp_strbuf_init(&sb);
+	if (is_trace)
+		list_traces(dir, &sb);
+	tp_error_set(err, TP_EINPUT,
+		     "cannot open %s: %s; %s%s%s", what,
+		     strerror(e),
+		     is_trace ? "give --cluster the NAME of one of the "
+				"folder's traces, configs/trace_NAME.csv ("
+			      : "point sailor:DIR at a checkout of Sailor's "
+				"repository (eth-easl/sailor), which has it",
+		     is_trace ? (sb.buf ? sb.buf : "none") : "",
+		     is_trace ? "), or a path to a .csv file" : "");
+	tp_error_set_file(err, path);
+	tp_strbuf_release(&sb);
+	return TP_EINPUT;
+}
+
 enum tp_status tp_sailor_import_cluster(const char *dir, const char *trace,
 					unsigned row, struct tp_cluster *c,
 					struct tp_strbuf *notes,
@@ -280,7 +337,20 @@ enum tp_status tp_sailor_import_cluster(const char *dir, const char *trace,
 		 "%s/providers/intra_node_bandwidths.json", dir);
 	snprintf(d.inter_path, sizeof(d.inter_path),
 		 "%s/providers/multizone_bandwidths_het.json", dir);
-	if ((st = read_trace(path, row, cols, &n, err)) ||
+	if ((st = need_file(path, dir,
+			    "Sailor's cluster trace (GPU counts per type "
+			    "and zone)",
+			    true, err)) ||
+	    (st = need_file(d.basic_path, dir,
+			    "Sailor's GPUs per node per GPU type", false,
+			    err)) ||
+	    (st = need_file(d.intra_path, dir,
+			    "Sailor's measured bandwidths inside a node",
+			    false, err)) ||
+	    (st = need_file(d.inter_path, dir,
+			    "Sailor's measured bandwidths between nodes",
+			    false, err)) ||
+	    (st = read_trace(path, row, cols, &n, err)) ||
 	    (st = tp_sailor_read_json(d.basic_path, &d.basic, err)) ||
 	    (st = tp_sailor_read_json(d.intra_path, &d.intra, err)) ||
 	    (st = tp_sailor_read_json(d.inter_path, &d.inter, err)))
