@@ -685,12 +685,12 @@ tp_gnn_features_new(const struct tp_model *m, const struct tp_cluster *c,
 		fl += f->gflop[k];
 	}
 	f->lower_bound = f->total_peak > 0 ? fl * f->batch / f->total_peak : 0;
-	f->min_bw = INFINITY;
-	for (uint32_t a = 0; a < f->ND; a++)
-		for (uint32_t b = 0; b < f->ND; b++)
-			if (a != b)
-				f->min_bw = fmin(f->min_bw,
-						 tp_cluster_route_bw(c, a, b));
+	/* the smallest route bandwidth over all pairs, from the hierarchy
+	   (exact; every ordered pair was 2.7e8 routes at 16,384 GPUs) */
+	{
+		double max_lat;
+		tp_cluster_route_extremes(c, &f->min_bw, &max_lat);
+	}
 	for (uint32_t d = 0; d < f->ND; d++) {
 		uint32_t nd = c->devices.v[d].node;
 		if (nd + 1 > f->n_nodes_phys)
