@@ -331,38 +331,50 @@ static int lane_tp_ring(const struct tp_sim *sim, const struct tp_plan *plan,
 
 /* Expert parallelism of a lane: its degree, load factor and the
  * all-to-all over its EP group (replicas ep*floor(r/ep) .. +ep-1, the
- * same tensor rank; all tensor ranks' exchanges at once) on an otherwise
- * idle fabric: every member sends V/ep of its V dispatched bytes to each
- * other member, so the exchange takes one latency plus V/ep over the
- * slowest flow's share of its busiest channel (README section 3).  -1
- * on allocation failure. */
+ * same tensor rank): every member sends V/ep of its V dispatched bytes to
+ * each other member, so the exchange takes one latency plus V/ep over
+ * the slowest flow's share of its busiest channel (README section 3).
+ * Every EP group of the plan group exchanges at once (the replicas run
+ * the same layer in lockstep), all tensor ranks too, so the flows of all
+ * of them share the links they cross (a switch tier's uplinks); the
+ * slowest share prices every lane of the group, measured at replica 0
+ * and copied by the others (prev: the group's previous lane or NULL).
+ * -1 on allocation failure. */
 static int lane_ep(const struct tp_sim *sim, const struct tp_plan *plan,
-		   struct tp_sim_scratch *s, struct lane *ln)
+		   struct tp_sim_scratch *s, struct lane *ln,
+		   const struct lane *prev)
 {
 	const struct tp_plan_group *gr = &plan->groups.v[ln->group];
-	uint32_t ep = gr->ep, tp = gr->tp, base, n = 0;
+	uint32_t ep = gr->ep, tp = gr->tp, n = 0, groups;
 	double lat, rate, lf = tp_sim_expert_load(sim, plan);
 
 	ln->ep = ep > 1 ? ep : 1;
 	ln->lf = ep > 1 ? lf : 1;
 	if (ep <= 1)
 		return 0;
-	base = ln->replica / ep * ep;
+	if (prev) {
+		ln->ep_a = prev->ep_a;
+		ln->ep_k = prev->ep_k;
+		return 0;
+	}
+	groups = grp_reps(gr) / ep;
 	s->tmp3.n = 0;
-	if (tp_vec_reserve(&s->tmp3, 2 * (size_t)tp * ep * (ep - 1)))
+	if (tp_vec_reserve(&s->tmp3,
+			   2 * (size_t)groups * tp * ep * (ep - 1)))
 		return -1;
-	for (uint32_t j = 0; j < tp; j++)
-		for (uint32_t a = 0; a < ep; a++)
-			for (uint32_t b = 0; b < ep; b++) {
-				if (a == b)
-					continue;
-				s->tmp3.v[n++] =
-					plan->devs.v[gr->dev_first +
-						     (base + a) * tp + j];
-				s->tmp3.v[n++] =
-					plan->devs.v[gr->dev_first +
-						     (base + b) * tp + j];
-			}
+	for (uint32_t q = 0; q < groups; q++)
+		for (uint32_t j = 0; j < tp; j++)
+			for (uint32_t a = 0; a < ep; a++)
+				for (uint32_t b = 0; b < ep; b++) {
+					uint32_t base = gr->dev_first +
+							q * ep * tp + j;
+					if (a == b)
+						continue;
+					s->tmp3.v[n++] =
+						plan->devs.v[base + a * tp];
+					s->tmp3.v[n++] =
+						plan->devs.v[base + b * tp];
+				}
 	if (tp_sim_acc_pairs(s, s->tmp3.v, n / 2))
 		return -1;
 	tp_sim_acc_measure(s, &rate, &lat);
@@ -375,29 +387,41 @@ static int lane_ep(const struct tp_sim *sim, const struct tp_plan *plan,
 
 /* One step of the lane's context-parallel ring: every rank of its
  * context group (the same tensor rank of the replica's cp context ranks)
- * sends the next one a block, all tp rings at once over their routes;
- * cp_lat = the slowest route's latency + p2p_latency_s, cp_rate = the
- * per-flow rate of those cp * tp flows alone on the fabric.  -1 on
- * allocation failure. */
+ * sends the next one a block, all tp rings at once over their routes,
+ * and the rings of every context group of the plan group at the same
+ * time (the replicas run in lockstep), so they share the links they
+ * cross; cp_lat = the slowest route's latency + p2p_latency_s, cp_rate =
+ * the slowest per-flow share of those flows, measured at replica 0 and
+ * copied by the group's other lanes (prev: the previous lane or NULL).
+ * -1 on allocation failure. */
 static int lane_cp_ring(const struct tp_sim *sim, const struct tp_plan *plan,
-			struct tp_sim_scratch *s, struct lane *ln)
+			struct tp_sim_scratch *s, struct lane *ln,
+			const struct lane *prev)
 {
 	const struct tp_plan_group *gr = &plan->groups.v[ln->group];
-	uint32_t cp = gr->cp, tp = gr->tp, n = 0;
-	uint32_t base = gr->dev_first + (ln->replica / cp) * cp * tp;
+	uint32_t cp = gr->cp, tp = gr->tp, n = 0, groups;
 	double rate, lat;
 
 	if (cp < 2)
 		return 0;
+	if (prev) {
+		ln->cp_rate = prev->cp_rate;
+		ln->cp_lat = prev->cp_lat;
+		return 0;
+	}
+	groups = grp_reps(gr) / cp;
 	s->tmp4.n = 0;
-	if (tp_vec_reserve(&s->tmp4, 2 * (size_t)cp * tp))
+	if (tp_vec_reserve(&s->tmp4, 2 * (size_t)groups * cp * tp))
 		return -1;
-	for (uint32_t k = 0; k < tp; k++)
-		for (uint32_t c = 0; c < cp; c++) {
-			s->tmp4.v[n++] = plan->devs.v[base + c * tp + k];
-			s->tmp4.v[n++] =
-				plan->devs.v[base + ((c + 1) % cp) * tp + k];
-		}
+	for (uint32_t q = 0; q < groups; q++)
+		for (uint32_t k = 0; k < tp; k++)
+			for (uint32_t c = 0; c < cp; c++) {
+				uint32_t base = gr->dev_first + q * cp * tp + k;
+				s->tmp4.v[n++] = plan->devs.v[base + c * tp];
+				s->tmp4.v[n++] =
+					plan->devs.v[base +
+						     ((c + 1) % cp) * tp];
+			}
 	if (tp_sim_acc_pairs(s, s->tmp4.v, n / 2))
 		return -1;
 	if (s->acc_oom) {
@@ -449,8 +473,8 @@ static enum tp_status make_lanes(const struct tp_sim *sim,
 			ln->sim = TP_NONE;
 			ln->tp_bt = TP_NONE; /* made for the report */
 			if (lane_tp_ring(sim, plan, s, ln) ||
-			    lane_ep(sim, plan, s, ln) ||
-			    lane_cp_ring(sim, plan, s, ln))
+			    lane_ep(sim, plan, s, ln, prev) ||
+			    lane_cp_ring(sim, plan, s, ln, prev))
 				goto nomem;
 			if (prev && prev->samples == ln->samples &&
 			    prev->tp == ln->tp &&
