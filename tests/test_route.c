@@ -11,8 +11,11 @@
 #include <string.h>
 
 #include "core/cluster.h"
+#include "core/strategy.h"
+#include "core/strbuf.h"
 #include "io/build.h"
 #include "io/io.h"
+#include "sim/sim.h"
 #include "util.h"
 
 /* --- the reference: one Dijkstra per source device over the whole graph,
@@ -210,6 +213,8 @@ START_TEST(test_route_shipped_topologies)
 	    "../data/tag-testbed.json",
 	    "../data/dgx-a100x4.json",
 	    "data/good/two-racks.json",
+	    "data/good/old/tag-testbed.json",
+	    "data/good/old/dgx-a100-4.json",
 	};
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
@@ -410,6 +415,86 @@ START_TEST(test_route_large)
 }
 END_TEST
 
+/* The report (tagplan-report/1 text) of strategy str for a chain of 8
+ * matmuls on the topology file rel, into out. */
+static void report_text(const char *rel, const char *str,
+			struct tp_strbuf *out)
+{
+	const struct tp_test_chain ch = {8, TP_DTYPE_FP16, 1e11, 1e8, 1e7,
+					 1e7, 1e7, 256};
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_strategy st;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_error err;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *s;
+
+	tp_cluster_init(&c);
+	ck_assert_msg(
+	    tp_topology_load_file(tp_test_path(rel), NULL, &c, &err) == TP_OK,
+	    "%s: %s", rel, err.msg);
+	tp_test_chain_model(&m, &ch);
+	tp_strategy_default(&st);
+	ck_assert_int_eq(tp_strategy_parse(str, &st, &err), TP_OK);
+	tp_plan_init(&p);
+	ck_assert_msg(tp_strategy_to_plan(&st, &m, &c, &p, &err) == TP_OK,
+		      "%s %s: %s", rel, str, err.msg);
+	sim = tp_sim_new(&m, &c, NULL, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	s = tp_sim_scratch_new(sim);
+	ck_assert_ptr_nonnull(s);
+	tp_report_init(&r);
+	ck_assert_msg(tp_sim_run(sim, &p, s, &r, NULL, &err) == TP_OK, "%s",
+		      err.msg);
+	tp_report_write(&r, &c, out);
+	ck_assert(!out->failed);
+	tp_report_release(&r);
+	tp_sim_scratch_free(s);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+
+/* Old topology files give the same results: the files data/topologies
+ * held before the writer grouped identical nodes with "count" (one object
+ * per node, tests/data/good/old, as written by tagplan topo up to
+ * 5e94a53) and today's files of the same clusters simulate to the same
+ * report, byte for byte, under data-parallel and pipeline strategies
+ * (their routes, identical to the all-pairs table of earlier versions, by
+ * test_route_shipped_topologies). */
+START_TEST(test_route_old_files_same_reports)
+{
+	static const char *const files[][2] = {
+	    {"data/good/old/tag-testbed.json",
+	     "../data/topologies/tag-testbed.json"},
+	    {"data/good/old/dgx-a100-4.json",
+	     "../data/topologies/dgx-a100-4.json"},
+	};
+	static const char *const strategies[] = {"mb=2", "pp=2,mb=4",
+						 "pp=4,mb=8,sync=ring"};
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		for (size_t k = 0; k < sizeof(strategies) / sizeof(*strategies);
+		     k++) {
+			struct tp_strbuf a, b;
+			tp_strbuf_init(&a);
+			tp_strbuf_init(&b);
+			report_text(files[i][0], strategies[k], &a);
+			report_text(files[i][1], strategies[k], &b);
+			ck_assert_msg(a.len == b.len &&
+					  memcmp(a.buf, b.buf, a.len) == 0,
+				      "%s and %s, %s: reports differ",
+				      files[i][0], files[i][1],
+				      strategies[k]);
+			tp_strbuf_release(&a);
+			tp_strbuf_release(&b);
+		}
+}
+END_TEST
+
 Suite *suite_route(void)
 {
 	Suite *s = suite_create("route");
@@ -422,6 +507,7 @@ Suite *suite_route(void)
 	tcase_add_test(tc, test_route_tiers);
 	tcase_add_test(tc, test_route_one_tier_is_star);
 	tcase_add_test(tc, test_route_large);
+	tcase_add_test(tc, test_route_old_files_same_reports);
 	suite_add_tcase(s, tc);
 	return s;
 }
