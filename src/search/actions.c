@@ -10,8 +10,6 @@
 
 /* Samples per micro-batch assumed when estimating GEMM efficiency. */
 #define BATCH_HINT 8.0
-/* Largest number of parts of a contiguous-part family. */
-#define MAX_PARTS 64
 /* Tensor-parallel degrees beyond this are not considered. */
 #define MAX_TP 64
 
@@ -84,310 +82,6 @@ double tp_space_state_factor(const struct tp_model *m)
 	return tp_cost_state_factor(m->dtype, m->optimizer);
 }
 
-/* ------------------------------------------------------------------ */
-/* device sets                                                         */
-
-static uint32_t gcd32(uint32_t a, uint32_t b)
-{
-	while (b) {
-		uint32_t t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
-/* Largest tp such that the set's devices on every node form whole,
- * aligned blocks of tp. */
-static uint32_t set_tp_max(const struct tp_cluster *c, const uint32_t *d,
-			   uint32_t n)
-{
-	uint32_t g = 0, i = 0;
-
-	while (i < n) {
-		uint32_t node = c->devices.v[d[i]].node, j = i;
-		while (j < n && c->devices.v[d[j]].node == node)
-			j++;
-		g = gcd32(g, j - i);
-		/* alignment of the first local index */
-		if (c->devices.v[d[i]].local)
-			g = gcd32(g, c->devices.v[d[i]].local);
-		i = j;
-	}
-	return g ? g : 1;
-}
-
-static uint64_t set_hash(const uint32_t *d, uint32_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ n;
-
-	for (uint32_t i = 0; i < n; i++)
-		h = (h ^ d[i]) * 0x100000001b3ull;
-	return h ^ (h >> 29);
-}
-
-/* The slot of set list (d, n) in s->set_tab: its set, or the empty slot
- * where it goes. */
-static uint32_t *set_slot(struct tp_space *s, const uint32_t *d, uint32_t n)
-{
-	uint32_t mask = s->set_cap - 1, *x;
-
-	for (uint32_t k = (uint32_t)set_hash(d, n) & mask;; k = (k + 1) & mask) {
-		const struct tp_devset *o;
-		x = &s->set_tab[k];
-		if (*x == TP_NONE)
-			return x;
-		o = &s->sets.v[*x];
-		if (o->n == n &&
-		    memcmp(s->devs.v + o->first, d, n * sizeof(*d)) == 0)
-			return x;
-	}
-}
-
-/* Keep s->set_tab at most half full; -1 on allocation failure. */
-static int set_tab_grow(struct tp_space *s)
-{
-	uint32_t cap = s->set_cap ? s->set_cap : 1024, *old = s->set_tab;
-
-	if (s->set_tab && 2 * (s->sets.n + 1) <= s->set_cap)
-		return 0;
-	while (2 * (s->sets.n + 1) > cap)
-		cap *= 2;
-	s->set_tab = malloc(cap * sizeof(*s->set_tab));
-	if (!s->set_tab) {
-		s->set_tab = old;
-		return -1;
-	}
-	s->set_cap = cap;
-	for (uint32_t k = 0; k < cap; k++)
-		s->set_tab[k] = TP_NONE;
-	for (uint32_t i = 0; i < s->sets.n; i++)
-		*set_slot(s, s->devs.v + s->sets.v[i].first, s->sets.v[i].n) =
-			i;
-	free(old);
-	return 0;
-}
-
-/* Add a set (or find an identical one: a hash of the device lists, so
- * the 100,000 single devices of a large cluster cost O(n), not O(n^2));
- * returns its index or TP_NONE on allocation failure. */
-static uint32_t add_set(struct tp_space *s, const uint32_t *d, uint32_t n,
-			enum tp_devset_kind kind, const char *label)
-{
-	const struct tp_cluster *c = s->cluster;
-	struct tp_devset set;
-	uint32_t prev_node = TP_NONE, *slot;
-
-	if (set_tab_grow(s))
-		return TP_NONE;
-	slot = set_slot(s, d, n);
-	if (*slot != TP_NONE)
-		return *slot;
-	memset(&set, 0, sizeof(set));
-	set.first = (uint32_t)s->devs.n;
-	set.n = n;
-	set.kind = kind;
-	set.type = c->devices.v[d[0]].type;
-	snprintf(set.label, sizeof(set.label), "%s", label);
-	for (uint32_t i = 0; i < n; i++) {
-		const struct tp_device *dev = &c->devices.v[d[i]];
-		const struct tp_device_type *ty = &c->types.v[dev->type];
-		if (dev->node != prev_node) {
-			set.n_nodes++;
-			prev_node = dev->node;
-		}
-		if (dev->type != set.type)
-			set.type = TP_NONE;
-		set.speed += s->dev_speed[d[i]];
-		set.memory += ty->memory_bytes - ty->reserved_bytes;
-	}
-	set.tp_max = set_tp_max(c, d, n);
-	if (tp_vec_reserve(&s->devs, n) || tp_vec_push(&s->sets, set))
-		return TP_NONE;
-	memcpy(s->devs.v + s->devs.n, d, n * sizeof(*d));
-	s->devs.n += n;
-	*slot = (uint32_t)s->sets.n - 1;
-	if (n > s->max_group_devices)
-		s->max_group_devices = n;
-	return (uint32_t)s->sets.n - 1;
-}
-
-static int add_family(struct tp_space *s, const uint32_t *members, uint32_t n,
-		      enum tp_devset_kind kind)
-{
-	struct tp_family f = {(uint32_t)s->family_sets.n, n, kind};
-
-	if (n < 2)
-		return 0;
-	if (tp_vec_reserve(&s->family_sets, n))
-		return -1;
-	memcpy(s->family_sets.v + s->family_sets.n, members,
-	       n * sizeof(*members));
-	s->family_sets.n += n;
-	return tp_vec_push(&s->families, f);
-}
-
-static enum tp_status build_sets(struct tp_space *s, struct tp_error *err)
-{
-	const struct tp_cluster *c = s->cluster;
-	uint32_t n = (uint32_t)c->devices.n, *d = NULL, *mem = NULL;
-	uint32_t n_types_present = 0;
-	char label[32];
-
-	d = malloc(n * sizeof(*d));
-	mem = malloc((n + 1) * sizeof(*mem));
-	if (!d || !mem)
-		goto nomem;
-	for (uint32_t i = 0; i < n; i++)
-		d[i] = i;
-	if (add_set(s, d, n, TP_DEVSET_ALL, "all") == TP_NONE)
-		goto nomem;
-	for (uint32_t t = 0; t < s->n_types; t++)
-		if (c->type_count[t])
-			n_types_present++;
-	/* device types, ordered by their first device */
-	if (n_types_present > 1) {
-		uint32_t nm = 0;
-		uint8_t *done = calloc(s->n_types, 1);
-		if (!done)
-			goto nomem;
-		for (uint32_t i = 0; i < n; i++) {
-			uint32_t t = c->devices.v[i].type, k = 0, idx;
-			if (done[t])
-				continue;
-			done[t] = 1;
-			for (uint32_t j = 0; j < n; j++)
-				if (c->devices.v[j].type == t)
-					d[k++] = j;
-			idx = add_set(s, d, k, TP_DEVSET_TYPE,
-				      c->types.v[t].name);
-			if (idx == TP_NONE) {
-				free(done);
-				goto nomem;
-			}
-			mem[nm++] = idx;
-		}
-		free(done);
-		if (add_family(s, mem, nm, TP_DEVSET_TYPE))
-			goto nomem;
-	}
-	/* nodes */
-	if (c->nodes.n > 1 && c->nodes.n <= MAX_PARTS) {
-		uint32_t nm = 0;
-		for (uint32_t k = 0; k < c->nodes.n; k++) {
-			const struct tp_node *nd = &c->nodes.v[k];
-			uint32_t idx;
-			if (!nd->n_devices)
-				continue;
-			for (uint32_t j = 0; j < nd->n_devices; j++)
-				d[j] = nd->first_device + j;
-			idx = add_set(s, d, nd->n_devices, TP_DEVSET_NODE,
-				      nd->name);
-			if (idx == TP_NONE)
-				goto nomem;
-			mem[nm++] = idx;
-		}
-		if (add_family(s, mem, nm, TP_DEVSET_NODE))
-			goto nomem;
-	}
-	/* contiguous parts, every divisor p of n */
-	for (uint32_t p = 2; p <= n && p <= MAX_PARTS; p++) {
-		uint32_t size = n / p, nm = 0;
-		enum tp_devset_kind kind =
-			size == 1 ? TP_DEVSET_SINGLE : TP_DEVSET_PART;
-		if (n % p || size == 1)
-			continue; /* single devices come below */
-		for (uint32_t k = 0; k < p; k++) {
-			uint32_t idx;
-			for (uint32_t j = 0; j < size; j++)
-				d[j] = k * size + j;
-			if (size == 1)
-				snprintf(label, sizeof(label), "%s",
-					 c->devices.v[k].name);
-			else
-				snprintf(label, sizeof(label), "%u/%u", k + 1,
-					 p);
-			idx = add_set(s, d, size, kind, label);
-			if (idx == TP_NONE)
-				goto nomem;
-			mem[nm++] = idx;
-		}
-		if (add_family(s, mem, nm, kind))
-			goto nomem;
-	}
-	/* single devices (offered as candidates only on small clusters;
-	   the greedy baseline places groups on them) */
-	if (n > 1) {
-		for (uint32_t k = 0; k < n; k++) {
-			d[0] = k;
-			mem[k] = add_set(s, d, 1, TP_DEVSET_SINGLE,
-					 c->devices.v[k].name);
-			if (mem[k] == TP_NONE)
-				goto nomem;
-		}
-		if (add_family(s, mem, n, TP_DEVSET_SINGLE))
-			goto nomem;
-	}
-	/* contiguous parts of about equal speed (heterogeneous clusters) */
-	if (n_types_present > 1) {
-		double total = 0, *cum = malloc((n + 1) * sizeof(double));
-		if (!cum)
-			goto nomem;
-		cum[0] = 0;
-		for (uint32_t i = 0; i < n; i++)
-			cum[i + 1] = cum[i] + s->dev_speed[i];
-		total = cum[n];
-		for (uint32_t p = 2; p <= 4 && p <= n; p++) {
-			uint32_t b[5], nm = 0;
-			b[0] = 0;
-			b[p] = n;
-			for (uint32_t k = 1; k < p; k++) {
-				double want = total * k / p;
-				uint32_t best = b[k - 1] + 1;
-				for (uint32_t i = b[k - 1] + 1;
-				     i + (p - k) <= n; i++)
-					if (fabs(cum[i] - want) <
-					    fabs(cum[best] - want))
-						best = i;
-				b[k] = best;
-			}
-			for (uint32_t k = 0; k < p; k++) {
-				uint32_t idx, sz = b[k + 1] - b[k];
-				for (uint32_t j = 0; j < sz; j++)
-					d[j] = b[k] + j;
-				snprintf(label, sizeof(label), "speed %u/%u",
-					 k + 1, p);
-				idx = add_set(s, d, sz, TP_DEVSET_SPEED_PART,
-					      label);
-				if (idx == TP_NONE) {
-					free(cum);
-					goto nomem;
-				}
-				mem[nm++] = idx;
-			}
-			if (add_family(s, mem, nm, TP_DEVSET_SPEED_PART)) {
-				free(cum);
-				goto nomem;
-			}
-		}
-		free(cum);
-	}
-	free(d);
-	free(mem);
-	free(s->set_tab);
-	s->set_tab = NULL;
-	s->set_cap = 0;
-	return TP_OK;
-nomem:
-	free(d);
-	free(mem);
-	free(s->set_tab);
-	s->set_tab = NULL;
-	s->set_cap = 0;
-	return tp_error_set(err, TP_ENOMEM, "out of memory building device "
-					    "sets");
-}
-
 enum tp_status tp_space_init(struct tp_space *s, const struct tp_model *m,
 			     const struct tp_cluster *c,
 			     const struct tp_groups *g, struct tp_error *err)
@@ -435,7 +129,7 @@ enum tp_status tp_space_init(struct tp_space *s, const struct tp_model *m,
 	     k++)
 		if (m->global_batch % k == 0)
 			s->mb_counts[s->n_mb++] = (uint32_t)k;
-	st = build_sets(s, err);
+	st = tp_space_build_sets(s, err);
 	if (st) {
 		tp_space_release(s);
 		return st;
@@ -1250,48 +944,27 @@ static void reset_plan(struct tp_plan *plan, const struct tp_model *m,
 	plan->compression = compression;
 }
 
-enum tp_status tp_space_materialize(const struct tp_space *s,
-				    const struct tp_globals *gl,
-				    const struct tp_decision *state,
-				    enum tp_compression compression,
-				    struct tp_space_scratch *scr,
-				    struct tp_plan *plan, struct tp_error *err)
-{
-	const struct tp_model *m = s->model;
-	const struct tp_cluster *c = s->cluster;
-	const struct tp_groups *G = s->groups;
-	uint32_t K = G->n, nruns = 0, stages = 1;
-	int64_t mb = tp_space_micro_batch(s, gl);
-	struct tp_cost_state cs;
-	uint32_t mcount = gl->micro_batches ? gl->micro_batches : 1;
-	struct run_info ri;
+/* What materialising one decision vector shares between its steps. */
+struct mat {
+	const struct tp_space *s;
+	struct tp_space_scratch *scr;
+	const struct tp_decision *state; /* after interleaving */
+	const struct tp_globals *gl;
+	int64_t mb;      /* samples per micro-batch */
+	uint32_t nruns;  /* runs of equal decisions */
+	uint32_t stages; /* pipeline stages */
+};
 
-	tp_cost_state_init(&cs, m->dtype, m->optimizer);
-	reset_plan(plan, m, gl, compression);
-	if (m->global_batch % mcount != 0)
-		return tp_error_set(err, TP_EINPUT,
-				    "%u micro-batches do not divide the batch",
-				    mcount);
-	scr->ip = scr->iv = 0;
-	if (tp_globals_interleave(gl) >= 2 &&
-	    interleave(s, scr, state, gl, tp_globals_interleave(gl))) {
-		state = scr->idec;
-		plan->schedule = TP_SCHEDULE_INTERLEAVED;
-		plan->virtual_stages = tp_globals_interleave(gl);
-	}
-	for (uint32_t g = 0; g < K; g++)
-		if (!tp_space_tp_ok(s, g, state[g].set, state[g].tp, gl))
-			return tp_error_set(
-				err, TP_EINPUT,
-				"group %u: tp=%u on set \"%s\" is not valid "
-				"with %lld samples per micro-batch",
-				g, state[g].tp,
-				state[g].set < s->sets.n
-					? s->sets.v[state[g].set].label
-					: "?",
-				(long long)mb);
-	/* runs of equal decisions; a run disjoint from the previous one
-	   starts a new pipeline stage */
+/* Runs of equal decisions into scr->run_first (nruns + 1 entries) and
+ * their stages into scr->stage: a run disjoint from the previous one
+ * starts a new pipeline stage. */
+static void mark_runs(struct mat *x)
+{
+	const struct tp_space *s = x->s;
+	struct tp_space_scratch *scr = x->scr;
+	const struct tp_decision *state = x->state;
+	uint32_t K = s->groups->n, nruns = 0, stages = 1;
+
 	memset(scr->mark, 0, scr->n_dev * sizeof(uint32_t));
 	for (uint32_t g = 0; g < K; g++) {
 		const uint32_t *d = tp_space_set_devs(s, state[g].set);
@@ -1312,13 +985,31 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 		nruns++;
 	}
 	scr->run_first[nruns] = K;
-	/* memory estimate per device: model state, then activations of the
-	   speed-proportional split */
+	x->nruns = nruns;
+	x->stages = stages;
+}
+
+/* Memory estimate per device, into scr->static_b and scr->act_b: model
+ * state, then activations of the speed-proportional split; then into
+ * scr->fit how much of its activations each device could hold.
+ * TP_EINPUT when a run's replicas do not fit in a micro-batch. */
+static enum tp_status estimate_fit(struct mat *x, struct tp_error *err)
+{
+	const struct tp_space *s = x->s;
+	const struct tp_model *m = s->model;
+	const struct tp_cluster *c = s->cluster;
+	const struct tp_groups *G = s->groups;
+	const struct tp_globals *gl = x->gl;
+	struct tp_space_scratch *scr = x->scr;
+	struct tp_cost_state cs;
+	struct run_info ri;
+
+	tp_cost_state_init(&cs, m->dtype, m->optimizer);
 	memset(scr->static_b, 0, scr->n_dev * sizeof(double));
 	memset(scr->act_b, 0, scr->n_dev * sizeof(double));
-	for (uint32_t r = 0; r < nruns; r++) {
+	for (uint32_t r = 0; r < x->nruns; r++) {
 		double pb = tp_dtype_bytes(m->dtype), params = 0, w, gr, opt;
-		run_info(s, scr, state, gl, r, stages, &ri);
+		run_info(s, scr, x->state, gl, r, x->stages, &ri);
 		for (uint32_t k = ri.a; k < ri.b; k++)
 			params += G->param_bytes[k];
 		/* model state per parameter byte, ZeRO-sharded over the
@@ -1331,12 +1022,12 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 		opt = cs.optim / pb /
 		      tp_cost_zero_div(gl->zero, TP_COST_OPTIMIZER, zdp);
 		run_shares(s, scr, gl, &ri);
-		if (!tp_space_split_samples(mb, ri.dp, scr->speed, NULL,
+		if (!tp_space_split_samples(x->mb, ri.dp, scr->speed, NULL,
 					    scr->samples))
 			return tp_error_set(err, TP_EINPUT,
 					    "%u replicas do not fit in a "
 					    "micro-batch of %lld samples",
-					    ri.dp, (long long)mb);
+					    ri.dp, (long long)x->mb);
 		/* a context rank holds 1/cp of its replica's activations */
 		for (uint32_t rep = 0; rep < ri.dp; rep++)
 			for (uint32_t k = 0; k < lanes; k++) {
@@ -1347,7 +1038,6 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 						  (double)scr->samples[rep];
 			}
 	}
-	/* how much of its activations each device could hold */
 	for (uint32_t i = 0; i < scr->n_dev; i++) {
 		const struct tp_device_type *ty =
 			&c->types.v[c->devices.v[i].type];
@@ -1358,56 +1048,114 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 		else
 			scr->fit[i] = avail > 0 ? avail / scr->act_b[i] : 0;
 	}
-	/* the groups, with memory-capped shares */
-	for (uint32_t r = 0; r < nruns; r++) {
-		bool capped = false;
-		uint32_t idx;
-		enum tp_status st;
-		struct tp_plan_degrees deg;
-
-		run_info(s, scr, state, gl, r, stages, &ri);
-		run_shares(s, scr, gl, &ri);
-		tp_space_split_samples(mb, ri.dp, scr->speed, NULL,
-				       scr->samples);
-		for (uint32_t rep = 0; rep < ri.dp; rep++) {
-			double f = INFINITY;
-			for (uint32_t k = 0; k < ri.cp * ri.tp; k++) {
-				uint32_t dv = ri.d[rep * ri.cp * ri.tp + k];
-				if (scr->fit[dv] < f)
-					f = scr->fit[dv];
-			}
-			scr->cap[rep] = INFINITY;
-			if (isfinite(f)) {
-				scr->cap[rep] = f * (double)scr->samples[rep];
-				capped = true;
-			}
-		}
-		if (capped && !gl->even)
-			tp_space_split_samples(mb, ri.dp, scr->speed, scr->cap,
-					       scr->samples);
-		for (uint32_t rep = 0; rep < ri.dp; rep++)
-			scr->rem[rep] = (double)scr->samples[rep] / (double)mb;
-		deg.dp = ri.dp;
-		deg.cp = ri.cp;
-		deg.tp = ri.tp;
-		st = tp_plan_add_group_degrees(
-			plan, m->topo + G->first[ri.a],
-			G->first[ri.b] - G->first[ri.a], ri.d, ri.ds->n, &deg,
-			scr->rem, err);
-		if (st)
-			return st;
-		idx = (uint32_t)plan->groups.n - 1;
-		plan->groups.v[idx].sync = (enum tp_sync)ri.dc->sync;
-		plan->groups.v[idx].recompute =
-			(enum tp_recompute)ri.dc->recompute;
-		plan->groups.v[idx].sp = tp_globals_sp(gl) && ri.tp > 1;
-		for (uint32_t e = tp_globals_ep(gl); e > 1; e /= 2)
-			if (tp_plan_ep_fits(plan, m, idx, e)) {
-				plan->groups.v[idx].ep = e;
-				break;
-			}
-	}
 	return TP_OK;
+}
+
+/* Run r's replica shares into scr->rem (fractions of a micro-batch):
+ * by speed, capped by what each replica's devices can hold (scr->fit). */
+static void run_capped_shares(struct mat *x, const struct run_info *ri)
+{
+	struct tp_space_scratch *scr = x->scr;
+	bool capped = false;
+
+	run_shares(x->s, scr, x->gl, ri);
+	tp_space_split_samples(x->mb, ri->dp, scr->speed, NULL, scr->samples);
+	for (uint32_t rep = 0; rep < ri->dp; rep++) {
+		double f = INFINITY;
+		for (uint32_t k = 0; k < ri->cp * ri->tp; k++) {
+			uint32_t dv = ri->d[rep * ri->cp * ri->tp + k];
+			if (scr->fit[dv] < f)
+				f = scr->fit[dv];
+		}
+		scr->cap[rep] = INFINITY;
+		if (isfinite(f)) {
+			scr->cap[rep] = f * (double)scr->samples[rep];
+			capped = true;
+		}
+	}
+	if (capped && !x->gl->even)
+		tp_space_split_samples(x->mb, ri->dp, scr->speed, scr->cap,
+				       scr->samples);
+	for (uint32_t rep = 0; rep < ri->dp; rep++)
+		scr->rem[rep] = (double)scr->samples[rep] / (double)x->mb;
+}
+
+/* The plan group of run r, with memory-capped shares. */
+static enum tp_status add_run_group(struct mat *x, uint32_t r,
+				    struct tp_plan *plan, struct tp_error *err)
+{
+	const struct tp_space *s = x->s;
+	const struct tp_model *m = s->model;
+	const struct tp_groups *G = s->groups;
+	const struct tp_globals *gl = x->gl;
+	struct tp_plan_degrees deg;
+	struct run_info ri;
+	enum tp_status st;
+	uint32_t idx;
+
+	run_info(s, x->scr, x->state, gl, r, x->stages, &ri);
+	run_capped_shares(x, &ri);
+	deg.dp = ri.dp;
+	deg.cp = ri.cp;
+	deg.tp = ri.tp;
+	st = tp_plan_add_group_degrees(plan, m->topo + G->first[ri.a],
+				       G->first[ri.b] - G->first[ri.a], ri.d,
+				       ri.ds->n, &deg, x->scr->rem, err);
+	if (st)
+		return st;
+	idx = (uint32_t)plan->groups.n - 1;
+	plan->groups.v[idx].sync = (enum tp_sync)ri.dc->sync;
+	plan->groups.v[idx].recompute = (enum tp_recompute)ri.dc->recompute;
+	plan->groups.v[idx].sp = tp_globals_sp(gl) && ri.tp > 1;
+	for (uint32_t e = tp_globals_ep(gl); e > 1; e /= 2)
+		if (tp_plan_ep_fits(plan, m, idx, e)) {
+			plan->groups.v[idx].ep = e;
+			break;
+		}
+	return TP_OK;
+}
+
+enum tp_status tp_space_materialize(const struct tp_space *s,
+				    const struct tp_globals *gl,
+				    const struct tp_decision *state,
+				    enum tp_compression compression,
+				    struct tp_space_scratch *scr,
+				    struct tp_plan *plan, struct tp_error *err)
+{
+	const struct tp_model *m = s->model;
+	uint32_t K = s->groups->n;
+	uint32_t mcount = gl->micro_batches ? gl->micro_batches : 1;
+	struct mat x = {s, scr, state, gl, tp_space_micro_batch(s, gl), 0, 1};
+	enum tp_status st;
+
+	reset_plan(plan, m, gl, compression);
+	if (m->global_batch % mcount != 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "%u micro-batches do not divide the batch",
+				    mcount);
+	scr->ip = scr->iv = 0;
+	if (tp_globals_interleave(gl) >= 2 &&
+	    interleave(s, scr, state, gl, tp_globals_interleave(gl))) {
+		x.state = state = scr->idec;
+		plan->schedule = TP_SCHEDULE_INTERLEAVED;
+		plan->virtual_stages = tp_globals_interleave(gl);
+	}
+	for (uint32_t g = 0; g < K; g++)
+		if (!tp_space_tp_ok(s, g, state[g].set, state[g].tp, gl))
+			return tp_error_set(
+				err, TP_EINPUT,
+				"group %u: tp=%u on set \"%s\" is not valid "
+				"with %lld samples per micro-batch",
+				g, state[g].tp,
+				state[g].set < s->sets.n
+					? s->sets.v[state[g].set].label
+					: "?",
+				(long long)x.mb);
+	mark_runs(&x);
+	st = estimate_fit(&x, err);
+	for (uint32_t r = 0; r < x.nruns && !st; r++)
+		st = add_run_group(&x, r, plan, err);
+	return st;
 }
 
 /* Raw candidates a level generates under a runtime before the ones it

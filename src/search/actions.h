@@ -216,6 +216,10 @@ enum tp_status tp_space_init(struct tp_space *s, const struct tp_model *m,
 			     const struct tp_groups *g, struct tp_error *err);
 void tp_space_release(struct tp_space *s);
 
+/* tp_space_init's device sets and families (devsets.c), in a fixed
+ * order, from s's cluster, device types and dev_speed.  TP_ENOMEM. */
+enum tp_status tp_space_build_sets(struct tp_space *s, struct tp_error *err);
+
 /*
  * Limit the space to what runtime rt executes (core/runtime.h; "none"
  * leaves it unconstrained, as after init).  Under a runtime:
