@@ -464,17 +464,12 @@ static enum tp_status cp_error(const struct tp_plan *p,
 				 (long long)m->seq_len);
 }
 
-enum tp_status tp_plan_validate(const struct tp_plan *p,
-				const struct tp_model *m,
-				const struct tp_cluster *c,
-				struct tp_error *err)
+/* The plan's own fields: groups, batch, micro-batches, ZeRO, bucket,
+ * expert settings, virtual stages. */
+static enum tp_status validate_fields(const struct tp_plan *p,
+				      const struct tp_model *m,
+				      struct tp_error *err)
 {
-	uint32_t nops = (uint32_t)m->ops.n, ndev = (uint32_t)c->devices.n;
-	uint32_t *owner = NULL, *seen = NULL;
-	enum tp_status st = TP_OK;
-	char path[96];
-	double mb;
-
 	if (p->groups.n == 0)
 		return tp_error_set_path(err, TP_EINPUT, "$.groups",
 					 "the plan has no groups");
@@ -528,236 +523,294 @@ enum tp_status tp_plan_validate(const struct tp_plan *p,
 		return tp_error_set_path(err, TP_EINPUT, "$.virtual_stages",
 					 "virtual stages > 1 need the "
 					 "interleaved schedule");
-	mb = (double)p->global_batch / p->micro_batches;
-	owner = tp_calloc(nops, sizeof(*owner));
-	seen = tp_calloc(ndev, sizeof(*seen));
-	if (!owner || !seen) {
+	return TP_OK;
+}
+
+/* What validating the groups of a plan shares: owner[op] (the group
+ * holding it, TP_NONE), seen[device] (last group + 1 listing it). */
+struct vctx {
+	const struct tp_plan *p;
+	const struct tp_model *m;
+	const struct tp_cluster *c;
+	uint32_t *owner, *seen;
+	double mb; /* samples per micro-batch */
+};
+
+/* Group g's shape: ops, degrees (or its mixed replicas), context and
+ * sequence parallelism. */
+static enum tp_status validate_shape(const struct vctx *x, uint32_t g,
+				     struct tp_error *err)
+{
+	const struct tp_plan *p = x->p;
+	const struct tp_plan_group *gr = &p->groups.v[g];
+	enum tp_status st;
+	char path[96];
+
+	if (gr->n_ops == 0) {
+		snprintf(path, sizeof(path), "$.groups[%u].ops", g);
+		return tp_error_set_path(err, TP_EINPUT, path,
+					 "a group needs at least one op");
+	}
+	if (gr->mixed) {
+		if ((st = mixed_check(p, g, err)))
+			return st;
+	} else if (gr->dp == 0 || gr->tp == 0 || gr->cp == 0 ||
+		   (uint64_t)gr->dp * gr->cp * gr->tp != gr->n_devices) {
+		snprintf(path, sizeof(path), "$.groups[%u]", g);
+		if (gr->cp == 1)
+			return tp_error_set_path(
+				err, TP_EINPUT, path,
+				"dp (%u) x tp (%u) must equal the "
+				"number of devices (%u)",
+				gr->dp, gr->tp, gr->n_devices);
+		return tp_error_set_path(
+			err, TP_EINPUT, path,
+			"dp (%u) x cp (%u) x tp (%u) must "
+			"equal the number of devices (%u)",
+			gr->dp, gr->cp, gr->tp, gr->n_devices);
+	}
+	if (gr->cp != p->groups.v[0].cp ||
+	    (gr->cp > 1 && (x->m->seq_len <= 0 ||
+			    x->m->seq_len % (2 * (int64_t)gr->cp)))) {
+		snprintf(path, sizeof(path), "$.groups[%u].cp", g);
+		return cp_error(p, x->m, gr->cp, path, err);
+	}
+	if (gr->sp && gr->tp < 2) {
+		snprintf(path, sizeof(path), "$.groups[%u].sp", g);
+		return tp_error_set_path(err, TP_EINPUT, path,
+					 "sequence parallelism needs "
+					 "tp > 1");
+	}
+	return TP_OK;
+}
+
+/* Group g's ops: in range, in no other group, tp dividing their units;
+ * marks them in x->owner. */
+static enum tp_status validate_ops(const struct vctx *x, uint32_t g,
+				   struct tp_error *err)
+{
+	const struct tp_model *m = x->m;
+	const struct tp_plan_group *gr = &x->p->groups.v[g];
+	const uint32_t *ops = tp_plan_group_ops(x->p, g);
+	uint32_t nops = (uint32_t)m->ops.n;
+	char path[96];
+
+	for (uint32_t k = 0; k < gr->n_ops; k++) {
+		uint32_t o = ops[k];
+		if (o >= nops) {
+			snprintf(path, sizeof(path), "$.groups[%u].ops[%u]", g,
+				 k);
+			return tp_error_set_path(err, TP_EINPUT, path,
+						 "op index %u out of range", o);
+		}
+		if (x->owner[o] != TP_NONE) {
+			snprintf(path, sizeof(path), "$.groups[%u].ops[%u]", g,
+				 k);
+			return tp_error_set_path(
+				err, TP_EINPUT, path,
+				"op \"%s\" is already in group %u; "
+				"every op belongs to exactly one group",
+				m->ops.v[o].name, x->owner[o]);
+		}
+		x->owner[o] = g;
+		if (gr->tp > 1 && m->ops.v[o].tp_units &&
+		    m->ops.v[o].tp_units % gr->tp != 0) {
+			snprintf(path, sizeof(path), "$.groups[%u].tp", g);
+			return tp_error_set_path(
+				err, TP_EINPUT, path,
+				"tp=%u does not divide the %u units "
+				"(heads or channels) of op \"%s\"; use "
+				"a divisor of %u",
+				gr->tp, m->ops.v[o].tp_units, m->ops.v[o].name,
+				m->ops.v[o].tp_units);
+		}
+	}
+	return TP_OK;
+}
+
+/* Group g's devices: in range, each once; marks them in x->seen. */
+static enum tp_status validate_devices(const struct vctx *x, uint32_t g,
+				       struct tp_error *err)
+{
+	const struct tp_plan_group *gr = &x->p->groups.v[g];
+	const uint32_t *devs = tp_plan_group_devs(x->p, g);
+	uint32_t ndev = (uint32_t)x->c->devices.n;
+	char path[96];
+
+	for (uint32_t k = 0; k < gr->n_devices; k++) {
+		uint32_t d = devs[k];
+		if (d >= ndev) {
+			snprintf(path, sizeof(path),
+				 "$.groups[%u].devices[%u]", g, k);
+			return tp_error_set_path(err, TP_EINPUT, path,
+						 "device index %u out of range",
+						 d);
+		}
+		if (x->seen[d] == g + 1) {
+			snprintf(path, sizeof(path),
+				 "$.groups[%u].devices[%u]", g, k);
+			return tp_error_set_path(
+				err, TP_EINPUT, path,
+				"device \"%s\" appears twice in the group",
+				x->c->devices.v[d].name);
+		}
+		x->seen[d] = g + 1;
+	}
+	return TP_OK;
+}
+
+/* Group g's shares: a whole number of samples, at least 1, per replica,
+ * summing to the micro-batch. */
+static enum tp_status validate_shares(const struct vctx *x, uint32_t g,
+				      struct tp_error *err)
+{
+	const struct tp_plan_group *gr = &x->p->groups.v[g];
+	const double *sh = tp_plan_group_shares(x->p, g);
+	double sum = 0, mb = x->mb;
+	char path[96];
+
+	for (uint32_t r = 0; r < gr->dp; r++) {
+		double samples = sh[r] * mb;
+		if (!(sh[r] > 0) || !isfinite(sh[r]) || samples < 1 - 1e-6 ||
+		    fabs(samples - round(samples)) > 1e-6 * mb) {
+			snprintf(path, sizeof(path), "$.groups[%u].shares[%u]",
+				 g, r);
+			return tp_error_set_path(
+				err, TP_EINPUT, path,
+				"replica %u gets %.4g samples of each "
+				"%.6g-sample micro-batch; every replica "
+				"needs a whole number, at least 1 "
+				"(fewer micro-batches or fewer "
+				"replicas)",
+				r, samples, mb);
+		}
+		sum += sh[r];
+	}
+	if (fabs(sum - 1.0) > 1e-6) {
+		snprintf(path, sizeof(path), "$.groups[%u].shares", g);
+		return tp_error_set_path(err, TP_EINPUT, path,
+					 "shares sum to %.6g, expected 1", sum);
+	}
+	return TP_OK;
+}
+
+/* Why sufficient-factor broadcasting cannot apply to group g, or NULL.
+ * It replaces an all-reduce of whole gradients among data-parallel
+ * replicas (src/compress/sfb.c): nothing to replace otherwise. */
+static const char *sfb_refusal(const struct tp_plan *p,
+			       const struct tp_plan_group *gr)
+{
+	if (p->compression == TP_COMPRESSION_OFF)
+		return "the plan's compression is \"off\"";
+	if (gr->dp < 2)
+		return "it has a single replica (dp < 2)";
+	if (gr->tp > 1)
+		return "it is tensor parallel (tp > 1)";
+	if (gr->cp > 1)
+		return "it is context parallel (cp > 1)";
+	if (gr->sync == TP_SYNC_PS)
+		return "it synchronises through a parameter server (use ring "
+		       "or hierarchical)";
+	if (p->zero > 0)
+		return "ZeRO shards its gradients (zero > 0)";
+	return NULL;
+}
+
+/* Group g's compression: sufficient-factor broadcasting where it
+ * applies, of its own ops with parameters; lossy compression opted in
+ * and without context parallelism. */
+static enum tp_status validate_compression(const struct vctx *x, uint32_t g,
+					   struct tp_error *err)
+{
+	const struct tp_plan *p = x->p;
+	const struct tp_model *m = x->m;
+	const struct tp_plan_group *gr = &p->groups.v[g];
+	const char *why;
+	char path[96];
+
+	if (gr->n_sfb > 0 && (why = sfb_refusal(p, gr))) {
+		snprintf(path, sizeof(path),
+			 "$.groups[%u].compression.sfb_ops", g);
+		return tp_error_set_path(
+			err, TP_EINPUT, path,
+			"sufficient-factor broadcasting cannot "
+			"apply to this group: %s; remove "
+			"sfb_ops or change the group",
+			why);
+	}
+	if (gr->lossy != TP_LOSSY_NONE && gr->cp > 1) {
+		snprintf(path, sizeof(path), "$.groups[%u].compression.lossy",
+			 g);
+		return tp_error_set_path(
+			err, TP_EINPUT, path,
+			"lossy gradient compression is not modelled "
+			"with context parallelism (cp > 1); use "
+			"\"lossy\": \"none\"");
+	}
+	if (gr->lossy != TP_LOSSY_NONE &&
+	    p->compression != TP_COMPRESSION_LOSSY) {
+		snprintf(path, sizeof(path), "$.groups[%u].compression.lossy",
+			 g);
+		return tp_error_set_path(
+			err, TP_EINPUT, path,
+			"lossy gradient compression needs the plan's "
+			"\"compression\": \"lossy\" (opt-in)");
+	}
+	for (uint32_t k = 0; k < gr->n_sfb; k++) {
+		uint32_t o = tp_plan_group_sfb(p, g)[k];
+		snprintf(path, sizeof(path),
+			 "$.groups[%u].compression.sfb_ops[%u]", g, k);
+		if (o >= m->ops.n || x->owner[o] != g)
+			return tp_error_set_path(
+				err, TP_EINPUT, path,
+				"compressed op is not in this group");
+		if (!(m->ops.v[o].param_bytes > 0))
+			return tp_error_set_path(
+				err, TP_EINPUT, path,
+				"op \"%s\" has no parameters: nothing to "
+				"compress",
+				m->ops.v[o].name);
+	}
+	return TP_OK;
+}
+
+enum tp_status tp_plan_validate(const struct tp_plan *p,
+				const struct tp_model *m,
+				const struct tp_cluster *c,
+				struct tp_error *err)
+{
+	uint32_t nops = (uint32_t)m->ops.n;
+	struct vctx x = {p, m, c, NULL, NULL, 0};
+	enum tp_status st;
+
+	if ((st = validate_fields(p, m, err)))
+		return st;
+	x.mb = (double)p->global_batch / p->micro_batches;
+	x.owner = tp_calloc(nops, sizeof(*x.owner));
+	x.seen = tp_calloc(c->devices.n, sizeof(*x.seen));
+	if (!x.owner || !x.seen) {
 		st = tp_error_set(err, TP_ENOMEM, "out of memory");
 		goto out;
 	}
 	for (uint32_t i = 0; i < nops; i++)
-		owner[i] = TP_NONE;
-	for (uint32_t g = 0; g < p->groups.n; g++) {
-		const struct tp_plan_group *gr = &p->groups.v[g];
-		const uint32_t *ops = tp_plan_group_ops(p, g);
-		const uint32_t *devs = tp_plan_group_devs(p, g);
-		const double *sh = tp_plan_group_shares(p, g);
-		double sum = 0;
-
-		if (gr->n_ops == 0) {
-			snprintf(path, sizeof(path), "$.groups[%u].ops", g);
-			st = tp_error_set_path(err, TP_EINPUT, path,
-					       "a group needs at least one op");
-			goto out;
-		}
-		if (gr->mixed) {
-			if ((st = mixed_check(p, g, err)))
-				goto out;
-		} else if (gr->dp == 0 || gr->tp == 0 || gr->cp == 0 ||
-		    (uint64_t)gr->dp * gr->cp * gr->tp != gr->n_devices) {
-			snprintf(path, sizeof(path), "$.groups[%u]", g);
-			if (gr->cp == 1)
-				st = tp_error_set_path(
-					err, TP_EINPUT, path,
-					"dp (%u) x tp (%u) must equal the "
-					"number of devices (%u)",
-					gr->dp, gr->tp, gr->n_devices);
-			else
-				st = tp_error_set_path(
-					err, TP_EINPUT, path,
-					"dp (%u) x cp (%u) x tp (%u) must "
-					"equal the number of devices (%u)",
-					gr->dp, gr->cp, gr->tp, gr->n_devices);
-			goto out;
-		}
-		if (gr->cp != p->groups.v[0].cp ||
-		    (gr->cp > 1 && (m->seq_len <= 0 ||
-				    m->seq_len % (2 * (int64_t)gr->cp)))) {
-			snprintf(path, sizeof(path), "$.groups[%u].cp", g);
-			st = cp_error(p, m, gr->cp, path, err);
-			goto out;
-		}
-		if (gr->sp && gr->tp < 2) {
-			snprintf(path, sizeof(path), "$.groups[%u].sp", g);
-			st = tp_error_set_path(err, TP_EINPUT, path,
-					       "sequence parallelism needs "
-					       "tp > 1");
-			goto out;
-		}
-		for (uint32_t k = 0; k < gr->n_ops; k++) {
-			uint32_t o = ops[k];
-			if (o >= nops) {
-				snprintf(path, sizeof(path),
-					 "$.groups[%u].ops[%u]", g, k);
-				st = tp_error_set_path(err, TP_EINPUT, path,
-						       "op index %u out of "
-						       "range",
-						       o);
-				goto out;
-			}
-			if (owner[o] != TP_NONE) {
-				snprintf(path, sizeof(path),
-					 "$.groups[%u].ops[%u]", g, k);
-				st = tp_error_set_path(
-					err, TP_EINPUT, path,
-					"op \"%s\" is already in group %u; "
-					"every op belongs to exactly one group",
-					m->ops.v[o].name, owner[o]);
-				goto out;
-			}
-			owner[o] = g;
-			if (gr->tp > 1 && m->ops.v[o].tp_units &&
-			    m->ops.v[o].tp_units % gr->tp != 0) {
-				snprintf(path, sizeof(path), "$.groups[%u].tp",
-					 g);
-				st = tp_error_set_path(
-					err, TP_EINPUT, path,
-					"tp=%u does not divide the %u units "
-					"(heads or channels) of op \"%s\"; use "
-					"a divisor of %u",
-					gr->tp, m->ops.v[o].tp_units,
-					m->ops.v[o].name, m->ops.v[o].tp_units);
-				goto out;
-			}
-		}
-		for (uint32_t k = 0; k < gr->n_devices; k++) {
-			uint32_t d = devs[k];
-			if (d >= ndev) {
-				snprintf(path, sizeof(path),
-					 "$.groups[%u].devices[%u]", g, k);
-				st = tp_error_set_path(err, TP_EINPUT, path,
-						       "device index %u out "
-						       "of range",
-						       d);
-				goto out;
-			}
-			if (seen[d] == g + 1) {
-				snprintf(path, sizeof(path),
-					 "$.groups[%u].devices[%u]", g, k);
-				st = tp_error_set_path(
-					err, TP_EINPUT, path,
-					"device \"%s\" appears twice in the "
-					"group",
-					c->devices.v[d].name);
-				goto out;
-			}
-			seen[d] = g + 1;
-		}
-		if ((st = validate_ep(p, m, g, err)))
-			goto out;
-		for (uint32_t r = 0; r < gr->dp; r++) {
-			double samples = sh[r] * mb;
-			if (!(sh[r] > 0) || !isfinite(sh[r]) ||
-			    samples < 1 - 1e-6 ||
-			    fabs(samples - round(samples)) > 1e-6 * mb) {
-				snprintf(path, sizeof(path),
-					 "$.groups[%u].shares[%u]", g, r);
-				st = tp_error_set_path(
-					err, TP_EINPUT, path,
-					"replica %u gets %.4g samples of each "
-					"%.6g-sample micro-batch; every replica "
-					"needs a whole number, at least 1 "
-					"(fewer micro-batches or fewer "
-					"replicas)",
-					r, samples, mb);
-				goto out;
-			}
-			sum += sh[r];
-		}
-		if (fabs(sum - 1.0) > 1e-6) {
-			snprintf(path, sizeof(path), "$.groups[%u].shares", g);
-			st = tp_error_set_path(err, TP_EINPUT, path,
-					       "shares sum to %.6g, expected 1",
-					       sum);
-			goto out;
-		}
-		if (gr->n_sfb > 0) {
-			/* Sufficient-factor broadcasting replaces an
-			 * all-reduce of whole gradients among data-parallel
-			 * replicas (src/compress/sfb.c): nothing to replace
-			 * otherwise. */
-			const char *why = NULL;
-			if (p->compression == TP_COMPRESSION_OFF)
-				why = "the plan's compression is \"off\"";
-			else if (gr->dp < 2)
-				why = "it has a single replica (dp < 2)";
-			else if (gr->tp > 1)
-				why = "it is tensor parallel (tp > 1)";
-			else if (gr->cp > 1)
-				why = "it is context parallel (cp > 1)";
-			else if (gr->sync == TP_SYNC_PS)
-				why = "it synchronises through a parameter "
-				      "server (use ring or hierarchical)";
-			else if (p->zero > 0)
-				why = "ZeRO shards its gradients (zero > 0)";
-			if (why) {
-				snprintf(path, sizeof(path),
-					 "$.groups[%u].compression.sfb_ops", g);
-				st = tp_error_set_path(
-					err, TP_EINPUT, path,
-					"sufficient-factor broadcasting cannot "
-					"apply to this group: %s; remove "
-					"sfb_ops or change the group",
-					why);
-				goto out;
-			}
-		}
-		if (gr->lossy != TP_LOSSY_NONE && gr->cp > 1) {
-			snprintf(path, sizeof(path),
-				 "$.groups[%u].compression.lossy", g);
-			st = tp_error_set_path(
-				err, TP_EINPUT, path,
-				"lossy gradient compression is not modelled "
-				"with context parallelism (cp > 1); use "
-				"\"lossy\": \"none\"");
-			goto out;
-		}
-		if (gr->lossy != TP_LOSSY_NONE &&
-		    p->compression != TP_COMPRESSION_LOSSY) {
-			snprintf(path, sizeof(path),
-				 "$.groups[%u].compression.lossy", g);
-			st = tp_error_set_path(
-				err, TP_EINPUT, path,
-				"lossy gradient compression needs the plan's "
-				"\"compression\": \"lossy\" (opt-in)");
-			goto out;
-		}
-		for (uint32_t k = 0; k < gr->n_sfb; k++) {
-			uint32_t o = tp_plan_group_sfb(p, g)[k];
-			if (o >= nops || owner[o] != g) {
-				snprintf(path, sizeof(path),
-					 "$.groups[%u].compression.sfb_ops[%u]", g,
-					 k);
-				st = tp_error_set_path(
-					err, TP_EINPUT, path,
-					"compressed op is not in this group");
-				goto out;
-			}
-			if (!(m->ops.v[o].param_bytes > 0)) {
-				snprintf(path, sizeof(path),
-					 "$.groups[%u].compression.sfb_ops[%u]",
-					 g, k);
-				st = tp_error_set_path(
-					err, TP_EINPUT, path,
-					"op \"%s\" has no parameters: nothing to "
-					"compress",
-					m->ops.v[o].name);
-				goto out;
-			}
-		}
+		x.owner[i] = TP_NONE;
+	for (uint32_t g = 0; g < p->groups.n && !st; g++) {
+		if (!(st = validate_shape(&x, g, err)) &&
+		    !(st = validate_ops(&x, g, err)) &&
+		    !(st = validate_devices(&x, g, err)) &&
+		    !(st = validate_ep(p, m, g, err)) &&
+		    !(st = validate_shares(&x, g, err)))
+			st = validate_compression(&x, g, err);
 	}
-	for (uint32_t i = 0; i < nops; i++) {
-		if (owner[i] == TP_NONE) {
+	for (uint32_t i = 0; i < nops && !st; i++)
+		if (x.owner[i] == TP_NONE)
 			st = tp_error_set_path(err, TP_EINPUT, "$.groups",
 					       "op \"%s\" is in no group; every "
 					       "op belongs to exactly one group",
 					       m->ops.v[i].name);
-			goto out;
-		}
-	}
 out:
-	free(owner);
-	free(seen);
+	free(x.owner);
+	free(x.seen);
 	return st;
 }
 

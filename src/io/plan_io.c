@@ -260,261 +260,325 @@ static enum tp_status read_replica_tp(struct reader *r, const struct tp_json *g,
 	return TP_OK;
 }
 
-static enum tp_status read_group(struct reader *r, const struct tp_json *g,
-				 uint32_t gi)
+/* What one group of a plan file says (read_group). */
+struct group_in {
+	const struct tp_json *ops, *devs, *shares, *comp;
+	int64_t tp, dp, cp, ep;
+	int sync, rec, lossy;
+	bool sp;
+	double saved;  /* compression.saved_bytes */
+	int64_t rank;  /* compression.powersgd_rank */
+};
+
+/* The group's devices: names, each once, into r->devs when there is a
+ * cluster. */
+static enum tp_status read_group_devices(struct reader *r,
+					 const struct tp_json *devs)
 {
 	struct tp_jctx *j = r->j;
-	const struct tp_json *ops, *devs, *shares, *comp;
-	const char *gname;
-	int64_t tp, dp, ep, cp;
-	int sync, rec, lossy = TP_LOSSY_NONE;
-	bool sp, has_dp;
-	double saved = 0;
-	int64_t rank = 0;
-	enum tp_status st;
-	size_t old;
 	struct tp_strmap seen;
+	enum tp_status st = TP_OK;
 
-	r->ops.n = r->devs.n = r->sfb.n = r->shares.n = 0;
-	if ((st = tp_jctx_object(j, g, "a group", group_fields)) ||
-	    (st = tp_io_get_name(j, g, "name", false, TP_IO_NAME_MAX, "",
-				 &gname)) ||
-	    (st = tp_jget_array(j, g, "ops", true, true, &ops)) ||
-	    (st = tp_jget_array(j, g, "devices", true, true, &devs)))
-		return st;
-	for (size_t k = 0; k < ops->n; k++) {
-		old = tp_jctx_push_key(j, "ops");
-		tp_jctx_push_index(j, k);
-		if ((st = read_op_entry(r, ops->items[k])))
-			return st;
-		tp_jctx_pop(j, old);
-	}
 	tp_strmap_init(&seen);
-	for (size_t k = 0; k < devs->n; k++) {
+	for (size_t k = 0; k < devs->n && !st; k++) {
 		const char *name;
 		uint32_t first;
 		int put;
+		size_t old = tp_jctx_push_key(j, "devices");
 
-		old = tp_jctx_push_key(j, "devices");
 		tp_jctx_push_index(j, k);
 		if ((st = tp_jcheck_string(j, devs->items[k],
 					   TP_IO_NAME_MAX * 2, true, &name)))
-			goto out;
+			break;
 		put = tp_strmap_put(&seen, name, (uint32_t)k, &first);
 		if (put < 0) {
 			st = nomem(r);
-			goto out;
-		}
-		if (put > 0) {
+		} else if (put > 0) {
 			st = tp_jctx_fail(j, NULL,
 					  "device \"%s\" appears twice in the "
 					  "group (also at index %u)",
 					  name, first);
-			goto out;
-		}
-		if (r->c) {
+		} else if (r->c) {
 			uint32_t d = tp_cluster_find_device(r->c, name);
-			if (d == TP_NONE) {
+			if (d == TP_NONE)
 				st = unknown_device(r, name);
-				goto out;
-			}
-			if (tp_vec_push(&r->devs, d)) {
+			else if (tp_vec_push(&r->devs, d))
 				st = nomem(r);
-				goto out;
-			}
 		}
-		tp_jctx_pop(j, old);
+		if (!st)
+			tp_jctx_pop(j, old);
 	}
-	st = TP_OK;
-out:
 	tp_strmap_release(&seen);
-	if (st)
+	return st;
+}
+
+/* tp, cp and dp of a group without replica_tp: dp x cp x tp = the
+ * group's devices. */
+static enum tp_status read_degrees(struct reader *r, const struct tp_json *g,
+				   struct group_in *in)
+{
+	struct tp_jctx *j = r->j;
+	size_t n = in->devs->n;
+	enum tp_status st;
+
+	if ((st = tp_jget_int(j, g, "tp", false, 1, TP_IO_MAX_DEVICES, 1,
+			      &in->tp, NULL)))
 		return st;
-	if ((st = read_replica_tp(r, g, devs->n, &tp, &dp, &cp)))
-		return st;
-	if (r->rtp.n)
-		goto degrees_read;
-	if ((st = tp_jget_int(j, g, "tp", false, 1, TP_IO_MAX_DEVICES, 1, &tp,
-			      NULL)))
-		return st;
-	if (devs->n % (size_t)tp)
+	if (n % (size_t)in->tp)
 		return tp_jctx_fail(j, "tp",
 				    "tp=%lld does not divide the group's %zu "
 				    "devices",
-				    (long long)tp, devs->n);
+				    (long long)in->tp, n);
 	/* cp: the context-parallel degree, 1 when absent (plan.h) */
-	if ((st = tp_jget_int(j, g, "cp", false, 1, TP_IO_MAX_DEVICES, 1, &cp,
-			      NULL)))
+	if ((st = tp_jget_int(j, g, "cp", false, 1, TP_IO_MAX_DEVICES, 1,
+			      &in->cp, NULL)))
 		return st;
-	if (devs->n % (size_t)(tp * cp))
+	if (n % (size_t)(in->tp * in->cp))
 		return tp_jctx_fail(j, "cp",
 				    "cp (%lld) x tp (%lld) does not divide "
 				    "the group's %zu devices",
-				    (long long)cp, (long long)tp, devs->n);
+				    (long long)in->cp, (long long)in->tp, n);
 	if ((st = tp_jget_int(j, g, "dp", false, 1, TP_IO_MAX_DEVICES,
-			      (int64_t)devs->n / (tp * cp), &dp, &has_dp)))
+			      (int64_t)n / (in->tp * in->cp), &in->dp,
+			      NULL)))
 		return st;
-	if ((size_t)(dp * cp * tp) != devs->n) {
-		if (cp == 1)
+	if ((size_t)(in->dp * in->cp * in->tp) != n) {
+		if (in->cp == 1)
 			return tp_jctx_fail(j, "dp",
 					    "dp (%lld) x tp (%lld) must equal "
 					    "the number of devices (%zu)",
-					    (long long)dp, (long long)tp,
-					    devs->n);
+					    (long long)in->dp, (long long)in->tp,
+					    n);
 		return tp_jctx_fail(j, "dp",
 				    "dp (%lld) x cp (%lld) x tp (%lld) must "
 				    "equal the number of devices (%zu)",
-				    (long long)dp, (long long)cp,
-				    (long long)tp, devs->n);
+				    (long long)in->dp, (long long)in->cp,
+				    (long long)in->tp, n);
 	}
-degrees_read:
+	return TP_OK;
+}
+
+/* The group's shares, when given: one per replica, summing to 1, into
+ * r->shares. */
+static enum tp_status read_group_shares(struct reader *r,
+					const struct tp_json *g,
+					struct group_in *in)
+{
+	struct tp_jctx *j = r->j;
+	const struct tp_json *shares;
+	enum tp_status st;
+	double sum = 0;
+
 	if ((st = tp_jget_array(j, g, "shares", false, false, &shares)))
 		return st;
-	if (shares) {
-		double sum = 0;
-		if (shares->n != (size_t)dp)
-			return tp_jctx_fail(j, "shares",
-					    "expected %lld shares (one per "
-					    "data-parallel replica), found %zu",
-					    (long long)dp, shares->n);
-		for (size_t k = 0; k < shares->n; k++) {
-			double x;
-			old = tp_jctx_push_key(j, "shares");
-			tp_jctx_push_index(j, k);
-			if ((st = tp_jcheck_number(j, shares->items[k],
-						   TP_JNUM_POS, &x)))
-				return st;
-			if (tp_vec_push(&r->shares, x))
-				return nomem(r);
-			sum += x;
-			tp_jctx_pop(j, old);
-		}
-		if (fabs(sum - 1) > 1e-6)
-			return tp_jctx_fail(
-			    j, "shares", "shares sum to %.9g, expected 1", sum);
+	in->shares = shares;
+	if (!shares)
+		return TP_OK;
+	if (shares->n != (size_t)in->dp)
+		return tp_jctx_fail(j, "shares",
+				    "expected %lld shares (one per "
+				    "data-parallel replica), found %zu",
+				    (long long)in->dp, shares->n);
+	for (size_t k = 0; k < shares->n; k++) {
+		double x;
+		size_t old = tp_jctx_push_key(j, "shares");
+		tp_jctx_push_index(j, k);
+		if ((st = tp_jcheck_number(j, shares->items[k], TP_JNUM_POS,
+					   &x)))
+			return st;
+		if (tp_vec_push(&r->shares, x))
+			return nomem(r);
+		sum += x;
+		tp_jctx_pop(j, old);
 	}
+	if (fabs(sum - 1) > 1e-6)
+		return tp_jctx_fail(j, "shares",
+				    "shares sum to %.9g, expected 1", sum);
+	return TP_OK;
+}
+
+/* sync, recompute, sp and ep of a group. */
+static enum tp_status read_group_modes(struct reader *r,
+				       const struct tp_json *g,
+				       struct group_in *in)
+{
+	struct tp_jctx *j = r->j;
+	enum tp_status st;
+
 	if ((st = tp_jget_enum(j, g, "sync", false, parse_sync,
 			       "ring | hierarchical | ps", TP_SYNC_RING,
-			       &sync)) ||
+			       &in->sync)) ||
 	    (st = tp_jget_enum(j, g, "recompute", false, parse_recompute,
 			       "none | selective | full", TP_RECOMPUTE_NONE,
-			       &rec)) ||
-	    (st = tp_jget_bool(j, g, "sp", false, false, &sp)) ||
-	    (st = tp_jget_object(j, g, "compression", false, &comp)))
+			       &in->rec)) ||
+	    (st = tp_jget_bool(j, g, "sp", false, false, &in->sp)) ||
+	    (st = tp_jget_object(j, g, "compression", false, &in->comp)))
 		return st;
-	if (sp && tp < 2)
+	if (in->sp && in->tp < 2)
 		return tp_jctx_fail(j, "sp",
 				    "sequence parallelism needs tp > 1");
-	if ((st = tp_jget_int(j, g, "ep", false, 1, TP_IO_MAX_DEVICES, 1, &ep,
-			      NULL)))
+	if ((st = tp_jget_int(j, g, "ep", false, 1, TP_IO_MAX_DEVICES, 1,
+			      &in->ep, NULL)))
 		return st;
-	if (dp % ep != 0)
+	if (in->dp % in->ep != 0)
 		return tp_jctx_fail(j, "ep",
 				    "ep=%lld does not divide dp=%lld (Megatron-"
 				    "Core spreads the experts over data-"
 				    "parallel replicas: ep x expert-dp = dp); "
 				    "use a divisor of %lld",
-				    (long long)ep, (long long)dp, (long long)dp);
-	if (comp) {
-		const struct tp_json *sfb;
-		size_t o2 = tp_jctx_push_key(j, "compression");
-		if ((st = tp_jctx_object(j, comp, "a group's compression",
-					 gcomp_fields)) ||
-		    (st = tp_jget_array(j, comp, "sfb_ops", false, false,
-					&sfb)) ||
-		    (st = tp_io_get_quantity(j, comp, "saved_bytes", false,
-					 TP_JNUM_NONNEG, TP_IOQ_PLAN_BYTES, 0, &saved, NULL)) ||
-		    (st = tp_jget_enum(j, comp, "lossy", false, parse_lossy,
-				       "none | fp16 | powersgd", TP_LOSSY_NONE,
-				       &lossy)) ||
-		    (st = tp_jget_int(j, comp, "powersgd_rank", false, 0,
-				      UINT32_MAX, 0, &rank, NULL)))
-			return st;
-		for (size_t k = 0; sfb && k < sfb->n; k++) {
-			const char *name;
-			uint32_t idx;
-			bool in = false;
-			old = tp_jctx_push_key(j, "sfb_ops");
-			tp_jctx_push_index(j, k);
-			if ((st =
-				 tp_jcheck_string(j, sfb->items[k],
-						  TP_IO_NAME_MAX, true, &name)))
-				return st;
-			if (r->m) {
-				if ((st = op_index(r, NULL, name, &idx)))
-					return st;
-				for (size_t q = 0; q < r->ops.n && !in; q++)
-					in = r->ops.v[q] == idx;
-				if (!in)
-					return tp_jctx_fail(
-					    j, NULL,
-					    "op \"%s\" is not in this group; "
-					    "only a group's own ops can use "
-					    "its compression",
-					    name);
-				if (tp_vec_push(&r->sfb, idx))
-					return nomem(r);
-			}
-			tp_jctx_pop(j, old);
-		}
-		tp_jctx_pop(j, o2);
-	}
-	if (r->ol) {
-		struct tp_plan_outline_group og;
-		memset(&og, 0, sizeof(og));
-		og.n_op_entries = (uint32_t)ops->n;
-		for (size_t k = 0; k < ops->n; k++)
-			og.n_ranges += ops->items[k]->type == TP_JSON_OBJECT;
-		og.n_devices = (uint32_t)devs->n;
-		og.dp = (uint32_t)dp;
-		og.cp = (uint32_t)cp;
-		og.tp = (uint32_t)tp;
-		og.sync = (enum tp_sync)sync;
-		og.recompute = (enum tp_recompute)rec;
-		og.sp = sp;
-		if (tp_vec_push(&r->ol->groups, og))
-			return nomem(r);
-		for (size_t k = 0; k < devs->n; k++)
-			if (tp_strmap_put(&r->all_devs, devs->items[k]->str,
-					  (uint32_t)k, NULL) < 0)
-				return nomem(r);
-		r->ol->n_distinct_devices = (uint32_t)r->all_devs.n;
-	}
-	if (r->p) {
-		struct tp_plan_group *gr;
-		struct tp_plan_degrees deg = {(uint32_t)dp, (uint32_t)cp,
-					      (uint32_t)tp};
+				    (long long)in->ep, (long long)in->dp,
+				    (long long)in->dp);
+	return TP_OK;
+}
+
+/* The group's compression object: saved bytes, lossy mode, PowerSGD
+ * rank, and its sufficient-factor ops (the group's own) into r->sfb. */
+static enum tp_status read_group_compression(struct reader *r,
+					     struct group_in *in)
+{
+	struct tp_jctx *j = r->j;
+	const struct tp_json *comp = in->comp, *sfb;
+	enum tp_status st;
+	size_t o2 = tp_jctx_push_key(j, "compression");
+
+	if ((st = tp_jctx_object(j, comp, "a group's compression",
+				 gcomp_fields)) ||
+	    (st = tp_jget_array(j, comp, "sfb_ops", false, false, &sfb)) ||
+	    (st = tp_io_get_quantity(j, comp, "saved_bytes", false,
+				     TP_JNUM_NONNEG, TP_IOQ_PLAN_BYTES, 0,
+				     &in->saved, NULL)) ||
+	    (st = tp_jget_enum(j, comp, "lossy", false, parse_lossy,
+			       "none | fp16 | powersgd", TP_LOSSY_NONE,
+			       &in->lossy)) ||
+	    (st = tp_jget_int(j, comp, "powersgd_rank", false, 0, UINT32_MAX,
+			      0, &in->rank, NULL)))
+		return st;
+	for (size_t k = 0; sfb && k < sfb->n; k++) {
+		const char *name;
 		uint32_t idx;
-		struct tp_plan_replicas rep = {(uint32_t)r->rtp.n, r->rtp.v};
-		if ((st = r->rtp.n ? tp_plan_add_group_mixed(
-					   r->p, r->ops.v, (uint32_t)r->ops.n,
-					   r->devs.v, (uint32_t)r->devs.n,
-					   &rep, shares ? r->shares.v : NULL,
-					   j->err)
-				   : tp_plan_add_group_degrees(
-					   r->p, r->ops.v, (uint32_t)r->ops.n,
-					   r->devs.v, (uint32_t)r->devs.n,
-					   &deg, shares ? r->shares.v : NULL,
-					   j->err)))
-			return tp_io_wrap(j, NULL, st);
-		idx = (uint32_t)r->p->groups.n - 1;
-		if (tp_vec_reserve(&r->p->sfb, r->sfb.n))
-			return nomem(r);
-		gr = &r->p->groups.v[idx];
-		gr->sync = (enum tp_sync)sync;
-		gr->recompute = (enum tp_recompute)rec;
-		gr->sp = sp;
-		gr->ep = (uint32_t)ep;
-		gr->sfb_first = (uint32_t)r->p->sfb.n;
-		gr->n_sfb = (uint32_t)r->sfb.n;
-		for (size_t k = 0; k < r->sfb.n; k++)
-			r->p->sfb.v[r->p->sfb.n++] = r->sfb.v[k];
-		gr->sfb_saved_bytes = saved;
-		gr->lossy = (enum tp_lossy)lossy;
-		gr->powersgd_rank = (uint32_t)rank;
+		bool mine = false;
+		size_t old = tp_jctx_push_key(j, "sfb_ops");
+		tp_jctx_push_index(j, k);
+		if ((st = tp_jcheck_string(j, sfb->items[k], TP_IO_NAME_MAX,
+					   true, &name)))
+			return st;
+		if (r->m) {
+			if ((st = op_index(r, NULL, name, &idx)))
+				return st;
+			for (size_t q = 0; q < r->ops.n && !mine; q++)
+				mine = r->ops.v[q] == idx;
+			if (!mine)
+				return tp_jctx_fail(
+				    j, NULL,
+				    "op \"%s\" is not in this group; "
+				    "only a group's own ops can use "
+				    "its compression",
+				    name);
+			if (tp_vec_push(&r->sfb, idx))
+				return nomem(r);
+		}
+		tp_jctx_pop(j, old);
 	}
-	(void)gi;
-	(void)has_dp;
+	tp_jctx_pop(j, o2);
+	return TP_OK;
+}
+
+/* The group's line of the outline (r->ol). */
+static enum tp_status outline_group(struct reader *r,
+				    const struct group_in *in)
+{
+	struct tp_plan_outline_group og;
+
+	memset(&og, 0, sizeof(og));
+	og.n_op_entries = (uint32_t)in->ops->n;
+	for (size_t k = 0; k < in->ops->n; k++)
+		og.n_ranges += in->ops->items[k]->type == TP_JSON_OBJECT;
+	og.n_devices = (uint32_t)in->devs->n;
+	og.dp = (uint32_t)in->dp;
+	og.cp = (uint32_t)in->cp;
+	og.tp = (uint32_t)in->tp;
+	og.sync = (enum tp_sync)in->sync;
+	og.recompute = (enum tp_recompute)in->rec;
+	og.sp = in->sp;
+	if (tp_vec_push(&r->ol->groups, og))
+		return nomem(r);
+	for (size_t k = 0; k < in->devs->n; k++)
+		if (tp_strmap_put(&r->all_devs, in->devs->items[k]->str,
+				  (uint32_t)k, NULL) < 0)
+			return nomem(r);
+	r->ol->n_distinct_devices = (uint32_t)r->all_devs.n;
+	return TP_OK;
+}
+
+/* The group added to the plan (r->p). */
+static enum tp_status plan_group(struct reader *r, const struct group_in *in)
+{
+	struct tp_jctx *j = r->j;
+	struct tp_plan_group *gr;
+	struct tp_plan_degrees deg = {(uint32_t)in->dp, (uint32_t)in->cp,
+				      (uint32_t)in->tp};
+	struct tp_plan_replicas rep = {(uint32_t)r->rtp.n, r->rtp.v};
+	const double *shares = in->shares ? r->shares.v : NULL;
+	enum tp_status st;
+
+	if ((st = r->rtp.n ? tp_plan_add_group_mixed(
+				     r->p, r->ops.v, (uint32_t)r->ops.n,
+				     r->devs.v, (uint32_t)r->devs.n, &rep,
+				     shares, j->err)
+			   : tp_plan_add_group_degrees(
+				     r->p, r->ops.v, (uint32_t)r->ops.n,
+				     r->devs.v, (uint32_t)r->devs.n, &deg,
+				     shares, j->err)))
+		return tp_io_wrap(j, NULL, st);
+	if (tp_vec_reserve(&r->p->sfb, r->sfb.n))
+		return nomem(r);
+	gr = &r->p->groups.v[r->p->groups.n - 1];
+	gr->sync = (enum tp_sync)in->sync;
+	gr->recompute = (enum tp_recompute)in->rec;
+	gr->sp = in->sp;
+	gr->ep = (uint32_t)in->ep;
+	gr->sfb_first = (uint32_t)r->p->sfb.n;
+	gr->n_sfb = (uint32_t)r->sfb.n;
+	for (size_t k = 0; k < r->sfb.n; k++)
+		r->p->sfb.v[r->p->sfb.n++] = r->sfb.v[k];
+	gr->sfb_saved_bytes = in->saved;
+	gr->lossy = (enum tp_lossy)in->lossy;
+	gr->powersgd_rank = (uint32_t)in->rank;
+	return TP_OK;
+}
+
+static enum tp_status read_group(struct reader *r, const struct tp_json *g)
+{
+	struct tp_jctx *j = r->j;
+	struct group_in in;
+	const char *gname;
+	enum tp_status st;
+
+	memset(&in, 0, sizeof(in));
+	in.lossy = TP_LOSSY_NONE;
+	r->ops.n = r->devs.n = r->sfb.n = r->shares.n = 0;
+	if ((st = tp_jctx_object(j, g, "a group", group_fields)) ||
+	    (st = tp_io_get_name(j, g, "name", false, TP_IO_NAME_MAX, "",
+				 &gname)) ||
+	    (st = tp_jget_array(j, g, "ops", true, true, &in.ops)) ||
+	    (st = tp_jget_array(j, g, "devices", true, true, &in.devs)))
+		return st;
+	for (size_t k = 0; k < in.ops->n; k++) {
+		size_t old = tp_jctx_push_key(j, "ops");
+		tp_jctx_push_index(j, k);
+		if ((st = read_op_entry(r, in.ops->items[k])))
+			return st;
+		tp_jctx_pop(j, old);
+	}
+	if ((st = read_group_devices(r, in.devs)) ||
+	    (st = read_replica_tp(r, g, in.devs->n, &in.tp, &in.dp, &in.cp)) ||
+	    (!r->rtp.n && (st = read_degrees(r, g, &in))) ||
+	    (st = read_group_shares(r, g, &in)) ||
+	    (st = read_group_modes(r, g, &in)) ||
+	    (in.comp && (st = read_group_compression(r, &in))) ||
+	    (r->ol && (st = outline_group(r, &in))) ||
+	    (r->p && (st = plan_group(r, &in))))
+		return st;
 	return TP_OK;
 }
 
@@ -653,6 +717,197 @@ static enum tp_status read_fit(struct tp_jctx *j, const struct tp_json *s,
 	return TP_OK;
 }
 
+/* The summary's per-device entries (one per device, in the topology's
+ * order): peak memory and busy fraction. */
+static enum tp_status read_summary_devices(struct reader *r,
+					   const struct tp_json *devs,
+					   struct tp_plan_summary *sum)
+{
+	struct tp_jctx *j = r->j;
+	bool any_peak = false, any_busy = false;
+	enum tp_status st;
+
+	if (r->c && devs->n != r->c->devices.n)
+		return tp_jctx_fail(j, "devices",
+				    "%zu entries for a topology of %zu "
+				    "devices; expected one per device",
+				    devs->n, r->c->devices.n);
+	for (size_t k = 0; k < devs->n; k++) {
+		any_peak |= tp_json_get(devs->items[k], "peak_memory_bytes") !=
+			    NULL;
+		any_busy |= tp_json_get(devs->items[k], "busy_fraction") !=
+			    NULL;
+	}
+	sum->n_devices = (uint32_t)devs->n;
+	if (any_peak &&
+	    !(sum->peak_memory_bytes = tp_calloc(devs->n, sizeof(double))))
+		return nomem(r);
+	if (any_busy &&
+	    !(sum->busy_fraction = tp_calloc(devs->n, sizeof(double))))
+		return nomem(r);
+	for (size_t k = 0; k < devs->n; k++) {
+		const struct tp_json *d = devs->items[k];
+		const char *name;
+		double x;
+		size_t o2 = tp_jctx_push_key(j, "devices");
+		tp_jctx_push_index(j, k);
+		if ((st = tp_jctx_object(j, d, "a device summary",
+					 sdev_fields)) ||
+		    (st = tp_jget_string(j, d, "device", false,
+					 TP_IO_NAME_MAX * 2, false, NULL,
+					 &name)))
+			return st;
+		if (r->c && name && strcmp(name, r->c->devices.v[k].name) != 0)
+			return tp_jctx_fail(
+			    j, "device",
+			    "expected device \"%s\" (entries follow "
+			    "the topology's device order), found "
+			    "\"%.100s\"",
+			    r->c->devices.v[k].name, name);
+		if ((st = tp_jget_number(j, d, "peak_memory_bytes", false,
+					 TP_JNUM_NONNEG, 0, &x, NULL)))
+			return st;
+		if (sum->peak_memory_bytes)
+			sum->peak_memory_bytes[k] = x;
+		if ((st = tp_jget_number(j, d, "busy_fraction", false,
+					 TP_JNUM_UNIT, 0, &x, NULL)))
+			return st;
+		if (sum->busy_fraction)
+			sum->busy_fraction[k] = x;
+		tp_jctx_pop(j, o2);
+	}
+	return TP_OK;
+}
+
+/* The summary's baselines: name -> feasible, iteration time. */
+static enum tp_status read_summary_baselines(struct tp_jctx *j,
+					     const struct tp_json *bases,
+					     struct tp_plan_summary *sum)
+{
+	enum tp_status st;
+
+	for (size_t k = 0; k < bases->n; k++) {
+		const struct tp_json *b = bases->items[k];
+		struct tp_plan_baseline *pb;
+		size_t o2 = tp_jctx_push_key(j, "baselines");
+		double speedup;
+
+		if (k >= TP_PLAN_MAX_BASELINES)
+			return tp_jctx_fail(j, NULL, "more than %d baselines",
+					    TP_PLAN_MAX_BASELINES);
+		tp_jctx_push_key(j, b->key);
+		if (strlen(b->key) >= sizeof(pb->name) || !b->key[0])
+			return tp_jctx_fail(
+			    j, NULL, "baseline names have 1 to %zu bytes",
+			    sizeof(pb->name) - 1);
+		pb = &sum->baselines[sum->n_baselines++];
+		snprintf(pb->name, sizeof(pb->name), "%s", b->key);
+		if ((st = tp_jctx_object(j, b, "a baseline", base_fields)) ||
+		    (st = tp_jget_bool(j, b, "feasible", false, true,
+				       &pb->feasible)) ||
+		    (st = tp_jget_number(j, b, "iteration_time_s", false,
+					 TP_JNUM_NONNEG, 0,
+					 &pb->iteration_time_s, NULL)) ||
+		    (st = tp_jget_number(j, b, "speedup", false, TP_JNUM_NONNEG,
+					 0, &speedup, NULL)))
+			return st;
+		tp_jctx_pop(j, o2);
+	}
+	return TP_OK;
+}
+
+/* The summary's search statistics and, unless --no-timing, timing. */
+static enum tp_status read_summary_search(struct tp_jctx *j,
+					  const struct tp_json *search,
+					  struct tp_plan_summary *sum)
+{
+	const struct tp_json *timing;
+	int64_t threads;
+	enum tp_status st;
+	size_t o2 = tp_jctx_push_key(j, "search");
+
+	if ((st = tp_jctx_object(j, search, "the search statistics",
+				 search_fields)) ||
+	    (st = read_u64(j, search, "playouts", &sum->playouts)) ||
+	    (st = read_u64(j, search, "simulations", &sum->simulations)) ||
+	    (st = read_u64(j, search, "seed", &sum->seed)) ||
+	    (st = tp_jget_int(j, search, "threads", false, 0, UINT32_MAX, 0,
+			      &threads, NULL)) ||
+	    (st = tp_jget_bool(j, search, "gnn", false, false, &sum->gnn)) ||
+	    (st = copy_str(j, search, "weights", sum->weights,
+			   sizeof(sum->weights))) ||
+	    (st = tp_jget_object(j, search, "timing", false, &timing)))
+		return st;
+	sum->threads = (uint32_t)threads;
+	sum->no_timing = timing == NULL;
+	if (timing) {
+		size_t o3 = tp_jctx_push_key(j, "timing");
+		if ((st = tp_jctx_object(j, timing, "the search timing",
+					 timing_fields)) ||
+		    (st = tp_jget_number(j, timing, "search_seconds", false,
+					 TP_JNUM_NONNEG, 0,
+					 &sum->search_seconds, NULL)) ||
+		    (st = tp_jget_number(j, timing, "playouts_per_s", false,
+					 TP_JNUM_NONNEG, 0,
+					 &sum->playouts_per_s, NULL)))
+			return st;
+		tp_jctx_pop(j, o3);
+	}
+	tp_jctx_pop(j, o2);
+	return TP_OK;
+}
+
+/* The summary's provenance: version, files, paths and their hashes. */
+static enum tp_status read_summary_provenance(struct tp_jctx *j,
+					      const struct tp_json *prov,
+					      struct tp_plan_summary *sum)
+{
+	enum tp_status st;
+	size_t o2 = tp_jctx_push_key(j, "provenance");
+
+	if ((st = tp_jctx_object(j, prov, "the provenance", prov_fields)) ||
+	    (st = copy_str(j, prov, "tagplan_version", sum->version,
+			   sizeof(sum->version))) ||
+	    (st = copy_str(j, prov, "model_file", sum->model_file,
+			   sizeof(sum->model_file))) ||
+	    (st = copy_str(j, prov, "topology_file", sum->topology_file,
+			   sizeof(sum->topology_file))) ||
+	    (st = copy_str(j, prov, "model_sha256", sum->model_sha256,
+			   sizeof(sum->model_sha256))) ||
+	    (st = copy_str(j, prov, "topology_sha256", sum->topology_sha256,
+			   sizeof(sum->topology_sha256))) ||
+	    (st = copy_str(j, prov, "model_path", sum->model_path,
+			   sizeof(sum->model_path))) ||
+	    (st = copy_str(j, prov, "topology_path", sum->topology_path,
+			   sizeof(sum->topology_path))) ||
+	    (st = copy_str(j, prov, "runtime_path", sum->runtime_path,
+			   sizeof(sum->runtime_path))) ||
+	    (st = copy_str(j, prov, "runtime_sha256", sum->runtime_sha256,
+			   sizeof(sum->runtime_sha256))))
+		return st;
+	if (sum->runtime_sha256[0] && !is_hex64(sum->runtime_sha256))
+		return tp_jctx_fail(j, "runtime_sha256",
+				    "expected 64 lowercase hexadecimal "
+				    "digits");
+	if (!sum->runtime_path[0] != !sum->runtime_sha256[0])
+		return tp_jctx_fail(j,
+				    sum->runtime_path[0] ? "runtime_path"
+							 : "runtime_sha256",
+				    "runtime_path and runtime_sha256 "
+				    "go together; give both or "
+				    "neither");
+	if (sum->model_sha256[0] && !is_hex64(sum->model_sha256))
+		return tp_jctx_fail(j, "model_sha256",
+				    "expected 64 lowercase hexadecimal "
+				    "digits");
+	if (sum->topology_sha256[0] && !is_hex64(sum->topology_sha256))
+		return tp_jctx_fail(j, "topology_sha256",
+				    "expected 64 lowercase hexadecimal "
+				    "digits");
+	tp_jctx_pop(j, o2);
+	return TP_OK;
+}
+
 static enum tp_status read_summary(struct reader *r, const struct tp_json *s,
 				   struct tp_plan_summary *sum)
 {
@@ -687,172 +942,12 @@ static enum tp_status read_summary(struct reader *r, const struct tp_json *s,
 	    (st = tp_jget_object(j, s, "baselines", false, &bases)) ||
 	    (st = tp_jget_object(j, s, "search", false, &search)) ||
 	    (st = tp_jget_object(j, s, "provenance", false, &prov)) ||
-	    (st = read_fit(j, s, sum)))
+	    (st = read_fit(j, s, sum)) ||
+	    (devs && devs->n && (st = read_summary_devices(r, devs, sum))) ||
+	    (bases && (st = read_summary_baselines(j, bases, sum))) ||
+	    (search && (st = read_summary_search(j, search, sum))) ||
+	    (prov && (st = read_summary_provenance(j, prov, sum))))
 		return st;
-	if (devs && devs->n) {
-		bool any_peak = false, any_busy = false;
-		if (r->c && devs->n != r->c->devices.n)
-			return tp_jctx_fail(j, "devices",
-					    "%zu entries for a topology of %zu "
-					    "devices; expected one per device",
-					    devs->n, r->c->devices.n);
-		for (size_t k = 0; k < devs->n; k++) {
-			any_peak |= tp_json_get(devs->items[k],
-						"peak_memory_bytes") != NULL;
-			any_busy |= tp_json_get(devs->items[k],
-						"busy_fraction") != NULL;
-		}
-		sum->n_devices = (uint32_t)devs->n;
-		if (any_peak && !(sum->peak_memory_bytes =
-				      tp_calloc(devs->n, sizeof(double))))
-			return nomem(r);
-		if (any_busy &&
-		    !(sum->busy_fraction = tp_calloc(devs->n, sizeof(double))))
-			return nomem(r);
-		for (size_t k = 0; k < devs->n; k++) {
-			const struct tp_json *d = devs->items[k];
-			const char *name;
-			double x;
-			size_t o2 = tp_jctx_push_key(j, "devices");
-			tp_jctx_push_index(j, k);
-			if ((st = tp_jctx_object(j, d, "a device summary",
-						 sdev_fields)) ||
-			    (st = tp_jget_string(j, d, "device", false,
-						 TP_IO_NAME_MAX * 2, false,
-						 NULL, &name)))
-				return st;
-			if (r->c && name &&
-			    strcmp(name, r->c->devices.v[k].name) != 0)
-				return tp_jctx_fail(
-				    j, "device",
-				    "expected device \"%s\" (entries follow "
-				    "the topology's device order), found "
-				    "\"%.100s\"",
-				    r->c->devices.v[k].name, name);
-			if ((st = tp_jget_number(j, d, "peak_memory_bytes",
-						 false, TP_JNUM_NONNEG, 0, &x,
-						 NULL)))
-				return st;
-			if (sum->peak_memory_bytes)
-				sum->peak_memory_bytes[k] = x;
-			if ((st = tp_jget_number(j, d, "busy_fraction", false,
-						 TP_JNUM_UNIT, 0, &x, NULL)))
-				return st;
-			if (sum->busy_fraction)
-				sum->busy_fraction[k] = x;
-			tp_jctx_pop(j, o2);
-		}
-	}
-	for (size_t k = 0; bases && k < bases->n; k++) {
-		const struct tp_json *b = bases->items[k];
-		struct tp_plan_baseline *pb;
-		size_t o2 = tp_jctx_push_key(j, "baselines");
-		double speedup;
-
-		if (k >= TP_PLAN_MAX_BASELINES)
-			return tp_jctx_fail(j, NULL, "more than %d baselines",
-					    TP_PLAN_MAX_BASELINES);
-		tp_jctx_push_key(j, b->key);
-		if (strlen(b->key) >= sizeof(pb->name) || !b->key[0])
-			return tp_jctx_fail(
-			    j, NULL, "baseline names have 1 to %zu bytes",
-			    sizeof(pb->name) - 1);
-		pb = &sum->baselines[sum->n_baselines++];
-		snprintf(pb->name, sizeof(pb->name), "%s", b->key);
-		if ((st = tp_jctx_object(j, b, "a baseline", base_fields)) ||
-		    (st = tp_jget_bool(j, b, "feasible", false, true,
-				       &pb->feasible)) ||
-		    (st = tp_jget_number(j, b, "iteration_time_s", false,
-					 TP_JNUM_NONNEG, 0,
-					 &pb->iteration_time_s, NULL)) ||
-		    (st = tp_jget_number(j, b, "speedup", false, TP_JNUM_NONNEG,
-					 0, &speedup, NULL)))
-			return st;
-		tp_jctx_pop(j, o2);
-	}
-	if (search) {
-		const struct tp_json *timing;
-		int64_t threads;
-		size_t o2 = tp_jctx_push_key(j, "search");
-		if ((st = tp_jctx_object(j, search, "the search statistics",
-					 search_fields)) ||
-		    (st = read_u64(j, search, "playouts", &sum->playouts)) ||
-		    (st = read_u64(j, search, "simulations",
-				   &sum->simulations)) ||
-		    (st = read_u64(j, search, "seed", &sum->seed)) ||
-		    (st = tp_jget_int(j, search, "threads", false, 0,
-				      UINT32_MAX, 0, &threads, NULL)) ||
-		    (st = tp_jget_bool(j, search, "gnn", false, false,
-				       &sum->gnn)) ||
-		    (st = copy_str(j, search, "weights", sum->weights,
-				   sizeof(sum->weights))) ||
-		    (st = tp_jget_object(j, search, "timing", false, &timing)))
-			return st;
-		sum->threads = (uint32_t)threads;
-		sum->no_timing = timing == NULL;
-		if (timing) {
-			size_t o3 = tp_jctx_push_key(j, "timing");
-			if ((st = tp_jctx_object(j, timing, "the search timing",
-						 timing_fields)) ||
-			    (st = tp_jget_number(j, timing, "search_seconds",
-						 false, TP_JNUM_NONNEG, 0,
-						 &sum->search_seconds, NULL)) ||
-			    (st = tp_jget_number(j, timing, "playouts_per_s",
-						 false, TP_JNUM_NONNEG, 0,
-						 &sum->playouts_per_s, NULL)))
-				return st;
-			tp_jctx_pop(j, o3);
-		}
-		tp_jctx_pop(j, o2);
-	}
-	if (prov) {
-		size_t o2 = tp_jctx_push_key(j, "provenance");
-		if ((st = tp_jctx_object(j, prov, "the provenance",
-					 prov_fields)) ||
-		    (st = copy_str(j, prov, "tagplan_version", sum->version,
-				   sizeof(sum->version))) ||
-		    (st = copy_str(j, prov, "model_file", sum->model_file,
-				   sizeof(sum->model_file))) ||
-		    (st = copy_str(j, prov, "topology_file", sum->topology_file,
-				   sizeof(sum->topology_file))) ||
-		    (st = copy_str(j, prov, "model_sha256", sum->model_sha256,
-				   sizeof(sum->model_sha256))) ||
-		    (st = copy_str(j, prov, "topology_sha256",
-				   sum->topology_sha256,
-				   sizeof(sum->topology_sha256))) ||
-		    (st = copy_str(j, prov, "model_path", sum->model_path,
-				   sizeof(sum->model_path))) ||
-		    (st = copy_str(j, prov, "topology_path",
-				   sum->topology_path,
-				   sizeof(sum->topology_path))) ||
-		    (st = copy_str(j, prov, "runtime_path", sum->runtime_path,
-				   sizeof(sum->runtime_path))) ||
-		    (st = copy_str(j, prov, "runtime_sha256",
-				   sum->runtime_sha256,
-				   sizeof(sum->runtime_sha256))))
-			return st;
-		if (sum->runtime_sha256[0] && !is_hex64(sum->runtime_sha256))
-			return tp_jctx_fail(j, "runtime_sha256",
-					    "expected 64 lowercase hexadecimal "
-					    "digits");
-		if (!sum->runtime_path[0] != !sum->runtime_sha256[0])
-			return tp_jctx_fail(j,
-					    sum->runtime_path[0]
-						    ? "runtime_path"
-						    : "runtime_sha256",
-					    "runtime_path and runtime_sha256 "
-					    "go together; give both or "
-					    "neither");
-		if (sum->model_sha256[0] && !is_hex64(sum->model_sha256))
-			return tp_jctx_fail(j, "model_sha256",
-					    "expected 64 lowercase hexadecimal "
-					    "digits");
-		if (sum->topology_sha256[0] && !is_hex64(sum->topology_sha256))
-			return tp_jctx_fail(j, "topology_sha256",
-					    "expected 64 lowercase hexadecimal "
-					    "digits");
-		tp_jctx_pop(j, o2);
-	}
 	tp_jctx_pop(j, old);
 	return TP_OK;
 }
@@ -964,7 +1059,7 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 	for (size_t k = 0; k < groups->n; k++) {
 		size_t old = tp_jctx_push_key(j, "groups");
 		tp_jctx_push_index(j, k);
-		if ((st = read_group(r, groups->items[k], (uint32_t)k)))
+		if ((st = read_group(r, groups->items[k])))
 			return st;
 		tp_jctx_pop(j, old);
 	}
