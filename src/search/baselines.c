@@ -252,35 +252,6 @@ static uint32_t fit_tp(const struct tp_space *sp, uint32_t g, uint32_t set,
 	return 1;
 }
 
-/* Fill dec with a pipeline: stage j = family member j, groups split by
- * stage speed; tp per group as large as valid up to want_tp. */
-static void pipeline(const struct tp_space *sp, const uint32_t *members,
-		     uint32_t n, uint32_t want_tp, enum tp_recompute rc,
-		     bool by_speed, struct tp_decision *dec, uint32_t *stage_of,
-		     double *weight, double *speed)
-{
-	uint32_t K = sp->groups->n;
-
-	for (uint32_t g = 0; g < K; g++)
-		weight[g] = sp->groups->weight[g];
-	for (uint32_t j = 0; j < n; j++)
-		speed[j] = by_speed ? sp->sets.v[members[j]].speed
-				    : sp->sets.v[members[j]].n;
-	if (n == 1)
-		for (uint32_t g = 0; g < K; g++)
-			stage_of[g] = 0;
-	else
-		search_split_stages(weight, K, speed, n, stage_of);
-	for (uint32_t g = 0; g < K; g++) {
-		uint32_t set = members[stage_of[g]];
-		uint32_t tp = fit_tp(sp, g, set, want_tp);
-		dec[g].set = set;
-		dec[g].tp = (uint16_t)tp;
-		dec[g].sync = (uint8_t)tp_space_default_sync(sp, set, tp);
-		dec[g].recompute = (uint8_t)rc;
-	}
-}
-
 struct bufs {
 	uint32_t *stage_of, *members;
 	double *weight, *speed;
@@ -301,6 +272,38 @@ static void bufs_free(struct bufs *b)
 	free(b->members);
 	free(b->weight);
 	free(b->speed);
+}
+
+/* Fill dec with a pipeline: stage j = family member j of bf->members
+ * (n of them), groups split by stage speed (bf->stage_of, bf->weight and
+ * bf->speed are working memory); tp per group as large as valid up to
+ * want_tp. */
+static void pipeline(const struct tp_space *sp, struct bufs *bf, uint32_t n,
+		     uint32_t want_tp, enum tp_recompute rc, bool by_speed,
+		     struct tp_decision *dec)
+{
+	uint32_t K = sp->groups->n, *stage_of = bf->stage_of;
+	const uint32_t *members = bf->members;
+	double *weight = bf->weight, *speed = bf->speed;
+
+	for (uint32_t g = 0; g < K; g++)
+		weight[g] = sp->groups->weight[g];
+	for (uint32_t j = 0; j < n; j++)
+		speed[j] = by_speed ? sp->sets.v[members[j]].speed
+				    : sp->sets.v[members[j]].n;
+	if (n == 1)
+		for (uint32_t g = 0; g < K; g++)
+			stage_of[g] = 0;
+	else
+		search_split_stages(weight, K, speed, n, stage_of);
+	for (uint32_t g = 0; g < K; g++) {
+		uint32_t set = members[stage_of[g]];
+		uint32_t tp = fit_tp(sp, g, set, want_tp);
+		dec[g].set = set;
+		dec[g].tp = (uint16_t)tp;
+		dec[g].sync = (uint8_t)tp_space_default_sync(sp, set, tp);
+		dec[g].recompute = (uint8_t)rc;
+	}
 }
 
 /* Number of transformer layers / blocks the model labels (0: none). */
@@ -383,8 +386,7 @@ static bool megatron_aligned(struct worker *w, const struct tp_strategy *cfg,
 	gl->zero = (uint8_t)cfg->zero;
 	gl->even = 1;
 	tp_globals_set_shape(gl, V > 1 ? V : 0, cfg->sp);
-	pipeline(sp, bf->members, cfg->pp, cfg->tp, cfg->recompute, false,
-		 w->dec, bf->stage_of, bf->weight, bf->speed);
+	pipeline(sp, bf, cfg->pp, cfg->tp, cfg->recompute, false, w->dec);
 	for (uint32_t g = 0; g < s->K; g++)
 		if (s->groups.splittable[g] && w->dec[g].tp != cfg->tp)
 			return false;
@@ -392,17 +394,33 @@ static bool megatron_aligned(struct worker *w, const struct tp_strategy *cfg,
 	       tp_space_runnable(sp, gl, w->dec, w->sscr, NULL, 0);
 }
 
+/* The grid of baseline_megatron: working memory, the point scored last
+ * (plan, gl, r) and the best one so far. */
+struct mgrid {
+	struct worker *w;
+	struct bufs bf;
+	struct tp_plan plan, keep; /* the last plan scored; the best one */
+	struct tp_globals gl, best_gl;
+	struct evalres r, best;
+	struct tp_strategy best_cfg;
+	struct tp_decision *best_dec; /* the best group-aligned decisions */
+	bool have, best_aligned;
+	bool stop; /* out of time: end the grid */
+};
+
 /* One grid point, in one of its two forms (the exact strategy plan, or
- * the group-aligned decision vector); the plan scored ends in *plan.
- * *valid = false when the form does not exist for this point. */
-static enum tp_status megatron_point(struct worker *w,
+ * the group-aligned decision vector); the plan scored ends in x->plan,
+ * its settings in x->gl, its result in x->r.  *valid = false when the
+ * form does not exist for this point. */
+static enum tp_status megatron_point(struct mgrid *x,
 				     const struct tp_strategy *cfg,
-				     bool aligned, struct bufs *bf,
-				     double cutoff, struct tp_plan *plan,
-				     struct tp_globals *gl, struct evalres *r,
-				     bool *valid)
+				     bool aligned, double cutoff, bool *valid)
 {
+	struct worker *w = x->w;
 	struct sctx *s = w->s;
+	struct tp_plan *plan = &x->plan;
+	struct tp_globals *gl = &x->gl;
+	struct evalres *r = &x->r;
 	uint32_t dp = (uint32_t)s->c->devices.n / (cfg->tp * cfg->pp);
 	char src[96];
 	struct tp_error e;
@@ -410,7 +428,7 @@ static enum tp_status megatron_point(struct worker *w,
 
 	*valid = false;
 	if (aligned) {
-		if (!megatron_aligned(w, cfg, bf, gl))
+		if (!megatron_aligned(w, cfg, &x->bf, gl))
 			return TP_OK;
 		*valid = true;
 		snprintf(src, sizeof(src),
@@ -459,42 +477,184 @@ static enum tp_status megatron_point(struct worker *w,
  * differ).  Points whose simulator lower bound cannot beat the best point
  * so far are not simulated (they cannot be the answer).
  */
+/* The least recomputation that fits at grid point cfg (recomputation
+ * unset), each in both forms: *fit when one fits, *here its best time,
+ * *pruned when every point the runtime allows was settled by the bound
+ * (more recomputation only adds work, so the bound ends it).  The best
+ * point goes to x; x->stop when out of time. */
+static enum tp_status megatron_recompute(struct mgrid *x,
+					 struct tp_strategy *cfg, bool *fit,
+					 double *here, bool *pruned)
+{
+	static const enum tp_recompute rcs[] = {
+		TP_RECOMPUTE_NONE, TP_RECOMPUTE_SELECTIVE, TP_RECOMPUTE_FULL};
+	struct worker *w = x->w;
+	struct sctx *s = w->s;
+	const struct tp_space *sp = &s->space;
+	const struct evalres *r = &x->r;
+	enum tp_status st;
+
+	for (int k = 0; k < 3 && !*fit && !*pruned; k++) {
+		bool any = false, all_bounded = true;
+		cfg->recompute = rcs[k];
+		if (sp->constrained &&
+		    !(sp->rt.can.recomputes & (1u << rcs[k])))
+			continue;
+		for (int a = 0; a < 2; a++) {
+			bool valid;
+			double cut = x->have && x->best.feasible ? x->best.time
+								 : 0;
+			if (out_of_time(s, TP_BASELINE_MEGATRON)) {
+				x->stop = true;
+				return TP_OK;
+			}
+			if ((st = megatron_point(x, cfg, a == 1, cut, &valid)))
+				return st;
+			if (!valid)
+				continue;
+			any = true;
+			/* out of memory (r->feasible false): more
+			   recomputation may fit */
+			if (r->bounded && r->feasible)
+				continue;
+			all_bounded = false;
+			if (r->bounded)
+				continue;
+			if (r->ok && r->feasible) {
+				*fit = true;
+				if (r->time < *here)
+					*here = r->time;
+			}
+			if (!x->have || better_res(r, &x->best)) {
+				x->best = *r;
+				x->best_cfg = *cfg;
+				x->best_aligned = a == 1;
+				x->best_gl = x->gl;
+				if (a == 1)
+					memcpy(x->best_dec, w->dec,
+					       s->K * sizeof(*x->best_dec));
+				x->have = true;
+				tp_plan_copy(&x->keep, &x->plan, NULL);
+			}
+		}
+		if (!any)
+			break;
+		*pruned = all_bounded;
+	}
+	return TP_OK;
+}
+
+/* The micro-batch sizes 1, 2, 4, ... of grid point (tp, pp, V, sp, z)
+ * while they help. */
+static enum tp_status megatron_mbs(struct mgrid *x, uint32_t tp, uint32_t pp,
+				   uint32_t V, bool spo, uint32_t z)
+{
+	struct sctx *s = x->w->s;
+	const struct tp_space *sp = &s->space;
+	uint32_t dp = (uint32_t)s->c->devices.n / (tp * pp);
+	int64_t B = s->m->global_batch;
+	double prev = INFINITY;
+	struct tp_strategy cfg;
+	enum tp_status st;
+
+	for (int64_t mbs = 1; mbs * dp <= B; mbs *= 2) {
+		bool fit = false, pruned = false;
+		double here = INFINITY;
+		if (B % (mbs * dp) || (V > 1 && (B / (mbs * dp)) % pp))
+			break;
+		tp_strategy_default(&cfg);
+		cfg.tp = tp;
+		cfg.pp = pp;
+		cfg.mb = (uint32_t)mbs;
+		cfg.schedule =
+			V > 1 ? TP_SCHEDULE_INTERLEAVED : grid_schedule(sp);
+		cfg.virtual_stages = V;
+		cfg.sp = spo;
+		cfg.zero = z;
+		if ((st = megatron_recompute(x, &cfg, &fit, &here, &pruned)) ||
+		    x->stop)
+			return st;
+		/* larger micro-batches need more memory and stop helping
+		   past the first slower one (a point settled by the bound
+		   says nothing about the next) */
+		if (pruned)
+			continue;
+		if (!fit || here > prev)
+			break;
+		prev = here;
+		if (sctx_should_stop(s) && x->have) {
+			x->stop = true;
+			return TP_OK;
+		}
+	}
+	return TP_OK;
+}
+
+/* The grid's answer: the best point as the baseline (and a start point
+ * for the sweeps), or why there is none. */
+static enum tp_status megatron_finish(struct mgrid *x)
+{
+	struct worker *w = x->w;
+	struct sctx *s = w->s;
+	char config[160] = "";
+	enum tp_status st = TP_OK;
+
+	if (x->have) {
+		size_t len;
+		tp_strategy_format(&x->best_cfg, config, sizeof(config));
+		len = strlen(config);
+		if (x->best_aligned)
+			snprintf(config + len, sizeof(config) - len,
+				 " (stages balanced by compute at group "
+				 "boundaries)");
+		set_baseline(w, TP_BASELINE_MEGATRON, &x->best, &x->keep,
+			     config, x->best_aligned ? &x->best_gl : NULL,
+			     x->best_aligned ? x->best_dec : NULL);
+		if (!x->best_aligned) {
+			/* a start point for the sweeps */
+			bool valid;
+			st = megatron_point(x, &x->best_cfg, true, 0, &valid);
+			if (!st && valid && x->r.ok)
+				set_start(w, TP_BASELINE_MEGATRON, &x->r,
+					  &x->gl, w->dec);
+		}
+	} else if (!s->res->baselines[TP_BASELINE_MEGATRON].why[0]) {
+		snprintf(s->res->baselines[TP_BASELINE_MEGATRON].why,
+			 sizeof(s->res->baselines[0].why),
+			 "no uniform tp x pp x dp grid point divides this "
+			 "cluster and batch");
+	}
+	return st;
+}
+
 static enum tp_status baseline_megatron(struct worker *w)
 {
 	struct sctx *s = w->s;
 	const struct tp_space *sp = &s->space;
 	const struct tp_model *m = s->m;
 	uint32_t n = (uint32_t)s->c->devices.n, layers = model_layers(m);
-	int64_t B = m->global_batch;
 	static const uint32_t Vs[] = {1, 2, 3, 4, 6, 8};
-	static const enum tp_recompute rcs[] = {
-		TP_RECOMPUTE_NONE, TP_RECOMPUTE_SELECTIVE, TP_RECOMPUTE_FULL};
-	struct tp_plan plan, keep;
-	struct tp_strategy cfg, best_cfg;
-	struct tp_globals gl, best_gl;
-	struct tp_decision *best_dec = tp_calloc(s->K, sizeof(*best_dec));
-	struct evalres best, r;
-	struct bufs bf;
-	char config[160] = "";
+	struct mgrid x;
 	enum tp_status st = TP_OK;
-	bool have = false, best_aligned = false;
 
-	memset(&best, 0, sizeof(best));
-	memset(&best_gl, 0, sizeof(best_gl));
-	tp_plan_init(&plan);
-	tp_plan_init(&keep);
-	tp_strategy_default(&best_cfg);
-	if (bufs_init(&bf, s->K, n) || !best_dec) {
+	memset(&x, 0, sizeof(x));
+	x.w = w;
+	x.best_dec = tp_calloc(s->K, sizeof(*x.best_dec));
+	tp_plan_init(&x.plan);
+	tp_plan_init(&x.keep);
+	tp_strategy_default(&x.best_cfg);
+	if (bufs_init(&x.bf, s->K, n) || !x.best_dec) {
 		st = TP_ENOMEM;
 		goto out;
 	}
-	for (uint32_t tp = 8; tp >= 1; tp /= 2) {
-	for (uint32_t pp = 1; pp <= n / tp; pp++) {
-	for (size_t vi = 0; vi < sizeof(Vs) / sizeof(Vs[0]); vi++) {
-	for (uint32_t spo = 0; spo <= (tp > 1); spo++) {
-	for (uint32_t z = 0; z <= grid_max_zero(sp, pp); z++) {
+	for (uint32_t tp = 8; tp >= 1 && !st && !x.stop; tp /= 2) {
+	for (uint32_t pp = 1; pp <= n / tp && !st && !x.stop; pp++) {
+	for (size_t vi = 0; vi < sizeof(Vs) / sizeof(Vs[0]) && !st && !x.stop;
+	     vi++) {
+	for (uint32_t spo = 0; spo <= (tp > 1) && !st && !x.stop; spo++) {
+	for (uint32_t z = 0; z <= grid_max_zero(sp, pp) && !st && !x.stop;
+	     z++) {
 		uint32_t V = Vs[vi], dp;
-		double prev = INFINITY;
 		if (!grid_point_ok(sp, tp, pp, V, spo != 0))
 			continue;
 		/* (stages beyond the layers exist only group-aligned) */
@@ -505,82 +665,7 @@ static enum tp_status baseline_megatron(struct worker *w)
 		if ((V > 1 && (pp < 2 || !layers || layers % (pp * V))) ||
 		    (z && dp < 2))
 			continue;
-		for (int64_t mbs = 1; mbs * dp <= B; mbs *= 2) {
-			bool fit = false, pruned = false;
-			double here = INFINITY;
-			if (B % (mbs * dp) || (V > 1 && (B / (mbs * dp)) % pp))
-				break;
-			tp_strategy_default(&cfg);
-			cfg.tp = tp;
-			cfg.pp = pp;
-			cfg.mb = (uint32_t)mbs;
-			cfg.schedule = V > 1 ? TP_SCHEDULE_INTERLEAVED
-					     : grid_schedule(sp);
-			cfg.virtual_stages = V;
-			cfg.sp = spo != 0;
-			cfg.zero = z;
-			/* the least recomputation that fits (more only adds
-			   work, so a point settled by the bound ends it) */
-			for (int k = 0; k < 3 && !fit && !pruned; k++) {
-				bool any = false, all_bounded = true;
-				cfg.recompute = rcs[k];
-				if (sp->constrained &&
-				    !(sp->rt.can.recomputes & (1u << rcs[k])))
-					continue;
-				for (int a = 0; a < 2; a++) {
-					bool valid;
-					double cut = have && best.feasible
-							     ? best.time
-							     : 0;
-					if (out_of_time(s, TP_BASELINE_MEGATRON))
-						goto done;
-					st = megatron_point(w, &cfg, a == 1, &bf,
-							    cut, &plan, &gl, &r,
-							    &valid);
-					if (st)
-						goto out;
-					if (!valid)
-						continue;
-					any = true;
-					/* out of memory (r.feasible false):
-					   more recomputation may fit */
-					if (r.bounded && r.feasible)
-						continue;
-					all_bounded = false;
-					if (r.bounded)
-						continue;
-					if (r.ok && r.feasible) {
-						fit = true;
-						if (r.time < here)
-							here = r.time;
-					}
-					if (!have || better_res(&r, &best)) {
-						best = r;
-						best_cfg = cfg;
-						best_aligned = a == 1;
-						best_gl = gl;
-						if (a == 1)
-							memcpy(best_dec, w->dec,
-							       s->K * sizeof(*best_dec));
-						have = true;
-						tp_plan_copy(&keep, &plan, NULL);
-					}
-				}
-				if (!any)
-					break;
-				pruned = all_bounded;
-			}
-			/* larger micro-batches need more memory and stop
-			   helping past the first slower one (a point settled
-			   by the bound says nothing about the next) */
-			if (pruned)
-				continue;
-			if (!fit || here > prev)
-				break;
-			prev = here;
-			if (sctx_should_stop(s) && have)
-				goto done;
-		}
+		st = megatron_mbs(&x, tp, pp, V, spo != 0, z);
 	}
 	}
 	}
@@ -588,38 +673,13 @@ static enum tp_status baseline_megatron(struct worker *w)
 		if (tp == 1)
 			break;
 	}
-done:
-	if (have) {
-		size_t len;
-		tp_strategy_format(&best_cfg, config, sizeof(config));
-		len = strlen(config);
-		if (best_aligned)
-			snprintf(config + len, sizeof(config) - len,
-				 " (stages balanced by compute at group "
-				 "boundaries)");
-		set_baseline(w, TP_BASELINE_MEGATRON, &best, &keep, config,
-			     best_aligned ? &best_gl : NULL,
-			     best_aligned ? best_dec : NULL);
-		if (!best_aligned) {
-			/* a start point for the sweeps */
-			bool valid;
-			st = megatron_point(w, &best_cfg, true, &bf, 0, &plan,
-					    &gl, &r, &valid);
-			if (!st && valid && r.ok)
-				set_start(w, TP_BASELINE_MEGATRON, &r, &gl,
-					  w->dec);
-		}
-	} else if (!s->res->baselines[TP_BASELINE_MEGATRON].why[0]) {
-		snprintf(s->res->baselines[TP_BASELINE_MEGATRON].why,
-			 sizeof(s->res->baselines[0].why),
-			 "no uniform tp x pp x dp grid point divides this "
-			 "cluster and batch");
-	}
+	if (!st)
+		st = megatron_finish(&x);
 out:
-	bufs_free(&bf);
-	free(best_dec);
-	tp_plan_release(&plan);
-	tp_plan_release(&keep);
+	bufs_free(&x.bf);
+	free(x.best_dec);
+	tp_plan_release(&x.plan);
+	tp_plan_release(&x.keep);
 	return st;
 }
 
@@ -828,8 +888,7 @@ static enum tp_status type_alone(struct worker *w, struct bufs *bf,
 		}
 	}
 	if (stages > 1) {
-		pipeline(sp, bf->members, stages, 8, rc, false, w->dec,
-			 bf->stage_of, bf->weight, bf->speed);
+		pipeline(sp, bf, stages, 8, rc, false, w->dec);
 		snprintf(what, sizeof(what),
 			 "first fit: pipeline over the %s nodes",
 			 sp->sets.v[type_set].label);
@@ -838,8 +897,7 @@ static enum tp_status type_alone(struct worker *w, struct bufs *bf,
 			return st;
 	}
 	bf->members[0] = type_set;
-	pipeline(sp, bf->members, 1, 8, rc, false, w->dec, bf->stage_of,
-		 bf->weight, bf->speed);
+	pipeline(sp, bf, 1, 8, rc, false, w->dec);
 	snprintf(what, sizeof(what), "first fit: all on %s",
 		 sp->sets.v[type_set].label);
 	return lean_try(w, lean_zero(sp, false), what, fits);
@@ -886,8 +944,7 @@ enum tp_status search_first_fit(struct worker *w)
 		       pp * sizeof(uint32_t));
 	else
 		bf.members[0] = TP_SPACE_SET_ALL;
-	pipeline(sp, bf.members, pp, tp, rc, false, w->dec, bf.stage_of,
-		 bf.weight, bf.speed);
+	pipeline(sp, &bf, pp, tp, rc, false, w->dec);
 	st = lean_try(w, lean_zero(sp, pp > 1),
 		      "first fit: megatron's leanest point", &fits);
 	/* each device type alone, the most memory per device first */
@@ -1003,9 +1060,8 @@ static enum tp_status seed_pipeline(struct worker *w, struct bufs *bf,
 					continue;
 				if (sctx_out_of_time(s))
 					return TP_OK;
-				pipeline(sp, bf->members, n, tps[ti],
-					 rc_ladder[ls->rung], true, dec,
-					 bf->stage_of, bf->weight, bf->speed);
+				pipeline(sp, bf, n, tps[ti],
+					 rc_ladder[ls->rung], true, dec);
 				if (!tp_space_state_ok(sp, &gl, dec) ||
 				    !tp_space_runnable(sp, &gl, dec, w->sscr,
 						       NULL, 0))
