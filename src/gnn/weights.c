@@ -236,29 +236,36 @@ static struct tp_gnn_net *widen(const char *name, struct tp_gnn_net *old,
 	return net;
 }
 
-struct tp_gnn_net *tp_gnn_weights_decode(const char *name,
-					 const unsigned char *b, size_t len,
-					 const struct tp_gnn_widths *expect,
-					 struct tp_error *err)
+/* The header of weights file b (len bytes): magic, version, layer
+ * sizes into *c, counts of normalisation constants *nn and weights *nw
+ * agreeing with them, the file's length and checksum.  false (err set
+ * by bad()) when any is wrong. */
+/* bad() for decode_header: false. */
+static bool bad_header(struct tp_error *err, const char *name, const char *msg)
 {
-	struct tp_gnn_config c;
-	struct tp_gnn_net *net;
-	struct tp_rng rng;
+	bad(err, name, msg);
+	return false;
+}
+
+static bool decode_header(const char *name, const unsigned char *b, size_t len,
+			  struct tp_gnn_config *c, uint32_t *nn, uint64_t *nw,
+			  struct tp_error *err)
+{
 	struct tp_error cerr;
-	uint32_t version, hsize, nn;
-	uint64_t nw;
-	size_t want, exp_params;
-	const unsigned char *p;
+	uint32_t version, hsize;
+	size_t want, exp_params, exp_norm;
 	char msg[512];
 
 	if (len < 8 || memcmp(b, magic, 8) != 0)
-		return bad(err, name,
-			   "not a tagplan weights file (no \"TPGNNW\" magic "
-			   "at the start); create one with 'tagplan train' "
-			   "or 'make weights'");
+		return bad_header(
+		    err, name,
+		    "not a tagplan weights file (no \"TPGNNW\" magic "
+		    "at the start); create one with 'tagplan train' "
+		    "or 'make weights'");
 	if (len < 16)
-		return bad(err, name,
-			   "truncated weights file: the header is incomplete");
+		return bad_header(
+		    err, name,
+		    "truncated weights file: the header is incomplete");
 	version = get_u32(b + 8);
 	if (version != TP_GNN_WEIGHTS_VERSION) {
 		snprintf(msg, sizeof(msg),
@@ -266,7 +273,7 @@ struct tp_gnn_net *tp_gnn_weights_decode(const char *name,
 			 "version %d (retrain with 'tagplan train' or use "
 			 "the matching tagplan)",
 			 version, TP_GNN_WEIGHTS_VERSION);
-		return bad(err, name, msg);
+		return bad_header(err, name, msg);
 	}
 	hsize = get_u32(b + 12);
 	if (hsize != TP_GNN_WEIGHTS_HEADER) {
@@ -274,85 +281,76 @@ struct tp_gnn_net *tp_gnn_weights_decode(const char *name,
 			 "corrupted weights header: header size %u, expected "
 			 "%d",
 			 hsize, TP_GNN_WEIGHTS_HEADER);
-		return bad(err, name, msg);
+		return bad_header(err, name, msg);
 	}
 	if (len < TP_GNN_WEIGHTS_HEADER)
-		return bad(err, name,
-			   "truncated weights file: the header is incomplete");
-	memset(&c, 0, sizeof(c));
-	c.hidden = get_u32(b + 16);
-	c.heads = get_u32(b + 20);
-	c.layers = get_u32(b + 24);
-	c.head_hidden = get_u32(b + 28);
-	c.group_in = get_u32(b + 32);
-	c.device_in = get_u32(b + 36);
-	c.action_in = get_u32(b + 40);
-	c.global_in = get_u32(b + 44);
+		return bad_header(
+		    err, name,
+		    "truncated weights file: the header is incomplete");
+	memset(c, 0, sizeof(*c));
+	c->hidden = get_u32(b + 16);
+	c->heads = get_u32(b + 20);
+	c->layers = get_u32(b + 24);
+	c->head_hidden = get_u32(b + 28);
+	c->group_in = get_u32(b + 32);
+	c->device_in = get_u32(b + 36);
+	c->action_in = get_u32(b + 40);
+	c->global_in = get_u32(b + 44);
 	for (int t = 0; t < TP_GNN_ETYPES; t++)
-		c.edge_in[t] = get_u32(b + 48 + 4 * t);
-	nn = get_u32(b + 68);
-	nw = get_u64(b + 72);
+		c->edge_in[t] = get_u32(b + 48 + 4 * t);
+	*nn = get_u32(b + 68);
+	*nw = get_u64(b + 72);
 	tp_error_clear(&cerr);
-	if (tp_gnn_config_check(&c, &cerr)) {
+	if (tp_gnn_config_check(c, &cerr)) {
 		tp_error_set(err, TP_EINPUT, "bad layer sizes in the header: %s",
 			     cerr.msg);
 		tp_error_set_file(err, name);
-		return NULL;
+		return false;
 	}
-	exp_params = tp_gnn_config_params(&c);
-	{
-		size_t exp_norm = (size_t)c.group_in + c.device_in +
-				  c.action_in + c.global_in;
-		for (int t = 0; t < TP_GNN_ETYPES; t++)
-			exp_norm += c.edge_in[t];
-		if (nn != exp_norm || nw != exp_params) {
-			snprintf(msg, sizeof(msg),
-				 "inconsistent header: %u normalisation "
-				 "constants and %llu weights, but the layer "
-				 "sizes give %zu and %zu",
-				 nn, (unsigned long long)nw, exp_norm,
-				 exp_params);
-			return bad(err, name, msg);
-		}
+	exp_params = tp_gnn_config_params(c);
+	exp_norm =
+	    (size_t)c->group_in + c->device_in + c->action_in + c->global_in;
+	for (int t = 0; t < TP_GNN_ETYPES; t++)
+		exp_norm += c->edge_in[t];
+	if (*nn != exp_norm || *nw != exp_params) {
+		snprintf(msg, sizeof(msg),
+			 "inconsistent header: %u normalisation "
+			 "constants and %llu weights, but the layer "
+			 "sizes give %zu and %zu",
+			 *nn, (unsigned long long)*nw, exp_norm, exp_params);
+		return bad_header(err, name, msg);
 	}
-	want = TP_GNN_WEIGHTS_HEADER + 4 * (2 * (size_t)nn + (size_t)nw) + 4;
+	want = TP_GNN_WEIGHTS_HEADER + 4 * (2 * (size_t)*nn + (size_t)*nw) + 4;
 	if (len != want) {
 		snprintf(msg, sizeof(msg),
 			 "%s weights file: %zu bytes, the header announces "
 			 "%zu",
 			 len < want ? "truncated" : "oversized (trailing bytes)",
 			 len, want);
-		return bad(err, name, msg);
+		return bad_header(err, name, msg);
 	}
 	if (tp_gnn_crc32(b, len - 4) != get_u32(b + len - 4))
-		return bad(err, name,
-			   "checksum mismatch: the weights file is corrupted; "
-			   "restore it or retrain ('make weights')");
-	if (expect) {
-		struct tp_gnn_widths got = {c.group_in, c.device_in,
-					    c.action_in, c.global_in, {0}};
-		for (int t = 0; t < TP_GNN_ETYPES; t++)
-			got.edge[t] = c.edge_in[t];
-		if (memcmp(&got, expect, sizeof(got)) != 0 &&
-		    appended_only(&got, expect)) {
-			/* read as it is, then zero-padded to this build */
-			net = tp_gnn_weights_decode(name, b, len, NULL, err);
-			return net ? widen(name, net, expect, err) : NULL;
-		}
-		if (memcmp(&got, expect, sizeof(got)) != 0) {
-			snprintf(msg, sizeof(msg),
-				 "the weights were trained for other features "
-				 "(group/device/action/global widths "
-				 "%u/%u/%u/%u, this tagplan computes "
-				 "%u/%u/%u/%u); retrain with 'make weights'",
-				 got.group, got.device, got.action, got.global,
-				 expect->group, expect->device, expect->action,
-				 expect->global);
-			return bad(err, name, msg);
-		}
-	}
+		return bad_header(
+		    err, name,
+		    "checksum mismatch: the weights file is corrupted; "
+		    "restore it or retrain ('make weights')");
+	return true;
+}
+
+/* The network of a checked file (decode_header): its normalisation
+ * constants and weights, all finite (std > 0), and its training
+ * record. */
+static struct tp_gnn_net *decode_body(const char *name, const unsigned char *b,
+				      const struct tp_gnn_config *c,
+				      uint32_t nn, uint64_t nw,
+				      struct tp_error *err)
+{
+	struct tp_gnn_net *net;
+	struct tp_rng rng;
+	const unsigned char *p;
+
 	tp_rng_seed(&rng, 0);
-	net = tp_gnn_net_new(&c, &rng, err);
+	net = tp_gnn_net_new(c, &rng, err);
 	if (!net) {
 		tp_error_set_file(err, name);
 		return NULL;
@@ -389,6 +387,45 @@ struct tp_gnn_net *tp_gnn_weights_decode(const char *name,
 	net->meta.version[sizeof(net->meta.version) - 1] = '\0';
 	net->meta.note[sizeof(net->meta.note) - 1] = '\0';
 	return net;
+}
+
+struct tp_gnn_net *tp_gnn_weights_decode(const char *name,
+					 const unsigned char *b, size_t len,
+					 const struct tp_gnn_widths *expect,
+					 struct tp_error *err)
+{
+	struct tp_gnn_config c;
+	struct tp_gnn_net *net;
+	uint32_t nn;
+	uint64_t nw;
+	char msg[512];
+
+	if (!decode_header(name, b, len, &c, &nn, &nw, err))
+		return NULL;
+	if (expect) {
+		struct tp_gnn_widths got = {
+		    c.group_in, c.device_in, c.action_in, c.global_in, {0}};
+		for (int t = 0; t < TP_GNN_ETYPES; t++)
+			got.edge[t] = c.edge_in[t];
+		if (memcmp(&got, expect, sizeof(got)) != 0 &&
+		    appended_only(&got, expect)) {
+			/* read as it is, then zero-padded to this build */
+			net = tp_gnn_weights_decode(name, b, len, NULL, err);
+			return net ? widen(name, net, expect, err) : NULL;
+		}
+		if (memcmp(&got, expect, sizeof(got)) != 0) {
+			snprintf(msg, sizeof(msg),
+				 "the weights were trained for other features "
+				 "(group/device/action/global widths "
+				 "%u/%u/%u/%u, this tagplan computes "
+				 "%u/%u/%u/%u); retrain with 'make weights'",
+				 got.group, got.device, got.action, got.global,
+				 expect->group, expect->device, expect->action,
+				 expect->global);
+			return bad(err, name, msg);
+		}
+	}
+	return decode_body(name, b, &c, nn, nw, err);
 }
 
 enum tp_status tp_gnn_weights_save(const struct tp_gnn_net *net,
