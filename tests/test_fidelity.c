@@ -3,7 +3,8 @@
  * (bench/bench_fidelity.c, src/sim/README section 9), each with a hand
  * figure: the GEMM half-efficiency point at the kernel's own peak, batch
  * norm's three passes, gradients reduced in fp32, FlashAttention-2 class
- * attention on Hopper.
+ * attention on Hopper, GEMM efficiency by shape, NCCL's ring order inside
+ * a node.
  */
 #include <check.h>
 #include <math.h>
@@ -195,6 +196,177 @@ START_TEST(test_fid_hopper_attention_profiles)
 }
 END_TEST
 
+/* GEMM efficiency by shape (runtime gemm_shape_half, core/cost.h
+ * tp_cost_gemm_shape_eff).  By hand, half 2.6e6, k half 64, split-K
+ * chunk 1024: the attention projection of a GPT of hidden 2048 at tp 8,
+ * one sequence of 2048 tokens per micro-batch: m 2048, n 2048, k 256 per
+ * rank (row-split: k = 2048 / 8).
+ * forward (m 2048, n 2048, k 256): x = 4194304 (k <= 1024: no split),
+ *   4194304 / 6794304 x 256 / 320 = 0.617323 x 0.8 = 0.493861;
+ * data gradient (m 2048, n 256, k 2048): x = 524288 x 2048 / 1024 =
+ *   1048576, 1048576 / 3648576 x 2048 / 2112 = 0.287388 x 0.969697 =
+ *   0.278684;
+ * weight gradient (m 256, n 2048, k 2048): the same 0.278684;
+ * backward (equal FLOP, harmonic mean): 0.278684.
+ * On the toy (flat FLOP curve at 100 TFLOP/s, memory free) the op's
+ * times are those of the flat curve divided by these factors; a column-
+ * split op of the transposed shape (n 2048 / 8 = 256) takes the data-
+ * gradient factor forward.  Without the runtime's half point nothing
+ * changes. */
+static void shape_times(double half, enum tp_tp_split split, double n_full,
+			double k_full, double *fwd, double *bwd)
+{
+	struct tp_device_type t = tp_test_toy_type("toy");
+	struct tp_cost_device d;
+	struct tp_op op = tp_op_default();
+	double tok = 2048;
+
+	t.memory_bw_Bps = 1e30;
+	t.kernel_overhead_s = 0;
+	tp_cost_device_init(&d, &t, TP_DTYPE_BF16, 0);
+	d.gemm_shape_half = half;
+	op.name = "proj";
+	op.kind = TP_OP_MATMUL;
+	op.tp_split = split;
+	op.param_bytes = 2 * n_full * k_full;
+	op.flop = 2 * tok * n_full * k_full;
+	op.backward_flop = 2 * op.flop;
+	op.out_bytes = 2 * tok * n_full;
+	tp_cost_op_s(&d, &op, 1, 8, 8, 2, fwd, bwd);
+}
+
+START_TEST(test_fid_gemm_shape)
+{
+	double f0, b0, f, b;
+
+	ck_assert_double_eq_tol(tp_cost_gemm_shape_eff(2048, 2048, 256, 2.6e6),
+				0.493861, 1e-6);
+	ck_assert_double_eq_tol(tp_cost_gemm_shape_eff(2048, 256, 2048, 2.6e6),
+				0.278684, 1e-6);
+	ck_assert(tp_cost_gemm_shape_eff(2048, 256, 2048, 0) == 1);
+	/* row-split: k 2048 / 8 */
+	shape_times(0, TP_SPLIT_ROW, 2048, 2048, &f0, &b0);
+	shape_times(2.6e6, TP_SPLIT_ROW, 2048, 2048, &f, &b);
+	ck_assert_double_eq_tol(f0 / f, 0.493861, 1e-5);
+	ck_assert_double_eq_tol(b0 / b, 0.278684, 1e-5);
+	/* column-split: n 2048 / 8 */
+	shape_times(0, TP_SPLIT_COLUMN, 2048, 2048, &f0, &b0);
+	shape_times(2.6e6, TP_SPLIT_COLUMN, 2048, 2048, &f, &b);
+	ck_assert_double_eq_tol(f0 / f, 0.278684, 1e-5);
+	ck_assert_double_eq_tol(b0 / b, 2 / (1 / 0.493861 + 1 / 0.278684),
+				1e-5);
+}
+END_TEST
+
+/* The shipped profiles of stacks on cuBLAS carry the fitted half point
+ * (src/sim/README section 9); "none" keeps the curve by FLOP alone. */
+START_TEST(test_fid_gemm_shape_profiles)
+{
+	struct tp_runtime rt;
+	struct tp_error err;
+	const char *const names[] = {"megatron-lm-2021", "megatron-lm-2022",
+				     "megatron-core", "deepspeed", "fsdp2",
+				     "ddp"};
+
+	setenv("TAGPLAN_DATA", tp_data_file(""), 1);
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+		ck_assert_int_eq(tp_runtime_find(names[i], &rt, &err), TP_OK);
+		ck_assert_msg(rt.behaviour.gemm_shape_half == 2.6e6, "%s",
+			      names[i]);
+	}
+	ck_assert_int_eq(tp_runtime_find("none", &rt, &err), TP_OK);
+	ck_assert(rt.behaviour.gemm_shape_half == 0);
+}
+END_TEST
+
+/* NCCL's ring order inside a node: on a DGX-1 / p3.16xlarge (hybrid cube
+ * mesh: 0-4 and 3-7 are NVLink, 3-4 and 7-0 are not) an 8-GPU tensor-
+ * parallel ring in device order crosses PCIe twice; NCCL's topology
+ * search takes 0-3-2-1-5-6-7-4, all NVLink (each hop a double link).  A
+ * tp=8 GPT (dp=8 over the 8 nodes of DS3Lab's cluster, data/validation):
+ * no byte crosses PCIe, and the all-reduces run at 50 GB/s x 0.8 per
+ * hop.  On a copy whose 0-4 and 3-7 links are slowed to PCIe's 15.7
+ * GB/s the best ring crosses the quads at 1-5 and 2-6 (0-3-2-6-7-4-5-1,
+ * slowest hop 25 GB/s), so the iteration takes longer there.  With the
+ * rings in device order both cross PCIe (3-4, 7-0) and take the same
+ * time. */
+static double dgx1_tp8(bool slow_cross, double *pcie_bytes)
+{
+	struct tp_load_options lo;
+	struct tp_gpt_dims dims;
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_strategy s;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_sim_options o;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *sc;
+	struct tp_error err;
+	double iter;
+
+	tp_load_options_default(&lo);
+	tp_cluster_init(&c);
+	ck_assert_int_eq(
+		tp_topology_load_file(
+			tp_data_file("validation/topologies/t_p3_16x8.json"),
+			&lo, &c, &err),
+		TP_OK);
+	if (slow_cross)
+		for (size_t l = 0; l < c.links.n; l++) {
+			struct tp_link *lk = &c.links.v[l];
+			if (lk->kind == TP_LINK_NVLINK &&
+			    ((lk->a == 0 && lk->b == 4) ||
+			     (lk->a == 3 && lk->b == 7)))
+				lk->bw_Bps = 15.7e9;
+		}
+	tp_gpt_dims_default(&dims);
+	dims.hidden = 2048;
+	dims.heads = 16;
+	dims.layers = 2;
+	dims.seq = 2048;
+	dims.vocab = 1000;
+	dims.batch = 8;
+	dims.dtype = TP_DTYPE_FP16;
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_gpt(&dims, &m, &err), TP_OK);
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_strategy_parse("tp=8,pp=1,dp=8,mb=1", &s, &err),
+			 TP_OK);
+	ck_assert_msg(tp_strategy_to_plan(&s, &m, &c, &p, &err) == TP_OK,
+		      "%s", err.msg);
+	tp_sim_options_default(&o);
+	sim = tp_sim_new(&m, &c, &o, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	sc = tp_sim_scratch_new(sim);
+	ck_assert_ptr_nonnull(sc);
+	tp_report_init(&r);
+	ck_assert_int_eq(tp_sim_run(sim, &p, sc, &r, NULL, &err), TP_OK);
+	iter = r.iteration_time_s;
+	*pcie_bytes = 0;
+	for (uint32_t k = 0; k < r.n_links; k++)
+		if (c.links.v[r.links[k].link].kind == TP_LINK_PCIE)
+			*pcie_bytes += r.links[k].bytes;
+	tp_report_release(&r);
+	tp_sim_scratch_free(sc);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+	return iter;
+}
+
+START_TEST(test_fid_ring_order)
+{
+	double pcie, pcie_slow, t, t_slow;
+
+	t = dgx1_tp8(false, &pcie);
+	t_slow = dgx1_tp8(true, &pcie_slow);
+	ck_assert_msg(pcie == 0, "%g bytes over PCIe", pcie);
+	ck_assert_msg(t < t_slow, "%g s vs %g s", t, t_slow);
+}
+END_TEST
+
 Suite *suite_fidelity(void)
 {
 	Suite *s = suite_create("fidelity");
@@ -205,6 +377,9 @@ Suite *suite_fidelity(void)
 	tcase_add_test(tc, test_fid_grad_reduce_fp32);
 	tcase_add_test(tc, test_fid_hopper_attention);
 	tcase_add_test(tc, test_fid_hopper_attention_profiles);
+	tcase_add_test(tc, test_fid_gemm_shape);
+	tcase_add_test(tc, test_fid_gemm_shape_profiles);
+	tcase_add_test(tc, test_fid_ring_order);
 	suite_add_tcase(s, tc);
 	return s;
 }

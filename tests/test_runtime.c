@@ -167,6 +167,13 @@ START_TEST(test_runtime_bad_profiles)
 	expect_bad("\"tf32\": true\n",
 		   "\"tf32\": true, \"hopper_attention_efficiency\": 0.5\n",
 		   "$.sources.hopper_attention_efficiency", "say where");
+	/* the GEMM shape curve's half point: positive, with its source */
+	expect_bad("\"gemm_shape_half\": 2600000,",
+		   "\"gemm_shape_half\": 0,", "$.behaviour.gemm_shape_half",
+		   "0");
+	expect_bad("\"gemm_shape_half\": \"cuBLAS",
+		   "\"gemm_shape_hal\": \"cuBLAS",
+		   "$.sources.gemm_shape_half", "say where");
 }
 END_TEST
 

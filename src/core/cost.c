@@ -46,6 +46,16 @@ const struct tp_cost_constants tp_cost_constants = {
 	 * gradients: twice the forward's bytes (src/sim/README section 2;
 	 * the simulator's backward_mem_factor defaults to it). */
 	.backward_mem_factor = 2.0,
+	/* GEMM efficiency by shape (tp_cost_gemm_shape_eff, under a
+	 * runtime's gemm_shape_half): the k-loop's prologue and epilogue
+	 * (loading the first tiles, writing the output tile) cost about two
+	 * iterations of a 32-deep main loop: k / (k + 64) (assumption,
+	 * after NVIDIA's "Matrix Multiplication Background" user's guide,
+	 * which explains the k dependence by arithmetic intensity); a
+	 * GEMM whose m x n output leaves SMs idle splits its reduction
+	 * (cuBLAS split-K) in chunks of 1024 of k (assumption). */
+	.gemm_k_half = 64,
+	.gemm_split_k = 1024,
 	/* The quick estimate ranks device types and weighs groups at a
 	 * nominal batch: vector work at a quarter of the GEMM efficiency
 	 * of the dtype's peak (elementwise kernels reach a few percent of
@@ -94,6 +104,8 @@ void tp_cost_device_init(struct tp_cost_device *d,
 	d->mem_eff = t.memory_efficiency;
 	d->kernel_s = t.kernel_overhead_s;
 	d->peak = tp_precision_gemm_peak(&t, dtype);
+	d->elem_bytes = tp_dtype_bytes(dtype);
+	d->gemm_shape_half = 0;
 	d->peak_hi = tp_precision_hi_peak(&t, dtype);
 	d->peak_vec = t.peak_flops[TP_DTYPE_FP32] > 0
 			      ? t.peak_flops[TP_DTYPE_FP32]
@@ -119,8 +131,11 @@ double tp_cost_gemm_eff(double eff, double half_flop, double flop)
 	return eff * flop / (flop + half_flop);
 }
 
-double tp_cost_kernel_s(const struct tp_cost_device *d, enum tp_op_kind kind,
-			double flop, double bytes, double kernels)
+/* tp_cost_kernel_s with the compute time of GEMM-like work divided by
+ * shape (<= 1: tp_cost_gemm_shape_eff of the kernel's dimensions). */
+static double kernel_shaped_s(const struct tp_cost_device *d,
+			      enum tp_op_kind kind, double flop, double bytes,
+			      double kernels, double shape)
 {
 	double comp, mem;
 
@@ -134,7 +149,7 @@ double tp_cost_kernel_s(const struct tp_cost_device *d, enum tp_op_kind kind,
 		double half = d->half_peak > 0
 				      ? d->gemm_half_flop * pk / d->half_peak
 				      : d->gemm_half_flop;
-		double eff = tp_cost_gemm_eff(d->gemm_eff, half, per);
+		double eff = tp_cost_gemm_eff(d->gemm_eff, half, per) * shape;
 		comp = flop > 0 ? flop / (pk * eff) : 0;
 	} else {
 		comp = flop > 0 ? flop / d->peak_vec : 0;
@@ -143,6 +158,60 @@ double tp_cost_kernel_s(const struct tp_cost_device *d, enum tp_op_kind kind,
 	if (kind == TP_OP_ATTENTION)
 		return comp + mem + kernels * d->kernel_s;
 	return (comp > mem ? comp : mem) + kernels * d->kernel_s;
+}
+
+double tp_cost_kernel_s(const struct tp_cost_device *d, enum tp_op_kind kind,
+			double flop, double bytes, double kernels)
+{
+	return kernel_shaped_s(d, kind, flop, bytes, kernels, 1);
+}
+
+double tp_cost_gemm_shape_eff(double m, double n, double k, double half)
+{
+	const struct tp_cost_constants *c = &tp_cost_constants;
+	double x = m * n;
+
+	if (!(half > 0) || !(m > 0 && n > 0 && k > 0))
+		return 1;
+	if (k > c->gemm_split_k)
+		x *= k / c->gemm_split_k;
+	return x / (x + half) * k / (k + c->gemm_k_half);
+}
+
+/* The shape factors of a matmul's GEMMs (d->gemm_shape_half > 0): per
+ * kernel, for `samples` samples, activations divided by div and weights
+ * by wdiv, m rows (tokens), n outputs, k inputs, derived from the op's
+ * figures (tokens = flop / (2 params), n = outputs per token, k = params
+ * / n; tensor parallelism divides n of a column- or vocabulary-split op,
+ * k of a row-split one); the forward's factor *sf and the backward's *sb
+ * (its data- and weight-gradient GEMMs, (m, k, n) and (k, n, m), at the
+ * harmonic mean: they take equal FLOP).  1 for other ops:
+ * convolutions (cuDNN's algorithms are not GEMMs of one shape),
+ * attention, ops without weights. */
+static void op_shape(const struct tp_cost_device *d, const struct tp_op *op,
+		     double samples, double div, double wdiv, double *sf,
+		     double *sb)
+{
+	double B = d->elem_bytes, P, tok, m, n, k, ed, ew;
+
+	*sf = *sb = 1;
+	if (op->kind != TP_OP_MATMUL || !(d->gemm_shape_half > 0) ||
+	    !(op->param_bytes > 0) || !(op->flop > 0) ||
+	    !(op->out_bytes > 0) || !(B > 0))
+		return;
+	P = op->param_bytes / B;
+	tok = op->flop / (2 * P);
+	n = op->out_bytes / B / tok;
+	k = P / n;
+	m = tok * samples * wdiv / div;
+	if (op->tp_split == TP_SPLIT_ROW)
+		k /= wdiv;
+	else if (op->tp_split != TP_SPLIT_NONE)
+		n /= wdiv;
+	*sf = tp_cost_gemm_shape_eff(m, n, k, d->gemm_shape_half);
+	ed = tp_cost_gemm_shape_eff(m, k, n, d->gemm_shape_half);
+	ew = tp_cost_gemm_shape_eff(k, n, m, d->gemm_shape_half);
+	*sb = 2 / (1 / ed + 1 / ew);
 }
 
 void tp_cost_op_s(const struct tp_cost_device *d, const struct tp_op *op,
@@ -157,6 +226,7 @@ void tp_cost_op_s(const struct tp_cost_device *d, const struct tp_op *op,
 	double kb = (op->param_bytes > 0 || op->kind == TP_OP_ATTENTION)
 			    ? 2 * kf
 			    : 1;
+	double sf, sb;
 
 	struct tp_cost_device hi;
 
@@ -171,8 +241,9 @@ void tp_cost_op_s(const struct tp_cost_device *d, const struct tp_op *op,
 		hi.peak = hi.peak_hi;
 		d = &hi;
 	}
-	*fwd = tp_cost_kernel_s(d, op->kind, f, act + w, kf);
-	*bwd = tp_cost_kernel_s(d, op->kind, fb, bmf * act + 2 * w, kb);
+	op_shape(d, op, samples, div, wdiv, &sf, &sb);
+	*fwd = kernel_shaped_s(d, op->kind, f, act + w, kf, sf);
+	*bwd = kernel_shaped_s(d, op->kind, fb, bmf * act + 2 * w, kb, sb);
 }
 
 double tp_cost_ring_steps(enum tp_cost_coll k, double n)

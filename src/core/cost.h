@@ -43,6 +43,8 @@ struct tp_cost_constants {
 	double memory_bw_Bps;     /* a type without memory bandwidth */
 	/* op costs */
 	double backward_mem_factor; /* backward bytes / forward bytes */
+	double gemm_k_half;  /* GEMM shape: the k at half efficiency */
+	double gemm_split_k; /* k per split of a split-K GEMM */
 	/* the quick estimate (estimate.h) */
 	double estimate_vector_efficiency; /* non-GEMM work: this fraction of
 					      the GEMM efficiency, at the
@@ -73,6 +75,11 @@ struct tp_cost_device {
 	double mem_bw;   /* bytes/s */
 	double gemm_eff; /* large-GEMM efficiency (x gemm_sustained) */
 	double gemm_half_flop, mem_eff, kernel_s;
+	double elem_bytes; /* bytes of the model's dtype (an op's shape) */
+	double gemm_shape_half; /* > 0: matmuls at tp_cost_gemm_shape_eff
+				   of their shape with this half point
+				   (the runtime's gemm_shape_half; 0 as
+				   tp_cost_device_init leaves it) */
 	double half_peak; /* the peak gemm_half_flop is given at: the type's
 			     16-bit peak, else its FP32 peak (devices.json:
 			     about 10 us of a GEMM there); a kernel at
@@ -103,6 +110,16 @@ double tp_cost_gemm_eff(double eff, double half_flop, double flop);
  */
 double tp_cost_kernel_s(const struct tp_cost_device *d, enum tp_op_kind kind,
 			double flop, double bytes, double kernels);
+
+/*
+ * The factor (<= 1) a GEMM's shape puts on its efficiency: a kernel of
+ * m x n outputs over k inputs keeps the SMs busy in proportion to its
+ * output tiles (NVIDIA's "Matrix Multiplication Background" user's
+ * guide: tile and wave quantization), x / (x + half) with x = m n (times
+ * k / gemm_split_k when k is larger: split-K), and spends a k-loop
+ * prologue and epilogue, k / (k + gemm_k_half).  1 when half <= 0.
+ */
+double tp_cost_gemm_shape_eff(double m, double n, double k, double half);
 
 /*
  * Forward and backward seconds of op for `samples` samples on d, FLOP

@@ -94,6 +94,10 @@ struct tp_runtime_behaviour {
 				     kernel, no quadratic activations */
 	bool tf32;                /* fp32 GEMMs on TF32 tensor cores where
 				     the device has them */
+	double gemm_shape_half;   /* matmuls at an efficiency by GEMM shape
+				     (core/cost.h tp_cost_gemm_shape_eff):
+				     the output elements at half (optional;
+				     0 = by FLOP alone) */
 	double hopper_attention_efficiency; /* the fraction of the 16-bit
 				     peak its fused attention reaches on
 				     Hopper (H100, H200, GH200) when the

@@ -30,7 +30,7 @@ static const char *const behaviour_fields[] = {
 	"dp_overlap", "dp_overlap_pipeline", "grad_bucket_bytes",
 	"grad_reduce", "p2p_async", "tp_overlap", "fused_attention", "tf32",
 	"expert_imbalance", "hopper_attention_efficiency", "prefetch_depth",
-	NULL};
+	"gemm_shape_half", NULL};
 static const char *const can_fields[] = {
 	"launcher", "tensor_parallel", "pipeline_parallel",
 	"sequence_parallel", "per_stage_degrees", "uneven_shares",
@@ -112,7 +112,9 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 				 TP_JNUM_POS, 0,
 				 &b->hopper_attention_efficiency, NULL)) ||
 	    (st = tp_jget_int(j, v, "prefetch_depth", false, 0, 8, -1, &pf,
-			      NULL)))
+			      NULL)) ||
+	    (st = tp_jget_number(j, v, "gemm_shape_half", false, TP_JNUM_POS,
+				 0, &b->gemm_shape_half, NULL)))
 		return st;
 	b->prefetch_depth = (int32_t)pf;
 	if (b->hopper_attention_efficiency > 1)
@@ -307,7 +309,8 @@ static enum tp_status check_sources(struct tp_jctx *j,
 			if (k == 0 && (!strcmp(*f, "expert_imbalance") ||
 				       !strcmp(*f,
 					       "hopper_attention_efficiency") ||
-				       !strcmp(*f, "prefetch_depth")) &&
+				       !strcmp(*f, "prefetch_depth") ||
+				       !strcmp(*f, "gemm_shape_half")) &&
 			    !tp_json_get(tp_json_get(root, "behaviour"), *f))
 				continue;
 			old = tp_jctx_push_key(j, "sources");

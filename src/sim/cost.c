@@ -133,6 +133,87 @@ static void ring_flow(struct tp_sim_scratch *s, uint32_t src, uint32_t dst)
 	count_flow(s, src, dst, s->cnt2, &s->touched2, &s->flows2, &s->lat2);
 }
 
+/* Bottleneck bandwidth of the hops of a one-node ring: the routes' of
+ * consecutive members of ord[0..n) and back. */
+#define RING_ORDER_MAX 8
+
+struct ring_order {
+	double bw[RING_ORDER_MAX][RING_ORDER_MAX];
+	uint32_t n, cur[RING_ORDER_MAX], best[RING_ORDER_MAX];
+	bool used[RING_ORDER_MAX];
+	double best_min;
+};
+
+/* Depth-first over the orders that start at member 0: extend cur[0..at)
+ * (whose slowest hop is lo) by every unused member, pruning a prefix that
+ * is already no faster than the best ring found. */
+static void ring_order_dfs(struct ring_order *r, uint32_t at, double lo)
+{
+	if (at == r->n) {
+		double m = fmin(lo, r->bw[r->cur[at - 1]][r->cur[0]]);
+		if (m > r->best_min) {
+			r->best_min = m;
+			memcpy(r->best, r->cur, sizeof(r->best));
+		}
+		return;
+	}
+	for (uint32_t x = 1; x < r->n; x++) {
+		double m;
+		if (r->used[x])
+			continue;
+		m = fmin(lo, r->bw[r->cur[at - 1]][x]);
+		if (!(m > r->best_min))
+			continue;
+		r->used[x] = true;
+		r->cur[at] = x;
+		ring_order_dfs(r, at + 1, m);
+		r->used[x] = false;
+	}
+}
+
+/*
+ * NCCL's ring order inside a node: its topology search picks the ring
+ * whose slowest hop is fastest (on a DGX-1 / p3.16xlarge hybrid cube
+ * mesh, 0-3-2-1-5-6-7-4 is all NVLink where device order crosses PCIe at
+ * 3-4 and 7-0).  Reorders p[0..n) (one node's members, 3 <= n <= 8) for
+ * the largest slowest hop, device order when no order is faster (a
+ * uniform fabric: NVSwitch, PCIe).  At most 7! orders, once per device
+ * list (the ring cache).
+ */
+static void ring_order(const struct tp_cluster *c, uint32_t *p, uint32_t n)
+{
+	struct ring_order r;
+	uint32_t tmp[RING_ORDER_MAX];
+	double top = 0;
+
+	if (n < 3 || n > RING_ORDER_MAX)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.n = n;
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = 0; j < n; j++) {
+			struct tp_route rt;
+			if (i == j)
+				continue;
+			tp_cluster_route(c, p[i], p[j], &rt);
+			r.bw[i][j] = rt.bw_Bps;
+			top = fmax(top, rt.bw_Bps);
+		}
+	r.best_min = r.bw[n - 1][0];
+	for (uint32_t i = 0; i + 1 < n; i++)
+		r.best_min = fmin(r.best_min, r.bw[i][i + 1]);
+	if (!(r.best_min < top))
+		return; /* device order already has only the fastest hops */
+	for (uint32_t i = 0; i < n; i++)
+		r.best[i] = i;
+	r.cur[0] = 0;
+	r.used[0] = true;
+	ring_order_dfs(&r, 1, INFINITY);
+	for (uint32_t i = 0; i < n; i++)
+		tmp[i] = p[r.best[i]];
+	memcpy(p, tmp, n * sizeof(*p));
+}
+
 /* The rings' flows, recorded apart (ring_flow) so they can be cached. */
 static int ring_flows(struct tp_sim_scratch *s, const uint32_t *devs,
 		      uint32_t n, uint32_t *rings)
@@ -166,6 +247,8 @@ static int ring_flows(struct tp_sim_scratch *s, const uint32_t *devs,
 		start[nodes] = n;
 	}
 	nr = nodes > 1 ? maxrun : 1;
+	if (nodes == 1)
+		ring_order(c, p, n);
 	for (uint32_t j = 0; j < nr; j++) {
 		uint32_t first = TP_NONE, prev = TP_NONE;
 		for (uint32_t q = 0; q < nodes; q++) {

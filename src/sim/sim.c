@@ -184,6 +184,7 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 		tp_cost_type_defaults(&sim->types[t]);
 		tp_cost_device_init(&sim->dev[t], &c->types.v[t], m->dtype,
 				    sim->o.params.gemm_sustained);
+		sim->dev[t].gemm_shape_half = sim->o.params.gemm_shape_half;
 		tf32_peak(sim, t);
 	}
 	tp_sim_speed_init(sim);
