@@ -415,6 +415,11 @@ static void toy_moe(struct tp_model *m, uint32_t E, int64_t batch)
  * parallelism ep; calibration and latencies off so hand figures hold. */
 static double toy_capacity; /* the plan's capacity factor (0 dropless) */
 static uint32_t toy_cp = 1;  /* context ranks per replica (dp x cp GPUs) */
+/* the token exchange's behaviour (sim.h; all off: Megatron-Core's) */
+static struct {
+	bool node_forward, fp8, overlap;
+	double sm_share;
+} toy_ex;
 
 static void run_toy(const struct tp_model *m, const struct tp_cluster *c,
 		    uint32_t dp, uint32_t ep, uint32_t zero, double imbalance,
@@ -451,7 +456,12 @@ static void run_toy(const struct tp_model *m, const struct tp_cluster *c,
 	o.params.gemm_sustained = 1;
 	o.params.overlap_grad_sync = false;
 	o.params.link_eff_intra = 1;
+	o.params.link_eff_network = 1;
 	o.params.collective_latency_s = 0;
+	o.params.ep_node_forward = toy_ex.node_forward;
+	o.params.ep_dispatch_fp8 = toy_ex.fp8;
+	o.params.ep_overlap = toy_ex.overlap;
+	o.params.comm_sm_share = toy_ex.sm_share;
 	sim = tp_sim_new(m, c, &o, &err);
 	ck_assert_msg(sim != NULL, "%s", err.msg);
 	s = tp_sim_scratch_new(sim);
@@ -797,6 +807,158 @@ START_TEST(test_ep_actions)
 }
 END_TEST
 
+/* Two nodes of 4 toy GPUs (bf16 at `peak`, also its fp8 rate), NVSwitch
+ * at 100 GB/s per GPU, 4 NICs of 10 GB/s (one 40 GB/s link per node to
+ * a switch), no latencies. */
+static void toy_two_nodes(struct tp_cluster *c, double peak)
+{
+	struct tp_device_type t = tp_test_toy_type("toy");
+	struct tp_error err;
+	uint32_t ty;
+
+	t.memory_bytes = 1e12;
+	t.peak_flops[TP_DTYPE_BF16] = peak;
+	t.peak_flops[TP_DTYPE_FP8] = peak;
+	tp_cluster_init(c);
+	ck_assert_int_eq(tp_cluster_add_type(c, &t, &ty, &err), TP_OK);
+	for (int k = 0; k < 2; k++)
+		ck_assert_int_eq(tp_cluster_build_node(c, k ? "node1" : "node0",
+						       ty, 4, TP_LINK_NVSWITCH,
+						       100e9, 0, 4, 10e9, 0,
+						       NULL, &err),
+				 TP_OK);
+	ck_assert_int_eq(tp_cluster_connect_star(c, 1, NULL, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);
+}
+
+/*
+ * The token exchange by hand (README section 3, expert parallelism): the
+ * toy layer's 8 experts (top 2, 1e8 B per sample to and from each) over
+ * ep 8 = dp 8 on two nodes of 4, one sample per GPU, load 1: per pass
+ * V = 8e8 dispatched + 8e8 combined per GPU; compute 0.008 s forward,
+ * 0.016 backward at 100 TFLOP/s (one expert on 8 samples); no expert
+ * sync (dp / ep = 1); Adam step 5e7 x 28 / 1e12 = 0.0014 s.
+ *  alltoall: V / 8 = 2e8 B to each member; a node's NIC link carries
+ *        4 GPUs x 4 flows over 40 GB/s = 2.5 GB/s each: 0.08 s per pass.
+ *  node forwarding, 2 groups of which a token takes 1 (one group per
+ *        node): D = 1 node per token, remote half the time, so 0.5
+ *        copies of a token's one-copy bytes (V / top-k = 8e8 B per
+ *        direction) leave the node: 4e8 B per GPU over its one network
+ *        flow (4 per 40 GB/s link: 10 GB/s) = 0.04 s; inside the node
+ *        2 x 3/4 copies = 1.2e9 B, 4e8 on each of 3 flows of
+ *        100/3 GB/s: 0.012 s; the larger: 0.04 s per pass.
+ *  ungrouped: D = 2 (1 - (4/8)(3/7)) = 11/7 nodes: 11/7 x 0.04 s.
+ *  fp8 dispatch: (1 + 4/128) / 2 of the dispatch (forward) and of the
+ *        combine's gradient (backward): (0.515625 + 1) x 8e8 x 0.04 / 1.6e9
+ *        = 0.0303125 s per pass instead of 0.04.
+ *  overlap at 10 TFLOP/s (compute 0.08 + 0.16 s > 0.08 s of all-to-all):
+ *        hidden: 0.24 + 0.0014; with 20% of the SMs kept for it, the
+ *        compute at 0.8: 0.3 + 0.0014; at 100 TFLOP/s the pair's 0.08 s
+ *        of all-to-all exceeds 0.01 + 0.02 s of compute (0.8 speed) by
+ *        0.05: 0.03 + 0.05 + 0.0014.
+ */
+START_TEST(test_ep_node_forward_toy)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_report r;
+	double t, t8;
+	const struct {
+		double peak;
+		bool fwd, overlap;
+		int64_t groups;
+		double share, expect;
+	} cases[] = {
+	    {100e12, false, false, 2, 0, 0.008 + 0.08 + 0.016 + 0.08 + 0.0014},
+	    {100e12, true, false, 2, 0, 0.008 + 0.04 + 0.016 + 0.04 + 0.0014},
+	    {100e12, true, false, 0, 0,
+	     0.008 + 0.016 + 2 * 11.0 / 7 * 0.04 + 0.0014},
+	    {10e12, true, false, 2, 0, 0.08 + 0.04 + 0.16 + 0.04 + 0.0014},
+	    {10e12, true, true, 2, 0, 0.24 + 0.0014},
+	    {10e12, true, true, 2, 0.2, 0.3 + 0.0014},
+	    {100e12, true, true, 2, 0.2, 0.03 + 0.05 + 0.0014},
+	};
+
+	toy_moe(&m, 8, 8);
+	m.arch.router_group_topk = 1;
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		toy_two_nodes(&c, cases[k].peak);
+		m.arch.router_groups = cases[k].groups;
+		toy_ex.node_forward = cases[k].fwd;
+		toy_ex.overlap = cases[k].overlap;
+		toy_ex.sm_share = cases[k].share;
+		run_toy(&m, &c, 8, 8, 0, 1.0, &r);
+		ck_assert_msg(REL(r.iteration_time_s, cases[k].expect) < 1e-6,
+			      "case %zu: %.9g vs %.9g", k, r.iteration_time_s,
+			      cases[k].expect);
+		tp_report_release(&r);
+		tp_cluster_release(&c);
+	}
+	/* fp8 dispatch: 2 x (0.04 - 0.0303125) s less on an fp8 model, and
+	 * nothing on a bf16 one */
+	m.arch.router_groups = 2;
+	toy_ex.overlap = false;
+	toy_ex.sm_share = 0;
+	toy_two_nodes(&c, 100e12);
+	for (int dt = 0; dt < 2; dt++) {
+		m.dtype = dt ? TP_DTYPE_FP8 : TP_DTYPE_BF16;
+		toy_ex.fp8 = false;
+		run_toy(&m, &c, 8, 8, 0, 1.0, &r);
+		t = r.iteration_time_s;
+		tp_report_release(&r);
+		toy_ex.fp8 = true;
+		run_toy(&m, &c, 8, 8, 0, 1.0, &r);
+		t8 = r.iteration_time_s;
+		tp_report_release(&r);
+		ck_assert_msg(fabs(t - t8 - (dt ? 2 * (0.04 - 0.0303125) : 0)) <
+				  1e-9,
+			      "dtype %d: %.9g - %.9g", dt, t, t8);
+	}
+	memset(&toy_ex, 0, sizeof(toy_ex));
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* hai-llm ships DeepSeek-V3's exchange; comm_sm_share without ep_overlap
+ * is refused at its place. */
+START_TEST(test_ep_hai_llm_profile)
+{
+	struct tp_runtime rt;
+	struct tp_sim_params pa;
+	struct tp_error err;
+	struct tp_load_options lo;
+	struct tp_strbuf sb;
+	size_t len;
+	char *text, *at;
+
+	ck_assert_msg(tp_runtime_find("hai-llm", &rt, &err) == TP_OK, "%s",
+		      err.msg);
+	tp_sim_params_default(&pa);
+	ck_assert(!pa.ep_node_forward && !pa.ep_dispatch_fp8 &&
+		  !pa.ep_overlap && pa.comm_sm_share == 0);
+	tp_sim_params_runtime(&pa, &rt);
+	ck_assert(pa.ep_node_forward && pa.ep_dispatch_fp8 && pa.ep_overlap);
+	ck_assert(fabs(pa.comm_sm_share - 20.0 / 132) < 1e-4);
+	text = tp_test_read(tp_data_file("runtimes/hai-llm.json"), &len);
+	ck_assert_ptr_nonnull(text);
+	at = strstr(text, "\"ep_overlap\": true");
+	ck_assert_ptr_nonnull(at);
+	tp_strbuf_init(&sb);
+	tp_strbuf_add(&sb, text, (size_t)(at - text));
+	tp_strbuf_adds(&sb, "\"ep_overlap\": false");
+	tp_strbuf_adds(&sb, at + strlen("\"ep_overlap\": true"));
+	tp_load_options_default(&lo);
+	ck_assert_int_eq(tp_runtime_load("rt.json", sb.buf, sb.len, &lo, &rt,
+					 &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.path, "behaviour.comm_sm_share"), "%s",
+		      err.path);
+	tp_strbuf_release(&sb);
+	free(text);
+}
+END_TEST
+
 /* A runtime profile's measured imbalance replaces the default; a bad one
  * is refused at its place. */
 START_TEST(test_ep_runtime_imbalance)
@@ -874,6 +1036,8 @@ Suite *suite_moe(void)
 	tcase_add_test(tc, test_ep_with_cp_toy);
 	tcase_add_test(tc, test_ep_actions);
 	tcase_add_test(tc, test_ep_runtime_imbalance);
+	tcase_add_test(tc, test_ep_node_forward_toy);
+	tcase_add_test(tc, test_ep_hai_llm_profile);
 	suite_add_tcase(s, tc);
 	return s;
 }

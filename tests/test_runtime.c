@@ -41,7 +41,10 @@ START_TEST(test_runtime_shipped_load)
 		ck_assert_msg(tp_runtime_find(name, &rt, &err) == TP_OK, "%s: %s",
 			      name, err.msg);
 		ck_assert_str_eq(rt.name, name);
-		ck_assert(rt.can.launcher != TP_LAUNCH_NONE);
+		/* every shipped stack exports, but hai-llm (DeepSeek's
+		   framework is not public) */
+		ck_assert(rt.can.launcher != TP_LAUNCH_NONE ||
+			  !strcmp(name, "hai-llm"));
 		ck_assert(!(rt.can.syncs & (1u << TP_SYNC_PS)));
 		n++;
 	}
@@ -174,6 +177,46 @@ START_TEST(test_runtime_bad_profiles)
 	expect_bad("\"gemm_shape_half\": \"cuBLAS",
 		   "\"gemm_shape_hal\": \"cuBLAS",
 		   "$.sources.gemm_shape_half", "say where");
+	/* the MoE exchange's: SMs kept for an overlap that is off; a source */
+	expect_bad("\"tf32\": true\n",
+		   "\"tf32\": true, \"comm_sm_share\": 0.2\n",
+		   "$.behaviour.comm_sm_share", "ep_overlap");
+	expect_bad("\"tf32\": true\n", "\"tf32\": true, \"ep_overlap\": true\n",
+		   "$.sources.ep_overlap", "say where");
+}
+END_TEST
+
+/* A plan made for a runtime without a launcher (hai-llm) says so and
+ * export refuses it with the way out. */
+START_TEST(test_runtime_no_launcher_export)
+{
+	char plan[512];
+	const char *m = tp_data_file("models/gpt3-1.3b.json");
+	const char *t = tp_data_file("tag-testbed.json");
+	struct tp_run r;
+
+	snprintf(plan, sizeof(plan), "%s/ph.json", tp_test_tmpdir());
+	{
+		const char *argv[] = {"tagplan", "plan", "-m", m, "-t", t,
+				      "--playouts", "10", "--threads", "1",
+				      "--runtime", "hai-llm", "-o", plan,
+				      NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		ck_assert_msg(strstr(r.err, "no public launch configuration"),
+			      "%s", r.err);
+		tp_run_free(&r);
+	}
+	{
+		const char *argv[] = {"tagplan", "export", "-p", plan, NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_int_eq(r.status, 1);
+		ck_assert_uint_eq(r.out_len, 0);
+		ck_assert_msg(strstr(r.err, "made for hai-llm, which has no "
+					    "launch configuration"),
+			      "%s", r.err);
+		tp_run_free(&r);
+	}
 }
 END_TEST
 
@@ -252,7 +295,7 @@ START_TEST(test_runtime_commands)
 		ck_assert_uint_eq(r.out_len, 0);
 		ck_assert_msg(strstr(r.err, "unknown runtime \"megatron-cor\"; "
 					    "shipped: ddp, deepspeed, fsdp2, "
-					    "megatron-core"),
+					    "hai-llm, megatron-core"),
 			      "%s", r.err);
 		tp_run_free(&r);
 	}
@@ -271,6 +314,7 @@ Suite *suite_runtime(void)
 	tcase_add_test(tc, test_runtime_none_and_unknown);
 	tcase_add_test(tc, test_runtime_bad_profiles);
 	tcase_add_test(tc, test_runtime_commands);
+	tcase_add_test(tc, test_runtime_no_launcher_export);
 	suite_add_tcase(s, tc);
 	return s;
 }

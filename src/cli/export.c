@@ -88,6 +88,15 @@ static int export_runtime(const struct tp_plan *p, int want,
 			return tp_cli_fail(err);
 		return 0;
 	}
+	if (rt->can.launcher == TP_LAUNCH_NONE) {
+		tp_error_set(err, TP_EINFEASIBLE,
+			     "the plan was made for %s, which has no launch "
+			     "configuration tagplan can write: re-plan with "
+			     "--runtime megatron-core (or another shipped "
+			     "stack) to export",
+			     rt->name);
+		return TP_EXIT_CHECK;
+	}
 	*target = want >= 0 ? want : (int)tp_export_target_of(rt);
 	if (!tp_export_target_fits((enum tp_export_target)*target, rt)) {
 		tp_error_set(err, TP_EINFEASIBLE,

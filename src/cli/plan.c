@@ -1027,6 +1027,11 @@ static void print_fit(const struct plan_run *R)
 	if (tp_runtime_is_none(&R->rt))
 		tp_strbuf_addf(&t, "  runtime        none: %s\n",
 			       s->runtime_note);
+	else if (R->rt.can.launcher == TP_LAUNCH_NONE)
+		tp_strbuf_addf(&t, "  runtime        %s: the search kept to "
+				   "what it executes (no export: it has no "
+				   "public launch configuration)\n",
+			       R->rt.name);
 	else
 		tp_strbuf_addf(&t, "  runtime        %s%s: the search kept to "
 				   "what it executes (tagplan export --to %s)\n",

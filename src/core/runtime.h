@@ -115,6 +115,24 @@ struct tp_runtime_behaviour {
 				     ahead of the compute (0: none ahead);
 				     optional, -1 = not given: the
 				     simulator's whole-group model */
+	/* expert parallelism's token exchange (optional, all off when
+	   absent: Megatron-Core's alltoall dispatcher; src/sim/README
+	   section 3) */
+	bool ep_node_forward;     /* a token crosses the network once per
+				     destination node (to the GPU of the
+				     sender's local index) and is forwarded
+				     to its experts there over the node's
+				     fabric, instead of once per expert */
+	bool ep_dispatch_fp8;     /* fp8 models: the dispatch and the
+				     backward's gradient towards the experts'
+				     down-projections move FP8 with 1x128
+				     scales, the combines BF16 */
+	bool ep_overlap;          /* the dispatch/combine all-to-alls of one
+				     micro-batch run while another's forward
+				     or backward computes (DualPipe) */
+	double comm_sm_share;     /* with ep_overlap: the share of a GPU's
+				     SMs the communication kernels keep, so
+				     compute runs at 1 - this (0 = none) */
 };
 
 /* What the stack can execute.  A bitmask field has bit 1u << VALUE of

@@ -30,7 +30,8 @@ static const char *const behaviour_fields[] = {
 	"dp_overlap", "dp_overlap_pipeline", "grad_bucket_bytes",
 	"grad_reduce", "p2p_async", "tp_overlap", "fused_attention", "tf32",
 	"expert_imbalance", "hopper_attention_efficiency", "prefetch_depth",
-	"gemm_shape_half", NULL};
+	"gemm_shape_half", "ep_node_forward", "ep_dispatch_fp8", "ep_overlap",
+	"comm_sm_share", NULL};
 static const char *const can_fields[] = {
 	"launcher", "tensor_parallel", "pipeline_parallel",
 	"sequence_parallel", "per_stage_degrees", "uneven_shares",
@@ -114,8 +115,26 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 	    (st = tp_jget_int(j, v, "prefetch_depth", false, 0, 8, -1, &pf,
 			      NULL)) ||
 	    (st = tp_jget_number(j, v, "gemm_shape_half", false, TP_JNUM_POS,
-				 0, &b->gemm_shape_half, NULL)))
+				 0, &b->gemm_shape_half, NULL)) ||
+	    (st = tp_jget_bool(j, v, "ep_node_forward", false, false,
+			       &b->ep_node_forward)) ||
+	    (st = tp_jget_bool(j, v, "ep_dispatch_fp8", false, false,
+			       &b->ep_dispatch_fp8)) ||
+	    (st = tp_jget_bool(j, v, "ep_overlap", false, false,
+			       &b->ep_overlap)) ||
+	    (st = tp_jget_number(j, v, "comm_sm_share", false,
+				 TP_JNUM_NONNEG, 0, &b->comm_sm_share, NULL)))
 		return st;
+	if (!(b->comm_sm_share < 0.9))
+		return tp_jctx_fail(j, "comm_sm_share",
+				    "a share of the SMs of %g: expected at "
+				    "least 0 and below 0.9",
+				    b->comm_sm_share);
+	if (b->comm_sm_share > 0 && !b->ep_overlap)
+		return tp_jctx_fail(j, "comm_sm_share",
+				    "SMs kept for overlapped communication, "
+				    "but ep_overlap is not on: set "
+				    "\"ep_overlap\": true or drop the field");
 	b->prefetch_depth = (int32_t)pf;
 	if (b->hopper_attention_efficiency > 1)
 		return tp_jctx_fail(j, "hopper_attention_efficiency",
@@ -310,7 +329,9 @@ static enum tp_status check_sources(struct tp_jctx *j,
 				       !strcmp(*f,
 					       "hopper_attention_efficiency") ||
 				       !strcmp(*f, "prefetch_depth") ||
-				       !strcmp(*f, "gemm_shape_half")) &&
+				       !strcmp(*f, "gemm_shape_half") ||
+				       !strncmp(*f, "ep_", 3) ||
+				       !strcmp(*f, "comm_sm_share")) &&
 			    !tp_json_get(tp_json_get(root, "behaviour"), *f))
 				continue;
 			old = tp_jctx_push_key(j, "sources");

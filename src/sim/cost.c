@@ -663,7 +663,7 @@ struct lane_sums {
 	double w_comp, act_w;
 	/* expert parallelism: routed experts' parameter bytes per device,
 	 * bytes dispatched + combined per device per micro-batch */
-	double params_expert, ep_bytes;
+	double params_expert, ep_in, ep_out;
 	/* per layer (in s->dtmp): saved bytes, of them selective ones,
 	 * whether it has routed experts, parameter bytes per device */
 	double *lay_saved, *lay_sel, *lay_ep, *lay_w;
@@ -812,6 +812,55 @@ static void ring_attention(const struct tp_sim *sim, const struct lane *ln,
 					    oc->bw / n);
 }
 
+/* FP8 dispatch (DeepSeek-V3, arXiv:2412.19437 section 3.3.2): E4M3
+ * elements with one fp32 scale per 1x128 tile, against the bf16 ones the
+ * builders' activations have: (1 + 4/128) / 2 of their bytes. */
+#define EP_FP8_SHARE ((1 + 4.0 / 128) / 2)
+
+/*
+ * Dispatch and combine of a lane under expert parallelism (README
+ * section 3): two all-to-alls per MoE layer and pass, the busiest
+ * receiver getting lf x the mean; full recomputation repeats the
+ * forward's.  With ep_dispatch_fp8 on an fp8 model the forward's
+ * dispatch and the backward's gradient towards the down-projections move
+ * EP_FP8_SHARE of their bytes, the combines (forward and backward) stay
+ * bf16.  With ep_overlap (DualPipe) the exchanges of a forward and a
+ * backward run while the other computes: the lane computes at
+ * 1 - comm_sm_share of its speed and only what a forward-backward pair's
+ * all-to-alls take beyond the pair's compute is exposed, shared between
+ * the passes in proportion to their all-to-alls.
+ */
+static void ep_exchange(const struct tp_sim *sim, const struct lane *ln,
+			struct lane_sums *a)
+{
+	const struct tp_sim_params *pa = &sim->o.params;
+	double n_moe = 0, xf, xb, xr, q = 1, lat;
+
+	for (uint32_t k = 0; k < a->n_lay; k++)
+		n_moe += a->lay_ep[a->lay_list[k]];
+	if (pa->ep_dispatch_fp8 && sim->m->dtype == TP_DTYPE_FP8)
+		q = EP_FP8_SHARE;
+	lat = 2 * n_moe * ln->ep_a;
+	xf = lat + ln->ep_k * ln->lf * (q * a->ep_in + a->ep_out);
+	xb = lat + ln->ep_k * ln->lf * (a->ep_in + q * a->ep_out);
+	xr = a->rc == TP_RECOMPUTE_FULL ? xf : 0;
+	if (pa->ep_overlap) {
+		double slow = 1 / (1 - pa->comm_sm_share), hide, over;
+		a->f_comp *= slow;
+		a->b_comp *= slow;
+		a->rec *= slow;
+		a->w_comp *= slow;
+		hide = a->f_comp + a->b_comp + a->rec;
+		over = fmax(0, xf + xb + xr - hide) / (xf + xb + xr);
+		xf *= over;
+		xb *= over;
+		xr *= over;
+	}
+	a->f_comm += xf;
+	a->b_comm += xb;
+	a->rec_comm += xr;
+}
+
 static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		      struct tp_sim_scratch *s, struct lane *ln)
 {
@@ -867,8 +916,8 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 			load = ln->lf;
 			wdiv *= ln->ep;
 			a.params_expert += op->param_bytes / wdiv;
-			a.ep_bytes += (sim->ep_in[o] + sim->ep_out[o]) * b /
-				      (sp ? tpd : 1);
+			a.ep_in += sim->ep_in[o] * b / (sp ? tpd : 1);
+			a.ep_out += sim->ep_out[o] * b / (sp ? tpd : 1);
 		} else {
 			op_cost(sim, ln, o, types, n_types, sp, b, &oc);
 		}
@@ -917,19 +966,8 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		if (a.lay_sel[l] > work_sel)
 			work_sel = a.lay_sel[l];
 	}
-	if (ln->ep > 1 && a.ep_bytes > 0) {
-		/* dispatch and combine: two all-to-alls per MoE layer and
-		 * pass, the busiest receiver getting lf x the mean; full
-		 * recomputation repeats the forward's */
-		double n_moe = 0, x;
-		for (uint32_t k = 0; k < a.n_lay; k++)
-			n_moe += a.lay_ep[a.lay_list[k]];
-		x = 2 * n_moe * ln->ep_a + ln->ep_k * ln->lf * a.ep_bytes;
-		a.f_comm += x;
-		a.b_comm += x;
-		if (rc == TP_RECOMPUTE_FULL)
-			a.rec_comm += x;
-	}
+	if (ln->ep > 1 && a.ep_in + a.ep_out > 0)
+		ep_exchange(sim, ln, &a);
 	ln->f_comp = a.f_comp;
 	ln->f_comm = a.f_comm;
 	ln->b_comp = a.b_comp + a.rec;

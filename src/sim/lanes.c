@@ -329,35 +329,48 @@ static int lane_tp_ring(const struct tp_sim *sim, const struct tp_plan *plan,
 	return 0;
 }
 
-/* Expert parallelism of a lane: its degree, load factor and the
- * all-to-all over its EP group (replicas ep*floor(r/ep) .. +ep-1, the
- * same tensor rank): every member sends V/ep of its V dispatched bytes to
- * each other member, so the exchange takes one latency plus V/ep over
- * the slowest flow's share of its busiest channel (README section 3).
- * Every EP group of the plan group exchanges at once (the replicas run
- * the same layer in lockstep), all tensor ranks too, so the flows of all
- * of them share the links they cross (a switch tier's uplinks); the
- * slowest share prices every lane of the group, measured at replica 0
- * and copied by the others (prev: the group's previous lane or NULL).
+/* Expected distinct nodes holding a token's top_k experts, the experts
+ * spread evenly over the EP group's n nodes: n (1 - C(E - E/n, k) /
+ * C(E, k)) under uniform routing, at most router_group_topk x
+ * max(1, n / router_groups) under group-limited routing (DeepSeek-V3's
+ * node-limited routing: 8 groups on 8 nodes, a token's experts in the
+ * best 4; arXiv:2412.19437 section 2.1.2).  0 when the model records no
+ * expert count or top-k. */
+static double ep_token_nodes(const struct tp_model *m, uint32_t n)
+{
+	const struct tp_arch *a = &m->arch;
+	double E = (double)a->experts, k = (double)a->top_k, miss = 1, d;
+
+	if (a->experts < 1 || a->top_k < 1 || a->top_k > a->experts)
+		return 0;
+	for (int64_t i = 0; i < a->top_k; i++)
+		miss *= fmax(0, (E - E / n - (double)i) / (E - (double)i));
+	d = n * (1 - miss);
+	if (a->router_groups > 0 && a->router_group_topk > 0 &&
+	    a->router_group_topk < a->router_groups)
+		d = fmin(d, (double)a->router_group_topk *
+				fmax(1, (double)n / (double)a->router_groups));
+	return fmin(d, k);
+}
+
+/* Add the flows of every EP group of the lane's plan group (members
+ * q*ep .. q*ep+ep-1 of each, all tensor ranks: the replicas exchange in
+ * lockstep, so they share the links they cross) and measure them
+ * together: *rate per flow at the busiest channel, *lat the slowest
+ * route; 0 flows leave *rate infinite.  Every pair of members, or with
+ * node forwarding (g members per node) only the pairs across nodes at
+ * the same place in their nodes (inter) or those inside a node (!inter).
  * -1 on allocation failure. */
-static int lane_ep(const struct tp_sim *sim, const struct tp_plan *plan,
-		   struct tp_sim_scratch *s, struct lane *ln,
-		   const struct lane *prev)
+static int ep_flows(const struct tp_sim *sim, const struct tp_plan *plan,
+		    struct tp_sim_scratch *s, const struct lane *ln,
+		    uint32_t g, bool inter, double *rate, double *lat)
 {
 	const struct tp_plan_group *gr = &plan->groups.v[ln->group];
-	uint32_t ep = gr->ep, tp = gr->tp, n = 0, groups;
-	double lat, rate, lf = tp_sim_expert_load(sim, plan);
+	uint32_t ep = gr->ep, tp = gr->tp, n = 0, groups = grp_reps(gr) / ep;
+	const struct tp_device *dv = sim->c->devices.v;
 
-	ln->ep = ep > 1 ? ep : 1;
-	ln->lf = ep > 1 ? lf : 1;
-	if (ep <= 1)
-		return 0;
-	if (prev) {
-		ln->ep_a = prev->ep_a;
-		ln->ep_k = prev->ep_k;
-		return 0;
-	}
-	groups = grp_reps(gr) / ep;
+	*rate = INFINITY;
+	*lat = 0;
 	s->tmp3.n = 0;
 	if (tp_vec_reserve(&s->tmp3,
 			   2 * (size_t)groups * tp * ep * (ep - 1)))
@@ -368,16 +381,109 @@ static int lane_ep(const struct tp_sim *sim, const struct tp_plan *plan,
 				for (uint32_t b = 0; b < ep; b++) {
 					uint32_t base = gr->dev_first +
 							q * ep * tp + j;
+					uint32_t da = plan->devs.v[base + a * tp];
+					uint32_t db = plan->devs.v[base + b * tp];
+					bool same = dv[da].node == dv[db].node;
 					if (a == b)
 						continue;
-					s->tmp3.v[n++] =
-						plan->devs.v[base + a * tp];
-					s->tmp3.v[n++] =
-						plan->devs.v[base + b * tp];
+					if (g && (inter ? same || a % g != b % g
+							: !same))
+						continue;
+					s->tmp3.v[n++] = da;
+					s->tmp3.v[n++] = db;
 				}
+	if (!n)
+		return 0;
 	if (tp_sim_acc_pairs(s, s->tmp3.v, n / 2))
 		return -1;
-	tp_sim_acc_measure(s, &rate, &lat);
+	tp_sim_acc_measure(s, rate, lat);
+	return 0;
+}
+
+/* The nodes of the first EP group of the lane's plan group when every
+ * node holds the same number g > 0 of its consecutive members (members
+ * a*g .. a*g+g-1 on one node): their count, else 0. */
+static uint32_t ep_even_nodes(const struct tp_sim *sim,
+			      const struct tp_plan *plan,
+			      const struct lane *ln, uint32_t *g)
+{
+	const struct tp_plan_group *gr = &plan->groups.v[ln->group];
+	uint32_t ep = gr->ep, tp = gr->tp, k;
+	const uint32_t *d = plan->devs.v + gr->dev_first;
+	const struct tp_device *dv = sim->c->devices.v;
+
+	for (k = 1; k < ep && dv[d[k * tp]].node == dv[d[0]].node; k++)
+		;
+	if (ep % k)
+		return 0;
+	for (uint32_t a = 0; a < ep; a++)
+		if (dv[d[a * tp]].node != dv[d[a / k * k * tp]].node ||
+		    (a % k == 0 && a > 0 &&
+		     dv[d[a * tp]].node == dv[d[(a - 1) * tp]].node))
+			return 0;
+	*g = k;
+	return ep / k;
+}
+
+/* Expert parallelism of a lane: its degree, load factor and the
+ * all-to-all over its EP group (replicas ep*floor(r/ep) .. +ep-1, the
+ * same tensor rank).  Every EP group of the plan group exchanges at once
+ * (the replicas run the same layer in lockstep), all tensor ranks too, so
+ * the flows of all of them share the links they cross (a switch tier's
+ * uplinks); the slowest share prices every lane of the group, measured
+ * at replica 0 and copied by the others (prev: the group's previous lane
+ * or NULL).  Megatron-Core's alltoall: every member sends V/ep of its V
+ * dispatched bytes (every token once per expert) to each other member,
+ * so the exchange takes one latency plus V/ep over the slowest flow's
+ * share of its busiest channel.  Node forwarding (ep_node_forward, over
+ * N > 1 nodes of g members each): a token crosses the network once per
+ * remote node of its experts, D (N-1)/N copies (D = ep_token_nodes), to
+ * the member at the sender's place in that node, while inside every node
+ * the copies go on to their experts (of the k per token, (g-1)/g leave
+ * the receiving GPU): the two stages pipeline, so per byte of V
+ *     ep_k = max(D (N-1)/N / (k (N-1) r_net), 1 / (g r_node))
+ * with r_net, r_node the per-flow rates of the network and node flows
+ * (README section 3).  -1 on allocation failure. */
+static int lane_ep(const struct tp_sim *sim, const struct tp_plan *plan,
+		   struct tp_sim_scratch *s, struct lane *ln,
+		   const struct lane *prev)
+{
+	const struct tp_plan_group *gr = &plan->groups.v[ln->group];
+	uint32_t ep = gr->ep, N = 0, g = 0;
+	double lat, rate, lf = tp_sim_expert_load(sim, plan), D = 0;
+
+	ln->ep = ep > 1 ? ep : 1;
+	ln->lf = ep > 1 ? lf : 1;
+	if (ep <= 1)
+		return 0;
+	if (prev) {
+		ln->ep_a = prev->ep_a;
+		ln->ep_k = prev->ep_k;
+		ln->ep_g = prev->ep_g;
+		return 0;
+	}
+	if (sim->o.params.ep_node_forward)
+		N = ep_even_nodes(sim, plan, ln, &g);
+	if (N > 1)
+		D = ep_token_nodes(sim->m, N);
+	if (D > 0) {
+		double r_net, l_net, r_node = INFINITY, l_node = 0, k;
+		ln->ep_g = g;
+		if (ep_flows(sim, plan, s, ln, g, true, &r_net, &l_net) ||
+		    (g > 1 &&
+		     ep_flows(sim, plan, s, ln, g, false, &r_node, &l_node)))
+			return -1;
+		k = (double)sim->m->arch.top_k;
+		if (isfinite(r_net) && r_net > 0) {
+			ln->ep_a = fmax(l_net, l_node) +
+				   sim->o.params.collective_latency_s;
+			ln->ep_k = fmax(D / N / (k * r_net),
+					g > 1 ? 1 / (g * r_node) : 0);
+		}
+		return 0;
+	}
+	if (ep_flows(sim, plan, s, ln, 0, false, &rate, &lat))
+		return -1;
 	if (isfinite(rate) && rate > 0) {
 		ln->ep_a = lat + sim->o.params.collective_latency_s;
 		ln->ep_k = 1 / (ep * rate);

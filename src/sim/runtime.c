@@ -37,6 +37,10 @@ void tp_sim_params_runtime(struct tp_sim_params *p,
 		p->expert_imbalance = b->expert_imbalance;
 	if (b->prefetch_depth >= 0)
 		p->prefetch_depth = b->prefetch_depth;
+	p->ep_node_forward = b->ep_node_forward;
+	p->ep_dispatch_fp8 = b->ep_dispatch_fp8;
+	p->ep_overlap = b->ep_overlap;
+	p->comm_sm_share = b->comm_sm_share;
 	if (rt->calibration.present) {
 		p->gemm_sustained = rt->calibration.gemm_sustained;
 		p->link_eff_intra = rt->calibration.link_eff_intra;

@@ -111,6 +111,16 @@ struct tp_sim_params {
 				    d >= 0 per layer as FSDP2 does, each
 				    all-gather issued d layers ahead of the
 				    compute (README section 3) */
+	/* expert parallelism's token exchange (README section 3; the
+	   runtime profile's behaviour, core/runtime.h) */
+	bool ep_node_forward;    /* once per destination node over the
+				    network, forwarded inside the node */
+	bool ep_dispatch_fp8;    /* fp8 models: one of the two all-to-alls
+				    of each pass moves FP8 */
+	bool ep_overlap;         /* all-to-alls overlapped with another
+				    micro-batch's compute (DualPipe) */
+	double comm_sm_share;    /* with ep_overlap, the SMs communication
+				    keeps: EP groups compute at 1 - this */
 	/* where the figures come from, copied into the report's basis (the
 	   constants there are the values above); not used by the cost
 	   model.  tp_sim_params_default: runtime "none", the shipped

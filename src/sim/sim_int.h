@@ -175,6 +175,7 @@ struct lane {
 	   the busiest rank's load over the mean (imbalance, capped by the
 	   capacity factor) */
 	uint32_t ep;
+	uint32_t ep_g; /* node forwarding: EP members per node, else 0 */
 	double ep_a, ep_k, lf;
 	double tp_bytes_mb; /* tensor-parallel bytes per flow per micro-batch */
 	double tp_a, tp_k;  /* ring all-reduce time = tp_a + tp_k * bytes;
