@@ -21,13 +21,22 @@
  * SAILOR's stages hold replicas of different tp: mixed groups) and
  * simulated by the same simulator with the same profiles; "fitted" is
  * the plan with the least recomputation (selective, then full, every
- * group) that fits tagplan's memory model when the translation does not
- * (tagplan counts about twice Sailor's activation memory per block:
- * issue 25).  Speed-up = the peer's time as translated (fitting or not,
- * the peer's best case) / tagplan's.  Sailor's own simulated iteration
+ * group) that fits tagplan's memory model when the translation does not.
+ * (Until 2026-12 the import gave OPT Megatron's attention dropout, 2.06x
+ * Sailor's activation memory per block, and 5 of the 6 peer plans did
+ * not fit; with OPT's released config - no dropout on the attention
+ * probabilities, 1.13x Sailor's count, tagplan(1) import - every one
+ * fits.)  Speed-up = the peer's time as translated (fitting or not, the
+ * peer's best case) / tagplan's.  Sailor's own simulated iteration
  * time (1 / its throughput) beside it.  Targets: faster than every peer
  * plan on every case, >= 1.10x over SAILOR's on fig8b, search within
  * 10 s on 2 cores.
+ *
+ * Then, per case, the issue's budget checks (threads 1, no time limit,
+ * deterministic): on small, the anytime property over seeds 1..10 x
+ * budgets of 100, 300 and 1,000 playouts (a violation: a larger budget
+ * answering slower than a smaller one of the same seed); on every case,
+ * the default budget (tagplan plan's 5,000 playouts) against twice it.
  */
 #include <math.h>
 #include <stdio.h>
@@ -187,6 +196,71 @@ static enum tp_status load(const char *dir, const struct pcase *k,
 	return st;
 }
 
+/* One search of (m, c) with seed, threads 1, a playout budget, no time
+ * limit, on a planner of its own (as a fresh `tagplan plan` run); the
+ * answer's time (INFINITY when nothing fits). */
+static double budget_run(const struct tp_model *m, const struct tp_cluster *c,
+			 const struct tp_prior_provider *pp, uint64_t seed,
+			 uint64_t playouts)
+{
+	struct tp_search_options o;
+	struct tp_search_result r;
+	struct tp_error err;
+	struct tp_planner *pl = tp_planner_new(m, c, NULL, &err);
+	double t = INFINITY;
+
+	if (!pl)
+		return NAN;
+
+	tp_search_options_default(&o);
+	o.threads = 1;
+	o.seed = seed;
+	o.prior = pp;
+	o.playouts = playouts;
+	o.time_limit_s = 0;
+	tp_search_result_init(&r);
+	if (tp_planner_run(pl, &o, &r, &err) == TP_OK && r.have_plan &&
+	    r.report.feasible)
+		t = r.report.iteration_time_s;
+	tp_search_result_release(&r);
+	tp_planner_free(pl);
+	return t;
+}
+
+/* The anytime property on case k: seeds 1..10 x budgets 100, 300, 1,000
+ * playouts (threads 1): a larger budget never answers slower.  And the
+ * default budget (5,000 playouts, tagplan plan's) against twice it. */
+static void anytime_rows(const struct pcase *k, const struct tp_model *m,
+			 const struct tp_cluster *c,
+			 const struct tp_prior_provider *pp, bool seeds)
+{
+	static const uint64_t budgets[] = {100, 300, 1000};
+	int violations = 0, runs = 0;
+	double t5, t10;
+
+	for (uint64_t sd = 1; seeds && sd <= 10; sd++) {
+		double prev = INFINITY;
+		printf("  anytime seed %2llu:", (unsigned long long)sd);
+		for (int b = 0; b < 3; b++) {
+			double t = budget_run(m, c, pp, sd, budgets[b]);
+			printf(" %9.4f", t);
+			violations += t > prev;
+			prev = t;
+			runs++;
+		}
+		printf("\n");
+	}
+	if (seeds)
+		printf("  anytime %s: %d runs (10 seeds x 100/300/1,000 "
+		       "playouts), %d violations\n",
+		       k->name, runs, violations);
+	t5 = budget_run(m, c, pp, 1, 5000);
+	t10 = budget_run(m, c, pp, 1, 10000);
+	printf("  default budget %s: 5,000 playouts %.4f s, 10,000 %.4f s: "
+	       "doubling gains %.2f%%\n",
+	       k->name, t5, t10, 100 * (t5 - t10) / t5);
+}
+
 int main(void)
 {
 	const char *dir = getenv("TAGPLAN_SAILOR");
@@ -238,15 +312,19 @@ int main(void)
 			printf("%s: search failed: %s\n", k->name, err.msg);
 		} else {
 			double ours = r.report.iteration_time_s;
+			bool mixed = false;
+			for (uint32_t g = 0; g < r.plan.groups.n; g++)
+				mixed |= r.plan.groups.v[g].mixed;
 			secs = now_s() - t0;
 			printf("%s: %s on %zu GPUs\n", k->name, k->model,
 			       c.devices.n);
 			printf("  %-8s %9.3f %-4s %9s%-5s %9s %8s   %.1f s "
-			       "search, %llu playouts, %u groups\n",
+			       "search, %llu playouts, %u groups%s\n",
 			       "tagplan", ours,
 			       r.report.feasible ? "yes" : "no", "", "", "",
 			       "", secs, (unsigned long long)r.playouts,
-			       (unsigned)r.plan.groups.n);
+			       (unsigned)r.plan.groups.n,
+			       mixed ? ", mixed tp" : "");
 			for (int b = 0; b < TP_BASELINE_COUNT; b++)
 				if (r.baselines[b].available &&
 				    r.baselines[b].feasible)
@@ -264,6 +342,7 @@ int main(void)
 				rows++;
 				wins += t > ours;
 			}
+			anytime_rows(k, &m, &c, &pp, i == 0);
 		}
 		tp_search_result_release(&r);
 		tp_planner_free(pl);

@@ -203,6 +203,50 @@ START_TEST(test_gpt_activation_bytes)
 }
 END_TEST
 
+/* Dropout as the model has it (build.h tp_gpt_dims.dropout): OPT-350 in
+ * fp32 (s 2,048, h 1,024, a 16) keeps per block and sample Korthikanti's
+ * eq. 1 with 4-byte tensors, 66 sh + 9 as^2 = 742.4 MB with Megatron's
+ * attention dropout, 66 sh + 4 as^2 = 406.8 MB without it (OPT's
+ * released config; Sailor's own count is 360.7 MB), 64 sh + 4 as^2 with
+ * no dropout at all (GPT-Neo, Llama: no masks).  Fails with the flag
+ * ignored (742.4 MB three times). */
+START_TEST(test_gpt_attention_dropout)
+{
+	static const int modes[3] = {0, TP_GPT_NO_ATTN_DROPOUT,
+				     TP_GPT_NO_DROPOUT};
+	double s = 2048, h = 1024, a = 16;
+	const double expect[3] = {66 * s * h + 9 * a * s * s,
+				  66 * s * h + 4 * a * s * s,
+				  64 * s * h + 4 * a * s * s};
+
+	for (int k = 0; k < 3; k++) {
+		struct tp_gpt_dims d;
+		struct tp_model m;
+		struct tp_error err;
+		double saved = 0;
+
+		tp_gpt_dims_default(&d);
+		d.hidden = 1024;
+		d.layers = 24;
+		d.heads = 16;
+		d.seq = 2048;
+		d.vocab = 50272;
+		d.batch = 1024;
+		d.dtype = TP_DTYPE_FP32;
+		d.dropout = modes[k];
+		tp_model_init(&m);
+		ck_assert_int_eq(tp_build_gpt(&d, &m, &err), TP_OK);
+		for (size_t i = 0; i < m.ops.n; i++)
+			if (m.ops.v[i].layer == 3)
+				saved += m.ops.v[i].saved_bytes;
+		ck_assert_msg(fabs(saved - expect[k]) < 1,
+			      "mode %d: %.0f bytes, expected %.0f", modes[k],
+			      saved, expect[k]);
+		tp_model_release(&m);
+	}
+}
+END_TEST
+
 START_TEST(test_gpt_gqa_and_errors)
 {
 	struct tp_gpt_dims d;
@@ -1409,6 +1453,7 @@ Suite *suite_build(void)
 	tcase_add_loop_test(tc, test_gpt_flop_megatron, 0, rows);
 	tcase_add_loop_test(tc, test_gpt_parameters_megatron, 0, rows);
 	tcase_add_test(tc, test_gpt_activation_bytes);
+	tcase_add_test(tc, test_gpt_attention_dropout);
 	tcase_add_test(tc, test_gpt_gqa_and_errors);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("topo");

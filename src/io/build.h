@@ -65,7 +65,14 @@ struct tp_gpt_dims {
 	int64_t kv_heads; /* 0 = heads (no grouped-query attention) */
 	enum tp_dtype dtype; /* default bf16 */
 	const char *name;    /* NULL = "gpt" */
+	/* dropout: 0 = Megatron's (after attention and MLP and on the
+	   attention probabilities); TP_GPT_NO_ATTN_DROPOUT: none on the
+	   attention probabilities (OPT); TP_GPT_NO_DROPOUT: none at all
+	   (GPT-Neo, Llama) */
+	int dropout;
 };
+#define TP_GPT_NO_ATTN_DROPOUT 1
+#define TP_GPT_NO_DROPOUT 2
 
 /* Zero everything and set dtype bf16. */
 void tp_gpt_dims_default(struct tp_gpt_dims *d);

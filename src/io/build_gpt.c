@@ -223,6 +223,7 @@ static uint32_t add_attention(struct tf_ctx *c, const char *pre,
 	const struct tp_tf *t = c->t;
 	double e = c->e, h = c->h, qd = c->qd, kvd = c->kvd;
 	double a = (double)t->heads, keys = sk;
+	bool attn_drop = t->dropout && !t->no_attn_dropout;
 	struct tp_gb_op o;
 	uint32_t q, kv = TP_NONE, core, proj;
 	char name[64];
@@ -278,9 +279,9 @@ static uint32_t add_attention(struct tf_ctx *c, const char *pre,
 	o.out_bytes = e * sq * qd;
 	/* softmax output, dropout mask and dropout output (Korthikanti's
 	 * 5as^2 in 16-bit); without dropout only the softmax output */
-	o.saved_bytes = (t->dropout ? 2 * e + 1 : e) * a * sq * keys;
+	o.saved_bytes = (attn_drop ? 2 * e + 1 : e) * a * sq * keys;
 	o.mem_bytes = e * (sq * qd + 2 * sk * kvd) + e * sq * qd +
-		      (4 * e + (t->dropout ? 2 * e + 1 : 0)) * a * sq * keys;
+		      (4 * e + (attn_drop ? 2 * e + 1 : 0)) * a * sq * keys;
 	o.selective = true;
 	snprintf(name, sizeof(name), "%sattn", tag);
 	core = tp_gb_op(&c->g, pre, name, &o);
@@ -490,6 +491,7 @@ static uint32_t add_mla(struct tf_ctx *c, const char *pre, int32_t layer,
 	double qw = a * (double)(t->qk_nope + t->qk_rope), vw = a * dv;
 	double kvw = a * (double)(t->qk_nope + t->v_dim), keys = s;
 	uint32_t units = c->head_units, q, qd, qn, kvd, kvn, kvu, core, proj;
+	bool attn_drop = t->dropout && !t->no_attn_dropout;
 	struct tp_gb_op o;
 
 	if (windowed(t, layer) && keys > (double)t->window)
@@ -544,9 +546,9 @@ static uint32_t add_mla(struct tf_ctx *c, const char *pre, int32_t layer,
 	o = opt(TP_OP_ATTENTION, TP_SPLIT_SHARDED, units, layer);
 	o.flop = 2 * s * keys * qw + 2 * s * keys * vw;
 	o.out_bytes = e * s * vw;
-	o.saved_bytes = (t->dropout ? 2 * e + 1 : e) * a * s * keys;
+	o.saved_bytes = (attn_drop ? 2 * e + 1 : e) * a * s * keys;
 	o.mem_bytes = e * s * (qw + kvw + dr) + e * s * vw +
-		      (4 * e + (t->dropout ? 2 * e + 1 : 0)) * a * s * keys;
+		      (4 * e + (attn_drop ? 2 * e + 1 : 0)) * a * s * keys;
 	o.selective = true;
 	core = tp_gb_op(&c->g, pre, "attn", &o);
 	tp_gb_edge(&c->g, q, core, e * s * qw);
@@ -1118,6 +1120,8 @@ enum tp_status tp_build_gpt(const struct tp_gpt_dims *d, struct tp_model *m,
 	t.dtype = (unsigned)d->dtype < TP_DTYPE_COUNT ? d->dtype
 						       : TP_DTYPE_BF16;
 	t.pos_embeddings = d->seq;
+	t.dropout = d->dropout != TP_GPT_NO_DROPOUT;
+	t.no_attn_dropout = d->dropout == TP_GPT_NO_ATTN_DROPOUT;
 	return tp_build_transformer(&t, m, err);
 }
 

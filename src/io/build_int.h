@@ -83,6 +83,9 @@ struct tp_tf {
 	bool out_bias;           /* bias on the attention output projection */
 	bool mlp_bias;
 	bool dropout;            /* dropout after attention and MLP */
+	bool no_attn_dropout;    /* with dropout: none on the attention
+				    probabilities (OPT: attention_dropout
+				    0.0, dropout 0.1) */
 	bool embed_norm;         /* LayerNorm on the embeddings (BERT) */
 	bool final_norm;
 	bool tied_head;          /* LM head shares the embedding matrix */

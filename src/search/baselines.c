@@ -1139,5 +1139,7 @@ enum tp_status search_seeds(struct worker *w)
 	bufs_free(&bf);
 	if (!st && !sctx_should_stop(s))
 		st = search_seeds_mixed(w);
+	if (!st && !sctx_should_stop(s))
+		st = search_mixed_pipelines(w);
 	return st;
 }

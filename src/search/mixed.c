@@ -9,13 +9,13 @@
  * units), shares by estimated replica speed (the type's speed on the
  * model x its degree, tp_space type_speed) in whole samples, the largest
  * micro-batch counts that give every replica a sample, each with the least
- * recomputation that fits (none, selective, full).  On Sailor's OPT-350
- * cases they are not the answer: the best of them is slower than the
- * search's pipelines under tagplan's simulator (bench_peers).  They are raw plans
- * (sctx_eval_plan): the answer when fastest, but the sweeps and the tree
- * do not vary them.  Only where the runtime runs them (can.mixed_tp:
- * none of the shipped profiles; runtime none does) and for models
- * without routed experts.
+ * recomputation that fits (none, selective, full).  On Sailor's Fig. 8b
+ * case (OPT-350, 32 A100 + 96 V100) one is the answer (the A100s at tp
+ * 1, the V100s at tp 2: 4.196 s, bench_peers).  They are raw plans
+ * (sctx_eval_plan): the answer when fastest; the sweeps and the tree do
+ * not vary them (mixed_pipe.c's moves do, on its own plans).  Only where
+ * the runtime runs them (can.mixed_tp: none of the shipped profiles;
+ * runtime none does) and for models without routed experts.
  */
 #include <math.h>
 #include <stdio.h>
@@ -136,20 +136,39 @@ static enum tp_status try_counts(struct worker *w, struct mix *x,
 	return TP_OK;
 }
 
+uint32_t search_mixed_fast_type(const struct tp_space *sp, uint32_t *n_present)
+{
+	const struct tp_cluster *c = sp->cluster;
+	uint32_t fast = UINT32_MAX, n = 0;
+
+	/* c->types is the whole catalogue: the types of the devices */
+	for (uint32_t ty = 0; ty < sp->n_types; ty++) {
+		bool present = false;
+		for (size_t d = 0; d < c->devices.n && !present; d++)
+			present = c->devices.v[d].type == ty;
+		if (!present)
+			continue;
+		n++;
+		if (fast == UINT32_MAX ||
+		    sp->type_speed[ty] > sp->type_speed[fast])
+			fast = ty;
+	}
+	*n_present = n;
+	return fast;
+}
+
 enum tp_status search_seeds_mixed(struct worker *w)
 {
 	struct sctx *s = w->s;
 	const struct tp_space *sp = &s->space;
 	const struct tp_model *m = s->m;
-	uint32_t n = (uint32_t)s->c->devices.n, fast = 0;
+	uint32_t n = (uint32_t)s->c->devices.n, types;
+	uint32_t fast = search_mixed_fast_type(sp, &types);
 	struct mix x;
 	enum tp_status st = TP_OK;
 
-	if (sp->n_types < 2 || (sp->constrained && !sp->rt.can.mixed_tp))
+	if (types < 2 || (sp->constrained && !sp->rt.can.mixed_tp))
 		return TP_OK;
-	for (uint32_t ty = 1; ty < sp->n_types; ty++)
-		if (sp->type_speed[ty] > sp->type_speed[fast])
-			fast = ty;
 	memset(&x, 0, sizeof(x));
 	x.devs = tp_calloc(n, sizeof(uint32_t));
 	x.rtp = tp_calloc(n, sizeof(uint32_t));

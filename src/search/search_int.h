@@ -225,6 +225,13 @@ enum tp_status search_seeds(struct worker *w);
 /* Seeds of mixed tensor-parallel replicas (mixed.c): raw plans, where
  * the runtime runs them. */
 enum tp_status search_seeds_mixed(struct worker *w);
+/* The fastest device type the cluster's devices have (space->type_speed)
+ * and how many types they have (cluster->types is the catalogue). */
+uint32_t search_mixed_fast_type(const struct tp_space *sp,
+				uint32_t *n_present);
+/* SAILOR-shaped pipelines of mixed stages and the moves that change
+ * them (mixed_pipe.c), where the runtime runs them. */
+enum tp_status search_mixed_pipelines(struct worker *w);
 /* sweep.c: coordinate descent on the incumbent (single and stacked
  * changes, RELAX, kicks). */
 enum tp_status search_polish(struct worker *w);
