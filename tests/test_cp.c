@@ -385,6 +385,8 @@ static void attn_model(struct tp_model *m, double pbytes)
 
 /* Both ops on devices 0..n-1 as dp 1 x cp n, one micro-batch, the
  * calibration and link efficiencies at 1 and no software latency. */
+static bool cp_all_gather; /* the runtime's cp_comm all_gather */
+
 static void run_cp(const struct tp_model *m, const struct tp_cluster *c,
 		   uint32_t cp, struct tp_report *r)
 {
@@ -409,6 +411,7 @@ static void run_cp(const struct tp_model *m, const struct tp_cluster *c,
 	o.params.collective_latency_s = 0;
 	o.params.overlap_grad_sync = false;
 	o.params.fused_attention = false;
+	o.params.cp_all_gather = cp_all_gather;
 	sim = tp_sim_new(m, c, &o, &err);
 	ck_assert_msg(sim != NULL, "%s", err.msg);
 	s = tp_sim_scratch_new(sim);
@@ -463,6 +466,43 @@ START_TEST(test_cp_ring_attention_formula)
 	tp_model_release(&m);
 	tp_cluster_release(&c1);
 	tp_cluster_release(&c2);
+}
+END_TEST
+
+/*
+ * All-gather K and V (cp_comm all_gather; Llama 3, arXiv:2407.21783
+ * section 3.3.2) by hand, 4 ranks of the toy node, each with half a
+ * sample: compute forward 0.005 + 0.005 s, backward 0.01 + 0.01 s; its K
+ * and V 2/3 x 3e9 x 0.5 = 1e9 B.  Forward: an all-gather ring of 3 steps
+ * of 1e9 B at 100 GB/s = 0.03 s, exposed; backward: the gather again and
+ * the gradients' reduce-scatter, 0.06 s.  Iteration 0.01 + 0.03 + 0.02 +
+ * 0.06 = 0.12 s.  The ring instead hides a step's 0.00125 / 0.0025 s of
+ * attention: 3 x (0.01 - 0.00125) + 3 x (0.02 - 0.0025) = 0.07875 s of
+ * communication, 0.10875 s.
+ */
+START_TEST(test_cp_all_gather_formula)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_report r;
+
+	toy_node(&c, 4);
+	attn_model(&m, 0);
+	m.seq_len = 8; /* 2 x cp chunks */
+	cp_all_gather = true;
+	run_cp(&m, &c, 4, &r);
+	cp_all_gather = false;
+	ck_assert_msg(REL(r.iteration_time_s, 0.12) < 1e-9, "%.9g",
+		      r.iteration_time_s);
+	ck_assert_msg(REL(r.devices[3].communication_s, 0.09) < 1e-9, "%.9g",
+		      r.devices[3].communication_s);
+	tp_report_release(&r);
+	run_cp(&m, &c, 4, &r);
+	ck_assert_msg(REL(r.iteration_time_s, 0.10875) < 1e-9, "%.9g",
+		      r.iteration_time_s);
+	tp_report_release(&r);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
 }
 END_TEST
 
@@ -692,6 +732,7 @@ Suite *suite_cp(void)
 	tcase_add_test(tc, test_cp_export);
 	tcase_add_test(tc, test_cp_cli_errors);
 	tcase_add_test(tc, test_cp_ring_attention_formula);
+	tcase_add_test(tc, test_cp_all_gather_formula);
 	tcase_add_test(tc, test_cp_shard_memory);
 	tcase_add_test(tc, test_cp_llama3_405b_fits);
 	tcase_add_test(tc, test_cp_actions);

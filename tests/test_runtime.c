@@ -183,6 +183,8 @@ START_TEST(test_runtime_bad_profiles)
 		   "$.behaviour.comm_sm_share", "ep_overlap");
 	expect_bad("\"tf32\": true\n", "\"tf32\": true, \"ep_overlap\": true\n",
 		   "$.sources.ep_overlap", "say where");
+	expect_bad("\"tf32\": true\n", "\"tf32\": true, \"cp_comm\": \"ring\"\n",
+		   "$.behaviour.cp_comm", "all_gather");
 }
 END_TEST
 

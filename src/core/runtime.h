@@ -133,6 +133,11 @@ struct tp_runtime_behaviour {
 	double comm_sm_share;     /* with ep_overlap: the share of a GPU's
 				     SMs the communication kernels keep, so
 				     compute runs at 1 - this (0 = none) */
+	bool cp_all_gather;       /* context parallelism all-gathers K and V
+				     before attention (exposed; "cp_comm":
+				     "all_gather") instead of passing them
+				     around a ring under the compute ("p2p",
+				     the default when absent) */
 };
 
 /* What the stack can execute.  A bitmask field has bit 1u << VALUE of

@@ -31,7 +31,7 @@ static const char *const behaviour_fields[] = {
 	"grad_reduce", "p2p_async", "tp_overlap", "fused_attention", "tf32",
 	"expert_imbalance", "hopper_attention_efficiency", "prefetch_depth",
 	"gemm_shape_half", "ep_node_forward", "ep_dispatch_fp8", "ep_overlap",
-	"comm_sm_share", NULL};
+	"comm_sm_share", "cp_comm", NULL};
 static const char *const can_fields[] = {
 	"launcher", "tensor_parallel", "pipeline_parallel",
 	"sequence_parallel", "per_stage_degrees", "uneven_shares",
@@ -42,6 +42,10 @@ static const char *const can_fields[] = {
 static int parse_grad_reduce(const char *s) { return tp_grad_reduce_parse(s); }
 static int parse_layout(const char *s) { return tp_layer_layout_parse(s); }
 static int parse_launcher(const char *s) { return tp_launcher_parse(s); }
+static int parse_cp_comm(const char *s)
+{
+	return !strcmp(s, "p2p") ? 0 : !strcmp(s, "all_gather") ? 1 : -1;
+}
 static int parse_models(const char *s) { return tp_runtime_models_parse(s); }
 
 /* A list of enum names into a bitmask (a name twice is an error). */
@@ -89,7 +93,7 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 				     struct tp_runtime_behaviour *b)
 {
 	enum tp_status st;
-	int gr;
+	int gr, cpc;
 	int64_t pf;
 
 	if ((st = tp_jctx_object(j, v, "the runtime's behaviour",
@@ -123,8 +127,11 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 	    (st = tp_jget_bool(j, v, "ep_overlap", false, false,
 			       &b->ep_overlap)) ||
 	    (st = tp_jget_number(j, v, "comm_sm_share", false,
-				 TP_JNUM_NONNEG, 0, &b->comm_sm_share, NULL)))
+				 TP_JNUM_NONNEG, 0, &b->comm_sm_share, NULL)) ||
+	    (st = tp_jget_enum(j, v, "cp_comm", false, parse_cp_comm,
+			       "p2p | all_gather", 0, &cpc)))
 		return st;
+	b->cp_all_gather = cpc == 1;
 	if (!(b->comm_sm_share < 0.9))
 		return tp_jctx_fail(j, "comm_sm_share",
 				    "a share of the SMs of %g: expected at "
@@ -331,7 +338,8 @@ static enum tp_status check_sources(struct tp_jctx *j,
 				       !strcmp(*f, "prefetch_depth") ||
 				       !strcmp(*f, "gemm_shape_half") ||
 				       !strncmp(*f, "ep_", 3) ||
-				       !strcmp(*f, "comm_sm_share")) &&
+				       !strcmp(*f, "comm_sm_share") ||
+				       !strcmp(*f, "cp_comm")) &&
 			    !tp_json_get(tp_json_get(root, "behaviour"), *f))
 				continue;
 			old = tp_jctx_push_key(j, "sources");

@@ -797,6 +797,10 @@ static double kv_share(const struct tp_model *m)
  * its step's compute is exposed:
  *   fc += (cp-1) max(0, lat + kv / rate - fw / cp)
  *   bc += (cp-1) max(0, lat + 2 kv / rate - bw / cp)
+ * With cp_all_gather (the runtime's cp_comm all_gather) K and V are
+ * all-gathered before the attention, exposed, and gathered again with
+ * their gradients reduce-scattered in the backward:
+ *   fc += (cp-1) (lat + kv / rate),   bc += 2 (cp-1) (lat + kv / rate)
  */
 static void ring_attention(const struct tp_sim *sim, const struct lane *ln,
 			   uint32_t o, struct op_cost *oc)
@@ -806,6 +810,16 @@ static void ring_attention(const struct tp_sim *sim, const struct lane *ln,
 	if (!(ln->cp_rate > 0))
 		return;
 	kv = kv_share(sim->m) * sim->in_bytes[o] * ln->samples / ln->tp;
+	if (sim->o.params.cp_all_gather) {
+		/* all-gather K and V before the attention, exposed (Llama
+		 * 3, arXiv:2407.21783 section 3.3.2); the backward gathers
+		 * them again and reduce-scatters their gradients: rings
+		 * over the cp ranks, (cp-1) steps of kv each */
+		double ag = (n - 1) * (ln->cp_lat + kv / ln->cp_rate);
+		oc->fc += ag;
+		oc->bc += 2 * ag;
+		return;
+	}
 	oc->fc += (n - 1) * fmax(0, ln->cp_lat + kv / ln->cp_rate -
 					    oc->fw / n);
 	oc->bc += (n - 1) * fmax(0, ln->cp_lat + 2 * kv / ln->cp_rate -

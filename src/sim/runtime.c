@@ -41,6 +41,7 @@ void tp_sim_params_runtime(struct tp_sim_params *p,
 	p->ep_dispatch_fp8 = b->ep_dispatch_fp8;
 	p->ep_overlap = b->ep_overlap;
 	p->comm_sm_share = b->comm_sm_share;
+	p->cp_all_gather = b->cp_all_gather;
 	if (rt->calibration.present) {
 		p->gemm_sustained = rt->calibration.gemm_sustained;
 		p->link_eff_intra = rt->calibration.link_eff_intra;

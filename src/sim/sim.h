@@ -121,6 +121,9 @@ struct tp_sim_params {
 				    micro-batch's compute (DualPipe) */
 	double comm_sm_share;    /* with ep_overlap, the SMs communication
 				    keeps: EP groups compute at 1 - this */
+	bool cp_all_gather;      /* context parallelism all-gathers K and V
+				    (exposed) instead of the overlapped ring
+				    (README section 3) */
 	/* where the figures come from, copied into the report's basis (the
 	   constants there are the values above); not used by the cost
 	   model.  tp_sim_params_default: runtime "none", the shipped
