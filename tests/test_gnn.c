@@ -478,6 +478,84 @@ START_TEST(test_infer_priors_and_value)
 }
 END_TEST
 
+/* One cached inference against the uncached one: the same priors, gains
+ * and value to the bit, and whether the body came from the cache. */
+static void cached_same(const struct tp_gnn_net *net,
+			const struct tp_gnn_input *in, struct tp_ad *ad,
+			struct tp_gnn_body_cache *bc, bool want_hit)
+{
+	float p1[8], p2[8], q1[8], q2[8], v1, v2;
+	uint64_t h0, m0, h1, m1;
+	struct tp_error err;
+
+	ck_assert_int_eq(tp_gnn_infer_gains(net, in, ad, p1, q1, &v1, &err),
+			 TP_OK);
+	tp_gnn_body_cache_stats(bc, &h0, &m0);
+	ck_assert_int_eq(tp_gnn_infer_cached(net, in, ad, bc, p2, q2, &v2,
+					     &err),
+			 TP_OK);
+	tp_gnn_body_cache_stats(bc, &h1, &m1);
+	ck_assert_uint_eq(h1 - h0, want_hit ? 1 : 0);
+	ck_assert_uint_eq(m1 - m0, want_hit ? 0 : 1);
+	ck_assert(!memcmp(p1, p2, in->n_actions * sizeof(float)));
+	ck_assert(!memcmp(q1, q2, in->n_actions * sizeof(float)));
+	ck_assert(v1 == v2);
+}
+
+/* The body cache (net.h): a state that differs only in the query (the
+ * group being decided, the global features) reuses the body, with the
+ * same outputs to the bit; a changed node or edge feature does not. */
+START_TEST(test_body_cache)
+{
+	struct tp_gnn_config cfg;
+	struct tp_gnn_net *net = small_net(6, &cfg), *other = small_net(7, &cfg);
+	struct tp_gnn_body_cache *bc = tp_gnn_body_cache_new();
+	struct tp_gnn_graph g;
+	struct tp_gnn_input in;
+	struct tp_rng rng;
+	struct tp_error err;
+	struct tp_ad ad;
+	float gx[3];
+
+	ck_assert(bc != NULL);
+	tp_rng_seed(&rng, 3);
+	tp_gnn_graph_init(&g, &small_w);
+	ck_assert_int_eq(tp_gnn_graph_random(&g, 7, 5, 6, &rng, &err), TP_OK);
+	ck_assert_int_eq(tp_gnn_graph_finish(&g, &in, &err), TP_OK);
+	tp_ad_init(&ad);
+	cached_same(net, &in, &ad, bc, false);
+	cached_same(net, &in, &ad, bc, true);
+	/* another group being decided, other globals: the same body */
+	in.group = (in.group + 1) % in.n_groups;
+	memcpy(gx, in.global_x, sizeof(gx));
+	((float *)in.global_x)[0] += 0.5f;
+	cached_same(net, &in, &ad, bc, true);
+	/* a group feature, a device feature, an edge feature: new bodies */
+	tp_tensor_at(&in.group_x, 2, 1)[0] += 0.25f;
+	cached_same(net, &in, &ad, bc, false);
+	tp_tensor_at(&in.device_x, 1, 0)[0] += 0.25f;
+	cached_same(net, &in, &ad, bc, false);
+	tp_tensor_at(&in.edge_x[TP_GNN_E_PLACE], 3, 1)[0] += 0.25f;
+	cached_same(net, &in, &ad, bc, false);
+	cached_same(net, &in, &ad, bc, true);
+	/* another network never reads this one's bodies */
+	cached_same(other, &in, &ad, bc, false);
+	/* the first state again: computed afresh (using the other network
+	   emptied the cache), then cached */
+	tp_tensor_at(&in.group_x, 2, 1)[0] -= 0.25f;
+	tp_tensor_at(&in.device_x, 1, 0)[0] -= 0.25f;
+	tp_tensor_at(&in.edge_x[TP_GNN_E_PLACE], 3, 1)[0] -= 0.25f;
+	memcpy((float *)in.global_x, gx, sizeof(gx));
+	cached_same(net, &in, &ad, bc, false);
+	cached_same(net, &in, &ad, bc, true);
+	tp_gnn_body_cache_free(bc);
+	tp_ad_release(&ad);
+	tp_gnn_graph_release(&g);
+	tp_gnn_net_free(other);
+	tp_gnn_net_free(net);
+}
+END_TEST
+
 struct thr {
 	const struct tp_gnn_net *net;
 	struct tp_gnn_input *in;
@@ -1588,6 +1666,7 @@ Suite *suite_gnn(void)
 	tcase_add_test(tc, test_network_gradient);
 	tcase_add_test(tc, test_infer_priors_and_value);
 	tcase_add_test(tc, test_infer_threads);
+	tcase_add_test(tc, test_body_cache);
 	tcase_add_test(tc, test_adam_and_clip);
 	tcase_add_test(tc, test_training_steps_lower_loss);
 	tcase_add_test(tc, test_weights_roundtrip);

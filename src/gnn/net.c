@@ -674,16 +674,178 @@ static bool fwd_value(struct fwd_ctx *f, struct fwd *out)
 }
 #undef P
 
+/* ------------------------------------------------------------------ */
+/* the body cache */
+
+/* 64-bit hash of n bytes, four independent lanes (cheap next to a pass:
+ * about 300 KB for 64 groups x 64 devices). */
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t l[4] = {h ^ 0x9e3779b97f4a7c15ull, h + 0xc2b2ae3d27d4eb4full,
+			 h ^ 0x165667b19e3779f9ull, h + 0x27d4eb2f165667c5ull};
+	const uint64_t m = 0xff51afd7ed558ccdull;
+	size_t i = 0;
+
+	for (; i + 32 <= n; i += 32)
+		for (int k = 0; k < 4; k++) {
+			uint64_t x;
+			memcpy(&x, b + i + 8 * k, 8);
+			l[k] = (l[k] ^ x) * m;
+			l[k] ^= l[k] >> 29;
+		}
+	for (; i < n; i++)
+		l[0] = (l[0] ^ b[i]) * m;
+	h = l[0] ^ (l[1] * 3) ^ (l[2] * 5) ^ (l[3] * 7) ^ n;
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 29);
+}
+
+static uint64_t hash_tensor(uint64_t h, const struct tp_tensor *t)
+{
+	h = hash_bytes(h, &t->rows, sizeof(t->rows));
+	h = hash_bytes(h, &t->cols, sizeof(t->cols));
+	if (t->rows && t->ld == t->cols)
+		return hash_bytes(h, t->data,
+				  (size_t)t->rows * t->cols * sizeof(float));
+	for (uint32_t i = 0; i < t->rows; i++)
+		h = hash_bytes(h, tp_tensor_at(t, i, 0),
+			       t->cols * sizeof(float));
+	return h;
+}
+
+/* The key of what the encoders and message-passing layers read: the
+ * node and edge features and the edge lists (not the query: the group,
+ * the actions and the globals). */
+static uint64_t body_key(const struct tp_gnn_input *in)
+{
+	uint64_t h = hash_bytes(0x626f6479u, &in->n_groups,
+				sizeof(in->n_groups));
+	h = hash_bytes(h, &in->n_devices, sizeof(in->n_devices));
+	h = hash_tensor(h, &in->group_x);
+	h = hash_tensor(h, &in->device_x);
+	for (int t = 0; t < TP_GNN_ETYPES; t++) {
+		const struct tp_ad_edges *e = &in->edges[t];
+		uint32_t hd[4] = {e->n_src, e->n_dst, e->n, e->dense};
+		h = hash_bytes(h, hd, sizeof(hd));
+		if (e->n) {
+			h = hash_bytes(h, e->src, e->n * sizeof(uint32_t));
+			h = hash_bytes(h, e->dst, e->n * sizeof(uint32_t));
+		}
+		if (e->dst_first)
+			h = hash_bytes(h, e->dst_first,
+				       ((size_t)e->n_dst + 1) *
+					   sizeof(uint32_t));
+		h = hash_tensor(h, &in->edge_x[t]);
+	}
+	return h;
+}
+
+#define BODY_SLOTS 4
+
+/* One cached body: the node states after the last layer. */
+struct body_slot {
+	uint64_t key, used; /* used 0 = empty */
+	uint32_t rows[NT_COUNT];
+	float *h[NT_COUNT];
+	size_t cap[NT_COUNT];
+};
+
+struct tp_gnn_body_cache {
+	const struct tp_gnn_net *net;
+	struct body_slot s[BODY_SLOTS];
+	uint64_t tick, hits, misses;
+};
+
+struct tp_gnn_body_cache *tp_gnn_body_cache_new(void)
+{
+	return calloc(1, sizeof(struct tp_gnn_body_cache));
+}
+
+void tp_gnn_body_cache_free(struct tp_gnn_body_cache *bc)
+{
+	if (!bc)
+		return;
+	for (int i = 0; i < BODY_SLOTS; i++)
+		for (int k = 0; k < NT_COUNT; k++)
+			free(bc->s[i].h[k]);
+	free(bc);
+}
+
+void tp_gnn_body_cache_stats(const struct tp_gnn_body_cache *bc,
+			     uint64_t *hits, uint64_t *misses)
+{
+	*hits = bc ? bc->hits : 0;
+	*misses = bc ? bc->misses : 0;
+}
+
+static struct body_slot *body_find(struct tp_gnn_body_cache *bc,
+				   const struct tp_gnn_net *net, uint64_t key,
+				   const struct tp_gnn_input *in)
+{
+	if (bc->net != net) {
+		for (int i = 0; i < BODY_SLOTS; i++)
+			bc->s[i].used = 0;
+		bc->net = net;
+	}
+	for (int i = 0; i < BODY_SLOTS; i++) {
+		struct body_slot *s = &bc->s[i];
+		if (s->used && s->key == key &&
+		    s->rows[NT_GROUP] == in->n_groups &&
+		    s->rows[NT_DEVICE] == in->n_devices)
+			return s;
+	}
+	return NULL;
+}
+
+/* Keep the node states of f in the least recently used slot (nothing
+ * when out of memory: the cache is only an optimisation). */
+static void body_store(struct tp_gnn_body_cache *bc, uint64_t key,
+		       const struct fwd_ctx *f)
+{
+	struct body_slot *s = &bc->s[0];
+	const uint32_t hid = f->net->cfg.hidden;
+
+	for (int i = 1; i < BODY_SLOTS; i++)
+		if (bc->s[i].used < s->used)
+			s = &bc->s[i];
+	s->used = 0;
+	for (int k = 0; k < NT_COUNT; k++) {
+		struct tp_tensor v = tp_ad_val(f->ad, f->h[k]);
+		size_t need = (size_t)v.rows * hid;
+		if (need > s->cap[k]) {
+			float *p = realloc(s->h[k], need * sizeof(float));
+			if (!p)
+				return;
+			s->h[k] = p;
+			s->cap[k] = need;
+		}
+		for (uint32_t i = 0; i < v.rows; i++)
+			memcpy(s->h[k] + (size_t)i * hid, tp_tensor_at(&v, i, 0),
+			       hid * sizeof(float));
+		s->rows[k] = v.rows;
+	}
+	s->key = key;
+	s->used = ++bc->tick;
+}
+
 /* The forward graph; the value head only when want_value (the search
  * does not use it, so its passes skip it: the priors and gains are the
- * same to the bit). */
+ * same to the bit).  With bc (inference only), the encoders and layers
+ * are skipped when bc holds their output for the same node and edge
+ * features: the heads then read a copy of the same floats, so the
+ * outputs are the same to the bit. */
 static enum tp_status forward(const struct tp_gnn_net *net,
 			      const struct tp_gnn_input *in, struct tp_ad *ad,
-			      float *grad, bool want_value, struct fwd *out,
+			      float *grad, bool want_value,
+			      struct tp_gnn_body_cache *bc, struct fwd *out,
 			      struct tp_error *err)
 {
 	const struct tp_gnn_config *c = &net->cfg;
 	struct fwd_ctx f = {.net = net, .in = in, .ad = ad, .grad = grad};
+	struct body_slot *hit = NULL;
+	uint64_t key = 0;
 
 	tp_ad_reset(ad);
 	f.nb[NT_GROUP] = 0;
@@ -693,10 +855,28 @@ static enum tp_status forward(const struct tp_gnn_net *net,
 	f.nb_edge[0] = f.nb_global + c->global_in;
 	for (int t = 1; t < TP_GNN_ETYPES; t++)
 		f.nb_edge[t] = f.nb_edge[t - 1] + c->edge_in[t - 1];
-	if (!fwd_encode(&f))
-		goto nomem;
-	for (uint32_t l = 0; l < c->layers; l++)
-		fwd_layer(&f, l);
+	if (bc && !grad) {
+		key = body_key(in);
+		hit = body_find(bc, net, key, in);
+	}
+	if (hit) {
+		bc->hits++;
+		hit->used = ++bc->tick;
+		for (int k = 0; k < NT_COUNT; k++) {
+			struct tp_tensor v = tp_tensor_view(
+			    hit->h[k], hit->rows[k], c->hidden);
+			f.h[k] = tp_ad_const(ad, &v);
+		}
+	} else {
+		if (!fwd_encode(&f))
+			goto nomem;
+		for (uint32_t l = 0; l < c->layers; l++)
+			fwd_layer(&f, l);
+		if (bc && !grad && !tp_ad_failed(ad)) {
+			bc->misses++;
+			body_store(bc, key, &f);
+		}
+	}
 	out->logits = TP_AD_NONE;
 	out->gains = TP_AD_NONE;
 	if (in->n_actions && !fwd_policy(&f, out))
@@ -714,7 +894,7 @@ enum tp_status tp_gnn_infer(const struct tp_gnn_net *net,
 			    const struct tp_gnn_input *in, struct tp_ad *ad,
 			    float *prior, float *value, struct tp_error *err)
 {
-	return tp_gnn_infer_gains(net, in, ad, prior, NULL, value, err);
+	return tp_gnn_infer_cached(net, in, ad, NULL, prior, NULL, value, err);
 }
 
 enum tp_status tp_gnn_infer_gains(const struct tp_gnn_net *net,
@@ -722,8 +902,19 @@ enum tp_status tp_gnn_infer_gains(const struct tp_gnn_net *net,
 				  struct tp_ad *ad, float *prior, float *gain,
 				  float *value, struct tp_error *err)
 {
+	return tp_gnn_infer_cached(net, in, ad, NULL, prior, gain, value, err);
+}
+
+enum tp_status tp_gnn_infer_cached(const struct tp_gnn_net *net,
+				   const struct tp_gnn_input *in,
+				   struct tp_ad *ad,
+				   struct tp_gnn_body_cache *bc, float *prior,
+				   float *gain, float *value,
+				   struct tp_error *err)
+{
 	struct fwd f;
-	enum tp_status st = forward(net, in, ad, NULL, value != NULL, &f, err);
+	enum tp_status st =
+		forward(net, in, ad, NULL, value != NULL, bc, &f, err);
 
 	if (st)
 		return st;
@@ -758,7 +949,7 @@ enum tp_status tp_gnn_train_targets(const struct tp_gnn_net *net,
 				    float loss_out[3], struct tp_error *err)
 {
 	struct fwd f;
-	enum tp_status st = forward(net, in, ad, grad, true, &f, err);
+	enum tp_status st = forward(net, in, ad, grad, true, NULL, &f, err);
 	uint32_t lp = TP_AD_NONE, lq = TP_AD_NONE, lv, loss;
 
 	if (st)

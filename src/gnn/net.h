@@ -169,6 +169,34 @@ enum tp_status tp_gnn_infer_gains(const struct tp_gnn_net *net,
 				  float *value, struct tp_error *err);
 
 /*
+ * A per-thread cache of the encoders' and message-passing layers' output
+ * (the node states the heads read), keyed by a 64-bit hash of the node
+ * and edge features and the edge lists.  States that differ only in the
+ * query (the group being decided, its candidate actions, the global
+ * features) share one pass through the body: the search asks about every
+ * level of one incumbent in turn (the sweeps, the tree's level priors).
+ * tp_gnn_infer_cached with bc == NULL is tp_gnn_infer_gains; with a
+ * cache its outputs are the same to the bit (the heads read a copy of
+ * the same floats).  The cache holds a few bodies (least recently used
+ * replaced) of whichever net it was last used with; a net's weights must
+ * not change while a cache holds its bodies (the provider's scratch
+ * lives for one search, training's self-play scratch for one frozen
+ * copy).  Not thread-safe: one per thread.
+ */
+struct tp_gnn_body_cache;
+struct tp_gnn_body_cache *tp_gnn_body_cache_new(void);
+void tp_gnn_body_cache_free(struct tp_gnn_body_cache *bc);
+/* Passes that reused a body, and passes that computed one. */
+void tp_gnn_body_cache_stats(const struct tp_gnn_body_cache *bc,
+			     uint64_t *hits, uint64_t *misses);
+enum tp_status tp_gnn_infer_cached(const struct tp_gnn_net *net,
+				   const struct tp_gnn_input *in,
+				   struct tp_ad *ad,
+				   struct tp_gnn_body_cache *bc, float *prior,
+				   float *gain, float *value,
+				   struct tp_error *err);
+
+/*
  * One training example: loss = cross-entropy(pi, policy) (skipped when
  * pi is NULL or n_actions == 0) + value_weight * (value - target)^2 +
  * sum_k gain_weight[k] (gain_k - gain[k])^2 (skipped when gain or

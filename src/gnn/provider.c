@@ -22,6 +22,9 @@ struct tp_gnn_prior {
 struct scratch {
 	struct tp_ad ad;
 	struct tp_gnn_features *feat;
+	/* per member: bodies of recent states (net.h; the members are
+	   read-only while a scratch lives) */
+	struct tp_gnn_body_cache *bc[TP_GNN_MAX_MEMBERS];
 	float *buf; /* the members' priors and raw gains */
 	size_t cap;
 };
@@ -86,12 +89,20 @@ const char *tp_gnn_prior_source(const struct tp_gnn_prior *gp)
 	return gp->source;
 }
 
+static void scratch_free(void *ctx, void *scratch);
+
 static void *scratch_new(void *ctx)
 {
 	struct scratch *s = calloc(1, sizeof(*s));
 	(void)ctx;
-	if (s)
-		tp_ad_init(&s->ad);
+	if (!s)
+		return NULL;
+	tp_ad_init(&s->ad);
+	for (int m = 0; m < TP_GNN_MAX_MEMBERS; m++)
+		if (!(s->bc[m] = tp_gnn_body_cache_new())) {
+			scratch_free(ctx, s);
+			return NULL;
+		}
 	return s;
 }
 
@@ -102,6 +113,8 @@ static void scratch_free(void *ctx, void *scratch)
 	if (!s)
 		return;
 	tp_ad_release(&s->ad);
+	for (int m = 0; m < TP_GNN_MAX_MEMBERS; m++)
+		tp_gnn_body_cache_free(s->bc[m]);
 	tp_gnn_features_free(s->feat);
 	free(s->buf);
 	free(s);
@@ -164,8 +177,9 @@ enum tp_status tp_gnn_prior_eval(struct tp_gnn_prior *gp, void *scratch,
 		float v;
 		if ((rc = tp_gnn_input_check(gp->net[m], &in, err)))
 			return rc;
-		if ((rc = tp_gnn_infer_gains(gp->net[m], &in, &s->ad, p, g,
-					     raw_value ? &v : NULL, err)))
+		if ((rc = tp_gnn_infer_cached(gp->net[m], &in, &s->ad,
+					      s->bc[m], p, g,
+					      raw_value ? &v : NULL, err)))
 			return rc;
 		if (raw_value)
 			*raw_value += v / (float)gp->n;
