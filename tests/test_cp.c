@@ -339,6 +339,56 @@ START_TEST(test_cp_cli_errors)
 }
 END_TEST
 
+/* The megatron baseline grid has context parallelism on long sequences:
+ * Llama-3-8B at 131,072 tokens, batch 16, on 16 H100 (megatron-core)
+ * answers with cp > 1, faster than its best grid point without it (tp 4
+ * dp 4, about 80 s; bench_modern). */
+START_TEST(test_cp_megatron_grid)
+{
+	struct tp_run r;
+	char model[512], plan[512], topo[512];
+	const char *dir = tp_test_tmpdir();
+	char *text, *at;
+
+	snprintf(model, sizeof(model), "%s/l8.json", dir);
+	snprintf(plan, sizeof(plan), "%s/l8p.json", dir);
+	snprintf(topo, sizeof(topo), "%s/h2.json", dir);
+	{
+		const char *argv[] = {"tagplan", "topo", "dgx-h100:2", "-o",
+				      topo,	 NULL};
+		tp_run_tagplan(&r, argv, NULL);
+	}
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_free(&r);
+	{
+		char src[600];
+		snprintf(src, sizeof(src), "hf:%s",
+			 tp_test_path("data/hf/llama-3-8b.json"));
+		const char *argv[] = {"tagplan", "model", src,   "--seq",
+				      "131072",	 "--batch", "16", "-o",
+				      model,	 NULL};
+		tp_run_tagplan(&r, argv, NULL);
+	}
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_free(&r);
+	{
+		const char *argv[] = {"tagplan",    "plan",	 "-m",
+				      model,	    "-t",	 topo,
+				      "--baseline", "megatron", "--runtime",
+				      "megatron-core", "-q",	 "-o",
+				      plan,	    NULL};
+		tp_run_tagplan(&r, argv, NULL);
+	}
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_free(&r);
+	text = tp_test_read(plan, NULL);
+	ck_assert_ptr_nonnull(text);
+	at = strstr(text, "\"cp\": ");
+	ck_assert_msg(at && atoi(at + 6) > 1, "%s", text);
+	free(text);
+}
+END_TEST
+
 /* One node of `gpus` toy GPUs (tp_test_toy_type: bf16 100 TFLOP/s, a flat
  * GEMM curve, 1 TB/s memory, no launch cost), an NVSwitch of 100 GB/s per
  * GPU, no latency. */
@@ -736,6 +786,7 @@ Suite *suite_cp(void)
 	tcase_add_test(tc, test_cp_shard_memory);
 	tcase_add_test(tc, test_cp_llama3_405b_fits);
 	tcase_add_test(tc, test_cp_actions);
+	tcase_add_test(tc, test_cp_megatron_grid);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -340,6 +340,23 @@ static bool grid_point_ok(const struct tp_space *sp, uint32_t tp,
 	       (!spo || can->sequence_parallel);
 }
 
+/* Context parallelism cp of the grid at tensor degree tp: 1, or as the
+ * action space offers it (search/actions.c) where the runtime runs it:
+ * every context rank keeps >= TP_SPACE_CP_MIN_TOKENS tokens, 2 cp
+ * chunks divide the sequence, tp x cp divides the devices. */
+static bool grid_cp_ok(const struct sctx *s, uint32_t tp, uint32_t cp)
+{
+	int64_t seq = s->m->seq_len;
+
+	if (cp == 1)
+		return true;
+	if (s->space.constrained && !s->space.rt.can.context_parallel)
+		return false;
+	return seq >= 2 * TP_SPACE_CP_MIN_TOKENS &&
+	       seq / cp >= TP_SPACE_CP_MIN_TOKENS && seq % (2 * cp) == 0 &&
+	       s->c->devices.n % ((size_t)tp * cp) == 0;
+}
+
 static enum tp_schedule grid_schedule(const struct tp_space *sp)
 {
 	if (sp->constrained &&
@@ -365,6 +382,9 @@ static bool megatron_aligned(struct worker *w, const struct tp_strategy *cfg,
 	uint32_t V = cfg->schedule == TP_SCHEDULE_INTERLEAVED
 			     ? cfg->virtual_stages
 			     : 1;
+
+	if (cfg->cp > 1) /* no group-aligned form with context ranks */
+		return false;
 
 	if (V > TP_GLOBALS_MAX_INTERLEAVE || (uint64_t)cfg->pp * V > s->K)
 		return false;
@@ -421,7 +441,7 @@ static enum tp_status megatron_point(struct mgrid *x,
 	struct tp_plan *plan = &x->plan;
 	struct tp_globals *gl = &x->gl;
 	struct evalres *r = &x->r;
-	uint32_t dp = (uint32_t)s->c->devices.n / (cfg->tp * cfg->pp);
+	uint32_t dp = (uint32_t)s->c->devices.n / (cfg->tp * cfg->pp * cfg->cp);
 	char src[96];
 	struct tp_error e;
 	enum tp_status st;
@@ -456,14 +476,20 @@ static enum tp_status megatron_point(struct mgrid *x,
 		return TP_OK;
 	*valid = true;
 	plan->compression = s->o->compression;
-	snprintf(src, sizeof(src), "megatron tp=%u pp=%u dp=%u", cfg->tp,
-		 cfg->pp, dp);
+	if (cfg->cp > 1)
+		snprintf(src, sizeof(src), "megatron tp=%u cp=%u pp=%u dp=%u",
+			 cfg->tp, cfg->cp, cfg->pp, dp);
+	else
+		snprintf(src, sizeof(src), "megatron tp=%u pp=%u dp=%u",
+			 cfg->tp, cfg->pp, dp);
 	return sctx_eval_plan(w, plan, src, cutoff, r);
 }
 
 /*
  * Megatron-LM as an expert configures it: tp in {1, 2, 4, 8} inside nodes
- * (dividing the heads), every pp dividing devices / tp, dp the rest,
+ * (dividing the heads), context parallelism cp = 2, 4, ... on long
+ * sequences (grid_cp_ok: the action space's rule; no group-aligned
+ * form), every pp dividing devices / (tp cp), dp the rest,
  * micro-batch sizes 1, 2, 4, ... while they help, the 1F1B schedule and
  * the interleaved one with V = 2, 3, 4, 6 or 8 chunks per stage (layers
  * divisible by pp*V, micro-batches by pp, as Megatron requires), sequence
@@ -544,14 +570,14 @@ static enum tp_status megatron_recompute(struct mgrid *x,
 	return TP_OK;
 }
 
-/* The micro-batch sizes 1, 2, 4, ... of grid point (tp, pp, V, sp, z)
- * while they help. */
-static enum tp_status megatron_mbs(struct mgrid *x, uint32_t tp, uint32_t pp,
-				   uint32_t V, bool spo, uint32_t z)
+/* The micro-batch sizes 1, 2, 4, ... of grid point (tp x cp, pp, V, sp,
+ * z) while they help. */
+static enum tp_status megatron_mbs(struct mgrid *x, uint32_t tp, uint32_t cp,
+				   uint32_t pp, uint32_t V, bool spo, uint32_t z)
 {
 	struct sctx *s = x->w->s;
 	const struct tp_space *sp = &s->space;
-	uint32_t dp = (uint32_t)s->c->devices.n / (tp * pp);
+	uint32_t dp = (uint32_t)s->c->devices.n / (tp * cp * pp);
 	int64_t B = s->m->global_batch;
 	double prev = INFINITY;
 	struct tp_strategy cfg;
@@ -564,6 +590,7 @@ static enum tp_status megatron_mbs(struct mgrid *x, uint32_t tp, uint32_t pp,
 			break;
 		tp_strategy_default(&cfg);
 		cfg.tp = tp;
+		cfg.cp = cp;
 		cfg.pp = pp;
 		cfg.mb = (uint32_t)mbs;
 		cfg.schedule =
@@ -648,7 +675,8 @@ static enum tp_status baseline_megatron(struct worker *w)
 		goto out;
 	}
 	for (uint32_t tp = 8; tp >= 1 && !st && !x.stop; tp /= 2) {
-	for (uint32_t pp = 1; pp <= n / tp && !st && !x.stop; pp++) {
+	for (uint32_t cp = 1; grid_cp_ok(s, tp, cp) && !st && !x.stop; cp *= 2) {
+	for (uint32_t pp = 1; pp <= n / (tp * cp) && !st && !x.stop; pp++) {
 	for (size_t vi = 0; vi < sizeof(Vs) / sizeof(Vs[0]) && !st && !x.stop;
 	     vi++) {
 	for (uint32_t spo = 0; spo <= (tp > 1) && !st && !x.stop; spo++) {
@@ -658,14 +686,16 @@ static enum tp_status baseline_megatron(struct worker *w)
 		if (!grid_point_ok(sp, tp, pp, V, spo != 0))
 			continue;
 		/* (stages beyond the layers exist only group-aligned) */
-		if (sp->sets.v[TP_SPACE_SET_ALL].tp_max % tp || (n / tp) % pp ||
+		if (sp->sets.v[TP_SPACE_SET_ALL].tp_max % tp ||
+		    (n / (tp * cp)) % pp ||
 		    ((layers && pp > layers) && pp > s->K) || pp > m->ops.n)
 			continue;
-		dp = n / (tp * pp);
+		dp = n / (tp * cp * pp);
 		if ((V > 1 && (pp < 2 || !layers || layers % (pp * V))) ||
-		    (z && dp < 2))
+		    (z && dp * cp < 2))
 			continue;
-		st = megatron_mbs(&x, tp, pp, V, spo != 0, z);
+		st = megatron_mbs(&x, tp, cp, pp, V, spo != 0, z);
+	}
 	}
 	}
 	}
