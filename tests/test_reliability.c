@@ -866,10 +866,13 @@ START_TEST(test_check_warns_other_inputs)
 END_TEST
 
 /* --time-limit is a limit: with no playout limit the search stops by
- * itself, using most of the time (it keeps a reserve to score the answer
- * before the limit: a few simulation times plus 2%) and finishing
- * (generously: the machine may be loaded and sanitized) within seconds of
- * it.  The accuracy itself is measured, not tested: see bench/. */
+ * itself, at the time limit (the summary says which limit stopped it),
+ * using the time (the whole run lasts about the limit; it keeps a reserve
+ * to score the answer) and finishing (generously: the machine may be
+ * loaded and sanitized) within seconds of it.  How much of the limit the
+ * search itself gets depends on the load (loading and the baselines come
+ * out of the same limit), so it is bounded above only.  The accuracy
+ * itself is measured, not tested: see bench/. */
 START_TEST(test_time_limit_stops_search)
 {
 	char out[512], *text, *p;
@@ -877,7 +880,7 @@ START_TEST(test_time_limit_stops_search)
 			      tp_data_file("demo-model.json"), "-t",
 			      tp_data_file("tag-testbed.json"), "-o", out,
 			      "--time-limit", "2", "--playouts", "0",
-			      "--threads", "1", "-q", NULL};
+			      "--threads", "1", NULL};
 	struct tp_run r;
 	struct timespec t0, t1;
 	double wall, searched;
@@ -889,6 +892,8 @@ START_TEST(test_time_limit_stops_search)
 	wall = (double)(t1.tv_sec - t0.tv_sec) +
 	       (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "stopped by     the time limit"),
+		      "not stopped by the time limit: %s", r.err);
 	tp_run_free(&r);
 	text = tp_test_read(out, NULL);
 	ck_assert_ptr_nonnull(text);
@@ -896,8 +901,10 @@ START_TEST(test_time_limit_stops_search)
 	ck_assert_ptr_nonnull(p);
 	searched = strtod(p + strlen("\"search_seconds\": "), NULL);
 	free(text);
-	ck_assert_msg(searched >= 2 * 0.5 && searched <= 2 * 1.5,
+	ck_assert_msg(searched > 0 && searched <= 2 * 1.5,
 		      "searched %g s for --time-limit 2", searched);
+	ck_assert_msg(wall >= 2 * 0.9, "the run ended after %g s of its 2",
+		      wall);
 	ck_assert_msg(wall < 2 + 25, "took %g s for --time-limit 2", wall);
 }
 END_TEST
