@@ -278,6 +278,104 @@ START_TEST(test_mixed_tp_search_proposes)
 }
 END_TEST
 
+/* The moves on mixed plans (search/mixed_pipe.c): one fast device (100
+ * TFLOP/s, 80 GB) and a node of 4 slow ones (10 GB) for 1e9 parameters
+ * (16 GB of state: a slow device holds them only at tp >= 2), 16
+ * samples, measured per sample: fast 30 ms; slow 120, 105 and 90 ms at
+ * tp 1, 2, 4 (poor tp scaling), under a runtime that runs mixed tp but
+ * no ZeRO.  The seeds share by speed assuming linear scaling: fast 8,
+ * each slow tp-2 replica 4 samples (4 x 105 = 420 ms compute); the moves
+ * find more samples per micro-batch with the share tilted to the fast
+ * device (10 / 3 / 3: 346 ms simulated).  Fails without the moves (the
+ * answer the seed, 451 ms). */
+START_TEST(test_mixed_tp_moves)
+{
+	struct tp_device_type f = tp_test_toy_type("fast");
+	struct tp_device_type sl = tp_test_toy_type("slow");
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_sim *sim;
+	struct tp_search_simeval se;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	struct tp_search_result r;
+	struct tp_runtime rt;
+	struct tp_error err;
+	uint32_t tf, ts, idx = 0;
+
+	sl.peak_flops[TP_DTYPE_FP16] = 25e12;
+	sl.memory_bytes = 10e9;
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_cluster_add_type(&c, &f, &tf, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_add_type(&c, &sl, &ts, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_build_node(&c, "f", tf, 1,
+					       TP_LINK_NVSWITCH, 100e9, 1e-6, 1,
+					       25e9, 1e-6, NULL, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_cluster_build_node(&c, "s", ts, 4,
+					       TP_LINK_NVSWITCH, 100e9, 1e-6, 1,
+					       25e9, 1e-6, NULL, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_cluster_connect_star(&c, 1.0, NULL, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_finalize(&c, &err), TP_OK);
+	tp_model_init(&m);
+	m.global_batch = 16;
+	m.dtype = TP_DTYPE_FP16;
+	m.optimizer = TP_OPT_ADAM;
+	{
+		struct tp_op op = tp_op_default();
+		op.name = "w";
+		op.kind = TP_OP_MATMUL;
+		op.layer = 0;
+		op.flop = 1e12;
+		op.backward_flop = 2e12;
+		op.param_bytes = 2e9;
+		op.out_bytes = 1e3;
+		op.saved_bytes = 1e3;
+		op.tp_split = TP_SPLIT_SHARDED;
+		ck_assert_int_eq(tp_model_add_op(&m, &op, &idx, &err), TP_OK);
+	}
+	for (int k = 0; k < 4; k++) {
+		static const char *const ty[4] = {"fast", "slow", "slow",
+						  "slow"};
+		static const double fw[4] = {0.010, 0.040, 0.035, 0.030};
+		static const uint32_t tps[4] = {1, 1, 2, 4};
+		struct tp_profile pr = {ty[k], 1, fw[k], 2 * fw[k], tps[k],
+					0, 0, 0, 0, 0};
+		ck_assert_int_eq(tp_model_add_profile(&m, idx, &pr, &err),
+				 TP_OK);
+	}
+	ck_assert_int_eq(tp_model_finalize(&m, &err), TP_OK);
+	tp_runtime_none(&rt);
+	snprintf(rt.name, sizeof(rt.name), "toy");
+	rt.can.mixed_tp = true;
+	rt.can.max_zero = rt.can.max_zero_pipelined = 0;
+	sim = tp_sim_new(&m, &c, NULL, &err);
+	ck_assert_ptr_nonnull(sim);
+	tp_search_sim_evaluator(&se, sim, NULL, &ev);
+	tp_search_options_default(&o);
+	o.threads = 1;
+	o.playouts = 200;
+	o.time_limit_s = 0;
+	o.compression = TP_COMPRESSION_OFF;
+	o.runtime = &rt;
+	tp_search_result_init(&r);
+	ck_assert_msg(tp_search_run(&m, &c, &ev, &o, &r, &err) == TP_OK, "%s",
+		      err.msg);
+	ck_assert(r.have_plan && r.report.feasible);
+	ck_assert_msg(strncmp(r.source, "mixed move", 10) == 0 &&
+			      r.plan.groups.v[0].mixed,
+		      "answer from %s, %.6g s", r.source,
+		      r.report.iteration_time_s);
+	ck_assert_msg(r.report.iteration_time_s < 0.36, "%.6g s",
+		      r.report.iteration_time_s);
+	tp_search_result_release(&r);
+	tp_sim_free(sim);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 /* The mixed seeds' fastest type is the fastest of the cluster's devices:
  * cluster->types holds the whole catalogue, and the fastest of it (a
  * type no device has) made every present type "slower", the A100s too
@@ -325,6 +423,7 @@ Suite *suite_mixed(void)
 	tcase_add_test(tc, test_mixed_tp_file_and_runtimes);
 	tcase_add_test(tc, test_mixed_tp_search_proposes);
 	tcase_add_test(tc, test_mixed_fast_type_present);
+	tcase_add_test(tc, test_mixed_tp_moves);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

@@ -88,6 +88,19 @@ static bool splits(const struct tp_model *m, uint32_t t)
 	return any;
 }
 
+void search_mixed_plan_start(struct worker *w, uint32_t mb)
+{
+	struct sctx *s = w->s;
+
+	tp_plan_clear(&w->plan);
+	w->plan.global_batch = s->m->global_batch;
+	w->plan.micro_batches = mb;
+	w->plan.schedule = TP_SCHEDULE_1F1B;
+	w->plan.virtual_stages = 1;
+	w->plan.zero = 0;
+	w->plan.compression = s->o->compression;
+}
+
 /* Score the plan of x under micro-batch count mb with the least
  * recomputation that fits.  *fit: one fitted. */
 static enum tp_status try_counts(struct worker *w, struct mix *x,
@@ -108,13 +121,7 @@ static enum tp_status try_counts(struct worker *w, struct mix *x,
 	for (int rc = TP_RECOMPUTE_NONE; rc < TP_RECOMPUTE_COUNT && !*fit;
 	     rc++) {
 		struct evalres r;
-		tp_plan_clear(&w->plan);
-		w->plan.global_batch = m->global_batch;
-		w->plan.micro_batches = mb;
-		w->plan.schedule = TP_SCHEDULE_1F1B;
-		w->plan.virtual_stages = 1;
-		w->plan.zero = 0;
-		w->plan.compression = s->o->compression;
+		search_mixed_plan_start(w, mb);
 		if ((st = tp_plan_add_group_mixed(&w->plan, x->ops,
 						  (uint32_t)m->ops.n, x->devs,
 						  x->n_dev, &rep, x->shares,

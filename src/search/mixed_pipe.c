@@ -165,13 +165,7 @@ static bool materialise(struct mp *x, const struct mp_state *st,
 	int64_t S = m->global_batch / mb;
 
 	*err_st = TP_OK;
-	tp_plan_clear(&w->plan);
-	w->plan.global_batch = m->global_batch;
-	w->plan.micro_batches = mb;
-	w->plan.schedule = TP_SCHEDULE_1F1B;
-	w->plan.virtual_stages = 1;
-	w->plan.zero = 0;
-	w->plan.compression = s->o->compression;
+	search_mixed_plan_start(w, mb);
 	for (uint32_t k = 0; k < st->p; k++) {
 		uint32_t n_dev, nr = stage_replicas(x, st, k, &n_dev);
 		uint32_t o0 = s->groups.first[st->cut[k]];

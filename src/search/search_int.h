@@ -229,6 +229,10 @@ enum tp_status search_seeds_mixed(struct worker *w);
  * and how many types they have (cluster->types is the catalogue). */
 uint32_t search_mixed_fast_type(const struct tp_space *sp,
 				uint32_t *n_present);
+/* w->plan cleared to the header of a mixed seed: the model's batch in
+ * mb micro-batches, 1F1B, no interleaving, ZeRO 0 (mixed groups take
+ * none), the search's compression. */
+void search_mixed_plan_start(struct worker *w, uint32_t mb);
 /* SAILOR-shaped pipelines of mixed stages and the moves that change
  * them (mixed_pipe.c), where the runtime runs them. */
 enum tp_status search_mixed_pipelines(struct worker *w);
