@@ -75,18 +75,51 @@ static void two_branches(struct tp_model *m)
 	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
 }
 
+/* The iteration time of plan p (released) of model m on cluster c, with
+ * the calibration and the link efficiencies at 1, no software latency
+ * and the gradient sync after the backward, so hand figures hold. */
+static double sim_time(const struct tp_model *m, const struct tp_cluster *c,
+		       struct tp_plan *p)
+{
+	struct tp_sim_options o;
+	struct tp_error err;
+	struct tp_report r;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *s;
+	double t;
+
+	ck_assert_msg(tp_plan_validate(p, m, c, &err) == TP_OK, "%s %s",
+		      err.path, err.msg);
+	tp_sim_options_default(&o);
+	o.params.overlap_grad_sync = false;
+	o.params.p2p_latency_s = 0;
+	o.params.collective_latency_s = 0;
+	o.params.link_eff_intra = 1;
+	o.params.link_eff_network = 1;
+	o.params.gemm_sustained = 1;
+	o.params.fused_attention = false;
+	sim = tp_sim_new(m, c, &o, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	s = tp_sim_scratch_new(sim);
+	ck_assert_ptr_nonnull(s);
+	tp_report_init(&r);
+	ck_assert_msg(tp_sim_run(sim, p, s, &r, NULL, &err) == TP_OK, "%s",
+		      err.msg);
+	t = r.iteration_time_s;
+	tp_report_release(&r);
+	tp_sim_scratch_free(s);
+	tp_sim_free(sim);
+	tp_plan_release(p);
+	return t;
+}
+
 /* The iteration time of op a data-parallel on devices {a0, a1} and op b
  * on {b0, b1}, one micro-batch, the sync after the backward. */
 static double dp_pairs(const struct tp_model *m, const struct tp_cluster *c,
 		       const uint32_t devs[4])
 {
-	struct tp_sim_options o;
 	struct tp_error err;
-	struct tp_report r;
 	struct tp_plan p;
-	struct tp_sim *sim;
-	struct tp_sim_scratch *s;
-	double t;
 
 	tp_plan_init(&p);
 	p.global_batch = m->global_batch;
@@ -96,28 +129,7 @@ static double dp_pairs(const struct tp_model *m, const struct tp_cluster *c,
 		ck_assert_int_eq(tp_plan_add_group(&p, &k, 1, devs + 2 * k, 2,
 						   2, 1, NULL, NULL, &err),
 				 TP_OK);
-	ck_assert_msg(tp_plan_validate(&p, m, c, &err) == TP_OK, "%s %s",
-		      err.path, err.msg);
-	tp_sim_options_default(&o);
-	o.params.overlap_grad_sync = false;
-	o.params.p2p_latency_s = 0;
-	o.params.collective_latency_s = 0;
-	o.params.link_eff_intra = 1;
-	o.params.link_eff_network = 1;
-	o.params.gemm_sustained = 1;
-	sim = tp_sim_new(m, c, &o, &err);
-	ck_assert_msg(sim != NULL, "%s", err.msg);
-	s = tp_sim_scratch_new(sim);
-	ck_assert_ptr_nonnull(s);
-	tp_report_init(&r);
-	ck_assert_msg(tp_sim_run(sim, &p, s, &r, NULL, &err) == TP_OK, "%s",
-		      err.msg);
-	t = r.iteration_time_s;
-	tp_report_release(&r);
-	tp_sim_scratch_free(s);
-	tp_sim_free(sim);
-	tp_plan_release(&p);
-	return t;
+	return sim_time(m, c, &p);
 }
 
 /*
@@ -152,66 +164,15 @@ START_TEST(test_dp_rings_share_uplinks)
 }
 END_TEST
 
-/* One MoE layer (tests/test_moe.c's toy): a free router, two experts
- * "layer0.expert<j>.fc" of 1e11 FLOP per sample (backward 2x), 1e3
- * parameter bytes (their gradient sync and step are negligible), 1e8
- * bytes per sample dispatched to and combined from each; a free combine;
- * global batch `batch`. */
-static void moe_layer(struct tp_model *m, int64_t batch)
-{
-	struct tp_error err;
-	struct tp_op op;
-	uint32_t router, comb, ex[2];
-
-	tp_model_init(m);
-	m->global_batch = batch;
-	m->dtype = TP_DTYPE_BF16;
-	m->optimizer = TP_OPT_ADAM;
-	m->arch.experts = 2;
-	m->arch.top_k = 2;
-	op = tp_op_default();
-	op.name = "layer0.router";
-	op.kind = TP_OP_ELEMENTWISE;
-	ck_assert_int_eq(tp_model_add_op(m, &op, &router, &err), TP_OK);
-	for (uint32_t j = 0; j < 2; j++) {
-		char name[32];
-		snprintf(name, sizeof(name), "layer0.expert%u.fc", j);
-		op = tp_op_default();
-		op.name = name;
-		op.kind = TP_OP_MATMUL;
-		op.flop = 1e11;
-		op.backward_flop = 2e11;
-		op.param_bytes = 1e3;
-		op.saved_bytes = 1e3;
-		op.out_bytes = 1e8;
-		ck_assert_int_eq(tp_model_add_op(m, &op, &ex[j], &err), TP_OK);
-		ck_assert_int_eq(tp_model_add_edge(m, router, ex[j], 1e8, &err),
-				 TP_OK);
-	}
-	op = tp_op_default();
-	op.name = "layer0.combine";
-	op.kind = TP_OP_ELEMENTWISE;
-	ck_assert_int_eq(tp_model_add_op(m, &op, &comb, &err), TP_OK);
-	for (uint32_t j = 0; j < 2; j++)
-		ck_assert_int_eq(tp_model_add_edge(m, ex[j], comb, 1e8, &err),
-				 TP_OK);
-	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
-}
-
 /* The iteration time of every op of m on devices devs as one group of
  * degrees deg (devices = dp x cp x tp) with expert parallelism ep. */
 static double group_run(const struct tp_model *m, const struct tp_cluster *c,
 			const uint32_t *devs, const struct tp_plan_degrees *deg,
 			uint32_t ep)
 {
-	struct tp_sim_options o;
 	struct tp_error err;
-	struct tp_report r;
 	struct tp_plan p;
-	struct tp_sim *sim;
-	struct tp_sim_scratch *s;
 	uint32_t ops[4] = {0, 1, 2, 3};
-	double t;
 
 	tp_plan_init(&p);
 	p.global_batch = m->global_batch;
@@ -224,29 +185,7 @@ static double group_run(const struct tp_model *m, const struct tp_cluster *c,
 						   deg, NULL, &err),
 			 TP_OK);
 	p.groups.v[0].ep = ep;
-	ck_assert_msg(tp_plan_validate(&p, m, c, &err) == TP_OK, "%s %s",
-		      err.path, err.msg);
-	tp_sim_options_default(&o);
-	o.params.fused_attention = false;
-	o.params.overlap_grad_sync = false;
-	o.params.p2p_latency_s = 0;
-	o.params.collective_latency_s = 0;
-	o.params.link_eff_intra = 1;
-	o.params.link_eff_network = 1;
-	o.params.gemm_sustained = 1;
-	sim = tp_sim_new(m, c, &o, &err);
-	ck_assert_msg(sim != NULL, "%s", err.msg);
-	s = tp_sim_scratch_new(sim);
-	ck_assert_ptr_nonnull(s);
-	tp_report_init(&r);
-	ck_assert_msg(tp_sim_run(sim, &p, s, &r, NULL, &err) == TP_OK, "%s",
-		      err.msg);
-	t = r.iteration_time_s;
-	tp_report_release(&r);
-	tp_sim_scratch_free(s);
-	tp_sim_free(sim);
-	tp_plan_release(&p);
-	return t;
+	return sim_time(m, c, &p);
 }
 
 /*
@@ -272,8 +211,9 @@ START_TEST(test_ep_all_to_alls_share_uplinks)
 	double t1, t2, t_in;
 
 	two_leaves(&c);
-	moe_layer(&m1, 2);
-	moe_layer(&m2, 4);
+	/* expert parameters negligible (1e3 bytes): no sync, no step */
+	tp_test_moe_layer(&m1, 2, 2, 1e3);
+	tp_test_moe_layer(&m2, 2, 4, 1e3);
 	t1 = group_run(&m1, &c, one, &d2, 2);
 	t2 = group_run(&m2, &c, two, &d4, 2);
 	t_in = group_run(&m2, &c, inside, &d4, 2);
@@ -288,37 +228,6 @@ START_TEST(test_ep_all_to_alls_share_uplinks)
 	tp_cluster_release(&c);
 }
 END_TEST
-
-/* A 4-token model (tests/test_cp.c's): a projection of 1 TFLOP per
- * sample without weights whose 3 GB output is Q, K and V, and the
- * attention core (1 TFLOP), backward 2x, 1 GB saved each. */
-static void attn_model(struct tp_model *m, int64_t batch)
-{
-	struct tp_error err;
-	struct tp_op op = tp_op_default();
-	uint32_t a, b;
-
-	tp_model_init(m);
-	m->global_batch = batch;
-	m->seq_len = 4;
-	m->dtype = TP_DTYPE_BF16;
-	m->optimizer = TP_OPT_ADAM;
-	op.name = "qkv";
-	op.kind = TP_OP_MATMUL;
-	op.flop = 1e12;
-	op.backward_flop = 2e12;
-	op.saved_bytes = 1e9;
-	ck_assert_int_eq(tp_model_add_op(m, &op, &a, &err), TP_OK);
-	op = tp_op_default();
-	op.name = "attn";
-	op.kind = TP_OP_ATTENTION;
-	op.flop = 1e12;
-	op.backward_flop = 2e12;
-	op.saved_bytes = 1e9;
-	ck_assert_int_eq(tp_model_add_op(m, &op, &b, &err), TP_OK);
-	ck_assert_int_eq(tp_model_add_edge(m, a, b, 3e9, &err), TP_OK);
-	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
-}
 
 /*
  * Context-parallel rings of two replicas at once (tests/test_cp.c's
@@ -341,8 +250,8 @@ START_TEST(test_cp_rings_share_uplinks)
 	double t1, t2;
 
 	two_leaves(&c);
-	attn_model(&m1, 2);
-	attn_model(&m2, 4);
+	tp_test_attn_model(&m1, 2, 0);
+	tp_test_attn_model(&m2, 4, 0);
 	t1 = group_run(&m1, &c, one, &d1, 1);
 	t2 = group_run(&m2, &c, two, &d2, 1);
 	ck_assert_msg(REL(t1, 0.645) < 1e-9, "one ring %.9g s", t1);

@@ -399,40 +399,6 @@ static void toy_node(struct tp_cluster *c, uint32_t gpus)
 	tp_test_toy_node(c, &t, gpus);
 }
 
-/* A 4-token model of a projection (1 TFLOP per sample, no weights, its
- * 3 GB output is Q, K and V) and the attention core (1 TFLOP), backward
- * 2x, 1 GB saved each, batch 2. */
-static void attn_model(struct tp_model *m, double pbytes)
-{
-	struct tp_error err;
-	struct tp_op op = tp_op_default();
-	uint32_t a, b;
-
-	tp_model_init(m);
-	m->global_batch = 2;
-	m->seq_len = 4;
-	m->dtype = TP_DTYPE_BF16;
-	m->optimizer = TP_OPT_ADAM;
-	op.name = "qkv";
-	op.kind = TP_OP_MATMUL;
-	op.layer = 0;
-	op.flop = 1e12;
-	op.backward_flop = 2e12;
-	op.param_bytes = pbytes;
-	op.saved_bytes = 1e9;
-	ck_assert_int_eq(tp_model_add_op(m, &op, &a, &err), TP_OK);
-	op = tp_op_default();
-	op.name = "attn";
-	op.kind = TP_OP_ATTENTION;
-	op.layer = 0;
-	op.flop = 1e12;
-	op.backward_flop = 2e12;
-	op.saved_bytes = 1e9;
-	ck_assert_int_eq(tp_model_add_op(m, &op, &b, &err), TP_OK);
-	ck_assert_int_eq(tp_model_add_edge(m, a, b, 3e9, &err), TP_OK);
-	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
-}
-
 /* Both ops on devices 0..n-1 as dp 1 x cp n, one micro-batch, the
  * calibration and link efficiencies at 1 and no software latency. */
 static bool cp_all_gather; /* the runtime's cp_comm all_gather */
@@ -495,7 +461,7 @@ START_TEST(test_cp_ring_attention_formula)
 
 	toy_node(&c1, 1);
 	toy_node(&c2, 2);
-	attn_model(&m, 0);
+	tp_test_attn_model(&m, 2, 0);
 	run_cp(&m, &c1, 1, &r1);
 	run_cp(&m, &c2, 2, &r2);
 	ck_assert_msg(REL(r1.iteration_time_s, 0.12) < 1e-9, "%.9g",
@@ -537,7 +503,7 @@ START_TEST(test_cp_all_gather_formula)
 	struct tp_report r;
 
 	toy_node(&c, 4);
-	attn_model(&m, 0);
+	tp_test_attn_model(&m, 2, 0);
 	m.seq_len = 8; /* 2 x cp chunks */
 	cp_all_gather = true;
 	run_cp(&m, &c, 4, &r);
@@ -567,7 +533,7 @@ START_TEST(test_cp_shard_memory)
 
 	toy_node(&c1, 1);
 	toy_node(&c4, 4);
-	attn_model(&m, 2e9);
+	tp_test_attn_model(&m, 2, 2e9);
 	m.seq_len = 8;
 	run_cp(&m, &c1, 1, &r1);
 	run_cp(&m, &c4, 4, &r4);

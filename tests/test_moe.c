@@ -363,54 +363,6 @@ static void toy_cluster(struct tp_cluster *c, uint32_t gpus)
 	tp_test_toy_node(c, &t, gpus);
 }
 
-/* One MoE layer: a free router, E experts "layer0.expert<j>.fc" of 1e11
- * FLOP per sample (backward 2x), 1e8 parameter bytes and 1e7 saved bytes
- * per sample each, 1e8 bytes per sample dispatched to and combined from
- * each, a free combine; bf16, Adam, global batch `batch`. */
-static void toy_moe(struct tp_model *m, uint32_t E, int64_t batch)
-{
-	struct tp_error err;
-	struct tp_op op;
-	uint32_t router, comb, ex[16];
-
-	tp_model_init(m);
-	m->global_batch = batch;
-	m->dtype = TP_DTYPE_BF16;
-	m->optimizer = TP_OPT_ADAM;
-	m->arch.experts = E;
-	m->arch.top_k = 2;
-	op = tp_op_default();
-	op.name = "layer0.router";
-	op.kind = TP_OP_ELEMENTWISE;
-	op.layer = 0;
-	ck_assert_int_eq(tp_model_add_op(m, &op, &router, &err), TP_OK);
-	for (uint32_t j = 0; j < E; j++) {
-		char name[32];
-		snprintf(name, sizeof(name), "layer0.expert%u.fc", j);
-		op = tp_op_default();
-		op.name = name;
-		op.kind = TP_OP_MATMUL;
-		op.layer = 0;
-		op.flop = 1e11;
-		op.backward_flop = 2e11;
-		op.param_bytes = 1e8;
-		op.saved_bytes = 1e7;
-		op.out_bytes = 1e8;
-		ck_assert_int_eq(tp_model_add_op(m, &op, &ex[j], &err), TP_OK);
-		ck_assert_int_eq(tp_model_add_edge(m, router, ex[j], 1e8, &err),
-				 TP_OK);
-	}
-	op = tp_op_default();
-	op.name = "layer0.combine";
-	op.kind = TP_OP_ELEMENTWISE;
-	op.layer = 0;
-	ck_assert_int_eq(tp_model_add_op(m, &op, &comb, &err), TP_OK);
-	for (uint32_t j = 0; j < E; j++)
-		ck_assert_int_eq(tp_model_add_edge(m, ex[j], comb, 1e8, &err),
-				 TP_OK);
-	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
-}
-
 /* Everything in one group of dp replicas, one micro-batch, expert
  * parallelism ep; calibration and latencies off so hand figures hold. */
 static double toy_capacity; /* the plan's capacity factor (0 dropless) */
@@ -483,7 +435,7 @@ START_TEST(test_ep_memory_toy)
 	struct tp_model m;
 	struct tp_report r;
 
-	toy_moe(&m, 4, 8);
+	tp_test_moe_layer(&m, 4, 8, 1e8);
 	toy_cluster(&c, 4);
 	/* ep 1: 4 experts of 1e8 B (5e7 bf16 parameters) on every device */
 	run_toy(&m, &c, 4, 1, 0, 1.5, &r);
@@ -628,7 +580,7 @@ START_TEST(test_ep_time_toy)
 	    {8, 4, 1.0, 0.004 + 0.006 + 0.008 + 0.006 + 0.001 + 0.0014},
 	};
 
-	toy_moe(&m, 4, 8);
+	tp_test_moe_layer(&m, 4, 8, 1e8);
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		toy_cluster(&c, cases[k].gpus);
 		run_toy(&m, &c, cases[k].gpus, cases[k].ep, 0, cases[k].load,
@@ -675,7 +627,7 @@ START_TEST(test_ep_with_cp_toy)
 	uint32_t ops[16], devs[2] = {0, 1};
 	struct tp_plan_degrees deg = {1, 2, 1};
 
-	toy_moe(&m, 4, 8);
+	tp_test_moe_layer(&m, 4, 8, 1e8);
 	m.seq_len = 8;
 	toy_cp = 2;
 	toy_cluster(&c, 4);
@@ -879,7 +831,7 @@ START_TEST(test_ep_node_forward_toy)
 	    {100e12, true, true, 2, 0.2, 0.03 + 0.05 + 0.0014},
 	};
 
-	toy_moe(&m, 8, 8);
+	tp_test_moe_layer(&m, 8, 8, 1e8);
 	m.arch.router_group_topk = 1;
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		toy_two_nodes(&c, cases[k].peak);

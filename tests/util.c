@@ -262,3 +262,80 @@ void tp_test_chain_model(struct tp_model *m, const struct tp_test_chain *s)
 	}
 	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
 }
+
+void tp_test_moe_layer(struct tp_model *m, uint32_t E, int64_t batch,
+		       double pbytes)
+{
+	struct tp_error err;
+	struct tp_op op;
+	uint32_t router, comb, ex[16];
+
+	ck_assert_uint_le(E, 16);
+	tp_model_init(m);
+	m->global_batch = batch;
+	m->dtype = TP_DTYPE_BF16;
+	m->optimizer = TP_OPT_ADAM;
+	m->arch.experts = E;
+	m->arch.top_k = 2;
+	op = tp_op_default();
+	op.name = "layer0.router";
+	op.kind = TP_OP_ELEMENTWISE;
+	op.layer = 0;
+	ck_assert_int_eq(tp_model_add_op(m, &op, &router, &err), TP_OK);
+	for (uint32_t j = 0; j < E; j++) {
+		char name[32];
+		snprintf(name, sizeof(name), "layer0.expert%u.fc", j);
+		op = tp_op_default();
+		op.name = name;
+		op.kind = TP_OP_MATMUL;
+		op.layer = 0;
+		op.flop = 1e11;
+		op.backward_flop = 2e11;
+		op.param_bytes = pbytes;
+		op.saved_bytes = 1e7;
+		op.out_bytes = 1e8;
+		ck_assert_int_eq(tp_model_add_op(m, &op, &ex[j], &err), TP_OK);
+		ck_assert_int_eq(tp_model_add_edge(m, router, ex[j], 1e8, &err),
+				 TP_OK);
+	}
+	op = tp_op_default();
+	op.name = "layer0.combine";
+	op.kind = TP_OP_ELEMENTWISE;
+	op.layer = 0;
+	ck_assert_int_eq(tp_model_add_op(m, &op, &comb, &err), TP_OK);
+	for (uint32_t j = 0; j < E; j++)
+		ck_assert_int_eq(tp_model_add_edge(m, ex[j], comb, 1e8, &err),
+				 TP_OK);
+	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+}
+
+void tp_test_attn_model(struct tp_model *m, int64_t batch, double pbytes)
+{
+	struct tp_error err;
+	struct tp_op op = tp_op_default();
+	uint32_t a, b;
+
+	tp_model_init(m);
+	m->global_batch = batch;
+	m->seq_len = 4;
+	m->dtype = TP_DTYPE_BF16;
+	m->optimizer = TP_OPT_ADAM;
+	op.name = "qkv";
+	op.kind = TP_OP_MATMUL;
+	op.layer = 0;
+	op.flop = 1e12;
+	op.backward_flop = 2e12;
+	op.param_bytes = pbytes;
+	op.saved_bytes = 1e9;
+	ck_assert_int_eq(tp_model_add_op(m, &op, &a, &err), TP_OK);
+	op = tp_op_default();
+	op.name = "attn";
+	op.kind = TP_OP_ATTENTION;
+	op.layer = 0;
+	op.flop = 1e12;
+	op.backward_flop = 2e12;
+	op.saved_bytes = 1e9;
+	ck_assert_int_eq(tp_model_add_op(m, &op, &b, &err), TP_OK);
+	ck_assert_int_eq(tp_model_add_edge(m, a, b, 3e9, &err), TP_OK);
+	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+}

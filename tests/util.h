@@ -66,4 +66,18 @@ struct tp_test_chain {
 };
 void tp_test_chain_model(struct tp_model *m, const struct tp_test_chain *s);
 
+/* One MoE layer: a free router, E experts "layer0.expert<j>.fc" of 1e11
+ * FLOP per sample (backward 2x), pbytes parameter bytes and 1e7 saved
+ * bytes per sample each, 1e8 bytes per sample dispatched to and combined
+ * from each, a free combine; bf16, Adam, top-2, global batch `batch`;
+ * finalised. */
+void tp_test_moe_layer(struct tp_model *m, uint32_t E, int64_t batch,
+		       double pbytes);
+
+/* A 4-token attention model: a projection "qkv" of 1 TFLOP per sample
+ * and pbytes parameter bytes whose 3 GB output is Q, K and V, and the
+ * attention core "attn" (1 TFLOP), backward 2x, 1 GB saved each; bf16,
+ * Adam, global batch `batch`; finalised. */
+void tp_test_attn_model(struct tp_model *m, int64_t batch, double pbytes);
+
 #endif
