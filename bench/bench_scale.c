@@ -14,6 +14,10 @@
  * the GPU count allows (pp 2, 8, 16 and 4 for 100,000 = 8 x 4 x 3125),
  * one micro-batch per pipeline stage and replica pair, 1F1B.
  *
+ * Then the search's device sets on the cluster (src/search/devsets.c)
+ * but single devices, and their families: from the hierarchy (nodes up
+ * to 64, parts, types, pods of a tiered network), not per GPU, so about
+ * as many at 100,000 GPUs as at 16.
  * Each case runs in a child process (fork) so that its peak resident
  * memory (getrusage RUSAGE_CHILDREN after wait4) is its own.
  * Targets (issue 20): a 100,000-GPU topology built in <= 5 s with <= 1 GB
@@ -40,6 +44,8 @@
 #include "core/report.h"
 #include "core/strategy.h"
 #include "io/build.h"
+#include "search/actions.h"
+#include "search/coarsen.h"
 #include "sim/sim.h"
 
 static double now_s(void)
@@ -60,8 +66,28 @@ static const char *const kind_name[] = {"H100 star", "H100 clos",
 struct result {
 	double build_s, sim_s, iter_s;
 	long build_kb, total_kb; /* peak RSS after build / after simulate */
+	uint32_t sets, families; /* the search's device sets but single
+				    devices, and their families */
 	int ok;
 };
+
+/* The device sets the search offers on c for model m (src/search/
+ * devsets.c) but single devices, and the families, into r. */
+static void count_sets(const struct tp_model *m, const struct tp_cluster *c,
+		       struct result *r)
+{
+	struct tp_groups g;
+	struct tp_space sp;
+
+	memset(&g, 0, sizeof(g));
+	if (tp_coarsen(m, 0, &g, NULL) || tp_space_init(&sp, m, c, &g, NULL))
+		return;
+	for (size_t i = 0; i < sp.sets.n; i++)
+		r->sets += sp.sets.v[i].kind != TP_DEVSET_SINGLE;
+	r->families = (uint32_t)sp.families.n;
+	tp_space_release(&sp);
+	tp_groups_release(&g);
+}
 
 static long rss_kb(void)
 {
@@ -149,6 +175,7 @@ static void run_case(enum kind k, size_t i, struct result *r)
 	r->sim_s = now_s() - t0;
 	r->iter_s = rep.iteration_time_s;
 	r->total_kb = rss_kb() - base;
+	count_sets(&m, &c, r);
 	r->ok = 1;
 	/* the child exits: no need to free */
 }
@@ -450,8 +477,9 @@ int main(int argc, char **argv)
 
 	printf("Scale: topology build and one simulation (400B-class GPT, "
 	       "tp=8, 1F1B), each case in its own process\n");
-	printf("%-18s %7s %9s %9s %9s %9s %10s\n", "cluster", "GPUs",
-	       "build s", "build MB", "sim s", "peak MB", "iter s");
+	printf("%-18s %7s %9s %9s %9s %9s %10s %5s %4s\n", "cluster", "GPUs",
+	       "build s", "build MB", "sim s", "peak MB", "iter s", "sets",
+	       "fam");
 	for (int k = 0; k < kinds && k < N_KINDS; k++) {
 		double b[N_SIZES], s[N_SIZES], mem[N_SIZES];
 		for (size_t i = 0; i < N_SIZES; i++) {
@@ -465,10 +493,12 @@ int main(int argc, char **argv)
 			b[i] = r.build_s;
 			s[i] = r.sim_s;
 			mem[i] = r.build_kb / 1024.0;
-			printf("%-18s %7u %9.3f %9.1f %9.3f %9.1f %10.3f\n",
+			printf("%-18s %7u %9.3f %9.1f %9.3f %9.1f %10.3f %5u "
+			       "%4u\n",
 			       kind_name[k], gpus[i], r.build_s,
 			       r.build_kb / 1024.0, r.sim_s,
-			       r.total_kb / 1024.0, r.iter_s);
+			       r.total_kb / 1024.0, r.iter_s, r.sets,
+			       r.families);
 		}
 		printf("%-18s growth exponents (1k..100k GPUs): build %.2f, "
 		       "build memory %.2f, simulate %.2f (targets <= 1.2)\n",

@@ -442,7 +442,8 @@ static void push_fixed_sets(const struct tp_space *s, struct alist *l,
 			f == 0 ? TP_DEVSET_ALL : s->families.v[f - 1].kind;
 		if (kind == TP_DEVSET_NODE && nm > 4)
 			continue;
-		if (kind == TP_DEVSET_PART && nm > 4)
+		if ((kind == TP_DEVSET_PART || kind == TP_DEVSET_TIER) &&
+		    nm > 4)
 			continue;
 		if (kind == TP_DEVSET_SINGLE && nm > 8)
 			continue;

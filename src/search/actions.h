@@ -57,6 +57,7 @@ enum tp_devset_kind {
 	TP_DEVSET_PART,       /* contiguous 1/p of the device order */
 	TP_DEVSET_SPEED_PART, /* contiguous, about 1/p of the total speed */
 	TP_DEVSET_SINGLE,
+	TP_DEVSET_TIER,       /* the devices under one switch of a tier */
 	TP_DEVSET_KIND_COUNT
 };
 

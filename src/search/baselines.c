@@ -1155,6 +1155,7 @@ enum tp_status search_seeds(struct worker *w)
 			 : fm->kind == TP_DEVSET_SPEED_PART
 				 ? "speed-balanced parts"
 			 : fm->kind == TP_DEVSET_SINGLE ? "single devices"
+			 : fm->kind == TP_DEVSET_TIER	? "a switch tier's pods"
 							: "contiguous parts");
 		st = seed_pipeline(w, &bf, fm->n, what);
 		/* device types in the other order (fast types first) */

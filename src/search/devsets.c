@@ -325,9 +325,94 @@ static int add_speed_sets(struct set_build *b)
 	return rc;
 }
 
+/* Whether the space has a family of exactly these members already. */
+static bool family_exists(const struct tp_space *s, const uint32_t *mem,
+			  uint32_t n)
+{
+	for (size_t f = 0; f < s->families.n; f++) {
+		const struct tp_family *fm = &s->families.v[f];
+		if (fm->n == n && !memcmp(s->family_sets.v + fm->first, mem,
+					  n * sizeof(*mem)))
+			return true;
+	}
+	return false;
+}
+
+/* The sets of the n_sw switches of tier t, each joining span nodes with
+ * a NIC (consecutive, in node order), into b->mem: the number of sets
+ * made (fewer than n_sw when a switch has no devices under it), -1 on
+ * allocation failure. */
+static int pod_sets(struct set_build *b, size_t t, uint64_t span,
+		    uint32_t n_sw)
+{
+	struct tp_space *s = b->s;
+	const struct tp_cluster *c = s->cluster;
+	uint32_t n = 0, ord = 0, sw = 0;
+	int made = 0;
+	char label[32];
+
+	for (uint32_t k = 0; k <= c->nodes.n; k++) {
+		const struct tp_node *nd = k < c->nodes.n ? &c->nodes.v[k]
+							  : NULL;
+		if (nd && nd->nic_vertex == TP_NONE)
+			continue;
+		if (n && (!nd || ord / span != sw)) {
+			snprintf(label, sizeof(label), "%s %u/%u",
+				 c->tiers.v[t].name, sw + 1, n_sw);
+			b->mem[made] = add_set(s, b->d, n, TP_DEVSET_TIER,
+					       label);
+			if (b->mem[made++] == TP_NONE)
+				return -1;
+			n = 0;
+		}
+		if (!nd)
+			break;
+		sw = (uint32_t)(ord++ / span);
+		for (uint32_t j = 0; j < nd->n_devices; j++)
+			b->d[n++] = nd->first_device + j;
+	}
+	return made;
+}
+
+/* The pods of a tiered network (core/cluster.h, struct tp_tier): for
+ * every tier below the one switch on top, the devices under each of its
+ * switches (leaves, spines, zones), a family per tier of 2 to MAX_PARTS
+ * switches unless those sets are a family already (the contiguous parts
+ * of an evenly built cluster often are).  Added after every other
+ * family: the sets and candidates of a cluster without such pods stay
+ * as they were.  -1 on allocation failure. */
+static int add_tier_sets(struct set_build *b)
+{
+	const struct tp_cluster *c = b->s->cluster;
+	uint64_t span = 1;
+	uint32_t n_nic = 0;
+
+	for (uint32_t k = 0; k < c->nodes.n; k++)
+		n_nic += c->nodes.v[k].nic_vertex != TP_NONE;
+	for (size_t t = 0; t < c->tiers.n && c->tiers.v[t].group &&
+			   span < n_nic;
+	     t++) {
+		uint64_t n_sw;
+		int made;
+		span *= c->tiers.v[t].group;
+		n_sw = (n_nic + span - 1) / span;
+		if (n_sw < 2 || n_sw > MAX_PARTS)
+			continue;
+		made = pod_sets(b, t, span, (uint32_t)n_sw);
+		if (made < 0)
+			return -1;
+		if ((uint32_t)made == n_sw &&
+		    !family_exists(b->s, b->mem, (uint32_t)n_sw) &&
+		    add_family(b->s, b->mem, (uint32_t)n_sw, TP_DEVSET_TIER))
+			return -1;
+	}
+	return 0;
+}
+
 /* The sets in their order: all, the types (when several), the nodes
  * (2 to MAX_PARTS of them), the contiguous parts, the single devices,
- * the parts of equal speed (when several types). */
+ * the parts of equal speed (when several types), the pods of a tiered
+ * network. */
 static int add_all_sets(struct set_build *b)
 {
 	struct tp_space *s = b->s;
@@ -351,7 +436,7 @@ static int add_all_sets(struct set_build *b)
 		return -1;
 	if (n_types_present > 1 && add_speed_sets(b))
 		return -1;
-	return 0;
+	return add_tier_sets(b);
 }
 
 enum tp_status tp_space_build_sets(struct tp_space *s, struct tp_error *err)
