@@ -489,6 +489,14 @@ START_TEST(test_cmd_plan_runtimes)
 		tp_run_tagplan(&r, x, NULL);
 		ck_assert_msg(r.status == 0, "%s", r.err);
 		tp_run_free(&r);
+		/* without --to: bad usage (exit 2) that names the fix,
+		   nothing written */
+		x[4] = NULL;
+		tp_run_tagplan(&r, x, NULL);
+		ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
+		ck_assert_ptr_nonnull(strstr(r.err, "give --to TARGET"));
+		ck_assert_str_eq(r.out, "");
+		tp_run_free(&r);
 	}
 	tp_cluster_release(&c);
 	tp_model_release(&m);

@@ -60,9 +60,9 @@ static void print_lines(const char *prefix, struct tp_strbuf *w)
  * The runtime the plan is exported for and the target: the plan's
  * runtime and its launcher (another target must launch it too); a plan
  * of no runtime ("none" or not recorded) takes the profile the target
- * stands for, and needs --to.  Returns 0, TP_EXIT_CHECK (a target the
- * runtime does not launch: err says so) or the exit code of a bad
- * runtime.
+ * stands for, and needs --to (without it: a usage error, exit 2).
+ * Returns 0, TP_EXIT_CHECK (a target the runtime does not launch: err
+ * says so) or the exit code of bad usage or a bad runtime.
  */
 static int export_runtime(const struct tp_plan *p, int want,
 			  struct tp_runtime *rt, int *target,
@@ -71,21 +71,21 @@ static int export_runtime(const struct tp_plan *p, int want,
 	const char *name = p->runtime[0] ? p->runtime : "none";
 
 	if (tp_runtime_find(name, rt, err))
-		return tp_cli_fail(err);
+		return tp_status_exit_code(err->status);
 	if (tp_runtime_is_none(rt)) {
 		if (want < 0) {
-			tp_error_set(err, TP_EINFEASIBLE,
+			tp_error_set(err, TP_EUSAGE,
 				     "the plan was made for no runtime "
 				     "(--runtime none): give --to TARGET, and "
 				     "it is checked against the runtime that "
 				     "target stands for");
-			return TP_EXIT_CHECK;
+			return tp_status_exit_code(err->status);
 		}
 		*target = want;
 		if (tp_runtime_find(tp_export_target_runtime(
 					    (enum tp_export_target)want),
 				    rt, err))
-			return tp_cli_fail(err);
+			return tp_status_exit_code(err->status);
 		return 0;
 	}
 	if (rt->can.launcher == TP_LAUNCH_NONE) {
