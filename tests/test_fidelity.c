@@ -4,7 +4,7 @@
  * figure: the GEMM half-efficiency point at the kernel's own peak, batch
  * norm's three passes, gradients reduced in fp32, FlashAttention-2 class
  * attention on Hopper, GEMM efficiency by shape, NCCL's ring order inside
- * a node.
+ * a node, Megatron-Core's fp32 gradient buffer.
  */
 #include <check.h>
 #include <math.h>
@@ -367,6 +367,82 @@ START_TEST(test_fid_ring_order)
 }
 END_TEST
 
+/* Megatron-Core's fp32 main_grad buffer (runtime grad_buffer fp32): a
+ * bf16 model's gradients take 4 bytes per parameter in memory, and the
+ * optimizer step reads them.  A chain of two linears of 1e9 bytes of
+ * bf16 weights each (5e8 parameters) on one toy device: gradients 2e9
+ * bytes in the model dtype, 4e9 in fp32 (Megatron-LM's dist_optimizer
+ * doc: 18 bytes per parameter, 2 + 4 + 12). */
+static double grads_bytes(bool fp32, double *total)
+{
+	struct tp_device_type t = tp_test_toy_type("toy");
+	struct tp_test_chain spec = {2, TP_DTYPE_BF16, 1e9, 1e9, 1e6, 1e6,
+				     1e6, 1};
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_strategy s;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_sim_options o;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *sc;
+	struct tp_error err;
+	double g;
+
+	tp_test_chain_model(&m, &spec);
+	tp_test_toy_node(&c, &t, 1);
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_strategy_parse("dp=1,mb=1", &s, &err), TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&s, &m, &c, &p, &err), TP_OK);
+	tp_sim_options_default(&o);
+	o.params.grad_buffer_fp32 = fp32;
+	sim = tp_sim_new(&m, &c, &o, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	sc = tp_sim_scratch_new(sim);
+	ck_assert_ptr_nonnull(sc);
+	tp_report_init(&r);
+	ck_assert_int_eq(tp_sim_run(sim, &p, sc, &r, NULL, &err), TP_OK);
+	g = r.devices[0].memory.gradients;
+	*total = r.devices[0].memory.weights + g +
+		 r.devices[0].memory.optimizer;
+	tp_report_release(&r);
+	tp_sim_scratch_free(sc);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+	return g;
+}
+
+START_TEST(test_fid_grad_buffer_fp32)
+{
+	double t16, t32;
+
+	ck_assert_double_eq_tol(grads_bytes(false, &t16), 2e9, 1);
+	ck_assert_double_eq_tol(grads_bytes(true, &t32), 4e9, 1);
+	ck_assert_double_eq_tol(t16, 1e9 * 16, 1);
+	ck_assert_double_eq_tol(t32, 1e9 * 18, 1);
+}
+END_TEST
+
+/* megatron-core holds it; the stacks whose fp32 gradients replace the
+ * 16-bit ones (DDP's fp32 parameters under autocast, FSDP2's sharded
+ * fp32 parameters) do not add a buffer. */
+START_TEST(test_fid_grad_buffer_profiles)
+{
+	struct tp_runtime rt;
+	struct tp_error err;
+
+	setenv("TAGPLAN_DATA", tp_data_file(""), 1);
+	ck_assert_int_eq(tp_runtime_find("megatron-core", &rt, &err), TP_OK);
+	ck_assert_int_eq(rt.behaviour.grad_buffer, TP_GRAD_REDUCE_FP32);
+	ck_assert_int_eq(tp_runtime_find("fsdp2", &rt, &err), TP_OK);
+	ck_assert_int_eq(rt.behaviour.grad_buffer, TP_GRAD_REDUCE_MODEL);
+	ck_assert_int_eq(tp_runtime_find("ddp", &rt, &err), TP_OK);
+	ck_assert_int_eq(rt.behaviour.grad_buffer, TP_GRAD_REDUCE_MODEL);
+}
+END_TEST
+
 Suite *suite_fidelity(void)
 {
 	Suite *s = suite_create("fidelity");
@@ -380,6 +456,8 @@ Suite *suite_fidelity(void)
 	tcase_add_test(tc, test_fid_gemm_shape);
 	tcase_add_test(tc, test_fid_gemm_shape_profiles);
 	tcase_add_test(tc, test_fid_ring_order);
+	tcase_add_test(tc, test_fid_grad_buffer_fp32);
+	tcase_add_test(tc, test_fid_grad_buffer_profiles);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -170,6 +170,13 @@ START_TEST(test_runtime_bad_profiles)
 	expect_bad("\"tf32\": true\n",
 		   "\"tf32\": true, \"hopper_attention_efficiency\": 0.5\n",
 		   "$.sources.hopper_attention_efficiency", "say where");
+	/* the gradient buffer's dtype: model | fp32, with its source */
+	expect_bad("\"tf32\": true\n",
+		   "\"tf32\": true, \"grad_buffer\": \"fp64\"\n",
+		   "$.behaviour.grad_buffer", "model | fp32");
+	expect_bad("\"tf32\": true\n",
+		   "\"tf32\": true, \"grad_buffer\": \"fp32\"\n",
+		   "$.sources.grad_buffer", "say where");
 	/* the GEMM shape curve's half point: positive, with its source */
 	expect_bad("\"gemm_shape_half\": 2600000,",
 		   "\"gemm_shape_half\": 0,", "$.behaviour.gemm_shape_half",
@@ -254,7 +261,12 @@ START_TEST(test_runtime_commands)
 	ck_assert_msg(strstr(text, "\"runtime\": \"megatron-core\""), "%s",
 		      text);
 	ck_assert(strstr(text, "\"grad_bucket_bytes\": 160000000,"));
-	ck_assert(strstr(text, "\"schedule\": \"interleaved\""));
+	/* a schedule megatron-core runs (no GPipe); the baseline picked
+	   interleaved until megatron-core's fp32 gradient buffer (2 more
+	   bytes per parameter on the testbed's 11-16 GB cards), now 1f1b */
+	ck_assert(strstr(text, "\"schedule\": \"interleaved\"") ||
+		  strstr(text, "\"schedule\": \"1f1b\""));
+	ck_assert(!strstr(text, "\"schedule\": \"gpipe\""));
 	tp = iter_time(strstr(text, "\"summary\""));
 	free(text);
 	{
@@ -267,8 +279,13 @@ START_TEST(test_runtime_commands)
 		tp_run_free(&r);
 	}
 	{
-		/* blocking pipeline sends, no TP overlap (none): the
-		   interleaved pipeline is slower; without fused attention
+		/* another runtime prices the plan otherwise (none:
+		   blocking pipeline sends, the model's gradient dtype,
+		   GEMMs by FLOP alone): on the interleaved plan the
+		   baseline picked before the fp32 gradient buffer none
+		   was slower, on the 1f1b plan it picks now none is 0.4%
+		   faster (megatron-core prices GEMMs by shape); without
+		   fused attention
 		   its quadratic activations may not fit (exit 1, the
 		   report still written) */
 		const char *argv[] = {"tagplan", "simulate", "-p", plan, "-q",
@@ -276,7 +293,7 @@ START_TEST(test_runtime_commands)
 		tp_run_tagplan(&r, argv, NULL);
 		ck_assert_msg(r.status == 0 || r.status == 1, "%s", r.err);
 		tnone = iter_time(r.out);
-		ck_assert_msg(tnone > 1.01 * tp, "%g vs %g", tnone, tp);
+		ck_assert_msg(fabs(tnone / tp - 1) > 1e-3, "%g vs %g", tnone, tp);
 		tp_run_free(&r);
 	}
 	{

@@ -85,6 +85,10 @@ struct tp_runtime_behaviour {
 				     the pipeline flush) */
 	double grad_bucket_bytes; /* its bucket (0 = the simulator's) */
 	enum tp_grad_reduce grad_reduce;
+	enum tp_grad_reduce grad_buffer; /* the dtype of the gradient buffer
+				     held in memory (optional; absent: the
+				     model's): Megatron-Core's fp32
+				     main_grad */
 	bool p2p_async;           /* pipeline sends do not block the sender */
 	bool tp_overlap;          /* tensor-parallel collectives of the
 				     backward overlap the weight-gradient

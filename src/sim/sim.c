@@ -189,6 +189,11 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 	}
 	tp_sim_speed_init(sim);
 	tp_cost_state_init(&sim->state, m->dtype, m->optimizer);
+	if (sim->o.params.grad_buffer_fp32 && sim->state.grads < 4) {
+		/* Megatron-Core's fp32 main_grad buffer (README section 5) */
+		sim->state.step += 4 - sim->state.grads;
+		sim->state.grads = 4;
+	}
 	if (tp_sim_sfb_new(sim, err)) {
 		tp_sim_free(sim);
 		return NULL;

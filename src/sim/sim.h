@@ -102,6 +102,10 @@ struct tp_sim_params {
 	bool grad_reduce_fp32;   /* data-parallel gradients are reduced
 				    in fp32 (4 bytes per parameter), not
 				    in the model dtype */
+	bool grad_buffer_fp32;   /* a 16-bit model's gradients are held in
+				    an fp32 buffer (Megatron-Core's
+				    main_grad): 4 bytes per parameter in
+				    memory, read by the optimizer step */
 	double expert_imbalance; /* under expert parallelism, the busiest
 				    rank's tokens over the mean when the plan
 				    gives none (README section 3) */
