@@ -170,12 +170,20 @@ enum tp_status worker_init(struct worker *w, struct sctx *s, uint32_t id)
 	}
 	if (tp_evaluator_scratch_new(s->ev, &w->ev_scratch, NULL))
 		goto nomem;
-	if (pp && pp->scratch_new) {
+	if (s->have_lock) {
+		pthread_mutex_lock(&s->lock);
+		if (pp && pp->scratch_new && s->n_prior_pool)
+			w->prior_scratch = s->prior_pool[--s->n_prior_pool];
+		if ((s->o->prior || pp) && s->n_pcache_pool)
+			w->pcache = s->pcache_pool[--s->n_pcache_pool];
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (pp && pp->scratch_new && !w->prior_scratch) {
 		w->prior_scratch = pp->scratch_new(pp->ctx);
 		if (!w->prior_scratch)
 			goto nomem;
 	}
-	if (s->o->prior || pp) {
+	if ((s->o->prior || pp) && !w->pcache) {
 		w->pcache = search_prior_cache_new();
 		if (!w->pcache)
 			goto nomem;
@@ -194,6 +202,18 @@ void worker_release(struct worker *w)
 	if (!s)
 		return;
 	tp_evaluator_scratch_free(s->ev, w->ev_scratch);
+	if (s->have_lock) { /* keep them for the next worker */
+		pthread_mutex_lock(&s->lock);
+		if (w->prior_scratch && s->n_prior_pool < SCTX_POOL) {
+			s->prior_pool[s->n_prior_pool++] = w->prior_scratch;
+			w->prior_scratch = NULL;
+		}
+		if (w->pcache && s->n_pcache_pool < SCTX_POOL) {
+			s->pcache_pool[s->n_pcache_pool++] = w->pcache;
+			w->pcache = NULL;
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
 	if (w->prior_scratch && sctx_provider(s)->scratch_free)
 		sctx_provider(s)->scratch_free(sctx_provider(s)->ctx,
 					       w->prior_scratch);
@@ -745,6 +765,14 @@ enum tp_status sctx_init(struct sctx *s, const struct tp_model *m,
 
 void sctx_release(struct sctx *s)
 {
+	for (uint32_t i = 0; i < s->n_prior_pool; i++) {
+		const struct tp_prior_provider *pp = sctx_provider(s);
+		if (pp && pp->scratch_free)
+			pp->scratch_free(pp->ctx, s->prior_pool[i]);
+	}
+	for (uint32_t i = 0; i < s->n_pcache_pool; i++)
+		search_prior_cache_free(s->pcache_pool[i]);
+	s->n_prior_pool = s->n_pcache_pool = 0;
 	if (s->have_lock)
 		pthread_mutex_destroy(&s->lock);
 	best_release(&s->best);

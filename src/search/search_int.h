@@ -34,6 +34,8 @@ struct cache_entry {
 	uint8_t bounded; /* only a lower bound of the time is known */
 };
 
+#define SCTX_POOL 8
+
 struct sctx {
 	const struct tp_model *m;
 	const struct tp_cluster *c;
@@ -125,6 +127,13 @@ struct sctx {
 	/* ev's answer scores (has_answer): the best plan by them (the answer),
 	   while best, bestdec and the elites steer by the run reports */
 	struct sctx_best ans;
+	/* the provider scratch and answer cache of workers that ended,
+	   handed to the next ones of this search (worker_init; under lock):
+	   the GNN's static features, its body cache and the answers outlive
+	   a stage's workers (issue 27) */
+	void *prior_pool[SCTX_POOL];
+	struct search_prior_cache *pcache_pool[SCTX_POOL];
+	uint32_t n_prior_pool, n_pcache_pool;
 };
 
 /* A thread's working set. */
