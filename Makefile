@@ -174,15 +174,14 @@ DATA_TOPO = dgx-a100 dgx-h100 hgx-h200 dgx1-v100 v100-nvlink p100-pcie \
 	    1080ti-pcie t4-pcie l4-pcie a100-pcie dgx-b200 gb200-nvl72 \
 	    h100-pcie h100-nvl dgx-a100-40gb mi300x mi250x gaudi2 gaudi3 \
 	    tag-testbed
-# The shipped GNN weights, an ensemble of two networks (src/gnn/README,
-# "Ensemble"): data/tagplan.weights (1,200 games) and
-# data/tagplan-2.weights (2,400 games), self-play training, deterministic
-# for these arguments (src/gnn/README says how long it took on 2 cores).
-# The checkpoints let an interrupted `make weights` continue with
-# `make weights WEIGHTS_RESUME=1` (each run resumes from its checkpoint
-# when there is one).  Both were trained when the simulator's gradient
-# bucket was 80 MB (Megatron-core's); --grad-bucket-mb 80 keeps that, so
-# that the run reproduces the shipped files.
+# The shipped GNN weights: one network, data/tagplan.weights (src/gnn/README,
+# "Training"), self-play training on WEIGHTS_GAMES games, deterministic for
+# these arguments (src/gnn/README says how long it took on 2 cores).  The
+# checkpoint lets an interrupted `make weights` continue with
+# `make weights WEIGHTS_RESUME=1`.  The self-play simulator's gradient
+# bucket is 80 MB (Megatron-core's; --grad-bucket-mb 80), as for every
+# shipped network since 2026-12.
+WEIGHTS_GAMES = 400
 WEIGHTS_ARGS = --epochs 4 --playouts 8 --threads 2 --seed 1 \
 	       --grad-bucket-mb 80
 # $(call train_weights,GAMES,CHECKPOINT,OUTPUT)
@@ -191,8 +190,7 @@ train_weights = TAGPLAN_DATA=$(abspath data) $(abspath $(BIN)) train \
 	$(if $(WEIGHTS_RESUME),$(if $(wildcard $(2)),--resume $(2))) -o $(3)
 weights: $(BIN)
 	@mkdir -p build
-	$(call train_weights,1200,build/weights.ckpt,data/tagplan.weights)
-	$(call train_weights,2400,build/weights-2.ckpt,data/tagplan-2.weights)
+	$(call train_weights,$(WEIGHTS_GAMES),build/weights.ckpt,data/tagplan.weights)
 
 data: $(BIN)
 	@mkdir -p data/models data/topologies

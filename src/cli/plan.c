@@ -1333,8 +1333,7 @@ int cmd_plan(int argc, char **argv)
 		 "uniform priors, no graph neural network", 0, 0, false},
 		{"weights", 0, TP_OPT_STRING, &a->weights, "F",
 		 "GNN weights file (from `tagplan train`), or F1,F2,... for "
-		 "an ensemble [the shipped pair, data/tagplan.weights and "
-		 "data/tagplan-2.weights]",
+		 "an ensemble [the shipped network, data/tagplan.weights]",
 		 0, 0, false},
 		{"baseline", 0, TP_OPT_STRING, &a->baseline, "NAME",
 		 "write this baseline's plan instead of searching: dp, "

@@ -33,11 +33,9 @@ static const char about[] =
 	"that --resume continues from.  The result is bit-identical for the "
 	"same\n"
 	"options (seed, threads).  `make weights` reproduces the shipped\n"
-	"ensemble, data/tagplan.weights (--games 1200) and "
-	"data/tagplan-2.weights\n"
-	"(--games 2400).  Ctrl-C finishes the current epoch and writes the "
-	"weights\n"
-	"so far.";
+	"network, data/tagplan.weights (--games 400).  Ctrl-C finishes the "
+	"current\n"
+	"epoch and writes the weights so far.";
 
 static volatile sig_atomic_t stop_flag;
 

@@ -1006,16 +1006,16 @@ static double state_loads(struct tp_gnn_features *f, const struct tp_plan *p)
 	return max_load;
 }
 
-/* Group nodes: the partial plan's slots. */
+/* Group nodes: the partial plan's slots.  DECIDED and CURRENT stay 0
+ * (features.h): the graph is the plan's alone, whatever the level, so
+ * the states of one plan share a pass through the network's body. */
 static void state_group_rows(struct tp_gnn_features *f,
-			     const struct tp_prior_state *st,
 			     const struct tp_plan *p)
 {
 	for (uint32_t k = 0; k < f->K; k++) {
 		float *r = tp_gnn_graph_group_row(&f->g, k);
-		r[TP_GNN_GROUP_DECIDED] =
-			st->decided && st->decided[k] ? 1.0f : 0.0f;
-		r[TP_GNN_GROUP_CURRENT] = st->level == k + 1 ? 1.0f : 0.0f;
+		r[TP_GNN_GROUP_DECIDED] = 0;
+		r[TP_GNN_GROUP_CURRENT] = 0;
 		if (p->groups.n) {
 			const struct tp_plan_group *pg =
 				&p->groups.v[f->g_pg.v[k]];
@@ -1327,7 +1327,7 @@ enum tp_status tp_gnn_features_state(struct tp_gnn_features *f,
 	if ((s = state_groups(f, p, err)))
 		return s;
 	max_load = state_loads(f, p);
-	state_group_rows(f, st, p);
+	state_group_rows(f, p);
 	sum_mem = state_device_rows(f, rep, max_load);
 	state_edges(f, p);
 	state_global(f, st, p, sum_mem);

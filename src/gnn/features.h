@@ -96,8 +96,14 @@ enum tp_gnn_group_slot {
 	TP_GNN_GROUP_SPLITS,      /* splits under tensor parallelism */
 	TP_GNN_GROUP_TP_UNITS,    /* log2(tp units) / 7 */
 	/* the partial plan (refreshed per state) */
+	/* DECIDED and CURRENT (decided in the state; the group being
+	   decided) are 0 since 2026-12-06, slots kept: the node and edge
+	   features are then the plan's alone, so the states of one plan at
+	   different levels share a pass through the network's encoders and
+	   layers (net.h body cache); the policy head still reads the
+	   decided group's node */
 	TP_GNN_GROUP_DECIDED,
-	TP_GNN_GROUP_CURRENT,     /* the group being decided now */
+	TP_GNN_GROUP_CURRENT,
 	TP_GNN_GROUP_DEVICES,     /* devices / all devices */
 	TP_GNN_GROUP_DP,          /* log2(dp) / log2(devices) */
 	TP_GNN_GROUP_TP,          /* log2(tp) / 3 */

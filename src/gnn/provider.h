@@ -10,7 +10,9 @@
  *
  * evaluate() builds the input graph of the state (features.h; static
  * features are cached per search thread and rebuilt when the model,
- * cluster or groups change), runs one forward pass and returns the
+ * cluster or groups change), runs one forward pass (its encoders and
+ * message-passing layers from the scratch's body cache, net.h, when a
+ * state of the same plan was just asked about) and returns the
  * softmax over the candidate actions as priors, and, when the state asks
  * for them (tp_prior_state.gains), each action's predicted gain.
  *
@@ -37,11 +39,11 @@
 #include "core/prior.h"
 #include "net.h"
 
-/* The weights files `tagplan plan` loads by default, under the data
- * directory (io.h tp_data_path): an ensemble of two networks trained
- * alike on 1,200 and 2,400 games (Makefile, `make weights`; README,
- * "Ensemble"). */
-#define TP_GNN_DEFAULT_WEIGHTS "tagplan.weights,tagplan-2.weights"
+/* The weights `tagplan plan` loads by default, under the data directory
+ * (io.h tp_data_path): one network (Makefile, `make weights`; README,
+ * "Training").  Until 2026-12-06 an ensemble of two ("Ensemble"); a list
+ * here is still read as one (up to TP_GNN_MAX_MEMBERS). */
+#define TP_GNN_DEFAULT_WEIGHTS "tagplan.weights"
 #define TP_GNN_MAX_MEMBERS 4
 
 struct tp_gnn_prior;
