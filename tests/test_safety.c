@@ -793,7 +793,10 @@ static double cpu_so_far(pid_t pid)
  * keeps the limit (it covers loading too), and SIGINT during the early
  * phases ends it at once.  The bounds are on the child's CPU time, which
  * a loaded machine cannot inflate (the limit is wall time, so a starved
- * run uses less CPU, not more); the regressions used 20 s of it. */
+ * run uses less CPU, not more); the regressions used 20 s of it.  After
+ * SIGINT the child may still be in an early phase that a starved run
+ * reaches late (loading the 50,000 ops takes about 2 s of CPU under the
+ * sanitizers), hence 5 s there. */
 START_TEST(test_limit_covers_every_phase)
 {
 	const char *dir = tp_test_tmpdir();
@@ -823,7 +826,7 @@ START_TEST(test_limit_covers_every_phase)
 	kill(pid, SIGINT);
 	code = wait_at_most(pid, 40, &cpu);
 	ck_assert_msg(code == 130, "exit %d after SIGINT", code);
-	ck_assert_msg(cpu - before < 2, "%.1f s of CPU after SIGINT",
+	ck_assert_msg(cpu - before < 5, "%.1f s of CPU after SIGINT",
 		      cpu - before);
 }
 END_TEST
