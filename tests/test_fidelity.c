@@ -4,7 +4,8 @@
  * figure: the GEMM half-efficiency point at the kernel's own peak, batch
  * norm's three passes, gradients reduced in fp32, FlashAttention-2 class
  * attention on Hopper, GEMM efficiency by shape, NCCL's ring order inside
- * a node, Megatron-Core's fp32 gradient buffer.
+ * a node, Megatron-Core's fp32 gradient buffer, cuDNN's Winograd
+ * convolutions.
  */
 #include <check.h>
 #include <math.h>
@@ -443,6 +444,91 @@ START_TEST(test_fid_grad_buffer_profiles)
 }
 END_TEST
 
+/* cuDNN's Winograd for stride-1 3x3 convolutions on CUDA cores (runtime
+ * winograd): F(2x2, 3x3), 1/2.25 of the FLOP.  ResNet-50's layer1 3x3
+ * convolution (64 -> 64 channels, 56 x 56) in fp32 on the toy (fp32
+ * 10 TFLOP/s, memory 1 TB/s): F = 2 x 56 x 56 x 64 x 64 x 9 =
+ * 231,211,008 FLOP forward, 2F backward, compute-bound (its 3.2 MB of
+ * activations take 3.2 us); with Winograd the iteration is shorter by
+ * 3F / 10e12 x (1 - 1/2.25) = 69.363 us x 0.5556 = 38.535 us.  The same
+ * filter at stride 2 (input 112 x 112: k / c = 2.25), a 1 x 1 filter, and
+ * the 3x3 filter in bf16 (tensor cores) do not change. */
+static double conv_run(bool winograd, double kernel, double in_scale,
+		       enum tp_dtype dtype)
+{
+	struct tp_device_type t = tp_test_toy_type("toy");
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_strategy s;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_sim_options o;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *sc;
+	struct tp_error err;
+	struct tp_op in = tp_op_default(), cv = tp_op_default();
+	double e = tp_dtype_bytes(dtype), px = 56.0 * 56.0, iter;
+	uint32_t a, b;
+
+	tp_model_init(&m);
+	m.global_batch = 1;
+	m.dtype = dtype;
+	m.optimizer = TP_OPT_SGD;
+	in.name = "input";
+	in.kind = TP_OP_INPUT;
+	in.out_bytes = e * 64 * px * in_scale;
+	cv.name = "conv";
+	cv.kind = TP_OP_CONV;
+	cv.layer = 0;
+	cv.param_bytes = e * 64 * 64 * kernel;
+	cv.flop = 2 * px * 64 * 64 * kernel;
+	cv.backward_flop = 2 * cv.flop;
+	cv.out_bytes = e * 64 * px;
+	cv.mem_bytes = in.out_bytes + cv.out_bytes;
+	ck_assert_int_eq(tp_model_add_op(&m, &in, &a, &err), TP_OK);
+	ck_assert_int_eq(tp_model_add_op(&m, &cv, &b, &err), TP_OK);
+	ck_assert_int_eq(tp_model_add_edge(&m, a, b, in.out_bytes, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_model_finalize(&m, &err), TP_OK);
+	tp_test_toy_node(&c, &t, 1);
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_strategy_parse("dp=1,mb=1", &s, &err), TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&s, &m, &c, &p, &err), TP_OK);
+	tp_sim_options_default(&o);
+	o.params.gemm_sustained = 1;
+	o.params.winograd = winograd;
+	sim = tp_sim_new(&m, &c, &o, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	sc = tp_sim_scratch_new(sim);
+	ck_assert_ptr_nonnull(sc);
+	tp_report_init(&r);
+	ck_assert_int_eq(tp_sim_run(sim, &p, sc, &r, NULL, &err), TP_OK);
+	iter = r.iteration_time_s;
+	tp_report_release(&r);
+	tp_sim_scratch_free(sc);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+	return iter;
+}
+
+START_TEST(test_fid_winograd)
+{
+	double gain = 3 * 231211008.0 / 10e12 * (1 - 1 / 2.25);
+
+	ck_assert_double_eq_tol(conv_run(false, 9, 1, TP_DTYPE_FP32) -
+					conv_run(true, 9, 1, TP_DTYPE_FP32),
+				gain, 1e-9);
+	ck_assert(conv_run(false, 9, 4, TP_DTYPE_FP32) ==
+		  conv_run(true, 9, 4, TP_DTYPE_FP32));
+	ck_assert(conv_run(false, 1, 1, TP_DTYPE_FP32) ==
+		  conv_run(true, 1, 1, TP_DTYPE_FP32));
+	ck_assert(conv_run(false, 9, 1, TP_DTYPE_BF16) ==
+		  conv_run(true, 9, 1, TP_DTYPE_BF16));
+}
+END_TEST
+
 Suite *suite_fidelity(void)
 {
 	Suite *s = suite_create("fidelity");
@@ -458,6 +544,7 @@ Suite *suite_fidelity(void)
 	tcase_add_test(tc, test_fid_ring_order);
 	tcase_add_test(tc, test_fid_grad_buffer_fp32);
 	tcase_add_test(tc, test_fid_grad_buffer_profiles);
+	tcase_add_test(tc, test_fid_winograd);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -85,6 +85,9 @@ struct tp_runtime_behaviour {
 				     the pipeline flush) */
 	double grad_bucket_bytes; /* its bucket (0 = the simulator's) */
 	enum tp_grad_reduce grad_reduce;
+	bool winograd;            /* cuDNN picks Winograd for stride-1 3x3
+				     fp32 convolutions on CUDA cores
+				     (optional; absent: off) */
 	enum tp_grad_reduce grad_buffer; /* the dtype of the gradient buffer
 				     held in memory (optional; absent: the
 				     model's): Megatron-Core's fp32

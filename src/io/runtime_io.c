@@ -31,7 +31,7 @@ static const char *const behaviour_fields[] = {
 	"grad_reduce", "p2p_async", "tp_overlap", "fused_attention", "tf32",
 	"expert_imbalance", "hopper_attention_efficiency", "prefetch_depth",
 	"gemm_shape_half", "ep_node_forward", "ep_dispatch_fp8", "ep_overlap",
-	"comm_sm_share", "cp_comm", "grad_buffer", NULL};
+	"comm_sm_share", "cp_comm", "grad_buffer", "winograd", NULL};
 static const char *const can_fields[] = {
 	"launcher", "tensor_parallel", "pipeline_parallel",
 	"sequence_parallel", "per_stage_degrees", "uneven_shares",
@@ -131,7 +131,8 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 	    (st = tp_jget_enum(j, v, "cp_comm", false, parse_cp_comm,
 			       "p2p | all_gather", 0, &cpc)) ||
 	    (st = tp_jget_enum(j, v, "grad_buffer", false, parse_grad_reduce,
-			       "model | fp32", TP_GRAD_REDUCE_MODEL, &gb)))
+			       "model | fp32", TP_GRAD_REDUCE_MODEL, &gb)) ||
+	    (st = tp_jget_bool(j, v, "winograd", false, false, &b->winograd)))
 		return st;
 	b->cp_all_gather = cpc == 1;
 	b->grad_buffer = (enum tp_grad_reduce)gb;
@@ -343,7 +344,8 @@ static enum tp_status check_sources(struct tp_jctx *j,
 				       !strncmp(*f, "ep_", 3) ||
 				       !strcmp(*f, "comm_sm_share") ||
 				       !strcmp(*f, "cp_comm") ||
-				       !strcmp(*f, "grad_buffer")) &&
+				       !strcmp(*f, "grad_buffer") ||
+				       !strcmp(*f, "winograd")) &&
 			    !tp_json_get(tp_json_get(root, "behaviour"), *f))
 				continue;
 			old = tp_jctx_push_key(j, "sources");

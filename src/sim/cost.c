@@ -65,6 +65,32 @@ static double op_saved_bytes(const struct tp_sim *sim, uint32_t o)
 	return op->saved_bytes;
 }
 
+/* cuDNN's Winograd convolution (runtime behaviour winograd): a stride-1
+ * 3 x 3 convolution running on CUDA cores (its dtype's GEMM rate is the
+ * vector rate: fp32 without TF32) does 1 / TP_SIM_WINOGRAD_GAIN of its
+ * FLOP.  The kernel is not on the op: per output pixel (tokens = flop /
+ * (2 params)) it reads k = params / n inputs, n = outputs per pixel; its
+ * input holds c = bytes in / (bytes per element x pixels) channels per
+ * output pixel, so k / c = kh x kw for stride 1 (a stride-2 op's input
+ * has 4 x the pixels: k / c = 2.25, not 9). */
+static bool winograd_conv(const struct tp_sim *sim, uint32_t o, uint32_t ty)
+{
+	const struct tp_op *op = &sim->m->ops.v[o];
+	const struct tp_cost_device *d = &sim->dev[ty];
+	double B = d->elem_bytes, P, tok, n, c;
+
+	if (!sim->o.params.winograd || op->kind != TP_OP_CONV ||
+	    !(op->param_bytes > 0) || !(op->flop > 0) ||
+	    !(op->out_bytes > 0) || !(sim->in_bytes[o] > 0) || !(B > 0) ||
+	    d->peak > d->peak_vec)
+		return false;
+	P = op->param_bytes / B;
+	tok = op->flop / (2 * P);
+	n = op->out_bytes / B / tok;
+	c = sim->in_bytes[o] / B / tok;
+	return fabs(P / n / c - 9) < 0.05;
+}
+
 /* Forward and backward seconds of op on type ty for `samples` samples in
  * a lane of tp ranks, FLOP and activations divided by div, weights by
  * wdiv: the model's profile table for the type (core/profile.h; *pa
@@ -91,6 +117,16 @@ static void op_times(const struct tp_sim *sim, uint32_t o, uint32_t ty,
 	if (op->kind == TP_OP_ATTENTION && sim->o.params.fused_attention) {
 		fused_attention_s(sim, o, ty, samples, div, wdiv,
 				  &pa->forward_s, &pa->backward_s);
+		return;
+	}
+	if (winograd_conv(sim, o, ty)) {
+		struct tp_op w = *op;
+		w.flop /= TP_SIM_WINOGRAD_GAIN;
+		w.backward_flop /= TP_SIM_WINOGRAD_GAIN;
+		op = &w;
+		tp_cost_op_s(&sim->dev[ty], op, samples, div, wdiv,
+			     sim->o.params.backward_mem_factor,
+			     &pa->forward_s, &pa->backward_s);
 		return;
 	}
 	tp_cost_op_s(&sim->dev[ty], op, samples, div, wdiv,
