@@ -185,7 +185,9 @@ static int bench_mincut(void)
 	for (uint32_t i = 0; i < n; i++)
 		ops[i] = i;
 	if (!ops || !x ||
-	    tp_plan_add_group(&p, ops, n, devs, 4, 4, 1, NULL, NULL, &err))
+	    tp_plan_add_group_degrees(&p, ops, n, devs, 4,
+				      &(struct tp_plan_degrees){4, 1, 1}, NULL,
+				      &err))
 		goto out;
 	sfb = tp_sfb_new(&m, &c, NULL, &err);
 	s = sfb ? tp_sfb_scratch_new(sfb) : NULL;

@@ -448,9 +448,11 @@ static void dp_plan(struct tp_plan *p, const struct tp_model *m,
 		ops[i] = i;
 	for (uint32_t d = 0; d < n; d++)
 		devs[d] = d;
-	ck_assert_int_eq(tp_plan_add_group(p, ops, (uint32_t)m->ops.n, devs, n,
-					   n, 1, NULL, &idx, &err),
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+			     p, ops, (uint32_t)m->ops.n, devs, n,
+			     &(struct tp_plan_degrees){n, 1, 1}, NULL, &err),
 			 TP_OK);
+	idx = (uint32_t)p->groups.n - 1;
 	p->groups.v[idx].sync = sync;
 }
 
@@ -622,19 +624,22 @@ START_TEST(test_sfb_eligibility)
 		tp_plan_init(&p);
 		p.global_batch = 64;
 		if (v == 0) /* tp = 2 */
-			ck_assert_int_eq(tp_plan_add_group(&p, ops, 5, devs, 2,
-							   1, 2, NULL, NULL,
-							   &err),
+			ck_assert_int_eq(tp_plan_add_group_degrees(
+					     &p, ops, 5, devs, 2,
+					     &(struct tp_plan_degrees){1, 1, 2},
+					     NULL, &err),
 					 TP_OK);
 		else if (v == 1) /* one device */
-			ck_assert_int_eq(tp_plan_add_group(&p, ops, 5, devs, 1,
-							   1, 1, NULL, NULL,
-							   &err),
+			ck_assert_int_eq(tp_plan_add_group_degrees(
+					     &p, ops, 5, devs, 1,
+					     &(struct tp_plan_degrees){1, 1, 1},
+					     NULL, &err),
 					 TP_OK);
 		else
-			ck_assert_int_eq(tp_plan_add_group(&p, ops, 5, devs, 2,
-							   2, 1, NULL, NULL,
-							   &err),
+			ck_assert_int_eq(tp_plan_add_group_degrees(
+					     &p, ops, 5, devs, 2,
+					     &(struct tp_plan_degrees){2, 1, 1},
+					     NULL, &err),
 					 TP_OK);
 		if (v == 2)
 			p.groups.v[0].sync = TP_SYNC_PS;
@@ -893,9 +898,12 @@ static void random_case(struct tp_rng *rng, struct tp_model *m,
 			sum += sh[r] = 0.5 + tp_rng_uniform(rng);
 		for (uint32_t r = 0; r < nd; r++)
 			sh[r] /= sum;
-		ck_assert_int_eq(tp_plan_add_group(p, ops + first, cnt, devs,
-						   nd, nd, 1, sh, &idx, &err),
+		ck_assert_int_eq(tp_plan_add_group_degrees(
+				     p, ops + first, cnt, devs, nd,
+				     &(struct tp_plan_degrees){nd, 1, 1}, sh,
+				     &err),
 				 TP_OK);
+		idx = (uint32_t)p->groups.n - 1;
 		p->groups.v[idx].sync = tp_rng_below(rng, 2)
 						? TP_SYNC_RING
 						: TP_SYNC_HIERARCHICAL;

@@ -126,8 +126,10 @@ static double dp_pairs(const struct tp_model *m, const struct tp_cluster *c,
 	p.micro_batches = 1;
 	p.compression = TP_COMPRESSION_OFF;
 	for (uint32_t k = 0; k < 2; k++)
-		ck_assert_int_eq(tp_plan_add_group(&p, &k, 1, devs + 2 * k, 2,
-						   2, 1, NULL, NULL, &err),
+		ck_assert_int_eq(tp_plan_add_group_degrees(
+				     &p, &k, 1, devs + 2 * k, 2,
+				     &(struct tp_plan_degrees){2, 1, 1}, NULL,
+				     &err),
 				 TP_OK);
 	return sim_time(m, c, &p);
 }

@@ -223,8 +223,9 @@ START_TEST(test_plan_validate)
 	ck_assert_int_eq(tp_cluster_finalize(&c, NULL), TP_OK);
 	tp_plan_init(&p);
 	p.global_batch = 8;
-	ck_assert_int_eq(tp_plan_add_group(&p, ops, 5, devs, 4, 4, 1, uneven,
-					   NULL, &err),
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+			     &p, ops, 5, devs, 4,
+			     &(struct tp_plan_degrees){4, 1, 1}, uneven, &err),
 			 TP_OK);
 	ck_assert_int_eq(tp_plan_validate(&p, &m, &c, &err), TP_OK);
 	p.micro_batches = 2; /* 4 samples per micro-batch: 0.5 sample */
@@ -232,8 +233,9 @@ START_TEST(test_plan_validate)
 	ck_assert_str_eq(err.path, "$.groups[0].shares[2]");
 	p.micro_batches = 1;
 	tp_plan_clear(&p);
-	ck_assert_int_eq(tp_plan_add_group(&p, ops, 4, devs, 4, 4, 1, NULL,
-					   NULL, &err),
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+			     &p, ops, 4, devs, 4,
+			     &(struct tp_plan_degrees){4, 1, 1}, NULL, &err),
 			 TP_OK);
 	ck_assert_int_eq(tp_plan_validate(&p, &m, &c, &err), TP_EINPUT);
 	ck_assert_ptr_nonnull(strstr(err.msg, "op \"op4\" is in no group"));

@@ -171,8 +171,9 @@ START_TEST(test_cost_unset_fields_agree)
 	tp_plan_init(&p);
 	p.global_batch = m.global_batch;
 	p.micro_batches = 2;
-	ck_assert_int_eq(tp_plan_add_group(&p, ops, 3, devs, 2, 2, 1, NULL,
-					   NULL, &err),
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+			     &p, ops, 3, devs, 2,
+			     &(struct tp_plan_degrees){2, 1, 1}, NULL, &err),
 			 TP_OK);
 	sb = tp_sim_new(&m, &cb, NULL, &err);
 	sf = tp_sim_new(&m, &cf, NULL, &err);

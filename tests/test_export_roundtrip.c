@@ -440,11 +440,13 @@ static void rebuild(const struct readback *rb, const struct tp_model *m,
 			    (uint32_t)(rb->rank_dev[r] >= 0 ? rb->rank_dev[r]
 							    : r);
 		}
-		ck_assert_int_eq(
-		    tp_plan_add_group(p, ops, n, devs, (uint32_t)per_stage,
-				      (uint32_t)rb->dp, (uint32_t)rb->tp, NULL,
-				      &g, &err),
-		    TP_OK);
+		ck_assert_int_eq(tp_plan_add_group_degrees(
+				     p, ops, n, devs, (uint32_t)per_stage,
+				     &(struct tp_plan_degrees){
+					 (uint32_t)rb->dp, 1, (uint32_t)rb->tp},
+				     NULL, &err),
+				 TP_OK);
+		g = (uint32_t)p->groups.n - 1;
 		p->groups.v[g].recompute = rb->recompute;
 		p->groups.v[g].sp = rb->sp && rb->tp > 1;
 		p->groups.v[g].sync = tp_runtime_sync(
@@ -743,13 +745,16 @@ START_TEST(test_roundtrip_megatron_layouts)
 					if (g != 0 ||
 					    m.ops.v[og[i]].layer != last)
 						ops[n++] = og[i];
-				ck_assert_int_eq(
-				    tp_plan_add_group(
-					&q, ops, n, tp_plan_group_devs(&p, g),
-					p.groups.v[g].n_devices,
-					p.groups.v[g].dp, p.groups.v[g].tp,
-					NULL, &idx, &err),
-				    TP_OK);
+				ck_assert_int_eq(tp_plan_add_group_degrees(
+						     &q, ops, n,
+						     tp_plan_group_devs(&p, g),
+						     p.groups.v[g].n_devices,
+						     &(struct tp_plan_degrees){
+							 p.groups.v[g].dp, 1,
+							 p.groups.v[g].tp},
+						     NULL, &err),
+						 TP_OK);
+				idx = (uint32_t)q.groups.n - 1;
 				q.groups.v[idx].sync = p.groups.v[g].sync;
 				q.groups.v[idx].recompute =
 				    p.groups.v[g].recompute;

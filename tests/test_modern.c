@@ -72,8 +72,9 @@ static void run_single(const struct tp_model *m, const struct tp_cluster *c,
 	tp_plan_init(&p);
 	p.global_batch = m->global_batch;
 	p.micro_batches = 1;
-	ck_assert_int_eq(tp_plan_add_group(&p, ops, (uint32_t)m->ops.n, &dev, 1,
-					   1, 1, NULL, NULL, NULL),
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+			     &p, ops, (uint32_t)m->ops.n, &dev, 1,
+			     &(struct tp_plan_degrees){1, 1, 1}, NULL, NULL),
 			 TP_OK);
 	tp_sim_options_default(&o);
 	o.params.gemm_sustained = 1;

@@ -160,13 +160,19 @@ START_TEST(test_ep_validate)
 		tp_plan_init(&q);
 		q.global_batch = p.global_batch;
 		q.micro_batches = p.micro_batches;
-		ck_assert_int_eq(tp_plan_add_group(&q, a, n, devs, 8, 8, 1,
-						   NULL, &g, &err),
+		ck_assert_int_eq(tp_plan_add_group_degrees(
+				     &q, a, n, devs, 8,
+				     &(struct tp_plan_degrees){8, 1, 1}, NULL,
+				     &err),
 				 TP_OK);
+		g = (uint32_t)q.groups.n - 1;
 		q.groups.v[g].ep = 4;
-		ck_assert_int_eq(tp_plan_add_group(&q, b, moved, devs, 8, 8, 1,
-						   NULL, &g, &err),
+		ck_assert_int_eq(tp_plan_add_group_degrees(
+				     &q, b, moved, devs, 8,
+				     &(struct tp_plan_degrees){8, 1, 1}, NULL,
+				     &err),
 				 TP_OK);
+		g = (uint32_t)q.groups.n - 1;
 		ck_assert_int_eq(tp_plan_validate(&q, &m, &c, &err), TP_EINPUT);
 		ck_assert_str_eq(err.path, "$.groups[0].ep");
 		ck_assert_msg(strstr(err.msg, "6 routed experts of layer 31"),

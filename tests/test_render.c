@@ -176,8 +176,10 @@ static void make_3d_plan(struct tp_plan *p, const struct tp_model *m,
 			ops[i - lo] = m->topo[i];
 		for (uint32_t i = 0; i < per; i++)
 			devs[i] = s * per + i;
-		ck_assert_int_eq(tp_plan_add_group(p, ops, hi - lo, devs, per,
-						   dp, tp, NULL, NULL, &err),
+		ck_assert_int_eq(tp_plan_add_group_degrees(
+				     p, ops, hi - lo, devs, per,
+				     &(struct tp_plan_degrees){dp, 1, tp}, NULL,
+				     &err),
 				 TP_OK);
 	}
 	free(devs);
@@ -955,8 +957,10 @@ START_TEST(test_export_interleaved)
 		}
 		for (uint32_t i = 0; i < per; i++)
 			devs[i] = (ch % 2) * per + i;
-		ck_assert_int_eq(tp_plan_add_group(&p, ops, n, devs, per, 2, 2,
-						   NULL, NULL, &err),
+		ck_assert_int_eq(tp_plan_add_group_degrees(
+				     &p, ops, n, devs, per,
+				     &(struct tp_plan_degrees){2, 1, 2}, NULL,
+				     &err),
 				 TP_OK);
 	}
 	tp_strbuf_init(&sb);
@@ -1038,11 +1042,15 @@ START_TEST(test_export_refuses_heterogeneous)
 			else
 				b[nb++] = o;
 		}
-		ck_assert_int_eq(tp_plan_add_group(&p, a, na, d0, 4, 4, 1, NULL,
-						   NULL, &err),
+		ck_assert_int_eq(tp_plan_add_group_degrees(
+				     &p, a, na, d0, 4,
+				     &(struct tp_plan_degrees){4, 1, 1}, NULL,
+				     &err),
 				 TP_OK);
-		ck_assert_int_eq(tp_plan_add_group(&p, b, nb, d1, 4, 4, 1, NULL,
-						   NULL, &err),
+		ck_assert_int_eq(tp_plan_add_group_degrees(
+				     &p, b, nb, d1, 4,
+				     &(struct tp_plan_degrees){4, 1, 1}, NULL,
+				     &err),
 				 TP_OK);
 	}
 	tp_strbuf_reset(&sb);

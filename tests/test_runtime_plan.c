@@ -218,13 +218,15 @@ START_TEST(test_plan_check_layouts)
 		q.micro_batches = p.micro_batches;
 		q.schedule = p.schedule;
 		q.virtual_stages = 1;
-		ck_assert_int_eq(tp_plan_add_group(&q, o0, keep,
-						   tp_plan_group_devs(&p, 0), 8,
-						   1, 8, NULL, NULL, NULL),
+		ck_assert_int_eq(tp_plan_add_group_degrees(
+				     &q, o0, keep, tp_plan_group_devs(&p, 0), 8,
+				     &(struct tp_plan_degrees){1, 1, 8}, NULL,
+				     NULL),
 				 TP_OK);
-		ck_assert_int_eq(tp_plan_add_group(&q, o1, n1,
-						   tp_plan_group_devs(&p, 1), 8,
-						   1, 8, NULL, NULL, NULL),
+		ck_assert_int_eq(tp_plan_add_group_degrees(
+				     &q, o1, n1, tp_plan_group_devs(&p, 1), 8,
+				     &(struct tp_plan_degrees){1, 1, 8}, NULL,
+				     NULL),
 				 TP_OK);
 		ck_assert_int_eq(tp_plan_validate(&q, &m, &c, NULL), TP_OK);
 		ck_assert_uint_gt(moved, 0);

@@ -62,8 +62,10 @@ static void pipeline(const struct tp_model *m, uint32_t p,
 	pl.micro_batches = (uint32_t)m->global_batch;
 	pl.schedule = sched;
 	for (uint32_t k = 0; k < p; k++)
-		ck_assert_int_eq(tp_plan_add_group(&pl, &k, 1, &k, 1, 1, 1, NULL,
-						   NULL, NULL),
+		ck_assert_int_eq(tp_plan_add_group_degrees(
+				     &pl, &k, 1, &k, 1,
+				     &(struct tp_plan_degrees){1, 1, 1}, NULL,
+				     NULL),
 				 TP_OK);
 	tp_sim_options_default(&o);
 	o.params.p2p_latency_s = 0;
@@ -537,8 +539,9 @@ static void zero3_run(int depth, bool overlap, struct tp_report *r)
 	pl.global_batch = 2;
 	pl.micro_batches = 1;
 	pl.zero = 3;
-	ck_assert_int_eq(tp_plan_add_group(&pl, ops, 4, devs, 2, 2, 1, NULL,
-					   NULL, NULL),
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+			     &pl, ops, 4, devs, 2,
+			     &(struct tp_plan_degrees){2, 1, 1}, NULL, NULL),
 			 TP_OK);
 	tp_sim_options_default(&o);
 	o.params.p2p_latency_s = 0;

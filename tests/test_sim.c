@@ -116,8 +116,9 @@ START_TEST(test_single_device_roofline)
 	tp_plan_init(&p);
 	p.global_batch = 8;
 	p.micro_batches = 1;
-	ck_assert_int_eq(tp_plan_add_group(&p, ops, 4, &dev, 1, 1, 1, NULL,
-					   NULL, NULL),
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+			     &p, ops, 4, &dev, 1,
+			     &(struct tp_plan_degrees){1, 1, 1}, NULL, NULL),
 			 TP_OK);
 	sim = new_sim(&m, &c, false);
 	tp_report_init(&r);
@@ -159,8 +160,9 @@ static void plain_plan(struct tp_plan *p, const struct tp_model *m,
 	p->global_batch = m->global_batch;
 	p->micro_batches = micro;
 	p->zero = zero;
-	ck_assert_int_eq(tp_plan_add_group(p, ops, (uint32_t)m->ops.n, devs,
-					   dp * tp, dp, tp, NULL, NULL, NULL),
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+			     p, ops, (uint32_t)m->ops.n, devs, dp * tp,
+			     &(struct tp_plan_degrees){dp, 1, tp}, NULL, NULL),
 			 TP_OK);
 	p->groups.v[0].sync = sync;
 }
@@ -454,8 +456,10 @@ static double pipeline_time(enum tp_schedule sched, uint32_t p, uint32_t V,
 	pl.virtual_stages = V;
 	for (uint32_t k = 0; k < p * V; k++) {
 		uint32_t dev = k % p;
-		ck_assert_int_eq(tp_plan_add_group(&pl, &k, 1, &dev, 1, 1, 1,
-						   NULL, NULL, NULL),
+		ck_assert_int_eq(tp_plan_add_group_degrees(
+				     &pl, &k, 1, &dev, 1,
+				     &(struct tp_plan_degrees){1, 1, 1}, NULL,
+				     NULL),
 				 TP_OK);
 	}
 	sim = new_sim(&m, &c, false);
@@ -621,8 +625,10 @@ static void inflight(enum tp_schedule sched, uint32_t p, uint32_t V,
 	pl.virtual_stages = V;
 	for (uint32_t k = 0; k < p * V; k++) {
 		uint32_t dev = k % p;
-		ck_assert_int_eq(tp_plan_add_group(&pl, &k, 1, &dev, 1, 1, 1,
-						   NULL, NULL, NULL),
+		ck_assert_int_eq(tp_plan_add_group_degrees(
+				     &pl, &k, 1, &dev, 1,
+				     &(struct tp_plan_degrees){1, 1, 1}, NULL,
+				     NULL),
 				 TP_OK);
 	}
 	sim = new_sim(&m, &c, false);
@@ -697,8 +703,9 @@ START_TEST(test_heterogeneous_replicas)
 	tp_plan_init(&p);
 	p.global_batch = 6;
 	p.micro_batches = 1;
-	ck_assert_int_eq(tp_plan_add_group(&p, ops, 1, devs, 2, 2, 1, shares,
-					   NULL, NULL),
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+			     &p, ops, 1, devs, 2,
+			     &(struct tp_plan_degrees){2, 1, 1}, shares, NULL),
 			 TP_OK);
 	tp_report_init(&r);
 	run(sim, &p, &r);
@@ -1243,10 +1250,11 @@ START_TEST(test_random_plans)
 				sum += (sh[k] = 1 + (double)tp_rng_below(&rng, 3));
 			for (uint32_t k = 0; k < dp; k++)
 				sh[k] /= sum;
-			ck_assert_int_eq(tp_plan_add_group(&p, ops, n_ops, devs,
-							   nd, dp, tp, sh, NULL,
-							   NULL),
-					 TP_OK);
+			ck_assert_int_eq(
+			    tp_plan_add_group_degrees(
+				&p, ops, n_ops, devs, nd,
+				&(struct tp_plan_degrees){dp, 1, tp}, sh, NULL),
+			    TP_OK);
 			p.groups.v[g].sync = (enum tp_sync)tp_rng_below(&rng, 3);
 			p.groups.v[g].recompute =
 				(enum tp_recompute)tp_rng_below(&rng, 3);
@@ -1333,8 +1341,10 @@ static void random_plan(struct tp_rng *rng, struct tp_plan *p)
 			sum += (sh[k] = 1 + (double)tp_rng_below(rng, 3));
 		for (uint32_t k = 0; k < dp; k++)
 			sh[k] /= sum;
-		ck_assert_int_eq(tp_plan_add_group(p, ops, n_ops, devs, nd, dp,
-						   tp, sh, NULL, NULL),
+		ck_assert_int_eq(tp_plan_add_group_degrees(
+				     p, ops, n_ops, devs, nd,
+				     &(struct tp_plan_degrees){dp, 1, tp}, sh,
+				     NULL),
 				 TP_OK);
 		p->groups.v[g].sync = (enum tp_sync)tp_rng_below(rng, 3);
 		p->groups.v[g].recompute = (enum tp_recompute)tp_rng_below(rng, 3);
@@ -1506,10 +1516,11 @@ START_TEST(test_reuse_heterogeneous)
 				sh[tp_rng_below(&rng, nd)] += 1;
 			for (uint32_t k = 0; k < nd; k++)
 				sh[k] /= mb;
-			ck_assert_int_eq(tp_plan_add_group(&p, m.topo + first,
-							   cnt, devs, nd, nd, 1,
-							   sh, NULL, NULL),
-					 TP_OK);
+			ck_assert_int_eq(
+			    tp_plan_add_group_degrees(
+				&p, m.topo + first, cnt, devs, nd,
+				&(struct tp_plan_degrees){nd, 1, 1}, sh, NULL),
+			    TP_OK);
 			first += cnt;
 		}
 		st = tp_sim_run(sim, &p, reused, &r1, NULL, &err);

@@ -97,21 +97,6 @@ nomem:
 	return tp_error_set(err, TP_ENOMEM, "out of memory");
 }
 
-enum tp_status tp_plan_add_group(struct tp_plan *p, const uint32_t *ops,
-				 uint32_t n_ops, const uint32_t *devs,
-				 uint32_t n_devs, uint32_t dp, uint32_t tp,
-				 const double *shares, uint32_t *index,
-				 struct tp_error *err)
-{
-	struct tp_plan_degrees deg = {dp, 1, tp};
-	enum tp_status st = tp_plan_add_group_degrees(p, ops, n_ops, devs,
-						      n_devs, &deg, shares, err);
-
-	if (!st && index)
-		*index = (uint32_t)p->groups.n - 1;
-	return st;
-}
-
 /* Append a group of the given degrees (not checked against n_devs). */
 static enum tp_status push_group(struct tp_plan *p, const uint32_t *ops,
 				 uint32_t n_ops, const uint32_t *devs,

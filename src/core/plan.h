@@ -246,25 +246,16 @@ void tp_plan_clear(struct tp_plan *p);
 enum tp_status tp_plan_copy(struct tp_plan *dst, const struct tp_plan *src,
 			    struct tp_error *err);
 
-/*
- * Append a group.  ops/devs are copied; shares may be NULL for an even
- * split.  dp * tp must equal n_devs.  Returns TP_OK and fills *index.
- */
-enum tp_status tp_plan_add_group(struct tp_plan *p, const uint32_t *ops,
-				 uint32_t n_ops, const uint32_t *devs,
-				 uint32_t n_devs, uint32_t dp, uint32_t tp,
-				 const double *shares, uint32_t *index,
-				 struct tp_error *err);
-
 /* A group's parallel degrees: devices = dp * cp * tp. */
 struct tp_plan_degrees {
 	uint32_t dp, cp, tp;
 };
 
 /*
- * tp_plan_add_group with a context-parallel degree: dp * cp * tp must
- * equal n_devs (devices in the order of the header comment), shares NULL
- * or dp entries.  The new group is the plan's last.
+ * Append a group.  ops/devs are copied; dp * cp * tp (deg) must equal
+ * n_devs (devices in the order of the header comment); shares NULL for
+ * an even split, else dp entries.  The new group is the plan's last
+ * (p->groups.n - 1).
  */
 enum tp_status tp_plan_add_group_degrees(struct tp_plan *p,
 					 const uint32_t *ops, uint32_t n_ops,
@@ -274,7 +265,7 @@ enum tp_status tp_plan_add_group_degrees(struct tp_plan *p,
 					 struct tp_error *err);
 
 /*
- * tp_plan_add_group for mixed tensor-parallel replicas: replica r holds
+ * tp_plan_add_group_degrees for mixed tensor-parallel replicas: replica r holds
  * rtp[r] consecutive devices of devs (sum = n_devs; each degree dividing
  * the largest), shares NULL (even) or n entries.  The new group is the
  * plan's last; its tp the largest degree; mixed only when the degrees

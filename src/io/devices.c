@@ -82,10 +82,10 @@ enum tp_status tp_io_read_device_type(struct tp_jctx *j,
 	}
 	t->builtin = !inline_type;
 	if ((st = tp_io_get_quantity(j, v, "memory_bytes", !has_base, TP_JNUM_POS,
-				 TP_IOQ_DEVICE_MEMORY, t->memory_bytes, &t->memory_bytes, NULL)) ||
+				 TP_IOQ_DEVICE_MEMORY, t->memory_bytes, &t->memory_bytes)) ||
 	    (st = tp_io_get_quantity(j, v, "memory_bandwidth_Bps", !has_base,
 				 TP_JNUM_POS, TP_IOQ_MEMORY_BANDWIDTH, t->memory_bw_Bps,
-				 &t->memory_bw_Bps, NULL)) ||
+				 &t->memory_bw_Bps)) ||
 	    (st = tp_jget_object(j, v, "peak_flops", !has_base, &pf)))
 		return st;
 	if (pf) {
@@ -95,17 +95,17 @@ enum tp_status tp_io_read_device_type(struct tp_jctx *j,
 		    (st =
 			 tp_io_get_quantity(j, pf, "fp32", !has_base, TP_JNUM_POS,
 					TP_IOQ_DEVICE_FLOPS, t->peak_flops[TP_DTYPE_FP32],
-					&t->peak_flops[TP_DTYPE_FP32], NULL)) ||
+					&t->peak_flops[TP_DTYPE_FP32])) ||
 		    (st =
 			 tp_io_get_quantity(j, pf, "fp16", false, TP_JNUM_NONNEG,
 					TP_IOQ_DEVICE_FLOPS, t->peak_flops[TP_DTYPE_FP16],
-					&t->peak_flops[TP_DTYPE_FP16], NULL)) ||
+					&t->peak_flops[TP_DTYPE_FP16])) ||
 		    (st = tp_io_get_quantity(j, pf, "bf16", false, TP_JNUM_NONNEG,
 					 TP_IOQ_DEVICE_FLOPS, t->peak_flops[TP_DTYPE_BF16],
-					 &t->peak_flops[TP_DTYPE_BF16], NULL)) ||
+					 &t->peak_flops[TP_DTYPE_BF16])) ||
 		    (st = tp_io_get_quantity(j, pf, "fp8", false, TP_JNUM_NONNEG,
 					 TP_IOQ_DEVICE_FLOPS, t->peak_flops[TP_DTYPE_FP8],
-					 &t->peak_flops[TP_DTYPE_FP8], NULL)))
+					 &t->peak_flops[TP_DTYPE_FP8])))
 			return st;
 		tp_jctx_pop(j, old);
 	}
@@ -114,16 +114,16 @@ enum tp_status tp_io_read_device_type(struct tp_jctx *j,
 				 &t->gemm_efficiency, NULL)) ||
 	    (st =
 		 tp_io_get_quantity(j, v, "gemm_half_flop", false, TP_JNUM_NONNEG,
-				TP_IOQ_GEMM_HALF_FLOP, t->gemm_half_flop, &t->gemm_half_flop, NULL)) ||
+				TP_IOQ_GEMM_HALF_FLOP, t->gemm_half_flop, &t->gemm_half_flop)) ||
 	    (st = tp_jget_number(j, v, "memory_efficiency", false,
 				 TP_JNUM_FRACTION, t->memory_efficiency,
 				 &t->memory_efficiency, NULL)) ||
 	    (st = tp_io_get_quantity(j, v, "kernel_overhead_s", false,
 				 TP_JNUM_NONNEG, TP_IOQ_KERNEL_OVERHEAD, t->kernel_overhead_s,
-				 &t->kernel_overhead_s, NULL)) ||
+				 &t->kernel_overhead_s)) ||
 	    (st =
 		 tp_io_get_quantity(j, v, "reserved_bytes", false, TP_JNUM_NONNEG,
-				TP_IOQ_RESERVED_BYTES, t->reserved_bytes, &t->reserved_bytes, NULL)) ||
+				TP_IOQ_RESERVED_BYTES, t->reserved_bytes, &t->reserved_bytes)) ||
 	    (st = tp_jget_bool(j, v, "nvls", false, t->nvls, &t->nvls)) ||
 	    (st = tp_jget_string(j, v, "source", false, 0, false,
 				 has_base ? NULL : "", &t->source)) ||

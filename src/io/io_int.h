@@ -100,7 +100,7 @@ bool tp_io_in_range(enum tp_io_quantity q, double v);
 enum tp_status tp_io_get_quantity(struct tp_jctx *j, const struct tp_json *obj,
 				  const char *key, bool required,
 				  enum tp_jnum rng, enum tp_io_quantity q,
-				  double def, double *out, bool *present);
+				  double def, double *out);
 /* The check alone, for a value read some other way (at jctx + key). */
 enum tp_status tp_io_check_quantity(struct tp_jctx *j, const char *key,
 				    enum tp_io_quantity q, double v);

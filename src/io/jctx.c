@@ -302,8 +302,7 @@ enum tp_status tp_jget_number(struct tp_jctx *j, const struct tp_json *obj,
 
 enum tp_status tp_jget_int(struct tp_jctx *j, const struct tp_json *obj,
 			   const char *key, bool required, int64_t min,
-			   int64_t max, int64_t def, int64_t *out,
-			   bool *present)
+			   int64_t max, int64_t def, int64_t *out)
 {
 	const struct tp_json *v = tp_json_get(obj, key);
 	char want[96], f[96];
@@ -314,8 +313,6 @@ enum tp_status tp_jget_int(struct tp_jctx *j, const struct tp_json *obj,
 	else
 		snprintf(want, sizeof(want), "an integer from %lld to %lld",
 			 (long long)min, (long long)max);
-	if (present)
-		*present = v != NULL;
 	if (!v) {
 		if (required)
 			return missing(j, key, want);

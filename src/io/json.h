@@ -126,17 +126,18 @@ enum tp_jnum {
 /*
  * Field getters: obj must be an object.  When the field is absent,
  * `required` makes it an error ("missing required field ..."), else *out
- * gets the default (and *present, where offered, false).  A present field
- * of the wrong type or range is an error naming the field's path and what
- * was expected (`what`, e.g. "FLOP per sample").
+ * gets the default (and tp_jget_number's *present, where offered,
+ * false; elsewhere, whether a field is there is tp_json_get(obj, key)
+ * != NULL).  A present field of the wrong type or range is an error
+ * naming the field's path and what was expected (`what`, e.g. "FLOP per
+ * sample").
  */
 enum tp_status tp_jget_number(struct tp_jctx *j, const struct tp_json *obj,
 			      const char *key, bool required, enum tp_jnum rng,
 			      double def, double *out, bool *present);
 enum tp_status tp_jget_int(struct tp_jctx *j, const struct tp_json *obj,
 			   const char *key, bool required, int64_t min,
-			   int64_t max, int64_t def, int64_t *out,
-			   bool *present);
+			   int64_t max, int64_t def, int64_t *out);
 enum tp_status tp_jget_bool(struct tp_jctx *j, const struct tp_json *obj,
 			    const char *key, bool required, bool def,
 			    bool *out);

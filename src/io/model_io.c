@@ -82,7 +82,7 @@ static enum tp_status read_arch(struct tp_jctx *j, const struct tp_json *a,
 		switch (f->type) {
 		case TP_ARCH_INT:
 			st = tp_jget_int(j, a, f->key, false, 0, INT64_MAX, 0,
-					 (int64_t *)(void *)p, NULL);
+					 (int64_t *)(void *)p);
 			break;
 		case TP_ARCH_NUM:
 			st = tp_jget_number(j, a, f->key, false,
@@ -206,17 +206,15 @@ static enum tp_status read_profile_extra(struct tp_jctx *j,
 	int64_t tp;
 	enum tp_status st;
 
-	if ((st = tp_jget_int(j, pv, "tp", false, 1, 1 << 20, 1, &tp, NULL)))
+	if ((st = tp_jget_int(j, pv, "tp", false, 1, 1 << 20, 1, &tp)))
 		return st;
 	p->tp = (uint32_t)tp;
 	for (size_t k = 0; k < sizeof(opt) / sizeof(opt[0]); k++) {
-		bool given;
 		double *f = (double *)((char *)p + opt[k].off);
 		if ((st = tp_io_get_quantity(j, pv, opt[k].key, false,
-					     TP_JNUM_NONNEG, opt[k].q, 0, f,
-					     &given)))
+					     TP_JNUM_NONNEG, opt[k].q, 0, f)))
 			return st;
-		if (given)
+		if (tp_json_get(pv, opt[k].key))
 			p->has |= opt[k].bit;
 	}
 	return TP_OK;
@@ -239,31 +237,30 @@ static enum tp_status read_op(struct tp_jctx *j, const struct tp_json *v,
 	    (st = tp_jget_enum(j, v, "kind", true, parse_kind, KINDS, 0,
 			       &kind)) ||
 	    (st = tp_io_get_quantity(j, v, "forward_flop_per_sample", true,
-				 TP_JNUM_NONNEG, TP_IOQ_FLOP_PER_SAMPLE, 0, &op.flop, NULL)) ||
+				 TP_JNUM_NONNEG, TP_IOQ_FLOP_PER_SAMPLE, 0, &op.flop)) ||
 	    (st = tp_io_get_quantity(j, v, "backward_flop_per_sample", false,
-				 TP_JNUM_NONNEG, TP_IOQ_FLOP_PER_SAMPLE, 0, &op.backward_flop,
-				 &has_bwd)) ||
+				 TP_JNUM_NONNEG, TP_IOQ_FLOP_PER_SAMPLE, 0, &op.backward_flop)) ||
 	    (st = tp_io_get_quantity(j, v, "parameter_bytes", true,
-				 TP_JNUM_NONNEG, TP_IOQ_OP_BYTES, 0, &op.param_bytes, NULL)) ||
+				 TP_JNUM_NONNEG, TP_IOQ_OP_BYTES, 0, &op.param_bytes)) ||
 	    (st = tp_io_get_quantity(j, v, "output_bytes_per_sample", true,
-				 TP_JNUM_NONNEG, TP_IOQ_SAMPLE_BYTES, 0, &op.out_bytes, NULL)) ||
+				 TP_JNUM_NONNEG, TP_IOQ_SAMPLE_BYTES, 0, &op.out_bytes)) ||
 	    (st = tp_io_get_quantity(j, v, "saved_bytes_per_sample", false,
-				 TP_JNUM_NONNEG, TP_IOQ_SAMPLE_BYTES, 0, &op.saved_bytes,
-				 &has_saved)) ||
+				 TP_JNUM_NONNEG, TP_IOQ_SAMPLE_BYTES, 0, &op.saved_bytes)) ||
 	    (st =
 		 tp_io_get_quantity(j, v, "memory_bytes_per_sample", false,
-				TP_JNUM_NONNEG, TP_IOQ_SAMPLE_BYTES, 0, &op.mem_bytes, mem_given)) ||
+				TP_JNUM_NONNEG, TP_IOQ_SAMPLE_BYTES, 0, &op.mem_bytes)) ||
 	    (st = tp_jget_enum(j, v, "tp_split", false, parse_split,
 			       "none | column | row | sharded | vocab",
 			       TP_SPLIT_NONE, &split)) ||
-	    (st = tp_jget_int(j, v, "tp_units", false, 0, UINT32_MAX, 0, &units,
-			      NULL)) ||
-	    (st = tp_jget_int(j, v, "layer", false, -1, INT32_MAX, -1, &layer,
-			      NULL)) ||
+	    (st = tp_jget_int(j, v, "tp_units", false, 0, UINT32_MAX, 0, &units)) ||
+	    (st = tp_jget_int(j, v, "layer", false, -1, INT32_MAX, -1, &layer)) ||
 	    (st = tp_jget_bool(j, v, "selective_recompute", false, false,
 			       &op.selective_recompute)) ||
 	    (st = tp_jget_array(j, v, "profile", false, false, &prof)))
 		return st;
+	has_bwd = tp_json_get(v, "backward_flop_per_sample") != NULL;
+	has_saved = tp_json_get(v, "saved_bytes_per_sample") != NULL;
+	*mem_given = tp_json_get(v, "memory_bytes_per_sample") != NULL;
 	op.kind = (enum tp_op_kind)kind;
 	op.tp_split = (enum tp_tp_split)split;
 	op.tp_units = (uint32_t)units;
@@ -301,13 +298,11 @@ static enum tp_status read_op(struct tp_jctx *j, const struct tp_json *v,
 					 &p.device_type)) ||
 		    (st = tp_io_get_quantity(j, pv, "batch", true, TP_JNUM_POS,
 					 TP_IOQ_PROFILE_BATCH, 0,
-					 &p.batch, NULL)) ||
+					 &p.batch)) ||
 		    (st = tp_io_get_quantity(j, pv, "forward_s", true,
-					 TP_JNUM_NONNEG, TP_IOQ_OP_SECONDS, 0, &p.forward_s,
-					 NULL)) ||
+					 TP_JNUM_NONNEG, TP_IOQ_OP_SECONDS, 0, &p.forward_s)) ||
 		    (st = tp_io_get_quantity(j, pv, "backward_s", true,
-					 TP_JNUM_NONNEG, TP_IOQ_OP_SECONDS, 0, &p.backward_s,
-					 NULL)) ||
+					 TP_JNUM_NONNEG, TP_IOQ_OP_SECONDS, 0, &p.backward_s)) ||
 		    (st = read_profile_extra(j, pv, &p)))
 			return st;
 		for (size_t q = 0; q < k; q++) {
@@ -344,14 +339,14 @@ static enum tp_status read_model(struct tp_jctx *j, const struct tp_json *root,
 				 &name)) ||
 	    (st = tp_jget_int(j, root, "global_batch_size", true, 1,
 			      TP_IO_MAX_GLOBAL_BATCH,
-			      0, &gbs, NULL)) ||
+			      0, &gbs)) ||
 	    (st = tp_jget_enum(j, root, "dtype", true, parse_dtype,
 			       "fp32 | fp16 | bf16", 0, &dtype)) ||
 	    (st = tp_jget_enum(j, root, "optimizer", true, parse_opt,
 			       "adam | adamw | sgd | momentum", 0, &opt)) ||
 	    (st = tp_jget_int(j, root, "sequence_length", false, 0,
 			      TP_IO_MAX_SEQUENCE,
-			      0, &seq, NULL)) ||
+			      0, &seq)) ||
 	    (st = tp_jget_object(j, root, "arch", false, &arch)) ||
 	    (st = tp_jget_array(j, root, "ops", true, true, &ops)) ||
 	    (st = tp_jget_array(j, root, "edges", false, false, &edges)))
@@ -389,7 +384,7 @@ static enum tp_status read_model(struct tp_jctx *j, const struct tp_json *root,
 		    (st = tp_jget_string(j, e, "to", true, TP_IO_NAME_MAX, true,
 					 NULL, &to)) ||
 		    (st = tp_io_get_quantity(j, e, "bytes_per_sample", true,
-					 TP_JNUM_NONNEG, TP_IOQ_SAMPLE_BYTES, 0, &bytes, NULL)))
+					 TP_JNUM_NONNEG, TP_IOQ_SAMPLE_BYTES, 0, &bytes)))
 			goto out;
 		s = tp_model_find_op(m, from);
 		d = tp_model_find_op(m, to);

@@ -204,7 +204,6 @@ static enum tp_status read_replica_tp(struct reader *r, const struct tp_json *g,
 	const struct tp_json *a;
 	enum tp_status st;
 	int64_t hi = 0, sum = 0, given;
-	bool has;
 
 	r->rtp.n = 0;
 	if ((st = tp_jget_array(j, g, "replica_tp", false, true, &a)) || !a)
@@ -239,16 +238,16 @@ static enum tp_status read_replica_tp(struct reader *r, const struct tp_json *g,
 				    "group lists %zu devices",
 				    (long long)sum, n_devs);
 	if ((st = tp_jget_int(j, g, "tp", false, 1, TP_IO_MAX_DEVICES, hi,
-			      &given, &has)))
+			      &given)))
 		return st;
 	if (given != hi)
 		return tp_jctx_fail(j, "tp",
 				    "with replica_tp, tp is the largest "
 				    "degree, %lld",
 				    (long long)hi);
-	if ((st = tp_jget_int(j, g, "cp", false, 1, 1, 1, cp, NULL)) ||
+	if ((st = tp_jget_int(j, g, "cp", false, 1, 1, 1, cp)) ||
 	    (st = tp_jget_int(j, g, "dp", false, 1, TP_IO_MAX_DEVICES,
-			      (int64_t)a->n, &given, &has)))
+			      (int64_t)a->n, &given)))
 		return st;
 	if ((size_t)given != a->n)
 		return tp_jctx_fail(j, "dp",
@@ -322,7 +321,7 @@ static enum tp_status read_degrees(struct reader *r, const struct tp_json *g,
 	enum tp_status st;
 
 	if ((st = tp_jget_int(j, g, "tp", false, 1, TP_IO_MAX_DEVICES, 1,
-			      &in->tp, NULL)))
+			      &in->tp)))
 		return st;
 	if (n % (size_t)in->tp)
 		return tp_jctx_fail(j, "tp",
@@ -331,7 +330,7 @@ static enum tp_status read_degrees(struct reader *r, const struct tp_json *g,
 				    (long long)in->tp, n);
 	/* cp: the context-parallel degree, 1 when absent (plan.h) */
 	if ((st = tp_jget_int(j, g, "cp", false, 1, TP_IO_MAX_DEVICES, 1,
-			      &in->cp, NULL)))
+			      &in->cp)))
 		return st;
 	if (n % (size_t)(in->tp * in->cp))
 		return tp_jctx_fail(j, "cp",
@@ -339,8 +338,7 @@ static enum tp_status read_degrees(struct reader *r, const struct tp_json *g,
 				    "the group's %zu devices",
 				    (long long)in->cp, (long long)in->tp, n);
 	if ((st = tp_jget_int(j, g, "dp", false, 1, TP_IO_MAX_DEVICES,
-			      (int64_t)n / (in->tp * in->cp), &in->dp,
-			      NULL)))
+			      (int64_t)n / (in->tp * in->cp), &in->dp)))
 		return st;
 	if ((size_t)(in->dp * in->cp * in->tp) != n) {
 		if (in->cp == 1)
@@ -418,7 +416,7 @@ static enum tp_status read_group_modes(struct reader *r,
 		return tp_jctx_fail(j, "sp",
 				    "sequence parallelism needs tp > 1");
 	if ((st = tp_jget_int(j, g, "ep", false, 1, TP_IO_MAX_DEVICES, 1,
-			      &in->ep, NULL)))
+			      &in->ep)))
 		return st;
 	if (in->dp % in->ep != 0)
 		return tp_jctx_fail(j, "ep",
@@ -446,12 +444,12 @@ static enum tp_status read_group_compression(struct reader *r,
 	    (st = tp_jget_array(j, comp, "sfb_ops", false, false, &sfb)) ||
 	    (st = tp_io_get_quantity(j, comp, "saved_bytes", false,
 				     TP_JNUM_NONNEG, TP_IOQ_PLAN_BYTES, 0,
-				     &in->saved, NULL)) ||
+				     &in->saved)) ||
 	    (st = tp_jget_enum(j, comp, "lossy", false, parse_lossy,
 			       "none | fp16 | powersgd", TP_LOSSY_NONE,
 			       &in->lossy)) ||
 	    (st = tp_jget_int(j, comp, "powersgd_rank", false, 0, UINT32_MAX,
-			      0, &in->rank, NULL)))
+			      0, &in->rank)))
 		return st;
 	for (size_t k = 0; sfb && k < sfb->n; k++) {
 		const char *name;
@@ -629,7 +627,7 @@ static enum tp_status read_u64(struct tp_jctx *j, const struct tp_json *obj,
 		*out = u;
 		return TP_OK;
 	}
-	if ((st = tp_jget_int(j, obj, key, false, 0, INT64_MAX, 0, &x, NULL)))
+	if ((st = tp_jget_int(j, obj, key, false, 0, INT64_MAX, 0, &x)))
 		return st;
 	*out = (uint64_t)x;
 	return TP_OK;
@@ -696,7 +694,7 @@ static enum tp_status read_fit(struct tp_jctx *j, const struct tp_json *s,
 		if ((st = tp_jctx_object(j, idle, "the idle devices",
 					 idle_fields)) ||
 		    (st = tp_jget_int(j, idle, "devices", true, 1, UINT32_MAX,
-				      0, &n, NULL)) ||
+				      0, &n)) ||
 		    (st = copy_str(j, idle, "types", sum->idle_types,
 				   sizeof(sum->idle_types))) ||
 		    (st = copy_str(j, idle, "why", sum->idle_why,
@@ -832,7 +830,7 @@ static enum tp_status read_summary_search(struct tp_jctx *j,
 	    (st = read_u64(j, search, "simulations", &sum->simulations)) ||
 	    (st = read_u64(j, search, "seed", &sum->seed)) ||
 	    (st = tp_jget_int(j, search, "threads", false, 0, UINT32_MAX, 0,
-			      &threads, NULL)) ||
+			      &threads)) ||
 	    (st = tp_jget_bool(j, search, "gnn", false, false, &sum->gnn)) ||
 	    (st = copy_str(j, search, "weights", sum->weights,
 			   sizeof(sum->weights))) ||
@@ -969,22 +967,20 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 	    (st = tp_jget_string(j, root, "topology", false, TP_IO_NAME_MAX,
 				 false, NULL, &tname)) ||
 	    (st = tp_jget_int(j, root, "global_batch_size", true, 1,
-			      TP_IO_MAX_GLOBAL_BATCH, 0, &gbs, NULL)) ||
+			      TP_IO_MAX_GLOBAL_BATCH, 0, &gbs)) ||
 	    (st = tp_jget_int(j, root, "micro_batches", false, 1,
-			      TP_PLAN_MAX_MICRO_BATCHES, 1, &mb, NULL)) ||
+			      TP_PLAN_MAX_MICRO_BATCHES, 1, &mb)) ||
 	    (st = tp_jget_enum(j, root, "schedule", false, parse_schedule,
 			       "gpipe | 1f1b | interleaved | zb-h1",
 			       TP_SCHEDULE_1F1B,
 			       &sched)) ||
-	    (st = tp_jget_int(j, root, "virtual_stages", false, 1, 1024, 1, &vs,
-			      NULL)) ||
-	    (st = tp_jget_int(j, root, "zero", false, 0, 3, 0, &zero, NULL)) ||
+	    (st = tp_jget_int(j, root, "virtual_stages", false, 1, 1024, 1, &vs)) ||
+	    (st = tp_jget_int(j, root, "zero", false, 0, 3, 0, &zero)) ||
 	    (st = tp_jget_enum(j, root, "compression", false, parse_compression,
 			       "off | lossless | lossy",
 			       TP_COMPRESSION_LOSSLESS, &comp)) ||
 	    (st = tp_io_get_quantity(j, root, "grad_bucket_bytes", false,
-				     TP_JNUM_POS, TP_IOQ_PLAN_BYTES, 0, &bucket,
-				     NULL)) ||
+				     TP_JNUM_POS, TP_IOQ_PLAN_BYTES, 0, &bucket)) ||
 	    (st = tp_jget_number(j, root, "expert_imbalance", false,
 				 TP_JNUM_POS, 0, &imbalance, NULL)) ||
 	    (st = tp_jget_number(j, root, "expert_capacity_factor", false,

@@ -549,15 +549,15 @@ static enum tp_status read_fabric_file(const char *path, double leaf_over,
 	    !(st = tp_jget_enum(&j, doc.root, "kind", true, fabric_kind,
 				       "clos", 0, &kind)) &&
 	    !(st = tp_jget_int(&j, doc.root, "leaf", true, 1,
-			       TP_CLUSTER_MAX_DEVICES, 0, &leaf, NULL)) &&
+			       TP_CLUSTER_MAX_DEVICES, 0, &leaf)) &&
 	    !(st = tp_jget_int(&j, doc.root, "spine", false, 1,
-			       TP_CLUSTER_MAX_DEVICES, 0, &spine, NULL)) &&
+			       TP_CLUSTER_MAX_DEVICES, 0, &spine)) &&
 	    !(st = tp_io_get_quantity(&j, doc.root, "oversubscription", false,
 				      TP_JNUM_GE1, TP_IOQ_OVERSUBSCRIPTION, 1,
-				      &over, NULL)))
+				      &over)))
 		st = tp_io_get_quantity(&j, doc.root, "latency", false,
 					TP_JNUM_NONNEG, TP_IOQ_LATENCY,
-					CLOS_SWITCH_LATENCY_S, &lat, NULL);
+					CLOS_SWITCH_LATENCY_S, &lat);
 	tp_json_doc_release(&doc);
 	if (st)
 		return st;

@@ -95,14 +95,12 @@ enum tp_status tp_io_check_quantity(struct tp_jctx *j, const char *key,
 enum tp_status tp_io_get_quantity(struct tp_jctx *j, const struct tp_json *obj,
 				  const char *key, bool required,
 				  enum tp_jnum rng, enum tp_io_quantity q,
-				  double def, double *out, bool *present)
+				  double def, double *out)
 {
 	bool here = false;
 	enum tp_status st =
 		tp_jget_number(j, obj, key, required, rng, def, out, &here);
 
-	if (present)
-		*present = here;
 	if (st || !here)
 		return st;
 	return tp_io_check_quantity(j, key, q, *out);

@@ -100,10 +100,9 @@ enum tp_status tp_io_read_basis(struct tp_jctx *j, const struct tp_json *obj,
 				 NULL)) ||
 	    (st = tp_jget_string(j, v, "fitted_on", false,
 				 sizeof(b->fitted_on) - 1, false, "", &on)) ||
-	    (st = tp_jget_int(j, v, "runs", false, 0, UINT32_MAX, 0, &runs,
-			      NULL)) ||
+	    (st = tp_jget_int(j, v, "runs", false, 0, UINT32_MAX, 0, &runs)) ||
 	    (st = tp_jget_int(j, v, "holdout_runs", false, 0, UINT32_MAX, 0,
-			      &hold, NULL)) ||
+			      &hold)) ||
 	    (st = tp_jget_number(j, v, "fit_mean_abs_error", false,
 				 TP_JNUM_NONNEG, 0, &b->fit_error, NULL)) ||
 	    (st = tp_jget_number(j, v, "holdout_mean_abs_error", false,
@@ -115,7 +114,7 @@ enum tp_status tp_io_read_basis(struct tp_jctx *j, const struct tp_json *obj,
 				 TP_JNUM_NONNEG, 0, &b->validation_max_error,
 				 NULL)) ||
 	    (st = tp_jget_int(j, v, "validation_runs", false, 0, UINT32_MAX, 0,
-			      &vruns, NULL)) ||
+			      &vruns)) ||
 	    (st = tp_jget_string(j, v, "validation_scope", false, 0, false,
 				 "all", &scope)))
 		return st;
@@ -238,7 +237,7 @@ static enum tp_status read_report(struct tp_jctx *j, const struct tp_json *root,
 	    (st = tp_jget_array(j, root, "devices", false, false, &devs)) ||
 	    (st = tp_jget_array(j, root, "links", false, false, &links)) ||
 	    (st = tp_jget_int(j, root, "worst_device_index", false, 0,
-			      UINT32_MAX - 1, 0, &wi, &has_wi)) ||
+			      UINT32_MAX - 1, 0, &wi)) ||
 	    (st = tp_jget_string(j, root, "worst_device", false, 0, false, "",
 				 &worst)) ||
 	    (st = tp_jget_number(j, root, "over_bytes", false, TP_JNUM_NONNEG,
@@ -250,6 +249,7 @@ static enum tp_status read_report(struct tp_jctx *j, const struct tp_json *root,
 			   sizeof(r->precision))) ||
 	    (st = tp_io_read_basis(j, root, &r->basis)))
 		return st;
+	has_wi = tp_json_get(root, "worst_device_index") != NULL;
 	r->worst_device = has_wi ? (uint32_t)wi : UINT32_MAX;
 	if (devs && devs->n) {
 		if (devs->n > TP_IO_MAX_DEVICES)
@@ -287,7 +287,7 @@ static enum tp_status read_report(struct tp_jctx *j, const struct tp_json *root,
 			if ((st = tp_jctx_object(j, l, "a link report",
 						 link_fields)) ||
 			    (st = tp_jget_int(j, l, "link", true, 0,
-					      UINT32_MAX - 1, 0, &idx, NULL)) ||
+					      UINT32_MAX - 1, 0, &idx)) ||
 			    (st = tp_jget_string(j, l, "endpoints", false, 0,
 						 false, "", &ends)) ||
 			    (st = tp_jget_number(j, l, "bytes", false,

@@ -60,21 +60,19 @@ static enum tp_status table1_row(struct tp_jctx *j, const struct tp_json *v,
 
 	if ((st = tp_jctx_object(j, v, "a Table 1 row", table1_fields)) ||
 	    (st = tp_jget_int(j, v, "hidden_size", true, 1, 1 << 20, 0,
-			      &run->hidden, NULL)) ||
+			      &run->hidden)) ||
 	    (st = tp_jget_int(j, v, "num_layers", true, 1, 1 << 16, 0,
-			      &run->layers, NULL)) ||
+			      &run->layers)) ||
 	    (st = tp_jget_int(j, v, "attention_heads", true, 1, 1 << 16, 0,
-			      &run->heads, NULL)) ||
-	    (st = tp_jget_int(j, v, "tensor_parallel", true, 1, 1 << 16, 0, &tp,
-			      NULL)) ||
+			      &run->heads)) ||
+	    (st = tp_jget_int(j, v, "tensor_parallel", true, 1, 1 << 16, 0, &tp)) ||
 	    (st = tp_jget_int(j, v, "pipeline_parallel", true, 1, 1 << 16, 0,
-			      &pp, NULL)) ||
+			      &pp)) ||
 	    (st = tp_jget_int(j, v, "data_parallel_derived", true, 1, 1 << 20,
-			      0, &dp, NULL)) ||
-	    (st = tp_jget_int(j, v, "num_gpus", true, 1, 1 << 20, 0, &run->gpus,
-			      NULL)) ||
+			      0, &dp)) ||
+	    (st = tp_jget_int(j, v, "num_gpus", true, 1, 1 << 20, 0, &run->gpus)) ||
 	    (st = tp_jget_int(j, v, "global_batch_size", true, 1, 1 << 28, 0,
-			      &run->batch, NULL)) ||
+			      &run->batch)) ||
 	    (st = tp_jget_number(j, v, "achieved_tflops_per_gpu", true,
 				 TP_JNUM_POS, 0, &tflops, NULL)))
 		return st;
@@ -118,10 +116,10 @@ static enum tp_status load_table1(struct tp_jctx *j, const struct tp_json *root,
 	size_t old;
 
 	old = tp_jctx_push_key(j, "common");
-	st = tp_jget_int(j, common, "seq_len", true, 1, 1 << 26, 0, &seq, NULL);
+	st = tp_jget_int(j, common, "seq_len", true, 1, 1 << 26, 0, &seq);
 	if (!st)
 		st = tp_jget_int(j, common, "vocab_size", true, 1, 1 << 30, 0,
-				 &vocab, NULL);
+				 &vocab);
 	tp_jctx_pop(j, old);
 	if (st || (st = tp_jget_array(j, root, "rows", true, true, &rows)))
 		return st;
@@ -178,7 +176,7 @@ static enum tp_status read_model(struct tp_jctx *j, const struct tp_json *m,
 					 sizeof(run->zoo_name) - 1, true, NULL,
 					 &s)) ||
 		    (st = tp_jget_int(j, m, "batch", true, 1, 1 << 28, 0,
-				      &run->batch, NULL)))
+				      &run->batch)))
 			return st;
 		run->zoo = true;
 		snprintf(run->zoo_name, sizeof(run->zoo_name), "%s", s);
@@ -187,21 +185,16 @@ static enum tp_status read_model(struct tp_jctx *j, const struct tp_json *m,
 	old = tp_jctx_push_key(j, "gpt");
 	if (!(st = tp_jctx_object(j, g, "GPT dimensions", gpt_fields)) &&
 	    !(st = tp_jget_int(j, g, "hidden", true, 1, 1 << 20, 0,
-			       &run->hidden, NULL)) &&
+			       &run->hidden)) &&
 	    !(st = tp_jget_int(j, g, "layers", true, 1, 1 << 16, 0,
-			       &run->layers, NULL)) &&
-	    !(st = tp_jget_int(j, g, "heads", true, 1, 1 << 16, 0, &run->heads,
-			       NULL)) &&
-	    !(st = tp_jget_int(j, g, "seq", true, 1, 1 << 26, 0, &run->seq,
-			       NULL)) &&
-	    !(st = tp_jget_int(j, g, "vocab", true, 1, 1 << 30, 0, &run->vocab,
-			       NULL)) &&
-	    !(st = tp_jget_int(j, g, "batch", true, 1, 1 << 28, 0, &run->batch,
-			       NULL)) &&
-	    !(st = tp_jget_int(j, g, "ffn", false, 0, 1 << 24, 0, &run->ffn,
-			       NULL)))
+			       &run->layers)) &&
+	    !(st = tp_jget_int(j, g, "heads", true, 1, 1 << 16, 0, &run->heads)) &&
+	    !(st = tp_jget_int(j, g, "seq", true, 1, 1 << 26, 0, &run->seq)) &&
+	    !(st = tp_jget_int(j, g, "vocab", true, 1, 1 << 30, 0, &run->vocab)) &&
+	    !(st = tp_jget_int(j, g, "batch", true, 1, 1 << 28, 0, &run->batch)) &&
+	    !(st = tp_jget_int(j, g, "ffn", false, 0, 1 << 24, 0, &run->ffn)))
 		st = tp_jget_int(j, g, "kv_heads", false, 0, 1 << 16, 0,
-				 &run->kv_heads, NULL);
+				 &run->kv_heads);
 	tp_jctx_pop(j, old);
 	return st;
 }

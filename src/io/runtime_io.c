@@ -116,8 +116,7 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 	    (st = tp_jget_number(j, v, "hopper_attention_efficiency", false,
 				 TP_JNUM_POS, 0,
 				 &b->hopper_attention_efficiency, NULL)) ||
-	    (st = tp_jget_int(j, v, "prefetch_depth", false, 0, 8, -1, &pf,
-			      NULL)) ||
+	    (st = tp_jget_int(j, v, "prefetch_depth", false, 0, 8, -1, &pf)) ||
 	    (st = tp_jget_number(j, v, "gemm_shape_half", false, TP_JNUM_POS,
 				 0, &b->gemm_shape_half, NULL)) ||
 	    (st = tp_jget_bool(j, v, "ep_node_forward", false, false,
@@ -222,8 +221,7 @@ static enum tp_status read_validation(struct tp_jctx *j,
 	enum tp_status st;
 
 	if ((st = tp_jctx_object(j, v, "a validation", validation_fields)) ||
-	    (st = tp_jget_int(j, v, "runs", true, 1, 1000000, 0, &runs,
-			      NULL)) ||
+	    (st = tp_jget_int(j, v, "runs", true, 1, 1000000, 0, &runs)) ||
 	    (st = tp_jget_number(j, v, "mean_abs_error", true, TP_JNUM_NONNEG,
 				 0, &x->mean_error, NULL)) ||
 	    (st = tp_jget_number(j, v, "max_abs_error", true, TP_JNUM_NONNEG,
@@ -284,9 +282,8 @@ static enum tp_status read_can(struct tp_jctx *j, const struct tp_json *v,
 			  "ring | hierarchical | ps", &c->syncs)) ||
 	    (st = get_set(j, v, "recompute", tp_recompute_parse,
 			  "none | selective | full", &c->recomputes)) ||
-	    (st = tp_jget_int(j, v, "max_zero", true, 0, 3, 0, &z, NULL)) ||
-	    (st = tp_jget_int(j, v, "max_zero_pipelined", true, 0, 3, 0, &zp,
-			      NULL)) ||
+	    (st = tp_jget_int(j, v, "max_zero", true, 0, 3, 0, &z)) ||
+	    (st = tp_jget_int(j, v, "max_zero_pipelined", true, 0, 3, 0, &zp)) ||
 	    (st = get_flag(j, v, "compression", &c->compression)) ||
 	    (st = get_set(j, v, "lossy", tp_lossy_parse,
 			  "none | fp16 | powersgd", &c->lossy)) ||

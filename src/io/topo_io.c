@@ -62,7 +62,6 @@ static enum tp_status read_node(struct tp_jctx *j, const struct tp_json *v,
 				struct node_spec *ns)
 {
 	const struct tp_json *devs, *fab, *nic;
-	bool has_count;
 	enum tp_status st;
 	size_t old;
 
@@ -70,13 +69,13 @@ static enum tp_status read_node(struct tp_jctx *j, const struct tp_json *v,
 	    (st = tp_io_get_name(j, v, "name", true, TP_IO_NAME_MAX - 8, NULL,
 				 &ns->name)) ||
 	    (st = tp_jget_int(j, v, "count", false, 1, TP_IO_MAX_DEVICES, 1,
-			      &ns->count, &has_count)) ||
+			      &ns->count)) ||
 	    (st = tp_jget_array(j, v, "devices", true, true, &devs)) ||
 	    (st = tp_jget_object(j, v, "fabric", false, &fab)) ||
 	    (st = tp_jget_array(j, v, "links", false, false, &ns->links)) ||
 	    (st = tp_jget_object(j, v, "nic", false, &nic)))
 		return st;
-	if (!has_count)
+	if (!tp_json_get(v, "count"))
 		ns->count = 0;
 	for (size_t k = 0; k < devs->n; k++) {
 		const struct tp_json *d = devs->items[k];
@@ -91,7 +90,7 @@ static enum tp_status read_node(struct tp_jctx *j, const struct tp_json *v,
 					 true, NULL, &type)) ||
 		    (st = tp_io_find_type(j, "type", c, type, &r.type)) ||
 		    (st = tp_jget_int(j, d, "count", false, 1,
-				      TP_IO_MAX_NODE_DEVICES, 1, &cnt, NULL)))
+				      TP_IO_MAX_NODE_DEVICES, 1, &cnt)))
 			return st;
 		r.count = (uint32_t)cnt;
 		if (ns->n_devices + r.count > TP_IO_MAX_NODE_DEVICES)
@@ -110,11 +109,9 @@ static enum tp_status read_node(struct tp_jctx *j, const struct tp_json *v,
 				       "nvswitch | pcie | nvlink | other", 0,
 				       &ns->fabric_kind)) ||
 		    (st = tp_io_get_quantity(j, fab, "bandwidth_Bps", true,
-					 TP_JNUM_POS, TP_IOQ_BANDWIDTH, 0, &ns->fabric_bw,
-					 NULL)) ||
+					 TP_JNUM_POS, TP_IOQ_BANDWIDTH, 0, &ns->fabric_bw)) ||
 		    (st = tp_io_get_quantity(j, fab, "latency_s", true,
-					 TP_JNUM_NONNEG, TP_IOQ_LATENCY, 0, &ns->fabric_lat,
-					 NULL)))
+					 TP_JNUM_NONNEG, TP_IOQ_LATENCY, 0, &ns->fabric_lat)))
 			return st;
 		ns->fabric = true;
 		tp_jctx_pop(j, old);
@@ -123,12 +120,12 @@ static enum tp_status read_node(struct tp_jctx *j, const struct tp_json *v,
 		old = tp_jctx_push_key(j, "nic");
 		if ((st = tp_jctx_object(j, nic, "a NIC", nic_fields)) ||
 		    (st = tp_jget_int(j, nic, "count", false, 1, 1024, 1,
-				      &ns->n_nics, NULL)) ||
+				      &ns->n_nics)) ||
 		    (st = tp_io_get_quantity(j, nic, "bandwidth_Bps", true,
-					 TP_JNUM_POS, TP_IOQ_BANDWIDTH, 0, &ns->nic_bw, NULL)) ||
+					 TP_JNUM_POS, TP_IOQ_BANDWIDTH, 0, &ns->nic_bw)) ||
 		    (st =
 			 tp_io_get_quantity(j, nic, "latency_s", true,
-					TP_JNUM_NONNEG, TP_IOQ_LATENCY, 0, &ns->nic_lat, NULL)))
+					TP_JNUM_NONNEG, TP_IOQ_LATENCY, 0, &ns->nic_lat)))
 			return st;
 		ns->nic = true;
 		tp_jctx_pop(j, old);
@@ -144,15 +141,13 @@ static enum tp_status read_node(struct tp_jctx *j, const struct tp_json *v,
 		tp_jctx_push_index(j, k);
 		if ((st = tp_jctx_object(j, l, "a link", nlink_fields)) ||
 		    (st = tp_jget_int(j, l, "a", true, 0,
-				      (int64_t)ns->n_devices - 1, 0, &a,
-				      NULL)) ||
+				      (int64_t)ns->n_devices - 1, 0, &a)) ||
 		    (st = tp_jget_int(j, l, "b", true, 0,
-				      (int64_t)ns->n_devices - 1, 0, &b,
-				      NULL)) ||
+				      (int64_t)ns->n_devices - 1, 0, &b)) ||
 		    (st = tp_io_get_quantity(j, l, "bandwidth_Bps", true,
-					 TP_JNUM_POS, TP_IOQ_BANDWIDTH, 0, &bw, NULL)) ||
+					 TP_JNUM_POS, TP_IOQ_BANDWIDTH, 0, &bw)) ||
 		    (st = tp_io_get_quantity(j, l, "latency_s", true,
-					 TP_JNUM_NONNEG, TP_IOQ_LATENCY, 0, &lat, NULL)) ||
+					 TP_JNUM_NONNEG, TP_IOQ_LATENCY, 0, &lat)) ||
 		    (st = tp_jget_enum(j, l, "kind", false, parse_fabric_kind,
 				       "nvlink | pcie | nvswitch | other",
 				       TP_LINK_NVLINK, &kind)))
@@ -302,7 +297,6 @@ static enum tp_status read_tiers(struct tp_jctx *j, const struct tp_json *net,
 	for (size_t k = 0; k < tiers->n; k++) {
 		const struct tp_json *t = tiers->items[k];
 		int64_t group;
-		bool has_group;
 
 		old = tp_jctx_push_key(j, "tiers");
 		tp_jctx_push_index(j, k);
@@ -310,19 +304,20 @@ static enum tp_status read_tiers(struct tp_jctx *j, const struct tp_json *net,
 		    (st = tp_io_get_name(j, t, "name", true, TP_IO_NAME_MAX,
 					 NULL, &tv[k].name)) ||
 		    (st = tp_jget_int(j, t, "group", false, 1,
-				      TP_IO_MAX_DEVICES, 0, &group,
-				      &has_group)) ||
+				      TP_IO_MAX_DEVICES, 0, &group)) ||
 		    (st = tp_io_get_quantity(j, t, "bandwidth_Bps", false,
 					     TP_JNUM_POS, TP_IOQ_BANDWIDTH, 0,
-					     &tv[k].bw_Bps, NULL)) ||
+					     &tv[k].bw_Bps)) ||
 		    (st = tp_io_get_quantity(j, t, "latency_s", false,
 					     TP_JNUM_NONNEG, TP_IOQ_LATENCY, 0,
-					     &tv[k].latency_s, NULL)) ||
+					     &tv[k].latency_s)) ||
 		    (st = tp_io_get_quantity(j, t, "oversubscription", false,
 					     TP_JNUM_GE1,
 					     TP_IOQ_OVERSUBSCRIPTION, 1.0,
-					     &tv[k].oversubscription, NULL)))
+					     &tv[k].oversubscription)))
 			return st;
+		bool has_group = tp_json_get(t, "group") != NULL;
+
 		tv[k].group = has_group ? (uint32_t)group : 0;
 		if (!has_group && k + 1 < tiers->n)
 			return tp_jctx_fail(
@@ -363,7 +358,7 @@ static enum tp_status read_network(struct tp_jctx *j, const struct tp_json *net,
 	if (net &&
 	    ((st = tp_jctx_object(j, net, "the network", net_fields)) ||
 	     (st = tp_io_get_quantity(j, net, "oversubscription", false,
-				  TP_JNUM_GE1, TP_IOQ_OVERSUBSCRIPTION, 1.0, &over, NULL)) ||
+				  TP_JNUM_GE1, TP_IOQ_OVERSUBSCRIPTION, 1.0, &over)) ||
 	     (st = tp_jget_array(j, net, "switches", false, false, &sws)) ||
 	     (st = tp_jget_array(j, net, "links", false, false, &links))))
 		goto out;
@@ -434,9 +429,9 @@ static enum tp_status read_network(struct tp_jctx *j, const struct tp_json *net,
 		    (st = tp_jget_string(j, l, "b", true, TP_IO_NAME_MAX, true,
 					 NULL, &b)) ||
 		    (st = tp_io_get_quantity(j, l, "bandwidth_Bps", true,
-					 TP_JNUM_POS, TP_IOQ_BANDWIDTH, 0, &bw, NULL)) ||
+					 TP_JNUM_POS, TP_IOQ_BANDWIDTH, 0, &bw)) ||
 		    (st = tp_io_get_quantity(j, l, "latency_s", true,
-					 TP_JNUM_NONNEG, TP_IOQ_LATENCY, 0, &lat, NULL)) ||
+					 TP_JNUM_NONNEG, TP_IOQ_LATENCY, 0, &lat)) ||
 		    (st = net_endpoint(j, "a", c, &swmap, a, &va, &na)) ||
 		    (st = net_endpoint(j, "b", c, &swmap, b, &vb, &nb)))
 			goto out;
