@@ -103,6 +103,7 @@ $(CHECKBIN): $(TEST_OBJ) $(CLI_LIB_OBJ) $(LIB)
 
 check: $(BIN) $(CHECKBIN)
 	sh tests/layers.sh
+	sh tests/size.sh
 	TAGPLAN_BIN=$(abspath $(BIN)) TAGPLAN_DATA=$(abspath data) \
 	TAGPLAN_TESTS=$(abspath tests) $(CHECKBIN)
 

@@ -146,8 +146,11 @@ static int star(struct tp_cluster *c, uint32_t nodes, double nic_bw)
 	for (uint32_t n = 0; n < nodes; n++) {
 		char name[16];
 		snprintf(name, sizeof(name), "n%u", n);
-		if (tp_cluster_build_node(c, name, ti, 1, TP_LINK_PCIE, 1.2e10,
-					  2e-6, 1, nic_bw, 2.5e-5, &idx, &err))
+		if (tp_cluster_build_node(c,
+					  &(struct tp_node_build){
+					      name, ti, 1, TP_LINK_PCIE, 1.2e10,
+					      2e-6, 1, nic_bw, 2.5e-5},
+					  &idx, &err))
 			goto fail;
 	}
 	if (tp_cluster_connect_star(c, 1, NULL, &err) ||

@@ -375,11 +375,14 @@ static void make_cluster(struct tp_cluster *c, uint32_t nodes, uint32_t gpus,
 	for (uint32_t n = 0; n < nodes; n++) {
 		char name[16];
 		snprintf(name, sizeof(name), "n%u", n);
-		ck_assert_int_eq(tp_cluster_build_node(
-					 c, name, hetero && (n & 1) ? tb : ta,
-					 gpus, TP_LINK_PCIE, 1e11, 1e-6, 1,
-					 nic_bw, lat, &idx, &err),
-				 TP_OK);
+		ck_assert_int_eq(
+		    tp_cluster_build_node(c,
+					  &(struct tp_node_build){
+					      name, hetero && (n & 1) ? tb : ta,
+					      gpus, TP_LINK_PCIE, 1e11, 1e-6, 1,
+					      nic_bw, lat},
+					  &idx, &err),
+		    TP_OK);
 	}
 	ck_assert_int_eq(tp_cluster_connect_star(c, 1, NULL, &err), TP_OK);
 	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);

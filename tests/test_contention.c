@@ -39,10 +39,13 @@ static void two_leaves(struct tp_cluster *c)
 	for (uint32_t n = 0; n < 4; n++) {
 		char name[16];
 		snprintf(name, sizeof(name), "n%u", n);
-		ck_assert_int_eq(tp_cluster_build_node(c, name, ty, 1,
-						       TP_LINK_OTHER, 0, 0, 1,
-						       NIC_BW, 0, NULL, &err),
-				 TP_OK);
+		ck_assert_int_eq(
+		    tp_cluster_build_node(
+			c,
+			&(struct tp_node_build){name, ty, 1, TP_LINK_OTHER, 0,
+						0, 1, NIC_BW, 0},
+			NULL, &err),
+		    TP_OK);
 	}
 	ck_assert_int_eq(tp_cluster_connect_tiers(c, tiers, 2, &err), TP_OK);
 	ck_assert_msg(tp_cluster_finalize(c, &err) == TP_OK, "%s", err.msg);

@@ -33,10 +33,13 @@ static void node_of(struct tp_cluster *c, uint32_t n, double bw, double a)
 
 	tp_cluster_init(c);
 	ck_assert_int_eq(tp_cluster_add_type(c, &t, &ty, &err), TP_OK);
-	ck_assert_int_eq(tp_cluster_build_node(c, "node0", ty, n,
-					       TP_LINK_NVSWITCH, bw, a, 0, 0,
-					       0, NULL, &err),
-			 TP_OK);
+	ck_assert_int_eq(
+	    tp_cluster_build_node(c,
+				  &(struct tp_node_build){"node0", ty, n,
+							  TP_LINK_NVSWITCH, bw,
+							  a, 0, 0, 0},
+				  NULL, &err),
+	    TP_OK);
 	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);
 }
 
@@ -238,13 +241,17 @@ START_TEST(test_mixed_tp_search_proposes)
 	tp_cluster_init(&c);
 	ck_assert_int_eq(tp_cluster_add_type(&c, &f, &tf, &err), TP_OK);
 	ck_assert_int_eq(tp_cluster_add_type(&c, &sl, &ts, &err), TP_OK);
-	ck_assert_int_eq(tp_cluster_build_node(&c, "f", tf, 1,
-					       TP_LINK_NVSWITCH, 100e9, 1e-6, 1,
-					       25e9, 1e-6, NULL, &err),
+	ck_assert_int_eq(tp_cluster_build_node(&c,
+					       &(struct tp_node_build){
+						   "f", tf, 1, TP_LINK_NVSWITCH,
+						   100e9, 1e-6, 1, 25e9, 1e-6},
+					       NULL, &err),
 			 TP_OK);
-	ck_assert_int_eq(tp_cluster_build_node(&c, "s", ts, 4,
-					       TP_LINK_NVSWITCH, 100e9, 1e-6, 1,
-					       25e9, 1e-6, NULL, &err),
+	ck_assert_int_eq(tp_cluster_build_node(&c,
+					       &(struct tp_node_build){
+						   "s", ts, 4, TP_LINK_NVSWITCH,
+						   100e9, 1e-6, 1, 25e9, 1e-6},
+					       NULL, &err),
 			 TP_OK);
 	ck_assert_int_eq(tp_cluster_connect_star(&c, 1.0, NULL, &err), TP_OK);
 	ck_assert_int_eq(tp_cluster_finalize(&c, &err), TP_OK);
@@ -308,13 +315,17 @@ START_TEST(test_mixed_tp_moves)
 	tp_cluster_init(&c);
 	ck_assert_int_eq(tp_cluster_add_type(&c, &f, &tf, &err), TP_OK);
 	ck_assert_int_eq(tp_cluster_add_type(&c, &sl, &ts, &err), TP_OK);
-	ck_assert_int_eq(tp_cluster_build_node(&c, "f", tf, 1,
-					       TP_LINK_NVSWITCH, 100e9, 1e-6, 1,
-					       25e9, 1e-6, NULL, &err),
+	ck_assert_int_eq(tp_cluster_build_node(&c,
+					       &(struct tp_node_build){
+						   "f", tf, 1, TP_LINK_NVSWITCH,
+						   100e9, 1e-6, 1, 25e9, 1e-6},
+					       NULL, &err),
 			 TP_OK);
-	ck_assert_int_eq(tp_cluster_build_node(&c, "s", ts, 4,
-					       TP_LINK_NVSWITCH, 100e9, 1e-6, 1,
-					       25e9, 1e-6, NULL, &err),
+	ck_assert_int_eq(tp_cluster_build_node(&c,
+					       &(struct tp_node_build){
+						   "s", ts, 4, TP_LINK_NVSWITCH,
+						   100e9, 1e-6, 1, 25e9, 1e-6},
+					       NULL, &err),
 			 TP_OK);
 	ck_assert_int_eq(tp_cluster_connect_star(&c, 1.0, NULL, &err), TP_OK);
 	ck_assert_int_eq(tp_cluster_finalize(&c, &err), TP_OK);

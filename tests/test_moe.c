@@ -780,11 +780,14 @@ static void toy_two_nodes(struct tp_cluster *c, double peak)
 	tp_cluster_init(c);
 	ck_assert_int_eq(tp_cluster_add_type(c, &t, &ty, &err), TP_OK);
 	for (int k = 0; k < 2; k++)
-		ck_assert_int_eq(tp_cluster_build_node(c, k ? "node1" : "node0",
-						       ty, 4, TP_LINK_NVSWITCH,
-						       100e9, 0, 4, 10e9, 0,
-						       NULL, &err),
-				 TP_OK);
+		ck_assert_int_eq(
+		    tp_cluster_build_node(
+			c,
+			&(struct tp_node_build){k ? "node1" : "node0", ty, 4,
+						TP_LINK_NVSWITCH, 100e9, 0, 4,
+						10e9, 0},
+			NULL, &err),
+		    TP_OK);
 	ck_assert_int_eq(tp_cluster_connect_star(c, 1, NULL, &err), TP_OK);
 	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);
 }

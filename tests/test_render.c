@@ -109,10 +109,12 @@ static void make_cluster(struct tp_cluster *c, uint32_t n_nodes,
 	t = add_type(c, "A100-SXM4-80GB", 80e9, 312e12);
 	for (uint32_t n = 0; n < n_nodes; n++) {
 		snprintf(name, sizeof(name), "node%u", n);
-		ck_assert_int_eq(tp_cluster_build_node(c, name, t, per_node,
-						       TP_LINK_NVSWITCH, 300e9,
-						       2e-6, 8, 25e9, 5e-6,
-						       NULL, &err),
+		ck_assert_int_eq(tp_cluster_build_node(
+				     c,
+				     &(struct tp_node_build){
+					 name, t, per_node, TP_LINK_NVSWITCH,
+					 300e9, 2e-6, 8, 25e9, 5e-6},
+				     NULL, &err),
 				 TP_OK);
 	}
 	ck_assert_int_eq(tp_cluster_connect_star(c, 1.0, NULL, &err), TP_OK);
@@ -130,24 +132,33 @@ static void make_hetero_cluster(struct tp_cluster *c)
 	c->name = "mini-testbed";
 	v100 = add_type(c, "V100-SXM2-32GB", 32e9, 125e12);
 	gtx = add_type(c, "GTX-1080-Ti", 11e9, 11e12);
-	ck_assert_int_eq(tp_cluster_build_node(c, "v100", v100, 4,
-					       TP_LINK_NVSWITCH, 150e9, 2e-6, 1,
-					       3.125e9, 5e-6, NULL, &err),
-			 TP_OK);
+	ck_assert_int_eq(
+	    tp_cluster_build_node(
+		c,
+		&(struct tp_node_build){"v100", v100, 4, TP_LINK_NVSWITCH,
+					150e9, 2e-6, 1, 3.125e9, 5e-6},
+		NULL, &err),
+	    TP_OK);
 	/* an NVLink pair inside the V100 node: a link between peers, drawn
 	 * as a flat edge (Graphviz 2.43 crashed on labelled ones) */
 	ck_assert_int_eq(tp_cluster_add_link(c, c->devices.v[0].vertex,
 					     c->devices.v[1].vertex, 50e9, 1e-6,
 					     TP_LINK_NVLINK, &err),
 			 TP_OK);
-	ck_assert_int_eq(tp_cluster_build_node(c, "gtx-a", gtx, 2, TP_LINK_PCIE,
-					       12e9, 3e-6, 1, 3.125e9, 5e-6,
-					       NULL, &err),
-			 TP_OK);
-	ck_assert_int_eq(tp_cluster_build_node(c, "gtx-b", gtx, 2, TP_LINK_PCIE,
-					       12e9, 3e-6, 1, 3.125e9, 5e-6,
-					       NULL, &err),
-			 TP_OK);
+	ck_assert_int_eq(
+	    tp_cluster_build_node(
+		c,
+		&(struct tp_node_build){"gtx-a", gtx, 2, TP_LINK_PCIE, 12e9,
+					3e-6, 1, 3.125e9, 5e-6},
+		NULL, &err),
+	    TP_OK);
+	ck_assert_int_eq(
+	    tp_cluster_build_node(
+		c,
+		&(struct tp_node_build){"gtx-b", gtx, 2, TP_LINK_PCIE, 12e9,
+					3e-6, 1, 3.125e9, 5e-6},
+		NULL, &err),
+	    TP_OK);
 	ck_assert_int_eq(tp_cluster_connect_star(c, 1.0, NULL, &err), TP_OK);
 	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);
 }
@@ -536,11 +547,13 @@ START_TEST(test_collapse_tiers)
 	t = add_type(&c, "A100-SXM4-80GB", 80e9, 312e12);
 	for (uint32_t n = 0; n < 128; n++) {
 		snprintf(name, sizeof(name), "node%u", n);
-		ck_assert_int_eq(tp_cluster_build_node(&c, name, t, 8,
-						       TP_LINK_NVSWITCH, 300e9,
-						       2e-6, 8, 25e9, 5e-6,
-						       NULL, &err),
-				 TP_OK);
+		ck_assert_int_eq(
+		    tp_cluster_build_node(
+			&c,
+			&(struct tp_node_build){name, t, 8, TP_LINK_NVSWITCH,
+						300e9, 2e-6, 8, 25e9, 5e-6},
+			NULL, &err),
+		    TP_OK);
 	}
 	ck_assert_int_eq(tp_cluster_connect_tiers(&c, tiers, 3, &err), TP_OK);
 	ck_assert_int_eq(tp_cluster_finalize(&c, &err), TP_OK);

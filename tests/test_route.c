@@ -279,8 +279,11 @@ START_TEST(test_route_cyclic_network)
 		snprintf(name, sizeof(name), "n%d", n);
 		/* PCIe 12 GB/s against a 25 GB/s NIC: the NIC path wins */
 		ck_assert_int_eq(
-		    tp_cluster_build_node(&c, name, ti, 3, TP_LINK_PCIE, 12e9,
-					  2e-6, 1, 25e9, 1e-6, &node, &err),
+		    tp_cluster_build_node(
+			&c,
+			&(struct tp_node_build){name, ti, 3, TP_LINK_PCIE, 12e9,
+						2e-6, 1, 25e9, 1e-6},
+			&node, &err),
 		    TP_OK);
 		ck_assert_int_eq(tp_cluster_add_link(&c,
 						     c.nodes.v[node].nic_vertex,

@@ -1002,32 +1002,40 @@ START_TEST(test_search_prior_cache)
 	n1 = tp_space_level_actions(&s.space, 1, &gl, dec, acts,
 				    SEARCH_MAX_ACTIONS, w.sscr);
 	ck_assert_uint_ge(n1, 3);
-	ck_assert_int_eq(search_priors(&w, &pp, 1, acts, n1, &gl, dec, false,
-				       &b),
-			 TP_OK);
+	ck_assert_int_eq(
+	    search_priors(
+		&w, &pp,
+		&(struct search_prior_ask){1, acts, n1, &gl, dec, false}, &b),
+	    TP_OK);
 	memcpy(first, pri, n1 * sizeof(*pri));
 	n2 = tp_space_level_actions(&s.space, 2, &gl, dec, acts,
 				    SEARCH_MAX_ACTIONS, w.sscr);
 	ck_assert_uint_ge(n2, 2);
-	ck_assert_int_eq(search_priors(&w, &pp, 2, acts, n2, &gl, dec, false,
-				       &b),
-			 TP_OK);
+	ck_assert_int_eq(
+	    search_priors(
+		&w, &pp,
+		&(struct search_prior_ask){2, acts, n2, &gl, dec, false}, &b),
+	    TP_OK);
 	ck_assert_int_eq(calls, 2);
 	/* the first state again: from the cache, the same priors */
 	n1 = tp_space_level_actions(&s.space, 1, &gl, dec, acts,
 				    SEARCH_MAX_ACTIONS, w.sscr);
-	ck_assert_int_eq(search_priors(&w, &pp, 1, acts, n1, &gl, dec, false,
-				       &b),
-			 TP_OK);
+	ck_assert_int_eq(
+	    search_priors(
+		&w, &pp,
+		&(struct search_prior_ask){1, acts, n1, &gl, dec, false}, &b),
+	    TP_OK);
 	ck_assert_int_eq(calls, 2);
 	ck_assert_mem_eq(pri, first, n1 * sizeof(*pri));
 	/* another state at level 1: asked */
 	tp_space_apply(&s.space, 0, &acts[n1 - 1], &gl, dec);
 	n2 = tp_space_level_actions(&s.space, 1, &gl, dec, acts,
 				    SEARCH_MAX_ACTIONS, w.sscr);
-	ck_assert_int_eq(search_priors(&w, &pp, 1, acts, n2, &gl, dec, false,
-				       &b),
-			 TP_OK);
+	ck_assert_int_eq(
+	    search_priors(
+		&w, &pp,
+		&(struct search_prior_ask){1, acts, n2, &gl, dec, false}, &b),
+	    TP_OK);
 	ck_assert_int_eq(calls, 3);
 	ck_assert_uint_eq(atomic_load(&s.prior_calls), 3);
 	ck_assert_uint_eq(atomic_load(&s.prior_hits), 1);
@@ -1036,22 +1044,28 @@ START_TEST(test_search_prior_cache)
 	   takes the answer of the first such state; by whole state, asked */
 	ck_assert_uint_ge(s.K, 3);
 	b.local = true;
-	ck_assert_int_eq(search_priors(&w, &pp, 1, acts, n2, &gl, dec, false,
-				       &b),
-			 TP_OK);
+	ck_assert_int_eq(
+	    search_priors(
+		&w, &pp,
+		&(struct search_prior_ask){1, acts, n2, &gl, dec, false}, &b),
+	    TP_OK);
 	ck_assert_int_eq(calls, 4);
 	dec[s.K - 1].recompute = (uint8_t)((dec[s.K - 1].recompute + 1) % 3);
 	ck_assert_uint_eq(tp_space_level_actions(&s.space, 1, &gl, dec, acts,
 						 SEARCH_MAX_ACTIONS, w.sscr),
 			  n2);
-	ck_assert_int_eq(search_priors(&w, &pp, 1, acts, n2, &gl, dec, false,
-				       &b),
-			 TP_OK);
+	ck_assert_int_eq(
+	    search_priors(
+		&w, &pp,
+		&(struct search_prior_ask){1, acts, n2, &gl, dec, false}, &b),
+	    TP_OK);
 	ck_assert_int_eq(calls, 4);
 	b.local = false;
-	ck_assert_int_eq(search_priors(&w, &pp, 1, acts, n2, &gl, dec, false,
-				       &b),
-			 TP_OK);
+	ck_assert_int_eq(
+	    search_priors(
+		&w, &pp,
+		&(struct search_prior_ask){1, acts, n2, &gl, dec, false}, &b),
+	    TP_OK);
 	ck_assert_int_eq(calls, 5);
 	free(dec);
 	worker_release(&w);

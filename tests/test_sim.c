@@ -44,11 +44,13 @@ static void toy_cluster(struct tp_cluster *c, uint32_t nodes, uint32_t gpus,
 	for (uint32_t n = 0; n < nodes; n++) {
 		char name[32];
 		snprintf(name, sizeof(name), "node%u", n);
-		ck_assert_int_eq(tp_cluster_build_node(c, name, ty, gpus,
-						       TP_LINK_NVSWITCH, fab_bw,
-						       lat, gpus, nic_bw, lat,
-						       NULL, &err),
-				 TP_OK);
+		ck_assert_int_eq(
+		    tp_cluster_build_node(c,
+					  &(struct tp_node_build){
+					      name, ty, gpus, TP_LINK_NVSWITCH,
+					      fab_bw, lat, gpus, nic_bw, lat},
+					  NULL, &err),
+		    TP_OK);
 	}
 	if (nodes > 1)
 		ck_assert_int_eq(tp_cluster_connect_star(c, 1.0, NULL, &err),
@@ -677,11 +679,17 @@ START_TEST(test_heterogeneous_replicas)
 	tp_cluster_init(&c);
 	ck_assert_int_eq(tp_cluster_add_type(&c, &fast, &tf, &err), TP_OK);
 	ck_assert_int_eq(tp_cluster_add_type(&c, &slow, &ts, &err), TP_OK);
-	ck_assert_int_eq(tp_cluster_build_node(&c, "a", tf, 1, TP_LINK_OTHER,
-					       0, 0, 1, bw, 0, NULL, &err),
+	ck_assert_int_eq(tp_cluster_build_node(
+			     &c,
+			     &(struct tp_node_build){"a", tf, 1, TP_LINK_OTHER,
+						     0, 0, 1, bw, 0},
+			     NULL, &err),
 			 TP_OK);
-	ck_assert_int_eq(tp_cluster_build_node(&c, "b", ts, 1, TP_LINK_OTHER,
-					       0, 0, 1, bw, 0, NULL, &err),
+	ck_assert_int_eq(tp_cluster_build_node(
+			     &c,
+			     &(struct tp_node_build){"b", ts, 1, TP_LINK_OTHER,
+						     0, 0, 1, bw, 0},
+			     NULL, &err),
 			 TP_OK);
 	ck_assert_int_eq(tp_cluster_connect_star(&c, 1.0, NULL, &err), TP_OK);
 	ck_assert_int_eq(tp_cluster_finalize(&c, &err), TP_OK);

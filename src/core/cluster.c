@@ -231,14 +231,16 @@ int tp_link_kind_parse(const char *s)
 	return -1;
 }
 
-enum tp_status tp_cluster_build_node(struct tp_cluster *c, const char *name,
-				     uint32_t type, uint32_t count,
-				     enum tp_link_kind fabric_kind,
-				     double fabric_bw_Bps,
-				     double fabric_latency_s, uint32_t n_nics,
-				     double nic_bw_Bps, double nic_latency_s,
+enum tp_status tp_cluster_build_node(struct tp_cluster *c,
+				     const struct tp_node_build *nb,
 				     uint32_t *index, struct tp_error *err)
 {
+	const char *name = nb->name;
+	uint32_t type = nb->type, count = nb->count, n_nics = nb->n_nics;
+	enum tp_link_kind fabric_kind = nb->fabric_kind;
+	double fabric_bw_Bps = nb->fabric_bw_Bps;
+	double fabric_latency_s = nb->fabric_latency_s;
+	double nic_bw_Bps = nb->nic_bw_Bps, nic_latency_s = nb->nic_latency_s;
 	enum tp_status st;
 	uint32_t node, d;
 	struct tp_node *n;

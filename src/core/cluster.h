@@ -202,8 +202,9 @@ enum tp_status tp_cluster_add_link(struct tp_cluster *c, uint32_t a,
 /*
  * Convenience builders used by the topology loader and the presets.
  *
- * tp_cluster_build_node adds a node named `name` with `count` devices of
- * type `type`; when fabric_bw_Bps > 0 a fabric vertex of fabric_kind joins
+ * tp_cluster_build_node adds the node nb describes: named `name`, with
+ * `count` devices of type `type`; when fabric_bw_Bps > 0 a fabric vertex
+ * of fabric_kind joins
  * every device (each device-fabric link carries fabric_bw_Bps and half of
  * fabric_latency_s, so a device-to-device hop costs fabric_latency_s);
  * when n_nics > 0 a NIC vertex is added, each device linked to it with one
@@ -211,12 +212,16 @@ enum tp_status tp_cluster_add_link(struct tp_cluster *c, uint32_t a,
  * caller's business) and no latency.  The node is not yet connected to
  * any network.
  */
-enum tp_status tp_cluster_build_node(struct tp_cluster *c, const char *name,
-				     uint32_t type, uint32_t count,
-				     enum tp_link_kind fabric_kind,
-				     double fabric_bw_Bps,
-				     double fabric_latency_s, uint32_t n_nics,
-				     double nic_bw_Bps, double nic_latency_s,
+struct tp_node_build {
+	const char *name;
+	uint32_t type, count;
+	enum tp_link_kind fabric_kind;
+	double fabric_bw_Bps, fabric_latency_s;
+	uint32_t n_nics;
+	double nic_bw_Bps, nic_latency_s;
+};
+enum tp_status tp_cluster_build_node(struct tp_cluster *c,
+				     const struct tp_node_build *nb,
 				     uint32_t *index, struct tp_error *err);
 
 /*

@@ -365,6 +365,7 @@ enum tp_status tp_build_topology_nvidia_smi(const char *text, size_t len,
 	uint32_t type, node;
 	double nvlink, pcie;
 	bool nvswitch = true;
+	struct tp_node_build nb = {0};
 	char nname[128], base[96];
 	const char *b = strrchr(file_name, '/');
 
@@ -404,15 +405,15 @@ enum tp_status tp_build_topology_nvidia_smi(const char *text, size_t len,
 	if (!base[0] || !strcmp(base, "-"))
 		snprintf(base, sizeof(base), "node");
 	snprintf(nname, sizeof(nname), "%s-0", base);
-	if (nvswitch)
-		st = tp_cluster_build_node(c, nname, type, (uint32_t)n,
-					   TP_LINK_NVSWITCH,
-					   cells[1].links * nvlink, 0.3e-6, 0,
-					   0, 0, &node, err);
-	else
-		st = tp_cluster_build_node(c, nname, type, (uint32_t)n,
-					   TP_LINK_PCIE, 0, 0, 0, 0, 0, &node,
-					   err);
+	nb.name = nname;
+	nb.type = type;
+	nb.count = (uint32_t)n;
+	nb.fabric_kind = nvswitch ? TP_LINK_NVSWITCH : TP_LINK_PCIE;
+	if (nvswitch) {
+		nb.fabric_bw_Bps = cells[1].links * nvlink;
+		nb.fabric_latency_s = 0.3e-6;
+	}
+	st = tp_cluster_build_node(c, &nb, &node, err);
 	for (int a = 0; !st && !nvswitch && a < n; a++)
 		for (int k = a + 1; !st && k < n; k++) {
 			double bw, lat;

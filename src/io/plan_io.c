@@ -1088,11 +1088,21 @@ static enum tp_status read_plan(struct reader *r, const struct tp_json *root)
 	return st;
 }
 
+/* What load reads a plan file against (m, c: NULL when not given) and
+ * into (a plan p, or an outline ol). */
+struct load_into {
+	const struct tp_model *m;
+	const struct tp_cluster *c;
+	struct tp_plan *p;
+	struct tp_plan_outline *ol;
+};
+
 static enum tp_status load(const char *name, const char *text, size_t len,
-			   const struct tp_model *m, const struct tp_cluster *c,
-			   const struct tp_load_options *o, struct tp_plan *p,
-			   struct tp_plan_outline *ol, struct tp_error *err)
+			   const struct tp_load_options *o,
+			   const struct load_into *to, struct tp_error *err)
 {
+	struct tp_plan *p = to->p;
+	struct tp_plan_outline *ol = to->ol;
 	struct tp_json_doc doc;
 	struct tp_jctx j;
 	struct reader r;
@@ -1107,8 +1117,8 @@ static enum tp_status load(const char *name, const char *text, size_t len,
 		return st;
 	memset(&r, 0, sizeof(r));
 	r.j = &j;
-	r.m = m;
-	r.c = c;
+	r.m = to->m;
+	r.c = to->c;
 	r.p = p;
 	r.ol = ol;
 	tp_strmap_init(&r.all_devs);
@@ -1139,13 +1149,15 @@ enum tp_status tp_plan_load(const char *name, const char *text, size_t len,
 			    const struct tp_load_options *o, struct tp_plan *p,
 			    struct tp_error *err)
 {
+	struct load_into to = {m, c, p, NULL};
+
 	if (!m->finalized || !c->finalized) {
 		tp_error_set(
 		    err, TP_EINTERNAL,
 		    "tp_plan_load needs a finalized model and cluster");
 		return TP_EINTERNAL;
 	}
-	return load(name, text, len, m, c, o, p, NULL, err);
+	return load(name, text, len, o, &to, err);
 }
 
 void tp_plan_outline_release(struct tp_plan_outline *ol)
@@ -1160,7 +1172,9 @@ enum tp_status tp_plan_check(const char *name, const char *text, size_t len,
 			     const struct tp_load_options *o,
 			     struct tp_plan_outline *ol, struct tp_error *err)
 {
-	return load(name, text, len, NULL, NULL, o, NULL, ol, err);
+	struct load_into to = {NULL, NULL, NULL, ol};
+
+	return load(name, text, len, o, &to, err);
 }
 
 enum tp_status tp_plan_load_file(const char *path, const struct tp_model *m,

@@ -342,6 +342,7 @@ static enum tp_status add_node(struct tp_cluster *c, const struct node_preset *p
 			       struct tp_error *err)
 {
 	uint32_t type = tp_cluster_find_type(c, p->gpu), node;
+	struct tp_node_build nb;
 	double nic_bw;
 	enum tp_status st;
 
@@ -352,9 +353,16 @@ static enum tp_status add_node(struct tp_cluster *c, const struct node_preset *p
 				    p->name, p->gpu);
 	/* the NICs hang off PCIe: a GPU reaches one at most at PCIe speed */
 	nic_bw = net->bw_Bps < p->pcie_Bps ? net->bw_Bps : p->pcie_Bps;
-	st = tp_cluster_build_node(c, name, type, p->gpus, p->fabric,
-				   p->fabric_bw_Bps, p->fabric_latency_s,
-				   p->nics, nic_bw, net->latency_s, &node, err);
+	nb.name = name;
+	nb.type = type;
+	nb.count = p->gpus;
+	nb.fabric_kind = p->fabric;
+	nb.fabric_bw_Bps = p->fabric_bw_Bps;
+	nb.fabric_latency_s = p->fabric_latency_s;
+	nb.n_nics = p->nics;
+	nb.nic_bw_Bps = nic_bw;
+	nb.nic_latency_s = net->latency_s;
+	st = tp_cluster_build_node(c, &nb, &node, err);
 	if (st)
 		return st;
 	if (p->nvlink != NVL_NONE) {

@@ -101,12 +101,14 @@ static void uniform_priors(const struct search_prior_buf *b, uint32_t n)
 
 enum tp_status search_priors(struct worker *w,
 			     const struct tp_prior_provider *pp,
-			     uint32_t level,
-			     const struct tp_action *acts, uint32_t n,
-			     const struct tp_globals *gl,
-			     const struct tp_decision *dec, bool fresh,
+			     const struct search_prior_ask *q,
 			     const struct search_prior_buf *b)
 {
+	uint32_t level = q->level, n = q->n;
+	const struct tp_action *acts = q->acts;
+	const struct tp_globals *gl = q->gl;
+	const struct tp_decision *dec = q->dec;
+	bool fresh = q->fresh;
 	struct sctx *s = w->s;
 	struct search_prior_cache *pc = w->pcache;
 	struct pcache_slot *slot = NULL;

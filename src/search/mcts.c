@@ -234,9 +234,9 @@ static enum tp_status level_priors(struct pworker *pw, uint32_t level,
 						    &pw->lp_gl, pw->lp_dec,
 						    L->acts, MAX_CHILDREN,
 						    w->sscr);
-		enum tp_status st = search_priors(w, s->o->prior, level,
-						  L->acts, m, &pw->lp_gl,
-						  pw->lp_dec, false, &b);
+		struct search_prior_ask q = {level, L->acts, m, &pw->lp_gl,
+					     pw->lp_dec, false};
+		enum tp_status st = search_priors(w, s->o->prior, &q, &b);
 		if (st)
 			return st;
 		L->n = m ? m : TP_NONE; /* TP_NONE: asked, no actions */
@@ -281,6 +281,7 @@ static enum tp_status priors(struct pworker *pw, uint32_t level, uint32_t n,
 	struct search_prior_buf b = {pw->pacts, pw->decided, pw->priors,
 				     NULL, false};
 	const struct tp_prior_provider *pp = level ? pw->w.s->o->prior : NULL;
+	struct search_prior_ask q;
 
 	if (!pw->w.s->o->node_priors && pp && pp->evaluate && n >= 2) {
 		bool done;
@@ -289,8 +290,13 @@ static enum tp_status priors(struct pworker *pw, uint32_t level, uint32_t n,
 			return st;
 		fresh = false; /* w->plan now holds the incumbent's state */
 	}
-	return search_priors(&pw->w, pp, level, pw->acts, n, gl, pw->w.dec,
-			     fresh, &b);
+	q.level = level;
+	q.acts = pw->acts;
+	q.n = n;
+	q.gl = gl;
+	q.dec = pw->w.dec;
+	q.fresh = fresh;
+	return search_priors(&pw->w, pp, &q, &b);
 }
 
 static enum tp_status playout(struct pworker *pw)

@@ -288,19 +288,26 @@ sctx_provider(const struct sctx *s)
 struct search_prior_cache;
 struct search_prior_cache *search_prior_cache_new(void);
 void search_prior_cache_free(struct search_prior_cache *c);
+/* The candidate actions acts[0 .. n) at `level` of the state (gl, dec)
+ * that search_priors asks about.  fresh: w->plan and w->report hold the
+ * state's plan and its simulation; otherwise the plan is materialised
+ * into w->plan. */
+struct search_prior_ask {
+	uint32_t level;
+	const struct tp_action *acts;
+	uint32_t n;
+	const struct tp_globals *gl;
+	const struct tp_decision *dec;
+	bool fresh;
+};
 /*
  * Priors from provider pp (normalised; uniform when pp is NULL) of the
- * candidate actions acts[0 .. n) at `level` of the state (gl, dec); the
- * tree passes options.prior, the sweeps sctx_provider.  acts[0] keeps
- * the default.  fresh: w->plan and w->report hold the state's plan and
- * its simulation; otherwise the plan is materialised into w->plan.
+ * candidates of q; the tree passes options.prior, the sweeps
+ * sctx_provider.  q->acts[0] keeps the default.
  */
 enum tp_status search_priors(struct worker *w,
 			     const struct tp_prior_provider *pp,
-			     uint32_t level, const struct tp_action *acts,
-			     uint32_t n,
-			     const struct tp_globals *gl,
-			     const struct tp_decision *dec, bool fresh,
+			     const struct search_prior_ask *q,
 			     const struct search_prior_buf *b);
 /*
  * Which of the changes 1 .. n-1 (0 keeps the default and is never kept)

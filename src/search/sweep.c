@@ -335,41 +335,25 @@ static void *sweep_thread(void *arg)
  * Score the single changes all[from .. n) of (gl, inc) into res[] with w
  * and the helper workers in parallel (each result in its own slot, so the
  * outcome does not depend on the thread count; scored[i] is set to 1 for
- * each slot filled).  *spent: the budget share lim ran out before every
- * change was scored.
+ * each slot filled).  The caller zeroes P and fills in its inputs (s, gl,
+ * inc, all, res, scored, n, cut, lim).  *spent: the budget share lim ran
+ * out before every change was scored.
  */
 static enum tp_status sweep_parallel(struct worker *w, struct worker *helpers,
-				     uint32_t n_helpers,
-				     const struct tp_globals *gl,
-				     const struct tp_decision *inc,
-				     const struct move *all,
-				     struct evalres *res, uint8_t *scored,
-				     uint32_t from, uint32_t n, double cut,
-				     double lim, bool *spent)
+				     uint32_t n_helpers, struct sweep_par *P,
+				     uint32_t from, bool *spent)
 {
-	struct sctx *s = w->s;
-	struct sweep_par P;
 	struct sweep_thr T[64];
-	uint32_t nt = 1, started = 1;
+	uint32_t nt = 1, started = 1, n = P->n;
 
-	memset(&P, 0, sizeof(P));
-	P.s = s;
-	P.gl = gl;
-	P.inc = inc;
-	P.all = all;
-	P.res = res;
-	P.scored = scored;
-	P.n = n;
-	atomic_store(&P.next, from);
-	P.cut = cut;
-	P.lim = lim;
-	if (pthread_mutex_init(&P.mu, NULL))
+	atomic_store(&P->next, from);
+	if (pthread_mutex_init(&P->mu, NULL))
 		return TP_ENOMEM;
 	/* helpers only when there is enough to share */
 	if (n - from >= 8)
 		nt = 1 + (n_helpers < 63 ? n_helpers : 63);
 	for (uint32_t t = 0; t < nt; t++) {
-		T[t].P = &P;
+		T[t].P = P;
 		T[t].w = t == 0 ? w : &helpers[t - 1];
 		T[t].cand = T[t].w->dec;
 		T[t].main = t == 0;
@@ -382,11 +366,11 @@ static enum tp_status sweep_parallel(struct worker *w, struct worker *helpers,
 	sweep_thread(&T[0]);
 	for (uint32_t t = 1; t < started; t++)
 		pthread_join(T[t].th, NULL);
-	pthread_mutex_destroy(&P.mu);
-	*spent = atomic_load(&P.spent) != 0;
-	if (P.st) {
-		w->err = P.err;
-		return P.st;
+	pthread_mutex_destroy(&P->mu);
+	*spent = atomic_load(&P->spent) != 0;
+	if (P->st) {
+		w->err = P->err;
+		return P->st;
 	}
 	return TP_OK;
 }
@@ -671,8 +655,9 @@ static enum tp_status polish_changes(struct polish *P, bool comp,
 		if (comp && !asked)
 			continue; /* all scored by the pass */
 		if (asked) {
-			st = search_priors(P->w, sctx_provider(s), lv, P->acts,
-					   n, &P->gl, P->inc, false, &P->pb);
+			struct search_prior_ask q = {lv,     P->acts, n,
+						     &P->gl, P->inc, false};
+			st = search_priors(P->w, sctx_provider(s), &q, &P->pb);
 			if (st)
 				return st;
 		}
@@ -730,6 +715,7 @@ static enum tp_status polish_score(struct polish *P, bool comp, bool resume,
 				   double lim, size_t *nm, bool *spent)
 {
 	struct sctx *s = P->s;
+	struct sweep_par in;
 	uint32_t na, from = 0;
 	enum tp_status st;
 
@@ -746,9 +732,17 @@ static enum tp_status polish_score(struct polish *P, bool comp, bool resume,
 	s->sweep_resume.have = false;
 	memset(P->allres, 0, na * sizeof(*P->allres));
 	memset(P->scored, 0, na);
-	st = sweep_parallel(P->w, P->helpers, P->n_helpers, &P->gl, P->inc,
-			    P->all, P->allres, P->scored, from, na,
-			    cur->feasible ? cur->time : 0, lim, spent);
+	memset(&in, 0, sizeof(in));
+	in.s = s;
+	in.gl = &P->gl;
+	in.inc = P->inc;
+	in.all = P->all;
+	in.res = P->allres;
+	in.scored = P->scored;
+	in.n = na;
+	in.cut = cur->feasible ? cur->time : 0;
+	in.lim = lim;
+	st = sweep_parallel(P->w, P->helpers, P->n_helpers, &in, from, spent);
 	if (st)
 		return st;
 	if (s->o->gain_stats)

@@ -82,12 +82,19 @@ struct mb {
 	enum tp_status st;
 };
 
+/* An op's figures per sample: forward FLOP, parameters, output and input
+ * elements. */
+struct op_size {
+	double flop, params, out_elems, in_elems;
+};
+
 /* Add an op fed by up to two inputs (TP_NONE = none); returns its index.
  * Errors are sticky in b->st. */
 static uint32_t op(struct mb *b, enum tp_op_kind kind, enum tp_tp_split split,
-		   uint32_t units, double flop, double params, double out_elems,
-		   double in_elems, uint32_t in1, uint32_t in2)
+		   uint32_t units, struct op_size z, uint32_t in1, uint32_t in2)
 {
+	double flop = z.flop, params = z.params, out_elems = z.out_elems;
+	double in_elems = z.in_elems;
 	struct tp_op o = tp_op_default();
 	char name[48];
 	uint32_t idx = TP_NONE;
@@ -135,11 +142,13 @@ static enum tp_status random_cnn(struct tp_rng *rng, int64_t min_batch,
 	m->global_batch = pow2_at_least(min_batch) * ((int64_t)1 << pick(rng, 4));
 	m->name = tp_arena_strdup(&m->arena, "random-cnn");
 	snprintf(m->arch.family, sizeof(m->arch.family), "resnet");
-	x = op(&b, TP_OP_INPUT, TP_SPLIT_NONE, 0, 0, 0, 3 * hw * hw, 0,
-	       TP_NONE, TP_NONE);
+	x = op(&b, TP_OP_INPUT, TP_SPLIT_NONE, 0,
+	       (struct op_size){0, 0, 3 * hw * hw, 0}, TP_NONE, TP_NONE);
 	x = op(&b, TP_OP_CONV, TP_SPLIT_COLUMN, (uint32_t)c,
-	       2 * 49 * 3 * c * (hw / 2) * (hw / 2), 49 * 3 * c,
-	       c * (hw / 2) * (hw / 2), 3 * hw * hw, x, TP_NONE);
+	       (struct op_size){2 * 49 * 3 * c * (hw / 2) * (hw / 2),
+				49 * 3 * c, c * (hw / 2) * (hw / 2),
+				3 * hw * hw},
+	       x, TP_NONE);
 	hw /= 2;
 	for (uint32_t s = 0; s < stages; s++) {
 		uint32_t blocks = 1 + (uint32_t)pick(rng, 4);
@@ -153,29 +162,37 @@ static enum tp_status random_cnn(struct tp_rng *rng, int64_t min_batch,
 			a = c * hw * hw;
 			skip = x;
 			x = op(&b, TP_OP_CONV, TP_SPLIT_COLUMN, (uint32_t)c,
-			       2 * 9 * cin * a, 9 * cin * c, a, cin * hin * hin,
+			       (struct op_size){2 * 9 * cin * a, 9 * cin * c, a,
+						cin * hin * hin},
 			       x, TP_NONE);
-			x = op(&b, TP_OP_NORM, TP_SPLIT_NONE, 0, 5 * a, 2 * c, a,
-			       a, x, TP_NONE);
+			x = op(&b, TP_OP_NORM, TP_SPLIT_NONE, 0,
+			       (struct op_size){5 * a, 2 * c, a, a}, x,
+			       TP_NONE);
 			x = op(&b, TP_OP_CONV, TP_SPLIT_COLUMN, (uint32_t)c,
-			       2 * 9 * c * a, 9 * c * c, a, a, x, TP_NONE);
-			x = op(&b, TP_OP_NORM, TP_SPLIT_NONE, 0, 5 * a, 2 * c, a,
-			       a, x, TP_NONE);
+			       (struct op_size){2 * 9 * c * a, 9 * c * c, a, a},
+			       x, TP_NONE);
+			x = op(&b, TP_OP_NORM, TP_SPLIT_NONE, 0,
+			       (struct op_size){5 * a, 2 * c, a, a}, x,
+			       TP_NONE);
 			if (cin != c || hin != hw)
 				skip = op(&b, TP_OP_CONV, TP_SPLIT_COLUMN,
-					  (uint32_t)c, 2 * cin * a, cin * c, a,
-					  cin * hin * hin, skip, TP_NONE);
-			x = op(&b, TP_OP_ELEMENTWISE, TP_SPLIT_NONE, 0, 2 * a, 0,
-			       a, 2 * a, x, skip);
+					  (uint32_t)c,
+					  (struct op_size){2 * cin * a, cin * c,
+							   a, cin * hin * hin},
+					  skip, TP_NONE);
+			x = op(&b, TP_OP_ELEMENTWISE, TP_SPLIT_NONE, 0,
+			       (struct op_size){2 * a, 0, a, 2 * a}, x, skip);
 		}
 	}
 	b.layer = -1;
-	x = op(&b, TP_OP_POOL, TP_SPLIT_NONE, 0, c * hw * hw, 0, c,
-	       c * hw * hw, x, TP_NONE);
-	x = op(&b, TP_OP_MATMUL, TP_SPLIT_COLUMN, 0, 2 * c * classes,
-	       c * classes + classes, classes, c, x, TP_NONE);
-	op(&b, TP_OP_LOSS, TP_SPLIT_NONE, 0, 5 * classes, 0, 1, classes, x,
-	   TP_NONE);
+	x = op(&b, TP_OP_POOL, TP_SPLIT_NONE, 0,
+	       (struct op_size){c * hw * hw, 0, c, c * hw * hw}, x, TP_NONE);
+	x = op(&b, TP_OP_MATMUL, TP_SPLIT_COLUMN, 0,
+	       (struct op_size){2 * c * classes, c * classes + classes, classes,
+				c},
+	       x, TP_NONE);
+	op(&b, TP_OP_LOSS, TP_SPLIT_NONE, 0,
+	   (struct op_size){5 * classes, 0, 1, classes}, x, TP_NONE);
 	if (b.st)
 		return b.st;
 	return tp_model_finalize(m, err);
@@ -198,8 +215,9 @@ static enum tp_status random_dag(struct tp_rng *rng, int64_t min_batch,
 	m->global_batch = pow2_at_least(min_batch) * ((int64_t)1 << pick(rng, 4));
 	m->name = tp_arena_strdup(&m->arena, "random-dag");
 	snprintf(m->arch.family, sizeof(m->arch.family), "dag");
-	first = op(&b, TP_OP_INPUT, TP_SPLIT_NONE, 0, 0, 0,
-		   logu(rng, 1e3, 1e6), 0, TP_NONE, TP_NONE);
+	first = op(&b, TP_OP_INPUT, TP_SPLIT_NONE, 0,
+		   (struct op_size){0, 0, logu(rng, 1e3, 1e6), 0}, TP_NONE,
+		   TP_NONE);
 	for (uint32_t i = 1; i < n; i++) {
 		uint32_t in1 = first + i - 1 - (uint32_t)pick(rng, i < 3 ? i : 3);
 		uint32_t in2 = TP_NONE;
@@ -217,25 +235,31 @@ static enum tp_status random_dag(struct tp_rng *rng, int64_t min_batch,
 			double k = logu(rng, 64, 8192);
 			op(&b, TP_OP_MATMUL,
 			   pick(rng, 2) ? TP_SPLIT_COLUMN : TP_SPLIT_ROW, 0,
-			   2 * k * out, k * out / logu(rng, 1, 512), out, in,
+			   (struct op_size){2 * k * out,
+					    k * out / logu(rng, 1, 512), out,
+					    in},
 			   in1, in2);
 		} else if (r < 15) {
-			op(&b, TP_OP_ELEMENTWISE, TP_SPLIT_NONE, 0, 2 * out, 0,
-			   out, in, in1, in2);
+			op(&b, TP_OP_ELEMENTWISE, TP_SPLIT_NONE, 0,
+			   (struct op_size){2 * out, 0, out, in}, in1, in2);
 		} else if (r < 17) {
-			op(&b, TP_OP_NORM, TP_SPLIT_NONE, 0, 5 * out,
-			   2 * sqrt(out), out, in, in1, in2);
+			op(&b, TP_OP_NORM, TP_SPLIT_NONE, 0,
+			   (struct op_size){5 * out, 2 * sqrt(out), out, in},
+			   in1, in2);
 		} else if (r < 19) {
 			op(&b, TP_OP_ATTENTION, TP_SPLIT_SHARDED, 0,
-			   4 * out * logu(rng, 64, 2048), 0, out, in, in1, in2);
+			   (struct op_size){4 * out * logu(rng, 64, 2048), 0,
+					    out, in},
+			   in1, in2);
 		} else {
-			op(&b, TP_OP_SOFTMAX, TP_SPLIT_NONE, 0, 5 * out, 0, out,
-			   in, in1, in2);
+			op(&b, TP_OP_SOFTMAX, TP_SPLIT_NONE, 0,
+			   (struct op_size){5 * out, 0, out, in}, in1, in2);
 		}
 	}
 	b.layer = -1;
-	op(&b, TP_OP_LOSS, TP_SPLIT_NONE, 0, 1e3, 0, 1,
-	   m->ops.v[first + n - 1].out_bytes / b.e, first + n - 1, TP_NONE);
+	op(&b, TP_OP_LOSS, TP_SPLIT_NONE, 0,
+	   (struct op_size){1e3, 0, 1, m->ops.v[first + n - 1].out_bytes / b.e},
+	   first + n - 1, TP_NONE);
 	if (b.st)
 		return b.st;
 	return tp_model_finalize(m, err);

@@ -274,11 +274,13 @@ static void *grad_thread(void *arg)
 	return NULL;
 }
 
+/* One Adam step on the samples idx[0 .. n) of S; their mean policy,
+ * value and gain losses into loss[0 .. 2]. */
 static enum tp_status grad_step(struct run *R, struct tp_gnn_adam *adam,
 				const struct samples *S, const uint32_t *idx,
-				uint32_t n, double *lp, double *lv, double *lg,
-				struct tp_error *err)
+				uint32_t n, double loss[3], struct tp_error *err)
 {
+	double *lp = &loss[0], *lv = &loss[1], *lg = &loss[2];
 	enum tp_status st;
 	float *g0 = R->tc[0].grad;
 	size_t np = R->net->n_params;
@@ -621,7 +623,7 @@ static enum tp_status optimise(struct run *R, struct tp_gnn_adam *adam,
 		idx[i] = i;
 	for (uint32_t s = 0, pos = nbuf; s < steps && nbuf; s++) {
 		uint32_t n = o->batch < nbuf ? o->batch : nbuf;
-		double a, b, c;
+		double l[3];
 		if (pos + n > nbuf) { /* reshuffle */
 			for (uint32_t i = nbuf - 1; i > 0; i--) {
 				uint32_t j = (uint32_t)tp_rng_below(&rng,
@@ -632,14 +634,13 @@ static enum tp_status optimise(struct run *R, struct tp_gnn_adam *adam,
 			}
 			pos = 0;
 		}
-		if ((st = grad_step(R, adam, &all, idx + pos, n, &a, &b, &c,
-				    err)))
+		if ((st = grad_step(R, adam, &all, idx + pos, n, l, err)))
 			goto out;
 		pos += n;
 		if (4 * s >= 3 * steps) {
-			lp += a;
-			lv += b;
-			lg += c;
+			lp += l[0];
+			lv += l[1];
+			lg += l[2];
 			ep->samples++;
 		}
 	}
