@@ -1091,6 +1091,80 @@ START_TEST(test_smi_dgx_a100_and_pcie)
 }
 END_TEST
 
+/* GPU rates by the exact type name (presets.c's bus table), not by
+ * substrings: "A10" once matched A100, "MI" every AMD card, and B200,
+ * GB200 and the Gaudis fell back to PCIe Gen3 and 25 GB/s NVLinks. */
+START_TEST(test_smi_bus_by_name)
+{
+	static const struct {
+		const char *gpu;
+		double pix;
+	} pcie[] = {{"A10-24GB", 31.5e9},     {"A100-PCIe-40GB", 31.5e9},
+		    {"MI300X", 63e9},	      {"MI250X", 31.5e9},
+		    {"B200-SXM-180GB", 63e9}, {"GB200-186GB", 63e9},
+		    {"Gaudi2-96GB", 31.5e9},  {"Gaudi3-128GB", 63e9},
+		    {"T4-16GB", 15.7e9},      {"H100-NVL-94GB", 63e9}};
+	struct tp_cluster c;
+	struct tp_error err;
+	char buf[512];
+
+	for (size_t k = 0; k < sizeof(pcie) / sizeof(pcie[0]); k++) {
+		ck_assert_msg(load_smi("data/nvidia-smi/pcie-4gpu.txt",
+				       pcie[k].gpu, &c, &err) == TP_OK,
+			      "%s", err.msg);
+		ck_assert_msg(direct_bw(&c, 0, 1, TP_LINK_PCIE) == pcie[k].pix,
+			      "%s: PIX %g B/s", pcie[k].gpu,
+			      direct_bw(&c, 0, 1, TP_LINK_PCIE));
+		tp_cluster_release(&c);
+	}
+	/* NV12 on NVLink 5: 12 x 50 GB/s per GPU */
+	ck_assert_msg(load_smi("data/nvidia-smi/dgx-a100.txt", "B200-SXM-180GB",
+			       &c, &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert(c.nodes.v[0].fabric_bw_Bps == 600e9);
+	tp_cluster_release(&c);
+	/* NV entries for a type without NVLink: an error at the entry */
+	ck_assert_int_eq(load_smi("data/nvidia-smi/dgx-a100.txt", "T4-16GB", &c,
+				  &err),
+			 TP_EINPUT);
+	tp_error_format(&err, buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "no NVLink") && strstr(buf, "--gpu") &&
+			      err.line == 2,
+		      "%s", buf);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* One table of GPU facts: every device type of the catalogue has its
+ * bus, and every preset's PCIe figure is its GPU's. */
+START_TEST(test_gpu_bus_table)
+{
+	struct tp_cluster c;
+	struct tp_error err;
+	double pcie, nvl;
+
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_devices_load_builtin(&c, &err), TP_OK);
+	ck_assert_uint_ge(c.types.n, 20);
+	for (size_t t = 0; t < c.types.n; t++)
+		ck_assert_msg(tp_gpu_bus(c.types.v[t].name, &pcie, &nvl),
+			      "%s has no bus in presets.c", c.types.v[t].name);
+	tp_cluster_release(&c);
+	ck_assert(!tp_gpu_bus("A10", &pcie, &nvl));
+	for (size_t k = 0; tp_node_preset_names[k]; k++) {
+		const char *gpu;
+		uint32_t gpus;
+		double p;
+		ck_assert(tp_node_preset_info(tp_node_preset_names[k], &gpu,
+					      &gpus, &p));
+		ck_assert(gpus >= 1);
+		ck_assert(tp_gpu_bus(gpu, &pcie, &nvl));
+		ck_assert_msg(p == 0 || p == pcie, "%s: %g vs %s's %g",
+			      tp_node_preset_names[k], p, gpu, pcie);
+	}
+}
+END_TEST
+
 START_TEST(test_smi_errors)
 {
 	static const struct {
@@ -1480,6 +1554,8 @@ Suite *suite_build(void)
 	tcase_add_test(tc, test_smi_dgx1_matches_preset);
 	tcase_add_test(tc, test_smi_dgx_a100_and_pcie);
 	tcase_add_test(tc, test_smi_errors);
+	tcase_add_test(tc, test_smi_bus_by_name);
+	tcase_add_test(tc, test_gpu_bus_table);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("commands");
 	tcase_set_timeout(tc, 20);

@@ -147,6 +147,15 @@ extern const char *const tp_topology_composition_names[];
  * figures come from), or NULL for an unknown name. */
 const char *tp_node_preset_about(const char *name);
 const char *tp_network_about(const char *name);
+/* Node preset `name`'s device type, GPUs per node and PCIe rate per
+ * direction (0 when its NICs sit on the accelerator, no PCIe between);
+ * false for an unknown name. */
+bool tp_node_preset_info(const char *name, const char **gpu, uint32_t *gpus,
+			 double *pcie_Bps);
+/* Device type `type`'s host bus (data/devices.json names, exactly): its
+ * PCIe x16 rate and one NVLink's rate, bytes/s per direction (0: no
+ * NVLink); false for a type the table does not list. */
+bool tp_gpu_bus(const char *type, double *pcie_Bps, double *nvlink_Bps);
 
 /* One-node topology from the matrix `nvidia-smi topo -m` prints, with all
  * GPUs of the given device type. */

@@ -155,20 +155,6 @@ static const char *entry_name(const struct cell *c, char *buf, size_t n)
 	return buf;
 }
 
-/* Per GPU generation: NVLink rate per link and the PCIe x16 rate. */
-static void gpu_rates(const char *type, double *nvlink, double *pcie)
-{
-	*nvlink = strstr(type, "P100") ? 20e9 : 25e9;
-	if (strstr(type, "H100") || strstr(type, "H200"))
-		*pcie = 63.0e9; /* Gen5 */
-	else if (strstr(type, "A100") || strstr(type, "A10") ||
-		 strstr(type, "L4") || strstr(type, "RTX-3090") ||
-		 strstr(type, "RTX-4090") || strstr(type, "MI"))
-		*pcie = 31.5e9; /* Gen4 */
-	else
-		*pcie = 15.7e9; /* Gen3: P100, V100, T4, GTX 1080 Ti */
-}
-
 /* Bandwidth, latency and kind of the link one matrix entry stands for. */
 static void links_for(const struct cell *c, double nvlink, double pcie,
 		      double *bw, double *lat, enum tp_link_kind *kind)
@@ -389,7 +375,23 @@ enum tp_status tp_build_topology_nvidia_smi(const char *text, size_t len,
 		tp_strbuf_release(&sb);
 		goto out;
 	}
-	gpu_rates(gpu_type, &nvlink, &pcie);
+	/* the type's bus (presets.c): every catalogue type is listed */
+	if (!tp_gpu_bus(gpu_type, &pcie, &nvlink)) {
+		st = tp_error_set(err, TP_EINTERNAL,
+				  "device type \"%s\" has no host bus in "
+				  "presets.c",
+				  gpu_type);
+		goto out;
+	}
+	for (int i = 0; i < n * n && nvlink <= 0; i++)
+		if (cells[i].kind == E_NV) {
+			st = fail_at(err, file_name, cells[i].line,
+				     cells[i].col,
+				     "NV%u: a %s has no NVLink; pass the GPUs' "
+				     "type with --gpu",
+				     cells[i].links, gpu_type);
+			goto out;
+		}
 	for (int i = 0; i < n * n; i++) {
 		int a = i / n, k = i % n;
 		if (a != k && (cells[i].kind != E_NV ||

@@ -266,6 +266,14 @@ static enum tp_status read_op(struct tp_jctx *j, const struct tp_json *v,
 	op.tp_units = (uint32_t)units;
 	op.layer = (int32_t)layer;
 	if (!has_bwd) {
+		/* the format's default backward FLOP: twice the forward for
+		 * ops whose backward computes an input and a weight (or
+		 * score) gradient each as large as the forward, once for the
+		 * others.  A FLOP count, not core/cost.h's
+		 * tp_cost_gemm_like (which kinds run at GEMM efficiency):
+		 * embeddings are lookups there, and the MoE router keeps the
+		 * 1x it always had here (models written without
+		 * backward_flop_per_sample load as before). */
 		bool gemm = op.kind == TP_OP_MATMUL || op.kind == TP_OP_CONV ||
 			    op.kind == TP_OP_EMBEDDING ||
 			    op.kind == TP_OP_ATTENTION;

@@ -718,6 +718,71 @@ enum tp_status tp_build_topology_fabric(const char *const *specs, int n_specs,
 	return st;
 }
 
+/* The host bus of each device type of data/devices.json, by its exact
+ * name: the PCIe x16 rate and one NVLink's rate, per direction (NVLink 1:
+ * 20 GB/s; 2-4: 25; 5: 50; the RTX 3090's bridge: 4 x4 links of 14.0625
+ * GB/s, GA102 whitepaper); 0 = no NVLink (PCIe cards without bridges,
+ * AMD and Intel accelerators, whose own links nvidia-smi does not show).
+ * The presets' PCIe figures agree with it (test_build checks). */
+static const struct {
+	const char *gpu;
+	double pcie_Bps, nvlink_Bps;
+} gpu_buses[] = {
+	{"V100-SXM2-16GB", PCIE3, NVLINK_LINK},
+	{"V100-SXM2-32GB", PCIE3, NVLINK_LINK},
+	{"V100-PCIe-16GB", PCIE3, 0},
+	{"V100-PCIe-32GB", PCIE3, 0},
+	{"V100S-PCIe-32GB", PCIE3, 0},
+	{"A100-SXM4-40GB", PCIE4, NVLINK_LINK},
+	{"A100-SXM4-80GB", PCIE4, NVLINK_LINK},
+	{"A100-PCIe-40GB", PCIE4, NVLINK_LINK},
+	{"A100-PCIe-80GB", PCIE4, NVLINK_LINK},
+	{"H100-SXM5-80GB", PCIE5, NVLINK_LINK},
+	{"H100-PCIe-80GB", PCIE5, NVLINK_LINK},
+	{"H100-NVL-94GB", PCIE5, NVLINK_LINK},
+	{"H200-SXM-141GB", PCIE5, NVLINK_LINK},
+	{"GTX-1080-Ti", PCIE3, 0},
+	{"P100-SXM2-16GB", PCIE3, NVLINK1_LINK},
+	{"P100-PCIe-16GB", PCIE3, 0},
+	{"P100-PCIe-12GB", PCIE3, 0},
+	{"T4-16GB", PCIE3, 0},
+	{"A10-24GB", PCIE4, 0},
+	{"L4-24GB", PCIE4, 0},
+	{"RTX-3090-24GB", PCIE4, 14.0625e9},
+	{"RTX-4090-24GB", PCIE4, 0},
+	{"MI250X", PCIE4, 0},
+	{"MI250X-GCD", PCIE4, 0},
+	{"MI300X", PCIE5, 0},
+	{"B200-SXM-180GB", PCIE5, NVLINK5_GPU / 18},
+	{"GB200-186GB", PCIE5, NVLINK5_GPU / 18},
+	{"Gaudi2-96GB", PCIE4, 0},
+	{"Gaudi3-128GB", PCIE5, 0},
+};
+
+bool tp_gpu_bus(const char *type, double *pcie_Bps, double *nvlink_Bps)
+{
+	for (size_t i = 0; i < sizeof(gpu_buses) / sizeof(gpu_buses[0]); i++)
+		if (strcmp(gpu_buses[i].gpu, type) == 0) {
+			*pcie_Bps = gpu_buses[i].pcie_Bps;
+			*nvlink_Bps = gpu_buses[i].nvlink_Bps;
+			return true;
+		}
+	return false;
+}
+
+bool tp_node_preset_info(const char *name, const char **gpu, uint32_t *gpus,
+			 double *pcie_Bps)
+{
+	const struct node_preset *p = find_preset(name, strlen(name));
+
+	if (!p)
+		return false;
+	*gpu = p->gpu;
+	*gpus = p->gpus;
+	*pcie_Bps = p->pcie_Bps < NO_PCIE_CAP ? p->pcie_Bps : 0;
+	return true;
+}
+
 const char *tp_node_preset_about(const char *name)
 {
 	const struct node_preset *p = find_preset(name, strlen(name));

@@ -290,17 +290,25 @@ enum tp_status tp_train_random_model(struct tp_rng *rng,
 	return st;
 }
 
-struct preset {
-	const char *name;
-	uint32_t gpus;
-};
-
-static const struct preset presets[] = {
-	{"v100-nvlink", 4}, {"p100-pcie", 2}, {"1080ti-pcie", 2},
-	{"t4-pcie", 4},	    {"l4-pcie", 8},   {"a100-pcie", 8},
-	{"dgx1-v100", 8},   {"dgx-a100", 8},  {"dgx-h100", 8},
+/* The node presets random clusters are drawn from (their GPUs and
+ * figures: io/presets.c); the order fixes the corpus of a seed. */
+static const char *const presets[] = {
+	"v100-nvlink", "p100-pcie", "1080ti-pcie", "t4-pcie",  "l4-pcie",
+	"a100-pcie",   "dgx1-v100", "dgx-a100",    "dgx-h100",
 };
 #define N_PRESETS (sizeof(presets) / sizeof(presets[0]))
+
+/* GPUs per node of preset k. */
+static uint32_t preset_gpus(uint32_t k)
+{
+	const char *gpu;
+	uint32_t gpus = 0;
+	double pcie;
+
+	if (!tp_node_preset_info(presets[k], &gpu, &gpus, &pcie))
+		return 0;
+	return gpus;
+}
 
 enum tp_status tp_train_random_cluster(struct tp_rng *rng,
 				       uint32_t max_devices,
@@ -328,10 +336,10 @@ enum tp_status tp_train_random_cluster(struct tp_rng *rng,
 		}
 		for (uint32_t i = 0; i < nodes; i++) {
 			uint32_t k = i < nk ? i : (uint32_t)pick(rng, nk);
-			if (total + presets[kinds[k]].gpus > max_devices)
+			if (total + preset_gpus(kinds[k]) > max_devices)
 				continue;
 			count[k]++;
-			total += presets[kinds[k]].gpus;
+			total += preset_gpus(kinds[k]);
 		}
 		/* merge duplicate kinds, drop empty ones */
 		for (uint32_t a = 0; a < nk; a++)
@@ -354,7 +362,7 @@ enum tp_status tp_train_random_cluster(struct tp_rng *rng,
 		if (nk == 3 && strcmp(net, "25gbe") == 0) {
 			bool v = false, g = false, p = false;
 			for (uint32_t k = 0; k < nk; k++) {
-				const char *n = presets[kinds[k]].name;
+				const char *n = presets[kinds[k]];
 				v |= !strcmp(n, "v100-nvlink") && count[k] == 1;
 				g |= !strcmp(n, "1080ti-pcie") && count[k] == 4;
 				p |= !strcmp(n, "p100-pcie") && count[k] == 2;
@@ -367,7 +375,7 @@ enum tp_status tp_train_random_cluster(struct tp_rng *rng,
 	}
 	for (uint32_t k = 0; k < nk; k++) {
 		snprintf(specs[k], sizeof(specs[k]), "%s:%u",
-			 presets[kinds[k]].name, count[k]);
+			 presets[kinds[k]], count[k]);
 		sp[k] = specs[k];
 	}
 	if (desc) {
