@@ -26,6 +26,14 @@
  * The priors (options.prior, a core/prior.h provider such as the GNN's)
  * are the caller's: the search does not know who computes them.
  *
+ * Who plans through it: `tagplan plan`, the benchmarks that measure plans
+ * (search, gnn, moe, modern, runtime, hetero, peers) and the tests of
+ * whole plans.  Two callers search without it on purpose: bench_compress
+ * hands tp_search_run the evaluators it compares (compression off, after
+ * the search, joint, steered), which the planner's one evaluator would
+ * hide; and train's self-play is not a planning run (its own games over
+ * the simulator record training samples; src/train/selfplay.c).
+ *
  * Ownership: the planner borrows the model and cluster (finalized; they
  * must outlive it) and owns its simulator.  tp_planner_run may be called
  * from one thread at a time (the search starts its own threads); the
