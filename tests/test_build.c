@@ -458,7 +458,7 @@ START_TEST(test_topo_every_preset)
 		    {"gaudi3", "Gaudi3-128GB", 8}};
 	int n = 0;
 
-	for (int i = 0; tp_node_preset_names[i]; i++)
+	for (size_t i = 0; tp_node_preset_name(i); i++)
 		n++;
 	ck_assert_int_eq(n, (int)(sizeof(want) / sizeof(want[0])));
 	for (int i = 0; i < n; i++) {
@@ -466,7 +466,7 @@ START_TEST(test_topo_every_preset)
 		const char *specs[1] = {spec};
 		struct tp_cluster c;
 		snprintf(spec, sizeof(spec), "%s:2", want[i].name);
-		ck_assert_str_eq(tp_node_preset_names[i], want[i].name);
+		ck_assert_str_eq(tp_node_preset_name(i), want[i].name);
 		ck_assert_ptr_nonnull(tp_node_preset_about(want[i].name));
 		build_topo(specs, 1, NULL, 1, &c);
 		ck_assert_uint_eq(c.devices.n, 2 * want[i].gpus);
@@ -1151,16 +1151,16 @@ START_TEST(test_gpu_bus_table)
 			      "%s has no bus in presets.c", c.types.v[t].name);
 	tp_cluster_release(&c);
 	ck_assert(!tp_gpu_bus("A10", &pcie, &nvl));
-	for (size_t k = 0; tp_node_preset_names[k]; k++) {
+	for (size_t k = 0; tp_node_preset_name(k); k++) {
 		const char *gpu;
 		uint32_t gpus;
 		double p;
-		ck_assert(tp_node_preset_info(tp_node_preset_names[k], &gpu,
+		ck_assert(tp_node_preset_info(tp_node_preset_name(k), &gpu,
 					      &gpus, &p));
 		ck_assert(gpus >= 1);
 		ck_assert(tp_gpu_bus(gpu, &pcie, &nvl));
 		ck_assert_msg(p == 0 || p == pcie, "%s: %g vs %s's %g",
-			      tp_node_preset_names[k], p, gpu, pcie);
+			      tp_node_preset_name(k), p, gpu, pcie);
 	}
 }
 END_TEST

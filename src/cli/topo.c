@@ -37,9 +37,9 @@ static void about_text(struct tp_strbuf *sb)
 		"--oversubscription\ndivides each node's uplink.  Figures are "
 		"per direction; latencies marked ASSUMPTION are\ntypical values, "
 		"not vendor figures.\n\nnode presets:\n");
-	for (int i = 0; tp_node_preset_names[i]; i++)
-		tp_cli_help_item(sb, 2, tp_node_preset_names[i], 12,
-			 tp_node_preset_about(tp_node_preset_names[i]));
+	for (size_t i = 0; tp_node_preset_name(i); i++)
+		tp_cli_help_item(sb, 2, tp_node_preset_name(i), 12,
+			 tp_node_preset_about(tp_node_preset_name(i)));
 	tp_strbuf_adds(sb, "\ncompositions:\n");
 	for (int i = 0; tp_topology_composition_names[i]; i++)
 		tp_cli_help_item(sb, 2, tp_topology_composition_names[i], 12,

@@ -52,6 +52,7 @@
 #ifndef TP_BUILD_H
 #define TP_BUILD_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/cluster.h"
@@ -138,8 +139,10 @@ enum tp_status tp_build_topology_fabric(const char *const *specs, int n_specs,
 					const char *fabric,
 					struct tp_cluster *c,
 					struct tp_error *err);
-/* Names of the node presets and networks, NULL-terminated. */
-extern const char *const tp_node_preset_names[];
+/* The name of node preset i, in the presets table's order (the order of
+ * `tagplan topo --help`), or NULL past the last one. */
+const char *tp_node_preset_name(size_t i);
+/* Names of the networks, NULL-terminated. */
 extern const char *const tp_network_names[];
 /* Named compositions usable as a spec ("tag-testbed"), NULL-terminated. */
 extern const char *const tp_topology_composition_names[];

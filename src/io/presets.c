@@ -225,11 +225,11 @@ static const struct node_preset presets[] = {
 	 75e9, TP_LINK_OTHER, GAUDI_LAT},
 };
 
-const char *const tp_node_preset_names[] = {
-	"dgx-a100",  "dgx-h100",    "hgx-h200", "dgx1-v100", "v100-nvlink",
-	"p100-pcie", "1080ti-pcie", "t4-pcie",  "l4-pcie",   "a100-pcie",
-	"dgx-b200",  "gb200-nvl72", "h100-pcie", "h100-nvl", "dgx-a100-40gb",
-	"mi300x",    "mi250x",      "gaudi2",    "gaudi3",   NULL};
+const char *tp_node_preset_name(size_t i)
+{
+	return i < sizeof(presets) / sizeof(presets[0]) ? presets[i].name
+							 : NULL;
+}
 
 /* Named compositions: a list of specs and a network. */
 static const struct {
@@ -280,9 +280,9 @@ static void list_presets(char *buf, size_t size)
 	size_t n = 0;
 
 	buf[0] = '\0';
-	for (size_t i = 0; tp_node_preset_names[i]; i++) {
+	for (size_t i = 0; tp_node_preset_name(i); i++) {
 		int k = snprintf(buf + n, size - n, "%s%s", i ? ", " : "",
-				 tp_node_preset_names[i]);
+				 tp_node_preset_name(i));
 		if (k < 0 || (size_t)k >= size - n)
 			return;
 		n += (size_t)k;
