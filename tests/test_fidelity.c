@@ -73,6 +73,33 @@ START_TEST(test_fid_batch_norm_three_passes)
 }
 END_TEST
 
+/* Simulate strategy on (m, c) under o into r (report initialised here,
+ * released by the caller): the plan, simulator and scratch of one run. */
+static void fid_simulate(const struct tp_model *m,
+			 const struct tp_cluster *c, const char *strategy,
+			 const struct tp_sim_options *o, struct tp_report *r)
+{
+	struct tp_strategy s;
+	struct tp_plan p;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *sc;
+	struct tp_error err;
+
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_strategy_parse(strategy, &s, &err), TP_OK);
+	ck_assert_msg(tp_strategy_to_plan(&s, m, c, &p, &err) == TP_OK, "%s",
+		      err.msg);
+	sim = tp_sim_new(m, c, o, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	sc = tp_sim_scratch_new(sim);
+	ck_assert_ptr_nonnull(sc);
+	tp_report_init(r);
+	ck_assert_int_eq(tp_sim_run(sim, &p, sc, r, NULL, &err), TP_OK);
+	tp_sim_scratch_free(sc);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+}
+
 /* A small bf16 GPT (hidden 256, 8 heads, 2 layers, vocab 1000, batch 4)
  * of sequence seq on a toy node of 2 devices of a type named `type`,
  * under strategy with fused attention, gradients reduced in fp32 or not
@@ -91,12 +118,8 @@ static double gpt_run(const struct gpt_run *g, double *bytes)
 	struct tp_gpt_dims dims;
 	struct tp_model m;
 	struct tp_cluster c;
-	struct tp_strategy s;
-	struct tp_plan p;
 	struct tp_report r;
 	struct tp_sim_options o;
-	struct tp_sim *sim;
-	struct tp_sim_scratch *sc;
 	struct tp_error err;
 	double iter;
 
@@ -112,28 +135,17 @@ static double gpt_run(const struct gpt_run *g, double *bytes)
 	tp_model_init(&m);
 	ck_assert_int_eq(tp_build_gpt(&dims, &m, &err), TP_OK);
 	tp_test_toy_node(&c, &t, 2);
-	tp_plan_init(&p);
-	ck_assert_int_eq(tp_strategy_parse(g->strategy, &s, &err), TP_OK);
-	ck_assert_int_eq(tp_strategy_to_plan(&s, &m, &c, &p, &err), TP_OK);
 	tp_sim_options_default(&o);
 	o.params.gemm_sustained = 1;
 	o.params.fused_attention = true;
 	o.params.grad_reduce_fp32 = g->fp32_grads;
 	o.params.hopper_attention_efficiency = g->hopper;
-	sim = tp_sim_new(&m, &c, &o, &err);
-	ck_assert_msg(sim != NULL, "%s", err.msg);
-	sc = tp_sim_scratch_new(sim);
-	ck_assert_ptr_nonnull(sc);
-	tp_report_init(&r);
-	ck_assert_int_eq(tp_sim_run(sim, &p, sc, &r, NULL, &err), TP_OK);
+	fid_simulate(&m, &c, g->strategy, &o, &r);
 	iter = r.iteration_time_s;
 	*bytes = 0;
 	for (uint32_t k = 0; k < r.n_links; k++)
 		*bytes += r.links[k].bytes;
 	tp_report_release(&r);
-	tp_sim_scratch_free(sc);
-	tp_sim_free(sim);
-	tp_plan_release(&p);
 	tp_cluster_release(&c);
 	tp_model_release(&m);
 	return iter;
@@ -297,12 +309,8 @@ static double dgx1_tp8(bool slow_cross, double *pcie_bytes)
 	struct tp_gpt_dims dims;
 	struct tp_model m;
 	struct tp_cluster c;
-	struct tp_strategy s;
-	struct tp_plan p;
 	struct tp_report r;
 	struct tp_sim_options o;
-	struct tp_sim *sim;
-	struct tp_sim_scratch *sc;
 	struct tp_error err;
 	double iter;
 
@@ -331,27 +339,14 @@ static double dgx1_tp8(bool slow_cross, double *pcie_bytes)
 	dims.dtype = TP_DTYPE_FP16;
 	tp_model_init(&m);
 	ck_assert_int_eq(tp_build_gpt(&dims, &m, &err), TP_OK);
-	tp_plan_init(&p);
-	ck_assert_int_eq(tp_strategy_parse("tp=8,pp=1,dp=8,mb=1", &s, &err),
-			 TP_OK);
-	ck_assert_msg(tp_strategy_to_plan(&s, &m, &c, &p, &err) == TP_OK,
-		      "%s", err.msg);
 	tp_sim_options_default(&o);
-	sim = tp_sim_new(&m, &c, &o, &err);
-	ck_assert_msg(sim != NULL, "%s", err.msg);
-	sc = tp_sim_scratch_new(sim);
-	ck_assert_ptr_nonnull(sc);
-	tp_report_init(&r);
-	ck_assert_int_eq(tp_sim_run(sim, &p, sc, &r, NULL, &err), TP_OK);
+	fid_simulate(&m, &c, "tp=8,pp=1,dp=8,mb=1", &o, &r);
 	iter = r.iteration_time_s;
 	*pcie_bytes = 0;
 	for (uint32_t k = 0; k < r.n_links; k++)
 		if (c.links.v[r.links[k].link].kind == TP_LINK_PCIE)
 			*pcie_bytes += r.links[k].bytes;
 	tp_report_release(&r);
-	tp_sim_scratch_free(sc);
-	tp_sim_free(sim);
-	tp_plan_release(&p);
 	tp_cluster_release(&c);
 	tp_model_release(&m);
 	return iter;
@@ -381,35 +376,19 @@ static double grads_bytes(bool fp32, double *total)
 				     1e6, 1};
 	struct tp_model m;
 	struct tp_cluster c;
-	struct tp_strategy s;
-	struct tp_plan p;
 	struct tp_report r;
 	struct tp_sim_options o;
-	struct tp_sim *sim;
-	struct tp_sim_scratch *sc;
-	struct tp_error err;
 	double g;
 
 	tp_test_chain_model(&m, &spec);
 	tp_test_toy_node(&c, &t, 1);
-	tp_plan_init(&p);
-	ck_assert_int_eq(tp_strategy_parse("dp=1,mb=1", &s, &err), TP_OK);
-	ck_assert_int_eq(tp_strategy_to_plan(&s, &m, &c, &p, &err), TP_OK);
 	tp_sim_options_default(&o);
 	o.params.grad_buffer_fp32 = fp32;
-	sim = tp_sim_new(&m, &c, &o, &err);
-	ck_assert_msg(sim != NULL, "%s", err.msg);
-	sc = tp_sim_scratch_new(sim);
-	ck_assert_ptr_nonnull(sc);
-	tp_report_init(&r);
-	ck_assert_int_eq(tp_sim_run(sim, &p, sc, &r, NULL, &err), TP_OK);
+	fid_simulate(&m, &c, "dp=1,mb=1", &o, &r);
 	g = r.devices[0].memory.gradients;
 	*total = r.devices[0].memory.weights + g +
 		 r.devices[0].memory.optimizer;
 	tp_report_release(&r);
-	tp_sim_scratch_free(sc);
-	tp_sim_free(sim);
-	tp_plan_release(&p);
 	tp_cluster_release(&c);
 	tp_model_release(&m);
 	return g;
@@ -459,12 +438,8 @@ static double conv_run(bool winograd, double kernel, double in_scale,
 	struct tp_device_type t = tp_test_toy_type("toy");
 	struct tp_model m;
 	struct tp_cluster c;
-	struct tp_strategy s;
-	struct tp_plan p;
 	struct tp_report r;
 	struct tp_sim_options o;
-	struct tp_sim *sim;
-	struct tp_sim_scratch *sc;
 	struct tp_error err;
 	struct tp_op in = tp_op_default(), cv = tp_op_default();
 	double e = tp_dtype_bytes(dtype), px = 56.0 * 56.0, iter;
@@ -491,23 +466,12 @@ static double conv_run(bool winograd, double kernel, double in_scale,
 			 TP_OK);
 	ck_assert_int_eq(tp_model_finalize(&m, &err), TP_OK);
 	tp_test_toy_node(&c, &t, 1);
-	tp_plan_init(&p);
-	ck_assert_int_eq(tp_strategy_parse("dp=1,mb=1", &s, &err), TP_OK);
-	ck_assert_int_eq(tp_strategy_to_plan(&s, &m, &c, &p, &err), TP_OK);
 	tp_sim_options_default(&o);
 	o.params.gemm_sustained = 1;
 	o.params.winograd = winograd;
-	sim = tp_sim_new(&m, &c, &o, &err);
-	ck_assert_msg(sim != NULL, "%s", err.msg);
-	sc = tp_sim_scratch_new(sim);
-	ck_assert_ptr_nonnull(sc);
-	tp_report_init(&r);
-	ck_assert_int_eq(tp_sim_run(sim, &p, sc, &r, NULL, &err), TP_OK);
+	fid_simulate(&m, &c, "dp=1,mb=1", &o, &r);
 	iter = r.iteration_time_s;
 	tp_report_release(&r);
-	tp_sim_scratch_free(sc);
-	tp_sim_free(sim);
-	tp_plan_release(&p);
 	tp_cluster_release(&c);
 	tp_model_release(&m);
 	return iter;
