@@ -214,6 +214,36 @@ START_TEST(test_mixed_tp_file_and_runtimes)
 }
 END_TEST
 
+/* One fast device (toy type, 100 TFLOP/s, 80 GB) on a node of its own
+ * and a node of 4 slow ones (25 TFLOP/s, 10 GB), joined by a star. */
+static void fast_and_slow_node(struct tp_cluster *c)
+{
+	struct tp_device_type f = tp_test_toy_type("fast");
+	struct tp_device_type sl = tp_test_toy_type("slow");
+	struct tp_error err;
+	uint32_t tf, ts;
+
+	sl.peak_flops[TP_DTYPE_FP16] = 25e12;
+	sl.memory_bytes = 10e9;
+	tp_cluster_init(c);
+	ck_assert_int_eq(tp_cluster_add_type(c, &f, &tf, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_add_type(c, &sl, &ts, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_build_node(c,
+					       &(struct tp_node_build){
+						   "f", tf, 1, TP_LINK_NVSWITCH,
+						   100e9, 1e-6, 1, 25e9, 1e-6},
+					       NULL, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_cluster_build_node(c,
+					       &(struct tp_node_build){
+						   "s", ts, 4, TP_LINK_NVSWITCH,
+						   100e9, 1e-6, 1, 25e9, 1e-6},
+					       NULL, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_cluster_connect_star(c, 1.0, NULL, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);
+}
+
 /* The search proposes mixed replicas (search/mixed.c): one fast device
  * (100 TFLOP/s, 80 GB) and a node of 4 slow ones (25 TFLOP/s, 10 GB) for
  * a model of 1e9 parameters (16 GB of fp16 Adam state: on a slow device
@@ -223,8 +253,6 @@ END_TEST
  * fast, and is the answer.  Fails without the mixed seeds (1.0x). */
 START_TEST(test_mixed_tp_search_proposes)
 {
-	struct tp_device_type f = tp_test_toy_type("fast");
-	struct tp_device_type sl = tp_test_toy_type("slow");
 	struct tp_cluster c;
 	struct tp_model m;
 	struct tp_sim *sim;
@@ -234,27 +262,8 @@ START_TEST(test_mixed_tp_search_proposes)
 	struct tp_search_result r;
 	struct tp_error err;
 	double best_base = INFINITY;
-	uint32_t tf, ts;
 
-	sl.peak_flops[TP_DTYPE_FP16] = 25e12;
-	sl.memory_bytes = 10e9;
-	tp_cluster_init(&c);
-	ck_assert_int_eq(tp_cluster_add_type(&c, &f, &tf, &err), TP_OK);
-	ck_assert_int_eq(tp_cluster_add_type(&c, &sl, &ts, &err), TP_OK);
-	ck_assert_int_eq(tp_cluster_build_node(&c,
-					       &(struct tp_node_build){
-						   "f", tf, 1, TP_LINK_NVSWITCH,
-						   100e9, 1e-6, 1, 25e9, 1e-6},
-					       NULL, &err),
-			 TP_OK);
-	ck_assert_int_eq(tp_cluster_build_node(&c,
-					       &(struct tp_node_build){
-						   "s", ts, 4, TP_LINK_NVSWITCH,
-						   100e9, 1e-6, 1, 25e9, 1e-6},
-					       NULL, &err),
-			 TP_OK);
-	ck_assert_int_eq(tp_cluster_connect_star(&c, 1.0, NULL, &err), TP_OK);
-	ck_assert_int_eq(tp_cluster_finalize(&c, &err), TP_OK);
+	fast_and_slow_node(&c);
 	one_op(&m, 1e12, 2e9, 16);
 	sim = tp_sim_new(&m, &c, NULL, &err);
 	ck_assert_ptr_nonnull(sim);
@@ -297,8 +306,6 @@ END_TEST
  * answer the seed, 451 ms). */
 START_TEST(test_mixed_tp_moves)
 {
-	struct tp_device_type f = tp_test_toy_type("fast");
-	struct tp_device_type sl = tp_test_toy_type("slow");
 	struct tp_cluster c;
 	struct tp_model m;
 	struct tp_sim *sim;
@@ -308,27 +315,9 @@ START_TEST(test_mixed_tp_moves)
 	struct tp_search_result r;
 	struct tp_runtime rt;
 	struct tp_error err;
-	uint32_t tf, ts, idx = 0;
+	uint32_t idx = 0;
 
-	sl.peak_flops[TP_DTYPE_FP16] = 25e12;
-	sl.memory_bytes = 10e9;
-	tp_cluster_init(&c);
-	ck_assert_int_eq(tp_cluster_add_type(&c, &f, &tf, &err), TP_OK);
-	ck_assert_int_eq(tp_cluster_add_type(&c, &sl, &ts, &err), TP_OK);
-	ck_assert_int_eq(tp_cluster_build_node(&c,
-					       &(struct tp_node_build){
-						   "f", tf, 1, TP_LINK_NVSWITCH,
-						   100e9, 1e-6, 1, 25e9, 1e-6},
-					       NULL, &err),
-			 TP_OK);
-	ck_assert_int_eq(tp_cluster_build_node(&c,
-					       &(struct tp_node_build){
-						   "s", ts, 4, TP_LINK_NVSWITCH,
-						   100e9, 1e-6, 1, 25e9, 1e-6},
-					       NULL, &err),
-			 TP_OK);
-	ck_assert_int_eq(tp_cluster_connect_star(&c, 1.0, NULL, &err), TP_OK);
-	ck_assert_int_eq(tp_cluster_finalize(&c, &err), TP_OK);
+	fast_and_slow_node(&c);
 	tp_model_init(&m);
 	m.global_batch = 16;
 	m.dtype = TP_DTYPE_FP16;
