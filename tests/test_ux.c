@@ -624,6 +624,36 @@ START_TEST(test_mistakes)
 		tp_run_free(&r);
 	}
 	{
+		/* a file where the command takes options: say which option */
+		const char *a1[] = {"tagplan", "export", "in/plan.json", NULL};
+		const char *a2[] = {"tagplan", "plan", "in/m.json", "in/t.json",
+				    NULL};
+		const char *a3[] = {"tagplan", "render", "-p", "in/plan.json",
+				    "-o", "-", "extra", NULL};
+		run_in(&r, dir, a1, NULL);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_msg(strstr(r.err, "unexpected argument "
+					    "\"in/plan.json\" (files are given "
+					    "with their option: -p PLAN or -m "
+					    "MODEL or -t TOPO)"),
+			      "%s", r.err);
+		ck_assert_uint_eq(r.out_len, 0);
+		tp_run_free(&r);
+		run_in(&r, dir, a2, NULL);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_msg(strstr(r.err, "(files are given with their "
+					    "option: -m MODEL or -t TOPO)"),
+			      "%s", r.err);
+		tp_run_free(&r);
+		/* not a file and not .json: no hint */
+		run_in(&r, dir, a3, NULL);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_msg(strstr(r.err, "unexpected argument \"extra\"\n"),
+			      "%s", r.err);
+		ck_assert_uint_eq(r.out_len, 0);
+		tp_run_free(&r);
+	}
+	{
 		/* pictures: not onto stdout beside the plan, not over it */
 		const char *a1[] = {"tagplan", "plan", "-m", "in/m.json", "-t",
 				    "in/t.json", "--svg", "-", NULL};

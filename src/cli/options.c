@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/strbuf.h"
 #include "io/io.h"
@@ -245,6 +246,45 @@ static int set_value(const char *cmd, struct tp_opt *o, const char *val)
 	return -1;
 }
 
+/* An argument where the command takes none: if it names a file and the
+ * command takes files through options (-p PLAN, -m MODEL, -t TOPO) not
+ * given yet, the error says so ("tagplan export plan.json" is a natural
+ * first try). */
+static void unexpected_argument(const char *cmd, const struct tp_opt *opts,
+				const char *arg)
+{
+	static const char *const file_vars[] = {"PLAN", "MODEL", "TOPO"};
+	char hint[160] = "";
+	size_t used = 0;
+
+	if (strcmp(arg, "-") == 0 || access(arg, F_OK) == 0 ||
+	    strstr(arg, ".json")) {
+		for (size_t v = 0; v < sizeof(file_vars) / sizeof(*file_vars);
+		     v++) {
+			for (const struct tp_opt *o = opts; o->name; o++) {
+				if (o->seen || !o->short_name ||
+				    o->short_name == 'o' || !o->metavar ||
+				    strcmp(o->metavar, file_vars[v]) != 0)
+					continue;
+				int n = snprintf(hint + used,
+						 sizeof(hint) - used, "%s-%c %s",
+						 used ? " or " : "",
+						 o->short_name, o->metavar);
+				if (n > 0 && (size_t)n < sizeof(hint) - used)
+					used += (size_t)n;
+				break;
+			}
+		}
+	}
+	if (used)
+		tp_cli_usage_error(cmd,
+				   "unexpected argument \"%s\" (files are "
+				   "given with their option: %s)",
+				   arg, hint);
+	else
+		tp_cli_usage_error(cmd, "unexpected argument \"%s\"", arg);
+}
+
 int tp_opts_parse(const struct tp_cli_doc *doc, struct tp_opt *opts,
 		  int argc, char **argv, char ***pos, int *npos,
 		  int *exit_code)
@@ -326,8 +366,7 @@ int tp_opts_parse(const struct tp_cli_doc *doc, struct tp_opt *opts,
 		*pos = positional; /* the caller frees the array */
 	} else {
 		if (np) {
-			tp_cli_usage_error(cmd, "unexpected argument \"%s\"",
-					   positional[0]);
+			unexpected_argument(cmd, opts, positional[0]);
 			free(positional);
 			return -1;
 		}
