@@ -667,7 +667,17 @@ START_TEST(test_topo_errors)
 			 TP_EUSAGE);
 	ck_assert_ptr_nonnull(strstr(err.msg, "dgx-a200"));
 	ck_assert_ptr_nonnull(strstr(err.msg, "dgx-h100"));
+	ck_assert_ptr_null(strstr(err.msg, "did you mean"));
 	ck_assert_uint_eq(c.devices.n, 0);
+	{
+		/* a GPU name alone: the presets that carry it */
+		const char *gpu[] = {"H100:2"};
+		ck_assert_int_eq(tp_build_topology(gpu, 1, NULL, 1, &c, &err),
+				 TP_EUSAGE);
+		ck_assert_msg(strstr(err.msg, "(did you mean dgx-h100, "
+					      "h100-pcie, h100-nvl?); known: "),
+			      "%s", err.msg);
+	}
 	ck_assert_int_eq(tp_build_topology(bad2, 1, NULL, 1, &c, &err),
 			 TP_EUSAGE);
 	ck_assert_int_eq(tp_build_topology(bad3, 1, NULL, 1, &c, &err),

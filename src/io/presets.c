@@ -13,6 +13,7 @@
  */
 #include "build.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,6 +298,38 @@ static void list_presets(char *buf, size_t size)
 	}
 }
 
+/* The node presets whose name contains the unknown one ("a100" ->
+ * "dgx-a100, a100-pcie, dgx-a100-40gb"), as " (did you mean ...?)" into
+ * buf; empty when none does. */
+static void similar_presets(const char *spec, size_t len, char *buf,
+			    size_t size)
+{
+	size_t n = 0;
+	char want[64];
+
+	buf[0] = '\0';
+	if (len == 0 || len >= sizeof(want))
+		return;
+	for (size_t i = 0; i < len; i++)
+		want[i] = (char)tolower((unsigned char)spec[i]);
+	want[len] = '\0';
+	for (size_t i = 0; tp_node_preset_name(i); i++) {
+		const char *name = tp_node_preset_name(i);
+		int k;
+		if (!strstr(name, want))
+			continue;
+		k = snprintf(buf + n, size - n, "%s%s",
+			     n ? ", " : " (did you mean ", name);
+		if (k < 0 || (size_t)k >= size - n) {
+			buf[0] = '\0';
+			return;
+		}
+		n += (size_t)k;
+	}
+	if (n && n + 2 < size)
+		strcat(buf, "?)");
+}
+
 static void list_networks(char *buf, size_t size)
 {
 	size_t n = 0;
@@ -398,7 +431,7 @@ static enum tp_status add_spec(struct tp_cluster *c, const char *spec,
 	size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
 	const struct node_preset *p = find_preset(spec, len);
 	long long count = 1;
-	char list[512];
+	char list[512], similar[160];
 
 	if (!p) {
 		for (size_t i = 0;
@@ -430,10 +463,11 @@ static enum tp_status add_spec(struct tp_cluster *c, const char *spec,
 					"takes no :NODES",
 					spec, compositions[i].name);
 		list_presets(list, sizeof(list));
+		similar_presets(spec, len, similar, sizeof(similar));
 		return tp_error_set(err, TP_EUSAGE,
-				    "unknown node preset \"%.*s\" in \"%s\"; "
+				    "unknown node preset \"%.*s\" in \"%s\"%s; "
 				    "known: %s",
-				    (int)len, spec, spec, list);
+				    (int)len, spec, spec, similar, list);
 	}
 	if (colon) {
 		char *end;
