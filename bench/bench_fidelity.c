@@ -12,8 +12,8 @@
  *
  * Then tagplan calibrate's fit (calib.h tp_calib_fit): on all runs, and
  * leave-one-source-out (fit on the other sources, predict this one;
- * target mean <= 8%).  TAGPLAN_BENCH_NO_LOSO=1 skips both (they take
- * some minutes).
+ * target mean <= 8%), with the shipped prior weight and without.
+ * TAGPLAN_BENCH_NO_LOSO=1 skips both (they take some minutes).
  */
 #include <math.h>
 #include <stdio.h>
@@ -55,15 +55,18 @@ static void add(struct acc *a, double e, bool fits)
 	a->oom += !fits;
 }
 
-/* tp_calib_fit on all runs, then leave-one-source-out. */
+/* tp_calib_fit on all runs, then leave-one-source-out, each with the
+ * shipped prior weight (TP_CALIB_PRIOR_WEIGHT) and without a prior
+ * (weight 0, the plain least squares), side by side. */
 static int calibrate(const struct tp_mruns *runs, const struct acc *by,
 		     int n_by)
 {
+	static const double w[2] = {TP_CALIB_PRIOR_WEIGHT, 0};
 	size_t n = runs->rows.n;
 	bool *fit = calloc(n, sizeof(bool)), *held = calloc(n, sizeof(bool));
-	struct tp_calib_fit f;
+	struct tp_calib_fit f[2];
 	struct tp_error err;
-	double sum = 0, wsum = 0;
+	double sum[2] = {0, 0}, wsum = 0;
 	int rc = 0, used = 0;
 
 	if (!fit || !held) {
@@ -74,42 +77,53 @@ static int calibrate(const struct tp_mruns *runs, const struct acc *by,
 	tp_error_clear(&err);
 	for (size_t i = 0; i < n; i++)
 		fit[i] = true;
-	if (tp_calib_fit(runs->rows.v, n, fit, NULL, &f, &err)) {
-		printf("calibrate: %s\n", err.msg);
-		rc = 1;
-		goto out;
+	for (int j = 0; j < 2; j++) {
+		if (tp_calib_fit(runs->rows.v, n, fit, NULL, w[j], &f[j],
+				 &err)) {
+			printf("calibrate: %s\n", err.msg);
+			rc = 1;
+			goto out;
+		}
+		printf("%stagplan calibrate on all %u runs, prior weight %g: "
+		       "gemm_sustained %.4f, link_eff_intra %.4f, "
+		       "link_eff_network %.4f: mean |error| %.1f%% (shipped "
+		       "constants %.1f%%)\n",
+		       j ? "" : "\n", f[j].fit_runs, w[j], f[j].gemm_sustained,
+		       f[j].link_eff_intra, f[j].link_eff_network,
+		       100 * f[j].fit_error, 100 * f[j].fit_error0);
 	}
-	printf("\ntagplan calibrate on all %u runs: gemm_sustained %.4f, "
-	       "link_eff_intra %.4f, link_eff_network %.4f: mean |error| "
-	       "%.1f%% (shipped constants %.1f%%)\n",
-	       f.fit_runs, f.gemm_sustained, f.link_eff_intra,
-	       f.link_eff_network, 100 * f.fit_error, 100 * f.fit_error0);
-	printf("\nleave-one-source-out (fit on the others, predict it)\n");
-	printf("%-32s %4s %10s %10s %8s %8s %8s\n", "source", "runs",
-	       "mean|err|", "shipped", "gemm", "intra", "network");
+	printf("\nleave-one-source-out (fit on the others, predict it), with "
+	       "the prior (weight %g) and without (0)\n",
+	       w[0]);
+	printf("%-32s %4s %10s %10s %10s %8s %8s %8s\n", "source", "runs",
+	       "mean|err|", "no prior", "shipped", "gemm", "intra", "network");
 	for (int k = 0; k < n_by; k++) {
 		for (size_t i = 0; i < n; i++) {
 			held[i] = strcmp(runs->rows.v[i].source,
 					 by[k].source) == 0;
 			fit[i] = !held[i];
 		}
-		if (tp_calib_fit(runs->rows.v, n, fit, held, &f, &err)) {
-			printf("calibrate: %s\n", err.msg);
-			rc = 1;
-			goto out;
-		}
-		printf("%-32s %4u %9.1f%% %9.1f%% %8.4f %8.4f %8.4f\n",
-		       by[k].source, f.holdout_runs, 100 * f.holdout_error,
-		       100 * f.holdout_error0, f.gemm_sustained,
-		       f.link_eff_intra, f.link_eff_network);
-		sum += f.holdout_error * f.holdout_runs;
-		wsum += f.holdout_runs;
+		for (int j = 0; j < 2; j++)
+			if (tp_calib_fit(runs->rows.v, n, fit, held, w[j],
+					 &f[j], &err)) {
+				printf("calibrate: %s\n", err.msg);
+				rc = 1;
+				goto out;
+			}
+		printf("%-32s %4u %9.1f%% %9.1f%% %9.1f%% %8.4f %8.4f %8.4f\n",
+		       by[k].source, f[0].holdout_runs,
+		       100 * f[0].holdout_error, 100 * f[1].holdout_error,
+		       100 * f[0].holdout_error0, f[0].gemm_sustained,
+		       f[0].link_eff_intra, f[0].link_eff_network);
+		for (int j = 0; j < 2; j++)
+			sum[j] += f[j].holdout_error * f[j].holdout_runs;
+		wsum += f[0].holdout_runs;
 		used++;
 		fflush(stdout);
 	}
 	if (used)
-		printf("%-32s %4.0f %9.1f%%   (target: mean <= 8%%)\n", "all",
-		       wsum, 100 * sum / wsum);
+		printf("%-32s %4.0f %9.1f%% %9.1f%%   (target: mean <= 8%%)\n",
+		       "all", wsum, 100 * sum[0] / wsum, 100 * sum[1] / wsum);
 out:
 	free(fit);
 	free(held);

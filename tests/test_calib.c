@@ -103,6 +103,56 @@ START_TEST(test_calib_predict_table1)
 }
 END_TEST
 
+/* The fit's prior (tp_calib_fit's prior_weight): on one ResNet-50 run
+ * the shipped constants predict 7% too fast, the plain least squares
+ * (weight 0) moves gemm_sustained until the run fits; with weight 10
+ * (the run against a prior worth 10 runs) the log step is at most
+ * b^2 / (b^2 + 10) <= 1/11 of that (l ~ a + b x in the log step x, |b|
+ * <= 1), same direction, and the run keeps most of its error.  Fails
+ * with the prior ignored (the same step) or with its sign flipped (the
+ * bounds' far end). */
+START_TEST(test_calib_prior)
+{
+	char text[2048];
+	struct tp_mruns r;
+	struct tp_calib_fit f0, f10;
+	struct tp_error err;
+	bool fit = true;
+	double x0, x10;
+
+	snprintf(text, sizeof(text),
+		 "{\"rows\": [{\"id\": \"a\", \"source\": \"me\", \"model\": "
+		 "{\"zoo\": \"resnet50\", \"batch\": 256, \"dtype\": "
+		 "\"fp16\"}, \"topology\": \"%s\", \"strategy\": "
+		 "\"tp=1,pp=1,dp=1,mb=256,gbs=256\", \"runtime\": \"ddp\", "
+		 "\"measured_samples_per_s\": 2470}]}",
+		 tp_data_file("validation/topologies/t_a100x1.json"));
+	tp_mruns_init(&r);
+	tp_error_clear(&err);
+	ck_assert_int_eq(tp_mruns_load("runs.json", ".", text, strlen(text),
+				       NULL, &r, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_calib_fit(r.rows.v, 1, &fit, NULL, 0, &f0, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_calib_fit(r.rows.v, 1, &fit, NULL, 10, &f10, &err),
+			 TP_OK);
+	ck_assert(f0.prior_weight == 0 && f10.prior_weight == 10);
+	ck_assert_msg(f0.fit_error0 > 0.05, "default error %g", f0.fit_error0);
+	ck_assert_msg(f0.fit_error < 0.01, "plain fit error %g", f0.fit_error);
+	x0 = log(f0.gemm_sustained / 0.806);
+	x10 = log(f10.gemm_sustained / 0.806);
+	ck_assert_msg(x0 < -0.03, "plain step %g", x0);
+	ck_assert_msg(x10 < 0 && x10 > x0 / 9, "steps %g (weight 10), %g (0)",
+		      x10, x0);
+	ck_assert_msg(f10.fit_error > 0.6 * f0.fit_error0,
+		      "weight 10: error %g of %g", f10.fit_error,
+		      f0.fit_error0);
+	/* a constant no run depends on stays at its shipped value */
+	ck_assert(f10.link_eff_network == 0.90);
+	tp_mruns_release(&r);
+}
+END_TEST
+
 /* tagplan calibrate: one ResNet-50 run that the shipped constants
  * predict 16% too fast; the fit raises the time toward the measurement
  * (gemm_sustained down), writes a profile with its calibration, and
@@ -131,10 +181,12 @@ START_TEST(test_calibrate_command)
 	{
 		const char *argv[] = {"tagplan", "calibrate", runs,
 				      "--runtime", "ddp", "--holdout", "0",
-				      "-o", prof, NULL};
+				      "--prior-weight", "0", "-o", prof,
+				      NULL};
 		tp_run_tagplan(&r, argv, NULL);
 		ck_assert_msg(r.status == 0, "%s", r.err);
 		ck_assert(strstr(r.out, "fit runs"));
+		ck_assert(strstr(r.out, "prior weight 0 runs"));
 		tp_run_free(&r);
 	}
 	doc = tp_test_read(prof, NULL);
@@ -181,6 +233,16 @@ START_TEST(test_calibrate_command)
 		tp_run_free(&r);
 	}
 	{
+		/* a negative prior weight: usage, naming the option */
+		const char *argv[] = {"tagplan", "calibrate", runs,
+				      "--prior-weight", "-1", "-o", prof,
+				      NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert(strstr(r.err, "prior-weight"));
+		tp_run_free(&r);
+	}
+	{
 		const char *argv[] = {"tagplan", "calibrate", runs,
 				      "--holdout-source", "nobody", "-o",
 				      prof, NULL};
@@ -201,6 +263,7 @@ Suite *suite_calib(void)
 	tcase_add_test(tc, test_runs_shipped);
 	tcase_add_test(tc, test_runs_bad);
 	tcase_add_test(tc, test_calib_predict_table1);
+	tcase_add_test(tc, test_calib_prior);
 	tcase_add_test(tc, test_calibrate_command);
 	suite_add_tcase(s, tc);
 	return s;

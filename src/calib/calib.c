@@ -256,14 +256,28 @@ enum tp_status tp_calib_predict_fitted(const struct tp_mrun *run,
 	return tp_calib_predict(run, NULL, apply_consts, &k, res, err);
 }
 
-/* Mean squared log error over the runs of mask (and their mean |error|
+/* The prior of the fit: weight w (runs' worth) toward the constants c0
+ * in log space; w 0 = none. */
+struct prior {
+	double w;
+	struct consts c0;
+};
+
+/* Mean squared log error over the runs of mask, plus the prior's
+ * penalty (NULL: none) over the same count (and the runs' mean |error|
  * into *mae when non-NULL). */
 static enum tp_status objective(const struct tp_mrun *runs, size_t n,
 				const bool *mask, const struct consts *k,
-				double *f, double *mae, struct tp_error *err)
+				const struct prior *pr, double *f,
+				double *mae, struct tp_error *err)
 {
 	double sq = 0, ab = 0;
 	size_t m = 0;
+
+	for (int c = 0; pr && pr->w > 0 && c < 3; c++) {
+		double d = log(k->v[c] / pr->c0.v[c]);
+		sq += pr->w * d * d;
+	}
 
 	for (size_t i = 0; i < n; i++) {
 		struct tp_calib_result res;
@@ -289,7 +303,7 @@ static enum tp_status objective(const struct tp_mrun *runs, size_t n,
 
 static enum tp_status fit_fixed(const struct tp_mrun *runs, size_t n,
 				const bool *fit, const bool *held,
-				struct tp_calib_fit *out,
+				double prior_weight, struct tp_calib_fit *out,
 				struct tp_error *err);
 
 /* A sweep run (micro-batch and interleaving not published) is fitted
@@ -298,7 +312,8 @@ static enum tp_status fit_fixed(const struct tp_mrun *runs, size_t n,
  * instead of up to 40 keeps the fit to seconds. */
 enum tp_status tp_calib_fit(const struct tp_mrun *runs, size_t n,
 			    const bool *fit, const bool *held,
-			    struct tp_calib_fit *out, struct tp_error *err)
+			    double prior_weight, struct tp_calib_fit *out,
+			    struct tp_error *err)
 {
 	struct tp_mrun *fixed = malloc((n ? n : 1) * sizeof(*fixed));
 	enum tp_status st = TP_OK;
@@ -319,19 +334,20 @@ enum tp_status tp_calib_fit(const struct tp_mrun *runs, size_t n,
 		}
 	}
 	if (!st)
-		st = fit_fixed(fixed, n, fit, held, out, err);
+		st = fit_fixed(fixed, n, fit, held, prior_weight, out, err);
 	free(fixed);
 	return st;
 }
 
 static enum tp_status fit_fixed(const struct tp_mrun *runs, size_t n,
 				const bool *fit, const bool *held,
-				struct tp_calib_fit *out,
+				double prior_weight, struct tp_calib_fit *out,
 				struct tp_error *err)
 {
 	const double g = (sqrt(5.0) - 1) / 2;
 	struct tp_sim_params d;
 	struct consts k;
+	struct prior pr;
 	double f0, best;
 	enum tp_status st;
 
@@ -340,6 +356,9 @@ static enum tp_status fit_fixed(const struct tp_mrun *runs, size_t n,
 	k.v[0] = d.gemm_sustained;
 	k.v[1] = d.link_eff_intra;
 	k.v[2] = d.link_eff_network;
+	pr.w = prior_weight > 0 ? prior_weight : 0;
+	pr.c0 = k;
+	out->prior_weight = pr.w;
 	for (size_t i = 0; i < n; i++) {
 		out->fit_runs += fit[i];
 		out->holdout_runs += held && held[i] && !fit[i];
@@ -347,7 +366,8 @@ static enum tp_status fit_fixed(const struct tp_mrun *runs, size_t n,
 	if (!out->fit_runs)
 		return tp_error_set(err, TP_EUSAGE,
 				    "no runs to fit (every run is held out)");
-	if ((st = objective(runs, n, fit, &k, &f0, &out->fit_error0, err)))
+	if ((st = objective(runs, n, fit, &k, &pr, &f0, &out->fit_error0,
+			    err)))
 		return st;
 	out->evaluations = 1;
 	best = f0;
@@ -362,10 +382,12 @@ static enum tp_status fit_fixed(const struct tp_mrun *runs, size_t n,
 			struct consts t = k;
 
 			t.v[c] = x1;
-			if ((st = objective(runs, n, fit, &t, &f1, NULL, err)))
+			if ((st = objective(runs, n, fit, &t, &pr, &f1, NULL,
+					    err)))
 				return st;
 			t.v[c] = x2;
-			if ((st = objective(runs, n, fit, &t, &f2, NULL, err)))
+			if ((st = objective(runs, n, fit, &t, &pr, &f2, NULL,
+					    err)))
 				return st;
 			out->evaluations += 2;
 			for (int it = 0; it < 14; it++) {
@@ -375,16 +397,16 @@ static enum tp_status fit_fixed(const struct tp_mrun *runs, size_t n,
 					f2 = f1;
 					x1 = b - g * (b - a);
 					t.v[c] = x1;
-					st = objective(runs, n, fit, &t, &f1,
-						       NULL, err);
+					st = objective(runs, n, fit, &t, &pr,
+						       &f1, NULL, err);
 				} else {
 					a = x1;
 					x1 = x2;
 					f1 = f2;
 					x2 = a + g * (b - a);
 					t.v[c] = x2;
-					st = objective(runs, n, fit, &t, &f2,
-						       NULL, err);
+					st = objective(runs, n, fit, &t, &pr,
+						       &f2, NULL, err);
 				}
 				if (st)
 					return st;
@@ -408,7 +430,8 @@ static enum tp_status fit_fixed(const struct tp_mrun *runs, size_t n,
 	out->gemm_sustained = k.v[0];
 	out->link_eff_intra = k.v[1];
 	out->link_eff_network = k.v[2];
-	if ((st = objective(runs, n, fit, &k, &best, &out->fit_error, err)))
+	if ((st = objective(runs, n, fit, &k, &pr, &best, &out->fit_error,
+			    err)))
 		return st;
 	if (out->holdout_runs) {
 		bool *h = calloc(n, sizeof(bool));
@@ -421,12 +444,13 @@ static enum tp_status fit_fixed(const struct tp_mrun *runs, size_t n,
 		k.v[0] = d.gemm_sustained;
 		k.v[1] = d.link_eff_intra;
 		k.v[2] = d.link_eff_network;
-		st = objective(runs, n, h, &k, &f, &out->holdout_error0, err);
+		st = objective(runs, n, h, &k, NULL, &f,
+			       &out->holdout_error0, err);
 		k.v[0] = out->gemm_sustained;
 		k.v[1] = out->link_eff_intra;
 		k.v[2] = out->link_eff_network;
 		if (!st)
-			st = objective(runs, n, h, &k, &f,
+			st = objective(runs, n, h, &k, NULL, &f,
 				       &out->holdout_error, err);
 		free(h);
 		if (st)
