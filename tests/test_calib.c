@@ -103,6 +103,20 @@ START_TEST(test_calib_predict_table1)
 }
 END_TEST
 
+/* A run list of one run: ResNet-50 (batch 256, fp16) under ddp on one
+ * A100 of topology topo at 2470 img/s (the shipped rn50-a100-amp-1,
+ * which the shipped constants predict 7% too fast). */
+static void rn50_run(char *text, size_t size, const char *topo)
+{
+	snprintf(text, size,
+		 "{\"rows\": [{\"id\": \"a\", \"source\": \"me\", \"model\": "
+		 "{\"zoo\": \"resnet50\", \"batch\": 256, \"dtype\": "
+		 "\"fp16\"}, \"topology\": \"%s\", \"strategy\": "
+		 "\"tp=1,pp=1,dp=1,mb=256,gbs=256\", \"runtime\": \"ddp\", "
+		 "\"measured_samples_per_s\": 2470}]}",
+		 topo);
+}
+
 /* The fit's prior (tp_calib_fit's prior_weight): on one ResNet-50 run
  * the shipped constants predict 7% too fast, the plain least squares
  * (weight 0) moves gemm_sustained until the run fits; with weight 10
@@ -120,12 +134,7 @@ START_TEST(test_calib_prior)
 	bool fit = true;
 	double x0, x10;
 
-	snprintf(text, sizeof(text),
-		 "{\"rows\": [{\"id\": \"a\", \"source\": \"me\", \"model\": "
-		 "{\"zoo\": \"resnet50\", \"batch\": 256, \"dtype\": "
-		 "\"fp16\"}, \"topology\": \"%s\", \"strategy\": "
-		 "\"tp=1,pp=1,dp=1,mb=256,gbs=256\", \"runtime\": \"ddp\", "
-		 "\"measured_samples_per_s\": 2470}]}",
+	rn50_run(text, sizeof(text),
 		 tp_data_file("validation/topologies/t_a100x1.json"));
 	tp_mruns_init(&r);
 	tp_error_clear(&err);
@@ -170,13 +179,7 @@ START_TEST(test_calibrate_command)
 	snprintf(prof, sizeof(prof), "%s/cal.json", tp_test_tmpdir());
 	snprintf(topo, sizeof(topo), "%s",
 		 tp_data_file("validation/topologies/t_a100x1.json"));
-	snprintf(text, sizeof(text),
-		 "{\"rows\": [{\"id\": \"a\", \"source\": \"me\", \"model\": "
-		 "{\"zoo\": \"resnet50\", \"batch\": 256, \"dtype\": "
-		 "\"fp16\"}, \"topology\": \"%s\", \"strategy\": "
-		 "\"tp=1,pp=1,dp=1,mb=256,gbs=256\", \"runtime\": \"ddp\", "
-		 "\"measured_samples_per_s\": 2470}]}",
-		 topo);
+	rn50_run(text, sizeof(text), topo);
 	ck_assert_int_eq(tp_test_write(runs, text, strlen(text)), 0);
 	{
 		const char *argv[] = {"tagplan", "calibrate", runs,
