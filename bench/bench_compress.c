@@ -149,7 +149,7 @@ static int star(struct tp_cluster *c, uint32_t nodes, double nic_bw)
 		if (tp_cluster_build_node(c,
 					  &(struct tp_node_build){
 					      name, ti, 1, TP_LINK_PCIE, 1.2e10,
-					      2e-6, 1, nic_bw, 2.5e-5},
+					      2e-6, 1, nic_bw, 2.5e-5, false},
 					  &idx, &err))
 			goto fail;
 	}

@@ -5,8 +5,10 @@
  * (least squares of log(value) on log(GPUs) over 1,024 .. 100,000 GPUs;
  * the 16-GPU row is dominated by fixed costs).
  *
- * Clusters: DGX H100 nodes on their NDR NICs, in a star (one switch) and
- * in a Clos fabric (clos:leaf=32,spine=16,oversubscription=2); and a mix
+ * Clusters: DGX H100 nodes on their NDR NICs, in a star (one switch), in
+ * a Clos fabric (clos:leaf=32,spine=16,oversubscription=2) and in the
+ * rail-optimised one of the same spans (rail:...: GPU i of the 32 nodes
+ * of a leaf group on leaf i, spines over 16 such groups); and a mix
  * of H100, A100 and L4 nodes (nodes / 3 each of H100 and A100, the rest
  * L4, star: at 16 GPUs that is two L4 nodes).
  * Model: a dense 400B-class GPT (hidden 16384, 128 heads, 128 layers,
@@ -59,9 +61,15 @@ static const uint32_t gpus[] = {16, 1024, 16384, 100000};
 #define N_SIZES (sizeof(gpus) / sizeof(gpus[0]))
 static const uint32_t pps[] = {2, 8, 16, 4};
 
-enum kind { STAR, CLOS, MIX, N_KINDS };
-static const char *const kind_name[] = {"H100 star", "H100 clos",
+enum kind { STAR, CLOS, RAIL, MIX, N_KINDS };
+static const char *const kind_name[] = {"H100 star", "H100 clos", "H100 rail",
 					 "H100+A100+L4 star"};
+/* the tiered fabrics: the same spans and oversubscription, the rail one
+ * with one leaf per rail in each group of 32 nodes (a DGX SuperPOD
+ * scalable unit) */
+static const char *const kind_fabric[] = {
+	NULL, "clos:leaf=32,spine=16,oversubscription=2",
+	"rail:leaf=32,spine=16,oversubscription=2", NULL};
 
 struct result {
 	double build_s, sim_s, iter_s;
@@ -131,10 +139,8 @@ static void run_case(enum kind k, size_t i, struct result *r)
 	}
 	t0 = now_s();
 	tp_cluster_init(&c);
-	if (tp_build_topology_fabric(
-		specs, n_specs, NULL, 1.0,
-		k == CLOS ? "clos:leaf=32,spine=16,oversubscription=2" : NULL,
-		&c, &err)) {
+	if (tp_build_topology_fabric(specs, n_specs, NULL, 1.0, kind_fabric[k],
+				     &c, &err)) {
 		fprintf(stderr, "topology: %s\n", err.msg);
 		return;
 	}

@@ -653,6 +653,59 @@ START_TEST(test_topo_fabric_file)
 }
 END_TEST
 
+/* --fabric rail:... (and a fabric file of kind rail): every node's NICs
+ * as rails ("rails": true in the file written), the file and the string
+ * the same topology; a preset with fewer NICs than GPUs is refused (exit
+ * 2, nothing written). */
+START_TEST(test_topo_fabric_rail)
+{
+	static const char text[] = "{\"format\": \"tagplan-fabric/1\", "
+				   "\"kind\": \"rail\", \"leaf\": 2, "
+				   "\"spine\": 2}\n";
+	const char *dir = tp_test_tmpdir();
+	char fab[512], out1[512], out2[512], out3[512];
+	char *a, *b;
+	size_t na, nb;
+	struct tp_run r;
+
+	snprintf(fab, sizeof(fab), "%s/rail.json", dir);
+	snprintf(out1, sizeof(out1), "%s/rail-file.json", dir);
+	snprintf(out2, sizeof(out2), "%s/rail-string.json", dir);
+	snprintf(out3, sizeof(out3), "%s/rail-v100.json", dir);
+	ck_assert_int_eq(tp_test_write(fab, text, strlen(text)), 0);
+	{
+		const char *argv1[] = {"tagplan", "topo", "dgx-h100:5",
+				       "--fabric", fab, "-o", out1, NULL};
+		const char *argv2[] = {"tagplan", "topo", "dgx-h100:5",
+				       "--fabric", "rail:leaf=2,spine=2", "-o",
+				       out2, NULL};
+		const char *argv3[] = {"tagplan", "topo", "dgx1-v100:2",
+				       "--fabric", "rail:leaf=2", "-o", out3,
+				       NULL};
+		tp_run_tagplan(&r, argv1, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		tp_run_free(&r);
+		tp_run_tagplan(&r, argv2, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		tp_run_free(&r);
+		tp_run_tagplan(&r, argv3, NULL);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_msg(strstr(r.err, "dgx1-v100 has 4 NICs for 8 GPUs"),
+			      "%s", r.err);
+		ck_assert(access(out3, F_OK) != 0);
+		tp_run_free(&r);
+	}
+	a = tp_test_read(out1, &na);
+	b = tp_test_read(out2, &nb);
+	ck_assert(a && b);
+	ck_assert_msg(na == nb && memcmp(a, b, na) == 0, "%s\n---\n%s", a, b);
+	ck_assert_ptr_nonnull(strstr(a, "\"rails\": true"));
+	ck_assert_ptr_nonnull(strstr(a, "--fabric rail:leaf=2,spine=2"));
+	free(a);
+	free(b);
+}
+END_TEST
+
 START_TEST(test_topo_errors)
 {
 	struct tp_cluster c;
@@ -1547,6 +1600,7 @@ Suite *suite_build(void)
 	tcase_add_test(tc, test_topo_every_preset);
 	tcase_add_test(tc, test_topo_vendor_figures);
 	tcase_add_test(tc, test_topo_fabric_file);
+	tcase_add_test(tc, test_topo_fabric_rail);
 	tcase_add_test(tc, test_topo_errors);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("zoo");

@@ -380,7 +380,7 @@ static void make_cluster(struct tp_cluster *c, uint32_t nodes, uint32_t gpus,
 					  &(struct tp_node_build){
 					      name, hetero && (n & 1) ? tb : ta,
 					      gpus, TP_LINK_PCIE, 1e11, 1e-6, 1,
-					      nic_bw, lat},
+					      nic_bw, lat, false},
 					  &idx, &err),
 		    TP_OK);
 	}

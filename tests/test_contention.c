@@ -43,7 +43,7 @@ static void two_leaves(struct tp_cluster *c)
 		    tp_cluster_build_node(
 			c,
 			&(struct tp_node_build){name, ty, 1, TP_LINK_OTHER, 0,
-						0, 1, NIC_BW, 0},
+						0, 1, NIC_BW, 0, false},
 			NULL, &err),
 		    TP_OK);
 	}
@@ -267,6 +267,75 @@ START_TEST(test_cp_rings_share_uplinks)
 }
 END_TEST
 
+/*
+ * Three nodes of two toy devices on a fabric of 1e11 B/s (no latency),
+ * two NICs of NIC_BW each, rail-optimised (rails: NIC r on leaf r, a
+ * spine above) or not (one NIC vertex, the node's 2 x NIC_BW uplink on
+ * one leaf).  Devices: n0 0, 1; n1 2, 3; n2 4, 5.
+ */
+static void three_nodes(struct tp_cluster *c, bool rails)
+{
+	struct tp_device_type t = tp_test_toy_type("toy");
+	const struct tp_tier tiers[2] = {{"leaf", 0, 0, 0, 1},
+					 {"spine", 0, 0, 0, 1}};
+	struct tp_error err;
+	uint32_t ty;
+
+	tp_cluster_init(c);
+	ck_assert_int_eq(tp_cluster_add_type(c, &t, &ty, &err), TP_OK);
+	for (uint32_t n = 0; n < 3; n++) {
+		char name[16];
+		snprintf(name, sizeof(name), "n%u", n);
+		ck_assert_int_eq(
+		    tp_cluster_build_node(
+			c,
+			&(struct tp_node_build){name, ty, 2, TP_LINK_NVSWITCH,
+						1e11, 0, 2, NIC_BW, 0, rails},
+			NULL, &err),
+		    TP_OK);
+	}
+	ck_assert_int_eq(tp_cluster_connect_tiers(c, tiers, rails ? 2 : 1,
+						  &err),
+			 TP_OK);
+	ck_assert_msg(tp_cluster_finalize(c, &err) == TP_OK, "%s", err.msg);
+}
+
+/*
+ * Rails and PXN (NCCL 2.12): group a on {n0/gpu0, n1/gpu1} crosses rails,
+ * group b on {n0/gpu1, n2/gpu1} stays on rail 1.  a's message from
+ * n0/gpu0 goes over NVLink to n0/gpu1 and out of rail 1's NIC, the NIC
+ * b's ring leaves by: that direction carries two flows at NIC_BW / 2, so
+ * both rings take 2 x 100 ms (the rest as test_dp_rings_share_uplinks:
+ * 30 ms compute, 14 ms step): 0.244 s.  Rail-aligned pairs ({n0/gpu0,
+ * n1/gpu0} and {n0/gpu1, n2/gpu1}) share nothing: 0.144 s, and without
+ * rails the node's one uplink of 2 x NIC_BW carries both: 0.144 s too.
+ */
+START_TEST(test_rails_pxn_shares_the_peer_nic)
+{
+	static const uint32_t crossed[4] = {0, 3, 1, 5};
+	static const uint32_t aligned[4] = {0, 2, 1, 5};
+	struct tp_cluster c;
+	struct tp_model m;
+	double t;
+
+	two_branches(&m);
+	three_nodes(&c, true);
+	t = dp_pairs(&m, &c, crossed);
+	ck_assert_msg(REL(t, 0.030 + 0.200 + 0.014) < 1e-9, "crossed %.12g",
+		      t);
+	t = dp_pairs(&m, &c, aligned);
+	ck_assert_msg(REL(t, 0.030 + 0.100 + 0.014) < 1e-9, "aligned %.12g",
+		      t);
+	tp_cluster_release(&c);
+	three_nodes(&c, false);
+	t = dp_pairs(&m, &c, crossed);
+	ck_assert_msg(REL(t, 0.030 + 0.100 + 0.014) < 1e-9,
+		      "crossed, no rails %.12g", t);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 Suite *suite_contention(void)
 {
 	Suite *s = suite_create("contention");
@@ -275,6 +344,7 @@ Suite *suite_contention(void)
 	tcase_add_test(tc, test_dp_rings_share_uplinks);
 	tcase_add_test(tc, test_ep_all_to_alls_share_uplinks);
 	tcase_add_test(tc, test_cp_rings_share_uplinks);
+	tcase_add_test(tc, test_rails_pxn_shares_the_peer_nic);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -33,7 +33,7 @@ static void one_node(struct tp_cluster *c, const struct tp_device_type *t,
 	    tp_cluster_build_node(
 		c,
 		&(struct tp_node_build){"node0", ty, n, TP_LINK_NVSWITCH, 1e11,
-					1e-6, 1, 1e10, 1e-6},
+					1e-6, 1, 1e10, 1e-6, false},
 		NULL, &err),
 	    TP_OK);
 	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);

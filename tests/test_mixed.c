@@ -37,7 +37,7 @@ static void node_of(struct tp_cluster *c, uint32_t n, double bw, double a)
 	    tp_cluster_build_node(c,
 				  &(struct tp_node_build){"node0", ty, n,
 							  TP_LINK_NVSWITCH, bw,
-							  a, 0, 0, 0},
+							  a, 0, 0, 0, false},
 				  NULL, &err),
 	    TP_OK);
 	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);
@@ -231,13 +231,15 @@ static void fast_and_slow_node(struct tp_cluster *c)
 	ck_assert_int_eq(tp_cluster_build_node(c,
 					       &(struct tp_node_build){
 						   "f", tf, 1, TP_LINK_NVSWITCH,
-						   100e9, 1e-6, 1, 25e9, 1e-6},
+						   100e9, 1e-6, 1, 25e9, 1e-6,
+						   false},
 					       NULL, &err),
 			 TP_OK);
 	ck_assert_int_eq(tp_cluster_build_node(c,
 					       &(struct tp_node_build){
 						   "s", ts, 4, TP_LINK_NVSWITCH,
-						   100e9, 1e-6, 1, 25e9, 1e-6},
+						   100e9, 1e-6, 1, 25e9, 1e-6,
+						   false},
 					       NULL, &err),
 			 TP_OK);
 	ck_assert_int_eq(tp_cluster_connect_star(c, 1.0, NULL, &err), TP_OK);

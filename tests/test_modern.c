@@ -41,7 +41,7 @@ static void toy_cluster(struct tp_cluster *c, const struct tp_device_type *t,
 	    tp_cluster_build_node(
 		c,
 		&(struct tp_node_build){"node0", ty, gpus, TP_LINK_NVSWITCH,
-					100e9, 0, gpus, 10e9, 0},
+					100e9, 0, gpus, 10e9, 0, false},
 		NULL, &err),
 	    TP_OK);
 	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);

@@ -785,7 +785,7 @@ static void toy_two_nodes(struct tp_cluster *c, double peak)
 			c,
 			&(struct tp_node_build){k ? "node1" : "node0", ty, 4,
 						TP_LINK_NVSWITCH, 100e9, 0, 4,
-						10e9, 0},
+						10e9, 0, false},
 			NULL, &err),
 		    TP_OK);
 	ck_assert_int_eq(tp_cluster_connect_star(c, 1, NULL, &err), TP_OK);

@@ -113,7 +113,7 @@ static void make_cluster(struct tp_cluster *c, uint32_t n_nodes,
 				     c,
 				     &(struct tp_node_build){
 					 name, t, per_node, TP_LINK_NVSWITCH,
-					 300e9, 2e-6, 8, 25e9, 5e-6},
+					 300e9, 2e-6, 8, 25e9, 5e-6, false},
 				     NULL, &err),
 				 TP_OK);
 	}
@@ -136,7 +136,7 @@ static void make_hetero_cluster(struct tp_cluster *c)
 	    tp_cluster_build_node(
 		c,
 		&(struct tp_node_build){"v100", v100, 4, TP_LINK_NVSWITCH,
-					150e9, 2e-6, 1, 3.125e9, 5e-6},
+					150e9, 2e-6, 1, 3.125e9, 5e-6, false},
 		NULL, &err),
 	    TP_OK);
 	/* an NVLink pair inside the V100 node: a link between peers, drawn
@@ -149,14 +149,14 @@ static void make_hetero_cluster(struct tp_cluster *c)
 	    tp_cluster_build_node(
 		c,
 		&(struct tp_node_build){"gtx-a", gtx, 2, TP_LINK_PCIE, 12e9,
-					3e-6, 1, 3.125e9, 5e-6},
+					3e-6, 1, 3.125e9, 5e-6, false},
 		NULL, &err),
 	    TP_OK);
 	ck_assert_int_eq(
 	    tp_cluster_build_node(
 		c,
 		&(struct tp_node_build){"gtx-b", gtx, 2, TP_LINK_PCIE, 12e9,
-					3e-6, 1, 3.125e9, 5e-6},
+					3e-6, 1, 3.125e9, 5e-6, false},
 		NULL, &err),
 	    TP_OK);
 	ck_assert_int_eq(tp_cluster_connect_star(c, 1.0, NULL, &err), TP_OK);
@@ -551,7 +551,8 @@ START_TEST(test_collapse_tiers)
 		    tp_cluster_build_node(
 			&c,
 			&(struct tp_node_build){name, t, 8, TP_LINK_NVSWITCH,
-						300e9, 2e-6, 8, 25e9, 5e-6},
+						300e9, 2e-6, 8, 25e9, 5e-6,
+						false},
 			NULL, &err),
 		    TP_OK);
 	}

@@ -48,7 +48,8 @@ static void toy_cluster(struct tp_cluster *c, uint32_t nodes, uint32_t gpus,
 		    tp_cluster_build_node(c,
 					  &(struct tp_node_build){
 					      name, ty, gpus, TP_LINK_NVSWITCH,
-					      fab_bw, lat, gpus, nic_bw, lat},
+					      fab_bw, lat, gpus, nic_bw, lat,
+					      false},
 					  NULL, &err),
 		    TP_OK);
 	}
@@ -682,13 +683,13 @@ START_TEST(test_heterogeneous_replicas)
 	ck_assert_int_eq(tp_cluster_build_node(
 			     &c,
 			     &(struct tp_node_build){"a", tf, 1, TP_LINK_OTHER,
-						     0, 0, 1, bw, 0},
+						     0, 0, 1, bw, 0, false},
 			     NULL, &err),
 			 TP_OK);
 	ck_assert_int_eq(tp_cluster_build_node(
 			     &c,
 			     &(struct tp_node_build){"b", ts, 1, TP_LINK_OTHER,
-						     0, 0, 1, bw, 0},
+						     0, 0, 1, bw, 0, false},
 			     NULL, &err),
 			 TP_OK);
 	ck_assert_int_eq(tp_cluster_connect_star(&c, 1.0, NULL, &err), TP_OK);

@@ -181,6 +181,8 @@ static void inspect_topology(struct tp_jw *jw, const struct tp_cluster *c)
 			tp_jw_kv_int(jw, "count", n->n_nics);
 			tp_jw_kv_number(jw, "bandwidth_Bps", n->nic_bw_Bps);
 			tp_jw_kv_number(jw, "latency_s", n->nic_latency_s);
+			if (n->rails)
+				tp_jw_kv_bool(jw, "rails", true);
 			tp_jw_object_end(jw);
 		} else {
 			tp_jw_null(jw);

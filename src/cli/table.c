@@ -225,8 +225,14 @@ static void end_name(const struct tp_cluster *c, uint32_t v, char *buf,
 			snprintf(buf, size, "%s/fabric", c->nodes.v[k].name);
 			return;
 		}
-		if (c->nodes.v[k].nic_vertex == v) {
-			snprintf(buf, size, "%s/nic", c->nodes.v[k].name);
+		if (tp_node_is_nic(&c->nodes.v[k], v)) {
+			if (c->nodes.v[k].rails)
+				snprintf(buf, size, "%s/nic%u",
+					 c->nodes.v[k].name,
+					 v - c->nodes.v[k].nic_vertex);
+			else
+				snprintf(buf, size, "%s/nic",
+					 c->nodes.v[k].name);
 			return;
 		}
 	}

@@ -30,9 +30,12 @@ static void about_text(struct tp_strbuf *sb)
 		"[,latency=S]: leaf switches\nof N nodes, spines of M leaves "
 		"(all leaves without spine=) under one core\nswitch, leaf "
 		"uplinks divided by X, S seconds per spine or core switch "
-		"crossed\n(default 5e-7, ASSUMPTION); --fabric FILE reads the "
-		"same keys from a JSON file\n{\"format\": \"tagplan-fabric/1\", "
-		"\"kind\": \"clos\", \"leaf\": N, ...}.\n--net replaces the "
+		"crossed\n(default 5e-7, ASSUMPTION); --fabric rail:... (same "
+		"keys): rail-optimised, one NIC\nper GPU, GPU i of each leaf "
+		"group's nodes on its leaf i, spines of M groups\n(presets with "
+		"one NIC per GPU); --fabric FILE reads the same keys from a "
+		"JSON\nfile {\"format\": \"tagplan-fabric/1\", \"kind\": "
+		"\"clos\" or \"rail\", \"leaf\": N, ...}.\n--net replaces the "
 		"presets' NIC kind (keeping their NIC count), "
 		"--oversubscription\ndivides each node's uplink.  Figures are "
 		"per direction; latencies marked ASSUMPTION are\ntypical values, "
@@ -96,7 +99,8 @@ int cmd_topo(int argc, char **argv)
 		{"fabric", 0, TP_OPT_STRING, &fabric, "SPEC",
 		 "switch tiers instead of one switch: "
 		 "clos:leaf=N[,spine=M][,oversubscription=X][,latency=S], "
-		 "or a fabric file (tagplan-fabric/1: the same keys as JSON)",
+		 "rail: with the same keys (rail-optimised), or a fabric file "
+		 "(tagplan-fabric/1: the same keys as JSON)",
 		 0, 0, false},
 		{"from-nvidia-smi", 0, TP_OPT_STRING, &smi, "FILE",
 		 "read `nvidia-smi topo -m` output (- = stdin)", 0, 0, false},

@@ -247,6 +247,12 @@ enum tp_status tp_cluster_build_node(struct tp_cluster *c,
 
 	if (type >= c->types.n)
 		return tp_error_set(err, TP_EINTERNAL, "unknown device type");
+	if (nb->rails && (n_nics != count || !(nic_bw_Bps > 0)))
+		return tp_error_set(err, TP_EINPUT,
+				    "node \"%s\": rails need one NIC per "
+				    "device (%u NICs for %u devices); set the "
+				    "NIC count to %u or drop the rails",
+				    name ? name : "", n_nics, count, count);
 	st = tp_cluster_add_node(c, name, &node, err);
 	if (st)
 		return st;
@@ -264,9 +270,17 @@ enum tp_status tp_cluster_build_node(struct tp_cluster *c,
 			return tp_error_set(err, TP_ENOMEM, "out of memory");
 	}
 	if (n_nics > 0 && nic_bw_Bps > 0) {
-		n->nic_vertex = tp_cluster_add_vertex(c, TP_VERTEX_NIC);
-		if (n->nic_vertex == TP_NONE)
-			return tp_error_set(err, TP_ENOMEM, "out of memory");
+		/* rails: NIC r is vertex nic_vertex + r */
+		n->rails = nb->rails ? count : 0;
+		for (uint32_t r = 0; r < (n->rails ? n->rails : 1); r++) {
+			uint32_t v = tp_cluster_add_vertex(c, TP_VERTEX_NIC);
+			if (v == TP_NONE)
+				return tp_error_set(err, TP_ENOMEM,
+						    "out of memory");
+			if (r == 0)
+				c->nodes.v[node].nic_vertex = v;
+		}
+		n = &c->nodes.v[node];
 	}
 	for (uint32_t k = 0; k < count; k++) {
 		st = tp_cluster_add_device(c, node, type, NULL, &d, err);
@@ -283,8 +297,10 @@ enum tp_status tp_cluster_build_node(struct tp_cluster *c,
 		}
 		if (n->nic_vertex != TP_NONE) {
 			st = tp_cluster_add_link(c, c->devices.v[d].vertex,
-						 n->nic_vertex, nic_bw_Bps, 0,
-						 TP_LINK_NIC, err);
+						 n->nic_vertex +
+							 (n->rails ? k : 0),
+						 nic_bw_Bps, 0, TP_LINK_NIC,
+						 err);
 			if (st)
 				return st;
 		}
@@ -310,16 +326,20 @@ enum tp_status tp_cluster_connect_star(struct tp_cluster *c,
 	c->oversubscription = oversubscription;
 	for (uint32_t i = 0; i < c->nodes.n; i++) {
 		struct tp_node *n = &c->nodes.v[i];
+		uint32_t first = (uint32_t)c->links.n;
 		if (n->nic_vertex == TP_NONE || n->network_link != TP_NONE)
 			continue;
-		st = tp_cluster_add_link(c, n->nic_vertex, v,
-					 n->n_nics * n->nic_bw_Bps /
-						 oversubscription,
-					 n->nic_latency_s / 2, TP_LINK_NETWORK,
-					 err);
-		if (st)
-			return st;
-		c->nodes.v[i].network_link = (uint32_t)c->links.n - 1;
+		for (uint32_t r = 0; r < (n->rails ? n->rails : 1); r++) {
+			n = &c->nodes.v[i];
+			st = tp_cluster_add_link(
+				c, n->nic_vertex + r, v,
+				(n->rails ? 1 : n->n_nics) * n->nic_bw_Bps /
+					oversubscription,
+				n->nic_latency_s / 2, TP_LINK_NETWORK, err);
+			if (st)
+				return st;
+		}
+		c->nodes.v[i].network_link = first;
 	}
 	if (sw)
 		*sw = v;
@@ -331,7 +351,99 @@ enum tp_status tp_cluster_connect_star(struct tp_cluster *c,
 struct tier_level {
 	TP_VEC(uint32_t) v;
 	TP_VEC(double) cap;
+	TP_VEC(uint32_t) unit; /* leaves: their group of nodes */
+	size_t unit_next;
 };
+
+/* One switch of tier tr above the level's entries k..end-1 (switches). */
+static enum tp_status switch_group(struct tp_cluster *c,
+				   const struct tp_tier *tr,
+				   const struct tier_level *cur, size_t k,
+				   size_t end, struct tier_level *nx,
+				   struct tp_error *err)
+{
+	uint32_t sw = tp_cluster_add_vertex(c, TP_VERTEX_SWITCH);
+	double down = 0;
+	enum tp_status st;
+
+	if (sw == TP_NONE)
+		return TP_ENOMEM;
+	for (size_t m = k; m < end; m++) {
+		double bw = tr->bw_Bps > 0
+				? tr->bw_Bps
+				: cur->cap.v[m] / tr->oversubscription;
+		if ((st = tp_cluster_add_link(c, cur->v.v[m], sw, bw,
+					      tr->latency_s / 2,
+					      TP_LINK_NETWORK, err)))
+			return st;
+		down += bw;
+	}
+	if (tp_vec_push(&nx->v, sw) || tp_vec_push(&nx->cap, down))
+		return TP_ENOMEM;
+	return TP_OK;
+}
+
+/* The leaves of tier 0 above nodes k..end-1 of the level: one switch,
+ * or one per rail when a node of the group has rails (leaf r joins NIC r
+ * of each node with more than r rails, and a node without rails on leaf
+ * 0).  Sets the nodes' network_link (rail 0's link). */
+static enum tp_status leaf_group(struct tp_cluster *c, const struct tp_tier *tr,
+				 const struct tier_level *cur, size_t k,
+				 size_t end, struct tier_level *nx,
+				 struct tp_error *err)
+{
+	uint32_t n_leaves = 1;
+	enum tp_status st;
+
+	for (size_t m = k; m < end; m++)
+		if (c->nodes.v[cur->v.v[m]].rails > n_leaves)
+			n_leaves = c->nodes.v[cur->v.v[m]].rails;
+	for (uint32_t r = 0; r < n_leaves; r++) {
+		uint32_t sw = tp_cluster_add_vertex(c, TP_VERTEX_SWITCH);
+		double down = 0;
+		if (sw == TP_NONE)
+			return TP_ENOMEM;
+		for (size_t m = k; m < end; m++) {
+			struct tp_node *n = &c->nodes.v[cur->v.v[m]];
+			double lat = tr->latency_s / 2 + n->nic_latency_s / 2;
+			double bw = tr->bw_Bps > 0
+					? tr->bw_Bps
+					: (n->rails ? n->nic_bw_Bps
+						    : cur->cap.v[m]) /
+						  tr->oversubscription;
+			if (r >= (n->rails ? n->rails : 1))
+				continue;
+			if ((st = tp_cluster_add_link(c, n->nic_vertex + r, sw,
+						      bw, lat, TP_LINK_NETWORK,
+						      err)))
+				return st;
+			if (r == 0)
+				c->nodes.v[cur->v.v[m]].network_link =
+					(uint32_t)c->links.n - 1;
+			down += bw;
+		}
+		if (tp_vec_push(&nx->v, sw) || tp_vec_push(&nx->cap, down) ||
+		    tp_vec_push(&nx->unit, (uint32_t)nx->unit_next))
+			return TP_ENOMEM;
+	}
+	nx->unit_next++;
+	return TP_OK;
+}
+
+/* The end of the run of tier 1 above entries from k: `group` groups of
+ * nodes (a rail-optimised leaf group's leaves stay under one switch of
+ * tier 1), or `group` switches when no node has rails. */
+static size_t group_end(const struct tier_level *cur, size_t k, size_t group,
+			bool by_unit)
+{
+	size_t end = k;
+
+	if (!by_unit)
+		return k + group < cur->v.n ? k + group : cur->v.n;
+	while (end < cur->v.n && cur->unit.v[end] < cur->unit.v[k] + group)
+		end++;
+	return end;
+}
 
 enum tp_status tp_cluster_connect_tiers(struct tp_cluster *c,
 					const struct tp_tier *tiers,
@@ -339,6 +451,7 @@ enum tp_status tp_cluster_connect_tiers(struct tp_cluster *c,
 {
 	struct tier_level lv[2], *cur = &lv[0], *nx = &lv[1], *tmp;
 	enum tp_status st = TP_OK;
+	bool rails = false;
 
 	memset(lv, 0, sizeof(lv));
 	if (n_tiers == 0)
@@ -347,6 +460,7 @@ enum tp_status tp_cluster_connect_tiers(struct tp_cluster *c,
 		const struct tp_node *n = &c->nodes.v[i];
 		if (n->nic_vertex == TP_NONE || n->network_link != TP_NONE)
 			continue;
+		rails |= n->rails > 0;
 		if (tp_vec_push(&cur->v, i) ||
 		    tp_vec_push(&cur->cap, n->n_nics * n->nic_bw_Bps))
 			goto nomem;
@@ -369,34 +483,19 @@ enum tp_status tp_cluster_connect_tiers(struct tp_cluster *c,
 		copy.name = tp_arena_strdup(&c->arena, tr->name ? tr->name : "");
 		if (!copy.name || tp_vec_push(&c->tiers, copy))
 			goto nomem;
-		nx->v.n = nx->cap.n = 0;
-		for (size_t k = 0; k < cur->v.n; k += group) {
-			uint32_t sw = tp_cluster_add_vertex(c, TP_VERTEX_SWITCH);
-			double down = 0;
-			if (sw == TP_NONE)
+		nx->v.n = nx->cap.n = nx->unit.n = nx->unit_next = 0;
+		if (t == 1 && rails && !tr->group)
+			group = cur->unit_next;
+		for (size_t k = 0, end; k < cur->v.n; k = end) {
+			end = group_end(cur, k, group, t == 1 && rails);
+			if (t == 0)
+				st = leaf_group(c, tr, cur, k, end, nx, err);
+			else
+				st = switch_group(c, tr, cur, k, end, nx, err);
+			if (st == TP_ENOMEM)
 				goto nomem;
-			for (size_t m = k; m < cur->v.n && m < k + group; m++) {
-				uint32_t from = cur->v.v[m];
-				double lat = tr->latency_s / 2,
-				       bw = tr->bw_Bps > 0
-						? tr->bw_Bps
-						: cur->cap.v[m] /
-							  tr->oversubscription;
-				if (t == 0) {
-					lat += c->nodes.v[from].nic_latency_s / 2;
-					from = c->nodes.v[from].nic_vertex;
-				}
-				if ((st = tp_cluster_add_link(c, from, sw, bw, lat,
-							      TP_LINK_NETWORK,
-							      err)))
-					goto out;
-				if (t == 0)
-					c->nodes.v[cur->v.v[m]].network_link =
-						(uint32_t)c->links.n - 1;
-				down += bw;
-			}
-			if (tp_vec_push(&nx->v, sw) || tp_vec_push(&nx->cap, down))
-				goto nomem;
+			if (st)
+				goto out;
 		}
 		tmp = cur, cur = nx, nx = tmp;
 	}
@@ -416,6 +515,7 @@ out:
 	for (int k = 0; k < 2; k++) {
 		tp_vec_free(&lv[k].v);
 		tp_vec_free(&lv[k].cap);
+		tp_vec_free(&lv[k].unit);
 	}
 	return st;
 }

@@ -100,8 +100,28 @@ struct tp_node {
 	uint32_t n_nics;
 	double nic_bw_Bps; /* per NIC, per direction */
 	double nic_latency_s; /* device to network */
-	uint32_t network_link;  /* link NIC -> network, TP_NONE when none */
+	uint32_t network_link;  /* link NIC -> network, TP_NONE when none
+				   (rails: rail 0's) */
+	/* Rail-optimised (rails = n_nics = n_devices > 0): one NIC vertex
+	 * per device, nic_vertex + r for device r (local), each on its own
+	 * rail: its own link into the network (in a tiered network, the
+	 * leaf of rail r of its leaf group).  0: one NIC vertex stands for
+	 * all n_nics, every device linked to it. */
+	uint32_t rails;
 };
+
+/* How many NIC vertices node n has: nic_vertex .. + count - 1 (0, 1, or
+ * one per rail). */
+static inline uint32_t tp_node_nic_vertices(const struct tp_node *n)
+{
+	return n->nic_vertex == UINT32_MAX ? 0 : n->rails ? n->rails : 1;
+}
+
+/* Is vertex v one of node n's NIC vertices? */
+static inline bool tp_node_is_nic(const struct tp_node *n, uint32_t v)
+{
+	return v >= n->nic_vertex && v - n->nic_vertex < tp_node_nic_vertices(n);
+}
 
 struct tp_link {
 	uint32_t a, b; /* vertices */
@@ -209,8 +229,9 @@ enum tp_status tp_cluster_add_link(struct tp_cluster *c, uint32_t a,
  * fabric_latency_s, so a device-to-device hop costs fabric_latency_s);
  * when n_nics > 0 a NIC vertex is added, each device linked to it with one
  * NIC's bandwidth (capped by the fabric when the NIC hangs off PCIe is the
- * caller's business) and no latency.  The node is not yet connected to
- * any network.
+ * caller's business) and no latency; with nb->rails, one NIC vertex per
+ * device instead, device k linked to NIC k only (TP_EINPUT unless n_nics
+ * equals count).  The node is not yet connected to any network.
  */
 struct tp_node_build {
 	const char *name;
@@ -219,6 +240,7 @@ struct tp_node_build {
 	double fabric_bw_Bps, fabric_latency_s;
 	uint32_t n_nics;
 	double nic_bw_Bps, nic_latency_s;
+	bool rails; /* one NIC vertex per device (n_nics must equal count) */
 };
 enum tp_status tp_cluster_build_node(struct tp_cluster *c,
 				     const struct tp_node_build *nb,
@@ -229,7 +251,8 @@ enum tp_status tp_cluster_build_node(struct tp_cluster *c,
  * switch vertex: the NIC-switch link carries n_nics * nic_bw_Bps /
  * oversubscription and half the node's nic_latency_s, so between two
  * nodes of equal nic_latency_s a message pays exactly nic_latency_s one
- * way.  Returns the switch vertex in *sw (may be NULL).
+ * way.  A rail-optimised node joins with each NIC (nic_bw_Bps /
+ * oversubscription each).  Returns the switch vertex in *sw (may be NULL).
  */
 enum tp_status tp_cluster_connect_star(struct tp_cluster *c,
 				       double oversubscription, uint32_t *sw,
@@ -238,6 +261,11 @@ enum tp_status tp_cluster_connect_star(struct tp_cluster *c,
 /*
  * Join every node that has a NIC vertex and no network link yet to a tree
  * of switch tiers (struct tp_tier, bottom first; copied into c->tiers).
+ * In tier 0 a group of nodes with rails has one leaf per rail (leaf r
+ * joins NIC r of each node of the group; nodes without rails join leaf
+ * 0), and tier 1's group then counts groups of nodes (a switch of tier 1
+ * joins every leaf of `group` leaf groups: the rails of a scalable unit
+ * meet at its spine).
  * TP_EINPUT when a figure is out of range or the last tier leaves more
  * than one switch (the message names the tier); TP_ENOMEM.
  */

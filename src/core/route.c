@@ -23,6 +23,16 @@
  *     one Dijkstra per gateway over the network vertices only, refused
  *     above TP_ROUTE_NET_TABLE_MAX entries (use switch tiers instead).
  *
+ * Rails: a rail-optimised node (tp_node.rails) is a domain with one
+ * gateway per rail (its NICs, consecutive vertices); a route between two
+ * domains leaves and enters by the cheapest of a few rails (rail_pick:
+ * the source's, the target's, rail 0), each priced from the gateway
+ * costs and the forest's links, so it is still O(tiers) and the same
+ * path the whole-graph Dijkstra finds when a node's rails and a group's
+ * leaves are alike (tests/test_route.c compares every channel).  Rails
+ * need a forest (a star or tiers).  The extremes over all pairs are in
+ * route_ext.c.
+ *
  * Memory: O(vertices + links + shapes); time per route O(channels).
  */
 #include <math.h>
@@ -32,57 +42,7 @@
 
 #include "cluster.h"
 
-/* The probe message that ranks paths (the old all-pairs table's). */
-#define ROUTE_PROBE_BYTES 1e6
-/* Cyclic explicit networks: at most this many (gateway, network vertex)
- * entries of predecessor table (4 bytes each: 256 MB). */
-#define TP_ROUTE_NET_TABLE_MAX ((size_t)1 << 26)
-
-struct local_route {
-	uint32_t first, n; /* local channels in shape->chans */
-};
-
-/* One kind of domain: its devices, gateway and the routes between them,
- * in local numbering (vertex ranks, link ranks within the domain). */
-struct shape {
-	uint32_t n_dev, n_vert, n_link;
-	uint32_t gateway;   /* local endpoint n_dev when the domain has one */
-	uint32_t sig_first; /* signature in the build's signature pool */
-	uint32_t sig_n;
-	uint64_t hash;
-	double *gw_dist;	/* per device: cost to the gateway */
-	struct local_route *r;	/* (n_dev + 1)^2, [a * (n_dev + 1) + b] */
-	TP_VEC(uint32_t) chans; /* local channel = link rank * 2 + dir */
-	uint32_t max_len;	/* longest local route, channels */
-};
-
-struct domain {
-	uint32_t shape;
-	uint32_t link_first; /* its links (global indices) in rt->dom_links */
-	uint32_t gateway;    /* global vertex, or TP_NONE */
-	uint32_t gw_net;     /* the gateway's network index, or TP_NONE */
-};
-
-struct tp_routing {
-	uint32_t *dev_domain, *dev_local; /* per device */
-	struct domain *domains;
-	uint32_t n_domains;
-	struct shape *shapes;
-	uint32_t n_shapes;
-	uint32_t *dom_links;
-
-	/* the network: vertices numbered 0..n_net-1 */
-	uint32_t n_net;
-	uint32_t *net_vertex; /* network index -> global vertex */
-	uint32_t *net_of;     /* global vertex -> network index or TP_NONE */
-	bool forest;
-	uint32_t *up_ch;  /* forest: channel to the parent, TP_NONE at roots */
-	uint32_t *depth;  /* forest */
-	uint32_t *parent; /* forest: network index of the parent */
-	uint32_t *prev;	  /* cyclic: [gw * n_net + v] channel into v */
-	uint32_t *gw_row; /* cyclic: network index -> row of prev */
-	uint32_t max_net_len;
-};
+#include "route_int.h"
 
 /* --- Dijkstra over a small graph in local numbering -------------------- */
 
@@ -254,6 +214,8 @@ struct build {
 	uint32_t *verts;	 /* vertices grouped by domain */
 	uint32_t *link_count;
 	uint32_t *dev_first, *devs; /* devices grouped by domain */
+	uint32_t *nic_node; /* per vertex: the rail-optimised node of a NIC
+			       vertex, else TP_NONE */
 	TP_VEC(uint32_t) sig;	    /* signatures of the shapes */
 };
 
@@ -317,14 +279,15 @@ static int domain_signature(struct build *b, uint32_t k, uint32_t *first,
 		if (c->vertex_kind.v[v] == TP_VERTEX_DEVICE)
 			nd++;
 	}
-	if (tp_vec_reserve(&b->sig, 4 + (size_t)nd + (size_t)nl * 6))
+	if (tp_vec_reserve(&b->sig, 4 + (size_t)rt->domains[k].n_gw +
+					(size_t)nd + (size_t)nl * 6))
 		return -1;
 	b->sig.v[b->sig.n++] = nv;
 	b->sig.v[b->sig.n++] = nl;
 	b->sig.v[b->sig.n++] = nd;
-	b->sig.v[b->sig.n++] = rt->domains[k].gateway == TP_NONE
-				   ? TP_NONE
-				   : b->rank[rt->domains[k].gateway];
+	b->sig.v[b->sig.n++] = rt->domains[k].n_gw;
+	for (uint32_t g = 0; g < rt->domains[k].n_gw; g++)
+		b->sig.v[b->sig.n++] = b->rank[rt->domains[k].gateway + g];
 	/* devices in device order: their vertices' ranks */
 	for (uint32_t i = b->dev_first[k]; i < b->dev_first[k + 1]; i++)
 		b->sig.v[b->sig.n++] = b->rank[c->devices.v[b->devs[i]].vertex];
@@ -350,9 +313,10 @@ static int domain_signature(struct build *b, uint32_t k, uint32_t *first,
 static int shape_routes(struct build *b, struct shape *s)
 {
 	const uint32_t *sig = b->sig.v + s->sig_first;
-	uint32_t nv = sig[0], nl = sig[1], nd = sig[2], gw = sig[3];
-	const uint32_t *dev_rank = sig + 4, *ls = sig + 4 + nd;
-	uint32_t ne = nd + 1, *la, *lb, *tmp;
+	uint32_t nv = sig[0], nl = sig[1], nd = sig[2], n_gw = sig[3];
+	const uint32_t *gw_rank = sig + 4, *dev_rank = sig + 4 + n_gw;
+	const uint32_t *ls = dev_rank + nd;
+	uint32_t ne = nd + (n_gw ? n_gw : 1), *la, *lb, *tmp;
 	double *w;
 	struct lgraph g;
 	int rc = -1;
@@ -362,7 +326,7 @@ static int shape_routes(struct build *b, struct shape *s)
 	lb = tp_calloc((size_t)nl + 1, sizeof(*lb));
 	w = tp_calloc((size_t)nl + 1, sizeof(*w));
 	tmp = tp_calloc((size_t)nv + 1, sizeof(*tmp));
-	s->gw_dist = tp_calloc(nd + 1, sizeof(double));
+	s->gw_dist = tp_calloc((size_t)nd * n_gw + 1, sizeof(double));
 	s->r = tp_calloc((size_t)ne * ne, sizeof(*s->r));
 	if (!la || !lb || !w || !tmp || !s->gw_dist || !s->r)
 		goto out;
@@ -386,16 +350,20 @@ static int shape_routes(struct build *b, struct shape *s)
 	s->n_dev = nd;
 	s->n_vert = nv;
 	s->n_link = nl;
-	s->gateway = gw;
+	s->n_gw = n_gw;
 	for (uint32_t a = 0; a < ne; a++) {
-		uint32_t src = a < nd ? dev_rank[a] : gw;
+		uint32_t src = a < nd ? dev_rank[a]
+			       : a - nd < n_gw ? gw_rank[a - nd] : TP_NONE;
 		if (src == TP_NONE)
 			continue;
 		lgraph_run(&g, src, 0);
-		if (a < nd)
-			s->gw_dist[a] = gw != TP_NONE ? g.dist[gw] : 0;
+		for (uint32_t q = 0; a < nd && q < n_gw; q++)
+			s->gw_dist[(size_t)a * n_gw + q] = g.dist[gw_rank[q]];
 		for (uint32_t t = 0; t < ne; t++) {
-			uint32_t v = t < nd ? dev_rank[t] : gw, n = 0;
+			uint32_t v = t < nd ? dev_rank[t]
+				     : t - nd < n_gw ? gw_rank[t - nd]
+						     : TP_NONE,
+				 n = 0;
 			struct local_route *r = &s->r[(size_t)a * ne + t];
 			if (v == TP_NONE || v == src || !isfinite(g.dist[v])) {
 				r->first = (uint32_t)s->chans.n;
@@ -427,6 +395,20 @@ out:
 	return rc;
 }
 
+/* The first gateway of the domain a gateway v belongs to (v itself, or
+ * rail 0's NIC of v's rail-optimised node) and how many the domain has. */
+static uint32_t rail_first(const struct build *b, uint32_t v)
+{
+	uint32_t n = b->nic_node[v];
+	return n == TP_NONE ? v : b->c->nodes.v[n].nic_vertex;
+}
+
+static uint32_t rail_count(const struct build *b, uint32_t v)
+{
+	uint32_t n = b->nic_node[v];
+	return n == TP_NONE ? 1 : b->c->nodes.v[n].rails;
+}
+
 /* Domains: components of the non-network links over non-switch vertices. */
 static enum tp_status build_domains(struct build *b)
 {
@@ -440,7 +422,9 @@ static enum tp_status build_domains(struct build *b)
 
 	b->dom_of_vertex = tp_calloc((size_t)nv + 1, sizeof(uint32_t));
 	b->rank = tp_calloc((size_t)nv + 1, sizeof(uint32_t));
-	if (!uf || !root_dom || !b->dom_of_vertex || !b->rank) {
+	b->nic_node = tp_calloc((size_t)nv + 1, sizeof(uint32_t));
+	if (!uf || !root_dom || !b->dom_of_vertex || !b->rank ||
+	    !b->nic_node) {
 		st = tp_error_set(b->err, TP_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -448,7 +432,11 @@ static enum tp_status build_domains(struct build *b)
 		uf[v] = v;
 		root_dom[v] = TP_NONE;
 		b->dom_of_vertex[v] = TP_NONE;
+		b->nic_node[v] = TP_NONE;
 	}
+	for (uint32_t n = 0; n < c->nodes.n; n++)
+		for (uint32_t r = 0; r < c->nodes.v[n].rails; r++)
+			b->nic_node[c->nodes.v[n].nic_vertex + r] = n;
 	for (uint32_t l = 0; l < nl; l++)
 		if (!is_network_link(c, &c->links.v[l]))
 			uf_union(uf, c->links.v[l].a, c->links.v[l].b);
@@ -470,8 +458,10 @@ static enum tp_status build_domains(struct build *b)
 		st = tp_error_set(b->err, TP_ENOMEM, "out of memory");
 		goto out;
 	}
-	for (uint32_t k = 0; k < nd; k++)
+	for (uint32_t k = 0; k < nd; k++) {
 		rt->domains[k].gateway = rt->domains[k].gw_net = TP_NONE;
+		rt->domains[k].n_gw = 0;
+	}
 	for (uint32_t v = 0; v < nv; v++) {
 		uint32_t k = c->vertex_kind.v[v] == TP_VERTEX_SWITCH
 				 ? TP_NONE
@@ -517,9 +507,13 @@ static enum tp_status build_domains(struct build *b)
 			uint32_t v = e ? lk->b : lk->a, k = b->dom_of_vertex[v];
 			if (k == TP_NONE)
 				continue;
-			if (rt->domains[k].gateway == TP_NONE)
-				rt->domains[k].gateway = v;
-			else if (rt->domains[k].gateway != v) {
+			if (rt->domains[k].gateway == TP_NONE) {
+				rt->domains[k].gateway = rail_first(b, v);
+				rt->domains[k].n_gw = rail_count(b, v);
+				rt->rails |= rt->domains[k].n_gw > 1;
+			} else if (!(v >= rt->domains[k].gateway &&
+				     v < rt->domains[k].gateway +
+					     rt->domains[k].n_gw)) {
 				char path[64];
 				uint32_t d0 = TP_NONE;
 				for (uint32_t d = 0; d < c->devices.n; d++)
@@ -753,7 +747,10 @@ static enum tp_status build_network(struct build *b)
 	for (uint32_t v = 0; v < nv; v++) {
 		uint32_t k = b->dom_of_vertex[v];
 		net_of[v] = TP_NONE;
-		if (k == TP_NONE || rt->domains[k].gateway == v)
+		if (k == TP_NONE ||
+		    (rt->domains[k].gateway != TP_NONE &&
+		     v >= rt->domains[k].gateway &&
+		     v < rt->domains[k].gateway + rt->domains[k].n_gw))
 			net_of[v] = n++;
 	}
 	rt->n_net = n;
@@ -787,7 +784,16 @@ static enum tp_status build_network(struct build *b)
 		n_nl++;
 	}
 	nlk = (struct netlinks){n, n_nl, la, lb, lglob, w};
-	st = rt->forest ? route_forest(b, &nlk, uf) : route_cycles(b, &nlk);
+	if (rt->rails && !rt->forest)
+		st = tp_error_set_path(
+		    b->err, TP_EINPUT, "$.network",
+		    "rail-optimised nodes need a star or switch \"tiers\" "
+		    "(a network without alternative paths); drop the "
+		    "rails or describe the network with tiers");
+	else if (rt->forest)
+		st = route_forest(b, &nlk, uf);
+	else
+		st = route_cycles(b, &nlk);
 out:
 	rt->net_of = net_of;
 	free(uf);
@@ -911,6 +917,7 @@ enum tp_status tp_routing_build(struct tp_cluster *c, struct tp_routing **out,
 out:
 	free(b.dom_of_vertex);
 	free(b.rank);
+	free(b.nic_node);
 	free(b.vert_first);
 	free(b.verts);
 	free(b.link_count);
@@ -927,13 +934,74 @@ out:
 
 /* --- queries ----------------------------------------------------------- */
 
+
+/* Routing weight (sum of link weights) of the forest route between
+ * network vertices u and w; INFINITY when they are in different trees
+ * (rails joined by no switch). */
+static double net_weight(const struct tp_cluster *c,
+			 const struct tp_routing *rt, uint32_t u, uint32_t w)
+{
+	double sum = 0;
+
+	while (u != w) {
+		uint32_t *x = rt->depth[u] >= rt->depth[w] ? &u : &w;
+		if (rt->up_ch[*x] == TP_NONE)
+			return INFINITY;
+		sum += link_weight(&c->links.v[rt->up_ch[*x] >> 1]);
+		*x = rt->parent[*x];
+	}
+	return sum;
+}
+
+/*
+ * Rails: the gateways (rails) a route from device a (local la of domain
+ * ka) to b leaves and enters by.  The cheaper, by the routing weight, of
+ * the target's rail on both sides (NCCL's PXN: over NVLink to the GPU on
+ * the destination's rail, then that rail's NIC; NCCL 2.12 release notes,
+ * "PXN"), the source's rail on both sides (the hop inside the target's
+ * node), and the two mixed (over the spine to the other rail), then rail
+ * 0 on either side (a node without rails faces rail 0; a leaf with more
+ * nodes on rail 0 has wider uplinks): another rail is never cheaper when
+ * a node's rails and the leaves are alike.  Ties (within 1e-12) go to
+ * that order.  A domain with one gateway has rail 0 only.
+ */
+static void rail_pick(const struct tp_cluster *c, const struct tp_routing *rt,
+		      const uint32_t dev[4], uint32_t *gs, uint32_t *gt)
+{
+	const struct domain *da = &rt->domains[dev[0]],
+			    *db = &rt->domains[dev[2]];
+	const struct shape *sa = &rt->shapes[da->shape],
+			   *sb = &rt->shapes[db->shape];
+	uint32_t la = dev[1], lb = dev[3];
+	uint32_t cand[9][2] = {{lb, lb}, {la, la}, {la, lb}, {lb, la}, {0, 0},
+			       {la, 0},	 {0, lb},  {lb, 0},  {0, la}};
+	double best = INFINITY;
+
+	*gs = *gt = 0;
+	for (int q = 0; q < 9; q++) {
+		uint32_t s = sa->n_gw > 1 && cand[q][0] < sa->n_gw ? cand[q][0]
+								   : 0;
+		uint32_t t = sb->n_gw > 1 && cand[q][1] < sb->n_gw ? cand[q][1]
+								   : 0;
+		double cost = sa->gw_dist[(size_t)la * sa->n_gw + s] +
+			      net_weight(c, rt, da->gw_net + s,
+					 db->gw_net + t) +
+			      sb->gw_dist[(size_t)lb * sb->n_gw + t];
+		if (cost < best * (1 - 1e-12)) {
+			best = cost;
+			*gs = s;
+			*gt = t;
+		}
+	}
+}
+
 /* Append domain k's local route from endpoint a to endpoint b. */
 static void add_local(const struct tp_routing *rt, uint32_t k, uint32_t a,
 		      uint32_t b, struct tp_route *out)
 {
 	const struct domain *dm = &rt->domains[k];
 	const struct shape *sh = &rt->shapes[dm->shape];
-	const struct local_route *lr = &sh->r[(size_t)a * (sh->n_dev + 1) + b];
+	const struct local_route *lr = &sh->r[(size_t)a * shape_ne(sh) + b];
 
 	for (uint32_t i = 0; i < lr->n; i++) {
 		uint32_t lch = sh->chans.v[lr->first + i];
@@ -942,9 +1010,9 @@ static void add_local(const struct tp_routing *rt, uint32_t k, uint32_t a,
 	}
 }
 
-/* Append the network route between network vertices u and w. */
-static void add_network(const struct tp_cluster *c, const struct tp_routing *rt,
-			uint32_t u, uint32_t w, struct tp_route *out)
+void tp_route_add_network(const struct tp_cluster *c,
+			  const struct tp_routing *rt, uint32_t u, uint32_t w,
+			  struct tp_route *out)
 {
 	if (u == w)
 		return;
@@ -1001,10 +1069,16 @@ void tp_cluster_route(const struct tp_cluster *c, uint32_t a, uint32_t b,
 			    &rt->shapes[rt->domains[ka].shape];
 			const struct shape *sb =
 			    &rt->shapes[rt->domains[kb].shape];
-			add_local(rt, ka, la, sa->n_dev, out);
-			add_network(c, rt, rt->domains[ka].gw_net,
-				    rt->domains[kb].gw_net, out);
-			add_local(rt, kb, sb->n_dev, lb, out);
+			uint32_t gs = 0, gt = 0;
+			if (rt->rails)
+				rail_pick(c, rt,
+					  (const uint32_t[4]){ka, la, kb, lb},
+					  &gs, &gt);
+			add_local(rt, ka, la, sa->n_dev + gs, out);
+			tp_route_add_network(c, rt,
+					     rt->domains[ka].gw_net + gs,
+					     rt->domains[kb].gw_net + gt, out);
+			add_local(rt, kb, sb->n_dev + gt, lb, out);
 		}
 	}
 	/* the old table's sums: latency from the target back */
@@ -1024,346 +1098,3 @@ double tp_cluster_route_bw(const struct tp_cluster *c, uint32_t a, uint32_t b)
 	return r.bw_Bps;
 }
 
-/* --- extremes over all pairs -------------------------------------------- */
-
-/* Bottleneck and latency of a local route of shape s (links of domain k),
- * latency summed from the target back as tp_cluster_route sums it. */
-static void local_figures(const struct tp_cluster *c,
-			  const struct tp_routing *rt, uint32_t k,
-			  uint32_t a, uint32_t b, double *bw, double *lat)
-{
-	const struct domain *dm = &rt->domains[k];
-	const struct shape *sh = &rt->shapes[dm->shape];
-	const struct local_route *lr = &sh->r[(size_t)a * (sh->n_dev + 1) + b];
-
-	*bw = INFINITY;
-	*lat = 0;
-	for (uint32_t i = lr->n; i-- > 0;) {
-		uint32_t lch = sh->chans.v[lr->first + i];
-		const struct tp_link *l =
-		    &c->links.v[rt->dom_links[dm->link_first + (lch >> 1)]];
-		if (l->bw_Bps < *bw)
-			*bw = l->bw_Bps;
-		*lat += l->latency_s;
-	}
-}
-
-/* Per shape: the extremes of its routes between devices (intra) and of
- * its devices' routes to (up) and from (down) the gateway. */
-struct shape_ext {
-	double in_bw, in_lat, up_bw, up_lat, down_bw, down_lat;
-	bool seen;
-	uint32_t up_dev, down_dev; /* local devices of up_lat, down_lat */
-};
-
-static void shape_extremes(const struct tp_cluster *c,
-			   const struct tp_routing *rt, uint32_t k,
-			   struct shape_ext *e)
-{
-	const struct shape *sh = &rt->shapes[rt->domains[k].shape];
-	double bw, lat;
-
-	*e = (struct shape_ext){INFINITY, 0, INFINITY, 0, INFINITY, 0,
-				true,	  0,	    0};
-	for (uint32_t a = 0; a < sh->n_dev; a++) {
-		for (uint32_t b = 0; b < sh->n_dev; b++) {
-			if (a == b)
-				continue;
-			local_figures(c, rt, k, a, b, &bw, &lat);
-			e->in_bw = bw < e->in_bw ? bw : e->in_bw;
-			e->in_lat = lat > e->in_lat ? lat : e->in_lat;
-		}
-		if (rt->domains[k].gateway == TP_NONE)
-			continue;
-		local_figures(c, rt, k, a, sh->n_dev, &bw, &lat);
-		e->up_bw = bw < e->up_bw ? bw : e->up_bw;
-		if (lat > e->up_lat) {
-			e->up_lat = lat;
-			e->up_dev = a;
-		}
-		local_figures(c, rt, k, sh->n_dev, a, &bw, &lat);
-		e->down_bw = bw < e->down_bw ? bw : e->down_bw;
-		if (lat > e->down_lat) {
-			e->down_lat = lat;
-			e->down_dev = a;
-		}
-	}
-}
-
-/* Top two values of children, with the child they came from. */
-struct top2 {
-	double v[2];
-	uint32_t from[2];
-};
-
-/* A pair of subtrees (children, or the vertex itself) and its value. */
-struct pair_cand {
-	uint32_t a, b;
-	double val;
-};
-
-static void top2_add(struct top2 *t, double v, uint32_t from)
-{
-	if (v > t->v[0]) {
-		t->v[1] = t->v[0];
-		t->from[1] = t->from[0];
-		t->v[0] = v;
-		t->from[0] = from;
-	} else if (v > t->v[1]) {
-		t->v[1] = v;
-		t->from[1] = from;
-	}
-}
-
-/* The largest latency between two gateways of a forest network, the up
- * latency A of the source domain and the down latency B of the target's
- * added: max over k != l of A[k] + net(k, l) + B[l], with net(k, l) =
- * D(k) + D(l) - 2 D(lca) (D: latency up to the root).  One pass from the
- * deepest vertices up; O(network vertices).  Also the smallest bandwidth
- * of a tree link that some gateway pair crosses.  -1 when out of memory. */
-static int forest_extremes(const struct tp_cluster *c,
-			   const struct tp_routing *rt, const double *ga,
-			   const double *gb, uint32_t *src, uint32_t *dst,
-			   double *min_bw)
-{
-	double max_lat = -INFINITY;
-	uint32_t n = rt->n_net, maxd = 0, total = 0;
-	double *D = tp_calloc((size_t)n + 1, sizeof(double));
-	double *bestA = tp_calloc((size_t)n + 1, sizeof(double));
-	double *bestB = tp_calloc((size_t)n + 1, sizeof(double));
-	uint32_t *argA = tp_calloc((size_t)n + 1, sizeof(uint32_t));
-	uint32_t *argB = tp_calloc((size_t)n + 1, sizeof(uint32_t));
-	uint32_t *cnt = tp_calloc((size_t)n + 1, sizeof(uint32_t));
-	uint32_t *order = tp_calloc((size_t)n + 1, sizeof(uint32_t));
-	uint32_t *dstart = NULL;
-	struct top2 *ta = tp_calloc((size_t)n + 1, sizeof(*ta));
-	struct top2 *tb = tp_calloc((size_t)n + 1, sizeof(*tb));
-	int rc = -1;
-
-	if (!D || !bestA || !bestB || !argA || !argB || !cnt || !order || !ta ||
-	    !tb)
-		goto out;
-	for (uint32_t v = 0; v < n; v++)
-		maxd = rt->depth[v] > maxd ? rt->depth[v] : maxd;
-	dstart = tp_calloc((size_t)maxd + 2, sizeof(uint32_t));
-	if (!dstart)
-		goto out;
-	/* vertices by depth (counting sort) */
-	for (uint32_t v = 0; v < n; v++)
-		dstart[rt->depth[v] + 1]++;
-	for (uint32_t d = 0; d <= maxd; d++)
-		dstart[d + 1] += dstart[d];
-	for (uint32_t v = 0; v < n; v++)
-		order[dstart[rt->depth[v]]++] = v;
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t v = order[i];
-		D[v] = rt->up_ch[v] == TP_NONE
-			   ? 0
-			   : D[rt->parent[v]] +
-				 c->links.v[rt->up_ch[v] >> 1].latency_s;
-		bestA[v] = isnan(ga[v]) ? -INFINITY : ga[v] + D[v];
-		bestB[v] = isnan(gb[v]) ? -INFINITY : gb[v] + D[v];
-		argA[v] = argB[v] = v;
-		cnt[v] = !isnan(ga[v]);
-		total += cnt[v];
-		ta[v] = tb[v] = (struct top2){{-INFINITY, -INFINITY},
-					      {TP_NONE, TP_NONE}};
-	}
-	*min_bw = INFINITY;
-	*src = *dst = TP_NONE;
-	for (uint32_t i = n; i-- > 0;) {
-		uint32_t v = order[i], p = rt->parent[v];
-		/* pairs whose lowest common vertex is v: two children, or v
-		 * itself (a gateway) and a child; candidates (a, b, value) */
-		struct pair_cand cand[4] = {
-			{ta[v].from[0], tb[v].from[1], ta[v].v[0] + tb[v].v[1]},
-			{ta[v].from[1], tb[v].from[0], ta[v].v[1] + tb[v].v[0]},
-			{v, tb[v].from[0], ga[v] + D[v] + tb[v].v[0]},
-			{ta[v].from[0], v, ta[v].v[0] + gb[v] + D[v]},
-		};
-		if (ta[v].from[0] != tb[v].from[0])
-			cand[0] = (struct pair_cand){ta[v].from[0],
-						     tb[v].from[0],
-						     ta[v].v[0] + tb[v].v[0]};
-		for (int q = 0; q < 4; q++) {
-			double val = cand[q].val - 2 * D[v];
-			if (q >= 2 && isnan(ga[v]))
-				break;
-			if (cand[q].a == TP_NONE || cand[q].b == TP_NONE ||
-			    !(val > max_lat))
-				continue;
-			max_lat = val;
-			*src = q == 2 ? v : argA[cand[q].a];
-			*dst = q == 3 ? v : argB[cand[q].b];
-		}
-		if (rt->up_ch[v] == TP_NONE)
-			continue;
-		if (bestA[v] > bestA[p]) {
-			bestA[p] = bestA[v];
-			argA[p] = argA[v];
-		}
-		if (bestB[v] > bestB[p]) {
-			bestB[p] = bestB[v];
-			argB[p] = argB[v];
-		}
-		/* a child's subtree value excludes p itself */
-		top2_add(&ta[p], bestA[v], v);
-		top2_add(&tb[p], bestB[v], v);
-		cnt[p] += cnt[v];
-	}
-	/* a tree link is crossed when gateways lie on both of its sides */
-	for (uint32_t v = 0; v < n; v++)
-		if (rt->up_ch[v] != TP_NONE && cnt[v] > 0 && cnt[v] < total &&
-		    c->links.v[rt->up_ch[v] >> 1].bw_Bps < *min_bw)
-			*min_bw = c->links.v[rt->up_ch[v] >> 1].bw_Bps;
-	rc = 0;
-out:
-	free(D);
-	free(bestA);
-	free(bestB);
-	free(argA);
-	free(argB);
-	free(cnt);
-	free(order);
-	free(dstart);
-	free(ta);
-	free(tb);
-	return rc;
-}
-
-/* The device with local number a in domain k (a scan: asked twice). */
-static uint32_t domain_device(const struct tp_cluster *c,
-			      const struct tp_routing *rt, uint32_t k,
-			      uint32_t a)
-{
-	for (uint32_t d = 0; d < c->devices.n; d++)
-		if (rt->dev_domain[d] == k && rt->dev_local[d] == a)
-			return d;
-	return TP_NONE;
-}
-
-/* The latency of the route from the device of gateway u's domain farthest
- * from u to the device of w's domain farthest from w: the route itself,
- * so the figure is a real route's sum to the bit. */
-static double far_latency(const struct tp_cluster *c,
-			  const struct tp_routing *rt,
-			  const struct shape_ext *se, const uint32_t *dom_of_gw,
-			  uint32_t u, uint32_t w)
-{
-	uint32_t ku = dom_of_gw[u], kw = dom_of_gw[w];
-	uint32_t a = se[rt->domains[ku].shape].up_dev;
-	uint32_t b = se[rt->domains[kw].shape].down_dev;
-	struct tp_route r;
-
-	/* local device -> global device: the domain's a-th device */
-	a = domain_device(c, rt, ku, a);
-	b = domain_device(c, rt, kw, b);
-	if (a == TP_NONE || b == TP_NONE)
-		return 0;
-	tp_cluster_route(c, a, b, &r);
-	return r.latency_s;
-}
-
-void tp_cluster_route_extremes(const struct tp_cluster *c, double *min_bw,
-			       double *max_lat)
-{
-	const struct tp_routing *rt = c->routing;
-	struct shape_ext *se = tp_calloc((size_t)rt->n_shapes + 1, sizeof(*se));
-	double *ga = tp_calloc((size_t)rt->n_net + 1, sizeof(double));
-	double *gb = tp_calloc((size_t)rt->n_net + 1, sizeof(double));
-	uint32_t *dom_of_gw = tp_calloc((size_t)rt->n_net + 1, sizeof(uint32_t));
-	uint32_t n_gw = 0, fu = TP_NONE, fw = TP_NONE;
-	double far = -INFINITY;
-
-	*min_bw = INFINITY;
-	*max_lat = 0;
-	if (!se || !ga || !gb) {
-		/* out of memory: every pair, the slow way */
-		for (uint32_t a = 0; a < c->devices.n; a++)
-			for (uint32_t b = 0; b < c->devices.n; b++) {
-				struct tp_route r;
-				if (a == b)
-					continue;
-				tp_cluster_route(c, a, b, &r);
-				*min_bw = fmin(*min_bw, r.bw_Bps);
-				*max_lat = fmax(*max_lat, r.latency_s);
-			}
-		goto out;
-	}
-	for (uint32_t v = 0; v < rt->n_net; v++)
-		ga[v] = gb[v] = NAN;
-	/* inside each kind of domain, once */
-	for (uint32_t k = 0; k < rt->n_domains; k++) {
-		struct shape_ext *e = &se[rt->domains[k].shape];
-		if (!e->seen) {
-			shape_extremes(c, rt, k, e);
-			*min_bw = fmin(*min_bw, e->in_bw);
-			*max_lat = fmax(*max_lat, e->in_lat);
-		}
-		if (rt->domains[k].gw_net != TP_NONE &&
-		    rt->shapes[rt->domains[k].shape].n_dev > 0) {
-			ga[rt->domains[k].gw_net] = e->up_lat;
-			gb[rt->domains[k].gw_net] = e->down_lat;
-			n_gw++;
-		}
-	}
-	if (n_gw < 2)
-		goto out;
-	/* across domains: a device's way to its gateway, the network, and
-	 * the way down (each domain has a partner in another) */
-	for (uint32_t k = 0; k < rt->n_domains; k++)
-		if (rt->domains[k].gw_net != TP_NONE &&
-		    rt->shapes[rt->domains[k].shape].n_dev > 0) {
-			const struct shape_ext *e = &se[rt->domains[k].shape];
-			*min_bw = fmin(*min_bw, fmin(e->up_bw, e->down_bw));
-		}
-	if (!dom_of_gw)
-		goto pairs;
-	for (uint32_t k = 0; k < rt->n_domains; k++)
-		if (rt->domains[k].gw_net != TP_NONE)
-			dom_of_gw[rt->domains[k].gw_net] = k;
-	if (rt->forest) {
-		double bw;
-		uint32_t u, w;
-		if (forest_extremes(c, rt, ga, gb, &u, &w, &bw) == 0) {
-			*min_bw = fmin(*min_bw, bw);
-			*max_lat = fmax(*max_lat,
-					far_latency(c, rt, se, dom_of_gw, u, w));
-			goto out;
-		}
-	}
-pairs:
-	/* a cyclic network: every pair of gateways */
-	for (uint32_t u = 0; u < rt->n_net; u++) {
-		if (isnan(ga[u]))
-			continue;
-		for (uint32_t w = 0; w < rt->n_net; w++) {
-			struct tp_route r;
-			double lat = 0;
-			if (w == u || isnan(gb[w]))
-				continue;
-			r.n = 0;
-			add_network(c, rt, u, w, &r);
-			for (uint32_t i = r.n; i-- > 0;) {
-				const struct tp_link *l = &c->links.v[r.ch[i] >> 1];
-				*min_bw = fmin(*min_bw, l->bw_Bps);
-				lat += l->latency_s;
-			}
-			if (gb[w] + lat + ga[u] > far) {
-				far = gb[w] + lat + ga[u];
-				fu = u;
-				fw = w;
-			}
-		}
-	}
-	if (fu != TP_NONE)
-		*max_lat = fmax(*max_lat, dom_of_gw ? far_latency(c, rt, se,
-								  dom_of_gw,
-								  fu, fw)
-						    : far);
-out:
-	free(se);
-	free(ga);
-	free(gb);
-	free(dom_of_gw);
-}

@@ -372,10 +372,10 @@ static enum tp_status add_pairs(struct tp_cluster *c,
 /* Add one node of preset p named name, with NICs of network net. */
 static enum tp_status add_node(struct tp_cluster *c, const struct node_preset *p,
 			       const char *name, const struct network *net,
-			       struct tp_error *err)
+			       bool rails, struct tp_error *err)
 {
 	uint32_t type = tp_cluster_find_type(c, p->gpu), node;
-	struct tp_node_build nb;
+	struct tp_node_build nb = {0};
 	double nic_bw;
 	enum tp_status st;
 
@@ -395,6 +395,13 @@ static enum tp_status add_node(struct tp_cluster *c, const struct node_preset *p
 	nb.n_nics = p->nics;
 	nb.nic_bw_Bps = nic_bw;
 	nb.nic_latency_s = net->latency_s;
+	nb.rails = rails;
+	if (rails && p->nics != p->gpus)
+		return tp_error_set(err, TP_EUSAGE,
+				    "--fabric rail: preset %s has %u NICs for "
+				    "%u GPUs; a rail-optimised fabric needs one "
+				    "NIC per GPU (use --fabric clos:... for it)",
+				    p->name, p->nics, p->gpus);
 	st = tp_cluster_build_node(c, &nb, &node, err);
 	if (st)
 		return st;
@@ -423,7 +430,7 @@ static enum tp_status add_node(struct tp_cluster *c, const struct node_preset *p
 /* One spec "PRESET[:N]" or a composition name: appends nodes.  counters
  * number the nodes of each preset across specs. */
 static enum tp_status add_spec(struct tp_cluster *c, const char *spec,
-			       const struct network *net_override,
+			       const struct network *net_override, bool rails,
 			       uint32_t *counters, struct tp_strbuf *name,
 			       struct tp_error *err)
 {
@@ -444,7 +451,8 @@ static enum tp_status add_spec(struct tp_cluster *c, const char *spec,
 			for (int k = 0; compositions[i].specs[k]; k++) {
 				enum tp_status st =
 					add_spec(c, compositions[i].specs[k],
-						 net, counters, NULL, err);
+						 net, rails, counters, NULL,
+						 err);
 				if (st)
 					return st;
 			}
@@ -493,7 +501,7 @@ static enum tp_status add_spec(struct tp_cluster *c, const char *spec,
 			enum tp_status st;
 			snprintf(nn, sizeof(nn), "%s-%u", p->name,
 				 counters[pi]++);
-			st = add_node(c, p, nn, net, err);
+			st = add_node(c, p, nn, net, rails, err);
 			if (st)
 				return st;
 		}
@@ -522,13 +530,25 @@ static void clos_tiers(double leaf, double spine, double over, double lat,
 		tiers[(*n)++] = (struct tp_tier){"core", 0, 0, lat, 1};
 }
 
+/* A parsed --fabric: its tiers, its clos: (or rail:) string for the
+ * topology's name, and whether the nodes' NICs are rails. */
+struct fabric {
+	struct tp_tier tiers[3];
+	uint32_t n_tiers;
+	char spec[256];
+	bool rails; /* rail: every GPU's NIC on its own rail's leaf */
+};
+
 /* The clos: string of a fabric, for the topology's name (the same for a
  * string and a file that say the same; %g: round trips for the values
- * people write). */
+ * people write); rail: for a rail-optimised one. */
 static void clos_spec(double leaf, double spine, double over, double lat,
-		      char *spec, size_t size)
+		      struct fabric *f)
 {
-	int k = snprintf(spec, size, "clos:leaf=%.0f", leaf);
+	char *spec = f->spec;
+	size_t size = sizeof(f->spec);
+	int k = snprintf(spec, size, "%s:leaf=%.0f",
+			 f->rails ? "rail" : "clos", leaf);
 
 	if (spine > 0 && k >= 0 && (size_t)k < size)
 		k += snprintf(spec + k, size - (size_t)k, ",spine=%.0f", spine);
@@ -541,7 +561,7 @@ static void clos_spec(double leaf, double spine, double over, double lat,
 
 static int fabric_kind(const char *s)
 {
-	return strcmp(s, "clos") == 0 ? 0 : -1;
+	return strcmp(s, "clos") == 0 ? 0 : strcmp(s, "rail") == 0 ? 1 : -1;
 }
 
 /*
@@ -551,9 +571,7 @@ static int fabric_kind(const char *s)
  * Errors name the file and the JSON path (TP_EINPUT, exit 2).
  */
 static enum tp_status read_fabric_file(const char *path, double leaf_over,
-				       struct tp_tier *tiers, uint32_t *n,
-				       char *spec, size_t spec_size,
-				       struct tp_error *err)
+				       struct fabric *f, struct tp_error *err)
 {
 	static const char *const fields[] = {"format", "kind", "leaf",
 					     "spine", "oversubscription",
@@ -575,8 +593,8 @@ static enum tp_status read_fabric_file(const char *path, double leaf_over,
 			return st;
 		snprintf(why, sizeof(why), "%s", err->msg);
 		return tp_error_set(err, TP_EUSAGE,
-				    "--fabric %s: neither clos:... nor a "
-				    "readable fabric file (%s)",
+				    "--fabric %s: neither clos:..., rail:... "
+				    "nor a readable fabric file (%s)",
 				    path, why);
 	}
 	/* strict: a misspelt key would silently change the fabric */
@@ -589,7 +607,7 @@ static enum tp_status read_fabric_file(const char *path, double leaf_over,
 		return st;
 	if (!(st = tp_jctx_object(&j, doc.root, "a fabric", fields)) &&
 	    !(st = tp_jget_enum(&j, doc.root, "kind", true, fabric_kind,
-				       "clos", 0, &kind)) &&
+				       "clos | rail", 0, &kind)) &&
 	    !(st = tp_jget_int(&j, doc.root, "leaf", true, 1,
 			       TP_CLUSTER_MAX_DEVICES, 0, &leaf)) &&
 	    !(st = tp_jget_int(&j, doc.root, "spine", false, 1,
@@ -603,26 +621,27 @@ static enum tp_status read_fabric_file(const char *path, double leaf_over,
 	tp_json_doc_release(&doc);
 	if (st)
 		return st;
-	clos_tiers((double)leaf, (double)spine, over, lat, leaf_over, tiers, n);
-	clos_spec((double)leaf, (double)spine, over, lat, spec, spec_size);
+	f->rails = kind == 1;
+	clos_tiers((double)leaf, (double)spine, over, lat, leaf_over, f->tiers,
+		   &f->n_tiers);
+	clos_spec((double)leaf, (double)spine, over, lat, f);
 	return TP_OK;
 }
 
-/* "clos:leaf=N[,spine=M][,oversubscription=X][,latency=S]" or a fabric
- * file -> tiers. */
+/* "clos:leaf=N[,spine=M][,oversubscription=X][,latency=S]" (or rail:
+ * with the same keys) or a fabric file -> tiers. */
 static enum tp_status parse_fabric(const char *fabric, double leaf_over,
-				   struct tp_tier *tiers, uint32_t *n,
-				   char *spec, size_t spec_size,
-				   struct tp_error *err)
+				   struct fabric *f, struct tp_error *err)
 {
 	static const char usage[] =
-		"use clos:leaf=N[,spine=M][,oversubscription=X][,latency=S]";
+		"use clos:leaf=N[,spine=M][,oversubscription=X][,latency=S] "
+		"or rail: with the same keys";
 	double leaf = 0, spine = 0, over = 1, lat = CLOS_SWITCH_LATENCY_S;
 	const char *p;
 
-	if (strncmp(fabric, "clos:", 5) != 0)
-		return read_fabric_file(fabric, leaf_over, tiers, n, spec,
-					spec_size, err);
+	f->rails = strncmp(fabric, "rail:", 5) == 0;
+	if (strncmp(fabric, "clos:", 5) != 0 && !f->rails)
+		return read_fabric_file(fabric, leaf_over, f, err);
 	for (p = fabric + 5; *p;) {
 		const char *eq = strchr(p, '='), *end = strchr(p, ',');
 		size_t klen;
@@ -668,8 +687,8 @@ static enum tp_status parse_fabric(const char *fabric, double leaf_over,
 				    "fabric \"%s\": leaf=N (nodes per leaf "
 				    "switch) is required; %s",
 				    fabric, usage);
-	clos_tiers(leaf, spine, over, lat, leaf_over, tiers, n);
-	clos_spec(leaf, spine, over, lat, spec, spec_size);
+	clos_tiers(leaf, spine, over, lat, leaf_over, f->tiers, &f->n_tiers);
+	clos_spec(leaf, spine, over, lat, f);
 	return TP_OK;
 }
 
@@ -688,9 +707,7 @@ enum tp_status tp_build_topology_fabric(const char *const *specs, int n_specs,
 					struct tp_cluster *c,
 					struct tp_error *err)
 {
-	struct tp_tier tiers[3];
-	char fabric_spec[256];
-	uint32_t n_tiers = 0;
+	struct fabric fab = {.n_tiers = 0};
 	const struct network *net = NULL;
 	uint32_t counters[sizeof(presets) / sizeof(presets[0])] = {0};
 	struct tp_strbuf name;
@@ -715,23 +732,22 @@ enum tp_status tp_build_topology_fabric(const char *const *specs, int n_specs,
 				    "oversubscription must be a number >= 1, "
 				    "not %g",
 				    oversubscription);
-	if (fabric && (st = parse_fabric(fabric, oversubscription, tiers,
-					 &n_tiers, fabric_spec,
-					 sizeof(fabric_spec), err)))
+	if (fabric && (st = parse_fabric(fabric, oversubscription, &fab, err)))
 		return st;
 	tp_strbuf_init(&name);
 	st = tp_devices_load_builtin(c, err);
 	for (int i = 0; !st && i < n_specs; i++)
-		st = add_spec(c, specs[i], net, counters, &name, err);
+		st = add_spec(c, specs[i], net, fab.rails, counters, &name,
+			      err);
 	if (!st && net)
 		tp_strbuf_addf(&name, " --net %s", net->name);
 	if (!st && oversubscription > 1)
 		tp_strbuf_addf(&name, " --oversubscription %g",
 			       oversubscription);
 	if (!st && fabric)
-		tp_strbuf_addf(&name, " --fabric %s", fabric_spec);
+		tp_strbuf_addf(&name, " --fabric %s", fab.spec);
 	if (!st && fabric)
-		st = tp_cluster_connect_tiers(c, tiers, n_tiers, err);
+		st = tp_cluster_connect_tiers(c, fab.tiers, fab.n_tiers, err);
 	else if (!st)
 		st = tp_cluster_connect_star(c, oversubscription, NULL, err);
 	if (!st) {

@@ -358,9 +358,11 @@ static bool vnames_build(const struct tp_cluster *c, struct vnames *vn)
 	/* in reverse, so the first owner wins as a search would find it */
 	for (uint32_t k = (uint32_t)c->nodes.n; k-- > 0;) {
 		const struct tp_node *nd = &c->nodes.v[k];
-		if (nd->nic_vertex < nv) {
-			vn->what[nd->nic_vertex] = VN_NIC;
-			vn->who[nd->nic_vertex] = k;
+		for (uint32_t r = 0; nd->nic_vertex < nv &&
+				     r < tp_node_nic_vertices(nd);
+		     r++) {
+			vn->what[nd->nic_vertex + r] = VN_NIC;
+			vn->who[nd->nic_vertex + r] = k;
 		}
 		if (nd->fabric_vertex < nv) {
 			vn->what[nd->fabric_vertex] = VN_FABRIC;
@@ -376,7 +378,7 @@ static bool vnames_build(const struct tp_cluster *c, struct vnames *vn)
 }
 
 /* A readable name for a vertex: device name, "<node>/fabric",
- * "<node>/nic", "switch<k>". */
+ * "<node>/nic" ("<node>/nic<r>" for rail r), "switch<k>". */
 static void vertex_name(const struct tp_cluster *c, const struct vnames *vn,
 			uint32_t v, char *buf, size_t size)
 {
@@ -390,7 +392,11 @@ static void vertex_name(const struct tp_cluster *c, const struct vnames *vn,
 		snprintf(buf, size, "%s/fabric", c->nodes.v[w].name);
 		return;
 	case VN_NIC:
-		snprintf(buf, size, "%s/nic", c->nodes.v[w].name);
+		if (c->nodes.v[w].rails)
+			snprintf(buf, size, "%s/nic%u", c->nodes.v[w].name,
+				 v - c->nodes.v[w].nic_vertex);
+		else
+			snprintf(buf, size, "%s/nic", c->nodes.v[w].name);
 		return;
 	default:
 		if (v >= c->vertex_kind.n)

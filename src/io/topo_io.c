@@ -23,7 +23,7 @@ static const char *const fabric_fields[] = {"kind", "bandwidth_Bps",
 static const char *const nlink_fields[] = {"a",		"b",	"bandwidth_Bps",
 					   "latency_s", "kind", NULL};
 static const char *const nic_fields[] = {"count", "bandwidth_Bps", "latency_s",
-					 NULL};
+					 "rails", NULL};
 static const char *const net_fields[] = {"oversubscription", "switches",
 					 "links", "tiers", NULL};
 static const char *const tier_fields[] = {"name",      "group",
@@ -54,6 +54,7 @@ struct node_spec {
 	bool nic;
 	int64_t n_nics;
 	double nic_bw, nic_lat;
+	bool rails; /* one NIC per device, each on its own rail */
 	const struct tp_json *links;
 };
 
@@ -125,8 +126,18 @@ static enum tp_status read_node(struct tp_jctx *j, const struct tp_json *v,
 					 TP_JNUM_POS, TP_IOQ_BANDWIDTH, 0, &ns->nic_bw)) ||
 		    (st =
 			 tp_io_get_quantity(j, nic, "latency_s", true,
-					TP_JNUM_NONNEG, TP_IOQ_LATENCY, 0, &ns->nic_lat)))
+					TP_JNUM_NONNEG, TP_IOQ_LATENCY, 0, &ns->nic_lat)) ||
+		    (st = tp_jget_bool(j, nic, "rails", false, false,
+				       &ns->rails)))
 			return st;
+		if (ns->rails && ns->n_nics != (int64_t)ns->n_devices)
+			return tp_jctx_fail(
+			    j, "rails",
+			    "rails need one NIC per device: this node has %u "
+			    "devices and %lld NICs; set \"count\": %u or "
+			    "drop \"rails\"",
+			    ns->n_devices, (long long)ns->n_nics,
+			    ns->n_devices);
 		ns->nic = true;
 		tp_jctx_pop(j, old);
 	}
@@ -191,9 +202,16 @@ static enum tp_status build_node(struct tp_jctx *j, struct tp_cluster *c,
 		n->n_nics = (uint32_t)ns->n_nics;
 		n->nic_bw_Bps = ns->nic_bw;
 		n->nic_latency_s = ns->nic_lat;
-		n->nic_vertex = tp_cluster_add_vertex(c, TP_VERTEX_NIC);
-		if (n->nic_vertex == TP_NONE)
-			return tp_error_set(j->err, TP_ENOMEM, "out of memory");
+		n->rails = ns->rails ? ns->n_devices : 0;
+		/* rails: NIC k is vertex nic_vertex + k, device k's */
+		for (uint32_t k = 0; k < (n->rails ? n->rails : 1); k++) {
+			uint32_t v = tp_cluster_add_vertex(c, TP_VERTEX_NIC);
+			if (v == TP_NONE)
+				return tp_error_set(j->err, TP_ENOMEM,
+						    "out of memory");
+			if (k == 0)
+				c->nodes.v[node].nic_vertex = v;
+		}
 	}
 	first = (uint32_t)c->devices.n;
 	for (size_t r = 0; r < ns->runs.n; r++) {
@@ -213,7 +231,9 @@ static enum tp_status build_node(struct tp_jctx *j, struct tp_cluster *c,
 				return tp_io_wrap(j, "fabric", st);
 			if (nn->nic_vertex != TP_NONE &&
 			    (st = tp_cluster_add_link(
-				 c, c->devices.v[d].vertex, nn->nic_vertex,
+				 c, c->devices.v[d].vertex,
+				 nn->nic_vertex +
+					 (nn->rails ? d - first : 0),
 				 nn->nic_bw_Bps, 0, TP_LINK_NIC, j->err)))
 				return tp_io_wrap(j, "nic", st);
 		}
@@ -252,6 +272,13 @@ static enum tp_status net_endpoint(struct tp_jctx *j, const char *key,
 			    j, key,
 			    "node \"%s\" has no \"nic\"; give it "
 			    "one to join the network",
+			    name);
+		if (c->nodes.v[n].rails)
+			return tp_jctx_fail(
+			    j, key,
+			    "node \"%s\" has \"rails\", which join a "
+			    "star or \"tiers\", not explicit links; drop "
+			    "\"rails\" or describe the network with tiers",
 			    name);
 		*v = c->nodes.v[n].nic_vertex;
 		*node = n;
@@ -653,8 +680,11 @@ static bool is_star(const struct tp_cluster *c, uint32_t *nic_owner)
 			sw = v;
 			n_sw++;
 		}
+	/* (a rail-optimised node joins with each of its rails) */
 	for (uint32_t k = 0; k < c->nodes.n; k++)
-		n_nic_nodes += c->nodes.v[k].nic_vertex != TP_NONE;
+		n_nic_nodes += c->nodes.v[k].nic_vertex == TP_NONE ? 0
+			       : c->nodes.v[k].rails	   ? c->nodes.v[k].rails
+							   : 1;
 	if (n_nic_nodes == 0)
 		return n_sw == 0;
 	if (n_sw != 1)
@@ -671,9 +701,9 @@ static bool is_star(const struct tp_cluster *c, uint32_t *nic_owner)
 			return false;
 		node = nic_owner[nic];
 		n = &c->nodes.v[node];
-		if (n->network_link != l ||
-		    lk->bw_Bps !=
-			n->n_nics * n->nic_bw_Bps / c->oversubscription ||
+		if (n->network_link + (nic - n->nic_vertex) != l ||
+		    lk->bw_Bps != (n->rails ? 1 : n->n_nics) * n->nic_bw_Bps /
+					  c->oversubscription ||
 		    lk->latency_s != n->nic_latency_s / 2)
 			return false;
 	}
@@ -754,7 +784,7 @@ static bool node_same(const struct tp_cluster *c, const struct node_links *nl,
 		return false;
 	if (a->nic_vertex != TP_NONE &&
 	    (a->n_nics != b->n_nics || a->nic_bw_Bps != b->nic_bw_Bps ||
-	     a->nic_latency_s != b->nic_latency_s))
+	     a->nic_latency_s != b->nic_latency_s || a->rails != b->rails))
 		return false;
 	for (uint32_t i = 0; i < nl->off[k + 1] - nl->off[k]; i++) {
 		const struct tp_link *x = &c->links.v[nl->idx[nl->off[k] + i]];
@@ -863,6 +893,8 @@ static void write_node(struct tp_jw *jw, const struct tp_cluster *c,
 		tp_jw_kv_int(jw, "count", n->n_nics);
 		tp_jw_kv_number(jw, "bandwidth_Bps", n->nic_bw_Bps);
 		tp_jw_kv_number(jw, "latency_s", n->nic_latency_s);
+		if (n->rails)
+			tp_jw_kv_bool(jw, "rails", true);
 		tp_jw_object_end(jw);
 	}
 	tp_jw_object_end(jw);
@@ -888,8 +920,11 @@ void tp_topology_write(const struct tp_cluster *c, struct tp_strbuf *out)
 	for (uint32_t d = 0; d < c->devices.n; d++)
 		dev_of_vertex[c->devices.v[d].vertex] = d;
 	for (uint32_t k = 0; k < c->nodes.n; k++)
-		if (c->nodes.v[k].nic_vertex != TP_NONE)
-			nic_owner[c->nodes.v[k].nic_vertex] = k;
+		for (uint32_t r = 0; c->nodes.v[k].nic_vertex != TP_NONE &&
+				     r < (c->nodes.v[k].rails ? c->nodes.v[k].rails
+							      : 1);
+		     r++)
+			nic_owner[c->nodes.v[k].nic_vertex + r] = k;
 	if (node_links_build(c, dev_of_vertex, &nl)) {
 		out->failed = true;
 		free(nl.off);

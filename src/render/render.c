@@ -146,8 +146,14 @@ static void vertex_name(const struct tp_cluster *c, uint32_t v, char *buf,
 				 tp_link_kind_name(c->nodes.v[n].fabric_kind));
 			return;
 		}
-		if (c->nodes.v[n].nic_vertex == v) {
-			snprintf(buf, size, "%s/nic", c->nodes.v[n].name);
+		if (tp_node_is_nic(&c->nodes.v[n], v)) {
+			if (c->nodes.v[n].rails)
+				snprintf(buf, size, "%s/nic%u",
+					 c->nodes.v[n].name,
+					 v - c->nodes.v[n].nic_vertex);
+			else
+				snprintf(buf, size, "%s/nic",
+					 c->nodes.v[n].name);
 			return;
 		}
 	}

@@ -588,7 +588,8 @@ static enum tp_status build_items(struct tp_scene *s, const uint32_t *cls_of,
 					goto oom;
 			}
 			s->items.v[cls_nic[k]].count++;
-			s->vertex_item[nd->nic_vertex] = cls_nic[k];
+			for (uint32_t r = 0; r < tp_node_nic_vertices(nd); r++)
+				s->vertex_item[nd->nic_vertex + r] = cls_nic[k];
 		}
 	}
 	if (s->collapsed && c->tiers.n > 0 && collapse_tiers(s) != 0)

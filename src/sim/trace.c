@@ -362,8 +362,11 @@ void tp_sim_trace_write(const struct tp_sim *sim, const struct tp_plan *plan,
 					keep[c->devices.v[d].vertex] = 1;
 					if (nd->fabric_vertex < nv)
 						keep[nd->fabric_vertex] = 1;
-					if (nd->nic_vertex < nv)
-						keep[nd->nic_vertex] = 1;
+					for (uint32_t r = 0;
+					     nd->nic_vertex < nv &&
+					     r < tp_node_nic_vertices(nd);
+					     r++)
+						keep[nd->nic_vertex + r] = 1;
 				}
 			}
 		}
