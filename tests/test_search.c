@@ -955,9 +955,9 @@ static enum tp_status count_eval(void *ctx, void *scratch,
 }
 
 /* The worker's answer cache (guide.c): a state asked again at the same
- * level costs no forward pass and gets the same priors; another level or
- * another state is asked.  Four asks, three passes (four without the
- * cache). */
+ * level, also through a copy of the provider at another address, costs
+ * no forward pass and gets the same priors; another level or another
+ * state is asked.  Five asks, three passes (five without the cache). */
 START_TEST(test_search_prior_cache)
 {
 	struct tp_model m;
@@ -1027,6 +1027,21 @@ START_TEST(test_search_prior_cache)
 	    TP_OK);
 	ck_assert_int_eq(calls, 2);
 	ck_assert_mem_eq(pri, first, n1 * sizeof(*pri));
+	/* ... and from a copy of the provider at another address (the key
+	   never holds an address: ASLR moved it from run to run) */
+	{
+		struct tp_prior_provider *moved = tp_calloc(1, sizeof(*moved));
+		ck_assert_ptr_nonnull(moved);
+		*moved = pp;
+		ck_assert_int_eq(
+		    search_priors(&w, moved,
+				  &(struct search_prior_ask){1, acts, n1, &gl,
+							     dec, false},
+				  &b),
+		    TP_OK);
+		free(moved);
+	}
+	ck_assert_int_eq(calls, 2);
 	/* another state at level 1: asked */
 	tp_space_apply(&s.space, 0, &acts[n1 - 1], &gl, dec);
 	n2 = tp_space_level_actions(&s.space, 1, &gl, dec, acts,
@@ -1038,7 +1053,7 @@ START_TEST(test_search_prior_cache)
 	    TP_OK);
 	ck_assert_int_eq(calls, 3);
 	ck_assert_uint_eq(atomic_load(&s.prior_calls), 3);
-	ck_assert_uint_eq(atomic_load(&s.prior_hits), 1);
+	ck_assert_uint_eq(atomic_load(&s.prior_hits), 2);
 	/* local keys (sweeps, level priors): level 1 of a state that differs
 	   only in the last group's recomputation has the same candidates and
 	   takes the answer of the first such state; by whole state, asked */

@@ -276,7 +276,8 @@ sctx_provider(const struct sctx *s)
 /*
  * The answer cache of a worker (guide.c): the provider's normalised
  * priors (and gains, when they were asked) of the states it was asked
- * about, by (provider, level, state, number of actions), direct-mapped
+ * about, by (level, state, number of actions; the search's one
+ * provider, never its address, which varies from run to run), direct-mapped
  * (a new answer replaces an older one in its slot).  A state the tree
  * expands again (every round restarts the tree from the new incumbent,
  * so the states near the root come back round after round) and a
