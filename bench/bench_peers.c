@@ -36,7 +36,9 @@
  * deterministic): on small, the anytime property over seeds 1..10 x
  * budgets of 100, 300 and 1,000 playouts (a violation: a larger budget
  * answering slower than a smaller one of the same seed); on every case,
- * the default budget (tagplan plan's 5,000 playouts) against twice it.
+ * the default budget (tagplan plan's 5,000 playouts) against twice it,
+ * and against the same search without the tree's and sweeps' mixed
+ * decisions (search options.no_mixed; actions.h TP_DECISION_MIXED).
  */
 #include <math.h>
 #include <stdio.h>
@@ -201,7 +203,7 @@ static enum tp_status load(const char *dir, const struct pcase *k,
  * answer's time (INFINITY when nothing fits). */
 static double budget_run(const struct tp_model *m, const struct tp_cluster *c,
 			 const struct tp_prior_provider *pp, uint64_t seed,
-			 uint64_t playouts)
+			 uint64_t playouts, bool no_mixed)
 {
 	struct tp_search_options o;
 	struct tp_search_result r;
@@ -218,6 +220,7 @@ static double budget_run(const struct tp_model *m, const struct tp_cluster *c,
 	o.prior = pp;
 	o.playouts = playouts;
 	o.time_limit_s = 0;
+	o.no_mixed = no_mixed;
 	tp_search_result_init(&r);
 	if (tp_planner_run(pl, &o, &r, &err) == TP_OK && r.have_plan &&
 	    r.report.feasible)
@@ -236,13 +239,13 @@ static void anytime_rows(const struct pcase *k, const struct tp_model *m,
 {
 	static const uint64_t budgets[] = {100, 300, 1000};
 	int violations = 0, runs = 0;
-	double t5, t10;
+	double t5, t10, tm;
 
 	for (uint64_t sd = 1; seeds && sd <= 10; sd++) {
 		double prev = INFINITY;
 		printf("  anytime seed %2llu:", (unsigned long long)sd);
 		for (int b = 0; b < 3; b++) {
-			double t = budget_run(m, c, pp, sd, budgets[b]);
+			double t = budget_run(m, c, pp, sd, budgets[b], false);
 			printf(" %9.4f", t);
 			violations += t > prev;
 			prev = t;
@@ -254,11 +257,17 @@ static void anytime_rows(const struct pcase *k, const struct tp_model *m,
 		printf("  anytime %s: %d runs (10 seeds x 100/300/1,000 "
 		       "playouts), %d violations\n",
 		       k->name, runs, violations);
-	t5 = budget_run(m, c, pp, 1, 5000);
-	t10 = budget_run(m, c, pp, 1, 10000);
+	t5 = budget_run(m, c, pp, 1, 5000, false);
+	t10 = budget_run(m, c, pp, 1, 10000, false);
 	printf("  default budget %s: 5,000 playouts %.4f s, 10,000 %.4f s: "
 	       "doubling gains %.2f%%\n",
 	       k->name, t5, t10, 100 * (t5 - t10) / t5);
+	/* the tree's and sweeps' mixed decisions (actions.h) off: what they
+	   change in the answer at the default budget */
+	tm = budget_run(m, c, pp, 1, 5000, true);
+	printf("  mixed decisions %s (5,000 playouts): without %.4f s, with "
+	       "%.4f s: %.4fx\n",
+	       k->name, tm, t5, tm / t5);
 }
 
 int main(void)

@@ -296,6 +296,126 @@ START_TEST(test_mixed_tp_search_proposes)
 }
 END_TEST
 
+/* The tree and the sweeps reach mixed replicas themselves (actions.h
+ * TP_DECISION_MIXED), without the mixed seeds: the case above with the
+ * structured seeds off.  Fails without the mixed decisions (the answer
+ * a plain group, 0.375 s). */
+START_TEST(test_mixed_tp_search_action)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_sim *sim;
+	struct tp_search_simeval se;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	struct tp_search_result r;
+	struct tp_error err;
+
+	fast_and_slow_node(&c);
+	one_op(&m, 1e12, 2e9, 16);
+	sim = tp_sim_new(&m, &c, NULL, &err);
+	ck_assert_ptr_nonnull(sim);
+	tp_search_sim_evaluator(&se, sim, NULL, &ev);
+	tp_search_options_default(&o);
+	o.threads = 1;
+	o.playouts = 200;
+	o.time_limit_s = 0;
+	o.no_seeds = true;
+	o.compression = TP_COMPRESSION_OFF;
+	tp_search_result_init(&r);
+	ck_assert_msg(tp_search_run(&m, &c, &ev, &o, &r, &err) == TP_OK, "%s",
+		      err.msg);
+	ck_assert(r.have_plan && r.report.feasible);
+	ck_assert_msg(r.plan.groups.n == 1 && r.plan.groups.v[0].mixed,
+		      "answer from %s, %u groups, %.6g s", r.source,
+		      (unsigned)r.plan.groups.n, r.report.iteration_time_s);
+	tp_search_result_release(&r);
+	tp_sim_free(sim);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* A mixed decision on the fast + slow cluster's set of all devices: the
+ * group's candidates offer it at tp 2 and 4 (the slow node has 4); it
+ * materialises as the fast device at tp 1 and the slow ones in runs of
+ * the degree, shares by degree x speed (at tp 4: 1 x 4 = 4 x 1, half
+ * each of 16 samples; at tp 2: 4 : 2 : 2, so 8, 4, 4); the GNN sees it
+ * as tp 1 over 5 devices, 4 of them at mixed tp 4.  Fails without the
+ * mixed candidates (none found) and with even shares by replica (0.375
+ * where 0.5 at tp 2). */
+START_TEST(test_mixed_tp_decision)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_groups g;
+	struct tp_space sp;
+	struct tp_space_scratch *scr;
+	struct tp_action acts[64];
+	struct tp_prior_action pa;
+	struct tp_globals gl;
+	struct tp_decision dec;
+	struct tp_plan p;
+	struct tp_error err;
+	uint32_t n, found = 0;
+
+	fast_and_slow_node(&c);
+	one_op(&m, 1e12, 2e9, 16);
+	memset(&g, 0, sizeof(g));
+	ck_assert_int_eq(tp_coarsen(&m, 1, &g, &err), TP_OK);
+	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, &err), TP_OK);
+	scr = tp_space_scratch_new(&sp);
+	ck_assert_ptr_nonnull(scr);
+	memset(&gl, 0, sizeof(gl));
+	gl.micro_batches = 1;
+	gl.schedule = TP_SCHEDULE_1F1B;
+	memset(&dec, 0, sizeof(dec));
+	dec.set = TP_SPACE_SET_ALL;
+	dec.tp = 1;
+	n = tp_space_group_actions(&sp, 0, &dec, &gl, acts, 64);
+	for (uint32_t i = 0; i < n; i++)
+		if (tp_decision_mixed(&acts[i].d) &&
+		    acts[i].d.set == TP_SPACE_SET_ALL)
+			found |= acts[i].d.tp;
+	ck_assert_uint_eq(found, 2 | 4);
+	tp_plan_init(&p);
+	for (uint32_t t = 2; t <= 4; t *= 2) {
+		const double *sh;
+		dec.tp = (uint16_t)t;
+		dec.sync = TP_SYNC_RING | TP_DECISION_MIXED;
+		ck_assert_msg(tp_space_materialize(&sp, &gl, &dec,
+						   TP_COMPRESSION_OFF, scr, &p,
+						   &err) == TP_OK,
+			      "%s", err.msg);
+		ck_assert_uint_eq(p.groups.n, 1);
+		ck_assert(p.groups.v[0].mixed);
+		ck_assert_uint_eq(p.groups.v[0].dp, 1 + 4 / t);
+		ck_assert_uint_eq(tp_plan_replica_tp(&p, 0, 0), 1);
+		ck_assert_uint_eq(p.devs.v[p.groups.v[0].dev_first], 0);
+		sh = tp_plan_group_shares(&p, 0);
+		ck_assert_double_eq_tol(sh[0], 0.5, 1e-12);
+		for (uint32_t r = 1; r <= 4 / t; r++) {
+			ck_assert_uint_eq(tp_plan_replica_tp(&p, 0, r), t);
+			ck_assert_double_eq_tol(sh[r], 0.5 * t / 4, 1e-12);
+		}
+		ck_assert_int_eq(tp_plan_validate(&p, &m, &c, &err), TP_OK);
+	}
+	tp_space_prior_action(&sp, 1, &(struct tp_action){dec, gl, 0, {0}},
+			      false, &pa);
+	ck_assert_uint_eq(pa.tp, 1);
+	ck_assert_uint_eq(pa.dp, 5);
+	ck_assert_uint_eq(pa.mixed_tp, 4);
+	ck_assert_uint_eq(pa.mixed_devices, 4);
+	ck_assert_int_eq(pa.sync, TP_SYNC_RING);
+	tp_plan_release(&p);
+	tp_space_scratch_free(scr);
+	tp_space_release(&sp);
+	tp_groups_release(&g);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 /* The moves on mixed plans (search/mixed_pipe.c): one fast device (100
  * TFLOP/s, 80 GB) and a node of 4 slow ones (10 GB) for 1e9 parameters
  * (16 GB of state: a slow device holds them only at tp >= 2), 16
@@ -426,6 +546,8 @@ Suite *suite_mixed(void)
 	tcase_add_test(tc, test_mixed_tp_search_proposes);
 	tcase_add_test(tc, test_mixed_fast_type_present);
 	tcase_add_test(tc, test_mixed_tp_moves);
+	tcase_add_test(tc, test_mixed_tp_search_action);
+	tcase_add_test(tc, test_mixed_tp_decision);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

@@ -48,6 +48,20 @@ double tp_space_op_time(const struct tp_model *m, const struct tp_cluster *c,
 	return tp_estimate_op_time(m, c, op, t, BATCH_HINT);
 }
 
+/* The fastest device type of a set (by type_speed; ties: the lower). */
+static uint32_t set_fast_type(const struct tp_space *s, uint32_t set)
+{
+	const uint32_t *d = tp_space_set_devs(s, set);
+	uint32_t fast = TP_NONE;
+
+	for (uint32_t i = 0; i < s->sets.v[set].n; i++) {
+		uint32_t t = s->cluster->devices.v[d[i]].type;
+		if (fast == TP_NONE || s->type_speed[t] > s->type_speed[fast])
+			fast = t;
+	}
+	return fast;
+}
+
 void tp_space_prior_action(const struct tp_space *sp, uint32_t level,
 			   const struct tp_action *a, bool keeps_default,
 			   struct tp_prior_action *pa)
@@ -72,8 +86,19 @@ void tp_space_prior_action(const struct tp_space *sp, uint32_t level,
 		pa->n_devices = ds->n;
 		pa->tp = a->d.tp;
 		pa->dp = ds->n / a->d.tp;
-		pa->sync = (enum tp_sync)a->d.sync;
+		pa->sync = tp_decision_sync(&a->d);
 		pa->recompute = (enum tp_recompute)a->d.recompute;
+		if (tp_decision_mixed(&a->d)) {
+			/* the fastest type at tp 1, the others at d.tp */
+			uint32_t fast = set_fast_type(sp, a->d.set);
+			pa->tp = 1;
+			pa->dp = ds->n;
+			pa->mixed_tp = a->d.tp;
+			for (uint32_t i = 0; i < ds->n; i++)
+				pa->mixed_devices +=
+					sp->cluster->devices.v[pa->devices[i]]
+						.type != fast;
+		}
 	}
 }
 
@@ -296,19 +321,79 @@ enum tp_sync tp_space_default_sync(const struct tp_space *s, uint32_t set,
 	return TP_SYNC_RING;
 }
 
+/* Does some node hold tp devices of one of the set's slower types (a
+ * replica of degree tp in a mixed decision)? */
+static bool slow_run_fits(const struct tp_space *s, uint32_t set,
+			  uint32_t tp)
+{
+	const struct tp_cluster *c = s->cluster;
+	const uint32_t *d = tp_space_set_devs(s, set);
+	uint32_t n = s->sets.v[set].n, fast = set_fast_type(s, set);
+
+	for (uint32_t i = 0; i < n;) {
+		uint32_t node = c->devices.v[d[i]].node, j = i;
+		while (j < n && c->devices.v[d[j]].node == node)
+			j++;
+		for (uint32_t a = i; a < j; a++) {
+			uint32_t t = c->devices.v[d[a]].type, cnt = 0;
+			if (t == fast)
+				continue;
+			for (uint32_t b = i; b < j; b++)
+				cnt += c->devices.v[d[b]].type == t;
+			if (cnt >= tp)
+				return true;
+		}
+		i = j;
+	}
+	return false;
+}
+
+/* May group g run mixed replicas (TP_DECISION_MIXED) of degree tp on
+ * set: a set of several types, ops that split into tp, no routed
+ * experts, no context parallelism, no ZeRO (core/plan.h: the simulator
+ * has no model of it over unequally sharded replicas), a runtime that
+ * runs them, and a node with tp devices of a slower type? */
+static bool mixed_ok(const struct tp_space *s, uint32_t g, uint32_t set,
+		     uint32_t tp, const struct tp_globals *gl)
+{
+	uint32_t units;
+
+	if (s->no_mixed || tp < 2 || tp > 8 || set >= s->sets.n ||
+	    s->sets.v[set].type != TP_NONE || s->model->arch.experts > 1 ||
+	    (s->constrained && !s->rt.can.mixed_tp) ||
+	    (gl && (tp_globals_cp(gl) != 1 || gl->zero)) ||
+	    !s->groups->splittable[g])
+		return false;
+	units = s->groups->tp_units[g];
+	if (units && units % tp != 0)
+		return false;
+	return slow_run_fits(s, set, tp);
+}
+
+/* Is group g's decision d valid under gl (NULL: any)? */
+static bool decision_ok(const struct tp_space *s, uint32_t g,
+			const struct tp_decision *d,
+			const struct tp_globals *gl)
+{
+	if (tp_decision_mixed(d))
+		return mixed_ok(s, g, d->set, d->tp, gl);
+	return tp_space_tp_ok(s, g, d->set, d->tp, gl);
+}
+
 bool tp_space_state_ok(const struct tp_space *s, const struct tp_globals *gl,
 		       const struct tp_decision *state)
 {
 	if (gl->micro_batches > TP_PLAN_MAX_MICRO_BATCHES)
 		return false;
 	for (uint32_t g = 0; g < s->groups->n; g++)
-		if (!tp_space_tp_ok(s, g, state[g].set, state[g].tp, gl))
+		if (!decision_ok(s, g, &state[g], gl))
 			return false;
 	return true;
 }
 
 /* ------------------------------------------------------------------ */
 /* candidates                                                          */
+
 
 static bool same_decision(const struct tp_decision *a,
 			  const struct tp_decision *b)
@@ -394,10 +479,12 @@ void tp_space_apply(const struct tp_space *s, uint32_t g,
 	if (!a->suffix)
 		return;
 	for (uint32_t k = g + 1; k < s->groups->n; k++) {
-		uint32_t tp = fit_tp(s, k, a->d.set, a->d.tp, gl);
+		uint32_t tp = decision_ok(s, k, &a->d, gl)
+				      ? a->d.tp
+				      : fit_tp(s, k, a->d.set, a->d.tp, gl);
 		state[k].set = a->d.set;
 		state[k].tp = (uint16_t)tp;
-		state[k].sync = tp == a->d.tp
+		state[k].sync = decision_ok(s, k, &a->d, gl)
 					? a->d.sync
 					: (uint8_t)tp_space_default_sync(
 						  s, a->d.set, tp);
@@ -483,15 +570,16 @@ uint32_t tp_space_group_actions(const struct tp_space *s, uint32_t g,
 	push_decision(&l, &cur, 0);
 	if (one_set && g > 0)
 		return l.n;
-	if (g > 0 && tp_space_tp_ok(s, g, state[g - 1].set, state[g - 1].tp,
-				    gl)) {
+	if (g > 0 && decision_ok(s, g, &state[g - 1], gl)) {
 		/* extend the previous stage by one group, or to the end */
 		push_decision(&l, &state[g - 1], 0);
-		push_set(s, &l, g, state[g - 1].set, state[g - 1].tp,
-			 state[g - 1].recompute, gl, 1);
+		if (tp_decision_mixed(&state[g - 1]))
+			push_decision(&l, &state[g - 1], g + 1 < K);
+		else
+			push_set(s, &l, g, state[g - 1].set, state[g - 1].tp,
+				 state[g - 1].recompute, gl, 1);
 	}
-	if (g + 1 < K && tp_space_tp_ok(s, g, state[g + 1].set,
-					state[g + 1].tp, gl))
+	if (g + 1 < K && decision_ok(s, g, &state[g + 1], gl))
 		push_decision(&l, &state[g + 1], 0);
 	/* a new pipeline stage from here on: the next disjoint set */
 	push_next_sets(s, &l, g, prev_set, prev_tp, cur.recompute, gl, 1);
@@ -499,8 +587,19 @@ uint32_t tp_space_group_actions(const struct tp_space *s, uint32_t g,
 	for (uint32_t tp = 1; tp <= cs->tp_max && tp <= MAX_TP &&
 			      (!uni_deg || g == 0);
 	     tp++)
-		if (tp != cur.tp)
+		if (tp != cur.tp || tp_decision_mixed(&cur))
 			push_set(s, &l, g, cur.set, tp, cur.recompute, gl, 0);
+	/* mixed replicas on the current set (TP_DECISION_MIXED): the
+	   slower types at tp 2, 4, 8, for this group and for the rest */
+	for (uint32_t tp = 2; tp <= 8 && (!uni_deg || g == 0); tp *= 2) {
+		struct tp_decision d = cur;
+		if (!mixed_ok(s, g, cur.set, tp, gl) ||
+		    (tp == cur.tp && tp_decision_mixed(&cur)))
+			continue;
+		d.tp = (uint16_t)tp;
+		d.sync = (uint8_t)(TP_SYNC_RING | TP_DECISION_MIXED);
+		push_decision(&l, &d, g + 1 < K);
+	}
 	for (int r = 0; r < TP_RECOMPUTE_COUNT && (!uni_rc || g == 0); r++) {
 		struct tp_decision d = cur;
 		if (r == cur.recompute)
@@ -512,10 +611,12 @@ uint32_t tp_space_group_actions(const struct tp_space *s, uint32_t g,
 		if (g + 1 < K)
 			push_decision(&l, &d, 1);
 	}
-	for (int y = 0; y < TP_SYNC_COUNT && !s->constrained; y++) {
+	for (int y = 0; y < TP_SYNC_COUNT && !s->constrained &&
+			!tp_decision_mixed(&cur);
+	     y++) {
 		struct tp_decision d = cur;
 		uint32_t dp = cs->n / (cur.tp ? cur.tp : 1);
-		if (y == cur.sync || dp < 2)
+		if (y == (int)tp_decision_sync(&cur) || dp < 2)
 			continue;
 		if (y == TP_SYNC_HIERARCHICAL && cs->n_nodes < 2)
 			continue;
@@ -610,7 +711,10 @@ uint32_t tp_space_global_actions(const struct tp_space *s,
 	}
 	for (uint8_t z = 0; z <= 3; z++) {
 		struct tp_globals gl = *cur;
-		if (z == cur->zero)
+		bool mixed = false;
+		for (uint32_t g = 0; g < s->groups->n && z; g++)
+			mixed |= tp_decision_mixed(&state[g]);
+		if (z == cur->zero || mixed) /* mixed groups: no ZeRO */
 			continue;
 		gl.zero = z;
 		PUSH(gl);
@@ -1011,6 +1115,8 @@ static enum tp_status estimate_fit(struct mat *x, struct tp_error *err)
 	for (uint32_t r = 0; r < x->nruns; r++) {
 		double pb = tp_dtype_bytes(m->dtype), params = 0, w, gr, opt;
 		run_info(s, scr, x->state, gl, r, x->stages, &ri);
+		if (tp_decision_mixed(ri.dc))
+			continue; /* shares by speed alone (add_mixed_group) */
 		for (uint32_t k = ri.a; k < ri.b; k++)
 			params += G->param_bytes[k];
 		/* model state per parameter byte, ZeRO-sharded over the
@@ -1081,6 +1187,97 @@ static void run_capped_shares(struct mat *x, const struct run_info *ri)
 		scr->rem[rep] = (double)scr->samples[rep] / (double)x->mb;
 }
 
+/* Mixed replicas of run ri (TP_DECISION_MIXED) into r: per node of the
+ * set, per type, runs of tp devices (1 for the set's fastest type; what
+ * is left of a type in a node at tp 1), each weighted by its degree over
+ * its type's estimated time per sample on the run's groups. */
+struct mixed_reps {
+	uint32_t *devs, *rtp, n_dev, n_rep;
+	double *w;
+};
+
+static void mixed_layout(const struct tp_space *s, const struct run_info *ri,
+			 struct mixed_reps *r)
+{
+	const struct tp_cluster *c = s->cluster;
+	uint32_t fast = set_fast_type(s, ri->dc->set), n = ri->ds->n;
+
+	r->n_dev = r->n_rep = 0;
+	for (uint32_t i = 0; i < n;) {
+		uint32_t node = c->devices.v[ri->d[i]].node, j = i;
+		while (j < n && c->devices.v[ri->d[j]].node == node)
+			j++;
+		/* the node's devices [i, j) of the set, type by type */
+		for (uint32_t a = i; a < j; a++) {
+			uint32_t t = c->devices.v[ri->d[a]].type, cnt = 0;
+			uint32_t run = t == fast ? 1 : ri->tp, k = 0;
+			double x = 0;
+			bool first = true;
+			for (uint32_t b = i; b < a && first; b++)
+				first = c->devices.v[ri->d[b]].type != t;
+			if (!first)
+				continue;
+			for (uint32_t g = ri->a; g < ri->b; g++)
+				x += s->time[(size_t)g * s->n_types + t];
+			for (uint32_t b = a; b < j; b++)
+				if (c->devices.v[ri->d[b]].type == t)
+					r->devs[r->n_dev + cnt++] = ri->d[b];
+			while (k < cnt) {
+				uint32_t dg = cnt - k >= run ? run : 1;
+				r->rtp[r->n_rep] = dg;
+				r->w[r->n_rep] = x > 0 ? dg / x : dg;
+				r->n_rep++;
+				k += dg;
+			}
+			r->n_dev += cnt;
+		}
+		i = j;
+	}
+}
+
+/* The plan group of a mixed run (no memory caps: the simulator says
+ * whether it fits). */
+static enum tp_status add_mixed_group(struct mat *x, const struct run_info *ri,
+				      struct tp_plan *plan,
+				      struct tp_error *err)
+{
+	const struct tp_space *s = x->s;
+	const struct tp_groups *G = s->groups;
+	uint32_t n = ri->ds->n;
+	struct mixed_reps r = {tp_calloc(n, sizeof(uint32_t)),
+			       tp_calloc(n, sizeof(uint32_t)), 0, 0,
+			       tp_calloc(n, sizeof(double))};
+	int64_t *samples = tp_calloc(n, sizeof(int64_t));
+	double *shares = tp_calloc(n, sizeof(double));
+	enum tp_status st;
+
+	if (!r.devs || !r.rtp || !r.w || !samples || !shares) {
+		st = tp_error_set(err, TP_ENOMEM, "out of memory");
+		goto out;
+	}
+	mixed_layout(s, ri, &r);
+	if (!tp_space_split_samples(x->mb, r.n_rep, r.w, NULL, samples)) {
+		st = tp_error_set(err, TP_EINPUT,
+				  "%u mixed replicas do not fit in a "
+				  "micro-batch of %lld samples",
+				  r.n_rep, (long long)x->mb);
+		goto out;
+	}
+	for (uint32_t i = 0; i < r.n_rep; i++)
+		shares[i] = (double)samples[i] / (double)x->mb;
+	st = tp_plan_add_group_mixed(
+		plan, s->model->topo + G->first[ri->a],
+		G->first[ri->b] - G->first[ri->a], r.devs, r.n_dev,
+		&(struct tp_plan_replicas){r.n_rep, r.rtp}, shares, err);
+out:
+	free(r.devs);
+	free(r.rtp);
+	free(r.w);
+	free(samples);
+	free(shares);
+	return st;
+}
+
 /* The plan group of run r, with memory-capped shares. */
 static enum tp_status add_run_group(struct mat *x, uint32_t r,
 				    struct tp_plan *plan, struct tp_error *err)
@@ -1095,6 +1292,15 @@ static enum tp_status add_run_group(struct mat *x, uint32_t r,
 	uint32_t idx;
 
 	run_info(s, x->scr, x->state, gl, r, x->stages, &ri);
+	if (tp_decision_mixed(ri.dc)) {
+		if ((st = add_mixed_group(x, &ri, plan, err)))
+			return st;
+		idx = (uint32_t)plan->groups.n - 1;
+		plan->groups.v[idx].sync = tp_decision_sync(ri.dc);
+		plan->groups.v[idx].recompute =
+			(enum tp_recompute)ri.dc->recompute;
+		return TP_OK;
+	}
 	run_capped_shares(x, &ri);
 	deg.dp = ri.dp;
 	deg.cp = ri.cp;
@@ -1105,7 +1311,7 @@ static enum tp_status add_run_group(struct mat *x, uint32_t r,
 	if (st)
 		return st;
 	idx = (uint32_t)plan->groups.n - 1;
-	plan->groups.v[idx].sync = (enum tp_sync)ri.dc->sync;
+	plan->groups.v[idx].sync = tp_decision_sync(ri.dc);
 	plan->groups.v[idx].recompute = (enum tp_recompute)ri.dc->recompute;
 	plan->groups.v[idx].sp = tp_globals_sp(gl) && ri.tp > 1;
 	for (uint32_t e = tp_globals_ep(gl); e > 1; e /= 2)
@@ -1142,7 +1348,7 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 		plan->virtual_stages = tp_globals_interleave(gl);
 	}
 	for (uint32_t g = 0; g < K; g++)
-		if (!tp_space_tp_ok(s, g, state[g].set, state[g].tp, gl))
+		if (!decision_ok(s, g, &state[g], gl))
 			return tp_error_set(
 				err, TP_EINPUT,
 				"group %u: tp=%u on set \"%s\" is not valid "

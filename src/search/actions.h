@@ -81,9 +81,32 @@ struct tp_family {
 struct tp_decision {
 	uint32_t set;      /* index into space->sets */
 	uint16_t tp;       /* tensor-parallel degree; dp = set size / tp */
-	uint8_t sync;      /* enum tp_sync */
+	uint8_t sync;      /* enum tp_sync, | TP_DECISION_MIXED */
 	uint8_t recompute; /* enum tp_recompute */
 };
+
+/*
+ * Mixed tensor-parallel replicas (core/plan.h "mixed"), as Sailor,
+ * HexiScale and FlashFlex plan heterogeneous clusters: a decision with
+ * TP_DECISION_MIXED in sync runs its set's fastest device type at tp 1
+ * and every slower type in replicas of tp devices inside a node (what a
+ * node has left of a type at tp 1), batch shares by estimated replica
+ * speed (degree x the type's speed on the run's groups).  Offered by
+ * tp_space_group_actions (tp 2, 4, 8) on sets of two or more device
+ * types, for models without routed experts, without context
+ * parallelism, unconstrained or under a runtime that runs mixed tp; a
+ * bit of sync, so that the decision keeps its size and plain decisions
+ * hash as before.
+ */
+#define TP_DECISION_MIXED 0x80u
+static inline bool tp_decision_mixed(const struct tp_decision *d)
+{
+	return (d->sync & TP_DECISION_MIXED) != 0;
+}
+static inline enum tp_sync tp_decision_sync(const struct tp_decision *d)
+{
+	return (enum tp_sync)(d->sync & (TP_DECISION_MIXED - 1));
+}
 
 struct tp_globals {
 	uint32_t micro_batches;
@@ -199,6 +222,7 @@ struct tp_space {
 	   constrained = false for "none" */
 	bool constrained;
 	struct tp_runtime rt;
+	bool no_mixed; /* no mixed decisions (search options.no_mixed) */
 	int32_t *layer_end; /* per group: largest layer label + 1 of its
 			       ops, 0 when none (the even re-cut) */
 	/* while the sets are built: open hash of set indices by device

@@ -740,6 +740,7 @@ enum tp_status sctx_init(struct sctx *s, const struct tp_model *m,
 	if (o->runtime &&
 	    (st = tp_space_set_runtime(&s->space, o->runtime, &s->err)))
 		return st;
+	s->space.no_mixed = o->no_mixed;
 	s->direct = o->bound_sim && tp_evaluator_bound_sim(ev);
 	s->cache_cap = (size_t)1 << 14;
 	s->cache = tp_calloc(s->cache_cap, sizeof(*s->cache));

@@ -12,8 +12,9 @@
  * recomputation that fits (none, selective, full).  On Sailor's Fig. 8b
  * case (OPT-350, 32 A100 + 96 V100) one is the answer (the A100s at tp
  * 1, the V100s at tp 2: 4.196 s, bench_peers).  They are raw plans
- * (sctx_eval_plan): the answer when fastest; the sweeps and the tree do
- * not vary them (mixed_pipe.c's moves do, on its own plans).  Only where
+ * (sctx_eval_plan): the answer when fastest; the sweeps and the tree
+ * reach such groups through their own mixed decisions (actions.h
+ * TP_DECISION_MIXED; mixed_pipe.c's moves vary its own plans).  Only where
  * the runtime runs them (can.mixed_tp: none of the shipped profiles;
  * runtime none does) and for models without routed experts.
  */

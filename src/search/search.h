@@ -202,6 +202,9 @@ struct tp_search_options {
 	uint32_t groups;       /* 0 = automatic */
 	size_t tree_bytes;     /* tree memory budget; 0 = 256 MiB */
 	bool no_seeds;         /* skip the structured seeds (tests) */
+	bool no_mixed;         /* the tree and sweeps without mixed
+				  decisions (actions.h TP_DECISION_MIXED;
+				  A/B measurements: bench_peers) */
 	bool gain_stats;       /* measure the provider's gains (result
 				  gain_*; benchmarks) */
 	/* With gain_stats and no prior: a provider the sweeps ask only to
