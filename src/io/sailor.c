@@ -298,6 +298,14 @@ static void check_params(const char *dir, const char *name,
  * attention dropout 4 a s^2: 604 against 268 MB per sample and block for
  * OPT-350 at 2,048 tokens, most of the 2.06x between tagplan's
  * activation estimate and Sailor's (issue 25).  Said in the notes.
+ * Checked against Sailor's own memory model (llm_info.json, OPT-350,
+ * tp 1, a block at one sample): act_mem_floats 90,181,632 = a s^2
+ * (67,108,864: one fp32 tensor of attention probabilities, the softmax
+ * output) + 11 s h (23,068,672) + 2 s (4,096); no dropout mask or
+ * dropout output on the probabilities (they would add another a s^2
+ * and a mask), so Sailor counts OPT without attention dropout too, and
+ * its s^2 term is this import's exactly (4 a s^2 bytes); the 1.13x left
+ * is in the s h terms (66 against Sailor's 44 bytes).
  */
 static void dropout_of(const char *name, struct tp_gpt_dims *d,
 		       struct tp_strbuf *notes)
