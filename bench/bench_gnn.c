@@ -55,6 +55,7 @@
  * one search thread, so on an idle machine the same as wall-clock, and
  * on a shared machine not a measure of the load;
  * TAGPLAN_BENCH_GNN_CLOCK=wall for wall-clock time);
+ * TAGPLAN_BENCH_GNN_PLAYOUTS=200,1000 the equal-playout columns (0: none);
  * TAGPLAN_BENCH_GNN_TABLE_SEEDS=n seeds 1 .. n (default 1, to keep `make
  * bench` short; TAGPLAN_BENCH_GNN_TABLE_FIRST_SEED=f: f .. f + n - 1, so
  * that seeds can run in parallel processes: the CPU clock makes that
@@ -630,12 +631,13 @@ static void equal_time_table(const struct tp_prior_provider *pp,
 {
 	double secs[T_MAX_BUDGETS] = {1, 3, 10};
 	uint64_t plays[2] = {200, 1000};
-	uint32_t n_secs = 3, n_seeds = 1, first = 1;
+	uint32_t n_secs = 3, n_plays = 2, n_seeds = 1, first = 1;
 	struct tsum sum[T_MAX_BUDGETS + 2];
 	double first_g_max = 0, first_u_max = 0, log_first = 0;
 	uint32_t n_first = 0;
 	char first_g_case[192] = "", first_u_case[192] = "";
 	const char *bs = getenv("TAGPLAN_BENCH_GNN_BUDGETS");
+	const char *ps = getenv("TAGPLAN_BENCH_GNN_PLAYOUTS");
 
 	table_wall = getenv("TAGPLAN_BENCH_GNN_CLOCK") &&
 		     strcmp(getenv("TAGPLAN_BENCH_GNN_CLOCK"), "wall") == 0;
@@ -666,8 +668,20 @@ static void equal_time_table(const struct tp_prior_provider *pp,
 			n_secs = 3;
 		}
 	}
+	if (ps && *ps) { /* "0": no equal-playout columns */
+		char *end;
+		n_plays = 0;
+		while (*ps && n_plays < 2) {
+			unsigned long long v = strtoull(ps, &end, 10);
+			if (end == ps)
+				break;
+			if (v > 0)
+				plays[n_plays++] = v;
+			ps = *end == ',' ? end + 1 : end;
+		}
+	}
 	memset(sum, 0, sizeof(sum));
-	for (uint32_t b = 0; b < n_secs + 2; b++)
+	for (uint32_t b = 0; b < n_secs + n_plays; b++)
 		sum[b].worst = 0;
 	printf("equal-time table (issue 27): guided / unguided (--no-gnn) "
 	       "iteration time, 1 thread, %u seed%s; %s budgets",
@@ -677,7 +691,10 @@ static void equal_time_table(const struct tp_prior_provider *pp,
 			    "wall-clock)");
 	for (uint32_t b = 0; b < n_secs; b++)
 		printf(" %g s", secs[b]);
-	printf(" (--playouts 0) and 200, 1000 playouts\n"
+	printf(" (--playouts 0) and");
+	for (uint32_t b = 0; b < n_plays; b++)
+		printf(" %llu", (unsigned long long)plays[b]);
+	printf(" playouts\n"
 	       "  per budget: guided/unguided time (+ faster, - slower), "
 	       "playouts/s guided/unguided; first feasible plan (s) "
 	       "guided/unguided at the first budget\n");
@@ -717,7 +734,7 @@ static void equal_time_table(const struct tp_prior_provider *pp,
 				 sd);
 			l += (size_t)snprintf(line + l, sizeof(line) - l,
 					      "%-46s", name);
-			for (uint32_t b = 0; b < n_secs + 2; b++) {
+			for (uint32_t b = 0; b < n_secs + n_plays; b++) {
 				struct trun g, u;
 				bool timed = b < n_secs;
 				double tl = timed ? secs[b] : 0;
@@ -771,7 +788,7 @@ static void equal_time_table(const struct tp_prior_provider *pp,
 		tp_cluster_release(&c);
 		tp_model_release(&m);
 	}
-	for (uint32_t b = 0; b < n_secs + 2; b++) {
+	for (uint32_t b = 0; b < n_secs + n_plays; b++) {
 		const struct tsum *t = &sum[b];
 		char what[32];
 		if (b < n_secs)

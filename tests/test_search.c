@@ -1363,9 +1363,10 @@ START_TEST(test_search_completes_before_kicking)
 }
 END_TEST
 
-/* The provider is not asked about the global settings (GLOBALS_UNIFORM
- * in mcts.c; the sweeps score every global change anyway), only about
- * the groups' decisions. */
+/* The tree and the sweeps do not ask the provider about the global
+ * settings (GLOBALS_UNIFORM in mcts.c; the sweeps score every global
+ * change anyway), only about the groups' decisions; the rollout before
+ * the baselines asks once (baselines.c search_rollout). */
 START_TEST(test_search_globals_uniform)
 {
 	struct fake_guided f;
@@ -1377,7 +1378,7 @@ START_TEST(test_search_globals_uniform)
 	tp_search_result_init(&r);
 	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &r, NULL),
 			 TP_OK);
-	ck_assert_int_eq(g.level0, 0);
+	ck_assert_int_eq(g.level0, 1);
 	ck_assert_int_gt(g.deeper, 10);
 	ck_assert_uint_gt(r.tree_nodes, 1);
 	assert_beats_baselines(&r);
@@ -1566,6 +1567,115 @@ START_TEST(test_search_first_fit_reported)
 	ck_assert(r.have_plan && r.report.feasible);
 	ck_assert_msg(phase && !strcmp(phase, "first fit"), "%s",
 		      phase ? phase : "none");
+	assert_beats_baselines(&r);
+	tp_search_result_release(&r);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* A provider that records the levels it is asked about, in order, and
+ * puts most of the prior on the last candidate. */
+struct level_spy {
+	uint32_t levels[256], n;
+};
+
+static enum tp_status level_spy_eval(void *ctx, void *scratch,
+				     const struct tp_prior_state *st,
+				     float *priors, struct tp_error *err)
+{
+	struct level_spy *l = ctx;
+
+	(void)scratch;
+	(void)err;
+	if (l->n < 256)
+		l->levels[l->n++] = st->level;
+	for (uint32_t i = 0; i < st->n_actions; i++)
+		priors[i] = i + 1 == st->n_actions ? 10.0f : 1.0f;
+	return TP_OK;
+}
+
+static void on_phase_rollout(void *ctx, const struct tp_search_progress *p)
+{
+	bool *seen = ctx;
+
+	if (p->phase && !strcmp(p->phase, "rollout"))
+		*seen = true;
+}
+
+/* The greedy policy rollout (baselines.c search_rollout, issue 27): with
+ * a provider, one pass per level in order (globals first), no
+ * simulation before the end, and the plan it reaches is scored and
+ * becomes the incumbent; without one nothing is scored.  tp_search_run
+ * runs it after the first fit (its progress report). */
+START_TEST(test_search_rollout)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_evaluator ev;
+	struct toy toy;
+	struct tp_search_options o;
+	struct tp_search_result r;
+	struct tp_prior_provider pp;
+	struct level_spy spy;
+	struct sctx s;
+	struct worker w;
+	const int types[2] = {0, 1};
+	bool seen = false;
+
+	layered_model(&m, 6, 32, 1);
+	hetero_cluster(&c, 2, 2, types);
+	toy_evaluator(&toy, &m, &c, &ev);
+	memset(&pp, 0, sizeof(pp));
+	memset(&spy, 0, sizeof(spy));
+	pp.name = "levels";
+	pp.ctx = &spy;
+	pp.evaluate = level_spy_eval;
+	tp_search_options_default(&o);
+	o.prior = &pp;
+	o.threads = 1;
+	o.playouts = 20;
+	o.time_limit_s = 0;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(sctx_init(&s, &m, &c, &ev, &o, &r), TP_OK);
+	ck_assert_int_eq(worker_init(&w, &s, 0), TP_OK);
+	ck_assert_int_eq(search_rollout(&w), TP_OK);
+	ck_assert_uint_ge(spy.n, 3);
+	ck_assert_uint_eq(spy.levels[0], 0);
+	for (uint32_t i = 1; i < spy.n; i++)
+		ck_assert_uint_gt(spy.levels[i], spy.levels[i - 1]);
+	ck_assert_uint_le(spy.levels[spy.n - 1], s.K);
+	ck_assert_uint_ge(atomic_load(&s.simulations), 1);
+	ck_assert_uint_le(atomic_load(&s.simulations), 2);
+	ck_assert(s.best.have);
+	ck_assert_msg(!strncmp(s.best.source, "rollout", 7), "%s",
+		      s.best.source);
+	worker_release(&w);
+	sctx_release(&s);
+	tp_search_result_release(&r);
+	/* no provider: nothing */
+	o.prior = NULL;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(sctx_init(&s, &m, &c, &ev, &o, &r), TP_OK);
+	ck_assert_int_eq(worker_init(&w, &s, 0), TP_OK);
+	ck_assert_int_eq(search_rollout(&w), TP_OK);
+	ck_assert(!s.best.have);
+	ck_assert_uint_eq(atomic_load(&s.simulations), 0);
+	worker_release(&w);
+	sctx_release(&s);
+	tp_search_result_release(&r);
+	/* the search runs it first (the tree and the sweeps never ask about
+	   level 0), and reports it */
+	o.prior = &pp;
+	o.progress = on_phase_rollout;
+	o.progress_ctx = &seen;
+	memset(&spy, 0, sizeof(spy));
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	ck_assert(seen);
+	ck_assert_uint_ge(spy.n, 3);
+	ck_assert_uint_eq(spy.levels[0], 0);
+	ck_assert_uint_eq(spy.levels[1], 1);
 	assert_beats_baselines(&r);
 	tp_search_result_release(&r);
 	tp_cluster_release(&c);
@@ -1898,6 +2008,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_globals_uniform);
 	tcase_add_test(tm, test_search_level_priors);
 	tcase_add_test(tm, test_search_first_fit_reported);
+	tcase_add_test(tm, test_search_rollout);
 	tcase_add_test(tm, test_search_stages);
 	suite_add_tcase(s, tm);
 	tcase_set_timeout(tcmd, 60);

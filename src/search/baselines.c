@@ -1006,6 +1006,110 @@ enum tp_status search_first_fit(struct worker *w)
 	return st;
 }
 
+/*
+ * A greedy policy rollout (issue 27, "a fast first plan"): from the
+ * state self-play games start in (train/selfplay.c game_incumbent: every
+ * group data parallel on all devices, tp 1, no recomputation, the fewest
+ * micro-batches the state allows, 1F1B), every level in turn, the global
+ * settings first, takes the provider's likeliest candidate, and the plan
+ * at the end is simulated once; when it does not fit, once more with the
+ * most recomputation and ZeRO the runtime runs (lean_try).  K + 1
+ * forward passes and one or two simulations, before the baselines: on
+ * the largest models the megatron grid alone takes seconds (src/search/
+ * README, step 3).  Without a provider (--no-gnn) it does nothing.
+ */
+enum tp_status search_rollout(struct worker *w)
+{
+	struct sctx *s = w->s;
+	const struct tp_space *sp = &s->space;
+	const struct tp_prior_provider *pp = s->o->prior;
+	uint32_t K = s->K, n_act = SEARCH_MAX_ACTIONS;
+	struct tp_action *acts = NULL;
+	struct tp_prior_action *pacts = NULL;
+	bool *decided = NULL, fits = false;
+	float *pri = NULL;
+	struct tp_globals gl;
+	struct evalres r;
+	enum tp_status st = TP_OK;
+
+	if (!pp || !pp->evaluate || K == 0)
+		return TP_OK;
+	acts = tp_calloc(n_act, sizeof(*acts));
+	pacts = tp_calloc(n_act, sizeof(*pacts));
+	pri = tp_calloc(n_act, sizeof(*pri));
+	decided = tp_calloc(K, sizeof(*decided));
+	if (!acts || !pacts || !pri || !decided) {
+		st = TP_ENOMEM;
+		goto out;
+	}
+	for (uint32_t g = 0; g < K; g++) {
+		w->dec[g].set = TP_SPACE_SET_ALL;
+		w->dec[g].tp = 1;
+		w->dec[g].sync =
+			(uint8_t)tp_space_default_sync(sp, TP_SPACE_SET_ALL, 1);
+		w->dec[g].recompute = TP_RECOMPUTE_NONE;
+	}
+	memset(&gl, 0, sizeof(gl));
+	gl.schedule = TP_SCHEDULE_1F1B;
+	gl.even = tp_space_even_only(sp) ? 1 : 0;
+	for (uint32_t k = 0; k < sp->n_mb; k++) {
+		gl.micro_batches = sp->mb_counts[k];
+		if (tp_space_state_ok(sp, &gl, w->dec))
+			break;
+	}
+	if (!tp_space_state_ok(sp, &gl, w->dec))
+		goto out;
+	for (uint32_t level = 0; level <= K; level++) {
+		struct search_prior_buf b = {pacts, decided, pri, NULL, false};
+		struct search_prior_ask q;
+		uint32_t n = tp_space_level_actions(sp, level, &gl, w->dec,
+						    acts, n_act, w->sscr);
+		uint32_t best = 0;
+		if (n < 2)
+			continue;
+		q.level = level;
+		q.acts = acts;
+		q.n = n;
+		q.gl = &gl;
+		q.dec = w->dec;
+		q.fresh = false;
+		if ((st = search_priors(w, pp, &q, &b)))
+			goto out;
+		for (uint32_t i = 1; i < n; i++)
+			if (pri[i] > pri[best])
+				best = i;
+		if (level == 0)
+			gl = acts[best].g;
+		else
+			tp_space_apply(sp, level - 1, &acts[best], &gl, w->dec);
+	}
+	if (!tp_space_state_ok(sp, &gl, w->dec) ||
+	    !tp_space_runnable(sp, &gl, w->dec, w->sscr, NULL, 0))
+		goto out;
+	if ((st = sctx_eval(w, &gl, w->dec,
+			    "rollout: the network's likeliest action at every "
+			    "level", 0, &r)))
+		goto out;
+	fits = r.ok && r.feasible;
+	if (!fits) {
+		enum tp_recompute rc = lean_recompute(sp);
+		bool piped = false;
+		for (uint32_t g = 0; g < K; g++) {
+			w->dec[g].recompute = (uint8_t)rc;
+			piped |= w->dec[g].set != w->dec[0].set;
+		}
+		st = lean_try(w, lean_zero(sp, piped),
+			      "rollout: the network's likeliest actions, "
+			      "leanest memory", &fits);
+	}
+out:
+	free(acts);
+	free(pacts);
+	free(pri);
+	free(decided);
+	return st;
+}
+
 enum tp_status search_baselines(struct worker *w)
 {
 	enum tp_status st;

@@ -298,6 +298,13 @@ enum tp_status tp_search_run(const struct tp_model *m,
 		if (st)
 			goto fail_worker;
 		sctx_progress(&s, true);
+		if (o->prior) {
+			s.phase = "rollout";
+			st = search_rollout(&w0);
+			if (st)
+				goto fail_worker;
+			sctx_progress(&s, true);
+		}
 		s.phase = "baselines";
 	}
 	st = search_baselines(&w0);

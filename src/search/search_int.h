@@ -229,6 +229,8 @@ bool sctx_better(bool f1, double t1, double o1, bool f2, double t2,
 /* Baselines into s->res->baselines; their decision vectors (when they
  * have one) are offered as candidates.  Then the structured seeds. */
 enum tp_status search_first_fit(struct worker *w);
+/* The provider's greedy rollout, simulated once (baselines.c). */
+enum tp_status search_rollout(struct worker *w);
 enum tp_status search_baselines(struct worker *w);
 enum tp_status search_seeds(struct worker *w);
 /* Seeds of mixed tensor-parallel replicas (mixed.c): raw plans, where
