@@ -182,9 +182,9 @@ DATA_TOPO = dgx-a100 dgx-h100 hgx-h200 dgx1-v100 v100-nvlink p100-pcie \
 # `make weights WEIGHTS_RESUME=1`.  The self-play simulator's gradient
 # bucket is 80 MB (Megatron-core's; --grad-bucket-mb 80), as for every
 # shipped network since 2026-12.
-WEIGHTS_GAMES = 400
-WEIGHTS_ARGS = --epochs 4 --playouts 8 --threads 2 --seed 1 \
-	       --grad-bucket-mb 80
+WEIGHTS_GAMES = 240
+WEIGHTS_ARGS = --epochs 3 --playouts 8 --threads 2 --seed 1 \
+	       --grad-bucket-mb 80 --large-devices 256
 # $(call train_weights,GAMES,CHECKPOINT,OUTPUT)
 train_weights = TAGPLAN_DATA=$(abspath data) $(abspath $(BIN)) train \
 	--games $(1) $(WEIGHTS_ARGS) --checkpoint $(2) \

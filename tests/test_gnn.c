@@ -1563,6 +1563,67 @@ START_TEST(test_corpus)
 }
 END_TEST
 
+/* Does cluster c have a device of a held-out node preset's type? */
+static bool has_held_type(const struct tp_cluster *c)
+{
+	for (size_t i = 0; i < c->devices.n; i++) {
+		const char *t = c->types.v[c->devices.v[i].type].name;
+		if (strstr(t, "H200") || strstr(t, "B200"))
+			return true;
+	}
+	return false;
+}
+
+/* The corpus's splits (train.h tp_train_draw): HF models of realistic
+ * width, the held-out family (TP_TRAIN_HELD_FAMILY) only when asked
+ * for, the held-out node presets (TP_TRAIN_HELD_PRESETS) only when asked
+ * for, large clusters above 64 GPUs (pooled device classes) and within
+ * their cap. */
+START_TEST(test_corpus_splits)
+{
+	struct tp_rng a;
+	struct tp_error err;
+	char d[160];
+	uint32_t large_seen = 0;
+
+	tp_rng_seed(&a, 11);
+	for (int k = 0; k < 24; k++) {
+		struct tp_train_draw dr = {TP_TRAIN_HF, 16, 32, 0, k % 2 == 1,
+					   false};
+		struct tp_model m;
+		tp_model_init(&m);
+		ck_assert_msg(tp_train_draw_model(&a, &dr, &m, &err) == TP_OK,
+			      "%s", err.msg);
+		ck_assert(m.finalized && m.global_batch >= 16);
+		ck_assert_int_ge(m.arch.hidden, 768);
+		if (dr.held_family)
+			ck_assert_str_eq(m.arch.family, TP_TRAIN_HELD_FAMILY);
+		else
+			ck_assert_str_ne(m.arch.family, TP_TRAIN_HELD_FAMILY);
+		tp_model_release(&m);
+	}
+	for (int k = 0; k < 24; k++) {
+		struct tp_train_draw dr = {TP_TRAIN_CNN, 1, 32,
+					   k % 3 == 2 ? 256u : 0u, k % 2 == 1,
+					   k % 2 == 1};
+		struct tp_cluster c;
+		tp_cluster_init(&c);
+		ck_assert_msg(tp_train_draw_cluster(&a, &dr, &c, d, sizeof(d),
+						    &err) == TP_OK,
+			      "%s", err.msg);
+		ck_assert_msg(has_held_type(&c) == dr.held_cluster, "%s", d);
+		if (dr.large) {
+			ck_assert_msg(c.devices.n <= 256, "%s", d);
+			large_seen += c.devices.n > 64;
+		} else {
+			ck_assert_msg(c.devices.n <= 32, "%s", d);
+		}
+		tp_cluster_release(&c);
+	}
+	ck_assert_uint_ge(large_seen, 4);
+}
+END_TEST
+
 static void tiny_options(struct tp_train_options *o, const char *out)
 {
 	tp_train_options_default(o);
@@ -1684,6 +1745,7 @@ Suite *suite_gnn(void)
 	tcase_add_test(tc, test_provider_priors);
 	tcase_add_test(tc, test_provider_ensemble);
 	tcase_add_test(tc, test_corpus);
+	tcase_add_test(tc, test_corpus_splits);
 	tcase_add_test(tc, test_train_command);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("train");

@@ -59,7 +59,7 @@ int cmd_train(int argc, char **argv)
 	struct tp_error err;
 	const char *out = "tagplan.weights";
 	long long games, epochs, seed, threads, playouts, steps, batch, hidden,
-		layers, maxdev;
+		layers, maxdev, largedev;
 	double lr, heldout, bucket_mb = tp_cli_grad_bucket_mb_default();
 	bool quiet = false;
 	struct sigaction sa, old_int, old_term;
@@ -77,6 +77,7 @@ int cmd_train(int argc, char **argv)
 	hidden = 64;
 	layers = 3;
 	maxdev = o.max_devices;
+	largedev = o.large_devices;
 	lr = o.lr;
 	heldout = o.heldout;
 	{
@@ -114,6 +115,10 @@ int cmd_train(int argc, char **argv)
 			 0.5, false},
 			{"max-devices", 0, TP_OPT_INT, &maxdev, "N",
 			 "largest cluster of the corpus, GPUs", 2, 1024, false},
+			{"large-devices", 0, TP_OPT_INT, &largedev, "N",
+			 "one game in eight: an HF model on a large cluster of "
+			 "up to N GPUs (0 = none)",
+			 0, 4096, false},
 			{"grad-bucket-mb", 0, TP_OPT_DOUBLE, &bucket_mb, "MB",
 			 "the self-play simulator's " TP_CLI_GRAD_BUCKET_TEXT,
 			 1e-3, 1e6, false},
@@ -154,6 +159,7 @@ int cmd_train(int argc, char **argv)
 	o.layers = (uint32_t)layers;
 	o.heldout = heldout;
 	o.max_devices = (uint32_t)maxdev;
+	o.large_devices = (uint32_t)largedev;
 	o.grad_bucket_bytes = bucket_mb * 1e6;
 	o.note = "tagplan train";
 	o.log = log_line;

@@ -18,7 +18,15 @@
 #include "io/build.h"
 
 static const char *const family_names[TP_TRAIN_FAMILY_COUNT] = {
-	"transformer", "cnn", "dag"};
+	"transformer", "cnn", "dag", "hf", "zoo"};
+
+static const char *const split_names[TP_TRAIN_SPLITS] = {
+	"same", "family", "cluster"};
+
+const char *tp_train_split_name(enum tp_train_split s)
+{
+	return s < TP_TRAIN_SPLITS ? split_names[s] : "?";
+}
 
 const char *tp_train_family_name(enum tp_train_family f)
 {
@@ -265,6 +273,183 @@ static enum tp_status random_dag(struct tp_rng *rng, int64_t min_batch,
 	return tp_model_finalize(m, err);
 }
 
+/* The HF architectures of the corpus and how their configs name the
+ * dimensions: 0 llama-like (hidden_size, intermediate_size,
+ * num_attention_heads, num_key_value_heads, num_hidden_layers), 1 the
+ * same with 8 routed experts (mixtral), 2 with 16 routed experts and a
+ * shared one (qwen2_moe), 3 gpt2 (n_embd, n_layer, n_head), 4 bert,
+ * 5 t5 (d_model, d_ff, d_kv, num_layers, num_heads), 6 vit.
+ * TP_TRAIN_HELD_FAMILY (gemma, llama-like with head_dim 256) is drawn
+ * for the held-out family split only. */
+struct hf_arch {
+	const char *type;
+	int style;
+};
+static const struct hf_arch hf_archs[] = {
+	{"llama", 0},  {"mistral", 0}, {"qwen2", 0}, {"phi3", 0},
+	{"olmo", 0},   {"falcon", 0},  {"mixtral", 1}, {"qwen2_moe", 2},
+	{"gpt2", 3},   {"bert", 4},    {"t5", 5},    {"vit", 6},
+};
+#define N_HF_ARCHS (sizeof(hf_archs) / sizeof(hf_archs[0]))
+
+/* A random config of one HF architecture in text (size bytes). */
+static void hf_config(struct tp_rng *rng, const struct tp_train_draw *d,
+		      char *text, size_t size, int64_t *seq)
+{
+	/* widths of released models: small clusters 768-4,096 (BERT-base
+	   to Llama-7B), large ones 4,096-8,192 (Llama-7B to Llama-70B) */
+	static const int64_t small_h[] = {768, 1024, 1536, 2048, 2560, 3072,
+					  4096};
+	static const int64_t large_h[] = {4096, 5120, 6144, 8192};
+	static const int64_t seqs[] = {512, 1024, 2048, 4096};
+	static const int64_t vocabs[] = {32000, 50257, 65024, 128256,
+					 151936};
+	struct hf_arch a = d->held_family ? (struct hf_arch){
+						    TP_TRAIN_HELD_FAMILY, 0}
+					  : hf_archs[pick(rng, N_HF_ARCHS)];
+	int64_t h = d->large ? large_h[pick(rng, 4)] : small_h[pick(rng, 7)];
+	int64_t hd = d->held_family ? 256 : pick(rng, 3) ? 128 : 64;
+	int64_t heads = h / hd > 0 ? h / hd : 1;
+	int64_t kv = heads, layers, ffn, vocab = vocabs[pick(rng, 5)];
+	const char *dt = pick(rng, 5) == 0 ? "float16" : "bfloat16";
+
+	if (h % hd)
+		heads = h / 64, hd = 64;
+	if (pick(rng, 2) && heads % 8 == 0)
+		kv = heads / 8;
+	else if (pick(rng, 2) && heads % 4 == 0)
+		kv = heads / 4;
+	/* large: 8-20 layers, so that a game's simulations on hundreds
+	   of GPUs stay affordable (src/gnn/README, Training) */
+	layers = d->large ? 8 + (int64_t)pick(rng, 13)
+			  : 2 + (int64_t)pick(rng, 23);
+	/* SwiGLU models about 8/3 to 3.5 x hidden, in multiples of 256 */
+	ffn = (h * (8 + (int64_t)pick(rng, 3)) / 3 + 255) / 256 * 256;
+	*seq = seqs[pick(rng, 4)];
+	switch (a.style) {
+	case 3:
+		snprintf(text, size,
+			 "{\"model_type\": \"gpt2\", \"n_embd\": %lld, "
+			 "\"n_layer\": %lld, \"n_head\": %lld, "
+			 "\"n_positions\": %lld, \"vocab_size\": %lld, "
+			 "\"torch_dtype\": \"%s\"}",
+			 (long long)h, (long long)layers, (long long)heads,
+			 (long long)*seq, (long long)vocab, dt);
+		break;
+	case 4:
+		*seq = *seq > 512 ? 512 : *seq;
+		snprintf(text, size,
+			 "{\"model_type\": \"bert\", \"hidden_size\": %lld, "
+			 "\"num_hidden_layers\": %lld, "
+			 "\"num_attention_heads\": %lld, "
+			 "\"intermediate_size\": %lld, "
+			 "\"max_position_embeddings\": 512, \"vocab_size\": "
+			 "30522, \"type_vocab_size\": 2, \"torch_dtype\": "
+			 "\"%s\"}",
+			 (long long)h, (long long)layers, (long long)heads,
+			 (long long)(4 * h), dt);
+		break;
+	case 5:
+		*seq = 0; /* 512 encoder tokens */
+		snprintf(text, size,
+			 "{\"model_type\": \"t5\", \"d_model\": %lld, "
+			 "\"d_ff\": %lld, \"d_kv\": 64, \"num_layers\": %lld, "
+			 "\"num_decoder_layers\": %lld, \"num_heads\": %lld, "
+			 "\"vocab_size\": 32128, \"torch_dtype\": \"%s\"}",
+			 (long long)h, (long long)(4 * h),
+			 (long long)(layers / 2 + 1),
+			 (long long)(layers / 2 + 1), (long long)(h / 64), dt);
+		break;
+	case 6:
+		*seq = 0; /* its patches */
+		snprintf(text, size,
+			 "{\"model_type\": \"vit\", \"hidden_size\": %lld, "
+			 "\"num_hidden_layers\": %lld, "
+			 "\"num_attention_heads\": %lld, "
+			 "\"intermediate_size\": %lld, \"image_size\": 224, "
+			 "\"patch_size\": %d, \"num_channels\": 3, "
+			 "\"torch_dtype\": \"%s\"}",
+			 (long long)h, (long long)layers, (long long)heads,
+			 (long long)(4 * h), pick(rng, 2) ? 16 : 14, dt);
+		break;
+	default: {
+		char extra[160] = "";
+		if (a.style == 1)
+			snprintf(extra, sizeof(extra),
+				 ", \"num_local_experts\": 8, "
+				 "\"num_experts_per_tok\": 2");
+		else if (a.style == 2)
+			snprintf(extra, sizeof(extra),
+				 ", \"num_experts\": 16, "
+				 "\"num_experts_per_tok\": 4, "
+				 "\"moe_intermediate_size\": %lld, "
+				 "\"shared_expert_intermediate_size\": %lld",
+				 (long long)(ffn / 4 + 255) / 256 * 256,
+				 (long long)ffn);
+		else if (d->held_family)
+			snprintf(extra, sizeof(extra), ", \"head_dim\": 256");
+		snprintf(text, size,
+			 "{\"model_type\": \"%s\", \"hidden_size\": %lld, "
+			 "\"intermediate_size\": %lld, "
+			 "\"num_attention_heads\": %lld, "
+			 "\"num_key_value_heads\": %lld, "
+			 "\"num_hidden_layers\": %lld, \"vocab_size\": %lld, "
+			 "\"max_position_embeddings\": 4096, "
+			 "\"torch_dtype\": \"%s\"%s}",
+			 a.type, (long long)h, (long long)ffn,
+			 (long long)heads, (long long)kv, (long long)layers,
+			 (long long)vocab, dt, extra);
+	}
+	}
+}
+
+static enum tp_status random_hf(struct tp_rng *rng,
+				const struct tp_train_draw *d,
+				struct tp_model *m, struct tp_error *err)
+{
+	char text[640];
+	int64_t seq, batch = pow2_at_least(d->min_batch) << pick(rng, 3);
+	enum tp_status st;
+
+	hf_config(rng, d, text, sizeof(text), &seq);
+	st = tp_build_hf_text("corpus-hf.json", text, strlen(text), seq,
+			      batch, -1, m, err);
+	return st;
+}
+
+/* The zoo's models that no benchmark plans (bench/: the others are its
+ * cases) at a random batch and dtype. */
+static enum tp_status random_zoo(struct tp_rng *rng, int64_t min_batch,
+				 struct tp_model *m, struct tp_error *err)
+{
+	static const char *const zoo[] = {"mobilenet-v2", "transformer"};
+	const char *name = zoo[pick(rng, 2)];
+	int64_t batch = pow2_at_least(min_batch) << pick(rng, 4);
+	int dtype = pick(rng, 2) ? TP_DTYPE_FP16 : TP_DTYPE_FP32;
+
+	return tp_build_zoo(name, batch, dtype, m, err);
+}
+
+enum tp_status tp_train_draw_model(struct tp_rng *rng,
+				   const struct tp_train_draw *d,
+				   struct tp_model *m, struct tp_error *err)
+{
+	int64_t min_batch = d->min_batch < 1 ? 1 : d->min_batch;
+	enum tp_status st;
+
+	if (d->held_family || d->fam == TP_TRAIN_HF)
+		st = random_hf(rng, d, m, err);
+	else if (d->fam == TP_TRAIN_ZOO)
+		st = random_zoo(rng, min_batch, m, err);
+	else
+		return tp_train_random_model(rng, d->fam, min_batch, m, err);
+	if (st) {
+		tp_model_release(m);
+		tp_model_init(m);
+	}
+	return st;
+}
+
 enum tp_status tp_train_random_model(struct tp_rng *rng,
 				     enum tp_train_family f, int64_t min_batch,
 				     struct tp_model *m, struct tp_error *err)
@@ -279,6 +464,11 @@ enum tp_status tp_train_random_model(struct tp_rng *rng,
 	case TP_TRAIN_CNN:
 		st = random_cnn(rng, min_batch, m, err);
 		break;
+	case TP_TRAIN_HF:
+	case TP_TRAIN_ZOO: {
+		struct tp_train_draw d = {f, min_batch, 0, 0, false, false};
+		return tp_train_draw_model(rng, &d, m, err);
+	}
 	default:
 		st = random_dag(rng, min_batch, m, err);
 		break;
@@ -310,18 +500,139 @@ static uint32_t preset_gpus(uint32_t k)
 	return gpus;
 }
 
+/* Node presets no training cluster has: the held-out cluster split's
+ * (TP_TRAIN_HELD_PRESETS). */
+static const char *const held_presets[] = {"hgx-h200", "dgx-b200"};
+
+static uint32_t held_gpus(const char *name)
+{
+	const char *gpu;
+	uint32_t gpus = 0;
+	double pcie;
+
+	if (!tp_node_preset_info(name, &gpu, &gpus, &pcie))
+		return 0;
+	return gpus;
+}
+
+/* Presets of large clusters (indices into presets[]: t4-pcie, l4-pcie,
+ * a100-pcie, dgx1-v100, dgx-a100, dgx-h100): the 8-GPU servers and the
+ * PCIe servers of data centres. */
+static const uint32_t large_presets[] = {3, 4, 5, 6, 7, 8};
+
+/* The cluster of kinds/count (nk kinds) on network net, or the held-out
+ * preset held (NULL = none) in place of kind 0. */
+struct cl_spec {
+	uint32_t kinds[3], count[3], nk;
+	const char *net, *held;
+};
+
+static enum tp_status build_spec(struct tp_rng *rng, const struct cl_spec *q,
+				 struct tp_cluster *c, char *desc,
+				 size_t desc_size, struct tp_error *err)
+{
+	char specs[3][32];
+	const char *sp[3];
+
+	for (uint32_t k = 0; k < q->nk; k++) {
+		snprintf(specs[k], sizeof(specs[k]), "%s:%u",
+			 k == 0 && q->held ? q->held : presets[q->kinds[k]],
+			 q->count[k]);
+		sp[k] = specs[k];
+	}
+	if (desc) {
+		size_t off = 0;
+		desc[0] = 0;
+		for (uint32_t k = 0; k < q->nk && off < desc_size; k++)
+			off += (size_t)snprintf(desc + off, desc_size - off,
+						"%s ", sp[k]);
+		if (off < desc_size)
+			snprintf(desc + off, desc_size - off, "--net %s",
+				 q->net);
+	}
+	return tp_build_topology(sp, (int)q->nk, q->net,
+				 pick(rng, 4) == 0 ? 2.0 : 1.0, c, err);
+}
+
+/* A large cluster: 1-3 kinds of large_presets, 9 to d->large / 8
+ * nodes in all (log-uniform; more than 64 GPUs when they are 8-GPU
+ * nodes, so the network sees pooled device classes), a data-centre
+ * network. */
+static enum tp_status large_cluster(struct tp_rng *rng,
+				    const struct tp_train_draw *d,
+				    struct tp_cluster *c, char *desc,
+				    size_t desc_size, struct tp_error *err)
+{
+	static const char *const nets[] = {"100gbe", "ib-edr", "ib-hdr",
+					   "ib-ndr"};
+	struct cl_spec q;
+	uint32_t total = 0, nodes;
+	double hi = d->large / 8.0 > 10 ? d->large / 8.0 : 10;
+
+	memset(&q, 0, sizeof(q));
+	q.nk = 1 + (uint32_t)pick(rng, 3);
+	nodes = (uint32_t)logu(rng, 9, hi);
+	for (uint32_t k = 0; k < q.nk; k++)
+		q.kinds[k] = large_presets[pick(rng, sizeof(large_presets) /
+						       sizeof(large_presets[0]))];
+	if (d->held_cluster)
+		q.held = held_presets[pick(rng, 2)];
+	for (uint32_t i = 0; i < nodes; i++) {
+		uint32_t k = i < q.nk ? i : (uint32_t)pick(rng, q.nk);
+		uint32_t g = k == 0 && q.held ? held_gpus(q.held)
+						  : preset_gpus(q.kinds[k]);
+		if (total + g > d->large)
+			continue;
+		q.count[k]++;
+		total += g;
+	}
+	for (uint32_t a = 0; a < q.nk; a++) /* merge duplicate kinds */
+		for (uint32_t b = a + 1; b < q.nk; b++)
+			if (q.kinds[a] == q.kinds[b] && !(a == 0 && q.held)) {
+				q.count[a] += q.count[b];
+				q.count[b] = 0;
+			}
+	{
+		uint32_t j = 0;
+		for (uint32_t k = 0; k < q.nk; k++)
+			if (q.count[k]) {
+				if (k == 0 && q.held)
+					j = 1;
+				else {
+					q.kinds[j] = q.kinds[k];
+					q.count[j++] = q.count[k];
+				}
+			}
+		q.nk = j;
+	}
+	q.net = nets[pick(rng, sizeof(nets) / sizeof(nets[0]))];
+	return build_spec(rng, &q, c, desc, desc_size, err);
+}
+
 enum tp_status tp_train_random_cluster(struct tp_rng *rng,
 				       uint32_t max_devices,
 				       struct tp_cluster *c, char *desc,
 				       size_t desc_size, struct tp_error *err)
 {
+	struct tp_train_draw d = {TP_TRAIN_TRANSFORMER, 1, max_devices, 0,
+				  false, false};
+	return tp_train_draw_cluster(rng, &d, c, desc, desc_size, err);
+}
+
+enum tp_status tp_train_draw_cluster(struct tp_rng *rng,
+				     const struct tp_train_draw *d,
+				     struct tp_cluster *c, char *desc,
+				     size_t desc_size, struct tp_error *err)
+{
 	static const char *const nets[] = {"10gbe",  "25gbe",  "100gbe",
 					   "ib-edr", "ib-hdr", "ib-ndr"};
-	char specs[3][32];
-	const char *sp[3];
-	uint32_t kinds[3], count[3] = {0, 0, 0}, nk, nodes, total = 0;
-	const char *net;
+	struct cl_spec q;
+	uint32_t nodes, total = 0, max_devices = d->max_devices;
+	uint32_t *kinds = q.kinds, *count = q.count, nk;
 
+	if (d->large)
+		return large_cluster(rng, d, c, desc, desc_size, err);
+	memset(&q, 0, sizeof(q));
 	if (max_devices < 2)
 		max_devices = 2;
 	for (int attempt = 0;; attempt++) {
@@ -334,17 +645,23 @@ enum tp_status tp_train_random_cluster(struct tp_rng *rng,
 			kinds[k] = (uint32_t)pick(rng, N_PRESETS);
 			count[k] = 0;
 		}
+		/* the held-out split: kind 0 is a node of a type no
+		   training cluster has (never merged) */
+		q.held = d->held_cluster ? held_presets[pick(rng, 2)] : NULL;
 		for (uint32_t i = 0; i < nodes; i++) {
 			uint32_t k = i < nk ? i : (uint32_t)pick(rng, nk);
-			if (total + preset_gpus(kinds[k]) > max_devices)
+			uint32_t g = k == 0 && q.held ? held_gpus(q.held)
+						  : preset_gpus(kinds[k]);
+			if (total + g > max_devices)
 				continue;
 			count[k]++;
-			total += preset_gpus(kinds[k]);
+			total += g;
 		}
 		/* merge duplicate kinds, drop empty ones */
 		for (uint32_t a = 0; a < nk; a++)
 			for (uint32_t b = a + 1; b < nk; b++)
-				if (kinds[a] == kinds[b]) {
+				if (kinds[a] == kinds[b] &&
+				    !(q.held && (a == 0 || b == 0))) {
 					count[a] += count[b];
 					count[b] = 0;
 				}
@@ -354,12 +671,14 @@ enum tp_status tp_train_random_cluster(struct tp_rng *rng,
 				if (count[k]) {
 					kinds[j] = kinds[k];
 					count[j++] = count[k];
+				} else if (k == 0 && q.held) {
+					q.held = NULL; /* did not fit */
 				}
 			nk = j;
 		}
-		net = nets[pick(rng, sizeof(nets) / sizeof(nets[0]))];
+		q.net = nets[pick(rng, sizeof(nets) / sizeof(nets[0]))];
 		/* never the TAG testbed (the benchmark's cluster) */
-		if (nk == 3 && strcmp(net, "25gbe") == 0) {
+		if (nk == 3 && strcmp(q.net, "25gbe") == 0 && !q.held) {
 			bool v = false, g = false, p = false;
 			for (uint32_t k = 0; k < nk; k++) {
 				const char *n = presets[kinds[k]];
@@ -370,23 +689,10 @@ enum tp_status tp_train_random_cluster(struct tp_rng *rng,
 			if (v && g && p)
 				continue;
 		}
-		if (total >= 2 || attempt > 20)
+		if ((total >= 2 && (q.held || !d->held_cluster)) ||
+		    attempt > 20)
 			break;
 	}
-	for (uint32_t k = 0; k < nk; k++) {
-		snprintf(specs[k], sizeof(specs[k]), "%s:%u",
-			 presets[kinds[k]], count[k]);
-		sp[k] = specs[k];
-	}
-	if (desc) {
-		size_t off = 0;
-		desc[0] = 0;
-		for (uint32_t k = 0; k < nk && off < desc_size; k++)
-			off += (size_t)snprintf(desc + off, desc_size - off,
-						"%s ", sp[k]);
-		if (off < desc_size)
-			snprintf(desc + off, desc_size - off, "--net %s", net);
-	}
-	return tp_build_topology(sp, (int)nk, net,
-				 pick(rng, 4) == 0 ? 2.0 : 1.0, c, err);
+	q.nk = nk;
+	return build_spec(rng, &q, c, desc, desc_size, err);
 }

@@ -89,6 +89,20 @@ struct run {
 	const struct samples *batch_set;
 };
 
+/* The model families of the corpus, cycled over the games: HF
+ * architectures three in eight, random CNNs two, random GPTs, random
+ * DAGs and zoo models one each. */
+static const enum tp_train_family family_cycle[8] = {
+	TP_TRAIN_HF,  TP_TRAIN_TRANSFORMER, TP_TRAIN_CNN, TP_TRAIN_HF,
+	TP_TRAIN_DAG, TP_TRAIN_HF,          TP_TRAIN_ZOO, TP_TRAIN_CNN};
+
+/* Every k-th game is held out (k = 1 / heldout, rounded); the held-out
+ * games cycle through the splits (train.h enum tp_train_split). */
+static uint32_t heldout_every(const struct tp_train_options *o)
+{
+	return o->heldout > 0 ? (uint32_t)(1.0 / o->heldout + 0.5) : 0;
+}
+
 static enum tp_status build_game(struct run *R, uint32_t i,
 				 struct tp_error *err)
 {
@@ -97,18 +111,34 @@ static enum tp_status build_game(struct run *R, uint32_t i,
 	char cdesc[160];
 	enum tp_status st;
 	struct tp_sim_options so;
+	uint32_t k = heldout_every(R->o);
+	struct tp_train_draw d;
 
 	tp_rng_seed(&rng, R->o->seed * 1000003u + i);
 	g->seed = R->o->seed * 1000003u + i;
+	g->heldout = k && i % k == k - 1;
+	g->split = g->heldout ? (enum tp_train_split)((i / k) %
+							TP_TRAIN_SPLITS)
+			      : TP_TRAIN_SPLIT_SAME;
+	g->fam = family_cycle[i % 8];
+	memset(&d, 0, sizeof(d));
+	d.fam = g->fam;
+	d.max_devices = R->o->max_devices;
+	/* family_cycle[0] is HF: large clusters get HF models */
+	d.large = R->o->large_devices && i % TP_TRAIN_LARGE_EVERY == 0
+			  ? R->o->large_devices
+			  : 0;
+	d.held_family = g->split == TP_TRAIN_SPLIT_FAMILY;
+	d.held_cluster = g->split == TP_TRAIN_SPLIT_CLUSTER;
+	if (d.held_family)
+		g->fam = TP_TRAIN_HF;
 	tp_model_init(&g->m);
 	tp_cluster_init(&g->c);
-	if ((st = tp_train_random_cluster(&rng, R->o->max_devices, &g->c,
-					  cdesc, sizeof(cdesc), err)))
+	if ((st = tp_train_draw_cluster(&rng, &d, &g->c, cdesc,
+					sizeof(cdesc), err)))
 		return st;
-	g->fam = (enum tp_train_family)(i % TP_TRAIN_FAMILY_COUNT);
-	if ((st = tp_train_random_model(&rng, g->fam,
-					2 * (int64_t)g->c.devices.n, &g->m,
-					err)))
+	d.min_batch = 2 * (int64_t)g->c.devices.n;
+	if ((st = tp_train_draw_model(&rng, &d, &g->m, err)))
 		return st;
 	snprintf(g->desc, sizeof(g->desc), "%s (%zu ops) on %s (%zu GPUs)",
 		 tp_train_family_name(g->fam), g->m.ops.n, cdesc,
@@ -127,10 +157,10 @@ static enum tp_status build_game(struct run *R, uint32_t i,
 		return tp_error_set(err, TP_ENOMEM, "out of memory");
 	{
 		double fl = 0, peak = 0;
-		for (size_t k = 0; k < g->m.ops.n; k++)
-			fl += g->m.ops.v[k].flop + g->m.ops.v[k].backward_flop;
-		for (uint32_t d = 0; d < g->c.devices.n; d++)
-			peak += tp_device_peak_flops(&g->c, d, g->m.dtype);
+		for (size_t o = 0; o < g->m.ops.n; o++)
+			fl += g->m.ops.v[o].flop + g->m.ops.v[o].backward_flop;
+		for (uint32_t dv = 0; dv < g->c.devices.n; dv++)
+			peak += tp_device_peak_flops(&g->c, dv, g->m.dtype);
 		g->lb = peak > 0 ? fl * (double)g->m.global_batch / peak : 0;
 	}
 	return TP_OK;
@@ -313,75 +343,107 @@ static enum tp_status grad_step(struct run *R, struct tp_gnn_adam *adam,
 	return TP_OK;
 }
 
-/* Held-out metrics of the current network. */
+/* Held-out sums of one split (evaluate). */
+struct held_sums {
+	double ce, cu, mse, top, n;
+	double gm, gx, gy, gxx, gyy, gxy, gs, gn, gsn;
+};
+
+static double sums_corr(const struct held_sums *h)
+{
+	double vx, vy;
+
+	if (h->gn <= 1)
+		return 0;
+	vx = h->gxx - h->gx * h->gx / h->gn;
+	vy = h->gyy - h->gy * h->gy / h->gn;
+	return vx > 0 && vy > 0
+		       ? (h->gxy - h->gx * h->gy / h->gn) / sqrt(vx * vy)
+		       : 0;
+}
+
+/* One held-out state's figures into h (and into all). */
+static void sums_add(struct held_sums *h, const struct samples *S,
+		     const struct sample *s, const float *pri, const float *q,
+		     float v)
+{
+	const float *pi = S->pi.v + s->pi_off;
+	uint32_t am = 0, at = 0;
+
+	for (uint32_t k = 0; k < s->n_act; k++) {
+		float y = S->gain.v[s->pi_off + k];
+		if (!(S->gain_w.v[s->pi_off + k] > 0))
+			continue;
+		h->gm += (q[k] - y) * (q[k] - y);
+		h->gx += q[k];
+		h->gy += y;
+		h->gxx += (double)q[k] * q[k];
+		h->gyy += (double)y * y;
+		h->gxy += (double)q[k] * y;
+		h->gn++;
+		/* better or worse than the state by over 1% */
+		if (fabs(y) > tanh(TP_GNN_GAIN_SCALE * 0.01)) {
+			h->gs += (q[k] > 0) == (y > 0);
+			h->gsn++;
+		}
+	}
+	for (uint32_t k = 0; k < s->n_act; k++) {
+		if (pi[k] > 0) {
+			h->ce -= pi[k] * log(fmax(pri[k], 1e-12));
+			h->cu -= pi[k] * log(1.0 / s->n_act);
+		}
+		if (pri[k] > pri[am])
+			am = k;
+		if (pi[k] > pi[at])
+			at = k;
+	}
+	h->top += am == at;
+	h->mse += (v - s->z) * (v - s->z);
+	h->n++;
+}
+
+/* Held-out metrics of the current network, over all held-out games and
+ * per split. */
 static enum tp_status evaluate(struct run *R, struct tp_train_epoch *ep,
 			       struct tp_error *err)
 {
 	struct tctx *t = &R->tc[0];
-	double ce = 0, cu = 0, mse = 0, top = 0;
-	double gm = 0, gx = 0, gy = 0, gxx = 0, gyy = 0, gxy = 0, gs = 0;
-	double gn = 0, gsn = 0;
+	struct held_sums all, sp[TP_TRAIN_SPLITS];
 	float pri[MAX_ACTIONS], q[MAX_ACTIONS], v;
-	uint32_t n = 0;
 
+	memset(&all, 0, sizeof(all));
+	memset(sp, 0, sizeof(sp));
 	for (size_t i = 0; i < R->held.s.n; i++) {
 		const struct sample *s = &R->held.s.v[i];
-		const float *pi = R->held.pi.v + s->pi_off;
+		const struct game *g = &R->games[s->game];
 		struct tp_gnn_input in;
 		enum tp_status st;
-		uint32_t am = 0, at = 0;
-		if ((st = sample_input(t, &R->games[s->game], &R->held, s, &in)))
-			goto fail;
-		if ((st = tp_gnn_infer_gains(R->net, &in, &t->ad, pri, q, &v,
-					      &t->err)))
-			goto fail;
-		for (uint32_t k = 0; k < s->n_act; k++) {
-			float y = R->held.gain.v[s->pi_off + k];
-			if (!(R->held.gain_w.v[s->pi_off + k] > 0))
-				continue;
-			gm += (q[k] - y) * (q[k] - y);
-			gx += q[k];
-			gy += y;
-			gxx += (double)q[k] * q[k];
-			gyy += (double)y * y;
-			gxy += (double)q[k] * y;
-			gn++;
-			/* better or worse than the state by over 1% */
-			if (fabs(y) > tanh(TP_GNN_GAIN_SCALE * 0.01)) {
-				gs += (q[k] > 0) == (y > 0);
-				gsn++;
-			}
+		if ((st = sample_input(t, &R->games[s->game], &R->held, s,
+				       &in)) ||
+		    (st = tp_gnn_infer_gains(R->net, &in, &t->ad, pri, q, &v,
+					     &t->err))) {
+			*err = t->err;
+			return st;
 		}
-		for (uint32_t k = 0; k < s->n_act; k++) {
-			if (pi[k] > 0) {
-				ce -= pi[k] * log(fmax(pri[k], 1e-12));
-				cu -= pi[k] * log(1.0 / s->n_act);
-			}
-			if (pri[k] > pri[am])
-				am = k;
-			if (pi[k] > pi[at])
-				at = k;
-		}
-		top += am == at;
-		mse += (v - s->z) * (v - s->z);
-		n++;
-		continue;
-	fail:
-		*err = t->err;
-		return st;
+		sums_add(&all, &R->held, s, pri, q, v);
+		sums_add(&sp[g->split], &R->held, s, pri, q, v);
 	}
-	ep->heldout_policy = n ? ce / n : 0;
-	ep->heldout_uniform = n ? cu / n : 0;
-	ep->heldout_value = n ? mse / n : 0;
-	ep->heldout_top1 = n ? top / n : 0;
-	ep->heldout_gain = gn ? gm / gn : 0;
-	ep->heldout_gain_sign = gsn ? gs / gsn : 0;
-	if (gn > 1) {
-		double vx = gxx - gx * gx / gn, vy = gyy - gy * gy / gn;
-		ep->heldout_gain_corr = vx > 0 && vy > 0
-						? (gxy - gx * gy / gn) /
-							  sqrt(vx * vy)
-						: 0;
+	ep->heldout_policy = all.n ? all.ce / all.n : 0;
+	ep->heldout_uniform = all.n ? all.cu / all.n : 0;
+	ep->heldout_value = all.n ? all.mse / all.n : 0;
+	ep->heldout_top1 = all.n ? all.top / all.n : 0;
+	ep->heldout_gain = all.gn ? all.gm / all.gn : 0;
+	ep->heldout_gain_sign = all.gsn ? all.gs / all.gsn : 0;
+	ep->heldout_gain_corr = sums_corr(&all);
+	for (int k = 0; k < TP_TRAIN_SPLITS; k++) {
+		struct tp_train_split_figures *f = &ep->split[k];
+		const struct held_sums *h = &sp[k];
+		f->states = (uint32_t)h->n;
+		f->policy = h->n ? h->ce / h->n : 0;
+		f->uniform = h->n ? h->cu / h->n : 0;
+		f->top1 = h->n ? h->top / h->n : 0;
+		f->gain_corr = sums_corr(h);
+		f->gain_sign = h->gsn ? h->gs / h->gsn : 0;
 	}
 	return TP_OK;
 }
@@ -572,10 +634,6 @@ static enum tp_status build_corpus(struct run *R, struct tp_error *err)
 			tp_error_set_file(err, "");
 			return st;
 		}
-		R->games[i].heldout =
-			o->heldout > 0 &&
-			(i % (uint32_t)(1.0 / o->heldout + 0.5)) ==
-				(uint32_t)(1.0 / o->heldout + 0.5) - 1;
 	}
 	tp_sim_params_default(&pa);
 	for (uint32_t i = 0; i < o->games; i++)
@@ -694,6 +752,15 @@ static enum tp_status train_epoch(struct run *R, struct tp_gnn_adam *adam,
 		  ep->heldout_uniform, 100 * ep->heldout_top1,
 		  ep->heldout_value, ep->heldout_gain, ep->heldout_gain_corr,
 		  100 * ep->heldout_gain_sign, ep->seconds);
+	for (int k = 0; k < TP_TRAIN_SPLITS; k++)
+		train_log(o,
+			  "  held-out split %-7s %5u states: policy %.3f "
+			  "(uniform %.3f) top-1 %.0f%% gain corr %.2f, signs "
+			  "%.0f%%",
+			  tp_train_split_name((enum tp_train_split)k),
+			  ep->split[k].states, ep->split[k].policy,
+			  ep->split[k].uniform, 100 * ep->split[k].top1,
+			  ep->split[k].gain_corr, 100 * ep->split[k].gain_sign);
 	R->net->meta.epochs = e + 1;
 	if (o->checkpoint &&
 	    (st = ckpt_save(o->checkpoint, R->net, adam, e + 1, err)))

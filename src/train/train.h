@@ -1,10 +1,14 @@
 /*
  * train.h - self-play training of the GNN (`tagplan train`).
  *
- * Expert iteration, as in AlphaZero and TAG: a corpus of random models
- * (GPT-style transformers, ResNet-style CNNs and random DAGs, varied
- * sizes) on random clusters (1-8 nodes of mixed presets, mixed networks,
- * at GPU granularity) is planned by Monte Carlo tree search over the
+ * Expert iteration, as in AlphaZero and TAG: a corpus of models (HF
+ * architectures with random realistic dimensions, GPT-style
+ * transformers, ResNet-style CNNs, random DAGs and two zoo models, varied
+ * sizes; train.c family_cycle) on random clusters (1-8 nodes of mixed
+ * presets, mixed networks, at GPU granularity; with large_devices one
+ * game in TP_TRAIN_LARGE_EVERY on 9 or more nodes), with held-out
+ * splits by model family and by node kind (enum tp_train_split), is
+ * planned by Monte Carlo tree search over the
  * search's own action space (src/search/actions.h) with every state scored
  * by the simulator (src/sim/).  At every decision level of a self-play
  * game the search runs a fixed number of playouts from the current state;
@@ -73,6 +77,9 @@ struct tp_train_options {
 	uint32_t hidden;      /* network width (0 = default 64) */
 	uint32_t layers;      /* message-passing layers (0 = default 3) */
 	uint32_t max_devices; /* cluster size cap of the corpus (0 = 32) */
+	uint32_t large_devices; /* one game in TP_TRAIN_LARGE_EVERY on a
+				   large cluster of up to this many GPUs
+				   (0 = none, the default; corpus.c) */
 	double grad_bucket_bytes; /* gradient bucket the self-play simulator
 				     gives the runtime (0 = the simulator's
 				     default, tp_sim_params.grad_bucket_bytes) */
@@ -90,6 +97,25 @@ struct tp_train_options {
 
 void tp_train_options_default(struct tp_train_options *o);
 
+/* The held-out games cycle through three splits (train.c build_game):
+ * games drawn like the training games, games of a model family that no
+ * training game has (TP_TRAIN_HELD_FAMILY) and games on a cluster with a
+ * node kind that no training game has (TP_TRAIN_HELD_PRESETS). */
+enum tp_train_split {
+	TP_TRAIN_SPLIT_SAME,
+	TP_TRAIN_SPLIT_FAMILY,
+	TP_TRAIN_SPLIT_CLUSTER,
+	TP_TRAIN_SPLITS
+};
+
+const char *tp_train_split_name(enum tp_train_split s);
+
+/* Held-out figures of one split. */
+struct tp_train_split_figures {
+	uint32_t states;
+	double policy, uniform, top1, gain_corr, gain_sign;
+};
+
 struct tp_train_epoch {
 	uint32_t epoch;
 	uint32_t samples;
@@ -104,6 +130,7 @@ struct tp_train_epoch {
 	double heldout_top1;                  /* argmax agreement */
 	double heldout_uniform;               /* cross-entropy of uniform
 						 priors on the held-out set */
+	struct tp_train_split_figures split[TP_TRAIN_SPLITS];
 	double seconds;
 };
 
@@ -129,13 +156,49 @@ enum tp_status tp_train_run(const struct tp_train_options *o,
 /* the corpus (also used by the benchmarks and tests) */
 
 enum tp_train_family {
-	TP_TRAIN_TRANSFORMER,
-	TP_TRAIN_CNN,
-	TP_TRAIN_DAG,
+	TP_TRAIN_TRANSFORMER, /* random GPT (io/build.h tp_build_gpt) */
+	TP_TRAIN_CNN,         /* random ResNet-like */
+	TP_TRAIN_DAG,         /* random DAG */
+	TP_TRAIN_HF,          /* a HF architecture (llama, mistral, qwen2,
+				 phi3, olmo, falcon, mixtral, qwen2_moe,
+				 gpt2, bert, t5, vit) with random dimensions
+				 of realistic width (tp_build_hf_text) */
+	TP_TRAIN_ZOO,         /* a zoo model no benchmark plans
+				 (mobilenet-v2, transformer), random batch */
 	TP_TRAIN_FAMILY_COUNT
 };
 
 const char *tp_train_family_name(enum tp_train_family f);
+
+/* The held-out model family (an HF architecture no training game has)
+ * and node presets (no training cluster has them). */
+#define TP_TRAIN_HELD_FAMILY "gemma"
+#define TP_TRAIN_HELD_PRESETS "hgx-h200, dgx-b200"
+/* One game in this many (an HF model: train.c family_cycle) is on a
+ * large cluster when large_devices > 0: such a game costs about 20
+ * small ones (src/gnn/README, Training). */
+#define TP_TRAIN_LARGE_EVERY 8
+
+/* What one game draws (tp_train_draw_model, tp_train_draw_cluster). */
+struct tp_train_draw {
+	enum tp_train_family fam;
+	int64_t min_batch;     /* the model's global batch at least this */
+	uint32_t max_devices;  /* small clusters: at most this many GPUs */
+	uint32_t large;        /* > 0: a large cluster of up to this many
+				  GPUs (8-GPU and PCIe server presets, 8 to
+				  large / 8 nodes), and HF models of
+				  hidden 4,096-8,192 */
+	bool held_family;      /* an HF model of TP_TRAIN_HELD_FAMILY */
+	bool held_cluster;     /* a node of TP_TRAIN_HELD_PRESETS */
+};
+
+enum tp_status tp_train_draw_model(struct tp_rng *rng,
+				   const struct tp_train_draw *d,
+				   struct tp_model *m, struct tp_error *err);
+enum tp_status tp_train_draw_cluster(struct tp_rng *rng,
+				     const struct tp_train_draw *d,
+				     struct tp_cluster *c, char *desc,
+				     size_t desc_size, struct tp_error *err);
 
 /* A random model of a family in m (initialised; finalized on success).
  * The global batch is at least min_batch. */

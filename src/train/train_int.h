@@ -46,6 +46,7 @@ struct game {
 	enum tp_train_family fam;
 	char desc[200];
 	bool heldout;
+	enum tp_train_split split; /* of a held-out game */
 	struct tp_model m;
 	struct tp_cluster c;
 	struct tp_groups g;
