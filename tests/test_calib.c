@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "calib/calib.h"
+#include "core/runtime.h"
+#include "io/io.h"
 #include "io/runs.h"
 #include "util.h"
 
@@ -196,6 +198,28 @@ START_TEST(test_calibrate_command)
 	ck_assert_ptr_nonnull(doc);
 	ck_assert(strstr(doc, "\"name\": \"ddp-calibrated\""));
 	ck_assert(strstr(doc, "\"calibration\": {"));
+	ck_assert(strstr(doc, "\"prior_weight\": 0"));
+	{
+		/* the profile records the weight; the reader takes it back
+		 * and refuses a negative one where it is */
+		struct tp_runtime rt;
+		struct tp_error e;
+		char *p = strstr(doc, "\"prior_weight\": 0");
+		size_t len = strlen(doc);
+
+		tp_error_clear(&e);
+		memcpy(p, "\"prior_weight\": 7", 17);
+		ck_assert_int_eq(tp_runtime_load("cal.json", doc, len, NULL,
+						 &rt, &e),
+				 TP_OK);
+		ck_assert(rt.calibration.prior_weight == 7);
+		memcpy(p, "\"prior_weight\":-7", 17);
+		ck_assert_int_eq(tp_runtime_load("cal.json", doc, len, NULL,
+						 &rt, &e),
+				 TP_EINPUT);
+		ck_assert_msg(strstr(e.path, "calibration.prior_weight"),
+			      "%s", e.path);
+	}
 	free(doc);
 	{
 		const char *m[] = {"ddp", prof};

@@ -209,6 +209,7 @@ static enum tp_status write_profile(const struct cal_args *a,
 	cal.holdout_runs = fit->holdout_runs;
 	cal.fit_error = fit->fit_error;
 	cal.holdout_error = fit->holdout_error;
+	cal.prior_weight = fit->prior_weight;
 	snprintf(pname, sizeof(pname), "%.*s-calibrated",
 		 (int)(sizeof(pname) - 12), base->name);
 	snprintf(desc, sizeof(desc),

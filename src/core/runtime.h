@@ -197,6 +197,9 @@ struct tp_runtime_calibration {
 	uint32_t runs, holdout_runs;
 	double fit_error;        /* mean |error| on the fitted runs */
 	double holdout_error;    /* ... on the held-out runs (0 when none) */
+	double prior_weight;     /* the fit's prior, in runs (tagplan
+				    calibrate --prior-weight; 0 = none or
+				    a profile written before the prior) */
 };
 
 /*

@@ -25,7 +25,7 @@ static const char *const validation_fields[] = {
 static const char *const calibration_fields[] = {
 	"gemm_sustained", "link_eff_intra", "link_eff_network", "fitted_on",
 	"runs", "holdout_runs", "fit_mean_abs_error",
-	"holdout_mean_abs_error", NULL};
+	"holdout_mean_abs_error", "prior_weight", NULL};
 static const char *const behaviour_fields[] = {
 	"dp_overlap", "dp_overlap_pipeline", "grad_bucket_bytes",
 	"grad_reduce", "p2p_async", "tp_overlap", "fused_attention", "tf32",
@@ -202,7 +202,9 @@ static enum tp_status read_calibration(struct tp_jctx *j,
 				 TP_JNUM_NONNEG, 0, &c->fit_error, NULL)) ||
 	    (st = tp_jget_number(j, v, "holdout_mean_abs_error", false,
 				 TP_JNUM_NONNEG, 0, &c->holdout_error,
-				 NULL)))
+				 NULL)) ||
+	    (st = tp_jget_number(j, v, "prior_weight", false, TP_JNUM_NONNEG,
+				 0, &c->prior_weight, NULL)))
 		return st;
 	snprintf(c->fitted_on, sizeof(c->fitted_on), "%s", s);
 	c->runs = runs < 1e9 ? (uint32_t)runs : 0;
@@ -613,6 +615,7 @@ static void write_calibration(struct tp_jw *jw,
 	tp_jw_kv_int(jw, "holdout_runs", c->holdout_runs);
 	tp_jw_kv_number(jw, "fit_mean_abs_error", c->fit_error);
 	tp_jw_kv_number(jw, "holdout_mean_abs_error", c->holdout_error);
+	tp_jw_kv_number(jw, "prior_weight", c->prior_weight);
 	tp_jw_object_end(jw);
 }
 
