@@ -534,6 +534,116 @@ START_TEST(test_recorded_stdin_and_demo)
 }
 END_TEST
 
+/* A number after "key": in the plan's summary (the first occurrence). */
+static double summary_number(const char *text, const char *key)
+{
+	char pat[96];
+	const char *p = strstr(text, "\"summary\"");
+	double v = -1;
+
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	if (p && (p = strstr(p, pat)))
+		sscanf(p + strlen(pat), "%lf", &v);
+	return v;
+}
+
+/*
+ * Cost (issue 20 item 7): with --price the summary says what the plan's
+ * devices cost per iteration and per million tokens, by hand from its
+ * own figures: devices used x USD per hour x iteration / 3600, and that
+ * over the iteration's tokens (tokens/s x iteration) in millions; a
+ * topology type's price_per_hour does the same; without prices no cost
+ * fields; a --price naming no device type of the topology, or no number,
+ * is a usage error (exit 2, nothing written).
+ */
+START_TEST(test_plan_cost)
+{
+	char dir[256];
+	struct tp_run r;
+	char *text;
+	double it, tok, cost, mtok, used;
+
+	snprintf(dir, sizeof(dir), "%s", tp_test_tmpdir());
+	{
+		const char *argv[] = {"tagplan", "plan", "-m", SMALL, "-t",
+				      TOPO2, "--playouts", "20", "--threads",
+				      "1", "--price", "A100-SXM4-80GB=3.5",
+				      "-o", "cost.json", NULL};
+		run_in(&r, dir, argv, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		ck_assert_msg(strstr(r.err, "per million tokens"), "%s", r.err);
+		tp_run_free(&r);
+	}
+	text = read_in(dir, "cost.json");
+	ck_assert_ptr_nonnull(text);
+	it = summary_number(text, "iteration_time_s");
+	tok = summary_number(text, "tokens_per_s");
+	cost = summary_number(text, "cost_per_iteration_usd");
+	mtok = summary_number(text, "cost_per_million_tokens_usd");
+	/* the devices the plan uses: 1 to 16 of the topology's A100s */
+	used = cost / (3.5 * it / 3600);
+	ck_assert_msg(fabs(used - round(used)) < 1e-9 && used >= 1 &&
+			  used <= 16,
+		      "cost %.9g for %.9g s: %.9g devices", cost, it, used);
+	ck_assert(fabs(mtok - cost / (tok * it / 1e6)) <= 1e-12 * mtok);
+	free(text);
+	{
+		/* a topology's own type with a price */
+		static const char topo[] =
+		    "{\"format\": \"tagplan-topology/1\", \"device_types\": "
+		    "[{\"name\": \"A100-rented\", \"base\": "
+		    "\"A100-SXM4-80GB\", \"price_per_hour\": 2, \"source\": "
+		    "\"a user's example price\"}], \"nodes\": [{\"name\": "
+		    "\"n\", \"devices\": [{\"type\": \"A100-rented\", "
+		    "\"count\": 2}], \"fabric\": {\"kind\": \"nvswitch\", "
+		    "\"bandwidth_Bps\": 3e11, \"latency_s\": 2e-6}}]}\n";
+		char path[512];
+		const char *argv[] = {"tagplan", "plan", "-m", SMALL, "-t",
+				      path, "--playouts", "20", "--threads",
+				      "1", "-q", "-o", "own.json", NULL};
+		snprintf(path, sizeof(path), "%s/priced.json", dir);
+		ck_assert_int_eq(tp_test_write(path, topo, strlen(topo)), 0);
+		run_in(&r, dir, argv, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		tp_run_free(&r);
+		text = read_in(dir, "own.json");
+		ck_assert_ptr_nonnull(text);
+		it = summary_number(text, "iteration_time_s");
+		used = summary_number(text, "cost_per_iteration_usd") /
+		       (2 * it / 3600);
+		ck_assert_msg(fabs(used - round(used)) < 1e-9 && used >= 1 &&
+				  used <= 2,
+			      "%.9g devices", used);
+		free(text);
+	}
+	{
+		const char *argv[] = {"tagplan", "plan", "-m", SMALL, "-t",
+				      TOPO2, "--playouts", "20", "--threads",
+				      "1", "-q", "-o", "free.json", NULL};
+		run_in(&r, dir, argv, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		tp_run_free(&r);
+		ck_assert(!file_has(dir, "free.json", "cost_per"));
+	}
+	{
+		const char *bad[][2] = {{"L4-24GB=1", "no device of type"},
+					{"A100-SXM4-80GB=cheap", "US dollars"},
+					{"A100-SXM4-80GB", "TYPE=USD"}};
+		for (size_t i = 0; i < 3; i++) {
+			const char *argv[] = {"tagplan", "plan", "-m", SMALL,
+					      "-t", TOPO2, "--price",
+					      bad[i][0], "-o", "bad.json",
+					      NULL};
+			run_in(&r, dir, argv, NULL);
+			ck_assert_int_eq(r.status, 2);
+			ck_assert_msg(strstr(r.err, bad[i][1]), "%s", r.err);
+			ck_assert(!file_has(dir, "bad.json", "{"));
+			tp_run_free(&r);
+		}
+	}
+}
+END_TEST
+
 /* ---- common mistakes: exit 2, the file and the fix ---- */
 
 START_TEST(test_mistakes)
@@ -975,6 +1085,7 @@ Suite *suite_ux(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, test_recorded_inputs);
 	tcase_add_test(t, test_recorded_stdin_and_demo);
+	tcase_add_test(t, test_plan_cost);
 	tcase_add_test(t, test_mistakes);
 	suite_add_tcase(s, t);
 	t = tcase_create("human");

@@ -180,4 +180,18 @@ void tp_cli_print_warnings(const char *cmd, struct tp_strbuf *w);
 void tp_cli_help_item(struct tp_strbuf *sb, int indent, const char *name,
 		      int name_width, const char *text);
 
+struct tp_cluster;
+struct tp_plan;
+struct tp_plan_summary;
+
+/* cost.c: the summary's cost per iteration and per million tokens of
+ * plan p (its used devices' prices per hour; 0 when one has none), from
+ * s's iteration time and tokens per second. */
+void tp_cli_plan_cost(const struct tp_plan *p, const struct tp_cluster *c,
+		      struct tp_plan_summary *s);
+/* --price TYPE=USD[,TYPE=USD...] onto c's device types (NULL: nothing);
+ * returns 0 or 2 after a usage error naming the entry. */
+int tp_cli_apply_prices(const char *cmd, const char *spec,
+			struct tp_cluster *c);
+
 #endif

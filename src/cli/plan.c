@@ -186,6 +186,7 @@ static const char *base_name(const char *p)
 struct plan_args {
 	const char *model_path, *topo_path, *out;
 	const char *baseline, *compression, *weights, *dot, *svg, *runtime;
+	const char *price; /* --price TYPE=USD[,TYPE=USD...] */
 	double time_limit, bucket_mb;
 	long long playouts, threads, seed, groups;
 	bool no_gnn, quiet, no_timing, no_compare;
@@ -396,6 +397,7 @@ static void fill_summary(struct plan_run *R)
 	s->tokens_per_s = r->tokens_per_s;
 	s->mfu = r->mfu;
 	s->tflops_per_device = r->tflops_per_device;
+	tp_cli_plan_cost(&R->res.plan, &R->c, s);
 	if (!r->feasible)
 		snprintf(s->infeasible_reason, sizeof(s->infeasible_reason),
 			 "%s", r->reason[0] ? r->reason : "out of memory");
@@ -1091,6 +1093,15 @@ static int write_outputs(struct plan_run *R)
 			    R->so.threads, R->so.seed);
 	if (!R->a.quiet)
 		print_fit(R);
+	if (!R->a.quiet && R->res.plan.summary.cost_per_iteration > 0) {
+		const struct tp_plan_summary *s = &R->res.plan.summary;
+		fprintf(stderr, "cost: $%.4g per iteration", s->cost_per_iteration);
+		if (s->cost_per_million_tokens > 0)
+			fprintf(stderr, ", $%.4g per million tokens",
+				s->cost_per_million_tokens);
+		fprintf(stderr, " (the devices the plan uses at their "
+				"user-supplied prices per hour)\n");
+	}
 	for (int k = 0; k < 2 && !R->a.quiet; k++)
 		if (R->wrote[k][0])
 			fprintf(stderr, "tagplan plan: wrote %s\n", R->wrote[k]);
@@ -1255,7 +1266,8 @@ static int plan_steps(struct plan_run *R)
 		return code;
 	if (stop_flag)
 		return interrupted_early("loading the GNN");
-	if ((code = load_inputs(R)))
+	if ((code = load_inputs(R)) ||
+	    (code = tp_cli_apply_prices("plan", R->a.price, &R->c)))
 		return code;
 	if (stop_flag)
 		return interrupted_early("loading the inputs");
@@ -1358,6 +1370,11 @@ int cmd_plan(int argc, char **argv)
 		{"groups", 0, TP_OPT_INT, &a->groups, "N",
 		 "op groups to decide on (0 = chosen from the graph)", 0, 64,
 		 false},
+		{"price", 0, TP_OPT_STRING, &a->price, "TYPE=USD[,...]",
+		 "price per device-hour in US dollars of device types "
+		 "(user-supplied; also a topology type's price_per_hour): "
+		 "the summary's cost per iteration and per million tokens",
+		 0, 0, false},
 		{"no-compare", 0, TP_OPT_FLAG, &a->no_compare, NULL,
 		 "under a runtime, do not also search without its limits "
 		 "(that search takes a fifth of --playouts and --time-limit "

@@ -58,6 +58,9 @@ struct tp_device_type {
 	double reserved_bytes;    /* memory the runtime keeps (CUDA context,
 				     allocator fragmentation) */
 	const char *source;       /* where the figures come from */
+	double price_per_hour;    /* US dollars per device-hour, 0 = none:
+				     user-supplied (a topology's device type
+				     or plan --price), never shipped */
 	bool builtin;             /* from data/devices.json */
 	bool nvls;                /* NVLink SHARP: on an NVSwitch fabric the
 				     switch reduces and multicasts

@@ -157,6 +157,10 @@ struct tp_plan_summary {
 	double tokens_per_s; /* 0 when the model has no sequence length */
 	double mfu;
 	double tflops_per_device;
+	/* US dollars (device types' price_per_hour over the devices the
+	   plan uses), 0 = unknown: some used device has no price */
+	double cost_per_iteration;
+	double cost_per_million_tokens; /* 0 also without a sequence length */
 	double *peak_memory_bytes; /* per device, n_devices entries, or NULL */
 	double *busy_fraction;     /* per device, or NULL */
 	uint32_t n_devices;

@@ -20,6 +20,7 @@ static const char *const type_fields[] = {"name",
 					  "kernel_overhead_s",
 					  "reserved_bytes",
 					  "nvls",
+					  "price_per_hour",
 					  "source",
 					  "sources",
 					  NULL};
@@ -125,6 +126,9 @@ enum tp_status tp_io_read_device_type(struct tp_jctx *j,
 		 tp_io_get_quantity(j, v, "reserved_bytes", false, TP_JNUM_NONNEG,
 				TP_IOQ_RESERVED_BYTES, t->reserved_bytes, &t->reserved_bytes)) ||
 	    (st = tp_jget_bool(j, v, "nvls", false, t->nvls, &t->nvls)) ||
+	    (st = tp_jget_number(j, v, "price_per_hour", false,
+				 TP_JNUM_NONNEG, t->price_per_hour,
+				 &t->price_per_hour, NULL)) ||
 	    (st = tp_jget_string(j, v, "source", false, 0, false,
 				 has_base ? NULL : "", &t->source)) ||
 	    (st = tp_jget_object(j, v, "sources", false, &src)))

@@ -34,6 +34,8 @@ static const char *const summary_fields[] = {"feasible",
 					     "tokens_per_s",
 					     "mfu",
 					     "tflops_per_device",
+					     "cost_per_iteration_usd",
+					     "cost_per_million_tokens_usd",
 					     "infeasible_reason",
 					     "precision",
 					     "basis",
@@ -931,6 +933,12 @@ static enum tp_status read_summary(struct reader *r, const struct tp_json *s,
 	    (st = tp_jget_number(j, s, "tflops_per_device", false,
 				 TP_JNUM_NONNEG, 0, &sum->tflops_per_device,
 				 NULL)) ||
+	    (st = tp_jget_number(j, s, "cost_per_iteration_usd", false,
+				 TP_JNUM_NONNEG, 0, &sum->cost_per_iteration,
+				 NULL)) ||
+	    (st = tp_jget_number(j, s, "cost_per_million_tokens_usd", false,
+				 TP_JNUM_NONNEG, 0,
+				 &sum->cost_per_million_tokens, NULL)) ||
 	    (st = copy_str(j, s, "infeasible_reason", sum->infeasible_reason,
 			   sizeof(sum->infeasible_reason))) ||
 	    (st = copy_str(j, s, "precision", sum->precision,
@@ -1286,6 +1294,12 @@ static void write_summary(struct tp_jw *jw, const struct tp_plan_summary *s,
 	tp_jw_kv_number(jw, "tokens_per_s", s->tokens_per_s);
 	tp_jw_kv_number(jw, "mfu", s->mfu);
 	tp_jw_kv_number(jw, "tflops_per_device", s->tflops_per_device);
+	if (s->cost_per_iteration > 0)
+		tp_jw_kv_number(jw, "cost_per_iteration_usd",
+				s->cost_per_iteration);
+	if (s->cost_per_million_tokens > 0)
+		tp_jw_kv_number(jw, "cost_per_million_tokens_usd",
+				s->cost_per_million_tokens);
 	if (s->infeasible_reason[0])
 		tp_jw_kv_string(jw, "infeasible_reason", s->infeasible_reason);
 	if (s->precision[0])

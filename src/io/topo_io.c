@@ -652,6 +652,8 @@ static void write_type(struct tp_jw *jw, const struct tp_device_type *t)
 	tp_jw_kv_number(jw, "reserved_bytes", t->reserved_bytes);
 	if (t->nvls)
 		tp_jw_kv_bool(jw, "nvls", true);
+	if (t->price_per_hour > 0)
+		tp_jw_kv_number(jw, "price_per_hour", t->price_per_hour);
 	tp_jw_kv_string(jw, "source", t->source ? t->source : "");
 	tp_jw_object_end(jw);
 }
