@@ -582,6 +582,58 @@ START_TEST(test_collapse_tiers)
 }
 END_TEST
 
+/* 50 pipeline stages (a 100,000-GPU plan has as many): the stage boxes
+ * wrap into rows of 10 (subgraphs stages_row0..4, the first at the top
+ * rank, 10 boxes each), so the SVG is a few thousand points wide instead
+ * of one strip (3,114 x 932 pt; one row: 8,708 x 456); 10 stages or
+ * fewer stay one row ("stages"). */
+START_TEST(test_stage_rows)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_strbuf sb;
+	struct tp_error err;
+	struct tp_render_options o;
+	Agraph_t *g;
+	double w = 0, h = 0;
+	const char *at;
+
+	make_model(&m, 50);
+	make_cluster(&c, 50, 8);
+	make_3d_plan(&p, &m, 50, 1, 8);
+	tp_strbuf_init(&sb);
+	ck_assert_int_eq(tp_render_dot(&(struct tp_render_input){&p, &m, &c,
+								 NULL},
+				       NULL, &sb, &err),
+			 TP_OK);
+	g = parse_dot(&sb);
+	ck_assert_int_eq(count_prefix_nodes(g, "stage"), 50);
+	ck_assert_int_eq(count_prefix_subgraphs(g, "stages_row"), 5);
+	for (Agraph_t *s = agfstsubg(g); s; s = agnxtsubg(s))
+		if (!strncmp(agnameof(s), "stages_row", 10))
+			ck_assert_int_eq(agnnodes(s), 10);
+	agclose(g);
+	tp_strbuf_reset(&sb);
+	tp_render_options_default(&o);
+	ck_assert_int_eq(tp_render_plan(&(struct tp_render_input){&p, &m, &c,
+								  NULL},
+					&o, TP_RENDER_SVG, &sb, NULL, NULL,
+					&err),
+			 TP_OK);
+	at = strstr(sb.buf, "<svg width=\"");
+	ck_assert_ptr_nonnull(at);
+	ck_assert_int_eq(sscanf(at, "<svg width=\"%lfpt\" height=\"%lfpt\"",
+				&w, &h),
+			 2);
+	ck_assert_msg(w < 5000, "%g x %g pt (one row: 8,708 pt)", w, h);
+	tp_strbuf_release(&sb);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 START_TEST(test_collapse_1024)
 {
 	struct tp_model m;
@@ -1840,6 +1892,7 @@ Suite *suite_render(void)
 	tcase_add_test(t, test_dot_subgraph_order_deterministic);
 	tcase_add_test(t, test_dot_report_figures_and_bottleneck);
 	tcase_add_test(t, test_collapse_1024);
+	tcase_add_test(t, test_stage_rows);
 	tcase_add_test(t, test_collapse_tiers);
 	tcase_add_test(t, test_hetero_types_coloured);
 	tcase_add_test(t, test_bad_plan_is_input_error);

@@ -700,20 +700,34 @@ static void graph_defaults(Agraph_t *g)
 	agattr(g, AGEDGE, cs("color"), cs("#555555"));
 }
 
-/* The stage boxes, in one row on top, kept in order left to right. */
+/* Stage boxes per row: more stages wrap into rows of this many. */
+#define STAGE_ROW 10
+
+/* The stage boxes on top, in order left to right: one row, or rows of
+ * STAGE_ROW (each a rank of its own, every stage above the one a row
+ * later, the topology below the last row), so 50 stages of a
+ * 100,000-GPU plan are not one strip 14,000 px wide. */
 static void add_stages(struct gbuild *b)
 {
 	const struct tp_scene *s = b->s;
-	Agraph_t *sg;
+	Agraph_t *sg = NULL;
+	bool wrap = s->stages.n > STAGE_ROW;
 
 	if (!s->stages.n)
 		return;
-	sg = agsubg(b->g, cs("stages"), 1);
-	set(sg, "rank", "min");
 	for (size_t k = 0; k < s->stages.n; k++) {
 		const char *col = stage_colors[k % N_STAGE_COLORS];
 		Agnode_t *n;
 
+		if (k == 0 || (wrap && k % STAGE_ROW == 0)) {
+			if (wrap)
+				snprintf(b->name, sizeof(b->name),
+					 "stages_row%zu", k / STAGE_ROW);
+			else
+				snprintf(b->name, sizeof(b->name), "stages");
+			sg = agsubg(b->g, b->name, 1);
+			set(sg, "rank", k == 0 ? "min" : "same");
+		}
 		snprintf(b->name, sizeof(b->name), "stage%zu", k);
 		n = agnode(sg, b->name, 1);
 		b->stage_nodes[k] = n;
@@ -724,10 +738,42 @@ static void add_stages(struct gbuild *b)
 		set(n, "penwidth", "2");
 		set(n, "fillcolor", "#fbfbfb");
 	}
-	for (size_t k = 0; k + 1 < s->stages.n; k++)
+	for (size_t k = 0; k + 1 < s->stages.n; k++) {
+		/* along a row */
+		if (wrap && (k + 1) % STAGE_ROW == 0)
+			continue;
+		if (wrap) {
+			snprintf(b->name, sizeof(b->name), "stages_row%zu",
+				 k / STAGE_ROW);
+			sg = agsubg(b->g, b->name, 0);
+		}
 		set(agedge(sg, b->stage_nodes[k], b->stage_nodes[k + 1], NULL,
 			   1),
 		    "style", "invis");
+	}
+	/* from row to row, each stage above the one a row later (columns) */
+	for (size_t k = 0; wrap && k + STAGE_ROW < s->stages.n; k++)
+		set(agedge(b->g, b->stage_nodes[k],
+			   b->stage_nodes[k + STAGE_ROW], NULL, 1),
+		    "style", "invis");
+}
+
+/* Wrapped stage rows: the topology below the last row (its first stage
+ * above every node box's first item). */
+static void stages_above(struct gbuild *b)
+{
+	const struct tp_scene *s = b->s;
+	size_t last = s->stages.n ? (s->stages.n - 1) / STAGE_ROW * STAGE_ROW
+				  : 0;
+
+	for (size_t c = 0; s->stages.n > STAGE_ROW && c < s->classes.n; c++)
+		for (size_t i = 0; i < s->items.n; i++)
+			if (s->items.v[i].cls == c) {
+				set(agedge(b->g, b->stage_nodes[last],
+					   b->nodes[i], NULL, 1),
+				    "style", "invis");
+				break;
+			}
 }
 
 /* One cluster subgraph per node class. */
@@ -986,6 +1032,7 @@ static Agraph_t *build_graph(const struct tp_scene *s,
 	add_stages(&b);
 	add_node_clusters(&b);
 	add_items(&b);
+	stages_above(&b);
 	stack_device_rows(&b);
 	wrap_node_rows(&b);
 	add_stage_edges(&b);
