@@ -30,6 +30,10 @@ START_TEST(test_runs_shipped)
 	ck_assert_str_eq(r.rows.v[0].id, "rn50-a100-amp-1");
 	ck_assert(fabs(r.rows.v[0].measured_s - 256.0 / 2470) < 1e-12);
 	ck_assert_str_eq(r.rows.v[0].runtime, "ddp");
+	ck_assert_int_eq(r.rows.v[0].attention_kernel, 0);
+	/* MosaicML's MPT ran FlashAttention in Triton */
+	ck_assert_str_eq(r.rows.v[14].id, "mpt-1b-h100-8");
+	ck_assert_int_eq(r.rows.v[14].attention_kernel, TP_ATTN_KERNEL_TRITON);
 	ck_assert(strstr(r.rows.v[0].topology, "topologies/t_a100x1.json"));
 	ck_assert_int_eq(
 	    tp_mruns_load_file(tp_data_file("validation/"
@@ -61,6 +65,12 @@ START_TEST(test_runs_bad)
 	     "\"topology\": \"t.json\", \"strategy\": \"dp=1\", "
 	     "\"measured_iteration_s\": -1}]}",
 	     "$.rows[0].measured_iteration_s"},
+	    {"{\"rows\": [{\"id\": \"a\", \"model\": {\"zoo\": "
+	     "\"resnet50\", \"batch\": 8, \"dtype\": \"fp16\"}, "
+	     "\"topology\": \"t.json\", \"strategy\": \"dp=1\", "
+	     "\"attention_kernel\": \"flash\", "
+	     "\"measured_iteration_s\": 1}]}",
+	     "$.rows[0].attention_kernel"},
 	    {"{\"rows\": []}", "$.rows"},
 	};
 

@@ -103,13 +103,13 @@ static void fid_simulate(const struct tp_model *m,
 /* A small bf16 GPT (hidden 256, 8 heads, 2 layers, vocab 1000, batch 4)
  * of sequence seq on a toy node of 2 devices of a type named `type`,
  * under strategy with fused attention, gradients reduced in fp32 or not
- * and the Hopper attention cap `hopper` (0 = none), gemm_sustained 1:
+ * and the attention kernel `kernel` (0: the GEMM curve), gemm_sustained 1:
  * the iteration time, and the bytes all links carried into *bytes. */
 struct gpt_run {
 	const char *type, *strategy;
 	int64_t seq;
 	bool fp32_grads;
-	double hopper;
+	enum tp_attn_kernel kernel;
 };
 
 static double gpt_run(const struct gpt_run *g, double *bytes)
@@ -139,7 +139,7 @@ static double gpt_run(const struct gpt_run *g, double *bytes)
 	o.params.gemm_sustained = 1;
 	o.params.fused_attention = true;
 	o.params.grad_reduce_fp32 = g->fp32_grads;
-	o.params.hopper_attention_efficiency = g->hopper;
+	o.params.attention_kernel = g->kernel;
 	fid_simulate(&m, &c, g->strategy, &o, &r);
 	iter = r.iteration_time_s;
 	*bytes = 0;
@@ -168,44 +168,112 @@ START_TEST(test_fid_grad_reduce_fp32)
 }
 END_TEST
 
-/* hopper_attention_efficiency: a FlashAttention-2 class kernel on a
- * Hopper type (by name: H100, H200, GH200) reaches at most that fraction
- * of the peak; the GEMMs and other types keep their rate.  At sequence
- * 4096 the attention is most of the time: capped at 0.35 against the
- * toy's 0.8, the iteration takes much longer on "H100-toy", and not at
- * all longer on an identical type of another name. */
-START_TEST(test_fid_hopper_attention)
+/* The fused attention kernels' published efficiencies (sim.h
+ * TP_SIM_ATTN_*), by hand on gpt_run's model at sequence 4096 on one
+ * toy device (flat GEMM curve, 100 TFLOP/s bf16, gemm_sustained 1): the
+ * attention of a layer and sample does 4 s^2 h FLOP, of which the
+ * causal kernel computes 33/64 (32 key blocks of 128); forward at the
+ * kernel's forward efficiency, backward 2.5x the FLOP at its backward
+ * one; compute-bound (its 8.4 MB of Q, K, V and O take 8 us at 1 TB/s
+ * against 250 us of compute).  dp=2: 2 micro-batches of 1 per device,
+ * 2 layers: the iteration moves by 4 x the per-pass difference (the
+ * gradient all-reduce hides behind the backward). */
+static double attn_pass_s(double f_eff, double b_eff)
+{
+	double f = 4.0 * 4096 * 4096 * 256 * 33 / 64;
+
+	return f / (100e12 * f_eff) + 2.5 * f / (100e12 * b_eff);
+}
+
+START_TEST(test_fid_attention_kernels)
 {
 	struct gpt_run g = {"H100-toy", "dp=2,mb=1", 4096, false, 0};
-	double b, h_off, h_on, x_off, x_on;
+	double b, fa2, fa3, tri, gemm, a_fa2, a_fa3, a_tri, x_gemm, x_fa2;
+	double fa3_b = TP_SIM_ATTN_FA2_HOPPER * TP_SIM_ATTN_FA3_BWD_GAIN;
 
-	h_off = gpt_run(&g, &b);
-	g.hopper = 0.35;
-	h_on = gpt_run(&g, &b);
+	gemm = gpt_run(&g, &b);
+	g.kernel = TP_ATTN_KERNEL_FA2;
+	fa2 = gpt_run(&g, &b);
+	g.kernel = TP_ATTN_KERNEL_FA3;
+	fa3 = gpt_run(&g, &b);
+	g.kernel = TP_ATTN_KERNEL_TRITON;
+	tri = gpt_run(&g, &b);
+	/* by hand: FA2 0.35 both passes, FA3 0.75 / 0.56875 */
+	ck_assert_double_eq_tol(
+	    fa2 - fa3,
+	    4 * (attn_pass_s(0.35, 0.35) -
+		 attn_pass_s(TP_SIM_ATTN_FA3_HOPPER_FWD, fa3_b)),
+	    1e-9);
+	ck_assert_double_eq_tol(fa2 - fa3, 1.5134e-3, 1e-6);
+	/* Triton's FlashAttention: FA2's figures / 1.8 */
+	ck_assert_double_eq_tol(tri - fa2,
+				4 * 0.8 * attn_pass_s(0.35, 0.35), 1e-9);
+	/* the GEMM curve (the toy's 1.0) is faster than every kernel (the
+	 * difference is not by hand: the faster backward leaves part of
+	 * the gradient all-reduce exposed) */
+	ck_assert(gemm < fa3 && fa3 < fa2 && fa2 < tri);
+	/* an A100 has no FlashAttention-3: FA2's 73% / 63% for both */
 	g.type = "A100-toy";
-	x_on = gpt_run(&g, &b);
-	g.hopper = 0;
-	x_off = gpt_run(&g, &b);
-	ck_assert_msg(h_on > 1.5 * h_off, "H100 capped %g s, uncapped %g s",
-		      h_on, h_off);
-	ck_assert(x_on == x_off);
-	ck_assert(x_off == h_off);
+	g.kernel = TP_ATTN_KERNEL_FA2;
+	a_fa2 = gpt_run(&g, &b);
+	g.kernel = TP_ATTN_KERNEL_FA3;
+	a_fa3 = gpt_run(&g, &b);
+	ck_assert(a_fa2 == a_fa3);
+	g.kernel = TP_ATTN_KERNEL_TRITON;
+	a_tri = gpt_run(&g, &b);
+	ck_assert_double_eq_tol(a_tri - a_fa2,
+				4 * 0.8 * attn_pass_s(0.73, 0.63), 1e-9);
+	ck_assert(gemm < a_fa2 && a_fa2 < fa2);
+	/* a GPU without published figures keeps the GEMM curve */
+	g.type = "X-toy";
+	x_fa2 = gpt_run(&g, &b);
+	g.kernel = TP_ATTN_KERNEL_GEMM;
+	x_gemm = gpt_run(&g, &b);
+	ck_assert(x_fa2 == x_gemm && x_gemm == gemm);
 }
 END_TEST
 
-/* The runtime profile's field: fsdp2 (PyTorch SDPA, FlashAttention-2)
- * caps at 0.35, megatron-core (Transformer Engine's Hopper kernels)
- * does not. */
-START_TEST(test_fid_hopper_attention_profiles)
+/* The causal share: (n + 1) / (2 n) of n = ceil(seq / 128) key blocks
+ * for a decoder, 1 for an encoder and a sliding window. */
+START_TEST(test_fid_causal_share)
+{
+	struct tp_model m;
+
+	tp_model_init(&m);
+	m.arch.stack = TP_STACK_DECODER;
+	m.seq_len = 4096;
+	ck_assert_double_eq_tol(tp_sim_causal_share(&m), 33.0 / 64, 1e-15);
+	m.seq_len = 2048 + 1; /* 17 blocks, the last one partial */
+	ck_assert_double_eq_tol(tp_sim_causal_share(&m), 18.0 / 34, 1e-15);
+	m.seq_len = 100;
+	ck_assert(tp_sim_causal_share(&m) == 1);
+	m.seq_len = 131072;
+	ck_assert_double_eq_tol(tp_sim_causal_share(&m), 1025.0 / 2048,
+				1e-15);
+	m.arch.window = 4096;
+	ck_assert(tp_sim_causal_share(&m) == 1);
+	m.arch.window = 0;
+	m.arch.stack = TP_STACK_ENCODER;
+	ck_assert(tp_sim_causal_share(&m) == 1);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* The runtime profiles' kernels: fsdp2 FlashAttention-2 (PyTorch
+ * SDPA), megatron-core FlashAttention-3 class (Transformer Engine's
+ * cuDNN kernels on Hopper), ddp none (the GEMM curve). */
+START_TEST(test_fid_attention_kernel_profiles)
 {
 	struct tp_runtime rt;
 	struct tp_error err;
 
 	setenv("TAGPLAN_DATA", tp_data_file(""), 1);
 	ck_assert_int_eq(tp_runtime_find("fsdp2", &rt, &err), TP_OK);
-	ck_assert(rt.behaviour.hopper_attention_efficiency == 0.35);
+	ck_assert(rt.behaviour.attention_kernel == TP_ATTN_KERNEL_FA2);
 	ck_assert_int_eq(tp_runtime_find("megatron-core", &rt, &err), TP_OK);
-	ck_assert(rt.behaviour.hopper_attention_efficiency == 0);
+	ck_assert(rt.behaviour.attention_kernel == TP_ATTN_KERNEL_FA3);
+	ck_assert_int_eq(tp_runtime_find("ddp", &rt, &err), TP_OK);
+	ck_assert(rt.behaviour.attention_kernel == TP_ATTN_KERNEL_GEMM);
 }
 END_TEST
 
@@ -501,8 +569,9 @@ Suite *suite_fidelity(void)
 	tcase_add_test(tc, test_fid_half_flop_at_kernel_peak);
 	tcase_add_test(tc, test_fid_batch_norm_three_passes);
 	tcase_add_test(tc, test_fid_grad_reduce_fp32);
-	tcase_add_test(tc, test_fid_hopper_attention);
-	tcase_add_test(tc, test_fid_hopper_attention_profiles);
+	tcase_add_test(tc, test_fid_attention_kernels);
+	tcase_add_test(tc, test_fid_causal_share);
+	tcase_add_test(tc, test_fid_attention_kernel_profiles);
 	tcase_add_test(tc, test_fid_gemm_shape);
 	tcase_add_test(tc, test_fid_gemm_shape_profiles);
 	tcase_add_test(tc, test_fid_ring_order);

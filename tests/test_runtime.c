@@ -162,14 +162,20 @@ START_TEST(test_runtime_bad_profiles)
 		   "unconstrained");
 	expect_bad("\"schedules\": [\"1f1b\"]", "\"schedules\": []",
 		   "$.can.schedules", "at least one");
-	/* the optional Hopper attention cap: a fraction of the peak, with
-	 * its source */
+	/* the optional attention kernel: one of the named ones, with its
+	 * source, and only for a fused attention */
 	expect_bad("\"tf32\": true\n",
-		   "\"tf32\": true, \"hopper_attention_efficiency\": 1.5\n",
-		   "$.behaviour.hopper_attention_efficiency", "at most 1");
+		   "\"tf32\": true, \"attention_kernel\": \"fa4\"\n",
+		   "$.behaviour.attention_kernel", "fa2 | fa3 | triton_fa");
 	expect_bad("\"tf32\": true\n",
-		   "\"tf32\": true, \"hopper_attention_efficiency\": 0.5\n",
-		   "$.sources.hopper_attention_efficiency", "say where");
+		   "\"tf32\": true, \"attention_kernel\": \"gemm\"\n",
+		   "$.behaviour.attention_kernel", "fa2 | fa3 | triton_fa");
+	expect_bad("\"tf32\": true\n",
+		   "\"tf32\": true, \"attention_kernel\": \"fa2\"\n",
+		   "$.sources.attention_kernel", "say where");
+	expect_bad("\"fused_attention\": true",
+		   "\"fused_attention\": false, \"attention_kernel\": \"fa2\"",
+		   "$.behaviour.attention_kernel", "fused_attention is off");
 	/* the gradient buffer's dtype: model | fp32, with its source */
 	expect_bad("\"tf32\": true\n",
 		   "\"tf32\": true, \"grad_buffer\": \"fp64\"\n",

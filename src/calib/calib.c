@@ -188,6 +188,9 @@ enum tp_status tp_calib_predict(const struct tp_mrun *run,
 		snprintf(res->runtime, sizeof(res->runtime), "%s", rt.name);
 		tp_sim_options_default(&o);
 		tp_sim_params_runtime(&o.params, &rt);
+		if (run->attention_kernel > 0)
+			o.params.attention_kernel =
+			    (enum tp_attn_kernel)run->attention_kernel;
 		if (adjust)
 			adjust(&o.params, &c, ctx);
 		sim = tp_sim_new(&m, &c, &o, err);

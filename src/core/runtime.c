@@ -8,6 +8,8 @@
 
 static const char *const grad_reduce_names[TP_GRAD_REDUCE_COUNT] = {
 	"model", "fp32"};
+static const char *const attn_kernel_names[TP_ATTN_KERNEL_COUNT] = {
+	"gemm", "fa2", "fa3", "triton_fa"};
 static const char *const layout_names[TP_LAYOUT_COUNT] = {
 	"even", "first-last", "any"};
 static const char *const launcher_names[TP_LAUNCH_COUNT] = {
@@ -84,6 +86,18 @@ const char *tp_grad_reduce_name(enum tp_grad_reduce g)
 int tp_grad_reduce_parse(const char *s)
 {
 	return parse_in(grad_reduce_names, TP_GRAD_REDUCE_COUNT, s);
+}
+
+const char *tp_attn_kernel_name(enum tp_attn_kernel k)
+{
+	return (unsigned)k < TP_ATTN_KERNEL_COUNT ? attn_kernel_names[k] : "?";
+}
+
+int tp_attn_kernel_parse(const char *s)
+{
+	int k = parse_in(attn_kernel_names, TP_ATTN_KERNEL_COUNT, s);
+
+	return k == TP_ATTN_KERNEL_GEMM ? -1 : k;
 }
 
 const char *tp_layer_layout_name(enum tp_layer_layout l)

@@ -39,6 +39,21 @@ enum tp_grad_reduce {
 	TP_GRAD_REDUCE_COUNT
 };
 
+/* The fused attention kernel a stack runs (the runtime's
+ * "attention_kernel"; its efficiency by GPU generation: src/sim/README
+ * section 2, sim.h TP_SIM_ATTN_*). */
+enum tp_attn_kernel {
+	TP_ATTN_KERNEL_GEMM,   /* not given: the GEMM efficiency curve */
+	TP_ATTN_KERNEL_FA2,    /* FlashAttention-2 (Dao 2023; PyTorch
+				  SDPA's flash backend) */
+	TP_ATTN_KERNEL_FA3,    /* FlashAttention-3 class Hopper kernels
+				  (Shah et al. 2024; cuDNN's through
+				  Transformer Engine) */
+	TP_ATTN_KERNEL_TRITON, /* FlashAttention in Triton (2022; MPT's
+				  attn_impl triton) */
+	TP_ATTN_KERNEL_COUNT
+};
+
 /* How uneven pipeline layer splits are written, if at all. */
 enum tp_layer_layout {
 	TP_LAYOUT_EVEN,       /* every stage (chunk) the same layers */
@@ -105,12 +120,10 @@ struct tp_runtime_behaviour {
 				     (core/cost.h tp_cost_gemm_shape_eff):
 				     the output elements at half (optional;
 				     0 = by FLOP alone) */
-	double hopper_attention_efficiency; /* the fraction of the 16-bit
-				     peak its fused attention reaches on
-				     Hopper (H100, H200, GH200) when the
-				     kernel does not use Hopper's warpgroup
-				     MMA and TMA (FlashAttention-2 class);
-				     optional, 0 = the GEMM efficiency */
+	enum tp_attn_kernel attention_kernel; /* the fused attention's
+				     kernel, whose published efficiency on
+				     A100 and Hopper sets its time (optional;
+				     absent: the GEMM curve) */
 	double expert_imbalance;  /* MoE under expert parallelism: the
 				     busiest rank's tokens over the mean as
 				     measured on this stack (optional; 0 =
@@ -236,6 +249,10 @@ void tp_runtime_none(struct tp_runtime *rt);
  * unknown. */
 const char *tp_grad_reduce_name(enum tp_grad_reduce g);
 int tp_grad_reduce_parse(const char *s);
+const char *tp_attn_kernel_name(enum tp_attn_kernel k);
+/* "fa2", "fa3", "triton_fa" (not "gemm": the absent field) -> the enum,
+ * -1 otherwise. */
+int tp_attn_kernel_parse(const char *s);
 const char *tp_layer_layout_name(enum tp_layer_layout l);
 int tp_layer_layout_parse(const char *s);
 const char *tp_launcher_name(enum tp_launcher l);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/runtime.h"
 #include "json.h"
 #include "runs.h"
 
@@ -145,6 +146,7 @@ static const char *const row_fields[] = {"id",
 					 "topology",
 					 "strategy",
 					 "runtime",
+					 "attention_kernel",
 					 "measured_iteration_s",
 					 "measured_samples_per_s",
 					 "measured_peak_memory_bytes",
@@ -257,6 +259,10 @@ static enum tp_status run_row(struct tp_jctx *j, const struct tp_json *v,
 				 sizeof(run->runtime) - 1, false, "", &s)))
 		return st;
 	snprintf(run->runtime, sizeof(run->runtime), "%s", s);
+	if ((st = tp_jget_enum(j, v, "attention_kernel", false,
+			       tp_attn_kernel_parse, "fa2 | fa3 | triton_fa",
+			       0, &run->attention_kernel)))
+		return st;
 	if ((st = tp_jget_number(j, v, "measured_iteration_s", false,
 				 TP_JNUM_POS, 0, &t, &has_t)) ||
 	    (st = tp_jget_number(j, v, "measured_samples_per_s", false,

@@ -29,7 +29,7 @@ static const char *const calibration_fields[] = {
 static const char *const behaviour_fields[] = {
 	"dp_overlap", "dp_overlap_pipeline", "grad_bucket_bytes",
 	"grad_reduce", "p2p_async", "tp_overlap", "fused_attention", "tf32",
-	"expert_imbalance", "hopper_attention_efficiency", "prefetch_depth",
+	"expert_imbalance", "attention_kernel", "prefetch_depth",
 	"gemm_shape_half", "ep_node_forward", "ep_dispatch_fp8", "ep_overlap",
 	"comm_sm_share", "cp_comm", "grad_buffer", "winograd", NULL};
 static const char *const can_fields[] = {
@@ -46,6 +46,7 @@ static int parse_cp_comm(const char *s)
 {
 	return !strcmp(s, "p2p") ? 0 : !strcmp(s, "all_gather") ? 1 : -1;
 }
+static int parse_attn_kernel(const char *s) { return tp_attn_kernel_parse(s); }
 static int parse_models(const char *s) { return tp_runtime_models_parse(s); }
 
 /* A list of enum names into a bitmask (a name twice is an error). */
@@ -93,7 +94,7 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 				     struct tp_runtime_behaviour *b)
 {
 	enum tp_status st;
-	int gr, gb, cpc;
+	int gr, gb, cpc, ak;
 	int64_t pf;
 
 	if ((st = tp_jctx_object(j, v, "the runtime's behaviour",
@@ -113,9 +114,9 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 	    (st = tp_jget_number(j, v, "expert_imbalance", false,
 				 TP_JNUM_POS, 0, &b->expert_imbalance,
 				 NULL)) ||
-	    (st = tp_jget_number(j, v, "hopper_attention_efficiency", false,
-				 TP_JNUM_POS, 0,
-				 &b->hopper_attention_efficiency, NULL)) ||
+	    (st = tp_jget_enum(j, v, "attention_kernel", false,
+			       parse_attn_kernel, "fa2 | fa3 | triton_fa",
+			       TP_ATTN_KERNEL_GEMM, &ak)) ||
 	    (st = tp_jget_int(j, v, "prefetch_depth", false, 0, 8, -1, &pf)) ||
 	    (st = tp_jget_number(j, v, "gemm_shape_half", false, TP_JNUM_POS,
 				 0, &b->gemm_shape_half, NULL)) ||
@@ -146,11 +147,13 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 				    "but ep_overlap is not on: set "
 				    "\"ep_overlap\": true or drop the field");
 	b->prefetch_depth = (int32_t)pf;
-	if (b->hopper_attention_efficiency > 1)
-		return tp_jctx_fail(j, "hopper_attention_efficiency",
-				    "a fraction of the peak of %g: expected "
-				    "more than 0 and at most 1",
-				    b->hopper_attention_efficiency);
+	b->attention_kernel = (enum tp_attn_kernel)ak;
+	if (ak != TP_ATTN_KERNEL_GEMM && !b->fused_attention)
+		return tp_jctx_fail(j, "attention_kernel",
+				    "a fused attention kernel, but "
+				    "fused_attention is off: set "
+				    "\"fused_attention\": true or drop the "
+				    "field");
 	if (b->expert_imbalance != 0 &&
 	    !(b->expert_imbalance >= 1 && b->expert_imbalance <= 64))
 		return tp_jctx_fail(j, "expert_imbalance",
@@ -336,8 +339,7 @@ static enum tp_status check_sources(struct tp_jctx *j,
 			    !tp_json_get(can, *f))
 				continue;
 			if (k == 0 && (!strcmp(*f, "expert_imbalance") ||
-				       !strcmp(*f,
-					       "hopper_attention_efficiency") ||
+				       !strcmp(*f, "attention_kernel") ||
 				       !strcmp(*f, "prefetch_depth") ||
 				       !strcmp(*f, "gemm_shape_half") ||
 				       !strncmp(*f, "ep_", 3) ||

@@ -15,7 +15,50 @@
 bool tp_sim_hopper_type(const char *name)
 {
 	return strncmp(name, "H100", 4) == 0 || strncmp(name, "H200", 4) == 0 ||
-	       strncmp(name, "GH200", 5) == 0;
+	       strncmp(name, "H800", 4) == 0 || strncmp(name, "GH200", 5) == 0;
+}
+
+/* An A100 (or its export version A800), the GPU FlashAttention-2's
+ * figures were measured on. */
+static bool ampere_type(const char *name)
+{
+	return strncmp(name, "A100", 4) == 0 || strncmp(name, "A800", 4) == 0;
+}
+
+/* The published efficiency of the runtime's attention kernel on type
+ * name, forward *f and backward *b, as fractions of the 16-bit peak
+ * (sim.h TP_SIM_ATTN_*); false for a kernel or a GPU without a figure
+ * (the GEMM curve then). */
+static bool attn_kernel_eff(enum tp_attn_kernel k, const char *name,
+			    double *f, double *b)
+{
+	bool hopper = tp_sim_hopper_type(name);
+
+	if (k == TP_ATTN_KERNEL_GEMM || (!hopper && !ampere_type(name)))
+		return false;
+	if (k == TP_ATTN_KERNEL_FA3 && hopper) {
+		*f = TP_SIM_ATTN_FA3_HOPPER_FWD;
+		*b = TP_SIM_ATTN_FA2_HOPPER * TP_SIM_ATTN_FA3_BWD_GAIN;
+		return true;
+	}
+	*f = hopper ? TP_SIM_ATTN_FA2_HOPPER : TP_SIM_ATTN_FA2_A100_FWD;
+	*b = hopper ? TP_SIM_ATTN_FA2_HOPPER : TP_SIM_ATTN_FA2_A100_BWD;
+	if (k == TP_ATTN_KERNEL_TRITON) {
+		*f /= TP_SIM_ATTN_TRITON_SLOWDOWN;
+		*b /= TP_SIM_ATTN_TRITON_SLOWDOWN;
+	}
+	return true;
+}
+
+double tp_sim_causal_share(const struct tp_model *m)
+{
+	double n;
+
+	if (m->arch.stack != TP_STACK_DECODER || m->arch.window > 0 ||
+	    m->seq_len <= 0)
+		return 1;
+	n = ceil((double)m->seq_len / TP_SIM_ATTN_TILE);
+	return (n + 1) / (2 * n);
 }
 
 /* Fused attention (fused_attention: FlashAttention, cuDNN/Transformer
@@ -24,29 +67,33 @@ bool tp_sim_hopper_type(const char *name)
  * V read, O written; the scores stay on chip), the backward recomputing
  * the scores: 5 of the forward's 2 GEMMs, 2.5x its FLOP (Dao 2023,
  * FlashAttention-2, section 3.1.2), reading Q, K, V, O, dO and writing
- * dQ, dK, dV.  On a Hopper type, a runtime whose kernel is of the
- * FlashAttention-2 class (hopper_attention_efficiency) reaches at most
- * that fraction of the peak (x gemm_sustained, like a GEMM's benchmark
- * efficiency). */
+ * dQ, dK, dV.  A causal decoder's kernels do tp_sim_causal_share of the
+ * FLOP.  The runtime's attention_kernel sets the efficiency on A100 and
+ * Hopper types (its published figure x gemm_sustained, in place of the
+ * GEMM's); the rate is the 16-bit peak also for an fp8 model
+ * (Transformer Engine keeps attention in BF16 unless fp8_dpa). */
 static void fused_attention_s(const struct tp_sim *sim, uint32_t o,
 			      uint32_t ty, double samples, double div,
 			      double wdiv, double *fwd, double *bwd)
 {
 	const struct tp_op *op = &sim->m->ops.v[o];
 	struct tp_cost_device hd = sim->dev[ty];
-	const struct tp_cost_device *d = &hd;
 	double io = (sim->in_bytes[o] + op->out_bytes) * samples / div;
 	double w = op->param_bytes / wdiv;
-	double f = op->flop * samples / div;
-	double cap = sim->o.params.hopper_attention_efficiency *
-		     sim->o.params.gemm_sustained;
+	double f = op->flop * samples / div * tp_sim_causal_share(sim->m);
+	double ef, eb, base = hd.gemm_eff;
+	double gs = sim->o.params.gemm_sustained > 0
+			    ? sim->o.params.gemm_sustained
+			    : 1;
+	bool pub = attn_kernel_eff(sim->o.params.attention_kernel,
+				   sim->c->types.v[ty].name, &ef, &eb);
 
-	if (cap > 0 && cap < hd.gemm_eff &&
-	    tp_sim_hopper_type(sim->c->types.v[ty].name))
-		hd.gemm_eff = cap;
-
-	*fwd = tp_cost_kernel_s(d, TP_OP_MATMUL, f, io + w, 1);
-	*bwd = tp_cost_kernel_s(d, TP_OP_MATMUL, 2.5 * f,
+	hd.peak = hd.peak_hi;
+	if (pub)
+		hd.gemm_eff = ef * gs;
+	*fwd = tp_cost_kernel_s(&hd, TP_OP_MATMUL, f, io + w, 1);
+	hd.gemm_eff = pub ? eb * gs : base;
+	*bwd = tp_cost_kernel_s(&hd, TP_OP_MATMUL, 2.5 * f,
 				2 * io + op->out_bytes * samples / div +
 					2 * w,
 				1);

@@ -320,6 +320,16 @@ enum tp_status tp_sim_make_report(const struct tp_sim *sim,
 		 "%.6g MB buckets; embedding weight tying, data loading and "
 		 "kernel overlap inside an op are not modelled",
 		 tp_sim_grad_bucket(sim, plan) / 1e6);
+	if (sim->o.params.fused_attention &&
+	    sim->o.params.attention_kernel != TP_ATTN_KERNEL_GEMM) {
+		size_t n = strlen(rep->approximations);
+		snprintf(rep->approximations + n,
+			 sizeof(rep->approximations) - n,
+			 "; fused attention (%s) at its published peak "
+			 "efficiency on A100/Hopper, whatever the head "
+			 "dimension and sequence length",
+			 tp_attn_kernel_name(sim->o.params.attention_kernel));
+	}
 	return TP_OK;
 }
 

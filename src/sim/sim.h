@@ -40,6 +40,7 @@
 #include "core/plan.h"
 #include "core/profile.h"
 #include "core/report.h"
+#include "core/runtime.h"
 #include "core/strbuf.h"
 
 struct tp_sim;
@@ -94,11 +95,11 @@ struct tp_sim_params {
 				    shape with this half point (core/cost.h
 				    tp_cost_gemm_shape_eff; README section
 				    2); 0: by FLOP per kernel alone */
-	double hopper_attention_efficiency; /* > 0: a fused attention on a
-				    Hopper type (H100, H200, GH200) reaches at
-				    most this fraction of its peak, times
-				    gemm_sustained (a FlashAttention-2 class
-				    kernel: README section 2) */
+	enum tp_attn_kernel attention_kernel; /* with fused_attention:
+				    the kernel whose published efficiency
+				    (TP_SIM_ATTN_*) sets its time on A100
+				    and Hopper types; TP_ATTN_KERNEL_GEMM:
+				    the GEMM curve (README section 2) */
 	bool grad_reduce_fp32;   /* data-parallel gradients are reduced
 				    in fp32 (4 bytes per parameter), not
 				    in the model dtype */
@@ -148,13 +149,51 @@ struct tp_sim_params {
 #define TP_SIM_WINOGRAD_GAIN 2.25
 
 /*
+ * Fused attention kernels (README section 2): the fraction of the
+ * 16-bit dense peak each reaches at long sequences and head dimension
+ * 128, as published (benchmark figures: the simulator multiplies them
+ * by gemm_sustained, as it does a GEMM's benchmark efficiency).
+ *   FlashAttention-2 on A100: up to 73% of the peak forward and 63%
+ *   backward (Dao 2023, arXiv:2307.08691, section 4.1; abstract:
+ *   "50-73% of the theoretical maximum FLOPs/s on A100").
+ *   FlashAttention-2 on H100: 35% (Shah et al. 2024, FlashAttention-3,
+ *   arXiv:2407.08608, abstract; FlashAttention-2 section 4.1: up to 335
+ *   TFLOP/s of 989, forward + backward), one figure for both passes.
+ *   FlashAttention-3 on H100: forward up to 75% (740 TFLOP/s, BF16/FP16,
+ *   its abstract); backward 1.5-1.75x FlashAttention-2's (its section
+ *   4.1), the middle 1.625 of that range.  On A100 it is not available:
+ *   a stack with FlashAttention-3 runs FlashAttention-2 there.
+ *   FlashAttention in Triton (2022): FlashAttention-2 is 1.3-2.5x
+ *   faster (FlashAttention-2 section 4.1); the geometric middle 1.8 of
+ *   that range divides FlashAttention-2's figures on both generations.
+ * Causal masks: a kernel skips the key blocks above the diagonal and
+ * computes the diagonal's blocks whole: (n + 1) / (2 n) of the full
+ * FLOP for n = ceil(seq / TP_SIM_ATTN_TILE) key blocks (FlashAttention-2
+ * section 3.1, "causal masking": block sizes 64 or 128, 128 taken).
+ */
+#define TP_SIM_ATTN_FA2_A100_FWD 0.73
+#define TP_SIM_ATTN_FA2_A100_BWD 0.63
+#define TP_SIM_ATTN_FA2_HOPPER 0.35
+#define TP_SIM_ATTN_FA3_HOPPER_FWD 0.75
+#define TP_SIM_ATTN_FA3_BWD_GAIN 1.625
+#define TP_SIM_ATTN_TRITON_SLOWDOWN 1.8
+#define TP_SIM_ATTN_TILE 128
+
+/* The share of an attention op's FLOP a fused kernel computes: (n + 1) /
+ * (2 n) for a causal decoder of n = ceil(seq / TP_SIM_ATTN_TILE) key
+ * blocks (the blocks above the diagonal skipped, the diagonal's whole),
+ * 1 for encoders, sliding windows and models that do not say (cost.c;
+ * README section 2). */
+double tp_sim_causal_share(const struct tp_model *m);
+
+/*
  * The shipped constants' measured error: mean and max |error| of
  * bench/bench_fidelity.c over the published runs of data/validation,
  * each under its runtime profile (src/sim/README section 9).  Reports
  * quote them; bench_fidelity says when they no longer match what it
  * measures (then update them with the README).
  */
-#define TP_SIM_VALIDATION_MEAN_ERROR 0.089
+#define TP_SIM_VALIDATION_MEAN_ERROR 0.090
 #define TP_SIM_VALIDATION_MAX_ERROR 0.390
 #define TP_SIM_VALIDATION_RUNS 30
 

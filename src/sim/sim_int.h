@@ -447,9 +447,10 @@ struct devmem {
 void tp_sim_speed_init(struct tp_sim *sim);
 
 /* Is a device type of NVIDIA's Hopper generation (H100, H200, GH200:
- * warpgroup MMA and TMA), by its name?  cost.c, for
- * hopper_attention_efficiency. */
+ * warpgroup MMA and TMA), by its name?  cost.c, for the fused
+ * attention kernels' efficiency (sim.h TP_SIM_ATTN_*). */
 bool tp_sim_hopper_type(const char *name);
+
 
 /* lanes.c: the group graph (s->groups, gedges, gorder, CSR, stages,
  * virtual depth; *depth = pipeline depth), TP_EINPUT for groups that
