@@ -196,7 +196,7 @@ static int run_one(const struct run *ru, uint64_t playouts, double *geo,
 	struct tp_cluster c;
 	char spec[32], desc[160];
 	const char *specs[1] = {spec};
-	struct best bg, b1, bi = {INFINITY, "-"};
+	struct best bg, b1, bi = {INFINITY, "-"}, be = {INFINITY, "-"};
 	struct tp_planner_options po;
 	struct tp_planner *pl;
 	struct tp_search_options o;
@@ -222,8 +222,10 @@ static int run_one(const struct run *ru, uint64_t playouts, double *geo,
 	ndev = (uint32_t)c.devices.n;
 	bg = grid(&m, &c, ru->axes, 64, "");
 	b1 = grid(&m, &c, ru->axes, 1, "");
-	if (ru->balanced)
+	if (ru->balanced) {
 		bi = grid(&m, &c, ru->axes, 64, ",imbalance=1");
+		be = grid(&m, &c, ru->axes, 64, ",etp=1");
+	}
 	tp_planner_options_default(&po);
 	if (tp_runtime_find("megatron-core", &po.runtime, &err) ||
 	    !(pl = tp_planner_new(&m, &c, &po, &err))) {
@@ -255,6 +257,11 @@ static int run_one(const struct run *ru, uint64_t playouts, double *geo,
 		printf("  EP grid, balanced experts (imbalance=1) %.3f s  "
 		       "MFU(active) %.1f%%  %s\n",
 		       bi.t, 100 * 6 * active * tokens / (bi.t * peak), bi.s);
+	if (ru->balanced)
+		printf("  EP grid, experts whole (etp=1) %.3f s  MFU(active) "
+		       "%.1f%%  %s (%.3fx the EP grid's time)\n",
+		       be.t, 100 * 6 * active * tokens / (be.t * peak), be.s,
+		       be.t / bg.t);
 	printf("  plan         %8.3f s  MFU(active) %5.1f%%  %s (%s)\n", t,
 	       100 * 6 * active * tokens / (t * peak), desc, r.source);
 	printf("  plan speed-up over the EP grid %.3fx\n", bg.t / t);

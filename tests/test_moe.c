@@ -613,6 +613,209 @@ START_TEST(test_ep_time_toy)
 }
 END_TEST
 
+/* Expert tensor parallelism (etp=1, Megatron-Core's
+ * --expert-tensor-parallel-size 1): the strategy key, the group's field
+ * in the plan file (read back), the export flag, and the errors: etp
+ * between 1 and tp, etp=1 without sequence parallelism, ep that divides
+ * tp x dp but not dp (allowed only under etp=1), a dense model. */
+START_TEST(test_etp_strategy_plan)
+{
+	struct tp_model m, d;
+	struct tp_cluster c;
+	struct tp_plan p, q;
+	struct tp_error err;
+	struct tp_strbuf sb;
+	struct tp_strategy st;
+	struct tp_load_options lo;
+	char buf[256], *bad, *at;
+	bool any = false;
+
+	tp_load_options_default(&lo);
+	load_hf("mixtral-8x7b.json", 512, 64, &m);
+	load_topo("dgx-h100:2", &c);
+	ck_assert_int_eq(tp_strategy_parse("tp=2,pp=2,ep=8,sp=on,etp=1", &st,
+					   &err),
+			 TP_OK);
+	tp_strategy_format(&st, buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, ",etp=1") != NULL, "%s", buf);
+	tp_plan_init(&p);
+	/* ep 8 divides tp x dp = 8, not dp = 4: only with etp=1 */
+	ck_assert_msg(expand("tp=2,pp=2,ep=8,sp=on,etp=1", &m, &c, &p,
+			     &err) == TP_OK,
+		      "%s", err.msg);
+	for (uint32_t g = 0; g < p.groups.n; g++) {
+		ck_assert_uint_eq(p.groups.v[g].etp, p.groups.v[g].ep > 1);
+		any |= p.groups.v[g].etp == 1;
+	}
+	ck_assert(any);
+	tp_strbuf_init(&sb);
+	tp_plan_write(&p, &m, &c, &sb);
+	ck_assert_msg(strstr(sb.buf, "\"etp\": 1") != NULL, "%s", sb.buf);
+	tp_plan_init(&q);
+	ck_assert_msg(tp_plan_load("plan.json", sb.buf, sb.len, &m, &c, &lo,
+				   &q, &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_uint_eq(q.groups.v[0].etp, 1);
+	tp_plan_release(&q);
+	bad = strdup(sb.buf);
+	at = strstr(bad, "\"etp\": 1");
+	at[7] = '3';
+	tp_plan_init(&q);
+	ck_assert_int_eq(tp_plan_load("plan.json", bad, strlen(bad), &m, &c,
+				      &lo, &q, &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "etp=3") && strstr(err.path, ".etp"),
+		      "%s at %s", err.msg, err.path);
+	tp_plan_release(&q);
+	free(bad);
+	tp_strbuf_release(&sb);
+	tp_strbuf_init(&sb);
+	export_args(&p, &m, &c, "megatron-core", TP_OK, &sb, &err);
+	ck_assert_msg(strstr(sb.buf, "--expert-tensor-parallel-size 1\n") &&
+			      strstr(sb.buf, "--expert-model-parallel-size 8\n"),
+		      "%s", sb.buf);
+	tp_strbuf_release(&sb);
+	tp_plan_release(&p);
+	/* the default (etp = tp) writes neither field nor flag */
+	tp_plan_init(&p);
+	ck_assert_msg(expand("tp=2,pp=2,ep=4,sp=on", &m, &c, &p, &err) ==
+			      TP_OK,
+		      "%s", err.msg);
+	tp_strbuf_init(&sb);
+	tp_plan_write(&p, &m, &c, &sb);
+	ck_assert(strstr(sb.buf, "\"etp\"") == NULL);
+	tp_strbuf_release(&sb);
+	tp_strbuf_init(&sb);
+	export_args(&p, &m, &c, "megatron-core", TP_OK, &sb, &err);
+	ck_assert(strstr(sb.buf, "--expert-tensor-parallel") == NULL);
+	tp_strbuf_release(&sb);
+	tp_plan_release(&p);
+	/* the errors */
+	tp_plan_init(&p);
+	ck_assert_int_eq(expand("tp=2,pp=2,ep=8,sp=on", &m, &c, &p, &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "does not divide dp=4"), "%s", err.msg);
+	tp_plan_release(&p);
+	tp_plan_init(&p);
+	ck_assert_int_eq(expand("tp=2,pp=2,ep=4,etp=1", &m, &c, &p, &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "sp=on"), "%s", err.msg);
+	tp_plan_release(&p);
+	tp_plan_init(&p);
+	ck_assert_int_eq(expand("tp=4,ep=4,sp=on,etp=2", &m, &c, &p, &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "etp=2") && strstr(err.msg, "(=4"),
+		      "%s", err.msg);
+	tp_plan_release(&p);
+	load_hf("llama-3-8b.json", 512, 64, &d);
+	tp_plan_init(&p);
+	ck_assert_int_eq(expand("tp=2,sp=on,etp=1", &d, &c, &p, &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "no routed experts"), "%s", err.msg);
+	tp_plan_release(&p);
+	tp_model_release(&d);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/* etp=1 on the toy MoE layer (4 experts of 1e8 B, their GEMMs split by
+ * columns) at tp 2, dp 4, ep 4, sequence parallel, 8 devices, load 1:
+ * by hand, each expert's weights are whole on its rank: 4 x 1e8 / ep 4
+ * = 1e8 B against 4 x 1e8 / (ep 4 x tp 2) = 5e7 under etp = tp, the same
+ * for the gradients; Adam's 12 B per parameter, ZeRO-1 over the expert-
+ * data-parallel ranks: tp x dp / ep = 2 under etp=1 (5e7 x 12 / 2 = 3e8
+ * B), dp / ep = 1 under etp = tp (2.5e7 x 12 = 3e8 B).  Compute is the
+ * same FLOP per rank (ep x the replica's 2 samples / tp whole, against
+ * ep x 2 samples split over tp: 4e11 FLOP = 4 ms per expert op and pass
+ * at 100 TFLOP/s, / ep), and the experts' tensor-parallel collectives
+ * are gone. */
+static void run_etp(uint32_t etp, struct tp_report *r)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_sim_options o;
+	struct tp_error err;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *s;
+	struct tp_plan p;
+	struct tp_plan_degrees deg = {4, 1, 2};
+	uint32_t ops[32], devs[8];
+
+	tp_test_moe_layer(&m, 4, 8, 1e8);
+	for (uint32_t i = 0; i < m.ops.n; i++) {
+		ops[i] = i;
+		if (strstr(m.ops.v[i].name, "expert"))
+			m.ops.v[i].tp_split = TP_SPLIT_COLUMN;
+	}
+	for (uint32_t d = 0; d < 8; d++)
+		devs[d] = d;
+	toy_cluster(&c, 8);
+	tp_plan_init(&p);
+	p.global_batch = m.global_batch;
+	p.micro_batches = 1;
+	p.zero = 1;
+	p.expert_imbalance = 1;
+	ck_assert_int_eq(tp_plan_add_group_degrees(&p, ops, (uint32_t)m.ops.n,
+						   devs, 8, &deg, NULL, &err),
+			 TP_OK);
+	p.groups.v[0].ep = 4;
+	p.groups.v[0].etp = etp;
+	p.groups.v[0].sp = true;
+	ck_assert_msg(tp_plan_validate(&p, &m, &c, &err) == TP_OK, "%s",
+		      err.msg);
+	tp_sim_options_default(&o);
+	o.params.gemm_sustained = 1;
+	o.params.overlap_grad_sync = false;
+	o.params.link_eff_intra = 1;
+	o.params.link_eff_network = 1;
+	o.params.collective_latency_s = 0;
+	sim = tp_sim_new(&m, &c, &o, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	s = tp_sim_scratch_new(sim);
+	ck_assert_ptr_nonnull(s);
+	tp_report_init(r);
+	ck_assert_msg(tp_sim_run(sim, &p, s, r, NULL, &err) == TP_OK, "%s",
+		      err.msg);
+	tp_sim_scratch_free(s);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+
+START_TEST(test_etp_toy)
+{
+	struct tp_report a, b;
+
+	run_etp(0, &a);
+	run_etp(1, &b);
+	ck_assert_msg(REL(a.devices[0].memory.weights, 5e7) < 1e-9, "%.9g",
+		      a.devices[0].memory.weights);
+	ck_assert_msg(REL(b.devices[0].memory.weights, 1e8) < 1e-9, "%.9g",
+		      b.devices[0].memory.weights);
+	ck_assert_msg(REL(b.devices[0].memory.gradients, 1e8) < 1e-9, "%.9g",
+		      b.devices[0].memory.gradients);
+	ck_assert_msg(REL(a.devices[0].memory.optimizer, 3e8) < 1e-9, "%.9g",
+		      a.devices[0].memory.optimizer);
+	ck_assert_msg(REL(b.devices[0].memory.optimizer, 3e8) < 1e-9, "%.9g",
+		      b.devices[0].memory.optimizer);
+	/* the same compute: 4 experts x (4 + 8) ms / ep 4 = 12 ms, plus the
+	 * router's and combine's kernels and the optimizer step (0.7 ms) */
+	ck_assert_msg(REL(a.devices[0].compute_s, b.devices[0].compute_s) <
+			      1e-12,
+		      "%.12g vs %.12g", a.devices[0].compute_s,
+		      b.devices[0].compute_s);
+	ck_assert_msg(b.devices[0].compute_s > 0.012 &&
+			      b.devices[0].compute_s < 0.0135,
+		      "%.9g", b.devices[0].compute_s);
+	ck_assert_msg(b.iteration_time_s < a.iteration_time_s, "%.9g vs %.9g",
+		      b.iteration_time_s, a.iteration_time_s);
+	tp_report_release(&a);
+	tp_report_release(&b);
+}
+END_TEST
+
 /* Expert with context parallelism (Megatron-Core: expert-data-parallel
  * groups over dp x cp).  The toy's sequence of 8 tokens split over cp 2
  * context ranks: each holds half of its replica's tokens, and the EP
@@ -999,6 +1202,8 @@ Suite *suite_moe(void)
 	tcase_add_test(tc, test_ep_runtime_imbalance);
 	tcase_add_test(tc, test_ep_node_forward_toy);
 	tcase_add_test(tc, test_ep_hai_llm_profile);
+	tcase_add_test(tc, test_etp_strategy_plan);
+	tcase_add_test(tc, test_etp_toy);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -343,9 +343,36 @@ static enum tp_status ep_check(const struct tp_plan *p,
 		return tp_error_set_path(err, TP_EINPUT, path,
 					 "ep=0: expected a positive "
 					 "expert-parallel degree (1 = none)");
-	if (gr->ep == 1)
+	if (gr->etp > 1 && gr->etp != gr->tp) {
+		snprintf(path, sizeof(path), "$.groups[%u].etp", g);
+		return tp_error_set_path(err, TP_EINPUT, path,
+					 "etp=%u: the expert tensor-parallel "
+					 "degree is modelled as tp (%u) or 1; "
+					 "set 1 or drop the field",
+					 gr->etp, gr->tp);
+	}
+	if (gr->etp == 1 && gr->tp > 1) {
+		uint32_t r = gr->tp * gr->dp * gr->cp;
+		if (!gr->sp) {
+			snprintf(path, sizeof(path), "$.groups[%u].etp", g);
+			return tp_error_set_path(
+				err, TP_EINPUT, path,
+				"etp=1 with tp=%u needs sequence parallelism "
+				"(Megatron-LM refuses MoE with tensor "
+				"parallelism without it): set sp to true",
+				gr->tp);
+		}
+		if (r % gr->ep != 0)
+			return tp_error_set_path(
+				err, TP_EINPUT, path,
+				"ep=%u does not divide the group's tp x dp x cp "
+				"= %u (with etp=1 Megatron-Core spreads the "
+				"experts over every rank: ep x expert-dp = tp x "
+				"dp x cp); use a divisor of %u",
+				gr->ep, r, r);
+	} else if (gr->ep == 1) {
 		return TP_OK;
-	if ((gr->dp * gr->cp) % gr->ep != 0) {
+	} else if ((gr->dp * gr->cp) % gr->ep != 0) {
 		uint32_t lanes = gr->dp * gr->cp;
 		if (gr->cp == 1)
 			return tp_error_set_path(
@@ -374,11 +401,18 @@ static enum tp_status ep_check(const struct tp_plan *p,
 				   j;
 	}
 	if (n == 0) {
-		st = tp_error_set_path(err, TP_EINPUT, path,
-				       "ep=%u but the group has no routed "
-				       "experts (ops \"...expert<j>...\"); use "
-				       "ep=1",
-				       gr->ep);
+		if (gr->ep <= 1)
+			snprintf(path, sizeof(path), "$.groups[%u].etp", g);
+		st = gr->ep > 1
+			     ? tp_error_set_path(
+				   err, TP_EINPUT, path,
+				   "ep=%u but the group has no routed experts "
+				   "(ops \"...expert<j>...\"); use ep=1",
+				   gr->ep)
+			     : tp_error_set_path(
+				   err, TP_EINPUT, path,
+				   "etp=1 but the group has no routed experts "
+				   "(ops \"...expert<j>...\"); drop etp");
 		goto out;
 	}
 	qsort(key, (size_t)n, sizeof(*key), cmp_i64);

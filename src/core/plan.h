@@ -112,6 +112,14 @@ struct tp_plan_group {
 	   expert.  ep divides dp x cp and each layer's routed experts in
 	   the group. */
 	uint32_t ep;
+	/* expert tensor parallelism (Megatron-Core's --expert-tensor-
+	   parallel-size): 0 = the group's tp (the default: each expert's
+	   GEMMs split over the tensor ranks, EP groups of ep replicas at the
+	   same tensor rank); 1 = every expert whole on its rank, the EP
+	   groups ep consecutive ranks of the tp x cp x dp ones (rank order
+	   etp-ep-dp), ep dividing tp x dp x cp, sequence parallelism on
+	   (src/sim/README section 3).  Other degrees are not modelled. */
+	uint32_t etp;
 	/* gradient compression */
 	uint32_t sfb_first, n_sfb; /* ops using sufficient-factor broadcasting,
 				      into plan->sfb */

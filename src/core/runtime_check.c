@@ -220,6 +220,11 @@ static void check_groups(const struct tp_runtime_can *can,
 		if (gr->ep > 1 && !can->expert_parallel)
 			need(n, TP_CAP_EXPERT_PARALLEL,
 			     "group %u is expert parallel (ep %u)", g, gr->ep);
+		if (gr->etp == 1 && gr->tp > 1 && !can->expert_parallel)
+			need(n, TP_CAP_EXPERT_PARALLEL,
+			     "group %u runs its experts whole (etp 1 under "
+			     "tp %u)",
+			     g, gr->tp);
 		if (gr->sp && !can->sequence_parallel)
 			need(n, TP_CAP_SEQUENCE_PARALLEL,
 			     "group %u uses sequence parallelism", g);

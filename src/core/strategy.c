@@ -32,12 +32,12 @@ static const char *const keys[] = {"tp",        "pp", "dp",   "mb",
 				   "gbs",       "schedule", "recompute",
 				   "sp",        "zero", "sync", "ep", "cp",
 				   "imbalance", "capacity", "first_layers",
-				   "last_layers"};
+				   "last_layers", "etp"};
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
 static const char key_list[] =
 	"tp, pp, dp, mb, gbs, schedule, recompute, sp, zero, sync, ep, cp, "
-	"imbalance, capacity, first_layers, last_layers";
+	"imbalance, capacity, first_layers, last_layers, etp";
 
 /* Parse a positive (or, with allow_zero, non-negative) decimal integer no
  * larger than max. */
@@ -204,6 +204,12 @@ static enum tp_status set_key(struct tp_strategy *s, int k, const char *key,
 		else
 			s->last_layers = (uint32_t)x;
 		return TP_OK;
+	case 16: /* etp */
+		if (parse_uint(val, 1 << 20, false, &x))
+			return bad_value(err, key, val,
+					 "a positive integer (1 or tp)");
+		s->etp = (uint32_t)x;
+		return TP_OK;
 	default:
 		return tp_error_set(err, TP_EINTERNAL, "bad strategy key");
 	}
@@ -341,17 +347,57 @@ void tp_strategy_format(const struct tp_strategy *s, char *buf, size_t size)
 			snprintf(buf + n, size - n, ",last_layers=%u",
 				 s->last_layers);
 	}
+	if (s->etp > 0) {
+		size_t n = strlen(buf);
+		if (n < size)
+			snprintf(buf + n, size - n, ",etp=%u", s->etp);
+	}
+}
+
+/* etp: the expert tensor-parallel degree, tp (Megatron-Core's default
+ * --expert-tensor-parallel-size) or 1 (each expert whole on its rank);
+ * Megatron-Core's degrees between are not modelled.  Under tensor
+ * parallelism MoE needs sequence parallelism (Megatron-LM's
+ * arguments.py refuses MoE with tp > 1 without it). */
+static enum tp_status check_etp(const struct tp_strategy *s,
+			        const struct tp_model *m,
+			        struct tp_error *err)
+{
+	if (s->etp == 0 || s->etp == s->tp)
+		return TP_OK;
+	if (m->arch.experts <= 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: etp=%u but the model has no "
+				    "routed experts; drop etp",
+				    s->etp);
+	if (s->etp != 1)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: etp=%u: the expert tensor-"
+				    "parallel degree is modelled as tp (=%u, "
+				    "the default) or 1 (experts whole on each "
+				    "rank); use etp=1 or drop etp",
+				    s->etp, s->tp);
+	if (!s->sp)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: etp=1 with tp=%u needs sequence "
+				    "parallelism (Megatron-LM: MoE with tensor "
+				    "parallelism must use it; each tensor rank "
+				    "dispatches its own tokens); add sp=on",
+				    s->tp);
+	return TP_OK;
 }
 
 /* ep: routed experts to spread, dividing their count and dp x cp
- * (Megatron-Core: ep x expert-dp = dp x cp with the expert tensor-parallel
- * degree = tp). */
+ * (Megatron-Core: ep x etp x expert-dp = tp x dp x cp; etp = tp: ep x
+ * expert-dp = dp x cp), or tp x dp x cp under etp=1. */
 static enum tp_status check_ep(const struct tp_strategy *s,
 			       const struct tp_model *m, uint32_t dp,
 			       struct tp_error *err)
 {
-	if (s->ep <= 1)
-		return TP_OK;
+	enum tp_status st = check_etp(s, m, err);
+
+	if (st || s->ep <= 1)
+		return st;
 	if (m->arch.experts <= 0)
 		return tp_error_set(err, TP_EINPUT,
 				    "strategy: ep=%u but the model has no "
@@ -364,6 +410,18 @@ static enum tp_status check_ep(const struct tp_strategy *s,
 				    "of %lld",
 				    s->ep, (long long)m->arch.experts,
 				    (long long)m->arch.experts);
+	if (s->etp == 1 && s->tp > 1) {
+		uint32_t r = s->tp * dp * s->cp;
+		if (r % s->ep != 0)
+			return tp_error_set(
+			    err, TP_EINPUT,
+			    "strategy: ep=%u does not divide tp x dp x cp = "
+			    "%u (with etp=1 Megatron-Core spreads the experts "
+			    "over every rank of a stage: ep x expert-dp = tp "
+			    "x dp x cp); use a divisor of %u",
+			    s->ep, r, r);
+		return TP_OK;
+	}
 	if (dp * s->cp % s->ep != 0 && s->cp == 1)
 		return tp_error_set(err, TP_EINPUT,
 				    "strategy: ep=%u does not divide dp=%u "
@@ -758,6 +816,9 @@ static enum tp_status add_chunk(const struct chunker *k, uint32_t ch,
 	gr->recompute = s->recompute;
 	gr->sp = s->sp;
 	gr->ep = group_has_experts(m, k->ops, n) ? s->ep : 1;
+	gr->etp = group_has_experts(m, k->ops, n) && s->etp == 1 && s->tp > 1
+			  ? 1
+			  : 0;
 	return TP_OK;
 }
 

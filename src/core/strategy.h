@@ -55,6 +55,9 @@ struct tp_strategy {
 	uint32_t zero;
 	int sync; /* enum tp_sync, or -1 = automatic */
 	uint32_t ep; /* expert parallelism (plan.h), 1 = none */
+	uint32_t etp; /* expert tensor parallelism (plan.h): 0 = tp
+			 (Megatron-Core's default), 1 = every expert whole
+			 on its rank */
 	double imbalance, capacity; /* the plan's expert_imbalance and
 				       expert_capacity_factor, 0 = default */
 	uint32_t first_layers, last_layers; /* layers of the first / last
@@ -69,7 +72,7 @@ enum tp_status tp_strategy_parse(const char *text, struct tp_strategy *s,
 				 struct tp_error *err);
 
 /* Write s as a canonical string into buf: every key of the first set,
- * ep only when > 1. */
+ * ep only when > 1, etp only when given. */
 void tp_strategy_format(const struct tp_strategy *s, char *buf, size_t size);
 
 /*

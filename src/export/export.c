@@ -213,9 +213,16 @@ static enum tp_status expert_parallel(struct tp_export_spec *spec,
 				      const struct tp_runtime *rt,
 				      struct tp_error *err)
 {
+	bool split = false;
+
 	spec->ep = 1;
+	spec->etp = 0;
 	for (uint32_t g = 0; g < p->groups.n; g++) {
 		uint32_t ep = p->groups.v[g].ep;
+		if (p->groups.v[g].etp == 1 && p->groups.v[g].tp > 1)
+			spec->etp = 1;
+		else if (ep > 1 && p->groups.v[g].tp > 1)
+			split = true;
 		if (ep <= 1)
 			continue;
 		if (spec->ep > 1 && ep != spec->ep)
@@ -236,6 +243,20 @@ static enum tp_status expert_parallel(struct tp_export_spec *spec,
 		    "export writes it (--expert-model-parallel-size); "
 		    "re-plan with --runtime megatron-core, or with ep=1",
 		    spec->ep);
+	if (spec->etp == 1 && split)
+		return tp_export_refuse(
+		    err,
+		    "groups whose experts run whole (etp=1) and groups whose "
+		    "experts are split over tp: Megatron-Core takes one "
+		    "--expert-tensor-parallel-size; re-plan with one etp");
+	if (spec->etp == 1 && (rt->can.launcher != TP_LAUNCH_MEGATRON ||
+			       strncmp(rt->name, "megatron-lm-", 12) == 0))
+		return tp_export_refuse(
+		    err,
+		    "expert tensor parallelism 1 (etp=1): only the "
+		    "Megatron-Core export writes it "
+		    "(--expert-tensor-parallel-size); re-plan with --runtime "
+		    "megatron-core, or without etp");
 	return TP_OK;
 }
 

@@ -76,6 +76,9 @@ struct tp_export_spec {
 	uint32_t tp, pp, dp;
 	uint32_t ep; /* expert parallelism of the groups with routed experts
 			(1 = none); only Megatron-Core's targets write it */
+	uint32_t etp; /* expert tensor parallelism: 1 when the groups with
+			 routed experts run them whole (plan.h etp),
+			 0 = tp (no flag) */
 	uint32_t cp;		  /* context parallelism (1 = none) */
 	uint32_t virtual_stages;  /* chunks per stage (1 unless interleaved) */
 	int64_t layers;		  /* transformer layers of the model, 0 none */

@@ -111,6 +111,8 @@ static void parallel_args(const struct tp_export_spec *s,
 		ARG("--context-parallel-size %u", s->cp);
 	if (s->ep > 1 && f == MEGATRON_CORE)
 		ARG("--expert-model-parallel-size %u", s->ep);
+	if (s->etp == 1 && f == MEGATRON_CORE)
+		ARG("--expert-tensor-parallel-size %u", 1u);
 	layout_args(s, f, sep, out);
 	ARG("--micro-batch-size %lld", (long long)s->micro_batch);
 	ARG("--global-batch-size %lld", (long long)s->global_batch);

@@ -24,7 +24,7 @@ static const char *const plan_fields[] = {
 static const char *const group_fields[] = {
     "name", "ops",	 "devices", "tp",	   "dp", "cp",
     "shares", "sync", "recompute", "sp",	    "compression", "ep",
-    "replica_tp", NULL};
+    "replica_tp", "etp", NULL};
 static const char *const range_fields[] = {"from", "to", NULL};
 static const char *const gcomp_fields[] = {"sfb_ops", "saved_bytes", "lossy",
 					   "powersgd_rank", NULL};
@@ -264,7 +264,7 @@ static enum tp_status read_replica_tp(struct reader *r, const struct tp_json *g,
 /* What one group of a plan file says (read_group). */
 struct group_in {
 	const struct tp_json *ops, *devs, *shares, *comp;
-	int64_t tp, dp, cp, ep;
+	int64_t tp, dp, cp, ep, etp;
 	int sync, rec, lossy;
 	bool sp;
 	double saved;  /* compression.saved_bytes */
@@ -418,8 +418,14 @@ static enum tp_status read_group_modes(struct reader *r,
 		return tp_jctx_fail(j, "sp",
 				    "sequence parallelism needs tp > 1");
 	if ((st = tp_jget_int(j, g, "ep", false, 1, TP_IO_MAX_DEVICES, 1,
-			      &in->ep)))
+			      &in->ep)) ||
+	    (st = tp_jget_int(j, g, "etp", false, 1, TP_IO_MAX_DEVICES, 0,
+			      &in->etp)))
 		return st;
+	if (in->etp == in->tp)
+		in->etp = 0;
+	if (in->etp > 0) /* etp 1 (or refused) and ep: tp_plan_validate */
+		return TP_OK;
 	if (in->dp % in->ep != 0)
 		return tp_jctx_fail(j, "ep",
 				    "ep=%lld does not divide dp=%lld (Megatron-"
@@ -537,6 +543,7 @@ static enum tp_status plan_group(struct reader *r, const struct group_in *in)
 	gr->recompute = (enum tp_recompute)in->rec;
 	gr->sp = in->sp;
 	gr->ep = (uint32_t)in->ep;
+	gr->etp = (uint32_t)in->etp;
 	gr->sfb_first = (uint32_t)r->p->sfb.n;
 	gr->n_sfb = (uint32_t)r->sfb.n;
 	for (size_t k = 0; k < r->sfb.n; k++)
@@ -1456,6 +1463,8 @@ void tp_plan_write(const struct tp_plan *p, const struct tp_model *m,
 		tp_jw_kv_bool(&jw, "sp", gr->sp);
 		if (gr->ep > 1)
 			tp_jw_kv_int(&jw, "ep", gr->ep);
+		if (gr->etp == 1 && gr->tp > 1)
+			tp_jw_kv_int(&jw, "etp", 1);
 		if (gr->n_sfb || gr->sfb_saved_bytes > 0 ||
 		    gr->lossy != TP_LOSSY_NONE || gr->powersgd_rank) {
 			tp_jw_key(&jw, "compression");

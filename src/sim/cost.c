@@ -822,6 +822,13 @@ static void lane_state(const struct tp_sim *sim, const struct tp_plan *plan,
 			    ? (params - a->params_meas) / sim->dtype_bytes - ne
 			    : n;
 	double dz = dp > 0 ? dp : 1, dze = dz / ln->ep;
+	const struct tp_plan_group *gr = &plan->groups.v[ln->group];
+
+	/* etp=1: the experts' replicas are every rank of the group over
+	 * ep, tp x dp x cp / ep (Megatron-Core's expert-data-parallel
+	 * group) */
+	if (etp_whole(gr))
+		dze = dz * gr->tp / ln->ep;
 	double slowest_bw = INFINITY, oh = 0;
 
 	ln->params = params;
@@ -966,7 +973,7 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	const uint32_t *ops = tp_plan_group_ops(plan, ln->group);
 	uint32_t t = ln->tp, types[8], n_types;
 	double b = ln->samples, tpd = t, work_sel = 0, work_full = 0;
-	bool sp = gr->sp && t > 1;
+	bool sp = gr->sp && t > 1, whole = etp_whole(gr);
 	enum tp_recompute rc = gr->recompute;
 	uint32_t zero = plan->zero, dp = grp_reps(gr);
 	struct lane_sums a;
@@ -996,13 +1003,27 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		double saved, ob, load = 1;
 		struct op_cost oc;
 
-		if (ln->ep > 1 && sim->expert[o] >= 0) {
+		if ((ln->ep > 1 || whole) && sim->expert[o] >= 0) {
 			/* a routed expert's op under ep: each rank runs
 			 * experts/ep of them on ep x the tokens (times the
 			 * busiest rank's load), i.e. per op 1/ep of its cost
-			 * at that batch; weights divided by ep */
+			 * at that batch; weights divided by ep.  etp=1: the
+			 * experts whole on each rank (no tensor split, no
+			 * tensor-parallel collective), the EP group's
+			 * tokens ep x the rank's own b / tp (sequence
+			 * parallel) */
 			double be = b * ln->ep * ln->lf;
-			op_cost(sim, ln, o, types, n_types, sp, be, &oc);
+			if (whole) {
+				struct lane l1 = *ln;
+				l1.tp = 1;
+				be /= tpd;
+				wdiv = 1;
+				op_cost(sim, &l1, o, types, n_types, false, be,
+					&oc);
+			} else {
+				op_cost(sim, ln, o, types, n_types, sp, be,
+					&oc);
+			}
 			oc.fw /= ln->ep;
 			oc.bw /= ln->ep;
 			oc.fc /= ln->ep;
@@ -1128,7 +1149,8 @@ static bool lc_same(const struct tp_sim_scratch *s, const struct lcentry *a,
 	return a->h == k->h && a->n_ops == k->n_ops && a->tp == k->tp &&
 	       a->dp == k->dp && a->zero == k->zero &&
 	       a->n_types == k->n_types && a->sp == k->sp && a->rc == k->rc &&
-	       a->ep == k->ep && lc_dbl(a->ep_a) == lc_dbl(k->ep_a) &&
+	       a->ep == k->ep && a->etp == k->etp &&
+	       lc_dbl(a->ep_a) == lc_dbl(k->ep_a) &&
 	       lc_dbl(a->ep_k) == lc_dbl(k->ep_k) &&
 	       lc_dbl(a->lf) == lc_dbl(k->lf) &&
 	       lc_dbl(a->samples) == lc_dbl(k->samples) &&
@@ -1179,6 +1201,7 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	k.ar_a = ln->ar_a;
 	k.ar_k = ln->ar_k;
 	k.ep = ln->ep;
+	k.etp = etp_whole(gr) ? 1 : 0;
 	k.ep_a = ln->ep_a;
 	k.ep_k = ln->ep_k;
 	k.lf = ln->lf;
@@ -1200,6 +1223,8 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		h = lc_mix(h, lc_dbl(k.ep_k));
 		h = lc_mix(h, lc_dbl(k.lf));
 	}
+	if (k.etp)
+		h = lc_mix(h, 0x65747031ull);
 	if (k.cp > 1) {
 		h = lc_mix(h, k.cp);
 		h = lc_mix(h, lc_dbl(k.cp_lat));

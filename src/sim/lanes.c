@@ -366,23 +366,26 @@ static int ep_flows(const struct tp_sim *sim, const struct tp_plan *plan,
 		    uint32_t g, bool inter, double *rate, double *lat)
 {
 	const struct tp_plan_group *gr = &plan->groups.v[ln->group];
-	uint32_t ep = gr->ep, tp = gr->tp, n = 0, groups = grp_reps(gr) / ep;
+	/* members at stride st (ep_stride: tp, or 1 under etp=1), st
+	 * parallel EP groups per block of ep x st devices */
+	uint32_t ep = gr->ep, st = ep_stride(gr), n = 0;
+	uint32_t groups = gr->n_devices / (ep * st);
 	const struct tp_device *dv = sim->c->devices.v;
 
 	*rate = INFINITY;
 	*lat = 0;
 	s->tmp3.n = 0;
 	if (tp_vec_reserve(&s->tmp3,
-			   2 * (size_t)groups * tp * ep * (ep - 1)))
+			   2 * (size_t)groups * st * ep * (ep - 1)))
 		return -1;
 	for (uint32_t q = 0; q < groups; q++)
-		for (uint32_t j = 0; j < tp; j++)
+		for (uint32_t j = 0; j < st; j++)
 			for (uint32_t a = 0; a < ep; a++)
 				for (uint32_t b = 0; b < ep; b++) {
 					uint32_t base = gr->dev_first +
-							q * ep * tp + j;
-					uint32_t da = plan->devs.v[base + a * tp];
-					uint32_t db = plan->devs.v[base + b * tp];
+							q * ep * st + j;
+					uint32_t da = plan->devs.v[base + a * st];
+					uint32_t db = plan->devs.v[base + b * st];
 					bool same = dv[da].node == dv[db].node;
 					if (a == b)
 						continue;
@@ -408,7 +411,7 @@ static uint32_t ep_even_nodes(const struct tp_sim *sim,
 			      const struct lane *ln, uint32_t *g)
 {
 	const struct tp_plan_group *gr = &plan->groups.v[ln->group];
-	uint32_t ep = gr->ep, tp = gr->tp, k;
+	uint32_t ep = gr->ep, tp = ep_stride(gr), k;
 	const uint32_t *d = plan->devs.v + gr->dev_first;
 	const struct tp_device *dv = sim->c->devices.v;
 
@@ -610,9 +613,10 @@ static enum tp_status make_lanes(const struct tp_sim *sim,
 		s->groups.v[g].param_bytes = s->lanes.v[big].params;
 		s->groups.v[g].grad_bytes = s->groups.v[g].param_bytes;
 		s->groups.v[g].expert_bytes =
-			gr->ep > 1 ? s->lanes.v[s->groups.v[g].lane_first]
-					     .params_expert
-				   : 0;
+			gr->ep > 1 || etp_whole(gr)
+				? s->lanes.v[s->groups.v[g].lane_first]
+					  .params_expert
+				: 0;
 		if (sim->o.params.grad_reduce_fp32 && !gr->n_sfb &&
 		    gr->lossy == TP_LOSSY_NONE)
 			/* fp32 gradient reduction (README section 3):

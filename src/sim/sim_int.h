@@ -196,7 +196,7 @@ struct lcentry {
 	uint32_t tp, dp, zero, n_types;
 	uint32_t cp;
 	uint32_t types[8];
-	uint32_t sp, rc, ep;
+	uint32_t sp, rc, ep, etp;
 	double samples, tp_a, tp_k, ar_a, ar_k, ep_a, ep_k, lf, cp_lat;
 	double cp_rate;
 	double f_comp, f_comm, b_comp, b_comm, opt_s;
@@ -363,6 +363,20 @@ struct tp_sim_scratch {
 static inline uint32_t grp_reps(const struct tp_plan_group *g)
 {
 	return g->dp * g->cp;
+}
+
+/* Expert tensor parallelism 1 under tp > 1 (plan.h etp): the group's
+ * routed experts whole on each rank. */
+static inline bool etp_whole(const struct tp_plan_group *g)
+{
+	return g->etp == 1 && g->tp > 1;
+}
+
+/* The stride between an EP group's members in the group's device order
+ * (tensor ranks fastest): tp, or 1 under etp=1. */
+static inline uint32_t ep_stride(const struct tp_plan_group *g)
+{
+	return etp_whole(g) ? 1 : g->tp;
 }
 
 /* Is a[0..n) ascending?  (Device lists usually are; qsort is then

@@ -424,21 +424,26 @@ static int sync_expert(const struct tp_sim *sim, const struct tp_plan *plan,
 		       bool half, struct phase *ph)
 {
 	const struct tp_plan_group *gr = &plan->groups.v[g];
-	uint32_t ep = gr->ep, n = grp_reps(gr) / gr->ep, rings = 1, r2 = 1;
+	/* members at stride st (ep_stride) in the group's order, tensor
+	 * ranks fastest: x = (q ep + e) st + j, replica x / tp, rank x % tp */
+	uint32_t ep = gr->ep, st = ep_stride(gr), tp = gr->tp, rings = 1, r2 = 1;
+	uint32_t n = grp_reps(gr) * (tp / st) / ep;
 	enum tp_cost_coll k = half ? TP_COST_REDUCE_SCATTER : TP_COST_ALL_REDUCE;
 	struct coll c;
 
 	if (n < 2)
 		return 0;
-	for (uint32_t j = 0; j < gr->tp; j++)
+	for (uint32_t j = 0; j < st; j++)
 		for (uint32_t e = 0; e < ep; e++) {
 			uint32_t *p;
 			s->tmp2.n = 0;
 			if (tp_vec_reserve(&s->tmp2, (size_t)n + 1))
 				return -1;
 			p = s->tmp2.v;
-			for (uint32_t q = 0; q < n; q++)
-				p[q] = lane_dev(plan, s, g, e + q * ep, j);
+			for (uint32_t q = 0; q < n; q++) {
+				uint32_t x = (q * ep + e) * st + j;
+				p[q] = lane_dev(plan, s, g, x / tp, x % tp);
+			}
 			if (!sorted_u32(p, n))
 				qsort(p, n, sizeof(*p), cmp_u32);
 			if (tp_sim_acc_ring(s, p, n, &r2))
@@ -484,7 +489,8 @@ static int grad_sync_phases(const struct tp_sim *sim,
 	double Se = 0;
 	int np, ne;
 
-	if (plan->groups.v[g].ep > 1 && gi->param_bytes > 0)
+	if ((plan->groups.v[g].ep > 1 || etp_whole(&plan->groups.v[g])) &&
+	    gi->param_bytes > 0)
 		Se = S * gi->expert_bytes / gi->param_bytes;
 	if (!(Se > 0))
 		return sync_phases(sim, plan, s, g, S, half, ph);
