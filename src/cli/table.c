@@ -226,13 +226,7 @@ static void end_name(const struct tp_cluster *c, uint32_t v, char *buf,
 			return;
 		}
 		if (tp_node_is_nic(&c->nodes.v[k], v)) {
-			if (c->nodes.v[k].rails)
-				snprintf(buf, size, "%s/nic%u",
-					 c->nodes.v[k].name,
-					 v - c->nodes.v[k].nic_vertex);
-			else
-				snprintf(buf, size, "%s/nic",
-					 c->nodes.v[k].name);
+			tp_node_nic_name(&c->nodes.v[k], v, buf, size);
 			return;
 		}
 	}

@@ -223,6 +223,15 @@ const char *tp_link_kind_name(enum tp_link_kind k)
 	return (unsigned)k < TP_LINK_KIND_COUNT ? link_names[k] : "?";
 }
 
+void tp_node_nic_name(const struct tp_node *n, uint32_t v, char *buf,
+		      size_t size)
+{
+	if (n->rails)
+		snprintf(buf, size, "%s/nic%u", n->name, v - n->nic_vertex);
+	else
+		snprintf(buf, size, "%s/nic", n->name);
+}
+
 int tp_link_kind_parse(const char *s)
 {
 	for (int i = 0; i < TP_LINK_KIND_COUNT; i++)

@@ -31,6 +31,7 @@
 #define TP_CLUSTER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "arena.h"
@@ -119,6 +120,11 @@ static inline uint32_t tp_node_nic_vertices(const struct tp_node *n)
 {
 	return n->nic_vertex == UINT32_MAX ? 0 : n->rails ? n->rails : 1;
 }
+
+/* The name of node n's NIC vertex v: "<node>/nic", or "<node>/nic<r>"
+ * for rail r of a rail-optimised node (reports, tables, pictures). */
+void tp_node_nic_name(const struct tp_node *n, uint32_t v, char *buf,
+		      size_t size);
 
 /* Is vertex v one of node n's NIC vertices? */
 static inline bool tp_node_is_nic(const struct tp_node *n, uint32_t v)

@@ -392,11 +392,7 @@ static void vertex_name(const struct tp_cluster *c, const struct vnames *vn,
 		snprintf(buf, size, "%s/fabric", c->nodes.v[w].name);
 		return;
 	case VN_NIC:
-		if (c->nodes.v[w].rails)
-			snprintf(buf, size, "%s/nic%u", c->nodes.v[w].name,
-				 v - c->nodes.v[w].nic_vertex);
-		else
-			snprintf(buf, size, "%s/nic", c->nodes.v[w].name);
+		tp_node_nic_name(&c->nodes.v[w], v, buf, size);
 		return;
 	default:
 		if (v >= c->vertex_kind.n)

@@ -147,13 +147,7 @@ static void vertex_name(const struct tp_cluster *c, uint32_t v, char *buf,
 			return;
 		}
 		if (tp_node_is_nic(&c->nodes.v[n], v)) {
-			if (c->nodes.v[n].rails)
-				snprintf(buf, size, "%s/nic%u",
-					 c->nodes.v[n].name,
-					 v - c->nodes.v[n].nic_vertex);
-			else
-				snprintf(buf, size, "%s/nic",
-					 c->nodes.v[n].name);
+			tp_node_nic_name(&c->nodes.v[n], v, buf, size);
 			return;
 		}
 	}
