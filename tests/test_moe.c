@@ -193,6 +193,28 @@ END_TEST
 
 /* The plan file carries ep (written only above 1) and refuses a bad one
  * with its place. */
+/* Load plan text into q (initialised here, released by the caller),
+ * the last character of its first `key` replaced by `c` when key is
+ * given. */
+static enum tp_status load_text(const char *text, const char *key, char c,
+				const struct tp_model *m,
+				const struct tp_cluster *cl, struct tp_plan *q,
+				struct tp_error *err)
+{
+	struct tp_load_options lo;
+	char *t = strdup(text), *at;
+	enum tp_status st;
+
+	ck_assert_ptr_nonnull(t);
+	tp_load_options_default(&lo);
+	if (key && (at = strstr(t, key)) != NULL)
+		at[strlen(key) - 1] = c;
+	tp_plan_init(q);
+	st = tp_plan_load("plan.json", t, strlen(t), m, cl, &lo, q, err);
+	free(t);
+	return st;
+}
+
 START_TEST(test_ep_plan_file)
 {
 	struct tp_model m;
@@ -200,10 +222,7 @@ START_TEST(test_ep_plan_file)
 	struct tp_plan p, q;
 	struct tp_error err;
 	struct tp_strbuf sb;
-	struct tp_load_options lo;
-	char *bad, *at;
 
-	tp_load_options_default(&lo);
 	load_hf("mixtral-8x7b.json", 512, 64, &m);
 	load_topo("dgx-h100:1", &c);
 	tp_plan_init(&p);
@@ -212,25 +231,17 @@ START_TEST(test_ep_plan_file)
 	tp_strbuf_init(&sb);
 	tp_plan_write(&p, &m, &c, &sb);
 	ck_assert_msg(strstr(sb.buf, "\"ep\": 4") != NULL, "%s", sb.buf);
-	tp_plan_init(&q);
-	ck_assert_msg(tp_plan_load("plan.json", sb.buf, sb.len, &m, &c, &lo,
-				   &q, &err) == TP_OK,
+	ck_assert_msg(load_text(sb.buf, NULL, 0, &m, &c, &q, &err) == TP_OK,
 		      "%s", err.msg);
 	ck_assert_uint_eq(q.groups.v[0].ep, 4);
 	tp_plan_release(&q);
 	/* ep 3 does not divide dp 8 */
-	bad = strdup(sb.buf);
-	at = strstr(bad, "\"ep\": 4");
-	at[6] = '3';
-	tp_plan_init(&q);
-	ck_assert_int_eq(tp_plan_load("plan.json", bad, strlen(bad), &m, &c,
-				      &lo, &q, &err),
+	ck_assert_int_eq(load_text(sb.buf, "\"ep\": 4", '3', &m, &c, &q, &err),
 			 TP_EINPUT);
 	ck_assert_msg(strstr(err.msg, "ep=3 does not divide dp=8") &&
 			      strstr(err.path, "groups[0].ep"),
 		      "%s at %s", err.msg, err.path);
 	tp_plan_release(&q);
-	free(bad);
 	tp_strbuf_release(&sb);
 	/* ep 1 is not written: plans without experts are unchanged */
 	p.groups.v[0].ep = 1;
@@ -379,14 +390,42 @@ static struct {
 	double sm_share;
 } toy_ex;
 
+/* Calibration and latencies off so hand figures hold. */
+static void toy_options(struct tp_sim_options *o)
+{
+	tp_sim_options_default(o);
+	o->params.gemm_sustained = 1;
+	o->params.overlap_grad_sync = false;
+	o->params.link_eff_intra = 1;
+	o->params.link_eff_network = 1;
+	o->params.collective_latency_s = 0;
+}
+
+/* Simulate plan p of m on c with options o into r (initialised here). */
+static void toy_simulate(const struct tp_model *m, const struct tp_cluster *c,
+			 const struct tp_plan *p,
+			 const struct tp_sim_options *o, struct tp_report *r)
+{
+	struct tp_error err;
+	struct tp_sim *sim = tp_sim_new(m, c, o, &err);
+	struct tp_sim_scratch *s;
+
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	s = tp_sim_scratch_new(sim);
+	ck_assert_ptr_nonnull(s);
+	tp_report_init(r);
+	ck_assert_msg(tp_sim_run(sim, p, s, r, NULL, &err) == TP_OK, "%s",
+		      err.msg);
+	tp_sim_scratch_free(s);
+	tp_sim_free(sim);
+}
+
 static void run_toy(const struct tp_model *m, const struct tp_cluster *c,
 		    uint32_t dp, uint32_t ep, uint32_t zero, double imbalance,
 		    struct tp_report *r)
 {
 	struct tp_sim_options o;
 	struct tp_error err;
-	struct tp_sim *sim;
-	struct tp_sim_scratch *s;
 	struct tp_plan p;
 	uint32_t ops[32], devs[32], g;
 
@@ -410,25 +449,12 @@ static void run_toy(const struct tp_model *m, const struct tp_cluster *c,
 	p.groups.v[g].ep = ep;
 	ck_assert_msg(tp_plan_validate(&p, m, c, &err) == TP_OK, "%s",
 		      err.msg);
-	tp_sim_options_default(&o);
-	o.params.gemm_sustained = 1;
-	o.params.overlap_grad_sync = false;
-	o.params.link_eff_intra = 1;
-	o.params.link_eff_network = 1;
-	o.params.collective_latency_s = 0;
+	toy_options(&o);
 	o.params.ep_node_forward = toy_ex.node_forward;
 	o.params.ep_dispatch_fp8 = toy_ex.fp8;
 	o.params.ep_overlap = toy_ex.overlap;
 	o.params.comm_sm_share = toy_ex.sm_share;
-	sim = tp_sim_new(m, c, &o, &err);
-	ck_assert_msg(sim != NULL, "%s", err.msg);
-	s = tp_sim_scratch_new(sim);
-	ck_assert_ptr_nonnull(s);
-	tp_report_init(r);
-	ck_assert_msg(tp_sim_run(sim, &p, s, r, NULL, &err) == TP_OK, "%s",
-		      err.msg);
-	tp_sim_scratch_free(s);
-	tp_sim_free(sim);
+	toy_simulate(m, c, &p, &o, r);
 	tp_plan_release(&p);
 }
 
@@ -626,11 +652,9 @@ START_TEST(test_etp_strategy_plan)
 	struct tp_error err;
 	struct tp_strbuf sb;
 	struct tp_strategy st;
-	struct tp_load_options lo;
-	char buf[256], *bad, *at;
+	char buf[256];
 	bool any = false;
 
-	tp_load_options_default(&lo);
 	load_hf("mixtral-8x7b.json", 512, 64, &m);
 	load_topo("dgx-h100:2", &c);
 	ck_assert_int_eq(tp_strategy_parse("tp=2,pp=2,ep=8,sp=on,etp=1", &st,
@@ -651,23 +675,16 @@ START_TEST(test_etp_strategy_plan)
 	tp_strbuf_init(&sb);
 	tp_plan_write(&p, &m, &c, &sb);
 	ck_assert_msg(strstr(sb.buf, "\"etp\": 1") != NULL, "%s", sb.buf);
-	tp_plan_init(&q);
-	ck_assert_msg(tp_plan_load("plan.json", sb.buf, sb.len, &m, &c, &lo,
-				   &q, &err) == TP_OK,
+	ck_assert_msg(load_text(sb.buf, NULL, 0, &m, &c, &q, &err) == TP_OK,
 		      "%s", err.msg);
 	ck_assert_uint_eq(q.groups.v[0].etp, 1);
 	tp_plan_release(&q);
-	bad = strdup(sb.buf);
-	at = strstr(bad, "\"etp\": 1");
-	at[7] = '3';
-	tp_plan_init(&q);
-	ck_assert_int_eq(tp_plan_load("plan.json", bad, strlen(bad), &m, &c,
-				      &lo, &q, &err),
+	ck_assert_int_eq(load_text(sb.buf, "\"etp\": 1", '3', &m, &c, &q,
+				   &err),
 			 TP_EINPUT);
 	ck_assert_msg(strstr(err.msg, "etp=3") && strstr(err.path, ".etp"),
 		      "%s at %s", err.msg, err.path);
 	tp_plan_release(&q);
-	free(bad);
 	tp_strbuf_release(&sb);
 	tp_strbuf_init(&sb);
 	export_args(&p, &m, &c, "megatron-core", TP_OK, &sb, &err);
@@ -736,8 +753,6 @@ static void run_etp(uint32_t etp, struct tp_report *r)
 	struct tp_cluster c;
 	struct tp_sim_options o;
 	struct tp_error err;
-	struct tp_sim *sim;
-	struct tp_sim_scratch *s;
 	struct tp_plan p;
 	struct tp_plan_degrees deg = {4, 1, 2};
 	uint32_t ops[32], devs[8];
@@ -764,21 +779,8 @@ static void run_etp(uint32_t etp, struct tp_report *r)
 	p.groups.v[0].sp = true;
 	ck_assert_msg(tp_plan_validate(&p, &m, &c, &err) == TP_OK, "%s",
 		      err.msg);
-	tp_sim_options_default(&o);
-	o.params.gemm_sustained = 1;
-	o.params.overlap_grad_sync = false;
-	o.params.link_eff_intra = 1;
-	o.params.link_eff_network = 1;
-	o.params.collective_latency_s = 0;
-	sim = tp_sim_new(&m, &c, &o, &err);
-	ck_assert_msg(sim != NULL, "%s", err.msg);
-	s = tp_sim_scratch_new(sim);
-	ck_assert_ptr_nonnull(s);
-	tp_report_init(r);
-	ck_assert_msg(tp_sim_run(sim, &p, s, r, NULL, &err) == TP_OK, "%s",
-		      err.msg);
-	tp_sim_scratch_free(s);
-	tp_sim_free(sim);
+	toy_options(&o);
+	toy_simulate(&m, &c, &p, &o, r);
 	tp_plan_release(&p);
 	tp_cluster_release(&c);
 	tp_model_release(&m);
