@@ -33,8 +33,8 @@ static const char about[] =
 	"that --resume continues from.  The result is bit-identical for the "
 	"same\n"
 	"options (seed, threads).  `make weights` reproduces the shipped\n"
-	"network, data/tagplan.weights (--games 400).  Ctrl-C finishes the "
-	"current\n"
+	"network, data/tagplan.weights (--games 240 --epochs 3\n"
+	"--large-devices 256).  Ctrl-C finishes the current\n"
 	"epoch and writes the weights so far.";
 
 static volatile sig_atomic_t stop_flag;
