@@ -469,6 +469,18 @@ static void project(const struct tp_space *s, const struct tp_decision *d,
 	}
 }
 
+void tp_space_data_parallel(const struct tp_space *s,
+			    struct tp_decision *state)
+{
+	for (uint32_t g = 0; g < s->groups->n; g++) {
+		state[g].set = TP_SPACE_SET_ALL;
+		state[g].tp = 1;
+		state[g].sync =
+			(uint8_t)tp_space_default_sync(s, TP_SPACE_SET_ALL, 1);
+		state[g].recompute = TP_RECOMPUTE_NONE;
+	}
+}
+
 void tp_space_apply(const struct tp_space *s, uint32_t g,
 		    const struct tp_action *a, const struct tp_globals *gl,
 		    struct tp_decision *state)

@@ -318,6 +318,14 @@ uint32_t tp_space_group_actions(const struct tp_space *s, uint32_t g,
 				struct tp_action *out, uint32_t cap);
 
 /*
+ * state[0 .. groups->n): every group data parallel on all devices, tp 1,
+ * the default synchronisation, no recomputation: where self-play games
+ * start (train/selfplay.c) and so the search's rollout (baselines.c).
+ */
+void tp_space_data_parallel(const struct tp_space *s,
+			    struct tp_decision *state);
+
+/*
  * Apply group action a to group g of state (and, for a suffix action, to
  * every later group, each with the largest valid tp up to a->d.tp under gl
  * and the default synchronisation for it).

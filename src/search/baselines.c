@@ -1042,13 +1042,7 @@ enum tp_status search_rollout(struct worker *w)
 		st = TP_ENOMEM;
 		goto out;
 	}
-	for (uint32_t g = 0; g < K; g++) {
-		w->dec[g].set = TP_SPACE_SET_ALL;
-		w->dec[g].tp = 1;
-		w->dec[g].sync =
-			(uint8_t)tp_space_default_sync(sp, TP_SPACE_SET_ALL, 1);
-		w->dec[g].recompute = TP_RECOMPUTE_NONE;
-	}
+	tp_space_data_parallel(sp, w->dec);
 	memset(&gl, 0, sizeof(gl));
 	gl.schedule = TP_SCHEDULE_1F1B;
 	gl.even = tp_space_even_only(sp) ? 1 : 0;

@@ -455,16 +455,9 @@ static enum tp_status game_incumbent(struct tctx *t)
 {
 	struct game *g = t->game;
 	const struct tp_space *sp = &g->sp;
-	uint32_t K = g->g.n;
 	bool have = false;
 
-	for (uint32_t k = 0; k < K; k++) {
-		g->dec0[k].set = TP_SPACE_SET_ALL;
-		g->dec0[k].tp = 1;
-		g->dec0[k].sync =
-			(uint8_t)tp_space_default_sync(sp, TP_SPACE_SET_ALL, 1);
-		g->dec0[k].recompute = TP_RECOMPUTE_NONE;
-	}
+	tp_space_data_parallel(sp, g->dec0);
 	g->ref = 0;
 	for (uint32_t i = 0; i < sp->n_mb && i < 12; i++) {
 		struct tp_globals gl = {.micro_batches = sp->mb_counts[i],
