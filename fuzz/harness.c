@@ -15,12 +15,14 @@
 
 #include "core/plan.h"
 #include "core/report.h"
+#include "core/runtime.h"
 #include "core/strategy.h"
 #include "core/strbuf.h"
 #include "gnn/net.h"
 #include "gnn/weights.h"
 #include "io/build.h"
 #include "io/io.h"
+#include "io/runs.h"
 #include "search/joint.h"
 #include "search/search.h"
 #include "sim/sim.h"
@@ -609,6 +611,62 @@ out:
 	tp_sim_free(sim);
 	tp_cluster_release(&c);
 	tp_model_release(&m);
+	tp_strbuf_release(&warnings);
+	return bug;
+}
+
+const char *fz_runtime_one(const struct fz_fixture *fx, const uint8_t *data,
+			   size_t size, struct tp_error *err)
+{
+	struct tp_load_options o;
+	struct tp_strbuf warnings;
+	struct tp_runtime rt;
+	struct tp_sim_options so;
+	struct tp_sim *sim;
+	const char *bug;
+
+	fz_options(&o, &warnings);
+	tp_error_clear(err);
+	bug = fz_failed(tp_runtime_load("fuzz.json", (const char *)data, size,
+					&o, &rt, err),
+			err);
+	if (bug || err->status != TP_OK)
+		goto out;
+	tp_sim_options_default(&so);
+	tp_sim_params_runtime(&so.params, &rt);
+	sim = tp_sim_new(&fx->model, &fx->cluster, &so, err);
+	if (!sim) {
+		bug = fz_failed(err->status ? err->status : TP_EINTERNAL, err);
+		goto out;
+	}
+	bug = fz_pipeline_simulate(&fx->model, &fx->cluster, sim, err);
+	tp_sim_free(sim);
+out:
+	tp_strbuf_release(&warnings);
+	return bug;
+}
+
+const char *fz_runs_one(const uint8_t *data, size_t size,
+			struct tp_error *err)
+{
+	struct tp_load_options o;
+	struct tp_strbuf warnings;
+	struct tp_mruns r;
+	const char *bug;
+
+	fz_options(&o, &warnings);
+	tp_error_clear(err);
+	tp_mruns_init(&r);
+	bug = fz_failed(tp_mruns_load("fuzz.json", "", (const char *)data,
+				      size, &o, &r, err),
+			err);
+	if (!bug && err->status == TP_OK)
+		for (size_t i = 0; i < r.rows.n; i++)
+			if (!(r.rows.v[i].measured_s > 0) ||
+			    !isfinite(r.rows.v[i].measured_s))
+				bug = "an accepted run has no finite positive "
+				      "measured time";
+	tp_mruns_release(&r);
 	tp_strbuf_release(&warnings);
 	return bug;
 }

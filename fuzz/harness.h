@@ -88,6 +88,17 @@ const char *fz_devices_one(const uint8_t *data, size_t size,
 const char *fz_weights_one(const uint8_t *data, size_t size,
 			   struct tp_error *err);
 
+/* Runtime profiles (tp_runtime_load, tagplan-runtime/1; a user's
+ * `--runtime FILE` or a calibrated profile): what loads must, applied to
+ * the simulator's parameters (tp_sim_params_runtime, calibration
+ * included), simulate fx's default strategy with finite figures. */
+const char *fz_runtime_one(const struct fz_fixture *fx, const uint8_t *data,
+			   size_t size, struct tp_error *err);
+/* Measured-run lists (tp_mruns_load, `tagplan calibrate`'s input): what
+ * loads has a finite positive measured time per run. */
+const char *fz_runs_one(const uint8_t *data, size_t size,
+			struct tp_error *err);
+
 /* Load -> simulate -> a tiny plan (the crashes and hangs of large finite
  * figures and huge batches lived behind the loaders): the input is a model
  * and, after a NUL byte, a topology (either part empty: fx's).  What

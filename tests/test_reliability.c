@@ -30,8 +30,12 @@
 
 /* ---- regression inputs ------------------------------------------------ */
 
-static int replay(const char *dir, const char *name, char *why, size_t n)
+/* Replay file dir/name through the harness target its name's prefix
+ * picks, or as's when as is not NULL (a file of another name). */
+static int replay(const char *dir, const char *name, const char *as,
+		  char *why, size_t n)
 {
+	const char *key = as ? as : name;
 	static struct fz_fixture plan_fx, strategy_fx;
 	static int loaded;
 	char path[4096];
@@ -57,32 +61,37 @@ static int replay(const char *dir, const char *name, char *why, size_t n)
 	data = tp_test_read(path, &len);
 	ck_assert_msg(data != NULL, "cannot read %s", path);
 	tp_error_clear(&err);
-	if (!strncmp(name, "model-", 6))
+	if (!strncmp(key, "model-", 6))
 		bug = fz_model_one((const uint8_t *)data, len, &err);
-	else if (!strncmp(name, "topology-", 9))
+	else if (!strncmp(key, "topology-", 9))
 		bug = fz_topology_one((const uint8_t *)data, len, &err);
-	else if (!strncmp(name, "plan-", 5))
+	else if (!strncmp(key, "plan-", 5))
 		bug = fz_plan_one(&plan_fx, (const uint8_t *)data, len, &err);
-	else if (!strncmp(name, "pipeline-", 9))
+	else if (!strncmp(key, "pipeline-", 9))
 		bug = fz_pipeline_one(&plan_fx, (const uint8_t *)data, len,
 				      &err);
-	else if (!strncmp(name, "hf-", 3))
+	else if (!strncmp(key, "hf-", 3))
 		bug = fz_hf_one((const uint8_t *)data, len, &err);
-	else if (!strncmp(name, "strategy-", 9))
+	else if (!strncmp(key, "strategy-", 9))
 		bug = fz_strategy_one(&strategy_fx, (const uint8_t *)data, len,
 				      &err);
-	else if (!strncmp(name, "report-", 7))
+	else if (!strncmp(key, "report-", 7))
 		bug = fz_report_one((const uint8_t *)data, len, &err);
-	else if (!strncmp(name, "nvsmi-", 6))
+	else if (!strncmp(key, "nvsmi-", 6))
 		bug = fz_nvsmi_one((const uint8_t *)data, len, &err);
-	else if (!strncmp(name, "devices-", 8))
+	else if (!strncmp(key, "devices-", 8))
 		bug = fz_devices_one((const uint8_t *)data, len, &err);
-	else if (!strncmp(name, "weights-", 8))
+	else if (!strncmp(key, "weights-", 8))
 		bug = fz_weights_one((const uint8_t *)data, len, &err);
+	else if (!strncmp(key, "runtime-", 8))
+		bug = fz_runtime_one(&strategy_fx, (const uint8_t *)data, len,
+				     &err);
+	else if (!strncmp(key, "runs-", 5))
+		bug = fz_runs_one((const uint8_t *)data, len, &err);
 	else
 		ck_abort_msg("%s: no target prefix (model-, topology-, plan-, "
 			     "pipeline-, hf-, strategy-, report-, nvsmi-, "
-			     "devices-, weights-)",
+			     "devices-, weights-, runtime-, runs-)",
 			     name);
 	free(data);
 	if (bug)
@@ -104,12 +113,46 @@ START_TEST(test_regress_replay)
 	while ((e = readdir(d))) {
 		if (e->d_name[0] == '.' || !strcmp(e->d_name, "README"))
 			continue;
-		ck_assert_msg(!replay(dir, e->d_name, why, sizeof why), "%s",
+		ck_assert_msg(!replay(dir, e->d_name, NULL, why, sizeof why),
+			      "%s",
 			      why);
 		n++;
 	}
 	closedir(d);
 	ck_assert_int_gt(n, 0);
+}
+END_TEST
+
+/* The shipped runtime profiles (each simulates the strategy fixture with
+ * finite figures under its behaviour) and the validation run lists go
+ * through the runtime and runs fuzz targets' contracts. */
+START_TEST(test_shipped_runtimes_and_runs)
+{
+	const char *const dirs[] = {"runtimes", "validation"};
+	char why[2048], dir[4096];
+	int n = 0;
+
+	setenv("TAGPLAN_DATA", tp_data_file(""), 0);
+	for (size_t k = 0; k < 2; k++) {
+		DIR *d;
+		struct dirent *e;
+
+		snprintf(dir, sizeof dir, "%s", tp_data_file(dirs[k]));
+		d = opendir(dir);
+		ck_assert_msg(d != NULL, "%s", dir);
+		while ((e = readdir(d))) {
+			size_t l = strlen(e->d_name);
+			if (l < 5 || strcmp(e->d_name + l - 5, ".json"))
+				continue;
+			ck_assert_msg(!replay(dir, e->d_name,
+					      k ? "runs-" : "runtime-", why,
+					      sizeof why),
+				      "%s", why);
+			n++;
+		}
+		closedir(d);
+	}
+	ck_assert_int_ge(n, 8);
 }
 END_TEST
 
@@ -915,6 +958,7 @@ Suite *suite_reliability(void)
 	TCase *tc = tcase_create("regress");
 
 	tcase_add_test(tc, test_regress_replay);
+	tcase_add_test(tc, test_shipped_runtimes_and_runs);
 	tcase_add_test(tc, test_strategy_canonical_parses);
 	tcase_add_test(tc, test_validate_refuses_what_simulate_refuses);
 	suite_add_tcase(s, tc);
