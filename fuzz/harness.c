@@ -623,14 +623,15 @@ const char *fz_runtime_one(const struct fz_fixture *fx, const uint8_t *data,
 	struct tp_runtime rt;
 	struct tp_sim_options so;
 	struct tp_sim *sim;
+	enum tp_status st;
 	const char *bug;
 
 	fz_options(&o, &warnings);
 	tp_error_clear(err);
-	bug = fz_failed(tp_runtime_load("fuzz.json", (const char *)data, size,
-					&o, &rt, err),
-			err);
-	if (bug || err->status != TP_OK)
+	st = tp_runtime_load("fuzz.json", (const char *)data, size, &o, &rt,
+			     err);
+	bug = fz_failed(st, err);
+	if (st)
 		goto out;
 	tp_sim_options_default(&so);
 	tp_sim_params_runtime(&so.params, &rt);
@@ -652,15 +653,16 @@ const char *fz_runs_one(const uint8_t *data, size_t size,
 	struct tp_load_options o;
 	struct tp_strbuf warnings;
 	struct tp_mruns r;
+	enum tp_status st;
 	const char *bug;
 
 	fz_options(&o, &warnings);
 	tp_error_clear(err);
 	tp_mruns_init(&r);
-	bug = fz_failed(tp_mruns_load("fuzz.json", "", (const char *)data,
-				      size, &o, &r, err),
-			err);
-	if (!bug && err->status == TP_OK)
+	st = tp_mruns_load("fuzz.json", "", (const char *)data, size, &o, &r,
+			   err);
+	bug = fz_failed(st, err);
+	if (!st)
 		for (size_t i = 0; i < r.rows.n; i++)
 			if (!(r.rows.v[i].measured_s > 0) ||
 			    !isfinite(r.rows.v[i].measured_s))

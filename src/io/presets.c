@@ -308,7 +308,7 @@ static void similar_presets(const char *spec, size_t len, char *buf,
 	char want[64];
 
 	buf[0] = '\0';
-	if (len == 0 || len >= sizeof(want))
+	if (len == 0 || len >= sizeof(want) || size < 3)
 		return;
 	for (size_t i = 0; i < len; i++)
 		want[i] = (char)tolower((unsigned char)spec[i]);
@@ -318,16 +318,17 @@ static void similar_presets(const char *spec, size_t len, char *buf,
 		int k;
 		if (!strstr(name, want))
 			continue;
-		k = snprintf(buf + n, size - n, "%s%s",
+		/* room kept for the closing "?)" */
+		k = snprintf(buf + n, size - n - 2, "%s%s",
 			     n ? ", " : " (did you mean ", name);
-		if (k < 0 || (size_t)k >= size - n) {
+		if (k < 0 || (size_t)k >= size - n - 2) {
 			buf[0] = '\0';
 			return;
 		}
 		n += (size_t)k;
 	}
-	if (n && n + 2 < size)
-		strcat(buf, "?)");
+	if (n)
+		memcpy(buf + n, "?)", 3);
 }
 
 static void list_networks(char *buf, size_t size)
