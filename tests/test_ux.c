@@ -863,6 +863,27 @@ START_TEST(test_plan_nothing_fits)
 		  strstr(r.err, "no single change fits"));
 	ck_assert(strstr(r.err, "nothing fits: wrote the closest plan"));
 	ck_assert(strstr(r.err, "device type"));
+	ck_assert(strstr(r.out, "optimizer states dominate") ||
+		  strstr(r.out, "activations dominate"));
+	/* exporting it warns that the run would run out of memory */
+	{
+		const char *ex[] = {"tagplan", "export", "-p", "-", "-m",
+				    tp_data_file("models/gpt3-175b.json"), "-t",
+				    tp_data_file("topologies/dgx-a100.json"),
+				    NULL};
+		char *plan = strdup(r.out);
+		struct tp_run e;
+
+		tp_run_tagplan(&e, ex, plan);
+		ck_assert_msg(e.status == 0 || e.status == 1, "%s", e.err);
+		ck_assert_msg(strstr(e.err, "warning: the exported run would "
+					    "run out of memory: when it was "
+					    "made, the plan did not fit "
+					    "(device dgx-a100-0/gpu"),
+			      "%s", e.err);
+		tp_run_free(&e);
+		free(plan);
+	}
 	tp_run_free(&r);
 }
 END_TEST

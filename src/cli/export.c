@@ -174,6 +174,14 @@ int cmd_export(int argc, char **argv)
 		tp_strbuf_release(&used);
 	}
 	print_lines("warning: ", &warn);
+	if (in.plan.summary.valid && !in.plan.summary.feasible)
+		fprintf(stderr,
+			"tagplan export: warning: the exported run would run "
+			"out of memory: when it was made, the plan did not fit "
+			"(%s); tagplan simulate -p PLAN re-checks it\n",
+			in.plan.summary.infeasible_reason[0]
+				? in.plan.summary.infeasible_reason
+				: "its summary gives no reason");
 	{
 		const struct tp_cli_file ins[] = {{"-m", in.model_path},
 						  {"-t", in.topology_path},

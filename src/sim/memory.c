@@ -235,7 +235,7 @@ void tp_sim_memory_reason(const struct tp_sim *sim, const struct tp_plan *plan,
 	const struct tp_report_device *x = &rep->devices[d];
 	const struct tp_memory_breakdown *b = &x->memory;
 	const char *names[] = {"weights",	  "gradients",
-			       "optimizer state",   "activations",
+			       "optimizer states",  "activations",
 			       "temporary buffers", "reserved memory"};
 	double vals[] = {b->weights,     b->gradients, b->optimizer,
 			 b->activations, b->temporary, b->reserved};
@@ -249,8 +249,9 @@ void tp_sim_memory_reason(const struct tp_sim *sim, const struct tp_plan *plan,
 	suggest(sim, plan, x, &dm[d], sug, sizeof(sug));
 	snprintf(rep->reason, sizeof(rep->reason),
 		 "device %s (%s) needs %.2f GB but has %.2f GB (over by "
-		 "%.2f GB); %s dominate (%.2f GB); smallest change: %s",
+		 "%.2f GB); %s %s (%.2f GB); smallest change: %s",
 		 c->devices.v[d].name, sim->types[c->devices.v[d].type].name,
 		 gb(x->peak_memory_bytes), gb(x->capacity_bytes), gb(worst),
-		 names[best], gb(vals[best]), sug);
+		 names[best], best == 5 ? "dominates" : "dominate",
+		 gb(vals[best]), sug);
 }
