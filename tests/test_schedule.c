@@ -165,6 +165,137 @@ START_TEST(test_zb_h1_memory)
 }
 END_TEST
 
+/* Four one-device nodes, "big" (200 GB) and "small" (48 GB) in turn, of
+ * the toy's speed, on a star: the contiguous halves {big, small} are a
+ * pipeline stage each. */
+static void big_small_cluster(struct tp_cluster *c)
+{
+	struct tp_device_type big = tp_test_toy_type("big");
+	struct tp_device_type small = tp_test_toy_type("small");
+	struct tp_error err;
+	uint32_t ty[2];
+
+	big.memory_bytes = 200e9;
+	small.memory_bytes = 48e9;
+	tp_cluster_init(c);
+	ck_assert_int_eq(tp_cluster_add_type(c, &big, &ty[0], &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_add_type(c, &small, &ty[1], &err), TP_OK);
+	for (uint32_t k = 0; k < 4; k++) {
+		char name[8];
+		snprintf(name, sizeof(name), "n%u", k);
+		ck_assert_int_eq(
+			tp_cluster_build_node(c,
+					      &(struct tp_node_build){
+						  name, ty[k % 2], 1,
+						  TP_LINK_NVSWITCH, 100e9, 0,
+						  1, 25e9, 0, false},
+					      NULL, &err),
+			TP_OK);
+	}
+	ck_assert_int_eq(tp_cluster_connect_star(c, 1.0, NULL, &err), TP_OK);
+	ck_assert_int_eq(tp_cluster_finalize(c, &err), TP_OK);
+}
+
+/* The set of exactly devices {a, a + 1}. */
+static uint32_t pair_set(const struct tp_space *sp, uint32_t a)
+{
+	for (uint32_t k = 0; k < sp->sets.n; k++) {
+		const uint32_t *d = tp_space_set_devs(sp, k);
+		if (sp->sets.v[k].n == 2 && d[0] == a && d[1] == a + 1)
+			return k;
+	}
+	ck_abort_msg("no set {%u, %u}", a, a + 1);
+	return 0;
+}
+
+/*
+ * The search's memory pre-estimate (search/actions.c run_info) under
+ * zb-h1: stage s keeps p - s - 1 forwards and s + 1 deferred W passes
+ * (test_zb_h1_memory), p micro-batches' worth on every stage, where 1F1B
+ * keeps p - s.  Two stages of 4 layers (A = 1 GB saved per sample each),
+ * a big and a small device per stage, 4 micro-batches of 16 samples:
+ * by speed each replica takes 8.  The last stage's small device holds
+ * under 1F1B 1 x 8 x 4 GB = 32 GB (fits its 48 GB), under zb-h1
+ * 2 x 32 = 64 GB: its share is capped to 6 samples or fewer, and the
+ * simulator finds the plan within memory.  Failed with 1F1B's p - s for
+ * zb-h1 (shares 0.5, the small device at 64 GB of 48).
+ */
+START_TEST(test_zb_h1_memory_estimate)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_groups g;
+	struct tp_space sp;
+	struct tp_space_scratch *scr;
+	struct tp_globals gl;
+	struct tp_decision *dec;
+	struct tp_plan p;
+	struct tp_error err;
+	const enum tp_schedule sched[] = {TP_SCHEDULE_1F1B, TP_SCHEDULE_ZB_H1};
+
+	big_small_cluster(&c);
+	chain(&m, 8, 1e12, 1e3, 1e9, 0, 64);
+	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
+	ck_assert_uint_eq(g.n, 8);
+	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, &err), TP_OK);
+	scr = tp_space_scratch_new(&sp);
+	ck_assert_ptr_nonnull(scr);
+	dec = calloc(g.n, sizeof(*dec));
+	for (uint32_t i = 0; i < g.n; i++) {
+		dec[i].set = pair_set(&sp, i < 4 ? 0 : 2);
+		dec[i].tp = 1;
+	}
+	tp_plan_init(&p);
+	for (int k = 0; k < 2; k++) {
+		const double *sh;
+		struct tp_report r;
+		struct tp_sim_options o;
+		struct tp_sim *sim;
+		struct tp_sim_scratch *ss;
+
+		memset(&gl, 0, sizeof(gl));
+		gl.micro_batches = 4;
+		gl.schedule = sched[k];
+		ck_assert_msg(tp_space_materialize(&sp, &gl, dec,
+						   TP_COMPRESSION_OFF, scr, &p,
+						   &err) == TP_OK,
+			      "%s", err.msg);
+		ck_assert_uint_eq(p.groups.n, 2);
+		ck_assert_uint_eq(p.schedule, sched[k]);
+		/* the last stage: replica 0 on the big device, 1 the small */
+		ck_assert_uint_eq(p.devs.v[p.groups.v[1].dev_first + 1], 3);
+		sh = tp_plan_group_shares(&p, 1);
+		if (k == 0)
+			ck_assert_double_eq_tol(sh[1], 0.5, 1e-12);
+		else
+			ck_assert_msg(sh[1] <= 6.0 / 16 + 1e-12,
+				      "zb-h1: the small device's share %.6g",
+				      sh[1]);
+		tp_sim_options_default(&o);
+		sim = tp_sim_new(&m, &c, &o, &err);
+		ck_assert_msg(sim != NULL, "%s", err.msg);
+		ss = tp_sim_scratch_new(sim);
+		tp_report_init(&r);
+		ck_assert_msg(tp_sim_run(sim, &p, ss, &r, NULL, &err) == TP_OK,
+			      "%s", err.msg);
+		ck_assert_msg(r.devices[3].peak_memory_bytes <= 48e9,
+			      "%s: small device %.4g GB of 48",
+			      tp_schedule_name(sched[k]),
+			      r.devices[3].peak_memory_bytes / 1e9);
+		tp_report_release(&r);
+		tp_sim_scratch_free(ss);
+		tp_sim_free(sim);
+	}
+	tp_plan_release(&p);
+	free(dec);
+	tp_space_scratch_free(scr);
+	tp_space_release(&sp);
+	tp_groups_release(&g);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 /* schedule=zb-h1 in the strategy string, the plan file and the runtime
  * check: fsdp2 (torch.distributed.pipelining) runs it, Megatron-Core does
  * not. */
@@ -656,6 +787,7 @@ Suite *suite_schedule(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_zb_h1_bubble);
 	tcase_add_test(tc, test_zb_h1_memory);
+	tcase_add_test(tc, test_zb_h1_memory_estimate);
 	tcase_add_test(tc, test_zb_h1_strategy_runtime);
 	tcase_add_test(tc, test_zb_h1_actions);
 	tcase_add_test(tc, test_zb_h1_export);

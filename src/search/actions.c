@@ -886,6 +886,12 @@ static void run_info(const struct tp_space *s,
 		ri->inflight = fmin(mcount, (double)(scr->ip - st) +
 						    (double)(scr->ip - 1) /
 							    scr->iv);
+	} else if (gl->schedule == TP_SCHEDULE_ZB_H1) {
+		/* zb-h1: after a B, stage s holds p - s - 1 forwards and
+		   s + 1 deferred W passes (their inputs and output
+		   gradients), about p micro-batches on every stage (the
+		   simulator's accounting, sim/README section 5) */
+		ri->inflight = fmin(mcount, stages);
 	} else {
 		ri->inflight = gl->schedule == TP_SCHEDULE_GPIPE
 				       ? mcount
