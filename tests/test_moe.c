@@ -970,6 +970,111 @@ START_TEST(test_ep_actions)
 }
 END_TEST
 
+
+/* etp as a search action (actions.h tp_globals_etp): offered where the
+ * experts spread (ep > 1) and some group is tensor parallel, on with
+ * sequence parallelism; back to tp from it, and off with ep 1 or without
+ * sequence parallelism.  Mixtral on one DGX H100 at tp 2 (dp 4): ep 8
+ * materialises as ep 4 in the expert groups (dp 4), with etp 1 as ep 8
+ * (tp x dp = 8) and etp 1; the prior action carries it.  Failed without
+ * the action (none offered) and with materialize ignoring it (ep 4). */
+START_TEST(test_etp_actions)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_groups g;
+	struct tp_space sp;
+	struct tp_globals gl;
+	struct tp_action acts[64];
+	struct tp_decision *dec;
+	struct tp_space_scratch *scr;
+	struct tp_prior_action pa;
+	struct tp_plan p;
+	struct tp_error err;
+	uint32_t n, on = 0, at = 0;
+
+	load_hf("mixtral-8x7b.json", 512, 64, &m);
+	load_topo("dgx-h100:1", &c);
+	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
+	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
+	dec = calloc(g.n, sizeof(*dec));
+	for (uint32_t k = 0; k < g.n; k++) {
+		dec[k].set = TP_SPACE_SET_ALL;
+		dec[k].tp = 2;
+	}
+	memset(&gl, 0, sizeof(gl));
+	gl.micro_batches = 8;
+	gl.schedule = TP_SCHEDULE_1F1B;
+	/* ep 1: no etp */
+	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	for (uint32_t i = 0; i < n; i++)
+		ck_assert_uint_eq(tp_globals_etp(&acts[i].g), 0);
+	tp_globals_set_ep(&gl, 8);
+	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	for (uint32_t i = 0; i < n; i++)
+		if (tp_globals_etp(&acts[i].g)) {
+			on++;
+			at = i;
+			ck_assert(tp_globals_sp(&acts[i].g));
+			ck_assert_uint_eq(tp_globals_ep(&acts[i].g), 8);
+		}
+	ck_assert_uint_eq(on, 1);
+	tp_space_prior_action(&sp, 0, &acts[at], false, &pa);
+	ck_assert_uint_eq(pa.etp, 1);
+	ck_assert_uint_eq(pa.ep, 8);
+	scr = tp_space_scratch_new(&sp);
+	tp_plan_init(&p);
+	for (int e = 0; e < 2; e++) {
+		struct tp_globals g2 = e ? acts[at].g : gl;
+		tp_globals_set_shape(&g2, 0, true);
+		ck_assert_msg(tp_space_materialize(&sp, &g2, dec,
+						   TP_COMPRESSION_OFF, scr, &p,
+						   &err) == TP_OK,
+			      "%s", err.msg);
+		for (uint32_t k = 0; k < p.groups.n; k++) {
+			bool experts = false;
+			const uint32_t *ops = tp_plan_group_ops(&p, k);
+			for (uint32_t i = 0;
+			     i < p.groups.v[k].n_ops && !experts; i++)
+				experts = tp_op_expert_index(
+						  m.ops.v[ops[i]].name) >= 0;
+			ck_assert_uint_eq(p.groups.v[k].ep,
+					  experts ? (e ? 8 : 4) : 1);
+			ck_assert_uint_eq(p.groups.v[k].etp,
+					  experts && e ? 1 : 0);
+		}
+		ck_assert_msg(tp_plan_validate(&p, &m, &c, &err) == TP_OK,
+			      "%s", err.msg);
+	}
+	/* from etp 1: back to tp; ep 1 and sequence parallelism off
+	   turn it off */
+	gl = acts[at].g;
+	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	on = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (tp_globals_ep(&acts[i].g) == 1 || !tp_globals_sp(&acts[i].g))
+			ck_assert_uint_eq(tp_globals_etp(&acts[i].g), 0);
+		on += tp_globals_etp(&acts[i].g) == 0 &&
+		      tp_globals_ep(&acts[i].g) == 8 &&
+		      tp_globals_sp(&acts[i].g);
+	}
+	ck_assert_uint_eq(on, 1);
+	/* no group tensor parallel: nothing to offer */
+	gl.etp = 0;
+	for (uint32_t k = 0; k < g.n; k++)
+		dec[k].tp = 1;
+	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	for (uint32_t i = 0; i < n; i++)
+		ck_assert_uint_eq(tp_globals_etp(&acts[i].g), 0);
+	tp_plan_release(&p);
+	tp_space_scratch_free(scr);
+	free(dec);
+	tp_space_release(&sp);
+	tp_groups_release(&g);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
 /* Two nodes of 4 toy GPUs (bf16 at `peak`, also its fp8 rate), NVSwitch
  * at 100 GB/s per GPU, 4 NICs of 10 GB/s (one 40 GB/s link per node to
  * a switch), no latencies. */
@@ -1201,6 +1306,7 @@ Suite *suite_moe(void)
 	tcase_add_test(tc, test_ep_time_toy);
 	tcase_add_test(tc, test_ep_with_cp_toy);
 	tcase_add_test(tc, test_ep_actions);
+	tcase_add_test(tc, test_etp_actions);
 	tcase_add_test(tc, test_ep_runtime_imbalance);
 	tcase_add_test(tc, test_ep_node_forward_toy);
 	tcase_add_test(tc, test_ep_hai_llm_profile);

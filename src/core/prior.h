@@ -76,6 +76,10 @@ struct tp_prior_action {
 			the largest power of two up to it they admit); 0 or
 			1: none */
 	uint32_t cp; /* context parallelism of every group; 0 or 1: none */
+	uint32_t etp; /* expert tensor parallelism: 0 = each group's tp (the
+			 experts' GEMMs split over the tensor ranks), 1 =
+			 the experts whole on their ranks in the groups
+			 with ep > 1, tp > 1 and sequence parallelism */
 };
 
 struct tp_prior_state {

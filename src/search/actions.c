@@ -78,6 +78,7 @@ void tp_space_prior_action(const struct tp_space *sp, uint32_t level,
 		pa->sp = tp_globals_sp(&a->g);
 		pa->ep = tp_globals_ep(&a->g);
 		pa->cp = tp_globals_cp(&a->g);
+		pa->etp = tp_globals_etp(&a->g);
 		if (pa->virtual_stages >= 2)
 			pa->schedule = TP_SCHEDULE_INTERLEAVED;
 	} else {
@@ -657,6 +658,53 @@ static uint32_t scale_micro(const struct tp_space *s, uint32_t m,
 	return m;
 }
 
+/* Some group of the state is tensor parallel. */
+static bool any_tp(const struct tp_space *s, const struct tp_decision *state)
+{
+	for (uint32_t g = 0; g < s->groups->n; g++)
+		if (state[g].tp > 1)
+			return true;
+	return false;
+}
+
+/* Room for ep_candidates: ep 1, 2, ..., TP_GLOBALS_MAX_EP and etp. */
+#define TP_EP_CANDIDATES 9
+
+/* The level-0 moves of expert parallelism from cur into out (at most
+ * TP_EP_CANDIDATES): the powers of two dividing the routed experts (and,
+ * under a runtime, only where it spreads experts), and expert tensor
+ * parallelism 1 or back to tp, where experts are spread and some group
+ * is tensor parallel. */
+static uint32_t ep_candidates(const struct tp_space *s,
+			      const struct tp_globals *cur,
+			      const struct tp_decision *state,
+			      struct tp_globals *out)
+{
+	uint32_t n = 0, cur_ep = tp_globals_ep(cur);
+
+	if (s->model->arch.experts <= 1 ||
+	    (s->constrained && !s->rt.can.expert_parallel))
+		return 0;
+	for (uint32_t e = 1; e <= TP_GLOBALS_MAX_EP; e *= 2) {
+		struct tp_globals gl = *cur;
+		if (e == cur_ep || s->model->arch.experts % e != 0)
+			continue;
+		tp_globals_set_ep(&gl, e);
+		if (e == 1)
+			gl.etp = 0;
+		out[n++] = gl;
+	}
+	if (cur_ep > 1 && (any_tp(s, state) || cur->etp)) {
+		struct tp_globals gl = *cur;
+		gl.etp = cur->etp ? 0 : 1;
+		if (gl.etp)
+			tp_globals_set_shape(&gl, tp_globals_interleave(cur),
+					     true);
+		out[n++] = gl;
+	}
+	return n;
+}
+
 uint32_t tp_space_global_actions(const struct tp_space *s,
 				 const struct tp_globals *cur,
 				 const struct tp_decision *state,
@@ -746,18 +794,12 @@ uint32_t tp_space_global_actions(const struct tp_space *s,
 			PUSH(gl);
 		}
 	}
-	/* expert parallelism: the powers of two dividing the routed
-	 * experts (and, under a runtime, only where it spreads experts) */
-	if (s->model->arch.experts > 1 &&
-	    (!s->constrained || s->rt.can.expert_parallel)) {
-		uint32_t cur_ep = tp_globals_ep(cur);
-		for (uint32_t e = 1; e <= TP_GLOBALS_MAX_EP; e *= 2) {
-			struct tp_globals gl = *cur;
-			if (e == cur_ep || s->model->arch.experts % e != 0)
-				continue;
-			tp_globals_set_ep(&gl, e);
-			PUSH(gl);
-		}
+	/* expert parallelism and expert tensor parallelism */
+	{
+		struct tp_globals ec[TP_EP_CANDIDATES];
+		uint32_t ne = ep_candidates(s, cur, state, ec);
+		for (uint32_t i = 0; i < ne; i++)
+			PUSH(ec[i]);
 	}
 	/* context parallelism: powers of two splitting the sequence into
 	 * 2 cp chunks of at least TP_SPACE_CP_MIN_TOKENS / 2 tokens, valid
@@ -789,17 +831,15 @@ uint32_t tp_space_global_actions(const struct tp_space *s,
 				PUSH(gl);
 		}
 	}
-	/* sequence parallelism where tensor parallelism is used */
-	{
-		bool any_tp = false;
-		for (uint32_t g = 0; g < s->groups->n && !any_tp; g++)
-			any_tp = state[g].tp > 1;
-		if (any_tp || tp_globals_sp(cur)) {
-			struct tp_globals gl = *cur;
-			tp_globals_set_shape(&gl, tp_globals_interleave(cur),
-					     !tp_globals_sp(cur));
-			PUSH(gl);
-		}
+	/* sequence parallelism where tensor parallelism is used (off:
+	   expert tensor parallelism back to tp, which needs it) */
+	if (any_tp(s, state) || tp_globals_sp(cur)) {
+		struct tp_globals gl = *cur;
+		tp_globals_set_shape(&gl, tp_globals_interleave(cur),
+				     !tp_globals_sp(cur));
+		if (!tp_globals_sp(&gl))
+			gl.etp = 0;
+		PUSH(gl);
 	}
 #undef PUSH
 	return n;
@@ -825,6 +865,8 @@ uint64_t tp_space_hash(const struct tp_space *s, const struct tp_globals *gl,
 	MIX(gl->shape);
 	if (gl->cp_log2) /* plans without cp hash as before it existed */
 		MIX(gl->cp_log2);
+	if (gl->etp) /* and without etp */
+		MIX(0x100u | gl->etp);
 	for (uint32_t g = 0; g < s->groups->n; g++) {
 		MIX(state[g].set);
 		MIX(((uint32_t)state[g].tp << 16) |
@@ -1332,11 +1374,18 @@ static enum tp_status add_run_group(struct mat *x, uint32_t r,
 	plan->groups.v[idx].sync = tp_decision_sync(ri.dc);
 	plan->groups.v[idx].recompute = (enum tp_recompute)ri.dc->recompute;
 	plan->groups.v[idx].sp = tp_globals_sp(gl) && ri.tp > 1;
+	/* etp 1 where it is valid: a tensor-parallel group with sequence
+	   parallelism whose experts spread (ep > 1, which may then reach
+	   past dp x cp into the tensor ranks) */
+	if (tp_globals_etp(gl) == 1 && plan->groups.v[idx].sp)
+		plan->groups.v[idx].etp = 1;
 	for (uint32_t e = tp_globals_ep(gl); e > 1; e /= 2)
 		if (tp_plan_ep_fits(plan, m, idx, e)) {
 			plan->groups.v[idx].ep = e;
 			break;
 		}
+	if (plan->groups.v[idx].ep < 2)
+		plan->groups.v[idx].etp = 0;
 	return TP_OK;
 }
 

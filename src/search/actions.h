@@ -117,7 +117,8 @@ struct tp_globals {
 	uint8_t shape;    /* interleaving, sequence and expert parallelism,
 			     through the accessors below; 0 = none */
 	uint8_t cp_log2;  /* context parallelism 2^cp_log2 (tp_globals_cp) */
-	uint8_t pad[3];   /* zero: settings are compared with memcmp, so
+	uint8_t etp;      /* expert tensor parallelism (tp_globals_etp) */
+	uint8_t pad[2];   /* zero: settings are compared with memcmp, so
 			     the struct has no implicit padding */
 };
 
@@ -179,6 +180,19 @@ static inline void tp_globals_set_cp(struct tp_globals *g, uint32_t cp)
 	while (k < TP_GLOBALS_MAX_CP_LOG2 && (2u << k) <= cp)
 		k++;
 	g->cp_log2 = (uint8_t)k;
+}
+
+/* Expert tensor parallelism (core/plan.h etp): 0 = every group's tp
+ * (Megatron-Core's default --expert-tensor-parallel-size), 1 = the
+ * experts whole on their ranks in every group that is tensor parallel
+ * with sequence parallelism and admits ep > 1 (the others keep 0).
+ * Offered (level 0) only with ep > 1 and some group at tp > 1; turning
+ * it on turns on sequence parallelism (Megatron-LM needs it for MoE
+ * under tp), turning ep or sequence parallelism off turns it off.  0
+ * keeps the hash and searches of plans without it unchanged. */
+static inline uint32_t tp_globals_etp(const struct tp_globals *g)
+{
+	return g->etp;
 }
 
 /* Context parallelism is offered (level 0) only while every context

@@ -72,6 +72,10 @@ static uint64_t pcache_key(const struct sctx *s, uint32_t level,
 		h = mix(h, ((uint64_t)gl->schedule << 24) |
 				   ((uint64_t)gl->zero << 16) |
 				   ((uint64_t)gl->even << 8) | gl->shape);
+		/* context and expert tensor parallelism, when set (keys
+		   without them as before they existed) */
+		if (gl->cp_log2 || gl->etp)
+			h = mix(h, ((uint64_t)gl->etp << 8) | gl->cp_log2);
 		for (size_t i = 0; i + 8 <= n * sizeof(*acts); i += 8) {
 			uint64_t x;
 			memcpy(&x, b + i, 8);
