@@ -21,6 +21,7 @@
 #include "core/strategy.h"
 #include "io/build.h"
 #include "io/io.h"
+#include "io/runs.h"
 #include "sim/sim.h"
 #include "util.h"
 
@@ -437,7 +438,10 @@ END_TEST
  * bf16 weights each (5e8 parameters) on one toy device: gradients 2e9
  * bytes in the model dtype, 4e9 in fp32 (Megatron-LM's dist_optimizer
  * doc: 18 bytes per parameter, 2 + 4 + 12). */
-static double grads_bytes(bool fp32, double *total)
+#define GB_FP32 1  /* grads_bytes' flags: grad_buffer_fp32 */
+#define GB_COPY 2  /* ... grad_bucket_copy */
+#define GB_RED32 4 /* ... grad_reduce_fp32 */
+static double grads_bytes(int flags, double *total)
 {
 	struct tp_device_type t = tp_test_toy_type("toy");
 	struct tp_test_chain spec = {2, TP_DTYPE_BF16, 1e9, 1e9, 1e6, 1e6,
@@ -451,7 +455,9 @@ static double grads_bytes(bool fp32, double *total)
 	tp_test_chain_model(&m, &spec);
 	tp_test_toy_node(&c, &t, 1);
 	tp_sim_options_default(&o);
-	o.params.grad_buffer_fp32 = fp32;
+	o.params.grad_buffer_fp32 = flags & GB_FP32;
+	o.params.grad_bucket_copy = flags & GB_COPY;
+	o.params.grad_reduce_fp32 = flags & GB_RED32;
 	fid_simulate(&m, &c, "dp=1,mb=1", &o, &r);
 	g = r.devices[0].memory.gradients;
 	*total = r.devices[0].memory.weights + g +
@@ -466,10 +472,35 @@ START_TEST(test_fid_grad_buffer_fp32)
 {
 	double t16, t32;
 
-	ck_assert_double_eq_tol(grads_bytes(false, &t16), 2e9, 1);
-	ck_assert_double_eq_tol(grads_bytes(true, &t32), 4e9, 1);
+	ck_assert_double_eq_tol(grads_bytes(0, &t16), 2e9, 1);
+	ck_assert_double_eq_tol(grads_bytes(GB_FP32, &t32), 4e9, 1);
 	ck_assert_double_eq_tol(t16, 1e9 * 16, 1);
 	ck_assert_double_eq_tol(t32, 1e9 * 18, 1);
+}
+END_TEST
+
+/* PyTorch DDP's bucket copies (grad_bucket_copy; gradient_as_bucket_view
+ * False): the gradients once more in the dtype they are reduced in.
+ * The chain's 1e9 bf16 parameters: 2e9 bytes of gradients plus 4e9 of
+ * fp32 buckets under grad_reduce fp32 (ddp: fp32 parameters under
+ * autocast, 20 bytes per parameter in all), 2e9 with the model's dtype;
+ * only ddp sets it. */
+START_TEST(test_fid_grad_bucket_copy)
+{
+	struct tp_runtime rt;
+	struct tp_error err;
+	double t;
+
+	ck_assert_double_eq_tol(grads_bytes(GB_COPY | GB_RED32, &t), 6e9, 1);
+	ck_assert_double_eq_tol(t, 1e9 * 20, 1);
+	ck_assert_double_eq_tol(grads_bytes(GB_COPY, &t), 4e9, 1);
+	ck_assert_double_eq_tol(grads_bytes(GB_RED32, &t), 2e9, 1);
+	ck_assert_int_eq(tp_runtime_find("ddp", &rt, &err), TP_OK);
+	ck_assert(rt.behaviour.grad_bucket_copy);
+	ck_assert_int_eq(tp_runtime_find("fsdp2", &rt, &err), TP_OK);
+	ck_assert(!rt.behaviour.grad_bucket_copy);
+	ck_assert_int_eq(tp_runtime_find("megatron-core", &rt, &err), TP_OK);
+	ck_assert(!rt.behaviour.grad_bucket_copy);
 }
 END_TEST
 
@@ -500,7 +531,9 @@ END_TEST
  * 3F / 10e12 x (1 - 1/2.25) = 69.363 us x 0.5556 = 38.535 us.  The same
  * filter at stride 2 (input 112 x 112: k / c = 2.25), a 1 x 1 filter, and
  * the 3x3 filter in bf16 (tensor cores) do not change. */
-static double conv_run(bool winograd, double kernel, double in_scale,
+#define WINO 1 /* conv_run's flags: the runtime's winograd */
+#define NCHW 2 /* ... its memory_format nchw */
+static double conv_run(int flags, double kernel, double in_scale,
 		       enum tp_dtype dtype)
 {
 	struct tp_device_type t = tp_test_toy_type("toy");
@@ -536,7 +569,8 @@ static double conv_run(bool winograd, double kernel, double in_scale,
 	tp_test_toy_node(&c, &t, 1);
 	tp_sim_options_default(&o);
 	o.params.gemm_sustained = 1;
-	o.params.winograd = winograd;
+	o.params.winograd = flags & WINO;
+	o.params.conv_nchw = flags & NCHW;
 	fid_simulate(&m, &c, "dp=1,mb=1", &o, &r);
 	iter = r.iteration_time_s;
 	tp_report_release(&r);
@@ -549,15 +583,57 @@ START_TEST(test_fid_winograd)
 {
 	double gain = 3 * 231211008.0 / 10e12 * (1 - 1 / 2.25);
 
-	ck_assert_double_eq_tol(conv_run(false, 9, 1, TP_DTYPE_FP32) -
-					conv_run(true, 9, 1, TP_DTYPE_FP32),
+	ck_assert_double_eq_tol(conv_run(0, 9, 1, TP_DTYPE_FP32) -
+					conv_run(WINO, 9, 1, TP_DTYPE_FP32),
 				gain, 1e-9);
-	ck_assert(conv_run(false, 9, 4, TP_DTYPE_FP32) ==
-		  conv_run(true, 9, 4, TP_DTYPE_FP32));
-	ck_assert(conv_run(false, 1, 1, TP_DTYPE_FP32) ==
-		  conv_run(true, 1, 1, TP_DTYPE_FP32));
-	ck_assert(conv_run(false, 9, 1, TP_DTYPE_BF16) ==
-		  conv_run(true, 9, 1, TP_DTYPE_BF16));
+	ck_assert(conv_run(0, 9, 4, TP_DTYPE_FP32) ==
+		  conv_run(WINO, 9, 4, TP_DTYPE_FP32));
+	ck_assert(conv_run(0, 1, 1, TP_DTYPE_FP32) ==
+		  conv_run(WINO, 1, 1, TP_DTYPE_FP32));
+	ck_assert(conv_run(0, 9, 1, TP_DTYPE_BF16) ==
+		  conv_run(WINO, 9, 1, TP_DTYPE_BF16));
+}
+END_TEST
+
+/* cuDNN's NCHW <-> NHWC transposes around a tensor-core convolution
+ * (runtime memory_format nchw).  The layer1 3x3 convolution of
+ * conv_run in bf16 on the toy (1 TB/s, no kernel overhead): input and
+ * output 2 x 64 x 56 x 56 = 401,408 bytes each; the forward reads and
+ * writes both, 1,605,632 bytes = 1.605632 us, the backward twice that
+ * (backward_mem_factor 2): 4.816896 us longer.  In fp32 on the toy's
+ * CUDA cores (no TF32) nothing changes: cuDNN's fp32 kernels take
+ * NCHW as it is.  ddp says nchw, the other shipped profiles nothing,
+ * and DeepLearningExamples' AMP rows override it with nhwc. */
+START_TEST(test_fid_nchw_transposes)
+{
+	struct tp_runtime rt;
+	struct tp_mruns runs;
+	struct tp_error err;
+	int nhwc = 0;
+
+	ck_assert_double_eq_tol(conv_run(NCHW, 9, 1, TP_DTYPE_BF16) -
+					conv_run(0, 9, 1, TP_DTYPE_BF16),
+				4.816896e-6, 1e-12);
+	ck_assert(conv_run(NCHW, 9, 1, TP_DTYPE_FP32) ==
+		  conv_run(0, 9, 1, TP_DTYPE_FP32));
+	ck_assert_int_eq(tp_runtime_find("ddp", &rt, &err), TP_OK);
+	ck_assert(rt.behaviour.conv_nchw);
+	ck_assert_int_eq(tp_runtime_find("fsdp2", &rt, &err), TP_OK);
+	ck_assert(!rt.behaviour.conv_nchw);
+	tp_mruns_init(&runs);
+	tp_error_clear(&err);
+	ck_assert_int_eq(
+	    tp_mruns_load_file(tp_data_file("validation/measured_runs.json"),
+			       NULL, &runs, &err),
+	    TP_OK);
+	for (size_t i = 0; i < runs.rows.n; i++) {
+		const struct tp_mrun *r = &runs.rows.v[i];
+		ck_assert_int_eq(r->memory_format,
+				 strstr(r->id, "-amp-") ? 1 : 0);
+		nhwc += r->memory_format == 1;
+	}
+	ck_assert_int_eq(nhwc, 2);
+	tp_mruns_release(&runs);
 }
 END_TEST
 
@@ -576,8 +652,10 @@ Suite *suite_fidelity(void)
 	tcase_add_test(tc, test_fid_gemm_shape_profiles);
 	tcase_add_test(tc, test_fid_ring_order);
 	tcase_add_test(tc, test_fid_grad_buffer_fp32);
+	tcase_add_test(tc, test_fid_grad_bucket_copy);
 	tcase_add_test(tc, test_fid_grad_buffer_profiles);
 	tcase_add_test(tc, test_fid_winograd);
+	tcase_add_test(tc, test_fid_nchw_transposes);
 	suite_add_tcase(s, tc);
 	return s;
 }

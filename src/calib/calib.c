@@ -191,6 +191,8 @@ enum tp_status tp_calib_predict(const struct tp_mrun *run,
 		if (run->attention_kernel > 0)
 			o.params.attention_kernel =
 			    (enum tp_attn_kernel)run->attention_kernel;
+		if (run->memory_format > 0)
+			o.params.conv_nchw = run->memory_format == 2;
 		if (adjust)
 			adjust(&o.params, &c, ctx);
 		sim = tp_sim_new(&m, &c, &o, err);

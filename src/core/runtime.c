@@ -88,6 +88,11 @@ int tp_grad_reduce_parse(const char *s)
 	return parse_in(grad_reduce_names, TP_GRAD_REDUCE_COUNT, s);
 }
 
+int tp_memory_format_parse(const char *s)
+{
+	return !strcmp(s, "nhwc") ? 0 : !strcmp(s, "nchw") ? 1 : -1;
+}
+
 const char *tp_attn_kernel_name(enum tp_attn_kernel k)
 {
 	return (unsigned)k < TP_ATTN_KERNEL_COUNT ? attn_kernel_names[k] : "?";

@@ -100,6 +100,16 @@ struct tp_runtime_behaviour {
 				     the pipeline flush) */
 	double grad_bucket_bytes; /* its bucket (0 = the simulator's) */
 	enum tp_grad_reduce grad_reduce;
+	bool grad_bucket_copy;    /* the gradients are copied into the
+				     all-reduce buckets (PyTorch DDP's
+				     gradient_as_bucket_view=False):
+				     a second copy in memory (optional;
+				     absent: off) */
+	bool conv_nchw;           /* convolutions in NCHW (PyTorch's default
+				     memory format): tensor-core ones are
+				     transposed to NHWC and back
+				     ("memory_format": "nchw"; optional;
+				     absent: nhwc, no transposes) */
 	bool winograd;            /* cuDNN picks Winograd for stride-1 3x3
 				     fp32 convolutions on CUDA cores
 				     (optional; absent: off) */
@@ -253,6 +263,8 @@ const char *tp_attn_kernel_name(enum tp_attn_kernel k);
 /* "fa2", "fa3", "triton_fa" (not "gemm": the absent field) -> the enum,
  * -1 otherwise. */
 int tp_attn_kernel_parse(const char *s);
+/* "nhwc" -> 0, "nchw" -> 1, -1 otherwise (behaviour.memory_format). */
+int tp_memory_format_parse(const char *s);
 const char *tp_layer_layout_name(enum tp_layer_layout l);
 int tp_layer_layout_parse(const char *s);
 const char *tp_launcher_name(enum tp_launcher l);

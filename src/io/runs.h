@@ -8,7 +8,8 @@
  *    {gpt: {hidden, layers, heads, seq, vocab, batch[, ffn, kv_heads]},
  *    dtype}, topology (a file, relative to the run list's folder),
  *    strategy, measured_iteration_s | measured_samples_per_s
- *    [, runtime, attention_kernel, measured_peak_memory_bytes]}]} (data/validation/
+ *    [, runtime, attention_kernel, memory_format,
+ *    measured_peak_memory_bytes]}]} (data/validation/
  *    measured_runs.json);
  *  - Megatron-LM SC21 Table 1 ({"common": {...}, "rows": [{hidden_size,
  *    num_layers, attention_heads, tensor_parallel, pipeline_parallel,
@@ -50,6 +51,9 @@ struct tp_mrun {
 				       (enum tp_attn_kernel, core/
 				       runtime.h) when it is not the
 				       runtime's; 0 = the runtime's */
+	int memory_format;	    /* the convolutions' memory format
+				       when it is not the runtime's: 0 =
+				       the runtime's, 1 = nhwc, 2 = nchw */
 	double measured_s;	    /* iteration seconds */
 	double measured_peak_bytes; /* 0 = not published */
 	int64_t gpus;

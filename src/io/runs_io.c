@@ -147,6 +147,7 @@ static const char *const row_fields[] = {"id",
 					 "strategy",
 					 "runtime",
 					 "attention_kernel",
+					 "memory_format",
 					 "measured_iteration_s",
 					 "measured_samples_per_s",
 					 "measured_peak_memory_bytes",
@@ -261,8 +262,12 @@ static enum tp_status run_row(struct tp_jctx *j, const struct tp_json *v,
 	snprintf(run->runtime, sizeof(run->runtime), "%s", s);
 	if ((st = tp_jget_enum(j, v, "attention_kernel", false,
 			       tp_attn_kernel_parse, "fa2 | fa3 | triton_fa",
-			       0, &run->attention_kernel)))
+			       0, &run->attention_kernel)) ||
+	    (st = tp_jget_enum(j, v, "memory_format", false,
+			       tp_memory_format_parse, "nchw | nhwc", -1,
+			       &run->memory_format)))
 		return st;
+	run->memory_format += 1;
 	if ((st = tp_jget_number(j, v, "measured_iteration_s", false,
 				 TP_JNUM_POS, 0, &t, &has_t)) ||
 	    (st = tp_jget_number(j, v, "measured_samples_per_s", false,

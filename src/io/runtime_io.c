@@ -31,7 +31,8 @@ static const char *const behaviour_fields[] = {
 	"grad_reduce", "p2p_async", "tp_overlap", "fused_attention", "tf32",
 	"expert_imbalance", "attention_kernel", "prefetch_depth",
 	"gemm_shape_half", "ep_node_forward", "ep_dispatch_fp8", "ep_overlap",
-	"comm_sm_share", "cp_comm", "grad_buffer", "winograd", NULL};
+	"comm_sm_share", "cp_comm", "grad_buffer", "winograd", "memory_format", "grad_bucket_copy",
+	NULL};
 static const char *const can_fields[] = {
 	"launcher", "tensor_parallel", "pipeline_parallel",
 	"sequence_parallel", "per_stage_degrees", "uneven_shares",
@@ -94,7 +95,7 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 				     struct tp_runtime_behaviour *b)
 {
 	enum tp_status st;
-	int gr, gb, cpc, ak;
+	int gr, gb, cpc, ak, mf;
 	int64_t pf;
 
 	if ((st = tp_jctx_object(j, v, "the runtime's behaviour",
@@ -132,8 +133,13 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 			       "p2p | all_gather", 0, &cpc)) ||
 	    (st = tp_jget_enum(j, v, "grad_buffer", false, parse_grad_reduce,
 			       "model | fp32", TP_GRAD_REDUCE_MODEL, &gb)) ||
-	    (st = tp_jget_bool(j, v, "winograd", false, false, &b->winograd)))
+	    (st = tp_jget_bool(j, v, "winograd", false, false, &b->winograd)) ||
+	    (st = tp_jget_enum(j, v, "memory_format", false,
+			       tp_memory_format_parse, "nchw | nhwc", 0, &mf)) ||
+	    (st = tp_jget_bool(j, v, "grad_bucket_copy", false, false,
+			       &b->grad_bucket_copy)))
 		return st;
+	b->conv_nchw = mf == 1;
 	b->cp_all_gather = cpc == 1;
 	b->grad_buffer = (enum tp_grad_reduce)gb;
 	if (!(b->comm_sm_share < 0.9))
@@ -346,7 +352,9 @@ static enum tp_status check_sources(struct tp_jctx *j,
 				       !strcmp(*f, "comm_sm_share") ||
 				       !strcmp(*f, "cp_comm") ||
 				       !strcmp(*f, "grad_buffer") ||
-				       !strcmp(*f, "winograd")) &&
+				       !strcmp(*f, "winograd") ||
+				       !strcmp(*f, "memory_format") ||
+				       !strcmp(*f, "grad_bucket_copy")) &&
 			    !tp_json_get(tp_json_get(root, "behaviour"), *f))
 				continue;
 			old = tp_jctx_push_key(j, "sources");

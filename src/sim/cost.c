@@ -138,6 +138,31 @@ static bool winograd_conv(const struct tp_sim *sim, uint32_t o, uint32_t ty)
 	return fabs(P / n / c - 9) < 0.05;
 }
 
+/* cuDNN's layout transposes of a convolution in NCHW on tensor cores
+ * (runtime behaviour memory_format nchw; the type's GEMM rate for the
+ * model's dtype above its vector rate: fp16, bf16, TF32): tensor-core
+ * convolutions run in NHWC, so cuDNN transposes the NCHW input to NHWC
+ * and the output back, each one read and one write, as two kernels; the
+ * backward transposes the tensors its data- and weight-gradient kernels
+ * read and write, backward_mem_factor times the forward's, as twice the
+ * kernels (README section 2).  Adds to *fwd and *bwd. */
+static void nchw_transposes(const struct tp_sim *sim, uint32_t o,
+			    uint32_t ty, double samples, double div,
+			    double *fwd, double *bwd)
+{
+	const struct tp_op *op = &sim->m->ops.v[o];
+	const struct tp_cost_device *d = &sim->dev[ty];
+	double bytes;
+
+	if (!sim->o.params.conv_nchw || op->kind != TP_OP_CONV ||
+	    !(d->peak > d->peak_vec))
+		return;
+	bytes = 2 * (sim->in_bytes[o] + op->out_bytes) * samples / div;
+	*fwd += tp_cost_kernel_s(d, TP_OP_ELEMENTWISE, 0, bytes, 2);
+	*bwd += tp_cost_kernel_s(d, TP_OP_ELEMENTWISE, 0,
+				 sim->o.params.backward_mem_factor * bytes, 4);
+}
+
 /* Forward and backward seconds of op on type ty for `samples` samples in
  * a lane of tp ranks, FLOP and activations divided by div, weights by
  * wdiv: the model's profile table for the type (core/profile.h; *pa
@@ -179,6 +204,8 @@ static void op_times(const struct tp_sim *sim, uint32_t o, uint32_t ty,
 	tp_cost_op_s(&sim->dev[ty], op, samples, div, wdiv,
 		     sim->o.params.backward_mem_factor, &pa->forward_s,
 		     &pa->backward_s);
+	nchw_transposes(sim, o, ty, samples, div, &pa->forward_s,
+			&pa->backward_s);
 }
 
 /* One flow src -> dst into channel counts cnt (touched: the channels in
@@ -840,7 +867,8 @@ static void lane_state(const struct tp_sim *sim, const struct tp_plan *plan,
 	ln->grads = n * sim->state.grads /
 			    tp_cost_zero_div(zero, TP_COST_GRADS, dz) +
 		    ne * sim->state.grads /
-			    tp_cost_zero_div(zero, TP_COST_GRADS, dze);
+			    tp_cost_zero_div(zero, TP_COST_GRADS, dze) +
+		    (n + ne) * sim->grad_copy;
 	ln->optim = n * sim->state.optim /
 			    tp_cost_zero_div(zero, TP_COST_OPTIMIZER, dz) +
 		    ne * sim->state.optim /

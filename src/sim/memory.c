@@ -214,7 +214,7 @@ struct devmem *tp_sim_memory_terms(const struct tp_sim *sim,
 			if (ln->temp > x->memory.temporary)
 				x->memory.temporary = ln->temp;
 			dm[d].w0 += n * sim->state.weights;
-			dm[d].g0 += n * sim->state.grads;
+			dm[d].g0 += n * (sim->state.grads + sim->grad_copy);
 			dm[d].o0 += n * sim->state.optim;
 			dm[d].act += ln->act;
 			dm[d].act_full += ln->act_full;

@@ -31,6 +31,8 @@ void tp_sim_params_runtime(struct tp_sim_params *p,
 	p->grad_reduce_fp32 = b->grad_reduce == TP_GRAD_REDUCE_FP32;
 	p->grad_buffer_fp32 = b->grad_buffer == TP_GRAD_REDUCE_FP32;
 	p->winograd = b->winograd;
+	p->conv_nchw = b->conv_nchw;
+	p->grad_bucket_copy = b->grad_bucket_copy;
 	p->attention_kernel = b->attention_kernel;
 	p->gemm_shape_half = b->gemm_shape_half;
 	if (b->grad_bucket_bytes > 0)

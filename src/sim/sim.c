@@ -194,6 +194,10 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 		sim->state.step += 4 - sim->state.grads;
 		sim->state.grads = 4;
 	}
+	if (sim->o.params.grad_bucket_copy)
+		/* PyTorch DDP's buckets (README section 5) */
+		sim->grad_copy =
+		    sim->o.params.grad_reduce_fp32 ? 4 : sim->state.grads;
 	if (tp_sim_sfb_new(sim, err)) {
 		tp_sim_free(sim);
 		return NULL;

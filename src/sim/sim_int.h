@@ -46,6 +46,8 @@ struct tp_sim {
 	/* bytes per parameter, unsharded, and the optimizer step's traffic
 	 * per parameter (core/cost.h) */
 	struct tp_cost_state state;
+	double grad_copy; /* bytes per parameter of the gradients' bucket
+			     copies (grad_bucket_copy), else 0 */
 	struct tp_device_type *types; /* copies, cost fields defaulted */
 	/* per type: the figures of the cost formulas (core/cost.h), GEMM
 	 * efficiency times gemm_sustained */
