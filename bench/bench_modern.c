@@ -11,7 +11,10 @@
  * iteration times, the speed-up of the best fp8 plan over the best bf16
  * plan, and the ratio on the bf16 plan's own strategy; then that plan
  * under the megatron-core profile (Transformer Engine's stack: fused
- * attention in BF16, tensor-parallel overlap) in both dtypes.
+ * attention in BF16, tensor-parallel overlap) in both dtypes.  fp8
+ * prices Transformer Engine's cast-transpose kernels (src/sim/README
+ * section 2), not a lower FP8 GEMM efficiency (no figure in the
+ * project's data).
  *
  * Published figure beside it: FP8-LM (Peng et al., arXiv:2310.18313),
  * abstract: GPT-175B on H100 trained 75% faster than BF16 Megatron-LM and
@@ -75,8 +78,9 @@
  * 4 tp 4 at 61.3 s); printed: both iteration times, the speed-up and the
  * plan's degrees.
  *
- * Mean |error| over the published runs' rows printed (the target is 10%
- * per run).  Megatron-Core's own MoE throughput tables are not quoted:
+ * Mean |error| over the published runs' rows printed, over all and per
+ * category (the issue's target: at most 10% on each of the MoE runs and
+ * the long-context runs).  Megatron-Core's own MoE throughput tables are not quoted:
  * they are not in the project's data and this bench does not quote
  * tables from memory.
  */
@@ -223,20 +227,32 @@ static double peak_memory(const struct tp_report *r)
 
 #define LLAMA3_131K_MFU 0.38 /* arXiv:2407.21783 Table 4 */
 
-/* |predicted - published| / published of every published row printed */
+/* The issue's categories of published runs: its target is a mean
+ * |error| of at most 10% on each. */
+enum pub_kind { PUB_LONG_CONTEXT, PUB_MOE, PUB_KINDS };
+static const char *const pub_kind_name[PUB_KINDS] = {"long-context",
+						      "MoE"};
+
+/* |predicted - published| / published of every published row printed,
+ * and its category */
 static double pub_err[8];
+static enum pub_kind pub_of[8];
 static int n_pub;
 
-static void pub_add(double predicted, double published)
+static void pub_add(double predicted, double published, enum pub_kind k)
 {
-	if (n_pub < (int)(sizeof(pub_err) / sizeof(*pub_err)))
+	if (n_pub < (int)(sizeof(pub_err) / sizeof(*pub_err))) {
+		pub_of[n_pub] = k;
 		pub_err[n_pub++] = fabs(predicted - published) / published;
+	}
 }
 
-/* A published figure: an MFU (a fraction) or an iteration time (s). */
+/* A published figure: an MFU (a fraction) or an iteration time (s), of
+ * a run of category kind. */
 struct published {
 	bool mfu;
 	double value;
+	enum pub_kind kind;
 };
 
 /* Simulate each strategy of m on c under rt and print it against the
@@ -289,7 +305,7 @@ static int published_rows(const struct tp_model *m,
 			       r.iteration_time_s, 100 * r.mfu, pub.value);
 		printf(" %+7.1f%%%s\n", 100 * (got - pub.value) / pub.value,
 		       r.feasible ? "" : " (does not fit)");
-		pub_add(got, pub.value);
+		pub_add(got, pub.value, pub.kind);
 		tp_report_release(&r);
 		tp_plan_release(&p);
 	}
@@ -350,7 +366,7 @@ static int long_context(void)
 	    "tp=8,cp=16,pp=16,dp=8,mb=1,sp=on,zero=1,recompute=full,"
 	    "schedule=interleaved:4"};
 	const char *specs[] = {"dgx-h100:2048"};
-	struct published pub = {true, LLAMA3_131K_MFU};
+	struct published pub = {true, LLAMA3_131K_MFU, PUB_LONG_CONTEXT};
 	struct tp_model m;
 	struct tp_cluster c;
 	struct tp_runtime rt, ag;
@@ -482,7 +498,7 @@ static int deepseek_v3(void)
 	static const char *const strategies[] = {
 	    "pp=16,dp=128,ep=64,mb=1,zero=1,recompute=full",
 	    "pp=16,dp=128,ep=64,mb=2,zero=1,recompute=full"};
-	struct published pub = {false, DEEPSEEK_V3_ITER_S};
+	struct published pub = {false, DEEPSEEK_V3_ITER_S, PUB_MOE};
 	struct tp_model m;
 	struct tp_cluster c;
 	struct tp_runtime rt;
@@ -774,8 +790,20 @@ int main(void)
 		for (int i = 0; i < n_pub; i++)
 			sum += pub_err[i];
 		printf("\npublished runs: mean |error| %.1f%% over %d rows "
-		       "(target <= 10%% per run)\n",
+		       "(target: mean |error| <= 10%% on each category)\n",
 		       n_pub ? 100 * sum / n_pub : 0.0, n_pub);
+		for (int k = 0; k < PUB_KINDS; k++) {
+			double ks = 0;
+			int kn = 0;
+			for (int i = 0; i < n_pub; i++)
+				if (pub_of[i] == (enum pub_kind)k) {
+					ks += pub_err[i];
+					kn++;
+				}
+			printf("  %-13s mean |error| %.1f%% over %d rows%s\n",
+			       pub_kind_name[k], kn ? 100 * ks / kn : 0.0, kn,
+			       kn && ks / kn <= 0.10 ? "" : " (over 10%)");
+		}
 	}
 	return zero_bubble() || cp_search();
 }

@@ -283,8 +283,11 @@ START_TEST(test_fp8_simulated)
 	run_single(&m, &c, &r);
 	/* per op at 400 TFLOP/s: forward max(8e12/4e14, (8e6 + 2e9)/1e12)
 	 * = 0.02 s, backward max(16e12/4e14, (2*8e6 + 4e9)/1e12) = 0.04 s;
-	 * step 1e9 params * (28 + 2) B / 1e12 = 0.03 s */
-	expect = 4 * (0.02 + 0.04) + 4 * 0.03;
+	 * step 1e9 params * (28 + 2) B / 1e12 = 0.03 s; Transformer
+	 * Engine's cast-transposes (sim/README section 2): forward twice
+	 * the 8e6 input bytes of ops 1-3 (op 0 has no input), backward
+	 * twice the 8e6 output-gradient bytes of all 4, at 1e12 B/s */
+	expect = 4 * (0.02 + 0.04) + 4 * 0.03 + (3 + 4) * 2 * 8e6 / 1e12;
 	ck_assert_msg(REL(r.iteration_time_s, expect) < 1e-9, "%.9g vs %.9g",
 		      r.iteration_time_s, expect);
 	/* weights 4e9 params * (2 bf16 + 2 FP8 cache) B */
@@ -307,6 +310,64 @@ START_TEST(test_fp8_simulated)
 		      "%s", err.msg);
 	tp_model_release(&m);
 	tp_cluster_release(&c);
+}
+END_TEST
+
+/* A norm feeding an fp8 matmul (Transformer Engine's LayerNormLinear:
+ * the norm writes E4M3 itself) leaves only the transpose of the input,
+ * its bytes once instead of twice: 8 samples x 1e6 B at 1e12 B/s = 8e-6 s
+ * less than after an elementwise op of the same (free) cost; bf16 has
+ * no casts.  Failed with the norm's input cast counted twice. */
+static double norm_then_matmul(enum tp_op_kind first, enum tp_dtype dt)
+{
+	struct tp_device_type h = toy_type("H100ish", 100e12);
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_report r;
+	struct tp_error err;
+	struct tp_op op = tp_op_default();
+	uint32_t a, b;
+	double t;
+
+	h.peak_flops[TP_DTYPE_FP8] = 400e12;
+	toy_cluster(&c, &h, 1);
+	tp_model_init(&m);
+	m.global_batch = 8;
+	m.dtype = dt;
+	m.optimizer = TP_OPT_ADAM;
+	op.name = "ln";
+	op.kind = first;
+	op.layer = 0;
+	op.out_bytes = 1e6;
+	ck_assert_int_eq(tp_model_add_op(&m, &op, &a, &err), TP_OK);
+	op = tp_op_default();
+	op.name = "fc";
+	op.kind = TP_OP_MATMUL;
+	op.layer = 0;
+	op.flop = 1e12;
+	op.backward_flop = 2e12;
+	op.param_bytes = 2e9;
+	op.out_bytes = 1e6;
+	ck_assert_int_eq(tp_model_add_op(&m, &op, &b, &err), TP_OK);
+	ck_assert_int_eq(tp_model_add_edge(&m, a, b, 1e6, &err), TP_OK);
+	ck_assert_int_eq(tp_model_finalize(&m, &err), TP_OK);
+	run_single(&m, &c, &r);
+	t = r.iteration_time_s;
+	tp_report_release(&r);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+	return t;
+}
+
+START_TEST(test_fp8_casts_after_norm)
+{
+	double ew = norm_then_matmul(TP_OP_ELEMENTWISE, TP_DTYPE_FP8);
+	double ln = norm_then_matmul(TP_OP_NORM, TP_DTYPE_FP8);
+
+	ck_assert_msg(REL(ew - ln, 8e-6) < 1e-6, "%.12g - %.12g", ew, ln);
+	ck_assert_msg(REL(norm_then_matmul(TP_OP_ELEMENTWISE, TP_DTYPE_BF16),
+			  norm_then_matmul(TP_OP_NORM, TP_DTYPE_BF16)) < 1e-12,
+		      "bf16 differs");
 }
 END_TEST
 
@@ -407,6 +468,7 @@ Suite *suite_modern(void)
 	tcase_add_test(tc, test_fp8_kernel_peaks);
 	tcase_add_test(tc, test_fp8_state);
 	tcase_add_test(tc, test_fp8_simulated);
+	tcase_add_test(tc, test_fp8_casts_after_norm);
 	tcase_add_test(tc, test_fp8_cli);
 	suite_add_tcase(s, tc);
 	return s;

@@ -163,6 +163,44 @@ static void nchw_transposes(const struct tp_sim *sim, uint32_t o,
 				 sim->o.params.backward_mem_factor * bytes, 4);
 }
 
+/*
+ * Transformer Engine's FP8 casts (fp8 models; TE's Linear and
+ * LayerNormLinear, transformer_engine/pytorch/module/linear.py and
+ * layernorm_linear.py, delayed scaling).  Forward: the GEMM's 16-bit
+ * input becomes E4M3 plus the transposed copy the weight-gradient GEMM
+ * reads; one fused cast-transpose kernel reads 2 bytes and writes 1 + 1
+ * per element (twice the input's 16-bit bytes), or, where a norm feeds
+ * the GEMM (LayerNormLinear: the norm kernel writes E4M3 itself), a
+ * transpose reading and writing 1 byte per element (the input's bytes
+ * once).  Backward: the output gradient to E5M2 and its transpose, one
+ * cast-transpose kernel, twice its bytes.  Memory bound, one kernel each.
+ * The amax of each is reduced inside these kernels; the amax history and
+ * scales are updated once per step for all tensors together (not
+ * priced); the weights are cast once per step, in the optimizer step
+ * (core/cost.c fp8_weight_cache).  Matmuls with weights except the LM
+ * head (bf16 under fp8); activations divided by div, as the op's own.
+ */
+static void fp8_casts(const struct tp_sim *sim, uint32_t o, uint32_t ty,
+		      double samples, double div, double *fwd, double *bwd)
+{
+	const struct tp_model *m = sim->m;
+	const struct tp_op *op = &m->ops.v[o];
+	const struct tp_cost_device *d = &sim->dev[ty];
+	const uint32_t *in = tp_model_in_edges(m, o);
+	double k = 2;
+
+	if (m->dtype != TP_DTYPE_FP8 || op->kind != TP_OP_MATMUL ||
+	    !(op->param_bytes > 0) || op->tp_split == TP_SPLIT_VOCAB)
+		return;
+	for (uint32_t e = 0; e < op->n_in; e++)
+		if (m->ops.v[m->edges.v[in[e]].src].kind == TP_OP_NORM)
+			k = 1;
+	*fwd += tp_cost_kernel_s(d, TP_OP_ELEMENTWISE, 0,
+				 k * sim->in_bytes[o] * samples / div, 1);
+	*bwd += tp_cost_kernel_s(d, TP_OP_ELEMENTWISE, 0,
+				 2 * op->out_bytes * samples / div, 1);
+}
+
 /* Forward and backward seconds of op on type ty for `samples` samples in
  * a lane of tp ranks, FLOP and activations divided by div, weights by
  * wdiv: the model's profile table for the type (core/profile.h; *pa
@@ -206,6 +244,7 @@ static void op_times(const struct tp_sim *sim, uint32_t o, uint32_t ty,
 		     &pa->backward_s);
 	nchw_transposes(sim, o, ty, samples, div, &pa->forward_s,
 			&pa->backward_s);
+	fp8_casts(sim, o, ty, samples, div, &pa->forward_s, &pa->backward_s);
 }
 
 /* One flow src -> dst into channel counts cnt (touched: the channels in
