@@ -591,6 +591,109 @@ START_TEST(test_uneven_stages_strategy)
 }
 END_TEST
 
+
+/*
+ * Megatron-Core's account_for_embedding / loss_in_pipeline_split in the
+ * strategy string (Llama 3's layout, arXiv:2407.21783 section 3.3.2):
+ * Llama-2-7B's 32 layers + the embedding = 33 slots on 3 stages, 11
+ * each: 10, 11, 11 layers (the Megatron export's first/last flags); on 3
+ * stages x 11 chunks one slot each, the first chunk the embedding alone
+ * (layout "E|t|t|..."); with the loss instead the last chunk holds only
+ * final_norm, lm_head and loss ("...|t|L").  Slots the chunks cannot
+ * share, and the mix with first_layers, are refused.  Failed without
+ * the slots (32 layers do not split over 33 chunks) and with the ops
+ * after the last layer left in the last layer's chunk.
+ */
+START_TEST(test_account_embedding_loss)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_strategy st;
+	struct tp_strbuf out;
+	struct tp_error err;
+	const int64_t want1[] = {10, 11, 11};
+	int64_t got[33];
+	char buf[512];
+	const uint32_t *ops;
+	uint32_t last;
+
+	llama_on(&m, &c, "dgx-h100:3");
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_strategy_parse("tp=2,pp=3,account_embedding=on",
+					   &st, &err),
+			 TP_OK);
+	tp_strategy_format(&st, buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, ",account_embedding=on") != NULL &&
+			      strstr(buf, "account_loss") == NULL,
+		      "%s", buf);
+	ck_assert_msg(tp_strategy_to_plan(&st, &m, &c, &p, &err) == TP_OK,
+		      "%s", err.msg);
+	chunk_layers(&p, &m, &c, got, 3);
+	ck_assert_mem_eq(got, want1, sizeof(want1));
+	tp_strbuf_init(&out);
+	megatron_args(&p, &m, &c, &out);
+	ck_assert_msg(strstr(out.buf,
+			     "--decoder-first-pipeline-num-layers 10") != NULL,
+		      "%s", out.buf);
+	tp_strbuf_release(&out);
+
+	ck_assert_int_eq(tp_strategy_parse("tp=8,pp=3,schedule=interleaved:11,"
+					   "account_embedding=on",
+					   &st, &err),
+			 TP_OK);
+	ck_assert_msg(tp_strategy_to_plan(&st, &m, &c, &p, &err) == TP_OK,
+		      "%s", err.msg);
+	chunk_layers(&p, &m, &c, got, 33);
+	ck_assert_int_eq(got[0], 0);
+	for (uint32_t k = 1; k < 33; k++)
+		ck_assert_int_eq(got[k], 1);
+	tp_strbuf_init(&out);
+	megatron_args(&p, &m, &c, &out);
+	ck_assert_msg(strstr(out.buf, "--pipeline-model-parallel-layout "
+				      "E|t|t|") != NULL,
+		      "%s", out.buf);
+	tp_strbuf_release(&out);
+
+	ck_assert_int_eq(tp_strategy_parse("tp=8,pp=3,schedule=interleaved:11,"
+					   "account_loss=on",
+					   &st, &err),
+			 TP_OK);
+	ck_assert_msg(tp_strategy_to_plan(&st, &m, &c, &p, &err) == TP_OK,
+		      "%s", err.msg);
+	last = (uint32_t)p.groups.n - 1;
+	ops = tp_plan_group_ops(&p, last);
+	ck_assert_uint_eq(p.groups.v[last].n_ops, 3);
+	ck_assert_str_eq(m.ops.v[ops[0]].name, "final_norm");
+	ck_assert_str_eq(m.ops.v[ops[2]].name, "loss");
+	tp_strbuf_init(&out);
+	megatron_args(&p, &m, &c, &out);
+	ck_assert_msg(strstr(out.buf, "|t|L") != NULL, "%s", out.buf);
+	tp_strbuf_release(&out);
+
+	/* 34 slots over 3 chunks; with first_layers */
+	ck_assert_int_eq(tp_strategy_parse("tp=2,pp=3,account_embedding=on,"
+					   "account_loss=on",
+					   &st, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&st, &m, &c, &p, &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "34 slots") != NULL, "%s", err.msg);
+	ck_assert_int_eq(tp_strategy_parse("tp=2,pp=3,account_loss=on,"
+					   "first_layers=10",
+					   &st, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&st, &m, &c, &p, &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "give one of them") != NULL, "%s",
+		      err.msg);
+	ck_assert_int_eq(tp_strategy_parse("account_loss=maybe", &st, &err),
+			 TP_EUSAGE);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
 /*
  * An uneven pipeline simulated, by hand: 8 equal layers (F 0.01 s, B
  * 0.02 s per micro-batch) on 4 stages as first_layers=3, last_layers=1
@@ -796,6 +899,7 @@ Suite *suite_schedule(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_uneven_stages_strategy);
 	tcase_add_test(tc, test_uneven_stages_simulated);
+	tcase_add_test(tc, test_account_embedding_loss);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("fsdp-prefetch");
 	tcase_set_timeout(tc, 60);

@@ -32,12 +32,23 @@ static const char *const keys[] = {"tp",        "pp", "dp",   "mb",
 				   "gbs",       "schedule", "recompute",
 				   "sp",        "zero", "sync", "ep", "cp",
 				   "imbalance", "capacity", "first_layers",
-				   "last_layers", "etp"};
+				   "last_layers", "etp", "account_embedding",
+				   "account_loss"};
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
 static const char key_list[] =
 	"tp, pp, dp, mb, gbs, schedule, recompute, sp, zero, sync, ep, cp, "
-	"imbalance, capacity, first_layers, last_layers, etp";
+	"imbalance, capacity, first_layers, last_layers, etp, "
+	"account_embedding, account_loss";
+
+/* on, true or 1; off, false or 0: false for anything else. */
+static bool parse_on_off(const char *v, bool *on)
+{
+	*on = strcmp(v, "on") == 0 || strcmp(v, "true") == 0 ||
+	      strcmp(v, "1") == 0;
+	return *on || strcmp(v, "off") == 0 || strcmp(v, "false") == 0 ||
+	       strcmp(v, "0") == 0;
+}
 
 /* Parse a positive (or, with allow_zero, non-negative) decimal integer no
  * larger than max. */
@@ -142,13 +153,11 @@ static enum tp_status set_key(struct tp_strategy *s, int k, const char *key,
 		s->recompute = (enum tp_recompute)r;
 		return TP_OK;
 	case 7: /* sp */
-		if (strcmp(val, "on") == 0 || strcmp(val, "true") == 0 ||
-		    strcmp(val, "1") == 0)
-			s->sp = true;
-		else if (strcmp(val, "off") == 0 || strcmp(val, "false") == 0 ||
-			 strcmp(val, "0") == 0)
-			s->sp = false;
-		else
+	case 17: /* account_embedding */
+	case 18: /* account_loss */
+		if (!parse_on_off(val, k == 7 ? &s->sp
+				  : k == 17 ? &s->account_embedding
+					    : &s->account_loss))
 			return bad_value(err, key, val, "on or off");
 		return TP_OK;
 	case 8: /* zero */
@@ -352,6 +361,14 @@ void tp_strategy_format(const struct tp_strategy *s, char *buf, size_t size)
 		if (n < size)
 			snprintf(buf + n, size - n, ",etp=%u", s->etp);
 	}
+	if (s->account_embedding || s->account_loss) {
+		size_t n = strlen(buf);
+		if (n < size)
+			snprintf(buf + n, size - n, "%s%s",
+				 s->account_embedding ? ",account_embedding=on"
+						      : "",
+				 s->account_loss ? ",account_loss=on" : "");
+	}
 }
 
 /* etp: the expert tensor-parallel degree, tp (Megatron-Core's default
@@ -511,6 +528,46 @@ static enum tp_status stage_layers(const struct tp_strategy *s,
 }
 
 /*
+ * Megatron-Core's account_for_embedding / loss_in_pipeline_split
+ * (megatron/core/transformer/transformer_block.py get_num_layers_to_build,
+ * core_r0.12 and later): layers + 1 (+ 1) slots, the embedding first and
+ * the output layer and loss last, split equally over the n chunks; chunk
+ * 0 holds one layer fewer with the embedding, the last one fewer with
+ * the loss.  Fills per[0..n); TP_EINPUT naming the fix when the slots do
+ * not divide, or with first_layers / last_layers (Megatron refuses the
+ * two together).
+ */
+static enum tp_status slot_layers(const struct tp_strategy *s,
+				  int64_t layers, uint32_t n, int64_t *per,
+				  struct tp_error *err)
+{
+	int64_t slots = layers + s->account_embedding + s->account_loss;
+
+	if (s->first_layers || s->last_layers)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: account_embedding / "
+				    "account_loss and first_layers / "
+				    "last_layers both shape the first and last "
+				    "stages; give one of them");
+	if (layers <= 0 || slots % n != 0 || slots / n < 1)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: %lld layers%s%s make %lld "
+				    "slots, which pp x V = %u chunks cannot "
+				    "share equally; pick pp and V so that pp x "
+				    "V divides %lld",
+				    (long long)layers,
+				    s->account_embedding ? " + the embedding"
+							 : "",
+				    s->account_loss ? " + the loss" : "",
+				    (long long)slots, n, (long long)slots);
+	for (uint32_t k = 0; k < n; k++)
+		per[k] = slots / n;
+	per[0] -= s->account_embedding;
+	per[n - 1] -= s->account_loss;
+	return TP_OK;
+}
+
+/*
  * Chunk of every op: by layer when the model has layers (balanced layer
  * counts, or per_chunk[c] layers in chunk c when given), else by
  * cumulative compute along the topological order.  Returns the number of
@@ -523,11 +580,18 @@ static int64_t assign_chunks(const struct tp_model *m, uint32_t n_chunks,
 	int64_t layers = label_layers(m);
 
 	if (layers > 0) {
-		uint32_t cur = 0;
+		uint32_t cur = 0, last = 0;
+		/* where the last layer ends: ops after it go to the last
+		   chunk, also when it holds no layer (account_loss) */
+		for (uint32_t k = 0; k < n; k++)
+			if (m->ops.v[m->topo[k]].layer == layers - 1)
+				last = k;
 		for (uint32_t k = 0; k < n; k++) {
 			uint32_t o = m->topo[k];
 			int32_t l = m->ops.v[o].layer;
-			if (l >= 0 && per_chunk) {
+			if (l < 0 && k > last) {
+				cur = n_chunks - 1;
+			} else if (l >= 0 && per_chunk) {
 				int64_t end = per_chunk[0];
 				cur = 0;
 				while (cur + 1 < n_chunks && l >= end)
@@ -836,9 +900,16 @@ static enum tp_status chunk_layers(const struct tp_strategy *s,
 	*cnt = NULL;
 	if (!c)
 		return tp_error_set(err, TP_ENOMEM, "out of memory");
-	st = stage_layers(s, label_layers(m), pp, V, c, err);
-	for (uint32_t ch = 0; !st && ch < n_chunks; ch++)
-		c[pp + ch] = c[ch % pp] / V;
+	if (s->account_embedding || s->account_loss)
+		st = slot_layers(s, label_layers(m), n_chunks, c + pp, err);
+	else
+		st = stage_layers(s, label_layers(m), pp, V, c, err);
+	for (uint32_t ch = 0; !st && ch < n_chunks; ch++) {
+		if (s->account_embedding || s->account_loss)
+			c[ch % pp] += c[pp + ch];
+		else
+			c[pp + ch] = c[ch % pp] / V;
+	}
 	if (st) {
 		free(c);
 		return st;
@@ -895,12 +966,14 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 		st = tp_error_set(err, TP_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((s->first_layers || s->last_layers) &&
+	if ((s->first_layers || s->last_layers || s->account_embedding ||
+	     s->account_loss) &&
 	    (st = chunk_layers(s, m, V, &cnt, err)))
 		goto out;
 	if ((st = check_chunks(pp, V,
 			       assign_chunks(m, n_chunks, cnt ? cnt + pp : NULL,
-					     chunk),
+					     chunk) +
+				       s->account_embedding + s->account_loss,
 			       nops, err)))
 		goto out;
 	plan->global_batch = gbs;

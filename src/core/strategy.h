@@ -19,8 +19,9 @@
  * num-layers: the other stages share the rest equally, each stage's
  * layers split equally over its V chunks when interleaved).
  * dp=auto, gbs=model and sync=auto name the defaults (tp_strategy_format
- * writes them so; it writes ep, cp, imbalance, capacity, first_layers and
- * last_layers only when not their defaults, so strings of older plans
+ * writes them so; it writes ep, cp, imbalance, capacity, first_layers,
+ * last_layers, account_embedding and account_loss only when not their
+ * defaults, so strings of older plans
  * read as before).
  *
  * Expansion follows Megatron-Core's rank order (tensor fastest, then
@@ -28,9 +29,11 @@
  * [s*n, (s+1)*n) in topology order, n = tp*cp*dp, context rank c of
  * replica r of it devices s*n + (r*cp + c)*tp + [0, tp).  Layers are
  * spread evenly over pp*V chunks (or stage by stage with first_layers /
- * last_layers, each stage's over its V chunks), chunk c on stage c mod
- * pp; ops before the first layer go to the first chunk and ops after the
- * last to the last.
+ * last_layers, each stage's over its V chunks; or, with
+ * account_embedding / account_loss, layers + 1 or 2 slots evenly, the
+ * embedding and the loss a slot each), chunk c on stage c mod pp; ops
+ * before the first layer go to the first chunk and ops after the last to
+ * the last.
  */
 #ifndef TP_STRATEGY_H
 #define TP_STRATEGY_H
@@ -62,6 +65,14 @@ struct tp_strategy {
 				       expert_capacity_factor, 0 = default */
 	uint32_t first_layers, last_layers; /* layers of the first / last
 					       pipeline stage, 0 = even */
+	/* Megatron-Core's --account-for-embedding-in-pipeline-split and
+	   --account-for-loss-in-pipeline-split: the embedding (the output
+	   layer and loss) counts as one more layer when the layers are
+	   split over the pp x V chunks, so the first (last) chunk holds one
+	   transformer layer fewer (Llama 3, arXiv:2407.21783 section
+	   3.3.2: its first chunk only the embedding, its last only the
+	   output and loss) */
+	bool account_embedding, account_loss;
 };
 
 void tp_strategy_default(struct tp_strategy *s);
