@@ -644,6 +644,192 @@ START_TEST(test_plan_cost)
 }
 END_TEST
 
+/*
+ * The cost objective (issue 20 item 7): on one DGX H100 ($10 per GPU-hour)
+ * and one server of 4 T4 ($0.5), GPT-small's fastest plan is on the 8
+ * H100 (8.43 ms, $80/h: $1.87e-4 per iteration); by hand the cheapest
+ * within 0.2 s is the 4 T4 (0.195 s at $2/h: $1.085e-4; 1 H100 takes
+ * 44.5 ms, $1.235e-4, 2 T4 0.354 s, over the limit), within 0.05 s one
+ * H100 (44.5 ms); no plan meets 1e-5 s: exit 1, the fastest plan written
+ * and said.  The plan records the objective and its limit.
+ */
+#define MIX_TOPO                                                              \
+	"{\"format\": \"tagplan-topology/1\", \"nodes\": [{\"name\": \"h\", "    \
+	"\"devices\": [{\"type\": \"H100-SXM5-80GB\", \"count\": 8}], "         \
+	"\"fabric\": {\"kind\": \"nvswitch\", \"bandwidth_Bps\": 4.5e11, "      \
+	"\"latency_s\": 3e-7}, \"nic\": {\"count\": 8, \"bandwidth_Bps\": "      \
+	"5e10, \"latency_s\": 6e-7}}, {\"name\": \"t\", \"devices\": "           \
+	"[{\"type\": \"T4-16GB\", \"count\": 4}], \"fabric\": {\"kind\": "       \
+	"\"pcie\", \"bandwidth_Bps\": 1.57e10, \"latency_s\": 1e-6}, \"nic\": "  \
+	"{\"count\": 1, \"bandwidth_Bps\": 3.125e9, \"latency_s\": 1e-5}}]}\n"
+
+/* plan GPT-small on the mixed topology in dir with the extra arguments
+ * (NULL-terminated, at most 6) into out; its exit status */
+static int plan_mix(const char *dir, const char *out, const char *const *extra,
+		    struct tp_run *r)
+{
+	char topo[512];
+	const char *argv[24] = {"tagplan", "plan", "-m", SMALL, "-t", topo,
+				"--playouts", "300", "--threads", "1",
+				"--no-gnn", "-o", out};
+	size_t n = 13;
+
+	snprintf(topo, sizeof(topo), "%s/mix.json", dir);
+	for (size_t i = 0; extra && extra[i] && n < 22; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	run_in(r, dir, argv, NULL);
+	return r->status;
+}
+
+/* the devices plan file name in dir uses: how many of "h/", of "t/" */
+static void plan_devices(const char *dir, const char *name, int *h, int *t)
+{
+	char *text = read_in(dir, name), *p;
+
+	ck_assert_ptr_nonnull(text);
+	if ((p = strstr(text, "\"summary\"")))
+		*p = 0; /* the groups' devices, not the summary's */
+	*h = *t = 0;
+	for (int k = 0; k < 8; k++) {
+		char pat[32];
+		snprintf(pat, sizeof(pat), "\"h/gpu%d\"", k);
+		p = strstr(text, "\"groups\"");
+		*h += p && strstr(p, pat) ? 1 : 0;
+		snprintf(pat, sizeof(pat), "\"t/gpu%d\"", k);
+		*t += k < 4 && p && strstr(p, pat) ? 1 : 0;
+	}
+	free(text);
+}
+
+START_TEST(test_plan_objective_cost)
+{
+	char dir[256], path[512];
+	struct tp_run r;
+	char *text;
+	double t_fast, c_fast, t, c;
+	int h, tt;
+	const char *price = "H100-SXM5-80GB=10,T4-16GB=0.5";
+
+	snprintf(dir, sizeof(dir), "%s", tp_test_tmpdir());
+	snprintf(path, sizeof(path), "%s/mix.json", dir);
+	ck_assert_int_eq(tp_test_write(path, MIX_TOPO, strlen(MIX_TOPO)), 0);
+	{
+		const char *x[] = {"--price", price, "-q", NULL};
+		ck_assert_msg(plan_mix(dir, "fast.json", x, &r) == 0, "%s",
+			      r.err);
+		tp_run_free(&r);
+	}
+	text = read_in(dir, "fast.json");
+	t_fast = summary_number(text, "iteration_time_s");
+	c_fast = summary_number(text, "cost_per_iteration_usd");
+	ck_assert(!strstr(text, "\"objective\""));
+	free(text);
+	plan_devices(dir, "fast.json", &h, &tt);
+	ck_assert_msg(h == 8 && tt == 0, "fastest: %d H100, %d T4", h, tt);
+	ck_assert(fabs(c_fast - 80 * t_fast / 3600) < 1e-9 * c_fast);
+	{
+		const char *x[] = {"--price", price, "--objective", "cost",
+				   "--max-iter-time", "0.2", NULL};
+		ck_assert_msg(plan_mix(dir, "cheap.json", x, &r) == 0, "%s",
+			      r.err);
+		ck_assert_msg(strstr(r.err, "objective: the cheapest"), "%s",
+			      r.err);
+		tp_run_free(&r);
+	}
+	text = read_in(dir, "cheap.json");
+	t = summary_number(text, "iteration_time_s");
+	c = summary_number(text, "cost_per_iteration_usd");
+	ck_assert_msg(strstr(text, "\"objective\": \"cost\"") &&
+			      strstr(text, "\"max_iter_time_s\": 0.2"),
+		      "%s", text);
+	free(text);
+	plan_devices(dir, "cheap.json", &h, &tt);
+	ck_assert_msg(h == 0 && tt == 4 && t <= 0.2 && c < c_fast,
+		      "cheapest within 0.2 s: %d H100, %d T4, %.6g s, $%.6g "
+		      "(fastest $%.6g)",
+		      h, tt, t, c, c_fast);
+	ck_assert(fabs(c - 2 * t / 3600) < 1e-9 * c);
+	{
+		/* the plan loads back with its objective */
+		const char *argv[] = {"tagplan", "simulate", "-p",
+				      "cheap.json", "-q", "-o", "rep.json",
+				      NULL};
+		run_in(&r, dir, argv, NULL);
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		tp_run_free(&r);
+	}
+	{
+		/* the limit holds: the T4 plans are over 0.05 s */
+		const char *x[] = {"--price", price, "--objective", "cost",
+				   "--max-iter-time", "0.05", "-q", NULL};
+		ck_assert_msg(plan_mix(dir, "tight.json", x, &r) == 0, "%s",
+			      r.err);
+		tp_run_free(&r);
+	}
+	text = read_in(dir, "tight.json");
+	t = summary_number(text, "iteration_time_s");
+	c = summary_number(text, "cost_per_iteration_usd");
+	free(text);
+	plan_devices(dir, "tight.json", &h, &tt);
+	ck_assert_msg(t <= 0.05 && h >= 1 && tt == 0 && c <= c_fast,
+		      "within 0.05 s: %d H100, %d T4, %.6g s", h, tt, t);
+	{
+		const char *x[] = {"--price", price, "--objective", "cost",
+				   "--max-iter-time", "1e-5", NULL};
+		ck_assert_int_eq(plan_mix(dir, "none.json", x, &r), 1);
+		ck_assert_msg(strstr(r.err, "no plan found meets "
+					    "--max-iter-time 1e-05 s"),
+			      "%s", r.err);
+		tp_run_free(&r);
+	}
+	text = read_in(dir, "none.json");
+	ck_assert_ptr_nonnull(text);
+	t = summary_number(text, "iteration_time_s");
+	free(text);
+	ck_assert_msg(fabs(t - t_fast) < 1e-9 * t_fast,
+		      "over the limit, the fastest: %.9g s, not %.9g s", t,
+		      t_fast);
+}
+END_TEST
+
+/* The cost objective's mistakes: exit 2 naming the fix, nothing
+ * written. */
+START_TEST(test_plan_objective_errors)
+{
+	char dir[256], path[512];
+	struct tp_run r;
+	/* the arguments (NULL-terminated), then the message expected */
+	const char *cases[][8] = {
+	    {"--objective", "cost", "--max-iter-time", "1", NULL, NULL, NULL,
+	     "no price for device types H100-SXM5-80GB, T4-16GB; give"},
+	    {"--objective", "cost", "--max-iter-time", "1", "--price",
+	     "T4-16GB=0.5", NULL, "no price for device type H100-SXM5-80GB;"},
+	    {"--max-iter-time", "1", NULL, NULL, NULL, NULL, NULL,
+	     "give --objective cost with it"},
+	    {"--objective", "cost", NULL, NULL, NULL, NULL, NULL,
+	     "--objective cost needs --max-iter-time S"},
+	    {"--objective", "cost", "--max-iter-time", "0", NULL, NULL, NULL,
+	     "--max-iter-time 0: give a time in seconds above 0"},
+	    {"--objective", "cost", "--max-iter-time", "-2", NULL, NULL, NULL,
+	     "--max-iter-time -2: give a time"},
+	    {"--objective", "fast", NULL, NULL, NULL, NULL, NULL,
+	     "expected throughput (the fastest plan) or cost"},
+	};
+
+	snprintf(dir, sizeof(dir), "%s", tp_test_tmpdir());
+	snprintf(path, sizeof(path), "%s/mix.json", dir);
+	ck_assert_int_eq(tp_test_write(path, MIX_TOPO, strlen(MIX_TOPO)), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ck_assert_int_eq(plan_mix(dir, "bad.json", cases[i], &r), 2);
+		ck_assert_msg(strstr(r.err, cases[i][7]), "case %zu: %s", i,
+			      r.err);
+		ck_assert(!file_has(dir, "bad.json", "{"));
+		tp_run_free(&r);
+	}
+}
+END_TEST
+
 /* ---- common mistakes: exit 2, the file and the fix ---- */
 
 START_TEST(test_mistakes)
@@ -1107,6 +1293,8 @@ Suite *suite_ux(void)
 	tcase_add_test(t, test_recorded_inputs);
 	tcase_add_test(t, test_recorded_stdin_and_demo);
 	tcase_add_test(t, test_plan_cost);
+	tcase_add_test(t, test_plan_objective_cost);
+	tcase_add_test(t, test_plan_objective_errors);
 	tcase_add_test(t, test_mistakes);
 	suite_add_tcase(s, t);
 	t = tcase_create("human");

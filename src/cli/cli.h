@@ -193,5 +193,14 @@ void tp_cli_plan_cost(const struct tp_plan *p, const struct tp_cluster *c,
  * returns 0 or 2 after a usage error naming the entry. */
 int tp_cli_apply_prices(const char *cmd, const char *spec,
 			struct tp_cluster *c);
+/* --objective NAME and --max-iter-time S (NAN: not given): the objective
+ * (enum tp_search_objective), or -1 after a usage error (an unknown
+ * name, a limit without the cost objective or not above 0, the cost
+ * objective without a limit). */
+int tp_cli_objective_args(const char *name, double max_iter_time);
+/* The cost objective needs a price for every device type c's devices
+ * have: 0, or 2 after a usage error naming the types without one and
+ * how to give them. */
+int tp_cli_check_prices(const char *cmd, const struct tp_cluster *c);
 
 #endif

@@ -3,6 +3,7 @@
  * topology's price_per_hour or --price, user-supplied) over the devices
  * it uses (src/cli/README).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "cli.h"
 #include "core/cluster.h"
 #include "core/plan.h"
+#include "search/search.h"
 
 /* What the answer costs (struct tp_plan_summary): the price per hour of
  * the devices it uses over its iteration time, and per million tokens;
@@ -17,25 +19,9 @@
 void tp_cli_plan_cost(const struct tp_plan *p, const struct tp_cluster *c,
 		      struct tp_plan_summary *s)
 {
-	uint32_t nd = (uint32_t)c->devices.n;
-	uint8_t *used = calloc(nd + 1, 1);
-	double per_hour = 0, tokens = s->tokens_per_s * s->iteration_time_s;
+	double per_hour = tp_plan_price_per_hour(p, c, NULL);
+	double tokens = s->tokens_per_s * s->iteration_time_s;
 
-	if (!used)
-		return;
-	for (size_t i = 0; i < p->devs.n; i++)
-		if (p->devs.v[i] < nd && !used[p->devs.v[i]]) {
-			double price =
-			    c->types.v[c->devices.v[p->devs.v[i]].type]
-				.price_per_hour;
-			used[p->devs.v[i]] = 1;
-			if (!(price > 0)) {
-				per_hour = 0;
-				break;
-			}
-			per_hour += price;
-		}
-	free(used);
 	s->cost_per_iteration = per_hour * s->iteration_time_s / 3600;
 	s->cost_per_million_tokens =
 	    tokens > 0 ? s->cost_per_iteration / (tokens / 1e6) : 0;
@@ -82,3 +68,61 @@ int tp_cli_apply_prices(const char *cmd, const char *spec,
 	return 0;
 }
 
+
+int tp_cli_objective_args(const char *name, double max_iter_time)
+{
+	bool cost = name && strcmp(name, "cost") == 0;
+
+	if (name && !cost && strcmp(name, "throughput") != 0) {
+		tp_cli_usage_error("plan",
+				   "--objective %s: expected throughput (the "
+				   "fastest plan) or cost (the cheapest within "
+				   "--max-iter-time)",
+				   name);
+		return -1;
+	}
+	if (!isnan(max_iter_time) && !cost) {
+		tp_cli_usage_error("plan",
+				   "--max-iter-time is the cost objective's "
+				   "limit: give --objective cost with it, or "
+				   "leave it out");
+		return -1;
+	}
+	if (cost && isnan(max_iter_time)) {
+		tp_cli_usage_error("plan",
+				   "--objective cost needs --max-iter-time S, "
+				   "the iteration time in seconds the plan "
+				   "must meet");
+		return -1;
+	}
+	if (cost && !(max_iter_time > 0)) {
+		tp_cli_usage_error("plan",
+				   "--max-iter-time %g: give a time in "
+				   "seconds above 0",
+				   max_iter_time);
+		return -1;
+	}
+	return cost ? TP_SEARCH_OBJECTIVE_COST : TP_SEARCH_OBJECTIVE_THROUGHPUT;
+}
+
+int tp_cli_check_prices(const char *cmd, const struct tp_cluster *c)
+{
+	char missing[512] = "";
+	size_t len = 0;
+
+	for (size_t t = 0; t < c->types.n; t++)
+		if (c->type_count[t] && !(c->types.v[t].price_per_hour > 0) &&
+		    len < sizeof(missing))
+			len += (size_t)snprintf(missing + len,
+						sizeof(missing) - len, "%s%s",
+						len ? ", " : "",
+						c->types.v[t].name);
+	if (!len)
+		return 0;
+	return tp_cli_usage_error(
+	    cmd, "--objective cost: no price for device type%s %s; give "
+		 "every type the topology has one with --price TYPE=USD[,"
+		 "TYPE=USD...] (US dollars per device-hour) or its "
+		 "price_per_hour in the topology",
+	    strchr(missing, ',') ? "s" : "", missing);
+}

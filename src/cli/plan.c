@@ -187,13 +187,15 @@ struct plan_args {
 	const char *model_path, *topo_path, *out;
 	const char *baseline, *compression, *weights, *dot, *svg, *runtime;
 	const char *price; /* --price TYPE=USD[,TYPE=USD...] */
-	double time_limit, bucket_mb;
+	const char *objective; /* --objective throughput|cost */
+	double time_limit, bucket_mb, max_iter_time; /* 0: not given */
 	long long playouts, threads, seed, groups;
 	bool no_gnn, quiet, no_timing, no_compare;
 	bool bucket_given; /* --grad-bucket-mb given (else the runtime's) */
 	bool comp_given;   /* --compression given (else lossless where the
 			      runtime has it) */
 	int bl, comp; /* --baseline (-1 = search), --compression parsed */
+	int obj;      /* --objective parsed (enum tp_search_objective) */
 };
 
 /* One run of the command, from the inputs to the written plan. */
@@ -398,6 +400,8 @@ static void fill_summary(struct plan_run *R)
 	s->mfu = r->mfu;
 	s->tflops_per_device = r->tflops_per_device;
 	tp_cli_plan_cost(&R->res.plan, &R->c, s);
+	s->objective_cost = R->a.obj == TP_SEARCH_OBJECTIVE_COST;
+	s->max_iter_time_s = s->objective_cost ? R->a.max_iter_time : 0;
 	if (!r->feasible)
 		snprintf(s->infeasible_reason, sizeof(s->infeasible_reason),
 			 "%s", r->reason[0] ? r->reason : "out of memory");
@@ -771,6 +775,9 @@ static int check_args(struct plan_args *a)
 					  "--compression %s: expected off, "
 					  "lossless or lossy",
 					  a->compression);
+	if ((a->obj = tp_cli_objective_args(a->objective,
+					    a->max_iter_time)) < 0)
+		return TP_EXIT_USAGE;
 	if (a->weights && a->no_gnn)
 		return tp_cli_usage_error("plan",
 					  "--weights and --no-gnn contradict "
@@ -933,6 +940,8 @@ static void search_options(struct plan_run *R, struct bar *bar)
 			so->playouts = 1;
 	}
 	so->baseline = R->a.bl;
+	so->objective = (enum tp_search_objective)R->a.obj;
+	so->max_iter_time_s = R->a.obj ? R->a.max_iter_time : 0;
 	so->compression = (enum tp_compression)R->a.comp;
 	so->groups = (uint32_t)R->a.groups;
 	so->prior = R->gnn ? &R->prior : NULL;
@@ -1100,7 +1109,10 @@ static int write_outputs(struct plan_run *R)
 			fprintf(stderr, ", $%.4g per million tokens",
 				s->cost_per_million_tokens);
 		fprintf(stderr, " (the devices the plan uses at their "
-				"user-supplied prices per hour)\n");
+				"user-supplied prices per hour)%s\n",
+			R->a.obj ? "; objective: the cheapest plan found "
+				   "within --max-iter-time"
+				 : "");
 	}
 	for (int k = 0; k < 2 && !R->a.quiet; k++)
 		if (R->wrote[k][0])
@@ -1127,6 +1139,14 @@ static int answer_code(const struct plan_run *R)
 			R->a.quiet ? (r->reason[0] ? r->reason
 						   : "out of memory")
 				   : "why, and what would fit: above");
+		return TP_EXIT_CHECK;
+	}
+	if (R->a.obj && r->iteration_time_s > R->a.max_iter_time) {
+		fprintf(stderr, "tagplan plan: no plan found meets "
+				"--max-iter-time %g s: wrote the fastest one "
+				"found (%.4g s); a longer limit or more "
+				"devices\n", R->a.max_iter_time,
+			r->iteration_time_s);
 		return TP_EXIT_CHECK;
 	}
 	return TP_EXIT_OK;
@@ -1157,7 +1177,9 @@ static int choose_runtime(struct plan_run *R, struct tp_planner_options *po)
 					  "compress gradients; give "
 					  "--compression off or --runtime none",
 					  R->a.compression, R->rt.name);
-	R->compare = !tp_runtime_is_none(&R->rt) && !R->a.no_compare;
+	/* not under the cost objective: the comparison is by time */
+	R->compare = !tp_runtime_is_none(&R->rt) && !R->a.no_compare &&
+		     !R->a.obj;
 	return 0;
 }
 
@@ -1267,7 +1289,8 @@ static int plan_steps(struct plan_run *R)
 	if (stop_flag)
 		return interrupted_early("loading the GNN");
 	if ((code = load_inputs(R)) ||
-	    (code = tp_cli_apply_prices("plan", R->a.price, &R->c)))
+	    (code = tp_cli_apply_prices("plan", R->a.price, &R->c)) ||
+	    (R->a.obj && (code = tp_cli_check_prices("plan", &R->c))))
 		return code;
 	if (stop_flag)
 		return interrupted_early("loading the inputs");
@@ -1375,6 +1398,15 @@ int cmd_plan(int argc, char **argv)
 		 "(user-supplied; also a topology type's price_per_hour): "
 		 "the summary's cost per iteration and per million tokens",
 		 0, 0, false},
+		{"objective", 0, TP_OPT_STRING, &a->objective, "NAME",
+		 "throughput: the fastest plan; cost: the cheapest per "
+		 "iteration (prices: --price) among the plans within "
+		 "--max-iter-time [throughput]",
+		 0, 0, false},
+		{"max-iter-time", 0, TP_OPT_DOUBLE, &a->max_iter_time, "S",
+		 "with --objective cost: the iteration time in seconds a "
+		 "plan must meet [none]",
+		 0, 0, false},
 		{"no-compare", 0, TP_OPT_FLAG, &a->no_compare, NULL,
 		 "under a runtime, do not also search without its limits "
 		 "(that search takes a fifth of --playouts and --time-limit "
@@ -1401,6 +1433,7 @@ int cmd_plan(int argc, char **argv)
 	a->playouts = 5000;
 	a->seed = 1;
 	a->bl = -1;
+	a->max_iter_time = NAN; /* not given */
 	R.gnn_note = "uniform priors";
 	if (tp_opts_parse(&(struct tp_cli_doc){"plan", usage, about}, opts,
 			  argc, argv, NULL, NULL, &code))

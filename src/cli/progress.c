@@ -65,8 +65,8 @@ void tp_cli_progress_format(const struct tp_search_progress *p, int cols,
 	snprintf(pct, sizeof(pct), "%3.0f%%", frac * 100);
 	snprintf(phase, sizeof(phase), "%.9s", p->phase ? p->phase : "");
 	if (p->have_best)
-		snprintf(best, sizeof(best), "%.4g s%s", p->best_time_s,
-			 p->best_feasible ? "" : " (no fit)");
+		snprintf(best, sizeof(best), p->cost ? "$%.4g%s" : "%.4g s%s",
+			 p->best_time_s, p->best_feasible ? "" : " (no fit)");
 	if (p->have_best && p->best_feasible && p->reference_time_s > 0 &&
 	    p->best_time_s > 0)
 		snprintf(ratio, sizeof(ratio), " (%.2fx)",

@@ -888,3 +888,29 @@ int tp_lossy_parse(const char *s)
 {
 	return parse_in(lossy_names, TP_LOSSY_COUNT, s);
 }
+
+double tp_plan_price_per_hour(const struct tp_plan *p,
+			      const struct tp_cluster *c, uint8_t *mark)
+{
+	uint32_t nd = (uint32_t)c->devices.n;
+	uint8_t *own = mark ? NULL : calloc(nd + 1, 1);
+	double per_hour = 0;
+
+	if (!mark && !(mark = own))
+		return 0;
+	for (size_t i = 0; i < p->devs.n; i++)
+		if (p->devs.v[i] < nd && !mark[p->devs.v[i]]) {
+			double price =
+			    c->types.v[c->devices.v[p->devs.v[i]].type]
+				.price_per_hour;
+			mark[p->devs.v[i]] = 1;
+			per_hour = per_hour >= 0 && price > 0
+					   ? per_hour + price
+					   : -1;
+		}
+	for (size_t i = 0; i < p->devs.n; i++)
+		if (p->devs.v[i] < nd)
+			mark[p->devs.v[i]] = 0;
+	free(own);
+	return per_hour > 0 ? per_hour : 0;
+}

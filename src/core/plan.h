@@ -169,6 +169,11 @@ struct tp_plan_summary {
 	   plan uses), 0 = unknown: some used device has no price */
 	double cost_per_iteration;
 	double cost_per_million_tokens; /* 0 also without a sequence length */
+	/* the search's objective: the cheapest plan within max_iter_time_s
+	   seconds per iteration (search.h TP_SEARCH_OBJECTIVE_COST), else
+	   the fastest */
+	bool objective_cost;
+	double max_iter_time_s;
 	double *peak_memory_bytes; /* per device, n_devices entries, or NULL */
 	double *busy_fraction;     /* per device, or NULL */
 	uint32_t n_devices;
@@ -347,6 +352,13 @@ bool tp_plan_ep_fits(const struct tp_plan *p, const struct tp_model *m,
 		     uint32_t g, uint32_t ep);
 
 void tp_plan_summary_release(struct tp_plan_summary *s);
+
+/* What the devices plan p uses cost per hour: the sum of their device
+ * types' price_per_hour on cluster c (each device once), 0 when one of
+ * them has no price.  mark: c->devices.n zeroed bytes, left zeroed, or
+ * NULL (allocated; 0 when that fails). */
+double tp_plan_price_per_hour(const struct tp_plan *p,
+			      const struct tp_cluster *c, uint8_t *mark);
 
 const char *tp_sync_name(enum tp_sync s);
 int tp_sync_parse(const char *s);

@@ -119,6 +119,18 @@ void tp_io_write_basis(struct tp_jw *jw, const struct tp_report_basis *b);
 enum tp_status tp_io_read_basis(struct tp_jctx *j, const struct tp_json *obj,
 				struct tp_report_basis *b);
 
+/* plan_summary_io.c: a plan summary's "runtime_fit" (nothing when it has
+ * none) and its objective (summary.search "objective" and
+ * "max_iter_time_s", written only for the cost objective; read: absent =
+ * throughput). */
+struct tp_plan_summary;
+void tp_io_write_fit(struct tp_jw *jw, const struct tp_plan_summary *s);
+void tp_io_write_objective(struct tp_jw *jw,
+			   const struct tp_plan_summary *s);
+enum tp_status tp_io_read_objective(struct tp_jctx *j,
+				    const struct tp_json *search,
+				    struct tp_plan_summary *sum);
+
 enum tp_status tp_io_model_check_ranges(const struct tp_model *m,
 					struct tp_error *err);
 

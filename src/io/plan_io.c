@@ -57,7 +57,7 @@ static const char *const base_fields[] = {"feasible", "iteration_time_s",
 					  "speedup", NULL};
 static const char *const search_fields[] = {
     "playouts", "simulations", "seed",	 "threads",
-    "gnn",	"weights",     "timing", NULL};
+    "gnn",	"weights",     "timing", "objective", "max_iter_time_s", NULL};
 static const char *const timing_fields[] = {"search_seconds", "playouts_per_s",
 					    NULL};
 static const char *const prov_fields[] = {"tagplan_version", "model_file",
@@ -845,6 +845,8 @@ static enum tp_status read_summary_search(struct tp_jctx *j,
 			   sizeof(sum->weights))) ||
 	    (st = tp_jget_object(j, search, "timing", false, &timing)))
 		return st;
+	if ((st = tp_io_read_objective(j, search, sum)))
+		return st;
 	sum->threads = (uint32_t)threads;
 	sum->no_timing = timing == NULL;
 	if (timing) {
@@ -1245,50 +1247,6 @@ static void write_ops(struct tp_jw *jw, const struct tp_plan *p, uint32_t g,
 }
 
 /* summary."runtime_fit", when there is anything to say. */
-static void write_fit(struct tp_jw *jw, const struct tp_plan_summary *s)
-{
-	if (!s->runtime_note[0] && !s->have_unconstrained && !s->idle_devices)
-		return;
-	tp_jw_key(jw, "runtime_fit");
-	tp_jw_object_begin(jw);
-	if (s->runtime_note[0])
-		tp_jw_kv_string(jw, "note", s->runtime_note);
-	if (s->have_unconstrained) {
-		tp_jw_key(jw, "unconstrained");
-		tp_jw_object_begin(jw);
-		tp_jw_kv_number(jw, "iteration_time_s",
-				s->unconstrained_time_s);
-		if (s->iteration_time_s > 0 && s->unconstrained_time_s > 0)
-			tp_jw_kv_number(jw, "speedup",
-					s->iteration_time_s /
-					    s->unconstrained_time_s);
-		tp_jw_key(jw, "needs");
-		tp_jw_array_begin(jw);
-		for (int c = 0; c < TP_CAP_COUNT; c++)
-			if (s->unconstrained_needs & (1u << c))
-				tp_jw_string(jw, tp_runtime_cap_name(
-							 (enum tp_runtime_cap)c));
-		tp_jw_array_end(jw);
-		if (s->unconstrained_why[0])
-			tp_jw_kv_string(jw, "why", s->unconstrained_why);
-		tp_jw_object_end(jw);
-	}
-	if (s->idle_devices) {
-		tp_jw_key(jw, "idle");
-		tp_jw_object_begin(jw);
-		tp_jw_kv_int(jw, "devices", s->idle_devices);
-		if (s->idle_types[0])
-			tp_jw_kv_string(jw, "types", s->idle_types);
-		if (s->have_all_devices)
-			tp_jw_kv_number(jw, "all_devices_iteration_time_s",
-					s->all_devices_time_s);
-		if (s->idle_why[0])
-			tp_jw_kv_string(jw, "why", s->idle_why);
-		tp_jw_object_end(jw);
-	}
-	tp_jw_object_end(jw);
-}
-
 static void write_summary(struct tp_jw *jw, const struct tp_plan_summary *s,
 			  const struct tp_cluster *c)
 {
@@ -1348,7 +1306,7 @@ static void write_summary(struct tp_jw *jw, const struct tp_plan_summary *s,
 		}
 		tp_jw_object_end(jw);
 	}
-	write_fit(jw, s);
+	tp_io_write_fit(jw, s);
 	tp_jw_key(jw, "search");
 	tp_jw_object_begin(jw);
 	tp_jw_kv_int(jw, "playouts", (int64_t)s->playouts);
@@ -1364,6 +1322,7 @@ static void write_summary(struct tp_jw *jw, const struct tp_plan_summary *s,
 	tp_jw_kv_bool(jw, "gnn", s->gnn);
 	if (s->weights[0])
 		tp_jw_kv_string(jw, "weights", s->weights);
+	tp_io_write_objective(jw, s);
 	if (!s->no_timing) {
 		tp_jw_key(jw, "timing");
 		tp_jw_object_begin(jw);

@@ -92,17 +92,19 @@ static void set_baseline(struct worker *w, enum tp_baseline b,
 	if (gl && dec && r->ok)
 		set_start(w, b, r, gl, dec);
 
+	/* its time and memory whatever the objective (the baseline chosen
+	   is the best by it) */
 	br->available = true;
-	br->feasible = r->ok && r->feasible;
-	br->iteration_time_s = r->ok ? r->time : 0;
-	br->over_fraction = r->ok ? r->over : 0;
+	br->feasible = r->ok && r->fits;
+	br->iteration_time_s = r->ok ? r->secs : 0;
+	br->over_fraction = r->ok ? sctx_mem_over(w->s, r) : 0;
 	snprintf(br->config, sizeof(br->config), "%s", config);
 	br->why[0] = 0;
 	if (!br->feasible && r->ok)
 		snprintf(br->why, sizeof(br->why),
 			 "does not fit in memory (%.0f%% over on the worst "
 			 "device)",
-			 100 * r->over);
+			 100 * br->over_fraction);
 	else if (!r->ok)
 		snprintf(br->why, sizeof(br->why),
 			 "the plan could not be evaluated");

@@ -144,7 +144,8 @@ void sctx_progress(struct sctx *s, bool force)
 		p.best_time_s = s->ans.time;
 	}
 	pthread_mutex_unlock(&s->lock);
-	p.reference_time_s = s->ref_time;
+	p.reference_time_s = s->cost ? 0 : s->ref_time;
+	p.cost = s->cost;
 	p.phase = s->phase;
 	o->progress(o->progress_ctx, &p);
 }
@@ -373,7 +374,8 @@ static void offer_all(struct worker *w, const struct tp_plan *plan,
 {
 	struct sctx *s = w->s;
 
-	if (!r->ok || r->bounded ||
+	/* the fastest plan on every device: a throughput figure */
+	if (s->cost || !r->ok || r->bounded ||
 	    (s->have_all && !sctx_better(r->feasible, r->time, r->over,
 					 s->all_feasible, s->all_time,
 					 s->all_over)) ||
@@ -409,6 +411,47 @@ static void offer_locked(struct sctx *s, uint64_t key,
 	}
 }
 
+/* Under the cost objective a memory excess ranks below every excess of
+ * the time limit (search.h): its over is this plus the excess, a time
+ * excess's below it. */
+#define COST_OVER_MEMORY 1.0
+
+double sctx_mem_over(const struct sctx *s, const struct evalres *r)
+{
+	if (r->fits)
+		return 0;
+	return s->cost && r->ok ? r->over - COST_OVER_MEMORY : r->over;
+}
+
+/* The cost objective's score of one evaluation (search.h), in place:
+ * the time t becomes the cost per iteration at rate US dollars per hour;
+ * over the time limit L the plan is not feasible, over = 1 - L / t (in
+ * (0, 1): the faster, the closer to the limit, whatever the limit); out
+ * of memory, over = COST_OVER_MEMORY + the memory excess. */
+static void cost_score(const struct sctx *s, double rate, bool *feasible,
+		       double *time, double *over)
+{
+	double t = *time, lim = s->o->max_iter_time_s;
+
+	*time = rate * t / 3600;
+	if (!*feasible)
+		*over = COST_OVER_MEMORY + *over;
+	else if (t > lim) {
+		*feasible = false;
+		*over = 1 - lim / t;
+	}
+}
+
+/* out's score from its time and memory (out->time, out->feasible, out->
+ * over as the simulator gave them): the objective's (search.h). */
+static void score(const struct sctx *s, double rate, struct evalres *out)
+{
+	out->secs = out->time;
+	out->fits = out->feasible;
+	if (s->cost && out->ok)
+		cost_score(s, rate, &out->feasible, &out->time, &out->over);
+}
+
 /*
  * Evaluate plan (cutoff > 0 with o->bound_sim: unless its lower bound is
  * at least cutoff, then out->bounded).  The simulator's own evaluator
@@ -422,10 +465,16 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 	enum tp_status st;
 	struct tp_sim_cut cut;
 	struct tp_eval_call q;
-	double t0;
+	double t0, rate = 0;
 
 	memset(&cut, 0, sizeof(cut));
 	memset(&q, 0, sizeof(q));
+	if (s->cost) {
+		/* a cutoff in dollars per iteration is one in seconds for
+		   this plan's devices */
+		rate = tp_plan_price_per_hour(plan, s->c, w->mark);
+		cutoff = rate > 0 ? cutoff * 3600 / rate : 0;
+	}
 	if (cutoff > 0 && !s->direct) {
 		st = tp_sim_lower_bound(s->o->bound_sim, plan, w->bscr,
 					&cut.lower_bound_s, &w->err);
@@ -453,6 +502,7 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 		out->feasible = !cut.out_of_memory;
 		out->time = cut.out_of_memory ? INFINITY : cut.lower_bound_s;
 		out->over = cut.out_of_memory ? cut.over_fraction : 0;
+		score(s, rate, out);
 		atomic_fetch_add(&s->bounded, 1);
 		return TP_OK;
 	}
@@ -467,7 +517,7 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 		pthread_mutex_unlock(&s->lock);
 		out->ok = false;
 		out->feasible = false;
-		out->time = INFINITY;
+		out->time = out->secs = INFINITY;
 		out->over = INFINITY;
 		return TP_OK;
 	}
@@ -486,6 +536,7 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 		out->feasible = false;
 		out->time = INFINITY;
 	}
+	score(s, rate, out);
 	if (out->ok && q.has_answer) {
 		const struct tp_report *a = q.answer_report;
 		out->ans = true;
@@ -497,6 +548,9 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 			out->ans_feasible = a->feasible;
 			out->ans_time = a->iteration_time_s;
 			out->ans_over = tp_search_over_fraction(a);
+			if (s->cost)
+				cost_score(s, rate, &out->ans_feasible,
+					   &out->ans_time, &out->ans_over);
 		}
 	}
 	return TP_OK;
@@ -547,9 +601,11 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 			      (cutoff > 0 && (double)e->time >= cutoff))) {
 		out->ok = e->ok;
 		out->feasible = e->feasible;
+		out->fits = e->fits;
 		out->bounded = e->bounded;
 		out->time = e->ok ? e->time : INFINITY;
 		out->over = e->ok ? e->over : INFINITY;
+		out->secs = e->ok ? e->secs : INFINITY;
 		pthread_mutex_unlock(&s->lock);
 		atomic_fetch_add(&s->cache_hits, 1);
 		return TP_OK;
@@ -560,7 +616,7 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 				  w->sscr, &w->plan, &w->err);
 	if (st == TP_EINPUT || (!st && !runnable(w, &w->plan))) {
 		out->ok = false;
-		out->time = out->over = INFINITY;
+		out->time = out->over = out->secs = INFINITY;
 	} else if (st) {
 		return st;
 	} else {
@@ -577,6 +633,8 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 		e->feasible = out->feasible;
 		e->time = (float)out->time;
 		e->over = (float)out->over;
+		e->secs = (float)out->secs;
+		e->fits = out->fits;
 	} else if (e->key != key && s->cache_n * 10 < s->cache_cap * 7) {
 		e->key = key;
 		e->ok = out->ok;
@@ -584,6 +642,8 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 		e->bounded = out->bounded;
 		e->time = (float)out->time;
 		e->over = (float)out->over;
+		e->secs = (float)out->secs;
+		e->fits = out->fits;
 		if (out->bounded && (double)e->time > out->time)
 			e->time = nextafterf(e->time, 0); /* still a bound */
 		s->cache_n++;
@@ -594,7 +654,7 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 		offer_locked(s, key, gl, dec, NULL, source, out);
 		offer_all(w, &w->plan, out);
 		offer_runnable(s, &w->plan, out);
-	} else if (out->ok && out->bounded && out->feasible &&
+	} else if (!s->cost && out->ok && out->bounded && out->feasible &&
 		   (!s->all_bound.have || out->time < s->all_bound.time) &&
 		   uses_all(&w->plan, (uint32_t)s->c->devices.n, w->mark)) {
 		offer_one(&s->all_bound, s->K, gl, dec, NULL, source, out);
@@ -616,7 +676,7 @@ enum tp_status sctx_eval_plan(struct worker *w, const struct tp_plan *plan,
 		cutoff = 0;
 	if (!runnable(w, plan)) {
 		out->ok = false;
-		out->time = out->over = INFINITY;
+		out->time = out->over = out->secs = INFINITY;
 		return TP_OK;
 	}
 	st = run_eval(w, plan, cutoff, out);
@@ -709,6 +769,37 @@ static enum tp_status best_init(struct sctx_best *b, uint32_t K)
 	return b->dec ? TP_OK : TP_ENOMEM;
 }
 
+/* The cost objective (search.h): a time limit and a price for every
+ * device type the cluster has; the guided sweeps' skips by predicted
+ * slowdown off (a slower plan may be cheaper). */
+static enum tp_status cost_init(struct sctx *s)
+{
+	const struct tp_cluster *c = s->c;
+	char missing[256] = "";
+	size_t len = 0;
+
+	if (!(s->o->max_iter_time_s > 0) || !isfinite(s->o->max_iter_time_s))
+		return tp_error_set(&s->err, TP_EINPUT,
+				    "the cost objective needs a time limit "
+				    "per iteration above 0 s");
+	for (size_t t = 0; t < c->types.n; t++)
+		if (c->type_count[t] && !(c->types.v[t].price_per_hour > 0) &&
+		    len < sizeof(missing))
+			len += (size_t)snprintf(missing + len,
+						sizeof(missing) - len, "%s%s",
+						len ? ", " : "",
+						c->types.v[t].name);
+	if (len)
+		return tp_error_set(&s->err, TP_EINPUT,
+				    "the cost objective needs a price per "
+				    "hour for every device type; none for "
+				    "%s",
+				    missing);
+	s->cost = true;
+	s->opts.gain_skip = 0;
+	return TP_OK;
+}
+
 enum tp_status sctx_init(struct sctx *s, const struct tp_model *m,
 			 const struct tp_cluster *c,
 			 const struct tp_evaluator *ev,
@@ -741,6 +832,9 @@ enum tp_status sctx_init(struct sctx *s, const struct tp_model *m,
 	    (st = tp_space_set_runtime(&s->space, o->runtime, &s->err)))
 		return st;
 	s->space.no_mixed = o->no_mixed;
+	if (o->objective == TP_SEARCH_OBJECTIVE_COST &&
+	    (st = cost_init(s)))
+		return st;
 	s->direct = o->bound_sim && tp_evaluator_bound_sim(ev);
 	s->cache_cap = (size_t)1 << 14;
 	s->cache = tp_calloc(s->cache_cap, sizeof(*s->cache));

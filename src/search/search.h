@@ -181,6 +181,8 @@ struct tp_search_progress {
 	double best_time_s;
 	double reference_time_s; /* best baseline */
 	const char *phase;       /* "baselines", "seeds", "search", ... */
+	bool cost; /* objective cost: best_time_s is the best plan's US
+		      dollars per iteration, reference_time_s 0 */
 };
 
 /* The default options.gain_skip: a guided sweep does not simulate a
@@ -190,6 +192,28 @@ struct tp_search_progress {
  * unguided, against 2.02x without; 0.07 gave 2.72x, 0.14 2.03x (the
  * gain head rarely predicts more than 14% slower), 0.2 skips nothing. */
 #define TP_SEARCH_GAIN_SKIP 0.10
+
+/*
+ * What the search minimises.  THROUGHPUT: the iteration time (feasible
+ * first, then fastest).  COST: the cost per iteration in US dollars (the
+ * price_per_hour of the devices a plan uses, each once, times its
+ * iteration time / 3600; every device type of the cluster must have a
+ * price) of the plans whose iteration time is at most max_iter_time_s;
+ * the model's global batch is the same in every plan, so this ranks as
+ * the cost per token does.  A plan over the limit ranks below every plan
+ * within it (among themselves: the closest to the limit first), a plan
+ * that does not fit in memory below those.  Every score the search keeps
+ * (cache, incumbent, elites, tree values, cutoffs) is then that cost: the
+ * simulator's lower bound prunes in it (a bound in seconds times the
+ * plan's price per hour), the guided sweeps' skips by predicted slowdown
+ * (gain_skip) are off, and the best plan on all devices (result.all_*)
+ * is not tracked.  The prior provider still ranks candidates by how fast
+ * it predicts them (src/search/README, "Objective").
+ */
+enum tp_search_objective {
+	TP_SEARCH_OBJECTIVE_THROUGHPUT = 0,
+	TP_SEARCH_OBJECTIVE_COST
+};
 
 struct tp_search_options {
 	uint64_t seed;
@@ -251,6 +275,10 @@ struct tp_search_options {
 	   with the budget, so `plan` taking the faster of the runtime's
 	   search and this keeps the anytime property. */
 	const struct tp_runtime *runnable_by;
+	/* what the search minimises (default THROUGHPUT), and under COST
+	   the iteration time a plan must meet (> 0) */
+	enum tp_search_objective objective;
+	double max_iter_time_s;
 	/* The clock time_limit_s is measured on, in seconds from any
 	   origin (NULL: CLOCK_MONOTONIC).  Tests give one that advances
 	   with the work done, so that a time limit bounds a count of

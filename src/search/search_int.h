@@ -30,8 +30,10 @@ struct cache_entry {
 	uint64_t key; /* 0 = empty */
 	float time;   /* the lower bound when bounded */
 	float over;
+	float secs; /* the iteration time (evalres.secs) */
 	uint8_t feasible, ok;
 	uint8_t bounded; /* only a lower bound of the time is known */
+	uint8_t fits;    /* evalres.fits */
 };
 
 #define SCTX_POOL 8
@@ -123,6 +125,7 @@ struct sctx {
 	enum tp_status error;  /* first error of a worker */
 	struct tp_error err;
 	double ref_time;       /* best baseline's time (progress) */
+	bool cost;             /* o->objective is COST */
 	bool direct; /* o->bound_sim and ev bounds its RUNs (BOUND_SIM) */
 	/* ev's answer scores (has_answer): the best plan by them (the answer),
 	   while best, bestdec and the elites steer by the run reports */
@@ -163,6 +166,12 @@ struct evalres {
 			   for: feasible = true and time a lower bound (at
 			   least the cutoff; memory not checked), or
 			   feasible = false (out of memory), time INFINITY */
+	/* the score above is the objective's (options.objective: time is
+	   the iteration time or the cost per iteration, feasible also says
+	   the time limit is met); the iteration time in seconds (a lower
+	   bound when bounded) and whether the plan fits in memory */
+	double secs;
+	bool fits;
 	/* fresh with ev's answer score (has_answer): that score */
 	bool ans;
 	bool ans_feasible;
@@ -221,6 +230,10 @@ double sctx_best_cutoff(struct sctx *s);
 enum tp_status sctx_eval_plan(struct worker *w, const struct tp_plan *plan,
 			      const char *source, double cutoff,
 			      struct evalres *out);
+
+/* The memory excess fraction of a result (0 when it fits), whatever
+ * the objective. */
+double sctx_mem_over(const struct sctx *s, const struct evalres *r);
 
 /* Is (feasible, time, over) a better candidate than the incumbent? */
 bool sctx_better(bool f1, double t1, double o1, bool f2, double t2,
