@@ -1533,6 +1533,92 @@ START_TEST(test_search_relaxes_recompute_and_seeds_zero)
 }
 END_TEST
 
+/* RUN changes (sweep.c): a toy whose time is 1 s plus 5% per plan group
+ * beyond the first, 20% less when no group splits tensors and every
+ * device is used; such a plan fits only with ZeRO 2.  The baselines
+ * that fit split tensors on one plan group (megatron's distributed
+ * optimizer is ZeRO 1); from there one group's tp 1 alone breaks the
+ * group (+5 or +10%), ZeRO 2 alone changes nothing and the suffix
+ * "every group tp 1" does not fit without it: only the run's change
+ * with the ZeRO stages it needs (lean) improves.  In 40 playouts the
+ * sweeps find it; without RUN the answer is megatron's (1 s; the tree
+ * finds ZeRO 3 and the suffix from 60 playouts on). */
+struct runs_toy {
+	struct toy toy;
+	uint8_t used[64];
+};
+
+static enum tp_status runs_call(void *ctx, struct tp_eval_call *q,
+				struct tp_error *err)
+{
+	struct runs_toy *rt = ctx;
+	const struct tp_plan *p = q->plan;
+	struct tp_report *r = q->report;
+	uint32_t nd = (uint32_t)rt->toy.c->devices.n, n_used = 0;
+	bool tp = false;
+	enum tp_status st;
+
+	if (q->ask != TP_EVAL_RUN && q->ask != TP_EVAL_FINALIZE)
+		return TP_OK;
+	st = toy_run(&rt->toy, q->scratch, p, r, err);
+	if (st)
+		return st;
+	ck_assert_uint_le(nd, 64);
+	memset(rt->used, 0, sizeof(rt->used));
+	for (uint32_t g = 0; g < p->groups.n; g++) {
+		const uint32_t *d = tp_plan_group_devs(p, g);
+		tp |= p->groups.v[g].tp > 1;
+		for (uint32_t i = 0; i < p->groups.v[g].n_devices; i++)
+			rt->used[d[i]] = 1;
+	}
+	for (uint32_t i = 0; i < nd; i++)
+		n_used += rt->used[i];
+	r->feasible = tp || p->zero >= 2;
+	r->over_bytes = r->feasible ? 0 : 1e9;
+	r->worst_device = r->feasible ? UINT32_MAX : 0;
+	r->iteration_time_s = (1 + 0.05 * (double)(p->groups.n - 1)) *
+			      (!tp && n_used == nd ? 0.8 : 1.0);
+	r->throughput_samples_per_s =
+		(double)p->global_batch / r->iteration_time_s;
+	snprintf(r->reason, sizeof(r->reason), "%s",
+		 r->feasible ? "" : "out of memory (runs)");
+	return TP_OK;
+}
+
+START_TEST(test_search_run_changes)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct runs_toy rt;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	struct tp_search_result r;
+	const int types[2] = {0, 1};
+
+	layered_model(&m, 24, 64, 1);
+	hetero_cluster(&c, 2, 4, types);
+	toy_evaluator(&rt.toy, &m, &c, &ev);
+	ev.ctx = &rt;
+	ev.call = runs_call;
+	tp_search_options_default(&o);
+	o.threads = 1;
+	o.seed = 2;
+	o.time_limit_s = 0;
+	o.no_seeds = true;
+	o.playouts = 40;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	ck_assert(r.have_plan && r.report.feasible);
+	ck_assert_msg(fabs(r.report.iteration_time_s - 0.8) < 1e-9,
+		      "%g s, %u groups, %s", r.report.iteration_time_s,
+		      (unsigned)r.plan.groups.n, r.source);
+	ck_assert_uint_ge(r.plan.zero, 2);
+	tp_search_result_release(&r);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 /* The first fit (baselines.c): before the baselines, a memory-lean plan
  * is scored and reported.  On the plateau (a plan fits only when every
  * group recomputes, or with ZeRO 3) the first report with a plan that
@@ -2005,6 +2091,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_gain_cut_skips_simulations);
 	tcase_add_test(tm, test_search_completes_before_kicking);
 	tcase_add_test(tm, test_search_relaxes_recompute_and_seeds_zero);
+	tcase_add_test(tm, test_search_run_changes);
 	tcase_add_test(tm, test_search_globals_uniform);
 	tcase_add_test(tm, test_search_level_priors);
 	tcase_add_test(tm, test_search_first_fit_reported);

@@ -261,7 +261,7 @@ void search_mixed_plan_start(struct worker *w, uint32_t mb);
  * them (mixed_pipe.c), where the runtime runs them. */
 enum tp_status search_mixed_pipelines(struct worker *w);
 /* sweep.c: coordinate descent on the incumbent (single and stacked
- * changes, RELAX, kicks). */
+ * changes, RELAX, RUN, kicks). */
 enum tp_status search_polish(struct worker *w);
 
 /* guide.c: the prior provider's view of a state.  Buffers for n actions

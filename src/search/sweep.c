@@ -1,8 +1,9 @@
 /*
  * sweep.c - the steepest-descent sweeps that polish the incumbent between
  * tree-search rounds (search_polish): single changes per group and level,
- * stacked changes, RELAX (one rung less recomputation everywhere), kicks
- * of the best plan (iterated local search), guided passes that ask the
+ * stacked changes, RELAX (one rung less recomputation everywhere), RUN
+ * (a change of every group of a run of equal decisions), kicks of the
+ * best plan (iterated local search), guided passes that ask the
  * prior provider which changes to try, and the gain statistics of the
  * benchmarks.
  */
@@ -72,7 +73,15 @@ struct move {
 	float prior; /* the provider's prior, NAN = none */
 	uint32_t rank; /* among the level's changes (cmp_sweep_order) */
 	bool relax;    /* RELAX: every group one rung less recomputation */
+	uint32_t run;  /* RUN: a applied to groups lv - 1 .. lv + run - 2 */
+	uint8_t lean;  /* RUN: with this many ZeRO stages more (scored so) */
 };
+
+/* The kind of a change in the sweep order: RELAX, single, RUN. */
+static int move_kind(const struct move *m)
+{
+	return m->relax ? 0 : m->run > 1 ? 2 : 1;
+}
 
 /* The order a pass scores its changes in: round robin over the levels,
  * the k-th change of every level before the (k+1)-th of any, likeliest
@@ -88,7 +97,7 @@ static int cmp_sweep_order(const void *x, const void *y)
 		return a->rank < b->rank ? -1 : 1;
 	if (a->lv != b->lv)
 		return a->lv < b->lv ? -1 : 1;
-	return a->relax == b->relax ? 0 : a->relax ? -1 : 1;
+	return move_kind(a) - move_kind(b);
 }
 
 static int cmp_move(const void *x, const void *y)
@@ -101,8 +110,10 @@ static int cmp_move(const void *x, const void *y)
 	if (sctx_better(b->feasible, b->time, b->over, a->feasible, a->time,
 			a->over))
 		return 1;
-	/* ties: earlier level, then earlier candidate (stable order) */
-	return a->lv < b->lv ? -1 : a->lv > b->lv;
+	/* ties: earlier level, then the kind (stable order) */
+	if (a->lv != b->lv)
+		return a->lv < b->lv ? -1 : 1;
+	return move_kind(a) - move_kind(b);
 }
 
 /* RELAX, a compound change every sweep pass scores (first) and tries
@@ -149,6 +160,33 @@ static bool relax_recompute(const struct tp_space *sp, struct tp_decision *dec)
 	return any;
 }
 
+/* RUN, compound changes every sweep pass scores beside the single ones
+ * (not in a completing pass): a run is a maximal range of two or more
+ * consecutive groups with equal decisions (one group of the plan, a
+ * pipeline stage or part of one), and its RUN changes are its first
+ * group's candidates (suffix actions aside: they already reach every
+ * later group) applied to every group of the run, when valid for each.
+ * Changing one group of a run alone breaks the run: the tensor-parallel
+ * layout changes at both its ends (resharding) and the stage's pace is
+ * its slowest part, so such a change rarely pays even where the whole
+ * run's does.  A RUN change that does not fit is scored again with the
+ * next ZeRO stages until one fits (lean, run_lean: kept with the change
+ * then): a plan at the edge of memory often took its tensor parallelism
+ * for memory, and ZeRO alone changes no time to make the sweep take it
+ * first.  GPT-Neo-2.7B on 8 A100-80 + 8
+ * V100-16 (bench_peers): the 5,000-playout plan kept tp 2 on layers
+ * 5-14 (10 groups) and on the V100 stage, under ZeRO 1 at 99% of the
+ * A100's memory; each group's tp 1 alone was 0.1% slower, the V100
+ * stage's run 0.06% faster, both runs at tp 1 with ZeRO 2 6.7% faster
+ * (133.3 -> 124.4 s), which the search without RUN reached only after
+ * some 40,000 playouts. */
+static void apply_run(const struct tp_space *sp, const struct move *mv,
+		      const struct tp_globals *gl, struct tp_decision *dec)
+{
+	for (uint32_t g = mv->lv - 1; g < mv->lv - 1 + mv->run; g++)
+		tp_space_apply(sp, g, &mv->a, gl, dec);
+}
+
 static void apply_move(const struct tp_space *sp, const struct move *mv,
 		       struct tp_globals *gl, struct tp_decision *dec)
 {
@@ -156,8 +194,11 @@ static void apply_move(const struct tp_space *sp, const struct move *mv,
 		relax_recompute(sp, dec);
 	else if (mv->lv == 0)
 		*gl = mv->a.g;
+	else if (mv->run > 1)
+		apply_run(sp, mv, gl, dec);
 	else
 		tp_space_apply(sp, mv->lv - 1, &mv->a, gl, dec);
+	gl->zero = (uint8_t)(gl->zero + mv->lean);
 }
 
 /* A sweep's improvement: better by more than a relative SWEEP_EPS when
@@ -273,6 +314,7 @@ struct sweep_par {
 	const struct move *all;
 	struct evalres *res;
 	uint8_t *scored; /* per slot: 1 once res[i] is filled */
+	uint8_t *lean;   /* per slot: the ZeRO stages RUN's lean score adds */
 	uint32_t n;
 	double cut, lim;
 	_Atomic uint32_t next;
@@ -289,6 +331,43 @@ struct sweep_thr {
 	bool main;
 	pthread_t th;
 };
+
+/* RUN's lean score: a RUN change of slot i that does not fit, scored
+ * again with the next ZeRO stage, and the one after, up to ZeRO 3, until
+ * it fits (a playout each; no mixed group; under a runtime, only stages
+ * it runs); the first that fits is kept in the slot. */
+static enum tp_status run_lean(struct worker *w, struct sweep_par *P,
+			       uint32_t i, struct tp_globals *g2,
+			       const struct tp_decision *cand)
+{
+	struct sctx *s = P->s;
+	struct evalres r;
+	enum tp_status st;
+
+	P->lean[i] = 0;
+	if (P->all[i].run < 2 || !P->res[i].ok || P->res[i].feasible ||
+	    !(P->cut > 0))
+		return TP_OK;
+	for (uint32_t g = 0; g < s->K; g++)
+		if (tp_decision_mixed(&cand[g]))
+			return TP_OK;
+	while (g2->zero < 3) {
+		g2->zero++;
+		if (s->space.constrained &&
+		    !tp_space_runnable(&s->space, g2, cand, w->sscr, NULL, 0))
+			continue;
+		st = sctx_eval(w, g2, cand, "search (sweep)", P->cut, &r);
+		if (st)
+			return st;
+		atomic_fetch_add(&s->playouts, 1);
+		if (r.ok && r.feasible) {
+			P->res[i] = r;
+			P->lean[i] = (uint8_t)(g2->zero - P->gl->zero);
+			break;
+		}
+	}
+	return TP_OK;
+}
 
 static void *sweep_thread(void *arg)
 {
@@ -313,6 +392,8 @@ static void *sweep_thread(void *arg)
 		apply_move(&s->space, &P->all[i], &g2, T->cand);
 		st = sctx_eval(T->w, &g2, T->cand, "search (sweep)", P->cut,
 			       &P->res[i]);
+		if (!st)
+			st = run_lean(T->w, P, i, &g2, T->cand);
 		if (st) {
 			pthread_mutex_lock(&P->mu);
 			if (!P->st) {
@@ -484,7 +565,7 @@ struct polish {
 	struct tp_decision *inc, *cand, *starts;
 	struct move *moves, *all;
 	struct evalres *allres;
-	uint8_t *used, *scored;
+	uint8_t *used, *scored, *lean;
 	uint32_t n_helpers;
 	struct worker *helpers;
 	/* with a prior provider: its view of each level, and which changes
@@ -528,13 +609,15 @@ static void polish_free(struct polish *P)
 	free(P->better);
 	free(P->rank);
 	free(P->scored);
+	free(P->lean);
 }
 
 static enum tp_status polish_init(struct polish *P, struct worker *w)
 {
 	struct sctx *s = w->s;
 	uint32_t K = s->K, cap = SEARCH_MAX_ACTIONS;
-	size_t lv_cap = (size_t)(K + 1) * cap;
+	/* the single changes of every level, and as many RUN changes */
+	size_t lv_cap = 2 * (size_t)(K + 1) * cap;
 
 	memset(P, 0, sizeof(*P));
 	P->w = w;
@@ -562,12 +645,13 @@ static enum tp_status polish_init(struct polish *P, struct worker *w)
 	P->better = tp_calloc(lv_cap, sizeof(*P->better));
 	P->rank = tp_calloc(cap, sizeof(*P->rank));
 	P->scored = tp_calloc(lv_cap, 1);
+	P->lean = tp_calloc(lv_cap, 1);
 	P->pb = (struct search_prior_buf){P->pacts, P->decided, P->pri,
 					  P->gains, P->guide};
 	if (!P->acts || !P->inc || !P->cand || !P->moves || !P->used ||
 	    !P->starts || !P->all || !P->allres || !P->pacts || !P->pri ||
 	    !P->gains || !P->decided || !P->keep || !P->better || !P->rank ||
-	    !P->scored)
+	    !P->scored || !P->lean)
 		return TP_ENOMEM;
 	/* helper workers for the other search threads */
 	if (s->o->threads > 1) {
@@ -636,6 +720,45 @@ static void polish_starts(struct polish *P)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* The RUN changes (apply_run) of level lv's n candidates P->acts into
+ * out when group lv - 1 starts a run: every candidate but keep and the
+ * suffix actions, valid for each group of the run (and, under a
+ * runtime, run by it), ranked as the candidate.  Returns how many. */
+static uint32_t run_changes(struct polish *P, uint32_t lv, uint32_t n,
+			    struct move *out)
+{
+	const struct tp_decision *inc = P->inc;
+	uint32_t g = lv - 1, e = g + 1, m = 0;
+
+	if (g > 0 && memcmp(&inc[g - 1], &inc[g], sizeof(*inc)) == 0)
+		return 0;
+	while (e < P->K && memcmp(&inc[e], &inc[g], sizeof(*inc)) == 0)
+		e++;
+	if (e - g < 2)
+		return 0;
+	for (uint32_t i = 1; i < n; i++) {
+		struct move *mv = &out[m];
+		if (P->acts[i].suffix)
+			continue;
+		memset(mv, 0, sizeof(*mv));
+		mv->lv = lv;
+		mv->a = P->acts[i];
+		mv->run = e - g;
+		mv->gain = NAN;
+		mv->prior = NAN;
+		mv->rank = P->rank[i];
+		memcpy(P->cand, inc, P->K * sizeof(*P->cand));
+		apply_run(P->sp, mv, &P->gl, P->cand);
+		if (!tp_space_state_ok(P->sp, &P->gl, P->cand) ||
+		    (P->sp->constrained &&
+		     !tp_space_runnable(P->sp, &P->gl, P->cand, P->w->sscr,
+					NULL, 0)))
+			continue;
+		m++;
+	}
+	return m;
+}
+
 /* The single changes of a pass at the incumbent into P->all (sorted in
  * sweep order), *na of them: every level's candidate actions (guided:
  * the likely ones; completing: those the prior cut skipped), then RELAX
@@ -677,6 +800,7 @@ static enum tp_status polish_changes(struct polish *P, bool comp,
 			/* guided: the likely ones only (GUIDE_MASS) */
 			if (P->guide && asked && !P->keep[i])
 				continue;
+			memset(mv, 0, sizeof(*mv));
 			mv->lv = lv;
 			mv->a = P->acts[i];
 			mv->gain = asked ? P->gains[i] : NAN;
@@ -684,6 +808,8 @@ static enum tp_status polish_changes(struct polish *P, bool comp,
 			mv->rank = P->rank[i];
 			n_all++;
 		}
+		if (!comp && lv > 0)
+			n_all += run_changes(P, lv, n, P->all + n_all);
 	}
 	/* RELAX, with the first changes (the completing pass scored it
 	   already) */
@@ -732,6 +858,7 @@ static enum tp_status polish_score(struct polish *P, bool comp, bool resume,
 	s->sweep_resume.have = false;
 	memset(P->allres, 0, na * sizeof(*P->allres));
 	memset(P->scored, 0, na);
+	memset(P->lean, 0, na);
 	memset(&in, 0, sizeof(in));
 	in.s = s;
 	in.gl = &P->gl;
@@ -739,6 +866,7 @@ static enum tp_status polish_score(struct polish *P, bool comp, bool resume,
 	in.all = P->all;
 	in.res = P->allres;
 	in.scored = P->scored;
+	in.lean = P->lean;
 	in.n = na;
 	in.cut = cur->feasible ? cur->time : 0;
 	in.lim = lim;
@@ -756,6 +884,7 @@ static enum tp_status polish_score(struct polish *P, bool comp, bool resume,
 		mv.time = x->time;
 		mv.over = x->over;
 		mv.feasible = x->feasible;
+		mv.lean = P->lean[i];
 		P->moves[(*nm)++] = mv;
 	}
 	if (*spent && *nm == 0) {
@@ -770,6 +899,28 @@ static enum tp_status polish_score(struct polish *P, bool comp, bool resume,
 		s->sweep_resume.pos = pos;
 	}
 	return TP_OK;
+}
+
+/* The levels a change sets (a RUN change: its groups; lean: also the
+ * global settings) into used[], and whether it sets one already used. */
+static void mark_used(uint8_t *used, const struct move *mv)
+{
+	uint32_t n = mv->run > 1 ? mv->run : 1;
+
+	for (uint32_t k = 0; k < n; k++)
+		used[mv->lv + k] = 1;
+	if (mv->lean)
+		used[0] = 1;
+}
+
+static bool touches_used(const uint8_t *used, const struct move *mv)
+{
+	uint32_t n = mv->run > 1 ? mv->run : 1;
+
+	for (uint32_t k = 0; k < n; k++)
+		if (used[mv->lv + k])
+			return true;
+	return mv->lean && used[0];
 }
 
 /* Apply the pass's best move, then the next ones on untouched levels
@@ -787,21 +938,22 @@ static enum tp_status polish_apply(struct polish *P, size_t nm, double lim,
 	qsort(P->moves, nm, sizeof(*P->moves), cmp_move);
 	memset(P->used, 0, K + 1);
 	apply_move(sp, &P->moves[0], &P->gl, P->inc);
-	P->used[P->moves[0].lv] = 1;
+	mark_used(P->used, &P->moves[0]);
 	cur->feasible = P->moves[0].feasible;
 	cur->time = P->moves[0].time;
 	cur->over = P->moves[0].over;
 	for (size_t k = 1; k < nm && k < 16; k++) {
 		struct tp_globals g2 = P->gl;
-		if (P->used[P->moves[k].lv] || P->moves[k].a.suffix ||
-		    sweep_budget_spent(s, lim))
+		if (touches_used(P->used, &P->moves[k]) ||
+		    P->moves[k].a.suffix || sweep_budget_spent(s, lim))
 			continue;
 		memcpy(P->cand, P->inc, K * sizeof(*P->cand));
 		apply_move(sp, &P->moves[k], &g2, P->cand);
 		st = stack_try(P->w, &g2, P->cand, &P->gl, P->inc, cur, &taken);
 		if (st)
 			return st;
-		P->used[P->moves[k].lv] |= taken;
+		if (taken)
+			mark_used(P->used, &P->moves[k]);
 	}
 	memcpy(P->cand, P->inc, K * sizeof(*P->cand));
 	if (!P->moves[0].relax && !sweep_budget_spent(s, lim) &&
