@@ -325,6 +325,63 @@ START_TEST(test_ep_export)
 }
 END_TEST
 
+
+/* From the command line, a strategy string exported without a plan
+ * (tagplan export -s, e.g. a published run's degrees): Mixtral on a DGX
+ * H100 at tp 2 ep 4 writes the EP and MoE flags and megatron-core's
+ * gradient bucket (40M fp32 elements, not the 25 MiB of a strategy's
+ * default plan); without -m/-t and with a strategy the model refuses:
+ * exit 2 naming the fix.  Failed before -s existed (usage error). */
+START_TEST(test_export_strategy_cli)
+{
+	char model[512], hf[512];
+	const char *dir = tp_test_tmpdir();
+	const char *topo = tp_data_file("topologies/dgx-h100.json");
+	struct tp_run r;
+
+	snprintf(model, sizeof(model), "%s/mixtral-export-s.json", dir);
+	snprintf(hf, sizeof(hf), "hf:%s",
+		 tp_test_path("data/hf/mixtral-8x7b.json"));
+	{
+		const char *argv[] = {"tagplan", "model", hf,	 "--seq",
+				      "512",	 "--batch", "64", "-o",
+				      model,	 NULL};
+		tp_run_tagplan(&r, argv, NULL);
+	}
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_free(&r);
+	{
+		const char *argv[] = {"tagplan", "export", "-s",
+				      "tp=2,ep=4,sp=on", "-m", model, "-t",
+				      topo, NULL};
+		tp_run_tagplan(&r, argv, NULL);
+	}
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_msg(strstr(r.out, "--expert-model-parallel-size 4\n") &&
+			      strstr(r.out, "--num-experts 8\n") &&
+			      strstr(r.out, "--tensor-model-parallel-size 2\n") &&
+			      strstr(r.out, "--ddp-bucket-size 40000000\n"),
+		      "%s", r.out);
+	tp_run_free(&r);
+	{
+		const char *argv[] = {"tagplan", "export", "-s", "tp=2", "-m",
+				      model, NULL};
+		tp_run_tagplan(&r, argv, NULL);
+	}
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, "needs -m MODEL and -t TOPO"), "%s", r.err);
+	tp_run_free(&r);
+	{
+		const char *argv[] = {"tagplan", "export", "-s", "tp=3", "-m",
+				      model, "-t", topo, NULL};
+		tp_run_tagplan(&r, argv, NULL);
+	}
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, "tp=3 does not divide"), "%s", r.err);
+	ck_assert_str_eq(r.out, "");
+	tp_run_free(&r);
+}
+END_TEST
 /* Expert with context parallelism and DeepSeek's MoE layout in one
  * Megatron-Core launch: DeepSeek-V2-Lite (64 routed experts, top-6, 2
  * shared experts of 1408, the first layer dense, latent attention) with
@@ -1299,6 +1356,7 @@ Suite *suite_moe(void)
 	tcase_add_test(tc, test_ep_validate);
 	tcase_add_test(tc, test_ep_plan_file);
 	tcase_add_test(tc, test_ep_export);
+	tcase_add_test(tc, test_export_strategy_cli);
 	tcase_add_test(tc, test_ep_cp_export_deepseek);
 	tcase_add_test(tc, test_ep_memory_toy);
 	tcase_add_test(tc, test_ep_memory_mixtral);

@@ -5,13 +5,16 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/strategy.h"
 #include "io/io.h"
 #include "export/export.h"
 #include "inputs.h"
 
 static const char usage[] =
 	"-p PLAN [--to megatron|deepspeed|torchrun|torchtitan]\n"
-	"                      [-m MODEL] [-t TOPO] [-o FILE] [--script NAME]";
+	"                      [-m MODEL] [-t TOPO] [-o FILE] [--script NAME]\n"
+	"       tagplan export -s STRATEGY -m MODEL -t TOPO [--to TARGET]\n"
+	"                      [-o FILE] [--script NAME]";
 
 static const char about[] =
 	"Turn a plan into the launch configuration of the runtime it was made\n"
@@ -37,7 +40,13 @@ static const char about[] =
 	"files\n"
 	"`tagplan plan` recorded in the plan are used (found as given, or next\n"
 	"to the plan; the shipped demo model and TAG testbed for plans of the\n"
-	"demo); stderr says which.";
+	"demo); stderr says which.\n"
+	"-s STRATEGY exports a strategy string (tagplan simulate's, tagplan(1)\n"
+	"STRATEGIES: e.g. a published run's degrees) on -m MODEL and -t TOPO\n"
+	"instead of a plan: --to defaults to megatron (checked against\n"
+	"megatron-core) and the runtime's gradient bucket; nothing is\n"
+	"simulated (tagplan simulate -s ... --runtime megatron-core says\n"
+	"whether it fits and how fast it runs).";
 
 static void print_lines(const char *prefix, struct tp_strbuf *w)
 {
@@ -113,13 +122,57 @@ static int export_runtime(const struct tp_plan *p, int want,
 	return 0;
 }
 
+/* -s: the model and topology files (shipped names too) into in, and the
+ * strategy's plan; TP_EUSAGE for a strategy the model or cluster refuses
+ * (a strategy is usage, not a file). */
+static enum tp_status load_strategy(struct tp_inputs *in, const char *strategy,
+				    const char *model, const char *topo,
+				    struct tp_strbuf *warn,
+				    struct tp_error *err)
+{
+	struct tp_load_options lo;
+	struct tp_strategy st;
+	char mship[1024], tship[1024];
+
+	tp_load_options_default(&lo);
+	lo.warnings = warn;
+	model = tp_inputs_shipped(model, true, mship, sizeof(mship));
+	topo = tp_inputs_shipped(topo, false, tship, sizeof(tship));
+	if (tp_model_load_file(model, &lo, &in->model, err) != TP_OK) {
+		if (err->status == TP_EINPUT)
+			tp_inputs_hint_kind(model, "model", err);
+		tp_inputs_hint_shipped(model, true, err);
+		return err->status;
+	}
+	if (tp_topology_load_file(topo, &lo, &in->cluster, err) != TP_OK) {
+		if (err->status == TP_EINPUT)
+			tp_inputs_hint_kind(topo, "topology", err);
+		tp_inputs_hint_shipped(topo, false, err);
+		return err->status;
+	}
+	snprintf(in->model_path, sizeof(in->model_path), "%s", model);
+	snprintf(in->topology_path, sizeof(in->topology_path), "%s", topo);
+	if (tp_strategy_parse(strategy, &st, err) != TP_OK ||
+	    tp_strategy_to_plan(&st, &in->model, &in->cluster, &in->plan,
+				err) != TP_OK) {
+		err->file[0] = '\0';
+		if (err->status == TP_EINPUT)
+			err->status = TP_EUSAGE;
+		return err->status;
+	}
+	return TP_OK;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	const char *plan = NULL, *model = NULL, *topo = NULL, *to = NULL,
-		   *out = "-", *script = NULL;
+		   *out = "-", *script = NULL, *strategy = NULL;
 	struct tp_opt opts[] = {
 		{"plan", 'p', TP_OPT_STRING, &plan, "PLAN",
 		 "plan file; - reads stdin", 0, 0, false},
+		{"strategy", 's', TP_OPT_STRING, &strategy, "STRATEGY",
+		 "a strategy string instead of a plan (needs -m and -t)", 0, 0,
+		 false},
 		{"model", 'm', TP_OPT_STRING, &model, "MODEL",
 		 "the model the plan was made for [the one recorded in the "
 		 "plan]",
@@ -152,8 +205,14 @@ int cmd_export(int argc, char **argv)
 	if (tp_opts_parse(&(struct tp_cli_doc){"export", usage, about}, opts,
 			  argc, argv, NULL, NULL, &code))
 		return code;
-	if (!plan)
-		return tp_cli_usage_error("export", "-p PLAN is required");
+	if (!plan == !strategy)
+		return tp_cli_usage_error("export",
+					  "give -p PLAN or -s STRATEGY (one of "
+					  "them)");
+	if (strategy && (!model || !topo))
+		return tp_cli_usage_error("export",
+					  "-s STRATEGY needs -m MODEL and -t "
+					  "TOPO");
 	if (to && (target = tp_export_target_parse(to)) < 0)
 		return tp_cli_usage_error("export",
 					  "--to %s: expected megatron, "
@@ -163,9 +222,17 @@ int cmd_export(int argc, char **argv)
 	tp_strbuf_init(&warn);
 	tp_strbuf_init(&text);
 	tp_inputs_init(&in);
-	if (tp_inputs_load(&in, plan, model, topo, &warn, &err) != TP_OK)
+	if (strategy) {
+		if (load_strategy(&in, strategy, model, topo, &warn, &err) !=
+		    TP_OK)
+			goto fail;
+		if (!to)
+			target = TP_EXPORT_MEGATRON;
+	} else if (tp_inputs_load(&in, plan, model, topo, &warn, &err) !=
+		   TP_OK) {
 		goto fail;
-	{
+	}
+	if (plan) {
 		struct tp_strbuf used;
 		tp_strbuf_init(&used);
 		tp_inputs_describe(&in, &used);
@@ -193,9 +260,13 @@ int cmd_export(int argc, char **argv)
 			goto done;
 		}
 	}
-	if ((code = export_runtime(&in.plan, to ? target : -1, &rt, &target,
-				   &err)) != 0)
+	if ((code = export_runtime(&in.plan, to || strategy ? target : -1,
+				   &rt, &target, &err)) != 0)
 		goto refused;
+	/* a strategy runs with the runtime's gradient bucket, as tagplan
+	   simulate -s --runtime simulates it */
+	if (strategy && rt.behaviour.grad_bucket_bytes > 0)
+		in.plan.grad_bucket_bytes = rt.behaviour.grad_bucket_bytes;
 	if (tp_export_analyze(&in.plan, &in.model, &in.cluster, &rt, &spec,
 			      &err) != TP_OK ||
 	    tp_export_write(&spec, (enum tp_export_target)target, script,
