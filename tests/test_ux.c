@@ -649,8 +649,8 @@ END_TEST
  * and one server of 4 T4 ($0.5), GPT-small's fastest plan is on the 8
  * H100 (8.43 ms, $80/h: $1.87e-4 per iteration); by hand the cheapest
  * within 0.2 s is the 4 T4 (0.195 s at $2/h: $1.085e-4; 1 H100 takes
- * 44.5 ms, $1.235e-4, 2 T4 0.354 s, over the limit), within 0.05 s one
- * H100 (44.5 ms); no plan meets 1e-5 s: exit 1, the fastest plan written
+ * 44.5 ms, $1.235e-4, 2 T4 0.354 s, over the limit), within 1 s one T4
+ * (below), within 0.05 s one H100 (44.5 ms); no plan meets 1e-5 s: exit 1, the fastest plan written
  * and said.  The plan records the objective and its limit.
  */
 #define MIX_TOPO                                                              \
@@ -759,6 +759,25 @@ START_TEST(test_plan_objective_cost)
 		ck_assert_msg(r.status == 0, "%s", r.err);
 		tp_run_free(&r);
 	}
+	{
+		/* within 1 s: one T4 at 2 micro-batches (0.682 s x $0.5/h =
+		   $9.48e-5; 2 T4 0.354 s x $1/h = $9.84e-5; one T4 at 1
+		   micro-batch does not fit): the cost seeds' plan */
+		const char *x[] = {"--price", price, "--objective", "cost",
+				   "--max-iter-time", "1", "-q", NULL};
+		ck_assert_msg(plan_mix(dir, "one.json", x, &r) == 0, "%s",
+			      r.err);
+		tp_run_free(&r);
+	}
+	text = read_in(dir, "one.json");
+	t = summary_number(text, "iteration_time_s");
+	c = summary_number(text, "cost_per_iteration_usd");
+	free(text);
+	plan_devices(dir, "one.json", &h, &tt);
+	ck_assert_msg(h == 0 && tt == 1 && t <= 1 &&
+			      fabs(c - 0.5 * t / 3600) < 1e-9 * c,
+		      "within 1 s: %d H100, %d T4, %.6g s, $%.6g", h, tt, t,
+		      c);
 	{
 		/* the limit holds: the T4 plans are over 0.05 s */
 		const char *x[] = {"--price", price, "--objective", "cost",

@@ -935,6 +935,88 @@ static enum tp_status type_alone(struct worker *w, struct bufs *bf,
 	return lean_try(w, lean_zero(sp, false), what, fits);
 }
 
+/* One cost seed (search_seeds_cost): every group data parallel on set,
+ * tp 1 or the largest valid up to 8, no recomputation, the fewest
+ * micro-batches that fit (at most 4 counts tried), else the leanest
+ * settings (lean_try). */
+static enum tp_status cost_seed(struct worker *w, struct bufs *bf,
+				uint32_t set)
+{
+	const struct tp_space *sp = &w->s->space;
+	char what[96];
+	enum tp_status st = TP_OK;
+	bool fits = false;
+
+	snprintf(what, sizeof(what), "cost seed: all on %s",
+		 sp->sets.v[set].label);
+	for (uint32_t want = 1; want <= 8 && !st && !fits; want += 7) {
+		bool tp1 = true;
+		bf->members[0] = set;
+		pipeline(sp, bf, 1, want, TP_RECOMPUTE_NONE, false, w->dec);
+		for (uint32_t g = 0; g < w->s->K; g++)
+			tp1 &= w->dec[g].tp == 1;
+		if (want > 1 && tp1)
+			break;
+		for (uint32_t k = 0, tries = 0;
+		     k < sp->n_mb && tries < 4 && !st && !fits; k++) {
+			struct tp_globals gl = {
+			    .micro_batches = sp->mb_counts[k],
+			    .schedule = TP_SCHEDULE_1F1B,
+			    .even = tp_space_even_only(sp) ? 1 : 0};
+			struct evalres r;
+			if (!tp_space_state_ok(sp, &gl, w->dec))
+				continue;
+			if (!tp_space_runnable(sp, &gl, w->dec, w->sscr, NULL,
+					       0))
+				break;
+			st = sctx_eval(w, &gl, w->dec, what, 0, &r);
+			fits = r.ok && r.fits;
+			tries++;
+		}
+	}
+	if (st || fits)
+		return st;
+	pipeline(sp, bf, 1, 8, lean_recompute(sp), false, w->dec);
+	return lean_try(w, lean_zero(sp, false), what, &fits);
+}
+
+/*
+ * Seeds of the cost objective (search.h TP_SEARCH_OBJECTIVE_COST): the
+ * cheapest plans often use few devices, which the baselines and the
+ * seeds for speed never build.  For every family of alike disjoint sets
+ * (nodes, parts, single devices, pods; actions.h), the first member of
+ * each device type in it, all groups on it (cost_seed).  A few
+ * simulations per family.
+ */
+enum tp_status search_seeds_cost(struct worker *w)
+{
+	struct sctx *s = w->s;
+	const struct tp_space *sp = &s->space;
+	struct bufs bf;
+	enum tp_status st = TP_OK;
+
+	if (bufs_init(&bf, s->K, (uint32_t)s->c->devices.n)) {
+		bufs_free(&bf);
+		return TP_ENOMEM;
+	}
+	for (uint32_t f = 0; f < sp->families.n && !st; f++) {
+		const struct tp_family *fm = &sp->families.v[f];
+		for (uint32_t k = 0; k < fm->n && !st; k++) {
+			uint32_t set = sp->family_sets.v[fm->first + k], j;
+			if (sctx_out_of_time(s))
+				break;
+			for (j = 0; j < k; j++)
+				if (sp->sets.v[sp->family_sets.v[fm->first + j]]
+					    .type == sp->sets.v[set].type)
+					break;
+			if (j == k)
+				st = cost_seed(w, &bf, set);
+		}
+	}
+	bufs_free(&bf);
+	return st;
+}
+
 /*
  * A first plan that fits, before the baselines (issue 27): on the largest
  * models the baselines take seconds to tens of seconds (the megatron

@@ -191,6 +191,11 @@ static enum tp_status search_phases(struct sctx *s, struct worker *w0)
 		if (st)
 			return st;
 	}
+	if (s->cost && !o->no_seeds && !sctx_should_stop(s)) {
+		st = search_seeds_cost(w0);
+		if (st)
+			return st;
+	}
 	/* stages of doubling budgets, each sweeps then the tree
 	   (STAGE_FIRST); the limits cut the last one short */
 	s->stage_end = STAGE_FIRST;

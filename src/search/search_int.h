@@ -246,6 +246,9 @@ enum tp_status search_first_fit(struct worker *w);
 enum tp_status search_rollout(struct worker *w);
 enum tp_status search_baselines(struct worker *w);
 enum tp_status search_seeds(struct worker *w);
+/* The cost objective's seeds: plans on one set of each family and type
+ * (baselines.c). */
+enum tp_status search_seeds_cost(struct worker *w);
 /* Seeds of mixed tensor-parallel replicas (mixed.c): raw plans, where
  * the runtime runs them. */
 enum tp_status search_seeds_mixed(struct worker *w);
