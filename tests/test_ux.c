@@ -1138,6 +1138,74 @@ static double first_time(const char *json)
 	return k ? strtod(k + strlen("\"iteration_time_s\": "), NULL) : -1;
 }
 
+/* plan -s STRATEGY writes that strategy's plan without searching: the
+ * summary says so, its groups have the strategy's degrees, and simulating
+ * the written plan gives the figure simulate -s gives; the usage errors
+ * write nothing. */
+START_TEST(test_plan_strategy)
+{
+	char dir[256];
+	const char *strat = "tp=2,pp=2,mb=2";
+	const char *sim_s[] = {"tagplan", "simulate", "-m", SMALL, "-t", TOPO2,
+			       "-s", strat, "-q", NULL};
+	const char *sim_p[] = {"tagplan", "simulate", "-p", "s.json", "-q",
+			       NULL};
+	struct tp_run r;
+	char *text;
+	double t_s, t_p;
+
+	snprintf(dir, sizeof(dir), "%s", tp_test_tmpdir());
+	{
+		const char *argv[] = {"tagplan", "plan", "-m", SMALL, "-t",
+				      TOPO2, "-s", strat, "--runtime", "none",
+				      "--threads", "1", "-o", "s.json", NULL};
+		run_in(&r, dir, argv, NULL);
+		ck_assert_msg(r.status == 0, "%d: %s", r.status, r.err);
+		ck_assert_msg(strstr(r.err, "answer from    strategy "
+					    "tp=2,pp=2,mb=2"),
+			      "%s", r.err);
+		tp_run_free(&r);
+	}
+	text = read_in(dir, "s.json");
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, "\"tp\": 2") &&
+			      !strstr(text, "\"tp\": 1,") &&
+			      strstr(text, "\"micro_batches\": "),
+		      "%s", text);
+	free(text);
+	run_in(&r, dir, sim_s, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	t_s = first_time(r.out);
+	tp_run_free(&r);
+	run_in(&r, dir, sim_p, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	t_p = first_time(r.out);
+	tp_run_free(&r);
+	ck_assert_msg(t_s > 0 && fabs(t_p - t_s) <= 1e-9 * t_s, "%.9g %.9g",
+		      t_p, t_s);
+	/* usage errors: exit 2, nothing written */
+	{
+		const char *bad[][16] = {
+			{"tagplan", "plan", "-m", SMALL, "-t", TOPO2, "-s",
+			 "tp=2", "--baseline", "dp", "-o", "e.json", NULL},
+			{"tagplan", "plan", "-m", SMALL, "-t", TOPO2, "-s",
+			 "tp=3", "-o", "e.json", NULL},
+			{"tagplan", "plan", "-m", SMALL, "-t", TOPO2, "-s",
+			 "pp=2,zero=3", "--runtime", "megatron-core", "-o",
+			 "e.json", NULL}};
+		const char *why[] = {"--baseline and -s", "tp=3",
+				     "runtime megatron-core cannot execute"};
+		for (int k = 0; k < 3; k++) {
+			run_in(&r, dir, bad[k], NULL);
+			ck_assert_msg(r.status == 2 && strstr(r.err, why[k]),
+				      "%d %d: %s", k, r.status, r.err);
+			ck_assert(!file_has(dir, "e.json", "{"));
+			tp_run_free(&r);
+		}
+	}
+}
+END_TEST
+
 /* --grad-bucket-mb: the plan records the bucket it was simulated with, and
  * simulate uses the plan's, not its own default.  ResNet-50's 98 MB of
  * gradients per device in dp on the TAG testbed: an 80 MB last bucket
@@ -1314,6 +1382,7 @@ Suite *suite_ux(void)
 	tcase_add_test(t, test_plan_cost);
 	tcase_add_test(t, test_plan_objective_cost);
 	tcase_add_test(t, test_plan_objective_errors);
+	tcase_add_test(t, test_plan_strategy);
 	tcase_add_test(t, test_mistakes);
 	suite_add_tcase(s, t);
 	t = tcase_create("human");

@@ -14,6 +14,7 @@
 
 #include "core/runtime.h"
 #include "core/sha256.h"
+#include "core/strategy.h"
 #include "io/io.h"
 #include "sim/sim.h"
 
@@ -694,4 +695,21 @@ enum tp_status tp_inputs_sim_run(void *ctx, const struct tp_plan *p,
 {
 	struct tp_inputs_sim *s = ctx;
 	return tp_sim_run(s->sim, p, s->scratch, report, NULL, err);
+}
+
+enum tp_status tp_inputs_strategy_plan(const char *strategy,
+				       const struct tp_model *m,
+				       const struct tp_cluster *c,
+				       struct tp_plan *p, struct tp_error *err)
+{
+	struct tp_strategy st;
+
+	if (tp_strategy_parse(strategy, &st, err) != TP_OK ||
+	    tp_strategy_to_plan(&st, m, c, p, err) != TP_OK) {
+		err->file[0] = '\0';
+		if (err->status == TP_EINPUT)
+			err->status = TP_EUSAGE;
+		return err->status;
+	}
+	return TP_OK;
 }

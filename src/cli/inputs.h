@@ -128,6 +128,14 @@ void tp_inputs_list_shipped(bool model, struct tp_strbuf *out);
 void tp_inputs_hint_shipped(const char *arg, bool model,
 			    struct tp_error *err);
 
+/* The plan of a uniform strategy string on m and c (`simulate -s`,
+ * `plan -s`).  A strategy is usage, not a file: a bad one fails with
+ * TP_EUSAGE and no file named. */
+enum tp_status tp_inputs_strategy_plan(const char *strategy,
+				       const struct tp_model *m,
+				       const struct tp_cluster *c,
+				       struct tp_plan *p, struct tp_error *err);
+
 /* Load a second plan for the same model and topology (a baseline). */
 enum tp_status tp_inputs_load_plan(const struct tp_inputs *in,
 				   const char *plan_path, struct tp_plan *p,

@@ -33,10 +33,10 @@
 static const char usage[] =
 	"[-m MODEL -t TOPO] [-o PLAN] [--time-limit S]\n"
 	"                    [--playouts N] [--threads N] [--seed N] [--no-gnn]\n"
-	"                    [--weights F] [--baseline NAME] [--groups N]\n"
-	"                    [--compression off|lossless|lossy] "
-	"[--grad-bucket-mb MB]\n"
-	"                    [--runtime NAME] [--dot F] [--svg F] [-q]";
+	"                    [--weights F] [--baseline NAME | -s STRATEGY]\n"
+	"                    [--groups N] [--compression off|lossless|lossy]\n"
+	"                    [--grad-bucket-mb MB] [--runtime NAME] [--dot F]\n"
+	"                    [--svg F] [-q]";
 
 static const char about[] =
 	"Search how to run one training iteration of MODEL fastest on TOPO: "
@@ -85,8 +85,11 @@ static const char about[] =
 	"leaves out.  The time limit covers loading too.  Ctrl-C writes the "
 	"best plan\n"
 	"so far and exits 130.\n"
-	"--baseline NAME writes that baseline's plan instead of searching.  "
-	"Exit 1\n"
+	"--baseline NAME writes that baseline's plan instead of searching; "
+	"-s STRATEGY\n"
+	"writes the plan of a uniform strategy (tagplan simulate's "
+	"STRATEGY), scored\n"
+	"beside the baselines, for export, check and render.  Exit 1\n"
 	"when nothing fits in memory (the closest plan is written, with why).";
 
 /* The share of the budget the search without the runtime's limits gets
@@ -188,6 +191,7 @@ struct plan_args {
 	const char *baseline, *compression, *weights, *dot, *svg, *runtime;
 	const char *price; /* --price TYPE=USD[,TYPE=USD...] */
 	const char *objective; /* --objective throughput|cost */
+	const char *strategy; /* -s: this strategy's plan, no search */
 	double time_limit, bucket_mb, max_iter_time; /* 0: not given */
 	long long playouts, threads, seed, groups;
 	bool no_gnn, quiet, no_timing, no_compare;
@@ -217,6 +221,8 @@ struct plan_run {
 	bool compare;           /* also search without its limits */
 	bool compare_skipped;   /* ... not run: the time limit was spent */
 	struct tp_search_result free_res; /* ... that search's answer */
+	struct tp_plan given; /* -s STRATEGY's plan */
+	char given_source[96];
 	struct tp_strbuf warn, text;
 	struct tp_error err;
 	char wrote[2][4096]; /* the pictures written (--dot, --svg) */
@@ -477,117 +483,6 @@ static void fill_summary(struct plan_run *R)
 	fit_summary(R, s);
 }
 
-/* One line per op group (at most 8): its ops, devices, degrees, sync,
- * recomputation and compression; then the compression summary. */
-static void print_structure(FILE *f, const struct tp_plan *p,
-			    const struct tp_model *m, const struct tp_cluster *c)
-{
-	uint32_t shown = 0;
-
-	fprintf(f, "  plan           %zu group%s, %u micro-batch%s, %s, ZeRO %u",
-		p->groups.n, p->groups.n == 1 ? "" : "s", p->micro_batches,
-		p->micro_batches == 1 ? "" : "es",
-		tp_schedule_name(p->schedule), p->zero);
-	for (uint32_t g = 0; g < p->groups.n; g++)
-		if (p->groups.v[g].dp > 1 && p->grad_bucket_bytes > 0) {
-			fprintf(f, ", %.4g MB gradient buckets",
-				p->grad_bucket_bytes / 1e6);
-			break;
-		}
-	fputc('\n', f);
-	for (uint32_t g = 0; g < p->groups.n && shown < 8; g++) {
-		const struct tp_plan_group *gr = &p->groups.v[g];
-		const uint32_t *ops = tp_plan_group_ops(p, g);
-		const uint32_t *d = tp_plan_group_devs(p, g);
-		uint32_t types[8] = {0}, nt = 0, cnt[8] = {0};
-		char devs[160] = "";
-		size_t used = 0;
-		for (uint32_t k = 0; k < gr->n_devices; k++) {
-			uint32_t t = c->devices.v[d[k]].type, i;
-			for (i = 0; i < nt; i++)
-				if (types[i] == t)
-					break;
-			if (i == nt && nt < 8)
-				types[nt++] = t;
-			if (i < 8)
-				cnt[i]++;
-		}
-		for (uint32_t i = 0; i < nt && used < sizeof(devs); i++) {
-			int n = snprintf(devs + used, sizeof(devs) - used,
-					 "%s%ux %s", i ? " + " : "", cnt[i],
-					 c->types.v[types[i]].name);
-			if (n > 0)
-				used += (size_t)n;
-		}
-		if (gr->mixed) {
-			char lab[128];
-			tp_plan_degrees_label(p, g, lab, sizeof(lab));
-			fprintf(f, "  %-15s%s..%s on %s: dp=%u (%s) %s%s%s",
-				shown ? "" : "groups", m->ops.v[ops[0]].name,
-				m->ops.v[ops[gr->n_ops - 1]].name, devs, gr->dp,
-				lab, tp_sync_name(gr->sync),
-				gr->recompute ? ", recompute " : "",
-				gr->recompute ? tp_recompute_name(gr->recompute)
-					      : "");
-		} else if (gr->cp > 1)
-			fprintf(f, "  %-15s%s..%s on %s: dp=%u cp=%u tp=%u %s%s%s",
-				shown ? "" : "groups", m->ops.v[ops[0]].name,
-				m->ops.v[ops[gr->n_ops - 1]].name, devs, gr->dp,
-				gr->cp, gr->tp, tp_sync_name(gr->sync),
-				gr->recompute ? ", recompute " : "",
-				gr->recompute ? tp_recompute_name(gr->recompute)
-					      : "");
-		else
-			fprintf(f, "  %-15s%s..%s on %s: dp=%u tp=%u %s%s%s",
-				shown ? "" : "groups", m->ops.v[ops[0]].name,
-				m->ops.v[ops[gr->n_ops - 1]].name, devs, gr->dp,
-				gr->tp,
-				tp_sync_name(gr->sync),
-				gr->recompute ? ", recompute " : "",
-				gr->recompute ? tp_recompute_name(gr->recompute) : "");
-		/* gradient compression (sfb.h); lossy always marked */
-		if (gr->n_sfb)
-			fprintf(f, ", SFB on %u op%s", gr->n_sfb,
-				gr->n_sfb == 1 ? "" : "s");
-		if (gr->lossy == TP_LOSSY_POWERSGD)
-			fprintf(f, ", LOSSY PowerSGD rank %u gradients",
-				gr->powersgd_rank);
-		else if (gr->lossy != TP_LOSSY_NONE)
-			fprintf(f, ", LOSSY %s gradients",
-				tp_lossy_name(gr->lossy));
-		fputc('\n', f);
-		shown++;
-	}
-	if (p->groups.n > shown)
-		fprintf(f, "                 ... %zu more groups\n",
-			p->groups.n - shown);
-	{
-		uint32_t nsfb = 0, nlossy = 0;
-		double saved = 0;
-		for (uint32_t g = 0; g < p->groups.n; g++) {
-			nsfb += p->groups.v[g].n_sfb;
-			saved += p->groups.v[g].sfb_saved_bytes;
-			nlossy += p->groups.v[g].lossy != TP_LOSSY_NONE;
-		}
-		fprintf(f, "  compression    %s",
-			tp_compression_name(p->compression));
-		if (nsfb)
-			fprintf(f,
-				": sufficient-factor broadcasting on %u op%s, "
-				"%.3g GB less traffic per iteration",
-				nsfb, nsfb == 1 ? "" : "s", saved / 1e9);
-		else if (p->compression != TP_COMPRESSION_OFF && !nlossy)
-			fprintf(f, ": none pays off for this plan");
-		if (nlossy)
-			fprintf(f,
-				"%sLOSSY gradients in %u group%s (changes "
-				"the training numerics)",
-				nsfb ? "; " : ": ", nlossy,
-				nlossy == 1 ? "" : "s");
-		fputc('\n', f);
-	}
-}
-
 struct explain_ctx {
 	const struct tp_sim *sim;
 	struct tp_sim_scratch *scratch;
@@ -673,7 +568,13 @@ static void print_human(const struct tp_search_result *res,
 		if (!f) {
 			f = stderr;
 		}
-		print_structure(f, p, m, c);
+		{
+			struct tp_strbuf sb;
+			tp_strbuf_init(&sb);
+			tp_cli_plan_structure(p, m, c, &sb);
+			fputs(tp_strbuf_cstr(&sb), f);
+			tp_strbuf_release(&sb);
+		}
 		/* times with an SI prefix, as the table above ("143 ms"; it
 		   mixed "0.1435 s" with "143 ms") */
 		if (res->lower_bound_s > 0 && r->iteration_time_s > 0) {
@@ -765,6 +666,10 @@ static double monotonic_s(void)
  * parsed --baseline/--compression.  Returns 0 or the exit code. */
 static int check_args(struct plan_args *a)
 {
+	if (a->baseline && a->strategy)
+		return tp_cli_usage_error("plan",
+					  "--baseline and -s both name the "
+					  "plan to write; give one");
 	if (a->baseline && (a->bl = tp_baseline_parse(a->baseline)) < 0)
 		return tp_cli_usage_error("plan",
 					  "--baseline %s: expected dp, "
@@ -942,6 +847,8 @@ static void search_options(struct plan_run *R, struct bar *bar)
 	so->baseline = R->a.bl;
 	so->objective = (enum tp_search_objective)R->a.obj;
 	so->max_iter_time_s = R->a.obj ? R->a.max_iter_time : 0;
+	so->given = R->a.strategy ? &R->given : NULL;
+	so->given_source = R->given_source;
 	so->compression = (enum tp_compression)R->a.comp;
 	so->groups = (uint32_t)R->a.groups;
 	so->prior = R->gnn ? &R->prior : NULL;
@@ -1179,7 +1086,29 @@ static int choose_runtime(struct plan_run *R, struct tp_planner_options *po)
 					  R->a.compression, R->rt.name);
 	/* not under the cost objective: the comparison is by time */
 	R->compare = !tp_runtime_is_none(&R->rt) && !R->a.no_compare &&
-		     !R->a.obj;
+		     !R->a.obj && !R->a.strategy;
+	return 0;
+}
+
+/* -s STRATEGY: its plan on the inputs, one the runtime executes (a
+ * strategy is usage: exit 2).  Returns 0 or the exit code. */
+static int given_plan(struct plan_run *R)
+{
+	char why[400];
+
+	if (tp_inputs_strategy_plan(R->a.strategy, &R->m, &R->c, &R->given,
+				    &R->err))
+		return tp_cli_fail(&R->err);
+	snprintf(R->given_source, sizeof(R->given_source), "strategy %.86s",
+		 R->a.strategy);
+	if (!tp_runtime_is_none(&R->rt) &&
+	    tp_runtime_plan_check(&R->rt, &R->given, &R->m, &R->c, NULL, why,
+				  sizeof(why)))
+		return tp_cli_usage_error("plan",
+					  "-s %s: runtime %s cannot execute "
+					  "it: %s; change the strategy, or "
+					  "give --runtime none",
+					  R->a.strategy, R->rt.name, why);
 	return 0;
 }
 
@@ -1295,7 +1224,8 @@ static int plan_steps(struct plan_run *R)
 	if (stop_flag)
 		return interrupted_early("loading the inputs");
 	/* the default runtime and what it builds depend on the model */
-	if ((code = choose_runtime(R, &po)))
+	if ((code = choose_runtime(R, &po)) ||
+	    (R->a.strategy && (code = given_plan(R))))
 		return code;
 	if (R->a.bucket_given)
 		po.grad_bucket_bytes = R->a.bucket_mb * 1e6;
@@ -1369,6 +1299,11 @@ int cmd_plan(int argc, char **argv)
 		{"weights", 0, TP_OPT_STRING, &a->weights, "F",
 		 "GNN weights file (from `tagplan train`), or F1,F2,... for "
 		 "an ensemble [the shipped network, data/tagplan.weights]",
+		 0, 0, false},
+		{"strategy", 's', TP_OPT_STRING, &a->strategy, "STRATEGY",
+		 "write this uniform strategy's plan instead of searching "
+		 "(key=value pairs as in tagplan simulate -s, e.g. "
+		 "tp=8,pp=2,mb=1)",
 		 0, 0, false},
 		{"baseline", 0, TP_OPT_STRING, &a->baseline, "NAME",
 		 "write this baseline's plan instead of searching: dp, "
@@ -1462,7 +1397,10 @@ int cmd_plan(int argc, char **argv)
 	tp_strbuf_init(&R.text);
 	tp_search_result_init(&R.res);
 	tp_search_result_init(&R.free_res);
+	tp_plan_init(&R.given);
+	R.given_source[0] = '\0';
 	code = plan_run(&R);
+	tp_plan_release(&R.given);
 	tp_search_result_release(&R.res);
 	tp_search_result_release(&R.free_res);
 	tp_gnn_prior_free(R.gnn);

@@ -12,7 +12,6 @@
 #include "cli.h"
 #include "core/report.h"
 #include "core/runtime.h"
-#include "core/strategy.h"
 #include "core/strbuf.h"
 #include "io/io.h"
 #include "inputs.h"
@@ -285,7 +284,6 @@ static enum tp_status load_strategy(struct sim_run *R)
 {
 	struct sim_args *a = &R->a;
 	struct tp_error *err = &R->err;
-	struct tp_strategy st;
 
 	/* -m llama-2-7b: the shipped data/models/llama-2-7b.json */
 	a->model = tp_inputs_shipped(a->model, true, R->mship,
@@ -304,15 +302,7 @@ static enum tp_status load_strategy(struct sim_run *R)
 		tp_inputs_hint_shipped(a->topo, false, err);
 		return err->status;
 	}
-	if (tp_strategy_parse(a->strategy, &st, err) != TP_OK ||
-	    tp_strategy_to_plan(&st, &R->m, &R->c, &R->p, err) != TP_OK) {
-		/* a strategy is usage, not a file: no file name */
-		err->file[0] = '\0';
-		if (err->status == TP_EINPUT)
-			err->status = TP_EUSAGE;
-		return err->status;
-	}
-	return TP_OK;
+	return tp_inputs_strategy_plan(a->strategy, &R->m, &R->c, &R->p, err);
 }
 
 /* The runtime (--runtime, else the plan's; with -s none), the bucket and

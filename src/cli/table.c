@@ -1083,3 +1083,119 @@ void tp_render_wrap(struct tp_strbuf *out, const char *text, int width)
 {
 	wrap_lines(out, text, width > 20 ? width : 20);
 }
+
+void tp_cli_plan_structure(const struct tp_plan *p, const struct tp_model *m,
+			   const struct tp_cluster *c, struct tp_strbuf *out)
+{
+	uint32_t shown = 0;
+
+	tp_strbuf_addf(
+	    out, "  plan           %zu group%s, %u micro-batch%s, %s, ZeRO %u",
+	    p->groups.n, p->groups.n == 1 ? "" : "s", p->micro_batches,
+	    p->micro_batches == 1 ? "" : "es", tp_schedule_name(p->schedule),
+	    p->zero);
+	for (uint32_t g = 0; g < p->groups.n; g++)
+		if (p->groups.v[g].dp > 1 && p->grad_bucket_bytes > 0) {
+			tp_strbuf_addf(out, ", %.4g MB gradient buckets",
+				       p->grad_bucket_bytes / 1e6);
+			break;
+		}
+	tp_strbuf_addc(out, '\n');
+	for (uint32_t g = 0; g < p->groups.n && shown < 8; g++) {
+		const struct tp_plan_group *gr = &p->groups.v[g];
+		const uint32_t *ops = tp_plan_group_ops(p, g);
+		const uint32_t *d = tp_plan_group_devs(p, g);
+		uint32_t types[8] = {0}, nt = 0, cnt[8] = {0};
+		char devs[160] = "";
+		size_t used = 0;
+		for (uint32_t k = 0; k < gr->n_devices; k++) {
+			uint32_t t = c->devices.v[d[k]].type, i;
+			for (i = 0; i < nt; i++)
+				if (types[i] == t)
+					break;
+			if (i == nt && nt < 8)
+				types[nt++] = t;
+			if (i < 8)
+				cnt[i]++;
+		}
+		for (uint32_t i = 0; i < nt && used < sizeof(devs); i++) {
+			int n = snprintf(devs + used, sizeof(devs) - used,
+					 "%s%ux %s", i ? " + " : "", cnt[i],
+					 c->types.v[types[i]].name);
+			if (n > 0)
+				used += (size_t)n;
+		}
+		if (gr->mixed) {
+			char lab[128];
+			tp_plan_degrees_label(p, g, lab, sizeof(lab));
+			tp_strbuf_addf(
+			    out, "  %-15s%s..%s on %s: dp=%u (%s) %s%s%s",
+			    shown ? "" : "groups", m->ops.v[ops[0]].name,
+			    m->ops.v[ops[gr->n_ops - 1]].name, devs, gr->dp,
+			    lab, tp_sync_name(gr->sync),
+			    gr->recompute ? ", recompute " : "",
+			    gr->recompute ? tp_recompute_name(gr->recompute)
+					  : "");
+		} else if (gr->cp > 1)
+			tp_strbuf_addf(
+			    out,
+			    "  %-15s%s..%s on %s: dp=%u cp=%u tp=%u %s%s%s",
+			    shown ? "" : "groups", m->ops.v[ops[0]].name,
+			    m->ops.v[ops[gr->n_ops - 1]].name, devs, gr->dp,
+			    gr->cp, gr->tp, tp_sync_name(gr->sync),
+			    gr->recompute ? ", recompute " : "",
+			    gr->recompute ? tp_recompute_name(gr->recompute)
+					  : "");
+		else
+			tp_strbuf_addf(
+			    out, "  %-15s%s..%s on %s: dp=%u tp=%u %s%s%s",
+			    shown ? "" : "groups", m->ops.v[ops[0]].name,
+			    m->ops.v[ops[gr->n_ops - 1]].name, devs, gr->dp,
+			    gr->tp, tp_sync_name(gr->sync),
+			    gr->recompute ? ", recompute " : "",
+			    gr->recompute ? tp_recompute_name(gr->recompute)
+					  : "");
+		/* gradient compression (sfb.h); lossy always marked */
+		if (gr->n_sfb)
+			tp_strbuf_addf(out, ", SFB on %u op%s", gr->n_sfb,
+				       gr->n_sfb == 1 ? "" : "s");
+		if (gr->lossy == TP_LOSSY_POWERSGD)
+			tp_strbuf_addf(out,
+				       ", LOSSY PowerSGD rank %u gradients",
+				       gr->powersgd_rank);
+		else if (gr->lossy != TP_LOSSY_NONE)
+			tp_strbuf_addf(out, ", LOSSY %s gradients",
+				       tp_lossy_name(gr->lossy));
+		tp_strbuf_addc(out, '\n');
+		shown++;
+	}
+	if (p->groups.n > shown)
+		tp_strbuf_addf(out, "                 ... %zu more groups\n",
+			       p->groups.n - shown);
+	{
+		uint32_t nsfb = 0, nlossy = 0;
+		double saved = 0;
+		for (uint32_t g = 0; g < p->groups.n; g++) {
+			nsfb += p->groups.v[g].n_sfb;
+			saved += p->groups.v[g].sfb_saved_bytes;
+			nlossy += p->groups.v[g].lossy != TP_LOSSY_NONE;
+		}
+		tp_strbuf_addf(out, "  compression    %s",
+			       tp_compression_name(p->compression));
+		if (nsfb)
+			tp_strbuf_addf(
+			    out,
+			    ": sufficient-factor broadcasting on %u op%s, "
+			    "%.3g GB less traffic per iteration",
+			    nsfb, nsfb == 1 ? "" : "s", saved / 1e9);
+		else if (p->compression != TP_COMPRESSION_OFF && !nlossy)
+			tp_strbuf_addf(out, ": none pays off for this plan");
+		if (nlossy)
+			tp_strbuf_addf(
+			    out,
+			    "%sLOSSY gradients in %u group%s (changes "
+			    "the training numerics)",
+			    nsfb ? "; " : ": ", nlossy, nlossy == 1 ? "" : "s");
+		tp_strbuf_addc(out, '\n');
+	}
+}

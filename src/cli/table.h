@@ -68,4 +68,13 @@ enum tp_status tp_cli_explain(const struct tp_plan *p,
  */
 void tp_render_wrap(struct tp_strbuf *out, const char *text, int width);
 
+/*
+ * Append the plan's structure: one line for the whole plan (groups,
+ * micro-batches, schedule, ZeRO, gradient buckets), one per op group (at
+ * most 8: its ops, devices, degrees, sync, recomputation, compression),
+ * then the compression summary.  `plan`'s human summary.
+ */
+void tp_cli_plan_structure(const struct tp_plan *p, const struct tp_model *m,
+			   const struct tp_cluster *c, struct tp_strbuf *out);
+
 #endif

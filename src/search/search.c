@@ -66,6 +66,12 @@ void tp_search_result_release(struct tp_search_result *r)
 /* ------------------------------------------------------------------ */
 /* the driver                                                          */
 
+/* Does the run search, or answer a baseline or a given plan? */
+static bool searching(const struct tp_search_options *o)
+{
+	return o->baseline < 0 && !o->given;
+}
+
 /* The answer into res->plan and its evaluation into res->report. */
 static enum tp_status answer(struct sctx *s, struct worker *w)
 {
@@ -73,7 +79,11 @@ static enum tp_status answer(struct sctx *s, struct worker *w)
 	const struct tp_search_options *o = s->o;
 	enum tp_status st;
 
-	if (o->baseline >= 0 && o->baseline < TP_BASELINE_COUNT) {
+	if (o->given) {
+		st = tp_plan_copy(&res->plan, o->given, &s->err);
+		snprintf(res->source, sizeof(res->source), "%s",
+			 o->given_source ? o->given_source : "the plan given");
+	} else if (o->baseline >= 0 && o->baseline < TP_BASELINE_COUNT) {
 		struct tp_baseline_result *b = &res->baselines[o->baseline];
 		if (!b->available || b->plan.groups.n == 0)
 			return tp_error_set(&s->err, TP_EINFEASIBLE,
@@ -120,7 +130,7 @@ static enum tp_status answer(struct sctx *s, struct worker *w)
 	if (st)
 		return st;
 	res->plan.summary.valid = false;
-	if (o->baseline < 0)
+	if (searching(o))
 		st = tp_evaluator_finalize(s->ev, w->ev_scratch, &res->plan,
 					   &res->report, &s->err);
 	else
@@ -250,7 +260,7 @@ static void result_counters(struct sctx *s)
 	res->seconds = sctx_elapsed(s);
 	if (s->o->stop && *s->o->stop)
 		res->interrupted = true;
-	if (s->o->baseline >= 0)
+	if (!searching(s->o))
 		res->stopped_by = TP_SEARCH_STOP_NONE;
 	else if (res->interrupted)
 		res->stopped_by = TP_SEARCH_STOP_INTERRUPT;
@@ -297,7 +307,7 @@ enum tp_status tp_search_run(const struct tp_model *m,
 	res->lower_bound_s = compute_lower_bound(m, c);
 
 	sctx_progress(&s, true);
-	if (o->baseline < 0) {
+	if (searching(o)) {
 		s.phase = "first fit";
 		st = search_first_fit(&w0);
 		if (st)
@@ -321,7 +331,7 @@ enum tp_status tp_search_run(const struct tp_model *m,
 		    (!(s.ref_time > 0) || br->iteration_time_s < s.ref_time))
 			s.ref_time = br->iteration_time_s;
 	}
-	if (o->baseline < 0) {
+	if (searching(o)) {
 		st = search_phases(&s, &w0);
 		if (st)
 			goto fail_worker;

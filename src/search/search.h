@@ -221,6 +221,12 @@ struct tp_search_options {
 	double time_limit_s;   /* 0 = no limit */
 	uint64_t playouts;     /* 0 = no limit; at least one limit is set */
 	int baseline;          /* -1: search; else answer this baseline */
+	/* Answer this plan instead of searching (`plan -s STRATEGY`), the
+	   baselines scored beside it as with `baseline`; given_source says
+	   where it came from (the summary's "answer from").  NULL: search,
+	   or answer `baseline`. */
+	const struct tp_plan *given;
+	const char *given_source;
 	enum tp_compression compression;
 	const struct tp_prior_provider *prior; /* NULL: uniform priors */
 	uint32_t groups;       /* 0 = automatic */
