@@ -31,8 +31,8 @@ static const char *const behaviour_fields[] = {
 	"grad_reduce", "p2p_async", "tp_overlap", "fused_attention", "tf32",
 	"expert_imbalance", "attention_kernel", "prefetch_depth",
 	"gemm_shape_half", "ep_node_forward", "ep_dispatch_fp8", "ep_overlap",
-	"comm_sm_share", "cp_comm", "grad_buffer", "winograd", "memory_format", "grad_bucket_copy",
-	NULL};
+	"comm_sm_share", "cp_comm", "grad_buffer", "winograd", "memory_format",
+	"grad_bucket_copy", NULL};
 static const char *const can_fields[] = {
 	"launcher", "tensor_parallel", "pipeline_parallel",
 	"sequence_parallel", "per_stage_degrees", "uneven_shares",
