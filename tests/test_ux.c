@@ -702,20 +702,58 @@ static void plan_devices(const char *dir, const char *name, int *h, int *t)
 	free(text);
 }
 
+#define MIX_PRICE "H100-SXM5-80GB=10,T4-16GB=0.5"
+
+/* One plan under the cost objective (plan_mix within limit S): its exit
+ * status and a stderr line expected, then its figures and devices. */
+struct cost_case {
+	const char *out, *limit, *say;
+	int status;
+	double t, c; /* iteration time, cost per iteration */
+	int h, tt;   /* H100s and T4s used */
+};
+
+static void cost_case(const char *dir, struct cost_case *k)
+{
+	const char *x[] = {"--price",	      MIX_PRICE, "--objective", "cost",
+			   "--max-iter-time", k->limit,	 NULL};
+	struct tp_run r;
+	char *text;
+
+	ck_assert_msg(plan_mix(dir, k->out, x, &r) == k->status, "%s", r.err);
+	ck_assert_msg(!k->say || strstr(r.err, k->say), "%s", r.err);
+	tp_run_free(&r);
+	text = read_in(dir, k->out);
+	ck_assert_ptr_nonnull(text);
+	k->t = summary_number(text, "iteration_time_s");
+	k->c = summary_number(text, "cost_per_iteration_usd");
+	free(text);
+	plan_devices(dir, k->out, &k->h, &k->tt);
+}
+
 START_TEST(test_plan_objective_cost)
 {
 	char dir[256], path[512];
 	struct tp_run r;
 	char *text;
-	double t_fast, c_fast, t, c;
+	double t_fast, c_fast;
 	int h, tt;
-	const char *price = "H100-SXM5-80GB=10,T4-16GB=0.5";
+	struct cost_case cheap = {.out = "cheap.json",
+				  .limit = "0.2",
+				  .say = "objective: the cheapest"},
+			 one = {.out = "one.json", .limit = "1"},
+			 tight = {.out = "tight.json", .limit = "0.05"},
+			 none = {.out = "none.json",
+				 .limit = "1e-5",
+				 .say = "no plan found meets --max-iter-time "
+					"1e-05 s",
+				 .status = 1};
 
 	snprintf(dir, sizeof(dir), "%s", tp_test_tmpdir());
 	snprintf(path, sizeof(path), "%s/mix.json", dir);
 	ck_assert_int_eq(tp_test_write(path, MIX_TOPO, strlen(MIX_TOPO)), 0);
 	{
-		const char *x[] = {"--price", price, "-q", NULL};
+		const char *x[] = {"--price", MIX_PRICE, "-q", NULL};
 		ck_assert_msg(plan_mix(dir, "fast.json", x, &r) == 0, "%s",
 			      r.err);
 		tp_run_free(&r);
@@ -728,28 +766,15 @@ START_TEST(test_plan_objective_cost)
 	plan_devices(dir, "fast.json", &h, &tt);
 	ck_assert_msg(h == 8 && tt == 0, "fastest: %d H100, %d T4", h, tt);
 	ck_assert(fabs(c_fast - 80 * t_fast / 3600) < 1e-9 * c_fast);
-	{
-		const char *x[] = {"--price", price, "--objective", "cost",
-				   "--max-iter-time", "0.2", NULL};
-		ck_assert_msg(plan_mix(dir, "cheap.json", x, &r) == 0, "%s",
-			      r.err);
-		ck_assert_msg(strstr(r.err, "objective: the cheapest"), "%s",
-			      r.err);
-		tp_run_free(&r);
-	}
-	text = read_in(dir, "cheap.json");
-	t = summary_number(text, "iteration_time_s");
-	c = summary_number(text, "cost_per_iteration_usd");
-	ck_assert_msg(strstr(text, "\"objective\": \"cost\"") &&
-			      strstr(text, "\"max_iter_time_s\": 0.2"),
-		      "%s", text);
-	free(text);
-	plan_devices(dir, "cheap.json", &h, &tt);
-	ck_assert_msg(h == 0 && tt == 4 && t <= 0.2 && c < c_fast,
+	cost_case(dir, &cheap);
+	ck_assert_msg(cheap.h == 0 && cheap.tt == 4 && cheap.t <= 0.2 &&
+			      cheap.c < c_fast,
 		      "cheapest within 0.2 s: %d H100, %d T4, %.6g s, $%.6g "
 		      "(fastest $%.6g)",
-		      h, tt, t, c, c_fast);
-	ck_assert(fabs(c - 2 * t / 3600) < 1e-9 * c);
+		      cheap.h, cheap.tt, cheap.t, cheap.c, c_fast);
+	ck_assert(fabs(cheap.c - 2 * cheap.t / 3600) < 1e-9 * cheap.c);
+	ck_assert(file_has(dir, "cheap.json", "\"objective\": \"cost\"") &&
+		  file_has(dir, "cheap.json", "\"max_iter_time_s\": 0.2"));
 	{
 		/* the plan loads back with its objective */
 		const char *argv[] = {"tagplan", "simulate", "-p",
@@ -759,56 +784,25 @@ START_TEST(test_plan_objective_cost)
 		ck_assert_msg(r.status == 0, "%s", r.err);
 		tp_run_free(&r);
 	}
-	{
-		/* within 1 s: one T4 at 2 micro-batches (0.682 s x $0.5/h =
-		   $9.48e-5; 2 T4 0.354 s x $1/h = $9.84e-5; one T4 at 1
-		   micro-batch does not fit): the cost seeds' plan */
-		const char *x[] = {"--price", price, "--objective", "cost",
-				   "--max-iter-time", "1", "-q", NULL};
-		ck_assert_msg(plan_mix(dir, "one.json", x, &r) == 0, "%s",
-			      r.err);
-		tp_run_free(&r);
-	}
-	text = read_in(dir, "one.json");
-	t = summary_number(text, "iteration_time_s");
-	c = summary_number(text, "cost_per_iteration_usd");
-	free(text);
-	plan_devices(dir, "one.json", &h, &tt);
-	ck_assert_msg(h == 0 && tt == 1 && t <= 1 &&
-			      fabs(c - 0.5 * t / 3600) < 1e-9 * c,
-		      "within 1 s: %d H100, %d T4, %.6g s, $%.6g", h, tt, t,
-		      c);
-	{
-		/* the limit holds: the T4 plans are over 0.05 s */
-		const char *x[] = {"--price", price, "--objective", "cost",
-				   "--max-iter-time", "0.05", "-q", NULL};
-		ck_assert_msg(plan_mix(dir, "tight.json", x, &r) == 0, "%s",
-			      r.err);
-		tp_run_free(&r);
-	}
-	text = read_in(dir, "tight.json");
-	t = summary_number(text, "iteration_time_s");
-	c = summary_number(text, "cost_per_iteration_usd");
-	free(text);
-	plan_devices(dir, "tight.json", &h, &tt);
-	ck_assert_msg(t <= 0.05 && h >= 1 && tt == 0 && c <= c_fast,
-		      "within 0.05 s: %d H100, %d T4, %.6g s", h, tt, t);
-	{
-		const char *x[] = {"--price", price, "--objective", "cost",
-				   "--max-iter-time", "1e-5", NULL};
-		ck_assert_int_eq(plan_mix(dir, "none.json", x, &r), 1);
-		ck_assert_msg(strstr(r.err, "no plan found meets "
-					    "--max-iter-time 1e-05 s"),
-			      "%s", r.err);
-		tp_run_free(&r);
-	}
-	text = read_in(dir, "none.json");
-	ck_assert_ptr_nonnull(text);
-	t = summary_number(text, "iteration_time_s");
-	free(text);
-	ck_assert_msg(fabs(t - t_fast) < 1e-9 * t_fast,
-		      "over the limit, the fastest: %.9g s, not %.9g s", t,
-		      t_fast);
+	/* within 1 s: one T4 at 2 micro-batches (0.682 s x $0.5/h =
+	   $9.48e-5; 2 T4 0.354 s x $1/h = $9.84e-5; one T4 at 1
+	   micro-batch does not fit): the cost seeds' plan */
+	cost_case(dir, &one);
+	ck_assert_msg(one.h == 0 && one.tt == 1 && one.t <= 1 &&
+			      fabs(one.c - 0.5 * one.t / 3600) < 1e-9 * one.c,
+		      "within 1 s: %d H100, %d T4, %.6g s, $%.6g", one.h,
+		      one.tt, one.t, one.c);
+	/* the limit holds: the T4 plans are over 0.05 s */
+	cost_case(dir, &tight);
+	ck_assert_msg(tight.t <= 0.05 && tight.h >= 1 && tight.tt == 0 &&
+			      tight.c <= c_fast,
+		      "within 0.05 s: %d H100, %d T4, %.6g s", tight.h,
+		      tight.tt, tight.t);
+	/* nothing within 1e-5 s: exit 1, the fastest plan written */
+	cost_case(dir, &none);
+	ck_assert_msg(fabs(none.t - t_fast) < 1e-9 * t_fast,
+		      "over the limit, the fastest: %.9g s, not %.9g s",
+		      none.t, t_fast);
 }
 END_TEST
 

@@ -107,22 +107,15 @@ int tp_cli_objective_args(const char *name, double max_iter_time)
 
 int tp_cli_check_prices(const char *cmd, const struct tp_cluster *c)
 {
-	char missing[512] = "";
-	size_t len = 0;
+	char missing[512];
+	uint32_t n = tp_cluster_unpriced_types(c, missing, sizeof(missing));
 
-	for (size_t t = 0; t < c->types.n; t++)
-		if (c->type_count[t] && !(c->types.v[t].price_per_hour > 0) &&
-		    len < sizeof(missing))
-			len += (size_t)snprintf(missing + len,
-						sizeof(missing) - len, "%s%s",
-						len ? ", " : "",
-						c->types.v[t].name);
-	if (!len)
+	if (!n)
 		return 0;
 	return tp_cli_usage_error(
 	    cmd, "--objective cost: no price for device type%s %s; give "
 		 "every type the topology has one with --price TYPE=USD[,"
 		 "TYPE=USD...] (US dollars per device-hour) or its "
 		 "price_per_hour in the topology",
-	    strchr(missing, ',') ? "s" : "", missing);
+	    n > 1 ? "s" : "", missing);
 }

@@ -63,6 +63,26 @@ enum tp_status tp_cluster_add_type(struct tp_cluster *c,
 	return TP_OK;
 }
 
+uint32_t tp_cluster_unpriced_types(const struct tp_cluster *c, char *buf,
+				   size_t size)
+{
+	size_t len = 0;
+	uint32_t n = 0;
+
+	if (size)
+		buf[0] = 0;
+	for (size_t t = 0; t < c->types.n; t++) {
+		if (!c->type_count[t] || c->types.v[t].price_per_hour > 0)
+			continue;
+		if (len < size)
+			len += (size_t)snprintf(buf + len, size - len, "%s%s",
+						n ? ", " : "",
+						c->types.v[t].name);
+		n++;
+	}
+	return n;
+}
+
 uint32_t tp_cluster_find_type(const struct tp_cluster *c, const char *name)
 {
 	return tp_strmap_get(&c->type_by_name, name);

@@ -206,6 +206,11 @@ enum tp_status tp_cluster_add_type(struct tp_cluster *c,
 				   uint32_t *index, struct tp_error *err);
 /* Index of a type by exact name, or TP_NONE. */
 uint32_t tp_cluster_find_type(const struct tp_cluster *c, const char *name);
+/* The device types c's devices have without a price_per_hour: their
+ * names, ", "-separated, into buf (size bytes, cut when full); returns
+ * how many there are. */
+uint32_t tp_cluster_unpriced_types(const struct tp_cluster *c, char *buf,
+				   size_t size);
 
 /* Add a vertex of the given kind; returns its index or TP_NONE on
  * allocation failure. */

@@ -774,22 +774,13 @@ static enum tp_status best_init(struct sctx_best *b, uint32_t K)
  * slowdown off (a slower plan may be cheaper). */
 static enum tp_status cost_init(struct sctx *s)
 {
-	const struct tp_cluster *c = s->c;
-	char missing[256] = "";
-	size_t len = 0;
+	char missing[256];
 
 	if (!(s->o->max_iter_time_s > 0) || !isfinite(s->o->max_iter_time_s))
 		return tp_error_set(&s->err, TP_EINPUT,
 				    "the cost objective needs a time limit "
 				    "per iteration above 0 s");
-	for (size_t t = 0; t < c->types.n; t++)
-		if (c->type_count[t] && !(c->types.v[t].price_per_hour > 0) &&
-		    len < sizeof(missing))
-			len += (size_t)snprintf(missing + len,
-						sizeof(missing) - len, "%s%s",
-						len ? ", " : "",
-						c->types.v[t].name);
-	if (len)
+	if (tp_cluster_unpriced_types(s->c, missing, sizeof(missing)))
 		return tp_error_set(&s->err, TP_EINPUT,
 				    "the cost objective needs a price per "
 				    "hour for every device type; none for "
