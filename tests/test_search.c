@@ -1619,6 +1619,84 @@ START_TEST(test_search_run_changes)
 }
 END_TEST
 
+/* SLIDE changes (sweep.c): a toy where a plan fits only when exactly one
+ * of its groups splits tensors and that group holds one layer, 1% faster
+ * for each layer later it sits, up to layer 3.  The single changes from
+ * the first plan that fits (layer 0: a suffix of tp 1 from layer 1)
+ * either drop that layer's tp, add a second one or widen it: none fits;
+ * SLIDE moves the layer right by one per pass: layer 3 (0.97 s) in 200
+ * playouts, where without SLIDE the answer is layer 2's 0.98 s. */
+static enum tp_status slide_call(void *ctx, struct tp_eval_call *q,
+				 struct tp_error *err)
+{
+	struct toy *ty = ctx;
+	const struct tp_plan *p = q->plan;
+	struct tp_report *r = q->report;
+	uint32_t n_tp = 0;
+	int layer = -1;
+	enum tp_status st;
+
+	if (q->ask != TP_EVAL_RUN && q->ask != TP_EVAL_FINALIZE)
+		return TP_OK;
+	st = toy_run(ty, q->scratch, p, r, err);
+	if (st)
+		return st;
+	for (uint32_t g = 0; g < p->groups.n; g++) {
+		const struct tp_plan_group *gr = &p->groups.v[g];
+		const uint32_t *ops = tp_plan_group_ops(p, g);
+		int l0 = ty->m->ops.v[ops[0]].layer;
+		if (gr->tp < 2)
+			continue;
+		n_tp++;
+		layer = l0;
+		for (uint32_t i = 0; i < gr->n_ops; i++)
+			if (ty->m->ops.v[ops[i]].layer != l0)
+				layer = -1;
+	}
+	r->feasible = n_tp == 1 && layer >= 0;
+	r->over_bytes = r->feasible ? 0 : 1e9 * (1 + n_tp);
+	r->worst_device = r->feasible ? UINT32_MAX : 0;
+	r->iteration_time_s =
+		1 - 0.01 * (layer < 0 ? 0 : layer < 3 ? layer : 3);
+	r->throughput_samples_per_s =
+		(double)p->global_batch / r->iteration_time_s;
+	snprintf(r->reason, sizeof(r->reason), "%s",
+		 r->feasible ? "" : "out of memory (slide)");
+	return TP_OK;
+}
+
+START_TEST(test_search_slide_changes)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct toy ty;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	struct tp_search_result r;
+	const int types[2] = {0, 1};
+
+	layered_model(&m, 24, 64, 1);
+	hetero_cluster(&c, 2, 4, types);
+	toy_evaluator(&ty, &m, &c, &ev);
+	ev.call = slide_call;
+	tp_search_options_default(&o);
+	o.threads = 1;
+	o.seed = 2;
+	o.time_limit_s = 0;
+	o.no_seeds = true;
+	o.playouts = 200;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	ck_assert(r.have_plan && r.report.feasible);
+	ck_assert_msg(fabs(r.report.iteration_time_s - 0.97) < 1e-9,
+		      "%g s, %u groups, %s", r.report.iteration_time_s,
+		      (unsigned)r.plan.groups.n, r.source);
+	tp_search_result_release(&r);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 /* The first fit (baselines.c): before the baselines, a memory-lean plan
  * is scored and reported.  On the plateau (a plan fits only when every
  * group recomputes, or with ZeRO 3) the first report with a plan that
@@ -2092,6 +2170,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_completes_before_kicking);
 	tcase_add_test(tm, test_search_relaxes_recompute_and_seeds_zero);
 	tcase_add_test(tm, test_search_run_changes);
+	tcase_add_test(tm, test_search_slide_changes);
 	tcase_add_test(tm, test_search_globals_uniform);
 	tcase_add_test(tm, test_search_level_priors);
 	tcase_add_test(tm, test_search_first_fit_reported);
