@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/strategy.h"
 #include "io/io.h"
 #include "export/export.h"
 #include "inputs.h"
@@ -131,36 +130,19 @@ static enum tp_status load_strategy(struct tp_inputs *in, const char *strategy,
 				    struct tp_error *err)
 {
 	struct tp_load_options lo;
-	struct tp_strategy st;
 	char mship[1024], tship[1024];
 
 	tp_load_options_default(&lo);
 	lo.warnings = warn;
-	model = tp_inputs_shipped(model, true, mship, sizeof(mship));
-	topo = tp_inputs_shipped(topo, false, tship, sizeof(tship));
-	if (tp_model_load_file(model, &lo, &in->model, err) != TP_OK) {
-		if (err->status == TP_EINPUT)
-			tp_inputs_hint_kind(model, "model", err);
-		tp_inputs_hint_shipped(model, true, err);
+	if (tp_inputs_load_named(&model, mship, sizeof(mship), &lo,
+				 &in->model, NULL, err) != TP_OK ||
+	    tp_inputs_load_named(&topo, tship, sizeof(tship), &lo, NULL,
+				 &in->cluster, err) != TP_OK)
 		return err->status;
-	}
-	if (tp_topology_load_file(topo, &lo, &in->cluster, err) != TP_OK) {
-		if (err->status == TP_EINPUT)
-			tp_inputs_hint_kind(topo, "topology", err);
-		tp_inputs_hint_shipped(topo, false, err);
-		return err->status;
-	}
 	snprintf(in->model_path, sizeof(in->model_path), "%s", model);
 	snprintf(in->topology_path, sizeof(in->topology_path), "%s", topo);
-	if (tp_strategy_parse(strategy, &st, err) != TP_OK ||
-	    tp_strategy_to_plan(&st, &in->model, &in->cluster, &in->plan,
-				err) != TP_OK) {
-		err->file[0] = '\0';
-		if (err->status == TP_EINPUT)
-			err->status = TP_EUSAGE;
-		return err->status;
-	}
-	return TP_OK;
+	return tp_inputs_strategy_plan(strategy, &in->model, &in->cluster,
+				       &in->plan, err);
 }
 
 int cmd_export(int argc, char **argv)

@@ -713,3 +713,23 @@ enum tp_status tp_inputs_strategy_plan(const char *strategy,
 	}
 	return TP_OK;
 }
+
+enum tp_status tp_inputs_load_named(const char **arg, char *buf, size_t size,
+				    const struct tp_load_options *lo,
+				    struct tp_model *m, struct tp_cluster *c,
+				    struct tp_error *err)
+{
+	bool model = m != NULL;
+	enum tp_status st;
+
+	*arg = tp_inputs_shipped(*arg, model, buf, size);
+	st = model ? tp_model_load_file(*arg, lo, m, err)
+		   : tp_topology_load_file(*arg, lo, c, err);
+	if (st != TP_OK) {
+		if (err->status == TP_EINPUT)
+			tp_inputs_hint_kind(*arg, model ? "model" : "topology",
+					    err);
+		tp_inputs_hint_shipped(*arg, model, err);
+	}
+	return st;
+}

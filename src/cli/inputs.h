@@ -128,6 +128,18 @@ void tp_inputs_list_shipped(bool model, struct tp_strbuf *out);
 void tp_inputs_hint_shipped(const char *arg, bool model,
 			    struct tp_error *err);
 
+struct tp_load_options; /* io/io.h */
+
+/* Load the model (into m, c NULL) or topology (into c, m NULL) named by
+ * *arg: a path or a shipped name (tp_inputs_shipped into buf, size bytes;
+ * *arg becomes the path used), with lo.  A failure gets the hints of
+ * tp_inputs_hint_kind and tp_inputs_hint_shipped.  `simulate -s`,
+ * `export -s`. */
+enum tp_status tp_inputs_load_named(const char **arg, char *buf, size_t size,
+				    const struct tp_load_options *lo,
+				    struct tp_model *m, struct tp_cluster *c,
+				    struct tp_error *err);
+
 /* The plan of a uniform strategy string on m and c (`simulate -s`,
  * `plan -s`).  A strategy is usage, not a file: a bad one fails with
  * TP_EUSAGE and no file named. */

@@ -286,22 +286,11 @@ static enum tp_status load_strategy(struct sim_run *R)
 	struct tp_error *err = &R->err;
 
 	/* -m llama-2-7b: the shipped data/models/llama-2-7b.json */
-	a->model = tp_inputs_shipped(a->model, true, R->mship,
-				     sizeof(R->mship));
-	a->topo = tp_inputs_shipped(a->topo, false, R->tship,
-				    sizeof(R->tship));
-	if (tp_model_load_file(a->model, &R->lo, &R->m, err) != TP_OK) {
-		if (err->status == TP_EINPUT)
-			tp_inputs_hint_kind(a->model, "model", err);
-		tp_inputs_hint_shipped(a->model, true, err);
+	if (tp_inputs_load_named(&a->model, R->mship, sizeof(R->mship),
+				 &R->lo, &R->m, NULL, err) != TP_OK ||
+	    tp_inputs_load_named(&a->topo, R->tship, sizeof(R->tship), &R->lo,
+				 NULL, &R->c, err) != TP_OK)
 		return err->status;
-	}
-	if (tp_topology_load_file(a->topo, &R->lo, &R->c, err) != TP_OK) {
-		if (err->status == TP_EINPUT)
-			tp_inputs_hint_kind(a->topo, "topology", err);
-		tp_inputs_hint_shipped(a->topo, false, err);
-		return err->status;
-	}
 	return tp_inputs_strategy_plan(a->strategy, &R->m, &R->c, &R->p, err);
 }
 
