@@ -475,7 +475,8 @@ START_TEST(test_space_sets_and_actions)
 END_TEST
 
 /* Interleaving and sequence parallelism as global settings: offered when
- * the decisions form a pipeline / use tensor parallelism; the plan is
+ * the decisions form a pipeline / use tensor parallelism (interleaving
+ * also with ZeRO one stage higher); the plan is
  * Megatron's interleaved layout (chunk c on stage c mod p, p*V chunks)
  * and the simulator accepts it. */
 START_TEST(test_space_interleave_and_sp)
@@ -532,6 +533,25 @@ START_TEST(test_space_interleave_and_sp)
 		have_sp |= tp_globals_sp(&acts[i].g);
 	}
 	ck_assert(have_v2 && have_sp);
+	/* ZEROPLUS: interleaving also with ZeRO one stage higher (one move:
+	   from a ZeRO stage that ties with the next, the tree's one global
+	   change could not reach an interleaved plan that needs it), never
+	   above ZeRO 3 */
+	for (uint8_t z = 0; z <= 3; z++) {
+		uint32_t plus = 0, same = 0;
+		gl.zero = z;
+		n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+		for (uint32_t i = 0; i < n; i++) {
+			if (tp_globals_interleave(&acts[i].g) < 2)
+				continue;
+			ck_assert_uint_le(acts[i].g.zero, 3);
+			plus += acts[i].g.zero == z + 1;
+			same += acts[i].g.zero == z;
+		}
+		ck_assert_uint_eq(same, 3); /* V = 2, 3, 4 */
+		ck_assert_uint_eq(plus, z < 3 ? 3 : 0);
+	}
+	gl.zero = 0;
 	tp_globals_set_shape(&gl, 2, true);
 	scr = tp_space_scratch_new(&sp);
 	tp_plan_init(&p);

@@ -729,6 +729,9 @@ uint32_t tp_space_global_actions(const struct tp_space *s,
 			out[n++] = a_;                                        \
 	} while (0)
 
+	bool any_mixed = false;
+	for (uint32_t g = 0; g < s->groups->n; g++)
+		any_mixed |= tp_decision_mixed(&state[g]);
 	PUSH(*cur);
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		struct tp_globals gl = *cur;
@@ -771,10 +774,7 @@ uint32_t tp_space_global_actions(const struct tp_space *s,
 	}
 	for (uint8_t z = 0; z <= 3; z++) {
 		struct tp_globals gl = *cur;
-		bool mixed = false;
-		for (uint32_t g = 0; g < s->groups->n && z; g++)
-			mixed |= tp_decision_mixed(&state[g]);
-		if (z == cur->zero || mixed) /* mixed groups: no ZeRO */
+		if (z == cur->zero || (z && any_mixed)) /* mixed: no ZeRO */
 			continue;
 		gl.zero = z;
 		PUSH(gl);
@@ -792,6 +792,16 @@ uint32_t tp_space_global_actions(const struct tp_space *s,
 			if (V >= 2)
 				gl.schedule = TP_SCHEDULE_1F1B;
 			PUSH(gl);
+			/* and with ZeRO one stage higher: the first stages of
+			 * an interleaved pipeline hold more micro-batches'
+			 * activations, and the ZeRO stages often score the
+			 * same before it (one move, where the two single
+			 * changes do not fit: ZEROPLUS) */
+			if (V >= 2 && gl.zero < 3 && !any_mixed) {
+				gl.zero++;
+				if (tp_space_state_ok(s, &gl, state))
+					PUSH(gl);
+			}
 		}
 	}
 	/* expert parallelism and expert tensor parallelism */
