@@ -1151,9 +1151,9 @@ START_TEST(test_features_sync_method)
 END_TEST
 
 /* The expert- and context-parallel slots (appended to the action and
- * global layouts): a global action carries its own ep and cp, a group
- * action the state's; the global node the model's experts and sequence
- * and the state's ep and cp. */
+ * global layouts): a global action carries its own ep, cp and etp, a
+ * group action the state's; the global node the model's experts and
+ * sequence and the state's ep, cp and etp. */
 START_TEST(test_features_ep_cp)
 {
 	static const char *const specs[] = {"dgx-a100:1"};
@@ -1167,7 +1167,8 @@ START_TEST(test_features_ep_cp)
 					      .micro_batches = 1,
 					      .schedule = TP_SCHEDULE_1F1B,
 					      .ep = 8,
-					      .cp = 4};
+					      .cp = 4,
+					      .etp = 1};
 	fx.st.n_actions = 5;
 	for (size_t g = 0; g < fx.plan.groups.n; g++)
 		fx.plan.groups.v[g].cp = 2;
@@ -1187,6 +1188,20 @@ START_TEST(test_features_ep_cp)
 	ck_assert(in.global_x[TP_GNN_GLOBAL_SEQ] == 7.0f / 17);
 	ck_assert(in.global_x[TP_GNN_GLOBAL_EP] == 2.0f / 7);
 	ck_assert(in.global_x[TP_GNN_GLOBAL_CP] == 1.0f / 6);
+	/* etp: the global action's own (1), the group actions' and the
+	   global node's the state's (0: no group runs etp 1) */
+	ck_assert(tp_tensor_at(&in.action_x, 4, 0)[TP_GNN_ACTION_ETP] == 1);
+	ck_assert(tp_tensor_at(&in.action_x, 0, 0)[TP_GNN_ACTION_ETP] == 0);
+	ck_assert(in.global_x[TP_GNN_GLOBAL_ETP] == 0);
+	tp_gnn_features_free(f);
+	/* a state whose group 0 runs etp 1: the group actions and the
+	   global node say so */
+	fx.plan.groups.v[0].etp = 1;
+	f = tp_gnn_features_new(&fx.m, &fx.c, fx.g.n, fx.g.first, NULL, &err);
+	ck_assert_msg(f != NULL, "%s", err.msg);
+	ck_assert_int_eq(tp_gnn_features_state(f, &fx.st, &in, &err), TP_OK);
+	ck_assert(tp_tensor_at(&in.action_x, 0, 0)[TP_GNN_ACTION_ETP] == 1);
+	ck_assert(in.global_x[TP_GNN_GLOBAL_ETP] == 1);
 	tp_gnn_features_free(f);
 	fixture_release(&fx);
 }

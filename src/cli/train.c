@@ -58,9 +58,9 @@ int cmd_train(int argc, char **argv)
 	struct tp_train_result *res;
 	struct tp_error err;
 	const char *out = "tagplan.weights";
-	long long games, epochs, seed, threads, playouts, steps, batch, hidden,
-		layers, maxdev, largedev;
-	double lr, heldout, bucket_mb = tp_cli_grad_bucket_mb_default();
+	long long games, epochs, seed, threads, playouts, steps, batch,
+		hidden = 64, layers = 3, maxdev, largedev;
+	double lr, heldout, vw, bucket_mb = tp_cli_grad_bucket_mb_default();
 	bool quiet = false;
 	struct sigaction sa, old_int, old_term;
 	int code;
@@ -74,12 +74,11 @@ int cmd_train(int argc, char **argv)
 	playouts = o.playouts;
 	steps = o.steps;
 	batch = o.batch;
-	hidden = 64;
-	layers = 3;
 	maxdev = o.max_devices;
 	largedev = o.large_devices;
 	lr = o.lr;
 	heldout = o.heldout;
+	vw = o.value_weight;
 	{
 		struct tp_opt opts[] = {
 			{"output", 'o', TP_OPT_STRING, &out, "WEIGHTS",
@@ -126,6 +125,10 @@ int cmd_train(int argc, char **argv)
 			 "continue from a checkpoint", 0, 0, false},
 			{"checkpoint", 0, TP_OPT_STRING, &o.checkpoint, "FILE",
 			 "write a checkpoint after every epoch", 0, 0, false},
+			{"value-weight", 0, TP_OPT_DOUBLE, &vw, "X",
+			 "the value loss's weight against the policy's (0: "
+			 "value head untrained; the search does not use it)",
+			 0, 100, false},
 			{"visit-targets", 0, TP_OPT_FLAG, &o.visit_targets,
 			 NULL,
 			 "policy targets from visit counts (AlphaZero) instead "
@@ -158,6 +161,7 @@ int cmd_train(int argc, char **argv)
 	o.hidden = (uint32_t)hidden;
 	o.layers = (uint32_t)layers;
 	o.heldout = heldout;
+	o.value_weight = (float)vw;
 	o.max_devices = (uint32_t)maxdev;
 	o.large_devices = (uint32_t)largedev;
 	o.grad_bucket_bytes = bucket_mb * 1e6;

@@ -869,6 +869,16 @@ static double hier_sync_s(struct tp_gnn_features *f,
 	return t;
 }
 
+/* 1 when a group of the plan runs its routed experts whole on their
+ * ranks (etp 1, core/plan.h), else 0. */
+static float plan_etp(const struct tp_plan *p)
+{
+	for (size_t g = 0; g < p->groups.n; g++)
+		if (p->groups.v[g].etp == 1)
+			return 1.0f;
+	return 0.0f;
+}
+
 /* The plan's largest expert-parallel degree and its context-parallel
  * one (1 when none). */
 static void plan_ep_cp(const struct tp_plan *p, uint32_t *ep, uint32_t *cp)
@@ -1149,6 +1159,7 @@ static void state_global(struct tp_gnn_features *f,
 	plan_mixed(p, &mix_ratio, &mix_share);
 	r[TP_GNN_GLOBAL_MIXED_TP] = clampf(mix_ratio / 3, 0, 1);
 	r[TP_GNN_GLOBAL_MIXED_SHARE] = clampf(mix_share, 0, 1);
+	r[TP_GNN_GLOBAL_ETP] = plan_etp(p);
 	if (st->report) {
 		r[TP_GNN_GLOBAL_SIMULATED] = 1;
 		r[TP_GNN_GLOBAL_FITS] = st->report->feasible ? 1.0f : 0.0f;
@@ -1182,6 +1193,7 @@ static enum tp_status global_action(struct tp_gnn_features *f,
 	x[TP_GNN_ACTION_MIXED_TP] = f->g.global_x.v[TP_GNN_GLOBAL_MIXED_TP];
 	x[TP_GNN_ACTION_MIXED_SHARE] =
 		f->g.global_x.v[TP_GNN_GLOBAL_MIXED_SHARE];
+	x[TP_GNN_ACTION_ETP] = ac->etp == 1 ? 1.0f : 0.0f;
 	f->act_nodes.n = f->act_w.n = 0;
 	for (uint32_t n = 0; n < f->NN; n++)
 		if (tp_vec_push(&f->act_nodes, n) ||
@@ -1295,6 +1307,7 @@ static enum tp_status group_action(struct tp_gnn_features *f,
 	plan_ep_cp(p, &ep, &cp);
 	x[TP_GNN_ACTION_EP] = clampf(log2(ep) / 7, 0, 1);
 	x[TP_GNN_ACTION_CP] = clampf(log2(cp) / 6, 0, 1);
+	x[TP_GNN_ACTION_ETP] = plan_etp(p);
 	if (ac->mixed_tp > 1) {
 		x[TP_GNN_ACTION_MIXED_TP] = clampf(
 			log2((double)ac->mixed_tp / ac->tp) / 3, 0, 1);

@@ -63,8 +63,8 @@
  */
 #define TP_GNN_F_GROUP 24
 #define TP_GNN_F_DEVICE 13
-#define TP_GNN_F_ACTION 29
-#define TP_GNN_F_GLOBAL 24
+#define TP_GNN_F_ACTION 30
+#define TP_GNN_F_GLOBAL 25
 #define TP_GNN_F_FLOW 3
 #define TP_GNN_F_LINK 5
 #define TP_GNN_F_PLACE 4
@@ -175,6 +175,11 @@ enum tp_gnn_action_slot {
 	   the state's (the global slots below) */
 	TP_GNN_ACTION_MIXED_TP,    /* log2(slower types' degree / tp) / 3 */
 	TP_GNN_ACTION_MIXED_SHARE, /* devices at that degree / the set's */
+	/* expert tensor parallelism 1 (core/plan.h etp; appended 2026-12-06,
+	   zero weights in the weights trained before): a global action's
+	   own (prior.h etp), a group action the state's (the global slot
+	   below) */
+	TP_GNN_ACTION_ETP, /* 1 = experts whole on their ranks, 0 = split */
 	TP_GNN_ACTION_END
 };
 
@@ -200,6 +205,9 @@ enum tp_gnn_global_slot {
 	TP_GNN_GLOBAL_MIXED_TP,  /* largest log2(max / min replica tp) / 3 */
 	TP_GNN_GLOBAL_MIXED_SHARE, /* largest share of a group's devices in
 				      replicas above its smallest degree */
+	/* appended 2026-12-06: 1 when a group of the state runs its experts
+	   whole (etp 1), else 0 */
+	TP_GNN_GLOBAL_ETP,
 	TP_GNN_GLOBAL_END
 };
 
