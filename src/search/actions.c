@@ -48,8 +48,7 @@ double tp_space_op_time(const struct tp_model *m, const struct tp_cluster *c,
 	return tp_estimate_op_time(m, c, op, t, BATCH_HINT);
 }
 
-/* The fastest device type of a set (by type_speed; ties: the lower). */
-static uint32_t set_fast_type(const struct tp_space *s, uint32_t set)
+uint32_t tp_space_set_fast_type(const struct tp_space *s, uint32_t set)
 {
 	const uint32_t *d = tp_space_set_devs(s, set);
 	uint32_t fast = TP_NONE;
@@ -60,47 +59,6 @@ static uint32_t set_fast_type(const struct tp_space *s, uint32_t set)
 			fast = t;
 	}
 	return fast;
-}
-
-void tp_space_prior_action(const struct tp_space *sp, uint32_t level,
-			   const struct tp_action *a, bool keeps_default,
-			   struct tp_prior_action *pa)
-{
-	memset(pa, 0, sizeof(*pa));
-	pa->keeps_default = keeps_default;
-	pa->applies_to_rest = a->suffix != 0;
-	if (level == 0) {
-		pa->global = true;
-		pa->micro_batches = a->g.micro_batches;
-		pa->schedule = (enum tp_schedule)a->g.schedule;
-		pa->zero = a->g.zero;
-		pa->virtual_stages = tp_globals_interleave(&a->g);
-		pa->sp = tp_globals_sp(&a->g);
-		pa->ep = tp_globals_ep(&a->g);
-		pa->cp = tp_globals_cp(&a->g);
-		pa->etp = tp_globals_etp(&a->g);
-		if (pa->virtual_stages >= 2)
-			pa->schedule = TP_SCHEDULE_INTERLEAVED;
-	} else {
-		const struct tp_devset *ds = &sp->sets.v[a->d.set];
-		pa->devices = tp_space_set_devs(sp, a->d.set);
-		pa->n_devices = ds->n;
-		pa->tp = a->d.tp;
-		pa->dp = ds->n / a->d.tp;
-		pa->sync = tp_decision_sync(&a->d);
-		pa->recompute = (enum tp_recompute)a->d.recompute;
-		if (tp_decision_mixed(&a->d)) {
-			/* the fastest type at tp 1, the others at d.tp */
-			uint32_t fast = set_fast_type(sp, a->d.set);
-			pa->tp = 1;
-			pa->dp = ds->n;
-			pa->mixed_tp = a->d.tp;
-			for (uint32_t i = 0; i < ds->n; i++)
-				pa->mixed_devices +=
-					sp->cluster->devices.v[pa->devices[i]]
-						.type != fast;
-		}
-	}
 }
 
 double tp_space_state_factor(const struct tp_model *m)
@@ -329,7 +287,7 @@ static bool slow_run_fits(const struct tp_space *s, uint32_t set,
 {
 	const struct tp_cluster *c = s->cluster;
 	const uint32_t *d = tp_space_set_devs(s, set);
-	uint32_t n = s->sets.v[set].n, fast = set_fast_type(s, set);
+	uint32_t n = s->sets.v[set].n, fast = tp_space_set_fast_type(s, set);
 
 	for (uint32_t i = 0; i < n;) {
 		uint32_t node = c->devices.v[d[i]].node, j = i;
@@ -792,11 +750,8 @@ uint32_t tp_space_global_actions(const struct tp_space *s,
 			if (V >= 2)
 				gl.schedule = TP_SCHEDULE_1F1B;
 			PUSH(gl);
-			/* and with ZeRO one stage higher: the first stages of
-			 * an interleaved pipeline hold more micro-batches'
-			 * activations, and the ZeRO stages often score the
-			 * same before it (one move, where the two single
-			 * changes do not fit: ZEROPLUS) */
+			/* and with ZeRO one stage higher, one move (the two
+			 * single changes may not fit: src/search/README) */
 			if (V >= 2 && gl.zero < 3 && !any_mixed) {
 				gl.zero++;
 				if (tp_space_state_ok(s, &gl, state))
@@ -1270,7 +1225,7 @@ static void mixed_layout(const struct tp_space *s, const struct run_info *ri,
 			 struct mixed_reps *r)
 {
 	const struct tp_cluster *c = s->cluster;
-	uint32_t fast = set_fast_type(s, ri->dc->set), n = ri->ds->n;
+	uint32_t fast = tp_space_set_fast_type(s, ri->dc->set), n = ri->ds->n;
 
 	r->n_dev = r->n_rep = 0;
 	for (uint32_t i = 0; i < n;) {

@@ -442,6 +442,9 @@ void tp_space_prior_action(const struct tp_space *sp, uint32_t level,
 			   const struct tp_action *a, bool keeps_default,
 			   struct tp_prior_action *pa);
 
+/* The fastest device type of a set (by type_speed; ties: the lower). */
+uint32_t tp_space_set_fast_type(const struct tp_space *s, uint32_t set);
+
 /* Estimated seconds per sample (forward + backward) of op on device type
  * t of cluster c: the model's profile for that type when present, else a
  * roofline estimate with the type's efficiency constants. */

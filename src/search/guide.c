@@ -201,6 +201,48 @@ enum tp_status search_priors(struct worker *w,
 	return TP_OK;
 }
 
+/* The provider's view of candidate a of level (actions.h). */
+void tp_space_prior_action(const struct tp_space *sp, uint32_t level,
+			   const struct tp_action *a, bool keeps_default,
+			   struct tp_prior_action *pa)
+{
+	memset(pa, 0, sizeof(*pa));
+	pa->keeps_default = keeps_default;
+	pa->applies_to_rest = a->suffix != 0;
+	if (level == 0) {
+		pa->global = true;
+		pa->micro_batches = a->g.micro_batches;
+		pa->schedule = (enum tp_schedule)a->g.schedule;
+		pa->zero = a->g.zero;
+		pa->virtual_stages = tp_globals_interleave(&a->g);
+		pa->sp = tp_globals_sp(&a->g);
+		pa->ep = tp_globals_ep(&a->g);
+		pa->cp = tp_globals_cp(&a->g);
+		pa->etp = tp_globals_etp(&a->g);
+		if (pa->virtual_stages >= 2)
+			pa->schedule = TP_SCHEDULE_INTERLEAVED;
+	} else {
+		const struct tp_devset *ds = &sp->sets.v[a->d.set];
+		pa->devices = tp_space_set_devs(sp, a->d.set);
+		pa->n_devices = ds->n;
+		pa->tp = a->d.tp;
+		pa->dp = ds->n / a->d.tp;
+		pa->sync = tp_decision_sync(&a->d);
+		pa->recompute = (enum tp_recompute)a->d.recompute;
+		if (tp_decision_mixed(&a->d)) {
+			/* the fastest type at tp 1, the others at d.tp */
+			uint32_t fast = tp_space_set_fast_type(sp, a->d.set);
+			pa->tp = 1;
+			pa->dp = ds->n;
+			pa->mixed_tp = a->d.tp;
+			for (uint32_t i = 0; i < ds->n; i++)
+				pa->mixed_devices +=
+					sp->cluster->devices.v[pa->devices[i]]
+						.type != fast;
+		}
+	}
+}
+
 struct ranked {
 	float p;
 	uint32_t i;
