@@ -86,9 +86,9 @@ enum tp_dtype tp_precision_job(const struct tp_cluster *c, const uint32_t *devs,
 			snprintf(buf, size,
 				 "fp8 (Transformer Engine hybrid: E4M3 forward, "
 				 "E5M2 gradients): linear-layer GEMMs at the FP8 "
-				 "peak (%.4g TFLOP/s on %s), attention, router "
-				 "and LM head in bf16; +%.3g B/param FP8 weight "
-				 "cache (an upper bound)",
+				 "peak (%.4g TFLOP/s on %s) + casts, attention, "
+				 "router and LM head in bf16; +%.3g B/param FP8 "
+				 "weight cache (an upper bound)",
 				 t->peak_flops[TP_DTYPE_FP8] / 1e12, t->name,
 				 tp_cost_constants.fp8_weight_cache);
 		return model;

@@ -65,7 +65,7 @@ enum tp_status tp_precision_check(const struct tp_cluster *c,
  * model, but V100-SXM2-16GB has no bf16 units: simulated as fp16
  * (125 TFLOP/s tensor cores) with loss scaling; export writes --fp16".
  * For an fp8 model the job runs fp8 and buf gets the sentence of what
- * that prices (FP8 GEMMs, bf16 attention, the weight cache), with the
+ * that prices (FP8 GEMMs and their casts, bf16 attention, the weight cache), with the
  * first device's FP8 peak.
  * The job's dtype is the lowest fallback of any device (one run has one
  * precision); devices that have the model's dtype also have the
