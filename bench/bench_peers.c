@@ -37,7 +37,8 @@
  * budgets of 100, 300 and 1,000 playouts (a violation: a larger budget
  * answering slower than a smaller one of the same seed); on every case,
  * the default budget (tagplan plan's 5,000 playouts) against twice it
- * (threads 1, and tagplan plan's default threads: the online CPUs),
+ * (threads 1, and tagplan plan's default threads: the online CPUs, with
+ * each search's wall seconds and simulations),
  * and against the same search without the tree's and sweeps' mixed
  * decisions (search options.no_mixed; actions.h TP_DECISION_MIXED).
  */
@@ -200,19 +201,21 @@ static enum tp_status load(const char *dir, const struct pcase *k,
 	return st;
 }
 
-/* One budget run: seed, playouts, threads, mixed decisions off. */
+/* One budget run: seed, playouts, threads, mixed decisions off; out:
+ * the search's wall seconds and simulations. */
 struct brun {
 	uint64_t seed, playouts;
 	uint32_t threads;
 	bool no_mixed;
+	double seconds;
+	uint64_t simulations;
 };
 
 /* One search of (m, c) with a playout budget and no time limit, on a
  * planner of its own (as a fresh `tagplan plan` run); the answer's time
  * (INFINITY when nothing fits). */
 static double budget_run(const struct tp_model *m, const struct tp_cluster *c,
-			 const struct tp_prior_provider *pp,
-			 const struct brun *b)
+			 const struct tp_prior_provider *pp, struct brun *b)
 {
 	struct tp_search_options o;
 	struct tp_search_result r;
@@ -234,6 +237,8 @@ static double budget_run(const struct tp_model *m, const struct tp_cluster *c,
 	if (tp_planner_run(pl, &o, &r, &err) == TP_OK && r.have_plan &&
 	    r.report.feasible)
 		t = r.report.iteration_time_s;
+	b->seconds = r.seconds;
+	b->simulations = r.simulations;
 	tp_search_result_release(&r);
 	tp_planner_free(pl);
 	return t;
@@ -256,7 +261,8 @@ static void anytime_rows(const struct pcase *k, const struct tp_model *m,
 		for (int b = 0; b < 3; b++) {
 			double t = budget_run(
 				m, c, pp,
-				&(struct brun){sd, budgets[b], 1, false});
+				&(struct brun){sd, budgets[b], 1, false, 0,
+						0});
 			printf(" %9.4f", t);
 			violations += t > prev;
 			prev = t;
@@ -268,8 +274,8 @@ static void anytime_rows(const struct pcase *k, const struct tp_model *m,
 		printf("  anytime %s: %d runs (10 seeds x 100/300/1,000 "
 		       "playouts), %d violations\n",
 		       k->name, runs, violations);
-	t5 = budget_run(m, c, pp, &(struct brun){1, 5000, 1, false});
-	t10 = budget_run(m, c, pp, &(struct brun){1, 10000, 1, false});
+	t5 = budget_run(m, c, pp, &(struct brun){1, 5000, 1, false, 0, 0});
+	t10 = budget_run(m, c, pp, &(struct brun){1, 10000, 1, false, 0, 0});
 	printf("  default budget %s: 5,000 playouts %.4f s, 10,000 %.4f s: "
 	       "doubling gains %.2f%%\n",
 	       k->name, t5, t10, 100 * (t5 - t10) / t5);
@@ -279,17 +285,20 @@ static void anytime_rows(const struct pcase *k, const struct tp_model *m,
 	{
 		long nc = sysconf(_SC_NPROCESSORS_ONLN);
 		uint32_t th = nc > 1 ? (uint32_t)nc : 1;
-		double u5 = budget_run(m, c, pp,
-				       &(struct brun){1, 5000, th, false});
-		double u10 = budget_run(m, c, pp,
-					&(struct brun){1, 10000, th, false});
+		struct brun b5 = {1, 5000, th, false, 0, 0};
+		struct brun b10 = {1, 10000, th, false, 0, 0};
+		double u5 = budget_run(m, c, pp, &b5);
+		double u10 = budget_run(m, c, pp, &b10);
 		printf("  default budget %s, %u threads: 5,000 playouts %.4f "
-		       "s, 10,000 %.4f s: doubling gains %.2f%%\n",
-		       k->name, th, u5, u10, 100 * (u5 - u10) / u5);
+		       "s, 10,000 %.4f s: doubling gains %.2f%% (searches "
+		       "%.1f s / %llu simulations and %.1f s / %llu)\n",
+		       k->name, th, u5, u10, 100 * (u5 - u10) / u5,
+		       b5.seconds, (unsigned long long)b5.simulations,
+		       b10.seconds, (unsigned long long)b10.simulations);
 	}
 	/* the tree's and sweeps' mixed decisions (actions.h) off: what they
 	   change in the answer at the default budget */
-	tm = budget_run(m, c, pp, &(struct brun){1, 5000, 1, true});
+	tm = budget_run(m, c, pp, &(struct brun){1, 5000, 1, true, 0, 0});
 	printf("  mixed decisions %s (5,000 playouts): without %.4f s, with "
 	       "%.4f s: %.4fx\n",
 	       k->name, tm, t5, tm / t5);
