@@ -28,7 +28,9 @@
  * Then `tagplan plan` time to answer (plan_times) at 16 .. 100,000 GPUs,
  * H100 and the mix, with the plan's and the best uniform grid's
  * iteration times; 16,384 H100 under --time-limit 30 against that grid;
- * and Llama 3 405B at its published strategy taken apart (src/sim/README
+ * then the cheapest plan within 2 s per iteration there at $2.5 per
+ * GPU-hour (plan --objective cost, --time-limit 15) beside that plan's
+ * cost; and Llama 3 405B at its published strategy taken apart (src/sim/README
  * section 10).  `bench_scale 0` runs only those parts.
  */
 #include <math.h>
@@ -231,13 +233,14 @@ static double exponent(const double *y)
 /* The figures tagplan plan wrote into a plan's summary: its iteration
  * time and the megatron baseline's (the best uniform grid), 0 when
  * absent. */
-static void plan_figures(const char *path, double *iter, double *grid)
+static void plan_figures(const char *path, double *iter, double *grid,
+			 double *cost)
 {
 	FILE *f = fopen(path, "r");
 	char *text, *p;
 	long n;
 
-	*iter = *grid = 0;
+	*iter = *grid = *cost = 0;
 	if (!f)
 		return;
 	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 ||
@@ -254,6 +257,8 @@ static void plan_figures(const char *path, double *iter, double *grid)
 	    (p = strstr(p, "\"megatron\": {")) &&
 	    (p = strstr(p, "\"iteration_time_s\":")))
 		sscanf(p, "\"iteration_time_s\": %lf", grid);
+	if ((p = strstr(text, "\"cost_per_iteration_usd\":")))
+		sscanf(p, "\"cost_per_iteration_usd\": %lf", cost);
 	free(text);
 }
 
@@ -277,8 +282,9 @@ static void topo_args(enum kind k, unsigned nodes, char *out, size_t size)
  * and the megatron baseline's iteration times). */
 struct plan_run {
 	const char *bin, *data, *dir;
-	double wall, iter, grid;
+	double wall, iter, grid, cost;
 	int rc;
+	const char *extra; /* more plan arguments, or NULL */
 };
 
 /* tagplan plan of gpt3-175b on `nodes` nodes of kind k under
@@ -300,14 +306,15 @@ static void plan_once(struct plan_run *r, enum kind k, unsigned nodes,
 		return;
 	snprintf(cmd, sizeof(cmd),
 		 "'%s' plan -m '%s/models/gpt3-175b.json' -t %s/t.json "
-		 "--time-limit %s -o %s/p.json >/dev/null 2>&1",
-		 r->bin, r->data, r->dir, limit, r->dir);
+		 "--time-limit %s %s -o %s/p.json >/dev/null 2>&1",
+		 r->bin, r->data, r->dir, limit, r->extra ? r->extra : "",
+		 r->dir);
 	r->wall = now_s();
 	rc = system(cmd);
 	r->wall = now_s() - r->wall;
 	r->rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 	snprintf(cmd, sizeof(cmd), "%s/p.json", r->dir);
-	plan_figures(cmd, &r->iter, &r->grid);
+	plan_figures(cmd, &r->iter, &r->grid, &r->cost);
 }
 
 /* `tagplan plan` time to answer (the CLI, end to end: topology load,
@@ -319,13 +326,18 @@ static void plan_once(struct plan_run *r, enum kind k, unsigned nodes,
  * TAGPLAN_DATA (make bench sets both); skipped without them. */
 #define PLAN_LIMIT_S "5"
 #define GRID_LIMIT_S "30"
+/* the cost objective's row: a user's example price (none ships) */
+#define COST_PRICE "2.5"
+#define COST_LIMIT_S "2"
+#define COST_TIME_S "15"
 
 static void plan_times(void)
 {
 	static const enum kind kinds[] = {STAR, MIX};
 	char dir[] = "/tmp/bench-scale-XXXXXX", cmd[2048];
 	struct plan_run r = {getenv("TAGPLAN_BIN"), getenv("TAGPLAN_DATA"),
-			     dir, 0, 0, 0, 0};
+			     dir, 0, 0, 0, 0, 0, NULL};
+	double fast_cost;
 
 	if (!r.bin || !r.data || !mkdtemp(dir)) {
 		printf("plan time: skipped (TAGPLAN_BIN, TAGPLAN_DATA)\n");
@@ -355,6 +367,7 @@ static void plan_times(void)
 		       "%.2f\n",
 		       kind_name[kinds[q]], exponent(t));
 	}
+	r.extra = "--price H100-SXM5-80GB=" COST_PRICE;
 	plan_once(&r, STAR, 2048, GRID_LIMIT_S);
 	printf("\nplan on 16,384 H100 (star), --time-limit %s: wall %.1f s, "
 	       "exit %d\n  plan %.4g s/iteration, best uniform grid (megatron "
@@ -362,6 +375,16 @@ static void plan_times(void)
 	       GRID_LIMIT_S, r.wall, r.rc, r.iter, r.grid,
 	       r.grid > 0 ? r.iter / r.grid : 0,
 	       r.grid > 0 && r.iter <= r.grid ? " (at least as fast)" : "");
+	fast_cost = r.cost;
+	r.extra = "--price H100-SXM5-80GB=" COST_PRICE " --objective cost "
+		  "--max-iter-time " COST_LIMIT_S;
+	plan_once(&r, STAR, 2048, COST_TIME_S);
+	printf("cheapest plan within %s s/iteration at $%s per GPU-hour "
+	       "(--objective cost), --time-limit %s: wall %.1f s, exit %d\n"
+	       "  plan %.4g s/iteration, $%.4g per iteration; the plan above "
+	       "$%.4g\n",
+	       COST_LIMIT_S, COST_PRICE, COST_TIME_S, r.wall, r.rc, r.iter,
+	       r.cost, fast_cost);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		printf("(could not remove %s)\n", dir);
