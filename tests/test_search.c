@@ -1454,6 +1454,19 @@ static void on_first_fit(void *ctx, const struct tp_search_progress *p)
  * recomputation costs 50% (a pipeline waits for its slowest stage, so
  * dropping it on one group alone buys nothing); each ZeRO stage takes 1%
  * off. */
+/* A toy verdict into r: fits or not (over bytes over, the reason why),
+ * the iteration time and the throughput it implies. */
+static void toy_verdict(struct tp_report *r, const struct tp_plan *p,
+			bool fits, double over, double time, const char *why)
+{
+	r->feasible = fits;
+	r->over_bytes = fits ? 0 : over;
+	r->worst_device = fits ? UINT32_MAX : 0;
+	r->iteration_time_s = time;
+	r->throughput_samples_per_s = (double)p->global_batch / time;
+	snprintf(r->reason, sizeof(r->reason), "%s", fits ? "" : why);
+}
+
 struct plateau {
 	struct toy toy;
 	uint32_t need_zero;
@@ -1474,14 +1487,10 @@ static enum tp_status plateau_run(void *ctx, void *scratch,
 		any |= rc;
 		all &= rc;
 	}
-	r->feasible = all || p->zero >= pl->need_zero;
-	r->over_bytes = r->feasible ? 0 : 1e9;
-	r->worst_device = r->feasible ? UINT32_MAX : 0;
-	r->iteration_time_s *= (any ? 1.5 : 1.0) * (1 - 0.01 * p->zero);
-	r->throughput_samples_per_s =
-		(double)p->global_batch / r->iteration_time_s;
-	snprintf(r->reason, sizeof(r->reason), "%s",
-		 r->feasible ? "" : "out of memory (plateau)");
+	toy_verdict(r, p, all || p->zero >= pl->need_zero, 1e9,
+		    r->iteration_time_s * (any ? 1.5 : 1.0) *
+			    (1 - 0.01 * p->zero),
+		    "out of memory (plateau)");
 	return TP_OK;
 }
 
@@ -1553,6 +1562,40 @@ START_TEST(test_search_relaxes_recompute_and_seeds_zero)
 }
 END_TEST
 
+/* A search of one thread (seed 2, no seeds, playouts) of the 24-layer
+ * model on two toy nodes of 4 GPUs, fast and slow, scored by call (ctx
+ * begins with *ty, the toy evaluator's state) into *r (the caller
+ * releases it); the answer must fit. */
+static void toy_call_search(struct toy *ty, void *ctx,
+			    enum tp_status (*call)(void *ctx,
+						   struct tp_eval_call *q,
+						   struct tp_error *err),
+			    uint64_t playouts, struct tp_search_result *r)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	const int types[2] = {0, 1};
+
+	layered_model(&m, 24, 64, 1);
+	hetero_cluster(&c, 2, 4, types);
+	toy_evaluator(ty, &m, &c, &ev);
+	ev.ctx = ctx;
+	ev.call = call;
+	tp_search_options_default(&o);
+	o.threads = 1;
+	o.seed = 2;
+	o.time_limit_s = 0;
+	o.no_seeds = true;
+	o.playouts = playouts;
+	tp_search_result_init(r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, r, NULL), TP_OK);
+	ck_assert(r->have_plan && r->report.feasible);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+
 /* RUN changes (sweep.c): a toy whose time is 1 s plus 5% per plan group
  * beyond the first, 20% less when no group splits tensors and every
  * device is used; such a plan fits only with ZeRO 2.  The baselines
@@ -1593,49 +1636,24 @@ static enum tp_status runs_call(void *ctx, struct tp_eval_call *q,
 	}
 	for (uint32_t i = 0; i < nd; i++)
 		n_used += rt->used[i];
-	r->feasible = tp || p->zero >= 2;
-	r->over_bytes = r->feasible ? 0 : 1e9;
-	r->worst_device = r->feasible ? UINT32_MAX : 0;
-	r->iteration_time_s = (1 + 0.05 * (double)(p->groups.n - 1)) *
-			      (!tp && n_used == nd ? 0.8 : 1.0);
-	r->throughput_samples_per_s =
-		(double)p->global_batch / r->iteration_time_s;
-	snprintf(r->reason, sizeof(r->reason), "%s",
-		 r->feasible ? "" : "out of memory (runs)");
+	toy_verdict(r, p, tp || p->zero >= 2, 1e9,
+		    (1 + 0.05 * (double)(p->groups.n - 1)) *
+			    (!tp && n_used == nd ? 0.8 : 1.0),
+		    "out of memory (runs)");
 	return TP_OK;
 }
 
 START_TEST(test_search_run_changes)
 {
-	struct tp_model m;
-	struct tp_cluster c;
 	struct runs_toy rt;
-	struct tp_evaluator ev;
-	struct tp_search_options o;
 	struct tp_search_result r;
-	const int types[2] = {0, 1};
 
-	layered_model(&m, 24, 64, 1);
-	hetero_cluster(&c, 2, 4, types);
-	toy_evaluator(&rt.toy, &m, &c, &ev);
-	ev.ctx = &rt;
-	ev.call = runs_call;
-	tp_search_options_default(&o);
-	o.threads = 1;
-	o.seed = 2;
-	o.time_limit_s = 0;
-	o.no_seeds = true;
-	o.playouts = 40;
-	tp_search_result_init(&r);
-	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
-	ck_assert(r.have_plan && r.report.feasible);
+	toy_call_search(&rt.toy, &rt, runs_call, 40, &r);
 	ck_assert_msg(fabs(r.report.iteration_time_s - 0.8) < 1e-9,
 		      "%g s, %u groups, %s", r.report.iteration_time_s,
 		      (unsigned)r.plan.groups.n, r.source);
 	ck_assert_uint_ge(r.plan.zero, 2);
 	tp_search_result_release(&r);
-	tp_cluster_release(&c);
-	tp_model_release(&m);
 }
 END_TEST
 
@@ -1673,47 +1691,22 @@ static enum tp_status slide_call(void *ctx, struct tp_eval_call *q,
 			if (ty->m->ops.v[ops[i]].layer != l0)
 				layer = -1;
 	}
-	r->feasible = n_tp == 1 && layer >= 0;
-	r->over_bytes = r->feasible ? 0 : 1e9 * (1 + n_tp);
-	r->worst_device = r->feasible ? UINT32_MAX : 0;
-	r->iteration_time_s =
-		1 - 0.01 * (layer < 0 ? 0 : layer < 3 ? layer : 3);
-	r->throughput_samples_per_s =
-		(double)p->global_batch / r->iteration_time_s;
-	snprintf(r->reason, sizeof(r->reason), "%s",
-		 r->feasible ? "" : "out of memory (slide)");
+	toy_verdict(r, p, n_tp == 1 && layer >= 0, 1e9 * (1 + n_tp),
+		    1 - 0.01 * (layer < 0 ? 0 : layer < 3 ? layer : 3),
+		    "out of memory (slide)");
 	return TP_OK;
 }
 
 START_TEST(test_search_slide_changes)
 {
-	struct tp_model m;
-	struct tp_cluster c;
 	struct toy ty;
-	struct tp_evaluator ev;
-	struct tp_search_options o;
 	struct tp_search_result r;
-	const int types[2] = {0, 1};
 
-	layered_model(&m, 24, 64, 1);
-	hetero_cluster(&c, 2, 4, types);
-	toy_evaluator(&ty, &m, &c, &ev);
-	ev.call = slide_call;
-	tp_search_options_default(&o);
-	o.threads = 1;
-	o.seed = 2;
-	o.time_limit_s = 0;
-	o.no_seeds = true;
-	o.playouts = 200;
-	tp_search_result_init(&r);
-	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
-	ck_assert(r.have_plan && r.report.feasible);
+	toy_call_search(&ty, &ty, slide_call, 200, &r);
 	ck_assert_msg(fabs(r.report.iteration_time_s - 0.97) < 1e-9,
 		      "%g s, %u groups, %s", r.report.iteration_time_s,
 		      (unsigned)r.plan.groups.n, r.source);
 	tp_search_result_release(&r);
-	tp_cluster_release(&c);
-	tp_model_release(&m);
 }
 END_TEST
 
