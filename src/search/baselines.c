@@ -259,21 +259,26 @@ struct bufs {
 	double *weight, *speed;
 };
 
-static int bufs_init(struct bufs *b, uint32_t K, uint32_t n)
-{
-	b->stage_of = tp_calloc(K, sizeof(uint32_t));
-	b->members = tp_calloc(n + 1, sizeof(uint32_t));
-	b->weight = tp_calloc(K, sizeof(double));
-	b->speed = tp_calloc(n + 1, sizeof(double));
-	return b->stage_of && b->members && b->weight && b->speed ? 0 : -1;
-}
-
 static void bufs_free(struct bufs *b)
 {
 	free(b->stage_of);
 	free(b->members);
 	free(b->weight);
 	free(b->speed);
+	memset(b, 0, sizeof(*b));
+}
+
+/* The working memory, or -1 with nothing held (out of memory). */
+static int bufs_init(struct bufs *b, uint32_t K, uint32_t n)
+{
+	b->stage_of = tp_calloc(K, sizeof(uint32_t));
+	b->members = tp_calloc(n + 1, sizeof(uint32_t));
+	b->weight = tp_calloc(K, sizeof(double));
+	b->speed = tp_calloc(n + 1, sizeof(double));
+	if (b->stage_of && b->members && b->weight && b->speed)
+		return 0;
+	bufs_free(b); /* what was allocated; freeing again is harmless */
+	return -1;
 }
 
 /* Fill dec with a pipeline: stage j = family member j of bf->members
