@@ -752,6 +752,28 @@ static void polish_starts(struct polish *P)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Is P->cand a valid state (and, under a runtime, one it runs)?  The
+ * check of a compound change before it is scored. */
+static bool cand_ok(struct polish *P)
+{
+	return tp_space_state_ok(P->sp, &P->gl, P->cand) &&
+	       (!P->sp->constrained ||
+		tp_space_runnable(P->sp, &P->gl, P->cand, P->w->sscr, NULL,
+				  0));
+}
+
+/* The end of the run of equal decisions that starts at group g of inc:
+ * the first group after it. */
+static uint32_t run_end(const struct tp_decision *inc, uint32_t K,
+			uint32_t g)
+{
+	uint32_t e = g + 1;
+
+	while (e < K && memcmp(&inc[e], &inc[g], sizeof(*inc)) == 0)
+		e++;
+	return e;
+}
+
 /* The RUN changes (apply_run) of level lv's n candidates P->acts into
  * out when group lv - 1 starts a run: every candidate but keep and the
  * suffix actions, valid for each group of the run (and, under a
@@ -760,12 +782,11 @@ static uint32_t run_changes(struct polish *P, uint32_t lv, uint32_t n,
 			    struct move *out)
 {
 	const struct tp_decision *inc = P->inc;
-	uint32_t g = lv - 1, e = g + 1, m = 0;
+	uint32_t g = lv - 1, e, m = 0;
 
 	if (g > 0 && memcmp(&inc[g - 1], &inc[g], sizeof(*inc)) == 0)
 		return 0;
-	while (e < P->K && memcmp(&inc[e], &inc[g], sizeof(*inc)) == 0)
-		e++;
+	e = run_end(inc, P->K, g);
 	if (e - g < 2)
 		return 0;
 	for (uint32_t i = 1; i < n; i++) {
@@ -781,12 +802,8 @@ static uint32_t run_changes(struct polish *P, uint32_t lv, uint32_t n,
 		mv->rank = P->rank[i];
 		memcpy(P->cand, inc, P->K * sizeof(*P->cand));
 		apply_run(P->sp, mv, &P->gl, P->cand);
-		if (!tp_space_state_ok(P->sp, &P->gl, P->cand) ||
-		    (P->sp->constrained &&
-		     !tp_space_runnable(P->sp, &P->gl, P->cand, P->w->sscr,
-					NULL, 0)))
-			continue;
-		m++;
+		if (cand_ok(P))
+			m++;
 	}
 	return m;
 }
@@ -800,9 +817,7 @@ static uint32_t slide_changes(struct polish *P, struct move *out)
 	uint32_t m = 0, K = P->K;
 
 	for (uint32_t g = 0, e; g < K; g = e) {
-		e = g + 1;
-		while (e < K && memcmp(&inc[e], &inc[g], sizeof(*inc)) == 0)
-			e++;
+		e = run_end(inc, K, g);
 		if (e >= K)
 			break;
 		if (g == 0)
@@ -817,12 +832,8 @@ static uint32_t slide_changes(struct polish *P, struct move *out)
 			mv->prior = NAN;
 			memcpy(P->cand, inc, K * sizeof(*P->cand));
 			apply_slide(mv, P->cand);
-			if (!tp_space_state_ok(P->sp, &P->gl, P->cand) ||
-			    (P->sp->constrained &&
-			     !tp_space_runnable(P->sp, &P->gl, P->cand,
-						P->w->sscr, NULL, 0)))
-				continue;
-			m++;
+			if (cand_ok(P))
+				m++;
 		}
 	}
 	return m;
@@ -972,37 +983,34 @@ static enum tp_status polish_score(struct polish *P, bool comp, bool resume,
 	return TP_OK;
 }
 
-/* The levels a change sets (a RUN change: its groups; lean: also the
- * global settings) into used[], and whether it sets one already used. */
+/* The levels a change sets, lo .. hi: its own; a RUN change's, its
+ * groups; a SLIDE change's, its run and the groups before and after it
+ * (a lean one also sets the global settings, level 0). */
+static void move_levels(const struct move *mv, uint32_t *lo, uint32_t *hi)
+{
+	*lo = mv->slide ? mv->lv - 1 : mv->lv;
+	*hi = mv->slide ? mv->lv + mv->run
+			: mv->lv + (mv->run > 1 ? mv->run : 1) - 1;
+}
+
 static void mark_used(uint8_t *used, const struct move *mv)
 {
-	uint32_t n = mv->run > 1 ? mv->run : 1;
+	uint32_t lo, hi;
 
-	if (mv->slide) {
-		/* the groups before and after the run too */
-		for (uint32_t k = mv->lv - 1; k <= mv->lv + mv->run; k++)
-			used[k] = 1;
-		return;
-	}
-	for (uint32_t k = 0; k < n; k++)
-		used[mv->lv + k] = 1;
+	move_levels(mv, &lo, &hi);
+	memset(used + lo, 1, hi - lo + 1);
 	if (mv->lean)
 		used[0] = 1;
 }
 
+/* Does the change set a level an applied one set? */
 static bool touches_used(const uint8_t *used, const struct move *mv)
 {
-	uint32_t n = mv->run > 1 ? mv->run : 1;
+	uint32_t lo, hi;
 
-	if (mv->slide) {
-		for (uint32_t k = mv->lv - 1; k <= mv->lv + mv->run; k++)
-			if (used[k])
-				return true;
-		return false;
-	}
-
-	for (uint32_t k = 0; k < n; k++)
-		if (used[mv->lv + k])
+	move_levels(mv, &lo, &hi);
+	for (uint32_t k = lo; k <= hi; k++)
+		if (used[k])
 			return true;
 	return mv->lean && used[0];
 }
