@@ -1000,10 +1000,8 @@ enum tp_status search_seeds_cost(struct worker *w)
 	struct bufs bf;
 	enum tp_status st = TP_OK;
 
-	if (bufs_init(&bf, s->K, (uint32_t)s->c->devices.n)) {
-		bufs_free(&bf);
+	if (bufs_init(&bf, s->K, (uint32_t)s->c->devices.n))
 		return TP_ENOMEM;
-	}
 	for (uint32_t f = 0; f < sp->families.n && !st; f++) {
 		const struct tp_family *fm = &sp->families.v[f];
 		for (uint32_t k = 0; k < fm->n && !st; k++) {
