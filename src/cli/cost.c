@@ -68,7 +68,6 @@ int tp_cli_apply_prices(const char *cmd, const char *spec,
 	return 0;
 }
 
-
 int tp_cli_objective_args(const char *name, double max_iter_time)
 {
 	bool cost = name && strcmp(name, "cost") == 0;
