@@ -937,6 +937,46 @@ START_TEST(test_ep_with_cp_toy)
 }
 END_TEST
 
+/* A model's search space on a cluster (the action tests), every group
+ * on all devices at tensor-parallel degree tp. */
+struct space_fx {
+	struct tp_groups g;
+	struct tp_space sp;
+	struct tp_decision *dec;
+};
+
+static void space_fx_init(struct space_fx *f, struct tp_model *m,
+			  struct tp_cluster *c, uint8_t tp)
+{
+	ck_assert_int_eq(tp_coarsen(m, 0, &f->g, NULL), TP_OK);
+	ck_assert_int_eq(tp_space_init(&f->sp, m, c, &f->g, NULL), TP_OK);
+	f->dec = calloc(f->g.n, sizeof(*f->dec));
+	ck_assert_ptr_nonnull(f->dec);
+	for (uint32_t k = 0; k < f->g.n; k++) {
+		f->dec[k].set = TP_SPACE_SET_ALL;
+		f->dec[k].tp = tp;
+	}
+}
+
+static void space_fx_release(struct space_fx *f)
+{
+	free(f->dec);
+	tp_space_release(&f->sp);
+	tp_groups_release(&f->g);
+}
+
+/* Does group k of plan p hold a routed expert's op? */
+static bool group_has_experts(const struct tp_plan *p,
+			      const struct tp_model *m, uint32_t k)
+{
+	const uint32_t *ops = tp_plan_group_ops(p, k);
+
+	for (uint32_t i = 0; i < p->groups.v[k].n_ops; i++)
+		if (tp_op_expert_index(m->ops.v[ops[i]].name) >= 0)
+			return true;
+	return false;
+}
+
 /* The search offers ep (powers of two dividing the experts) for an MoE
  * model only, and a materialised plan carries it in every group it fits;
  * under DDP (no expert parallelism) none is offered. */
@@ -944,11 +984,9 @@ START_TEST(test_ep_actions)
 {
 	struct tp_model m;
 	struct tp_cluster c;
-	struct tp_groups g;
-	struct tp_space sp;
+	struct space_fx f;
 	struct tp_globals gl;
 	struct tp_action acts[64];
-	struct tp_decision *dec;
 	struct tp_space_scratch *scr;
 	struct tp_plan p;
 	struct tp_error err;
@@ -957,17 +995,11 @@ START_TEST(test_ep_actions)
 
 	load_hf("mixtral-8x7b.json", 512, 64, &m);
 	load_topo("dgx-h100:1", &c);
-	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
-	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
-	dec = calloc(g.n, sizeof(*dec));
-	for (uint32_t k = 0; k < g.n; k++) {
-		dec[k].set = TP_SPACE_SET_ALL;
-		dec[k].tp = 1;
-	}
+	space_fx_init(&f, &m, &c, 1);
 	memset(&gl, 0, sizeof(gl));
 	gl.micro_batches = 8;
 	gl.schedule = TP_SCHEDULE_1F1B;
-	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	n = tp_space_global_actions(&f.sp, &gl, f.dec, acts, 64);
 	for (uint32_t i = 0; i < n; i++)
 		if (tp_globals_ep(&acts[i].g) > 1)
 			seen |= tp_globals_ep(&acts[i].g);
@@ -978,50 +1010,36 @@ START_TEST(test_ep_actions)
 	ck_assert_uint_eq(tp_globals_ep(&gl), 8);
 	ck_assert(tp_globals_sp(&gl));
 	tp_globals_set_shape(&gl, 0, false);
-	scr = tp_space_scratch_new(&sp);
+	scr = tp_space_scratch_new(&f.sp);
 	tp_plan_init(&p);
-	ck_assert_msg(tp_space_materialize(&sp, &gl, dec, TP_COMPRESSION_OFF,
+	ck_assert_msg(tp_space_materialize(&f.sp, &gl, f.dec, TP_COMPRESSION_OFF,
 					   scr, &p, &err) == TP_OK,
 		      "%s", err.msg);
-	for (uint32_t k = 0; k < p.groups.n; k++) {
-		bool experts = false;
-		const uint32_t *ops = tp_plan_group_ops(&p, k);
-		for (uint32_t i = 0; i < p.groups.v[k].n_ops && !experts; i++)
-			experts = tp_op_expert_index(m.ops.v[ops[i]].name) >= 0;
-		ck_assert_uint_eq(p.groups.v[k].ep, experts ? 8 : 1);
-	}
+	for (uint32_t k = 0; k < p.groups.n; k++)
+		ck_assert_uint_eq(p.groups.v[k].ep,
+				  group_has_experts(&p, &m, k) ? 8 : 1);
 	ck_assert_msg(tp_plan_validate(&p, &m, &c, &err) == TP_OK, "%s",
 		      err.msg);
 	/* DDP cannot spread experts: nothing offered */
 	ck_assert_int_eq(tp_runtime_find("ddp", &rt, &err), TP_OK);
-	ck_assert_int_eq(tp_space_set_runtime(&sp, &rt, &err), TP_OK);
+	ck_assert_int_eq(tp_space_set_runtime(&f.sp, &rt, &err), TP_OK);
 	tp_globals_set_ep(&gl, 1);
-	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	n = tp_space_global_actions(&f.sp, &gl, f.dec, acts, 64);
 	for (uint32_t i = 0; i < n; i++)
 		ck_assert_uint_eq(tp_globals_ep(&acts[i].g), 1);
 	tp_plan_release(&p);
 	tp_space_scratch_free(scr);
-	free(dec);
-	tp_space_release(&sp);
-	tp_groups_release(&g);
+	space_fx_release(&f);
 	tp_model_release(&m);
 
 	/* a dense model: no ep actions */
 	load_hf("llama-2-7b.json", 512, 64, &m);
-	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
-	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
-	dec = calloc(g.n, sizeof(*dec));
-	for (uint32_t k = 0; k < g.n; k++) {
-		dec[k].set = TP_SPACE_SET_ALL;
-		dec[k].tp = 1;
-	}
+	space_fx_init(&f, &m, &c, 1);
 	tp_globals_set_ep(&gl, 1);
-	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	n = tp_space_global_actions(&f.sp, &gl, f.dec, acts, 64);
 	for (uint32_t i = 0; i < n; i++)
 		ck_assert_uint_eq(tp_globals_ep(&acts[i].g), 1);
-	free(dec);
-	tp_space_release(&sp);
-	tp_groups_release(&g);
+	space_fx_release(&f);
 	tp_model_release(&m);
 	tp_cluster_release(&c);
 }
@@ -1039,11 +1057,9 @@ START_TEST(test_etp_actions)
 {
 	struct tp_model m;
 	struct tp_cluster c;
-	struct tp_groups g;
-	struct tp_space sp;
+	struct space_fx f;
 	struct tp_globals gl;
 	struct tp_action acts[64];
-	struct tp_decision *dec;
 	struct tp_space_scratch *scr;
 	struct tp_prior_action pa;
 	struct tp_plan p;
@@ -1052,22 +1068,16 @@ START_TEST(test_etp_actions)
 
 	load_hf("mixtral-8x7b.json", 512, 64, &m);
 	load_topo("dgx-h100:1", &c);
-	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
-	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
-	dec = calloc(g.n, sizeof(*dec));
-	for (uint32_t k = 0; k < g.n; k++) {
-		dec[k].set = TP_SPACE_SET_ALL;
-		dec[k].tp = 2;
-	}
+	space_fx_init(&f, &m, &c, 2);
 	memset(&gl, 0, sizeof(gl));
 	gl.micro_batches = 8;
 	gl.schedule = TP_SCHEDULE_1F1B;
 	/* ep 1: no etp */
-	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	n = tp_space_global_actions(&f.sp, &gl, f.dec, acts, 64);
 	for (uint32_t i = 0; i < n; i++)
 		ck_assert_uint_eq(tp_globals_etp(&acts[i].g), 0);
 	tp_globals_set_ep(&gl, 8);
-	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	n = tp_space_global_actions(&f.sp, &gl, f.dec, acts, 64);
 	for (uint32_t i = 0; i < n; i++)
 		if (tp_globals_etp(&acts[i].g)) {
 			on++;
@@ -1076,25 +1086,20 @@ START_TEST(test_etp_actions)
 			ck_assert_uint_eq(tp_globals_ep(&acts[i].g), 8);
 		}
 	ck_assert_uint_eq(on, 1);
-	tp_space_prior_action(&sp, 0, &acts[at], false, &pa);
+	tp_space_prior_action(&f.sp, 0, &acts[at], false, &pa);
 	ck_assert_uint_eq(pa.etp, 1);
 	ck_assert_uint_eq(pa.ep, 8);
-	scr = tp_space_scratch_new(&sp);
+	scr = tp_space_scratch_new(&f.sp);
 	tp_plan_init(&p);
 	for (int e = 0; e < 2; e++) {
 		struct tp_globals g2 = e ? acts[at].g : gl;
 		tp_globals_set_shape(&g2, 0, true);
-		ck_assert_msg(tp_space_materialize(&sp, &g2, dec,
+		ck_assert_msg(tp_space_materialize(&f.sp, &g2, f.dec,
 						   TP_COMPRESSION_OFF, scr, &p,
 						   &err) == TP_OK,
 			      "%s", err.msg);
 		for (uint32_t k = 0; k < p.groups.n; k++) {
-			bool experts = false;
-			const uint32_t *ops = tp_plan_group_ops(&p, k);
-			for (uint32_t i = 0;
-			     i < p.groups.v[k].n_ops && !experts; i++)
-				experts = tp_op_expert_index(
-						  m.ops.v[ops[i]].name) >= 0;
+			bool experts = group_has_experts(&p, &m, k);
 			ck_assert_uint_eq(p.groups.v[k].ep,
 					  experts ? (e ? 8 : 4) : 1);
 			ck_assert_uint_eq(p.groups.v[k].etp,
@@ -1106,7 +1111,7 @@ START_TEST(test_etp_actions)
 	/* from etp 1: back to tp; ep 1 and sequence parallelism off
 	   turn it off */
 	gl = acts[at].g;
-	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	n = tp_space_global_actions(&f.sp, &gl, f.dec, acts, 64);
 	on = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (tp_globals_ep(&acts[i].g) == 1 || !tp_globals_sp(&acts[i].g))
@@ -1118,16 +1123,14 @@ START_TEST(test_etp_actions)
 	ck_assert_uint_eq(on, 1);
 	/* no group tensor parallel: nothing to offer */
 	gl.etp = 0;
-	for (uint32_t k = 0; k < g.n; k++)
-		dec[k].tp = 1;
-	n = tp_space_global_actions(&sp, &gl, dec, acts, 64);
+	for (uint32_t k = 0; k < f.g.n; k++)
+		f.dec[k].tp = 1;
+	n = tp_space_global_actions(&f.sp, &gl, f.dec, acts, 64);
 	for (uint32_t i = 0; i < n; i++)
 		ck_assert_uint_eq(tp_globals_etp(&acts[i].g), 0);
 	tp_plan_release(&p);
 	tp_space_scratch_free(scr);
-	free(dec);
-	tp_space_release(&sp);
-	tp_groups_release(&g);
+	space_fx_release(&f);
 	tp_model_release(&m);
 	tp_cluster_release(&c);
 }
