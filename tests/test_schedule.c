@@ -296,6 +296,101 @@ START_TEST(test_zb_h1_memory_estimate)
 }
 END_TEST
 
+/*
+ * The search's memory pre-estimate counts the runtime's gradient buffers
+ * as the simulator does (core/cost.h tp_cost_state_runtime): one stage
+ * on {big, small}, 4 ops of 1 GB of fp16 parameters (2e9 parameters),
+ * 0.4375 GB saved per op and sample, one micro-batch of 16 samples, 8
+ * per replica by speed.  Adam's 16 bytes per parameter leave the small
+ * device 16 of its 48 GB, enough for its 8 samples (14 GB); under a
+ * runtime with Megatron-Core's fp32 gradient buffer (18 bytes) 12 GB,
+ * under one with DDP's bucket copy reduced in fp32 (20 bytes) 8 GB: its
+ * share is capped (6 and 4 samples) and the simulator, under the same
+ * runtime, finds the plan within memory.  Failed with the estimate at 16
+ * bytes under both (share 8, the small device at 50 and 54 GB of 48).
+ */
+START_TEST(test_grad_buffer_memory_estimate)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_groups g;
+	struct tp_space sp;
+	struct tp_space_scratch *scr;
+	struct tp_globals gl;
+	struct tp_decision *dec;
+	struct tp_plan p;
+	struct tp_error err;
+	const double most[] = {8, 6, 4};
+
+	big_small_cluster(&c);
+	chain(&m, 4, 1e12, 1e9, 0.4375e9, 1e3, 16);
+	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
+	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, &err), TP_OK);
+	scr = tp_space_scratch_new(&sp);
+	ck_assert_ptr_nonnull(scr);
+	dec = calloc(g.n, sizeof(*dec));
+	for (uint32_t i = 0; i < g.n; i++) {
+		dec[i].set = pair_set(&sp, 0);
+		dec[i].tp = 1;
+	}
+	tp_plan_init(&p);
+	for (int k = 0; k < 3; k++) {
+		struct tp_runtime rt;
+		struct tp_report r;
+		struct tp_sim_options o;
+		struct tp_sim *sim;
+		struct tp_sim_scratch *ss;
+		const double *sh;
+
+		tp_runtime_none(&rt);
+		if (k) {
+			snprintf(rt.name, sizeof(rt.name), "custom");
+			rt.behaviour.grad_buffer = TP_GRAD_REDUCE_FP32;
+		}
+		if (k == 2) {
+			rt.behaviour.grad_buffer = TP_GRAD_REDUCE_MODEL;
+			rt.behaviour.grad_bucket_copy = true;
+			rt.behaviour.grad_reduce = TP_GRAD_REDUCE_FP32;
+		}
+		ck_assert_int_eq(tp_space_set_runtime(&sp, &rt, &err), TP_OK);
+		memset(&gl, 0, sizeof(gl));
+		gl.micro_batches = 1;
+		ck_assert_msg(tp_space_materialize(&sp, &gl, dec,
+						   TP_COMPRESSION_OFF, scr, &p,
+						   &err) == TP_OK,
+			      "%s", err.msg);
+		ck_assert_uint_eq(p.groups.n, 1);
+		ck_assert_uint_eq(p.devs.v[p.groups.v[0].dev_first + 1], 1);
+		sh = tp_plan_group_shares(&p, 0);
+		ck_assert_msg(sh[1] * 16 <= most[k] + 1e-9,
+			      "runtime %d: the small device takes %.6g "
+			      "samples, at most %g fit",
+			      k, sh[1] * 16, most[k]);
+		tp_sim_options_default(&o);
+		tp_sim_params_runtime(&o.params, &rt);
+		sim = tp_sim_new(&m, &c, &o, &err);
+		ck_assert_msg(sim != NULL, "%s", err.msg);
+		ss = tp_sim_scratch_new(sim);
+		tp_report_init(&r);
+		ck_assert_msg(tp_sim_run(sim, &p, ss, &r, NULL, &err) == TP_OK,
+			      "%s", err.msg);
+		ck_assert_msg(r.devices[1].peak_memory_bytes <= 48e9,
+			      "runtime %d: small device %.4g GB of 48", k,
+			      r.devices[1].peak_memory_bytes / 1e9);
+		tp_report_release(&r);
+		tp_sim_scratch_free(ss);
+		tp_sim_free(sim);
+	}
+	tp_plan_release(&p);
+	free(dec);
+	tp_space_scratch_free(scr);
+	tp_space_release(&sp);
+	tp_groups_release(&g);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 /* schedule=zb-h1 in the strategy string, the plan file and the runtime
  * check: fsdp2 (torch.distributed.pipelining) runs it, Megatron-Core does
  * not. */
@@ -891,6 +986,7 @@ Suite *suite_schedule(void)
 	tcase_add_test(tc, test_zb_h1_bubble);
 	tcase_add_test(tc, test_zb_h1_memory);
 	tcase_add_test(tc, test_zb_h1_memory_estimate);
+	tcase_add_test(tc, test_grad_buffer_memory_estimate);
 	tcase_add_test(tc, test_zb_h1_strategy_runtime);
 	tcase_add_test(tc, test_zb_h1_actions);
 	tcase_add_test(tc, test_zb_h1_export);

@@ -303,6 +303,18 @@ void tp_cost_state_init(struct tp_cost_state *s, enum tp_dtype dtype,
 	}
 }
 
+double tp_cost_state_runtime(struct tp_cost_state *s, bool grad_buffer_fp32,
+			     bool bucket_copy, bool reduce_fp32)
+{
+	if (grad_buffer_fp32 && s->grads < 4) {
+		s->step += 4 - s->grads;
+		s->grads = 4;
+	}
+	if (!bucket_copy)
+		return 0;
+	return reduce_fp32 ? 4 : s->grads;
+}
+
 double tp_cost_state_factor(enum tp_dtype dtype, enum tp_optimizer opt)
 {
 	struct tp_cost_state s;

@@ -173,6 +173,17 @@ struct tp_cost_state {
 void tp_cost_state_init(struct tp_cost_state *s, enum tp_dtype dtype,
 			enum tp_optimizer opt);
 
+/* What the runtime adds to s: a 16-bit model's gradients held in an
+ * fp32 buffer (grad_buffer_fp32: Megatron-Core's main_grad, 4 bytes per
+ * parameter, read by the optimizer step), and returns the bytes per
+ * parameter of the gradients' copy in the all-reduce buckets
+ * (bucket_copy: PyTorch DDP's gradient_as_bucket_view=False; in the
+ * dtype they are reduced in, never sharded), else 0.  The simulator and
+ * the search's memory estimate both count model state this way (src/sim
+ * README section 5). */
+double tp_cost_state_runtime(struct tp_cost_state *s, bool grad_buffer_fp32,
+			     bool bucket_copy, bool reduce_fp32);
+
 /* Bytes of weights, gradients and optimizer state per byte of
  * parameters (model dtype), unsharded. */
 double tp_cost_state_factor(enum tp_dtype dtype, enum tp_optimizer opt);

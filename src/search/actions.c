@@ -1131,10 +1131,18 @@ static enum tp_status estimate_fit(struct mat *x, struct tp_error *err)
 	const struct tp_groups *G = s->groups;
 	const struct tp_globals *gl = x->gl;
 	struct tp_space_scratch *scr = x->scr;
+	const struct tp_runtime_behaviour *b = &s->rt.behaviour;
 	struct tp_cost_state cs;
 	struct run_info ri;
+	double copy = 0;
 
 	tp_cost_state_init(&cs, m->dtype, m->optimizer);
+	if (s->constrained)
+		/* the runtime's gradient buffers, as the simulator counts
+		   them (core/cost.h) */
+		copy = tp_cost_state_runtime(
+		    &cs, b->grad_buffer == TP_GRAD_REDUCE_FP32,
+		    b->grad_bucket_copy, b->grad_reduce == TP_GRAD_REDUCE_FP32);
 	memset(scr->static_b, 0, scr->n_dev * sizeof(double));
 	memset(scr->act_b, 0, scr->n_dev * sizeof(double));
 	for (uint32_t r = 0; r < x->nruns; r++) {
@@ -1150,7 +1158,8 @@ static enum tp_status estimate_fit(struct mat *x, struct tp_error *err)
 		w = cs.weights / pb /
 		    tp_cost_zero_div(gl->zero, TP_COST_WEIGHTS, zdp);
 		gr = cs.grads / pb /
-		     tp_cost_zero_div(gl->zero, TP_COST_GRADS, zdp);
+			     tp_cost_zero_div(gl->zero, TP_COST_GRADS, zdp) +
+		     copy / pb; /* the bucket copy is never sharded */
 		opt = cs.optim / pb /
 		      tp_cost_zero_div(gl->zero, TP_COST_OPTIMIZER, zdp);
 		run_shares(s, scr, gl, &ri);

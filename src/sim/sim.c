@@ -189,15 +189,11 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 	}
 	tp_sim_speed_init(sim);
 	tp_cost_state_init(&sim->state, m->dtype, m->optimizer);
-	if (sim->o.params.grad_buffer_fp32 && sim->state.grads < 4) {
-		/* Megatron-Core's fp32 main_grad buffer (README section 5) */
-		sim->state.step += 4 - sim->state.grads;
-		sim->state.grads = 4;
-	}
-	if (sim->o.params.grad_bucket_copy)
-		/* PyTorch DDP's buckets (README section 5) */
-		sim->grad_copy =
-		    sim->o.params.grad_reduce_fp32 ? 4 : sim->state.grads;
+	/* Megatron-Core's fp32 main_grad buffer, PyTorch DDP's buckets
+	   (README section 5) */
+	sim->grad_copy = tp_cost_state_runtime(
+	    &sim->state, sim->o.params.grad_buffer_fp32,
+	    sim->o.params.grad_bucket_copy, sim->o.params.grad_reduce_fp32);
 	if (tp_sim_sfb_new(sim, err)) {
 		tp_sim_free(sim);
 		return NULL;
