@@ -7,7 +7,11 @@
  * "runtime"; Table 1: megatron-lm-2021).  Prints per run the predicted
  * and measured iteration time and the error (predicted / measured - 1),
  * whether the plan fits (every run listed ran, so "OOM" is an error of
- * the simulator), then mean and max |error| per source and overall.
+ * the simulator) with the predicted peak memory of the fullest device
+ * against its capacity (no row of data/validation publishes a measured
+ * peak; Korthikanti et al.'s activation bytes per layer are checked
+ * exactly by tests/test_sim.c test_activation_bytes), then mean and max
+ * |error| per source and overall.
  * Targets (issue 22): mean |error| <= 5%, max <= 15% over all rows.
  *
  * Then tagplan calibrate's fit (calib.h tp_calib_fit): on all runs, and
@@ -143,9 +147,9 @@ int main(void)
 	printf("Fidelity: %zu published runs of data/validation, each under "
 	       "its runtime profile\n",
 	       runs.rows.n);
-	printf("%-26s %-16s %-58s %10s %10s %8s %s\n", "run", "runtime",
+	printf("%-26s %-16s %-58s %10s %10s %8s %-4s %s\n", "run", "runtime",
 	       "strategy (as simulated)", "predicted", "measured", "error",
-	       "fits");
+	       "fits", "peak/capacity GB");
 	for (size_t i = 0; i < runs.rows.n; i++) {
 		const struct tp_mrun *r = &runs.rows.v[i];
 		struct tp_calib_result res;
@@ -159,10 +163,12 @@ int main(void)
 			failed++;
 			continue;
 		}
-		printf("%-26s %-16s %-58.58s %9.3fs %9.3fs %+7.1f%% %s\n",
+		printf("%-26s %-16s %-58.58s %9.3fs %9.3fs %+7.1f%% %-4s "
+		       "%5.1f/%.0f\n",
 		       r->id, res.runtime, res.strategy, res.predicted_s,
 		       r->measured_s, 100 * res.error,
-		       res.feasible ? "yes" : "OOM");
+		       res.feasible ? "yes" : "OOM", res.peak_bytes / 1e9,
+		       res.capacity_bytes / 1e9);
 		for (k = 0; k < n_by; k++)
 			if (strcmp(by[k].source, r->source) == 0)
 				break;
