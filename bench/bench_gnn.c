@@ -117,15 +117,15 @@ static double best_pass(const struct tp_gnn_net *net,
 			int reps)
 {
 	struct tp_error err;
-	float pri[128], v;
+	float pri[128];
 	double best = INFINITY;
 
 	for (int i = 0; i < 20; i++)
-		tp_gnn_infer(net, in, ad, pri, &v, &err);
+		tp_gnn_infer(net, in, ad, pri, &err);
 	for (int r = 0; r < 10; r++) {
 		double t0 = cpu_now(), dt;
 		for (int i = 0; i < reps; i++)
-			tp_gnn_infer(net, in, ad, pri, &v, &err);
+			tp_gnn_infer(net, in, ad, pri, &err);
 		dt = (cpu_now() - t0) / reps;
 		if (dt < best)
 			best = dt;
@@ -187,14 +187,14 @@ static void bench_forward(const struct tp_gnn_prior *gp)
 		struct tp_gnn_body_cache *bc = tp_gnn_body_cache_new();
 		float pri[128], q[128];
 		double t0, dt, hb = INFINITY;
-		if (bc && !tp_gnn_infer_cached(use, &in, &ad, bc, pri, q, NULL,
-					       &err)) {
+		if (bc &&
+		    !tp_gnn_infer_cached(use, &in, &ad, bc, pri, q, &err)) {
 			for (int r = 0; r < 10; r++) {
 				t0 = cpu_now();
 				for (int i = 0; i < reps; i++) {
 					in.group = (uint32_t)i % in.n_groups;
 					tp_gnn_infer_cached(use, &in, &ad, bc,
-							    pri, q, NULL, &err);
+							    pri, q, &err);
 				}
 				dt = (cpu_now() - t0) / reps;
 				hb = dt < hb ? dt : hb;

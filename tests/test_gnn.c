@@ -356,15 +356,15 @@ static const float gain_t[6] = {0.2f, -0.5f, 0.9f, 0.0f, -0.95f, 0.4f};
 static const float gain_w[6] = {0.3f, 0.1f, 0.0f, 0.2f, 0.25f, 0.15f};
 
 static double net_loss(struct tp_gnn_net *net, struct tp_gnn_input *in,
-		       const float *pi, float v, struct tp_ad *ad, float *g)
+		       const float *pi, struct tp_ad *ad, float *g)
 {
-	float l[3];
+	float l[2];
 	struct tp_error err;
-	struct tp_gnn_targets t = {pi, v, 0.7f, gain_t, gain_w};
+	struct tp_gnn_targets t = {pi, gain_t, gain_w};
 	ck_assert_int_eq(tp_gnn_train_targets(net, in, &t, ad, g, l, &err),
 			 TP_OK);
-	ck_assert(l[2] > 0);
-	return (double)l[0] + 0.7 * l[1] + l[2];
+	ck_assert(l[1] > 0);
+	return (double)l[0] + l[1];
 }
 
 START_TEST(test_network_gradient)
@@ -390,14 +390,14 @@ START_TEST(test_network_gradient)
 	tp_ad_init(&ad);
 	grad = calloc(net->n_params, sizeof(float));
 	scratch = calloc(net->n_params, sizeof(float));
-	net_loss(net, &in, pi, 0.25f, &ad, grad);
+	net_loss(net, &in, pi, &ad, grad);
 	for (size_t i = 0; i < net->n_params; i++) {
 		float keep = net->w[i];
 		double lp, lm, num, e;
 		net->w[i] = keep + eps;
-		lp = net_loss(net, &in, pi, 0.25f, &ad, scratch);
+		lp = net_loss(net, &in, pi, &ad, scratch);
 		net->w[i] = keep - eps;
-		lm = net_loss(net, &in, pi, 0.25f, &ad, scratch);
+		lm = net_loss(net, &in, pi, &ad, scratch);
 		net->w[i] = keep;
 		num = (lp - lm) / (2 * eps);
 		e = fabs(num - grad[i]) / fmax(0.1, fabs(num));
@@ -427,7 +427,7 @@ START_TEST(test_network_gradient)
 }
 END_TEST
 
-START_TEST(test_infer_priors_and_value)
+START_TEST(test_infer_priors_and_gains)
 {
 	struct tp_gnn_config cfg;
 	struct tp_gnn_net *net = small_net(6, &cfg);
@@ -436,38 +436,31 @@ START_TEST(test_infer_priors_and_value)
 	struct tp_rng rng;
 	struct tp_error err;
 	struct tp_ad ad;
-	float prior[6], v, sum = 0;
+	float prior[6], sum = 0;
 
 	tp_rng_seed(&rng, 3);
 	tp_gnn_graph_init(&g, &small_w);
 	ck_assert_int_eq(tp_gnn_graph_random(&g, 7, 5, 6, &rng, &err), TP_OK);
 	ck_assert_int_eq(tp_gnn_graph_finish(&g, &in, &err), TP_OK);
 	tp_ad_init(&ad);
-	ck_assert_int_eq(tp_gnn_infer(net, &in, &ad, prior, &v, &err), TP_OK);
+	ck_assert_int_eq(tp_gnn_infer(net, &in, &ad, prior, &err), TP_OK);
 	for (int k = 0; k < 6; k++) {
 		ck_assert(prior[k] > 0 && prior[k] < 1);
 		sum += prior[k];
 	}
 	ck_assert(fabsf(sum - 1) < 1e-5f);
-	ck_assert(v > -1 && v < 1);
-	/* without the value head (the search's passes): the same priors
-	   and gains to the bit */
+	/* with the gains: the same priors to the bit, gains in (-1, 1) */
 	{
-		float p2[6], q1[6], q2[6], v2;
-		ck_assert_int_eq(tp_gnn_infer_gains(net, &in, &ad, prior, q1,
-						    &v2, &err),
+		float p2[6], q[6];
+		ck_assert_int_eq(tp_gnn_infer_gains(net, &in, &ad, p2, q, &err),
 				 TP_OK);
-		ck_assert_int_eq(tp_gnn_infer_gains(net, &in, &ad, p2, q2,
-						    NULL, &err),
-				 TP_OK);
-		ck_assert(v2 == v);
 		ck_assert(!memcmp(prior, p2, sizeof(p2)));
-		ck_assert(!memcmp(q1, q2, sizeof(q2)));
+		for (int k = 0; k < 6; k++)
+			ck_assert(q[k] > -1 && q[k] < 1);
 	}
-	/* value only */
+	/* no actions: nothing to compute, not an error */
 	in.n_actions = 0;
-	ck_assert_int_eq(tp_gnn_infer(net, &in, &ad, NULL, &sum, &err), TP_OK);
-	ck_assert(fabsf(sum - v) < 1e-6f);
+	ck_assert_int_eq(tp_gnn_infer(net, &in, &ad, NULL, &err), TP_OK);
 	/* a width mismatch is an input error, not a crash */
 	in.group_x.cols--;
 	ck_assert_int_eq(tp_gnn_input_check(net, &in, &err), TP_EINPUT);
@@ -478,28 +471,25 @@ START_TEST(test_infer_priors_and_value)
 }
 END_TEST
 
-/* One cached inference against the uncached one: the same priors, gains
- * and value to the bit, and whether the body came from the cache. */
+/* One cached inference against the uncached one: the same priors and
+ * gains to the bit, and whether the body came from the cache. */
 static void cached_same(const struct tp_gnn_net *net,
 			const struct tp_gnn_input *in, struct tp_ad *ad,
 			struct tp_gnn_body_cache *bc, bool want_hit)
 {
-	float p1[8], p2[8], q1[8], q2[8], v1, v2;
+	float p1[8], p2[8], q1[8], q2[8];
 	uint64_t h0, m0, h1, m1;
 	struct tp_error err;
 
-	ck_assert_int_eq(tp_gnn_infer_gains(net, in, ad, p1, q1, &v1, &err),
-			 TP_OK);
+	ck_assert_int_eq(tp_gnn_infer_gains(net, in, ad, p1, q1, &err), TP_OK);
 	tp_gnn_body_cache_stats(bc, &h0, &m0);
-	ck_assert_int_eq(tp_gnn_infer_cached(net, in, ad, bc, p2, q2, &v2,
-					     &err),
+	ck_assert_int_eq(tp_gnn_infer_cached(net, in, ad, bc, p2, q2, &err),
 			 TP_OK);
 	tp_gnn_body_cache_stats(bc, &h1, &m1);
 	ck_assert_uint_eq(h1 - h0, want_hit ? 1 : 0);
 	ck_assert_uint_eq(m1 - m0, want_hit ? 0 : 1);
 	ck_assert(!memcmp(p1, p2, in->n_actions * sizeof(float)));
 	ck_assert(!memcmp(q1, q2, in->n_actions * sizeof(float)));
-	ck_assert(v1 == v2);
 }
 
 /* The body cache (net.h): a state that differs only in the query (the
@@ -559,7 +549,7 @@ END_TEST
 struct thr {
 	const struct tp_gnn_net *net;
 	struct tp_gnn_input *in;
-	float prior[16], value;
+	float prior[16];
 	int ok;
 };
 
@@ -571,8 +561,7 @@ static void *thr_run(void *arg)
 	tp_ad_init(&ad);
 	t->ok = 1;
 	for (int i = 0; i < 20; i++)
-		if (tp_gnn_infer(t->net, t->in, &ad, t->prior, &t->value,
-				 &err))
+		if (tp_gnn_infer(t->net, t->in, &ad, t->prior, &err))
 			t->ok = 0;
 	tp_ad_release(&ad);
 	return NULL;
@@ -589,7 +578,7 @@ START_TEST(test_infer_threads)
 	struct tp_ad ad;
 	struct thr t[3];
 	pthread_t th[3];
-	float prior[16], v;
+	float prior[16];
 
 	tp_rng_seed(&rng, 9);
 	tp_gnn_graph_init(&g, &small_w);
@@ -597,7 +586,7 @@ START_TEST(test_infer_threads)
 			 TP_OK);
 	ck_assert_int_eq(tp_gnn_graph_finish(&g, &in, &err), TP_OK);
 	tp_ad_init(&ad);
-	ck_assert_int_eq(tp_gnn_infer(net, &in, &ad, prior, &v, &err), TP_OK);
+	ck_assert_int_eq(tp_gnn_infer(net, &in, &ad, prior, &err), TP_OK);
 	for (int i = 0; i < 3; i++) {
 		t[i].net = net;
 		t[i].in = &in;
@@ -608,7 +597,6 @@ START_TEST(test_infer_threads)
 		pthread_join(th[i], NULL);
 		ck_assert(t[i].ok);
 		ck_assert(memcmp(t[i].prior, prior, 10 * sizeof(float)) == 0);
-		ck_assert(t[i].value == v);
 	}
 	tp_ad_release(&ad);
 	tp_gnn_graph_release(&g);
@@ -659,7 +647,7 @@ START_TEST(test_training_steps_lower_loss)
 	struct tp_error err;
 	struct tp_ad ad;
 	struct tp_gnn_adam adam;
-	float *grad, pi[4][8], vt[4], gt[4][8], gw[8];
+	float *grad, pi[4][8], gt[4][8], gw[8];
 	double first = 0, last = 0, gfirst = 0, glast = 0;
 
 	tp_rng_seed(&rng, 77);
@@ -675,7 +663,6 @@ START_TEST(test_training_steps_lower_loss)
 			gt[s][k] = k == s ? 0.6f : -0.2f * (float)(k % 3);
 			gw[k] = 1.0f / 8;
 		}
-		vt[s] = 0.5f - 0.3f * (float)s;
 	}
 	tp_ad_init(&ad);
 	grad = calloc(net->n_params, sizeof(float));
@@ -685,15 +672,14 @@ START_TEST(test_training_steps_lower_loss)
 		double total = 0, gain = 0;
 		memset(grad, 0, net->n_params * sizeof(float));
 		for (int s = 0; s < 4; s++) {
-			float l[3];
-			struct tp_gnn_targets t = {pi[s], vt[s], 1.0f, gt[s],
-						   gw};
+			float l[2];
+			struct tp_gnn_targets t = {pi[s], gt[s], gw};
 			ck_assert_int_eq(tp_gnn_train_targets(net, &in[s], &t,
 							      &ad, grad, l,
 							      &err),
 					 TP_OK);
-			total += l[0] + l[1] + l[2];
-			gain += l[2];
+			total += l[0] + l[1];
+			gain += l[1];
 		}
 		tp_gnn_clip_grad(grad, net->n_params, 1.0);
 		tp_gnn_adam_step(&adam, net->w, grad);
@@ -751,6 +737,21 @@ START_TEST(test_weights_roundtrip)
 	ck_assert_uint_eq(len, TP_GNN_WEIGHTS_HEADER +
 				       4 * (2 * net->norm.n + net->n_params) +
 				       4);
+	/* version 3: the gain head's tensors end the layout, no value head
+	   (version 2 had four value tensors after them) */
+	ck_assert_uint_eq(buf[8] | buf[9] << 8, 3);
+	{
+		size_t nt = tp_gnn_net_tensor_count(net), off;
+		uint32_t r, c;
+		for (size_t i = 0; i < nt; i++)
+			ck_assert_msg(strncmp(tp_gnn_net_tensor(net, i, &r, &c,
+								&off),
+					      "value.", 6) != 0,
+				      "tensor %zu is a value head's", i);
+		ck_assert_str_eq(tp_gnn_net_tensor(net, nt - 1, &r, &c, &off),
+				 "gain.b");
+		ck_assert_uint_eq(off + (size_t)r * c, net->n_params);
+	}
 	back = tp_gnn_weights_decode("mem", buf, len, &small_w, &err);
 	ck_assert_msg(back != NULL, "%s", err.msg);
 	ck_assert_uint_eq(back->n_params, net->n_params);
@@ -776,8 +777,8 @@ END_TEST
 
 /* Weights trained for fewer action and global features (new ones
  * appended, features.h) load zero-padded: on any input, whatever the new
- * features hold, the widened network gives the priors, gains and value
- * the original gives on the input without them.  Other width changes
+ * features hold, the widened network gives the priors and gains the
+ * original gives on the input without them.  Other width changes
  * stay refused (test_weights_corruption). */
 START_TEST(test_weights_widened)
 {
@@ -791,7 +792,7 @@ START_TEST(test_weights_widened)
 	struct tp_ad ad;
 	unsigned char *buf;
 	size_t len;
-	float p1[6], p2[6], q1[6], q2[6], v1, v2, *ax, *gx;
+	float p1[6], p2[6], q1[6], q2[6], *ax, *gx;
 	uint32_t A = small_w.action, G = small_w.global;
 
 	w2.action += 2;
@@ -821,17 +822,16 @@ START_TEST(test_weights_widened)
 	in2.global_x = gx;
 	ck_assert_int_eq(tp_gnn_input_check(wide, &in2, &err), TP_OK);
 	tp_ad_init(&ad);
-	ck_assert_int_eq(tp_gnn_infer_gains(net, &in, &ad, p1, q1, &v1, &err),
+	ck_assert_int_eq(tp_gnn_infer_gains(net, &in, &ad, p1, q1, &err),
 			 TP_OK);
-	ck_assert_int_eq(
-		tp_gnn_infer_gains(wide, &in2, &ad, p2, q2, &v2, &err), TP_OK);
+	ck_assert_int_eq(tp_gnn_infer_gains(wide, &in2, &ad, p2, q2, &err),
+			 TP_OK);
 	for (int k = 0; k < 6; k++) {
 		ck_assert_msg(fabsf(p1[k] - p2[k]) < 1e-6f, "prior %d: %g %g",
 			      k, p1[k], p2[k]);
 		ck_assert_msg(fabsf(q1[k] - q2[k]) < 1e-6f, "gain %d: %g %g",
 			      k, q1[k], q2[k]);
 	}
-	ck_assert_msg(fabsf(v1 - v2) < 1e-6f, "value %g %g", v1, v2);
 	/* narrower is no widening */
 	w2 = small_w;
 	w2.action--;
@@ -907,6 +907,13 @@ START_TEST(test_weights_corruption)
 	put32(b + 8, 1);
 	refresh_crc(b, len);
 	expect_bad(b, len, &small_w, "version 1");
+	/* version 2, the layout with a value head: refused, saying how to
+	   get a file of this version */
+	memcpy(b, buf, len);
+	put32(b + 8, 2);
+	refresh_crc(b, len);
+	expect_bad(b, len, &small_w, "version 2 (with the value head");
+	expect_bad(b, len, &small_w, "make weights");
 	/* wrong sizes: hidden changed, weights count no longer matches */
 	memcpy(b, buf, len);
 	put32(b + 16, cfg.hidden * 2);
@@ -1378,12 +1385,6 @@ START_TEST(test_provider_priors)
 			 TP_EINPUT);
 	ck_assert_ptr_null(gp);
 	ck_assert(strstr(err.file, "bad.weights") != NULL);
-	/* the value head's target and its inverse */
-	{
-		double lb = 1.0;
-		float raw = tp_gnn_value_target(lb, true, 4.0);
-		ck_assert(fabs(tp_gnn_value_time(lb, raw) - 4.0) < 1e-4);
-	}
 	/* gain targets and their inverse */
 	{
 		float g, gw;
@@ -1744,7 +1745,7 @@ Suite *suite_gnn(void)
 	tcase_add_test(tc, test_op_gradients);
 	tcase_add_test(tc, test_gradient_check_detects_errors);
 	tcase_add_test(tc, test_network_gradient);
-	tcase_add_test(tc, test_infer_priors_and_value);
+	tcase_add_test(tc, test_infer_priors_and_gains);
 	tcase_add_test(tc, test_infer_threads);
 	tcase_add_test(tc, test_body_cache);
 	tcase_add_test(tc, test_adam_and_clip);

@@ -16,26 +16,29 @@ static const char usage[] =
 	"                     [--checkpoint FILE] ...";
 
 static const char about[] =
-	"Train the policy/value network that guides `tagplan plan` by "
-	"self-play\n"
-	"(expert iteration): random models (transformers, CNNs, random DAGs) "
-	"on random\n"
-	"clusters (1-8 nodes of mixed GPU presets and networks) are planned "
-	"by Monte\n"
-	"Carlo tree search scored by the simulator; the search's visit counts "
-	"and\n"
-	"outcomes are the network's targets.  Epoch 0 searches with uniform "
-	"priors,\n"
-	"later epochs with the network being trained.  Every epoch logs its "
-	"losses\n"
-	"and the held-out metrics on stderr and, with --checkpoint, writes a "
-	"checkpoint\n"
-	"that --resume continues from.  The result is bit-identical for the "
-	"same\n"
-	"options (seed, threads).  `make weights` reproduces the shipped\n"
-	"network, data/tagplan.weights (--games 240 --epochs 3\n"
-	"--large-devices 256).  Ctrl-C finishes the current\n"
-	"epoch and writes the weights so far.";
+	"Train the policy network (priors and predicted gains of the "
+	"search's changes)\n"
+	"that guides `tagplan plan` by self-play (expert iteration): random "
+	"models\n"
+	"(transformers, CNNs, random DAGs) on random clusters (1-8 nodes of "
+	"mixed GPU\n"
+	"presets and networks) are planned by Monte Carlo tree search scored "
+	"by the\n"
+	"simulator; the simulated times of the candidate changes are the "
+	"network's\n"
+	"targets.  Epoch 0 searches with uniform priors, later epochs with "
+	"the network\n"
+	"being trained.  Every epoch logs its losses and the held-out metrics "
+	"on stderr\n"
+	"and, with --checkpoint, writes a checkpoint that --resume continues "
+	"from.  The\n"
+	"result is bit-identical for the same options (seed, threads).  `make "
+	"weights`\n"
+	"reproduces the shipped network, data/tagplan.weights (--games 240 "
+	"--epochs 3\n"
+	"--large-devices 256).  Ctrl-C finishes the current epoch and writes "
+	"the weights\n"
+	"so far.";
 
 static volatile sig_atomic_t stop_flag;
 
@@ -60,7 +63,7 @@ int cmd_train(int argc, char **argv)
 	const char *out = "tagplan.weights";
 	long long games, epochs, seed, threads, playouts, steps, batch,
 		hidden = 64, layers = 3, maxdev, largedev;
-	double lr, heldout, vw, bucket_mb = tp_cli_grad_bucket_mb_default();
+	double lr, heldout, bucket_mb = tp_cli_grad_bucket_mb_default();
 	bool quiet = false;
 	struct sigaction sa, old_int, old_term;
 	int code;
@@ -78,7 +81,6 @@ int cmd_train(int argc, char **argv)
 	largedev = o.large_devices;
 	lr = o.lr;
 	heldout = o.heldout;
-	vw = o.value_weight;
 	{
 		struct tp_opt opts[] = {
 			{"output", 'o', TP_OPT_STRING, &out, "WEIGHTS",
@@ -125,10 +127,6 @@ int cmd_train(int argc, char **argv)
 			 "continue from a checkpoint", 0, 0, false},
 			{"checkpoint", 0, TP_OPT_STRING, &o.checkpoint, "FILE",
 			 "write a checkpoint after every epoch", 0, 0, false},
-			{"value-weight", 0, TP_OPT_DOUBLE, &vw, "X",
-			 "the value loss's weight against the policy's (0: "
-			 "value head untrained; the search does not use it)",
-			 0, 100, false},
 			{"visit-targets", 0, TP_OPT_FLAG, &o.visit_targets,
 			 NULL,
 			 "policy targets from visit counts (AlphaZero) instead "
@@ -161,7 +159,6 @@ int cmd_train(int argc, char **argv)
 	o.hidden = (uint32_t)hidden;
 	o.layers = (uint32_t)layers;
 	o.heldout = heldout;
-	o.value_weight = (float)vw;
 	o.max_devices = (uint32_t)maxdev;
 	o.large_devices = (uint32_t)largedev;
 	o.grad_bucket_bytes = bucket_mb * 1e6;

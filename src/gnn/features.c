@@ -115,31 +115,15 @@ static float log2n(double x, double max)
 }
 
 
-float tp_gnn_value_target(double lower_bound_s, bool feasible,
-			  double iteration_time_s)
+/* sqrt(lower bound / iteration time), in (0, 1] (an efficiency; sqrt
+ * spreads the small ones): global feature 17 of a simulated plan that
+ * fits. */
+static float efficiency(double lower_bound_s, double iteration_time_s)
 {
-	double e;
+	double e = iteration_time_s > 0 ? lower_bound_s / iteration_time_s
+					: 0;
 
-	if (!feasible || !(iteration_time_s > 0))
-		return -1.0f;
-	e = lower_bound_s / iteration_time_s;
-	if (!(e > 0))
-		return -1.0f;
-	if (e > 1)
-		e = 1;
-	return (float)(2 * sqrt(e) - 1);
-}
-
-double tp_gnn_value_time(double lower_bound_s, float v)
-{
-	double s;
-
-	if (!(v > -1.0f))
-		return INFINITY;
-	s = (v + 1.0) / 2.0;
-	if (s > 1)
-		s = 1;
-	return lower_bound_s / (s * s);
+	return e > 0 ? (float)sqrt(e > 1 ? 1 : e) : 0.0f;
 }
 
 void tp_gnn_gain_target(bool state_fits, double state_time_s, bool scored,
@@ -314,7 +298,6 @@ static void static_devices(struct tp_gnn_features *f)
 		r[TP_GNN_DEVICE_FABRIC] = ratio(nd->fabric_bw_Bps, max_fabric);
 		r[TP_GNN_DEVICE_NIC] = ratio(nd->nic_bw_Bps * nd->n_nics, max_nic);
 		r[TP_GNN_DEVICE_WEIGHT] = f->node_w[n] / (float)f->ND;
-		g->device_weight.v[n] = f->node_w[n];
 	}
 }
 
@@ -1165,10 +1148,8 @@ static void state_global(struct tp_gnn_features *f,
 		r[TP_GNN_GLOBAL_FITS] = st->report->feasible ? 1.0f : 0.0f;
 		r[TP_GNN_GLOBAL_EFFICIENCY] =
 			st->report->feasible
-				? (tp_gnn_value_target(
-					   f->lower_bound, true,
-					   st->report->iteration_time_s) +
-				   1) / 2
+				? efficiency(f->lower_bound,
+					     st->report->iteration_time_s)
 				: 0.0f;
 	}
 }

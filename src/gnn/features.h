@@ -183,7 +183,11 @@ enum tp_gnn_action_slot {
 	TP_GNN_ACTION_END
 };
 
-/* The global node. */
+/* The global features.  Since weights version 3 (the value head, their
+ * only reader, dropped) no layer of the network reads them; they are
+ * still built, because group actions copy their MIXED_* and ETP slots,
+ * and kept in the weights file's widths and normalisation (removing
+ * them is a layout change of its own). */
 enum tp_gnn_global_slot {
 	TP_GNN_GLOBAL_LEVEL,     /* level / groups */
 	TP_GNN_GLOBAL_GROUPS,    /* groups / 64 */
@@ -195,7 +199,7 @@ enum tp_gnn_global_slot {
 	TP_GNN_GLOBAL_GLOBALS,   /* the globals block */
 	TP_GNN_GLOBAL_SIMULATED = TP_GNN_GLOBAL_GLOBALS + TP_GNN_GLOBALS_END,
 	TP_GNN_GLOBAL_FITS,
-	TP_GNN_GLOBAL_EFFICIENCY, /* (value + 1) / 2 */
+	TP_GNN_GLOBAL_EFFICIENCY, /* sqrt(lower bound / iteration time) */
 	/* appended 2026-12 (zero weights in the weights trained before) */
 	TP_GNN_GLOBAL_EXPERTS,   /* log2(routed experts per MoE layer) / 8 */
 	TP_GNN_GLOBAL_SEQ,       /* log2(sequence length) / 17 */
@@ -276,22 +280,12 @@ enum tp_status tp_gnn_features_state(struct tp_gnn_features *f,
 				     struct tp_error *err);
 
 /*
- * The lower bound on the iteration time the value head is relative to:
+ * The lower bound on the iteration time (global features SYNC and
+ * EFFICIENCY):
  * model FLOP of one iteration (forward + backward, global batch) over the
  * sum of the devices' peak FLOP/s.
  */
 double tp_gnn_features_lower_bound(const struct tp_gnn_features *f);
-
-/*
- * Value-head target and its inverse.  The network's value is
- * v = 2 sqrt(e) - 1 for a plan that fits, e = lower bound / iteration
- * time in (0, 1] (an efficiency; sqrt spreads the small ones), and -1 for
- * a plan that does not fit.  tp_gnn_value_time turns a value back into an
- * iteration time estimate (infinite for v <= -1).
- */
-float tp_gnn_value_target(double lower_bound_s, bool feasible,
-			  double iteration_time_s);
-double tp_gnn_value_time(double lower_bound_s, float v);
 
 /*
  * Gain-head target and its inverse.  The gain of a candidate action is
@@ -299,8 +293,8 @@ double tp_gnn_value_time(double lower_bound_s, float v);
  * g = tanh(TP_GNN_GAIN_SCALE * ln(t_state / t_child)), 0 for no change,
  * > 0 faster, -1 for a child that does not fit when the state does, +1
  * for a child that fits when the state does not.  It is relative, so it
- * means the same on any model and cluster (the value head's absolute
- * efficiency does not transfer; README).  *weight is 0 when the gain is
+ * means the same on any model and cluster (the absolute efficiency a
+ * value head learnt did not transfer; README "Values").  *weight is 0 when the gain is
  * unknown (the child was not scored, or neither fits).
  * tp_gnn_gain_log_ratio turns a gain back into ln(t_state / t_child),
  * clamped to +-atanh(0.999) / scale (a factor of 1.6 either way).

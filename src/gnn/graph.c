@@ -35,7 +35,6 @@ void tp_gnn_graph_release(struct tp_gnn_graph *g)
 	tp_vec_free(&g->group_x);
 	tp_vec_free(&g->device_x);
 	tp_vec_free(&g->global_x);
-	tp_vec_free(&g->device_weight);
 	for (int t = 0; t < TP_GNN_ETYPES; t++)
 		edges_free(&g->e[t]);
 	tp_vec_free(&g->act_first);
@@ -64,12 +63,9 @@ enum tp_status tp_gnn_graph_reset(struct tp_gnn_graph *g, uint32_t n_groups,
 	g->sorted = false;
 	if (resize_f(&g->group_x, (size_t)n_groups * g->w.group) ||
 	    resize_f(&g->device_x, (size_t)n_devices * g->w.device) ||
-	    resize_f(&g->global_x, g->w.global) ||
-	    resize_f(&g->device_weight, n_devices))
+	    resize_f(&g->global_x, g->w.global))
 		return tp_error_set(err, TP_ENOMEM,
 				    "out of memory for the GNN graph");
-	for (uint32_t d = 0; d < n_devices; d++)
-		g->device_weight.v[d] = 1.0f;
 	for (int t = 0; t < TP_GNN_ETYPES; t++) {
 		g->e[t].src.n = g->e[t].dst.n = g->e[t].x.n = 0;
 		g->e[t].first.n = g->e[t].pos.n = 0;
@@ -214,7 +210,6 @@ enum tp_status tp_gnn_graph_finish(struct tp_gnn_graph *g,
 					       g->w.edge[t]);
 		in->edges[t].dense = tp_ad_edges_is_dense(&in->edges[t]);
 	}
-	in->device_weight = g->device_weight.v;
 	in->global_x = g->global_x.v;
 	in->group = g->group;
 	in->n_actions = g->act_first.n ? (uint32_t)g->act_first.n - 1 : 0;
@@ -247,8 +242,6 @@ enum tp_status tp_gnn_graph_random(struct tp_gnn_graph *g, uint32_t n_groups,
 		g->device_x.v[i] = unif(rng);
 	for (size_t i = 0; i < g->global_x.n; i++)
 		g->global_x.v[i] = unif(rng);
-	for (uint32_t d = 0; d < n_devices; d++)
-		g->device_weight.v[d] = 1.0f + (float)tp_rng_below(rng, 3);
 #define EDGE(t, s, d)                                                         \
 	do {                                                                  \
 		for (uint32_t j_ = 0; j_ < g->w.edge[t]; j_++)                \

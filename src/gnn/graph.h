@@ -46,7 +46,7 @@ struct tp_gnn_graph_edges {
 struct tp_gnn_graph {
 	struct tp_gnn_widths w;
 	uint32_t n_groups, n_devices;
-	TP_VEC(float) group_x, device_x, global_x, device_weight;
+	TP_VEC(float) group_x, device_x, global_x;
 	struct tp_gnn_graph_edges e[TP_GNN_ETYPES];
 	uint32_t group; /* the group being decided */
 	TP_VEC(uint32_t) act_first, act_member;
@@ -57,8 +57,7 @@ struct tp_gnn_graph {
 void tp_gnn_graph_init(struct tp_gnn_graph *g, const struct tp_gnn_widths *w);
 void tp_gnn_graph_release(struct tp_gnn_graph *g);
 
-/* Size the node arrays (zeroed), drop all edges and actions; device
- * weights start at 1. */
+/* Size the node arrays (zeroed), drop all edges and actions. */
 enum tp_status tp_gnn_graph_reset(struct tp_gnn_graph *g, uint32_t n_groups,
 				  uint32_t n_devices, struct tp_error *err);
 

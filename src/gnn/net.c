@@ -34,7 +34,6 @@ struct tp_gnn_ptab {
 		enc_lnb[NT_COUNT];
 	struct layer_p layer[TP_GNN_MAX_LAYERS];
 	size_t pw1, pb1, pw2, pb2, pw3, qw, qb;
-	size_t vw1, vb1, vw2, vb2;
 	/* initialisation kind per tensor: 0 normal/sqrt(fan-in), 1 zeros,
 	 * 2 ones (parallel to t) */
 	uint8_t *init;
@@ -223,10 +222,6 @@ static struct tp_gnn_ptab *ptab_build(const struct tp_gnn_config *c)
 	ADD(p->pw3, hh, 1, 0, "policy.W3");
 	ADD(p->qw, hh, 1, 0, "gain.W");
 	ADD(p->qb, 1, 1, 1, "gain.b");
-	ADD(p->vw1, 4 * H + c->global_in, hh, 0, "value.W1");
-	ADD(p->vb1, 1, hh, 1, "value.b1");
-	ADD(p->vw2, hh, 1, 0, "value.W2");
-	ADD(p->vb2, 1, 1, 1, "value.b2");
 #undef ADD
 	if (fail) {
 		ptab_free(p);
@@ -480,7 +475,7 @@ static uint32_t norm_const_t(struct tp_ad *ad, const struct tp_gnn_net *net,
 }
 
 struct fwd {
-	uint32_t logits, gains, value;
+	uint32_t logits, gains;
 };
 
 static uint32_t *alloc_u32(struct tp_ad *ad, size_t n)
@@ -496,7 +491,7 @@ struct fwd_ctx {
 	const struct tp_gnn_input *in;
 	struct tp_ad *ad;
 	float *grad;
-	size_t nb[NT_COUNT], nb_edge[TP_GNN_ETYPES], nb_action, nb_global;
+	size_t nb[NT_COUNT], nb_edge[TP_GNN_ETYPES], nb_action;
 	uint32_t h[NT_COUNT], ex[TP_GNN_ETYPES];
 	struct tp_tensor exv[TP_GNN_ETYPES];
 };
@@ -621,57 +616,6 @@ static bool fwd_policy(struct fwd_ctx *f, struct fwd *out)
 	return out->logits != TP_AD_NONE && out->gains != TP_AD_NONE;
 }
 
-/* The value head over all groups and all devices (weighted) pooled and
- * the global features; false when the workspace is full. */
-static bool fwd_value(struct fwd_ctx *f, struct fwd *out)
-{
-	const struct tp_gnn_net *net = f->net;
-	const struct tp_gnn_config *c = &net->cfg;
-	const struct tp_gnn_ptab *p = net->tab;
-	const struct tp_gnn_input *in = f->in;
-	struct tp_ad *ad = f->ad;
-	float *grad = f->grad;
-	uint32_t pg, pd, xg, x, *idx;
-	struct tp_tensor gt =
-		tp_tensor_view((float *)in->global_x, 1, c->global_in);
-	uint32_t n_all = in->n_groups + in->n_devices;
-	struct tp_ad_sets *all;
-
-	all = tp_ad_alloc_bytes(ad, 2 * sizeof(*all));
-	idx = alloc_u32(ad, (size_t)n_all + 4);
-	if (!all || !idx)
-		return false;
-	/* set 0: all groups; set 1: all devices (weighted) */
-	for (uint32_t i = 0; i < in->n_groups; i++)
-		idx[i] = i;
-	for (uint32_t i = 0; i < in->n_devices; i++)
-		idx[in->n_groups + i] = i;
-	idx[n_all] = 0;
-	idx[n_all + 1] = in->n_groups;
-	idx[n_all + 2] = 0;
-	idx[n_all + 3] = in->n_devices;
-	all[0].n = 1;
-	all[0].first = idx + n_all;
-	all[0].member = idx;
-	all[0].weight = NULL;
-	all[1].n = 1;
-	all[1].first = idx + n_all + 2;
-	all[1].member = idx + in->n_groups;
-	all[1].weight = in->device_weight;
-	pg = tp_ad_set_pool(ad, f->h[NT_GROUP], &all[0]);
-	pd = tp_ad_set_pool(ad, f->h[NT_DEVICE], &all[1]);
-	xg = norm_const(ad, net, &gt, f->nb_global);
-	x = tp_ad_concat(ad, pg, pd, xg, TP_AD_NONE);
-	x = tp_ad_matmul(ad, x,
-			 P(p->vw1, 4 * c->hidden + c->global_in,
-			   c->head_hidden));
-	x = tp_ad_silu(ad,
-		       tp_ad_add_bias(ad, x, P(p->vb1, 1, c->head_hidden)));
-	x = tp_ad_matmul(ad, x, P(p->vw2, c->head_hidden, 1));
-	x = tp_ad_add_bias(ad, x, P(p->vb2, 1, 1));
-	out->value = tp_ad_tanh(ad, x);
-	return true;
-}
 #undef P
 
 /* ------------------------------------------------------------------ */
@@ -716,8 +660,8 @@ static uint64_t hash_tensor(uint64_t h, const struct tp_tensor *t)
 }
 
 /* The key of what the encoders and message-passing layers read: the
- * node and edge features and the edge lists (not the query: the group,
- * the actions and the globals). */
+ * node and edge features and the edge lists (not the query: the group
+ * and the actions). */
 static uint64_t body_key(const struct tp_gnn_input *in)
 {
 	uint64_t h = hash_bytes(0x626f6479u, &in->n_groups,
@@ -830,16 +774,14 @@ static void body_store(struct tp_gnn_body_cache *bc, uint64_t key,
 	s->used = ++bc->tick;
 }
 
-/* The forward graph; the value head only when want_value (the search
- * does not use it, so its passes skip it: the priors and gains are the
- * same to the bit).  With bc (inference only), the encoders and layers
+/* The forward graph.  With bc (inference only), the encoders and layers
  * are skipped when bc holds their output for the same node and edge
  * features: the heads then read a copy of the same floats, so the
  * outputs are the same to the bit. */
 static enum tp_status forward(const struct tp_gnn_net *net,
 			      const struct tp_gnn_input *in, struct tp_ad *ad,
-			      float *grad, bool want_value,
-			      struct tp_gnn_body_cache *bc, struct fwd *out,
+			      float *grad, struct tp_gnn_body_cache *bc,
+			      struct fwd *out,
 			      struct tp_error *err)
 {
 	const struct tp_gnn_config *c = &net->cfg;
@@ -851,8 +793,10 @@ static enum tp_status forward(const struct tp_gnn_net *net,
 	f.nb[NT_GROUP] = 0;
 	f.nb[NT_DEVICE] = c->group_in;
 	f.nb_action = f.nb[NT_DEVICE] + c->device_in;
-	f.nb_global = f.nb_action + c->action_in;
-	f.nb_edge[0] = f.nb_global + c->global_in;
+	/* the global features' block lies between the actions' and the
+	   edges': no layer reads it since the value head was dropped
+	   (weights.h, version 3) */
+	f.nb_edge[0] = f.nb_action + c->action_in + c->global_in;
 	for (int t = 1; t < TP_GNN_ETYPES; t++)
 		f.nb_edge[t] = f.nb_edge[t - 1] + c->edge_in[t - 1];
 	if (bc && !grad) {
@@ -879,10 +823,7 @@ static enum tp_status forward(const struct tp_gnn_net *net,
 	}
 	out->logits = TP_AD_NONE;
 	out->gains = TP_AD_NONE;
-	if (in->n_actions && !fwd_policy(&f, out))
-		goto nomem;
-	out->value = TP_AD_NONE;
-	if ((want_value && !fwd_value(&f, out)) || tp_ad_failed(ad))
+	if ((in->n_actions && !fwd_policy(&f, out)) || tp_ad_failed(ad))
 		goto nomem;
 	return TP_OK;
 nomem:
@@ -892,29 +833,27 @@ nomem:
 
 enum tp_status tp_gnn_infer(const struct tp_gnn_net *net,
 			    const struct tp_gnn_input *in, struct tp_ad *ad,
-			    float *prior, float *value, struct tp_error *err)
+			    float *prior, struct tp_error *err)
 {
-	return tp_gnn_infer_cached(net, in, ad, NULL, prior, NULL, value, err);
+	return tp_gnn_infer_cached(net, in, ad, NULL, prior, NULL, err);
 }
 
 enum tp_status tp_gnn_infer_gains(const struct tp_gnn_net *net,
 				  const struct tp_gnn_input *in,
 				  struct tp_ad *ad, float *prior, float *gain,
-				  float *value, struct tp_error *err)
+				  struct tp_error *err)
 {
-	return tp_gnn_infer_cached(net, in, ad, NULL, prior, gain, value, err);
+	return tp_gnn_infer_cached(net, in, ad, NULL, prior, gain, err);
 }
 
 enum tp_status tp_gnn_infer_cached(const struct tp_gnn_net *net,
 				   const struct tp_gnn_input *in,
 				   struct tp_ad *ad,
 				   struct tp_gnn_body_cache *bc, float *prior,
-				   float *gain, float *value,
-				   struct tp_error *err)
+				   float *gain, struct tp_error *err)
 {
 	struct fwd f;
-	enum tp_status st =
-		forward(net, in, ad, NULL, value != NULL, bc, &f, err);
+	enum tp_status st = forward(net, in, ad, NULL, bc, &f, err);
 
 	if (st)
 		return st;
@@ -937,8 +876,6 @@ enum tp_status tp_gnn_infer_cached(const struct tp_gnn_net *net,
 				gain[k] = q.data[k];
 		}
 	}
-	if (value)
-		*value = tp_ad_val(ad, f.value).data[0];
 	return TP_OK;
 }
 
@@ -946,30 +883,28 @@ enum tp_status tp_gnn_train_targets(const struct tp_gnn_net *net,
 				    const struct tp_gnn_input *in,
 				    const struct tp_gnn_targets *t,
 				    struct tp_ad *ad, float *grad,
-				    float loss_out[3], struct tp_error *err)
+				    float loss_out[2], struct tp_error *err)
 {
 	struct fwd f;
-	enum tp_status st = forward(net, in, ad, grad, true, NULL, &f, err);
-	uint32_t lp = TP_AD_NONE, lq = TP_AD_NONE, lv, loss;
+	enum tp_status st;
+	uint32_t lp = TP_AD_NONE, lq = TP_AD_NONE, loss = TP_AD_NONE;
 
-	if (st)
+	loss_out[0] = loss_out[1] = 0.0f;
+	if (!in->n_actions || ((!t->pi) && !(t->gain && t->gain_weight)))
+		return TP_OK; /* nothing to learn from: no gradient */
+	if ((st = forward(net, in, ad, grad, NULL, &f, err)))
 		return st;
-	lv = tp_ad_mse(ad, f.value, t->value);
-	loss = tp_ad_scale(ad, lv, t->value_weight);
-	if (t->pi && in->n_actions) {
-		lp = tp_ad_softmax_xent(ad, f.logits, t->pi);
-		loss = tp_ad_add(ad, loss, lp);
-	}
-	if (t->gain && t->gain_weight && in->n_actions) {
+	if (t->pi)
+		loss = lp = tp_ad_softmax_xent(ad, f.logits, t->pi);
+	if (t->gain && t->gain_weight) {
 		lq = tp_ad_wmse(ad, f.gains, t->gain, t->gain_weight);
-		loss = tp_ad_add(ad, loss, lq);
+		loss = loss == TP_AD_NONE ? lq : tp_ad_add(ad, loss, lq);
 	}
 	if (!tp_ad_backward(ad, loss))
 		return tp_error_set(err, TP_ENOMEM,
 				    "out of memory in the GNN workspace");
 	loss_out[0] = lp == TP_AD_NONE ? 0.0f : tp_ad_val(ad, lp).data[0];
-	loss_out[1] = tp_ad_val(ad, lv).data[0];
-	loss_out[2] = lq == TP_AD_NONE ? 0.0f : tp_ad_val(ad, lq).data[0];
+	loss_out[1] = lq == TP_AD_NONE ? 0.0f : tp_ad_val(ad, lq).data[0];
 	return TP_OK;
 }
 

@@ -1,5 +1,5 @@
 /*
- * net.h - the policy/value graph neural network.
+ * net.h - the policy graph neural network (priors and gains).
  *
  * Input: a heterogeneous graph of op-group nodes and device nodes (built
  * by features.h from a model, a cluster and a partial plan) with five edge
@@ -19,9 +19,11 @@
  *              logit; softmax over the candidates;
  *   gains      per action, from the policy MLP's last hidden layer:
  *              tanh(h w + b), the predicted gain of the action over the
- *              state (see tp_gnn_gain_target in features.h);
- *   value      [mean | max over groups, mean | max over devices, global
- *              features] -> silu layer -> tanh, a number in (-1, 1).
+ *              state (see tp_gnn_gain_target in features.h).
+ *   (No value head since weights version 3: it was trained but never
+ *   used, and did not help the policy; src/gnn/README "Values".  The
+ *   global features are computed and normalised but no layer reads
+ *   them.)
  * Forward and backward are written by hand (ad.h) over sgemm.
  *
  * Input features are standardised with per-feature constants (mean, std)
@@ -63,7 +65,7 @@ struct tp_gnn_config {
 	uint32_t hidden;      /* H, embedding width */
 	uint32_t heads;       /* attention heads; divides hidden */
 	uint32_t layers;      /* message-passing layers */
-	uint32_t head_hidden; /* width of the policy/value MLPs */
+	uint32_t head_hidden; /* width of the policy MLP */
 	uint32_t group_in, device_in, action_in, global_in;
 	uint32_t edge_in[TP_GNN_ETYPES];
 };
@@ -104,9 +106,7 @@ struct tp_gnn_net {
 /*
  * The graph and query the network reads.  Edge lists are sorted by
  * destination (struct tp_ad_edges); edge_x[t] has one row per edge.
- * device_weight (NULL = 1 each) weights device nodes in the value head's
- * mean (a node may stand for an equivalence class of several devices).
- * With n_actions == 0 only the value is computed.
+ * With n_actions == 0 the heads compute nothing.
  */
 struct tp_gnn_input {
 	uint32_t n_groups, n_devices;
@@ -114,8 +114,7 @@ struct tp_gnn_input {
 	struct tp_tensor device_x; /* n_devices x device_in */
 	struct tp_ad_edges edges[TP_GNN_ETYPES];
 	struct tp_tensor edge_x[TP_GNN_ETYPES]; /* edges[t].n x edge_in[t] */
-	const float *device_weight;
-	const float *global_x; /* global_in floats */
+	const float *global_x; /* global_in floats (read by no layer) */
 	uint32_t group;        /* the group being decided, < n_groups */
 	uint32_t n_actions;
 	struct tp_ad_sets actions;  /* device nodes of each action */
@@ -152,21 +151,20 @@ enum tp_status tp_gnn_input_check(const struct tp_gnn_net *net,
 
 /*
  * Forward pass for search: prior[k] = softmax of the action logits
- * (n_actions floats, may be NULL when n_actions == 0) and *value in
- * (-1, 1).  ad is the caller's per-thread workspace (reset here).
- * The input is not re-checked (tp_gnn_input_check once per graph shape).
+ * (n_actions floats, may be NULL when n_actions == 0).  ad is the
+ * caller's per-thread workspace (reset here).  The input is not
+ * re-checked (tp_gnn_input_check once per graph shape).
  */
 enum tp_status tp_gnn_infer(const struct tp_gnn_net *net,
 			    const struct tp_gnn_input *in, struct tp_ad *ad,
-			    float *prior, float *value, struct tp_error *err);
+			    float *prior, struct tp_error *err);
 
 /* The same, also filling gain[k] (n_actions floats, NULL = not wanted)
- * with the gain head's output in (-1, 1); value NULL = not wanted (the
- * value head is skipped; priors and gains are the same to the bit). */
+ * with the gain head's output in (-1, 1). */
 enum tp_status tp_gnn_infer_gains(const struct tp_gnn_net *net,
 				  const struct tp_gnn_input *in,
 				  struct tp_ad *ad, float *prior, float *gain,
-				  float *value, struct tp_error *err);
+				  struct tp_error *err);
 
 /*
  * A per-thread cache of the encoders' and message-passing layers' output
@@ -193,21 +191,18 @@ enum tp_status tp_gnn_infer_cached(const struct tp_gnn_net *net,
 				   const struct tp_gnn_input *in,
 				   struct tp_ad *ad,
 				   struct tp_gnn_body_cache *bc, float *prior,
-				   float *gain, float *value,
-				   struct tp_error *err);
+				   float *gain, struct tp_error *err);
 
 /*
  * One training example: loss = cross-entropy(pi, policy) (skipped when
- * pi is NULL or n_actions == 0) + value_weight * (value - target)^2 +
- * sum_k gain_weight[k] (gain_k - gain[k])^2 (skipped when gain or
- * gain_weight is NULL; a weight of 0 masks an action whose gain is
- * unknown).  loss_out receives the three terms.  Gradients are *added*
- * into grad (n_params floats).
+ * pi is NULL) + sum_k gain_weight[k] (gain_k - gain[k])^2 (skipped when
+ * gain or gain_weight is NULL; a weight of 0 masks an action whose gain
+ * is unknown).  loss_out receives the two terms (policy, gain).
+ * Gradients are *added* into grad (n_params floats); an example with no
+ * actions, or with neither target, adds nothing (the losses are 0).
  */
 struct tp_gnn_targets {
 	const float *pi;          /* n_actions, a distribution, or NULL */
-	float value;
-	float value_weight;
 	const float *gain;        /* n_actions, in [-1, 1], or NULL */
 	const float *gain_weight; /* n_actions, >= 0, or NULL */
 };
@@ -216,7 +211,7 @@ enum tp_status tp_gnn_train_targets(const struct tp_gnn_net *net,
 				    const struct tp_gnn_input *in,
 				    const struct tp_gnn_targets *t,
 				    struct tp_ad *ad, float *grad,
-				    float loss_out[3], struct tp_error *err);
+				    float loss_out[2], struct tp_error *err);
 
 /* Name, shape and offset of parameter tensor i (i < count). */
 size_t tp_gnn_net_tensor_count(const struct tp_gnn_net *net);

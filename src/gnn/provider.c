@@ -133,8 +133,7 @@ static double gain_mean(const struct tp_gnn_prior *gp, const float *buf,
 
 enum tp_status tp_gnn_prior_eval(struct tp_gnn_prior *gp, void *scratch,
 				 const struct tp_prior_state *st,
-				 float *priors, float *raw_value,
-				 struct tp_error *err)
+				 float *priors, struct tp_error *err)
 {
 	struct scratch *s = scratch;
 	struct tp_gnn_input in;
@@ -169,20 +168,14 @@ enum tp_status tp_gnn_prior_eval(struct tp_gnn_prior *gp, void *scratch,
 			s->cap = need;
 		}
 	}
-	if (raw_value)
-		*raw_value = 0;
 	for (uint32_t m = 0; m < gp->n; m++) {
 		float *p = m ? s->buf + (size_t)2 * m * na : priors;
 		float *g = st->gains ? s->buf + (size_t)(2 * m + 1) * na : NULL;
-		float v;
 		if ((rc = tp_gnn_input_check(gp->net[m], &in, err)))
 			return rc;
 		if ((rc = tp_gnn_infer_cached(gp->net[m], &in, &s->ad,
-					      s->bc[m], p, g,
-					      raw_value ? &v : NULL, err)))
+					      s->bc[m], p, g, err)))
 			return rc;
-		if (raw_value)
-			*raw_value += v / (float)gp->n;
 	}
 	/* the ensemble's priors: the members' mean */
 	for (uint32_t m = 1; m < gp->n; m++)
@@ -213,7 +206,7 @@ static enum tp_status evaluate(void *ctx, void *scratch,
 {
 	if (st->n_actions == 0)
 		return TP_OK;
-	return tp_gnn_prior_eval(ctx, scratch, st, priors, NULL, err);
+	return tp_gnn_prior_eval(ctx, scratch, st, priors, err);
 }
 
 void tp_gnn_prior_provider(struct tp_gnn_prior *gp,

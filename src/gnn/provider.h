@@ -16,10 +16,9 @@
  * softmax over the candidate actions as priors, and, when the state asks
  * for them (tp_prior_state.gains), each action's predicted gain.
  *
- * Value: the network's value head (an estimate of the state's efficiency,
- * features.h tp_gnn_value_target) is trained and returned by
- * tp_gnn_prior_eval for training and benchmarks, but the search is not
- * given it: it had no signal (README, "Values").
+ * No value: the network has no value head since weights version 3 (it
+ * was trained but never given to the search, and did not help the
+ * policy; README, "Values").
  *
  * Threads: the provider's ctx (struct tp_gnn_prior) is read-only during a
  * search; every search thread gets its own scratch (tape + features).
@@ -95,15 +94,12 @@ enum tp_status tp_gnn_prior_load_default(const char *path,
 
 /*
  * One evaluation outside a search (training, benchmarks): priors over the
- * state's actions and the raw value-head output (efficiency scale), and
- * when st->gains is not NULL the gain head's predictions as
- * ln(t_state / t_child) (prior.h).  scratch comes from the provider's
- * scratch_new.  raw_value NULL: the value head is not run (the search's
- * evaluate() does so; priors and gains are the same to the bit).
+ * state's actions, and when st->gains is not NULL the gain head's
+ * predictions as ln(t_state / t_child) (prior.h), as the search's
+ * evaluate() gets them.  scratch comes from the provider's scratch_new.
  */
 enum tp_status tp_gnn_prior_eval(struct tp_gnn_prior *gp, void *scratch,
 				 const struct tp_prior_state *st,
-				 float *priors, float *raw_value,
-				 struct tp_error *err);
+				 float *priors, struct tp_error *err);
 
 #endif

@@ -172,9 +172,9 @@ static void norm_block(const struct tp_gnn_norm *o, size_t at, size_t n,
 
 /*
  * old (trained for fewer action or global features, appended_only) as a
- * network of this build's widths: every tensor copied, the policy's and
- * the value head's first layers (whose inputs end with the action and
- * global features, net.c) padded with zero rows, the new features'
+ * network of this build's widths: every tensor copied, the policy's
+ * first layer (whose inputs end with the action features, net.c) padded
+ * with zero rows (no layer reads the global features), the new features'
  * normalisation the identity.  So the network computes exactly what old
  * did, whatever the new features hold, until `make weights` retrains it
  * (src/gnn/README, "Widths").  Frees old; NULL with err on failure.
@@ -269,10 +269,14 @@ static bool decode_header(const char *name, const unsigned char *b, size_t len,
 	version = get_u32(b + 8);
 	if (version != TP_GNN_WEIGHTS_VERSION) {
 		snprintf(msg, sizeof(msg),
-			 "weights format version %u; this tagplan reads "
-			 "version %d (retrain with 'tagplan train' or use "
-			 "the matching tagplan)",
-			 version, TP_GNN_WEIGHTS_VERSION);
+			 "weights format version %u%s; this tagplan reads "
+			 "version %d: retrain with 'make weights' (or "
+			 "'tagplan train'), or use the matching tagplan",
+			 version,
+			 version == 2 ? " (with the value head that version 3 "
+					"dropped)"
+				      : "",
+			 TP_GNN_WEIGHTS_VERSION);
 		return bad_header(err, name, msg);
 	}
 	hsize = get_u32(b + 12);

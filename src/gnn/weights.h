@@ -2,11 +2,13 @@
  * weights.h - the GNN weights file: a versioned little-endian binary with
  * a header, the feature normalisation and the weights, and a CRC-32.
  *
- * Layout (version 2; version 1 had no gain head; all integers little-endian, floats IEEE-754 binary32):
+ * Layout (version 3; version 1 had no gain head, versions 1 and 2 had a
+ * value head, whose four tensors followed the gain head's; all integers
+ * little-endian, floats IEEE-754 binary32):
  *
  *   offset size
  *        0    8  magic "TPGNNW\r\n" (the CR LF catches text-mode mangling)
- *        8    4  format version (2)
+ *        8    4  format version (3)
  *       12    4  header size in bytes (248)
  *       16   16  hidden, heads, layers, head_hidden
  *       32   16  feature widths: group, device, action, global
@@ -32,6 +34,14 @@
  * ignores the appended features, features.h), and
  * that every number is finite (standard deviations positive).  A bad file
  * never yields a network.
+ *
+ * A version-2 file (the value head's weights after the gain head's) is
+ * refused, naming the file and the fix ('make weights'), rather than read
+ * without its value head: the shipped file is retrained whenever the
+ * layout changes, and one reader per version keeps this file simple.
+ * Its priors and gains are those of the version-3 file that drops the
+ * value tensors (the value head was a separate branch; src/gnn/README
+ * "Values").
  */
 #ifndef TP_GNN_WEIGHTS_H
 #define TP_GNN_WEIGHTS_H
@@ -43,7 +53,7 @@
 #include "graph.h"
 #include "net.h"
 
-#define TP_GNN_WEIGHTS_VERSION 2
+#define TP_GNN_WEIGHTS_VERSION 3
 #define TP_GNN_WEIGHTS_HEADER 248
 
 /* CRC-32 (IEEE, reflected, as zlib's crc32) of n bytes. */

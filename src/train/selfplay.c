@@ -322,7 +322,6 @@ static uint32_t new_node(struct tctx *t)
 	struct snode n;
 	memset(&n, 0, sizeof(n));
 	n.first_child = UINT32_MAX;
-	n.best = -1.0f;
 	n.vmax = -2.0f;
 	n.fpu = NAN;
 	if (tp_vec_push(&t->nodes, n))
@@ -358,7 +357,6 @@ static enum tp_status get_priors(struct tctx *t, uint32_t level, uint32_t n,
 				 const struct tp_report *rep)
 {
 	struct tp_prior_state ps;
-	float raw;
 	enum tp_status st;
 
 	if (!t->gp || n < 2) {
@@ -367,8 +365,7 @@ static enum tp_status get_priors(struct tctx *t, uint32_t level, uint32_t n,
 		return TP_OK;
 	}
 	prior_state(t, level, n, acts, rep, &ps);
-	st = tp_gnn_prior_eval(t->gp, t->gscratch, &ps, t->priors, &raw,
-			       &t->err);
+	st = tp_gnn_prior_eval(t->gp, t->gscratch, &ps, t->priors, &t->err);
 	return st;
 }
 
@@ -383,7 +380,6 @@ static enum tp_status playout(struct tctx *t, uint32_t root, uint32_t L0,
 	struct tp_globals gl = *gl0;
 	struct evalr r;
 	double v;
-	float e;
 	enum tp_status st;
 
 	memcpy(t->dec, dec0, K * sizeof(*t->dec));
@@ -400,7 +396,6 @@ static enum tp_status playout(struct tctx *t, uint32_t root, uint32_t L0,
 	if ((st = eval_state(t, &gl, t->dec, false, &r)))
 		return st;
 	v = r.ok ? tp_search_value(g->ref, r.feasible, r.time, r.over) : -1;
-	e = tp_gnn_value_target(g->lb, r.ok && r.feasible, r.time);
 	if (!t->nodes.v[cur].expanded && level <= K) {
 		n = tp_space_level_actions(&g->sp, level, &gl, t->dec,
 					   t->acts, MAX_ACTIONS, NULL);
@@ -440,8 +435,6 @@ static enum tp_status playout(struct tctx *t, uint32_t root, uint32_t L0,
 		struct snode *nd = &t->nodes.v[t->path[i]];
 		nd->visits++;
 		nd->wsum += v;
-		if (e > nd->best)
-			nd->best = e;
 		if (v > nd->vmax)
 			nd->vmax = (float)v;
 	}
@@ -509,7 +502,6 @@ static enum tp_status record(struct tctx *t, struct samples *S,
 	s.act_off = S->act.n;
 	s.pi_off = S->pi.n;
 	s.rep_off = SIZE_MAX;
-	s.z = p->best;
 	if (tp_vec_reserve(&S->dec, K) || tp_vec_reserve(&S->act, s.n_act) ||
 	    tp_vec_reserve(&S->pi, s.n_act) ||
 	    tp_vec_reserve(&S->gain, s.n_act) ||
@@ -595,8 +587,7 @@ nomem:
  * One self-play game: from the data-parallel incumbent, at every level run
  * `playouts` playouts from the current node, record it, move on (sampled
  * from the visits in the first levels when explore, else the most
- * visited).  Value targets: the best outcome found below each recorded
- * state.
+ * visited).
  */
 enum tp_status play_game(struct tctx *t, uint32_t gi, struct game *g,
 				uint32_t playouts, bool explore,
@@ -605,7 +596,6 @@ enum tp_status play_game(struct tctx *t, uint32_t gi, struct game *g,
 	uint32_t K, root, level;
 	struct tp_globals gl;
 	struct tp_decision *dec;
-	size_t first_sample = S->s.n;
 	enum tp_status st;
 
 	if ((st = tctx_bind(t, g, true)))
@@ -669,10 +659,6 @@ enum tp_status play_game(struct tctx *t, uint32_t gi, struct game *g,
 		apply(level, &t->nodes.v[pick].action, &gl, dec, K);
 		root = pick;
 	}
-	/* a state's outcome includes what the game found after it */
-	for (size_t i = S->s.n; i-- > first_sample + 1;)
-		if (S->s.v[i].z > S->s.v[i - 1].z)
-			S->s.v[i - 1].z = S->s.v[i].z;
 out:
 	free(dec);
 	return st;

@@ -38,7 +38,6 @@ void tp_train_options_default(struct tp_train_options *o)
 	o->heldout = 0.15;
 	o->lr = 1e-3f;
 	o->clip = 1.0f;
-	o->value_weight = 1.0f;
 	o->gain_weight = 1.0f;
 	o->weight_decay = 1e-2f;
 	o->max_devices = 32;
@@ -268,14 +267,14 @@ static void *grad_thread(void *arg)
 	uint32_t lo = R->batch_n * id / R->nt, hi = R->batch_n * (id + 1) / R->nt;
 
 	memset(t->grad, 0, R->net->n_params * sizeof(float));
-	t->loss_p = t->loss_v = t->loss_g = 0;
+	t->loss_p = t->loss_g = 0;
 	t->n_loss = 0;
 	for (uint32_t k = lo; k < hi && !t->st; k++) {
 		const struct samples *S = R->batch_set;
 		const struct sample *s = &S->s.v[R->batch_idx[k]];
 		struct tp_gnn_input in;
 		struct tp_gnn_targets tg;
-		float l[3], gw[MAX_ACTIONS];
+		float l[2], gw[MAX_ACTIONS];
 		double nw = 0;
 		t->st = sample_input(t, &R->games[s->game], S, s, &in);
 		if (t->st)
@@ -289,28 +288,25 @@ static void *grad_thread(void *arg)
 						 nw)
 				       : 0.0f;
 		tg.pi = S->pi.v + s->pi_off;
-		tg.value = s->z;
-		tg.value_weight = R->o->value_weight;
 		tg.gain = S->gain.v + s->pi_off;
 		tg.gain_weight = gw;
 		t->st = tp_gnn_train_targets(R->net, &in, &tg, &t->ad, t->grad,
 					     l, &t->err);
 		t->loss_p += l[0];
-		t->loss_v += l[1];
-		t->loss_g += R->o->gain_weight > 0 ? l[2] / R->o->gain_weight
+		t->loss_g += R->o->gain_weight > 0 ? l[1] / R->o->gain_weight
 						   : 0;
 		t->n_loss++;
 	}
 	return NULL;
 }
 
-/* One Adam step on the samples idx[0 .. n) of S; their mean policy,
- * value and gain losses into loss[0 .. 2]. */
+/* One Adam step on the samples idx[0 .. n) of S; their mean policy
+ * and gain losses into loss[0 .. 1]. */
 static enum tp_status grad_step(struct run *R, struct tp_gnn_adam *adam,
 				const struct samples *S, const uint32_t *idx,
-				uint32_t n, double loss[3], struct tp_error *err)
+				uint32_t n, double loss[2], struct tp_error *err)
 {
-	double *lp = &loss[0], *lv = &loss[1], *lg = &loss[2];
+	double *lp = &loss[0], *lg = &loss[1];
 	enum tp_status st;
 	float *g0 = R->tc[0].grad;
 	size_t np = R->net->n_params;
@@ -321,10 +317,9 @@ static enum tp_status grad_step(struct run *R, struct tp_gnn_adam *adam,
 	R->batch_n = n;
 	if ((st = run_parallel(R, grad_thread, err)))
 		return st;
-	*lp = *lv = *lg = 0;
+	*lp = *lg = 0;
 	for (uint32_t i = 0; i < R->nt; i++) {
 		*lp += R->tc[i].loss_p;
-		*lv += R->tc[i].loss_v;
 		*lg += R->tc[i].loss_g;
 		cnt += R->tc[i].n_loss;
 		if (i)
@@ -333,7 +328,6 @@ static enum tp_status grad_step(struct run *R, struct tp_gnn_adam *adam,
 	}
 	if (cnt) {
 		*lp /= cnt;
-		*lv /= cnt;
 		*lg /= cnt;
 		for (size_t k = 0; k < np; k++)
 			g0[k] /= (float)cnt;
@@ -345,7 +339,7 @@ static enum tp_status grad_step(struct run *R, struct tp_gnn_adam *adam,
 
 /* Held-out sums of one split (evaluate). */
 struct held_sums {
-	double ce, cu, mse, top, n;
+	double ce, cu, top, n;
 	double gm, gx, gy, gxx, gyy, gxy, gs, gn, gsn;
 };
 
@@ -364,8 +358,7 @@ static double sums_corr(const struct held_sums *h)
 
 /* One held-out state's figures into h (and into all). */
 static void sums_add(struct held_sums *h, const struct samples *S,
-		     const struct sample *s, const float *pri, const float *q,
-		     float v)
+		     const struct sample *s, const float *pri, const float *q)
 {
 	const float *pi = S->pi.v + s->pi_off;
 	uint32_t am = 0, at = 0;
@@ -398,7 +391,6 @@ static void sums_add(struct held_sums *h, const struct samples *S,
 			at = k;
 	}
 	h->top += am == at;
-	h->mse += (v - s->z) * (v - s->z);
 	h->n++;
 }
 
@@ -409,7 +401,7 @@ static enum tp_status evaluate(struct run *R, struct tp_train_epoch *ep,
 {
 	struct tctx *t = &R->tc[0];
 	struct held_sums all, sp[TP_TRAIN_SPLITS];
-	float pri[MAX_ACTIONS], q[MAX_ACTIONS], v;
+	float pri[MAX_ACTIONS], q[MAX_ACTIONS];
 
 	memset(&all, 0, sizeof(all));
 	memset(sp, 0, sizeof(sp));
@@ -420,17 +412,16 @@ static enum tp_status evaluate(struct run *R, struct tp_train_epoch *ep,
 		enum tp_status st;
 		if ((st = sample_input(t, &R->games[s->game], &R->held, s,
 				       &in)) ||
-		    (st = tp_gnn_infer_gains(R->net, &in, &t->ad, pri, q, &v,
+		    (st = tp_gnn_infer_gains(R->net, &in, &t->ad, pri, q,
 					     &t->err))) {
 			*err = t->err;
 			return st;
 		}
-		sums_add(&all, &R->held, s, pri, q, v);
-		sums_add(&sp[g->split], &R->held, s, pri, q, v);
+		sums_add(&all, &R->held, s, pri, q);
+		sums_add(&sp[g->split], &R->held, s, pri, q);
 	}
 	ep->heldout_policy = all.n ? all.ce / all.n : 0;
 	ep->heldout_uniform = all.n ? all.cu / all.n : 0;
-	ep->heldout_value = all.n ? all.mse / all.n : 0;
 	ep->heldout_top1 = all.n ? all.top / all.n : 0;
 	ep->heldout_gain = all.gn ? all.gm / all.gn : 0;
 	ep->heldout_gain_sign = all.gsn ? all.gs / all.gsn : 0;
@@ -659,7 +650,7 @@ static enum tp_status optimise(struct run *R, struct tp_gnn_adam *adam,
 	struct samples all;
 	struct tp_rng rng;
 	uint32_t steps, nbuf, *idx = NULL;
-	double lp = 0, lv = 0, lg = 0;
+	double lp = 0, lg = 0;
 	enum tp_status st = TP_OK;
 
 	memset(&all, 0, sizeof(all));
@@ -681,7 +672,7 @@ static enum tp_status optimise(struct run *R, struct tp_gnn_adam *adam,
 		idx[i] = i;
 	for (uint32_t s = 0, pos = nbuf; s < steps && nbuf; s++) {
 		uint32_t n = o->batch < nbuf ? o->batch : nbuf;
-		double l[3];
+		double l[2];
 		if (pos + n > nbuf) { /* reshuffle */
 			for (uint32_t i = nbuf - 1; i > 0; i--) {
 				uint32_t j = (uint32_t)tp_rng_below(&rng,
@@ -697,14 +688,12 @@ static enum tp_status optimise(struct run *R, struct tp_gnn_adam *adam,
 		pos += n;
 		if (4 * s >= 3 * steps) {
 			lp += l[0];
-			lv += l[1];
-			lg += l[2];
+			lg += l[1];
 			ep->samples++;
 		}
 	}
 	if (ep->samples) {
 		ep->train_policy = lp / ep->samples;
-		ep->train_value = lv / ep->samples;
 		ep->train_gain = lg / ep->samples;
 	}
 	ep->samples = (uint32_t)R->cur.s.n;
@@ -744,13 +733,11 @@ static enum tp_status train_epoch(struct run *R, struct tp_gnn_adam *adam,
 	ep->seconds = train_now() - te;
 	train_log(o,
 		  "epoch %u/%u: %u samples, %u steps; train policy %.3f "
-		  "value %.4f gain %.4f; held-out policy %.3f (uniform "
-		  "%.3f) top-1 %.0f%% value %.4f gain %.4f (corr %.2f, "
-		  "signs %.0f%%); %.0f s",
+		  "gain %.4f; held-out policy %.3f (uniform %.3f) top-1 "
+		  "%.0f%% gain %.4f (corr %.2f, signs %.0f%%); %.0f s",
 		  e + 1, o->epochs, ep->samples, steps, ep->train_policy,
-		  ep->train_value, ep->train_gain, ep->heldout_policy,
-		  ep->heldout_uniform, 100 * ep->heldout_top1,
-		  ep->heldout_value, ep->heldout_gain, ep->heldout_gain_corr,
+		  ep->train_gain, ep->heldout_policy, ep->heldout_uniform,
+		  100 * ep->heldout_top1, ep->heldout_gain, ep->heldout_gain_corr,
 		  100 * ep->heldout_gain_sign, ep->seconds);
 	for (int k = 0; k < TP_TRAIN_SPLITS; k++)
 		train_log(o,

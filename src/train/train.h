@@ -20,9 +20,8 @@
  * here because one group's decision moves the iteration time by a few
  * percent at most (and the best value found below an action is no better
  * a target: it grows with the visits the prior itself sends there, which
- * made the held-out loss rise from the second epoch on) -- the value target
- * is the state's outcome (the best plan found from it, as an efficiency,
- * features.h tp_gnn_value_target), the gain targets are each action's
+ * made the held-out loss rise from the second epoch on) -- the gain
+ * targets are each action's
  * own plan against the state's (features.h tp_gnn_gain_target; a mean
  * squared error over the scored actions, weight gain_weight), and the
  * game moves on to the target's
@@ -31,8 +30,10 @@
  * being trained.
  * After each epoch's games the network is trained on the last two epochs'
  * samples (Adam, gradient clipping) and evaluated on a held-out split of
- * the corpus (games never trained on): policy cross-entropy, value error
- * and how often its top action is the search's.
+ * the corpus (games never trained on): policy cross-entropy, how often
+ * its top action is the search's and the gain head's error and
+ * correlation.  (No value target since weights version 3: the value head
+ * was dropped, src/gnn/README "Values".)
  *
  * Reproducibility: everything derives from the seed; with the same seed,
  * thread count and options the result is bit-identical.  A checkpoint
@@ -71,7 +72,6 @@ struct tp_train_options {
 	double heldout;       /* fraction of games held out, 0..0.5 */
 	float lr;
 	float clip;           /* gradient-norm clipping */
-	float value_weight;   /* value loss weight */
 	float gain_weight;    /* gain loss weight (mean over actions) */
 	float weight_decay;   /* AdamW decoupled decay (per step, x lr) */
 	uint32_t hidden;      /* network width (0 = default 64) */
@@ -119,8 +119,8 @@ struct tp_train_split_figures {
 struct tp_train_epoch {
 	uint32_t epoch;
 	uint32_t samples;
-	double train_policy, train_value;     /* mean losses, last steps */
-	double heldout_policy, heldout_value; /* held-out losses */
+	double train_policy;                  /* mean loss, last steps */
+	double heldout_policy;                /* held-out loss */
 	double train_gain, heldout_gain;      /* gain head squared error */
 	double heldout_gain_corr;             /* its correlation with the
 						 targets */

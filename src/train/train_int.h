@@ -63,7 +63,6 @@ struct sample {
 	uint32_t game, level, n_act;
 	struct tp_globals gl;
 	size_t dec_off, act_off, pi_off, rep_off; /* rep_off SIZE_MAX: none */
-	float z;
 	float rep_time;
 	uint8_t rep_feasible;
 };
@@ -88,7 +87,6 @@ struct snode {
 	uint32_t visits;
 	double wsum;
 	float prior;
-	float best; /* best value target found below (efficiency scale) */
 	float vmax; /* best search value found below */
 	float v0;   /* search value of the node's own state */
 	float t0;   /* its iteration time (INFINITY: not scored) */
@@ -127,7 +125,7 @@ struct tctx {
 	/* training */
 	struct tp_ad ad;
 	float *grad;
-	double loss_p, loss_v, loss_g;
+	double loss_p, loss_g;
 	uint32_t n_loss;
 	struct tp_error err;
 	enum tp_status st;
