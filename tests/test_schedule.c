@@ -208,6 +208,97 @@ static uint32_t pair_set(const struct tp_space *sp, uint32_t a)
 	return 0;
 }
 
+/* The search's space on big_small_cluster over a chain model, every
+ * group at tp 1 on {0, 1} (the first `first` groups) or {2, 3}, and the
+ * plan materialised from it (bs_fx_plan). */
+struct bs_fx {
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_groups g;
+	struct tp_space sp;
+	struct tp_space_scratch *scr;
+	struct tp_decision *dec;
+	struct tp_plan p;
+};
+
+static void bs_fx_init(struct bs_fx *f, const struct tp_test_chain *ch,
+		       uint32_t first)
+{
+	struct tp_error err;
+
+	big_small_cluster(&f->c);
+	tp_test_chain_model(&f->m, ch);
+	ck_assert_int_eq(tp_coarsen(&f->m, 0, &f->g, NULL), TP_OK);
+	ck_assert_uint_eq(f->g.n, ch->n);
+	ck_assert_int_eq(tp_space_init(&f->sp, &f->m, &f->c, &f->g, &err),
+			 TP_OK);
+	f->scr = tp_space_scratch_new(&f->sp);
+	ck_assert_ptr_nonnull(f->scr);
+	f->dec = calloc(f->g.n, sizeof(*f->dec));
+	ck_assert_ptr_nonnull(f->dec);
+	for (uint32_t i = 0; i < f->g.n; i++) {
+		f->dec[i].set = pair_set(&f->sp, i < first ? 0 : 2);
+		f->dec[i].tp = 1;
+	}
+	tp_plan_init(&f->p);
+}
+
+static void bs_fx_release(struct bs_fx *f)
+{
+	tp_plan_release(&f->p);
+	free(f->dec);
+	tp_space_scratch_free(f->scr);
+	tp_space_release(&f->sp);
+	tp_groups_release(&f->g);
+	tp_model_release(&f->m);
+	tp_cluster_release(&f->c);
+}
+
+/* f->p from gl under runtime rt; the share of replica 1 (the small
+ * device) of plan group grp. */
+static double bs_fx_plan(struct bs_fx *f, const struct tp_runtime *rt,
+			 const struct tp_globals *gl, uint32_t grp)
+{
+	struct tp_error err;
+
+	ck_assert_int_eq(tp_space_set_runtime(&f->sp, rt, &err), TP_OK);
+	ck_assert_msg(tp_space_materialize(&f->sp, gl, f->dec,
+					   TP_COMPRESSION_OFF, f->scr, &f->p,
+					   &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_uint_gt(f->p.groups.n, grp);
+	/* replica 0 on the big device, 1 on the small one */
+	ck_assert_uint_eq(f->p.devs.v[f->p.groups.v[grp].dev_first + 1],
+			  2 * grp + 1);
+	return tp_plan_group_shares(&f->p, grp)[1];
+}
+
+/* Peak memory of device dev, f->p simulated under runtime rt. */
+static double bs_fx_peak(const struct bs_fx *f, const struct tp_runtime *rt,
+			 uint32_t dev)
+{
+	struct tp_report r;
+	struct tp_sim_options o;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *ss;
+	struct tp_error err;
+	double peak;
+
+	tp_sim_options_default(&o);
+	tp_sim_params_runtime(&o.params, rt);
+	sim = tp_sim_new(&f->m, &f->c, &o, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	ss = tp_sim_scratch_new(sim);
+	tp_report_init(&r);
+	ck_assert_msg(tp_sim_run(sim, &f->p, ss, &r, NULL, &err) == TP_OK,
+		      "%s", err.msg);
+	peak = r.devices[dev].peak_memory_bytes;
+	tp_report_release(&r);
+	tp_sim_scratch_free(ss);
+	tp_sim_free(sim);
+	return peak;
+}
+
 /*
  * The search's memory pre-estimate (search/actions.c run_info) under
  * zb-h1: stage s keeps p - s - 1 forwards and s + 1 deferred W passes
@@ -222,77 +313,36 @@ static uint32_t pair_set(const struct tp_space *sp, uint32_t a)
  */
 START_TEST(test_zb_h1_memory_estimate)
 {
-	struct tp_model m;
-	struct tp_cluster c;
-	struct tp_groups g;
-	struct tp_space sp;
-	struct tp_space_scratch *scr;
-	struct tp_globals gl;
-	struct tp_decision *dec;
-	struct tp_plan p;
-	struct tp_error err;
+	const struct tp_test_chain ch = {.n = 8, .dtype = TP_DTYPE_FP16,
+					 .flop = 1e12, .pbytes = 1e3,
+					 .saved = 1e9, .batch = 64};
 	const enum tp_schedule sched[] = {TP_SCHEDULE_1F1B, TP_SCHEDULE_ZB_H1};
+	struct tp_runtime none;
+	struct bs_fx f;
 
-	big_small_cluster(&c);
-	chain(&m, 8, 1e12, 1e3, 1e9, 0, 64);
-	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
-	ck_assert_uint_eq(g.n, 8);
-	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, &err), TP_OK);
-	scr = tp_space_scratch_new(&sp);
-	ck_assert_ptr_nonnull(scr);
-	dec = calloc(g.n, sizeof(*dec));
-	for (uint32_t i = 0; i < g.n; i++) {
-		dec[i].set = pair_set(&sp, i < 4 ? 0 : 2);
-		dec[i].tp = 1;
-	}
-	tp_plan_init(&p);
+	tp_runtime_none(&none);
+	bs_fx_init(&f, &ch, 4);
 	for (int k = 0; k < 2; k++) {
-		const double *sh;
-		struct tp_report r;
-		struct tp_sim_options o;
-		struct tp_sim *sim;
-		struct tp_sim_scratch *ss;
+		struct tp_globals gl;
+		double sh, peak;
 
 		memset(&gl, 0, sizeof(gl));
 		gl.micro_batches = 4;
 		gl.schedule = sched[k];
-		ck_assert_msg(tp_space_materialize(&sp, &gl, dec,
-						   TP_COMPRESSION_OFF, scr, &p,
-						   &err) == TP_OK,
-			      "%s", err.msg);
-		ck_assert_uint_eq(p.groups.n, 2);
-		ck_assert_uint_eq(p.schedule, sched[k]);
-		/* the last stage: replica 0 on the big device, 1 the small */
-		ck_assert_uint_eq(p.devs.v[p.groups.v[1].dev_first + 1], 3);
-		sh = tp_plan_group_shares(&p, 1);
+		sh = bs_fx_plan(&f, &none, &gl, 1);
+		ck_assert_uint_eq(f.p.groups.n, 2);
+		ck_assert_uint_eq(f.p.schedule, sched[k]);
 		if (k == 0)
-			ck_assert_double_eq_tol(sh[1], 0.5, 1e-12);
+			ck_assert_double_eq_tol(sh, 0.5, 1e-12);
 		else
-			ck_assert_msg(sh[1] <= 6.0 / 16 + 1e-12,
+			ck_assert_msg(sh <= 6.0 / 16 + 1e-12,
 				      "zb-h1: the small device's share %.6g",
-				      sh[1]);
-		tp_sim_options_default(&o);
-		sim = tp_sim_new(&m, &c, &o, &err);
-		ck_assert_msg(sim != NULL, "%s", err.msg);
-		ss = tp_sim_scratch_new(sim);
-		tp_report_init(&r);
-		ck_assert_msg(tp_sim_run(sim, &p, ss, &r, NULL, &err) == TP_OK,
-			      "%s", err.msg);
-		ck_assert_msg(r.devices[3].peak_memory_bytes <= 48e9,
-			      "%s: small device %.4g GB of 48",
-			      tp_schedule_name(sched[k]),
-			      r.devices[3].peak_memory_bytes / 1e9);
-		tp_report_release(&r);
-		tp_sim_scratch_free(ss);
-		tp_sim_free(sim);
+				      sh);
+		peak = bs_fx_peak(&f, &none, 3);
+		ck_assert_msg(peak <= 48e9, "%s: small device %.4g GB of 48",
+			      tp_schedule_name(sched[k]), peak / 1e9);
 	}
-	tp_plan_release(&p);
-	free(dec);
-	tp_space_scratch_free(scr);
-	tp_space_release(&sp);
-	tp_groups_release(&g);
-	tp_model_release(&m);
-	tp_cluster_release(&c);
+	bs_fx_release(&f);
 }
 END_TEST
 
@@ -311,36 +361,18 @@ END_TEST
  */
 START_TEST(test_grad_buffer_memory_estimate)
 {
-	struct tp_model m;
-	struct tp_cluster c;
-	struct tp_groups g;
-	struct tp_space sp;
-	struct tp_space_scratch *scr;
-	struct tp_globals gl;
-	struct tp_decision *dec;
-	struct tp_plan p;
-	struct tp_error err;
+	const struct tp_test_chain ch = {.n = 4, .dtype = TP_DTYPE_FP16,
+					 .flop = 1e12, .pbytes = 1e9,
+					 .saved = 0.4375e9, .out = 1e3,
+					 .batch = 16};
 	const double most[] = {8, 6, 4};
+	struct bs_fx f;
 
-	big_small_cluster(&c);
-	chain(&m, 4, 1e12, 1e9, 0.4375e9, 1e3, 16);
-	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
-	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, &err), TP_OK);
-	scr = tp_space_scratch_new(&sp);
-	ck_assert_ptr_nonnull(scr);
-	dec = calloc(g.n, sizeof(*dec));
-	for (uint32_t i = 0; i < g.n; i++) {
-		dec[i].set = pair_set(&sp, 0);
-		dec[i].tp = 1;
-	}
-	tp_plan_init(&p);
+	bs_fx_init(&f, &ch, 4);
 	for (int k = 0; k < 3; k++) {
 		struct tp_runtime rt;
-		struct tp_report r;
-		struct tp_sim_options o;
-		struct tp_sim *sim;
-		struct tp_sim_scratch *ss;
-		const double *sh;
+		struct tp_globals gl;
+		double sh, peak;
 
 		tp_runtime_none(&rt);
 		if (k) {
@@ -352,42 +384,20 @@ START_TEST(test_grad_buffer_memory_estimate)
 			rt.behaviour.grad_bucket_copy = true;
 			rt.behaviour.grad_reduce = TP_GRAD_REDUCE_FP32;
 		}
-		ck_assert_int_eq(tp_space_set_runtime(&sp, &rt, &err), TP_OK);
 		memset(&gl, 0, sizeof(gl));
 		gl.micro_batches = 1;
-		ck_assert_msg(tp_space_materialize(&sp, &gl, dec,
-						   TP_COMPRESSION_OFF, scr, &p,
-						   &err) == TP_OK,
-			      "%s", err.msg);
-		ck_assert_uint_eq(p.groups.n, 1);
-		ck_assert_uint_eq(p.devs.v[p.groups.v[0].dev_first + 1], 1);
-		sh = tp_plan_group_shares(&p, 0);
-		ck_assert_msg(sh[1] * 16 <= most[k] + 1e-9,
+		sh = bs_fx_plan(&f, &rt, &gl, 0);
+		ck_assert_uint_eq(f.p.groups.n, 1);
+		ck_assert_msg(sh * 16 <= most[k] + 1e-9,
 			      "runtime %d: the small device takes %.6g "
 			      "samples, at most %g fit",
-			      k, sh[1] * 16, most[k]);
-		tp_sim_options_default(&o);
-		tp_sim_params_runtime(&o.params, &rt);
-		sim = tp_sim_new(&m, &c, &o, &err);
-		ck_assert_msg(sim != NULL, "%s", err.msg);
-		ss = tp_sim_scratch_new(sim);
-		tp_report_init(&r);
-		ck_assert_msg(tp_sim_run(sim, &p, ss, &r, NULL, &err) == TP_OK,
-			      "%s", err.msg);
-		ck_assert_msg(r.devices[1].peak_memory_bytes <= 48e9,
+			      k, sh * 16, most[k]);
+		peak = bs_fx_peak(&f, &rt, 1);
+		ck_assert_msg(peak <= 48e9,
 			      "runtime %d: small device %.4g GB of 48", k,
-			      r.devices[1].peak_memory_bytes / 1e9);
-		tp_report_release(&r);
-		tp_sim_scratch_free(ss);
-		tp_sim_free(sim);
+			      peak / 1e9);
 	}
-	tp_plan_release(&p);
-	free(dec);
-	tp_space_scratch_free(scr);
-	tp_space_release(&sp);
-	tp_groups_release(&g);
-	tp_model_release(&m);
-	tp_cluster_release(&c);
+	bs_fx_release(&f);
 }
 END_TEST
 
