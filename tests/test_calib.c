@@ -115,6 +115,37 @@ START_TEST(test_calib_predict_table1)
 }
 END_TEST
 
+/* Every run of measured_runs.json ran, so each must be predicted to fit
+ * (issue 22: a plan the simulator says does not fit but that ran is an
+ * error of the simulator).  MosaicML's MPT rows ran at the largest
+ * micro-batch that fit, the tightest: mpt-7b-a100-80-8 at 79.1 of 80 GB
+ * (bench_fidelity).  Fails with the unfused attention's quadratic
+ * activations kept under fused_attention (sim/cost.c op_saved_bytes):
+ * mpt-1b-h100-8 at 180.6 GB of 80. */
+START_TEST(test_calib_measured_runs_fit)
+{
+	struct tp_mruns r;
+	struct tp_error err;
+
+	tp_mruns_init(&r);
+	tp_error_clear(&err);
+	ck_assert_int_eq(
+	    tp_mruns_load_file(tp_data_file("validation/measured_runs.json"),
+			       NULL, &r, &err),
+	    TP_OK);
+	for (size_t i = 0; i < r.rows.n; i++) {
+		struct tp_calib_result res;
+		ck_assert_msg(tp_calib_predict(&r.rows.v[i], NULL, NULL, NULL,
+					       &res, &err) == TP_OK,
+			      "%s: %s", r.rows.v[i].id, err.msg);
+		ck_assert_msg(res.feasible, "%s: %.1f GB of %.1f",
+			      r.rows.v[i].id, res.peak_bytes / 1e9,
+			      res.capacity_bytes / 1e9);
+	}
+	tp_mruns_release(&r);
+}
+END_TEST
+
 /* A run list of one run: ResNet-50 (batch 256, fp16) under ddp on one
  * A100 of topology topo at 2470 img/s (the shipped rn50-a100-amp-1, in
  * channels-last as DeepLearningExamples' AMP runs, which the shipped
@@ -302,6 +333,7 @@ Suite *suite_calib(void)
 	tcase_add_test(tc, test_runs_shipped);
 	tcase_add_test(tc, test_runs_bad);
 	tcase_add_test(tc, test_calib_predict_table1);
+	tcase_add_test(tc, test_calib_measured_runs_fit);
 	tcase_add_test(tc, test_calib_prior);
 	tcase_add_test(tc, test_calibrate_command);
 	suite_add_tcase(s, tc);
