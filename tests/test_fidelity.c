@@ -5,7 +5,7 @@
  * norm's three passes, gradients reduced in fp32, FlashAttention-2 class
  * attention on Hopper, GEMM efficiency by shape, NCCL's ring order inside
  * a node, Megatron-Core's fp32 gradient buffer, cuDNN's Winograd
- * convolutions.
+ * convolutions, NCCL's socket transport's cap per NIC.
  */
 #include <check.h>
 #include <math.h>
@@ -637,6 +637,80 @@ START_TEST(test_fid_nchw_transposes)
 }
 END_TEST
 
+/* NCCL's socket transport (runtime nic_socket_Bps, megatron-lm-2022's
+ * fitted 1.5e9): a NIC's links carry at most the cap per direction.  Two
+ * nodes of one V100 each on 25 Gbps (3.125e9 B/s) NICs, a pipeline of
+ * two ops whose 1e9-byte activation crosses the network once forward and
+ * its gradient once backward, one after the other: 2e9 bytes at 3.125e9
+ * x 0.9 = 2.8125e9 B/s without the cap (0.711 s), at 1.5e9 with it
+ * (1.333 s); the FLOP are negligible, so 2e9 / iteration time is the
+ * rate.  Under megatron-lm-2022 the cap comes from the
+ * profile; megatron-core has none. */
+static const char two_p3[] =
+	"{\"format\": \"tagplan-topology/1\", \"name\": \"two p3\", "
+	"\"nodes\": [{\"name\": \"n0\", \"devices\": [{\"type\": "
+	"\"V100-SXM2-16GB\", \"count\": 1}], \"nic\": {\"count\": 1, "
+	"\"bandwidth_Bps\": 3125000000, \"latency_s\": 1e-05}}, {\"name\": "
+	"\"n1\", \"devices\": [{\"type\": \"V100-SXM2-16GB\", \"count\": 1}], "
+	"\"nic\": {\"count\": 1, \"bandwidth_Bps\": 3125000000, "
+	"\"latency_s\": 1e-05}}]}";
+
+static double nic_rate(double cap, const char *runtime)
+{
+	struct tp_test_chain ch = {.n = 2, .dtype = TP_DTYPE_FP16,
+				   .flop = 1e3, .pbytes = 1e3, .saved = 1e3,
+				   .out = 1e9, .edge = 1e9, .batch = 1};
+	struct tp_load_options lo;
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_report r;
+	struct tp_sim_options o;
+	struct tp_runtime rt;
+	struct tp_error err;
+	double rate;
+
+	tp_load_options_default(&lo);
+	tp_cluster_init(&c);
+	ck_assert_msg(tp_topology_load("two_p3", two_p3, strlen(two_p3), &lo,
+				       &c, &err) == TP_OK,
+		      "%s", err.msg);
+	tp_test_chain_model(&m, &ch);
+	tp_sim_options_default(&o);
+	if (runtime) {
+		setenv("TAGPLAN_DATA", tp_data_file(""), 1);
+		ck_assert_int_eq(tp_runtime_find(runtime, &rt, &err), TP_OK);
+		tp_sim_params_runtime(&o.params, &rt);
+		o.params.gemm_shape_half = 0; /* the chain's ops have no
+						 GEMM shape */
+	} else {
+		o.params.nic_cap_Bps = cap;
+	}
+	fid_simulate(&m, &c, "tp=1,pp=2,dp=1,mb=1,gbs=1", &o, &r);
+	rate = 2e9 / r.iteration_time_s;
+	tp_report_release(&r);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+	return rate;
+}
+
+START_TEST(test_fid_nic_socket_cap)
+{
+	ck_assert_msg(fabs(nic_rate(0, NULL) / 2.8125e9 - 1) < 0.01, "%g",
+		      nic_rate(0, NULL));
+	ck_assert_msg(fabs(nic_rate(1.5e9, NULL) / 1.5e9 - 1) < 0.01, "%g",
+		      nic_rate(1.5e9, NULL));
+	/* a cap above the line rate changes nothing */
+	ck_assert_msg(fabs(nic_rate(4e9, NULL) / 2.8125e9 - 1) < 0.01,
+		      "%g", nic_rate(4e9, NULL));
+	ck_assert_msg(fabs(nic_rate(0, "megatron-lm-2022") / 1.5e9 - 1) <
+			  0.01,
+		      "%g", nic_rate(0, "megatron-lm-2022"));
+	ck_assert_msg(fabs(nic_rate(0, "megatron-core") / 2.8125e9 - 1) <
+			  0.01,
+		      "%g", nic_rate(0, "megatron-core"));
+}
+END_TEST
+
 Suite *suite_fidelity(void)
 {
 	Suite *s = suite_create("fidelity");
@@ -656,6 +730,7 @@ Suite *suite_fidelity(void)
 	tcase_add_test(tc, test_fid_grad_buffer_profiles);
 	tcase_add_test(tc, test_fid_winograd);
 	tcase_add_test(tc, test_fid_nchw_transposes);
+	tcase_add_test(tc, test_fid_nic_socket_cap);
 	suite_add_tcase(s, tc);
 	return s;
 }

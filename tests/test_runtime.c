@@ -190,6 +190,13 @@ START_TEST(test_runtime_bad_profiles)
 	expect_bad("\"gemm_shape_half\": \"cuBLAS",
 		   "\"gemm_shape_hal\": \"cuBLAS",
 		   "$.sources.gemm_shape_half", "say where");
+	/* the NIC cap of NCCL's socket transport: positive, with a source */
+	expect_bad("\"tf32\": true\n",
+		   "\"tf32\": true, \"nic_socket_Bps\": 0\n",
+		   "$.behaviour.nic_socket_Bps", "0");
+	expect_bad("\"tf32\": true\n",
+		   "\"tf32\": true, \"nic_socket_Bps\": 1.5e9\n",
+		   "$.sources.nic_socket_Bps", "say where");
 	/* the MoE exchange's: SMs kept for an overlap that is off; a source */
 	expect_bad("\"tf32\": true\n",
 		   "\"tf32\": true, \"comm_sm_share\": 0.2\n",

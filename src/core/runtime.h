@@ -168,6 +168,11 @@ struct tp_runtime_behaviour {
 				     "all_gather") instead of passing them
 				     around a ring under the compute ("p2p",
 				     the default when absent) */
+	double nic_socket_Bps;    /* NCCL's socket transport (TCP through
+				     host memory, no GPUDirect RDMA): a NIC
+				     carries at most this many bytes per
+				     second per direction, whatever its
+				     line rate (optional; 0 = no cap) */
 };
 
 /* What the stack can execute.  A bitmask field has bit 1u << VALUE of

@@ -32,7 +32,7 @@ static const char *const behaviour_fields[] = {
 	"expert_imbalance", "attention_kernel", "prefetch_depth",
 	"gemm_shape_half", "ep_node_forward", "ep_dispatch_fp8", "ep_overlap",
 	"comm_sm_share", "cp_comm", "grad_buffer", "winograd", "memory_format",
-	"grad_bucket_copy", NULL};
+	"grad_bucket_copy", "nic_socket_Bps", NULL};
 static const char *const can_fields[] = {
 	"launcher", "tensor_parallel", "pipeline_parallel",
 	"sequence_parallel", "per_stage_degrees", "uneven_shares",
@@ -137,7 +137,9 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 	    (st = tp_jget_enum(j, v, "memory_format", false,
 			       tp_memory_format_parse, "nchw | nhwc", 0, &mf)) ||
 	    (st = tp_jget_bool(j, v, "grad_bucket_copy", false, false,
-			       &b->grad_bucket_copy)))
+			       &b->grad_bucket_copy)) ||
+	    (st = tp_jget_number(j, v, "nic_socket_Bps", false, TP_JNUM_POS,
+				 0, &b->nic_socket_Bps, NULL)))
 		return st;
 	b->conv_nchw = mf == 1;
 	b->cp_all_gather = cpc == 1;
@@ -354,7 +356,8 @@ static enum tp_status check_sources(struct tp_jctx *j,
 				       !strcmp(*f, "grad_buffer") ||
 				       !strcmp(*f, "winograd") ||
 				       !strcmp(*f, "memory_format") ||
-				       !strcmp(*f, "grad_bucket_copy")) &&
+				       !strcmp(*f, "grad_bucket_copy") ||
+				       !strcmp(*f, "nic_socket_Bps")) &&
 			    !tp_json_get(tp_json_get(root, "behaviour"), *f))
 				continue;
 			old = tp_jctx_push_key(j, "sources");

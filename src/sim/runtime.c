@@ -35,6 +35,7 @@ void tp_sim_params_runtime(struct tp_sim_params *p,
 	p->grad_bucket_copy = b->grad_bucket_copy;
 	p->attention_kernel = b->attention_kernel;
 	p->gemm_shape_half = b->gemm_shape_half;
+	p->nic_cap_Bps = b->nic_socket_Bps;
 	if (b->grad_bucket_bytes > 0)
 		p->grad_bucket_bytes = b->grad_bucket_bytes;
 	if (b->expert_imbalance >= 1)

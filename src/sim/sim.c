@@ -84,6 +84,16 @@ static void tf32_peak(struct tp_sim *sim, uint32_t t)
 
 /* Each op's routed expert and the bytes crossing that expert's boundary
  * (dispatch in, combine out), for expert parallelism. */
+/* Is link lk a NIC's: a device's link to its NIC, or a NIC vertex's
+ * link into the network (not a switch-to-switch link)? */
+static bool nic_link(const struct tp_cluster *c, const struct tp_link *lk)
+{
+	return lk->kind == TP_LINK_NIC ||
+	       (lk->kind == TP_LINK_NETWORK &&
+		(c->vertex_kind.v[lk->a] == TP_VERTEX_NIC ||
+		 c->vertex_kind.v[lk->b] == TP_VERTEX_NIC));
+}
+
 static void expert_ops(struct tp_sim *sim)
 {
 	const struct tp_model *m = sim->m;
@@ -177,7 +187,10 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 			      lk->kind == TP_LINK_NETWORK)
 				     ? sim->o.params.link_eff_network
 				     : sim->o.params.link_eff_intra;
-		sim->chan_bw[2 * l] = sim->chan_bw[2 * l + 1] = lk->bw_Bps * eff;
+		double bw = lk->bw_Bps * eff, cap = sim->o.params.nic_cap_Bps;
+		if (cap > 0 && bw > cap && nic_link(c, lk))
+			bw = cap;
+		sim->chan_bw[2 * l] = sim->chan_bw[2 * l + 1] = bw;
 	}
 	for (uint32_t t = 0; t < sim->n_types; t++) {
 		sim->types[t] = c->types.v[t];
