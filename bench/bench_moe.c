@@ -13,9 +13,11 @@
  * priors: deterministic and independent of the shipped weights), seed
  * 1, TAGPLAN_BENCH_PLAYOUTS playouts (default 1000), one thread.
  * Printed per cluster: both iteration times and strategies, the speed-up
- * of the plan over the grid's best, and MFU on active parameters (6 x
- * active parameters x tokens, attention not counted, over the devices'
- * bf16 peak), beside the grid's best without EP and the EP grid's best
+ * of the plan over the grid's best, the search's seconds and
+ * simulations (the megatron baseline's grid among them: its MoE points
+ * with ep inside a node, src/search/README), and MFU on active
+ * parameters (6 x active parameters x tokens, attention not counted,
+ * over the devices' bf16 peak), beside the grid's best without EP and the EP grid's best
  * with perfectly balanced experts (imbalance=1: what the default 1.25
  * costs).
  *
@@ -264,7 +266,9 @@ static int run_one(const struct run *ru, uint64_t playouts, double *geo,
 		       be.t / bg.t);
 	printf("  plan         %8.3f s  MFU(active) %5.1f%%  %s (%s)\n", t,
 	       100 * 6 * active * tokens / (t * peak), desc, r.source);
-	printf("  plan speed-up over the EP grid %.3fx\n", bg.t / t);
+	printf("  plan speed-up over the EP grid %.3fx; the search %.1f s, "
+	       "%llu simulations\n",
+	       bg.t / t, r.seconds, (unsigned long long)r.simulations);
 	if (isfinite(t) && isfinite(bg.t)) {
 		*geo += log(bg.t / t);
 		(*n)++;
