@@ -330,6 +330,14 @@ enum tp_status tp_sim_make_report(const struct tp_sim *sim,
 			 "dimension and sequence length",
 			 tp_attn_kernel_name(sim->o.params.attention_kernel));
 	}
+	if (sim->nic_capped) {
+		size_t n = strlen(rep->approximations);
+		snprintf(rep->approximations + n,
+			 sizeof(rep->approximations) - n,
+			 "; NICs at most %.3g GB/s per direction (the runtime's "
+			 "nic_socket_Bps, fitted on NCCL over TCP sockets)",
+			 sim->o.params.nic_cap_Bps / 1e9);
+	}
 	return TP_OK;
 }
 

@@ -188,8 +188,10 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 				     ? sim->o.params.link_eff_network
 				     : sim->o.params.link_eff_intra;
 		double bw = lk->bw_Bps * eff, cap = sim->o.params.nic_cap_Bps;
-		if (cap > 0 && bw > cap && nic_link(c, lk))
+		if (cap > 0 && bw > cap && nic_link(c, lk)) {
 			bw = cap;
+			sim->nic_capped = true;
+		}
 		sim->chan_bw[2 * l] = sim->chan_bw[2 * l + 1] = bw;
 	}
 	for (uint32_t t = 0; t < sim->n_types; t++) {

@@ -57,6 +57,8 @@ struct tp_sim {
 	 * prof_n 0 */
 	uint32_t *prof, *prof_n, *ptab;
 	double *chan_bw;     /* effective bandwidth per directed channel */
+	bool nic_capped;     /* some NIC link runs at the runtime's
+				nic_socket_Bps, below its line rate */
 	double *in_bytes;    /* per op: bytes per sample entering it */
 	/* expert parallelism (README section 3): per op its routed expert
 	 * (tp_op_expert_index, -1 for the others) and, for an expert's ops,
