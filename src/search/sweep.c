@@ -839,6 +839,31 @@ static uint32_t slide_changes(struct polish *P, struct move *out)
 	return m;
 }
 
+/* VARIANTS (issue 27).  A guided pass also keeps, whatever their prior,
+ * a group's variants: its own changes on the same device set at the same
+ * tp (not suffixes), i.e. another synchronisation (or the mixed-replica
+ * bit that lives in it) or another recomputation.  A handful per group,
+ * and the changes a network trained on whole plans ranks lowest: on
+ * bench_gnn's ResNet-101 on 2 L4 + 4 1080 Ti servers the priors put 0.77
+ * of a group's mass on "all devices" (alone and as a suffix), and the
+ * change that wins, ring instead of hierarchical synchronisation on group
+ * 0 (seed 2; full recomputation of a 2-op group on seed 1), had 0.03: cut,
+ * so the guided search stayed at 0.1365 s at 200 playouts on seeds 1-3
+ * (unguided 0.1335/0.1324/0.1335 s) and 0.1338 s at 1,000.  Keeping the
+ * variants: 0.1324 and 0.1323 s.  The prior cut alone off (mass 1.01)
+ * found them too but lost VGG-16's win (0.2425 -> 0.2937 s at 3 s). */
+static void keep_variants(struct polish *P, uint32_t lv, uint32_t n)
+{
+	const struct tp_decision *d = &P->inc[lv - 1];
+
+	for (uint32_t i = 1; i < n; i++) {
+		const struct tp_action *a = &P->acts[i];
+		if (!a->suffix && a->d.set == d->set && a->d.tp == d->tp &&
+		    (a->d.sync != d->sync || a->d.recompute != d->recompute))
+			P->keep[i] = true;
+	}
+}
+
 /* The single changes of a pass at the incumbent into P->all (sorted in
  * sweep order), *na of them: every level's candidate actions (guided:
  * the likely ones; completing: those the prior cut skipped), then RELAX
@@ -867,6 +892,7 @@ static enum tp_status polish_changes(struct polish *P, bool comp,
 		if (asked && P->guide) {
 			search_prior_cut(P->pri, n, GUIDE_MASS, GUIDE_MIN_KEEP,
 					 P->keep);
+			keep_variants(P, lv, n);
 			/* completing: the changes the prior cut skipped */
 			for (uint32_t i = 1; comp && i < n; i++)
 				P->keep[i] = !P->keep[i];
