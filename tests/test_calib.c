@@ -14,17 +14,25 @@
 #include "io/runs.h"
 #include "util.h"
 
+/* Append the runs of data/validation/<name> to r. */
+static void load_runs(struct tp_mruns *r, const char *name)
+{
+	char rel[128];
+	struct tp_error err;
+
+	tp_error_clear(&err);
+	snprintf(rel, sizeof(rel), "validation/%s", name);
+	ck_assert_msg(tp_mruns_load_file(tp_data_file(rel), NULL, r, &err) ==
+			      TP_OK,
+		      "%s: %s", name, err.msg);
+}
+
 START_TEST(test_runs_shipped)
 {
 	struct tp_mruns r;
-	struct tp_error err;
 
 	tp_mruns_init(&r);
-	tp_error_clear(&err);
-	ck_assert_int_eq(
-	    tp_mruns_load_file(tp_data_file("validation/measured_runs.json"),
-			       NULL, &r, &err),
-	    TP_OK);
+	load_runs(&r, "measured_runs.json");
 	ck_assert_int_eq(r.rows.n, 20);
 	/* samples/s become seconds: 256 images at 2470 img/s */
 	ck_assert_str_eq(r.rows.v[0].id, "rn50-a100-amp-1");
@@ -35,11 +43,7 @@ START_TEST(test_runs_shipped)
 	ck_assert_str_eq(r.rows.v[14].id, "mpt-1b-h100-8");
 	ck_assert_int_eq(r.rows.v[14].attention_kernel, TP_ATTN_KERNEL_TRITON);
 	ck_assert(strstr(r.rows.v[0].topology, "topologies/t_a100x1.json"));
-	ck_assert_int_eq(
-	    tp_mruns_load_file(tp_data_file("validation/"
-					    "megatron_a100_table1.json"),
-			       NULL, &r, &err),
-	    TP_OK);
+	load_runs(&r, "megatron_a100_table1.json");
 	ck_assert_int_eq(r.rows.n, 30);
 	/* Table 1's 1.7B row: F / (137 TFLOP/s x 32 GPUs) */
 	ck_assert(r.rows.v[20].sweep);
@@ -100,11 +104,7 @@ START_TEST(test_calib_predict_table1)
 
 	tp_mruns_init(&r);
 	tp_error_clear(&err);
-	ck_assert_int_eq(
-	    tp_mruns_load_file(tp_data_file("validation/"
-					    "megatron_a100_table1.json"),
-			       NULL, &r, &err),
-	    TP_OK);
+	load_runs(&r, "megatron_a100_table1.json");
 	ck_assert_int_eq(
 	    tp_calib_predict(&r.rows.v[0], NULL, NULL, NULL, &res, &err),
 	    TP_OK);
@@ -129,10 +129,7 @@ START_TEST(test_calib_measured_runs_fit)
 
 	tp_mruns_init(&r);
 	tp_error_clear(&err);
-	ck_assert_int_eq(
-	    tp_mruns_load_file(tp_data_file("validation/measured_runs.json"),
-			       NULL, &r, &err),
-	    TP_OK);
+	load_runs(&r, "measured_runs.json");
 	for (size_t i = 0; i < r.rows.n; i++) {
 		struct tp_calib_result res;
 		ck_assert_msg(tp_calib_predict(&r.rows.v[i], NULL, NULL, NULL,
