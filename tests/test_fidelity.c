@@ -644,8 +644,9 @@ END_TEST
  * its gradient once backward, one after the other: 2e9 bytes at 3.125e9
  * x 0.9 = 2.8125e9 B/s without the cap (0.711 s), at 1.5e9 with it
  * (1.333 s); the FLOP are negligible, so 2e9 / iteration time is the
- * rate.  The report's approximations say so when the cap binds.  Under megatron-lm-2022 the cap comes from the
- * profile; megatron-core has none. */
+ * rate.  The report's approximations say so when the cap binds.  Under
+ * megatron-lm-2022 the cap comes from the profile; megatron-core has
+ * none. */
 static const char two_p3[] =
 	"{\"format\": \"tagplan-topology/1\", \"name\": \"two p3\", "
 	"\"nodes\": [{\"name\": \"n0\", \"devices\": [{\"type\": "
@@ -655,11 +656,13 @@ static const char two_p3[] =
 	"\"nic\": {\"count\": 1, \"bandwidth_Bps\": 3125000000, "
 	"\"latency_s\": 1e-05}}]}";
 
-static double nic_rate(double cap, const char *runtime, bool *said)
+static double nic_rate_on(const char *topo, const char *strategy,
+			  int64_t batch, double cap, const char *runtime,
+			  bool *said)
 {
 	struct tp_test_chain ch = {.n = 2, .dtype = TP_DTYPE_FP16,
 				   .flop = 1e3, .pbytes = 1e3, .saved = 1e3,
-				   .out = 1e9, .edge = 1e9, .batch = 1};
+				   .out = 1e9, .edge = 1e9, .batch = batch};
 	struct tp_load_options lo;
 	struct tp_model m;
 	struct tp_cluster c;
@@ -671,8 +674,8 @@ static double nic_rate(double cap, const char *runtime, bool *said)
 
 	tp_load_options_default(&lo);
 	tp_cluster_init(&c);
-	ck_assert_msg(tp_topology_load("two_p3", two_p3, strlen(two_p3), &lo,
-				       &c, &err) == TP_OK,
+	ck_assert_msg(tp_topology_load("topo", topo, strlen(topo), &lo, &c,
+				       &err) == TP_OK,
 		      "%s", err.msg);
 	tp_test_chain_model(&m, &ch);
 	tp_sim_options_default(&o);
@@ -685,7 +688,7 @@ static double nic_rate(double cap, const char *runtime, bool *said)
 	} else {
 		o.params.nic_cap_Bps = cap;
 	}
-	fid_simulate(&m, &c, "tp=1,pp=2,dp=1,mb=1,gbs=1", &o, &r);
+	fid_simulate(&m, &c, strategy, &o, &r);
 	rate = 2e9 / r.iteration_time_s;
 	*said = strstr(r.approximations, "nic_socket_Bps") != NULL;
 	tp_report_release(&r);
@@ -693,6 +696,31 @@ static double nic_rate(double cap, const char *runtime, bool *said)
 	tp_model_release(&m);
 	return rate;
 }
+
+static double nic_rate(double cap, const char *runtime, bool *said)
+{
+	return nic_rate_on(two_p3, "tp=1,pp=2,dp=1,mb=1", 1, cap, runtime,
+			   said);
+}
+
+/* Four such nodes (n-0 .. n-3), two on each of two switches joined by
+ * one 3.125e9 link: the two pipelines' activations (n-0 -> n-2, n-1 ->
+ * n-3) share it, 2.8125e9 / 2 each.  The cap binds on the NICs' links
+ * only, not on the switch-to-switch link (capped, it would give 0.75e9
+ * each). */
+#define LINK25 "\"bandwidth_Bps\": 3125000000, \"latency_s\": 1e-06"
+static const char four_p3[] =
+	"{\"format\": \"tagplan-topology/1\", \"name\": \"four p3\", "
+	"\"nodes\": [{\"name\": \"n\", \"count\": 4, \"devices\": "
+	"[{\"type\": \"V100-SXM2-16GB\", \"count\": 1}], \"nic\": "
+	"{\"count\": 1, \"bandwidth_Bps\": 3125000000, \"latency_s\": "
+	"1e-05}}], \"network\": {\"switches\": [{\"name\": \"s0\"}, "
+	"{\"name\": \"s1\"}], \"links\": ["
+	"{\"a\": \"n-0\", \"b\": \"s0\", " LINK25 "}, "
+	"{\"a\": \"n-1\", \"b\": \"s0\", " LINK25 "}, "
+	"{\"a\": \"n-2\", \"b\": \"s1\", " LINK25 "}, "
+	"{\"a\": \"n-3\", \"b\": \"s1\", " LINK25 "}, "
+	"{\"a\": \"s0\", \"b\": \"s1\", " LINK25 "}]}}";
 
 START_TEST(test_fid_nic_socket_cap)
 {
@@ -711,6 +739,9 @@ START_TEST(test_fid_nic_socket_cap)
 	ck_assert_msg(fabs(r / 1.5e9 - 1) < 0.01 && said, "%g", r);
 	r = nic_rate(0, "megatron-core", &said);
 	ck_assert_msg(fabs(r / 2.8125e9 - 1) < 0.01 && !said, "%g", r);
+	r = nic_rate_on(four_p3, "tp=1,pp=2,dp=2,mb=1", 2, 1.5e9, NULL,
+			&said);
+	ck_assert_msg(fabs(r / 1.40625e9 - 1) < 0.01, "%g", r);
 }
 END_TEST
 
