@@ -23,7 +23,7 @@
  * GNN's value head correlated at -0.38 with the simulated values on
  * bench_gnn's cases, src/gnn/README "Values".)
  * A provider may also predict each action's gain over the state
- * (tp_prior_state.gains): the guided sweeps (baselines.c) leave the
+ * (tp_prior_state.gains): the guided sweeps (sweep.c) leave the
  * changes predicted at least 10% slower unsimulated (search.h
  * TP_SEARCH_GAIN_SKIP); the tree does not ask for gains.
  *
