@@ -1383,6 +1383,65 @@ START_TEST(test_search_completes_before_kicking)
 }
 END_TEST
 
+/* PROBE (baselines.c): while no megatron grid point fits, a point is
+ * scored with full recomputation first and settled when that does not
+ * fit.  On a model far too big for the toy cluster, --baseline megatron
+ * (which still runs every baseline and the first fit) scores 66 plans,
+ * 9 of them with less than full recomputation on some group (the other
+ * baselines'); without PROBE 177 and 120. */
+struct lean_count {
+	struct toy toy;
+	int plans, not_full;
+};
+
+static enum tp_status lean_count_call(void *ctx, struct tp_eval_call *q,
+				      struct tp_error *err)
+{
+	struct lean_count *lc = ctx;
+	const struct tp_plan *p = q->plan;
+
+	if (q->ask != TP_EVAL_RUN && q->ask != TP_EVAL_FINALIZE)
+		return TP_OK;
+	lc->plans++;
+	for (uint32_t g = 0; g < p->groups.n; g++)
+		if (p->groups.v[g].recompute != TP_RECOMPUTE_FULL) {
+			lc->not_full++;
+			break;
+		}
+	return toy_run(&lc->toy, q->scratch, p, q->report, err);
+}
+
+START_TEST(test_megatron_grid_probes_full_recompute)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	struct tp_search_result r;
+	struct lean_count lc;
+	const int types[2] = {0, 0};
+
+	layered_model(&m, 8, 64, 1e4);
+	hetero_cluster(&c, 2, 4, types);
+	toy_evaluator(&lc.toy, &m, &c, &ev);
+	ev.ctx = &lc;
+	ev.call = lean_count_call;
+	lc.plans = lc.not_full = 0;
+	tp_search_options_default(&o);
+	o.threads = 1;
+	o.baseline = TP_BASELINE_MEGATRON;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	ck_assert(r.have_plan && !r.report.feasible);
+	ck_assert_msg(lc.plans <= 80 && lc.not_full <= 10, "%d of %d plans",
+		      lc.not_full, lc.plans);
+	ck_assert(r.report.over_bytes > 0);
+	tp_search_result_release(&r);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 /* VARIANTS (sweep.c): a provider that gives a group's changes without
  * recomputation nearly all the prior (the first three of them: the
  * prior cut keeps those), and a toy that halves the time when the plan
@@ -2287,6 +2346,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_relaxes_recompute_and_seeds_zero);
 	tcase_add_test(tm, test_search_run_changes);
 	tcase_add_test(tm, test_search_guided_variants);
+	tcase_add_test(tm, test_megatron_grid_probes_full_recompute);
 	tcase_add_test(tm, test_search_slide_changes);
 	tcase_add_test(tm, test_search_globals_uniform);
 	tcase_add_test(tm, test_search_level_priors);
