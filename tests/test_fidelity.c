@@ -5,13 +5,15 @@
  * norm's three passes, gradients reduced in fp32, FlashAttention-2 class
  * attention on Hopper, GEMM efficiency by shape, NCCL's ring order inside
  * a node, Megatron-Core's fp32 gradient buffer, cuDNN's Winograd
- * convolutions, NCCL's socket transport's cap per NIC.
+ * convolutions, NCCL's socket transport's cap per NIC, the runtimes'
+ * fitted GEMM efficiencies on CUDA cores and on Hopper.
  */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib/calib.h"
 #include "core/cluster.h"
 #include "core/cost.h"
 #include "core/model.h"
@@ -745,6 +747,172 @@ START_TEST(test_fid_nic_socket_cap)
 }
 END_TEST
 
+/* The runtime's fitted GEMM efficiencies (ddp's cuda_core_gemm_eff,
+ * fsdp2's hopper_gemm_scale; src/sim/README sections 2 and 9).  conv_run's
+ * 3x3 convolution without Winograd on a toy type named `type`: 3F =
+ * 693,633,024 FLOP forward and backward, compute-bound, at the toy's
+ * efficiency 1 (gemm_sustained 1).  cuda_core_gemm_eff 0.5 on CUDA cores
+ * (fp32, 10 TFLOP/s): 3F / 10e12 x (1 / 0.5 - 1) = 69.363 us longer;
+ * under TF32 and in bf16 (tensor cores) nothing changes.
+ * hopper_gemm_scale 0.5 on a type named H100... in bf16 (100 TFLOP/s):
+ * 3F / 100e12 = 6.936 us longer; on a type of another name nothing.
+ * The reports' approximations name the constant when it binds. */
+struct fitted_run {
+	const char *type;
+	enum tp_dtype dtype;
+	bool tf32;
+	double cuda_core, hopper;
+};
+
+static double fitted_conv_run(const struct fitted_run *f, bool *said)
+{
+	struct tp_device_type t = tp_test_toy_type(f->type);
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_report r;
+	struct tp_sim_options o;
+	struct tp_error err;
+	struct tp_op in = tp_op_default(), cv = tp_op_default();
+	double e = tp_dtype_bytes(f->dtype), px = 56.0 * 56.0, iter;
+	uint32_t a, b;
+
+	tp_model_init(&m);
+	m.global_batch = 1;
+	m.dtype = f->dtype;
+	m.optimizer = TP_OPT_SGD;
+	in.name = "input";
+	in.kind = TP_OP_INPUT;
+	in.out_bytes = e * 64 * px;
+	cv.name = "conv";
+	cv.kind = TP_OP_CONV;
+	cv.layer = 0;
+	cv.param_bytes = e * 64 * 64 * 9;
+	cv.flop = 2 * px * 64 * 64 * 9;
+	cv.backward_flop = 2 * cv.flop;
+	cv.out_bytes = e * 64 * px;
+	cv.mem_bytes = in.out_bytes + cv.out_bytes;
+	ck_assert_int_eq(tp_model_add_op(&m, &in, &a, &err), TP_OK);
+	ck_assert_int_eq(tp_model_add_op(&m, &cv, &b, &err), TP_OK);
+	ck_assert_int_eq(tp_model_add_edge(&m, a, b, in.out_bytes, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_model_finalize(&m, &err), TP_OK);
+	tp_test_toy_node(&c, &t, 1);
+	tp_sim_options_default(&o);
+	o.params.gemm_sustained = 1;
+	o.params.tf32 = f->tf32;
+	o.params.cuda_core_gemm_eff = f->cuda_core;
+	o.params.hopper_gemm_scale = f->hopper;
+	fid_simulate(&m, &c, "dp=1,mb=1", &o, &r);
+	iter = r.iteration_time_s;
+	*said = strstr(r.approximations, "cuda_core_gemm_eff") ||
+		strstr(r.approximations, "hopper_gemm_scale");
+	tp_report_release(&r);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+	return iter;
+}
+
+START_TEST(test_fid_fitted_gemm_eff)
+{
+	double F3 = 3 * 231211008.0;
+	struct fitted_run none = {"toy", TP_DTYPE_FP32, false, 0, 0};
+	struct fitted_run f = none;
+	struct tp_runtime rt;
+	struct tp_sim_params p;
+	struct tp_error err;
+	double t0;
+	bool said;
+
+	t0 = fitted_conv_run(&none, &said);
+	ck_assert(!said);
+	f.cuda_core = 0.5;
+	ck_assert_double_eq_tol(fitted_conv_run(&f, &said) - t0,
+				F3 / 10e12, 1e-9);
+	ck_assert(said);
+	f.hopper = 0.5; /* not a Hopper type: no change */
+	ck_assert_double_eq_tol(fitted_conv_run(&f, &said) - t0,
+				F3 / 10e12, 1e-9);
+	none.tf32 = f.tf32 = true;
+	f.hopper = 0;
+	ck_assert(fitted_conv_run(&f, &said) == fitted_conv_run(&none, &said));
+	ck_assert(!said);
+	none.tf32 = f.tf32 = false;
+	none.dtype = f.dtype = TP_DTYPE_BF16;
+	ck_assert(fitted_conv_run(&f, &said) == fitted_conv_run(&none, &said));
+	none.type = f.type = "H100-toy";
+	f.cuda_core = 0;
+	f.hopper = 0.5;
+	t0 = fitted_conv_run(&none, &said);
+	ck_assert(!said);
+	ck_assert_double_eq_tol(fitted_conv_run(&f, &said) - t0,
+				F3 / 100e12, 1e-10);
+	ck_assert(said);
+	/* the shipped profiles: ddp's and fsdp2's fitted figures, none in
+	   megatron-core; bench_fidelity's leave-one-source-out drops them */
+	setenv("TAGPLAN_DATA", tp_data_file(""), 1);
+	ck_assert_int_eq(tp_runtime_find("ddp", &rt, &err), TP_OK);
+	tp_sim_params_default(&p);
+	tp_sim_params_runtime(&p, &rt);
+	ck_assert_double_eq_tol(p.cuda_core_gemm_eff, 0.83, 1e-12);
+	ck_assert(p.hopper_gemm_scale == 0);
+	ck_assert_int_eq(tp_runtime_find("fsdp2", &rt, &err), TP_OK);
+	tp_sim_params_default(&p);
+	tp_sim_params_runtime(&p, &rt);
+	ck_assert_double_eq_tol(p.hopper_gemm_scale, 0.815, 1e-12);
+	ck_assert(p.cuda_core_gemm_eff == 0);
+	tp_sim_params_drop_fitted(&p);
+	ck_assert(p.hopper_gemm_scale == 0 && p.nic_cap_Bps == 0);
+	ck_assert_int_eq(tp_runtime_find("megatron-core", &rt, &err), TP_OK);
+	tp_sim_params_default(&p);
+	tp_sim_params_runtime(&p, &rt);
+	ck_assert(p.cuda_core_gemm_eff == 0 && p.hopper_gemm_scale == 0);
+}
+END_TEST
+
+/* The rows the fitted constants were fitted on, predicted under their
+ * shipped profiles: DeepLearningExamples' ResNet-50 FP32 on one V100
+ * within 2% (+21.0% without cuda_core_gemm_eff), MosaicML's MPT on 8
+ * H100 within 10% each (-9.0, -23.2, -11.2% without hopper_gemm_scale). */
+START_TEST(test_fid_fitted_rows)
+{
+	static const struct {
+		const char *id;
+		double tol;
+	} rows[] = {{"rn50-v100-fp32-1", 0.02},
+		    {"mpt-1b-h100-8", 0.10},
+		    {"mpt-13b-h100-8", 0.10},
+		    {"mpt-30b-h100-8", 0.10}};
+	struct tp_mruns runs;
+	struct tp_error err;
+	int seen = 0;
+
+	setenv("TAGPLAN_DATA", tp_data_file(""), 1);
+	tp_mruns_init(&runs);
+	tp_error_clear(&err);
+	ck_assert_int_eq(
+	    tp_mruns_load_file(tp_data_file("validation/measured_runs.json"),
+			       NULL, &runs, &err),
+	    TP_OK);
+	for (size_t i = 0; i < runs.rows.n; i++)
+		for (size_t k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
+			struct tp_calib_result res;
+
+			if (strcmp(runs.rows.v[i].id, rows[k].id) != 0)
+				continue;
+			ck_assert_msg(tp_calib_predict(&runs.rows.v[i], NULL,
+						       NULL, NULL, &res,
+						       &err) == TP_OK,
+				      "%s", err.msg);
+			ck_assert_msg(fabs(res.error) < rows[k].tol,
+				      "%s: %+.1f%%", rows[k].id,
+				      100 * res.error);
+			seen++;
+		}
+	ck_assert_int_eq(seen, 4);
+	tp_mruns_release(&runs);
+}
+END_TEST
+
 Suite *suite_fidelity(void)
 {
 	Suite *s = suite_create("fidelity");
@@ -765,6 +933,8 @@ Suite *suite_fidelity(void)
 	tcase_add_test(tc, test_fid_winograd);
 	tcase_add_test(tc, test_fid_nchw_transposes);
 	tcase_add_test(tc, test_fid_nic_socket_cap);
+	tcase_add_test(tc, test_fid_fitted_gemm_eff);
+	tcase_add_test(tc, test_fid_fitted_rows);
 	suite_add_tcase(s, tc);
 	return s;
 }

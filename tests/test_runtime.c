@@ -197,6 +197,19 @@ START_TEST(test_runtime_bad_profiles)
 	expect_bad("\"tf32\": true\n",
 		   "\"tf32\": true, \"nic_socket_Bps\": 1.5e9\n",
 		   "$.sources.nic_socket_Bps", "say where");
+	/* the fitted GEMM efficiencies: fractions (0, 1], with a source */
+	expect_bad("\"cuda_core_gemm_eff\": 0.83,",
+		   "\"cuda_core_gemm_eff\": 1.2,",
+		   "$.behaviour.cuda_core_gemm_eff", "1");
+	expect_bad("\"cuda_core_gemm_eff\": \"FITTED",
+		   "\"cuda_core_gemm_ef\": \"FITTED",
+		   "$.sources.cuda_core_gemm_eff", "say where");
+	expect_bad("\"tf32\": true\n",
+		   "\"tf32\": true, \"hopper_gemm_scale\": 0\n",
+		   "$.behaviour.hopper_gemm_scale", "0");
+	expect_bad("\"tf32\": true\n",
+		   "\"tf32\": true, \"hopper_gemm_scale\": 0.8\n",
+		   "$.sources.hopper_gemm_scale", "say where");
 	/* the MoE exchange's: SMs kept for an overlap that is off; a source */
 	expect_bad("\"tf32\": true\n",
 		   "\"tf32\": true, \"comm_sm_share\": 0.2\n",

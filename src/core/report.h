@@ -92,7 +92,7 @@ struct tp_report {
 	double over_bytes;      /* by how much it exceeds its capacity */
 	char reason[512];       /* one sentence: device, figure, dominant term,
 				   and the smallest change that would fit */
-	char approximations[512]; /* what this estimate leaves out */
+	char approximations[1024]; /* what this estimate leaves out */
 	char precision[256];      /* the precision fallback the devices
 				     were priced at (core/precision.h), or
 				     "" when they run the model's dtype */

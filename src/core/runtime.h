@@ -173,6 +173,15 @@ struct tp_runtime_behaviour {
 				     carries at most this many bytes per
 				     second per direction, whatever its
 				     line rate (optional; 0 = no cap) */
+	double cuda_core_gemm_eff; /* FITTED (data/validation): the
+				     efficiency of GEMM-like kernels on CUDA
+				     cores (a dtype without tensor cores:
+				     fp32 without TF32) in place of the
+				     type's gemm_efficiency x gemm_sustained
+				     (optional; 0 = none) */
+	double hopper_gemm_scale; /* FITTED (data/validation): a Hopper
+				     type's GEMM efficiency times this
+				     under the stack (optional; 0 = none) */
 };
 
 /* What the stack can execute.  A bitmask field has bit 1u << VALUE of

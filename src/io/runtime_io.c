@@ -32,7 +32,8 @@ static const char *const behaviour_fields[] = {
 	"expert_imbalance", "attention_kernel", "prefetch_depth",
 	"gemm_shape_half", "ep_node_forward", "ep_dispatch_fp8", "ep_overlap",
 	"comm_sm_share", "cp_comm", "grad_buffer", "winograd", "memory_format",
-	"grad_bucket_copy", "nic_socket_Bps", NULL};
+	"grad_bucket_copy", "nic_socket_Bps",
+	"cuda_core_gemm_eff", "hopper_gemm_scale", NULL};
 static const char *const can_fields[] = {
 	"launcher", "tensor_parallel", "pipeline_parallel",
 	"sequence_parallel", "per_stage_degrees", "uneven_shares",
@@ -139,7 +140,13 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 	    (st = tp_jget_bool(j, v, "grad_bucket_copy", false, false,
 			       &b->grad_bucket_copy)) ||
 	    (st = tp_jget_number(j, v, "nic_socket_Bps", false, TP_JNUM_POS,
-				 0, &b->nic_socket_Bps, NULL)))
+				 0, &b->nic_socket_Bps, NULL)) ||
+	    (st = tp_jget_number(j, v, "cuda_core_gemm_eff", false,
+				 TP_JNUM_FRACTION, 0, &b->cuda_core_gemm_eff,
+				 NULL)) ||
+	    (st = tp_jget_number(j, v, "hopper_gemm_scale", false,
+				 TP_JNUM_FRACTION, 0, &b->hopper_gemm_scale,
+				 NULL)))
 		return st;
 	b->conv_nchw = mf == 1;
 	b->cp_all_gather = cpc == 1;
@@ -357,7 +364,9 @@ static enum tp_status check_sources(struct tp_jctx *j,
 				       !strcmp(*f, "winograd") ||
 				       !strcmp(*f, "memory_format") ||
 				       !strcmp(*f, "grad_bucket_copy") ||
-				       !strcmp(*f, "nic_socket_Bps")) &&
+				       !strcmp(*f, "nic_socket_Bps") ||
+				       !strcmp(*f, "cuda_core_gemm_eff") ||
+				       !strcmp(*f, "hopper_gemm_scale")) &&
 			    !tp_json_get(tp_json_get(root, "behaviour"), *f))
 				continue;
 			old = tp_jctx_push_key(j, "sources");

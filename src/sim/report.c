@@ -338,6 +338,24 @@ enum tp_status tp_sim_make_report(const struct tp_sim *sim,
 			 "nic_socket_Bps, fitted on NCCL over TCP sockets)",
 			 sim->o.params.nic_cap_Bps / 1e9);
 	}
+	if (sim->fitted_cuda_core) {
+		size_t n = strlen(rep->approximations);
+		snprintf(rep->approximations + n,
+			 sizeof(rep->approximations) - n,
+			 "; GEMMs and convolutions on CUDA cores at %.3g of the "
+			 "fp32 peak (the runtime's cuda_core_gemm_eff, fitted "
+			 "on data/validation)",
+			 sim->o.params.cuda_core_gemm_eff);
+	}
+	if (sim->fitted_hopper) {
+		size_t n = strlen(rep->approximations);
+		snprintf(rep->approximations + n,
+			 sizeof(rep->approximations) - n,
+			 "; GEMMs on Hopper at %.3g of their efficiency (the "
+			 "runtime's hopper_gemm_scale, fitted on "
+			 "data/validation)",
+			 sim->o.params.hopper_gemm_scale);
+	}
 	return TP_OK;
 }
 

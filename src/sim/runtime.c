@@ -8,6 +8,13 @@
 #include "core/runtime.h"
 #include "sim.h"
 
+void tp_sim_params_drop_fitted(struct tp_sim_params *p)
+{
+	p->nic_cap_Bps = 0;
+	p->cuda_core_gemm_eff = 0;
+	p->hopper_gemm_scale = 0;
+}
+
 void tp_sim_params_runtime(struct tp_sim_params *p,
 			   const struct tp_runtime *rt)
 {
@@ -36,6 +43,8 @@ void tp_sim_params_runtime(struct tp_sim_params *p,
 	p->attention_kernel = b->attention_kernel;
 	p->gemm_shape_half = b->gemm_shape_half;
 	p->nic_cap_Bps = b->nic_socket_Bps;
+	p->cuda_core_gemm_eff = b->cuda_core_gemm_eff;
+	p->hopper_gemm_scale = b->hopper_gemm_scale;
 	if (b->grad_bucket_bytes > 0)
 		p->grad_bucket_bytes = b->grad_bucket_bytes;
 	if (b->expert_imbalance >= 1)

@@ -82,6 +82,28 @@ static void tf32_peak(struct tp_sim *sim, uint32_t t)
 		sim->dev[t].peak = sim->dev[t].peak_hi = r;
 }
 
+/* The runtime's fitted GEMM efficiencies on type t (README section 2,
+ * both fitted on data/validation): cuda_core_gemm_eff in place of the
+ * type's gemm_efficiency x gemm_sustained where the model's dtype runs
+ * on CUDA cores (its GEMM rate is the vector rate: fp32 without TF32,
+ * so after tf32_peak); hopper_gemm_scale times a Hopper type's.  The
+ * fused attention's published efficiencies (cost.c) are not GEMMs'. */
+static void fitted_gemm_eff(struct tp_sim *sim, uint32_t t)
+{
+	struct tp_cost_device *d = &sim->dev[t];
+	const struct tp_sim_params *p = &sim->o.params;
+
+	if (p->cuda_core_gemm_eff > 0 && !(d->peak > d->peak_vec)) {
+		d->gemm_eff = p->cuda_core_gemm_eff;
+		sim->fitted_cuda_core = true;
+	}
+	if (p->hopper_gemm_scale > 0 &&
+	    tp_sim_hopper_type(sim->c->types.v[t].name)) {
+		d->gemm_eff *= p->hopper_gemm_scale;
+		sim->fitted_hopper = true;
+	}
+}
+
 /* Each op's routed expert and the bytes crossing that expert's boundary
  * (dispatch in, combine out), for expert parallelism. */
 /* Is link lk a NIC's: a device's link to its NIC, or a NIC vertex's
@@ -201,6 +223,7 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 				    sim->o.params.gemm_sustained);
 		sim->dev[t].gemm_shape_half = sim->o.params.gemm_shape_half;
 		tf32_peak(sim, t);
+		fitted_gemm_eff(sim, t);
 	}
 	tp_sim_speed_init(sim);
 	tp_cost_state_init(&sim->state, m->dtype, m->optimizer);

@@ -57,6 +57,10 @@ struct tp_sim {
 	 * prof_n 0 */
 	uint32_t *prof, *prof_n, *ptab;
 	double *chan_bw;     /* effective bandwidth per directed channel */
+	bool fitted_cuda_core; /* some type's GEMMs at the runtime's
+				  cuda_core_gemm_eff */
+	bool fitted_hopper;    /* some type's GEMMs times the runtime's
+				  hopper_gemm_scale */
 	bool nic_capped;     /* some NIC link runs at the runtime's
 				nic_socket_Bps, below its line rate */
 	double *in_bytes;    /* per op: bytes per sample entering it */
