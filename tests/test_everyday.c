@@ -738,6 +738,79 @@ START_TEST(test_trace_one_replica)
 }
 END_TEST
 
+/* ---- a new user's slips: the error names what was meant -------------- */
+
+/* Run argv; assert exit 2, nothing on stdout, no file "out" in dir and
+ * stderr holding want (and not unwanted, when given). */
+static void slip(const char *const *argv, const char *dir, const char *want,
+		 const char *unwanted)
+{
+	struct tp_run r;
+	struct stat st;
+
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_msg(r.status == 2, "%s: exit %d: %s", argv[1], r.status,
+		      r.err);
+	ck_assert_msg(strstr(r.err, want), "want \"%s\" in: %s", want, r.err);
+	ck_assert_msg(!unwanted || !strstr(r.err, unwanted), "%s", r.err);
+	ck_assert_uint_eq(r.out_len, 0);
+	ck_assert(stat(path_in(dir, "out"), &st) != 0);
+	tp_run_free(&r);
+}
+
+/* A misspelt option, a misspelt model, an HF config given without "hf:"
+ * to tagplan model or as a model file to simulate: each error names what
+ * was meant (the fix), exits 2 and writes nothing.  Before, the option
+ * and model had no suggestion, "model gtp --hidden" blamed --hidden,
+ * "model PATH/config.json" listed the zoo and "-m config.json" said to
+ * add a "format" field. */
+START_TEST(test_new_user_slips)
+{
+	const char *dir = tp_test_tmpdir();
+	const char *out = path_in(dir, "out");
+	const char *hf = tp_test_path("data/hf/gpt2.json");
+	const char *topo = tp_data_file("tag-testbed.json");
+	const char *demo = tp_data_file("demo-model.json");
+	char hf_src[1100], want[1400];
+	const char *a1[] = {"tagplan", "plan", "--playout", "10", "-o", out,
+			    NULL};
+	const char *a2[] = {"tagplan", "plan", "-seed", "2", "-o", out, NULL};
+	const char *a3[] = {"tagplan", "plan", "--time", "1", "-o", out, NULL};
+	const char *a3b[] = {"tagplan", "simulate", "--xyzzy", NULL};
+	const char *a4[] = {"tagplan", "model", "gtp", "--hidden", "64", "-o",
+			    out, NULL};
+	const char *a5[] = {"tagplan", "model", "resnet51", "-o", out, NULL};
+	const char *a6[] = {"tagplan", "model", hf, "-o", out, NULL};
+	const char *a7[] = {"tagplan", "model", demo, "-o", out, NULL};
+	const char *a8[] = {"tagplan", "simulate", "-m", hf, "-t", topo,
+			    "-s", "tp=1", "-o", out, NULL};
+	const char *a9[] = {"tagplan", "validate", hf, NULL};
+
+	snprintf(hf_src, sizeof(hf_src), "hf:%s", hf);
+	slip(a1, dir, "unknown option \"--playout\" (did you mean --playouts?)",
+	     NULL);
+	slip(a2, dir, "unknown option \"-seed\" (did you mean --seed?)", NULL);
+	/* the only option it begins; none near */
+	slip(a3, dir, "unknown option \"--time\" (did you mean --time-limit?)",
+	     NULL);
+	slip(a3b, dir, "unknown option \"--xyzzy\"\n", NULL);
+	slip(a4, dir, "unknown model \"gtp\" (did you mean gpt?)", "--hidden");
+	slip(a5, dir, "unknown model \"resnet51\" (did you mean resnet50?)",
+	     NULL);
+	snprintf(want, sizeof(want), "is a file: for a HuggingFace config.json "
+				     "write %s", hf_src);
+	slip(a6, dir, want, "unknown model");
+	slip(a7, dir, "is already a tagplan model file: give it to plan or "
+		      "simulate with -m", NULL);
+	snprintf(want, sizeof(want), "a HuggingFace config (\"model_type\": "
+				     "\"gpt2\"), not a tagplan file; build a "
+				     "model from it with `tagplan model %s",
+		 hf_src);
+	slip(a8, dir, want, "add \"format\"");
+	slip(a9, dir, want, NULL);
+}
+END_TEST
+
 Suite *suite_everyday(void)
 {
 	Suite *s = suite_create("everyday");
@@ -753,6 +826,7 @@ Suite *suite_everyday(void)
 	tcase_add_test(tc, test_check_prints_comparison);
 	tcase_add_test(tc, test_model_dtype_documented);
 	tcase_add_test(tc, test_no_timing_identical);
+	tcase_add_test(tc, test_new_user_slips);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("progress");

@@ -41,11 +41,12 @@ double tp_cli_grad_bucket_mb_default(void);
 #define TP_CLI_RUNTIME_HELP                                                   \
 	"the training runtime the plan is for: a profile of data/runtimes "   \
 	"(megatron-core, megatron-lm-2022, megatron-lm-2021, deepspeed, "     \
-	"fsdp2, ddp) or a tagplan-runtime/1 file; the search keeps to the "  \
-	"plans it executes (the answer exports to it) and its behaviour "    \
-	"sets the simulator's (gradient overlap and bucket, blocking "       \
-	"pipeline sends); none = every plan tagplan can express, the "       \
-	"simulator's defaults [megatron-core for transformers, else ddp]"
+	"fsdp2, ddp, hai-llm) or a tagplan-runtime/1 file; the search "       \
+	"keeps to the plans it executes (the answer exports to it) and its "  \
+	"behaviour sets the simulator's (gradient overlap and bucket, "       \
+	"blocking pipeline sends); none = every plan tagplan can express, "   \
+	"the simulator's defaults [megatron-core for transformers, else "     \
+	"ddp]"
 
 enum tp_opt_type {
 	TP_OPT_FLAG,   /* bool, no argument */

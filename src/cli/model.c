@@ -8,9 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "core/strbuf.h"
+#include "core/strmap.h"
 #include "io/build.h"
 #include "inputs.h"
 #include "io/io.h"
@@ -196,6 +198,17 @@ static int parse_args(struct model_args *a, int argc, char **argv, int *code)
 	return 0;
 }
 
+/* SOURCE is gpt, hf:..., a zoo name or a shipped model file; otherwise
+ * the error says what it is not (before blaming the options). */
+static bool known_source(const char *src)
+{
+	char buf[2048];
+
+	return !strcmp(src, "gpt") || !strncmp(src, "hf:", 3) ||
+	       zoo_name(src) ||
+	       tp_inputs_shipped(src, true, buf, sizeof(buf)) != src;
+}
+
 /* Options that do not go with SOURCE, outputs that are inputs, a bad
  * --name: exit 2 (0 when all is well). */
 static int check_options(const struct model_args *a)
@@ -203,7 +216,7 @@ static int check_options(const struct model_args *a)
 	const char *src = a->src;
 	unsigned bad;
 
-	if (strcmp(src, "gpt") != 0) {
+	if (strcmp(src, "gpt") != 0 && known_source(src)) {
 		/* options that only make sense for dimensions */
 		for (int i = 0; i < N_GPT_ONLY; i++) {
 			const char *o = a->opts[i].name;
@@ -234,6 +247,32 @@ static int check_options(const struct model_args *a)
 	return 0;
 }
 
+/* SOURCE names a file: an HF config given without "hf:", or a tagplan
+ * model file (which needs no building).  Exit 2. */
+static int source_is_file(const char *src)
+{
+	struct tp_error err;
+	char *data = NULL;
+	size_t len = 0;
+	bool model;
+
+	tp_error_clear(&err);
+	model = tp_file_read(src, 0, &data, &len, &err) == TP_OK &&
+		tp_format_sniff(data, len) == TP_FORMAT_MODEL;
+	free(data);
+	if (model)
+		return tp_cli_usage_error(
+			"model",
+			"SOURCE \"%s\" is already a tagplan model file: give "
+			"it to plan or simulate with -m %s (SOURCE is gpt, "
+			"hf:PATH/config.json or a zoo name)",
+			src, src);
+	return tp_cli_usage_error("model",
+				  "SOURCE \"%s\" is a file: for a HuggingFace "
+				  "config.json write hf:%s",
+				  src, src);
+}
+
 /* What SOURCE needs: gpt its dimensions, hf: a path, a shipped model
  * file no --dtype; sets a->ship.  Exit 2 (0 when all is well). */
 static int check_source(struct model_args *a)
@@ -261,6 +300,8 @@ static int check_source(struct model_args *a)
 			      : tp_cli_usage_error(
 					"model", "hf: needs a path, e.g. "
 						 "hf:llama/config.json");
+	if (!known_source(src) && access(src, F_OK) == 0)
+		return source_is_file(src);
 	if (zoo_name(src) ||
 	    tp_inputs_shipped(src, true, a->sbuf, sizeof(a->sbuf)) == src)
 		return 0;
@@ -297,7 +338,43 @@ static enum tp_status build_from_dims(const struct model_args *a,
 	return tp_build_gpt(&d, m, err);
 }
 
-/* A zoo entry; an unknown name also lists the shipped model files. */
+/* The SOURCE nearest to an unknown src (gpt, a zoo name or a name in
+ * shipped, ", "-separated) within an edit distance of 2, into out; false
+ * if none is that near. */
+static bool near_source(const char *src, const char *shipped, char *out,
+			size_t size)
+{
+	size_t bd = 3;
+	char name[256];
+
+	out[0] = '\0';
+	for (int i = -1; i < 0 || tp_zoo_names[i]; i++) {
+		const char *n = i < 0 ? "gpt" : tp_zoo_names[i];
+		size_t d = tp_edit_distance(src, n, 2);
+		if (d < bd) {
+			bd = d;
+			snprintf(out, size, "%s", n);
+		}
+	}
+	for (const char *p = shipped; p && *p;) {
+		size_t len = strcspn(p, ",");
+		size_t d;
+		snprintf(name, sizeof(name), "%.*s",
+			 (int)(len < sizeof(name) ? len : sizeof(name) - 1),
+			 p);
+		d = tp_edit_distance(src, name, 2);
+		if (d < bd) {
+			bd = d;
+			snprintf(out, size, "%s", name);
+		}
+		p += len;
+		p += strspn(p, ", ");
+	}
+	return bd <= 2;
+}
+
+/* A zoo entry; an unknown name also lists the shipped model files and
+ * names the nearest SOURCE. */
 static enum tp_status build_from_zoo(const struct model_args *a,
 				     struct tp_model *m, struct tp_error *err)
 {
@@ -305,16 +382,29 @@ static enum tp_status build_from_zoo(const struct model_args *a,
 
 	if (st == TP_EUSAGE && !zoo_name(a->src)) {
 		struct tp_strbuf list;
+		char msg[TP_ERROR_MSG_MAX], near[256], hint[300] = "";
+		const char *semi;
+		int head;
+
 		tp_strbuf_init(&list);
 		tp_inputs_list_shipped(true, &list);
-		if (list.len) {
-			char msg[TP_ERROR_MSG_MAX];
-			snprintf(msg, sizeof(msg), "%s", err->msg);
+		snprintf(msg, sizeof(msg), "%s", err->msg);
+		if (near_source(a->src, tp_strbuf_cstr(&list), near,
+				sizeof(near)))
+			snprintf(hint, sizeof(hint), " (did you mean %s?)",
+				 near);
+		/* the hint goes after 'unknown model "NAME"' */
+		semi = strchr(msg, ';');
+		head = semi ? (int)(semi - msg) : (int)strlen(msg);
+		if (list.len)
 			tp_error_set(err, TP_EUSAGE,
-				     "%.700s; or a shipped model "
+				     "%.*s%s%.700s; or a shipped model "
 				     "file: %s",
-				     msg, tp_strbuf_cstr(&list));
-		}
+				     head, msg, hint, msg + head,
+				     tp_strbuf_cstr(&list));
+		else
+			tp_error_set(err, TP_EUSAGE, "%.*s%s%.700s", head, msg,
+				     hint, msg + head);
 		tp_strbuf_release(&list);
 	}
 	return st;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/strbuf.h"
+#include "core/strmap.h"
 #include "io/io.h"
 #include "sim/sim.h"
 
@@ -179,6 +180,42 @@ static struct tp_opt *find_short(struct tp_opt *opts, char c)
 	return NULL;
 }
 
+/* The option an unknown one "a" most likely meant: a long name given with
+ * one dash ("-seed"), the only long name it begins ("--time" for
+ * --time-limit), else the nearest by edit distance (at most 1 for names
+ * up to 4 letters, else 2: "--playout" for --playouts); NULL if none. */
+static const struct tp_opt *near_option(const struct tp_opt *opts,
+					const char *a)
+{
+	const char *name = a + (a[1] == '-' ? 2 : 1);
+	const char *eq = strchr(name, '=');
+	size_t len = eq ? (size_t)(eq - name) : strlen(name);
+	size_t cap = len > 4 ? 2 : 1, bd = cap + 1;
+	const struct tp_opt *best = NULL, *prefix = NULL;
+	int nprefix = 0;
+	char buf[64];
+
+	if (len < 2 || len >= sizeof(buf))
+		return NULL;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	for (const struct tp_opt *o = opts; o && o->name; o++) {
+		size_t d;
+		if (a[1] != '-' && strcmp(o->name, buf) == 0)
+			return o;
+		if (len >= 3 && strncmp(o->name, buf, len) == 0) {
+			prefix = o;
+			nprefix++;
+		}
+		d = tp_edit_distance(buf, o->name, cap);
+		if (d < bd) {
+			bd = d;
+			best = o;
+		}
+	}
+	return nprefix == 1 ? prefix : best;
+}
+
 static int set_value(const char *cmd, struct tp_opt *o, const char *val)
 {
 	char *end;
@@ -329,7 +366,15 @@ int tp_opts_parse(const struct tp_cli_doc *doc, struct tp_opt *opts,
 			o = find_short(opts, a[1]);
 		}
 		if (!o) {
-			tp_cli_usage_error(cmd, "unknown option \"%s\"", a);
+			const struct tp_opt *n = near_option(opts, a);
+			if (n)
+				tp_cli_usage_error(cmd,
+						   "unknown option \"%s\" (did "
+						   "you mean --%s?)",
+						   a, n->name);
+			else
+				tp_cli_usage_error(cmd,
+						   "unknown option \"%s\"", a);
 			free(positional);
 			return -1;
 		}

@@ -750,11 +750,10 @@ enum tp_status tp_format_detect(const char *name, const char *text, size_t len,
 	}
 	f = tp_json_get(doc.root, "format");
 	if (!f) {
-		st =
-		    tp_jctx_fail(&j, NULL,
-				 "missing required field \"format\" (one of "
-				 "\"tagplan-model/1\", \"tagplan-topology/1\", "
-				 "\"tagplan-plan/1\", \"tagplan-report/1\")");
+		st = tp_jctx_missing_format(
+		    &j, doc.root,
+		    "one of \"tagplan-model/1\", \"tagplan-topology/1\", "
+		    "\"tagplan-plan/1\", \"tagplan-report/1\"");
 		goto out;
 	}
 	if (f->type != TP_JSON_STRING) {

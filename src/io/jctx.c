@@ -515,9 +515,31 @@ enum tp_format_kind tp_format_parse(const char *s)
 	return TP_FORMAT_UNKNOWN;
 }
 
+enum tp_status tp_jctx_missing_format(struct tp_jctx *j,
+				      const struct tp_json *root,
+				      const char *fix)
+{
+	const struct tp_json *mt = tp_json_get(root, "model_type");
+
+	/* a HuggingFace config.json given where a tagplan file goes: adding
+	   "format" would not make it one */
+	if (mt && mt->type == TP_JSON_STRING)
+		return tp_jctx_fail(
+		    j, NULL,
+		    "missing required field \"format\": this is a "
+		    "HuggingFace config (\"model_type\": \"%.60s\"), not a "
+		    "tagplan file; build a model from it with `tagplan model "
+		    "hf:%.200s -o MODEL.json` and give that with -m MODEL",
+		    mt->str, j->file ? j->file : "config.json");
+	return tp_jctx_fail(j, NULL, "missing required field \"format\" (%s)",
+			    fix);
+}
+
 enum tp_status tp_jctx_format(struct tp_jctx *j, const struct tp_json *root,
 			      const char *want)
 {
+	char fix[96];
+
 	const struct tp_json *f;
 	const char *slash;
 
@@ -528,11 +550,10 @@ enum tp_status tp_jctx_format(struct tp_jctx *j, const struct tp_json *root,
 		    "\"%s\" at the top level, found %s",
 		    want, root ? tp_json_type_name(root->type) : "nothing");
 	f = tp_json_get(root, "format");
-	if (!f)
-		return tp_jctx_fail(j, NULL,
-				    "missing required field \"format\" (add "
-				    "\"format\": \"%s\")",
-				    want);
+	if (!f) {
+		snprintf(fix, sizeof(fix), "add \"format\": \"%.60s\"", want);
+		return tp_jctx_missing_format(j, root, fix);
+	}
 	if (f->type != TP_JSON_STRING)
 		return tp_jctx_fail(j, "format", "expected the string \"%s\"",
 				    want);

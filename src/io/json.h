@@ -172,6 +172,13 @@ enum tp_status tp_jcheck_string(struct tp_jctx *j, const struct tp_json *v,
 enum tp_status tp_jctx_format(struct tp_jctx *j, const struct tp_json *root,
 			      const char *want);
 
+/* The error for an object root without "format": "missing required
+ * field \"format\" (FIX)", or, when root is a HuggingFace config.json
+ * (a "model_type" string), how to build a model from it. */
+enum tp_status tp_jctx_missing_format(struct tp_jctx *j,
+				      const struct tp_json *root,
+				      const char *fix);
+
 /* Max name length (bytes) of ops, nodes, devices, types. */
 #define TP_IO_NAME_MAX 255
 /* Devices per topology (core/cluster.h) and per node: a node's routes are
