@@ -535,23 +535,20 @@ END_TEST
  * the 3x3 filter in bf16 (tensor cores) do not change. */
 #define WINO 1 /* conv_run's flags: the runtime's winograd */
 #define NCHW 2 /* ... its memory_format nchw */
-static double conv_run(int flags, double kernel, double in_scale,
+/* The model of conv_run: its input and the convolution (kernel = kh x
+ * kw, its input in_scale x 64 x 56 x 56 elements). */
+static void conv_model(struct tp_model *m, double kernel, double in_scale,
 		       enum tp_dtype dtype)
 {
-	struct tp_device_type t = tp_test_toy_type("toy");
-	struct tp_model m;
-	struct tp_cluster c;
-	struct tp_report r;
-	struct tp_sim_options o;
 	struct tp_error err;
 	struct tp_op in = tp_op_default(), cv = tp_op_default();
-	double e = tp_dtype_bytes(dtype), px = 56.0 * 56.0, iter;
+	double e = tp_dtype_bytes(dtype), px = 56.0 * 56.0;
 	uint32_t a, b;
 
-	tp_model_init(&m);
-	m.global_batch = 1;
-	m.dtype = dtype;
-	m.optimizer = TP_OPT_SGD;
+	tp_model_init(m);
+	m->global_batch = 1;
+	m->dtype = dtype;
+	m->optimizer = TP_OPT_SGD;
 	in.name = "input";
 	in.kind = TP_OP_INPUT;
 	in.out_bytes = e * 64 * px * in_scale;
@@ -563,11 +560,24 @@ static double conv_run(int flags, double kernel, double in_scale,
 	cv.backward_flop = 2 * cv.flop;
 	cv.out_bytes = e * 64 * px;
 	cv.mem_bytes = in.out_bytes + cv.out_bytes;
-	ck_assert_int_eq(tp_model_add_op(&m, &in, &a, &err), TP_OK);
-	ck_assert_int_eq(tp_model_add_op(&m, &cv, &b, &err), TP_OK);
-	ck_assert_int_eq(tp_model_add_edge(&m, a, b, in.out_bytes, &err),
+	ck_assert_int_eq(tp_model_add_op(m, &in, &a, &err), TP_OK);
+	ck_assert_int_eq(tp_model_add_op(m, &cv, &b, &err), TP_OK);
+	ck_assert_int_eq(tp_model_add_edge(m, a, b, in.out_bytes, &err),
 			 TP_OK);
-	ck_assert_int_eq(tp_model_finalize(&m, &err), TP_OK);
+	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+}
+
+static double conv_run(int flags, double kernel, double in_scale,
+		       enum tp_dtype dtype)
+{
+	struct tp_device_type t = tp_test_toy_type("toy");
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_report r;
+	struct tp_sim_options o;
+	double iter;
+
+	conv_model(&m, kernel, in_scale, dtype);
 	tp_test_toy_node(&c, &t, 1);
 	tp_sim_options_default(&o);
 	o.params.gemm_sustained = 1;
@@ -771,31 +781,9 @@ static double fitted_conv_run(const struct fitted_run *f, bool *said)
 	struct tp_cluster c;
 	struct tp_report r;
 	struct tp_sim_options o;
-	struct tp_error err;
-	struct tp_op in = tp_op_default(), cv = tp_op_default();
-	double e = tp_dtype_bytes(f->dtype), px = 56.0 * 56.0, iter;
-	uint32_t a, b;
+	double iter;
 
-	tp_model_init(&m);
-	m.global_batch = 1;
-	m.dtype = f->dtype;
-	m.optimizer = TP_OPT_SGD;
-	in.name = "input";
-	in.kind = TP_OP_INPUT;
-	in.out_bytes = e * 64 * px;
-	cv.name = "conv";
-	cv.kind = TP_OP_CONV;
-	cv.layer = 0;
-	cv.param_bytes = e * 64 * 64 * 9;
-	cv.flop = 2 * px * 64 * 64 * 9;
-	cv.backward_flop = 2 * cv.flop;
-	cv.out_bytes = e * 64 * px;
-	cv.mem_bytes = in.out_bytes + cv.out_bytes;
-	ck_assert_int_eq(tp_model_add_op(&m, &in, &a, &err), TP_OK);
-	ck_assert_int_eq(tp_model_add_op(&m, &cv, &b, &err), TP_OK);
-	ck_assert_int_eq(tp_model_add_edge(&m, a, b, in.out_bytes, &err),
-			 TP_OK);
-	ck_assert_int_eq(tp_model_finalize(&m, &err), TP_OK);
+	conv_model(&m, 9, 1, f->dtype);
 	tp_test_toy_node(&c, &t, 1);
 	tp_sim_options_default(&o);
 	o.params.gemm_sustained = 1;

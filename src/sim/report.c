@@ -6,6 +6,7 @@
  * of the iteration time that bounded runs compare with their cutoff.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +275,65 @@ nomem:
 	return tp_error_set(err, TP_ENOMEM, "out of memory");
 }
 
+/* Append "; " and the printf of fmt to rep's approximations (cut at its
+ * size). */
+static void approx_add(struct tp_report *rep, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void approx_add(struct tp_report *rep, const char *fmt, ...)
+{
+	size_t n = strlen(rep->approximations);
+	va_list ap;
+
+	if (n + 2 >= sizeof(rep->approximations))
+		return;
+	memcpy(rep->approximations + n, "; ", 3);
+	n += 2;
+	va_start(ap, fmt);
+	vsnprintf(rep->approximations + n, sizeof(rep->approximations) - n,
+		  fmt, ap);
+	va_end(ap);
+}
+
+/* What the estimate leaves out or takes from fitted constants. */
+static void approximations(const struct tp_sim *sim,
+			   const struct tp_plan *plan, struct tp_report *rep)
+{
+	const struct tp_sim_params *p = &sim->o.params;
+
+	snprintf(rep->approximations, sizeof(rep->approximations),
+		 "roofline op times with a GEMM efficiency curve (or profiles); "
+		 "tensor-parallel collectives are alpha-beta on an idle "
+		 "fabric; pipeline and data-parallel flows share links "
+		 "max-min fairly; gradient sync overlaps the last backward in "
+		 "%.6g MB buckets; embedding weight tying, data loading and "
+		 "kernel overlap inside an op are not modelled",
+		 tp_sim_grad_bucket(sim, plan) / 1e6);
+	if (p->fused_attention && p->attention_kernel != TP_ATTN_KERNEL_GEMM)
+		approx_add(rep,
+			   "fused attention (%s) at its published peak "
+			   "efficiency on A100/Hopper, whatever the head "
+			   "dimension and sequence length",
+			   tp_attn_kernel_name(p->attention_kernel));
+	if (sim->nic_capped)
+		approx_add(rep,
+			   "NICs at most %.3g GB/s per direction (the "
+			   "runtime's nic_socket_Bps, fitted on NCCL over TCP "
+			   "sockets)",
+			   p->nic_cap_Bps / 1e9);
+	if (sim->fitted_cuda_core)
+		approx_add(rep,
+			   "GEMMs and convolutions on CUDA cores at %.3g of "
+			   "the fp32 peak (the runtime's cuda_core_gemm_eff, "
+			   "fitted on data/validation)",
+			   p->cuda_core_gemm_eff);
+	if (sim->fitted_hopper)
+		approx_add(rep,
+			   "GEMMs on Hopper at %.3g of their efficiency (the "
+			   "runtime's hopper_gemm_scale, fitted on "
+			   "data/validation)",
+			   p->hopper_gemm_scale);
+}
+
 enum tp_status tp_sim_make_report(const struct tp_sim *sim,
 				  const struct tp_plan *plan,
 				  struct tp_sim_scratch *s, double t_end,
@@ -312,50 +372,7 @@ enum tp_status tp_sim_make_report(const struct tp_sim *sim,
 	rep->basis.gemm_sustained = sim->o.params.gemm_sustained;
 	rep->basis.link_eff_intra = sim->o.params.link_eff_intra;
 	rep->basis.link_eff_network = sim->o.params.link_eff_network;
-	snprintf(rep->approximations, sizeof(rep->approximations),
-		 "roofline op times with a GEMM efficiency curve (or profiles); "
-		 "tensor-parallel collectives are alpha-beta on an idle "
-		 "fabric; pipeline and data-parallel flows share links "
-		 "max-min fairly; gradient sync overlaps the last backward in "
-		 "%.6g MB buckets; embedding weight tying, data loading and "
-		 "kernel overlap inside an op are not modelled",
-		 tp_sim_grad_bucket(sim, plan) / 1e6);
-	if (sim->o.params.fused_attention &&
-	    sim->o.params.attention_kernel != TP_ATTN_KERNEL_GEMM) {
-		size_t n = strlen(rep->approximations);
-		snprintf(rep->approximations + n,
-			 sizeof(rep->approximations) - n,
-			 "; fused attention (%s) at its published peak "
-			 "efficiency on A100/Hopper, whatever the head "
-			 "dimension and sequence length",
-			 tp_attn_kernel_name(sim->o.params.attention_kernel));
-	}
-	if (sim->nic_capped) {
-		size_t n = strlen(rep->approximations);
-		snprintf(rep->approximations + n,
-			 sizeof(rep->approximations) - n,
-			 "; NICs at most %.3g GB/s per direction (the runtime's "
-			 "nic_socket_Bps, fitted on NCCL over TCP sockets)",
-			 sim->o.params.nic_cap_Bps / 1e9);
-	}
-	if (sim->fitted_cuda_core) {
-		size_t n = strlen(rep->approximations);
-		snprintf(rep->approximations + n,
-			 sizeof(rep->approximations) - n,
-			 "; GEMMs and convolutions on CUDA cores at %.3g of the "
-			 "fp32 peak (the runtime's cuda_core_gemm_eff, fitted "
-			 "on data/validation)",
-			 sim->o.params.cuda_core_gemm_eff);
-	}
-	if (sim->fitted_hopper) {
-		size_t n = strlen(rep->approximations);
-		snprintf(rep->approximations + n,
-			 sizeof(rep->approximations) - n,
-			 "; GEMMs on Hopper at %.3g of their efficiency (the "
-			 "runtime's hopper_gemm_scale, fitted on "
-			 "data/validation)",
-			 sim->o.params.hopper_gemm_scale);
-	}
+	approximations(sim, plan, rep);
 	return TP_OK;
 }
 
