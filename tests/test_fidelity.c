@@ -901,6 +901,108 @@ START_TEST(test_fid_fitted_rows)
 }
 END_TEST
 
+/* NCCL's channels (runtime tp_node_rings, megatron-lm-2022's fitted 2):
+ * a tensor-parallel group inside one node moves its collectives at that
+ * multiple of its routed ring's bandwidth.  A tp=2 GPT (hidden 2048, 2
+ * layers, seq 2048, fp16, 8 micro-batches of 1) on two V100s joined by
+ * one 25e9 B/s NVLink: each all-reduce of S = 2048 x 2048 x 2 = 8.39e6
+ * bytes is a ring of 2 steps moving S per rank, S / (25e9 x 0.80) =
+ * 419 us over one ring, 210 us over two, plus 2 x (0.3 us + the
+ * collective latency) either way; device 0's communication time is all
+ * of them (36.3 ms -> 18.7 ms, 84 all-reduces' worth of bytes), so with
+ * 2 rings it is half that of 1 plus half the latencies: a ratio above
+ * 0.5 and below 0.53.
+ * Across two nodes (one V100 each, 25 Gbps NICs) the ring is the NICs'
+ * and the multiple does not apply: unchanged.  megatron-lm-2022 sets 2
+ * (against itself without it, the same ratio) and its reports say so. */
+static const char p3_pair[] =
+	"{\"format\": \"tagplan-topology/1\", \"name\": \"p3 pair\", "
+	"\"nodes\": [{\"name\": \"n0\", \"devices\": [{\"type\": "
+	"\"V100-SXM2-16GB\", \"count\": 2}], \"fabric\": {\"kind\": "
+	"\"pcie\", \"bandwidth_Bps\": 15700000000, \"latency_s\": 1e-06}, "
+	"\"links\": [{\"a\": 0, \"b\": 1, \"bandwidth_Bps\": 25000000000, "
+	"\"latency_s\": 3e-07, \"kind\": \"nvlink\"}]}]}";
+
+static double tp_comm(const char *topo, double rings, const char *runtime,
+		      bool *said)
+{
+	struct tp_load_options lo;
+	struct tp_gpt_dims dims;
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_report r;
+	struct tp_sim_options o;
+	struct tp_runtime rt;
+	struct tp_error err;
+	double comm;
+
+	tp_load_options_default(&lo);
+	tp_cluster_init(&c);
+	ck_assert_msg(tp_topology_load("topo", topo, strlen(topo), &lo, &c,
+				       &err) == TP_OK,
+		      "%s", err.msg);
+	tp_gpt_dims_default(&dims);
+	dims.hidden = 2048;
+	dims.heads = 16;
+	dims.layers = 2;
+	dims.seq = 2048;
+	dims.vocab = 1000;
+	dims.batch = 8;
+	dims.dtype = TP_DTYPE_FP16;
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_build_gpt(&dims, &m, &err), TP_OK);
+	tp_sim_options_default(&o);
+	if (runtime) {
+		setenv("TAGPLAN_DATA", tp_data_file(""), 1);
+		ck_assert_int_eq(tp_runtime_find(runtime, &rt, &err), TP_OK);
+		tp_sim_params_runtime(&o.params, &rt);
+		o.params.nic_cap_Bps = 0;
+	}
+	if (rings >= 0) /* -1: the runtime's */
+		o.params.tp_node_rings = rings;
+	fid_simulate(&m, &c, "tp=2,pp=1,dp=1,mb=1", &o, &r);
+	comm = r.devices[0].communication_s;
+	*said = strstr(r.approximations, "tp_node_rings") != NULL;
+	tp_report_release(&r);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+	return comm;
+}
+
+START_TEST(test_fid_tp_node_rings)
+{
+	bool said;
+	double one = tp_comm(p3_pair, 0, NULL, &said), two, rt, x1, x2;
+	struct tp_runtime rt_;
+	struct tp_sim_params p;
+	struct tp_error err;
+
+	ck_assert(!said);
+	two = tp_comm(p3_pair, 2, NULL, &said);
+	ck_assert(said);
+	ck_assert_msg(one > 0 && two / one > 0.5 && two / one < 0.53,
+		      "one ring %g s, two %g s", one, two);
+	rt = tp_comm(p3_pair, -1, "megatron-lm-2022", &said);
+	ck_assert(said);
+	x1 = tp_comm(p3_pair, 0, "megatron-lm-2022", &said);
+	ck_assert(!said);
+	ck_assert_msg(rt / x1 > 0.5 && rt / x1 < 0.53, "%g s against %g", rt,
+		      x1);
+	x1 = tp_comm(two_p3, 0, NULL, &said);
+	x2 = tp_comm(two_p3, 2, NULL, &said);
+	ck_assert_msg(x1 > 0 && fabs(x2 / x1 - 1) < 1e-9, "%g s, %g s", x1,
+		      x2);
+	/* bench_fidelity's leave-one-source-out drops it with the cap */
+	ck_assert_int_eq(tp_runtime_find("megatron-lm-2022", &rt_, &err),
+			 TP_OK);
+	tp_sim_params_default(&p);
+	tp_sim_params_runtime(&p, &rt_);
+	ck_assert(p.tp_node_rings == 2 && p.nic_cap_Bps == 1.5e9);
+	tp_sim_params_drop_fitted(&p);
+	ck_assert(p.tp_node_rings == 0 && p.nic_cap_Bps == 0);
+}
+END_TEST
+
 Suite *suite_fidelity(void)
 {
 	Suite *s = suite_create("fidelity");
@@ -923,6 +1025,7 @@ Suite *suite_fidelity(void)
 	tcase_add_test(tc, test_fid_nic_socket_cap);
 	tcase_add_test(tc, test_fid_fitted_gemm_eff);
 	tcase_add_test(tc, test_fid_fitted_rows);
+	tcase_add_test(tc, test_fid_tp_node_rings);
 	suite_add_tcase(s, tc);
 	return s;
 }

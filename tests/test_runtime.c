@@ -210,6 +210,13 @@ START_TEST(test_runtime_bad_profiles)
 	expect_bad("\"tf32\": true\n",
 		   "\"tf32\": true, \"hopper_gemm_scale\": 0.8\n",
 		   "$.sources.hopper_gemm_scale", "say where");
+	/* NCCL's channels inside a node: 1 to 4 rings, with a source */
+	expect_bad("\"tf32\": true\n",
+		   "\"tf32\": true, \"tp_node_rings\": 0.5\n",
+		   "$.behaviour.tp_node_rings", "expected 1 to 4");
+	expect_bad("\"tf32\": true\n",
+		   "\"tf32\": true, \"tp_node_rings\": 2\n",
+		   "$.sources.tp_node_rings", "say where");
 	/* the MoE exchange's: SMs kept for an overlap that is off; a source */
 	expect_bad("\"tf32\": true\n",
 		   "\"tf32\": true, \"comm_sm_share\": 0.2\n",

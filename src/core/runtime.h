@@ -182,6 +182,12 @@ struct tp_runtime_behaviour {
 	double hopper_gemm_scale; /* FITTED (data/validation): a Hopper
 				     type's GEMM efficiency times this
 				     under the stack (optional; 0 = none) */
+	double tp_node_rings;     /* NCCL's channels: a tensor-parallel
+				     group inside one node moves its
+				     collectives at this multiple of the
+				     one ring the simulator routes (several
+				     rings over the node's links at once;
+				     optional, at least 1; 0 = absent = 1) */
 };
 
 /* What the stack can execute.  A bitmask field has bit 1u << VALUE of

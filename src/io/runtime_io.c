@@ -33,7 +33,7 @@ static const char *const behaviour_fields[] = {
 	"gemm_shape_half", "ep_node_forward", "ep_dispatch_fp8", "ep_overlap",
 	"comm_sm_share", "cp_comm", "grad_buffer", "winograd", "memory_format",
 	"grad_bucket_copy", "nic_socket_Bps",
-	"cuda_core_gemm_eff", "hopper_gemm_scale", NULL};
+	"cuda_core_gemm_eff", "hopper_gemm_scale", "tp_node_rings", NULL};
 static const char *const can_fields[] = {
 	"launcher", "tensor_parallel", "pipeline_parallel",
 	"sequence_parallel", "per_stage_degrees", "uneven_shares",
@@ -146,8 +146,17 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 				 NULL)) ||
 	    (st = tp_jget_number(j, v, "hopper_gemm_scale", false,
 				 TP_JNUM_FRACTION, 0, &b->hopper_gemm_scale,
-				 NULL)))
+				 NULL)) ||
+	    (st = tp_jget_number(j, v, "tp_node_rings", false, TP_JNUM_POS,
+				 0, &b->tp_node_rings, NULL)))
 		return st;
+	if (b->tp_node_rings != 0 &&
+	    !(b->tp_node_rings >= 1 && b->tp_node_rings <= 4))
+		return tp_jctx_fail(j, "tp_node_rings",
+				    "%g rings: expected 1 to 4 (the multiple "
+				    "of one ring's bandwidth a node's "
+				    "tensor-parallel collectives get)",
+				    b->tp_node_rings);
 	b->conv_nchw = mf == 1;
 	b->cp_all_gather = cpc == 1;
 	b->grad_buffer = (enum tp_grad_reduce)gb;
@@ -366,7 +375,8 @@ static enum tp_status check_sources(struct tp_jctx *j,
 				       !strcmp(*f, "grad_bucket_copy") ||
 				       !strcmp(*f, "nic_socket_Bps") ||
 				       !strcmp(*f, "cuda_core_gemm_eff") ||
-				       !strcmp(*f, "hopper_gemm_scale")) &&
+				       !strcmp(*f, "hopper_gemm_scale") ||
+				       !strcmp(*f, "tp_node_rings")) &&
 			    !tp_json_get(tp_json_get(root, "behaviour"), *f))
 				continue;
 			old = tp_jctx_push_key(j, "sources");

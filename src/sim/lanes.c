@@ -292,6 +292,16 @@ static bool nvls_domain(const struct tp_cluster *c, const uint32_t *devs,
 	return true;
 }
 
+/* Whether devices devs[0..t) are all in one node. */
+static bool one_node(const struct tp_cluster *c, const uint32_t *devs,
+		     uint32_t t)
+{
+	for (uint32_t k = 1; k < t; k++)
+		if (c->devices.v[devs[k]].node != c->devices.v[devs[0]].node)
+			return false;
+	return true;
+}
+
 /* The lane's tensor-parallel collectives, alpha-beta over its measured
  * rings: a ring all-reduce takes tp_a + tp_k * bytes seconds, a
  * reduce-scatter or all-gather half that (README section 3); 0 when its
@@ -299,8 +309,10 @@ static bool nvls_domain(const struct tp_cluster *c, const uint32_t *devs,
  * ranks are one NVLink SHARP domain and t > 2: each rank sends its
  * (t+1)/t S once into the switch and receives as much (reduce-scatter by
  * in-switch reduction, then a multicast all-gather), 2 steps, against
- * the ring's 2(t-1)/t S in 2(t-1) steps; otherwise the ring's.  -1 on
- * allocation failure. */
+ * the ring's 2(t-1)/t S in 2(t-1) steps; otherwise the ring's.  A group
+ * inside one node divides tp_k by the runtime's tp_node_rings (NCCL's
+ * channels: that many rings at once over the node's links; README
+ * section 3).  -1 on allocation failure. */
 static int lane_tp_ring(const struct tp_sim *sim, const struct tp_plan *plan,
 			struct tp_sim_scratch *s, struct lane *ln)
 {
@@ -320,6 +332,8 @@ static int lane_tp_ring(const struct tp_sim *sim, const struct tp_plan *plan,
 		ln->tp_k = tp_cost_ring_traffic(TP_COST_ALL_REDUCE, ln->tp) /
 			   (rings * rate);
 	}
+	if (any && pa->tp_node_rings > 1 && one_node(sim->c, devs, ln->tp))
+		ln->tp_k /= pa->tp_node_rings;
 	ln->ar_a = ln->tp_a;
 	ln->ar_k = ln->tp_k;
 	if (any && ln->tp > 2 && nvls_domain(sim->c, devs, ln->tp)) {

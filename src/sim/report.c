@@ -332,6 +332,12 @@ static void approximations(const struct tp_sim *sim,
 			   "runtime's hopper_gemm_scale, fitted on "
 			   "data/validation)",
 			   p->hopper_gemm_scale);
+	if (p->tp_node_rings > 1)
+		approx_add(rep,
+			   "tensor-parallel collectives inside a node at %.3g "
+			   "times one ring's bandwidth (the runtime's "
+			   "tp_node_rings, fitted: NCCL's channels)",
+			   p->tp_node_rings);
 }
 
 enum tp_status tp_sim_make_report(const struct tp_sim *sim,

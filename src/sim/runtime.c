@@ -13,6 +13,7 @@ void tp_sim_params_drop_fitted(struct tp_sim_params *p)
 	p->nic_cap_Bps = 0;
 	p->cuda_core_gemm_eff = 0;
 	p->hopper_gemm_scale = 0;
+	p->tp_node_rings = 0;
 }
 
 void tp_sim_params_runtime(struct tp_sim_params *p,
@@ -45,6 +46,7 @@ void tp_sim_params_runtime(struct tp_sim_params *p,
 	p->nic_cap_Bps = b->nic_socket_Bps;
 	p->cuda_core_gemm_eff = b->cuda_core_gemm_eff;
 	p->hopper_gemm_scale = b->hopper_gemm_scale;
+	p->tp_node_rings = b->tp_node_rings;
 	if (b->grad_bucket_bytes > 0)
 		p->grad_bucket_bytes = b->grad_bucket_bytes;
 	if (b->expert_imbalance >= 1)
