@@ -24,7 +24,7 @@
  * bench_gnn's cases, src/gnn/README "Values".)
  * A provider may also predict each action's gain over the state
  * (tp_prior_state.gains): the guided sweeps (sweep.c) leave the
- * changes predicted at least 10% slower unsimulated (search.h
+ * changes predicted at least 15% slower unsimulated (search.h
  * TP_SEARCH_GAIN_SKIP); the tree does not ask for gains.
  *
  * Threads: the search calls a provider from several threads at once, each
