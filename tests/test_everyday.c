@@ -811,6 +811,51 @@ START_TEST(test_new_user_slips)
 }
 END_TEST
 
+/* The plan read from standard input is called so ("recorded in -"
+ * before), and a node without "nic" in a topology of several nodes is
+ * named with the field to add ("add a link or a network" before). */
+START_TEST(test_stdin_plan_and_nic_wording)
+{
+	const char *dir = tp_test_tmpdir();
+	char *p = path_in(dir, "p.json"), *plan;
+	const char *a1[] = {"tagplan", "check", "-p", "-", NULL};
+	const char *a2[] = {"tagplan", "simulate", "-m",
+			    tp_test_path("data/good/mlp.json"), "-t",
+			    path_in(dir, "t.json"), "-s", "dp=4", "-q", NULL};
+	static const char topo[] =
+		"{\"format\": \"tagplan-topology/1\", \"name\": \"no-nic\", "
+		"\"nodes\": [{\"name\": \"a\", \"devices\": [{\"type\": "
+		"\"V100-SXM2-32GB\", \"count\": 2}], \"nic\": {\"bandwidth_Bps\": "
+		"1e10, \"latency_s\": 1e-5}}, {\"name\": \"b\", \"devices\": "
+		"[{\"type\": \"V100-SXM2-32GB\", \"count\": 2}]}]}\n";
+	struct tp_run r;
+
+	make_plan(p);
+	plan = tp_test_read(p, NULL);
+	ck_assert_ptr_nonnull(plan);
+	tp_run_tagplan(&r, a1, plan);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "recorded in the plan read from standard "
+				    "input\n") &&
+			      !strstr(r.err, "recorded in -"),
+		      "%s", r.err);
+	tp_run_free(&r);
+	free(plan);
+	ck_assert_int_eq(tp_test_write(path_in(dir, "t.json"), topo,
+				       strlen(topo)),
+			 0);
+	tp_run_tagplan(&r, a2, NULL);
+	ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "t.json: $.nodes[1]: device \"b/gpu0\" "
+				    "cannot be reached") &&
+			      strstr(r.err, "node \"b\" has no \"nic\", so no "
+					    "traffic leaves it (add \"nic\": "),
+		      "%s", r.err);
+	ck_assert_uint_eq(r.out_len, 0);
+	tp_run_free(&r);
+}
+END_TEST
+
 Suite *suite_everyday(void)
 {
 	Suite *s = suite_create("everyday");
@@ -827,6 +872,7 @@ Suite *suite_everyday(void)
 	tcase_add_test(tc, test_model_dtype_documented);
 	tcase_add_test(tc, test_no_timing_identical);
 	tcase_add_test(tc, test_new_user_slips);
+	tcase_add_test(tc, test_stdin_plan_and_nic_wording);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("progress");

@@ -301,21 +301,23 @@ void tp_inputs_describe(const struct tp_inputs *in, struct tp_strbuf *out)
 {
 	bool m_rec = in->model_recorded, t_rec = in->topology_recorded;
 	bool m_def = in->model_default, t_def = in->topology_default;
+	/* "-p -": not "recorded in -" */
+	const char *plan = strcmp(in->plan_path, "-") == 0
+				   ? "the plan read from standard input"
+				   : in->plan_path;
 
 	if (!m_rec && !t_rec && !m_def && !t_def)
 		return;
 	tp_strbuf_adds(out, "using ");
 	if (m_rec && t_rec) {
 		tp_strbuf_addf(out, "model %s and topology %s, recorded in %s",
-			       in->model_path, in->topology_path,
-			       in->plan_path);
+			       in->model_path, in->topology_path, plan);
 	} else if (m_def && t_def) {
 		tp_strbuf_addf(out,
 			       "the shipped demo model %s and TAG testbed %s "
 			       "(%s records no input files; -m/-t choose "
 			       "others)",
-			       in->model_path, in->topology_path,
-			       in->plan_path);
+			       in->model_path, in->topology_path, plan);
 	} else {
 		const char *sep = "";
 		if (m_rec || m_def) {

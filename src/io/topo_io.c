@@ -576,6 +576,37 @@ out:
 	return st;
 }
 
+/* A disconnected topology (finalize's error at IR node idx, another node
+ * than device 0's) whose cut is a node without "nic": name that node and
+ * the field to add, at its place in the file, instead of "add a link or
+ * a network". */
+static void nic_hint(const struct tp_cluster *c, unsigned idx,
+		     const uint32_t *file_node, struct tp_error *err)
+{
+	static const char tail[] = " (add a link or a network)";
+	char *at = strstr(err->msg, tail);
+	uint32_t n0 = c->devices.n ? c->devices.v[0].node : 0;
+	uint32_t cut;
+	char head[TP_ERROR_MSG_MAX];
+
+	if (!at || at[sizeof(tail) - 1] || idx >= c->nodes.n ||
+	    n0 >= c->nodes.n || idx == n0)
+		return;
+	if (tp_node_nic_vertices(&c->nodes.v[idx]) == 0)
+		cut = idx;
+	else if (tp_node_nic_vertices(&c->nodes.v[n0]) == 0)
+		cut = n0;
+	else
+		return;
+	snprintf(head, sizeof(head), "%.*s", (int)(at - err->msg), err->msg);
+	snprintf(err->msg, sizeof(err->msg),
+		 "%.700s: node \"%.100s\" has no \"nic\", so no traffic leaves "
+		 "it (add \"nic\": {\"bandwidth_Bps\": B, \"latency_s\": S} "
+		 "to it, or a link)",
+		 head, c->nodes.v[cut].name);
+	snprintf(err->path, sizeof(err->path), "$.nodes[%u]", file_node[cut]);
+}
+
 enum tp_status tp_topology_load(const char *name, const char *text, size_t len,
 				const struct tp_load_options *o,
 				struct tp_cluster *c, struct tp_error *err)
@@ -600,6 +631,7 @@ enum tp_status tp_topology_load(const char *name, const char *text, size_t len,
 		    idx < c->nodes.n && file_node) {
 			snprintf(err->path, sizeof(err->path), "$.nodes[%u]",
 				 file_node[idx]);
+			nic_hint(c, idx, file_node, err);
 		}
 	}
 	free(file_node);
