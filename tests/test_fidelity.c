@@ -363,6 +363,25 @@ START_TEST(test_fid_gemm_shape_profiles)
 }
 END_TEST
 
+/* The small fp16 GPT of the V100 tests below (hidden 2048, 16 heads,
+ * 2 layers, seq 2048, vocab 1000, batch 8), into m. */
+static void v100_gpt(struct tp_model *m)
+{
+	struct tp_gpt_dims dims;
+	struct tp_error err;
+
+	tp_gpt_dims_default(&dims);
+	dims.hidden = 2048;
+	dims.heads = 16;
+	dims.layers = 2;
+	dims.seq = 2048;
+	dims.vocab = 1000;
+	dims.batch = 8;
+	dims.dtype = TP_DTYPE_FP16;
+	tp_model_init(m);
+	ck_assert_int_eq(tp_build_gpt(&dims, m, &err), TP_OK);
+}
+
 /* NCCL's ring order inside a node: on a DGX-1 / p3.16xlarge (hybrid cube
  * mesh: 0-4 and 3-7 are NVLink, 3-4 and 7-0 are not) an 8-GPU tensor-
  * parallel ring in device order crosses PCIe twice; NCCL's topology
@@ -377,7 +396,6 @@ END_TEST
 static double dgx1_tp8(bool slow_cross, double *pcie_bytes)
 {
 	struct tp_load_options lo;
-	struct tp_gpt_dims dims;
 	struct tp_model m;
 	struct tp_cluster c;
 	struct tp_report r;
@@ -400,16 +418,7 @@ static double dgx1_tp8(bool slow_cross, double *pcie_bytes)
 			     (lk->a == 3 && lk->b == 7)))
 				lk->bw_Bps = 15.7e9;
 		}
-	tp_gpt_dims_default(&dims);
-	dims.hidden = 2048;
-	dims.heads = 16;
-	dims.layers = 2;
-	dims.seq = 2048;
-	dims.vocab = 1000;
-	dims.batch = 8;
-	dims.dtype = TP_DTYPE_FP16;
-	tp_model_init(&m);
-	ck_assert_int_eq(tp_build_gpt(&dims, &m, &err), TP_OK);
+	v100_gpt(&m);
 	tp_sim_options_default(&o);
 	fid_simulate(&m, &c, "tp=8,pp=1,dp=8,mb=1", &o, &r);
 	iter = r.iteration_time_s;
@@ -927,7 +936,6 @@ static double tp_comm(const char *topo, double rings, const char *runtime,
 		      bool *said)
 {
 	struct tp_load_options lo;
-	struct tp_gpt_dims dims;
 	struct tp_model m;
 	struct tp_cluster c;
 	struct tp_report r;
@@ -941,16 +949,7 @@ static double tp_comm(const char *topo, double rings, const char *runtime,
 	ck_assert_msg(tp_topology_load("topo", topo, strlen(topo), &lo, &c,
 				       &err) == TP_OK,
 		      "%s", err.msg);
-	tp_gpt_dims_default(&dims);
-	dims.hidden = 2048;
-	dims.heads = 16;
-	dims.layers = 2;
-	dims.seq = 2048;
-	dims.vocab = 1000;
-	dims.batch = 8;
-	dims.dtype = TP_DTYPE_FP16;
-	tp_model_init(&m);
-	ck_assert_int_eq(tp_build_gpt(&dims, &m, &err), TP_OK);
+	v100_gpt(&m);
 	tp_sim_options_default(&o);
 	if (runtime) {
 		setenv("TAGPLAN_DATA", tp_data_file(""), 1);
