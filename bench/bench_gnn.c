@@ -70,7 +70,7 @@
  * TAGPLAN_BENCH_GNN_TRACE=1 prints each new best of the runs of (b);
  * TAGPLAN_BENCH_GNN_GAINS=0.03 lets the guided sweeps skip the changes
  * the gains predict at least 3% slower (search.h gain_skip; default
- * TP_SEARCH_GAIN_SKIP, 10%; 0 = no gain cut).
+ * TP_SEARCH_GAIN_SKIP, 15%; 0 = no gain cut).
  */
 #include <math.h>
 #include <signal.h>
