@@ -104,8 +104,6 @@ static void fitted_gemm_eff(struct tp_sim *sim, uint32_t t)
 	}
 }
 
-/* Each op's routed expert and the bytes crossing that expert's boundary
- * (dispatch in, combine out), for expert parallelism. */
 /* Is link lk a NIC's: a device's link to its NIC, or a NIC vertex's
  * link into the network (not a switch-to-switch link)? */
 static bool nic_link(const struct tp_cluster *c, const struct tp_link *lk)
@@ -116,6 +114,8 @@ static bool nic_link(const struct tp_cluster *c, const struct tp_link *lk)
 		 c->vertex_kind.v[lk->b] == TP_VERTEX_NIC));
 }
 
+/* Each op's routed expert and the bytes crossing that expert's boundary
+ * (dispatch in, combine out), for expert parallelism. */
 static void expert_ops(struct tp_sim *sim)
 {
 	const struct tp_model *m = sim->m;
