@@ -1214,6 +1214,87 @@ START_TEST(test_features_ep_cp)
 }
 END_TEST
 
+/* The schedule and shape slots (appended after etp): a zb-h1 action
+ * differs from the 1f1b one only in TP_GNN_ACTION_ZB_H1 (the globals
+ * block counts zb-h1 as 1f1b), interleaving by 2 from by 4 only in
+ * _INTERLEAVE, sequence parallelism and even shares on from off only in
+ * _SP and _EVEN; a group action that decides the rest of the model
+ * from the same decision for its group alone only in _REST; group
+ * actions carry the state's schedule, interleaving and sequence
+ * parallelism. */
+static void expect_only_slot(const struct tp_gnn_input *in, uint32_t a,
+			     uint32_t b, uint32_t slot, float va, float vb)
+{
+	const float *x = tp_tensor_at(&in->action_x, a, 0);
+	const float *y = tp_tensor_at(&in->action_x, b, 0);
+
+	for (uint32_t j = 0; j < TP_GNN_F_ACTION; j++)
+		if (j != slot)
+			ck_assert_msg(x[j] == y[j],
+				      "actions %u and %u differ in slot %u "
+				      "(%g, %g), expected only %u",
+				      a, b, j, x[j], y[j], slot);
+	ck_assert_msg(x[slot] == va && y[slot] == vb,
+		      "slot %u: %g and %g, expected %g and %g", slot,
+		      x[slot], y[slot], va, vb);
+}
+
+START_TEST(test_features_schedule_shape)
+{
+	static const char *const specs[] = {"dgx-a100:1"};
+	struct fixture fx;
+	struct tp_gnn_features *f;
+	struct tp_gnn_input in;
+	struct tp_error err;
+	struct tp_prior_action acts[10];
+
+	fixture_init(&fx, specs, 1, NULL);
+	for (int k = 0; k < 8; k++)
+		acts[k] = (struct tp_prior_action){
+			.global = true, .micro_batches = 4,
+			.schedule = TP_SCHEDULE_1F1B};
+	acts[1].schedule = TP_SCHEDULE_ZB_H1;
+	acts[2].schedule = acts[3].schedule = TP_SCHEDULE_INTERLEAVED;
+	acts[2].virtual_stages = 2;
+	acts[3].virtual_stages = 4;
+	acts[4].sp = true;
+	acts[5].even = true;
+	acts[8] = fx.acts[2];
+	acts[9] = fx.acts[2];
+	acts[9].applies_to_rest = true;
+	fx.st.actions = acts;
+	fx.st.n_actions = 10;
+	f = tp_gnn_features_new(&fx.m, &fx.c, fx.g.n, fx.g.first, NULL, &err);
+	ck_assert_msg(f != NULL, "%s", err.msg);
+	ck_assert_int_eq(tp_gnn_features_state(f, &fx.st, &in, &err), TP_OK);
+	expect_only_slot(&in, 0, 1, TP_GNN_ACTION_ZB_H1, 0, 1);
+	expect_only_slot(&in, 2, 3, TP_GNN_ACTION_INTERLEAVE, 0.25f, 0.5f);
+	expect_only_slot(&in, 0, 4, TP_GNN_ACTION_SP, 0, 1);
+	expect_only_slot(&in, 0, 5, TP_GNN_ACTION_EVEN, 0, 1);
+	expect_only_slot(&in, 8, 9, TP_GNN_ACTION_REST, 0, 1);
+	/* the state (tp_strategy_default: 1f1b, no interleaving, no sp) */
+	ck_assert(tp_tensor_at(&in.action_x, 8, 0)[TP_GNN_ACTION_ZB_H1] == 0);
+	ck_assert(tp_tensor_at(&in.action_x, 8, 0)[TP_GNN_ACTION_SP] == 0);
+	/* a state under zb-h1 with sequence parallelism: the group actions
+	   say so */
+	fx.plan.schedule = TP_SCHEDULE_ZB_H1;
+	fx.plan.groups.v[0].sp = true;
+	ck_assert_int_eq(tp_gnn_features_state(f, &fx.st, &in, &err), TP_OK);
+	ck_assert(tp_tensor_at(&in.action_x, 8, 0)[TP_GNN_ACTION_ZB_H1] == 1);
+	ck_assert(tp_tensor_at(&in.action_x, 8, 0)[TP_GNN_ACTION_SP] == 1);
+	ck_assert(tp_tensor_at(&in.action_x, 8, 0)[TP_GNN_ACTION_EVEN] == 0);
+	/* a global action's are its own */
+	ck_assert(tp_tensor_at(&in.action_x, 0, 0)[TP_GNN_ACTION_ZB_H1] == 0);
+	fx.plan.schedule = TP_SCHEDULE_INTERLEAVED;
+	fx.plan.virtual_stages = 2;
+	ck_assert_int_eq(tp_gnn_features_state(f, &fx.st, &in, &err), TP_OK);
+	ck_assert(tp_tensor_at(&in.action_x, 8, 0)
+			  [TP_GNN_ACTION_INTERLEAVE] == 0.25f);
+	tp_gnn_features_free(f);
+	fixture_release(&fx);
+}
+END_TEST
+
 /* The mixed tensor-parallel slots (appended after ep and cp): a group
  * action that makes its group mixed carries its own degree ratio and
  * share, a global action and the global node the state's mixed groups:
@@ -1679,6 +1760,39 @@ START_TEST(test_train_run_resume)
 		      "%s", err.msg);
 	ck_assert_uint_eq(tp_gnn_prior_net(gp)->meta.epochs, 2);
 	ck_assert_uint_eq(tp_gnn_prior_net(gp)->cfg.hidden, 8);
+	/* action features that self-play never varies (zb-h1, even shares:
+	   no runtime, uneven shares) meet zero rows of policy.W1, one that
+	   varies (keeps the default) trained ones (train.c
+	   zero_constant_actions) */
+	{
+		const struct tp_gnn_net *net = tp_gnn_prior_net(gp);
+		uint32_t rows = 0, cols = 0, H = net->cfg.hidden;
+		size_t off = 0, i;
+		for (i = 0; i < tp_gnn_net_tensor_count(net); i++)
+			if (strcmp(tp_gnn_net_tensor(net, i, &rows, &cols,
+						     &off),
+				   "policy.W1") == 0)
+				break;
+		ck_assert(i < tp_gnn_net_tensor_count(net));
+		ck_assert_uint_eq(rows, 3 * H + TP_GNN_F_ACTION);
+		for (uint32_t j = 0; j < cols; j++) {
+			const float *w = net->w + off;
+			ck_assert_msg(w[(3 * H + TP_GNN_ACTION_ZB_H1) * cols +
+					j] == 0,
+				      "zb-h1 row, column %u", j);
+			ck_assert(w[(3 * H + TP_GNN_ACTION_EVEN) * cols + j] ==
+				  0);
+		}
+		{
+			double nz = 0;
+			for (uint32_t j = 0; j < cols; j++)
+				nz += fabsf(net->w[off + (3 * H +
+							  TP_GNN_ACTION_KEEPS) *
+								 cols +
+						   j]);
+			ck_assert(nz > 0);
+		}
+	}
 	tp_gnn_prior_free(gp);
 	/* bit-identical weights when run again (the metadata holds the
 	 * wall-clock training time, so compare after the header) */
@@ -1757,6 +1871,7 @@ Suite *suite_gnn(void)
 	tcase_add_test(tc, test_features_pooling);
 	tcase_add_test(tc, test_features_ep_cp);
 	tcase_add_test(tc, test_features_mixed);
+	tcase_add_test(tc, test_features_schedule_shape);
 	tcase_add_test(tc, test_features_sync_method);
 	tcase_add_test(tc, test_provider_priors);
 	tcase_add_test(tc, test_provider_ensemble);

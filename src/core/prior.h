@@ -72,6 +72,8 @@ struct tp_prior_action {
 	uint32_t virtual_stages; /* >= 2: the pipeline runs interleaved with
 				    this many chunks per stage; 0 or 1: no */
 	bool sp; /* sequence parallelism where tp > 1 */
+	bool even; /* every replica the same share (the baselines dp and
+		      megatron start so; one global action turns it off) */
 	uint32_t ep; /* expert parallelism (groups with routed experts take
 			the largest power of two up to it they admit); 0 or
 			1: none */

@@ -862,6 +862,27 @@ static float plan_etp(const struct tp_plan *p)
 	return 0.0f;
 }
 
+/* Some group of p runs sequence parallelism (1) or none (0). */
+static float plan_sp(const struct tp_plan *p)
+{
+	for (size_t g = 0; g < p->groups.n; g++)
+		if (p->groups.v[g].sp)
+			return 1.0f;
+	return 0.0f;
+}
+
+/* The slots of the schedule and shape fields (TP_GNN_ACTION_ZB_H1,
+ * _INTERLEAVE, _SP) of schedule s with V virtual stages, sequence
+ * parallelism sp. */
+static void shape_features(float *x, enum tp_schedule s, uint32_t V,
+			   float sp)
+{
+	x[TP_GNN_ACTION_ZB_H1] = s == TP_SCHEDULE_ZB_H1 ? 1.0f : 0.0f;
+	x[TP_GNN_ACTION_INTERLEAVE] =
+		V >= 2 ? clampf(log2(V) / 4, 0, 1) : 0.0f;
+	x[TP_GNN_ACTION_SP] = sp;
+}
+
 /* The plan's largest expert-parallel degree and its context-parallel
  * one (1 when none). */
 static void plan_ep_cp(const struct tp_plan *p, uint32_t *ep, uint32_t *cp)
@@ -1175,6 +1196,9 @@ static enum tp_status global_action(struct tp_gnn_features *f,
 	x[TP_GNN_ACTION_MIXED_SHARE] =
 		f->g.global_x.v[TP_GNN_GLOBAL_MIXED_SHARE];
 	x[TP_GNN_ACTION_ETP] = ac->etp == 1 ? 1.0f : 0.0f;
+	shape_features(x, ac->schedule, ac->virtual_stages,
+		       ac->sp ? 1.0f : 0.0f);
+	x[TP_GNN_ACTION_EVEN] = ac->even ? 1.0f : 0.0f;
 	f->act_nodes.n = f->act_w.n = 0;
 	for (uint32_t n = 0; n < f->NN; n++)
 		if (tp_vec_push(&f->act_nodes, n) ||
@@ -1289,6 +1313,8 @@ static enum tp_status group_action(struct tp_gnn_features *f,
 	x[TP_GNN_ACTION_EP] = clampf(log2(ep) / 7, 0, 1);
 	x[TP_GNN_ACTION_CP] = clampf(log2(cp) / 6, 0, 1);
 	x[TP_GNN_ACTION_ETP] = plan_etp(p);
+	shape_features(x, p->schedule, p->virtual_stages, plan_sp(p));
+	x[TP_GNN_ACTION_REST] = ac->applies_to_rest ? 1.0f : 0.0f;
 	if (ac->mixed_tp > 1) {
 		x[TP_GNN_ACTION_MIXED_TP] = clampf(
 			log2((double)ac->mixed_tp / ac->tp) / 3, 0, 1);

@@ -63,7 +63,7 @@
  */
 #define TP_GNN_F_GROUP 24
 #define TP_GNN_F_DEVICE 13
-#define TP_GNN_F_ACTION 30
+#define TP_GNN_F_ACTION 35
 #define TP_GNN_F_GLOBAL 25
 #define TP_GNN_F_FLOW 3
 #define TP_GNN_F_LINK 5
@@ -132,8 +132,10 @@ enum tp_gnn_device_slot {
 };
 
 /* The schedules the one-hot tells apart: gpipe, 1f1b, interleaved, the
- * shipped weights' three.  zb-h1 (1F1B's order with the weight gradients
- * deferred) shares 1f1b's slot until the weights are retrained. */
+ * three of the weights trained before zb-h1.  zb-h1 (1F1B's order with
+ * the weight gradients deferred) sets 1f1b's slot here, and the action
+ * slot TP_GNN_ACTION_ZB_H1 (appended, so that weights trained before it
+ * keep reading this block as they were trained) tells the two apart. */
 #define TP_GNN_SCHEDULES 3
 
 /* The global settings (micro-batches, schedule, ZeRO): a block shared by
@@ -180,6 +182,18 @@ enum tp_gnn_action_slot {
 	   own (prior.h etp), a group action the state's (the global slot
 	   below) */
 	TP_GNN_ACTION_ETP, /* 1 = experts whole on their ranks, 0 = split */
+	/* appended 2026-12-06 (zero weights in the weights trained before),
+	   the fields of prior.h's action that no slot above told apart:
+	   the schedule zb-h1 (the globals block's one-hot, three wide,
+	   counts it as 1f1b), the interleaving degree (the one-hot says
+	   only "interleaved"), sequence parallelism, even shares, and a
+	   group action that also decides every later group.  A global
+	   action's own; a group action the state's (even: 0) */
+	TP_GNN_ACTION_ZB_H1,      /* 1 = schedule zb-h1 */
+	TP_GNN_ACTION_INTERLEAVE, /* log2(virtual stages) / 4, 0 = none */
+	TP_GNN_ACTION_SP,         /* 1 = sequence parallelism */
+	TP_GNN_ACTION_EVEN,       /* 1 = every replica the same share */
+	TP_GNN_ACTION_REST,       /* 1 = applies_to_rest (group actions) */
 	TP_GNN_ACTION_END
 };
 

@@ -216,6 +216,7 @@ void tp_space_prior_action(const struct tp_space *sp, uint32_t level,
 		pa->zero = a->g.zero;
 		pa->virtual_stages = tp_globals_interleave(&a->g);
 		pa->sp = tp_globals_sp(&a->g);
+		pa->even = a->g.even != 0;
 		pa->ep = tp_globals_ep(&a->g);
 		pa->cp = tp_globals_cp(&a->g);
 		pa->etp = tp_globals_etp(&a->g);

@@ -439,6 +439,48 @@ static enum tp_status evaluate(struct run *R, struct tp_train_epoch *ep,
 	return TP_OK;
 }
 
+/*
+ * The rows of policy.W1 met by an action feature that does not vary
+ * over the norm samples (variance at most 1e-6) start at zero instead of
+ * random values.  A feature that never varies in the corpus is 0 after
+ * normalisation in every training input, so its rows get no gradient
+ * and would keep their random initial values, which a search meeting
+ * the feature set (zb-h1 and even shares, which self-play never offers:
+ * its games run under no runtime and start from uneven shares; context
+ * parallelism, which needs 8K-token sequences) would add to the
+ * candidate's logit.  Zero, they stay zero (no gradient, decoupled
+ * weight decay): the network ignores such a feature as it ignores the
+ * slots a widened weights file pads (src/gnn/README "Widths").  A
+ * feature merely rare (constant in the NORM_SAMPLES subsample, set in
+ * some later input) learns from zero.  sum, sq, cnt: measure_norm's,
+ * per input.
+ */
+static void zero_constant_actions(struct tp_gnn_net *net, const double *sum,
+				  const double *sq, const double *cnt)
+{
+	const struct tp_gnn_config *c = &net->cfg;
+	size_t at = (size_t)c->group_in + c->device_in;
+
+	for (size_t i = 0; i < tp_gnn_net_tensor_count(net); i++) {
+		uint32_t rows, cols;
+		size_t off;
+		const char *name = tp_gnn_net_tensor(net, i, &rows, &cols, &off);
+		if (strcmp(name, "policy.W1") != 0)
+			continue;
+		for (uint32_t j = 0; j < c->action_in; j++) {
+			double m, var;
+			if (!cnt[at + j])
+				continue;
+			m = sum[at + j] / cnt[at + j];
+			var = sq[at + j] / cnt[at + j] - m * m;
+			if (var <= 1e-6)
+				memset(net->w + off +
+					       (size_t)(3 * c->hidden + j) * cols,
+				       0, cols * sizeof(float));
+		}
+	}
+}
+
 /* Per-feature mean and std over up to NORM_SAMPLES samples. */
 static enum tp_status measure_norm(struct run *R, const struct samples *S,
 				   struct tp_error *err)
@@ -504,6 +546,7 @@ static enum tp_status measure_norm(struct run *R, const struct samples *S,
 		net->norm.mean[j] = (float)m;
 		net->norm.std[j] = (float)sd;
 	}
+	zero_constant_actions(net, sum, sq, cnt);
 out:
 	free(sum);
 	free(sq);
