@@ -380,6 +380,12 @@ START_TEST(test_mixed_tp_decision)
 	ck_assert_uint_eq(pa.mixed_tp, 4);
 	ck_assert_uint_eq(pa.mixed_devices, 4);
 	ck_assert_int_eq(pa.sync, TP_SYNC_RING);
+	ck_assert(!pa.even);
+	/* a global action carries even shares (GNN action slot EVEN) */
+	gl.even = 1;
+	tp_space_prior_action(&sp, 0, &(struct tp_action){dec, gl, 0, {0}},
+			      false, &pa);
+	ck_assert(pa.global && pa.even);
 	tp_plan_release(&p);
 	tp_space_scratch_free(scr);
 	tp_space_release(&sp);
