@@ -772,6 +772,10 @@ START_TEST(test_new_errors)
 		 "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
 		 "\"image_size\": 30, \"patch_size\": 16}",
 		 "$.patch_size", "must divide image_size"},
+		{"{\"model_type\": \"vit\", \"hidden_size\": 64, "
+		 "\"num_hidden_layers\": 2, \"num_attention_heads\": 6}",
+		 "$.num_attention_heads",
+		 "use 4 or 8 num_attention_heads, or hidden_size 60 or 66"},
 		{"{\"model_type\": \"phi3\", \"hidden_size\": 64}",
 		 "$.num_hidden_layers", "missing essential"},
 		{"{\"model_type\": \"qwen3\", " LLAMA_MINI

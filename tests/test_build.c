@@ -285,11 +285,17 @@ START_TEST(test_gpt_gqa_and_errors)
 	tp_error_clear(&err);
 	ck_assert_int_eq(tp_build_gpt(&d, &m, &err), TP_EINPUT);
 	ck_assert_ptr_nonnull(strstr(err.msg, "heads"));
+	/* the fix: the divisors of 2048 around 15, the multiples of 15
+	   around 2048 */
+	ck_assert_ptr_nonnull(strstr(
+		err.msg, "use 8 or 16 heads, or a hidden size of 2040 or 2055"));
 	ck_assert_uint_eq(m.ops.n, 0);
 	d.heads = 16;
 	d.kv_heads = 3;
 	ck_assert_int_eq(tp_build_gpt(&d, &m, &err), TP_EINPUT);
 	ck_assert_ptr_nonnull(strstr(err.msg, "kv-heads"));
+	ck_assert_ptr_nonnull(
+		strstr(err.msg, "use 2 or 4 kv-heads, or a head count of 15 or 18"));
 	d.kv_heads = 0;
 	d.layers = 0;
 	ck_assert_int_eq(tp_build_gpt(&d, &m, &err), TP_EINPUT);

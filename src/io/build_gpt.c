@@ -806,8 +806,33 @@ static void add_cls_head(struct tf_ctx *c, uint32_t x)
 	tp_gb_edge(&c->g, head, loss, e * k);
 }
 
+void tp_tf_divide_hint(char *buf, size_t size, int64_t part, int64_t whole,
+		       const char *part_name, const char *whole_name)
+{
+	int64_t lo = part, hi = part, down = whole - whole % part;
+
+	while (lo > 1 && whole % lo)
+		lo--;
+	while (hi < whole && whole % hi)
+		hi++;
+	if (lo == hi || hi > whole)
+		snprintf(buf, size, "use %lld %s", (long long)lo, part_name);
+	else
+		snprintf(buf, size, "use %lld or %lld %s", (long long)lo,
+			 (long long)hi, part_name);
+	if (down > 0)
+		snprintf(buf + strlen(buf), size - strlen(buf),
+			 ", or %s %lld or %lld", whole_name,
+			 (long long)down, (long long)(down + part));
+	else
+		snprintf(buf + strlen(buf), size - strlen(buf),
+			 ", or %s %lld", whole_name, (long long)part);
+}
+
 static enum tp_status check_dims(const struct tp_tf *t, struct tp_error *err)
 {
+	char hint[160];
+
 	struct {
 		const char *name;
 		int64_t v, max;
@@ -825,20 +850,31 @@ static enum tp_status check_dims(const struct tp_tf *t, struct tp_error *err)
 					    "%s must be from 1 to %lld, not %lld",
 					    pos[i].name, (long long)pos[i].max,
 					    (long long)pos[i].v);
-	if (t->head_dim == 0 && t->hidden % t->heads)
+	if (t->head_dim == 0 && t->hidden % t->heads) {
+		tp_tf_divide_hint(hint, sizeof(hint), t->heads, t->hidden,
+				  "heads", "a hidden size of");
 		return tp_error_set(err, TP_EINPUT,
-				    "heads (%lld) must divide hidden (%lld)",
-				    (long long)t->heads, (long long)t->hidden);
+				    "heads (%lld) must divide hidden (%lld): "
+				    "%s",
+				    (long long)t->heads, (long long)t->hidden,
+				    hint);
+	}
 	if (t->head_dim < 0 || t->head_dim > (1 << 16))
 		return tp_error_set(err, TP_EINPUT,
 				    "head dimension must be from 1 to 65536, "
 				    "not %lld",
 				    (long long)t->head_dim);
 	if (t->kv_heads < 0 || t->kv_heads > t->heads ||
-	    (t->kv_heads > 0 && t->heads % t->kv_heads))
+	    (t->kv_heads > 0 && t->heads % t->kv_heads)) {
+		tp_tf_divide_hint(hint, sizeof(hint),
+				  t->kv_heads, t->heads, "kv-heads",
+				  "a head count of");
 		return tp_error_set(err, TP_EINPUT,
-				    "kv-heads (%lld) must divide heads (%lld)",
-				    (long long)t->kv_heads, (long long)t->heads);
+				    "kv-heads (%lld) must divide heads (%lld): "
+				    "%s",
+				    (long long)t->kv_heads, (long long)t->heads,
+				    hint);
+	}
 	if (t->experts < 0 || t->experts > 4096 ||
 	    (t->experts > 0 && (t->top_k < 1 || t->top_k > t->experts)))
 		return tp_error_set(err, TP_EINPUT,

@@ -310,19 +310,27 @@ enum tp_status tp_hf_heads_divide(struct tp_hf *c, const struct tp_tf *t,
 				  const char *hidden_key, const char *heads_key,
 				  const char *kv_key)
 {
+	char hint[200];
+
 	if (c->probe)
 		return TP_OK;
-	if (t->head_dim == 0 && t->hidden % t->heads)
+	if (t->head_dim == 0 && t->hidden % t->heads) {
+		tp_tf_divide_hint(hint, sizeof(hint), t->heads, t->hidden,
+				  heads_key, hidden_key);
 		return tp_jctx_fail(&c->j, heads_key,
-				    "%s (%lld) must divide %s (%lld)", heads_key,
-				    (long long)t->heads, hidden_key,
-				    (long long)t->hidden);
+				    "%s (%lld) must divide %s (%lld): %s",
+				    heads_key, (long long)t->heads, hidden_key,
+				    (long long)t->hidden, hint);
+	}
 	if (kv_key && t->kv_heads > 0 &&
-	    (t->kv_heads > t->heads || t->heads % t->kv_heads))
+	    (t->kv_heads > t->heads || t->heads % t->kv_heads)) {
+		tp_tf_divide_hint(hint, sizeof(hint), t->kv_heads, t->heads,
+				  kv_key, heads_key);
 		return tp_jctx_fail(&c->j, kv_key,
-				    "%s (%lld) must divide %s (%lld)", kv_key,
-				    (long long)t->kv_heads, heads_key,
-				    (long long)t->heads);
+				    "%s (%lld) must divide %s (%lld): %s",
+				    kv_key, (long long)t->kv_heads, heads_key,
+				    (long long)t->heads, hint);
+	}
 	return TP_OK;
 }
 

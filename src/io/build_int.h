@@ -118,6 +118,14 @@ struct tp_tf {
 /* Defaults: GPT (Megatron) conventions, everything else off. */
 void tp_tf_default(struct tp_tf *t);
 
+/* The fix for "part must divide whole" as text into buf: the divisors of
+ * whole nearest to part below and above it, and the multiples of part
+ * nearest to whole ("use 10 or 20 heads, or a hidden size of 996 or
+ * 1008").  part_name and
+ * whole_name name the two figures ("heads", "a hidden size of"). */
+void tp_tf_divide_hint(char *buf, size_t size, int64_t part, int64_t whole,
+		       const char *part_name, const char *whole_name);
+
 /* Build the training graph of t into the initialised model m and
  * finalize it.  TP_EINPUT naming the bad dimension (heads not dividing
  * hidden, ...); on failure m is released and re-initialised. */
