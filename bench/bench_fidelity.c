@@ -73,9 +73,9 @@ static void held_adjust(struct tp_sim_params *p, struct tp_cluster *c,
 	const struct tp_calib_fit *f = ctx;
 
 	(void)c;
-	p->gemm_sustained = f->gemm_sustained;
-	p->link_eff_intra = f->link_eff_intra;
-	p->link_eff_network = f->link_eff_network;
+	p->gemm_sustained = f->k[TP_CALIB_GEMM_SUSTAINED];
+	p->link_eff_intra = f->k[TP_CALIB_LINK_INTRA];
+	p->link_eff_network = f->k[TP_CALIB_LINK_NETWORK];
 	tp_sim_params_drop_fitted(p);
 }
 
@@ -211,6 +211,7 @@ static int calibrate(const struct tp_mruns *runs, const struct acc *by,
 	size_t n = runs->rows.n;
 	bool *fit = calloc(n, sizeof(bool)), *held = calloc(n, sizeof(bool));
 	struct tp_calib_fit f[2];
+	struct tp_calib_opts o;
 	struct tp_error err;
 	double drop[2];
 	double sum[3] = {0, 0, 0}, wsum = 0;
@@ -222,10 +223,14 @@ static int calibrate(const struct tp_mruns *runs, const struct acc *by,
 		return 1;
 	}
 	tp_error_clear(&err);
+	/* the three global constants only (the profiles' own kept) */
+	memset(&o, 0, sizeof(o));
+	for (int c = TP_CALIB_LINK_NETWORK + 1; c < TP_CALIB_N; c++)
+		o.fixed[c] = true;
 	for (size_t i = 0; i < n; i++)
 		fit[i] = true;
 	for (int j = 0; j < 2; j++) {
-		if (tp_calib_fit(runs->rows.v, n, fit, NULL, w[j], &f[j],
+		if (tp_calib_fit(runs->rows.v, n, fit, NULL, w[j], &o, &f[j],
 				 &err)) {
 			printf("calibrate: %s\n", err.msg);
 			rc = 1;
@@ -235,8 +240,10 @@ static int calibrate(const struct tp_mruns *runs, const struct acc *by,
 		       "gemm_sustained %.4f, link_eff_intra %.4f, "
 		       "link_eff_network %.4f: mean |error| %.1f%% (shipped "
 		       "constants %.1f%%)\n",
-		       j ? "" : "\n", f[j].fit_runs, w[j], f[j].gemm_sustained,
-		       f[j].link_eff_intra, f[j].link_eff_network,
+		       j ? "" : "\n", f[j].fit_runs, w[j],
+		       f[j].k[TP_CALIB_GEMM_SUSTAINED],
+		       f[j].k[TP_CALIB_LINK_INTRA],
+		       f[j].k[TP_CALIB_LINK_NETWORK],
 		       100 * f[j].fit_error, 100 * f[j].fit_error0);
 	}
 	printf("\nleave-one-source-out (fit on the others, predict it "
@@ -253,7 +260,7 @@ static int calibrate(const struct tp_mruns *runs, const struct acc *by,
 			fit[i] = !held[i];
 		}
 		for (int j = 0; j < 2; j++)
-			if (tp_calib_fit(runs->rows.v, n, fit, held, w[j],
+			if (tp_calib_fit(runs->rows.v, n, fit, held, w[j], &o,
 					 &f[j], &err)) {
 				printf("calibrate: %s\n", err.msg);
 				rc = 1;
@@ -266,8 +273,10 @@ static int calibrate(const struct tp_mruns *runs, const struct acc *by,
 		       "%8.4f\n",
 		       by[k].source, f[0].holdout_runs, 100 * drop[0],
 		       100 * drop[1], 100 * f[0].holdout_error,
-		       100 * f[0].holdout_error0, f[0].gemm_sustained,
-		       f[0].link_eff_intra, f[0].link_eff_network);
+		       100 * f[0].holdout_error0,
+		       f[0].k[TP_CALIB_GEMM_SUSTAINED],
+		       f[0].k[TP_CALIB_LINK_INTRA],
+		       f[0].k[TP_CALIB_LINK_NETWORK]);
 		for (int j = 0; j < 2; j++)
 			sum[j] += drop[j] * f[j].holdout_runs;
 		sum[2] += f[0].holdout_error * f[0].holdout_runs;

@@ -232,12 +232,64 @@ enum tp_status tp_calib_predict(const struct tp_mrun *run,
 /* ------------------------------------------------------------------ */
 /* The fit (tagplan calibrate)                                         */
 
-struct consts {
-	double v[3]; /* gemm_sustained, link_eff_intra, link_eff_network */
-};
+const char *const tp_calib_names[TP_CALIB_N] = {
+    "gemm_sustained",	  "link_eff_intra", "link_eff_network",
+    "gemm_shape_half",	  "nic_socket_Bps", "tp_node_rings",
+    "cuda_core_gemm_eff", "hopper_gemm_scale"};
+const double tp_calib_lo[TP_CALIB_N] = {0.5, 0.3, 0.3, 1e5,
+					2.5e8, 1, 0.3, 0.5};
+const double tp_calib_hi[TP_CALIB_N] = {1.1, 1.0, 1.0, 1e7,
+					1.25e10, 4, 1.0, 1.0};
+/* searched in log space (ranges of two decades) */
+static const bool log_space[TP_CALIB_N] = {false, false, false, true,
+					  true,  false, false, false};
 
-static const double lo_bound[3] = {0.5, 0.3, 0.3};
-static const double hi_bound[3] = {1.1, 1.0, 1.0};
+/* Where the shipped profiles' fitted constants come from (calib.h;
+ * src/sim/README sections 2, 3 and 9; the profiles' "sources"). */
+const struct tp_calib_fitted_on tp_calib_fitted_on[] = {
+    {TP_CALIB_GEMM_SHAPE_HALF, "DS3Lab/", TP_CALIB_GEMM_SHAPE_HALF_SOURCED},
+    {TP_CALIB_NIC_SOCKET, "DS3Lab/", 0},
+    {TP_CALIB_TP_NODE_RINGS, "DS3Lab/", 0},
+    {TP_CALIB_CUDA_CORE_EFF, "NVIDIA/DeepLearningExamples", 0},
+    {TP_CALIB_HOPPER_SCALE, "mosaicml/llm-foundry", 0},
+};
+const size_t tp_calib_n_fitted_on =
+    sizeof(tp_calib_fitted_on) / sizeof(tp_calib_fitted_on[0]);
+
+/* The simulator's parameter of constant c (profile constants: > 0 when
+ * the runtime sets it). */
+static double *param_of(struct tp_sim_params *p, int c)
+{
+	switch (c) {
+	case TP_CALIB_GEMM_SUSTAINED:
+		return &p->gemm_sustained;
+	case TP_CALIB_LINK_INTRA:
+		return &p->link_eff_intra;
+	case TP_CALIB_LINK_NETWORK:
+		return &p->link_eff_network;
+	case TP_CALIB_GEMM_SHAPE_HALF:
+		return &p->gemm_shape_half;
+	case TP_CALIB_NIC_SOCKET:
+		return &p->nic_cap_Bps;
+	case TP_CALIB_TP_NODE_RINGS:
+		return &p->tp_node_rings;
+	case TP_CALIB_CUDA_CORE_EFF:
+		return &p->cuda_core_gemm_eff;
+	default:
+		return &p->hopper_gemm_scale;
+	}
+}
+
+static bool is_global(int c)
+{
+	return c <= TP_CALIB_LINK_NETWORK;
+}
+
+/* The constants applied to a run, and the profile constants to drop. */
+struct consts {
+	double v[TP_CALIB_N];
+	const bool *drop;
+};
 
 static void apply_consts(struct tp_sim_params *p, struct tp_cluster *c,
 			 void *ctx)
@@ -245,86 +297,233 @@ static void apply_consts(struct tp_sim_params *p, struct tp_cluster *c,
 	const struct consts *k = ctx;
 
 	(void)c;
-	p->gemm_sustained = k->v[0];
-	p->link_eff_intra = k->v[1];
-	p->link_eff_network = k->v[2];
+	for (int i = 0; i < TP_CALIB_N; i++) {
+		double *x = param_of(p, i);
+
+		if (!is_global(i) && k->drop && k->drop[i])
+			*x = 0;
+		else if (is_global(i) || *x > 0)
+			*x = k->v[i];
+	}
 }
 
 enum tp_status tp_calib_predict_fitted(const struct tp_mrun *run,
 				       const struct tp_calib_fit *f,
+				       const bool *drop,
 				       struct tp_calib_result *res,
 				       struct tp_error *err)
 {
-	struct consts k = {{f->gemm_sustained, f->link_eff_intra,
-			    f->link_eff_network}};
+	struct consts k;
 
+	memcpy(k.v, f->k, sizeof(k.v));
+	k.drop = drop;
 	return tp_calib_predict(run, NULL, apply_consts, &k, res, err);
 }
 
-/* The prior of the fit: weight w (runs' worth) toward the constants c0
- * in log space; w 0 = none. */
-struct prior {
-	double w;
-	struct consts c0;
-};
-
-/* Mean squared log error over the runs of mask, plus the prior's
- * penalty (NULL: none) over the same count (and the runs' mean |error|
- * into *mae when non-NULL). */
-static enum tp_status objective(const struct tp_mrun *runs, size_t n,
-				const bool *mask, const struct consts *k,
-				const struct prior *pr, double *f,
-				double *mae, struct tp_error *err)
+/* The simulator's parameters of run under its runtime profile (no
+ * calibration applied), as tp_calib_predict sets them. */
+static enum tp_status run_params(const struct tp_mrun *run,
+				 struct tp_sim_params *p,
+				 struct tp_error *err)
 {
-	double sq = 0, ab = 0;
-	size_t m = 0;
+	struct tp_runtime rt;
+	enum tp_status st;
 
-	for (int c = 0; pr && pr->w > 0 && c < 3; c++) {
-		double d = log(k->v[c] / pr->c0.v[c]);
-		sq += pr->w * d * d;
-	}
-
-	for (size_t i = 0; i < n; i++) {
-		struct tp_calib_result res;
-		enum tp_status st;
-		double l;
-
-		if (!mask[i])
-			continue;
-		st = tp_calib_predict(&runs[i], NULL, apply_consts,
-				      (void *)k, &res, err);
-		if (st)
-			return st;
-		l = log(res.predicted_s / runs[i].measured_s);
-		sq += l * l;
-		ab += fabs(res.error);
-		m++;
-	}
-	*f = m ? sq / (double)m : 0;
-	if (mae)
-		*mae = m ? ab / (double)m : 0;
+	st = tp_runtime_find(run->runtime[0] ? run->runtime : "none", &rt,
+			     err);
+	if (st)
+		return st;
+	tp_sim_params_default(p);
+	tp_sim_params_runtime(p, &rt);
 	return TP_OK;
 }
 
-static enum tp_status fit_fixed(const struct tp_mrun *runs, size_t n,
-				const bool *fit, const bool *held,
-				double prior_weight, struct tp_calib_fit *out,
-				struct tp_error *err);
+/* The state of the coordinate descent: the runs (sweeps fixed), which
+ * are fitted, which depend on which constant, the prior, and each
+ * fitted run's squared log error at the current constants. */
+struct fitstate {
+	const struct tp_mrun *runs;
+	size_t n;
+	const bool *fit;
+	bool *dep; /* n x TP_CALIB_N */
+	double *sq;
+	double w;
+	double c0[TP_CALIB_N];
+	uint32_t evals;
+};
+
+static double prior_term(const struct fitstate *s, const struct consts *k)
+{
+	double sq = 0;
+
+	for (int c = 0; s->w > 0 && c < TP_CALIB_N; c++) {
+		double d = log(k->v[c] / s->c0[c]);
+		sq += s->w * d * d;
+	}
+	return sq;
+}
+
+/* Squared log error of run i under k into *sq (and |error| into *ab). */
+static enum tp_status run_sq(struct fitstate *s, size_t i,
+			     const struct consts *k, double *sq, double *ab,
+			     struct tp_error *err)
+{
+	struct tp_calib_result res;
+	enum tp_status st;
+	double l;
+
+	st = tp_calib_predict(&s->runs[i], NULL, apply_consts, (void *)k,
+			      &res, err);
+	if (st)
+		return st;
+	s->evals++;
+	l = log(res.predicted_s / s->runs[i].measured_s);
+	*sq = l * l;
+	if (ab)
+		*ab = fabs(res.error);
+	return TP_OK;
+}
+
+/* Mean over the fitted runs of the squared log errors plus the prior,
+ * with constant c at k's value: the runs depending on c simulated, the
+ * others at their current error (c < 0: every fitted run); update: the
+ * simulated runs' errors become the current ones. */
+static enum tp_status objective(struct fitstate *s, const struct consts *k,
+				int c, bool update, double *f,
+				struct tp_error *err)
+{
+	double sum = prior_term(s, k);
+	size_t m = 0;
+	enum tp_status st;
+
+	for (size_t i = 0; i < s->n; i++) {
+		double q;
+
+		if (!s->fit[i])
+			continue;
+		m++;
+		if (c >= 0 && !s->dep[i * TP_CALIB_N + c]) {
+			sum += s->sq[i];
+			continue;
+		}
+		if ((st = run_sq(s, i, k, &q, NULL, err)))
+			return st;
+		if (update)
+			s->sq[i] = q;
+		sum += q;
+	}
+	*f = m ? sum / (double)m : 0;
+	return TP_OK;
+}
+
+/* Mean |error| over the runs of mask under k. */
+static enum tp_status mean_abs(struct fitstate *s, const bool *mask,
+			       const struct consts *k, double *mae,
+			       struct tp_error *err)
+{
+	double sum = 0, q, ab;
+	size_t m = 0;
+	enum tp_status st;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (!mask[i])
+			continue;
+		if ((st = run_sq(s, i, k, &q, &ab, err)))
+			return st;
+		sum += ab;
+		m++;
+	}
+	*mae = m ? sum / (double)m : 0;
+	return TP_OK;
+}
+
+static double to_x(int c, double v)
+{
+	return log_space[c] ? log(v) : v;
+}
+
+static double from_x(int c, double x)
+{
+	return log_space[c] ? exp(x) : x;
+}
+
+/* One golden-section search of constant c over its bounds; moves it in
+ * *k (and *best) only to a strictly better point. */
+static enum tp_status search(struct fitstate *s, struct consts *k, int c,
+			     double *best, struct tp_error *err)
+{
+	const double g = (sqrt(5.0) - 1) / 2;
+	double a = to_x(c, tp_calib_lo[c]), b = to_x(c, tp_calib_hi[c]);
+	double x1 = b - g * (b - a), x2 = a + g * (b - a);
+	double f1, f2, keep = k->v[c];
+	struct consts t = *k;
+	enum tp_status st;
+
+	t.v[c] = from_x(c, x1);
+	if ((st = objective(s, &t, c, false, &f1, err)))
+		return st;
+	t.v[c] = from_x(c, x2);
+	if ((st = objective(s, &t, c, false, &f2, err)))
+		return st;
+	for (int it = 0; it < 14; it++) {
+		if (f1 <= f2) {
+			b = x2;
+			x2 = x1;
+			f2 = f1;
+			x1 = b - g * (b - a);
+			t.v[c] = from_x(c, x1);
+			st = objective(s, &t, c, false, &f1, err);
+		} else {
+			a = x1;
+			x1 = x2;
+			f1 = f2;
+			x2 = a + g * (b - a);
+			t.v[c] = from_x(c, x2);
+			st = objective(s, &t, c, false, &f2, err);
+		}
+		if (st)
+			return st;
+	}
+	/* a constant that changes nothing keeps its value: only a
+	   strictly better point moves it */
+	if ((f1 <= f2 ? f1 : f2) < *best * (1 - 1e-9)) {
+		k->v[c] = from_x(c, f1 <= f2 ? x1 : x2);
+		/* the current errors at the new value */
+		if ((st = objective(s, k, c, true, best, err)))
+			return st;
+	} else {
+		k->v[c] = keep;
+	}
+	return TP_OK;
+}
+
+static enum tp_status fit_fixed(struct fitstate *s, const bool *held,
+				const struct tp_calib_opts *o,
+				struct tp_calib_fit *out, struct tp_error *err);
 
 /* A sweep run (micro-batch and interleaving not published) is fitted
- * with the configuration the sweep picks under the defaults: the
- * constants move every configuration alike, and one simulation per run
- * instead of up to 40 keeps the fit to seconds. */
+ * with the configuration its sweep picks under the shipped constants:
+ * the constants move every configuration alike, and one simulation per
+ * run instead of up to 40 keeps the fit to seconds. */
 enum tp_status tp_calib_fit(const struct tp_mrun *runs, size_t n,
 			    const bool *fit, const bool *held,
-			    double prior_weight, struct tp_calib_fit *out,
-			    struct tp_error *err)
+			    double prior_weight,
+			    const struct tp_calib_opts *o,
+			    struct tp_calib_fit *out, struct tp_error *err)
 {
 	struct tp_mrun *fixed = malloc((n ? n : 1) * sizeof(*fixed));
+	struct fitstate s;
 	enum tp_status st = TP_OK;
 
-	if (!fixed)
+	memset(&s, 0, sizeof(s));
+	s.dep = calloc((n ? n : 1) * TP_CALIB_N, sizeof(bool));
+	s.sq = calloc(n ? n : 1, sizeof(double));
+	if (!fixed || !s.dep || !s.sq) {
+		free(fixed);
+		free(s.dep);
+		free(s.sq);
 		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	}
 	for (size_t i = 0; i < n && !st; i++) {
 		struct tp_calib_result res;
 
@@ -338,128 +537,113 @@ enum tp_status tp_calib_fit(const struct tp_mrun *runs, size_t n,
 			fixed[i].sweep = false;
 		}
 	}
+	s.runs = fixed;
+	s.n = n;
+	s.fit = fit;
+	s.w = prior_weight > 0 ? prior_weight : 0;
 	if (!st)
-		st = fit_fixed(fixed, n, fit, held, prior_weight, out, err);
+		st = fit_fixed(&s, held, o, out, err);
 	free(fixed);
+	free(s.dep);
+	free(s.sq);
 	return st;
 }
 
-static enum tp_status fit_fixed(const struct tp_mrun *runs, size_t n,
-				const bool *fit, const bool *held,
-				double prior_weight, struct tp_calib_fit *out,
-				struct tp_error *err)
+static enum tp_status fit_fixed(struct fitstate *s, const bool *held,
+				const struct tp_calib_opts *o,
+				struct tp_calib_fit *out, struct tp_error *err)
 {
-	const double g = (sqrt(5.0) - 1) / 2;
 	struct tp_sim_params d;
 	struct consts k;
-	struct prior pr;
-	double f0, best;
+	double best;
+	bool seen[TP_CALIB_N] = {false};
 	enum tp_status st;
+	size_t n = s->n;
 
 	memset(out, 0, sizeof(*out));
+	memset(&k, 0, sizeof(k));
 	tp_sim_params_default(&d);
-	k.v[0] = d.gemm_sustained;
-	k.v[1] = d.link_eff_intra;
-	k.v[2] = d.link_eff_network;
-	pr.w = prior_weight > 0 ? prior_weight : 0;
-	pr.c0 = k;
-	out->prior_weight = pr.w;
+	for (int c = 0; c < TP_CALIB_N; c++)
+		k.v[c] = *param_of(&d, c);
+	/* which run depends on which constant; a profile constant's
+	   shipped value is the first fitted run's profile's */
 	for (size_t i = 0; i < n; i++) {
-		out->fit_runs += fit[i];
-		out->holdout_runs += held && held[i] && !fit[i];
+		struct tp_sim_params p;
+
+		if (!s->fit[i] && !(held && held[i]))
+			continue;
+		if ((st = run_params(&s->runs[i], &p, err)))
+			return st;
+		for (int c = 0; c < TP_CALIB_N; c++) {
+			bool dep = is_global(c) || *param_of(&p, c) > 0;
+
+			s->dep[i * TP_CALIB_N + c] = dep;
+			if (!dep || is_global(c))
+				continue;
+			if (s->fit[i] && !out->used[c]) {
+				out->used[c] = true;
+				k.v[c] = *param_of(&p, c);
+			} else if (!seen[c] && !out->used[c]) {
+				k.v[c] = *param_of(&p, c);
+			}
+			seen[c] = true;
+		}
+	}
+	for (int c = 0; c < TP_CALIB_N; c++) {
+		if (is_global(c))
+			out->used[c] = true;
+		if (o && o->fixed[c])
+			out->used[c] = false;
+		if (o && o->start[c] > 0)
+			k.v[c] = o->start[c];
+		if (!(k.v[c] > 0)) /* never applied; a centre for the log */
+			k.v[c] = tp_calib_lo[c];
+		s->c0[c] = k.v[c];
+		out->k0[c] = k.v[c];
+	}
+	out->prior_weight = s->w;
+	for (size_t i = 0; i < n; i++) {
+		out->fit_runs += s->fit[i];
+		out->holdout_runs += held && held[i] && !s->fit[i];
 	}
 	if (!out->fit_runs)
 		return tp_error_set(err, TP_EUSAGE,
 				    "no runs to fit (every run is held out)");
-	if ((st = objective(runs, n, fit, &k, &pr, &f0, &out->fit_error0,
-			    err)))
+	if ((st = mean_abs(s, s->fit, &k, &out->fit_error0, err)) ||
+	    (st = objective(s, &k, -1, true, &best, err)))
 		return st;
-	out->evaluations = 1;
-	best = f0;
 	for (int round = 0; round < 3; round++) {
 		struct consts was = k;
 		bool moved = false;
 
-		for (int c = 0; c < 3; c++) {
-			double a = lo_bound[c], b = hi_bound[c];
-			double x1 = b - g * (b - a), x2 = a + g * (b - a);
-			double f1, f2, keep = k.v[c];
-			struct consts t = k;
-
-			t.v[c] = x1;
-			if ((st = objective(runs, n, fit, &t, &pr, &f1, NULL,
-					    err)))
+		for (int c = 0; c < TP_CALIB_N; c++)
+			if (out->used[c] && (st = search(s, &k, c, &best, err)))
 				return st;
-			t.v[c] = x2;
-			if ((st = objective(runs, n, fit, &t, &pr, &f2, NULL,
-					    err)))
-				return st;
-			out->evaluations += 2;
-			for (int it = 0; it < 14; it++) {
-				if (f1 <= f2) {
-					b = x2;
-					x2 = x1;
-					f2 = f1;
-					x1 = b - g * (b - a);
-					t.v[c] = x1;
-					st = objective(runs, n, fit, &t, &pr,
-						       &f1, NULL, err);
-				} else {
-					a = x1;
-					x1 = x2;
-					f1 = f2;
-					x2 = a + g * (b - a);
-					t.v[c] = x2;
-					st = objective(runs, n, fit, &t, &pr,
-						       &f2, NULL, err);
-				}
-				if (st)
-					return st;
-				out->evaluations++;
-			}
-			/* a constant that changes nothing keeps its value:
-			   only a strictly better point moves it */
-			t.v[c] = f1 <= f2 ? x1 : x2;
-			if ((f1 <= f2 ? f1 : f2) < best * (1 - 1e-9)) {
-				best = f1 <= f2 ? f1 : f2;
-				k.v[c] = t.v[c];
-			} else {
-				k.v[c] = keep;
-			}
-		}
-		for (int c = 0; c < 3; c++)
-			moved = moved || fabs(k.v[c] - was.v[c]) > 1e-3;
+		for (int c = 0; c < TP_CALIB_N; c++)
+			moved = moved ||
+				fabs(k.v[c] / was.v[c] - 1) > 1e-3;
 		if (!moved)
 			break;
 	}
-	out->gemm_sustained = k.v[0];
-	out->link_eff_intra = k.v[1];
-	out->link_eff_network = k.v[2];
-	if ((st = objective(runs, n, fit, &k, &pr, &best, &out->fit_error,
-			    err)))
+	memcpy(out->k, k.v, sizeof(out->k));
+	if ((st = mean_abs(s, s->fit, &k, &out->fit_error, err)))
 		return st;
 	if (out->holdout_runs) {
 		bool *h = calloc(n, sizeof(bool));
-		double f;
+		struct consts k0 = k;
 
 		if (!h)
 			return tp_error_set(err, TP_ENOMEM, "out of memory");
 		for (size_t i = 0; i < n; i++)
-			h[i] = held[i] && !fit[i];
-		k.v[0] = d.gemm_sustained;
-		k.v[1] = d.link_eff_intra;
-		k.v[2] = d.link_eff_network;
-		st = objective(runs, n, h, &k, NULL, &f,
-			       &out->holdout_error0, err);
-		k.v[0] = out->gemm_sustained;
-		k.v[1] = out->link_eff_intra;
-		k.v[2] = out->link_eff_network;
+			h[i] = held[i] && !s->fit[i];
+		memcpy(k0.v, out->k0, sizeof(k0.v));
+		st = mean_abs(s, h, &k0, &out->holdout_error0, err);
 		if (!st)
-			st = objective(runs, n, h, &k, NULL, &f,
-				       &out->holdout_error, err);
+			st = mean_abs(s, h, &k, &out->holdout_error, err);
 		free(h);
 		if (st)
 			return st;
 	}
+	out->evaluations = s->evals;
 	return TP_OK;
 }

@@ -51,49 +51,128 @@ enum tp_status tp_calib_predict(const struct tp_mrun *run,
 				struct tp_error *err);
 
 /*
- * tagplan calibrate's fit: the cost model's exposed constants
- * (gemm_sustained, link_eff_intra, link_eff_network; sim.h) chosen to
- * minimise the squared log errors, log(predicted / measured)^2, over
- * the runs with fit[i] set, each run under its own runtime profile's
- * behaviour, plus prior_weight times the squared log distance of each
- * constant from the simulator's default (a Gaussian prior in log space
- * centred on the shipped constants, worth prior_weight runs; 0 = the
- * plain least squares), the sum divided by the fitted runs.  Bounded (gemm_sustained 0.5..1.1, link efficiencies
- * 0.3..1.0), by coordinate descent: a golden-section search per constant
- * (14 steps), up to three rounds (stopping when a round moves no
- * constant by 1e-3), from the simulator's defaults; a constant none of
- * the runs depends on keeps its default.  A sweep run is fitted with
- * the configuration its sweep picks under the defaults.  held[i] marks the runs
- * to report the fitted constants on without fitting to them (NULL: none).
+ * The constants tagplan calibrate fits.  Global ones apply to every run:
+ * gemm_sustained (x every type's gemm_efficiency), link_eff_intra and
+ * link_eff_network (the fraction of NVLink/PCIe and of network peak
+ * collectives reach); the runtime profiles' constants apply to a run
+ * whose profile sets them (behaviour > 0; src/sim/README sections 2, 3,
+ * 9) and replace the profile's value there: gemm_shape_half (every
+ * shipped profile but "none"), nic_socket_Bps and tp_node_rings
+ * (megatron-lm-2022), cuda_core_gemm_eff (ddp), hopper_gemm_scale
+ * (fsdp2).  A profile constant no fitted run's profile sets is not
+ * fitted (used[] false) and keeps its start.
+ */
+enum tp_calib_const {
+	TP_CALIB_GEMM_SUSTAINED,
+	TP_CALIB_LINK_INTRA,
+	TP_CALIB_LINK_NETWORK,
+	TP_CALIB_GEMM_SHAPE_HALF,
+	TP_CALIB_NIC_SOCKET,
+	TP_CALIB_TP_NODE_RINGS,
+	TP_CALIB_CUDA_CORE_EFF,
+	TP_CALIB_HOPPER_SCALE,
+	TP_CALIB_N
+};
+
+/* Their names (as the runtime profile's fields) and bounds. */
+extern const char *const tp_calib_names[TP_CALIB_N];
+extern const double tp_calib_lo[TP_CALIB_N], tp_calib_hi[TP_CALIB_N];
+
+/*
+ * tagplan calibrate's fit: the constants above chosen to minimise the
+ * squared log errors, log(predicted / measured)^2, over the runs with
+ * fit[i] set, each run under its own runtime profile's behaviour, plus
+ * prior_weight times the squared log distance of each fitted constant
+ * from its start (a Gaussian prior in log space centred on the shipped
+ * constants, worth prior_weight runs; 0 = the plain least squares), the
+ * sum divided by the fitted runs.  Bounded (tp_calib_lo/hi:
+ * gemm_sustained 0.5..1.1, link efficiencies 0.3..1.0, gemm_shape_half
+ * 1e5..1e7, nic_socket_Bps 2.5e8..1.25e10 B/s, tp_node_rings 1..4,
+ * cuda_core_gemm_eff 0.3..1.0, hopper_gemm_scale 0.5..1.0), by
+ * coordinate descent: a golden-section search per constant (14 steps;
+ * gemm_shape_half and nic_socket_Bps in log space), up to three rounds
+ * (stopping when a round moves no constant by 1e-3 of its value), from
+ * the start; a constant none of the runs depends on keeps its start.
+ * The start (and the prior's centre) of each constant: o->start[c] when
+ * o is given and o->start[c] > 0, else the shipped value (the
+ * simulator's default for the global ones, the first fitted run's
+ * profile's for a profile constant); o->fixed[c] keeps constant c at
+ * its start (not fitted).  A sweep run is fitted with the
+ * configuration its sweep picks under the shipped constants.  held[i]
+ * marks the runs to report the fitted constants on without fitting to
+ * them (NULL: none).
  */
 struct tp_calib_fit {
-	double gemm_sustained, link_eff_intra, link_eff_network;
-	double prior_weight;  /* as asked */
-	double fit_error;     /* mean |error| of the fitted runs, after */
-	double fit_error0;    /* ... with the defaults, before */
-	double holdout_error; /* mean |error| of the held-out runs, after */
+	double k[TP_CALIB_N];  /* fitted (a constant not used: its start) */
+	double k0[TP_CALIB_N]; /* the start and the prior's centre */
+	bool used[TP_CALIB_N]; /* fitted: some fitted run depends on it
+				  and it is not fixed */
+	double prior_weight;   /* as asked */
+	double fit_error;      /* mean |error| of the fitted runs, after */
+	double fit_error0;     /* ... with the start constants, before */
+	double holdout_error;  /* mean |error| of the held-out runs, after */
 	double holdout_error0;
 	uint32_t fit_runs, holdout_runs;
-	uint32_t evaluations; /* simulations of the whole set */
+	uint32_t evaluations;  /* simulations of one run */
 };
 
 /* The shipped prior weight: the shipped constants count as the 10 runs
  * of Megatron-LM SC21 Table 1 that gemm_sustained was fitted on (the
  * link efficiencies come from NCCL benchmark figures, not runs; the
- * same weight for all three).  Chosen before any held-out fold was
- * looked at (src/sim/README section 9). */
+ * same weight for all).  Chosen before any held-out fold was looked at
+ * (src/sim/README section 9). */
 #define TP_CALIB_PRIOR_WEIGHT 10.0
+
+struct tp_calib_opts {
+	double start[TP_CALIB_N]; /* > 0: the start and prior centre */
+	bool fixed[TP_CALIB_N];   /* not fitted */
+};
 
 enum tp_status tp_calib_fit(const struct tp_mrun *runs, size_t n,
 			    const bool *fit, const bool *held,
-			    double prior_weight, struct tp_calib_fit *out,
-			    struct tp_error *err);
+			    double prior_weight,
+			    const struct tp_calib_opts *o,
+			    struct tp_calib_fit *out, struct tp_error *err);
 
-/* Predict run with the constants of f (the adjust of tp_calib_predict
- * that tp_calib_fit uses). */
+/*
+ * Predict run with the constants of f (the adjust of tp_calib_predict
+ * that tp_calib_fit uses): the global ones, and each profile constant
+ * where the run's profile sets it; drop (NULL or a mask over
+ * TP_CALIB_N) turns a profile constant's mechanism off on the run
+ * instead (0: what the profile would say without its fitted value).
+ */
 enum tp_status tp_calib_predict_fitted(const struct tp_mrun *run,
 				       const struct tp_calib_fit *f,
+				       const bool *drop,
 				       struct tp_calib_result *res,
 				       struct tp_error *err);
+
+/*
+ * The shipped profiles' constants that were fitted on one source of
+ * data/validation (src/sim/README section 9; each profile's "sources"),
+ * for an honest leave-one-source-out: when that source is held out, the
+ * constant must come from elsewhere.  source begins the runs' source
+ * (io/runs.h: its first word); fallback > 0 is a value with
+ * a cited source that replaces it as the fit's start (and prior centre),
+ * 0 that none is known: the mechanism is off on the held-out runs unless
+ * the other sources fit it.
+ */
+struct tp_calib_fitted_on {
+	enum tp_calib_const c;
+	const char *source;
+	double fallback;
+};
+extern const struct tp_calib_fitted_on tp_calib_fitted_on[];
+extern const size_t tp_calib_n_fitted_on;
+
+/*
+ * gemm_shape_half's sourced value: the smoothed occupancy x / (x + h)
+ * halves where NVIDIA's wave quantization does ("Matrix Multiplication
+ * Background" user's guide, docs.nvidia.com/deeplearning/performance:
+ * a GEMM whose 128 x 128 output tiles fill half of one wave of SMs
+ * keeps half the SMs busy), on the V100's 80 SMs (NVIDIA Tesla V100
+ * GPU Architecture whitepaper): h = 80 x 128 x 128 / 2.  Not fitted.
+ */
+#define TP_CALIB_GEMM_SHAPE_HALF_SOURCED 655360.0
 
 #endif

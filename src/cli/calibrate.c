@@ -1,7 +1,9 @@
 /*
  * calibrate.c - `tagplan calibrate`: fit the cost model's exposed
- * constants (gemm_sustained, link_eff_intra, link_eff_network) to a
- * user's measured runs (io/runs.h; calib/calib.h tp_calib_fit) and write
+ * constants (gemm_sustained, link_eff_intra, link_eff_network, and the
+ * runtime profiles' fitted ones: gemm_shape_half, nic_socket_Bps,
+ * tp_node_rings, cuda_core_gemm_eff, hopper_gemm_scale) to a user's
+ * measured runs (io/runs.h; calib/calib.h tp_calib_fit) and write
  * a runtime profile (tagplan-runtime/1) with a "calibration" object that
  * plan, simulate and check take with --runtime FILE.  The table of runs
  * (predicted with the defaults and with the fit, measured, error, fit or
@@ -22,25 +24,29 @@
 static const char usage[] =
 	"RUNS.json [RUNS.json ...] -o PROFILE.json [--runtime NAME]\n"
 	"                    [--name NAME] [--holdout K | --holdout-source S]\n"
-	"                    [--prior-weight W]";
+	"                    [--prior-weight W] [--fit NAME,...]";
 
 static const char about[] =
 	"Fit the simulator's constants to measured runs and write a runtime "
 	"profile.\nRUNS are run lists (tagplan-formats(5), MEASURED RUNS: "
 	"model, topology,\nstrategy, measured iteration time or throughput, "
 	"the runtime that ran it).\nFitted, by bounded least squares on log "
-	"time (each run under its own\nruntime's behaviour): gemm_sustained "
-	"(0.5-1.1, x each GPU's GEMM\nefficiency), link_eff_intra and "
-	"link_eff_network (0.3-1.0, the fraction of\nNVLink/PCIe and of "
-	"network peak collectives reach), each pulled toward\nits shipped "
-	"value (0.806, 0.80, 0.90) by a prior in log space worth W\nruns "
-	"(--prior-weight; 0 = plain least squares), so that a few runs\n"
-	"move the constants only as far as they outweigh it.  Every K-th "
-	"run (or\nevery run of "
-	"source S) is held out: the fit never sees it, and the table\nand "
-	"the profile report its error.  The profile is --runtime NAME's "
-	"(its\nbehaviour and capabilities) with the fitted constants; pass "
-	"it to plan,\nsimulate and check as --runtime PROFILE.json.\n\n"
+	"time (each run under its own\nruntime's behaviour): on every run "
+	"gemm_sustained (0.5-1.1, x each GPU's\nGEMM efficiency), "
+	"link_eff_intra and link_eff_network (0.3-1.0, the\nfraction of "
+	"NVLink/PCIe and of network peak collectives reach); on the\nruns "
+	"whose runtime profile sets them, the profile's own constants\n"
+	"gemm_shape_half (1e5-1e7), nic_socket_Bps (2.5e8-1.25e10), "
+	"tp_node_rings\n(1-4), cuda_core_gemm_eff (0.3-1), hopper_gemm_scale "
+	"(0.5-1).  Each is\npulled toward its shipped value by a prior in "
+	"log space worth W runs\n(--prior-weight; 0 = plain least squares), "
+	"so that a few runs move the\nconstants only as far as they "
+	"outweigh it.  Every K-th run (or every\nrun of source S) is held "
+	"out: the fit never sees it, and the table and\nthe profile report "
+	"its error.  The profile is --runtime NAME's (its\nbehaviour and "
+	"capabilities) with the fitted constants (of its own\nprofile "
+	"constants, those it sets); pass it to plan, simulate and check\n"
+	"as --runtime PROFILE.json.\n\n"
 	"example (the shipped validation runs):\n"
 	"  tagplan calibrate data/validation/measured_runs.json \\\n"
 	"      data/validation/megatron_a100_table1.json -o mine.json\n"
@@ -55,7 +61,7 @@ static const char *base_name(const char *p)
 
 /* What `tagplan calibrate` was asked. */
 struct cal_args {
-	const char *out, *runtime, *name, *hold_src;
+	const char *out, *runtime, *name, *hold_src, *fit_list;
 	long long holdout;
 	double prior_weight;
 	bool holdout_given;
@@ -89,6 +95,33 @@ static int check_args(const struct cal_args *a)
 		ins[k] = (struct tp_cli_file){NULL, NULL};
 		if (tp_cli_check_outputs("calibrate", ins, outs))
 			return TP_EXIT_USAGE;
+	}
+	if (a->fit_list) {
+		const char *p = a->fit_list;
+
+		while (*p) {
+			size_t l = strcspn(p, ",");
+			int c;
+
+			for (c = 0; c < TP_CALIB_N; c++)
+				if (strlen(tp_calib_names[c]) == l &&
+				    !strncmp(p, tp_calib_names[c], l))
+					break;
+			if (c == TP_CALIB_N)
+				return tp_cli_usage_error(
+				    "calibrate",
+				    "--fit %s: \"%.*s\" is not a constant "
+				    "calibrate fits; give some of "
+				    "gemm_sustained, link_eff_intra, "
+				    "link_eff_network, gemm_shape_half, "
+				    "nic_socket_Bps, tp_node_rings, "
+				    "cuda_core_gemm_eff, hopper_gemm_scale, "
+				    "comma-separated",
+				    a->fit_list, (int)l, p);
+			p += l;
+			if (*p == ',')
+				p++;
+		}
 	}
 	if (a->name && (!*a->name || strlen(a->name) >= TP_RUNTIME_NAME_MAX ||
 			strcmp(a->name, "none") == 0))
@@ -163,18 +196,25 @@ static enum tp_status print_fit(const struct tp_mruns *runs,
 		struct tp_calib_result r0, r1;
 		if ((st = tp_calib_predict(&runs->rows.v[i], NULL, NULL, NULL,
 					   &r0, err)) ||
-		    (st = tp_calib_predict_fitted(&runs->rows.v[i], fit, &r1,
-						  err)))
+		    (st = tp_calib_predict_fitted(&runs->rows.v[i], fit, NULL,
+						  &r1, err)))
 			return st;
 		printf("%-26s %-16s %9.3fs %9.3fs %9.3fs %+7.1f%% %s\n",
 		       runs->rows.v[i].id, r1.runtime, r0.predicted_s,
 		       r1.predicted_s, runs->rows.v[i].measured_s,
 		       100 * r1.error, held[i] ? "held out" : "fit");
 	}
-	printf("\nfitted: gemm_sustained %.4f, link_eff_intra %.4f, "
-	       "link_eff_network %.4f (defaults 0.806, 0.80, 0.90; prior "
-	       "weight %g runs; %u simulations of the set)\n",
-	       fit->gemm_sustained, fit->link_eff_intra, fit->link_eff_network,
+	printf("\n%-20s %12s %12s   %s\n", "constant", "fitted",
+	       "shipped", "");
+	for (int c = 0; c < TP_CALIB_N; c++)
+		if (fit->used[c])
+			printf("%-20s %12.5g %12.5g\n", tp_calib_names[c],
+			       fit->k[c], fit->k0[c]);
+		else
+			printf("%-20s %12s %12s   not fitted (not in --fit, or "
+			       "no fitted run's runtime sets it)\n",
+			       tp_calib_names[c], "-", "-");
+	printf("prior weight %g runs; %u simulations of one run\n",
 	       fit->prior_weight, fit->evaluations);
 	printf("fit runs      %3u: mean |error| %.1f%% (defaults %.1f%%)\n",
 	       fit->fit_runs, 100 * fit->fit_error, 100 * fit->fit_error0);
@@ -201,9 +241,24 @@ static enum tp_status write_profile(const struct cal_args *a,
 
 	memset(&cal, 0, sizeof(cal));
 	cal.present = true;
-	cal.gemm_sustained = fit->gemm_sustained;
-	cal.link_eff_intra = fit->link_eff_intra;
-	cal.link_eff_network = fit->link_eff_network;
+	cal.gemm_sustained = fit->k[TP_CALIB_GEMM_SUSTAINED];
+	cal.link_eff_intra = fit->k[TP_CALIB_LINK_INTRA];
+	cal.link_eff_network = fit->k[TP_CALIB_LINK_NETWORK];
+	/* the profile's own fitted constants: those it sets, when the runs
+	   fitted them */
+	{
+		const struct tp_runtime_behaviour *b = &base->behaviour;
+		const double has[5] = {b->gemm_shape_half, b->nic_socket_Bps,
+				       b->tp_node_rings, b->cuda_core_gemm_eff,
+				       b->hopper_gemm_scale};
+		double *dst[5] = {&cal.gemm_shape_half, &cal.nic_socket_Bps,
+				  &cal.tp_node_rings, &cal.cuda_core_gemm_eff,
+				  &cal.hopper_gemm_scale};
+		for (int i = 0; i < 5; i++)
+			if (has[i] > 0 &&
+			    fit->used[TP_CALIB_GEMM_SHAPE_HALF + i])
+				*dst[i] = fit->k[TP_CALIB_GEMM_SHAPE_HALF + i];
+	}
 	snprintf(cal.fitted_on, sizeof(cal.fitted_on), "%s", files);
 	cal.runs = fit->fit_runs;
 	cal.holdout_runs = fit->holdout_runs;
@@ -215,9 +270,15 @@ static enum tp_status write_profile(const struct cal_args *a,
 	snprintf(desc, sizeof(desc),
 		 "%s calibrated by tagplan calibrate on %u runs of %.*s: "
 		 "gemm_sustained %.3f, link_eff_intra %.3f, link_eff_network "
-		 "%.3f",
-		 base->name, fit->fit_runs, 60, files, fit->gemm_sustained,
-		 fit->link_eff_intra, fit->link_eff_network);
+		 "%.3f%s",
+		 base->name, fit->fit_runs, 40, files,
+		 fit->k[TP_CALIB_GEMM_SUSTAINED], fit->k[TP_CALIB_LINK_INTRA],
+		 fit->k[TP_CALIB_LINK_NETWORK],
+		 cal.gemm_shape_half > 0 || cal.nic_socket_Bps > 0 ||
+			 cal.tp_node_rings > 0 || cal.cuda_core_gemm_eff > 0 ||
+			 cal.hopper_gemm_scale > 0
+		     ? ", profile constants"
+		     : "");
 	tp_strbuf_init(&sb);
 	st = tp_runtime_write_calibrated(path, a->name ? a->name : pname, desc,
 					 &cal, &sb, err);
@@ -256,6 +317,10 @@ int cmd_calibrate(int argc, char **argv)
 	     "hold out the runs of source S instead (its first word, as "
 	     "the table prints it)",
 	     0, 0, false},
+	    {"fit", 0, TP_OPT_STRING, &a.fit_list, "NAME,...",
+	     "fit only these constants (the others keep their shipped "
+	     "values) [all that the runs depend on]",
+	     0, 0, false},
 	    {"prior-weight", 0, TP_OPT_DOUBLE, &a.prior_weight, "W",
 	     "how many runs the shipped constants count as: the fit "
 	     "minimises the squared log errors plus W x each constant's "
@@ -267,6 +332,7 @@ int cmd_calibrate(int argc, char **argv)
 	struct tp_mruns runs;
 	struct tp_runtime base;
 	struct tp_calib_fit fit;
+	struct tp_calib_opts co;
 	struct tp_error err;
 	char path[4096], files[256] = "";
 	bool *fitm = NULL, *held = NULL;
@@ -293,6 +359,17 @@ int cmd_calibrate(int argc, char **argv)
 	    tp_runtime_path(a.runtime, path, sizeof(path), &err) ||
 	    load_runs(&a, &runs, files, sizeof(files), &err))
 		goto fail;
+	memset(&co, 0, sizeof(co));
+	for (int c = 0; a.fit_list && c < TP_CALIB_N; c++) {
+		const char *p = a.fit_list;
+		size_t l = strlen(tp_calib_names[c]);
+
+		co.fixed[c] = true;
+		for (; *p; p += strcspn(p, ","), p += *p == ',')
+			if (strcspn(p, ",") == l &&
+			    !strncmp(p, tp_calib_names[c], l))
+				co.fixed[c] = false;
+	}
 	n = runs.rows.n;
 	fitm = calloc(n, sizeof(bool));
 	held = calloc(n, sizeof(bool));
@@ -301,8 +378,8 @@ int cmd_calibrate(int argc, char **argv)
 		goto fail;
 	}
 	if (choose_held(&a, &runs, fitm, held, &err) ||
-	    tp_calib_fit(runs.rows.v, n, fitm, held, a.prior_weight, &fit,
-			 &err) ||
+	    tp_calib_fit(runs.rows.v, n, fitm, held, a.prior_weight, &co,
+			 &fit, &err) ||
 	    print_fit(&runs, &fit, held, &err) ||
 	    write_profile(&a, &base, path, files, &fit, &err))
 		goto fail;

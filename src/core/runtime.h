@@ -236,6 +236,10 @@ struct tp_runtime_calibration {
 	double gemm_sustained;   /* x every type's gemm_efficiency */
 	double link_eff_intra;   /* NVLink/NVSwitch/PCIe fraction of peak */
 	double link_eff_network; /* NIC/network fraction of peak */
+	/* the behaviour's fitted constants, refitted (optional; > 0
+	   replaces the behaviour's value of the same name) */
+	double gemm_shape_half, nic_socket_Bps, tp_node_rings,
+	    cuda_core_gemm_eff, hopper_gemm_scale;
 	char fitted_on[256];     /* the run files, by base name */
 	uint32_t runs, holdout_runs;
 	double fit_error;        /* mean |error| on the fitted runs */

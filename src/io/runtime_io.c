@@ -25,7 +25,9 @@ static const char *const validation_fields[] = {
 static const char *const calibration_fields[] = {
 	"gemm_sustained", "link_eff_intra", "link_eff_network", "fitted_on",
 	"runs", "holdout_runs", "fit_mean_abs_error",
-	"holdout_mean_abs_error", "prior_weight", NULL};
+	"holdout_mean_abs_error", "prior_weight", "gemm_shape_half",
+	"nic_socket_Bps", "tp_node_rings", "cuda_core_gemm_eff",
+	"hopper_gemm_scale", NULL};
 static const char *const behaviour_fields[] = {
 	"dp_overlap", "dp_overlap_pipeline", "grad_bucket_bytes",
 	"grad_reduce", "p2p_async", "tp_overlap", "fused_attention", "tf32",
@@ -231,8 +233,27 @@ static enum tp_status read_calibration(struct tp_jctx *j,
 				 TP_JNUM_NONNEG, 0, &c->holdout_error,
 				 NULL)) ||
 	    (st = tp_jget_number(j, v, "prior_weight", false, TP_JNUM_NONNEG,
-				 0, &c->prior_weight, NULL)))
+				 0, &c->prior_weight, NULL)) ||
+	    (st = tp_jget_number(j, v, "gemm_shape_half", false, TP_JNUM_POS,
+				 0, &c->gemm_shape_half, NULL)) ||
+	    (st = tp_jget_number(j, v, "nic_socket_Bps", false, TP_JNUM_POS,
+				 0, &c->nic_socket_Bps, NULL)) ||
+	    (st = tp_jget_number(j, v, "cuda_core_gemm_eff", false,
+				 TP_JNUM_FRACTION, 0, &c->cuda_core_gemm_eff,
+				 NULL)) ||
+	    (st = tp_jget_number(j, v, "hopper_gemm_scale", false,
+				 TP_JNUM_FRACTION, 0, &c->hopper_gemm_scale,
+				 NULL)) ||
+	    (st = tp_jget_number(j, v, "tp_node_rings", false, TP_JNUM_POS,
+				 0, &c->tp_node_rings, NULL)))
 		return st;
+	if (c->tp_node_rings != 0 &&
+	    !(c->tp_node_rings >= 1 && c->tp_node_rings <= 4))
+		return tp_jctx_fail(j, "tp_node_rings",
+				    "%g rings: expected 1 to 4 (the multiple "
+				    "of one ring's bandwidth a node's "
+				    "tensor-parallel collectives get)",
+				    c->tp_node_rings);
 	snprintf(c->fitted_on, sizeof(c->fitted_on), "%s", s);
 	c->runs = runs < 1e9 ? (uint32_t)runs : 0;
 	c->holdout_runs = hold < 1e9 ? (uint32_t)hold : 0;
@@ -642,6 +663,17 @@ static void write_calibration(struct tp_jw *jw,
 	tp_jw_kv_number(jw, "gemm_sustained", c->gemm_sustained);
 	tp_jw_kv_number(jw, "link_eff_intra", c->link_eff_intra);
 	tp_jw_kv_number(jw, "link_eff_network", c->link_eff_network);
+	{
+		const char *k[5] = {"gemm_shape_half", "nic_socket_Bps",
+				    "tp_node_rings", "cuda_core_gemm_eff",
+				    "hopper_gemm_scale"};
+		const double v[5] = {c->gemm_shape_half, c->nic_socket_Bps,
+				     c->tp_node_rings, c->cuda_core_gemm_eff,
+				     c->hopper_gemm_scale};
+		for (int i = 0; i < 5; i++)
+			if (v[i] > 0)
+				tp_jw_kv_number(jw, k[i], v[i]);
+	}
 	tp_jw_kv_string(jw, "fitted_on", c->fitted_on);
 	tp_jw_kv_int(jw, "runs", c->runs);
 	tp_jw_kv_int(jw, "holdout_runs", c->holdout_runs);

@@ -62,6 +62,18 @@ void tp_sim_params_runtime(struct tp_sim_params *p,
 		p->gemm_sustained = rt->calibration.gemm_sustained;
 		p->link_eff_intra = rt->calibration.link_eff_intra;
 		p->link_eff_network = rt->calibration.link_eff_network;
+		if (rt->calibration.gemm_shape_half > 0)
+			p->gemm_shape_half = rt->calibration.gemm_shape_half;
+		if (rt->calibration.nic_socket_Bps > 0)
+			p->nic_cap_Bps = rt->calibration.nic_socket_Bps;
+		if (rt->calibration.tp_node_rings > 0)
+			p->tp_node_rings = rt->calibration.tp_node_rings;
+		if (rt->calibration.cuda_core_gemm_eff > 0)
+			p->cuda_core_gemm_eff =
+			    rt->calibration.cuda_core_gemm_eff;
+		if (rt->calibration.hopper_gemm_scale > 0)
+			p->hopper_gemm_scale =
+			    rt->calibration.hopper_gemm_scale;
 		p->basis.calibrated = true;
 		snprintf(p->basis.fitted_on, sizeof(p->basis.fitted_on), "%s",
 			 rt->calibration.fitted_on);
