@@ -243,10 +243,11 @@ void tp_sim_params_runtime(struct tp_sim_params *p,
  * tp_node_rings (megatron-lm-2022, DS3Lab, fitted together),
  * cuda_core_gemm_eff (ddp, DeepLearningExamples),
  * hopper_gemm_scale (fsdp2, llm-foundry).  Each binds only on its own
- * source's rows there, so bench_fidelity's leave-one-source-out drops
- * them on the held-out rows: a constant fitted on a source is not
- * available when that source is held out.  gemm_shape_half, fitted for
- * every profile, stays.
+ * source's rows there: a constant fitted on a source is not available
+ * when that source is held out (tests use this; bench_fidelity's
+ * leave-one-source-out drops them through calib.h tp_calib_fitted_on,
+ * which also gives gemm_shape_half, fitted on DS3Lab's rows, a sourced
+ * value in DS3Lab's fold).
  */
 void tp_sim_params_drop_fitted(struct tp_sim_params *p);
 
