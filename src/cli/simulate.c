@@ -172,14 +172,15 @@ static int parse_args(struct sim_args *a, int argc, char **argv, int *code)
 		{"grad-bucket-mb", 0, TP_OPT_DOUBLE, &a->bucket_mb, "MB",
 		 "gradient bucket of the runtime's data-parallel sync, MB "
 		 "(10^6 bytes), instead of the plan's [the plan's; with -s "
-		 "26.2144, PyTorch DDP's 25 MiB]",
+		 "the runtime's (none: 26.2144, PyTorch DDP's 25 MiB)]",
 		 1e-3, 1e6, false},
 		{"runtime", 0, TP_OPT_STRING, &a->runtime, "NAME",
 		 "the training runtime to simulate under (a profile of "
 		 "data/runtimes or a tagplan-runtime/1 file; none = the "
 		 "simulator's defaults); with -p another runtime than the "
 		 "plan's also takes that runtime's gradient bucket [the "
-		 "plan's; with -s: none]",
+		 "plan's; with -s: plan's default, megatron-core for a "
+		 "transformer, ddp for another model]",
 		 0, 0, false},
 		{"strict", 0, TP_OPT_FLAG, &a->strict, NULL,
 		 "unknown fields in the input files are errors", 0, 0, false},
@@ -294,19 +295,23 @@ static enum tp_status load_strategy(struct sim_run *R)
 	return tp_inputs_strategy_plan(a->strategy, &R->m, &R->c, &R->p, err);
 }
 
-/* The runtime (--runtime, else the plan's; with -s none), the bucket and
- * the simulator with its scratch. */
+/* The runtime (--runtime, else the plan's; with -s the one plan takes
+ * for the model, core/runtime.h tp_runtime_default_name: megatron-core
+ * for a transformer, ddp for another), the bucket and the simulator
+ * with its scratch. */
 static enum tp_status make_sim(struct sim_run *R)
 {
 	const struct sim_args *a = &R->a;
+	const char *name = a->runtime ? a->runtime
+				      : tp_runtime_default_name(R->mp);
 
 	/* with -p: --runtime, else the plan's (its recorded file) */
 	if ((a->plan_path ? tp_inputs_runtime(&R->in, a->runtime, &R->rt,
 					      &R->err)
-			  : tp_runtime_find(a->runtime ? a->runtime : "none",
-					    &R->rt, &R->err)) != TP_OK)
+			  : tp_runtime_find(name, &R->rt, &R->err)) != TP_OK)
 		return R->err.status;
-	if (a->runtime && strcmp(R->pp->runtime, R->rt.name) != 0)
+	if ((a->runtime || !a->plan_path) &&
+	    strcmp(R->pp->runtime, R->rt.name) != 0)
 		R->pp->grad_bucket_bytes = 0; /* the runtime's */
 	tp_sim_options_default(&R->so);
 	tp_sim_params_runtime(&R->so.params, &R->rt);
