@@ -245,6 +245,77 @@ START_TEST(test_plan_validate)
 }
 END_TEST
 
+/* tp_plan_content_hash: equal for a copy and for the same groups built
+ * into pools at other offsets, and whatever the summary says; different
+ * when a share, a device, a degree or a plan-wide setting differs. */
+START_TEST(test_plan_content_hash)
+{
+	struct tp_plan p, q;
+	struct tp_error err;
+	uint32_t ops[5] = {0, 1, 2, 3, 4}, devs[4] = {0, 1, 2, 3};
+	double uneven[4] = {0.5, 0.25, 0.125, 0.125};
+	uint64_t h;
+
+	tp_plan_init(&p);
+	tp_plan_init(&q);
+	p.global_batch = 8;
+	p.micro_batches = 1;
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+			     &p, ops, 2, devs, 4,
+			     &(struct tp_plan_degrees){4, 1, 1}, uneven, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+			     &p, ops + 2, 3, devs, 4,
+			     &(struct tp_plan_degrees){2, 1, 2}, NULL, &err),
+			 TP_OK);
+	h = tp_plan_content_hash(&p);
+	ck_assert_int_eq(tp_plan_copy(&q, &p, &err), TP_OK);
+	ck_assert(tp_plan_content_hash(&q) == h);
+	q.summary.valid = true;
+	q.summary.iteration_time_s = 1;
+	ck_assert(tp_plan_content_hash(&q) == h);
+	/* the same groups at other pool offsets (a dropped group's
+	   entries first) */
+	tp_plan_clear(&q);
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+			     &q, ops, 5, devs, 1,
+			     &(struct tp_plan_degrees){1, 1, 1}, NULL, &err),
+			 TP_OK);
+	q.groups.n = 0;
+	q.global_batch = 8;
+	q.micro_batches = 1;
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+			     &q, ops, 2, devs, 4,
+			     &(struct tp_plan_degrees){4, 1, 1}, uneven, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+			     &q, ops + 2, 3, devs, 4,
+			     &(struct tp_plan_degrees){2, 1, 2}, NULL, &err),
+			 TP_OK);
+	ck_assert_uint_gt(q.groups.v[0].op_first, 0);
+	ck_assert(tp_plan_content_hash(&q) == h);
+	q.shares.v[q.groups.v[0].share_first + 1] = 0.375;
+	ck_assert(tp_plan_content_hash(&q) != h);
+	q.shares.v[q.groups.v[0].share_first + 1] = 0.25;
+	ck_assert(tp_plan_content_hash(&q) == h);
+	q.devs.v[q.groups.v[1].dev_first] = 3;
+	ck_assert(tp_plan_content_hash(&q) != h);
+	q.devs.v[q.groups.v[1].dev_first] = 0;
+	q.groups.v[1].sp = true;
+	ck_assert(tp_plan_content_hash(&q) != h);
+	q.groups.v[1].sp = false;
+	q.micro_batches = 2;
+	ck_assert(tp_plan_content_hash(&q) != h);
+	q.micro_batches = 1;
+	q.schedule = TP_SCHEDULE_ZB_H1;
+	ck_assert(tp_plan_content_hash(&q) != h);
+	q.schedule = p.schedule;
+	ck_assert(tp_plan_content_hash(&q) == h);
+	tp_plan_release(&p);
+	tp_plan_release(&q);
+}
+END_TEST
+
 START_TEST(test_cli_version_and_help)
 {
 	struct tp_run r;
@@ -280,6 +351,7 @@ Suite *suite_core(void)
 	tcase_add_test(tc, test_model_finalize_and_cycle);
 	tcase_add_test(tc, test_cluster_routes);
 	tcase_add_test(tc, test_plan_validate);
+	tcase_add_test(tc, test_plan_content_hash);
 	tcase_add_test(tc, test_cli_version_and_help);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1163,6 +1163,62 @@ START_TEST(test_search_lower_bound_prunes)
 }
 END_TEST
 
+/* The plan cache (context.c run_eval): a plan of the same content as one
+ * simulated in full before is answered without a simulation, and the
+ * search takes every step it took simulating each one: the same answer,
+ * the same plans bounded, and the simulations it saved are the replays.
+ * Fails without the cache (no replays) and with a replay that differs
+ * from the simulation (another answer or other counts). */
+START_TEST(test_search_plan_cache)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_sim *sim;
+	struct tp_search_simeval se;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	struct tp_search_result r0, r1;
+	struct tp_error err;
+	const int types[2] = {0, 1};
+
+	layered_model(&m, 8, 64, 1);
+	hetero_cluster(&c, 2, 4, types);
+	sim = tp_sim_new(&m, &c, NULL, &err);
+	ck_assert_ptr_nonnull(sim);
+	tp_search_sim_evaluator(&se, sim, NULL, &ev);
+	for (int b = 0; b < 2; b++) {
+		tp_search_options_default(&o);
+		o.seed = 3;
+		o.threads = 1;
+		o.playouts = 300;
+		o.time_limit_s = 0;
+		o.bound_sim = b ? sim : NULL;
+		tp_search_result_init(&r0);
+		tp_search_result_init(&r1);
+		o.no_plan_cache = true;
+		ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r0, NULL),
+				 TP_OK);
+		o.no_plan_cache = false;
+		ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r1, NULL),
+				 TP_OK);
+		ck_assert_uint_eq(r0.replays, 0);
+		ck_assert_uint_gt(r1.replays, 0);
+		ck_assert_uint_eq(r1.simulations + r1.replays, r0.simulations);
+		ck_assert_uint_eq(r1.bounded, r0.bounded);
+		ck_assert_uint_eq(r1.playouts, r0.playouts);
+		ck_assert(r1.have_plan && r0.have_plan);
+		ck_assert(plans_equal(&r1.plan, &r0.plan));
+		ck_assert(r1.report.iteration_time_s ==
+			  r0.report.iteration_time_s);
+		tp_search_result_release(&r0);
+		tp_search_result_release(&r1);
+	}
+	tp_sim_free(sim);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 /* The megatron baseline is exactly the plan of its strategy string
  * (uniform layer split, `tagplan simulate --strategy`), and no point of
  * its grid at micro-batch size 1 without recomputation is faster. */
@@ -2340,6 +2396,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_prior_provider);
 	tcase_add_test(tm, test_search_prior_cache);
 	tcase_add_test(tm, test_search_lower_bound_prunes);
+	tcase_add_test(tm, test_search_plan_cache);
 	tcase_add_test(tm, test_megatron_baseline_is_its_strategy);
 	tcase_add_test(tm, test_search_gain_cut_skips_simulations);
 	tcase_add_test(tm, test_search_completes_before_kicking);

@@ -562,7 +562,7 @@ static void print_human(const struct tp_search_result *res,
 	tp_strbuf_release(&t);
 	/* the rest through a buffer, wrapped at 80 columns */
 	{
-		char *buf = NULL, skips[160] = "", tb[32];
+		char *buf = NULL, skips[160] = "", replays[96] = "", tb[32];
 		size_t len = 0;
 		FILE *f = open_memstream(&buf, &len);
 		if (!f) {
@@ -620,17 +620,22 @@ static void print_human(const struct tp_search_result *res,
 				 res->gain_skips == 1 ? "" : "s",
 				 res->gain_skips == 1 ? "it" : "them",
 				 100 * TP_SEARCH_GAIN_SKIP);
+		if (res->replays)
+			snprintf(replays, sizeof(replays),
+				 ", %llu answered by an earlier simulation "
+				 "of the same plan",
+				 (unsigned long long)res->replays);
 		tp_render_fmt_si(tb, sizeof(tb), res->seconds, "s");
 		fprintf(f,
 			"  search         %llu playout%s, %llu simulation%s (%llu "
-			"more settled by a lower bound%s) in %s (%.0f "
+			"more settled by a lower bound%s%s) in %s (%.0f "
 			"playouts/s), %u thread%s, seed %llu, %u op group%s, "
 			"%s\n",
 			(unsigned long long)res->playouts,
 			res->playouts == 1 ? "" : "s",
 			(unsigned long long)res->simulations,
 			res->simulations == 1 ? "" : "s",
-			(unsigned long long)res->bounded, skips, tb,
+			(unsigned long long)res->bounded, replays, skips, tb,
 			res->seconds > 0 ? (double)res->playouts / res->seconds : 0,
 			threads, threads == 1 ? "" : "s", (unsigned long long)seed,
 			res->n_groups, res->n_groups == 1 ? "" : "s", priors);
@@ -1178,6 +1183,7 @@ static enum tp_status compare(struct plan_run *R, struct bar *bar)
 			 "the search without the runtime's limits");
 		fr->playouts += tmp.playouts;
 		fr->simulations += tmp.simulations;
+		fr->replays += tmp.replays;
 		/* the runtime's baselines stay with the answer */
 		memcpy(bl, fr->baselines, sizeof(bl));
 		memcpy(fr->baselines, tmp.baselines, sizeof(bl));
@@ -1188,6 +1194,7 @@ static enum tp_status compare(struct plan_run *R, struct bar *bar)
 	}
 	R->res.playouts += fr->playouts;
 	R->res.simulations += fr->simulations;
+	R->res.replays += fr->replays;
 	return TP_OK;
 }
 

@@ -1,6 +1,7 @@
 #include "plan.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -913,4 +914,79 @@ double tp_plan_price_per_hour(const struct tp_plan *p,
 			mark[p->devs.v[i]] = 0;
 	free(own);
 	return per_hour > 0 ? per_hour : 0;
+}
+
+/* --- content hash --------------------------------------------------------- */
+
+/* The fields tp_plan_content_hash reads; a new one changes these sizes
+ * (on the 64-bit ABI the project builds on) and must be hashed. */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct tp_plan_group) == 88,
+	       "struct tp_plan_group changed: hash the new field in "
+	       "tp_plan_content_hash and update this size");
+_Static_assert(sizeof(void *) != 8 ||
+		       offsetof(struct tp_plan, summary) == 264,
+	       "struct tp_plan changed: hash the new field in "
+	       "tp_plan_content_hash and update this offset");
+
+static uint64_t hmix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 31);
+}
+
+static uint64_t hdouble(uint64_t h, double d)
+{
+	uint64_t v;
+
+	memcpy(&v, &d, sizeof(v));
+	return hmix(h, v);
+}
+
+static uint64_t hwords(uint64_t h, const uint32_t *v, uint32_t n)
+{
+	uint32_t i = 0;
+
+	h = hmix(h, n);
+	for (; i + 1 < n; i += 2)
+		h = hmix(h, (uint64_t)v[i] | (uint64_t)v[i + 1] << 32);
+	if (i < n)
+		h = hmix(h, v[i]);
+	return h;
+}
+
+uint64_t tp_plan_content_hash(const struct tp_plan *p)
+{
+	uint64_t h = 0x2545f4914f6cdd1dull;
+
+	h = hmix(h, (uint64_t)p->groups.n);
+	for (size_t g = 0; g < p->groups.n; g++) {
+		const struct tp_plan_group *q = &p->groups.v[g];
+		h = hwords(h, p->ops.v + q->op_first, q->n_ops);
+		h = hwords(h, p->devs.v + q->dev_first, q->n_devices);
+		h = hmix(h, q->dp);
+		for (uint32_t r = 0; r < q->dp; r++)
+			h = hdouble(h, p->shares.v[q->share_first + r]);
+		h = hmix(h, (uint64_t)q->tp | (uint64_t)q->cp << 32);
+		h = hmix(h, (uint64_t)q->sync | (uint64_t)q->recompute << 16 |
+				    (uint64_t)q->sp << 32 |
+				    (uint64_t)q->mixed << 40 |
+				    (uint64_t)q->lossy << 48);
+		h = hmix(h, (uint64_t)q->ep | (uint64_t)q->etp << 32);
+		h = hwords(h, p->sfb.v + q->sfb_first, q->n_sfb);
+		h = hdouble(h, q->sfb_saved_bytes);
+		h = hmix(h, q->powersgd_rank);
+		if (q->mixed)
+			h = hwords(h, p->rtp.v + q->rtp_first, q->dp);
+	}
+	h = hmix(h, (uint64_t)p->global_batch);
+	h = hmix(h, (uint64_t)p->micro_batches | (uint64_t)p->schedule << 32);
+	h = hmix(h, (uint64_t)p->virtual_stages | (uint64_t)p->zero << 32);
+	h = hmix(h, p->compression);
+	h = hdouble(h, p->grad_bucket_bytes);
+	h = hdouble(h, p->expert_imbalance);
+	h = hdouble(h, p->expert_capacity_factor);
+	for (size_t i = 0; i < sizeof(p->runtime) && p->runtime[i]; i++)
+		h = hmix(h, (unsigned char)p->runtime[i]);
+	return h;
 }

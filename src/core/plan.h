@@ -259,6 +259,16 @@ void tp_plan_init(struct tp_plan *p);
 void tp_plan_release(struct tp_plan *p);
 /* Drop all groups and the summary; keep pool capacity. */
 void tp_plan_clear(struct tp_plan *p);
+/*
+ * 64-bit hash of everything in p but the summary: the groups' fields and
+ * the ops, devices, shares, compressed ops and replica degrees they name
+ * (by content, not by offset into the pools), and the plan-wide settings.
+ * Plans that hash alike are the same to the simulator (up to a 64-bit
+ * collision); plan.c checks at compile time that the structs have the
+ * size the hash was written for, so a new field stops the build until it
+ * is hashed.
+ */
+uint64_t tp_plan_content_hash(const struct tp_plan *p);
 /* Deep copy src into dst (dst initialised). */
 enum tp_status tp_plan_copy(struct tp_plan *dst, const struct tp_plan *src,
 			    struct tp_error *err);

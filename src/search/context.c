@@ -458,6 +458,136 @@ static void score(const struct sctx *s, double rate, struct evalres *out)
  * computes the bound on the way (one analysis of the plan); any other
  * evaluator (compression on top, tests' toys) runs after the bound.
  */
+/* The plan cache (search_int.h struct sim_entry): open addressing on the
+ * content hash, under s->lock, as the decision cache. */
+static struct sim_entry *simc_find(struct sctx *s, uint64_t key)
+{
+	size_t mask = s->simc_cap - 1, i = (size_t)(key ^ (key >> 32)) & mask;
+
+	for (;;) {
+		struct sim_entry *e = &s->simc[i];
+		if (e->key == key || e->key == 0)
+			return e;
+		i = (i + 1) & mask;
+	}
+}
+
+/* At most 2^20 entries (80 MB); a full table keeps what it has. */
+static void simc_grow(struct sctx *s)
+{
+	size_t ncap = s->simc_cap * 2;
+	struct sim_entry *old = s->simc, *nc;
+
+	if (ncap > ((size_t)1 << 20))
+		return;
+	nc = tp_calloc(ncap, sizeof(*nc));
+	if (!nc)
+		return;
+	s->simc = nc;
+	s->simc_cap = ncap;
+	for (size_t i = 0; i < ncap / 2; i++)
+		if (old[i].key)
+			*simc_find(s, old[i].key) = old[i];
+	free(old);
+}
+
+/* What run_eval reads of an evaluator's answer that ran in full. */
+struct full_answer {
+	bool feasible;
+	double time, over;
+	bool has_answer, ans_report, ans_feasible;
+	double ans_time, ans_over;
+};
+
+/*
+ * The answer the evaluator gave for a plan of this content, if the entry
+ * says exactly what it would answer now (cut: the simulator's cut at
+ * cutoff, as q.cut; NULL: no cut): true with *cut (bounded) or *fa (a
+ * full run) filled.  The simulator's order: the lower bound at or above
+ * the cutoff, then memory (with a cutoff), then the full run.
+ */
+static bool simc_replay(struct sctx *s, uint64_t key, double cutoff,
+			struct tp_sim_cut *cut, struct full_answer *fa)
+{
+	const struct sim_entry *e;
+	bool hit = false;
+
+	pthread_mutex_lock(&s->lock);
+	e = simc_find(s, key);
+	if (e->key != key) {
+		/* unknown */
+	} else if (cut && e->lb_known && e->lb >= cutoff) {
+		cut->lower_bound_s = e->lb;
+		cut->bounded = true;
+		hit = true;
+	} else if (cut && e->lb_known && e->mem == 2) {
+		cut->lower_bound_s = e->lb;
+		cut->bounded = true;
+		cut->out_of_memory = true;
+		cut->over_fraction = e->oom_over;
+		hit = true;
+	} else if (e->full && (!cut || (e->lb_known && e->mem == 1))) {
+		if (cut)
+			cut->lower_bound_s = e->lb;
+		fa->feasible = e->feasible;
+		fa->time = e->time;
+		fa->over = e->over;
+		fa->has_answer = e->has_answer;
+		fa->ans_report = e->ans_report;
+		fa->ans_feasible = e->ans_feasible;
+		fa->ans_time = e->ans_time;
+		fa->ans_over = e->ans_over;
+		hit = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return hit;
+}
+
+/* Keep what the evaluator answered (cut as given to it, NULL: none; fa
+ * when it ran in full). */
+static void simc_store(struct sctx *s, uint64_t key,
+		       const struct tp_sim_cut *cut,
+		       const struct full_answer *fa)
+{
+	struct sim_entry *e;
+
+	pthread_mutex_lock(&s->lock);
+	e = simc_find(s, key);
+	if (e->key != key) {
+		if (s->simc_n * 10 >= s->simc_cap * 7) {
+			pthread_mutex_unlock(&s->lock);
+			return;
+		}
+		memset(e, 0, sizeof(*e));
+		e->key = key;
+		s->simc_n++;
+	}
+	if (cut) {
+		e->lb_known = 1;
+		e->lb = cut->lower_bound_s;
+		if (cut->out_of_memory) {
+			e->mem = 2;
+			e->oom_over = cut->over_fraction;
+		} else if (!cut->bounded) {
+			e->mem = 1;
+		}
+	}
+	if (fa) {
+		e->full = 1;
+		e->feasible = fa->feasible;
+		e->time = fa->time;
+		e->over = fa->over;
+		e->has_answer = fa->has_answer;
+		e->ans_report = fa->ans_report;
+		e->ans_feasible = fa->ans_feasible;
+		e->ans_time = fa->ans_time;
+		e->ans_over = fa->ans_over;
+	}
+	if (s->simc_n * 10 >= s->simc_cap * 6)
+		simc_grow(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
 static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 			       double cutoff, struct evalres *out)
 {
@@ -465,10 +595,14 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 	enum tp_status st;
 	struct tp_sim_cut cut;
 	struct tp_eval_call q;
+	struct full_answer fa;
 	double t0, rate = 0;
+	uint64_t pkey = 0;
+	bool replay = false;
 
 	memset(&cut, 0, sizeof(cut));
 	memset(&q, 0, sizeof(q));
+	memset(&fa, 0, sizeof(fa));
 	if (s->cost) {
 		/* a cutoff in dollars per iteration is one in seconds for
 		   this plan's devices */
@@ -491,10 +625,31 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 		q.cutoff = cutoff;
 		q.cut = &cut;
 	}
-	if (cut.bounded)
+	if (cut.bounded) {
 		st = TP_OK;
-	else
+	} else if (s->simc &&
+		   simc_replay(s, pkey = tp_plan_content_hash(plan) | 1,
+			       cutoff, q.cut, &fa)) {
+		st = TP_OK;
+		replay = true;
+	} else {
 		st = s->ev->call(s->ev->ctx, &q, &w->err);
+		if (!st && !cut.bounded) {
+			const struct tp_report *a = q.answer_report;
+			fa.feasible = w->report.feasible;
+			fa.time = w->report.iteration_time_s;
+			fa.over = tp_search_over_fraction(&w->report);
+			fa.has_answer = q.has_answer;
+			fa.ans_report = a != NULL;
+			if (a) {
+				fa.ans_feasible = a->feasible;
+				fa.ans_time = a->iteration_time_s;
+				fa.ans_over = tp_search_over_fraction(a);
+			}
+		}
+		if (!st && pkey)
+			simc_store(s, pkey, q.cut, cut.bounded ? NULL : &fa);
+	}
 	if (!st && cut.bounded) {
 		/* cannot beat the cutoff: settled without a simulation */
 		out->ok = true;
@@ -506,8 +661,13 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 		atomic_fetch_add(&s->bounded, 1);
 		return TP_OK;
 	}
-	atomic_fetch_add(&s->sim_ns, (uint64_t)((sctx_clock(s) - t0) * 1e9));
-	atomic_fetch_add(&s->simulations, 1);
+	if (replay) {
+		atomic_fetch_add(&s->sim_replays, 1);
+	} else {
+		atomic_fetch_add(&s->sim_ns,
+				 (uint64_t)((sctx_clock(s) - t0) * 1e9));
+		atomic_fetch_add(&s->simulations, 1);
+	}
 	if (st == TP_EINPUT) {
 		/* a plan the evaluator refuses scores as the worst */
 		pthread_mutex_lock(&s->lock);
@@ -524,10 +684,11 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 	if (st)
 		return st;
 	out->ok = true;
-	out->fresh = true;
-	out->feasible = w->report.feasible;
-	out->time = w->report.iteration_time_s;
-	out->over = tp_search_over_fraction(&w->report);
+	/* a replay leaves w->report as it was: not this plan's */
+	out->fresh = !replay;
+	out->feasible = fa.feasible;
+	out->time = fa.time;
+	out->over = fa.over;
 	/* a plan of nothing to compute takes 0 s (a model of one input op):
 	   a valid score, not a failure (it made plan answer "no candidate
 	   plan could be evaluated") */
@@ -537,17 +698,16 @@ static enum tp_status run_eval(struct worker *w, const struct tp_plan *plan,
 		out->time = INFINITY;
 	}
 	score(s, rate, out);
-	if (out->ok && q.has_answer) {
-		const struct tp_report *a = q.answer_report;
+	if (out->ok && fa.has_answer) {
 		out->ans = true;
 		out->ans_feasible = out->feasible;
 		out->ans_time = out->time;
 		out->ans_over = out->over;
-		if (a && a->iteration_time_s > 0 &&
-		    isfinite(a->iteration_time_s)) {
-			out->ans_feasible = a->feasible;
-			out->ans_time = a->iteration_time_s;
-			out->ans_over = tp_search_over_fraction(a);
+		if (fa.ans_report && fa.ans_time > 0 &&
+		    isfinite(fa.ans_time)) {
+			out->ans_feasible = fa.ans_feasible;
+			out->ans_time = fa.ans_time;
+			out->ans_over = fa.ans_over;
 			if (s->cost)
 				cost_score(s, rate, &out->ans_feasible,
 					   &out->ans_time, &out->ans_over);
@@ -829,6 +989,17 @@ enum tp_status sctx_init(struct sctx *s, const struct tp_model *m,
 	s->direct = o->bound_sim && tp_evaluator_bound_sim(ev);
 	s->cache_cap = (size_t)1 << 14;
 	s->cache = tp_calloc(s->cache_cap, sizeof(*s->cache));
+	/* the plan cache for the simulator's evaluators (answers that are
+	   the plan's alone), unless turned off or the tree's priors read
+	   each state's fresh report (options.node_priors) */
+	if (tp_evaluator_bound_sim(ev) && !o->no_plan_cache &&
+	    !(o->node_priors && o->prior)) {
+		s->simc_cap = (size_t)1 << 12;
+		s->simc = tp_calloc(s->simc_cap, sizeof(*s->simc));
+		if (!s->simc)
+			return tp_error_set(&s->err, TP_ENOMEM,
+					    "out of memory");
+	}
 	for (int i = 0; i < TP_BASELINE_COUNT; i++)
 		if (best_init(&s->base_dec[i], s->K))
 			return tp_error_set(&s->err, TP_ENOMEM,
@@ -870,6 +1041,7 @@ void sctx_release(struct sctx *s)
 	for (int i = 0; i < TP_BASELINE_COUNT; i++)
 		best_release(&s->base_dec[i]);
 	free(s->cache);
+	free(s->simc);
 	tp_space_release(&s->space);
 	tp_groups_release(&s->groups);
 }

@@ -245,6 +245,7 @@ static void result_counters(struct sctx *s)
 	res->simulations = atomic_load(&s->simulations);
 	res->cache_hits = atomic_load(&s->cache_hits);
 	res->bounded = atomic_load(&s->bounded);
+	res->replays = atomic_load(&s->sim_replays);
 	res->prior_calls = atomic_load(&s->prior_calls);
 	res->prior_hits = atomic_load(&s->prior_hits);
 	res->prior_seconds = 1e-9 * (double)atomic_load(&s->prior_ns);

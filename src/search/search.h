@@ -246,6 +246,10 @@ struct tp_search_options {
 	   measure it on the unguided search's own states (no selection by
 	   it); the search stays unguided.  Benchmarks. */
 	const struct tp_prior_provider *stats_prior;
+	bool no_plan_cache;    /* simulate every plan scored, also one of
+				  the same content as a plan simulated
+				  before (context.c run_eval's plan cache;
+				  A/B measurements and tests) */
 	bool node_priors;      /* the provider is asked about every tree
 				  node and sweep state, as before issue 27:
 				  no level priors (mcts.c), no answers
@@ -324,6 +328,9 @@ struct tp_search_result {
 				 (tp_planner_run: the simulator's speeds) */
 	uint64_t bounded; /* evaluations settled by the simulator's lower
 			     bound instead of a simulation (bound_sim) */
+	uint64_t replays; /* evaluations answered without a simulation by
+			     the full run of a plan of the same content
+			     (context.c run_eval's plan cache) */
 	/* the prior provider: states it was asked about (its forward
 	   passes), states answered from the workers' answer caches instead,
 	   and the wall time spent in it */

@@ -36,6 +36,30 @@ struct cache_entry {
 	uint8_t fits;    /* evalres.fits */
 };
 
+/*
+ * The evaluator's answer for one plan content (context.c run_eval, the
+ * plan cache): different decision vectors materialise to the same plan
+ * (a suffix decision and the same decisions one by one, a sync method
+ * on one replica, ...), and the plans of the mixed moves and sweeps are
+ * scored as plans, outside the decision cache.  The simulator answers a
+ * plan the same way every time, but for the cutoff: it settles a plan
+ * unsimulated when its lower bound reaches the cutoff, or when memory
+ * does not fit and there is a cutoff, else runs it in full.  An entry
+ * keeps what is known of the three (lb_known, mem, full), and run_eval
+ * replays an answer only when these say exactly what the simulator
+ * would answer for this cutoff.
+ */
+struct sim_entry {
+	uint64_t key;      /* tp_plan_content_hash | 1; 0 = empty */
+	double lb;         /* the simulator's lower bound (lb_known) */
+	double oom_over;   /* the memory check's over fraction (mem 2) */
+	double time, over; /* the full run's report (full) */
+	double ans_time, ans_over; /* the evaluator's answer (ans_report) */
+	uint8_t lb_known;
+	uint8_t mem; /* 0 unknown, 1 fits, 2 does not (the cut's check) */
+	uint8_t full, feasible, has_answer, ans_report, ans_feasible;
+};
+
 #define SCTX_POOL 8
 
 struct sctx {
@@ -78,6 +102,12 @@ struct sctx {
 	   workers' caches, wall time inside it */
 	_Atomic uint64_t prior_calls, prior_hits, prior_ns;
 	_Atomic uint64_t runtime_rejects; /* plans the runtime cannot run */
+	/* the plan cache (struct sim_entry), under lock; simc NULL = off
+	   (options.node_priors with a provider: its priors read the report
+	   of a state simulated just now, which a replay has not) */
+	struct sim_entry *simc;
+	size_t simc_cap, simc_n;
+	_Atomic uint64_t sim_replays; /* full runs replayed */
 	/* the first plan the evaluator refused: why (under lock; "" =
 	   none), said when no candidate could be evaluated */
 	char first_refusal[1024];
