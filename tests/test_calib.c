@@ -202,6 +202,24 @@ START_TEST(test_calib_prior)
 		      f0.fit_error0);
 	/* a constant no run depends on stays at its shipped value */
 	ck_assert(f10.k[TP_CALIB_LINK_NETWORK] == 0.90);
+	/* no_prior (bench_fidelity's fold of the source a global constant
+	   was fitted on): weight 10 but none on gemm_sustained, which then
+	   moves as the plain fit's (fails with no_prior ignored: x10) */
+	{
+		struct tp_calib_opts o;
+		struct tp_calib_fit fn;
+
+		memset(&o, 0, sizeof(o));
+		o.no_prior[TP_CALIB_GEMM_SUSTAINED] = true;
+		ck_assert_int_eq(tp_calib_fit(r.rows.v, 1, &fit, NULL, 10, &o,
+					      &fn, &err),
+				 TP_OK);
+		ck_assert_msg(
+		    fabs(log(fn.k[TP_CALIB_GEMM_SUSTAINED] / 0.806) - x0) <
+			0.1 * fabs(x0),
+		    "no_prior step %g, plain %g",
+		    log(fn.k[TP_CALIB_GEMM_SUSTAINED] / 0.806), x0);
+	}
 	tp_mruns_release(&r);
 }
 END_TEST

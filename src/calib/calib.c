@@ -247,6 +247,9 @@ static const bool log_space[TP_CALIB_N] = {false, false, false, true,
 /* Where the shipped profiles' fitted constants come from (calib.h;
  * src/sim/README sections 2, 3 and 9; the profiles' "sources"). */
 const struct tp_calib_fitted_on tp_calib_fitted_on[] = {
+    /* gemm_sustained 0.806: Megatron-LM SC21 Table 1 (src/sim/README
+       section 7) */
+    {TP_CALIB_GEMM_SUSTAINED, "Narayanan-SC21", 0},
     {TP_CALIB_GEMM_SHAPE_HALF, "DS3Lab/", TP_CALIB_GEMM_SHAPE_HALF_SOURCED},
     {TP_CALIB_NIC_SOCKET, "DS3Lab/", 0},
     {TP_CALIB_TP_NODE_RINGS, "DS3Lab/", 0},
@@ -349,6 +352,7 @@ struct fitstate {
 	double *sq;
 	double w;
 	double c0[TP_CALIB_N];
+	bool no_prior[TP_CALIB_N];
 	uint32_t evals;
 };
 
@@ -358,7 +362,8 @@ static double prior_term(const struct fitstate *s, const struct consts *k)
 
 	for (int c = 0; s->w > 0 && c < TP_CALIB_N; c++) {
 		double d = log(k->v[c] / s->c0[c]);
-		sq += s->w * d * d;
+		if (!s->no_prior[c])
+			sq += s->w * d * d;
 	}
 	return sq;
 }
@@ -596,6 +601,7 @@ static enum tp_status fit_fixed(struct fitstate *s, const bool *held,
 			out->used[c] = false;
 		if (o && o->start[c] > 0)
 			k.v[c] = o->start[c];
+		s->no_prior[c] = o && o->no_prior[c];
 		if (!(k.v[c] > 0)) /* never applied; a centre for the log */
 			k.v[c] = tp_calib_lo[c];
 		s->c0[c] = k.v[c];

@@ -126,6 +126,9 @@ struct tp_calib_fit {
 struct tp_calib_opts {
 	double start[TP_CALIB_N]; /* > 0: the start and prior centre */
 	bool fixed[TP_CALIB_N];   /* not fitted */
+	bool no_prior[TP_CALIB_N]; /* fitted without the prior (its
+				     shipped value is no centre: it was
+				     fitted on the runs held out) */
 };
 
 enum tp_status tp_calib_fit(const struct tp_mrun *runs, size_t n,
@@ -154,8 +157,9 @@ enum tp_status tp_calib_predict_fitted(const struct tp_mrun *run,
  * constant must come from elsewhere.  source begins the runs' source
  * (io/runs.h: its first word); fallback > 0 is a value with
  * a cited source that replaces it as the fit's start (and prior centre),
- * 0 that none is known: the mechanism is off on the held-out runs unless
- * the other sources fit it.
+ * 0 that none is known: a profile constant's mechanism is off on the
+ * held-out runs, a global constant (every run depends on it) is fitted
+ * on the other sources without the prior (tp_calib_opts no_prior).
  */
 struct tp_calib_fitted_on {
 	enum tp_calib_const c;
