@@ -1157,6 +1157,64 @@ START_TEST(test_features_sync_method)
 }
 END_TEST
 
+/* The route figures memoised per device list (features.c set_memo) give
+ * the features computed afresh: the hierarchical sync of one device
+ * list at tp 1 and tp 2 (other replicas, other runs per node), and the
+ * same list asked again, each row equal to the row of a features object
+ * that saw only that action.  Fails with the memo keyed by the list
+ * alone (tp 2 would take tp 1's runs). */
+START_TEST(test_features_route_memo)
+{
+	static const char *const specs[] = {"v100-nvlink:1", "1080ti-pcie:2"};
+	struct fixture fx;
+	struct tp_gnn_features *f;
+	struct tp_gnn_input in;
+	struct tp_error err;
+	struct tp_prior_action acts[3];
+	float alone[3][TP_GNN_F_ACTION];
+	uint32_t nd;
+
+	fixture_init(&fx, specs, 2, "25gbe");
+	nd = (uint32_t)fx.c.devices.n;
+	acts[0] = fx.acts[0];
+	acts[0].sync = TP_SYNC_HIERARCHICAL;
+	acts[1] = acts[0];
+	acts[1].keeps_default = false;
+	acts[1].tp = 2;
+	acts[1].dp = nd / 2;
+	acts[2] = acts[0];
+	acts[2].recompute = TP_RECOMPUTE_FULL;
+	for (int k = 0; k < 3; k++) {
+		f = tp_gnn_features_new(&fx.m, &fx.c, fx.g.n, fx.g.first, NULL,
+					&err);
+		ck_assert_msg(f != NULL, "%s", err.msg);
+		fx.st.actions = acts + k;
+		fx.st.n_actions = 1;
+		ck_assert_int_eq(tp_gnn_features_state(f, &fx.st, &in, &err),
+				 TP_OK);
+		memcpy(alone[k], tp_tensor_at(&in.action_x, 0, 0),
+		       sizeof(alone[k]));
+		tp_gnn_features_free(f);
+	}
+	ck_assert(alone[0][TP_GNN_ACTION_SYNC_OWN] !=
+		  alone[1][TP_GNN_ACTION_SYNC_OWN]);
+	f = tp_gnn_features_new(&fx.m, &fx.c, fx.g.n, fx.g.first, NULL, &err);
+	ck_assert_msg(f != NULL, "%s", err.msg);
+	fx.st.actions = acts;
+	fx.st.n_actions = 3;
+	for (int round = 0; round < 2; round++) {
+		ck_assert_int_eq(tp_gnn_features_state(f, &fx.st, &in, &err),
+				 TP_OK);
+		for (uint32_t k = 0; k < 3; k++)
+			ck_assert_msg(memcmp(tp_tensor_at(&in.action_x, k, 0),
+					     alone[k], sizeof(alone[k])) == 0,
+				      "action %u, round %d", k, round);
+	}
+	tp_gnn_features_free(f);
+	fixture_release(&fx);
+}
+END_TEST
+
 /* The expert- and context-parallel slots (appended to the action and
  * global layouts): a global action carries its own ep, cp and etp, a
  * group action the state's; the global node the model's experts and
@@ -1873,6 +1931,7 @@ Suite *suite_gnn(void)
 	tcase_add_test(tc, test_features_mixed);
 	tcase_add_test(tc, test_features_schedule_shape);
 	tcase_add_test(tc, test_features_sync_method);
+	tcase_add_test(tc, test_features_route_memo);
 	tcase_add_test(tc, test_provider_priors);
 	tcase_add_test(tc, test_provider_ensemble);
 	tcase_add_test(tc, test_corpus);

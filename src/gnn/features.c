@@ -69,7 +69,35 @@ struct tp_gnn_features {
 	uint32_t *node_slot;       /* ND: device node -> action slot */
 	uint32_t *sync_devs;       /* ND: an action's replicas, sorted */
 	uint32_t stamp;
+	double inv_all;            /* the state's group: sum of 1 / time
+				      over every device (group_action) */
+	/* the route figures of device sets asked about before (struct
+	   set_memo; a state's actions are mostly the same sets) */
+	struct set_memo *memo;
+	uint32_t memo_n;
+	TP_VEC(uint32_t) memo_devs; /* the memoised sets' device lists */
 };
+
+/*
+ * What group_action reads of the routes of an action's device list
+ * (tp_cluster_route_bw, most of the features' time on large sets): the
+ * slowest route of its ring and, once asked, the hierarchical sync's
+ * (hier_params).  Keyed by the list itself (compared in full, so exact)
+ * and tp; the same doubles as computing them again.
+ */
+struct hier_params {
+	double bw_in, bw_x;         /* slowest route inside runs, across */
+	uint32_t gmin, gmax, nodes; /* replicas per node run; runs */
+};
+struct set_memo {
+	uint64_t key;     /* 0 = empty */
+	uint32_t n, tp, off; /* devices, tp, first in memo_devs */
+	bool have_hier;
+	double bottleneck;
+	struct hier_params hier;
+};
+#define SET_MEMO_SLOTS 1024u /* cleared when 70% full */
+#define SET_MEMO_DEVS (1u << 22) /* cleared above this many devices */
 
 void tp_gnn_feature_widths(struct tp_gnn_widths *w)
 {
@@ -629,7 +657,8 @@ tp_gnn_features_new(const struct tp_model *m, const struct tp_cluster *c,
 	f->node_seen = tp_calloc(f->ND, sizeof(uint32_t));
 	f->node_slot = tp_calloc(f->ND, sizeof(uint32_t));
 	f->sync_devs = tp_calloc(f->ND, sizeof(uint32_t));
-	if (!f->node_slot || !f->sync_devs ||
+	f->memo = tp_calloc(SET_MEMO_SLOTS, sizeof(*f->memo));
+	if (!f->node_slot || !f->sync_devs || !f->memo ||
 	    !f->gfirst || !f->gtime || !f->gtime_min || !f->gparam ||
 	    !f->gsaved || !f->gflop || !f->dev_peak || !f->load || !f->mem ||
 	    !f->comm || !f->ngroups_on || !f->node_seen) {
@@ -719,6 +748,8 @@ void tp_gnn_features_free(struct tp_gnn_features *f)
 	tp_vec_free(&f->pg_frac);
 	tp_vec_free(&f->act_nodes);
 	tp_vec_free(&f->act_w);
+	free(f->memo);
+	tp_vec_free(&f->memo_devs);
 	tp_gnn_graph_release(&f->g);
 	free(f);
 }
@@ -803,17 +834,16 @@ static int cmp_dev(const void *x, const void *y)
  * S / (smallest run) at the slowest route between neighbouring runs.
  * An estimate: contention between the rings is left to the simulator.
  */
-static double hier_sync_s(struct tp_gnn_features *f,
-			  const struct tp_prior_action *ac, double S)
+static void hier_params(struct tp_gnn_features *f,
+			const struct tp_prior_action *ac,
+			struct hier_params *h)
 {
 	const struct tp_cluster *c = f->c;
 	uint32_t n = ac->dp, k = 0, gmin = UINT32_MAX, gmax = 0, run = 0;
 	uint32_t *p = f->sync_devs;
-	double bw_in = INFINITY, bw_x = INFINITY, t = 0;
+	double bw_in = INFINITY, bw_x = INFINITY;
 	uint32_t first = 0, prev_first = 0, first0 = 0;
 
-	if (n < 2 || n > f->ND)
-		return 0;
 	for (uint32_t r = 0; r < n; r++)
 		p[r] = ac->devices[(size_t)r * ac->tp];
 	qsort(p, n, sizeof(*p), cmp_dev);
@@ -844,12 +874,82 @@ static double hier_sync_s(struct tp_gnn_features *f,
 	}
 	if (k > 2)
 		bw_x = fmin(bw_x, tp_cluster_route_bw(c, prev_first, first0));
-	if (gmax > 1 && bw_in > 0 && isfinite(bw_in))
-		t += tp_cost_ring_traffic(TP_COST_ALL_REDUCE, gmax) * S / bw_in;
-	if (k > 1 && bw_x > 0 && isfinite(bw_x))
-		t += tp_cost_ring_traffic(TP_COST_ALL_REDUCE, k) * S / gmin /
-		     bw_x;
+	h->bw_in = bw_in;
+	h->bw_x = bw_x;
+	h->gmin = gmin;
+	h->gmax = gmax;
+	h->nodes = k;
+}
+
+static double hier_sync_s(struct tp_gnn_features *f,
+			  const struct tp_prior_action *ac,
+			  struct set_memo *sm, double S)
+{
+	const struct hier_params *h = &sm->hier;
+	double t = 0;
+
+	if (ac->dp < 2 || ac->dp > f->ND)
+		return 0;
+	if (!sm->have_hier) {
+		hier_params(f, ac, &sm->hier);
+		sm->have_hier = true;
+	}
+	if (h->gmax > 1 && h->bw_in > 0 && isfinite(h->bw_in))
+		t += tp_cost_ring_traffic(TP_COST_ALL_REDUCE, h->gmax) * S /
+		     h->bw_in;
+	if (h->nodes > 1 && h->bw_x > 0 && isfinite(h->bw_x))
+		t += tp_cost_ring_traffic(TP_COST_ALL_REDUCE, h->nodes) * S /
+		     h->gmin / h->bw_x;
 	return t;
+}
+
+/* The memo of ac's device list and tp (struct set_memo): found, or
+ * filled with the ring's slowest route; NULL when out of memory. */
+static struct set_memo *set_memo(struct tp_gnn_features *f,
+				 const struct tp_prior_action *ac)
+{
+	const uint32_t n = ac->n_devices, *d = ac->devices;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n << 32 | ac->tp);
+	struct set_memo *e;
+	uint32_t i;
+
+	for (uint32_t j = 0; j < n; j++) {
+		h ^= d[j];
+		h *= 0xff51afd7ed558ccdull;
+		h ^= h >> 29;
+	}
+	h |= 1;
+	if (f->memo_n * 10 >= SET_MEMO_SLOTS * 7 ||
+	    f->memo_devs.n + n > SET_MEMO_DEVS) {
+		memset(f->memo, 0, SET_MEMO_SLOTS * sizeof(*f->memo));
+		f->memo_n = 0;
+		f->memo_devs.n = 0;
+	}
+	for (i = (uint32_t)(h ^ (h >> 32)) & (SET_MEMO_SLOTS - 1);;
+	     i = (i + 1) & (SET_MEMO_SLOTS - 1)) {
+		e = &f->memo[i];
+		if (!e->key)
+			break;
+		if (e->key == h && e->n == n && e->tp == ac->tp &&
+		    !memcmp(f->memo_devs.v + e->off, d, n * sizeof(*d)))
+			return e;
+	}
+	if (tp_vec_reserve(&f->memo_devs, n))
+		return NULL;
+	memset(e, 0, sizeof(*e));
+	e->key = h;
+	e->n = n;
+	e->tp = ac->tp;
+	e->off = (uint32_t)f->memo_devs.n;
+	memcpy(f->memo_devs.v + f->memo_devs.n, d, n * sizeof(*d));
+	f->memo_devs.n += n;
+	f->memo_n++;
+	e->bottleneck = INFINITY;
+	for (uint32_t j = 0; n > 1 && j < n; j++)
+		e->bottleneck = fmin(e->bottleneck,
+				     tp_cluster_route_bw(f->c, d[j],
+							 d[(j + 1) % n]));
+	return e;
 }
 
 /* 1 when a group of the plan runs its routed experts whole on their
@@ -1218,8 +1318,9 @@ static enum tp_status group_action(struct tp_gnn_features *f,
 {
 	const struct tp_cluster *c = f->c;
 	uint32_t k = f->g.group, nodes_seen = 0, ND = f->ND;
-	double peak = 0, inv_t = 0, inv_all = 0, minmem = INFINITY;
-	double bottleneck = INFINITY, comm, comp, memb;
+	double peak = 0, inv_t = 0, inv_all = f->inv_all, minmem = INFINITY;
+	double bottleneck, comm, comp, memb;
+	struct set_memo *sm;
 	uint32_t ep, cp;
 
 	if (ac->n_devices == 0 || ac->dp * ac->tp != ac->n_devices)
@@ -1240,14 +1341,11 @@ static enum tp_status group_action(struct tp_gnn_features *f,
 					    "GNN features: action %u names "
 					    "device %u of %u",
 					    a, ac->devices[i], ND);
-	if (set_nodes(f, ac->devices, ac->n_devices))
+	if (set_nodes(f, ac->devices, ac->n_devices) ||
+	    !(sm = set_memo(f, ac)))
 		return tp_error_set(err, TP_ENOMEM,
 				    "out of memory for GNN features");
-	for (uint32_t d = 0; d < ND; d++) {
-		double t = f->gtime[(size_t)k * f->T + c->devices.v[d].type];
-		if (t > 0)
-			inv_all += 1 / t;
-	}
+	bottleneck = sm->bottleneck;
 	/* physical nodes spanned: stamp by node index */
 	if (++f->stamp == 0) {
 		memset(f->node_seen, 0, ND * sizeof(uint32_t));
@@ -1265,11 +1363,6 @@ static enum tp_status group_action(struct tp_gnn_features *f,
 		if (pn < ND && f->node_seen[pn] != f->stamp) {
 			f->node_seen[pn] = f->stamp;
 			nodes_seen++;
-		}
-		if (ac->n_devices > 1) {
-			uint32_t e = ac->devices[(i + 1) % ac->n_devices];
-			bottleneck = fmin(bottleneck,
-					  tp_cluster_route_bw(c, d, e));
 		}
 	}
 	x[TP_GNN_ACTION_DEVICES] = ratio(ac->n_devices, ND);
@@ -1304,7 +1397,7 @@ static enum tp_status group_action(struct tp_gnn_features *f,
 	/* the same with the action's own method (the parameter server
 	   counted as the ring) */
 	if (ac->sync == TP_SYNC_HIERARCHICAL && comm > 0)
-		comm = hier_sync_s(f, ac, f->gparam[k] / ac->tp);
+		comm = hier_sync_s(f, ac, sm, f->gparam[k] / ac->tp);
 	x[TP_GNN_ACTION_SYNC_OWN] =
 		comp > 0 && comm > 0
 			? clampf(log10(comm / comp) / 6 + 0.5, 0, 1)
@@ -1354,6 +1447,15 @@ enum tp_status tp_gnn_features_state(struct tp_gnn_features *f,
 	/* actions */
 	tp_gnn_graph_clear_actions(g);
 	g->group = st->level > 0 && st->level <= K ? st->level - 1 : 0;
+	/* every group action's share of the cluster's speed on this group
+	   divides by the same sum */
+	f->inv_all = 0;
+	for (uint32_t d = 0; d < f->ND; d++) {
+		double t = f->gtime[(size_t)g->group * f->T +
+				    f->c->devices.v[d].type];
+		if (t > 0)
+			f->inv_all += 1 / t;
+	}
 	for (uint32_t a = 0; a < st->n_actions; a++) {
 		const struct tp_prior_action *ac = &st->actions[a];
 		memset(x, 0, sizeof(x));
