@@ -1,12 +1,14 @@
 /*
  * main.c - tagplan's entry point and command table (git-style).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "core/strmap.h"
 #include "gnn/tensor.h"
 
 const struct tp_command tp_commands[] = {
@@ -66,6 +68,87 @@ static void usage(FILE *out)
 		"tagplan(1).\n");
 }
 
+/* True when swapping two adjacent letters of a gives b ("plna"). */
+static bool swapped(const char *a, const char *b)
+{
+	size_t n = strlen(a), i = 0;
+
+	if (n != strlen(b))
+		return false;
+	while (i < n && a[i] == b[i])
+		i++;
+	return i + 1 < n && a[i] == b[i + 1] && a[i + 1] == b[i] &&
+	       strcmp(a + i + 2, b + i + 2) == 0;
+}
+
+/* The command a mistyped one most likely meant: a command the name
+ * begins with ("topology", "models"), the only command it begins
+ * ("sim", "val") or shares its first 6 letters with ("calibration"),
+ * else the nearest within 2 edits (1 up to 4 letters; two swapped
+ * letters count as one: "plna" -> plan, "simulte" -> simulate); NULL if
+ * none. */
+static const char *near_command(const char *name)
+{
+	size_t len = strlen(name), cap = len > 4 ? 2 : 1, bd = cap + 1;
+	const char *best = NULL, *prefix = NULL;
+	int nprefix = 0;
+
+	if (len < 2 || len > 64)
+		return NULL;
+	for (const struct tp_command *c = tp_commands; c->name; c++) {
+		size_t cl = strlen(c->name), d;
+		if (len > cl && strncmp(name, c->name, cl) == 0)
+			return c->name;
+		if (strncmp(c->name, name, len < 6 ? len : 6) == 0) {
+			prefix = c->name;
+			nprefix++;
+		}
+		d = swapped(name, c->name) ? 1
+					   : tp_edit_distance(name, c->name, cap);
+		if (d < bd) {
+			bd = d;
+			best = c->name;
+		}
+	}
+	return nprefix == 1 ? prefix : best;
+}
+
+/* An unknown first word: an option before any command ("tagplan -m
+ * x.json" forgot the command; "--versoin"), else the command meant. */
+static int no_command(const char *name)
+{
+	const char *near;
+
+	if (name[0] == '-' && name[1]) {
+		const char *o = name + (name[1] == '-' ? 2 : 1);
+		if (strlen(o) >= 4 && (strncmp("version", o, strlen(o)) == 0 ||
+				       tp_edit_distance(o, "version", 2) <= 2))
+			fprintf(stderr,
+				"tagplan: unknown option \"%s\" (did you mean "
+				"--version?)\n",
+				name);
+		else
+			fprintf(stderr,
+				"tagplan: \"%s\" is an option, and the "
+				"command comes first: tagplan COMMAND "
+				"[OPTIONS], e.g. tagplan plan -m MODEL -t "
+				"TOPO; see 'tagplan --help'\n",
+				name);
+		return TP_EXIT_USAGE;
+	}
+	near = near_command(name);
+	if (near)
+		fprintf(stderr,
+			"tagplan: no command \"%s\" (did you mean %s?); see "
+			"'tagplan --help'\n",
+			name, near);
+	else
+		fprintf(stderr,
+			"tagplan: no command \"%s\"; see 'tagplan --help'\n",
+			name);
+	return TP_EXIT_USAGE;
+}
+
 int tp_cli_dispatch(int argc, char **argv)
 {
 	const char *name;
@@ -85,7 +168,7 @@ int tp_cli_dispatch(int argc, char **argv)
 	}
 	if (strcmp(name, "help") == 0) {
 		char *hargv[3];
-		if (argc < 3) {
+		if (argc < 3 || strcmp(argv[2], "help") == 0) {
 			usage(stdout);
 			return TP_EXIT_OK;
 		}
@@ -97,17 +180,12 @@ int tp_cli_dispatch(int argc, char **argv)
 				return c->fn(2, hargv);
 			}
 		}
-		fprintf(stderr, "tagplan: no command \"%s\"; see 'tagplan "
-				"--help'\n",
-			argv[2]);
-		return TP_EXIT_USAGE;
+		return no_command(argv[2]);
 	}
 	for (const struct tp_command *c = tp_commands; c->name; c++)
 		if (strcmp(c->name, name) == 0)
 			return c->fn(argc - 1, argv + 1);
-	fprintf(stderr, "tagplan: no command \"%s\"; see 'tagplan --help'\n",
-		name);
-	return TP_EXIT_USAGE;
+	return no_command(name);
 }
 
 int main(int argc, char **argv)
