@@ -1887,12 +1887,14 @@ END_TEST
 START_TEST(test_train_command)
 {
 	struct tp_run r;
+	char w[1024];
 	const char *argv1[] = {"tagplan", "train", "--games", "1", NULL};
+	/* -o writable: a missing directory of -o is found first */
 	const char *argv2[] = {"tagplan", "train", "--resume",
-			       "/nonexistent/x.ckpt", "-o", "/nonexistent/w",
-			       NULL};
+			       "/nonexistent/x.ckpt", "-o", w, NULL};
 	const char *argv3[] = {"tagplan", "train", "--help", NULL};
 
+	snprintf(w, sizeof(w), "%s/w", tp_test_tmpdir());
 	tp_run_tagplan(&r, argv1, NULL);
 	ck_assert_int_eq(r.status, 2);
 	ck_assert(strstr(r.err, "--games") != NULL);

@@ -1012,9 +1012,10 @@ START_TEST(test_atomic_write)
 	tp_error_clear(&err);
 	ck_assert_int_eq(tp_file_write_atomic(bad, "x", 1, &err), TP_EIO);
 	ck_assert_str_eq(err.file, bad);
-	/* a directory in the way: refused, left alone */
+	/* a directory in the way: refused as usage (exit 2, tagplan(1)),
+	 * left alone */
 	tp_error_clear(&err);
-	ck_assert_int_eq(tp_file_write_atomic(dir, "x", 1, &err), TP_EIO);
+	ck_assert_int_eq(tp_file_write_atomic(dir, "x", 1, &err), TP_EUSAGE);
 	ck_assert_int_eq(stat(dir, &st), 0);
 	ck_assert(S_ISDIR(st.st_mode));
 	ck_assert_int_eq(count_entries(dir), 1);

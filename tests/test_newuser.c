@@ -72,6 +72,42 @@ START_TEST(test_command_slips)
 }
 END_TEST
 
+/* An output that is a directory is usage (exit 2, as tagplan(1) says:
+ * "A directory ... is refused ...: exit 2, nothing written"; it was exit
+ * 3) and says to name a file inside it; a missing directory names
+ * itself and mkdir -p (exit 3).  Every command finds both before any
+ * work: export printed its notes before failing to write. */
+START_TEST(test_output_directory)
+{
+	const char *dir = tp_test_tmpdir();
+	char missing[1024], inside[1100], report[1100];
+	const char *gpt2 = tp_data_file("models/gpt2.json");
+	const char *dgx = tp_data_file("topologies/dgx-a100.json");
+	const char *a1[] = {"tagplan", "topo", "dgx-a100:1", "-o", dir, NULL};
+	const char *a2[] = {"tagplan", "export", "-s", "tp=1", "-m", gpt2,
+			    "-t", dgx, "-o", dir, NULL};
+	const char *a3[] = {"tagplan", "simulate", "-s", "tp=1", "-m", gpt2,
+			    "-t", dgx, "-o", report, "--trace", dir, "-q",
+			    NULL};
+	const char *a4[] = {"tagplan", "export", "-s", "tp=1", "-m", gpt2,
+			    "-t", dgx, "-o", inside, NULL};
+	struct stat st;
+
+	snprintf(missing, sizeof(missing), "%s/missing", dir);
+	snprintf(inside, sizeof(inside), "%s/missing/x.args", dir);
+	snprintf(report, sizeof(report), "%s/report.json", dir);
+	expect(a1, 2, "is a directory, not a file: name a file inside it",
+	       NULL);
+	expect(a2, 2, "is a directory, not a file: name a file inside it",
+	       "--vocab-size");
+	expect(a3, 2, "is a directory, not a file", NULL);
+	ck_assert_msg(stat(report, &st) != 0, "the report was written");
+	expect(a4, 3, "does not exist (create it first, e.g. mkdir -p ",
+	       "--vocab-size");
+	ck_assert_msg(stat(missing, &st) != 0, "the directory was made");
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -79,6 +115,7 @@ Suite *suite_newuser(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_command_slips);
+	tcase_add_test(tc, test_output_directory);
 	suite_add_tcase(s, tc);
 	return s;
 }

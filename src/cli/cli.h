@@ -133,8 +133,10 @@ struct tp_cli_file {
 
 /* When an output is one of the inputs (the same existing file, through
  * links too), print "tagplan CMD: -o X is also the input -t Y ..." and
- * return 2 (usage), before anything is written; else 0.  Both arrays end
- * with {NULL, NULL}. */
+ * return 2 (usage), before anything is written; when an output cannot be
+ * written (a directory: 2; a missing or read-only directory: 3;
+ * tp_file_check_output), print why and return that exit code, before
+ * any work; else 0.  Both arrays end with {NULL, NULL}. */
 int tp_cli_check_outputs(const char *cmd, const struct tp_cli_file *inputs,
 			 const struct tp_cli_file *outputs);
 

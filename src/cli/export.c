@@ -237,10 +237,8 @@ int cmd_export(int argc, char **argv)
 						  {"-p", plan},
 						  {NULL, NULL}};
 		const struct tp_cli_file outs[] = {{"-o", out}, {NULL, NULL}};
-		if (tp_cli_check_outputs("export", ins, outs)) {
-			code = TP_EXIT_USAGE;
+		if ((code = tp_cli_check_outputs("export", ins, outs)))
 			goto done;
-		}
 	}
 	if ((code = export_runtime(&in.plan, to || strategy ? target : -1,
 				   &rt, &target, &err)) != 0)

@@ -235,8 +235,9 @@ static int check_options(const struct model_args *a)
 			{NULL, NULL}};
 		const struct tp_cli_file outs[] = {{"-o", a->out},
 						   {NULL, NULL}};
-		if (tp_cli_check_outputs("model", ins, outs))
-			return TP_EXIT_USAGE;
+		int code = tp_cli_check_outputs("model", ins, outs);
+		if (code)
+			return code;
 	}
 	if (a->name && tp_io_name_bad_char(a->name, &bad))
 		return tp_cli_usage_error(

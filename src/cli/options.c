@@ -482,5 +482,11 @@ int tp_cli_check_outputs(const char *cmd, const struct tp_cli_file *inputs,
 					"output another name",
 					o->opt, o->path, i->opt, i->path);
 	}
+	for (const struct tp_cli_file *o = outputs; o && o->opt; o++) {
+		struct tp_error err;
+		tp_error_clear(&err);
+		if (o->path && tp_file_check_output(o->path, &err) != TP_OK)
+			return tp_cli_fail(&err);
+	}
 	return 0;
 }

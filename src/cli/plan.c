@@ -737,8 +737,9 @@ static int check_args(struct plan_args *a)
 						   {"--dot", a->dot},
 						   {"--svg", a->svg},
 						   {NULL, NULL}};
-		if (tp_cli_check_outputs("plan", ins, outs))
-			return TP_EXIT_USAGE;
+		int code = tp_cli_check_outputs("plan", ins, outs);
+		if (code)
+			return code;
 	}
 	return 0;
 }

@@ -152,10 +152,8 @@ int cmd_render(int argc, char **argv)
 						  {"-p", plan},
 						  {NULL, NULL}};
 		const struct tp_cli_file outs[] = {{"-o", out}, {NULL, NULL}};
-		if (tp_cli_check_outputs("render", ins, outs)) {
-			code = TP_EXIT_USAGE;
+		if ((code = tp_cli_check_outputs("render", ins, outs)))
 			goto done;
-		}
 	}
 	if (!no_sim) {
 		if (tp_inputs_sim_open(&sim, &in, &err) != TP_OK ||

@@ -99,7 +99,8 @@ static void trace_note(const char *replicas)
 					: "--trace-replicas one");
 }
 
-/* An output that is one of the inputs (recorded ones too): exit 2. */
+/* An output that is one of the inputs (recorded ones too): exit 2; one
+ * that cannot be written: its exit code (tp_cli_check_outputs). */
 static int check_io(const char *plan_path, const struct tp_inputs *in,
 		    const char *model, const char *topo, const char *out,
 		    const char *trace_path)
@@ -414,11 +415,9 @@ int cmd_simulate(int argc, char **argv)
 	if ((R->a.plan_path ? load_plan(R) : load_strategy(R)) != TP_OK)
 		goto fail;
 	tp_cli_print_warnings("simulate", &R->warn);
-	if (check_io(R->a.plan_path, &R->in, R->a.model, R->a.topo, R->a.out,
-		     R->a.trace_path)) {
-		code = TP_EXIT_USAGE;
+	if ((code = check_io(R->a.plan_path, &R->in, R->a.model, R->a.topo,
+			     R->a.out, R->a.trace_path)))
 		goto done;
-	}
 	if (make_sim(R) != TP_OK || simulate_and_write(R) != TP_OK)
 		goto fail;
 	if (!R->a.quiet)

@@ -131,9 +131,10 @@ int cmd_topo(int argc, char **argv)
 		const struct tp_cli_file ins[] = {{"--from-nvidia-smi", smi},
 						  {NULL, NULL}};
 		const struct tp_cli_file outs[] = {{"-o", out}, {NULL, NULL}};
-		if (tp_cli_check_outputs("topo", ins, outs)) {
+		code = tp_cli_check_outputs("topo", ins, outs);
+		if (code) {
 			free(pos);
-			return TP_EXIT_USAGE;
+			return code;
 		}
 	}
 	tp_cluster_init(&c);

@@ -144,8 +144,9 @@ int cmd_train(int argc, char **argv)
 		const struct tp_cli_file ins[] = {{"--resume", o.resume},
 						  {NULL, NULL}};
 		const struct tp_cli_file outs[] = {{"-o", out}, {NULL, NULL}};
-		if (tp_cli_check_outputs("train", ins, outs))
-			return TP_EXIT_USAGE;
+		code = tp_cli_check_outputs("train", ins, outs);
+		if (code)
+			return code;
 	}
 	o.out = out;
 	o.games = (uint32_t)games;

@@ -315,15 +315,18 @@ static enum tp_status resolve(const char *path, struct target *t,
 			return TP_OK;
 		}
 		if (!S_ISLNK(st.st_mode)) {
-			enum tp_status bad =
-				S_ISDIR(st.st_mode) ? TP_EIO : TP_EUSAGE;
-			tp_error_set(err, bad,
-				     "is %s, not a file (tagplan writes "
+			/* usage, as tagplan(1) says: the name is wrong, not
+			 * the disk */
+			tp_error_set(err, TP_EUSAGE,
+				     "is %s, not a file%s (tagplan writes "
 				     "regular files, character devices such "
 				     "as /dev/null, FIFOs and pipes)",
-				     file_type_name(st.st_mode));
+				     file_type_name(st.st_mode),
+				     S_ISDIR(st.st_mode)
+					     ? ": name a file inside it"
+					     : "");
 			tp_error_set_file(err, path);
-			return bad;
+			return TP_EUSAGE;
 		}
 		/* a symbolic link: write its target */
 		n = readlink(t->path, link, sizeof(link) - 1);
@@ -636,12 +639,27 @@ enum tp_status tp_file_check_output(const char *path, struct tp_error *err)
 			snprintf(dir, sizeof(dir), "%.*s",
 				 (int)(slash - t.path), t.path);
 	}
+	if (stat(dir, &st_dir) != 0 && errno == ENOENT) {
+		tp_error_set(err, TP_EIO,
+			     "cannot write: the directory %s does not exist "
+			     "(create it first, e.g. mkdir -p %s)",
+			     dir, dir);
+		tp_error_set_file(err, path);
+		return TP_EIO;
+	}
 	if (stat(dir, &st_dir) != 0)
 		return io_fail(err, path, "cannot write", errno);
 	if (!S_ISDIR(st_dir.st_mode))
 		return io_fail(err, path, "cannot write", ENOTDIR);
-	if (access(dir, W_OK | X_OK) != 0)
-		return io_fail(err, path, "cannot write", errno);
+	if (access(dir, W_OK | X_OK) != 0) {
+		int e = errno;
+		tp_error_set(err, TP_EIO,
+			     "cannot write in the directory %s: %s (write "
+			     "elsewhere, or make it writable)",
+			     dir, strerror(e));
+		tp_error_set_file(err, path);
+		return TP_EIO;
+	}
 	return TP_OK;
 }
 
