@@ -464,6 +464,27 @@ START_TEST(test_calibrate_profile_constant)
 	ck_assert_ptr_nonnull(p);
 	ck_assert_msg(fabs(strtod(p + 22, NULL) / planted - 1) < 0.01, "%s",
 		      p);
+	{
+		/* the reader takes it back, and refuses one out of its
+		   bounds where it is */
+		struct tp_runtime rt;
+		struct tp_error e;
+		size_t len = strlen(doc);
+
+		tp_error_clear(&e);
+		ck_assert_int_eq(tp_runtime_load("cal.json", doc, len, NULL,
+						 &rt, &e),
+				 TP_OK);
+		ck_assert(fabs(rt.calibration.cuda_core_gemm_eff / planted -
+			       1) < 0.01);
+		ck_assert(rt.calibration.hopper_gemm_scale == 0);
+		memcpy(p + 22, "1.5", 3);
+		ck_assert_int_eq(tp_runtime_load("cal.json", doc, len, NULL,
+						 &rt, &e),
+				 TP_EINPUT);
+		ck_assert_msg(strstr(e.path, "calibration.cuda_core_gemm_eff"),
+			      "%s", e.path);
+	}
 	free(doc);
 	{
 		const char *argv[] = {"tagplan", "model", "resnet50", "--batch",
