@@ -108,6 +108,46 @@ START_TEST(test_output_directory)
 }
 END_TEST
 
+/* export --to torchtitan writes TorchTitan's llama3 model for every
+ * model; a note names what llama3 does not build (it wrote GPT-2's and
+ * Mixtral's configs, a dense SwiGLU model, without a word); Llama 3,
+ * which it builds, gets no such note. */
+START_TEST(test_torchtitan_arch_notes)
+{
+	static const char *const cases[][2] = {
+	    {"gpt2", "does not build the model's gelu_tanh MLPs, layernorm, "
+		     "learned positions, biases: the model it builds differs"},
+	    {"mixtral-8x7b", "does not build the model's mixture-of-experts "
+			     "layers (8 routed experts): the model"},
+	    {"llama-3-8b", NULL},
+	};
+	const char *dgx = tp_data_file("topologies/dgx-a100.json");
+	struct tp_run r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[] = {"tagplan", "export", "-s", "tp=1",
+				      "-m", NULL, "-t", dgx, "--to",
+				      "torchtitan", NULL};
+		char m[256];
+		snprintf(m, sizeof(m), "models/%s.json", cases[i][0]);
+		argv[5] = tp_data_file(m);
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0, "%s: exit %d: %s", cases[i][0],
+			      r.status, r.err);
+		ck_assert_msg(strstr(r.out, "flavor = \"tagplan\""), "%s",
+			      r.out);
+		if (cases[i][1])
+			ck_assert_msg(strstr(r.err, cases[i][1]),
+				      "%s: want \"%s\" in: %s", cases[i][0],
+				      cases[i][1], r.err);
+		else
+			ck_assert_msg(!strstr(r.err, "does not build"),
+				      "%s: %s", cases[i][0], r.err);
+		tp_run_free(&r);
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -116,6 +156,7 @@ Suite *suite_newuser(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_command_slips);
 	tcase_add_test(tc, test_output_directory);
+	tcase_add_test(tc, test_torchtitan_arch_notes);
 	suite_add_tcase(s, tc);
 	return s;
 }

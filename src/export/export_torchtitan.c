@@ -102,6 +102,66 @@ static void model_args(const struct tp_export_spec *s, struct tp_strbuf *out)
 	    a->rope_theta > 0 ? a->rope_theta : 10000, (long long)s->seq_len);
 }
 
+/* What TorchTitan's llama3 model does not build of the model, for the
+ * notes: it is a decoder of pre-norm RMSNorm blocks with RoPE, SwiGLU
+ * MLPs, no biases, no QK norm, head size dim / n_heads and dense layers
+ * (torchtitan/models/llama3/model/model.py), whatever the model file
+ * says; its TransformerModelArgs have no field for anything else.  (The
+ * tied embeddings have their own note.) */
+static void arch_notes(const struct tp_export_spec *s, struct tp_strbuf *notes)
+{
+	const struct tp_arch *a = &s->arch;
+	char what[12][64];
+	int n = 0;
+
+	if (a->stack == TP_STACK_ENCODER ||
+	    a->stack == TP_STACK_ENCODER_DECODER)
+		snprintf(what[n++], sizeof(what[0]), "%s",
+			 a->stack == TP_STACK_ENCODER ? "encoder stack"
+						      : "encoder-decoder stack");
+	if (a->experts > 0)
+		snprintf(what[n++], sizeof(what[0]),
+			 "mixture-of-experts layers (%lld routed experts)",
+			 (long long)a->experts);
+	if (a->kv_lora_rank > 0)
+		snprintf(what[n++], sizeof(what[0]), "latent attention");
+	if (a->activation != TP_ACT_UNKNOWN && a->activation != TP_ACT_SWIGLU)
+		snprintf(what[n++], sizeof(what[0]), "%s MLPs",
+			 tp_act_name(a->activation));
+	if (a->norm != TP_NORM_UNKNOWN && a->norm != TP_NORM_RMSNORM)
+		snprintf(what[n++], sizeof(what[0]), "%s",
+			 tp_norm_name(a->norm));
+	if (a->norm_position != TP_NORMPOS_UNKNOWN &&
+	    a->norm_position != TP_NORMPOS_PRE)
+		snprintf(what[n++], sizeof(what[0]), "%s norms",
+			 tp_norm_position_name(a->norm_position));
+	if (a->position != TP_POS_UNKNOWN && a->position != TP_POS_ROPE)
+		snprintf(what[n++], sizeof(what[0]), "%s positions",
+			 tp_pos_name(a->position));
+	if (a->qkv_bias == TP_TRI_YES || a->out_bias == TP_TRI_YES ||
+	    a->mlp_bias == TP_TRI_YES)
+		snprintf(what[n++], sizeof(what[0]), "biases");
+	if (a->qk_norm == TP_QKNORM_HEAD || a->qk_norm == TP_QKNORM_FULL)
+		snprintf(what[n++], sizeof(what[0]), "QK norm");
+	if (a->parallel_attn == TP_TRI_YES)
+		snprintf(what[n++], sizeof(what[0]), "parallel attention");
+	if (a->window > 0)
+		snprintf(what[n++], sizeof(what[0]), "sliding-window attention");
+	if (a->head_dim > 0 && a->heads > 0 &&
+	    a->head_dim * a->heads != a->hidden)
+		snprintf(what[n++], sizeof(what[0]), "a head size of %lld",
+			 (long long)a->head_dim);
+	if (!n)
+		return;
+	tp_strbuf_adds(notes, "TorchTitan's llama3 (pre-norm RMSNorm, RoPE, "
+			      "SwiGLU, no biases, dense, decoder only) does "
+			      "not build the model's");
+	for (int i = 0; i < n; i++)
+		tp_strbuf_addf(notes, "%s %s", i ? "," : "", what[i]);
+	tp_strbuf_adds(notes, ": the model it builds differs from the one "
+			      "simulated there\n");
+}
+
 static void parallelism(const struct tp_export_spec *s, struct tp_strbuf *out)
 {
 	uint32_t shard = s->zero >= 1 ? s->dp : 1;
@@ -224,6 +284,7 @@ enum tp_status tp_export_write_torchtitan(const struct tp_export_spec *s,
 				   "schedules for two stages per rank refuses "
 				   "it, and pipeline_parallel_schedule_csv "
 				   "with the same order is the way there\n");
+		arch_notes(s, notes);
 		if (a->tied_embeddings == TP_TRI_YES)
 			tp_strbuf_adds(notes,
 				       "the model ties its embeddings; "
