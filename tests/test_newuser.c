@@ -148,6 +148,32 @@ START_TEST(test_torchtitan_arch_notes)
 }
 END_TEST
 
+/* A runtime named as its project writes it ("DeepSpeed", exit 3 'cannot
+ * open' before: taken for a file), or short of its version ("megatron",
+ * "fsdp": the list of shipped names without a hint before) names the
+ * shipped profiles meant, exit 2, nothing written. */
+START_TEST(test_runtime_slips)
+{
+	static const char *const cases[][2] = {
+	    {"DeepSpeed", "unknown runtime \"DeepSpeed\" (did you mean "
+			  "deepspeed?); shipped: "},
+	    {"megatron", "(did you mean megatron-core, megatron-lm-2021, "
+			 "megatron-lm-2022?)"},
+	    {"fsdp", "(did you mean fsdp2?)"},
+	    {"deepspeeed", "(did you mean deepspeed?)"},
+	};
+	const char *gpt2 = tp_data_file("models/gpt2.json");
+	const char *dgx = tp_data_file("topologies/dgx-a100.json");
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[] = {"tagplan", "simulate", "-s", "tp=1",
+				      "-m", gpt2, "-t", dgx, "--runtime",
+				      cases[i][0], "-q", NULL};
+		expect(argv, 2, cases[i][1], NULL);
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -157,6 +183,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_command_slips);
 	tcase_add_test(tc, test_output_directory);
 	tcase_add_test(tc, test_torchtitan_arch_notes);
+	tcase_add_test(tc, test_runtime_slips);
 	suite_add_tcase(s, tc);
 	return s;
 }

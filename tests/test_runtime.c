@@ -345,7 +345,8 @@ START_TEST(test_runtime_commands)
 		tp_run_tagplan(&r, argv, NULL);
 		ck_assert_int_eq(r.status, 2);
 		ck_assert_uint_eq(r.out_len, 0);
-		ck_assert_msg(strstr(r.err, "unknown runtime \"megatron-cor\"; "
+		ck_assert_msg(strstr(r.err, "unknown runtime \"megatron-cor\" "
+					    "(did you mean megatron-core?); "
 					    "shipped: ddp, deepspeed, fsdp2, "
 					    "hai-llm, megatron-core"),
 			      "%s", r.err);

@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/jsonw.h"
 #include "core/runtime.h"
 #include "core/sha256.h"
+#include "core/strmap.h"
 #include "io_int.h"
 
 static const char *const top_fields[] = {"format", "name", "description",
@@ -546,11 +548,53 @@ static void shipped_names(char *buf, size_t size)
 				      names[i]);
 }
 
+/* The shipped profiles an unknown name most likely meant, as " (did you
+ * mean a, b?)" into buf (empty when none): the name in any case with
+ * blanks as dashes ("DeepSpeed", "megatron core"), the profiles whose
+ * name contains it or that it contains ("megatron", "fsdp"), else those
+ * within 2 edits ("deepspeeed"). */
+static void similar_runtimes(const char *name, char *buf, size_t size)
+{
+	char names[32][TP_RUNTIME_NAME_MAX], want[TP_RUNTIME_NAME_MAX];
+	size_t k = tp_runtime_shipped(names, 32), len = strlen(name), n = 0;
+	bool hit[32] = {false}, any = false;
+
+	buf[0] = '\0';
+	if (len == 0 || len >= sizeof(want) || size < 24)
+		return;
+	for (size_t i = 0; i <= len; i++)
+		want[i] = name[i] == ' ' ? '-'
+			  : name[i] >= 'A' && name[i] <= 'Z'
+			      ? (char)(name[i] - 'A' + 'a')
+			      : name[i];
+	for (size_t i = 0; i < k; i++)
+		any |= hit[i] = strstr(names[i], want) ||
+				strstr(want, names[i]);
+	for (size_t i = 0; i < k && !any; i++)
+		any |= hit[i] = tp_edit_distance(want, names[i], 2) <= 2;
+	for (size_t i = 0; i < k; i++) {
+		int w;
+		if (!hit[i])
+			continue;
+		/* room kept for the closing "?)" */
+		w = snprintf(buf + n, size - n - 2, "%s%s",
+			     n ? ", " : " (did you mean ", names[i]);
+		if (w < 0 || (size_t)w >= size - n - 2) {
+			buf[0] = '\0';
+			return;
+		}
+		n += (size_t)w;
+	}
+	if (n)
+		memcpy(buf + n, "?)", 3);
+}
+
 enum tp_status tp_runtime_path(const char *name, char *path, size_t size,
 			       struct tp_error *err)
 {
-	char rel[TP_RUNTIME_NAME_MAX + 32], known[1024];
+	char rel[TP_RUNTIME_NAME_MAX + 32], known[1024], near[256];
 	struct tp_error e;
+	struct stat st;
 	bool plain = name && *name;
 
 	for (const char *p = name; plain && *p; p++)
@@ -559,17 +603,30 @@ enum tp_status tp_runtime_path(const char *name, char *path, size_t size,
 	if (!plain || strlen(name) >= TP_RUNTIME_NAME_MAX ||
 	    strstr(name, ".json")) {
 		snprintf(path, size, "%s", name ? name : "");
-		return TP_OK;
+		/* a name in another case ("DeepSpeed") or with a blank
+		 * that is no file: said as an unknown runtime, not as a
+		 * file it cannot open */
+		if (!name || !*name || strchr(name, '/') ||
+		    strstr(name, ".json") || stat(name, &st) == 0)
+			return TP_OK;
+		similar_runtimes(name, near, sizeof(near));
+		shipped_names(known, sizeof(known));
+		return tp_error_set(err, TP_EUSAGE,
+				    "unknown runtime \"%s\"%s; shipped: %s%snone "
+				    "(or give the path of a tagplan-runtime/1 "
+				    "file)",
+				    name, near, known, *known ? ", " : "");
 	}
 	snprintf(rel, sizeof(rel), "runtimes/%s.json", name);
 	tp_error_clear(&e);
 	if (tp_data_path(rel, path, size, &e) == TP_OK)
 		return TP_OK;
 	shipped_names(known, sizeof(known));
+	similar_runtimes(name, near, sizeof(near));
 	return tp_error_set(err, TP_EUSAGE,
-			    "unknown runtime \"%s\"; shipped: %s%snone (or "
+			    "unknown runtime \"%s\"%s; shipped: %s%snone (or "
 			    "give the path of a tagplan-runtime/1 file)",
-			    name, known, *known ? ", " : "");
+			    name, near, known, *known ? ", " : "");
 }
 
 enum tp_status tp_runtime_find(const char *name, struct tp_runtime *rt,
