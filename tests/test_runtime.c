@@ -197,6 +197,21 @@ START_TEST(test_runtime_bad_profiles)
 	expect_bad("\"tf32\": true\n",
 		   "\"tf32\": true, \"nic_socket_Bps\": 1.5e9\n",
 		   "$.sources.nic_socket_Bps", "say where");
+	/* the message cap past NCCL's socket buffer: positive, both
+	 * fields together, with a source */
+	expect_bad("\"tf32\": true\n",
+		   "\"tf32\": true, \"p2p_socket_Bps\": 0\n",
+		   "$.behaviour.p2p_socket_Bps", "0");
+	expect_bad("\"tf32\": true\n",
+		   "\"tf32\": true, \"p2p_socket_Bps\": 1.3e8\n",
+		   "$.behaviour.p2p_socket_Bps", "go together");
+	expect_bad("\"tf32\": true\n",
+		   "\"tf32\": true, \"p2p_socket_eager_bytes\": 4194304\n",
+		   "$.behaviour.p2p_socket_eager_bytes", "NCCL_BUFFSIZE");
+	expect_bad("\"tf32\": true\n",
+		   "\"tf32\": true, \"p2p_socket_Bps\": 1.3e8, "
+		   "\"p2p_socket_eager_bytes\": 4194304\n",
+		   "$.sources.p2p_socket_Bps", "say where");
 	/* the fitted GEMM efficiencies: fractions (0, 1], with a source */
 	expect_bad("\"cuda_core_gemm_eff\": 0.83,",
 		   "\"cuda_core_gemm_eff\": 1.2,",

@@ -173,6 +173,16 @@ struct tp_runtime_behaviour {
 				     carries at most this many bytes per
 				     second per direction, whatever its
 				     line rate (optional; 0 = no cap) */
+	double p2p_socket_Bps;    /* FITTED (data/validation): the bytes
+				     of a pipeline send/recv message past
+				     p2p_socket_eager_bytes, per flow, when
+				     it crosses a NIC, move at most at this
+				     many bytes per second (NCCL's socket
+				     transport; optional; 0 = no cap) */
+	double p2p_socket_eager_bytes; /* with p2p_socket_Bps: NCCL's
+				     buffer per connection (NCCL_BUFFSIZE),
+				     the bytes of a message that move at the
+				     links' rate */
 	double cuda_core_gemm_eff; /* FITTED (data/validation): the
 				     efficiency of GEMM-like kernels on CUDA
 				     cores (a dtype without tensor cores:

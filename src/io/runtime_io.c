@@ -36,7 +36,8 @@ static const char *const behaviour_fields[] = {
 	"expert_imbalance", "attention_kernel", "prefetch_depth",
 	"gemm_shape_half", "ep_node_forward", "ep_dispatch_fp8", "ep_overlap",
 	"comm_sm_share", "cp_comm", "grad_buffer", "winograd", "memory_format",
-	"grad_bucket_copy", "nic_socket_Bps",
+	"grad_bucket_copy", "nic_socket_Bps", "p2p_socket_Bps",
+	"p2p_socket_eager_bytes",
 	"cuda_core_gemm_eff", "hopper_gemm_scale", "tp_node_rings", NULL};
 static const char *const can_fields[] = {
 	"launcher", "tensor_parallel", "pipeline_parallel",
@@ -145,6 +146,11 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 			       &b->grad_bucket_copy)) ||
 	    (st = tp_jget_number(j, v, "nic_socket_Bps", false, TP_JNUM_POS,
 				 0, &b->nic_socket_Bps, NULL)) ||
+	    (st = tp_jget_number(j, v, "p2p_socket_Bps", false, TP_JNUM_POS,
+				 0, &b->p2p_socket_Bps, NULL)) ||
+	    (st = tp_jget_number(j, v, "p2p_socket_eager_bytes", false,
+				 TP_JNUM_POS, 0, &b->p2p_socket_eager_bytes,
+				 NULL)) ||
 	    (st = tp_jget_number(j, v, "cuda_core_gemm_eff", false,
 				 TP_JNUM_FRACTION, 0, &b->cuda_core_gemm_eff,
 				 NULL)) ||
@@ -161,6 +167,14 @@ static enum tp_status read_behaviour(struct tp_jctx *j,
 				    "of one ring's bandwidth a node's "
 				    "tensor-parallel collectives get)",
 				    b->tp_node_rings);
+	if ((b->p2p_socket_Bps > 0) != (b->p2p_socket_eager_bytes > 0))
+		return tp_jctx_fail(
+		    j, b->p2p_socket_Bps > 0 ? "p2p_socket_Bps"
+					     : "p2p_socket_eager_bytes",
+		    "p2p_socket_Bps and p2p_socket_eager_bytes go together: "
+		    "add the other (the bytes of a message that move at the "
+		    "links' rate, NCCL_BUFFSIZE: 4194304 by default) or drop "
+		    "this one");
 	b->conv_nchw = mf == 1;
 	b->cp_all_gather = cpc == 1;
 	b->grad_buffer = (enum tp_grad_reduce)gb;
@@ -397,6 +411,8 @@ static enum tp_status check_sources(struct tp_jctx *j,
 				       !strcmp(*f, "memory_format") ||
 				       !strcmp(*f, "grad_bucket_copy") ||
 				       !strcmp(*f, "nic_socket_Bps") ||
+				       !strcmp(*f, "p2p_socket_Bps") ||
+				       !strcmp(*f, "p2p_socket_eager_bytes") ||
 				       !strcmp(*f, "cuda_core_gemm_eff") ||
 				       !strcmp(*f, "hopper_gemm_scale") ||
 				       !strcmp(*f, "tp_node_rings")) &&

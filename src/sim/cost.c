@@ -655,6 +655,7 @@ int tp_sim_acc_emit(struct tp_sim_scratch *s, uint32_t *bt)
 		s->cnt[ch] = 0;
 	}
 	b.rate_alone = rate;
+	b.rate_cap = INFINITY;
 	b.moved = b.busy = b.since = 0;
 	b.active = 0;
 	s->touched.n = 0;

@@ -307,6 +307,7 @@ static void rates(struct eng *E)
 	uint32_t *cmark = s->cmark2.v;
 	const struct bent *cents = s->cents.v;
 	struct active *act = s->act.v;
+	bool capped = false;
 
 	E->rates_dirty = false;
 	if (na == 0)
@@ -327,6 +328,8 @@ static void rates(struct eng *E)
 		const struct bent *en = cents + a->cls_first;
 		a->rate = 0;
 		a->frozen = false;
+		if (a->cap < INFINITY)
+			capped = true;
 		for (uint32_t j = 0; j < a->n_cls; j++) {
 			uint32_t c = en[j].chan;
 			if (cmark[c] != stamp) {
@@ -350,6 +353,11 @@ static void rates(struct eng *E)
 					delta = d;
 			}
 		}
+		/* a bundle under a per-flow cap (p2p_socket_Bps) stops
+		 * at it */
+		for (size_t k = 0; capped && k < na; k++)
+			if (!act[k].frozen && act[k].cap - act[k].rate < delta)
+				delta = act[k].cap - act[k].rate;
 		if (!(delta < INFINITY))
 			break;
 		if (delta < 0)
@@ -368,6 +376,8 @@ static void rates(struct eng *E)
 			bool sat = false;
 			if (a->frozen)
 				continue;
+			if (a->rate >= a->cap * (1 - 1e-12))
+				sat = true;
 			for (uint32_t j = 0; j < a->n_cls && !sat; j++) {
 				uint32_t c = en[j].chan;
 				if (cap_rem[c] <= 1e-9 * ccap[c])
@@ -433,7 +443,8 @@ static void flow_begin(struct eng *E, uint32_t id)
 	if (tp_vec_push(&s->act,
 			((struct active){id, s->btypes.v[t->ref].cls_first,
 					 s->btypes.v[t->ref].n_cls, false,
-					 t->dur, 0}))) {
+					 t->dur, 0,
+					 s->btypes.v[t->ref].rate_cap}))) {
 		E->oom = 1;
 		return;
 	}

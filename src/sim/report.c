@@ -296,7 +296,9 @@ static void approx_add(struct tp_report *rep, const char *fmt, ...)
 
 /* What the estimate leaves out or takes from fitted constants. */
 static void approximations(const struct tp_sim *sim,
-			   const struct tp_plan *plan, struct tp_report *rep)
+			   const struct tp_plan *plan,
+			   const struct tp_sim_scratch *s,
+			   struct tp_report *rep)
 {
 	const struct tp_sim_params *p = &sim->o.params;
 
@@ -320,6 +322,13 @@ static void approximations(const struct tp_sim *sim,
 			   "runtime's nic_socket_Bps, fitted on NCCL over TCP "
 			   "sockets)",
 			   p->nic_cap_Bps / 1e9);
+	if (s->p2p_capped)
+		approx_add(rep,
+			   "pipeline messages across a NIC past their first "
+			   "%.3g MB per flow at most %.3g GB/s per flow (the "
+			   "runtime's p2p_socket_Bps past NCCL's buffer, "
+			   "fitted on NCCL over TCP sockets)",
+			   p->p2p_eager_bytes / 1e6, p->p2p_cap_Bps / 1e9);
 	if (sim->fitted_cuda_core)
 		approx_add(rep,
 			   "GEMMs and convolutions on CUDA cores at %.3g of "
@@ -378,7 +387,7 @@ enum tp_status tp_sim_make_report(const struct tp_sim *sim,
 	rep->basis.gemm_sustained = sim->o.params.gemm_sustained;
 	rep->basis.link_eff_intra = sim->o.params.link_eff_intra;
 	rep->basis.link_eff_network = sim->o.params.link_eff_network;
-	approximations(sim, plan, rep);
+	approximations(sim, plan, s, rep);
 	return TP_OK;
 }
 

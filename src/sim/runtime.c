@@ -11,6 +11,8 @@
 void tp_sim_params_drop_fitted(struct tp_sim_params *p)
 {
 	p->nic_cap_Bps = 0;
+	p->p2p_cap_Bps = 0;
+	p->p2p_eager_bytes = 0;
 	p->cuda_core_gemm_eff = 0;
 	p->hopper_gemm_scale = 0;
 	p->tp_node_rings = 0;
@@ -44,6 +46,8 @@ void tp_sim_params_runtime(struct tp_sim_params *p,
 	p->attention_kernel = b->attention_kernel;
 	p->gemm_shape_half = b->gemm_shape_half;
 	p->nic_cap_Bps = b->nic_socket_Bps;
+	p->p2p_cap_Bps = b->p2p_socket_Bps;
+	p->p2p_eager_bytes = b->p2p_socket_eager_bytes;
 	p->cuda_core_gemm_eff = b->cuda_core_gemm_eff;
 	p->hopper_gemm_scale = b->hopper_gemm_scale;
 	p->tp_node_rings = b->tp_node_rings;

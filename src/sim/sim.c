@@ -104,9 +104,7 @@ static void fitted_gemm_eff(struct tp_sim *sim, uint32_t t)
 	}
 }
 
-/* Is link lk a NIC's: a device's link to its NIC, or a NIC vertex's
- * link into the network (not a switch-to-switch link)? */
-static bool nic_link(const struct tp_cluster *c, const struct tp_link *lk)
+bool tp_sim_nic_link(const struct tp_cluster *c, const struct tp_link *lk)
 {
 	return lk->kind == TP_LINK_NIC ||
 	       (lk->kind == TP_LINK_NETWORK &&
@@ -210,7 +208,7 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 				     ? sim->o.params.link_eff_network
 				     : sim->o.params.link_eff_intra;
 		double bw = lk->bw_Bps * eff, cap = sim->o.params.nic_cap_Bps;
-		if (cap > 0 && bw > cap && nic_link(c, lk)) {
+		if (cap > 0 && bw > cap && tp_sim_nic_link(c, lk)) {
 			bw = cap;
 			sim->nic_capped = true;
 		}
@@ -395,6 +393,7 @@ static enum tp_status prepare(const struct tp_sim *sim,
 	s->acc_latency = 0;
 	s->acc_oom = false;
 	s->zb = plan->schedule == TP_SCHEDULE_ZB_H1;
+	s->p2p_capped = false;
 	st = tp_sim_analyse_groups(sim, plan, s, depth, err);
 	if (!st)
 		st = tp_sim_build_lanes(sim, plan, s, mode_a, err);

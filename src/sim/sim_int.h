@@ -120,6 +120,8 @@ struct btype {
 	uint32_t n_flows;
 	double latency;    /* before bytes flow */
 	double rate_alone; /* per-flow rate without other traffic */
+	double rate_cap;   /* per-flow rate at most (INFINITY: none; the
+			      runtime's p2p_socket_Bps) */
 	/* link statistics, per run: bytes per flow moved, time with at
 	 * least one instance moving bytes */
 	double moved, busy, since;
@@ -265,6 +267,7 @@ struct active {
 	uint32_t cls_first, n_cls; /* its bundle type's class entries */
 	bool frozen;
 	double remaining, rate;
+	double cap; /* its bundle type's rate_cap */
 };
 
 struct heap_ev {
@@ -284,6 +287,8 @@ struct tp_sim_scratch {
 	const struct tp_sim *sim;
 	bool trace_all; /* the last trace showed every replica */
 	bool zb;        /* this run splits backwards into B and W (zb-h1) */
+	bool p2p_capped; /* some pipeline transfer crosses a NIC under the
+			    runtime's p2p_socket_Bps */
 	uint64_t tasks_total;
 	/* per op, per layer */
 	uint32_t *op_group, *op_mark, *lay_mark;
@@ -570,6 +575,9 @@ int tp_sim_acc_ring(struct tp_sim_scratch *s, const uint32_t *devs,
 int tp_sim_acc_pairs(struct tp_sim_scratch *s, const uint32_t *pairs,
 		     uint32_t n_pairs);
 int tp_sim_acc_emit(struct tp_sim_scratch *s, uint32_t *bt);
+/* Is link lk a NIC's: a device's link to its NIC, or a NIC vertex's link
+ * into the network (not a switch-to-switch link)? */
+bool tp_sim_nic_link(const struct tp_cluster *c, const struct tp_link *lk);
 /* The NCCL-style rings over devs (tp_sim_acc_ring) measured without
  * emitting a bundle: *any = false when they have no flow, else their ring
  * count, latency and per-flow rate alone.  Cached per scratch (a pure

@@ -76,6 +76,55 @@ struct pairing {
 	uint32_t n;
 };
 
+/* Does bundle type bt (TP_NONE: no) cross a NIC? */
+static bool crosses_nic(const struct tp_sim_scratch *s, uint32_t bt)
+{
+	const struct tp_cluster *c = s->sim->c;
+	const struct btype *b;
+
+	if (bt == TP_NONE)
+		return false;
+	b = &s->btypes.v[bt];
+	for (uint32_t k = 0; k < b->n_ent; k++)
+		if (tp_sim_nic_link(
+			c, &c->links.v[s->bents.v[b->ent_first + k].chan / 2]))
+			return true;
+	return false;
+}
+
+/* The bytes per flow past NCCL's socket buffer (the runtime's
+ * p2p_socket_eager_bytes) of a pipeline message of `bytes` per flow
+ * over bundle type bt, when the runtime sets p2p_socket_Bps and bt
+ * crosses a NIC; else 0 (README section 3). */
+static double split_bytes(const struct tp_sim_scratch *s, uint32_t bt,
+			  double bytes)
+{
+	const struct tp_sim_params *p = &s->sim->o.params;
+
+	if (!(p->p2p_cap_Bps > 0) || !(bytes > p->p2p_eager_bytes) ||
+	    !crosses_nic(s, bt))
+		return 0;
+	return bytes - p->p2p_eager_bytes;
+}
+
+/* Bundle type bt (the part of pipeline messages past the socket buffer)
+ * moves at most the runtime's p2p_socket_Bps per flow, after the part
+ * before it (no latency of its own). */
+static void p2p_cap(struct tp_sim_scratch *s, uint32_t bt)
+{
+	struct btype *b;
+	double cap = s->sim->o.params.p2p_cap_Bps;
+
+	if (bt == TP_NONE)
+		return;
+	b = &s->btypes.v[bt];
+	b->rate_cap = cap;
+	if (b->rate_alone > cap)
+		b->rate_alone = cap;
+	b->latency = 0;
+	s->p2p_capped = true;
+}
+
 /* Pipeline transfers of group edge e for a pairing, for every
  * micro-batch, both directions.  Flows: tensor rank j of each member
  * replica's source lane to rank j of its destination lane (Megatron's
@@ -90,8 +139,9 @@ static enum tp_status p2p(const struct tp_plan *plan,
 	const struct lane *ls = &s->lanes.v[s->sims.v[LS].lane];
 	const struct lane *ld = &s->lanes.v[s->sims.v[LD].lane];
 	uint32_t nf = ls->tp < ld->tp ? ls->tp : ld->tp, btf, btb;
+	uint32_t btf2 = TP_NONE, btb2 = TP_NONE;
 	uint32_t m = plan->micro_batches;
-	double bytes = ge->bytes * pr->samples / nf;
+	double bytes = ge->bytes * pr->samples / nf, rest = 0;
 	double lat = s->sim->o.params.p2p_latency_s;
 	uint32_t *fp, nfp = 0;
 
@@ -114,6 +164,25 @@ static enum tp_status p2p(const struct tp_plan *plan,
 	}
 	if (tp_sim_acc_pairs(s, fp, nfp) || tp_sim_acc_emit(s, &btb))
 		goto nomem;
+	/* NCCL's socket transport (README section 3): past its buffer a
+	 * message crossing a NIC moves at the runtime's p2p_socket_Bps per
+	 * flow, as a second transfer over the same flows */
+	if (split_bytes(s, btf, bytes) > 0) {
+		rest = bytes - s->sim->o.params.p2p_eager_bytes;
+		if (tp_sim_acc_pairs(s, fp, nfp) ||
+		    tp_sim_acc_emit(s, &btb2))
+			goto nomem;
+		for (uint32_t k = 0; k < nfp; k++) {
+			uint32_t x = fp[2 * k];
+			fp[2 * k] = fp[2 * k + 1];
+			fp[2 * k + 1] = x;
+		}
+		if (tp_sim_acc_pairs(s, fp, nfp) ||
+		    tp_sim_acc_emit(s, &btf2))
+			goto nomem;
+		p2p_cap(s, btf2);
+		p2p_cap(s, btb2);
+	}
 	/* the receiver's tensor ranks each got 1/nf of the activation and
 	 * all-gather it over their fabric (Megatron's scatter/gather); under
 	 * sequence parallelism the sharded activation is what they need */
@@ -130,8 +199,14 @@ static enum tp_status p2p(const struct tp_plan *plan,
 	for (uint32_t i = 0; i < m; i++) {
 		uint32_t t;
 		if (btf != TP_NONE && bytes > 0) {
-			TASK(t, TK_COMM, CW_P2P_F, bytes, btf, i);
+			TASK(t, TK_COMM, CW_P2P_F, bytes - rest, btf, i);
 			EDGE(f_task(s, LS, i), t, false);
+			if (btf2 != TP_NONE) {
+				uint32_t t2;
+				TASK(t2, TK_COMM, CW_P2P_F, rest, btf2, i);
+				EDGE(t, t2, false);
+				t = t2;
+			}
 			EDGE(t, f_task(s, LD, i), false);
 			if (tp_vec_push(&s->p2p, t) ||
 			    tp_vec_push(&s->p2p, f_task(s, LS, i)))
@@ -140,8 +215,14 @@ static enum tp_status p2p(const struct tp_plan *plan,
 			EDGE(f_task(s, LS, i), f_task(s, LD, i), false);
 		}
 		if (btb != TP_NONE && bytes > 0) {
-			TASK(t, TK_COMM, CW_P2P_B, bytes, btb, i);
+			TASK(t, TK_COMM, CW_P2P_B, bytes - rest, btb, i);
 			EDGE(b_task(s, LD, i), t, false);
+			if (btb2 != TP_NONE) {
+				uint32_t t2;
+				TASK(t2, TK_COMM, CW_P2P_B, rest, btb2, i);
+				EDGE(t, t2, false);
+				t = t2;
+			}
 			EDGE(t, b_task(s, LS, i), false);
 			if (tp_vec_push(&s->p2p, t) ||
 			    tp_vec_push(&s->p2p, b_task(s, LD, i)))
