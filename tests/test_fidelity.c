@@ -856,6 +856,20 @@ START_TEST(test_fid_p2p_socket_cap)
 	ck_assert(p.p2p_cap_Bps == 1.3e8 && p.p2p_eager_bytes == B);
 	tp_sim_params_drop_fitted(&p);
 	ck_assert(p.p2p_cap_Bps == 0);
+	/* calibrate fits it, and its leave-one-source-out knows it was
+	   fitted on DS3Lab's rows (no sourced fallback) */
+	ck_assert_str_eq(tp_calib_names[TP_CALIB_P2P_SOCKET],
+			 "p2p_socket_Bps");
+	{
+		bool seen = false;
+		for (size_t i = 0; i < tp_calib_n_fitted_on; i++)
+			if (tp_calib_fitted_on[i].c == TP_CALIB_P2P_SOCKET)
+				seen = !strcmp(tp_calib_fitted_on[i].source,
+					       "DS3Lab/") &&
+				       tp_calib_fitted_on[i].fallback == 0;
+		ck_assert_msg(seen, "p2p_socket_Bps not listed as fitted on "
+				    "DS3Lab");
+	}
 }
 END_TEST
 

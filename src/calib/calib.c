@@ -235,14 +235,15 @@ enum tp_status tp_calib_predict(const struct tp_mrun *run,
 const char *const tp_calib_names[TP_CALIB_N] = {
     "gemm_sustained",	  "link_eff_intra", "link_eff_network",
     "gemm_shape_half",	  "nic_socket_Bps", "tp_node_rings",
-    "cuda_core_gemm_eff", "hopper_gemm_scale"};
+    "cuda_core_gemm_eff", "hopper_gemm_scale", "p2p_socket_Bps"};
 const double tp_calib_lo[TP_CALIB_N] = {0.5, 0.3, 0.3, 1e5,
-					2.5e8, 1, 0.3, 0.5};
+					2.5e8, 1, 0.3, 0.5, 1e7};
 const double tp_calib_hi[TP_CALIB_N] = {1.1, 1.0, 1.0, 1e7,
-					1.25e10, 4, 1.0, 1.0};
-/* searched in log space (ranges of two decades) */
+					1.25e10, 4, 1.0, 1.0, 1.25e10};
+/* searched in log space (ranges of two decades or more) */
 static const bool log_space[TP_CALIB_N] = {false, false, false, true,
-					  true,  false, false, false};
+					  true,  false, false, false,
+					  true};
 
 /* Where the shipped profiles' fitted constants come from (calib.h;
  * src/sim/README sections 2, 3 and 9; the profiles' "sources"). */
@@ -255,6 +256,7 @@ const struct tp_calib_fitted_on tp_calib_fitted_on[] = {
     {TP_CALIB_TP_NODE_RINGS, "DS3Lab/", 0},
     {TP_CALIB_CUDA_CORE_EFF, "NVIDIA/DeepLearningExamples", 0},
     {TP_CALIB_HOPPER_SCALE, "mosaicml/llm-foundry", 0},
+    {TP_CALIB_P2P_SOCKET, "DS3Lab/", 0},
 };
 const size_t tp_calib_n_fitted_on =
     sizeof(tp_calib_fitted_on) / sizeof(tp_calib_fitted_on[0]);
@@ -278,6 +280,8 @@ static double *param_of(struct tp_sim_params *p, int c)
 		return &p->tp_node_rings;
 	case TP_CALIB_CUDA_CORE_EFF:
 		return &p->cuda_core_gemm_eff;
+	case TP_CALIB_P2P_SOCKET:
+		return &p->p2p_cap_Bps;
 	default:
 		return &p->hopper_gemm_scale;
 	}

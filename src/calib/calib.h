@@ -59,7 +59,7 @@ enum tp_status tp_calib_predict(const struct tp_mrun *run,
  * 9) and replace the profile's value there: gemm_shape_half (every
  * shipped profile but "none"), nic_socket_Bps and tp_node_rings
  * (megatron-lm-2022), cuda_core_gemm_eff (ddp), hopper_gemm_scale
- * (fsdp2).  A profile constant no fitted run's profile sets is not
+ * (fsdp2), p2p_socket_Bps (megatron-lm-2022).  A profile constant no fitted run's profile sets is not
  * fitted (used[] false) and keeps its start.
  */
 enum tp_calib_const {
@@ -71,6 +71,7 @@ enum tp_calib_const {
 	TP_CALIB_TP_NODE_RINGS,
 	TP_CALIB_CUDA_CORE_EFF,
 	TP_CALIB_HOPPER_SCALE,
+	TP_CALIB_P2P_SOCKET,
 	TP_CALIB_N
 };
 
@@ -88,9 +89,10 @@ extern const double tp_calib_lo[TP_CALIB_N], tp_calib_hi[TP_CALIB_N];
  * sum divided by the fitted runs.  Bounded (tp_calib_lo/hi:
  * gemm_sustained 0.5..1.1, link efficiencies 0.3..1.0, gemm_shape_half
  * 1e5..1e7, nic_socket_Bps 2.5e8..1.25e10 B/s, tp_node_rings 1..4,
- * cuda_core_gemm_eff 0.3..1.0, hopper_gemm_scale 0.5..1.0), by
- * coordinate descent: a golden-section search per constant (14 steps;
- * gemm_shape_half and nic_socket_Bps in log space), up to three rounds
+ * cuda_core_gemm_eff 0.3..1.0, hopper_gemm_scale 0.5..1.0,
+ * p2p_socket_Bps 1e7..1.25e10 B/s), by coordinate descent: a
+ * golden-section search per constant (14 steps; gemm_shape_half,
+ * nic_socket_Bps and p2p_socket_Bps in log space), up to three rounds
  * (stopping when a round moves no constant by 1e-3 of its value), from
  * the start; a constant none of the runs depends on keeps its start.
  * The start (and the prior's centre) of each constant: o->start[c] when

@@ -2,7 +2,8 @@
  * calibrate.c - `tagplan calibrate`: fit the cost model's exposed
  * constants (gemm_sustained, link_eff_intra, link_eff_network, and the
  * runtime profiles' fitted ones: gemm_shape_half, nic_socket_Bps,
- * tp_node_rings, cuda_core_gemm_eff, hopper_gemm_scale) to a user's
+ * tp_node_rings, cuda_core_gemm_eff, hopper_gemm_scale,
+ * p2p_socket_Bps) to a user's
  * measured runs (io/runs.h; calib/calib.h tp_calib_fit) and write
  * a runtime profile (tagplan-runtime/1) with a "calibration" object that
  * plan, simulate and check take with --runtime FILE.  The table of runs
@@ -38,7 +39,7 @@ static const char about[] =
 	"whose runtime profile sets them, the profile's own constants\n"
 	"gemm_shape_half (1e5-1e7), nic_socket_Bps (2.5e8-1.25e10), "
 	"tp_node_rings\n(1-4), cuda_core_gemm_eff (0.3-1), hopper_gemm_scale "
-	"(0.5-1).  Each is\npulled toward its shipped value by a prior in "
+	"(0.5-1),\np2p_socket_Bps (1e7-1.25e10).  Each is pulled toward its shipped value by a prior in "
 	"log space worth W runs\n(--prior-weight; 0 = plain least squares), "
 	"so that a few runs move the\nconstants only as far as they "
 	"outweigh it.  Every K-th run (or every\nrun of source S) is held "
@@ -116,7 +117,7 @@ static int check_args(const struct cal_args *a)
 				    "link_eff_network, gemm_shape_half, "
 				    "nic_socket_Bps, tp_node_rings, "
 				    "cuda_core_gemm_eff, hopper_gemm_scale, "
-				    "comma-separated",
+				    "p2p_socket_Bps, comma-separated",
 				    a->fit_list, (int)l, p);
 			p += l;
 			if (*p == ',')
@@ -248,13 +249,13 @@ static enum tp_status write_profile(const struct cal_args *a,
 	   fitted them */
 	{
 		const struct tp_runtime_behaviour *b = &base->behaviour;
-		const double has[5] = {b->gemm_shape_half, b->nic_socket_Bps,
+		const double has[6] = {b->gemm_shape_half, b->nic_socket_Bps,
 				       b->tp_node_rings, b->cuda_core_gemm_eff,
-				       b->hopper_gemm_scale};
-		double *dst[5] = {&cal.gemm_shape_half, &cal.nic_socket_Bps,
+				       b->hopper_gemm_scale, b->p2p_socket_Bps};
+		double *dst[6] = {&cal.gemm_shape_half, &cal.nic_socket_Bps,
 				  &cal.tp_node_rings, &cal.cuda_core_gemm_eff,
-				  &cal.hopper_gemm_scale};
-		for (int i = 0; i < 5; i++)
+				  &cal.hopper_gemm_scale, &cal.p2p_socket_Bps};
+		for (int i = 0; i < 6; i++)
 			if (has[i] > 0 &&
 			    fit->used[TP_CALIB_GEMM_SHAPE_HALF + i])
 				*dst[i] = fit->k[TP_CALIB_GEMM_SHAPE_HALF + i];
@@ -276,7 +277,7 @@ static enum tp_status write_profile(const struct cal_args *a,
 		 fit->k[TP_CALIB_LINK_NETWORK],
 		 cal.gemm_shape_half > 0 || cal.nic_socket_Bps > 0 ||
 			 cal.tp_node_rings > 0 || cal.cuda_core_gemm_eff > 0 ||
-			 cal.hopper_gemm_scale > 0
+			 cal.hopper_gemm_scale > 0 || cal.p2p_socket_Bps > 0
 		     ? ", profile constants"
 		     : "");
 	tp_strbuf_init(&sb);

@@ -249,7 +249,7 @@ struct tp_runtime_calibration {
 	/* the behaviour's fitted constants, refitted (optional; > 0
 	   replaces the behaviour's value of the same name) */
 	double gemm_shape_half, nic_socket_Bps, tp_node_rings,
-	    cuda_core_gemm_eff, hopper_gemm_scale;
+	    cuda_core_gemm_eff, hopper_gemm_scale, p2p_socket_Bps;
 	char fitted_on[256];     /* the run files, by base name */
 	uint32_t runs, holdout_runs;
 	double fit_error;        /* mean |error| on the fitted runs */

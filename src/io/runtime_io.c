@@ -29,7 +29,7 @@ static const char *const calibration_fields[] = {
 	"runs", "holdout_runs", "fit_mean_abs_error",
 	"holdout_mean_abs_error", "prior_weight", "gemm_shape_half",
 	"nic_socket_Bps", "tp_node_rings", "cuda_core_gemm_eff",
-	"hopper_gemm_scale", NULL};
+	"hopper_gemm_scale", "p2p_socket_Bps", NULL};
 static const char *const behaviour_fields[] = {
 	"dp_overlap", "dp_overlap_pipeline", "grad_bucket_bytes",
 	"grad_reduce", "p2p_async", "tp_overlap", "fused_attention", "tf32",
@@ -254,6 +254,8 @@ static enum tp_status read_calibration(struct tp_jctx *j,
 				 0, &c->gemm_shape_half, NULL)) ||
 	    (st = tp_jget_number(j, v, "nic_socket_Bps", false, TP_JNUM_POS,
 				 0, &c->nic_socket_Bps, NULL)) ||
+	    (st = tp_jget_number(j, v, "p2p_socket_Bps", false, TP_JNUM_POS,
+				 0, &c->p2p_socket_Bps, NULL)) ||
 	    (st = tp_jget_number(j, v, "cuda_core_gemm_eff", false,
 				 TP_JNUM_FRACTION, 0, &c->cuda_core_gemm_eff,
 				 NULL)) ||
@@ -737,13 +739,13 @@ static void write_calibration(struct tp_jw *jw,
 	tp_jw_kv_number(jw, "link_eff_intra", c->link_eff_intra);
 	tp_jw_kv_number(jw, "link_eff_network", c->link_eff_network);
 	{
-		const char *k[5] = {"gemm_shape_half", "nic_socket_Bps",
+		const char *k[6] = {"gemm_shape_half", "nic_socket_Bps",
 				    "tp_node_rings", "cuda_core_gemm_eff",
-				    "hopper_gemm_scale"};
-		const double v[5] = {c->gemm_shape_half, c->nic_socket_Bps,
+				    "hopper_gemm_scale", "p2p_socket_Bps"};
+		const double v[6] = {c->gemm_shape_half, c->nic_socket_Bps,
 				     c->tp_node_rings, c->cuda_core_gemm_eff,
-				     c->hopper_gemm_scale};
-		for (int i = 0; i < 5; i++)
+				     c->hopper_gemm_scale, c->p2p_socket_Bps};
+		for (int i = 0; i < 6; i++)
 			if (v[i] > 0)
 				tp_jw_kv_number(jw, k[i], v[i]);
 	}

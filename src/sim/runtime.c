@@ -72,6 +72,8 @@ void tp_sim_params_runtime(struct tp_sim_params *p,
 			p->nic_cap_Bps = rt->calibration.nic_socket_Bps;
 		if (rt->calibration.tp_node_rings > 0)
 			p->tp_node_rings = rt->calibration.tp_node_rings;
+		if (rt->calibration.p2p_socket_Bps > 0)
+			p->p2p_cap_Bps = rt->calibration.p2p_socket_Bps;
 		if (rt->calibration.cuda_core_gemm_eff > 0)
 			p->cuda_core_gemm_eff =
 			    rt->calibration.cuda_core_gemm_eff;
