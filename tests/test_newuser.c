@@ -174,6 +174,32 @@ START_TEST(test_runtime_slips)
 }
 END_TEST
 
+/* tagplan --help's one-line summaries say what the commands do: export
+ * writes TorchTitan configs too (the line listed Megatron, DeepSpeed and
+ * torchrun only), import clusters and plans too ("as a model file"). */
+START_TEST(test_help_summaries)
+{
+	const char *argv[] = {"tagplan", "--help", NULL};
+	struct tp_run r;
+	const char *line;
+
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_int_eq(r.status, 0);
+	line = strstr(r.out, "\n  export ");
+	ck_assert_ptr_nonnull(line);
+	ck_assert_msg(strstr(line, "TorchTitan") &&
+			      strstr(line, "TorchTitan") < strchr(line + 1, '\n'),
+		      "%s", r.out);
+	line = strstr(r.out, "\n  import ");
+	ck_assert_ptr_nonnull(line);
+	ck_assert_msg(strstr(line, "clusters and plans") &&
+			      strstr(line, "clusters and plans") <
+				      strchr(line + 1, '\n'),
+		      "%s", r.out);
+	tp_run_free(&r);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -184,6 +210,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_output_directory);
 	tcase_add_test(tc, test_torchtitan_arch_notes);
 	tcase_add_test(tc, test_runtime_slips);
+	tcase_add_test(tc, test_help_summaries);
 	suite_add_tcase(s, tc);
 	return s;
 }
