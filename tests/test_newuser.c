@@ -200,6 +200,26 @@ START_TEST(test_help_summaries)
 }
 END_TEST
 
+/* check's fractions given as percentages, as --margin takes them ("10%")
+ * and as MFU is quoted: the error names the fraction meant (it said only
+ * "expects a number from 0 to 1"). */
+START_TEST(test_fraction_as_percent)
+{
+	const char *a1[] = {"tagplan", "check", "-p", "plan.json", "--min-mfu",
+			    "40%", NULL};
+	const char *a2[] = {"tagplan", "check", "-p", "plan.json",
+			    "--max-memory-fraction", "95", NULL};
+	const char *a3[] = {"tagplan", "check", "-p", "plan.json", "--min-mfu",
+			    "abc", NULL};
+
+	expect(a1, 2, "--min-mfu expects a number from 0 to 1, not \"40%\" (a "
+		      "fraction: 0.4 for 40%)",
+	       NULL);
+	expect(a2, 2, "not \"95\" (a fraction: 0.95 for 95%)", NULL);
+	expect(a3, 2, "not \"abc\"", "a fraction");
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -211,6 +231,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_torchtitan_arch_notes);
 	tcase_add_test(tc, test_runtime_slips);
 	tcase_add_test(tc, test_help_summaries);
+	tcase_add_test(tc, test_fraction_as_percent);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -270,10 +270,19 @@ static int set_value(const char *cmd, struct tp_opt *o, const char *val)
 		v = strtod(val, &end);
 		if (errno || end == val || *end || !isfinite(v) ||
 		    (o->min != o->max && (v < o->min || v > o->max))) {
+			/* a fraction given as a percentage ("40%", "40"):
+			 * name the fraction meant */
+			bool pct = end != val && isfinite(v) && v > 0 &&
+				   v <= 100 && (!*end || !strcmp(end, "%"));
+			char hint[64] = "";
+			if (o->min == 0 && o->max == 1 && pct && (*end || v > 1))
+				snprintf(hint, sizeof(hint),
+					 " (a fraction: %g for %g%%)", v / 100,
+					 v);
 			tp_cli_usage_error(cmd,
 					   "--%s expects a number from %g to %g, "
-					   "not \"%s\"",
-					   o->name, o->min, o->max, val);
+					   "not \"%s\"%s",
+					   o->name, o->min, o->max, val, hint);
 			return -1;
 		}
 		*(double *)o->dest = v;
