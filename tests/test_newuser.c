@@ -220,6 +220,36 @@ START_TEST(test_fraction_as_percent)
 }
 END_TEST
 
+/* Two outputs to one stream: simulate --trace - without -o wrote the
+ * report and the trace one after the other on stdout (exit 0, two JSON
+ * documents run together, which no reader takes), plan --dot /dev/stdout
+ * the plan and the DOT; now a usage error naming the fix, nothing on
+ * stdout. */
+START_TEST(test_two_outputs_one_stream)
+{
+	const char *gpt2 = tp_data_file("models/gpt2.json");
+	const char *dgx = tp_data_file("topologies/dgx-a100.json");
+	const char *a1[] = {"tagplan", "simulate", "-s", "tp=1", "-m", gpt2,
+			    "-t", dgx, "--trace", "-", "-q", NULL};
+	const char *a2[] = {"tagplan", "simulate", "-s", "tp=1", "-m", gpt2,
+			    "-t", dgx, "-o", "-", "--trace", "/dev/stdout",
+			    "-q", NULL};
+	const char *a3[] = {"tagplan", "plan", "-m", gpt2, "-t", dgx,
+			    "--playouts", "5", "--threads", "1", "--dot",
+			    "/dev/stdout", "-q", NULL};
+
+	expect(a1, 2, "--trace - would be written to standard output, which "
+		      "carries the command's output without -o: give --trace "
+		      "a file name, or -o FILE",
+	       NULL);
+	expect(a2, 2, "-o - and --trace /dev/stdout would both be written to "
+		      "standard output",
+	       NULL);
+	expect(a3, 2, "--dot /dev/stdout would be written to standard output",
+	       NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -232,6 +262,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_runtime_slips);
 	tcase_add_test(tc, test_help_summaries);
 	tcase_add_test(tc, test_fraction_as_percent);
+	tcase_add_test(tc, test_two_outputs_one_stream);
 	suite_add_tcase(s, tc);
 	return s;
 }

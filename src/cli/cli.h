@@ -131,9 +131,17 @@ struct tp_cli_file {
 	const char *path;
 };
 
+/* "-": the path of an output whose option was not given and which goes
+ * to standard output by default (tp_cli_check_outputs's messages tell it
+ * apart by its address). */
+extern const char tp_cli_default_stdout[];
+
 /* When an output is one of the inputs (the same existing file, through
  * links too), print "tagplan CMD: -o X is also the input -t Y ..." and
- * return 2 (usage), before anything is written; when an output cannot be
+ * return 2 (usage), before anything is written; the same when two
+ * outputs would be written to one place (a file, or standard output:
+ * "-o - --trace -"; a NULL path is not checked, pass "-" for stdout);
+ * when an output cannot be
  * written (a directory: 2; a missing or read-only directory: 3;
  * tp_file_check_output), print why and return that exit code, before
  * any work; else 0.  Both arrays end with {NULL, NULL}. */

@@ -476,6 +476,8 @@ void tp_cli_print_warnings(const char *cmd, struct tp_strbuf *w)
 	tp_strbuf_reset(w);
 }
 
+const char tp_cli_default_stdout[] = "-";
+
 int tp_cli_check_outputs(const char *cmd, const struct tp_cli_file *inputs,
 			 const struct tp_cli_file *outputs)
 {
@@ -491,6 +493,28 @@ int tp_cli_check_outputs(const char *cmd, const struct tp_cli_file *inputs,
 					"output another name",
 					o->opt, o->path, i->opt, i->path);
 	}
+	for (const struct tp_cli_file *o = outputs; o && o->opt; o++)
+		for (const struct tp_cli_file *p = outputs; p < o; p++)
+			if (o->path && p->path &&
+			    tp_file_same_output(p->path, o->path))
+				return p->path == tp_cli_default_stdout
+				    ? tp_cli_usage_error(
+					  cmd,
+					  "%s %s would be written to standard "
+					  "output, which carries the command's "
+					  "output without %s: give %s a file "
+					  "name, or %s FILE",
+					  o->opt, o->path, p->opt, o->opt,
+					  p->opt)
+				    : tp_cli_usage_error(
+					  cmd,
+					  "%s %s and %s %s would both be "
+					  "written to %s: give each output its "
+					  "own name",
+					  p->opt, p->path, o->opt, o->path,
+					  tp_file_same_output(o->path, "-")
+					      ? "standard output"
+					      : "one file");
 	for (const struct tp_cli_file *o = outputs; o && o->opt; o++) {
 		struct tp_error err;
 		tp_error_clear(&err);

@@ -733,7 +733,9 @@ static int check_args(struct plan_args *a)
 						  {"-t", a->topo_path},
 						  {"--weights", a->weights},
 						  {NULL, NULL}};
-		const struct tp_cli_file outs[] = {{"-o", a->out},
+		const struct tp_cli_file outs[] = {{"-o",
+						    a->out ? a->out
+							   : tp_cli_default_stdout},
 						   {"--dot", a->dot},
 						   {"--svg", a->svg},
 						   {NULL, NULL}};

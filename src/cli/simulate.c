@@ -111,7 +111,9 @@ static int check_io(const char *plan_path, const struct tp_inputs *in,
 		{"-p", plan_path},
 		{NULL, NULL}};
 	const struct tp_cli_file outs[] = {
-		{"-o", out}, {"--trace", trace_path}, {NULL, NULL}};
+		{"-o", out ? out : tp_cli_default_stdout},
+		{"--trace", trace_path},
+		{NULL, NULL}};
 
 	return tp_cli_check_outputs("simulate", ins, outs);
 }

@@ -542,6 +542,9 @@ static bool same_target(const struct target *a, const struct target *b)
 	char da[PATH_MAX], db[PATH_MAX];
 	const char *ba, *bb;
 
+	/* "-" and /dev/stdout: two documents run together on one stream */
+	if (a->kind == T_FD && b->kind == T_FD)
+		return a->fd == b->fd;
 	if (a->kind != T_FILE || b->kind != T_FILE || a->exists != b->exists)
 		return false;
 	if (a->exists)
@@ -599,6 +602,17 @@ enum tp_status tp_file_write_set(const struct tp_output *outs, size_t n,
 		discard(&t[k]);
 	free(t);
 	return st;
+}
+
+bool tp_file_same_output(const char *a, const char *b)
+{
+	struct target ta, tb;
+	struct tp_error e;
+
+	tp_error_clear(&e);
+	if (!a || !b || resolve(a, &ta, &e) || resolve(b, &tb, &e))
+		return false;
+	return same_target(&ta, &tb);
 }
 
 enum tp_status tp_file_write_atomic(const char *path, const char *data,

@@ -178,6 +178,12 @@ enum tp_status tp_file_check_output(const char *path, struct tp_error *err);
  * "-" never matches): an output that would overwrite an input. */
 bool tp_file_same(const char *a, const char *b);
 
+/* True when outputs a and b would be written to one place: the same file
+ * (existing, or new of one name in one directory, after links) or the
+ * same descriptor ("-", /dev/stdout, /dev/fd/1), where two documents
+ * would run together; tp_file_write_set refuses them (TP_EUSAGE). */
+bool tp_file_same_output(const char *a, const char *b);
+
 /* Which format a document claims, after a strict parse (TP_EINPUT on
  * syntax errors or a missing/unknown "format"). */
 enum tp_status tp_format_detect(const char *name, const char *text, size_t len,
