@@ -67,7 +67,9 @@
  * one seed; TAGPLAN_BENCH_GNN_SEEDS=n runs seeds 1 .. n
  * (TAGPLAN_BENCH_GNN_FIRST_SEED=f: f .. f + n - 1);
  * TAGPLAN_BENCH_GNN_CASE=text runs the cases whose name contains text,
- * TAGPLAN_BENCH_GNN_TRACE=1 prints each new best of the runs of (b);
+ * TAGPLAN_BENCH_GNN_TRACE=1 prints each new best of the runs of (b),
+ * and for every run of the equal-time table each phase change and new
+ * best (seconds on the table's clock, playouts, simulations, phase);
  * TAGPLAN_BENCH_GNN_GAINS=0.03 lets the guided sweeps skip the changes
  * the gains predict at least 3% slower (search.h gain_skip; default
  * TP_SEARCH_GAIN_SKIP, 15%; 0 = no gain cut).
@@ -504,6 +506,10 @@ static double table_clock(void *ctx)
  * progress report that has one. */
 struct first_watch {
 	double first_feasible_s;
+	bool trace;        /* TAGPLAN_BENCH_GNN_TRACE: phases, new bests */
+	const char *phase; /* the last phase printed */
+	double last;       /* the best printed */
+	const char *label;
 };
 
 static void on_first(void *ctx, const struct tp_search_progress *p)
@@ -513,6 +519,20 @@ static void on_first(void *ctx, const struct tp_search_progress *p)
 	if (!isfinite(f->first_feasible_s) && p->have_best &&
 	    p->best_feasible)
 		f->first_feasible_s = p->elapsed_s;
+	if (f->trace &&
+	    (p->phase != f->phase ||
+	     (p->have_best && p->best_feasible && p->best_time_s < f->last))) {
+		if (p->have_best && p->best_feasible)
+			f->last = p->best_time_s;
+		f->phase = p->phase;
+		printf("    %s: %.3f s, %llu playouts, %llu simulations, %s, "
+		       "best %.5g s\n",
+		       f->label, p->elapsed_s,
+		       (unsigned long long)p->playouts,
+		       (unsigned long long)p->simulations, p->phase,
+		       p->have_best && p->best_feasible ? p->best_time_s
+							: INFINITY);
+	}
 }
 
 struct trun {
@@ -531,7 +551,8 @@ static void table_run(struct tp_planner *pl,
 {
 	struct tp_search_options o;
 	struct tp_search_result r;
-	struct first_watch fw = {INFINITY};
+	struct first_watch fw = {INFINITY, false, NULL, INFINITY,
+				 pp ? "guided" : "unguided"};
 	struct tp_error err;
 	double t0 = table_clock(NULL);
 
@@ -545,6 +566,7 @@ static void table_run(struct tp_planner *pl,
 	o.progress = on_first;
 	o.progress_ctx = &fw;
 	o.progress_interval_s = 1e-3;
+	fw.trace = getenv("TAGPLAN_BENCH_GNN_TRACE") != NULL;
 	tp_search_result_init(&r);
 	out->ok = tp_planner_run(pl, &o, &r, &err) == TP_OK;
 	if (!out->ok)

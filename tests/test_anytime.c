@@ -219,6 +219,124 @@ START_TEST(test_time_limit_bounds_baselines)
 }
 END_TEST
 
+/* A search of GPT-3 175B on nodes of 8 H100 by the simulator behind
+ * the counting evaluator and clock (10 ms per simulation): by time
+ * alone (time_only) with time_limit_s, else by playouts; stopped by
+ * the stopper at the first progress report of the sweeps (or no_seeds
+ * and no limit but the playouts). */
+struct phase_stop {
+	volatile sig_atomic_t flag;
+};
+
+static void stop_at_sweep(void *ctx, const struct tp_search_progress *p)
+{
+	struct phase_stop *ps = ctx;
+
+	if (p->phase && strcmp(p->phase, "sweep") == 0)
+		ps->flag = 1;
+}
+
+static void run_175b(const char *nodes, bool time_only, double time_limit_s,
+		     bool no_seeds, bool stop_at_sweeps,
+		     struct tp_search_result *r, uint64_t *runs)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_sim *sim;
+	struct tp_search_simeval se;
+	struct counting cnt;
+	struct tp_evaluator ev = {&cnt, counting_call};
+	struct tp_search_options o;
+	struct phase_stop ps = {0};
+	struct tp_error err;
+
+	tp_error_clear(&err);
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_model_load_file(tp_data_file("models/gpt3-175b.json"),
+					    NULL, &m, &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_build_topology(&nodes, 1, NULL, 1, &c, &err),
+			 TP_OK);
+	sim = tp_sim_new(&m, &c, NULL, &err);
+	ck_assert_ptr_nonnull(sim);
+	memset(&cnt, 0, sizeof(cnt));
+	tp_search_sim_evaluator(&se, sim, NULL, &cnt.inner);
+	tp_search_options_default(&o);
+	o.threads = 1;
+	o.playouts = time_only ? 0 : 100000;
+	o.time_limit_s = time_only ? time_limit_s : 0;
+	o.no_seeds = no_seeds;
+	o.bound_sim = sim;
+	o.clock = counting_clock;
+	o.clock_ctx = &cnt;
+	if (stop_at_sweeps) {
+		o.stop = &ps.flag;
+		o.progress = stop_at_sweep;
+		o.progress_ctx = &ps;
+		o.progress_interval_s = 1e-9;
+	}
+	tp_search_result_init(r);
+	ck_assert_msg(tp_search_run(&m, &c, &ev, &o, r, &err) == TP_OK, "%s",
+		      err.msg);
+	*runs = cnt.runs;
+	tp_sim_free(sim);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+
+/* SEEDS_FIRST (search.c): a search limited by time alone runs the seeds
+ * before the baselines.  GPT-3 175B on 16 H100, nothing fits, a limit
+ * of 50 simulations: the seeds run (before, the megatron grid spent the
+ * limit and no seed was scored: fails with search.c's seeds_first
+ * returning false). */
+START_TEST(test_time_only_seeds_first)
+{
+	struct tp_search_result r;
+	uint64_t runs;
+
+	run_175b("dgx-h100:2", true, 0.5, false, false, &r, &runs);
+	ck_assert(r.have_plan);
+	ck_assert_msg(r.seeds > 0, "%llu seeds in %llu simulations",
+		      (unsigned long long)r.seeds, (unsigned long long)runs);
+	ck_assert_msg(runs <= 50, "%llu simulations in a limit of 50",
+		      (unsigned long long)runs);
+	tp_search_result_release(&r);
+}
+END_TEST
+
+/* PROBE_MEMORY (baselines.c): in a search limited by time alone, once a
+ * plan fits, the megatron grid's probes that do not fit are settled by
+ * the simulator's memory check, unsimulated; the baseline is the same
+ * as a playout-limited search's.  GPT-3 175B on 8 DGX-H100, no seeds,
+ * both searches stopped when the sweeps begin: the same megatron
+ * baseline in fewer simulations (fails with the probe's cutoff at 0:
+ * as many simulations). */
+START_TEST(test_time_only_probe_memory)
+{
+	struct tp_search_result a, b;
+	const struct tp_baseline_result *ma, *mb;
+	uint64_t ra, rb;
+
+	run_175b("dgx-h100:8", true, 1e6, true, true, &a, &ra);
+	run_175b("dgx-h100:8", false, 0, true, true, &b, &rb);
+	ma = &a.baselines[TP_BASELINE_MEGATRON];
+	mb = &b.baselines[TP_BASELINE_MEGATRON];
+	ck_assert(ma->available && mb->available);
+	ck_assert_int_eq(ma->feasible, mb->feasible);
+	ck_assert_str_eq(ma->config, mb->config);
+	ck_assert_msg(ma->iteration_time_s == mb->iteration_time_s,
+		      "%.9g s against %.9g s", ma->iteration_time_s,
+		      mb->iteration_time_s);
+	ck_assert_msg(a.simulations < b.simulations,
+		      "%llu simulations by time, %llu by playouts",
+		      (unsigned long long)a.simulations,
+		      (unsigned long long)b.simulations);
+	tp_search_result_release(&a);
+	tp_search_result_release(&b);
+}
+END_TEST
+
 /* The search without the runtime's limits keeps the fastest plan the
  * runtime runs (result.runnable_plan), `plan`'s answer when faster than
  * the runtime's own: it runs, and only improves with the budget (GPT-3
@@ -295,6 +413,8 @@ Suite *suite_anytime(void)
 
 	tcase_add_test(tc, test_anytime_only_improves);
 	tcase_add_test(tc, test_time_limit_bounds_baselines);
+	tcase_add_test(tc, test_time_only_seeds_first);
+	tcase_add_test(tc, test_time_only_probe_memory);
 	tcase_add_test(tc, test_anytime_runnable_only_improves);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);

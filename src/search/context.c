@@ -108,6 +108,11 @@ bool sctx_out_of_time(struct sctx *s)
 	return have;
 }
 
+bool sctx_time_only(const struct sctx *s)
+{
+	return s->o_playouts == 0 && s->o->time_limit_s > 0;
+}
+
 bool sctx_should_stop(struct sctx *s)
 {
 	const struct tp_search_options *o = s->o;

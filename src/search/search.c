@@ -16,7 +16,9 @@
  * baselines.c) and then the tree search.  A limit only cuts the current
  * stage short, and a search limited by time alone runs with an unbounded
  * playout limit (context.c, sctx.opts) rather than a trajectory of its
- * own, so with one thread a search with a larger limit of either kind
+ * own (only its phases before the stages run in another order:
+ * SEEDS_FIRST below), so with one thread a search with a larger limit of
+ * either kind
  * passes through every state of one with a smaller limit and keeps the
  * best plan: its answer is at least as fast (tests/test_anytime.c;
  * bench_hetero).  Until 2026-12 the last stage ended at the playout limit
@@ -186,10 +188,31 @@ static enum tp_status all_devices(struct sctx *s, struct worker *w)
 	return TP_OK;
 }
 
-/* The search proper after the baselines: the seeds, then stages of
- * sweeps and tree search (STAGE_FIRST) until a limit.  Worker errors are
- * in w0->err. */
-static enum tp_status search_phases(struct sctx *s, struct worker *w0)
+/* SEEDS_FIRST (issue 27).  A search limited by time alone (no playout
+ * limit) runs the seeds right after the first fit, before the rollout
+ * and the baselines; every other search runs them after the baselines,
+ * as before, so playout-limited searches (self-play training, bench
+ * columns by playouts) are unchanged byte for byte.  Why: on the largest
+ * cases the megatron grid costs most of a short limit and its plans are
+ * not the ones that count, while the first seeds are: GPT-3 175B on
+ * bench_gnn's 1,024 mixed GPUs, the grid 190 simulations, 0.8 CPU s, for
+ * 190.2 s, the first seeds 66.8 s within 4 simulations; on the 256
+ * mixed GPUs the grid 480 simulations, 1.7 s, nothing that fits, the
+ * seeds 0.4 s for 233.3 s.  Under a 1 s limit both searches reached the
+ * seeds just before the clock stopped them, the guided one, 0.1 s later
+ * for its rollout, too late on 2 seeds of 3 (190.2 s against 66.8 and
+ * 71.9 s).  The rollout follows the seeds: a prior costs nothing to a
+ * search that does not need it.  A time-only search thereby leaves the
+ * trajectory of a playout-limited one (search.h's anytime property
+ * between the two kinds holds where the seeds are not cut off by the
+ * bound differently: tests/test_anytime.c). */
+static bool seeds_first(const struct sctx *s)
+{
+	return sctx_time_only(s);
+}
+
+/* The seeds (and the cost seeds). */
+static enum tp_status run_seeds(struct sctx *s, struct worker *w0)
 {
 	const struct tp_search_options *o = s->o;
 	enum tp_status st;
@@ -206,6 +229,19 @@ static enum tp_status search_phases(struct sctx *s, struct worker *w0)
 		if (st)
 			return st;
 	}
+	return TP_OK;
+}
+
+/* The search proper after the baselines: the seeds (unless they came
+ * first: SEEDS_FIRST), then stages of sweeps and tree search
+ * (STAGE_FIRST) until a limit.  Worker errors are in w0->err. */
+static enum tp_status search_phases(struct sctx *s, struct worker *w0)
+{
+	const struct tp_search_options *o = s->o;
+	enum tp_status st;
+
+	if (!seeds_first(s) && (st = run_seeds(s, w0)))
+		return st;
 	/* stages of doubling budgets, each sweeps then the tree
 	   (STAGE_FIRST); the limits cut the last one short */
 	s->stage_end = STAGE_FIRST;
@@ -314,6 +350,12 @@ enum tp_status tp_search_run(const struct tp_model *m,
 		if (st)
 			goto fail_worker;
 		sctx_progress(&s, true);
+		if (seeds_first(&s)) {
+			st = run_seeds(&s, &w0);
+			if (st)
+				goto fail_worker;
+			sctx_progress(&s, true);
+		}
 		if (o->prior) {
 			s.phase = "rollout";
 			st = search_rollout(&w0);

@@ -219,6 +219,11 @@ double sctx_elapsed(const struct sctx *s);
  * nothing more then (until the search has a plan they go on, so that
  * it always answers). */
 bool sctx_out_of_time(struct sctx *s);
+/* Limited by time alone (a time limit, no playout limit): the phases
+ * may then run in another order than in a playout-limited search
+ * (search.c SEEDS_FIRST, baselines.c PROBE_MEMORY); playout-limited
+ * searches, self-play training's among them, are unchanged. */
+bool sctx_time_only(const struct sctx *s);
 /* Seconds kept at the end of the time limit for scoring the answer. */
 double sctx_reserve(struct sctx *s);
 /* Limits (time, playouts) or a stop request reached? */
