@@ -250,6 +250,37 @@ START_TEST(test_two_outputs_one_stream)
 }
 END_TEST
 
+/* A device type written short ("H100", "A100") names the types it
+ * begins: the topology's error named the V100s (a prefix one edit away,
+ * which come first in the catalogue) and not the A100s or H100s; topo
+ * --from-nvidia-smi --gpu named none. */
+START_TEST(test_device_type_slips)
+{
+	const char *dir = tp_test_tmpdir();
+	char path[1100];
+	const char *a1[] = {"tagplan", "validate", path, NULL};
+	const char *a2[] = {"tagplan", "topo", "--from-nvidia-smi",
+			    tp_test_path("data/nvidia-smi/dgx-a100.txt"),
+			    "--gpu", "A100", NULL};
+	static const char topo[] =
+		"{\"format\": \"tagplan-topology/1\", \"name\": \"t\", "
+		"\"nodes\": [{\"name\": \"n\", \"devices\": [{\"type\": "
+		"\"H100\", \"count\": 2}], \"fabric\": {\"kind\": "
+		"\"nvswitch\", \"bandwidth_Bps\": 4.5e11, \"latency_s\": "
+		"1e-6}}]}\n";
+
+	snprintf(path, sizeof(path), "%s/t.json", dir);
+	ck_assert_int_eq(tp_test_write(path, topo, strlen(topo)), 0);
+	expect(a1, 2, "unknown device type \"H100\" (did you mean "
+		      "\"H100-SXM5-80GB\", \"H100-PCIe-80GB\", "
+		      "\"H100-NVL-94GB\"?)",
+	       NULL);
+	expect(a2, 2, "--gpu: unknown device type \"A100\" (did you mean "
+		      "\"A100-SXM4-40GB\", \"A100-SXM4-80GB\"",
+	       NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -263,6 +294,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_help_summaries);
 	tcase_add_test(tc, test_fraction_as_percent);
 	tcase_add_test(tc, test_two_outputs_one_stream);
+	tcase_add_test(tc, test_device_type_slips);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "io.h"
+#include "io_int.h"
 
 enum entry { E_SELF, E_NV, E_PIX, E_PXB, E_PHB, E_NODE, E_SYS };
 
@@ -364,15 +365,28 @@ enum tp_status tp_build_topology_nvidia_smi(const char *text, size_t len,
 		goto out;
 	type = tp_cluster_find_type(c, gpu_type);
 	if (type == TP_NONE) {
-		struct tp_strbuf sb;
+		/* the types meant ("A100" -> the four A100s), then all */
+		struct tp_strbuf sb, sug;
+		const char **names = tp_calloc(c->types.n + 1, sizeof(*names));
 		tp_strbuf_init(&sb);
-		for (size_t k = 0; k < c->types.n; k++)
+		tp_strbuf_init(&sug);
+		for (size_t k = 0; k < c->types.n; k++) {
 			tp_strbuf_addf(&sb, "%s%s", k ? ", " : "",
 				       c->types.v[k].name);
+			if (names)
+				names[k] = c->types.v[k].name;
+		}
+		if (names)
+			tp_io_suggest(gpu_type, names, c->types.n, 4, &sug);
 		st = tp_error_set(err, TP_EUSAGE,
-				  "--gpu: unknown device type \"%s\"; known: %s",
-				  gpu_type, tp_strbuf_cstr(&sb));
+				  "--gpu: unknown device type \"%s\"%s%s%s; "
+				  "known: %s",
+				  gpu_type, sug.len ? " (did you mean " : "",
+				  tp_strbuf_cstr(&sug), sug.len ? "?)" : "",
+				  tp_strbuf_cstr(&sb));
 		tp_strbuf_release(&sb);
+		tp_strbuf_release(&sug);
+		free(names);
 		goto out;
 	}
 	/* the type's bus (presets.c): every catalogue type is listed */

@@ -886,8 +886,11 @@ int tp_io_suggest(const char *s, const char *const *names, size_t n, int max,
 	score = tp_calloc(n + 1, sizeof(*score));
 	if (!score)
 		return 0;
-	/* 0: same normalised prefix up to one edit ("A10O" -> "A100-...");
-	 * 1 + d: whole-name edit distance d within cap; else no match */
+	/* 1 + d: whole-name edit distance d within cap; 2 + cap: the same
+	 * normalised prefix ("H100" -> "H100-..."); 3 + cap: the prefix up
+	 * to one edit ("A10O" -> "A100-..."), only when no name has the
+	 * prefix itself ("A100" named the V100s, which come first, and not
+	 * the A100s); else no match */
 	for (size_t i = 0; i < n; i++) {
 		size_t lp, d;
 		normalise(names[i], nn, sizeof(nn));
@@ -897,13 +900,20 @@ int tp_io_suggest(const char *s, const char *const *names, size_t n, int max,
 		d = tp_edit_distance(ns, nn, cap);
 		if (d <= cap)
 			score[i] = 1 + d;
+		else if (ls >= 2 && lp == ls && !strcmp(ns, pre))
+			score[i] = 2 + cap;
 		else if (ls >= 2 && lp == ls &&
 			 tp_edit_distance(ns, pre, 1) <= 1)
-			score[i] = 2 + cap;
+			score[i] = 3 + cap;
 		else
 			score[i] = (size_t)-1;
 	}
-	for (size_t want = 1; found < max && want <= 2 + cap; want++)
+	for (size_t i = 0; i < n; i++)
+		if (score[i] == 2 + cap)
+			for (size_t k = 0; k < n; k++)
+				if (score[k] == 3 + cap)
+					score[k] = (size_t)-1;
+	for (size_t want = 1; found < max && want <= 3 + cap; want++)
 		for (size_t i = 0; i < n && found < max; i++)
 			if (score[i] == want) {
 				tp_strbuf_addf(sb, "%s\"%s\"",
