@@ -281,6 +281,52 @@ START_TEST(test_device_type_slips)
 }
 END_TEST
 
+/* A runtime profile (tagplan-runtime/1, what --runtime FILE takes) is one
+ * of tagplan's formats: validate and inspect said 'unknown format
+ * "tagplan-runtime/1"; expected "tagplan-model/1", ...' even for the
+ * shipped ones; now validate checks it (errors at their JSON path),
+ * inspect summarises it, and given to -p it says to use --runtime. */
+START_TEST(test_runtime_profile_files)
+{
+	const char *dir = tp_test_tmpdir();
+	const char *mc = tp_data_file("runtimes/megatron-core.json");
+	char bad[1100];
+	const char *a1[] = {"tagplan", "validate", "--strict", mc, NULL};
+	const char *a2[] = {"tagplan", "inspect", mc, NULL};
+	const char *a3[] = {"tagplan", "validate", bad, NULL};
+	const char *a4[] = {"tagplan", "simulate", "-p", mc, NULL};
+	struct tp_run r;
+	char *text, *at;
+
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.out, "megatron-core.json: ok (runtime)\n"),
+		      "%s", r.out);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, a2, NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.out, "\"kind\": \"runtime\"") &&
+			      strstr(r.out, "\"name\": \"megatron-core\"") &&
+			      strstr(r.out, "\"launcher\": \"megatron\""),
+		      "%s", r.out);
+	tp_run_free(&r);
+	/* a profile with a wrong type: the error at its path */
+	text = tp_test_read(mc, NULL);
+	ck_assert_ptr_nonnull(text);
+	at = strstr(text, "\"name\": \"megatron-core\"");
+	ck_assert_ptr_nonnull(at);
+	/* the same length: 23 bytes */
+	memcpy(at, "\"name\": 123456789012345", 23);
+	snprintf(bad, sizeof(bad), "%s/bad-runtime.json", dir);
+	ck_assert_int_eq(tp_test_write(bad, text, strlen(text)), 0);
+	free(text);
+	expect(a3, 2, "bad-runtime.json: $.name: expected a string", NULL);
+	expect(a4, 2, "this file is a runtime: give it with --runtime FILE; "
+		      "-p takes a plan",
+	       NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -295,6 +341,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_fraction_as_percent);
 	tcase_add_test(tc, test_two_outputs_one_stream);
 	tcase_add_test(tc, test_device_type_slips);
+	tcase_add_test(tc, test_runtime_profile_files);
 	suite_add_tcase(s, tc);
 	return s;
 }

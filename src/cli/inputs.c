@@ -277,6 +277,9 @@ void tp_inputs_hint_kind(const char *path, const char *expected,
 	case TP_FORMAT_REPORT:
 		opt = NULL;
 		break;
+	case TP_FORMAT_RUNTIME:
+		opt = "--runtime FILE";
+		break;
 	default:
 		return;
 	}

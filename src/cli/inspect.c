@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "core/jsonw.h"
+#include "core/runtime.h"
 #include "io/io.h"
 #include "inputs.h"
 
@@ -333,6 +334,34 @@ static void inspect_devices(struct tp_jw *jw, const struct tp_cluster *c)
 	tp_jw_array_end(jw);
 }
 
+static void inspect_runtime(struct tp_jw *jw, const struct tp_runtime *rt)
+{
+	tp_jw_kv_string(jw, "kind", "runtime");
+	tp_jw_kv_string(jw, "name", rt->name);
+	tp_jw_kv_string(jw, "description", rt->description);
+	tp_jw_kv_string(jw, "launcher", tp_launcher_name(rt->can.launcher));
+}
+
+/* inspect --help */
+static const char about[] =
+    "Print a JSON summary of a tagplan file on stdout.\n"
+    "  model:    \"parameters\", \"forward_flop_per_sample\", ops, "
+    "edges, dtype,\n"
+    "            global batch, sequence length, activation bytes, "
+    "op kinds\n"
+    "  topology: \"devices\" (count), \"device_types\" (name -> "
+    "count), nodes,\n"
+    "            links, total memory and peak FLOP/s, route "
+    "extremes (exact over\n"
+    "            all pairs, from the hierarchy)\n"
+    "  plan:     its groups (resolved with -m MODEL -t TOPO, else "
+    "as written)\n"
+    "  report:   the headline figures\n"
+    "  runtime:  a tagplan-runtime/1 profile's name, description and "
+    "launcher\n\n"
+    "example:\n  tagplan inspect data/demo-model.json | jq "
+    ".parameters";
+
 int cmd_inspect(int argc, char **argv)
 {
 	const char *model = NULL, *topo = NULL;
@@ -348,22 +377,6 @@ int cmd_inspect(int argc, char **argv)
 	    {"max-bytes", 0, TP_OPT_INT, &max_bytes, "N",
 	     "refuse files larger than N bytes", 1, 4.6e18, false},
 	    {NULL, 0, 0, NULL, NULL, NULL, 0, 0, false}};
-	static const char about[] =
-	    "Print a JSON summary of a tagplan file on stdout.\n"
-	    "  model:    \"parameters\", \"forward_flop_per_sample\", ops, "
-	    "edges, dtype,\n"
-	    "            global batch, sequence length, activation bytes, "
-	    "op kinds\n"
-	    "  topology: \"devices\" (count), \"device_types\" (name -> "
-	    "count), nodes,\n"
-	    "            links, total memory and peak FLOP/s, route "
-	    "extremes (exact over\n"
-	    "            all pairs, from the hierarchy)\n"
-	    "  plan:     its groups (resolved with -m MODEL -t TOPO, else "
-	    "as written)\n"
-	    "  report:   the headline figures\n\n"
-	    "example:\n  tagplan inspect data/demo-model.json | jq "
-	    ".parameters";
 	char **pos = NULL;
 	int npos = 0, code, rc = TP_EXIT_OK;
 	struct tp_load_options o;
@@ -450,6 +463,12 @@ int cmd_inspect(int argc, char **argv)
 		if (!(st = tp_devices_load(pos[0], text, len, &o, &c, &err)))
 			inspect_devices(&jw, &c);
 		break;
+	case TP_FORMAT_RUNTIME: {
+		struct tp_runtime rt;
+		if (!(st = tp_runtime_load(pos[0], text, len, &o, &rt, &err)))
+			inspect_runtime(&jw, &rt);
+		break;
+	}
 	case TP_FORMAT_UNKNOWN:
 		st = tp_error_set(&err, TP_EINTERNAL, "unknown format");
 		break;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/runtime.h"
 #include "io/io.h"
 #include "inputs.h"
 
@@ -113,6 +114,12 @@ static enum tp_status validate_one(const char *path, struct context *cx,
 		snprintf(detail, dsize, "devices");
 		break;
 	}
+	case TP_FORMAT_RUNTIME: {
+		struct tp_runtime rt;
+		st = tp_runtime_load(path, text, len, o, &rt, err);
+		snprintf(detail, dsize, "runtime");
+		break;
+	}
 	case TP_FORMAT_UNKNOWN:
 		st = tp_error_set(err, TP_EINTERNAL, "unknown format");
 		break;
@@ -146,8 +153,10 @@ int cmd_validate(int argc, char **argv)
 	    "fields, their types and ranges,\nand the semantics (unique "
 	    "names, edges to known ops, no cycles, a connected\ntopology, "
 	    "known device types).  The kind of each file comes from its\n"
-	    "\"format\" field.  A plan is resolved against -m MODEL -t TOPO "
-	    "when given,\nelse only its structure is checked.\n\n"
+	    "\"format\" field (model, topology, plan, report, devices, or "
+	    "a runtime\nprofile as --runtime FILE takes).  A plan is "
+	    "resolved against -m MODEL -t TOPO\nwhen given, else only its "
+	    "structure is checked.\n\n"
 	    "Prints \"FILE: ok (KIND)\" per good file on stdout; stops at "
 	    "the first bad\nfile with its error on stderr and exit code 2 "
 	    "(3 when a file cannot be\nread).  Unknown fields are warnings "

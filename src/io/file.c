@@ -798,7 +798,7 @@ enum tp_status tp_format_detect(const char *name, const char *text, size_t len,
 		const char *slash = strchr(f->str, '/');
 		size_t base = slash ? (size_t)(slash - f->str) : strlen(f->str);
 		bool same_kind = false;
-		for (int k = TP_FORMAT_MODEL; k <= TP_FORMAT_DEVICES; k++) {
+		for (int k = TP_FORMAT_MODEL; k <= TP_FORMAT_RUNTIME; k++) {
 			const char *fs =
 			    tp_format_string((enum tp_format_kind)k);
 			if (strlen(fs) > base && fs[base] == '/' &&

@@ -50,7 +50,9 @@ enum tp_format_kind {
 	TP_FORMAT_TOPOLOGY,
 	TP_FORMAT_PLAN,
 	TP_FORMAT_REPORT,
-	TP_FORMAT_DEVICES /* "tagplan-devices/1": data/devices.json */
+	TP_FORMAT_DEVICES, /* "tagplan-devices/1": data/devices.json */
+	TP_FORMAT_RUNTIME  /* "tagplan-runtime/1": data/runtimes/NAME.json
+			      and the user's profiles (--runtime FILE) */
 };
 
 /* "model", "topology", "plan", "report" ("unknown" otherwise). */

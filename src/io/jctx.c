@@ -491,25 +491,27 @@ static const char *const format_strings[] = {NULL,
 					     "tagplan-topology/1",
 					     "tagplan-plan/1",
 					     "tagplan-report/1",
-					     "tagplan-devices/1"};
+					     "tagplan-devices/1",
+					     "tagplan-runtime/1"};
 
 const char *tp_format_string(enum tp_format_kind k)
 {
-	return (unsigned)k <= TP_FORMAT_DEVICES && k != TP_FORMAT_UNKNOWN
+	return (unsigned)k <= TP_FORMAT_RUNTIME && k != TP_FORMAT_UNKNOWN
 		   ? format_strings[k]
 		   : "?";
 }
 
 const char *tp_format_kind_name(enum tp_format_kind k)
 {
-	static const char *const names[] = {"unknown", "model",	 "topology",
-					    "plan",    "report", "devices"};
-	return (unsigned)k <= TP_FORMAT_DEVICES ? names[k] : "unknown";
+	static const char *const names[] = {"unknown", "model",	  "topology",
+					    "plan",    "report",  "devices",
+					    "runtime"};
+	return (unsigned)k <= TP_FORMAT_RUNTIME ? names[k] : "unknown";
 }
 
 enum tp_format_kind tp_format_parse(const char *s)
 {
-	for (int k = TP_FORMAT_MODEL; k <= TP_FORMAT_DEVICES; k++)
+	for (int k = TP_FORMAT_MODEL; k <= TP_FORMAT_RUNTIME; k++)
 		if (strcmp(s, format_strings[k]) == 0)
 			return (enum tp_format_kind)k;
 	return TP_FORMAT_UNKNOWN;
