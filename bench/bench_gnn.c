@@ -25,7 +25,11 @@
  * all cases is printed too); forward pass <= 2 ms for 64 groups x 64
  * devices on one core.
  *
- * Also printed: simulator calls at 1,000 playouts both ways, and how the
+ * Also printed: the action slots the network ignores (zero rows of its
+ * first policy layer: appended after it was trained, or constant in its
+ * corpus) and those constant in its normalisation samples whose rows
+ * are not zero (ignored_actions); simulator calls at 1,000 playouts
+ * both ways, and how the
  * gain head's predictions (src/gnn/README, "Gains") and the priors match
  * the changes the guided sweeps scored at 1,000 playouts, and the changes
  * the unguided sweeps scored (the network asked only to be measured,
@@ -136,6 +140,54 @@ static double best_pass(const struct tp_gnn_net *net,
 	return best;
 }
 
+/* The action features the network ignores: the rows of policy.W1 they
+ * meet are all zero (slots appended after the weights were trained, read
+ * zero-padded, and, since 2026-12-06, features constant in the training
+ * corpus, whose rows training starts at zero: src/gnn/README "Widths");
+ * and those constant in the samples its normalisation was measured on
+ * (mean 0, std 1) whose rows are not zero: in files trained before
+ * 2026-12-06 untrained initial values, since then rare inputs learnt
+ * from zero.  A retraining shows here which slots it learnt. */
+static void ignored_actions(const struct tp_gnn_net *net)
+{
+	const struct tp_gnn_config *c = &net->cfg;
+	uint32_t rows = 0, cols = 0;
+	size_t off = 0, i;
+
+	for (i = 0; i < tp_gnn_net_tensor_count(net); i++)
+		if (!strcmp(tp_gnn_net_tensor(net, i, &rows, &cols, &off),
+			    "policy.W1"))
+			break;
+	if (i == tp_gnn_net_tensor_count(net))
+		return;
+	for (int pass = 0; pass < 2; pass++) {
+		uint32_t n = 0;
+		printf(pass ? "; constant in its normalisation samples but "
+			      "rows not zero (untrained initial values in "
+			      "files trained before 2026-12-06, else rare "
+			      "inputs learnt from zero):"
+			    : "  action slots ignored (zero rows of "
+			      "policy.W1):");
+		for (uint32_t j = 0; j < c->action_in; j++) {
+			const float *r = net->w + off +
+					 (size_t)(3 * c->hidden + j) * cols;
+			size_t k = (size_t)c->group_in + c->device_in + j;
+			bool zero = true, flat = k < net->norm.n &&
+						 net->norm.std[k] == 1.0f &&
+						 net->norm.mean[k] == 0.0f;
+			for (uint32_t q = 0; q < cols && zero; q++)
+				zero = r[q] == 0;
+			if (pass ? flat && !zero : zero) {
+				printf(" %u", j);
+				n++;
+			}
+		}
+		if (!n)
+			printf(" none");
+	}
+	printf(" (of %u)\n", c->action_in);
+}
+
 /* The forward pass of the shipped network (random weights without one);
  * with an ensemble, every member's pass, which a state costs together. */
 static void bench_forward(const struct tp_gnn_prior *gp)
@@ -177,6 +229,8 @@ static void bench_forward(const struct tp_gnn_prior *gp)
 	       use->cfg.hidden, use->cfg.layers, use->cfg.heads, use->n_params,
 	       gp ? "" : " (random weights: no shipped file)",
 	       best * 1e3, reps, best * 1e3 <= 2.0 ? "met" : "MISSED");
+	if (gp)
+		ignored_actions(use);
 	for (uint32_t k = 1; k < members; k++)
 		state += best_pass(tp_gnn_prior_member(gp, k), &in, &ad, reps);
 	if (members > 1)
