@@ -327,6 +327,42 @@ START_TEST(test_runtime_profile_files)
 }
 END_TEST
 
+/* tagplan's outputs that are not tagplan files, given back to it: a
+ * trace (simulate --trace) or a DeepSpeed config (export) was told to
+ * 'add "format": "tagplan-plan/1"', which would not make it a plan; now
+ * the error says what the file is and where it goes.  A JSON object of
+ * none of these kinds keeps the "add format" fix. */
+START_TEST(test_own_outputs_given_back)
+{
+	const char *dir = tp_test_tmpdir();
+	char trace[1100], ds[1100], other[1100];
+	const char *a1[] = {"tagplan", "simulate", "-p", trace, NULL};
+	const char *a2[] = {"tagplan", "validate", ds, NULL};
+	const char *a3[] = {"tagplan", "simulate", "-p", other, NULL};
+	static const char t[] = "{\"displayTimeUnit\": \"ms\", "
+				"\"traceEvents\": []}\n";
+	static const char d[] = "{\"train_batch_size\": 8, "
+				"\"train_micro_batch_size_per_gpu\": 1}\n";
+	static const char o[] = "{\"name\": \"x\"}\n";
+
+	snprintf(trace, sizeof(trace), "%s/trace.json", dir);
+	snprintf(ds, sizeof(ds), "%s/ds_config.json", dir);
+	snprintf(other, sizeof(other), "%s/other.json", dir);
+	ck_assert_int_eq(tp_test_write(trace, t, strlen(t)), 0);
+	ck_assert_int_eq(tp_test_write(ds, d, strlen(d)), 0);
+	ck_assert_int_eq(tp_test_write(other, o, strlen(o)), 0);
+	expect(a1, 2, "this is a Chrome/Perfetto trace (\"traceEvents\", as "
+		      "tagplan simulate --trace writes), not a tagplan file",
+	       "add \"format\"");
+	expect(a2, 2, "this is a DeepSpeed config (as tagplan export --to "
+		      "deepspeed writes), not a tagplan file",
+	       "add \"format\"");
+	expect(a3, 2, "missing required field \"format\" (add \"format\": "
+		      "\"tagplan-plan/1\")",
+	       NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -342,6 +378,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_two_outputs_one_stream);
 	tcase_add_test(tc, test_device_type_slips);
 	tcase_add_test(tc, test_runtime_profile_files);
+	tcase_add_test(tc, test_own_outputs_given_back);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -533,6 +533,23 @@ enum tp_status tp_jctx_missing_format(struct tp_jctx *j,
 		    "tagplan file; build a model from it with `tagplan model "
 		    "hf:%.200s -o MODEL.json` and give that with -m MODEL",
 		    mt->str, j->file ? j->file : "config.json");
+	/* tagplan's own outputs that are no tagplan format: adding "format"
+	   would not make them one either */
+	if (tp_json_get(root, "traceEvents"))
+		return tp_jctx_fail(
+		    j, NULL,
+		    "missing required field \"format\": this is a "
+		    "Chrome/Perfetto trace (\"traceEvents\", as tagplan "
+		    "simulate --trace writes), not a tagplan file; open it in "
+		    "ui.perfetto.dev or chrome://tracing");
+	if (tp_json_get(root, "train_micro_batch_size_per_gpu") ||
+	    tp_json_get(root, "zero_optimization"))
+		return tp_jctx_fail(
+		    j, NULL,
+		    "missing required field \"format\": this is a DeepSpeed "
+		    "config (as tagplan export --to deepspeed writes), not a "
+		    "tagplan file; give DeepSpeed the config, and tagplan the "
+		    "plan it was exported from");
 	return tp_jctx_fail(j, NULL, "missing required field \"format\" (%s)",
 			    fix);
 }
