@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli/table.h"
+#include "core/runtime.h"
 #include "util.h"
 
 /* Run argv; its exit status must be `status`, its stderr contain want
@@ -363,6 +365,23 @@ START_TEST(test_own_outputs_given_back)
 }
 END_TEST
 
+/* plan's "unconstrained" line lists what the runtime lacks with commas:
+ * "needs uneven_shares compression: ..." read as one phrase. */
+START_TEST(test_caps_list)
+{
+	struct tp_strbuf sb;
+
+	tp_strbuf_init(&sb);
+	tp_render_caps(&sb, (1u << TP_CAP_UNEVEN_SHARES) |
+				    (1u << TP_CAP_COMPRESSION));
+	ck_assert_str_eq(tp_strbuf_cstr(&sb), "uneven_shares, compression");
+	tp_strbuf_reset(&sb);
+	tp_render_caps(&sb, 1u << TP_CAP_COMPRESSION);
+	ck_assert_str_eq(tp_strbuf_cstr(&sb), "compression");
+	tp_strbuf_release(&sb);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -379,6 +398,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_device_type_slips);
 	tcase_add_test(tc, test_runtime_profile_files);
 	tcase_add_test(tc, test_own_outputs_given_back);
+	tcase_add_test(tc, test_caps_list);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -965,13 +965,10 @@ static void print_fit(const struct plan_run *R)
 			       tp_launcher_name(R->rt.can.launcher));
 	if (s->have_unconstrained) {
 		tp_strbuf_addf(&t,
-			       "  unconstrained  %.4g s, %.2fx faster, needs",
+			       "  unconstrained  %.4g s, %.2fx faster, needs ",
 			       s->unconstrained_time_s,
 			       s->iteration_time_s / s->unconstrained_time_s);
-		for (int c = 0; c < TP_CAP_COUNT; c++)
-			if (s->unconstrained_needs & (1u << c))
-				tp_strbuf_addf(&t, " %s", tp_runtime_cap_name(
-								  (enum tp_runtime_cap)c));
+		tp_render_caps(&t, s->unconstrained_needs);
 		tp_strbuf_addf(&t, ": %s\n", s->unconstrained_why);
 	} else if (R->compare && R->compare_skipped) {
 		tp_strbuf_addf(&t, "  unconstrained  not searched: the runtime's "

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/precision.h"
+#include "core/runtime.h"
 #include "render/render.h"
 #include "render/scene.h"
 
@@ -1198,4 +1199,17 @@ void tp_cli_plan_structure(const struct tp_plan *p, const struct tp_model *m,
 			    nsfb ? "; " : ": ", nlossy, nlossy == 1 ? "" : "s");
 		tp_strbuf_addc(out, '\n');
 	}
+}
+
+void tp_render_caps(struct tp_strbuf *out, uint32_t mask)
+{
+	bool first = true;
+
+	for (int c = 0; c < TP_CAP_COUNT; c++)
+		if (mask & (1u << c)) {
+			tp_strbuf_addf(out, "%s%s", first ? "" : ", ",
+				       tp_runtime_cap_name(
+					       (enum tp_runtime_cap)c));
+			first = false;
+		}
 }

@@ -69,6 +69,13 @@ enum tp_status tp_cli_explain(const struct tp_plan *p,
 void tp_render_wrap(struct tp_strbuf *out, const char *text, int width);
 
 /*
+ * Append the names of the runtime capabilities set in mask (bit c is
+ * enum tp_runtime_cap c, tp_runtime_cap_name), separated by ", ":
+ * "uneven_shares, compression".
+ */
+void tp_render_caps(struct tp_strbuf *out, uint32_t mask);
+
+/*
  * Append the plan's structure: one line for the whole plan (groups,
  * micro-batches, schedule, ZeRO, gradient buckets), one per op group (at
  * most 8: its ops, devices, degrees, sync, recomputation, compression),
