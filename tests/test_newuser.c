@@ -382,6 +382,41 @@ START_TEST(test_caps_list)
 }
 END_TEST
 
+/* An HF config of an architecture tagplan does not build (Mamba: no
+ * attention heads) was told 'the nearest supported is "bert" ...; if the
+ * architecture is the same, set "model_type": "bert"', which builds an
+ * encoder; now: no supported type reads it, and what the nearest lacks.
+ * A config the nearest type can read keeps the proposal. */
+START_TEST(test_hf_unbuildable_type)
+{
+	const char *dir = tp_test_tmpdir();
+	char mamba[1100], src[1200], llama4[1100], src4[1200];
+	const char *a1[] = {"tagplan", "model", src, "-o", "/dev/null", NULL};
+	const char *a2[] = {"tagplan", "model", src4, "-o", "/dev/null", NULL};
+	static const char m[] =
+		"{\"model_type\": \"mamba\", \"hidden_size\": 768, "
+		"\"num_hidden_layers\": 24, \"vocab_size\": 50280, "
+		"\"state_size\": 16, \"expand\": 2, \"conv_kernel\": 4}\n";
+	static const char l4[] =
+		"{\"model_type\": \"llama4_text\", \"hidden_size\": 512, "
+		"\"num_hidden_layers\": 2, \"num_attention_heads\": 8, "
+		"\"intermediate_size\": 1024, \"vocab_size\": 1000, "
+		"\"rms_norm_eps\": 1e-5, \"rope_theta\": 500000}\n";
+
+	snprintf(mamba, sizeof(mamba), "%s/mamba.json", dir);
+	snprintf(src, sizeof(src), "hf:%s", mamba);
+	snprintf(llama4, sizeof(llama4), "%s/llama4.json", dir);
+	snprintf(src4, sizeof(src4), "hf:%s", llama4);
+	ck_assert_int_eq(tp_test_write(mamba, m, strlen(m)), 0);
+	ck_assert_int_eq(tp_test_write(llama4, l4, strlen(l4)), 0);
+	expect(a1, 2, "unsupported model_type \"mamba\": no supported type "
+		      "reads this config (the nearest by its fields, \"bert\", "
+		      "needs \"num_attention_heads\", which it lacks",
+	       "set \"model_type\"");
+	expect(a2, 2, "the nearest supported is \"llama\"", NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -399,6 +434,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_runtime_profile_files);
 	tcase_add_test(tc, test_own_outputs_given_back);
 	tcase_add_test(tc, test_caps_list);
+	tcase_add_test(tc, test_hf_unbuildable_type);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -483,6 +483,35 @@ static enum tp_status unsupported_type(struct tp_hf *c)
 	}
 	assert(best >= 0);
 	supported_list(list, sizeof(list));
+	/* the nearest type cannot read the config (it lacks a size the
+	   type needs: Mamba's attention heads): renaming model_type would
+	   not build it, so say so instead of proposing it */
+	{
+		struct tp_load_options o;
+		struct tp_error scratch;
+		struct tp_tf t;
+		int64_t mp = 0;
+		const char *key;
+
+		tp_load_options_default(&o);
+		tp_error_clear(&scratch);
+		memset(&p, 0, sizeof(p));
+		tp_jctx_init(&p.j, c->j.file, &o, &scratch);
+		p.root = p.top = root;
+		p.type = tp_hf_types[best].type;
+		tp_tf_default(&t);
+		if (tp_hf_types[best].read(&p, &t, &mp) != TP_OK &&
+		    strstr(scratch.msg, "missing essential field") &&
+		    (key = strrchr(scratch.path, '.')) != NULL)
+			return tp_jctx_fail(
+			    &c->j, "model_type",
+			    "unsupported model_type \"%.60s\": no supported "
+			    "type reads this config (the nearest by its "
+			    "fields, \"%s\", needs \"%s\", which it lacks: "
+			    "tagplan builds attention transformers and the "
+			    "zoo's CNNs); supported: %s",
+			    c->type, tp_hf_types[best].type, key + 1, list);
+	}
 	snprintf(diff, sizeof(diff), "its fields that %s does not read: ",
 		 tp_hf_types[best].type);
 	list_names(diff, sizeof(diff), extra, n_extra);
