@@ -417,6 +417,35 @@ START_TEST(test_hf_unbuildable_type)
 }
 END_TEST
 
+/* export --to torchrun --script PATH: a path with a space or a shell
+ * character went into the script as it was ("my train.py" ran as two
+ * words, "x.py; rm y" as two commands); now one quoted word.  A plain
+ * name stays as it is. */
+START_TEST(test_torchrun_script_quoted)
+{
+	static const char *const cases[][2] = {
+	    {"my train.py; rm -rf x", "\n  'my train.py; rm -rf x' \\\n"},
+	    {"it's.py", "\n  'it'\\''s.py' \\\n"},
+	    {"/opt/run-1/pretrain_gpt.py", "\n  /opt/run-1/pretrain_gpt.py \\\n"},
+	};
+	const char *gpt2 = tp_data_file("models/gpt2.json");
+	const char *dgx = tp_data_file("topologies/dgx-a100.json");
+	struct tp_run r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[] = {"tagplan", "export", "-s", "tp=1",
+				      "-m", gpt2, "-t", dgx, "--to",
+				      "torchrun", "--script", cases[i][0],
+				      NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+		ck_assert_msg(strstr(r.out, cases[i][1]), "want [%s] in: %s",
+			      cases[i][1], r.out);
+		tp_run_free(&r);
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -435,6 +464,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_own_outputs_given_back);
 	tcase_add_test(tc, test_caps_list);
 	tcase_add_test(tc, test_hf_unbuildable_type);
+	tcase_add_test(tc, test_torchrun_script_quoted);
 	suite_add_tcase(s, tc);
 	return s;
 }
