@@ -446,6 +446,24 @@ START_TEST(test_torchrun_script_quoted)
 }
 END_TEST
 
+/* A misspelt --net names the networks meant (it listed them all, with no
+ * hint, as node presets and device types already had). */
+START_TEST(test_network_slips)
+{
+	const char *a1[] = {"tagplan", "topo", "dgx-a100:2", "--net", "ib-hdx",
+			    NULL};
+	const char *a2[] = {"tagplan", "topo", "dgx-a100:2", "--net", "IB-HDR",
+			    NULL};
+	const char *a3[] = {"tagplan", "topo", "dgx-a100:2", "--net",
+			    "infiniband", NULL};
+
+	expect(a1, 2, "unknown network \"ib-hdx\" (did you mean \"ib-hdr\"",
+	       NULL);
+	expect(a2, 2, "(did you mean \"ib-hdr\"", NULL);
+	expect(a3, 2, "unknown network \"infiniband\"; known: ", NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -465,6 +483,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_caps_list);
 	tcase_add_test(tc, test_hf_unbuildable_type);
 	tcase_add_test(tc, test_torchrun_script_quoted);
+	tcase_add_test(tc, test_network_slips);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -723,10 +723,20 @@ enum tp_status tp_build_topology_fabric(const char *const *specs, int n_specs,
 				    list);
 	}
 	if (network && !(net = find_network(network))) {
+		struct tp_strbuf sug;
+		size_t nn = 0;
+		while (tp_network_names[nn])
+			nn++;
+		tp_strbuf_init(&sug);
+		tp_io_suggest(network, tp_network_names, nn, 3, &sug);
 		list_networks(list, sizeof(list));
-		return tp_error_set(err, TP_EUSAGE,
-				    "unknown network \"%s\"; known: %s", network,
-				    list);
+		st = tp_error_set(err, TP_EUSAGE,
+				  "unknown network \"%s\"%s%s%s; known: %s",
+				  network, sug.len ? " (did you mean " : "",
+				  tp_strbuf_cstr(&sug), sug.len ? "?)" : "",
+				  list);
+		tp_strbuf_release(&sug);
+		return st;
 	}
 	if (!(oversubscription >= 1) || oversubscription > 1e6)
 		return tp_error_set(err, TP_EUSAGE,
