@@ -464,6 +464,36 @@ START_TEST(test_network_slips)
 }
 END_TEST
 
+/* validate - - (or -t - with a plan from -) read standard input twice:
+ * the first file validated, the second "-:1:1: empty input" (exit 2
+ * after printing an ok); now a usage error before reading, as simulate
+ * and plan already said. */
+START_TEST(test_stdin_once)
+{
+	const char *gpt2 = tp_data_file("models/gpt2.json");
+	const char *a1[] = {"tagplan", "validate", "-", "-", NULL};
+	const char *a2[] = {"tagplan", "inspect", "-m", gpt2, "-t", "-", "-",
+			    NULL};
+	char *text = tp_test_read(gpt2, NULL);
+	struct tp_run r;
+
+	ck_assert_ptr_nonnull(text);
+	tp_run_tagplan(&r, a1, text);
+	ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "only one input can come from stdin (- "
+				    "is given 2 times)"),
+		      "%s", r.err);
+	ck_assert_uint_eq(r.out_len, 0);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, a2, text);
+	ck_assert_msg(r.status == 2 &&
+			      strstr(r.err, "only one input can come from stdin"),
+		      "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	free(text);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -484,6 +514,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_hf_unbuildable_type);
 	tcase_add_test(tc, test_torchrun_script_quoted);
 	tcase_add_test(tc, test_network_slips);
+	tcase_add_test(tc, test_stdin_once);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -406,6 +406,13 @@ int cmd_inspect(int argc, char **argv)
 		return tp_cli_usage_error("inspect",
 					  "-m MODEL and -t TOPO go together");
 	}
+	if ((model && !strcmp(model, "-")) + (topo && !strcmp(topo, "-")) +
+		    !strcmp(pos[0], "-") >
+	    1) {
+		free(pos);
+		return tp_cli_usage_error("inspect",
+					  "only one input can come from stdin");
+	}
 	tp_load_options_default(&o);
 	o.strict = strict;
 	o.max_bytes = (size_t)max_bytes;

@@ -184,6 +184,20 @@ int cmd_validate(int argc, char **argv)
 		return tp_cli_usage_error("validate",
 					  "-m MODEL and -t TOPO go together");
 	}
+	{
+		/* stdin can be read once: a second "-" read it empty */
+		int stdin_uses = (model && !strcmp(model, "-")) +
+				 (topo && !strcmp(topo, "-"));
+		for (int i = 0; i < npos; i++)
+			stdin_uses += !strcmp(pos[i], "-");
+		if (stdin_uses > 1) {
+			free(pos);
+			return tp_cli_usage_error(
+				"validate", "only one input can come from stdin "
+					    "(- is given %d times)",
+				stdin_uses);
+		}
+	}
 	tp_load_options_default(&o);
 	o.strict = strict;
 	o.max_bytes = (size_t)max_bytes;
