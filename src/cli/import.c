@@ -32,12 +32,12 @@ static const char about[] =
     "basic_cluster_config.json, the maxima of the bandwidth fits\nof "
     "providers/ inside a node and between nodes, latencies from the fits "
     "at 1 MB,\none switch; stderr says what was dropped.  One zone.\n"
-    "--plan RESULTS writes entry N of Sailor's results (results/CASE/"
-    "PLANNER_MODEL.json,\nas given or under DIR: SAILOR's plan or its "
-    "ports of Metis and AMP) as a plan\nof MODEL (from --model) on TOPO "
-    "(from --cluster): a group per stage, each\nreplica on tp free GPUs "
-    "of its type on one node, replicas of different tp as\none mixed "
-    "group, Sailor's micro-batch size per replica.";
+    "--plan RESULTS writes entry N of Sailor's results\n(results/CASE/"
+    "PLANNER_MODEL.json, as given or under DIR: SAILOR's plan or its\n"
+    "ports of Metis and AMP) as a plan of MODEL (from --model) on TOPO "
+    "(from\n--cluster): a group per stage, each replica on tp free GPUs "
+    "of its type on one\nnode, replicas of different tp as one mixed "
+    "group, Sailor's micro-batch size\nper replica.";
 
 /* The file written (sb, or out of memory) to out, atomically ("-" or
  * NULL: stdout). */

@@ -56,10 +56,11 @@ static void about_text(struct tp_strbuf *sb)
 		"                       512, the decoder gets seq/4; ViT: its "
 		"patches), --batch\n"
 		"                       256, --dtype from torch_dtype (int8 and "
-		"other non-training\n"
-		"                       types need --dtype).  MoE models also "
-		"report the\n"
-		"                       parameters active per token.\n"
+		"other\n"
+		"                       non-training types need --dtype).  MoE "
+		"models also\n"
+		"                       report the parameters active per "
+		"token.\n"
 		"  ZOO-NAME             one of:\n");
 	for (int i = 0; tp_zoo_names[i]; i++)
 		tp_cli_help_item(sb, 4, tp_zoo_names[i], 14,

@@ -31,14 +31,14 @@ static void about_text(struct tp_strbuf *sb)
 		"(all leaves without spine=) under one core\nswitch, leaf "
 		"uplinks divided by X, S seconds per spine or core switch "
 		"crossed\n(default 5e-7, ASSUMPTION); --fabric rail:... (same "
-		"keys): rail-optimised, one NIC\nper GPU, GPU i of each leaf "
-		"group's nodes on its leaf i, spines of M groups\n(presets with "
-		"one NIC per GPU); --fabric FILE reads the same keys from a "
-		"JSON\nfile {\"format\": \"tagplan-fabric/1\", \"kind\": "
-		"\"clos\" or \"rail\", \"leaf\": N, ...}.\n--net replaces the "
-		"presets' NIC kind (keeping their NIC count), "
-		"--oversubscription\ndivides each node's uplink.  Figures are "
-		"per direction; latencies marked ASSUMPTION are\ntypical values, "
+		"keys): rail-optimised, one\nNIC per GPU, GPU i of each leaf "
+		"group's nodes on its leaf i, spines of M\ngroups (presets with "
+		"one NIC per GPU); --fabric FILE reads the same keys from\na "
+		"JSON file {\"format\": \"tagplan-fabric/1\", \"kind\": "
+		"\"clos\" or \"rail\", \"leaf\": N,\n...}.  --net replaces the "
+		"presets' NIC kind (keeping their NIC count),\n"
+		"--oversubscription divides each node's uplink.  Figures are "
+		"per direction;\nlatencies marked ASSUMPTION are typical values, "
 		"not vendor figures.\n\nnode presets:\n");
 	for (size_t i = 0; tp_node_preset_name(i); i++)
 		tp_cli_help_item(sb, 2, tp_node_preset_name(i), 12,
