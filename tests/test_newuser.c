@@ -522,6 +522,37 @@ START_TEST(test_help_width)
 }
 END_TEST
 
+/* export -s of a strategy without sync= noted that "the plan
+ * synchronises gradients otherwise than megatron-core's collectives (NCCL)
+ * do: ... not as simulated", though nothing was simulated and the string
+ * named no sync (its own default differs from the runtime's rule: one
+ * replica per node is a ring to NCCL); a sync= given keeps the note. */
+START_TEST(test_export_strategy_sync_note)
+{
+	/* tp 8 on four 8-GPU nodes: one replica per node */
+	const char *llama = tp_data_file("models/llama-3-8b.json");
+	const char *dgx = tp_data_file("topologies/dgx-a100-4.json");
+	const char *a1[] = {"tagplan", "export", "-s", "tp=8", "-m", llama,
+			    "-t", dgx, NULL};
+	const char *a2[] = {"tagplan", "export", "-s", "tp=8,sync=hierarchical",
+			    "-m", llama, "-t", dgx, NULL};
+	struct tp_run r;
+
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.out, "--tensor-model-parallel-size 8"), "%s",
+		      r.out);
+	ck_assert_msg(!strstr(r.err, "synchronises gradients otherwise"), "%s",
+		      r.err);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, a2, NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "synchronises gradients otherwise"), "%s",
+		      r.err);
+	tp_run_free(&r);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -544,6 +575,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_network_slips);
 	tcase_add_test(tc, test_stdin_once);
 	tcase_add_test(tc, test_help_width);
+	tcase_add_test(tc, test_export_strategy_sync_note);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -247,6 +247,17 @@ int cmd_export(int argc, char **argv)
 	   simulate -s --runtime simulates it */
 	if (strategy && rt.behaviour.grad_bucket_bytes > 0)
 		in.plan.grad_bucket_bytes = rt.behaviour.grad_bucket_bytes;
+	/* ... and reduces as the runtime's collectives do unless the string
+	   names sync=: the string's own default (hierarchical whenever a
+	   replica set spans nodes) made every such export note that 'the
+	   plan synchronises gradients otherwise ... not as simulated', of a
+	   strategy nothing simulated */
+	if (strategy && !strstr(strategy, "sync="))
+		for (uint32_t g = 0; g < in.plan.groups.n; g++)
+			in.plan.groups.v[g].sync = tp_runtime_sync(
+				&in.cluster, tp_plan_group_devs(&in.plan, g),
+				in.plan.groups.v[g].n_devices,
+				in.plan.groups.v[g].tp);
 	if (tp_export_analyze(&in.plan, &in.model, &in.cluster, &rt, &spec,
 			      &err) != TP_OK ||
 	    tp_export_write(&spec, (enum tp_export_target)target, script,
