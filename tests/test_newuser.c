@@ -553,6 +553,39 @@ START_TEST(test_export_strategy_sync_note)
 }
 END_TEST
 
+/* What tagplan model and tagplan topo take, given to -m or -t (hf:PATH,
+ * "dgx-a100:4", "v100-nvlink:2 1080ti-pcie:2"): 'cannot open: No such
+ * file or directory' (exit 3) with the shipped names; now usage (exit 2)
+ * with the command that builds the file.  A missing file keeps the old
+ * message, a shipped name still loads. */
+START_TEST(test_source_given_as_file)
+{
+	const char *gpt2 = tp_data_file("models/gpt2.json");
+	char hf[1100];
+	const char *a1[] = {"tagplan", "simulate", "-m", gpt2, "-t",
+			    "dgx-a100:4", "-s", "tp=1", NULL};
+	const char *a2[] = {"tagplan", "simulate", "-m", gpt2, "-t",
+			    "v100-nvlink:2 1080ti-pcie:2", "-s", "tp=1", NULL};
+	const char *a3[] = {"tagplan", "simulate", "-m", hf, "-t", "dgx-a100",
+			    "-s", "tp=1", NULL};
+	const char *a4[] = {"tagplan", "simulate", "-m", gpt2, "-t",
+			    "no-such-topology", "-s", "tp=1", NULL};
+
+	snprintf(hf, sizeof(hf), "hf:%s", tp_test_path("data/hf/gpt2.json"));
+	expect(a1, 2, "dgx-a100:4: a spec of `tagplan topo`, not a topology "
+		      "file: build it with `tagplan topo dgx-a100:4 -o "
+		      "topo.json` and give -t topo.json",
+	       NULL);
+	expect(a2, 2, "build it with `tagplan topo v100-nvlink:2 1080ti-pcie:2 "
+		      "-o topo.json`",
+	       NULL);
+	expect(a3, 2, "a source of `tagplan model`, not a model file: build "
+		      "the model with `tagplan model hf:",
+	       NULL);
+	expect(a4, 3, "cannot open", "a spec of");
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -576,6 +609,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_stdin_once);
 	tcase_add_test(tc, test_help_width);
 	tcase_add_test(tc, test_export_strategy_sync_note);
+	tcase_add_test(tc, test_source_given_as_file);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -15,6 +15,7 @@
 #include "core/runtime.h"
 #include "core/sha256.h"
 #include "core/strategy.h"
+#include "io/build.h"
 #include "io/io.h"
 #include "sim/sim.h"
 
@@ -393,11 +394,53 @@ void tp_inputs_list_shipped(bool model, struct tp_strbuf *out)
 	free(names);
 }
 
+/* Is arg what `tagplan topo` takes ("dgx-a100:4", "v100-nvlink:2
+ * 1080ti-pcie:2"): its first word a node preset, alone or before ':'? */
+static bool topo_spec(const char *arg)
+{
+	size_t n = strcspn(arg, ": ");
+
+	for (size_t i = 0; tp_node_preset_name(i); i++)
+		if (strlen(tp_node_preset_name(i)) == n &&
+		    !strncmp(tp_node_preset_name(i), arg, n))
+			return arg[n] == ':' || arg[n] == ' ';
+	return false;
+}
+
+/* An -m that is a `tagplan model` source (hf:PATH) or a -t that is a
+ * `tagplan topo` spec, which no file is: usage, with the command that
+ * builds the file (it was 'cannot open', exit 3).  True when said. */
+static bool hint_source(const char *arg, bool model, struct tp_error *err)
+{
+	char msg[sizeof(err->msg)];
+
+	if (model && !strncmp(arg, "hf:", 3))
+		snprintf(msg, sizeof(msg),
+			 "a source of `tagplan model`, not a model file: build "
+			 "the model with `tagplan model %.900s -o model.json` "
+			 "and give -m model.json",
+			 arg);
+	else if (!model && topo_spec(arg))
+		snprintf(msg, sizeof(msg),
+			 "a spec of `tagplan topo`, not a topology file: build "
+			 "it with `tagplan topo %.900s -o topo.json` and give "
+			 "-t topo.json",
+			 arg);
+	else
+		return false;
+	tp_error_set(err, TP_EUSAGE, "%s", msg);
+	tp_error_set_file(err, arg);
+	return true;
+}
+
 void tp_inputs_hint_shipped(const char *arg, bool model, struct tp_error *err)
 {
 	struct tp_strbuf list;
 	char dir[2048];
 
+	if (err && err->status == TP_EIO && arg && access(arg, F_OK) != 0 &&
+	    hint_source(arg, model, err))
+		return;
 	if (!err || err->status != TP_EIO || !arg || strchr(arg, '/') ||
 	    !strcmp(arg, "-") || access(arg, F_OK) == 0)
 		return;
