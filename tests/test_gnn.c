@@ -1744,7 +1744,7 @@ START_TEST(test_corpus_splits)
 	tp_rng_seed(&a, 11);
 	for (int k = 0; k < 24; k++) {
 		struct tp_train_draw dr = {TP_TRAIN_HF, 16, 32, 0, k % 2 == 1,
-					   false};
+					   false, false, false};
 		struct tp_model m;
 		tp_model_init(&m);
 		ck_assert_msg(tp_train_draw_model(&a, &dr, &m, &err) == TP_OK,
@@ -1760,7 +1760,7 @@ START_TEST(test_corpus_splits)
 	for (int k = 0; k < 24; k++) {
 		struct tp_train_draw dr = {TP_TRAIN_CNN, 1, 32,
 					   k % 3 == 2 ? 256u : 0u, k % 2 == 1,
-					   k % 2 == 1};
+					   k % 2 == 1, false, false};
 		struct tp_cluster c;
 		tp_cluster_init(&c);
 		ck_assert_msg(tp_train_draw_cluster(&a, &dr, &c, d, sizeof(d),
@@ -1789,7 +1789,82 @@ static void tiny_options(struct tp_train_options *o, const char *out)
 	o->max_devices = 8;
 	o->heldout = 0.25;
 	o->out = out;
+	/* every game under none: the zb-h1 and even-share slots stay
+	   constant (test_train_run_resume; test_train_runtimes has them) */
+	o->runtime_every = 0;
 }
+
+static void log_corpus(void *ctx, const char *line)
+{
+	if (strncmp(line, "corpus:", 7) == 0)
+		snprintf(ctx, 512, "%s", line);
+}
+
+/* The standardisation std of action slot j and the largest |weight| of
+ * its row of policy.W1. */
+static void action_slot(const struct tp_gnn_net *net, uint32_t j,
+			float *std, float *wmax)
+{
+	const struct tp_gnn_config *c = &net->cfg;
+	uint32_t H = c->hidden, rows = 0, cols = 0;
+	size_t off = 0, i;
+
+	*std = net->norm.std[c->group_in + c->device_in + j];
+	*wmax = 0;
+	for (i = 0; i < tp_gnn_net_tensor_count(net); i++)
+		if (strcmp(tp_gnn_net_tensor(net, i, &rows, &cols, &off),
+			   "policy.W1") == 0)
+			break;
+	ck_assert(i < tp_gnn_net_tensor_count(net));
+	for (uint32_t k = 0; k < cols; k++)
+		*wmax = fmaxf(*wmax,
+			      fabsf(net->w[off + (3 * H + j) * cols + k]));
+}
+
+/* Self-play under runtimes (train.h runtime_every): with every game in a
+ * runtime slot, games 0-3 draw long sequences under megatron-core and
+ * game 5 (an HF model, a Llama-style decoder in that block) runs under
+ * fsdp2, so that zb-h1 (fsdp2's schedule), even shares (both runtimes)
+ * and context parallelism (8K+ tokens) are offered and vary in the
+ * corpus: their slots are standardised and their policy rows trained,
+ * where under none they are constant and zero (test_train_run_resume). */
+START_TEST(test_train_runtimes)
+{
+	struct tp_train_options o;
+	struct tp_train_result *res = calloc(1, sizeof(*res));
+	struct tp_error err;
+	struct tp_gnn_prior *gp;
+	struct tp_prior_provider pp;
+	const uint32_t slots[] = {TP_GNN_ACTION_ZB_H1, TP_GNN_ACTION_EVEN,
+				  TP_GNN_ACTION_CP};
+	char w[512], line[512] = "";
+
+	setenv("TAGPLAN_DATA", tp_data_file(""), 1);
+	snprintf(w, sizeof(w), "%s/rt.weights", tp_test_tmpdir());
+	tiny_options(&o, w);
+	o.games = 6;
+	o.epochs = 1;
+	o.runtime_every = 1;
+	o.log = log_corpus;
+	o.log_ctx = line;
+	ck_assert_msg(tp_train_run(&o, res, &err) == TP_OK, "%s", err.msg);
+	ck_assert_msg(strstr(line, "; 0 under megatron-core") == NULL &&
+			      strstr(line, ", 0 under fsdp2") == NULL &&
+			      strstr(line, "; 0 of at least") == NULL,
+		      "%s", line);
+	ck_assert_msg(tp_gnn_prior_load_default(w, &pp, &gp, &err) == TP_OK,
+		      "%s", err.msg);
+	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
+		float sd, wm;
+		action_slot(tp_gnn_prior_net(gp), slots[i], &sd, &wm);
+		ck_assert_msg(sd != 1.0f && wm > 0,
+			      "action slot %u: std %g, row max %g", slots[i],
+			      (double)sd, (double)wm);
+	}
+	tp_gnn_prior_free(gp);
+	free(res);
+}
+END_TEST
 
 START_TEST(test_train_run_resume)
 {
@@ -1943,6 +2018,7 @@ Suite *suite_gnn(void)
 	tc = tcase_create("train");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_train_run_resume);
+	tcase_add_test(tc, test_train_runtimes);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -62,7 +62,7 @@ int cmd_train(int argc, char **argv)
 	struct tp_error err;
 	const char *out = "tagplan.weights";
 	long long games, epochs, seed, threads, playouts, steps, batch,
-		hidden = 64, layers = 3, maxdev, largedev;
+		hidden = 64, layers = 3, maxdev, largedev, rtevery;
 	double lr, heldout, bucket_mb = tp_cli_grad_bucket_mb_default();
 	bool quiet = false;
 	struct sigaction sa, old_int, old_term;
@@ -79,6 +79,7 @@ int cmd_train(int argc, char **argv)
 	batch = o.batch;
 	maxdev = o.max_devices;
 	largedev = o.large_devices;
+	rtevery = o.runtime_every;
 	lr = o.lr;
 	heldout = o.heldout;
 	{
@@ -120,6 +121,9 @@ int cmd_train(int argc, char **argv)
 			 "one game in eight: an HF model on a large cluster of "
 			 "up to N GPUs (0 = none)",
 			 0, 4096, false},
+			{"runtime-every", 0, TP_OPT_INT, &rtevery, "N",
+			 "one game in N under a runtime that builds its model "
+			 "(megatron-core, fsdp2; 0 = none)", 0, 100000, false},
 			{"grad-bucket-mb", 0, TP_OPT_DOUBLE, &bucket_mb, "MB",
 			 "the self-play simulator's " TP_CLI_GRAD_BUCKET_TEXT,
 			 1e-3, 1e6, false},
@@ -162,6 +166,7 @@ int cmd_train(int argc, char **argv)
 	o.heldout = heldout;
 	o.max_devices = (uint32_t)maxdev;
 	o.large_devices = (uint32_t)largedev;
+	o.runtime_every = (uint32_t)rtevery;
 	o.grad_bucket_bytes = bucket_mb * 1e6;
 	o.note = "tagplan train";
 	o.log = log_line;

@@ -291,6 +291,9 @@ static const struct hf_arch hf_archs[] = {
 	{"gpt2", 3},   {"bert", 4},    {"t5", 5},    {"vit", 6},
 };
 #define N_HF_ARCHS (sizeof(hf_archs) / sizeof(hf_archs[0]))
+/* the first ones: Llama-style decoders (SwiGLU, RMSNorm, RoPE), which
+ * TorchTitan (runtime fsdp2) builds */
+#define HF_LLAMA_ARCHS 3
 
 /* A random config of one HF architecture in text (size bytes). */
 static void hf_config(struct tp_rng *rng, const struct tp_train_draw *d,
@@ -302,11 +305,15 @@ static void hf_config(struct tp_rng *rng, const struct tp_train_draw *d,
 					  4096};
 	static const int64_t large_h[] = {4096, 5120, 6144, 8192};
 	static const int64_t seqs[] = {512, 1024, 2048, 4096};
+	/* long-context runs, where context parallelism applies
+	   (search/actions.h TP_SPACE_CP_MIN_TOKENS) */
+	static const int64_t long_seqs[] = {8192, 8192, 16384, 32768};
 	static const int64_t vocabs[] = {32000, 50257, 65024, 128256,
 					 151936};
-	struct hf_arch a = d->held_family ? (struct hf_arch){
-						    TP_TRAIN_HELD_FAMILY, 0}
-					  : hf_archs[pick(rng, N_HF_ARCHS)];
+	struct hf_arch a =
+	    d->held_family ? (struct hf_arch){TP_TRAIN_HELD_FAMILY, 0}
+	    : d->llama	   ? hf_archs[pick(rng, HF_LLAMA_ARCHS)]
+			   : hf_archs[pick(rng, N_HF_ARCHS)];
 	int64_t h = d->large ? large_h[pick(rng, 4)] : small_h[pick(rng, 7)];
 	int64_t hd = d->held_family ? 256 : pick(rng, 3) ? 128 : 64;
 	int64_t heads = h / hd > 0 ? h / hd : 1;
@@ -325,7 +332,7 @@ static void hf_config(struct tp_rng *rng, const struct tp_train_draw *d,
 			  : 2 + (int64_t)pick(rng, 23);
 	/* SwiGLU models about 8/3 to 3.5 x hidden, in multiples of 256 */
 	ffn = (h * (8 + (int64_t)pick(rng, 3)) / 3 + 255) / 256 * 256;
-	*seq = seqs[pick(rng, 4)];
+	*seq = d->long_seq ? long_seqs[pick(rng, 4)] : seqs[pick(rng, 4)];
 	switch (a.style) {
 	case 3:
 		snprintf(text, size,
@@ -466,7 +473,7 @@ enum tp_status tp_train_random_model(struct tp_rng *rng,
 		break;
 	case TP_TRAIN_HF:
 	case TP_TRAIN_ZOO: {
-		struct tp_train_draw d = {f, min_batch, 0, 0, false, false};
+		struct tp_train_draw d = {f, min_batch, 0, 0, false, false, false, false};
 		return tp_train_draw_model(rng, &d, m, err);
 	}
 	default:
@@ -615,7 +622,7 @@ enum tp_status tp_train_random_cluster(struct tp_rng *rng,
 				       size_t desc_size, struct tp_error *err)
 {
 	struct tp_train_draw d = {TP_TRAIN_TRANSFORMER, 1, max_devices, 0,
-				  false, false};
+				  false, false, false, false};
 	return tp_train_draw_cluster(rng, &d, c, desc, desc_size, err);
 }
 

@@ -398,7 +398,7 @@ static enum tp_status playout(struct tctx *t, uint32_t root, uint32_t L0,
 	v = r.ok ? tp_search_value(g->ref, r.feasible, r.time, r.over) : -1;
 	if (!t->nodes.v[cur].expanded && level <= K) {
 		n = tp_space_level_actions(&g->sp, level, &gl, t->dec,
-					   t->acts, MAX_ACTIONS, NULL);
+					   t->acts, MAX_ACTIONS, t->sscr);
 		if (n && t->gp && !r.fresh) {
 			st = tp_space_materialize(&g->sp, &gl, t->dec,
 						  TP_COMPRESSION_OFF, t->sscr,
@@ -443,7 +443,9 @@ static enum tp_status playout(struct tctx *t, uint32_t root, uint32_t L0,
 }
 
 /* The data-parallel incumbent of a game: all devices, tp 1, the fewest
- * micro-batches that fit. */
+ * micro-batches that fit; even shares (globals.even) under a runtime
+ * that has no uneven ones, as the search's baselines
+ * (search/baselines.c) start there. */
 static enum tp_status game_incumbent(struct tctx *t)
 {
 	struct game *g = t->game;
@@ -453,8 +455,10 @@ static enum tp_status game_incumbent(struct tctx *t)
 	tp_space_data_parallel(sp, g->dec0);
 	g->ref = 0;
 	for (uint32_t i = 0; i < sp->n_mb && i < 12; i++) {
-		struct tp_globals gl = {.micro_batches = sp->mb_counts[i],
-					.schedule = TP_SCHEDULE_1F1B};
+		struct tp_globals gl = {
+			.micro_batches = sp->mb_counts[i],
+			.schedule = TP_SCHEDULE_1F1B,
+			.even = tp_space_even_only(sp) ? 1 : 0};
 		struct evalr r;
 		enum tp_status st;
 		if (!tp_space_state_ok(sp, &gl, g->dec0))

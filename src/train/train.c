@@ -41,6 +41,7 @@ void tp_train_options_default(struct tp_train_options *o)
 	o->gain_weight = 1.0f;
 	o->weight_decay = 1e-2f;
 	o->max_devices = 32;
+	o->runtime_every = 3;
 }
 
 double train_now(void)
@@ -74,6 +75,8 @@ struct run {
 	uint32_t nt;
 	struct tp_gnn_net *net;
 	struct tp_gnn_prior *gp; /* wraps a copy for self-play */
+	struct tp_runtime rt[2]; /* TP_TRAIN_RUNTIME, TP_TRAIN_RUNTIME_ZB
+				    (with runtime_every) */
 	struct samples cur, prev, held;
 	uint32_t epoch;
 	/* parallel jobs */
@@ -110,8 +113,14 @@ static enum tp_status build_game(struct run *R, uint32_t i,
 	char cdesc[160];
 	enum tp_status st;
 	struct tp_sim_options so;
-	uint32_t k = heldout_every(R->o);
+	uint32_t k = heldout_every(R->o), every = R->o->runtime_every;
 	struct tp_train_draw d;
+	/* one game in runtime_every under a runtime: in alternate blocks of
+	   four games long sequences under TP_TRAIN_RUNTIME, and
+	   TP_TRAIN_RUNTIME_ZB where it builds the model (train.h); with
+	   runtime_every 3 each kind meets every family of family_cycle */
+	bool rt_game = every && i % every == 1 % every;
+	bool rt_zb = rt_game && (i / 4) % 2 == 1;
 
 	tp_rng_seed(&rng, R->o->seed * 1000003u + i);
 	g->seed = R->o->seed * 1000003u + i;
@@ -129,6 +138,8 @@ static enum tp_status build_game(struct run *R, uint32_t i,
 			  : 0;
 	d.held_family = g->split == TP_TRAIN_SPLIT_FAMILY;
 	d.held_cluster = g->split == TP_TRAIN_SPLIT_CLUSTER;
+	d.long_seq = rt_game && !rt_zb;
+	d.llama = rt_zb;
 	if (d.held_family)
 		g->fam = TP_TRAIN_HF;
 	tp_model_init(&g->m);
@@ -139,13 +150,27 @@ static enum tp_status build_game(struct run *R, uint32_t i,
 	d.min_batch = 2 * (int64_t)g->c.devices.n;
 	if ((st = tp_train_draw_model(&rng, &d, &g->m, err)))
 		return st;
-	snprintf(g->desc, sizeof(g->desc), "%s (%zu ops) on %s (%zu GPUs)",
-		 tp_train_family_name(g->fam), g->m.ops.n, cdesc,
-		 g->c.devices.n);
+	/* only where the runtime builds the model (megatron-core:
+	   transformers; tagplan plan takes ddp for the others, whose only
+	   plans are data parallel) */
+	g->rt = NULL;
+	if (rt_zb && tp_runtime_builds(&R->rt[1], &g->m, NULL, 0))
+		g->rt = &R->rt[1];
+	else if (rt_game && tp_runtime_builds(&R->rt[0], &g->m, NULL, 0))
+		g->rt = &R->rt[0];
+	snprintf(g->desc, sizeof(g->desc),
+		 "%s (%zu ops, %lld tokens) on %s (%zu GPUs) under %s",
+		 tp_train_family_name(g->fam), g->m.ops.n,
+		 (long long)g->m.seq_len, cdesc, g->c.devices.n,
+		 g->rt ? g->rt->name : "none");
 	if ((st = tp_coarsen(&g->m, 0, &g->g, err)) ||
 	    (st = tp_space_init(&g->sp, &g->m, &g->c, &g->g, err)))
 		return st;
+	if (g->rt && (st = tp_space_set_runtime(&g->sp, g->rt, err)))
+		return st;
 	tp_sim_options_default(&so);
+	if (g->rt)
+		tp_sim_params_runtime(&so.params, g->rt);
 	if (R->o->grad_bucket_bytes > 0)
 		so.params.grad_bucket_bytes = R->o->grad_bucket_bytes;
 	g->sim = tp_sim_new(&g->m, &g->c, &so, err);
@@ -445,12 +470,13 @@ static enum tp_status evaluate(struct run *R, struct tp_train_epoch *ep,
  * random values.  A feature that never varies in the corpus is 0 after
  * normalisation in every training input, so its rows get no gradient
  * and would keep their random initial values, which a search meeting
- * the feature set (zb-h1 and even shares, which self-play never offers:
- * its games run under no runtime and start from uneven shares; context
- * parallelism, which needs 8K-token sequences) would add to the
- * candidate's logit.  Zero, they stay zero (no gradient, decoupled
- * weight decay): the network ignores such a feature as it ignores the
- * slots a widened weights file pads (src/gnn/README "Widths").  A
+ * the feature set would add to the candidate's logit (interleaving and
+ * sequence parallelism, which self-play never offers at level 0, its
+ * only global decision; zb-h1 when the corpus has no game under a
+ * runtime that runs it, runtime_every and train.h TP_TRAIN_RUNTIME_ZB).
+ * Zero, they stay zero (no gradient, decoupled weight decay): the
+ * network ignores such a feature as it ignores the slots a widened
+ * weights file pads (src/gnn/README "Widths").  A
  * feature merely rare (constant in the NORM_SAMPLES subsample, set in
  * some later input) learns from zero.  sum, sq, cnt: measure_norm's,
  * per input.
@@ -661,8 +687,13 @@ static enum tp_status build_corpus(struct run *R, struct tp_error *err)
 	const struct tp_train_options *o = R->o;
 	struct tp_sim_params pa;
 	uint32_t nh = 0;
+	uint32_t nr[2] = {0, 0}, nl = 0;
 	enum tp_status st;
 
+	if (o->runtime_every &&
+	    ((st = tp_runtime_find(TP_TRAIN_RUNTIME, &R->rt[0], err)) ||
+	     (st = tp_runtime_find(TP_TRAIN_RUNTIME_ZB, &R->rt[1], err))))
+		return st;
 	for (uint32_t i = 0; i < o->games; i++) {
 		if ((st = build_game(R, i, err))) {
 			tp_error_set_file(err, "");
@@ -670,12 +701,19 @@ static enum tp_status build_corpus(struct run *R, struct tp_error *err)
 		}
 	}
 	tp_sim_params_default(&pa);
-	for (uint32_t i = 0; i < o->games; i++)
+	for (uint32_t i = 0; i < o->games; i++) {
 		nh += R->games[i].heldout;
+		if (R->games[i].rt)
+			nr[R->games[i].rt != &R->rt[0]]++;
+		nl += R->games[i].m.seq_len >= 2 * TP_SPACE_CP_MIN_TOKENS;
+	}
 	train_log(o,
-		  "corpus: %u games (%u held out), e.g. %s; gradient buckets "
-		  "of %.6g MB",
-		  o->games, nh, R->games[0].desc,
+		  "corpus: %u games (%u held out; %u under %s, %u under %s, "
+		  "the others under none; %u of at least %d tokens), e.g. %s; "
+		  "gradient buckets of %.6g MB",
+		  o->games, nh, nr[0], TP_TRAIN_RUNTIME, nr[1],
+		  TP_TRAIN_RUNTIME_ZB, nl, 2 * TP_SPACE_CP_MIN_TOKENS,
+		  R->games[0].desc,
 		  (o->grad_bucket_bytes > 0 ? o->grad_bucket_bytes
 					    : pa.grad_bucket_bytes) /
 			  1e6);

@@ -10,8 +10,12 @@
  * splits by model family and by node kind (enum tp_train_split), is
  * planned by Monte Carlo tree search over the
  * search's own action space (src/search/actions.h) with every state scored
- * by the simulator (src/sim/).  At every decision level of a self-play
- * game the search runs a fixed number of playouts from the current state;
+ * by the simulator (src/sim/); one game in runtime_every under a runtime
+ * profile, as `tagplan plan` searches (TP_TRAIN_RUNTIME below: the space
+ * limited to what it executes, the simulator with its behaviour, half of
+ * those games with 8K-32K-token sequences), the others under none.
+ * At every decision level of a self-play game the search runs a fixed
+ * number of playouts from the current state;
  * every candidate action is scored once (the plan with that decision
  * changed) and then the playouts search deeper; the policy target is a
  * softmax (temperature 0.02 on the search's value scale, about 1.3% of
@@ -80,6 +84,11 @@ struct tp_train_options {
 	uint32_t large_devices; /* one game in TP_TRAIN_LARGE_EVERY on a
 				   large cluster of up to this many GPUs
 				   (0 = none, the default; corpus.c) */
+	uint32_t runtime_every; /* one game in this many (game index i with
+				   i % runtime_every == 1 % runtime_every)
+				   under a runtime where one builds the
+				   model (TP_TRAIN_RUNTIME below), the rest
+				   under none (0 = every game; default 3) */
 	double grad_bucket_bytes; /* gradient bucket the self-play simulator
 				     gives the runtime (0 = the simulator's
 				     default, tp_sim_params.grad_bucket_bytes) */
@@ -174,6 +183,22 @@ const char *tp_train_family_name(enum tp_train_family f);
  * and node presets (no training cluster has them). */
 #define TP_TRAIN_HELD_FAMILY "gemma"
 #define TP_TRAIN_HELD_PRESETS "hgx-h200, dgx-b200"
+/* The runtime profiles of the runtime_every games, so that self-play
+ * meets what the searches of `tagplan plan` meet (it plans under a
+ * runtime by default): the space limited to what the runtime executes
+ * (even shares; search/actions.h tp_space_set_runtime), its actions and
+ * the simulator pricing plans with its behaviour (sim.h
+ * tp_sim_params_runtime).  Of those games (train.c build_game), the
+ * even-numbered ones (i / runtime_every) draw long sequences (8,192 to
+ * 32,768 tokens for HF decoders: context parallelism) and run under
+ * TP_TRAIN_RUNTIME, the one plan takes for transformers
+ * (core/runtime.h tp_runtime_default_name); the odd-numbered ones run
+ * under TP_TRAIN_RUNTIME_ZB where it builds the model (Llama-style
+ * decoders: the only shipped profile with zb-h1), else under
+ * TP_TRAIN_RUNTIME.  Models no runtime of the two builds (CNNs, DAGs)
+ * stay under none. */
+#define TP_TRAIN_RUNTIME "megatron-core"
+#define TP_TRAIN_RUNTIME_ZB "fsdp2"
 /* One game in this many (an HF model: train.c family_cycle) is on a
  * large cluster when large_devices > 0: such a game costs about 20
  * small ones (src/gnn/README, Training). */
@@ -190,6 +215,11 @@ struct tp_train_draw {
 				  hidden 4,096-8,192 */
 	bool held_family;      /* an HF model of TP_TRAIN_HELD_FAMILY */
 	bool held_cluster;     /* a node of TP_TRAIN_HELD_PRESETS */
+	bool long_seq;         /* HF decoders (and gpt2) of 8,192-32,768
+				  tokens, else 512-4,096 */
+	bool llama;            /* HF models: a Llama-style decoder (llama,
+				  mistral, qwen2), which TP_TRAIN_RUNTIME_ZB
+				  builds */
 };
 
 enum tp_status tp_train_draw_model(struct tp_rng *rng,

@@ -44,9 +44,12 @@
 struct game {
 	uint64_t seed;
 	enum tp_train_family fam;
-	char desc[200];
+	char desc[320];
 	bool heldout;
 	enum tp_train_split split; /* of a held-out game */
+	const struct tp_runtime *rt; /* its runtime (the run's
+					TP_TRAIN_RUNTIME or _ZB profile), NULL:
+					none */
 	struct tp_model m;
 	struct tp_cluster c;
 	struct tp_groups g;
