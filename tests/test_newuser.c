@@ -586,6 +586,22 @@ START_TEST(test_source_given_as_file)
 }
 END_TEST
 
+/* tagplan model NAME --seq: the error said "--seq applies to 'tagplan
+ * model gpt' only", though hf:PATH takes it too (tagplan(1), --help) and
+ * is the way to another length of a shipped model. */
+START_TEST(test_model_seq_hint)
+{
+	const char *a1[] = {"tagplan", "model", "gpt2", "--seq", "2048", "-o",
+			    "/dev/null", NULL};
+
+	expect(a1, 2, "--seq applies to 'tagplan model gpt' and hf:PATH only, "
+		      "not to gpt2 (a zoo model or shipped file keeps its own; "
+		      "for another length build from an HF config: hf:PATH "
+		      "--seq S)",
+	       NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -610,6 +626,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_help_width);
 	tcase_add_test(tc, test_export_strategy_sync_note);
 	tcase_add_test(tc, test_source_given_as_file);
+	tcase_add_test(tc, test_model_seq_hint);
 	suite_add_tcase(s, tc);
 	return s;
 }

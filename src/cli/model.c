@@ -224,6 +224,17 @@ static int check_options(const struct model_args *a)
 			if (!a->opts[i].seen || !strcmp(o, "batch") ||
 			    (!strcmp(o, "seq") && !strncmp(src, "hf:", 3)))
 				continue;
+			/* --seq goes with hf: too: a zoo name or shipped
+			   file has its own ("gpt only" misled there) */
+			if (!strcmp(o, "seq"))
+				return tp_cli_usage_error(
+					"model",
+					"--seq applies to 'tagplan model gpt' "
+					"and hf:PATH only, not to %s (a zoo "
+					"model or shipped file keeps its own; "
+					"for another length build from an HF "
+					"config: hf:PATH --seq S)",
+					src);
 			return tp_cli_usage_error(
 				"model", "--%s applies to 'tagplan model gpt' "
 					 "only, not to %s",
