@@ -602,6 +602,32 @@ START_TEST(test_model_seq_hint)
 }
 END_TEST
 
+/* The manual pages hold no control characters but newlines and tabs:
+ * tagplan-formats(5) had two form feeds where "\\fR" was meant (troff:
+ * "can't find character with input code 12"; man printed a stray
+ * character after replica_tp[r]). */
+START_TEST(test_man_pages_clean)
+{
+	static const char *const pages[] = {"../man/tagplan.1",
+					    "../man/tagplan-formats.5", NULL};
+
+	for (int i = 0; pages[i]; i++) {
+		size_t len = 0;
+		char *text = tp_test_read(tp_test_path(pages[i]), &len);
+		int line = 1;
+		ck_assert_ptr_nonnull(text);
+		for (size_t k = 0; k < len; k++) {
+			unsigned char c = (unsigned char)text[k];
+			ck_assert_msg(c >= 0x20 || c == '\n' || c == '\t',
+				      "%s:%d: control character 0x%02x",
+				      pages[i], line, c);
+			line += c == '\n';
+		}
+		free(text);
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -627,6 +653,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_export_strategy_sync_note);
 	tcase_add_test(tc, test_source_given_as_file);
 	tcase_add_test(tc, test_model_seq_hint);
+	tcase_add_test(tc, test_man_pages_clean);
 	suite_add_tcase(s, tc);
 	return s;
 }
