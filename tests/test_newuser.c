@@ -628,6 +628,22 @@ START_TEST(test_man_pages_clean)
 }
 END_TEST
 
+/* plan --price with a type the topology lacks said "give a type its
+ * devices have (tagplan inspect TOPO lists them)": another run to find
+ * the fix; now the types are in the message. */
+START_TEST(test_price_names_types)
+{
+	const char *gpt2 = tp_data_file("models/gpt2.json");
+	const char *tb = tp_data_file("tag-testbed.json");
+	const char *a1[] = {"tagplan", "plan", "-m", gpt2, "-t", tb,
+			    "--price", "A100=3", "-o", "/dev/null", NULL};
+
+	expect(a1, 2, "--price: no device of type \"A100\" in the topology; "
+		      "give a type its devices have: ",
+	       "tagplan inspect");
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -654,6 +670,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_source_given_as_file);
 	tcase_add_test(tc, test_model_seq_hint);
 	tcase_add_test(tc, test_man_pages_clean);
+	tcase_add_test(tc, test_price_names_types);
 	suite_add_tcase(s, tc);
 	return s;
 }

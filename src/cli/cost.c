@@ -56,12 +56,23 @@ int tp_cli_apply_prices(const char *cmd, const char *spec,
 				    "of US dollars per device-hour above 0",
 			    name);
 		t = tp_cluster_find_type(c, name);
-		if (t == TP_NONE || !c->type_count[t])
+		if (t == TP_NONE || !c->type_count[t]) {
+			/* the types it has, so the fix needs no other run */
+			char have[512];
+			size_t n = 0;
+			have[0] = '\0';
+			for (size_t k = 0; k < c->types.n && n < sizeof(have);
+			     k++)
+				if (c->type_count[k])
+					n += (size_t)snprintf(
+					    have + n, sizeof(have) - n, "%s%s",
+					    n ? ", " : "", c->types.v[k].name);
 			return tp_cli_usage_error(
 			    cmd, "--price: no device of type \"%s\" in "
 				    "the topology; give a type its devices "
-				    "have (tagplan inspect TOPO lists them)",
-			    name);
+				    "have: %s",
+			    name, have);
+		}
 		c->types.v[t].price_per_hour = usd;
 		p = *end ? end + 1 : end;
 	}
