@@ -158,6 +158,17 @@ static enum tp_status build_game(struct run *R, uint32_t i,
 		g->rt = &R->rt[1];
 	else if (rt_game && tp_runtime_builds(&R->rt[0], &g->m, NULL, 0))
 		g->rt = &R->rt[0];
+	/* a runtime without uneven shares runs the data-parallel start
+	   only when the replicas divide the batch: a multiple of the
+	   device count (as Megatron's micro-batch x dp x accumulation),
+	   else no global candidate of the start would be runnable */
+	if (g->rt && !g->rt->can.uneven_shares) {
+		int64_t n = (int64_t)g->c.devices.n, b = g->m.global_batch,
+			p = 1;
+		while (n * p < b)
+			p *= 2;
+		g->m.global_batch = n * p;
+	}
 	snprintf(g->desc, sizeof(g->desc),
 		 "%s (%zu ops, %lld tokens) on %s (%zu GPUs) under %s",
 		 tp_train_family_name(g->fam), g->m.ops.n,
