@@ -644,6 +644,42 @@ START_TEST(test_price_names_types)
 }
 END_TEST
 
+/* A plan whose "runtime" names no runtime (a hand edit: "megatron") was
+ * refused with 'unknown runtime "megatron"; shipped: ...' naming neither
+ * the plan nor the field; now the plan's file and $.runtime, and the
+ * fix. */
+START_TEST(test_plan_runtime_field)
+{
+	const char *dir = tp_test_tmpdir();
+	char plan[1100], *text, *at;
+	const char *mk[] = {"tagplan", "plan", "-m",
+			    tp_data_file("models/gpt2.json"), "-t",
+			    tp_data_file("topologies/dgx-a100.json"), "-s",
+			    "tp=1", "-q", "-o", plan, NULL};
+	const char *a1[] = {"tagplan", "simulate", "-p", plan, "-q", NULL};
+	const char *a2[] = {"tagplan", "export", "-p", plan, NULL};
+	const char *a3[] = {"tagplan", "check", "-p", plan, NULL};
+	struct tp_run r;
+
+	snprintf(plan, sizeof(plan), "%s/p.json", dir);
+	tp_run_tagplan(&r, mk, NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	text = tp_test_read(plan, NULL);
+	ck_assert_ptr_nonnull(text);
+	at = strstr(text, "\"runtime\": \"megatron-core\"");
+	ck_assert_ptr_nonnull(at);
+	memmove(at + 20, at + 25, strlen(at + 25) + 1); /* drop "-core" */
+	ck_assert_int_eq(tp_test_write(plan, text, strlen(text)), 0);
+	free(text);
+	expect(a1, 2, "p.json: $.runtime: unknown runtime \"megatron\" (did "
+		      "you mean megatron-core",
+	       NULL);
+	expect(a2, 2, "p.json: $.runtime: unknown runtime", NULL);
+	expect(a3, 2, "; fix the plan's \"runtime\"", NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -671,6 +707,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_model_seq_hint);
 	tcase_add_test(tc, test_man_pages_clean);
 	tcase_add_test(tc, test_price_names_types);
+	tcase_add_test(tc, test_plan_runtime_field);
 	suite_add_tcase(s, tc);
 	return s;
 }

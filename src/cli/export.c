@@ -72,14 +72,15 @@ static void print_lines(const char *prefix, struct tp_strbuf *w)
  * Returns 0, TP_EXIT_CHECK (a target the runtime does not launch: err
  * says so) or the exit code of bad usage or a bad runtime.
  */
-static int export_runtime(const struct tp_plan *p, int want,
-			  struct tp_runtime *rt, int *target,
+static int export_runtime(const struct tp_plan *p, const char *plan_path,
+			  int want, struct tp_runtime *rt, int *target,
 			  struct tp_error *err)
 {
 	const char *name = p->runtime[0] ? p->runtime : "none";
 
 	if (tp_runtime_find(name, rt, err))
-		return tp_status_exit_code(err->status);
+		return tp_status_exit_code(
+			tp_inputs_blame_runtime(plan_path, err));
 	if (tp_runtime_is_none(rt)) {
 		if (want < 0) {
 			tp_error_set(err, TP_EUSAGE,
@@ -240,7 +241,7 @@ int cmd_export(int argc, char **argv)
 		if ((code = tp_cli_check_outputs("export", ins, outs)))
 			goto done;
 	}
-	if ((code = export_runtime(&in.plan, to || strategy ? target : -1,
+	if ((code = export_runtime(&in.plan, plan, to || strategy ? target : -1,
 				   &rt, &target, &err)) != 0)
 		goto refused;
 	/* a strategy runs with the runtime's gradient bucket, as tagplan

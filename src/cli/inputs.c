@@ -666,6 +666,22 @@ enum tp_status tp_inputs_load_plan(const struct tp_inputs *in,
 				 err);
 }
 
+enum tp_status tp_inputs_blame_runtime(const char *plan_path,
+				       struct tp_error *err)
+{
+	char msg[sizeof(err->msg)];
+
+	if (err->status != TP_EUSAGE || !strstr(err->msg, "unknown runtime"))
+		return err->status;
+	snprintf(msg, sizeof(msg), "%s", err->msg);
+	tp_error_set_path(err, TP_EINPUT, "$.runtime",
+			  "%.900s; fix the plan's \"runtime\" (simulate and "
+			  "check also take --runtime NAME|FILE)",
+			  msg);
+	tp_error_set_file(err, plan_path ? plan_path : "-");
+	return TP_EINPUT;
+}
+
 enum tp_status tp_inputs_runtime(const struct tp_inputs *in,
 				 const char *given, struct tp_runtime *rt,
 				 struct tp_error *err)
@@ -676,10 +692,12 @@ enum tp_status tp_inputs_runtime(const struct tp_inputs *in,
 
 	if (given)
 		return tp_runtime_find(given, rt, err);
-	if (!s->runtime_path[0])
-		return tp_runtime_find(in->plan.runtime[0] ? in->plan.runtime
-							   : "none",
-				       rt, err);
+	if (!s->runtime_path[0]) {
+		st = tp_runtime_find(in->plan.runtime[0] ? in->plan.runtime
+							 : "none",
+				     rt, err);
+		return st ? tp_inputs_blame_runtime(in->plan_path, err) : st;
+	}
 	if ((st = find_recorded(in->plan_path,
 				&(struct recorded){"runtime profile",
 						   "--runtime FILE",

@@ -83,6 +83,11 @@ struct tp_runtime;
 enum tp_status tp_inputs_runtime(const struct tp_inputs *in,
 				 const char *given, struct tp_runtime *rt,
 				 struct tp_error *err);
+/* The plan's own "runtime" named no runtime (tp_runtime_find's usage
+ * error, e.g. a hand edit): the error becomes the plan file's, at
+ * $.runtime, with the fix (TP_EINPUT); other errors unchanged. */
+enum tp_status tp_inputs_blame_runtime(const char *plan_path,
+				       struct tp_error *err);
 void tp_inputs_release(struct tp_inputs *in);
 
 /*
