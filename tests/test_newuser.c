@@ -680,6 +680,30 @@ START_TEST(test_plan_runtime_field)
 }
 END_TEST
 
+/* A model file's dtype error listed "fp32 | fp16 | bf16" though fp8 is a
+ * model dtype (tagplan model --dtype fp8 writes it, the reader takes it),
+ * and "fp9" was told to mean fp32. */
+START_TEST(test_model_dtype_choices)
+{
+	const char *dir = tp_test_tmpdir();
+	char path[1100], *text, *at;
+	const char *a1[] = {"tagplan", "validate", path, NULL};
+
+	text = tp_test_read(tp_data_file("models/gpt2.json"), NULL);
+	ck_assert_ptr_nonnull(text);
+	at = strstr(text, "\"dtype\": \"");
+	ck_assert_ptr_nonnull(at);
+	memcpy(at + 10, "fp9\"", 4);
+	memmove(at + 14, strchr(at + 14, ','), strlen(strchr(at + 14, ',')) + 1);
+	snprintf(path, sizeof(path), "%s/m.json", dir);
+	ck_assert_int_eq(tp_test_write(path, text, strlen(text)), 0);
+	free(text);
+	expect(a1, 2, "$.dtype: unknown value \"fp9\" (did you mean \"fp8\"?); "
+		      "expected one of fp32 | fp16 | bf16 | fp8",
+	       NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -708,6 +732,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_man_pages_clean);
 	tcase_add_test(tc, test_price_names_types);
 	tcase_add_test(tc, test_plan_runtime_field);
+	tcase_add_test(tc, test_model_dtype_choices);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -349,7 +349,7 @@ static enum tp_status read_model(struct tp_jctx *j, const struct tp_json *root,
 			      TP_IO_MAX_GLOBAL_BATCH,
 			      0, &gbs)) ||
 	    (st = tp_jget_enum(j, root, "dtype", true, parse_dtype,
-			       "fp32 | fp16 | bf16", 0, &dtype)) ||
+			       "fp32 | fp16 | bf16 | fp8", 0, &dtype)) ||
 	    (st = tp_jget_enum(j, root, "optimizer", true, parse_opt,
 			       "adam | adamw | sgd | momentum", 0, &opt)) ||
 	    (st = tp_jget_int(j, root, "sequence_length", false, 0,
