@@ -704,6 +704,35 @@ START_TEST(test_model_dtype_choices)
 }
 END_TEST
 
+/* --help after other options printed their values as the defaults
+ * ("check -p mine.json --help": "-p PLAN ... [mine.json]"; "plan --seed
+ * 7 --help": "random seed [7]"); now the help is the same wherever
+ * --help stands. */
+START_TEST(test_help_after_options)
+{
+	const char *a0[] = {"tagplan", "plan", "--help", NULL};
+	const char *a1[] = {"tagplan", "plan", "--seed", "7", "--time-limit",
+			    "3", "--help", NULL};
+	const char *a2[] = {"tagplan", "check", "-p", "mine.json", "--help",
+			    NULL};
+	struct tp_run r0, r1;
+
+	tp_run_tagplan(&r0, a0, NULL);
+	tp_run_tagplan(&r1, a1, NULL);
+	ck_assert_int_eq(r0.status, 0);
+	ck_assert_int_eq(r1.status, 0);
+	/* (not ck_assert_str_eq: Check cannot print a message this long) */
+	ck_assert_msg(strcmp(r1.out, r0.out) == 0,
+		      "the help after --seed 7 --time-limit 3 differs");
+	tp_run_free(&r0);
+	tp_run_free(&r1);
+	tp_run_tagplan(&r1, a2, NULL);
+	ck_assert_int_eq(r1.status, 0);
+	ck_assert_msg(!strstr(r1.out, "mine.json"), "%s", r1.out);
+	tp_run_free(&r1);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -733,6 +762,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_price_names_types);
 	tcase_add_test(tc, test_plan_runtime_field);
 	tcase_add_test(tc, test_model_dtype_choices);
+	tcase_add_test(tc, test_help_after_options);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -346,6 +346,17 @@ int tp_opts_parse(const struct tp_cli_doc *doc, struct tp_opt *opts,
 		*exit_code = TP_EXIT_FAILURE;
 		return -1;
 	}
+	/* --help before anything is parsed: the help prints each option's
+	   default from its destination, which an option given before it
+	   would have set ("check -p x.json --help" showed "[x.json]" as
+	   -p's default, "plan --seed 7 --help" "[7]") */
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			tp_opts_help(stdout, doc, opts);
+			free(positional);
+			*exit_code = TP_EXIT_OK;
+			return -1;
+		}
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		struct tp_opt *o = NULL;
