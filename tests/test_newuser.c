@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "cli/table.h"
+#include "core/strbuf.h"
 #include "core/runtime.h"
 #include "util.h"
 
@@ -733,6 +734,70 @@ START_TEST(test_help_after_options)
 }
 END_TEST
 
+/* A plan made with shipped names (-m gpt2 -t dgx-a100) records this
+ * install's absolute paths; checked on another machine or prefix it said
+ * 'was made from the topology file "/opt/.../dgx-a100.json", which is
+ * not there' though the same file ships there: the shipped file of the
+ * recorded name is used when its SHA-256 is the recorded one (only
+ * then). */
+START_TEST(test_recorded_shipped_elsewhere)
+{
+	const char *dir = tp_test_tmpdir();
+	char plan[1100], moved[1100], badsha[1100], *text, *t2, *at;
+	const char *mk[] = {"tagplan", "plan", "-m", "gpt2", "-t", "dgx-a100",
+			    "-s", "tp=1", "-q", "-o", plan, NULL};
+	const char *a1[] = {"tagplan", "check", "-p", moved, NULL};
+	const char *a2[] = {"tagplan", "check", "-p", badsha, NULL};
+	struct tp_run r;
+	char *mp, *tpth;
+
+	snprintf(plan, sizeof(plan), "%s/p.json", dir);
+	snprintf(moved, sizeof(moved), "%s/moved.json", dir);
+	snprintf(badsha, sizeof(badsha), "%s/badsha.json", dir);
+	tp_run_tagplan(&r, mk, NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	text = tp_test_read(plan, NULL);
+	ck_assert_ptr_nonnull(text);
+	/* the recorded paths as another install would have them */
+	mp = strstr(text, "\"model_path\": \"");
+	tpth = strstr(text, "\"topology_path\": \"");
+	ck_assert_msg(mp && tpth, "%s", text);
+	{
+		struct tp_strbuf sb;
+		const char *e1 = strchr(mp + 15, '"'),
+			   *e2 = strchr(tpth + 18, '"');
+		tp_strbuf_init(&sb);
+		tp_strbuf_add(&sb, text, (size_t)(mp - text));
+		tp_strbuf_adds(&sb, "\"model_path\": "
+				    "\"/nonexistent/share/tagplan/models/"
+				    "gpt2.json");
+		tp_strbuf_add(&sb, e1, (size_t)(tpth - e1));
+		tp_strbuf_adds(&sb, "\"topology_path\": "
+				    "\"/nonexistent/share/tagplan/topologies/"
+				    "dgx-a100.json");
+		tp_strbuf_adds(&sb, e2);
+		t2 = strdup(tp_strbuf_cstr(&sb));
+		tp_strbuf_release(&sb);
+	}
+	ck_assert_int_eq(tp_test_write(moved, t2, strlen(t2)), 0);
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "models/gpt2.json and topology ") &&
+			      strstr(r.err, "topologies/dgx-a100.json, recorded"),
+		      "%s", r.err);
+	tp_run_free(&r);
+	/* another digest: not taken */
+	at = strstr(t2, "\"topology_sha256\": \"");
+	ck_assert_ptr_nonnull(at);
+	memset(at + 20, '0', 64);
+	ck_assert_int_eq(tp_test_write(badsha, t2, strlen(t2)), 0);
+	expect(a2, 2, "which is not there", NULL);
+	free(t2);
+	free(text);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -763,6 +828,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_plan_runtime_field);
 	tcase_add_test(tc, test_model_dtype_choices);
 	tcase_add_test(tc, test_help_after_options);
+	tcase_add_test(tc, test_recorded_shipped_elsewhere);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -159,6 +159,26 @@ static enum tp_status find_recorded(const char *plan_path,
 				n++;
 		}
 	}
+	/* a shipped model or topology of that base name, with the recorded
+	   digest only: a plan made with -t dgx-a100-128 records this
+	   install's absolute path, which another machine or prefix lacks */
+	{
+		const char *b = rfile[0] ? rfile : base_name(rpath);
+		bool model = !strcmp(what, "model");
+		char ship[1024];
+		if (n < 4 && b[0] && (model || !strcmp(what, "topology")) &&
+		    tp_inputs_shipped(b, model, ship, sizeof(ship)) == ship) {
+			bool dup = false;
+			for (int k = 0; k < n; k++)
+				dup |= strcmp(cand[k], ship) == 0;
+			if (!dup) {
+				snprintf(cand[n], sizeof(cand[0]), "%s", ship);
+				if (need_sha_from > n)
+					need_sha_from = n;
+				n++;
+			}
+		}
+	}
 	/* a candidate with the recorded digest first, else the first that
 	   exists (where allowed) */
 	for (int k = 0; k < n && pick < 0; k++)
