@@ -798,6 +798,27 @@ START_TEST(test_recorded_shipped_elsewhere)
 }
 END_TEST
 
+/* When nothing fits, plan's summary said "unconstrained  no faster plan
+ * found without megatron-core's limits (4998 s)", comparing times of
+ * plans that do not fit; now that nothing fits without them either.
+ * (Llama-2-70B's 138 GB of bf16 weights on four 16 GB T4s: nothing can.) */
+START_TEST(test_unconstrained_nothing_fits)
+{
+	const char *a1[] = {"tagplan", "plan", "-m", "llama-2-70b", "-t",
+			    "t4-pcie", "--playouts", "20", "--threads", "1",
+			    "--no-gnn", "-o", "/dev/null", NULL};
+	struct tp_run r;
+
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "unconstrained  nothing fits without "
+				    "megatron-core's limits either\n") &&
+			      !strstr(r.err, "no faster plan found"),
+		      "%s", r.err);
+	tp_run_free(&r);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -829,6 +850,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_model_dtype_choices);
 	tcase_add_test(tc, test_help_after_options);
 	tcase_add_test(tc, test_recorded_shipped_elsewhere);
+	tcase_add_test(tc, test_unconstrained_nothing_fits);
 	suite_add_tcase(s, tc);
 	return s;
 }

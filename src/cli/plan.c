@@ -973,6 +973,13 @@ static void print_fit(const struct plan_run *R)
 	} else if (R->compare && R->compare_skipped) {
 		tp_strbuf_addf(&t, "  unconstrained  not searched: the runtime's "
 				   "search took the time limit\n");
+	} else if (R->compare && R->free_res.have_plan &&
+		   !R->free_res.report.feasible) {
+		/* its time is of a plan that does not fit: no comparison */
+		tp_strbuf_addf(&t,
+			       "  unconstrained  nothing fits without %s's "
+			       "limits either\n",
+			       R->rt.name);
 	} else if (R->compare && R->free_res.have_plan) {
 		tp_strbuf_addf(&t,
 			       "  unconstrained  no faster plan found without "
