@@ -819,6 +819,23 @@ START_TEST(test_unconstrained_nothing_fits)
 }
 END_TEST
 
+/* tagplan model hf:DIR/ of a folder without config.json said
+ * "DIR//config.json: cannot open: No such file or directory" (exit 3);
+ * now the folder's config.json path and what to give (exit 2). */
+START_TEST(test_hf_folder_without_config)
+{
+	const char *dir = tp_test_tmpdir();
+	char src[1100];
+	const char *a1[] = {"tagplan", "model", src, "-o", "/dev/null", NULL};
+
+	snprintf(src, sizeof(src), "hf:%s/", dir);
+	expect(a1, 2, "/config.json: the folder has no config.json: give hf: "
+		      "the folder of a HuggingFace model, or the config file "
+		      "itself",
+	       "//config.json");
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -851,6 +868,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_help_after_options);
 	tcase_add_test(tc, test_recorded_shipped_elsewhere);
 	tcase_add_test(tc, test_unconstrained_nothing_fits);
+	tcase_add_test(tc, test_hf_folder_without_config);
 	suite_add_tcase(s, tc);
 	return s;
 }

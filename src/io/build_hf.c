@@ -719,11 +719,20 @@ enum tp_status tp_build_hf(const char *config_path, int64_t seq,
 		path = malloc(len + sizeof("/config.json"));
 		if (!path)
 			return tp_error_set(err, TP_ENOMEM, "out of memory");
-		snprintf(path, len + sizeof("/config.json"), "%s/config.json",
-			 config_path);
+		/* "hf:DIR/" as "DIR/config.json", not "DIR//config.json" */
+		while (len > 1 && config_path[len - 1] == '/')
+			len--;
+		snprintf(path, len + sizeof("/config.json"), "%.*s/config.json",
+			 (int)len, config_path);
 		config_path = path;
 	}
 	st = tp_file_read(config_path, 0, &text, &len, err);
+	if (st == TP_EIO && path)
+		/* a folder without config.json: say so, and what to give */
+		tp_error_set(err, TP_EUSAGE,
+			     "the folder has no config.json: give hf: the "
+			     "folder of a HuggingFace model, or the config "
+			     "file itself (hf:PATH/NAME.json)");
 	if (!st)
 		st = tp_build_hf_text(config_path, text, len, seq, batch,
 				      dtype, m, err);
