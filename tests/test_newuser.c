@@ -253,6 +253,20 @@ START_TEST(test_two_outputs_one_stream)
 }
 END_TEST
 
+/* --trace-replicas without --trace shaped nothing and said nothing. */
+START_TEST(test_trace_replicas_without_trace)
+{
+	const char *gpt2 = tp_data_file("models/gpt2.json");
+	const char *dgx = tp_data_file("topologies/dgx-a100.json");
+	const char *a1[] = {"tagplan", "simulate", "-s", "tp=1", "-m", gpt2,
+			    "-t", dgx, "--trace-replicas", "all", "-q", NULL};
+
+	expect(a1, 2, "--trace-replicas all shapes the trace: give --trace F "
+		      "too, or leave it out",
+	       NULL);
+}
+END_TEST
+
 /* A device type written short ("H100", "A100") names the types it
  * begins: the topology's error named the V100s (a prefix one edit away,
  * which come first in the catalogue) and not the A100s or H100s; topo
@@ -869,6 +883,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_recorded_shipped_elsewhere);
 	tcase_add_test(tc, test_unconstrained_nothing_fits);
 	tcase_add_test(tc, test_hf_folder_without_config);
+	tcase_add_test(tc, test_trace_replicas_without_trace);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -148,6 +148,9 @@ struct sim_run {
 };
 
 /* The option table; nonzero (and *code) when the command ends here. */
+/* --trace-replicas' default, told apart by address from a value given */
+static const char replicas_default[] = "auto";
+
 static int parse_args(struct sim_args *a, int argc, char **argv, int *code)
 {
 	struct tp_opt opts[] = {
@@ -192,7 +195,7 @@ static int parse_args(struct sim_args *a, int argc, char **argv, int *code)
 		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
 
 	memset(a, 0, sizeof(*a));
-	a->replicas = "auto";
+	a->replicas = replicas_default;
 	return tp_opts_parse(&(struct tp_cli_doc){"simulate", usage, about},
 			     opts, argc, argv, NULL, NULL, code);
 }
@@ -200,6 +203,11 @@ static int parse_args(struct sim_args *a, int argc, char **argv, int *code)
 /* Combinations the option table cannot refuse: exit 2 (or 0 if fine). */
 static int check_args(const struct sim_args *a)
 {
+	if (a->replicas != replicas_default && !a->trace_path)
+		return tp_cli_usage_error("simulate",
+					  "--trace-replicas %s shapes the trace: "
+					  "give --trace F too, or leave it out",
+					  a->replicas);
 	if (strcmp(a->replicas, "auto") && strcmp(a->replicas, "all") &&
 	    strcmp(a->replicas, "one"))
 		return tp_cli_usage_error("simulate",
