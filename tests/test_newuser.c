@@ -253,6 +253,29 @@ START_TEST(test_two_outputs_one_stream)
 }
 END_TEST
 
+/* simulate -s of a strategy the runtime cannot execute simulated it
+ * (exit 0) where plan -s refuses it; --runtime none still simulates. */
+START_TEST(test_simulate_strategy_runtime)
+{
+	const char *llama = tp_data_file("models/llama-2-7b.json");
+	const char *dgx = tp_data_file("topologies/dgx-a100.json");
+	const char *a1[] = {"tagplan", "simulate", "-s", "tp=8", "-m", llama,
+			    "-t", dgx, "--runtime", "ddp", "-q", NULL};
+	const char *a2[] = {"tagplan", "simulate", "-s", "tp=8", "-m", llama,
+			    "-t", dgx, "--runtime", "none", "-q", NULL};
+
+	struct tp_run r;
+
+	expect(a1, 2, "-s tp=8: runtime ddp cannot execute it: group 0 is "
+		      "tensor parallel",
+	       NULL);
+	tp_run_tagplan(&r, a2, NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_uint_gt(r.out_len, 0);
+	tp_run_free(&r);
+}
+END_TEST
+
 /* --trace-replicas without --trace shaped nothing and said nothing. */
 START_TEST(test_trace_replicas_without_trace)
 {
@@ -884,6 +907,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_unconstrained_nothing_fits);
 	tcase_add_test(tc, test_hf_folder_without_config);
 	tcase_add_test(tc, test_trace_replicas_without_trace);
+	tcase_add_test(tc, test_simulate_strategy_runtime);
 	suite_add_tcase(s, tc);
 	return s;
 }

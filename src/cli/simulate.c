@@ -341,6 +341,24 @@ static enum tp_status make_sim(struct sim_run *R)
 	return TP_OK;
 }
 
+/* -s under a runtime: a strategy the runtime cannot execute is usage,
+ * exit 2, as plan -s says (plan.c given_plan); --runtime none simulates
+ * it under the simulator's defaults.  Returns 0 or the exit code. */
+static int strategy_runs(struct sim_run *R)
+{
+	char why[400];
+
+	if (!R->a.strategy || tp_runtime_is_none(&R->rt) ||
+	    !tp_runtime_plan_check(&R->rt, R->pp, R->mp, R->cp, NULL, why,
+				   sizeof(why)))
+		return 0;
+	return tp_cli_usage_error("simulate",
+				  "-s %s: runtime %s cannot execute it: %s; "
+				  "change the strategy, or give --runtime "
+				  "none",
+				  R->a.strategy, R->rt.name, why);
+}
+
 /* Simulate; write the report and the trace. */
 static enum tp_status simulate_and_write(struct sim_run *R)
 {
@@ -428,7 +446,11 @@ int cmd_simulate(int argc, char **argv)
 	if ((code = check_io(R->a.plan_path, &R->in, R->a.model, R->a.topo,
 			     R->a.out, R->a.trace_path)))
 		goto done;
-	if (make_sim(R) != TP_OK || simulate_and_write(R) != TP_OK)
+	if (make_sim(R) != TP_OK)
+		goto fail;
+	if ((code = strategy_runs(R)))
+		goto done;
+	if (simulate_and_write(R) != TP_OK)
 		goto fail;
 	if (!R->a.quiet)
 		print_summary(R);
