@@ -125,6 +125,16 @@ static void p2p_cap(struct tp_sim_scratch *s, uint32_t bt)
 	s->p2p_capped = true;
 }
 
+/* Swap the ends of the n (from, to) flows at fp: the other direction. */
+static void reverse_pairs(uint32_t *fp, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t x = fp[2 * k];
+		fp[2 * k] = fp[2 * k + 1];
+		fp[2 * k + 1] = x;
+	}
+}
+
 /* Pipeline transfers of group edge e for a pairing, for every
  * micro-batch, both directions.  Flows: tensor rank j of each member
  * replica's source lane to rank j of its destination lane (Megatron's
@@ -157,26 +167,18 @@ static enum tp_status p2p(const struct tp_plan *plan,
 		}
 	if (tp_sim_acc_pairs(s, fp, nfp) || tp_sim_acc_emit(s, &btf))
 		goto nomem;
-	for (uint32_t k = 0; k < nfp; k++) {
-		uint32_t x = fp[2 * k];
-		fp[2 * k] = fp[2 * k + 1];
-		fp[2 * k + 1] = x;
-	}
+	reverse_pairs(fp, nfp);
 	if (tp_sim_acc_pairs(s, fp, nfp) || tp_sim_acc_emit(s, &btb))
 		goto nomem;
 	/* NCCL's socket transport (README section 3): past its buffer a
 	 * message crossing a NIC moves at the runtime's p2p_socket_Bps per
 	 * flow, as a second transfer over the same flows */
-	if (split_bytes(s, btf, bytes) > 0) {
-		rest = bytes - s->sim->o.params.p2p_eager_bytes;
+	rest = split_bytes(s, btf, bytes);
+	if (rest > 0) {
 		if (tp_sim_acc_pairs(s, fp, nfp) ||
 		    tp_sim_acc_emit(s, &btb2))
 			goto nomem;
-		for (uint32_t k = 0; k < nfp; k++) {
-			uint32_t x = fp[2 * k];
-			fp[2 * k] = fp[2 * k + 1];
-			fp[2 * k + 1] = x;
-		}
+		reverse_pairs(fp, nfp);
 		if (tp_sim_acc_pairs(s, fp, nfp) ||
 		    tp_sim_acc_emit(s, &btf2))
 			goto nomem;
