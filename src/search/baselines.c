@@ -590,7 +590,7 @@ static bool grid_probe(struct mgrid *x, struct tp_strategy *cfg,
 	struct sctx *s = x->w->s;
 	const struct tp_space *sp = &s->space;
 	bool any = false;
-	double cut = 0;
+	double cut;
 
 	*st = TP_OK;
 	if ((x->have && x->best.feasible) ||
@@ -600,8 +600,7 @@ static bool grid_probe(struct mgrid *x, struct tp_strategy *cfg,
 	/* PROBE_MEMORY: a cutoff no plan beats settles a point out of
 	   memory by the simulator's memory check, before the event
 	   simulation, and simulates the others in full */
-	if (sctx_time_only(s) && sctx_best_cutoff(s) > 0)
-		cut = HUGE_VAL;
+	cut = sctx_memory_cutoff(s);
 	cfg->recompute = TP_RECOMPUTE_FULL;
 	for (int a = 0; a < 2; a++) {
 		bool valid;

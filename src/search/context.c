@@ -747,6 +747,11 @@ double sctx_best_cutoff(struct sctx *s)
 	return c;
 }
 
+double sctx_memory_cutoff(struct sctx *s)
+{
+	return sctx_time_only(s) && sctx_best_cutoff(s) > 0 ? HUGE_VAL : 0;
+}
+
 enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 			 const struct tp_decision *dec, const char *source,
 			 double cutoff, struct evalres *out)

@@ -217,9 +217,7 @@ static enum tp_status score(struct mp *x, const struct mp_state *st,
 		 st->p > 1 ? "s" : "", s->space.mb_counts[st->mb_k]);
 	est = sctx_eval_plan(x->w, &x->w->plan, src,
 			     x->have[k] && x->br[k].feasible ? x->br[k].time
-			     : sctx_time_only(s) && sctx_best_cutoff(s) > 0
-				     ? HUGE_VAL
-				     : 0,
+			     : sctx_memory_cutoff(s),
 			     &r);
 	if (est)
 		return est;

@@ -260,6 +260,12 @@ enum tp_status sctx_eval(struct worker *w, const struct tp_globals *gl,
 /* The cutoff for candidates of the overall best (0 while nothing
  * feasible is known). */
 double sctx_best_cutoff(struct sctx *s);
+/* The cutoff of a candidate that counts only if it fits (PROBE_MEMORY,
+ * MEMORY_CUT): in a search limited by time alone that has a plan that
+ * fits, HUGE_VAL, a time no plan beats, so the simulator settles a plan
+ * out of memory by its memory check and simulates the others in full;
+ * else 0 (every plan simulated in full). */
+double sctx_memory_cutoff(struct sctx *s);
 /* Score a ready plan (not cached); may become the incumbent.  cutoff as
  * for sctx_eval. */
 enum tp_status sctx_eval_plan(struct worker *w, const struct tp_plan *plan,
