@@ -477,7 +477,8 @@ static struct sim_entry *simc_find(struct sctx *s, uint64_t key)
 	}
 }
 
-/* At most 2^20 entries (80 MB); a full table keeps what it has. */
+/* At most 2^20 entries (72 bytes each, 75 MB); a full table keeps what
+ * it has. */
 static void simc_grow(struct sctx *s)
 {
 	size_t ncap = s->simc_cap * 2;
@@ -495,14 +496,6 @@ static void simc_grow(struct sctx *s)
 			*simc_find(s, old[i].key) = old[i];
 	free(old);
 }
-
-/* What run_eval reads of an evaluator's answer that ran in full. */
-struct full_answer {
-	bool feasible;
-	double time, over;
-	bool has_answer, ans_report, ans_feasible;
-	double ans_time, ans_over;
-};
 
 /*
  * The answer the evaluator gave for a plan of this content, if the entry
@@ -534,14 +527,7 @@ static bool simc_replay(struct sctx *s, uint64_t key, double cutoff,
 	} else if (e->full && (!cut || (e->lb_known && e->mem == 1))) {
 		if (cut)
 			cut->lower_bound_s = e->lb;
-		fa->feasible = e->feasible;
-		fa->time = e->time;
-		fa->over = e->over;
-		fa->has_answer = e->has_answer;
-		fa->ans_report = e->ans_report;
-		fa->ans_feasible = e->ans_feasible;
-		fa->ans_time = e->ans_time;
-		fa->ans_over = e->ans_over;
+		*fa = e->fa;
 		hit = true;
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -579,14 +565,7 @@ static void simc_store(struct sctx *s, uint64_t key,
 	}
 	if (fa) {
 		e->full = 1;
-		e->feasible = fa->feasible;
-		e->time = fa->time;
-		e->over = fa->over;
-		e->has_answer = fa->has_answer;
-		e->ans_report = fa->ans_report;
-		e->ans_feasible = fa->ans_feasible;
-		e->ans_time = fa->ans_time;
-		e->ans_over = fa->ans_over;
+		e->fa = *fa;
 	}
 	if (s->simc_n * 10 >= s->simc_cap * 6)
 		simc_grow(s);

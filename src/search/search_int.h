@@ -49,15 +49,21 @@ struct cache_entry {
  * replays an answer only when these say exactly what the simulator
  * would answer for this cutoff.
  */
-struct sim_entry {
-	uint64_t key;      /* tp_plan_content_hash | 1; 0 = empty */
-	double lb;         /* the simulator's lower bound (lb_known) */
-	double oom_over;   /* the memory check's over fraction (mem 2) */
-	double time, over; /* the full run's report (full) */
+/* What run_eval reads of an evaluator's answer that ran in full. */
+struct full_answer {
+	double time, over;         /* the full run's report */
 	double ans_time, ans_over; /* the evaluator's answer (ans_report) */
+	bool feasible, has_answer, ans_report, ans_feasible;
+};
+
+struct sim_entry {
+	uint64_t key;    /* tp_plan_content_hash | 1; 0 = empty */
+	double lb;       /* the simulator's lower bound (lb_known) */
+	double oom_over; /* the memory check's over fraction (mem 2) */
+	struct full_answer fa; /* the full run's (full) */
 	uint8_t lb_known;
 	uint8_t mem; /* 0 unknown, 1 fits, 2 does not (the cut's check) */
-	uint8_t full, feasible, has_answer, ans_report, ans_feasible;
+	uint8_t full;
 };
 
 #define SCTX_POOL 8
