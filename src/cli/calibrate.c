@@ -23,8 +23,9 @@
 #include "io/runs.h"
 
 static const char usage[] =
-	"RUNS.json [RUNS.json ...] -o PROFILE.json [--runtime NAME]\n"
-	"                    [--name NAME] [--holdout K | --holdout-source S]\n"
+	"RUNS.json [RUNS.json ...] -o PROFILE.json\n"
+	"                    [--runtime NAME] [--name NAME]\n"
+	"                    [--holdout K | --holdout-source S]\n"
 	"                    [--prior-weight W] [--fit NAME,...]";
 
 static const char about[] =
@@ -39,20 +40,20 @@ static const char about[] =
 	"whose runtime profile sets them, the profile's own constants\n"
 	"gemm_shape_half (1e5-1e7), nic_socket_Bps (2.5e8-1.25e10), "
 	"tp_node_rings\n(1-4), cuda_core_gemm_eff (0.3-1), hopper_gemm_scale "
-	"(0.5-1),\np2p_socket_Bps (1e7-1.25e10).  Each is pulled toward its shipped value by a prior in "
-	"log space worth W runs\n(--prior-weight; 0 = plain least squares), "
-	"so that a few runs move the\nconstants only as far as they "
-	"outweigh it.  Every K-th run (or every\nrun of source S) is held "
-	"out: the fit never sees it, and the table and\nthe profile report "
-	"its error.  The profile is --runtime NAME's (its\nbehaviour and "
-	"capabilities) with the fitted constants (of its own\nprofile "
-	"constants, those it sets); pass it to plan, simulate and check\n"
-	"as --runtime PROFILE.json.\n\n"
+	"(0.5-1),\np2p_socket_Bps (1e7-1.25e10).  Each is pulled toward its "
+	"shipped value by a\nprior in log space worth W runs "
+	"(--prior-weight; 0 = plain least\nsquares), so that a few runs "
+	"move the constants only as far as they\noutweigh it.  Every K-th "
+	"run (or every run of source S) is held out: the\nfit never sees "
+	"it, and the table and the profile report its error.  The\nprofile "
+	"is --runtime NAME's (its behaviour and capabilities) with the\n"
+	"fitted constants (of its own profile constants, those it sets); "
+	"pass it\nto plan, simulate and check as --runtime PROFILE.json.\n\n"
 	"example (the shipped validation runs):\n"
 	"  tagplan calibrate data/validation/measured_runs.json \\\n"
 	"      data/validation/megatron_a100_table1.json -o mine.json\n"
-	"  tagplan simulate -m gpt.json -t topo.json -s tp=8,pp=4 "
-	"--runtime mine.json";
+	"  tagplan simulate -m gpt.json -t topo.json -s tp=8,pp=4 \\\n"
+	"      --runtime mine.json";
 
 static const char *base_name(const char *p)
 {
@@ -90,12 +91,15 @@ static int check_args(const struct cal_args *a)
 	{
 		struct tp_cli_file ins[34],
 		    outs[] = {{"-o", a->out}, {NULL, NULL}};
-		int k = 0;
+		int k = 0, code;
+
 		for (int i = 0; i < a->npos && k < 32; i++)
 			ins[k++] = (struct tp_cli_file){"RUNS", a->pos[i]};
 		ins[k] = (struct tp_cli_file){NULL, NULL};
-		if (tp_cli_check_outputs("calibrate", ins, outs))
-			return TP_EXIT_USAGE;
+		/* its own code: a missing directory is exit 3, as for
+		 * every command (tagplan(1)) */
+		if ((code = tp_cli_check_outputs("calibrate", ins, outs)))
+			return code;
 	}
 	if (a->fit_list) {
 		const char *p = a->fit_list;
