@@ -916,6 +916,35 @@ START_TEST(test_calibrate_missing_directory)
 }
 END_TEST
 
+/* A measured run's model dtype: fp8 is read (the model reader's
+ * choices), but the error of a bad one listed "fp32 | fp16 | bf16" and
+ * took "fp9" for "fp32". */
+START_TEST(test_runs_dtype_choices)
+{
+	const char *dir = tp_test_tmpdir();
+	char path[1100], out[1100], *text, *at;
+	const char *a1[] = {"tagplan", "calibrate", path, "-o", out, NULL};
+	struct stat st;
+
+	text = tp_test_read(tp_data_file("validation/measured_runs.json"),
+			    NULL);
+	ck_assert_ptr_nonnull(text);
+	at = strstr(text, "\"dtype\": \"fp16\"");
+	ck_assert_ptr_nonnull(at);
+	memcpy(at + 10, "fp9\"", 4);
+	memmove(at + 14, at + 15, strlen(at + 15) + 1);
+	snprintf(path, sizeof(path), "%s/runs.json", dir);
+	snprintf(out, sizeof(out), "%s/p.json", dir);
+	ck_assert_int_eq(tp_test_write(path, text, strlen(text)), 0);
+	free(text);
+	expect(a1, 2, "runs.json: $.rows[0].model.dtype: unknown value "
+		      "\"fp9\" (did you mean \"fp8\"?); expected one of "
+		      "fp32 | fp16 | bf16 | fp8",
+	       NULL);
+	ck_assert_msg(stat(out, &st) != 0, "the profile was written");
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -952,6 +981,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_trace_replicas_without_trace);
 	tcase_add_test(tc, test_simulate_strategy_runtime);
 	tcase_add_test(tc, test_calibrate_missing_directory);
+	tcase_add_test(tc, test_runs_dtype_choices);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -169,7 +169,7 @@ static enum tp_status read_model(struct tp_jctx *j, const struct tp_json *m,
 
 	if ((st = tp_jctx_object(j, m, "a model", model_fields)) ||
 	    (st = tp_jget_enum(j, m, "dtype", true, tp_dtype_parse,
-			       "fp32 | fp16 | bf16", 0, &dt)))
+			       "fp32 | fp16 | bf16 | fp8", 0, &dt)))
 		return st;
 	run->dtype = (enum tp_dtype)dt;
 	if ((st = tp_jget_object(j, m, "gpt", false, &g)))
