@@ -945,6 +945,60 @@ START_TEST(test_runs_dtype_choices)
 }
 END_TEST
 
+/* A strategy written with spaces or semicolons between its items, a key
+ * without '=', a key in capitals, or split by the shell (unquoted): the
+ * error gives the string as it should be written.  Before: "tp=2 pp=4:
+ * expected a positive integer", "\"tp:2\" is not key=value (keys: ...)",
+ * "unknown key \"TP\" (keys: ...)" and 'unexpected argument "pp=4"'.
+ * Spaces after commas stay accepted. */
+START_TEST(test_strategy_spaces)
+{
+	static const char *const cases[][2] = {
+	    {"tp=2 pp=4", "strategy: \"tp=2 pp=4\": items are separated by "
+			  "commas, not spaces or semicolons: write "
+			  "\"tp=2,pp=4\""},
+	    {"tp=2;pp=4", "write \"tp=2,pp=4\""},
+	    {"tp=2,pp = 4 dp=1", "\"pp = 4 dp=1\": items are separated by "
+				 "commas, not spaces or semicolons: write "
+				 "\"tp=2,pp=4,dp=1\""},
+	    {"tp:2", "strategy: \"tp:2\" is not key=value: write \"tp=2\""},
+	    {"tp 2", "write \"tp=2\""},
+	    {"pp16", "write \"pp=16\""},
+	    {"schedule interleaved:2", "write \"schedule=interleaved:2\""},
+	    {"TP=2", "unknown key \"TP\" (did you mean tp?)"},
+	};
+	const char *gpt2 = tp_data_file("models/gpt2.json");
+	const char *dgx = tp_data_file("topologies/dgx-a100.json");
+	struct tp_run r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[] = {"tagplan", "simulate", "-s", cases[i][0],
+				      "-m", gpt2, "-t", dgx, "-q", NULL};
+		expect(argv, 2, cases[i][1], NULL);
+	}
+	{
+		const char *argv[] = {"tagplan", "export", "-s", "tp=2", "pp=4",
+				      "dp=1", "-m", gpt2, "-t", dgx, NULL};
+		expect(argv, 2, "unexpected argument \"pp=4\": a strategy is "
+				"one argument, its items joined by commas: -s "
+				"tp=2,pp=4,dp=1",
+		       NULL);
+	}
+	{
+		const char *argv[] = {"tagplan", "simulate", "-m", gpt2, "-t",
+				      dgx, "tp=8", NULL};
+		expect(argv, 2, "a strategy is given with -s: -s tp=8", NULL);
+	}
+	{
+		const char *argv[] = {"tagplan", "simulate", "-s", "tp=2, pp=4",
+				      "-m", gpt2, "-t", dgx, "-q", NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+		tp_run_free(&r);
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -982,6 +1036,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_simulate_strategy_runtime);
 	tcase_add_test(tc, test_calibrate_missing_directory);
 	tcase_add_test(tc, test_runs_dtype_choices);
+	tcase_add_test(tc, test_strategy_spaces);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/strategy.h"
 #include "core/strbuf.h"
 #include "core/strmap.h"
 #include "io/io.h"
@@ -296,12 +297,59 @@ static int set_value(const char *cmd, struct tp_opt *o, const char *val)
  * command takes files through options (-p PLAN, -m MODEL, -t TOPO) not
  * given yet, the error says so ("tagplan export plan.json" is a natural
  * first try). */
+/* arg begins "KEY=" with KEY a strategy string's key (tp, pp, ...). */
+static bool strategy_item(const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	return eq && tp_strategy_is_key(arg, (size_t)(eq - arg));
+}
+
+/* Arguments that are strategy items ("tagplan simulate -s tp=2 pp=4": the
+ * shell split an unquoted "tp=2 pp=4") where the command takes a
+ * strategy: the error says it is one argument and gives it joined with
+ * commas.  False when pos[0] is not such an item. */
+static bool strategy_split(const char *cmd, const struct tp_opt *opts,
+			   char *const *pos)
+{
+	const struct tp_opt *s = NULL;
+	struct tp_strbuf sb;
+
+	for (const struct tp_opt *o = opts; o->name; o++)
+		if (o->metavar && strcmp(o->metavar, "STRATEGY") == 0 &&
+		    o->type == TP_OPT_STRING)
+			s = o;
+	if (!s || !strategy_item(pos[0]))
+		return false;
+	tp_strbuf_init(&sb);
+	if (s->seen)
+		tp_strbuf_adds(&sb, *(const char *const *)s->dest);
+	for (int i = 0; pos[i] && strategy_item(pos[i]); i++)
+		tp_strbuf_addf(&sb, "%s%s", sb.len ? "," : "", pos[i]);
+	if (s->seen)
+		tp_cli_usage_error(cmd,
+				   "unexpected argument \"%s\": a strategy is "
+				   "one argument, its items joined by commas: "
+				   "-s %s",
+				   pos[0], tp_strbuf_cstr(&sb));
+	else
+		tp_cli_usage_error(cmd,
+				   "unexpected argument \"%s\": a strategy is "
+				   "given with -s: -s %s",
+				   pos[0], tp_strbuf_cstr(&sb));
+	tp_strbuf_release(&sb);
+	return true;
+}
+
 static void unexpected_argument(const char *cmd, const struct tp_opt *opts,
-				const char *arg)
+				char *const *pos)
 {
 	static const char *const file_vars[] = {"PLAN", "MODEL", "TOPO"};
+	const char *arg = pos[0];
 	char hint[160] = "";
 	size_t used = 0;
+
+	if (strategy_split(cmd, opts, pos))
+		return;
 
 	if (strcmp(arg, "-") == 0 || access(arg, F_OK) == 0 ||
 	    strstr(arg, ".json")) {
@@ -431,7 +479,7 @@ int tp_opts_parse(const struct tp_cli_doc *doc, struct tp_opt *opts,
 		*pos = positional; /* the caller frees the array */
 	} else {
 		if (np) {
-			unexpected_argument(cmd, opts, positional[0]);
+			unexpected_argument(cmd, opts, positional);
 			free(positional);
 			return -1;
 		}

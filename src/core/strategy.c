@@ -3,6 +3,7 @@
  * Conventions (rank order, layer split, defaults): strategy.h.
  */
 #include "strategy.h"
+#include "strmap.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -40,6 +41,102 @@ static const char key_list[] =
 	"tp, pp, dp, mb, gbs, schedule, recompute, sp, zero, sync, ep, cp, "
 	"imbalance, capacity, first_layers, last_layers, etp, "
 	"account_embedding, account_loss";
+
+bool tp_strategy_is_key(const char *name, size_t len)
+{
+	for (size_t i = 0; i < N_KEYS; i++)
+		if (strlen(keys[i]) == len && strncmp(keys[i], name, len) == 0)
+			return true;
+	return false;
+}
+
+/* A separator a user may put between items: a comma (the only one
+ * accepted), a space or tab, or a semicolon. */
+static bool item_sep(char c)
+{
+	return c == ',' || c == ';' || isspace((unsigned char)c);
+}
+
+/* text written as a strategy string: runs of separators become one
+ * comma, none around '=' ("tp=2 pp=4" and "tp=2; pp = 4" -> "tp=2,pp=4");
+ * cut at size. */
+static void comma_form(const char *text, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	for (const char *p = text; *p && n + 1 < size;) {
+		if (!item_sep(*p)) {
+			buf[n++] = *p++;
+			continue;
+		}
+		while (item_sep(*p))
+			p++;
+		if (n && *p && buf[n - 1] != '=' && *p != '=')
+			buf[n++] = ',';
+	}
+	buf[n] = '\0';
+}
+
+/* The error of an item that is not key=value or holds several:
+ * "tp=2 pp=4" (items separated by spaces or semicolons), "tp 2", "tp:2"
+ * or "tp2" (a key, then its value without '='), else the plain one;
+ * TP_OK for an item with one '=' and no semicolon. */
+static enum tp_status bad_item(struct tp_error *err, const char *text,
+			       const char *item)
+{
+	const char *eq = strchr(item, '=');
+	size_t kl = strcspn(item, " \t:;=");
+	char fix[256];
+
+	if (eq && (strchr(eq + 1, '=') || strchr(item, ';'))) {
+		comma_form(text, fix, sizeof(fix));
+		return tp_error_set(err, TP_EUSAGE,
+				    "strategy: \"%s\": items are separated "
+				    "by commas, not spaces or semicolons: "
+				    "write \"%s\"",
+				    item, fix);
+	}
+	/* "tp2": the longest key the item begins with, then digits */
+	for (size_t l = 1; !eq && !item[kl] && l < kl; l++)
+		if (tp_strategy_is_key(item, l) &&
+		    strspn(item + l, "0123456789") == kl - l)
+			return tp_error_set(err, TP_EUSAGE,
+					    "strategy: \"%s\" is not "
+					    "key=value: write \"%.*s=%s\"",
+					    item, (int)l, item, item + l);
+	if (!eq && item[kl] && tp_strategy_is_key(item, kl)) {
+		const char *v = item + kl;
+		while (*v == ':' || isspace((unsigned char)*v))
+			v++;
+		if (*v && !strpbrk(v, " \t;"))
+			return tp_error_set(err, TP_EUSAGE,
+					    "strategy: \"%s\" is not "
+					    "key=value: write \"%.*s=%s\"",
+					    item, (int)kl, item, v);
+	}
+	if (eq)
+		return TP_OK;
+	return tp_error_set(err, TP_EUSAGE,
+			    "strategy: \"%s\" is not key=value (keys: %s)",
+			    item, key_list);
+}
+
+/* The key closest to an unknown one (case aside, 1 edit up to 4 letters,
+ * else 2), or NULL. */
+static const char *near_key(const char *key)
+{
+	size_t cap = strlen(key) <= 4 ? 1 : 2, best = cap + 1;
+	const char *near = NULL;
+
+	for (size_t i = 0; i < N_KEYS; i++) {
+		size_t d = tp_edit_distance(key, keys[i], cap);
+		if (d < best) {
+			best = d;
+			near = keys[i];
+		}
+	}
+	return near;
+}
 
 /* on, true or 1; off, false or 0: false for anything else. */
 static bool parse_on_off(const char *v, bool *on)
@@ -263,12 +360,9 @@ enum tp_status tp_strategy_parse(const char *text, struct tp_strategy *s,
 					    "strategy: empty item between "
 					    "commas");
 		}
+		if ((st = bad_item(err, text, key)))
+			return st;
 		eq = strchr(key, '=');
-		if (!eq)
-			return tp_error_set(err, TP_EUSAGE,
-					    "strategy: \"%s\" is not key=value "
-					    "(keys: %s)",
-					    key, key_list);
 		*eq = '\0';
 		val = eq + 1;
 		e = eq;
@@ -279,6 +373,11 @@ enum tp_status tp_strategy_parse(const char *text, struct tp_strategy *s,
 		for (size_t i = 0; i < N_KEYS; i++)
 			if (strcmp(keys[i], key) == 0)
 				k = (int)i;
+		if (k < 0 && near_key(key))
+			return tp_error_set(err, TP_EUSAGE,
+					    "strategy: unknown key \"%s\" (did "
+					    "you mean %s?)",
+					    key, near_key(key));
 		if (k < 0)
 			return tp_error_set(err, TP_EUSAGE,
 					    "strategy: unknown key \"%s\" "

@@ -78,9 +78,15 @@ struct tp_strategy {
 void tp_strategy_default(struct tp_strategy *s);
 
 /* Parse a strategy string.  TP_EUSAGE naming the key and the expected
- * values for unknown keys, bad numbers and duplicate keys. */
+ * values for unknown keys (with the near one), bad numbers and duplicate
+ * keys; items separated by spaces or semicolons ("tp=2 pp=4") and a key
+ * without '=' ("tp 2", "tp:2") get the string as it should be written.
+ * Spaces around commas and '=' are accepted. */
 enum tp_status tp_strategy_parse(const char *text, struct tp_strategy *s,
 				 struct tp_error *err);
+
+/* name[0..len) is one of the string's keys (tp, pp, ..., account_loss). */
+bool tp_strategy_is_key(const char *name, size_t len);
 
 /* Write s as a canonical string into buf: every key of the first set,
  * ep only when > 1, etp only when given. */
