@@ -999,6 +999,35 @@ START_TEST(test_strategy_spaces)
 }
 END_TEST
 
+/* An input that is a directory is a usage error (exit 2, as an output
+ * that is one) naming its JSON files; it was exit 3, "is a directory,
+ * not a file", without a fix. */
+START_TEST(test_input_directory)
+{
+	const char *dir = tp_test_tmpdir();
+	char sub[1100], f[1200];
+	const char *a1[] = {"tagplan", "validate", sub, NULL};
+	const char *a2[] = {"tagplan", "simulate", "-m", sub, "-t",
+			    tp_data_file("topologies/dgx-a100.json"), "-s",
+			    "tp=1", NULL};
+	static const char *const names[] = {"d.json", "a.json", "c.json",
+					    "b.json", ".e.json", "f.txt"};
+
+	snprintf(sub, sizeof(sub), "%s/in", dir);
+	ck_assert_int_eq(mkdir(sub, 0700), 0);
+	expect(a1, 2, "/in: is a directory, not a file: give a file (it "
+		      "holds no .json file)",
+	       NULL);
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+		snprintf(f, sizeof(f), "%s/%s", sub, names[i]);
+		ck_assert_int_eq(tp_test_write(f, "{}", 2), 0);
+	}
+	expect(a2, 2, "/in: is a directory, not a file: give one of its "
+		      "files (a.json, b.json, c.json and 1 more .json)",
+	       NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1037,6 +1066,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_calibrate_missing_directory);
 	tcase_add_test(tc, test_runs_dtype_choices);
 	tcase_add_test(tc, test_strategy_spaces);
+	tcase_add_test(tc, test_input_directory);
 	suite_add_tcase(s, tc);
 	return s;
 }

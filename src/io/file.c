@@ -3,6 +3,7 @@
  * format detection and the loaders' shared prologue.
  */
 #define _GNU_SOURCE /* O_TMPFILE, linkat */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -46,6 +47,53 @@ static enum tp_status too_big(struct tp_error *err, const char *path,
 	return TP_ELIMIT;
 }
 
+static int json_entry(const struct dirent *e)
+{
+	size_t n = strlen(e->d_name);
+	return e->d_name[0] != '.' && n > 5 &&
+	       strcmp(e->d_name + n - 5, ".json") == 0;
+}
+
+/* An input that is a directory: a usage error (exit 2, as an output that
+ * is one) naming the first of its JSON files to give instead. */
+static enum tp_status dir_input(struct tp_error *err, const char *path)
+{
+	struct dirent **e = NULL;
+	int n = scandir(path, &e, json_entry, alphasort);
+	char names[400] = "";
+	size_t used = 0;
+	int shown = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (shown < 3 && used < sizeof(names)) {
+			int w = snprintf(names + used, sizeof(names) - used,
+					 "%s%.80s", shown ? ", " : "",
+					 e[i]->d_name);
+			if (w > 0)
+				used += (size_t)w;
+			shown++;
+		}
+		free(e[i]);
+	}
+	free(e);
+	if (n > shown)
+		tp_error_set(err, TP_EUSAGE,
+			     "is a directory, not a file: give one of its "
+			     "files (%s and %d more .json)",
+			     names, n - shown);
+	else if (n > 0)
+		tp_error_set(err, TP_EUSAGE,
+			     "is a directory, not a file: give one of its "
+			     "files (%s)",
+			     names);
+	else
+		tp_error_set(err, TP_EUSAGE,
+			     "is a directory, not a file: give a file (it "
+			     "holds no .json file)");
+	tp_error_set_file(err, path);
+	return TP_EUSAGE;
+}
+
 /* text: a NUL byte in a stream (not a regular file, whose NUL bytes the
  * parser reports with their line and column) ends the read as bad input,
  * so /dev/zero is refused at its first byte, not after 1 GiB. */
@@ -71,9 +119,7 @@ static enum tp_status read_file(const char *path, size_t max_bytes,
 		if (S_ISDIR(st.st_mode)) {
 			if (!is_stdin)
 				close(fd);
-			tp_error_set(err, TP_EIO, "is a directory, not a file");
-			tp_error_set_file(err, path);
-			return TP_EIO;
+			return dir_input(err, path);
 		}
 		if (S_ISREG(st.st_mode) && st.st_size > 0) {
 			if ((unsigned long long)st.st_size > max_bytes) {
