@@ -1028,6 +1028,25 @@ START_TEST(test_input_directory)
 }
 END_TEST
 
+/* calibrate -o - (or /dev/stdout) wrote the profile after the table of
+ * runs on standard output, one stream that is neither a table nor JSON,
+ * and said "use --runtime /dev/stdout"; now a usage error, nothing run. */
+START_TEST(test_calibrate_stdout)
+{
+	static const char *const outs[] = {"-", "/dev/stdout"};
+
+	for (size_t i = 0; i < 2; i++) {
+		const char *argv[] = {
+		    "tagplan", "calibrate",
+		    tp_data_file("validation/measured_runs.json"), "-o",
+		    outs[i], NULL};
+		expect(argv, 2, "would be written to standard output, which "
+				"carries the table of runs: give -o a file name",
+		       "fitting");
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1067,6 +1086,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_runs_dtype_choices);
 	tcase_add_test(tc, test_strategy_spaces);
 	tcase_add_test(tc, test_input_directory);
+	tcase_add_test(tc, test_calibrate_stdout);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -88,6 +88,14 @@ static int check_args(const struct cal_args *a)
 					  "--holdout and --holdout-source "
 					  "choose the held-out runs two ways; "
 					  "give one");
+	/* the table of runs is the command's standard output */
+	if (tp_file_same_output(a->out, "-"))
+		return tp_cli_usage_error("calibrate",
+					  "-o %s would be written to standard "
+					  "output, which carries the table of "
+					  "runs: give -o a file name (the "
+					  "profile is for --runtime FILE)",
+					  a->out);
 	{
 		struct tp_cli_file ins[34],
 		    outs[] = {{"-o", a->out}, {NULL, NULL}};
@@ -292,10 +300,14 @@ static enum tp_status write_profile(const struct cal_args *a,
 	if (!st)
 		st = tp_file_write_atomic(a->out, sb.buf, sb.len, err);
 	tp_strbuf_release(&sb);
-	if (!st)
+	/* a FIFO or device (/dev/fd/N) cannot be read back by --runtime */
+	if (!st && tp_file_is_regular(a->out))
 		fprintf(stderr,
 			"tagplan calibrate: %s -> %s (use --runtime %s)\n",
 			a->name ? a->name : pname, a->out, a->out);
+	else if (!st)
+		fprintf(stderr, "tagplan calibrate: %s -> %s\n",
+			a->name ? a->name : pname, a->out);
 	return st;
 }
 
