@@ -1047,6 +1047,26 @@ START_TEST(test_calibrate_stdout)
 }
 END_TEST
 
+/* An output under a file ("plan.json/x.json", a slip for "plan/x.json")
+ * said "cannot write: Not a directory"; now it names the file that is
+ * not a directory (exit 3, as for a missing directory). */
+START_TEST(test_output_under_file)
+{
+	const char *dir = tp_test_tmpdir();
+	char file[1100], out[1200];
+	const char *a1[] = {"tagplan", "topo", "dgx-a100:1", "-o", out, NULL};
+
+	snprintf(file, sizeof(file), "%s/plan.json", dir);
+	ck_assert_int_eq(tp_test_write(file, "{}", 2), 0);
+	snprintf(out, sizeof(out), "%s/sub/x.json", file);
+	expect(a1, 3, "/plan.json is a file, not a directory (name the "
+		      "output in a directory)",
+	       NULL);
+	snprintf(out, sizeof(out), "%s/x.json", file);
+	expect(a1, 3, "/plan.json is a file, not a directory", NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1087,6 +1107,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_strategy_spaces);
 	tcase_add_test(tc, test_input_directory);
 	tcase_add_test(tc, test_calibrate_stdout);
+	tcase_add_test(tc, test_output_under_file);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -675,6 +675,7 @@ enum tp_status tp_file_check_output(const char *path, struct tp_error *err)
 	enum tp_status st = resolve(path, &t, err);
 	char dir[PATH_MAX];
 	struct stat st_dir;
+	int e;
 
 	if (st)
 		return st;
@@ -707,12 +708,24 @@ enum tp_status tp_file_check_output(const char *path, struct tp_error *err)
 		tp_error_set_file(err, path);
 		return TP_EIO;
 	}
-	if (stat(dir, &st_dir) != 0)
-		return io_fail(err, path, "cannot write", errno);
-	if (!S_ISDIR(st_dir.st_mode))
-		return io_fail(err, path, "cannot write", ENOTDIR);
+	e = stat(dir, &st_dir) != 0 ? errno : 0;
+	if (e && e != ENOTDIR)
+		return io_fail(err, path, "cannot write", e);
+	if (e == ENOTDIR || !S_ISDIR(st_dir.st_mode)) {
+		/* "plan.json/x.json": name the file the path goes through */
+		char *cut;
+		while (stat(dir, &st_dir) != 0 && (cut = strrchr(dir, '/')) &&
+		       cut > dir)
+			*cut = '\0';
+		tp_error_set(err, TP_EIO,
+			     "cannot write: %s is a file, not a directory "
+			     "(name the output in a directory)",
+			     dir);
+		tp_error_set_file(err, path);
+		return TP_EIO;
+	}
 	if (access(dir, W_OK | X_OK) != 0) {
-		int e = errno;
+		e = errno;
 		tp_error_set(err, TP_EIO,
 			     "cannot write in the directory %s: %s (write "
 			     "elsewhere, or make it writable)",
