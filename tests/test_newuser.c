@@ -1067,6 +1067,47 @@ START_TEST(test_output_under_file)
 }
 END_TEST
 
+/* import checked its output only when writing: -o of its own input
+ * (the trace CSV of --cluster, -m of --plan) replaced the input with the
+ * result, and a missing directory said "cannot create a temporary file:
+ * No such file or directory"; now as every command: refused before any
+ * work, the input untouched. */
+START_TEST(test_import_outputs)
+{
+	const char *dir = tp_test_tmpdir();
+	char src[1100], csv[1100], model[1100], missing[1100], *before,
+	    *after;
+	const char *a1[] = {"tagplan", "import", src, "--cluster", csv, "-o",
+			    csv, NULL};
+	const char *a2[] = {"tagplan", "import", src, "--plan", "r.json",
+			    "-m", model, "-t",
+			    tp_data_file("topologies/dgx-a100.json"), "-o",
+			    model, NULL};
+	const char *a3[] = {"tagplan", "import", src, "--model", "TINY", "-o",
+			    missing, NULL};
+	size_t n0, n1;
+
+	snprintf(src, sizeof(src), "sailor:%s", tp_test_path("data/sailor"));
+	snprintf(csv, sizeof(csv), "%s/t.csv", dir);
+	snprintf(model, sizeof(model), "%s/m.json", dir);
+	snprintf(missing, sizeof(missing), "%s/missing/m.json", dir);
+	before = tp_test_read(tp_test_path("data/sailor/configs/trace_tiny.csv"),
+			      &n0);
+	ck_assert_ptr_nonnull(before);
+	ck_assert_int_eq(tp_test_write(csv, before, n0), 0);
+	ck_assert_int_eq(tp_test_write(model, "{}", 2), 0);
+	expect(a1, 2, "t.csv is also the input --cluster ", NULL);
+	after = tp_test_read(csv, &n1);
+	ck_assert_msg(after && n1 == n0 && !memcmp(before, after, n0),
+		      "the trace was overwritten");
+	expect(a2, 2, "m.json is also the input -m ", NULL);
+	expect(a3, 3, "does not exist (create it first, e.g. mkdir -p ",
+	       NULL);
+	free(before);
+	free(after);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1108,6 +1149,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_input_directory);
 	tcase_add_test(tc, test_calibrate_stdout);
 	tcase_add_test(tc, test_output_under_file);
+	tcase_add_test(tc, test_import_outputs);
 	suite_add_tcase(s, tc);
 	return s;
 }

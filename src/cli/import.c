@@ -192,6 +192,30 @@ int cmd_import(int argc, char **argv)
 					  "and --plan RESULTS -m MODEL -t "
 					  "TOPO (a Sailor result)");
 	}
+	{
+		/* the files read that -o could name: as given, and the
+		   trace or results file under DIR */
+		const char *dir = pos[0] + 7;
+		char trace[4200], results[4200];
+		struct tp_cli_file ins[] = {
+		    {"--cluster", cluster},
+		    {"--cluster", cluster ? trace : NULL},
+		    {"--plan", plan},
+		    {"--plan", plan ? results : NULL},
+		    {"-m", in[0]},
+		    {"-t", in[1]},
+		    {NULL, NULL}},
+				   outs[] = {{"-o", out}, {NULL, NULL}};
+
+		snprintf(trace, sizeof(trace), "%s/configs/trace_%s.csv", dir,
+			 cluster ? cluster : "");
+		snprintf(results, sizeof(results), "%s/%s", dir,
+			 plan ? plan : "");
+		if ((code = tp_cli_check_outputs("import", ins, outs))) {
+			free(pos);
+			return code;
+		}
+	}
 	if (plan) {
 		code = import_plan(pos[0] + 7, plan, entry, in, out);
 		free(pos);
