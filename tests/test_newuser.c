@@ -1108,6 +1108,31 @@ START_TEST(test_import_outputs)
 }
 END_TEST
 
+/* hf: of one of tagplan's own files said "$.model_type: missing;
+ * expected a string naming one of the supported model types: ..."; now
+ * it says what the file is and what to do.  A quantised torch_dtype's
+ * fix lists fp8 among --dtype's values (it accepts fp8). */
+START_TEST(test_hf_tagplan_file)
+{
+	char m[1100], t[1100], q[1100];
+	const char *a1[] = {"tagplan", "model", m, NULL};
+	const char *a2[] = {"tagplan", "model", t, NULL};
+	const char *a3[] = {"tagplan", "model", q, NULL};
+
+	snprintf(m, sizeof(m), "hf:%s", tp_data_file("models/gpt2.json"));
+	snprintf(t, sizeof(t), "hf:%s", tp_data_file("topologies/dgx-a100.json"));
+	snprintf(q, sizeof(q), "hf:%s", tp_test_path("data/hf/bad/int8.json"));
+	expect(a1, 2, "gpt2.json: $.format: this is a tagplan file "
+		      "(\"tagplan-model/1\"), not a HuggingFace config: give it "
+		      "as it is to plan, simulate and export (-m FILE)",
+	       "model_type");
+	expect(a2, 2, "(\"tagplan-topology/1\"), not a HuggingFace config: "
+		      "give hf: a model's config.json",
+	       NULL);
+	expect(a3, 2, "--dtype bf16|fp16|fp32|fp8", NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1150,6 +1175,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_calibrate_stdout);
 	tcase_add_test(tc, test_output_under_file);
 	tcase_add_test(tc, test_import_outputs);
+	tcase_add_test(tc, test_hf_tagplan_file);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -558,7 +558,7 @@ static enum tp_status config_dtype(struct tp_hf *c, int *out)
 	return tp_jctx_fail(&c->j, used,
 			    "\"%.40s\" is not a dtype tagplan trains in "
 			    "(bfloat16, float16 or float32); give the "
-			    "training dtype with --dtype bf16|fp16|fp32",
+			    "training dtype with --dtype bf16|fp16|fp32|fp8",
 			    s);
 }
 
@@ -654,7 +654,7 @@ enum tp_status tp_build_hf_text(const char *name, const char *text,
 	struct tp_hf c;
 	struct tp_tf t;
 	enum tp_status st;
-	const struct tp_json *mt;
+	const struct tp_json *mt, *fmt;
 	int64_t max_pos = 0;
 	int cfg_dtype = TP_DTYPE_BF16;
 	char mname[128], list[512];
@@ -675,6 +675,20 @@ enum tp_status tp_build_hf_text(const char *name, const char *text,
 		goto out;
 	}
 	mt = tp_json_get(doc.root, "model_type");
+	fmt = tp_json_get(doc.root, "format");
+	if (!mt && fmt && fmt->type == TP_JSON_STRING &&
+	    !strncmp(fmt->str, "tagplan-", 8)) {
+		/* a file of tagplan's own given as hf: */
+		st = tp_jctx_fail(&c.j, "format",
+				  "this is a tagplan file (\"%.40s\"), not a "
+				  "HuggingFace config: %s",
+				  fmt->str,
+				  !strncmp(fmt->str, "tagplan-model/", 14)
+				      ? "give it as it is to plan, simulate "
+					"and export (-m FILE)"
+				      : "give hf: a model's config.json");
+		goto out;
+	}
 	if (!mt || mt->type != TP_JSON_STRING) {
 		supported_list(list, sizeof(list));
 		st = tp_jctx_fail(&c.j, "model_type",
