@@ -1133,6 +1133,28 @@ START_TEST(test_hf_tagplan_file)
 }
 END_TEST
 
+/* Presets joined in one argument said "the node count after ':' must be
+ * an integer" ("dgx-a100:2,dgx-h100:2", a quoted "a:2 b:2") or "unknown
+ * node preset \"dgx-a100,dgx-h100\""; now they are given back as
+ * separate arguments. */
+START_TEST(test_topo_joined_presets)
+{
+	static const char *const cases[][2] = {
+	    {"dgx-a100:2,dgx-h100:2", "\"dgx-a100:2,dgx-h100:2\": one preset "
+				      "per argument: tagplan topo dgx-a100:2 "
+				      "dgx-h100:2"},
+	    {"v100-nvlink:2 1080ti-pcie:2", "tagplan topo v100-nvlink:2 "
+					    "1080ti-pcie:2"},
+	    {"dgx-a100, dgx-h100", "tagplan topo dgx-a100 dgx-h100"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[] = {"tagplan", "topo", cases[i][0], NULL};
+		expect(argv, 2, cases[i][1], NULL);
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1176,6 +1198,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_output_under_file);
 	tcase_add_test(tc, test_import_outputs);
 	tcase_add_test(tc, test_hf_tagplan_file);
+	tcase_add_test(tc, test_topo_joined_presets);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -82,6 +82,39 @@ static int from_nvidia_smi(const char *file, const char *gpu,
 	return st;
 }
 
+/* Presets joined in one argument ("dgx-a100:2,dgx-h100:2", a quoted
+ * "dgx-a100:2 dgx-h100:2", '+' or ';'): a usage error giving them as
+ * separate arguments (the node count's error named only the count).
+ * Returns the exit code, 0 when none is. */
+static int joined_presets(char **pos, int npos)
+{
+	static const char seps[] = " \t,;+";
+	struct tp_strbuf fix;
+	int bad = -1, code;
+
+	for (int i = 0; i < npos && bad < 0; i++)
+		if (strpbrk(pos[i], seps))
+			bad = i;
+	if (bad < 0)
+		return 0;
+	tp_strbuf_init(&fix);
+	for (int i = 0; i < npos; i++)
+		for (const char *p = pos[i]; *p;) {
+			size_t n = strcspn(p, seps);
+			if (n)
+				tp_strbuf_addf(&fix, "%s%.*s",
+					       fix.len ? " " : "", (int)n, p);
+			p += n;
+			p += strspn(p, seps);
+		}
+	code = tp_cli_usage_error("topo",
+				  "\"%s\": one preset per argument: tagplan "
+				  "topo %s",
+				  pos[bad], tp_strbuf_cstr(&fix));
+	tp_strbuf_release(&fix);
+	return code;
+}
+
 int cmd_topo(int argc, char **argv)
 {
 	const char *net = NULL, *out = NULL, *smi = NULL, *gpu = NULL,
@@ -166,6 +199,10 @@ int cmd_topo(int argc, char **argv)
 			return tp_cli_usage_error(
 				"topo", "missing PRESET[:NODES], e.g. "
 					"dgx-a100:4 (see the list in --help)");
+		}
+		if ((code = joined_presets(pos, npos))) {
+			free(pos);
+			return code;
 		}
 		st = tp_build_topology_fabric((const char *const *)pos, npos,
 					      net, over, fabric, &c, &err);
