@@ -1155,6 +1155,21 @@ START_TEST(test_topo_joined_presets)
 }
 END_TEST
 
+/* inspect of two files, or none, said "expected one FILE" either way. */
+START_TEST(test_inspect_file_count)
+{
+	const char *gpt2 = tp_data_file("models/gpt2.json");
+	const char *dgx = tp_data_file("topologies/dgx-a100.json");
+	const char *a1[] = {"tagplan", "inspect", gpt2, dgx, NULL};
+	const char *a2[] = {"tagplan", "inspect", NULL};
+
+	expect(a1, 2, "expected one FILE, got 2: inspect them one at a time "
+		      "(tagplan validate checks several at once)",
+	       NULL);
+	expect(a2, 2, "missing FILE: a model, topology, plan or report", NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1199,6 +1214,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_import_outputs);
 	tcase_add_test(tc, test_hf_tagplan_file);
 	tcase_add_test(tc, test_topo_joined_presets);
+	tcase_add_test(tc, test_inspect_file_count);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -362,6 +362,20 @@ static const char about[] =
     "example:\n  tagplan inspect data/demo-model.json | jq "
     ".parameters";
 
+/* inspect takes one file: the usage error of npos others. */
+static int file_count_error(int npos)
+{
+	if (!npos)
+		return tp_cli_usage_error("inspect",
+					  "missing FILE: a model, topology, "
+					  "plan or report");
+	return tp_cli_usage_error("inspect",
+				  "expected one FILE, got %d: inspect them one "
+				  "at a time (tagplan validate checks several "
+				  "at once)",
+				  npos);
+}
+
 int cmd_inspect(int argc, char **argv)
 {
 	const char *model = NULL, *topo = NULL;
@@ -399,7 +413,7 @@ int cmd_inspect(int argc, char **argv)
 		return code;
 	if (npos != 1) {
 		free(pos);
-		return tp_cli_usage_error("inspect", "expected one FILE");
+		return file_count_error(npos);
 	}
 	if ((model == NULL) != (topo == NULL)) {
 		free(pos);
