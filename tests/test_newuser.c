@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/table.h"
 #include "core/strbuf.h"
@@ -1170,6 +1171,53 @@ START_TEST(test_inspect_file_count)
 }
 END_TEST
 
+/* validate of calibrate's input said 'missing required field "format"
+ * (one of "tagplan-model/1", ... "tagplan-report/1")', a list without
+ * devices and runtime files, which it validates; now a run list is
+ * checked as calibrate reads and builds it, and a JSON Schema of
+ * data/schema is named as such. */
+START_TEST(test_validate_run_list)
+{
+	const char *dir = tp_test_tmpdir();
+	char path[1100], topos[1100], *text, *at;
+	const char *runs = tp_data_file("validation/measured_runs.json");
+	const char *a1[] = {"tagplan", "validate", runs, NULL};
+	const char *a2[] = {"tagplan", "validate", path, NULL};
+	const char *a3[] = {"tagplan", "validate",
+			    tp_data_file("schema/model.schema.json"), NULL};
+	const char *a4[] = {"tagplan", "validate", "-", NULL};
+	struct tp_run r;
+
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0 && strstr(r.out, "measured_runs.json: ok "
+						     "(measured runs, "),
+		      "exit %d: %s%s", r.status, r.out, r.err);
+	tp_run_free(&r);
+	/* a run whose strategy does not parse */
+	text = tp_test_read(runs, NULL);
+	ck_assert_ptr_nonnull(text);
+	at = strstr(text, "\"strategy\": \"tp=1,pp=1,dp=1,");
+	ck_assert_ptr_nonnull(at);
+	at[17] = ' ';
+	snprintf(path, sizeof(path), "%s/runs.json", dir);
+	ck_assert_int_eq(tp_test_write(path, text, strlen(text)), 0);
+	free(text);
+	/* the topologies beside it, as in data/validation */
+	snprintf(topos, sizeof(topos), "%s/topologies", dir);
+	ck_assert_int_eq(
+	    symlink(tp_data_file("validation/topologies"), topos), 0);
+	expect(a2, 2, "runs.json: run rn50-a100-amp-1: strategy: \"tp=1 "
+		      "pp=1\": items are separated by commas",
+	       "missing required field");
+	expect(a3, 2, "this is a JSON Schema", NULL);
+	tp_run_tagplan(&r, a4, "{\"rows\": 1}");
+	ck_assert_msg(r.status == 2 && strstr(r.err, "\"tagplan-devices/1\", "
+						     "\"tagplan-runtime/1\""),
+		      "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1215,6 +1263,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_hf_tagplan_file);
 	tcase_add_test(tc, test_topo_joined_presets);
 	tcase_add_test(tc, test_inspect_file_count);
+	tcase_add_test(tc, test_validate_run_list);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -229,6 +229,44 @@ enum tp_status tp_calib_predict(const struct tp_mrun *run,
 	return st;
 }
 
+enum tp_status tp_calib_check(const struct tp_mrun *run,
+			      const char *default_runtime,
+			      struct tp_error *err)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_runtime rt;
+	struct tp_strategy sg;
+	struct tp_plan p;
+	const char *name = run->runtime[0]   ? run->runtime
+			   : default_runtime ? default_runtime
+					     : "none";
+	enum tp_status st;
+
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	tp_plan_init(&p);
+	st = tp_runtime_find(name, &rt, err);
+	if (!st)
+		st = build_inputs(run, &m, &c, err);
+	if (!st)
+		st = tp_strategy_parse(run->strategy, &sg, err);
+	/* a sweep's strategy leaves mb open: the sweep picks it */
+	if (!st && !run->sweep)
+		st = tp_strategy_to_plan(&sg, &m, &c, &p, err);
+	if (st && !strstr(err->msg, run->id)) {
+		char msg[TP_ERROR_MSG_MAX + 128];
+
+		snprintf(msg, sizeof(msg), "run %s: %s", run->id, err->msg);
+		snprintf(err->msg, sizeof(err->msg), "%.*s",
+			 (int)sizeof(err->msg) - 1, msg);
+	}
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+	return st;
+}
+
 /* ------------------------------------------------------------------ */
 /* The fit (tagplan calibrate)                                         */
 

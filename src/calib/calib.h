@@ -51,6 +51,17 @@ enum tp_status tp_calib_predict(const struct tp_mrun *run,
 				struct tp_error *err);
 
 /*
+ * What tp_calib_predict checks before it simulates, without simulating
+ * (tagplan validate of a run list): the run's runtime is known, its
+ * model builds, its topology loads and its strategy parses and, unless
+ * the run is a sweep, expands to a plan on them.  Errors as
+ * tp_calib_predict's ("run ID: ...").
+ */
+enum tp_status tp_calib_check(const struct tp_mrun *run,
+			      const char *default_runtime,
+			      struct tp_error *err);
+
+/*
  * The constants tagplan calibrate fits.  Global ones apply to every run:
  * gemm_sustained (x every type's gemm_efficiency), link_eff_intra and
  * link_eff_network (the fraction of NVLink/PCIe and of network peak

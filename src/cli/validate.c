@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib/calib.h"
 #include "cli.h"
 #include "core/runtime.h"
 #include "io/io.h"
+#include "io/runs.h"
 #include "inputs.h"
 
 struct context {
@@ -45,6 +47,35 @@ static enum tp_status load_context(struct context *cx,
 	return TP_OK;
 }
 
+/* A list of measured runs (calibrate's input, no "format"): read as
+ * calibrate reads it, and each run checked as calibrate would simulate
+ * it (its runtime, model, topology file and strategy), without
+ * simulating. */
+static enum tp_status validate_runs(const char *path, const char *text,
+				    size_t len,
+				    const struct tp_load_options *o,
+				    char *detail, size_t dsize,
+				    struct tp_error *err)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[1024];
+	struct tp_mruns runs;
+	enum tp_status st;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1,
+		 slash ? path : ".");
+	tp_mruns_init(&runs);
+	st = tp_mruns_load(path, dir, text, len, o, &runs, err);
+	for (size_t i = 0; !st && i < runs.rows.n; i++)
+		st = tp_calib_check(&runs.rows.v[i], NULL, err);
+	if (st)
+		tp_error_set_file(err, path);
+	snprintf(detail, dsize, "measured runs, %zu: calibrate's input",
+		 runs.rows.n);
+	tp_mruns_release(&runs);
+	return st;
+}
+
 static enum tp_status validate_one(const char *path, struct context *cx,
 				   const struct tp_load_options *o,
 				   char *detail, size_t dsize,
@@ -60,6 +91,10 @@ static enum tp_status validate_one(const char *path, struct context *cx,
 		return st;
 	/* one strict parse: the loader of the sniffed kind does it */
 	kind = tp_format_sniff(text, len);
+	if (kind == TP_FORMAT_UNKNOWN && tp_mruns_is_list(text, len)) {
+		st = validate_runs(path, text, len, o, detail, dsize, err);
+		goto out;
+	}
 	if (kind == TP_FORMAT_UNKNOWN &&
 	    (st = tp_format_detect(path, text, len, o, &kind, err)))
 		goto out;
@@ -154,9 +189,12 @@ int cmd_validate(int argc, char **argv)
 	    "names, edges to known ops, no cycles, a connected\ntopology, "
 	    "known device types).  The kind of each file comes from its\n"
 	    "\"format\" field (model, topology, plan, report, devices, or "
-	    "a runtime\nprofile as --runtime FILE takes).  A plan is "
-	    "resolved against -m MODEL -t TOPO\nwhen given, else only its "
-	    "structure is checked.\n\n"
+	    "a runtime\nprofile as --runtime FILE takes); a list of "
+	    "measured runs (calibrate's\ninput, which has none) is read as "
+	    "calibrate reads it, each run's model,\ntopology and strategy "
+	    "built without simulating.  A plan is resolved\nagainst -m "
+	    "MODEL -t TOPO when given, else only its structure is "
+	    "checked.\n\n"
 	    "Prints \"FILE: ok (KIND)\" per good file on stdout; stops at "
 	    "the first bad\nfile with its error on stderr and exit code 2 "
 	    "(3 when a file cannot be\nread).  Unknown fields are warnings "

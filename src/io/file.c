@@ -844,7 +844,8 @@ enum tp_status tp_format_detect(const char *name, const char *text, size_t len,
 		st = tp_jctx_missing_format(
 		    &j, doc.root,
 		    "one of \"tagplan-model/1\", \"tagplan-topology/1\", "
-		    "\"tagplan-plan/1\", \"tagplan-report/1\"");
+		    "\"tagplan-plan/1\", \"tagplan-report/1\", "
+		    "\"tagplan-devices/1\", \"tagplan-runtime/1\"");
 		goto out;
 	}
 	if (f->type != TP_JSON_STRING) {

@@ -550,6 +550,13 @@ enum tp_status tp_jctx_missing_format(struct tp_jctx *j,
 		    "config (as tagplan export --to deepspeed writes), not a "
 		    "tagplan file; give DeepSpeed the config, and tagplan the "
 		    "plan it was exported from");
+	if (tp_json_get(root, "$schema"))
+		return tp_jctx_fail(
+		    j, NULL,
+		    "missing required field \"format\": this is a JSON "
+		    "Schema (\"$schema\", as data/schema ships), not a "
+		    "tagplan file; a JSON Schema validator checks files "
+		    "against it");
 	return tp_jctx_fail(j, NULL, "missing required field \"format\" (%s)",
 			    fix);
 }

@@ -77,4 +77,9 @@ enum tp_status tp_mruns_load(const char *name, const char *dir,
 			     const struct tp_load_options *o,
 			     struct tp_mruns *r, struct tp_error *err);
 
+/* text is a JSON object with a "rows" array and no "format": one of the
+ * two layouts above, for tagplan validate to tell from tagplan's own
+ * formats (which every other file has).  False on a syntax error. */
+bool tp_mruns_is_list(const char *text, size_t len);
+
 #endif

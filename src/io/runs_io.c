@@ -362,3 +362,22 @@ enum tp_status tp_mruns_load_file(const char *path,
 	free(text);
 	return st;
 }
+
+bool tp_mruns_is_list(const char *text, size_t len)
+{
+	struct tp_json_doc doc;
+	struct tp_error err;
+	const struct tp_json *rows;
+	bool yes;
+
+	tp_error_clear(&err);
+	if (tp_json_parse("", text, len, 0, 0, &doc, &err))
+		return false;
+	rows = doc.root->type == TP_JSON_OBJECT
+		   ? tp_json_get(doc.root, "rows")
+		   : NULL;
+	yes = rows && rows->type == TP_JSON_ARRAY &&
+	      !tp_json_get(doc.root, "format");
+	tp_json_doc_release(&doc);
+	return yes;
+}
