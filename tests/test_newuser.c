@@ -1218,6 +1218,27 @@ START_TEST(test_validate_run_list)
 }
 END_TEST
 
+/* "tagplan --help plan" printed the general help, not plan's (git's
+ * "git --help commit" is commit's); "-v" said it "is an option, and the
+ * command comes first", where most tools print their version. */
+START_TEST(test_help_command_after)
+{
+	const char *a1[] = {"tagplan", "--help", "plan", NULL};
+	const char *a2[] = {"tagplan", "-v", NULL};
+	const char *a3[] = {"tagplan", "--help", "plna", NULL};
+	struct tp_run r;
+
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0 && !strncmp(r.out, "usage: tagplan plan ",
+						20),
+		      "exit %d: %s", r.status, r.out);
+	tp_run_free(&r);
+	expect(a2, 2, "unknown option \"-v\" (did you mean --version?)",
+	       NULL);
+	expect(a3, 2, "no command \"plna\" (did you mean plan?)", NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1264,6 +1285,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_topo_joined_presets);
 	tcase_add_test(tc, test_inspect_file_count);
 	tcase_add_test(tc, test_validate_run_list);
+	tcase_add_test(tc, test_help_command_after);
 	suite_add_tcase(s, tc);
 	return s;
 }

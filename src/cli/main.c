@@ -122,8 +122,10 @@ static int no_command(const char *name)
 
 	if (name[0] == '-' && name[1]) {
 		const char *o = name + (name[1] == '-' ? 2 : 1);
-		if (strlen(o) >= 4 && (strncmp("version", o, strlen(o)) == 0 ||
-				       tp_edit_distance(o, "version", 2) <= 2))
+		/* -v and -V: the version in most tools */
+		if (!strcmp(name, "-v") || !strcmp(name, "-V") ||
+		    (strlen(o) >= 4 && (strncmp("version", o, strlen(o)) == 0 ||
+					tp_edit_distance(o, "version", 2) <= 2)))
 			fprintf(stderr,
 				"tagplan: unknown option \"%s\" (did you mean "
 				"--version?)\n",
@@ -159,9 +161,13 @@ int tp_cli_dispatch(int argc, char **argv)
 		return TP_EXIT_USAGE;
 	}
 	name = argv[1];
+	/* "tagplan --help plan" is "tagplan help plan", as git has it */
 	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
-		usage(stdout);
-		return TP_EXIT_OK;
+		if (argc < 3) {
+			usage(stdout);
+			return TP_EXIT_OK;
+		}
+		name = "help";
 	}
 	if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
 		printf("tagplan %s\n", TP_VERSION);
