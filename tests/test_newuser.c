@@ -1239,6 +1239,33 @@ START_TEST(test_help_command_after)
 }
 END_TEST
 
+/* TAGPLAN_DATA naming no folder was ignored without a word (each data
+ * file is then taken from beside the binary or the install); now a
+ * warning says so.  Check runs each test in its own process, so the
+ * environment set here is this test's. */
+START_TEST(test_data_env_missing)
+{
+	const char *a1[] = {"tagplan", "topo", "dgx-a100:1", NULL};
+	char *old = getenv("TAGPLAN_DATA") ? strdup(getenv("TAGPLAN_DATA"))
+					   : NULL;
+	struct tp_run r;
+
+	setenv("TAGPLAN_DATA", "/nonexistent-tagplan-data", 1);
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0 &&
+			  strstr(r.err, "warning: TAGPLAN_DATA=/nonexistent-"
+					"tagplan-data is not a folder"),
+		      "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	if (old)
+		setenv("TAGPLAN_DATA", old, 1);
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0 && !strstr(r.err, "warning"), "%s", r.err);
+	tp_run_free(&r);
+	free(old);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1286,6 +1313,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_inspect_file_count);
 	tcase_add_test(tc, test_validate_run_list);
 	tcase_add_test(tc, test_help_command_after);
+	tcase_add_test(tc, test_data_env_missing);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -152,6 +153,22 @@ static int no_command(const char *name)
 	return TP_EXIT_USAGE;
 }
 
+/* $TAGPLAN_DATA naming no folder (a typo, a moved tree): the data is
+ * looked up file by file from the next places (io/file.c tp_data_path),
+ * so say which were not taken from it rather than nothing. */
+static void check_data_env(void)
+{
+	const char *env = getenv("TAGPLAN_DATA");
+	struct stat st;
+
+	if (env && *env && (stat(env, &st) != 0 || !S_ISDIR(st.st_mode)))
+		fprintf(stderr,
+			"tagplan: warning: TAGPLAN_DATA=%s is not a folder: "
+			"the data next to the binary or installed is used "
+			"(unset it, or name the folder holding devices.json)\n",
+			env);
+}
+
 int tp_cli_dispatch(int argc, char **argv)
 {
 	const char *name;
@@ -190,8 +207,10 @@ int tp_cli_dispatch(int argc, char **argv)
 		return no_command(argv[2]);
 	}
 	for (const struct tp_command *c = tp_commands; c->name; c++)
-		if (strcmp(c->name, name) == 0)
+		if (strcmp(c->name, name) == 0) {
+			check_data_env();
 			return c->fn(argc - 1, argv + 1);
+		}
 	return no_command(name);
 }
 
