@@ -6,10 +6,14 @@
  * writes nothing.
  */
 #include <check.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/table.h"
@@ -1266,6 +1270,93 @@ START_TEST(test_data_env_missing)
 }
 END_TEST
 
+/* Run argv with standard output on a new terminal (a pty) and standard
+ * error captured into err (size bytes): the exit status. */
+static int run_on_terminal(const char *const *argv, char *err, size_t size)
+{
+	const char *bin = getenv("TAGPLAN_BIN") ? getenv("TAGPLAN_BIN")
+						: "./tagplan";
+	int master, slave, ep[2], status;
+	size_t n = 0;
+	ssize_t k;
+	pid_t pid;
+
+	ck_assert_int_eq(openpty(&master, &slave, NULL, NULL, NULL), 0);
+	ck_assert_int_eq(pipe(ep), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDONLY);
+		dup2(nul, 0);
+		dup2(slave, 1);
+		dup2(ep[1], 2);
+		close(master);
+		close(ep[0]);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	close(slave);
+	close(ep[1]);
+	/* read both until standard error ends: what reaches the terminal is
+	 * drained, so that the child never blocks on it */
+	for (;;) {
+		struct pollfd fds[2] = {{ep[0], POLLIN, 0}, {master, POLLIN, 0}};
+		char buf[4096];
+
+		if (poll(fds, 2, 10000) <= 0)
+			break;
+		if (fds[1].revents & POLLIN)
+			(void)!read(master, buf, sizeof(buf));
+		if (fds[0].revents & (POLLIN | POLLHUP)) {
+			k = read(ep[0], n + 1 < size ? err + n : buf,
+				 n + 1 < size ? size - 1 - n : sizeof(buf));
+			if (k <= 0)
+				break;
+			if (n + 1 < size)
+				n += (size_t)k;
+		}
+	}
+	err[n] = '\0';
+	close(ep[0]);
+	close(master);
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* render --format png -o - on a terminal wrote the PNG's bytes there;
+ * now a usage error that says to redirect (curl refuses the same).  A
+ * pipe still gets the PNG. */
+START_TEST(test_render_binary_terminal)
+{
+	const char *dir = tp_test_tmpdir();
+	char plan[1100], err[4096];
+	const char *a0[] = {"tagplan", "plan", "-m",
+			    tp_data_file("models/gpt2.json"), "-t",
+			    tp_data_file("topologies/dgx-a100.json"),
+			    "--baseline", "dp", "-q", "-o", plan, NULL};
+	const char *a1[] = {"tagplan", "render", "-p", plan, "--format", "png",
+			    "-o", "-", NULL};
+	struct tp_run r;
+	int st;
+
+	snprintf(plan, sizeof(plan), "%s/plan.json", dir);
+	tp_run_tagplan(&r, a0, NULL);
+	ck_assert_msg(r.status == 0, "plan: exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	st = run_on_terminal(a1, err, sizeof(err));
+	ck_assert_msg(st == 2 && strstr(err, "--format png -o - would write "
+					     "binary PNG to the terminal: "
+					     "redirect it (> plan.png), or give "
+					     "-o plan.png"),
+		      "exit %d: %s", st, err);
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0 && r.out_len > 8 &&
+			  !memcmp(r.out, "\x89PNG", 4),
+		      "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1314,6 +1405,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_validate_run_list);
 	tcase_add_test(tc, test_help_command_after);
 	tcase_add_test(tc, test_data_env_missing);
+	tcase_add_test(tc, test_render_binary_terminal);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -3,10 +3,12 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "core/report.h"
 #include "inputs.h"
+#include "io/io.h"
 #include "render/render.h"
 
 static const char usage[] =
@@ -40,6 +42,22 @@ static const char about[] =
 	"as given, or next to the plan; the shipped demo model and TAG "
 	"testbed for\n"
 	"plans of the demo); stderr says which.";
+
+/* PNG or PDF to standard output that is a terminal garbles it (curl
+ * refuses the same): the usage error's exit code, else 0. */
+static int binary_on_terminal(const char *out, int fmt, const char *format)
+{
+	if ((fmt != TP_RENDER_PNG && fmt != TP_RENDER_PDF) ||
+	    !tp_file_same_output(out, "-") || !isatty(STDOUT_FILENO))
+		return 0;
+	return tp_cli_usage_error("render",
+				  "--format %s -o %s would write binary %s to "
+				  "the terminal: redirect it (> plan.%s), or "
+				  "give -o plan.%s",
+				  format, out,
+				  fmt == TP_RENDER_PNG ? "PNG" : "PDF", format,
+				  format);
+}
 
 int cmd_render(int argc, char **argv)
 {
@@ -116,6 +134,8 @@ int cmd_render(int argc, char **argv)
 					  "the name; use .dot, .svg, .png or "
 					  ".pdf, or --format",
 					  out);
+	if ((code = binary_on_terminal(out, fmt, format)))
+		return code;
 	tp_render_options_default(&ro);
 	ro.title = title;
 	if (strcmp(collapse, "auto") == 0)
