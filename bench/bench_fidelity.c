@@ -27,9 +27,10 @@
  * (megatron-lm-2022's nic_socket_Bps and tp_node_rings, ddp's
  * cuda_core_gemm_eff, fsdp2's hopper_gemm_scale) are off on their own
  * source's held-out runs (column "kept": all kept, as tp_calib_fit
- * reports it; "start": at the fit's start).  Measured on main 4756b37:
- * 8.8% with the prior (DLE 9.1, BLOOM 8.4, DS3Lab 16.4, MPT 9.3, SC21
- * 1.6), 27.9% without, 5.2% kept: src/sim/README section 9.
+ * reports it; "start": at the fit's start).  Each fold first lists its
+ * held-out runs, indented: predicted (with the prior), measured, error.
+ * Measured on main 4756b37: 8.8% with the prior (DLE 9.1, BLOOM 8.4,
+ * DS3Lab 16.4, MPT 9.3, SC21 1.6), 27.9% without, 5.2% kept: src/sim/README section 9.
  * Before them, megatron-lm-2022's two fitted runtime constants refitted
  * jointly on its runs (fit_m22: the grid and its minimum).
  * TAGPLAN_BENCH_NO_LOSO=1 skips all three (they take some minutes);
@@ -81,7 +82,7 @@ static void add(struct acc *a, double e, bool fits)
  * sweep picks under the shipped constants, as tp_calib_fit fixes it. */
 static int held_error(const struct tp_mruns *runs, const bool *held,
 		      const struct tp_calib_fit *f, const bool *drop,
-		      double *mae)
+		      bool print, double *mae)
 {
 	double sum = 0;
 	int m = 0;
@@ -108,6 +109,10 @@ static int held_error(const struct tp_mruns *runs, const bool *held,
 			printf("calibrate: %s\n", err.msg);
 			return 1;
 		}
+		if (print)
+			printf("  %-30s %-58.58s %9.3fs %9.3fs %+7.1f%%\n",
+			       r.id, res.strategy, res.predicted_s,
+			       r.measured_s, 100 * res.error);
 		sum += fabs(res.error);
 		m++;
 	}
@@ -271,7 +276,8 @@ static int calibrate(const struct tp_mruns *runs, const struct acc *by,
 	       "others, predict it; the profiles' constants fitted on it "
 	       "replaced by a sourced value (gemm_shape_half %.4g) or "
 	       "dropped), with the prior (weight %g) and without (0); "
-	       "\"kept\": those constants kept\n",
+	       "\"kept\": those constants kept; indented above each "
+	       "source: its runs' predictions with the prior\n",
 	       TP_CALIB_GEMM_SHAPE_HALF_SOURCED, w[0]);
 	printf("%-32s %4s %10s %10s %10s %10s %8s %8s %8s %9s\n", "source",
 	       "runs", "mean|err|", "no prior", "kept", "start", "gemm",
@@ -293,7 +299,7 @@ static int calibrate(const struct tp_mruns *runs, const struct acc *by,
 				goto out;
 			}
 		for (int j = 0; j < 2; j++)
-			if ((rc = held_error(runs, held, &f[j], drop,
+			if ((rc = held_error(runs, held, &f[j], drop, j == 0,
 					     &drop_err[j])))
 				goto out;
 		printf("%-32s %4u %9.1f%% %9.1f%% %9.1f%% %9.1f%% %8.4f %8.4f "
