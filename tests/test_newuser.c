@@ -1357,6 +1357,26 @@ START_TEST(test_render_binary_terminal)
 }
 END_TEST
 
+/* train -o - on a terminal wrote the binary weights there after the
+ * whole training; now refused before it (a tiny training, should the
+ * check be missing). */
+START_TEST(test_train_binary_terminal)
+{
+	const char *bin = getenv("TAGPLAN_BIN") ? getenv("TAGPLAN_BIN")
+						: "./tagplan";
+	const char *a1[] = {bin,	    "train", "--games", "2", "--epochs",
+			    "1",	    "--playouts", "2", "--max-devices",
+			    "2",	    "-q",	  "-o", "-", NULL};
+	char err[4096];
+	int st = run_on_terminal(a1, err, sizeof(err));
+
+	ck_assert_msg(st == 2 && strstr(err, "-o - would write binary weights "
+					     "to the terminal: redirect it (> "
+					     "net.weights), or give -o FILE"),
+		      "exit %d: %s", st, err);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1406,6 +1426,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_help_command_after);
 	tcase_add_test(tc, test_data_env_missing);
 	tcase_add_test(tc, test_render_binary_terminal);
+	tcase_add_test(tc, test_train_binary_terminal);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "io/io.h"
 #include "train/train.h"
 
 static const char usage[] =
@@ -53,6 +55,27 @@ static void log_line(void *ctx, const char *line)
 	bool quiet = *(bool *)ctx;
 	if (!quiet)
 		fprintf(stderr, "tagplan train: %s\n", line);
+}
+
+/* The weights and checkpoints are binary: to standard output that is a
+ * terminal they would garble it, after the whole training (render's
+ * PNG is refused the same way).  The usage error's code, else 0. */
+static int binary_on_terminal(const char *out, const char *checkpoint)
+{
+	const char *opt = out && tp_file_same_output(out, "-") ? "-o"
+			  : checkpoint && tp_file_same_output(checkpoint, "-")
+			      ? "--checkpoint"
+			      : NULL;
+
+	if (!opt || !isatty(STDOUT_FILENO))
+		return 0;
+	return tp_cli_usage_error("train",
+				  "%s %s would write binary %s to the "
+				  "terminal: redirect it (> net.%s), or give "
+				  "%s FILE",
+				  opt, opt[1] == 'o' ? out : checkpoint,
+				  opt[1] == 'o' ? "weights" : "checkpoints",
+				  opt[1] == 'o' ? "weights" : "ckpt", opt);
 }
 
 int cmd_train(int argc, char **argv)
@@ -148,8 +171,8 @@ int cmd_train(int argc, char **argv)
 		const struct tp_cli_file ins[] = {{"--resume", o.resume},
 						  {NULL, NULL}};
 		const struct tp_cli_file outs[] = {{"-o", out}, {NULL, NULL}};
-		code = tp_cli_check_outputs("train", ins, outs);
-		if (code)
+		if ((code = tp_cli_check_outputs("train", ins, outs)) ||
+		    (code = binary_on_terminal(out, o.checkpoint)))
 			return code;
 	}
 	o.out = out;
