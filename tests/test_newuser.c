@@ -1377,6 +1377,29 @@ START_TEST(test_train_binary_terminal)
 }
 END_TEST
 
+/* A number with a unit, a decimal comma or an integer written 1e4 or
+ * 10k said only 'expects a number from 0 to 1e+07, not "5s"'; now what
+ * to write instead. */
+START_TEST(test_number_slips)
+{
+	static const char *const cases[][3] = {
+	    {"--time-limit", "5s", "not \"5s\" (a plain number, without the "
+				   "unit \"s\": 'tagplan plan --help' gives "
+				   "--time-limit's unit)"},
+	    {"--time-limit", "1,5", "(a decimal point, not a comma: 1.5)"},
+	    {"--playouts", "1e4", "(an integer in digits: 10000)"},
+	    {"--playouts", "10k", "(an integer in digits: 10000)"},
+	    {"--grad-bucket-mb", "25MB", "without the unit \"MB\""},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[] = {"tagplan", "plan", cases[i][0],
+				      cases[i][1], NULL};
+		expect(argv, 2, cases[i][2], NULL);
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1427,6 +1450,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_data_env_missing);
 	tcase_add_test(tc, test_render_binary_terminal);
 	tcase_add_test(tc, test_train_binary_terminal);
+	tcase_add_test(tc, test_number_slips);
 	suite_add_tcase(s, tc);
 	return s;
 }

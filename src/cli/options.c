@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -217,8 +218,38 @@ static const struct tp_opt *near_option(const struct tp_opt *opts,
 	return nprefix == 1 ? prefix : best;
 }
 
+/* What is wrong with a number that parses up to end but not after it
+ * (none when nothing parses): "1,5" a decimal comma, "1e4" and "10k" an
+ * integer not in digits, "5s" or "25MB" a unit. */
+static void number_hint(const char *cmd, const struct tp_opt *o,
+			const char *val, const char *end, char *hint,
+			size_t size)
+{
+	bool integer = o->type == TP_OPT_INT;
+	double v = strtod(val, NULL);
+
+	hint[0] = '\0';
+	if (end == val || !*end)
+		return;
+	if (*end == ',' && isdigit((unsigned char)end[1]) && !integer)
+		snprintf(hint, size, " (a decimal point, not a comma: %.*s.%s)",
+			 (int)(end - val), val, end + 1);
+	else if (integer && (*end == '.' || *end == 'e' || *end == 'E') &&
+		 isfinite(v) && v == floor(v) && fabs(v) < 1e18)
+		snprintf(hint, size, " (an integer in digits: %.0f)", v);
+	else if (integer && (!strcmp(end, "k") || !strcmp(end, "K")))
+		snprintf(hint, size, " (an integer in digits: %.0f)",
+			 strtod(val, NULL) * 1e3);
+	else if (isalpha((unsigned char)*end) && strlen(end) <= 8)
+		snprintf(hint, size,
+			 " (a plain number, without the unit \"%s\": "
+			 "'tagplan %s --help' gives --%s's unit)",
+			 end, cmd, o->name);
+}
+
 static int set_value(const char *cmd, struct tp_opt *o, const char *val)
 {
+	char hint[160];
 	char *end;
 
 	if ((o->type == TP_OPT_STRING || o->type == TP_OPT_LIST) && !*val) {
@@ -256,10 +287,11 @@ static int set_value(const char *cmd, struct tp_opt *o, const char *val)
 		v = strtoll(val, &end, 10);
 		if (errno || end == val || *end ||
 		    (o->min != o->max && (v < o->min || v > o->max))) {
+			number_hint(cmd, o, val, end, hint, sizeof(hint));
 			tp_cli_usage_error(
 				cmd, "--%s expects an integer from %.0f to %.0f, "
-				     "not \"%s\"",
-				o->name, o->min, o->max, val);
+				     "not \"%s\"%s",
+				o->name, o->min, o->max, val, hint);
 			return -1;
 		}
 		*(long long *)o->dest = v;
@@ -275,7 +307,8 @@ static int set_value(const char *cmd, struct tp_opt *o, const char *val)
 			 * name the fraction meant */
 			bool pct = end != val && isfinite(v) && v > 0 &&
 				   v <= 100 && (!*end || !strcmp(end, "%"));
-			char hint[64] = "";
+
+			number_hint(cmd, o, val, end, hint, sizeof(hint));
 			if (o->min == 0 && o->max == 1 && pct && (*end || v > 1))
 				snprintf(hint, sizeof(hint),
 					 " (a fraction: %g for %g%%)", v / 100,
