@@ -1436,6 +1436,34 @@ START_TEST(test_recommend_smaller_tie)
 }
 END_TEST
 
+/* hf: of a Hub id, a URL or a shipped model's name said "cannot open:
+ * No such file or directory" (exit 3); now that tagplan reads local
+ * files, how to get the config, and the shipped model of that name. */
+START_TEST(test_hf_not_local)
+{
+	static const char *const cases[][2] = {
+	    {"hf:meta-llama/Llama-2-7b-hf",
+	     "a HuggingFace Hub id? tagplan reads local files only: download "
+	     "the config (huggingface-cli download meta-llama/Llama-2-7b-hf "
+	     "config.json --local-dir DIR) and give hf:DIR/config.json; or "
+	     "the shipped model: tagplan model llama-2-7b"},
+	    {"hf:https://example.org/config.json",
+	     "tagplan reads local files only: download the config (curl -L "
+	     "-o config.json 'https://example.org/config.json')"},
+	    {"hf:gpt2", "hf:gpt2: no such file; hf: takes a config.json path; "
+			"or the shipped model: tagplan model gpt2"},
+	};
+	const char *a1[] = {"tagplan", "model", "hf:no/such.json", NULL};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[] = {"tagplan", "model", cases[i][0], NULL};
+		expect(argv, 2, cases[i][1], NULL);
+	}
+	/* a path that is missing stays the reader's error */
+	expect(a1, 3, "no/such.json: cannot open", "Hub");
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1488,6 +1516,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_train_binary_terminal);
 	tcase_add_test(tc, test_number_slips);
 	tcase_add_test(tc, test_recommend_smaller_tie);
+	tcase_add_test(tc, test_hf_not_local);
 	suite_add_tcase(s, tc);
 	return s;
 }

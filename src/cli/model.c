@@ -5,6 +5,7 @@
  * parameter count and forward FLOP per sample (the figures `tagplan
  * inspect` reports) go to stderr.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +287,55 @@ static int source_is_file(const char *src)
 				  src, src);
 }
 
+/* hf:PATH where PATH is no file but a URL, a Hub id ("meta-llama/
+ * Llama-2-7b-hf") or the name of a shipped model ("gpt2"): tagplan reads
+ * local files only; say how to get the config, and name the shipped model
+ * of that name (case and a "-hf" suffix aside) when there is one.  Exit 2
+ * then, 0 otherwise (a missing file is the reader's error, exit 3). */
+static int hf_not_local(const char *path)
+{
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t n = strlen(path), bl = strlen(base);
+	char name[128], buf[4096], ship[200] = "";
+
+	if (access(path, F_OK) == 0)
+		return 0;
+	if (!strncmp(path, "http://", 7) || !strncmp(path, "https://", 8))
+		return tp_cli_usage_error(
+			"model", "hf:%s: tagplan reads local files only: "
+				 "download the config (curl -L -o config.json "
+				 "'%s') and give hf:config.json",
+			path, path);
+	if (bl > 3 && !strcmp(base + bl - 3, "-hf"))
+		bl -= 3;
+	if (bl && bl < sizeof(name)) {
+		for (size_t i = 0; i < bl; i++)
+			name[i] = (char)tolower((unsigned char)base[i]);
+		name[bl] = '\0';
+		if (tp_inputs_shipped(name, true, buf, sizeof(buf)) != name)
+			snprintf(ship, sizeof(ship),
+				 "; or the shipped model: tagplan model %s",
+				 name);
+	}
+	/* ORG/NAME: one slash, no ".json" */
+	if (base != path && path[0] != '.' && path[0] != '/' &&
+	    strchr(path, '/') == base - 1 && *base &&
+	    (n < 5 || strcmp(path + n - 5, ".json") != 0))
+		return tp_cli_usage_error(
+			"model", "hf:%s: no such file; a HuggingFace Hub id? "
+				 "tagplan reads local files only: download the "
+				 "config (huggingface-cli download %s "
+				 "config.json --local-dir DIR) and give "
+				 "hf:DIR/config.json%s",
+			path, path, ship);
+	if (base == path && *ship)
+		return tp_cli_usage_error(
+			"model", "hf:%s: no such file; hf: takes a config.json "
+				 "path%s",
+			path, ship);
+	return 0;
+}
+
 /* What SOURCE needs: gpt its dimensions, hf: a path, a shipped model
  * file no --dtype; sets a->ship.  Exit 2 (0 when all is well). */
 static int check_source(struct model_args *a)
@@ -309,7 +359,7 @@ static int check_source(struct model_args *a)
 		return code;
 	}
 	if (!strncmp(src, "hf:", 3))
-		return src[3] ? 0
+		return src[3] ? hf_not_local(src + 3)
 			      : tp_cli_usage_error(
 					"model", "hf: needs a path, e.g. "
 						 "hf:llama/config.json");
