@@ -1464,6 +1464,33 @@ START_TEST(test_hf_not_local)
 }
 END_TEST
 
+/* model --name of 300 bytes wrote a model file that validate and every
+ * command refused ("string of 300 bytes is too long (at most 255)");
+ * calibrate --name took a tab, which model --name refuses. */
+START_TEST(test_name_limits)
+{
+	const char *dir = tp_test_tmpdir();
+	char name[301], out[1100];
+	const char *a1[] = {"tagplan", "model", "gpt", "--hidden", "64",
+			    "--layers", "2", "--heads", "2", "--seq", "8",
+			    "--vocab", "10", "--batch", "4", "--name", name,
+			    "-o", out, NULL};
+	const char *a2[] = {"tagplan", "calibrate",
+			    tp_data_file("validation/measured_runs.json"),
+			    "-o", out, "--name", "x\ty", NULL};
+	struct stat st;
+
+	memset(name, 'a', 300);
+	name[300] = '\0';
+	snprintf(out, sizeof(out), "%s/out.json", dir);
+	expect(a1, 2, "--name: 300 bytes; a name has at most 255", NULL);
+	expect(a2, 2, "--name: the name contains the control character "
+		      "U+0009",
+	       NULL);
+	ck_assert_msg(stat(out, &st) != 0, "a file was written");
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1517,6 +1544,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_number_slips);
 	tcase_add_test(tc, test_recommend_smaller_tie);
 	tcase_add_test(tc, test_hf_not_local);
+	tcase_add_test(tc, test_name_limits);
 	suite_add_tcase(s, tc);
 	return s;
 }

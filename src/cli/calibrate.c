@@ -75,6 +75,8 @@ struct cal_args {
  * the exit code after the message. */
 static int check_args(const struct cal_args *a)
 {
+	unsigned bad;
+
 	if (!a->npos)
 		return tp_cli_usage_error(
 		    "calibrate", "missing RUNS.json (a run list, e.g. "
@@ -136,6 +138,12 @@ static int check_args(const struct cal_args *a)
 				p++;
 		}
 	}
+	if (a->name && tp_io_name_bad_char(a->name, &bad))
+		return tp_cli_usage_error("calibrate",
+					  "--name: the name contains the "
+					  "control character U+%04X; names "
+					  "are printable text",
+					  bad);
 	if (a->name && (!*a->name || strlen(a->name) >= TP_RUNTIME_NAME_MAX ||
 			strcmp(a->name, "none") == 0))
 		return tp_cli_usage_error("calibrate",

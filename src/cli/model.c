@@ -258,6 +258,13 @@ static int check_options(const struct model_args *a)
 			"--name: the name contains the control "
 			"character U+%04X; names are printable text",
 			bad);
+	/* the model reader's limit: a longer name wrote a file that
+	   validate and every command then refused */
+	if (a->name && strlen(a->name) > TP_IO_NAME_MAX)
+		return tp_cli_usage_error("model",
+					  "--name: %zu bytes; a name has at "
+					  "most %d",
+					  strlen(a->name), TP_IO_NAME_MAX);
 	return 0;
 }
 

@@ -121,6 +121,9 @@ enum tp_status tp_file_read(const char *path, size_t max_bytes, char **data,
  * *code its code point), 0 when there is none.  The loaders refuse names
  * with one (they are shown on terminals). */
 size_t tp_io_name_bad_char(const char *s, unsigned *code);
+/* Max name length (bytes) of models, ops, nodes, devices, types: what the
+ * loaders accept, so what a command may write. */
+#define TP_IO_NAME_MAX 255
 
 /* tp_file_read for text (JSON, nvidia-smi matrices): from a stream (a
  * device, a FIFO, a pipe) a NUL byte ends the read with TP_EINPUT, so an

@@ -179,8 +179,6 @@ enum tp_status tp_jctx_missing_format(struct tp_jctx *j,
 				      const struct tp_json *root,
 				      const char *fix);
 
-/* Max name length (bytes) of ops, nodes, devices, types. */
-#define TP_IO_NAME_MAX 255
 /* Devices per topology (core/cluster.h) and per node: a node's routes are
  * a table of its devices squared (src/core/route.c). */
 #define TP_IO_MAX_DEVICES TP_CLUSTER_MAX_DEVICES
