@@ -1491,6 +1491,47 @@ START_TEST(test_name_limits)
 }
 END_TEST
 
+/* calibrate --holdout 1 (or a --holdout-source every run has) said
+ * "no runs to fit (every run is held out)" after "fitting 0 runs, 20
+ * held out ..."; now the option and its fix, before anything runs. */
+START_TEST(test_calibrate_all_held_out)
+{
+	const char *dir = tp_test_tmpdir();
+	char out[1100], runs[1100], topos[1100], *text, *cut;
+	const char *a1[] = {"tagplan", "calibrate",
+			    tp_data_file("validation/measured_runs.json"),
+			    "-o", out, "--holdout", "1", NULL};
+	const char *a2[] = {"tagplan", "calibrate", runs, "-o", out,
+			    "--holdout-source", "NVIDIA/DeepLearningExamples",
+			    NULL};
+
+	snprintf(out, sizeof(out), "%s/p.json", dir);
+	snprintf(runs, sizeof(runs), "%s/runs.json", dir);
+	snprintf(topos, sizeof(topos), "%s/topologies", dir);
+	expect(a1, 2, "--holdout 1 holds out every run, so none is left to "
+		      "fit; give 0 to fit on all, or a K above 1",
+	       "fitting");
+	/* the first two runs, both of one source */
+	text = tp_test_read(tp_data_file("validation/measured_runs.json"),
+			    NULL);
+	ck_assert_ptr_nonnull(text);
+	cut = strstr(text, "\"id\": \"rn50-v100-fp32-1\"");
+	ck_assert_ptr_nonnull(cut);
+	while (*cut != '{')
+		cut--;
+	while (cut[-1] != ',')
+		cut--;
+	strcpy(cut - 1, "]}\n");
+	ck_assert_int_eq(tp_test_write(runs, text, strlen(text)), 0);
+	free(text);
+	ck_assert_int_eq(
+	    symlink(tp_data_file("validation/topologies"), topos), 0);
+	expect(a2, 2, "--holdout-source NVIDIA/DeepLearningExamples: every "
+		      "run has that source, so none is left to fit",
+	       "fitting");
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1545,6 +1586,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_recommend_smaller_tie);
 	tcase_add_test(tc, test_hf_not_local);
 	tcase_add_test(tc, test_name_limits);
+	tcase_add_test(tc, test_calibrate_all_held_out);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -196,6 +196,19 @@ static enum tp_status choose_held(const struct cal_args *a,
 				    "--holdout-source %s: no run has that "
 				    "source",
 				    a->hold_src);
+	/* before any fit: say which option left nothing to fit */
+	if (n && h == n && a->hold_src)
+		return tp_error_set(err, TP_EUSAGE,
+				    "--holdout-source %s: every run has that "
+				    "source, so none is left to fit; hold out "
+				    "another source, or leave the option out",
+				    a->hold_src);
+	if (n && h == n)
+		return tp_error_set(err, TP_EUSAGE,
+				    "--holdout %lld holds out every run, so "
+				    "none is left to fit; give 0 to fit on "
+				    "all, or a K above 1",
+				    a->holdout);
 	fprintf(stderr,
 		"tagplan calibrate: fitting %zu runs, %zu held out "
 		"...\n",
