@@ -1532,6 +1532,45 @@ START_TEST(test_calibrate_all_held_out)
 }
 END_TEST
 
+/* plan's baselines line was wrapped inside an entry ("..., greedy" at
+ * the end of one line, "n/a" on the next); each "name figure" now stays
+ * on one line. */
+START_TEST(test_baselines_wrap)
+{
+	const char *dir = tp_test_tmpdir();
+	char model[1100], plan[1100];
+	const char *a0[] = {"tagplan", "model", "gpt", "--hidden", "4096",
+			    "--layers", "32", "--heads", "32", "--seq", "2048",
+			    "--vocab", "51200", "--batch", "512", "-o", model,
+			    NULL};
+	const char *a1[] = {"tagplan", "plan", "-m", model, "-t",
+			    tp_data_file("topologies/dgx-a100-4.json"),
+			    "--playouts", "20", "--threads", "1", "--no-gnn",
+			    "-o", plan, NULL};
+	const char *at, *nl;
+	struct tp_run r;
+
+	snprintf(model, sizeof(model), "%s/gpt.json", dir);
+	snprintf(plan, sizeof(plan), "%s/plan.json", dir);
+	tp_run_tagplan(&r, a0, NULL);
+	ck_assert_msg(r.status == 0, "model: %s", r.err);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0, "plan: %s", r.err);
+	at = strstr(r.err, "  baselines ");
+	ck_assert_ptr_nonnull(at);
+	/* the line and its continuation: every entry whole on one of them */
+	nl = strchr(at, '\n');
+	ck_assert_ptr_nonnull(nl);
+	ck_assert_msg(strstr(r.err, "megatron 6.98 s (1.00x)") &&
+			  strstr(r.err, "greedy n/a") &&
+			  strstr(r.err, "dp does not fit") &&
+			  nl[-1] == ',',
+		      "%s", r.err);
+	tp_run_free(&r);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1587,6 +1626,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_hf_not_local);
 	tcase_add_test(tc, test_name_limits);
 	tcase_add_test(tc, test_calibrate_all_held_out);
+	tcase_add_test(tc, test_baselines_wrap);
 	suite_add_tcase(s, tc);
 	return s;
 }

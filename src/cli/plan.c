@@ -497,6 +497,36 @@ static enum tp_status explain_eval(void *ctx, const struct tp_plan *variant,
 }
 
 /* Which limit ended the search, and the other one's setting. */
+/* The baselines' line: each "name figure" kept on one line by the
+ * wrapping (it cut "greedy | n/a" apart), f being the buffer that
+ * tp_render_wrap reads (stderr when there is none: plain spaces). */
+static void print_baselines(FILE *f, const struct tp_search_result *res,
+			    const struct tp_report *r)
+{
+	for (int b = 0; b < TP_BASELINE_COUNT; b++) {
+		const struct tp_baseline_result *br = &res->baselines[b];
+		char e[96], tb[32];
+
+		tp_render_fmt_si(tb, sizeof(tb), br->iteration_time_s, "s");
+		if (!br->available)
+			snprintf(e, sizeof(e), "n/a");
+		else if (!br->feasible)
+			snprintf(e, sizeof(e), "does not fit");
+		else if (r->feasible && r->iteration_time_s > 0)
+			snprintf(e, sizeof(e), "%s (%.2fx)", tb,
+				 br->iteration_time_s / r->iteration_time_s);
+		else
+			snprintf(e, sizeof(e), "%s", tb);
+		for (char *q = e; *q && f != stderr; q++)
+			if (*q == ' ')
+				*q = TP_RENDER_NB;
+		fprintf(f, "%s%s%c%s", b ? ", " : "  baselines      ",
+			tp_baseline_name((enum tp_baseline)b),
+			f != stderr ? TP_RENDER_NB : ' ', e);
+	}
+	fputc('\n', f);
+}
+
 static void print_stop(FILE *f, const struct tp_search_result *res)
 {
 	const char *what = NULL;
@@ -590,28 +620,7 @@ static void print_human(const struct tp_search_result *res,
 				100 * res->lower_bound_s / r->iteration_time_s);
 		}
 		tp_cli_profile_note(sim, p, m, c, f);
-		fprintf(f, "  baselines      ");
-		for (int b = 0, first = 1; b < TP_BASELINE_COUNT; b++) {
-			const struct tp_baseline_result *br = &res->baselines[b];
-			fprintf(f, "%s%s ", first ? "" : ", ",
-				tp_baseline_name((enum tp_baseline)b));
-			first = 0;
-			if (!br->available)
-				fprintf(f, "n/a");
-			else if (!br->feasible)
-				fprintf(f, "does not fit");
-			else {
-				tp_render_fmt_si(tb, sizeof(tb),
-						 br->iteration_time_s, "s");
-				if (r->feasible && r->iteration_time_s > 0)
-					fprintf(f, "%s (%.2fx)", tb,
-						br->iteration_time_s /
-							r->iteration_time_s);
-				else
-					fprintf(f, "%s", tb);
-			}
-		}
-		fputc('\n', f);
+		print_baselines(f, res, r);
 		if (res->gain_skips)
 			snprintf(skips, sizeof(skips),
 				 ", %llu single change%s not simulated: the "

@@ -638,7 +638,7 @@ static void apply_recompute(struct tp_plan *v, uint32_t dev,
 
 /* A figure whose number and unit the wrapping keeps together: spaces
  * become NB (wrap_lines prints them as spaces). */
-#define NB '\x01'
+#define NB TP_RENDER_NB
 static void si_nb(char *buf, size_t size, double v, const char *unit)
 {
 	tp_render_fmt_si(buf, size, v, unit);

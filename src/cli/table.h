@@ -67,6 +67,9 @@ enum tp_status tp_cli_explain(const struct tp_plan *p,
  * indent.  For human summaries on stderr.
  */
 void tp_render_wrap(struct tp_strbuf *out, const char *text, int width);
+/* In text for tp_render_wrap: a space that never breaks (printed as one),
+ * to keep a figure with its unit, or a label with its value. */
+#define TP_RENDER_NB '\x01'
 
 /*
  * Append the names of the runtime capabilities set in mask (bit c is
