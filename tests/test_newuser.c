@@ -1571,6 +1571,21 @@ START_TEST(test_baselines_wrap)
 }
 END_TEST
 
+/* "simulate -s tp=2 x.json" hinted "files are given with their option:
+ * -p PLAN or ...", though -p and -s exclude each other. */
+START_TEST(test_strategy_file_hint)
+{
+	const char *a1[] = {"tagplan", "simulate", "-s", "tp=2", "x.json",
+			    NULL};
+	const char *a2[] = {"tagplan", "simulate", "x.json", NULL};
+
+	expect(a1, 2, "(files are given with their option: -m MODEL or -t "
+		      "TOPO)",
+	       "-p PLAN");
+	expect(a2, 2, "-p PLAN or -m MODEL or -t TOPO", NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1627,6 +1642,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_name_limits);
 	tcase_add_test(tc, test_calibrate_all_held_out);
 	tcase_add_test(tc, test_baselines_wrap);
+	tcase_add_test(tc, test_strategy_file_hint);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -373,6 +373,16 @@ static bool strategy_split(const char *cmd, const struct tp_opt *opts,
 	return true;
 }
 
+/* -s STRATEGY was given: a plan file (-p) is then no option (the
+ * commands take one or the other). */
+static bool strategy_given(const struct tp_opt *opts)
+{
+	for (const struct tp_opt *o = opts; o->name; o++)
+		if (o->seen && o->metavar && !strcmp(o->metavar, "STRATEGY"))
+			return true;
+	return false;
+}
+
 static void unexpected_argument(const char *cmd, const struct tp_opt *opts,
 				char *const *pos)
 {
@@ -391,7 +401,8 @@ static void unexpected_argument(const char *cmd, const struct tp_opt *opts,
 			for (const struct tp_opt *o = opts; o->name; o++) {
 				if (o->seen || !o->short_name ||
 				    o->short_name == 'o' || !o->metavar ||
-				    strcmp(o->metavar, file_vars[v]) != 0)
+				    strcmp(o->metavar, file_vars[v]) != 0 ||
+				    (v == 0 && strategy_given(opts)))
 					continue;
 				int n = snprintf(hint + used,
 						 sizeof(hint) - used, "%s-%c %s",
