@@ -971,6 +971,10 @@ START_TEST(test_strategy_spaces)
 	    {"pp16", "write \"pp=16\""},
 	    {"schedule interleaved:2", "write \"schedule=interleaved:2\""},
 	    {"TP=2", "unknown key \"TP\" (did you mean tp?)"},
+	    /* "empty item between commas" for a leading comma too */
+	    {",tp=2", "strategy: \",tp=2\" has an empty item (a comma too "
+		      "many): write \"tp=2\""},
+	    {"tp=2,,pp=4", "write \"tp=2,pp=4\""},
 	};
 	const char *gpt2 = tp_data_file("models/gpt2.json");
 	const char *dgx = tp_data_file("topologies/dgx-a100.json");

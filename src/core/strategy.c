@@ -351,14 +351,17 @@ enum tp_status tp_strategy_parse(const char *text, struct tp_strategy *s,
 		while (e > key && isspace((unsigned char)e[-1]))
 			*--e = '\0';
 		if (!*key) {
-			if (comma && !*p)
-				return tp_error_set(err, TP_EUSAGE,
-						    "strategy: trailing comma");
-			if (!comma)
+			char fix[256];
+
+			/* a trailing comma (and spaces) is harmless */
+			if (!comma || !p[strspn(p, " \t,")])
 				break;
+			comma_form(text, fix, sizeof(fix));
 			return tp_error_set(err, TP_EUSAGE,
-					    "strategy: empty item between "
-					    "commas");
+					    "strategy: \"%s\" has an empty "
+					    "item (a comma too many): write "
+					    "\"%s\"",
+					    text, fix);
 		}
 		if ((st = bad_item(err, text, key)))
 			return st;
