@@ -1590,6 +1590,59 @@ START_TEST(test_strategy_file_hint)
 }
 END_TEST
 
+/* check -p - of a plan whose recorded model is not in the working
+ * directory said "- was made from the model file ..., which is not there
+ * (looked for x.json)"; now it names the plan as read from standard input
+ * and where it looked. */
+START_TEST(test_plan_stdin_recorded)
+{
+	const char *dir = tp_test_tmpdir();
+	char plan[1100], model[1100], *text, *at;
+	const char *am[] = {"tagplan", "model", "gpt", "--hidden", "64",
+			    "--layers", "2", "--heads", "2", "--seq", "8",
+			    "--vocab", "10", "--batch", "8", "-o", model, NULL};
+	const char *a0[] = {"tagplan", "plan", "-m", model, "-t",
+			    tp_data_file("topologies/dgx-a100.json"),
+			    "--baseline", "dp", "-q", "-o", plan, NULL};
+	const char *a1[] = {"tagplan", "check", "-p", "-", NULL};
+	static const char *const keys[] = {"\"model_path\": \"",
+					   "\"model_file\": \""};
+	struct tp_run r;
+
+	snprintf(plan, sizeof(plan), "%s/plan.json", dir);
+	snprintf(model, sizeof(model), "%s/tiny.json", dir);
+	tp_run_tagplan(&r, am, NULL);
+	ck_assert_msg(r.status == 0, "model: %s", r.err);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, a0, NULL);
+	ck_assert_msg(r.status == 0, "plan: %s", r.err);
+	tp_run_free(&r);
+	text = tp_test_read(plan, NULL);
+	ck_assert_ptr_nonnull(text);
+	/* room for the names to grow */
+	text = realloc(text, strlen(text) + 64);
+	ck_assert_ptr_nonnull(text);
+	/* the recorded model as a relative name that is nowhere */
+	for (int k = 0; k < 2; k++) {
+		at = strstr(text, keys[k]);
+		ck_assert_ptr_nonnull(at);
+		at += strlen(keys[k]);
+		memmove(at + strlen("nosuch-model.json"), strchr(at, '"'),
+			strlen(strchr(at, '"')) + 1);
+		memcpy(at, "nosuch-model.json", strlen("nosuch-model.json"));
+	}
+	tp_run_tagplan(&r, a1, text);
+	ck_assert_msg(r.status == 2 &&
+			  strstr(r.err, "the plan read from standard input was "
+					"made from the model file "
+					"\"nosuch-model.json\"") &&
+			  strstr(r.err, "in the working directory"),
+		      "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	free(text);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1647,6 +1700,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_calibrate_all_held_out);
 	tcase_add_test(tc, test_baselines_wrap);
 	tcase_add_test(tc, test_strategy_file_hint);
+	tcase_add_test(tc, test_plan_stdin_recorded);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -215,10 +215,19 @@ static enum tp_status find_recorded(const char *plan_path,
 		snprintf(tried + used, sizeof(tried) - used, "%s%s",
 			 k ? ", " : "", cand[k]);
 	}
+	/* a plan read from stdin has no folder: its relative paths are
+	   the working directory's */
 	return tp_error_set(err, TP_EUSAGE,
 			    "%s was made from the %s file \"%s\", which is not "
-			    "there (looked for %s): pass the %s with %s",
-			    plan_path, what, rpath, tried, what, opt);
+			    "there (looked for %s%s): pass the %s with %s",
+			    strcmp(plan_path, "-") ? plan_path
+						   : "the plan read from "
+						     "standard input",
+			    what, rpath, tried,
+			    strcmp(plan_path, "-") ? ""
+						   : " in the working "
+						     "directory",
+			    what, opt);
 }
 
 /* Read a file once: its digest and the model or topology in it. */
