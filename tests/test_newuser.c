@@ -1643,6 +1643,48 @@ START_TEST(test_plan_stdin_recorded)
 }
 END_TEST
 
+/* One of tagplan's own non-JSON files given where JSON goes (-p
+ * launch.sh, -p plan.svg) said 'unknown word "torchrun"' or 'unexpected
+ * character '<''; now what the file is and what to do with it.  JSON
+ * with an error of its own keeps its syntax error. */
+START_TEST(test_own_text_outputs)
+{
+	static const char *const cases[][2] = {
+	    {"torchrun \\\n  --nnodes=4 \\\n", "this is a shell script "
+						  "(tagplan export --to "
+						  "torchrun writes one), not "
+						  "JSON: run it with sh"},
+	    {"--tensor-model-parallel-size 1\n", "this is command-line "
+						  "arguments (tagplan export "
+						  "--to megatron writes them)"},
+	    {"# TorchTitan job config\n\n[job]\ndescription = \"x\"\n",
+	     "this is TOML (tagplan export --to torchtitan writes a "
+	     "TorchTitan job config), not JSON"},
+	    {"<?xml version=\"1.0\"?>\n<svg>\n", "this is an SVG picture"},
+	    {"graph tagplan {\n}\n", "this is Graphviz DOT"},
+	    {"TPGNNW\r\n", "this is GNN weights (tagplan train), not JSON: "
+			    "give them to plan --weights"},
+	    {"\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV12\n",
+	     "this is the output of nvidia-smi topo -m, not JSON: tagplan "
+	     "topo --from-nvidia-smi FILE --gpu TYPE"},
+	    /* JSON's own errors stay */
+	    {"# a comment\n{\"a\": [\n1]}\n", "comments are not allowed in "
+					     "JSON"},
+	};
+	const char *dir = tp_test_tmpdir();
+	char path[1100];
+	const char *argv[] = {"tagplan", "simulate", "-p", path, NULL};
+
+	snprintf(path, sizeof(path), "%s/input", dir);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ck_assert_int_eq(tp_test_write(path, cases[i][0],
+					       strlen(cases[i][0])),
+				 0);
+		expect(argv, 2, cases[i][1], i + 1 < 8 ? "unknown word" : "this is");
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1701,6 +1743,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_baselines_wrap);
 	tcase_add_test(tc, test_strategy_file_hint);
 	tcase_add_test(tc, test_plan_stdin_recorded);
+	tcase_add_test(tc, test_own_text_outputs);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -37,6 +37,7 @@
 #include "json.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
@@ -1072,14 +1073,99 @@ static enum tp_status convert(struct conv *cv, cJSON *c, bool member,
 
 /* --- the reader ---------------------------------------------------------- */
 
+static bool starts(const unsigned char *s, size_t n, const char *p)
+{
+	size_t l = strlen(p);
+	return n >= l && memcmp(s, p, l) == 0;
+}
+
+/* p occurs in s[0..n) (memmem is GNU's). */
+static bool holds(const unsigned char *s, size_t n, const char *p)
+{
+	for (size_t i = 0; i < n; i++)
+		if (starts(s + i, n - i, p))
+			return true;
+	return false;
+}
+
+/* s[0..n) has a line that is a TOML table header: "[name]". */
+static bool toml_table(const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i + 2 < n; i++) {
+		size_t k = i + 2;
+
+		if (s[i] != '\n' || s[i + 1] != '[')
+			continue;
+		while (k < n && (isalnum(s[k]) || s[k] == '_' || s[k] == '.'))
+			k++;
+		if (k > i + 2 && k + 1 < n && s[k] == ']' && s[k + 1] == '\n')
+			return true;
+	}
+	return false;
+}
+
+/* What a file that is no JSON from its first byte is, when it is one of
+ * tagplan's own other outputs or inputs (given where a JSON file goes:
+ * "-p plan.svg", "-m megatron.args"), and what to do with it; NULL when
+ * it is none of them.  s[0..n) starts at the first non-space byte. */
+static const char *own_text(const unsigned char *s, size_t n)
+{
+	const unsigned char *nl = memchr(s, '\n', n);
+	size_t first = nl ? (size_t)(nl - s) : n;
+
+	/* JSON with an error of its own */
+	if (s[0] == '{' || s[0] == '[' || s[0] == '"')
+		return NULL;
+	if (starts(s, n, "\x89PNG") || starts(s, n, "%PDF"))
+		return "a picture (tagplan render writes them), not JSON";
+	if (starts(s, n, "<?xml") || starts(s, n, "<svg"))
+		return "an SVG picture (tagplan render, plan --svg), not JSON";
+	if (starts(s, n, "digraph") || starts(s, n, "graph ") ||
+	    starts(s, n, "strict "))
+		return "Graphviz DOT (tagplan render, plan --dot), not JSON";
+	if (starts(s, n, "TPGNNW"))
+		return "GNN weights (tagplan train), not JSON: give them to "
+		       "plan --weights";
+	if (starts(s, n, "TPGNNCK"))
+		return "a training checkpoint (tagplan train --checkpoint), "
+		       "not JSON: give it to tagplan train --resume";
+	if (starts(s, n, "torchrun") || starts(s, n, "#!"))
+		return "a shell script (tagplan export --to torchrun writes "
+		       "one), not JSON: run it with sh";
+	if (starts(s, n, "--"))
+		return "command-line arguments (tagplan export --to megatron "
+		       "writes them), not JSON: give them to pretrain_gpt.py";
+	if (holds(s, first, "GPU0") && holds(s, first, "GPU1"))
+		return "the output of nvidia-smi topo -m, not JSON: tagplan "
+		       "topo --from-nvidia-smi FILE --gpu TYPE builds a "
+		       "topology from it";
+	if (s[0] == '#' && toml_table(s, n))
+		return "TOML (tagplan export --to torchtitan writes a "
+		       "TorchTitan job config), not JSON";
+	return NULL;
+}
+
 static enum tp_status report(const char *name, const unsigned char *s,
-			     size_t base, const struct problem *pr,
+			     size_t n, size_t base, const struct problem *pr,
 			     struct tp_error *err)
 {
 	int line, col;
+	size_t i = base;
+	const char *what;
 
 	line_col(s, base, pr->at, &line, &col);
-	tp_error_set_at(err, pr->st, line, col, "%s", pr->msg);
+	while (i < n && is_space(s[i]))
+		i++;
+	/* an error on the first line of something else than JSON: what it
+	   is says more than the syntax error */
+	what = pr->st == TP_EINPUT && i < n && pr->at >= i &&
+		       !memchr(s + i, '\n', pr->at - i)
+		   ? own_text(s + i, n - i < 65536 ? n - i : 65536)
+		   : NULL;
+	if (what)
+		tp_error_set_at(err, pr->st, line, col, "this is %s", what);
+	else
+		tp_error_set_at(err, pr->st, line, col, "%s", pr->msg);
 	tp_error_set_file(err, name);
 	return pr->st;
 }
@@ -1132,7 +1218,7 @@ static enum tp_status syntax_error(const char *name, const unsigned char *s,
 		set_problem(&pr, TP_ENOMEM, at,
 			    "out of memory reading the document");
 	free(c);
-	return report(name, s, base, &pr, err);
+	return report(name, s, n, base, &pr, err);
 }
 
 enum tp_status tp_json_parse(const char *name, const char *text, size_t len,
@@ -1169,7 +1255,7 @@ enum tp_status tp_json_parse(const char *name, const char *text, size_t len,
 	if (i == len) {
 		struct problem pr;
 		bad(&pr, len, "empty input: expected a JSON document");
-		return report(name, s, base, &pr, err);
+		return report(name, s, len, base, &pr, err);
 	}
 	memset(&sc, 0, sizeof(sc));
 	sc.s = s;
@@ -1186,7 +1272,7 @@ enum tp_status tp_json_parse(const char *name, const char *text, size_t len,
 	if (end != SIZE_MAX &&
 	    (sc.pr.st == TP_ENOMEM || sc.pr.st == TP_ELIMIT)) {
 		tp_vec_free(&sc.pos);
-		return report(name, s, base, &sc.pr, err);
+		return report(name, s, len, base, &sc.pr, err);
 	}
 	if (end == SIZE_MAX)
 		end = len;
