@@ -1194,6 +1194,7 @@ START_TEST(test_validate_run_list)
 	const char *a3[] = {"tagplan", "validate",
 			    tp_data_file("schema/model.schema.json"), NULL};
 	const char *a4[] = {"tagplan", "validate", "-", NULL};
+	const char *a5[] = {"tagplan", "inspect", runs, NULL};
 	struct tp_run r;
 
 	tp_run_tagplan(&r, a1, NULL);
@@ -1218,6 +1219,11 @@ START_TEST(test_validate_run_list)
 		      "pp=1\": items are separated by commas",
 	       "missing required field");
 	expect(a3, 2, "this is a JSON Schema", NULL);
+	/* inspect (or -m) of a run list says what it is */
+	expect(a5, 2, "this is a list of measured runs (calibrate's input, "
+		      "tagplan-formats(5) MEASURED RUNS), not a tagplan file; "
+		      "tagplan validate checks it",
+	       NULL);
 	tp_run_tagplan(&r, a4, "{\"rows\": 1}");
 	ck_assert_msg(r.status == 2 && strstr(r.err, "\"tagplan-devices/1\", "
 						     "\"tagplan-runtime/1\""),

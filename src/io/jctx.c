@@ -550,6 +550,14 @@ enum tp_status tp_jctx_missing_format(struct tp_jctx *j,
 		    "config (as tagplan export --to deepspeed writes), not a "
 		    "tagplan file; give DeepSpeed the config, and tagplan the "
 		    "plan it was exported from");
+	if (tp_json_get(root, "rows") &&
+	    tp_json_get(root, "rows")->type == TP_JSON_ARRAY)
+		return tp_jctx_fail(
+		    j, NULL,
+		    "missing required field \"format\": this is a list of "
+		    "measured runs (calibrate's input, tagplan-formats(5) "
+		    "MEASURED RUNS), not a tagplan file; tagplan validate "
+		    "checks it, tagplan calibrate fits to it");
 	if (tp_json_get(root, "$schema"))
 		return tp_jctx_fail(
 		    j, NULL,
