@@ -1691,6 +1691,35 @@ START_TEST(test_own_text_outputs)
 }
 END_TEST
 
+/* render --title with a control character wrote an SVG that XML readers
+ * refuse ("not well-formed (invalid token)"); now a usage error, nothing
+ * written. */
+START_TEST(test_render_title_control)
+{
+	const char *dir = tp_test_tmpdir();
+	char plan[1100], svg[1100];
+	const char *a0[] = {"tagplan", "plan", "-m",
+			    tp_data_file("models/gpt2.json"), "-t",
+			    tp_data_file("topologies/dgx-a100.json"),
+			    "--baseline", "dp", "-q", "-o", plan, NULL};
+	const char *a1[] = {"tagplan", "render", "-p", plan, "-o", svg,
+			    "--title", "red \x1b[31mtitle", "--no-simulate",
+			    NULL};
+	struct tp_run r;
+	struct stat st;
+
+	snprintf(plan, sizeof(plan), "%s/plan.json", dir);
+	snprintf(svg, sizeof(svg), "%s/p.svg", dir);
+	tp_run_tagplan(&r, a0, NULL);
+	ck_assert_msg(r.status == 0, "plan: %s", r.err);
+	tp_run_free(&r);
+	expect(a1, 2, "--title: the text contains the control character "
+		      "U+001B; give printable text",
+	       NULL);
+	ck_assert_msg(stat(svg, &st) != 0, "the picture was written");
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1750,6 +1779,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_strategy_file_hint);
 	tcase_add_test(tc, test_plan_stdin_recorded);
 	tcase_add_test(tc, test_own_text_outputs);
+	tcase_add_test(tc, test_render_title_control);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -43,6 +43,20 @@ static const char about[] =
 	"testbed for\n"
 	"plans of the demo); stderr says which.";
 
+/* --title with a control character (an escape, a tab from a script)
+ * made an SVG that XML readers refuse: printable text, as names. */
+static int title_text(const char *title)
+{
+	unsigned bad;
+
+	if (!title || !tp_io_name_bad_char(title, &bad))
+		return 0;
+	return tp_cli_usage_error("render",
+				  "--title: the text contains the control "
+				  "character U+%04X; give printable text",
+				  bad);
+}
+
 /* PNG or PDF to standard output that is a terminal garbles it (curl
  * refuses the same): the usage error's exit code, else 0. */
 static int binary_on_terminal(const char *out, int fmt, const char *format)
@@ -134,7 +148,8 @@ int cmd_render(int argc, char **argv)
 					  "the name; use .dot, .svg, .png or "
 					  ".pdf, or --format",
 					  out);
-	if ((code = binary_on_terminal(out, fmt, format)))
+	if ((code = binary_on_terminal(out, fmt, format)) ||
+	    (code = title_text(title)))
 		return code;
 	tp_render_options_default(&ro);
 	ro.title = title;
