@@ -1720,6 +1720,46 @@ START_TEST(test_render_title_control)
 }
 END_TEST
 
+/* validate of a plan alone said "ok (plan, structure only: give -m MODEL
+ * -t TOPO ...)" though the plan records its model and topology, which
+ * check and render use: a hand edit naming no device passed.  Now it is
+ * resolved against them when they are there unchanged. */
+START_TEST(test_validate_plan_recorded)
+{
+	const char *dir = tp_test_tmpdir();
+	char plan[1100], bad[1100], *text, *at;
+	const char *a0[] = {"tagplan", "plan", "-m",
+			    tp_data_file("models/gpt2.json"), "-t",
+			    tp_data_file("topologies/dgx-a100.json"),
+			    "--baseline", "dp", "-q", "-o", plan, NULL};
+	const char *a1[] = {"tagplan", "validate", plan, NULL};
+	const char *a2[] = {"tagplan", "validate", bad, NULL};
+	struct tp_run r;
+
+	snprintf(plan, sizeof(plan), "%s/plan.json", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.json", dir);
+	tp_run_tagplan(&r, a0, NULL);
+	ck_assert_msg(r.status == 0, "plan: %s", r.err);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0 && strstr(r.out, "ok (plan, resolved "
+						     "against ") &&
+			  strstr(r.out, "gpt2.json and "),
+		      "exit %d: %s%s", r.status, r.out, r.err);
+	tp_run_free(&r);
+	text = tp_test_read(plan, NULL);
+	ck_assert_ptr_nonnull(text);
+	at = strstr(text, "\"dgx-a100-0/gpu3\"");
+	ck_assert_ptr_nonnull(at);
+	at[15] = '9';
+	ck_assert_int_eq(tp_test_write(bad, text, strlen(text)), 0);
+	free(text);
+	expect(a2, 2, "bad.json: $.groups[0].devices[3]: unknown device "
+		      "\"dgx-a100-0/gpu9\"",
+	       NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1780,6 +1820,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_plan_stdin_recorded);
 	tcase_add_test(tc, test_own_text_outputs);
 	tcase_add_test(tc, test_render_title_control);
+	tcase_add_test(tc, test_validate_plan_recorded);
 	suite_add_tcase(s, tc);
 	return s;
 }

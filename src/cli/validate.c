@@ -3,7 +3,8 @@
  *
  * The kind of each file comes from its "format".  A plan needs a model
  * and a topology to resolve its names: with -m and -t it is validated
- * fully, without them only its structure.  Stops at the first bad file
+ * fully, without them against the files it records when they are there
+ * unchanged, else only its structure.  Stops at the first bad file
  * (exit 2, the error on stderr); prints "FILE: ok (KIND)" for each good
  * one on stdout.
  */
@@ -44,6 +45,47 @@ static enum tp_status load_context(struct context *cx,
 		return st;
 	}
 	cx->loaded = true;
+	return TP_OK;
+}
+
+/* A plan given alone is resolved against the model and topology it
+ * records when both are there unchanged (their SHA-256 as recorded), as
+ * check and render find them: *resolved, with detail saying so; a plan
+ * that does not resolve against them (a hand edit: an unknown op or
+ * device) is its error.  Anything else (a file moved or changed, a plan
+ * read from stdin, a plan of the demo) leaves the structure check and its
+ * hint (TP_OK, !*resolved). */
+static enum tp_status recorded_inputs(const char *path,
+				      const struct tp_load_options *o,
+				      char *detail, size_t dsize,
+				      bool *resolved, struct tp_error *err)
+{
+	struct tp_inputs in;
+	struct tp_error e;
+	enum tp_status st;
+	bool exact;
+
+	*resolved = false;
+	if (!strcmp(path, "-"))
+		return TP_OK;
+	tp_inputs_init(&in);
+	in.strict = o->strict;
+	tp_error_clear(&e);
+	st = tp_inputs_load(&in, path, NULL, NULL, NULL, &e);
+	exact = in.model_recorded && in.topology_recorded &&
+		!in.model_changed && !in.topology_changed;
+	if (st == TP_OK && exact) {
+		*resolved = true;
+		snprintf(detail, dsize,
+			 "plan, resolved against %.450s and %.450s, recorded "
+			 "in it",
+			 in.model_path, in.topology_path);
+	}
+	tp_inputs_release(&in);
+	if (st == TP_EINPUT && exact) {
+		*err = e;
+		return st;
+	}
 	return TP_OK;
 }
 
@@ -126,7 +168,14 @@ static enum tp_status validate_one(const char *path, struct context *cx,
 			tp_plan_release(&p);
 			snprintf(detail, dsize, "plan");
 		} else {
+			bool resolved = false;
+
 			st = tp_plan_check(path, text, len, o, NULL, err);
+			if (!st)
+				st = recorded_inputs(path, o, detail, dsize,
+						     &resolved, err);
+			if (st || resolved)
+				break;
 			snprintf(
 			    detail, dsize,
 			    "plan, structure only: give -m MODEL -t TOPO to "
@@ -193,8 +242,9 @@ int cmd_validate(int argc, char **argv)
 	    "measured runs (calibrate's\ninput, which has none) is read as "
 	    "calibrate reads it, each run's model,\ntopology and strategy "
 	    "built without simulating.  A plan is resolved\nagainst -m "
-	    "MODEL -t TOPO when given, else only its structure is "
-	    "checked.\n\n"
+	    "MODEL -t TOPO when given, else against the model and "
+	    "topology it\nrecords when they are there unchanged (as check "
+	    "finds them), else only its\nstructure is checked.\n\n"
 	    "Prints \"FILE: ok (KIND)\" per good file on stdout; stops at "
 	    "the first bad\nfile with its error on stderr and exit code 2 "
 	    "(3 when a file cannot be\nread).  Unknown fields are warnings "
@@ -249,7 +299,7 @@ int cmd_validate(int argc, char **argv)
 	tp_cluster_init(&cx.c);
 	for (int i = 0; i < npos; i++) {
 		struct tp_error err;
-		char detail[160];
+		char detail[1024];
 		enum tp_status st;
 
 		tp_error_clear(&err);
