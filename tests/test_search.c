@@ -1439,6 +1439,64 @@ START_TEST(test_search_completes_before_kicking)
 }
 END_TEST
 
+/* Stop a search once it has made `at` playouts (its progress
+ * callback, reporting at every playout). */
+struct playout_stop {
+	uint64_t at;
+	volatile sig_atomic_t flag;
+};
+
+static void playout_stop_at(void *ctx, const struct tp_search_progress *p)
+{
+	struct playout_stop *st = ctx;
+
+	if (p->playouts >= st->at)
+		st->flag = 1;
+}
+
+/* BY_TIME (sweep.c): a guided pass of a search limited by time alone
+ * cuts nothing by the prior.  The fake provider puts 100 times the prior
+ * on one change per group and predicts every change slower, so each
+ * change a pass keeps is then skipped by the gain cut (gain_skips): a
+ * playout-limited search keeps a few per group (GUIDE_MIN_KEEP and the
+ * group's variants), the same search by time alone, stopped by the same
+ * amount of work, keeps them all - several times the skips. */
+START_TEST(test_search_time_only_passes_keep_all)
+{
+	struct fake_guided f;
+	struct tp_search_result rp, rt;
+	struct gained slow = {-1.0f, 0, 100, 0, 0};
+	struct playout_stop stop = {4000, 0};
+
+	fake_guided_init(&f, "gained", gained_eval);
+	f.pp.ctx = &slow;
+	f.o.playouts = 4000;
+	tp_search_result_init(&rp);
+	tp_search_result_init(&rt);
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &rp, NULL),
+			 TP_OK);
+	/* by time alone, stopped as soon as it made as many playouts */
+	f.o.playouts = 0;
+	f.o.time_limit_s = 1e6;
+	f.o.stop = &stop.flag;
+	f.o.progress = playout_stop_at;
+	f.o.progress_ctx = &stop;
+	f.o.progress_interval_s = 1e-9;
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &rt, NULL),
+			 TP_OK);
+	/* the same trajectory before BY_TIME: 1,053 skips both ways;
+	   with it 1,053 and 5,865 */
+	ck_assert_uint_ge(rt.playouts, rp.playouts);
+	ck_assert_uint_gt(rp.gain_skips, 10);
+	ck_assert_uint_ge(rt.gain_skips, 3 * rp.gain_skips);
+	ck_assert_uint_eq(rt.stopped_by, TP_SEARCH_STOP_INTERRUPT);
+	assert_beats_baselines(&rt);
+	tp_search_result_release(&rp);
+	tp_search_result_release(&rt);
+	fake_guided_release(&f);
+}
+END_TEST
+
 /* PROBE (baselines.c): while no megatron grid point fits, a point is
  * scored with full recomputation first and settled when that does not
  * fit.  On a model far too big for the toy cluster, --baseline megatron
@@ -2400,6 +2458,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_megatron_baseline_is_its_strategy);
 	tcase_add_test(tm, test_search_gain_cut_skips_simulations);
 	tcase_add_test(tm, test_search_completes_before_kicking);
+	tcase_add_test(tm, test_search_time_only_passes_keep_all);
 	tcase_add_test(tm, test_search_relaxes_recompute_and_seeds_zero);
 	tcase_add_test(tm, test_search_run_changes);
 	tcase_add_test(tm, test_search_guided_variants);

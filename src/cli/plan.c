@@ -72,7 +72,7 @@ static const char about[] =
 	"first (the\n"
 	"summary says which); --time-limit alone means no playout limit.  "
 	"With\n"
-	"--threads 1 a larger limit of either kind passes through the same "
+	"--threads 1 a larger limit of the same kind passes through the same "
 	"states as\n"
 	"a smaller one and goes on from there, so its plan is at least as "
 	"fast.  With\n"

@@ -8,24 +8,24 @@
 
 #include "search_int.h"
 
-/* The search is anytime: it runs in stages of doubling budgets,
- * STAGE_FIRST, 2 STAGE_FIRST, 4 STAGE_FIRST, ... playouts whatever the
- * limits, each one the sweeps (half the stage's new playouts at most;
- * from the best plan only, or from a kick of it when they already left it
- * at a local optimum; resuming a pass the last stage cut short:
- * baselines.c) and then the tree search.  A limit only cuts the current
- * stage short, and a search limited by time alone runs with an unbounded
- * playout limit (context.c, sctx.opts) rather than a trajectory of its
- * own (only its phases before the stages run in another order:
- * SEEDS_FIRST below), so with one thread a search with a larger limit of
- * either kind
- * passes through every state of one with a smaller limit and keeps the
- * best plan: its answer is at least as fast (tests/test_anytime.c;
- * bench_hetero).  Until 2026-12 the last stage ended at the playout limit
- * and a time-only search split sweeps and tree by time and took lazy or
- * uniform priors (guide.c PRIOR_SHARE, mcts.c lazy priors: removed since):
- * a 10 s search of GPT-3 13B on A100 + V100 + L4 nodes returned 89.0 s
- * after 45,146 playouts against 88.2 s for the 5,000-playout default. */
+/* The search is anytime: it runs in stages of doubling budgets, STAGE_FIRST, 2
+ * STAGE_FIRST, 4 STAGE_FIRST, ... playouts whatever the limits, each one the
+ * sweeps (half the stage's new playouts at most; from the best plan only, or
+ * from a kick of it when they already left it at a local optimum; resuming a
+ * pass the last stage cut short: baselines.c) and then the tree search.  A
+ * limit only cuts the current stage short, and a search limited by time alone
+ * runs with an unbounded playout limit (context.c, sctx.opts) rather than a
+ * trajectory of its own (but its phases before the stages run in another order,
+ * SEEDS_FIRST below, and its guided sweeps keep every change, in another order:
+ * sweep.c BY_TIME), so with one thread a search with a larger limit of the same
+ * kind passes through every state of one with a smaller limit and keeps the
+ * best plan: its answer is at least as fast (tests/test_anytime.c, which also
+ * finds no search by time slower than the playout-limited one it passed;
+ * bench_hetero).  Until 2026-12 the last stage ended at the playout limit and a
+ * time-only search split sweeps and tree by time and took lazy or uniform
+ * priors (guide.c PRIOR_SHARE, mcts.c lazy priors: removed since): a 10 s
+ * search of GPT-3 13B on A100 + V100 + L4 nodes returned 89.0 s after 45,146
+ * playouts against 88.2 s for the 5,000-playout default. */
 #define STAGE_FIRST 64
 
 void tp_search_options_default(struct tp_search_options *o)

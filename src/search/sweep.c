@@ -50,6 +50,37 @@ static bool sweep_budget_spent(struct sctx *s, double share)
  * mass 0.8 and 0.55 gave 1.85x and 1.99x against 0.7's 2.02x). */
 #define GUIDE_MASS 0.7
 #define GUIDE_MIN_KEEP 3
+/* BY_TIME below: a mass above the whole keeps every change */
+#define BY_TIME_MASS 1.01
+
+/* BY_TIME (issue 27).  In a search limited by time alone (no playout limit:
+ * sctx_time_only) a guided pass cuts nothing by the prior and scores each
+ * group's changes in two orders taken in turn: the prior's likeliest, then the
+ * first of the candidate order (the unguided search's) not taken yet, and so on
+ * (interleave_rank); the gain cut stays.  Every other search (self-play
+ * training, playout budgets) keeps the passes above.  Why, from a trace of
+ * GPT-3 175B on bench_gnn's 1,024 mixed GPUs (50 groups, about 52 candidates
+ * each): a pass has some 2,600 changes and a stage's sweeps get half its new
+ * playouts (32 to 1,024 in the stages up to 4,096 playouts, about 5 s of CPU
+ * there), so every pass is cut short and scores only the first few changes of
+ * each group in its order.  Both searches reach 55.64 s in the tree (every
+ * group on the A100s at tp 8); the candidate order's first changes are
+ * structural (the previous or next group's decision, a new stage on the next
+ * disjoint set, fixed sets as suffixes), and the unguided sweeps took single
+ * groups and then the last five onto the V100s, 48.0 s at 10 s; the prior's
+ * first changes were the A100 set's own tp, synchronisation and recomputation
+ * variants (priors 0.03-0.05 of a flat 0.018-0.05; uniform 0.019), the V100
+ * changes (0.022) fell under the prior cut, and the guided search reached them
+ * only in the completing pass of the 4,096-playout stage: 51.37 s at 10 s on
+ * every seed.  Ablations of the guided side (10 s, seeds 1 and 3; unguided 48.0
+ * and 46.99 s): uniform tree priors 50.77/50.37, no prior cut 51.37/48.52,
+ * candidate order alone 49.12/50.60, candidate order and no cut 48.25/47.41,
+ * the two orders in turn and no cut (this) 48.25/47.16.  Sweeping wholly
+ * unguided reached the same plans at 10 s but broke the anytime property
+ * between the two kinds of limit (tests/test_anytime.c: by time, GPT-3 1.3B
+ * 1.9% slower at 50 playouts than the playout-limited search), where the
+ * prior's first picks count.  With nothing cut, a completing pass (COMPLETION)
+ * finds nothing left to score, and the next stage kicks. */
 
 /* COMPLETION.  A later stage whose best plan a guided pass left at a
  * local optimum of the likely changes first runs one pass over the
@@ -603,6 +634,9 @@ struct polish {
 	/* with a prior provider: its view of each level, and which changes
 	   a guided pass tries */
 	bool guide;
+	/* guided in a time-only search: nothing cut by the prior, the
+	   prior's and the candidate order in turn (BY_TIME) */
+	bool by_time;
 	/* unguided, asking options.stats_prior only to measure it */
 	bool measure;
 	struct tp_prior_action *pacts;
@@ -659,6 +693,7 @@ static enum tp_status polish_init(struct polish *P, struct worker *w)
 	P->cap = cap;
 	P->share = 0.5;
 	P->guide = s->o->prior && s->o->prior->evaluate;
+	P->by_time = P->guide && sctx_time_only(s);
 	P->measure = !P->guide && sctx_provider(s) &&
 		     sctx_provider(s)->evaluate;
 	P->acts = tp_calloc(cap, sizeof(*P->acts));
@@ -864,6 +899,39 @@ static void keep_variants(struct polish *P, uint32_t lv, uint32_t n)
 	}
 }
 
+/* BY_TIME: the ranks rank[1 .. n) of a level's changes in the prior's
+ * order turned into the two orders in turn: the prior's likeliest, the
+ * first of the candidate order not taken yet, the prior's next, ... */
+static void interleave_rank(uint32_t *rank, uint32_t n)
+{
+	uint32_t by_prior[SEARCH_MAX_ACTIONS], merged[SEARCH_MAX_ACTIONS];
+	bool taken[SEARCH_MAX_ACTIONS];
+	uint32_t p = 0, c = 1, pos = 0;
+
+	if (n < 2 || n > SEARCH_MAX_ACTIONS)
+		return;
+	for (uint32_t i = 1; i < n; i++) {
+		by_prior[rank[i]] = i;
+		taken[i] = false;
+	}
+	while (pos < n - 1) {
+		while (p < n - 1 && taken[by_prior[p]])
+			p++;
+		if (p < n - 1) {
+			taken[by_prior[p]] = true;
+			merged[by_prior[p]] = pos++;
+		}
+		while (c < n && taken[c])
+			c++;
+		if (c < n && pos < n - 1) {
+			taken[c] = true;
+			merged[c] = pos++;
+		}
+	}
+	for (uint32_t i = 1; i < n; i++)
+		rank[i] = merged[i];
+}
+
 /* The single changes of a pass at the incumbent into P->all (sorted in
  * sweep order), *na of them: every level's candidate actions (guided:
  * the likely ones; completing: those the prior cut skipped), then RELAX
@@ -890,8 +958,9 @@ static enum tp_status polish_changes(struct polish *P, bool comp,
 				return st;
 		}
 		if (asked && P->guide) {
-			search_prior_cut(P->pri, n, GUIDE_MASS, GUIDE_MIN_KEEP,
-					 P->keep);
+			search_prior_cut(P->pri, n,
+					 P->by_time ? BY_TIME_MASS : GUIDE_MASS,
+					 GUIDE_MIN_KEEP, P->keep);
 			keep_variants(P, lv, n);
 			/* completing: the changes the prior cut skipped */
 			for (uint32_t i = 1; comp && i < n; i++)
@@ -901,6 +970,8 @@ static enum tp_status polish_changes(struct polish *P, bool comp,
 		}
 		search_prior_rank(asked && P->guide ? P->pri : NULL, n,
 				  P->rank);
+		if (asked && P->by_time)
+			interleave_rank(P->rank, n);
 		for (uint32_t i = 1; i < n; i++) {
 			struct move *mv = &P->all[n_all];
 			/* guided: the likely ones only (GUIDE_MASS) */
