@@ -1760,6 +1760,29 @@ START_TEST(test_validate_plan_recorded)
 }
 END_TEST
 
+/* Short options as getopt takes them, joined with their value
+ * ("-ox.json", "-o=x.json") or bundled ("-qp"), said only 'unknown
+ * option "-ox.json"'; now how to give them.  A long name given with one
+ * dash keeps its hint. */
+START_TEST(test_short_options_joined)
+{
+	static const char *const cases[][3] = {
+	    {"topo", "-ox.json", "unknown option \"-ox.json\" (the value goes "
+				 "after a space: -o x.json)"},
+	    {"topo", "-o=x.json", "(the value goes after a space: -o x.json)"},
+	    {"simulate", "-qp", "unknown option \"-qp\" (give short options "
+				"apart: -q -p)"},
+	    {"plan", "-seed", "(did you mean --seed?)"},
+	    {"plan", "-seeds", "(did you mean --seed?)"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[] = {"tagplan", cases[i][0], cases[i][1], NULL};
+		expect(argv, 2, cases[i][2], NULL);
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1821,6 +1844,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_own_text_outputs);
 	tcase_add_test(tc, test_render_title_control);
 	tcase_add_test(tc, test_validate_plan_recorded);
+	tcase_add_test(tc, test_short_options_joined);
 	suite_add_tcase(s, tc);
 	return s;
 }

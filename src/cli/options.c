@@ -218,6 +218,45 @@ static const struct tp_opt *near_option(const struct tp_opt *opts,
 	return nprefix == 1 ? prefix : best;
 }
 
+/* A short option with its value joined ("-ox.json", "-o=x.json") or
+ * short flags bundled ("-qp"), as getopt takes them: the usage error
+ * gives them apart (true), unless the word is a long option's name
+ * given with one dash ("-seed": near_option's hint). */
+static bool short_joined(const char *cmd, struct tp_opt *opts,
+			 const char *a)
+{
+	const struct tp_opt *o, *n;
+	char apart[96] = "";
+	size_t used = 0;
+
+	if (a[0] != '-' || a[1] == '-' || !a[1] || !a[2] ||
+	    !(o = find_short(opts, a[1])))
+		return false;
+	/* a long name (or near one: "-seeds") given with one dash */
+	n = near_option(opts, a);
+	if (n && (!strcmp(n->name, a + 1) ||
+		  strspn(a + 1, "abcdefghijklmnopqrstuvwxyz-") == strlen(a + 1)))
+		return false;
+	if (o->type != TP_OPT_FLAG) {
+		tp_cli_usage_error(cmd,
+				   "unknown option \"%s\" (the value goes "
+				   "after a space: -%c %s)",
+				   a, a[1], a[2] == '=' ? a + 3 : a + 2);
+		return true;
+	}
+	for (const char *c = a + 1; *c; c++) {
+		if (!find_short(opts, *c) || used + 4 >= sizeof(apart))
+			return false;
+		used += (size_t)snprintf(apart + used, sizeof(apart) - used,
+					 "%s-%c", used ? " " : "", *c);
+	}
+	tp_cli_usage_error(cmd,
+			   "unknown option \"%s\" (give short options "
+			   "apart: %s)",
+			   a, apart);
+	return true;
+}
+
 /* What is wrong with a number that parses up to end but not after it
  * (none when nothing parses): "1,5" a decimal comma, "1e4" and "10k" an
  * integer not in digits, "5s" or "25MB" a unit. */
@@ -476,6 +515,10 @@ int tp_opts_parse(const struct tp_cli_doc *doc, struct tp_opt *opts,
 				val = eq + 1;
 		} else if (a[2] == '\0') {
 			o = find_short(opts, a[1]);
+		}
+		if (!o && short_joined(cmd, opts, a)) {
+			free(positional);
+			return -1;
 		}
 		if (!o) {
 			const struct tp_opt *n = near_option(opts, a);
