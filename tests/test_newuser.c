@@ -1094,6 +1094,8 @@ START_TEST(test_import_outputs)
 			    model, NULL};
 	const char *a3[] = {"tagplan", "import", src, "--model", "TINY", "-o",
 			    missing, NULL};
+	const char *a4[] = {"tagplan", "import", src + 7, "--model", "TINY",
+			    NULL};
 	size_t n0, n1;
 
 	snprintf(src, sizeof(src), "sailor:%s", tp_test_path("data/sailor"));
@@ -1112,6 +1114,9 @@ START_TEST(test_import_outputs)
 	expect(a2, 2, "m.json is also the input -m ", NULL);
 	expect(a3, 3, "does not exist (create it first, e.g. mkdir -p ",
 	       NULL);
+	/* the folder without "sailor:" said "expected one source,
+	   sailor:DIR" */
+	expect(a4, 2, "data/sailor: name the source's layout: sailor:", NULL);
 	free(before);
 	free(after);
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -167,6 +168,7 @@ int cmd_import(int argc, char **argv)
 	    {NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
 	char **pos = NULL;
 	int npos = 0, code;
+	struct stat st;
 	struct tp_model m;
 	struct tp_strbuf notes, sb;
 	struct tp_error err;
@@ -174,6 +176,16 @@ int cmd_import(int argc, char **argv)
 	if (tp_opts_parse(&(struct tp_cli_doc){"import", usage, about}, opts,
 			  argc, argv, &pos, &npos, &code))
 		return code;
+	if (npos == 1 && strncmp(pos[0], "sailor:", 7) != 0 &&
+	    stat(pos[0], &st) == 0 && S_ISDIR(st.st_mode)) {
+		/* the folder without its prefix */
+		code = tp_cli_usage_error("import",
+					  "%s: name the source's layout: "
+					  "sailor:%s",
+					  pos[0], pos[0]);
+		free(pos);
+		return code;
+	}
 	if (npos != 1 || strncmp(pos[0], "sailor:", 7) != 0 || !pos[0][7]) {
 		code = tp_cli_usage_error("import",
 					  "expected one source, sailor:DIR "
