@@ -300,6 +300,16 @@ void tp_sim_scratch_free(struct tp_sim_scratch *s)
 	tp_vec_free(&s->cmark2);
 	tp_vec_free(&s->cuse);
 	tp_vec_free(&s->ctouched);
+	tp_vec_free(&s->rents);
+	tp_vec_free(&s->live);
+	tp_vec_free(&s->bcnt);
+	tp_vec_free(&s->bstamp);
+	tp_vec_free(&s->brate);
+	tp_vec_free(&s->ments);
+	tp_vec_free(&s->mitems);
+	tp_vec_free(&s->mkeys);
+	tp_vec_free(&s->mvals);
+	tp_vec_free(&s->ckeys);
 	tp_vec_free(&s->clast);
 	tp_vec_free(&s->lc);
 	tp_vec_free(&s->lc_ops);
@@ -352,6 +362,11 @@ void tp_sim_scratch_free(struct tp_sim_scratch *s)
 uint64_t tp_sim_scratch_tasks(const struct tp_sim_scratch *s)
 {
 	return s ? s->tasks_total : 0;
+}
+
+void tp_sim_scratch_reference(struct tp_sim_scratch *s, bool on)
+{
+	s->reference = on;
 }
 
 enum tp_status tp_sim_run(const struct tp_sim *sim, const struct tp_plan *plan,

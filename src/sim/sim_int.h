@@ -117,6 +117,7 @@ struct task {
 struct btype {
 	uint32_t ent_first, n_ent;
 	uint32_t cls_first, n_cls; /* entries over channel classes (cents) */
+	bool cls_sorted;           /* in engine.c sort_entries' order */
 	uint32_t n_flows;
 	double latency;    /* before bytes flow */
 	double rate_alone; /* per-flow rate without other traffic */
@@ -263,11 +264,31 @@ struct qitem {
 };
 
 struct active {
-	uint32_t task;
+	uint32_t task, bt; /* the transfer task, its bundle type */
 	uint32_t cls_first, n_cls; /* its bundle type's class entries */
-	bool frozen;
+	/* rates(): the entries the fair sharing needs (rents), see
+	 * engine.c private_classes */
+	uint32_t r_first, r_n;
 	double remaining, rate;
 	double cap; /* its bundle type's rate_cap */
+};
+
+/* A class entry of a bundle type with its class's bandwidth, for sorting
+ * the entries by (count, bandwidth) (engine.c). */
+struct ckey {
+	double cap;
+	uint32_t count, chan;
+};
+
+/* A memo entry of rates(): n items (mitems from first), one per distinct
+ * active bundle type, na active bundles in all. */
+struct rmemo {
+	uint32_t first, n, na;
+};
+
+struct ritem {
+	uint32_t bt, mult; /* bundle type, active instances */
+	double rate;       /* per-flow rate of each */
 };
 
 struct heap_ev {
@@ -290,6 +311,7 @@ struct tp_sim_scratch {
 	bool p2p_capped; /* some pipeline transfer crosses a NIC under the
 			    runtime's p2p_socket_Bps */
 	uint64_t tasks_total;
+	bool reference; /* tp_sim_scratch_reference: no engine shortcuts */
 	/* per op, per layer */
 	uint32_t *op_group, *op_mark, *lay_mark;
 	/* per device */
@@ -332,6 +354,20 @@ struct tp_sim_scratch {
 	/* per class: active bundles crossing it */
 	TP_VEC(uint32_t) cuse;
 	TP_VEC(uint32_t) ctouched; /* classes of one component */
+	TP_VEC(struct bent) rents; /* rates(): active bundles' entries */
+	TP_VEC(uint32_t) live;     /* rates(): bundles not frozen */
+	/* rates() memo of one run (engine.c, "Memo"): the fair shares of
+	 * each multiset of active bundle types met, keyed by mhash, the sum
+	 * of a hash of each active bundle's type */
+	uint64_t mhash;
+	TP_VEC(uint32_t) bcnt;   /* per bundle type: active instances */
+	TP_VEC(uint32_t) bstamp; /* per bundle type: stamp of a memo store */
+	TP_VEC(double) brate;    /* per bundle type: rate of a memo hit */
+	TP_VEC(struct rmemo) ments;
+	TP_VEC(struct ritem) mitems;
+	TP_VEC(uint64_t) mkeys;
+	TP_VEC(uint32_t) mvals; /* entry index or TP_NONE */
+	TP_VEC(struct ckey) ckeys; /* sorting a bundle type's entries */
 	TP_VEC(uint32_t) clast; /* per class: last bundle + 1 with an entry */
 	TP_VEC(uint64_t) hkeys;
 	TP_VEC(uint32_t) hvals;
