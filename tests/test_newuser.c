@@ -1788,6 +1788,30 @@ START_TEST(test_short_options_joined)
 }
 END_TEST
 
+/* A runtime profile's name with a control character (a hand edit, a
+ * tab) was read and printed in every table; names are printable text in
+ * every other format. */
+START_TEST(test_runtime_name_control)
+{
+	const char *dir = tp_test_tmpdir();
+	char path[1100], *text, *at;
+	const char *a1[] = {"tagplan", "validate", path, NULL};
+
+	text = tp_test_read(tp_data_file("runtimes/ddp.json"), NULL);
+	ck_assert_ptr_nonnull(text);
+	at = strstr(text, "\"name\": \"ddp\"");
+	ck_assert_ptr_nonnull(at);
+	/* "\tp": a tab and "p", escaped as JSON allows */
+	memcpy(at + 9, "\\tp", 3);
+	snprintf(path, sizeof(path), "%s/rt.json", dir);
+	ck_assert_int_eq(tp_test_write(path, text, strlen(text)), 0);
+	free(text);
+	expect(a1, 2, "rt.json: $.name: the name contains the control "
+		      "character U+0009",
+	       NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1850,6 +1874,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_render_title_control);
 	tcase_add_test(tc, test_validate_plan_recorded);
 	tcase_add_test(tc, test_short_options_joined);
+	tcase_add_test(tc, test_runtime_name_control);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -453,8 +453,8 @@ enum tp_status tp_runtime_load(const char *name, const char *text, size_t len,
 		return st;
 	if ((st = tp_jctx_object(&j, doc.root, "a runtime profile",
 				 top_fields)) ||
-	    (st = tp_jget_string(&j, doc.root, "name", true,
-				 TP_RUNTIME_NAME_MAX - 1, true, NULL, &s)))
+	    (st = tp_io_get_name(&j, doc.root, "name", true,
+				 TP_RUNTIME_NAME_MAX - 1, NULL, &s)))
 		goto out;
 	snprintf(rt->name, sizeof(rt->name), "%s", s);
 	if (strcmp(rt->name, "none") == 0) {
