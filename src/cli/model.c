@@ -61,7 +61,11 @@ static void about_text(struct tp_strbuf *sb)
 		"                       non-training types need --dtype).  MoE "
 		"models also\n"
 		"                       report the parameters active per "
-		"token.\n"
+		"token.  A local file\n"
+		"                       (no downloads): huggingface-cli "
+		"download ORG/NAME\n"
+		"                       config.json --local-dir DIR gets "
+		"it.\n"
 		"  ZOO-NAME             one of:\n");
 	for (int i = 0; tp_zoo_names[i]; i++)
 		tp_cli_help_item(sb, 4, tp_zoo_names[i], 14,
