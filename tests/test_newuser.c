@@ -1812,6 +1812,34 @@ START_TEST(test_runtime_name_control)
 }
 END_TEST
 
+/* topo --fabric "clos:leaf=4, spine=2" said 'unknown key " spine"' (a
+ * strategy takes spaces after its commas) and "clos:leaf=4;spine=2" 'bad
+ * value for leaf'; spaces are taken now (the same topology), semicolons
+ * named. */
+START_TEST(test_fabric_spaces)
+{
+	const char *a1[] = {"tagplan", "topo", "dgx-a100:8", "--fabric",
+			    "clos: leaf = 4, spine=2", NULL};
+	const char *a2[] = {"tagplan", "topo", "dgx-a100:8", "--fabric",
+			    "clos:leaf=4,spine=2", NULL};
+	const char *a3[] = {"tagplan", "topo", "dgx-a100:8", "--fabric",
+			    "clos:leaf=4;spine=2", NULL};
+	struct tp_run r1, r2;
+
+	tp_run_tagplan(&r1, a1, NULL);
+	tp_run_tagplan(&r2, a2, NULL);
+	ck_assert_msg(r1.status == 0 && r2.status == 0, "exit %d: %s",
+		      r1.status, r1.err);
+	ck_assert_msg(r1.out_len == r2.out_len &&
+			  !memcmp(r1.out, r2.out, r1.out_len),
+		      "another topology: %s", r1.out);
+	tp_run_free(&r1);
+	tp_run_free(&r2);
+	expect(a3, 2, "the keys are separated by commas, not semicolons",
+	       NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1875,6 +1903,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_validate_plan_recorded);
 	tcase_add_test(tc, test_short_options_joined);
 	tcase_add_test(tc, test_runtime_name_control);
+	tcase_add_test(tc, test_fabric_spaces);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -644,10 +644,16 @@ static enum tp_status parse_fabric(const char *fabric, double leaf_over,
 	if (strncmp(fabric, "clos:", 5) != 0 && !f->rails)
 		return read_fabric_file(fabric, leaf_over, f, err);
 	for (p = fabric + 5; *p;) {
-		const char *eq = strchr(p, '='), *end = strchr(p, ',');
+		const char *eq, *end;
 		size_t klen;
 		double *dst = NULL, v;
 		char *stop;
+
+		/* spaces around the keys and values, as in a strategy */
+		while (*p == ' ' || *p == '\t')
+			p++;
+		eq = strchr(p, '=');
+		end = strchr(p, ',');
 		if (!end)
 			end = p + strlen(p);
 		if (!eq || eq > end)
@@ -656,6 +662,8 @@ static enum tp_status parse_fabric(const char *fabric, double leaf_over,
 					    "KEY=VALUE; %s",
 					    fabric, (int)(end - p), p, usage);
 		klen = (size_t)(eq - p);
+		while (klen && (p[klen - 1] == ' ' || p[klen - 1] == '\t'))
+			klen--;
 		if (klen == 4 && !strncmp(p, "leaf", 4))
 			dst = &leaf;
 		else if (klen == 5 && !strncmp(p, "spine", 5))
@@ -670,6 +678,14 @@ static enum tp_status parse_fabric(const char *fabric, double leaf_over,
 					    "\"%.*s\"; %s",
 					    fabric, (int)klen, p, usage);
 		v = strtod(eq + 1, &stop);
+		while (stop < end && (*stop == ' ' || *stop == '\t'))
+			stop++;
+		if (memchr(eq + 1, ';', (size_t)(end - eq - 1)))
+			return tp_error_set(err, TP_EUSAGE,
+					    "fabric \"%s\": the keys are "
+					    "separated by commas, not "
+					    "semicolons; %s",
+					    fabric, usage);
 		if (stop != end || eq + 1 == end || !isfinite(v) ||
 		    (dst == &over && v < 1) || (dst == &lat && v < 0) ||
 		    ((dst == &leaf || dst == &spine) &&
