@@ -1840,6 +1840,40 @@ START_TEST(test_fabric_spaces)
 }
 END_TEST
 
+/* --price "A=2, B=3" and --fit "a, b" kept the space in the name
+ * ('no device of type " H100-SXM5-80GB"', '" link_eff_intra" is not a
+ * constant'); lists take spaces after their commas as a strategy does. */
+START_TEST(test_list_spaces)
+{
+	const char *dir = tp_test_tmpdir();
+	char plan[1100], prof[1100], *text;
+	const char *a1[] = {"tagplan", "plan", "-m",
+			    tp_data_file("models/gpt2.json"), "-t",
+			    tp_data_file("topologies/dgx-a100.json"),
+			    "--baseline", "dp", "-q", "-o", plan, "--price",
+			    " A100-SXM4-80GB = 2 ,", NULL};
+	const char *a2[] = {"tagplan", "calibrate",
+			    tp_data_file("validation/measured_runs.json"),
+			    "-o", prof, "--fit", "gemm_sustained, nosuch", NULL};
+	const char *a3[] = {"tagplan", "calibrate",
+			    tp_data_file("validation/measured_runs.json"),
+			    "-o", prof, "--fit", " ", NULL};
+	struct tp_run r;
+
+	snprintf(plan, sizeof(plan), "%s/plan.json", dir);
+	snprintf(prof, sizeof(prof), "%s/p.json", dir);
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+	text = tp_test_read(plan, NULL);
+	ck_assert_msg(text && strstr(text, "\"cost_per_iteration_usd\""),
+		      "no cost in the plan");
+	free(text);
+	expect(a2, 2, "\"nosuch\" is not a constant calibrate fits", NULL);
+	expect(a3, 2, "--fit: an empty list", NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1904,6 +1938,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_short_options_joined);
 	tcase_add_test(tc, test_runtime_name_control);
 	tcase_add_test(tc, test_fabric_spaces);
+	tcase_add_test(tc, test_list_spaces);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -71,6 +71,21 @@ struct cal_args {
 	int npos;
 };
 
+/* --fit "gemm_sustained, link_eff_intra": the list without its spaces
+ * (in buf), as a strategy takes them; NULL stays NULL. */
+static const char *no_spaces(const char *list, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	if (!list)
+		return NULL;
+	for (const char *p = list; *p && n + 1 < size; p++)
+		if (*p != ' ' && *p != '\t')
+			buf[n++] = *p;
+	buf[n] = '\0';
+	return buf;
+}
+
 /* The usage errors of a parsed command line: TP_EXIT_OK when none, else
  * the exit code after the message. */
 static int check_args(const struct cal_args *a)
@@ -111,6 +126,11 @@ static int check_args(const struct cal_args *a)
 		if ((code = tp_cli_check_outputs("calibrate", ins, outs)))
 			return code;
 	}
+	if (a->fit_list && !*a->fit_list)
+		return tp_cli_usage_error("calibrate",
+					  "--fit: an empty list; name the "
+					  "constants to fit, or leave it out "
+					  "to fit all");
 	if (a->fit_list) {
 		const char *p = a->fit_list;
 
@@ -372,7 +392,7 @@ int cmd_calibrate(int argc, char **argv)
 	struct tp_calib_fit fit;
 	struct tp_calib_opts co;
 	struct tp_error err;
-	char path[4096], files[256] = "";
+	char path[4096], files[256] = "", fits[512];
 	bool *fitm = NULL, *held = NULL;
 	int code = TP_EXIT_OK;
 	size_t n;
@@ -381,6 +401,7 @@ int cmd_calibrate(int argc, char **argv)
 			  argc, argv, &a.pos, &a.npos, &code))
 		return code;
 	a.holdout_given = opts[3].seen;
+	a.fit_list = no_spaces(a.fit_list, fits, sizeof(fits));
 	if ((code = check_args(&a)) != TP_EXIT_OK) {
 		free(a.pos);
 		return code;

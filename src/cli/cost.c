@@ -36,10 +36,17 @@ int tp_cli_apply_prices(const char *cmd, const char *spec,
 	const char *p = spec;
 
 	while (p && *p) {
-		const char *eq = strchr(p, '='), *end = strchr(p, ',');
+		const char *eq, *end;
 		char name[128], *stop;
+		size_t nl;
 		uint32_t t;
 		double usd;
+
+		/* spaces around the entries, as in a strategy */
+		while (*p == ' ' || *p == '\t')
+			p++;
+		eq = strchr(p, '=');
+		end = strchr(p, ',');
 		if (!end)
 			end = p + strlen(p);
 		if (!eq || eq > end || (size_t)(eq - p) >= sizeof(name))
@@ -48,8 +55,13 @@ int tp_cli_apply_prices(const char *cmd, const char *spec,
 				    "(US dollars per device-hour), e.g. "
 				    "H100-SXM5-80GB=2.5",
 			    (int)(end - p), p);
-		snprintf(name, sizeof(name), "%.*s", (int)(eq - p), p);
+		for (nl = (size_t)(eq - p);
+		     nl && (p[nl - 1] == ' ' || p[nl - 1] == '\t'); nl--)
+			;
+		snprintf(name, sizeof(name), "%.*s", (int)nl, p);
 		usd = strtod(eq + 1, &stop);
+		while (stop < end && (*stop == ' ' || *stop == '\t'))
+			stop++;
 		if (stop != end || eq + 1 == end || !(usd > 0) || usd > 1e6)
 			return tp_cli_usage_error(
 			    cmd, "--price %s: the price must be a number "
