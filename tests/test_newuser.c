@@ -1874,6 +1874,34 @@ START_TEST(test_list_spaces)
 }
 END_TEST
 
+/* A device type written as its maker's short name ("A100-80GB") was
+ * taken for "A10-24GB" by the edit distance; the types holding every part
+ * of it come first now. */
+START_TEST(test_type_parts)
+{
+	const char *dir = tp_test_tmpdir();
+	char path[1100], *text, *at;
+	const char *a1[] = {"tagplan", "validate", path, NULL};
+	const char *a2[] = {"tagplan", "topo", "--from-nvidia-smi",
+			    tp_test_path("data/nvidia-smi/dgx-a100.txt"),
+			    "--gpu", "H100-80GB", NULL};
+
+	text = tp_test_read(tp_data_file("topologies/dgx-a100.json"), NULL);
+	ck_assert_ptr_nonnull(text);
+	at = strstr(text, "A100-SXM4-80GB");
+	ck_assert_ptr_nonnull(at);
+	memmove(at + 4, at + 9, strlen(at + 9) + 1); /* "A100-80GB" */
+	snprintf(path, sizeof(path), "%s/t.json", dir);
+	ck_assert_int_eq(tp_test_write(path, text, strlen(text)), 0);
+	free(text);
+	expect(a1, 2, "unknown device type \"A100-80GB\" (did you mean "
+		      "\"A100-SXM4-80GB\", \"A100-PCIe-80GB\"?)",
+	       "A10-24GB\"?");
+	expect(a2, 2, "(did you mean \"H100-SXM5-80GB\", \"H100-PCIe-80GB\"?)",
+	       NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1939,6 +1967,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_runtime_name_control);
 	tcase_add_test(tc, test_fabric_spaces);
 	tcase_add_test(tc, test_list_spaces);
+	tcase_add_test(tc, test_type_parts);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -933,12 +934,46 @@ static void normalise(const char *s, char *out, size_t size)
 	out[k] = '\0';
 }
 
+/* Every '-'-separated part of s (two or more) is a part of name, case
+ * aside: "A100-80GB" in "A100-SXM4-80GB" and "A100-PCIe-80GB". */
+static bool has_parts(const char *s, const char *name)
+{
+	int parts = 0;
+
+	for (const char *p = s; *p;) {
+		size_t l = strcspn(p, "-_ ");
+		bool in = false;
+
+		for (const char *q = name; l && *q && !in;) {
+			size_t m = strcspn(q, "-_ ");
+			in = m == l && !strncasecmp(p, q, l);
+			q += m;
+			q += strspn(q, "-_ ");
+		}
+		if (l && !in)
+			return false;
+		parts += l > 0;
+		p += l;
+		p += strspn(p, "-_ ");
+	}
+	return parts >= 2;
+}
+
 int tp_io_suggest(const char *s, const char *const *names, size_t n, int max,
 		  struct tp_strbuf *sb)
 {
 	char ns[64], nn[64], pre[64];
 	size_t ls, cap, *score;
 	int found = 0;
+
+	/* the names holding every part of s ("A100-80GB") first: an edit
+	   distance took "A10-24GB" for it */
+	for (size_t i = 0; i < n && found < max; i++)
+		if (has_parts(s, names[i]))
+			tp_strbuf_addf(sb, "%s\"%s\"", found++ ? ", " : "",
+				       names[i]);
+	if (found)
+		return found;
 
 	normalise(s, ns, sizeof(ns));
 	ls = strlen(ns);
