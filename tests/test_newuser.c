@@ -1902,6 +1902,29 @@ START_TEST(test_type_parts)
 }
 END_TEST
 
+/* A hand-written model's op kind in another framework's words ("linear")
+ * got 'unknown value "linear" (did you mean "input"?)'; now the kind
+ * meant. */
+START_TEST(test_op_kind_synonym)
+{
+	const char *dir = tp_test_tmpdir();
+	char path[1100], *text, *at;
+	const char *a1[] = {"tagplan", "validate", path, NULL};
+
+	text = tp_test_read(tp_data_file("demo-model.json"), NULL);
+	ck_assert_ptr_nonnull(text);
+	at = strstr(text, "\"kind\": \"matmul\"");
+	ck_assert_ptr_nonnull(at);
+	memcpy(at + 9, "Linear", 6);
+	snprintf(path, sizeof(path), "%s/m.json", dir);
+	ck_assert_int_eq(tp_test_write(path, text, strlen(text)), 0);
+	free(text);
+	expect(a1, 2, ".kind: \"Linear\" is \"matmul\" in tagplan (its "
+		      "kinds: input | embedding | matmul",
+	       "did you mean");
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1968,6 +1991,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_fabric_spaces);
 	tcase_add_test(tc, test_list_spaces);
 	tcase_add_test(tc, test_type_parts);
+	tcase_add_test(tc, test_op_kind_synonym);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/jsonw.h"
 #include "io_int.h"
@@ -44,6 +45,38 @@ static int parse_kind(const char *s)
 {
 	return tp_op_kind_parse(s);
 }
+/* Other frameworks' names of tagplan's op kinds ("linear" is a matmul):
+ * the kind meant, or NULL. */
+static const char *kind_synonym(const char *s)
+{
+	static const char *const syn[][2] = {
+	    {"linear", "matmul"},	{"dense", "matmul"},
+	    {"fc", "matmul"},		{"gemm", "matmul"},
+	    {"mm", "matmul"},		{"bmm", "matmul"},
+	    {"addmm", "matmul"},	{"mlp", "matmul"},
+	    {"layernorm", "norm"},	{"layer_norm", "norm"},
+	    {"rmsnorm", "norm"},	{"batchnorm", "norm"},
+	    {"batch_norm", "norm"},	{"groupnorm", "norm"},
+	    {"relu", "elementwise"},	{"gelu", "elementwise"},
+	    {"silu", "elementwise"},	{"swiglu", "elementwise"},
+	    {"add", "elementwise"},	{"mul", "elementwise"},
+	    {"dropout", "elementwise"}, {"activation", "elementwise"},
+	    {"residual", "elementwise"}, {"conv2d", "conv"},
+	    {"conv1d", "conv"},		{"conv3d", "conv"},
+	    {"convolution", "conv"},	{"self_attention", "attention"},
+	    {"mha", "attention"},	{"sdpa", "attention"},
+	    {"flash_attention", "attention"},
+	    {"maxpool", "pool"},	{"avgpool", "pool"},
+	    {"pooling", "pool"},	{"embed", "embedding"},
+	    {"embeddings", "embedding"}, {"cross_entropy", "loss"},
+	    {"crossentropy", "loss"},	{"gate", "router"}};
+
+	for (size_t i = 0; i < sizeof(syn) / sizeof(syn[0]); i++)
+		if (!strcasecmp(s, syn[i][0]))
+			return syn[i][1];
+	return NULL;
+}
+
 static int parse_split(const char *s)
 {
 	return tp_tp_split_parse(s);
@@ -233,8 +266,21 @@ static enum tp_status read_op(struct tp_jctx *j, const struct tp_json *v,
 
 	if ((st = tp_jctx_object(j, v, "an op", op_fields)) ||
 	    (st = tp_io_get_name(j, v, "name", true, TP_IO_NAME_MAX, NULL,
-				 &op.name)) ||
-	    (st = tp_jget_enum(j, v, "kind", true, parse_kind, KINDS, 0,
+				 &op.name)))
+		return st;
+	{
+		const struct tp_json *k = tp_json_get(v, "kind");
+		const char *meant = k && k->type == TP_JSON_STRING &&
+					    parse_kind(k->str) < 0
+					? kind_synonym(k->str)
+					: NULL;
+		if (meant)
+			return tp_jctx_fail(j, "kind",
+					    "\"%.40s\" is \"%s\" in tagplan "
+					    "(its kinds: %s)",
+					    k->str, meant, KINDS);
+	}
+	if ((st = tp_jget_enum(j, v, "kind", true, parse_kind, KINDS, 0,
 			       &kind)) ||
 	    (st = tp_io_get_quantity(j, v, "forward_flop_per_sample", true,
 				 TP_JNUM_NONNEG, TP_IOQ_FLOP_PER_SAMPLE, 0, &op.flop)) ||
