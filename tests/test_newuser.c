@@ -656,11 +656,18 @@ START_TEST(test_model_seq_hint)
 {
 	const char *a1[] = {"tagplan", "model", "gpt2", "--seq", "2048", "-o",
 			    "/dev/null", NULL};
+	char hf[1100];
+	const char *a2[] = {"tagplan", "model", hf, "--seq", "100000", NULL};
 
 	expect(a1, 2, "--seq applies to 'tagplan model gpt' and hf:PATH only, "
 		      "not to gpt2 (a zoo model or shipped file keeps its own; "
 		      "for another length build from an HF config: hf:PATH "
 		      "--seq S)",
+	       NULL);
+	/* a length over a config's learned positions named no fix */
+	snprintf(hf, sizeof(hf), "hf:%s", tp_test_path("data/hf/gpt2.json"));
+	expect(a2, 2, "exceeds the 1024 learned positions of ", NULL);
+	expect(a2, 2, "max_position_embeddings): give --seq 1024 or less",
 	       NULL);
 }
 END_TEST

@@ -621,8 +621,10 @@ static enum tp_status choose_seq(struct tp_hf *c, struct tp_tf *t, int64_t seq,
 		return tp_error_set(c->j.err, TP_EUSAGE,
 				    "--seq %lld exceeds the %lld learned "
 				    "positions of %s (n_positions / "
-				    "max_position_embeddings)",
-				    (long long)t->seq, (long long)max_pos, name);
+				    "max_position_embeddings): give --seq "
+				    "%lld or less",
+				    (long long)t->seq, (long long)max_pos, name,
+				    (long long)max_pos);
 	return TP_OK;
 }
 
