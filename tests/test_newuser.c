@@ -1746,6 +1746,7 @@ START_TEST(test_validate_plan_recorded)
 			    "--baseline", "dp", "-q", "-o", plan, NULL};
 	const char *a1[] = {"tagplan", "validate", plan, NULL};
 	const char *a2[] = {"tagplan", "validate", bad, NULL};
+	const char *a3[] = {"tagplan", "inspect", plan, NULL};
 	struct tp_run r;
 
 	snprintf(plan, sizeof(plan), "%s/plan.json", dir);
@@ -1769,6 +1770,13 @@ START_TEST(test_validate_plan_recorded)
 	expect(a2, 2, "bad.json: $.groups[0].devices[3]: unknown device "
 		      "\"dgx-a100-0/gpu9\"",
 	       NULL);
+	/* inspect too: it gave the outline as written ("resolved": false) */
+	tp_run_tagplan(&r, a3, NULL);
+	ck_assert_msg(r.status == 0 && !strstr(r.out, "\"resolved\": false") &&
+			  strstr(r.out, "\"devices_total\"") &&
+			  strstr(r.err, "tagplan inspect: using model "),
+		      "exit %d: %s%s", r.status, r.out, r.err);
+	tp_run_free(&r);
 }
 END_TEST
 

@@ -355,12 +355,48 @@ static const char about[] =
     "extremes (exact over\n"
     "            all pairs, from the hierarchy)\n"
     "  plan:     its groups (resolved with -m MODEL -t TOPO, else "
-    "as written)\n"
+    "with the files\n"
+    "            it records when they are there unchanged, else as "
+    "written)\n"
     "  report:   the headline figures\n"
     "  runtime:  a tagplan-runtime/1 profile's name, description and "
     "launcher\n\n"
     "example:\n  tagplan inspect data/demo-model.json | jq "
     ".parameters";
+
+/* A plan given alone, resolved against the model and topology it
+ * records when both are there unchanged (their SHA-256 as recorded), as
+ * check, render and validate find them: its full summary into jw, and
+ * stderr says which files (true); else false (the outline as written). */
+static bool inspect_recorded(struct tp_jw *jw, const char *path,
+			     const struct tp_load_options *o)
+{
+	struct tp_inputs in;
+	struct tp_error e;
+	bool ok;
+
+	if (!strcmp(path, "-"))
+		return false;
+	tp_inputs_init(&in);
+	in.strict = o->strict;
+	tp_error_clear(&e);
+	ok = tp_inputs_load(&in, path, NULL, NULL, NULL, &e) == TP_OK &&
+	     in.model_recorded && in.topology_recorded &&
+	     !in.model_changed && !in.topology_changed;
+	if (ok) {
+		struct tp_strbuf used;
+
+		tp_strbuf_init(&used);
+		tp_inputs_describe(&in, &used);
+		if (used.len)
+			fprintf(stderr, "tagplan inspect: %s",
+				tp_strbuf_cstr(&used));
+		tp_strbuf_release(&used);
+		inspect_plan(jw, &in.plan, &in.model, &in.cluster);
+	}
+	tp_inputs_release(&in);
+	return ok;
+}
 
 /* inspect takes one file: the usage error of npos others. */
 static int file_count_error(int npos)
@@ -472,7 +508,8 @@ int cmd_inspect(int argc, char **argv)
 				inspect_plan(&jw, &p, &m, &c);
 			}
 		} else if (!(st = tp_plan_check(pos[0], text, len, &o, &ol,
-						&err))) {
+						&err)) &&
+			   !inspect_recorded(&jw, pos[0], &o)) {
 			inspect_outline(&jw, &ol);
 		}
 		break;
