@@ -1183,11 +1183,16 @@ START_TEST(test_inspect_file_count)
 	const char *dgx = tp_data_file("topologies/dgx-a100.json");
 	const char *a1[] = {"tagplan", "inspect", gpt2, dgx, NULL};
 	const char *a2[] = {"tagplan", "inspect", NULL};
+	const char *a3[] = {"tagplan", "validate", NULL};
+	const char *a4[] = {"tagplan", "render", NULL};
 
 	expect(a1, 2, "expected one FILE, got 2: inspect them one at a time "
 		      "(tagplan validate checks several at once)",
 	       NULL);
 	expect(a2, 2, "missing FILE: a model, topology, plan or report", NULL);
+	/* and the other commands' missing files say what is missing */
+	expect(a3, 2, "missing FILE: the files to check", NULL);
+	expect(a4, 2, "-p PLAN is required (the plan file to draw)", NULL);
 }
 END_TEST
 

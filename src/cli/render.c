@@ -119,7 +119,8 @@ int cmd_render(int argc, char **argv)
 			  argc, argv, NULL, NULL, &code))
 		return code;
 	if (!plan)
-		return tp_cli_usage_error("render", "-p PLAN is required");
+		return tp_cli_usage_error("render", "-p PLAN is required (the "
+						    "plan file to draw)");
 	if (!out)
 		return tp_cli_usage_error("render",
 					  "-o FILE is required (.dot .svg .png "

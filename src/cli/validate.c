@@ -265,7 +265,9 @@ int cmd_validate(int argc, char **argv)
 		return code;
 	if (npos == 0) {
 		free(pos);
-		return tp_cli_usage_error("validate", "no FILE given");
+		return tp_cli_usage_error("validate",
+					  "missing FILE: the files to check "
+					  "(models, topologies, plans, ...)");
 	}
 	if ((model == NULL) != (topo == NULL)) {
 		free(pos);
