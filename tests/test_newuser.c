@@ -1945,6 +1945,40 @@ START_TEST(test_op_kind_synonym)
 }
 END_TEST
 
+/* Two node entries of one name with "count" (as `tagplan topo` writes
+ * them) said 'duplicate node name "dgx-a100-0"', a name the file does not
+ * hold; now how "count" names the nodes. */
+START_TEST(test_node_count_names)
+{
+	const char *dir = tp_test_tmpdir();
+	char path[1100], *text, *nodes, *entry, *end, *out;
+	const char *a1[] = {"tagplan", "validate", path, NULL};
+	size_t n;
+
+	text = tp_test_read(tp_data_file("topologies/dgx-a100-4.json"), &n);
+	ck_assert_ptr_nonnull(text);
+	/* the one entry of 4 nodes twice */
+	nodes = strstr(text, "\"nodes\": [");
+	ck_assert_ptr_nonnull(nodes);
+	entry = strchr(nodes, '{');
+	end = strstr(entry, "\n    }");
+	ck_assert_ptr_nonnull(end);
+	end += strlen("\n    }");
+	out = malloc(n + (size_t)(end - entry) + 8);
+	ck_assert_ptr_nonnull(out);
+	sprintf(out, "%.*s,\n    %.*s%s", (int)(end - text), text,
+		(int)(end - entry), entry, end);
+	snprintf(path, sizeof(path), "%s/t.json", dir);
+	ck_assert_int_eq(tp_test_write(path, out, strlen(out)), 0);
+	free(out);
+	free(text);
+	expect(a1, 2, "duplicate node name \"dgx-a100-0\" (with \"count\", "
+		      "the nodes are named dgx-a100-0, dgx-a100-1, ...); node "
+		      "names must be unique: give the entries different names",
+	       NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -2012,6 +2046,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_list_spaces);
 	tcase_add_test(tc, test_type_parts);
 	tcase_add_test(tc, test_op_kind_synonym);
+	tcase_add_test(tc, test_node_count_names);
 	suite_add_tcase(s, tc);
 	return s;
 }

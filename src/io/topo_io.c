@@ -182,6 +182,14 @@ static enum tp_status build_node(struct tp_jctx *j, struct tp_cluster *c,
 	struct tp_node *n;
 	enum tp_status st;
 
+	if (tp_cluster_find_node(c, name) != TP_NONE && ns->count)
+		/* "count" names its nodes NAME-0, NAME-1, ... */
+		return tp_jctx_fail(j, "name",
+				    "duplicate node name \"%s\" (with "
+				    "\"count\", the nodes are named %s-0, "
+				    "%s-1, ...); node names must be unique: "
+				    "give the entries different names",
+				    name, ns->name, ns->name);
 	if (tp_cluster_find_node(c, name) != TP_NONE)
 		return tp_jctx_fail(j, "name",
 				    "duplicate node name \"%s\"; node names "
