@@ -1979,6 +1979,46 @@ START_TEST(test_node_count_names)
 }
 END_TEST
 
+/* A hand-edited plan whose group degrees do not match its devices said
+ * what is wrong but not what to write ("tp=3 does not divide the group's
+ * 8 devices"; "dp (4) x tp (1) must equal the number of devices (8)"). */
+START_TEST(test_plan_degree_fixes)
+{
+	const char *dir = tp_test_tmpdir();
+	char plan[1100], bad[1100], *text, *at;
+	const char *a0[] = {"tagplan", "plan", "-m",
+			    tp_data_file("models/gpt2.json"), "-t",
+			    tp_data_file("topologies/dgx-a100.json"),
+			    "--baseline", "dp", "-q", "-o", plan, NULL};
+	const char *a1[] = {"tagplan", "check", "-p", bad, NULL};
+	struct tp_run r;
+
+	snprintf(plan, sizeof(plan), "%s/plan.json", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.json", dir);
+	tp_run_tagplan(&r, a0, NULL);
+	ck_assert_msg(r.status == 0, "plan: %s", r.err);
+	tp_run_free(&r);
+	text = tp_test_read(plan, NULL);
+	ck_assert_ptr_nonnull(text);
+	at = strstr(text, "\"tp\": 1,");
+	ck_assert_ptr_nonnull(at);
+	at[6] = '3';
+	ck_assert_int_eq(tp_test_write(bad, text, strlen(text)), 0);
+	expect(a1, 2, "tp=3 does not divide the group's 8 devices; use a "
+		      "divisor of 8, or list a multiple of 3 devices",
+	       NULL);
+	at[6] = '1';
+	at = strstr(text, "\"dp\": 8,");
+	ck_assert_ptr_nonnull(at);
+	at[6] = '4';
+	ck_assert_int_eq(tp_test_write(bad, text, strlen(text)), 0);
+	expect(a1, 2, "dp (4) x tp (1) must equal the number of devices (8): "
+		      "give dp 8, or leave dp out",
+	       NULL);
+	free(text);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -2047,6 +2087,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_type_parts);
 	tcase_add_test(tc, test_op_kind_synonym);
 	tcase_add_test(tc, test_node_count_names);
+	tcase_add_test(tc, test_plan_degree_fixes);
 	suite_add_tcase(s, tc);
 	return s;
 }

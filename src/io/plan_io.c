@@ -328,8 +328,10 @@ static enum tp_status read_degrees(struct reader *r, const struct tp_json *g,
 	if (n % (size_t)in->tp)
 		return tp_jctx_fail(j, "tp",
 				    "tp=%lld does not divide the group's %zu "
-				    "devices",
-				    (long long)in->tp, n);
+				    "devices; use a divisor of %zu, or list "
+				    "a multiple of %lld devices",
+				    (long long)in->tp, n, n,
+				    (long long)in->tp);
 	/* cp: the context-parallel degree, 1 when absent (plan.h) */
 	if ((st = tp_jget_int(j, g, "cp", false, 1, TP_IO_MAX_DEVICES, 1,
 			      &in->cp)))
@@ -346,9 +348,10 @@ static enum tp_status read_degrees(struct reader *r, const struct tp_json *g,
 		if (in->cp == 1)
 			return tp_jctx_fail(j, "dp",
 					    "dp (%lld) x tp (%lld) must equal "
-					    "the number of devices (%zu)",
+					    "the number of devices (%zu): "
+					    "give dp %zu, or leave dp out",
 					    (long long)in->dp, (long long)in->tp,
-					    n);
+					    n, n / (size_t)in->tp);
 		return tp_jctx_fail(j, "dp",
 				    "dp (%lld) x cp (%lld) x tp (%lld) must "
 				    "equal the number of devices (%zu)",
