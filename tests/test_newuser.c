@@ -1056,8 +1056,9 @@ START_TEST(test_calibrate_stdout)
 		    "tagplan", "calibrate",
 		    tp_data_file("validation/measured_runs.json"), "-o",
 		    outs[i], NULL};
-		expect(argv, 2, "would be written to standard output, which "
-				"carries the table of runs: give -o a file name",
+		expect(argv, 2,
+		       "would be written to standard output, which carries "
+		       "the table of runs: give -o a file name",
 		       "fitting");
 	}
 }
@@ -1109,8 +1110,8 @@ START_TEST(test_import_outputs)
 	snprintf(csv, sizeof(csv), "%s/t.csv", dir);
 	snprintf(model, sizeof(model), "%s/m.json", dir);
 	snprintf(missing, sizeof(missing), "%s/missing/m.json", dir);
-	before = tp_test_read(tp_test_path("data/sailor/configs/trace_tiny.csv"),
-			      &n0);
+	before = tp_test_read(
+	    tp_test_path("data/sailor/configs/trace_tiny.csv"), &n0);
 	ck_assert_ptr_nonnull(before);
 	ck_assert_int_eq(tp_test_write(csv, before, n0), 0);
 	ck_assert_int_eq(tp_test_write(model, "{}", 2), 0);
@@ -1141,11 +1142,13 @@ START_TEST(test_hf_tagplan_file)
 	const char *a3[] = {"tagplan", "model", q, NULL};
 
 	snprintf(m, sizeof(m), "hf:%s", tp_data_file("models/gpt2.json"));
-	snprintf(t, sizeof(t), "hf:%s", tp_data_file("topologies/dgx-a100.json"));
+	snprintf(t, sizeof(t), "hf:%s",
+		 tp_data_file("topologies/dgx-a100.json"));
 	snprintf(q, sizeof(q), "hf:%s", tp_test_path("data/hf/bad/int8.json"));
 	expect(a1, 2, "gpt2.json: $.format: this is a tagplan file "
-		      "(\"tagplan-model/1\"), not a HuggingFace config: give it "
-		      "as it is to plan, simulate and export (-m FILE)",
+		      "(\"tagplan-model/1\"), not a HuggingFace config: "
+		      "give it as it is to plan, simulate and export (-m "
+		      "FILE)",
 	       "model_type");
 	expect(a2, 2, "(\"tagplan-topology/1\"), not a HuggingFace config: "
 		      "give hf: a model's config.json",
@@ -1327,7 +1330,8 @@ static int run_on_terminal(const char *const *argv, char *err, size_t size)
 	/* read both until standard error ends: what reaches the terminal is
 	 * drained, so that the child never blocks on it */
 	for (;;) {
-		struct pollfd fds[2] = {{ep[0], POLLIN, 0}, {master, POLLIN, 0}};
+		struct pollfd fds[2] = {{ep[0], POLLIN, 0},
+					{master, POLLIN, 0}};
 		char buf[4096];
 
 		if (poll(fds, 2, 10000) <= 0)
@@ -1373,8 +1377,8 @@ START_TEST(test_render_binary_terminal)
 	st = run_on_terminal(a1, err, sizeof(err));
 	ck_assert_msg(st == 2 && strstr(err, "--format png -o - would write "
 					     "binary PNG to the terminal: "
-					     "redirect it (> plan.png), or give "
-					     "-o plan.png"),
+					     "redirect it (> plan.png), or "
+					     "give -o plan.png"),
 		      "exit %d: %s", st, err);
 	tp_run_tagplan(&r, a1, NULL);
 	ck_assert_msg(r.status == 0 && r.out_len > 8 &&
@@ -1703,7 +1707,8 @@ START_TEST(test_own_text_outputs)
 		ck_assert_int_eq(tp_test_write(path, cases[i][0],
 					       strlen(cases[i][0])),
 				 0);
-		expect(argv, 2, cases[i][1], i + 1 < 8 ? "unknown word" : "this is");
+		expect(argv, 2, cases[i][1],
+		       i + 1 < 8 ? "unknown word" : "this is");
 	}
 }
 END_TEST
@@ -1802,7 +1807,8 @@ START_TEST(test_short_options_joined)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const char *argv[] = {"tagplan", cases[i][0], cases[i][1], NULL};
+		const char *argv[] = {"tagplan", cases[i][0], cases[i][1],
+				      NULL};
 		expect(argv, 2, cases[i][2], NULL);
 	}
 }
@@ -1874,7 +1880,8 @@ START_TEST(test_list_spaces)
 			    " A100-SXM4-80GB = 2 ,", NULL};
 	const char *a2[] = {"tagplan", "calibrate",
 			    tp_data_file("validation/measured_runs.json"),
-			    "-o", prof, "--fit", "gemm_sustained, nosuch", NULL};
+			    "-o", prof, "--fit", "gemm_sustained, nosuch",
+			    NULL};
 	const char *a3[] = {"tagplan", "calibrate",
 			    tp_data_file("validation/measured_runs.json"),
 			    "-o", prof, "--fit", " ", NULL};

@@ -123,10 +123,12 @@ static int no_command(const char *name)
 
 	if (name[0] == '-' && name[1]) {
 		const char *o = name + (name[1] == '-' ? 2 : 1);
+		bool near_version =
+		    strlen(o) >= 4 && (strncmp("version", o, strlen(o)) == 0 ||
+				       tp_edit_distance(o, "version", 2) <= 2);
+
 		/* -v and -V: the version in most tools */
-		if (!strcmp(name, "-v") || !strcmp(name, "-V") ||
-		    (strlen(o) >= 4 && (strncmp("version", o, strlen(o)) == 0 ||
-					tp_edit_distance(o, "version", 2) <= 2)))
+		if (!strcmp(name, "-v") || !strcmp(name, "-V") || near_version)
 			fprintf(stderr,
 				"tagplan: unknown option \"%s\" (did you mean "
 				"--version?)\n",

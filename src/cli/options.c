@@ -235,7 +235,8 @@ static bool short_joined(const char *cmd, struct tp_opt *opts,
 	/* a long name (or near one: "-seeds") given with one dash */
 	n = near_option(opts, a);
 	if (n && (!strcmp(n->name, a + 1) ||
-		  strspn(a + 1, "abcdefghijklmnopqrstuvwxyz-") == strlen(a + 1)))
+		  strspn(a + 1, "abcdefghijklmnopqrstuvwxyz-") ==
+		      strlen(a + 1)))
 		return false;
 	if (o->type != TP_OPT_FLAG) {
 		tp_cli_usage_error(cmd,
