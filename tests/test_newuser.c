@@ -2026,6 +2026,45 @@ START_TEST(test_plan_degree_fixes)
 }
 END_TEST
 
+/* calibrate -o /dev/fd/3 with descriptor 3 on a file said "(use
+ * --runtime /dev/fd/3)", a name that is gone with the process. */
+START_TEST(test_calibrate_fd_hint)
+{
+	const char *dir = tp_test_tmpdir();
+	const char *bin = getenv("TAGPLAN_BIN") ? getenv("TAGPLAN_BIN")
+						: "./tagplan";
+	char prof[1100], errf[1100], *err;
+	pid_t pid;
+	int status;
+
+	snprintf(prof, sizeof(prof), "%s/p.json", dir);
+	snprintf(errf, sizeof(errf), "%s/err.txt", dir);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd3 = open(prof, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fe = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int nul = open("/dev/null", O_RDWR);
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(fe, 2);
+		dup2(fd3, 3);
+		execl(bin, bin, "calibrate",
+		      tp_data_file("validation/measured_runs.json"), "-o",
+		      "/dev/fd/3", "--fit", "gemm_sustained", (char *)NULL);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	err = tp_test_read(errf, NULL);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+			  strstr(err, "-> /dev/fd/3") &&
+			  !strstr(err, "use --runtime"),
+		      "%s", err);
+	free(err);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -2095,6 +2134,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_op_kind_synonym);
 	tcase_add_test(tc, test_node_count_names);
 	tcase_add_test(tc, test_plan_degree_fixes);
+	tcase_add_test(tc, test_calibrate_fd_hint);
 	suite_add_tcase(s, tc);
 	return s;
 }

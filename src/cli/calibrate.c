@@ -341,8 +341,11 @@ static enum tp_status write_profile(const struct cal_args *a,
 	if (!st)
 		st = tp_file_write_atomic(a->out, sb.buf, sb.len, err);
 	tp_strbuf_release(&sb);
-	/* a FIFO or device (/dev/fd/N) cannot be read back by --runtime */
-	if (!st && tp_file_is_regular(a->out))
+	/* a FIFO or device cannot be read back by --runtime, nor a
+	 * descriptor's name (/dev/fd/3 to a file: gone with the process) */
+	if (!st && tp_file_is_regular(a->out) &&
+	    strncmp(a->out, "/dev/", 5) != 0 &&
+	    strncmp(a->out, "/proc/", 6) != 0)
 		fprintf(stderr,
 			"tagplan calibrate: %s -> %s (use --runtime %s)\n",
 			a->name ? a->name : pname, a->out, a->out);
