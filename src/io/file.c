@@ -498,21 +498,26 @@ static enum tp_status prepare(struct target *t, const char *data, size_t len,
 	return TP_OK;
 }
 
+/* An unnamed temporary is named and at once renamed over the target, its
+ * descriptor closed only after: the named temporary a kill could leave
+ * (Linux cannot link an unnamed file over an existing name) exists for
+ * two system calls, and it is whole (written and fsync'd before). */
 static enum tp_status commit(struct target *t, struct tp_error *err)
 {
-	if (t->tmp_fd >= 0) {
-		int fd = t->tmp_fd;
-		if (name_unnamed(t)) {
-			int e = errno;
-			return io_fail(err, t->given, "cannot write", e);
-		}
-		t->tmp_fd = -1;
-		if (close(fd))
-			return io_fail(err, t->given, "cannot write", errno);
+	int fd = t->tmp_fd;
+
+	if (fd >= 0 && name_unnamed(t)) {
+		int e = errno;
+		return io_fail(err, t->given, "cannot write", e);
 	}
 	if (rename(t->tmp, t->path))
 		return io_fail(err, t->given, "cannot write", errno);
 	t->named = false;
+	if (fd >= 0) {
+		t->tmp_fd = -1;
+		if (close(fd))
+			return io_fail(err, t->given, "cannot write", errno);
+	}
 	return TP_OK;
 }
 
