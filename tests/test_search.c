@@ -1490,6 +1490,12 @@ START_TEST(test_search_time_only_passes_keep_all)
 	ck_assert_uint_gt(rp.gain_skips, 10);
 	ck_assert_uint_ge(rt.gain_skips, 3 * rp.gain_skips);
 	ck_assert_uint_eq(rt.stopped_by, TP_SEARCH_STOP_INTERRUPT);
+	/* BY_TIME only for the passes the budget share cuts short: the
+	   early stages' (32-playout stages and up) are, a later stage's
+	   may fit and keep the prior's cut; none by playouts */
+	ck_assert_uint_gt(rt.by_time_passes, 0);
+	ck_assert_uint_gt(rt.fitting_passes, 0);
+	ck_assert_uint_eq(rp.by_time_passes + rp.fitting_passes, 0);
 	assert_beats_baselines(&rt);
 	tp_search_result_release(&rp);
 	tp_search_result_release(&rt);

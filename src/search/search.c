@@ -289,6 +289,8 @@ static void result_counters(struct sctx *s)
 	res->kicks = s->kicks;
 	res->completions = s->completions;
 	res->gain_skips = s->gain_skips;
+	res->by_time_passes = s->by_time_passes;
+	res->fitting_passes = s->fitting_passes;
 	res->runtime_rejects = atomic_load(&s->runtime_rejects);
 	res->have_all = s->have_all;
 	res->all_feasible = s->all_feasible;

@@ -345,6 +345,11 @@ struct tp_search_result {
 				 the changes the prior cut skipped, at a
 				 local optimum of the likely ones
 				 (COMPLETION, baselines.c) */
+	uint32_t by_time_passes, fitting_passes; /* guided, time limit alone:
+				sweep passes the budget share cut short, taken
+				in both orders and nothing cut (BY_TIME,
+				sweep.c), and passes that fit it, which keep
+				the prior's order and cut */
 	uint64_t gain_skips; /* single changes guided sweeps did not
 				simulate because the provider's gains
 				predicted them slow (options.gain_skip) */

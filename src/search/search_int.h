@@ -152,6 +152,7 @@ struct sctx {
 	uint32_t kicks;         /* result.kicks */
 	uint32_t completions;   /* result.completions */
 	uint64_t gain_skips;    /* result.gain_skips */
+	uint32_t by_time_passes, fitting_passes; /* result.by_time_passes ... */
 	double run_time; /* result.runnable_plan's time, under lock */
 	_Atomic uint64_t sim_ns; /* time inside the evaluator (o->clock) */
 	_Atomic int stop;      /* limits reached or error */
