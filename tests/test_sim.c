@@ -1463,6 +1463,35 @@ START_TEST(test_reuse_and_lower_bound)
 }
 END_TEST
 
+
+/* A data-parallel group of ops [first, first + cnt) on up to nd of the
+ * cluster's n_dev devices (fewer when the micro-batch has fewer samples),
+ * from a random device by the given stride, with whole samples spread
+ * unevenly over the replicas. */
+static void add_random_dp_group(struct tp_rng *rng, const struct tp_model *m,
+				struct tp_plan *p, uint32_t first, uint32_t cnt,
+				uint32_t nd, uint32_t n_dev, uint32_t stride)
+{
+	uint32_t devs[64], start = (uint32_t)tp_rng_below(rng, n_dev);
+	uint32_t mb = (uint32_t)m->global_batch / p->micro_batches;
+	double sh[64];
+
+	while (nd > mb)
+		nd /= 2;
+	for (uint32_t k = 0; k < nd; k++) {
+		devs[k] = (start + stride * k) % n_dev;
+		sh[k] = 1;
+	}
+	for (uint32_t k = nd; k < mb; k++)
+		sh[tp_rng_below(rng, nd)] += 1;
+	for (uint32_t k = 0; k < nd; k++)
+		sh[k] /= mb;
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+				 p, m->topo + first, cnt, devs, nd,
+				 &(struct tp_plan_degrees){nd, 1, 1}, sh, NULL),
+			 TP_OK);
+}
+
 /* Random plans of VGG-19 on the TAG testbed (16 heterogeneous GPUs):
  * contiguous groups on random device subsets with uneven shares, so that
  * many transfers and collectives share links.  A scratch reused across
@@ -1512,26 +1541,8 @@ START_TEST(test_reuse_heterogeneous)
 					       : 1 + (uint32_t)tp_rng_below(
 							     &rng,
 							     (n - first) - (G - g - 1));
-			uint32_t devs[16], nd = 1u << tp_rng_below(&rng, 5);
-			uint32_t start = (uint32_t)tp_rng_below(&rng, 16);
-			uint32_t mb = (uint32_t)m.global_batch / p.micro_batches;
-			double sh[16];
-			while (nd > mb)
-				nd /= 2;
-			for (uint32_t k = 0; k < nd; k++) {
-				devs[k] = (start + 3 * k) % 16;
-				sh[k] = 1;
-			}
-			/* whole samples per replica, unevenly */
-			for (uint32_t k = nd; k < mb; k++)
-				sh[tp_rng_below(&rng, nd)] += 1;
-			for (uint32_t k = 0; k < nd; k++)
-				sh[k] /= mb;
-			ck_assert_int_eq(
-			    tp_plan_add_group_degrees(
-				&p, m.topo + first, cnt, devs, nd,
-				&(struct tp_plan_degrees){nd, 1, 1}, sh, NULL),
-			    TP_OK);
+			uint32_t nd = 1u << tp_rng_below(&rng, 5);
+			add_random_dp_group(&rng, &m, &p, first, cnt, nd, 16, 3);
 			first += cnt;
 		}
 		st = tp_sim_run(sim, &p, reused, &r1, NULL, &err);
@@ -1637,27 +1648,9 @@ START_TEST(test_engine_shortcuts)
 						: 1 + (uint32_t)tp_rng_below(
 							      &rng, (n - first) -
 									    (G - g - 1));
-				uint32_t devs[64], nd = 8u << tp_rng_below(&rng, 4);
-				uint32_t start = (uint32_t)tp_rng_below(&rng, 64);
-				uint32_t mb = (uint32_t)m.global_batch /
-					      p.micro_batches;
-				double sh[64];
-				while (nd > mb)
-					nd /= 2;
-				for (uint32_t q = 0; q < nd; q++) {
-					devs[q] = (start + 5 * q) % 64;
-					sh[q] = 1;
-				}
-				for (uint32_t q = nd; q < mb; q++)
-					sh[tp_rng_below(&rng, nd)] += 1;
-				for (uint32_t q = 0; q < nd; q++)
-					sh[q] /= mb;
-				ck_assert_int_eq(
-					tp_plan_add_group_degrees(
-						&p, m.topo + first, cnt, devs, nd,
-						&(struct tp_plan_degrees){nd, 1, 1},
-						sh, NULL),
-					TP_OK);
+				uint32_t nd = 8u << tp_rng_below(&rng, 4);
+				add_random_dp_group(&rng, &m, &p, first, cnt, nd,
+						    64, 5);
 				first += cnt;
 			}
 			st = tp_sim_run(sim, &p, fast, &r1, NULL, &err);
