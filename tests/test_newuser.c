@@ -672,6 +672,49 @@ START_TEST(test_model_seq_hint)
 }
 END_TEST
 
+/* --seq beyond a RoPE model's max_position_embeddings is built (RoPE
+ * scaling and long-context fine-tuning train there) with a one-line
+ * warning naming the field and its value; at or under it, none.  Before:
+ * accepted silently. */
+START_TEST(test_model_seq_beyond_rope)
+{
+	char hf[1100], out[1100];
+	const char *a1[] = {"tagplan", "model", hf, "--seq", "100000", "-o",
+			    out, NULL};
+	const char *a2[] = {"tagplan", "model", hf, "--seq", "8192", "-o",
+			    out, NULL};
+	struct tp_run r;
+
+	snprintf(hf, sizeof(hf), "hf:%s",
+		 tp_test_path("data/hf/llama-3-8b.json"));
+	snprintf(out, sizeof(out), "%s/seq-beyond.json", tp_test_tmpdir());
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "tagplan model: warning: --seq 100000 is "
+				    "beyond max_position_embeddings 8192 of ") &&
+			      strstr(r.err, "RoPE scaling"),
+		      "%s", r.err);
+	ck_assert_ptr_null(strstr(strstr(r.err, "warning") + 1, "warning"));
+	tp_run_free(&r);
+	ck_assert_int_eq(access(out, F_OK), 0);
+	tp_run_tagplan(&r, a2, NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(!strstr(r.err, "warning"), "%s", r.err);
+	tp_run_free(&r);
+	/* a config without the field: the type's default, said so */
+	snprintf(hf, sizeof(hf), "hf:%s",
+		 tp_test_path("data/hf/falcon-7b.json"));
+	a1[4] = "4096";
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "--seq 4096 is beyond 2048, the context "
+				    "length the transformers library gives"),
+		      "%s", r.err);
+	tp_run_free(&r);
+	unlink(out);
+}
+END_TEST
+
 /* The manual pages hold no control characters but newlines and tabs:
  * tagplan-formats(5) had two form feeds where "\\fR" was meant (troff:
  * "can't find character with input code 12"; man printed a stray
@@ -2090,6 +2133,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_export_strategy_sync_note);
 	tcase_add_test(tc, test_source_given_as_file);
 	tcase_add_test(tc, test_model_seq_hint);
+	tcase_add_test(tc, test_model_seq_beyond_rope);
 	tcase_add_test(tc, test_man_pages_clean);
 	tcase_add_test(tc, test_price_names_types);
 	tcase_add_test(tc, test_plan_runtime_field);

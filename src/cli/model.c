@@ -491,9 +491,17 @@ static enum tp_status build(const struct model_args *a, struct tp_model *m,
 
 	if (!strcmp(a->src, "gpt"))
 		return build_from_dims(a, m, err);
-	if (!strncmp(a->src, "hf:", 3))
-		return tp_build_hf(a->src + 3, a->seq, a->batch, a->dtype, m,
-				   err);
+	if (!strncmp(a->src, "hf:", 3)) {
+		struct tp_strbuf w;
+		struct tp_hf_options ho = {a->seq, a->batch, a->dtype, &w};
+
+		tp_strbuf_init(&w);
+		st = tp_build_hf_opts(a->src + 3, &ho, m, err);
+		if (!st)
+			tp_cli_print_warnings("model", &w);
+		tp_strbuf_release(&w);
+		return st;
+	}
 	if (!a->ship)
 		return build_from_zoo(a, m, err);
 	st = tp_model_load_file(a->ship, NULL, m, err);

@@ -103,6 +103,23 @@ enum tp_status tp_build_hf(const char *config_path, int64_t seq,
 			   int64_t batch, int dtype, struct tp_model *m,
 			   struct tp_error *err);
 
+/* tp_build_hf with its arguments named, and warnings: NULL drops them,
+ * else each is appended as one line ending in '\n' (as the loaders'
+ * tp_load_options.warnings).  A --seq beyond the context length of a model
+ * without a learned position table (RoPE, ALiBi: max_position_embeddings
+ * or the type's default; not T5) is a warning naming the field and its
+ * value, not an error: RoPE scaling and long-context fine-tuning train
+ * there, and the model is built for the sequence given. */
+struct tp_strbuf;
+struct tp_hf_options {
+	int64_t seq, batch; /* 0: the defaults of tp_build_hf */
+	int dtype;          /* < 0: the config's torch_dtype */
+	struct tp_strbuf *warnings;
+};
+enum tp_status tp_build_hf_opts(const char *config_path,
+				const struct tp_hf_options *o,
+				struct tp_model *m, struct tp_error *err);
+
 /* The same from a config's text; name is the file name for messages
  * and the model's name. */
 enum tp_status tp_build_hf_text(const char *name, const char *text,

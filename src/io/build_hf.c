@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "build_int.h"
+#include "core/strbuf.h"
 #include "io.h"
 #include "json.h"
 
@@ -592,10 +593,56 @@ static void model_name(const struct tp_json *root, const char *file,
 		snprintf(buf, size, "hf-model");
 }
 
+/* --seq beyond the context length of a model without a learned position
+ * table (RoPE, ALiBi): legitimate (RoPE scaling, YaRN, long-context
+ * fine-tuning), but positions the model was not trained for, so a warning
+ * naming the config's field and its value.  A config with rope_scaling
+ * gives its scaled length there (Llama 3.1 131072, DeepSeek-V3 163840 =
+ * 40 x 4096), so the warning holds for it too. */
+static void seq_beyond(struct tp_hf *c, const struct tp_tf *t,
+		       int64_t max_pos, const char *name,
+		       struct tp_strbuf *warnings)
+{
+	static const char *const keys[] = {"max_position_embeddings",
+					   "n_positions", "max_seq_len",
+					   "seq_length", NULL};
+	const char *key = NULL;
+
+	if (!warnings)
+		return;
+	for (int i = 0; keys[i] && !key; i++) {
+		const struct tp_json *v = tp_json_get(c->root, keys[i]);
+		if (!v && c->top != c->root)
+			v = tp_json_get(c->top, keys[i]);
+		if (v && v->type == TP_JSON_NUMBER && v->num == (double)max_pos)
+			key = keys[i];
+	}
+	if (key)
+		tp_strbuf_addf(warnings,
+			       "--seq %lld is beyond %s %lld of %s, the "
+			       "positions the model was trained for: "
+			       "training there takes RoPE scaling or "
+			       "long-context fine-tuning (the plan prices "
+			       "the %lld tokens as given)\n",
+			       (long long)t->seq, key, (long long)max_pos, name,
+			       (long long)t->seq);
+	else
+		tp_strbuf_addf(warnings,
+			       "--seq %lld is beyond %lld, the context length "
+			       "the transformers library gives %s (it has no "
+			       "max_position_embeddings): training there "
+			       "takes RoPE scaling or long-context "
+			       "fine-tuning (the plan prices the %lld tokens "
+			       "as given)\n",
+			       (long long)t->seq, (long long)max_pos, name,
+			       (long long)t->seq);
+}
+
 /* The sequence: --seq, else the context length capped; T5 and vision
  * transformers have their own rules. */
 static enum tp_status choose_seq(struct tp_hf *c, struct tp_tf *t, int64_t seq,
-				 int64_t max_pos, const char *name)
+				 int64_t max_pos, const char *name,
+				 struct tp_strbuf *warnings)
 {
 	if (t->patch_size > 0) {
 		if (seq > 0)
@@ -617,6 +664,9 @@ static enum tp_status choose_seq(struct tp_hf *c, struct tp_tf *t, int64_t seq,
 		t->seq = max_pos < HF_DEFAULT_SEQ_CAP ? max_pos
 						      : HF_DEFAULT_SEQ_CAP;
 	}
+	if (t->pos_embeddings == 0 && seq > 0 && max_pos > 0 &&
+	    t->seq > max_pos && strcmp(c->type, "t5") != 0)
+		seq_beyond(c, t, max_pos, name, warnings);
 	if (t->pos_embeddings > 0 && t->seq > max_pos)
 		return tp_error_set(c->j.err, TP_EUSAGE,
 				    "--seq %lld exceeds the %lld learned "
@@ -646,11 +696,12 @@ static enum tp_status read_config(struct tp_hf *c, struct tp_tf *t,
 	return unsupported_type(c);
 }
 
-enum tp_status tp_build_hf_text(const char *name, const char *text,
-				size_t len, int64_t seq, int64_t batch,
-				int dtype, struct tp_model *m,
-				struct tp_error *err)
+static enum tp_status build_text(const char *name, const char *text,
+				 size_t len, const struct tp_hf_options *ho,
+				 struct tp_model *m, struct tp_error *err)
 {
+	const int64_t seq = ho->seq, batch = ho->batch;
+	const int dtype = ho->dtype;
 	struct tp_json_doc doc;
 	struct tp_load_options o;
 	struct tp_hf c;
@@ -708,7 +759,7 @@ enum tp_status tp_build_hf_text(const char *name, const char *text,
 	if (t.pos_embeddings == 0 && t.patch_size == 0)
 		t.info.max_positions = max_pos;
 	model_name(doc.root, name, mname, sizeof(mname));
-	if ((st = choose_seq(&c, &t, seq, max_pos, name)))
+	if ((st = choose_seq(&c, &t, seq, max_pos, name, ho->warnings)))
 		goto out;
 	t.batch = batch > 0 ? batch : HF_DEFAULT_BATCH;
 	t.name = mname;
@@ -720,9 +771,28 @@ out:
 	return st;
 }
 
+enum tp_status tp_build_hf_text(const char *name, const char *text,
+				size_t len, int64_t seq, int64_t batch,
+				int dtype, struct tp_model *m,
+				struct tp_error *err)
+{
+	struct tp_hf_options ho = {seq, batch, dtype, NULL};
+
+	return build_text(name, text, len, &ho, m, err);
+}
+
 enum tp_status tp_build_hf(const char *config_path, int64_t seq,
 			   int64_t batch, int dtype, struct tp_model *m,
 			   struct tp_error *err)
+{
+	struct tp_hf_options ho = {seq, batch, dtype, NULL};
+
+	return tp_build_hf_opts(config_path, &ho, m, err);
+}
+
+enum tp_status tp_build_hf_opts(const char *config_path,
+				const struct tp_hf_options *ho,
+				struct tp_model *m, struct tp_error *err)
 {
 	char *text = NULL, *path = NULL;
 	size_t len = 0;
@@ -750,8 +820,7 @@ enum tp_status tp_build_hf(const char *config_path, int64_t seq,
 			     "folder of a HuggingFace model, or the config "
 			     "file itself (hf:PATH/NAME.json)");
 	if (!st)
-		st = tp_build_hf_text(config_path, text, len, seq, batch,
-				      dtype, m, err);
+		st = build_text(config_path, text, len, ho, m, err);
 	free(text);
 	free(path);
 	return st;
