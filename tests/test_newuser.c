@@ -6,6 +6,7 @@
  * writes nothing.
  */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
@@ -16,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "cli/table.h"
 #include "core/strbuf.h"
 #include "core/runtime.h"
@@ -83,8 +85,9 @@ END_TEST
 /* An output that is a directory is usage (exit 2, as tagplan(1) says:
  * "A directory ... is refused ...: exit 2, nothing written"; it was exit
  * 3) and says to name a file inside it; a missing directory names
- * itself and mkdir -p (exit 3).  Every command finds both before any
- * work: export printed its notes before failing to write. */
+ * itself and mkdir -p (exit 2, a path that does not exist; it was 3).
+ * Every command finds both before any work: export printed its notes
+ * before failing to write. */
 START_TEST(test_output_directory)
 {
 	const char *dir = tp_test_tmpdir();
@@ -110,7 +113,7 @@ START_TEST(test_output_directory)
 	       "--vocab-size");
 	expect(a3, 2, "is a directory, not a file", NULL);
 	ck_assert_msg(stat(report, &st) != 0, "the report was written");
-	expect(a4, 3, "does not exist (create it first, e.g. mkdir -p ",
+	expect(a4, 2, "does not exist (create it first, e.g. mkdir -p ",
 	       "--vocab-size");
 	ck_assert_msg(stat(missing, &st) != 0, "the directory was made");
 }
@@ -620,7 +623,8 @@ END_TEST
  * "dgx-a100:4", "v100-nvlink:2 1080ti-pcie:2"): 'cannot open: No such
  * file or directory' (exit 3) with the shipped names; now usage (exit 2)
  * with the command that builds the file.  A missing file keeps the old
- * message, a shipped name still loads. */
+ * message (exit 2 too: a path that does not exist), a shipped name still
+ * loads. */
 START_TEST(test_source_given_as_file)
 {
 	const char *gpt2 = tp_data_file("models/gpt2.json");
@@ -645,7 +649,7 @@ START_TEST(test_source_given_as_file)
 	expect(a3, 2, "a source of `tagplan model`, not a model file: build "
 		      "the model with `tagplan model hf:",
 	       NULL);
-	expect(a4, 3, "cannot open", "a spec of");
+	expect(a4, 2, "cannot open", "a spec of");
 }
 END_TEST
 
@@ -948,9 +952,10 @@ START_TEST(test_hf_folder_without_config)
 }
 END_TEST
 
-/* calibrate -o DIR/missing/p.json exited 2 where every other command
- * exits 3 for an output whose directory is missing (tagplan(1) FILES:
- * "fails before any work (exit 3)"); the message was already the same. */
+/* calibrate -o DIR/missing/p.json exits as every other command does for
+ * an output whose directory is missing (tagplan(1) FILES: "fails before
+ * any work"; exit 2 since a path that does not exist is usage, it was 3
+ * for all and 2 for calibrate alone); the message is the same. */
 START_TEST(test_calibrate_missing_directory)
 {
 	const char *dir = tp_test_tmpdir();
@@ -962,9 +967,9 @@ START_TEST(test_calibrate_missing_directory)
 	struct stat st;
 
 	snprintf(out, sizeof(out), "%s/missing/p.json", dir);
-	expect(a1, 3, "does not exist (create it first, e.g. mkdir -p ",
+	expect(a1, 2, "does not exist (create it first, e.g. mkdir -p ",
 	       NULL);
-	expect(a2, 3, "does not exist (create it first, e.g. mkdir -p ",
+	expect(a2, 2, "does not exist (create it first, e.g. mkdir -p ",
 	       NULL);
 	snprintf(out, sizeof(out), "%s/missing", dir);
 	ck_assert_msg(stat(out, &st) != 0, "the directory was made");
@@ -1087,6 +1092,55 @@ START_TEST(test_input_directory)
 }
 END_TEST
 
+/* A path that does not exist is usage (exit 2), as a directory given as
+ * a file is: an input that is not there names the nearest file of its
+ * folder or the folder that is missing; it was exit 3, "cannot open: No
+ * such file or directory" alone.  A file that exists but cannot be read
+ * stays I/O (exit 3): tp_cli_exit_code tells them apart by the errno. */
+START_TEST(test_missing_input_exit)
+{
+	char near[1100], nofold[1100], out[1100];
+	const char *a1[] = {"tagplan", "simulate", "-m", near, "-t",
+			    tp_data_file("topologies/dgx-a100.json"), "-s",
+			    "tp=1", "-o", out, NULL};
+	const char *a2[] = {"tagplan", "validate", nofold, NULL};
+	const char *a3[] = {"tagplan", "inspect", "/proc/self/mem", NULL};
+	struct tp_error err;
+	struct stat st;
+
+	snprintf(near, sizeof(near), "%s",
+		 tp_data_file("models/llama-3-8b.json"));
+	/* "llama3-8b.json": one letter short */
+	memmove(strstr(near, "llama-3") + 5, strstr(near, "llama-3") + 6,
+		strlen(strstr(near, "llama-3") + 6) + 1);
+	snprintf(out, sizeof(out), "%s/report.json", tp_test_tmpdir());
+	expect(a1, 2, "llama3-8b.json: cannot open: No such file or directory "
+		      "(did you mean ",
+	       NULL);
+	expect(a1, 2, "/llama-3-8b.json?)", NULL);
+	ck_assert_msg(stat(out, &st) != 0, "the report was written");
+	snprintf(nofold, sizeof(nofold), "%s/no-such-folder/m.json",
+		 tp_test_tmpdir());
+	expect(a2, 2, "/no-such-folder/m.json: cannot open: No such file or "
+		      "directory (the folder ",
+	       NULL);
+	expect(a2, 2, "/no-such-folder does not exist)", NULL);
+	/* exists, the read fails: I/O */
+	expect(a3, 3, "/proc/self/mem: cannot read: ", NULL);
+	/* the mapping itself */
+	tp_error_clear(&err);
+	tp_error_set(&err, TP_EIO, "x");
+	ck_assert_int_eq(tp_cli_exit_code(&err), 3);
+	err.sys_errno = ENOENT;
+	ck_assert_int_eq(tp_cli_exit_code(&err), 2);
+	err.sys_errno = ENOSPC;
+	ck_assert_int_eq(tp_cli_exit_code(&err), 3);
+	err.sys_errno = ENOENT;
+	tp_error_set(&err, TP_EIO, "y"); /* a later error resets it */
+	ck_assert_int_eq(tp_cli_exit_code(&err), 3);
+}
+END_TEST
+
 /* calibrate -o - (or /dev/stdout) wrote the profile after the table of
  * runs on standard output, one stream that is neither a table nor JSON,
  * and said "use --runtime /dev/stdout"; now a usage error, nothing run. */
@@ -1109,7 +1163,7 @@ END_TEST
 
 /* An output under a file ("plan.json/x.json", a slip for "plan/x.json")
  * said "cannot write: Not a directory"; now it names the file that is
- * not a directory (exit 3, as for a missing directory). */
+ * not a directory (exit 2, as for a missing directory). */
 START_TEST(test_output_under_file)
 {
 	const char *dir = tp_test_tmpdir();
@@ -1119,11 +1173,11 @@ START_TEST(test_output_under_file)
 	snprintf(file, sizeof(file), "%s/plan.json", dir);
 	ck_assert_int_eq(tp_test_write(file, "{}", 2), 0);
 	snprintf(out, sizeof(out), "%s/sub/x.json", file);
-	expect(a1, 3, "/plan.json is a file, not a directory (name the "
+	expect(a1, 2, "/plan.json is a file, not a directory (name the "
 		      "output in a directory)",
 	       NULL);
 	snprintf(out, sizeof(out), "%s/x.json", file);
-	expect(a1, 3, "/plan.json is a file, not a directory", NULL);
+	expect(a1, 2, "/plan.json is a file, not a directory", NULL);
 }
 END_TEST
 
@@ -1163,7 +1217,7 @@ START_TEST(test_import_outputs)
 	ck_assert_msg(after && n1 == n0 && !memcmp(before, after, n0),
 		      "the trace was overwritten");
 	expect(a2, 2, "m.json is also the input -m ", NULL);
-	expect(a3, 3, "does not exist (create it first, e.g. mkdir -p ",
+	expect(a3, 2, "does not exist (create it first, e.g. mkdir -p ",
 	       NULL);
 	/* the folder without "sailor:" said "expected one source,
 	   sailor:DIR" */
@@ -1534,7 +1588,7 @@ START_TEST(test_hf_not_local)
 		expect(argv, 2, cases[i][1], NULL);
 	}
 	/* a path that is missing stays the reader's error */
-	expect(a1, 3, "no/such.json: cannot open", "Hub");
+	expect(a1, 2, "no/such.json: cannot open", "Hub");
 }
 END_TEST
 
@@ -2148,6 +2202,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_runs_dtype_choices);
 	tcase_add_test(tc, test_strategy_spaces);
 	tcase_add_test(tc, test_input_directory);
+	tcase_add_test(tc, test_missing_input_exit);
 	tcase_add_test(tc, test_calibrate_stdout);
 	tcase_add_test(tc, test_output_under_file);
 	tcase_add_test(tc, test_import_outputs);

@@ -110,9 +110,16 @@ void tp_opts_help(FILE *out, const struct tp_cli_doc *doc,
 
 void tp_opt_list_free(struct tp_opt_list *l);
 
-/* Print err as "tagplan: <formatted error>" on stderr and return the exit
- * code of its status. */
+/* Print err as "tagplan: <formatted error>" on stderr and return
+ * tp_cli_exit_code(err). */
 int tp_cli_fail(const struct tp_error *err);
+
+/* The exit code of err: its status's (tp_status_exit_code), but 2 (bad
+ * usage) for an I/O error on a path that does not exist (ENOENT, ENOTDIR,
+ * ENAMETOOLONG: a mistyped input, or an output in a missing directory);
+ * a read or write failing on a path that exists (permissions, a full
+ * disk) stays 3. */
+int tp_cli_exit_code(const struct tp_error *err);
 
 /* Write n bytes of s to f with the characters that drive a terminal
  * escaped: C0 controls as \xHH (\n, \t by name), DEL, C1 controls
@@ -142,7 +149,7 @@ extern const char tp_cli_default_stdout[];
  * outputs would be written to one place (a file, or standard output:
  * "-o - --trace -"; a NULL path is not checked, pass "-" for stdout);
  * when an output cannot be
- * written (a directory: 2; a missing or read-only directory: 3;
+ * written (a directory, a missing directory: 2; a read-only directory: 3;
  * tp_file_check_output), print why and return that exit code, before
  * any work; else 0.  Both arrays end with {NULL, NULL}. */
 int tp_cli_check_outputs(const char *cmd, const struct tp_cli_file *inputs,

@@ -79,8 +79,9 @@ static int export_runtime(const struct tp_plan *p, const char *plan_path,
 	const char *name = p->runtime[0] ? p->runtime : "none";
 
 	if (tp_runtime_find(name, rt, err))
-		return tp_status_exit_code(
-			tp_inputs_blame_runtime(plan_path, err));
+		return tp_inputs_blame_runtime(plan_path, err)
+			       ? tp_cli_exit_code(err)
+			       : 0;
 	if (tp_runtime_is_none(rt)) {
 		if (want < 0) {
 			tp_error_set(err, TP_EUSAGE,
@@ -88,13 +89,13 @@ static int export_runtime(const struct tp_plan *p, const char *plan_path,
 				     "(--runtime none): give --to TARGET, and "
 				     "it is checked against the runtime that "
 				     "target stands for");
-			return tp_status_exit_code(err->status);
+			return tp_cli_exit_code(err);
 		}
 		*target = want;
 		if (tp_runtime_find(tp_export_target_runtime(
 					    (enum tp_export_target)want),
 				    rt, err))
-			return tp_status_exit_code(err->status);
+			return tp_cli_exit_code(err);
 		return 0;
 	}
 	if (rt->can.launcher == TP_LAUNCH_NONE) {

@@ -80,6 +80,15 @@ int tp_cli_fail(const struct tp_error *err)
 	fputs("tagplan: ", stderr);
 	tp_cli_escape(stderr, buf, strlen(buf), false);
 	fputc('\n', stderr);
+	return tp_cli_exit_code(err);
+}
+
+int tp_cli_exit_code(const struct tp_error *err)
+{
+	if (err->status == TP_EIO &&
+	    (err->sys_errno == ENOENT || err->sys_errno == ENOTDIR ||
+	     err->sys_errno == ENAMETOOLONG))
+		return TP_EXIT_USAGE;
 	return tp_status_exit_code(err->status);
 }
 

@@ -15,6 +15,7 @@ static void vset(struct tp_error *err, enum tp_status st, const char *fmt,
 		 va_list ap)
 {
 	err->status = st;
+	err->sys_errno = 0;
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 }
 

@@ -36,6 +36,10 @@ struct tp_error {
 	char file[TP_ERROR_FILE_MAX]; /* "" when not about a file */
 	char path[TP_ERROR_PATH_MAX]; /* JSON path, "" when none */
 	int line, column;             /* 1-based; 0 when unknown */
+	int sys_errno;                /* TP_EIO: the errno of the failed
+					 system call (ENOENT: no such
+					 file), 0 when none; every
+					 tp_error_set* resets it */
 	char msg[TP_ERROR_MSG_MAX];
 };
 
@@ -73,7 +77,9 @@ void tp_error_set_file(struct tp_error *err, const char *file);
  */
 char *tp_error_format(const struct tp_error *err, char *buf, size_t size);
 
-/* Exit code of the command line for a status (0, 1, 2, 3 or 130). */
+/* Exit code of the command line for a status (0, 1, 2, 3 or 130); the
+ * command line maps a TP_EIO of a path that does not exist to 2 as well
+ * (src/cli tp_cli_exit_code). */
 int tp_status_exit_code(enum tp_status st);
 
 /* Short name of a status, e.g. "bad input". */

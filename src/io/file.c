@@ -29,11 +29,84 @@ void tp_load_options_default(struct tp_load_options *o)
 	o->max_depth = TP_IO_DEFAULT_MAX_DEPTH;
 }
 
+/* TP_EIO "what: strerror(e)" about path, e kept in err->sys_errno (the
+ * command line tells a path that does not exist from a failing disk). */
 static enum tp_status io_fail(struct tp_error *err, const char *path,
 			      const char *what, int e)
 {
 	tp_error_set(err, TP_EIO, "%s: %s", what, strerror(e));
 	tp_error_set_file(err, path);
+	if (err)
+		err->sys_errno = e;
+	return TP_EIO;
+}
+
+/* The nearest name to base in the folder dir (not a hidden one): base
+ * with ".json" added, else within 2 edits (1 up to 4 letters), in out;
+ * false when none. */
+static bool near_entry(const char *dir, const char *base, char *out,
+		       size_t size)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t len = strlen(base), cap = len > 4 ? 2 : 1, bd = cap + 1;
+
+	if (!d)
+		return false;
+	while ((e = readdir(d))) {
+		size_t dist;
+		if (e->d_name[0] == '.')
+			continue;
+		if (strlen(e->d_name) == len + 5 &&
+		    !strncmp(e->d_name, base, len) &&
+		    !strcmp(e->d_name + len, ".json"))
+			dist = 0;
+		else
+			dist = tp_edit_distance(base, e->d_name, cap);
+		if (dist < bd) {
+			bd = dist;
+			snprintf(out, size, "%s", e->d_name);
+		}
+	}
+	closedir(d);
+	return bd <= cap;
+}
+
+/* An input path that does not exist: TP_EIO with errno e (ENOENT,
+ * ENOTDIR), the message naming the fix: the nearest file of its folder
+ * ("did you mean data/models/llama-3-8b.json?"), or the part of the path
+ * that is missing. */
+static enum tp_status no_input(struct tp_error *err, const char *path, int e)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX], near[256];
+	struct stat st;
+	int dl = slash ? (int)(slash - path) : 0;
+
+	io_fail(err, path, "cannot open", e);
+	if (!err || strlen(path) >= sizeof(dir))
+		return TP_EIO;
+	if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : dl,
+			 path);
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (stat(dir, &st) != 0)
+		tp_error_set(err, TP_EIO,
+			     "cannot open: %s (the folder %s does not exist)",
+			     strerror(e), dir);
+	else if (!S_ISDIR(st.st_mode))
+		tp_error_set(err, TP_EIO,
+			     "cannot open: %s (%s is a file, not a folder)",
+			     strerror(e), dir);
+	else if (*(slash ? slash + 1 : path) &&
+		 near_entry(dir, slash ? slash + 1 : path, near, sizeof(near)))
+		tp_error_set(err, TP_EIO,
+			     "cannot open: %s (did you mean %.*s%s?)",
+			     strerror(e), slash ? dl + 1 : 0, path, near);
+	else
+		return TP_EIO;
+	err->sys_errno = e;
 	return TP_EIO;
 }
 
@@ -113,7 +186,9 @@ static enum tp_status read_file(const char *path, size_t max_bytes,
 	if (!max_bytes)
 		max_bytes = TP_IO_DEFAULT_MAX_BYTES;
 	if (fd < 0)
-		return io_fail(err, path, "cannot open", errno);
+		return errno == ENOENT || errno == ENOTDIR
+			       ? no_input(err, path, errno)
+			       : io_fail(err, path, "cannot open", errno);
 	if (fstat(fd, &st) == 0) {
 		if (S_ISREG(st.st_mode))
 			text = false;
@@ -712,6 +787,8 @@ enum tp_status tp_file_check_output(const char *path, struct tp_error *err)
 			     "(create it first, e.g. mkdir -p %s)",
 			     dir, dir);
 		tp_error_set_file(err, path);
+		if (err)
+			err->sys_errno = ENOENT;
 		return TP_EIO;
 	}
 	e = stat(dir, &st_dir) != 0 ? errno : 0;
@@ -728,6 +805,8 @@ enum tp_status tp_file_check_output(const char *path, struct tp_error *err)
 			     "(name the output in a directory)",
 			     dir);
 		tp_error_set_file(err, path);
+		if (err)
+			err->sys_errno = ENOTDIR;
 		return TP_EIO;
 	}
 	if (access(dir, W_OK | X_OK) != 0) {
