@@ -158,6 +158,20 @@ const char *tp_test_tmpdir(void)
 	return dir;
 }
 
+void tp_test_expect(const char *const *argv, int status, const char *want,
+		    const char *unwanted)
+{
+	struct tp_run r;
+
+	tp_run_tagplan(&r, argv, NULL);
+	ck_assert_msg(r.status == status, "%s: exit %d, want %d: %s", argv[1],
+		      r.status, status, r.err);
+	ck_assert_msg(strstr(r.err, want), "want \"%s\" in: %s", want, r.err);
+	ck_assert_msg(!unwanted || !strstr(r.err, unwanted), "%s", r.err);
+	ck_assert_uint_eq(r.out_len, 0);
+	tp_run_free(&r);
+}
+
 char *tp_test_read(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");

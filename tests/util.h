@@ -27,6 +27,12 @@ void tp_run_tagplan(struct tp_run *r, const char *const *argv,
 		    const char *stdin_data);
 void tp_run_free(struct tp_run *r);
 
+/* Run argv (tp_run_tagplan, no stdin); its exit status must be `status`,
+ * its stderr contain want (and not unwanted, unless NULL), its stdout be
+ * empty: a command's error as a user meets it. */
+void tp_test_expect(const char *const *argv, int status, const char *want,
+		    const char *unwanted);
+
 /* Path of a file under tests/ or data/ (static buffer rotation of 8). */
 const char *tp_test_path(const char *rel);
 const char *tp_data_file(const char *rel);
