@@ -943,11 +943,19 @@ static uint64_t hdouble(uint64_t h, double d)
 	return hmix(h, v);
 }
 
-static uint64_t hwords(uint64_t h, const uint32_t *v, uint32_t n)
+/* The n words of base from first; base may be NULL when n is 0 (an empty
+ * vector: NULL + 0 is undefined behaviour, so the pointer is formed only
+ * when there are words). */
+static uint64_t hwords(uint64_t h, const uint32_t *base, size_t first,
+		       uint32_t n)
 {
+	const uint32_t *v;
 	uint32_t i = 0;
 
 	h = hmix(h, n);
+	if (!n)
+		return h;
+	v = base + first;
 	for (; i + 1 < n; i += 2)
 		h = hmix(h, (uint64_t)v[i] | (uint64_t)v[i + 1] << 32);
 	if (i < n)
@@ -962,8 +970,8 @@ uint64_t tp_plan_content_hash(const struct tp_plan *p)
 	h = hmix(h, (uint64_t)p->groups.n);
 	for (size_t g = 0; g < p->groups.n; g++) {
 		const struct tp_plan_group *q = &p->groups.v[g];
-		h = hwords(h, p->ops.v + q->op_first, q->n_ops);
-		h = hwords(h, p->devs.v + q->dev_first, q->n_devices);
+		h = hwords(h, p->ops.v, q->op_first, q->n_ops);
+		h = hwords(h, p->devs.v, q->dev_first, q->n_devices);
 		h = hmix(h, q->dp);
 		for (uint32_t r = 0; r < q->dp; r++)
 			h = hdouble(h, p->shares.v[q->share_first + r]);
@@ -973,11 +981,11 @@ uint64_t tp_plan_content_hash(const struct tp_plan *p)
 				    (uint64_t)q->mixed << 40 |
 				    (uint64_t)q->lossy << 48);
 		h = hmix(h, (uint64_t)q->ep | (uint64_t)q->etp << 32);
-		h = hwords(h, p->sfb.v + q->sfb_first, q->n_sfb);
+		h = hwords(h, p->sfb.v, q->sfb_first, q->n_sfb);
 		h = hdouble(h, q->sfb_saved_bytes);
 		h = hmix(h, q->powersgd_rank);
 		if (q->mixed)
-			h = hwords(h, p->rtp.v + q->rtp_first, q->dp);
+			h = hwords(h, p->rtp.v, q->rtp_first, q->dp);
 	}
 	h = hmix(h, (uint64_t)p->global_batch);
 	h = hmix(h, (uint64_t)p->micro_batches | (uint64_t)p->schedule << 32);
