@@ -430,6 +430,28 @@ START_TEST(test_missing_input_exit)
 }
 END_TEST
 
+/* An empty file name ("tagplan validate "$PLAN"" with PLAN unset) said
+ * "tagplan: cannot open: No such file or directory", naming no file; now
+ * it says the name is empty and what likely emptied it (exit 2, nothing
+ * written). */
+START_TEST(test_empty_file_name)
+{
+	char out[1100];
+	const char *a1[] = {"tagplan", "validate", "", NULL};
+	const char *a2[] = {"tagplan", "inspect", "", NULL};
+	const char *a3[] = {"tagplan", "calibrate", "", "-o", out, NULL};
+	struct stat st;
+
+	snprintf(out, sizeof(out), "%s/profile.json", tp_test_tmpdir());
+	expect(a1, 2, "tagplan: an empty file name (\"\"): give the path of a "
+		      "file (a shell variable that is not set?)",
+	       "cannot open");
+	expect(a2, 2, "an empty file name", "cannot open");
+	expect(a3, 2, "an empty file name", "cannot open");
+	ck_assert_msg(stat(out, &st) != 0, "the profile was written");
+}
+END_TEST
+
 /* calibrate -o - (or /dev/stdout) wrote the profile after the table of
  * runs on standard output, one stream that is neither a table nor JSON,
  * and said "use --runtime /dev/stdout"; now a usage error, nothing run. */
@@ -994,6 +1016,7 @@ Suite *suite_newuser_files(void)
 	tcase_add_test(tc, test_calibrate_missing_directory);
 	tcase_add_test(tc, test_input_directory);
 	tcase_add_test(tc, test_missing_input_exit);
+	tcase_add_test(tc, test_empty_file_name);
 	tcase_add_test(tc, test_calibrate_stdout);
 	tcase_add_test(tc, test_output_under_file);
 	tcase_add_test(tc, test_import_outputs);

@@ -185,6 +185,13 @@ static enum tp_status read_file(const char *path, size_t max_bytes,
 	*len = 0;
 	if (!max_bytes)
 		max_bytes = TP_IO_DEFAULT_MAX_BYTES;
+	if (!*path)
+		/* "tagplan validate "$PLAN"" with PLAN unset: the message
+		   would name no file */
+		return tp_error_set(err, TP_EUSAGE,
+				    "an empty file name (\"\"): give the path "
+				    "of a file (a shell variable that is not "
+				    "set?)");
 	if (fd < 0)
 		return errno == ENOENT || errno == ENOTDIR
 			       ? no_input(err, path, errno)
