@@ -452,6 +452,37 @@ START_TEST(test_empty_file_name)
 }
 END_TEST
 
+/* -m and -t swapped said only that -m is a topology ("give it with -t
+ * TOPO"); fixed, the next run said -t is a model.  Now one message names
+ * both and the command line to give, for simulate, plan, export and
+ * check; -m a topology with -t a topology too keeps the note on -m. */
+START_TEST(test_swapped_model_topology)
+{
+	const char *m = tp_test_path("data/good/mlp.json");
+	const char *t = tp_test_path("data/good/two-racks.json");
+	const char *a1[] = {"tagplan", "simulate", "-m", t, "-t", m, "-s",
+			    "tp=1", NULL};
+	const char *a2[] = {"tagplan", "plan", "-m", t, "-t", m, "--playouts",
+			    "5", NULL};
+	const char *a3[] = {"tagplan", "export", "-m", t, "-t", m, "-s",
+			    "tp=1", NULL};
+	const char *a4[] = {"tagplan", "simulate", "-m", t, "-t", t, "-s",
+			    "tp=1", NULL};
+	char want[3000];
+
+	snprintf(want, sizeof(want),
+		 "(-m and -t are swapped: %s is a topology and %s a model; "
+		 "give -m %s -t %s)",
+		 t, m, m, t);
+	expect(a1, 2, want, "give it with -t TOPO");
+	expect(a2, 2, want, "give it with -t TOPO");
+	expect(a3, 2, want, "give it with -t TOPO");
+	expect(a4, 2, "(this file is a topology: give it with -t TOPO; -m "
+		      "takes a model)",
+	       "swapped");
+}
+END_TEST
+
 /* calibrate -o - (or /dev/stdout) wrote the profile after the table of
  * runs on standard output, one stream that is neither a table nor JSON,
  * and said "use --runtime /dev/stdout"; now a usage error, nothing run. */
@@ -1017,6 +1048,7 @@ Suite *suite_newuser_files(void)
 	tcase_add_test(tc, test_input_directory);
 	tcase_add_test(tc, test_missing_input_exit);
 	tcase_add_test(tc, test_empty_file_name);
+	tcase_add_test(tc, test_swapped_model_topology);
 	tcase_add_test(tc, test_calibrate_stdout);
 	tcase_add_test(tc, test_output_under_file);
 	tcase_add_test(tc, test_import_outputs);

@@ -874,8 +874,11 @@ START_TEST(test_mistakes)
 		run_in(&r, dir, argv, NULL);
 		ck_assert_int_eq(r.status, 2);
 		ck_assert_msg(strstr(r.err, "in/t.json") &&
-				      strstr(r.err, "this file is a topology: "
-						    "give it with -t TOPO"),
+				      strstr(r.err, "(-m and -t are swapped: "
+						    "in/t.json is a topology "
+						    "and in/m.json a model; "
+						    "give -m in/m.json -t "
+						    "in/t.json)"),
 			      "%s", r.err);
 		ck_assert_uint_eq(r.out_len, 0);
 		tp_run_free(&r);

@@ -137,8 +137,11 @@ static enum tp_status load_strategy(struct tp_inputs *in, const char *strategy,
 	tp_load_options_default(&lo);
 	lo.warnings = warn;
 	if (tp_inputs_load_named(&model, mship, sizeof(mship), &lo,
-				 &in->model, NULL, err) != TP_OK ||
-	    tp_inputs_load_named(&topo, tship, sizeof(tship), &lo, NULL,
+				 &in->model, NULL, err) != TP_OK) {
+		tp_inputs_hint_swap(model, topo, err);
+		return err->status;
+	}
+	if (tp_inputs_load_named(&topo, tship, sizeof(tship), &lo, NULL,
 				 &in->cluster, err) != TP_OK)
 		return err->status;
 	snprintf(in->model_path, sizeof(in->model_path), "%s", model);

@@ -276,24 +276,54 @@ static void append_msg(struct tp_error *err, const char *fmt, ...)
 	va_end(ap);
 }
 
-void tp_inputs_hint_kind(const char *path, const char *expected,
-			 struct tp_error *err)
+/* The kind of tagplan file path holds, read a second time only when it
+ * is a regular file (a FIFO's writer is gone, a device would be read
+ * again); TP_FORMAT_UNKNOWN otherwise. */
+static enum tp_format_kind sniff_file(const char *path)
 {
 	char *data = NULL;
 	size_t len = 0;
 	struct tp_error e;
 	enum tp_format_kind k;
-	const char *opt = NULL, *want_opt;
 
-	/* read the file a second time only when it is still there as it
-	   was: a FIFO's writer is gone, a device would be read again */
-	if (!err || !path || !tp_file_is_regular(path))
-		return;
+	if (!path || !tp_file_is_regular(path))
+		return TP_FORMAT_UNKNOWN;
 	tp_error_clear(&e);
 	if (tp_file_read_text(path, 0, &data, &len, &e) != TP_OK)
-		return;
+		return TP_FORMAT_UNKNOWN;
 	k = tp_format_sniff(data, len);
 	free(data);
+	return k;
+}
+
+void tp_inputs_hint_swap(const char *model_path, const char *topo_path,
+			 struct tp_error *err)
+{
+	char *kind;
+
+	if (!err || err->status != TP_EINPUT ||
+	    sniff_file(model_path) != TP_FORMAT_TOPOLOGY ||
+	    sniff_file(topo_path) != TP_FORMAT_MODEL)
+		return;
+	/* instead of tp_inputs_hint_kind's note about -m alone */
+	kind = strstr(err->msg, " (this file is a topology: ");
+	if (kind)
+		*kind = '\0';
+	append_msg(err,
+		   " (-m and -t are swapped: %s is a topology and %s a "
+		   "model; give -m %s -t %s)",
+		   model_path, topo_path, topo_path, model_path);
+}
+
+void tp_inputs_hint_kind(const char *path, const char *expected,
+			 struct tp_error *err)
+{
+	enum tp_format_kind k;
+	const char *opt = NULL, *want_opt;
+
+	if (!err)
+		return;
+	k = sniff_file(path);
 	switch (k) {
 	case TP_FORMAT_MODEL:
 		opt = "-m MODEL";
@@ -656,8 +686,11 @@ enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
 	snprintf(in->model_path, sizeof(in->model_path), "%s", model_path);
 	snprintf(in->topology_path, sizeof(in->topology_path), "%s",
 		 topology_path);
-	if ((st = load_one(model_path, true, &o, in, mhex, err)) != TP_OK ||
-	    (st = load_one(topology_path, false, &o, in, thex, err)) != TP_OK ||
+	if ((st = load_one(model_path, true, &o, in, mhex, err)) != TP_OK) {
+		tp_inputs_hint_swap(model_path, topology_path, err);
+		goto out;
+	}
+	if ((st = load_one(topology_path, false, &o, in, thex, err)) != TP_OK ||
 	    (st = check_made_for(in, &ol, &lp, err)) != TP_OK)
 		goto out;
 	if ((st = tp_plan_load(plan_path, text, len, &in->model, &in->cluster,

@@ -119,6 +119,15 @@ void tp_inputs_hint_kind(const char *path, const char *expected,
 			 struct tp_error *err);
 
 /*
+ * After a failed load of model_path as the model: when model_path is a
+ * topology and topo_path a model (the two options swapped), replace
+ * tp_inputs_hint_kind's note by " (-m and -t are swapped: T is a
+ * topology and M a model; give -m M -t T)".  Nothing otherwise.
+ */
+void tp_inputs_hint_swap(const char *model_path, const char *topo_path,
+			 struct tp_error *err);
+
+/*
  * A -m/-t argument naming a shipped file: when arg is not "-", holds no
  * '/', is not an existing file and data/models/ARG.json (model) or
  * data/topologies/ARG.json (topology) ships, that path (in buf); else

@@ -778,9 +778,10 @@ static int load_inputs(struct plan_run *R)
 						   R->tpath, sizeof(R->tpath));
 	}
 	if ((st = load_input(R->a.model_path, true, &R->m, NULL, R->msha,
-			     &R->warn, &R->err)) ||
-	    (st = load_input(R->a.topo_path, false, NULL, &R->c, R->tsha,
-			     &R->warn, &R->err))) {
+			     &R->warn, &R->err)))
+		tp_inputs_hint_swap(R->a.model_path, R->a.topo_path, &R->err);
+	if (st || (st = load_input(R->a.topo_path, false, NULL, &R->c,
+				   R->tsha, &R->warn, &R->err))) {
 		tp_cli_print_warnings("plan", &R->warn);
 		return tp_cli_fail(&R->err);
 	}

@@ -299,8 +299,11 @@ static enum tp_status load_strategy(struct sim_run *R)
 
 	/* -m llama-2-7b: the shipped data/models/llama-2-7b.json */
 	if (tp_inputs_load_named(&a->model, R->mship, sizeof(R->mship),
-				 &R->lo, &R->m, NULL, err) != TP_OK ||
-	    tp_inputs_load_named(&a->topo, R->tship, sizeof(R->tship), &R->lo,
+				 &R->lo, &R->m, NULL, err) != TP_OK) {
+		tp_inputs_hint_swap(a->model, a->topo, err);
+		return err->status;
+	}
+	if (tp_inputs_load_named(&a->topo, R->tship, sizeof(R->tship), &R->lo,
 				 NULL, &R->c, err) != TP_OK)
 		return err->status;
 	return tp_inputs_strategy_plan(a->strategy, &R->m, &R->c, &R->p, err);
