@@ -1205,6 +1205,46 @@ START_TEST(test_table)
 }
 END_TEST
 
+/* The fullest device's share of its memory near 100%: 79.8 of 80 GB
+ * read "(100%)", as if full; now to a tenth, rounded away from 100. */
+START_TEST(test_table_memory_near_full)
+{
+	static const struct {
+		double peak;
+		const char *want;
+	} cases[] = {{79.8e9, "79.8 GB / 80 GB (99.7%)"},
+		     {80.1e9, "80.1 GB / 80 GB (100.2%)"},
+		     {60e9, "GB / 80 GB (75%)"}};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tp_model m;
+		struct tp_cluster c;
+		struct tp_plan p;
+		struct tp_report r;
+		struct tp_strbuf sb;
+		struct tp_error err;
+
+		make_model(&m, 4);
+		make_hetero_cluster(&c);
+		make_3d_plan(&p, &m, 2, 2, 2);
+		fill_report(&r, 8, 0.5);
+		for (uint32_t d = 0; d < 8; d++)
+			r.devices[d].peak_memory_bytes = cases[i].peak;
+		tp_strbuf_init(&sb);
+		ck_assert_int_eq(tp_cli_table(&p, &m, &c, &r, &sb, &err),
+				 TP_OK);
+		ck_assert_msg(strstr(sb.buf, cases[i].want), "want %s in %s",
+			      cases[i].want, sb.buf);
+		ck_assert_msg(!strstr(sb.buf, "(100%)"), "%s", sb.buf);
+		tp_strbuf_release(&sb);
+		tp_report_release(&r);
+		tp_plan_release(&p);
+		tp_cluster_release(&c);
+		tp_model_release(&m);
+	}
+}
+END_TEST
+
 /* A fake evaluator: fits when ZeRO >= 2 or recomputation is full. */
 static enum tp_status fake_eval(void *ctx, const struct tp_plan *v,
 				struct tp_report *out, struct tp_error *err)
@@ -1900,6 +1940,7 @@ Suite *suite_render(void)
 	suite_add_tcase(s, t);
 	t = tcase_create("tables");
 	tcase_add_test(t, test_table);
+	tcase_add_test(t, test_table_memory_near_full);
 	tcase_add_test(t, test_explain);
 	suite_add_tcase(s, t);
 	t = tcase_create("export");

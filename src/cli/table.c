@@ -209,6 +209,20 @@ static double type_peak(const struct tp_cluster *c, uint32_t t,
 	return pk > 0 ? pk : 1e12;
 }
 
+
+/* A device's peak memory as a percentage of its capacity: whole percent,
+ * but to a tenth near 100, rounded away from it ("99.7%" for 79.8 of 80
+ * GB, "100.2%" just over), so a device under its capacity never reads
+ * "100%", nor one over it. */
+static void mem_percent(char *buf, size_t size, double pct)
+{
+	if (pct >= 99.5 && pct < 100)
+		snprintf(buf, size, "%.1f%%", floor(pct * 10) / 10);
+	else if (pct > 100 && pct < 100.5)
+		snprintf(buf, size, "%.1f%%", ceil(pct * 10) / 10);
+	else
+		snprintf(buf, size, "%.0f%%", pct);
+}
 /* "v100-nvlink-0/gpu1", "node3/nic", "switch2": the readable name of a
  * link's end. */
 static void end_name(const struct tp_cluster *c, uint32_t v, char *buf,
@@ -408,10 +422,11 @@ static void type_rows(const struct tp_scene *s, const struct tp_cluster *c,
 			snprintf(a, sizeof(a), "-");
 		si(b, sizeof(b), cap, "B");
 		if (has_m) {
-			char mm[32];
+			char mm[32], pc[16];
 			si(mm, sizeof(mm), mhi, "B");
-			snprintf(buf, sizeof(buf), "%s / %s (%.0f%%)", mm, b,
-				 cap > 0 ? 100 * mhi / cap : 0.0);
+			mem_percent(pc, sizeof(pc),
+				    cap > 0 ? 100 * mhi / cap : 0);
+			snprintf(buf, sizeof(buf), "%s / %s (%s)", mm, b, pc);
 		} else {
 			snprintf(buf, sizeof(buf), "- / %s", b);
 		}
