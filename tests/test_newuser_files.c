@@ -430,6 +430,35 @@ START_TEST(test_missing_input_exit)
 }
 END_TEST
 
+/* The nearest file a missing input names is by stem and extension:
+ * "deep.json" named rep.json (2 edits of 9 letters with ".json"); now
+ * stems are compared (1 edit up to 4 letters), and an extension slip
+ * ("gpt2.jsn") finds gpt2.json, which it did not. */
+START_TEST(test_missing_input_near)
+{
+	const char *dir = tp_test_tmpdir();
+	char f[1100], in[1100];
+	const char *a1[] = {"tagplan", "inspect", in, NULL};
+	static const char *const names[] = {"rep.json", "gpt2.json",
+					    "llama-3-8b.json"};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+		snprintf(f, sizeof(f), "%s/%s", dir, names[i]);
+		ck_assert_int_eq(tp_test_write(f, "{}", 2), 0);
+	}
+	snprintf(in, sizeof(in), "%s/deep.json", dir);
+	expect(a1, 2, "/deep.json: cannot open: No such file or directory",
+	       "did you mean");
+	snprintf(in, sizeof(in), "%s/gpt2.jsn", dir);
+	expect(a1, 2, "/gpt2.jsn: cannot open: No such file or directory (did "
+		      "you mean ",
+	       NULL);
+	expect(a1, 2, "/gpt2.json?)", NULL);
+	snprintf(in, sizeof(in), "%s/llama3-8b.json", dir);
+	expect(a1, 2, "/llama-3-8b.json?)", NULL);
+}
+END_TEST
+
 /* An empty file name ("tagplan validate "$PLAN"" with PLAN unset) said
  * "tagplan: cannot open: No such file or directory", naming no file; now
  * it says the name is empty and what likely emptied it (exit 2, nothing
@@ -1047,6 +1076,7 @@ Suite *suite_newuser_files(void)
 	tcase_add_test(tc, test_calibrate_missing_directory);
 	tcase_add_test(tc, test_input_directory);
 	tcase_add_test(tc, test_missing_input_exit);
+	tcase_add_test(tc, test_missing_input_near);
 	tcase_add_test(tc, test_empty_file_name);
 	tcase_add_test(tc, test_swapped_model_topology);
 	tcase_add_test(tc, test_calibrate_stdout);

@@ -41,28 +41,44 @@ static enum tp_status io_fail(struct tp_error *err, const char *path,
 	return TP_EIO;
 }
 
-/* The nearest name to base in the folder dir (not a hidden one): base
- * with ".json" added, else within 2 edits (1 up to 4 letters), in out;
- * false when none. */
+/* The extension of a file name (".json"), "" for none. */
+static const char *ext_of(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	return dot && dot != name ? dot : "";
+}
+
+/* The nearest name to base in the folder dir (not a hidden one), in out;
+ * false when none.  Names are compared without their extension, which
+ * must be base's (or ".json" when base has none), within 2 edits of the
+ * stem (1 up to 4 letters); or the same stem as a .json file ("gpt2",
+ * "gpt2.jsn": gpt2.json).  "llama3-8b.json" finds llama-3-8b.json,
+ * "deep.json" not rep.json. */
 static bool near_entry(const char *dir, const char *base, char *out,
 		       size_t size)
 {
-	DIR *d = opendir(dir);
+	const char *bext = ext_of(base), *want = *bext ? bext : ".json";
+	size_t blen = strlen(base) - strlen(bext), cap = blen > 4 ? 2 : 1,
+	       bd = cap + 1;
+	char bstem[256], stem[256];
+	DIR *d;
 	struct dirent *e;
-	size_t len = strlen(base), cap = len > 4 ? 2 : 1, bd = cap + 1;
 
-	if (!d)
+	if (blen >= sizeof(bstem) || !(d = opendir(dir)))
 		return false;
+	snprintf(bstem, sizeof(bstem), "%.*s", (int)blen, base);
 	while ((e = readdir(d))) {
-		size_t dist;
-		if (e->d_name[0] == '.')
+		const char *eext = ext_of(e->d_name);
+		size_t elen = strlen(e->d_name) - strlen(eext), dist;
+		if (e->d_name[0] == '.' || elen >= sizeof(stem))
 			continue;
-		if (strlen(e->d_name) == len + 5 &&
-		    !strncmp(e->d_name, base, len) &&
-		    !strcmp(e->d_name + len, ".json"))
-			dist = 0;
+		snprintf(stem, sizeof(stem), "%.*s", (int)elen, e->d_name);
+		if (strcmp(eext, want) == 0)
+			dist = tp_edit_distance(bstem, stem, cap);
+		else if (!strcmp(eext, ".json") && !strcmp(stem, bstem))
+			dist = 0; /* "gpt2.jsn": gpt2.json */
 		else
-			dist = tp_edit_distance(base, e->d_name, cap);
+			continue;
 		if (dist < bd) {
 			bd = dist;
 			snprintf(out, size, "%s", e->d_name);
