@@ -64,7 +64,9 @@
  * TAGPLAN_BENCH_GNN_TABLE_SEEDS=n seeds 1 .. n (default 1, to keep `make
  * bench` short; TAGPLAN_BENCH_GNN_TABLE_FIRST_SEED=f: f .. f + n - 1, so
  * that seeds can run in parallel processes: the CPU clock makes that
- * fair).  TAGPLAN_BENCH_GNN_WEIGHTS=F[,F2...] runs every part
+ * fair); every case's pairs run after a throwaway pair at the first
+ * budget (WARM_UP below; TAGPLAN_BENCH_GNN_WARM_UP=0: none).
+ * TAGPLAN_BENCH_GNN_WEIGHTS=F[,F2...] runs every part
  * with those weights instead of the shipped ones (e.g. a candidate).
  *
  * TAGPLAN_BENCH_QUICK=1 runs two cases with a 2,000-playout reference and
@@ -711,6 +713,25 @@ static void fmt_time(char *buf, size_t size, double t)
 		snprintf(buf, size, "none");
 }
 
+/* WARM_UP.  The first searches of a planner run cold: their allocations
+ * fault fresh pages in where later searches reuse freed memory, and the
+ * process CPU clock counts that.  In the table the guided run of each
+ * case's first pair was the coldest search, so at the first budget it
+ * paid CPU time its unguided partner did not.  GPT-3 175B on the 256
+ * mixed GPUs, a 0.2 s budget, seconds to the first fit (2 simulations),
+ * guided/unguided, three processes of seeds 1-4 on a loaded machine:
+ * seed 1 0.14-0.15/0.081-0.088 s, seeds 2-4 0.050-0.065/0.049-0.056 s;
+ * with the unguided run first the unguided one paid (0.100 s, guided
+ * 0.064 s).  At 1 s that case is a race to the sweeps' first
+ * improvement, and the side that ran first lost it (seed 1: 302.4/233.3
+ * s guided first, 302.4/302.4 s unguided first).  A throwaway run of
+ * each kind at the first budget before the case's first pair makes that
+ * pair like the later ones (seed 1 0.049-0.058/0.048-0.056 s; a 0.5 s
+ * throwaway run warmed the unguided side only: 0.14-0.16/0.05 s).  A
+ * user's `tagplan plan` runs cold with or without the network: the table
+ * compares the searches, not process start-up.
+ * TAGPLAN_BENCH_GNN_WARM_UP=0 leaves it out. */
+
 /*
  * The equal-time table: every case and seed, guided (pp) and unguided
  * (--no-gnn), one thread, at equal wall-clock (time limits, no playout
@@ -730,7 +751,10 @@ static void equal_time_table(const struct tp_prior_provider *pp,
 	char first_g_case[192] = "", first_u_case[192] = "";
 	const char *bs = getenv("TAGPLAN_BENCH_GNN_BUDGETS");
 	const char *ps = getenv("TAGPLAN_BENCH_GNN_PLAYOUTS");
+	bool warm_up;
 
+	warm_up = !getenv("TAGPLAN_BENCH_GNN_WARM_UP") ||
+		  strcmp(getenv("TAGPLAN_BENCH_GNN_WARM_UP"), "0") != 0;
 	table_wall = getenv("TAGPLAN_BENCH_GNN_CLOCK") &&
 		     strcmp(getenv("TAGPLAN_BENCH_GNN_CLOCK"), "wall") == 0;
 	if (getenv("TAGPLAN_BENCH_GNN_TABLE_SEEDS"))
@@ -818,6 +842,13 @@ static void equal_time_table(const struct tp_prior_provider *pp,
 			tp_cluster_release(&c);
 			tp_model_release(&m);
 			continue;
+		}
+		/* WARM_UP: one throwaway run of each kind, at the first
+		   budget, before the case's pairs */
+		if (warm_up) {
+			struct trun wg, wu;
+			table_run(pl, pp, first, secs[0], 0, &wg);
+			table_run(pl, NULL, first, secs[0], 0, &wu);
 		}
 		for (uint32_t sd = first; sd < first + n_seeds; sd++) {
 			char line[1024], bg[24], bu[24];
