@@ -459,6 +459,27 @@ START_TEST(test_missing_input_near)
 }
 END_TEST
 
+/* data/devices.json given as -t (or -m, -p) said only "this is a
+ * tagplan-devices/1 file, expected tagplan-topology/1"; now what the file
+ * is and, for -t, how to build a topology. */
+START_TEST(test_devices_file_as_input)
+{
+	const char *dev = tp_data_file("devices.json");
+	const char *a1[] = {"tagplan", "simulate", "-m",
+			    tp_data_file("models/gpt2.json"), "-t", dev, "-s",
+			    "tp=1", NULL};
+	const char *a2[] = {"tagplan", "check", "-p", dev, NULL};
+
+	expect(a1, 2, "expected tagplan-topology/1 (this file is a catalogue "
+		      "of device types, which tagplan reads from its data "
+		      "folder, as data/devices.json; -t takes a topology: "
+		      "build one from presets with `tagplan topo "
+		      "PRESET:NODES -o topo.json`)",
+	       NULL);
+	expect(a2, 2, "as data/devices.json; -p takes a plan)", "tagplan topo");
+}
+END_TEST
+
 /* An empty file name ("tagplan validate "$PLAN"" with PLAN unset) said
  * "tagplan: cannot open: No such file or directory", naming no file; now
  * it says the name is empty and what likely emptied it (exit 2, nothing
@@ -1077,6 +1098,7 @@ Suite *suite_newuser_files(void)
 	tcase_add_test(tc, test_input_directory);
 	tcase_add_test(tc, test_missing_input_exit);
 	tcase_add_test(tc, test_missing_input_near);
+	tcase_add_test(tc, test_devices_file_as_input);
 	tcase_add_test(tc, test_empty_file_name);
 	tcase_add_test(tc, test_swapped_model_topology);
 	tcase_add_test(tc, test_calibrate_stdout);

@@ -340,6 +340,8 @@ void tp_inputs_hint_kind(const char *path, const char *expected,
 	case TP_FORMAT_RUNTIME:
 		opt = "--runtime FILE";
 		break;
+	case TP_FORMAT_DEVICES:
+		break;
 	default:
 		return;
 	}
@@ -348,7 +350,19 @@ void tp_inputs_hint_kind(const char *path, const char *expected,
 	want_opt = strcmp(expected, "model") == 0      ? "-m"
 		   : strcmp(expected, "topology") == 0 ? "-t"
 						       : "-p";
-	if (opt)
+	if (k == TP_FORMAT_DEVICES)
+		/* data/devices.json given as the cluster: it holds device
+		   types, no nodes */
+		append_msg(err,
+			   " (this file is a catalogue of device types, "
+			   "which tagplan reads from its data folder, as "
+			   "data/devices.json; %s takes a %s%s)",
+			   want_opt, expected,
+			   strcmp(expected, "topology") == 0
+				   ? ": build one from presets with `tagplan "
+				     "topo PRESET:NODES -o topo.json`"
+				   : "");
+	else if (opt)
 		append_msg(err,
 			   " (this file is a %s: give it with %s; %s takes "
 			   "a %s)",
