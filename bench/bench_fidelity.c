@@ -29,8 +29,9 @@
  * source's held-out runs (column "kept": all kept, as tp_calib_fit
  * reports it; "start": at the fit's start).  Each fold first lists its
  * held-out runs, indented: predicted (with the prior), measured, error.
- * Measured on main 4756b37: 8.8% with the prior (DLE 9.1, BLOOM 8.4,
- * DS3Lab 16.4, MPT 9.3, SC21 1.6), 27.9% without, 5.2% kept: src/sim/README section 9.
+ * Measured 2026-12-07 (channels held to the members' links): 8.8% with
+ * the prior (DLE 9.0, BLOOM 8.9, DS3Lab 16.4, MPT 9.2, SC21 1.7), 28.4%
+ * without, 4.4% kept: src/sim/README section 9.
  * Before them, megatron-lm-2022's two fitted runtime constants refitted
  * jointly on its runs (fit_m22: the grid and its minimum).
  * TAGPLAN_BENCH_NO_LOSO=1 skips all three (they take some minutes);

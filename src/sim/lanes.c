@@ -302,6 +302,45 @@ static bool one_node(const struct tp_cluster *c, const uint32_t *devs,
 	return true;
 }
 
+/* The most a member of the one-node group devs[0..t) can send per second
+ * to the others at once: the smallest over the members of the usable
+ * bandwidth of its direct links to other members (NVLink), or of its
+ * link into the node's fabric (PCIe, NVSwitch) when it has no such
+ * link.  NCCL's channels inside a node run over these links, so several
+ * rings at once carry at most this (README section 3). */
+static double member_send_ceiling(const struct tp_sim *sim,
+				  const uint32_t *devs, uint32_t t)
+{
+	const struct tp_cluster *c = sim->c;
+	double ceil = INFINITY;
+
+	for (uint32_t i = 0; i < t; i++) {
+		double direct = 0, fabric = 0;
+
+		for (uint32_t k = 0; k < t; k++) {
+			struct tp_route rt;
+			const struct tp_link *lk;
+
+			if (k == i)
+				continue;
+			tp_cluster_route(c, devs[i], devs[k], &rt);
+			if (rt.n == 0)
+				continue;
+			lk = &c->links.v[rt.ch[0] / 2];
+			if (rt.n == 1) /* a direct link (NVLink) */
+				direct += sim->chan_bw[rt.ch[0]];
+			else if (c->vertex_kind.v[lk->a] == TP_VERTEX_FABRIC ||
+				 c->vertex_kind.v[lk->b] == TP_VERTEX_FABRIC)
+				fabric = sim->chan_bw[rt.ch[0]];
+		}
+		if (direct > 0)
+			fabric = direct;
+		if (fabric > 0 && fabric < ceil)
+			ceil = fabric;
+	}
+	return ceil;
+}
+
 /* The lane's tensor-parallel collectives, alpha-beta over its measured
  * rings: a ring all-reduce takes tp_a + tp_k * bytes seconds, a
  * reduce-scatter or all-gather half that (README section 3); 0 when its
@@ -311,8 +350,8 @@ static bool one_node(const struct tp_cluster *c, const uint32_t *devs,
  * in-switch reduction, then a multicast all-gather), 2 steps, against
  * the ring's 2(t-1)/t S in 2(t-1) steps; otherwise the ring's.  A group
  * inside one node divides tp_k by the runtime's tp_node_rings (NCCL's
- * channels: that many rings at once over the node's links; README
- * section 3).  -1 on allocation failure. */
+ * channels: that many rings at once over the node's links), as far as
+ * a member's links carry them (member_send_ceiling; README section 3).  -1 on allocation failure. */
 static int lane_tp_ring(const struct tp_sim *sim, const struct tp_plan *plan,
 			struct tp_sim_scratch *s, struct lane *ln)
 {
@@ -332,8 +371,13 @@ static int lane_tp_ring(const struct tp_sim *sim, const struct tp_plan *plan,
 		ln->tp_k = tp_cost_ring_traffic(TP_COST_ALL_REDUCE, ln->tp) /
 			   (rings * rate);
 	}
-	if (any && pa->tp_node_rings > 1 && one_node(sim->c, devs, ln->tp))
-		ln->tp_k /= pa->tp_node_rings;
+	if (any && pa->tp_node_rings > 1 && one_node(sim->c, devs, ln->tp)) {
+		/* the channels' rate, at most what a member's links carry */
+		double ch = fmin(pa->tp_node_rings * rings * rate,
+				 member_send_ceiling(sim, devs, ln->tp));
+		if (ch > rings * rate)
+			ln->tp_k *= rings * rate / ch;
+	}
 	ln->ar_a = ln->tp_a;
 	ln->ar_k = ln->tp_k;
 	if (any && ln->tp > 2 && nvls_domain(sim->c, devs, ln->tp)) {

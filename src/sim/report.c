@@ -343,8 +343,9 @@ static void approximations(const struct tp_sim *sim,
 			   p->hopper_gemm_scale);
 	if (p->tp_node_rings > 1)
 		approx_add(rep,
-			   "tensor-parallel collectives inside a node at %.3g "
-			   "times one ring's bandwidth (the runtime's "
+			   "tensor-parallel collectives inside a node at up to "
+			   "%.3g times one ring's bandwidth, as far as each "
+			   "member's links carry (the runtime's "
 			   "tp_node_rings, fitted: NCCL's channels)",
 			   p->tp_node_rings);
 }

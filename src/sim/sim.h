@@ -113,9 +113,11 @@ struct tp_sim_params {
 				    README section 2) */
 	double tp_node_rings;    /* > 1: a tensor-parallel group inside one
 				    node moves its collectives at this
-				    multiple of its routed ring's bandwidth
-				    (the runtime's tp_node_rings, NCCL's
-				    channels; README section 3) */
+				    multiple of its routed ring's bandwidth,
+				    at most what each member's links to the
+				    others carry (the runtime's
+				    tp_node_rings, NCCL's channels; README
+				    section 3) */
 	double gemm_shape_half;  /* > 0: matmuls at an efficiency by GEMM
 				    shape with this half point (core/cost.h
 				    tp_cost_gemm_shape_eff; README section
@@ -225,8 +227,8 @@ double tp_sim_causal_share(const struct tp_model *m);
  * quote them; bench_fidelity says when they no longer match what it
  * measures (then update them with the README).
  */
-#define TP_SIM_VALIDATION_MEAN_ERROR 0.044
-#define TP_SIM_VALIDATION_MAX_ERROR 0.148
+#define TP_SIM_VALIDATION_MEAN_ERROR 0.045
+#define TP_SIM_VALIDATION_MAX_ERROR 0.141
 #define TP_SIM_VALIDATION_RUNS 30
 
 void tp_sim_params_default(struct tp_sim_params *p);
