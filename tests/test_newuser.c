@@ -737,6 +737,28 @@ START_TEST(test_node_count_names)
 }
 END_TEST
 
+/* A preset written another common way named nothing or a list:
+ * "dgx_a100:4" (no hint), "4xdgx-a100" and "dgx-a100x4" (none),
+ * "DGX-A100:4" (two names).  Now the spec meant, count kept. */
+START_TEST(test_topo_spec_forms)
+{
+	static const char *const cases[][2] = {
+	    {"DGX-A100:4", "(did you mean dgx-a100:4?)"},
+	    {"dgx_a100:4", "(did you mean dgx-a100:4?)"},
+	    {"4xdgx-a100", "(did you mean dgx-a100:4?)"},
+	    {"dgx-a100x4", "(did you mean dgx-a100:4?)"},
+	    {"dgx-h100*16", "(did you mean dgx-h100:16?)"},
+	    {"mi300x4", "(did you mean mi300x:4?)"},
+	    {"4x1080ti-pcie", "(did you mean 1080ti-pcie:4?)"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[] = {"tagplan", "topo", cases[i][0], NULL};
+		expect(argv, 2, cases[i][1], NULL);
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -767,6 +789,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_type_parts);
 	tcase_add_test(tc, test_op_kind_synonym);
 	tcase_add_test(tc, test_node_count_names);
+	tcase_add_test(tc, test_topo_spec_forms);
 	suite_add_tcase(s, tc);
 	return s;
 }

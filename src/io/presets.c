@@ -301,6 +301,56 @@ static void list_presets(char *buf, size_t size)
 /* The node presets whose name contains the unknown one ("a100" ->
  * "dgx-a100, a100-pcie, dgx-a100-40gb"), as " (did you mean ...?)" into
  * buf; empty when none does. */
+/* The spec meant by an unknown one written another common way, in buf
+ * as " (did you mean PRESET:N?)": the name in capitals or with '_' for
+ * '-' ("DGX-A100:4", "dgx_a100:4"), the count before or after it
+ * ("4xdgx-a100", "dgx-a100x4", "dgx-a100*4", "mi300xx2"; "mi300x4" is
+ * mi300x:4); false when it is none. */
+static bool spec_fix(const char *spec, char *buf, size_t size)
+{
+	char w[64], *name = w;
+	const char *colon = strchr(spec, ':');
+	long long count = 0;
+	size_t len = strlen(spec), d;
+
+	if (len >= sizeof(w))
+		return false;
+	for (size_t i = 0; i <= len; i++)
+		w[i] = spec[i] == '_' ? '-'
+				      : (char)tolower((unsigned char)spec[i]);
+	if (colon) {
+		w[colon - spec] = '\0';
+	} else if (find_preset(w, len)) {
+		/* "DGX-A100" */
+	} else if ((d = strspn(w, "0123456789")) && (w[d] == 'x' ||
+						     w[d] == '*')) {
+		/* "4xdgx-a100" */
+		count = strtoll(w, NULL, 10);
+		name = w + d + 1;
+	} else {
+		/* "dgx-a100x4", "dgx-a100*4", "mi300x4" */
+		size_t e = len;
+		while (e > 0 && w[e - 1] >= '0' && w[e - 1] <= '9')
+			e--;
+		if (e < len && e > 0) {
+			count = strtoll(w + e, NULL, 10);
+			w[e] = '\0';
+			if (!find_preset(w, e) && (w[e - 1] == 'x' ||
+						   w[e - 1] == '*'))
+				w[e - 1] = '\0';
+		}
+	}
+	if (!find_preset(name, strlen(name)))
+		return false;
+	if (colon)
+		snprintf(buf, size, " (did you mean %s%.20s?)", name, colon);
+	else if (count > 0)
+		snprintf(buf, size, " (did you mean %s:%lld?)", name, count);
+	else
+		snprintf(buf, size, " (did you mean %s?)", name);
+	return true;
+}
+
 static void similar_presets(const char *spec, size_t len, char *buf,
 			    size_t size)
 {
@@ -309,6 +359,8 @@ static void similar_presets(const char *spec, size_t len, char *buf,
 
 	buf[0] = '\0';
 	if (len == 0 || len >= sizeof(want) || size < 3)
+		return;
+	if (spec_fix(spec, buf, size))
 		return;
 	for (size_t i = 0; i < len; i++)
 		want[i] = (char)tolower((unsigned char)spec[i]);
