@@ -480,6 +480,39 @@ START_TEST(test_devices_file_as_input)
 }
 END_TEST
 
+/* plan -o plan.svg (meaning --svg) wrote the plan's JSON into
+ * plan.svg, and simulate -o, --trace, model -o and topo -o the same for
+ * any picture name; now a usage error naming the option that draws, before
+ * any work, nothing written. */
+START_TEST(test_json_output_picture_name)
+{
+	const char *dir = tp_test_tmpdir();
+	char out[1100];
+	const char *m = tp_data_file("models/gpt2.json");
+	const char *t = tp_data_file("topologies/dgx-a100.json");
+	const char *a1[] = {"tagplan", "plan", "-m", m, "-t", t, "--playouts",
+			    "5", "-q", "-o", out, NULL};
+	const char *a2[] = {"tagplan", "simulate", "-m", m, "-t", t, "-s",
+			    "tp=1", "-q", "--trace", out, NULL};
+	const char *a3[] = {"tagplan", "topo", "dgx-a100:1", "-o", out, NULL};
+	struct stat st;
+
+	snprintf(out, sizeof(out), "%s/plan.SVG", dir);
+	expect(a1, 2, "plan.SVG: -o is the plan, written as JSON, not a "
+		      "picture; draw the picture with --svg FILE.svg",
+	       NULL);
+	ck_assert_msg(stat(out, &st) != 0, "plan.SVG was written");
+	snprintf(out, sizeof(out), "%s/trace.png", dir);
+	expect(a2, 2, "--trace is the Chrome/Perfetto trace, written as JSON",
+	       NULL);
+	snprintf(out, sizeof(out), "%s/topo.dot", dir);
+	expect(a3, 2, "-o is the topology file, written as JSON, not a "
+		      "picture; give it a .json name",
+	       NULL);
+	ck_assert_msg(stat(out, &st) != 0, "topo.dot was written");
+}
+END_TEST
+
 /* An empty file name ("tagplan validate "$PLAN"" with PLAN unset) said
  * "tagplan: cannot open: No such file or directory", naming no file; now
  * it says the name is empty and what likely emptied it (exit 2, nothing
@@ -1099,6 +1132,7 @@ Suite *suite_newuser_files(void)
 	tcase_add_test(tc, test_missing_input_exit);
 	tcase_add_test(tc, test_missing_input_near);
 	tcase_add_test(tc, test_devices_file_as_input);
+	tcase_add_test(tc, test_json_output_picture_name);
 	tcase_add_test(tc, test_empty_file_name);
 	tcase_add_test(tc, test_swapped_model_topology);
 	tcase_add_test(tc, test_calibrate_stdout);

@@ -155,6 +155,13 @@ extern const char tp_cli_default_stdout[];
 int tp_cli_check_outputs(const char *cmd, const struct tp_cli_file *inputs,
 			 const struct tp_cli_file *outputs);
 
+/* A JSON output named as a picture (.svg .png .pdf .dot .gv, any case:
+ * "plan -o plan.svg" for --svg): print "tagplan CMD: OPT PATH: OPT is
+ * WHAT, written as JSON, not a picture; FIX" (FIX NULL: "give it a .json
+ * name") and return 2, before any work; else 0. */
+int tp_cli_json_output(const char *cmd, const char *opt, const char *path,
+		       const char *what, const char *fix);
+
 /* Run the named command; `tagplan help CMD` and unknown commands. */
 int tp_cli_dispatch(int argc, char **argv);
 

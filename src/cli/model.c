@@ -252,7 +252,10 @@ static int check_options(const struct model_args *a)
 			{NULL, NULL}};
 		const struct tp_cli_file outs[] = {{"-o", a->out},
 						   {NULL, NULL}};
-		int code = tp_cli_check_outputs("model", ins, outs);
+		int code = tp_cli_json_output("model", "-o", a->out,
+					      "the model file", NULL);
+		if (!code)
+			code = tp_cli_check_outputs("model", ins, outs);
 		if (code)
 			return code;
 	}

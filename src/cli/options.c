@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "core/strategy.h"
@@ -81,6 +82,26 @@ int tp_cli_fail(const struct tp_error *err)
 	tp_cli_escape(stderr, buf, strlen(buf), false);
 	fputc('\n', stderr);
 	return tp_cli_exit_code(err);
+}
+
+int tp_cli_json_output(const char *cmd, const char *opt, const char *path,
+		       const char *what, const char *fix)
+{
+	static const char *const pictures[] = {".svg", ".png", ".pdf", ".dot",
+					       ".gv", NULL};
+	const char *dot = path ? strrchr(path, '.') : NULL;
+
+	if (!dot || strchr(dot, '/'))
+		return 0;
+	for (int i = 0; pictures[i]; i++)
+		if (!strcasecmp(dot, pictures[i]))
+			return tp_cli_usage_error(
+				cmd,
+				"%s %s: %s is %s, written as JSON, not a "
+				"picture; %s",
+				opt, path, opt, what,
+				fix ? fix : "give it a .json name");
+	return 0;
 }
 
 int tp_cli_exit_code(const struct tp_error *err)

@@ -737,6 +737,11 @@ static int check_args(struct plan_args *a)
 						  "plan and the pictures "
 						  "different names",
 					  a->out);
+	if (tp_cli_json_output("plan", "-o", a->out, "the plan",
+			       "draw the picture with --svg FILE.svg or --dot "
+			       "FILE.dot (tagplan render -p PLAN -o FILE.png "
+			       "or .pdf), and give -o a .json name"))
+		return TP_EXIT_USAGE;
 	{
 		const struct tp_cli_file ins[] = {{"-m", a->model_path},
 						  {"-t", a->topo_path},

@@ -115,6 +115,14 @@ static int check_io(const char *plan_path, const struct tp_inputs *in,
 		{"--trace", trace_path},
 		{NULL, NULL}};
 
+	if (tp_cli_json_output("simulate", "-o", out, "the simulation report",
+			       "a plan's picture comes from tagplan render -p "
+			       "PLAN -o FILE.svg; give -o a .json name") ||
+	    tp_cli_json_output("simulate", "--trace", trace_path,
+			       "the Chrome/Perfetto trace",
+			       "give it a .json name and open it in "
+			       "ui.perfetto.dev"))
+		return TP_EXIT_USAGE;
 	return tp_cli_check_outputs("simulate", ins, outs);
 }
 

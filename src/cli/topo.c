@@ -164,7 +164,10 @@ int cmd_topo(int argc, char **argv)
 		const struct tp_cli_file ins[] = {{"--from-nvidia-smi", smi},
 						  {NULL, NULL}};
 		const struct tp_cli_file outs[] = {{"-o", out}, {NULL, NULL}};
-		code = tp_cli_check_outputs("topo", ins, outs);
+		code = tp_cli_json_output("topo", "-o", out,
+					  "the topology file", NULL);
+		if (!code)
+			code = tp_cli_check_outputs("topo", ins, outs);
 		if (code) {
 			free(pos);
 			return code;
