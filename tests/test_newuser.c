@@ -759,6 +759,24 @@ START_TEST(test_topo_spec_forms)
 }
 END_TEST
 
+/* model --dtype float16 (the torch_dtype of HF configs) said only
+ * "--dtype expects bf16, fp16, fp32 or fp8"; now it names the one meant. */
+START_TEST(test_model_dtype_torch_names)
+{
+	static const char *const cases[][2] = {
+	    {"float16", "not \"float16\" (did you mean fp16?)"},
+	    {"torch.bfloat16", "(did you mean bf16?)"},
+	    {"float32", "(did you mean fp32?)"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[] = {"tagplan", "model", "gpt2", "--dtype",
+				      cases[i][0], NULL};
+		expect(argv, 2, cases[i][1], NULL);
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -790,6 +808,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_op_kind_synonym);
 	tcase_add_test(tc, test_node_count_names);
 	tcase_add_test(tc, test_topo_spec_forms);
+	tcase_add_test(tc, test_model_dtype_torch_names);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -159,6 +160,23 @@ static void fill_opts(struct model_args *a)
 	memcpy(a->opts, opts, sizeof(opts));
 }
 
+
+/* The --dtype meant by a PyTorch or HF config name (torch_dtype
+ * "bfloat16", "torch.float16", "half"), NULL for none. */
+static const char *torch_dtype(const char *s)
+{
+	static const char *const names[][2] = {
+	    {"bfloat16", "bf16"}, {"float16", "fp16"}, {"half", "fp16"},
+	    {"float32", "fp32"},  {"float", "fp32"},   {"single", "fp32"},
+	    {"float8_e4m3fn", "fp8"}, {"float8", "fp8"}};
+
+	if (!strncmp(s, "torch.", 6))
+		s += 6;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcasecmp(s, names[i][0]))
+			return names[i][1];
+	return NULL;
+}
 /* Options, SOURCE and --dtype; nonzero (and *code) when the command ends
  * here. */
 static int parse_args(struct model_args *a, int argc, char **argv, int *code)
@@ -194,11 +212,14 @@ static int parse_args(struct model_args *a, int argc, char **argv, int *code)
 	a->src = pos[0];
 	free(pos);
 	if (a->dtype_s && (a->dtype = tp_dtype_parse(a->dtype_s)) < 0) {
+		const char *meant = torch_dtype(a->dtype_s);
 		*code = tp_cli_usage_error("model",
 					   "--dtype expects bf16, fp16, fp32 or "
-					   "fp8, "
-					   "not \"%s\"",
-					   a->dtype_s);
+					   "fp8, not \"%s\"%s%s%s",
+					   a->dtype_s,
+					   meant ? " (did you mean " : "",
+					   meant ? meant : "",
+					   meant ? "?)" : "");
 		return 1;
 	}
 	return 0;
