@@ -76,6 +76,9 @@
  * TAGPLAN_BENCH_GNN_TRACE=1 prints each new best of the runs of (b),
  * and for every run of the equal-time table each phase change and new
  * best (seconds on the table's clock, playouts, simulations, phase);
+ * TAGPLAN_BENCH_GNN_PLANS=1 prints the plan of every run of the
+ * equal-time table (global settings, then per plan group its ops,
+ * devices, dp x tp, recomputation and synchronisation);
  * TAGPLAN_BENCH_GNN_GAINS=0.03 lets the guided sweeps skip the changes
  * the gains predict at least 3% slower (search.h gain_skip; default
  * TP_SEARCH_GAIN_SKIP, 15%; 0 = no gain cut).
@@ -548,6 +551,8 @@ static const struct tcase tcases[] = {
  * machine a wall second gave the search 0.05-0.3 CPU seconds, so the
  * wall-clock columns measured the load (src/gnn/README). */
 static bool table_wall;
+/* a throwaway run (WARM_UP): no trace, no plan printed */
+static bool table_warming;
 
 static double table_clock(void *ctx)
 {
@@ -599,6 +604,28 @@ struct trun {
 	bool ok;
 };
 
+/* TAGPLAN_BENCH_GNN_PLANS: a table run's answer, one line per plan group
+ * (first and last op, device range and count, dp x tp, recomputation,
+ * synchronisation) after one of the global settings. */
+static void print_plan(const char *label, const struct tp_plan *p,
+		       double best)
+{
+	printf("    %s plan %.5g s: mb %u sched %d V %u zero %u\n", label,
+	       best, p->micro_batches, (int)p->schedule, p->virtual_stages,
+	       p->zero);
+	for (size_t i = 0; i < p->groups.n; i++) {
+		const struct tp_plan_group *g = &p->groups.v[i];
+		uint32_t d0 = p->devs.v[g->dev_first],
+			 d1 = p->devs.v[g->dev_first + g->n_devices - 1];
+		printf("      ops %u-%u devs %u-%u (%u) dp %u tp %u rc %d "
+		       "sync %d\n",
+		       p->ops.v[g->op_first],
+		       p->ops.v[g->op_first + g->n_ops - 1], d0, d1,
+		       g->n_devices, g->dp, g->tp, (int)g->recompute,
+		       (int)g->sync);
+	}
+}
+
 /* One search of the table: time_limit > 0 and playouts 0 (equal
  * wall-clock), or a playout limit (with a time guard of 600 s). */
 static void table_run(struct tp_planner *pl,
@@ -622,7 +649,7 @@ static void table_run(struct tp_planner *pl,
 	o.progress = on_first;
 	o.progress_ctx = &fw;
 	o.progress_interval_s = 1e-3;
-	fw.trace = getenv("TAGPLAN_BENCH_GNN_TRACE") != NULL;
+	fw.trace = getenv("TAGPLAN_BENCH_GNN_TRACE") != NULL && !table_warming;
 	tp_search_result_init(&r);
 	out->ok = tp_planner_run(pl, &o, &r, &err) == TP_OK;
 	if (!out->ok)
@@ -632,6 +659,9 @@ static void table_run(struct tp_planner *pl,
 			    ? r.report.iteration_time_s
 			    : INFINITY;
 	out->playouts = r.playouts;
+	if (getenv("TAGPLAN_BENCH_GNN_PLANS") && !table_warming && out->ok &&
+	    r.have_plan)
+		print_plan(fw.label, &r.plan, out->best);
 	out->first = fw.first_feasible_s;
 	if (!isfinite(out->first) && isfinite(out->best))
 		out->first = out->secs; /* only the answer, at the end */
@@ -847,8 +877,10 @@ static void equal_time_table(const struct tp_prior_provider *pp,
 		   budget, before the case's pairs */
 		if (warm_up) {
 			struct trun wg, wu;
+			table_warming = true;
 			table_run(pl, pp, first, secs[0], 0, &wg);
 			table_run(pl, NULL, first, secs[0], 0, &wu);
+			table_warming = false;
 		}
 		for (uint32_t sd = first; sd < first + n_seeds; sd++) {
 			char line[1024], bg[24], bu[24];
