@@ -21,17 +21,20 @@
  * reaches its prediction (calib.h tp_calib_fitted_on): gemm_shape_half
  * (fitted on DS3Lab's runs) starts from its sourced value
  * (TP_CALIB_GEMM_SHAPE_HALF_SOURCED) in DS3Lab's fold and is refitted
- * on the others; gemm_sustained (fitted on SC21 Table 1) is fitted
- * without the prior in SC21's fold; the profile constants no other
- * source runs
- * (megatron-lm-2022's nic_socket_Bps and tp_node_rings, ddp's
- * cuda_core_gemm_eff, fsdp2's hopper_gemm_scale) are off on their own
+ * on the others, ddp's cuda_core_gemm_eff likewise from
+ * TP_CALIB_CUDA_CORE_EFF_SOURCED in DeepLearningExamples'; gemm_sustained
+ * (fitted on SC21 Table 1) is fitted without the prior in SC21's fold;
+ * the profile constants no other source runs and no source gives
+ * (megatron-lm-2022's nic_socket_Bps, tp_node_rings and p2p_socket_Bps,
+ * fsdp2's hopper_gemm_scale) are off on their own
  * source's held-out runs (column "kept": all kept, as tp_calib_fit
  * reports it; "start": at the fit's start).  Each fold first lists its
  * held-out runs, indented: predicted (with the prior), measured, error.
- * Measured 2026-12-07 (channels held to the members' links): 8.8% with
- * the prior (DLE 9.0, BLOOM 8.9, DS3Lab 16.4, MPT 9.2, SC21 1.7), 28.4%
- * without, 4.4% kept: src/sim/README section 9.
+ * Measured 2026-12-07 (channels held to the members' links; ddp's
+ * cuda_core_gemm_eff from its sourced TP_CALIB_CUDA_CORE_EFF_SOURCED in
+ * DLE's fold): 8.3% with the prior (DLE 4.9, BLOOM 8.9, DS3Lab 16.4,
+ * MPT 9.2, SC21 1.7), 27.8% without, 4.6% kept: src/sim/README
+ * section 9.
  * Before them, megatron-lm-2022's two fitted runtime constants refitted
  * jointly on its runs (fit_m22: the grid and its minimum).
  * TAGPLAN_BENCH_NO_LOSO=1 skips all three (they take some minutes);
@@ -275,11 +278,13 @@ static int calibrate(const struct tp_mruns *runs, const struct acc *by,
 	}
 	printf("\nleave-one-source-out (tagplan calibrate's fit on the "
 	       "others, predict it; the profiles' constants fitted on it "
-	       "replaced by a sourced value (gemm_shape_half %.4g) or "
-	       "dropped), with the prior (weight %g) and without (0); "
-	       "\"kept\": those constants kept; indented above each "
-	       "source: its runs' predictions with the prior\n",
-	       TP_CALIB_GEMM_SHAPE_HALF_SOURCED, w[0]);
+	       "replaced by a sourced value (gemm_shape_half %.4g, "
+	       "cuda_core_gemm_eff %.4g) or dropped), with the prior "
+	       "(weight %g) and without (0); \"kept\": those constants "
+	       "kept; indented above each source: its runs' predictions "
+	       "with the prior\n",
+	       TP_CALIB_GEMM_SHAPE_HALF_SOURCED,
+	       TP_CALIB_CUDA_CORE_EFF_SOURCED, w[0]);
 	printf("%-32s %4s %10s %10s %10s %10s %8s %8s %8s %9s\n", "source",
 	       "runs", "mean|err|", "no prior", "kept", "start", "gemm",
 	       "intra", "network", "shape");

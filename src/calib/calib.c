@@ -292,7 +292,8 @@ const struct tp_calib_fitted_on tp_calib_fitted_on[] = {
     {TP_CALIB_GEMM_SHAPE_HALF, "DS3Lab/", TP_CALIB_GEMM_SHAPE_HALF_SOURCED},
     {TP_CALIB_NIC_SOCKET, "DS3Lab/", 0},
     {TP_CALIB_TP_NODE_RINGS, "DS3Lab/", 0},
-    {TP_CALIB_CUDA_CORE_EFF, "NVIDIA/DeepLearningExamples", 0},
+    {TP_CALIB_CUDA_CORE_EFF, "NVIDIA/DeepLearningExamples",
+     TP_CALIB_CUDA_CORE_EFF_SOURCED},
     {TP_CALIB_HOPPER_SCALE, "mosaicml/llm-foundry", 0},
     {TP_CALIB_P2P_SOCKET, "DS3Lab/", 0},
 };

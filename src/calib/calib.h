@@ -192,4 +192,19 @@ extern const size_t tp_calib_n_fitted_on;
  */
 #define TP_CALIB_GEMM_SHAPE_HALF_SOURCED 655360.0
 
+/*
+ * cuda_core_gemm_eff's sourced value: the forward rate of a transformer
+ * block in fp32 on a V100 (CUDA cores) over its fp32 peak, 15.7e12
+ * FLOP/s, as Sailor measured it (eth-easl/sailor, SOSP 2025: one OPT-30B
+ * block, hidden 7168, sequence 2048, at micro-batches 1 to 8 and tensor
+ * parallelism 4 and 8; data/kernels/sailor-v100-fp32.json): the median
+ * over its seven entries of 24 b s h^2 + 4 b s^2 h FLOP / tp per
+ * forward second, 0.7716 (0.762 to 0.809).  A whole block (its
+ * softmax, norms and GELU too), so a lower bound of its GEMMs' own
+ * rate.  Replaces ddp's fitted 0.83 in the leave-one-source-out fold of
+ * the run it was fitted on (DeepLearningExamples' ResNet-50 fp32 on one
+ * V100).  Not fitted on data/validation.
+ */
+#define TP_CALIB_CUDA_CORE_EFF_SOURCED 0.77
+
 #endif
