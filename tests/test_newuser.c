@@ -777,6 +777,39 @@ START_TEST(test_model_dtype_torch_names)
 }
 END_TEST
 
+/* export --to megatorn listed the targets but named none; now the one
+ * meant (a slip, a longer name, the runtime a target stands for), and
+ * none for a name near no target.  Refused before the plan is read. */
+START_TEST(test_export_target_slips)
+{
+	static const char *const cases[][2] = {
+	    {"megatorn", "--to megatorn: expected megatron, deepspeed, "
+			 "torchrun or torchtitan (did you mean megatron?)"},
+	    {"megatron-lm", "(did you mean megatron?)"},
+	    {"DeepSpeed", "(did you mean deepspeed?)"},
+	    {"torchrnu", "(did you mean torchrun?)"},
+	    {"fsdp2", "(did you mean torchtitan?)"},
+	};
+	const char *dir = tp_test_tmpdir();
+	char out[1100];
+	struct stat st;
+
+	snprintf(out, sizeof(out), "%s/launch.txt", dir);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[] = {"tagplan", "export", "-p", "plan.json",
+				      "--to", cases[i][0], "-o", out, NULL};
+		expect(argv, 2, cases[i][1], NULL);
+		ck_assert_int_ne(stat(out, &st), 0);
+	}
+	{
+		const char *argv[] = {"tagplan", "export", "-p", "plan.json",
+				      "--to", "horovod", NULL};
+		expect(argv, 2, "--to horovod: expected megatron",
+		       "did you mean");
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -809,6 +842,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_node_count_names);
 	tcase_add_test(tc, test_topo_spec_forms);
 	tcase_add_test(tc, test_model_dtype_torch_names);
+	tcase_add_test(tc, test_export_target_slips);
 	suite_add_tcase(s, tc);
 	return s;
 }

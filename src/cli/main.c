@@ -70,49 +70,16 @@ static void usage(FILE *out)
 		"tagplan(1).\n");
 }
 
-/* True when swapping two adjacent letters of a gives b ("plna"). */
-static bool swapped(const char *a, const char *b)
-{
-	size_t n = strlen(a), i = 0;
-
-	if (n != strlen(b))
-		return false;
-	while (i < n && a[i] == b[i])
-		i++;
-	return i + 1 < n && a[i] == b[i + 1] && a[i + 1] == b[i] &&
-	       strcmp(a + i + 2, b + i + 2) == 0;
-}
-
-/* The command a mistyped one most likely meant: a command the name
- * begins with ("topology", "models"), the only command it begins
- * ("sim", "val") or shares its first 6 letters with ("calibration"),
- * else the nearest within 2 edits (1 up to 4 letters; two swapped
- * letters count as one: "plna" -> plan, "simulte" -> simulate); NULL if
- * none. */
+/* The command a mistyped one most likely meant (tp_cli_near_name's
+ * rule); NULL if none. */
 static const char *near_command(const char *name)
 {
-	size_t len = strlen(name), cap = len > 4 ? 2 : 1, bd = cap + 1;
-	const char *best = NULL, *prefix = NULL;
-	int nprefix = 0;
+	const char *names[sizeof(tp_commands) / sizeof(tp_commands[0])];
+	size_t n = 0;
 
-	if (len < 2 || len > 64)
-		return NULL;
-	for (const struct tp_command *c = tp_commands; c->name; c++) {
-		size_t cl = strlen(c->name), d;
-		if (len > cl && strncmp(name, c->name, cl) == 0)
-			return c->name;
-		if (strncmp(c->name, name, len < 6 ? len : 6) == 0) {
-			prefix = c->name;
-			nprefix++;
-		}
-		d = swapped(name, c->name) ? 1
-					   : tp_edit_distance(name, c->name, cap);
-		if (d < bd) {
-			bd = d;
-			best = c->name;
-		}
-	}
-	return nprefix == 1 ? prefix : best;
+	for (const struct tp_command *c = tp_commands; c->name; c++)
+		names[n++] = c->name;
+	return tp_cli_near_name(name, names, n);
 }
 
 /* An unknown first word: an option before any command ("tagplan -m

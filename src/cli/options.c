@@ -22,6 +22,47 @@ void tp_opt_list_free(struct tp_opt_list *l)
 	l->n = l->cap = 0;
 }
 
+/* True when swapping two adjacent letters of a gives b ("plna"). */
+static bool swapped(const char *a, const char *b)
+{
+	size_t n = strlen(a), i = 0;
+
+	if (n != strlen(b))
+		return false;
+	while (i < n && a[i] == b[i])
+		i++;
+	return i + 1 < n && a[i] == b[i + 1] && a[i + 1] == b[i] &&
+	       strcmp(a + i + 2, b + i + 2) == 0;
+}
+
+const char *tp_cli_near_name(const char *name, const char *const *names,
+			     size_t n)
+{
+	size_t len = strlen(name), cap = len > 4 ? 2 : 1, bd = cap + 1;
+	const char *best = NULL, *prefix = NULL;
+	int nprefix = 0;
+
+	if (len < 2 || len > 64)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		size_t cl = strlen(names[i]), d;
+		if (len > cl && strncmp(name, names[i], cl) == 0)
+			return names[i];
+		if (strncmp(names[i], name, len < 6 ? len : 6) == 0) {
+			prefix = names[i];
+			nprefix++;
+		}
+		d = swapped(name, names[i])
+			? 1
+			: tp_edit_distance(name, names[i], cap);
+		if (d < bd) {
+			bd = d;
+			best = names[i];
+		}
+	}
+	return nprefix == 1 ? prefix : best;
+}
+
 double tp_cli_grad_bucket_mb_default(void)
 {
 	struct tp_sim_params pa;
