@@ -810,6 +810,28 @@ START_TEST(test_export_target_slips)
 }
 END_TEST
 
+/* "99999999999999999999xdgx-a100" hinted "dgx-a100:9223372036854775807"
+ * (strtoll's saturation), a spec refused in turn; a count over what a
+ * topology holds now says it is out of range and the most nodes. */
+START_TEST(test_topo_spec_count_range)
+{
+	static const char *const cases[][2] = {
+	    {"99999999999999999999xdgx-a100",
+	     "(did you mean dgx-a100:N? 99999999999999999999 is out of "
+	     "range: N is at most 131072, 1048576 devices)"},
+	    {"dgx-a100x200000", "200000 is out of range: N is at most "
+				"131072"},
+	    {"2000000x1080ti-pcie", "N is at most 524288"},
+	    {"131072xdgx-a100", "(did you mean dgx-a100:131072?)"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[] = {"tagplan", "topo", cases[i][0], NULL};
+		expect(argv, 2, cases[i][1], "922337");
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -843,6 +865,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_topo_spec_forms);
 	tcase_add_test(tc, test_model_dtype_torch_names);
 	tcase_add_test(tc, test_export_target_slips);
+	tcase_add_test(tc, test_topo_spec_count_range);
 	suite_add_tcase(s, tc);
 	return s;
 }

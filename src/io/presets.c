@@ -305,13 +305,16 @@ static void list_presets(char *buf, size_t size)
  * as " (did you mean PRESET:N?)": the name in capitals or with '_' for
  * '-' ("DGX-A100:4", "dgx_a100:4"), the count before or after it
  * ("4xdgx-a100", "dgx-a100x4", "dgx-a100*4", "mi300xx2"; "mi300x4" is
- * mi300x:4); false when it is none. */
+ * mi300x:4); a count over what the topology holds ("99999999999999999999
+ * xdgx-a100") is said to be out of range, with the most nodes of that
+ * preset.  False when it is none. */
 static bool spec_fix(const char *spec, char *buf, size_t size)
 {
 	char w[64], *name = w;
-	const char *colon = strchr(spec, ':');
-	long long count = 0;
-	size_t len = strlen(spec), d;
+	const char *colon = strchr(spec, ':'), *digits = NULL;
+	const struct node_preset *p;
+	unsigned long long count = 0;
+	size_t len = strlen(spec), d, ndigits = 0;
 
 	if (len >= sizeof(w))
 		return false;
@@ -325,7 +328,8 @@ static bool spec_fix(const char *spec, char *buf, size_t size)
 	} else if ((d = strspn(w, "0123456789")) && (w[d] == 'x' ||
 						     w[d] == '*')) {
 		/* "4xdgx-a100" */
-		count = strtoll(w, NULL, 10);
+		digits = spec;
+		ndigits = d;
 		name = w + d + 1;
 	} else {
 		/* "dgx-a100x4", "dgx-a100*4", "mi300x4" */
@@ -333,19 +337,31 @@ static bool spec_fix(const char *spec, char *buf, size_t size)
 		while (e > 0 && w[e - 1] >= '0' && w[e - 1] <= '9')
 			e--;
 		if (e < len && e > 0) {
-			count = strtoll(w + e, NULL, 10);
+			digits = spec + e;
+			ndigits = len - e;
 			w[e] = '\0';
 			if (!find_preset(w, e) && (w[e - 1] == 'x' ||
 						   w[e - 1] == '*'))
 				w[e - 1] = '\0';
 		}
 	}
-	if (!find_preset(name, strlen(name)))
+	if (!(p = find_preset(name, strlen(name))))
 		return false;
+	/* saturates far above any count a topology holds */
+	for (size_t i = 0; i < ndigits && count <= UINT32_MAX; i++)
+		count = count * 10 + (unsigned)(digits[i] - '0');
 	if (colon)
 		snprintf(buf, size, " (did you mean %s%.20s?)", name, colon);
+	else if (count > TP_CLUSTER_MAX_DEVICES / p->gpus)
+		snprintf(buf, size,
+			 " (did you mean %s:N? %.*s%s is out of range: N is at "
+			 "most %u, %d devices)",
+			 name, ndigits > 24 ? 21 : (int)ndigits, digits,
+			 ndigits > 24 ? "..." : "",
+			 (unsigned)(TP_CLUSTER_MAX_DEVICES / p->gpus),
+			 TP_CLUSTER_MAX_DEVICES);
 	else if (count > 0)
-		snprintf(buf, size, " (did you mean %s:%lld?)", name, count);
+		snprintf(buf, size, " (did you mean %s:%llu?)", name, count);
 	else
 		snprintf(buf, size, " (did you mean %s?)", name);
 	return true;
