@@ -832,6 +832,43 @@ START_TEST(test_topo_spec_count_range)
 }
 END_TEST
 
+/* plan --baseline megatorn and --compression lossles listed the words
+ * but named none; now the one meant, "dp-hetro" being dp-hetero (one
+ * edit) and not dp (a name it begins with).  Refused before any input is
+ * read, nothing written; a word near none keeps the plain list. */
+START_TEST(test_plan_choice_slips)
+{
+	static const char *const cases[][3] = {
+	    {"--baseline", "megatorn",
+	     "--baseline megatorn: expected dp, dp-hetero, megatron or greedy "
+	     "(did you mean megatron?)"},
+	    {"--baseline", "dp-hetro", "(did you mean dp-hetero?)"},
+	    {"--baseline", "greedy-x", "(did you mean greedy?)"},
+	    {"--compression", "lossles",
+	     "--compression lossles: expected off, lossless or lossy (did "
+	     "you mean lossless?)"},
+	};
+	const char *dir = tp_test_tmpdir();
+	char out[1100];
+	struct stat st;
+
+	snprintf(out, sizeof(out), "%s/plan.json", dir);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[] = {"tagplan", "plan", cases[i][0],
+				      cases[i][1], "-o", out, NULL};
+		expect(argv, 2, cases[i][2], NULL);
+		ck_assert_int_ne(stat(out, &st), 0);
+	}
+	{
+		const char *argv[] = {"tagplan", "plan", "--compression",
+				      "xyz", NULL};
+		expect(argv, 2, "--compression xyz: expected off, lossless "
+				"or lossy\n",
+		       "did you mean");
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -866,6 +903,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_model_dtype_torch_names);
 	tcase_add_test(tc, test_export_target_slips);
 	tcase_add_test(tc, test_topo_spec_count_range);
+	tcase_add_test(tc, test_plan_choice_slips);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -128,14 +128,21 @@ int tp_cli_exit_code(const struct tp_error *err);
  * argument goes through it (names in files cannot hold controls). */
 void tp_cli_escape(FILE *f, const char *s, size_t n, bool keep_newlines);
 
-/* The name of names[0..n) a mistyped one most likely meant: a name it
- * begins with ("topology", "megatron-lm"), the only name it begins
- * ("sim") or shares its first 6 letters with ("calibration"), else the
- * nearest within 2 edits (1 up to 4 letters; two swapped letters count
- * as one: "plna" -> plan, "megatorn" -> megatron); NULL if none.  The
- * "did you mean" of commands and of options taking one of a few words. */
+/* The name of names[0..n) a mistyped one most likely meant: one within
+ * 1 edit ("dp-hetro"; two swapped letters count as one: "plna" -> plan,
+ * "megatorn" -> megatron), else the longest name it begins with
+ * ("topology", "megatron-lm"), the only name it begins ("sim") or shares
+ * its first 6 letters with ("calibration"), else the nearest within 2
+ * edits (1 up to 4 letters); NULL if none.  The "did you mean" of
+ * commands and of options taking one of a few words. */
 const char *tp_cli_near_name(const char *name, const char *const *names,
 			     size_t n);
+
+/* An option given none of its words: "tagplan CMD: OPT GIVEN: expected
+ * A, B or C" (names[0..n)) and the one meant (tp_cli_near_name) on
+ * stderr; returns 2 (usage). */
+int tp_cli_bad_choice(const char *cmd, const char *opt, const char *given,
+		      const char *const *names, size_t n);
 
 /* printf to stderr prefixed with "tagplan CMD: "; returns 2 (usage). */
 int tp_cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -39,15 +39,18 @@ const char *tp_cli_near_name(const char *name, const char *const *names,
 			     size_t n)
 {
 	size_t len = strlen(name), cap = len > 4 ? 2 : 1, bd = cap + 1;
-	const char *best = NULL, *prefix = NULL;
+	size_t bl = 0;
+	const char *best = NULL, *prefix = NULL, *begins = NULL;
 	int nprefix = 0;
 
 	if (len < 2 || len > 64)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		size_t cl = strlen(names[i]), d;
-		if (len > cl && strncmp(name, names[i], cl) == 0)
-			return names[i];
+		if (len > cl && cl > bl && strncmp(name, names[i], cl) == 0) {
+			begins = names[i];
+			bl = cl;
+		}
 		if (strncmp(names[i], name, len < 6 ? len : 6) == 0) {
 			prefix = names[i];
 			nprefix++;
@@ -60,7 +63,34 @@ const char *tp_cli_near_name(const char *name, const char *const *names,
 			best = names[i];
 		}
 	}
+	/* one edit first: "dp-hetro" is dp-hetero, not dp */
+	if (bd <= 1)
+		return best;
+	if (begins)
+		return begins;
 	return nprefix == 1 ? prefix : best;
+}
+
+int tp_cli_bad_choice(const char *cmd, const char *opt, const char *given,
+		      const char *const *names, size_t n)
+{
+	const char *near = tp_cli_near_name(given, names, n);
+	struct tp_strbuf list;
+	int code;
+
+	tp_strbuf_init(&list);
+	for (size_t i = 0; i < n; i++)
+		tp_strbuf_addf(&list, "%s%s",
+			       i == 0 ? ""
+			       : i + 1 < n ? ", "
+					   : " or ",
+			       names[i]);
+	code = tp_cli_usage_error(cmd, "%s %s: expected %s%s%s%s", opt, given,
+				  tp_strbuf_cstr(&list),
+				  near ? " (did you mean " : "",
+				  near ? near : "", near ? "?)" : "");
+	tp_strbuf_release(&list);
+	return code;
 }
 
 double tp_cli_grad_bucket_mb_default(void)

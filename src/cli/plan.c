@@ -684,16 +684,21 @@ static int check_args(struct plan_args *a)
 		return tp_cli_usage_error("plan",
 					  "--baseline and -s both name the "
 					  "plan to write; give one");
-	if (a->baseline && (a->bl = tp_baseline_parse(a->baseline)) < 0)
-		return tp_cli_usage_error("plan",
-					  "--baseline %s: expected dp, "
-					  "dp-hetero, megatron or greedy",
-					  a->baseline);
-	if ((a->comp = tp_compression_parse(a->compression)) < 0)
-		return tp_cli_usage_error("plan",
-					  "--compression %s: expected off, "
-					  "lossless or lossy",
-					  a->compression);
+	if (a->baseline && (a->bl = tp_baseline_parse(a->baseline)) < 0) {
+		const char *names[TP_BASELINE_COUNT];
+		for (int i = 0; i < TP_BASELINE_COUNT; i++)
+			names[i] = tp_baseline_name((enum tp_baseline)i);
+		return tp_cli_bad_choice("plan", "--baseline", a->baseline,
+					 names, TP_BASELINE_COUNT);
+	}
+	if ((a->comp = tp_compression_parse(a->compression)) < 0) {
+		const char *names[TP_COMPRESSION_COUNT];
+		for (int i = 0; i < TP_COMPRESSION_COUNT; i++)
+			names[i] = tp_compression_name((enum tp_compression)i);
+		return tp_cli_bad_choice("plan", "--compression",
+					 a->compression, names,
+					 TP_COMPRESSION_COUNT);
+	}
 	if ((a->obj = tp_cli_objective_args(a->objective,
 					    a->max_iter_time)) < 0)
 		return TP_EXIT_USAGE;
