@@ -312,7 +312,7 @@ static double member_send_ceiling(const struct tp_sim *sim,
 				  const uint32_t *devs, uint32_t t)
 {
 	const struct tp_cluster *c = sim->c;
-	double ceil = INFINITY;
+	double lim = INFINITY;
 
 	for (uint32_t i = 0; i < t; i++) {
 		double direct = 0, fabric = 0;
@@ -335,10 +335,10 @@ static double member_send_ceiling(const struct tp_sim *sim,
 		}
 		if (direct > 0)
 			fabric = direct;
-		if (fabric > 0 && fabric < ceil)
-			ceil = fabric;
+		if (fabric > 0 && fabric < lim)
+			lim = fabric;
 	}
-	return ceil;
+	return lim;
 }
 
 /* The lane's tensor-parallel collectives, alpha-beta over its measured
@@ -351,7 +351,8 @@ static double member_send_ceiling(const struct tp_sim *sim,
  * the ring's 2(t-1)/t S in 2(t-1) steps; otherwise the ring's.  A group
  * inside one node divides tp_k by the runtime's tp_node_rings (NCCL's
  * channels: that many rings at once over the node's links), as far as
- * a member's links carry them (member_send_ceiling; README section 3).  -1 on allocation failure. */
+ * a member's links carry them (member_send_ceiling; README section 3).
+ * -1 on allocation failure. */
 static int lane_tp_ring(const struct tp_sim *sim, const struct tp_plan *plan,
 			struct tp_sim_scratch *s, struct lane *ln)
 {
