@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io/io.h"
 #include "util.h"
 
 static void run(struct tp_run *r, const char *const *argv)
@@ -110,6 +111,10 @@ START_TEST(test_output_char_device)
 	run(&r, to_full);
 	ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
 	ck_assert_msg(strstr(r.err, "No space left"), "%s", r.err);
+	/* and what to do about it */
+	ck_assert_msg(strstr(r.err, "full: free some space, or write the "
+				    "output elsewhere"),
+		      "%s", r.err);
 	tp_run_free(&r);
 	ck_assert_msg(is_chr(full), "-o onto a full device replaced it");
 }
@@ -337,6 +342,46 @@ START_TEST(test_output_empty_name)
 		ck_assert_uint_eq(r.out_len, 0);
 		/* refused before any work: no summary, no search */
 		ck_assert_msg(!strstr(r.err, "iteration"), "%s", r.err);
+		tp_run_free(&r);
+	}
+}
+END_TEST
+
+/* A directory that exists and passes access(2) but takes no new files
+ * (/proc): "cannot create a temporary file: No such file or directory"
+ * (exit 2, as if a name were missing) came after the whole search; now
+ * tp_file_check_output finds it before any work, and the message names
+ * the output, the directory and what to do instead (exit 3, as for a
+ * read-only directory). */
+START_TEST(test_output_dir_takes_no_files)
+{
+	const char *out = "/proc/tagplan-test-output.json";
+	const char *a1[] = {"tagplan", "topo", "dgx-a100:1", "-o", out, NULL};
+	const char *a2[] = {"tagplan", "simulate", "-m",
+			    tp_data_file("demo-model.json"), "-t",
+			    tp_data_file("tag-testbed.json"), "-s", "dp=16",
+			    "-q", "-o", out, NULL};
+	const char *const *cases[] = {a1, a2};
+	struct tp_error err;
+	struct stat st;
+	struct tp_run r;
+
+	if (stat("/proc", &st) != 0 || !S_ISDIR(st.st_mode))
+		return; /* not Linux's /proc */
+	tp_error_clear(&err);
+	ck_assert_int_eq(tp_file_check_output(out, &err), TP_EIO);
+	ck_assert_msg(strstr(err.msg, "does not accept new files"), "%s",
+		      err.msg);
+	for (int i = 0; i < 2; i++) {
+		run(&r, cases[i]);
+		ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
+		ck_assert_msg(strstr(r.err, out), "%s", r.err);
+		ck_assert_msg(strstr(r.err, "the directory /proc"), "%s",
+			      r.err);
+		ck_assert_msg(strstr(r.err, "write the output elsewhere, or "
+					    "to standard output with -"),
+			      "%s", r.err);
+		ck_assert_uint_eq(r.out_len, 0);
 		tp_run_free(&r);
 	}
 }
@@ -856,6 +901,7 @@ Suite *suite_safety(void)
 	tcase_add_test(tc, test_output_dev_stdout);
 	tcase_add_test(tc, test_output_is_input);
 	tcase_add_test(tc, test_output_empty_name);
+	tcase_add_test(tc, test_output_dir_takes_no_files);
 	tcase_add_test(tc, test_names_escaped);
 	tcase_add_test(tc, test_outputs_together);
 	suite_add_tcase(s, tc);

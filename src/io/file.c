@@ -41,6 +41,58 @@ static enum tp_status io_fail(struct tp_error *err, const char *path,
 	return TP_EIO;
 }
 
+/* TP_EIO "cannot write: strerror(e)" about path, with the fix when there
+ * is one: a full or read-only file system is not a wrong name. */
+static enum tp_status write_fail(struct tp_error *err, const char *path,
+				 int e)
+{
+	const char *fix = "";
+
+	if (e == ENOSPC || e == EDQUOT)
+		fix = " (the file system or device is full: free some space, "
+		      "or write the output elsewhere)";
+	else if (e == EROFS)
+		fix = " (the file system is read-only: write the output "
+		      "elsewhere)";
+	else if (e == EFBIG)
+		fix = " (over the file size limit, ulimit -f, or the file "
+		      "system's largest file: write the output elsewhere)";
+	tp_error_set(err, TP_EIO, "cannot write: %s%s", strerror(e), fix);
+	tp_error_set_file(err, path);
+	if (err)
+		err->sys_errno = e;
+	return TP_EIO;
+}
+
+/* A directory whose mode (or read-only mount) forbids new files. */
+static enum tp_status dir_not_writable(struct tp_error *err, const char *path,
+				       const char *dir, int e)
+{
+	tp_error_set(err, TP_EIO,
+		     "cannot write in the directory %s: %s (write elsewhere, "
+		     "or make it writable)",
+		     dir, strerror(e));
+	tp_error_set_file(err, path);
+	return TP_EIO;
+}
+
+/* A directory that exists, and is writable as far as access(2) tells, but
+ * where no file can be created (/proc, /sys: mkstemp's ENOENT or EPERM
+ * would read as a missing name, EACCES as a mode to change).  TP_EIO, exit 3 like a read-only
+ * directory; sys_errno stays 0 so that ENOENT does not read as a missing
+ * path. */
+static enum tp_status dir_refuses_files(struct tp_error *err, const char *path,
+					const char *dir, int e)
+{
+	tp_error_set(err, TP_EIO,
+		     "cannot create a file in the directory %s (%s): it does "
+		     "not accept new files; write the output elsewhere, or to "
+		     "standard output with -",
+		     dir, strerror(e));
+	tp_error_set_file(err, path);
+	return TP_EIO;
+}
+
 /* The extension of a file name (".json"), "" for none. */
 static const char *ext_of(const char *name)
 {
@@ -536,6 +588,66 @@ static int prepare_unnamed(struct target *t, const char *data, size_t len,
 #endif
 }
 
+/* The directory of t->path as written ("." for none), in dir. */
+static void target_dir(const struct target *t, char *dir, size_t size)
+{
+	const char *slash = strrchr(t->path, '/');
+
+	if (!slash)
+		snprintf(dir, size, ".");
+	else if (slash == t->path)
+		snprintf(dir, size, "/");
+	else
+		snprintf(dir, size, "%.*s", (int)(slash - t->path), t->path);
+}
+
+/* No file could be created beside t (errno e): a full or read-only file
+ * system, a directory that does not accept files, else e as it is. */
+static enum tp_status create_fail(struct tp_error *err,
+				  const struct target *t, int e)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if (e == ENOSPC || e == EDQUOT || e == EROFS)
+		return write_fail(err, t->given, e);
+	target_dir(t, dir, sizeof(dir));
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return io_fail(err, t->given, "cannot create a temporary file",
+			       e);
+	if (access(dir, W_OK | X_OK) != 0)
+		return dir_not_writable(err, t->given, dir, errno);
+	return dir_refuses_files(err, t->given, dir, e);
+}
+
+/* Whether a file can be created beside t, without leaving one: an unnamed
+ * file where the file system has them, else a named one removed at once.
+ * 0, or -1 with errno. */
+static int probe_create(const struct target *t)
+{
+	char dir[PATH_MAX], name[PATH_MAX + 32];
+	int fd;
+
+	target_dir(t, dir, sizeof(dir));
+#ifdef O_TMPFILE
+	fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	/* EOPNOTSUPP, EISDIR, EINVAL: no unnamed files here; try a name */
+	if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+		return -1;
+#endif
+	snprintf(name, sizeof(name), "%s/.tagplan-probe.XXXXXX", dir);
+	fd = mkstemp(name);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	unlink(name);
+	return 0;
+}
+
 /* Give t's temporary a name beside the target (a hidden mkstemp-style
  * name): for an unnamed file through linkat.  0, or -1 with errno. */
 static int name_unnamed(struct target *t)
@@ -580,19 +692,20 @@ static enum tp_status prepare(struct target *t, const char *data, size_t len,
 	if (prepare_unnamed(t, data, len, &e) == 0)
 		return TP_OK;
 	if (e)
-		return io_fail(err, t->given, "cannot write", e);
+		return write_fail(err, t->given, e);
 	fd = mkstemp(t->tmp);
-	if (fd < 0)
-		return io_fail(err, t->given, "cannot create a temporary file",
-			       errno);
+	if (fd < 0) {
+		e = errno;
+		return create_fail(err, t, e);
+	}
 	t->named = true;
 	if (fchmod(fd, t->mode) || write_all(fd, data, len) || fsync(fd)) {
 		e = errno;
 		close(fd);
-		return io_fail(err, t->given, "cannot write", e);
+		return write_fail(err, t->given, e);
 	}
 	if (close(fd))
-		return io_fail(err, t->given, "cannot write", errno);
+		return write_fail(err, t->given, errno);
 	return TP_OK;
 }
 
@@ -606,15 +719,15 @@ static enum tp_status commit(struct target *t, struct tp_error *err)
 
 	if (fd >= 0 && name_unnamed(t)) {
 		int e = errno;
-		return io_fail(err, t->given, "cannot write", e);
+		return write_fail(err, t->given, e);
 	}
 	if (rename(t->tmp, t->path))
-		return io_fail(err, t->given, "cannot write", errno);
+		return write_fail(err, t->given, errno);
 	t->named = false;
 	if (fd >= 0) {
 		t->tmp_fd = -1;
 		if (close(fd))
-			return io_fail(err, t->given, "cannot write", errno);
+			return write_fail(err, t->given, errno);
 	}
 	return TP_OK;
 }
@@ -647,10 +760,11 @@ static enum tp_status write_stream(const struct target *t, const char *data,
 				       "open)",
 				       errno);
 		if (write_all(fd, data, len))
-			return io_fail(err, fd == 1 && t->given[0] == '-'
-						? "<stdout>"
-						: t->given,
-				       "cannot write", errno);
+			return write_fail(err,
+					  fd == 1 && t->given[0] == '-'
+						  ? "<stdout>"
+						  : t->given,
+					  errno);
 		return TP_OK;
 	}
 	/* a character device or a FIFO: open it as it is (a FIFO waits for
@@ -663,10 +777,10 @@ static enum tp_status write_stream(const struct target *t, const char *data,
 	if (write_all(fd, data, len)) {
 		e = errno;
 		close(fd);
-		return io_fail(err, t->given, "cannot write", e);
+		return write_fail(err, t->given, e);
 	}
 	if (close(fd) && errno != EINTR)
-		return io_fail(err, t->given, "cannot write", errno);
+		return write_fail(err, t->given, errno);
 	return TP_OK;
 }
 
@@ -832,15 +946,12 @@ enum tp_status tp_file_check_output(const char *path, struct tp_error *err)
 			err->sys_errno = ENOTDIR;
 		return TP_EIO;
 	}
-	if (access(dir, W_OK | X_OK) != 0) {
-		e = errno;
-		tp_error_set(err, TP_EIO,
-			     "cannot write in the directory %s: %s (write "
-			     "elsewhere, or make it writable)",
-			     dir, strerror(e));
-		tp_error_set_file(err, path);
-		return TP_EIO;
-	}
+	if (access(dir, W_OK | X_OK) != 0)
+		return dir_not_writable(err, path, dir, errno);
+	/* writable by its mode, yet some directories take no files (/proc):
+	 * say so now, not after the work */
+	if (probe_create(&t) != 0)
+		return create_fail(err, &t, errno);
 	return TP_OK;
 }
 

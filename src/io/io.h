@@ -173,10 +173,13 @@ enum tp_status tp_file_write_set(const struct tp_output *outs, size_t n,
 				 struct tp_error *err);
 
 /* Before any work: TP_OK when path can be written as far as can be told
- * without writing (its target resolves, its directory exists and is
- * writable, its descriptor is open); else the error writing would give
- * (TP_EIO, TP_EUSAGE), so a command fails before a long computation
- * instead of after it.  Writing may still fail (a full disk). */
+ * without writing (its target resolves, its directory exists, is
+ * writable and takes a new file - an unnamed one where the file system
+ * has them, else a hidden one removed at once, so /proc is refused - its
+ * descriptor is open); else the error writing would give (TP_EIO,
+ * TP_EUSAGE), so a command fails before a long computation instead of
+ * after it.  Writing may still fail (a full disk: the message says so and
+ * what to do). */
 enum tp_status tp_file_check_output(const char *path, struct tp_error *err);
 
 /* True when a and b both name one existing regular file (after links;
