@@ -1372,6 +1372,70 @@ START_TEST(test_explain)
 }
 END_TEST
 
+/* Under context parallelism ZeRO shards over the dp x cp ranks that
+ * hold the same weights (src/sim/README section 5), and the explanation
+ * estimates and names it so: dp 2 x cp 4 on 8 GPUs, gradients of 16 GB
+ * sharded 8 ways save 14 GB (over dp 2 alone it said 8 GB). */
+START_TEST(test_explain_cp)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_strbuf sb;
+	struct tp_error err;
+	uint32_t *ops, devs[8];
+	char *text;
+
+	make_model(&m, 4);
+	make_cluster(&c, 2, 4);
+	ops = calloc(m.ops.n, sizeof(uint32_t));
+	ck_assert_ptr_nonnull(ops);
+	for (size_t i = 0; i < m.ops.n; i++)
+		ops[i] = m.topo[i];
+	for (uint32_t i = 0; i < 8; i++)
+		devs[i] = i;
+	tp_plan_init(&p);
+	p.global_batch = m.global_batch;
+	p.micro_batches = 2;
+	p.zero = 1;
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+				 &p, ops, (uint32_t)m.ops.n, devs, 8,
+				 &(struct tp_plan_degrees){2, 4, 1}, NULL,
+				 &err),
+			 TP_OK);
+	free(ops);
+	fill_report(&r, 8, 1.0);
+	r.feasible = false;
+	r.worst_device = 3;
+	r.devices[3].peak_memory_bytes = 92e9;
+	r.over_bytes = 12e9;
+	r.devices[3].memory.weights = 8e9;
+	r.devices[3].memory.gradients = 16e9;
+	r.devices[3].memory.optimizer = 3e9;
+	r.devices[3].memory.activations = 60e9;
+	r.devices[3].memory.reserved = 5e9;
+	tp_strbuf_init(&sb);
+	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r, NULL, NULL, &sb,
+					   &err),
+			 TP_OK);
+	text = squash(sb.buf);
+	ck_assert_msg(strstr(text, "ZeRO-2 (shard optimizer states and "
+				   "gradients over dp=2 x cp=4): saves about "
+				   "14 GB (enough)"),
+		      "%s", sb.buf);
+	ck_assert_msg(strstr(text, "ZeRO-3 (shard weights too over dp=2 x "
+				   "cp=4): saves about 21 GB (enough)"),
+		      "%s", sb.buf);
+	free(text);
+	tp_strbuf_release(&sb);
+	tp_report_release(&r);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 /* ---- commands: render, check, export ---- */
 
 /* A plan for the 16 GPUs of tests/data/render/dgx2.json: all ops of a
@@ -1942,6 +2006,7 @@ Suite *suite_render(void)
 	tcase_add_test(t, test_table);
 	tcase_add_test(t, test_table_memory_near_full);
 	tcase_add_test(t, test_explain);
+	tcase_add_test(t, test_explain_cp);
 	suite_add_tcase(s, t);
 	t = tcase_create("export");
 	tcase_add_test(t, test_export_uniform);

@@ -672,6 +672,8 @@ struct explain {
 	const struct tp_memory_breakdown *bd;
 	double terms[6], total, over;
 	uint32_t dpw; /* the worst device's data-parallel degree */
+	uint32_t cpw; /* its context-parallel degree: ZeRO shards over
+			 dpw x cpw, the ranks that hold the same weights */
 	enum tp_recompute cur_rc;
 	struct cand cand[CAND_COUNT];
 };
@@ -717,40 +719,47 @@ static void explain_memory(struct explain *E, struct tp_strbuf *out)
 	/* the simulator's reason says the same (and is in the report) */
 }
 
-/* The ZeRO stages above the plan's, each sharding more over the worst
- * device's data-parallel degree. */
+/* The ZeRO stages above the plan's, each sharding more over the ranks
+ * that hold the worst device's weights: its data-parallel replicas and,
+ * under context parallelism, their context ranks (dp x cp, as the
+ * simulator shards: src/sim/README section 5). */
 static void zero_candidates(struct explain *E)
 {
 	const struct tp_plan *p = E->p;
 	const struct tp_memory_breakdown *bd = E->bd;
 	struct cand *cand = E->cand;
-	uint32_t dpw = E->dpw;
-	double shard = dpw > 1 ? 1 - 1.0 / dpw : 0;
+	uint32_t n = E->dpw * E->cpw;
+	double shard = n > 1 ? 1 - 1.0 / n : 0;
+	char over[48];
 
-	if (p->zero < 1 && dpw > 1) {
+	if (E->cpw > 1)
+		snprintf(over, sizeof(over), "dp=%u x cp=%u", E->dpw, E->cpw);
+	else
+		snprintf(over, sizeof(over), "dp=%u", E->dpw);
+	if (p->zero < 1 && n > 1) {
 		cand[CAND_ZERO1].applicable = true;
 		cand[CAND_ZERO1].saves = bd->optimizer * shard;
 		snprintf(cand[CAND_ZERO1].what, sizeof(cand[0].what),
-			 "ZeRO-1 (shard optimizer states over dp=%u)", dpw);
+			 "ZeRO-1 (shard optimizer states over %s)", over);
 	}
-	if (p->zero < 2 && dpw > 1) {
+	if (p->zero < 2 && n > 1) {
 		cand[CAND_ZERO2].applicable = true;
 		cand[CAND_ZERO2].saves =
 			(bd->gradients + (p->zero < 1 ? bd->optimizer : 0)) *
 			shard;
 		snprintf(cand[CAND_ZERO2].what, sizeof(cand[0].what),
 			 "ZeRO-2 (shard optimizer states and gradients "
-			 "over dp=%u)",
-			 dpw);
+			 "over %s)",
+			 over);
 	}
-	if (p->zero < 3 && dpw > 1) {
+	if (p->zero < 3 && n > 1) {
 		cand[CAND_ZERO3].applicable = true;
 		cand[CAND_ZERO3].saves =
 			(bd->weights + (p->zero < 2 ? bd->gradients : 0) +
 			 (p->zero < 1 ? bd->optimizer : 0)) *
 			shard;
 		snprintf(cand[CAND_ZERO3].what, sizeof(cand[0].what),
-			 "ZeRO-3 (shard weights too over dp=%u)", dpw);
+			 "ZeRO-3 (shard weights too over %s)", over);
 	}
 }
 
@@ -772,6 +781,8 @@ static void list_candidates(struct explain *E, const struct tp_model *m)
 			if (devs[i] == E->w) {
 				if (p->groups.v[g].dp > E->dpw)
 					E->dpw = p->groups.v[g].dp;
+				if (p->groups.v[g].cp > E->cpw)
+					E->cpw = p->groups.v[g].cp;
 				if (p->groups.v[g].recompute > E->cur_rc)
 					E->cur_rc = p->groups.v[g].recompute;
 			}
@@ -1009,6 +1020,7 @@ static enum tp_status explain_raw(const struct tp_plan *p,
 	E.rd = &r->devices[w];
 	E.bd = &E.rd->memory;
 	E.dpw = 1;
+	E.cpw = 1;
 	E.cur_rc = TP_RECOMPUTE_NONE;
 	E.over = r->over_bytes > 0
 			 ? r->over_bytes
