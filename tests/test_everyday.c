@@ -856,6 +856,85 @@ START_TEST(test_stdin_plan_and_nic_wording)
 }
 END_TEST
 
+/* -q was taken by plan, simulate and train only: `tagplan topo ... -q`
+ * in a script was a usage error, and render, export, check, inspect,
+ * model, import and calibrate could not be silenced.  Every command takes
+ * it now; with it a successful run prints nothing on stderr (validate:
+ * no "FILE: ok" lines on stdout either), without it the same run says
+ * something - so the flag is what silences it. */
+START_TEST(test_quiet_everywhere)
+{
+	static const char *const cmds[] = {
+		"plan",	    "simulate", "check",  "render",
+		"export",   "model",    "topo",   "inspect",
+		"validate", "train",    "import", "calibrate"};
+	const char *dir = tp_test_tmpdir();
+	char *p = path_in(dir, "q.json"), *dot = path_in(dir, "q.dot"),
+	     *sh = path_in(dir, "q.sh"), *topo = path_in(dir, "t.json"),
+	     *m = path_in(dir, "m.json"), *m2 = path_in(dir, "m2.json");
+	char sailor[1100];
+	const char *a_topo[] = {"tagplan", "topo", "dgx-a100:2", "-o", topo,
+				NULL};
+	const char *a_model[] = {"tagplan", "model", "gpt2", "-o", m, NULL};
+	const char *a_render[] = {"tagplan", "render", "-p", p, "-o", dot,
+				  NULL};
+	const char *a_export[] = {"tagplan", "export", "-p",   p,
+				  "--to",    "torchrun", "-o", sh,
+				  NULL};
+	const char *a_inspect[] = {"tagplan", "inspect", p, NULL};
+	const char *a_check[] = {"tagplan", "check", "-p", p, NULL};
+	const char *a_validate[] = {"tagplan", "validate", p, NULL};
+	const char *a_import[] = {"tagplan", "import", sailor, "--model",
+				  "TINY", "-o", m2, NULL};
+	const char *const *runs[] = {a_topo,  a_model,	a_render,
+				     a_export, a_inspect, a_check,
+				     a_validate, a_import};
+
+	snprintf(sailor, sizeof(sailor), "sailor:%s",
+		 tp_test_path("data/sailor"));
+	for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
+		const char *argv[] = {"tagplan", cmds[k], "--help", NULL};
+		struct tp_run r;
+
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_int_eq(r.status, 0);
+		ck_assert_msg(strstr(r.out, "-q, --quiet"),
+			      "tagplan %s --help has no -q, --quiet", cmds[k]);
+		tp_run_free(&r);
+	}
+	make_plan(p);
+	for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
+		const char *argv[16];
+		size_t n = 0;
+		bool is_validate = !strcmp(runs[k][1], "validate");
+		struct tp_run r;
+
+		while (runs[k][n]) {
+			argv[n] = runs[k][n];
+			n++;
+		}
+		argv[n] = NULL;
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0, "%s: exit %d: %s", argv[1],
+			      r.status, r.err);
+		ck_assert_msg(is_validate ? r.out_len > 0 : r.err_len > 0,
+			      "%s says nothing without -q", argv[1]);
+		tp_run_free(&r);
+		argv[n++] = "-q";
+		argv[n] = NULL;
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0, "%s -q: exit %d: %s", argv[1],
+			      r.status, r.err);
+		ck_assert_msg(r.err_len == 0, "%s -q said: %s", argv[1],
+			      r.err);
+		if (is_validate)
+			ck_assert_msg(r.out_len == 0, "validate -q printed: %s",
+				      r.out);
+		tp_run_free(&r);
+	}
+}
+END_TEST
+
 Suite *suite_everyday(void)
 {
 	Suite *s = suite_create("everyday");
@@ -873,6 +952,7 @@ Suite *suite_everyday(void)
 	tcase_add_test(tc, test_no_timing_identical);
 	tcase_add_test(tc, test_new_user_slips);
 	tcase_add_test(tc, test_stdin_plan_and_nic_wording);
+	tcase_add_test(tc, test_quiet_everywhere);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("progress");

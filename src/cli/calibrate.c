@@ -66,7 +66,7 @@ struct cal_args {
 	const char *out, *runtime, *name, *hold_src, *fit_list;
 	long long holdout;
 	double prior_weight;
-	bool holdout_given;
+	bool holdout_given, quiet;
 	char **pos;
 	int npos;
 };
@@ -229,10 +229,11 @@ static enum tp_status choose_held(const struct cal_args *a,
 				    "none is left to fit; give 0 to fit on "
 				    "all, or a K above 1",
 				    a->holdout);
-	fprintf(stderr,
-		"tagplan calibrate: fitting %zu runs, %zu held out "
-		"...\n",
-		n - h, h);
+	if (!a->quiet)
+		fprintf(stderr,
+			"tagplan calibrate: fitting %zu runs, %zu held out "
+			"...\n",
+			n - h, h);
 	return TP_OK;
 }
 
@@ -343,6 +344,8 @@ static enum tp_status write_profile(const struct cal_args *a,
 	tp_strbuf_release(&sb);
 	/* a FIFO or device cannot be read back by --runtime, nor a
 	 * descriptor's name (/dev/fd/3 to a file: gone with the process) */
+	if (a->quiet)
+		return st;
 	if (!st && tp_file_is_regular(a->out) &&
 	    strncmp(a->out, "/dev/", 5) != 0 &&
 	    strncmp(a->out, "/proc/", 6) != 0)
@@ -389,6 +392,8 @@ int cmd_calibrate(int argc, char **argv)
 	     "squares [10: the SC21 Table 1 runs gemm_sustained was fitted "
 	     "on]",
 	     0, 1e6, false},
+	    {"quiet", 'q', TP_OPT_FLAG, &a.quiet, NULL, TP_CLI_QUIET_HELP, 0,
+	     0, false},
 	    {0}};
 	struct tp_mruns runs;
 	struct tp_runtime base;

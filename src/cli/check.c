@@ -121,6 +121,7 @@ struct check_run {
 	double margin; /* --margin: the simulator's error to allow for */
 	char mtext[48]; /* " (+10% margin)" ("" without one) */
 	bool has_iter, has_mfu, has_frac;
+	bool quiet; /* -q: the report only when the check fails */
 	struct tp_inputs in;
 	struct tp_inputs_sim sim;
 	struct tp_report r, br;
@@ -284,6 +285,8 @@ static int print_verdict(struct check_run *C)
 		fputs(tp_strbuf_cstr(&C->text), stderr);
 		return 0;
 	}
+	if (C->quiet && !vd->n && !vd->more_memory && !vd->more_fraction)
+		return 0;
 	si(a, sizeof(a), r->iteration_time_s, "s");
 	si(c2, sizeof(c2),
 	   c->devices.n ? r->devices[C->worst_frac_dev].peak_memory_bytes : 0,
@@ -406,7 +409,7 @@ static int load_and_simulate(struct check_run *C, const char *plan,
 		return -1;
 	tp_strbuf_init(&used);
 	tp_inputs_describe(&C->in, &used);
-	if (used.len)
+	if (used.len && !C->quiet)
 		fprintf(stderr, "tagplan check: %s", tp_strbuf_cstr(&used));
 	tp_strbuf_release(&used);
 	if (C->base && tp_inputs_load_plan(&C->in, C->base, &C->bplan,
@@ -476,6 +479,10 @@ int cmd_check(int argc, char **argv)
 		 "the training runtime to simulate under (a profile of "
 		 "data/runtimes or a tagplan-runtime/1 file) [the plan's: "
 		 "its name, or the file `plan --runtime FILE` recorded]",
+		 0, 0, false},
+		{"quiet", 'q', TP_OPT_FLAG, &C.quiet, NULL,
+		 "nothing on stderr when the check passes (warnings and "
+		 "errors still print; a failure says why)",
 		 0, 0, false},
 		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
 	int code;

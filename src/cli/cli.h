@@ -48,6 +48,11 @@ double tp_cli_grad_bucket_mb_default(void);
 	"the simulator's defaults [megatron-core for transformers, else "     \
 	"ddp]"
 
+/* -q/--quiet of every command: the notes and the summary on stderr go,
+ * warnings and errors stay (validate: no "FILE: ok" lines). */
+#define TP_CLI_QUIET_HELP                                                     \
+	"no notes or summary on stderr (warnings and errors still print)"
+
 enum tp_opt_type {
 	TP_OPT_FLAG,   /* bool, no argument */
 	TP_OPT_STRING, /* const char * */

@@ -182,10 +182,23 @@ static enum tp_status load_strategy(struct tp_inputs *in, const char *strategy,
 				       &in->plan, err);
 }
 
+/* Which model and topology the plan was resolved against, on stderr. */
+static void say_inputs(const struct tp_inputs *in)
+{
+	struct tp_strbuf used;
+
+	tp_strbuf_init(&used);
+	tp_inputs_describe(in, &used);
+	if (used.len)
+		fprintf(stderr, "tagplan export: %s", tp_strbuf_cstr(&used));
+	tp_strbuf_release(&used);
+}
+
 int cmd_export(int argc, char **argv)
 {
 	const char *plan = NULL, *model = NULL, *topo = NULL, *to = NULL,
 		   *out = "-", *script = NULL, *strategy = NULL;
+	bool quiet = false;
 	struct tp_opt opts[] = {
 		{"plan", 'p', TP_OPT_STRING, &plan, "PLAN",
 		 "plan file; - reads stdin", 0, 0, false},
@@ -210,6 +223,9 @@ int cmd_export(int argc, char **argv)
 		 "training script torchrun runs [pretrain_gpt.py; train.py "
 		 "for a DDP plan]",
 		 0, 0, false},
+		{"quiet", 'q', TP_OPT_FLAG, &quiet, NULL,
+		 "no notes on stderr (warnings and errors still print)", 0, 0,
+		 false},
 		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
 	struct tp_inputs in;
 	struct tp_export_spec spec;
@@ -248,14 +264,8 @@ int cmd_export(int argc, char **argv)
 		   TP_OK) {
 		goto fail;
 	}
-	if (plan) {
-		struct tp_strbuf used;
-		tp_strbuf_init(&used);
-		tp_inputs_describe(&in, &used);
-		if (used.len)
-			fprintf(stderr, "tagplan export: %s", tp_strbuf_cstr(&used));
-		tp_strbuf_release(&used);
-	}
+	if (plan && !quiet)
+		say_inputs(&in);
 	print_lines("warning: ", &warn);
 	if (in.plan.summary.valid && !in.plan.summary.feasible)
 		fprintf(stderr,
@@ -300,7 +310,8 @@ int cmd_export(int argc, char **argv)
 	if (tp_file_write_atomic(out, tp_strbuf_cstr(&text), text.len, &err) !=
 	    TP_OK)
 		goto fail;
-	print_lines("note: ", &warn);
+	if (!quiet)
+		print_lines("note: ", &warn);
 	code = TP_EXIT_OK;
 	goto done;
 refuse:

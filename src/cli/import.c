@@ -64,7 +64,7 @@ static void print_notes(const struct tp_strbuf *notes)
 /* --plan: a Sailor result as a plan of MODEL on TOPO.  Returns the exit
  * code. */
 static int import_plan(const char *dir, const char *results, long long entry,
-		       const char *const in[2], const char *out)
+		       const char *const in[2], const char *out, bool quiet)
 {
 	struct tp_model m;
 	struct tp_cluster c;
@@ -92,7 +92,7 @@ static int import_plan(const char *dir, const char *results, long long entry,
 	    (tp_plan_write(&p, &m, &c, &sb),
 	     put(&sb, out, &err))) {
 		code = tp_cli_fail(&err);
-	} else {
+	} else if (!quiet) {
 		print_notes(&notes);
 		fprintf(stderr, "tagplan import: %zu groups%s%s\n",
 			p.groups.n, out ? " -> " : "", out ? out : "");
@@ -107,7 +107,7 @@ static int import_plan(const char *dir, const char *results, long long entry,
 
 /* --cluster: the topology of a trace row.  Returns the exit code. */
 static int import_cluster(const char *dir, const char *trace, long long row,
-			  const char *out)
+			  const char *out, bool quiet)
 {
 	struct tp_cluster c;
 	struct tp_strbuf notes, sb;
@@ -123,7 +123,7 @@ static int import_cluster(const char *dir, const char *trace, long long row,
 	    (tp_topology_write(&c, &sb),
 	     put(&sb, out, &err))) {
 		code = tp_cli_fail(&err);
-	} else {
+	} else if (!quiet) {
 		print_notes(&notes);
 		fprintf(stderr,
 			"tagplan import: %zu devices in %zu nodes%s%s\n",
@@ -141,6 +141,7 @@ int cmd_import(int argc, char **argv)
 	const char *model = NULL, *out = NULL, *cluster = NULL;
 	const char *plan = NULL, *in[2] = {NULL, NULL};
 	long long row = 0, entry = 0;
+	bool quiet = false;
 	struct tp_opt opts[] = {
 	    {"model", 0, TP_OPT_STRING, &model, "NAME",
 	     "the model's name in Sailor's configs (e.g. OPT-350)", 0, 0,
@@ -164,6 +165,8 @@ int cmd_import(int argc, char **argv)
 	     false},
 	    {"output", 'o', TP_OPT_STRING, &out, "FILE",
 	     "model or topology file to write, atomically [stdout]", 0, 0,
+	     false},
+	    {"quiet", 'q', TP_OPT_FLAG, &quiet, NULL, TP_CLI_QUIET_HELP, 0, 0,
 	     false},
 	    {NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
 	char **pos = NULL;
@@ -229,12 +232,12 @@ int cmd_import(int argc, char **argv)
 		}
 	}
 	if (plan) {
-		code = import_plan(pos[0] + 7, plan, entry, in, out);
+		code = import_plan(pos[0] + 7, plan, entry, in, out, quiet);
 		free(pos);
 		return code;
 	}
 	if (cluster) {
-		code = import_cluster(pos[0] + 7, cluster, row, out);
+		code = import_cluster(pos[0] + 7, cluster, row, out, quiet);
 		free(pos);
 		return code;
 	}
@@ -247,11 +250,14 @@ int cmd_import(int argc, char **argv)
 	     put(&sb, out, &err))) {
 		code = tp_cli_fail(&err);
 	} else {
-		print_notes(&notes);
-		fprintf(stderr,
-			"tagplan import: %s: %zu ops, %zu profile points%s%s\n",
-			m.name, m.ops.n, m.profiles.n, out ? " -> " : "",
-			out ? out : "");
+		if (!quiet) {
+			print_notes(&notes);
+			fprintf(stderr,
+				"tagplan import: %s: %zu ops, %zu profile "
+				"points%s%s\n",
+				m.name, m.ops.n, m.profiles.n,
+				out ? " -> " : "", out ? out : "");
+		}
 		code = 0;
 	}
 	tp_model_release(&m);

@@ -369,7 +369,7 @@ static const char about[] =
  * check, render and validate find them: its full summary into jw, and
  * stderr says which files (true); else false (the outline as written). */
 static bool inspect_recorded(struct tp_jw *jw, const char *path,
-			     const struct tp_load_options *o)
+			     const struct tp_load_options *o, bool quiet)
 {
 	struct tp_inputs in;
 	struct tp_error e;
@@ -388,7 +388,7 @@ static bool inspect_recorded(struct tp_jw *jw, const char *path,
 
 		tp_strbuf_init(&used);
 		tp_inputs_describe(&in, &used);
-		if (used.len)
+		if (used.len && !quiet)
 			fprintf(stderr, "tagplan inspect: %s",
 				tp_strbuf_cstr(&used));
 		tp_strbuf_release(&used);
@@ -415,7 +415,7 @@ static int file_count_error(int npos)
 int cmd_inspect(int argc, char **argv)
 {
 	const char *model = NULL, *topo = NULL;
-	bool strict = false;
+	bool strict = false, quiet = false;
 	long long max_bytes = (long long)TP_IO_DEFAULT_MAX_BYTES;
 	struct tp_opt opts[] = {
 	    {"model", 'm', TP_OPT_STRING, &model, "MODEL",
@@ -426,6 +426,8 @@ int cmd_inspect(int argc, char **argv)
 	     "unknown fields are errors, not warnings", 0, 0, false},
 	    {"max-bytes", 0, TP_OPT_INT, &max_bytes, "N",
 	     "refuse files larger than N bytes", 1, 4.6e18, false},
+	    {"quiet", 'q', TP_OPT_FLAG, &quiet, NULL, TP_CLI_QUIET_HELP, 0, 0,
+	     false},
 	    {NULL, 0, 0, NULL, NULL, NULL, 0, 0, false}};
 	char **pos = NULL;
 	int npos = 0, code, rc = TP_EXIT_OK;
@@ -509,7 +511,7 @@ int cmd_inspect(int argc, char **argv)
 			}
 		} else if (!(st = tp_plan_check(pos[0], text, len, &o, &ol,
 						&err)) &&
-			   !inspect_recorded(&jw, pos[0], &o)) {
+			   !inspect_recorded(&jw, pos[0], &o, quiet)) {
 			inspect_outline(&jw, &ol);
 		}
 		break;

@@ -108,7 +108,7 @@ static bool zoo_name(const char *s)
  * dimensions first (N_DIMS of them must be given for gpt; the first
  * N_GPT_ONLY are gpt's, bar --batch and, for hf:, --seq), then the
  * options of every source. */
-enum { N_DIMS = 6, N_GPT_ONLY = 8, N_OPTS = 12 };
+enum { N_DIMS = 6, N_GPT_ONLY = 8, N_OPTS = 13 };
 
 /* What the command line asked for. */
 struct model_args {
@@ -117,6 +117,7 @@ struct model_args {
 	const char *src;  /* SOURCE */
 	const char *ship; /* the shipped model file SOURCE names, or NULL */
 	int dtype;        /* enum tp_dtype, or -1 */
+	bool quiet;       /* -q: no figures on stderr */
 	struct tp_opt opts[N_OPTS];
 	char sbuf[2048];
 };
@@ -153,6 +154,8 @@ static void fill_opts(struct model_args *a)
 		{"output", 'o', TP_OPT_STRING, &a->out, "MODEL",
 		 "write the model here (atomically) instead of stdout", 0, 0,
 		 false},
+		{"quiet", 'q', TP_OPT_FLAG, &a->quiet, NULL, TP_CLI_QUIET_HELP,
+		 0, 0, false},
 		{0}};
 
 	_Static_assert(sizeof(opts) / sizeof(opts[0]) == N_OPTS,
@@ -531,7 +534,7 @@ static enum tp_status build(const struct model_args *a, struct tp_model *m,
 	st = tp_model_load_file(a->ship, NULL, m, err);
 	if (!st && a->batch > 0)
 		m->global_batch = a->batch;
-	if (!st)
+	if (!st && !a->quiet)
 		fprintf(stderr, "tagplan model: %s: the shipped %s\n", a->src,
 			a->ship);
 	return st;
@@ -558,7 +561,7 @@ static enum tp_status write_model(const struct model_args *a,
 	else
 		st = tp_file_write_atomic(out ? out : "-", sb.buf, sb.len, err);
 	tp_strbuf_release(&sb);
-	if (st)
+	if (st || a->quiet)
 		return st;
 	if (tp_model_active_parameters(m) >= 0)
 		snprintf(active, sizeof(active), ", %.4g B active",

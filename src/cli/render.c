@@ -77,7 +77,7 @@ int cmd_render(int argc, char **argv)
 {
 	const char *plan = NULL, *model = NULL, *topo = NULL, *out = NULL,
 		   *format = NULL, *collapse = "auto", *title = NULL;
-	bool no_sim = false;
+	bool no_sim = false, quiet = false;
 	struct tp_opt opts[] = {
 		{"plan", 'p', TP_OPT_STRING, &plan, "PLAN",
 		 "plan file (tagplan-plan/1); - reads stdin", 0, 0, false},
@@ -103,6 +103,8 @@ int cmd_render(int argc, char **argv)
 		{"title", 0, TP_OPT_STRING, &title, "TEXT",
 		 "title of the picture (default: model on topology)", 0, 0,
 		 false},
+		{"quiet", 'q', TP_OPT_FLAG, &quiet, NULL, TP_CLI_QUIET_HELP, 0,
+		 0, false},
 		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
 	struct tp_inputs in;
 	struct tp_inputs_sim sim;
@@ -177,7 +179,7 @@ int cmd_render(int argc, char **argv)
 		struct tp_strbuf used;
 		tp_strbuf_init(&used);
 		tp_inputs_describe(&in, &used);
-		if (used.len)
+		if (used.len && !quiet)
 			fprintf(stderr, "tagplan render: %s", tp_strbuf_cstr(&used));
 		tp_strbuf_release(&used);
 	}
@@ -204,7 +206,7 @@ int cmd_render(int argc, char **argv)
 				&warn, &err) != TP_OK)
 		goto fail;
 	tp_cli_print_warnings("render", &warn);
-	if (strcmp(out, "-") != 0)
+	if (strcmp(out, "-") != 0 && !quiet)
 		fprintf(stderr, "tagplan render: wrote %s\n", written);
 	code = TP_EXIT_OK;
 	goto done;

@@ -120,6 +120,7 @@ int cmd_topo(int argc, char **argv)
 	const char *net = NULL, *out = NULL, *smi = NULL, *gpu = NULL,
 		   *fabric = NULL;
 	double over = 1;
+	bool quiet = false;
 	struct tp_opt opts[] = {
 		{"net", 0, TP_OPT_STRING, &net, "NETWORK",
 		 "the NICs of every node: 10gbe, 25gbe, 100gbe, 200gbe, "
@@ -142,6 +143,8 @@ int cmd_topo(int argc, char **argv)
 		 false},
 		{"output", 'o', TP_OPT_STRING, &out, "TOPO",
 		 "write the topology here (atomically) instead of stdout", 0,
+		 0, false},
+		{"quiet", 'q', TP_OPT_FLAG, &quiet, NULL, TP_CLI_QUIET_HELP, 0,
 		 0, false},
 		{0}};
 	struct tp_strbuf about, sb;
@@ -221,7 +224,7 @@ int cmd_topo(int argc, char **argv)
 		st = tp_file_write_atomic(out ? out : "-", sb.buf, sb.len,
 					  &err);
 	tp_strbuf_release(&sb);
-	if (!st) {
+	if (!st && !quiet) {
 		fprintf(stderr, "tagplan topo: %s: %zu devices (", c.name,
 			c.devices.n);
 		for (size_t t = 0, k = 0; t < c.types.n; t++)

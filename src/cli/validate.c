@@ -216,7 +216,7 @@ out:
 int cmd_validate(int argc, char **argv)
 {
 	const char *model = NULL, *topo = NULL;
-	bool strict = false;
+	bool strict = false, quiet = false;
 	long long max_bytes = (long long)TP_IO_DEFAULT_MAX_BYTES;
 	long long max_depth = TP_IO_DEFAULT_MAX_DEPTH;
 	struct tp_opt opts[] = {
@@ -230,6 +230,9 @@ int cmd_validate(int argc, char **argv)
 	     "refuse files larger than N bytes", 1, 4.6e18, false},
 	    {"max-depth", 0, TP_OPT_INT, &max_depth, "N",
 	     "refuse JSON nested deeper than N levels", 1, 1000, false},
+	    {"quiet", 'q', TP_OPT_FLAG, &quiet, NULL,
+	     "no \"FILE: ok\" lines: only the exit code and the errors", 0,
+	     0, false},
 	    {NULL, 0, 0, NULL, NULL, NULL, 0, 0, false}};
 	static const char about[] =
 	    "Check tagplan files against the formats of tagplan-formats(5): "
@@ -245,10 +248,10 @@ int cmd_validate(int argc, char **argv)
 	    "MODEL -t TOPO when given, else against the model and "
 	    "topology it\nrecords when they are there unchanged (as check "
 	    "finds them), else only its\nstructure is checked.\n\n"
-	    "Prints \"FILE: ok (KIND)\" per good file on stdout; stops at "
-	    "the first bad\nfile with its error on stderr and exit code 2 "
-	    "(3 when a file cannot be\nread).  Unknown fields are warnings "
-	    "(errors under --strict).\n\n"
+	    "Prints \"FILE: ok (KIND)\" per good file on stdout (-q: "
+	    "none); stops at\nthe first bad file with its error on stderr "
+	    "and exit code 2 (3 when a\nfile cannot be read).  Unknown "
+	    "fields are warnings (errors under --strict).\n\n"
 	    "example:\n  tagplan validate data/demo-model.json "
 	    "data/tag-testbed.json\n  tagplan validate -m model.json -t "
 	    "topo.json plan.json";
@@ -312,6 +315,8 @@ int cmd_validate(int argc, char **argv)
 			rc = tp_cli_fail(&err);
 			break;
 		}
+		if (quiet)
+			continue;
 		tp_cli_escape(stdout, pos[i], strlen(pos[i]), false);
 		printf(": ok (%s)\n", detail);
 	}
