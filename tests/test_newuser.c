@@ -869,6 +869,49 @@ START_TEST(test_plan_choice_slips)
 }
 END_TEST
 
+/* A node count written as a word of its own was taken for a preset:
+ * `tagplan topo dgx-a100 4` said 'unknown node preset "4" ... (did you
+ * mean t4-pcie, l4-pcie, dgx-a100-40gb?)', a quoted "dgx-a100 4" gave
+ * back "tagplan topo dgx-a100 4" (refused again), "4:dgx-a100" named t4-
+ * pcie too; "dgx-a100:200000" allowed up to 1048576 nodes (devices, not
+ * nodes), and a sum over the limit did not say what the others held.
+ * Now each names the spec meant and the range of this preset. */
+START_TEST(test_topo_count_words)
+{
+	static const char *const cases[][5] = {
+	    {"dgx-a100", "4", NULL, NULL,
+	     "\"4\": a node count goes after its preset, joined by ':': "
+	     "tagplan topo dgx-a100:4"},
+	    {"dgx-a100 4", NULL, NULL, NULL, "tagplan topo dgx-a100:4\n"},
+	    {"4", "dgx-a100", NULL, NULL, "tagplan topo dgx-a100:4\n"},
+	    {"v100-nvlink", "2", "1080ti-pcie", "x2",
+	     "tagplan topo v100-nvlink:2 1080ti-pcie:2\n"},
+	    {"4:dgx-a100", NULL, NULL, NULL, "(did you mean dgx-a100:4?)"},
+	    {"4", NULL, NULL, NULL,
+	     "(a node count goes after its preset: PRESET:4, e.g. "
+	     "dgx-a100:4)"},
+	    {"dgx-a100:200000", NULL, NULL, NULL,
+	     "more than 1048576 devices in the topology (the limit of this "
+	     "version): dgx-a100 has 8 GPUs per node, so at most 131072 nodes "
+	     "of it"},
+	    {"dgx-a100:0", NULL, NULL, NULL,
+	     "must be an integer from 1 to 131072 (dgx-a100 has 8 GPUs per "
+	     "node; a topology holds at most 1048576 devices)"},
+	    {"dgx-a100:131072", "dgx-a100:1", NULL, NULL,
+	     "(the limit of this version; the presets before it hold "
+	     "1048576)"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[7] = {"tagplan", "topo"};
+		for (int k = 0; k < 4; k++)
+			argv[k + 2] = cases[i][k];
+		argv[6] = NULL;
+		expect(argv, 2, cases[i][4], "did you mean t4-pcie");
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -904,6 +947,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_export_target_slips);
 	tcase_add_test(tc, test_topo_spec_count_range);
 	tcase_add_test(tc, test_plan_choice_slips);
+	tcase_add_test(tc, test_topo_count_words);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -82,34 +82,100 @@ static int from_nvidia_smi(const char *file, const char *gpu,
 	return st;
 }
 
+/* A node count written as a word of its own: "4", "x4", "*4". */
+static bool is_count(const char *p, size_t n)
+{
+	if (n && (*p == 'x' || *p == '*')) {
+		p++;
+		n--;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < '0' || p[i] > '9')
+			return false;
+	return n > 0;
+}
+
+/* The words of the arguments (split at seps) as `tagplan topo` takes
+ * them, into fix: a count joins the preset before it, or the one after
+ * when it comes first ("dgx-a100 4", "4 dgx-a100": dgx-a100:4).  True
+ * when a count was joined. */
+static bool respell(char **pos, int npos, const char *seps,
+		    struct tp_strbuf *fix)
+{
+	const char *pend = NULL; /* a count waiting for its preset */
+	size_t pn = 0, pd = 0;   /* its length, and of its 'x' or '*' */
+	bool open = false, joined = false;
+
+	for (int i = 0; i < npos; i++)
+		for (const char *p = pos[i]; *p;) {
+			size_t n = strcspn(p, seps);
+			if (n && is_count(p, n)) {
+				size_t d = (*p == 'x' || *p == '*');
+				if (open) {
+					tp_strbuf_addf(fix, ":%.*s",
+						       (int)(n - d), p + d);
+					open = false;
+					joined = true;
+				} else if (!pend) {
+					pend = p;
+					pn = n;
+					pd = d;
+				}
+			} else if (n) {
+				bool colon = memchr(p, ':', n) != NULL;
+				tp_strbuf_addf(fix, "%s%.*s",
+					       fix->len ? " " : "", (int)n, p);
+				open = !colon;
+				if (pend && !colon) {
+					tp_strbuf_addf(fix, ":%.*s",
+						       (int)(pn - pd),
+						       pend + pd);
+					pend = NULL;
+					open = false;
+					joined = true;
+				}
+			}
+			p += n;
+			p += strspn(p, seps);
+		}
+	if (pend) /* no preset to join: as written */
+		tp_strbuf_addf(fix, "%s%.*s", fix->len ? " " : "", (int)pn,
+			       pend);
+	return joined;
+}
+
 /* Presets joined in one argument ("dgx-a100:2,dgx-h100:2", a quoted
- * "dgx-a100:2 dgx-h100:2", '+' or ';'): a usage error giving them as
- * separate arguments (the node count's error named only the count).
+ * "dgx-a100:2 dgx-h100:2", '+' or ';'), or a node count given as a word
+ * of its own ("dgx-a100 4", `tagplan topo dgx-a100 4`): a usage error
+ * giving the arguments meant (the node count's error named only the
+ * count; a lone "4" was taken for a preset, "did you mean t4-pcie").
  * Returns the exit code, 0 when none is. */
 static int joined_presets(char **pos, int npos)
 {
 	static const char seps[] = " \t,;+";
 	struct tp_strbuf fix;
 	int bad = -1, code;
+	bool joined;
 
 	for (int i = 0; i < npos && bad < 0; i++)
-		if (strpbrk(pos[i], seps))
+		if (strpbrk(pos[i], seps) || is_count(pos[i], strlen(pos[i])))
 			bad = i;
 	if (bad < 0)
 		return 0;
 	tp_strbuf_init(&fix);
-	for (int i = 0; i < npos; i++)
-		for (const char *p = pos[i]; *p;) {
-			size_t n = strcspn(p, seps);
-			if (n)
-				tp_strbuf_addf(&fix, "%s%.*s",
-					       fix.len ? " " : "", (int)n, p);
-			p += n;
-			p += strspn(p, seps);
-		}
+	joined = respell(pos, npos, seps, &fix);
+	if (!joined && !strpbrk(pos[bad], seps)) {
+		/* a count with no preset to join: the preset's error says
+		 * how to write one */
+		tp_strbuf_release(&fix);
+		return 0;
+	}
 	code = tp_cli_usage_error("topo",
-				  "\"%s\": one preset per argument: tagplan "
-				  "topo %s",
+				  joined ? "\"%s\": a node count goes after "
+					   "its preset, joined by ':': "
+					   "tagplan topo %s"
+					 : "\"%s\": one preset per argument: "
+					   "tagplan topo %s",
 				  pos[bad], tp_strbuf_cstr(&fix));
 	tp_strbuf_release(&fix);
 	return code;

@@ -14,6 +14,7 @@
 #include "build.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,9 +306,9 @@ static void list_presets(char *buf, size_t size)
  * as " (did you mean PRESET:N?)": the name in capitals or with '_' for
  * '-' ("DGX-A100:4", "dgx_a100:4"), the count before or after it
  * ("4xdgx-a100", "dgx-a100x4", "dgx-a100*4", "mi300xx2"; "mi300x4" is
- * mi300x:4); a count over what the topology holds ("99999999999999999999
- * xdgx-a100") is said to be out of range, with the most nodes of that
- * preset.  False when it is none. */
+ * mi300x:4; "4:dgx-a100", the count first); a count over what the
+ * topology holds ("99999999999999999999xdgx-a100") is said to be out of
+ * range, with the most nodes of that preset.  False when it is none. */
 static bool spec_fix(const char *spec, char *buf, size_t size)
 {
 	char w[64], *name = w;
@@ -322,7 +323,16 @@ static bool spec_fix(const char *spec, char *buf, size_t size)
 		w[i] = spec[i] == '_' ? '-'
 				      : (char)tolower((unsigned char)spec[i]);
 	if (colon) {
-		w[colon - spec] = '\0';
+		size_t c = (size_t)(colon - spec);
+		w[c] = '\0';
+		if (c && strspn(w, "0123456789") == c &&
+		    find_preset(w + c + 1, len - c - 1)) {
+			/* "4:dgx-a100" */
+			digits = spec;
+			ndigits = c;
+			name = w + c + 1;
+			colon = NULL;
+		}
 	} else if (find_preset(w, len)) {
 		/* "DGX-A100" */
 	} else if ((d = strspn(w, "0123456789")) && (w[d] == 'x' ||
@@ -378,6 +388,18 @@ static void similar_presets(const char *spec, size_t len, char *buf,
 		return;
 	if (spec_fix(spec, buf, size))
 		return;
+	{
+		/* "4", "x4" alone: a count, not a preset ("t4-pcie,
+		   l4-pcie" contain it) */
+		size_t x = spec[0] == 'x' || spec[0] == '*';
+		if (len > x && strspn(spec + x, "0123456789") == len - x) {
+			snprintf(buf, size,
+				 " (a node count goes after its preset: "
+				 "PRESET:%.20s, e.g. dgx-a100:%.20s)",
+				 spec + x, spec + x);
+			return;
+		}
+	}
 	for (size_t i = 0; i < len; i++)
 		want[i] = (char)tolower((unsigned char)spec[i]);
 	want[len] = '\0';
@@ -548,19 +570,34 @@ static enum tp_status add_spec(struct tp_cluster *c, const char *spec,
 	}
 	if (colon) {
 		char *end;
+		/* the most nodes of p a topology holds */
+		long long most = TP_CLUSTER_MAX_DEVICES / (long long)p->gpus;
+		errno = 0;
 		count = strtoll(colon + 1, &end, 10);
-		if (end == colon + 1 || *end || count < 1 ||
-		    count > TP_CLUSTER_MAX_DEVICES)
+		if (end == colon + 1 || *end || count < 1)
 			return tp_error_set(err, TP_EUSAGE,
 					    "\"%s\": the node count after ':' "
-					    "must be an integer from 1 to %d",
-					    spec, TP_CLUSTER_MAX_DEVICES);
+					    "must be an integer from 1 to %lld "
+					    "(%s has %u GPUs per node; a "
+					    "topology holds at most %d devices)",
+					    spec, most, p->name, p->gpus,
+					    TP_CLUSTER_MAX_DEVICES);
+		if (count > most || errno == ERANGE)
+			return tp_error_set(err, TP_ELIMIT,
+					    "\"%s\": more than %d devices in "
+					    "the topology (the limit of this "
+					    "version): %s has %u GPUs per "
+					    "node, so at most %lld nodes of it",
+					    spec, TP_CLUSTER_MAX_DEVICES,
+					    p->name, p->gpus, most);
 	}
 	if (c->devices.n + (size_t)count * p->gpus > TP_CLUSTER_MAX_DEVICES)
 		return tp_error_set(err, TP_ELIMIT,
 				    "\"%s\": more than %d devices in the "
-				    "topology (the limit of this version)",
-				    spec, TP_CLUSTER_MAX_DEVICES);
+				    "topology (the limit of this version; "
+				    "the presets before it hold %zu)",
+				    spec, TP_CLUSTER_MAX_DEVICES,
+				    c->devices.n);
 	{
 		const struct network *net =
 			net_override ? net_override : find_network(p->net);
