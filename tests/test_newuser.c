@@ -764,7 +764,8 @@ END_TEST
 START_TEST(test_model_dtype_torch_names)
 {
 	static const char *const cases[][2] = {
-	    {"float16", "not \"float16\" (did you mean fp16?)"},
+	    {"float16", "--dtype float16: expected bf16, fp16, fp32 or fp8 "
+			"(did you mean fp16?)"},
 	    {"torch.bfloat16", "(did you mean bf16?)"},
 	    {"float32", "(did you mean fp32?)"},
 	};
@@ -912,6 +913,44 @@ START_TEST(test_topo_count_words)
 }
 END_TEST
 
+/* render --format, render --collapse, simulate --trace-replicas and
+ * model --dtype listed their words but named none ("--collapse allways:
+ * expected auto, always or never"); now the one meant, as plan's and
+ * export's choices do (tp_cli_bad_choice), and the plain list for a word
+ * near none.  Refused before any file is read. */
+START_TEST(test_choice_slips_everywhere)
+{
+	static const char *const cases[][8] = {
+	    {"render", "-p", "plan.json", "-o", "p.svg", "--format", "svgz",
+	     "--format svgz: expected dot, svg, png or pdf (did you mean "
+	     "svg?)"},
+	    {"render", "-p", "plan.json", "-o", "p.svg", "--collapse",
+	     "allways", "--collapse allways: expected auto, always or never "
+	     "(did you mean always?)"},
+	    {"simulate", "-p", "plan.json", "--trace", "t.json",
+	     "--trace-replicas", "al", "--trace-replicas al: expected all, "
+	     "one or auto (did you mean all?)"},
+	    {"model", "gpt2", "-o", "m.json", "--dtype", "bf61", NULL,
+	     "--dtype bf61: expected bf16, fp16, fp32 or fp8 (did you mean "
+	     "bf16?)"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[9] = {"tagplan"};
+		for (int k = 0; k < 7; k++)
+			argv[k + 1] = cases[i][k];
+		argv[8] = NULL;
+		expect(argv, 2, cases[i][7], NULL);
+	}
+	{
+		const char *argv[] = {"tagplan", "render", "-p", "plan.json",
+				      "-o", "p.svg", "--format", "jpg", NULL};
+		expect(argv, 2, "--format jpg: expected dot, svg, png or pdf\n",
+		       "did you mean");
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -948,6 +987,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_topo_spec_count_range);
 	tcase_add_test(tc, test_plan_choice_slips);
 	tcase_add_test(tc, test_topo_count_words);
+	tcase_add_test(tc, test_choice_slips_everywhere);
 	suite_add_tcase(s, tc);
 	return s;
 }

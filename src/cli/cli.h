@@ -148,6 +148,12 @@ const char *tp_cli_near_name(const char *name, const char *const *names,
  * stderr; returns 2 (usage). */
 int tp_cli_bad_choice(const char *cmd, const char *opt, const char *given,
 		      const char *const *names, size_t n);
+/* The same with the word meant chosen by the caller (NULL: none), for an
+ * option whose slips are known another way (export --to fsdp2: the
+ * target of that runtime). */
+int tp_cli_bad_choice_meant(const char *cmd, const char *opt,
+			    const char *given, const char *const *names,
+			    size_t n, const char *meant);
 
 /* printf to stderr prefixed with "tagplan CMD: "; returns 2 (usage). */
 int tp_cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -123,36 +123,26 @@ static int export_runtime(const struct tp_plan *p, const char *plan_path,
 	return 0;
 }
 
-/* The --to target an unknown one meant: the target of the runtime it
- * names ("fsdp2" -> torchtitan, "megatron-core" -> megatron), else the
- * nearest name ("megatorn", "megatron-lm", "Deepspeed"); NULL if none. */
-static const char *near_target(const char *to)
-{
-	const char *names[TP_EXPORT_TARGET_COUNT];
-
-	for (int i = 0; i < TP_EXPORT_TARGET_COUNT; i++) {
-		names[i] = tp_export_target_name((enum tp_export_target)i);
-		if (strcmp(to, tp_export_target_runtime(
-				       (enum tp_export_target)i)) == 0)
-			return names[i];
-	}
-	return tp_cli_near_name(to, names, TP_EXPORT_TARGET_COUNT);
-}
-
 /* --to TARGET (if given) into *target; 0 or the exit code of a usage
- * error naming the target meant. */
+ * error naming the target meant: the target of the runtime it names
+ * ("fsdp2" -> torchtitan, "megatron-core" -> megatron), else the nearest
+ * name ("megatorn", "megatron-lm", "Deepspeed"). */
 static int parse_target(const char *to, int *target)
 {
-	const char *near;
+	const char *names[TP_EXPORT_TARGET_COUNT], *near = NULL;
 
 	if (!to || (*target = tp_export_target_parse(to)) >= 0)
 		return 0;
-	near = near_target(to);
-	return tp_cli_usage_error("export",
-				  "--to %s: expected megatron, deepspeed, "
-				  "torchrun or torchtitan%s%s%s",
-				  to, near ? " (did you mean " : "",
-				  near ? near : "", near ? "?)" : "");
+	for (int i = 0; i < TP_EXPORT_TARGET_COUNT; i++) {
+		names[i] = tp_export_target_name((enum tp_export_target)i);
+		if (!near && strcmp(to, tp_export_target_runtime(
+					       (enum tp_export_target)i)) == 0)
+			near = names[i];
+	}
+	if (!near)
+		near = tp_cli_near_name(to, names, TP_EXPORT_TARGET_COUNT);
+	return tp_cli_bad_choice_meant("export", "--to", to, names,
+				       TP_EXPORT_TARGET_COUNT, near);
 }
 
 /* -s: the model and topology files (shipped names too) into in, and the

@@ -215,14 +215,13 @@ static int parse_args(struct model_args *a, int argc, char **argv, int *code)
 	a->src = pos[0];
 	free(pos);
 	if (a->dtype_s && (a->dtype = tp_dtype_parse(a->dtype_s)) < 0) {
+		static const char *const dtypes[] = {"bf16", "fp16", "fp32",
+						     "fp8"};
 		const char *meant = torch_dtype(a->dtype_s);
-		*code = tp_cli_usage_error("model",
-					   "--dtype expects bf16, fp16, fp32 or "
-					   "fp8, not \"%s\"%s%s%s",
-					   a->dtype_s,
-					   meant ? " (did you mean " : "",
-					   meant ? meant : "",
-					   meant ? "?)" : "");
+		*code = tp_cli_bad_choice_meant(
+			"model", "--dtype", a->dtype_s, dtypes, 4,
+			meant ? meant
+			      : tp_cli_near_name(a->dtype_s, dtypes, 4));
 		return 1;
 	}
 	return 0;

@@ -74,7 +74,14 @@ const char *tp_cli_near_name(const char *name, const char *const *names,
 int tp_cli_bad_choice(const char *cmd, const char *opt, const char *given,
 		      const char *const *names, size_t n)
 {
-	const char *near = tp_cli_near_name(given, names, n);
+	return tp_cli_bad_choice_meant(cmd, opt, given, names, n,
+				       tp_cli_near_name(given, names, n));
+}
+
+int tp_cli_bad_choice_meant(const char *cmd, const char *opt,
+			    const char *given, const char *const *names,
+			    size_t n, const char *near)
+{
 	struct tp_strbuf list;
 	int code;
 

@@ -75,6 +75,9 @@ static int binary_on_terminal(const char *out, int fmt, const char *format)
 
 int cmd_render(int argc, char **argv)
 {
+	static const char *const formats[] = {"dot", "svg", "png", "pdf"},
+				 *const collapses[] = {"auto", "always",
+						       "never"};
 	const char *plan = NULL, *model = NULL, *topo = NULL, *out = NULL,
 		   *format = NULL, *collapse = "auto", *title = NULL;
 	bool no_sim = false, quiet = false;
@@ -128,10 +131,8 @@ int cmd_render(int argc, char **argv)
 					  "-o FILE is required (.dot .svg .png "
 					  ".pdf, or - for DOT on stdout)");
 	if (format && (fmt = tp_render_format_parse(format)) < 0)
-		return tp_cli_usage_error("render",
-					  "--format %s: expected dot, svg, png "
-					  "or pdf",
-					  format);
+		return tp_cli_bad_choice("render", "--format", format, formats,
+					 4);
 	if (fmt >= 0 && strcmp(out, "-") != 0 &&
 	    tp_render_format_from_path(out) >= 0 &&
 	    tp_render_format_from_path(out) != fmt)
@@ -163,10 +164,8 @@ int cmd_render(int argc, char **argv)
 	else if (strcmp(collapse, "never") == 0)
 		ro.collapse = TP_COLLAPSE_NEVER;
 	else
-		return tp_cli_usage_error("render",
-					  "--collapse %s: expected auto, always "
-					  "or never",
-					  collapse);
+		return tp_cli_bad_choice("render", "--collapse", collapse,
+					 collapses, 3);
 
 	tp_error_clear(&err);
 	tp_strbuf_init(&warn);

@@ -211,6 +211,8 @@ static int parse_args(struct sim_args *a, int argc, char **argv, int *code)
 /* Combinations the option table cannot refuse: exit 2 (or 0 if fine). */
 static int check_args(const struct sim_args *a)
 {
+	static const char *const replicas[] = {"all", "one", "auto"};
+
 	if (a->replicas != replicas_default && !a->trace_path)
 		return tp_cli_usage_error("simulate",
 					  "--trace-replicas %s shapes the trace: "
@@ -218,10 +220,8 @@ static int check_args(const struct sim_args *a)
 					  a->replicas);
 	if (strcmp(a->replicas, "auto") && strcmp(a->replicas, "all") &&
 	    strcmp(a->replicas, "one"))
-		return tp_cli_usage_error("simulate",
-					  "--trace-replicas %s: expected all, "
-					  "one or auto",
-					  a->replicas);
+		return tp_cli_bad_choice("simulate", "--trace-replicas",
+					 a->replicas, replicas, 3);
 	if (!a->plan_path == !a->strategy)
 		return tp_cli_usage_error("simulate",
 					  "give exactly one of -p PLAN and -s "
