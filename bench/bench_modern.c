@@ -77,6 +77,24 @@
  * disfavours (+30%).  Under either consistent pairing both rows err the
  * same way: -16 to -20% with full recomputation, +4 to +11% without
  * (which does not fit in 80e9 bytes).
+ * The memory of the row, taken apart on 2026-12-07 (printed below the
+ * steps; src/sim/README section 10): the fullest GPU without
+ * recomputation holds weights 6.38 GB, Megatron-Core's fp32 gradient
+ * buffer 12.75, optimizer state 0.30 (12 bytes per parameter over dp x
+ * cp = 128 ranks, as Megatron-Core's distributed optimizer shards),
+ * activations 68.18 (all 16 micro-batches of its 8 layers - with m = p
+ * the interleaved warm-up exceeds the iteration's m V chunks - at 31.75
+ * s'bh/t bytes each, s' = 131,072 / cp), 0.44 temporary and the 5 GB
+ * reserve: 93.05 GB, 80.39 under ZeRO 2 (Llama 3's FSDP).  Each term is
+ * its hand figure (tests/test_cp.c test_cp_llama3_405b_memory_terms) and
+ * a context rank's sequence and state are divided where Megatron-Core
+ * divides them: no simulator error, so the rule (the least recomputation
+ * that fits) keeps full.  The 0.4 GB that keep ZeRO 2 without
+ * recomputation out are the device data's (80 GiB taken as 80e9 bytes,
+ * an assumed 5 GB reserve); in our count that run would be +45% anyway.
+ * The paper's device order [TP, CP, PP, DP] in place of the strategy's
+ * stage-major one (tried by hand, not expressible in a strategy string):
+ * 13.81 -> 13.62 s, +13.4%.
  *
  * Zero bubble ZB-H1 against 1F1B: zero_bubble() below; FSDP2's
  * per-layer prefetch against the whole-group ZeRO-3 gather:
@@ -397,6 +415,53 @@ static int long_context_steps(const struct tp_model *m,
 	return 0;
 }
 
+/* Llama 3 405B at 131K: the memory terms of the fullest GPU (cp_comm
+ * all_gather, V 8) without and with recomputation, under ZeRO 1 and
+ * ZeRO 2 (Llama 3's FSDP shards gradients too, arXiv:2407.21783 section
+ * 3.3.2); each term is checked by hand in tests/test_cp.c
+ * test_cp_llama3_405b_memory_terms. */
+static int long_context_memory(const struct tp_model *m,
+			       const struct tp_cluster *c,
+			       const struct tp_runtime *ag)
+{
+	static const char *const rc[] = {"none", "none", "full"};
+	static const int zero[] = {1, 2, 1};
+
+	printf("memory of the fullest GPU (all_gather, V 8), GB:\n");
+	printf("  %-9s %4s %7s %6s %9s %11s %9s %7s %7s %8s\n", "recompute",
+	       "zero", "weights", "grads", "optimizer", "activations",
+	       "temporary", "reserve", "total", "capacity");
+	for (int k = 0; k < 3; k++) {
+		const struct tp_memory_breakdown *b;
+		struct tp_report r;
+		char str[200];
+		size_t w = 0;
+
+		snprintf(str, sizeof(str),
+			 "tp=8,cp=16,pp=16,dp=8,mb=1,sp=on,zero=%d,"
+			 "recompute=%s,schedule=interleaved:8,"
+			 "account_embedding=on,account_loss=on",
+			 zero[k], rc[k]);
+		if (sim_runtime(m, c, ag, -2, str, &r))
+			return 1;
+		for (size_t j = 1; j < r.n_devices; j++)
+			if (r.devices[j].peak_memory_bytes >
+			    r.devices[w].peak_memory_bytes)
+				w = j;
+		b = &r.devices[w].memory;
+		printf("  %-9s %4d %7.2f %6.2f %9.2f %11.2f %9.2f %7.2f %7.2f "
+		       "%8.2f%s\n",
+		       rc[k], zero[k], b->weights / 1e9, b->gradients / 1e9,
+		       b->optimizer / 1e9, b->activations / 1e9,
+		       b->temporary / 1e9, b->reserved / 1e9,
+		       r.devices[w].peak_memory_bytes / 1e9,
+		       r.devices[w].capacity_bytes / 1e9,
+		       r.feasible ? "" : " (does not fit)");
+		tp_report_release(&r);
+	}
+	return 0;
+}
+
 /* The share of a model's forward + backward FLOP (the report's MFU
  * count: every query-key pair) that a causal decoder's attention kernels
  * skip (tp_sim_causal_share): a count of the pairs computed is 1 minus
@@ -534,6 +599,7 @@ static int long_context(void)
 	bad = published_rows(&m, &c, &ag, strategies,
 			     sizeof(strategies) / sizeof(*strategies), pub) ||
 	      long_context_steps(&m, &c, &rt) ||
+	      long_context_memory(&m, &c, &ag) ||
 	      long_context_ratio(&m, &c, &ag);
 	tp_model_release(&m);
 	tp_cluster_release(&c);

@@ -633,6 +633,74 @@ START_TEST(test_cp_llama3_405b_fits)
 }
 END_TEST
 
+/*
+ * The memory of a context rank of Llama 3 405B at 131,072 tokens with the
+ * Llama 3 paper's strategy (arXiv:2407.21783 Table 4: TP 8, CP 16, PP 16,
+ * DP 8) and its layout (account_embedding, account_loss: one slot per
+ * chunk at V 8), no recomputation, ZeRO 1 under megatron-core, each term
+ * by hand on stage 1 (8 layers; src/sim/README section 10):
+ *   weights      8 layers x (the split matrices / tp + both norms) x 2 B
+ *   gradients    twice that (Megatron-Core's fp32 main_grad buffer)
+ *   optimizer    6 x the weights' bytes (12 B per parameter) / (dp x cp)
+ *                (the distributed optimizer shards over the data-
+ *                parallel group with its context ranks)
+ *   activations  all 16 micro-batches of its 8 layers (m = p: the
+ *                interleaved warm-up (p-2)2 + 7p >= mV) x 31.75 s'bh/t
+ *                bytes, s' = 131072 / cp: norm inputs and outputs 2 x 4,
+ *                Q 2 and K, V 2 x 2 / 16 (8 of 128 heads), the attention
+ *                output 2, the SwiGLU's two inputs 2 x 2 x 3.25 and its
+ *                output 2 x 3.25 (ffn 53248 = 3.25 h; the fused kernel
+ *                keeps no scores)
+ * and it does not fit in 80e9 bytes (93.05 GB; 80.39 GB under ZeRO 2).
+ */
+START_TEST(test_cp_llama3_405b_memory_terms)
+{
+	const char *specs[] = {"dgx-h100:2048"};
+	const double h = 16384, f = 53248, t = 8, cp = 16, dp = 8;
+	const double sl = 131072 / cp, layers = 8;
+	/* per layer: qkv (h x (h + 2 h/16)), proj (h x h), fc1 (h x 2f),
+	   fc2 (f x h) split over t; two norms of h, replicated */
+	double w = layers * 2 *
+		   ((h * (h + h / 8) + h * h + h * 2 * f + f * h) / t + 2 * h);
+	double act = 16 * layers * sl * h / t *
+		     (4 + 2 + 2 * 2.0 / 16 + 2 + 4 + 2 * 2 * f / h + 2 * f / h);
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_report r;
+	struct tp_error err;
+	const struct tp_memory_breakdown *b;
+
+	use_data();
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	ck_assert_msg(tp_build_hf(tp_test_path("data/hf/llama-3.1-405b.json"),
+				  131072, 128, TP_DTYPE_BF16, &m, &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_msg(tp_build_topology_fabric(specs, 1, "roce-400g", 1,
+					       "clos:leaf=384,oversubscription=7",
+					       &c, &err) == TP_OK,
+		      "%s", err.msg);
+	run_megatron(&m, &c,
+		     "tp=8,cp=16,pp=16,dp=8,mb=1,sp=on,zero=1,recompute=none,"
+		     "schedule=interleaved:8,account_embedding=on,"
+		     "account_loss=on",
+		     &r);
+	ck_assert(!r.feasible);
+	/* device 1024: stage 1's first GPU */
+	b = &r.devices[1024].memory;
+	ck_assert_msg(REL(b->weights, w) < 1e-9, "%.9g / %.9g", b->weights,
+		      w);
+	ck_assert_msg(REL(b->gradients, 2 * w) < 1e-9, "%.9g", b->gradients);
+	ck_assert_msg(REL(b->optimizer, 6 * w / (dp * cp)) < 1e-9, "%.9g",
+		      b->optimizer);
+	ck_assert_msg(REL(b->activations, act) < 1e-9, "%.9g / %.9g",
+		      b->activations, act);
+	tp_report_release(&r);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 /* The cp degrees the level-0 candidates of m on c offer from the state
  * "everything data parallel on all devices", as a bit set, under rt
  * (NULL: unconstrained); with `check`, the cp=4 plan materialises with cp
@@ -751,6 +819,7 @@ Suite *suite_cp(void)
 	tcase_add_test(tc, test_cp_all_gather_formula);
 	tcase_add_test(tc, test_cp_shard_memory);
 	tcase_add_test(tc, test_cp_llama3_405b_fits);
+	tcase_add_test(tc, test_cp_llama3_405b_memory_terms);
 	tcase_add_test(tc, test_cp_actions);
 	tcase_add_test(tc, test_cp_megatron_grid);
 	suite_add_tcase(s, tc);
