@@ -32,9 +32,10 @@
  * held-out runs, indented: predicted (with the prior), measured, error.
  * Measured 2026-12-07 (channels held to the members' links; ddp's
  * cuda_core_gemm_eff from its sourced TP_CALIB_CUDA_CORE_EFF_SOURCED in
- * DLE's fold): 8.3% with the prior (DLE 4.9, BLOOM 8.9, DS3Lab 16.4,
- * MPT 9.2, SC21 1.7), 27.8% without, 4.6% kept: src/sim/README
- * section 9.
+ * DLE's fold; gemm_shape_half from its sourced 2.0e6, Sailor's fp32
+ * V100 blocks, in DS3Lab's): 7.9% with the prior (DLE 4.9, BLOOM 8.9,
+ * DS3Lab 15.0, MPT 9.2, SC21 1.7), 28.1% without, 4.7% kept:
+ * src/sim/README section 9.
  * Before them, megatron-lm-2022's two fitted runtime constants refitted
  * jointly on its runs (fit_m22: the grid and its minimum).
  * TAGPLAN_BENCH_NO_LOSO=1 skips all three (they take some minutes);

@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "calib/calib.h"
+#include "core/cost.h"
 #include "core/runtime.h"
+#include "io/build.h"
 #include "io/io.h"
 #include "io/runs.h"
 #include "util.h"
@@ -593,6 +595,151 @@ START_TEST(test_calib_cuda_core_sourced)
 }
 END_TEST
 
+/* One block's forward seconds (block 0 of m, core/cost.h's op times as
+ * the simulator's op_cost gives them without sequence parallelism) at
+ * micro-batch b and tensor parallelism tp on d. */
+static double block_forward_s(const struct tp_model *m,
+			      const struct tp_cost_device *d, double b,
+			      double tp)
+{
+	double s = 0;
+
+	for (size_t i = 0; i < m->ops.n; i++) {
+		const struct tp_op *op = &m->ops.v[i];
+		bool split = op->tp_split != TP_SPLIT_NONE && tp > 1;
+		double f, bw;
+
+		if (op->layer != 0)
+			continue;
+		tp_cost_op_s(d, op, b, split ? tp : 1, split ? tp : 1, 2, &f,
+			     &bw);
+		s += f;
+	}
+	return s;
+}
+
+/* gemm_shape_half (2.6e6, fitted on DS3Lab's V100 runs) has a sourced
+ * value for that source's leave-one-source-out fold (calib.h
+ * TP_CALIB_GEMM_SHAPE_HALF_SOURCED): the half point that fits Sailor's
+ * fp32 V100 block times (data/kernels/sailor-v100-fp32-blocks.json:
+ * OPT-350M, GPT-Neo-2.7B and OPT-30B at every micro-batch and tensor
+ * parallelism measured) with core/cost.h's op times, the GEMM
+ * efficiency E and a per-byte cost c of the block's two tensor-parallel
+ * all-reduces fitted with it, least squares on log time over a grid
+ * (E 0.5 to 1 and h 1e5 to 1e8 by 0.01 and 0.05 in log, c 0 to 4e-11
+ * s/B by 0.05e-11): 2.0e6 (src/sim/README section 9). */
+START_TEST(test_calib_shape_half_sourced)
+{
+	FILE *f =
+	    fopen(tp_data_file("kernels/sailor-v100-fp32-blocks.json"), "rb");
+	static char buf[1 << 16];
+	struct tp_model m[3];
+	double hid[3], best = INFINITY, bh = 0, P[64], bt[64], ms[64], peak;
+	int mi[64], k = 0, nm = 0, found = 0;
+	struct tp_cluster c;
+	struct tp_device_type ty;
+	struct tp_error err;
+	size_t n;
+
+	ck_assert(f != NULL);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	tp_error_clear(&err);
+	tp_cluster_init(&c);
+	ck_assert(tp_devices_load_builtin(&c, &err) == TP_OK);
+	ty = c.types.v[tp_cluster_find_type(&c, "V100-SXM2-16GB")];
+	tp_cost_type_defaults(&ty);
+	peak = nth_number(buf, "fp32_peak_flops", 0);
+	ck_assert(peak == ty.peak_flops[TP_DTYPE_FP32]);
+	for (; nm < 3; nm++) {
+		struct tp_gpt_dims d;
+		double drop = nth_number(buf, "dropout", nm);
+		double adrop = nth_number(buf, "attention_dropout", nm);
+
+		tp_gpt_dims_default(&d);
+		hid[nm] = nth_number(buf, "hidden", nm);
+		d.hidden = (int64_t)hid[nm];
+		d.heads = (int64_t)nth_number(buf, "heads", nm);
+		d.seq = (int64_t)nth_number(buf, "seq", nm);
+		d.ffn = (int64_t)nth_number(buf, "ffn", nm);
+		ck_assert(d.hidden > 0 && d.heads > 0 && d.seq == 2048 &&
+			  d.ffn == 4 * d.hidden);
+		d.layers = 1;
+		d.vocab = 50272;
+		d.batch = 1;
+		d.dtype = TP_DTYPE_FP32;
+		d.dropout = drop == 0	 ? TP_GPT_NO_DROPOUT
+			    : adrop == 0 ? TP_GPT_NO_ATTN_DROPOUT
+					 : 0;
+		tp_model_init(&m[nm]);
+		ck_assert_msg(tp_build_gpt(&d, &m[nm], &err) == TP_OK, "%s",
+			      err.msg);
+	}
+	for (;; k++) {
+		double b = nth_number(buf, "micro_batch", k);
+
+		if (isnan(b))
+			break;
+		ck_assert(k < 64);
+		mi[k] = (int)nth_number(buf, "model_index", k);
+		ck_assert(mi[k] >= 0 && mi[k] < nm);
+		P[k] = b;
+		bt[k] = nth_number(buf, "tp", k);
+		ms[k] = nth_number(buf, "block_forward_s", k);
+		ck_assert(bt[k] >= 1 && ms[k] > 0);
+	}
+	ck_assert_int_eq(k, 33);
+	for (double le = log(0.5); le <= 1e-9; le += 0.01)
+		for (double lh = log(1e5); lh <= log(1e8) + 1e-9; lh += 0.05) {
+			struct tp_cost_device d;
+			double t[64];
+
+			tp_cost_device_init(&d, &ty, TP_DTYPE_FP32, 1);
+			d.gemm_eff = exp(le); /* as cuda_core_gemm_eff */
+			d.gemm_shape_half = exp(lh);
+			for (int i = 0; i < k; i++)
+				t[i] = block_forward_s(&m[mi[i]], &d, P[i],
+						       bt[i]);
+			for (double cb = 0; cb <= 4e-11 + 1e-15;
+			     cb += 0.05e-11) {
+				double L = 0;
+
+				for (int i = 0; i < k; i++) {
+					double p = t[i], r;
+
+					if (bt[i] > 1)
+						p += cb * 2 * (bt[i] - 1) /
+						     bt[i] * 2 * P[i] *
+						     2048 * hid[mi[i]] * 4;
+					r = log(p / ms[i]);
+					L += r * r;
+				}
+				if (L < best) {
+					best = L;
+					bh = exp(lh);
+				}
+			}
+		}
+	ck_assert_msg(fabs(log(bh / TP_CALIB_GEMM_SHAPE_HALF_SOURCED)) < 0.05,
+		      "fitted half point %g", bh);
+	for (size_t i = 0; i < tp_calib_n_fitted_on; i++) {
+		const struct tp_calib_fitted_on *x = &tp_calib_fitted_on[i];
+
+		if (x->c != TP_CALIB_GEMM_SHAPE_HALF)
+			continue;
+		found++;
+		ck_assert_str_eq(x->source, "DS3Lab/");
+		ck_assert_msg(x->fallback == TP_CALIB_GEMM_SHAPE_HALF_SOURCED,
+			      "fallback %g", x->fallback);
+	}
+	ck_assert_int_eq(found, 1);
+	for (int i = 0; i < nm; i++)
+		tp_model_release(&m[i]);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 Suite *suite_calib(void)
 {
 	Suite *s = suite_create("calib");
@@ -607,6 +754,7 @@ Suite *suite_calib(void)
 	tcase_add_test(tc, test_calibrate_command);
 	tcase_add_test(tc, test_calibrate_profile_constant);
 	tcase_add_test(tc, test_calib_cuda_core_sourced);
+	tcase_add_test(tc, test_calib_shape_half_sourced);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -183,14 +183,27 @@ extern const struct tp_calib_fitted_on tp_calib_fitted_on[];
 extern const size_t tp_calib_n_fitted_on;
 
 /*
- * gemm_shape_half's sourced value: the smoothed occupancy x / (x + h)
- * halves where NVIDIA's wave quantization does ("Matrix Multiplication
- * Background" user's guide, docs.nvidia.com/deeplearning/performance:
- * a GEMM whose 128 x 128 output tiles fill half of one wave of SMs
- * keeps half the SMs busy), on the V100's 80 SMs (NVIDIA Tesla V100
- * GPU Architecture whitepaper): h = 80 x 128 x 128 / 2.  Not fitted.
+ * gemm_shape_half's sourced value: the half point of core/cost.h's GEMM
+ * shape curve that fits Sailor's measured forward times of one
+ * transformer block in fp32 on a V100 (eth-easl/sailor, SOSP 2025:
+ * OPT-350M, GPT-Neo-2.7B and OPT-30B at every micro-batch size and
+ * tensor parallelism it profiled, 33 times;
+ * data/kernels/sailor-v100-fp32-blocks.json).  Each time is modelled
+ * as core/cost.h's forward op times of one block (the simulator's
+ * op_cost without sequence parallelism, fp32 on the V100's CUDA cores
+ * at a GEMM efficiency E) plus, for tp > 1, c seconds per byte of the
+ * block's two ring all-reduces (Sailor does not say whether its layer
+ * times include them); E, the half point and c are fitted by least
+ * squares on log time (grid: E 0.5 to 1 by 0.01 and the half point
+ * 1e5 to 1e8 by 0.05 in log, c 0 to 4e-11 s/B by 0.05e-11, then
+ * refined): 2.04e6 (E 0.936, c 1.07e-11 s/B; rms 4.4%), two significant
+ * figures kept.  The rule was fixed before the fit and before the fold
+ * was run (src/sim/README section 9).  Until 2026-12-07 it was
+ * 655,360, the wave-quantization half point on the V100's 80 SMs
+ * (NVIDIA "Matrix Multiplication Background": 80 x 128 x 128 / 2).
+ * Not fitted on data/validation.
  */
-#define TP_CALIB_GEMM_SHAPE_HALF_SOURCED 655360.0
+#define TP_CALIB_GEMM_SHAPE_HALF_SOURCED 2.0e6
 
 /*
  * cuda_core_gemm_eff's sourced value: the forward rate of a transformer
