@@ -95,6 +95,19 @@ static void si(char *buf, size_t size, double v, const char *unit)
 	tp_render_fmt_si(buf, size, v, unit);
 }
 
+/* ", 84 GB with the +10% margin": the figure a limit was held to under
+ * --margin (fig, already formatted), "" without one; so that "needs
+ * 76.5 GB, capacity 80 GB" does not read as a pass. */
+static const char *with_margin(char *buf, size_t size, double margin,
+			       const char *fig)
+{
+	buf[0] = '\0';
+	if (margin > 0)
+		snprintf(buf, size, ", %s with the +%.4g%% margin", fig,
+			 100 * margin);
+	return buf;
+}
+
 /* --margin: "10%" or "0.1" (a share, 0 to 1).  -1 when malformed. */
 static int parse_margin(const char *s, double *out)
 {
@@ -119,7 +132,6 @@ struct check_run {
 	const char *base; /* --baseline-plan, or NULL */
 	double max_iter, min_mfu, max_frac, max_reg;
 	double margin; /* --margin: the simulator's error to allow for */
-	char mtext[48]; /* " (+10% margin)" ("" without one) */
 	bool has_iter, has_mfu, has_frac;
 	bool quiet; /* -q: the report only when the check fails */
 	struct tp_inputs in;
@@ -140,7 +152,7 @@ static int check_memory(struct check_run *C)
 {
 	const struct tp_report *r = &C->r;
 	struct verdict *vd = &C->vd;
-	char a[48], b[48];
+	char a[48], b[48], m[48], mt[96];
 
 	for (uint32_t d = 0; d < r->n_devices; d++) {
 		const struct tp_report_device *rd = &r->devices[d];
@@ -161,11 +173,16 @@ static int check_memory(struct check_run *C)
 			}
 			si(a, sizeof(a), rd->peak_memory_bytes, "B");
 			si(b, sizeof(b), rd->capacity_bytes, "B");
+			si(m, sizeof(m),
+			   rd->peak_memory_bytes * (1 + C->margin), "B");
 			if (add_violation(vd, "memory", name,
 					  rd->peak_memory_bytes,
 					  rd->capacity_bytes,
 					  "memory: %s needs %s%s, capacity %s",
-					  name, a, C->mtext, b))
+					  name, a,
+					  with_margin(mt, sizeof(mt),
+						      C->margin, m),
+					  b))
 				return -1;
 		} else if (C->has_frac && frac * (1 + C->margin) > C->max_frac) {
 			if (vd->n >= MAX_DEVICE_LINES) {
@@ -174,11 +191,14 @@ static int check_memory(struct check_run *C)
 			}
 			si(a, sizeof(a), rd->peak_memory_bytes, "B");
 			si(b, sizeof(b), rd->capacity_bytes, "B");
+			snprintf(m, sizeof(m), "%.3f", frac * (1 + C->margin));
 			if (add_violation(vd, "max-memory-fraction", name, frac,
 					  C->max_frac,
 					  "memory fraction: %s uses %.3f of its "
 					  "memory (%s of %s)%s, limit %g",
-					  name, frac, a, b, C->mtext,
+					  name, frac, a, b,
+					  with_margin(mt, sizeof(mt),
+						      C->margin, m),
 					  C->max_frac))
 				return -1;
 		}
@@ -193,7 +213,7 @@ static int check_limits(struct check_run *C)
 {
 	const struct tp_report *r = &C->r;
 	struct verdict *vd = &C->vd;
-	char a[48], b[48];
+	char a[48], b[48], m[48], mt[96];
 
 	if (!r->feasible && vd->n == 0 &&
 	    add_violation(vd, "feasible", NULL, 0, 1, "does not fit: %s",
@@ -221,17 +241,22 @@ static int check_limits(struct check_run *C)
 	if (C->has_iter &&
 	    r->iteration_time_s * (1 + C->margin) > C->max_iter) {
 		si(a, sizeof(a), r->iteration_time_s, "s");
+		si(m, sizeof(m), r->iteration_time_s * (1 + C->margin), "s");
 		if (add_violation(vd, "max-iter-time", NULL,
 				  r->iteration_time_s, C->max_iter,
 				  "iteration time: %s (%.6g s)%s, limit %g s",
-				  a, r->iteration_time_s, C->mtext,
+				  a, r->iteration_time_s,
+				  with_margin(mt, sizeof(mt), C->margin, m),
 				  C->max_iter))
 			return -1;
 	}
+	snprintf(m, sizeof(m), "%.1f%%", 100 * r->mfu / (1 + C->margin));
 	if (C->has_mfu && r->mfu / (1 + C->margin) < C->min_mfu &&
 	    add_violation(vd, "min-mfu", NULL, r->mfu, C->min_mfu,
 			  "MFU: %.4f (%.1f%%)%s, minimum %g", r->mfu,
-			  100 * r->mfu, C->mtext, C->min_mfu))
+			  100 * r->mfu,
+			  with_margin(mt, sizeof(mt), C->margin, m),
+			  C->min_mfu))
 		return -1;
 	if (C->base && C->base_feasible && C->base_iter > 0) {
 		double reg = r->iteration_time_s / C->base_iter - 1;
@@ -291,14 +316,15 @@ static int print_verdict(struct check_run *C)
 	si(c2, sizeof(c2),
 	   c->devices.n ? r->devices[C->worst_frac_dev].peak_memory_bytes : 0,
 	   "B");
+	tp_cli_mem_percent(b, sizeof(b), 100 * C->worst_frac);
 	fprintf(stderr,
 		"tagplan check: %s: fits; iteration %s, MFU %.1f%%, "
-		"fullest device %s at %.0f%% (%s)\n",
+		"fullest device %s at %s (%s)\n",
 		vd->n ? "failed" : "ok", a, 100 * r->mfu,
 		C->worst_frac_dev < c->devices.n
 			? c->devices.v[C->worst_frac_dev].name
 			: "-",
-		100 * C->worst_frac, c2);
+		b, c2);
 	{
 		/* how far the simulator has been off: what --margin is for */
 		char basis[512];
@@ -506,9 +532,6 @@ int cmd_check(int argc, char **argv)
 					  "the figures, 0 to 100%% (10%% or "
 					  "0.1)",
 					  margin);
-	if (C.margin > 0)
-		snprintf(C.mtext, sizeof(C.mtext), " (+%.4g%% margin)",
-			 100 * C.margin);
 	C.has_iter = opts[3].seen;
 	C.has_mfu = opts[4].seen;
 	C.has_frac = opts[5].seen;

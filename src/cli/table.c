@@ -210,11 +210,8 @@ static double type_peak(const struct tp_cluster *c, uint32_t t,
 }
 
 
-/* A device's peak memory as a percentage of its capacity: whole percent,
- * but to a tenth near 100, rounded away from it ("99.7%" for 79.8 of 80
- * GB, "100.2%" just over), so a device under its capacity never reads
- * "100%", nor one over it. */
-static void mem_percent(char *buf, size_t size, double pct)
+/* (table.h) */
+void tp_cli_mem_percent(char *buf, size_t size, double pct)
 {
 	if (pct >= 99.5 && pct < 100)
 		snprintf(buf, size, "%.1f%%", floor(pct * 10) / 10);
@@ -424,7 +421,7 @@ static void type_rows(const struct tp_scene *s, const struct tp_cluster *c,
 		if (has_m) {
 			char mm[32], pc[16];
 			si(mm, sizeof(mm), mhi, "B");
-			mem_percent(pc, sizeof(pc),
+			tp_cli_mem_percent(pc, sizeof(pc),
 				    cap > 0 ? 100 * mhi / cap : 0);
 			snprintf(buf, sizeof(buf), "%s / %s (%s)", mm, b, pc);
 		} else {

@@ -60,6 +60,12 @@ enum tp_status tp_cli_explain(const struct tp_plan *p,
 				 tp_explain_eval_fn eval, void *eval_ctx,
 				 struct tp_strbuf *out, struct tp_error *err);
 
+/* A device's peak memory as a percentage of its capacity (pct, 0-100+)
+ * into buf: whole percent, but to a tenth near 100, rounded away from it
+ * ("99.7%" for 79.8 of 80 GB, "100.2%" just over), so a device under its
+ * capacity never reads "100%", nor one over it. */
+void tp_cli_mem_percent(char *buf, size_t size, double pct);
+
 /*
  * Append text to out with its lines cut at spaces to at most width
  * columns (a word longer than that stays whole): a line "  label   text"
