@@ -1267,6 +1267,45 @@ static enum tp_status fake_eval(void *ctx, const struct tp_plan *v,
 	return TP_OK;
 }
 
+/* Leading spaces of the line of out after the one holding the text at. */
+static int indent_after(const char *out, const char *at)
+{
+	const char *p = strstr(out, at);
+
+	ck_assert_msg(p != NULL, "no \"%s\" in:\n%s", at, out);
+	p = strchr(p, '\n');
+	ck_assert_msg(p && p[1], "nothing after \"%s\" in:\n%s", at, out);
+	return (int)strspn(p + 1, " ");
+}
+
+/* The summary's "groups" field is a list, one group per line at the
+ * label's text column: a group wrapped onto the next line was put at that
+ * same column ("ring" under "embedding..."), so it read as a group of its
+ * own, while later groups hung two columns deeper.  Now every wrapped
+ * item hangs two deeper; a label's prose ("search") still goes on under
+ * its text. */
+START_TEST(test_wrap_list_items)
+{
+	const char *text =
+	    "  groups         embedding..layer19.res2 on 8x A100-SXM4-80GB: "
+	    "dp=1 cp=2 tp=4 ring\n"
+	    "                 layer20.ln1..layer39.res2 on 8x A100-SXM4-80GB: "
+	    "dp=1 cp=2 tp=4 sring\n"
+	    "  search         40837 playouts, 84 simulations (5152 more "
+	    "settled by a lower bound) in 3.69 s\n"
+	    "  stopped by     the time limit\n";
+	struct tp_strbuf out;
+
+	tp_strbuf_init(&out);
+	tp_render_wrap(&out, text, 80);
+	ck_assert_msg(indent_after(out.buf, "  groups ") == 19, "%s", out.buf);
+	ck_assert_msg(indent_after(out.buf, "layer20.ln1") == 19, "%s",
+		      out.buf);
+	ck_assert_msg(indent_after(out.buf, "  search ") == 17, "%s", out.buf);
+	tp_strbuf_release(&out);
+}
+END_TEST
+
 /* The text with every run of whitespace (wrapped lines included) made
  * one space, for matching phrases; also checks that no line is wider
  * than 80 columns.  Caller frees. */
@@ -2071,6 +2110,7 @@ Suite *suite_render(void)
 	tcase_add_test(t, test_table_memory_near_full);
 	tcase_add_test(t, test_explain);
 	tcase_add_test(t, test_explain_cp);
+	tcase_add_test(t, test_wrap_list_items);
 	suite_add_tcase(s, t);
 	t = tcase_create("export");
 	tcase_add_test(t, test_export_uniform);

@@ -1034,7 +1034,10 @@ static enum tp_status explain_raw(const struct tp_plan *p,
 
 /* Append text to out with every line cut at spaces to at most `width`
  * columns; continuation lines hang under the text after a label ("  search
- * <spaces>text") or else two columns deeper than the line. */
+ * <spaces>text") or else two columns deeper than the line.  A label whose
+ * text goes on as a list (the next line starts at its text column:
+ * "  groups" and one line per group) hangs two columns deeper too, so
+ * that a wrapped item does not read as the next one. */
 static void wrap_lines(struct tp_strbuf *out, const char *text, int width)
 {
 	while (*text) {
@@ -1054,6 +1057,11 @@ static void wrap_lines(struct tp_strbuf *out, const char *text, int width)
 					hang = t;
 				break;
 			}
+		if (nl && hang > indent + 2) {
+			int next = (int)strspn(nl + 1, " ");
+			if (next == hang && nl[1 + next] && nl[1 + next] != '\n')
+				hang += 2;
+		}
 		while (pos < len) {
 			int lim = width - col, cut = len - pos;
 			if (cut > lim) {
