@@ -951,6 +951,37 @@ START_TEST(test_choice_slips_everywhere)
 }
 END_TEST
 
+/* plan -p PLAN (taking plan for simulate or check), check -s and render
+ * -s (a strategy where a plan is read) said only 'unknown option "-p"';
+ * now what to run instead.  Refused before any input is read. */
+START_TEST(test_other_commands_options)
+{
+	static const char *const cases[][6] = {
+	    {"plan", "-p", "plan.json", NULL, NULL,
+	     "unknown option \"-p\" (plan searches a plan and writes it with "
+	     "-o PLAN; to simulate or check one: tagplan simulate -p PLAN, "
+	     "tagplan check -p PLAN)"},
+	    {"plan", "--plan=plan.json", NULL, NULL, NULL,
+	     "tagplan simulate -p PLAN, tagplan check -p PLAN)"},
+	    {"check", "-s", "tp=2", NULL, NULL,
+	     "unknown option \"-s\" (check reads a plan, -p PLAN: write one "
+	     "from a strategy with tagplan plan -s STRATEGY -o PLAN, or "
+	     "simulate it with tagplan simulate -s STRATEGY)"},
+	    {"render", "--strategy", "tp=2", "-o", "x.svg",
+	     "(render draws a plan, -p PLAN: write one from a strategy with "
+	     "tagplan plan -s STRATEGY -o PLAN)"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[7] = {"tagplan"};
+		for (int k = 0; k < 5; k++)
+			argv[k + 1] = cases[i][k];
+		argv[6] = NULL;
+		expect(argv, 2, cases[i][5], NULL);
+	}
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -987,6 +1018,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_topo_spec_count_range);
 	tcase_add_test(tc, test_plan_choice_slips);
 	tcase_add_test(tc, test_topo_count_words);
+	tcase_add_test(tc, test_other_commands_options);
 	tcase_add_test(tc, test_choice_slips_everywhere);
 	suite_add_tcase(s, tc);
 	return s;

@@ -366,6 +366,36 @@ static bool short_joined(const char *cmd, struct tp_opt *opts,
 	return true;
 }
 
+/* An option of another command given to cmd, where the usual slip is
+ * taking one command for the other: what to run instead; NULL if none.
+ * (plan writes plans, check and render read them.) */
+static const char *other_commands_option(const char *cmd, const char *a)
+{
+	static const char *const slips[][3] = {
+	    {"plan", "-p",
+	     "plan searches a plan and writes it with -o PLAN; to simulate "
+	     "or check one: tagplan simulate -p PLAN, tagplan check -p PLAN"},
+	    {"plan", "--plan", NULL},
+	    {"check", "-s",
+	     "check reads a plan, -p PLAN: write one from a strategy with "
+	     "tagplan plan -s STRATEGY -o PLAN, or simulate it with tagplan "
+	     "simulate -s STRATEGY"},
+	    {"check", "--strategy", NULL},
+	    {"render", "-s",
+	     "render draws a plan, -p PLAN: write one from a strategy with "
+	     "tagplan plan -s STRATEGY -o PLAN"},
+	    {"render", "--strategy", NULL},
+	};
+
+	for (size_t i = 0; i < sizeof(slips) / sizeof(slips[0]); i++) {
+		size_t n = strlen(slips[i][1]);
+		if (!strcmp(cmd, slips[i][0]) && !strncmp(a, slips[i][1], n) &&
+		    (a[n] == '\0' || a[n] == '='))
+			return slips[i][2] ? slips[i][2] : slips[i - 1][2];
+	}
+	return NULL;
+}
+
 /* What is wrong with a number that parses up to end but not after it
  * (none when nothing parses): "1,5" a decimal comma, "1e4" and "10k" an
  * integer not in digits, "5s" or "25MB" a unit. */
@@ -631,7 +661,12 @@ int tp_opts_parse(const struct tp_cli_doc *doc, struct tp_opt *opts,
 		}
 		if (!o) {
 			const struct tp_opt *n = near_option(opts, a);
-			if (n)
+			const char *other = other_commands_option(cmd, a);
+			if (other)
+				tp_cli_usage_error(cmd, "unknown option \"%s\" "
+							"(%s)",
+						   a, other);
+			else if (n)
 				tp_cli_usage_error(cmd,
 						   "unknown option \"%s\" (did "
 						   "you mean --%s?)",
