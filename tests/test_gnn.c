@@ -775,6 +775,71 @@ START_TEST(test_weights_roundtrip)
 }
 END_TEST
 
+/* Re-seal buf after an edit (the CRC-32 ends the file). */
+static void reseal(unsigned char *buf, size_t len)
+{
+	uint32_t c = tp_gnn_crc32(buf, len - 4);
+	for (int i = 0; i < 4; i++)
+		buf[len - 4 + i] = (unsigned char)(c >> (8 * i));
+}
+
+/* The file records the OpenBLAS kernel set training ran on (bytes
+ * 212-243, the last 32 of what was a 96-byte note, weights.h); files
+ * written before it (zeros there, or a note of 64-95 bytes running on
+ * over them) still load, with the kernel set "" and their note. */
+START_TEST(test_weights_blas_field)
+{
+	struct tp_gnn_config cfg;
+	struct tp_gnn_net *net = small_net(37, &cfg), *back;
+	struct tp_error err;
+	unsigned char *buf;
+	size_t len;
+	char longnote[91];
+
+	snprintf(net->meta.note, sizeof(net->meta.note), "unit test");
+	snprintf(net->meta.blas, sizeof(net->meta.blas), "SomeKernels");
+	ck_assert_int_eq(tp_gnn_weights_encode(net, &buf, &len, &err), TP_OK);
+	ck_assert_uint_eq(buf[8], 3); /* no new version */
+	ck_assert(memcmp(buf + 212, "SomeKernels", 12) == 0);
+	back = tp_gnn_weights_decode("mem", buf, len, &small_w, &err);
+	ck_assert_msg(back != NULL, "%s", err.msg);
+	ck_assert_str_eq(back->meta.blas, "SomeKernels");
+	ck_assert_str_eq(back->meta.note, "unit test");
+	tp_gnn_net_free(back);
+	/* a file from before: zeros where the kernel set is */
+	memset(buf + 212, 0, 32);
+	reseal(buf, len);
+	back = tp_gnn_weights_decode("old", buf, len, &small_w, &err);
+	ck_assert_msg(back != NULL, "%s", err.msg);
+	ck_assert_str_eq(back->meta.blas, "");
+	ck_assert_str_eq(back->meta.note, "unit test");
+	ck_assert(memcmp(back->w, net->w, net->n_params * sizeof(float)) == 0);
+	tp_gnn_net_free(back);
+	/* ... or with a note of 90 bytes, over the kernel set's place */
+	memset(longnote, 'n', 90);
+	longnote[90] = '\0';
+	memcpy(buf + 148, longnote, 90);
+	reseal(buf, len);
+	back = tp_gnn_weights_decode("old", buf, len, &small_w, &err);
+	ck_assert_msg(back != NULL, "%s", err.msg);
+	ck_assert_str_eq(back->meta.note, longnote);
+	ck_assert_str_eq(back->meta.blas, "");
+	tp_gnn_net_free(back);
+	free(buf);
+	/* a note is written up to 63 bytes, the kernel set kept */
+	snprintf(net->meta.note, sizeof(net->meta.note), "%s", longnote);
+	ck_assert_int_eq(tp_gnn_weights_encode(net, &buf, &len, &err), TP_OK);
+	back = tp_gnn_weights_decode("mem", buf, len, &small_w, &err);
+	ck_assert_msg(back != NULL, "%s", err.msg);
+	ck_assert_uint_eq(strlen(back->meta.note), 63);
+	ck_assert(strncmp(back->meta.note, longnote, 63) == 0);
+	ck_assert_str_eq(back->meta.blas, "SomeKernels");
+	tp_gnn_net_free(back);
+	free(buf);
+	tp_gnn_net_free(net);
+}
+END_TEST
+
 /* Weights trained for fewer action and global features (new ones
  * appended, features.h) load zero-padded: on any input, whatever the new
  * features hold, the widened network gives the priors and gains the
@@ -1893,6 +1958,12 @@ START_TEST(test_train_run_resume)
 		      "%s", err.msg);
 	ck_assert_uint_eq(tp_gnn_prior_net(gp)->meta.epochs, 2);
 	ck_assert_uint_eq(tp_gnn_prior_net(gp)->cfg.hidden, 8);
+	/* the OpenBLAS kernel set this process runs, reported and recorded
+	   (openblas_get_corename(): "Haswell", ... by CPU) */
+	ck_assert(strlen(tp_tensor_blas_core()) > 0);
+	ck_assert_str_eq(res->blas, tp_tensor_blas_core());
+	ck_assert_str_eq(tp_gnn_prior_net(gp)->meta.blas,
+			 tp_tensor_blas_core());
 	/* action features that self-play never varies (zb-h1, even shares:
 	   no runtime, uneven shares) meet zero rows of policy.W1, one that
 	   varies (keeps the default) trained ones (train.c
@@ -2000,6 +2071,7 @@ Suite *suite_gnn(void)
 	tcase_add_test(tc, test_adam_and_clip);
 	tcase_add_test(tc, test_training_steps_lower_loss);
 	tcase_add_test(tc, test_weights_roundtrip);
+	tcase_add_test(tc, test_weights_blas_field);
 	tcase_add_test(tc, test_weights_widened);
 	tcase_add_test(tc, test_weights_corruption);
 	tcase_add_test(tc, test_features_real_graph);

@@ -34,13 +34,17 @@ static const char about[] =
 	"on stderr\n"
 	"and, with --checkpoint, writes a checkpoint that --resume continues "
 	"from.  The\n"
-	"result is bit-identical for the same options (seed, threads).  `make "
-	"weights`\n"
-	"reproduces the shipped network, data/tagplan.weights (--games 240 "
-	"--epochs 3\n"
-	"--large-devices 256).  Ctrl-C finishes the current epoch and writes "
-	"the weights\n"
-	"so far.";
+	"result is bit-identical for the same options (seed, threads) on the "
+	"same\n"
+	"OpenBLAS kernel set, which it prints and records in the file "
+	"(OpenBLAS picks it\n"
+	"by CPU; OPENBLAS_CORETYPE=NAME forces one).  `make weights` "
+	"reproduces the\n"
+	"shipped network, data/tagplan.weights (--games 240 --epochs 3 "
+	"--large-devices\n"
+	"256, OPENBLAS_CORETYPE=Haswell).  Ctrl-C finishes the current epoch "
+	"and writes\n"
+	"the weights so far.";
 
 static volatile sig_atomic_t stop_flag;
 
@@ -218,10 +222,11 @@ int cmd_train(int argc, char **argv)
 	if (!quiet)
 		fprintf(stderr,
 			"tagplan train: wrote %s after %u epochs in %.0f s "
-			"(%llu playouts, %llu simulations)%s\n",
+			"(%llu playouts, %llu simulations; OpenBLAS's %s "
+			"kernels)%s\n",
 			out, res->epochs_done, res->seconds,
 			(unsigned long long)res->playouts,
-			(unsigned long long)res->simulations,
+			(unsigned long long)res->simulations, res->blas,
 			res->interrupted ? "; interrupted" : "");
 	code = res->interrupted ? TP_EXIT_INTERRUPTED : TP_EXIT_OK;
 	free(res);

@@ -89,7 +89,10 @@ struct tp_gnn_meta {
 	float train_loss, heldout_loss;
 	double train_seconds;
 	char version[32]; /* tagplan version that trained it */
-	char note[96];    /* free text, e.g. the training command */
+	char note[96];    /* free text, e.g. the training command; at most
+			     63 bytes are written (weights.h) */
+	char blas[32];    /* OpenBLAS kernel set that trained it ("" = not
+			     recorded: a file written before 2026-12-07) */
 };
 
 struct tp_gnn_ptab; /* parameter table (net.c) */

@@ -66,3 +66,15 @@ void tp_tensor_set_blas_threads(int n)
 {
 	openblas_set_num_threads(n);
 }
+
+const char *tp_tensor_blas_core(void)
+{
+	const char *s = openblas_get_corename();
+	return s && *s ? s : "unknown";
+}
+
+const char *tp_tensor_blas_config(void)
+{
+	const char *s = openblas_get_config();
+	return s && *s ? s : "unknown";
+}

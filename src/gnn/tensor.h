@@ -58,4 +58,17 @@ double tp_tensor_sumsq(const float *x, size_t n);
 /* Set the number of threads OpenBLAS uses (call once, from main). */
 void tp_tensor_set_blas_threads(int n);
 
+/*
+ * The name of the kernel set OpenBLAS runs in this process ("Haswell",
+ * "SkylakeX", "Zen", ...: openblas_get_corename()), never NULL; static
+ * storage.  OpenBLAS picks it by CPU unless OPENBLAS_CORETYPE names one.
+ * sgemm's results depend on it (FMA or not, blocking order), so trained
+ * weights do too: training records it (src/gnn/README, Training).
+ */
+const char *tp_tensor_blas_core(void);
+
+/* OpenBLAS's build description (openblas_get_config(): version, build
+ * options, kernel set), never NULL; static storage. */
+const char *tp_tensor_blas_config(void);
+
 #endif

@@ -15,6 +15,18 @@ static const unsigned char magic[8] = {'T', 'P', 'G', 'N',
 
 #define MAX_FILE_BYTES ((size_t)1 << 30)
 
+/* The note's 96 bytes of the header (weights.h): the note, then the
+ * BLAS kernel set, both NUL-padded. */
+#define NOTE_AT 148
+#define NOTE_MAX 64
+#define BLAS_AT (NOTE_AT + NOTE_MAX)
+#define BLAS_MAX 32
+_Static_assert(BLAS_AT + BLAS_MAX == 244, "note and kernel set fill 96 bytes");
+_Static_assert(sizeof(((struct tp_gnn_meta *)0)->blas) == BLAS_MAX,
+	       "meta.blas holds the field");
+_Static_assert(sizeof(((struct tp_gnn_meta *)0)->note) >= NOTE_MAX,
+	       "meta.note holds the field");
+
 uint32_t tp_gnn_crc32(const unsigned char *p, size_t n)
 {
 	uint32_t c = 0xFFFFFFFFu;
@@ -121,8 +133,10 @@ enum tp_status tp_gnn_weights_encode(const struct tp_gnn_net *net,
 	put_f64(b + 108, net->meta.train_seconds);
 	memcpy(b + 116, net->meta.version,
 	       strnlen(net->meta.version, sizeof(net->meta.version) - 1));
-	memcpy(b + 148, net->meta.note,
-	       strnlen(net->meta.note, sizeof(net->meta.note) - 1));
+	memcpy(b + NOTE_AT, net->meta.note,
+	       strnlen(net->meta.note, NOTE_MAX - 1));
+	memcpy(b + BLAS_AT, net->meta.blas,
+	       strnlen(net->meta.blas, BLAS_MAX - 1));
 	put_u32(b + 244, 0);
 	p = b + TP_GNN_WEIGHTS_HEADER;
 	for (size_t i = 0; i < nn; i++, p += 4)
@@ -341,6 +355,24 @@ static bool decode_header(const char *name, const unsigned char *b, size_t len,
 	return true;
 }
 
+/* The note and the BLAS kernel set (weights.h): a NUL in the note's
+ * first NOTE_MAX bytes means the kernel set follows (zeros in a file
+ * written before it was recorded: ""); a note without one is an older
+ * file's note of 64-95 bytes, which runs on over the kernel set's
+ * place. */
+static void decode_note(const unsigned char *b, struct tp_gnn_meta *m)
+{
+	if (memchr(b + NOTE_AT, 0, NOTE_MAX)) {
+		memcpy(m->note, b + NOTE_AT, NOTE_MAX);
+		memcpy(m->blas, b + BLAS_AT, BLAS_MAX - 1);
+		m->blas[BLAS_MAX - 1] = '\0';
+	} else {
+		memcpy(m->note, b + NOTE_AT, sizeof(m->note) - 1);
+		m->note[sizeof(m->note) - 1] = '\0';
+		m->blas[0] = '\0';
+	}
+}
+
 /* The network of a checked file (decode_header): its normalisation
  * constants and weights, all finite (std > 0), and its training
  * record. */
@@ -387,9 +419,8 @@ static struct tp_gnn_net *decode_body(const char *name, const unsigned char *b,
 	net->meta.heldout_loss = get_f32(b + 104);
 	net->meta.train_seconds = get_f64(b + 108);
 	memcpy(net->meta.version, b + 116, sizeof(net->meta.version) - 1);
-	memcpy(net->meta.note, b + 148, sizeof(net->meta.note) - 1);
 	net->meta.version[sizeof(net->meta.version) - 1] = '\0';
-	net->meta.note[sizeof(net->meta.note) - 1] = '\0';
+	decode_note(b, &net->meta);
 	return net;
 }
 

@@ -15,10 +15,12 @@
  *       48   20  edge feature widths: flow, back, link, place, serve
  *       68    4  number of normalisation constants N
  *       72    8  number of weights W
- *       80  164  training metadata: seed (u64), games, epochs, samples
+ *       80   68  training metadata: seed (u64), games, epochs, samples
  *                (u32), train and held-out loss (f32), training seconds
- *                (f64), tagplan version (32 bytes), note (96 bytes), both
- *                NUL-padded
+ *                (f64), tagplan version (32 bytes, NUL-padded)
+ *      148   64  note (at most 63 bytes, NUL-padded)
+ *      212   32  the OpenBLAS kernel set that trained it (tensor.h
+ *                tp_tensor_blas_core: "Haswell", ...; NUL-padded)
  *      244    4  reserved, 0
  *      248  4 N  normalisation means, then 4 N standard deviations
  *           4 W  weights, in the order of tp_gnn_net_tensor
@@ -34,6 +36,14 @@
  * ignores the appended features, features.h), and
  * that every number is finite (standard deviations positive).  A bad file
  * never yields a network.
+ *
+ * The kernel set is recorded since 2026-12-07 without a new version: it
+ * takes the last 32 bytes of what was a 96-byte note, which the files
+ * written before left zero (notes were "tagplan train", or a test's), so
+ * they read as "" (not recorded), and a tagplan of before reads the new
+ * files' note up to its NUL and ignores the kernel set.  A file whose
+ * note fills its first 64 bytes (no NUL there) is an older one with a
+ * note of 64-95 bytes: the note is read whole and the kernel set is "".
  *
  * A version-2 file (the value head's weights after the gain head's) is
  * refused, naming the file and the fix ('make weights'), rather than read

@@ -18,6 +18,7 @@
 #include "core/vec.h"
 #include "gnn/features.h"
 #include "gnn/provider.h"
+#include "gnn/tensor.h"
 #include "gnn/weights.h"
 #include "io/io.h"
 #include "search/actions.h"
@@ -671,6 +672,16 @@ static enum tp_status setup_network(struct run *R, struct tp_gnn_adam *adam,
 	}
 	adam->lr = o->lr;
 	adam->weight_decay = o->weight_decay;
+	/* the kernel set goes into the checkpoints and the weights file */
+	if (o->resume && R->net->meta.blas[0] &&
+	    strcmp(R->net->meta.blas, tp_tensor_blas_core()) != 0)
+		train_log(o,
+			  "the checkpoint was trained on OpenBLAS's %s "
+			  "kernels, this run uses %s: the weights will match "
+			  "a run on either alone in neither",
+			  R->net->meta.blas, tp_tensor_blas_core());
+	snprintf(R->net->meta.blas, sizeof(R->net->meta.blas), "%s",
+		 tp_tensor_blas_core());
 	return TP_OK;
 }
 
@@ -888,6 +899,13 @@ enum tp_status tp_train_run(const struct tp_train_options *o,
 				    "2, 1..64 threads, epochs <= %d, batch >= "
 				    "1, playouts >= 2, held-out 0..0.5",
 				    TP_TRAIN_MAX_EPOCHS);
+	/* sgemm rounds differently per kernel set, and self-play follows
+	   the priors: the weights are reproducible only on the same set */
+	snprintf(res->blas, sizeof(res->blas), "%s", tp_tensor_blas_core());
+	train_log(o,
+		  "BLAS: OpenBLAS's %s kernels (%s); the weights depend on the "
+		  "kernel set (OPENBLAS_CORETYPE chooses it)",
+		  res->blas, tp_tensor_blas_config());
 	R.o = o;
 	R.nt = o->threads;
 	R.n_games = o->games;

@@ -151,6 +151,8 @@ struct tp_train_result {
 	double seconds;
 	uint64_t playouts, simulations;
 	bool interrupted;
+	char blas[32]; /* OpenBLAS kernel set it ran on (also in the
+			  weights file: gnn/weights.h) */
 };
 
 /*
