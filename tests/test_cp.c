@@ -522,6 +522,44 @@ START_TEST(test_cp_all_gather_formula)
 }
 END_TEST
 
+/*
+ * All-gather KV keeps the whole sequence's K and V on every context rank
+ * while the attention runs, and in the backward also their gradients
+ * until the reduce-scatter (src/sim/README section 3, context
+ * parallelism): temporary memory.  cp 4, 2 samples in one micro-batch:
+ * a rank's K and V are 2/3 of the attention's 3 GB input per sample x
+ * 0.5 samples = 1 GB, gathered 4 GB, with their gradients 8 GB, beside
+ * the attention's output and gradient (2 x 1 GB x 0.5, its out_bytes set
+ * to 1 GB here).  The p2p ring keeps two blocks in flight and stays at
+ * the largest output and its gradient, 1 GB.
+ */
+START_TEST(test_cp_all_gather_memory)
+{
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_report r;
+
+	toy_node(&c, 4);
+	tp_test_attn_model(&m, 2, 0);
+	m.seq_len = 8;
+	m.ops.v[1].out_bytes = 1e9;
+	cp_all_gather = true;
+	run_cp(&m, &c, 4, &r);
+	cp_all_gather = false;
+	for (uint32_t d = 0; d < 4; d++)
+		ck_assert_msg(REL(r.devices[d].memory.temporary, 9e9) < 1e-9,
+			      "%u: %.9g", d, r.devices[d].memory.temporary);
+	tp_report_release(&r);
+	run_cp(&m, &c, 4, &r);
+	for (uint32_t d = 0; d < 4; d++)
+		ck_assert_msg(REL(r.devices[d].memory.temporary, 1e9) < 1e-9,
+			      "%u: %.9g", d, r.devices[d].memory.temporary);
+	tp_report_release(&r);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 /* The memory of a context-parallel shard: activations divided by cp,
  * weights, gradients and optimizer state whole on every rank (they are
  * replicas, reduced like data parallelism). */
@@ -817,6 +855,7 @@ Suite *suite_cp(void)
 	tcase_add_test(tc, test_cp_cli_errors);
 	tcase_add_test(tc, test_cp_ring_attention_formula);
 	tcase_add_test(tc, test_cp_all_gather_formula);
+	tcase_add_test(tc, test_cp_all_gather_memory);
 	tcase_add_test(tc, test_cp_shard_memory);
 	tcase_add_test(tc, test_cp_llama3_405b_fits);
 	tcase_add_test(tc, test_cp_llama3_405b_memory_terms);

@@ -809,6 +809,10 @@ struct lane_sums {
 	/* profiled optimizer steps and the parameter bytes they cover */
 	double opt_meas, params_meas;
 	double act, act_full, maxout, maxw;
+	/* the largest temporary of an attention op under cp_all_gather:
+	 * its output and gradient, the gathered K and V and their
+	 * full-length gradients (cp_gather_temp) */
+	double cp_temp;
 	/* the weight-gradient passes and what they keep (zb-h1) */
 	double w_comp, act_w;
 	/* expert parallelism: routed experts' parameter bytes per device,
@@ -960,6 +964,14 @@ static double kv_share(const struct tp_model *m)
  * their gradients reduce-scattered in the backward:
  *   fc += (cp-1) (lat + kv / rate),   bc += 2 (cp-1) (lat + kv / rate)
  */
+/* The K and V bytes of attention op o a context rank holds per micro-
+ * batch: kv_share of its input for the rank's samples, over tp. */
+static double cp_kv_bytes(const struct tp_sim *sim, const struct lane *ln,
+			  uint32_t o)
+{
+	return kv_share(sim->m) * sim->in_bytes[o] * ln->samples / ln->tp;
+}
+
 static void ring_attention(const struct tp_sim *sim, const struct lane *ln,
 			   uint32_t o, struct op_cost *oc)
 {
@@ -967,7 +979,7 @@ static void ring_attention(const struct tp_sim *sim, const struct lane *ln,
 
 	if (!(ln->cp_rate > 0))
 		return;
-	kv = kv_share(sim->m) * sim->in_bytes[o] * ln->samples / ln->tp;
+	kv = cp_kv_bytes(sim, ln, o);
 	if (sim->o.params.cp_all_gather) {
 		/* all-gather K and V before the attention, exposed (Llama
 		 * 3, arXiv:2407.21783 section 3.3.2); the backward gathers
@@ -982,6 +994,18 @@ static void ring_attention(const struct tp_sim *sim, const struct lane *ln,
 					    oc->fw / n);
 	oc->bc += (n - 1) * fmax(0, ln->cp_lat + 2 * kv / ln->cp_rate -
 					    oc->bw / n);
+}
+
+/* The temporary memory of attention op o (output bytes ob per micro-
+ * batch) under all-gather KV: the gathered K and V of the whole sequence
+ * (cp x the rank's), in the backward also their gradients until the
+ * reduce-scatter, beside its output and gradient; 0 under the p2p ring. */
+static double cp_gather_temp(const struct tp_sim *sim, const struct lane *ln,
+			     uint32_t o, double ob)
+{
+	if (!sim->o.params.cp_all_gather)
+		return 0;
+	return 2 * ob + 2 * ln->cp * cp_kv_bytes(sim, ln, o);
 }
 
 /* FP8 dispatch (DeepSeek-V3, arXiv:2412.19437 section 3.3.2): E4M3
@@ -1128,6 +1152,9 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		ob = op->out_bytes * b * load / div;
 		if (ob > a.maxout)
 			a.maxout = ob;
+		if (ln->cp > 1 && op->kind == TP_OP_ATTENTION)
+			a.cp_temp = fmax(a.cp_temp,
+					 cp_gather_temp(sim, ln, o, ob));
 		if (op->param_bytes > 0) {
 			a.w_comp += oc.bw * TP_SIM_WGRAD_SHARE;
 			a.act_w += saved + ob;
@@ -1165,11 +1192,12 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	ln->work = rc == TP_RECOMPUTE_FULL        ? work_full
 		   : rc == TP_RECOMPUTE_SELECTIVE ? work_sel
 						  : 0;
-	/* the largest op's output and its gradient; under ZeRO-3 also the
+	/* the largest op's output and its gradient (or cp_gather_temp);
+	 * under ZeRO-3 also the
 	 * gathered weights of the largest op and the prefetched next one,
 	 * or, gathered per layer (prefetch_depth d >= 0), the largest
 	 * layer's and d more in flight */
-	ln->temp = 2 * a.maxout;
+	ln->temp = fmax(2 * a.maxout, a.cp_temp);
 	if (zero >= 3 && dp > 1)
 		ln->temp += sim->o.params.prefetch_depth >= 0
 				    ? (1 + sim->o.params.prefetch_depth) *
