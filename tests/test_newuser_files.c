@@ -313,18 +313,29 @@ END_TEST
 
 /* tagplan model hf:DIR/ of a folder without config.json said
  * "DIR//config.json: cannot open: No such file or directory" (exit 3);
- * now the folder's config.json path and what to give (exit 2). */
+ * now the folder and what to give (exit 2).  A folder of configs saved
+ * under their models' names (as HF exports are often kept) said only
+ * "give hf: the folder of a HuggingFace model": now it names its .json
+ * files and the hf: of the first. */
 START_TEST(test_hf_folder_without_config)
 {
 	const char *dir = tp_test_tmpdir();
-	char src[1100];
+	char src[1100], want[1400], cfg[1100];
 	const char *a1[] = {"tagplan", "model", src, "-o", "/dev/null", NULL};
 
 	snprintf(src, sizeof(src), "hf:%s/", dir);
-	expect(a1, 2, "/config.json: the folder has no config.json: give hf: "
-		      "the folder of a HuggingFace model, or the config file "
-		      "itself",
-	       "//config.json");
+	snprintf(want, sizeof(want), "%s: the folder has no config.json: give "
+		 "hf: the folder of a HuggingFace model, or the config file "
+		 "itself", dir);
+	expect(a1, 2, want, "//config.json");
+	snprintf(cfg, sizeof(cfg), "%s/gpt2.json", dir);
+	ck_assert_int_eq(tp_test_write(cfg, "{}", 2), 0);
+	snprintf(cfg, sizeof(cfg), "%s/bert.json", dir);
+	ck_assert_int_eq(tp_test_write(cfg, "{}", 2), 0);
+	snprintf(want, sizeof(want), "%s: the folder has no config.json; it "
+		 "holds bert.json, gpt2.json: give hf: one of them (hf:%s/"
+		 "bert.json) or the folder of a HuggingFace model", dir, dir);
+	expect(a1, 2, want, NULL);
 }
 END_TEST
 

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "build_int.h"
+#include "io_int.h"
 #include "core/strbuf.h"
 #include "io.h"
 #include "json.h"
@@ -790,6 +791,49 @@ enum tp_status tp_build_hf(const char *config_path, int64_t seq,
 	return tp_build_hf_opts(config_path, &ho, m, err);
 }
 
+/* The length of path without its "/config.json". */
+static size_t len_dir(const char *path)
+{
+	return strlen(path) - strlen("/config.json");
+}
+
+/* A folder (path is "DIR/config.json", dir_len long) without
+ * config.json: TP_EUSAGE about the folder, naming what to give: its .json
+ * files when it has some (a folder of configs saved under their model's
+ * name), else a model's folder or its config file. */
+static enum tp_status folder_without_config(const char *path, size_t dir_len,
+					    struct tp_error *err)
+{
+	char dir[4096], names[400], first[128];
+	int n;
+
+	snprintf(dir, sizeof(dir), "%.*s", (int)dir_len, path);
+	n = tp_io_json_names(dir, names, sizeof(names));
+	snprintf(first, sizeof(first), "%.*s", (int)strcspn(names, ","),
+		 names);
+	if (n > 3)
+		tp_error_set(err, TP_EUSAGE,
+			     "the folder has no config.json; it holds %s and "
+			     "%d more .json: give hf: one of them (hf:%s/%s) "
+			     "or the folder of a HuggingFace model",
+			     names, n - 3, dir, first);
+	else if (n > 0)
+		tp_error_set(err, TP_EUSAGE,
+			     "the folder has no config.json; it holds %s: "
+			     "give hf: one of them (hf:%s/%s) or the folder "
+			     "of a HuggingFace model",
+			     names, dir, first);
+	else
+		tp_error_set(err, TP_EUSAGE,
+			     "the folder has no config.json: give hf: the "
+			     "folder of a HuggingFace model, or the config "
+			     "file itself (hf:PATH/NAME.json)");
+	if (err) /* the folder, not the config.json it lacks */
+		err->file[0] = '\0';
+	tp_error_set_file(err, dir);
+	return TP_EUSAGE;
+}
+
 enum tp_status tp_build_hf_opts(const char *config_path,
 				const struct tp_hf_options *ho,
 				struct tp_model *m, struct tp_error *err)
@@ -814,11 +858,7 @@ enum tp_status tp_build_hf_opts(const char *config_path,
 	}
 	st = tp_file_read(config_path, 0, &text, &len, err);
 	if (st == TP_EIO && path)
-		/* a folder without config.json: say so, and what to give */
-		tp_error_set(err, TP_EUSAGE,
-			     "the folder has no config.json: give hf: the "
-			     "folder of a HuggingFace model, or the config "
-			     "file itself (hf:PATH/NAME.json)");
+		st = folder_without_config(path, len_dir(path), err);
 	if (!st)
 		st = build_text(config_path, text, len, ho, m, err);
 	free(text);

@@ -196,28 +196,35 @@ static int json_entry(const struct dirent *e)
 	       strcmp(e->d_name + n - 5, ".json") == 0;
 }
 
-/* An input that is a directory: a usage error (exit 2, as an output that
- * is one) naming the first of its JSON files to give instead. */
-static enum tp_status dir_input(struct tp_error *err, const char *path)
+int tp_io_json_names(const char *dir, char *names, size_t size)
 {
 	struct dirent **e = NULL;
-	int n = scandir(path, &e, json_entry, alphasort);
-	char names[400] = "";
+	int n = scandir(dir, &e, json_entry, alphasort);
 	size_t used = 0;
-	int shown = 0;
 
+	if (size)
+		names[0] = '\0';
 	for (int i = 0; i < n; i++) {
-		if (shown < 3 && used < sizeof(names)) {
-			int w = snprintf(names + used, sizeof(names) - used,
-					 "%s%.80s", shown ? ", " : "",
-					 e[i]->d_name);
+		if (i < 3 && used < size) {
+			int w = snprintf(names + used, size - used, "%s%.80s",
+					 i ? ", " : "", e[i]->d_name);
 			if (w > 0)
 				used += (size_t)w;
-			shown++;
 		}
 		free(e[i]);
 	}
 	free(e);
+	return n > 0 ? n : 0;
+}
+
+/* An input that is a directory: a usage error (exit 2, as an output that
+ * is one) naming the first of its JSON files to give instead. */
+static enum tp_status dir_input(struct tp_error *err, const char *path)
+{
+	char names[400];
+	int n = tp_io_json_names(path, names, sizeof(names));
+	int shown = n < 3 ? n : 3;
+
 	if (n > shown)
 		tp_error_set(err, TP_EUSAGE,
 			     "is a directory, not a file: give one of its "

@@ -32,6 +32,11 @@ enum tp_status tp_io_model_unknown_op(struct tp_jctx *j, const char *key,
 				      const struct tp_model *m,
 				      const char *name);
 
+/* The .json files of the folder dir (not hidden ones, sorted), the first
+ * three as "a.json, b.json, c.json" in names; returns how many there are
+ * (0 when none, or dir cannot be read). */
+int tp_io_json_names(const char *dir, char *names, size_t size);
+
 /* Append to sb up to max names from names[0..n) that are close to s:
  * same normalised prefix, or a small edit distance.  Returns how many. */
 int tp_io_suggest(const char *s, const char *const *names, size_t n, int max,
