@@ -1475,6 +1475,83 @@ START_TEST(test_explain_cp)
 }
 END_TEST
 
+/* A fake evaluator for a plan of per-stage groups: a group fits when its
+ * recomputation is full; the plan fits when every group does. */
+static enum tp_status stage_eval(void *ctx, const struct tp_plan *v,
+				 struct tp_report *out, struct tp_error *err)
+{
+	(void)ctx;
+	if (tp_report_alloc(out, 8, err) != TP_OK)
+		return TP_ENOMEM;
+	out->feasible = true;
+	out->iteration_time_s = 1.3;
+	for (size_t g = 0; g < v->groups.n; g++) {
+		const uint32_t *devs = tp_plan_group_devs(v, (uint32_t)g);
+		bool full = v->groups.v[g].recompute == TP_RECOMPUTE_FULL;
+		for (uint32_t i = 0; i < v->groups.v[g].n_devices; i++) {
+			out->devices[devs[i]].capacity_bytes = 80e9;
+			out->devices[devs[i]].peak_memory_bytes =
+				full ? 70e9 : 85e9;
+		}
+		if (!full) {
+			out->feasible = false;
+			out->worst_device = devs[0];
+			out->over_bytes = 5e9;
+		}
+	}
+	return TP_OK;
+}
+
+/* Two pipeline stages, both over their capacity: the recomputation
+ * candidate is tried on every group that does not fit, not on the worst
+ * device's alone (which left the other stage over: "still 5 GB over on
+ * node0/gpu0" for a change that fits when the plan makes it). */
+START_TEST(test_explain_recompute_stages)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_strbuf sb;
+	struct tp_error err;
+	char *text;
+
+	make_model(&m, 4);
+	make_cluster(&c, 2, 4);
+	make_3d_plan(&p, &m, 2, 4, 1);
+	p.zero = 3;
+	fill_report(&r, 8, 1.0);
+	r.feasible = false;
+	r.worst_device = 5;
+	r.over_bytes = 5e9;
+	for (uint32_t d = 0; d < 8; d++) {
+		r.devices[d].peak_memory_bytes = 85e9;
+		r.devices[d].memory.weights = 5e9;
+		r.devices[d].memory.activations = 75e9;
+		r.devices[d].memory.reserved = 5e9;
+	}
+	tp_strbuf_init(&sb);
+	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r, stage_eval, NULL,
+					   &sb, &err),
+			 TP_OK);
+	text = squash(sb.buf);
+	ck_assert_msg(strstr(text, "full recomputation (keep only layer "
+				   "inputs)") &&
+			      strstr(text, "simulated: fits, iteration 1.3 s"),
+		      "%s", sb.buf);
+	ck_assert_msg(strstr(text, "smallest change that fits: full "
+				   "recomputation"),
+		      "%s", sb.buf);
+	ck_assert_msg(!strstr(text, "still 5 GB over on node0"), "%s", sb.buf);
+	free(text);
+	tp_strbuf_release(&sb);
+	tp_report_release(&r);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 /* ---- commands: render, check, export ---- */
 
 /* A plan for the 16 GPUs of tests/data/render/dgx2.json: all ops of a
@@ -2110,6 +2187,7 @@ Suite *suite_render(void)
 	tcase_add_test(t, test_table_memory_near_full);
 	tcase_add_test(t, test_explain);
 	tcase_add_test(t, test_explain_cp);
+	tcase_add_test(t, test_explain_recompute_stages);
 	tcase_add_test(t, test_wrap_list_items);
 	suite_add_tcase(s, t);
 	t = tcase_create("export");

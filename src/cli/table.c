@@ -635,13 +635,25 @@ static void recompute_fractions(const struct tp_plan *p,
 	*full = saved > 0 ? fmax(0, 1 - keep / saved) : 0;
 }
 
-static void apply_recompute(struct tp_plan *v, uint32_t dev,
-			    enum tp_recompute rc)
+/* Whether device d is over its capacity in r (the worst device w is). */
+static bool over_capacity(const struct tp_report *r, uint32_t w, uint32_t d)
+{
+	return d == w ||
+	       (d < r->n_devices && r->devices[d].peak_memory_bytes >
+					    r->devices[d].capacity_bytes);
+}
+
+/* Recomputation rc on every group with a device over its capacity in r
+ * (the worst device w's and, with per-stage groups, the other stages
+ * that do not fit either); groups that fit keep theirs. */
+static void apply_recompute(struct tp_plan *v, const struct tp_report *r,
+			    uint32_t w, enum tp_recompute rc)
 {
 	for (size_t g = 0; g < v->groups.n; g++) {
 		const uint32_t *devs = tp_plan_group_devs(v, (uint32_t)g);
 		for (uint32_t i = 0; i < v->groups.v[g].n_devices; i++)
-			if (devs[i] == dev && v->groups.v[g].recompute < rc) {
+			if (over_capacity(r, w, devs[i]) &&
+			    v->groups.v[g].recompute < rc) {
 				v->groups.v[g].recompute = rc;
 				break;
 			}
@@ -665,6 +677,7 @@ struct explain {
 	const struct tp_plan *p;
 	const struct tp_cluster *c;
 	uint32_t w; /* the worst device */
+	const struct tp_report *r;
 	const struct tp_report_device *rd;
 	const struct tp_memory_breakdown *bd;
 	double terms[6], total, over;
@@ -834,7 +847,8 @@ static void list_candidates(struct explain *E, const struct tp_model *m)
 }
 
 /* The variant of the plan that candidate k describes. */
-static void apply_candidate(struct tp_plan *v, int k, uint32_t w)
+static void apply_candidate(struct tp_plan *v, int k,
+			    const struct tp_report *r, uint32_t w)
 {
 	switch (k) {
 	case CAND_ZERO1:
@@ -847,10 +861,10 @@ static void apply_candidate(struct tp_plan *v, int k, uint32_t w)
 		v->zero = 3;
 		break;
 	case CAND_SELECTIVE:
-		apply_recompute(v, w, TP_RECOMPUTE_SELECTIVE);
+		apply_recompute(v, r, w, TP_RECOMPUTE_SELECTIVE);
 		break;
 	case CAND_FULL:
-		apply_recompute(v, w, TP_RECOMPUTE_FULL);
+		apply_recompute(v, r, w, TP_RECOMPUTE_FULL);
 		break;
 	case CAND_MICRO:
 		v->micro_batches *= 2;
@@ -879,7 +893,7 @@ static void simulate_candidates(struct explain *E, tp_explain_eval_fn eval,
 			tp_plan_release(&v);
 			continue;
 		}
-		apply_candidate(&v, k, E->w);
+		apply_candidate(&v, k, E->r, E->w);
 		if (eval(eval_ctx, &v, &vr, &verr) == TP_OK) {
 			ck->simulated = true;
 			ck->fits = vr.feasible;
@@ -1014,6 +1028,7 @@ static enum tp_status explain_raw(const struct tp_plan *p,
 	E.p = p;
 	E.c = c;
 	E.w = w;
+	E.r = r;
 	E.rd = &r->devices[w];
 	E.bd = &E.rd->memory;
 	E.dpw = 1;
