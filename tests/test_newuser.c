@@ -982,6 +982,27 @@ START_TEST(test_other_commands_options)
 }
 END_TEST
 
+/* check --max-regression 5% (a share, "0.05 = 5%" in its help; check
+ * --margin takes "10%") said only 'expects a number from 0 to 1e+06, not
+ * "5%"'; now the fraction meant, as --min-mfu 40% already did.  An
+ * option that is no share keeps no hint. */
+START_TEST(test_percent_for_fraction)
+{
+	const char *a1[] = {"tagplan", "check", "-p", "plan.json",
+			    "--baseline-plan", "old.json", "--max-regression",
+			    "5%", NULL};
+	const char *a2[] = {"tagplan", "check", "-p", "plan.json",
+			    "--min-mfu", "40%", NULL};
+	const char *a3[] = {"tagplan", "plan", "--time-limit", "5%", NULL};
+
+	expect(a1, 2, "--max-regression expects a number from 0 to 1e+06, "
+		      "not \"5%\" (a fraction: 0.05 for 5%)",
+	       NULL);
+	expect(a2, 2, "(a fraction: 0.4 for 40%)", NULL);
+	expect(a3, 2, "not \"5%\"", "fraction");
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1019,6 +1040,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_plan_choice_slips);
 	tcase_add_test(tc, test_topo_count_words);
 	tcase_add_test(tc, test_other_commands_options);
+	tcase_add_test(tc, test_percent_for_fraction);
 	tcase_add_test(tc, test_choice_slips_everywhere);
 	suite_add_tcase(s, tc);
 	return s;

@@ -482,12 +482,19 @@ static int set_value(const char *cmd, struct tp_opt *o, const char *val)
 		if (errno || end == val || *end || !isfinite(v) ||
 		    (o->min != o->max && (v < o->min || v > o->max))) {
 			/* a fraction given as a percentage ("40%", "40"):
-			 * name the fraction meant */
+			 * name the fraction meant; also of a share that may
+			 * exceed 1, whose help says so ("--max-regression
+			 * 5%": 0.05 = 5%) */
 			bool pct = end != val && isfinite(v) && v > 0 &&
 				   v <= 100 && (!*end || !strcmp(end, "%"));
+			bool share = o->min == 0 &&
+				     (o->max == 1 ||
+				      (*end && o->help &&
+				       strstr(o->help, " = ") &&
+				       strchr(o->help, '%')));
 
 			number_hint(cmd, o, val, end, hint, sizeof(hint));
-			if (o->min == 0 && o->max == 1 && pct && (*end || v > 1))
+			if (share && pct && (*end || v > 1))
 				snprintf(hint, sizeof(hint),
 					 " (a fraction: %g for %g%%)", v / 100,
 					 v);
