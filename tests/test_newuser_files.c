@@ -183,6 +183,48 @@ START_TEST(test_own_outputs_given_back)
 }
 END_TEST
 
+/* export --to deepspeed -o ds.json wrote ds.json and a launch note
+ * with "--deepspeed_config ds_config.json", a file that is not there;
+ * now the launch line names the file -o wrote (one shell word), and
+ * ds_config.json only when the config goes to stdout. */
+START_TEST(test_deepspeed_launch_names_config)
+{
+	const char *dir = tp_test_tmpdir();
+	char ds[1100], spaced[1100], want[1300];
+	const char *a1[] = {"tagplan", "export", "-s", "tp=2,pp=2", "-m",
+			    tp_data_file("models/gpt2.json"), "-t",
+			    tp_data_file("topologies/dgx-a100.json"), "--to",
+			    "deepspeed", "-o", ds, NULL};
+	const char *a2[] = {"tagplan", "export", "-s", "tp=2,pp=2", "-m",
+			    tp_data_file("models/gpt2.json"), "-t",
+			    tp_data_file("topologies/dgx-a100.json"), "--to",
+			    "deepspeed", "-o", spaced, NULL};
+	const char *a3[] = {"tagplan", "export", "-s", "tp=2,pp=2", "-m",
+			    tp_data_file("models/gpt2.json"), "-t",
+			    tp_data_file("topologies/dgx-a100.json"), "--to",
+			    "deepspeed", NULL};
+	struct tp_run r;
+
+	snprintf(ds, sizeof(ds), "%s/ds.json", dir);
+	snprintf(spaced, sizeof(spaced), "%s/my ds.json", dir);
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	snprintf(want, sizeof(want), "--deepspeed_config %s\n", ds);
+	ck_assert_msg(strstr(r.err, want), "want \"%s\" in: %s", want, r.err);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, a2, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	snprintf(want, sizeof(want), "--deepspeed_config '%s'\n", spaced);
+	ck_assert_msg(strstr(r.err, want), "want \"%s\" in: %s", want, r.err);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, a3, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_msg(strstr(r.err, "--deepspeed_config ds_config.json\n"),
+		      "%s", r.err);
+	tp_run_free(&r);
+}
+END_TEST
+
 /* validate - - (or -t - with a plan from -) read standard input twice:
  * the first file validated, the second "-:1:1: empty input" (exit 2
  * after printing an ok); now a usage error before reading, as simulate
@@ -1134,6 +1176,7 @@ Suite *suite_newuser_files(void)
 	tcase_add_test(tc, test_two_outputs_one_stream);
 	tcase_add_test(tc, test_runtime_profile_files);
 	tcase_add_test(tc, test_own_outputs_given_back);
+	tcase_add_test(tc, test_deepspeed_launch_names_config);
 	tcase_add_test(tc, test_stdin_once);
 	tcase_add_test(tc, test_source_given_as_file);
 	tcase_add_test(tc, test_recorded_shipped_elsewhere);

@@ -293,8 +293,11 @@ int cmd_export(int argc, char **argv)
 				in.plan.groups.v[g].n_devices,
 				in.plan.groups.v[g].tp);
 	if (tp_export_analyze(&in.plan, &in.model, &in.cluster, &rt, &spec,
-			      &err) != TP_OK ||
-	    tp_export_write(&spec, (enum tp_export_target)target, script,
+			      &err) != TP_OK)
+		goto refuse;
+	/* the launch line names the config file -o writes */
+	spec.config_path = strcmp(out, "-") ? out : NULL;
+	if (tp_export_write(&spec, (enum tp_export_target)target, script,
 			    &text, &warn, &err) != TP_OK)
 		goto refuse;
 	if (tp_file_write_atomic(out, tp_strbuf_cstr(&text), text.len, &err) !=

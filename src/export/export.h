@@ -111,6 +111,10 @@ struct tp_export_spec {
 	const char *model_name;
 	int64_t seq_len;
 	double grad_bucket_bytes; /* the plan's; 0 = the simulator's default */
+	const char *config_path;  /* where the caller writes the DeepSpeed
+				     config, for the launch line (borrowed;
+				     set after tp_export_analyze); NULL:
+				     ds_config.json */
 };
 
 /* Extract the uniform strategy of p for runtime rt, or say

@@ -25,6 +25,28 @@
 #include "core/jsonw.h"
 #include "export_int.h"
 
+/* path as one shell word: as it is when it holds only letters, digits
+ * and ._/+-=:,@%, else in single quotes ("my config.json": 'my
+ * config.json'). */
+static void shell_word(struct tp_strbuf *sb, const char *path)
+{
+	static const char plain[] = "abcdefghijklmnopqrstuvwxyz"
+				    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				    "0123456789._/+-=:,@%";
+
+	if (*path && strspn(path, plain) == strlen(path)) {
+		tp_strbuf_adds(sb, path);
+		return;
+	}
+	tp_strbuf_addc(sb, '\'');
+	for (const char *c = path; *c; c++)
+		if (*c == '\'')
+			tp_strbuf_adds(sb, "'\\''");
+		else
+			tp_strbuf_addc(sb, *c);
+	tp_strbuf_addc(sb, '\'');
+}
+
 enum tp_status tp_export_write_deepspeed(const struct tp_export_spec *s,
 					 struct tp_strbuf *out,
 					 struct tp_strbuf *notes,
@@ -87,11 +109,13 @@ enum tp_status tp_export_write_deepspeed(const struct tp_export_spec *s,
 		tp_export_megatron_args(s, MEGATRON_DEEPSPEED, " ", &a, notes);
 		if (a.len && a.buf[a.len - 1] == ' ')
 			a.buf[--a.len] = '\0';
-		tp_strbuf_addf(
-		    notes,
-		    "launch: deepspeed pretrain_gpt.py %s --deepspeed "
-		    "--deepspeed_config ds_config.json\n",
-		    tp_strbuf_cstr(&a));
+		tp_strbuf_addf(notes,
+			       "launch: deepspeed pretrain_gpt.py %s --deepspeed "
+			       "--deepspeed_config ",
+			       tp_strbuf_cstr(&a));
+		shell_word(notes, s->config_path ? s->config_path
+						 : "ds_config.json");
+		tp_strbuf_addc(notes, '\n');
 		tp_strbuf_release(&a);
 	}
 	tp_export_note_common(s, notes);
