@@ -1003,6 +1003,24 @@ START_TEST(test_percent_for_fraction)
 }
 END_TEST
 
+/* plan --time-limit 0 (alone) said "--time-limit 0 and --playouts 0:
+ * the search needs one limit" of a --playouts never given (--time-limit
+ * alone takes the playout limit away); now it says so and what to give. */
+START_TEST(test_plan_time_limit_zero)
+{
+	const char *a1[] = {"tagplan", "plan", "--time-limit", "0", NULL};
+	const char *a2[] = {"tagplan", "plan", "--time-limit", "0",
+			    "--playouts", "0", NULL};
+
+	expect(a1, 2, "--time-limit 0 is no time limit, and there is no "
+		      "playout limit (--playouts 0, or --time-limit given "
+		      "without --playouts): the search needs one; give "
+		      "--playouts N, or --time-limit S above 0",
+	       NULL);
+	expect(a2, 2, "give --playouts N, or --time-limit S above 0", NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1041,6 +1059,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_topo_count_words);
 	tcase_add_test(tc, test_other_commands_options);
 	tcase_add_test(tc, test_percent_for_fraction);
+	tcase_add_test(tc, test_plan_time_limit_zero);
 	tcase_add_test(tc, test_choice_slips_everywhere);
 	suite_add_tcase(s, tc);
 	return s;

@@ -707,9 +707,14 @@ static int check_args(struct plan_args *a)
 					  "--weights and --no-gnn contradict "
 					  "each other; give one");
 	if (!a->time_limit && !a->playouts)
+		/* --time-limit alone takes the playout limit away */
 		return tp_cli_usage_error("plan",
-					  "--time-limit 0 and --playouts 0: "
-					  "the search needs one limit");
+					  "--time-limit 0 is no time limit, and "
+					  "there is no playout limit (--playouts "
+					  "0, or --time-limit given without "
+					  "--playouts): the search needs one; "
+					  "give --playouts N, or --time-limit "
+					  "S above 0");
 	if ((a->model_path != NULL) != (a->topo_path != NULL))
 		return tp_cli_usage_error(
 			"plan", "%s is missing: give both -m MODEL and -t TOPO, "
@@ -1382,7 +1387,9 @@ int cmd_plan(int argc, char **argv)
 		 "and says what the runtime costs)",
 		 0, 0, false},
 		{"quiet", 'q', TP_OPT_FLAG, &a->quiet, NULL,
-		 "no human summary on stderr", 0, 0, false},
+		 "no progress line or summary on stderr (warnings and errors "
+		 "still print)",
+		 0, 0, false},
 		{"no-timing", 0, TP_OPT_FLAG, &a->no_timing, NULL,
 		 "leave the wall-clock figures (summary.search.timing) out of "
 		 "the plan, so that runs with --threads 1 and a playout limit "

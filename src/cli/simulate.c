@@ -198,8 +198,8 @@ static int parse_args(struct sim_args *a, int argc, char **argv, int *code)
 		 0, 0, false},
 		{"strict", 0, TP_OPT_FLAG, &a->strict, NULL,
 		 "unknown fields in the input files are errors", 0, 0, false},
-		{"quiet", 'q', TP_OPT_FLAG, &a->quiet, NULL,
-		 "no summary on stderr", 0, 0, false},
+		{"quiet", 'q', TP_OPT_FLAG, &a->quiet, NULL, TP_CLI_QUIET_HELP,
+		 0, 0, false},
 		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
 
 	memset(a, 0, sizeof(*a));
