@@ -574,8 +574,9 @@ enum cand_kind {
 
 struct cand {
 	bool applicable;
-	double saves; /* estimated bytes on the worst device */
-	bool simulated, fits;
+	double saves; /* bytes saved on the worst device: estimated, or
+			 simulated when saves_simulated */
+	bool simulated, fits, saves_simulated;
 	double iter_s, worst_over;
 	uint32_t worst_dev; /* where a simulated variant is still over */
 	char what[160];
@@ -898,6 +899,15 @@ static void simulate_candidates(struct explain *E, tp_explain_eval_fn eval,
 			ck->simulated = true;
 			ck->fits = vr.feasible;
 			ck->iter_s = vr.iteration_time_s;
+			/* the saving as the simulator prices it under the
+			   plan's runtime (fused attention keeps no
+			   quadratic activations for recomputation to
+			   drop), on the same device as the estimate */
+			if (vr.devices && E->w < vr.n_devices) {
+				ck->saves = E->rd->peak_memory_bytes -
+					    vr.devices[E->w].peak_memory_bytes;
+				ck->saves_simulated = true;
+			}
 			/* where the variant is still over: its own worst
 			   device (maybe another one) */
 			ck->worst_dev = E->w;
@@ -970,28 +980,47 @@ static void print_candidates(const struct explain *E, int best,
 				    "combine some of these:\n");
 	}
 	for (int k = 0; k < CAND_COUNT; k++) {
+		bool elsewhere = cand[k].simulated && !cand[k].fits &&
+				 cand[k].worst_dev != E->w &&
+				 cand[k].worst_dev < c->devices.n;
+
 		if (!cand[k].applicable)
 			continue;
 		si_nb(a, sizeof(a), cand[k].saves, "B");
-		tp_strbuf_addf(out, "    %-s: saves about %s", cand[k].what, a);
+		/* a simulated saving replaces the estimate: two figures
+		   that disagree (the estimate cannot know the runtime's
+		   fused attention) only mislead */
+		if (cand[k].saves_simulated)
+			tp_strbuf_addf(out, "    %-s: simulated:", cand[k].what);
+		else
+			tp_strbuf_addf(out, "    %-s: saves about %s%s",
+				       cand[k].what, a,
+				       cand[k].simulated ? "; simulated:" : "");
 		if (cand[k].simulated) {
 			si_nb(b, sizeof(b), cand[k].iter_s, "s");
 			if (cand[k].fits)
-				tp_strbuf_addf(out, "; simulated: fits, "
-						    "iteration %s",
-					       b);
+				tp_strbuf_addf(out, " fits, iteration %s", b);
 			else {
 				si_nb(cc, sizeof(cc), cand[k].worst_over, "B");
-				tp_strbuf_addf(out, "; simulated: still %s "
-						    "over",
-					       cc);
-				if (cand[k].worst_dev != E->w &&
-				    cand[k].worst_dev < c->devices.n)
+				tp_strbuf_addf(out, " still %s over", cc);
+				if (elsewhere)
 					tp_strbuf_addf(
 						out, " on %s",
 						c->devices.v[cand[k].worst_dev]
 							.name);
 			}
+			if (cand[k].saves_simulated && cand[k].saves > 0)
+				tp_strbuf_addf(out, ", saves %s%s%s", a,
+					       elsewhere ? " on " : "",
+					       elsewhere
+						       ? c->devices.v[E->w].name
+						       : "");
+			else if (cand[k].saves_simulated)
+				tp_strbuf_addf(out, ", saves nothing%s%s",
+					       elsewhere ? " on " : "",
+					       elsewhere
+						       ? c->devices.v[E->w].name
+						       : "");
 		} else {
 			tp_strbuf_adds(out, cand[k].saves >= E->over
 						    ? " (enough)"

@@ -12,10 +12,13 @@
  * The explanation reads the report's worst_device, over_bytes, memory
  * breakdown and reason (filled by the simulator).  Each candidate change
  * (a ZeRO stage, recomputation, a smaller micro-batch, more devices) gets
- * an estimate of the memory it saves from the breakdown; when the caller
- * gives an evaluator (e.g. the simulator), every candidate that can be
- * written as a plan is re-simulated and marked as fitting or not, with
- * its iteration time, and the recommendation is the fastest that fits.
+ * an estimate of the memory it saves from the breakdown (from the model's
+ * saved bytes: it does not know the runtime's fused attention); when the
+ * caller gives an evaluator (e.g. the simulator), every candidate that
+ * can be written as a plan is re-simulated and marked as fitting or not,
+ * with its iteration time and, in place of the estimate, the memory the
+ * simulation saves on the worst device; the recommendation is the
+ * fastest that fits.
  */
 #ifndef TP_CLI_TABLE_H
 #define TP_CLI_TABLE_H
