@@ -1960,7 +1960,20 @@ START_TEST(test_cmd_check_near_full)
 	tp_run_tagplan(&r, chk, NULL);
 	ck_assert_msg(r.status == 0, "%s", r.err);
 	ck_assert_msg(strstr(r.err, " at 99.8% ("), "%s", r.err);
+	ck_assert_msg(strstr(r.err, "check: ok: fits; "), "%s", r.err);
 	tp_run_free(&r);
+	/* failed through the margin alone: "failed: fits" read as a
+	   contradiction */
+	{
+		const char *m1[] = {"tagplan", "check", "-m", SMALL, "-t",
+				    topo, "-p", plan, "--margin", "1%", NULL};
+		tp_run_tagplan(&r, m1, NULL);
+		ck_assert_msg(r.status == 1, "%s", r.err);
+		ck_assert_msg(strstr(r.err, "check: failed: fits as simulated, "
+					    "not with the margin; "),
+			      "%s", r.err);
+		tp_run_free(&r);
+	}
 }
 END_TEST
 

@@ -280,6 +280,20 @@ static int check_limits(struct check_run *C)
 	return 0;
 }
 
+/* A plan that fits as simulated failed the memory check through
+ * --margin alone (its "fits" would read as a contradiction). */
+static bool memory_by_margin(const struct check_run *C)
+{
+	if (!C->r.feasible || C->margin <= 0)
+		return false;
+	if (C->vd.more_memory)
+		return true;
+	for (size_t i = 0; i < C->vd.n; i++)
+		if (!strcmp(C->vd.v[i].check, "memory"))
+			return true;
+	return false;
+}
+
 /* The human report on stderr: the violations, then why the plan does not
  * fit (re-simulated, into C->text for --json too) or the headline.
  * -1 with C->err set on failure. */
@@ -318,9 +332,11 @@ static int print_verdict(struct check_run *C)
 	   "B");
 	tp_cli_mem_percent(b, sizeof(b), 100 * C->worst_frac);
 	fprintf(stderr,
-		"tagplan check: %s: fits; iteration %s, MFU %.1f%%, "
+		"tagplan check: %s: fits%s; iteration %s, MFU %.1f%%, "
 		"fullest device %s at %s (%s)\n",
-		vd->n ? "failed" : "ok", a, 100 * r->mfu,
+		vd->n ? "failed" : "ok",
+		memory_by_margin(C) ? " as simulated, not with the margin" : "",
+		a, 100 * r->mfu,
 		C->worst_frac_dev < c->devices.n
 			? c->devices.v[C->worst_frac_dev].name
 			: "-",
