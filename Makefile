@@ -194,11 +194,29 @@ DATA_TOPO = dgx-a100 dgx-h100 hgx-h200 dgx1-v100 v100-nvlink p100-pcie \
 # under no runtime; the network trained with one game in three under a
 # runtime (train's default) lost on bench_gnn's equal-time table
 # (src/gnn/README, Training), so the shipped one is not that network.
+#
+# WEIGHTS_BLAS_CORE: the OpenBLAS kernel set training runs on
+# (OPENBLAS_CORETYPE).  OpenBLAS picks its kernels by CPU, sgemm rounds
+# differently under each, and self-play follows the network's priors, so
+# the file reproduces only under the kernel set it was trained on (train
+# prints it and records it in the file).  Haswell's (AVX2 and FMA) run on
+# every x86-64 CPU with them: Intel since 2013, AMD since Zen.  OpenBLAS
+# 0.3.21 does not check that the CPU can run a forced set (SkylakeX's on
+# a CPU without AVX-512 dies of an illegal instruction), and a name it
+# does not know (a typo) makes it fall back, silently, to the newest set
+# the CPU's features allow (Cooperlake's on an AVX-512 CPU with BF16):
+# read the kernel set train prints.  `make weights WEIGHTS_BLAS_CORE=`
+# leaves the choice to OpenBLAS (and OPENBLAS_CORETYPE, if set).
+# OpenBLAS runs single-threaded in tagplan (main), so no thread count to
+# pin.
 WEIGHTS_GAMES = 240
+WEIGHTS_BLAS_CORE = Haswell
 WEIGHTS_ARGS = --epochs 3 --playouts 8 --threads 2 --seed 1 \
 	       --grad-bucket-mb 80 --large-devices 256 --runtime-every 0
 # $(call train_weights,GAMES,CHECKPOINT,OUTPUT)
-train_weights = TAGPLAN_DATA=$(abspath data) $(abspath $(BIN)) train \
+train_weights = TAGPLAN_DATA=$(abspath data) \
+	$(if $(WEIGHTS_BLAS_CORE),OPENBLAS_CORETYPE=$(WEIGHTS_BLAS_CORE)) \
+	$(abspath $(BIN)) train \
 	--games $(1) $(WEIGHTS_ARGS) --checkpoint $(2) \
 	$(if $(WEIGHTS_RESUME),$(if $(wildcard $(2)),--resume $(2))) -o $(3)
 weights: $(BIN)
