@@ -1021,6 +1021,23 @@ START_TEST(test_plan_time_limit_zero)
 }
 END_TEST
 
+/* An option before the command ("tagplan -q topo dgx-a100:1", the flag
+ * where some tools take global ones) said "the command comes first:
+ * tagplan COMMAND [OPTIONS], e.g. tagplan plan -m MODEL -t TOPO"; now the
+ * command line meant, when one of the words is a command. */
+START_TEST(test_option_before_command)
+{
+	const char *a1[] = {"tagplan", "-q", "topo", "dgx-a100:1", NULL};
+	const char *a2[] = {"tagplan", "-m", "gpt2", NULL};
+
+	expect(a1, 2, "\"-q\" is an option, and the command comes first: "
+		      "tagplan topo -q dgx-a100:1\n",
+	       NULL);
+	expect(a2, 2, "the command comes first: tagplan COMMAND [OPTIONS]",
+	       NULL);
+}
+END_TEST
+
 Suite *suite_newuser(void)
 {
 	Suite *s = suite_create("newuser");
@@ -1060,6 +1077,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_other_commands_options);
 	tcase_add_test(tc, test_percent_for_fraction);
 	tcase_add_test(tc, test_plan_time_limit_zero);
+	tcase_add_test(tc, test_option_before_command);
 	tcase_add_test(tc, test_choice_slips_everywhere);
 	suite_add_tcase(s, tc);
 	return s;

@@ -82,11 +82,41 @@ static const char *near_command(const char *name)
 	return tp_cli_near_name(name, names, n);
 }
 
+/* The command named name, or NULL. */
+static const struct tp_command *find_command(const char *name)
+{
+	for (const struct tp_command *c = tp_commands; c->name; c++)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	return NULL;
+}
+
+/* The command line with its command word moved first ("tagplan -q topo
+ * x": "tagplan topo -q x") into buf; false when no argument is a
+ * command or it does not fit. */
+static bool command_first(int argc, char **argv, char *buf, size_t size)
+{
+	int k = 2, n;
+
+	while (k < argc && !find_command(argv[k]))
+		k++;
+	if (k >= argc)
+		return false;
+	n = snprintf(buf, size, "tagplan %s", argv[k]);
+	for (int i = 1; i < argc && n > 0 && (size_t)n < size; i++)
+		if (i != k)
+			n += snprintf(buf + n, size - (size_t)n, " %s",
+				      argv[i]);
+	return n > 0 && (size_t)n < size;
+}
+
 /* An unknown first word: an option before any command ("tagplan -m
- * x.json" forgot the command; "--versoin"), else the command meant. */
-static int no_command(const char *name)
+ * x.json" forgot the command, "tagplan -q plan" put it second: the
+ * command line meant; "--versoin"), else the command meant. */
+static int no_command(const char *name, int argc, char **argv)
 {
 	const char *near;
+	char fix[512];
 
 	if (name[0] == '-' && name[1]) {
 		const char *o = name + (name[1] == '-' ? 2 : 1);
@@ -100,6 +130,11 @@ static int no_command(const char *name)
 				"tagplan: unknown option \"%s\" (did you mean "
 				"--version?)\n",
 				name);
+		else if (argc && command_first(argc, argv, fix, sizeof(fix)))
+			fprintf(stderr,
+				"tagplan: \"%s\" is an option, and the "
+				"command comes first: %s\n",
+				name, fix);
 		else
 			fprintf(stderr,
 				"tagplan: \"%s\" is an option, and the "
@@ -173,14 +208,14 @@ int tp_cli_dispatch(int argc, char **argv)
 				return c->fn(2, hargv);
 			}
 		}
-		return no_command(argv[2]);
+		return no_command(argv[2], 0, NULL);
 	}
 	for (const struct tp_command *c = tp_commands; c->name; c++)
 		if (strcmp(c->name, name) == 0) {
 			check_data_env();
 			return c->fn(argc - 1, argv + 1);
 		}
-	return no_command(name);
+	return no_command(name, argc, argv);
 }
 
 int main(int argc, char **argv)
