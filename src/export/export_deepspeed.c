@@ -25,28 +25,6 @@
 #include "core/jsonw.h"
 #include "export_int.h"
 
-/* path as one shell word: as it is when it holds only letters, digits
- * and ._/+-=:,@%, else in single quotes ("my config.json": 'my
- * config.json'). */
-static void shell_word(struct tp_strbuf *sb, const char *path)
-{
-	static const char plain[] = "abcdefghijklmnopqrstuvwxyz"
-				    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				    "0123456789._/+-=:,@%";
-
-	if (*path && strspn(path, plain) == strlen(path)) {
-		tp_strbuf_adds(sb, path);
-		return;
-	}
-	tp_strbuf_addc(sb, '\'');
-	for (const char *c = path; *c; c++)
-		if (*c == '\'')
-			tp_strbuf_adds(sb, "'\\''");
-		else
-			tp_strbuf_addc(sb, *c);
-	tp_strbuf_addc(sb, '\'');
-}
-
 enum tp_status tp_export_write_deepspeed(const struct tp_export_spec *s,
 					 struct tp_strbuf *out,
 					 struct tp_strbuf *notes,
@@ -113,8 +91,9 @@ enum tp_status tp_export_write_deepspeed(const struct tp_export_spec *s,
 			       "launch: deepspeed pretrain_gpt.py %s --deepspeed "
 			       "--deepspeed_config ",
 			       tp_strbuf_cstr(&a));
-		shell_word(notes, s->config_path ? s->config_path
-						 : "ds_config.json");
+		tp_export_shell_word(notes, s->config_path
+							    ? s->config_path
+							    : "ds_config.json");
 		tp_strbuf_addc(notes, '\n');
 		tp_strbuf_release(&a);
 	}

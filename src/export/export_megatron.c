@@ -396,30 +396,6 @@ static enum tp_status write_megatron(const struct tp_export_spec *s,
 	return TP_OK;
 }
 
-/* word as one shell word: as it is when it holds only characters the
- * shell takes literally, else in single quotes (a ' as '\'') - a
- * --script path with a space ran as two words, one with ';' as two
- * commands. */
-static void shell_word(struct tp_strbuf *out, const char *word)
-{
-	bool plain = *word != '\0';
-
-	for (const char *p = word; *p && plain; p++)
-		plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-			(*p >= '0' && *p <= '9') || strchr("_./+-=:,@%", *p);
-	if (plain) {
-		tp_strbuf_adds(out, word);
-		return;
-	}
-	tp_strbuf_addc(out, '\'');
-	for (const char *p = word; *p; p++)
-		if (*p == '\'')
-			tp_strbuf_adds(out, "'\\''");
-		else
-			tp_strbuf_addc(out, *p);
-	tp_strbuf_addc(out, '\'');
-}
-
 /* torchrun's own lines; nproc_per_node per node when the nodes differ
  * (torchrun assigns global ranks node by node from each node's count). */
 static void torchrun_head(const struct tp_export_spec *s, const char *script,
@@ -456,7 +432,7 @@ static void torchrun_head(const struct tp_export_spec *s, const char *script,
 		       "  --master_port=\"${MASTER_PORT:-29500}\" \\\n"
 		       "  ",
 		       s->nnodes - 1);
-	shell_word(out, script);
+	tp_export_shell_word(out, script);
 	tp_strbuf_adds(out, " \\\n  ");
 }
 
