@@ -935,6 +935,67 @@ START_TEST(test_quiet_everywhere)
 }
 END_TEST
 
+/* export -q dropped every line of tp_export_write's notes, warnings
+ * too: "megatron-core has no flag for sliding-window attention: the
+ * model it builds differs from the one simulated" (mistral-7b) vanished
+ * with the notes on what the output leaves to the model code.  -q means
+ * no notes; a warning (the output will not run as simulated) stays,
+ * labelled "warning:", and the notes keep their label without -q. */
+START_TEST(test_export_quiet_keeps_warnings)
+{
+	const char *dir = tp_test_tmpdir();
+	char *topo = path_in(dir, "w.json"), *out = path_in(dir, "w.txt"),
+	     *toml = path_in(dir, "w.toml");
+	const char *a_topo[] = {"tagplan", "topo", "dgx-a100:1", "-o", topo,
+				"-q", NULL};
+	const char *a_meg[] = {"tagplan", "export", "-s", "tp=2,dp=4",
+			       "-m", "mistral-7b", "-t", topo, "-o", out,
+			       "-q", NULL};
+	const char *a_tt[] = {"tagplan", "export", "-s", "tp=2,dp=4",
+			      "-m", "gpt2", "-t", topo, "--to", "torchtitan",
+			      "-o", toml, "-q", NULL};
+	const char *const *runs[] = {a_meg, a_tt};
+	/* per run: a warning it must give, a note it gives without -q */
+	static const char *const warn[] = {
+	    "tagplan export: warning: megatron-core has no flag for "
+	    "sliding-window attention: the model it builds differs",
+	    "tagplan export: warning: TorchTitan's tensor parallelism shards "
+	    "the norms along the sequence"};
+	static const char *const note[] = {
+	    "tagplan export: note: --vocab-size is for --tokenizer-type",
+	    "tagplan export: note: register the flavor in "
+	    "torchtitan/models/llama3"};
+	struct tp_run r;
+
+	tp_run_tagplan(&r, a_topo, NULL);
+	ck_assert_msg(r.status == 0, "topo: %s", r.err);
+	tp_run_free(&r);
+	for (size_t k = 0; k < 2; k++) {
+		const char *argv[16];
+		size_t n = 0;
+
+		while (runs[k][n] && strcmp(runs[k][n], "-q")) {
+			argv[n] = runs[k][n];
+			n++;
+		}
+		argv[n] = NULL;
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+		ck_assert_msg(strstr(r.err, warn[k]), "no warning: %s", r.err);
+		ck_assert_msg(strstr(r.err, note[k]), "no note: %s", r.err);
+		tp_run_free(&r);
+		tp_run_tagplan(&r, runs[k], NULL);
+		ck_assert_msg(r.status == 0, "-q: exit %d: %s", r.status,
+			      r.err);
+		ck_assert_msg(strstr(r.err, warn[k]),
+			      "-q dropped the warning: %s", r.err);
+		ck_assert_msg(!strstr(r.err, "note:"), "-q printed a note: %s",
+			      r.err);
+		tp_run_free(&r);
+	}
+}
+END_TEST
+
 Suite *suite_everyday(void)
 {
 	Suite *s = suite_create("everyday");
@@ -953,6 +1014,7 @@ Suite *suite_everyday(void)
 	tcase_add_test(tc, test_new_user_slips);
 	tcase_add_test(tc, test_stdin_plan_and_nic_wording);
 	tcase_add_test(tc, test_quiet_everywhere);
+	tcase_add_test(tc, test_export_quiet_keeps_warnings);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("progress");

@@ -35,8 +35,9 @@ static const char about[] =
 	"recomputation, ZeRO, gradient overlap and bucket in the runtime's\n"
 	"unit, the precision the devices have).  A plan the runtime cannot\n"
 	"execute is refused with what it needs (exit 1).  Notes on what the\n"
-	"output leaves to the model code go to stderr.  Without -m/-t the "
-	"files\n"
+	"output leaves to the model code go to stderr, and warnings where it\n"
+	"will not run as simulated unless you act (-q keeps those).  Without\n"
+	"-m/-t the files\n"
 	"`tagplan plan` recorded in the plan are used (found as given, or next\n"
 	"to the plan; the shipped demo model and TAG testbed for plans of the\n"
 	"demo); stderr says which.\n"
@@ -47,16 +48,26 @@ static const char about[] =
 	"simulated (tagplan simulate -s ... --runtime megatron-core says\n"
 	"whether it fits and how fast it runs).";
 
+/* w's lines on stderr, each as "tagplan export: PREFIXline"; a line
+ * tp_export_write marked as a warning (TP_EXPORT_WARNING) as
+ * "tagplan export: warning: line" whatever prefix is, and a NULL prefix
+ * (-q) drops the other lines: -q silences notes, never warnings. */
 static void print_lines(const char *prefix, struct tp_strbuf *w)
 {
+	const size_t mark = strlen(TP_EXPORT_WARNING);
 	const char *s = tp_strbuf_cstr(w);
 
 	while (*s) {
 		const char *nl = strchr(s, '\n');
-		int n = nl ? (int)(nl - s) : (int)strlen(s);
-		if (n) {
-			fprintf(stderr, "tagplan export: %s", prefix);
-			tp_cli_escape(stderr, s, (size_t)n, false);
+		size_t n = nl ? (size_t)(nl - s) : strlen(s);
+		bool warning = n >= mark && !strncmp(s, TP_EXPORT_WARNING, mark);
+		const char *line = warning ? s + mark : s;
+
+		if (n && (warning || prefix)) {
+			fprintf(stderr, "tagplan export: %s",
+				warning ? "warning: " : prefix);
+			tp_cli_escape(stderr, line, n - (size_t)(line - s),
+				      false);
 			fputc('\n', stderr);
 		}
 		s += n + (nl ? 1 : 0);
@@ -303,8 +314,7 @@ int cmd_export(int argc, char **argv)
 	if (tp_file_write_atomic(out, tp_strbuf_cstr(&text), text.len, &err) !=
 	    TP_OK)
 		goto fail;
-	if (!quiet)
-		print_lines("note: ", &warn);
+	print_lines(quiet ? NULL : "note: ", &warn);
 	code = TP_EXIT_OK;
 	goto done;
 refuse:

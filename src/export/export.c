@@ -386,8 +386,10 @@ void tp_export_shell_word(struct tp_strbuf *out, const char *word)
 }
 
 void tp_export_note_common(const struct tp_export_spec *s,
-			   struct tp_strbuf *notes)
+			   bool ranks_in_output, struct tp_strbuf *notes)
 {
+	const char *ranks = ranks_in_output ? "" : TP_EXPORT_WARNING;
+
 	if (!notes)
 		return;
 	if (s->cp > 1)
@@ -414,21 +416,21 @@ void tp_export_note_common(const struct tp_export_spec *s,
 			       s->idle, s->idle == 1 ? "" : "s");
 	if (!s->natural_ranks) {
 		tp_strbuf_addf(notes,
-			       "ranks follow the plan's stages, not the "
+			       "%sranks follow the plan's stages, not the "
 			       "topology's device order: start %u node%s\n",
-			       s->nnodes, s->nnodes == 1 ? "" : "s");
+			       ranks, s->nnodes, s->nnodes == 1 ? "" : "s");
 		for (uint32_t k = 0; k < s->nnodes; k++)
 			tp_strbuf_addf(
 			    notes,
-			    "  NODE_RANK=%u: node %s, ranks %u..%u, "
+			    "%s  NODE_RANK=%u: node %s, ranks %u..%u, "
 			    "CUDA_VISIBLE_DEVICES=%s\n",
-			    k, s->nodes[k].name, s->nodes[k].first_rank,
+			    ranks, k, s->nodes[k].name, s->nodes[k].first_rank,
 			    s->nodes[k].first_rank + s->nodes[k].n_ranks - 1,
 			    s->nodes[k].visible);
 	}
 	if (s->sync_differs)
 		tp_strbuf_addf(notes,
-			       "the plan synchronises gradients otherwise than "
+			       TP_EXPORT_WARNING "the plan synchronises gradients otherwise than "
 			       "%s's collectives (NCCL) do: the job reduces as "
 			       "tagplan's tp_runtime_sync rule says, not as "
 			       "simulated\n",

@@ -125,6 +125,9 @@ tp_export_analyze(const struct tp_plan *p, const struct tp_model *m,
 		  struct tp_export_spec *spec, struct tp_error *err);
 void tp_export_spec_release(struct tp_export_spec *spec);
 
+/* The mark that begins a warning's line in tp_export_write's notes. */
+#define TP_EXPORT_WARNING "warning: "
+
 /*
  * Append the target's output to out: Megatron-LM arguments, one
  * "--flag [value]" per line (word-splits cleanly in $(...)); a DeepSpeed
@@ -133,7 +136,11 @@ void tp_export_spec_release(struct tp_export_spec *spec);
  * `script` (NULL: pretrain_gpt.py, or train.py for a DDP runtime); a
  * TorchTitan job config.  Lines for the user (what the output leaves to
  * the model code, what it cannot say) are appended to notes when
- * non-NULL.  TP_EINFEASIBLE for the target's own limits.
+ * non-NULL, one per line; a line that begins with TP_EXPORT_WARNING is a
+ * warning: the output will not run as simulated (the model it builds
+ * differs, the job reduces or shards otherwise) unless the user acts
+ * (adds flags, picks the script, starts the nodes as the lines say).
+ * The rest are notes.  TP_EINFEASIBLE for the target's own limits.
  */
 enum tp_status tp_export_write(const struct tp_export_spec *s,
 			       enum tp_export_target t, const char *script,

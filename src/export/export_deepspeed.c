@@ -97,6 +97,6 @@ enum tp_status tp_export_write_deepspeed(const struct tp_export_spec *s,
 		tp_strbuf_addc(notes, '\n');
 		tp_strbuf_release(&a);
 	}
-	tp_export_note_common(s, notes);
+	tp_export_note_common(s, false, notes);
 	return TP_OK;
 }

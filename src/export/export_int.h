@@ -31,9 +31,12 @@ void tp_export_megatron_args(const struct tp_export_spec *s,
 enum tp_status tp_export_megatron_limits(const struct tp_export_spec *s,
 					 struct tp_error *err);
 /* Notes every target gives: data parallelism, device types, precision,
- * the ranks' nodes when they are not the topology's order. */
+ * the ranks' nodes when they are not the topology's order (a warning
+ * unless ranks_in_output: the output itself maps NODE_RANK to the
+ * devices, as torchrun's script does; else the user must start the
+ * nodes so, or the ranks land elsewhere than simulated). */
 void tp_export_note_common(const struct tp_export_spec *s,
-			   struct tp_strbuf *notes);
+			   bool ranks_in_output, struct tp_strbuf *notes);
 
 /* word as one shell word: as it is when it holds only letters, digits and
  * _./+-=:,@%, else in single quotes (a ' as '\''). */

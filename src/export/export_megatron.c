@@ -296,7 +296,7 @@ static void arch_notes(const struct tp_export_spec *s, enum megatron_flavour f,
 		return;
 	if (a->hidden <= 0 || a->heads <= 0)
 		tp_strbuf_adds(notes,
-			       "the model file gives no hidden size or head "
+			       TP_EXPORT_WARNING "the model file gives no hidden size or head "
 			       "count (\"arch\"): add --hidden-size and "
 			       "--num-attention-heads yourself\n");
 	if (a->activation == TP_ACT_GEGLU ||
@@ -329,13 +329,14 @@ static void arch_notes(const struct tp_export_spec *s, enum megatron_flavour f,
 	if (a->stack == TP_STACK_ENCODER ||
 	    a->stack == TP_STACK_ENCODER_DECODER)
 		tp_strbuf_addf(notes,
-			       "the model is an %s: run pretrain_%s.py with "
+			       TP_EXPORT_WARNING "the model is an %s: run pretrain_%s.py with "
 			       "these arguments\n",
 			       a->stack == TP_STACK_ENCODER ? "encoder"
 							    : "encoder-decoder",
 			       a->stack == TP_STACK_ENCODER ? "bert" : "t5");
 	if (n) {
-		tp_strbuf_addf(notes, "%s has no flag for", s->rt.name);
+		tp_strbuf_addf(notes, TP_EXPORT_WARNING "%s has no flag for",
+			       s->rt.name);
 		for (int i = 0; i < n; i++)
 			tp_strbuf_addf(notes, "%s %s", i ? "," : "",
 				       missing[i]);
@@ -376,7 +377,7 @@ void tp_export_megatron_args(const struct tp_export_spec *s,
 	arch_notes(s, f, notes);
 	if (notes && s->run_dtype == TP_DTYPE_FP8 && f != MEGATRON_CORE)
 		tp_strbuf_adds(notes,
-			       "fp8: this Megatron has no --fp8-format (FP8 "
+			       TP_EXPORT_WARNING "fp8: this Megatron has no --fp8-format (FP8 "
 			       "GEMMs need Megatron-Core with Transformer "
 			       "Engine): the job runs --bf16, slower than the "
 			       "plan's fp8 GEMMs\n");
@@ -392,7 +393,7 @@ static enum tp_status write_megatron(const struct tp_export_spec *s,
 	if (st != TP_OK)
 		return st;
 	tp_export_megatron_args(s, tp_export_flavour(s), "\n", out, notes);
-	tp_export_note_common(s, notes);
+	tp_export_note_common(s, false, notes);
 	return TP_OK;
 }
 
@@ -492,7 +493,7 @@ static enum tp_status write_torchrun(const struct tp_export_spec *s,
 		out->buf[out->len] = '\0';
 	}
 	tp_strbuf_addc(out, '\n');
-	tp_export_note_common(s, notes);
+	tp_export_note_common(s, true, notes);
 	if (notes && !ddp)
 		tp_strbuf_adds(
 		    notes, "add your data, tokenizer and optimizer arguments "

@@ -153,7 +153,7 @@ static void arch_notes(const struct tp_export_spec *s, struct tp_strbuf *notes)
 			 (long long)a->head_dim);
 	if (!n)
 		return;
-	tp_strbuf_adds(notes, "TorchTitan's llama3 (pre-norm RMSNorm, RoPE, "
+	tp_strbuf_adds(notes, TP_EXPORT_WARNING "TorchTitan's llama3 (pre-norm RMSNorm, RoPE, "
 			      "SwiGLU, no biases, dense, decoder only) does "
 			      "not build the model's");
 	for (int i = 0; i < n; i++)
@@ -256,14 +256,14 @@ enum tp_status tp_export_write_torchtitan(const struct tp_export_spec *s,
 		tp_strbuf_addc(notes, '\n');
 		if (s->zero == 1)
 			tp_strbuf_adds(
-			    notes, "ZeRO-1 has no TorchTitan setting: FSDP "
+			    notes, TP_EXPORT_WARNING "ZeRO-1 has no TorchTitan setting: FSDP "
 				   "with fsdp_reshard_after_forward = "
 				   "\"never\" keeps whole parameters like "
 				   "ZeRO-1 and shards gradients too (ZeRO-2, "
 				   "less memory than simulated)\n");
 		if (s->tp > 1 && !s->sp)
 			tp_strbuf_adds(notes,
-				       "TorchTitan's tensor parallelism shards "
+				       TP_EXPORT_WARNING "TorchTitan's tensor parallelism shards "
 				       "the norms along the sequence (sequence "
 				       "parallelism), which the plan did not "
 				       "simulate\n");
@@ -287,10 +287,10 @@ enum tp_status tp_export_write_torchtitan(const struct tp_export_spec *s,
 		arch_notes(s, notes);
 		if (a->tied_embeddings == TP_TRI_YES)
 			tp_strbuf_adds(notes,
-				       "the model ties its embeddings; "
+				       TP_EXPORT_WARNING "the model ties its embeddings; "
 				       "TorchTitan's llama3 keeps a separate "
 				       "output layer\n");
 	}
-	tp_export_note_common(s, notes);
+	tp_export_note_common(s, false, notes);
 	return TP_OK;
 }
