@@ -1056,13 +1056,14 @@ START_TEST(test_export_refuses_heterogeneous)
 	struct tp_model m;
 	struct tp_cluster c;
 	struct tp_plan p;
-	struct tp_strbuf sb;
+	struct tp_strbuf sb, notes;
 	struct tp_error err;
 	double *sh;
 
 	make_model(&m, 4);
 	make_hetero_cluster(&c);
 	tp_strbuf_init(&sb);
+	tp_strbuf_init(&notes);
 
 	/* uneven batch shares over V100 and 1080 Ti replicas */
 	make_3d_plan(&p, &m, 1, 8, 1);
@@ -1093,6 +1094,27 @@ START_TEST(test_export_refuses_heterogeneous)
 			 TP_OK);
 	ck_assert_msg(strstr(sb.buf, "export CUDA_VISIBLE_DEVICES=1,0,2,3;"),
 		      "%s", sb.buf);
+	/* the nodes' NODE_RANK lines: a note for torchrun, whose script
+	   maps them, a warning (kept by export -q) where the user must */
+	for (int k = 0; k < 2; k++) {
+		enum tp_export_target t =
+		    k ? TP_EXPORT_MEGATRON : TP_EXPORT_TORCHRUN;
+		const char *at, *line;
+
+		tp_strbuf_reset(&sb);
+		tp_strbuf_reset(&notes);
+		ck_assert_int_eq(export_for(&p, &m, &c, "megatron-core", t,
+					    &sb, &notes, &err),
+				 TP_OK);
+		at = strstr(notes.buf, "  NODE_RANK=0: node ");
+		ck_assert_msg(at, "%s", notes.buf);
+		for (line = at; line > notes.buf && line[-1] != '\n'; line--)
+			;
+		ck_assert_msg(!strncmp(line, TP_EXPORT_WARNING,
+				       strlen(TP_EXPORT_WARNING)) ==
+				  (t == TP_EXPORT_MEGATRON),
+			      "%s: %s", tp_export_target_name(t), notes.buf);
+	}
 	tp_plan_release(&p);
 
 	/* uneven layer split: 3 layers + 1 layer */
@@ -1143,6 +1165,7 @@ START_TEST(test_export_refuses_heterogeneous)
 	ck_assert(strstr(sb.buf, "--nproc_per_node=\"$NPROC\""));
 	tp_plan_release(&p);
 	tp_strbuf_release(&sb);
+	tp_strbuf_release(&notes);
 	tp_cluster_release(&c);
 	tp_model_release(&m);
 }
