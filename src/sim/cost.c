@@ -1193,10 +1193,9 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		   : rc == TP_RECOMPUTE_SELECTIVE ? work_sel
 						  : 0;
 	/* the largest op's output and its gradient (or cp_gather_temp);
-	 * under ZeRO-3 also the
-	 * gathered weights of the largest op and the prefetched next one,
-	 * or, gathered per layer (prefetch_depth d >= 0), the largest
-	 * layer's and d more in flight */
+	 * under ZeRO-3 also the gathered weights of the largest op and the
+	 * prefetched next one, or, gathered per layer (prefetch_depth
+	 * d >= 0), the largest layer's and d more in flight */
 	ln->temp = fmax(2 * a.maxout, a.cp_temp);
 	if (zero >= 3 && dp > 1)
 		ln->temp += sim->o.params.prefetch_depth >= 0
