@@ -996,6 +996,55 @@ START_TEST(test_export_quiet_keeps_warnings)
 }
 END_TEST
 
+/* export --to deepspeed writes the config; the line that starts the run
+ * (deepspeed pretrain_gpt.py ARGS --deepspeed_config FILE) was a note,
+ * so -q, which a script passes, dropped the one line it needs to launch
+ * the job.  It is a "launch:" line on stderr (stdout is the JSON config)
+ * that -q keeps, naming the file -o wrote; the notes still go. */
+START_TEST(test_export_quiet_keeps_launch)
+{
+	const char *dir = tp_test_tmpdir();
+	char *topo = path_in(dir, "l.json"), *cfg = path_in(dir, "ds.json");
+	const char *a_topo[] = {"tagplan", "topo", "dgx-a100:1", "-o", topo,
+				"-q", NULL};
+	const char *a_ds[] = {"tagplan", "export", "-s", "tp=2,dp=4", "-m",
+			      "gpt2", "-t", topo, "--to", "deepspeed", "-o",
+			      cfg, "-q", NULL};
+	char want[1200];
+	struct tp_run r;
+
+	tp_run_tagplan(&r, a_topo, NULL);
+	ck_assert_msg(r.status == 0, "topo: %s", r.err);
+	tp_run_free(&r);
+	snprintf(want, sizeof(want), " --deepspeed --deepspeed_config %s\n",
+		 cfg);
+	for (int quiet = 0; quiet < 2; quiet++) {
+		const char *argv[16];
+		size_t n = 0;
+		const char *line;
+
+		for (; a_ds[n] && (quiet || strcmp(a_ds[n], "-q")); n++)
+			argv[n] = a_ds[n];
+		argv[n] = NULL;
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+		line = strstr(r.err, "tagplan export: launch: deepspeed "
+				     "pretrain_gpt.py --tensor-model-parallel-"
+				     "size 2 ");
+		ck_assert_msg(line, "-q %d: no launch line: %s", quiet, r.err);
+		/* the line ends naming the config file */
+		ck_assert_msg(strstr(line, want) &&
+				  strstr(line, want) < strchr(line, '\n'),
+			      "launch line does not name %s: %s", cfg, line);
+		ck_assert_msg(!quiet || !strstr(r.err, "note:"),
+			      "-q printed a note: %s", r.err);
+		ck_assert_msg(quiet || strstr(r.err, "tagplan export: note: "),
+			      "no notes without -q: %s", r.err);
+		tp_run_free(&r);
+	}
+}
+END_TEST
+
 Suite *suite_everyday(void)
 {
 	Suite *s = suite_create("everyday");
@@ -1015,6 +1064,7 @@ Suite *suite_everyday(void)
 	tcase_add_test(tc, test_stdin_plan_and_nic_wording);
 	tcase_add_test(tc, test_quiet_everywhere);
 	tcase_add_test(tc, test_export_quiet_keeps_warnings);
+	tcase_add_test(tc, test_export_quiet_keeps_launch);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("progress");

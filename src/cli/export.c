@@ -22,7 +22,7 @@ static const char about[] =
 	"              (ARGS=$(tagplan export ...); python pretrain_gpt.py "
 	"$ARGS)\n"
 	"  deepspeed   a DeepSpeed config (JSON); the Megatron-DeepSpeed launch\n"
-	"              line in the notes\n"
+	"              line on stderr (\"tagplan export: launch: deepspeed ...\")\n"
 	"  torchrun    a torchrun command running --script (Megatron's\n"
 	"              pretrain_gpt.py, or a DDP plan's train.py)\n"
 	"  torchtitan  a TorchTitan job config (.toml)\n"
@@ -36,8 +36,8 @@ static const char about[] =
 	"unit, the precision the devices have).  A plan the runtime cannot\n"
 	"execute is refused with what it needs (exit 1).  Notes on what the\n"
 	"output leaves to the model code go to stderr, and warnings where it\n"
-	"will not run as simulated unless you act (-q keeps those).  Without\n"
-	"-m/-t the files\n"
+	"will not run as simulated unless you act (-q keeps those, and the\n"
+	"launch line).  Without -m/-t the files\n"
 	"`tagplan plan` recorded in the plan are used (found as given, or next\n"
 	"to the plan; the shipped demo model and TAG testbed for plans of the\n"
 	"demo); stderr says which.\n"
@@ -50,22 +50,29 @@ static const char about[] =
 
 /* w's lines on stderr, each as "tagplan export: PREFIXline"; a line
  * tp_export_write marked as a warning (TP_EXPORT_WARNING) as
- * "tagplan export: warning: line" whatever prefix is, and a NULL prefix
- * (-q) drops the other lines: -q silences notes, never warnings. */
+ * "tagplan export: warning: line" and the launch line (TP_EXPORT_LAUNCH)
+ * as "tagplan export: launch: line" whatever prefix is, and a NULL
+ * prefix (-q) drops the other lines: -q silences notes, never warnings
+ * nor the command that starts the run. */
 static void print_lines(const char *prefix, struct tp_strbuf *w)
 {
-	const size_t mark = strlen(TP_EXPORT_WARNING);
+	static const char *const kept[] = {TP_EXPORT_WARNING, TP_EXPORT_LAUNCH};
 	const char *s = tp_strbuf_cstr(w);
 
 	while (*s) {
 		const char *nl = strchr(s, '\n');
 		size_t n = nl ? (size_t)(nl - s) : strlen(s);
-		bool warning = n >= mark && !strncmp(s, TP_EXPORT_WARNING, mark);
-		const char *line = warning ? s + mark : s;
+		const char *mark = NULL;
 
-		if (n && (warning || prefix)) {
+		for (size_t k = 0; k < sizeof(kept) / sizeof(kept[0]); k++)
+			if (n >= strlen(kept[k]) &&
+			    !strncmp(s, kept[k], strlen(kept[k])))
+				mark = kept[k];
+		if (n && (mark || prefix)) {
+			const char *line = mark ? s + strlen(mark) : s;
+
 			fprintf(stderr, "tagplan export: %s",
-				warning ? "warning: " : prefix);
+				mark ? mark : prefix);
 			tp_cli_escape(stderr, line, n - (size_t)(line - s),
 				      false);
 			fputc('\n', stderr);
@@ -225,7 +232,9 @@ int cmd_export(int argc, char **argv)
 		 "for a DDP plan]",
 		 0, 0, false},
 		{"quiet", 'q', TP_OPT_FLAG, &quiet, NULL,
-		 "no notes on stderr (warnings and errors still print)", 0, 0,
+		 "no notes on stderr (warnings, the launch line and errors "
+		 "still print)",
+		 0, 0,
 		 false},
 		{NULL, 0, TP_OPT_FLAG, NULL, NULL, NULL, 0, 0, false}};
 	struct tp_inputs in;

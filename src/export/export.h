@@ -127,6 +127,10 @@ void tp_export_spec_release(struct tp_export_spec *spec);
 
 /* The mark that begins a warning's line in tp_export_write's notes. */
 #define TP_EXPORT_WARNING "warning: "
+/* The mark that begins the line saying how to start the run (DeepSpeed's
+ * launch line, whose config alone does not start anything): output the
+ * user needs, so it is neither a note nor a warning. */
+#define TP_EXPORT_LAUNCH "launch: "
 
 /*
  * Append the target's output to out: Megatron-LM arguments, one
@@ -139,8 +143,9 @@ void tp_export_spec_release(struct tp_export_spec *spec);
  * non-NULL, one per line; a line that begins with TP_EXPORT_WARNING is a
  * warning: the output will not run as simulated (the model it builds
  * differs, the job reduces or shards otherwise) unless the user acts
- * (adds flags, picks the script, starts the nodes as the lines say).
- * The rest are notes.  TP_EINFEASIBLE for the target's own limits.
+ * (adds flags, picks the script, starts the nodes as the lines say);
+ * a line that begins with TP_EXPORT_LAUNCH is the command that starts
+ * the run.  The rest are notes.  TP_EINFEASIBLE for the target's own limits.
  */
 enum tp_status tp_export_write(const struct tp_export_spec *s,
 			       enum tp_export_target t, const char *script,

@@ -1,6 +1,6 @@
 /*
  * export_deepspeed.c - a DeepSpeed config for Megatron-DeepSpeed, and its
- * launch line in the notes.
+ * launch line (TP_EXPORT_LAUNCH) in the notes.
  *
  * Config keys (deepspeed/runtime/constants.py and zero/config.py,
  * DeepSpeed 0.6 .. 0.16), only those the engine reads:
@@ -88,7 +88,8 @@ enum tp_status tp_export_write_deepspeed(const struct tp_export_spec *s,
 		if (a.len && a.buf[a.len - 1] == ' ')
 			a.buf[--a.len] = '\0';
 		tp_strbuf_addf(notes,
-			       "launch: deepspeed pretrain_gpt.py %s --deepspeed "
+			       TP_EXPORT_LAUNCH
+			       "deepspeed pretrain_gpt.py %s --deepspeed "
 			       "--deepspeed_config ",
 			       tp_strbuf_cstr(&a));
 		tp_export_shell_word(notes, s->config_path
