@@ -93,6 +93,30 @@ void tp_strbuf_addf(struct tp_strbuf *sb, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* word as one shell word: as it is when it holds only characters the
+ * shell takes literally, else in single quotes (a ' as '\'') - a
+ * --script path with a space ran as two words, one with ';' as two
+ * commands; a DeepSpeed config path likewise). */
+void tp_strbuf_add_shell_word(struct tp_strbuf *sb, const char *word)
+{
+	bool plain = *word != '\0';
+
+	for (const char *p = word; *p && plain; p++)
+		plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			(*p >= '0' && *p <= '9') || strchr("_./+-=:,@%", *p);
+	if (plain) {
+		tp_strbuf_adds(sb, word);
+		return;
+	}
+	tp_strbuf_addc(sb, '\'');
+	for (const char *p = word; *p; p++)
+		if (*p == '\'')
+			tp_strbuf_adds(sb, "'\\''");
+		else
+			tp_strbuf_addc(sb, *p);
+	tp_strbuf_addc(sb, '\'');
+}
+
 const char *tp_strbuf_cstr(const struct tp_strbuf *sb)
 {
 	return sb->buf ? sb->buf : "";

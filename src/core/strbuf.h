@@ -29,6 +29,11 @@ void tp_strbuf_addc(struct tp_strbuf *sb, char c);
 void tp_strbuf_addf(struct tp_strbuf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void tp_strbuf_vaddf(struct tp_strbuf *sb, const char *fmt, va_list ap);
+/* word as one shell word: as it is when it holds only letters, digits
+ * and _./+-=:,@%, else in single quotes (a ' as '\''), so a line built
+ * of such words pastes into a shell as those words (export's launch
+ * lines, the command lines a usage error gives). */
+void tp_strbuf_add_shell_word(struct tp_strbuf *sb, const char *word);
 const char *tp_strbuf_cstr(const struct tp_strbuf *sb);
 /* Hand the buffer to the caller (who frees it); sb is reset to empty. */
 char *tp_strbuf_detach(struct tp_strbuf *sb, size_t *len);

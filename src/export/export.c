@@ -361,30 +361,6 @@ double tp_export_bucket_elements(const struct tp_export_spec *s)
 	return floor(b / el);
 }
 
-/* word as one shell word: as it is when it holds only characters the
- * shell takes literally, else in single quotes (a ' as '\'') - a
- * --script path with a space ran as two words, one with ';' as two
- * commands; a DeepSpeed config path likewise). */
-void tp_export_shell_word(struct tp_strbuf *out, const char *word)
-{
-	bool plain = *word != '\0';
-
-	for (const char *p = word; *p && plain; p++)
-		plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-			(*p >= '0' && *p <= '9') || strchr("_./+-=:,@%", *p);
-	if (plain) {
-		tp_strbuf_adds(out, word);
-		return;
-	}
-	tp_strbuf_addc(out, '\'');
-	for (const char *p = word; *p; p++)
-		if (*p == '\'')
-			tp_strbuf_adds(out, "'\\''");
-		else
-			tp_strbuf_addc(out, *p);
-	tp_strbuf_addc(out, '\'');
-}
-
 void tp_export_note_common(const struct tp_export_spec *s,
 			   bool ranks_in_output, struct tp_strbuf *notes)
 {

@@ -92,9 +92,8 @@ enum tp_status tp_export_write_deepspeed(const struct tp_export_spec *s,
 			       "deepspeed pretrain_gpt.py %s --deepspeed "
 			       "--deepspeed_config ",
 			       tp_strbuf_cstr(&a));
-		tp_export_shell_word(notes, s->config_path
-							    ? s->config_path
-							    : "ds_config.json");
+		tp_strbuf_add_shell_word(
+		    notes, s->config_path ? s->config_path : "ds_config.json");
 		tp_strbuf_addc(notes, '\n');
 		tp_strbuf_release(&a);
 	}

@@ -38,10 +38,6 @@ enum tp_status tp_export_megatron_limits(const struct tp_export_spec *s,
 void tp_export_note_common(const struct tp_export_spec *s,
 			   bool ranks_in_output, struct tp_strbuf *notes);
 
-/* word as one shell word: as it is when it holds only letters, digits and
- * _./+-=:,@%, else in single quotes (a ' as '\''). */
-void tp_export_shell_word(struct tp_strbuf *out, const char *word);
-
 enum tp_status tp_export_write_deepspeed(const struct tp_export_spec *s,
 					 struct tp_strbuf *out,
 					 struct tp_strbuf *notes,

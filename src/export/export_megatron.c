@@ -433,7 +433,7 @@ static void torchrun_head(const struct tp_export_spec *s, const char *script,
 		       "  --master_port=\"${MASTER_PORT:-29500}\" \\\n"
 		       "  ",
 		       s->nnodes - 1);
-	tp_export_shell_word(out, script);
+	tp_strbuf_add_shell_word(out, script);
 	tp_strbuf_adds(out, " \\\n  ");
 }
 
