@@ -913,6 +913,74 @@ START_TEST(test_topo_count_words)
 }
 END_TEST
 
+/* The line topo's count and joined-presets errors give was "tagplan topo
+ * dgx-a100:4" alone: `tagplan topo dgx-a100 4 --net 25gbe -o t.json`
+ * was told to run a command without its --net and -o (which writes the
+ * topology to stdout on the default network).  It is the whole command
+ * line meant, every other argument kept where it was (a file name with a
+ * space quoted), nothing is written, and the line, run as given, writes
+ * the topology. */
+START_TEST(test_topo_hint_keeps_options)
+{
+	const char *dir = tp_test_tmpdir();
+	char out[1024], spaced[1024], want[4][1400];
+	const char *cases[4][12] = {
+	    {"dgx-a100", "4", "--net", "25gbe", "-o", out, NULL},
+	    {"-q", "v100-nvlink", "2", "--net", "25gbe", "1080ti-pcie", "x2",
+	     "--oversubscription", "2", "-o", out, NULL},
+	    {"dgx-a100:2,dgx-h100:2", "--fabric", "clos:leaf=2", "-o", out,
+	     NULL},
+	    {"4", "dgx-a100", "-o", spaced, NULL},
+	};
+	struct stat st;
+
+	snprintf(out, sizeof(out), "%s/t.json", dir);
+	snprintf(spaced, sizeof(spaced), "%s/my t.json", dir);
+	snprintf(want[0], sizeof(want[0]),
+		 "\"4\": a node count goes after its preset, joined by ':': "
+		 "tagplan topo dgx-a100:4 --net 25gbe -o %s\n",
+		 out);
+	snprintf(want[1], sizeof(want[1]),
+		 ": tagplan topo -q v100-nvlink:2 1080ti-pcie:2 --net 25gbe "
+		 "--oversubscription 2 -o %s\n",
+		 out);
+	snprintf(want[2], sizeof(want[2]),
+		 "one preset per argument: tagplan topo dgx-a100:2 dgx-h100:2 "
+		 "--fabric clos:leaf=2 -o %s\n",
+		 out);
+	snprintf(want[3], sizeof(want[3]),
+		 ": tagplan topo dgx-a100:4 -o '%s'\n", spaced);
+	for (size_t i = 0; i < 4; i++) {
+		const char *argv[16] = {"tagplan", "topo"};
+		struct tp_run r;
+		char *line, *word;
+		int n = 0;
+
+		for (int k = 0; cases[i][k]; k++)
+			argv[k + 2] = cases[i][k];
+		expect(argv, 2, want[i], NULL);
+		ck_assert_msg(stat(out, &st) != 0 && stat(spaced, &st) != 0,
+			      "case %zu wrote its output", i);
+		if (i == 3)
+			break;
+		/* the line meant, as a shell splits it (no quotes in it) */
+		line = strdup(strstr(want[i], "tagplan topo "));
+		line[strcspn(line, "\n")] = '\0';
+		for (word = strtok(line, " "); word && n < 15;
+		     word = strtok(NULL, " "))
+			argv[n++] = word;
+		argv[n] = NULL;
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0 && stat(out, &st) == 0,
+			      "the line meant, %s: exit %d: %s", want[i],
+			      r.status, r.err);
+		tp_run_free(&r);
+		free(line);
+		unlink(out);
+	}
+}
+END_TEST
+
 /* render --format, render --collapse, simulate --trace-replicas and
  * model --dtype listed their words but named none ("--collapse allways:
  * expected auto, always or never"); now the one meant, as plan's and
@@ -1074,6 +1142,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_topo_spec_count_range);
 	tcase_add_test(tc, test_plan_choice_slips);
 	tcase_add_test(tc, test_topo_count_words);
+	tcase_add_test(tc, test_topo_hint_keeps_options);
 	tcase_add_test(tc, test_other_commands_options);
 	tcase_add_test(tc, test_percent_for_fraction);
 	tcase_add_test(tc, test_plan_time_limit_zero);

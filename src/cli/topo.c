@@ -95,8 +95,24 @@ static bool is_count(const char *p, size_t n)
 	return n > 0;
 }
 
+/* The n bytes at p into fix as one shell word, after a space unless
+ * fix is empty. */
+static void add_word(struct tp_strbuf *fix, const char *p, size_t n)
+{
+	char *w = strndup(p, n);
+
+	if (fix->len)
+		tp_strbuf_addc(fix, ' ');
+	if (!w) {
+		fix->failed = true;
+		return;
+	}
+	tp_strbuf_add_shell_word(fix, w);
+	free(w);
+}
+
 /* The words of the arguments (split at seps) as `tagplan topo` takes
- * them, into fix: a count joins the preset before it, or the one after
+ * them, into fix (shell words): a count joins the preset before it, or the one after
  * when it comes first ("dgx-a100 4", "4 dgx-a100": dgx-a100:4).  True
  * when a count was joined. */
 static bool respell(char **pos, int npos, const char *seps,
@@ -123,8 +139,7 @@ static bool respell(char **pos, int npos, const char *seps,
 				}
 			} else if (n) {
 				bool colon = memchr(p, ':', n) != NULL;
-				tp_strbuf_addf(fix, "%s%.*s",
-					       fix->len ? " " : "", (int)n, p);
+				add_word(fix, p, n);
 				open = !colon;
 				if (pend && !colon) {
 					tp_strbuf_addf(fix, ":%.*s",
@@ -139,21 +154,49 @@ static bool respell(char **pos, int npos, const char *seps,
 			p += strspn(p, seps);
 		}
 	if (pend) /* no preset to join: as written */
-		tp_strbuf_addf(fix, "%s%.*s", fix->len ? " " : "", (int)pn,
-			       pend);
+		add_word(fix, pend, pn);
 	return joined;
+}
+
+/* The command line argv meant, "tagplan topo ..." into line: every
+ * argument as given (shell-quoted) but the positional ones, which give
+ * way to fix (the presets respelled) where the first of them was. */
+static void command_meant(int argc, char **argv, char **pos, int npos,
+			  const struct tp_strbuf *fix, struct tp_strbuf *line)
+{
+	bool fixed = false;
+
+	tp_strbuf_adds(line, "tagplan topo");
+	for (int i = 1; i < argc; i++) {
+		bool positional = false;
+
+		for (int k = 0; k < npos && !positional; k++)
+			positional = argv[i] == pos[k];
+		if (positional && fixed)
+			continue;
+		tp_strbuf_addc(line, ' ');
+		if (positional) {
+			tp_strbuf_adds(line, tp_strbuf_cstr(fix));
+			fixed = true;
+		} else {
+			tp_strbuf_add_shell_word(line, argv[i]);
+		}
+	}
 }
 
 /* Presets joined in one argument ("dgx-a100:2,dgx-h100:2", a quoted
  * "dgx-a100:2 dgx-h100:2", '+' or ';'), or a node count given as a word
  * of its own ("dgx-a100 4", `tagplan topo dgx-a100 4`): a usage error
- * giving the arguments meant (the node count's error named only the
- * count; a lone "4" was taken for a preset, "did you mean t4-pcie").
- * Returns the exit code, 0 when none is. */
-static int joined_presets(char **pos, int npos)
+ * giving the whole command line meant, the other options kept (the
+ * node count's error named only the count; a lone "4" was taken for a
+ * preset, "did you mean t4-pcie"; then the line meant dropped --net,
+ * -o and the rest).  argv is the command's, pos its positional
+ * arguments (pointers into argv).  Returns the exit code, 0 when none
+ * is. */
+static int joined_presets(int argc, char **argv, char **pos, int npos)
 {
 	static const char seps[] = " \t,;+";
-	struct tp_strbuf fix;
+	struct tp_strbuf fix, line;
 	int bad = -1, code;
 	bool joined;
 
@@ -170,14 +213,16 @@ static int joined_presets(char **pos, int npos)
 		tp_strbuf_release(&fix);
 		return 0;
 	}
+	tp_strbuf_init(&line);
+	command_meant(argc, argv, pos, npos, &fix, &line);
 	code = tp_cli_usage_error("topo",
 				  joined ? "\"%s\": a node count goes after "
-					   "its preset, joined by ':': "
-					   "tagplan topo %s"
+					   "its preset, joined by ':': %s"
 					 : "\"%s\": one preset per argument: "
-					   "tagplan topo %s",
-				  pos[bad], tp_strbuf_cstr(&fix));
+					   "%s",
+				  pos[bad], tp_strbuf_cstr(&line));
 	tp_strbuf_release(&fix);
+	tp_strbuf_release(&line);
 	return code;
 }
 
@@ -272,7 +317,7 @@ int cmd_topo(int argc, char **argv)
 				"topo", "missing PRESET[:NODES], e.g. "
 					"dgx-a100:4 (see the list in --help)");
 		}
-		if ((code = joined_presets(pos, npos))) {
+		if ((code = joined_presets(argc, argv, pos, npos))) {
 			free(pos);
 			return code;
 		}
