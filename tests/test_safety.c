@@ -239,6 +239,110 @@ START_TEST(test_output_dev_stdout)
 }
 END_TEST
 
+/* Run argv with its standard output a pipe whose reader has exited (as
+ * after `| head -c 10`) and SIGPIPE at its default, as a shell leaves it;
+ * stderr to errpath.  The exit code, or 128 + the signal. */
+static int run_closed_pipe(const char *const *argv, const char *errpath)
+{
+	const char *bin = getenv("TAGPLAN_BIN");
+	int p[2], st;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		close(p[0]);
+		if (fd < 0 || dup2(p[1], 1) < 0 || dup2(fd, 2) < 0)
+			_exit(126);
+		signal(SIGPIPE, SIG_DFL);
+		execv(bin ? bin : "./tagplan", (char *const *)argv);
+		_exit(127);
+	}
+	close(p[0]);
+	close(p[1]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Standard output a pipe whose reader exited: every way of writing it
+ * (a whole document, validate's lines, --help) is an I/O failure, exit
+ * 3, saying so and what to do - not a death by SIGPIPE (status 141)
+ * without a word; the files of the same command are not written. */
+START_TEST(test_output_closed_pipe)
+{
+	const char *dir = tp_test_tmpdir();
+	char *errp = path_in(dir, "err.txt"), *trace = path_in(dir, "t.json");
+	const char *sim[] = {"tagplan", "simulate", "-m",
+			     tp_data_file("demo-model.json"), "-t",
+			     tp_data_file("tag-testbed.json"), "-s", "dp=16",
+			     "-q", "--trace", trace, NULL};
+	const char *val[] = {"tagplan", "validate",
+			     tp_data_file("demo-model.json"), NULL};
+	const char *help[] = {"tagplan", "plan", "--help", NULL};
+	const char *const *cases[] = {sim, val, help};
+	struct stat st;
+
+	for (int i = 0; i < 3; i++) {
+		int code = run_closed_pipe(cases[i], errp);
+		char *err = tp_test_read(errp, NULL);
+		ck_assert_msg(code == 3, "%s: exit %d: %s", cases[i][1], code,
+			      err ? err : "");
+		ck_assert_msg(err && strstr(err, "<stdout>: cannot write: "
+						 "Broken pipe (the program "
+						 "reading the pipe exited"),
+			      "%s: %s", cases[i][1], err ? err : "");
+		free(err);
+	}
+	ck_assert_msg(stat(trace, &st) != 0,
+		      "simulate wrote --trace though stdout failed");
+}
+END_TEST
+
+/* Standard output on a full device: validate's "ok" lines and --help,
+ * printed through stdio, fail as a document written whole does (exit 3,
+ * "No space left"); validate exited 0 having printed nothing. */
+START_TEST(test_output_full_stdout)
+{
+	const char *dir = tp_test_tmpdir();
+	char *full = path_in(dir, "full");
+	const char *val[] = {"tagplan", "validate",
+			     tp_data_file("demo-model.json"), NULL};
+	const char *help[] = {"tagplan", "--help", NULL};
+	const char *const *cases[] = {val, help};
+	const char *bin = getenv("TAGPLAN_BIN");
+
+	if (!make_chr(full, 1, 7))
+		return;
+	for (int i = 0; i < 2; i++) {
+		char *errp = path_in(dir, "err.txt");
+		int st;
+		pid_t pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			int o = open(full, O_WRONLY);
+			int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+				_exit(126);
+			execv(bin ? bin : "./tagplan", (char *const *)cases[i]);
+			_exit(127);
+		}
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		{
+			char *err = tp_test_read(errp, NULL);
+			ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3,
+				      "%s: status %d: %s", cases[i][1], st,
+				      err ? err : "");
+			ck_assert_msg(err && strstr(err, "<stdout>: cannot "
+							 "write: No space left"),
+				      "%s: %s", cases[i][1], err ? err : "");
+			free(err);
+		}
+	}
+}
+END_TEST
+
 /* An output that is one of the command's inputs (by name, through a
  * link, or recorded in the plan) is refused with exit 2, and the input
  * stays as it was. */
@@ -899,6 +1003,8 @@ Suite *suite_safety(void)
 	tcase_add_test(tc, test_output_fifo);
 	tcase_add_test(tc, test_output_symlink);
 	tcase_add_test(tc, test_output_dev_stdout);
+	tcase_add_test(tc, test_output_closed_pipe);
+	tcase_add_test(tc, test_output_full_stdout);
 	tcase_add_test(tc, test_output_is_input);
 	tcase_add_test(tc, test_output_empty_name);
 	tcase_add_test(tc, test_output_dir_takes_no_files);

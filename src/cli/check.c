@@ -584,9 +584,13 @@ fail:
 	tp_cli_print_warnings("check", &C.warn);
 	code = tp_cli_fail(&C.err);
 done:
-	if (fflush(stdout) != 0 && code == TP_EXIT_OK) {
-		fprintf(stderr, "tagplan check: cannot write to stdout\n");
-		code = TP_EXIT_FAILURE;
+	/* --json's verdict on a full disk or a closed pipe: an I/O failure
+	 * (3), also when the check failed (1) */
+	if (code == TP_EXIT_OK || code == TP_EXIT_CHECK) {
+		struct tp_error werr;
+		tp_error_clear(&werr);
+		if (tp_file_flush_stdout(&werr))
+			code = tp_cli_fail(&werr);
 	}
 	free(C.vd.v);
 	tp_inputs_sim_close(&C.sim);

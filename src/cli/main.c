@@ -1,6 +1,7 @@
 /*
  * main.c - tagplan's entry point and command table (git-style).
  */
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "cli.h"
 #include "core/strmap.h"
 #include "gnn/tensor.h"
+#include "io/io.h"
 
 const struct tp_command tp_commands[] = {
 	{"plan", cmd_plan, "search the fastest plan for a model on a cluster",
@@ -218,6 +220,21 @@ int tp_cli_dispatch(int argc, char **argv)
 	return no_command(name, argc, argv);
 }
 
+/* What the command printed through stdio (validate's lines, inspect,
+ * --help) must have reached standard output: a full disk or a closed
+ * pipe turns a success (0) or a failed check (1) into an I/O failure
+ * (3), with the message that writing a file gets; other codes stay. */
+static int finish_stdout(int code)
+{
+	struct tp_error err;
+
+	tp_error_clear(&err);
+	if (tp_file_flush_stdout(&err) == TP_OK ||
+	    (code != TP_EXIT_OK && code != TP_EXIT_CHECK))
+		return code;
+	return tp_cli_fail(&err);
+}
+
 int main(int argc, char **argv)
 {
 	/* OpenBLAS starts its worker threads when it is loaded, before
@@ -231,5 +248,10 @@ int main(int argc, char **argv)
 	/* OpenBLAS runs single-threaded: search and training threads call it
 	 * concurrently, one core each (STYLE.md). */
 	tp_tensor_set_blas_threads(1);
-	return tp_cli_dispatch(argc, argv);
+	/* A pipe whose reader exited (tagplan plan | head -c 10) is a write
+	 * error, EPIPE, reported with exit 3 as a full disk is, rather
+	 * than a death by SIGPIPE with no word (the shell's status 141).
+	 * After the exec above: the setting is inherited across exec. */
+	signal(SIGPIPE, SIG_IGN);
+	return finish_stdout(tp_cli_dispatch(argc, argv));
 }

@@ -320,7 +320,14 @@ int cmd_validate(int argc, char **argv)
 		tp_cli_escape(stdout, pos[i], strlen(pos[i]), false);
 		printf(": ok (%s)\n", detail);
 	}
-	fflush(stdout);
+	/* the "ok" lines on a full disk or a closed pipe: exit 3, with the
+	 * errno, which a second flush (main's) would no longer have */
+	if (!rc) {
+		struct tp_error err;
+		tp_error_clear(&err);
+		if (tp_file_flush_stdout(&err))
+			rc = tp_cli_fail(&err);
+	}
 	tp_model_release(&cx.m);
 	tp_cluster_release(&cx.c);
 	tp_strbuf_release(&warnings);

@@ -57,6 +57,10 @@ static enum tp_status write_fail(struct tp_error *err, const char *path,
 	else if (e == EFBIG)
 		fix = " (over the file size limit, ulimit -f, or the file "
 		      "system's largest file: write the output elsewhere)";
+	else if (e == EPIPE)
+		fix = " (the program reading the pipe exited before the end, "
+		      "as head does: the output is incomplete; let the "
+		      "reader take all of it, or write to a file)";
 	tp_error_set(err, TP_EIO, "cannot write: %s%s", strerror(e), fix);
 	tp_error_set_file(err, path);
 	if (err)
@@ -873,6 +877,16 @@ enum tp_status tp_file_write_set(const struct tp_output *outs, size_t n,
 		discard(&t[k]);
 	free(t);
 	return st;
+}
+
+enum tp_status tp_file_flush_stdout(struct tp_error *err)
+{
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return TP_OK;
+	/* a failed flush sets errno; a stream that failed earlier and has
+	 * nothing left to flush keeps only its error flag */
+	return write_fail(err, "<stdout>", errno ? errno : EIO);
 }
 
 bool tp_file_same_output(const char *a, const char *b)

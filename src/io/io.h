@@ -182,6 +182,12 @@ enum tp_status tp_file_write_set(const struct tp_output *outs, size_t n,
  * what to do). */
 enum tp_status tp_file_check_output(const char *path, struct tp_error *err);
 
+/* Flush standard output (what commands print through stdio: validate's
+ * lines, --help) and report whether all of it was written: TP_OK, else
+ * TP_EIO "<stdout>: cannot write: ..." with the errno (a full disk
+ * ENOSPC, a pipe whose reader exited EPIPE) and what to do. */
+enum tp_status tp_file_flush_stdout(struct tp_error *err);
+
 /* True when a and b both name one existing regular file (after links;
  * "-" never matches): an output that would overwrite an input. */
 bool tp_file_same(const char *a, const char *b);
