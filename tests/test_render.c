@@ -1391,7 +1391,7 @@ START_TEST(test_explain)
 	tp_strbuf_init(&sb);
 
 	/* estimates only: ZeRO-1 saves 40 GB x 7/8 = 35 GB >= 15 GB */
-	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r, NULL, NULL, &sb,
+	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r, NULL, &sb,
 					   &err),
 			 TP_OK);
 	text = squash(sb.buf);
@@ -1412,8 +1412,10 @@ START_TEST(test_explain)
 
 	/* confirmed by simulation: ZeRO-1 does not fit, ZeRO-2 is fastest */
 	tp_strbuf_reset(&sb);
-	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r, fake_eval, &calls,
-					   &sb, &err),
+	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r,
+					&(struct tp_explain_sim){fake_eval, &calls,
+								 false},
+					&sb, &err),
 			 TP_OK);
 	ck_assert_int_ge(calls, 4);
 	text = squash(sb.buf);
@@ -1426,7 +1428,7 @@ START_TEST(test_explain)
 	/* a feasible report explains nothing */
 	r.feasible = true;
 	tp_strbuf_reset(&sb);
-	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r, NULL, NULL, &sb,
+	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r, NULL, &sb,
 					   &err),
 			 TP_OK);
 	ck_assert_uint_eq(sb.len, 0);
@@ -1482,7 +1484,7 @@ START_TEST(test_explain_cp)
 	r.devices[3].memory.activations = 60e9;
 	r.devices[3].memory.reserved = 5e9;
 	tp_strbuf_init(&sb);
-	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r, NULL, NULL, &sb,
+	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r, NULL, &sb,
 					   &err),
 			 TP_OK);
 	text = squash(sb.buf);
@@ -1518,13 +1520,12 @@ static enum tp_status sim_eval(void *ctx, const struct tp_plan *v,
 }
 
 /* A GPT of sequence 2048 (hidden 256, 8 heads, 4 layers) on one toy
- * device of capacity cap under fused attention (FlashAttention, as
- * megatron-core and fsdp2 run it), plan p = strategy: the simulator in
- * *sim and p simulated into r. */
-static void fused_gpt_run(double cap, const char *strategy,
-			  struct tp_model *m, struct tp_cluster *c,
-			  struct tp_plan *p, struct tp_sim **sim,
-			  struct tp_report *r)
+ * device of capacity cap, with attention fused (FlashAttention, as
+ * megatron-core and fsdp2 run it) or not, plan p = strategy: the
+ * simulator in *sim and p simulated into r. */
+static void gpt_run(bool fused, double cap, const char *strategy,
+		    struct tp_model *m, struct tp_cluster *c, struct tp_plan *p,
+		    struct tp_sim **sim, struct tp_report *r)
 {
 	struct tp_gpt_dims d;
 	struct tp_device_type t = tp_test_toy_type("toy");
@@ -1557,7 +1558,7 @@ static void fused_gpt_run(double cap, const char *strategy,
 	ck_assert_int_eq(tp_strategy_parse(strategy, &s, &err), TP_OK);
 	ck_assert_int_eq(tp_strategy_to_plan(&s, m, c, p, &err), TP_OK);
 	tp_sim_options_default(&o);
-	o.params.fused_attention = true;
+	o.params.fused_attention = fused;
 	*sim = tp_sim_new(m, c, &o, &err);
 	ck_assert_msg(*sim != NULL, "%s", err.msg);
 	tp_report_init(r);
@@ -1595,25 +1596,27 @@ START_TEST(test_explain_fused_attention)
 	char *text, *line, *end;
 
 	/* the peaks with room to spare */
-	fused_gpt_run(1e12, "dp=1,mb=1,recompute=none", &m, &c, &p, &sim, &r);
+	gpt_run(true, 1e12, "dp=1,mb=1,recompute=none", &m, &c, &p, &sim, &r);
 	none = r.devices[0].peak_memory_bytes;
 	fused_gpt_release(&m, &c, &p, sim, &r);
-	fused_gpt_run(1e12, "dp=1,mb=1,recompute=selective", &m, &c, &p, &sim,
-		      &r);
+	gpt_run(true, 1e12, "dp=1,mb=1,recompute=selective", &m, &c, &p, &sim,
+		&r);
 	sel = r.devices[0].peak_memory_bytes;
 	fused_gpt_release(&m, &c, &p, sim, &r);
-	fused_gpt_run(1e12, "dp=1,mb=1,recompute=full", &m, &c, &p, &sim, &r);
+	gpt_run(true, 1e12, "dp=1,mb=1,recompute=full", &m, &c, &p, &sim, &r);
 	full = r.devices[0].peak_memory_bytes;
 	fused_gpt_release(&m, &c, &p, sim, &r);
 	ck_assert_msg(sel == none && full < none, "%g %g %g", none, sel, full);
 
 	/* a capacity between full's peak and none's */
-	fused_gpt_run((none + full) / 2, "dp=1,mb=1,recompute=none", &m, &c,
-		      &p, &sim, &r);
+	gpt_run(true, (none + full) / 2, "dp=1,mb=1,recompute=none", &m, &c,
+		&p, &sim, &r);
 	ck_assert(!r.feasible);
 	tp_strbuf_init(&sb);
-	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r, sim_eval, sim, &sb,
-					&err),
+	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r,
+					&(struct tp_explain_sim){sim_eval, sim,
+								 true},
+					&sb, &err),
 			 TP_OK);
 	text = squash(sb.buf);
 	line = strstr(text, "selective recomputation:");
@@ -1637,6 +1640,192 @@ START_TEST(test_explain_fused_attention)
 	free(text);
 	tp_strbuf_release(&sb);
 	fused_gpt_release(&m, &c, &p, sim, &r);
+}
+END_TEST
+
+/* Two transformer layers of three ops on one device: "qkv" keeping 2 GB
+ * per sample for its backward, the attention core "attn" 4 GB (its
+ * scores: the op selective recomputation recomputes) and "proj" 1 GB;
+ * 1 GB per sample on each edge, layer 0's "proj" feeding layer 1's
+ * "qkv"; 1F1B, no pipeline (one micro-batch held).  The report: the
+ * device holds 14 GB of activations and is 5 GB over. */
+static void layers_explain_setup(struct tp_model *m, struct tp_cluster *c,
+				 struct tp_plan *p, struct tp_report *r)
+{
+	static const char *const names[] = {"l0.qkv", "l0.attn", "l0.proj",
+					    "l1.qkv", "l1.attn", "l1.proj"};
+	static const double saved[] = {2e9, 4e9, 1e9};
+	struct tp_error err;
+	uint32_t idx[6];
+
+	tp_model_init(m);
+	m->name = "layers";
+	m->global_batch = 64;
+	m->seq_len = 1024;
+	m->dtype = TP_DTYPE_BF16;
+	m->optimizer = TP_OPT_ADAM;
+	for (int k = 0; k < 6; k++) {
+		struct tp_op op = tp_op_default();
+
+		op.name = names[k];
+		op.kind = k % 3 == 1 ? TP_OP_ATTENTION : TP_OP_MATMUL;
+		op.layer = k / 3;
+		op.flop = 1e9;
+		op.param_bytes = k % 3 == 1 ? 0 : 1e6;
+		op.saved_bytes = saved[k % 3];
+		op.out_bytes = 1e9;
+		op.selective_recompute = k % 3 == 1;
+		ck_assert_int_eq(tp_model_add_op(m, &op, &idx[k], &err), TP_OK);
+		if (k)
+			ck_assert_int_eq(tp_model_add_edge(m, idx[k - 1],
+							   idx[k], 1e9, &err),
+					 TP_OK);
+	}
+	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+	make_cluster(c, 1, 1);
+	make_3d_plan(p, m, 1, 1, 1);
+	p->schedule = TP_SCHEDULE_1F1B;
+	fill_report(r, 1, 1.0);
+	r->feasible = false;
+	r->worst_device = 0;
+	r->devices[0].peak_memory_bytes = 85e9;
+	r->over_bytes = 5e9;
+	r->devices[0].memory.weights = 20e9;
+	r->devices[0].memory.gradients = 20e9;
+	r->devices[0].memory.optimizer = 26e9;
+	r->devices[0].memory.activations = 14e9;
+	r->devices[0].memory.reserved = 5e9;
+}
+
+/* The explanation's estimates (no simulator to confirm them) count what
+ * recomputation saves as the simulator does (src/sim/cost.c: saved
+ * bytes, the layer inputs full recomputation keeps, the layer a backward
+ * re-materialises).  Hand figures, per sample: without fused attention
+ * the two layers keep 2 x (2 + 4 + 1) = 14 GB; selective drops the
+ * scores, 8 of 14, and re-materialises one layer's 4: saves 4/14 of the
+ * 14 GB = 4 GB; full keeps 1 GB (what enters layer 1) and
+ * re-materialises one layer's 7: saves 6 GB.  Under fused attention the
+ * attention core keeps nothing (FlashAttention): 6 GB kept, selective
+ * saves nothing, full keeps 1 and re-materialises 3: 2/6 of 14 GB.
+ * Before, fused attention was not known to the estimate (selective
+ * "saves about 8 GB"), and neither the re-materialised layer nor the
+ * layer inputs were counted (full kept each layer's output). */
+START_TEST(test_explain_estimate_fused_attention)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_strbuf sb;
+	struct tp_error err;
+	char fig[48], want[200];
+	char *text;
+
+	layers_explain_setup(&m, &c, &p, &r);
+	tp_strbuf_init(&sb);
+	for (int fused = 0; fused < 2; fused++) {
+		const struct tp_explain_sim how = {NULL, NULL, fused};
+
+		tp_strbuf_reset(&sb);
+		ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r, &how, &sb,
+						&err),
+				 TP_OK);
+		text = squash(sb.buf);
+		tp_render_fmt_si(fig, sizeof(fig), fused ? 14e9 * 2 / 6 : 6e9,
+				 "B");
+		snprintf(want, sizeof(want),
+			 "full recomputation (keep only layer inputs): saves "
+			 "about %s (%s)",
+			 fig, fused ? "not enough alone" : "enough");
+		ck_assert_msg(strstr(text, want), "fused %d: want \"%s\" in %s",
+			      fused, want, sb.buf);
+		if (fused)
+			snprintf(want, sizeof(want),
+				 "selective recomputation: saves nothing "
+				 "(fused attention keeps no attention "
+				 "scores)");
+		else
+			snprintf(want, sizeof(want),
+				 "selective recomputation: saves about 4 GB "
+				 "(not enough alone)");
+		ck_assert_msg(strstr(text, want), "fused %d: want \"%s\" in %s",
+			      fused, want, sb.buf);
+		free(text);
+	}
+	tp_strbuf_release(&sb);
+	tp_report_release(&r);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* The estimates agree with what the simulator finds when it runs the
+ * change, on a GPT (4 layers, sequence 2048) with attention fused and
+ * not: without fused attention selective recomputation saved 503 MB by
+ * simulation and "about 671 MB" by estimate, full 553 MB and "about
+ * 738 MB"; fused, full 49.3 MB and "about 67.1 MB", and selective
+ * nothing against "about 73.2 MB" (which made it the recommendation). */
+START_TEST(test_explain_estimate_agrees)
+{
+	for (int fused = 0; fused < 2; fused++) {
+		struct tp_model m;
+		struct tp_cluster c;
+		struct tp_plan p;
+		struct tp_report r;
+		struct tp_sim *sim;
+		struct tp_strbuf sb;
+		struct tp_error err;
+		double none, sel, full;
+		char want[200], fig[48];
+		char *text;
+
+		gpt_run(fused, 1e12, "dp=1,mb=1,recompute=none", &m, &c, &p,
+			&sim, &r);
+		none = r.devices[0].peak_memory_bytes;
+		fused_gpt_release(&m, &c, &p, sim, &r);
+		gpt_run(fused, 1e12, "dp=1,mb=1,recompute=selective", &m, &c,
+			&p, &sim, &r);
+		sel = r.devices[0].peak_memory_bytes;
+		fused_gpt_release(&m, &c, &p, sim, &r);
+		gpt_run(fused, 1e12, "dp=1,mb=1,recompute=full", &m, &c, &p,
+			&sim, &r);
+		full = r.devices[0].peak_memory_bytes;
+		fused_gpt_release(&m, &c, &p, sim, &r);
+		gpt_run(fused, (none + full) / 2, "dp=1,mb=1,recompute=none",
+			&m, &c, &p, &sim, &r);
+		ck_assert(!r.feasible);
+		tp_strbuf_init(&sb);
+		ck_assert_int_eq(
+			tp_cli_explain(&p, &m, &c, &r,
+				       &(struct tp_explain_sim){NULL, NULL,
+								fused},
+				       &sb, &err),
+			TP_OK);
+		text = squash(sb.buf);
+		tp_render_fmt_si(fig, sizeof(fig), none - full, "B");
+		snprintf(want, sizeof(want),
+			 "full recomputation (keep only layer inputs): saves "
+			 "about %s",
+			 fig);
+		ck_assert_msg(strstr(text, want), "fused %d: want \"%s\" in %s",
+			      fused, want, sb.buf);
+		if (fused) {
+			ck_assert_msg(sel == none, "%g %g", sel, none);
+			snprintf(want, sizeof(want),
+				 "selective recomputation: saves nothing");
+		} else {
+			tp_render_fmt_si(fig, sizeof(fig), none - sel, "B");
+			snprintf(want, sizeof(want),
+				 "selective recomputation: saves about %s",
+				 fig);
+		}
+		ck_assert_msg(strstr(text, want), "fused %d: want \"%s\" in %s",
+			      fused, want, sb.buf);
+		free(text);
+		tp_strbuf_release(&sb);
+		fused_gpt_release(&m, &c, &p, sim, &r);
+	}
 }
 END_TEST
 
@@ -1696,8 +1885,10 @@ START_TEST(test_explain_recompute_stages)
 		r.devices[d].memory.reserved = 5e9;
 	}
 	tp_strbuf_init(&sb);
-	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r, stage_eval, NULL,
-					   &sb, &err),
+	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r,
+					&(struct tp_explain_sim){stage_eval, NULL,
+								 false},
+					&sb, &err),
 			 TP_OK);
 	text = squash(sb.buf);
 	ck_assert_msg(strstr(text, "full recomputation (keep only layer "
@@ -2367,6 +2558,8 @@ Suite *suite_render(void)
 	tcase_add_test(t, test_explain_cp);
 	tcase_add_test(t, test_explain_recompute_stages);
 	tcase_add_test(t, test_explain_fused_attention);
+	tcase_add_test(t, test_explain_estimate_fused_attention);
+	tcase_add_test(t, test_explain_estimate_agrees);
 	tcase_add_test(t, test_wrap_list_items);
 	suite_add_tcase(s, t);
 	t = tcase_create("export");

@@ -318,8 +318,10 @@ static int print_verdict(struct check_run *C)
 			vd->more_fraction, C->max_frac);
 	if (!r->feasible) {
 		if (tp_cli_explain(&C->in.plan, &C->in.model, c, r,
-				   tp_inputs_sim_run, &C->sim, &C->text,
-				   &C->err) != TP_OK)
+				   &(struct tp_explain_sim){
+					   tp_inputs_sim_run, &C->sim,
+					   C->sim.fused_attention},
+				   &C->text, &C->err) != TP_OK)
 			return -1;
 		fputs(tp_strbuf_cstr(&C->text), stderr);
 		return 0;

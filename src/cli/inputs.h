@@ -178,6 +178,7 @@ enum tp_status tp_inputs_load_plan(const struct tp_inputs *in,
 struct tp_inputs_sim {
 	struct tp_sim *sim;
 	struct tp_sim_scratch *scratch;
+	bool fused_attention; /* the runtime's, as sim runs it */
 };
 
 enum tp_status tp_inputs_sim_open(struct tp_inputs_sim *s,

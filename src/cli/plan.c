@@ -486,6 +486,7 @@ static void fill_summary(struct plan_run *R)
 struct explain_ctx {
 	const struct tp_sim *sim;
 	struct tp_sim_scratch *scratch;
+	bool fused_attention; /* the runtime's, as the planner's sim runs it */
 };
 
 /* The simulator as the explanation's evaluator (table.h). */
@@ -557,7 +558,7 @@ static void print_stop(FILE *f, const struct tp_search_result *res)
  */
 static void print_human(const struct tp_search_result *res,
 			const struct tp_plan *p, const struct tp_model *m,
-			const struct tp_cluster *c, const struct tp_sim *sim,
+			const struct tp_cluster *c, const struct explain_ctx *x,
 			const char *priors, uint32_t threads, uint64_t seed)
 {
 	const struct tp_report *r = &res->report;
@@ -578,11 +579,15 @@ static void print_human(const struct tp_search_result *res,
 	}
 	tp_strbuf_reset(&t);
 	if (!r->feasible) {
-		struct explain_ctx ec = {sim, sim ? tp_sim_scratch_new(sim)
-						  : NULL};
-		if (tp_cli_explain(p, m, c, r, ec.scratch ? explain_eval
-							     : NULL,
-				      &ec, &t, &err) == TP_OK)
+		const struct tp_sim *sim = x->sim;
+		struct explain_ctx ec = {sim,
+					 sim ? tp_sim_scratch_new(sim) : NULL,
+					 x->fused_attention};
+		if (tp_cli_explain(p, m, c, r,
+				   &(struct tp_explain_sim){
+					   ec.scratch ? explain_eval : NULL, &ec,
+					   ec.fused_attention},
+				   &t, &err) == TP_OK)
 			fputs(tp_strbuf_cstr(&t), stderr);
 		else
 			fprintf(stderr, "does not fit: %s\n",
@@ -619,7 +624,7 @@ static void print_human(const struct tp_search_result *res,
 					      : "peak",
 				100 * res->lower_bound_s / r->iteration_time_s);
 		}
-		tp_cli_profile_note(sim, p, m, c, f);
+		tp_cli_profile_note(x->sim, p, m, c, f);
 		print_baselines(f, res, r);
 		if (res->gain_skips)
 			snprintf(skips, sizeof(skips),
@@ -1039,11 +1044,19 @@ static int write_outputs(struct plan_run *R)
 	}
 	if ((code = write_files(R)))
 		return code;
-	if (!R->a.quiet)
-		print_human(&R->res, &R->res.plan, &R->m, &R->c,
-			    tp_planner_sim(R->pl),
+	if (!R->a.quiet) {
+		/* the planner's simulator params: its defaults under the
+		   runtime planned for (search/planner.c) */
+		struct tp_sim_params sp;
+		struct explain_ctx x = {tp_planner_sim(R->pl), NULL, false};
+
+		tp_sim_params_default(&sp);
+		tp_sim_params_runtime(&sp, &R->rt);
+		x.fused_attention = sp.fused_attention;
+		print_human(&R->res, &R->res.plan, &R->m, &R->c, &x,
 			    R->gnn ? "GNN priors and gains" : R->gnn_note,
 			    R->so.threads, R->so.seed);
+	}
 	if (!R->a.quiet)
 		print_fit(R);
 	if (!R->a.quiet && R->res.plan.summary.cost_per_iteration > 0) {

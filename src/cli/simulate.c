@@ -420,8 +420,10 @@ static void print_summary(struct sim_run *R)
 
 	if (tp_cli_table(R->pp, R->mp, R->cp, r, &R->text, &R->err) ==
 		    TP_OK &&
-	    tp_cli_explain(R->pp, R->mp, R->cp, r, eval, &ec, &R->text,
-			   &R->err) == TP_OK)
+	    tp_cli_explain(R->pp, R->mp, R->cp, r,
+			   &(struct tp_explain_sim){
+				   eval, &ec, R->so.params.fused_attention},
+			   &R->text, &R->err) == TP_OK)
 		fputs(tp_strbuf_cstr(&R->text), stderr);
 	else
 		fprintf(stderr,

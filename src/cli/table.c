@@ -587,16 +587,59 @@ static const char *const term_names[] = {"weights",     "gradients",
 					 "activations", "temporary buffers",
 					 "runtime reserve"};
 
-/* Fractions of the worst device's saved activations that selective and
- * full recomputation drop, from the ops of its groups (full keeps each
- * layer's output as the next layer's input). */
-static void recompute_fractions(const struct tp_plan *p,
-				const struct tp_model *m, uint32_t dev,
-				double *sel, double *full, bool *has_layers)
-{
-	double saved = 0, selb = 0, keep = 0;
+/* What recomputation drops on the worst device, as fractions of its
+ * saved activations (the report's activations are those bytes for the
+ * micro-batches it holds at its peak). */
+struct recompute_share {
+	double sel, full;           /* dropped by selective, by full */
+	double work_sel, work_full; /* re-materialised at once during a
+				       backward: the largest layer's dropped
+				       bytes (for one micro-batch) */
+	bool has_layers, has_sel;   /* ops in layers; ops selective
+				       recomputation recomputes */
+};
 
-	*has_layers = false;
+/* The activation bytes per sample op o keeps for its backward, as the
+ * simulator counts them (src/sim/cost.c op_saved_bytes): none for an
+ * attention core under fused attention (FlashAttention keeps only the
+ * softmax statistics), so selective recomputation, which drops the
+ * attention scores, drops nothing there. */
+static double op_saved(const struct tp_op *op, bool fused_attention)
+{
+	return fused_attention && op->kind == TP_OP_ATTENTION
+		       ? 0
+		       : op->saved_bytes;
+}
+
+/* *sh for the ops of the worst device dev's groups, in the simulator's
+ * accounting (src/sim/cost.c layer_op and lane_costs): full
+ * recomputation keeps what enters each layer from outside it (each
+ * producer's edge once) and what ops outside layers keep, and its
+ * backward re-materialises the largest layer; selective keeps all but
+ * the selective ops' bytes and re-materialises the largest layer's of
+ * those.  Per-sample bytes, before tensor-parallel division (the
+ * fractions are the same).  False when out of memory. */
+static bool recompute_shares(const struct tp_plan *p, const struct tp_model *m,
+			     uint32_t dev, bool fused_attention,
+			     struct recompute_share *sh)
+{
+	double saved = 0, selb = 0, keep = 0, *lay_all, *lay_sel;
+	size_t n_lay = 1;
+	bool *counted;
+
+	memset(sh, 0, sizeof(*sh));
+	for (size_t i = 0; i < m->ops.n; i++)
+		if (m->ops.v[i].layer >= 0 &&
+		    (size_t)m->ops.v[i].layer + 1 > n_lay)
+			n_lay = (size_t)m->ops.v[i].layer + 1;
+	lay_all = calloc(2 * n_lay, sizeof(double));
+	counted = calloc(m->ops.n ? m->ops.n : 1, sizeof(bool));
+	if (!lay_all || !counted) {
+		free(lay_all);
+		free(counted);
+		return false;
+	}
+	lay_sel = lay_all + n_lay;
 	for (size_t g = 0; g < p->groups.n; g++) {
 		const struct tp_plan_group *gr = &p->groups.v[g];
 		const uint32_t *devs = tp_plan_group_devs(p, (uint32_t)g);
@@ -609,31 +652,76 @@ static void recompute_fractions(const struct tp_plan *p,
 			continue;
 		for (uint32_t i = 0; i < gr->n_ops; i++) {
 			const struct tp_op *op = &m->ops.v[ops[i]];
-			bool last_of_layer = true;
+			const uint32_t *in = tp_model_in_edges(m, ops[i]);
+			double sb = op_saved(op, fused_attention);
 
-			saved += op->saved_bytes;
-			if (op->selective_recompute)
-				selb += op->saved_bytes;
+			saved += sb;
+			if (op->selective_recompute) {
+				selb += sb;
+				sh->has_sel = true;
+			}
 			if (op->layer < 0) {
-				keep += op->saved_bytes;
+				keep += sb;
 				continue;
 			}
-			*has_layers = true;
-			/* the layer's last op: no successor in the same
-			 * layer */
-			for (uint32_t e = 0; e < op->n_out; e++) {
-				const struct tp_edge *ed =
-					&m->edges.v[tp_model_out_edges(
-						m, ops[i])[e]];
-				if (m->ops.v[ed->dst].layer == op->layer)
-					last_of_layer = false;
+			sh->has_layers = true;
+			lay_all[op->layer] += sb;
+			if (op->selective_recompute)
+				lay_sel[op->layer] += sb;
+			/* what enters the layer from another layer or
+			   another group, once per producer */
+			for (uint32_t e = 0; e < op->n_in; e++) {
+				const struct tp_edge *ed = &m->edges.v[in[e]];
+				bool same_group = false;
+
+				for (uint32_t k = 0; k < gr->n_ops; k++)
+					same_group |= ops[k] == ed->src;
+				if ((m->ops.v[ed->src].layer == op->layer &&
+				     same_group) ||
+				    counted[ed->src])
+					continue;
+				counted[ed->src] = true;
+				keep += ed->bytes;
 			}
-			if (last_of_layer)
-				keep += op->out_bytes;
 		}
 	}
-	*sel = saved > 0 ? selb / saved : 0;
-	*full = saved > 0 ? fmax(0, 1 - keep / saved) : 0;
+	for (size_t l = 0; l < n_lay && saved > 0; l++) {
+		sh->work_full = fmax(sh->work_full, lay_all[l] / saved);
+		sh->work_sel = fmax(sh->work_sel, lay_sel[l] / saved);
+	}
+	if (saved > 0) {
+		sh->sel = selb / saved;
+		sh->full = fmax(0, 1 - keep / saved);
+	}
+	free(lay_all);
+	free(counted);
+	return true;
+}
+
+/* The micro-batches whose activations the worst device w holds at its
+ * peak, which the report's activations are: all of them under GPipe;
+ * else one without a pipeline (every group on w), and under 1F1B (and,
+ * approximately, interleaved and zero-bubble schedules) as many as the
+ * pipeline has stages, which the first stage holds (the most; counted
+ * as the groups, an upper bound). */
+static double held_micro_batches(const struct tp_plan *p, uint32_t w)
+{
+	double groups = (double)p->groups.n, m = p->micro_batches;
+	bool pipelined = false;
+
+	if (p->schedule == TP_SCHEDULE_GPIPE)
+		return m > 0 ? m : 1;
+	for (size_t g = 0; g < p->groups.n && !pipelined; g++) {
+		const uint32_t *devs = tp_plan_group_devs(p, (uint32_t)g);
+		bool on = false;
+
+		for (uint32_t i = 0; i < p->groups.v[g].n_devices && !on; i++)
+			on = devs[i] == w;
+		pipelined = !on;
+	}
+	if (!pipelined)
+		return 1;
+	return fmax(1, fmin(m, groups));
 }
 
 /* Whether device d is over its capacity in r (the worst device w is). */
@@ -686,6 +774,7 @@ struct explain {
 	uint32_t cpw; /* its context-parallel degree: ZeRO shards over
 			 dpw x cpw, the ranks that hold the same weights */
 	enum tp_recompute cur_rc;
+	bool fused_attention; /* the runtime's (tp_explain_sim) */
 	struct cand cand[CAND_COUNT];
 };
 
@@ -782,8 +871,8 @@ static void list_candidates(struct explain *E, const struct tp_model *m)
 	const struct tp_plan *p = E->p;
 	const struct tp_memory_breakdown *bd = E->bd;
 	struct cand *cand = E->cand;
-	double sel_f, full_f, states, rest, room;
-	bool has_layers;
+	double states, rest, room, held;
+	struct recompute_share sh;
 
 	/* the worst device's data-parallel degree and recomputation */
 	for (size_t g = 0; g < p->groups.n; g++) {
@@ -798,18 +887,28 @@ static void list_candidates(struct explain *E, const struct tp_model *m)
 					E->cur_rc = p->groups.v[g].recompute;
 			}
 	}
-	recompute_fractions(p, m, E->w, &sel_f, &full_f, &has_layers);
+	/* out of memory: no recomputation candidates (sh stays zero) */
+	if (!recompute_shares(p, m, E->w, E->fused_attention, &sh))
+		memset(&sh, 0, sizeof(sh));
+	held = held_micro_batches(p, E->w);
 	memset(cand, 0, sizeof(E->cand));
 	zero_candidates(E);
-	if (E->cur_rc < TP_RECOMPUTE_SELECTIVE && sel_f > 0) {
+	/* the saving: the dropped share of the held micro-batches, less
+	   the layer the backward re-materialises (one micro-batch's) on top
+	   of what is kept.  Listed under fused attention too, saving
+	   nothing: what users reach for first, and the line says it does
+	   not help */
+	if (E->cur_rc < TP_RECOMPUTE_SELECTIVE && sh.has_sel) {
 		cand[CAND_SELECTIVE].applicable = true;
-		cand[CAND_SELECTIVE].saves = bd->activations * sel_f;
+		cand[CAND_SELECTIVE].saves =
+			fmax(0, bd->activations * (sh.sel - sh.work_sel / held));
 		snprintf(cand[CAND_SELECTIVE].what, sizeof(cand[0].what),
 			 "selective recomputation");
 	}
-	if (E->cur_rc < TP_RECOMPUTE_FULL && has_layers && full_f > 0) {
+	if (E->cur_rc < TP_RECOMPUTE_FULL && sh.has_layers && sh.full > 0) {
 		cand[CAND_FULL].applicable = true;
-		cand[CAND_FULL].saves = bd->activations * full_f;
+		cand[CAND_FULL].saves = fmax(
+			0, bd->activations * (sh.full - sh.work_full / held));
 		snprintf(cand[CAND_FULL].what, sizeof(cand[0].what),
 			 "full recomputation (keep only layer inputs)");
 	}
@@ -877,8 +976,8 @@ static void apply_candidate(struct tp_plan *v, int k,
 
 /* Confirm by simulation each candidate a variant plan can express: does
  * it fit, how fast, and where it is still over when not. */
-static void simulate_candidates(struct explain *E, tp_explain_eval_fn eval,
-				void *eval_ctx)
+static void simulate_candidates(struct explain *E,
+				const struct tp_explain_sim *how)
 {
 	for (int k = 0; k < CAND_COUNT; k++) {
 		struct cand *ck = &E->cand[k];
@@ -895,7 +994,7 @@ static void simulate_candidates(struct explain *E, tp_explain_eval_fn eval,
 			continue;
 		}
 		apply_candidate(&v, k, E->r, E->w);
-		if (eval(eval_ctx, &v, &vr, &verr) == TP_OK) {
+		if (how->eval(how->ctx, &v, &vr, &verr) == TP_OK) {
 			ck->simulated = true;
 			ck->fits = vr.feasible;
 			ck->iter_s = vr.iteration_time_s;
@@ -992,6 +1091,14 @@ static void print_candidates(const struct explain *E, int best,
 		   fused attention) only mislead */
 		if (cand[k].saves_simulated)
 			tp_strbuf_addf(out, "    %-s: simulated:", cand[k].what);
+		else if (!(cand[k].saves > 0))
+			tp_strbuf_addf(out, "    %-s: saves nothing%s%s",
+				       cand[k].what,
+				       k == CAND_SELECTIVE && E->fused_attention
+					       ? " (fused attention keeps no "
+						 "attention scores)"
+					       : "",
+				       cand[k].simulated ? "; simulated:" : "");
 		else
 			tp_strbuf_addf(out, "    %-s: saves about %s%s",
 				       cand[k].what, a,
@@ -1021,7 +1128,7 @@ static void print_candidates(const struct explain *E, int best,
 					       elsewhere
 						       ? c->devices.v[E->w].name
 						       : "");
-		} else {
+		} else if (cand[k].saves > 0) {
 			tp_strbuf_adds(out, cand[k].saves >= E->over
 						    ? " (enough)"
 						    : " (not enough alone)");
@@ -1035,7 +1142,7 @@ static enum tp_status explain_raw(const struct tp_plan *p,
 				  const struct tp_model *m,
 				  const struct tp_cluster *c,
 				  const struct tp_report *r,
-				  tp_explain_eval_fn eval, void *eval_ctx,
+				  const struct tp_explain_sim *how,
 				  struct tp_strbuf *out, struct tp_error *err)
 {
 	struct explain E;
@@ -1063,13 +1170,14 @@ static enum tp_status explain_raw(const struct tp_plan *p,
 	E.dpw = 1;
 	E.cpw = 1;
 	E.cur_rc = TP_RECOMPUTE_NONE;
+	E.fused_attention = how && how->fused_attention;
 	E.over = r->over_bytes > 0
 			 ? r->over_bytes
 			 : E.rd->peak_memory_bytes - E.rd->capacity_bytes;
 	explain_memory(&E, out);
 	list_candidates(&E, m);
-	if (eval)
-		simulate_candidates(&E, eval, eval_ctx);
+	if (how && how->eval)
+		simulate_candidates(&E, how);
 	print_candidates(&E, best_candidate(&E), out);
 	if (out->failed)
 		return tp_error_set(err, TP_ENOMEM, "out of memory");
@@ -1145,14 +1253,14 @@ enum tp_status tp_cli_explain(const struct tp_plan *p,
 				 const struct tp_model *m,
 				 const struct tp_cluster *c,
 				 const struct tp_report *r,
-				 tp_explain_eval_fn eval, void *eval_ctx,
+				 const struct tp_explain_sim *how,
 				 struct tp_strbuf *out, struct tp_error *err)
 {
 	struct tp_strbuf raw;
 	enum tp_status st;
 
 	tp_strbuf_init(&raw);
-	st = explain_raw(p, m, c, r, eval, eval_ctx, &raw, err);
+	st = explain_raw(p, m, c, r, how, &raw, err);
 	if (st == TP_OK && raw.failed)
 		st = tp_error_set(err, TP_ENOMEM, "out of memory");
 	if (st == TP_OK) {

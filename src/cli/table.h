@@ -51,17 +51,30 @@ typedef enum tp_status (*tp_explain_eval_fn)(void *ctx,
 					      struct tp_error *err);
 
 /*
+ * How the plan was simulated, for the explanation: whether the runtime
+ * runs attention fused (tp_sim_params.fused_attention: FlashAttention
+ * keeps no attention scores, and the estimates count none either) and
+ * an evaluator of variant plans (NULL: estimates only).
+ */
+struct tp_explain_sim {
+	tp_explain_eval_fn eval;
+	void *ctx;
+	bool fused_attention;
+};
+
+/*
  * When r says the plan does not fit, append why (device, peak against
  * capacity, what dominates its memory, the simulator's reason) and the
- * changes that would make it fit, smallest first.  eval may be NULL
- * (estimates only).  Appends nothing when r is feasible.
+ * changes that would make it fit, smallest first.  how may be NULL
+ * (estimates only, attention not fused).  Appends nothing when r is
+ * feasible.
  */
 enum tp_status tp_cli_explain(const struct tp_plan *p,
-				 const struct tp_model *m,
-				 const struct tp_cluster *c,
-				 const struct tp_report *r,
-				 tp_explain_eval_fn eval, void *eval_ctx,
-				 struct tp_strbuf *out, struct tp_error *err);
+			      const struct tp_model *m,
+			      const struct tp_cluster *c,
+			      const struct tp_report *r,
+			      const struct tp_explain_sim *how,
+			      struct tp_strbuf *out, struct tp_error *err);
 
 /* A device's peak memory as a percentage of its capacity (pct, 0-100+)
  * into buf: whole percent, but to a tenth near 100, rounded away from it
