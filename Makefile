@@ -244,7 +244,9 @@ data: $(BIN)
 # with fuzzer instrumentation in $(FUZZ_BUILD); each runs N seconds on its
 # corpus fuzz/corpus-NAME (kept out of git), seeded from the JSON files of
 # tests/data and data (up to 64 KiB; 16 KiB for topologies), tests/data/hf
-# (HF configs), tests/data/nvidia-smi (matrices), data/*.weights (GNN) and
+# (HF configs), tests/data/nvidia-smi (matrices), two small GNNs that
+# `tagplan train` writes (8 and 33 KB; data/*.weights, 481 KB, runs once
+# first: as a seed it held the target at ~40 exec/s) and
 # fuzz/strategy.seeds.  Crashes land in fuzz/artifacts/NAME/; turn each
 # into tests/data/regress/ + a test in tests/test_reliability.c.
 # Runs use libFuzzer's fork mode: a crash stops the run, timeouts (10 s)
@@ -277,7 +279,8 @@ $(FUZZ_BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/harness.c fuzz/harness.h \
 	$(FUZZ_CC) $(CPPFLAGS) $(WARN) -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) \
 		-o $@ $< fuzz/harness.c $(FUZZ_BUILD)/libtagplan.a $(LDLIBS)
 
-fuzz-build: $(FUZZ_BIN)
+# the weights target's seeds are small networks `tagplan train` writes
+fuzz-build: $(FUZZ_BIN) $(if $(filter weights,$(FUZZ_TARGETS)),$(BIN))
 
 fuzz: fuzz-build
 	$(MAKE) fuzz-run
@@ -290,7 +293,14 @@ fuzz-run:
 		case $$t in \
 		hf) cp tests/data/hf/*.json tests/data/hf/bad/*.json $$seed/ ;; \
 		nvsmi) cp tests/data/nvidia-smi/*.txt $$seed/ ;; \
-		weights) cp data/*.weights $$seed/ ;; \
+		weights) $(FUZZ_ENV) $(FUZZ_BUILD)/fuzz/fuzz_weights \
+			data/*.weights > $$seed.log 2>&1 || { cat $$seed.log; \
+			echo "fuzz_weights: data/*.weights fails"; exit 1; }; \
+			for hl in "8 1" "16 2"; do set -- $$hl; \
+			$(abspath $(BIN)) train --games 2 --epochs 1 --playouts 2 \
+				--max-devices 2 --hidden $$1 --layers $$2 \
+				--seed $$2 -q -o $$seed/h$$1-l$$2.weights; \
+			done ;; \
 		strategy) n=0; while IFS= read -r l; do n=$$((n+1)); \
 			printf '%s' "$$l" > $$seed/s$$n; \
 			done < fuzz/strategy.seeds ;; \
@@ -309,16 +319,16 @@ fuzz-run:
 			while read -r f; do \
 			cp "$$f" "$$seed/$$(echo "$$f" | tr / _)"; done ;; \
 		esac; \
-		case $$t in strategy) dict=fuzz/strategy.dict ;; \
+		len=; case $$t in strategy) dict=fuzz/strategy.dict ;; \
 			nvsmi) dict=fuzz/nvsmi.dict ;; \
-			weights) dict=fuzz/weights.dict ;; \
+			weights) dict=fuzz/weights.dict; len=-max_len=65536 ;; \
 			*) dict=fuzz/json.dict ;; esac; \
 		echo "== fuzz_$$t: $(FUZZ_SECONDS) s"; \
 		$(FUZZ_ENV) $(FUZZ_BUILD)/fuzz/fuzz_$$t \
 			-max_total_time=$(FUZZ_SECONDS) -timeout=10 \
 			-rss_limit_mb=2048 -dict=$$dict -print_final_stats=1 \
 			-fork=1 -ignore_timeouts=1 -ignore_ooms=1 \
-			-artifact_prefix=fuzz/artifacts/$$t/ $(FUZZ_FLAGS) \
+			-artifact_prefix=fuzz/artifacts/$$t/ $$len $(FUZZ_FLAGS) \
 			fuzz/corpus-$$t $$seed; \
 		ls fuzz/artifacts/$$t | sed "s|^|fuzz/artifacts/$$t/|"; \
 	done

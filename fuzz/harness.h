@@ -84,7 +84,9 @@ const char *fz_devices_one(const uint8_t *data, size_t size,
 			   struct tp_error *err);
 /* GNN weights files (tp_gnn_weights_decode).  The CRC-32 at the end is
  * recomputed over the mutated bytes so that mutations reach the checks
- * after the checksum; an accepted file must re-encode to the same bytes. */
+ * after the checksum; an accepted file must encode to bytes that decode
+ * and encode to themselves (an accepted file that already is those bytes
+ * is not decoded twice). */
 const char *fz_weights_one(const uint8_t *data, size_t size,
 			   struct tp_error *err);
 
