@@ -981,6 +981,51 @@ START_TEST(test_topo_hint_keeps_options)
 }
 END_TEST
 
+/* A file where -s wants a strategy string ("-s plan.json": the plan
+ * goes with -p) was answered with the strategy's whole key list ('"plan.json"
+ * is not key=value (keys: tp, pp, ...)'); now what the file is and the
+ * option that takes it, exit 2, nothing written. */
+START_TEST(test_strategy_is_a_file)
+{
+	const char *m = tp_test_path("data/good/mlp.json");
+	const char *t = tp_test_path("data/good/two-racks.json");
+	const char *p = tp_test_path("data/good/mlp-plan.json");
+	const char *dir = tp_test_tmpdir();
+	char want[3][600], out[1024];
+	const char *cases[3][12] = {
+	    {"simulate", "-m", m, "-t", t, "-s", p, "-o", out, NULL},
+	    {"export", "-m", m, "-t", t, "-s", m, "-o", out, NULL},
+	    {"plan", "-m", m, "-t", t, "-s", dir, "-o", out, NULL},
+	};
+	struct stat st;
+
+	snprintf(out, sizeof(out), "%s/out.json", dir);
+	snprintf(want[0], sizeof(want[0]),
+		 "strategy: \"%s\" is a plan file, not a strategy string: "
+		 "give it with -p %s (tagplan simulate, check, render and "
+		 "export take a plan); -s takes key=value items joined by "
+		 "commas, e.g. tp=8,pp=2,dp=4",
+		 p, p);
+	snprintf(want[1], sizeof(want[1]),
+		 "strategy: \"%s\" is a model file, not a strategy string: "
+		 "give it with -m %s;",
+		 m, m);
+	snprintf(want[2], sizeof(want[2]),
+		 "strategy: \"%s\" is a folder, not a strategy string: -s "
+		 "takes key=value items",
+		 dir);
+	for (int i = 0; i < 3; i++) {
+		const char *argv[13] = {"tagplan"};
+
+		for (int k = 0; cases[i][k]; k++)
+			argv[k + 1] = cases[i][k];
+		expect(argv, 2, want[i], "(keys: ");
+		ck_assert_msg(stat(out, &st) != 0, "%s wrote %s", cases[i][0],
+			      out);
+	}
+}
+END_TEST
+
 /* render --format, render --collapse, simulate --trace-replicas and
  * model --dtype listed their words but named none ("--collapse allways:
  * expected auto, always or never"); now the one meant, as plan's and
@@ -1143,6 +1188,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_plan_choice_slips);
 	tcase_add_test(tc, test_topo_count_words);
 	tcase_add_test(tc, test_topo_hint_keeps_options);
+	tcase_add_test(tc, test_strategy_is_a_file);
 	tcase_add_test(tc, test_other_commands_options);
 	tcase_add_test(tc, test_percent_for_fraction);
 	tcase_add_test(tc, test_plan_time_limit_zero);

@@ -296,6 +296,11 @@ static enum tp_format_kind sniff_file(const char *path)
 	return k;
 }
 
+enum tp_format_kind tp_inputs_file_kind(const char *path)
+{
+	return sniff_file(path);
+}
+
 void tp_inputs_hint_swap(const char *model_path, const char *topo_path,
 			 struct tp_error *err)
 {
@@ -840,14 +845,62 @@ enum tp_status tp_inputs_sim_run(void *ctx, const struct tp_plan *p,
 	return tp_sim_run(s->sim, p, s->scratch, report, NULL, err);
 }
 
+/* A strategy string that is no key=value but names a file or folder
+ * ("-s plan.json": a plan where a strategy goes): err says what the file
+ * is and where it goes instead of listing the strategy's keys.  True when
+ * it did. */
+static bool strategy_is_file(const char *strategy, struct tp_error *err)
+{
+	static const char items[] =
+		"-s takes key=value items joined by commas, e.g. "
+		"tp=8,pp=2,dp=4";
+	struct stat sb;
+	enum tp_format_kind k;
+
+	if (strchr(strategy, '=') || stat(strategy, &sb) != 0)
+		return false;
+	if (S_ISDIR(sb.st_mode)) {
+		tp_error_set(err, TP_EUSAGE,
+			     "strategy: \"%s\" is a folder, not a strategy "
+			     "string: %s",
+			     strategy, items);
+		return true;
+	}
+	k = sniff_file(strategy);
+	if (k == TP_FORMAT_PLAN || k == TP_FORMAT_MODEL ||
+	    k == TP_FORMAT_TOPOLOGY)
+		tp_error_set(err, TP_EUSAGE,
+			     "strategy: \"%s\" is a %s file, not a strategy "
+			     "string: give it with %s %s%s; %s",
+			     strategy, tp_format_kind_name(k),
+			     k == TP_FORMAT_PLAN	 ? "-p"
+			     : k == TP_FORMAT_MODEL ? "-m"
+						    : "-t",
+			     strategy,
+			     k == TP_FORMAT_PLAN ? " (tagplan simulate, check, "
+						   "render and export take "
+						   "a plan)"
+						 : "",
+			     items);
+	else
+		tp_error_set(err, TP_EUSAGE,
+			     "strategy: \"%s\" is a file, not a strategy "
+			     "string: %s",
+			     strategy, items);
+	return true;
+}
+
 enum tp_status tp_inputs_strategy_plan(const char *strategy,
 				       const struct tp_model *m,
 				       const struct tp_cluster *c,
 				       struct tp_plan *p, struct tp_error *err)
 {
 	struct tp_strategy st;
+	enum tp_status parsed = tp_strategy_parse(strategy, &st, err);
 
-	if (tp_strategy_parse(strategy, &st, err) != TP_OK ||
+	if (parsed != TP_OK && strategy_is_file(strategy, err))
+		return err->status;
+	if (parsed != TP_OK ||
 	    tp_strategy_to_plan(&st, m, c, p, err) != TP_OK) {
 		err->file[0] = '\0';
 		if (err->status == TP_EINPUT)

@@ -45,6 +45,7 @@
 #include "core/plan.h"
 #include "core/report.h"
 #include "core/strbuf.h"
+#include "io/io.h"
 
 struct tp_sim;
 struct tp_sim_scratch;
@@ -108,6 +109,11 @@ enum tp_status tp_inputs_load(struct tp_inputs *in, const char *plan_path,
  * both were given.
  */
 void tp_inputs_describe(const struct tp_inputs *in, struct tp_strbuf *out);
+
+/* The kind of tagplan file path holds (io's tp_format_sniff of its
+ * "format"), read only when it is a regular file; TP_FORMAT_UNKNOWN
+ * otherwise. */
+enum tp_format_kind tp_inputs_file_kind(const char *path);
 
 /*
  * After a failed load of `path` as `expected` (the kind's name: "model",
