@@ -1026,6 +1026,52 @@ START_TEST(test_strategy_is_a_file)
 }
 END_TEST
 
+/* A file given to topo as a preset (`tagplan topo topo.json`, a shipped
+ * data/topologies file, a plan, nvidia-smi's text) was 'unknown node
+ * preset "topo.json" in "topo.json"; known: ...'; now what the file is
+ * and what to do with it, exit 2, nothing written. */
+START_TEST(test_topo_given_a_file)
+{
+	const char *t = tp_test_path("data/good/two-racks.json");
+	const char *p = tp_test_path("data/good/mlp-plan.json");
+	const char *dir = tp_test_tmpdir();
+	char txt[1024], out[1024], want[4][2400];
+	const char *files[4];
+	struct stat st;
+
+	snprintf(txt, sizeof(txt), "%s/topo.txt", dir);
+	snprintf(out, sizeof(out), "%s/out.json", dir);
+	ck_assert_int_eq(tp_test_write(txt, "GPU0\tX\n", 7), 0);
+	files[0] = t;
+	files[1] = p;
+	files[2] = dir;
+	files[3] = txt;
+	snprintf(want[0], sizeof(want[0]),
+		 "tagplan topo: \"%s\" is a topology file already: give it "
+		 "to the other commands as it is (-t %s)",
+		 t, t);
+	snprintf(want[1], sizeof(want[1]),
+		 "tagplan topo: \"%s\" is a plan file, not a node preset: "
+		 "topo builds a topology from presets",
+		 p);
+	snprintf(want[2], sizeof(want[2]),
+		 "tagplan topo: \"%s\" is a folder, not a node preset", dir);
+	snprintf(want[3], sizeof(want[3]),
+		 "tagplan topo: \"%s\" is a file, not a node preset: topo "
+		 "builds a topology from presets (PRESET:NODES, e.g. "
+		 "dgx-a100:4), or from `nvidia-smi topo -m` output with "
+		 "--from-nvidia-smi %s --gpu TYPE",
+		 txt, txt);
+	for (int i = 0; i < 4; i++) {
+		const char *argv[] = {"tagplan", "topo", "dgx-a100:1",
+				      files[i], "-o", out, NULL};
+
+		expect(argv, 2, want[i], "unknown node preset");
+		ck_assert_msg(stat(out, &st) != 0, "case %d wrote %s", i, out);
+	}
+}
+END_TEST
+
 /* render --format, render --collapse, simulate --trace-replicas and
  * model --dtype listed their words but named none ("--collapse allways:
  * expected auto, always or never"); now the one meant, as plan's and
@@ -1189,6 +1235,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_topo_count_words);
 	tcase_add_test(tc, test_topo_hint_keeps_options);
 	tcase_add_test(tc, test_strategy_is_a_file);
+	tcase_add_test(tc, test_topo_given_a_file);
 	tcase_add_test(tc, test_other_commands_options);
 	tcase_add_test(tc, test_percent_for_fraction);
 	tcase_add_test(tc, test_plan_time_limit_zero);

@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "core/strbuf.h"
+#include "inputs.h"
 #include "io/build.h"
 #include "io/io.h"
 
@@ -226,6 +228,64 @@ static int joined_presets(int argc, char **argv, char **pos, int npos)
 	return code;
 }
 
+/* A preset that names a file or folder, when the presets did not build
+ * (`tagplan topo plan.json`, `tagplan topo data/topologies/dgx-a100.json`:
+ * a topology file is used as it is; "unknown node preset" listed the
+ * presets): a usage error saying what the file is and what takes it.
+ * Returns the exit code, 0 when no preset names a file. */
+static int preset_is_file(char **pos, int npos)
+{
+	for (int i = 0; i < npos; i++) {
+		struct stat sb;
+		struct tp_cluster one;
+		struct tp_error e;
+		enum tp_format_kind k;
+		bool preset;
+
+		if (stat(pos[i], &sb) != 0)
+			continue;
+		/* a file named as a preset is the preset */
+		tp_cluster_init(&one);
+		tp_error_clear(&e);
+		preset = tp_build_topology_fabric((const char *const *)&pos[i],
+						  1, NULL, 1, NULL, &one,
+						  &e) == TP_OK;
+		tp_cluster_release(&one);
+		if (preset)
+			continue;
+		k = tp_inputs_file_kind(pos[i]);
+		if (k == TP_FORMAT_TOPOLOGY)
+			return tp_cli_usage_error(
+				"topo",
+				"\"%s\" is a topology file already: give it "
+				"to the other commands as it is (-t %s); topo "
+				"builds one from node presets (PRESET:NODES, "
+				"e.g. dgx-a100:4)",
+				pos[i], pos[i]);
+		if (S_ISREG(sb.st_mode) && !strstr(pos[i], ".json"))
+			return tp_cli_usage_error(
+				"topo",
+				"\"%s\" is a file, not a node preset: topo "
+				"builds a topology from presets (PRESET:NODES, "
+				"e.g. dgx-a100:4), or from `nvidia-smi topo -m` "
+				"output with --from-nvidia-smi %s --gpu TYPE",
+				pos[i], pos[i]);
+		return tp_cli_usage_error(
+			"topo",
+			"\"%s\" is a %s, not a node preset: topo builds a "
+			"topology from presets (PRESET:NODES, e.g. "
+			"dgx-a100:4; the list in --help)",
+			pos[i],
+			S_ISDIR(sb.st_mode) ? "folder"
+			: k != TP_FORMAT_UNKNOWN
+				? (k == TP_FORMAT_PLAN	  ? "plan file"
+				   : k == TP_FORMAT_MODEL ? "model file"
+							  : "tagplan file")
+				: "file");
+	}
+	return 0;
+}
+
 int cmd_topo(int argc, char **argv)
 {
 	const char *net = NULL, *out = NULL, *smi = NULL, *gpu = NULL,
@@ -323,6 +383,11 @@ int cmd_topo(int argc, char **argv)
 		}
 		st = tp_build_topology_fabric((const char *const *)pos, npos,
 					      net, over, fabric, &c, &err);
+		if (st && (code = preset_is_file(pos, npos))) {
+			tp_cluster_release(&c);
+			free(pos);
+			return code;
+		}
 		free(pos);
 	}
 	if (st)
