@@ -1072,6 +1072,30 @@ START_TEST(test_topo_given_a_file)
 }
 END_TEST
 
+/* Words a new user reaches for in topo: "--inter-gbps 100" (the brief's
+ * slip), "--network", "--bandwidth" for the network between nodes, and
+ * "--nodes 4" or "--gpus 8" for the count; they were a bare 'unknown
+ * option "--inter-gbps"' ("--gpus" even 'did you mean --gpu?', the
+ * nvidia-smi device type).  Now the spelling topo takes. */
+START_TEST(test_topo_option_words)
+{
+	static const char *const cases[][2] = {
+	    {"--inter-gbps", "the network between nodes is --net NETWORK"},
+	    {"--network", "the network between nodes is --net NETWORK"},
+	    {"--bandwidth", "; switch tiers are --fabric)"},
+	    {"--nodes", "the node count goes with its preset: PRESET:NODES, "
+			"e.g. dgx-a100:4"},
+	    {"--gpus", "the node count goes with its preset"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[] = {"tagplan", "topo", "dgx-a100:4",
+				      cases[i][0], "100", NULL};
+		expect(argv, 2, cases[i][1], "did you mean");
+	}
+}
+END_TEST
+
 /* render --format, render --collapse, simulate --trace-replicas and
  * model --dtype listed their words but named none ("--collapse allways:
  * expected auto, always or never"); now the one meant, as plan's and
@@ -1236,6 +1260,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_topo_hint_keeps_options);
 	tcase_add_test(tc, test_strategy_is_a_file);
 	tcase_add_test(tc, test_topo_given_a_file);
+	tcase_add_test(tc, test_topo_option_words);
 	tcase_add_test(tc, test_other_commands_options);
 	tcase_add_test(tc, test_percent_for_fraction);
 	tcase_add_test(tc, test_plan_time_limit_zero);

@@ -366,12 +366,30 @@ static bool short_joined(const char *cmd, struct tp_opt *opts,
 	return true;
 }
 
-/* An option of another command given to cmd, where the usual slip is
- * taking one command for the other: what to run instead; NULL if none.
- * (plan writes plans, check and render read them.) */
+/* An option cmd does not have, where the usual slip is taking one
+ * command for the other (plan writes plans, check and render read them)
+ * or a word for what cmd spells otherwise (topo's network is --net, its
+ * node count PRESET:NODES): what to write instead; NULL if none.  A
+ * name ending in '*' matches the options it begins. */
 static const char *other_commands_option(const char *cmd, const char *a)
 {
 	static const char *const slips[][3] = {
+	    {"topo", "--network",
+	     "the network between nodes is --net NETWORK (10gbe, 25gbe, "
+	     "100gbe, 200gbe, ib-edr, ib-hdr, ib-ndr, ib-xdr, roce-400g, ...; "
+	     "see --help); switch tiers are --fabric"},
+	    {"topo", "--nic", NULL},
+	    {"topo", "--nics", NULL},
+	    {"topo", "--bandwidth", NULL},
+	    {"topo", "--bw", NULL},
+	    {"topo", "--gbps", NULL},
+	    {"topo", "--inter*", NULL},
+	    {"topo", "--nodes",
+	     "the node count goes with its preset: PRESET:NODES, e.g. "
+	     "dgx-a100:4"},
+	    {"topo", "--num-nodes", NULL},
+	    {"topo", "--count", NULL},
+	    {"topo", "--gpus", NULL},
 	    {"plan", "-p",
 	     "plan searches a plan and writes it with -o PLAN; to simulate "
 	     "or check one: tagplan simulate -p PLAN, tagplan check -p PLAN"},
@@ -389,9 +407,15 @@ static const char *other_commands_option(const char *cmd, const char *a)
 
 	for (size_t i = 0; i < sizeof(slips) / sizeof(slips[0]); i++) {
 		size_t n = strlen(slips[i][1]);
+		bool prefix = slips[i][1][n - 1] == '*';
+
+		n -= prefix;
 		if (!strcmp(cmd, slips[i][0]) && !strncmp(a, slips[i][1], n) &&
-		    (a[n] == '\0' || a[n] == '='))
-			return slips[i][2] ? slips[i][2] : slips[i - 1][2];
+		    (prefix || a[n] == '\0' || a[n] == '=')) {
+			while (!slips[i][2])
+				i--;
+			return slips[i][2];
+		}
 	}
 	return NULL;
 }
