@@ -97,6 +97,73 @@ START_TEST(test_runs_bad)
 }
 END_TEST
 
+/* Measured figures outside their range (io/ranges.c) are refused where
+ * they are: an achieved 1e300 TFLOP/s came to a time of 0, and
+ * `tagplan calibrate` died on an assertion writing the profile (an
+ * infinite error); a samples/s of 1e300 or a time of 1e-300 were
+ * fitted as an "infs" or 0 s measurement, exit 0. */
+START_TEST(test_runs_out_of_range)
+{
+	static const char *const row =
+	    "{\"id\": \"a\", \"model\": {\"zoo\": \"resnet50\", \"batch\": 8, "
+	    "\"dtype\": \"fp16\"}, \"topology\": \"t.json\", \"strategy\": "
+	    "\"dp=1\", ";
+	static const char *const bad[][2] = {
+	    {"\"measured_iteration_s\": 1e-300", "measured_iteration_s"},
+	    {"\"measured_iteration_s\": 1e300", "measured_iteration_s"},
+	    {"\"measured_samples_per_s\": 1e300", "measured_samples_per_s"},
+	    {"\"measured_samples_per_s\": 5e-324", "measured_samples_per_s"},
+	    {"\"measured_iteration_s\": 1, \"measured_peak_memory_bytes\": "
+	     "1e300",
+	     "measured_peak_memory_bytes"},
+	};
+	char text[1024], runs[512], prof[512], want[128];
+	const char *dir = tp_test_tmpdir();
+	struct tp_run r;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct tp_mruns m;
+		struct tp_error err;
+
+		snprintf(text, sizeof(text), "{\"rows\": [%s%s}]}", row,
+			 bad[i][0]);
+		snprintf(want, sizeof(want), "$.rows[0].%s", bad[i][1]);
+		tp_mruns_init(&m);
+		tp_error_clear(&err);
+		ck_assert_int_eq(tp_mruns_load("runs.json", ".", text,
+					       strlen(text), NULL, &m, &err),
+				 TP_EINPUT);
+		ck_assert_msg(strcmp(err.path, want) == 0 &&
+				  strstr(err.msg, "outside the range"),
+			      "%zu: %s %s", i, err.path, err.msg);
+		tp_mruns_release(&m);
+	}
+	/* Table 1's form through the command: exit 2 naming the place,
+	 * no profile written */
+	snprintf(runs, sizeof(runs), "%s/table1.json", dir);
+	snprintf(prof, sizeof(prof), "%s/prof.json", dir);
+	snprintf(text, sizeof(text),
+		 "{\"common\": {\"seq_len\": 2048, \"vocab_size\": 51200}, "
+		 "\"rows\": [{\"hidden_size\": 2304, \"num_layers\": 24, "
+		 "\"attention_heads\": 24, \"tensor_parallel\": 1, "
+		 "\"pipeline_parallel\": 1, \"data_parallel_derived\": 32, "
+		 "\"num_gpus\": 32, \"global_batch_size\": 512, "
+		 "\"achieved_tflops_per_gpu\": 1e300}]}");
+	ck_assert_int_eq(tp_test_write(runs, text, strlen(text)), 0);
+	{
+		const char *argv[] = {"tagplan", "calibrate", runs, "-o", prof,
+				      NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
+		ck_assert_msg(strstr(r.err, "$.rows[0].achieved_tflops_per_gpu:"
+					    " 1e300 TFLOP/s is outside"),
+			      "%s", r.err);
+		tp_run_free(&r);
+	}
+	ck_assert_ptr_null(tp_test_read(prof, NULL));
+}
+END_TEST
+
 /* A Table 1 run predicted within 5% (the calibration bench_sim keeps). */
 START_TEST(test_calib_predict_table1)
 {
@@ -748,6 +815,7 @@ Suite *suite_calib(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_runs_shipped);
 	tcase_add_test(tc, test_runs_bad);
+	tcase_add_test(tc, test_runs_out_of_range);
 	tcase_add_test(tc, test_calib_predict_table1);
 	tcase_add_test(tc, test_calib_measured_runs_fit);
 	tcase_add_test(tc, test_calib_prior);

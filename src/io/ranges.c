@@ -48,6 +48,18 @@ static const struct tp_io_range ranges[TP_IOQ_COUNT] = {
 				     "real fabrics are 1:1 to 8:1"},
 	[TP_IOQ_PLAN_BYTES] = {0, 1e18, "bytes",
 			       "1 EB per iteration"},
+	/* measured runs (calibrate's input): the time each row comes to
+	 * must stay a positive finite figure through the fit's logs and
+	 * ratios (an achieved 1e300 TFLOP/s gave a time of 0 and an
+	 * infinite error, an assertion in the profile's writer) */
+	[TP_IOQ_RUN_SECONDS] = {1e-6, 1e6, "s",
+				"one training iteration: 1 us to 11 days"},
+	[TP_IOQ_RUN_TFLOPS] = {1e-6, 1e6, "TFLOP/s",
+			       "achieved per GPU, at most its peak: a B200 "
+			       "is 2.3e3 dense fp16"},
+	[TP_IOQ_RUN_SAMPLES_PER_S] = {1e-6, 1e12, "samples/s",
+				      "a million GPUs at a million samples/s "
+				      "each"},
 };
 
 const struct tp_io_range *tp_io_range_of(enum tp_io_quantity q)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/runtime.h"
+#include "io_int.h"
 #include "json.h"
 #include "runs.h"
 
@@ -74,8 +75,9 @@ static enum tp_status table1_row(struct tp_jctx *j, const struct tp_json *v,
 	    (st = tp_jget_int(j, v, "num_gpus", true, 1, 1 << 20, 0, &run->gpus)) ||
 	    (st = tp_jget_int(j, v, "global_batch_size", true, 1, 1 << 28, 0,
 			      &run->batch)) ||
-	    (st = tp_jget_number(j, v, "achieved_tflops_per_gpu", true,
-				 TP_JNUM_POS, 0, &tflops, NULL)))
+	    (st = tp_io_get_quantity(j, v, "achieved_tflops_per_gpu", true,
+				     TP_JNUM_POS, TP_IOQ_RUN_TFLOPS, 0,
+				     &tflops)))
 		return st;
 	if (tp * pp * dp != run->gpus || run->gpus % 8)
 		return tp_jctx_fail(j, NULL,
@@ -270,11 +272,16 @@ static enum tp_status run_row(struct tp_jctx *j, const struct tp_json *v,
 	run->memory_format += 1;
 	if ((st = tp_jget_number(j, v, "measured_iteration_s", false,
 				 TP_JNUM_POS, 0, &t, &has_t)) ||
+	    (has_t && (st = tp_io_check_quantity(j, "measured_iteration_s",
+						 TP_IOQ_RUN_SECONDS, t))) ||
 	    (st = tp_jget_number(j, v, "measured_samples_per_s", false,
 				 TP_JNUM_POS, 0, &sps, &has_sps)) ||
-	    (st = tp_jget_number(j, v, "measured_peak_memory_bytes", false,
-				 TP_JNUM_POS, 0, &run->measured_peak_bytes,
-				 NULL)))
+	    (has_sps &&
+	     (st = tp_io_check_quantity(j, "measured_samples_per_s",
+					TP_IOQ_RUN_SAMPLES_PER_S, sps))) ||
+	    (st = tp_io_get_quantity(j, v, "measured_peak_memory_bytes", false,
+				     TP_JNUM_POS, TP_IOQ_DEVICE_MEMORY, 0,
+				     &run->measured_peak_bytes)))
 		return st;
 	if (has_t == has_sps)
 		return tp_jctx_fail(j, NULL,
