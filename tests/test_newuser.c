@@ -538,6 +538,24 @@ START_TEST(test_number_slips)
 }
 END_TEST
 
+/* An option whose range its command checks itself (plan --max-iter-time)
+ * said 'expects a number from 0 to 0, not "nan"', and an integer written
+ * 1e30 was 'without the unit "e30"'. */
+START_TEST(test_number_no_range)
+{
+	const char *a1[] = {"tagplan", "plan", "--max-iter-time", "nan",
+			    NULL};
+	const char *a2[] = {"tagplan", "plan", "--playouts", "1e30", NULL};
+
+	expect(a1, 2, "--max-iter-time expects a finite number, not \"nan\"",
+	       "from 0 to 0");
+	expect(a2, 2,
+	       "--playouts expects an integer from 0 to 1000000000000000, "
+	       "not \"1e30\"",
+	       "unit");
+}
+END_TEST
+
 /* model --name of 300 bytes wrote a model file that validate and every
  * command refused ("string of 300 bytes is too long (at most 255)");
  * calibrate --name took a tab, which model --name refuses. */
@@ -1244,6 +1262,7 @@ Suite *suite_newuser(void)
 	tcase_add_test(tc, test_strategy_spaces);
 	tcase_add_test(tc, test_help_command_after);
 	tcase_add_test(tc, test_number_slips);
+	tcase_add_test(tc, test_number_no_range);
 	tcase_add_test(tc, test_name_limits);
 	tcase_add_test(tc, test_short_options_joined);
 	tcase_add_test(tc, test_fabric_spaces);

@@ -442,7 +442,9 @@ static void number_hint(const char *cmd, const struct tp_opt *o,
 	else if (integer && (!strcmp(end, "k") || !strcmp(end, "K")))
 		snprintf(hint, size, " (an integer in digits: %.0f)",
 			 strtod(val, NULL) * 1e3);
-	else if (isalpha((unsigned char)*end) && strlen(end) <= 8)
+	/* an integer's exponent beyond the range ("1e30") is no unit */
+	else if (isalpha((unsigned char)*end) && strlen(end) <= 8 &&
+		 !(integer && isfinite(v) && (*end == 'e' || *end == 'E')))
 		snprintf(hint, size,
 			 " (a plain number, without the unit \"%s\": "
 			 "'tagplan %s --help' gives --%s's unit)",
@@ -490,10 +492,17 @@ static int set_value(const char *cmd, struct tp_opt *o, const char *val)
 		if (errno || end == val || *end ||
 		    (o->min != o->max && (v < o->min || v > o->max))) {
 			number_hint(cmd, o, val, end, hint, sizeof(hint));
-			tp_cli_usage_error(
-				cmd, "--%s expects an integer from %.0f to %.0f, "
-				     "not \"%s\"%s",
-				o->name, o->min, o->max, val, hint);
+			if (o->min == o->max)
+				tp_cli_usage_error(cmd,
+						   "--%s expects an integer, "
+						   "not \"%s\"%s",
+						   o->name, val, hint);
+			else
+				tp_cli_usage_error(
+				    cmd,
+				    "--%s expects an integer from %.0f to "
+				    "%.0f, not \"%s\"%s",
+				    o->name, o->min, o->max, val, hint);
 			return -1;
 		}
 		*(long long *)o->dest = v;
@@ -522,10 +531,19 @@ static int set_value(const char *cmd, struct tp_opt *o, const char *val)
 				snprintf(hint, sizeof(hint),
 					 " (a fraction: %g for %g%%)", v / 100,
 					 v);
-			tp_cli_usage_error(cmd,
-					   "--%s expects a number from %g to %g, "
-					   "not \"%s\"%s",
-					   o->name, o->min, o->max, val, hint);
+			/* min == max: no range in the table (the command
+			 * checks the value itself), only a finite number */
+			if (o->min == o->max)
+				tp_cli_usage_error(cmd,
+						   "--%s expects a finite "
+						   "number, not \"%s\"%s",
+						   o->name, val, hint);
+			else
+				tp_cli_usage_error(
+				    cmd,
+				    "--%s expects a number from %g to %g, "
+				    "not \"%s\"%s",
+				    o->name, o->min, o->max, val, hint);
 			return -1;
 		}
 		*(double *)o->dest = v;
