@@ -1844,6 +1844,89 @@ START_TEST(test_corpus_splits)
 }
 END_TEST
 
+/* A huge game (train.h TP_TRAIN_HUGE_ABOVE; --large-devices 2048): its
+ * cluster reaches past 256 GPUs, to at most 2,048, on 33 or more nodes,
+ * pooled into at most 64 device classes; its model is a dense HF
+ * architecture of 4-8 layers (t5: 6-10 blocks, encoder and decoder),
+ * which keeps its simulations affordable.  At 256 the large games draw
+ * from 9 nodes and 8-20 layers, experts allowed, as before. */
+START_TEST(test_corpus_huge)
+{
+	struct tp_rng a;
+	struct tp_error err;
+	char d[160];
+	uint32_t above = 0, pooled = 0, deep256 = 0, small256 = 0;
+
+	for (uint64_t k = 0; k < 24; k++) {
+		struct tp_train_draw dr = {TP_TRAIN_HF, 1, 32, 2048, false,
+					   false, false, false};
+		struct tp_cluster c;
+		struct tp_model m;
+		struct tp_groups g;
+		struct tp_gnn_features *f;
+		uint32_t nodes = 0;
+		/* as train.c build_game seeds game 0 of seed k + 1 */
+		tp_rng_seed(&a, (k + 1) * 1000003u);
+		tp_cluster_init(&c);
+		tp_model_init(&m);
+		memset(&g, 0, sizeof(g));
+		ck_assert_msg(tp_train_draw_cluster(&a, &dr, &c, d, sizeof(d),
+						    &err) == TP_OK,
+			      "%s", err.msg);
+		for (const char *p = d; *p; p++)
+			if (*p == ':')
+				nodes += (uint32_t)atoi(p + 1);
+		ck_assert_msg(nodes > TP_TRAIN_HUGE_ABOVE / 8 &&
+				  c.devices.n <= 2048,
+			      "%s", d);
+		above += c.devices.n > TP_TRAIN_HUGE_ABOVE;
+		dr.min_batch = 2 * (int64_t)c.devices.n;
+		ck_assert_msg(tp_train_draw_model(&a, &dr, &m, &err) == TP_OK,
+			      "%s", err.msg);
+		ck_assert_msg(m.arch.experts == 0, "%s: %s, %lld experts", d,
+			      m.arch.family, (long long)m.arch.experts);
+		ck_assert_msg(m.arch.layers >= 4 &&
+				  m.arch.layers <=
+				      (strcmp(m.arch.family, "t5") ? 8 : 10),
+			      "%s: %s of %lld layers", d, m.arch.family,
+			      (long long)m.arch.layers);
+		ck_assert_int_eq(tp_coarsen(&m, TP_TRAIN_HUGE_GROUPS, &g, &err),
+				 TP_OK);
+		f = tp_gnn_features_new(&m, &c, g.n, g.first, NULL, &err);
+		ck_assert_msg(f != NULL, "%s", err.msg);
+		pooled += tp_gnn_features_pooled(f) &&
+			  tp_gnn_features_device_nodes(f) <= 64;
+		tp_gnn_features_free(f);
+		tp_groups_release(&g);
+		tp_model_release(&m);
+		tp_cluster_release(&c);
+
+		/* the same seed at the cap of 256: a large game as before */
+		dr.large = 256;
+		dr.min_batch = 1;
+		tp_rng_seed(&a, (k + 1) * 1000003u);
+		tp_cluster_init(&c);
+		tp_model_init(&m);
+		ck_assert_int_eq(tp_train_draw_cluster(&a, &dr, &c, d,
+						       sizeof(d), &err),
+				 TP_OK);
+		ck_assert_msg(c.devices.n <= 256, "%s", d);
+		small256 += c.devices.n <= TP_TRAIN_HUGE_ABOVE / 2;
+		dr.min_batch = 2 * (int64_t)c.devices.n;
+		ck_assert_int_eq(tp_train_draw_model(&a, &dr, &m, &err),
+				 TP_OK);
+		deep256 += m.arch.experts > 0 || m.arch.layers > 10;
+		tp_model_release(&m);
+		tp_cluster_release(&c);
+	}
+	/* log-uniform over 33-256 nodes of 4 or 8 GPUs */
+	ck_assert_uint_ge(above, 16);
+	ck_assert_uint_eq(pooled, 24);
+	ck_assert_uint_ge(deep256, 8);
+	ck_assert_uint_ge(small256, 8);
+}
+END_TEST
+
 static void tiny_options(struct tp_train_options *o, const char *out)
 {
 	tp_train_options_default(o);
@@ -2085,6 +2168,7 @@ Suite *suite_gnn(void)
 	tcase_add_test(tc, test_provider_ensemble);
 	tcase_add_test(tc, test_corpus);
 	tcase_add_test(tc, test_corpus_splits);
+	tcase_add_test(tc, test_corpus_huge);
 	tcase_add_test(tc, test_train_command);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("train");

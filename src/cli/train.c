@@ -46,6 +46,12 @@ static const char about[] =
 	"and writes\n"
 	"the weights so far.";
 
+/* --large-devices (train.h TP_TRAIN_LARGE_EVERY, TP_TRAIN_HUGE_ABOVE) */
+#define LARGE_DEVICES_HELP                                                  \
+	"one game in eight: an HF model on a large cluster of up to N GPUs " \
+	"(0 = none); above 256 one in four of those huge: 33 or more "       \
+	"nodes, a dense model of 4-8 layers in 4 groups"
+
 static volatile sig_atomic_t stop_flag;
 
 static void on_signal(int sig)
@@ -145,8 +151,7 @@ int cmd_train(int argc, char **argv)
 			{"max-devices", 0, TP_OPT_INT, &maxdev, "N",
 			 "largest cluster of the corpus, GPUs", 2, 1024, false},
 			{"large-devices", 0, TP_OPT_INT, &largedev, "N",
-			 "one game in eight: an HF model on a large cluster of "
-			 "up to N GPUs (0 = none)",
+			 LARGE_DEVICES_HELP,
 			 0, 4096, false},
 			{"runtime-every", 0, TP_OPT_INT, &rtevery, "N",
 			 "one game in N under a runtime that builds its model "

@@ -294,6 +294,20 @@ static const struct hf_arch hf_archs[] = {
 /* the first ones: Llama-style decoders (SwiGLU, RMSNorm, RoPE), which
  * TorchTitan (runtime fsdp2) builds */
 #define HF_LLAMA_ARCHS 3
+/* the dense ones: all but the MoE styles 1 and 2 (mixtral, qwen2_moe,
+ * whose experts make a model of 8 layers 300-1,000 ops) */
+#define N_HF_DENSE (N_HF_ARCHS - 2)
+
+/* Index in hf_archs of the k-th dense architecture (k < N_HF_DENSE). */
+static uint64_t dense_arch(uint64_t k)
+{
+	uint64_t i = 0;
+
+	for (;; i++)
+		if (hf_archs[i].style != 1 && hf_archs[i].style != 2 &&
+		    k-- == 0)
+			return i;
+}
 
 /* A random config of one HF architecture in text (size bytes). */
 static void hf_config(struct tp_rng *rng, const struct tp_train_draw *d,
@@ -310,9 +324,12 @@ static void hf_config(struct tp_rng *rng, const struct tp_train_draw *d,
 	static const int64_t long_seqs[] = {8192, 8192, 16384, 32768};
 	static const int64_t vocabs[] = {32000, 50257, 65024, 128256,
 					 151936};
+	/* a huge game (train.h TP_TRAIN_HUGE_ABOVE): dense and shallow */
+	bool huge = d->large > TP_TRAIN_HUGE_ABOVE;
 	struct hf_arch a =
 	    d->held_family ? (struct hf_arch){TP_TRAIN_HELD_FAMILY, 0}
 	    : d->llama	   ? hf_archs[pick(rng, HF_LLAMA_ARCHS)]
+	    : huge	   ? hf_archs[dense_arch(pick(rng, N_HF_DENSE))]
 			   : hf_archs[pick(rng, N_HF_ARCHS)];
 	int64_t h = d->large ? large_h[pick(rng, 4)] : small_h[pick(rng, 7)];
 	int64_t hd = d->held_family ? 256 : pick(rng, 3) ? 128 : 64;
@@ -327,9 +344,11 @@ static void hf_config(struct tp_rng *rng, const struct tp_train_draw *d,
 	else if (pick(rng, 2) && heads % 4 == 0)
 		kv = heads / 4;
 	/* large: 8-20 layers, so that a game's simulations on hundreds
-	   of GPUs stay affordable (src/gnn/README, Training) */
-	layers = d->large ? 8 + (int64_t)pick(rng, 13)
-			  : 2 + (int64_t)pick(rng, 23);
+	   of GPUs stay affordable, huge 4-8 (src/gnn/README, "The
+	   corpus") */
+	layers = huge	    ? 4 + (int64_t)pick(rng, 5)
+		 : d->large ? 8 + (int64_t)pick(rng, 13)
+			    : 2 + (int64_t)pick(rng, 23);
 	/* SwiGLU models about 8/3 to 3.5 x hidden, in multiples of 256 */
 	ffn = (h * (8 + (int64_t)pick(rng, 3)) / 3 + 255) / 256 * 256;
 	*seq = d->long_seq ? long_seqs[pick(rng, 4)] : seqs[pick(rng, 4)];
@@ -563,8 +582,9 @@ static enum tp_status build_spec(struct tp_rng *rng, const struct cl_spec *q,
 
 /* A large cluster: 1-3 kinds of large_presets, 9 to d->large / 8
  * nodes in all (log-uniform; more than 64 GPUs when they are 8-GPU
- * nodes, so the network sees pooled device classes), a data-centre
- * network. */
+ * nodes, so the network sees pooled device classes; a huge game's,
+ * d->large above TP_TRAIN_HUGE_ABOVE, from TP_TRAIN_HUGE_ABOVE / 8 + 1
+ * nodes), a data-centre network. */
 static enum tp_status large_cluster(struct tp_rng *rng,
 				    const struct tp_train_draw *d,
 				    struct tp_cluster *c, char *desc,
@@ -575,10 +595,13 @@ static enum tp_status large_cluster(struct tp_rng *rng,
 	struct cl_spec q;
 	uint32_t total = 0, nodes;
 	double hi = d->large / 8.0 > 10 ? d->large / 8.0 : 10;
+	double lo = d->large > TP_TRAIN_HUGE_ABOVE
+			? TP_TRAIN_HUGE_ABOVE / 8 + 1
+			: 9;
 
 	memset(&q, 0, sizeof(q));
 	q.nk = 1 + (uint32_t)pick(rng, 3);
-	nodes = (uint32_t)logu(rng, 9, hi);
+	nodes = (uint32_t)logu(rng, lo, hi);
 	for (uint32_t k = 0; k < q.nk; k++)
 		q.kinds[k] = large_presets[pick(rng, sizeof(large_presets) /
 						       sizeof(large_presets[0]))];

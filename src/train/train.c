@@ -133,10 +133,15 @@ static enum tp_status build_game(struct run *R, uint32_t i,
 	memset(&d, 0, sizeof(d));
 	d.fam = g->fam;
 	d.max_devices = R->o->max_devices;
-	/* family_cycle[0] is HF: large clusters get HF models */
+	/* family_cycle[0] is HF: large clusters get HF models; above
+	   TP_TRAIN_HUGE_ABOVE one in TP_TRAIN_HUGE_EVERY of them huge, the
+	   others as with that cap (train.h) */
 	d.large = R->o->large_devices && i % TP_TRAIN_LARGE_EVERY == 0
 			  ? R->o->large_devices
 			  : 0;
+	if (d.large > TP_TRAIN_HUGE_ABOVE &&
+	    i % (TP_TRAIN_LARGE_EVERY * TP_TRAIN_HUGE_EVERY) != 0)
+		d.large = TP_TRAIN_HUGE_ABOVE;
 	d.held_family = g->split == TP_TRAIN_SPLIT_FAMILY;
 	d.held_cluster = g->split == TP_TRAIN_SPLIT_CLUSTER;
 	d.long_seq = rt_game && !rt_zb;
@@ -175,7 +180,10 @@ static enum tp_status build_game(struct run *R, uint32_t i,
 		 tp_train_family_name(g->fam), g->m.ops.n,
 		 (long long)g->m.seq_len, cdesc, g->c.devices.n,
 		 g->rt ? g->rt->name : "none");
-	if ((st = tp_coarsen(&g->m, 0, &g->g, err)) ||
+	if ((st = tp_coarsen(&g->m,
+			     d.large > TP_TRAIN_HUGE_ABOVE ? TP_TRAIN_HUGE_GROUPS
+							   : 0,
+			     &g->g, err)) ||
 	    (st = tp_space_init(&g->sp, &g->m, &g->c, &g->g, err)))
 		return st;
 	if (g->rt && (st = tp_space_set_runtime(&g->sp, g->rt, err)))

@@ -6,7 +6,8 @@
  * transformers, ResNet-style CNNs, random DAGs and two zoo models, varied
  * sizes; train.c family_cycle) on random clusters (1-8 nodes of mixed
  * presets, mixed networks, at GPU granularity; with large_devices one
- * game in TP_TRAIN_LARGE_EVERY on 9 or more nodes), with held-out
+ * game in TP_TRAIN_LARGE_EVERY on 9 or more nodes, above
+ * TP_TRAIN_HUGE_ABOVE one in four of those on 33 or more), with held-out
  * splits by model family and by node kind (enum tp_train_split), is
  * planned by Monte Carlo tree search over the
  * search's own action space (src/search/actions.h) with every state scored
@@ -205,6 +206,20 @@ const char *tp_train_family_name(enum tp_train_family f);
  * large cluster when large_devices > 0: such a game costs about 20
  * small ones (src/gnn/README, Training). */
 #define TP_TRAIN_LARGE_EVERY 8
+/* With large_devices above TP_TRAIN_HUGE_ABOVE, one large game in
+ * TP_TRAIN_HUGE_EVERY (game i with i % (TP_TRAIN_LARGE_EVERY x
+ * TP_TRAIN_HUGE_EVERY) == 0) is huge: a cluster of TP_TRAIN_HUGE_ABOVE
+ * / 8 + 1 to large_devices / 8 nodes (above TP_TRAIN_HUGE_ABOVE GPUs
+ * where they are 8-GPU nodes), a dense HF model (no mixtral, qwen2_moe)
+ * of 4-8 layers, cut into TP_TRAIN_HUGE_GROUPS groups; the other large
+ * games draw what they draw with large_devices TP_TRAIN_HUGE_ABOVE, so
+ * --large-devices 256 gives the corpus it gave before these games.  The
+ * cost: a simulation's grows with GPUs and ops, and a game of 64 ops
+ * in 16 groups cost 11 s of CPU on 280 GPUs, 75 s on 536 mixed ones
+ * (src/gnn/README, "The corpus"). */
+#define TP_TRAIN_HUGE_ABOVE 256
+#define TP_TRAIN_HUGE_EVERY 4
+#define TP_TRAIN_HUGE_GROUPS 4
 
 /* What one game draws (tp_train_draw_model, tp_train_draw_cluster). */
 struct tp_train_draw {
@@ -212,9 +227,11 @@ struct tp_train_draw {
 	int64_t min_batch;     /* the model's global batch at least this */
 	uint32_t max_devices;  /* small clusters: at most this many GPUs */
 	uint32_t large;        /* > 0: a large cluster of up to this many
-				  GPUs (8-GPU and PCIe server presets, 8 to
+				  GPUs (8-GPU and PCIe server presets, 9 to
 				  large / 8 nodes), and HF models of
-				  hidden 4,096-8,192 */
+				  hidden 4,096-8,192; above
+				  TP_TRAIN_HUGE_ABOVE a huge game's (33 to
+				  large / 8 nodes, 4-8 dense layers) */
 	bool held_family;      /* an HF model of TP_TRAIN_HELD_FAMILY */
 	bool held_cluster;     /* a node of TP_TRAIN_HELD_PRESETS */
 	bool long_seq;         /* HF decoders (and gpt2) of 8,192-32,768
