@@ -322,6 +322,109 @@ START_TEST(test_limit_devices)
 }
 END_TEST
 
+/* A topology text: n nodes of `per` devices, node i's PCIe fabric at
+ * 10 GB/s plus i * step B/s (step 0: identical nodes); with chain, one
+ * node whose devices are joined only by a chain of links.  Caller
+ * frees. */
+static char *route_topology(unsigned n, unsigned per, double step,
+			    bool chain)
+{
+	size_t cap = 4096 + (size_t)n * 256 + (chain ? (size_t)per * 80 : 0);
+	char *t = malloc(cap);
+	size_t len;
+
+	ck_assert_ptr_nonnull(t);
+	len = (size_t)snprintf(t, cap, "{\"format\":\"tagplan-topology/1\","
+				       "\"name\":\"x\",\"nodes\":[");
+	for (unsigned i = 0; i < n; i++) {
+		len += (size_t)snprintf(t + len, cap - len,
+					"%s{\"name\":\"n%u\",\"devices\":[{"
+					"\"type\":\"A100-SXM4-80GB\","
+					"\"count\":%u}]",
+					i ? "," : "", i, per);
+		if (!chain)
+			len += (size_t)snprintf(
+			    t + len, cap - len,
+			    ",\"fabric\":{\"kind\":\"pcie\",\"bandwidth_Bps\":"
+			    "%.17g,\"latency_s\":5e-6},\"nic\":{\"count\":1,"
+			    "\"bandwidth_Bps\":2.5e10,\"latency_s\":1e-5}",
+			    1e10 + i * step);
+		else {
+			len += (size_t)snprintf(t + len, cap - len,
+						",\"links\":[");
+			for (unsigned k = 0; k + 1 < per; k++)
+				len += (size_t)snprintf(
+				    t + len, cap - len,
+				    "%s{\"a\":%u,\"b\":%u,\"bandwidth_Bps\":5e10,"
+				    "\"latency_s\":2e-6}",
+				    k ? "," : "", k, k + 1);
+			len += (size_t)snprintf(t + len, cap - len, "]");
+		}
+		len += (size_t)snprintf(t + len, cap - len, "}");
+	}
+	snprintf(t + len, cap - len, "]}");
+	return t;
+}
+
+/* Routes are a table per kind of node (identical nodes share one), so
+ * their memory grows with the number of distinct nodes times their
+ * devices squared, not with the file: a few kilobytes asking for 256
+ * slightly different nodes of 4096 GPUs needed some 67 GB (inspect ran
+ * out of time at 8 GB), and a chain of links through a node's devices
+ * was stored whole (1.4 GB for 1024 devices) before the route length
+ * check refused it.  Both are refused before the tables are built,
+ * naming the node; distinct small nodes still load. */
+START_TEST(test_limit_route_tables)
+{
+	struct {
+		unsigned n, per;
+		double step;
+		bool chain;
+		const char *want;
+	} cases[] = {
+		{4, 4096, 1e6, false,
+		 "node \"n3\" (4096 devices) differs from the nodes before "
+		 "it"},
+		{1, 1024, 0, true,
+		 "node \"n0\": a route between two of its devices (or to its "
+		 "NIC) crosses more than 32 links"},
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *t = route_topology(cases[i].n, cases[i].per,
+					 cases[i].step, cases[i].chain);
+		struct tp_cluster c;
+		struct tp_error err;
+
+		tp_cluster_init(&c);
+		tp_error_clear(&err);
+		ck_assert_int_eq(tp_topology_load("t.json", t, strlen(t), NULL,
+						  &c, &err),
+				 TP_ELIMIT);
+		ck_assert_msg(!strcmp(err.path, "$.nodes") &&
+				  strstr(err.msg, cases[i].want),
+			      "case %zu: %s: %s", i, err.path, err.msg);
+		tp_cluster_release(&c);
+		free(t);
+	}
+	{
+		/* 2048 nodes of 8 GPUs, every fabric different */
+		char *t = route_topology(2048, 8, 1e3, false);
+		struct tp_cluster c;
+		struct tp_error err;
+
+		tp_cluster_init(&c);
+		tp_error_clear(&err);
+		ck_assert_msg(tp_topology_load("t.json", t, strlen(t), NULL, &c,
+					       &err) == TP_OK,
+			      "%s", err.msg);
+		ck_assert_uint_eq(c.devices.n, 16384);
+		tp_cluster_release(&c);
+		free(t);
+	}
+}
+END_TEST
+
 /* Built models: absurd dimensions are refused before building (the
  * builders cap transformers at 200,000 ops, layers at 65536). */
 START_TEST(test_limit_ops_of_built_models)
@@ -1005,6 +1108,7 @@ Suite *suite_reliability(void)
 	tcase_add_test(tc, test_limit_file_size);
 	tcase_add_test(tc, test_limit_nesting_depth);
 	tcase_add_test(tc, test_limit_devices);
+	tcase_add_test(tc, test_limit_route_tables);
 	tcase_add_test(tc, test_limit_ops_of_built_models);
 	tcase_add_test(tc, test_limit_strategy_numbers);
 	tcase_add_test(tc, test_limit_search_tree_budget);

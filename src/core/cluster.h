@@ -144,7 +144,8 @@ struct tp_link {
 #define TP_ROUTE_MAX 64
 
 /* Devices per cluster (the loaders' and builders' limit): routes cost no
- * memory per pair, so this only bounds the per-device arrays. */
+ * memory per pair across nodes, so this only bounds the per-device
+ * arrays (within a node, route_int.h bounds the tables). */
 #define TP_CLUSTER_MAX_DEVICES 1048576
 
 struct tp_route {

@@ -22,6 +22,9 @@
  *     O(tiers).  Otherwise (explicit switches with cycles, parallel links)
  *     one Dijkstra per gateway over the network vertices only, refused
  *     above TP_ROUTE_NET_TABLE_MAX entries (use switch tiers instead).
+ *   - The shapes' tables are bounded (TP_ROUTE_SHAPE_PAIRS_MAX pairs,
+ *     TP_ROUTE_SHAPE_CHANS_MAX channels, routes of at most half of
+ *     TP_ROUTE_MAX links), refused with TP_ELIMIT before they grow past.
  *
  * Rails: a rail-optimised node (tp_node.rails) is a domain with one
  * gateway per rail (its NICs, consecutive vertices); a route between two
@@ -309,8 +312,35 @@ static int domain_signature(struct build *b, uint32_t k, uint32_t *first,
 	return 0;
 }
 
-/* Routes of a new shape from the signature (local numbering). */
-static int shape_routes(struct build *b, struct shape *s)
+/* The name of the node of domain k's first device (messages). */
+static const char *domain_node(const struct build *b, uint32_t k)
+{
+	const struct tp_cluster *c = b->c;
+
+	if (b->dev_first[k] == b->dev_first[k + 1])
+		return "?";
+	return c->nodes.v[c->devices.v[b->devs[b->dev_first[k]]].node].name;
+}
+
+/* A local route of more than half the links a route may cross fails
+ * tp_routing_build's check whatever the network; say so at once (a
+ * chain of 4096 devices would store 2e10 channels first). */
+static enum tp_status long_local_route(struct build *b, uint32_t k)
+{
+	return tp_error_set_path(
+	    b->err, TP_ELIMIT, "$.nodes",
+	    "node \"%s\": a route between two of its devices (or to its "
+	    "NIC) crosses more than %d links (a route crosses at most %d, "
+	    "within the two nodes and the network); give the node a fabric, "
+	    "or links that join its devices in fewer hops",
+	    domain_node(b, k), TP_ROUTE_MAX / 2, TP_ROUTE_MAX);
+}
+
+/* Routes of a new shape from the signature (local numbering); dom is a
+ * domain of the shape (messages), *chans the channels of the shapes
+ * built so far (TP_ROUTE_SHAPE_CHANS_MAX). */
+static enum tp_status shape_routes(struct build *b, struct shape *s,
+				   uint32_t dom, size_t *chans)
 {
 	const uint32_t *sig = b->sig.v + s->sig_first;
 	uint32_t nv = sig[0], nl = sig[1], nd = sig[2], n_gw = sig[3];
@@ -319,7 +349,7 @@ static int shape_routes(struct build *b, struct shape *s)
 	uint32_t ne = nd + (n_gw ? n_gw : 1), *la, *lb, *tmp;
 	double *w;
 	struct lgraph g;
-	int rc = -1;
+	enum tp_status st = TP_ENOMEM;
 
 	memset(&g, 0, sizeof(g));
 	la = tp_calloc((size_t)nl + 1, sizeof(*la));
@@ -375,6 +405,22 @@ static int shape_routes(struct build *b, struct shape *s)
 				tmp[n++] = ch;
 				v = ch_from(la, lb, ch);
 			}
+			if (n > TP_ROUTE_MAX / 2) {
+				st = long_local_route(b, dom);
+				goto out;
+			}
+			if (*chans + s->chans.n + n > TP_ROUTE_SHAPE_CHANS_MAX) {
+				st = tp_error_set_path(
+				    b->err, TP_ELIMIT, "$.nodes",
+				    "node \"%s\": the routes within it and the "
+				    "other kinds of node before it cross over "
+				    "%zu links in all (the limit); give nodes of "
+				    "one size identical fabrics, NICs and links, "
+				    "or links that join devices in fewer hops",
+				    domain_node(b, dom),
+				    TP_ROUTE_SHAPE_CHANS_MAX);
+				goto out;
+			}
 			if (tp_vec_reserve(&s->chans, n))
 				goto out;
 			r->first = (uint32_t)s->chans.n;
@@ -385,14 +431,17 @@ static int shape_routes(struct build *b, struct shape *s)
 				s->max_len = n;
 		}
 	}
-	rc = 0;
+	*chans += s->chans.n;
+	st = TP_OK;
 out:
 	lgraph_free(&g);
 	free(la);
 	free(lb);
 	free(w);
 	free(tmp);
-	return rc;
+	if (st == TP_ENOMEM)
+		return tp_error_set(b->err, TP_ENOMEM, "out of memory");
+	return st;
 }
 
 /* The first gateway of the domain a gateway v belongs to (v itself, or
@@ -544,12 +593,16 @@ out:
 	return st;
 }
 
+/* The domains' shapes: every signature first, their table sizes counted
+ * against TP_ROUTE_SHAPE_PAIRS_MAX, then the routes of each shape. */
 static enum tp_status build_shapes(struct build *b)
 {
 	struct tp_cluster *c = b->c;
 	struct tp_routing *rt = b->rt;
 	TP_VEC(struct shape) shapes = {0};
+	TP_VEC(uint32_t) first_dom = {0}; /* per shape: its first domain */
 	enum tp_status st = TP_OK;
+	size_t pairs = 0, chans = 0;
 
 	for (uint32_t k = 0; k < rt->n_domains; k++) {
 		uint32_t first, n, found = TP_NONE;
@@ -573,26 +626,51 @@ static enum tp_status build_shapes(struct build *b)
 			sh.sig_first = first;
 			sh.sig_n = n;
 			sh.hash = h;
-			if (tp_vec_push(&shapes, sh))
+			const uint32_t *sig = b->sig.v + first;
+			size_t ne = (size_t)sig[2] + (sig[3] ? sig[3] : 1);
+			if (tp_vec_push(&shapes, sh) ||
+			    tp_vec_push(&first_dom, k))
 				goto nomem;
 			found = (uint32_t)shapes.n - 1;
-			if (shape_routes(b, &shapes.v[found]))
-				goto nomem;
+			pairs += ne * ne;
+			if (pairs > TP_ROUTE_SHAPE_PAIRS_MAX) {
+				st = tp_error_set_path(
+				    b->err, TP_ELIMIT, "$.nodes",
+				    "node \"%s\" (%u devices) differs from "
+				    "the nodes before it (devices, fabric, NIC "
+				    "or links, or their figures): the route "
+				    "tables of these %zu kinds of node would "
+				    "hold %zu device pairs, over the limit of "
+				    "%zu; give nodes of one size identical "
+				    "fabrics, NICs and links, or fewer devices "
+				    "per node",
+				    domain_node(b, k), sig[2], shapes.n, pairs,
+				    TP_ROUTE_SHAPE_PAIRS_MAX);
+				goto fail;
+			}
 		}
 		rt->domains[k].shape = found;
 	}
+	for (size_t s = 0; s < shapes.n; s++)
+		if ((st = shape_routes(b, &shapes.v[s], first_dom.v[s],
+				       &chans)))
+			goto fail;
 	(void)c;
+	tp_vec_free(&first_dom);
 	rt->shapes = shapes.v;
 	rt->n_shapes = (uint32_t)shapes.n;
 	return st;
 nomem:
+	st = tp_error_set(b->err, TP_ENOMEM, "out of memory");
+fail:
 	for (size_t s = 0; s < shapes.n; s++) {
 		free(shapes.v[s].gw_dist);
 		free(shapes.v[s].r);
 		tp_vec_free(&shapes.v[s].chans);
 	}
 	tp_vec_free(&shapes);
-	return tp_error_set(b->err, TP_ENOMEM, "out of memory");
+	tp_vec_free(&first_dom);
+	return st;
 }
 
 /* The links of the network between its vertices (build_network): channel

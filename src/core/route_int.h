@@ -15,6 +15,16 @@
 /* Cyclic explicit networks: at most this many (gateway, network vertex)
  * entries of predecessor table (4 bytes each: 256 MB). */
 #define TP_ROUTE_NET_TABLE_MAX ((size_t)1 << 26)
+/* The route tables of the kinds of domain (shapes; identical domains
+ * share one): at most this many endpoint pairs over all shapes (8 bytes
+ * each, 512 MB: three kinds of 4096-device node, or 6,000 kinds of
+ * 72-GPU rack), counted before any route is computed, and this many
+ * channels (4 bytes each, 1 GB: a 4096-device 3D torus needs 2e8),
+ * counted as they are.  A topology of a few kilobytes asked for tens of
+ * gigabytes: 256 nodes of 4096 devices, each fabric a little different,
+ * some 67 GB. */
+#define TP_ROUTE_SHAPE_PAIRS_MAX ((size_t)1 << 26)
+#define TP_ROUTE_SHAPE_CHANS_MAX ((size_t)1 << 28)
 
 struct local_route {
 	uint32_t first, n; /* local channels in shape->chans */
