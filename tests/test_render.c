@@ -1414,7 +1414,7 @@ START_TEST(test_explain)
 	tp_strbuf_reset(&sb);
 	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r,
 					&(struct tp_explain_sim){fake_eval, &calls,
-								 false},
+								 false, NULL},
 					&sb, &err),
 			 TP_OK);
 	ck_assert_int_ge(calls, 4);
@@ -1432,6 +1432,137 @@ START_TEST(test_explain)
 					   &err),
 			 TP_OK);
 	ck_assert_uint_eq(sb.len, 0);
+	tp_strbuf_release(&sb);
+	tp_report_release(&r);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* Both ZeRO-2 and ZeRO-3 fit in 6.88 s: the recommendation is the smaller
+ * change, ZeRO-2, not the one the simulator's last digits favour. */
+static enum tp_status tie_eval(void *ctx, const struct tp_plan *v,
+			       struct tp_report *out, struct tp_error *err)
+{
+	(void)ctx;
+	if (tp_report_alloc(out, 8, err) != TP_OK)
+		return TP_ENOMEM;
+	out->feasible = v->zero >= 2;
+	out->iteration_time_s = v->zero >= 3 ? 6.879 : 6.881;
+	for (int d = 0; d < 8; d++) {
+		out->devices[d].capacity_bytes = 80e9;
+		out->devices[d].peak_memory_bytes = out->feasible ? 70e9 : 85e9;
+	}
+	return TP_OK;
+}
+
+START_TEST(test_explain_tie_smaller)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_strbuf sb;
+	struct tp_error err;
+	char *text;
+
+	make_model(&m, 4);
+	make_cluster(&c, 2, 4);
+	make_3d_plan(&p, &m, 1, 8, 1);
+	p.micro_batches = 2;
+	fill_report(&r, 8, 1.0);
+	r.feasible = false;
+	r.worst_device = 5;
+	r.devices[5].peak_memory_bytes = 95e9;
+	r.over_bytes = 15e9;
+	r.devices[5].memory.weights = 10e9;
+	r.devices[5].memory.gradients = 40e9;
+	r.devices[5].memory.optimizer = 10e9;
+	r.devices[5].memory.activations = 30e9;
+	r.devices[5].memory.reserved = 5e9;
+	tp_strbuf_init(&sb);
+	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r,
+					&(struct tp_explain_sim){tie_eval, NULL,
+								 false, NULL},
+					&sb, &err),
+			 TP_OK);
+	text = squash(sb.buf);
+	ck_assert_msg(strstr(text, "smallest change that fits: ZeRO-2"), "%s",
+		      sb.buf);
+	free(text);
+	tp_strbuf_release(&sb);
+	tp_report_release(&r);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* The changes the plan's runtime cannot run are listed as such and never
+ * recommended: under megatron-core (ZeRO-1 at most: its distributed
+ * optimizer), `simulate -s tp=8,dp=4` of Llama 2 70B on 32 A100s said
+ * "smallest change that fits: ZeRO-3 ... (simulated: fits)", a plan
+ * megatron-core cannot launch.  Here gradients dominate: without a
+ * runtime ZeRO-2 (saves 50 GB x 7/8) is the smallest change that fits;
+ * under megatron-core ZeRO-2 and ZeRO-3 are "the runtime cannot run it:
+ * ZeRO stage N; megatron-core cannot (max_zero)". */
+START_TEST(test_explain_runtime_refuses)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_runtime rt;
+	struct tp_strbuf sb;
+	struct tp_error err;
+	char *text;
+
+	make_model(&m, 4);
+	make_cluster(&c, 2, 4);
+	make_3d_plan(&p, &m, 1, 8, 1);
+	p.micro_batches = 2;
+	fill_report(&r, 8, 1.0);
+	r.feasible = false;
+	r.worst_device = 5;
+	r.devices[5].peak_memory_bytes = 95e9;
+	r.over_bytes = 15e9;
+	r.devices[5].memory.weights = 10e9;
+	r.devices[5].memory.gradients = 40e9;
+	r.devices[5].memory.optimizer = 10e9;
+	r.devices[5].memory.activations = 30e9;
+	r.devices[5].memory.reserved = 5e9;
+	ck_assert_int_eq(tp_runtime_find("megatron-core", &rt, &err), TP_OK);
+	ck_assert_uint_eq(rt.can.max_zero, 1);
+	tp_strbuf_init(&sb);
+	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r, NULL, &sb, &err),
+			 TP_OK);
+	text = squash(sb.buf);
+	ck_assert_msg(strstr(text, "smallest change that fits: ZeRO-2"), "%s",
+		      sb.buf);
+	free(text);
+	tp_strbuf_reset(&sb);
+	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r,
+					&(struct tp_explain_sim){NULL, NULL,
+								 false, &rt},
+					&sb, &err),
+			 TP_OK);
+	text = squash(sb.buf);
+	ck_assert_msg(!strstr(text, "smallest change that fits: ZeRO-2") &&
+			      !strstr(text, "smallest change that fits: ZeRO-3"),
+		      "%s", sb.buf);
+	ck_assert_msg(strstr(text, "ZeRO-2 (shard optimizer states and "
+				   "gradients over dp=8): the runtime cannot run "
+				   "it: ZeRO stage 2; megatron-core cannot "
+				   "(max_zero)"),
+		      "%s", sb.buf);
+	ck_assert_msg(strstr(text, "ZeRO-3 (shard weights too over dp=8): the "
+				   "runtime cannot run it: ZeRO stage 3;"),
+		      "%s", sb.buf);
+	ck_assert_msg(strstr(text, "ZeRO-1 (shard optimizer states over "
+				   "dp=8): saves about"),
+		      "%s", sb.buf);
+	free(text);
 	tp_strbuf_release(&sb);
 	tp_report_release(&r);
 	tp_plan_release(&p);
@@ -1615,7 +1746,7 @@ START_TEST(test_explain_fused_attention)
 	tp_strbuf_init(&sb);
 	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r,
 					&(struct tp_explain_sim){sim_eval, sim,
-								 true},
+								 true, NULL},
 					&sb, &err),
 			 TP_OK);
 	text = squash(sb.buf);
@@ -1724,7 +1855,7 @@ START_TEST(test_explain_estimate_fused_attention)
 	layers_explain_setup(&m, &c, &p, &r);
 	tp_strbuf_init(&sb);
 	for (int fused = 0; fused < 2; fused++) {
-		const struct tp_explain_sim how = {NULL, NULL, fused};
+		const struct tp_explain_sim how = {NULL, NULL, fused, NULL};
 
 		tp_strbuf_reset(&sb);
 		ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r, &how, &sb,
@@ -1799,7 +1930,7 @@ START_TEST(test_explain_estimate_agrees)
 		ck_assert_int_eq(
 			tp_cli_explain(&p, &m, &c, &r,
 				       &(struct tp_explain_sim){NULL, NULL,
-								fused},
+								fused, NULL},
 				       &sb, &err),
 			TP_OK);
 		text = squash(sb.buf);
@@ -1887,7 +2018,7 @@ START_TEST(test_explain_recompute_stages)
 	tp_strbuf_init(&sb);
 	ck_assert_int_eq(tp_cli_explain(&p, &m, &c, &r,
 					&(struct tp_explain_sim){stage_eval, NULL,
-								 false},
+								 false, NULL},
 					&sb, &err),
 			 TP_OK);
 	text = squash(sb.buf);
@@ -2560,6 +2691,8 @@ Suite *suite_render(void)
 	tcase_add_test(t, test_explain_fused_attention);
 	tcase_add_test(t, test_explain_estimate_fused_attention);
 	tcase_add_test(t, test_explain_estimate_agrees);
+	tcase_add_test(t, test_explain_runtime_refuses);
+	tcase_add_test(t, test_explain_tie_smaller);
 	tcase_add_test(t, test_wrap_list_items);
 	suite_add_tcase(s, t);
 	t = tcase_create("export");

@@ -320,7 +320,7 @@ static int print_verdict(struct check_run *C)
 		if (tp_cli_explain(&C->in.plan, &C->in.model, c, r,
 				   &(struct tp_explain_sim){
 					   tp_inputs_sim_run, &C->sim,
-					   C->sim.fused_attention},
+					   C->sim.fused_attention, &C->sim.rt},
 				   &C->text, &C->err) != TP_OK)
 			return -1;
 		fputs(tp_strbuf_cstr(&C->text), stderr);

@@ -816,6 +816,7 @@ enum tp_status tp_inputs_sim_open(struct tp_inputs_sim *s,
 		return st;
 	tp_sim_params_runtime(&o.params, &rt);
 	s->fused_attention = o.params.fused_attention;
+	s->rt = rt;
 	s->sim = tp_sim_new(&in->model, &in->cluster, &o, err);
 	if (!s->sim)
 		return err && err->status != TP_OK ? err->status : TP_ENOMEM;

@@ -44,6 +44,7 @@
 #include "core/model.h"
 #include "core/plan.h"
 #include "core/report.h"
+#include "core/runtime.h"
 #include "core/strbuf.h"
 #include "io/io.h"
 
@@ -185,6 +186,7 @@ struct tp_inputs_sim {
 	struct tp_sim *sim;
 	struct tp_sim_scratch *scratch;
 	bool fused_attention; /* the runtime's, as sim runs it */
+	struct tp_runtime rt; /* the runtime sim runs the plan under */
 };
 
 enum tp_status tp_inputs_sim_open(struct tp_inputs_sim *s,

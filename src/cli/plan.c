@@ -487,6 +487,7 @@ struct explain_ctx {
 	const struct tp_sim *sim;
 	struct tp_sim_scratch *scratch;
 	bool fused_attention; /* the runtime's, as the planner's sim runs it */
+	const struct tp_runtime *rt; /* the runtime planned for */
 };
 
 /* The simulator as the explanation's evaluator (table.h). */
@@ -582,11 +583,11 @@ static void print_human(const struct tp_search_result *res,
 		const struct tp_sim *sim = x->sim;
 		struct explain_ctx ec = {sim,
 					 sim ? tp_sim_scratch_new(sim) : NULL,
-					 x->fused_attention};
+					 x->fused_attention, x->rt};
 		if (tp_cli_explain(p, m, c, r,
 				   &(struct tp_explain_sim){
 					   ec.scratch ? explain_eval : NULL, &ec,
-					   ec.fused_attention},
+					   ec.fused_attention, ec.rt},
 				   &t, &err) == TP_OK)
 			fputs(tp_strbuf_cstr(&t), stderr);
 		else
@@ -1048,7 +1049,8 @@ static int write_outputs(struct plan_run *R)
 		/* the planner's simulator params: its defaults under the
 		   runtime planned for (search/planner.c) */
 		struct tp_sim_params sp;
-		struct explain_ctx x = {tp_planner_sim(R->pl), NULL, false};
+		struct explain_ctx x = {tp_planner_sim(R->pl), NULL, false,
+					&R->rt};
 
 		tp_sim_params_default(&sp);
 		tp_sim_params_runtime(&sp, &R->rt);

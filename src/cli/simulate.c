@@ -422,7 +422,8 @@ static void print_summary(struct sim_run *R)
 		    TP_OK &&
 	    tp_cli_explain(R->pp, R->mp, R->cp, r,
 			   &(struct tp_explain_sim){
-				   eval, &ec, R->so.params.fused_attention},
+				   eval, &ec, R->so.params.fused_attention,
+				   &R->rt},
 			   &R->text, &R->err) == TP_OK)
 		fputs(tp_strbuf_cstr(&R->text), stderr);
 	else

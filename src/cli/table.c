@@ -577,6 +577,8 @@ struct cand {
 	double saves; /* bytes saved on the worst device: estimated, or
 			 simulated when saves_simulated */
 	bool simulated, fits, saves_simulated;
+	bool refused; /* the runtime cannot run it: why says what */
+	char why[160];
 	double iter_s, worst_over;
 	uint32_t worst_dev; /* where a simulated variant is still over */
 	char what[160];
@@ -974,6 +976,35 @@ static void apply_candidate(struct tp_plan *v, int k,
 	}
 }
 
+/* Mark the candidates the runtime rt cannot run (tp_runtime_plan_check
+ * of the variant: ZeRO-2 or -3 under megatron-core, whose distributed
+ * optimizer is ZeRO-1).  Nothing when the plan itself is one rt cannot
+ * run (every variant would be refused for that). */
+static void refuse_candidates(struct explain *E, const struct tp_model *m,
+			      const struct tp_runtime *rt)
+{
+	if (!rt ||
+	    tp_runtime_plan_check(rt, E->p, m, E->c, NULL, NULL, 0) != 0)
+		return;
+	for (int k = 0; k < CAND_COUNT; k++) {
+		struct cand *ck = &E->cand[k];
+		struct tp_plan v;
+		struct tp_error verr;
+
+		if (!ck->applicable || k == CAND_DEVICES)
+			continue;
+		tp_plan_init(&v);
+		if (tp_plan_copy(&v, E->p, &verr) == TP_OK) {
+			apply_candidate(&v, k, E->r, E->w);
+			ck->refused = tp_runtime_plan_check(rt, &v, m, E->c,
+							    NULL, ck->why,
+							    sizeof(ck->why)) !=
+				      0;
+		}
+		tp_plan_release(&v);
+	}
+}
+
 /* Confirm by simulation each candidate a variant plan can express: does
  * it fit, how fast, and where it is still over when not. */
 static void simulate_candidates(struct explain *E,
@@ -985,7 +1016,7 @@ static void simulate_candidates(struct explain *E,
 		struct tp_report vr;
 		struct tp_error verr;
 
-		if (!ck->applicable || k == CAND_DEVICES)
+		if (!ck->applicable || ck->refused || k == CAND_DEVICES)
 			continue;
 		tp_plan_init(&v);
 		tp_report_init(&vr);
@@ -1031,7 +1062,7 @@ static void simulate_candidates(struct explain *E,
  * of expected cost) within 1% of it (ZeRO-2 before ZeRO-3 when both take
  * 6.88 s: the simulator's last digits are no reason for the larger
  * change); else the first whose estimate covers the excess; -1 when none
- * does. */
+ * does.  Never one the runtime refuses. */
 static int best_candidate(const struct explain *E)
 {
 	const struct cand *cand = E->cand;
@@ -1049,8 +1080,8 @@ static int best_candidate(const struct explain *E)
 		}
 	if (best < 0)
 		for (int k = 0; k < CAND_COUNT && best < 0; k++)
-			if (cand[k].applicable && !cand[k].simulated &&
-			    cand[k].saves >= E->over)
+			if (cand[k].applicable && !cand[k].refused &&
+			    !cand[k].simulated && cand[k].saves >= E->over)
 				best = k;
 	return best;
 }
@@ -1085,6 +1116,12 @@ static void print_candidates(const struct explain *E, int best,
 
 		if (!cand[k].applicable)
 			continue;
+		if (cand[k].refused) {
+			tp_strbuf_addf(out,
+				       "    %-s: the runtime cannot run it: %s\n",
+				       cand[k].what, cand[k].why);
+			continue;
+		}
 		si_nb(a, sizeof(a), cand[k].saves, "B");
 		/* a simulated saving replaces the estimate: two figures
 		   that disagree (the estimate cannot know the runtime's
@@ -1176,6 +1213,8 @@ static enum tp_status explain_raw(const struct tp_plan *p,
 			 : E.rd->peak_memory_bytes - E.rd->capacity_bytes;
 	explain_memory(&E, out);
 	list_candidates(&E, m);
+	if (how && how->rt)
+		refuse_candidates(&E, m, how->rt);
 	if (how && how->eval)
 		simulate_candidates(&E, how);
 	print_candidates(&E, best_candidate(&E), out);

@@ -28,6 +28,7 @@
 #include "core/model.h"
 #include "core/plan.h"
 #include "core/report.h"
+#include "core/runtime.h"
 #include "core/strbuf.h"
 
 /*
@@ -53,13 +54,16 @@ typedef enum tp_status (*tp_explain_eval_fn)(void *ctx,
 /*
  * How the plan was simulated, for the explanation: whether the runtime
  * runs attention fused (tp_sim_params.fused_attention: FlashAttention
- * keeps no attention scores, and the estimates count none either) and
- * an evaluator of variant plans (NULL: estimates only).
+ * keeps no attention scores, and the estimates count none either), an
+ * evaluator of variant plans (NULL: estimates only) and the runtime
+ * (NULL: any change runs), whose refusals (tp_runtime_plan_check: ZeRO-2
+ * under megatron-core) are listed as such and never recommended.
  */
 struct tp_explain_sim {
 	tp_explain_eval_fn eval;
 	void *ctx;
 	bool fused_attention;
+	const struct tp_runtime *rt;
 };
 
 /*
