@@ -1503,6 +1503,57 @@ START_TEST(test_search_time_only_passes_keep_all)
 }
 END_TEST
 
+/* STALL_UNIFORM (mcts.c): in a guided search limited by time alone, a
+ * tree phase that follows one which found nothing better runs with
+ * uniform priors.  On the toy the search settles within a few stages, so
+ * the later trees stall: the search by time, stopped after as many
+ * playouts as the playout-limited one, runs some of its trees uniform,
+ * the playout-limited search none, and an unguided search has no
+ * provider to leave (none either); every answer beats the baselines. */
+START_TEST(test_search_time_only_stalled_tree_uniform)
+{
+	struct fake_guided f;
+	struct tp_search_result rp, rt, ru;
+	struct gained g = {NAN, 0, 10, 0, 0};
+	struct playout_stop stop = {4000, 0}, ustop = {4000, 0};
+
+	fake_guided_init(&f, "gained", gained_eval);
+	f.pp.ctx = &g;
+	f.o.playouts = 4000;
+	tp_search_result_init(&rp);
+	tp_search_result_init(&rt);
+	tp_search_result_init(&ru);
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &rp, NULL),
+			 TP_OK);
+	f.o.playouts = 0;
+	f.o.time_limit_s = 1e6;
+	f.o.stop = &stop.flag;
+	f.o.progress = playout_stop_at;
+	f.o.progress_ctx = &stop;
+	f.o.progress_interval_s = 1e-9;
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &rt, NULL),
+			 TP_OK);
+	ck_assert_uint_eq(rt.stopped_by, TP_SEARCH_STOP_INTERRUPT);
+	ck_assert_uint_ge(rt.playouts, rp.playouts);
+	/* the same search unguided, by time alone */
+	f.o.prior = NULL;
+	f.o.stop = &ustop.flag;
+	f.o.progress_ctx = &ustop;
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &ru, NULL),
+			 TP_OK);
+	ck_assert_uint_eq(rp.uniform_trees, 0);
+	ck_assert_uint_gt(rt.uniform_trees, 0);
+	ck_assert_uint_eq(ru.uniform_trees, 0);
+	assert_beats_baselines(&rp);
+	assert_beats_baselines(&rt);
+	assert_beats_baselines(&ru);
+	tp_search_result_release(&rp);
+	tp_search_result_release(&rt);
+	tp_search_result_release(&ru);
+	fake_guided_release(&f);
+}
+END_TEST
+
 /* PROBE (baselines.c): while no megatron grid point fits, a point is
  * scored with full recomputation first and settled when that does not
  * fit.  On a model far too big for the toy cluster, --baseline megatron
@@ -2465,6 +2516,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_gain_cut_skips_simulations);
 	tcase_add_test(tm, test_search_completes_before_kicking);
 	tcase_add_test(tm, test_search_time_only_passes_keep_all);
+	tcase_add_test(tm, test_search_time_only_stalled_tree_uniform);
 	tcase_add_test(tm, test_search_relaxes_recompute_and_seeds_zero);
 	tcase_add_test(tm, test_search_run_changes);
 	tcase_add_test(tm, test_search_guided_variants);

@@ -62,6 +62,7 @@ struct mcts {
 	double inc_time, ref_time;
 	double cpuct;
 	uint32_t min_round;
+	bool uniform; /* STALL_UNIFORM: this tree asks no provider */
 	size_t budget;
 };
 
@@ -280,7 +281,8 @@ static enum tp_status priors(struct pworker *pw, uint32_t level, uint32_t n,
 {
 	struct search_prior_buf b = {pw->pacts, pw->decided, pw->priors,
 				     NULL, false};
-	const struct tp_prior_provider *pp = level ? pw->w.s->o->prior : NULL;
+	const struct tp_prior_provider *pp =
+		level && !pw->M->uniform ? pw->w.s->o->prior : NULL;
 	struct search_prior_ask q;
 
 	if (!pw->w.s->o->node_priors && pp && pp->evaluate && n >= 2) {
@@ -485,12 +487,51 @@ static void pworker_release(struct pworker *pw)
 	free(pw->lp);
 }
 
+/*
+ * STALL_UNIFORM (issue 27).  In a guided search limited by time alone
+ * (sctx_time_only), a tree phase (one per stage, search.c) that follows
+ * one which found nothing better than the plan it started from (by the
+ * round's 0.1%) runs with uniform priors and asks the provider nothing:
+ * the unguided search's tree.  A tree phase that improves, with either
+ * priors, lets the next one take the provider's again.  Every other
+ * search (self-play training, playout budgets) is unchanged.
+ * Why: on GPT-3 175B on bench_gnn's 1,024 mixed GPUs both searches reach
+ * about 63 s by 1.5 s of CPU; from there the unguided tree found single
+ * changes of the first groups worth 4-7 s within 50 playouts (62.73 ->
+ * 55.64 s: the first group and all after it onto the 384 A100s at tp
+ * 8; 58.89 s: the first group's recomputation alone), where the guided
+ * tree, from the plan its sweeps had reached by then, found nothing in
+ * every later stage and the guided search ended at 61-63 s on every
+ * seed against 46.6-48.6 s (src/gnn/README, "Equal time").  Measured on
+ * that case, seeds 1-3, 10 s of CPU, guided side: 61.0 / 62.56 / 61.08
+ * s before; uniform tree priors in every time-only tree 50.91 / 47.75 /
+ * 61.92 s (but tests/test_anytime.c: 6 of 6 searches by time slower than
+ * the playout-limited one they passed, GPT-3 1.3B on 44 GPUs, where the
+ * first trees' priors count); a quarter of uniform mixed into the
+ * priors 61.0 / 62.56 / 61.08 s (no change); trees alternately uniform
+ * and guided 48.98 / 48.2 / 47.1 s but 4 anytime violations; uniform
+ * after a stalled tree (this) 49.53 / 49.11 / 47.13 s and no anytime
+ * violation (the first trees there improve).  Switching to uniform
+ * within a tree after 64 (128) playouts without improvement: 49.69
+ * (49.04) s on seed 1, no better at 3 s.  bench_gnn's equal-time table,
+ * nine cases x seeds 1-3 against main without it (src/gnn/README, "Equal
+ * time"): 10 s 1.0072 -> 0.9803, 3 s unchanged against a common
+ * unguided reference, 1 s 0.9788 -> 0.9793 (Llama-3-8B seed 1, 4.931
+ * -> 4.98-5.00 s: a uniform tree within its first second).
+ */
+static bool stall_uniform(const struct sctx *s)
+{
+	return s->o->prior && sctx_time_only(s) && s->tree_stalled;
+}
+
 enum tp_status search_mcts(struct sctx *s)
 {
 	struct mcts M;
 	struct pworker *pws = NULL;
 	uint32_t nt = s->o->threads ? s->o->threads : 1, started = 0;
 	enum tp_status st = TP_OK;
+	bool start_feasible;
+	double start_time;
 
 	if (!s->bestdec.have)
 		return TP_OK;
@@ -513,9 +554,14 @@ enum tp_status search_mcts(struct sctx *s)
 		return TP_ENOMEM;
 	}
 	tp_arena_init(&M.tree.arena, M.budget);
+	M.uniform = stall_uniform(s);
+	s->uniform_trees += M.uniform;
 	pthread_mutex_lock(&M.lock);
 	round_start(&M);
 	pthread_mutex_unlock(&M.lock);
+	/* the plan this tree phase starts from (STALL_UNIFORM) */
+	start_feasible = M.inc_feasible;
+	start_time = M.inc_time;
 	s->phase = "search";
 	for (uint32_t i = 0; i < nt; i++) {
 		if (pworker_init(&pws[i], &M, i)) {
@@ -541,6 +587,11 @@ enum tp_status search_mcts(struct sctx *s)
 	}
 	for (uint32_t i = 0; i < started; i++)
 		pworker_release(&pws[i]);
+	pthread_mutex_lock(&s->lock);
+	s->tree_stalled = !sctx_better(s->bestdec.feasible, s->bestdec.time,
+				       s->bestdec.over, start_feasible,
+				       start_time * (1 - 1e-3), 0);
+	pthread_mutex_unlock(&s->lock);
 	if (!st && s->error)
 		st = s->error;
 	pthread_mutex_destroy(&M.lock);

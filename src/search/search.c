@@ -16,16 +16,18 @@
  * limit only cuts the current stage short, and a search limited by time alone
  * runs with an unbounded playout limit (context.c, sctx.opts) rather than a
  * trajectory of its own (but its phases before the stages run in another order,
- * SEEDS_FIRST below, and its guided sweeps keep every change, in another order:
- * sweep.c BY_TIME), so with one thread a search with a larger limit of the same
- * kind passes through every state of one with a smaller limit and keeps the
- * best plan: its answer is at least as fast (tests/test_anytime.c, which also
- * finds no search by time slower than the playout-limited one it passed;
- * bench_hetero).  Until 2026-12 the last stage ended at the playout limit and a
- * time-only search split sweeps and tree by time and took lazy or uniform
- * priors (guide.c PRIOR_SHARE, mcts.c lazy priors: removed since): a 10 s
- * search of GPT-3 13B on A100 + V100 + L4 nodes returned 89.0 s after 45,146
- * playouts against 88.2 s for the 5,000-playout default. */
+ * SEEDS_FIRST below, its guided sweeps keep every change, in another order:
+ * sweep.c BY_TIME, and its guided trees after one that found nothing take
+ * uniform priors: mcts.c STALL_UNIFORM), so with one thread a search with a
+ * larger limit of the same kind passes through every state of one with a
+ * smaller limit and keeps the best plan: its answer is at least as fast
+ * (tests/test_anytime.c, which also finds no search by time slower than the
+ * playout-limited one it passed; bench_hetero).  Until 2026-12 the last stage
+ * ended at the playout limit and a time-only search split sweeps and tree by
+ * time and took lazy or uniform priors (guide.c PRIOR_SHARE, mcts.c lazy
+ * priors: removed since): a 10 s search of GPT-3 13B on A100 + V100 + L4 nodes
+ * returned 89.0 s after 45,146 playouts against 88.2 s for the 5,000-playout
+ * default. */
 #define STAGE_FIRST 64
 
 void tp_search_options_default(struct tp_search_options *o)
@@ -291,6 +293,7 @@ static void result_counters(struct sctx *s)
 	res->gain_skips = s->gain_skips;
 	res->by_time_passes = s->by_time_passes;
 	res->fitting_passes = s->fitting_passes;
+	res->uniform_trees = s->uniform_trees;
 	res->runtime_rejects = atomic_load(&s->runtime_rejects);
 	res->have_all = s->have_all;
 	res->all_feasible = s->all_feasible;

@@ -350,6 +350,9 @@ struct tp_search_result {
 				in both orders and nothing cut (BY_TIME,
 				sweep.c), and passes that fit it, which keep
 				the prior's order and cut */
+	uint32_t uniform_trees; /* guided, time limit alone: tree phases run
+				   with uniform priors because the one before
+				   found nothing (STALL_UNIFORM, mcts.c) */
 	uint64_t gain_skips; /* single changes guided sweeps did not
 				simulate because the provider's gains
 				predicted them slow (options.gain_skip) */

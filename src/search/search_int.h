@@ -150,6 +150,10 @@ struct sctx {
 	} sweep_resume;
 	uint64_t sweep_resumed; /* result.sweep_resumed */
 	uint32_t kicks;         /* result.kicks */
+	/* STALL_UNIFORM (mcts.c): the last tree phase found nothing
+	   better than the plan it started from; result.uniform_trees */
+	bool tree_stalled;
+	uint32_t uniform_trees;
 	uint32_t completions;   /* result.completions */
 	uint64_t gain_skips;    /* result.gain_skips */
 	uint32_t by_time_passes, fitting_passes; /* result.by_time_passes ... */
