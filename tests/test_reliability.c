@@ -703,6 +703,52 @@ START_TEST(test_sigterm_writes_best_plan)
 }
 END_TEST
 
+/* train: the first Ctrl-C finishes the epoch (with --steps 20000 its
+ * optimiser steps alone take a while), a second one stops at once,
+ * killed by SIGINT, and writes no weights; before, the handler stayed
+ * and the second Ctrl-C was lost: training went on to the end of the
+ * epoch, wrote the weights and exited 130. */
+START_TEST(test_train_second_sigint_stops)
+{
+	char out[512];
+	const char *argv[] = {"tagplan", "train", "--games", "16",
+			      "--epochs", "3", "--playouts", "8",
+			      "--steps", "20000", "--threads", "1",
+			      "-o", out, NULL};
+	struct child ch;
+	struct stat st;
+	int status = 0;
+	bool done = false;
+
+	snprintf(out, sizeof out, "%s/w.weights", tp_test_tmpdir());
+	child_start(&ch, argv);
+	/* the corpus line: tp_train_run has begun, the handlers are set */
+	ck_assert_msg(child_wait_for(&ch, "corpus:", 60),
+		      "train did not start: %s", ch.seen);
+	msleep(200);
+	ck_assert_int_eq(kill(ch.pid, SIGINT), 0);
+	msleep(100);
+	kill(ch.pid, SIGINT);
+	for (int i = 0; i < 6000 && !done; i++) {
+		child_drain(&ch);
+		if (waitpid(ch.pid, &status, WNOHANG) == ch.pid)
+			done = true;
+		else
+			msleep(10);
+	}
+	if (!done) {
+		kill(ch.pid, SIGKILL);
+		waitpid(ch.pid, NULL, 0);
+	}
+	close(ch.pty);
+	ck_assert_msg(done, "train still running 60 s after two SIGINTs");
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT,
+		      "not stopped by the second SIGINT: exit %d: %s",
+		      WIFEXITED(status) ? WEXITSTATUS(status) : -1, ch.seen);
+	ck_assert_msg(stat(out, &st) != 0, "weights written: %s", ch.seen);
+}
+END_TEST
+
 /* Entries of dir other than keep; hidden temporaries of the atomic writer
  * (".NAME.XXXXXX") counted apart. */
 static int stray_files(const char *dir, const char *keep, int *temps)
@@ -1119,6 +1165,7 @@ Suite *suite_reliability(void)
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, test_sigint_writes_best_plan);
 	tcase_add_test(tc, test_sigterm_writes_best_plan);
+	tcase_add_test(tc, test_train_second_sigint_stops);
 	tcase_add_test(tc, test_sigkill_plan_keeps_old_output);
 	tcase_add_test(tc, test_sigkill_during_atomic_write);
 	tcase_add_test(tc, test_plan_deterministic);

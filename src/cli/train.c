@@ -44,7 +44,8 @@ static const char about[] =
 	"--large-devices\n"
 	"256, OPENBLAS_CORETYPE=Haswell).  Ctrl-C finishes the current epoch "
 	"and writes\n"
-	"the weights so far.";
+	"the weights so far (exit 130); a second Ctrl-C stops at once, "
+	"writing\nnothing more.";
 
 /* --large-devices (train.h TP_TRAIN_LARGE_EVERY, TP_TRAIN_HUGE_ABOVE) */
 #define LARGE_DEVICES_HELP                                                  \
@@ -58,6 +59,24 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop_flag = 1;
+}
+
+/* SIGINT/SIGTERM set stop_flag: the first finishes the epoch, which can
+ * take minutes; the handler resets itself, so a second one kills, as
+ * plan's does.  The flag is cleared before the handlers exist (a signal
+ * in between would be lost). */
+static void catch_signals(struct sigaction *old_int,
+			  struct sigaction *old_term)
+{
+	struct sigaction sa;
+
+	stop_flag = 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESETHAND;
+	sigaction(SIGINT, &sa, old_int);
+	sigaction(SIGTERM, &sa, old_term);
 }
 
 static void log_line(void *ctx, const char *line)
@@ -98,7 +117,7 @@ int cmd_train(int argc, char **argv)
 		hidden = 64, layers = 3, maxdev, largedev, rtevery;
 	double lr, heldout, bucket_mb = tp_cli_grad_bucket_mb_default();
 	bool quiet = false;
-	struct sigaction sa, old_int, old_term;
+	struct sigaction old_int, old_term;
 	int code;
 	enum tp_status st;
 
@@ -205,12 +224,7 @@ int cmd_train(int argc, char **argv)
 	o.log_ctx = &quiet;
 	o.stop = &stop_flag;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	stop_flag = 0;
+	catch_signals(&old_int, &old_term);
 	res = calloc(1, sizeof(*res));
 	if (!res) {
 		fprintf(stderr, "tagplan train: out of memory\n");
