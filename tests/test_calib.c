@@ -161,6 +161,51 @@ START_TEST(test_runs_out_of_range)
 		tp_run_free(&r);
 	}
 	ck_assert_ptr_null(tp_test_read(prof, NULL));
+	/* above the GPU's peak that the file gives (common.peak_tflops):
+	 * 400 TFLOP/s on a 312 TFLOP/s A100 is refused where it is; at the
+	 * peak it is accepted */
+	{
+		static const char *const tflops[] = {"400", "312"};
+
+		for (size_t i = 0; i < 2; i++) {
+			struct tp_mruns m;
+			struct tp_error err;
+
+			snprintf(text, sizeof(text),
+				 "{\"common\": {\"seq_len\": 2048, "
+				 "\"vocab_size\": 51200, \"peak_tflops\": "
+				 "312}, \"rows\": [{\"hidden_size\": 2304, "
+				 "\"num_layers\": 24, \"attention_heads\": "
+				 "24, \"tensor_parallel\": 1, "
+				 "\"pipeline_parallel\": 1, "
+				 "\"data_parallel_derived\": 32, "
+				 "\"num_gpus\": 32, \"global_batch_size\": "
+				 "512, \"achieved_tflops_per_gpu\": %s}]}",
+				 tflops[i]);
+			tp_mruns_init(&m);
+			tp_error_clear(&err);
+			if (i == 0) {
+				ck_assert_int_eq(
+				    tp_mruns_load("t1.json", ".", text,
+						  strlen(text), NULL, &m,
+						  &err),
+				    TP_EINPUT);
+				ck_assert_msg(
+				    strcmp(err.path, "$.rows[0]."
+						     "achieved_tflops_per_gpu") ==
+					    0 &&
+					strstr(err.msg, "above the GPU's peak"),
+				    "%s %s", err.path, err.msg);
+			} else {
+				ck_assert_int_eq(
+				    tp_mruns_load("t1.json", ".", text,
+						  strlen(text), NULL, &m,
+						  &err),
+				    TP_OK);
+			}
+			tp_mruns_release(&m);
+		}
+	}
 }
 END_TEST
 

@@ -54,7 +54,7 @@ static const char *const table1_fields[] = {"params_billion",
 
 static enum tp_status table1_row(struct tp_jctx *j, const struct tp_json *v,
 				 size_t i, int64_t seq, int64_t vocab,
-				 struct tp_mrun *run)
+				 double peak, struct tp_mrun *run)
 {
 	int64_t tp, pp, dp;
 	double tflops;
@@ -79,6 +79,15 @@ static enum tp_status table1_row(struct tp_jctx *j, const struct tp_json *v,
 				     TP_JNUM_POS, TP_IOQ_RUN_TFLOPS, 0,
 				     &tflops)))
 		return st;
+	/* An achieved rate above the GPU's peak (common.peak_tflops, when
+	 * the file gives it) is a typo or a unit slip, not a measurement:
+	 * fitted, it would teach the simulator a GPU faster than the card. */
+	if (peak > 0 && tflops > peak)
+		return tp_jctx_fail(j, "achieved_tflops_per_gpu",
+				    "%g TFLOP/s is above the GPU's peak, "
+				    "common.peak_tflops %g: fix the row "
+				    "(TFLOP/s per GPU) or the peak",
+				    tflops, peak);
 	if (tp * pp * dp != run->gpus || run->gpus % 8)
 		return tp_jctx_fail(j, NULL,
 				    "tensor x pipeline x data parallel (%lld) "
@@ -115,6 +124,7 @@ static enum tp_status load_table1(struct tp_jctx *j, const struct tp_json *root,
 {
 	const struct tp_json *rows;
 	int64_t seq, vocab;
+	double peak = 0;
 	enum tp_status st;
 	size_t old;
 
@@ -123,6 +133,10 @@ static enum tp_status load_table1(struct tp_jctx *j, const struct tp_json *root,
 	if (!st)
 		st = tp_jget_int(j, common, "vocab_size", true, 1, 1 << 30, 0,
 				 &vocab);
+	if (!st)
+		st = tp_io_get_quantity(j, common, "peak_tflops", false,
+					TP_JNUM_POS, TP_IOQ_RUN_TFLOPS, 0,
+					&peak);
 	tp_jctx_pop(j, old);
 	if (st || (st = tp_jget_array(j, root, "rows", true, true, &rows)))
 		return st;
@@ -132,7 +146,8 @@ static enum tp_status load_table1(struct tp_jctx *j, const struct tp_json *root,
 		memset(&run, 0, sizeof(run));
 		old = tp_jctx_push_key(j, "rows");
 		tp_jctx_push_index(j, i);
-		st = table1_row(j, rows->items[i], i, seq, vocab, &run);
+		st = table1_row(j, rows->items[i], i, seq, vocab, peak,
+				&run);
 		tp_jctx_pop(j, old);
 		if (st)
 			return st;
