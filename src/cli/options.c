@@ -451,6 +451,24 @@ static void number_hint(const char *cmd, const struct tp_opt *o,
 			 end, cmd, o->name);
 }
 
+/* "--NAME expects an integer from MIN to MAX, not "VAL"HINT"; with min ==
+ * max there is no range in the table (the command checks the value
+ * itself): "an integer", or "a finite number" for a double. */
+static void expects_error(const char *cmd, const struct tp_opt *o,
+			  bool integer, const char *val, const char *hint)
+{
+	char range[80] = "";
+
+	if (o->min != o->max)
+		snprintf(range, sizeof(range),
+			 integer ? " from %.0f to %.0f" : " from %g to %g",
+			 o->min, o->max);
+	tp_cli_usage_error(cmd, "--%s expects %s%s, not \"%s\"%s", o->name,
+			   integer	    ? "an integer"
+			   : o->min != o->max ? "a number"
+					      : "a finite number",
+			   range, val, hint);
+}
 static int set_value(const char *cmd, struct tp_opt *o, const char *val)
 {
 	char hint[160];
@@ -492,17 +510,7 @@ static int set_value(const char *cmd, struct tp_opt *o, const char *val)
 		if (errno || end == val || *end ||
 		    (o->min != o->max && (v < o->min || v > o->max))) {
 			number_hint(cmd, o, val, end, hint, sizeof(hint));
-			if (o->min == o->max)
-				tp_cli_usage_error(cmd,
-						   "--%s expects an integer, "
-						   "not \"%s\"%s",
-						   o->name, val, hint);
-			else
-				tp_cli_usage_error(
-				    cmd,
-				    "--%s expects an integer from %.0f to "
-				    "%.0f, not \"%s\"%s",
-				    o->name, o->min, o->max, val, hint);
+			expects_error(cmd, o, true, val, hint);
 			return -1;
 		}
 		*(long long *)o->dest = v;
@@ -531,19 +539,7 @@ static int set_value(const char *cmd, struct tp_opt *o, const char *val)
 				snprintf(hint, sizeof(hint),
 					 " (a fraction: %g for %g%%)", v / 100,
 					 v);
-			/* min == max: no range in the table (the command
-			 * checks the value itself), only a finite number */
-			if (o->min == o->max)
-				tp_cli_usage_error(cmd,
-						   "--%s expects a finite "
-						   "number, not \"%s\"%s",
-						   o->name, val, hint);
-			else
-				tp_cli_usage_error(
-				    cmd,
-				    "--%s expects a number from %g to %g, "
-				    "not \"%s\"%s",
-				    o->name, o->min, o->max, val, hint);
+			expects_error(cmd, o, false, val, hint);
 			return -1;
 		}
 		*(double *)o->dest = v;

@@ -628,6 +628,7 @@ static bool recompute_shares(const struct tp_plan *p, const struct tp_model *m,
 	double saved = 0, selb = 0, keep = 0, *lay_all, *lay_sel;
 	size_t n_lay = 1;
 	bool *counted;
+	uint32_t *group_of; /* per op: its group + 1 (every op has one) */
 
 	memset(sh, 0, sizeof(*sh));
 	for (size_t i = 0; i < m->ops.n; i++)
@@ -636,12 +637,20 @@ static bool recompute_shares(const struct tp_plan *p, const struct tp_model *m,
 			n_lay = (size_t)m->ops.v[i].layer + 1;
 	lay_all = calloc(2 * n_lay, sizeof(double));
 	counted = calloc(m->ops.n ? m->ops.n : 1, sizeof(bool));
-	if (!lay_all || !counted) {
+	group_of = calloc(m->ops.n ? m->ops.n : 1, sizeof(uint32_t));
+	if (!lay_all || !counted || !group_of) {
 		free(lay_all);
 		free(counted);
+		free(group_of);
 		return false;
 	}
 	lay_sel = lay_all + n_lay;
+	for (size_t g = 0; g < p->groups.n; g++) {
+		const uint32_t *ops = tp_plan_group_ops(p, (uint32_t)g);
+
+		for (uint32_t i = 0; i < p->groups.v[g].n_ops; i++)
+			group_of[ops[i]] = (uint32_t)g + 1;
+	}
 	for (size_t g = 0; g < p->groups.n; g++) {
 		const struct tp_plan_group *gr = &p->groups.v[g];
 		const uint32_t *devs = tp_plan_group_devs(p, (uint32_t)g);
@@ -674,10 +683,8 @@ static bool recompute_shares(const struct tp_plan *p, const struct tp_model *m,
 			   another group, once per producer */
 			for (uint32_t e = 0; e < op->n_in; e++) {
 				const struct tp_edge *ed = &m->edges.v[in[e]];
-				bool same_group = false;
+				bool same_group = group_of[ed->src] == g + 1;
 
-				for (uint32_t k = 0; k < gr->n_ops; k++)
-					same_group |= ops[k] == ed->src;
 				if ((m->ops.v[ed->src].layer == op->layer &&
 				     same_group) ||
 				    counted[ed->src])
@@ -697,6 +704,7 @@ static bool recompute_shares(const struct tp_plan *p, const struct tp_model *m,
 	}
 	free(lay_all);
 	free(counted);
+	free(group_of);
 	return true;
 }
 
