@@ -275,7 +275,7 @@ struct tp_gnn_net *tp_gnn_net_new(const struct tp_gnn_config *c,
 	}
 	for (size_t i = 0; i < net->norm.n; i++)
 		net->norm.std[i] = 1.0f;
-	for (size_t i = 0; i < net->tab->n; i++) {
+	for (size_t i = 0; rng && i < net->tab->n; i++) {
 		const struct ptensor *t = &net->tab->t[i];
 		float *w = net->w + t->off;
 		size_t n = (size_t)t->rows * t->cols;

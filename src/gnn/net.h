@@ -137,8 +137,9 @@ enum tp_status tp_gnn_config_check(const struct tp_gnn_config *c,
 				   struct tp_error *err);
 
 /* A network with weights drawn from rng (scaled normal, LayerNorm gains
- * 1, biases 0) and identity normalisation.  NULL on allocation failure or
- * a bad configuration (err says which). */
+ * 1, biases 0) and identity normalisation; rng NULL leaves every weight
+ * 0, for a caller that sets them all (the weights loader).  NULL on
+ * allocation failure or a bad configuration (err says which). */
 struct tp_gnn_net *tp_gnn_net_new(const struct tp_gnn_config *c,
 				  struct tp_rng *rng, struct tp_error *err);
 void tp_gnn_net_free(struct tp_gnn_net *net);

@@ -27,15 +27,21 @@ _Static_assert(sizeof(((struct tp_gnn_meta *)0)->blas) == BLAS_MAX,
 _Static_assert(sizeof(((struct tp_gnn_meta *)0)->note) >= NOTE_MAX,
 	       "meta.note holds the field");
 
+/* Byte-wise with a table built per call (256 entries, 2,048 steps: no
+ * shared state between threads); the same checksum as the bit-by-bit
+ * loop this replaced, eight times fewer steps per byte. */
 uint32_t tp_gnn_crc32(const unsigned char *p, size_t n)
 {
-	uint32_t c = 0xFFFFFFFFu;
+	uint32_t tab[256], c = 0xFFFFFFFFu;
 
-	for (size_t i = 0; i < n; i++) {
-		c ^= p[i];
+	for (uint32_t b = 0; b < 256; b++) {
+		uint32_t t = b;
 		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+			t = (t >> 1) ^ (0xEDB88320u & (0u - (t & 1u)));
+		tab[b] = t;
 	}
+	for (size_t i = 0; i < n; i++)
+		c = (c >> 8) ^ tab[(c ^ p[i]) & 0xFFu];
 	return c ^ 0xFFFFFFFFu;
 }
 
@@ -382,11 +388,9 @@ static struct tp_gnn_net *decode_body(const char *name, const unsigned char *b,
 				      struct tp_error *err)
 {
 	struct tp_gnn_net *net;
-	struct tp_rng rng;
 	const unsigned char *p;
 
-	tp_rng_seed(&rng, 0);
-	net = tp_gnn_net_new(c, &rng, err);
+	net = tp_gnn_net_new(c, NULL, err); /* every number read below */
 	if (!net) {
 		tp_error_set_file(err, name);
 		return NULL;
