@@ -1053,9 +1053,13 @@ int main(void)
 		const struct tp_gnn_meta *mt =
 			&tp_gnn_prior_member(gp, k)->meta;
 		printf("  network %u: trained %u epochs on %u games, seed "
-		       "%llu, %.0f s\n",
+		       "%llu, %.0f s, clusters of up to ",
 		       k + 1, mt->epochs, mt->games,
 		       (unsigned long long)mt->seed, mt->train_seconds);
+		if (mt->corpus_gpus)
+			printf("%u GPUs\n", mt->corpus_gpus);
+		else
+			printf("? GPUs (not recorded)\n");
 	}
 	printf("\n");
 	/* the cases: each owns its model and cluster */

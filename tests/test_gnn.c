@@ -840,6 +840,48 @@ START_TEST(test_weights_blas_field)
 }
 END_TEST
 
+/* The file records the largest cluster of the training corpus in what
+ * were 4 reserved bytes (244-247, weights.h) without a new version; a
+ * file written before (0 there) reads as 0, "not recorded". */
+START_TEST(test_weights_corpus_gpus)
+{
+	struct tp_gnn_config cfg;
+	struct tp_gnn_net *net = small_net(41, &cfg), *back;
+	struct tp_error err;
+	unsigned char *buf;
+	size_t len;
+
+	net->meta.corpus_gpus = 256;
+	ck_assert_int_eq(tp_gnn_weights_encode(net, &buf, &len, &err), TP_OK);
+	ck_assert_uint_eq(buf[8], 3); /* no new version */
+	ck_assert_uint_eq(buf[244] | buf[245] << 8 | buf[246] << 16 |
+				  (uint32_t)buf[247] << 24,
+			  256);
+	back = tp_gnn_weights_decode("mem", buf, len, &small_w, &err);
+	ck_assert_msg(back != NULL, "%s", err.msg);
+	ck_assert_uint_eq(back->meta.corpus_gpus, 256);
+	tp_gnn_net_free(back);
+	/* a file from before: zeros there */
+	memset(buf + 244, 0, 4);
+	reseal(buf, len);
+	back = tp_gnn_weights_decode("old", buf, len, &small_w, &err);
+	ck_assert_msg(back != NULL, "%s", err.msg);
+	ck_assert_uint_eq(back->meta.corpus_gpus, 0);
+	ck_assert(memcmp(back->w, net->w, net->n_params * sizeof(float)) == 0);
+	tp_gnn_net_free(back);
+	free(buf);
+	/* 100,000 GPUs: the whole u32 field is read */
+	net->meta.corpus_gpus = 100000;
+	ck_assert_int_eq(tp_gnn_weights_encode(net, &buf, &len, &err), TP_OK);
+	back = tp_gnn_weights_decode("mem", buf, len, &small_w, &err);
+	ck_assert_msg(back != NULL, "%s", err.msg);
+	ck_assert_uint_eq(back->meta.corpus_gpus, 100000);
+	tp_gnn_net_free(back);
+	free(buf);
+	tp_gnn_net_free(net);
+}
+END_TEST
+
 /* Weights trained for fewer action and global features (new ones
  * appended, features.h) load zero-padded: on any input, whatever the new
  * features hold, the widened network gives the priors and gains the
@@ -1942,6 +1984,36 @@ static void tiny_options(struct tp_train_options *o, const char *out)
 	o->runtime_every = 0;
 }
 
+/* The most GPUs of a training game of tiny_options' corpus, drawn as
+ * train.c build_game draws it (no large games, none held out but every
+ * k-th, k = 1 / heldout; a small cluster's draw reads only max_devices
+ * and held_cluster, false for the training games). */
+static uint32_t tiny_corpus_gpus(const struct tp_train_options *o)
+{
+	uint32_t most = 0, k = (uint32_t)(1.0 / o->heldout + 0.5);
+
+	ck_assert(o->large_devices == 0);
+	for (uint32_t i = 0; i < o->games; i++) {
+		struct tp_train_draw d;
+		struct tp_cluster c;
+		struct tp_rng rng;
+		struct tp_error err;
+		if (i % k == k - 1)
+			continue;
+		memset(&d, 0, sizeof(d));
+		d.max_devices = o->max_devices;
+		tp_rng_seed(&rng, o->seed * 1000003u + i);
+		tp_cluster_init(&c);
+		ck_assert_int_eq(tp_train_draw_cluster(&rng, &d, &c, NULL, 0,
+						       &err),
+				 TP_OK);
+		if (c.devices.n > most)
+			most = (uint32_t)c.devices.n;
+		tp_cluster_release(&c);
+	}
+	return most;
+}
+
 static void log_corpus(void *ctx, const char *line)
 {
 	if (strncmp(line, "corpus:", 7) == 0)
@@ -2041,6 +2113,12 @@ START_TEST(test_train_run_resume)
 		      "%s", err.msg);
 	ck_assert_uint_eq(tp_gnn_prior_net(gp)->meta.epochs, 2);
 	ck_assert_uint_eq(tp_gnn_prior_net(gp)->cfg.hidden, 8);
+	/* the largest cluster of the games it learnt from, recorded and
+	   reported (the held-out games aside) */
+	ck_assert_uint_gt(tiny_corpus_gpus(&o), 0);
+	ck_assert_uint_eq(res->corpus_gpus, tiny_corpus_gpus(&o));
+	ck_assert_uint_eq(tp_gnn_prior_net(gp)->meta.corpus_gpus,
+			  tiny_corpus_gpus(&o));
 	/* the OpenBLAS kernel set this process runs, reported and recorded
 	   (openblas_get_corename(): "Haswell", ... by CPU) */
 	ck_assert(strlen(tp_tensor_blas_core()) > 0);
@@ -2101,6 +2179,8 @@ START_TEST(test_train_run_resume)
 	ck_assert_uint_eq(res->epoch[0].epoch, 2);
 	ck_assert_int_eq(tp_gnn_prior_load_default(w3, &pp, &gp, &err), TP_OK);
 	ck_assert_uint_eq(tp_gnn_prior_net(gp)->meta.epochs, 3);
+	ck_assert_uint_eq(tp_gnn_prior_net(gp)->meta.corpus_gpus,
+			  tiny_corpus_gpus(&o));
 	tp_gnn_prior_free(gp);
 	/* a damaged checkpoint is refused, naming it */
 	ck_assert_int_eq(tp_test_write(ck, "TPGNNCK\n0000000000000000000000000"
@@ -2155,6 +2235,7 @@ Suite *suite_gnn(void)
 	tcase_add_test(tc, test_training_steps_lower_loss);
 	tcase_add_test(tc, test_weights_roundtrip);
 	tcase_add_test(tc, test_weights_blas_field);
+	tcase_add_test(tc, test_weights_corpus_gpus);
 	tcase_add_test(tc, test_weights_widened);
 	tcase_add_test(tc, test_weights_corruption);
 	tcase_add_test(tc, test_features_real_graph);

@@ -242,10 +242,11 @@ int cmd_train(int argc, char **argv)
 		fprintf(stderr,
 			"tagplan train: wrote %s after %u epochs in %.0f s "
 			"(%llu playouts, %llu simulations; OpenBLAS's %s "
-			"kernels)%s\n",
+			"kernels; trained on clusters of up to %u GPUs)%s\n",
 			out, res->epochs_done, res->seconds,
 			(unsigned long long)res->playouts,
 			(unsigned long long)res->simulations, res->blas,
+			res->corpus_gpus,
 			res->interrupted ? "; interrupted" : "");
 	code = res->interrupted ? TP_EXIT_INTERRUPTED : TP_EXIT_OK;
 	free(res);

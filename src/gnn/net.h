@@ -93,6 +93,10 @@ struct tp_gnn_meta {
 			     63 bytes are written (weights.h) */
 	char blas[32];    /* OpenBLAS kernel set that trained it ("" = not
 			     recorded: a file written before 2026-12-07) */
+	uint32_t corpus_gpus; /* the most devices (GPUs) of any cluster
+				 it was trained on (0 = not recorded: a
+				 file written before issue 27, or a
+				 network that is still training) */
 };
 
 struct tp_gnn_ptab; /* parameter table (net.c) */

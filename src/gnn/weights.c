@@ -22,6 +22,11 @@ static const unsigned char magic[8] = {'T', 'P', 'G', 'N',
 #define BLAS_AT (NOTE_AT + NOTE_MAX)
 #define BLAS_MAX 32
 _Static_assert(BLAS_AT + BLAS_MAX == 244, "note and kernel set fill 96 bytes");
+/* The largest cluster of the training corpus, in what was 4 reserved
+ * bytes written 0 (weights.h). */
+#define CORPUS_AT 244
+_Static_assert(CORPUS_AT + 4 == TP_GNN_WEIGHTS_HEADER,
+	       "the corpus size ends the header");
 _Static_assert(sizeof(((struct tp_gnn_meta *)0)->blas) == BLAS_MAX,
 	       "meta.blas holds the field");
 _Static_assert(sizeof(((struct tp_gnn_meta *)0)->note) >= NOTE_MAX,
@@ -143,7 +148,7 @@ enum tp_status tp_gnn_weights_encode(const struct tp_gnn_net *net,
 	       strnlen(net->meta.note, NOTE_MAX - 1));
 	memcpy(b + BLAS_AT, net->meta.blas,
 	       strnlen(net->meta.blas, BLAS_MAX - 1));
-	put_u32(b + 244, 0);
+	put_u32(b + CORPUS_AT, net->meta.corpus_gpus);
 	p = b + TP_GNN_WEIGHTS_HEADER;
 	for (size_t i = 0; i < nn; i++, p += 4)
 		put_f32(p, net->norm.mean[i]);
@@ -425,6 +430,7 @@ static struct tp_gnn_net *decode_body(const char *name, const unsigned char *b,
 	memcpy(net->meta.version, b + 116, sizeof(net->meta.version) - 1);
 	net->meta.version[sizeof(net->meta.version) - 1] = '\0';
 	decode_note(b, &net->meta);
+	net->meta.corpus_gpus = get_u32(b + CORPUS_AT);
 	return net;
 }
 

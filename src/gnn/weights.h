@@ -21,7 +21,8 @@
  *      148   64  note (at most 63 bytes, NUL-padded)
  *      212   32  the OpenBLAS kernel set that trained it (tensor.h
  *                tp_tensor_blas_core: "Haswell", ...; NUL-padded)
- *      244    4  reserved, 0
+ *      244    4  corpus_gpus (u32): the most devices of any cluster
+ *                of the training corpus (0 = not recorded)
  *      248  4 N  normalisation means, then 4 N standard deviations
  *           4 W  weights, in the order of tp_gnn_net_tensor
  *            4   CRC-32 (IEEE 802.3) of every byte before it
@@ -44,6 +45,13 @@
  * files' note up to its NUL and ignores the kernel set.  A file whose
  * note fills its first 64 bytes (no NUL there) is an older one with a
  * note of 64-95 bytes: the note is read whole and the kernel set is "".
+ *
+ * The corpus's largest cluster (corpus_gpus) is recorded since issue 27,
+ * also without a new version: its 4 bytes were reserved and every file
+ * written before has 0 there, which reads as "not recorded" (the search
+ * then uses the network on any cluster: provider.h covers); a tagplan of
+ * before ignores them.  Only the header and the CRC differ from the file
+ * the same training wrote before.
  *
  * A version-2 file (the value head's weights after the gain head's) is
  * refused, naming the file and the fix ('make weights'), rather than read

@@ -868,7 +868,7 @@ static enum tp_status train_epoch(struct run *R, struct tp_gnn_adam *adam,
 
 /* The weights file, with what training it came from. */
 static enum tp_status save_weights(struct run *R,
-				   const struct tp_train_result *res,
+				   struct tp_train_result *res,
 				   struct tp_error *err)
 {
 	const struct tp_train_options *o = R->o;
@@ -882,6 +882,16 @@ static enum tp_status save_weights(struct run *R,
 	m->train_loss = last ? (float)last->train_policy : 0;
 	m->heldout_loss = last ? (float)last->heldout_policy : 0;
 	m->train_seconds = res->seconds;
+	/* the domain it was trained on (provider.h covers): the most GPUs
+	   of a game it learnt from; the held-out games only measure it.
+	   Set only here: the checkpoints keep 0, and a resumed run builds
+	   the same corpus again */
+	m->corpus_gpus = 0;
+	for (uint32_t i = 0; i < R->n_games; i++)
+		if (!R->games[i].heldout &&
+		    R->games[i].c.devices.n > m->corpus_gpus)
+			m->corpus_gpus = (uint32_t)R->games[i].c.devices.n;
+	res->corpus_gpus = m->corpus_gpus;
 	snprintf(m->version, sizeof(m->version), "%s", TP_VERSION);
 	snprintf(m->note, sizeof(m->note), "%s", o->note ? o->note : "");
 	return tp_gnn_weights_save(R->net, o->out, err);

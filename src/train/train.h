@@ -154,6 +154,9 @@ struct tp_train_result {
 	bool interrupted;
 	char blas[32]; /* OpenBLAS kernel set it ran on (also in the
 			  weights file: gnn/weights.h) */
+	uint32_t corpus_gpus; /* with o->out: the most GPUs of a training
+				 game (held-out ones aside), as the weights
+				 file records it (gnn/net.h tp_gnn_meta) */
 };
 
 /*
