@@ -1680,6 +1680,62 @@ static void ensemble_eval(struct fixture *fx, const char *files, float *pri,
 
 /* --weights A,B: an ensemble whose priors and gains are the members'
  * means; a bad member or a malformed list loads nothing. */
+/* The provider covers a cluster of at most corpus_gpus devices (0: not
+ * recorded, any cluster); an ensemble only what every member covers;
+ * why names both sizes with thousands separators (issue 27). */
+START_TEST(test_provider_covers)
+{
+	static const char *const specs[] = {"v100-nvlink:1", "1080ti-pcie:2"};
+	struct fixture fx;
+	struct tp_gnn_config cfg;
+	struct tp_gnn_prior *gp;
+	struct tp_prior_provider pp;
+	char why[160], want[160];
+	uint32_t n;
+
+	fixture_init(&fx, specs, 2, "25gbe");
+	n = (uint32_t)fx.c.devices.n;
+	ck_assert_uint_gt(n, 2);
+	/* recorded, as large as the cluster: covered */
+	gp = tp_gnn_prior_new(small_net(5, &cfg), "a");
+	ck_assert_ptr_nonnull(gp);
+	tp_gnn_prior_provider(gp, &pp);
+	ck_assert(pp.covers != NULL);
+	((struct tp_gnn_net *)tp_gnn_prior_net(gp))->meta.corpus_gpus = n;
+	ck_assert(pp.covers(pp.ctx, &fx.c, why, sizeof(why)));
+	/* not recorded: covered */
+	((struct tp_gnn_net *)tp_gnn_prior_net(gp))->meta.corpus_gpus = 0;
+	ck_assert(pp.covers(pp.ctx, &fx.c, why, sizeof(why)));
+	ck_assert_uint_eq(tp_gnn_prior_corpus_gpus(gp), 0);
+	/* smaller: not, saying why */
+	((struct tp_gnn_net *)tp_gnn_prior_net(gp))->meta.corpus_gpus = n - 1;
+	ck_assert(!pp.covers(pp.ctx, &fx.c, why, sizeof(why)));
+	snprintf(want, sizeof(want),
+		 "the GNN was trained on clusters of up to %u GPUs, this one "
+		 "has %u",
+		 n - 1, n);
+	ck_assert_str_eq(why, want);
+	ck_assert(!pp.covers(pp.ctx, &fx.c, NULL, 0));
+	/* an ensemble with a member of unknown corpus: the other rules */
+	ck_assert(tp_gnn_prior_add(gp, small_net(6, &cfg), "b"));
+	ck_assert(!pp.covers(pp.ctx, &fx.c, why, sizeof(why)));
+	ck_assert_uint_eq(tp_gnn_prior_corpus_gpus(gp), n - 1);
+	((struct tp_gnn_net *)tp_gnn_prior_member(gp, 1))->meta.corpus_gpus =
+		4096;
+	ck_assert(!pp.covers(pp.ctx, &fx.c, why, sizeof(why)));
+	((struct tp_gnn_net *)tp_gnn_prior_net(gp))->meta.corpus_gpus = 1024;
+	ck_assert(pp.covers(pp.ctx, &fx.c, why, sizeof(why)));
+	/* thousands separators */
+	fx.c.devices.n = 1234567;
+	ck_assert(!pp.covers(pp.ctx, &fx.c, why, sizeof(why)));
+	ck_assert_str_eq(why, "the GNN was trained on clusters of up to 1,024 "
+			      "GPUs, this one has 1,234,567");
+	fx.c.devices.n = n;
+	tp_gnn_prior_free(gp);
+	fixture_release(&fx);
+}
+END_TEST
+
 START_TEST(test_provider_ensemble)
 {
 	static const char *const specs[] = {"v100-nvlink:1", "1080ti-pcie:2"};
@@ -2247,6 +2303,7 @@ Suite *suite_gnn(void)
 	tcase_add_test(tc, test_features_route_memo);
 	tcase_add_test(tc, test_provider_priors);
 	tcase_add_test(tc, test_provider_ensemble);
+	tcase_add_test(tc, test_provider_covers);
 	tcase_add_test(tc, test_corpus);
 	tcase_add_test(tc, test_corpus_splits);
 	tcase_add_test(tc, test_corpus_huge);

@@ -912,6 +912,22 @@ static enum tp_status spy_eval(void *ctx, void *scratch,
 	return TP_OK;
 }
 
+/* The spy's evaluate, counting only (its bad field holds a limit in
+ * test_search_prior_declined). */
+static enum tp_status count_spy_eval(void *ctx, void *scratch,
+				     const struct tp_prior_state *st,
+				     float *priors, struct tp_error *err)
+{
+	struct spy *s = ctx;
+
+	(void)scratch;
+	(void)err;
+	__atomic_add_fetch(&s->calls, 1, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < st->n_actions; i++)
+		priors[i] = i + 1 == st->n_actions ? 10.0f : 1.0f;
+	return TP_OK;
+}
+
 START_TEST(test_search_prior_provider)
 {
 	struct tp_model m;
@@ -954,6 +970,103 @@ START_TEST(test_search_prior_provider)
 	ck_assert(r.report.iteration_time_s <=
 		  r.baselines[TP_BASELINE_DP].iteration_time_s);
 	tp_search_result_release(&r);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* covers() of a provider that knows clusters of up to *ctx devices
+ * (the spy's struct spy, whose bad field holds the limit here). */
+static bool spy_covers(void *ctx, const struct tp_cluster *c, char *why,
+		       size_t why_size)
+{
+	const struct spy *s = ctx;
+
+	if (c->devices.n <= (size_t)s->bad)
+		return true;
+	snprintf(why, why_size, "trained on up to %d, this one has %zu",
+		 s->bad, c->devices.n);
+	return false;
+}
+
+/* A provider whose covers() rules the cluster out is not consulted: the
+ * search runs as with none (no forward pass, the same answer, playouts
+ * and simulations) and says so; prior_any_cluster consults it anyway; a
+ * cluster it covers is searched with it (issue 27). */
+START_TEST(test_search_prior_declined)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_evaluator ev;
+	struct tp_search_options o;
+	struct tp_search_result r, none;
+	struct toy toy;
+	struct spy spy = {0, 2}; /* knows clusters of up to 2 devices */
+	struct tp_prior_provider pp;
+	const int types[2] = {0, 1};
+
+	layered_model(&m, 4, 32, 1);
+	hetero_cluster(&c, 2, 2, types);
+	ck_assert_uint_eq(c.devices.n, 4);
+	toy_evaluator(&toy, &m, &c, &ev);
+	memset(&pp, 0, sizeof(pp));
+	pp.name = "spy";
+	pp.ctx = &spy;
+	pp.evaluate = count_spy_eval;
+	pp.covers = spy_covers;
+	tp_search_options_default(&o);
+	o.playouts = 200;
+	o.time_limit_s = 0;
+	o.no_seeds = true;
+	/* no provider */
+	tp_search_result_init(&none);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &none, NULL), TP_OK);
+	ck_assert(!none.prior_declined);
+	/* one that does not cover 4 devices */
+	o.prior = &pp;
+	ck_assert(tp_search_prior_declined(&o, &c, NULL, 0));
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	ck_assert_int_eq(spy.calls, 0);
+	ck_assert_uint_eq(r.prior_calls, 0);
+	ck_assert(r.prior_declined);
+	ck_assert_str_eq(r.prior_declined_why,
+			 "trained on up to 2, this one has 4");
+	ck_assert(r.have_plan && none.have_plan);
+	ck_assert(r.report.iteration_time_s == none.report.iteration_time_s);
+	ck_assert_uint_eq(r.playouts, none.playouts);
+	ck_assert_uint_eq(r.simulations, none.simulations);
+	ck_assert_uint_eq(r.evaluations, none.evaluations);
+	ck_assert_str_eq(r.source, none.source);
+	ck_assert_uint_eq(r.plan.groups.n, none.plan.groups.n);
+	for (size_t g = 0; g < r.plan.groups.n; g++) {
+		const struct tp_plan_group *a = &r.plan.groups.v[g],
+					   *b = &none.plan.groups.v[g];
+		ck_assert(a->dp == b->dp && a->tp == b->tp &&
+			  a->n_devices == b->n_devices &&
+			  a->dev_first == b->dev_first && a->sync == b->sync &&
+			  a->recompute == b->recompute);
+	}
+	tp_search_result_release(&r);
+	/* the override: the provider is asked */
+	o.prior_any_cluster = true;
+	ck_assert(!tp_search_prior_declined(&o, &c, NULL, 0));
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	ck_assert_int_gt(spy.calls, 0);
+	ck_assert(!r.prior_declined);
+	ck_assert_str_eq(r.prior_declined_why, "");
+	tp_search_result_release(&r);
+	/* a provider that covers the cluster: asked, no override needed */
+	o.prior_any_cluster = false;
+	spy.calls = 0;
+	spy.bad = 4;
+	tp_search_result_init(&r);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev, &o, &r, NULL), TP_OK);
+	ck_assert_int_gt(spy.calls, 0);
+	ck_assert(!r.prior_declined);
+	tp_search_result_release(&r);
+	tp_search_result_release(&none);
 	tp_cluster_release(&c);
 	tp_model_release(&m);
 }
@@ -2509,6 +2622,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_baseline_answer_and_nothing_fits);
 	tcase_add_test(tm, test_search_prior_cut);
 	tcase_add_test(tm, test_search_prior_provider);
+	tcase_add_test(tm, test_search_prior_declined);
 	tcase_add_test(tm, test_search_prior_cache);
 	tcase_add_test(tm, test_search_lower_bound_prunes);
 	tcase_add_test(tm, test_search_plan_cache);

@@ -38,6 +38,7 @@
 #define TP_PRIOR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cluster.h"
@@ -120,6 +121,18 @@ struct tp_prior_provider {
 	enum tp_status (*evaluate)(void *ctx, void *scratch,
 				   const struct tp_prior_state *state,
 				   float *priors, struct tp_error *err);
+	/*
+	 * Optional (NULL: every cluster).  Whether the provider's priors are
+	 * meant for cluster c; false when c lies outside what it knows (the
+	 * GNN: more devices than any cluster it was trained on), with the
+	 * reason, a phrase such as "the GNN was trained on clusters of up to
+	 * 256 GPUs, this one has 1,024", in why[0 .. why_size) (why may be
+	 * NULL).  The search then runs as with no provider unless told
+	 * otherwise (search.h prior_any_cluster).  Called once per search,
+	 * before any scratch.
+	 */
+	bool (*covers)(void *ctx, const struct tp_cluster *c, char *why,
+		       size_t why_size);
 };
 
 #endif

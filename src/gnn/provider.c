@@ -209,6 +209,55 @@ static enum tp_status evaluate(void *ctx, void *scratch,
 	return tp_gnn_prior_eval(ctx, scratch, st, priors, err);
 }
 
+/* n with a comma every three digits ("1,024") into buf. */
+static void digits(char *buf, size_t size, uint32_t n)
+{
+	char raw[16];
+	size_t l = (size_t)snprintf(raw, sizeof(raw), "%u", n), o = 0;
+
+	for (size_t i = 0; i < l && o + 2 < size; i++) {
+		if (i && (l - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = raw[i];
+	}
+	buf[o] = '\0';
+}
+
+uint32_t tp_gnn_prior_corpus_gpus(const struct tp_gnn_prior *gp)
+{
+	uint32_t least = 0;
+
+	for (uint32_t m = 0; m < gp->n; m++) {
+		uint32_t g = gp->net[m]->meta.corpus_gpus;
+		if (g && (!least || g < least))
+			least = g;
+	}
+	return least;
+}
+
+/* The domain rule (provider.h): a member trained on smaller clusters
+ * than c (corpus_gpus recorded and below c's devices) rules it out. */
+static bool covers(void *ctx, const struct tp_cluster *c, char *why,
+		   size_t why_size)
+{
+	uint32_t most = tp_gnn_prior_corpus_gpus(ctx);
+	char a[16], b[16];
+
+	if (!most || c->devices.n <= most)
+		return true;
+	if (why && why_size) {
+		digits(a, sizeof(a), most);
+		digits(b, sizeof(b),
+		       c->devices.n > UINT32_MAX ? UINT32_MAX
+						 : (uint32_t)c->devices.n);
+		snprintf(why, why_size,
+			 "the GNN was trained on clusters of up to %s GPUs, "
+			 "this one has %s",
+			 a, b);
+	}
+	return false;
+}
+
 void tp_gnn_prior_provider(struct tp_gnn_prior *gp,
 			   struct tp_prior_provider *pp)
 {
@@ -218,6 +267,7 @@ void tp_gnn_prior_provider(struct tp_gnn_prior *gp,
 	pp->scratch_new = scratch_new;
 	pp->scratch_free = scratch_free;
 	pp->evaluate = evaluate;
+	pp->covers = covers;
 }
 
 /* Load one member's weights: path; or, in_data, a name under the data

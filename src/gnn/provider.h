@@ -68,6 +68,18 @@ uint32_t tp_gnn_prior_members(const struct tp_gnn_prior *gp);
 void tp_gnn_prior_provider(struct tp_gnn_prior *gp,
 			   struct tp_prior_provider *pp);
 
+/*
+ * The domain the network was trained on: the smallest corpus_gpus
+ * (net.h tp_gnn_meta, the most GPUs of a cluster of its training corpus)
+ * recorded among the members, or 0 when none records one (files written
+ * before issue 27).  The provider's covers() (core/prior.h) says no to a
+ * cluster of more devices, naming both sizes; a member of unknown corpus
+ * rules nothing out.  Why: on a cluster four times the largest it was
+ * trained on (GPT-3 175B on 1,024 GPUs, README "Beyond its corpus") its
+ * guided search lost at every time budget and at equal playouts.
+ */
+uint32_t tp_gnn_prior_corpus_gpus(const struct tp_gnn_prior *gp);
+
 /* The first member, and where the members came from (their file paths,
  * comma-separated, for summaries). */
 const struct tp_gnn_net *tp_gnn_prior_net(const struct tp_gnn_prior *gp);

@@ -324,6 +324,16 @@ static double compute_lower_bound(const struct tp_model *m,
 	return peak > 0 ? flop * (double)m->global_batch / peak : 0;
 }
 
+bool tp_search_prior_declined(const struct tp_search_options *o,
+			      const struct tp_cluster *c, char *why,
+			      size_t why_size)
+{
+	if (why && why_size)
+		why[0] = '\0';
+	return o->prior && o->prior->covers && !o->prior_any_cluster &&
+	       !o->prior->covers(o->prior->ctx, c, why, why_size);
+}
+
 enum tp_status tp_search_run(const struct tp_model *m,
 			     const struct tp_cluster *c,
 			     const struct tp_evaluator *ev,
@@ -333,10 +343,20 @@ enum tp_status tp_search_run(const struct tp_model *m,
 {
 	struct sctx s;
 	struct worker w0;
+	struct tp_search_options unguided;
 	enum tp_status st;
 	bool have_w0 = false;
 
 	memset(&w0, 0, sizeof(w0));
+	/* a provider outside what it knows: the search of no provider */
+	res->prior_declined =
+		tp_search_prior_declined(o, c, res->prior_declined_why,
+					 sizeof(res->prior_declined_why));
+	if (res->prior_declined) {
+		unguided = *o;
+		unguided.prior = NULL;
+		o = &unguided;
+	}
 	st = sctx_init(&s, m, c, ev, o, res);
 	if (st)
 		goto out;

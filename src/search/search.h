@@ -234,6 +234,10 @@ struct tp_search_options {
 	const char *given_source;
 	enum tp_compression compression;
 	const struct tp_prior_provider *prior; /* NULL: uniform priors */
+	bool prior_any_cluster; /* consult prior also on a cluster its
+				   covers() rules out (prior.h); false:
+				   search as without it there
+				   (tp_search_prior_declined) */
 	uint32_t groups;       /* 0 = automatic */
 	size_t tree_bytes;     /* tree memory budget; 0 = 256 MiB */
 	bool no_seeds;         /* skip the structured seeds (tests) */
@@ -336,6 +340,12 @@ struct tp_search_result {
 	   and the wall time spent in it */
 	uint64_t prior_calls, prior_hits;
 	double prior_seconds;
+	/* options.prior was set but not consulted: its covers() ruled the
+	   cluster out (tp_search_prior_declined); prior_declined_why says
+	   why ("the GNN was trained on clusters of up to 256 GPUs, this
+	   one has 1,024") */
+	bool prior_declined;
+	char prior_declined_why[160];
 	uint64_t sweep_resumed; /* single changes a later stage did not score
 				   again: it resumed the sweep pass an earlier
 				   stage's budget cut short (baselines.c) */
@@ -390,6 +400,18 @@ struct tp_search_result {
 
 void tp_search_result_init(struct tp_search_result *r);
 void tp_search_result_release(struct tp_search_result *r);
+
+/*
+ * Whether a search with options o on cluster c leaves o->prior out: it
+ * is set, has covers() (prior.h), covers() rules c out and
+ * o->prior_any_cluster is false.  The reason goes to why (may be NULL).
+ * tp_search_run decides by this: such a search runs exactly as with no
+ * prior (uniform priors, no rollout, no provider calls) and says so in
+ * its result (prior_declined); callers may ask first to tell the user.
+ */
+bool tp_search_prior_declined(const struct tp_search_options *o,
+			      const struct tp_cluster *c, char *why,
+			      size_t why_size);
 
 /*
  * Plan model m on cluster c.  Returns TP_OK with res->have_plan (even
