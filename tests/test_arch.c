@@ -806,6 +806,129 @@ START_TEST(test_new_errors)
 }
 END_TEST
 
+/* The descriptive fields tagplan records but does not price (and exports
+ * as they are: Megatron's --rotary-base, --norm-epsilon) are refused out
+ * of a physical range, naming the field; the bounds themselves load. */
+START_TEST(test_recorded_field_ranges)
+{
+	static const struct {
+		const char *json, *path, *want;
+	} bad[] = {
+		{"{\"model_type\": \"llama\", " LLAMA_MINI
+		 ", \"rope_theta\": 1e300}",
+		 "$.rope_theta", "above 0 and at most 1e+12"},
+		{"{\"model_type\": \"llama\", " LLAMA_MINI ", \"rope_theta\": 0}",
+		 "$.rope_theta", "got 0"},
+		{"{\"model_type\": \"mistral\", " LLAMA_MINI
+		 ", \"rope_theta\": -10000}",
+		 "$.rope_theta", "got -10000"},
+		{"{\"model_type\": \"llama\", " LLAMA_MINI
+		 ", \"rms_norm_eps\": 1e300}",
+		 "$.rms_norm_eps", "above 0 and below 1"},
+		{"{\"model_type\": \"qwen2\", " LLAMA_MINI
+		 ", \"rms_norm_eps\": 0}",
+		 "$.rms_norm_eps", "norms' epsilon"},
+		{"{\"model_type\": \"gpt2\", " LLAMA_MINI
+		 ", \"layer_norm_epsilon\": 1}",
+		 "$.layer_norm_epsilon", "below 1"},
+		{"{\"model_type\": \"bert\", " LLAMA_MINI
+		 ", \"layer_norm_eps\": -1e-12}",
+		 "$.layer_norm_eps", "above 0"},
+		{"{\"model_type\": \"falcon\", " LLAMA_MINI
+		 ", \"layer_norm_epsilon\": 1e300}",
+		 "$.layer_norm_epsilon", "below 1"},
+		{"{\"model_type\": \"qwen3\", " LLAMA_MINI
+		 ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 0}}",
+		 "$.rope_scaling.factor", "above 0 and at most 1e+06"},
+		{"{\"model_type\": \"llama\", " LLAMA_MINI
+		 ", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": "
+		 "1e300}}",
+		 "$.rope_scaling.factor", "scaling factor"},
+		{"{\"model_type\": \"gemma2\", " LLAMA_MINI
+		 ", \"attn_logit_softcapping\": 0}",
+		 "$.attn_logit_softcapping", "null for none"},
+		{"{\"model_type\": \"gemma2\", " LLAMA_MINI
+		 ", \"final_logit_softcapping\": 1e300}",
+		 "$.final_logit_softcapping", "at most 1e+06"},
+		{"{\"model_type\": \"gemma3_text\", " LLAMA_MINI
+		 ", \"rope_local_base_freq\": 1e300}",
+		 "$.rope_local_base_freq", "at most 1e+12"},
+		{"{\"model_type\": \"deepseek_v3\", " LLAMA_MINI
+		 ", \"routed_scaling_factor\": 0}",
+		 "$.routed_scaling_factor", "routed experts' scale"},
+		{"{\"model_type\": \"dbrx\", \"d_model\": 64, \"n_layers\": 2, "
+		 "\"n_heads\": 4, \"attn_config\": {\"rope_theta\": 1e300}}",
+		 "$.attn_config.rope_theta", "at most 1e+12"},
+		{"{\"model_type\": \"t5\", \"d_model\": 64, \"num_layers\": 2, "
+		 "\"num_heads\": 4, \"dropout_rate\": 1.5}",
+		 "$.dropout_rate", "from 0 to 1"},
+		{"{\"model_type\": \"vit\", " LLAMA_MINI
+		 ", \"hidden_dropout_prob\": -0.1}",
+		 "$.hidden_dropout_prob", "dropout probability"},
+		{"{\"model_type\": \"llama\", " LLAMA_MINI
+		 ", \"rope_theta\": \"1e4\"}",
+		 "$.rope_theta", "got a string"},
+	};
+	/* the closed bounds, and values far outside what configs publish
+	 * but inside the ranges, are taken as they are */
+	static const char *const good[] = {
+		"{\"model_type\": \"llama\", " LLAMA_MINI
+		", \"rope_theta\": 1e12, \"rms_norm_eps\": 1e-30, "
+		"\"attention_dropout\": 1, \"rope_scaling\": {\"rope_type\": "
+		"\"llama3\", \"factor\": 1e6}}",
+		"{\"model_type\": \"t5\", \"d_model\": 64, \"num_layers\": 2, "
+		"\"num_heads\": 4, \"dropout_rate\": 0}",
+		"{\"model_type\": \"gemma2\", " LLAMA_MINI
+		", \"attn_logit_softcapping\": 1e6, \"final_logit_softcapping\": "
+		"null}",
+	};
+	char buf[2048];
+
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		enum tp_status st = hf_text(bad[k].json, 0, -1, buf, sizeof(buf));
+		ck_assert_msg(st == TP_EINPUT, "%s: status %d", bad[k].json,
+			      st);
+		ck_assert_msg(strstr(buf, bad[k].path) &&
+				      strstr(buf, bad[k].want),
+			      "%s: %s", bad[k].json, buf);
+		ck_assert_msg(strstr(buf, "c.json"), "%s", buf);
+	}
+	for (size_t k = 0; k < sizeof(good) / sizeof(good[0]); k++)
+		ck_assert_msg(hf_text(good[k], 0, -1, buf, sizeof(buf)) ==
+				      TP_OK,
+			      "%s: %s", good[k], buf);
+}
+END_TEST
+
+/* ... and from the command line: exit 2, the file and the key named,
+ * nothing written. */
+START_TEST(test_cli_recorded_field_range)
+{
+	static const char cfg[] =
+		"{\"model_type\": \"llama\", " LLAMA_MINI
+		", \"rope_theta\": 1e300}\n";
+	char in[512], arg[600], out[512];
+	struct tp_run r;
+
+	snprintf(in, sizeof(in), "%s/theta-config.json", tp_test_tmpdir());
+	snprintf(out, sizeof(out), "%s/theta-model.json", tp_test_tmpdir());
+	ck_assert_int_eq(tp_test_write(in, cfg, strlen(cfg)), 0);
+	snprintf(arg, sizeof(arg), "hf:%s", in);
+	{
+		const char *v[] = {"tagplan", "model", arg, "-o", out, NULL};
+		tp_run_tagplan(&r, v, NULL);
+	}
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, "theta-config.json: $.rope_theta: "
+				    "expected a number above 0 and at most "
+				    "1e+12") &&
+			      strstr(r.err, "got 1e+300"),
+		      "%s", r.err);
+	ck_assert_ptr_null(tp_test_read(out, NULL));
+	tp_run_free(&r);
+}
+END_TEST
+
 START_TEST(test_nearest_family)
 {
 	/* an unsupported model_type names the supported one whose reader
@@ -915,6 +1038,8 @@ Suite *suite_arch(void)
 	tcase_add_test(tc, test_qwen_moe_dbrx);
 	tcase_add_test(tc, test_vit);
 	tcase_add_test(tc, test_new_errors);
+	tcase_add_test(tc, test_recorded_field_ranges);
+	tcase_add_test(tc, test_cli_recorded_field_range);
 	tcase_add_test(tc, test_nearest_family);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("arch-file");

@@ -108,25 +108,80 @@ enum tp_status tp_hf_int(struct tp_hf *c, const char *key, const char *alias,
 	return TP_OK;
 }
 
+/*
+ * The ranges of tp_hf_range: generous bounds that only refuse what no
+ * network could have (the values published configs give are far inside;
+ * tests/data/hf spans them).  An open bound is one the value must not
+ * reach.  `what` says what the field is and its usual values: the fix.
+ */
+static const struct {
+	double lo, hi;
+	bool lo_open, hi_open;
+	const char *what;
+} hf_ranges[TP_HF_RANGE_COUNT] = {
+    /* torch.nn.Dropout refuses p outside [0, 1] */
+    [TP_HF_DROPOUT] = {0, 1, false, false,
+		       "a dropout probability, usually 0 or 0.1"},
+    /* added to the variance under the square root: 0 divides by zero
+     * on a constant row, 1 or more swamps unit-variance activations;
+     * published: 1e-12 (BERT) to 1e-5 */
+    [TP_HF_EPS] = {0, 1, true, true,
+		   "the norms' epsilon, usually 1e-5 or 1e-6"},
+    /* frequencies are base^(-2i/d): the base must be positive; published
+     * bases run from 1e4 to 1e7 (Qwen2.5-1M), 1e12 leaves room */
+    [TP_HF_ROPE_BASE] = {0, 1e12, true, false,
+			 "RoPE's base frequency, usually 10000 to 1e7"},
+    /* positions are divided by it; published: 2 to 40 (DeepSeek-V3's
+     * YaRN) */
+    [TP_HF_ROPE_FACTOR] = {0, 1e6, true, false,
+			   "the RoPE scaling factor, usually 2 to 40"},
+    /* cap * tanh(x / cap): 0 divides by zero; Gemma 2: 50 and 30 */
+    [TP_HF_SOFTCAP] = {0, 1e6, true, false,
+		       "a logit soft-cap, usually 30 or 50; null for "
+		       "none"},
+    /* 0 would zero the routed experts' output; DeepSeek-V2: 16, V3: 2.5 */
+    [TP_HF_ROUTER_SCALE] = {0, 1e6, true, false,
+			    "the routed experts' scale, usually 1 to 16"},
+};
+
+/* "a number above 0 and at most 1e+12" into buf. */
+static void range_text(char *buf, size_t size, enum tp_hf_range r)
+{
+	double lo = hf_ranges[r].lo, hi = hf_ranges[r].hi;
+
+	if (!hf_ranges[r].lo_open && !hf_ranges[r].hi_open)
+		snprintf(buf, size, "a number from %g to %g", lo, hi);
+	else
+		snprintf(buf, size, "a number %s %g and %s %g",
+			 hf_ranges[r].lo_open ? "above" : "at least", lo,
+			 hf_ranges[r].hi_open ? "below" : "at most", hi);
+}
+
 enum tp_status tp_hf_num(struct tp_hf *c, const char *key, double def,
-			 double *out)
+			 enum tp_hf_range range, double *out)
 {
 	const char *used;
 	const struct tp_json *v = field(c, key, NULL, &used);
+	char want[80];
+	double x;
 
+	assert(range >= 0 && range < TP_HF_RANGE_COUNT);
 	if (!v || c->probe) {
 		*out = def;
 		return TP_OK;
 	}
+	range_text(want, sizeof(want), range);
 	if (v->type != TP_JSON_NUMBER)
-		return tp_jctx_fail(&c->j, used,
-				    "expected a number >= 0, got %s",
+		return tp_jctx_fail(&c->j, used, "expected %s (%s), got %s",
+				    want, hf_ranges[range].what,
 				    tp_json_type_name(v->type));
-	if (v->num < 0)
-		return tp_jctx_fail(&c->j, used,
-				    "expected a number >= 0, got %.17g",
-				    v->num);
-	*out = v->num;
+	x = v->num;
+	if (x < hf_ranges[range].lo || x > hf_ranges[range].hi ||
+	    (hf_ranges[range].lo_open && x == hf_ranges[range].lo) ||
+	    (hf_ranges[range].hi_open && x == hf_ranges[range].hi))
+		return tp_jctx_fail(&c->j, used, "expected %s (%s), got %.15g",
+				    want, hf_ranges[range].what, x);
+	*out = x;
 	return TP_OK;
 }
 
@@ -282,7 +337,8 @@ enum tp_status tp_hf_rope(struct tp_hf *c, double theta_def, struct tp_tf *t)
 	enum tp_status st;
 	size_t old;
 
-	TP_HF_TRY(tp_hf_num(c, "rope_theta", theta_def, &t->info.rope_theta));
+	TP_HF_TRY(tp_hf_num(c, "rope_theta", theta_def, TP_HF_ROPE_BASE,
+			    &t->info.rope_theta));
 	TP_HF_TRY(tp_hf_obj(c, "rope_scaling", &rs));
 	if (!rs)
 		return TP_OK;
@@ -293,7 +349,8 @@ enum tp_status tp_hf_rope(struct tp_hf *c, double theta_def, struct tp_tf *t)
 	if (!st && !type)
 		st = tp_hf_str(c, "type", "", &type);
 	if (!st)
-		st = tp_hf_num(c, "factor", 0, &t->info.rope_scaling_factor);
+		st = tp_hf_num(c, "factor", 0, TP_HF_ROPE_FACTOR,
+			       &t->info.rope_scaling_factor);
 	c->root = c->top;
 	tp_jctx_pop(&c->j, old);
 	if (st)

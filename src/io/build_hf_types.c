@@ -229,13 +229,14 @@ static enum tp_status read_llama_variants(struct tp_hf *c,
 	if (d->flags & LL_GEMMA3) {
 		TP_HF_TRY(read_window_pattern(c, d, t));
 		TP_HF_TRY(tp_hf_num(c, "rope_local_base_freq", 10000,
+				    TP_HF_ROPE_BASE,
 				    &t->info.rope_local_theta));
 	}
 	if (d->flags & LL_GEMMA) {
 		TP_HF_TRY(tp_hf_num(c, "attn_logit_softcapping", d->attn_cap,
-				    &t->info.attn_softcap));
+				    TP_HF_SOFTCAP, &t->info.attn_softcap));
 		TP_HF_TRY(tp_hf_num(c, "final_logit_softcapping", d->final_cap,
-				    &t->info.logit_softcap));
+				    TP_HF_SOFTCAP, &t->info.logit_softcap));
 	}
 	return TP_OK;
 }
@@ -284,12 +285,12 @@ static enum tp_status read_llama(struct tp_hf *c, struct tp_tf *t,
 	else
 		TP_HF_TRY(tp_hf_gated_act(c, "hidden_act", NULL, "silu",
 					  &t->act));
-	TP_HF_TRY(tp_hf_num(c, "attention_dropout", 0, &drop));
+	TP_HF_TRY(tp_hf_num(c, "attention_dropout", 0, TP_HF_DROPOUT, &drop));
 	t->dropout = drop > 0;
 	if (d->flags & LL_NOAFFINE)
 		t->info.norm_eps = 1e-5; /* OlmoLayerNorm's, fixed */
 	else
-		TP_HF_TRY(tp_hf_num(c, "rms_norm_eps", d->eps,
+		TP_HF_TRY(tp_hf_num(c, "rms_norm_eps", d->eps, TP_HF_EPS,
 				    &t->info.norm_eps));
 	TP_HF_TRY(tp_hf_rope(c, d->rope, t));
 	TP_HF_TRY(read_llama_variants(c, d, t));
@@ -334,9 +335,10 @@ static enum tp_status read_gpt2(struct tp_hf *c, struct tp_tf *t,
 	TP_HF_TRY(tp_hf_bool(c, "tie_word_embeddings", true, &t->tied_head));
 	TP_HF_TRY(tp_hf_plain_act(c, "activation_function", "gelu_new",
 				  &t->act));
-	TP_HF_TRY(tp_hf_num(c, "resid_pdrop", 0.1, &drop));
+	TP_HF_TRY(tp_hf_num(c, "resid_pdrop", 0.1, TP_HF_DROPOUT, &drop));
 	t->dropout = drop > 0;
-	TP_HF_TRY(tp_hf_num(c, "layer_norm_epsilon", 1e-5, &t->info.norm_eps));
+	TP_HF_TRY(tp_hf_num(c, "layer_norm_epsilon", 1e-5, TP_HF_EPS,
+			    &t->info.norm_eps));
 	return tp_hf_heads_divide(c, t, "n_embd", "n_head", NULL);
 }
 
@@ -384,9 +386,11 @@ static enum tp_status read_bert(struct tp_hf *c, struct tp_tf *t,
 			    &t->type_vocab));
 	TP_HF_TRY(tp_hf_bool(c, "tie_word_embeddings", true, &t->tied_head));
 	TP_HF_TRY(tp_hf_plain_act(c, "hidden_act", "gelu", &t->act));
-	TP_HF_TRY(tp_hf_num(c, "hidden_dropout_prob", 0.1, &drop));
+	TP_HF_TRY(
+	    tp_hf_num(c, "hidden_dropout_prob", 0.1, TP_HF_DROPOUT, &drop));
 	t->dropout = drop > 0;
-	TP_HF_TRY(tp_hf_num(c, "layer_norm_eps", 1e-12, &t->info.norm_eps));
+	TP_HF_TRY(tp_hf_num(c, "layer_norm_eps", 1e-12, TP_HF_EPS,
+			    &t->info.norm_eps));
 	return tp_hf_heads_divide(c, t, "hidden_size", "num_attention_heads",
 				  NULL);
 }
@@ -441,9 +445,10 @@ static enum tp_status read_t5(struct tp_hf *c, struct tp_tf *t,
 				    "gated-gelu, gated-relu or gated-silu",
 				    ff);
 	t->act = i < sizeof(ffs) / sizeof(ffs[0]) ? ffs[i].act : TP_ACT_RELU;
-	TP_HF_TRY(tp_hf_num(c, "dropout_rate", 0.1, &drop));
+	TP_HF_TRY(tp_hf_num(c, "dropout_rate", 0.1, TP_HF_DROPOUT, &drop));
 	t->dropout = drop > 0;
-	TP_HF_TRY(tp_hf_num(c, "layer_norm_epsilon", 1e-6, &t->info.norm_eps));
+	TP_HF_TRY(tp_hf_num(c, "layer_norm_epsilon", 1e-6, TP_HF_EPS,
+			    &t->info.norm_eps));
 	return TP_OK;
 }
 
@@ -498,9 +503,10 @@ static enum tp_status read_falcon(struct tp_hf *c, struct tp_tf *t,
 			    1, 1 << 26, max_pos));
 	TP_HF_TRY(tp_hf_bool(c, "tie_word_embeddings", true, &t->tied_head));
 	TP_HF_TRY(tp_hf_plain_act(c, "activation", "gelu", &t->act));
-	TP_HF_TRY(tp_hf_num(c, "hidden_dropout", 0, &drop));
+	TP_HF_TRY(tp_hf_num(c, "hidden_dropout", 0, TP_HF_DROPOUT, &drop));
 	t->dropout = drop > 0;
-	TP_HF_TRY(tp_hf_num(c, "layer_norm_epsilon", 1e-5, &t->info.norm_eps));
+	TP_HF_TRY(tp_hf_num(c, "layer_norm_epsilon", 1e-5, TP_HF_EPS,
+			    &t->info.norm_eps));
 	if (alibi)
 		t->info.position = TP_POS_ALIBI;
 	else
@@ -546,7 +552,7 @@ static enum tp_status read_deepseek_router(struct tp_hf *c, bool v3,
 	TP_HF_TRY(tp_hf_bool(c, "norm_topk_prob", v3, &norm));
 	t->info.router_topk_norm = norm ? TP_TRI_YES : TP_TRI_NO;
 	return tp_hf_num(c, "routed_scaling_factor", v3 ? 2.5 : 1.0,
-			 &t->info.router_scale);
+			 TP_HF_ROUTER_SCALE, &t->info.router_scale);
 }
 
 /* DeepSeek's experts: n_routed_experts (absent in a V2 config: dense),
@@ -627,9 +633,10 @@ static enum tp_status read_deepseek(struct tp_hf *c, struct tp_tf *t,
 	t->out_bias = t->attn_bias;
 	TP_HF_TRY(tp_hf_bool(c, "tie_word_embeddings", false, &t->tied_head));
 	TP_HF_TRY(tp_hf_gated_act(c, "hidden_act", NULL, "silu", &t->act));
-	TP_HF_TRY(tp_hf_num(c, "attention_dropout", 0, &drop));
+	TP_HF_TRY(tp_hf_num(c, "attention_dropout", 0, TP_HF_DROPOUT, &drop));
 	t->dropout = drop > 0;
-	TP_HF_TRY(tp_hf_num(c, "rms_norm_eps", 1e-6, &t->info.norm_eps));
+	TP_HF_TRY(
+	    tp_hf_num(c, "rms_norm_eps", 1e-6, TP_HF_EPS, &t->info.norm_eps));
 	TP_HF_TRY(tp_hf_rope(c, 10000, t));
 	/* read so that the nearest-family search knows it; not built */
 	TP_HF_TRY(tp_hf_int(c, "num_nextn_predict_layers", NULL, false, 0, 0,
@@ -733,7 +740,7 @@ static enum tp_status read_dbrx(struct tp_hf *c, struct tp_tf *t,
 	TP_HF_TRY(tp_hf_int(c, "max_seq_len", "max_position_embeddings", false,
 			    2048, 1, 1 << 26, max_pos));
 	TP_HF_TRY(tp_hf_bool(c, "tie_word_embeddings", false, &t->tied_head));
-	TP_HF_TRY(tp_hf_num(c, "resid_pdrop", 0, &drop));
+	TP_HF_TRY(tp_hf_num(c, "resid_pdrop", 0, TP_HF_DROPOUT, &drop));
 	t->dropout = drop > 0;
 	t->kv_heads = 1;
 	TP_HF_TRY(tp_hf_obj(c, "attn_config", &attn));
@@ -741,7 +748,8 @@ static enum tp_status read_dbrx(struct tp_hf *c, struct tp_tf *t,
 		st = tp_hf_int(c, "kv_n_heads", NULL, false, 1, 1, 1 << 16,
 			       &t->kv_heads);
 		if (!st)
-			st = tp_hf_num(c, "rope_theta", 10000, &theta);
+			st = tp_hf_num(c, "rope_theta", 10000, TP_HF_ROPE_BASE,
+				       &theta);
 		sub_leave(c, &s);
 	}
 	if (st)
@@ -787,9 +795,10 @@ static enum tp_status read_vit(struct tp_hf *c, struct tp_tf *t,
 			    &t->channels));
 	TP_HF_TRY(tp_hf_bool(c, "qkv_bias", true, &t->attn_bias));
 	TP_HF_TRY(tp_hf_plain_act(c, "hidden_act", "gelu", &t->act));
-	TP_HF_TRY(tp_hf_num(c, "hidden_dropout_prob", 0, &drop));
+	TP_HF_TRY(tp_hf_num(c, "hidden_dropout_prob", 0, TP_HF_DROPOUT, &drop));
 	t->dropout = drop > 0;
-	TP_HF_TRY(tp_hf_num(c, "layer_norm_eps", 1e-12, &t->info.norm_eps));
+	TP_HF_TRY(tp_hf_num(c, "layer_norm_eps", 1e-12, TP_HF_EPS,
+			    &t->info.norm_eps));
 	TP_HF_TRY(tp_hf_obj(c, "id2label", &labels));
 	TP_HF_TRY(tp_hf_int(c, "num_labels", NULL, false,
 			    labels && labels->n ? (int64_t)labels->n : 2, 1,

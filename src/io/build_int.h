@@ -151,15 +151,31 @@ struct tp_hf {
 	int n_seen;
 };
 
+/* The physical range of a real-valued field (the table, with the reason
+ * for each bound, is in build_hf.c).  The fields tagplan records but does
+ * not price are exported as they are (Megatron's --rotary-base and
+ * --norm-epsilon, TorchTitan's rope_theta), so nonsense such as 1e300, a
+ * zero epsilon or a negative base is refused where it is read. */
+enum tp_hf_range {
+	TP_HF_DROPOUT,	    /* a probability: 0 <= p <= 1 */
+	TP_HF_EPS,	    /* a norm epsilon: 0 < eps < 1 */
+	TP_HF_ROPE_BASE,    /* RoPE's base (theta): 0 < b <= 1e12 */
+	TP_HF_ROPE_FACTOR,  /* RoPE's scaling factor: 0 < f <= 1e6 */
+	TP_HF_SOFTCAP,	    /* a logit soft-cap: 0 < c <= 1e6 */
+	TP_HF_ROUTER_SCALE, /* routed experts' output scale: 0 < s <= 1e6 */
+	TP_HF_RANGE_COUNT
+};
+
 /* Getters: the value of key (or of its alias when key is absent or null;
  * null counts as absent, as in transformers), else def; essential fields
  * are an error when absent.  A value of the wrong type or out of
- * [min, max] is an error naming its JSON path. */
+ * [min, max] (tp_hf_num: out of its range) is an error naming its JSON
+ * path and the range expected.  Defaults are not checked. */
 enum tp_status tp_hf_int(struct tp_hf *c, const char *key, const char *alias,
 			 bool essential, int64_t def, int64_t min, int64_t max,
 			 int64_t *out);
 enum tp_status tp_hf_num(struct tp_hf *c, const char *key, double def,
-			 double *out);
+			 enum tp_hf_range range, double *out);
 enum tp_status tp_hf_bool(struct tp_hf *c, const char *key, bool def,
 			  bool *out);
 enum tp_status tp_hf_str(struct tp_hf *c, const char *key, const char *def,
