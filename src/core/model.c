@@ -26,6 +26,7 @@ void tp_model_release(struct tp_model *m)
 	free(m->adj);
 	free(m->topo);
 	free(m->topo_pos);
+	free(m->expert);
 	tp_arena_release(&m->arena);
 	memset(m, 0, sizeof(*m));
 }
@@ -174,12 +175,14 @@ enum tp_status tp_model_finalize(struct tp_model *m, struct tp_error *err)
 	free(m->adj);
 	free(m->topo);
 	free(m->topo_pos);
+	free(m->expert);
 	m->adj = tp_calloc((size_t)e * 2 + 1, sizeof(*m->adj));
 	m->topo = tp_calloc(n, sizeof(*m->topo));
 	m->topo_pos = tp_calloc(n, sizeof(*m->topo_pos));
+	m->expert = tp_calloc(n, sizeof(*m->expert));
 	indeg = tp_calloc(n, sizeof(*indeg));
 	queue = m->topo;
-	if (!m->adj || !m->topo || !m->topo_pos || !indeg) {
+	if (!m->adj || !m->topo || !m->topo_pos || !m->expert || !indeg) {
 		st = tp_error_set(err, TP_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -238,6 +241,7 @@ enum tp_status tp_model_finalize(struct tp_model *m, struct tp_error *err)
 		m->total_flop += m->ops.v[i].flop;
 		m->total_param_bytes += m->ops.v[i].param_bytes;
 		m->total_saved_bytes += m->ops.v[i].saved_bytes;
+		m->expert[i] = tp_op_expert_index(m->ops.v[i].name);
 	}
 	m->finalized = true;
 out:
@@ -473,12 +477,6 @@ int64_t tp_op_expert_index(const char *name)
 	return -1;
 }
 
-/* Does name have a component "expert<digits>." (a routed expert's op)? */
-static bool routed_expert_op(const char *name)
-{
-	return tp_op_expert_index(name) >= 0;
-}
-
 double tp_model_active_parameters(const struct tp_model *m)
 {
 	double all = 0, routed = 0;
@@ -488,7 +486,7 @@ double tp_model_active_parameters(const struct tp_model *m)
 		return -1;
 	for (size_t i = 0; i < m->ops.n; i++) {
 		all += m->ops.v[i].param_bytes;
-		if (routed_expert_op(m->ops.v[i].name))
+		if (tp_model_op_expert(m, (uint32_t)i) >= 0)
 			routed += m->ops.v[i].param_bytes;
 	}
 	return (all - routed + routed * (double)a->top_k / (double)a->experts) /

@@ -372,6 +372,11 @@ struct tp_model {
 	uint32_t *topo; /* op indices in a topological order (stable: ties
 			   keep file order) */
 	uint32_t *topo_pos; /* inverse of topo */
+	/* per op: tp_op_expert_index of its name (-1 for an op that is no
+	 * routed expert's), parsed once here: the search and the plan
+	 * checks ask it of every op of every candidate (DeepSeek-V3: 45,579
+	 * ops); read it through tp_model_op_expert */
+	int64_t *expert;
 	double total_flop;        /* forward FLOP per sample */
 	double total_param_bytes;
 	double total_saved_bytes; /* per sample */
@@ -468,5 +473,14 @@ double tp_model_active_parameters(const struct tp_model *m);
 /* The routed expert an op belongs to: j for a name with a component
  * "expert<j>." (as tp_model_active_parameters reads them), else -1. */
 int64_t tp_op_expert_index(const char *name);
+
+/* tp_op_expert_index of op i's name: from the array tp_model_finalize
+ * fills, or parsed when the model is not finalized. */
+static inline int64_t tp_model_op_expert(const struct tp_model *m,
+					 uint32_t i)
+{
+	return m->finalized && m->expert ? m->expert[i]
+					 : tp_op_expert_index(m->ops.v[i].name);
+}
 
 #endif

@@ -733,7 +733,7 @@ static bool group_has_experts(const struct tp_model *m, const uint32_t *ops,
 			      uint32_t n)
 {
 	for (uint32_t k = 0; k < n; k++)
-		if (tp_op_expert_index(m->ops.v[ops[k]].name) >= 0)
+		if (tp_model_op_expert(m, ops[k]) >= 0)
 			return true;
 	return false;
 }

@@ -82,7 +82,7 @@ static bool splits(const struct tp_model *m, uint32_t t)
 		const struct tp_op *op = &m->ops.v[o];
 		if (op->tp_units && op->tp_units % t)
 			return false;
-		if (tp_op_expert_index(op->name) >= 0)
+		if (tp_model_op_expert(m, (uint32_t)o) >= 0)
 			return false;
 		any |= op->tp_split != TP_SPLIT_NONE;
 	}

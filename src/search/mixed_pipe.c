@@ -389,7 +389,7 @@ static bool degree_ok(const struct mp *x, uint32_t t)
 	for (size_t o = 0; o < m->ops.n; o++) {
 		const struct tp_op *op = &m->ops.v[o];
 		if ((op->tp_units && op->tp_units % t) ||
-		    tp_op_expert_index(op->name) >= 0)
+		    tp_model_op_expert(m, (uint32_t)o) >= 0)
 			return false;
 	}
 	return true;

@@ -119,7 +119,7 @@ static void expert_ops(struct tp_sim *sim)
 	const struct tp_model *m = sim->m;
 
 	for (uint32_t i = 0; i < sim->n_ops; i++) {
-		int64_t j = tp_op_expert_index(m->ops.v[i].name);
+		int64_t j = tp_model_op_expert(m, i);
 		sim->expert[i] = j >= 0 && j < INT32_MAX ? (int32_t)j : -1;
 	}
 	for (size_t e = 0; e < m->edges.n; e++) {
