@@ -273,6 +273,102 @@ static void rn50_run(char *text, size_t size, const char *topo)
 		 topo);
 }
 
+/* A run of the list form whose figure makes its GPUs faster than their
+ * peak is refused where it is, by calibrate and validate: ResNet-50 fp16
+ * on one A100 (312 TFLOP/s) does some 25 GFLOP per image forward and
+ * backward, so 20,000 img/s (or 256 images in 0.01 s) would be some 600
+ * TFLOP/s; the shipped 2470 img/s (61 TFLOP/s) and an fp32 run at TF32
+ * speed above plain FP32's 19.5 TFLOP/s are taken.  Fails without
+ * tp_calib_check_rate (TP_OK; calibrate exit 0 with a profile). */
+START_TEST(test_runs_above_peak)
+{
+	static const struct {
+		const char *dtype, *figure, *path; /* path NULL: taken */
+	} cases[] = {
+	    {"fp16", "\"measured_samples_per_s\": 20000",
+	     "$.rows[0].measured_samples_per_s"},
+	    {"fp16", "\"measured_iteration_s\": 0.01",
+	     "$.rows[0].measured_iteration_s"},
+	    {"fp16", "\"measured_samples_per_s\": 2470", NULL},
+	    /* 4,000 img/s is 100 TFLOP/s: above FP32, below TF32 */
+	    {"fp32", "\"measured_samples_per_s\": 4000", NULL},
+	    {"fp32", "\"measured_samples_per_s\": 20000",
+	     "$.rows[0].measured_samples_per_s"},
+	};
+	char runs[512], prof[512], text[2048];
+	struct tp_run r;
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct tp_mruns m;
+		struct tp_error err;
+		enum tp_status st;
+
+		snprintf(text, sizeof(text),
+			 "{\"rows\": [{\"id\": \"a\", \"model\": {\"zoo\": "
+			 "\"resnet50\", \"batch\": 256, \"dtype\": \"%s\"}, "
+			 "\"topology\": \"%s\", \"strategy\": "
+			 "\"tp=1,pp=1,dp=1,mb=256,gbs=256\", \"runtime\": "
+			 "\"ddp\", %s}]}",
+			 cases[k].dtype,
+			 tp_data_file("validation/topologies/t_a100x1.json"),
+			 cases[k].figure);
+		tp_mruns_init(&m);
+		tp_error_clear(&err);
+		ck_assert_int_eq(tp_mruns_load("runs.json", ".", text,
+					       strlen(text), NULL, &m, &err),
+				 TP_OK);
+		st = tp_calib_check_rate(&m.rows.v[0], &err);
+		if (!cases[k].path) {
+			ck_assert_msg(st == TP_OK, "%s: %s", cases[k].figure,
+				      err.msg);
+			ck_assert_int_eq(
+			    tp_calib_check(&m.rows.v[0], NULL, &err), TP_OK);
+		} else {
+			ck_assert_msg(st == TP_EINPUT, "%s %s: taken",
+				      cases[k].dtype, cases[k].figure);
+			ck_assert_str_eq(err.file, "runs.json");
+			ck_assert_str_eq(err.path, cases[k].path);
+			ck_assert_msg(strstr(err.msg, "A100-SXM4-80GB") &&
+					  strstr(err.msg, "above the peak of "
+							  "A100-SXM4-80GB, 312 "
+							  "TFLOP/s") &&
+					  strstr(err.msg, "fix the figure"),
+				      "%s", err.msg);
+			/* validate's check says the same */
+			tp_error_clear(&err);
+			ck_assert_int_eq(
+			    tp_calib_check(&m.rows.v[0], NULL, &err),
+			    TP_EINPUT);
+			ck_assert_str_eq(err.path, cases[k].path);
+		}
+		tp_mruns_release(&m);
+	}
+	/* calibrate: exit 2 naming the file and the path, no profile */
+	snprintf(runs, sizeof(runs), "%s/fast-runs.json", tp_test_tmpdir());
+	snprintf(prof, sizeof(prof), "%s/fast-cal.json", tp_test_tmpdir());
+	snprintf(text, sizeof(text),
+		 "{\"rows\": [{\"id\": \"a\", \"model\": {\"zoo\": "
+		 "\"resnet50\", \"batch\": 256, \"dtype\": \"fp16\"}, "
+		 "\"topology\": \"%s\", \"strategy\": "
+		 "\"tp=1,pp=1,dp=1,mb=256,gbs=256\", \"runtime\": \"ddp\", "
+		 "\"measured_samples_per_s\": 20000}]}",
+		 tp_data_file("validation/topologies/t_a100x1.json"));
+	ck_assert_int_eq(tp_test_write(runs, text, strlen(text)), 0);
+	{
+		const char *argv[] = {"tagplan", "calibrate", runs,
+				      "-o",	 prof,	      NULL};
+		tp_run_tagplan(&r, argv, NULL);
+	}
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, "fast-runs.json: "
+				    "$.rows[0].measured_samples_per_s: run a: "
+				    "20000 samples/s implies"),
+		      "%s", r.err);
+	tp_run_free(&r);
+	ck_assert_ptr_null(tp_test_read(prof, NULL));
+}
+END_TEST
+
 /* The fit's prior (tp_calib_fit's prior_weight): on one ResNet-50 run
  * the shipped constants predict 7% too fast, the plain least squares
  * (weight 0) moves gemm_sustained until the run fits; with weight 10
@@ -861,6 +957,7 @@ Suite *suite_calib(void)
 	tcase_add_test(tc, test_runs_shipped);
 	tcase_add_test(tc, test_runs_bad);
 	tcase_add_test(tc, test_runs_out_of_range);
+	tcase_add_test(tc, test_runs_above_peak);
 	tcase_add_test(tc, test_calib_predict_table1);
 	tcase_add_test(tc, test_calib_measured_runs_fit);
 	tcase_add_test(tc, test_calib_prior);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/plan.h"
+#include "core/precision.h"
 #include "core/report.h"
 #include "core/runtime.h"
 #include "core/strategy.h"
@@ -229,6 +230,95 @@ enum tp_status tp_calib_predict(const struct tp_mrun *run,
 	return st;
 }
 
+/* The most FLOP/s a device of type t can do on a model in dtype: the
+ * GEMM peak the simulator uses, for fp32 the fastest rate short of FP8
+ * (TF32 tensor cores may run fp32 GEMMs at up to the half rate). */
+static double rate_bound(const struct tp_device_type *t, enum tp_dtype dtype)
+{
+	double p = tp_precision_gemm_peak(t, dtype);
+
+	if (dtype == TP_DTYPE_FP32) {
+		p = fmax(p, t->peak_flops[TP_DTYPE_FP16]);
+		p = fmax(p, t->peak_flops[TP_DTYPE_BF16]);
+	}
+	return p;
+}
+
+/* tp_calib_check_rate on the built model and cluster. */
+static enum tp_status check_rate(const struct tp_mrun *run,
+				 const struct tp_model *m,
+				 const struct tp_cluster *c,
+				 struct tp_error *err)
+{
+	struct tp_strategy sg;
+	struct tp_error ignored;
+	double flop = 0, peak = 0, batch, achieved;
+	const char *topo;
+	bool one_type = true, sps;
+	size_t n = c->devices.n;
+
+	/* a strategy that does not parse is tp_calib_predict's error */
+	if (!run->measured_path[0] || !n || !(run->measured_s > 0) ||
+	    tp_strategy_parse(run->strategy, &sg, &ignored))
+		return TP_OK;
+	batch = (double)(sg.gbs > 0 ? sg.gbs : m->global_batch);
+	for (size_t k = 0; k < m->ops.n; k++)
+		flop += m->ops.v[k].flop + m->ops.v[k].backward_flop;
+	flop *= batch;
+	for (size_t d = 0; d < n; d++) {
+		peak += rate_bound(&c->types.v[c->devices.v[d].type], m->dtype);
+		one_type &= c->devices.v[d].type == c->devices.v[0].type;
+	}
+	achieved = flop / run->measured_s / (double)n;
+	if (achieved <= peak / (double)n)
+		return TP_OK;
+	topo = run->topology[0] ? run->topology : run->topo_spec;
+	if (strrchr(topo, '/'))
+		topo = strrchr(topo, '/') + 1;
+	sps = strstr(run->measured_path, "samples") != NULL;
+	tp_error_set_path(
+	    err, TP_EINPUT, run->measured_path,
+	    "run %s: %g %s implies %.4g TFLOP/s per GPU (%.4g FLOP of "
+	    "forward and backward per iteration of %.0f samples over the %zu "
+	    "GPU%s of %s), above %s%s, %.4g TFLOP/s in %s: fix the figure "
+	    "(%s), or the run's model, batch or topology",
+	    run->id, sps ? batch / run->measured_s : run->measured_s,
+	    sps ? "samples/s" : "s per iteration", achieved / 1e12, flop, batch,
+	    n, n > 1 ? "s" : "", topo,
+	    one_type ? "the peak of " : "their mean peak",
+	    one_type ? c->types.v[c->devices.v[0].type].name : "",
+	    peak / (double)n / 1e12, tp_dtype_name(m->dtype),
+	    sps ? "samples per second" : "seconds per iteration");
+	tp_error_set_file(err, run->file);
+	return TP_EINPUT;
+}
+
+enum tp_status tp_calib_check_rate(const struct tp_mrun *run,
+				   struct tp_error *err)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	enum tp_status st;
+
+	if (!run->measured_path[0])
+		return TP_OK;
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	st = build_inputs(run, &m, &c, err);
+	if (!st)
+		st = check_rate(run, &m, &c, err);
+	else if (!strstr(err->msg, run->id)) {
+		char msg[TP_ERROR_MSG_MAX + 128];
+
+		snprintf(msg, sizeof(msg), "run %s: %s", run->id, err->msg);
+		snprintf(err->msg, sizeof(err->msg), "%.*s",
+			 (int)sizeof(err->msg) - 1, msg);
+	}
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+	return st;
+}
+
 enum tp_status tp_calib_check(const struct tp_mrun *run,
 			      const char *default_runtime,
 			      struct tp_error *err)
@@ -254,6 +344,8 @@ enum tp_status tp_calib_check(const struct tp_mrun *run,
 	/* a sweep's strategy leaves mb open: the sweep picks it */
 	if (!st && !run->sweep)
 		st = tp_strategy_to_plan(&sg, &m, &c, &p, err);
+	if (!st)
+		st = check_rate(run, &m, &c, err);
 	if (st && !strstr(err->msg, run->id)) {
 		char msg[TP_ERROR_MSG_MAX + 128];
 

@@ -54,12 +54,31 @@ enum tp_status tp_calib_predict(const struct tp_mrun *run,
  * What tp_calib_predict checks before it simulates, without simulating
  * (tagplan validate of a run list): the run's runtime is known, its
  * model builds, its topology loads and its strategy parses and, unless
- * the run is a sweep, expands to a plan on them.  Errors as
+ * the run is a sweep, expands to a plan on them; and
+ * tp_calib_check_rate.  Errors as
  * tp_calib_predict's ("run ID: ...").
  */
 enum tp_status tp_calib_check(const struct tp_mrun *run,
 			      const char *default_runtime,
 			      struct tp_error *err);
+
+/*
+ * A run of the list form whose measured figure would make its GPUs
+ * faster than they are (tagplan calibrate, validate): the model's forward
+ * and backward FLOP per iteration (no recomputation: the least the
+ * iteration did; the model's count, so approximate where a kernel skips
+ * work, as causal attention may) at the strategy's global batch (else
+ * the model's), over the measured iteration time, per GPU of the run's
+ * topology, against the mean of those GPUs' peaks in the model's dtype
+ * (the topology's device types: the GEMM peak the simulator uses; for
+ * fp32 the type's fastest rate short of FP8, as TF32 tensor cores may
+ * run fp32 GEMMs).  Above it: TP_EINPUT at the run's list and the JSON
+ * path of its figure.  Table 1's rows (no measured_path) are not
+ * checked here.  A model or topology that does not build is
+ * tp_calib_predict's error ("run ID: ...").
+ */
+enum tp_status tp_calib_check_rate(const struct tp_mrun *run,
+				   struct tp_error *err);
 
 /*
  * The constants tagplan calibrate fits.  Global ones apply to every run:

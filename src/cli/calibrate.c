@@ -426,6 +426,11 @@ int cmd_calibrate(int argc, char **argv)
 	    tp_runtime_path(a.runtime, path, sizeof(path), &err) ||
 	    load_runs(&a, &runs, files, sizeof(files), &err))
 		goto fail;
+	/* a figure that makes the GPUs faster than their peak is a typo or
+	 * a unit slip: refused where it is, before any fit */
+	for (size_t i = 0; i < runs.rows.n; i++)
+		if (tp_calib_check_rate(&runs.rows.v[i], &err))
+			goto fail;
 	memset(&co, 0, sizeof(co));
 	for (int c = 0; a.fit_list && c < TP_CALIB_N; c++) {
 		const char *p = a.fit_list;

@@ -57,6 +57,13 @@ struct tp_mrun {
 	double measured_s;	    /* iteration seconds */
 	double measured_peak_bytes; /* 0 = not published */
 	int64_t gpus;
+	/* where a run of the list form was measured, for the errors about
+	 * its figure (calib.h tp_calib_check_rate): the list's name and the
+	 * JSON path of its measured_iteration_s or measured_samples_per_s;
+	 * "" for Table 1's rows (checked against common.peak_tflops where
+	 * they are read) */
+	char file[TP_ERROR_FILE_MAX];
+	char measured_path[64];
 };
 
 struct tp_mruns {

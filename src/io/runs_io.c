@@ -308,6 +308,10 @@ static enum tp_status run_row(struct tp_jctx *j, const struct tp_json *v,
 		t = gbs / sps;
 	}
 	run->measured_s = t;
+	snprintf(run->file, sizeof(run->file), "%s", j->file ? j->file : "");
+	snprintf(run->measured_path, sizeof(run->measured_path), "%.*s.%s",
+		 (int)j->plen, j->path,
+		 has_t ? "measured_iteration_s" : "measured_samples_per_s");
 	return TP_OK;
 }
 
