@@ -4,6 +4,7 @@
  * features and a few training steps.
  */
 #include <check.h>
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -2249,6 +2250,93 @@ START_TEST(test_train_run_resume)
 }
 END_TEST
 
+/* s with every run of white space made one space (in place). */
+static char *squeeze(char *s)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; s[i]; i++)
+		if (!isspace((unsigned char)s[i]))
+			s[o++] = s[i];
+		else if (o && s[o - 1] != ' ')
+			s[o++] = ' ';
+	s[o] = '\0';
+	return s;
+}
+
+/* tagplan plan with weights trained on clusters of up to 4 GPUs
+ * (corpus_gpus 4) on the 16-GPU demo testbed: uniform priors, said on
+ * stderr (not under -q) and in the summary's search line, the plan's
+ * "gnn" false with "gnn_declined"; --gnn-any-size uses the network
+ * (issue 27). */
+START_TEST(test_plan_gnn_beyond_corpus)
+{
+	static const char note[] =
+		"uniform priors: the GNN was trained on clusters of up to 4 "
+		"GPUs, this one has 16 (--gnn-any-size uses it)";
+	struct tp_gnn_config cfg;
+	struct tp_gnn_widths w;
+	struct tp_gnn_net *net;
+	struct tp_error err;
+	struct tp_rng rng;
+	struct tp_run r;
+	char path[512], line[256], plan[512];
+	const char *argv1[] = {"tagplan", "plan", "--weights", path,
+			       "--playouts", "30", "--threads", "1",
+			       "--no-timing", NULL};
+	const char *argv2[] = {"tagplan", "plan", "--weights", path,
+			       "--playouts", "30", "--threads", "1",
+			       "--no-timing", "--gnn-any-size", NULL};
+	const char *argv3[] = {"tagplan", "plan", "--weights", path,
+			       "--playouts", "30", "--threads", "1",
+			       "--no-timing", "-q", NULL};
+	const char *argv4[] = {"tagplan", "validate", plan, NULL};
+
+	tp_gnn_feature_widths(&w);
+	tp_gnn_config_default(&cfg, w.group, w.device, w.action, w.global,
+			      w.edge);
+	tp_rng_seed(&rng, 4);
+	net = tp_gnn_net_new(&cfg, &rng, &err);
+	ck_assert_ptr_nonnull(net);
+	net->meta.corpus_gpus = 4;
+	snprintf(path, sizeof(path), "%s/small.weights", tp_test_tmpdir());
+	ck_assert_int_eq(tp_gnn_weights_save(net, path, &err), TP_OK);
+	tp_gnn_net_free(net);
+	snprintf(line, sizeof(line), "tagplan plan: %s\n", note);
+	tp_run_tagplan(&r, argv1, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_msg(strstr(r.err, line) != NULL, "%s", r.err);
+	/* the summary's search line (wrapped: compare with single spaces) */
+	snprintf(line, sizeof(line), "op groups, %s stopped by", note);
+	ck_assert_msg(strstr(squeeze(r.err), line) != NULL, "%s", r.err);
+	ck_assert(strstr(r.out, "\"gnn\": false") != NULL);
+	ck_assert(strstr(r.out, "\"gnn_declined\": \"the GNN was trained on "
+			       "clusters of up to 4 GPUs, this one has "
+			       "16\"") != NULL);
+	/* the plan reads back (validate: the plan format with the field) */
+	snprintf(plan, sizeof(plan), "%s/declined.plan.json",
+		 tp_test_tmpdir());
+	ck_assert_int_eq(tp_test_write(plan, r.out, r.out_len), 0);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, argv4, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, argv2, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_msg(strstr(r.err, "uniform priors") == NULL, "%s", r.err);
+	ck_assert_msg(strstr(r.err, "GNN priors and gains") != NULL, "%s",
+		      r.err);
+	ck_assert(strstr(r.out, "\"gnn\": true") != NULL);
+	ck_assert(strstr(r.out, "gnn_declined") == NULL);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, argv3, NULL);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_str_eq(r.err, "");
+	ck_assert(strstr(r.out, "\"gnn\": false") != NULL);
+	tp_run_free(&r);
+}
+END_TEST
+
 START_TEST(test_train_command)
 {
 	struct tp_run r;
@@ -2308,6 +2396,7 @@ Suite *suite_gnn(void)
 	tcase_add_test(tc, test_corpus_splits);
 	tcase_add_test(tc, test_corpus_huge);
 	tcase_add_test(tc, test_train_command);
+	tcase_add_test(tc, test_plan_gnn_beyond_corpus);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("train");
 	tcase_set_timeout(tc, 120);

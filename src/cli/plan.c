@@ -36,7 +36,7 @@ static const char usage[] =
 	"                    [--weights F] [--baseline NAME | -s STRATEGY]\n"
 	"                    [--groups N] [--compression off|lossless|lossy]\n"
 	"                    [--grad-bucket-mb MB] [--runtime NAME] [--dot F]\n"
-	"                    [--svg F] [-q]";
+	"                    [--svg F] [--gnn-any-size] [-q]";
 
 static const char about[] =
 	"Search how to run one training iteration of MODEL fastest on TOPO: "
@@ -194,7 +194,7 @@ struct plan_args {
 	const char *strategy; /* -s: this strategy's plan, no search */
 	double time_limit, bucket_mb, max_iter_time; /* 0: not given */
 	long long playouts, threads, seed, groups;
-	bool no_gnn, quiet, no_timing, no_compare;
+	bool no_gnn, quiet, no_timing, no_compare, gnn_any_size;
 	bool bucket_given; /* --grad-bucket-mb given (else the runtime's) */
 	bool comp_given;   /* --compression given (else lossless where the
 			      runtime has it) */
@@ -450,8 +450,10 @@ static void fill_summary(struct plan_run *R)
 	s->simulations = res->simulations;
 	s->seed = so->seed;
 	s->threads = so->threads;
-	s->gnn = R->gnn != NULL;
+	s->gnn = R->gnn != NULL && !res->prior_declined;
 	snprintf(s->weights, sizeof(s->weights), "%s", weights ? weights : "");
+	snprintf(s->gnn_declined, sizeof(s->gnn_declined), "%s",
+		 R->gnn && res->prior_declined ? res->prior_declined_why : "");
 	s->no_timing = R->a.no_timing;
 	s->search_seconds = res->seconds;
 	s->playouts_per_s =
@@ -891,10 +893,21 @@ static void search_options(struct plan_run *R, struct bar *bar)
 	so->compression = (enum tp_compression)R->a.comp;
 	so->groups = (uint32_t)R->a.groups;
 	so->prior = R->gnn ? &R->prior : NULL;
+	so->prior_any_cluster = R->a.gnn_any_size;
 	so->stop = &stop_flag;
 	bar->on = !R->a.quiet && isatty(STDERR_FILENO);
 	so->progress = draw_bar;
 	so->progress_ctx = bar;
+}
+
+/* The priors when the search leaves the GNN out (search.h
+ * tp_search_prior_declined: a cluster larger than any it was trained on,
+ * without --gnn-any-size), why being its reason: the note on stderr
+ * before a search and the summary's priors after it. */
+static const char *declined(const char *why, char *buf, size_t size)
+{
+	snprintf(buf, size, "uniform priors: %s (--gnn-any-size uses it)", why);
+	return buf;
 }
 
 /* The search (SIGINT/SIGTERM set stop_flag, which it polls). */
@@ -1055,8 +1068,14 @@ static int write_outputs(struct plan_run *R)
 		tp_sim_params_default(&sp);
 		tp_sim_params_runtime(&sp, &R->rt);
 		x.fused_attention = sp.fused_attention;
+		char pl[256];
+
 		print_human(&R->res, &R->res.plan, &R->m, &R->c, &x,
-			    R->gnn ? "GNN priors and gains" : R->gnn_note,
+			    !R->gnn ? R->gnn_note
+			    : R->res.prior_declined
+				    ? declined(R->res.prior_declined_why, pl,
+					       sizeof(pl))
+				    : "GNN priors and gains",
 			    R->so.threads, R->so.seed);
 	}
 	if (!R->a.quiet)
@@ -1251,6 +1270,7 @@ static int plan_steps(struct plan_run *R)
 {
 	struct tp_planner_options po;
 	struct bar bar = {false, false};
+	char why[160], note[256];
 	int code;
 
 	tp_error_clear(&R->err);
@@ -1287,6 +1307,10 @@ static int plan_steps(struct plan_run *R)
 	if (!R->pl)
 		return tp_cli_fail(&R->err);
 	search_options(R, &bar);
+	if (!R->a.quiet && R->a.bl < 0 && !R->a.strategy &&
+	    tp_search_prior_declined(&R->so, &R->c, why, sizeof(why)))
+		fprintf(stderr, "tagplan plan: %s\n",
+			declined(why, note, sizeof(note)));
 	if (search(R, &bar))
 		return tp_cli_fail(&R->err);
 	if (R->compare && !R->res.interrupted && R->a.bl < 0 &&
@@ -1335,13 +1359,11 @@ int cmd_plan(int argc, char **argv)
 		{"time-limit", 0, TP_OPT_DOUBLE, &a->time_limit, "S",
 		 "stop searching after S seconds (0 = no limit; given "
 		 "without --playouts: no playout limit)",
-		 0, 1e7,
-		 false},
+		 0, 1e7, false},
 		{"playouts", 0, TP_OPT_INT, &a->playouts, "N",
 		 "stop after N playouts (0 = no limit) [5000; none when "
 		 "only --time-limit is given]",
-		 0, 1e15,
-		 false},
+		 0, 1e15, false},
 		{"threads", 0, TP_OPT_INT, &a->threads, "N",
 		 "search threads (0 = all cores; more than 1 makes the result "
 		 "depend on timing)",
@@ -1354,6 +1376,9 @@ int cmd_plan(int argc, char **argv)
 		 "GNN weights file (from `tagplan train`), or F1,F2,... for "
 		 "an ensemble [the shipped network, data/tagplan.weights]",
 		 0, 0, false},
+		{"gnn-any-size", 0, TP_OPT_FLAG, &a->gnn_any_size, NULL,
+		 "use the GNN also on clusters larger than any it was trained "
+		 "on [uniform priors there]", 0, 0, false},
 		{"strategy", 's', TP_OPT_STRING, &a->strategy, "STRATEGY",
 		 "write this uniform strategy's plan instead of searching "
 		 "(key=value pairs as in tagplan simulate -s, e.g. "
@@ -1435,15 +1460,13 @@ int cmd_plan(int argc, char **argv)
 		for (const struct tp_opt *op = opts; op->name; op++) {
 			tl |= strcmp(op->name, "time-limit") == 0 && op->seen;
 			po |= strcmp(op->name, "playouts") == 0 && op->seen;
+			a->bucket_given |=
+				!strcmp(op->name, "grad-bucket-mb") && op->seen;
+			a->comp_given |=
+				!strcmp(op->name, "compression") && op->seen;
 		}
 		if (tl && !po)
 			a->playouts = 0;
-	}
-	for (const struct tp_opt *op = opts; op->name; op++) {
-		if (strcmp(op->name, "grad-bucket-mb") == 0)
-			a->bucket_given = op->seen;
-		if (strcmp(op->name, "compression") == 0)
-			a->comp_given = op->seen;
 	}
 	if ((code = check_args(a)))
 		return code;

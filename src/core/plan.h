@@ -188,8 +188,12 @@ struct tp_plan_summary {
 	uint64_t simulations;
 	uint64_t seed;
 	uint32_t threads;
-	bool gnn;
+	bool gnn; /* the search consulted the GNN */
 	char weights[1024]; /* comma-separated (an ensemble) */
+	char gnn_declined[160]; /* "" or why the search left the GNN of
+				   weights out (a cluster larger than it
+				   was trained on: search.h
+				   prior_declined) */
 	double search_seconds;   /* timing */
 	double playouts_per_s;   /* timing */
 	bool no_timing; /* no "timing" object (plan --no-timing, or a file

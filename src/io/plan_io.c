@@ -57,7 +57,8 @@ static const char *const base_fields[] = {"feasible", "iteration_time_s",
 					  "speedup", NULL};
 static const char *const search_fields[] = {
     "playouts", "simulations", "seed",	 "threads",
-    "gnn",	"weights",     "timing", "objective", "max_iter_time_s", NULL};
+    "gnn",	"weights",     "gnn_declined", "timing", "objective",
+    "max_iter_time_s", NULL};
 static const char *const timing_fields[] = {"search_seconds", "playouts_per_s",
 					    NULL};
 static const char *const prov_fields[] = {"tagplan_version", "model_file",
@@ -846,6 +847,8 @@ static enum tp_status read_summary_search(struct tp_jctx *j,
 	    (st = tp_jget_bool(j, search, "gnn", false, false, &sum->gnn)) ||
 	    (st = copy_str(j, search, "weights", sum->weights,
 			   sizeof(sum->weights))) ||
+	    (st = copy_str(j, search, "gnn_declined", sum->gnn_declined,
+			   sizeof(sum->gnn_declined))) ||
 	    (st = tp_jget_object(j, search, "timing", false, &timing)))
 		return st;
 	if ((st = tp_io_read_objective(j, search, sum)))
@@ -1325,6 +1328,8 @@ static void write_summary(struct tp_jw *jw, const struct tp_plan_summary *s,
 	tp_jw_kv_bool(jw, "gnn", s->gnn);
 	if (s->weights[0])
 		tp_jw_kv_string(jw, "weights", s->weights);
+	if (s->gnn_declined[0])
+		tp_jw_kv_string(jw, "gnn_declined", s->gnn_declined);
 	tp_io_write_objective(jw, s);
 	if (!s->no_timing) {
 		tp_jw_key(jw, "timing");

@@ -342,7 +342,7 @@ struct tp_search_result {
 	double prior_seconds;
 	/* options.prior was set but not consulted: its covers() ruled the
 	   cluster out (tp_search_prior_declined); prior_declined_why says
-	   why ("the GNN was trained on clusters of up to 256 GPUs, this
+	   why ("the GNN was trained on clusters of up to 216 GPUs, this
 	   one has 1,024") */
 	bool prior_declined;
 	char prior_declined_why[160];
