@@ -68,6 +68,13 @@
  * budget (WARM_UP below; TAGPLAN_BENCH_GNN_WARM_UP=0: none).
  * TAGPLAN_BENCH_GNN_WEIGHTS=F[,F2...] runs every part
  * with those weights instead of the shipped ones (e.g. a candidate).
+ * The guided side follows tagplan plan's rule (issue 27, src/gnn/README
+ * "Beyond its corpus"): on a cluster of more GPUs than the weights were
+ * trained on (their corpus_gpus) the search leaves the network out and
+ * runs as unguided, so such a pair ties by construction; its row ends in
+ * "(no GNN: beyond its corpus)".  TAGPLAN_BENCH_GNN_ANY_SIZE=1 consults
+ * the network there too (search option prior_any_cluster, plan
+ * --gnn-any-size), in every part of this benchmark.
  *
  * TAGPLAN_BENCH_QUICK=1 runs two cases with a 2,000-playout reference and
  * one seed; TAGPLAN_BENCH_GNN_SEEDS=n runs seeds 1 .. n
@@ -394,6 +401,13 @@ struct counts {
 	uint64_t sims, gain_skips;
 };
 
+/* TAGPLAN_BENCH_GNN_ANY_SIZE=1: the network also beyond its corpus. */
+static bool any_size(void)
+{
+	const char *v = getenv("TAGPLAN_BENCH_GNN_ANY_SIZE");
+	return v && *v && strcmp(v, "0") != 0;
+}
+
 static enum tp_status run_search(struct tp_planner *pl,
 				 const struct tp_prior_provider *pp,
 				 const struct tp_prior_provider *stats_pp,
@@ -413,6 +427,7 @@ static enum tp_status run_search(struct tp_planner *pl,
 	o.playouts = playouts;
 	o.time_limit_s = 0;
 	o.prior = pp;
+	o.prior_any_cluster = any_size();
 	o.compression = TP_COMPRESSION_OFF;
 	o.gain_stats = gs != NULL;
 	o.stats_prior = stats_pp;
@@ -602,6 +617,8 @@ struct trun {
 	double first; /* seconds to the first feasible plan, INFINITY */
 	uint64_t playouts;
 	bool ok;
+	bool declined; /* guided, but the network left out: a cluster
+			  beyond its corpus (any_size) */
 };
 
 /* TAGPLAN_BENCH_GNN_PLANS: a table run's answer, one line per plan group
@@ -646,6 +663,7 @@ static void table_run(struct tp_planner *pl,
 	o.time_limit_s = playouts ? 600 : time_limit;
 	o.clock = table_clock;
 	o.prior = pp;
+	o.prior_any_cluster = any_size();
 	o.progress = on_first;
 	o.progress_ctx = &fw;
 	o.progress_interval_s = 1e-3;
@@ -659,6 +677,7 @@ static void table_run(struct tp_planner *pl,
 			    ? r.report.iteration_time_s
 			    : INFINITY;
 	out->playouts = r.playouts;
+	out->declined = r.prior_declined;
 	if (getenv("TAGPLAN_BENCH_GNN_PLANS") && !table_warming && out->ok &&
 	    r.have_plan)
 		print_plan(fw.label, &r.plan, out->best);
@@ -843,7 +862,13 @@ static void equal_time_table(const struct tp_prior_provider *pp,
 	printf(" playouts\n"
 	       "  per budget: guided/unguided time (+ faster, - slower), "
 	       "playouts/s guided/unguided; first feasible plan (s) "
-	       "guided/unguided at the first budget\n");
+	       "guided/unguided at the first budget\n"
+	       "  guided: %s\n",
+	       any_size() ? "the network on every cluster "
+			    "(TAGPLAN_BENCH_GNN_ANY_SIZE)"
+			  : "as tagplan plan, no network on a cluster larger "
+			    "than its corpus's (TAGPLAN_BENCH_GNN_ANY_SIZE=1 "
+			    "uses it)");
 	for (uint32_t i = 0; i < N_TCASES; i++) {
 		const struct tcase *tc = &tcases[i];
 		struct tp_model m;
@@ -885,6 +910,7 @@ static void equal_time_table(const struct tp_prior_provider *pp,
 		for (uint32_t sd = first; sd < first + n_seeds; sd++) {
 			char line[1024], bg[24], bu[24];
 			size_t l = 0;
+			bool declined = false;
 			snprintf(name, sizeof(name), "%s, seed %u", tc->label,
 				 sd);
 			l += (size_t)snprintf(line + l, sizeof(line) - l,
@@ -896,6 +922,7 @@ static void equal_time_table(const struct tp_prior_provider *pp,
 				uint64_t np = timed ? 0 : plays[b - n_secs];
 				table_run(pl, pp, sd, tl, np, &g);
 				table_run(pl, NULL, sd, tl, np, &u);
+				declined |= g.declined;
 				tsum_add(&sum[b], name, &g, &u);
 				fmt_time(bg, sizeof(bg), g.best);
 				fmt_time(bu, sizeof(bu), u.best);
@@ -937,7 +964,8 @@ static void equal_time_table(const struct tp_prior_provider *pp,
 				if (l >= sizeof(line))
 					l = sizeof(line) - 1;
 			}
-			printf("%s\n", line);
+			printf("%s%s\n", line,
+			       declined ? " (no GNN: beyond its corpus)" : "");
 		}
 		tp_planner_free(pl);
 		tp_cluster_release(&c);
