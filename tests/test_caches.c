@@ -1,7 +1,7 @@
 /*
  * test_caches.c - what the planner computes once and keeps, against what
  * it would compute afresh: the model's per-op expert index, ep_check's
- * count of a group's experts.
+ * count of a group's experts, the simulator's op cost classes.
  */
 #include <check.h>
 #include <stdio.h>
@@ -11,6 +11,12 @@
 #include "core/cluster.h"
 #include "core/model.h"
 #include "core/plan.h"
+#include "core/report.h"
+#include "core/runtime.h"
+#include "core/strbuf.h"
+#include "io/build.h"
+#include "io/io.h"
+#include "sim/sim.h"
 #include "util.h"
 
 /* One node of gpus toy devices. */
@@ -149,6 +155,222 @@ START_TEST(test_expert_index_cached)
 }
 END_TEST
 
+/* The inputs of the simulator's op_cost (src/sim/cost.c op_key): an op
+ * of op_classes_model's pair v differs from its twin in that one. */
+enum variant {
+	V_FLOP,
+	V_BFLOP,
+	V_PARAM,
+	V_OUT,
+	V_MEM,
+	V_KIND,
+	V_SPLIT,
+	V_IN,       /* the bytes entering it */
+	V_NORM_FED, /* a norm feeds it (fp8 casts) */
+	V_EXPERT,   /* a routed expert's op */
+	V_PROFILE,  /* measured times */
+	V_COUNT
+};
+
+/* An fp8 model of one layer: for each variant v a pair of matmuls, the
+ * second differing from the first in v alone, fed by a norm; two more
+ * routed experts so that ep 2 divides the layer's. */
+static void op_classes_model(struct tp_model *m)
+{
+	struct tp_error err;
+	struct tp_op op = tp_op_default();
+	uint32_t in, norm, act, idx;
+
+	tp_model_init(m);
+	m->name = "op-classes";
+	m->global_batch = 16;
+	m->dtype = TP_DTYPE_FP8;
+	op.name = "input";
+	op.kind = TP_OP_INPUT;
+	op.out_bytes = 1e6;
+	ck_assert_int_eq(tp_model_add_op(m, &op, &in, &err), TP_OK);
+	op = tp_op_default();
+	op.name = "layer0.norm";
+	op.kind = TP_OP_NORM;
+	op.layer = 0;
+	op.flop = 1e6;
+	op.mem_bytes = 2e6;
+	op.out_bytes = 1e6;
+	ck_assert_int_eq(tp_model_add_op(m, &op, &norm, &err), TP_OK);
+	ck_assert_int_eq(tp_model_add_edge(m, in, norm, 1e6, &err), TP_OK);
+	op.name = "layer0.act";
+	op.kind = TP_OP_ELEMENTWISE;
+	ck_assert_int_eq(tp_model_add_op(m, &op, &act, &err), TP_OK);
+	ck_assert_int_eq(tp_model_add_edge(m, in, act, 1e6, &err), TP_OK);
+	for (int v = 0; v < V_COUNT; v++)
+		for (int twin = 0; twin < (v == V_EXPERT ? 3 : 2); twin++) {
+			char name[64];
+			bool b = twin == 1;
+			uint32_t src = b && v == V_NORM_FED ? act : norm;
+			op = tp_op_default();
+			if (v == V_EXPERT)
+				snprintf(name, sizeof(name),
+					 b ? "layer0.dense%d" : "layer0.expert%d.fc",
+					 twin);
+			else
+				snprintf(name, sizeof(name), "layer0.%c%d",
+					 b ? 'b' : 'a', v);
+			op.name = name;
+			op.layer = 0;
+			op.kind = b && v == V_KIND ? TP_OP_ELEMENTWISE
+						   : TP_OP_MATMUL;
+			op.tp_split = b && v == V_SPLIT ? TP_SPLIT_COLUMN
+							: TP_SPLIT_ROW;
+			op.flop = b && v == V_FLOP ? 3e10 : 1e10;
+			op.backward_flop = b && v == V_BFLOP ? 6e10 : 2e10;
+			/* memory-bound variants: enough bytes to decide */
+			op.param_bytes = b && v == V_PARAM ? 4e10 : 1e7;
+			op.out_bytes = b && v == V_OUT ? 5e6 : 1e6;
+			op.mem_bytes = b && v == V_MEM ? 4e10 : 2e6;
+			op.saved_bytes = 1e6;
+			ck_assert_int_eq(tp_model_add_op(m, &op, &idx, &err),
+					 TP_OK);
+			ck_assert_int_eq(tp_model_add_edge(
+						 m, src, idx,
+						 b && v == V_IN ? 8e6 : 1e6,
+						 &err),
+					 TP_OK);
+			if (b && v == V_PROFILE) {
+				struct tp_profile pr = {
+					"H100-SXM5-80GB", 1, 0.02, 0.05, 0,
+					0, 0, 0, 0, 0};
+				ck_assert_int_eq(tp_model_add_profile(
+							 m, idx, &pr, &err),
+						 TP_OK);
+			}
+		}
+	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+}
+
+/* A plan of every op of m in one group on devices 0..dp*tp-1. */
+struct oc_plan {
+	uint32_t dp, tp, ep, etp, mb;
+	bool sp;
+};
+
+static void oc_plan_make(const struct tp_model *m, const struct oc_plan *q,
+			 struct tp_plan *p)
+{
+	struct tp_error err;
+	uint32_t *ops = calloc(m->ops.n, sizeof(*ops)), devs[8];
+
+	ck_assert_ptr_nonnull(ops);
+	for (uint32_t i = 0; i < m->ops.n; i++)
+		ops[i] = i;
+	for (uint32_t d = 0; d < 8; d++)
+		devs[d] = d;
+	tp_plan_init(p);
+	p->global_batch = m->global_batch;
+	p->micro_batches = q->mb;
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+				 p, ops, (uint32_t)m->ops.n, devs,
+				 q->dp * q->tp,
+				 &(struct tp_plan_degrees){q->dp, 1, q->tp},
+				 NULL, &err),
+			 TP_OK);
+	p->groups.v[0].ep = q->ep;
+	p->groups.v[0].etp = q->etp;
+	p->groups.v[0].sp = q->sp;
+	free(ops);
+}
+
+/* tp_sim_run's report of p as JSON into j; sim and s given. */
+static void oc_report(struct tp_sim *sim, struct tp_sim_scratch *s,
+		      const struct tp_cluster *c, const struct tp_plan *p,
+		      struct tp_strbuf *j)
+{
+	struct tp_error err;
+	struct tp_report r;
+
+	tp_report_init(&r);
+	ck_assert_msg(tp_sim_run(sim, p, s, &r, NULL, &err) == TP_OK, "%s",
+		      err.msg);
+	tp_strbuf_reset(j);
+	tp_report_write(&r, c, j);
+	tp_report_release(&r);
+}
+
+/* The simulator prices ops of one cost class once per lane (cost.c
+ * op_cost_memo).  Plans differing in tp, sp, ep, etp and micro-batches,
+ * simulated one after the other on one simulator and scratch, twice
+ * over, give byte for byte the reports of a fresh simulator and a
+ * reference scratch (no memo) per plan, under runtime none and
+ * megatron-core, on a model whose op pairs differ in one input of the
+ * op cost each: a class key without that input would give the second
+ * op of its pair the first's cost. */
+START_TEST(test_op_classes)
+{
+	static const char *const specs[] = {"dgx-h100:1"};
+	static const char *const rts[] = {"none", "megatron-core"};
+	static const struct oc_plan plans[] = {
+		{8, 1, 1, 0, 1, false}, {4, 2, 1, 0, 2, true},
+		{8, 1, 2, 0, 1, false}, {4, 2, 2, 0, 1, true},
+		{2, 4, 2, 1, 2, true},	{4, 2, 1, 0, 1, false},
+	};
+	const uint32_t n_plans = sizeof(plans) / sizeof(plans[0]);
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_error err;
+	struct tp_strbuf j1, j2;
+
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_build_topology(specs, 1, NULL, 1, &c, &err), TP_OK);
+	op_classes_model(&m);
+	tp_strbuf_init(&j1);
+	tp_strbuf_init(&j2);
+	for (int k = 0; k < 2; k++) {
+		struct tp_sim_options o;
+		struct tp_runtime rt;
+		struct tp_sim *sim;
+		struct tp_sim_scratch *s;
+
+		tp_sim_options_default(&o);
+		ck_assert_int_eq(tp_runtime_find(rts[k], &rt, &err), TP_OK);
+		tp_sim_params_runtime(&o.params, &rt);
+		sim = tp_sim_new(&m, &c, &o, &err);
+		ck_assert_msg(sim != NULL, "%s", err.msg);
+		s = tp_sim_scratch_new(sim);
+		ck_assert_ptr_nonnull(s);
+		for (uint32_t it = 0; it < 2 * n_plans; it++) {
+			uint32_t i = it < n_plans ? it : 2 * n_plans - 1 - it;
+			struct tp_sim *fresh = tp_sim_new(&m, &c, &o, &err);
+			struct tp_sim_scratch *ref;
+			struct tp_plan p;
+
+			ck_assert_ptr_nonnull(fresh);
+			ref = tp_sim_scratch_new(fresh);
+			ck_assert_ptr_nonnull(ref);
+			tp_sim_scratch_reference(ref, true);
+			oc_plan_make(&m, &plans[i], &p);
+			ck_assert_msg(tp_plan_validate(&p, &m, &c, &err) == TP_OK,
+				      "plan %u: %s", i, err.msg);
+			oc_report(sim, s, &c, &p, &j1);
+			oc_report(fresh, ref, &c, &p, &j2);
+			ck_assert_msg(j1.len == j2.len &&
+					      memcmp(j1.buf, j2.buf, j1.len) ==
+						      0,
+				      "runtime %s, plan %u: the kept op costs "
+				      "give another report than afresh",
+				      rts[k], i);
+			tp_plan_release(&p);
+			tp_sim_scratch_free(ref);
+			tp_sim_free(fresh);
+		}
+		tp_sim_scratch_free(s);
+		tp_sim_free(sim);
+	}
+	tp_strbuf_release(&j1);
+	tp_strbuf_release(&j2);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 Suite *suite_caches(void)
 {
 	Suite *s = suite_create("caches");
@@ -156,6 +378,7 @@ Suite *suite_caches(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_expert_index_cached);
+	tcase_add_test(tc, test_op_classes);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -728,18 +728,6 @@ static uint32_t rank_types(const struct tp_sim *sim, const uint32_t *devs,
 	return n_types;
 }
 
-/* What one op costs a lane: compute at the slowest rank's pace and the
- * tensor-parallel collectives of each pass. */
-struct op_cost {
-	double fw, bw; /* compute, forward and backward */
-	double fc, bc; /* tensor-parallel communication */
-	double S;      /* bytes of one all-reduce's worth, per pass */
-	/* measured (profiled, on the slowest type where several): the
-	 * optimizer step and saved activation, when has says so */
-	unsigned has;
-	double opt_s, act;
-};
-
 static void op_cost(const struct tp_sim *sim, const struct lane *ln,
 		    uint32_t o, const uint32_t *types, uint32_t n_types,
 		    bool sp, double b, struct op_cost *oc)
@@ -1057,6 +1045,50 @@ static void ep_exchange(const struct tp_sim *sim, const struct lane *ln,
 	a->rec_comm += xr;
 }
 
+/* op_cost's arguments besides the op, the same for every op of a
+ * lane_costs call but for its two branches (ep or not). */
+struct oc_call {
+	const struct lane *ln;
+	const uint32_t *types;
+	uint32_t n_types;
+	bool sp;
+	double b;
+};
+
+/* op_cost of op o through the lane's memo of its class: the first op
+ * of a class in a lane_costs call computes it, the others copy it (the
+ * arguments besides o are the call's own, and the class fixes which
+ * of lane_costs' two branches an op takes: sim->expert is in the
+ * class). */
+static void op_cost_memo(const struct tp_sim *sim, struct tp_sim_scratch *s,
+			 const struct oc_call *a, uint32_t o,
+			 struct op_cost *oc)
+{
+	uint32_t c = sim->op_cls[o];
+
+	if (s->oc_memo && !s->reference && s->oc_seen[c] == s->oc_gen) {
+		*oc = s->oc_memo[c];
+		return;
+	}
+	op_cost(sim, a->ln, o, a->types, a->n_types, a->sp, a->b, oc);
+	if (s->oc_memo && !s->reference) {
+		s->oc_memo[c] = *oc;
+		s->oc_seen[c] = s->oc_gen;
+	}
+}
+
+/* A new generation of the op-class memo (op_cost_memo): every class
+ * unseen; one per tp_sim_lane_costs call, before its lane_costs. */
+static void oc_next(const struct tp_sim *sim, struct tp_sim_scratch *s)
+{
+	if (!s->oc_memo)
+		return;
+	if (++s->oc_gen == 0) {
+		memset(s->oc_seen, 0, (size_t)sim->n_cls * sizeof(*s->oc_seen));
+		s->oc_gen = 1;
+	}
+}
+
 static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 		      struct tp_sim_scratch *s, struct lane *ln)
 {
@@ -1069,11 +1101,13 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	enum tp_recompute rc = gr->recompute;
 	uint32_t zero = plan->zero, dp = grp_reps(gr);
 	struct lane_sums a;
+	struct oc_call own; /* the ops outside the ep branch */
 
 	memset(&a, 0, sizeof(a));
 	a.rc = rc;
 	a.sp = sp;
 	n_types = rank_types(sim, plan->devs.v + ln->dev_first, t, types);
+	own = (struct oc_call){ln, types, n_types, sp, b};
 	/* per-layer sums for recomputation: dtmp holds two arrays */
 	s->dtmp.n = 0;
 	s->tmp2.n = 0;
@@ -1105,17 +1139,16 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 			 * tokens ep x the rank's own b / tp (sequence
 			 * parallel) */
 			double be = b * ln->ep * ln->lf;
+			struct oc_call ce = {ln, types, n_types, sp, be};
+			struct lane l1;
 			if (whole) {
-				struct lane l1 = *ln;
+				l1 = *ln;
 				l1.tp = 1;
-				be /= tpd;
+				ce = (struct oc_call){&l1, types, n_types,
+						      false, be / tpd};
 				wdiv = 1;
-				op_cost(sim, &l1, o, types, n_types, false, be,
-					&oc);
-			} else {
-				op_cost(sim, ln, o, types, n_types, sp, be,
-					&oc);
 			}
+			op_cost_memo(sim, s, &ce, o, &oc);
 			oc.fw /= ln->ep;
 			oc.bw /= ln->ep;
 			oc.fc /= ln->ep;
@@ -1129,7 +1162,7 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 			a.ep_in += sim->ep_in[o] * b / (sp ? tpd : 1);
 			a.ep_out += sim->ep_out[o] * b / (sp ? tpd : 1);
 		} else {
-			op_cost(sim, ln, o, types, n_types, sp, b, &oc);
+			op_cost_memo(sim, s, &own, o, &oc);
 		}
 		if (ln->cp > 1 && op->kind == TP_OP_ATTENTION)
 			ring_attention(sim, ln, o, &oc);
@@ -1215,20 +1248,6 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 #define LC_MAX_ENTRIES (1u << 15)
 #define LC_MAX_OPS (1u << 22)
 
-static uint64_t lc_mix(uint64_t h, uint64_t x)
-{
-	h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-	return h * 0xff51afd7ed558ccdull;
-}
-
-static uint64_t lc_dbl(double x)
-{
-	uint64_t u;
-
-	memcpy(&u, &x, sizeof(u));
-	return u;
-}
-
 static void lc_clear(struct tp_sim_scratch *s)
 {
 	s->lc.n = 0;
@@ -1245,16 +1264,16 @@ static bool lc_same(const struct tp_sim_scratch *s, const struct lcentry *a,
 	       a->dp == k->dp && a->zero == k->zero &&
 	       a->n_types == k->n_types && a->sp == k->sp && a->rc == k->rc &&
 	       a->ep == k->ep && a->etp == k->etp &&
-	       lc_dbl(a->ep_a) == lc_dbl(k->ep_a) &&
-	       lc_dbl(a->ep_k) == lc_dbl(k->ep_k) &&
-	       lc_dbl(a->lf) == lc_dbl(k->lf) &&
-	       lc_dbl(a->samples) == lc_dbl(k->samples) &&
-	       lc_dbl(a->tp_a) == lc_dbl(k->tp_a) &&
-	       lc_dbl(a->tp_k) == lc_dbl(k->tp_k) &&
-	       lc_dbl(a->ar_a) == lc_dbl(k->ar_a) &&
-	       lc_dbl(a->ar_k) == lc_dbl(k->ar_k) && a->cp == k->cp &&
-	       lc_dbl(a->cp_lat) == lc_dbl(k->cp_lat) &&
-	       lc_dbl(a->cp_rate) == lc_dbl(k->cp_rate) &&
+	       dbl_bits(a->ep_a) == dbl_bits(k->ep_a) &&
+	       dbl_bits(a->ep_k) == dbl_bits(k->ep_k) &&
+	       dbl_bits(a->lf) == dbl_bits(k->lf) &&
+	       dbl_bits(a->samples) == dbl_bits(k->samples) &&
+	       dbl_bits(a->tp_a) == dbl_bits(k->tp_a) &&
+	       dbl_bits(a->tp_k) == dbl_bits(k->tp_k) &&
+	       dbl_bits(a->ar_a) == dbl_bits(k->ar_a) &&
+	       dbl_bits(a->ar_k) == dbl_bits(k->ar_k) && a->cp == k->cp &&
+	       dbl_bits(a->cp_lat) == dbl_bits(k->cp_lat) &&
+	       dbl_bits(a->cp_rate) == dbl_bits(k->cp_rate) &&
 	       memcmp(a->types, k->types, k->n_types * sizeof(uint32_t)) ==
 		       0 &&
 	       memcmp(s->lc_ops.v + a->ops_first, ops,
@@ -1272,6 +1291,7 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	uint32_t slot, mask;
 
 	memset(&k, 0, sizeof(k));
+	oc_next(sim, s);
 	/* the distinct rank types in rank order, as lane_costs sees them */
 	for (uint32_t r = 0; r < ln->tp; r++) {
 		uint32_t ty = sim->c->devices.v[devs[r]].type, j;
@@ -1301,32 +1321,32 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	k.ep_k = ln->ep_k;
 	k.lf = ln->lf;
 	for (uint32_t i = 0; i < gr->n_ops; i++)
-		h = lc_mix(h, ops[i]);
-	h = lc_mix(h, ((uint64_t)k.n_ops << 32) | k.tp);
-	h = lc_mix(h, ((uint64_t)k.dp << 32) | k.zero);
-	h = lc_mix(h, ((uint64_t)k.sp << 8) | k.rc);
-	h = lc_mix(h, lc_dbl(k.samples));
-	h = lc_mix(h, lc_dbl(k.tp_a));
-	h = lc_mix(h, lc_dbl(k.tp_k));
+		h = hash_mix(h, ops[i]);
+	h = hash_mix(h, ((uint64_t)k.n_ops << 32) | k.tp);
+	h = hash_mix(h, ((uint64_t)k.dp << 32) | k.zero);
+	h = hash_mix(h, ((uint64_t)k.sp << 8) | k.rc);
+	h = hash_mix(h, dbl_bits(k.samples));
+	h = hash_mix(h, dbl_bits(k.tp_a));
+	h = hash_mix(h, dbl_bits(k.tp_k));
 	if (k.ar_k != k.tp_k || k.ar_a != k.tp_a) {
-		h = lc_mix(h, lc_dbl(k.ar_a));
-		h = lc_mix(h, lc_dbl(k.ar_k));
+		h = hash_mix(h, dbl_bits(k.ar_a));
+		h = hash_mix(h, dbl_bits(k.ar_k));
 	}
 	if (k.ep > 1) {
-		h = lc_mix(h, k.ep);
-		h = lc_mix(h, lc_dbl(k.ep_a));
-		h = lc_mix(h, lc_dbl(k.ep_k));
-		h = lc_mix(h, lc_dbl(k.lf));
+		h = hash_mix(h, k.ep);
+		h = hash_mix(h, dbl_bits(k.ep_a));
+		h = hash_mix(h, dbl_bits(k.ep_k));
+		h = hash_mix(h, dbl_bits(k.lf));
 	}
 	if (k.etp)
-		h = lc_mix(h, 0x65747031ull);
+		h = hash_mix(h, 0x65747031ull);
 	if (k.cp > 1) {
-		h = lc_mix(h, k.cp);
-		h = lc_mix(h, lc_dbl(k.cp_lat));
-		h = lc_mix(h, lc_dbl(k.cp_rate));
+		h = hash_mix(h, k.cp);
+		h = hash_mix(h, dbl_bits(k.cp_lat));
+		h = hash_mix(h, dbl_bits(k.cp_rate));
 	}
 	for (uint32_t j = 0; j < k.n_types; j++)
-		h = lc_mix(h, k.types[j]);
+		h = hash_mix(h, k.types[j]);
 	k.h = h;
 	if (!s->lc_tab) {
 		s->lc_cap = 2 * LC_MAX_ENTRIES;
@@ -1416,8 +1436,8 @@ int tp_sim_ring_measure(struct tp_sim_scratch *s, const uint32_t *devs,
 	struct rcentry e;
 
 	for (uint32_t i = 0; i < n; i++)
-		h = lc_mix(h, devs[i]);
-	h = lc_mix(h, n);
+		h = hash_mix(h, devs[i]);
+	h = hash_mix(h, n);
 	if (!s->rc_tab) {
 		s->rc_cap = 2 * RC_MAX_ENTRIES;
 		s->rc_tab = malloc(s->rc_cap * sizeof(uint32_t));

@@ -52,6 +52,7 @@ void tp_sim_free(struct tp_sim *sim)
 	free(sim->chan_bw);
 	free(sim->in_bytes);
 	free(sim->expert);
+	free(sim->op_cls);
 	free(sim->ep_in);
 	free(sim->ep_out);
 	free(sim->dev);
@@ -201,6 +202,8 @@ struct tp_sim *tp_sim_new(const struct tp_model *m, const struct tp_cluster *c,
 	for (size_t e = 0; e < m->edges.n; e++)
 		sim->in_bytes[m->edges.v[e].dst] += m->edges.v[e].bytes;
 	expert_ops(sim);
+	if (tp_sim_op_classes(sim))
+		goto nomem;
 	for (uint32_t l = 0; l < nl; l++) {
 		const struct tp_link *lk = &c->links.v[l];
 		double eff = (lk->kind == TP_LINK_NIC ||
@@ -264,10 +267,12 @@ struct tp_sim_scratch *tp_sim_scratch_new(const struct tp_sim *sim)
 	s->chash = tp_calloc(nc, sizeof(uint64_t));
 	s->cstamp = tp_calloc(nc, sizeof(uint32_t));
 	s->cnt2 = tp_calloc(nc, sizeof(uint32_t));
+	s->oc_memo = tp_calloc((size_t)sim->n_cls + 1, sizeof(*s->oc_memo));
+	s->oc_seen = tp_calloc((size_t)sim->n_cls + 1, sizeof(*s->oc_seen));
 	if (!s->cnt2 || !s->op_group || !s->op_mark || !s->lay_mark || !s->dev_res ||
 	    !s->dev_rep || !s->dev_mark || !s->cap_rem || !s->weight ||
 	    !s->cnt || !s->cmark || !s->chan_bytes || !s->chan_busy ||
-	    !s->chash || !s->cstamp ||
+	    !s->chash || !s->cstamp || !s->oc_memo || !s->oc_seen ||
 	    tp_sim_sfb_scratch_new(s)) {
 		tp_sim_scratch_free(s);
 		return NULL;
@@ -293,6 +298,8 @@ void tp_sim_scratch_free(struct tp_sim_scratch *s)
 	free(s->chan_busy);
 	free(s->chash);
 	free(s->cstamp);
+	free(s->oc_memo);
+	free(s->oc_seen);
 	tp_vec_free(&s->cents);
 	tp_vec_free(&s->ccap);
 	tp_vec_free(&s->ccap_rem);

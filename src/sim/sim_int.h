@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "sim.h"
 
@@ -70,12 +71,31 @@ struct tp_sim {
 	 * expert (the tokens dispatched to it and combined from it) */
 	int32_t *expert;
 	double *ep_in, *ep_out;
+	/* per op its cost class (cost.c tp_sim_op_classes): ops of one
+	 * class have every input of op_cost equal (the fields it reads,
+	 * in_bytes, whether a norm feeds it, whether it is a routed
+	 * expert's; an op with profiles is a class of its own), so one
+	 * lane computes a class's op_cost once (DeepSeek-V3: 45,579 ops,
+	 * 24 classes) */
+	uint32_t *op_cls, n_cls;
 	double fwd_flop, bwd_flop; /* per sample, whole model */
 	/* per type: the fastest FLOP rate an op reaches (speed.c), and
 	 * whether a profiled point set it above the cost model's peak */
 	double *speed;
 	bool *speed_profiled;
 	struct tp_sfb *sfb; /* gradient compression (sfb_hook.c) */
+};
+
+/* What one op costs a lane: compute at the slowest rank's pace and the
+ * tensor-parallel collectives of each pass (cost.c op_cost). */
+struct op_cost {
+	double fw, bw; /* compute, forward and backward */
+	double fc, bc; /* tensor-parallel communication */
+	double S;      /* bytes of one all-reduce's worth, per pass */
+	/* measured (profiled, on the slowest type where several): the
+	 * optimizer step and saved activation, when has says so */
+	unsigned has;
+	double opt_s, act;
 };
 
 enum task_kind {
@@ -311,7 +331,12 @@ struct tp_sim_scratch {
 	bool p2p_capped; /* some pipeline transfer crosses a NIC under the
 			    runtime's p2p_socket_Bps */
 	uint64_t tasks_total;
-	bool reference; /* tp_sim_scratch_reference: no engine shortcuts */
+	bool reference; /* tp_sim_scratch_reference: no engine shortcuts,
+			   no op-class memo */
+	/* lane_costs' op_cost per op class (sim->op_cls), valid where
+	 * oc_seen[class] == oc_gen: one generation per lane_costs call */
+	struct op_cost *oc_memo;
+	uint32_t *oc_seen, oc_gen;
 	/* per op, per layer */
 	uint32_t *op_group, *op_mark, *lay_mark;
 	/* per device */
@@ -430,6 +455,22 @@ static inline uint32_t ep_stride(const struct tp_plan_group *g)
 
 /* Is a[0..n) ascending?  (Device lists usually are; qsort is then
  * skipped.) */
+/* Hash helpers of the caches (cost.c, opclass.c): a mixing step, and a
+ * double's bits (keys compare doubles bit for bit). */
+static inline uint64_t hash_mix(uint64_t h, uint64_t x)
+{
+	h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdull;
+}
+
+static inline uint64_t dbl_bits(double x)
+{
+	uint64_t u;
+
+	memcpy(&u, &x, sizeof(u));
+	return u;
+}
+
 static inline bool sorted_u32(const uint32_t *a, uint32_t n)
 {
 	for (uint32_t i = 1; i < n; i++)
@@ -592,6 +633,11 @@ struct devmem *tp_sim_memory_terms(const struct tp_sim *sim,
 void tp_sim_memory_reason(const struct tp_sim *sim, const struct tp_plan *plan,
 			  const struct devmem *dm, double worst,
 			  struct tp_report *rep);
+
+/* opclass.c */
+/* sim->op_cls and sim->n_cls from the model (tp_sim_new, after in_bytes
+ * and expert); -1 on allocation failure. */
+int tp_sim_op_classes(struct tp_sim *sim);
 
 /* cost.c */
 /* Times and memory of one lane (fills *ln); -1 on allocation failure. */
