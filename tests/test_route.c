@@ -529,6 +529,104 @@ START_TEST(test_route_large)
 }
 END_TEST
 
+/* A topology of n_nodes nodes on a star network, node i of kind kind[i]:
+ * dev devices (dev + kind % 3 with vary) on a fabric of 1e11 + kind x
+ * 1e8 B/s, so that nodes of one kind are identical; a malloc'd text. */
+static char *kinds_topology(const uint32_t *kind, uint32_t n_nodes,
+			    uint32_t dev, bool vary)
+{
+	size_t size = 256 + (size_t)n_nodes * 320, len = 0;
+	char *t = malloc(size);
+
+	ck_assert_ptr_nonnull(t);
+	len += (size_t)snprintf(t + len, size - len,
+				"{\"format\": \"tagplan-topology/1\", "
+				"\"name\": \"kinds\", \"nodes\": [");
+	for (uint32_t i = 0; i < n_nodes; i++)
+		len += (size_t)snprintf(
+		    t + len, size - len,
+		    "%s{\"name\": \"n%u\", \"devices\": [{\"type\": "
+		    "\"A100-SXM4-80GB\", \"count\": %u}], \"fabric\": "
+		    "{\"kind\": \"nvswitch\", \"bandwidth_Bps\": %.17g, "
+		    "\"latency_s\": 1e-6}, \"nic\": {\"count\": 1, "
+		    "\"bandwidth_Bps\": 2.5e10, \"latency_s\": 5e-6}}",
+		    i ? ", " : "", i, dev + (vary ? kind[i] % 3 : 0),
+		    1e11 + 1e8 * kind[i]);
+	snprintf(t + len, size - len,
+		 "], \"network\": {\"oversubscription\": 1}}");
+	ck_assert(len < size);
+	return t;
+}
+
+/* Identical nodes share one route table (a shape) however many kinds of
+ * node come between them: many kinds with repeats scattered among them
+ * (not next to each other) route as the whole-graph Dijkstra does, and
+ * only the distinct kinds count, as the table-size limit's message
+ * shows: 16 kinds of 2047-device node (2048^2 endpoint pairs each) are
+ * the most that fit, and the node of a 17th kind, after repeats of
+ * earlier ones, is the one refused.  route.c finds a node's kind by a
+ * hash of its signature (a scan over the kinds before); both pass, a
+ * lookup that misses repeats or returns another kind fails. */
+START_TEST(test_route_many_kinds)
+{
+	uint32_t kind[400];
+	struct tp_cluster c;
+	struct tp_error err;
+	char *t;
+
+	/* 300 kinds of 2 to 4 devices, then 100 repeats of kinds 0, 4, 8,
+	 * ... (0, 1 and 2 more devices) */
+	for (uint32_t i = 0; i < 400; i++)
+		kind[i] = i < 300 ? i : (i - 300) * 4;
+	t = kinds_topology(kind, 400, 2, true);
+	tp_cluster_init(&c);
+	ck_assert_msg(tp_topology_load("kinds.json", t, strlen(t), NULL, &c,
+				       &err) == TP_OK,
+		      "%s", err.msg);
+	ck_assert_uint_eq(compare_all(&c), 0);
+	{
+		/* a repeat routes inside itself as its kind's first node:
+		 * node 330 is kind 120, 2 devices */
+		uint32_t d = c.nodes.v[330].first_device;
+		struct tp_route r;
+		ck_assert_uint_eq(c.nodes.v[330].n_devices, 2);
+		tp_cluster_route(&c, d, d + 1, &r);
+		ck_assert(r.bw_Bps == 1e11 + 1e8 * 120);
+	}
+	tp_cluster_release(&c);
+	free(t);
+
+	/* kinds 0..15 with repeats between them, then kind 16 */
+	{
+		uint32_t n = 0;
+		for (uint32_t k = 0; k < 16; k++) {
+			kind[n++] = k;
+			if (k >= 2)
+				kind[n++] = k - 2;
+		}
+		kind[n++] = 16;
+		t = kinds_topology(kind, n, 2047, false);
+		tp_cluster_init(&c);
+		tp_error_clear(&err);
+		ck_assert_int_eq(tp_topology_load("kinds.json", t, strlen(t),
+						  NULL, &c, &err),
+				 TP_ELIMIT);
+		ck_assert_msg(strstr(err.msg, "node \"n") &&
+				  strstr(err.msg, "these 17 kinds of node "
+						  "would hold 71303168 "
+						  "device pairs"),
+			      "%s", err.msg);
+		{
+			char want[32];
+			snprintf(want, sizeof(want), "node \"n%u\"", n - 1);
+			ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
+		}
+		tp_cluster_release(&c);
+		free(t);
+	}
+}
+END_TEST
+
 /* The report (tagplan-report/1 text) of strategy str for a chain of 8
  * matmuls on the topology file rel, into out. */
 static void report_text(const char *rel, const char *str,
@@ -622,6 +720,7 @@ Suite *suite_route(void)
 	tcase_add_test(tc, test_route_rails);
 	tcase_add_test(tc, test_route_one_tier_is_star);
 	tcase_add_test(tc, test_route_large);
+	tcase_add_test(tc, test_route_many_kinds);
 	tcase_add_test(tc, test_route_old_files_same_reports);
 	suite_add_tcase(s, tc);
 	return s;
