@@ -639,6 +639,71 @@ START_TEST(test_arch_file_fields)
 }
 END_TEST
 
+/* A model file's arch numbers, which tagplan export writes as they are,
+ * take the HF fields' physical ranges (or 0, unknown): rope_theta 1e300
+ * used to reach Megatron's --rotary-base. */
+START_TEST(test_arch_file_ranges)
+{
+	static const struct {
+		const char *arch, *path, *want;
+	} bad[] = {
+	    {"\"rope_theta\": 1e300", "$.arch.rope_theta", "at most 1e+12"},
+	    {"\"rope_local_theta\": 1e13", "$.arch.rope_local_theta",
+	     "at most 1e+12"},
+	    {"\"norm_eps\": 1", "$.arch.norm_eps", "below 1"},
+	    {"\"rope_scaling_factor\": 1e7", "$.arch.rope_scaling_factor",
+	     "at most 1e+06"},
+	    {"\"attn_softcap\": 1e300", "$.arch.attn_softcap", "soft-cap"},
+	    {"\"logit_softcap\": 2e6", "$.arch.logit_softcap", "soft-cap"},
+	    {"\"router_scale\": 1e300", "$.arch.router_scale",
+	     "expected 0 (unknown) or a number above 0"},
+	};
+	char buf[2048], path[512], model[1024];
+	struct tp_model m;
+	struct tp_error err;
+	struct tp_run r;
+
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		ck_assert_int_eq(load_arch(bad[k].arch, &m, &err), TP_EINPUT);
+		tp_error_format(&err, buf, sizeof(buf));
+		ck_assert_msg(strstr(buf, bad[k].path) &&
+				  strstr(buf, bad[k].want),
+			      "%s: %s", bad[k].arch, buf);
+		tp_model_release(&m);
+	}
+	/* 0 (unknown) and the bounds load */
+	ck_assert_int_eq(load_arch("\"rope_theta\": 1e12, \"norm_eps\": 0, "
+				   "\"rope_scaling_factor\": 1e6, "
+				   "\"attn_softcap\": 0, \"logit_softcap\": "
+				   "30, \"router_scale\": 2.5",
+				   &m, &err),
+			 TP_OK);
+	ck_assert(m.arch.rope_theta == 1e12 && m.arch.norm_eps == 0);
+	tp_model_release(&m);
+	/* export: exit 2 at the field, no flags written */
+	snprintf(path, sizeof(path), "%s/theta-model.json", tp_test_tmpdir());
+	snprintf(model, sizeof(model),
+		 "{\"format\": \"tagplan-model/1\", \"name\": \"a\", "
+		 "\"global_batch_size\": 8, \"dtype\": \"bf16\", "
+		 "\"optimizer\": \"adam\", \"arch\": {\"rope_theta\": 1e300}, "
+		 "\"ops\": [{\"name\": \"x\", \"kind\": \"matmul\", "
+		 "\"forward_flop_per_sample\": 1, \"parameter_bytes\": 2, "
+		 "\"output_bytes_per_sample\": 2}]}");
+	ck_assert_int_eq(tp_test_write(path, model, strlen(model)), 0);
+	{
+		const char *v[] = {"tagplan", "export",	  "-m", path,
+				   "-t",      "dgx-a100", "-s", "dp=8",
+				   "--to",    "megatron", NULL};
+		tp_run_tagplan(&r, v, NULL);
+	}
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, "theta-model.json: $.arch.rope_theta"),
+		      "%s", r.err);
+	ck_assert_ptr_null(strstr(r.out, "--rotary-base"));
+	tp_run_free(&r);
+}
+END_TEST
+
 START_TEST(test_old_model_files)
 {
 	/* a model file written before the architecture fields (gpt2 as
@@ -1047,6 +1112,7 @@ Suite *suite_arch(void)
 	tcase_add_test(tc, test_existing_types_arch);
 	tcase_add_test(tc, test_arch_roundtrip);
 	tcase_add_test(tc, test_arch_file_fields);
+	tcase_add_test(tc, test_arch_file_ranges);
 	tcase_add_test(tc, test_old_model_files);
 	tcase_add_test(tc, test_cli_inspect_active);
 	suite_add_tcase(s, tc);

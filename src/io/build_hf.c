@@ -144,17 +144,27 @@ static const struct {
 			    "the routed experts' scale, usually 1 to 16"},
 };
 
-/* "a number above 0 and at most 1e+12" into buf. */
-static void range_text(char *buf, size_t size, enum tp_hf_range r)
+bool tp_hf_in_range(enum tp_hf_range r, double x)
+{
+	assert(r >= 0 && r < TP_HF_RANGE_COUNT);
+	return x >= hf_ranges[r].lo && x <= hf_ranges[r].hi &&
+	       !(hf_ranges[r].lo_open && x == hf_ranges[r].lo) &&
+	       !(hf_ranges[r].hi_open && x == hf_ranges[r].hi);
+}
+
+void tp_hf_range_text(enum tp_hf_range r, char *buf, size_t size)
 {
 	double lo = hf_ranges[r].lo, hi = hf_ranges[r].hi;
 
+	assert(r >= 0 && r < TP_HF_RANGE_COUNT);
 	if (!hf_ranges[r].lo_open && !hf_ranges[r].hi_open)
-		snprintf(buf, size, "a number from %g to %g", lo, hi);
+		snprintf(buf, size, "a number from %g to %g (%s)", lo, hi,
+			 hf_ranges[r].what);
 	else
-		snprintf(buf, size, "a number %s %g and %s %g",
+		snprintf(buf, size, "a number %s %g and %s %g (%s)",
 			 hf_ranges[r].lo_open ? "above" : "at least", lo,
-			 hf_ranges[r].hi_open ? "below" : "at most", hi);
+			 hf_ranges[r].hi_open ? "below" : "at most", hi,
+			 hf_ranges[r].what);
 }
 
 enum tp_status tp_hf_num(struct tp_hf *c, const char *key, double def,
@@ -162,26 +172,20 @@ enum tp_status tp_hf_num(struct tp_hf *c, const char *key, double def,
 {
 	const char *used;
 	const struct tp_json *v = field(c, key, NULL, &used);
-	char want[80];
-	double x;
+	char want[160];
 
-	assert(range >= 0 && range < TP_HF_RANGE_COUNT);
 	if (!v || c->probe) {
 		*out = def;
 		return TP_OK;
 	}
-	range_text(want, sizeof(want), range);
+	tp_hf_range_text(range, want, sizeof(want));
 	if (v->type != TP_JSON_NUMBER)
-		return tp_jctx_fail(&c->j, used, "expected %s (%s), got %s",
-				    want, hf_ranges[range].what,
+		return tp_jctx_fail(&c->j, used, "expected %s, got %s", want,
 				    tp_json_type_name(v->type));
-	x = v->num;
-	if (x < hf_ranges[range].lo || x > hf_ranges[range].hi ||
-	    (hf_ranges[range].lo_open && x == hf_ranges[range].lo) ||
-	    (hf_ranges[range].hi_open && x == hf_ranges[range].hi))
-		return tp_jctx_fail(&c->j, used, "expected %s (%s), got %.15g",
-				    want, hf_ranges[range].what, x);
-	*out = x;
+	if (!tp_hf_in_range(range, v->num))
+		return tp_jctx_fail(&c->j, used, "expected %s, got %.15g", want,
+				    v->num);
+	*out = v->num;
 	return TP_OK;
 }
 

@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/model.h"
+#include "io_int.h"
 #include "json.h"
 
 /*
@@ -151,20 +152,7 @@ struct tp_hf {
 	int n_seen;
 };
 
-/* The physical range of a real-valued field (the table, with the reason
- * for each bound, is in build_hf.c).  The fields tagplan records but does
- * not price are exported as they are (Megatron's --rotary-base and
- * --norm-epsilon, TorchTitan's rope_theta), so nonsense such as 1e300, a
- * zero epsilon or a negative base is refused where it is read. */
-enum tp_hf_range {
-	TP_HF_DROPOUT,	    /* a probability: 0 <= p <= 1 */
-	TP_HF_EPS,	    /* a norm epsilon: 0 < eps < 1 */
-	TP_HF_ROPE_BASE,    /* RoPE's base (theta): 0 < b <= 1e12 */
-	TP_HF_ROPE_FACTOR,  /* RoPE's scaling factor: 0 < f <= 1e6 */
-	TP_HF_SOFTCAP,	    /* a logit soft-cap: 0 < c <= 1e6 */
-	TP_HF_ROUTER_SCALE, /* routed experts' output scale: 0 < s <= 1e6 */
-	TP_HF_RANGE_COUNT
-};
+/* tp_hf_num's ranges: enum tp_hf_range (io_int.h). */
 
 /* Getters: the value of key (or of its alias when key is absent or null;
  * null counts as absent, as in transformers), else def; essential fields

@@ -20,6 +20,30 @@ enum tp_status tp_io_read_device_type(struct tp_jctx *j,
 				      bool inline_type,
 				      struct tp_device_type *t);
 
+/* The physical range of a real-valued architecture field, as an HF
+ * config gives it (build_hf.c tp_hf_num) and as a model file's "arch"
+ * records it (model_io.c, where 0 is also taken: unknown); the table,
+ * with the reason for each bound, is in build_hf.c.  The fields tagplan
+ * records but does not price are exported as they are (Megatron's
+ * --rotary-base and --norm-epsilon, TorchTitan's rope_theta), so
+ * nonsense such as 1e300, a zero epsilon or a negative base is refused
+ * where it is read. */
+enum tp_hf_range {
+	TP_HF_DROPOUT,	    /* a probability: 0 <= p <= 1 */
+	TP_HF_EPS,	    /* a norm epsilon: 0 < eps < 1 */
+	TP_HF_ROPE_BASE,    /* RoPE's base (theta): 0 < b <= 1e12 */
+	TP_HF_ROPE_FACTOR,  /* RoPE's scaling factor: 0 < f <= 1e6 */
+	TP_HF_SOFTCAP,	    /* a logit soft-cap: 0 < c <= 1e6 */
+	TP_HF_ROUTER_SCALE, /* routed experts' output scale: 0 < s <= 1e6 */
+	TP_HF_RANGE_COUNT
+};
+
+/* Is x inside range r? */
+bool tp_hf_in_range(enum tp_hf_range r, double x);
+/* "a number above 0 and at most 1e+12 (RoPE's base frequency, usually
+ * 10000 to 1e7)" into buf: what the range expects, for errors. */
+void tp_hf_range_text(enum tp_hf_range r, char *buf, size_t size);
+
 /* Resolve a device type name; on failure fail at the jctx path (plus
  * ".key") with suggestions and the list of known types. */
 enum tp_status tp_io_find_type(struct tp_jctx *j, const char *key,

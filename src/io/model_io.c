@@ -90,6 +90,42 @@ static int parse_opt(const char *s)
 	return tp_optimizer_parse(s);
 }
 
+/* The range of a number of "arch" (0, unknown, is taken besides): the
+ * HF config's field it records (io_int.h); -1 for none. */
+static int arch_range(const char *key)
+{
+	static const struct {
+		const char *key;
+		enum tp_hf_range r;
+	} map[] = {
+	    {"norm_eps", TP_HF_EPS},
+	    {"rope_theta", TP_HF_ROPE_BASE},
+	    {"rope_local_theta", TP_HF_ROPE_BASE},
+	    {"rope_scaling_factor", TP_HF_ROPE_FACTOR},
+	    {"attn_softcap", TP_HF_SOFTCAP},
+	    {"logit_softcap", TP_HF_SOFTCAP},
+	    {"router_scale", TP_HF_ROUTER_SCALE},
+	};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(map[i].key, key))
+			return (int)map[i].r;
+	return -1;
+}
+
+/* A number of "arch" out of its field's range (exported as it is). */
+static enum tp_status arch_number(struct tp_jctx *j, const char *key, double v)
+{
+	int r = arch_range(key);
+	char want[160];
+
+	if (v == 0 || r < 0 || tp_hf_in_range((enum tp_hf_range)r, v))
+		return TP_OK;
+	tp_hf_range_text((enum tp_hf_range)r, want, sizeof(want));
+	return tp_jctx_fail(j, key, "expected 0 (unknown) or %s, got %.15g",
+			    want, v);
+}
+
 /* The "arch" object: every field of tp_arch_fields, optional; absent
  * fields stay unknown (0). */
 static enum tp_status read_arch(struct tp_jctx *j, const struct tp_json *a,
@@ -121,6 +157,9 @@ static enum tp_status read_arch(struct tp_jctx *j, const struct tp_json *a,
 			st = tp_jget_number(j, a, f->key, false,
 					    TP_JNUM_NONNEG, 0,
 					    (double *)(void *)p, NULL);
+			if (!st)
+				st = arch_number(j, f->key,
+						 *(double *)(void *)p);
 			break;
 		case TP_ARCH_TRI:
 			st = tp_jget_bool(j, a, f->key, false, false, &b);
