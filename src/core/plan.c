@@ -335,37 +335,50 @@ static enum tp_status ep_layer_error(uint32_t ep, int64_t distinct,
 				 (long long)(layer - 1), (long long)distinct);
 }
 
-/* The routed experts per layer of a group's expert ops, keys[i] =
- * (layer + 1) 2^40 + expert: ep must divide each layer's number of
- * distinct experts; the first layer (ascending) it does not is the
- * error.  Counted in a table of layers x experts when that is small
- * (every MoE model: DeepSeek-V3's 61 x 256; a qsort of the group's
- * 45,000 keys was 18% of a search's CPU there), else by sorting the
- * keys. */
-static enum tp_status ep_layers_divide(int64_t *key, int64_t n, uint32_t ep,
+/* Whether op o is a routed expert's, with its key (layer + 1) 2^40 +
+ * expert in *key (ep_check). */
+static bool expert_key(const struct tp_model *m, uint32_t o, int64_t *key)
+{
+	int64_t j = tp_model_op_expert(m, o);
+
+	if (j < 0 || j >= ((int64_t)1 << 40))
+		return false;
+	*key = ((int64_t)m->ops.v[o].layer + 1) * ((int64_t)1 << 40) + j;
+	return true;
+}
+
+/* ep against the routed experts per layer of the group's n ops: ep must
+ * divide each layer's number of distinct experts; the first layer
+ * (ascending) it does not is the error.  The n_ex expert ops' keys
+ * (expert_key) span key layers lo..hi and experts up to jmax: counted
+ * in a table of those layers x experts when that is small (every MoE
+ * model: DeepSeek-V3's 61 x 256; sorting a group's 45,000 keys was 18%
+ * of a search's CPU there), else by sorting the keys. */
+struct ep_span {
+	int64_t n_ex, lo, hi, jmax;
+};
+
+static enum tp_status ep_layers_divide(const struct tp_model *m,
+				       const uint32_t *ops, uint32_t n,
+				       const struct ep_span *sp, uint32_t ep,
 				       const char *path, struct tp_error *err)
 {
-	int64_t lo = key[0] >> 40, hi = lo, jmax = 0, rows, cols;
+	int64_t rows = sp->hi - sp->lo + 1, cols = sp->jmax + 1, key, i = 0;
 	uint8_t *seen = NULL;
-	int64_t *distinct = NULL;
+	int64_t *distinct = NULL, *keys;
 	enum tp_status st = TP_OK;
 
-	for (int64_t i = 0; i < n; i++) {
-		int64_t layer = key[i] >> 40, j = key[i] & (((int64_t)1 << 40) - 1);
-		lo = layer < lo ? layer : lo;
-		hi = layer > hi ? layer : hi;
-		jmax = j > jmax ? j : jmax;
-	}
-	rows = hi - lo + 1;
-	cols = jmax + 1;
-	if (lo >= 0 && rows <= (1 << 20) / cols) {
+	if (sp->lo >= 0 && rows <= (1 << 20) / cols) {
 		seen = tp_calloc((size_t)(rows * cols), 1);
 		distinct = tp_calloc((size_t)rows, sizeof(*distinct));
 	}
 	if (seen && distinct) {
-		for (int64_t i = 0; i < n; i++) {
-			int64_t r = (key[i] >> 40) - lo;
-			int64_t c = key[i] & (((int64_t)1 << 40) - 1);
+		for (uint32_t k = 0; k < n; k++) {
+			int64_t r, c;
+			if (!expert_key(m, ops[k], &key))
+				continue;
+			r = (key >> 40) - sp->lo;
+			c = key & (((int64_t)1 << 40) - 1);
 			if (!seen[r * cols + c]) {
 				seen[r * cols + c] = 1;
 				distinct[r]++;
@@ -373,8 +386,8 @@ static enum tp_status ep_layers_divide(int64_t *key, int64_t n, uint32_t ep,
 		}
 		for (int64_t r = 0; r < rows; r++)
 			if (distinct[r] && distinct[r] % ep != 0) {
-				st = ep_layer_error(ep, distinct[r], lo + r,
-						    path, err);
+				st = ep_layer_error(ep, distinct[r],
+						    sp->lo + r, path, err);
 				break;
 			}
 		free(seen);
@@ -383,18 +396,27 @@ static enum tp_status ep_layers_divide(int64_t *key, int64_t n, uint32_t ep,
 	}
 	free(seen);
 	free(distinct);
-	qsort(key, (size_t)n, sizeof(*key), cmp_i64);
-	for (int64_t i = 0, count = 0; i < n; i++) {
-		int64_t layer = key[i] >> 40;
-		if (i == 0 || key[i] != key[i - 1])
+	keys = tp_calloc((size_t)sp->n_ex, sizeof(*keys));
+	if (!keys)
+		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	for (uint32_t k = 0; k < n; k++)
+		if (expert_key(m, ops[k], &key))
+			keys[i++] = key;
+	qsort(keys, (size_t)i, sizeof(*keys), cmp_i64);
+	for (int64_t count = 0, x = 0; x < i; x++) {
+		int64_t layer = keys[x] >> 40;
+		if (x == 0 || keys[x] != keys[x - 1])
 			count++;
-		if (i + 1 < n && key[i + 1] >> 40 == layer)
+		if (x + 1 < i && keys[x + 1] >> 40 == layer)
 			continue;
-		if (count % ep != 0)
-			return ep_layer_error(ep, count, layer, path, err);
+		if (count % ep != 0) {
+			st = ep_layer_error(ep, count, layer, path, err);
+			break;
+		}
 		count = 0;
 	}
-	return TP_OK;
+	free(keys);
+	return st;
 }
 
 /*
@@ -410,8 +432,8 @@ static enum tp_status ep_check(const struct tp_plan *p,
 	struct tp_plan_group gcopy = p->groups.v[g];
 	const struct tp_plan_group *gr = &gcopy;
 	const uint32_t *ops = tp_plan_group_ops(p, g);
-	enum tp_status st = TP_OK;
-	int64_t *key, n = 0;
+	struct ep_span span = {0, 0, 0, 0};
+	enum tp_status st;
 	char path[96];
 
 	gcopy.ep = ep;
@@ -467,17 +489,20 @@ static enum tp_status ep_check(const struct tp_plan *p,
 			"a divisor of %u",
 			gr->ep, lanes, lanes);
 	}
-	key = tp_calloc(gr->n_ops ? gr->n_ops : 1, sizeof(*key));
-	if (!key)
-		return tp_error_set(err, TP_ENOMEM, "out of memory");
 	for (uint32_t k = 0; k < gr->n_ops; k++) {
-		const struct tp_op *op = &m->ops.v[ops[k]];
-		int64_t j = tp_model_op_expert(m, ops[k]);
-		if (j >= 0 && j < ((int64_t)1 << 40))
-			key[n++] = ((int64_t)op->layer + 1) * ((int64_t)1 << 40) +
-				   j;
+		int64_t key, layer, j;
+		if (!expert_key(m, ops[k], &key))
+			continue;
+		layer = key >> 40;
+		j = key & (((int64_t)1 << 40) - 1);
+		if (span.n_ex++ == 0 || layer < span.lo)
+			span.lo = layer;
+		if (span.n_ex == 1 || layer > span.hi)
+			span.hi = layer;
+		if (j > span.jmax)
+			span.jmax = j;
 	}
-	if (n == 0) {
+	if (span.n_ex == 0) {
 		if (gr->ep <= 1)
 			snprintf(path, sizeof(path), "$.groups[%u].etp", g);
 		st = gr->ep > 1
@@ -490,12 +515,9 @@ static enum tp_status ep_check(const struct tp_plan *p,
 				   err, TP_EINPUT, path,
 				   "etp=1 but the group has no routed experts "
 				   "(ops \"...expert<j>...\"); drop etp");
-		goto out;
+		return st;
 	}
-	st = ep_layers_divide(key, n, gr->ep, path, err);
-out:
-	free(key);
-	return st;
+	return ep_layers_divide(m, ops, gr->n_ops, &span, gr->ep, path, err);
 }
 
 static enum tp_status validate_ep(const struct tp_plan *p,
