@@ -1,7 +1,8 @@
 /*
  * test_caches.c - what the planner computes once and keeps, against what
  * it would compute afresh: the model's per-op expert index, ep_check's
- * count of a group's experts, the simulator's op cost classes.
+ * count of a group's experts, the simulator's op cost classes and its
+ * group graph of the last partition.
  */
 #include <check.h>
 #include <stdio.h>
@@ -371,6 +372,144 @@ START_TEST(test_op_classes)
 }
 END_TEST
 
+/* in -> router -> four experts of different sizes -> combine. */
+static void fanout_model(struct tp_model *m)
+{
+	static const char *const names[] = {"in",      "router",
+					    "expert0", "expert1",
+					    "expert2", "expert3",
+					    "combine"};
+	struct tp_error err;
+
+	tp_model_init(m);
+	m->name = "fanout";
+	m->global_batch = 8;
+	m->dtype = TP_DTYPE_BF16;
+	for (uint32_t i = 0; i < 7; i++) {
+		struct tp_op op = tp_op_default();
+		op.name = names[i];
+		op.kind = i == 0 ? TP_OP_INPUT : TP_OP_MATMUL;
+		op.flop = i == 0 ? 0 : 1e9 * (double)i;
+		op.backward_flop = 2 * op.flop;
+		op.param_bytes = i == 0 ? 0 : 1e6 * (double)i;
+		op.out_bytes = 1e6 * (double)(i + 1);
+		op.saved_bytes = op.out_bytes;
+		ck_assert_int_eq(tp_model_add_op(m, &op, NULL, &err), TP_OK);
+	}
+	ck_assert_int_eq(tp_model_add_edge(m, 0, 1, 1e6, &err), TP_OK);
+	for (uint32_t j = 2; j < 6; j++) {
+		ck_assert_int_eq(tp_model_add_edge(m, 1, j, 2e6, &err), TP_OK);
+		ck_assert_int_eq(tp_model_add_edge(m, j, 6, 1e6 * j, &err),
+				 TP_OK);
+	}
+	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+}
+
+/* A plan of fanout_model: group 0 the ops a[0..na) on devices 0-1,
+ * group 1 the others on devices 2-3 (na = 7: one group on all four),
+ * mb micro-batches. */
+static void fanout_plan(const struct tp_model *m, const uint32_t *a,
+			uint32_t na, uint32_t mb, struct tp_plan *p)
+{
+	struct tp_error err;
+	uint32_t b[7], nb = 0, devs[4] = {0, 1, 2, 3};
+
+	for (uint32_t o = 0; o < 7; o++) {
+		bool in_a = false;
+		for (uint32_t k = 0; k < na; k++)
+			in_a |= a[k] == o;
+		if (!in_a)
+			b[nb++] = o;
+	}
+	tp_plan_init(p);
+	p->global_batch = m->global_batch;
+	p->micro_batches = mb;
+	p->schedule = TP_SCHEDULE_1F1B;
+	p->virtual_stages = 1;
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+				 p, a, na, devs, nb ? 2 : 4,
+				 &(struct tp_plan_degrees){nb ? 2 : 4, 1, 1},
+				 NULL, &err),
+			 TP_OK);
+	if (nb)
+		ck_assert_int_eq(tp_plan_add_group_degrees(
+					 p, b, nb, devs + 2, 2,
+					 &(struct tp_plan_degrees){2, 1, 1},
+					 NULL, &err),
+				 TP_OK);
+}
+
+/* The simulator keeps the group graph of the last partition of the ops
+ * into groups (lanes.c same_partition).  Plans of the same partition
+ * with other micro-batches, partitions of the same group sizes holding
+ * other ops, one group, in turn on one simulator and scratch, give byte
+ * for byte the reports of a fresh simulator and reference scratch; the
+ * two partitions of equal sizes give different reports (a key of the
+ * group sizes alone would confuse them). */
+START_TEST(test_partition_kept)
+{
+	static const uint32_t p1[] = {0, 1, 2, 3}, p2[] = {0, 1, 2, 4};
+	static const uint32_t all[] = {0, 1, 2, 3, 4, 5, 6};
+	static const struct {
+		const uint32_t *a;
+		uint32_t na, mb;
+	} runs[] = {{p1, 4, 1}, {p1, 4, 2}, {p2, 4, 2}, {p2, 4, 1},
+		    {p1, 4, 1}, {all, 7, 2}, {p2, 4, 2}, {p1, 4, 2}};
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_error err;
+	struct tp_strbuf j1, j2, first[2];
+	struct tp_sim *sim;
+	struct tp_sim_scratch *s;
+
+	toy_cluster(&c, 4);
+	fanout_model(&m);
+	tp_strbuf_init(&j1);
+	tp_strbuf_init(&j2);
+	tp_strbuf_init(&first[0]);
+	tp_strbuf_init(&first[1]);
+	sim = tp_sim_new(&m, &c, NULL, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	s = tp_sim_scratch_new(sim);
+	ck_assert_ptr_nonnull(s);
+	for (uint32_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		struct tp_sim *fresh = tp_sim_new(&m, &c, NULL, &err);
+		struct tp_sim_scratch *ref;
+		struct tp_plan p;
+
+		ck_assert_ptr_nonnull(fresh);
+		ref = tp_sim_scratch_new(fresh);
+		ck_assert_ptr_nonnull(ref);
+		tp_sim_scratch_reference(ref, true);
+		fanout_plan(&m, runs[i].a, runs[i].na, runs[i].mb, &p);
+		ck_assert_msg(tp_plan_validate(&p, &m, &c, &err) == TP_OK,
+			      "run %u: %s", i, err.msg);
+		oc_report(sim, s, &c, &p, &j1);
+		oc_report(fresh, ref, &c, &p, &j2);
+		ck_assert_msg(j1.len == j2.len &&
+				      memcmp(j1.buf, j2.buf, j1.len) == 0,
+			      "run %u: the kept group graph gives another "
+			      "report than afresh",
+			      i);
+		if (i == 1 || i == 2)
+			tp_strbuf_add(&first[i - 1], j2.buf, j2.len);
+		tp_plan_release(&p);
+		tp_sim_scratch_free(ref);
+		tp_sim_free(fresh);
+	}
+	ck_assert(first[0].len != first[1].len ||
+		  memcmp(first[0].buf, first[1].buf, first[0].len) != 0);
+	tp_sim_scratch_free(s);
+	tp_sim_free(sim);
+	tp_strbuf_release(&j1);
+	tp_strbuf_release(&j2);
+	tp_strbuf_release(&first[0]);
+	tp_strbuf_release(&first[1]);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 Suite *suite_caches(void)
 {
 	Suite *s = suite_create("caches");
@@ -379,6 +518,7 @@ Suite *suite_caches(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_expert_index_cached);
 	tcase_add_test(tc, test_op_classes);
+	tcase_add_test(tc, test_partition_kept);
 	suite_add_tcase(s, tc);
 	return s;
 }

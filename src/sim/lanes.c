@@ -82,6 +82,91 @@ nomem:
 	return tp_error_set(err, TP_ENOMEM, "out of memory");
 }
 
+/* Whether plan's groups hold the ops of partition pk, in the same
+ * order. */
+static bool same_partition(const struct tp_plan *plan,
+			   const struct part_kept *pk)
+{
+	uint32_t G = (uint32_t)plan->groups.n;
+	const uint32_t *at = pk->key.v + G;
+
+	if (!pk->ok || pk->key.n < G)
+		return false;
+	for (uint32_t g = 0; g < G; g++)
+		if (pk->key.v[g] != plan->groups.v[g].n_ops)
+			return false;
+	for (uint32_t g = 0; g < G; g++) {
+		uint32_t n = plan->groups.v[g].n_ops;
+		if ((size_t)(at - pk->key.v) + n > pk->key.n ||
+		    memcmp(at, tp_plan_group_ops(plan, g),
+			   n * sizeof(uint32_t)) != 0)
+			return false;
+		at += n;
+	}
+	return (size_t)(at - pk->key.v) == pk->key.n;
+}
+
+/* Keep plan's partition and s->gedges in the next slot of s->parts. */
+static void keep_partition(const struct tp_plan *plan,
+			   struct tp_sim_scratch *s)
+{
+	struct part_kept *pk = &s->parts[s->part_next];
+	uint32_t G = (uint32_t)plan->groups.n;
+	size_t n = G;
+
+	s->part_next = (s->part_next + 1) % SIM_PARTS;
+	for (uint32_t g = 0; g < G; g++)
+		n += plan->groups.v[g].n_ops;
+	pk->ok = false;
+	pk->key.n = pk->gedges.n = 0;
+	if (tp_vec_reserve(&pk->key, n) ||
+	    tp_vec_reserve(&pk->gedges, s->gedges.n))
+		return; /* computed, just not kept */
+	for (uint32_t g = 0; g < G; g++)
+		pk->key.v[pk->key.n++] = plan->groups.v[g].n_ops;
+	for (uint32_t g = 0; g < G; g++) {
+		memcpy(pk->key.v + pk->key.n, tp_plan_group_ops(plan, g),
+		       plan->groups.v[g].n_ops * sizeof(uint32_t));
+		pk->key.n += plan->groups.v[g].n_ops;
+	}
+	memcpy(pk->gedges.v, s->gedges.v, s->gedges.n * sizeof(struct gedge));
+	pk->gedges.n = s->gedges.n;
+	pk->ok = true;
+}
+
+/* group_edges, or for a partition kept in s->parts its edges (op_group
+ * filled from the plan, as group_edges fills it). */
+static enum tp_status group_edges_kept(const struct tp_sim *sim,
+				       const struct tp_plan *plan,
+				       struct tp_sim_scratch *s,
+				       uint32_t *gmark, uint32_t *gidx,
+				       struct tp_error *err)
+{
+	enum tp_status st;
+
+	for (int k = 0; k < SIM_PARTS && !s->reference; k++) {
+		const struct part_kept *pk = &s->parts[k];
+		if (!same_partition(plan, pk))
+			continue;
+		for (uint32_t g = 0; g < plan->groups.n; g++) {
+			const uint32_t *ops = tp_plan_group_ops(plan, g);
+			for (uint32_t j = 0; j < plan->groups.v[g].n_ops; j++)
+				s->op_group[ops[j]] = g;
+		}
+		RESERVE(&s->gedges, pk->gedges.n);
+		memcpy(s->gedges.v, pk->gedges.v,
+		       pk->gedges.n * sizeof(struct gedge));
+		s->gedges.n = pk->gedges.n;
+		return TP_OK;
+	}
+	if ((st = group_edges(sim, plan, s, gmark, gidx, err)))
+		return st;
+	keep_partition(plan, s);
+	return TP_OK;
+nomem:
+	return tp_error_set(err, TP_ENOMEM, "out of memory");
+}
+
 /* The group edges in and out of every group, CSR (gin/gout). */
 static enum tp_status group_csr(struct tp_sim_scratch *s, uint32_t G,
 				uint32_t *gmark, struct tp_error *err)
@@ -249,7 +334,7 @@ enum tp_status tp_sim_analyse_groups(const struct tp_sim *sim,
 	gidx = s->tmp.v + G;
 	memset(s->groups.v, 0, G * sizeof(*s->groups.v));
 	s->groups.n = G;
-	if ((st = group_edges(sim, plan, s, gmark, gidx, err)) ||
+	if ((st = group_edges_kept(sim, plan, s, gmark, gidx, err)) ||
 	    (st = group_csr(s, G, gmark, err)) ||
 	    (st = group_order(s, G, gmark, err)) ||
 	    (st = group_stages(plan, s, err)))

@@ -338,6 +338,10 @@ void tp_sim_scratch_free(struct tp_sim_scratch *s)
 	tp_vec_free(&s->groups);
 	tp_vec_free(&s->gorder);
 	tp_vec_free(&s->gedges);
+	for (int k = 0; k < SIM_PARTS; k++) {
+		tp_vec_free(&s->parts[k].key);
+		tp_vec_free(&s->parts[k].gedges);
+	}
 	tp_vec_free(&s->gin);
 	tp_vec_free(&s->gout);
 	tp_vec_free(&s->gin_off);

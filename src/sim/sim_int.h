@@ -158,6 +158,18 @@ struct gedge {
 	double bytes; /* per sample */
 };
 
+/* The group edges (lanes.c group_edges) of one partition of the ops into
+ * groups: key holds per group its op count, then every group's ops in
+ * plan order.  A search changes its groups' devices and degrees far more
+ * often than their ops, and the megatron grid alternates a few
+ * partitions per pipeline depth: SIM_PARTS of them are kept. */
+#define SIM_PARTS 4
+struct part_kept {
+	TP_VEC(uint32_t) key;
+	TP_VEC(struct gedge) gedges;
+	bool ok;
+};
+
 struct ginfo {
 	uint32_t rank;  /* position in the group topological order */
 	uint32_t stage; /* device-set class */
@@ -352,6 +364,10 @@ struct tp_sim_scratch {
 	TP_VEC(struct ginfo) groups;
 	TP_VEC(uint32_t) gorder; /* groups in topological order */
 	TP_VEC(struct gedge) gedges;
+	/* the group edges of the last SIM_PARTS partitions of the ops into
+	 * groups (lanes.c group_edges_kept), replaced in turn */
+	struct part_kept parts[SIM_PARTS];
+	uint32_t part_next;
 	TP_VEC(uint32_t) gin, gout; /* CSR of group edge ids */
 	TP_VEC(uint32_t) gin_off, gout_off;
 	TP_VEC(uint32_t) sets; /* sorted device lists of groups */
