@@ -156,7 +156,7 @@ START_TEST(test_expert_index_cached)
 }
 END_TEST
 
-/* The inputs of the simulator's op_cost (src/sim/cost.c op_key): an op
+/* The inputs of the simulator's op_lane (src/sim/opclass.c op_key): an op
  * of op_classes_model's pair v differs from its twin in that one. */
 enum variant {
 	V_FLOP,
@@ -164,6 +164,7 @@ enum variant {
 	V_PARAM,
 	V_OUT,
 	V_MEM,
+	V_SAVED,
 	V_KIND,
 	V_SPLIT,
 	V_IN,       /* the bytes entering it */
@@ -228,7 +229,7 @@ static void op_classes_model(struct tp_model *m)
 			op.param_bytes = b && v == V_PARAM ? 4e10 : 1e7;
 			op.out_bytes = b && v == V_OUT ? 5e6 : 1e6;
 			op.mem_bytes = b && v == V_MEM ? 4e10 : 2e6;
-			op.saved_bytes = 1e6;
+			op.saved_bytes = b && v == V_SAVED ? 3e6 : 1e6;
 			ck_assert_int_eq(tp_model_add_op(m, &op, &idx, &err),
 					 TP_OK);
 			ck_assert_int_eq(tp_model_add_edge(

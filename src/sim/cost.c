@@ -1045,48 +1045,88 @@ static void ep_exchange(const struct tp_sim *sim, const struct lane *ln,
 	a->rec_comm += xr;
 }
 
-/* op_cost's arguments besides the op, the same for every op of a
- * lane_costs call but for its two branches (ep or not). */
-struct oc_call {
+/* The arguments of a lane_costs call that op_lane reads. */
+struct lane_call {
 	const struct lane *ln;
 	const uint32_t *types;
 	uint32_t n_types;
-	bool sp;
-	double b;
+	bool sp, whole;
 };
 
-/* op_cost of op o through the lane's memo of its class: the first op
- * of a class in a lane_costs call computes it, the others copy it (the
- * arguments besides o are the call's own, and the class fixes which
- * of lane_costs' two branches an op takes: sim->expert is in the
- * class). */
-static void op_cost_memo(const struct tp_sim *sim, struct tp_sim_scratch *s,
-			 const struct oc_call *a, uint32_t o,
-			 struct op_cost *oc)
+static void op_lane(const struct tp_sim *sim, const struct lane_call *c,
+		    uint32_t o, struct op_lane *e)
 {
-	uint32_t c = sim->op_cls[o];
+	const struct lane *ln = c->ln;
+	const struct tp_op *op = &sim->m->ops.v[o];
+	double tpd = ln->tp, b = ln->samples, load = 1;
+	bool split = op->tp_split != TP_SPLIT_NONE && ln->tp > 1;
+	double div = (split || c->sp) ? tpd : 1, wdiv = split ? tpd : 1;
+	struct op_cost *oc = &e->oc;
 
-	if (s->oc_memo && !s->reference && s->oc_seen[c] == s->oc_gen) {
-		*oc = s->oc_memo[c];
-		return;
+	e->ep = (ln->ep > 1 || c->whole) && sim->expert[o] >= 0;
+	if (e->ep) {
+		/* a routed expert's op under ep: each rank runs experts/ep of
+		 * them on ep x the tokens (times the busiest rank's load),
+		 * i.e. per op 1/ep of its cost at that batch; weights divided
+		 * by ep.  etp=1: the experts whole on each rank (no tensor
+		 * split, no tensor-parallel collective), the EP group's
+		 * tokens ep x the rank's own b / tp (sequence parallel) */
+		double be = b * ln->ep * ln->lf;
+		if (c->whole) {
+			struct lane l1 = *ln;
+			l1.tp = 1;
+			be /= tpd;
+			wdiv = 1;
+			op_cost(sim, &l1, o, c->types, c->n_types, false, be,
+				oc);
+		} else {
+			op_cost(sim, ln, o, c->types, c->n_types, c->sp, be,
+				oc);
+		}
+		oc->fw /= ln->ep;
+		oc->bw /= ln->ep;
+		oc->fc /= ln->ep;
+		oc->bc /= ln->ep;
+		oc->S /= ln->ep;
+		oc->opt_s /= ln->ep;
+		oc->act /= ln->ep;
+		load = ln->lf;
+		wdiv *= ln->ep;
+	} else {
+		op_cost(sim, ln, o, c->types, c->n_types, c->sp, b, oc);
 	}
-	op_cost(sim, a->ln, o, a->types, a->n_types, a->sp, a->b, oc);
-	if (s->oc_memo && !s->reference) {
-		s->oc_memo[c] = *oc;
-		s->oc_seen[c] = s->oc_gen;
-	}
+	if (ln->cp > 1 && op->kind == TP_OP_ATTENTION)
+		ring_attention(sim, ln, o, oc);
+	e->pw = op->param_bytes / wdiv;
+	e->saved = op_saved_bytes(sim, o) * b * load / div;
+	if (oc->has & TP_PROFILE_HAS_ACTIVATION)
+		e->saved = oc->act;
+	e->ob = op->out_bytes * b * load / div;
+	e->cp_temp = ln->cp > 1 && op->kind == TP_OP_ATTENTION
+			     ? cp_gather_temp(sim, ln, o, e->ob)
+			     : 0;
+	e->load1 = load == 1;
 }
 
-/* A new generation of the op-class memo (op_cost_memo): every class
- * unseen; one per tp_sim_lane_costs call, before its lane_costs. */
-static void oc_next(const struct tp_sim *sim, struct tp_sim_scratch *s)
+/* op_lane of op o through the call's memo of its class (the first op of
+ * a class in a lane_costs call computes it, the others read it), or
+ * into *tmp for a reference scratch. */
+static const struct op_lane *op_lane_memo(const struct tp_sim *sim,
+					  struct tp_sim_scratch *s,
+					  const struct lane_call *c,
+					  uint32_t o, struct op_lane *tmp)
 {
-	if (!s->oc_memo)
-		return;
-	if (++s->oc_gen == 0) {
-		memset(s->oc_seen, 0, (size_t)sim->n_cls * sizeof(*s->oc_seen));
-		s->oc_gen = 1;
+	uint32_t cl = sim->op_cls[o];
+
+	if (!s->oc_memo || s->reference) {
+		op_lane(sim, c, o, tmp);
+		return tmp;
 	}
+	if (s->oc_seen[cl] != s->oc_gen) {
+		op_lane(sim, c, o, &s->oc_memo[cl]);
+		s->oc_seen[cl] = s->oc_gen;
+	}
+	return &s->oc_memo[cl];
 }
 
 static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
@@ -1101,13 +1141,13 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	enum tp_recompute rc = gr->recompute;
 	uint32_t zero = plan->zero, dp = grp_reps(gr);
 	struct lane_sums a;
-	struct oc_call own; /* the ops outside the ep branch */
+	struct lane_call call;
 
 	memset(&a, 0, sizeof(a));
 	a.rc = rc;
 	a.sp = sp;
 	n_types = rank_types(sim, plan->devs.v + ln->dev_first, t, types);
-	own = (struct oc_call){ln, types, n_types, sp, b};
+	call = (struct lane_call){ln, types, n_types, sp, whole};
 	/* per-layer sums for recomputation: dtmp holds two arrays */
 	s->dtmp.n = 0;
 	s->tmp2.n = 0;
@@ -1124,81 +1164,42 @@ static int lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	for (uint32_t k = 0; k < gr->n_ops; k++) {
 		uint32_t o = ops[k];
 		const struct tp_op *op = &m->ops.v[o];
-		bool split = op->tp_split != TP_SPLIT_NONE && t > 1;
-		double div = (split || sp) ? tpd : 1, wdiv = split ? tpd : 1;
-		double saved, ob, load = 1;
-		struct op_cost oc;
+		struct op_lane tmp;
+		const struct op_lane *e = op_lane_memo(sim, s, &call, o, &tmp);
 
-		if ((ln->ep > 1 || whole) && sim->expert[o] >= 0) {
-			/* a routed expert's op under ep: each rank runs
-			 * experts/ep of them on ep x the tokens (times the
-			 * busiest rank's load), i.e. per op 1/ep of its cost
-			 * at that batch; weights divided by ep.  etp=1: the
-			 * experts whole on each rank (no tensor split, no
-			 * tensor-parallel collective), the EP group's
-			 * tokens ep x the rank's own b / tp (sequence
-			 * parallel) */
-			double be = b * ln->ep * ln->lf;
-			struct oc_call ce = {ln, types, n_types, sp, be};
-			struct lane l1;
-			if (whole) {
-				l1 = *ln;
-				l1.tp = 1;
-				ce = (struct oc_call){&l1, types, n_types,
-						      false, be / tpd};
-				wdiv = 1;
-			}
-			op_cost_memo(sim, s, &ce, o, &oc);
-			oc.fw /= ln->ep;
-			oc.bw /= ln->ep;
-			oc.fc /= ln->ep;
-			oc.bc /= ln->ep;
-			oc.S /= ln->ep;
-			oc.opt_s /= ln->ep;
-			oc.act /= ln->ep;
-			load = ln->lf;
-			wdiv *= ln->ep;
-			a.params_expert += op->param_bytes / wdiv;
+		if (e->ep) {
+			a.params_expert += e->pw;
 			a.ep_in += sim->ep_in[o] * b / (sp ? tpd : 1);
 			a.ep_out += sim->ep_out[o] * b / (sp ? tpd : 1);
-		} else {
-			op_cost_memo(sim, s, &own, o, &oc);
 		}
-		if (ln->cp > 1 && op->kind == TP_OP_ATTENTION)
-			ring_attention(sim, ln, o, &oc);
-		a.tp_S += oc.S;
-		a.f_comp += oc.fw;
-		a.f_comm += oc.fc;
-		a.b_comp += oc.bw;
-		a.b_comm += oc.bc;
-		a.params += op->param_bytes / wdiv;
-		if (op->param_bytes / wdiv > a.maxw)
-			a.maxw = op->param_bytes / wdiv;
-		saved = op_saved_bytes(sim, o) * b * load / div;
-		if (oc.has & TP_PROFILE_HAS_ACTIVATION)
-			saved = oc.act;
-		if ((oc.has & TP_PROFILE_HAS_OPTIMIZER) &&
-		    op->param_bytes > 0 && load == 1 && ln->ep <= 1) {
-			a.opt_meas += oc.opt_s;
-			a.params_meas += op->param_bytes / wdiv;
+		a.tp_S += e->oc.S;
+		a.f_comp += e->oc.fw;
+		a.f_comm += e->oc.fc;
+		a.b_comp += e->oc.bw;
+		a.b_comm += e->oc.bc;
+		a.params += e->pw;
+		if (e->pw > a.maxw)
+			a.maxw = e->pw;
+		if ((e->oc.has & TP_PROFILE_HAS_OPTIMIZER) &&
+		    op->param_bytes > 0 && e->load1 && ln->ep <= 1) {
+			a.opt_meas += e->oc.opt_s;
+			a.params_meas += e->pw;
 		}
-		ob = op->out_bytes * b * load / div;
-		if (ob > a.maxout)
-			a.maxout = ob;
+		if (e->ob > a.maxout)
+			a.maxout = e->ob;
 		if (ln->cp > 1 && op->kind == TP_OP_ATTENTION)
-			a.cp_temp = fmax(a.cp_temp,
-					 cp_gather_temp(sim, ln, o, ob));
+			a.cp_temp = fmax(a.cp_temp, e->cp_temp);
 		if (op->param_bytes > 0) {
-			a.w_comp += oc.bw * TP_SIM_WGRAD_SHARE;
-			a.act_w += saved + ob;
+			a.w_comp += e->oc.bw * TP_SIM_WGRAD_SHARE;
+			a.act_w += e->saved + e->ob;
 		}
 		if (op->layer >= 0 && (uint32_t)op->layer < sim->n_layers) {
-			layer_op(sim, s, ln, o, &oc, saved, &a);
-			a.lay_w[op->layer] += op->param_bytes / wdiv;
+			layer_op(sim, s, ln, o, &e->oc, e->saved, &a);
+			a.lay_w[op->layer] += e->pw;
 		} else {
 			/* outside any layer: never recomputed */
-			a.act += saved;
-			a.act_full += saved;
+			a.act += e->saved;
+			a.act_full += e->saved;
 		}
 	}
 	ln->units = a.n_lay > 0 ? a.n_lay : 1;
@@ -1291,7 +1292,7 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	uint32_t slot, mask;
 
 	memset(&k, 0, sizeof(k));
-	oc_next(sim, s);
+	tp_sim_op_classes_next(sim, s);
 	/* the distinct rank types in rank order, as lane_costs sees them */
 	for (uint32_t r = 0; r < ln->tp; r++) {
 		uint32_t ty = sim->c->devices.v[devs[r]].type, j;

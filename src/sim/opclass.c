@@ -1,20 +1,20 @@
 /*
  * opclass.c - op cost classes (sim->op_cls): ops whose every input of
- * cost.c's op_cost is equal, so that a lane prices each class once
- * (cost.c op_cost_memo; README, Speed).
+ * cost.c's op_lane (op_cost and the op's bytes) is equal, so that a
+ * lane prices each class once (cost.c op_lane_memo; README, Speed).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim_int.h"
 
-/* The inputs cost.c's op_cost reads of op o.  Doubles compare bit for
+/* The inputs cost.c's op_lane (and op_cost) reads of op o.  Doubles compare bit for
  * bit, so ops of one class compute the same bits. */
 
 struct opkey {
 	enum tp_op_kind kind;
 	enum tp_tp_split split;
-	double flop, bflop, param, out, mem, in;
+	double flop, bflop, param, out, mem, in, saved;
 	bool norm_fed; /* a norm feeds it (fp8_casts) */
 	bool expert;   /* a routed expert's (lane_costs' ep branch) */
 };
@@ -34,6 +34,7 @@ static struct opkey op_key(const struct tp_sim *sim, uint32_t o)
 	k.param = op->param_bytes;
 	k.out = op->out_bytes;
 	k.mem = op->mem_bytes;
+	k.saved = op->saved_bytes;
 	k.in = sim->in_bytes[o];
 	for (uint32_t e = 0; e < op->n_in; e++)
 		if (m->ops.v[m->edges.v[in[e]].src].kind == TP_OP_NORM)
@@ -50,6 +51,7 @@ static bool op_key_same(const struct opkey *a, const struct opkey *b)
 	       dbl_bits(a->param) == dbl_bits(b->param) &&
 	       dbl_bits(a->out) == dbl_bits(b->out) &&
 	       dbl_bits(a->mem) == dbl_bits(b->mem) &&
+	       dbl_bits(a->saved) == dbl_bits(b->saved) &&
 	       dbl_bits(a->in) == dbl_bits(b->in) && a->norm_fed == b->norm_fed &&
 	       a->expert == b->expert;
 }
@@ -64,6 +66,7 @@ static uint64_t op_key_hash(const struct opkey *k)
 	h = hash_mix(h, dbl_bits(k->param));
 	h = hash_mix(h, dbl_bits(k->out));
 	h = hash_mix(h, dbl_bits(k->mem));
+	h = hash_mix(h, dbl_bits(k->saved));
 	h = hash_mix(h, dbl_bits(k->in));
 	return hash_mix(h, ((uint64_t)k->norm_fed << 1) | k->expert);
 }
@@ -113,4 +116,15 @@ int tp_sim_op_classes(struct tp_sim *sim)
 	free(rep);
 	free(keys);
 	return 0;
+}
+
+void tp_sim_op_classes_next(const struct tp_sim *sim,
+			    struct tp_sim_scratch *s)
+{
+	if (!s->oc_memo)
+		return;
+	if (++s->oc_gen == 0) {
+		memset(s->oc_seen, 0, (size_t)sim->n_cls * sizeof(*s->oc_seen));
+		s->oc_gen = 1;
+	}
 }

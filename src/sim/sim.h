@@ -386,10 +386,10 @@ uint64_t tp_sim_scratch_tasks(const struct tp_sim_scratch *s);
 
 /* For tests: with on, runs of scratch s share bandwidth without the
  * engine's shortcuts (engine.c: the memo of fair shares, the private
- * classes skipped, the earliest bundle end kept between events) and
- * price every op of a lane itself (no op cost classes: cost.c
- * op_cost_memo), which must not change any result; off (the default)
- * uses them. */
+ * classes skipped, the earliest bundle end kept between events), price
+ * every op of a lane itself (no op cost classes: cost.c op_lane_memo)
+ * and keep no group graphs (lanes.c group_edges_kept), which must not
+ * change any result; off (the default) uses them. */
 void tp_sim_scratch_reference(struct tp_sim_scratch *s, bool on);
 
 #endif

@@ -71,11 +71,11 @@ struct tp_sim {
 	 * expert (the tokens dispatched to it and combined from it) */
 	int32_t *expert;
 	double *ep_in, *ep_out;
-	/* per op its cost class (cost.c tp_sim_op_classes): ops of one
-	 * class have every input of op_cost equal (the fields it reads,
-	 * in_bytes, whether a norm feeds it, whether it is a routed
+	/* per op its cost class (opclass.c tp_sim_op_classes): ops of one
+	 * class have every input of cost.c's op_lane equal (the fields it
+	 * reads, in_bytes, whether a norm feeds it, whether it is a routed
 	 * expert's; an op with profiles is a class of its own), so one
-	 * lane computes a class's op_cost once (DeepSeek-V3: 45,579 ops,
+	 * lane computes a class's costs once (DeepSeek-V3: 45,579 ops,
 	 * 24 classes) */
 	uint32_t *op_cls, n_cls;
 	double fwd_flop, bwd_flop; /* per sample, whole model */
@@ -96,6 +96,18 @@ struct op_cost {
 	 * optimizer step and saved activation, when has says so */
 	unsigned has;
 	double opt_s, act;
+};
+
+/* What lane_costs takes of one op besides the sums: its cost (op_cost;
+ * in the ep branch divided by ep; ring attention added), its weights
+ * per rank, saved and output bytes per micro-batch.  The same for every
+ * op of a class in one lane_costs call: the class key holds every op
+ * field read here (opclass.c), scratch->oc_memo. */
+struct op_lane {
+	struct op_cost oc;
+	double pw, saved, ob, cp_temp;
+	bool ep;    /* the ep branch: a routed expert's op under ep, etp=1 */
+	bool load1; /* at the mean load (not the ep branch's busiest) */
 };
 
 enum task_kind {
@@ -345,9 +357,9 @@ struct tp_sim_scratch {
 	uint64_t tasks_total;
 	bool reference; /* tp_sim_scratch_reference: no engine shortcuts,
 			   no op-class memo */
-	/* lane_costs' op_cost per op class (sim->op_cls), valid where
+	/* lane_costs' op_lane per op class (sim->op_cls), valid where
 	 * oc_seen[class] == oc_gen: one generation per lane_costs call */
-	struct op_cost *oc_memo;
+	struct op_lane *oc_memo;
 	uint32_t *oc_seen, oc_gen;
 	/* per op, per layer */
 	uint32_t *op_group, *op_mark, *lay_mark;
@@ -654,6 +666,11 @@ void tp_sim_memory_reason(const struct tp_sim *sim, const struct tp_plan *plan,
 /* sim->op_cls and sim->n_cls from the model (tp_sim_new, after in_bytes
  * and expert); -1 on allocation failure. */
 int tp_sim_op_classes(struct tp_sim *sim);
+/* A new generation of scratch s's op-class memo (cost.c op_lane_memo):
+ * every class unseen; one per tp_sim_lane_costs call, before its
+ * lane_costs. */
+void tp_sim_op_classes_next(const struct tp_sim *sim,
+			    struct tp_sim_scratch *s);
 
 /* cost.c */
 /* Times and memory of one lane (fills *ln); -1 on allocation failure. */
