@@ -937,16 +937,43 @@ static enum tp_sync chunk_sync(const struct tp_strategy *s,
 	return TP_SYNC_RING;
 }
 
-/* What tp_strategy_to_plan hands add_chunk: the inputs, dp, each op's
- * chunk and scratch for one chunk's ops and one stage's devices. */
+/* What tp_strategy_to_plan hands add_chunk: the inputs, dp, the ops in
+ * chunk order (each chunk's in topological order: chunk ch's are
+ * ops[first[ch] .. first[ch + 1])) and scratch for one stage's
+ * devices. */
 struct chunker {
 	const struct tp_strategy *s;
 	const struct tp_model *m;
 	const struct tp_cluster *c;
 	uint32_t dp;
-	const uint32_t *chunk;
-	uint32_t *ops, *devs;
+	uint32_t *ops, *first, *devs;
 };
+
+/* k->ops and k->first from each op's chunk (< n_chunks): a counting
+ * sort of the topological order, once for all chunks (DeepSeek-V3 at
+ * pp=32: 45,579 ops scanned once instead of once per chunk). */
+static void sort_chunks(struct chunker *k, const uint32_t *chunk,
+			uint32_t n_chunks)
+{
+	const struct tp_model *m = k->m;
+	uint32_t nops = (uint32_t)m->ops.n;
+
+	memset(k->first, 0, ((size_t)n_chunks + 1) * sizeof(*k->first));
+	for (uint32_t i = 0; i < nops; i++)
+		if (chunk[i] < n_chunks)
+			k->first[chunk[i] + 1]++;
+	for (uint32_t ch = 0; ch < n_chunks; ch++)
+		k->first[ch + 1] += k->first[ch];
+	for (uint32_t i = 0; i < nops; i++) {
+		uint32_t o = m->topo[i];
+		if (chunk[o] < n_chunks)
+			k->ops[k->first[chunk[o]]++] = o;
+	}
+	/* the loop advanced each first[ch] to first[ch + 1]: shift back */
+	for (uint32_t ch = n_chunks; ch > 0; ch--)
+		k->first[ch] = k->first[ch - 1];
+	k->first[0] = 0;
+}
 
 /* The group of pipeline chunk ch: its ops in topological order on the
  * devices of stage ch % pp. */
@@ -955,16 +982,14 @@ static enum tp_status add_chunk(const struct chunker *k, uint32_t ch,
 {
 	const struct tp_strategy *s = k->s;
 	const struct tp_model *m = k->m;
-	uint32_t nops = (uint32_t)m->ops.n, n = 0, stage = ch % s->pp;
+	uint32_t n = k->first[ch + 1] - k->first[ch], stage = ch % s->pp;
+	const uint32_t *ops = k->ops + k->first[ch];
 	uint64_t per_stage = (uint64_t)s->tp * s->cp * k->dp;
 	struct tp_plan_degrees deg = {k->dp, s->cp, s->tp};
 	struct tp_plan_group *gr;
 	enum tp_sync sync;
 	enum tp_status st;
 
-	for (uint32_t i = 0; i < nops; i++)
-		if (k->chunk[m->topo[i]] == ch)
-			k->ops[n++] = m->topo[i];
 	if (n == 0)
 		return tp_error_set(err, TP_EINPUT,
 				    "strategy: pipeline chunk %u gets no "
@@ -973,7 +998,7 @@ static enum tp_status add_chunk(const struct chunker *k, uint32_t ch,
 	for (uint32_t i = 0; i < per_stage; i++)
 		k->devs[i] = (uint32_t)(stage * per_stage + i);
 	sync = chunk_sync(s, k->c, k->devs, k->dp * s->cp);
-	st = tp_plan_add_group_degrees(plan, k->ops, n, k->devs,
+	st = tp_plan_add_group_degrees(plan, ops, n, k->devs,
 				       (uint32_t)per_stage, &deg, NULL, err);
 	if (st)
 		return st;
@@ -981,8 +1006,8 @@ static enum tp_status add_chunk(const struct chunker *k, uint32_t ch,
 	gr->sync = sync;
 	gr->recompute = s->recompute;
 	gr->sp = s->sp;
-	gr->ep = group_has_experts(m, k->ops, n) ? s->ep : 1;
-	gr->etp = group_has_experts(m, k->ops, n) && s->etp == 1 && s->tp > 1
+	gr->ep = group_has_experts(m, ops, n) ? s->ep : 1;
+	gr->etp = group_has_experts(m, ops, n) && s->etp == 1 && s->tp > 1
 			  ? 1
 			  : 0;
 	return TP_OK;
@@ -1062,9 +1087,10 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 	n_chunks = pp * V;
 	chunk = tp_calloc(nops ? nops : 1, sizeof(*chunk));
 	k.ops = tp_calloc(nops ? nops : 1, sizeof(*k.ops));
+	k.first = tp_calloc((size_t)n_chunks + 1, sizeof(*k.first));
 	per_stage = (uint64_t)tp * cp * dp;
 	k.devs = tp_calloc(per_stage, sizeof(*k.devs));
-	if (!chunk || !k.ops || !k.devs) {
+	if (!chunk || !k.ops || !k.first || !k.devs) {
 		st = tp_error_set(err, TP_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -1086,7 +1112,7 @@ enum tp_status tp_strategy_to_plan(const struct tp_strategy *s,
 	plan->expert_imbalance = s->imbalance;
 	plan->expert_capacity_factor = s->capacity;
 	k.dp = dp;
-	k.chunk = chunk;
+	sort_chunks(&k, chunk, n_chunks);
 	for (uint32_t ch = 0; ch < n_chunks; ch++)
 		if ((st = add_chunk(&k, ch, plan, err)))
 			goto out;
@@ -1094,6 +1120,7 @@ out:
 	free(chunk);
 	free(cnt);
 	free(k.ops);
+	free(k.first);
 	free(k.devs);
 	if (st)
 		tp_plan_clear(plan);
