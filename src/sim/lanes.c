@@ -88,18 +88,20 @@ static bool same_partition(const struct tp_plan *plan,
 			   const struct part_kept *pk)
 {
 	uint32_t G = (uint32_t)plan->groups.n;
-	const uint32_t *at = pk->key.v + G;
+	const uint32_t *at;
 
-	if (!pk->ok || pk->key.n < G)
+	/* (no pointer arithmetic on a key never filled: NULL + G) */
+	if (!pk->ok || pk->key.n < G || !pk->key.v)
 		return false;
+	at = pk->key.v + G;
 	for (uint32_t g = 0; g < G; g++)
 		if (pk->key.v[g] != plan->groups.v[g].n_ops)
 			return false;
 	for (uint32_t g = 0; g < G; g++) {
 		uint32_t n = plan->groups.v[g].n_ops;
 		if ((size_t)(at - pk->key.v) + n > pk->key.n ||
-		    memcmp(at, tp_plan_group_ops(plan, g),
-			   n * sizeof(uint32_t)) != 0)
+		    (n && memcmp(at, tp_plan_group_ops(plan, g),
+				 n * sizeof(uint32_t)) != 0))
 			return false;
 		at += n;
 	}
@@ -125,11 +127,15 @@ static void keep_partition(const struct tp_plan *plan,
 	for (uint32_t g = 0; g < G; g++)
 		pk->key.v[pk->key.n++] = plan->groups.v[g].n_ops;
 	for (uint32_t g = 0; g < G; g++) {
+		if (!plan->groups.v[g].n_ops)
+			continue; /* memcpy takes no NULL, even for 0 bytes */
 		memcpy(pk->key.v + pk->key.n, tp_plan_group_ops(plan, g),
 		       plan->groups.v[g].n_ops * sizeof(uint32_t));
 		pk->key.n += plan->groups.v[g].n_ops;
 	}
-	memcpy(pk->gedges.v, s->gedges.v, s->gedges.n * sizeof(struct gedge));
+	if (s->gedges.n)
+		memcpy(pk->gedges.v, s->gedges.v,
+		       s->gedges.n * sizeof(struct gedge));
 	pk->gedges.n = s->gedges.n;
 	pk->ok = true;
 }
@@ -154,8 +160,9 @@ static enum tp_status group_edges_kept(const struct tp_sim *sim,
 				s->op_group[ops[j]] = g;
 		}
 		RESERVE(&s->gedges, pk->gedges.n);
-		memcpy(s->gedges.v, pk->gedges.v,
-		       pk->gedges.n * sizeof(struct gedge));
+		if (pk->gedges.n) /* memcpy takes no NULL, even for 0 */
+			memcpy(s->gedges.v, pk->gedges.v,
+			       pk->gedges.n * sizeof(struct gedge));
 		s->gedges.n = pk->gedges.n;
 		return TP_OK;
 	}
