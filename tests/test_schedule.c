@@ -676,6 +676,20 @@ START_TEST(test_uneven_stages_strategy)
 			 TP_EINPUT);
 	ck_assert_msg(strstr(err.msg, "26 of the model's 32 layers") != NULL,
 		      "%s", err.msg);
+	/* the nearest counts that work: 32 - 5 = 27 and 32 - 8 = 24 split
+	   over 3 stages, 7 and 6 do not */
+	ck_assert_msg(strstr(err.msg, "(with pp=4: last_layers=5 or 8)") !=
+			      NULL,
+		      "%s", err.msg);
+	ck_assert_int_eq(tp_strategy_parse("tp=2,pp=4,first_layers=40", &st,
+					   &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&st, &m, &c, &p, &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "take 40 layers, more than the "
+				      "model's 32") != NULL &&
+			      strstr(err.msg, "first_layers=29)") != NULL,
+		      "%s", err.msg);
 	ck_assert_int_eq(tp_strategy_parse("tp=2,pp=4,schedule=interleaved:2,"
 					   "last_layers=5",
 					   &st, &err),
@@ -684,6 +698,10 @@ START_TEST(test_uneven_stages_strategy)
 			 TP_EINPUT);
 	ck_assert_msg(strstr(err.msg, "stage 0 gets 9 layers") != NULL, "%s",
 		      err.msg);
+	/* 2: 10 layers per middle stage; 8: 8 each; both even */
+	ck_assert_msg(strstr(err.msg, "(with pp=4: last_layers=2 or 8)") !=
+			      NULL,
+		      "%s", err.msg);
 	ck_assert_int_eq(tp_strategy_parse("tp=2,first_layers=4", &st, &err),
 			 TP_OK);
 	ck_assert_int_eq(tp_strategy_to_plan(&st, &m, &c, &p, &err),

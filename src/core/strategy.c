@@ -578,12 +578,79 @@ static int64_t label_layers(const struct tp_model *m)
  * stage splits its layers equally over its V chunks.  Fills cnt[0..pp)
  * per stage; TP_EINPUT naming the fix when that is not possible.
  */
+/* Whether first / last (0: even) layers on the end stages leave every
+ * other stage the same positive whole number and every stage's count
+ * divides by V; fills cnt[0..pp) when cnt is not NULL.  *bad_stage is
+ * the first stage whose count V does not divide, or pp when the split
+ * itself fails. */
+static bool split_fits(int64_t layers, uint32_t pp, uint32_t V,
+		       int64_t first, int64_t last, int64_t *cnt,
+		       uint32_t *bad_stage, int64_t *bad_cnt)
+{
+	int64_t rest = layers - first - last, mid;
+	uint32_t left = pp - (first > 0) - (last > 0);
+
+	*bad_stage = pp;
+	if (rest < 0 || (left == 0 && rest != 0) ||
+	    (left > 0 && (rest <= 0 || rest % left != 0)))
+		return false;
+	mid = left ? rest / left : 0;
+	for (uint32_t j = 0; j < pp; j++) {
+		int64_t n = j == 0 && first	   ? first
+			    : j == pp - 1 && last ? last
+						  : mid;
+		if (cnt)
+			cnt[j] = n;
+		if (n % V != 0) {
+			*bad_stage = j;
+			*bad_cnt = n;
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The counts of the field the user gave last (last_layers if given, else
+ * first_layers) nearest to its value below and above that make the
+ * split fit, the other field kept; "" when none does. */
+static void split_hint(int64_t layers, uint32_t pp, uint32_t V,
+		       int64_t first, int64_t last, char *buf, size_t size)
+{
+	bool vary_last = last > 0;
+	int64_t given = vary_last ? last : first, lo = 0, hi = 0;
+	uint32_t bs;
+	int64_t bc;
+
+	for (int64_t x = given - 1; x >= 1 && !lo; x--)
+		if (split_fits(layers, pp, V, vary_last ? first : x,
+			       vary_last ? x : last, NULL, &bs, &bc))
+			lo = x;
+	for (int64_t x = given + 1; x < layers && !hi; x++)
+		if (split_fits(layers, pp, V, vary_last ? first : x,
+			       vary_last ? x : last, NULL, &bs, &bc))
+			hi = x;
+	if (lo && hi)
+		snprintf(buf, size, " (with pp=%u: %s=%lld or %lld)", pp,
+			 vary_last ? "last_layers" : "first_layers",
+			 (long long)lo, (long long)hi);
+	else if (lo || hi)
+		snprintf(buf, size, " (with pp=%u: %s=%lld)", pp,
+			 vary_last ? "last_layers" : "first_layers",
+			 (long long)(lo ? lo : hi));
+	else
+		snprintf(buf, size, " (with pp=%u no %s works with the "
+			 "other kept: change pp or drop it)", pp,
+			 vary_last ? "last_layers" : "first_layers");
+}
+
 static enum tp_status stage_layers(const struct tp_strategy *s,
 				   int64_t layers, uint32_t pp, uint32_t V,
 				   int64_t *cnt, struct tp_error *err)
 {
-	int64_t rest = layers, mid;
-	uint32_t left = pp;
+	int64_t first = s->first_layers, last = s->last_layers;
+	int64_t rest = layers - first - last, bad_cnt = 0;
+	uint32_t left = pp - (first > 0) - (last > 0), bad_stage;
+	char hint[160];
 
 	if (pp < 2)
 		return tp_error_set(err, TP_EINPUT,
@@ -594,39 +661,32 @@ static enum tp_status stage_layers(const struct tp_strategy *s,
 				    "strategy: first_layers / last_layers count "
 				    "transformer layers and the model labels "
 				    "none; drop them");
-	if (s->first_layers) {
-		rest -= s->first_layers;
-		left--;
-	}
-	if (s->last_layers) {
-		rest -= s->last_layers;
-		left--;
-	}
-	if (rest < 0 || (left == 0 && rest != 0) ||
-	    (left > 0 && (rest <= 0 || rest % left != 0)))
+	if (split_fits(layers, pp, V, first, last, cnt, &bad_stage,
+		       &bad_cnt))
+		return TP_OK;
+	split_hint(layers, pp, V, first, last, hint, sizeof(hint));
+	if (bad_stage == pp && rest < 0)
+		return tp_error_set(err, TP_EINPUT,
+				    "strategy: first_layers / last_layers "
+				    "take %lld layers, more than the model's "
+				    "%lld: pick smaller counts%s",
+				    (long long)(first + last),
+				    (long long)layers, hint);
+	if (bad_stage == pp)
 		return tp_error_set(err, TP_EINPUT,
 				    "strategy: first_layers / last_layers "
 				    "leave %lld of the model's %lld layers for "
 				    "%u other pipeline stages: pick counts that "
 				    "leave each of them the same positive "
-				    "number",
-				    (long long)rest, (long long)layers, left);
-	mid = left ? rest / left : 0;
-	for (uint32_t j = 0; j < pp; j++) {
-		cnt[j] = j == 0 && s->first_layers	 ? s->first_layers
-			 : j == pp - 1 && s->last_layers ? s->last_layers
-							 : mid;
-		if (cnt[j] % V != 0)
-			return tp_error_set(err, TP_EINPUT,
-					    "strategy: pipeline stage %u gets "
-					    "%lld layers, which its %u "
-					    "interleaved chunks cannot share "
-					    "equally; pick first_layers / "
-					    "last_layers (or V) so that every "
-					    "stage's layers divide by V",
-					    j, (long long)cnt[j], V);
-	}
-	return TP_OK;
+				    "number%s",
+				    (long long)rest, (long long)layers, left,
+				    hint);
+	return tp_error_set(err, TP_EINPUT,
+			    "strategy: pipeline stage %u gets %lld layers, "
+			    "which its %u interleaved chunks cannot share "
+			    "equally; pick first_layers / last_layers (or V) "
+			    "so that every stage's layers divide by V%s",
+			    bad_stage, (long long)bad_cnt, V, hint);
 }
 
 /*
