@@ -356,6 +356,7 @@ void tp_sim_scratch_free(struct tp_sim_scratch *s)
 	tp_vec_free(&s->qtmp);
 	tp_vec_free(&s->tasks);
 	tp_vec_free(&s->edges);
+	tp_vec_free(&s->nodes);
 	tp_vec_free(&s->succ);
 	tp_vec_free(&s->btypes);
 	tp_vec_free(&s->bents);

@@ -137,12 +137,26 @@ enum comm_what {
 struct task {
 	double dur; /* compute/delay: seconds; comm: bytes per flow */
 	double start, end;
-	uint32_t ndeps;
-	uint32_t succ_first, n_succ;
 	uint32_t ref;   /* sim lane (compute) or bundle type (comm) */
 	uint32_t micro; /* micro-batch, or group for sync tasks */
 	uint32_t qpos;  /* position in its first resource's queue */
-	uint8_t kind, what, started, done;
+	uint8_t kind, what;
+};
+
+/*
+ * A task's place in the dependency graph and its state in the engine
+ * (s->nodes, one per task, same index): what the engine reads and writes
+ * at every edge, kept apart from struct task so that its hot set is 16
+ * bytes a task.  A deep pipeline's live tasks (a lane's forwards run w
+ * micro-batches ahead of its backwards) are spread over the task array;
+ * with the nodes beside the tasks they missed the caches at nearly every
+ * edge (engine.c, README "Engine").  Filled by taskgraph.c successors().
+ */
+struct tnode {
+	uint32_t ndeps;            /* inputs not yet there */
+	uint32_t succ_first, n_succ; /* into s->succ: (successor << 1) |
+					on_start */
+	uint8_t kind, started, done, pad;
 };
 
 /* A bundle type: the channels its flows cross (with multiplicity). */
@@ -392,6 +406,7 @@ struct tp_sim_scratch {
 	TP_VEC(struct qitem) qtmp; /* merge buffer for the queue order */
 	TP_VEC(struct task) tasks;
 	TP_VEC(uint64_t) edges; /* (from << 33) | (to << 1) | on_start */
+	TP_VEC(struct tnode) nodes; /* one per task */
 	TP_VEC(uint32_t) succ;
 	TP_VEC(struct btype) btypes;
 	TP_VEC(struct bent) bents;

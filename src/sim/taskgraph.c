@@ -927,33 +927,37 @@ nomem:
 	return tp_error_set(err, TP_ENOMEM, "out of memory");
 }
 
-/* Successor lists of the edges, CSR (task.succ_first, n_succ; ndeps). */
+/* Successor lists of the edges, CSR (s->nodes: succ_first, n_succ;
+ * ndeps), and the nodes' engine state (kind, not started). */
 static enum tp_status successors(struct tp_sim_scratch *s,
 				 struct tp_error *err)
 {
 	size_t nt = s->tasks.n, ne = s->edges.n;
 	uint32_t acc = 0;
+	struct tnode *nd;
 
-	for (size_t t = 0; t < nt; t++) {
-		s->tasks.v[t].n_succ = 0;
-		s->tasks.v[t].ndeps = 0;
-	}
+	s->nodes.n = 0;
+	RESERVE(&s->nodes, nt + 1);
+	s->nodes.n = nt;
+	nd = s->nodes.v;
+	for (size_t t = 0; t < nt; t++)
+		nd[t] = (struct tnode){0, 0, 0, s->tasks.v[t].kind, 0, 0, 0};
 	for (size_t k = 0; k < ne; k++) {
 		uint64_t e = s->edges.v[k];
-		s->tasks.v[e >> 33].n_succ++;
-		s->tasks.v[(e >> 1) & 0xffffffffu].ndeps++;
+		nd[e >> 33].n_succ++;
+		nd[(e >> 1) & 0xffffffffu].ndeps++;
 	}
 	for (size_t t = 0; t < nt; t++) {
-		s->tasks.v[t].succ_first = acc;
-		acc += s->tasks.v[t].n_succ;
-		s->tasks.v[t].n_succ = 0;
+		nd[t].succ_first = acc;
+		acc += nd[t].n_succ;
+		nd[t].n_succ = 0;
 	}
 	s->succ.n = 0;
 	RESERVE(&s->succ, ne);
 	s->succ.n = ne;
 	for (size_t k = 0; k < ne; k++) {
 		uint64_t e = s->edges.v[k];
-		struct task *a = &s->tasks.v[e >> 33];
+		struct tnode *a = &nd[e >> 33];
 		s->succ.v[a->succ_first + a->n_succ++] =
 			(uint32_t)(e & 0x1ffffffffull);
 	}
