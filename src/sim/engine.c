@@ -181,10 +181,20 @@ struct eng {
 	size_t kmin;
 };
 
+/* Does event a come before event b?  (t, task) is unique among the
+ * events in the heap (a task is there at most once: its end, or its
+ * flow's begin after the latency), so the order of the pops does not
+ * depend on the heap's shape. */
+static inline bool ev_before(const struct heap_ev *a, const struct heap_ev *b)
+{
+	/* no branch: which comes first is as good as random */
+	return (a->t < b->t) | ((a->t == b->t) & (a->task < b->task));
+}
+
 static void heap_push(struct eng *E, double t, uint32_t task, uint32_t ev)
 {
 	struct tp_sim_scratch *s = E->s;
-	struct heap_ev *h;
+	struct heap_ev *h, x = {t, task, ev};
 	size_t i;
 
 	if (tp_vec_reserve(&s->heap, 1)) {
@@ -195,38 +205,42 @@ static void heap_push(struct eng *E, double t, uint32_t task, uint32_t ev)
 	i = s->heap.n++;
 	while (i > 0) {
 		size_t p = (i - 1) / 2;
-		if (h[p].t < t || (h[p].t == t && h[p].task <= task))
+		if (!ev_before(&x, &h[p]))
 			break;
 		h[i] = h[p];
 		i = p;
 	}
-	h[i] = (struct heap_ev){t, task, ev};
+	h[i] = x;
 }
 
+/* The earliest event, out of the heap.  Bottom-up: the hole at the root
+ * goes down to a leaf along the earlier children (one comparison a
+ * level, no branch on it), and the last event moves up from there (it
+ * came from the bottom, so rarely far). */
 static struct heap_ev heap_pop(struct eng *E)
 {
 	struct tp_sim_scratch *s = E->s;
 	struct heap_ev *h = s->heap.v, top = h[0], last = h[--s->heap.n];
 	size_t i = 0, n = s->heap.n;
 
+	if (n == 0)
+		return top;
 	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-		const struct heap_ev *cur = &last;
-		if (l < n && (h[l].t < cur->t ||
-			      (h[l].t == cur->t && h[l].task < cur->task))) {
-			m = l;
-			cur = &h[l];
-		}
-		if (r < n && (h[r].t < cur->t ||
-			      (h[r].t == cur->t && h[r].task < cur->task)))
-			m = r;
-		if (m == i)
+		size_t l = 2 * i + 1, m;
+		if (l >= n)
 			break;
+		m = l + (l + 1 < n && ev_before(&h[l + 1], &h[l]));
 		h[i] = h[m];
 		i = m;
 	}
-	if (n)
-		h[i] = last;
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (!ev_before(&last, &h[p]))
+			break;
+		h[i] = h[p];
+		i = p;
+	}
+	h[i] = last;
 	return top;
 }
 
@@ -765,6 +779,8 @@ enum tp_status tp_sim_run_engine(const struct tp_sim *sim,
 {
 	struct eng E = {sim, s, 0, 0, false, 0, false, INFINITY, 0};
 	size_t nt = s->tasks.n;
+	double tmax;
+	bool inf = false, stuck = false;
 
 	s->heap.n = 0;
 	s->act.n = 0;
@@ -851,31 +867,37 @@ enum tp_status tp_sim_run_engine(const struct tp_sim *sim,
 	}
 	if (E.oom)
 		return tp_error_set(err, TP_ENOMEM, "out of memory");
+	/* one pass: a task of infinite length is reported before one not
+	 * done, as the checks' order says */
 	*t_end = 0;
+	tmax = 0;
 	for (size_t t = 0; t < nt; t++) {
 		const struct task *x = &s->tasks.v[t];
-		/* a task of infinite length is the figures', not the
-		   schedule's (it read "use the 1f1b schedule" under 1f1b) */
-		if (!isfinite(x->dur) ||
-		    (s->nodes.v[t].done && !isfinite(x->end)))
-			return tp_error_set(
-				err, TP_EINPUT,
-				"a task of the plan takes forever: the model's "
-				"or the topology's figures are too large (or a "
-				"rate too small) to simulate");
+		bool done = s->nodes.v[t].done;
+		if (!isfinite(x->dur) || (done && !isfinite(x->end)))
+			inf = true;
+		if (!done)
+			stuck = true;
+		else if (x->end > tmax)
+			tmax = x->end;
 	}
-	for (size_t t = 0; t < nt; t++) {
-		const struct task *x = &s->tasks.v[t];
-		if (!s->nodes.v[t].done)
-			return tp_error_set_path(
-				err, TP_EINPUT, "$.schedule",
-				"the plan's groups cannot run in this order "
-				"(tasks wait for each other); use groups that "
-				"form a pipeline, on disjoint device sets in "
-				"order");
-		if (x->end > *t_end)
-			*t_end = x->end;
-	}
+	/* a task of infinite length is the figures', not the schedule's
+	   (it read "use the 1f1b schedule" under 1f1b) */
+	if (inf)
+		return tp_error_set(
+			err, TP_EINPUT,
+			"a task of the plan takes forever: the model's "
+			"or the topology's figures are too large (or a "
+			"rate too small) to simulate");
+	if (stuck)
+		return tp_error_set_path(
+			err, TP_EINPUT, "$.schedule",
+			"the plan's groups cannot run in this order "
+			"(tasks wait for each other); use groups that "
+			"form a pipeline, on disjoint device sets in "
+			"order");
+	*t_end = tmax;
 	s->tasks_total += nt;
 	return TP_OK;
 }
+
