@@ -76,7 +76,7 @@ static void free_chunks(struct tp_ad *ad)
 		free(c);
 		c = n;
 	}
-	ad->chunks = NULL;
+	ad->chunks = ad->cur = NULL;
 	ad->chunk_used = 0;
 }
 
@@ -105,17 +105,14 @@ static struct tp_ad_chunk *chunk_new(size_t cap)
 	return c;
 }
 
+/* The next pass fills the chunks again from the first, in the order
+ * they were made, so the pages a pass touched stay mapped for the next
+ * one.  (Until 2026-12-07 a pass that had needed several chunks had them
+ * freed and replaced by one of their total size, whose pages the next
+ * pass faulted in again: src/gnn/README, "Cost of a state".) */
 void tp_ad_reset(struct tp_ad *ad)
 {
-	/* Several chunks after a pass: merge them into one of the total size
-	 * so the next pass of the same shape is one contiguous block. */
-	if (ad->chunks && ad->chunks->next) {
-		size_t total = 0;
-		for (struct tp_ad_chunk *c = ad->chunks; c; c = c->next)
-			total += c->cap;
-		free_chunks(ad);
-		ad->chunks = chunk_new(total);
-	}
+	ad->cur = ad->chunks;
 	ad->chunk_used = 0;
 	ad->n_vars = 0;
 	ad->n_nodes = 0;
@@ -127,12 +124,13 @@ bool tp_ad_failed(const struct tp_ad *ad)
 	return ad->failed;
 }
 
-/* n floats, 64-byte aligned, not zeroed.  The current chunk is the list
- * head; a new chunk is pushed in front when it is full. */
+/* n floats, 64-byte aligned, not zeroed.  From the current chunk, else
+ * the next one made before if it has room, else a new one (at least
+ * twice the current one) linked in after the current one. */
 static float *alloc_raw(struct tp_ad *ad, size_t n)
 {
 	size_t need = (n + ALIGN_FLOATS - 1) / ALIGN_FLOATS * ALIGN_FLOATS;
-	struct tp_ad_chunk *c = ad->chunks;
+	struct tp_ad_chunk *c = ad->cur;
 	float *p;
 
 	if (ad->failed)
@@ -140,16 +138,29 @@ static float *alloc_raw(struct tp_ad *ad, size_t n)
 	if (need == 0)
 		need = ALIGN_FLOATS;
 	if (!c || ad->chunk_used + need > c->cap) {
-		size_t cap = need > CHUNK_MIN_FLOATS ? need : CHUNK_MIN_FLOATS;
-		if (c && c->cap * 2 > cap)
-			cap = c->cap * 2 > need ? c->cap * 2 : need;
-		c = chunk_new(cap);
-		if (!c) {
-			ad->failed = true;
-			return NULL;
+		if (c && c->next && c->next->cap >= need) {
+			c = c->next;
+		} else {
+			struct tp_ad_chunk *nc;
+			size_t cap = need > CHUNK_MIN_FLOATS ? need
+							     : CHUNK_MIN_FLOATS;
+			if (c && c->cap * 2 > cap)
+				cap = c->cap * 2 > need ? c->cap * 2 : need;
+			nc = chunk_new(cap);
+			if (!nc) {
+				ad->failed = true;
+				return NULL;
+			}
+			if (c) {
+				nc->next = c->next;
+				c->next = nc;
+			} else {
+				nc->next = ad->chunks;
+				ad->chunks = nc;
+			}
+			c = nc;
 		}
-		c->next = ad->chunks;
-		ad->chunks = c;
+		ad->cur = c;
 		ad->chunk_used = 0;
 	}
 	p = c->data + ad->chunk_used;

@@ -69,7 +69,9 @@ struct tp_ad_node;
 struct tp_ad_var;
 
 struct tp_ad {
-	struct tp_ad_chunk *chunks; /* arena: list, current first */
+	/* arena: chunks in the order they were made, reused in that order
+	   by every pass (ad.c alloc_raw); cur the one being filled */
+	struct tp_ad_chunk *chunks, *cur;
 	size_t chunk_used;
 	struct tp_ad_var *vars;
 	size_t n_vars, cap_vars;
