@@ -1688,6 +1688,146 @@ START_TEST(test_engine_shortcuts)
 }
 END_TEST
 
+/* A bounded run knows a plan is out of memory from its compute tasks'
+ * order alone and stops before building the task graph (sim.c
+ * tp_sim_run_bounded, tp_sim_order_compute, tp_sim_memory_walk_early);
+ * the reference scratch checks only on the whole graph.  Over plans of
+ * every schedule (their W passes under zb-h1 and interleaved chunks
+ * change the order the peaks are summed in) and random groups of
+ * different dp, some fitting and some not, both give the same cut and
+ * the same over_fraction, bit for bit, and the same report when they
+ * simulate. */
+START_TEST(test_memory_cut_early)
+{
+	static const char *const specs[] = {"dgx-h100:4", "dgx-a100:4"};
+	static const char *const strats[] = {
+		"tp=1,pp=1,dp=64",
+		"tp=2,pp=4,dp=8,mb=1,schedule=gpipe",
+		"tp=4,pp=4,dp=4,mb=1,schedule=gpipe",
+		"tp=4,pp=4,dp=4,mb=1",
+		"tp=2,pp=4,dp=8,mb=2",
+		"tp=2,pp=8,dp=4,mb=1,schedule=interleaved:2",
+		"tp=4,pp=8,dp=2,mb=1,schedule=interleaved:5",
+		"tp=4,pp=4,dp=4,mb=1,schedule=zb-h1",
+		"tp=1,pp=8,dp=8,mb=2,schedule=zb-h1",
+		"tp=8,pp=2,dp=4,mb=4,schedule=zb-h1,recompute=full",
+		"tp=8,pp=8,dp=1,mb=1,recompute=selective,zero=1"};
+	const uint32_t n_strats = sizeof(strats) / sizeof(strats[0]);
+	struct tp_cluster c;
+	struct tp_model m;
+	struct tp_error err;
+	struct tp_rng rng;
+	struct tp_report r1, r2;
+	struct tp_strbuf j1, j2;
+	struct tp_sim *sim;
+	struct tp_sim_scratch *fast, *ref;
+	uint32_t n_oom = 0, n_fit = 0;
+
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_build_topology(specs, 2, NULL, 1, &c, &err), TP_OK);
+	tp_model_init(&m);
+	ck_assert_int_eq(tp_model_load_file(tp_data_file("models/gpt3-13b.json"),
+					    NULL, &m, &err),
+			 TP_OK);
+	tp_rng_seed(&rng, 11);
+	tp_report_init(&r1);
+	tp_report_init(&r2);
+	tp_strbuf_init(&j1);
+	tp_strbuf_init(&j2);
+	sim = tp_sim_new(&m, &c, NULL, &err);
+	ck_assert_ptr_nonnull(sim);
+	fast = tp_sim_scratch_new(sim);
+	ref = tp_sim_scratch_new(sim);
+	tp_sim_scratch_reference(ref, true);
+	for (uint32_t it = 0; it < n_strats + 16; it++) {
+		struct tp_plan p;
+		struct tp_sim_cut c1, c2;
+		enum tp_status st;
+
+		tp_plan_init(&p);
+		if (it < n_strats) {
+			struct tp_strategy sg;
+			tp_strategy_default(&sg);
+			ck_assert_int_eq(tp_strategy_parse(strats[it], &sg, &err),
+					 TP_OK);
+			ck_assert_msg(tp_strategy_to_plan(&sg, &m, &c, &p,
+							  &err) == TP_OK,
+				      "%s: %s", strats[it], err.msg);
+		} else {
+			static const uint32_t mbs[] = {1, 2, 4, 8};
+			uint32_t n = (uint32_t)m.ops.n, first = 0;
+			uint32_t G = 2 + (uint32_t)tp_rng_below(&rng, 4);
+			p.global_batch = m.global_batch;
+			p.micro_batches = mbs[tp_rng_below(&rng, 4)];
+			p.schedule = TP_SCHEDULE_1F1B;
+			p.virtual_stages = 1;
+			for (uint32_t g = 0; g < G; g++) {
+				uint32_t cnt =
+					g + 1 == G
+						? n - first
+						: 1 + (uint32_t)tp_rng_below(
+							      &rng, (n - first) -
+									    (G - g - 1));
+				uint32_t nd = 1u << tp_rng_below(&rng, 5);
+				add_random_dp_group(&rng, &m, &p, first, cnt, nd,
+						    64, 1);
+				first += cnt;
+			}
+		}
+		st = tp_sim_run_bounded(sim, &p, fast, 1e30, &r1, NULL, &c1,
+					&err);
+		if (st == TP_EINPUT) {
+			tp_plan_release(&p);
+			continue;
+		}
+		ck_assert_msg(st == TP_OK, "%s", err.msg);
+		ck_assert_int_eq(tp_sim_run_bounded(sim, &p, ref, 1e30, &r2,
+						    NULL, &c2, &err),
+				 TP_OK);
+		ck_assert_msg(c1.bounded == c2.bounded &&
+				      c1.out_of_memory == c2.out_of_memory &&
+				      memcmp(&c1.over_fraction,
+					     &c2.over_fraction,
+					     sizeof(double)) == 0 &&
+				      memcmp(&c1.lower_bound_s,
+					     &c2.lower_bound_s,
+					     sizeof(double)) == 0,
+			      "plan %u: cut %d, out of memory %d, over %.17g "
+			      "before the graph; %d, %d, %.17g on it",
+			      it, c1.bounded, c1.out_of_memory,
+			      c1.over_fraction, c2.bounded, c2.out_of_memory,
+			      c2.over_fraction);
+		if (c1.out_of_memory) {
+			n_oom++;
+		} else {
+			ck_assert(!c1.bounded);
+			tp_strbuf_reset(&j1);
+			tp_strbuf_reset(&j2);
+			tp_report_write(&r1, &c, &j1);
+			tp_report_write(&r2, &c, &j2);
+			ck_assert_msg(j1.len == j2.len &&
+					      memcmp(j1.buf, j2.buf, j1.len) == 0,
+				      "plan %u: %.17g before the graph, %.17g on it",
+				      it, r1.iteration_time_s,
+				      r2.iteration_time_s);
+			n_fit++;
+		}
+		tp_plan_release(&p);
+	}
+	ck_assert_uint_gt(n_oom, 4);
+	ck_assert_uint_gt(n_fit, 4);
+	tp_sim_scratch_free(fast);
+	tp_sim_scratch_free(ref);
+	tp_sim_free(sim);
+	tp_strbuf_release(&j1);
+	tp_strbuf_release(&j2);
+	tp_report_release(&r1);
+	tp_report_release(&r2);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
 /* --- the command ------------------------------------------------------ */
 
 static void report_of(const struct tp_run *r, struct tp_report *rep)
@@ -2012,6 +2152,7 @@ Suite *suite_sim(void)
 	tcase_add_test(tc, test_reuse_and_lower_bound);
 	tcase_add_test(tc, test_reuse_heterogeneous);
 	tcase_add_test(tc, test_engine_shortcuts);
+	tcase_add_test(tc, test_memory_cut_early);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("command");
 	tcase_set_timeout(tc, 30);

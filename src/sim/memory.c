@@ -11,26 +11,43 @@
 
 #include "sim_int.h"
 
-void tp_sim_memory_walk(const struct tp_plan *plan, struct tp_sim_scratch *s)
+/* The activation peak of every resource, walking its queue: the queue's
+ * tasks (early: tp_sim_order_compute's numbers, decoded as compute_tasks
+ * lays them out, sim lane L's 2m forwards and backwards then its m W
+ * passes from L * per; optimizer steps, only in the graph's queues,
+ * change nothing). */
+static void walk(const struct tp_plan *plan, struct tp_sim_scratch *s,
+		 bool early)
 {
-	(void)plan;
+	uint32_t m = plan->micro_batches, per = (s->zb ? 3 : 2) * m;
+
 	for (uint32_t x = 0; x < s->res.n; x++) {
 		struct resource *rs = &s->res.v[x];
 		double cur = 0, peak = 0;
 		for (uint32_t k = 0; k < rs->q_n; k++) {
-			const struct task *t =
-				&s->tasks.v[s->queue.v[rs->q_first + k].task];
-			const struct lane *ln =
-				&s->lanes.v[s->sims.v[t->ref].lane];
-			if (t->kind == TK_F) {
+			uint32_t id = s->queue.v[rs->q_first + k].task, L;
+			int kind;
+			const struct lane *ln;
+			if (early) {
+				uint32_t off = id % per;
+				L = id / per;
+				kind = off >= 2 * m ? TK_W
+				       : off & 1    ? TK_B
+						    : TK_F;
+			} else {
+				L = s->tasks.v[id].ref;
+				kind = s->tasks.v[id].kind;
+			}
+			ln = &s->lanes.v[s->sims.v[L].lane];
+			if (kind == TK_F) {
 				cur += ln->act;
 				if (cur > peak)
 					peak = cur;
-			} else if (t->kind == TK_B && !s->zb) {
+			} else if (kind == TK_B && !s->zb) {
 				if (cur + ln->work > peak)
 					peak = cur + ln->work;
 				cur -= ln->act;
-			} else if (t->kind == TK_B) {
+			} else if (kind == TK_B) {
 				/* zb-h1: the W pass keeps the inputs and
 				   output gradients of the ops with weights
 				   (more than act under full recomputation) */
@@ -39,12 +56,23 @@ void tp_sim_memory_walk(const struct tp_plan *plan, struct tp_sim_scratch *s)
 				cur += ln->act_w - ln->act;
 				if (cur > peak)
 					peak = cur;
-			} else if (t->kind == TK_W) {
+			} else if (kind == TK_W) {
 				cur -= ln->act_w;
 			}
 		}
 		rs->peak_act = peak;
 	}
+}
+
+void tp_sim_memory_walk(const struct tp_plan *plan, struct tp_sim_scratch *s)
+{
+	walk(plan, s, false);
+}
+
+void tp_sim_memory_walk_early(const struct tp_plan *plan,
+			      struct tp_sim_scratch *s)
+{
+	walk(plan, s, true);
 }
 
 static double gb(double x)

@@ -190,12 +190,14 @@ enum tp_status tp_sim_setup_schedule(const struct tp_plan *plan,
 }
 
 
-/* Every resource's queue: its sim lanes' forwards, backwards and
- * optimizer steps sorted by (key, task), and every task's position in the
- * queue of its lane's first resource (task.qpos). */
-enum tp_status tp_sim_order_queues(const struct tp_plan *plan,
-				   struct tp_sim_scratch *s,
-				   const struct sched *sc, struct tp_error *err)
+/* Every resource's queue: its sim lanes' forwards, backwards (and W
+ * passes) and, with opt, optimizer steps, sorted by (key, task); the
+ * task numbers are f_task's, b_task's, w_task's (sim lane task_first,
+ * w_first) and opt_task. */
+static enum tp_status fill_queues(const struct tp_plan *plan,
+				  struct tp_sim_scratch *s,
+				  const struct sched *sc, bool opt,
+				  struct tp_error *err)
 {
 	uint32_t m = plan->micro_batches;
 	size_t nq = 0;
@@ -206,7 +208,7 @@ enum tp_status tp_sim_order_queues(const struct tp_plan *plan,
 		const struct simlane *sl = &s->sims.v[L];
 		for (uint32_t k = 0; k < sl->n_res; k++)
 			s->res.v[s->lres.v[sl->res_first + k]].q_n +=
-				(s->zb ? 3 : 2) * m + 1;
+				(s->zb ? 3 : 2) * m + (opt ? 1 : 0);
 	}
 	for (uint32_t x = 0; x < s->res.n; x++) {
 		s->res.v[x].q_first = (uint32_t)nq;
@@ -241,8 +243,9 @@ enum tp_status tp_sim_order_queues(const struct tp_plan *plan,
 				q[rs->q_n++] = (struct qitem){
 					task_key(sc, gi, i, 3),
 					w_task(s, L, i)};
-			q[rs->q_n++] = (struct qitem){task_key(sc, gi, 0, 2),
-						      sl->opt_task};
+			if (opt)
+				q[rs->q_n++] = (struct qitem){
+					task_key(sc, gi, 0, 2), sl->opt_task};
 		}
 	}
 	s->qtmp.n = 0;
@@ -251,6 +254,22 @@ enum tp_status tp_sim_order_queues(const struct tp_plan *plan,
 		struct resource *rs = &s->res.v[x];
 		sort_runs(s->queue.v + rs->q_first, rs->q_n, s->qtmp.v);
 	}
+	return TP_OK;
+nomem:
+	return tp_error_set(err, TP_ENOMEM, "out of memory");
+}
+
+/* Every resource's queue: its sim lanes' forwards, backwards and
+ * optimizer steps sorted by (key, task), and every task's position in the
+ * queue of its lane's first resource (task.qpos). */
+enum tp_status tp_sim_order_queues(const struct tp_plan *plan,
+				   struct tp_sim_scratch *s,
+				   const struct sched *sc, struct tp_error *err)
+{
+	enum tp_status st = fill_queues(plan, s, sc, true, err);
+
+	if (st)
+		return st;
 	/* a task's position in the queue of its lane's first resource */
 	for (uint32_t x = 0; x < s->res.n; x++) {
 		const struct resource *rs = &s->res.v[x];
@@ -262,6 +281,31 @@ enum tp_status tp_sim_order_queues(const struct tp_plan *plan,
 		}
 	}
 	return TP_OK;
-nomem:
-	return tp_error_set(err, TP_ENOMEM, "out of memory");
+}
+
+/*
+ * The queues of the compute tasks alone (no optimizer steps), before the
+ * task graph exists, for tp_sim_memory_walk_early: the task numbers are
+ * those taskgraph.c compute_tasks will give (the first tasks of the
+ * graph, sim lane by sim lane, 2m each and m more W passes under
+ * zb-h1), and sorting by (key, task) is a total order, so each queue is
+ * the one tp_sim_order_queues makes less its optimizer steps.  *ok =
+ * false (nothing done) when the numbers would not fit a graph (the
+ * graph's own limit then speaks).
+ */
+enum tp_status tp_sim_order_compute(const struct tp_plan *plan,
+				    struct tp_sim_scratch *s,
+				    const struct sched *sc, bool *ok,
+				    struct tp_error *err)
+{
+	uint32_t m = plan->micro_batches, per = (s->zb ? 3 : 2) * m;
+
+	*ok = (uint64_t)s->sims.n * per < (1u << 30);
+	if (!*ok)
+		return TP_OK;
+	for (uint32_t L = 0; L < s->sims.n; L++) {
+		s->sims.v[L].task_first = L * per;
+		s->sims.v[L].w_first = L * per + 2 * m;
+	}
+	return fill_queues(plan, s, sc, false, err);
 }

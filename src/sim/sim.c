@@ -465,6 +465,22 @@ enum tp_status tp_sim_run_bounded(const struct tp_sim *sim,
 		return TP_OK;
 	}
 	st = tp_sim_setup_schedule(plan, s, depth, &sc, err);
+	/* out of memory: known from the compute tasks' order alone, so cut
+	 * before the graph (a search meets far more such plans than it
+	 * simulates; README "Searches") */
+	if (!st && cutoff_s > 0 && !s->reference) {
+		bool ok;
+		st = tp_sim_order_compute(plan, s, &sc, &ok, err);
+		if (!st && ok) {
+			tp_sim_memory_walk_early(plan, s);
+			if (!tp_sim_memory_fits(sim, plan, s,
+						&cut->over_fraction)) {
+				cut->bounded = true;
+				cut->out_of_memory = true;
+				return TP_OK;
+			}
+		}
+	}
 	if (!st)
 		st = tp_sim_build_graph(sim, plan, s, &sc, mode_a, err);
 	if (st)

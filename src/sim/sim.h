@@ -323,8 +323,8 @@ struct tp_sim_cut {
  * zero; compression only adds compute, so it bounds compressed variants
  * of the plan too).  When cutoff_s > 0 and the bound is >= cutoff_s, or
  * some device is out of memory (an infeasible plan never beats a
- * feasible one; checked once the task order is known, before the event
- * simulation), the run stops there: cut->bounded = true and the report
+ * feasible one; checked once the compute tasks' order is known, before
+ * the task graph is built), the run stops there: cut->bounded = true and the report
  * is left untouched.  Otherwise the plan is simulated exactly as by
  * tp_sim_run.  Errors as tp_sim_run.
  */
@@ -387,8 +387,10 @@ uint64_t tp_sim_scratch_tasks(const struct tp_sim_scratch *s);
 /* For tests: with on, runs of scratch s share bandwidth without the
  * engine's shortcuts (engine.c: the memo of fair shares, the private
  * classes skipped, the earliest bundle end kept between events), price
- * every op of a lane itself (no op cost classes: cost.c op_lane_memo)
- * and keep no group graphs (lanes.c group_edges_kept), which must not
+ * every op of a lane itself (no op cost classes: cost.c op_lane_memo),
+ * keep no group graphs (lanes.c group_edges_kept) and check a bounded
+ * run's memory only on the whole task graph (not from the compute
+ * tasks' order before it: sim.c tp_sim_run_bounded), which must not
  * change any result; off (the default) uses them. */
 void tp_sim_scratch_reference(struct tp_sim_scratch *s, bool on);
 

@@ -641,8 +641,19 @@ enum tp_status tp_sim_build_graph(const struct tp_sim *sim,
  * (tagplan plan --grad-bucket-mb), else the simulator's. */
 double tp_sim_grad_bucket(const struct tp_sim *sim,
 			  const struct tp_plan *plan);
+/* schedule.c: the queues of the compute tasks alone, numbered as the
+ * task graph will number them, before it is built (*ok false: not
+ * done, the numbers would exceed the graph's limit). */
+enum tp_status tp_sim_order_compute(const struct tp_plan *plan,
+				    struct tp_sim_scratch *s,
+				    const struct sched *sc, bool *ok,
+				    struct tp_error *err);
 /* memory.c: every resource's activation peak walking its task order. */
 void tp_sim_memory_walk(const struct tp_plan *plan, struct tp_sim_scratch *s);
+/* memory.c: the same peaks from tp_sim_order_compute's queues (no tasks
+ * needed): bit for bit those of tp_sim_memory_walk on the graph. */
+void tp_sim_memory_walk_early(const struct tp_plan *plan,
+			      struct tp_sim_scratch *s);
 /* memory.c: does every device fit (as the report will count it)?  Else
  * *over = the worst excess / that device's capacity.  After
  * tp_sim_memory_walk. */
