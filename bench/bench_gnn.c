@@ -788,7 +788,10 @@ static void fmt_time(char *buf, size_t size, double t)
  * 0.073-0.100 s and the second at 0.032-0.065 s in 4 of 4 runs).  So the
  * guided side runs first when seed + budget index is even and second
  * when it is odd: every column and every seed has pairs of both orders,
- * and an order bias shows as noise, not as a verdict. */
+ * and an order bias shows as noise, not as a verdict.
+ * TAGPLAN_BENCH_GNN_PAIR_ORDER=guided or =unguided runs that side first
+ * in every pair instead (to measure the bias). */
+static char pair_order = 'a';
 
 /*
  * The equal-time table: every case and seed, guided (pp) and unguided
@@ -811,6 +814,13 @@ static void equal_time_table(const struct tp_prior_provider *pp,
 	const char *ps = getenv("TAGPLAN_BENCH_GNN_PLAYOUTS");
 	bool warm_up;
 
+	{
+		const char *po = getenv("TAGPLAN_BENCH_GNN_PAIR_ORDER");
+		pair_order = !po || !*po			? 'a'
+			     : strcmp(po, "guided") == 0	? 'g'
+			     : strcmp(po, "unguided") == 0 ? 'u'
+							   : 'a';
+	}
 	warm_up = !getenv("TAGPLAN_BENCH_GNN_WARM_UP") ||
 		  strcmp(getenv("TAGPLAN_BENCH_GNN_WARM_UP"), "0") != 0;
 	table_wall = getenv("TAGPLAN_BENCH_GNN_CLOCK") &&
@@ -930,7 +940,8 @@ static void equal_time_table(const struct tp_prior_provider *pp,
 				double tl = timed ? secs[b] : 0;
 				uint64_t np = timed ? 0 : plays[b - n_secs];
 				/* PAIR_ORDER: alternate which side runs first */
-				if ((sd + b) % 2 == 0) {
+				if (pair_order == 'g' ||
+				    (pair_order == 'a' && (sd + b) % 2 == 0)) {
 					table_run(pl, pp, sd, tl, np, &g);
 					table_run(pl, NULL, sd, tl, np, &u);
 				} else {
