@@ -167,6 +167,42 @@ const char *fz_topology_one(const uint8_t *data, size_t size,
 }
 
 /* A validated plan must simulate (feasible or not) without error. */
+/* A plan tp_sim_run simulated into *rep, run again bounded with a cutoff
+ * no plan reaches (sim.h): it is cut only when out of memory (decided
+ * from the compute tasks' order before the task graph, sim.c), exactly
+ * when the report is infeasible, and otherwise simulates to the same
+ * figures. */
+static const char *fz_bounded_same(const struct tp_sim *sim,
+				   struct tp_sim_scratch *scr,
+				   const struct tp_plan *p,
+				   const struct tp_report *rep,
+				   struct tp_error *err)
+{
+	struct tp_report rep2;
+	struct tp_sim_cut cut;
+	const char *bug = NULL;
+
+	tp_report_init(&rep2);
+	tp_error_clear(err);
+	if (tp_sim_run_bounded(sim, p, scr, 1e300, &rep2, NULL, &cut, err))
+		bug = "a plan that simulates fails its bounded run";
+	else if (cut.bounded && !cut.out_of_memory)
+		bug = rep->iteration_time_s >= cut.lower_bound_s
+			      ? NULL
+			      : "a bounded run's lower bound exceeds the "
+				"simulated time";
+	else if (cut.bounded && rep->feasible)
+		bug = "a bounded run cut a feasible plan as out of memory";
+	else if (!cut.bounded && !rep->feasible)
+		bug = "a bounded run did not cut a plan out of memory";
+	else if (!cut.bounded &&
+		 memcmp(&rep->iteration_time_s, &rep2.iteration_time_s,
+			sizeof(double)) != 0)
+		bug = "a bounded run simulated a different time";
+	tp_report_release(&rep2);
+	return bug;
+}
+
 static const char *fz_simulate(const struct fz_fixture *fx,
 			       const struct tp_plan *p, struct tp_error *err)
 {
@@ -176,6 +212,8 @@ static const char *fz_simulate(const struct fz_fixture *fx,
 	tp_report_init(&rep);
 	if (tp_sim_run(fx->sim, p, fx->scratch, &rep, NULL, err))
 		bug = "a validated plan does not simulate";
+	else
+		bug = fz_bounded_same(fx->sim, fx->scratch, p, &rep, err);
 	tp_report_release(&rep);
 	return bug;
 }
@@ -489,8 +527,8 @@ static const char *fz_pipeline_simulate(const struct tp_model *m,
 		goto out;
 	if (tp_sim_run(sim, &p, scr, &rep, NULL, err))
 		bug = "the default strategy expanded but does not simulate";
-	else
-		bug = fz_report_roundtrip(&rep, c, err);
+	else if (!(bug = fz_report_roundtrip(&rep, c, err)))
+		bug = fz_bounded_same(sim, scr, &p, &rep, err);
 	tp_sim_scratch_free(scr);
 out:
 	tp_report_release(&rep);

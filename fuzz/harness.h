@@ -11,7 +11,12 @@
  *  - what a loader accepted, its writer writes and the loader reads back
  *    to the same text (src/io/README section 7, round trips);
  *  - a plan the loader or the strategy expansion produced validates and
- *    simulates without error (infeasible is a result, not an error).
+ *    simulates without error (infeasible is a result, not an error);
+ *  - such a plan (and the pipeline target's default strategy), run again
+ *    with tp_sim_run_bounded and a cutoff no plan reaches, is cut only
+ *    out of memory, exactly when the report is infeasible (the check
+ *    before the task graph, src/sim/sim.c), and otherwise simulates to
+ *    the same iteration time bit for bit.
  * They return NULL when every contract held, else a static string naming
  * the broken one (err then holds the record involved, if any).
  *
