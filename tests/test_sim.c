@@ -1492,6 +1492,34 @@ static void add_random_dp_group(struct tp_rng *rng, const struct tp_model *m,
 			 TP_OK);
 }
 
+/* A random plan of min_groups to min_groups + 3 contiguous groups of
+ * m's ops, 1F1B with 1, 2, 4 or 8 micro-batches, each group data
+ * parallel over nd_base << (0 .. nd_shifts - 1) devices
+ * (add_random_dp_group with n_dev, stride).  p is initialised. */
+static void random_dp_plan(struct tp_rng *rng, const struct tp_model *m,
+			   struct tp_plan *p, uint32_t min_groups,
+			   uint32_t nd_base, uint32_t nd_shifts,
+			   uint32_t n_dev, uint32_t stride)
+{
+	static const uint32_t mbs[] = {1, 2, 4, 8};
+	uint32_t n = (uint32_t)m->ops.n, first = 0;
+	uint32_t G = min_groups + (uint32_t)tp_rng_below(rng, 4);
+
+	p->global_batch = m->global_batch;
+	p->micro_batches = mbs[tp_rng_below(rng, 4)];
+	p->schedule = TP_SCHEDULE_1F1B;
+	p->virtual_stages = 1;
+	for (uint32_t g = 0; g < G; g++) {
+		uint32_t cnt = g + 1 == G
+				       ? n - first
+				       : 1 + (uint32_t)tp_rng_below(
+						     rng, (n - first) - (G - g - 1));
+		uint32_t nd = nd_base << tp_rng_below(rng, nd_shifts);
+		add_random_dp_group(rng, m, p, first, cnt, nd, n_dev, stride);
+		first += cnt;
+	}
+}
+
 /* Random plans of VGG-19 on the TAG testbed (16 heterogeneous GPUs):
  * contiguous groups on random device subsets with uneven shares, so that
  * many transfers and collectives share links.  A scratch reused across
@@ -1523,28 +1551,12 @@ START_TEST(test_reuse_heterogeneous)
 	for (int it = 0; it < 60; it++) {
 		struct tp_plan p;
 		struct tp_sim_scratch *fresh = tp_sim_scratch_new(sim);
-		uint32_t n = (uint32_t)m.ops.n, G = 1 + (uint32_t)tp_rng_below(&rng, 4);
-		uint32_t first = 0;
-		static const uint32_t mbs[] = {1, 2, 4, 8};
 		double lb = -1;
 		struct tp_sim_cut cut;
 		enum tp_status st;
 
 		tp_plan_init(&p);
-		p.global_batch = m.global_batch;
-		p.micro_batches = mbs[tp_rng_below(&rng, 4)];
-		p.schedule = TP_SCHEDULE_1F1B;
-		p.virtual_stages = 1;
-		for (uint32_t g = 0; g < G; g++) {
-			uint32_t cnt = g + 1 == G
-					       ? n - first
-					       : 1 + (uint32_t)tp_rng_below(
-							     &rng,
-							     (n - first) - (G - g - 1));
-			uint32_t nd = 1u << tp_rng_below(&rng, 5);
-			add_random_dp_group(&rng, &m, &p, first, cnt, nd, 16, 3);
-			first += cnt;
-		}
+		random_dp_plan(&rng, &m, &p, 1, 1, 5, 16, 3);
 		st = tp_sim_run(sim, &p, reused, &r1, NULL, &err);
 		if (st == TP_EINPUT) {
 			tp_plan_release(&p);
@@ -1631,28 +1643,10 @@ START_TEST(test_engine_shortcuts)
 		tp_sim_scratch_reference(ref, true);
 		for (int it = 0; it < 20; it++) {
 			struct tp_plan p;
-			uint32_t n = (uint32_t)m.ops.n, first = 0;
-			uint32_t G = 2 + (uint32_t)tp_rng_below(&rng, 4);
-			static const uint32_t mbs[] = {1, 2, 4, 8};
 			enum tp_status st;
 
 			tp_plan_init(&p);
-			p.global_batch = m.global_batch;
-			p.micro_batches = mbs[tp_rng_below(&rng, 4)];
-			p.schedule = TP_SCHEDULE_1F1B;
-			p.virtual_stages = 1;
-			for (uint32_t g = 0; g < G; g++) {
-				uint32_t cnt =
-					g + 1 == G
-						? n - first
-						: 1 + (uint32_t)tp_rng_below(
-							      &rng, (n - first) -
-									    (G - g - 1));
-				uint32_t nd = 8u << tp_rng_below(&rng, 4);
-				add_random_dp_group(&rng, &m, &p, first, cnt, nd,
-						    64, 5);
-				first += cnt;
-			}
+			random_dp_plan(&rng, &m, &p, 2, 8, 4, 64, 5);
 			st = tp_sim_run(sim, &p, fast, &r1, NULL, &err);
 			if (st == TP_EINPUT) {
 				tp_plan_release(&p);
@@ -1754,25 +1748,7 @@ START_TEST(test_memory_cut_early)
 							  &err) == TP_OK,
 				      "%s: %s", strats[it], err.msg);
 		} else {
-			static const uint32_t mbs[] = {1, 2, 4, 8};
-			uint32_t n = (uint32_t)m.ops.n, first = 0;
-			uint32_t G = 2 + (uint32_t)tp_rng_below(&rng, 4);
-			p.global_batch = m.global_batch;
-			p.micro_batches = mbs[tp_rng_below(&rng, 4)];
-			p.schedule = TP_SCHEDULE_1F1B;
-			p.virtual_stages = 1;
-			for (uint32_t g = 0; g < G; g++) {
-				uint32_t cnt =
-					g + 1 == G
-						? n - first
-						: 1 + (uint32_t)tp_rng_below(
-							      &rng, (n - first) -
-									    (G - g - 1));
-				uint32_t nd = 1u << tp_rng_below(&rng, 5);
-				add_random_dp_group(&rng, &m, &p, first, cnt, nd,
-						    64, 1);
-				first += cnt;
-			}
+			random_dp_plan(&rng, &m, &p, 2, 1, 5, 64, 1);
 		}
 		st = tp_sim_run_bounded(sim, &p, fast, 1e30, &r1, NULL, &c1,
 					&err);
