@@ -610,6 +610,52 @@ static void megatron_args(const struct tp_plan *p, const struct tp_model *m,
 }
 
 /*
+ * A pipeline deeper than the model names its layer count in the singular
+ * for a one-layer model ("only 1 layer", not "1 layers"): a 1-layer GPT
+ * on 16 GPUs with pp=2, and with pp=2 interleaved:2 (4 chunks).
+ */
+START_TEST(test_pipeline_one_layer_message)
+{
+	struct tp_gpt_dims d = {0};
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_strategy st;
+	struct tp_error err;
+	const char *spec = "dgx-h100:2";
+
+	d.hidden = 256;
+	d.layers = 1;
+	d.heads = 4;
+	d.seq = 128;
+	d.vocab = 1000;
+	d.batch = 16;
+	tp_model_init(&m);
+	ck_assert_msg(tp_build_gpt(&d, &m, &err) == TP_OK, "%s", err.msg);
+	tp_cluster_init(&c);
+	ck_assert_msg(tp_build_topology(&spec, 1, "ib-ndr", 1, &c, &err) ==
+			      TP_OK,
+		      "%s", err.msg);
+	tp_plan_init(&p);
+	ck_assert_int_eq(tp_strategy_parse("pp=2", &st, &err), TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&st, &m, &c, &p, &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "has only 1 layer;") != NULL, "%s",
+		      err.msg);
+	ck_assert_int_eq(tp_strategy_parse("pp=2,schedule=interleaved:2", &st,
+					   &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_strategy_to_plan(&st, &m, &c, &p, &err),
+			 TP_EINPUT);
+	ck_assert_msg(strstr(err.msg, "has only 1 layer;") != NULL, "%s",
+		      err.msg);
+	tp_plan_release(&p);
+	tp_model_release(&m);
+	tp_cluster_release(&c);
+}
+END_TEST
+
+/*
  * Uneven first / last stages (Megatron-Core's --decoder-first/last-
  * pipeline-num-layers) in the strategy string: Llama-2-7B's 32 layers on
  * 4 stages with first_layers=9, last_layers=5 are 9, 9, 9, 5 (the middle
@@ -1022,6 +1068,7 @@ Suite *suite_schedule(void)
 	tc = tcase_create("uneven-stages");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_uneven_stages_strategy);
+	tcase_add_test(tc, test_pipeline_one_layer_message);
 	tcase_add_test(tc, test_uneven_stages_simulated);
 	tcase_add_test(tc, test_account_embedding_loss);
 	suite_add_tcase(s, tc);

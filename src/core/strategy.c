@@ -713,11 +713,12 @@ static enum tp_status slot_layers(const struct tp_strategy *s,
 				    "stages; give one of them");
 	if (layers <= 0 || slots % n != 0 || slots / n < 1)
 		return tp_error_set(err, TP_EINPUT,
-				    "strategy: %lld layers%s%s make %lld "
+				    "strategy: %lld %s%s%s make %lld "
 				    "slots, which pp x V = %u chunks cannot "
 				    "share equally; pick pp and V so that pp x "
 				    "V divides %lld",
 				    (long long)layers,
+				    layers == 1 ? "layer" : "layers",
 				    s->account_embedding ? " + the embedding"
 							 : "",
 				    s->account_loss ? " + the loss" : "",
@@ -966,12 +967,14 @@ static enum tp_status check_chunks(uint32_t pp, uint32_t V, int64_t layers,
 			return tp_error_set(err, TP_EINPUT,
 					    "strategy: pp*V = %u*%u = %u "
 					    "pipeline chunks but the model has "
-					    "only %lld layers; lower V or pp",
-					    pp, V, n_chunks, (long long)layers);
+					    "only %lld %s; lower V or pp",
+					    pp, V, n_chunks, (long long)layers,
+					    layers == 1 ? "layer" : "layers");
 		return tp_error_set(err, TP_EINPUT,
 				    "strategy: pp=%u stages but the "
-				    "model has only %lld layers; lower pp",
-				    pp, (long long)layers);
+				    "model has only %lld %s; lower pp",
+				    pp, (long long)layers,
+				    layers == 1 ? "layer" : "layers");
 	}
 	if (n_chunks > nops)
 		return tp_error_set(
