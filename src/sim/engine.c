@@ -191,18 +191,9 @@ static inline bool ev_before(const struct heap_ev *a, const struct heap_ev *b)
 	return (a->t < b->t) | ((a->t == b->t) & (a->task < b->task));
 }
 
-static void heap_push(struct eng *E, double t, uint32_t task, uint32_t ev)
+/* Put x at the hole i of heap h, moving it up past later parents. */
+static inline void sift_up(struct heap_ev *h, size_t i, struct heap_ev x)
 {
-	struct tp_sim_scratch *s = E->s;
-	struct heap_ev *h, x = {t, task, ev};
-	size_t i;
-
-	if (tp_vec_reserve(&s->heap, 1)) {
-		E->oom = 1;
-		return;
-	}
-	h = s->heap.v;
-	i = s->heap.n++;
 	while (i > 0) {
 		size_t p = (i - 1) / 2;
 		if (!ev_before(&x, &h[p]))
@@ -211,6 +202,17 @@ static void heap_push(struct eng *E, double t, uint32_t task, uint32_t ev)
 		i = p;
 	}
 	h[i] = x;
+}
+
+static void heap_push(struct eng *E, double t, uint32_t task, uint32_t ev)
+{
+	struct tp_sim_scratch *s = E->s;
+
+	if (tp_vec_reserve(&s->heap, 1)) {
+		E->oom = 1;
+		return;
+	}
+	sift_up(s->heap.v, s->heap.n++, (struct heap_ev){t, task, ev});
 }
 
 /* The earliest event, out of the heap.  Bottom-up: the hole at the root
@@ -233,14 +235,7 @@ static struct heap_ev heap_pop(struct eng *E)
 		h[i] = h[m];
 		i = m;
 	}
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (!ev_before(&last, &h[p]))
-			break;
-		h[i] = h[p];
-		i = p;
-	}
-	h[i] = last;
+	sift_up(h, i, last);
 	return top;
 }
 
