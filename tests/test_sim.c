@@ -1492,6 +1492,22 @@ static void add_random_dp_group(struct tp_rng *rng, const struct tp_model *m,
 			 TP_OK);
 }
 
+/* GPT-3 13B (data/models) on 4 DGX-H100 + 4 DGX-A100 (64 GPUs, two
+ * GPU types): the fixture of the tests comparing the fast scratch with
+ * the reference one. */
+static void gpt3_13b_mixed(struct tp_cluster *c, struct tp_model *m)
+{
+	static const char *const specs[] = {"dgx-h100:4", "dgx-a100:4"};
+	struct tp_error err;
+
+	tp_cluster_init(c);
+	ck_assert_int_eq(tp_build_topology(specs, 2, NULL, 1, c, &err), TP_OK);
+	tp_model_init(m);
+	ck_assert_int_eq(tp_model_load_file(tp_data_file("models/gpt3-13b.json"),
+					    NULL, m, &err),
+			 TP_OK);
+}
+
 /* A random plan of min_groups to min_groups + 3 contiguous groups of
  * m's ops, 1F1B with 1, 2, 4 or 8 micro-batches, each group data
  * parallel over nd_base << (0 .. nd_shifts - 1) devices
@@ -1606,7 +1622,6 @@ END_TEST
  * transfers past the socket buffer). */
 START_TEST(test_engine_shortcuts)
 {
-	static const char *const specs[] = {"dgx-h100:4", "dgx-a100:4"};
 	static const char *const rts[] = {"none", "megatron-lm-2022"};
 	struct tp_cluster c;
 	struct tp_model m;
@@ -1616,12 +1631,7 @@ START_TEST(test_engine_shortcuts)
 	struct tp_strbuf j1, j2;
 	uint32_t n_ok = 0;
 
-	tp_cluster_init(&c);
-	ck_assert_int_eq(tp_build_topology(specs, 2, NULL, 1, &c, &err), TP_OK);
-	tp_model_init(&m);
-	ck_assert_int_eq(tp_model_load_file(tp_data_file("models/gpt3-13b.json"),
-					    NULL, &m, &err),
-			 TP_OK);
+	gpt3_13b_mixed(&c, &m);
 	tp_rng_seed(&rng, 7);
 	tp_report_init(&r1);
 	tp_report_init(&r2);
@@ -1693,7 +1703,6 @@ END_TEST
  * simulate. */
 START_TEST(test_memory_cut_early)
 {
-	static const char *const specs[] = {"dgx-h100:4", "dgx-a100:4"};
 	static const char *const strats[] = {
 		"tp=1,pp=1,dp=64",
 		"tp=2,pp=4,dp=8,mb=1,schedule=gpipe",
@@ -1717,12 +1726,7 @@ START_TEST(test_memory_cut_early)
 	struct tp_sim_scratch *fast, *ref;
 	uint32_t n_oom = 0, n_fit = 0;
 
-	tp_cluster_init(&c);
-	ck_assert_int_eq(tp_build_topology(specs, 2, NULL, 1, &c, &err), TP_OK);
-	tp_model_init(&m);
-	ck_assert_int_eq(tp_model_load_file(tp_data_file("models/gpt3-13b.json"),
-					    NULL, &m, &err),
-			 TP_OK);
+	gpt3_13b_mixed(&c, &m);
 	tp_rng_seed(&rng, 11);
 	tp_report_init(&r1);
 	tp_report_init(&r2);
