@@ -2250,6 +2250,76 @@ START_TEST(test_train_run_resume)
 }
 END_TEST
 
+/* Distillation (train.h distil_*; src/train/distil.c): every training
+ * game of tiny_options' corpus is planned once by the product search,
+ * its self-play follows that plan's decision vector, and the policy
+ * target of each level whose candidates hold the plan's choice puts
+ * distil_weight on it on top of (1 - distil_weight) x the level's own
+ * target; the held-out game is never searched.  Off (the default), the
+ * run writes the weights it wrote before, whatever the other distil_*
+ * options say. */
+START_TEST(test_train_distil)
+{
+	struct tp_train_options o;
+	struct tp_train_result *res = calloc(1, sizeof(*res));
+	struct tp_error err;
+	const struct tp_train_distil *d = &res->distil;
+	char w1[512], w2[512], w3[512];
+	char *a, *b;
+	size_t la, lb;
+	uint32_t matched;
+
+	snprintf(w1, sizeof(w1), "%s/d1.weights", tp_test_tmpdir());
+	snprintf(w2, sizeof(w2), "%s/d2.weights", tp_test_tmpdir());
+	snprintf(w3, sizeof(w3), "%s/d3.weights", tp_test_tmpdir());
+	tiny_options(&o, w1);
+	o.epochs = 1;
+	o.distil_every = 1;
+	o.distil_playouts = 200;
+	o.distil_weight = 0.8f;
+	ck_assert_msg(tp_train_run(&o, res, &err) == TP_OK, "%s", err.msg);
+	/* games 0-2; game 3 is held out (heldout 0.25) */
+	ck_assert_uint_eq(d->games, 3);
+	ck_assert_uint_eq(d->mapped, 3);
+	ck_assert(d->search_simulations > 0);
+	matched = d->levels[0][TP_TRAIN_DISTIL_MATCHED] +
+		  d->levels[1][TP_TRAIN_DISTIL_MATCHED];
+	ck_assert_uint_gt(d->levels[1][TP_TRAIN_DISTIL_MATCHED], 0);
+	ck_assert_uint_le(d->kept, matched);
+	/* the targets lean on the search's choice: 0.8 of it plus 0.2 of
+	   what the level's own target gave it */
+	ck_assert_msg(fabs(d->target_pi - (0.2 * d->own_pi + 0.8)) < 1e-4,
+		      "target %g, own %g", d->target_pi, d->own_pi);
+	ck_assert(d->target_pi >= 0.8 - 1e-6 && d->own_pi < 1);
+	/* off: nothing searched, nothing counted, the weights of a run
+	   that never heard of the other options */
+	tiny_options(&o, w2);
+	o.epochs = 1;
+	ck_assert_int_eq(tp_train_run(&o, res, &err), TP_OK);
+	ck_assert_uint_eq(d->games, 0);
+	ck_assert_uint_eq(d->levels[1][TP_TRAIN_DISTIL_MATCHED], 0);
+	tiny_options(&o, w3);
+	o.epochs = 1;
+	o.distil_playouts = 7;
+	o.distil_weight = 0.3f;
+	ck_assert_int_eq(tp_train_run(&o, res, &err), TP_OK);
+	a = tp_test_read(w2, &la);
+	b = tp_test_read(w3, &lb);
+	ck_assert(a && b && la == lb);
+	ck_assert(memcmp(a + TP_GNN_WEIGHTS_HEADER, b + TP_GNN_WEIGHTS_HEADER,
+			 la - TP_GNN_WEIGHTS_HEADER - 4) == 0);
+	free(b);
+	/* and on, the samples differ: so do the weights */
+	b = tp_test_read(w1, &lb);
+	ck_assert(b && la == lb);
+	ck_assert(memcmp(a + TP_GNN_WEIGHTS_HEADER, b + TP_GNN_WEIGHTS_HEADER,
+			 la - TP_GNN_WEIGHTS_HEADER - 4) != 0);
+	free(a);
+	free(b);
+	free(res);
+}
+END_TEST
+
 /* s with every run of white space made one space (in place). */
 static char *squeeze(char *s)
 {
@@ -2405,6 +2475,7 @@ Suite *suite_gnn(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_train_run_resume);
 	tcase_add_test(tc, test_train_runtimes);
+	tcase_add_test(tc, test_train_distil);
 	suite_add_tcase(s, tc);
 	return s;
 }

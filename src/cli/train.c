@@ -53,6 +53,15 @@ static const char about[] =
 	"(0 = none); above 256 one in four of those huge: 33 or more "       \
 	"nodes, a dense model of 4-8 layers in 4 groups"
 
+/* --distil-every (train.h distil_every, TP_TRAIN_DISTIL_*) */
+#define DISTIL_EVERY_HELP                                                   \
+	"game i with i % N == 0 (not held out; with --large-devices and N = " \
+	"8 the large games, N = 32 the huge ones): planned once by plan's "   \
+	"search, its self-play follows that plan's decisions (0 = off)"
+#define DISTIL_WEIGHT_HELP                                                  \
+	"the weight a distilled level's policy target puts on the long "      \
+	"search's choice (the rest: the level's own target)"
+
 static volatile sig_atomic_t stop_flag;
 
 static void on_signal(int sig)
@@ -107,6 +116,22 @@ static int binary_on_terminal(const char *out, const char *checkpoint)
 				  opt[1] == 'o' ? "weights" : "ckpt", opt);
 }
 
+/* The closing line on stderr (unless quiet). */
+static void say_done(const char *out, const struct tp_train_result *res,
+		     bool quiet)
+{
+	if (quiet)
+		return;
+	fprintf(stderr,
+		"tagplan train: wrote %s after %u epochs in %.0f s (%llu "
+		"playouts, %llu simulations; OpenBLAS's %s kernels; trained "
+		"on clusters of up to %u GPUs)%s\n",
+		out, res->epochs_done, res->seconds,
+		(unsigned long long)res->playouts,
+		(unsigned long long)res->simulations, res->blas,
+		res->corpus_gpus, res->interrupted ? "; interrupted" : "");
+}
+
 int cmd_train(int argc, char **argv)
 {
 	struct tp_train_options o;
@@ -114,8 +139,10 @@ int cmd_train(int argc, char **argv)
 	struct tp_error err;
 	const char *out = "tagplan.weights";
 	long long games, epochs, seed, threads, playouts, steps, batch,
-		hidden = 64, layers = 3, maxdev, largedev, rtevery;
-	double lr, heldout, bucket_mb = tp_cli_grad_bucket_mb_default();
+		hidden = 64, layers = 3, maxdev, largedev, rtevery,
+		dsevery = 0, dsplayouts = TP_TRAIN_DISTIL_PLAYOUTS;
+	double lr, heldout, bucket_mb = tp_cli_grad_bucket_mb_default(),
+		dsweight = TP_TRAIN_DISTIL_WEIGHT;
 	bool quiet = false;
 	struct sigaction old_int, old_term;
 	int code;
@@ -178,6 +205,12 @@ int cmd_train(int argc, char **argv)
 			{"grad-bucket-mb", 0, TP_OPT_DOUBLE, &bucket_mb, "MB",
 			 "the self-play simulator's " TP_CLI_GRAD_BUCKET_TEXT,
 			 1e-3, 1e6, false},
+			{"distil-every", 0, TP_OPT_INT, &dsevery, "N",
+			 DISTIL_EVERY_HELP, 0, 100000, false},
+			{"distil-playouts", 0, TP_OPT_INT, &dsplayouts, "N",
+			 "playouts of a distilled game's search", 1, 1e7, false},
+			{"distil-weight", 0, TP_OPT_DOUBLE, &dsweight, "X",
+			 DISTIL_WEIGHT_HELP, 0, 1, false},
 			{"resume", 0, TP_OPT_STRING, &o.resume, "CHECKPOINT",
 			 "continue from a checkpoint", 0, 0, false},
 			{"checkpoint", 0, TP_OPT_STRING, &o.checkpoint, "FILE",
@@ -218,6 +251,9 @@ int cmd_train(int argc, char **argv)
 	o.max_devices = (uint32_t)maxdev;
 	o.large_devices = (uint32_t)largedev;
 	o.runtime_every = (uint32_t)rtevery;
+	o.distil_every = (uint32_t)dsevery;
+	o.distil_playouts = (uint32_t)dsplayouts;
+	o.distil_weight = (float)dsweight;
 	o.grad_bucket_bytes = bucket_mb * 1e6;
 	o.note = "tagplan train";
 	o.log = log_line;
@@ -238,16 +274,7 @@ int cmd_train(int argc, char **argv)
 		free(res);
 		return tp_cli_fail(&err);
 	}
-	if (!quiet)
-		fprintf(stderr,
-			"tagplan train: wrote %s after %u epochs in %.0f s "
-			"(%llu playouts, %llu simulations; OpenBLAS's %s "
-			"kernels; trained on clusters of up to %u GPUs)%s\n",
-			out, res->epochs_done, res->seconds,
-			(unsigned long long)res->playouts,
-			(unsigned long long)res->simulations, res->blas,
-			res->corpus_gpus,
-			res->interrupted ? "; interrupted" : "");
+	say_done(out, res, quiet);
 	code = res->interrupted ? TP_EXIT_INTERRUPTED : TP_EXIT_OK;
 	free(res);
 	return code;

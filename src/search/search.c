@@ -64,6 +64,8 @@ void tp_search_result_release(struct tp_search_result *r)
 	tp_report_release(&r->runnable_report);
 	for (int b = 0; b < TP_BASELINE_COUNT; b++)
 		tp_plan_release(&r->baselines[b].plan);
+	free(r->best_gl);
+	free(r->best_dec);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -143,6 +145,37 @@ static enum tp_status answer(struct sctx *s, struct worker *w)
 	if (st)
 		return st;
 	res->have_plan = true;
+	return TP_OK;
+}
+
+/* The best decision vector into res->best_gl / best_dec (search.h);
+ * after answer().  Nothing when the run did not search. */
+static enum tp_status best_decisions(struct sctx *s)
+{
+	struct tp_search_result *res = s->res;
+	const struct sctx_best *d = &s->bestdec;
+	const struct sctx_best *a = s->ans.have ? &s->ans : &s->best;
+
+	if (!searching(s->o) || !d->have || res->best_gl)
+		return TP_OK;
+	res->best_gl = malloc(sizeof(*res->best_gl));
+	res->best_dec = tp_calloc(s->K ? s->K : 1, sizeof(*res->best_dec));
+	if (!res->best_gl || !res->best_dec) {
+		free(res->best_gl);
+		free(res->best_dec);
+		res->best_gl = NULL;
+		res->best_dec = NULL;
+		return tp_error_set(&s->err, TP_ENOMEM, "out of memory");
+	}
+	*res->best_gl = d->gl;
+	if (s->K)
+		memcpy(res->best_dec, d->dec, s->K * sizeof(*d->dec));
+	res->best_dec_feasible = d->feasible;
+	res->best_dec_time_s = d->time;
+	res->best_dec_answer = !a->raw &&
+			       !memcmp(&a->gl, &d->gl, sizeof(d->gl)) &&
+			       (!s->K || !memcmp(a->dec, d->dec,
+						 s->K * sizeof(*d->dec)));
 	return TP_OK;
 }
 
@@ -434,6 +467,8 @@ enum tp_status tp_search_run(const struct tp_model *m,
 	s.phase = "done";
 	sctx_progress(&s, true);
 	st = answer(&s, &w0);
+	if (!st)
+		st = best_decisions(&s);
 	if (!st)
 		st = all_devices(&s, &w0);
 	if (!st && res->have_runnable) {

@@ -55,6 +55,8 @@
 
 struct tp_sim;
 struct tp_sim_cut;
+struct tp_globals;  /* actions.h */
+struct tp_decision; /* actions.h */
 
 /*
  * How plans are scored: an evaluator is one function and its context,
@@ -396,6 +398,22 @@ struct tp_search_result {
 	double gain_clear_rank, prior_clear_rank;
 	uint64_t gain_n;
 	double gain_sx, gain_sy, gain_sxx, gain_syy, gain_sxy;
+	/* The best decision vector the search scored: the incumbent its
+	   tree refines (NULL when there is none, or the run answered a
+	   baseline or a given plan).  best_gl is its global settings,
+	   best_dec its decisions, one per group (n_groups), both in the
+	   action space (actions.h) of the coarsening tp_coarsen(m,
+	   options.groups) under options.runtime; best_dec_time_s and
+	   best_dec_feasible its evaluation (a RUN report); best_dec_answer
+	   when the answer is this vector's plan, false when it is a plan
+	   scored as is (a baseline's, a mixed move's, a stacked sweep
+	   change's) or chosen by the evaluator's answer score.  Owned by
+	   the result (tp_search_result_release).  Self-play distillation
+	   (src/train) maps it onto its decision levels. */
+	struct tp_globals *best_gl;
+	struct tp_decision *best_dec;
+	bool best_dec_feasible, best_dec_answer;
+	double best_dec_time_s;
 };
 
 void tp_search_result_init(struct tp_search_result *r);

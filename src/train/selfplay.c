@@ -26,6 +26,7 @@ void game_release(struct game *g)
 	tp_cluster_release(&g->c);
 	tp_model_release(&g->m);
 	free(g->dec0);
+	free(g->dist.dec);
 }
 
 /* ------------------------------------------------------------------ */
@@ -591,7 +592,8 @@ nomem:
  * One self-play game: from the data-parallel incumbent, at every level run
  * `playouts` playouts from the current node, record it, move on (sampled
  * from the visits in the first levels when explore, else the most
- * visited).
+ * visited; a distilled game toward its long search's decisions,
+ * distil.c).
  */
 enum tp_status play_game(struct tctx *t, uint32_t gi, struct game *g,
 				uint32_t playouts, bool explore,
@@ -605,6 +607,9 @@ enum tp_status play_game(struct tctx *t, uint32_t gi, struct game *g,
 	if ((st = tctx_bind(t, g, true)))
 		return st;
 	K = g->g.n;
+	memset(g->dist.levels, 0, sizeof(g->dist.levels));
+	g->dist.kept = 0;
+	g->dist.target_pi = g->dist.own_pi = 0;
 	if ((st = game_incumbent(t)))
 		return st;
 	dec = tp_calloc(K, sizeof(*dec));
@@ -639,6 +644,32 @@ enum tp_status play_game(struct tctx *t, uint32_t gi, struct game *g,
 		p = &t->nodes.v[root];
 		if (!p->n_children || S->s.n == si)
 			break;
+		/* a distilled game follows its long search's decisions
+		 * (distil.c) where it can */
+		if (g->dist.have) {
+			uint32_t ch = 0;
+			enum distil_move mv = distil_step(
+				t, g, level, root, S->pi.v + S->s.v[si].pi_off,
+				&gl, dec, &ch);
+			if (mv == DISTIL_FOLLOW) {
+				pick = p->first_child + ch;
+				apply(level, &t->nodes.v[pick].action, &gl,
+				      dec, K);
+				root = pick;
+				continue;
+			}
+			if (mv == DISTIL_JUMP) {
+				/* off the tree: a new one from there */
+				t->nodes.n = 0;
+				root = new_node(t);
+				if (root == UINT32_MAX) {
+					st = tp_error_set(&t->err, TP_ENOMEM,
+							  "out of memory");
+					goto out;
+				}
+				continue;
+			}
+		}
 		/* move: sampled from the target early on when exploring,
 		 * else its most likely action */
 		{

@@ -43,6 +43,8 @@ void tp_train_options_default(struct tp_train_options *o)
 	o->weight_decay = 1e-2f;
 	o->max_devices = 32;
 	o->runtime_every = 3;
+	o->distil_playouts = TP_TRAIN_DISTIL_PLAYOUTS;
+	o->distil_weight = (float)TP_TRAIN_DISTIL_WEIGHT;
 }
 
 double train_now(void)
@@ -86,6 +88,7 @@ struct run {
 	struct samples *per_game;
 	uint32_t playouts;
 	bool explore, held_phase;
+	struct tp_train_distil dist; /* summed as it goes */
 	/* training step */
 	const uint32_t *batch_idx;
 	uint32_t batch_n;
@@ -180,10 +183,11 @@ static enum tp_status build_game(struct run *R, uint32_t i,
 		 tp_train_family_name(g->fam), g->m.ops.n,
 		 (long long)g->m.seq_len, cdesc, g->c.devices.n,
 		 g->rt ? g->rt->name : "none");
-	if ((st = tp_coarsen(&g->m,
-			     d.large > TP_TRAIN_HUGE_ABOVE ? TP_TRAIN_HUGE_GROUPS
-							   : 0,
-			     &g->g, err)) ||
+	g->groups_asked =
+		d.large > TP_TRAIN_HUGE_ABOVE ? TP_TRAIN_HUGE_GROUPS : 0;
+	g->dist.on = R->o->distil_every && i % R->o->distil_every == 0 &&
+		     !g->heldout;
+	if ((st = tp_coarsen(&g->m, g->groups_asked, &g->g, err)) ||
 	    (st = tp_space_init(&g->sp, &g->m, &g->c, &g->g, err)))
 		return st;
 	if (g->rt && (st = tp_space_set_runtime(&g->sp, g->rt, err)))
@@ -239,6 +243,109 @@ static void *play_thread(void *arg)
 				  &R->per_game[i]);
 	}
 	return NULL;
+}
+
+static enum tp_status run_parallel(struct run *R, void *(*fn)(void *),
+				   struct tp_error *err);
+
+/* The long searches of the distilled games (distil.c), in parallel. */
+static void *distil_thread(void *arg)
+{
+	struct job *j = arg;
+	struct run *R = j->R;
+	struct tctx *t = j->t;
+
+	for (;;) {
+		uint32_t i;
+		pthread_mutex_lock(&R->lock);
+		i = R->next++;
+		pthread_mutex_unlock(&R->lock);
+		if (i >= R->n_games || t->st)
+			break;
+		if (!R->games[i].dist.on)
+			continue;
+		if (R->o->stop && *R->o->stop)
+			break;
+		t->st = distil_search(t, &R->games[i]);
+	}
+	return NULL;
+}
+
+/* Search the distilled games once and say what each search found. */
+static enum tp_status distil_games(struct run *R, struct tp_error *err)
+{
+	struct tp_train_distil *D = &R->dist;
+	double t0 = train_now();
+	enum tp_status st;
+
+	if (!R->o->distil_every)
+		return TP_OK;
+	if ((st = run_parallel(R, distil_thread, err)))
+		return st;
+	for (uint32_t i = 0; i < R->n_games; i++) {
+		const struct game *g = &R->games[i];
+		if (!g->dist.on)
+			continue;
+		D->games++;
+		D->mapped += g->dist.have;
+		D->answers += g->dist.have && g->dist.answer;
+		D->search_seconds += g->dist.seconds;
+		D->search_simulations += g->dist.sims;
+		train_log(R->o,
+			  "distil: game %u, %s: %llu simulations, %.1f s; "
+			  "answer %.6g s (%s); best decision vector %.6g s%s",
+			  i, g->desc, (unsigned long long)g->dist.sims,
+			  g->dist.seconds, g->dist.answer_time,
+			  g->dist.source[0] ? g->dist.source : "none",
+			  g->dist.time,
+			  !g->dist.have     ? " (none this game can follow)"
+			  : g->dist.answer  ? " (the answer)"
+					    : "");
+	}
+	train_log(R->o,
+		  "distil: %u games searched (%u playouts each) in %.0f s: "
+		  "%u give a path, %u of them the answer's",
+		  D->games, R->o->distil_playouts, train_now() - t0, D->mapped,
+		  D->answers);
+	return TP_OK;
+}
+
+/* One epoch's levels of the distilled games into R->dist, and its log
+ * line. */
+static void distil_epoch(struct run *R)
+{
+	struct tp_train_distil e;
+	uint32_t m;
+
+	if (!R->o->distil_every)
+		return;
+	memset(&e, 0, sizeof(e));
+	for (uint32_t i = 0; i < R->n_games; i++) {
+		const struct distil_target *d = &R->games[i].dist;
+		if (!d->have)
+			continue;
+		for (int k = 0; k < 2; k++)
+			for (int l = 0; l < TP_TRAIN_DISTIL_LEVELS; l++) {
+				e.levels[k][l] += d->levels[k][l];
+				R->dist.levels[k][l] += d->levels[k][l];
+			}
+		e.kept += d->kept;
+		e.target_pi += d->target_pi;
+		e.own_pi += d->own_pi;
+	}
+	R->dist.kept += e.kept;
+	R->dist.target_pi += e.target_pi;
+	R->dist.own_pi += e.own_pi;
+	m = e.levels[0][0] + e.levels[1][0];
+	train_log(R->o,
+		  "  distil levels (globals / groups): %u / %u matched (%u at "
+		  "the keep candidate; target weight on the choice %.2f, the "
+		  "level's own %.2f), %u / %u past 64 candidates, %u / %u no "
+		  "candidate (jumped), %u / %u not valid in the state",
+		  e.levels[0][0], e.levels[1][0], e.kept,
+		  m ? e.target_pi / m : 0, m ? e.own_pi / m : 0,
+		  e.levels[0][1], e.levels[1][1], e.levels[0][2],
+		  e.levels[1][2], e.levels[0][3], e.levels[1][3]);
 }
 
 static enum tp_status run_parallel(struct run *R, void *(*fn)(void *),
@@ -835,6 +942,7 @@ static enum tp_status train_epoch(struct run *R, struct tp_gnn_adam *adam,
 	memset(&R->cur, 0, sizeof(R->cur));
 	if ((st = selfplay(R, false, o->playouts, true, &R->cur, err)))
 		return st;
+	distil_epoch(R);
 	if (e == 0 && !o->resume && (st = measure_norm(R, &R->cur, err)))
 		return st;
 	if ((st = optimise(R, adam, e, ep, &steps, err)))
@@ -911,11 +1019,16 @@ enum tp_status tp_train_run(const struct tp_train_options *o,
 	memset(&adam, 0, sizeof(adam));
 	if (o->games < 2 || o->threads < 1 || o->threads > 64 ||
 	    o->epochs > TP_TRAIN_MAX_EPOCHS || o->batch < 1 ||
-	    o->playouts < 2 || !(o->heldout >= 0 && o->heldout <= 0.5))
+	    o->playouts < 2 || !(o->heldout >= 0 && o->heldout <= 0.5) ||
+	    (o->distil_every &&
+	     (o->distil_playouts < 1 ||
+	      !(o->distil_weight >= 0 && o->distil_weight <= 1))))
 		return tp_error_set(err, TP_EUSAGE,
 				    "training options out of range: games >= "
 				    "2, 1..64 threads, epochs <= %d, batch >= "
-				    "1, playouts >= 2, held-out 0..0.5",
+				    "1, playouts >= 2, held-out 0..0.5, "
+				    "distillation playouts >= 1 and weight "
+				    "0..1",
 				    TP_TRAIN_MAX_EPOCHS);
 	/* sgemm rounds differently per kernel set, and self-play follows
 	   the priors: the weights are reproducible only on the same set */
@@ -939,7 +1052,8 @@ enum tp_status tp_train_run(const struct tp_train_options *o,
 		goto out;
 	/* held-out targets: a stronger uniform search (2x playouts) */
 	R.epoch = 0;
-	if ((st = selfplay(&R, true, 2 * o->playouts, false, &R.held, err)))
+	if ((st = selfplay(&R, true, 2 * o->playouts, false, &R.held, err)) ||
+	    (st = distil_games(&R, err)))
 		goto out;
 	for (uint32_t e = start_epoch; e < o->epochs; e++) {
 		if ((st = train_epoch(&R, &adam, e,
@@ -952,6 +1066,12 @@ enum tp_status tp_train_run(const struct tp_train_options *o,
 		}
 	}
 	res->seconds = train_now() - t0;
+	res->distil = R.dist;
+	{
+		uint32_t m = R.dist.levels[0][0] + R.dist.levels[1][0];
+		res->distil.target_pi = m ? R.dist.target_pi / m : 0;
+		res->distil.own_pi = m ? R.dist.own_pi / m : 0;
+	}
 	for (uint32_t i = 0; i < R.nt; i++) {
 		res->playouts += R.tc[i].playouts;
 		res->simulations += R.tc[i].sims;

@@ -32,7 +32,10 @@
  * game moves on to the target's
  * most likely action (sampled from it in the first half of the levels).
  * Epoch 0 searches with uniform priors; later epochs with the network
- * being trained.
+ * being trained.  With distil_every (off by default), a share of the
+ * games is planned once by `tagplan plan`'s own long search and their
+ * self-play follows that plan, its targets leaning on the plan's
+ * choices (distil.c, options below).
  * After each epoch's games the network is trained on the last two epochs'
  * samples (Adam, gradient clipping) and evaluated on a held-out split of
  * the corpus (games never trained on): policy cross-entropy, how often
@@ -100,6 +103,18 @@ struct tp_train_options {
 	bool visit_targets;     /* policy target = visit counts (AlphaZero)
 				   instead of the softmax of the actions'
 				   best values (default) */
+	/* Distillation of long searches (distil.c; 0 = off, the default):
+	   game i with i % distil_every == 0, unless held out, is planned
+	   once by `tagplan plan`'s search (tp_search_run, unguided, one
+	   thread, no time limit, distil_playouts playouts) before epoch 1,
+	   and every epoch its self-play game follows that search's best
+	   decision vector: at each level whose candidates hold the
+	   vector's choice, the sample's policy target is (1 -
+	   distil_weight) x the level's own target + distil_weight on that
+	   choice, and the game moves there (TP_TRAIN_DISTIL below). */
+	uint32_t distil_every;
+	uint32_t distil_playouts; /* >= 1 when distil_every > 0 */
+	float distil_weight;      /* 0..1 */
 	void (*log)(void *ctx, const char *line);
 	void *log_ctx;
 	volatile sig_atomic_t *stop; /* nonzero: finish the epoch and stop */
@@ -146,6 +161,50 @@ struct tp_train_epoch {
 
 #define TP_TRAIN_MAX_EPOCHS 256
 
+/* Distillation (options distil_*): the defaults of `tagplan train
+ * --distil-every N`.  The weight: at 0.5 the long search's choice is
+ * the target's most likely action (the others share at most the other
+ * half), and the level's own ranking of the other candidates keeps half
+ * the target (one plan's choice says nothing of them); src/gnn/README,
+ * "Distillation". */
+#define TP_TRAIN_DISTIL_PLAYOUTS 20000
+#define TP_TRAIN_DISTIL_WEIGHT 0.5
+
+/* Why a level of a distilled game did not take the long search's choice
+ * (tp_train_distil.levels). */
+enum tp_train_distil_level {
+	TP_TRAIN_DISTIL_MATCHED,  /* a candidate: the target leans there */
+	TP_TRAIN_DISTIL_BEYOND,   /* a candidate past the first 64 */
+	TP_TRAIN_DISTIL_OUTSIDE,  /* not a candidate of the state (e.g.
+				     global settings changed in several
+				     ways at once): the game jumps there,
+				     no target */
+	TP_TRAIN_DISTIL_INVALID,  /* not valid in the state (e.g. under
+				     the path's global settings): the game
+				     takes its own move */
+	TP_TRAIN_DISTIL_LEVELS
+};
+
+/* What distillation did, summed over the run's distilled games: the
+ * long searches once, the levels over every epoch's self-play ([0] the
+ * global-settings level, [1] the group levels). */
+struct tp_train_distil {
+	uint32_t games;       /* searched (distil_every, not held out) */
+	uint32_t mapped;      /* whose best decision vector this game's
+				 levels can follow (same groups) */
+	uint32_t answers;     /* whose vector is the search's answer (not
+				 a plan scored as is) */
+	double search_seconds;
+	uint64_t search_simulations;
+	uint32_t levels[2][TP_TRAIN_DISTIL_LEVELS];
+	uint32_t kept;        /* matched levels whose choice was the
+				 candidate that keeps the state */
+	double target_pi;     /* mean, over the matched levels' samples,
+				 of the target's policy weight on the
+				 search's choice */
+	double own_pi;        /* ... of the level's own target there */
+};
+
 struct tp_train_result {
 	uint32_t epochs_done;
 	struct tp_train_epoch epoch[TP_TRAIN_MAX_EPOCHS];
@@ -157,6 +216,7 @@ struct tp_train_result {
 	uint32_t corpus_gpus; /* with o->out: the most GPUs of a training
 				 game (held-out ones aside), as the weights
 				 file records it (gnn/net.h tp_gnn_meta) */
+	struct tp_train_distil distil; /* with distil_every */
 };
 
 /*

@@ -41,6 +41,28 @@
 #define CKPT_MAGIC "TPGNNCK\n"
 #define CKPT_VERSION 1
 
+/* A game's long search (distil.c): its best decision vector when the
+ * game's levels can follow it, and what the last self-play did with
+ * it. */
+struct distil_target {
+	bool on;       /* chosen (options distil_every, not held out) */
+	bool have;     /* gl, dec hold the search's best decision vector */
+	bool answer;   /* ... which is also its answer */
+	struct tp_globals gl;
+	struct tp_decision *dec;
+	double time;   /* its iteration time (INFINITY: does not fit) */
+	double answer_time; /* the search's answer's (INFINITY: ...) */
+	char source[96];    /* where the answer came from */
+	double seconds;
+	uint64_t sims;
+	/* the last self-play: levels by kind ([0] globals, [1] groups) and
+	   outcome, matched levels at the keep candidate, and the sums of
+	   the target's and the level's own weight on the choice */
+	uint32_t levels[2][TP_TRAIN_DISTIL_LEVELS];
+	uint32_t kept;
+	double target_pi, own_pi;
+};
+
 struct game {
 	uint64_t seed;
 	enum tp_train_family fam;
@@ -60,6 +82,8 @@ struct game {
 	struct tp_globals gl0;
 	struct tp_decision *dec0;
 	double ref;
+	uint32_t groups_asked; /* tp_coarsen's argument for g */
+	struct distil_target dist;
 };
 
 struct sample {
@@ -149,6 +173,18 @@ enum tp_status play_game(struct tctx *t, uint32_t gi, struct game *g,
 enum tp_status sample_input(struct tctx *t, struct game *g,
 			    const struct samples *S, const struct sample *x,
 			    struct tp_gnn_input *in);
+
+/* distil.c: the long search of a chosen game (once; g->dist), and at
+ * one level of its self-play (after record() wrote the sample of node
+ * root, whose policy target is pi) the move toward its best decision vector: DISTIL_FOLLOW with
+ * *child the root's child to take (the sample's target mixed),
+ * DISTIL_JUMP with gl / dec moved to the vector's choice off the tree
+ * (the caller starts a new tree), DISTIL_OWN for the game's own move. */
+enum distil_move { DISTIL_FOLLOW, DISTIL_JUMP, DISTIL_OWN };
+enum tp_status distil_search(struct tctx *t, struct game *g);
+enum distil_move distil_step(struct tctx *t, struct game *g, uint32_t level,
+			     uint32_t root, float *pi, struct tp_globals *gl,
+			     struct tp_decision *dec, uint32_t *child);
 
 /* checkpoint.c: the network, its Adam state and the epochs done; load
  * gives a new network (caller frees) and refills a (learning rate lr). */
