@@ -356,6 +356,60 @@ START_TEST(test_nvls_tp_allreduce)
 }
 END_TEST
 
+/* A replica is a copy of the one before it in its group (lanes.c
+ * make_lanes, SAME_AS_PREV) only when its tensor-parallel ring is as fast
+ * too: small_gpt at tp = 2, dp = 4 on two toy nodes of 4 GPUs (an
+ * NVSwitch of 300 GB/s, one NIC of 10 GB/s per GPU), the same type and
+ * the same samples everywhere, the ranks of replicas 1 and 3 in
+ * different nodes.  Copied from replica 0, replica 1's collectives would
+ * take replica 0's time; they take longer, and replica 2's (inside node
+ * 1 again) do not. */
+START_TEST(test_replica_copy_needs_same_ring)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_plan p;
+	struct tp_report r;
+	struct tp_sim *sim;
+	uint32_t ops[256], devs[8] = {0, 1, 3, 4, 5, 6, 2, 7};
+
+	small_gpt(&m, 512, TP_DTYPE_BF16);
+	ck_assert_uint_le(m.ops.n, 256);
+	for (uint32_t i = 0; i < m.ops.n; i++)
+		ops[i] = i;
+	toy_cluster(&c, 2, 4, 300e9, 10e9, 0);
+	tp_plan_init(&p);
+	p.global_batch = m.global_batch;
+	p.micro_batches = 1;
+	ck_assert_int_eq(tp_plan_add_group_degrees(
+			     &p, ops, (uint32_t)m.ops.n, devs, 8,
+			     &(struct tp_plan_degrees){4, 1, 2}, NULL, NULL),
+			 TP_OK);
+	sim = new_sim(&m, &c, false);
+	tp_report_init(&r);
+	run(sim, &p, &r);
+	ck_assert(r.devices[0].communication_s > 0);
+	/* device 3 (node 0) and 4 (node 1) form replica 1 */
+	ck_assert_msg(r.devices[3].communication_s >
+			  1.5 * r.devices[0].communication_s,
+		      "replica 1 %.9g s, replica 0 %.9g s",
+		      r.devices[3].communication_s,
+		      r.devices[0].communication_s);
+	ck_assert(r.devices[4].communication_s >
+		  1.5 * r.devices[0].communication_s);
+	ck_assert_msg(r.devices[5].communication_s <
+			  r.devices[3].communication_s / 1.5,
+		      "replica 2 %.9g s, replica 1 %.9g s",
+		      r.devices[5].communication_s,
+		      r.devices[3].communication_s);
+	tp_report_release(&r);
+	tp_sim_free(sim);
+	tp_plan_release(&p);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 /* Parameter server: every replica pushes S/n to each other replica, then
  * pulls: 2 (a + (n-1)/n S/b) on a switch where each device's link carries
  * its n-1 flows. */
@@ -2113,6 +2167,7 @@ Suite *suite_sim(void)
 	tcase_add_test(tc, test_hierarchical_allreduce_time);
 	tcase_add_test(tc, test_tree_allreduce_across_nodes);
 	tcase_add_test(tc, test_nvls_tp_allreduce);
+	tcase_add_test(tc, test_replica_copy_needs_same_ring);
 	tcase_add_test(tc, test_parameter_server_time);
 	tcase_add_test(tc, test_sync_overlap);
 	tcase_add_test(tc, test_pipeline_bubbles);

@@ -1282,13 +1282,14 @@ static bool lc_same(const struct tp_sim_scratch *s, const struct lcentry *a,
 }
 
 int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
-		      struct tp_sim_scratch *s, struct lane *ln)
+		      struct tp_sim_scratch *s, struct lane *ln,
+		      uint64_t ops_h)
 {
 	const struct tp_plan_group *gr = &plan->groups.v[ln->group];
 	const uint32_t *ops = tp_plan_group_ops(plan, ln->group);
 	const uint32_t *devs = plan->devs.v + ln->dev_first;
 	struct lcentry k, *e;
-	uint64_t h = 0x243f6a8885a308d3ull;
+	uint64_t h = ops_h;
 	uint32_t slot, mask;
 
 	memset(&k, 0, sizeof(k));
@@ -1321,8 +1322,6 @@ int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
 	k.ep_a = ln->ep_a;
 	k.ep_k = ln->ep_k;
 	k.lf = ln->lf;
-	for (uint32_t i = 0; i < gr->n_ops; i++)
-		h = hash_mix(h, ops[i]);
 	h = hash_mix(h, ((uint64_t)k.n_ops << 32) | k.tp);
 	h = hash_mix(h, ((uint64_t)k.dp << 32) | k.zero);
 	h = hash_mix(h, ((uint64_t)k.sp << 8) | k.rc);

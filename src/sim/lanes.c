@@ -696,6 +696,41 @@ static int lane_cp_ring(const struct tp_sim *sim, const struct tp_plan *plan,
 	return 0;
 }
 
+/* SAME_AS_PREV: whether replica r of group g (devices from
+ * gr->dev_first + off) would be a copy of the group's previous lane prev
+ * in make_lanes below, found without making it: the same degree, samples,
+ * rank types and tensor-parallel ring (lane_tp_ring of its devices, the
+ * only input of the comparison that differs between replicas: lane_ep
+ * and lane_cp_ring copy prev's values to every replica after the first;
+ * those are compared with themselves as the full comparison did, which
+ * is false only for a NaN).  A plain data-parallel plan of 1,024 GPUs has
+ * 50,000 lanes of 300 bytes, nearly all such copies: they were cleared,
+ * filled, compared and copied over, two passes over 15 MB.  Allocation
+ * failure answers false (make_lanes then fails on its own call). */
+static bool same_as_prev(const struct tp_sim *sim, const struct tp_plan *plan,
+			 struct tp_sim_scratch *s, const struct lane *prev,
+			 uint32_t g, uint32_t r, uint32_t off, double mb)
+{
+	const struct tp_plan_group *gr = &plan->groups.v[g];
+	const double *sh = tp_plan_group_shares(plan, g);
+	struct lane q;
+
+	q.tp = tp_plan_replica_tp(plan, g, r);
+	q.dev_first = gr->dev_first + off;
+	q.samples = gr->cp > 1 ? sh[r / gr->cp] * mb / gr->cp : sh[r] * mb;
+	if (prev->tp != q.tp || prev->samples != q.samples ||
+	    prev->ep_a != prev->ep_a || prev->ep_k != prev->ep_k ||
+	    prev->cp_lat != prev->cp_lat || prev->cp_rate != prev->cp_rate ||
+	    !same_types(sim, plan->devs.v + prev->dev_first,
+			plan->devs.v + q.dev_first, q.tp))
+		return false;
+	q.tp_a = q.tp_k = q.ar_a = q.ar_k = 0;
+	if (lane_tp_ring(sim, plan, s, &q))
+		return false;
+	return prev->tp_a == q.tp_a && prev->tp_k == q.tp_k &&
+	       prev->ar_a == q.ar_a && prev->ar_k == q.ar_k;
+}
+
 /* Every group's lanes with their costs (a replica identical to the
  * previous one copies it), then the group's compression (sfb_hook.c). */
 static enum tp_status make_lanes(const struct tp_sim *sim,
@@ -714,45 +749,49 @@ static enum tp_status make_lanes(const struct tp_sim *sim,
 		const struct tp_plan_group *gr = &plan->groups.v[g];
 		const double *sh = tp_plan_group_shares(plan, g);
 		uint32_t off = 0, big;
+		uint64_t ops_h = 0;
+		bool have_ops_h = false;
 		s->groups.v[g].lane_first = (uint32_t)s->lanes.n;
 		for (uint32_t r = 0; r < grp_reps(gr); r++) {
 			struct lane *ln = &s->lanes.v[s->lanes.n++];
-			struct lane *prev = r ? ln - 1 : NULL;
-			memset(ln, 0, sizeof(*ln));
-			ln->group = g;
-			ln->replica = r;
+			const struct lane *prev = r ? ln - 1 : NULL;
+			struct lane nl;
+			if (prev && same_as_prev(sim, plan, s, prev, g, r, off,
+						 mb)) {
+				*ln = *prev;
+				ln->replica = r;
+				ln->dev_first = gr->dev_first + off;
+				ln->tp_bt = TP_NONE;
+				off += ln->tp;
+				continue;
+			}
+			/* LANE_LOCAL: a lane not copied is made in nl and
+			   written to the array once */
+			memset(&nl, 0, sizeof(nl));
+			nl.group = g;
+			nl.replica = r;
 			/* a mixed group's replicas have their own degrees
 			   (plan.h), each on its own run of devices */
-			ln->tp = tp_plan_replica_tp(plan, g, r);
-			ln->cp = gr->cp;
-			ln->dev_first = gr->dev_first + off;
-			off += ln->tp;
+			nl.tp = tp_plan_replica_tp(plan, g, r);
+			nl.cp = gr->cp;
+			nl.dev_first = gr->dev_first + off;
+			off += nl.tp;
 			/* a replica's context ranks share its samples */
-			ln->samples = gr->cp > 1 ? sh[r / gr->cp] * mb / gr->cp
-						 : sh[r] * mb;
-			ln->sim = TP_NONE;
-			ln->tp_bt = TP_NONE; /* made for the report */
-			if (lane_tp_ring(sim, plan, s, ln) ||
-			    lane_ep(sim, plan, s, ln, prev) ||
-			    lane_cp_ring(sim, plan, s, ln, prev))
+			nl.samples = gr->cp > 1 ? sh[r / gr->cp] * mb / gr->cp
+						: sh[r] * mb;
+			nl.sim = TP_NONE;
+			nl.tp_bt = TP_NONE; /* made for the report */
+			if (lane_tp_ring(sim, plan, s, &nl) ||
+			    lane_ep(sim, plan, s, &nl, prev) ||
+			    lane_cp_ring(sim, plan, s, &nl, prev))
 				goto nomem;
-			if (prev && prev->samples == ln->samples &&
-			    prev->tp == ln->tp &&
-			    prev->tp_a == ln->tp_a && prev->tp_k == ln->tp_k &&
-			    prev->ar_a == ln->ar_a && prev->ar_k == ln->ar_k &&
-			    prev->ep_a == ln->ep_a && prev->ep_k == ln->ep_k &&
-			    prev->cp_lat == ln->cp_lat &&
-			    prev->cp_rate == ln->cp_rate &&
-			    same_types(sim, plan->devs.v + prev->dev_first,
-				       plan->devs.v + ln->dev_first, ln->tp)) {
-				struct lane keep = *ln;
-				*ln = *prev;
-				ln->replica = keep.replica;
-				ln->dev_first = keep.dev_first;
-				ln->tp_bt = keep.tp_bt;
-			} else if (tp_sim_lane_costs(sim, plan, s, ln)) {
-				goto nomem;
+			*ln = nl;
+			if (!have_ops_h) {
+				ops_h = tp_sim_lane_ops_hash(plan, g);
+				have_ops_h = true;
 			}
+			if (tp_sim_lane_costs(sim, plan, s, ln, ops_h))
+				goto nomem;
 		}
 		/* the gradient shard of the finest sharding (a mixed
 		   group's all-reduce runs over it; taskgraph.c) */

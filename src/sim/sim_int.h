@@ -496,8 +496,6 @@ static inline uint32_t ep_stride(const struct tp_plan_group *g)
 	return etp_whole(g) ? 1 : g->tp;
 }
 
-/* Is a[0..n) ascending?  (Device lists usually are; qsort is then
- * skipped.) */
 /* Hash helpers of the caches (cost.c, opclass.c): a mixing step, and a
  * double's bits (keys compare doubles bit for bit). */
 static inline uint64_t hash_mix(uint64_t h, uint64_t x)
@@ -514,6 +512,22 @@ static inline uint64_t dbl_bits(double x)
 	return u;
 }
 
+/* The lane-cost cache's hash of group g's ops (cost.c: the first part of
+ * every key of the group's lanes); lanes.c takes it once per group, not
+ * per lane. */
+static inline uint64_t tp_sim_lane_ops_hash(const struct tp_plan *plan,
+					    uint32_t g)
+{
+	const uint32_t *ops = tp_plan_group_ops(plan, g);
+	uint64_t h = 0x243f6a8885a308d3ull;
+
+	for (uint32_t i = 0; i < plan->groups.v[g].n_ops; i++)
+		h = hash_mix(h, ops[i]);
+	return h;
+}
+
+/* Is a[0..n) ascending?  (Device lists usually are; qsort is then
+ * skipped.) */
 static inline bool sorted_u32(const uint32_t *a, uint32_t n)
 {
 	for (uint32_t i = 1; i < n; i++)
@@ -699,13 +713,16 @@ void tp_sim_op_classes_next(const struct tp_sim *sim,
 			    struct tp_sim_scratch *s);
 
 /* cost.c */
-/* Times and memory of one lane (fills *ln); -1 on allocation failure. */
 /* The busiest expert-parallel rank's load over the mean: the plan's
  * expert_imbalance (else the parameter's), capped by its capacity
  * factor; at least 1. */
 double tp_sim_expert_load(const struct tp_sim *sim, const struct tp_plan *plan);
+/* Times and memory of one lane (fills *ln) through the scratch's
+ * lane-cost cache; ops_h = tp_sim_lane_ops_hash of its group.  -1 on
+ * allocation failure. */
 int tp_sim_lane_costs(const struct tp_sim *sim, const struct tp_plan *plan,
-		      struct tp_sim_scratch *s, struct lane *ln);
+		      struct tp_sim_scratch *s, struct lane *ln,
+		      uint64_t ops_h);
 /* Flow accumulation into a bundle type. */
 void tp_sim_acc_flow(struct tp_sim_scratch *s, uint32_t src, uint32_t dst);
 int tp_sim_acc_ring(struct tp_sim_scratch *s, const uint32_t *devs,
