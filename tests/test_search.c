@@ -17,6 +17,7 @@
 #include "core/model.h"
 #include "core/plan.h"
 #include "core/report.h"
+#include "core/rng.h"
 #include "core/strategy.h"
 #include "io/io.h"
 #include "search/actions.h"
@@ -375,6 +376,134 @@ END_TEST
 
 /* ------------------------------------------------------------------ */
 /* action space                                                        */
+
+/* tp_space_split_samples before SPLIT_HEAP (shares.c, 2026-12-07): the
+ * largest-remainder passes scanned every replica for every sample moved.
+ * The reference the heap's picks are held to. */
+static void split_reference(int64_t samples, uint32_t n, const double *weight,
+			    const double *cap, int64_t *out)
+{
+	double wsum = 0, capsum = 0, want[512];
+	int64_t given = 0;
+	bool even = true, use_cap = cap != NULL;
+
+	ck_assert_uint_le(n, 512);
+	for (uint32_t i = 0; i < n; i++) {
+		wsum += weight[i] > 0 ? weight[i] : 0;
+		if (weight[i] != weight[0] || (cap && cap[i] < (double)samples))
+			even = false;
+	}
+	if (even || !(wsum > 0)) {
+		for (uint32_t i = 0; i < n; i++)
+			out[i] = samples / n + ((int64_t)i < samples % n);
+		return;
+	}
+	if (use_cap) {
+		for (uint32_t i = 0; i < n; i++)
+			capsum += cap[i] > 1 ? floor(cap[i]) : 1;
+		if (capsum < (double)samples)
+			use_cap = false;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		want[i] =
+		    (double)samples * (weight[i] > 0 ? weight[i] : 0) / wsum;
+	if (use_cap) {
+		bool changed = true, fixed[512] = {false};
+		while (changed) {
+			double left = (double)samples, w = 0;
+			changed = false;
+			for (uint32_t i = 0; i < n; i++)
+				if (fixed[i])
+					left -= want[i];
+				else
+					w += weight[i] > 0 ? weight[i] : 0;
+			for (uint32_t i = 0; i < n; i++) {
+				double cp = cap[i] > 1 ? floor(cap[i]) : 1;
+				if (fixed[i])
+					continue;
+				want[i] = w > 0 ? left * weight[i] / w : 0;
+				if (want[i] > cp) {
+					want[i] = cp;
+					fixed[i] = true;
+					changed = true;
+				}
+			}
+		}
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		int64_t k = (int64_t)floor(want[i]);
+		out[i] = k < 1 ? 1 : k;
+		given += out[i];
+	}
+	while (given > samples) {
+		uint32_t bi = 0;
+		double bv = -INFINITY;
+		for (uint32_t i = 0; i < n; i++)
+			if (out[i] > 1 && (double)out[i] - want[i] > bv) {
+				bv = (double)out[i] - want[i];
+				bi = i;
+			}
+		out[bi]--;
+		given--;
+	}
+	while (given < samples) {
+		uint32_t bi = 0;
+		double bv = -INFINITY;
+		for (uint32_t i = 0; i < n; i++) {
+			double r = want[i] - (double)out[i];
+			if (use_cap &&
+			    (double)out[i] + 1 > (cap[i] > 1 ? floor(cap[i]) : 1))
+				r -= 1e9;
+			if (r > bv) {
+				bv = r;
+				bi = i;
+			}
+		}
+		out[bi]++;
+		given++;
+	}
+}
+
+/* SPLIT_HEAP (shares.c): the split of 3,000 random cases equals the
+ * reference's sample for sample - weights from a few values (ties in
+ * the remainders, broken by the lower index) or continuous, some zero,
+ * some replicas far below one sample (the pass that takes samples back),
+ * caps below, at and above the shares, 1 to 500 replicas. */
+START_TEST(test_split_samples_heap)
+{
+	struct tp_rng rng;
+	double w[512], cap[512];
+	int64_t out[512], ref[512];
+
+	tp_rng_seed(&rng, 27);
+	for (int k = 0; k < 3000; k++) {
+		uint32_t n = 1 + (uint32_t)tp_rng_below(&rng, k % 10 ? 40 : 500);
+		int64_t samples = n + (int64_t)tp_rng_below(&rng, 8 * n + 1);
+		uint64_t kind = tp_rng_below(&rng, 4);
+		bool capped = tp_rng_below(&rng, 2);
+		for (uint32_t i = 0; i < n; i++) {
+			w[i] = kind == 0   ? (double)(1 + tp_rng_below(&rng, 3))
+			       : kind == 1 ? tp_rng_uniform(&rng)
+			       : kind == 2 ? (tp_rng_below(&rng, 4)
+						  ? 1e-3 * tp_rng_uniform(&rng)
+						  : 10 * tp_rng_uniform(&rng))
+					   : (double)tp_rng_below(&rng, 3);
+			cap[i] = (double)tp_rng_below(&rng, 12) +
+				 (tp_rng_below(&rng, 2) ? 0.5 : 0);
+		}
+		split_reference(samples, n, w, capped ? cap : NULL, ref);
+		ck_assert(tp_space_split_samples(samples, n, w,
+						 capped ? cap : NULL, out));
+		for (uint32_t i = 0; i < n; i++)
+			ck_assert_msg(out[i] == ref[i],
+				      "case %d (n %u, %lld samples, kind %d%s): "
+				      "replica %u gets %lld, reference %lld",
+				      k, n, (long long)samples, (int)kind,
+				      capped ? ", capped" : "", i,
+				      (long long)out[i], (long long)ref[i]);
+	}
+}
+END_TEST
 
 START_TEST(test_split_samples)
 {
@@ -2611,6 +2740,7 @@ Suite *suite_search(void)
 	tcase_add_test(tc, test_coarsen_splits_heavy_layers);
 	suite_add_tcase(s, tc);
 	tcase_add_test(ta, test_split_samples);
+	tcase_add_test(ta, test_split_samples_heap);
 	tcase_add_test(ta, test_space_sets_and_actions);
 	tcase_add_test(ta, test_space_materialize_valid_random);
 	tcase_add_test(ta, test_space_interleave_and_sp);
