@@ -2544,6 +2544,94 @@ static void load_demo(struct tp_model *m, struct tp_cluster *c)
 			 TP_OK);
 }
 
+/* An evaluator around the simulator's that counts the scratches asked
+ * for (fresh = false), or that runs every plan in a scratch of its own
+ * made for that call (fresh = true: no cache, no array kept). */
+struct scratch_count {
+	struct tp_evaluator inner;
+	const struct tp_sim *sim;
+	bool fresh;
+	uint32_t made;
+};
+
+static enum tp_status count_call(void *ctx, struct tp_eval_call *q,
+				 struct tp_error *err)
+{
+	struct scratch_count *sc = ctx;
+	struct tp_sim_scratch *s;
+	enum tp_status st;
+
+	if (q->ask == TP_EVAL_SCRATCH_NEW)
+		sc->made++;
+	if (!sc->fresh || (q->ask != TP_EVAL_RUN && q->ask != TP_EVAL_FINALIZE))
+		return sc->inner.call(sc->inner.ctx, q, err);
+	s = tp_sim_scratch_new(sc->sim);
+	ck_assert_ptr_nonnull(s);
+	if (q->ask == TP_EVAL_FINALIZE)
+		st = tp_sim_run(sc->sim, q->answer, s, q->report, NULL, err);
+	else if (q->cut)
+		st = tp_sim_run_bounded(sc->sim, q->plan, s, q->cutoff,
+					q->report, NULL, q->cut, err);
+	else
+		st = tp_sim_run(sc->sim, q->plan, s, q->report, NULL, err);
+	tp_sim_scratch_free(s);
+	return st;
+}
+
+/* EVAL_POOL (context.c, search.c lend_scratch): the tree phases' workers
+ * take the evaluator scratch of the workers before them, and the first
+ * takes the sweeps' (w0's), so a one-thread search of several stages
+ * asks for one scratch; and it answers what a search whose every
+ * simulation runs in a fresh scratch answers (the demo model on the TAG
+ * testbed, 400 playouts: stages of 50, 100, 200, 400). */
+START_TEST(test_search_eval_scratch_pool)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_sim_options so;
+	struct tp_search_simeval se;
+	struct scratch_count pooled = {0}, fresh = {0};
+	struct tp_evaluator ev_p = {&pooled, count_call},
+			    ev_f = {&fresh, count_call};
+	struct tp_search_options o;
+	struct tp_search_result rp, rf;
+	struct tp_sim *sim;
+	struct tp_error err;
+
+	load_demo(&m, &c);
+	tp_sim_options_default(&so);
+	sim = tp_sim_new(&m, &c, &so, &err);
+	ck_assert_msg(sim != NULL, "%s", err.msg);
+	tp_search_sim_evaluator(&se, sim, NULL, &pooled.inner);
+	fresh.inner = pooled.inner;
+	pooled.sim = fresh.sim = sim;
+	fresh.fresh = true;
+	tp_search_options_default(&o);
+	o.seed = 3;
+	o.threads = 1;
+	o.playouts = 400;
+	o.time_limit_s = 0;
+	o.compression = TP_COMPRESSION_OFF;
+	o.bound_sim = sim;
+	tp_search_result_init(&rp);
+	tp_search_result_init(&rf);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev_p, &o, &rp, NULL), TP_OK);
+	ck_assert_uint_eq(rp.playouts, 400);
+	ck_assert_msg(pooled.made == 1, "%u evaluator scratches made",
+		      pooled.made);
+	ck_assert_int_eq(tp_search_run(&m, &c, &ev_f, &o, &rf, NULL), TP_OK);
+	ck_assert(rp.have_plan && rf.have_plan);
+	ck_assert(plans_equal(&rp.plan, &rf.plan));
+	ck_assert_uint_eq(rp.simulations, rf.simulations);
+	ck_assert(rp.report.iteration_time_s == rf.report.iteration_time_s);
+	tp_search_result_release(&rp);
+	tp_search_result_release(&rf);
+	tp_sim_free(sim);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 START_TEST(test_cmd_plan_demo_feasible_reproducible)
 {
 	const char *argv[] = {"tagplan", "plan", "--threads", "1",
@@ -2748,6 +2836,7 @@ Suite *suite_search(void)
 	tcase_set_timeout(tm, 30);
 	tcase_add_test(tm, test_search_value_bounds);
 	tcase_add_test(tm, test_search_beats_baselines_reproducible);
+	tcase_add_test(tm, test_search_eval_scratch_pool);
 	tcase_add_test(tm, test_search_threads_and_small_tree);
 	tcase_add_test(tm, test_search_baseline_answer_and_nothing_fits);
 	tcase_add_test(tm, test_search_prior_cut);

@@ -169,12 +169,23 @@ enum tp_status worker_init(struct worker *w, struct sctx *s, uint32_t id)
 	w->sscr = tp_space_scratch_new(&s->space);
 	if (!w->dec || !w->sscr || !w->mark)
 		goto nomem;
-	if (s->o->bound_sim) {
+	if (s->have_lock) {
+		pthread_mutex_lock(&s->lock);
+		/* EVAL_POOL: warm scratches of the workers before (a fresh
+		   one starts with every cache cold, every array to grow) */
+		if (s->n_ev_pool)
+			w->ev_scratch = s->ev_pool[--s->n_ev_pool];
+		if (s->o->bound_sim && s->n_bscr_pool)
+			w->bscr = s->bscr_pool[--s->n_bscr_pool];
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (s->o->bound_sim && !w->bscr) {
 		w->bscr = tp_sim_scratch_new(s->o->bound_sim);
 		if (!w->bscr)
 			goto nomem;
 	}
-	if (tp_evaluator_scratch_new(s->ev, &w->ev_scratch, NULL))
+	if (!w->ev_scratch &&
+	    tp_evaluator_scratch_new(s->ev, &w->ev_scratch, NULL))
 		goto nomem;
 	if (s->have_lock) {
 		pthread_mutex_lock(&s->lock);
@@ -207,9 +218,16 @@ void worker_release(struct worker *w)
 
 	if (!s)
 		return;
-	tp_evaluator_scratch_free(s->ev, w->ev_scratch);
 	if (s->have_lock) { /* keep them for the next worker */
 		pthread_mutex_lock(&s->lock);
+		if (w->ev_scratch && s->n_ev_pool < SCTX_POOL) {
+			s->ev_pool[s->n_ev_pool++] = w->ev_scratch;
+			w->ev_scratch = NULL;
+		}
+		if (w->bscr && s->n_bscr_pool < SCTX_POOL) {
+			s->bscr_pool[s->n_bscr_pool++] = w->bscr;
+			w->bscr = NULL;
+		}
 		if (w->prior_scratch && s->n_prior_pool < SCTX_POOL) {
 			s->prior_pool[s->n_prior_pool++] = w->prior_scratch;
 			w->prior_scratch = NULL;
@@ -224,6 +242,7 @@ void worker_release(struct worker *w)
 		sctx_provider(s)->scratch_free(sctx_provider(s)->ctx,
 					       w->prior_scratch);
 	search_prior_cache_free(w->pcache);
+	tp_evaluator_scratch_free(s->ev, w->ev_scratch);
 	tp_space_scratch_free(w->sscr);
 	tp_sim_scratch_free(w->bscr);
 	tp_plan_release(&w->plan);
@@ -1019,6 +1038,11 @@ void sctx_release(struct sctx *s)
 	for (uint32_t i = 0; i < s->n_pcache_pool; i++)
 		search_prior_cache_free(s->pcache_pool[i]);
 	s->n_prior_pool = s->n_pcache_pool = 0;
+	for (uint32_t i = 0; i < s->n_ev_pool; i++)
+		tp_evaluator_scratch_free(s->ev, s->ev_pool[i]);
+	for (uint32_t i = 0; i < s->n_bscr_pool; i++)
+		tp_sim_scratch_free(s->bscr_pool[i]);
+	s->n_ev_pool = s->n_bscr_pool = 0;
 	if (s->have_lock)
 		pthread_mutex_destroy(&s->lock);
 	best_release(&s->best);

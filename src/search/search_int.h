@@ -178,6 +178,12 @@ struct sctx {
 	void *prior_pool[SCTX_POOL];
 	struct search_prior_cache *pcache_pool[SCTX_POOL];
 	uint32_t n_prior_pool, n_pcache_pool;
+	/* EVAL_POOL: the same for their evaluator and bound scratches (the
+	   simulator's caches are exact: a scratch reused gives what a fresh
+	   one gives, tests/test_sim.c) */
+	void *ev_pool[SCTX_POOL];
+	struct tp_sim_scratch *bscr_pool[SCTX_POOL];
+	uint32_t n_ev_pool, n_bscr_pool;
 };
 
 /* A thread's working set. */
