@@ -219,23 +219,42 @@ struct job {
 	struct tctx *t;
 };
 
-static void *play_thread(void *arg)
+/* The next game a worker takes: the games in order, one each, those
+ * `want` says no to skipped; false at the end, on the worker's error or
+ * on a stop. */
+static bool next_game(struct run *R, struct tctx *t,
+		      bool (*want)(const struct run *R, uint32_t i),
+		      uint32_t *out)
 {
-	struct job *j = arg;
-	struct run *R = j->R;
-	struct tctx *t = j->t;
-
 	for (;;) {
 		uint32_t i;
 		pthread_mutex_lock(&R->lock);
 		i = R->next++;
 		pthread_mutex_unlock(&R->lock);
 		if (i >= R->n_games || t->st)
-			break;
-		if (R->games[i].heldout != R->held_phase)
+			return false;
+		if (!want(R, i))
 			continue;
 		if (R->o->stop && *R->o->stop)
-			break;
+			return false;
+		*out = i;
+		return true;
+	}
+}
+
+static bool in_phase(const struct run *R, uint32_t i)
+{
+	return R->games[i].heldout == R->held_phase;
+}
+
+static void *play_thread(void *arg)
+{
+	struct job *j = arg;
+	struct run *R = j->R;
+	struct tctx *t = j->t;
+	uint32_t i;
+
+	while (next_game(R, t, in_phase, &i)) {
 		tp_rng_seed(&t->rng, R->games[i].seed ^
 					     (0x9E3779B97F4A7C15ull *
 					      (R->epoch + 1)));
@@ -248,26 +267,21 @@ static void *play_thread(void *arg)
 static enum tp_status run_parallel(struct run *R, void *(*fn)(void *),
 				   struct tp_error *err);
 
+static bool distilled(const struct run *R, uint32_t i)
+{
+	return R->games[i].dist.on;
+}
+
 /* The long searches of the distilled games (distil.c), in parallel. */
 static void *distil_thread(void *arg)
 {
 	struct job *j = arg;
 	struct run *R = j->R;
 	struct tctx *t = j->t;
+	uint32_t i;
 
-	for (;;) {
-		uint32_t i;
-		pthread_mutex_lock(&R->lock);
-		i = R->next++;
-		pthread_mutex_unlock(&R->lock);
-		if (i >= R->n_games || t->st)
-			break;
-		if (!R->games[i].dist.on)
-			continue;
-		if (R->o->stop && *R->o->stop)
-			break;
+	while (next_game(R, t, distilled, &i))
 		t->st = distil_search(t, &R->games[i]);
-	}
 	return NULL;
 }
 
