@@ -173,10 +173,9 @@ enum tp_status worker_init(struct worker *w, struct sctx *s, uint32_t id)
 		pthread_mutex_lock(&s->lock);
 		/* EVAL_POOL: warm scratches of the workers before (a fresh
 		   one starts with every cache cold, every array to grow) */
-		if (s->n_ev_pool)
-			w->ev_scratch = s->ev_pool[--s->n_ev_pool];
-		if (s->o->bound_sim && s->n_bscr_pool)
-			w->bscr = s->bscr_pool[--s->n_bscr_pool];
+		w->ev_scratch = pool_take(&s->ev_pool);
+		if (s->o->bound_sim)
+			w->bscr = pool_take(&s->bscr_pool);
 		pthread_mutex_unlock(&s->lock);
 	}
 	if (s->o->bound_sim && !w->bscr) {
@@ -189,10 +188,10 @@ enum tp_status worker_init(struct worker *w, struct sctx *s, uint32_t id)
 		goto nomem;
 	if (s->have_lock) {
 		pthread_mutex_lock(&s->lock);
-		if (pp && pp->scratch_new && s->n_prior_pool)
-			w->prior_scratch = s->prior_pool[--s->n_prior_pool];
-		if ((s->o->prior || pp) && s->n_pcache_pool)
-			w->pcache = s->pcache_pool[--s->n_pcache_pool];
+		if (pp && pp->scratch_new)
+			w->prior_scratch = pool_take(&s->prior_pool);
+		if (s->o->prior || pp)
+			w->pcache = pool_take(&s->pcache_pool);
 		pthread_mutex_unlock(&s->lock);
 	}
 	if (pp && pp->scratch_new && !w->prior_scratch) {
@@ -220,22 +219,14 @@ void worker_release(struct worker *w)
 		return;
 	if (s->have_lock) { /* keep them for the next worker */
 		pthread_mutex_lock(&s->lock);
-		if (w->ev_scratch && s->n_ev_pool < SCTX_POOL) {
-			s->ev_pool[s->n_ev_pool++] = w->ev_scratch;
+		if (pool_put(&s->ev_pool, w->ev_scratch))
 			w->ev_scratch = NULL;
-		}
-		if (w->bscr && s->n_bscr_pool < SCTX_POOL) {
-			s->bscr_pool[s->n_bscr_pool++] = w->bscr;
+		if (pool_put(&s->bscr_pool, w->bscr))
 			w->bscr = NULL;
-		}
-		if (w->prior_scratch && s->n_prior_pool < SCTX_POOL) {
-			s->prior_pool[s->n_prior_pool++] = w->prior_scratch;
+		if (pool_put(&s->prior_pool, w->prior_scratch))
 			w->prior_scratch = NULL;
-		}
-		if (w->pcache && s->n_pcache_pool < SCTX_POOL) {
-			s->pcache_pool[s->n_pcache_pool++] = w->pcache;
+		if (pool_put(&s->pcache_pool, w->pcache))
 			w->pcache = NULL;
-		}
 		pthread_mutex_unlock(&s->lock);
 	}
 	if (w->prior_scratch && sctx_provider(s)->scratch_free)
@@ -1030,19 +1021,19 @@ enum tp_status sctx_init(struct sctx *s, const struct tp_model *m,
 
 void sctx_release(struct sctx *s)
 {
-	for (uint32_t i = 0; i < s->n_prior_pool; i++) {
+	for (uint32_t i = 0; i < s->prior_pool.n; i++) {
 		const struct tp_prior_provider *pp = sctx_provider(s);
 		if (pp && pp->scratch_free)
-			pp->scratch_free(pp->ctx, s->prior_pool[i]);
+			pp->scratch_free(pp->ctx, s->prior_pool.v[i]);
 	}
-	for (uint32_t i = 0; i < s->n_pcache_pool; i++)
-		search_prior_cache_free(s->pcache_pool[i]);
-	s->n_prior_pool = s->n_pcache_pool = 0;
-	for (uint32_t i = 0; i < s->n_ev_pool; i++)
-		tp_evaluator_scratch_free(s->ev, s->ev_pool[i]);
-	for (uint32_t i = 0; i < s->n_bscr_pool; i++)
-		tp_sim_scratch_free(s->bscr_pool[i]);
-	s->n_ev_pool = s->n_bscr_pool = 0;
+	for (uint32_t i = 0; i < s->pcache_pool.n; i++)
+		search_prior_cache_free(s->pcache_pool.v[i]);
+	s->prior_pool.n = s->pcache_pool.n = 0;
+	for (uint32_t i = 0; i < s->ev_pool.n; i++)
+		tp_evaluator_scratch_free(s->ev, s->ev_pool.v[i]);
+	for (uint32_t i = 0; i < s->bscr_pool.n; i++)
+		tp_sim_scratch_free(s->bscr_pool.v[i]);
+	s->ev_pool.n = s->bscr_pool.n = 0;
 	if (s->have_lock)
 		pthread_mutex_destroy(&s->lock);
 	best_release(&s->best);

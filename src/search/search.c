@@ -283,26 +283,23 @@ static enum tp_status run_seeds(struct sctx *s, struct worker *w0)
 static void lend_scratch(struct sctx *s, struct worker *w0, bool lend)
 {
 	pthread_mutex_lock(&s->lock);
-	if (lend && w0->prior_scratch && s->n_prior_pool < SCTX_POOL) {
-		s->prior_pool[s->n_prior_pool++] = w0->prior_scratch;
-		w0->prior_scratch = NULL;
-	} else if (!lend && !w0->prior_scratch && s->n_prior_pool) {
-		w0->prior_scratch = s->prior_pool[--s->n_prior_pool];
-	}
 	/* EVAL_POOL: its evaluator and bound scratches too, warm from the
 	   sweeps (the simulator's lane-cost, ring and flow caches, its
 	   arrays grown); exact caches, so the same scores */
-	if (lend && w0->ev_scratch && s->n_ev_pool < SCTX_POOL) {
-		s->ev_pool[s->n_ev_pool++] = w0->ev_scratch;
-		w0->ev_scratch = NULL;
-	} else if (!lend && !w0->ev_scratch && s->n_ev_pool) {
-		w0->ev_scratch = s->ev_pool[--s->n_ev_pool];
-	}
-	if (lend && w0->bscr && s->n_bscr_pool < SCTX_POOL) {
-		s->bscr_pool[s->n_bscr_pool++] = w0->bscr;
-		w0->bscr = NULL;
-	} else if (!lend && !w0->bscr && s->n_bscr_pool) {
-		w0->bscr = s->bscr_pool[--s->n_bscr_pool];
+	if (lend) {
+		if (pool_put(&s->prior_pool, w0->prior_scratch))
+			w0->prior_scratch = NULL;
+		if (pool_put(&s->ev_pool, w0->ev_scratch))
+			w0->ev_scratch = NULL;
+		if (pool_put(&s->bscr_pool, w0->bscr))
+			w0->bscr = NULL;
+	} else {
+		if (!w0->prior_scratch)
+			w0->prior_scratch = pool_take(&s->prior_pool);
+		if (!w0->ev_scratch)
+			w0->ev_scratch = pool_take(&s->ev_pool);
+		if (!w0->bscr)
+			w0->bscr = pool_take(&s->bscr_pool);
 	}
 	pthread_mutex_unlock(&s->lock);
 }

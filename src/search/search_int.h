@@ -68,6 +68,29 @@ struct sim_entry {
 
 #define SCTX_POOL 8
 
+/* Objects of workers that ended, kept for the next ones (struct sctx's
+ * pools; the caller holds s->lock). */
+struct sctx_pool {
+	void *v[SCTX_POOL];
+	uint32_t n;
+};
+
+/* The last object put, NULL when there is none. */
+static inline void *pool_take(struct sctx_pool *p)
+{
+	return p->n ? p->v[--p->n] : NULL;
+}
+
+/* Keep x (not NULL) if there is room: true when kept, and the caller
+   lets go of it. */
+static inline bool pool_put(struct sctx_pool *p, void *x)
+{
+	if (!x || p->n >= SCTX_POOL)
+		return false;
+	p->v[p->n++] = x;
+	return true;
+}
+
 struct sctx {
 	const struct tp_model *m;
 	const struct tp_cluster *c;
@@ -175,15 +198,11 @@ struct sctx {
 	   handed to the next ones of this search (worker_init; under lock):
 	   the GNN's static features, its body cache and the answers outlive
 	   a stage's workers (issue 27) */
-	void *prior_pool[SCTX_POOL];
-	struct search_prior_cache *pcache_pool[SCTX_POOL];
-	uint32_t n_prior_pool, n_pcache_pool;
+	struct sctx_pool prior_pool, pcache_pool;
 	/* EVAL_POOL: the same for their evaluator and bound scratches (the
 	   simulator's caches are exact: a scratch reused gives what a fresh
 	   one gives, tests/test_sim.c) */
-	void *ev_pool[SCTX_POOL];
-	struct tp_sim_scratch *bscr_pool[SCTX_POOL];
-	uint32_t n_ev_pool, n_bscr_pool;
+	struct sctx_pool ev_pool, bscr_pool;
 };
 
 /* A thread's working set. */

@@ -133,6 +133,17 @@ static bool pick_heap(int64_t steps, uint32_t n, const double *want,
 	return true;
 }
 
+/* `steps` steps of pick_scan, each giving its pick a sample (up) or
+ * taking one: by pick_heap where it applies, else scanning. */
+static void pick_steps(int64_t steps, uint32_t n, const double *want,
+		       const double *cap, int64_t *out, bool up)
+{
+	if (pick_heap(steps, n, want, cap, out, up))
+		return;
+	for (; steps > 0; steps--)
+		out[pick_scan(n, want, cap, out, up)] += up ? 1 : -1;
+}
+
 bool tp_space_split_samples(int64_t samples, uint32_t n, const double *weight,
 			    const double *cap, int64_t *out)
 {
@@ -209,24 +220,13 @@ bool tp_space_split_samples(int64_t samples, uint32_t n, const double *weight,
 			out[i] = k;
 			given += k;
 		}
-		/* too many (the ones): take from the largest, never below 1 */
-		if (given > samples &&
-		    !pick_heap(given - samples, n, want, NULL, out, false))
-			while (given > samples) {
-				out[pick_scan(n, want, NULL, out, false)]--;
-				given--;
-			}
+		/* too many (the ones): take from the largest, never below 1;
+		   too few: largest remainders first (ties: lower index) */
 		if (given > samples)
-			given = samples; /* pick_heap took them */
-		/* too few: largest remainders first (ties: lower index) */
-		if (given < samples && !pick_heap(samples - given, n, want,
-						  use_cap ? cap : NULL, out,
-						  true))
-			while (given < samples) {
-				out[pick_scan(n, want, use_cap ? cap : NULL,
-					      out, true)]++;
-				given++;
-			}
+			pick_steps(given - samples, n, want, NULL, out, false);
+		else if (given < samples)
+			pick_steps(samples - given, n, want,
+				   use_cap ? cap : NULL, out, true);
 		free(want);
 	}
 	return true;
