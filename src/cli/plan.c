@@ -1024,6 +1024,14 @@ static void print_fit(const struct plan_run *R)
 			       "  unconstrained  nothing fits without %s's "
 			       "limits either\n",
 			       R->rt.name);
+	} else if (R->compare && R->free_res.have_plan &&
+		   R->free_res.report.iteration_time_s <
+			   R->res.report.iteration_time_s) { /* by < 1% */
+		tp_strbuf_addf(&t,
+			       "  unconstrained  %.4g s without %s's limits, "
+			       "within 1%% of this plan\n",
+			       R->free_res.report.iteration_time_s,
+			       R->rt.name);
 	} else if (R->compare && R->free_res.have_plan) {
 		tp_strbuf_addf(&t,
 			       "  unconstrained  no faster plan found without "
