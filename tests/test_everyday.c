@@ -777,6 +777,11 @@ START_TEST(test_new_user_slips)
 	const char *a2[] = {"tagplan", "plan", "-seed", "2", "-o", out, NULL};
 	const char *a3[] = {"tagplan", "plan", "--time", "1", "-o", out, NULL};
 	const char *a3b[] = {"tagplan", "simulate", "--xyzzy", NULL};
+	/* words abbreviated or spelt out: no edit distance finds them */
+	const char *a3c[] = {"tagplan", "check", "--max-iteration-time", "4",
+			     NULL};
+	const char *a3d[] = {"tagplan", "check", "--max-mem-frac", "0.9",
+			     NULL};
 	const char *a4[] = {"tagplan", "model", "gtp", "--hidden", "64", "-o",
 			    out, NULL};
 	const char *a5[] = {"tagplan", "model", "resnet51", "-o", out, NULL};
@@ -794,6 +799,12 @@ START_TEST(test_new_user_slips)
 	slip(a3, dir, "unknown option \"--time\" (did you mean --time-limit?)",
 	     NULL);
 	slip(a3b, dir, "unknown option \"--xyzzy\"\n", NULL);
+	slip(a3c, dir, "unknown option \"--max-iteration-time\" (did you mean "
+		       "--max-iter-time?)",
+	     NULL);
+	slip(a3d, dir, "unknown option \"--max-mem-frac\" (did you mean "
+		       "--max-memory-fraction?)",
+	     NULL);
 	slip(a4, dir, "unknown model \"gtp\" (did you mean gpt?)", "--hidden");
 	slip(a5, dir, "unknown model \"resnet51\" (did you mean resnet50?)",
 	     NULL);

@@ -290,10 +290,35 @@ static struct tp_opt *find_short(struct tp_opt *opts, char c)
 	return NULL;
 }
 
+/* True when a (n bytes) and b have as many '-'-separated words, each
+ * word of one beginning the other's: "max-iteration-time" and
+ * "max-iter-time". */
+static bool word_prefixes(const char *a, size_t n, const char *b)
+{
+	const char *end = a + n;
+
+	while (a < end && *b) {
+		size_t wa = strcspn(a, "-"), wb = strcspn(b, "-");
+		if (a + wa > end)
+			wa = (size_t)(end - a);
+		if (!wa || !wb || strncmp(a, b, wa < wb ? wa : wb) != 0)
+			return false;
+		a += wa;
+		b += wb;
+		if ((a < end) != (*b == '-'))
+			return false;
+		a += a < end;
+		b += *b == '-';
+	}
+	return a >= end && !*b;
+}
+
 /* The option an unknown one "a" most likely meant: a long name given with
  * one dash ("-seed"), the only long name it begins ("--time" for
  * --time-limit), else the nearest by edit distance (at most 1 for names
- * up to 4 letters, else 2: "--playout" for --playouts); NULL if none. */
+ * up to 4 letters, else 2: "--playout" for --playouts), else the only
+ * one whose words begin its words or the other way round
+ * ("--max-iteration-time" for --max-iter-time); NULL if none. */
 static const struct tp_opt *near_option(const struct tp_opt *opts,
 					const char *a)
 {
@@ -301,8 +326,8 @@ static const struct tp_opt *near_option(const struct tp_opt *opts,
 	const char *eq = strchr(name, '=');
 	size_t len = eq ? (size_t)(eq - name) : strlen(name);
 	size_t cap = len > 4 ? 2 : 1, bd = cap + 1;
-	const struct tp_opt *best = NULL, *prefix = NULL;
-	int nprefix = 0;
+	const struct tp_opt *best = NULL, *prefix = NULL, *words = NULL;
+	int nprefix = 0, nwords = 0;
 	char buf[64];
 
 	if (len < 2 || len >= sizeof(buf))
@@ -322,8 +347,14 @@ static const struct tp_opt *near_option(const struct tp_opt *opts,
 			bd = d;
 			best = o;
 		}
+		if (strchr(buf, '-') && word_prefixes(buf, len, o->name)) {
+			words = o;
+			nwords++;
+		}
 	}
-	return nprefix == 1 ? prefix : best;
+	if (nprefix == 1)
+		return prefix;
+	return best ? best : nwords == 1 ? words : NULL;
 }
 
 /* A short option with its value joined ("-ox.json", "-o=x.json") or
