@@ -340,6 +340,33 @@ START_TEST(test_unconstrained_within_one_percent)
 }
 END_TEST
 
+/* simulate -o wrote its report without a word, where plan and render say
+ * "wrote FILE"; now it says so too (and not under -q, nor for stdout). */
+START_TEST(test_simulate_says_wrote)
+{
+	const char *dir = tp_test_tmpdir();
+	char out[1100], want[1200];
+	const char *a1[] = {"tagplan", "simulate", "-m", "gpt2", "-t",
+			    tp_data_file("topologies/dgx-a100.json"), "-s",
+			    "tp=1,dp=8", "-o", out, NULL};
+	const char *a2[] = {"tagplan", "simulate", "-m", "gpt2", "-t",
+			    tp_data_file("topologies/dgx-a100.json"), "-s",
+			    "tp=1,dp=8", "-o", out, "-q", NULL};
+	struct tp_run r;
+
+	snprintf(out, sizeof(out), "%s/r.json", dir);
+	snprintf(want, sizeof(want), "tagplan simulate: wrote %s\n", out);
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0 && strstr(r.err, want), "exit %d: %s",
+		      r.status, r.err);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, a2, NULL);
+	ck_assert_msg(r.status == 0 && !strstr(r.err, "wrote"), "exit %d: %s",
+		      r.status, r.err);
+	tp_run_free(&r);
+}
+END_TEST
+
 /* Presets joined in one argument said "the node count after ':' must be
  * an integer" ("dgx-a100:2,dgx-h100:2", a quoted "a:2 b:2") or "unknown
  * node preset \"dgx-a100,dgx-h100\""; now they are given back as
@@ -600,6 +627,7 @@ Suite *suite_newuser_results(void)
 	tcase_add_test(tc, test_runtime_name_control);
 	tcase_add_test(tc, test_plan_degree_fixes);
 	tcase_add_test(tc, test_unconstrained_within_one_percent);
+	tcase_add_test(tc, test_simulate_says_wrote);
 	suite_add_tcase(s, tc);
 	return s;
 }

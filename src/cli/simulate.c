@@ -466,8 +466,16 @@ int cmd_simulate(int argc, char **argv)
 		goto done;
 	if (simulate_and_write(R) != TP_OK)
 		goto fail;
-	if (!R->a.quiet)
+	if (!R->a.quiet) {
 		print_summary(R);
+		/* as plan and render say what they wrote */
+		if (R->a.out && strcmp(R->a.out, "-"))
+			fprintf(stderr, "tagplan simulate: wrote %s\n",
+				R->a.out);
+		if (R->a.trace_path && strcmp(R->a.trace_path, "-"))
+			fprintf(stderr, "tagplan simulate: wrote %s\n",
+				R->a.trace_path);
+	}
 	code = R->r.feasible ? TP_EXIT_OK : TP_EXIT_CHECK;
 	goto done;
 fail:
