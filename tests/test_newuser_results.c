@@ -367,6 +367,45 @@ START_TEST(test_simulate_says_wrote)
 }
 END_TEST
 
+/* A bubble over a quarter of the iteration with fewer micro-batches than
+ * pipeline stages says where they come from: Llama-2-70B's 256 samples
+ * on 8,192 H100 were "bubble 75%" and nothing more.  With enough
+ * micro-batches nothing is added. */
+START_TEST(test_bubble_names_batch)
+{
+	const char *a1[] = {"tagplan", "simulate", "-m", "gpt2", "-t",
+			    tp_data_file("topologies/dgx-a100.json"), "-s",
+			    "tp=1,pp=4,dp=2,mb=64", NULL};
+	const char *a2[] = {"tagplan", "simulate", "-m", "gpt2", "-t",
+			    tp_data_file("topologies/dgx-a100.json"), "-s",
+			    "tp=1,pp=4,dp=2,mb=4", NULL};
+	struct tp_run r;
+	char *flat;
+
+	tp_run_tagplan(&r, a1, NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	/* the summary is wrapped at 80 columns */
+	flat = r.err;
+	for (char *q = flat, *w = flat;; q++) {
+		if (*q == '\n' && q[1] == ' ' && q[2] == ' ') {
+			*w++ = ' ';
+			q += 2;
+			continue;
+		}
+		if (!(*w++ = *q))
+			break;
+	}
+	ck_assert_msg(strstr(flat, "(2 micro-batches for 4 pipeline stages, "
+				   "from a global batch of 256 samples)"),
+		      "%s", flat);
+	tp_run_free(&r);
+	tp_run_tagplan(&r, a2, NULL);
+	ck_assert_msg(r.status == 0 && !strstr(r.err, "micro-batches for"),
+		      "exit %d: %s", r.status, r.err);
+	tp_run_free(&r);
+}
+END_TEST
+
 /* Presets joined in one argument said "the node count after ':' must be
  * an integer" ("dgx-a100:2,dgx-h100:2", a quoted "a:2 b:2") or "unknown
  * node preset \"dgx-a100,dgx-h100\""; now they are given back as
@@ -628,6 +667,7 @@ Suite *suite_newuser_results(void)
 	tcase_add_test(tc, test_plan_degree_fixes);
 	tcase_add_test(tc, test_unconstrained_within_one_percent);
 	tcase_add_test(tc, test_simulate_says_wrote);
+	tcase_add_test(tc, test_bubble_names_batch);
 	suite_add_tcase(s, tc);
 	return s;
 }
