@@ -31,6 +31,9 @@ enum {
  * (10^6 bytes).  Its default is the simulator's (tp_sim_params.grad_bucket_bytes,
  * PyTorch DDP's bucket_cap_mb of 25 MiB), which --help prints. */
 double tp_cli_grad_bucket_mb_default(void);
+
+/* Seconds of CLOCK_MONOTONIC (plan's --time-limit accounting). */
+double tp_cli_monotonic_s(void);
 #define TP_CLI_GRAD_BUCKET_TEXT                                               \
 	"gradient bucket of the overlapped data-parallel sync, in MB "        \
 	"(10^6 bytes), as the training runtime sets it: PyTorch DDP "         \

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/strategy.h"
@@ -106,6 +107,14 @@ double tp_cli_grad_bucket_mb_default(void)
 
 	tp_sim_params_default(&pa);
 	return pa.grad_bucket_bytes / 1e6;
+}
+
+double tp_cli_monotonic_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 void tp_cli_escape(FILE *f, const char *s, size_t n, bool keep_newlines)

@@ -221,6 +221,7 @@ struct plan_run {
 	bool compare;           /* also search without its limits */
 	bool compare_skipped;   /* ... not run: the time limit was spent */
 	struct tp_search_result free_res; /* ... that search's answer */
+	bool free_runs; /* its answer ran: free_res is the runtime's own */
 	struct tp_plan given; /* -s STRATEGY's plan */
 	char given_source[96];
 	struct tp_strbuf warn, text;
@@ -675,15 +676,6 @@ static void print_human(const struct tp_search_result *res,
 
 /* ------------------------------------------------------------------ */
 
-static double monotonic_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-
 /* The usage errors that need no input (exit 2 before any work), and the
  * parsed --baseline/--compression.  Returns 0 or the exit code. */
 static int check_args(struct plan_args *a)
@@ -868,7 +860,7 @@ static void search_options(struct plan_run *R, struct bar *bar)
 	so->threads = (uint32_t)threads;
 	so->time_limit_s = R->a.time_limit;
 	if (R->a.time_limit > 0) {
-		double spent = monotonic_s() - R->t_start;
+		double spent = tp_cli_monotonic_s() - R->t_start;
 		so->time_limit_s = fmax(R->a.time_limit - spent, 1e-3);
 	}
 	so->playouts = (uint64_t)R->a.playouts;
@@ -1024,6 +1016,12 @@ static void print_fit(const struct plan_run *R)
 			       "  unconstrained  nothing fits without %s's "
 			       "limits either\n",
 			       R->rt.name);
+	} else if (R->free_runs) {
+		tp_strbuf_addf(&t,
+			       "  unconstrained  found this plan, which %s "
+			       "runs (%s's own search: %.4g s)\n",
+			       R->rt.name, R->rt.name,
+			       R->free_res.report.iteration_time_s);
 	} else if (R->compare && R->free_res.have_plan &&
 		   R->free_res.report.iteration_time_s <
 			   R->res.report.iteration_time_s) { /* by < 1% */
@@ -1212,7 +1210,8 @@ static enum tp_status compare(struct plan_run *R, struct bar *bar)
 	if (R->a.time_limit > 0) {
 		/* its share, or what the runtime's search left of the
 		   limit: --time-limit bounds the whole command */
-		double left = R->a.time_limit - (monotonic_s() - R->t_start);
+		double left = R->a.time_limit -
+			      (tp_cli_monotonic_s() - R->t_start);
 		if (left < COMPARE_MIN * R->a.time_limit) {
 			R->compare_skipped = true;
 			return TP_OK;
@@ -1264,6 +1263,7 @@ static enum tp_status compare(struct plan_run *R, struct bar *bar)
 		memcpy(tmp.baselines, bl, sizeof(bl));
 		R->res = *fr;
 		*fr = tmp;
+		R->free_runs = true;
 		return TP_OK;
 	}
 	R->res.playouts += fr->playouts;
@@ -1449,7 +1449,7 @@ int cmd_plan(int argc, char **argv)
 	memset(&R, 0, sizeof(R));
 	/* --time-limit counts from here: loading the inputs, building the
 	 * simulator and the GNN come out of the search's share */
-	R.t_start = monotonic_s();
+	R.t_start = tp_cli_monotonic_s();
 	a->compression = "lossless";
 	a->runtime = NULL;
 	a->time_limit = 60;
