@@ -14,6 +14,8 @@
 #include "core/strategy.h"
 #include "io/build.h"
 #include "io/io.h"
+#include "search/actions.h"
+#include "search/coarsen.h"
 #include "search/planner.h"
 #include "search/search.h"
 #include "sim/sim.h"
@@ -725,6 +727,196 @@ START_TEST(test_cmd_figures_basis)
 }
 END_TEST
 
+
+/* tp_space_runnable of (gl, state) through scratch `memo` (asked twice:
+ * the second answer from its memo) and through `plain` with a reason
+ * (never memoised, the groups' facts from the space) must agree with
+ * each other and with tp_runtime_plan_check of the materialised plan
+ * (the facts read from the plan), reason and all.  Returns the answer. */
+static bool runnable_agrees(const struct tp_space *sp,
+			    const struct tp_globals *gl,
+			    const struct tp_decision *state,
+			    struct tp_space_scratch *memo,
+			    struct tp_space_scratch *plain)
+{
+	char why[1024], why2[1024];
+	bool fresh = tp_space_runnable(sp, gl, state, plain, why, sizeof(why));
+	bool first = tp_space_runnable(sp, gl, state, memo, NULL, 0);
+	bool again = tp_space_runnable(sp, gl, state, memo, NULL, 0);
+	bool direct = false;
+	struct tp_plan p;
+	struct tp_error err;
+
+	ck_assert_msg(first == fresh && again == fresh,
+		      "%s: memo says %d then %d, the check %d (%s)",
+		      sp->rt.name, first, again, fresh, why);
+	tp_plan_init(&p);
+	if (tp_space_materialize(sp, gl, state, TP_COMPRESSION_OFF, plain, &p,
+				 &err))
+		snprintf(why2, sizeof(why2), "%s", err.msg);
+	else
+		direct = tp_runtime_plan_check(&sp->rt, &p, sp->model,
+					       sp->cluster, NULL, why2,
+					       sizeof(why2)) == 0;
+	ck_assert_msg(direct == fresh && strcmp(why, why2) == 0,
+		      "%s: the search says %d (%s), the plan's check %d (%s)",
+		      sp->rt.name, fresh, why, direct, why2);
+	tp_plan_release(&p);
+	return fresh;
+}
+
+/* The candidate states of a walk down the levels of sp from `start`
+ * (NULL: data parallel), each level's state the previous with one of its
+ * candidates applied when `move`, else `start` again: up to cap
+ * (globals, decision vector) pairs into gls and decs (cap x K); returns
+ * how many. */
+static uint32_t memo_walk(const struct tp_space *sp, uint32_t K,
+			  const struct tp_decision *start, bool move,
+			  struct tp_globals *gls, struct tp_decision *decs,
+			  uint32_t cap)
+{
+	struct tp_action acts[256];
+	struct tp_decision *dec = calloc(K, sizeof(*dec));
+	struct tp_globals gl;
+	uint32_t count = 0;
+
+	ck_assert_ptr_nonnull(dec);
+	memset(&gl, 0, sizeof(gl));
+	gl.micro_batches = 8;
+	gl.schedule = TP_SCHEDULE_1F1B;
+	tp_space_data_parallel(sp, dec);
+	if (start)
+		memcpy(dec, start, K * sizeof(*dec));
+	for (uint32_t level = 0; level <= K; level++) {
+		uint32_t n =
+		    level == 0
+			? tp_space_global_actions(sp, &gl, dec, acts, 256)
+			: tp_space_group_actions(sp, level - 1, dec, &gl,
+						 acts, 256);
+		for (uint32_t i = 0; i < n && count < cap; i++, count++) {
+			struct tp_decision *cand = decs + (size_t)count * K;
+			gls[count] = level ? gl : acts[i].g;
+			memcpy(cand, dec, K * sizeof(*dec));
+			if (level)
+				tp_space_apply(sp, level - 1, &acts[i], &gl,
+					       cand);
+		}
+		/* go on from a candidate that changes something */
+		if (n > 1 && level > 0 && move)
+			tp_space_apply(sp, level - 1, &acts[1 + level % (n - 1)],
+				       &gl, dec);
+	}
+	free(dec);
+	return count;
+}
+
+/* runnable_agrees on each of the n states; how many are runnable. */
+static uint32_t memo_ask(const struct tp_space *sp, uint32_t K,
+			 const struct tp_globals *gls,
+			 const struct tp_decision *decs, uint32_t n,
+			 struct tp_space_scratch *memo,
+			 struct tp_space_scratch *plain)
+{
+	uint32_t yes = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		yes += runnable_agrees(sp, &gls[i], decs + (size_t)i * K, memo,
+				       plain);
+	return yes;
+}
+
+/* The runtime check's memo and the groups' facts (actions.c, src/search/
+ * README "The runtime check's memo") answer as the check of the plan
+ * does: the candidate states of a walk under megatron-core on a 12-layer
+ * GPT on a DGX-A100 and a DGX-1 (V100), runnable or not, asked through
+ * the memo get the check's answers, first and again (the memo has seen
+ * every state); after tp_space_set_runtime the same scratch gives the
+ * new runtime's answers to the same states: megatron-core that does not
+ * mix device types (fewer runnable), then ddp (no tensor or pipeline
+ * parallelism, fewer still). */
+START_TEST(test_runnable_memo)
+{
+	enum { CAP = 4096 };
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_groups g;
+	struct tp_space sp;
+	struct tp_runtime rt;
+	struct tp_space_scratch *memo, *plain;
+	struct tp_globals *gls = calloc(CAP, sizeof(*gls));
+	struct tp_decision *decs;
+	uint32_t n, yes;
+
+	const char *specs[] = {"dgx-a100:1", "dgx1-v100:1"};
+	struct tp_error err;
+	uint32_t one_type;
+
+	gpt_on_dgx(&m, &c, "dgx-a100:2");
+	tp_cluster_release(&c);
+	tp_cluster_init(&c);
+	ck_assert_msg(tp_build_topology(specs, 2, "ib-hdr", 1, &c, &err) ==
+			  TP_OK,
+		      "%s", err.msg);
+	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
+	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
+	find("megatron-core", &rt);
+	ck_assert_int_eq(tp_space_set_runtime(&sp, &rt, NULL), TP_OK);
+	decs = calloc((size_t)CAP * g.n, sizeof(*decs));
+	ck_assert_ptr_nonnull(gls);
+	ck_assert_ptr_nonnull(decs);
+	memo = tp_space_scratch_new(&sp);
+	plain = tp_space_scratch_new(&sp);
+	ck_assert_ptr_nonnull(memo);
+	ck_assert_ptr_nonnull(plain);
+	/* from data parallelism, and from pipelines over the two nodes
+	   (a half of the groups on each, a third on the first) */
+	n = memo_walk(&sp, g.n, NULL, true, gls, decs, CAP);
+	for (uint32_t cut = 2; cut <= 3; cut++) {
+		struct tp_decision *pipe = calloc(g.n, sizeof(*pipe));
+		uint32_t node[2], k = 0;
+		/* the two nodes' sets: 8 devices each, disjoint */
+		for (uint32_t i = 0; i < sp.sets.n && k < 2; i++)
+			if (sp.sets.v[i].n == 8 &&
+			    (k == 0 || tp_space_set_devs(&sp, i)[0] !=
+					   tp_space_set_devs(&sp, node[0])[0]))
+				node[k++] = i;
+		ck_assert_uint_eq(k, 2);
+		for (uint32_t q = 0; q < g.n; q++) {
+			pipe[q].set = node[q >= g.n / cut];
+			pipe[q].tp = 1;
+			pipe[q].sync = (uint8_t)tp_space_default_sync(
+			    &sp, pipe[q].set, 1);
+		}
+		ck_assert_uint_eq(tp_space_pipeline(&sp, pipe), 2);
+		n += memo_walk(&sp, g.n, pipe, false, gls + n,
+			       decs + (size_t)n * g.n, CAP - n);
+		free(pipe);
+	}
+	yes = memo_ask(&sp, g.n, gls, decs, n, memo, plain);
+	/* both answers occur: a memo that mixed states up would differ */
+	ck_assert_msg(yes >= 10 && n - yes >= 10, "%u of %u runnable", yes, n);
+	ck_assert_uint_eq(memo_ask(&sp, g.n, gls, decs, n, memo, plain), yes);
+	ck_assert(rt.can.mixed_device_types);
+	rt.can.mixed_device_types = false;
+	ck_assert_int_eq(tp_space_set_runtime(&sp, &rt, NULL), TP_OK);
+	one_type = memo_ask(&sp, g.n, gls, decs, n, memo, plain);
+	ck_assert_msg(one_type < yes, "%u %u", one_type, yes);
+	ck_assert_uint_gt(one_type, 0);
+	find("ddp", &rt);
+	ck_assert_int_eq(tp_space_set_runtime(&sp, &rt, NULL), TP_OK);
+	ck_assert_uint_lt(memo_ask(&sp, g.n, gls, decs, n, memo, plain),
+			  one_type);
+	tp_space_scratch_free(memo);
+	tp_space_scratch_free(plain);
+	free(gls);
+	free(decs);
+	tp_space_release(&sp);
+	tp_groups_release(&g);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 Suite *suite_runtime_plan(void)
 {
 	Suite *s = suite_create("runtime-plan");
@@ -733,6 +925,7 @@ Suite *suite_runtime_plan(void)
 
 	tcase_add_test(tc, test_plan_check_rules);
 	tcase_add_test(tc, test_plan_check_layouts);
+	tcase_add_test(tc, test_runnable_memo);
 	tcase_set_timeout(ts, 120);
 	tcase_add_test(ts, test_search_runs_only_runnable_gpt);
 	tcase_add_test(ts, test_search_runs_only_runnable_cnn);

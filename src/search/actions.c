@@ -7,37 +7,12 @@
 
 #include "core/cost.h"
 #include "core/estimate.h"
+#include "actions_int.h"
 
 /* Samples per micro-batch assumed when estimating GEMM efficiency. */
 #define BATCH_HINT 8.0
 /* Tensor-parallel degrees beyond this are not considered. */
 #define MAX_TP 64
-
-struct tp_space_scratch {
-	uint32_t n_dev;
-	double *static_b; /* per device: weights, gradients, optimizer */
-	double *act_b;    /* per device: activation bytes at the first split */
-	double *fit;      /* per device: scale factor that would fit */
-	uint32_t *mark;   /* per device: last run index + 1 holding it */
-	uint32_t *stage;  /* per run: pipeline stage */
-	uint32_t *run_first; /* per run: first coarse group */
-	double *speed;    /* per replica */
-	double *cap;      /* per replica */
-	int64_t *samples; /* per replica */
-	uint32_t *order;  /* per replica, for largest remainders */
-	double *rem;
-	uint32_t cap_rep; /* capacity of the per-replica arrays */
-	/* interleaving */
-	struct tp_decision *idec; /* per group: the re-cut decisions */
-	uint32_t *chunk;          /* per group: its chunk */
-	uint32_t *stage_set;      /* per stage: its device set */
-	struct tp_decision *stage_dec; /* per stage: its first decision */
-	double *stage_w;          /* per stage: weight of its groups */
-	uint32_t ip, iv;          /* stages and chunks per stage (0: none) */
-	/* runtime checks (tp_space_runnable, tp_space_level_actions) */
-	struct tp_plan check;
-	struct tp_decision *cand; /* per group: a candidate's state */
-};
 
 /* ------------------------------------------------------------------ */
 /* cost estimates                                                      */
@@ -149,6 +124,7 @@ enum tp_status tp_space_set_runtime(struct tp_space *s,
 	const struct tp_model *m = s->model;
 
 	s->rt = *rt;
+	s->rt_gen++;
 	s->constrained = !tp_runtime_is_none(rt);
 	free(s->layer_end);
 	s->layer_end = NULL;
@@ -226,6 +202,7 @@ void tp_space_scratch_free(struct tp_space_scratch *scr)
 	free(scr->stage_dec);
 	free(scr->stage_w);
 	free(scr->cand);
+	space_memo_free(scr->memo);
 	tp_plan_release(&scr->check);
 	free(scr);
 }
@@ -1404,71 +1381,4 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 	for (uint32_t r = 0; r < x.nruns && !st; r++)
 		st = add_run_group(&x, r, plan, err);
 	return st;
-}
-
-/* Raw candidates a level generates under a runtime before the ones it
- * cannot execute are dropped (tp_space_level_actions). */
-#define RAW_ACTIONS 256
-
-bool tp_space_runnable(const struct tp_space *s, const struct tp_globals *gl,
-		       const struct tp_decision *state,
-		       struct tp_space_scratch *scr, char *why,
-		       size_t why_size)
-{
-	struct tp_error e;
-
-	if (why && why_size)
-		why[0] = '\0';
-	if (!s->constrained)
-		return true;
-	if (tp_space_materialize(s, gl, state, TP_COMPRESSION_OFF, scr,
-				 &scr->check, &e)) {
-		if (why && why_size)
-			snprintf(why, why_size, "%s", e.msg);
-		return false;
-	}
-	return tp_runtime_plan_check(&s->rt, &scr->check, s->model,
-				     s->cluster, NULL, why, why_size) == 0;
-}
-
-uint32_t tp_space_level_actions(const struct tp_space *s, uint32_t level,
-				const struct tp_globals *gl,
-				const struct tp_decision *state,
-				struct tp_action *out, uint32_t cap,
-				struct tp_space_scratch *scr)
-{
-	struct tp_action raw[RAW_ACTIONS];
-	uint64_t keys[RAW_ACTIONS];
-	uint32_t n, kept = 0, K = s->groups->n;
-
-	if (!s->constrained) {
-		if (level == 0)
-			return tp_space_global_actions(s, gl, state, out, cap);
-		return tp_space_group_actions(s, level - 1, state, gl, out,
-					      cap);
-	}
-	n = level == 0 ? tp_space_global_actions(s, gl, state, raw,
-						 RAW_ACTIONS)
-		       : tp_space_group_actions(s, level - 1, state, gl, raw,
-						RAW_ACTIONS);
-	for (uint32_t i = 0; i < n && kept < cap; i++) {
-		struct tp_globals g2 = *gl;
-		uint64_t key;
-		bool dup = false;
-		memcpy(scr->cand, state, K * sizeof(*state));
-		if (level == 0)
-			g2 = raw[i].g;
-		else
-			tp_space_apply(s, level - 1, &raw[i], gl, scr->cand);
-		key = tp_space_hash(s, &g2, scr->cand);
-		for (uint32_t j = 0; j < kept && !dup; j++)
-			dup = keys[j] == key;
-		/* the first keeps the state: always a candidate */
-		if (dup || (i > 0 && !tp_space_runnable(s, &g2, scr->cand, scr,
-							 NULL, 0)))
-			continue;
-		keys[kept] = key;
-		out[kept++] = raw[i];
-	}
-	return kept;
 }

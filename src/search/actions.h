@@ -236,6 +236,8 @@ struct tp_space {
 	   constrained = false for "none" */
 	bool constrained;
 	struct tp_runtime rt;
+	uint32_t rt_gen; /* tp_space_set_runtime calls so far (the runtime
+			    check's memo in a scratch is for one of them) */
 	bool no_mixed; /* no mixed decisions (search options.no_mixed) */
 	int32_t *layer_end; /* per group: largest layer label + 1 of its
 			       ops, 0 when none (the even re-cut) */
@@ -287,6 +289,10 @@ static inline bool tp_space_even_only(const struct tp_space *s)
 	return s->constrained && !s->rt.can.uneven_shares;
 }
 
+/* A scratch serves the space it was made for, and is released before
+ * it: it keeps the answers of tp_space_runnable for that space and its
+ * runtime (emptied by tp_space_set_runtime; src/search/README "The
+ * runtime check's memo"). */
 struct tp_space_scratch *tp_space_scratch_new(const struct tp_space *s);
 void tp_space_scratch_free(struct tp_space_scratch *scr);
 
@@ -378,7 +384,9 @@ uint32_t tp_space_level_actions(const struct tp_space *s, uint32_t level,
  * Does the space's runtime execute the plan of (gl, state)?  Always for
  * an unconstrained space; else the plan is materialised in scr and
  * checked by tp_runtime_plan_check (why, when non-NULL, says what it
- * needs).  A state that does not materialise is not runnable.
+ * needs).  A state that does not materialise is not runnable.  Without
+ * why the answer may come from scr's memo of earlier answers (the same
+ * answer).
  */
 bool tp_space_runnable(const struct tp_space *s, const struct tp_globals *gl,
 		       const struct tp_decision *state,
