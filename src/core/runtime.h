@@ -374,6 +374,36 @@ uint32_t tp_runtime_plan_check(const struct tp_runtime *rt,
 			       size_t why_size);
 
 /*
+ * What tp_runtime_plan_check reads of each group's ops and devices,
+ * for a caller that knows it without a pass over them (the search: its
+ * groups are ranges of the model's topological order on device sets of
+ * known type; src/search/README "The runtime check's memo"):
+ *   first_pos  the least m->topo_pos of its ops (UINT32_MAX: none);
+ *   layer_lo, layer_hi  the least and greatest layer label >= 0 of its
+ *              ops, -1 and -1 when none is labelled;
+ *   type       the device type of all its devices, TP_NONE when they are
+ *              of more than one (every device index < c->devices.n).
+ */
+struct tp_runtime_group_facts {
+	uint32_t first_pos;
+	int32_t layer_lo, layer_hi;
+	uint32_t type;
+};
+
+/*
+ * tp_runtime_plan_check with facts[g] for each group g of p (NULL: read
+ * from the plan, the same answer): the same mask, why and shape when
+ * the facts are those of p; the plan's ops and devices are then not
+ * read but for the device lists of pipeline stages and ranks.  Pure; no
+ * allocation.
+ */
+uint32_t tp_runtime_plan_check_facts(
+    const struct tp_runtime *rt, const struct tp_plan *p,
+    const struct tp_model *m, const struct tp_cluster *c,
+    const struct tp_runtime_group_facts *facts, struct tp_plan_shape *shape,
+    char *why, size_t why_size);
+
+/*
  * Does rt build model m from its launch configuration (can.models)?
  * why gets the reason when not.
  */

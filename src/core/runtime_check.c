@@ -263,6 +263,7 @@ static void check_groups(const struct tp_runtime_can *can,
 /* Groups in model order (by their first op's topological position) into
  * ord[]; false when there are more than TP_RUNTIME_MAX_CHUNKS. */
 static bool model_order(const struct tp_plan *p, const struct tp_model *m,
+			const struct tp_runtime_group_facts *facts,
 			uint32_t *ord, uint32_t *first)
 {
 	uint32_t ng = (uint32_t)p->groups.n;
@@ -272,9 +273,13 @@ static bool model_order(const struct tp_plan *p, const struct tp_model *m,
 	for (uint32_t g = 0; g < ng; g++) {
 		const uint32_t *ops = tp_plan_group_ops(p, g);
 		uint32_t lo = UINT32_MAX, k;
-		for (uint32_t i = 0; i < p->groups.v[g].n_ops; i++)
-			if (ops[i] < m->ops.n && m->topo_pos[ops[i]] < lo)
-				lo = m->topo_pos[ops[i]];
+		if (facts)
+			lo = facts[g].first_pos;
+		else
+			for (uint32_t i = 0; i < p->groups.v[g].n_ops; i++)
+				if (ops[i] < m->ops.n &&
+				    m->topo_pos[ops[i]] < lo)
+					lo = m->topo_pos[ops[i]];
 		/* insertion: few groups */
 		for (k = g; k > 0 && first[k - 1] > lo; k--) {
 			first[k] = first[k - 1];
@@ -288,6 +293,7 @@ static bool model_order(const struct tp_plan *p, const struct tp_model *m,
 
 /* Chunks and stages (tp_plan_shape); overlapping placements are needs. */
 static void check_shape(const struct tp_plan *p, const struct tp_model *m,
+			const struct tp_runtime_group_facts *facts,
 			struct tp_plan_shape *sh, struct needs *n)
 {
 	uint32_t ord[TP_RUNTIME_MAX_CHUNKS], first[TP_RUNTIME_MAX_CHUNKS];
@@ -296,7 +302,7 @@ static void check_shape(const struct tp_plan *p, const struct tp_model *m,
 	uint32_t ng = (uint32_t)p->groups.n;
 
 	sh->ok = false;
-	if (!model_order(p, m, ord, first)) {
+	if (!model_order(p, m, facts, ord, first)) {
 		need(n, TP_CAP_OVERLAPPING_GROUPS,
 		     "the plan has %u groups, more than %d pipeline chunks", ng,
 		     TP_RUNTIME_MAX_CHUNKS);
@@ -312,6 +318,15 @@ static void check_shape(const struct tp_plan *p, const struct tp_model *m,
 			lo[k] = hi[k] = -1;
 		}
 		k = sh->chunks - 1;
+		if (facts) {
+			/* the same as the loop below over the group's ops */
+			int32_t fl = facts[g].layer_lo, fh = facts[g].layer_hi;
+			if (fl >= 0 && (lo[k] < 0 || fl < lo[k]))
+				lo[k] = fl;
+			if (fl >= 0 && fh > hi[k])
+				hi[k] = fh;
+			continue;
+		}
 		for (uint32_t j = 0; j < p->groups.v[g].n_ops; j++) {
 			int32_t l =
 			    ops[j] < m->ops.n ? m->ops.v[ops[j]].layer : -1;
@@ -455,21 +470,32 @@ tp_runtime_plan_check(const struct tp_runtime *rt, const struct tp_plan *p,
 		      const struct tp_model *m, const struct tp_cluster *c,
 		      struct tp_plan_shape *shape, char *why, size_t why_size)
 {
-	const struct tp_runtime_can *can = &rt->can;
-	struct tp_plan_shape local;
-	struct tp_plan_shape *sh = shape ? shape : &local;
-	struct needs n = {0, why, why_size, rt->name};
-	uint32_t type = TP_NONE;
-	bool mixed = false;
+	return tp_runtime_plan_check_facts(rt, p, m, c, NULL, shape, why,
+					   why_size);
+}
 
-	memset(sh, 0, sizeof(*sh));
-	if (why && why_size)
-		why[0] = '\0';
-	if (p->groups.n == 0)
-		return 0;
-	check_shape(p, m, sh, &n);
+/* Is the plan on more than one device type?  From the facts when given
+ * (a group of several types, or two groups of different ones), else
+ * device by device (a device out of range counts as another type once
+ * a type is seen). */
+static bool mixed_types(const struct tp_plan *p, const struct tp_cluster *c,
+			const struct tp_runtime_group_facts *facts)
+{
+	uint32_t type = TP_NONE;
+
 	for (uint32_t g = 0; g < p->groups.n; g++) {
 		const uint32_t *d = tp_plan_group_devs(p, g);
+		if (facts) {
+			if (!p->groups.v[g].n_devices)
+				continue;
+			if (facts[g].type == TP_NONE)
+				return true;
+			if (type == TP_NONE)
+				type = facts[g].type;
+			else if (facts[g].type != type)
+				return true;
+			continue;
+		}
 		for (uint32_t i = 0; i < p->groups.v[g].n_devices; i++) {
 			uint32_t t = d[i] < c->devices.n
 					 ? c->devices.v[d[i]].type
@@ -477,9 +503,31 @@ tp_runtime_plan_check(const struct tp_runtime *rt, const struct tp_plan *p,
 			if (type == TP_NONE)
 				type = t;
 			else if (t != type)
-				mixed = true;
+				return true;
 		}
 	}
+	return false;
+}
+
+uint32_t tp_runtime_plan_check_facts(
+    const struct tp_runtime *rt, const struct tp_plan *p,
+    const struct tp_model *m, const struct tp_cluster *c,
+    const struct tp_runtime_group_facts *facts, struct tp_plan_shape *shape,
+    char *why, size_t why_size)
+{
+	const struct tp_runtime_can *can = &rt->can;
+	struct tp_plan_shape local;
+	struct tp_plan_shape *sh = shape ? shape : &local;
+	struct needs n = {0, why, why_size, rt->name};
+	bool mixed;
+
+	memset(sh, 0, sizeof(*sh));
+	if (why && why_size)
+		why[0] = '\0';
+	if (p->groups.n == 0)
+		return 0;
+	check_shape(p, m, facts, sh, &n);
+	mixed = mixed_types(p, c, facts);
 	{
 		/* devices holding a group (a device in several groups once) */
 		uint32_t used = 0;

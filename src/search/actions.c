@@ -113,6 +113,7 @@ void tp_space_release(struct tp_space *s)
 	free(s->dev_speed);
 	free(s->mb_counts);
 	free(s->layer_end);
+	free(s->layer_lo);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -127,18 +128,24 @@ enum tp_status tp_space_set_runtime(struct tp_space *s,
 	s->rt_gen++;
 	s->constrained = !tp_runtime_is_none(rt);
 	free(s->layer_end);
-	s->layer_end = NULL;
+	free(s->layer_lo);
+	s->layer_end = s->layer_lo = NULL;
 	if (!s->constrained)
 		return TP_OK;
 	s->layer_end = tp_calloc(G->n + 1, sizeof(int32_t));
-	if (!s->layer_end)
+	s->layer_lo = tp_calloc(G->n + 1, sizeof(int32_t));
+	if (!s->layer_end || !s->layer_lo)
 		return tp_error_set(err, TP_ENOMEM, "out of memory");
-	for (uint32_t k = 0; k < G->n; k++)
+	for (uint32_t k = 0; k < G->n; k++) {
+		s->layer_lo[k] = -1;
 		for (uint32_t i = G->first[k]; i < G->first[k + 1]; i++) {
 			int32_t l = m->ops.v[m->topo[i]].layer;
 			if (l + 1 > s->layer_end[k])
 				s->layer_end[k] = l + 1;
+			if (l >= 0 && (s->layer_lo[k] < 0 || l < s->layer_lo[k]))
+				s->layer_lo[k] = l;
 		}
+	}
 	return TP_OK;
 }
 
@@ -169,8 +176,10 @@ struct tp_space_scratch *tp_space_scratch_new(const struct tp_space *s)
 	scr->stage_dec = tp_calloc(K + 1, sizeof(*scr->stage_dec));
 	scr->stage_w = tp_calloc(K + 1, sizeof(double));
 	scr->cand = tp_calloc(K + 1, sizeof(*scr->cand));
+	scr->facts = tp_calloc(K + 1, sizeof(*scr->facts));
 	tp_plan_init(&scr->check);
-	if (!scr->cand || !scr->static_b || !scr->act_b || !scr->fit || !scr->mark ||
+	if (!scr->cand || !scr->facts || !scr->static_b || !scr->act_b ||
+	    !scr->fit || !scr->mark ||
 	    !scr->stage || !scr->run_first || !scr->speed || !scr->cap ||
 	    !scr->samples || !scr->order || !scr->rem || !scr->idec ||
 	    !scr->chunk || !scr->stage_set || !scr->stage_dec ||
@@ -202,6 +211,7 @@ void tp_space_scratch_free(struct tp_space_scratch *scr)
 	free(scr->stage_dec);
 	free(scr->stage_w);
 	free(scr->cand);
+	free(scr->facts);
 	space_memo_free(scr->memo);
 	tp_plan_release(&scr->check);
 	free(scr);
@@ -1289,6 +1299,29 @@ out:
 	return st;
 }
 
+/* What tp_runtime_plan_check_facts reads of run ri's plan group: its
+ * ops are the model's topological order from G->first[ri->a] to
+ * G->first[ri->b] (so the least topo_pos is the first), its layers those
+ * of its coarse groups (s->layer_lo, s->layer_end), its devices the
+ * set's (the set's type: TP_NONE when of several). */
+static void run_facts(const struct tp_space *s, const struct run_info *ri,
+		      struct tp_runtime_group_facts *f)
+{
+	const struct tp_groups *G = s->groups;
+
+	f->first_pos =
+	    G->first[ri->b] > G->first[ri->a] ? G->first[ri->a] : UINT32_MAX;
+	f->layer_lo = f->layer_hi = -1;
+	for (uint32_t k = ri->a; k < ri->b; k++) {
+		if (s->layer_lo[k] >= 0 &&
+		    (f->layer_lo < 0 || s->layer_lo[k] < f->layer_lo))
+			f->layer_lo = s->layer_lo[k];
+		if (s->layer_end[k] - 1 > f->layer_hi)
+			f->layer_hi = s->layer_end[k] - 1;
+	}
+	f->type = ri->ds->type;
+}
+
 /* The plan group of run r, with memory-capped shares. */
 static enum tp_status add_run_group(struct mat *x, uint32_t r,
 				    struct tp_plan *plan, struct tp_error *err)
@@ -1303,6 +1336,8 @@ static enum tp_status add_run_group(struct mat *x, uint32_t r,
 	uint32_t idx;
 
 	run_info(s, x->scr, x->state, gl, r, x->stages, &ri);
+	if (s->constrained)
+		run_facts(s, &ri, &x->scr->facts[plan->groups.n]);
 	if (tp_decision_mixed(ri.dc)) {
 		if ((st = add_mixed_group(x, &ri, plan, err)))
 			return st;

@@ -241,6 +241,8 @@ struct tp_space {
 	bool no_mixed; /* no mixed decisions (search options.no_mixed) */
 	int32_t *layer_end; /* per group: largest layer label + 1 of its
 			       ops, 0 when none (the even re-cut) */
+	int32_t *layer_lo;  /* per group: least layer label >= 0 of its ops,
+			       -1 when none (tp_runtime_group_facts) */
 	/* while the sets are built: open hash of set indices by device
 	   list (TP_NONE = empty), set_cap slots, a power of two */
 	uint32_t *set_tab, set_cap;

@@ -33,6 +33,10 @@ struct tp_space_scratch {
 	struct tp_plan check;
 	struct tp_decision *cand; /* per group: a candidate's state */
 	struct rmemo *memo;       /* their answers (NULL until needed) */
+	/* per plan group of the last plan materialised in a constrained
+	   space: what tp_runtime_plan_check_facts reads of its ops and
+	   devices (a plan has at most K groups) */
+	struct tp_runtime_group_facts *facts;
 };
 
 /*

@@ -1,6 +1,6 @@
 /*
  * runnable.c - which candidates a runtime executes: tp_space_runnable
- * (materialise, then the runtime's check) through
+ * (materialise, then the runtime's check with the groups' facts) through
  * the scratch's memo of earlier answers, and tp_space_level_actions,
  * the candidates of a level that pass it (src/search/README, "Runtimes"
  * and "The runtime check's memo").
@@ -80,8 +80,9 @@ static bool check_runnable(const struct tp_space *s,
 			snprintf(why, why_size, "%s", e.msg);
 		return false;
 	}
-	return tp_runtime_plan_check(&s->rt, &scr->check, s->model,
-				     s->cluster, NULL, why, why_size) == 0;
+	return tp_runtime_plan_check_facts(&s->rt, &scr->check, s->model,
+					   s->cluster, scr->facts, NULL, why,
+					   why_size) == 0;
 }
 
 /* tp_space_runnable of a constrained space without a reason, through
