@@ -1179,8 +1179,32 @@ static enum tp_status estimate_fit(struct mat *x, struct tp_error *err)
 	return TP_OK;
 }
 
+/* estimate_fit for even shares (gl->even): the memory estimate only caps
+ * shares, which even shares never are (run_capped_shares), so only its
+ * check remains: every run's replicas fit in a micro-batch (the same
+ * error as estimate_fit's; tp_space_split_samples of equal weights fails
+ * just when there are more replicas than samples).  scr->fit is left
+ * as it was (unread). */
+static enum tp_status even_fit(struct mat *x, struct tp_error *err)
+{
+	struct run_info ri;
+
+	for (uint32_t r = 0; r < x->nruns; r++) {
+		run_info(x->s, x->scr, x->state, x->gl, r, x->stages, &ri);
+		if (tp_decision_mixed(ri.dc))
+			continue;
+		if (ri.dp == 0 || x->mb < (int64_t)ri.dp)
+			return tp_error_set(err, TP_EINPUT,
+					    "%u replicas do not fit in a "
+					    "micro-batch of %lld samples",
+					    ri.dp, (long long)x->mb);
+	}
+	return TP_OK;
+}
+
 /* Run r's replica shares into scr->rem (fractions of a micro-batch):
- * by speed, capped by what each replica's devices can hold (scr->fit). */
+ * by speed, capped by what each replica's devices can hold (scr->fit);
+ * even shares (gl->even) are never capped. */
 static void run_capped_shares(struct mat *x, const struct run_info *ri)
 {
 	struct tp_space_scratch *scr = x->scr;
@@ -1188,7 +1212,7 @@ static void run_capped_shares(struct mat *x, const struct run_info *ri)
 
 	run_shares(x->s, scr, x->gl, ri);
 	tp_space_split_samples(x->mb, ri->dp, scr->speed, NULL, scr->samples);
-	for (uint32_t rep = 0; rep < ri->dp; rep++) {
+	for (uint32_t rep = 0; rep < ri->dp && !x->gl->even; rep++) {
 		double f = INFINITY;
 		for (uint32_t k = 0; k < ri->cp * ri->tp; k++) {
 			uint32_t dv = ri->d[rep * ri->cp * ri->tp + k];
@@ -1412,7 +1436,7 @@ enum tp_status tp_space_materialize(const struct tp_space *s,
 					: "?",
 				(long long)x.mb);
 	mark_runs(&x);
-	st = estimate_fit(&x, err);
+	st = gl->even ? even_fit(&x, err) : estimate_fit(&x, err);
 	for (uint32_t r = 0; r < x.nruns && !st; r++)
 		st = add_run_group(&x, r, plan, err);
 	return st;
