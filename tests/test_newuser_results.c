@@ -439,6 +439,40 @@ START_TEST(test_bubble_names_batch)
 }
 END_TEST
 
+/* export --to deepspeed passed --use-rotary-position-embeddings and no
+ * RoPE base: Llama 3's 500000 was lost without a word (megatron-core
+ * gets --rotary-base).  Now a warning names it; a model at the usual
+ * 10000 (Llama 2) and megatron-core get none. */
+START_TEST(test_export_rope_base)
+{
+	static const char *const cases[][3] = {
+	    {"llama-3-8b", "deepspeed", "the model's RoPE base is 500000; "
+					"Megatron-DeepSpeed's rotary embedding "
+					"takes 10000"},
+	    {"llama-2-7b", "deepspeed", NULL},
+	    {"llama-3-8b", "megatron", NULL},
+	};
+	const char *dgx = tp_data_file("topologies/dgx-a100.json");
+	struct tp_run r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[] = {"tagplan", "export", "-s", "tp=1",
+				      "-m", cases[i][0], "-t", dgx, "--to",
+				      cases[i][1], NULL};
+		tp_run_tagplan(&r, argv, NULL);
+		ck_assert_msg(r.status == 0, "%s: exit %d: %s", cases[i][0],
+			      r.status, r.err);
+		if (cases[i][2])
+			ck_assert_msg(strstr(r.err, cases[i][2]), "%s %s: %s",
+				      cases[i][0], cases[i][1], r.err);
+		else
+			ck_assert_msg(!strstr(r.err, "RoPE base"), "%s %s: %s",
+				      cases[i][0], cases[i][1], r.err);
+		tp_run_free(&r);
+	}
+}
+END_TEST
+
 /* Presets joined in one argument said "the node count after ':' must be
  * an integer" ("dgx-a100:2,dgx-h100:2", a quoted "a:2 b:2") or "unknown
  * node preset \"dgx-a100,dgx-h100\""; now they are given back as
@@ -701,6 +735,7 @@ Suite *suite_newuser_results(void)
 	tcase_add_test(tc, test_unconstrained_within_one_percent);
 	tcase_add_test(tc, test_simulate_says_wrote);
 	tcase_add_test(tc, test_bubble_names_batch);
+	tcase_add_test(tc, test_export_rope_base);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -344,6 +344,19 @@ static void arch_notes(const struct tp_export_spec *s, enum megatron_flavour f,
 			       ": the model it builds differs from the one "
 			       "simulated there\n");
 	}
+	/* RoPE's base: of these flavours only megatron-core's flag
+	   (--rotary-base) is known here; Llama 3's 500000 went unsaid */
+	if (f != MEGATRON_CORE && a->position == TP_POS_ROPE &&
+	    a->rope_theta > 0 && a->rope_theta != 10000)
+		tp_strbuf_addf(notes,
+			       TP_EXPORT_WARNING "the model's RoPE base is "
+			       "%.10g; %s's rotary embedding takes 10000 "
+			       "unless told otherwise, and no flag for it is "
+			       "known here: set it where your version reads "
+			       "it\n",
+			       a->rope_theta,
+			       f == MEGATRON_DEEPSPEED ? "Megatron-DeepSpeed"
+						      : s->rt.name);
 	if (a->vocab > 0)
 		tp_strbuf_adds(notes,
 			       "--vocab-size is for --tokenizer-type "
