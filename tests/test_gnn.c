@@ -2320,20 +2320,6 @@ START_TEST(test_train_distil)
 }
 END_TEST
 
-/* s with every run of white space made one space (in place). */
-static char *squeeze(char *s)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; s[i]; i++)
-		if (!isspace((unsigned char)s[i]))
-			s[o++] = s[i];
-		else if (o && s[o - 1] != ' ')
-			s[o++] = ' ';
-	s[o] = '\0';
-	return s;
-}
-
 /* tagplan plan with weights trained on clusters of up to 4 GPUs
  * (corpus_gpus 4) on the 16-GPU demo testbed: uniform priors, said on
  * stderr (not under -q) and in the summary's search line, the plan's
@@ -2378,7 +2364,7 @@ START_TEST(test_plan_gnn_beyond_corpus)
 	ck_assert_msg(strstr(r.err, line) != NULL, "%s", r.err);
 	/* the summary's search line (wrapped: compare with single spaces) */
 	snprintf(line, sizeof(line), "op groups, %s stopped by", note);
-	ck_assert_msg(strstr(squeeze(r.err), line) != NULL, "%s", r.err);
+	ck_assert_msg(strstr(tp_test_squeeze(r.err), line) != NULL, "%s", r.err);
 	ck_assert(strstr(r.out, "\"gnn\": false") != NULL);
 	ck_assert(strstr(r.out, "\"gnn_declined\": \"the GNN was trained on "
 			       "clusters of up to 4 GPUs, this one has "
@@ -2395,7 +2381,7 @@ START_TEST(test_plan_gnn_beyond_corpus)
 	ck_assert_msg(r.status == 0, "%s", r.err);
 	/* the summary's search line wraps where the search's figures put
 	   it: compare with single spaces */
-	ck_assert_msg(strstr(squeeze(r.err), "uniform priors") == NULL, "%s",
+	ck_assert_msg(strstr(tp_test_squeeze(r.err), "uniform priors") == NULL, "%s",
 		      r.err);
 	ck_assert_msg(strstr(r.err, "GNN priors and gains") != NULL, "%s",
 		      r.err);

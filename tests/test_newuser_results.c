@@ -279,22 +279,6 @@ START_TEST(test_unconstrained_nothing_fits)
 }
 END_TEST
 
-/* The summary's wrapped lines joined back: "\n" and the indent become
- * one space. */
-static void unwrap(char *s)
-{
-	for (char *q = s, *w = s;; q++) {
-		if (*q == '\n' && q[1] == ' ' && q[2] == ' ') {
-			while (q[1] == ' ')
-				q++;
-			*w++ = ' ';
-			continue;
-		}
-		if (!(*w++ = *q))
-			break;
-	}
-}
-
 /* The unconstrained line said "no faster plan found without
  * megatron-core's limits (4.42 s)" beside an answer of 4.43 s
  * (Llama-3-8B on two DGX H100 and two DGX A100, 800 playouts: 4.4200
@@ -310,7 +294,7 @@ static void unconstrained_line(const char *dir, const char *topo,
 	const char *a1[] = {"tagplan", "plan", "-m", "llama-3-8b", "-t", topo,
 			    "--playouts", playouts, "--threads", "1", "-o",
 			    plan, NULL};
-	const char *no = "unconstrained  no faster plan found without "
+	const char *no = "unconstrained no faster plan found without "
 			 "megatron-core's limits (";
 	const char *within = " s without megatron-core's limits, within 1% "
 			     "of this plan";
@@ -332,8 +316,8 @@ static void unconstrained_line(const char *dir, const char *topo,
 	answer = t->valuedouble;
 	cJSON_Delete(root);
 	snprintf(answer_s, sizeof(answer_s), "%.4g", answer);
-	unwrap(r.err);
-	if (strstr(r.err, "answer from    the search without the runtime's "
+	tp_test_squeeze(r.err);
+	if (strstr(r.err, "answer from the search without the runtime's "
 			  "limits"))
 		ck_assert_msg(!strstr(r.err, no), "%s playouts:\n%s", playouts,
 			      r.err);
@@ -426,8 +410,7 @@ START_TEST(test_bubble_names_batch)
 	tp_run_tagplan(&r, a1, NULL);
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
 	/* the summary is wrapped at 80 columns */
-	flat = r.err;
-	unwrap(flat);
+	flat = tp_test_squeeze(r.err);
 	ck_assert_msg(strstr(flat, "(2 micro-batches for 4 pipeline stages, "
 				   "from a global batch of 256 samples)"),
 		      "%s", flat);

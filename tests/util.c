@@ -1,6 +1,7 @@
 #include "util.h"
 
 #include <check.h>
+#include <ctype.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -170,6 +171,19 @@ void tp_test_expect(const char *const *argv, int status, const char *want,
 	ck_assert_msg(!unwanted || !strstr(r.err, unwanted), "%s", r.err);
 	ck_assert_uint_eq(r.out_len, 0);
 	tp_run_free(&r);
+}
+
+char *tp_test_squeeze(char *s)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; s[i]; i++)
+		if (!isspace((unsigned char)s[i]))
+			s[o++] = s[i];
+		else if (o && s[o - 1] != ' ')
+			s[o++] = ' ';
+	s[o] = '\0';
+	return s;
 }
 
 char *tp_test_read(const char *path, size_t *len)

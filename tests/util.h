@@ -42,6 +42,10 @@ const char *tp_test_tmpdir(void);
 
 /* Read a whole file; NULL when it cannot be read.  Caller frees. */
 char *tp_test_read(const char *path, size_t *len);
+/* s with every run of white space (wrapped lines and their indent
+ * included) made one space, in place, for matching a summary's phrases;
+ * returns s. */
+char *tp_test_squeeze(char *s);
 /* Write a whole file; 0 on success. */
 int tp_test_write(const char *path, const char *data, size_t len);
 

@@ -1106,6 +1106,17 @@ static void mark_runs(struct mat *x)
 	x->stages = stages;
 }
 
+/* A run whose replicas do not fit in a micro-batch (estimate_fit,
+ * even_fit): the state does not materialise. */
+static enum tp_status no_fit(const struct run_info *ri, int64_t mb,
+			     struct tp_error *err)
+{
+	return tp_error_set(err, TP_EINPUT,
+			    "%u replicas do not fit in a micro-batch of %lld "
+			    "samples",
+			    ri->dp, (long long)mb);
+}
+
 /* Memory estimate per device, into scr->static_b and scr->act_b: model
  * state, then activations of the speed-proportional split; then into
  * scr->fit how much of its activations each device could hold.
@@ -1152,10 +1163,7 @@ static enum tp_status estimate_fit(struct mat *x, struct tp_error *err)
 		run_shares(s, scr, gl, &ri);
 		if (!tp_space_split_samples(x->mb, ri.dp, scr->speed, NULL,
 					    scr->samples))
-			return tp_error_set(err, TP_EINPUT,
-					    "%u replicas do not fit in a "
-					    "micro-batch of %lld samples",
-					    ri.dp, (long long)x->mb);
+			return no_fit(&ri, x->mb, err);
 		/* a context rank holds 1/cp of its replica's activations */
 		for (uint32_t rep = 0; rep < ri.dp; rep++)
 			for (uint32_t k = 0; k < lanes; k++) {
@@ -1194,10 +1202,7 @@ static enum tp_status even_fit(struct mat *x, struct tp_error *err)
 		if (tp_decision_mixed(ri.dc))
 			continue;
 		if (ri.dp == 0 || x->mb < (int64_t)ri.dp)
-			return tp_error_set(err, TP_EINPUT,
-					    "%u replicas do not fit in a "
-					    "micro-batch of %lld samples",
-					    ri.dp, (long long)x->mb);
+			return no_fit(&ri, x->mb, err);
 	}
 	return TP_OK;
 }

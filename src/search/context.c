@@ -211,6 +211,16 @@ nomem:
 	return TP_ENOMEM;
 }
 
+void worker_put_warm(struct sctx *s, struct worker *w)
+{
+	if (pool_put(&s->prior_pool, w->prior_scratch))
+		w->prior_scratch = NULL;
+	if (pool_put(&s->ev_pool, w->ev_scratch))
+		w->ev_scratch = NULL;
+	if (pool_put(&s->bscr_pool, w->bscr))
+		w->bscr = NULL;
+}
+
 void worker_release(struct worker *w)
 {
 	struct sctx *s = w->s;
@@ -219,12 +229,7 @@ void worker_release(struct worker *w)
 		return;
 	if (s->have_lock) { /* keep them for the next worker */
 		pthread_mutex_lock(&s->lock);
-		if (pool_put(&s->ev_pool, w->ev_scratch))
-			w->ev_scratch = NULL;
-		if (pool_put(&s->bscr_pool, w->bscr))
-			w->bscr = NULL;
-		if (pool_put(&s->prior_pool, w->prior_scratch))
-			w->prior_scratch = NULL;
+		worker_put_warm(s, w);
 		if (pool_put(&s->pcache_pool, w->pcache))
 			w->pcache = NULL;
 		pthread_mutex_unlock(&s->lock);

@@ -287,12 +287,7 @@ static void lend_scratch(struct sctx *s, struct worker *w0, bool lend)
 	   sweeps (the simulator's lane-cost, ring and flow caches, its
 	   arrays grown); exact caches, so the same scores */
 	if (lend) {
-		if (pool_put(&s->prior_pool, w0->prior_scratch))
-			w0->prior_scratch = NULL;
-		if (pool_put(&s->ev_pool, w0->ev_scratch))
-			w0->ev_scratch = NULL;
-		if (pool_put(&s->bscr_pool, w0->bscr))
-			w0->bscr = NULL;
+		worker_put_warm(s, w0);
 	} else {
 		if (!w0->prior_scratch)
 			w0->prior_scratch = pool_take(&s->prior_pool);

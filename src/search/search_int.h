@@ -281,6 +281,10 @@ void sctx_release(struct sctx *s);
 
 enum tp_status worker_init(struct worker *w, struct sctx *s, uint32_t id);
 void worker_release(struct worker *w);
+/* w's provider, evaluator and bound scratches into s's pools (each kept
+ * by w when its pool is full); s->lock held.  worker_release and the
+ * tree's LEND_SCRATCH (search.c). */
+void worker_put_warm(struct sctx *s, struct worker *w);
 
 /*
  * Score (gl, dec): from the cache or by materialising and evaluating;
