@@ -365,6 +365,54 @@ START_TEST(test_unconstrained_within_one_percent)
 }
 END_TEST
 
+/* The unconstrained line said what a plan needs and that the runtime
+ * lacks it, not that another shipped runtime runs it: Llama-2-70B on 32
+ * H100 + 32 A100 under megatron-core, 1.12x faster with ZeRO 3 over 8
+ * pipeline stages, which fsdp2 (TorchTitan) runs.  Both cases are
+ * deterministic (--playouts, --time-limit 0, one thread); a search
+ * change that moves their unconstrained plans may need other cases. */
+static void runners_line(const char *topo, const char *model,
+			 const char *want)
+{
+	const char *a[] = {"tagplan", "plan", "-m", model, "-t", topo,
+			   "--threads", "1", "--playouts", "300",
+			   "--time-limit", "0", NULL};
+	struct tp_run r;
+	const char *at;
+
+	tp_run_tagplan(&r, a, NULL);
+	ck_assert_msg(r.status == 0, "plan: %s", r.err);
+	tp_test_squeeze(r.err);
+	at = strstr(r.err, "unconstrained ");
+	ck_assert_msg(at && strstr(at, "faster, needs "),
+		      "%s: no faster unconstrained plan:\n%s", model, r.err);
+	ck_assert_msg(strstr(at, want), "%s: no \"%s\":\n%s", model, want,
+		      r.err);
+	ck_assert_msg(!strstr(at, "megatron-core can run it"),
+		      "%s: the runtime itself named:\n%s", model, r.err);
+	tp_run_free(&r);
+}
+
+START_TEST(test_unconstrained_names_runners)
+{
+	const char *dir = tp_test_tmpdir();
+	char topo[1100];
+	const char *a0[] = {"tagplan", "topo", "dgx-h100:4", "dgx-a100:4",
+			    "-o", topo, NULL};
+	struct tp_run r;
+
+	snprintf(topo, sizeof(topo), "%s/c.json", dir);
+	tp_run_tagplan(&r, a0, NULL);
+	ck_assert_msg(r.status == 0, "topo: %s", r.err);
+	tp_run_free(&r);
+	runners_line(topo, "llama-2-70b", "; fsdp2 can run it (tagplan plan "
+					  "--runtime NAME searches under its "
+					  "costs)");
+	/* uneven batch shares: no shipped runtime has them */
+	runners_line(topo, "gpt3-13b", "; no shipped runtime runs it");
+}
+END_TEST
+
 /* simulate -o wrote its report without a word, where plan and render say
  * "wrote FILE"; now it says so too (and not under -q, nor for stdout). */
 START_TEST(test_simulate_says_wrote)
@@ -716,6 +764,7 @@ Suite *suite_newuser_results(void)
 	tcase_add_test(tc, test_runtime_name_control);
 	tcase_add_test(tc, test_plan_degree_fixes);
 	tcase_add_test(tc, test_unconstrained_within_one_percent);
+	tcase_add_test(tc, test_unconstrained_names_runners);
 	tcase_add_test(tc, test_simulate_says_wrote);
 	tcase_add_test(tc, test_bubble_names_batch);
 	tcase_add_test(tc, test_export_rope_base);

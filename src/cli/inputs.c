@@ -930,3 +930,28 @@ enum tp_status tp_inputs_load_named(const char **arg, char *buf, size_t size,
 	}
 	return st;
 }
+
+size_t tp_inputs_runtimes_running(const struct tp_plan *p,
+				  const struct tp_model *m,
+				  const struct tp_cluster *c,
+				  const char *skip, char *out, size_t size)
+{
+	char names[32][64];
+	size_t n = tp_runtime_shipped(names, 32), used = 0, able = 0;
+	struct tp_error e;
+
+	if (size)
+		out[0] = '\0';
+	for (size_t i = 0; i < n && used < size; i++) {
+		struct tp_runtime rt;
+		tp_error_clear(&e);
+		if ((skip && !strcmp(names[i], skip)) ||
+		    tp_runtime_find(names[i], &rt, &e) ||
+		    !tp_runtime_builds(&rt, m, NULL, 0) ||
+		    tp_runtime_plan_check(&rt, p, m, c, NULL, NULL, 0))
+			continue;
+		used += (size_t)snprintf(out + used, size - used, "%s%s",
+					 able++ ? ", " : "", names[i]);
+	}
+	return able;
+}

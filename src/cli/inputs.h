@@ -198,4 +198,16 @@ enum tp_status tp_inputs_sim_run(void *ctx, const struct tp_plan *p,
 				 struct tp_report *report,
 				 struct tp_error *err);
 
+/*
+ * The shipped runtime profiles (data/runtimes) that build model m and
+ * execute plan p on cluster c (tp_runtime_builds, tp_runtime_plan_check),
+ * but for the one named skip (NULL: none skipped), into out as "a, b"
+ * ("" when none); returns how many.  Whether a runtime executes a plan
+ * says nothing of its speed there: each prices it by its own behaviour.
+ */
+size_t tp_inputs_runtimes_running(const struct tp_plan *p,
+				  const struct tp_model *m,
+				  const struct tp_cluster *c,
+				  const char *skip, char *out, size_t size);
+
 #endif

@@ -222,6 +222,7 @@ struct plan_run {
 	bool compare_skipped;   /* ... not run: the time limit was spent */
 	struct tp_search_result free_res; /* ... that search's answer */
 	bool free_runs; /* its answer ran: free_res is the runtime's own */
+	char free_runners[160]; /* other shipped runtimes running free_res */
 	struct tp_plan given; /* -s STRATEGY's plan */
 	char given_source[96];
 	struct tp_strbuf warn, text;
@@ -237,24 +238,10 @@ struct plan_run {
 static void note_runnable(const struct plan_run *R,
 			  struct tp_plan_summary *s)
 {
-	char names[32][64], able[160] = "";
-	size_t n = tp_runtime_shipped(names, 32), used = 0;
-	struct tp_error e;
+	char able[160];
 
-	for (size_t i = 0; i < n; i++) {
-		struct tp_runtime rt;
-		tp_error_clear(&e);
-		if (tp_runtime_find(names[i], &rt, &e) ||
-		    !tp_runtime_builds(&rt, &R->m, NULL, 0) ||
-		    tp_runtime_plan_check(&rt, &R->res.plan, &R->m, &R->c, NULL,
-					  NULL, 0))
-			continue;
-		used += (size_t)snprintf(able + used, sizeof(able) - used,
-					 "%s%s", used ? ", " : "", names[i]);
-		if (used >= sizeof(able))
-			break;
-	}
-	if (able[0])
+	if (tp_inputs_runtimes_running(&R->res.plan, &R->m, &R->c, NULL, able,
+				       sizeof(able)))
 		snprintf(s->runtime_note, sizeof(s->runtime_note),
 			 "planned for no runtime (the simulator's defaults); "
 			 "%.160s can execute this plan",
@@ -364,7 +351,7 @@ static void note_all_devices(const struct plan_run *R,
 }
 
 /* The runtime's view of the answer (summary."runtime_fit"). */
-static void fit_summary(const struct plan_run *R, struct tp_plan_summary *s)
+static void fit_summary(struct plan_run *R, struct tp_plan_summary *s)
 {
 	const struct tp_search_result *fr = &R->free_res;
 
@@ -379,6 +366,9 @@ static void fit_summary(const struct plan_run *R, struct tp_plan_summary *s)
 		s->unconstrained_needs = tp_runtime_plan_check(
 			&R->rt, &fr->plan, &R->m, &R->c, NULL,
 			s->unconstrained_why, sizeof(s->unconstrained_why));
+		tp_inputs_runtimes_running(&fr->plan, &R->m, &R->c,
+					   R->rt.name, R->free_runners,
+					   sizeof(R->free_runners));
 	}
 	note_idle(R, s);
 	note_all_devices(R, s);
@@ -1005,7 +995,14 @@ static void print_fit(const struct plan_run *R)
 			       s->unconstrained_time_s,
 			       s->iteration_time_s / s->unconstrained_time_s);
 		tp_render_caps(&t, s->unconstrained_needs);
-		tp_strbuf_addf(&t, ": %s\n", s->unconstrained_why);
+		tp_strbuf_addf(&t, ": %s; ", s->unconstrained_why);
+		if (R->free_runners[0])
+			tp_strbuf_addf(&t, "%s can run it (tagplan plan "
+					   "--runtime NAME searches under its "
+					   "costs)\n",
+				       R->free_runners);
+		else
+			tp_strbuf_addf(&t, "no shipped runtime runs it\n");
 	} else if (R->compare && R->compare_skipped) {
 		tp_strbuf_addf(&t, "  unconstrained  not searched: the runtime's "
 				   "search took the time limit\n");
