@@ -413,6 +413,42 @@ START_TEST(test_unconstrained_names_runners)
 }
 END_TEST
 
+/* A Mixtral plan's group lines said "dp=4 tp=2" and nothing of the
+ * experts spread over 4 ranks, which the plan JSON and the export hold;
+ * dense groups gain nothing. */
+static void group_line(const char *model, const char *strategy,
+		       const char *want, const char *unwanted)
+{
+	const char *dir = tp_test_tmpdir();
+	char out[1100];
+	const char *a[] = {"tagplan", "plan", "-m", model, "-t",
+			   tp_data_file("topologies/dgx-h100.json"), "-s",
+			   strategy, "-o", out, NULL};
+	struct tp_run r;
+
+	snprintf(out, sizeof(out), "%s/g.json", dir);
+	tp_run_tagplan(&r, a, NULL);
+	/* Mixtral does not fit on 8 GPUs (exit 1): its plan is still shown */
+	ck_assert_msg(r.status == 0 || r.status == 1, "%s: %s", strategy,
+		      r.err);
+	tp_test_squeeze(r.err);
+	ck_assert_msg(strstr(r.err, want), "%s: no \"%s\":\n%s", strategy,
+		      want, r.err);
+	ck_assert_msg(!strstr(r.err, unwanted), "%s: \"%s\":\n%s", strategy,
+		      unwanted, r.err);
+	tp_run_free(&r);
+}
+
+START_TEST(test_group_line_names_ep)
+{
+	group_line("mixtral-8x7b", "tp=2,dp=4,ep=4",
+		   "H100-SXM5-80GB: dp=4 tp=2 ep=4 ", "etp=");
+	group_line("mixtral-8x7b", "tp=2,dp=4,ep=8,etp=1,sp=on",
+		   "H100-SXM5-80GB: dp=4 tp=2 ep=8 etp=1 ", "ep=4");
+	group_line("gpt2", "tp=2,dp=4", "H100-SXM5-80GB: dp=4 tp=2 ", "ep=");
+}
+END_TEST
+
 /* simulate -o wrote its report without a word, where plan and render say
  * "wrote FILE"; now it says so too (and not under -q, nor for stdout). */
 START_TEST(test_simulate_says_wrote)
@@ -765,6 +801,7 @@ Suite *suite_newuser_results(void)
 	tcase_add_test(tc, test_plan_degree_fixes);
 	tcase_add_test(tc, test_unconstrained_within_one_percent);
 	tcase_add_test(tc, test_unconstrained_names_runners);
+	tcase_add_test(tc, test_group_line_names_ep);
 	tcase_add_test(tc, test_simulate_says_wrote);
 	tcase_add_test(tc, test_bubble_names_batch);
 	tcase_add_test(tc, test_export_rope_base);

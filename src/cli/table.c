@@ -1390,25 +1390,28 @@ void tp_cli_plan_structure(const struct tp_plan *p, const struct tp_model *m,
 			    gr->recompute ? ", recompute " : "",
 			    gr->recompute ? tp_recompute_name(gr->recompute)
 					  : "");
-		} else if (gr->cp > 1)
+		} else {
+			char deg[80];
+			int n = gr->cp > 1 ? snprintf(deg, sizeof(deg),
+						      "dp=%u cp=%u tp=%u",
+						      gr->dp, gr->cp, gr->tp)
+					   : snprintf(deg, sizeof(deg),
+						      "dp=%u tp=%u", gr->dp,
+						      gr->tp);
+			/* experts spread over an EP group (plan.h) */
+			if (gr->ep > 1 && n > 0 && (size_t)n < sizeof(deg))
+				snprintf(deg + n, sizeof(deg) - (size_t)n,
+					 gr->etp == 1 ? " ep=%u etp=1" : " ep=%u",
+					 gr->ep);
 			tp_strbuf_addf(
-			    out,
-			    "  %-15s%s..%s on %s: dp=%u cp=%u tp=%u %s%s%s",
+			    out, "  %-15s%s..%s on %s: %s %s%s%s",
 			    shown ? "" : "groups", m->ops.v[ops[0]].name,
-			    m->ops.v[ops[gr->n_ops - 1]].name, devs, gr->dp,
-			    gr->cp, gr->tp, tp_sync_name(gr->sync),
+			    m->ops.v[ops[gr->n_ops - 1]].name, devs, deg,
+			    tp_sync_name(gr->sync),
 			    gr->recompute ? ", recompute " : "",
 			    gr->recompute ? tp_recompute_name(gr->recompute)
 					  : "");
-		else
-			tp_strbuf_addf(
-			    out, "  %-15s%s..%s on %s: dp=%u tp=%u %s%s%s",
-			    shown ? "" : "groups", m->ops.v[ops[0]].name,
-			    m->ops.v[ops[gr->n_ops - 1]].name, devs, gr->dp,
-			    gr->tp, tp_sync_name(gr->sync),
-			    gr->recompute ? ", recompute " : "",
-			    gr->recompute ? tp_recompute_name(gr->recompute)
-					  : "");
+		}
 		/* gradient compression (sfb.h); lossy always marked */
 		if (gr->n_sfb)
 			tp_strbuf_addf(out, ", SFB on %u op%s", gr->n_sfb,
