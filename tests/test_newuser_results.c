@@ -371,15 +371,21 @@ END_TEST
  * pipeline stages, which fsdp2 (TorchTitan) runs.  Both cases are
  * deterministic (--playouts, --time-limit 0, one thread); a search
  * change that moves their unconstrained plans may need other cases. */
-static void runners_line(const char *topo, const char *model,
-			 const char *want)
+static void runners_line(const char *dir, const char *topo,
+			 const char *model, const char *want,
+			 const char *json_want)
 {
+	char out[1100];
 	const char *a[] = {"tagplan", "plan", "-m", model, "-t", topo,
 			   "--threads", "1", "--playouts", "300",
-			   "--time-limit", "0", NULL};
+			   "--time-limit", "0", "-o", out, NULL};
+	const char *v[] = {"tagplan", "validate", out, NULL};
 	struct tp_run r;
 	const char *at;
+	char *text, *flat;
+	cJSON *root, *rts;
 
+	snprintf(out, sizeof(out), "%s/%s.json", dir, model);
 	tp_run_tagplan(&r, a, NULL);
 	ck_assert_msg(r.status == 0, "plan: %s", r.err);
 	tp_test_squeeze(r.err);
@@ -390,6 +396,26 @@ static void runners_line(const char *topo, const char *model,
 		      r.err);
 	ck_assert_msg(!strstr(at, "megatron-core can run it"),
 		      "%s: the runtime itself named:\n%s", model, r.err);
+	tp_run_free(&r);
+	/* the same names in the JSON, which reads back */
+	text = tp_test_read(out, NULL);
+	ck_assert_ptr_nonnull(text);
+	root = cJSON_Parse(text);
+	free(text);
+	rts = cJSON_GetObjectItem(
+	    cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(root, "summary"),
+				    "runtime_fit"),
+		"unconstrained"),
+	    "runtimes");
+	flat = cJSON_PrintUnformatted(rts);
+	ck_assert_msg(flat && !strcmp(flat, json_want),
+		      "%s: runtimes %s, want %s", model, flat ? flat : "absent",
+		      json_want);
+	free(flat);
+	cJSON_Delete(root);
+	tp_run_tagplan(&r, v, NULL);
+	ck_assert_msg(r.status == 0, "validate: %s", r.err);
 	tp_run_free(&r);
 }
 
@@ -405,11 +431,44 @@ START_TEST(test_unconstrained_names_runners)
 	tp_run_tagplan(&r, a0, NULL);
 	ck_assert_msg(r.status == 0, "topo: %s", r.err);
 	tp_run_free(&r);
-	runners_line(topo, "llama-2-70b", "; fsdp2 can run it (tagplan plan "
-					  "--runtime NAME searches under its "
-					  "costs)");
+	runners_line(dir, topo, "llama-2-70b",
+		     "; fsdp2 can run it (tagplan plan --runtime NAME searches "
+		     "under its costs)",
+		     "[\"fsdp2\"]");
 	/* uneven batch shares: no shipped runtime has them */
-	runners_line(topo, "gpt3-13b", "; no shipped runtime runs it");
+	runners_line(dir, topo, "gpt3-13b", "; no shipped runtime runs it", "[]");
+	/* one name per element: a joined list is refused where it is */
+	{
+		char path[1100], bad[1100], *text, *flat;
+		const char *v[] = {"tagplan", "validate", bad, NULL};
+		cJSON *root, *unc;
+
+		snprintf(path, sizeof(path), "%s/llama-2-70b.json", dir);
+		snprintf(bad, sizeof(bad), "%s/bad.json", dir);
+		text = tp_test_read(path, NULL);
+		ck_assert_ptr_nonnull(text);
+		root = cJSON_Parse(text);
+		free(text);
+		unc = cJSON_GetObjectItem(
+		    cJSON_GetObjectItem(cJSON_GetObjectItem(root, "summary"),
+					"runtime_fit"),
+		    "unconstrained");
+		ck_assert_ptr_nonnull(unc);
+		cJSON_ReplaceItemInObject(
+		    unc, "runtimes",
+		    cJSON_Parse("[\"fsdp2, ddp\"]"));
+		flat = cJSON_Print(root);
+		ck_assert_int_eq(tp_test_write(bad, flat, strlen(flat)), 0);
+		free(flat);
+		cJSON_Delete(root);
+		tp_run_tagplan(&r, v, NULL);
+		ck_assert_msg(r.status == 2 &&
+				  strstr(r.err, "runtime_fit.unconstrained."
+						"runtimes[0]: a runtime name "
+						"has no comma"),
+			      "validate: exit %d: %s", r.status, r.err);
+		tp_run_free(&r);
+	}
 }
 END_TEST
 

@@ -222,7 +222,6 @@ struct plan_run {
 	bool compare_skipped;   /* ... not run: the time limit was spent */
 	struct tp_search_result free_res; /* ... that search's answer */
 	bool free_runs; /* its answer ran: free_res is the runtime's own */
-	char free_runners[160]; /* other shipped runtimes running free_res */
 	struct tp_plan given; /* -s STRATEGY's plan */
 	char given_source[96];
 	struct tp_strbuf warn, text;
@@ -351,7 +350,7 @@ static void note_all_devices(const struct plan_run *R,
 }
 
 /* The runtime's view of the answer (summary."runtime_fit"). */
-static void fit_summary(struct plan_run *R, struct tp_plan_summary *s)
+static void fit_summary(const struct plan_run *R, struct tp_plan_summary *s)
 {
 	const struct tp_search_result *fr = &R->free_res;
 
@@ -366,9 +365,10 @@ static void fit_summary(struct plan_run *R, struct tp_plan_summary *s)
 		s->unconstrained_needs = tp_runtime_plan_check(
 			&R->rt, &fr->plan, &R->m, &R->c, NULL,
 			s->unconstrained_why, sizeof(s->unconstrained_why));
-		tp_inputs_runtimes_running(&fr->plan, &R->m, &R->c,
-					   R->rt.name, R->free_runners,
-					   sizeof(R->free_runners));
+		tp_inputs_runtimes_running(
+		    &fr->plan, &R->m, &R->c, R->rt.name,
+		    s->unconstrained_runtimes,
+		    sizeof(s->unconstrained_runtimes));
 	}
 	note_idle(R, s);
 	note_all_devices(R, s);
@@ -996,11 +996,11 @@ static void print_fit(const struct plan_run *R)
 			       s->iteration_time_s / s->unconstrained_time_s);
 		tp_render_caps(&t, s->unconstrained_needs);
 		tp_strbuf_addf(&t, ": %s; ", s->unconstrained_why);
-		if (R->free_runners[0])
+		if (s->unconstrained_runtimes[0])
 			tp_strbuf_addf(&t, "%s can run it (tagplan plan "
 					   "--runtime NAME searches under its "
 					   "costs)\n",
-				       R->free_runners);
+				       s->unconstrained_runtimes);
 		else
 			tp_strbuf_addf(&t, "no shipped runtime runs it\n");
 	} else if (R->compare && R->compare_skipped) {

@@ -208,6 +208,9 @@ struct tp_plan_summary {
 	double unconstrained_time_s;
 	uint32_t unconstrained_needs;
 	char unconstrained_why[512];
+	/* the other shipped runtimes that execute the unconstrained plan,
+	   "a, b" ("" when none does, or not recorded) */
+	char unconstrained_runtimes[256];
 	uint32_t idle_devices;
 	char idle_types[256];  /* "64 x V100-SXM2-32GB, ..." */
 	bool have_all_devices;

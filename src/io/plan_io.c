@@ -48,7 +48,7 @@ static const char *const summary_fields[] = {"feasible",
 static const char *const fit_fields[] = {"note", "unconstrained", "idle",
 					 NULL};
 static const char *const unc_fields[] = {"iteration_time_s", "speedup",
-					 "needs", "why", NULL};
+					 "needs", "why", "runtimes", NULL};
 static const char *const idle_fields[] = {
 	"devices", "types", "all_devices_iteration_time_s", "why", NULL};
 static const char *const sdev_fields[] = {"device", "peak_memory_bytes",
@@ -647,6 +647,41 @@ static enum tp_status read_u64(struct tp_jctx *j, const struct tp_json *obj,
 }
 
 /* summary."runtime_fit" (optional). */
+/* summary.runtime_fit.unconstrained.runtimes: names joined by ", " into
+ * out (the summary's form). */
+static enum tp_status read_runtimes(struct tp_jctx *j,
+				    const struct tp_json *unc, char *out,
+				    size_t size)
+{
+	const struct tp_json *a;
+	enum tp_status st;
+	size_t used = 0;
+
+	out[0] = '\0';
+	if ((st = tp_jget_array(j, unc, "runtimes", false, false, &a)) || !a)
+		return st;
+	for (size_t k = 0; k < a->n; k++) {
+		const char *name;
+		size_t o = tp_jctx_push_key(j, "runtimes");
+		tp_jctx_push_index(j, k);
+		if ((st = tp_jcheck_string(j, a->items[k], 63, true, &name)))
+			return st;
+		if (strchr(name, ','))
+			return tp_jctx_fail(j, NULL,
+					    "a runtime name has no comma; "
+					    "give one name per element");
+		if (used + strlen(name) + 3 > size)
+			return tp_jctx_fail(j, NULL,
+					    "more runtime names than fit in "
+					    "%zu bytes; list each once",
+					    size - 1);
+		used += (size_t)snprintf(out + used, size - used, "%s%s",
+					 used ? ", " : "", name);
+		tp_jctx_pop(j, o);
+	}
+	return TP_OK;
+}
+
 static enum tp_status read_fit(struct tp_jctx *j, const struct tp_json *s,
 			       struct tp_plan_summary *sum)
 {
@@ -676,7 +711,9 @@ static enum tp_status read_fit(struct tp_jctx *j, const struct tp_json *s,
 					 TP_JNUM_NONNEG, 0, &x, NULL)) ||
 		    (st = copy_str(j, unc, "why", sum->unconstrained_why,
 				   sizeof(sum->unconstrained_why))) ||
-		    (st = tp_jget_array(j, unc, "needs", false, false, &needs)))
+		    (st = tp_jget_array(j, unc, "needs", false, false, &needs)) ||
+		    (st = read_runtimes(j, unc, sum->unconstrained_runtimes,
+					sizeof(sum->unconstrained_runtimes))))
 			return st;
 		sum->have_unconstrained = true;
 		for (size_t k = 0; needs && k < needs->n; k++) {

@@ -3,6 +3,7 @@
  * runtime fit (written) and the objective the search minimised (summary.
  * search "objective", "max_iter_time_s"; written and read).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/jsonw.h"
@@ -35,6 +36,17 @@ void tp_io_write_fit(struct tp_jw *jw, const struct tp_plan_summary *s)
 		tp_jw_array_end(jw);
 		if (s->unconstrained_why[0])
 			tp_jw_kv_string(jw, "why", s->unconstrained_why);
+		tp_jw_key(jw, "runtimes");
+		tp_jw_array_begin(jw);
+		for (const char *r = s->unconstrained_runtimes; *r;) {
+			char name[64];
+			size_t n = strcspn(r, ",");
+			snprintf(name, sizeof(name), "%.*s", (int)n, r);
+			tp_jw_string(jw, name);
+			r += n;
+			r += strspn(r, ", ");
+		}
+		tp_jw_array_end(jw);
 		tp_jw_object_end(jw);
 	}
 	if (s->idle_devices) {
