@@ -1154,7 +1154,8 @@ END_TEST
 
 /* plan -p PLAN (taking plan for simulate or check), check -s and render
  * -s (a strategy where a plan is read) said only 'unknown option "-p"';
- * now what to run instead.  Refused before any input is read. */
+ * now what to run instead; render --svg F (plan's picture option) how
+ * render names its file.  Refused before any input is read. */
 START_TEST(test_other_commands_options)
 {
 	static const char *const cases[][6] = {
@@ -1171,6 +1172,13 @@ START_TEST(test_other_commands_options)
 	    {"render", "--strategy", "tp=2", "-o", "x.svg",
 	     "(render draws a plan, -p PLAN: write one from a strategy with "
 	     "tagplan plan -s STRATEGY -o PLAN)"},
+	    /* plan's picture options, given to render */
+	    {"render", "-p", "plan.json", "--svg", "x.svg",
+	     "unknown option \"--svg\" (render writes its picture with -o "
+	     "FILE, the format from the extension: -o plan.svg (or .dot .png "
+	     ".pdf), or --format)"},
+	    {"render", "-p", "plan.json", "--png=x.png", NULL,
+	     "unknown option \"--png=x.png\" (render writes its picture"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -443,6 +443,12 @@ static const char *other_commands_option(const char *cmd, const char *a)
 	     "render draws a plan, -p PLAN: write one from a strategy with "
 	     "tagplan plan -s STRATEGY -o PLAN"},
 	    {"render", "--strategy", NULL},
+	    {"render", "--svg",
+	     "render writes its picture with -o FILE, the format from the "
+	     "extension: -o plan.svg (or .dot .png .pdf), or --format"},
+	    {"render", "--dot", NULL},
+	    {"render", "--png", NULL},
+	    {"render", "--pdf", NULL},
 	};
 
 	for (size_t i = 0; i < sizeof(slips) / sizeof(slips[0]); i++) {
