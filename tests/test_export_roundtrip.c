@@ -28,6 +28,8 @@
  *    --openai-gelu -  --disable-bias-linear -  --add-qkv-bias -
  *    --untie-embeddings-and-output-weights -  --qk-layernorm -
  *    --num-experts N  --moe-router-topk N  --moe-ffn-hidden-size N
+ *    --moe-token-dispatcher-type S (default allgather)
+ *    --moe-expert-capacity-factor F
  *    --moe-shared-expert-intermediate-size N  --moe-layer-freq S
  *    --moe-router-score-function S  --moe-router-enable-expert-bias -
  *    (padded vocabulary: a multiple of --make-vocab-size-divisible-by,
@@ -96,6 +98,7 @@ struct readback {
 	/* model */
 	int64_t layers, hidden, ffn, heads, kv, kvc, seq, maxpos, vocab;
 	int64_t experts, topk, moe_ffn, shared_ffn, dense_first;
+	char dispatcher[16]; /* --moe-token-dispatcher-type ("": default) */
 	bool rms, swiglu, learned, no_bias, qkv_bias, untied, qk_norm;
 	int64_t pad_to; /* vocabulary padding unit (Megatron: 128 x tp) */
 };
@@ -150,6 +153,8 @@ static const struct flag megatron_flags[] = {
     {"--qk-layernorm", 0},
     {"--num-experts", 1},
     {"--moe-router-topk", 1},
+    {"--moe-token-dispatcher-type", 2},
+    {"--moe-expert-capacity-factor", 3},
     {"--moe-ffn-hidden-size", 1},
     {"--moe-shared-expert-intermediate-size", 1},
     {"--moe-layer-freq", 2},
@@ -275,6 +280,9 @@ static void parse_megatron(struct readback *rb, char *text)
 			rb->experts = atoll(v);
 		else if (IS("--moe-router-topk"))
 			rb->topk = atoll(v);
+		else if (IS("--moe-token-dispatcher-type"))
+			snprintf(rb->dispatcher, sizeof(rb->dispatcher), "%s",
+				 v);
 		else if (IS("--moe-ffn-hidden-size"))
 			rb->moe_ffn = atoll(v);
 		else if (IS("--moe-shared-expert-intermediate-size"))
@@ -627,6 +635,13 @@ static void megatron_roundtrip(const struct tp_model *m,
 		parse_ranks(&rb, tp_strbuf_cstr(&notes), c);
 	}
 	parse_megatron(&rb, args);
+	/* the simulator prices the alltoall dispatcher (src/sim/README
+	   section 3); Megatron-Core's default is allgather */
+	if (rb.experts)
+		ck_assert_msg(!strcmp(rb.dispatcher, "alltoall"),
+			      "MoE without --moe-token-dispatcher-type "
+			      "alltoall (\"%s\")",
+			      rb.dispatcher);
 	rb.dp = (int64_t)p.groups.v[0].dp;
 	{
 		int64_t used = 0;

@@ -294,9 +294,20 @@ START_TEST(test_ep_export)
 	ck_assert_msg(strstr(out.buf, "--expert-model-parallel-size 4\n") &&
 			      strstr(out.buf, "--num-experts 8\n") &&
 			      strstr(out.buf, "--moe-router-topk 2\n") &&
+			      strstr(out.buf, "--moe-token-dispatcher-type "
+					      "alltoall\n") &&
+			      !strstr(out.buf, "capacity") &&
 			      strstr(out.buf, "--tensor-model-parallel-size 2\n"),
 		      "%s", out.buf);
 	tp_strbuf_release(&out);
+	/* a capacity factor (dropping tokens) is the job's too */
+	p.expert_capacity_factor = 1.25;
+	tp_strbuf_init(&out);
+	export_args(&p, &m, &c, "megatron-core", TP_OK, &out, &err);
+	ck_assert_msg(strstr(out.buf, "--moe-expert-capacity-factor 1.25\n"),
+		      "%s", out.buf);
+	tp_strbuf_release(&out);
+	p.expert_capacity_factor = 0;
 	/* Megatron-LM of 2021 has no expert parallelism: refused */
 	for (uint32_t g = 0; g < p.groups.n; g++)
 		p.groups.v[g].sp = false;

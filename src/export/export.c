@@ -217,6 +217,7 @@ static enum tp_status expert_parallel(struct tp_export_spec *spec,
 
 	spec->ep = 1;
 	spec->etp = 0;
+	spec->capacity_factor = p->expert_capacity_factor;
 	for (uint32_t g = 0; g < p->groups.n; g++) {
 		uint32_t ep = p->groups.v[g].ep;
 		if (p->groups.v[g].etp == 1 && p->groups.v[g].tp > 1)

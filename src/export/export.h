@@ -79,6 +79,8 @@ struct tp_export_spec {
 	uint32_t etp; /* expert tensor parallelism: 1 when the groups with
 			 routed experts run them whole (plan.h etp),
 			 0 = tp (no flag) */
+	double capacity_factor; /* the plan's expert_capacity_factor (0 =
+				   dropless) */
 	uint32_t cp;		  /* context parallelism (1 = none) */
 	uint32_t virtual_stages;  /* chunks per stage (1 unless interleaved) */
 	int64_t layers;		  /* transformer layers of the model, 0 none */

@@ -30,7 +30,9 @@
  *                 RMSNorm, --norm-epsilon, --swiglu, --openai-gelu,
  *                 --disable-bias-linear, --add-qkv-bias, --untie-
  *                 embeddings-and-output-weights, --qk-layernorm, --vocab-
- *                 size, --num-experts, --moe-router-topk, --moe-ffn-hidden-
+ *                 size, --num-experts, --moe-router-topk, --moe-token-
+ *                 dispatcher-type allgather|alltoall (default allgather),
+ *                 --moe-expert-capacity-factor X, --moe-ffn-hidden-
  *                 size, --moe-shared-expert-intermediate-size, --moe-layer-
  *                 freq, --moe-router-score-function softmax|sigmoid, --moe-
  *                 router-enable-expert-bias, --moe-router-num-groups,
@@ -249,6 +251,12 @@ static void moe_args(const struct tp_export_spec *s, enum megatron_flavour f,
 		ARG("--num-experts %lld", (long long)a->experts);
 		if (a->top_k > 0)
 			ARG("--moe-router-topk %lld", (long long)a->top_k);
+		/* the dispatcher the simulator prices (src/sim/README
+		   section 3); Megatron-Core's default is allgather */
+		ARG("--moe-token-dispatcher-type alltoall");
+		if (s->capacity_factor > 0)
+			ARG("--moe-expert-capacity-factor %.6g",
+			    s->capacity_factor);
 		if (a->moe_ffn > 0 && a->moe_ffn != a->ffn)
 			ARG("--moe-ffn-hidden-size %lld",
 			    (long long)a->moe_ffn);
