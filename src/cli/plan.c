@@ -109,39 +109,6 @@ static void on_signal(int sig)
 }
 
 /* ------------------------------------------------------------------ */
-/* progress bar (stderr, only on a terminal)                           */
-
-struct bar {
-	bool on;
-	bool drawn;
-};
-
-/* The line of progress.h, redrawn in place at the terminal's width (read
- * each time: the window may be resized). */
-static void draw_bar(void *ctx, const struct tp_search_progress *p)
-{
-	struct bar *b = ctx;
-	char line[512];
-
-	if (!b->on)
-		return;
-	tp_cli_progress_format(p, tp_cli_terminal_columns(STDERR_FILENO), line,
-			       sizeof(line));
-	fprintf(stderr, "\r\033[K%s", line);
-	fflush(stderr);
-	b->drawn = true;
-}
-
-static void clear_bar(struct bar *b)
-{
-	if (b->on && b->drawn) {
-		fprintf(stderr, "\r\033[K");
-		fflush(stderr);
-	}
-	b->drawn = false;
-}
-
-/* ------------------------------------------------------------------ */
 /* inputs                                                              */
 
 /* Read a file once, hash it and load it as a model or a topology. */
@@ -491,7 +458,6 @@ static enum tp_status explain_eval(void *ctx, const struct tp_plan *variant,
 	return tp_sim_run(e->sim, variant, e->scratch, out, NULL, err);
 }
 
-/* Which limit ended the search, and the other one's setting. */
 /* The baselines' line: each "name figure" kept on one line by the
  * wrapping (it cut "greedy | n/a" apart), f being the buffer that
  * tp_render_wrap reads (stderr when there is none: plain spaces). */
@@ -522,6 +488,7 @@ static void print_baselines(FILE *f, const struct tp_search_result *res,
 	fputc('\n', f);
 }
 
+/* Which limit ended the search. */
 static void print_stop(FILE *f, const struct tp_search_result *res)
 {
 	const char *what = NULL;
@@ -836,7 +803,7 @@ static int load_priors(struct plan_run *R)
  * run: what loading took comes out of it.  When nothing is left the
  * search still answers (it scores baselines until it has a plan, then
  * stops), so the run ends shortly after loading. */
-static void search_options(struct plan_run *R, struct bar *bar)
+static void search_options(struct plan_run *R, struct tp_cli_bar *bar)
 {
 	struct tp_search_options *so = &R->so;
 	long long threads = R->a.threads;
@@ -878,7 +845,7 @@ static void search_options(struct plan_run *R, struct bar *bar)
 	so->prior_any_cluster = R->a.gnn_any_size;
 	so->stop = &stop_flag;
 	bar->on = !R->a.quiet && isatty(STDERR_FILENO);
-	so->progress = draw_bar;
+	so->progress = tp_cli_bar_draw;
 	so->progress_ctx = bar;
 }
 
@@ -893,11 +860,11 @@ static const char *declined(const char *why, char *buf, size_t size)
 }
 
 /* The search (SIGINT/SIGTERM set stop_flag, which it polls). */
-static enum tp_status search(struct plan_run *R, struct bar *bar)
+static enum tp_status search(struct plan_run *R, struct tp_cli_bar *bar)
 {
 	enum tp_status st = tp_planner_run(R->pl, &R->so, &R->res, &R->err);
 
-	clear_bar(bar);
+	tp_cli_bar_clear(bar);
 	return st;
 }
 
@@ -1190,7 +1157,7 @@ static int given_plan(struct plan_run *R)
  * behaviour still prices the plans): what a runtime that could would
  * gain.  A faster plan the runtime executes after all becomes the
  * answer.  Returns the status. */
-static enum tp_status compare(struct plan_run *R, struct bar *bar)
+static enum tp_status compare(struct plan_run *R, struct tp_cli_bar *bar)
 {
 	struct tp_search_options so = R->so;
 	struct tp_search_result *fr = &R->free_res;
@@ -1219,7 +1186,7 @@ static enum tp_status compare(struct plan_run *R, struct bar *bar)
 	tp_search_result_init(fr);
 	stop_flag = 0;
 	st = tp_planner_run(R->pl, &so, fr, &R->err);
-	clear_bar(bar);
+	tp_cli_bar_clear(bar);
 	if (st)
 		return st;
 	runs = fr->have_plan && fr->report.feasible &&
@@ -1274,7 +1241,7 @@ static enum tp_status compare(struct plan_run *R, struct bar *bar)
 static int plan_steps(struct plan_run *R)
 {
 	struct tp_planner_options po;
-	struct bar bar = {false, false};
+	struct tp_cli_bar bar = {false, false};
 	char why[160], note[256];
 	int code;
 

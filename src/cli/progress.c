@@ -135,3 +135,26 @@ void tp_cli_progress_format(const struct tp_search_progress *p, int cols,
 	if (!put(buf, size, &n, room, head))
 		put(buf, size, &n, room, pct);
 }
+
+void tp_cli_bar_draw(void *ctx, const struct tp_search_progress *p)
+{
+	struct tp_cli_bar *b = ctx;
+	char line[512];
+
+	if (!b->on)
+		return;
+	tp_cli_progress_format(p, tp_cli_terminal_columns(STDERR_FILENO), line,
+			       sizeof(line));
+	fprintf(stderr, "\r\033[K%s", line);
+	fflush(stderr);
+	b->drawn = true;
+}
+
+void tp_cli_bar_clear(struct tp_cli_bar *b)
+{
+	if (b->on && b->drawn) {
+		fprintf(stderr, "\r\033[K");
+		fflush(stderr);
+	}
+	b->drawn = false;
+}

@@ -17,6 +17,7 @@
 #ifndef TP_CLI_PROGRESS_H
 #define TP_CLI_PROGRESS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "search/search.h"
@@ -28,5 +29,17 @@ int tp_cli_terminal_columns(int fd);
  * (no "\r", no escape sequences). */
 void tp_cli_progress_format(const struct tp_search_progress *p, int cols,
 			    char *buf, size_t size);
+
+/* The line on stderr, redrawn in place at the terminal's width (read
+ * each time: the window may be resized) while on; tp_cli_bar_draw has
+ * the shape of tp_search_options.progress with ctx the bar. */
+struct tp_cli_bar {
+	bool on;
+	bool drawn;
+};
+
+void tp_cli_bar_draw(void *ctx, const struct tp_search_progress *p);
+/* Erase the line when one was drawn. */
+void tp_cli_bar_clear(struct tp_cli_bar *b);
 
 #endif
