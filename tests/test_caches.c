@@ -2,7 +2,8 @@
  * test_caches.c - what the planner computes once and keeps, against what
  * it would compute afresh: the model's per-op expert index, ep_check's
  * count of a group's experts, the simulator's op cost classes and its
- * group graph of the last partition.
+ * group graph of the last partition, the action space's per-set tensor
+ * degrees and its division-free validity and synchronisation rules.
  */
 #include <check.h>
 #include <stdio.h>
@@ -14,9 +15,12 @@
 #include "core/plan.h"
 #include "core/report.h"
 #include "core/runtime.h"
+#include "core/rng.h"
 #include "core/strbuf.h"
 #include "io/build.h"
 #include "io/io.h"
+#include "search/actions.h"
+#include "search/coarsen.h"
 #include "sim/sim.h"
 #include "util.h"
 
@@ -511,6 +515,195 @@ START_TEST(test_partition_kept)
 }
 END_TEST
 
+/* tp_space_tp_ok as it was written before the space kept each set's
+ * tensor degrees (tp_devset.tp_divides) and compared products instead of
+ * quotients: the plain rule, divisions and all. */
+static bool plain_tp_ok(const struct tp_space *s, uint32_t g, uint32_t set,
+			uint32_t tp, const struct tp_globals *gl)
+{
+	const struct tp_devset *ds;
+	uint32_t units = s->groups->tp_units[g], cp, m;
+
+	if (set >= s->sets.n || tp == 0 || tp > 64)
+		return false;
+	ds = &s->sets.v[set];
+	if (ds->tp_max % tp != 0 || ds->n % tp != 0)
+		return false;
+	if (tp > 1) {
+		if (s->constrained && !s->rt.can.tensor_parallel)
+			return false;
+		if (!s->groups->splittable[g] &&
+		    !(s->constrained && !s->rt.can.per_stage_degrees))
+			return false;
+		if (units && units % tp != 0)
+			return false;
+	}
+	if (!gl)
+		return true;
+	cp = 1u << gl->cp_log2;
+	m = gl->micro_batches ? gl->micro_batches : 1;
+	return ds->n / tp % cp == 0 &&
+	       (int64_t)(ds->n / tp / cp) <= s->model->global_batch / m;
+}
+
+/* tp_space_default_sync's rule with its division. */
+static enum tp_sync plain_sync(const struct tp_space *s, uint32_t set,
+			       uint32_t tp)
+{
+	const struct tp_devset *ds = &s->sets.v[set];
+	uint32_t dp = ds->n / (tp ? tp : 1);
+
+	return ds->n_nodes > 1 && dp > ds->n_nodes ? TP_SYNC_HIERARCHICAL
+						   : TP_SYNC_RING;
+}
+
+/* tp_space_tp_ok of (g, set, tp) under globals of several micro-batch
+ * counts and context degrees, against the plain rule; counts the
+ * answers. */
+static void tp_ok_globals(const struct tp_space *sp, uint32_t g, uint32_t set,
+			  uint32_t tp, uint64_t *yes, uint64_t *no)
+{
+	const uint32_t mbs[] = {0, 1, 2, 3, 5, 8, 64, 1000, 16384};
+
+	for (uint32_t i = 0; i < sizeof(mbs) / sizeof(*mbs); i++)
+		for (uint8_t cl = 0; cl < 4; cl++) {
+			struct tp_globals gl;
+			bool x;
+			memset(&gl, 0, sizeof(gl));
+			gl.micro_batches = mbs[i];
+			gl.cp_log2 = cl;
+			x = tp_space_tp_ok(sp, g, set, tp, &gl);
+			ck_assert_msg(x == plain_tp_ok(sp, g, set, tp, &gl),
+				      "g %u set %u tp %u m %u cp 2^%u batch "
+				      "%lld",
+				      g, set, tp, mbs[i], cl,
+				      (long long)sp->model->global_batch);
+			*yes += x;
+			*no += !x;
+		}
+}
+
+/* tp_space_tp_ok of every (group, set, tp) (a set and tps past the
+ * ends too), without globals and with them, against the plain rule. */
+static void tp_ok_all(const struct tp_space *sp, uint64_t *yes, uint64_t *no)
+{
+	for (uint32_t k = 0; k < sp->groups->n; k++)
+		for (uint32_t set = 0; set <= sp->sets.n; set++)
+			for (uint32_t tp = 0; tp <= 66; tp++) {
+				bool a = tp_space_tp_ok(sp, k, set, tp, NULL);
+				ck_assert_msg(a == plain_tp_ok(sp, k, set, tp,
+							       NULL),
+					      "g %u set %u tp %u", k, set, tp);
+				if (a)
+					tp_ok_globals(sp, k, set, tp, yes, no);
+			}
+}
+
+/* Every (group, set, tp, globals) of a mixed cluster under no runtime,
+ * megatron-core (one tp for all groups), ddp (no tp) and megatron-core
+ * with per-stage degrees, at batches 64, 1, 7, 1536, 0 and -5: the
+ * space's answers are the plain rule's; both answers occur.  Then
+ * tp_space_apply's projection (runs of equal set and tp share one sync)
+ * on random states: every group's sync is the plain rule's for its set
+ * and tp. */
+START_TEST(test_space_tp_rules)
+{
+	const char *specs[] = {"dgx-a100:2", "dgx1-v100:1", "l4-pcie:1",
+			       "t4-pcie:2"};
+	const int64_t batches[] = {64, 1, 7, 1536, 0, -5};
+	struct tp_gpt_dims d;
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_groups g;
+	struct tp_space sp;
+	struct tp_runtime rts[4];
+	struct tp_error err;
+	struct tp_rng rng;
+	struct tp_decision *state;
+	uint64_t yes = 0, no = 0, hier = 0;
+
+	setenv("TAGPLAN_DATA", tp_data_file(""), 1);
+	memset(&d, 0, sizeof(d));
+	d.hidden = 1024;
+	d.layers = 12;
+	d.heads = 16;
+	d.seq = 1024;
+	d.vocab = 32000;
+	d.batch = 64;
+	d.dtype = TP_DTYPE_BF16;
+	d.name = "gpt-12";
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_build_gpt(&d, &m, &err), TP_OK);
+	ck_assert_msg(tp_build_topology(specs, 4, "ib-hdr", 1, &c, &err) ==
+			  TP_OK,
+		      "%s", err.msg);
+	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
+	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
+	ck_assert_int_eq(tp_runtime_find("none", &rts[0], &err), TP_OK);
+	ck_assert_int_eq(tp_runtime_find("megatron-core", &rts[1], &err),
+			 TP_OK);
+	ck_assert_int_eq(tp_runtime_find("ddp", &rts[2], &err), TP_OK);
+	rts[3] = rts[1];
+	rts[3].can.per_stage_degrees = true;
+	ck_assert(!rts[1].can.per_stage_degrees);
+	for (uint32_t r = 0; r < 4; r++) {
+		ck_assert_int_eq(tp_space_set_runtime(&sp, &rts[r], NULL),
+				 TP_OK);
+		for (uint32_t b = 0; b < sizeof(batches) / sizeof(*batches);
+		     b++) {
+			m.global_batch = batches[b];
+			tp_ok_all(&sp, &yes, &no);
+		}
+	}
+	m.global_batch = 64;
+	ck_assert_msg(yes > 1000 && no > 1000, "%llu valid, %llu not",
+		      (unsigned long long)yes, (unsigned long long)no);
+	for (uint32_t set = 0; set < sp.sets.n; set++)
+		for (uint32_t tp = 0; tp <= 66; tp++) {
+			enum tp_sync x = tp_space_default_sync(&sp, set, tp);
+			ck_assert_int_eq(x, plain_sync(&sp, set, tp));
+			hier += x == TP_SYNC_HIERARCHICAL;
+		}
+	ck_assert_uint_gt(hier, 0);
+	/* the projection under per-stage degrees: random states, random
+	   actions; runs of one set with different tps occur */
+	ck_assert_int_eq(tp_space_set_runtime(&sp, &rts[3], NULL), TP_OK);
+	state = calloc(g.n, sizeof(*state));
+	ck_assert_ptr_nonnull(state);
+	tp_rng_seed(&rng, 7);
+	for (uint32_t it = 0; it < 4000; it++) {
+		const uint16_t tps[] = {1, 2, 4, 8};
+		struct tp_action a;
+		uint32_t at = (uint32_t)tp_rng_below(&rng, g.n);
+		uint32_t set = (uint32_t)tp_rng_below(&rng, sp.sets.n);
+		for (uint32_t k = 0; k < g.n; k++) {
+			if (k == 0 || tp_rng_below(&rng, 4) == 0)
+				set = (uint32_t)tp_rng_below(&rng, sp.sets.n);
+			state[k].set = set;
+			state[k].tp = tps[tp_rng_below(&rng, 4)];
+			state[k].sync = TP_SYNC_RING;
+			state[k].recompute = 0;
+		}
+		memset(&a, 0, sizeof(a));
+		a.d = state[tp_rng_below(&rng, g.n)];
+		a.d.tp = tps[tp_rng_below(&rng, 4)];
+		a.suffix = (uint8_t)tp_rng_below(&rng, 2);
+		tp_space_apply(&sp, at, &a, NULL, state);
+		for (uint32_t k = 0; k < g.n; k++)
+			ck_assert_msg(state[k].sync ==
+					  plain_sync(&sp, state[k].set,
+						     state[k].tp),
+				      "step %u group %u", it, k);
+	}
+	free(state);
+	tp_space_release(&sp);
+	tp_groups_release(&g);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 Suite *suite_caches(void)
 {
 	Suite *s = suite_create("caches");
@@ -520,6 +713,7 @@ Suite *suite_caches(void)
 	tcase_add_test(tc, test_expert_index_cached);
 	tcase_add_test(tc, test_op_classes);
 	tcase_add_test(tc, test_partition_kept);
+	tcase_add_test(tc, test_space_tp_rules);
 	suite_add_tcase(s, tc);
 	return s;
 }

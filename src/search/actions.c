@@ -11,8 +11,6 @@
 
 /* Samples per micro-batch assumed when estimating GEMM efficiency. */
 #define BATCH_HINT 8.0
-/* Tensor-parallel degrees beyond this are not considered. */
-#define MAX_TP 64
 
 /* ------------------------------------------------------------------ */
 /* cost estimates                                                      */
@@ -227,16 +225,33 @@ int64_t tp_space_micro_batch(const struct tp_space *s,
 	return s->model->global_batch / m;
 }
 
+/* Is q replicas' worth of samples more than a micro-batch under gl: q >
+ * batch / m?  For a batch >= 0 that is q m > batch (the quotient is at
+ * most q - 1 just when batch < q m), without the 64-bit division per
+ * candidate that tp_space_tp_ok's callers paid (src/search/README, "The
+ * runtime check's memo"). */
+static bool over_micro_batch(const struct tp_space *s,
+			     const struct tp_globals *gl, uint32_t q)
+{
+	uint32_t m = gl->micro_batches ? gl->micro_batches : 1;
+	int64_t batch = s->model->global_batch;
+
+	if (batch < 0)
+		return (int64_t)q > batch / m;
+	return (uint64_t)q * m > (uint64_t)batch;
+}
+
 bool tp_space_tp_ok(const struct tp_space *s, uint32_t g, uint32_t set,
 		    uint32_t tp, const struct tp_globals *gl)
 {
 	const struct tp_devset *ds;
-	uint32_t units;
+	uint32_t units, dp;
 
-	if (set >= s->sets.n || tp == 0 || tp > MAX_TP)
+	if (set >= s->sets.n || tp == 0 || tp > TP_SPACE_MAX_TP)
 		return false;
 	ds = &s->sets.v[set];
-	if (ds->tp_max % tp != 0 || ds->n % tp != 0)
+	/* tp divides the set's device count and tp_max */
+	if (!(ds->tp_divides >> (tp - 1) & 1))
 		return false;
 	if (tp > 1) {
 		units = s->groups->tp_units[g];
@@ -249,20 +264,23 @@ bool tp_space_tp_ok(const struct tp_space *s, uint32_t g, uint32_t set,
 		if (units && units % tp != 0)
 			return false;
 	}
-	if (gl && (ds->n / tp % tp_globals_cp(gl) != 0 ||
-		   (int64_t)(ds->n / tp / tp_globals_cp(gl)) >
-			   tp_space_micro_batch(s, gl)))
-		return false;
-	return true;
+	if (!gl)
+		return true;
+	/* dp = n / tp replicas, whole per context rank (cp = 2^cp_log2: a
+	   mask and a shift), each with a sample of the micro-batch */
+	dp = ds->n / tp;
+	return !(dp & (tp_globals_cp(gl) - 1)) &&
+	       !over_micro_batch(s, gl, dp >> gl->cp_log2);
 }
 
 enum tp_sync tp_space_default_sync(const struct tp_space *s, uint32_t set,
 				   uint32_t tp)
 {
 	const struct tp_devset *ds = &s->sets.v[set];
-	uint32_t dp = ds->n / (tp ? tp : 1);
 
-	if (ds->n_nodes > 1 && dp > ds->n_nodes)
+	/* dp = n / tp > n_nodes, as n >= (n_nodes + 1) tp: no division */
+	if (ds->n_nodes > 1 &&
+	    ds->n >= (uint64_t)(ds->n_nodes + 1) * (tp ? tp : 1))
 		return TP_SYNC_HIERARCHICAL;
 	return TP_SYNC_RING;
 }
@@ -401,6 +419,8 @@ static void project(const struct tp_space *s, const struct tp_decision *d,
 		    struct tp_decision *state)
 {
 	const struct tp_runtime_can *can = &s->rt.can;
+	uint32_t set = 0, tp = 0;
+	uint8_t sync = 0;
 
 	for (uint32_t k = 0; k < s->groups->n; k++) {
 		if (!can->pipeline_parallel)
@@ -409,9 +429,14 @@ static void project(const struct tp_space *s, const struct tp_decision *d,
 			state[k].tp = d->tp;
 		if (!can->per_group_recompute)
 			state[k].recompute = d->recompute;
-		/* the runtime's collectives choose (tp_runtime_sync) */
-		state[k].sync = (uint8_t)tp_space_default_sync(
-			s, state[k].set, state[k].tp);
+		/* the runtime's collectives choose (tp_runtime_sync); runs
+		   of groups share a set and tp, so their sync */
+		if (k == 0 || state[k].set != set || state[k].tp != tp) {
+			set = state[k].set;
+			tp = state[k].tp;
+			sync = (uint8_t)tp_space_default_sync(s, set, tp);
+		}
+		state[k].sync = sync;
 	}
 }
 
@@ -437,15 +462,13 @@ void tp_space_apply(const struct tp_space *s, uint32_t g,
 	if (!a->suffix)
 		return;
 	for (uint32_t k = g + 1; k < s->groups->n; k++) {
-		uint32_t tp = decision_ok(s, k, &a->d, gl)
-				      ? a->d.tp
-				      : fit_tp(s, k, a->d.set, a->d.tp, gl);
+		bool ok = decision_ok(s, k, &a->d, gl);
+		uint32_t tp = ok ? a->d.tp : fit_tp(s, k, a->d.set, a->d.tp, gl);
 		state[k].set = a->d.set;
 		state[k].tp = (uint16_t)tp;
-		state[k].sync = decision_ok(s, k, &a->d, gl)
-					? a->d.sync
-					: (uint8_t)tp_space_default_sync(
-						  s, a->d.set, tp);
+		state[k].sync = ok ? a->d.sync
+				   : (uint8_t)tp_space_default_sync(s, a->d.set,
+								    tp);
 		state[k].recompute = a->d.recompute;
 	}
 	if (s->constrained)
@@ -542,7 +565,7 @@ uint32_t tp_space_group_actions(const struct tp_space *s, uint32_t g,
 	/* a new pipeline stage from here on: the next disjoint set */
 	push_next_sets(s, &l, g, prev_set, prev_tp, cur.recompute, gl, 1);
 	/* variants of the current decision */
-	for (uint32_t tp = 1; tp <= cs->tp_max && tp <= MAX_TP &&
+	for (uint32_t tp = 1; tp <= cs->tp_max && tp <= TP_SPACE_MAX_TP &&
 			      (!uni_deg || g == 0);
 	     tp++)
 		if (tp != cur.tp || tp_decision_mixed(&cur))

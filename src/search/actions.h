@@ -67,6 +67,9 @@ struct tp_devset {
 	uint32_t n_nodes;      /* nodes it touches */
 	uint32_t type;         /* device type when all alike, else TP_NONE */
 	uint32_t tp_max;       /* largest tp whose blocks stay within nodes */
+	uint64_t tp_divides;   /* bit tp - 1 (tp 1 .. TP_SPACE_MAX_TP): tp
+				  divides n and tp_max (tp_space_tp_ok reads
+				  it instead of dividing per candidate) */
 	double speed;          /* sum of the devices' relative speeds */
 	double memory;         /* sum of usable device memory, bytes */
 	char label[24];        /* "all", "V100-SXM2-16GB", "node3", "2/4" */
@@ -303,6 +306,9 @@ static inline const uint32_t *tp_space_set_devs(const struct tp_space *s,
 {
 	return s->devs.v + s->sets.v[set].first;
 }
+
+/* Tensor-parallel degrees beyond this are not considered. */
+#define TP_SPACE_MAX_TP 64u
 
 /* Index of the set holding exactly all devices (always 0). */
 #define TP_SPACE_SET_ALL 0u

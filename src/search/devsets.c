@@ -129,6 +129,9 @@ static uint32_t add_set(struct tp_space *s, const uint32_t *d, uint32_t n,
 		set.memory += ty->memory_bytes - ty->reserved_bytes;
 	}
 	set.tp_max = set_tp_max(c, d, n);
+	for (uint32_t tp = 1; tp <= TP_SPACE_MAX_TP; tp++)
+		if (set.tp_max % tp == 0 && n % tp == 0)
+			set.tp_divides |= (uint64_t)1 << (tp - 1);
 	if (tp_vec_reserve(&s->devs, n) || tp_vec_push(&s->sets, set))
 		return TP_NONE;
 	memcpy(s->devs.v + s->devs.n, d, n * sizeof(*d));
