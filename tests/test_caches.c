@@ -3,7 +3,8 @@
  * it would compute afresh: the model's per-op expert index, ep_check's
  * count of a group's experts, the simulator's op cost classes and its
  * group graph of the last partition, the action space's per-set tensor
- * degrees and its division-free validity and synchronisation rules.
+ * degrees and its division-free validity and synchronisation rules, its
+ * sets' ranges for which sets meet.
  */
 #include <check.h>
 #include <stdio.h>
@@ -704,6 +705,64 @@ START_TEST(test_space_tp_rules)
 }
 END_TEST
 
+/* tp_space_sets_meet (ranges, dense sets, merges) against marking one
+ * set's devices and looking for the other's, for every pair of sets of
+ * a cluster whose A100 nodes sit on both sides of a DGX-1 (sets that are
+ * not dense, with meeting ranges); both answers occur, and disjoint
+ * pairs with meeting ranges. */
+START_TEST(test_sets_meet)
+{
+	const char *specs[] = {"dgx-a100:1", "dgx1-v100:1", "dgx-a100:1"};
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_groups g;
+	struct tp_space sp;
+	struct tp_error err;
+	uint8_t *mark;
+	uint32_t meet = 0, apart = 0, hidden = 0;
+
+	setenv("TAGPLAN_DATA", tp_data_file(""), 1);
+	tp_model_init(&m);
+	tp_cluster_init(&c);
+	ck_assert_int_eq(tp_build_zoo("resnet50", 0, -1, &m, &err), TP_OK);
+	ck_assert_msg(tp_build_topology(specs, 3, "ib-hdr", 1, &c, &err) ==
+			  TP_OK,
+		      "%s", err.msg);
+	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
+	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
+	mark = calloc(c.devices.n, 1);
+	ck_assert_ptr_nonnull(mark);
+	for (uint32_t a = 0; a < sp.sets.n; a++) {
+		const uint32_t *da = tp_space_set_devs(&sp, a);
+		for (uint32_t i = 0; i < sp.sets.v[a].n; i++)
+			mark[da[i]] = 1;
+		for (uint32_t b = 0; b < sp.sets.n; b++) {
+			const uint32_t *db = tp_space_set_devs(&sp, b);
+			const struct tp_devset *sa = &sp.sets.v[a],
+					       *sb = &sp.sets.v[b];
+			bool plain = false, x = tp_space_sets_meet(&sp, a, b);
+			for (uint32_t i = 0; i < sb->n && !plain; i++)
+				plain = mark[db[i]];
+			ck_assert_msg(x == plain, "sets %u (%s) and %u (%s)", a,
+				      sa->label, b, sb->label);
+			meet += x;
+			apart += !x;
+			hidden += !x && sa->lo <= sb->hi && sb->lo <= sa->hi;
+		}
+		for (uint32_t i = 0; i < sp.sets.v[a].n; i++)
+			mark[da[i]] = 0;
+	}
+	ck_assert_msg(meet > 100 && apart > 100 && hidden > 10,
+		      "%u meet, %u apart, %u apart in one range", meet, apart,
+		      hidden);
+	free(mark);
+	tp_space_release(&sp);
+	tp_groups_release(&g);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 Suite *suite_caches(void)
 {
 	Suite *s = suite_create("caches");
@@ -714,6 +773,7 @@ Suite *suite_caches(void)
 	tcase_add_test(tc, test_op_classes);
 	tcase_add_test(tc, test_partition_kept);
 	tcase_add_test(tc, test_space_tp_rules);
+	tcase_add_test(tc, test_sets_meet);
 	suite_add_tcase(s, tc);
 	return s;
 }

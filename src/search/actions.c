@@ -1096,8 +1096,9 @@ struct mat {
 };
 
 /* Runs of equal decisions into scr->run_first (nruns + 1 entries) and
- * their stages into scr->stage: a run disjoint from the previous one
- * starts a new pipeline stage. */
+ * their stages into scr->stage: a run on a set disjoint from the
+ * previous run's starts a new pipeline stage (tp_space_sets_meet: by
+ * set, not device by device). */
 static void mark_runs(struct mat *x)
 {
 	const struct tp_space *s = x->s;
@@ -1105,23 +1106,15 @@ static void mark_runs(struct mat *x)
 	const struct tp_decision *state = x->state;
 	uint32_t K = s->groups->n, nruns = 0, stages = 1;
 
-	memset(scr->mark, 0, scr->n_dev * sizeof(uint32_t));
 	for (uint32_t g = 0; g < K; g++) {
-		const uint32_t *d = tp_space_set_devs(s, state[g].set);
-		uint32_t nd = s->sets.v[state[g].set].n;
 		if (g > 0 && same_decision(&state[g], &state[g - 1]))
 			continue;
 		scr->run_first[nruns] = g;
-		if (nruns > 0) {
-			bool overlap = false;
-			for (uint32_t i = 0; i < nd && !overlap; i++)
-				overlap = scr->mark[d[i]] == nruns;
-			if (!overlap)
-				stages++;
-		}
+		if (nruns > 0 &&
+		    !tp_space_sets_meet(s, state[scr->run_first[nruns - 1]].set,
+					state[g].set))
+			stages++;
 		scr->stage[nruns] = stages - 1;
-		for (uint32_t i = 0; i < nd; i++)
-			scr->mark[d[i]] = nruns + 1;
 		nruns++;
 	}
 	scr->run_first[nruns] = K;

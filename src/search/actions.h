@@ -70,6 +70,9 @@ struct tp_devset {
 	uint64_t tp_divides;   /* bit tp - 1 (tp 1 .. TP_SPACE_MAX_TP): tp
 				  divides n and tp_max (tp_space_tp_ok reads
 				  it instead of dividing per candidate) */
+	uint32_t lo, hi;       /* least and greatest device */
+	bool dense;            /* its devices are all of lo .. hi */
+	bool ascending;        /* its device list ascends */
 	double speed;          /* sum of the devices' relative speeds */
 	double memory;         /* sum of usable device memory, bytes */
 	char label[24];        /* "all", "V100-SXM2-16GB", "node3", "2/4" */
@@ -312,6 +315,13 @@ static inline const uint32_t *tp_space_set_devs(const struct tp_space *s,
 
 /* Index of the set holding exactly all devices (always 0). */
 #define TP_SPACE_SET_ALL 0u
+
+/*
+ * Do sets a and b (< s->sets.n) have a device in common?  From their
+ * ranges where they decide (disjoint ranges, or two dense sets), else a
+ * merge of the lists (sorted copies when a list does not ascend).  Pure.
+ */
+bool tp_space_sets_meet(const struct tp_space *s, uint32_t a, uint32_t b);
 
 /*
  * May group g run on set with tensor-parallel degree tp?  tp must divide

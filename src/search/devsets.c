@@ -115,6 +115,8 @@ static uint32_t add_set(struct tp_space *s, const uint32_t *d, uint32_t n,
 	set.n = n;
 	set.kind = kind;
 	set.type = c->devices.v[d[0]].type;
+	set.lo = set.hi = d[0];
+	set.ascending = true;
 	snprintf(set.label, sizeof(set.label), "%s", label);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct tp_device *dev = &c->devices.v[d[i]];
@@ -125,9 +127,17 @@ static uint32_t add_set(struct tp_space *s, const uint32_t *d, uint32_t n,
 		}
 		if (dev->type != set.type)
 			set.type = TP_NONE;
+		if (d[i] < set.lo)
+			set.lo = d[i];
+		if (d[i] > set.hi)
+			set.hi = d[i];
+		if (i && d[i] <= d[i - 1])
+			set.ascending = false;
 		set.speed += s->dev_speed[d[i]];
 		set.memory += ty->memory_bytes - ty->reserved_bytes;
 	}
+	/* a list of distinct devices: n of them from lo to hi are all */
+	set.dense = set.hi - set.lo == n - 1;
 	set.tp_max = set_tp_max(c, d, n);
 	for (uint32_t tp = 1; tp <= TP_SPACE_MAX_TP; tp++)
 		if (set.tp_max % tp == 0 && n % tp == 0)
@@ -140,6 +150,61 @@ static uint32_t add_set(struct tp_space *s, const uint32_t *d, uint32_t n,
 	if (n > s->max_group_devices)
 		s->max_group_devices = n;
 	return (uint32_t)s->sets.n - 1;
+}
+
+static int cmp_u32(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return (a > b) - (a < b);
+}
+
+/* Whether ascending lists a and b have a device in common. */
+static bool merge_meets(const uint32_t *a, uint32_t na, const uint32_t *b,
+			uint32_t nb)
+{
+	uint32_t i = 0, j = 0;
+
+	while (i < na && j < nb) {
+		if (a[i] == b[j])
+			return true;
+		if (a[i] < b[j])
+			i++;
+		else
+			j++;
+	}
+	return false;
+}
+
+bool tp_space_sets_meet(const struct tp_space *s, uint32_t a, uint32_t b)
+{
+	const struct tp_devset *sa = &s->sets.v[a], *sb = &s->sets.v[b];
+	const uint32_t *da = tp_space_set_devs(s, a), *db = tp_space_set_devs(s, b);
+	uint32_t *x;
+	bool meet;
+
+	if (a == b)
+		return sa->n > 0;
+	if (sa->hi < sb->lo || sb->hi < sa->lo)
+		return false;
+	if (sa->dense && sb->dense)
+		return true;
+	if (sa->ascending && sb->ascending)
+		return merge_meets(da, sa->n, db, sb->n);
+	x = malloc(((size_t)sa->n + sb->n) * sizeof(*x));
+	if (!x) { /* out of memory: pair by pair */
+		for (uint32_t i = 0; i < sa->n; i++)
+			for (uint32_t j = 0; j < sb->n; j++)
+				if (da[i] == db[j])
+					return true;
+		return false;
+	}
+	memcpy(x, da, sa->n * sizeof(*x));
+	memcpy(x + sa->n, db, sb->n * sizeof(*x));
+	qsort(x, sa->n, sizeof(*x), cmp_u32);
+	qsort(x + sa->n, sb->n, sizeof(*x), cmp_u32);
+	meet = merge_meets(x, sa->n, x + sa->n, sb->n);
+	free(x);
+	return meet;
 }
 
 static int add_family(struct tp_space *s, const uint32_t *members, uint32_t n,
