@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rng.h"
 #include "core/runtime.h"
 #include "core/strategy.h"
 #include "io/build.h"
@@ -917,6 +918,90 @@ START_TEST(test_runnable_memo)
 }
 END_TEST
 
+/* The groups' facts name device lists by set and give their ranges
+ * (tp_runtime_group_facts list, dev_lo, dev_hi, dense): on a cluster
+ * whose A100 nodes sit on both sides of a DGX-1 (the A100 set's range
+ * holds the V100s: not dense), random pipelines of 1 to 4 runs on
+ * random sets under megatron-core get the answers and reasons of the
+ * plan's check read from the plan (runnable_agrees); stages on equal
+ * sets, on sets that share devices and on disjoint sets with meeting
+ * ranges all occur. */
+START_TEST(test_runnable_facts_sets)
+{
+	const char *specs[] = {"dgx-a100:1", "dgx1-v100:1", "dgx-a100:1"};
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_groups g;
+	struct tp_space sp;
+	struct tp_runtime rt;
+	struct tp_space_scratch *memo, *plain;
+	struct tp_decision *dec;
+	struct tp_globals gl;
+	struct tp_error err;
+	struct tp_rng rng;
+	uint32_t yes = 0, shared = 0, sparse = 0, apart = 0;
+
+	gpt_on_dgx(&m, &c, "dgx-a100:2");
+	tp_cluster_release(&c);
+	tp_cluster_init(&c);
+	ck_assert_msg(tp_build_topology(specs, 3, "ib-hdr", 1, &c, &err) ==
+			  TP_OK,
+		      "%s", err.msg);
+	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
+	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
+	find("megatron-core", &rt);
+	ck_assert_int_eq(tp_space_set_runtime(&sp, &rt, NULL), TP_OK);
+	for (uint32_t i = 0; i < sp.sets.n; i++)
+		sparse += !sp.sets.v[i].dense;
+	ck_assert_uint_gt(sparse, 0);
+	memo = tp_space_scratch_new(&sp);
+	plain = tp_space_scratch_new(&sp);
+	dec = calloc(g.n, sizeof(*dec));
+	ck_assert_ptr_nonnull(memo);
+	ck_assert_ptr_nonnull(plain);
+	ck_assert_ptr_nonnull(dec);
+	memset(&gl, 0, sizeof(gl));
+	gl.micro_batches = 8;
+	gl.schedule = TP_SCHEDULE_1F1B;
+	gl.even = 1;
+	tp_rng_seed(&rng, 3);
+	for (uint32_t it = 0; it < 3000; it++) {
+		uint32_t runs = 1 + (uint32_t)tp_rng_below(&rng, 4);
+		uint32_t set[4], tp = 1u << tp_rng_below(&rng, 3);
+		char why[512];
+		for (uint32_t r = 0; r < runs; r++)
+			set[r] = (uint32_t)tp_rng_below(&rng, sp.sets.n);
+		for (uint32_t k = 0; k < g.n; k++) {
+			uint32_t r = (uint32_t)((uint64_t)k * runs / g.n);
+			dec[k].set = set[r];
+			dec[k].tp = (uint16_t)tp;
+			dec[k].sync = (uint8_t)tp_space_default_sync(
+			    &sp, set[r], tp);
+			dec[k].recompute = 0;
+		}
+		yes += runnable_agrees(&sp, &gl, dec, memo, plain);
+		tp_space_runnable(&sp, &gl, dec, plain, why, sizeof(why));
+		shared += strstr(why, "shares devices") != NULL;
+		for (uint32_t r = 1; r < runs; r++) {
+			const struct tp_devset *a = &sp.sets.v[set[r - 1]];
+			const struct tp_devset *b = &sp.sets.v[set[r]];
+			apart += !tp_space_sets_meet(&sp, set[r - 1], set[r]) &&
+				 a->lo <= b->hi && b->lo <= a->hi;
+		}
+	}
+	ck_assert_msg(yes >= 20 && shared >= 20 && apart >= 20,
+		      "%u runnable, %u sharing, %u apart in one range", yes,
+		      shared, apart);
+	free(dec);
+	tp_space_scratch_free(memo);
+	tp_space_scratch_free(plain);
+	tp_space_release(&sp);
+	tp_groups_release(&g);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
 Suite *suite_runtime_plan(void)
 {
 	Suite *s = suite_create("runtime-plan");
@@ -926,6 +1011,7 @@ Suite *suite_runtime_plan(void)
 	tcase_add_test(tc, test_plan_check_rules);
 	tcase_add_test(tc, test_plan_check_layouts);
 	tcase_add_test(tc, test_runnable_memo);
+	tcase_add_test(tc, test_runnable_facts_sets);
 	tcase_set_timeout(ts, 120);
 	tcase_add_test(ts, test_search_runs_only_runnable_gpt);
 	tcase_add_test(ts, test_search_runs_only_runnable_cnn);

@@ -382,20 +382,31 @@ uint32_t tp_runtime_plan_check(const struct tp_runtime *rt,
  *   layer_lo, layer_hi  the least and greatest layer label >= 0 of its
  *              ops, -1 and -1 when none is labelled;
  *   type       the device type of all its devices, TP_NONE when they are
- *              of more than one (every device index < c->devices.n).
+ *              of more than one (every device index < c->devices.n);
+ *   list       the caller's name for its device list: two groups whose
+ *              lists are not TP_NONE have equal device lists (in order)
+ *              just when their lists are equal; TP_NONE: compare them;
+ *   dev_lo, dev_hi  its least and greatest device (dev_lo > dev_hi when
+ *              it has none);
+ *   dense      its devices are every device from dev_lo to dev_hi.
  */
 struct tp_runtime_group_facts {
 	uint32_t first_pos;
 	int32_t layer_lo, layer_hi;
 	uint32_t type;
+	uint32_t list;
+	uint32_t dev_lo, dev_hi;
+	bool dense;
 };
 
 /*
  * tp_runtime_plan_check with facts[g] for each group g of p (NULL: read
  * from the plan, the same answer): the same mask, why and shape when
  * the facts are those of p; the plan's ops and devices are then not
- * read but for the device lists of pipeline stages and ranks.  Pure; no
- * allocation.
+ * read but for the ranks of pipeline stages and the device lists of
+ * groups whose lists or ranges leave open whether they are the same or
+ * share a device.  Pure; allocates only to sort device lists that do not
+ * ascend (as tp_runtime_plan_check).
  */
 uint32_t tp_runtime_plan_check_facts(
     const struct tp_runtime *rt, const struct tp_plan *p,

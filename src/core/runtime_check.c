@@ -260,6 +260,34 @@ static void check_groups(const struct tp_runtime_can *can,
 	}
 }
 
+/* Do groups a and b run on the same device list?  From the facts'
+ * names of the lists when both have one (tp_runtime_group_facts.list). */
+static bool same_list(const struct tp_plan *p,
+		      const struct tp_runtime_group_facts *facts, uint32_t a,
+		      uint32_t b)
+{
+	if (facts && facts[a].list != TP_NONE && facts[b].list != TP_NONE)
+		return facts[a].list == facts[b].list;
+	return same_devs(p, a, b);
+}
+
+/* Do groups a and b share a device?  From the facts' ranges where they
+ * decide: disjoint, or two dense ones that meet. */
+static bool share_list(const struct tp_plan *p,
+		       const struct tp_runtime_group_facts *facts, uint32_t a,
+		       uint32_t b)
+{
+	if (facts) {
+		const struct tp_runtime_group_facts *fa = &facts[a],
+						    *fb = &facts[b];
+		if (fa->dev_hi < fb->dev_lo || fb->dev_hi < fa->dev_lo)
+			return false;
+		if (fa->dense && fb->dense)
+			return true;
+	}
+	return share_devs(p, a, b);
+}
+
 /* Groups in model order (by their first op's topological position) into
  * ord[]; false when there are more than TP_RUNTIME_MAX_CHUNKS. */
 static bool model_order(const struct tp_plan *p, const struct tp_model *m,
@@ -312,7 +340,7 @@ static void check_shape(const struct tp_plan *p, const struct tp_model *m,
 		uint32_t g = ord[i], k;
 		const uint32_t *ops = tp_plan_group_ops(p, g);
 		if (sh->chunks == 0 ||
-		    !same_devs(p, chunk_group[sh->chunks - 1], g)) {
+		    !same_list(p, facts, chunk_group[sh->chunks - 1], g)) {
 			k = sh->chunks++;
 			chunk_group[k] = g;
 			lo[k] = hi[k] = -1;
@@ -343,11 +371,12 @@ static void check_shape(const struct tp_plan *p, const struct tp_model *m,
 	for (uint32_t k = 0; k < sh->chunks; k++) {
 		uint32_t g = chunk_group[k], s;
 		for (s = 0; s < sh->pp; s++)
-			if (same_devs(p, sh->stage_group[s], g))
+			if (same_list(p, facts, sh->stage_group[s], g))
 				break;
 		if (s == sh->pp) {
 			for (uint32_t t = 0; t < sh->pp; t++)
-				if (share_devs(p, sh->stage_group[t], g)) {
+				if (share_list(p, facts, sh->stage_group[t],
+					       g)) {
 					need(n, TP_CAP_OVERLAPPING_GROUPS,
 					     "group %u shares devices with "
 					     "group "

@@ -1348,7 +1348,8 @@ out:
  * ops are the model's topological order from G->first[ri->a] to
  * G->first[ri->b] (so the least topo_pos is the first), its layers those
  * of its coarse groups (s->layer_lo, s->layer_end), its devices the
- * set's (the set's type: TP_NONE when of several). */
+ * set's (the set's type: TP_NONE when of several; sets are distinct
+ * lists, so the set's index names its list). */
 static void run_facts(const struct tp_space *s, const struct run_info *ri,
 		      struct tp_runtime_group_facts *f)
 {
@@ -1365,6 +1366,11 @@ static void run_facts(const struct tp_space *s, const struct run_info *ri,
 			f->layer_hi = s->layer_end[k] - 1;
 	}
 	f->type = ri->ds->type;
+	/* the set's list, unless mixed replicas reorder it (mixed_layout) */
+	f->list = tp_decision_mixed(ri->dc) ? TP_NONE : ri->dc->set;
+	f->dev_lo = ri->ds->lo;
+	f->dev_hi = ri->ds->hi;
+	f->dense = ri->ds->dense;
 }
 
 /* The plan group of run r, with memory-capped shares. */
