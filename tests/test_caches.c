@@ -705,11 +705,57 @@ START_TEST(test_space_tp_rules)
 }
 END_TEST
 
+/* tp_space_pipeline against its plain rule (a new stage on devices no
+ * earlier stage marked) on random states of 1 to 5 runs on random sets
+ * of sp; mark: zeroed, one byte per device; pipelines of 2 or more
+ * stages and states that are none both occur. */
+static void pipelines_plain(const struct tp_space *sp, uint8_t *mark)
+{
+	uint32_t K = sp->groups->n, nd = (uint32_t)sp->cluster->devices.n;
+	struct tp_decision *dec = calloc(K, sizeof(*dec));
+	struct tp_rng rng;
+	uint32_t piped = 0, none = 0;
+
+	ck_assert_ptr_nonnull(dec);
+	tp_rng_seed(&rng, 11);
+	for (uint32_t it = 0; it < 5000; it++) {
+		uint32_t runs = 1 + (uint32_t)tp_rng_below(&rng, 5), set[5];
+		uint32_t p = 0, cur = TP_NONE, want;
+		bool ok = true;
+		for (uint32_t r = 0; r < runs; r++)
+			set[r] = (uint32_t)tp_rng_below(&rng, sp->sets.n);
+		memset(mark, 0, nd);
+		for (uint32_t k = 0; k < K; k++) {
+			const uint32_t *d;
+			dec[k].set = set[(uint64_t)k * runs / K];
+			dec[k].tp = 1;
+			if (k > 0 && dec[k].set == cur)
+				continue;
+			cur = dec[k].set;
+			d = tp_space_set_devs(sp, cur);
+			for (uint32_t i = 0; i < sp->sets.v[cur].n; i++)
+				ok = ok && !mark[d[i]];
+			for (uint32_t i = 0; i < sp->sets.v[cur].n; i++)
+				mark[d[i]] = 1;
+			p++;
+		}
+		want = ok && p >= 2 ? p : 0;
+		ck_assert_uint_eq(tp_space_pipeline(sp, dec), want);
+		piped += want > 0;
+		none += want == 0 && p >= 2;
+	}
+	ck_assert_msg(piped > 100 && none > 100, "%u pipelines, %u not", piped,
+		      none);
+	memset(mark, 0, nd);
+	free(dec);
+}
+
 /* tp_space_sets_meet (ranges, dense sets, merges) against marking one
  * set's devices and looking for the other's, for every pair of sets of
  * a cluster whose A100 nodes sit on both sides of a DGX-1 (sets that are
  * not dense, with meeting ranges); both answers occur, and disjoint
- * pairs with meeting ranges. */
+ * pairs with meeting ranges.  Then tp_space_pipeline, which asks it,
+ * against marking devices (pipelines_plain). */
 START_TEST(test_sets_meet)
 {
 	const char *specs[] = {"dgx-a100:1", "dgx1-v100:1", "dgx-a100:1"};
@@ -755,6 +801,7 @@ START_TEST(test_sets_meet)
 	ck_assert_msg(meet > 100 && apart > 100 && hidden > 10,
 		      "%u meet, %u apart, %u apart in one range", meet, apart,
 		      hidden);
+	pipelines_plain(&sp, mark);
 	free(mark);
 	tp_space_release(&sp);
 	tp_groups_release(&g);

@@ -160,7 +160,6 @@ struct tp_space_scratch *tp_space_scratch_new(const struct tp_space *s)
 	scr->static_b = tp_calloc(nd, sizeof(double));
 	scr->act_b = tp_calloc(nd, sizeof(double));
 	scr->fit = tp_calloc(nd, sizeof(double));
-	scr->mark = tp_calloc(nd, sizeof(uint32_t));
 	scr->stage = tp_calloc(K + 1, sizeof(uint32_t));
 	scr->run_first = tp_calloc(K + 1, sizeof(uint32_t));
 	scr->speed = tp_calloc(nr, sizeof(double));
@@ -177,7 +176,7 @@ struct tp_space_scratch *tp_space_scratch_new(const struct tp_space *s)
 	scr->facts = tp_calloc(K + 1, sizeof(*scr->facts));
 	tp_plan_init(&scr->check);
 	if (!scr->cand || !scr->facts || !scr->static_b || !scr->act_b ||
-	    !scr->fit || !scr->mark ||
+	    !scr->fit ||
 	    !scr->stage || !scr->run_first || !scr->speed || !scr->cap ||
 	    !scr->samples || !scr->order || !scr->rem || !scr->idec ||
 	    !scr->chunk || !scr->stage_set || !scr->stage_dec ||
@@ -195,7 +194,6 @@ void tp_space_scratch_free(struct tp_space_scratch *scr)
 	free(scr->static_b);
 	free(scr->act_b);
 	free(scr->fit);
-	free(scr->mark);
 	free(scr->stage);
 	free(scr->run_first);
 	free(scr->speed);
@@ -949,30 +947,34 @@ static void run_shares(const struct tp_space *s, struct tp_space_scratch *scr,
 		run_speeds(s, scr, ri);
 }
 
-/* The stages of a pipeline (see tp_space_pipeline); mark holds n_dev
- * zeroed entries (left dirty).  Fills stage_set / stage_dec / stage_of
- * (per group) when not NULL. */
+/* The stages of a pipeline (see tp_space_pipeline): each new stage's
+ * set disjoint from every earlier stage's, by set, not device by device:
+ * beyond the range of all earlier stages (a pipeline along the device
+ * order), else tp_space_sets_meet with each.  Fills stage_set (K
+ * entries: the stages' sets) and, when not NULL, stage_dec / stage_of
+ * (per group). */
 static uint32_t pipeline_stages(const struct tp_space *s,
-				const struct tp_decision *state, uint8_t *mark,
+				const struct tp_decision *state,
 				uint32_t *stage_set,
 				struct tp_decision *stage_dec,
 				uint32_t *stage_of)
 {
-	uint32_t K = s->groups->n, p = 0, cur = TP_NONE;
+	uint32_t K = s->groups->n, p = 0, cur = TP_NONE, lo = 0, hi = 0;
 
 	for (uint32_t g = 0; g < K; g++) {
 		uint32_t set = state[g].set;
 		if (g == 0 || set != cur) {
-			const uint32_t *d = tp_space_set_devs(s, set);
-			uint32_t nd = s->sets.v[set].n;
-			/* a new stage: disjoint from every earlier one */
-			for (uint32_t i = 0; i < nd; i++)
-				if (mark[d[i]])
-					return 0;
-			for (uint32_t i = 0; i < nd; i++)
-				mark[d[i]] = 1;
-			if (stage_set)
-				stage_set[p] = set;
+			const struct tp_devset *ds = &s->sets.v[set];
+			if (p > 0 && ds->hi >= lo && ds->lo <= hi)
+				for (uint32_t j = 0; j < p; j++)
+					if (tp_space_sets_meet(s, stage_set[j],
+							       set))
+						return 0;
+			if (p == 0 || ds->lo < lo)
+				lo = ds->lo;
+			if (p == 0 || ds->hi > hi)
+				hi = ds->hi;
+			stage_set[p] = set;
 			if (stage_dec)
 				stage_dec[p] = state[g];
 			cur = set;
@@ -987,13 +989,13 @@ static uint32_t pipeline_stages(const struct tp_space *s,
 uint32_t tp_space_pipeline(const struct tp_space *s,
 			   const struct tp_decision *state)
 {
-	uint8_t *mark = calloc(s->cluster->devices.n + 1, 1);
+	uint32_t *sets = malloc((s->groups->n + 1) * sizeof(*sets));
 	uint32_t p;
 
-	if (!mark)
+	if (!sets)
 		return 0;
-	p = pipeline_stages(s, state, mark, NULL, NULL, NULL);
-	free(mark);
+	p = pipeline_stages(s, state, sets, NULL, NULL);
+	free(sets);
 	return p;
 }
 
@@ -1011,9 +1013,8 @@ static bool interleave(const struct tp_space *s,
 	uint32_t K = G->n, p, n;
 	double acc = 0, target;
 
-	memset(scr->mark, 0, scr->n_dev * sizeof(uint32_t));
-	p = pipeline_stages(s, state, (uint8_t *)scr->mark, scr->stage_set,
-			    scr->stage_dec, scr->chunk);
+	p = pipeline_stages(s, state, scr->stage_set, scr->stage_dec,
+			    scr->chunk);
 	if (p < 2 || (uint64_t)p * V > K)
 		return false;
 	n = p * V;

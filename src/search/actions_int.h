@@ -13,7 +13,6 @@ struct tp_space_scratch {
 	double *static_b; /* per device: weights, gradients, optimizer */
 	double *act_b;    /* per device: activation bytes at the first split */
 	double *fit;      /* per device: scale factor that would fit */
-	uint32_t *mark;   /* per device: last run index + 1 holding it */
 	uint32_t *stage;  /* per run: pipeline stage */
 	uint32_t *run_first; /* per run: first coarse group */
 	double *speed;    /* per replica */
