@@ -1231,6 +1231,7 @@ static void run_capped_shares(struct mat *x, const struct run_info *ri)
 {
 	struct tp_space_scratch *scr = x->scr;
 	bool capped = false;
+	double q = 0;
 
 	run_shares(x->s, scr, x->gl, ri);
 	tp_space_split_samples(x->mb, ri->dp, scr->speed, NULL, scr->samples);
@@ -1250,8 +1251,13 @@ static void run_capped_shares(struct mat *x, const struct run_info *ri)
 	if (capped && !x->gl->even)
 		tp_space_split_samples(x->mb, ri->dp, scr->speed, scr->cap,
 				       scr->samples);
-	for (uint32_t rep = 0; rep < ri->dp; rep++)
-		scr->rem[rep] = (double)scr->samples[rep] / (double)x->mb;
+	/* replicas' samples take few values (even shares two): a division
+	   per change */
+	for (uint32_t rep = 0; rep < ri->dp; rep++) {
+		if (rep == 0 || scr->samples[rep] != scr->samples[rep - 1])
+			q = (double)scr->samples[rep] / (double)x->mb;
+		scr->rem[rep] = q;
+	}
 }
 
 /* Mixed replicas of run ri (TP_DECISION_MIXED) into r: per node of the
