@@ -918,14 +918,15 @@ START_TEST(test_runnable_memo)
 }
 END_TEST
 
-/* The groups' facts name device lists by set and give their ranges
- * (tp_runtime_group_facts list, dev_lo, dev_hi, dense): on a cluster
+/* The groups' facts name device lists by set and give their ranges and
+ * node runs (tp_runtime_group_facts list, dev_lo, dev_hi, dense, nodes):
+ * on a cluster
  * whose A100 nodes sit on both sides of a DGX-1 (the A100 set's range
  * holds the V100s: not dense), random pipelines of 1 to 4 runs on
  * random sets under megatron-core get the answers and reasons of the
  * plan's check read from the plan (runnable_agrees); stages on equal
- * sets, on sets that share devices and on disjoint sets with meeting
- * ranges all occur. */
+ * sets, on sets that share devices, on disjoint sets with meeting
+ * ranges and stages returning to a node all occur. */
 START_TEST(test_runnable_facts_sets)
 {
 	const char *specs[] = {"dgx-a100:1", "dgx1-v100:1", "dgx-a100:1"};
@@ -939,7 +940,7 @@ START_TEST(test_runnable_facts_sets)
 	struct tp_globals gl;
 	struct tp_error err;
 	struct tp_rng rng;
-	uint32_t yes = 0, shared = 0, sparse = 0, apart = 0;
+	uint32_t yes = 0, shared = 0, sparse = 0, apart = 0, returns = 0;
 
 	gpt_on_dgx(&m, &c, "dgx-a100:2");
 	tp_cluster_release(&c);
@@ -965,7 +966,7 @@ START_TEST(test_runnable_facts_sets)
 	gl.schedule = TP_SCHEDULE_1F1B;
 	gl.even = 1;
 	tp_rng_seed(&rng, 3);
-	for (uint32_t it = 0; it < 3000; it++) {
+	for (uint32_t it = 0; it < 8000; it++) {
 		uint32_t runs = 1 + (uint32_t)tp_rng_below(&rng, 4);
 		uint32_t set[4], tp = 1u << tp_rng_below(&rng, 3);
 		char why[512];
@@ -982,6 +983,7 @@ START_TEST(test_runnable_facts_sets)
 		yes += runnable_agrees(&sp, &gl, dec, memo, plain);
 		tp_space_runnable(&sp, &gl, dec, plain, why, sizeof(why));
 		shared += strstr(why, "shares devices") != NULL;
+		returns += strstr(why, "returns to node") != NULL;
 		for (uint32_t r = 1; r < runs; r++) {
 			const struct tp_devset *a = &sp.sets.v[set[r - 1]];
 			const struct tp_devset *b = &sp.sets.v[set[r]];
@@ -989,12 +991,127 @@ START_TEST(test_runnable_facts_sets)
 				 a->lo <= b->hi && b->lo <= a->hi;
 		}
 	}
-	ck_assert_msg(yes >= 20 && shared >= 20 && apart >= 20,
-		      "%u runnable, %u sharing, %u apart in one range", yes,
-		      shared, apart);
+	ck_assert_msg(yes >= 20 && shared >= 20 && apart >= 20 && returns >= 5,
+		      "%u runnable, %u sharing, %u apart in one range, %u "
+		      "returning to a node",
+		      yes, shared, apart, returns);
 	free(dec);
 	tp_space_scratch_free(memo);
 	tp_space_scratch_free(plain);
+	tp_space_release(&sp);
+	tp_groups_release(&g);
+	tp_cluster_release(&c);
+	tp_model_release(&m);
+}
+END_TEST
+
+/* The launcher's rank rule as it was written before check_ranks kept
+ * the nodes it left sorted and read stages' node runs: the stages'
+ * devices one after the other, a node left earlier (among the first 64
+ * left) may not come back. */
+static bool plain_ranks_ok(const struct tp_plan *p, const struct tp_cluster *c,
+			   const struct tp_plan_shape *sh)
+{
+	uint32_t prev = TP_NONE, seen = 0, done[64];
+
+	for (uint32_t s = 0; s < sh->pp; s++) {
+		uint32_t g = sh->stage_group[s];
+		const uint32_t *d = tp_plan_group_devs(p, g);
+		for (uint32_t i = 0; i < p->groups.v[g].n_devices; i++) {
+			uint32_t node = c->devices.v[d[i]].node;
+			if (node == prev)
+				continue;
+			for (uint32_t k = 0; k < seen && k < 64; k++)
+				if (done[k] == node)
+					return false;
+			if (prev != TP_NONE && seen < 64)
+				done[seen++] = prev;
+			prev = node;
+		}
+	}
+	return true;
+}
+
+/* The rank rule of tp_runtime_plan_check, with the space's facts and
+ * without, against the plain rule on 72 DGX-A100 (more nodes than the 64
+ * the rule remembers): pipelines over the members of a family of
+ * disjoint sets (parts of the device order, single devices) in random
+ * order, one run per group; plans that keep and that break the rule both
+ * occur. */
+START_TEST(test_ranks_plain)
+{
+	struct tp_model m;
+	struct tp_cluster c;
+	struct tp_groups g;
+	struct tp_space sp;
+	struct tp_runtime rt;
+	struct tp_space_scratch *scr;
+	struct tp_decision *dec;
+	struct tp_globals gl;
+	struct tp_rng rng;
+	struct tp_plan p;
+	struct tp_error err;
+	uint32_t kept = 0, broke = 0, bit = 1u << TP_CAP_OVERLAPPING_GROUPS;
+
+	gpt_on_dgx(&m, &c, "dgx-a100:72");
+	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
+	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
+	find("megatron-core", &rt);
+	ck_assert_int_eq(tp_space_set_runtime(&sp, &rt, NULL), TP_OK);
+	scr = tp_space_scratch_new(&sp);
+	dec = calloc(g.n, sizeof(*dec));
+	ck_assert_ptr_nonnull(scr);
+	ck_assert_ptr_nonnull(dec);
+	memset(&gl, 0, sizeof(gl));
+	gl.micro_batches = 1;
+	gl.schedule = TP_SCHEDULE_1F1B;
+	gl.even = 1;
+	tp_plan_init(&p);
+	tp_rng_seed(&rng, 5);
+	for (uint32_t it = 0; it < 400; it++) {
+		const struct tp_family *fm =
+		    &sp.families.v[tp_rng_below(&rng, sp.families.n)];
+		const uint32_t *mem = sp.family_sets.v + fm->first;
+		struct tp_plan_shape sh;
+		uint32_t mask, base = (uint32_t)tp_rng_below(&rng, fm->n);
+		char why[512];
+		bool facts;
+		if (fm->n < 2)
+			continue;
+		/* group k on member (base + k * step) mod n: distinct members
+		   while k < n, a stride that jumps back and forth */
+		for (uint32_t k = 0; k < g.n; k++) {
+			uint32_t step = 1 + it % 5;
+			dec[k].set = mem[(base + (uint64_t)k * step) % fm->n];
+			dec[k].tp = 1;
+			dec[k].sync = (uint8_t)tp_space_default_sync(
+			    &sp, dec[k].set, 1);
+			dec[k].recompute = 0;
+		}
+		facts = !tp_space_runnable(&sp, &gl, dec, scr, why,
+					   sizeof(why)) &&
+			strstr(why, "returns to node");
+		if (tp_space_materialize(&sp, &gl, dec, TP_COMPRESSION_OFF,
+					 scr, &p, &err))
+			continue;
+		mask = tp_runtime_plan_check(&rt, &p, &m, &c, &sh, NULL, 0);
+		if (!sh.ok)
+			continue;
+		ck_assert_msg(!(mask & bit) == plain_ranks_ok(&p, &c, &sh),
+			      "step %u: check %s, plain rule %s", it,
+			      mask & bit ? "breaks" : "keeps",
+			      plain_ranks_ok(&p, &c, &sh) ? "keeps" : "breaks");
+		/* with the facts: the same reason when it is the first */
+		if (facts)
+			ck_assert(mask & bit);
+		kept += !(mask & bit);
+		broke += !!(mask & bit);
+	}
+	ck_assert_msg(kept >= 20 && broke >= 20, "%u kept, %u broke", kept,
+		      broke);
+	tp_plan_release(&p);
+	free(dec);
+	tp_space_scratch_free(scr);
 	tp_space_release(&sp);
 	tp_groups_release(&g);
 	tp_cluster_release(&c);
@@ -1012,6 +1129,7 @@ Suite *suite_runtime_plan(void)
 	tcase_add_test(tc, test_plan_check_layouts);
 	tcase_add_test(tc, test_runnable_memo);
 	tcase_add_test(tc, test_runnable_facts_sets);
+	tcase_add_test(tc, test_ranks_plain);
 	tcase_set_timeout(ts, 120);
 	tcase_add_test(ts, test_search_runs_only_runnable_gpt);
 	tcase_add_test(ts, test_search_runs_only_runnable_cnn);

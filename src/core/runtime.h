@@ -388,7 +388,9 @@ uint32_t tp_runtime_plan_check(const struct tp_runtime *rt,
  *              just when their lists are equal; TP_NONE: compare them;
  *   dev_lo, dev_hi  its least and greatest device (dev_lo > dev_hi when
  *              it has none);
- *   dense      its devices are every device from dev_lo to dev_hi.
+ *   dense      its devices are every device from dev_lo to dev_hi;
+ *   nodes, n_nodes  the node of each run of consecutive devices of its
+ *              list on one node, in list order (NULL: read the list).
  */
 struct tp_runtime_group_facts {
 	uint32_t first_pos;
@@ -397,16 +399,18 @@ struct tp_runtime_group_facts {
 	uint32_t list;
 	uint32_t dev_lo, dev_hi;
 	bool dense;
+	const uint32_t *nodes;
+	uint32_t n_nodes;
 };
 
 /*
  * tp_runtime_plan_check with facts[g] for each group g of p (NULL: read
  * from the plan, the same answer): the same mask, why and shape when
  * the facts are those of p; the plan's ops and devices are then not
- * read but for the ranks of pipeline stages and the device lists of
- * groups whose lists or ranges leave open whether they are the same or
- * share a device.  Pure; allocates only to sort device lists that do not
- * ascend (as tp_runtime_plan_check).
+ * read but for the device lists of groups whose lists or ranges leave
+ * open whether they are the same or share a device.  Pure; allocates
+ * only to sort device lists that do not ascend (as
+ * tp_runtime_plan_check).
  */
 uint32_t tp_runtime_plan_check_facts(
     const struct tp_runtime *rt, const struct tp_plan *p,

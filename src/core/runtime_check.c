@@ -460,35 +460,68 @@ static void check_layout(const struct tp_runtime_can *can,
 		     tp_layer_layout_name(want));
 }
 
+/* Nodes left so far by check_ranks (the first 64), kept ascending: a
+ * binary search per node change instead of a pass over them. */
+struct left_nodes {
+	uint32_t v[64], n;
+};
+
+static bool left_has(const struct left_nodes *l, uint32_t node)
+{
+	uint32_t a = 0, b = l->n;
+
+	while (a < b) {
+		uint32_t mid = a + (b - a) / 2;
+		if (l->v[mid] < node)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	return a < l->n && l->v[a] == node;
+}
+
+static void left_add(struct left_nodes *l, uint32_t node)
+{
+	uint32_t k = l->n++;
+
+	for (; k > 0 && l->v[k - 1] > node; k--)
+		l->v[k] = l->v[k - 1];
+	l->v[k] = node;
+}
+
 /* Ranks: the stages' device lists one after the other; a launcher starts
- * them node by node, so each node's devices must be one run of ranks. */
+ * them node by node, so each node's devices must be one run of ranks.
+ * The nodes of a stage's devices from the facts' runs when given. */
 static void check_ranks(const struct tp_plan *p, const struct tp_cluster *c,
+			const struct tp_runtime_group_facts *facts,
 			const struct tp_plan_shape *sh, struct needs *n)
 {
-	uint32_t prev_node = TP_NONE, seen_nodes = 0;
-	uint32_t done[64]; /* nodes already left (the first 64 checked) */
+	uint32_t prev_node = TP_NONE;
+	struct left_nodes done; /* nodes already left (the first 64) */
 
+	done.n = 0;
 	for (uint32_t s = 0; s < sh->pp; s++) {
 		uint32_t g = sh->stage_group[s];
 		const uint32_t *d = tp_plan_group_devs(p, g);
-		for (uint32_t i = 0; i < p->groups.v[g].n_devices; i++) {
-			uint32_t node = d[i] < c->devices.n
-					    ? c->devices.v[d[i]].node
-					    : TP_NONE;
+		const uint32_t *runs = facts ? facts[g].nodes : NULL;
+		uint32_t count = runs ? facts[g].n_nodes
+				      : p->groups.v[g].n_devices;
+		for (uint32_t i = 0; i < count; i++) {
+			uint32_t node = runs		   ? runs[i]
+					: d[i] < c->devices.n ? c->devices.v[d[i]].node
+							      : TP_NONE;
 			if (node == prev_node)
 				continue;
-			for (uint32_t k = 0; k < seen_nodes && k < 64; k++)
-				if (done[k] == node) {
-					need(
-					    n, TP_CAP_OVERLAPPING_GROUPS,
-					    "stage %u returns to node %s after "
-					    "other nodes: a launcher starts a "
-					    "node's ranks together",
-					    s, c->nodes.v[node].name);
-					return;
-				}
-			if (prev_node != TP_NONE && seen_nodes < 64)
-				done[seen_nodes++] = prev_node;
+			if (left_has(&done, node)) {
+				need(n, TP_CAP_OVERLAPPING_GROUPS,
+				     "stage %u returns to node %s after "
+				     "other nodes: a launcher starts a "
+				     "node's ranks together",
+				     s, c->nodes.v[node].name);
+				return;
+			}
+			if (prev_node != TP_NONE && done.n < 64)
+				left_add(&done, prev_node);
 			prev_node = node;
 		}
 	}
@@ -588,7 +621,7 @@ uint32_t tp_runtime_plan_check_facts(
 			     "ZeRO stage %u with %u pipeline stages", p->zero,
 			     sh->pp);
 		check_layout(can, sh, &n);
-		check_ranks(p, c, sh, &n);
+		check_ranks(p, c, facts, sh, &n);
 	}
 	if (p->zero > can->max_zero)
 		need(&n, TP_CAP_MAX_ZERO, "ZeRO stage %u", p->zero);

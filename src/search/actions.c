@@ -104,6 +104,7 @@ void tp_space_release(struct tp_space *s)
 		return;
 	tp_vec_free(&s->sets);
 	tp_vec_free(&s->devs);
+	tp_vec_free(&s->set_nodes);
 	tp_vec_free(&s->families);
 	tp_vec_free(&s->family_sets);
 	free(s->time);
@@ -1378,6 +1379,10 @@ static void run_facts(const struct tp_space *s, const struct run_info *ri,
 	f->dev_lo = ri->ds->lo;
 	f->dev_hi = ri->ds->hi;
 	f->dense = ri->ds->dense;
+	f->nodes = tp_decision_mixed(ri->dc)
+			   ? NULL
+			   : s->set_nodes.v + ri->ds->nodes_first;
+	f->n_nodes = ri->ds->n_nodes;
 }
 
 /* The plan group of run r, with memory-capped shares. */

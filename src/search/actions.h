@@ -64,7 +64,10 @@ enum tp_devset_kind {
 struct tp_devset {
 	uint32_t first, n; /* devices: space->devs.v[first .. first + n) */
 	enum tp_devset_kind kind;
-	uint32_t n_nodes;      /* nodes it touches */
+	uint32_t n_nodes;      /* nodes it touches: runs of its devices on
+				  one node, their nodes in
+				  space->set_nodes.v[nodes_first ..) */
+	uint32_t nodes_first;
 	uint32_t type;         /* device type when all alike, else TP_NONE */
 	uint32_t tp_max;       /* largest tp whose blocks stay within nodes */
 	uint64_t tp_divides;   /* bit tp - 1 (tp 1 .. TP_SPACE_MAX_TP): tp
@@ -226,6 +229,8 @@ struct tp_space {
 	const struct tp_groups *groups;
 	TP_VEC(struct tp_devset) sets;
 	TP_VEC(uint32_t) devs;
+	TP_VEC(uint32_t) set_nodes; /* per set: the node of each run of its
+				       devices on one node (tp_devset) */
 	TP_VEC(struct tp_family) families;
 	TP_VEC(uint32_t) family_sets;
 	uint32_t n_types;

@@ -118,12 +118,15 @@ static uint32_t add_set(struct tp_space *s, const uint32_t *d, uint32_t n,
 	set.lo = set.hi = d[0];
 	set.ascending = true;
 	snprintf(set.label, sizeof(set.label), "%s", label);
+	set.nodes_first = (uint32_t)s->set_nodes.n;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct tp_device *dev = &c->devices.v[d[i]];
 		const struct tp_device_type *ty = &c->types.v[dev->type];
 		if (dev->node != prev_node) {
 			set.n_nodes++;
 			prev_node = dev->node;
+			if (tp_vec_push(&s->set_nodes, prev_node))
+				return TP_NONE;
 		}
 		if (dev->type != set.type)
 			set.type = TP_NONE;
