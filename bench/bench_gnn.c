@@ -82,7 +82,10 @@
  * TAGPLAN_BENCH_GNN_CASE=text runs the cases whose name contains text,
  * TAGPLAN_BENCH_GNN_TRACE=1 prints each new best of the runs of (b),
  * and for every run of the equal-time table each phase change and new
- * best (seconds on the table's clock, playouts, simulations, phase);
+ * best (seconds on the table's clock, playouts, simulations, phase),
+ * and after a guided one whether its rollout ran and its kinds of sweep
+ * pass (search.h rollout_priced, priced_passes, by_time_passes,
+ * fitting_passes);
  * TAGPLAN_BENCH_GNN_PLANS=1 prints the plan of every run of the
  * equal-time table (global settings, then per plan group its ops,
  * devices, dp x tp, recomputation and synchronisation);
@@ -678,6 +681,11 @@ static void table_run(struct tp_planner *pl,
 			    : INFINITY;
 	out->playouts = r.playouts;
 	out->declined = r.prior_declined;
+	if (fw.trace && pp && out->ok)
+		printf("    %s: rollout %s; sweep passes: %u priced "
+		       "(unguided order), %u by time, %u fitting\n",
+		       fw.label, r.rollout_priced ? "priced out" : "run",
+		       r.priced_passes, r.by_time_passes, r.fitting_passes);
 	if (getenv("TAGPLAN_BENCH_GNN_PLANS") && !table_warming && out->ok &&
 	    r.have_plan)
 		print_plan(fw.label, &r.plan, out->best);

@@ -1796,6 +1796,100 @@ START_TEST(test_search_time_only_stalled_tree_uniform)
 }
 END_TEST
 
+/* A clock that advances `step` seconds per simulation of the toy: a
+ * time limit becomes a number of simulations, and the search's measured
+ * cost of one (search_int.h sctx_mean_sim) is `step`. */
+struct toy_clock {
+	const struct toy *toy;
+	double step;
+};
+
+static double toy_clock_now(void *ctx)
+{
+	const struct toy_clock *k = ctx;
+
+	return k->step * (double)__atomic_load_n(&k->toy->calls,
+						  __ATOMIC_RELAXED);
+}
+
+/* ROLLOUT_PRICE (search.c) and PRICED (sweep.c), in a guided search
+ * limited by time alone with simulations of 10 ms (the toy's baselines
+ * take about 200 of them).  With a limit of 0.9 s a simulation is dear
+ * for the limit and the rollout is left out (a plan fits by then).  With
+ * 4 s the rollout runs and the sweep passes the budget share cuts short
+ * are taken in the unguided order where their simulations would cost
+ * more than half the time left (priced), BY_TIME's otherwise; the same
+ * search with simulations of 1 us, stopped after as many playouts,
+ * prices nothing.  By playouts, nothing is priced.  Every answer beats the baselines.  Fails with
+ * rollout_priced() returning false or PRICE_SHARE's branch disabled
+ * (sweep.c). */
+START_TEST(test_search_time_only_priced)
+{
+	struct fake_guided f;
+	struct tp_search_result rr, rd, rc, rp;
+	struct gained g = {NAN, 0, 10, 0, 0};
+	struct toy_clock k;
+	struct playout_stop stop = {0, 0};
+
+	fake_guided_init(&f, "gained", gained_eval);
+	k.toy = &f.toy;
+	f.o.clock = toy_clock_now;
+	f.o.clock_ctx = &k;
+	tp_search_result_init(&rr);
+	tp_search_result_init(&rd);
+	tp_search_result_init(&rc);
+	tp_search_result_init(&rp);
+	k.step = 0.01;
+	f.pp.ctx = &g;
+	f.o.playouts = 0;
+	f.o.time_limit_s = 0.9;
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &rr, NULL),
+			 TP_OK);
+	ck_assert(rr.have_plan && rr.report.feasible);
+	ck_assert(rr.rollout_priced);
+	/* 4 s: dear passes priced, cheaper ones BY_TIME's */
+	f.o.time_limit_s = 4;
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &rd, NULL),
+			 TP_OK);
+	ck_assert_uint_eq(rd.stopped_by, TP_SEARCH_STOP_TIME);
+	ck_assert(!rd.rollout_priced);
+	ck_assert_uint_gt(rd.priced_passes, 0);
+	ck_assert_uint_gt(rd.by_time_passes, 0);
+	/* cheap: 1 us a simulation, stopped after as many playouts */
+	k.step = 1e-6;
+	f.o.time_limit_s = 1e6;
+	stop.at = rd.playouts;
+	f.o.stop = &stop.flag;
+	f.o.progress = playout_stop_at;
+	f.o.progress_ctx = &stop;
+	f.o.progress_interval_s = 1e-9;
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &rc, NULL),
+			 TP_OK);
+	ck_assert_uint_eq(rc.stopped_by, TP_SEARCH_STOP_INTERRUPT);
+	ck_assert(!rc.rollout_priced);
+	ck_assert_uint_eq(rc.priced_passes, 0);
+	ck_assert_uint_gt(rc.by_time_passes, 0);
+	/* by playouts, dear simulations: nothing priced */
+	k.step = 0.01;
+	f.o.stop = NULL;
+	f.o.progress = NULL;
+	f.o.time_limit_s = 0;
+	f.o.playouts = 400;
+	ck_assert_int_eq(tp_search_run(&f.m, &f.c, &f.ev, &f.o, &rp, NULL),
+			 TP_OK);
+	ck_assert(!rp.rollout_priced);
+	ck_assert_uint_eq(rp.priced_passes + rp.by_time_passes, 0);
+	assert_beats_baselines(&rd);
+	assert_beats_baselines(&rc);
+	assert_beats_baselines(&rp);
+	tp_search_result_release(&rr);
+	tp_search_result_release(&rd);
+	tp_search_result_release(&rc);
+	tp_search_result_release(&rp);
+	fake_guided_release(&f);
+}
+END_TEST
+
 /* PROBE (baselines.c): while no megatron grid point fits, a point is
  * scored with full recomputation first and settled when that does not
  * fit.  On a model far too big for the toy cluster, --baseline megatron
@@ -2850,6 +2944,7 @@ Suite *suite_search(void)
 	tcase_add_test(tm, test_search_completes_before_kicking);
 	tcase_add_test(tm, test_search_time_only_passes_keep_all);
 	tcase_add_test(tm, test_search_time_only_stalled_tree_uniform);
+	tcase_add_test(tm, test_search_time_only_priced);
 	tcase_add_test(tm, test_search_relaxes_recompute_and_seeds_zero);
 	tcase_add_test(tm, test_search_run_changes);
 	tcase_add_test(tm, test_search_guided_variants);

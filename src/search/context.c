@@ -67,11 +67,23 @@ double sctx_elapsed(const struct sctx *s)
 	return sctx_clock(s) - s->t0;
 }
 
-double sctx_reserve(struct sctx *s)
+double sctx_mean_sim(const struct sctx *s)
 {
 	uint64_t n = atomic_load(&s->simulations);
-	double avg = n ? (double)atomic_load(&s->sim_ns) * 1e-9 / (double)n
-		       : 0;
+
+	return n ? (double)atomic_load(&s->sim_ns) * 1e-9 / (double)n : 0;
+}
+
+double sctx_time_left(struct sctx *s)
+{
+	if (!(s->o->time_limit_s > 0))
+		return HUGE_VAL;
+	return s->o->time_limit_s - sctx_reserve(s) - sctx_elapsed(s);
+}
+
+double sctx_reserve(struct sctx *s)
+{
+	double avg = sctx_mean_sim(s);
 
 	/* playouts in flight finish after the limit, and the answer is
 	   scored once more with compression chosen (a few simulations) */

@@ -21,6 +21,10 @@
  * uniform priors: mcts.c STALL_UNIFORM), so with one thread a search with a
  * larger limit of the same kind passes through every state of one with a
  * smaller limit and keeps the best plan: its answer is at least as fast
+ * (between time limits only where a guided search's simulations are cheap
+ * for the limit: where they are dear it leaves out the rollout and takes
+ * sweep passes in the unguided order, ROLLOUT_PRICE below and sweep.c
+ * PRICED, by the limit and measured times)
  * (tests/test_anytime.c, which also finds no search by time slower than the
  * playout-limited one it passed; bench_hetero).  Until 2026-12 the last stage
  * ended at the playout limit and a time-only search split sweeps and tree by
@@ -246,6 +250,36 @@ static bool seeds_first(const struct sctx *s)
 	return sctx_time_only(s);
 }
 
+/* ROLLOUT_PRICE (issue 27).  A search limited by time alone whose seeds
+ * already gave a plan that fits leaves the rollout out when the
+ * rollout's simulations (one, two when its plan does not fit: baselines.c
+ * search_rollout), at the mean cost of the simulations so far, would take
+ * more than ROLLOUT_SHARE of the time limit.  The rule is in time, so it
+ * scales with the case: on bench_gnn's small clusters a simulation costs
+ * well under a millisecond and the rollout runs at every limit (it is
+ * what wins VGG-16's 17% there); on GPT-3 175B on its 1,024 mixed GPUs
+ * the rollout took 0.05 s of a 1 s limit (two simulations and 51 forward
+ * passes) and its plan was never better than the seeds' (66.8 s).  The
+ * estimate counts the simulations only, not the forward passes, so it
+ * is a lower bound of the rollout's cost.  Playout-limited searches
+ * (self-play training, --playouts) and searches whose seeds found
+ * nothing that fits always run it (the first plan that fits is what it
+ * is for); result.rollout_priced says it was left out. */
+#define ROLLOUT_SHARE 0.02
+
+static bool rollout_priced(struct sctx *s)
+{
+	bool fits;
+
+	if (!sctx_time_only(s))
+		return false;
+	pthread_mutex_lock(&s->lock);
+	fits = s->best.have && s->best.feasible;
+	pthread_mutex_unlock(&s->lock);
+	return fits &&
+	       2 * sctx_mean_sim(s) > ROLLOUT_SHARE * s->o->time_limit_s;
+}
+
 /* The seeds (and the cost seeds). */
 static enum tp_status run_seeds(struct sctx *s, struct worker *w0)
 {
@@ -360,6 +394,8 @@ static void result_counters(struct sctx *s)
 	res->gain_skips = s->gain_skips;
 	res->by_time_passes = s->by_time_passes;
 	res->fitting_passes = s->fitting_passes;
+	res->priced_passes = s->priced_passes;
+	res->rollout_priced = s->rollout_priced;
 	res->uniform_trees = s->uniform_trees;
 	res->runtime_rejects = atomic_load(&s->runtime_rejects);
 	res->have_all = s->have_all;
@@ -448,7 +484,9 @@ enum tp_status tp_search_run(const struct tp_model *m,
 				goto fail_worker;
 			sctx_progress(&s, true);
 		}
-		if (o->prior) {
+		if (o->prior && rollout_priced(&s)) {
+			s.rollout_priced = true;
+		} else if (o->prior) {
 			s.phase = "rollout";
 			st = search_rollout(&w0);
 			if (st)

@@ -362,6 +362,13 @@ struct tp_search_result {
 				in both orders and nothing cut (BY_TIME,
 				sweep.c), and passes that fit it, which keep
 				the prior's order and cut */
+	uint32_t priced_passes; /* guided, time limit alone: sweep passes
+				   taken in the unguided order because their
+				   simulations would cost more than half the
+				   time left (PRICED, sweep.c) */
+	bool rollout_priced; /* guided, time limit alone: the rollout left
+				out, its simulations too dear for the limit
+				(ROLLOUT_PRICE, search.c) */
 	uint32_t uniform_trees; /* guided, time limit alone: tree phases run
 				   with uniform priors because the one before
 				   found nothing (STALL_UNIFORM, mcts.c) */

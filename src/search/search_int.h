@@ -180,6 +180,8 @@ struct sctx {
 	uint32_t completions;   /* result.completions */
 	uint64_t gain_skips;    /* result.gain_skips */
 	uint32_t by_time_passes, fitting_passes; /* result.by_time_passes ... */
+	uint32_t priced_passes; /* result.priced_passes (sweep.c PRICED) */
+	bool rollout_priced;    /* result.rollout_priced (ROLLOUT_PRICE) */
 	double run_time; /* result.runnable_plan's time, under lock */
 	_Atomic uint64_t sim_ns; /* time inside the evaluator (o->clock) */
 	_Atomic int stop;      /* limits reached or error */
@@ -262,6 +264,13 @@ bool sctx_out_of_time(struct sctx *s);
 bool sctx_time_only(const struct sctx *s);
 /* Seconds kept at the end of the time limit for scoring the answer. */
 double sctx_reserve(struct sctx *s);
+/* The mean seconds of one simulation so far (options.clock; 0 before
+ * the first): what sctx_reserve and the priced steps (search.c
+ * ROLLOUT_PRICE, sweep.c PRICED) expect the next ones to cost. */
+double sctx_mean_sim(const struct sctx *s);
+/* Seconds left before the time limit less the reserve (HUGE_VAL
+ * without a time limit). */
+double sctx_time_left(struct sctx *s);
 /* Limits (time, playouts) or a stop request reached? */
 bool sctx_should_stop(struct sctx *s);
 /* ... and not only the current stage's playouts (the search ends). */

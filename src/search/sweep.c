@@ -86,6 +86,30 @@ static bool sweep_budget_spent(struct sctx *s, double share)
  * keeps the prior's cut, leaving more of the budget to the tree (Llama-3-8B on
  * bench_gnn's 128 GPUs at 10 s: 4.900 s with the cut, 4.931 s without). */
 
+/* PRICED (issue 27).  A guided pass the budget share will cut short (a
+ * BY_TIME one) that would cost more than PRICE_SHARE of the time left
+ * when each of its changes costs a simulation, at the mean cost of the
+ * simulations so far (left x sctx_mean_sim against sctx_time_left), is
+ * scored as the unguided search scores it: candidate order, nothing cut,
+ * the provider not asked (result.priced_passes counts them).  The
+ * prior's picks are changes near the incumbent that the decision cache
+ * does not hold and the lower bound cannot settle, so nearly each costs
+ * a simulation, while the candidate order's first changes are mostly
+ * cache hits or bounded (src/gnn/README, "Cost of a state").  Where a
+ * simulation is cheap for the limit this is never met; where it is dear
+ * the prior's picks starve the tree of the stage and of later ones.
+ * Measured on GPT-3 175B on bench_gnn's 1,024 mixed GPUs at 1 s of CPU
+ * (seed 1, before this): the first guided pass scored 29 simulations in
+ * 31 playouts (0.095 s), the unguided one 4 (0.012 s), for the same
+ * 66.576 s plan; by the end the guided search had made 185 playouts
+ * against 650 from about as many simulations (143 and 145), and the
+ * unguided tree's 63.26 s came at playout 219.  The share is half: a
+ * stage gives its sweeps half its playouts and its tree the rest, so a
+ * pass that alone would take more than half of what is left leaves the
+ * tree less than the sweeps.  Searches with a playout limit never take
+ * a BY_TIME pass, so they are unchanged (self-play training too). */
+#define PRICE_SHARE 0.5
+
 /* COMPLETION.  A later stage whose best plan a guided pass left at a
  * local optimum of the likely changes first runs one pass over the
  * changes the prior cut skipped (less those the gain cut skips: below),
@@ -1026,18 +1050,40 @@ static enum tp_status polish_score(struct polish *P, bool comp, bool resume,
 	struct sctx *s = P->s;
 	struct sweep_par in;
 	uint32_t na, from = 0;
+	double left = 0;
+	bool priced = false;
 	enum tp_status st;
 
 	*nm = 0;
-	st = polish_changes(P, comp, &na);
-	if (st)
-		return st;
+	/* PRICED: a pass too dear in the prior's picks, the unguided
+	   search's (the provider not asked); one whose changes fit the
+	   share is not (BY_TIME's rule below: it keeps the prior's cut) */
+	if (P->by_time) {
+		left = (double)s->stage_start +
+		       lim * (double)(s->stage_end - s->stage_start) -
+		       (double)atomic_load(&s->playouts);
+		if (left * sctx_mean_sim(s) >
+		    PRICE_SHARE * sctx_time_left(s)) {
+			P->guide = false;
+			P->by_time = false;
+			st = polish_changes(P, comp, &na);
+			P->guide = true;
+			P->by_time = true;
+			if (st)
+				return st;
+			priced = (double)na > left;
+		}
+	}
+	if (priced) {
+		s->priced_passes++;
+	} else {
+		st = polish_changes(P, comp, &na);
+		if (st)
+			return st;
+	}
 	/* BY_TIME only for a pass the budget share will cut short: one that
 	   fits keeps the prior's order and cut */
-	if (P->by_time) {
-		double left = (double)s->stage_start +
-			      lim * (double)(s->stage_end - s->stage_start) -
-			      (double)atomic_load(&s->playouts);
+	if (P->by_time && !priced) {
 		if ((double)na <= left) {
 			P->by_time = false;
 			st = polish_changes(P, comp, &na);
