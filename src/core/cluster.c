@@ -548,3 +548,52 @@ out:
 	}
 	return st;
 }
+
+static int cmp_dev(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return (a > b) - (a < b);
+}
+
+static bool merge_meets(const uint32_t *a, uint32_t na, const uint32_t *b,
+			uint32_t nb)
+{
+	uint32_t i = 0, j = 0;
+
+	while (i < na && j < nb) {
+		if (a[i] == b[j])
+			return true;
+		if (a[i] < b[j])
+			i++;
+		else
+			j++;
+	}
+	return false;
+}
+
+bool tp_devs_meet(const uint32_t *a, uint32_t na, bool a_sorted,
+		  const uint32_t *b, uint32_t nb, bool b_sorted)
+{
+	uint32_t *x;
+	bool meet;
+
+	if (a_sorted && b_sorted)
+		return merge_meets(a, na, b, nb);
+	x = malloc(((size_t)na + nb + 1) * sizeof(*x));
+	if (!x) {
+		for (uint32_t i = 0; i < na; i++)
+			for (uint32_t j = 0; j < nb; j++)
+				if (a[i] == b[j])
+					return true;
+		return false;
+	}
+	if (na)
+		memcpy(x, a, na * sizeof(*x));
+	if (nb)
+		memcpy(x + na, b, nb * sizeof(*x));
+	qsort(x, na, sizeof(*x), cmp_dev);
+	qsort(x + na, nb, sizeof(*x), cmp_dev);
+	meet = merge_meets(x, na, x + na, nb);
+	free(x);
+	return meet;
+}

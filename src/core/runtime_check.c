@@ -83,12 +83,6 @@ static bool same_devs(const struct tp_plan *p, uint32_t a, uint32_t b)
 		      ga->n_devices * sizeof(uint32_t)) == 0;
 }
 
-static int cmp_dev(const void *x, const void *y)
-{
-	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	return (a > b) - (a < b);
-}
-
 static bool ascending(const uint32_t *d, uint32_t n)
 {
 	for (uint32_t i = 1; i < n; i++)
@@ -97,53 +91,15 @@ static bool ascending(const uint32_t *d, uint32_t n)
 	return true;
 }
 
-/* Whether two ascending lists have a device in common: a merge. */
-static bool merge_meets(const uint32_t *a, uint32_t na, const uint32_t *b,
-			uint32_t nb)
-{
-	uint32_t i = 0, j = 0;
-
-	while (i < na && j < nb) {
-		if (a[i] == b[j])
-			return true;
-		if (a[i] < b[j])
-			i++;
-		else
-			j++;
-	}
-	return false;
-}
-
-/* Whether groups a and b share a device: a merge of the (sorted) lists,
- * O(n log n) at worst, so that stages of 25,000 devices each (100,000
- * GPUs in 4 stages) cost microseconds, not the 10^9 steps of comparing
- * every pair. */
+/* Whether groups a and b share a device (tp_devs_meet). */
 static bool share_devs(const struct tp_plan *p, uint32_t a, uint32_t b)
 {
 	const uint32_t *da = tp_plan_group_devs(p, a);
 	const uint32_t *db = tp_plan_group_devs(p, b);
 	uint32_t na = p->groups.v[a].n_devices, nb = p->groups.v[b].n_devices;
-	uint32_t *sa, *sb;
-	bool meet;
 
-	if (ascending(da, na) && ascending(db, nb))
-		return merge_meets(da, na, db, nb);
-	sa = malloc(((size_t)na + nb + 1) * sizeof(*sa));
-	if (!sa) {
-		for (uint32_t i = 0; i < na; i++)
-			for (uint32_t j = 0; j < nb; j++)
-				if (da[i] == db[j])
-					return true;
-		return false;
-	}
-	sb = sa + na;
-	memcpy(sa, da, na * sizeof(*sa));
-	memcpy(sb, db, nb * sizeof(*sb));
-	qsort(sa, na, sizeof(*sa), cmp_dev);
-	qsort(sb, nb, sizeof(*sb), cmp_dev);
-	meet = merge_meets(sa, na, sb, nb);
-	free(sa);
-	return meet;
+	return tp_devs_meet(da, na, ascending(da, na), db, nb,
+			    ascending(db, nb));
 }
 
 enum tp_sync tp_runtime_sync(const struct tp_cluster *c, const uint32_t *devs,

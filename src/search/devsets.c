@@ -155,35 +155,10 @@ static uint32_t add_set(struct tp_space *s, const uint32_t *d, uint32_t n,
 	return (uint32_t)s->sets.n - 1;
 }
 
-static int cmp_u32(const void *x, const void *y)
-{
-	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	return (a > b) - (a < b);
-}
-
-/* Whether ascending lists a and b have a device in common. */
-static bool merge_meets(const uint32_t *a, uint32_t na, const uint32_t *b,
-			uint32_t nb)
-{
-	uint32_t i = 0, j = 0;
-
-	while (i < na && j < nb) {
-		if (a[i] == b[j])
-			return true;
-		if (a[i] < b[j])
-			i++;
-		else
-			j++;
-	}
-	return false;
-}
-
 bool tp_space_sets_meet(const struct tp_space *s, uint32_t a, uint32_t b)
 {
 	const struct tp_devset *sa = &s->sets.v[a], *sb = &s->sets.v[b];
 	const uint32_t *da = tp_space_set_devs(s, a), *db = tp_space_set_devs(s, b);
-	uint32_t *x;
-	bool meet;
 
 	if (a == b)
 		return sa->n > 0;
@@ -191,23 +166,8 @@ bool tp_space_sets_meet(const struct tp_space *s, uint32_t a, uint32_t b)
 		return false;
 	if (sa->dense && sb->dense)
 		return true;
-	if (sa->ascending && sb->ascending)
-		return merge_meets(da, sa->n, db, sb->n);
-	x = malloc(((size_t)sa->n + sb->n) * sizeof(*x));
-	if (!x) { /* out of memory: pair by pair */
-		for (uint32_t i = 0; i < sa->n; i++)
-			for (uint32_t j = 0; j < sb->n; j++)
-				if (da[i] == db[j])
-					return true;
-		return false;
-	}
-	memcpy(x, da, sa->n * sizeof(*x));
-	memcpy(x + sa->n, db, sb->n * sizeof(*x));
-	qsort(x, sa->n, sizeof(*x), cmp_u32);
-	qsort(x + sa->n, sb->n, sizeof(*x), cmp_u32);
-	meet = merge_meets(x, sa->n, x + sa->n, sb->n);
-	free(x);
-	return meet;
+	return tp_devs_meet(da, sa->n, sa->ascending, db, sb->n,
+			    sb->ascending);
 }
 
 static int add_family(struct tp_space *s, const uint32_t *members, uint32_t n,
