@@ -417,17 +417,21 @@ static void push_set(const struct tp_space *s, struct alist *l, uint32_t g,
 static void project(const struct tp_space *s, const struct tp_decision *d,
 		    struct tp_decision *state)
 {
-	const struct tp_runtime_can *can = &s->rt.can;
-	uint32_t set = 0, tp = 0;
+	/* copies: stores into state may alias s and d (reloads per group) */
+	const bool one_set = !s->rt.can.pipeline_parallel;
+	const bool one_tp = !s->rt.can.per_stage_degrees;
+	const bool one_rc = !s->rt.can.per_group_recompute;
+	const struct tp_decision dd = *d;
+	uint32_t set = 0, tp = 0, K = s->groups->n;
 	uint8_t sync = 0;
 
-	for (uint32_t k = 0; k < s->groups->n; k++) {
-		if (!can->pipeline_parallel)
-			state[k].set = d->set;
-		if (!can->per_stage_degrees)
-			state[k].tp = d->tp;
-		if (!can->per_group_recompute)
-			state[k].recompute = d->recompute;
+	for (uint32_t k = 0; k < K; k++) {
+		if (one_set)
+			state[k].set = dd.set;
+		if (one_tp)
+			state[k].tp = dd.tp;
+		if (one_rc)
+			state[k].recompute = dd.recompute;
 		/* the runtime's collectives choose (tp_runtime_sync); runs
 		   of groups share a set and tp, so their sync */
 		if (k == 0 || state[k].set != set || state[k].tp != tp) {
@@ -456,7 +460,8 @@ void tp_space_apply(const struct tp_space *s, uint32_t g,
 		    struct tp_decision *state)
 {
 	state[g] = a->d;
-	if (s->constrained)
+	/* with a suffix, after it (it rewrites groups g + 1.. whole) */
+	if (s->constrained && !a->suffix)
 		project(s, &a->d, state);
 	if (!a->suffix)
 		return;
@@ -873,17 +878,14 @@ struct run_info {
 	const uint32_t *d; /* replica r's context rank c's tensor rank k:
 			      d[(r * cp + c) * tp + k] */
 	uint32_t tp, cp, dp;
-	double act, inflight;
+	double act, inflight; /* run_memory: only the estimate reads them */
 };
 
 static void run_info(const struct tp_space *s,
 		     const struct tp_space_scratch *scr,
 		     const struct tp_decision *state, const struct tp_globals *gl,
-		     uint32_t r, uint32_t stages, struct run_info *ri)
+		     uint32_t r, struct run_info *ri)
 {
-	const struct tp_groups *G = s->groups;
-	uint32_t mcount = gl->micro_batches ? gl->micro_batches : 1;
-
 	ri->a = scr->run_first[r];
 	ri->b = scr->run_first[r + 1];
 	ri->dc = &state[ri->a];
@@ -892,6 +894,19 @@ static void run_info(const struct tp_space *s,
 	ri->tp = ri->dc->tp;
 	ri->cp = tp_globals_cp(gl);
 	ri->dp = ri->ds->n / (ri->tp * ri->cp);
+	ri->act = ri->inflight = 0;
+}
+
+/* Run r's activation bytes per sample and micro-batches in flight (ri
+ * from run_info), for the memory estimate (estimate_fit). */
+static void run_memory(const struct tp_space *s,
+		       const struct tp_space_scratch *scr,
+		       const struct tp_globals *gl, uint32_t r, uint32_t stages,
+		       struct run_info *ri)
+{
+	const struct tp_groups *G = s->groups;
+	uint32_t mcount = gl->micro_batches ? gl->micro_batches : 1;
+
 	ri->act = 0;
 	for (uint32_t k = ri->a; k < ri->b; k++)
 		ri->act += saved_bytes(G, k, (enum tp_recompute)ri->dc->recompute);
@@ -1163,9 +1178,10 @@ static enum tp_status estimate_fit(struct mat *x, struct tp_error *err)
 	memset(scr->act_b, 0, scr->n_dev * sizeof(double));
 	for (uint32_t r = 0; r < x->nruns; r++) {
 		double pb = tp_dtype_bytes(m->dtype), params = 0, w, gr, opt;
-		run_info(s, scr, x->state, gl, r, x->stages, &ri);
+		run_info(s, scr, x->state, gl, r, &ri);
 		if (tp_decision_mixed(ri.dc))
 			continue; /* shares by speed alone (add_mixed_group) */
+		run_memory(s, scr, gl, r, x->stages, &ri);
 		for (uint32_t k = ri.a; k < ri.b; k++)
 			params += G->param_bytes[k];
 		/* model state per parameter byte, ZeRO-sharded over the
@@ -1216,7 +1232,7 @@ static enum tp_status even_fit(struct mat *x, struct tp_error *err)
 	struct run_info ri;
 
 	for (uint32_t r = 0; r < x->nruns; r++) {
-		run_info(x->s, x->scr, x->state, x->gl, r, x->stages, &ri);
+		run_info(x->s, x->scr, x->state, x->gl, r, &ri);
 		if (tp_decision_mixed(ri.dc))
 			continue;
 		if (ri.dp == 0 || x->mb < (int64_t)ri.dp)
@@ -1398,7 +1414,7 @@ static enum tp_status add_run_group(struct mat *x, uint32_t r,
 	enum tp_status st;
 	uint32_t idx;
 
-	run_info(s, x->scr, x->state, gl, r, x->stages, &ri);
+	run_info(s, x->scr, x->state, gl, r, &ri);
 	if (s->constrained)
 		run_facts(s, &ri, &x->scr->facts[plan->groups.n]);
 	if (tp_decision_mixed(ri.dc)) {
