@@ -385,7 +385,8 @@ static void runners_line(const char *dir, const char *topo,
 	char *text, *flat;
 	cJSON *root, *rts;
 
-	snprintf(out, sizeof(out), "%s/%s.json", dir, model);
+	snprintf(out, sizeof(out), "%s/%s.json", dir,
+		 strrchr(model, '/') ? strrchr(model, '/') + 1 : model);
 	tp_run_tagplan(&r, a, NULL);
 	ck_assert_msg(r.status == 0, "plan: %s", r.err);
 	tp_test_squeeze(r.err);
@@ -436,7 +437,27 @@ START_TEST(test_unconstrained_names_runners)
 		     "under its costs)",
 		     "[\"fsdp2\"]");
 	/* uneven batch shares: no shipped runtime has them */
-	runners_line(dir, topo, "gpt3-13b", "; no shipped runtime runs it", "[]");
+	runners_line(dir, topo, "gpt3-13b", "; no shipped runtime runs it",
+		     "[]");
+	/* Llama-2-70B's sizes as a GELU GPT: fsdp2 (TorchTitan's llama3)
+	   would run the plan but does not build the model */
+	{
+		char gpt[1100];
+		const char *a1[] = {"tagplan", "model", "gpt", "--hidden",
+				    "8192", "--layers", "80", "--heads", "64",
+				    "--seq", "4096", "--vocab", "32000",
+				    "--batch", "256", "--dtype", "bf16", "-o",
+				    gpt, NULL};
+
+		snprintf(gpt, sizeof(gpt), "%s/g70", dir);
+		tp_run_tagplan(&r, a1, NULL);
+		ck_assert_msg(r.status == 0, "model: %s", r.err);
+		tp_run_free(&r);
+		runners_line(dir, topo, gpt,
+			     "; no shipped runtime runs it (fsdp2 would, but "
+			     "does not build this model)",
+			     "[]");
+	}
 	/* one name per element: a joined list is refused where it is */
 	{
 		char path[1100], bad[1100], *text, *flat;

@@ -934,7 +934,8 @@ enum tp_status tp_inputs_load_named(const char **arg, char *buf, size_t size,
 size_t tp_inputs_runtimes_running(const struct tp_plan *p,
 				  const struct tp_model *m,
 				  const struct tp_cluster *c,
-				  const char *skip, char *out, size_t size)
+				  const char *skip, bool builds, char *out,
+				  size_t size)
 {
 	char names[32][64];
 	size_t n = tp_runtime_shipped(names, 32), used = 0, able = 0;
@@ -947,7 +948,7 @@ size_t tp_inputs_runtimes_running(const struct tp_plan *p,
 		tp_error_clear(&e);
 		if ((skip && !strcmp(names[i], skip)) ||
 		    tp_runtime_find(names[i], &rt, &e) ||
-		    !tp_runtime_builds(&rt, m, NULL, 0) ||
+		    tp_runtime_builds(&rt, m, NULL, 0) != builds ||
 		    tp_runtime_plan_check(&rt, p, m, c, NULL, NULL, 0))
 			continue;
 		used += (size_t)snprintf(out + used, size - used, "%s%s",

@@ -199,15 +199,18 @@ enum tp_status tp_inputs_sim_run(void *ctx, const struct tp_plan *p,
 				 struct tp_error *err);
 
 /*
- * The shipped runtime profiles (data/runtimes) that build model m and
- * execute plan p on cluster c (tp_runtime_builds, tp_runtime_plan_check),
- * but for the one named skip (NULL: none skipped), into out as "a, b"
- * ("" when none); returns how many.  Whether a runtime executes a plan
- * says nothing of its speed there: each prices it by its own behaviour.
+ * The shipped runtime profiles (data/runtimes) that execute plan p on
+ * cluster c (tp_runtime_plan_check) and build model m (builds true) or
+ * do not (builds false: they would run such a plan of another model;
+ * tp_runtime_builds), but for the one named skip (NULL: none skipped),
+ * into out as "a, b" ("" when none); returns how many.  Whether a
+ * runtime executes a plan says nothing of its speed there: each prices
+ * it by its own behaviour.
  */
 size_t tp_inputs_runtimes_running(const struct tp_plan *p,
 				  const struct tp_model *m,
 				  const struct tp_cluster *c,
-				  const char *skip, char *out, size_t size);
+				  const char *skip, bool builds, char *out,
+				  size_t size);
 
 #endif

@@ -206,8 +206,8 @@ static void note_runnable(const struct plan_run *R,
 {
 	char able[160];
 
-	if (tp_inputs_runtimes_running(&R->res.plan, &R->m, &R->c, NULL, able,
-				       sizeof(able)))
+	if (tp_inputs_runtimes_running(&R->res.plan, &R->m, &R->c, NULL, true,
+				       able, sizeof(able)))
 		snprintf(s->runtime_note, sizeof(s->runtime_note),
 			 "planned for no runtime (the simulator's defaults); "
 			 "%.160s can execute this plan",
@@ -333,7 +333,7 @@ static void fit_summary(const struct plan_run *R, struct tp_plan_summary *s)
 			&R->rt, &fr->plan, &R->m, &R->c, NULL,
 			s->unconstrained_why, sizeof(s->unconstrained_why));
 		tp_inputs_runtimes_running(
-		    &fr->plan, &R->m, &R->c, R->rt.name,
+		    &fr->plan, &R->m, &R->c, R->rt.name, true,
 		    s->unconstrained_runtimes,
 		    sizeof(s->unconstrained_runtimes));
 	}
@@ -940,6 +940,7 @@ static void print_fit(const struct plan_run *R)
 {
 	const struct tp_plan_summary *s = &R->res.plan.summary;
 	struct tp_strbuf t, w;
+	char others[160];
 
 	tp_strbuf_init(&t);
 	tp_strbuf_init(&w);
@@ -968,6 +969,13 @@ static void print_fit(const struct plan_run *R)
 					   "--runtime NAME searches under its "
 					   "costs)\n",
 				       s->unconstrained_runtimes);
+		else if (tp_inputs_runtimes_running(&R->free_res.plan, &R->m,
+						    &R->c, R->rt.name, false,
+						    others, sizeof(others)))
+			tp_strbuf_addf(&t, "no shipped runtime runs it (%s "
+					   "would, but does not build this "
+					   "model)\n",
+				       others);
 		else
 			tp_strbuf_addf(&t, "no shipped runtime runs it\n");
 	} else if (R->compare && R->compare_skipped) {
