@@ -613,7 +613,6 @@ START_TEST(test_space_tp_rules)
 	const char *specs[] = {"dgx-a100:2", "dgx1-v100:1", "l4-pcie:1",
 			       "t4-pcie:2"};
 	const int64_t batches[] = {64, 1, 7, 1536, 0, -5};
-	struct tp_gpt_dims d;
 	struct tp_model m;
 	struct tp_cluster c;
 	struct tp_groups g;
@@ -624,22 +623,7 @@ START_TEST(test_space_tp_rules)
 	struct tp_decision *state;
 	uint64_t yes = 0, no = 0, hier = 0;
 
-	setenv("TAGPLAN_DATA", tp_data_file(""), 1);
-	memset(&d, 0, sizeof(d));
-	d.hidden = 1024;
-	d.layers = 12;
-	d.heads = 16;
-	d.seq = 1024;
-	d.vocab = 32000;
-	d.batch = 64;
-	d.dtype = TP_DTYPE_BF16;
-	d.name = "gpt-12";
-	tp_model_init(&m);
-	tp_cluster_init(&c);
-	ck_assert_int_eq(tp_build_gpt(&d, &m, &err), TP_OK);
-	ck_assert_msg(tp_build_topology(specs, 4, "ib-hdr", 1, &c, &err) ==
-			  TP_OK,
-		      "%s", err.msg);
+	tp_test_gpt12(&m, &c, specs, 4);
 	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
 	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
 	ck_assert_int_eq(tp_runtime_find("none", &rts[0], &err), TP_OK);

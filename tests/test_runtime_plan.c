@@ -31,26 +31,7 @@ static void use_data(void)
 static void gpt_on_dgx(struct tp_model *m, struct tp_cluster *c,
 		       const char *node_spec)
 {
-	struct tp_gpt_dims d;
-	struct tp_error err;
-	const char *specs[] = {node_spec};
-
-	use_data();
-	memset(&d, 0, sizeof(d));
-	d.hidden = 1024;
-	d.layers = 12;
-	d.heads = 16;
-	d.seq = 1024;
-	d.vocab = 32000;
-	d.batch = 64;
-	d.dtype = TP_DTYPE_BF16;
-	d.name = "gpt-12";
-	tp_model_init(m);
-	tp_cluster_init(c);
-	ck_assert_int_eq(tp_build_gpt(&d, m, &err), TP_OK);
-	ck_assert_msg(tp_build_topology(specs, 1, "ib-hdr", 1, c, &err) ==
-			  TP_OK,
-		      "%s", err.msg);
+	tp_test_gpt12(m, c, &node_spec, 1);
 }
 
 static void find(const char *name, struct tp_runtime *rt)
@@ -849,15 +830,9 @@ START_TEST(test_runnable_memo)
 	uint32_t n, yes;
 
 	const char *specs[] = {"dgx-a100:1", "dgx1-v100:1"};
-	struct tp_error err;
 	uint32_t one_type;
 
-	gpt_on_dgx(&m, &c, "dgx-a100:2");
-	tp_cluster_release(&c);
-	tp_cluster_init(&c);
-	ck_assert_msg(tp_build_topology(specs, 2, "ib-hdr", 1, &c, &err) ==
-			  TP_OK,
-		      "%s", err.msg);
+	tp_test_gpt12(&m, &c, specs, 2);
 	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
 	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
 	find("megatron-core", &rt);
@@ -938,16 +913,10 @@ START_TEST(test_runnable_facts_sets)
 	struct tp_space_scratch *memo, *plain;
 	struct tp_decision *dec;
 	struct tp_globals gl;
-	struct tp_error err;
 	struct tp_rng rng;
 	uint32_t yes = 0, shared = 0, sparse = 0, apart = 0, returns = 0;
 
-	gpt_on_dgx(&m, &c, "dgx-a100:2");
-	tp_cluster_release(&c);
-	tp_cluster_init(&c);
-	ck_assert_msg(tp_build_topology(specs, 3, "ib-hdr", 1, &c, &err) ==
-			  TP_OK,
-		      "%s", err.msg);
+	tp_test_gpt12(&m, &c, specs, 3);
 	ck_assert_int_eq(tp_coarsen(&m, 0, &g, NULL), TP_OK);
 	ck_assert_int_eq(tp_space_init(&sp, &m, &c, &g, NULL), TP_OK);
 	find("megatron-core", &rt);

@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "io/build.h"
+
 static const char *env_or(const char *name, const char *dflt)
 {
 	const char *v = getenv(name);
@@ -370,4 +372,28 @@ void tp_test_attn_model(struct tp_model *m, int64_t batch, double pbytes)
 	ck_assert_int_eq(tp_model_add_op(m, &op, &b, &err), TP_OK);
 	ck_assert_int_eq(tp_model_add_edge(m, a, b, 3e9, &err), TP_OK);
 	ck_assert_int_eq(tp_model_finalize(m, &err), TP_OK);
+}
+
+void tp_test_gpt12(struct tp_model *m, struct tp_cluster *c,
+		   const char *const *specs, int n_specs)
+{
+	struct tp_gpt_dims d;
+	struct tp_error err;
+
+	setenv("TAGPLAN_DATA", tp_data_file(""), 1);
+	memset(&d, 0, sizeof(d));
+	d.hidden = 1024;
+	d.layers = 12;
+	d.heads = 16;
+	d.seq = 1024;
+	d.vocab = 32000;
+	d.batch = 64;
+	d.dtype = TP_DTYPE_BF16;
+	d.name = "gpt-12";
+	tp_model_init(m);
+	tp_cluster_init(c);
+	ck_assert_int_eq(tp_build_gpt(&d, m, &err), TP_OK);
+	ck_assert_msg(tp_build_topology(specs, n_specs, "ib-hdr", 1, c,
+					&err) == TP_OK,
+		      "%s", err.msg);
 }

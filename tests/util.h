@@ -46,6 +46,13 @@ char *tp_test_read(const char *path, size_t *len);
  * included) made one space, in place, for matching a summary's phrases;
  * returns s. */
 char *tp_test_squeeze(char *s);
+
+/* The small GPT the action-space tests plan ("gpt-12": hidden 1024, 12
+ * layers, 16 heads, sequence 1024, vocabulary 32000, batch 64, bf16) on
+ * the nodes of specs (tagplan topo's PRESET:NODES, ib-hdr between them);
+ * m and c are initialised here, TAGPLAN_DATA set to the shipped data. */
+void tp_test_gpt12(struct tp_model *m, struct tp_cluster *c,
+		   const char *const *specs, int n_specs);
 /* Write a whole file; 0 on success. */
 int tp_test_write(const char *path, const char *data, size_t len);
 
